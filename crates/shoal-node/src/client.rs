@@ -1,0 +1,118 @@
+//! Connected clients as CLIENT LIST / KILL / INFO see them.
+//!
+//! Each connection registers a `ClientInfo` and keeps an `Arc` to it; the registry holds the
+//! others'. Fields another task reads are atomics or short mutexes; the connection itself is
+//! the only writer.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use crate::node::now_ms;
+
+/// What other tasks may read of one connection.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub created_ms: u64,
+    pub last_interaction_ms: AtomicU64,
+    /// 2 or 3.
+    pub resp: AtomicU8,
+    pub name: Mutex<Option<Bytes>>,
+    pub lib_name: Mutex<Option<Bytes>>,
+    pub lib_ver: Mutex<Option<Bytes>>,
+    /// Last command's name (lowercase), for CLIENT LIST's `cmd=`.
+    pub last_cmd: Mutex<&'static str>,
+    pub no_evict: AtomicBool,
+    /// Cancelled by CLIENT KILL; the connection closes at its next turn.
+    pub kill: CancellationToken,
+}
+
+impl ClientInfo {
+    /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), Redis 7's fields.
+    pub fn describe(&self, now_ms: u64) -> String {
+        let name = self.name.lock().expect("client name lock poisoned").clone();
+        let lib_name = self
+            .lib_name
+            .lock()
+            .expect("client lib lock poisoned")
+            .clone();
+        let lib_ver = self
+            .lib_ver
+            .lock()
+            .expect("client lib lock poisoned")
+            .clone();
+        let cmd = *self.last_cmd.lock().expect("client cmd lock poisoned");
+        let s = |b: Option<Bytes>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
+        format!(
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            s(name).unwrap_or_default(),
+            now_ms.saturating_sub(self.created_ms) / 1000,
+            now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
+            if cmd.is_empty() { "NULL" } else { cmd },
+            self.resp.load(Ordering::Relaxed),
+            s(lib_name).unwrap_or_default(),
+            s(lib_ver).unwrap_or_default(),
+        )
+    }
+}
+
+/// All connected clients, by id.
+#[derive(Default)]
+pub struct ClientRegistry {
+    next_id: AtomicU64,
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+}
+
+impl ClientRegistry {
+    /// Registers a new connection and returns its shared info; ids start at 1 and only grow.
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr) -> Arc<ClientInfo> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = now_ms();
+        let info = Arc::new(ClientInfo {
+            id,
+            addr,
+            laddr,
+            created_ms: now,
+            last_interaction_ms: AtomicU64::new(now),
+            resp: AtomicU8::new(2),
+            name: Mutex::new(None),
+            lib_name: Mutex::new(None),
+            lib_ver: Mutex::new(None),
+            last_cmd: Mutex::new(""),
+            no_evict: AtomicBool::new(false),
+            kill: CancellationToken::new(),
+        });
+        self.lock().insert(id, info.clone());
+        info
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    /// A snapshot of the connected clients in id order.
+    pub fn all(&self) -> Vec<Arc<ClientInfo>> {
+        self.lock().values().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<ClientInfo>>> {
+        self.clients.lock().expect("client registry lock poisoned")
+    }
+}

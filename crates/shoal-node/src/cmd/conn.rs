@@ -1,0 +1,407 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use shoal_resp::{Protocol, Reply};
+
+use super::{
+    err, int_arg, is, parse_i64, tri, unknown_subcommand, wrong_arity, Ctx, ReplyMode, ERR_SYNTAX,
+};
+use crate::REDIS_VERSION;
+
+pub fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let _ = ctx;
+    match args.len() {
+        1 => Reply::Simple("PONG".into()),
+        2 => Reply::Bulk(args[1].clone()),
+        _ => wrong_arity("ping"),
+    }
+}
+
+pub fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Reply::Bulk(args[1].clone())
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Compares in time independent of where the first difference is.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Checks a user/password pair against `requirepass` (Shoal has one user, `default`).
+fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    user == b"default"
+        && ctx.node.with_settings(|s| {
+            s.requirepass.is_empty() || same_secret(s.requirepass.as_bytes(), pass)
+        })
+}
+
+pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (user, pass): (&[u8], &[u8]) = match args.len() {
+        2 => {
+            if !ctx.node.requires_auth() {
+                return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+            }
+            (b"default", &args[1])
+        }
+        3 => (&args[1], &args[2]),
+        _ => return err(ERR_SYNTAX),
+    };
+    if check_password(ctx, user, pass) {
+        ctx.session.authenticated = true;
+        Reply::ok()
+    } else {
+        err(WRONGPASS)
+    }
+}
+
+fn valid_name(name: &[u8]) -> bool {
+    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut proto = None;
+    if let Some(v) = args.get(1) {
+        match parse_i64(v) {
+            Some(2) => proto = Some(Protocol::Resp2),
+            Some(3) => proto = Some(Protocol::Resp3),
+            Some(_) => return err("NOPROTO unsupported protocol version"),
+            None => return err("ERR Protocol version is not an integer or out of range"),
+        }
+    }
+    let mut name = None;
+    let mut i = 2;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if is(&args[i], "AUTH") && more >= 2 {
+            if !check_password(ctx, &args[i + 1], &args[i + 2]) {
+                return err(WRONGPASS);
+            }
+            ctx.session.authenticated = true;
+            i += 3;
+        } else if is(&args[i], "SETNAME") && more >= 1 {
+            if !valid_name(&args[i + 1]) {
+                return err(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                );
+            }
+            name = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Reply::error(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[i])
+            ));
+        }
+    }
+    if !ctx.session.authenticated && ctx.node.requires_auth() {
+        return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    ctx.session.authenticated = true;
+    if let Some(name) = name {
+        *ctx.session
+            .info
+            .name
+            .lock()
+            .expect("client name lock poisoned") = Some(name).filter(|n| !n.is_empty());
+    }
+    if let Some(p) = proto {
+        ctx.session.proto = p;
+        let n = if p == Protocol::Resp3 { 3 } else { 2 };
+        ctx.session.info.resp.store(n, Ordering::Relaxed);
+    }
+    let proto_num = if ctx.session.proto == Protocol::Resp3 {
+        3
+    } else {
+        2
+    };
+    let s = |t: &'static str| Reply::bulk(t);
+    Reply::Map(vec![
+        (s("server"), s("redis")),
+        (s("version"), s(REDIS_VERSION)),
+        (s("proto"), Reply::Int(proto_num)),
+        (s("id"), Reply::Int(ctx.session.info.id as i64)),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Reply::Array(vec![])),
+    ])
+}
+
+pub fn select(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    match tri!(int_arg(&args[1])) {
+        0 => Reply::ok(),
+        _ => err("ERR DB index is out of range"),
+    }
+}
+
+pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    ctx.session.close = true;
+    Reply::ok()
+}
+
+pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let s = &mut *ctx.session;
+    s.proto = Protocol::Resp2;
+    s.info.resp.store(2, Ordering::Relaxed);
+    s.reply_mode = ReplyMode::On;
+    s.authenticated = !ctx.node.requires_auth();
+    *s.info.name.lock().expect("client name lock poisoned") = None;
+    s.info.no_evict.store(false, Ordering::Relaxed);
+    Reply::Simple("RESET".into())
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are: ID <id>, ADDR <ip:port>, LADDR <ip:port>,",
+    "    TYPE normal, USER default, SKIPME (YES|NO), MAXAGE <seconds>.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options: TYPE normal, ID <id> [...].",
+    "NO-EVICT (ON|OFF)",
+    "    Accepted for compatibility; Shoal never evicts clients.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <LIB-NAME|LIB-VER> <value>",
+    "    Set client library name or version.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn help_reply(lines: &[&'static str]) -> Reply {
+    Reply::Array(lines.iter().map(|l| Reply::Simple((*l).into())).collect())
+}
+
+pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    let arity = |ok: bool, name: &str| {
+        if ok {
+            None
+        } else {
+            Some(wrong_arity(&format!("client|{name}")))
+        }
+    };
+    let info = ctx.session.info.clone();
+    match &sub[..] {
+        b"id" => arity(args.len() == 2, "id").unwrap_or(Reply::Int(info.id as i64)),
+        b"getname" => arity(args.len() == 2, "getname").unwrap_or_else(|| {
+            info.name
+                .lock()
+                .expect("client name lock poisoned")
+                .clone()
+                .map_or(Reply::Nil, Reply::Bulk)
+        }),
+        b"setname" => {
+            if let Some(r) = arity(args.len() == 3, "setname") {
+                return r;
+            }
+            if !valid_name(&args[2]) {
+                return err(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                );
+            }
+            *info.name.lock().expect("client name lock poisoned") =
+                Some(args[2].clone()).filter(|n| !n.is_empty());
+            Reply::ok()
+        }
+        b"setinfo" => {
+            if let Some(r) = arity(args.len() == 4, "setinfo") {
+                return r;
+            }
+            let slot = if is(&args[2], "LIB-NAME") {
+                &info.lib_name
+            } else if is(&args[2], "LIB-VER") {
+                &info.lib_ver
+            } else {
+                return Reply::error(format!(
+                    "ERR Unrecognized option '{}'",
+                    String::from_utf8_lossy(&args[2])
+                ));
+            };
+            if !valid_name(&args[3]) {
+                return Reply::error(format!(
+                    "ERR {} cannot contain spaces, newlines or special characters.",
+                    String::from_utf8_lossy(&args[2]).to_ascii_lowercase()
+                ));
+            }
+            *slot.lock().expect("client lib lock poisoned") =
+                Some(args[3].clone()).filter(|n| !n.is_empty());
+            Reply::ok()
+        }
+        b"info" => arity(args.len() == 2, "info")
+            .unwrap_or_else(|| Reply::Verbatim(format!("{}\n", info.describe(ctx.now_ms)).into())),
+        b"list" => client_list(ctx, args),
+        b"kill" => client_kill(ctx, args),
+        b"no-evict" => {
+            if let Some(r) = arity(args.len() == 3, "no-evict") {
+                return r;
+            }
+            let on = if is(&args[2], "ON") {
+                true
+            } else if is(&args[2], "OFF") {
+                false
+            } else {
+                return err(ERR_SYNTAX);
+            };
+            info.no_evict.store(on, Ordering::Relaxed);
+            Reply::ok()
+        }
+        b"reply" => {
+            if let Some(r) = arity(args.len() == 3, "reply") {
+                return r;
+            }
+            ctx.session.reply_mode = if is(&args[2], "ON") {
+                ReplyMode::On
+            } else if is(&args[2], "OFF") {
+                ReplyMode::Off
+            } else if is(&args[2], "SKIP") {
+                ReplyMode::Skip
+            } else {
+                return err(ERR_SYNTAX);
+            };
+            Reply::ok()
+        }
+        b"help" => help_reply(CLIENT_HELP),
+        _ => unknown_subcommand("client", &args[1]),
+    }
+}
+
+fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if is(&args[i], "TYPE") && i + 1 < args.len() {
+            let t = &args[i + 1];
+            if !(is(t, "NORMAL") || is(t, "MASTER") || is(t, "REPLICA") || is(t, "PUBSUB")) {
+                return Reply::error(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                ));
+            }
+            if !is(t, "NORMAL") {
+                ids = Some(Vec::new());
+            }
+            i += 2;
+        } else if is(&args[i], "ID") && i + 1 < args.len() {
+            let mut list = Vec::new();
+            for a in &args[i + 1..] {
+                match parse_i64(a).filter(|&n| n > 0) {
+                    Some(n) => list.push(n as u64),
+                    None => return err("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(list);
+            i = args.len();
+        } else {
+            return err(ERR_SYNTAX);
+        }
+    }
+    let mut out = String::new();
+    for c in ctx.node.clients.all() {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+            continue;
+        }
+        out.push_str(&c.describe(ctx.now_ms));
+        out.push('\n');
+    }
+    Reply::Verbatim(out.into())
+}
+
+fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let me = ctx.session.info.id;
+    if args.len() == 3 {
+        // Old form: CLIENT KILL addr:port.
+        let addr = String::from_utf8_lossy(&args[2]);
+        let victim = ctx
+            .node
+            .clients
+            .all()
+            .into_iter()
+            .find(|c| c.addr.to_string() == addr);
+        return match victim {
+            Some(c) => {
+                kill(ctx, me, c.id, &c.kill);
+                Reply::ok()
+            }
+            None => err("ERR No such client"),
+        };
+    }
+    if !args.len().is_multiple_of(2) || args.len() < 4 {
+        return err(ERR_SYNTAX);
+    }
+    let (mut id, mut addr, mut laddr, mut maxage) = (None, None, None, None);
+    let mut skipme = true;
+    let mut type_ok = true;
+    for pair in args[2..].chunks_exact(2) {
+        let (k, v) = (&pair[0], &pair[1]);
+        if is(k, "ID") {
+            match parse_i64(v).filter(|&n| n > 0) {
+                Some(n) => id = Some(n as u64),
+                None => return err("ERR client-id should be greater than 0"),
+            }
+        } else if is(k, "ADDR") {
+            addr = Some(String::from_utf8_lossy(v).into_owned());
+        } else if is(k, "LADDR") {
+            laddr = Some(String::from_utf8_lossy(v).into_owned());
+        } else if is(k, "USER") {
+            type_ok &= &v[..] == b"default";
+        } else if is(k, "TYPE") {
+            if !(is(v, "NORMAL") || is(v, "MASTER") || is(v, "REPLICA") || is(v, "PUBSUB")) {
+                return Reply::error(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(v)
+                ));
+            }
+            type_ok &= is(v, "NORMAL");
+        } else if is(k, "SKIPME") {
+            skipme = if is(v, "YES") {
+                true
+            } else if is(v, "NO") {
+                false
+            } else {
+                return err(ERR_SYNTAX);
+            };
+        } else if is(k, "MAXAGE") {
+            maxage = Some(tri!(int_arg(v)));
+        } else {
+            return err(ERR_SYNTAX);
+        }
+    }
+    let mut killed = 0;
+    if type_ok {
+        for c in ctx.node.clients.all() {
+            let age = ctx.now_ms.saturating_sub(c.created_ms) / 1000;
+            if id.is_some_and(|id| id != c.id)
+                || addr.as_ref().is_some_and(|a| *a != c.addr.to_string())
+                || laddr.as_ref().is_some_and(|a| *a != c.laddr.to_string())
+                || maxage.is_some_and(|m| (age as i64) < m)
+                || (skipme && c.id == me)
+            {
+                continue;
+            }
+            kill(ctx, me, c.id, &c.kill);
+            killed += 1;
+        }
+    }
+    Reply::Int(killed)
+}
+
+/// Kills a client; killing oneself closes after this reply, as Redis does.
+fn kill(ctx: &mut Ctx<'_>, me: u64, id: u64, token: &tokio_util::sync::CancellationToken) {
+    if id == me {
+        ctx.session.close = true;
+    } else {
+        token.cancel();
+    }
+}

@@ -1,0 +1,335 @@
+//! Keyspace commands: DEL, EXISTS, TTLs, RENAME/COPY, KEYS/SCAN, DBSIZE, FLUSH*.
+
+use bytes::Bytes;
+use shoal_resp::Reply;
+use shoal_store::{glob_match, Access};
+
+use super::{err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
+
+pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let store = &ctx.node.store;
+    let n = args[1..]
+        .iter()
+        .filter(|k| store.remove(k, ctx.now_ms))
+        .count();
+    Reply::Int(n as i64)
+}
+
+fn count_live(ctx: &Ctx<'_>, keys: &[Bytes], access: Access) -> Reply {
+    let store = &ctx.node.store;
+    let n = keys
+        .iter()
+        .filter(|k| store.read(k, ctx.now_ms, access, |e| e.is_some()))
+        .count();
+    Reply::Int(n as i64)
+}
+
+pub fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    count_live(ctx, &args[1..], Access::Peek)
+}
+
+pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    count_live(ctx, &args[1..], Access::Touch)
+}
+
+pub fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let exists = ctx
+        .node
+        .store
+        .read(&args[1], ctx.now_ms, Access::Peek, |e| e.is_some());
+    Reply::Simple(if exists { "string" } else { "none" }.into())
+}
+
+/// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT (Redis 7).
+fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], millis: bool, absolute: bool) -> Reply {
+    let cmd = match (millis, absolute) {
+        (false, false) => "expire",
+        (true, false) => "pexpire",
+        (false, true) => "expireat",
+        (true, true) => "pexpireat",
+    };
+    let n = tri!(int_arg(&args[2]));
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for a in &args[3..] {
+        match &a[..] {
+            o if is(o, "NX") => nx = true,
+            o if is(o, "XX") => xx = true,
+            o if is(o, "GT") => gt = true,
+            o if is(o, "LT") => lt = true,
+            o => {
+                return Reply::error(format!(
+                    "ERR Unsupported option {}",
+                    String::from_utf8_lossy(o)
+                ))
+            }
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return err("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if gt && lt {
+        return err("ERR GT and LT options at the same time are not compatible");
+    }
+    let invalid = || Reply::error(format!("ERR invalid expire time in '{cmd}' command"));
+    let ms = if millis {
+        n
+    } else {
+        tri!(n.checked_mul(1000).ok_or_else(invalid))
+    };
+    let when = if absolute {
+        ms
+    } else {
+        tri!(ms.checked_add(ctx.now_ms as i64).ok_or_else(invalid))
+    };
+    let now = ctx.now_ms as i64;
+    let changed = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        if !slot.exists() {
+            return false;
+        }
+        let current = slot.expire_at().map(|t| t as i64);
+        let refused = (nx && current.is_some())
+            || (xx && current.is_none())
+            || (gt && current.is_none_or(|c| when <= c))
+            || (lt && current.is_some_and(|c| when >= c));
+        if refused {
+            return false;
+        }
+        if when <= now {
+            slot.remove();
+        } else {
+            slot.set_expire(Some(when as u64));
+        }
+        true
+    });
+    Reply::Int(i64::from(changed))
+}
+
+pub fn expire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    expire_generic(ctx, args, false, false)
+}
+
+pub fn pexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    expire_generic(ctx, args, true, false)
+}
+
+pub fn expireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    expire_generic(ctx, args, false, true)
+}
+
+pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    expire_generic(ctx, args, true, true)
+}
+
+/// TTL family: -2 no key, -1 no TTL; seconds are rounded as Redis does ((ms + 500) / 1000).
+fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], millis: bool, absolute: bool) -> Reply {
+    let now = ctx.now_ms;
+    let t = ctx
+        .node
+        .store
+        .read(&args[1], now, Access::Peek, |e| e.map(|e| e.expire_at_ms));
+    Reply::Int(match t {
+        None => -2,
+        Some(None) => -1,
+        Some(Some(at)) => {
+            let v = if absolute { at } else { at.saturating_sub(now) } as i64;
+            if millis {
+                v
+            } else {
+                (v + 500) / 1000
+            }
+        }
+    })
+}
+
+pub fn ttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    ttl_generic(ctx, args, false, false)
+}
+
+pub fn pttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    ttl_generic(ctx, args, true, false)
+}
+
+pub fn expiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    ttl_generic(ctx, args, false, true)
+}
+
+pub fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    ttl_generic(ctx, args, true, true)
+}
+
+pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let done = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        slot.expire_at().is_some() && slot.set_expire(None)
+    });
+    Reply::Int(i64::from(done))
+}
+
+/// A value with its TTL, as RENAME and COPY carry it.
+type Carried = (Vec<u8>, Option<u64>);
+
+fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
+    ctx.node.store.write(key, ctx.now_ms, |slot| {
+        let v = (slot.value()?.to_vec(), slot.expire_at());
+        if remove {
+            slot.remove();
+        }
+        Some(v)
+    })
+}
+
+fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): &Carried) {
+    ctx.node
+        .store
+        .write(key, ctx.now_ms, |slot| slot.set(value, *ttl));
+}
+
+fn exists_now(ctx: &Ctx<'_>, key: &[u8]) -> bool {
+    ctx.node
+        .store
+        .read(key, ctx.now_ms, Access::Peek, |e| e.is_some())
+}
+
+/// RENAME/RENAMENX move the value and its TTL. Source and destination may sit in different
+/// store shards: the move is not atomic against a concurrent writer of the destination.
+fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Reply {
+    let (src, dst) = (&args[1], &args[2]);
+    if !exists_now(ctx, src) {
+        return err(ERR_NO_SUCH_KEY);
+    }
+    if src == dst {
+        return if nx { Reply::Int(0) } else { Reply::ok() };
+    }
+    if nx && exists_now(ctx, dst) {
+        return Reply::Int(0);
+    }
+    match take(ctx, src, true) {
+        Some(v) => put(ctx, dst, &v),
+        None => return err(ERR_NO_SUCH_KEY),
+    }
+    if nx {
+        Reply::Int(1)
+    } else {
+        Reply::ok()
+    }
+}
+
+pub fn rename(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    rename_generic(ctx, args, false)
+}
+
+pub fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    rename_generic(ctx, args, true)
+}
+
+pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        if is(&args[i], "REPLACE") {
+            replace = true;
+        } else if is(&args[i], "DB") && i + 1 < args.len() {
+            let db = tri!(int_arg(&args[i + 1]));
+            if db != 0 {
+                return err("ERR DB index is out of range");
+            }
+            i += 1;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    let (src, dst) = (&args[1], &args[2]);
+    if src == dst {
+        return err("ERR source and destination objects are the same");
+    }
+    let Some(v) = take(ctx, src, false) else {
+        return Reply::Int(0);
+    };
+    if !replace && exists_now(ctx, dst) {
+        return Reply::Int(0);
+    }
+    put(ctx, dst, &v);
+    Reply::Int(1)
+}
+
+/// Walks the whole keyspace with the store's SCAN cursor.
+fn all_keys(ctx: &Ctx<'_>, pattern: &[u8]) -> Vec<Reply> {
+    let match_all = pattern == b"*";
+    let mut out = Vec::new();
+    let mut cursor = 0;
+    loop {
+        cursor = ctx.node.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
+            if match_all || glob_match(pattern, k, false) {
+                out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+            }
+        });
+        if cursor == 0 {
+            return out;
+        }
+    }
+}
+
+pub fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Reply::Array(all_keys(ctx, &args[1]))
+}
+
+pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let cursor = match std::str::from_utf8(&args[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        Some(c) => c,
+        None => return err("ERR invalid cursor"),
+    };
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_ok = true;
+    let mut i = 2;
+    while i < args.len() {
+        let Some(value) = args.get(i + 1) else {
+            return err(ERR_SYNTAX);
+        };
+        if is(&args[i], "COUNT") {
+            let n = tri!(int_arg(value));
+            if n < 1 {
+                return err(ERR_SYNTAX);
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX).min(1 << 20);
+        } else if is(&args[i], "MATCH") {
+            pattern = Some(value).filter(|p| &p[..] != b"*").map(|p| &p[..]);
+        } else if is(&args[i], "TYPE") {
+            type_ok = is(value, "STRING");
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 2;
+    }
+    let mut keys = Vec::new();
+    let next = ctx.node.store.scan(cursor, count, ctx.now_ms, |k, _| {
+        if type_ok && pattern.is_none_or(|p| glob_match(p, k, false)) {
+            keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+        }
+    });
+    Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(keys)])
+}
+
+pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    ctx.node
+        .store
+        .random_key(ctx.now_ms)
+        .map_or(Reply::Nil, Reply::Bulk)
+}
+
+pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    Reply::Int(ctx.node.store.len() as i64)
+}
+
+pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    match args.get(1) {
+        None => {}
+        Some(a) if args.len() == 2 && (is(a, "ASYNC") || is(a, "SYNC")) => {}
+        Some(_) => return err(ERR_SYNTAX),
+    }
+    ctx.node.store.clear();
+    Reply::ok()
+}

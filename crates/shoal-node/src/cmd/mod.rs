@@ -1,0 +1,439 @@
+//! Commands: the table, dispatch, and the argument helpers every family shares.
+//!
+//! A request arrives as its argument vector. `execute` looks the name up in `TABLE` (one row a
+//! command: arity, flags, key positions, handler), checks arity, authentication and memory,
+//! then calls the handler. Each family lives in its own module and parses its own options:
+//! `conn` (PING, HELLO, AUTH, CLIENT, ...), `string` (GET, SET, INCR, ...), `keys` (DEL,
+//! EXPIRE, SCAN, ...), `server` (INFO, COMMAND, CONFIG, ...). Error texts are Redis 7's.
+
+mod conn;
+mod keys;
+mod server;
+mod string;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use shoal_resp::{Protocol, Reply};
+
+use crate::client::ClientInfo;
+use crate::node::Node;
+
+pub use server::render_info;
+
+/// Command flags (a subset of Redis's, as COMMAND INFO reports them).
+pub mod flag {
+    pub const WRITE: u32 = 1;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const FAST: u32 = 1 << 3;
+    pub const NOAUTH: u32 = 1 << 4;
+    pub const LOADING: u32 = 1 << 5;
+    pub const STALE: u32 = 1 << 6;
+    pub const ADMIN: u32 = 1 << 7;
+    pub const NOSCRIPT: u32 = 1 << 8;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (NOSCRIPT, "noscript"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (FAST, "fast"),
+        (NOAUTH, "no_auth"),
+    ];
+}
+
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
+
+/// One row of the command table.
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Redis convention: n = exactly n arguments including the name, -n = at least n.
+    pub arity: i32,
+    pub flags: u32,
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub since: &'static str,
+    /// Subcommand names (for COMMAND INFO / DOCS), lowercase, without the container.
+    pub subcommands: &'static [&'static str],
+    pub handler: Handler,
+}
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, ($f:expr, $l:expr, $s:expr), $group:literal, $since:literal, $summary:literal, $handler:expr) => {
+        cmd!(
+            $name,
+            $arity,
+            $flags,
+            ($f, $l, $s),
+            $group,
+            $since,
+            $summary,
+            $handler,
+            &[]
+        )
+    };
+    ($name:literal, $arity:expr, $flags:expr, ($f:expr, $l:expr, $s:expr), $group:literal, $since:literal, $summary:literal, $handler:expr, $subs:expr) => {
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            first_key: $f,
+            last_key: $l,
+            step: $s,
+            group: $group,
+            since: $since,
+            summary: $summary,
+            subcommands: $subs,
+            handler: $handler,
+        }
+    };
+}
+
+use flag::*;
+
+/// Every supported command. Adding one: a row here and a handler in its family's module.
+pub static TABLE: &[CommandSpec] = &[
+    // connection
+    cmd!("ping", -1, FAST | STALE, (0, 0, 0), "connection", "1.0.0", "Returns the server's liveliness response.", conn::ping),
+    cmd!("echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", "Returns the given string.", conn::echo),
+    cmd!("hello", -1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.0.0", "Handshakes with the Redis server.", conn::hello),
+    cmd!("auth", -2, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Authenticates the connection.", conn::auth),
+    cmd!("select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Changes the selected database.", conn::select),
+    cmd!("quit", -1, FAST | NOAUTH | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
+    cmd!("reset", 1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
+    cmd!("client", -2, LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
+        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "reply", "help"]),
+    // strings
+    cmd!("get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", "Returns the string value of a key.", string::get),
+    cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", string::set),
+    cmd!("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Set the string value of a key only when the key doesn't exist.", string::setnx),
+    cmd!("setex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", string::setex),
+    cmd!("psetex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", string::psetex),
+    cmd!("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Returns the previous string value of a key after setting it to a new value.", string::getset),
+    cmd!("getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", "Returns the string value of a key after deleting the key.", string::getdel),
+    cmd!("getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", "Returns the string value of a key after setting its expiration time.", string::getex),
+    cmd!("mget", -2, READONLY | FAST, (1, -1, 1), "string", "1.0.0", "Atomically returns the string values of one or more keys.", string::mget),
+    cmd!("mset", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", string::mset),
+    cmd!("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.", string::msetnx),
+    cmd!("append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", string::append),
+    cmd!("strlen", 2, READONLY | FAST, (1, 1, 1), "string", "2.2.0", "Returns the length of a string value.", string::strlen),
+    cmd!("incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", string::incr),
+    cmd!("decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", string::decr),
+    cmd!("incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", string::incrby),
+    cmd!("decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", string::decrby),
+    cmd!("incrbyfloat", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", string::incrbyfloat),
+    cmd!("getrange", 4, READONLY, (1, 1, 1), "string", "2.4.0", "Returns a substring of the string stored at a key.", string::getrange),
+    cmd!("substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", "Returns a substring from a string value.", string::getrange),
+    cmd!("setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", string::setrange),
+    // keyspace
+    cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del),
+    cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del),
+    cmd!("exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", "Determines whether one or more keys exist.", keys::exists),
+    cmd!("touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys::touch),
+    cmd!("type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", "Determines the type of value stored at a key.", keys::type_),
+    cmd!("expire", -3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Sets the expiration time of a key in seconds.", keys::expire),
+    cmd!("pexpire", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", keys::pexpire),
+    cmd!("expireat", -3, WRITE | FAST, (1, 1, 1), "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", keys::expireat),
+    cmd!("pexpireat", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", keys::pexpireat),
+    cmd!("ttl", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", "Returns the expiration time in seconds of a key.", keys::ttl),
+    cmd!("pttl", 2, READONLY | FAST, (1, 1, 1), "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", keys::pttl),
+    cmd!("expiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp.", keys::expiretime),
+    cmd!("pexpiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp.", keys::pexpiretime),
+    cmd!("persist", 2, WRITE | FAST, (1, 1, 1), "generic", "2.2.0", "Removes the expiration time of a key.", keys::persist),
+    cmd!("rename", 3, WRITE, (1, 2, 1), "generic", "1.0.0", "Renames a key and overwrites the destination.", keys::rename),
+    cmd!("renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", keys::renamenx),
+    cmd!("copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", "Copies the value of a key to a new key.", keys::copy),
+    cmd!("keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns all key names that match a pattern.", keys::keys),
+    cmd!("scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", "Iterates over the key names in the database.", keys::scan),
+    cmd!("randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns a random key name from the database.", keys::randomkey),
+    cmd!("dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", "Returns the number of keys in the database.", keys::dbsize),
+    cmd!("flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Remove all keys from the current database.", keys::flush),
+    cmd!("flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Removes all keys from all databases.", keys::flush),
+    // server
+    cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info),
+    cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
+        &["count", "list", "info", "docs", "getkeys", "help"]),
+    cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
+        &["get", "set", "resetstat", "rewrite", "help"]),
+    cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
+];
+
+/// Looks a command up by name, case-insensitively.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    static INDEX: OnceLock<HashMap<&'static str, &'static CommandSpec>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| TABLE.iter().map(|c| (c.name, c)).collect());
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    std::str::from_utf8(lower)
+        .ok()
+        .and_then(|n| index.get(n).copied())
+}
+
+/// CLIENT REPLY mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the reply of the next command only.
+    Skip,
+}
+
+/// Per-connection state the commands read and change.
+pub struct Session {
+    pub info: Arc<ClientInfo>,
+    pub proto: Protocol,
+    pub authenticated: bool,
+    pub reply_mode: ReplyMode,
+    /// Set by QUIT (and protocol errors): close once the reply is written.
+    pub close: bool,
+}
+
+impl Session {
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Session {
+        Session {
+            info,
+            proto: Protocol::Resp2,
+            authenticated,
+            reply_mode: ReplyMode::On,
+            close: false,
+        }
+    }
+}
+
+/// What a handler works with.
+pub struct Ctx<'a> {
+    pub node: &'a Node,
+    pub session: &'a mut Session,
+    /// Unix ms, read once per command as Redis does.
+    pub now_ms: u64,
+}
+
+/// Runs one request and returns its reply.
+pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) -> Reply {
+    let Some(spec) = lookup(&args[0]) else {
+        return unknown_command(args);
+    };
+    *session
+        .info
+        .last_cmd
+        .lock()
+        .expect("client cmd lock poisoned") = spec.name;
+    if (spec.arity > 0 && args.len() != spec.arity as usize)
+        || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
+    {
+        return wrong_arity(spec.name);
+    }
+    if !session.authenticated && spec.flags & NOAUTH == 0 {
+        if node.requires_auth() {
+            return Reply::error("NOAUTH Authentication required.");
+        }
+        session.authenticated = true;
+    }
+    if spec.flags & DENYOOM != 0
+        && node.store.maxmemory() > 0
+        && node.store.ensure_memory(now_ms).is_err()
+    {
+        return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+    }
+    let mut ctx = Ctx {
+        node,
+        session,
+        now_ms,
+    };
+    (spec.handler)(&mut ctx, args)
+}
+
+/// Redis's text for an unknown command, arguments quoted and cut at 128 bytes.
+pub fn unknown_command(args: &[Bytes]) -> Reply {
+    let mut list = String::new();
+    for a in &args[1..] {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        let text = String::from_utf8_lossy(&a[..a.len().min(room)]).into_owned();
+        list.push('\'');
+        list.push_str(&text);
+        list.push_str("' ");
+    }
+    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
+    Reply::error(format!(
+        "ERR unknown command '{name}', with args beginning with: {list}"
+    ))
+}
+
+pub fn wrong_arity(name: &str) -> Reply {
+    Reply::error(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+pub fn unknown_subcommand(container: &str, sub: &[u8]) -> Reply {
+    let sub = String::from_utf8_lossy(&sub[..sub.len().min(128)]).into_owned();
+    Reply::error(format!(
+        "ERR unknown subcommand '{sub}'. Try {} HELP.",
+        container.to_ascii_uppercase()
+    ))
+}
+
+pub const ERR_SYNTAX: &str = "ERR syntax error";
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const ERR_NO_SUCH_KEY: &str = "ERR no such key";
+
+pub fn err(text: &'static str) -> Reply {
+    Reply::error(text)
+}
+
+/// Parses a signed 64-bit integer exactly as Redis's `string2ll`: optional '-', digits, no
+/// leading zeros (except "0"), no '+', no spaces, no overflow.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    if b == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Parses a float as Redis's `string2ld`/`strtold` accepts it: no spaces, not empty, no NaN.
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
+        return None;
+    }
+    let v: f64 = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => s.parse().ok()?,
+    };
+    if v.is_nan() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+/// The integer argument or Redis's "not an integer" error reply.
+pub fn int_arg(b: &[u8]) -> Result<i64, Reply> {
+    parse_i64(b).ok_or_else(|| err(ERR_NOT_INTEGER))
+}
+
+/// Case-insensitive comparison of an argument with an option name (given in uppercase).
+pub fn is(arg: &[u8], upper: &str) -> bool {
+    arg.eq_ignore_ascii_case(upper.as_bytes())
+}
+
+/// Unwraps a `Result<T, Reply>` inside a handler, returning the error reply.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(reply) => return reply,
+        }
+    };
+}
+pub(crate) use tri;
+
+#[cfg(test)]
+mod helper_tests {
+    use super::*;
+
+    #[test]
+    fn integers_parse_like_string2ll() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"1.0",
+            b"9223372036854775808",
+            b"abc",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn floats_parse_like_strtold() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"-3"), Some(-3.0));
+        assert_eq!(parse_f64(b"5.0e3"), Some(5000.0));
+        assert_eq!(parse_f64(b"inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b""), None);
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        let mut names = std::collections::HashSet::new();
+        for c in TABLE {
+            assert!(names.insert(c.name), "duplicate {}", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(c.arity != 0);
+            assert!(lookup(c.name.to_ascii_uppercase().as_bytes()).is_some());
+        }
+        assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(&[b'x'; 100]).is_none());
+    }
+
+    #[test]
+    fn unknown_command_text_matches_redis() {
+        let args: Vec<Bytes> = vec!["foo".into(), "a".into(), "b".into()];
+        assert_eq!(
+            unknown_command(&args),
+            Reply::error("ERR unknown command 'foo', with args beginning with: 'a' 'b' ")
+        );
+        let args: Vec<Bytes> = vec!["foo".into()];
+        assert_eq!(
+            unknown_command(&args),
+            Reply::error("ERR unknown command 'foo', with args beginning with: ")
+        );
+    }
+}

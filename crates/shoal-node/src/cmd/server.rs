@@ -1,0 +1,678 @@
+//! Server commands: INFO, COMMAND, CONFIG, TIME.
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use shoal_resp::Reply;
+use shoal_store::{glob_match, EvictionPolicy};
+
+use super::conn::help_reply;
+use super::{err, flag, is, lookup, unknown_subcommand, wrong_arity, CommandSpec, Ctx, TABLE};
+use crate::config::{ByteSize, NodeConfig};
+use crate::node::{now_ms, Node};
+use crate::{REDIS_VERSION, SHOAL_VERSION};
+
+pub fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let _ = ctx;
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Reply::Array(vec![
+        Reply::bulk(d.as_secs().to_string()),
+        Reply::bulk(d.subsec_micros().to_string()),
+    ])
+}
+
+pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sections: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    Reply::Verbatim(render_info(ctx.node, &sections).into())
+}
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "keyspace",
+];
+
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b < 1024.0 {
+        format!("{bytes}B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else if b < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", b / 1024.0 / 1024.0)
+    } else {
+        format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
+    }
+}
+
+/// Resident set size and CPU times of this process, from /proc (zeros where unavailable).
+fn process_usage() -> (u64, f64, f64) {
+    let rss = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096);
+    let (user, sys) = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some((
+                f.get(11)?.parse::<f64>().ok()?,
+                f.get(12)?.parse::<f64>().ok()?,
+            ))
+        })
+        .map_or((0.0, 0.0), |(u, s)| (u / 100.0, s / 100.0));
+    (rss, user, sys)
+}
+
+/// INFO's text for the given sections (empty = the default set), `\r\n`-separated as Redis.
+pub fn render_info(node: &Node, sections: &[String]) -> String {
+    let all = sections.iter().any(|s| s == "all" || s == "everything");
+    let wanted: Vec<&str> = if sections.is_empty() || all || sections.iter().any(|s| s == "default")
+    {
+        DEFAULT_SECTIONS.to_vec()
+    } else {
+        sections.iter().map(String::as_str).collect()
+    };
+    let settings = node.settings();
+    let stats = node.store.stats();
+    let mut out = String::new();
+    let mut section = |name: &str, body: String| {
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let _ = write!(out, "# {name}\r\n{body}");
+    };
+    for w in DEFAULT_SECTIONS {
+        if !wanted.contains(w) {
+            continue;
+        }
+        let mut b = String::new();
+        macro_rules! line {
+            ($($arg:tt)*) => {{ let _ = write!(b, $($arg)*); b.push_str("\r\n"); }};
+        }
+        match *w {
+            "server" => {
+                let uptime = node.uptime_secs();
+                line!("redis_version:{REDIS_VERSION}");
+                line!("shoal_version:{SHOAL_VERSION}");
+                line!("redis_git_sha1:00000000");
+                line!("redis_git_dirty:0");
+                line!("redis_mode:standalone");
+                line!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
+                line!("arch_bits:{}", usize::BITS);
+                line!("multiplexing_api:epoll");
+                line!("process_id:{}", std::process::id());
+                line!("run_id:{}", node.run_id);
+                line!("tcp_port:{}", node.port.load(Ordering::Relaxed));
+                line!("server_time_usec:{}", now_ms() * 1000);
+                line!("uptime_in_seconds:{uptime}");
+                line!("uptime_in_days:{}", uptime / 86400);
+                line!("hz:{}", settings.hz);
+                line!(
+                    "executable:{}",
+                    std::env::current_exe()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                );
+                line!("config_file:{}", node.config_file.as_deref().unwrap_or(""));
+                section("Server", b);
+            }
+            "clients" => {
+                line!("connected_clients:{}", node.clients.len());
+                line!("maxclients:{}", settings.maxclients);
+                line!("blocked_clients:0");
+                line!("tracking_clients:0");
+                section("Clients", b);
+            }
+            "memory" => {
+                let (rss, _, _) = process_usage();
+                let used = stats.used_memory;
+                let max = node.store.maxmemory();
+                line!("used_memory:{used}");
+                line!("used_memory_human:{}", human(used));
+                line!("used_memory_rss:{rss}");
+                line!("used_memory_rss_human:{}", human(rss));
+                line!("used_memory_peak:{}", node.peak_memory(used));
+                line!("maxmemory:{max}");
+                line!("maxmemory_human:{}", human(max));
+                line!("maxmemory_policy:{}", node.store.policy().name());
+                line!(
+                    "mem_fragmentation_ratio:{:.2}",
+                    if used > 0 {
+                        rss as f64 / used as f64
+                    } else {
+                        1.0
+                    }
+                );
+                line!("mem_allocator:libc");
+                section("Memory", b);
+            }
+            "persistence" => {
+                line!("loading:0");
+                line!("async_loading:0");
+                line!("rdb_changes_since_last_save:0");
+                line!("rdb_bgsave_in_progress:0");
+                line!("aof_enabled:0");
+                line!("aof_rewrite_in_progress:0");
+                section("Persistence", b);
+            }
+            "stats" => {
+                let s = &node.stats;
+                line!(
+                    "total_connections_received:{}",
+                    s.total_connections_received.load(Ordering::Relaxed)
+                );
+                line!(
+                    "total_commands_processed:{}",
+                    s.total_commands_processed.load(Ordering::Relaxed)
+                );
+                line!("instantaneous_ops_per_sec:{}", s.instantaneous_ops());
+                line!(
+                    "total_net_input_bytes:{}",
+                    s.total_net_input_bytes.load(Ordering::Relaxed)
+                );
+                line!(
+                    "total_net_output_bytes:{}",
+                    s.total_net_output_bytes.load(Ordering::Relaxed)
+                );
+                line!(
+                    "rejected_connections:{}",
+                    s.rejected_connections.load(Ordering::Relaxed)
+                );
+                line!("expired_keys:{}", stats.expired_keys);
+                line!("evicted_keys:{}", stats.evicted_keys);
+                line!("keyspace_hits:{}", stats.keyspace_hits);
+                line!("keyspace_misses:{}", stats.keyspace_misses);
+                line!("pubsub_channels:0");
+                line!("pubsub_patterns:0");
+                section("Stats", b);
+            }
+            "replication" => {
+                line!("role:master");
+                line!("connected_slaves:0");
+                section("Replication", b);
+            }
+            "cpu" => {
+                let (_, user, sys) = process_usage();
+                line!("used_cpu_sys:{sys:.6}");
+                line!("used_cpu_user:{user:.6}");
+                section("CPU", b);
+            }
+            "keyspace" => {
+                if stats.keys > 0 {
+                    line!(
+                        "db0:keys={},expires={},avg_ttl=0",
+                        stats.keys,
+                        stats.volatile_keys
+                    );
+                }
+                section("Keyspace", b);
+            }
+            _ => {}
+        }
+    }
+    out.push_str("\r\n");
+    out
+}
+
+// ---- COMMAND -------------------------------------------------------------------------
+
+fn command_info(c: &CommandSpec) -> Reply {
+    let flags = flag::NAMES
+        .iter()
+        .filter(|(bit, _)| c.flags & bit != 0)
+        .map(|(_, n)| Reply::Simple((*n).into()))
+        .collect();
+    let key_specs = if c.first_key > 0 {
+        vec![Reply::Map(vec![
+            (
+                Reply::bulk("begin_search"),
+                Reply::Map(vec![
+                    (Reply::bulk("type"), Reply::bulk("index")),
+                    (
+                        Reply::bulk("spec"),
+                        Reply::Map(vec![(
+                            Reply::bulk("index"),
+                            Reply::Int(i64::from(c.first_key)),
+                        )]),
+                    ),
+                ]),
+            ),
+            (
+                Reply::bulk("find_keys"),
+                Reply::Map(vec![
+                    (Reply::bulk("type"), Reply::bulk("range")),
+                    (
+                        Reply::bulk("spec"),
+                        Reply::Map(vec![
+                            (
+                                Reply::bulk("lastkey"),
+                                Reply::Int(i64::from(if c.last_key < 0 {
+                                    c.last_key
+                                } else {
+                                    c.last_key - c.first_key
+                                })),
+                            ),
+                            (Reply::bulk("keystep"), Reply::Int(i64::from(c.step))),
+                            (Reply::bulk("limit"), Reply::Int(0)),
+                        ]),
+                    ),
+                ]),
+            ),
+        ])]
+    } else {
+        vec![]
+    };
+    let subs = c
+        .subcommands
+        .iter()
+        .map(|s| {
+            Reply::Array(vec![
+                Reply::bulk(format!("{}|{}", c.name, s)),
+                Reply::Int(-2),
+                Reply::Set(vec![]),
+                Reply::Int(0),
+                Reply::Int(0),
+                Reply::Int(0),
+                Reply::Set(vec![]),
+                Reply::Array(vec![]),
+                Reply::Array(vec![]),
+                Reply::Array(vec![]),
+            ])
+        })
+        .collect();
+    Reply::Array(vec![
+        Reply::bulk(c.name),
+        Reply::Int(i64::from(c.arity)),
+        Reply::Set(flags),
+        Reply::Int(i64::from(c.first_key)),
+        Reply::Int(i64::from(c.last_key)),
+        Reply::Int(i64::from(c.step)),
+        Reply::Set(vec![Reply::Simple(format!("@{}", c.group).into())]),
+        Reply::Array(vec![]),
+        Reply::Array(key_specs),
+        Reply::Array(subs),
+    ])
+}
+
+fn command_docs(c: &CommandSpec) -> Reply {
+    let mut doc = vec![
+        (Reply::bulk("summary"), Reply::bulk(c.summary)),
+        (Reply::bulk("since"), Reply::bulk(c.since)),
+        (Reply::bulk("group"), Reply::bulk(c.group)),
+    ];
+    if !c.subcommands.is_empty() {
+        let subs = c
+            .subcommands
+            .iter()
+            .map(|s| {
+                (
+                    Reply::bulk(format!("{}|{}", c.name, s)),
+                    Reply::Map(vec![
+                        (
+                            Reply::bulk("summary"),
+                            Reply::bulk(format!("{} {}", c.name.to_uppercase(), s.to_uppercase())),
+                        ),
+                        (Reply::bulk("since"), Reply::bulk(c.since)),
+                        (Reply::bulk("group"), Reply::bulk(c.group)),
+                    ]),
+                )
+            })
+            .collect();
+        doc.push((Reply::bulk("subcommands"), Reply::Map(subs)));
+    }
+    Reply::Map(doc)
+}
+
+/// The key positions of a request, per the table's (first, last, step).
+pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Bytes> {
+    if spec.first_key <= 0 {
+        return Vec::new();
+    }
+    let last = if spec.last_key < 0 {
+        args.len() as i64 + i64::from(spec.last_key)
+    } else {
+        i64::from(spec.last_key)
+    };
+    let mut keys = Vec::new();
+    let mut i = i64::from(spec.first_key);
+    while i <= last && (i as usize) < args.len() {
+        keys.push(args[i as usize].clone());
+        i += i64::from(spec.step.max(1));
+    }
+    keys
+}
+
+const COMMAND_HELP: &[&str] = &[
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands.",
+    "COUNT",
+    "    Return the total number of commands in this server.",
+    "LIST",
+    "    Return a list of all commands in this server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple commands.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple commands.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full command.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let _ = ctx;
+    let Some(sub) = args.get(1) else {
+        return Reply::Array(TABLE.iter().map(command_info).collect());
+    };
+    let named = || args[2..].iter().map(|n| lookup(n));
+    match &sub.to_ascii_lowercase()[..] {
+        b"count" if args.len() == 2 => Reply::Int(TABLE.len() as i64),
+        b"list" => {
+            let pattern = match &args[2..] {
+                [] => None,
+                [f, k, v] if is(f, "FILTERBY") && is(k, "PATTERN") => Some(v.clone()),
+                [f, k, v] if is(f, "FILTERBY") && (is(k, "ACLCAT") || is(k, "MODULE")) => {
+                    let v = v.to_ascii_lowercase();
+                    return Reply::Array(
+                        TABLE
+                            .iter()
+                            .filter(|c| is(k, "ACLCAT") && c.group.as_bytes() == &v[..])
+                            .map(|c| Reply::bulk(c.name))
+                            .collect(),
+                    );
+                }
+                _ => return err(super::ERR_SYNTAX),
+            };
+            Reply::Array(
+                TABLE
+                    .iter()
+                    .filter(|c| {
+                        pattern
+                            .as_ref()
+                            .is_none_or(|p| glob_match(p, c.name.as_bytes(), true))
+                    })
+                    .map(|c| Reply::bulk(c.name))
+                    .collect(),
+            )
+        }
+        b"info" if args.len() == 2 => Reply::Array(TABLE.iter().map(command_info).collect()),
+        b"info" => Reply::Array(
+            named()
+                .map(|c| c.map_or(Reply::Nil, command_info))
+                .collect(),
+        ),
+        b"docs" if args.len() == 2 => Reply::Map(
+            TABLE
+                .iter()
+                .map(|c| (Reply::bulk(c.name), command_docs(c)))
+                .collect(),
+        ),
+        b"docs" => Reply::Map(
+            named()
+                .flatten()
+                .map(|c| (Reply::bulk(c.name), command_docs(c)))
+                .collect(),
+        ),
+        b"getkeys" if args.len() >= 3 => {
+            let Some(spec) = lookup(&args[2]) else {
+                return err("ERR Invalid command specified");
+            };
+            let cmd_args = &args[2..];
+            if (spec.arity > 0 && cmd_args.len() != spec.arity as usize)
+                || (spec.arity < 0 && cmd_args.len() < spec.arity.unsigned_abs() as usize)
+            {
+                return err("ERR Invalid number of arguments specified for command");
+            }
+            let keys = command_keys(spec, cmd_args);
+            if keys.is_empty() {
+                return err("ERR The command has no key arguments");
+            }
+            Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
+        }
+        b"help" => help_reply(COMMAND_HELP),
+        b"count" | b"getkeys" => wrong_arity(&format!(
+            "command|{}",
+            String::from_utf8_lossy(&sub.to_ascii_lowercase())
+        )),
+        _ => unknown_subcommand("command", sub),
+    }
+}
+
+// ---- CONFIG --------------------------------------------------------------------------
+
+type Getter = fn(&NodeConfig) -> String;
+type Setter = fn(&mut NodeConfig, &str) -> Result<(), String>;
+
+fn parse_num<T: FromStr>(v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+}
+
+fn parse_size(v: &str) -> Result<ByteSize, String> {
+    v.parse()
+        .map_err(|_| "argument must be a memory value".to_string())
+}
+
+/// CONFIG GET/SET parameters: name, getter, setter (None = immutable at run time).
+const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
+    ("bind", |c| c.bind.clone(), None),
+    ("port", |c| c.port.to_string(), None),
+    (
+        "maxmemory",
+        |c| c.maxmemory.0.to_string(),
+        Some(|c, v| {
+            c.maxmemory = parse_size(v)?;
+            Ok(())
+        }),
+    ),
+    (
+        "maxmemory-policy",
+        |c| c.maxmemory_policy.clone(),
+        Some(|c, v| {
+            let p = EvictionPolicy::from_str(v).map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, volatile-ttl, noeviction".to_string())?;
+            c.maxmemory_policy = p.name().to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "maxmemory-samples",
+        |c| c.maxmemory_samples.to_string(),
+        Some(|c, v| {
+            let n: usize = parse_num(v)?;
+            if !(1..=64).contains(&n) {
+                return Err("argument must be between 1 and 64 inclusive".into());
+            }
+            c.maxmemory_samples = n;
+            Ok(())
+        }),
+    ),
+    (
+        "requirepass",
+        |c| c.requirepass.clone(),
+        Some(|c, v| {
+            c.requirepass = v.to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "maxclients",
+        |c| c.maxclients.to_string(),
+        Some(|c, v| {
+            let n: usize = parse_num(v)?;
+            if n == 0 {
+                return Err("argument must be between 1 and 4294967295 inclusive".into());
+            }
+            c.maxclients = n;
+            Ok(())
+        }),
+    ),
+    (
+        "timeout",
+        |c| c.timeout.to_string(),
+        Some(|c, v| {
+            c.timeout = parse_num(v)?;
+            Ok(())
+        }),
+    ),
+    (
+        "proto-max-bulk-len",
+        |c| c.proto_max_bulk_len.0.to_string(),
+        Some(|c, v| {
+            let n = parse_size(v)?;
+            if n.0 < 1024 {
+                return Err("argument must be a memory value of at least 1024".into());
+            }
+            c.proto_max_bulk_len = n;
+            Ok(())
+        }),
+    ),
+    (
+        "proto-max-multibulk-len",
+        |c| c.proto_max_multibulk_len.to_string(),
+        Some(|c, v| {
+            let n: usize = parse_num(v)?;
+            if n == 0 {
+                return Err("argument must be at least 1".into());
+            }
+            c.proto_max_multibulk_len = n;
+            Ok(())
+        }),
+    ),
+    (
+        "proto-inline-max-size",
+        |c| c.proto_inline_max_size.0.to_string(),
+        Some(|c, v| {
+            c.proto_inline_max_size = parse_size(v)?;
+            Ok(())
+        }),
+    ),
+    (
+        "client-output-buffer-limit",
+        |c| c.client_output_buffer_limit.0.to_string(),
+        Some(|c, v| {
+            c.client_output_buffer_limit = parse_size(v)?;
+            Ok(())
+        }),
+    ),
+    (
+        "shutdown-timeout-ms",
+        |c| c.shutdown_timeout_ms.to_string(),
+        Some(|c, v| {
+            c.shutdown_timeout_ms = parse_num(v)?;
+            Ok(())
+        }),
+    ),
+    (
+        "hz",
+        |c| c.hz.to_string(),
+        Some(|c, v| {
+            let n: u32 = parse_num(v)?;
+            if !(1..=500).contains(&n) {
+                return Err("argument must be between 1 and 500 inclusive".into());
+            }
+            c.hz = n;
+            Ok(())
+        }),
+    ),
+    ("log-level", |c| c.log_level.clone(), None),
+    // Read-only facts clients ask for.
+    ("databases", |_| "1".into(), None),
+    ("save", |_| String::new(), None),
+    ("appendonly", |_| "no".into(), None),
+    ("cluster-enabled", |_| "no".into(), None),
+];
+
+const CONFIG_HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Not supported by Shoal: edit the configuration file instead.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    match &sub[..] {
+        b"get" if args.len() >= 3 => {
+            let settings = ctx.node.settings();
+            let mut out = Vec::new();
+            for (name, get, _) in PARAMS {
+                if args[2..]
+                    .iter()
+                    .any(|p| glob_match(p, name.as_bytes(), true))
+                {
+                    out.push((Reply::bulk(*name), Reply::bulk(get(&settings))));
+                }
+            }
+            Reply::Map(out)
+        }
+        b"set" if args.len() >= 4 && args.len().is_multiple_of(2) => config_set(ctx.node, &args[2..]),
+        b"resetstat" if args.len() == 2 => {
+            ctx.node.stats.reset();
+            ctx.node.store.reset_stats();
+            Reply::ok()
+        }
+        b"rewrite" if args.len() == 2 => {
+            err("ERR CONFIG REWRITE is not supported by Shoal; edit the configuration file")
+        }
+        b"help" => help_reply(CONFIG_HELP),
+        b"get" | b"set" | b"resetstat" | b"rewrite" => {
+            wrong_arity(&format!("config|{}", String::from_utf8_lossy(&sub)))
+        }
+        _ => unknown_subcommand("config", &args[1]),
+    }
+}
+
+/// Applies every pair or none (Redis 7 semantics), then pushes the result into the store.
+fn config_set(node: &Node, pairs: &[Bytes]) -> Reply {
+    let result = node.update_settings(|settings| {
+        let mut next = settings.clone();
+        for pair in pairs.chunks_exact(2) {
+            let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            let value = String::from_utf8_lossy(&pair[1]).into_owned();
+            let Some((_, _, setter)) = PARAMS.iter().find(|(n, _, _)| *n == name) else {
+                return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+            };
+            let Some(set) = setter else {
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
+            };
+            set(&mut next, &value).map_err(|why| {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
+            })?;
+        }
+        *settings = next.clone();
+        Ok(next)
+    });
+    match result {
+        Ok(s) => {
+            node.store.set_maxmemory(s.maxmemory.0);
+            if let Ok(p) = EvictionPolicy::from_str(&s.maxmemory_policy) {
+                node.store.set_policy(p);
+            }
+            node.store.set_samples(s.maxmemory_samples);
+            Reply::ok()
+        }
+        Err(e) => Reply::error(e),
+    }
+}

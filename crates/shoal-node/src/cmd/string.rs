@@ -1,0 +1,470 @@
+//! String commands: GET, SET and its variants, MGET/MSET, APPEND, the INCR family, ranges.
+
+use bytes::Bytes;
+use shoal_resp::Reply;
+use shoal_store::Access;
+
+use super::{
+    err, int_arg, is, parse_f64, parse_i64, tri, Ctx, ERR_NOT_FLOAT, ERR_NOT_INTEGER, ERR_SYNTAX,
+};
+
+const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+
+fn bulk_or_nil(v: Option<Bytes>) -> Reply {
+    v.map_or(Reply::Nil, Reply::Bulk)
+}
+
+pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    bulk_or_nil(ctx.node.store.get(&args[1], ctx.now_ms))
+}
+
+/// An expiry option's unit.
+#[derive(Clone, Copy)]
+pub(super) enum Unit {
+    Seconds,
+    Millis,
+}
+
+/// Turns an EX/PX/EXAT/PXAT argument into an absolute Unix ms time, with Redis's checks:
+/// not an integer -> ERR not an integer; <= 0 or overflowing -> "invalid expire time in '<cmd>'".
+pub(super) fn expire_at(
+    arg: &[u8],
+    unit: Unit,
+    absolute: bool,
+    now_ms: u64,
+    cmd: &str,
+) -> Result<u64, Reply> {
+    let n = int_arg(arg)?;
+    let invalid = || Reply::error(format!("ERR invalid expire time in '{cmd}' command"));
+    if n <= 0 {
+        return Err(invalid());
+    }
+    let ms = match unit {
+        Unit::Seconds => n.checked_mul(1000).ok_or_else(invalid)?,
+        Unit::Millis => n,
+    };
+    if absolute {
+        Ok(ms as u64)
+    } else {
+        (ms as u64)
+            .checked_add(now_ms)
+            .filter(|&t| t <= i64::MAX as u64)
+            .ok_or_else(invalid)
+    }
+}
+
+/// TTL choice of SET and GETEX.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ttl {
+    /// No option: SET clears the TTL, GETEX leaves it.
+    Default,
+    At(u64),
+    Keep,
+    Persist,
+}
+
+/// Parses an EX/PX/EXAT/PXAT option at `args[i]`; Ok(None) when `args[i]` is not one.
+fn ttl_option(args: &[Bytes], i: usize, now_ms: u64, cmd: &str) -> Result<Option<u64>, Reply> {
+    let (unit, absolute) = match &args[i][..] {
+        a if is(a, "EX") => (Unit::Seconds, false),
+        a if is(a, "PX") => (Unit::Millis, false),
+        a if is(a, "EXAT") => (Unit::Seconds, true),
+        a if is(a, "PXAT") => (Unit::Millis, true),
+        _ => return Ok(None),
+    };
+    let value = args.get(i + 1).ok_or_else(|| err(ERR_SYNTAX))?;
+    expire_at(value, unit, absolute, now_ms, cmd).map(Some)
+}
+
+pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (mut nx, mut xx, mut want_old) = (false, false, false);
+    let mut ttl = Ttl::Default;
+    let mut i = 3;
+    while i < args.len() {
+        let a = &args[i][..];
+        if is(a, "NX") && !xx {
+            nx = true;
+        } else if is(a, "XX") && !nx {
+            xx = true;
+        } else if is(a, "GET") {
+            want_old = true;
+        } else if is(a, "KEEPTTL") && ttl == Ttl::Default {
+            ttl = Ttl::Keep;
+        } else if ttl == Ttl::Default && args.get(i + 1).is_some() {
+            match tri!(ttl_option(args, i, ctx.now_ms, "set")) {
+                Some(at) => {
+                    ttl = Ttl::At(at);
+                    i += 1;
+                }
+                None => return err(ERR_SYNTAX),
+            }
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    let value = &args[2];
+    let set = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        let old = want_old.then(|| slot.value().map(Bytes::copy_from_slice));
+        let exists = slot.exists();
+        if (nx && exists) || (xx && !exists) {
+            return (false, old);
+        }
+        match ttl {
+            Ttl::Keep => slot.set_keep_ttl(value),
+            Ttl::At(at) => slot.set(value, Some(at)),
+            Ttl::Default | Ttl::Persist => slot.set(value, None),
+        }
+        (true, old)
+    });
+    match set {
+        (_, Some(old)) => bulk_or_nil(old),
+        (true, None) => Reply::ok(),
+        (false, None) => Reply::Nil,
+    }
+}
+
+pub fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let done = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        if slot.exists() {
+            false
+        } else {
+            slot.set(&args[2], None);
+            true
+        }
+    });
+    Reply::Int(i64::from(done))
+}
+
+fn set_with_ttl(ctx: &mut Ctx<'_>, args: &[Bytes], unit: Unit, cmd: &str) -> Reply {
+    let at = tri!(expire_at(&args[2], unit, false, ctx.now_ms, cmd));
+    ctx.node
+        .store
+        .write(&args[1], ctx.now_ms, |slot| slot.set(&args[3], Some(at)));
+    Reply::ok()
+}
+
+pub fn setex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    set_with_ttl(ctx, args, Unit::Seconds, "setex")
+}
+
+pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    set_with_ttl(ctx, args, Unit::Millis, "psetex")
+}
+
+pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    bulk_or_nil(ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        let old = slot.value().map(Bytes::copy_from_slice);
+        slot.set(&args[2], None);
+        old
+    }))
+}
+
+pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    bulk_or_nil(ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        let old = slot.value().map(Bytes::copy_from_slice);
+        slot.remove();
+        old
+    }))
+}
+
+pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut ttl = Ttl::Default;
+    let mut i = 2;
+    while i < args.len() {
+        if is(&args[i], "PERSIST") && ttl == Ttl::Default {
+            ttl = Ttl::Persist;
+        } else if ttl == Ttl::Default && args.get(i + 1).is_some() {
+            match tri!(ttl_option(args, i, ctx.now_ms, "getex")) {
+                Some(at) => {
+                    ttl = Ttl::At(at);
+                    i += 1;
+                }
+                None => return err(ERR_SYNTAX),
+            }
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    bulk_or_nil(ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        let value = slot.value().map(Bytes::copy_from_slice)?;
+        match ttl {
+            Ttl::At(at) => {
+                slot.set_expire(Some(at));
+            }
+            Ttl::Persist => {
+                slot.set_expire(None);
+            }
+            Ttl::Default | Ttl::Keep => {}
+        }
+        Some(value)
+    }))
+}
+
+pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let store = &ctx.node.store;
+    Reply::Array(
+        args[1..]
+            .iter()
+            .map(|k| bulk_or_nil(store.get(k, ctx.now_ms)))
+            .collect(),
+    )
+}
+
+pub fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len().is_multiple_of(2) {
+        return super::wrong_arity("mset");
+    }
+    for pair in args[1..].chunks_exact(2) {
+        ctx.node
+            .store
+            .write(&pair[0], ctx.now_ms, |slot| slot.set(&pair[1], None));
+    }
+    Reply::ok()
+}
+
+/// MSETNX checks every key, then sets them all. Keys live in different store shards, so a
+/// concurrent writer can slip in between the check and the sets (documented in the README).
+pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len().is_multiple_of(2) {
+        return super::wrong_arity("msetnx");
+    }
+    let store = &ctx.node.store;
+    let any_exists = args[1..]
+        .iter()
+        .step_by(2)
+        .any(|k| store.read(k, ctx.now_ms, Access::Peek, |e| e.is_some()));
+    if any_exists {
+        return Reply::Int(0);
+    }
+    for pair in args[1..].chunks_exact(2) {
+        store.write(&pair[0], ctx.now_ms, |slot| slot.set(&pair[1], None));
+    }
+    Reply::Int(1)
+}
+
+fn max_len(ctx: &Ctx<'_>) -> usize {
+    ctx.node
+        .with_settings(|s| usize::try_from(s.proto_max_bulk_len.0).unwrap_or(usize::MAX))
+}
+
+pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let limit = max_len(ctx);
+    let extra = &args[2];
+    ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        let len = slot.value().map_or(0, <[u8]>::len);
+        if len + extra.len() > limit {
+            return err(ERR_TOO_BIG);
+        }
+        Reply::Int(slot.modify(|v| {
+            v.extend_from_slice(extra);
+            v.len() as i64
+        }))
+    })
+}
+
+pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let len = ctx
+        .node
+        .store
+        .read(&args[1], ctx.now_ms, Access::Read, |e| {
+            e.map_or(0, |e| e.value.len())
+        });
+    Reply::Int(len as i64)
+}
+
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Reply {
+    ctx.node.store.write(key, ctx.now_ms, |slot| {
+        let current = match slot.value() {
+            None => 0,
+            Some(v) => match parse_i64(v) {
+                Some(n) => n,
+                None => return err(ERR_NOT_INTEGER),
+            },
+        };
+        let Some(next) = current.checked_add(by) else {
+            return err("ERR increment or decrement would overflow");
+        };
+        let buf = itoa_buf(next);
+        slot.set_keep_ttl(buf.as_bytes());
+        Reply::Int(next)
+    })
+}
+
+struct ItoaBuf {
+    buf: [u8; 20],
+    len: usize,
+}
+
+impl ItoaBuf {
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[20 - self.len..]
+    }
+}
+
+fn itoa_buf(n: i64) -> ItoaBuf {
+    let mut buf = [0u8; 20];
+    let mut i = 20;
+    let neg = n < 0;
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if neg {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    ItoaBuf { buf, len: 20 - i }
+}
+
+pub fn incr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    incr_by(ctx, &args[1], 1)
+}
+
+pub fn decr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    incr_by(ctx, &args[1], -1)
+}
+
+pub fn incrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let by = tri!(int_arg(&args[2]));
+    incr_by(ctx, &args[1], by)
+}
+
+pub fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let by = tri!(int_arg(&args[2]));
+    let Some(neg) = by.checked_neg() else {
+        return err("ERR decrement would overflow");
+    };
+    incr_by(ctx, &args[1], neg)
+}
+
+/// Formats a float the way INCRBYFLOAT stores it: plain decimal, no exponent, no trailing
+/// zeros (Redis's `LD_STR_HUMAN`). Redis computes in `long double`; Shoal in `f64`, so the
+/// 17th significant digit can differ.
+pub(super) fn format_float(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e17 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let Some(by) = parse_f64(&args[2]) else {
+        return err(ERR_NOT_FLOAT);
+    };
+    ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        let current = match slot.value() {
+            None => 0.0,
+            Some(v) => match parse_f64(v) {
+                Some(n) => n,
+                None => return err(ERR_NOT_FLOAT),
+            },
+        };
+        let next = current + by;
+        if !next.is_finite() {
+            return err("ERR increment would produce NaN or Infinity");
+        }
+        let text = format_float(next);
+        slot.set_keep_ttl(text.as_bytes());
+        Reply::bulk(text)
+    })
+}
+
+pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let start = tri!(int_arg(&args[2]));
+    let end = tri!(int_arg(&args[3]));
+    ctx.node
+        .store
+        .read(&args[1], ctx.now_ms, Access::Read, |e| {
+            let v = e.map_or(&[][..], |e| e.value);
+            Reply::bulk(Bytes::copy_from_slice(range(v, start, end)))
+        })
+}
+
+/// GETRANGE's index rules (Redis 7): negative indexes count from the end, both ends inclusive.
+fn range(v: &[u8], mut start: i64, mut end: i64) -> &[u8] {
+    let len = v.len() as i64;
+    if (start < 0 && end < 0 && start > end) || len == 0 {
+        return &[];
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0).min(len - 1);
+    if start > end {
+        return &[];
+    }
+    &v[start as usize..=end as usize]
+}
+
+pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let offset = tri!(int_arg(&args[2]));
+    if offset < 0 {
+        return err("ERR offset is out of range");
+    }
+    let offset = offset as u64;
+    let patch = &args[3];
+    let limit = max_len(ctx) as u64;
+    ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+        let len = slot.value().map(<[u8]>::len);
+        if patch.is_empty() {
+            return Reply::Int(len.unwrap_or(0) as i64);
+        }
+        if offset + patch.len() as u64 > limit {
+            return err(ERR_TOO_BIG);
+        }
+        let offset = offset as usize;
+        Reply::Int(slot.modify(|v| {
+            if v.len() < offset + patch.len() {
+                v.resize(offset + patch.len(), 0);
+            }
+            v[offset..offset + patch.len()].copy_from_slice(patch);
+            v.len() as i64
+        }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn getrange_follows_redis_index_rules() {
+        let v = b"This is a string";
+        assert_eq!(range(v, 0, 3), b"This");
+        assert_eq!(range(v, -3, -1), b"ing");
+        assert_eq!(range(v, 0, -1), v);
+        assert_eq!(range(v, 10, 100), b"string");
+        assert_eq!(range(v, 5, 3), b"");
+        assert_eq!(range(v, -1, -5), b"");
+        assert_eq!(range(b"", 0, -1), b"");
+        assert_eq!(range(v, -100, 3), b"This");
+    }
+
+    #[test]
+    fn floats_format_like_incrbyfloat() {
+        assert_eq!(format_float(10.6), "10.6");
+        assert_eq!(format_float(5000.0), "5000");
+        assert_eq!(format_float(-1.5), "-1.5");
+        assert_eq!(format_float(3.0e-5), "0.00003");
+    }
+
+    #[test]
+    fn itoa_matches_display() {
+        for n in [0, 1, -1, 42, i64::MAX, i64::MIN, -1000] {
+            let b = itoa_buf(n);
+            assert_eq!(b.as_bytes(), n.to_string().as_bytes());
+        }
+    }
+}

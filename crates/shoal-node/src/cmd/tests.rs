@@ -1,0 +1,692 @@
+//! Every command's parsing and exact reply bytes, in RESP2 and RESP3, through the real parser:
+//! each request is written inline and as a multibulk array, both must parse to the same
+//! arguments, then it runs once against a fresh node with a controlled clock.
+
+use std::net::SocketAddr;
+
+use bytes::{Bytes, BytesMut};
+use shoal_resp::{Limits, Protocol, RequestParser};
+
+use super::{execute, Session};
+use crate::config::{ByteSize, NodeConfig};
+use crate::node::Node;
+
+struct H {
+    node: Node,
+    session: Session,
+    now: u64,
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+impl H {
+    fn new() -> H {
+        H::with(|_| {})
+    }
+
+    fn with(f: impl FnOnce(&mut NodeConfig)) -> H {
+        let mut cfg = NodeConfig::default();
+        f(&mut cfg);
+        let node = Node::new(cfg, None);
+        let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        let info = node.clients.register(addr, addr);
+        let session = Session::new(info, !node.requires_auth());
+        H {
+            node,
+            session,
+            now: T0,
+        }
+    }
+
+    fn parse(bytes: &[u8]) -> Vec<Bytes> {
+        let mut buf = BytesMut::from(bytes);
+        let args = RequestParser::new()
+            .parse(&mut buf, &Limits::default(), true)
+            .expect("request parses")
+            .expect("request is complete");
+        assert!(buf.is_empty(), "request fully consumed");
+        args
+    }
+
+    /// Runs `line` (inline syntax) and returns the encoded reply.
+    fn run(&mut self, line: &str) -> String {
+        let inline = H::parse(format!("{line}\r\n").as_bytes());
+        let mut array = format!("*{}\r\n", inline.len()).into_bytes();
+        for a in &inline {
+            array.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            array.extend_from_slice(a);
+            array.extend_from_slice(b"\r\n");
+        }
+        assert_eq!(H::parse(&array), inline, "inline and array forms differ");
+        let reply = execute(&self.node, &mut self.session, &inline, self.now);
+        let mut out = BytesMut::new();
+        reply.encode(self.session.proto, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[track_caller]
+    fn check(&mut self, line: &str, expected: &str) {
+        assert_eq!(self.run(line), expected, "request: {line}");
+    }
+
+    fn resp3(&mut self) {
+        self.session.proto = Protocol::Resp3;
+    }
+}
+
+const OK: &str = "+OK\r\n";
+const NIL: &str = "$-1\r\n";
+const NIL3: &str = "_\r\n";
+const SYNTAX: &str = "-ERR syntax error\r\n";
+const NOT_INT: &str = "-ERR value is not an integer or out of range\r\n";
+
+fn bulk(s: &str) -> String {
+    format!("${}\r\n{s}\r\n", s.len())
+}
+
+fn int(n: i64) -> String {
+    format!(":{n}\r\n")
+}
+
+#[test]
+fn ping_echo_select_quit() {
+    let mut h = H::new();
+    h.check("PING", "+PONG\r\n");
+    h.check("ping hello", &bulk("hello"));
+    h.check(
+        "PING a b",
+        "-ERR wrong number of arguments for 'ping' command\r\n",
+    );
+    h.check("ECHO \"a b\"", &bulk("a b"));
+    h.check(
+        "ECHO",
+        "-ERR wrong number of arguments for 'echo' command\r\n",
+    );
+    h.check("SELECT 0", OK);
+    h.check("SELECT 1", "-ERR DB index is out of range\r\n");
+    h.check("SELECT x", NOT_INT);
+    h.check("QUIT", OK);
+    assert!(h.session.close);
+}
+
+#[test]
+fn unknown_commands_keep_the_connection() {
+    let mut h = H::new();
+    h.check(
+        "FOO bar 'baz qux'",
+        "-ERR unknown command 'FOO', with args beginning with: 'bar' 'baz qux' \r\n",
+    );
+    assert!(!h.session.close);
+    h.check("PING", "+PONG\r\n");
+}
+
+#[test]
+fn get_set_and_options() {
+    let mut h = H::new();
+    h.check("GET k", NIL);
+    h.check("SET k v", OK);
+    h.check("GET k", &bulk("v"));
+    h.check("SET k v2 NX", NIL);
+    h.check("SET k v2 XX", OK);
+    h.check("SET n v XX", NIL);
+    h.check("SET k v3 GET", &bulk("v2"));
+    h.check("SET new v GET", NIL);
+    h.check("SET k v NX XX", SYNTAX);
+    h.check("SET k v EX 10 PX 100", SYNTAX);
+    h.check("SET k v EX", SYNTAX);
+    h.check("SET k v FOO", SYNTAX);
+    h.check(
+        "SET k v EX 0",
+        "-ERR invalid expire time in 'set' command\r\n",
+    );
+    h.check(
+        "SET k v EX -1",
+        "-ERR invalid expire time in 'set' command\r\n",
+    );
+    h.check("SET k v EX x", NOT_INT);
+    h.check(
+        "SET k v EX 9223372036854775807",
+        "-ERR invalid expire time in 'set' command\r\n",
+    );
+    h.check("SET k v EX 10", OK);
+    h.check("PTTL k", &int(10_000));
+    h.check("SET k v2 KEEPTTL", OK);
+    h.check("PTTL k", &int(10_000));
+    h.check("SET k v3", OK);
+    h.check("TTL k", &int(-1));
+    h.check("SET k v PX 1500", OK);
+    h.check("TTL k", &int(2));
+    h.check(&format!("SET k v PXAT {}", T0 + 5000), OK);
+    h.check("PEXPIRETIME k", &int((T0 + 5000) as i64));
+    h.check(&format!("SET k v EXAT {}", T0 / 1000 + 7), OK);
+    h.check("EXPIRETIME k", &int((T0 / 1000 + 7) as i64));
+    h.check("SET k v KEEPTTL EX 5", SYNTAX);
+    h.check("set k v nx get", &bulk("v"));
+    h.check(
+        "SET",
+        "-ERR wrong number of arguments for 'set' command\r\n",
+    );
+}
+
+#[test]
+fn set_variants() {
+    let mut h = H::new();
+    h.check("SETNX a 1", &int(1));
+    h.check("SETNX a 2", &int(0));
+    h.check("GET a", &bulk("1"));
+    h.check("SETEX b 10 v", OK);
+    h.check("TTL b", &int(10));
+    h.check(
+        "SETEX b 0 v",
+        "-ERR invalid expire time in 'setex' command\r\n",
+    );
+    h.check("PSETEX c 1500 v", OK);
+    h.check("PTTL c", &int(1500));
+    h.check(
+        "PSETEX c -5 v",
+        "-ERR invalid expire time in 'psetex' command\r\n",
+    );
+    h.check("GETSET b new", &bulk("v"));
+    h.check("TTL b", &int(-1));
+    h.check("GETSET none x", NIL);
+    h.check("GETDEL b", &bulk("new"));
+    h.check("GETDEL b", NIL);
+    h.check("EXISTS b", &int(0));
+}
+
+#[test]
+fn getex_changes_ttl() {
+    let mut h = H::new();
+    h.check("SET k v", OK);
+    h.check("GETEX k", &bulk("v"));
+    h.check("GETEX k EX 100", &bulk("v"));
+    h.check("TTL k", &int(100));
+    h.check("GETEX k PERSIST", &bulk("v"));
+    h.check("TTL k", &int(-1));
+    h.check("GETEX k PX 2000", &bulk("v"));
+    h.check("PTTL k", &int(2000));
+    h.check(
+        "GETEX k EX 0",
+        "-ERR invalid expire time in 'getex' command\r\n",
+    );
+    h.check("GETEX k EX 1 PX 1", SYNTAX);
+    h.check("GETEX k PERSIST EX 1", SYNTAX);
+    h.check("GETEX missing EX 10", NIL);
+}
+
+#[test]
+fn mget_mset_msetnx() {
+    let mut h = H::new();
+    h.check("MSET a 1 b 2", OK);
+    h.check(
+        "MGET a b c",
+        &format!("*3\r\n{}{}{NIL}", bulk("1"), bulk("2")),
+    );
+    h.check(
+        "MSET a 1 b",
+        "-ERR wrong number of arguments for 'mset' command\r\n",
+    );
+    h.check("MSETNX c 3 a 9", &int(0));
+    h.check("GET c", NIL);
+    h.check("MSETNX c 3 d 4", &int(1));
+    h.check("MGET c d", &format!("*2\r\n{}{}", bulk("3"), bulk("4")));
+    h.resp3();
+    h.check("MGET c x", &format!("*2\r\n{}{NIL3}", bulk("3")));
+}
+
+#[test]
+fn append_strlen_ranges() {
+    let mut h = H::new();
+    h.check("APPEND k Hello", &int(5));
+    h.check("APPEND k \" World\"", &int(11));
+    h.check("STRLEN k", &int(11));
+    h.check("STRLEN none", &int(0));
+    h.check("GETRANGE k 0 4", &bulk("Hello"));
+    h.check("GETRANGE k -5 -1", &bulk("World"));
+    h.check("GETRANGE k 5 1", &bulk(""));
+    h.check("SUBSTR k 0 -1", &bulk("Hello World"));
+    h.check("GETRANGE none 0 -1", &bulk(""));
+    h.check("GETRANGE k a 1", NOT_INT);
+    h.check("SETRANGE k 6 Redis", &int(11));
+    h.check("GET k", &bulk("Hello Redis"));
+    h.check("SETRANGE pad 3 x", &int(4));
+    h.check("GET pad", "$4\r\n\0\0\0x\r\n");
+    h.check("SETRANGE empty 5 \"\"", &int(0));
+    h.check("EXISTS empty", &int(0));
+    h.check("SETRANGE k -1 x", "-ERR offset is out of range\r\n");
+    h.check(
+        "SETRANGE k 536870912 x",
+        "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n",
+    );
+}
+
+#[test]
+fn incr_family() {
+    let mut h = H::new();
+    h.check("INCR n", &int(1));
+    h.check("INCRBY n 10", &int(11));
+    h.check("DECR n", &int(10));
+    h.check("DECRBY n 20", &int(-10));
+    h.check("INCRBY n x", NOT_INT);
+    h.check("SET s abc", OK);
+    h.check("INCR s", NOT_INT);
+    h.check("SET s \" 1\"", OK);
+    h.check("INCR s", NOT_INT);
+    h.check("SET big 9223372036854775807", OK);
+    h.check("INCR big", "-ERR increment or decrement would overflow\r\n");
+    h.check(
+        "DECRBY n -9223372036854775808",
+        "-ERR decrement would overflow\r\n",
+    );
+    h.check("SET t 5 EX 100", OK);
+    h.check("INCR t", &int(6));
+    h.check("TTL t", &int(100));
+    h.check("INCRBYFLOAT f 10.5", &bulk("10.5"));
+    h.check("INCRBYFLOAT f 0.1", &bulk("10.6"));
+    h.check("INCRBYFLOAT f -5", &bulk("5.6"));
+    h.check("INCRBYFLOAT f 5.0e3", &bulk("5005.6"));
+    h.check("INCRBYFLOAT f abc", "-ERR value is not a valid float\r\n");
+    h.check("INCRBYFLOAT s 1", "-ERR value is not a valid float\r\n");
+    h.check("SET inf 1", OK);
+    h.check(
+        "INCRBYFLOAT inf +inf",
+        "-ERR increment would produce NaN or Infinity\r\n",
+    );
+}
+
+#[test]
+fn keyspace_basics() {
+    let mut h = H::new();
+    h.check("MSET a 1 b 2 c 3", OK);
+    h.check("EXISTS a b x a", &int(3));
+    h.check("TOUCH a x", &int(1));
+    h.check("TYPE a", "+string\r\n");
+    h.check("TYPE x", "+none\r\n");
+    h.check("DEL a x", &int(1));
+    h.check("UNLINK b c", &int(2));
+    h.check("DBSIZE", &int(0));
+    h.check("RANDOMKEY", NIL);
+    h.check("SET only v", OK);
+    h.check("RANDOMKEY", &bulk("only"));
+    h.check("FLUSHALL", OK);
+    h.check("FLUSHDB ASYNC", OK);
+    h.check("FLUSHALL SYNC", OK);
+    h.check("FLUSHALL x", SYNTAX);
+    h.check("DBSIZE", &int(0));
+}
+
+#[test]
+fn expire_family() {
+    let mut h = H::new();
+    h.check("EXPIRE none 10", &int(0));
+    h.check("SET k v", OK);
+    h.check("TTL k", &int(-1));
+    h.check("TTL none", &int(-2));
+    h.check("PTTL none", &int(-2));
+    h.check("EXPIRETIME none", &int(-2));
+    h.check("EXPIRETIME k", &int(-1));
+    h.check("EXPIRE k 100 XX", &int(0));
+    h.check("EXPIRE k 100 GT", &int(0));
+    h.check("EXPIRE k 100 NX", &int(1));
+    h.check("EXPIRE k 200 NX", &int(0));
+    h.check("EXPIRE k 50 GT", &int(0));
+    h.check("EXPIRE k 200 GT", &int(1));
+    h.check("EXPIRE k 300 LT", &int(0));
+    h.check("EXPIRE k 150 LT", &int(1));
+    h.check("TTL k", &int(150));
+    h.check("PEXPIRE k 1500", &int(1));
+    h.check("PTTL k", &int(1500));
+    h.check(&format!("EXPIREAT k {}", T0 / 1000 + 60), &int(1));
+    h.check("TTL k", &int(60));
+    h.check(&format!("PEXPIREAT k {}", T0 + 999), &int(1));
+    h.check("PTTL k", &int(999));
+    h.check(
+        "EXPIRE k 10 NX XX",
+        "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n",
+    );
+    h.check(
+        "EXPIRE k 10 GT LT",
+        "-ERR GT and LT options at the same time are not compatible\r\n",
+    );
+    h.check("EXPIRE k 10 FOO", "-ERR Unsupported option FOO\r\n");
+    h.check("EXPIRE k x", NOT_INT);
+    h.check(
+        "EXPIRE k 9223372036854775807",
+        "-ERR invalid expire time in 'expire' command\r\n",
+    );
+    h.check("PERSIST k", &int(1));
+    h.check("PERSIST k", &int(0));
+    h.check("EXPIRE k 10 LT", &int(1));
+    h.check("EXPIRE k -1", &int(1));
+    h.check("EXISTS k", &int(0));
+}
+
+#[test]
+fn ttl_expires_lazily_at_the_millisecond() {
+    let mut h = H::new();
+    h.check("SET k v PX 100", OK);
+    h.now += 99;
+    h.check("GET k", &bulk("v"));
+    h.check("PTTL k", &int(1));
+    h.now += 1;
+    h.check("GET k", NIL);
+    h.check("TTL k", &int(-2));
+    let stats = h.node.store.stats();
+    assert_eq!(stats.expired_keys, 1);
+}
+
+#[test]
+fn rename_copy() {
+    let mut h = H::new();
+    h.check("RENAME none x", "-ERR no such key\r\n");
+    h.check("SET a 1 EX 100", OK);
+    h.check("RENAME a b", OK);
+    h.check("GET a", NIL);
+    h.check("GET b", &bulk("1"));
+    h.check("TTL b", &int(100));
+    h.check("RENAME b b", OK);
+    h.check("SET c 3", OK);
+    h.check("RENAMENX b c", &int(0));
+    h.check("RENAMENX b d", &int(1));
+    h.check("COPY d e", &int(1));
+    h.check("COPY d e", &int(0));
+    h.check("COPY d e REPLACE", &int(1));
+    h.check("TTL e", &int(100));
+    h.check(
+        "COPY d d",
+        "-ERR source and destination objects are the same\r\n",
+    );
+    h.check("COPY none e", &int(0));
+    h.check("COPY d f DB 0", &int(1));
+    h.check("COPY d g DB 1", "-ERR DB index is out of range\r\n");
+    h.check("COPY d g BAD", SYNTAX);
+}
+
+#[test]
+fn keys_and_scan() {
+    let mut h = H::new();
+    for i in 0..50 {
+        h.run(&format!("SET user:{i} v"));
+    }
+    h.check("SET other v", OK);
+    let out = h.run("KEYS user:1?");
+    assert!(out.starts_with("*10\r\n"), "{out}");
+    let out = h.run("KEYS *");
+    assert!(out.starts_with("*51\r\n"), "{out}");
+    // A full SCAN returns every key exactly as KEYS does.
+    let mut cursor = "0".to_string();
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let args = vec![
+            Bytes::from("SCAN"),
+            Bytes::from(cursor.clone()),
+            Bytes::from("MATCH"),
+            Bytes::from("user:*"),
+            Bytes::from("COUNT"),
+            Bytes::from("7"),
+        ];
+        let reply = execute(&h.node, &mut h.session, &args, h.now);
+        let shoal_resp::Reply::Array(parts) = reply else {
+            panic!("SCAN replies an array")
+        };
+        let (shoal_resp::Reply::Bulk(c), shoal_resp::Reply::Array(keys)) = (&parts[0], &parts[1])
+        else {
+            panic!("SCAN replies [cursor, keys]")
+        };
+        for k in keys {
+            let shoal_resp::Reply::Bulk(k) = k else {
+                panic!("key is bulk")
+            };
+            assert!(k.starts_with(b"user:"));
+            seen.insert(k.clone());
+        }
+        cursor = String::from_utf8(c.to_vec()).unwrap();
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 50);
+    h.check("SCAN x", "-ERR invalid cursor\r\n");
+    h.check("SCAN 0 COUNT 0", SYNTAX);
+    h.check("SCAN 0 COUNT", SYNTAX);
+    h.check("SCAN 0 COUNT x", NOT_INT);
+    let out = h.run("SCAN 0 TYPE hash COUNT 1000");
+    assert!(out.ends_with("*0\r\n"), "{out}");
+}
+
+#[test]
+fn hello_and_protocols() {
+    let mut h = H::new();
+    let out = h.run("HELLO 3");
+    assert!(
+        out.starts_with("%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
+        "{out}"
+    );
+    assert!(out.contains("$5\r\nproto\r\n:3\r\n"), "{out}");
+    h.check("GET none", NIL3);
+    let out = h.run("CONFIG GET maxmemory-policy");
+    assert_eq!(
+        out,
+        format!("%1\r\n{}{}", bulk("maxmemory-policy"), bulk("allkeys-lru"))
+    );
+    let out = h.run("HELLO 2");
+    assert!(out.starts_with("*14\r\n"), "{out}");
+    h.check("GET none", NIL);
+    h.check("HELLO 4", "-NOPROTO unsupported protocol version\r\n");
+    h.check(
+        "HELLO x",
+        "-ERR Protocol version is not an integer or out of range\r\n",
+    );
+    h.check("HELLO 3 FOO", "-ERR Syntax error in HELLO option 'FOO'\r\n");
+    h.run("HELLO 3 SETNAME app");
+    h.check("CLIENT GETNAME", &bulk("app"));
+}
+
+#[test]
+fn auth_rules() {
+    let mut h = H::with(|c| c.requirepass = "secret".into());
+    h.check("GET k", "-NOAUTH Authentication required.\r\n");
+    h.check("PING", "-NOAUTH Authentication required.\r\n");
+    h.check(
+        "HELLO 3",
+        "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n",
+    );
+    h.check(
+        "AUTH wrong",
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    h.check(
+        "AUTH other secret",
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    h.check("AUTH secret", OK);
+    h.check("GET k", NIL);
+    h.check("RESET", "+RESET\r\n");
+    h.check("GET k", "-NOAUTH Authentication required.\r\n");
+    h.check("AUTH default secret", OK);
+    h.check("RESET", "+RESET\r\n");
+    let out = h.run("HELLO 3 AUTH default secret");
+    assert!(out.starts_with("%7\r\n"), "{out}");
+    h.check("GET k", NIL3);
+    h.check("AUTH a b c", SYNTAX);
+
+    let mut open = H::new();
+    open.check(
+        "AUTH x",
+        "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n",
+    );
+    open.check("AUTH default anything", OK);
+}
+
+#[test]
+fn client_subcommands() {
+    let mut h = H::new();
+    h.check("CLIENT ID", &int(1));
+    h.check("CLIENT GETNAME", NIL);
+    h.check("CLIENT SETNAME worker-1", OK);
+    h.check("CLIENT GETNAME", &bulk("worker-1"));
+    h.check(
+        "CLIENT SETNAME \"a b\"",
+        "-ERR Client names cannot contain spaces, newlines or special characters.\r\n",
+    );
+    h.check("CLIENT SETINFO LIB-NAME redis-py", OK);
+    h.check("CLIENT SETINFO LIB-VER 5.0", OK);
+    h.check("CLIENT SETINFO FOO x", "-ERR Unrecognized option 'FOO'\r\n");
+    let out = h.run("CLIENT INFO");
+    assert!(out.contains("id=1 addr=127.0.0.1:5555"), "{out}");
+    assert!(out.contains("name=worker-1"), "{out}");
+    assert!(out.contains("lib-name=redis-py lib-ver=5.0"), "{out}");
+    let out = h.run("CLIENT LIST");
+    assert!(out.contains("id=1 "), "{out}");
+    let out = h.run("CLIENT LIST ID 99");
+    assert_eq!(out, "$0\r\n\r\n");
+    h.check("CLIENT NO-EVICT on", OK);
+    h.check("CLIENT NO-EVICT maybe", SYNTAX);
+    h.check("CLIENT KILL 127.0.0.1:1", "-ERR No such client\r\n");
+    h.check("CLIENT KILL ID 1", &int(0));
+    h.check("CLIENT KILL ID 1 SKIPME no", &int(1));
+    assert!(h.session.close);
+    h.check(
+        "CLIENT FOO",
+        "-ERR unknown subcommand 'FOO'. Try CLIENT HELP.\r\n",
+    );
+    h.check(
+        "CLIENT ID x",
+        "-ERR wrong number of arguments for 'client|id' command\r\n",
+    );
+    assert!(h.run("CLIENT HELP").starts_with('*'));
+}
+
+#[test]
+fn server_commands() {
+    let mut h = H::new();
+    h.check("COMMAND COUNT", &int(super::TABLE.len() as i64));
+    let out = h.run("COMMAND INFO get");
+    assert!(out.starts_with("*1\r\n*10\r\n$3\r\nget\r\n:2\r\n"), "{out}");
+    let out = h.run("COMMAND INFO nosuch");
+    assert_eq!(out, "*1\r\n$-1\r\n");
+    h.check(
+        "COMMAND GETKEYS MSET a 1 b 2",
+        &format!("*2\r\n{}{}", bulk("a"), bulk("b")),
+    );
+    h.check(
+        "COMMAND GETKEYS PING",
+        "-ERR The command has no key arguments\r\n",
+    );
+    h.check(
+        "COMMAND GETKEYS nosuch",
+        "-ERR Invalid command specified\r\n",
+    );
+    h.check(
+        "COMMAND GETKEYS GET",
+        "-ERR Invalid number of arguments specified for command\r\n",
+    );
+    let out = h.run("COMMAND DOCS get");
+    assert!(
+        out.starts_with("*2\r\n$3\r\nget\r\n*6\r\n$7\r\nsummary\r\n"),
+        "{out}"
+    );
+    let out = h.run("COMMAND LIST FILTERBY PATTERN get*");
+    assert!(out.contains("$6\r\ngetdel\r\n"), "{out}");
+    let out = h.run("TIME");
+    assert!(out.starts_with("*2\r\n$10\r\n"), "{out}");
+    let out = h.run("INFO");
+    for field in [
+        "redis_version:7.2.4",
+        "shoal_version:",
+        "used_memory:",
+        "maxmemory:1073741824",
+        "keyspace_hits:",
+        "keyspace_misses:",
+        "expired_keys:",
+        "evicted_keys:",
+        "connected_clients:1",
+        "total_commands_processed:",
+        "instantaneous_ops_per_sec:",
+    ] {
+        assert!(out.contains(field), "INFO lacks {field}");
+    }
+    let out = h.run("INFO memory");
+    assert!(
+        out.contains("# Memory") && !out.contains("# Server"),
+        "{out}"
+    );
+}
+
+#[test]
+fn config_get_set() {
+    let mut h = H::new();
+    h.check("CONFIG SET maxmemory 10mb", OK);
+    assert_eq!(h.node.store.maxmemory(), 10 << 20);
+    h.check(
+        "CONFIG GET maxmemory",
+        &format!("*2\r\n{}{}", bulk("maxmemory"), bulk("10485760")),
+    );
+    h.check("CONFIG SET maxmemory-policy allkeys-lfu", OK);
+    assert_eq!(h.node.store.policy().name(), "allkeys-lfu");
+    h.check(
+        "CONFIG SET maxmemory-policy nope",
+        "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, volatile-ttl, noeviction\r\n",
+    );
+    h.check(
+        "CONFIG SET nosuch 1",
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'\r\n",
+    );
+    h.check(
+        "CONFIG SET port 1",
+        "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config\r\n",
+    );
+    // All or nothing: the valid first pair is not applied when the second fails.
+    h.check("CONFIG SET timeout 5 maxclients x", "-ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer\r\n");
+    h.check(
+        "CONFIG GET timeout",
+        &format!("*2\r\n{}{}", bulk("timeout"), bulk("0")),
+    );
+    h.check(
+        "CONFIG SET timeout",
+        "-ERR wrong number of arguments for 'config|set' command\r\n",
+    );
+    let out = h.run("CONFIG GET maxmemory*");
+    assert!(out.starts_with("*6\r\n"), "{out}");
+    h.check("CONFIG RESETSTAT", OK);
+    h.check(
+        "CONFIG FOO",
+        "-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n",
+    );
+}
+
+#[test]
+fn noeviction_answers_oom() {
+    let mut h = H::with(|c| {
+        c.maxmemory = ByteSize(4096);
+        c.maxmemory_policy = "noeviction".into();
+    });
+    let mut refused = false;
+    for i in 0..200 {
+        let out = h.run(&format!("SET key:{i} {}", "x".repeat(100)));
+        if out.starts_with("-OOM") {
+            assert_eq!(
+                out,
+                "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+            );
+            refused = true;
+            break;
+        }
+        assert_eq!(out, OK);
+    }
+    assert!(refused, "noeviction must refuse writes once full");
+    h.check("GET key:0", &bulk(&"x".repeat(100)));
+    h.check("DEL key:0", &int(1));
+}
+
+#[test]
+fn allkeys_lru_always_admits_the_set() {
+    let mut h = H::with(|c| c.maxmemory = ByteSize(16 * 1024));
+    for i in 0..2000 {
+        h.check(&format!("SET key:{i} {}", "y".repeat(64)), OK);
+        h.check(&format!("GET key:{i}"), &bulk(&"y".repeat(64)));
+    }
+    let stats = h.node.store.stats();
+    assert!(stats.evicted_keys > 1000, "{stats:?}");
+    assert!(stats.used_memory <= 16 * 1024 + 512, "{stats:?}");
+}

@@ -1,0 +1,30 @@
+//! Shoal's node: everything that turns the leaf crates into a running cache node.
+//!
+//! Layout (where to look):
+//! - `listener`: the accept loop, `maxclients`, the cron task (active expiry, stats), and
+//!   graceful shutdown (`start` / `RunningNode`).
+//! - `connection`: one task per client: read, parse every complete request (`shoal-resp`),
+//!   execute, encode replies for the connection's protocol, flush once per batch.
+//! - `cmd`: the command table and one module per command family; this is where a command's
+//!   arguments are parsed and its Redis semantics live, on top of `shoal-store`.
+//! - `node`: the state connections share (store, settings, clients, stats).
+//! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping.
+//!
+//! Task model: one tokio task per connection plus one cron task; shared state is behind
+//! short `std::sync` locks and atomics, never held across an `.await`.
+
+pub mod client;
+pub mod cmd;
+pub mod config;
+pub mod connection;
+pub mod listener;
+pub mod node;
+
+pub use config::{ByteSize, NodeConfig};
+pub use listener::{start, RunningNode, StartError};
+pub use node::Node;
+
+/// The Redis release whose behaviour Shoal follows; INFO and HELLO report it.
+pub const REDIS_VERSION: &str = "7.2.4";
+/// Shoal's own version.
+pub const SHOAL_VERSION: &str = env!("CARGO_PKG_VERSION");

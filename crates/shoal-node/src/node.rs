@@ -1,0 +1,172 @@
+//! `Node`: the state every connection of one node shares.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use shoal_resp::Limits;
+use shoal_store::{EvictionPolicy, Store, StoreConfig};
+
+use crate::client::ClientRegistry;
+use crate::config::NodeConfig;
+
+/// Counters behind INFO stats. Connections add their counts once per batch, not per command.
+#[derive(Default)]
+pub struct Stats {
+    pub total_commands_processed: AtomicU64,
+    pub total_connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub total_net_input_bytes: AtomicU64,
+    pub total_net_output_bytes: AtomicU64,
+    /// Instantaneous ops/sec, sampled by the cron task (Redis keeps 16 samples; so do we).
+    pub ops_samples: Mutex<OpsSamples>,
+}
+
+#[derive(Default)]
+pub struct OpsSamples {
+    last_ms: u64,
+    last_ops: u64,
+    samples: [u64; 16],
+    next: usize,
+}
+
+impl Stats {
+    /// Records one ops/sec sample; called by the cron task.
+    pub fn sample_ops(&self, now_ms: u64) {
+        let ops = self.total_commands_processed.load(Ordering::Relaxed);
+        let mut s = self.ops_samples.lock().expect("ops sample lock poisoned");
+        if s.last_ms != 0 && now_ms > s.last_ms {
+            let rate = (ops - s.last_ops) * 1000 / (now_ms - s.last_ms);
+            let i = s.next;
+            s.samples[i] = rate;
+            s.next = (i + 1) % s.samples.len();
+        }
+        s.last_ms = now_ms;
+        s.last_ops = ops;
+    }
+
+    pub fn instantaneous_ops(&self) -> u64 {
+        let s = self.ops_samples.lock().expect("ops sample lock poisoned");
+        s.samples.iter().sum::<u64>() / s.samples.len() as u64
+    }
+
+    pub fn reset(&self) {
+        for c in [
+            &self.total_commands_processed,
+            &self.total_connections_received,
+            &self.rejected_connections,
+            &self.total_net_input_bytes,
+            &self.total_net_output_bytes,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The shared state of one node.
+pub struct Node {
+    pub store: Store,
+    pub clients: ClientRegistry,
+    pub stats: Stats,
+    /// The effective settings, as CONFIG GET shows them; CONFIG SET writes here and into the
+    /// parts that hold a copy (store limits).
+    settings: RwLock<NodeConfig>,
+    pub started: Instant,
+    pub started_unix_ms: u64,
+    /// The TCP port actually bound (for INFO and HELLO).
+    pub port: AtomicU64,
+    pub config_file: Option<String>,
+    /// Unique per process start, as Redis's `run_id`.
+    pub run_id: String,
+    /// Highest `used_memory` seen (INFO's `used_memory_peak`).
+    peak: AtomicU64,
+}
+
+impl Node {
+    pub fn new(config: NodeConfig, config_file: Option<String>) -> Node {
+        let policy = EvictionPolicy::from_str(&config.maxmemory_policy).unwrap_or_default();
+        let store = Store::new(StoreConfig {
+            maxmemory: config.maxmemory.0,
+            policy,
+            samples: config.maxmemory_samples,
+            ..StoreConfig::default()
+        });
+        let started_unix_ms = now_ms();
+        Node {
+            store,
+            clients: ClientRegistry::default(),
+            stats: Stats::default(),
+            port: AtomicU64::new(u64::from(config.port)),
+            settings: RwLock::new(config),
+            started: Instant::now(),
+            started_unix_ms,
+            config_file,
+            run_id: run_id(started_unix_ms),
+            peak: AtomicU64::new(0),
+        }
+    }
+
+    /// A copy of the current settings.
+    pub fn settings(&self) -> NodeConfig {
+        self.settings
+            .read()
+            .expect("settings lock poisoned")
+            .clone()
+    }
+
+    /// Reads the settings without copying them.
+    pub fn with_settings<R>(&self, f: impl FnOnce(&NodeConfig) -> R) -> R {
+        f(&self.settings.read().expect("settings lock poisoned"))
+    }
+
+    /// Changes the settings; the closure validates and may refuse.
+    pub fn update_settings<R>(&self, f: impl FnOnce(&mut NodeConfig) -> R) -> R {
+        f(&mut self.settings.write().expect("settings lock poisoned"))
+    }
+
+    /// The protocol limits in force now.
+    pub fn limits(&self) -> Limits {
+        self.with_settings(|s| Limits {
+            max_bulk_len: usize::try_from(s.proto_max_bulk_len.0).unwrap_or(usize::MAX),
+            max_args: s.proto_max_multibulk_len,
+            max_inline_len: usize::try_from(s.proto_inline_max_size.0).unwrap_or(usize::MAX),
+            ..Limits::default()
+        })
+    }
+
+    pub fn requires_auth(&self) -> bool {
+        self.with_settings(|s| !s.requirepass.is_empty())
+    }
+
+    /// Records `used` and returns the peak so far.
+    pub fn peak_memory(&self, used: u64) -> u64 {
+        self.peak.fetch_max(used, Ordering::Relaxed).max(used)
+    }
+
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+}
+
+/// Wall-clock Unix time in milliseconds, the time base of TTLs.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn run_id(seed: u64) -> String {
+    // 40 hex characters like Redis's run_id; unique enough per start (time + pid mixed).
+    let mut x = seed ^ (u64::from(std::process::id()) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+    let mut out = String::with_capacity(40);
+    while out.len() < 40 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.push_str(&format!("{x:016x}"));
+    }
+    out.truncate(40);
+    out
+}

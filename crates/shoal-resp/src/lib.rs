@@ -1,0 +1,21 @@
+//! RESP wire protocol for Shoal: the request parser and the reply encoder.
+//!
+//! Role: turn the bytes a client sends into argument vectors (`Vec<Bytes>`), and render a
+//! [`Reply`] as RESP2 or RESP3 bytes. This crate knows nothing about commands, keys or the
+//! store; it is sans-IO and synchronous, so the connection task owns one [`RequestParser`]
+//! per socket and calls it whenever its read buffer grows.
+//!
+//! Layout:
+//! - [`parser`]: [`RequestParser`], resumable across partial reads, with Redis 7's exact
+//!   rules and error texts for multibulk (`*`) and inline requests, and the [`Limits`] that
+//!   bound what a (possibly unauthenticated) client may make us buffer.
+//! - [`inline`]: `sdssplitargs`-compatible splitting of inline command lines (quotes, escapes).
+//! - [`reply`]: [`Reply`], [`Protocol`] and the allocation-free encoder, plus the
+//!   [`reply::encode_bulk`] / [`reply::encode_int`] helpers for hot paths.
+
+pub mod inline;
+pub mod parser;
+pub mod reply;
+
+pub use parser::{Limits, ParseError, RequestParser};
+pub use reply::{Protocol, Reply};

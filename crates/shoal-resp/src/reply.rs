@@ -1,0 +1,521 @@
+//! Replies and their RESP2 / RESP3 encoding.
+//!
+//! ```text
+//! type      RESP3                    RESP2
+//! Simple    +text\r\n                same
+//! Error     -text\r\n                same
+//! Int       :n\r\n                   same
+//! Bulk      $len\r\n<bytes>\r\n      same
+//! Nil       _\r\n                    $-1\r\n
+//! NilArray  _\r\n                    *-1\r\n
+//! Array     *n\r\n<items>            same
+//! Map       %n\r\n<k v ...>          *2n\r\n<k v ...>
+//! Set       ~n\r\n<items>            *n\r\n<items>
+//! Double    ,text\r\n                $len\r\ntext\r\n
+//! Bool      #t\r\n / #f\r\n          :1\r\n / :0\r\n
+//! Verbatim  =len+4\r\ntxt:<bytes>\r\n  $len\r\n<bytes>\r\n
+//! Push      >n\r\n<items>            *n\r\n<items>
+//! ```
+//!
+//! The encoder appends to a `BytesMut` and never allocates anything else: integers and
+//! doubles are formatted into stack buffers.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// The protocol a connection speaks (switched by `HELLO`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Protocol {
+    #[default]
+    Resp2,
+    Resp3,
+}
+
+/// A reply to one command.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// `+text`; a `\r` or `\n` in the text is sent as a space so it cannot break framing.
+    Simple(Cow<'static, str>),
+    /// `-text`; the text includes its code (`ERR ...`, `WRONGTYPE ...`). `\r`/`\n` become spaces.
+    Error(Cow<'static, str>),
+    Int(i64),
+    Bulk(Bytes),
+    /// Null bulk string (RESP2 `$-1`), RESP3 null.
+    Nil,
+    /// Null array (RESP2 `*-1`), RESP3 null.
+    NilArray,
+    Array(Vec<Reply>),
+    /// RESP3 map; a flat array of 2n items in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// RESP3 set; an array in RESP2.
+    Set(Vec<Reply>),
+    /// RESP3 double; a bulk string of the same text in RESP2.
+    Double(f64),
+    /// RESP3 boolean; `:1` / `:0` in RESP2.
+    Bool(bool),
+    /// RESP3 verbatim string of format `txt`; a plain bulk string in RESP2.
+    Verbatim(Bytes),
+    /// RESP3 push; an array in RESP2.
+    Push(Vec<Reply>),
+}
+
+impl Reply {
+    /// `+OK`.
+    pub fn ok() -> Reply {
+        Reply::Simple(Cow::Borrowed("OK"))
+    }
+
+    /// An error reply; `text` starts with its code, e.g. `"ERR syntax error"`.
+    pub fn error(text: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Error(text.into())
+    }
+
+    pub fn bulk(data: impl Into<Bytes>) -> Reply {
+        Reply::Bulk(data.into())
+    }
+
+    /// Appends the encoding of this reply in `proto` to `out`.
+    pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
+        let resp3 = proto == Protocol::Resp3;
+        match self {
+            Reply::Simple(text) => encode_line(out, b'+', text.as_bytes()),
+            Reply::Error(text) => encode_line(out, b'-', text.as_bytes()),
+            Reply::Int(n) => encode_int(out, *n),
+            Reply::Bulk(data) => encode_bulk(out, data),
+            Reply::Nil if resp3 => out.put_slice(b"_\r\n"),
+            Reply::Nil => out.put_slice(b"$-1\r\n"),
+            Reply::NilArray if resp3 => out.put_slice(b"_\r\n"),
+            Reply::NilArray => out.put_slice(b"*-1\r\n"),
+            Reply::Array(items) => encode_items(out, b'*', items, proto),
+            Reply::Set(items) => encode_items(out, if resp3 { b'~' } else { b'*' }, items, proto),
+            Reply::Push(items) => encode_items(out, if resp3 { b'>' } else { b'*' }, items, proto),
+            Reply::Map(pairs) => {
+                if resp3 {
+                    put_header(out, b'%', pairs.len() as u64);
+                } else {
+                    put_header(out, b'*', 2 * pairs.len() as u64);
+                }
+                for (k, v) in pairs {
+                    k.encode(proto, out);
+                    v.encode(proto, out);
+                }
+            }
+            Reply::Double(d) => {
+                let mut text = StackBuf::new();
+                format_double(*d, &mut text);
+                if resp3 {
+                    out.reserve(text.len + 3);
+                    out.put_u8(b',');
+                    out.put_slice(text.as_bytes());
+                    out.put_slice(b"\r\n");
+                } else {
+                    encode_bulk(out, text.as_bytes());
+                }
+            }
+            Reply::Bool(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Reply::Bool(b) => out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
+            Reply::Verbatim(data) if resp3 => {
+                put_header(out, b'=', data.len() as u64 + 4);
+                out.reserve(data.len() + 6);
+                out.put_slice(b"txt:");
+                out.put_slice(data);
+                out.put_slice(b"\r\n");
+            }
+            Reply::Verbatim(data) => encode_bulk(out, data),
+        }
+    }
+}
+
+/// Appends `$<len>\r\n<data>\r\n`.
+pub fn encode_bulk(out: &mut BytesMut, data: &[u8]) {
+    out.reserve(data.len() + 16);
+    put_header(out, b'$', data.len() as u64);
+    out.put_slice(data);
+    out.put_slice(b"\r\n");
+}
+
+/// Appends `:<n>\r\n`.
+pub fn encode_int(out: &mut BytesMut, n: i64) {
+    let mut digits = [0u8; 20];
+    let text = format_u64(n.unsigned_abs(), &mut digits);
+    out.reserve(text.len() + 4);
+    out.put_u8(b':');
+    if n < 0 {
+        out.put_u8(b'-');
+    }
+    out.put_slice(text);
+    out.put_slice(b"\r\n");
+}
+
+/// Appends `<prefix><n>\r\n`.
+fn put_header(out: &mut BytesMut, prefix: u8, n: u64) {
+    let mut digits = [0u8; 20];
+    let text = format_u64(n, &mut digits);
+    out.reserve(text.len() + 3);
+    out.put_u8(prefix);
+    out.put_slice(text);
+    out.put_slice(b"\r\n");
+}
+
+fn encode_items(out: &mut BytesMut, prefix: u8, items: &[Reply], proto: Protocol) {
+    put_header(out, prefix, items.len() as u64);
+    for item in items {
+        item.encode(proto, out);
+    }
+}
+
+/// `<prefix><text>\r\n` with any `\r` / `\n` in `text` sent as a space.
+fn encode_line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
+    out.reserve(text.len() + 3);
+    out.put_u8(prefix);
+    let mut rest = text;
+    while let Some(i) = rest.iter().position(|&b| b == b'\r' || b == b'\n') {
+        out.put_slice(&rest[..i]);
+        out.put_u8(b' ');
+        rest = &rest[i + 1..];
+    }
+    out.put_slice(rest);
+    out.put_slice(b"\r\n");
+}
+
+/// Decimal digits of `n`, written at the end of `buf`.
+fn format_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// Double text: `inf`, `-inf`, `nan`; integral values without `.0`; otherwise the shortest
+/// text that round-trips, in plain notation for 1e-5 <= |d| < 1e17 and in exponent notation
+/// (`1e300`, `5e-324`) outside that range, so no double needs hundreds of digits.
+fn format_double(d: f64, out: &mut StackBuf) {
+    // Writing to a StackBuf cannot fail: the longest text here is about 25 bytes.
+    let _ = if d.is_nan() {
+        out.write_str("nan")
+    } else if d.is_infinite() {
+        out.write_str(if d > 0.0 { "inf" } else { "-inf" })
+    } else if d == 0.0 || (1e-5..1e17).contains(&d.abs()) {
+        write!(out, "{d}")
+    } else {
+        write!(out, "{d:e}")
+    };
+}
+
+/// A fixed-size stack buffer for formatting without a `String`.
+struct StackBuf {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl StackBuf {
+    fn new() -> Self {
+        StackBuf {
+            buf: [0; 64],
+            len: 0,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl std::fmt::Write for StackBuf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use redis_protocol::resp2::types::OwnedFrame as F2;
+    use redis_protocol::resp3::types::{OwnedFrame as F3, VerbatimStringFormat};
+
+    fn enc(r: &Reply, proto: Protocol) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        r.encode(proto, &mut out);
+        out.to_vec()
+    }
+
+    /// Checks the exact bytes in both protocols.
+    fn check(r: Reply, resp2: &[u8], resp3: &[u8]) {
+        assert_eq!(
+            String::from_utf8_lossy(&enc(&r, Protocol::Resp2)),
+            String::from_utf8_lossy(resp2),
+            "RESP2 {r:?}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&enc(&r, Protocol::Resp3)),
+            String::from_utf8_lossy(resp3),
+            "RESP3 {r:?}"
+        );
+    }
+
+    fn same(r: Reply, both: &[u8]) {
+        check(r, both, both);
+    }
+
+    #[test]
+    fn scalars() {
+        same(Reply::ok(), b"+OK\r\n");
+        same(Reply::Simple("a\r\nb".into()), b"+a  b\r\n");
+        same(Reply::error("ERR syntax error"), b"-ERR syntax error\r\n");
+        same(
+            Reply::error(String::from("WRONGTYPE x\ny\rz")),
+            b"-WRONGTYPE x y z\r\n",
+        );
+        same(Reply::Int(0), b":0\r\n");
+        same(Reply::Int(-42), b":-42\r\n");
+        same(Reply::Int(i64::MAX), b":9223372036854775807\r\n");
+        same(Reply::Int(i64::MIN), b":-9223372036854775808\r\n");
+        same(Reply::bulk("hello"), b"$5\r\nhello\r\n");
+        same(Reply::bulk(&b""[..]), b"$0\r\n\r\n");
+        same(Reply::bulk(&b"a\r\nb"[..]), b"$4\r\na\r\nb\r\n");
+        check(Reply::Nil, b"$-1\r\n", b"_\r\n");
+        check(Reply::NilArray, b"*-1\r\n", b"_\r\n");
+        check(Reply::Bool(true), b":1\r\n", b"#t\r\n");
+        check(Reply::Bool(false), b":0\r\n", b"#f\r\n");
+        check(
+            Reply::Verbatim(Bytes::from_static(b"some text")),
+            b"$9\r\nsome text\r\n",
+            b"=13\r\ntxt:some text\r\n",
+        );
+    }
+
+    #[test]
+    fn doubles() {
+        for (d, text) in [
+            (1.0, "1"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (-3.0, "-3"),
+            (1.5, "1.5"),
+            (0.1, "0.1"),
+            (2.71, "2.71"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e17"),
+            (1e300, "1e300"),
+            (2.5e-7, "2.5e-7"),
+            (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+        ] {
+            check(
+                Reply::Double(d),
+                format!("${}\r\n{text}\r\n", text.len()).as_bytes(),
+                format!(",{text}\r\n").as_bytes(),
+            );
+        }
+    }
+
+    #[test]
+    fn aggregates() {
+        let items = vec![Reply::bulk("a"), Reply::Int(1), Reply::Nil];
+        check(
+            Reply::Array(items.clone()),
+            b"*3\r\n$1\r\na\r\n:1\r\n$-1\r\n",
+            b"*3\r\n$1\r\na\r\n:1\r\n_\r\n",
+        );
+        same(Reply::Array(vec![]), b"*0\r\n");
+        check(
+            Reply::Set(items.clone()),
+            b"*3\r\n$1\r\na\r\n:1\r\n$-1\r\n",
+            b"~3\r\n$1\r\na\r\n:1\r\n_\r\n",
+        );
+        check(
+            Reply::Push(items),
+            b"*3\r\n$1\r\na\r\n:1\r\n$-1\r\n",
+            b">3\r\n$1\r\na\r\n:1\r\n_\r\n",
+        );
+        check(
+            Reply::Map(vec![
+                (Reply::bulk("k"), Reply::Double(1.5)),
+                (Reply::Simple("b".into()), Reply::Bool(true)),
+            ]),
+            b"*4\r\n$1\r\nk\r\n$3\r\n1.5\r\n+b\r\n:1\r\n",
+            b"%2\r\n$1\r\nk\r\n,1.5\r\n+b\r\n#t\r\n",
+        );
+        check(
+            Reply::Array(vec![
+                Reply::Array(vec![Reply::NilArray]),
+                Reply::Map(vec![]),
+            ]),
+            b"*2\r\n*1\r\n*-1\r\n*0\r\n",
+            b"*2\r\n*1\r\n_\r\n%0\r\n",
+        );
+    }
+
+    #[test]
+    fn free_functions() {
+        let mut out = BytesMut::new();
+        encode_bulk(&mut out, b"xyz");
+        encode_int(&mut out, 1234567890);
+        encode_int(&mut out, -7);
+        assert_eq!(&out[..], b"$3\r\nxyz\r\n:1234567890\r\n:-7\r\n");
+    }
+
+    fn sanitized(text: &str) -> String {
+        text.replace(['\r', '\n'], " ")
+    }
+
+    fn double_text(d: f64) -> Vec<u8> {
+        let mut s = StackBuf::new();
+        format_double(d, &mut s);
+        s.as_bytes().to_vec()
+    }
+
+    fn expected2(r: &Reply) -> F2 {
+        match r {
+            Reply::Simple(s) => F2::SimpleString(sanitized(s).into_bytes()),
+            Reply::Error(s) => F2::Error(sanitized(s)),
+            Reply::Int(n) => F2::Integer(*n),
+            Reply::Bulk(b) | Reply::Verbatim(b) => F2::BulkString(b.to_vec()),
+            Reply::Nil | Reply::NilArray => F2::Null,
+            Reply::Array(v) | Reply::Set(v) | Reply::Push(v) => {
+                F2::Array(v.iter().map(expected2).collect())
+            }
+            Reply::Map(pairs) => F2::Array(
+                pairs
+                    .iter()
+                    .flat_map(|(k, v)| [expected2(k), expected2(v)])
+                    .collect(),
+            ),
+            Reply::Double(d) => F2::BulkString(double_text(*d)),
+            Reply::Bool(b) => F2::Integer(i64::from(*b)),
+        }
+    }
+
+    fn expected3(r: &Reply) -> F3 {
+        match r {
+            Reply::Simple(s) => F3::SimpleString {
+                data: sanitized(s).into_bytes(),
+                attributes: None,
+            },
+            Reply::Error(s) => F3::SimpleError {
+                data: sanitized(s),
+                attributes: None,
+            },
+            Reply::Int(n) => F3::Number {
+                data: *n,
+                attributes: None,
+            },
+            Reply::Bulk(b) => F3::BlobString {
+                data: b.to_vec(),
+                attributes: None,
+            },
+            Reply::Verbatim(b) => F3::VerbatimString {
+                data: b.to_vec(),
+                format: VerbatimStringFormat::Text,
+                attributes: None,
+            },
+            Reply::Nil | Reply::NilArray => F3::Null,
+            Reply::Array(v) => F3::Array {
+                data: v.iter().map(expected3).collect(),
+                attributes: None,
+            },
+            Reply::Push(v) => F3::Push {
+                data: v.iter().map(expected3).collect(),
+                attributes: None,
+            },
+            Reply::Set(v) => F3::Set {
+                data: v.iter().map(expected3).collect(),
+                attributes: None,
+            },
+            Reply::Map(pairs) => F3::Map {
+                data: pairs
+                    .iter()
+                    .map(|(k, v)| (expected3(k), expected3(v)))
+                    .collect(),
+                attributes: None,
+            },
+            Reply::Double(d) => F3::Double {
+                data: *d,
+                attributes: None,
+            },
+            Reply::Bool(b) => F3::Boolean {
+                data: *b,
+                attributes: None,
+            },
+        }
+    }
+
+    /// Replies that can be map keys and set members (redis-protocol hashes them).
+    fn arb_scalar() -> impl Strategy<Value = Reply> {
+        let finite = any::<f64>().prop_filter("NaN never compares equal", |d| !d.is_nan());
+        prop_oneof![
+            "[ -~\r\n]{0,12}".prop_map(|s| Reply::Simple(s.into())),
+            "[A-Z]{1,8} [ -~\r\n]{0,12}".prop_map(|s| Reply::Error(s.into())),
+            any::<i64>().prop_map(Reply::Int),
+            prop::collection::vec(any::<u8>(), 0..24).prop_map(Reply::bulk),
+            Just(Reply::Nil),
+            Just(Reply::NilArray),
+            finite.prop_map(Reply::Double),
+            any::<bool>().prop_map(Reply::Bool),
+            prop::collection::vec(any::<u8>(), 0..24).prop_map(|v| Reply::Verbatim(Bytes::from(v))),
+        ]
+    }
+
+    fn arb_reply() -> impl Strategy<Value = Reply> {
+        arb_scalar().prop_recursive(3, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Reply::Array),
+                prop::collection::vec(inner, 0..6).prop_map(Reply::Push),
+                prop::collection::vec(arb_scalar(), 0..6).prop_map(Reply::Set),
+                prop::collection::vec((arb_scalar(), arb_scalar()), 0..4)
+                    .prop_filter("RESP3 map keys must be distinct", |pairs| {
+                        let mut seen = std::collections::HashSet::new();
+                        pairs.iter().all(|(k, _)| seen.insert(expected3(k)))
+                    })
+                    .prop_map(Reply::Map),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn resp2_decodes_with_redis_protocol(r in arb_reply()) {
+            let bytes = enc(&r, Protocol::Resp2);
+            let (frame, used) = redis_protocol::resp2::decode::decode(&bytes)
+                .expect("valid RESP2")
+                .expect("complete frame");
+            prop_assert_eq!(used, bytes.len());
+            prop_assert_eq!(frame, expected2(&r));
+        }
+
+        #[test]
+        fn resp3_decodes_with_redis_protocol(r in arb_reply()) {
+            let bytes = enc(&r, Protocol::Resp3);
+            let (frame, used) = redis_protocol::resp3::decode::complete::decode(&bytes)
+                .expect("valid RESP3")
+                .expect("complete frame");
+            prop_assert_eq!(used, bytes.len());
+            prop_assert_eq!(frame, expected3(&r));
+        }
+
+        #[test]
+        fn double_text_round_trips(d in any::<f64>()) {
+            let text = String::from_utf8(double_text(d)).unwrap();
+            let back: f64 = text.parse().unwrap();
+            prop_assert!(back == d || (d.is_nan() && back.is_nan()), "{} -> {}", d, text);
+            prop_assert!(!text.ends_with(".0"));
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Shoal's in-memory keyspace: byte-string values, per-key millisecond TTLs, byte accounting
+//! against `maxmemory`, Redis's eviction policies, and cheap iteration of one cluster hash slot.
+//!
+//! # Concurrency model
+//! No task owns the store: it is a plain `Send + Sync` structure shared by every runtime
+//! thread. Keys are split over 1024 shards by hash slot (`slot % 1024`), each behind a
+//! `std::sync::Mutex` held only for one short, non-async operation; the figures read on every
+//! write (`used_memory`, key counts) and the configuration are atomics. Time is passed in as
+//! Unix milliseconds, so tests drive it freely; the LRU/LFU clocks derive from it.
+//!
+//! # Layout
+//! - [`slot`]: CRC16 key -> hash slot with `{hash tag}`s, as Redis Cluster computes it.
+//! - [`glob`]: Redis `stringmatchlen` for `KEYS`/`SCAN MATCH`.
+//! - `entry`: the 32-byte per-key record (one allocation holding key then value, TTL, access
+//!   word) and the LRU/LFU clock.
+//! - `shard`: a dense `Vec` of entries indexed by a `hashbrown::HashTable<u32>`, a lazily
+//!   validated min-heap of expiry times for active expiry, per-slot key counts.
+//! - `evict`: [`EvictionPolicy`] and victim sampling within a shard.
+//! - `store`: [`Store`], the public API.
+//!
+//! # Why not a cache crate (mini-moka)
+//! Measured unsuitable: no per-entry TTL, its TinyLFU admission drops fresh SETs (Redis always
+//! admits a write and evicts others), and ~484 B per entry against Redis's ~208 B for 16-byte
+//! keys with 100-byte values; this store uses ~172 B.
+
+pub mod glob;
+pub mod slot;
+
+mod entry;
+mod evict;
+mod rng;
+mod shard;
+mod store;
+
+#[cfg(test)]
+mod tests;
+
+pub use entry::ENTRY_OVERHEAD;
+pub use evict::{EvictionPolicy, ParsePolicyError};
+pub use glob::glob_match;
+pub use slot::{key_slot, SLOTS};
+pub use store::{Access, Entry, OutOfMemory, Slot, Store, StoreConfig, StoreStats};

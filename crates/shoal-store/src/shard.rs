@@ -1,0 +1,263 @@
+//! One of the store's 1024 shards: a dense `Vec<Item>` indexed by a `HashTable<u32>`, a lazy
+//! min-heap of expiry times, and the shard's counters. Always used under the shard's mutex.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+
+use crate::entry::Item;
+use crate::slot::{key_slot, SLOTS};
+
+/// Number of shards; a key's shard is `key_slot(key) % SHARDS`, so one hash slot lives in
+/// exactly one shard and slot iteration touches one shard only.
+pub(crate) const SHARDS: usize = 1024;
+
+/// Hash slots per shard (slot / SHARDS indexes [`Shard::slot_counts`]).
+const SLOTS_PER_SHARD: usize = SLOTS as usize / SHARDS;
+
+pub(crate) fn shard_of_slot(slot: u16) -> usize {
+    usize::from(slot) % SHARDS
+}
+
+fn sub_slot(slot: u16) -> usize {
+    usize::from(slot) / SHARDS
+}
+
+/// Counters that are bumped under the shard lock and summed by `Store::stats`.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct ShardStats {
+    pub(crate) expired: u64,
+    pub(crate) evicted: u64,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Shard {
+    /// Dense storage: removal is `swap_remove`, random sampling is a random index.
+    pub(crate) items: Vec<Item>,
+    /// Indices into `items`, hashed by key.
+    table: HashTable<u32>,
+    /// `(expire_at_ms, key hash)` of volatile keys, min first. Items go stale when a key is
+    /// removed or its TTL changes; they are checked on pop and the heap is rebuilt when stale
+    /// items outnumber live ones.
+    expiry: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Items with a TTL.
+    pub(crate) volatile: usize,
+    /// Σ `Item::charge` of `items`.
+    pub(crate) used: u64,
+    /// Keys per hash slot held by this shard (indexed by slot / SHARDS), for `COUNTKEYSINSLOT`.
+    pub(crate) slot_counts: [u32; SLOTS_PER_SHARD],
+    pub(crate) stats: ShardStats,
+}
+
+impl Shard {
+    /// Index of `key`, expired or not.
+    pub(crate) fn find(&self, key: &[u8], hash: u64) -> Option<usize> {
+        let items = &self.items;
+        self.table
+            .find(hash, |&i| items[i as usize].key() == key)
+            .map(|&i| i as usize)
+    }
+
+    /// Index of `key` if it is live; an expired entry is removed and counted as expired.
+    pub(crate) fn lookup(
+        &mut self,
+        hasher: &RandomState,
+        key: &[u8],
+        hash: u64,
+        now_ms: u64,
+    ) -> Option<usize> {
+        let i = self.find(key, hash)?;
+        if self.items[i].is_expired(now_ms) {
+            self.remove_at(hasher, i);
+            self.stats.expired += 1;
+            return None;
+        }
+        Some(i)
+    }
+
+    /// Add a new item (the key MUST be absent); returns its index.
+    pub(crate) fn insert(&mut self, hasher: &RandomState, hash: u64, item: Item) -> usize {
+        let idx = self.items.len();
+        let idx32 = u32::try_from(idx).expect("a shard holds fewer than 2^32 keys");
+        self.used += item.charge();
+        self.slot_counts[sub_slot(key_slot(item.key()))] += 1;
+        if item.expire_at_ms != 0 {
+            self.volatile += 1;
+            self.push_expiry(hasher, item.expire_at_ms, hash);
+        }
+        self.items.push(item);
+        let items = &self.items;
+        self.table
+            .insert_unique(hash, idx32, |&i| hasher.hash_one(items[i as usize].key()));
+        idx
+    }
+
+    /// Remove the item at `idx`; the last item moves into its place.
+    pub(crate) fn remove_at(&mut self, hasher: &RandomState, idx: usize) -> Item {
+        let hash = hasher.hash_one(self.items[idx].key());
+        match self.table.find_entry(hash, |&i| i as usize == idx) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(_) => unreachable!("the table indexes every item"),
+        }
+        let item = self.items.swap_remove(idx);
+        if idx < self.items.len() {
+            let moved_from = self.items.len() as u32;
+            let moved_hash = hasher.hash_one(self.items[idx].key());
+            let slot = self
+                .table
+                .find_mut(moved_hash, |&i| i == moved_from)
+                .expect("the table indexes every item");
+            *slot = idx as u32;
+        }
+        self.used -= item.charge();
+        self.slot_counts[sub_slot(key_slot(item.key()))] -= 1;
+        // Give memory back after mass removals, as Redis shrinks its dicts.
+        let len = self.items.len();
+        if self.items.capacity() > 64 && len < self.items.capacity() / 4 {
+            self.items.shrink_to(len * 2);
+            let items = &self.items;
+            self.table
+                .shrink_to(len * 2, |&i| hasher.hash_one(items[i as usize].key()));
+        }
+        if item.expire_at_ms != 0 {
+            self.volatile -= 1;
+        }
+        item
+    }
+
+    pub(crate) fn replace_value(&mut self, idx: usize, value: &[u8]) {
+        let item = &mut self.items[idx];
+        self.used -= item.charge();
+        item.replace_value(value);
+        self.used += item.charge();
+    }
+
+    /// Set the TTL of the item at `idx` (0 = none).
+    pub(crate) fn set_expire(&mut self, hasher: &RandomState, idx: usize, hash: u64, at: u64) {
+        let old = self.items[idx].expire_at_ms;
+        if old == at {
+            return;
+        }
+        self.items[idx].expire_at_ms = at;
+        match (old, at) {
+            (0, _) => self.volatile += 1,
+            (_, 0) => self.volatile -= 1,
+            _ => {}
+        }
+        if at != 0 {
+            self.push_expiry(hasher, at, hash);
+        }
+    }
+
+    fn push_expiry(&mut self, hasher: &RandomState, at: u64, hash: u64) {
+        self.expiry.push(Reverse((at, hash)));
+        if self.expiry.len() > 2 * self.volatile + 64 {
+            self.rebuild_expiry(hasher);
+        }
+    }
+
+    fn rebuild_expiry(&mut self, hasher: &RandomState) {
+        let mut heap = std::mem::take(&mut self.expiry).into_vec();
+        heap.clear();
+        heap.extend(
+            self.items
+                .iter()
+                .filter(|it| it.expire_at_ms != 0)
+                .map(|it| Reverse((it.expire_at_ms, hasher.hash_one(it.key())))),
+        );
+        self.expiry = BinaryHeap::from(heap);
+    }
+
+    /// Earliest expiry time in the heap (a lower bound: the top may be stale), `u64::MAX` if
+    /// none.
+    pub(crate) fn next_expiry(&self) -> u64 {
+        self.expiry.peek().map_or(u64::MAX, |Reverse((at, _))| *at)
+    }
+
+    /// Active expiry: remove up to about `max` due keys; returns how many were removed.
+    pub(crate) fn pop_expired(&mut self, hasher: &RandomState, now_ms: u64, max: usize) -> usize {
+        let mut removed = 0;
+        while removed < max {
+            match self.expiry.peek() {
+                Some(&Reverse((at, hash))) if at <= now_ms => {
+                    self.expiry.pop();
+                    // Every due key among the candidates for this hash; a stale item finds none.
+                    loop {
+                        let items = &self.items;
+                        let due = self
+                            .table
+                            .iter_hash(hash)
+                            .map(|&i| i as usize)
+                            .find(|&i| items[i].is_expired(now_ms));
+                        let Some(idx) = due else { break };
+                        self.remove_at(hasher, idx);
+                        self.stats.expired += 1;
+                        removed += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+        removed
+    }
+
+    /// Call `f` with indices of up to about `samples` volatile items, drawn from the expiry heap
+    /// (all of them when the heap is small). Falls back to walking `items` when every drawn heap
+    /// item was stale, so a shard with volatile keys always yields at least one.
+    pub(crate) fn sample_volatile(&self, samples: usize, mut f: impl FnMut(usize)) {
+        let heap = self.expiry.as_slice();
+        let mut found = 0;
+        let mut visit = |hash: u64, f: &mut dyn FnMut(usize)| {
+            for &i in self.table.iter_hash(hash) {
+                if self.items[i as usize].expire_at_ms != 0 {
+                    f(i as usize);
+                    found += 1;
+                }
+            }
+        };
+        if samples >= heap.len() {
+            for &Reverse((_, hash)) in heap {
+                visit(hash, &mut f);
+            }
+        } else {
+            for _ in 0..samples {
+                let Reverse((_, hash)) = heap[crate::rng::below(heap.len())];
+                visit(hash, &mut f);
+            }
+        }
+        if found == 0 && self.volatile > 0 {
+            let len = self.items.len();
+            let start = crate::rng::below(len);
+            let mut taken = 0;
+            for k in 0..len {
+                let i = (start + k) % len;
+                if self.items[i].expire_at_ms != 0 {
+                    f(i);
+                    taken += 1;
+                    if taken >= samples.max(1) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drop every key, keeping the statistics.
+    pub(crate) fn clear(&mut self) {
+        *self = Shard {
+            stats: self.stats,
+            ..Shard::default()
+        };
+    }
+
+    pub(crate) fn count_in_slot(&self, slot: u16) -> usize {
+        self.slot_counts[sub_slot(slot)] as usize
+    }
+}

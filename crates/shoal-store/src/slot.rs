@@ -1,0 +1,96 @@
+//! Redis Cluster key -> hash slot mapping: CRC16/XMODEM of the key (or of its `{hash tag}`)
+//! modulo 16,384, exactly as `keyHashSlot` in Redis's `cluster.c`.
+
+/// Number of hash slots in a Redis Cluster keyspace.
+pub const SLOTS: u16 = 16384;
+
+/// CRC16/XMODEM lookup table (polynomial 0x1021, init 0), built at compile time.
+const CRC16_TABLE: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = (i as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+            bit += 1;
+        }
+        table[i] = crc;
+        i += 1;
+    }
+    table
+};
+
+/// CRC16/XMODEM, the checksum Redis Cluster uses for key slots.
+pub fn crc16(bytes: &[u8]) -> u16 {
+    bytes.iter().fold(0u16, |crc, &b| {
+        (crc << 8) ^ CRC16_TABLE[usize::from(((crc >> 8) as u8) ^ b)]
+    })
+}
+
+/// The hash slot of `key`: if the key holds a `{...}` with at least one byte between the first
+/// `{` and the first `}` after it, only those bytes are hashed, so related keys share a slot.
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hash_tag(key)) & (SLOTS - 1)
+}
+
+/// The part of `key` that [`key_slot`] hashes.
+fn hash_tag(key: &[u8]) -> &[u8] {
+    let Some(open) = key.iter().position(|&b| b == b'{') else {
+        return key;
+    };
+    match key[open + 1..].iter().position(|&b| b == b'}') {
+        Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+        _ => key,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc16_check_value() {
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+        assert_eq!(crc16(b""), 0);
+    }
+
+    #[test]
+    fn known_redis_slots() {
+        // Values from `CLUSTER KEYSLOT` on redis-server.
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b"hello"), 866);
+        assert_eq!(key_slot(b"somekey"), 11058);
+        assert_eq!(key_slot(b""), 0);
+        assert_eq!(key_slot(b"123456789"), 0x31C3 & 0x3FFF);
+    }
+
+    #[test]
+    fn hash_tags() {
+        assert_eq!(
+            key_slot(b"{user1000}.following"),
+            key_slot(b"{user1000}.followers")
+        );
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        // Empty tag: the whole key is hashed.
+        assert_eq!(key_slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") & 0x3FFF);
+        // Only the first '{' counts, and the first '}' after it.
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+        assert_eq!(key_slot(b"foo{bar}{zap}"), key_slot(b"bar"));
+        // No closing brace: whole key.
+        assert_eq!(key_slot(b"foo{bar"), crc16(b"foo{bar") & 0x3FFF);
+        assert_eq!(key_slot(b"{}"), crc16(b"{}") & 0x3FFF);
+    }
+
+    #[test]
+    fn slot_in_range() {
+        for i in 0..10_000u32 {
+            assert!(key_slot(format!("key:{i}").as_bytes()) < SLOTS);
+        }
+    }
+}

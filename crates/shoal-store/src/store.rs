@@ -1,0 +1,697 @@
+//! [`Store`]: 1024 mutex-guarded shards plus global atomics for the figures read on every write
+//! (`used_memory`, key counts) and for the configuration.
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use bytes::Bytes;
+use foldhash::fast::RandomState;
+
+use crate::entry::{Clock, Item};
+use crate::evict::{evict_one, EvictionPolicy, Victim};
+use crate::rng;
+use crate::shard::{shard_of_slot, Shard, SHARDS};
+use crate::slot::{key_slot, SLOTS};
+
+/// Store configuration; every field can be changed at run time through the `Store` setters.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// Bytes (see [`Store::used_memory`]); 0 = unlimited.
+    pub maxmemory: u64,
+    pub policy: EvictionPolicy,
+    /// Keys sampled per eviction (`maxmemory-samples`).
+    pub samples: usize,
+    /// `lfu-log-factor`: higher makes the LFU counter grow more slowly.
+    pub lfu_log_factor: u32,
+    /// `lfu-decay-time`: minutes per decrement of an idle key's LFU counter; 0 = never.
+    pub lfu_decay_time: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            maxmemory: 0,
+            policy: EvictionPolicy::AllKeysLru,
+            samples: 5,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+        }
+    }
+}
+
+/// How a read counts as an access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A command read (GET): touch LRU/LFU and count a keyspace hit or miss.
+    Read,
+    /// Touch LRU/LFU only (TOUCH, a read inside a write).
+    Touch,
+    /// Neither (TTL, OBJECT, DEBUG).
+    Peek,
+}
+
+/// A live entry seen under its shard's lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub value: &'a [u8],
+    /// Unix ms, `None` for a persistent key.
+    pub expire_at_ms: Option<u64>,
+}
+
+/// `maxmemory` is exceeded and nothing may be evicted.
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+#[error("OOM command not allowed when used memory > 'maxmemory'.")]
+pub struct OutOfMemory;
+
+/// Figures for `INFO` (`keyspace_hits`, `expired_keys`, ...).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoreStats {
+    pub keys: u64,
+    pub volatile_keys: u64,
+    pub used_memory: u64,
+    pub expired_keys: u64,
+    pub evicted_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+}
+
+/// A shard with the lock-free hints that let scans, sampling and active expiry skip it without
+/// locking. Aligned so two shards' locks never share a cache line (128: adjacent-line prefetch).
+#[repr(align(128))]
+#[derive(Default)]
+struct ShardCell {
+    shard: Mutex<Shard>,
+    /// Copies of the shard's key count, volatile count and earliest heap expiry, written under
+    /// the lock after every operation.
+    len: AtomicU32,
+    volatile: AtomicU32,
+    next_expiry: AtomicU64,
+}
+
+/// State shared by all shards.
+struct Shared {
+    hasher: RandomState,
+    maxmemory: AtomicU64,
+    policy: AtomicU8,
+    samples: AtomicUsize,
+    lfu_log_factor: AtomicU32,
+    lfu_decay_time: AtomicU32,
+    used: AtomicU64,
+    keys: AtomicU64,
+    volatile: AtomicU64,
+    /// Shard where the last `expire_cycle` stopped.
+    expire_cursor: AtomicUsize,
+}
+
+impl Shared {
+    fn policy(&self) -> EvictionPolicy {
+        EvictionPolicy::from_u8(self.policy.load(Relaxed))
+    }
+
+    fn clock(&self, now_ms: u64) -> Clock {
+        Clock {
+            lfu: self.policy().is_lfu(),
+            now_ms,
+            lfu_log_factor: self.lfu_log_factor.load(Relaxed),
+            lfu_decay_time: self.lfu_decay_time.load(Relaxed),
+        }
+    }
+}
+
+/// The keyspace. `Send + Sync`; every method takes `&self` and locks at most one shard at a
+/// time, briefly. Closures passed to [`Store::read`], [`Store::write`], [`Store::scan`] and the
+/// slot iterators run under a shard lock: they MUST NOT call back into the store.
+pub struct Store {
+    cells: Box<[ShardCell]>,
+    shared: Shared,
+}
+
+/// One key's place in the store, under its shard's lock. An expired entry has already been
+/// removed (and counted as expired), so it reads as absent.
+pub struct Slot<'a> {
+    shard: &'a mut Shard,
+    shared: &'a Shared,
+    key: &'a [u8],
+    hash: u64,
+    idx: Option<usize>,
+    clock: Clock,
+}
+
+impl Slot<'_> {
+    pub fn key(&self) -> &[u8] {
+        self.key
+    }
+
+    pub fn value(&self) -> Option<&[u8]> {
+        self.idx.map(|i| self.shard.items[i].value())
+    }
+
+    pub fn expire_at(&self) -> Option<u64> {
+        self.idx.and_then(|i| self.shard.items[i].expire_at())
+    }
+
+    pub fn exists(&self) -> bool {
+        self.idx.is_some()
+    }
+
+    /// Create or replace the value and TTL; an `expire_at_ms <= now` removes the key instead.
+    pub fn set(&mut self, value: &[u8], expire_at_ms: Option<u64>) {
+        let at = match expire_at_ms {
+            Some(at) if at <= self.clock.now_ms => {
+                self.remove();
+                return;
+            }
+            Some(at) => at,
+            None => 0,
+        };
+        let hasher = &self.shared.hasher;
+        match self.idx {
+            Some(i) => {
+                self.shard.replace_value(i, value);
+                self.shard.set_expire(hasher, i, self.hash, at);
+            }
+            None => {
+                let item = Item::new(self.key, value, at, self.clock.initial());
+                self.idx = Some(self.shard.insert(hasher, self.hash, item));
+            }
+        }
+    }
+
+    /// Replace the value, keeping the current TTL (none if the key is new).
+    pub fn set_keep_ttl(&mut self, value: &[u8]) {
+        let ttl = self.expire_at();
+        self.set(value, ttl);
+    }
+
+    /// Change the TTL of an existing key (`None` = persist). False if the key is absent; an
+    /// `expire_at_ms <= now` removes the key (and returns true).
+    pub fn set_expire(&mut self, expire_at_ms: Option<u64>) -> bool {
+        let Some(i) = self.idx else {
+            return false;
+        };
+        match expire_at_ms {
+            Some(at) if at <= self.clock.now_ms => {
+                self.remove();
+            }
+            at => {
+                let at = at.unwrap_or(0);
+                self.shard.set_expire(&self.shared.hasher, i, self.hash, at);
+            }
+        }
+        true
+    }
+
+    /// True if a key was removed.
+    pub fn remove(&mut self) -> bool {
+        match self.idx.take() {
+            Some(i) => {
+                self.shard.remove_at(&self.shared.hasher, i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Edit the value in place (APPEND, SETRANGE). An absent key gets created with an empty
+    /// value and no TTL; an existing key keeps its TTL. If `f` panics nothing changes.
+    pub fn modify<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut value = self.value().map(<[u8]>::to_vec).unwrap_or_default();
+        let r = f(&mut value);
+        match self.idx {
+            Some(i) => self.shard.replace_value(i, &value),
+            None => {
+                let item = Item::new(self.key, &value, 0, self.clock.initial());
+                self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
+            }
+        }
+        r
+    }
+}
+
+/// SCAN cursor layout: shard index in bits 32.., and in the low 32 bits the number of positions
+/// of that shard still to visit (`[0, n)`), 0 meaning "start the shard afresh".
+const CURSOR_SHIFT: u32 = 32;
+
+impl Store {
+    pub fn new(config: StoreConfig) -> Store {
+        let cells: Box<[ShardCell]> = (0..SHARDS).map(|_| ShardCell::default()).collect();
+        for cell in cells.iter() {
+            cell.next_expiry.store(u64::MAX, Relaxed);
+        }
+        Store {
+            cells,
+            shared: Shared {
+                hasher: RandomState::default(),
+                maxmemory: AtomicU64::new(config.maxmemory),
+                policy: AtomicU8::new(config.policy as u8),
+                samples: AtomicUsize::new(config.samples),
+                lfu_log_factor: AtomicU32::new(config.lfu_log_factor),
+                lfu_decay_time: AtomicU32::new(config.lfu_decay_time),
+                used: AtomicU64::new(0),
+                keys: AtomicU64::new(0),
+                volatile: AtomicU64::new(0),
+                expire_cursor: AtomicUsize::new(0),
+            },
+        }
+    }
+
+    pub fn set_maxmemory(&self, bytes: u64) {
+        self.shared.maxmemory.store(bytes, Relaxed);
+    }
+
+    pub fn maxmemory(&self) -> u64 {
+        self.shared.maxmemory.load(Relaxed)
+    }
+
+    pub fn set_policy(&self, p: EvictionPolicy) {
+        self.shared.policy.store(p as u8, Relaxed);
+    }
+
+    pub fn policy(&self) -> EvictionPolicy {
+        self.shared.policy()
+    }
+
+    pub fn set_samples(&self, n: usize) {
+        self.shared.samples.store(n, Relaxed);
+    }
+
+    pub fn samples(&self) -> usize {
+        self.shared.samples.load(Relaxed)
+    }
+
+    pub fn set_lfu_log_factor(&self, factor: u32) {
+        self.shared.lfu_log_factor.store(factor, Relaxed);
+    }
+
+    pub fn lfu_log_factor(&self) -> u32 {
+        self.shared.lfu_log_factor.load(Relaxed)
+    }
+
+    pub fn set_lfu_decay_time(&self, minutes: u32) {
+        self.shared.lfu_decay_time.store(minutes, Relaxed);
+    }
+
+    pub fn lfu_decay_time(&self) -> u32 {
+        self.shared.lfu_decay_time.load(Relaxed)
+    }
+
+    fn lock(&self, idx: usize) -> MutexGuard<'_, Shard> {
+        // A panic inside a caller's closure poisons the lock; the shard itself is consistent
+        // between our own operations, so keep serving.
+        self.cells[idx]
+            .shard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `f` on shard `idx` under its lock, then publish the shard's changed figures.
+    fn with_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Shared) -> R) -> R {
+        let mut guard = Published::new(self, idx);
+        f(&mut guard.shard, &self.shared)
+    }
+
+    /// Look `key` up and pass its live entry (or `None`) to `f`.
+    pub fn read<R>(
+        &self,
+        key: &[u8],
+        now_ms: u64,
+        access: Access,
+        f: impl FnOnce(Option<Entry<'_>>) -> R,
+    ) -> R {
+        let hash = self.shared.hasher.hash_one(key);
+        self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
+            let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
+            if access == Access::Read {
+                match idx {
+                    Some(_) => shard.stats.hits += 1,
+                    None => shard.stats.misses += 1,
+                }
+            }
+            if let (Some(i), false) = (idx, access == Access::Peek) {
+                shared.clock(now_ms).touch(&mut shard.items[i].access);
+            }
+            f(idx.map(|i| {
+                let item = &shard.items[i];
+                Entry {
+                    value: item.value(),
+                    expire_at_ms: item.expire_at(),
+                }
+            }))
+        })
+    }
+
+    /// Lock `key`'s place and let `f` inspect and change it. Whatever key `f` leaves in place
+    /// counts as accessed (LRU/LFU).
+    pub fn write<R>(&self, key: &[u8], now_ms: u64, f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
+        let hash = self.shared.hasher.hash_one(key);
+        self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
+            let clock = shared.clock(now_ms);
+            let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
+            let mut slot = Slot {
+                shard,
+                shared,
+                key,
+                hash,
+                idx,
+                clock,
+            };
+            let r = f(&mut slot);
+            if let Some(i) = slot.idx {
+                clock.touch(&mut slot.shard.items[i].access);
+            }
+            r
+        })
+    }
+
+    /// A copy of `key`'s value (counts as a read: hit/miss, LRU/LFU).
+    pub fn get(&self, key: &[u8], now_ms: u64) -> Option<Bytes> {
+        self.read(key, now_ms, Access::Read, |e| {
+            e.map(|e| Bytes::copy_from_slice(e.value))
+        })
+    }
+
+    /// Store `value` under `key` with an optional absolute expiry (a convenience over
+    /// [`Store::write`]).
+    pub fn set(&self, key: &[u8], value: &[u8], expire_at_ms: Option<u64>, now_ms: u64) {
+        self.write(key, now_ms, |slot| slot.set(value, expire_at_ms));
+    }
+
+    /// True if a live key was removed.
+    pub fn remove(&self, key: &[u8], now_ms: u64) -> bool {
+        self.write(key, now_ms, |slot| slot.remove())
+    }
+
+    /// Keys held, including expired ones not yet reclaimed (like Redis `DBSIZE`).
+    pub fn len(&self) -> usize {
+        self.shared.keys.load(Relaxed) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keys with a TTL.
+    pub fn volatile_len(&self) -> usize {
+        self.shared.volatile.load(Relaxed) as usize
+    }
+
+    /// Remove every key (`FLUSHALL`); statistics are kept.
+    pub fn clear(&self) {
+        for idx in 0..SHARDS {
+            self.with_shard(idx, |shard, _| shard.clear());
+        }
+    }
+
+    /// One step of a `SCAN`. A full iteration (cursor 0 until 0 comes back) returns every key
+    /// present for the whole iteration at least once, despite concurrent inserts and removals,
+    /// and may return some twice. Each shard's dense vector is walked from the end towards 0:
+    /// `swap_remove` only ever moves the last element, which is either already visited or, once
+    /// the vector has shrunk below the walk position, still unvisited and moved to a lower
+    /// (unvisited) index. Expired entries are skipped. `count` is a hint of entries to visit.
+    pub fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        now_ms: u64,
+        mut f: impl FnMut(&[u8], Entry<'_>),
+    ) -> u64 {
+        let count = count.max(1);
+        let mut shard_idx = (cursor >> CURSOR_SHIFT) as usize;
+        let mut remaining = (cursor & u64::from(u32::MAX)) as usize;
+        let mut visited = 0;
+        while shard_idx < SHARDS {
+            let fresh = remaining == 0;
+            if fresh && self.cells[shard_idx].len.load(Relaxed) == 0 {
+                shard_idx += 1;
+                continue;
+            }
+            let left = self.with_shard(shard_idx, |shard, _| {
+                let mut pos = if fresh {
+                    shard.items.len()
+                } else {
+                    remaining.min(shard.items.len())
+                };
+                while pos > 0 && visited < count {
+                    pos -= 1;
+                    visited += 1;
+                    let item = &shard.items[pos];
+                    if !item.is_expired(now_ms) {
+                        f(
+                            item.key(),
+                            Entry {
+                                value: item.value(),
+                                expire_at_ms: item.expire_at(),
+                            },
+                        );
+                    }
+                }
+                pos
+            });
+            if left > 0 {
+                return ((shard_idx as u64) << CURSOR_SHIFT) | left as u64;
+            }
+            shard_idx += 1;
+            remaining = 0;
+            if visited >= count {
+                break;
+            }
+        }
+        if shard_idx >= SHARDS {
+            0
+        } else {
+            (shard_idx as u64) << CURSOR_SHIFT
+        }
+    }
+
+    /// A shard accepted by `want` (judged from the lock-free hints): a few random probes, then a
+    /// walk from a random start. `None` if no shard qualifies.
+    fn pick_shard(&self, want: impl Fn(&ShardCell) -> bool) -> Option<usize> {
+        for _ in 0..8 {
+            let i = rng::below(SHARDS);
+            if want(&self.cells[i]) {
+                return Some(i);
+            }
+        }
+        let start = rng::below(SHARDS);
+        (0..SHARDS)
+            .map(|k| (start + k) % SHARDS)
+            .find(|&i| want(&self.cells[i]))
+    }
+
+    /// A random live key, `None` if there is none. Expired keys met on the way are reclaimed.
+    pub fn random_key(&self, now_ms: u64) -> Option<Bytes> {
+        for _ in 0..64 {
+            let idx = self.pick_shard(|c| c.len.load(Relaxed) > 0)?;
+            let found = self.with_shard(idx, |shard, shared| {
+                if shard.items.is_empty() {
+                    return None;
+                }
+                let i = rng::below(shard.items.len());
+                if shard.items[i].is_expired(now_ms) {
+                    shard.remove_at(&shared.hasher, i);
+                    shard.stats.expired += 1;
+                    return None;
+                }
+                Some(Bytes::copy_from_slice(shard.items[i].key()))
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
+    /// Call `f` for every live key in hash slot `slot`.
+    pub fn for_each_in_slot(&self, slot: u16, now_ms: u64, mut f: impl FnMut(&[u8], Entry<'_>)) {
+        if slot >= SLOTS {
+            return;
+        }
+        self.with_shard(shard_of_slot(slot), |shard, _| {
+            if shard.count_in_slot(slot) == 0 {
+                return;
+            }
+            for item in &shard.items {
+                if !item.is_expired(now_ms) && key_slot(item.key()) == slot {
+                    f(
+                        item.key(),
+                        Entry {
+                            value: item.value(),
+                            expire_at_ms: item.expire_at(),
+                        },
+                    );
+                }
+            }
+        });
+    }
+
+    /// Keys held in hash slot `slot` (including expired ones not yet reclaimed, like `len`).
+    pub fn count_in_slot(&self, slot: u16) -> usize {
+        if slot >= SLOTS {
+            return 0;
+        }
+        self.with_shard(shard_of_slot(slot), |shard, _| shard.count_in_slot(slot))
+    }
+
+    /// Active expiry: remove up to about `max_keys` due keys, visiting shards round-robin from
+    /// where the previous call stopped. Returns how many were removed.
+    pub fn expire_cycle(&self, now_ms: u64, max_keys: usize) -> usize {
+        let start = self.shared.expire_cursor.load(Relaxed) % SHARDS;
+        let mut removed = 0;
+        for k in 0..SHARDS {
+            if removed >= max_keys {
+                break;
+            }
+            let idx = (start + k) % SHARDS;
+            let cell = &self.cells[idx];
+            if cell.volatile.load(Relaxed) == 0 || cell.next_expiry.load(Relaxed) > now_ms {
+                continue;
+            }
+            removed += self.with_shard(idx, |shard, shared| {
+                shard.pop_expired(&shared.hasher, now_ms, max_keys - removed)
+            });
+            if removed >= max_keys {
+                self.shared.expire_cursor.store(idx, Relaxed);
+                return removed;
+            }
+        }
+        self.shared
+            .expire_cursor
+            .store((start + 1) % SHARDS, Relaxed);
+        removed
+    }
+
+    /// Evict keys by the policy until `used_memory <= maxmemory` (no-op when maxmemory is 0).
+    /// Call before executing a write, as Redis does. `Err` for `noeviction`, for volatile
+    /// policies without volatile keys, or when nothing more can be evicted.
+    pub fn ensure_memory(&self, now_ms: u64) -> Result<(), OutOfMemory> {
+        self.evict_until_fits(now_ms, None)
+    }
+
+    /// Like [`Store::ensure_memory`] but never evicts `keep`: call after a write to bring
+    /// memory back under the limit while guaranteeing the write just made survives.
+    pub fn ensure_memory_keep(&self, now_ms: u64, keep: &[u8]) -> Result<(), OutOfMemory> {
+        self.evict_until_fits(now_ms, Some(keep))
+    }
+
+    fn evict_until_fits(&self, now_ms: u64, keep: Option<&[u8]>) -> Result<(), OutOfMemory> {
+        let max = self.maxmemory();
+        if max == 0 || self.used_memory() <= max {
+            return Ok(());
+        }
+        let policy = self.policy();
+        if policy == EvictionPolicy::NoEviction {
+            return Err(OutOfMemory);
+        }
+        let volatile = policy.is_volatile();
+        let samples = self.samples();
+        // Bounds so a wrong figure or a racing writer cannot keep us here forever.
+        let mut rounds_left = self.len() + SHARDS;
+        let mut misses_left = 64;
+        while self.used_memory() > max {
+            if rounds_left == 0 || misses_left == 0 {
+                return Err(OutOfMemory);
+            }
+            rounds_left -= 1;
+            let idx = if volatile {
+                self.pick_shard(|c| c.volatile.load(Relaxed) > 0)
+            } else {
+                self.pick_shard(|c| c.len.load(Relaxed) > 0)
+            };
+            let Some(idx) = idx else {
+                return Err(OutOfMemory);
+            };
+            let victim = self.with_shard(idx, |shard, shared| {
+                let clock = shared.clock(now_ms);
+                evict_one(shard, &shared.hasher, policy, &clock, samples, keep)
+            });
+            if victim == Victim::None {
+                misses_left -= 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Σ (key + value + [`crate::ENTRY_OVERHEAD`]) over all keys held.
+    pub fn used_memory(&self) -> u64 {
+        self.shared.used.load(Relaxed)
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        let mut stats = StoreStats {
+            keys: self.len() as u64,
+            volatile_keys: self.volatile_len() as u64,
+            used_memory: self.used_memory(),
+            ..StoreStats::default()
+        };
+        for idx in 0..SHARDS {
+            let s = self.lock(idx).stats;
+            stats.expired_keys += s.expired;
+            stats.evicted_keys += s.evicted;
+            stats.keyspace_hits += s.hits;
+            stats.keyspace_misses += s.misses;
+        }
+        stats
+    }
+
+    /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        for idx in 0..SHARDS {
+            self.lock(idx).stats = Default::default();
+        }
+    }
+}
+
+/// A locked shard that publishes its key count, volatile count, used bytes and next expiry to
+/// the lock-free copies when dropped, also when a caller's closure panics mid-operation.
+struct Published<'a> {
+    store: &'a Store,
+    cell: &'a ShardCell,
+    shard: MutexGuard<'a, Shard>,
+    before: (usize, usize, u64),
+}
+
+impl<'a> Published<'a> {
+    fn new(store: &'a Store, idx: usize) -> Self {
+        let shard = store.lock(idx);
+        let before = (shard.items.len(), shard.volatile, shard.used);
+        Published {
+            store,
+            cell: &store.cells[idx],
+            shard,
+            before,
+        }
+    }
+}
+
+impl Drop for Published<'_> {
+    fn drop(&mut self) {
+        let (len0, vol0, used0) = self.before;
+        let (len1, vol1, used1) = (self.shard.items.len(), self.shard.volatile, self.shard.used);
+        let shared = &self.store.shared;
+        if len1 != len0 {
+            self.cell.len.store(len1 as u32, Relaxed);
+            shared
+                .keys
+                .fetch_add((len1 as u64).wrapping_sub(len0 as u64), Relaxed);
+        }
+        if vol1 != vol0 {
+            self.cell.volatile.store(vol1 as u32, Relaxed);
+            shared
+                .volatile
+                .fetch_add((vol1 as u64).wrapping_sub(vol0 as u64), Relaxed);
+        }
+        if used1 != used0 {
+            shared.used.fetch_add(used1.wrapping_sub(used0), Relaxed);
+        }
+        self.cell
+            .next_expiry
+            .store(self.shard.next_expiry(), Relaxed);
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(StoreConfig::default())
+    }
+}

@@ -1,0 +1,698 @@
+//! Behaviour tests of the public [`Store`] API (unit tests of the parts live beside them).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::*;
+
+/// Deterministic generator for test inputs (splitmix64).
+struct TestRng(u64);
+
+impl TestRng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn store() -> Store {
+    Store::new(StoreConfig::default())
+}
+
+fn charge(key: &[u8], value: &[u8]) -> u64 {
+    (key.len() + value.len() + ENTRY_OVERHEAD) as u64
+}
+
+/// Keys that share the hash tag `{t}`, hence one slot and one shard: eviction in that shard is
+/// deterministic once `samples` covers all of them.
+fn tagged(i: usize) -> Vec<u8> {
+    format!("{{t}}k{i}").into_bytes()
+}
+
+#[test]
+fn set_get_overwrite_remove() {
+    let s = store();
+    assert!(s.is_empty());
+    assert_eq!(s.get(b"a", 0), None);
+    s.set(b"a", b"1", None, 0);
+    assert_eq!(s.get(b"a", 0).as_deref(), Some(&b"1"[..]));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s.used_memory(), charge(b"a", b"1"));
+    s.set(b"a", b"longer", None, 0);
+    assert_eq!(s.get(b"a", 0).as_deref(), Some(&b"longer"[..]));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s.used_memory(), charge(b"a", b"longer"));
+    assert!(s.remove(b"a", 0));
+    assert!(!s.remove(b"a", 0));
+    assert_eq!(s.get(b"a", 0), None);
+    assert_eq!((s.len(), s.used_memory()), (0, 0));
+    let st = s.stats();
+    assert_eq!((st.keyspace_hits, st.keyspace_misses), (2, 2));
+}
+
+#[test]
+fn write_slot_operations() {
+    let s = store();
+    let r = s.write(b"k", 0, |slot| {
+        assert_eq!(slot.key(), b"k");
+        assert!(!slot.exists());
+        assert!(!slot.set_expire(Some(10)));
+        slot.set(b"v", Some(1000));
+        (slot.value().map(<[u8]>::to_vec), slot.expire_at())
+    });
+    assert_eq!(r, (Some(b"v".to_vec()), Some(1000)));
+    assert_eq!(s.volatile_len(), 1);
+    // set_keep_ttl keeps the TTL; modify keeps it too.
+    s.write(b"k", 1, |slot| slot.set_keep_ttl(b"w"));
+    let n = s.write(b"k", 2, |slot| {
+        slot.modify(|v| {
+            v.extend_from_slice(b"xyz");
+            v.len()
+        })
+    });
+    assert_eq!(n, 4);
+    s.read(b"k", 3, Access::Peek, |e| {
+        assert_eq!(
+            e,
+            Some(Entry {
+                value: b"wxyz",
+                expire_at_ms: Some(1000)
+            })
+        )
+    });
+    assert_eq!(s.used_memory(), charge(b"k", b"wxyz"));
+    // modify creates an absent key, without TTL.
+    s.write(b"new", 0, |slot| slot.modify(|v| v.push(b'!')));
+    s.read(b"new", 0, Access::Peek, |e| {
+        assert_eq!(
+            e,
+            Some(Entry {
+                value: b"!",
+                expire_at_ms: None
+            })
+        )
+    });
+    // set_keep_ttl on a new key: no TTL.
+    s.write(b"fresh", 0, |slot| slot.set_keep_ttl(b"x"));
+    assert_eq!(s.volatile_len(), 1);
+    // set with a past expiry removes.
+    s.write(b"k", 5, |slot| slot.set(b"gone", Some(5)));
+    assert_eq!(s.get(b"k", 5), None);
+    assert_eq!(s.volatile_len(), 0);
+    assert_eq!(s.len(), 2);
+    assert_eq!(
+        s.used_memory(),
+        charge(b"new", b"!") + charge(b"fresh", b"x")
+    );
+    // Access::Peek and Touch do not count hits or misses: only the `get` above (a miss) counts.
+    s.read(b"zzz", 0, Access::Touch, |e| assert!(e.is_none()));
+    let st = s.stats();
+    assert_eq!((st.keyspace_hits, st.keyspace_misses), (0, 1));
+}
+
+#[test]
+fn ttl_expires_lazily_at_the_exact_millisecond() {
+    let s = store();
+    s.set(b"a", b"v", Some(1000), 0);
+    assert_eq!(s.get(b"a", 999).as_deref(), Some(&b"v"[..]));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s.get(b"a", 1000), None);
+    assert_eq!(s.len(), 0);
+    assert_eq!(s.volatile_len(), 0);
+    assert_eq!(s.used_memory(), 0);
+    assert_eq!(s.stats().expired_keys, 1);
+    // A write sees an expired key as absent.
+    s.set(b"b", b"v", Some(50), 0);
+    assert!(!s.write(b"b", 50, |slot| slot.exists()));
+    assert!(!s.remove(b"b", 50));
+    assert_eq!(s.stats().expired_keys, 2);
+}
+
+#[test]
+fn set_expire_and_persist() {
+    let s = store();
+    s.set(b"a", b"v", None, 0);
+    assert!(s.write(b"a", 0, |slot| slot.set_expire(Some(100))));
+    assert_eq!(s.volatile_len(), 1);
+    assert!(s.write(b"a", 0, |slot| slot.set_expire(None)));
+    assert_eq!(s.volatile_len(), 0);
+    assert_eq!(s.get(b"a", 10_000).as_deref(), Some(&b"v"[..]));
+    // The stale heap item of the old TTL must not remove the persisted key.
+    assert_eq!(s.expire_cycle(10_000, 100), 0);
+    assert_eq!(s.len(), 1);
+    // Moving a TTL later: the old deadline no longer applies.
+    s.write(b"a", 0, |slot| slot.set_expire(Some(100)));
+    s.write(b"a", 0, |slot| slot.set_expire(Some(500)));
+    assert_eq!(s.expire_cycle(200, 100), 0);
+    assert_eq!(s.get(b"a", 200).as_deref(), Some(&b"v"[..]));
+    assert_eq!(s.expire_cycle(500, 100), 1);
+    assert_eq!(s.len(), 0);
+    // A past TTL removes at once and reports true.
+    s.set(b"b", b"v", None, 0);
+    assert!(s.write(b"b", 10, |slot| slot.set_expire(Some(10))));
+    assert_eq!(s.len(), 0);
+    assert!(!s.write(b"b", 10, |slot| slot.set_expire(Some(10))));
+}
+
+#[test]
+fn expire_cycle_reclaims_untouched_keys() {
+    let s = store();
+    for i in 0..1000 {
+        s.set(format!("v:{i}").as_bytes(), b"x", Some(100 + i % 10), 0);
+        s.set(format!("p:{i}").as_bytes(), b"x", None, 0);
+    }
+    assert_eq!(s.volatile_len(), 1000);
+    assert_eq!(s.expire_cycle(99, usize::MAX), 0);
+    let first = s.expire_cycle(109, 300);
+    assert!((300..310).contains(&first), "{first}");
+    let mut total = first;
+    loop {
+        let n = s.expire_cycle(109, 300);
+        if n == 0 {
+            break;
+        }
+        total += n;
+    }
+    assert_eq!(total, 1000);
+    assert_eq!(s.len(), 1000);
+    assert_eq!(s.volatile_len(), 0);
+    let st = s.stats();
+    assert_eq!(st.expired_keys, 1000);
+    let persistent: u64 = (0..1000)
+        .map(|i| charge(format!("p:{i}").as_bytes(), b"x"))
+        .sum();
+    assert_eq!(st.used_memory, persistent);
+}
+
+#[test]
+fn accounting_returns_to_zero() {
+    let s = store();
+    let mut rng = TestRng(7);
+    let mut keys = Vec::new();
+    for i in 0..5000 {
+        let key = format!("key:{i}:{}", rng.below(1000)).into_bytes();
+        let value = vec![b'v'; rng.below(300) as usize];
+        let ttl = (rng.below(2) == 0).then(|| 1_000_000 + rng.below(1000));
+        s.set(&key, &value, ttl, 0);
+        keys.push(key);
+    }
+    for key in keys.iter().step_by(3) {
+        s.write(key, 0, |slot| slot.modify(|v| v.extend_from_slice(b"more")));
+        s.write(key, 0, |slot| slot.set_expire(Some(5_000_000)));
+    }
+    for key in &keys {
+        s.remove(key, 0);
+    }
+    assert_eq!((s.len(), s.volatile_len(), s.used_memory()), (0, 0, 0));
+    for key in &keys {
+        s.set(key, b"again", Some(10), 0);
+    }
+    assert!(s.used_memory() > 0);
+    s.clear();
+    assert_eq!((s.len(), s.volatile_len(), s.used_memory()), (0, 0, 0));
+    assert_eq!(s.expire_cycle(100, usize::MAX), 0);
+    assert_eq!(s.random_key(0), None);
+}
+
+/// Store with `n` tagged keys set at times 0..n, sampling the whole shard.
+fn eviction_setup(policy: EvictionPolicy, n: usize) -> Store {
+    let s = Store::new(StoreConfig {
+        policy,
+        samples: 64,
+        ..StoreConfig::default()
+    });
+    for i in 0..n {
+        s.set(&tagged(i), b"value", None, i as u64);
+    }
+    s
+}
+
+/// Make room for exactly one more entry of the tagged size.
+fn squeeze_one(s: &Store) {
+    s.set_maxmemory(s.used_memory() - 1);
+}
+
+#[test]
+fn lru_evicts_the_idle_key() {
+    let s = eviction_setup(EvictionPolicy::AllKeysLru, 10);
+    for i in (0..10).filter(|&i| i != 3) {
+        assert!(s.get(&tagged(i), 1000).is_some());
+    }
+    squeeze_one(&s);
+    s.ensure_memory(1000).unwrap();
+    assert_eq!(s.len(), 9);
+    assert!(s.get(&tagged(3), 1000).is_none());
+    assert_eq!(s.stats().evicted_keys, 1);
+    // A write counts as an access too.
+    s.write(&tagged(0), 2000, |slot| slot.exists());
+    for i in (1..10).filter(|&i| i != 3) {
+        s.read(&tagged(i), 3000, Access::Touch, |_| ());
+    }
+    squeeze_one(&s);
+    s.ensure_memory(4000).unwrap();
+    assert!(s.get(&tagged(0), 4000).is_none());
+}
+
+#[test]
+fn lfu_evicts_the_rarely_used_key() {
+    let s = eviction_setup(EvictionPolicy::AllKeysLfu, 10);
+    for _ in 0..50 {
+        for i in (0..10).filter(|&i| i != 6) {
+            s.get(&tagged(i), 10);
+        }
+    }
+    squeeze_one(&s);
+    s.ensure_memory(10).unwrap();
+    assert!(s.get(&tagged(6), 10).is_none());
+    assert_eq!(s.len(), 9);
+}
+
+#[test]
+fn volatile_ttl_evicts_the_nearest_expiry() {
+    let s = eviction_setup(EvictionPolicy::VolatileTtl, 4);
+    for (i, at) in [(0, 5000), (1, 3000), (2, 9000)] {
+        s.write(&tagged(i), 0, |slot| slot.set_expire(Some(at)));
+    }
+    squeeze_one(&s);
+    s.ensure_memory(10).unwrap();
+    assert!(s.get(&tagged(1), 10).is_none());
+    squeeze_one(&s);
+    s.ensure_memory(10).unwrap();
+    assert!(s.get(&tagged(0), 10).is_none());
+    assert!(s.get(&tagged(2), 10).is_some());
+    assert!(s.get(&tagged(3), 10).is_some());
+}
+
+#[test]
+fn volatile_policies_never_evict_persistent_keys() {
+    for policy in [
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::VolatileLfu,
+        EvictionPolicy::VolatileRandom,
+        EvictionPolicy::VolatileTtl,
+    ] {
+        let s = Store::new(StoreConfig {
+            policy,
+            ..StoreConfig::default()
+        });
+        for i in 0..200 {
+            s.set(format!("p:{i}").as_bytes(), b"value", None, 0);
+            s.set(format!("v:{i}").as_bytes(), b"value", Some(1_000_000), 0);
+        }
+        s.set_maxmemory(s.used_memory() / 4);
+        assert_eq!(s.ensure_memory(0), Err(OutOfMemory), "{policy}");
+        assert_eq!(s.len(), 200, "{policy}");
+        assert_eq!(s.volatile_len(), 0, "{policy}");
+        for i in 0..200 {
+            assert!(s.get(format!("p:{i}").as_bytes(), 0).is_some(), "{policy}");
+        }
+        assert_eq!(s.stats().evicted_keys, 200);
+        // Room enough once the volatile keys are gone.
+        s.set_maxmemory(s.used_memory());
+        assert_eq!(s.ensure_memory(0), Ok(()));
+    }
+}
+
+#[test]
+fn noeviction_reports_oom_and_keeps_keys() {
+    let s = eviction_setup(EvictionPolicy::NoEviction, 10);
+    squeeze_one(&s);
+    assert_eq!(s.ensure_memory(0), Err(OutOfMemory));
+    assert_eq!(s.len(), 10);
+    s.set_maxmemory(0);
+    assert_eq!(s.ensure_memory(0), Ok(()));
+    assert_eq!(
+        OutOfMemory.to_string(),
+        "OOM command not allowed when used memory > 'maxmemory'."
+    );
+}
+
+#[test]
+fn allkeys_policies_hold_the_limit_and_admit_every_set() {
+    for policy in [
+        EvictionPolicy::AllKeysLru,
+        EvictionPolicy::AllKeysLfu,
+        EvictionPolicy::AllKeysRandom,
+    ] {
+        let s = Store::new(StoreConfig {
+            policy,
+            ..StoreConfig::default()
+        });
+        let one = charge(b"key:000000000000", &[0u8; 100]);
+        s.set_maxmemory(100 * one);
+        // Evict after the write, protecting it.
+        for i in 0..1000 {
+            let key = format!("key:{i:012}");
+            s.set(key.as_bytes(), &[b'x'; 100], None, i);
+            assert_eq!(s.ensure_memory_keep(i, key.as_bytes()), Ok(()), "{policy}");
+            assert!(s.used_memory() <= s.maxmemory(), "{policy}");
+            assert!(s.get(key.as_bytes(), i).is_some(), "{policy}");
+        }
+        assert!(s.len() <= 100 && s.len() >= 95, "{policy} {}", s.len());
+        // Redis style: evict before the write; the write always lands.
+        for i in 1000..2000 {
+            let key = format!("key:{i:012}");
+            assert_eq!(s.ensure_memory(i), Ok(()), "{policy}");
+            s.set(key.as_bytes(), &[b'x'; 100], None, i);
+            assert!(s.get(key.as_bytes(), i).is_some(), "{policy}");
+            assert!(s.used_memory() <= s.maxmemory() + one, "{policy}");
+        }
+        assert!(s.stats().evicted_keys >= 1800, "{policy}");
+    }
+}
+
+#[test]
+fn lone_key_larger_than_maxmemory() {
+    let s = store();
+    s.set_maxmemory(10);
+    s.set(b"big", &[0; 100], None, 0);
+    assert_eq!(s.ensure_memory_keep(0, b"big"), Err(OutOfMemory));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s.ensure_memory(0), Ok(()));
+    assert_eq!(s.len(), 0);
+}
+
+#[test]
+fn eviction_reclaims_expired_keys_first() {
+    let s = eviction_setup(EvictionPolicy::AllKeysLru, 5);
+    s.write(&tagged(4), 0, |slot| slot.set_expire(Some(10)));
+    squeeze_one(&s);
+    s.ensure_memory(20).unwrap();
+    let st = s.stats();
+    assert_eq!((st.expired_keys, st.evicted_keys), (1, 0));
+}
+
+fn full_scan(s: &Store, count: usize, now: u64, mut between: impl FnMut()) -> Vec<Vec<u8>> {
+    let mut seen = Vec::new();
+    let mut cursor = 0;
+    loop {
+        cursor = s.scan(cursor, count, now, |k, _| seen.push(k.to_vec()));
+        between();
+        if cursor == 0 {
+            return seen;
+        }
+    }
+}
+
+#[test]
+fn scan_returns_each_key_once_without_changes() {
+    let s = store();
+    assert!(full_scan(&s, 10, 0, || ()).is_empty());
+    for i in 0..3000 {
+        s.set(format!("k{i}").as_bytes(), b"v", None, 0);
+    }
+    for count in [1, 7, 100, 10_000] {
+        let seen = full_scan(&s, count, 0, || ());
+        assert_eq!(seen.len(), 3000);
+        assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 3000);
+    }
+    // Expired entries are skipped.
+    s.set(b"old", b"v", Some(5), 0);
+    assert!(!full_scan(&s, 50, 5, || ()).contains(&b"old".to_vec()));
+}
+
+#[test]
+fn scan_guarantee_under_interleaved_churn() {
+    for seed in 0..5 {
+        let s = store();
+        let mut rng = TestRng(seed);
+        // Few shards' worth of keys so churn hits the shard being scanned.
+        let stable: Vec<Vec<u8>> = (0..300)
+            .map(|i| format!("{{s{}}}st{i}", i % 7).into_bytes())
+            .collect();
+        for k in &stable {
+            s.set(k, b"v", None, 0);
+        }
+        let churn = |i: u64| format!("{{s{}}}ch{i}", i % 7).into_bytes();
+        for i in 0..300 {
+            s.set(&churn(i), b"v", None, 0);
+        }
+        let seen = full_scan(&s, 1 + rng.below(20) as usize, 0, || {
+            for _ in 0..20 {
+                let k = churn(rng.below(600));
+                if rng.below(2) == 0 {
+                    s.remove(&k, 0);
+                } else {
+                    s.set(&k, b"v", None, 0);
+                }
+            }
+        });
+        let seen: HashSet<_> = seen.into_iter().collect();
+        for k in &stable {
+            assert!(
+                seen.contains(k),
+                "seed {seed}: missed {}",
+                String::from_utf8_lossy(k)
+            );
+        }
+    }
+}
+
+#[test]
+fn scan_guarantee_with_a_concurrent_writer() {
+    let s = Arc::new(store());
+    let stable: Vec<Vec<u8>> = (0..2000)
+        .map(|i| format!("{{s{}}}st{i}", i % 13).into_bytes())
+        .collect();
+    for k in &stable {
+        s.set(k, b"v", None, 0);
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (s, stop) = (s.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut rng = TestRng(99);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let i = rng.below(3000);
+                let k = format!("{{s{}}}ch{i}", i % 13).into_bytes();
+                if rng.below(2) == 0 {
+                    s.remove(&k, 0);
+                } else {
+                    s.set(&k, b"v", None, 0);
+                }
+            }
+        })
+    };
+    for _ in 0..5 {
+        let seen: HashSet<_> = full_scan(&s, 5, 0, || ()).into_iter().collect();
+        for k in &stable {
+            assert!(seen.contains(k), "missed {}", String::from_utf8_lossy(k));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().expect("writer thread");
+}
+
+#[test]
+fn slot_counting_and_iteration() {
+    let s = store();
+    let mut by_slot: HashMap<u16, HashSet<Vec<u8>>> = HashMap::new();
+    for i in 0..5000 {
+        let key = format!("key:{i}").into_bytes();
+        s.set(&key, b"v", None, 0);
+        by_slot.entry(key_slot(&key)).or_default().insert(key);
+    }
+    for i in 0..50 {
+        let key = format!("{{user1000}}.f{i}").into_bytes();
+        s.set(&key, b"v", None, 0);
+        by_slot.entry(key_slot(&key)).or_default().insert(key);
+    }
+    let tag_slot = key_slot(b"user1000");
+    assert!(s.count_in_slot(tag_slot) >= 50);
+    for slot in 0..SLOTS {
+        let expected = by_slot.get(&slot).cloned().unwrap_or_default();
+        assert_eq!(s.count_in_slot(slot), expected.len(), "slot {slot}");
+        let mut got = HashSet::new();
+        s.for_each_in_slot(slot, 0, |k, e| {
+            assert_eq!(e.value, b"v");
+            got.insert(k.to_vec());
+        });
+        assert_eq!(got, expected, "slot {slot}");
+    }
+    for i in 0..50 {
+        s.remove(format!("{{user1000}}.f{i}").as_bytes(), 0);
+    }
+    assert_eq!(s.count_in_slot(tag_slot), by_slot[&tag_slot].len() - 50);
+    assert_eq!(s.count_in_slot(SLOTS), 0);
+    // Expired keys still count (like DBSIZE) but are not iterated.
+    s.set(b"{x}gone", b"v", Some(5), 0);
+    let slot = key_slot(b"x");
+    let before = s.count_in_slot(slot);
+    let mut n = 0;
+    s.for_each_in_slot(slot, 5, |_, _| n += 1);
+    assert_eq!(n, before - 1);
+}
+
+#[test]
+fn random_key_terminates_and_finds_keys() {
+    let s = store();
+    assert_eq!(s.random_key(0), None);
+    s.set(b"only", b"v", None, 0);
+    for _ in 0..20 {
+        assert_eq!(s.random_key(0).as_deref(), Some(&b"only"[..]));
+    }
+    s.set(b"only", b"v", Some(10), 0);
+    assert_eq!(s.random_key(10), None);
+    let mut seen = HashSet::new();
+    for i in 0..10 {
+        s.set(format!("k{i}").as_bytes(), b"v", None, 0);
+    }
+    for _ in 0..500 {
+        seen.insert(s.random_key(0).expect("keys exist"));
+    }
+    assert_eq!(seen.len(), 10);
+}
+
+#[test]
+fn config_setters() {
+    let s = store();
+    assert_eq!(s.policy(), EvictionPolicy::AllKeysLru);
+    assert_eq!((s.maxmemory(), s.samples()), (0, 5));
+    s.set_policy(EvictionPolicy::VolatileTtl);
+    s.set_maxmemory(1 << 20);
+    s.set_samples(10);
+    s.set_lfu_log_factor(20);
+    s.set_lfu_decay_time(0);
+    assert_eq!(s.policy(), EvictionPolicy::VolatileTtl);
+    assert_eq!((s.maxmemory(), s.samples()), (1 << 20, 10));
+    assert_eq!((s.lfu_log_factor(), s.lfu_decay_time()), (20, 0));
+}
+
+#[test]
+fn threads_hammering_keep_accounting_consistent() {
+    let s = Arc::new(Store::new(StoreConfig {
+        maxmemory: 400 * (ENTRY_OVERHEAD as u64 + 40),
+        ..StoreConfig::default()
+    }));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut rng = TestRng(t);
+                for n in 0..20_000u64 {
+                    let now = n;
+                    let key = format!("k{}", rng.below(1000)).into_bytes();
+                    match rng.below(6) {
+                        0 => {
+                            let _ = s.ensure_memory(now);
+                            let len = rng.below(40) as usize;
+                            s.set(&key, &vec![b'v'; len], None, now);
+                        }
+                        1 => {
+                            s.set(&key, b"ttl", Some(now + rng.below(50)), now);
+                        }
+                        2 => {
+                            s.remove(&key, now);
+                        }
+                        3 => {
+                            s.write(&key, now, |slot| slot.modify(|v| v.push(b'a')));
+                        }
+                        4 => {
+                            s.expire_cycle(now, 10);
+                        }
+                        _ => {
+                            s.get(&key, now);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("worker thread");
+    }
+    // Check the global figures against a full walk (no expiry: time 0).
+    let (mut keys, mut volatile, mut used) = (0, 0, 0);
+    let mut cursor = 0;
+    loop {
+        cursor = s.scan(cursor, 100, 0, |k, e| {
+            keys += 1;
+            volatile += usize::from(e.expire_at_ms.is_some());
+            used += charge(k, e.value);
+        });
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert_eq!(s.len(), keys);
+    assert_eq!(s.volatile_len(), volatile);
+    assert_eq!(s.used_memory(), used);
+    let slots: usize = (0..SLOTS).map(|slot| s.count_in_slot(slot)).sum();
+    assert_eq!(slots, keys);
+    s.clear();
+    assert_eq!((s.len(), s.volatile_len(), s.used_memory()), (0, 0, 0));
+}
+
+/// Resident memory per key for 1,000,000 keys `key:%012d` with 100-byte values, to compare
+/// with redis-server (~208 B/key). Run with
+/// `cargo test --release -p shoal-store -- --ignored --nocapture bytes_per_entry`.
+#[test]
+#[ignore]
+fn bytes_per_entry() {
+    fn rss() -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").expect("linux /proc");
+        let pages: u64 = statm
+            .split_whitespace()
+            .nth(1)
+            .expect("rss field")
+            .parse()
+            .expect("number");
+        pages * 4096
+    }
+    let s = store();
+    let value = [b'x'; 100];
+    let before = rss();
+    for i in 0..1_000_000 {
+        s.set(format!("key:{i:012}").as_bytes(), &value, None, 0);
+    }
+    let after = rss();
+    let per_key = (after - before) as f64 / 1e6;
+    println!(
+        "RSS delta per key: {per_key:.1} B (used_memory per key: {:.1} B)",
+        s.used_memory() as f64 / 1e6
+    );
+    assert_eq!(s.len(), 1_000_000);
+}
+
+#[test]
+fn panic_in_a_closure_keeps_figures_consistent() {
+    let s = Arc::new(store());
+    let s2 = s.clone();
+    let r = std::thread::spawn(move || {
+        s2.write(b"k", 0, |slot| {
+            slot.set(b"value", Some(100));
+            panic!("caller bug");
+        })
+    })
+    .join();
+    assert!(r.is_err());
+    assert_eq!((s.len(), s.volatile_len()), (1, 1));
+    assert_eq!(s.used_memory(), charge(b"k", b"value"));
+    assert_eq!(s.get(b"k", 0).as_deref(), Some(&b"value"[..]));
+    assert_eq!(s.expire_cycle(100, 10), 1);
+    assert_eq!(s.used_memory(), 0);
+}
+
+#[test]
+fn shards_shrink_after_mass_removal() {
+    let s = store();
+    let keys: Vec<Vec<u8>> = (0..2000).map(tagged).collect();
+    for k in &keys {
+        s.set(k, b"v", None, 0);
+    }
+    for k in &keys[..1990] {
+        assert!(s.remove(k, 0));
+    }
+    for k in &keys[1990..] {
+        assert!(s.get(k, 0).is_some());
+    }
+    assert_eq!(s.len(), 10);
+    assert_eq!(s.count_in_slot(key_slot(b"t")), 10);
+}

@@ -1,0 +1,161 @@
+//! `shoald`: the Shoal daemon. Reads the configuration (flag > environment > file > default),
+//! sets up logging, starts the node and turns SIGINT/SIGTERM into a graceful shutdown.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use shoal_node::config::{env_var_name, CONFIG_KEYS};
+use shoal_node::NodeConfig;
+use toml::{Table, Value};
+
+const AFTER_HELP: &str = "\
+Precedence: command-line flag > SHOAL_* environment variable > configuration file > built-in
+default. Every key of the configuration file (see config/shoal.toml) can be set from the
+environment as SHOAL_<KEY> with dashes as underscores, e.g. SHOAL_MAXMEMORY_POLICY=allkeys-lfu,
+or with --set KEY=VALUE. With no arguments shoald serves one node on 127.0.0.1:6379.";
+
+#[derive(Parser, Debug)]
+#[command(name = "shoald", version, about = "Shoal: a Redis-compatible partitioned cache", after_help = AFTER_HELP)]
+struct Cli {
+    /// TOML configuration file (optional; built-in defaults otherwise).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<String>,
+    /// RESP port; 0 picks a free one [default: 6379].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Memory limit for the data set, e.g. 512mb or 2gb; 0 = none [default: 1gb].
+    #[arg(long, value_name = "SIZE")]
+    maxmemory: Option<String>,
+    /// Password clients must AUTH with [default: none].
+    #[arg(long, value_name = "PASSWORD")]
+    requirepass: Option<String>,
+    /// error, warn, info, debug or trace [default: info].
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// Any other configuration key, as KEY=VALUE (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+/// A string from the environment or a flag, typed the way TOML would read it.
+fn typed(v: &str) -> Value {
+    v.parse::<i64>()
+        .map(Value::Integer)
+        .unwrap_or_else(|_| Value::String(v.to_string()))
+}
+
+fn load_config(cli: &Cli) -> Result<NodeConfig, String> {
+    let mut table = match &cli.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            text.parse::<Table>()
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => Table::new(),
+    };
+    for key in CONFIG_KEYS {
+        if let Ok(v) = std::env::var(env_var_name(key)) {
+            table.insert((*key).to_string(), typed(&v));
+        }
+    }
+    for kv in &cli.set {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--set expects KEY=VALUE, got '{kv}'"))?;
+        if !CONFIG_KEYS.contains(&k) {
+            return Err(format!("unknown configuration key '{k}'"));
+        }
+        table.insert(k.to_string(), typed(v));
+    }
+    let flags: [(&str, Option<Value>); 5] = [
+        ("bind", cli.bind.clone().map(Value::String)),
+        ("port", cli.port.map(|p| Value::Integer(i64::from(p)))),
+        ("maxmemory", cli.maxmemory.as_deref().map(typed)),
+        ("requirepass", cli.requirepass.clone().map(Value::String)),
+        ("log-level", cli.log_level.clone().map(Value::String)),
+    ];
+    for (k, v) in flags {
+        if let Some(v) = v {
+            table.insert(k.to_string(), v);
+        }
+    }
+    let config: NodeConfig = Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| e.to_string())?;
+    config.validate()?;
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match load_config(&cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("shoald: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let level: tracing::Level = config.log_level.parse().unwrap_or(tracing::Level::INFO);
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("shoald: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(config, cli.config.map(|p| p.display().to_string())))
+}
+
+async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
+    let maxmemory = config.maxmemory.0;
+    let policy = config.maxmemory_policy.clone();
+    let node = match shoal_node::start(config, file).await {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(
+        "shoald {} listening on {} (RESP), maxmemory {} bytes ({}), Redis {} compatible",
+        shoal_node::SHOAL_VERSION,
+        node.local_addr,
+        maxmemory,
+        policy,
+        shoal_node::REDIS_VERSION
+    );
+    wait_for_signal().await;
+    tracing::info!("shutting down: no new connections, answering what was read");
+    node.shutdown();
+    node.wait().await;
+    ExitCode::SUCCESS
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot install signal handlers; stop with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,0 +1,73 @@
+//! Fuzz target for `shoal_resp::RequestParser`.
+//!
+//! Run (from the repository root, needs nightly and cargo-fuzz):
+//!
+//! ```text
+//! cargo +nightly fuzz run request_parser -- -dict=fuzz/dict/resp.dict -max_len=4096
+//! ```
+//!
+//! Input layout: byte 0 picks the configuration (bit 0: authenticated, bit 1: small limits),
+//! bytes 1..5 give the chunk sizes the rest is fed in (cycled), the rest is the stream.
+//! Invariants: no panic; the parser never consumes more than it was fed; every request it
+//! returns is non-empty, has at most `max_args` arguments, and its argument bytes fit in what
+//! was consumed.
+#![no_main]
+
+use bytes::BytesMut;
+use libfuzzer_sys::fuzz_target;
+use shoal_resp::{Limits, RequestParser};
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 5 {
+        return;
+    }
+    let flags = data[0];
+    let chunks: Vec<usize> = data[1..5].iter().map(|&b| usize::from(b) + 1).collect();
+    let stream = &data[5..];
+    let authenticated = flags & 1 != 0;
+    let limits = if flags & 2 != 0 {
+        Limits {
+            max_bulk_len: 64,
+            max_args: 8,
+            max_inline_len: 32,
+            unauth_max_args: 3,
+            unauth_max_bulk_len: 16,
+        }
+    } else {
+        Limits::default()
+    };
+
+    let mut parser = RequestParser::new();
+    let mut buf = BytesMut::new();
+    let mut fed = 0usize;
+    let mut arg_bytes = 0usize;
+    let mut pos = 0usize;
+    let mut i = 0usize;
+    while pos < stream.len() {
+        let end = (pos + chunks[i % chunks.len()]).min(stream.len());
+        i += 1;
+        buf.extend_from_slice(&stream[pos..end]);
+        fed += end - pos;
+        pos = end;
+        loop {
+            match parser.parse(&mut buf, &limits, authenticated) {
+                Ok(Some(args)) => {
+                    assert!(!args.is_empty(), "empty request returned");
+                    assert!(args.len() <= limits.max_args, "too many args");
+                    arg_bytes += args.iter().map(|a| a.len()).sum::<usize>();
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    assert!(e.to_string().starts_with("ERR Protocol error: "));
+                    return;
+                }
+            }
+            assert!(buf.len() <= fed, "consumed more than fed");
+        }
+        assert!(buf.len() <= fed, "consumed more than fed");
+        assert!(
+            arg_bytes <= fed - buf.len(),
+            "args larger than consumed bytes"
+        );
+    }
+});

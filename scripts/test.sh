@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs Shoal's whole test suite: installs what the tests need (redis-cli from redis-tools),
+# checks that the fuzz target still builds on stable, then runs every workspace test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v redis-cli >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-tools >/dev/null
+fi
+
+cargo build --quiet --manifest-path fuzz/Cargo.toml --bins
+cargo test --workspace

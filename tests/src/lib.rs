@@ -1,0 +1,162 @@
+//! Test support: a real Shoal node on 127.0.0.1:0 in its own runtime, plus client helpers.
+//!
+//! The node is the same code `shoald` runs (`shoal_node::start`), with real TCP; tests talk to
+//! it only through sockets (the `redis` crate, `redis-cli`, raw `TcpStream`s).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use shoal_node::{NodeConfig, RunningNode};
+
+/// A node serving on a free loopback port; shut down when dropped.
+pub struct TestNode {
+    pub addr: SocketAddr,
+    runtime: tokio::runtime::Runtime,
+    node: Option<RunningNode>,
+}
+
+impl TestNode {
+    pub fn start() -> TestNode {
+        TestNode::with(|_| {})
+    }
+
+    /// Starts a node with the default settings changed by `f` (port is always 0).
+    pub fn with(f: impl FnOnce(&mut NodeConfig)) -> TestNode {
+        let mut config = NodeConfig::default();
+        f(&mut config);
+        config.bind = "127.0.0.1".into();
+        config.port = 0;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("test runtime starts");
+        let node = runtime
+            .block_on(shoal_node::start(config, None))
+            .expect("node starts");
+        TestNode {
+            addr: node.local_addr,
+            runtime,
+            node: Some(node),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    /// A RESP2 connection from the `redis` crate.
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("redis client connects")
+    }
+
+    /// A RESP3 connection (the client sends HELLO 3).
+    pub fn client_resp3(&self) -> redis::Connection {
+        redis::Client::open(format!("{}?protocol=resp3", self.url()))
+            .and_then(|c| c.get_connection())
+            .expect("redis client connects with RESP3")
+    }
+
+    /// A raw socket with a read timeout, for protocol-level tests.
+    pub fn raw(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).expect("raw connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// The node's shared state, for checks a client could also make through INFO.
+    pub fn node(&self) -> &shoal_node::Node {
+        &self.node.as_ref().expect("node running").node
+    }
+
+    /// Stops the node and waits until every connection closed.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(node) = self.node.take() {
+            node.shutdown();
+            self.runtime.block_on(node.wait());
+        }
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// One INFO field as a string, read over the connection.
+pub fn info_field(con: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO")
+        .arg("everything")
+        .query(con)
+        .expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("INFO has no field {field}"))
+        .trim()
+        .to_string()
+}
+
+/// Reads from `s` until `expected` bytes have arrived or the deadline passes; returns them.
+pub fn read_exact_by(s: &mut TcpStream, expected: usize, deadline: Duration) -> Vec<u8> {
+    let end = Instant::now() + deadline;
+    let mut out = Vec::with_capacity(expected);
+    let mut buf = [0u8; 65536];
+    while out.len() < expected && Instant::now() < end {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// Reads until the peer closes the connection (or the deadline); returns what arrived and
+/// whether EOF was seen.
+pub fn read_to_close(s: &mut TcpStream, deadline: Duration) -> (Vec<u8>, bool) {
+    let end = Instant::now() + deadline;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while Instant::now() < end {
+        match s.read(&mut buf) {
+            Ok(0) => return (out, true),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (out, true),
+            Err(_) => break,
+        }
+    }
+    (out, false)
+}
+
+/// Sends bytes and returns whatever reply bytes arrive for a request expecting `reply_len`.
+pub fn send(s: &mut TcpStream, bytes: &[u8]) {
+    s.write_all(bytes).expect("write to node");
+}
+
+/// Polls `cond` until it holds or `deadline` passes; true if it held.
+pub fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + deadline;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,224 @@
+//! Protocol abuse over raw TCP: every case gets Redis's error text (or a close) and the node
+//! keeps serving everyone else.
+
+use std::io::Write;
+use std::time::Duration;
+
+use redis::Commands;
+use shoal_tests::{read_exact_by, read_to_close, send, TestNode};
+
+const T: Duration = Duration::from_secs(10);
+
+/// The node still answers a fresh client (PONG, or NOAUTH where a password is set).
+fn assert_alive(node: &TestNode) {
+    let mut s = node.raw();
+    send(&mut s, b"PING\r\n");
+    let reply = read_exact_by(&mut s, 7, T);
+    assert!(
+        reply == b"+PONG\r\n" || reply.starts_with(b"-NOAUTH"),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+}
+
+fn expect_error_then_close(node: &TestNode, input: &[u8], error: &str) {
+    let mut s = node.raw();
+    send(&mut s, input);
+    let (bytes, closed) = read_to_close(&mut s, T);
+    assert_eq!(String::from_utf8_lossy(&bytes), format!("-{error}\r\n"));
+    assert!(closed, "connection must be closed after a protocol error");
+    assert_alive(node);
+}
+
+#[test]
+fn garbage_bytes_get_an_error_and_the_connection_survives() {
+    let node = TestNode::start();
+    let mut s = node.raw();
+    send(&mut s, b"\x00\xff\xfe garbage\r\nPING\r\n");
+    let got = read_exact_by(&mut s, 200, Duration::from_millis(500));
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("-ERR unknown command '"), "{text}");
+    assert!(text.ends_with("+PONG\r\n"), "{text}");
+}
+
+#[test]
+fn malformed_multibulk_headers_close_with_redis_errors() {
+    let node = TestNode::start();
+    expect_error_then_close(
+        &node,
+        b"*abc\r\n",
+        "ERR Protocol error: invalid multibulk length",
+    );
+    expect_error_then_close(
+        &node,
+        b"*1\r\nfoo\r\n",
+        "ERR Protocol error: expected '$', got 'f'",
+    );
+    expect_error_then_close(
+        &node,
+        b"*1\r\n$-5\r\n",
+        "ERR Protocol error: invalid bulk length",
+    );
+    expect_error_then_close(
+        &node,
+        b"*1\r\n$x\r\n",
+        "ERR Protocol error: invalid bulk length",
+    );
+    expect_error_then_close(
+        &node,
+        b"*2000000\r\n",
+        "ERR Protocol error: invalid multibulk length",
+    );
+    expect_error_then_close(
+        &node,
+        b"PING \"unbalanced\r\n",
+        "ERR Protocol error: unbalanced quotes in request",
+    );
+}
+
+#[test]
+fn a_declared_four_gib_bulk_is_refused_before_allocating() {
+    let node = TestNode::start();
+    expect_error_then_close(
+        &node,
+        b"*2\r\n$3\r\nGET\r\n$4294967296\r\n",
+        "ERR Protocol error: invalid bulk length",
+    );
+    // Under the limit but huge: announced, never sent. The node must not reserve it.
+    let mut s = node.raw();
+    send(&mut s, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\nabc");
+    let mut con = node.client();
+    let rss: u64 = shoal_tests::info_field(&mut con, "used_memory_rss")
+        .parse()
+        .unwrap();
+    assert!(
+        rss < 256 << 20,
+        "RSS {rss} suggests the declared size was allocated"
+    );
+    drop(s);
+    assert_alive(&node);
+}
+
+#[test]
+fn headers_without_crlf_are_bounded() {
+    let node = TestNode::start();
+    let mut long = b"*1".to_vec();
+    long.extend(std::iter::repeat_n(b'1', 70 * 1024));
+    expect_error_then_close(
+        &node,
+        &long,
+        "ERR Protocol error: too big mbulk count string",
+    );
+    let mut long = b"*1\r\n$1".to_vec();
+    long.extend(std::iter::repeat_n(b'1', 70 * 1024));
+    expect_error_then_close(
+        &node,
+        &long,
+        "ERR Protocol error: too big bulk count string",
+    );
+    let long = vec![b'A'; 70 * 1024];
+    expect_error_then_close(&node, &long, "ERR Protocol error: too big inline request");
+}
+
+#[test]
+fn half_a_frame_then_disconnect_changes_nothing() {
+    let node = TestNode::start();
+    {
+        let mut s = node.raw();
+        send(&mut s, b"*3\r\n$3\r\nSET\r\n$4\r\nhalf\r\n$10\r\nabc");
+    }
+    let mut con = node.client();
+    let v: Option<String> = con.get("half").unwrap();
+    assert_eq!(v, None);
+    assert_alive(&node);
+}
+
+#[test]
+fn a_frame_split_across_many_writes_is_answered_once_complete() {
+    let node = TestNode::start();
+    let mut s = node.raw();
+    s.set_nodelay(true).unwrap();
+    let req =
+        b"*3\r\n$3\r\nSET\r\n$5\r\nsplit\r\n$5\r\nvalue\r\n*2\r\n$3\r\nGET\r\n$5\r\nsplit\r\n";
+    for b in req {
+        s.write_all(&[*b]).unwrap();
+    }
+    let want = b"+OK\r\n$5\r\nvalue\r\n";
+    assert_eq!(read_exact_by(&mut s, want.len(), T), want);
+}
+
+#[test]
+fn unauthenticated_clients_are_limited_to_small_requests() {
+    let node = TestNode::with(|c| c.requirepass = "pw".into());
+    expect_error_then_close(
+        &node,
+        b"*11\r\n",
+        "ERR Protocol error: unauthenticated multibulk length",
+    );
+    expect_error_then_close(
+        &node,
+        b"*2\r\n$4\r\nAUTH\r\n$20000\r\n",
+        "ERR Protocol error: unauthenticated bulk length",
+    );
+    // Authenticated, the same sizes are fine.
+    let mut s = node.raw();
+    let big = "x".repeat(20_000);
+    send(
+        &mut s,
+        format!(
+            "AUTH pw\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n{big}\r\n",
+            big.len()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(read_exact_by(&mut s, 10, T), b"+OK\r\n+OK\r\n");
+}
+
+#[test]
+fn a_client_that_never_reads_cannot_grow_server_memory() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let value = vec![b'v'; 1 << 20];
+    let _: () = con.set("big", &value).unwrap();
+    let rss_before: u64 = shoal_tests::info_field(&mut con, "used_memory_rss")
+        .parse()
+        .unwrap();
+
+    // Up to 64 MiB of "GET big" requests (7.4 million 1 MiB replies), never reading a reply.
+    let mut s = node.raw();
+    s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let batch = b"GET big\r\n".repeat((1 << 20) / 9);
+    let mut sent_batches = 0;
+    for _ in 0..64 {
+        if s.write_all(&batch).is_err() {
+            break; // the node stopped reading: back pressure works
+        }
+        sent_batches += 1;
+    }
+    assert!(
+        sent_batches < 64,
+        "the node kept reading requests whose replies nobody read"
+    );
+    // Everyone else is still served, and memory did not follow the unread replies.
+    assert_alive(&node);
+    let rss_after: u64 = shoal_tests::info_field(&mut con, "used_memory_rss")
+        .parse()
+        .unwrap();
+    assert!(
+        rss_after < rss_before + (128 << 20),
+        "RSS grew from {rss_before} to {rss_after}"
+    );
+}
+
+#[test]
+fn a_reply_over_the_output_limit_closes_the_client() {
+    let node = TestNode::with(|c| c.client_output_buffer_limit = shoal_node::ByteSize(1 << 20));
+    let mut con = node.client();
+    let _: () = con.set("big", vec![b'v'; 2 << 20]).unwrap();
+    let mut s = node.raw();
+    send(&mut s, b"GET big\r\n");
+    let (bytes, closed) = read_to_close(&mut s, T);
+    assert!(closed);
+    assert!(bytes.is_empty(), "got {} bytes", bytes.len());
+    assert_alive(&node);
+}

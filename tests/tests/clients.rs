@@ -1,0 +1,322 @@
+//! A real node driven by the `redis` crate, RESP2 and RESP3.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use redis::{Commands, Value};
+use shoal_tests::{info_field, wait_until, TestNode};
+
+#[test]
+fn strings_round_trip_in_resp2_and_resp3() {
+    let node = TestNode::start();
+    for mut con in [node.client(), node.client_resp3()] {
+        let _: () = con.set("greeting", "hello").unwrap();
+        let v: String = con.get("greeting").unwrap();
+        assert_eq!(v, "hello");
+        let missing: Option<String> = con.get("nope").unwrap();
+        assert_eq!(missing, None);
+        let n: i64 = con.incr("counter", 5).unwrap();
+        assert!(n % 5 == 0 && n > 0);
+        let vals: Vec<Option<String>> = con.mget(&["greeting", "nope"]).unwrap();
+        assert_eq!(vals, vec![Some("hello".to_string()), None]);
+        let err = redis::cmd("INCR")
+            .arg("greeting")
+            .query::<i64>(&mut con)
+            .unwrap_err();
+        assert_eq!(err.code(), Some("ERR"));
+        assert!(
+            err.to_string()
+                .contains("value is not an integer or out of range"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn resp3_types_reach_the_client() {
+    let node = TestNode::start();
+    let mut con = node.client_resp3();
+    let hello: Value = redis::cmd("HELLO").arg(3).query(&mut con).unwrap();
+    let Value::Map(fields) = hello else {
+        panic!("HELLO 3 replies a map, got {hello:?}")
+    };
+    assert!(fields.contains(&(Value::BulkString(b"proto".to_vec()), Value::Int(3))));
+    let nil: Value = redis::cmd("GET").arg("missing").query(&mut con).unwrap();
+    assert_eq!(nil, Value::Nil);
+    let cfg: Value = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query(&mut con)
+        .unwrap();
+    assert!(
+        matches!(cfg, Value::Map(_)),
+        "CONFIG GET in RESP3 is a map: {cfg:?}"
+    );
+    // RESP2 on another connection sees a flat array for the same command.
+    let mut con2 = node.client();
+    let cfg2: Value = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query(&mut con2)
+        .unwrap();
+    assert!(
+        matches!(cfg2, Value::Array(ref a) if a.len() == 2),
+        "{cfg2:?}"
+    );
+}
+
+#[test]
+fn pipelining_ten_thousand_commands() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let mut pipe = redis::pipe();
+    for i in 0..5_000 {
+        pipe.cmd("SET").arg(format!("p:{i}")).arg(i).ignore();
+    }
+    for i in 0..5_000 {
+        pipe.cmd("GET").arg(format!("p:{i}"));
+    }
+    let values: Vec<i64> = pipe.query(&mut con).unwrap();
+    assert_eq!(values, (0..5_000).collect::<Vec<i64>>());
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 5_000);
+}
+
+#[test]
+fn keys_and_values_are_binary_safe() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let key: Vec<u8> = (0u8..=255).collect();
+    let mut value: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    value.extend_from_slice(b"\r\n\0$*-+:");
+    let _: () = con.set(&key, &value).unwrap();
+    let back: Vec<u8> = con.get(&key).unwrap();
+    assert_eq!(back, value);
+    let len: usize = con.strlen(&key).unwrap();
+    assert_eq!(len, value.len());
+    let keys: Vec<Vec<u8>> = con.keys("*").unwrap();
+    assert_eq!(keys, vec![key.clone()]);
+    let _: () = con.set("", "empty key").unwrap();
+    let v: String = con.get("").unwrap();
+    assert_eq!(v, "empty key");
+}
+
+#[test]
+fn expiry_is_visible_through_ttl_and_disappearance() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let _: () = redis::cmd("SET")
+        .arg("short")
+        .arg("v")
+        .arg("PX")
+        .arg(150)
+        .query(&mut con)
+        .unwrap();
+    let _: () = con.set_ex("long", "v", 100).unwrap();
+    let pttl: i64 = con.pttl("short").unwrap();
+    assert!((1..=150).contains(&pttl), "{pttl}");
+    let ttl: i64 = con.ttl("long").unwrap();
+    assert!((99..=100).contains(&ttl), "{ttl}");
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            con.get::<_, Option<String>>("short").unwrap().is_none()
+        }),
+        "key with PX 150 did not expire"
+    );
+    let ttl: i64 = con.ttl("short").unwrap();
+    assert_eq!(ttl, -2);
+    let exists: bool = con.exists("long").unwrap();
+    assert!(exists);
+}
+
+#[test]
+fn active_expiry_frees_keys_nobody_touches() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let mut pipe = redis::pipe();
+    for i in 0..2_000 {
+        pipe.cmd("SET")
+            .arg(format!("e:{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(100)
+            .ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+    let _: () = con.set("keep", "v").unwrap();
+    // Nothing reads the keys again: only active expiry can remove them.
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap() == 1
+        }),
+        "active expiry did not reclaim untouched keys"
+    );
+    let expired: u64 = info_field(&mut con, "expired_keys").parse().unwrap();
+    assert!(expired >= 2_000, "{expired}");
+}
+
+#[test]
+fn eviction_keeps_memory_near_the_limit() {
+    let limit = 2 * 1024 * 1024;
+    let node = TestNode::with(|c| c.maxmemory = shoal_node::ByteSize(limit));
+    let mut con = node.client();
+    let value = "v".repeat(1000);
+    for batch in 0..20 {
+        let mut pipe = redis::pipe();
+        for i in 0..500 {
+            pipe.cmd("SET").arg(format!("k:{batch}:{i}")).arg(&value);
+        }
+        let replies: Vec<String> = pipe.query(&mut con).unwrap();
+        assert!(replies.iter().all(|r| r == "OK"), "a SET was refused");
+        // The last write is always there.
+        let last: String = con.get(format!("k:{batch}:499")).unwrap();
+        assert_eq!(last, value);
+    }
+    let used: u64 = info_field(&mut con, "used_memory").parse().unwrap();
+    let evicted: u64 = info_field(&mut con, "evicted_keys").parse().unwrap();
+    assert!(evicted > 5_000, "evicted_keys {evicted}");
+    assert!(
+        used <= limit + 2048,
+        "used_memory {used} above maxmemory {limit}"
+    );
+    assert!(used > limit / 2, "used_memory {used} far below the limit");
+    let maxmemory: u64 = info_field(&mut con, "maxmemory").parse().unwrap();
+    assert_eq!(maxmemory, limit);
+}
+
+#[test]
+fn noeviction_refuses_writes_with_redis_oom_error() {
+    let node = TestNode::with(|c| {
+        c.maxmemory = shoal_node::ByteSize(64 * 1024);
+        c.maxmemory_policy = "noeviction".into();
+    });
+    let mut con = node.client();
+    let value = "v".repeat(1000);
+    let mut refused = None;
+    for i in 0..1000 {
+        if let Err(e) = con.set::<_, _, ()>(format!("k{i}"), &value) {
+            refused = Some(e);
+            break;
+        }
+    }
+    let e = refused.expect("writes must be refused once full");
+    assert_eq!(e.code(), Some("OOM"));
+    // Reads and deletes still work.
+    let v: String = con.get("k0").unwrap();
+    assert_eq!(v, value);
+    let n: i64 = con.del("k0").unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn auth_is_required_when_configured() {
+    let node = TestNode::with(|c| c.requirepass = "s3cret".into());
+    let mut con = node.client();
+    let e = con.get::<_, Option<String>>("k").unwrap_err();
+    assert_eq!(e.code(), Some("NOAUTH"));
+    let e = redis::cmd("AUTH")
+        .arg("wrong")
+        .query::<()>(&mut con)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("WRONGPASS"));
+    let _: () = redis::cmd("AUTH").arg("s3cret").query(&mut con).unwrap();
+    let _: () = con.set("k", "v").unwrap();
+    // A client configured with the password (HELLO 3 AUTH ... in RESP3) works directly.
+    let url = format!("redis://:s3cret@{}/?protocol=resp3", node.addr);
+    let mut con3 = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let v: String = con3.get("k").unwrap();
+    assert_eq!(v, "v");
+    let url = format!("redis://default:s3cret@{}/", node.addr);
+    let mut con2 = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let v: String = con2.get("k").unwrap();
+    assert_eq!(v, "v");
+}
+
+#[test]
+fn scan_walks_every_key_once_with_match_and_count() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let mut pipe = redis::pipe();
+    for i in 0..3_000 {
+        pipe.cmd("SET").arg(format!("s:{i}")).arg(i).ignore();
+    }
+    pipe.cmd("SET").arg("other").arg(1).ignore();
+    let _: () = pipe.query(&mut con).unwrap();
+    let keys: HashSet<String> = con.scan_match("s:*").unwrap().collect();
+    assert_eq!(keys.len(), 3_000);
+    let all: Vec<String> = con.keys("*").unwrap();
+    assert_eq!(all.len(), 3_001);
+}
+
+#[test]
+fn client_list_kill_and_setname() {
+    let node = TestNode::start();
+    let mut a = node.client();
+    let mut b = node.client();
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("victim")
+        .query(&mut b)
+        .unwrap();
+    let b_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut b).unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut a).unwrap();
+    assert!(
+        list.contains(&format!("id={b_id} ")) && list.contains("name=victim"),
+        "{list}"
+    );
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(b_id)
+        .query(&mut a)
+        .unwrap();
+    assert_eq!(killed, 1);
+    assert!(
+        redis::cmd("PING").query::<String>(&mut b).is_err(),
+        "a killed client's connection must be closed"
+    );
+    let clients: i64 = info_field(&mut a, "connected_clients").parse().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || info_field(
+            &mut a,
+            "connected_clients"
+        ) == "1"),
+        "connected_clients still {clients}"
+    );
+}
+
+#[test]
+fn maxclients_refuses_with_redis_error() {
+    let node = TestNode::with(|c| c.maxclients = 2);
+    let mut a = node.client();
+    let _b = node.client();
+    let mut third = node.raw();
+    let (bytes, closed) = shoal_tests::read_to_close(&mut third, Duration::from_secs(5));
+    assert_eq!(bytes, b"-ERR max number of clients reached\r\n");
+    assert!(closed);
+    let rejected: u64 = info_field(&mut a, "rejected_connections").parse().unwrap();
+    assert_eq!(rejected, 1);
+}
+
+#[test]
+fn idle_clients_are_closed_after_timeout() {
+    let node = TestNode::with(|c| c.timeout = 1);
+    let mut raw = node.raw();
+    shoal_tests::send(&mut raw, b"PING\r\n");
+    let (bytes, closed) = shoal_tests::read_to_close(&mut raw, Duration::from_secs(8));
+    assert_eq!(bytes, b"+PONG\r\n");
+    assert!(closed, "idle client was not closed");
+}
+
+#[test]
+fn client_reply_off_and_skip() {
+    let node = TestNode::start();
+    let mut raw = node.raw();
+    shoal_tests::send(
+        &mut raw,
+        b"CLIENT REPLY OFF\r\nSET a 1\r\nCLIENT REPLY ON\r\nGET a\r\nCLIENT REPLY SKIP\r\nGET a\r\nPING\r\n",
+    );
+    let want = b"+OK\r\n$1\r\n1\r\n+PONG\r\n";
+    let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+}
