@@ -110,6 +110,10 @@ pub fn read_exact_by(s: &mut TcpStream, expected: usize, deadline: Duration) -> 
     let mut out = Vec::with_capacity(expected);
     let mut buf = [0u8; 65536];
     while out.len() < expected && Instant::now() < end {
+        let _ = s.set_read_timeout(Some(
+            end.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1)),
+        ));
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
@@ -129,6 +133,10 @@ pub fn read_to_close(s: &mut TcpStream, deadline: Duration) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
     let mut buf = [0u8; 65536];
     while Instant::now() < end {
+        let _ = s.set_read_timeout(Some(
+            end.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1)),
+        ));
         match s.read(&mut buf) {
             Ok(0) => return (out, true),
             Ok(n) => out.extend_from_slice(&buf[..n]),
@@ -142,7 +150,7 @@ pub fn read_to_close(s: &mut TcpStream, deadline: Duration) -> (Vec<u8>, bool) {
     (out, false)
 }
 
-/// Sends bytes and returns whatever reply bytes arrive for a request expecting `reply_len`.
+/// Writes all of `bytes` to the node.
 pub fn send(s: &mut TcpStream, bytes: &[u8]) {
     s.write_all(bytes).expect("write to node");
 }
