@@ -59,16 +59,16 @@ async fn write_out(
     out: &mut BytesMut,
     node: &Node,
     info: &ClientInfo,
-    shutdown: &CancellationToken,
 ) -> Result<(), Close> {
     if out.is_empty() {
         return Ok(());
     }
-    // Cancel-safe enough: on kill/shutdown the connection is dropped and the rest discarded.
+    // Shutdown does not interrupt a write: replies already computed are delivered (the
+    // listener's shutdown deadline bounds how long a slow reader can hold the exit). A kill
+    // drops the connection and whatever it had not sent.
     tokio::select! {
         r = stream.write_all(out) => r.map_err(Close::Io)?,
         _ = info.kill.cancelled() => return Err(Close::Killed),
-        _ = shutdown.cancelled() => return Err(Close::Shutdown),
     }
     node.stats
         .total_net_output_bytes
@@ -134,7 +134,7 @@ async fn serve(
                 break;
             }
             if out.len() >= FLUSH_AT {
-                if let Err(c) = write_out(&mut stream, &mut out, node, &info, shutdown).await {
+                if let Err(c) = write_out(&mut stream, &mut out, node, &info).await {
                     return c;
                 }
             }
@@ -145,7 +145,7 @@ async fn serve(
                 .fetch_add(processed, Ordering::Relaxed);
             info.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
         }
-        if let Err(c) = write_out(&mut stream, &mut out, node, &info, shutdown).await {
+        if let Err(c) = write_out(&mut stream, &mut out, node, &info).await {
             return c;
         }
         if let Some(c) = closing {

@@ -41,8 +41,14 @@ struct Cli {
     set: Vec<String>,
 }
 
-/// A string from the environment or a flag, typed the way TOML would read it.
-fn typed(v: &str) -> Value {
+/// Keys whose values are text even when they look like numbers (a password `123456`).
+const STRING_KEYS: &[&str] = &["bind", "maxmemory-policy", "requirepass", "log-level"];
+
+/// A string from the environment or a flag, typed by the key it sets.
+fn typed(key: &str, v: &str) -> Value {
+    if STRING_KEYS.contains(&key) {
+        return Value::String(v.to_string());
+    }
     v.parse::<i64>()
         .map(Value::Integer)
         .unwrap_or_else(|_| Value::String(v.to_string()))
@@ -60,7 +66,7 @@ fn load_config(cli: &Cli) -> Result<NodeConfig, String> {
     };
     for key in CONFIG_KEYS {
         if let Ok(v) = std::env::var(env_var_name(key)) {
-            table.insert((*key).to_string(), typed(&v));
+            table.insert((*key).to_string(), typed(key, &v));
         }
     }
     for kv in &cli.set {
@@ -70,12 +76,15 @@ fn load_config(cli: &Cli) -> Result<NodeConfig, String> {
         if !CONFIG_KEYS.contains(&k) {
             return Err(format!("unknown configuration key '{k}'"));
         }
-        table.insert(k.to_string(), typed(v));
+        table.insert(k.to_string(), typed(k, v));
     }
     let flags: [(&str, Option<Value>); 5] = [
         ("bind", cli.bind.clone().map(Value::String)),
         ("port", cli.port.map(|p| Value::Integer(i64::from(p)))),
-        ("maxmemory", cli.maxmemory.as_deref().map(typed)),
+        (
+            "maxmemory",
+            cli.maxmemory.as_deref().map(|v| typed("maxmemory", v)),
+        ),
         ("requirepass", cli.requirepass.clone().map(Value::String)),
         ("log-level", cli.log_level.clone().map(Value::String)),
     ];
@@ -121,6 +130,18 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
+    use tokio::signal::unix::{signal, SignalKind};
+    // Installed before the node starts, so a signal right after the start line is graceful.
+    let (mut term, mut int) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(t), Ok(i)) => (t, i),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::error!("cannot install signal handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let maxmemory = config.maxmemory.0;
     let policy = config.maxmemory_policy.clone();
     let node = match shoal_node::start(config, file).await {
@@ -138,24 +159,12 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
         policy,
         shoal_node::REDIS_VERSION
     );
-    wait_for_signal().await;
-    tracing::info!("shutting down: no new connections, answering what was read");
-    node.shutdown();
-    node.wait().await;
-    ExitCode::SUCCESS
-}
-
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot install signal handlers; stop with SIGKILL");
-        return std::future::pending().await;
-    };
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
     }
+    tracing::info!("shutting down: no new connections, answering what was read");
+    node.shutdown();
+    node.wait().await;
+    ExitCode::SUCCESS
 }

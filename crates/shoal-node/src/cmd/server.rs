@@ -627,7 +627,9 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
             Reply::Map(out)
         }
-        b"set" if args.len() >= 4 && args.len().is_multiple_of(2) => config_set(ctx.node, &args[2..]),
+        b"set" if args.len() >= 4 && args.len().is_multiple_of(2) => {
+            config_set(ctx.node, &args[2..])
+        }
         b"resetstat" if args.len() == 2 => {
             ctx.node.stats.reset();
             ctx.node.store.reset_stats();
