@@ -334,22 +334,49 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
-/// Parses a float as Redis's `string2ld`/`strtold` accepts it: no spaces, not empty, no NaN.
+/// Parses a float as Redis's `string2ld` (`strtold` over the whole string) accepts it: no
+/// surrounding spaces, not empty, no NaN; decimal, `inf`/`infinity`, or C99 hex (`0x1.8p3`).
 pub fn parse_f64(b: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(b).ok()?;
     if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return None;
     }
-    let v: f64 = match s.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => s.parse().ok()?,
+    let (neg, body) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
     };
-    if v.is_nan() {
-        None
-    } else {
-        Some(v)
+    let v: f64 = match body.to_ascii_lowercase().as_str() {
+        "inf" | "infinity" => f64::INFINITY,
+        h if h.starts_with("0x") => parse_hex_float(&h[2..])?,
+        d if d.starts_with(['+', '-']) => return None,
+        d => d.parse().ok()?,
+    };
+    let v = if neg { -v } else { v };
+    (!v.is_nan()).then_some(v)
+}
+
+/// The part of a C99 hex float after `0x`: hex digits, an optional `.` and fraction digits,
+/// an optional binary exponent `p[+-]digits`.
+fn parse_hex_float(h: &str) -> Option<f64> {
+    let (mantissa, exp) = match h.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (h, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
     }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    Some(v * 2f64.powi(exp))
 }
 
 /// The integer argument or Redis's "not an integer" error reply.
@@ -408,6 +435,11 @@ mod helper_tests {
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b""), None);
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b"-0x1.8p1"), Some(-3.0));
+        assert_eq!(parse_f64(b"0x"), None);
+        assert_eq!(parse_f64(b"--1"), None);
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
     }
 
     #[test]

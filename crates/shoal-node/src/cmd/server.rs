@@ -484,7 +484,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         "maxmemory-policy",
         |c| c.maxmemory_policy.clone(),
         Some(|c, v| {
-            let p = EvictionPolicy::from_str(v).map_err(|_| "argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, volatile-ttl, noeviction".to_string())?;
+            let p = EvictionPolicy::from_str(v).map_err(|_| "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string())?;
             c.maxmemory_policy = p.name().to_string();
             Ok(())
         }),
@@ -615,14 +615,27 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = args[1].to_ascii_lowercase();
     match &sub[..] {
         b"get" if args.len() >= 3 => {
+            // Redis: a name without glob characters is echoed as typed; a pattern lists the
+            // canonical names it matches. Each parameter appears once.
             let settings = ctx.node.settings();
             let mut out = Vec::new();
-            for (name, get, _) in PARAMS {
-                if args[2..]
-                    .iter()
-                    .any(|p| glob_match(p, name.as_bytes(), true))
-                {
-                    out.push((Reply::bulk(*name), Reply::bulk(get(&settings))));
+            let mut seen = std::collections::HashSet::new();
+            for p in &args[2..] {
+                let is_glob = p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+                for (name, get, _) in PARAMS {
+                    let hit = if is_glob {
+                        glob_match(p, name.as_bytes(), true)
+                    } else {
+                        p.eq_ignore_ascii_case(name.as_bytes())
+                    };
+                    if hit && seen.insert(*name) {
+                        let shown = if is_glob {
+                            Reply::bulk(*name)
+                        } else {
+                            Reply::Bulk(p.clone())
+                        };
+                        out.push((shown, Reply::bulk(get(&settings))));
+                    }
                 }
             }
             Reply::Map(out)

@@ -53,7 +53,19 @@ pub(super) fn expire_at(
     }
 }
 
-/// TTL choice of SET and GETEX.
+/// TTL option of SET and GETEX. Redis refuses two different ones but accepts a repeat of the
+/// same one (the last value wins, and only that value is validated).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TtlOpt {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+    Keep,
+    Persist,
+}
+
+/// What SET/GETEX do with the TTL.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ttl {
     /// No option: SET clears the TTL, GETEX leaves it.
@@ -63,46 +75,74 @@ enum Ttl {
     Persist,
 }
 
-/// Parses an EX/PX/EXAT/PXAT option at `args[i]`; Ok(None) when `args[i]` is not one.
-fn ttl_option(args: &[Bytes], i: usize, now_ms: u64, cmd: &str) -> Result<Option<u64>, Reply> {
-    let (unit, absolute) = match &args[i][..] {
-        a if is(a, "EX") => (Unit::Seconds, false),
-        a if is(a, "PX") => (Unit::Millis, false),
-        a if is(a, "EXAT") => (Unit::Seconds, true),
-        a if is(a, "PXAT") => (Unit::Millis, true),
-        _ => return Ok(None),
-    };
-    let value = args.get(i + 1).ok_or_else(|| err(ERR_SYNTAX))?;
-    expire_at(value, unit, absolute, now_ms, cmd).map(Some)
+/// Parses the TTL options among `args[from..]`; `other` handles the command's other flags
+/// (returns false for an unknown word). KEEPTTL is SET's, PERSIST is GETEX's.
+fn parse_ttl_options(
+    args: &[Bytes],
+    from: usize,
+    now_ms: u64,
+    cmd: &str,
+    mut other: impl FnMut(&[u8]) -> bool,
+) -> Result<Ttl, Reply> {
+    let mut seen: Option<(TtlOpt, Option<&Bytes>)> = None;
+    let mut i = from;
+    while i < args.len() {
+        let a = &args[i][..];
+        let opt = match a {
+            a if is(a, "EX") => Some(TtlOpt::Ex),
+            a if is(a, "PX") => Some(TtlOpt::Px),
+            a if is(a, "EXAT") => Some(TtlOpt::ExAt),
+            a if is(a, "PXAT") => Some(TtlOpt::PxAt),
+            a if is(a, "KEEPTTL") && cmd == "set" => Some(TtlOpt::Keep),
+            a if is(a, "PERSIST") && cmd == "getex" => Some(TtlOpt::Persist),
+            _ => None,
+        };
+        match opt {
+            Some(o) if seen.is_none_or(|(s, _)| s == o) => {
+                if matches!(o, TtlOpt::Keep | TtlOpt::Persist) {
+                    seen = Some((o, None));
+                } else {
+                    let value = args.get(i + 1).ok_or_else(|| err(ERR_SYNTAX))?;
+                    seen = Some((o, Some(value)));
+                    i += 1;
+                }
+            }
+            None if other(a) => {}
+            _ => return Err(err(ERR_SYNTAX)),
+        }
+        i += 1;
+    }
+    Ok(match seen {
+        None => Ttl::Default,
+        Some((TtlOpt::Keep, _)) => Ttl::Keep,
+        Some((TtlOpt::Persist, _)) => Ttl::Persist,
+        Some((o, Some(v))) => {
+            let (unit, absolute) = match o {
+                TtlOpt::Ex => (Unit::Seconds, false),
+                TtlOpt::Px => (Unit::Millis, false),
+                TtlOpt::ExAt => (Unit::Seconds, true),
+                _ => (Unit::Millis, true),
+            };
+            Ttl::At(expire_at(v, unit, absolute, now_ms, cmd)?)
+        }
+        Some((_, None)) => Ttl::Default,
+    })
 }
 
 pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (mut nx, mut xx, mut want_old) = (false, false, false);
-    let mut ttl = Ttl::Default;
-    let mut i = 3;
-    while i < args.len() {
-        let a = &args[i][..];
+    let ttl = tri!(parse_ttl_options(args, 3, ctx.now_ms, "set", |a| {
         if is(a, "NX") && !xx {
             nx = true;
         } else if is(a, "XX") && !nx {
             xx = true;
         } else if is(a, "GET") {
             want_old = true;
-        } else if is(a, "KEEPTTL") && ttl == Ttl::Default {
-            ttl = Ttl::Keep;
-        } else if ttl == Ttl::Default && args.get(i + 1).is_some() {
-            match tri!(ttl_option(args, i, ctx.now_ms, "set")) {
-                Some(at) => {
-                    ttl = Ttl::At(at);
-                    i += 1;
-                }
-                None => return err(ERR_SYNTAX),
-            }
         } else {
-            return err(ERR_SYNTAX);
+            return false;
         }
-        i += 1;
-    }
+        true
+    }));
     let value = &args[2];
     let set = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
         let old = want_old.then(|| slot.value().map(Bytes::copy_from_slice));
@@ -169,24 +209,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let mut ttl = Ttl::Default;
-    let mut i = 2;
-    while i < args.len() {
-        if is(&args[i], "PERSIST") && ttl == Ttl::Default {
-            ttl = Ttl::Persist;
-        } else if ttl == Ttl::Default && args.get(i + 1).is_some() {
-            match tri!(ttl_option(args, i, ctx.now_ms, "getex")) {
-                Some(at) => {
-                    ttl = Ttl::At(at);
-                    i += 1;
-                }
-                None => return err(ERR_SYNTAX),
-            }
-        } else {
-            return err(ERR_SYNTAX);
-        }
-        i += 1;
-    }
+    let ttl = tri!(parse_ttl_options(args, 2, ctx.now_ms, "getex", |_| false));
     bulk_or_nil(ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
         let value = slot.value().map(Bytes::copy_from_slice)?;
         match ttl {

@@ -161,6 +161,11 @@ fn get_set_and_options() {
     h.check(&format!("SET k v EXAT {}", T0 / 1000 + 7), OK);
     h.check("EXPIRETIME k", &int((T0 / 1000 + 7) as i64));
     h.check("SET k v KEEPTTL EX 5", SYNTAX);
+    // A repeated option is accepted (the last value wins), as in Redis.
+    h.check("SET k v EX 5 EX 10", OK);
+    h.check("TTL k", &int(10));
+    h.check("SET k v KEEPTTL KEEPTTL", OK);
+    h.check("TTL k", &int(10));
     h.check("set k v nx get", &bulk("v"));
     h.check(
         "SET",
@@ -211,6 +216,7 @@ fn getex_changes_ttl() {
     );
     h.check("GETEX k EX 1 PX 1", SYNTAX);
     h.check("GETEX k PERSIST EX 1", SYNTAX);
+    h.check("GETEX k PERSIST PERSIST", &bulk("v"));
     h.check("GETEX missing EX 10", NIL);
 }
 
@@ -286,6 +292,7 @@ fn incr_family() {
     h.check("INCRBYFLOAT f -5", &bulk("5.6"));
     h.check("INCRBYFLOAT f 5.0e3", &bulk("5005.6"));
     h.check("INCRBYFLOAT f abc", "-ERR value is not a valid float\r\n");
+    h.check("INCRBYFLOAT hex 0x10", &bulk("16"));
     h.check("INCRBYFLOAT s 1", "-ERR value is not a valid float\r\n");
     h.check("SET inf 1", OK);
     h.check(
@@ -626,7 +633,7 @@ fn config_get_set() {
     assert_eq!(h.node.store.policy().name(), "allkeys-lfu");
     h.check(
         "CONFIG SET maxmemory-policy nope",
-        "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, volatile-ttl, noeviction\r\n",
+        "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction\r\n",
     );
     h.check(
         "CONFIG SET nosuch 1",
@@ -645,6 +652,10 @@ fn config_get_set() {
     h.check(
         "CONFIG SET timeout",
         "-ERR wrong number of arguments for 'config|set' command\r\n",
+    );
+    h.check(
+        "CONFIG GET MAXMEMORY",
+        &format!("*2\r\n{}{}", bulk("MAXMEMORY"), bulk("10485760")),
     );
     let out = h.run("CONFIG GET maxmemory*");
     assert!(out.starts_with("*6\r\n"), "{out}");
