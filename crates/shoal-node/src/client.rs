@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -26,14 +26,25 @@ pub struct ClientInfo {
     pub name: Mutex<Option<Bytes>>,
     pub lib_name: Mutex<Option<Bytes>>,
     pub lib_ver: Mutex<Option<Bytes>>,
-    /// Last command's name (lowercase), for CLIENT LIST's `cmd=`.
-    pub last_cmd: Mutex<&'static str>,
+    /// Index in the command table of the last command run, for CLIENT LIST's `cmd=`
+    /// (`usize::MAX` before the first).
+    pub last_cmd: AtomicUsize,
     pub no_evict: AtomicBool,
-    /// Cancelled by CLIENT KILL; the connection closes at its next turn.
-    pub kill: CancellationToken,
+    /// Cancelled by CLIENT KILL or by the node's shutdown (it is a child of the shutdown
+    /// token), so a connection watches one future for both.
+    pub stop: CancellationToken,
+    /// Set by CLIENT KILL: a killed connection drops even the replies it has not sent, a
+    /// connection stopped by shutdown delivers them first.
+    pub killed: AtomicBool,
 }
 
 impl ClientInfo {
+    /// CLIENT KILL: close the connection at its next turn, unsent replies dropped.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Relaxed);
+        self.stop.cancel();
+    }
+
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), Redis 7's fields.
     pub fn describe(&self, now_ms: u64) -> String {
         let name = self.name.lock().expect("client name lock poisoned").clone();
@@ -47,7 +58,9 @@ impl ClientInfo {
             .lock()
             .expect("client lib lock poisoned")
             .clone();
-        let cmd = *self.last_cmd.lock().expect("client cmd lock poisoned");
+        let cmd = crate::cmd::TABLE
+            .get(self.last_cmd.load(Ordering::Relaxed))
+            .map_or("", |c| c.name);
         let s = |b: Option<Bytes>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
         format!(
             "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
@@ -74,7 +87,13 @@ pub struct ClientRegistry {
 
 impl ClientRegistry {
     /// Registers a new connection and returns its shared info; ids start at 1 and only grow.
-    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr) -> Arc<ClientInfo> {
+    /// `stop` should be a child of the node's shutdown token.
+    pub fn register(
+        &self,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        stop: CancellationToken,
+    ) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let now = now_ms();
         let info = Arc::new(ClientInfo {
@@ -87,9 +106,10 @@ impl ClientRegistry {
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
-            last_cmd: Mutex::new(""),
+            last_cmd: AtomicUsize::new(usize::MAX),
             no_evict: AtomicBool::new(false),
-            kill: CancellationToken::new(),
+            stop,
+            killed: AtomicBool::new(false),
         });
         self.lock().insert(id, info.clone());
         info

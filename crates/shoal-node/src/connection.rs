@@ -6,6 +6,7 @@
 //! whenever it passes `FLUSH_AT`, so a client that never reads holds at most one batch of
 //! replies. A single reply larger than `client-output-buffer-limit` closes the connection.
 
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use bytes::BytesMut;
 use shoal_resp::{ParseError, Reply, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::client::ClientInfo;
 use crate::cmd::{self, ReplyMode, Session};
@@ -42,33 +43,64 @@ enum Close {
     Io(std::io::Error),
 }
 
-pub async fn run_connection(
-    node: Arc<Node>,
-    stream: TcpStream,
-    info: Arc<ClientInfo>,
-    shutdown: CancellationToken,
-) {
+pub async fn run_connection(node: Arc<Node>, stream: TcpStream, info: Arc<ClientInfo>) {
     let _ = stream.set_nodelay(true);
     let id = info.id;
-    let reason = serve(&node, stream, info, &shutdown).await;
+    let reason = serve(&node, stream, info).await;
     tracing::debug!(client = id, ?reason, "connection closed");
 }
 
+/// Why the stop token fired.
+fn stopped(info: &ClientInfo) -> Close {
+    if info.killed.load(Ordering::Relaxed) {
+        Close::Killed
+    } else {
+        Close::Shutdown
+    }
+}
+
+/// Writes `out` and clears it. Tries a plain non-blocking write first (the common case: the
+/// socket has room); only a client that is slow to read makes it wait, and then a CLIENT KILL
+/// interrupts the wait while a shutdown does not: replies already computed are delivered
+/// (the listener's shutdown deadline bounds how long a slow reader can hold the exit).
 async fn write_out(
     stream: &mut TcpStream,
     out: &mut BytesMut,
     node: &Node,
     info: &ClientInfo,
+    mut stop: Pin<&mut WaitForCancellationFutureOwned>,
 ) -> Result<(), Close> {
     if out.is_empty() {
         return Ok(());
     }
-    // Shutdown does not interrupt a write: replies already computed are delivered (the
-    // listener's shutdown deadline bounds how long a slow reader can hold the exit). A kill
-    // drops the connection and whatever it had not sent.
-    tokio::select! {
-        r = stream.write_all(out) => r.map_err(Close::Io)?,
-        _ = info.kill.cancelled() => return Err(Close::Killed),
+    let mut pos = match stream.try_write(out) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) => return Err(Close::Io(e)),
+    };
+    let mut watch_stop = !info.stop.is_cancelled();
+    while pos < out.len() {
+        // `write` is cancel safe: if `stop` wins, nothing of this call was written.
+        let written = if watch_stop {
+            tokio::select! {
+                biased;
+                r = stream.write(&out[pos..]) => r,
+                _ = stop.as_mut() => {
+                    if info.killed.load(Ordering::Relaxed) {
+                        return Err(Close::Killed);
+                    }
+                    watch_stop = false;
+                    continue;
+                }
+            }
+        } else {
+            stream.write(&out[pos..]).await
+        };
+        match written {
+            Ok(0) => return Err(Close::Io(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => pos += n,
+            Err(e) => return Err(Close::Io(e)),
+        }
     }
     node.stats
         .total_net_output_bytes
@@ -80,19 +112,20 @@ async fn write_out(
     Ok(())
 }
 
-async fn serve(
-    node: &Node,
-    mut stream: TcpStream,
-    info: Arc<ClientInfo>,
-    shutdown: &CancellationToken,
-) -> Close {
+async fn serve(node: &Node, mut stream: TcpStream, info: Arc<ClientInfo>) -> Close {
     let mut session = Session::new(info.clone(), !node.requires_auth());
     let mut parser = RequestParser::new();
     let mut input = BytesMut::with_capacity(MIN_READ);
     let mut out = BytesMut::with_capacity(MIN_READ);
     let mut skip_pending = false;
+    // Registered once per connection: polling it is cheaper than a new future per read.
+    let stop = info.stop.clone().cancelled_owned();
+    tokio::pin!(stop);
+    let idle = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(idle);
     loop {
-        // Answer every complete request already read.
+        // Answer every complete request already read, with one clock reading per batch.
+        let now = now_ms();
         let limits = node.limits();
         let (out_limit, idle_secs) =
             node.with_settings(|s| (s.client_output_buffer_limit.0, s.timeout));
@@ -110,7 +143,7 @@ async fn serve(
             };
             processed += 1;
             let was_skipped = std::mem::take(&mut skip_pending);
-            let reply = cmd::execute(node, &mut session, &args, now_ms());
+            let reply = cmd::execute(node, &mut session, &args, now);
             let suppress = was_skipped || session.reply_mode != ReplyMode::On;
             if session.reply_mode == ReplyMode::Skip {
                 session.reply_mode = ReplyMode::On;
@@ -134,7 +167,7 @@ async fn serve(
                 break;
             }
             if out.len() >= FLUSH_AT {
-                if let Err(c) = write_out(&mut stream, &mut out, node, &info).await {
+                if let Err(c) = write_out(&mut stream, &mut out, node, &info, stop.as_mut()).await {
                     return c;
                 }
             }
@@ -143,20 +176,17 @@ async fn serve(
             node.stats
                 .total_commands_processed
                 .fetch_add(processed, Ordering::Relaxed);
-            info.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
+            info.last_interaction_ms.store(now, Ordering::Relaxed);
         }
-        if let Err(c) = write_out(&mut stream, &mut out, node, &info).await {
+        if let Err(c) = write_out(&mut stream, &mut out, node, &info, stop.as_mut()).await {
             return c;
         }
         if let Some(c) = closing {
             let _ = stream.shutdown().await;
             return c;
         }
-        if info.kill.is_cancelled() {
-            return Close::Killed;
-        }
-        if shutdown.is_cancelled() {
-            return Close::Shutdown;
+        if info.stop.is_cancelled() {
+            return stopped(&info);
         }
 
         // Read more.
@@ -165,23 +195,20 @@ async fn serve(
         }
         let want = parser.bytes_wanted().clamp(MIN_READ, MAX_READ);
         input.reserve(want);
-        let idle = async {
-            if idle_secs == 0 {
-                std::future::pending::<()>().await
-            } else {
-                tokio::time::sleep(Duration::from_secs(idle_secs)).await
-            }
-        };
-        // All arms are cancel safe: read_buf reads nothing if cancelled.
+        if idle_secs > 0 {
+            idle.as_mut()
+                .reset(tokio::time::Instant::now() + Duration::from_secs(idle_secs));
+        }
+        // All arms are cancel safe: read_buf reads nothing if another arm wins.
         let n = tokio::select! {
+            biased;
             r = stream.read_buf(&mut input) => match r {
                 Ok(0) => return Close::Eof,
                 Ok(n) => n,
                 Err(e) => return Close::Io(e),
             },
-            _ = info.kill.cancelled() => return Close::Killed,
-            _ = shutdown.cancelled() => return Close::Shutdown,
-            _ = idle => return Close::Idle,
+            _ = stop.as_mut() => return stopped(&info),
+            _ = idle.as_mut(), if idle_secs > 0 => return Close::Idle,
         };
         node.stats
             .total_net_input_bytes

@@ -111,12 +111,11 @@ async fn serve(node: Arc<Node>, listener: TcpListener, shutdown: CancellationTok
             continue;
         }
         let laddr = stream.local_addr().unwrap_or(addr);
-        let info = node.clients.register(addr, laddr);
+        let info = node.clients.register(addr, laddr, shutdown.child_token());
         let node = node.clone();
-        let shutdown = shutdown.clone();
         tracker.spawn(async move {
             let id = info.id;
-            run_connection(node.clone(), stream, info, shutdown).await;
+            run_connection(node.clone(), stream, info).await;
             node.clients.unregister(id);
         });
     }

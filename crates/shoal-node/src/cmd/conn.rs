@@ -331,7 +331,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             .find(|c| c.addr.to_string() == addr);
         return match victim {
             Some(c) => {
-                kill(ctx, me, c.id, &c.kill);
+                kill(ctx, me, &c);
                 Reply::ok()
             }
             None => err("ERR No such client"),
@@ -390,7 +390,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             {
                 continue;
             }
-            kill(ctx, me, c.id, &c.kill);
+            kill(ctx, me, &c);
             killed += 1;
         }
     }
@@ -398,10 +398,10 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// Kills a client; killing oneself closes after this reply, as Redis does.
-fn kill(ctx: &mut Ctx<'_>, me: u64, id: u64, token: &tokio_util::sync::CancellationToken) {
-    if id == me {
+fn kill(ctx: &mut Ctx<'_>, me: u64, victim: &crate::client::ClientInfo) {
+    if victim.id == me {
         ctx.session.close = true;
     } else {
-        token.cancel();
+        victim.kill();
     }
 }

@@ -170,8 +170,13 @@ pub static TABLE: &[CommandSpec] = &[
 
 /// Looks a command up by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    static INDEX: OnceLock<HashMap<&'static str, &'static CommandSpec>> = OnceLock::new();
-    let index = INDEX.get_or_init(|| TABLE.iter().map(|c| (c.name, c)).collect());
+    lookup_index(name).map(|i| &TABLE[i])
+}
+
+/// The command's index in `TABLE`.
+fn lookup_index(name: &[u8]) -> Option<usize> {
+    static INDEX: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| TABLE.iter().enumerate().map(|(i, c)| (c.name, i)).collect());
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
         return None;
@@ -219,20 +224,20 @@ impl Session {
 pub struct Ctx<'a> {
     pub node: &'a Node,
     pub session: &'a mut Session,
-    /// Unix ms, read once per command as Redis does.
+    /// Unix ms, read once per batch of pipelined requests.
     pub now_ms: u64,
 }
 
 /// Runs one request and returns its reply.
 pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) -> Reply {
-    let Some(spec) = lookup(&args[0]) else {
+    let Some(index) = lookup_index(&args[0]) else {
         return unknown_command(args);
     };
-    *session
+    let spec = &TABLE[index];
+    session
         .info
         .last_cmd
-        .lock()
-        .expect("client cmd lock poisoned") = spec.name;
+        .store(index, std::sync::atomic::Ordering::Relaxed);
     if (spec.arity > 0 && args.len() != spec.arity as usize)
         || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
     {

@@ -29,7 +29,9 @@ impl H {
         f(&mut cfg);
         let node = Node::new(cfg, None);
         let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
-        let info = node.clients.register(addr, addr);
+        let info = node
+            .clients
+            .register(addr, addr, tokio_util::sync::CancellationToken::new());
         let session = Session::new(info, !node.requires_auth());
         H {
             node,
