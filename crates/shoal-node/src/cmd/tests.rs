@@ -2,6 +2,7 @@
 //! each request is written inline and as a multibulk array, both must parse to the same
 //! arguments, then it runs once against a fresh node with a controlled clock.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
@@ -19,6 +20,11 @@ struct H {
 
 const T0: u64 = 1_700_000_000_000;
 
+thread_local! {
+    /// Set by the `resp3` module: the same tests run again on a RESP3 connection.
+    static RESP3: Cell<bool> = const { Cell::new(false) };
+}
+
 impl H {
     fn new() -> H {
         H::with(|_| {})
@@ -32,7 +38,10 @@ impl H {
         let info = node
             .clients
             .register(addr, addr, tokio_util::sync::CancellationToken::new());
-        let session = Session::new(info, !node.requires_auth());
+        let mut session = Session::new(info, !node.requires_auth());
+        if RESP3.with(Cell::get) {
+            session.proto = Protocol::Resp3;
+        }
         H {
             node,
             session,
@@ -66,9 +75,19 @@ impl H {
         String::from_utf8_lossy(&out).into_owned()
     }
 
+    /// Compares with the RESP2 bytes; on a RESP3 connection a null bulk is `_` instead.
     #[track_caller]
     fn check(&mut self, line: &str, expected: &str) {
-        assert_eq!(self.run(line), expected, "request: {line}");
+        let expected = match self.session.proto {
+            Protocol::Resp2 => expected.to_string(),
+            Protocol::Resp3 => expected.replace(NIL, NIL3),
+        };
+        assert_eq!(
+            self.run(line),
+            expected,
+            "request: {line} ({:?})",
+            self.session.proto
+        );
     }
 
     fn resp3(&mut self) {
@@ -702,4 +721,40 @@ fn allkeys_lru_always_admits_the_set() {
     let stats = h.node.store.stats();
     assert!(stats.evicted_keys > 1000, "{stats:?}");
     assert!(stats.used_memory <= 16 * 1024 + 512, "{stats:?}");
+}
+
+/// The protocol-neutral tests again, on a RESP3 connection (nulls are `_`).
+mod resp3 {
+    #[test]
+    fn the_harness_really_speaks_resp3() {
+        super::RESP3.with(|c| c.set(true));
+        assert_eq!(super::H::new().run("GET missing"), "_\r\n");
+    }
+
+    macro_rules! again_in_resp3 {
+        ($($name:ident),* $(,)?) => {$(
+            #[test]
+            fn $name() {
+                super::RESP3.with(|c| c.set(true));
+                super::$name();
+            }
+        )*};
+    }
+    again_in_resp3!(
+        ping_echo_select_quit,
+        unknown_commands_keep_the_connection,
+        get_set_and_options,
+        set_variants,
+        getex_changes_ttl,
+        mget_mset_msetnx,
+        append_strlen_ranges,
+        incr_family,
+        keyspace_basics,
+        expire_family,
+        ttl_expires_lazily_at_the_millisecond,
+        rename_copy,
+        keys_and_scan,
+        noeviction_answers_oom,
+        allkeys_lru_always_admits_the_set,
+    );
 }
