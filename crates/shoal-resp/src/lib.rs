@@ -17,5 +17,5 @@ pub mod inline;
 pub mod parser;
 pub mod reply;
 
-pub use parser::{Limits, ParseError, RequestParser};
-pub use reply::{Protocol, Reply};
+pub use parser::{string2ll, Limits, ParseError, RequestParser};
+pub use reply::{format_int, Protocol, Reply};

@@ -258,7 +258,7 @@ impl RequestParser {
 
 /// Redis `string2ll` (util.c): optional `-`, then `0` alone or a digit 1-9 followed by digits;
 /// no `+`, no spaces, no leading zeros, fewer than 21 bytes, no overflow.
-pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
+pub fn string2ll(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() >= 21 {
         return None;
     }

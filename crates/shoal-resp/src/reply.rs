@@ -180,6 +180,18 @@ fn encode_line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
+/// Decimal text of `n` (with a leading `-` when negative), written at the end of `buf`.
+pub fn format_int(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let start = buf.len() - format_u64(n.unsigned_abs(), buf).len();
+    if n < 0 {
+        // i64::MIN has 19 digits, so the sign always fits in the 20-byte buffer.
+        buf[start - 1] = b'-';
+        &buf[start - 1..]
+    } else {
+        &buf[start..]
+    }
+}
+
 /// Decimal digits of `n`, written at the end of `buf`.
 fn format_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
@@ -245,6 +257,14 @@ impl std::fmt::Write for StackBuf {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn format_int_matches_display() {
+        for n in [0, 1, -1, 42, -1000, i64::MAX, i64::MIN] {
+            let mut buf = [0u8; 20];
+            assert_eq!(format_int(n, &mut buf), n.to_string().as_bytes());
+        }
+    }
     use redis_protocol::resp2::types::OwnedFrame as F2;
     use redis_protocol::resp3::types::{OwnedFrame as F3, VerbatimStringFormat};
 

@@ -305,39 +305,8 @@ pub fn err(text: &'static str) -> Reply {
     Reply::error(text)
 }
 
-/// Parses a signed 64-bit integer exactly as Redis's `string2ll`: optional '-', digits, no
-/// leading zeros (except "0"), no '+', no spaces, no overflow.
-pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    if b == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
-}
+/// Parses a signed 64-bit integer exactly as Redis's `string2ll`.
+pub use shoal_resp::string2ll as parse_i64;
 
 /// Parses a float as Redis's `string2ld` (`strtold` over the whole string) accepts it: no
 /// surrounding spaces, not empty, no NaN; decimal, `inf`/`infinity`, or C99 hex (`0x1.8p3`).
@@ -408,28 +377,6 @@ pub(crate) use tri;
 #[cfg(test)]
 mod helper_tests {
     use super::*;
-
-    #[test]
-    fn integers_parse_like_string2ll() {
-        assert_eq!(parse_i64(b"0"), Some(0));
-        assert_eq!(parse_i64(b"-1"), Some(-1));
-        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            &b""[..],
-            b"-",
-            b"+1",
-            b" 1",
-            b"1 ",
-            b"01",
-            b"-0",
-            b"1.0",
-            b"9223372036854775808",
-            b"abc",
-        ] {
-            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
-        }
-    }
 
     #[test]
     fn floats_parse_like_strtold() {

@@ -309,41 +309,10 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Reply {
         let Some(next) = current.checked_add(by) else {
             return err("ERR increment or decrement would overflow");
         };
-        let buf = itoa_buf(next);
-        slot.set_keep_ttl(buf.as_bytes());
+        let mut digits = [0u8; 20];
+        slot.set_keep_ttl(shoal_resp::format_int(next, &mut digits));
         Reply::Int(next)
     })
-}
-
-struct ItoaBuf {
-    buf: [u8; 20],
-    len: usize,
-}
-
-impl ItoaBuf {
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[20 - self.len..]
-    }
-}
-
-fn itoa_buf(n: i64) -> ItoaBuf {
-    let mut buf = [0u8; 20];
-    let mut i = 20;
-    let neg = n < 0;
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if neg {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    ItoaBuf { buf, len: 20 - i }
 }
 
 pub fn incr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -481,13 +450,5 @@ mod tests {
         assert_eq!(format_float(5000.0), "5000");
         assert_eq!(format_float(-1.5), "-1.5");
         assert_eq!(format_float(3.0e-5), "0.00003");
-    }
-
-    #[test]
-    fn itoa_matches_display() {
-        for n in [0, 1, -1, 42, i64::MAX, i64::MIN, -1000] {
-            let b = itoa_buf(n);
-            assert_eq!(b.as_bytes(), n.to_string().as_bytes());
-        }
     }
 }
