@@ -7,6 +7,7 @@
 //! EXPIRE, SCAN, ...), `server` (INFO, COMMAND, CONFIG, ...). Error texts are Redis 7's.
 
 mod conn;
+mod docs;
 mod keys;
 mod server;
 mod string;

@@ -308,28 +308,36 @@ fn command_info(c: &CommandSpec) -> Reply {
     ])
 }
 
-fn command_docs(c: &CommandSpec) -> Reply {
+fn doc_map(name: &str, summary: String, c: &CommandSpec) -> Vec<(Reply, Reply)> {
     let mut doc = vec![
-        (Reply::bulk("summary"), Reply::bulk(c.summary)),
+        (Reply::bulk("summary"), Reply::bulk(summary)),
         (Reply::bulk("since"), Reply::bulk(c.since)),
         (Reply::bulk("group"), Reply::bulk(c.group)),
+        (Reply::bulk("complexity"), Reply::bulk("O(1)")),
     ];
+    if let Some(line) = super::docs::syntax(name) {
+        let args = super::docs::parse(line);
+        if !args.is_empty() {
+            doc.push((
+                Reply::bulk("arguments"),
+                Reply::Array(args.iter().map(super::docs::Arg::to_reply).collect()),
+            ));
+        }
+    }
+    doc
+}
+
+fn command_docs(c: &CommandSpec) -> Reply {
+    let mut doc = doc_map(c.name, c.summary.to_string(), c);
     if !c.subcommands.is_empty() {
         let subs = c
             .subcommands
             .iter()
             .map(|s| {
-                (
-                    Reply::bulk(format!("{}|{}", c.name, s)),
-                    Reply::Map(vec![
-                        (
-                            Reply::bulk("summary"),
-                            Reply::bulk(format!("{} {}", c.name.to_uppercase(), s.to_uppercase())),
-                        ),
-                        (Reply::bulk("since"), Reply::bulk(c.since)),
-                        (Reply::bulk("group"), Reply::bulk(c.group)),
-                    ]),
-                )
+                let full = format!("{}|{}", c.name, s);
+                let summary = format!("{} {}", c.name.to_uppercase(), s.to_uppercase());
+                let doc = doc_map(&full, summary, c);
+                (Reply::bulk(full), Reply::Map(doc))
             })
             .collect();
         doc.push((Reply::bulk("subcommands"), Reply::Map(subs)));

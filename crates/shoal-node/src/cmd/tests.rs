@@ -611,9 +611,10 @@ fn server_commands() {
     );
     let out = h.run("COMMAND DOCS get");
     assert!(
-        out.starts_with("*2\r\n$3\r\nget\r\n*6\r\n$7\r\nsummary\r\n"),
+        out.starts_with("*2\r\n$3\r\nget\r\n*10\r\n$7\r\nsummary\r\n"),
         "{out}"
     );
+    assert!(out.contains("$9\r\narguments\r\n"), "{out}");
     let out = h.run("COMMAND LIST FILTERBY PATTERN get*");
     assert!(out.contains("$6\r\ngetdel\r\n"), "{out}");
     let out = h.run("TIME");

@@ -1,0 +1,347 @@
+//! Argument documentation for COMMAND DOCS, from the syntax lines of Redis's manual.
+//!
+//! redis-cli 7.2+ builds its command hints from the `arguments` of COMMAND DOCS, and client
+//! libraries use them to introspect. Each command's syntax is written once, as in the Redis
+//! manual (`key value [NX | XX] [EX seconds | PX milliseconds]`), and `parse` turns it into
+//! Redis's argument tree: `[...]` is optional, `a | b` a oneof, `x [x ...]` multiple, an
+//! upper-case word a token (alone: a pure-token), a group of several words a block.
+
+use shoal_resp::Reply;
+
+/// Syntax per command (and `container|sub` for subcommands), after the command name.
+pub static SYNTAX: &[(&str, &str)] = &[
+    ("ping", "[message]"),
+    ("echo", "message"),
+    ("hello", "[protover [AUTH username password] [SETNAME clientname]]"),
+    ("auth", "[username] password"),
+    ("select", "index"),
+    ("quit", ""),
+    ("reset", ""),
+    ("client", ""),
+    ("client|id", ""),
+    ("client|setname", "connection-name"),
+    ("client|getname", ""),
+    ("client|setinfo", "LIB-NAME libname | LIB-VER libver"),
+    ("client|info", ""),
+    ("client|list", "[TYPE NORMAL | MASTER | REPLICA | PUBSUB] [ID client-id [client-id ...]]"),
+    ("client|kill", "ip:port | [ID client-id] [TYPE NORMAL | MASTER | SLAVE | REPLICA | PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES | NO] [MAXAGE maxage]"),
+    ("client|no-evict", "ON | OFF"),
+    ("client|reply", "ON | OFF | SKIP"),
+    ("client|help", ""),
+    ("get", "key"),
+    ("set", "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
+    ("setnx", "key value"),
+    ("setex", "key seconds value"),
+    ("psetex", "key milliseconds value"),
+    ("getset", "key value"),
+    ("getdel", "key"),
+    ("getex", "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]"),
+    ("mget", "key [key ...]"),
+    ("mset", "key value [key value ...]"),
+    ("msetnx", "key value [key value ...]"),
+    ("append", "key value"),
+    ("strlen", "key"),
+    ("incr", "key"),
+    ("decr", "key"),
+    ("incrby", "key increment"),
+    ("decrby", "key decrement"),
+    ("incrbyfloat", "key increment"),
+    ("getrange", "key start end"),
+    ("substr", "key start end"),
+    ("setrange", "key offset value"),
+    ("del", "key [key ...]"),
+    ("unlink", "key [key ...]"),
+    ("exists", "key [key ...]"),
+    ("touch", "key [key ...]"),
+    ("type", "key"),
+    ("expire", "key seconds [NX | XX | GT | LT]"),
+    ("pexpire", "key milliseconds [NX | XX | GT | LT]"),
+    ("expireat", "key unix-time-seconds [NX | XX | GT | LT]"),
+    ("pexpireat", "key unix-time-milliseconds [NX | XX | GT | LT]"),
+    ("ttl", "key"),
+    ("pttl", "key"),
+    ("expiretime", "key"),
+    ("pexpiretime", "key"),
+    ("persist", "key"),
+    ("rename", "key newkey"),
+    ("renamenx", "key newkey"),
+    ("copy", "source destination [DB destination-db] [REPLACE]"),
+    ("keys", "pattern"),
+    ("scan", "cursor [MATCH pattern] [COUNT count] [TYPE type]"),
+    ("randomkey", ""),
+    ("dbsize", ""),
+    ("flushdb", "[ASYNC | SYNC]"),
+    ("flushall", "[ASYNC | SYNC]"),
+    ("info", "[section [section ...]]"),
+    ("command", ""),
+    ("command|count", ""),
+    ("command|list", "[FILTERBY MODULE module-name | ACLCAT category | PATTERN pattern]"),
+    ("command|info", "[command-name [command-name ...]]"),
+    ("command|docs", "[command-name [command-name ...]]"),
+    ("command|getkeys", "command [arg [arg ...]]"),
+    ("command|help", ""),
+    ("config", ""),
+    ("config|get", "parameter [parameter ...]"),
+    ("config|set", "parameter value [parameter value ...]"),
+    ("config|resetstat", ""),
+    ("config|rewrite", ""),
+    ("config|help", ""),
+    ("time", ""),
+];
+
+/// The syntax line of a command or `container|sub`, if documented.
+pub fn syntax(name: &str) -> Option<&'static str> {
+    SYNTAX.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// One documented argument, as COMMAND DOCS describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arg {
+    pub name: String,
+    /// string, integer, double, key, pattern, unix-time, pure-token, oneof, block.
+    pub kind: &'static str,
+    pub token: Option<String>,
+    pub optional: bool,
+    pub multiple: bool,
+    pub args: Vec<Arg>,
+}
+
+impl Arg {
+    fn plain(word: &str) -> Arg {
+        Arg {
+            name: word.to_string(),
+            kind: kind_of(word),
+            token: None,
+            optional: false,
+            multiple: false,
+            args: Vec::new(),
+        }
+    }
+
+    fn group(kind: &'static str, args: Vec<Arg>) -> Arg {
+        let name = args
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join("-");
+        Arg {
+            name,
+            kind,
+            token: None,
+            optional: false,
+            multiple: false,
+            args,
+        }
+    }
+
+    pub fn to_reply(&self) -> Reply {
+        let s = |t: &str| Reply::bulk(t.to_string());
+        let mut m = vec![
+            (s("name"), s(&self.name.to_ascii_lowercase())),
+            (s("type"), s(self.kind)),
+        ];
+        if self.kind == "key" {
+            m.push((s("key_spec_index"), Reply::Int(0)));
+        }
+        if let Some(t) = &self.token {
+            m.push((s("token"), s(t)));
+        }
+        let mut flags = Vec::new();
+        if self.optional {
+            flags.push(Reply::Simple("optional".into()));
+        }
+        if self.multiple {
+            flags.push(Reply::Simple("multiple".into()));
+        }
+        if !flags.is_empty() {
+            m.push((s("flags"), Reply::Set(flags)));
+        }
+        if !self.args.is_empty() {
+            m.push((
+                s("arguments"),
+                Reply::Array(self.args.iter().map(Arg::to_reply).collect()),
+            ));
+        }
+        Reply::Map(m)
+    }
+}
+
+fn kind_of(word: &str) -> &'static str {
+    match word {
+        "key" | "newkey" | "source" | "destination" => "key",
+        "pattern" => "pattern",
+        "unix-time-seconds" | "unix-time-milliseconds" => "unix-time",
+        "seconds" | "milliseconds" | "increment" | "decrement" | "start" | "end" | "offset"
+        | "count" | "index" | "protover" | "client-id" | "maxage" | "destination-db" => "integer",
+        "cursor" => "integer",
+        _ if word.chars().all(|c| c.is_ascii_uppercase() || c == '-') => "pure-token",
+        _ => "string",
+    }
+}
+
+fn is_token(word: &str) -> bool {
+    word.chars().any(|c| c.is_ascii_uppercase())
+        && word.chars().all(|c| c.is_ascii_uppercase() || c == '-')
+}
+
+/// Splits a syntax line into `[`, `]`, `|`, `...` and words.
+fn lex(line: &str) -> Vec<String> {
+    let spaced = line
+        .replace('[', " [ ")
+        .replace(']', " ] ")
+        .replace('|', " | ");
+    spaced.split_whitespace().map(str::to_string).collect()
+}
+
+/// Parses a syntax line into its top-level arguments.
+pub fn parse(line: &str) -> Vec<Arg> {
+    let tokens = lex(line);
+    let mut pos = 0;
+    let alts = parse_alts(&tokens, &mut pos);
+    // A top-level `a | b` is a single oneof argument.
+    match alts.len() {
+        0 => Vec::new(),
+        1 => alts.into_iter().next().unwrap_or_default(),
+        _ => vec![oneof(alts)],
+    }
+}
+
+fn oneof(alts: Vec<Vec<Arg>>) -> Arg {
+    Arg::group("oneof", alts.into_iter().map(single).collect())
+}
+
+/// One alternative as one argument: itself, or a block of its parts.
+fn single(mut seq: Vec<Arg>) -> Arg {
+    if seq.len() == 1 {
+        seq.remove(0)
+    } else {
+        Arg::group("block", seq)
+    }
+}
+
+fn parse_alts(t: &[String], pos: &mut usize) -> Vec<Vec<Arg>> {
+    let mut alts = vec![parse_seq(t, pos)];
+    while t.get(*pos).map(String::as_str) == Some("|") {
+        *pos += 1;
+        alts.push(parse_seq(t, pos));
+    }
+    alts.retain(|a| !a.is_empty());
+    alts
+}
+
+fn parse_seq(t: &[String], pos: &mut usize) -> Vec<Arg> {
+    let mut seq: Vec<Arg> = Vec::new();
+    while let Some(tok) = t.get(*pos) {
+        match tok.as_str() {
+            "]" | "|" => break,
+            "[" => {
+                *pos += 1;
+                let alts = parse_alts(t, pos);
+                if t.get(*pos).map(String::as_str) == Some("]") {
+                    *pos += 1;
+                }
+                // `x [x ...]`: the bracket repeats what precedes it.
+                let repeats = alts.len() == 1 && alts[0].last().is_some_and(|a| a.name == "...");
+                if repeats {
+                    let n = alts[0].len() - 1;
+                    let start = seq.len().saturating_sub(n);
+                    let group: Vec<Arg> = seq.drain(start..).collect();
+                    let mut arg = single(group);
+                    arg.multiple = true;
+                    seq.push(arg);
+                    continue;
+                }
+                let mut arg = if alts.len() == 1 {
+                    single(alts.into_iter().next().unwrap_or_default())
+                } else {
+                    oneof(alts)
+                };
+                arg.optional = true;
+                seq.push(arg);
+            }
+            "..." => {
+                *pos += 1;
+                seq.push(Arg::plain("..."));
+            }
+            word if is_token(word) => {
+                *pos += 1;
+                // A token followed by a value word is one argument; alone it is a pure-token.
+                match t.get(*pos) {
+                    Some(next)
+                        if !is_token(next) && !matches!(next.as_str(), "[" | "]" | "|" | "...") =>
+                    {
+                        *pos += 1;
+                        let mut arg = Arg::plain(next);
+                        arg.token = Some(word.to_string());
+                        seq.push(arg);
+                    }
+                    _ => {
+                        let mut arg = Arg::plain(&word.to_ascii_lowercase());
+                        arg.kind = "pure-token";
+                        arg.token = Some(word.to_string());
+                        seq.push(arg);
+                    }
+                }
+            }
+            word => {
+                *pos += 1;
+                seq.push(Arg::plain(word));
+            }
+        }
+    }
+    seq
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::TABLE;
+
+    #[test]
+    fn every_command_and_subcommand_is_documented() {
+        for c in TABLE {
+            assert!(syntax(c.name).is_some(), "{} has no syntax line", c.name);
+            for s in c.subcommands {
+                let full = format!("{}|{}", c.name, s);
+                assert!(syntax(&full).is_some(), "{full} has no syntax line");
+            }
+        }
+    }
+
+    #[test]
+    fn set_syntax_becomes_redis_argument_tree() {
+        let args = parse(syntax("set").unwrap());
+        assert_eq!(args.len(), 5);
+        assert_eq!((args[0].name.as_str(), args[0].kind), ("key", "key"));
+        assert_eq!((args[1].name.as_str(), args[1].kind), ("value", "string"));
+        assert_eq!(args[2].kind, "oneof");
+        assert!(args[2].optional);
+        assert_eq!(args[2].args[0].token.as_deref(), Some("NX"));
+        assert_eq!(args[3].kind, "pure-token");
+        assert_eq!(args[3].token.as_deref(), Some("GET"));
+        let ttl = &args[4];
+        assert_eq!((ttl.kind, ttl.args.len()), ("oneof", 5));
+        assert_eq!(ttl.args[0].token.as_deref(), Some("EX"));
+        assert_eq!(
+            (ttl.args[0].name.as_str(), ttl.args[0].kind),
+            ("seconds", "integer")
+        );
+        assert_eq!(ttl.args[4].kind, "pure-token");
+    }
+
+    #[test]
+    fn repetition_marks_multiple() {
+        let args = parse(syntax("mget").unwrap());
+        assert_eq!(args.len(), 1);
+        assert!(args[0].multiple && args[0].kind == "key");
+        let args = parse(syntax("mset").unwrap());
+        assert_eq!(args.len(), 1);
+        assert_eq!(args[0].kind, "block");
+        assert!(args[0].multiple);
+        assert_eq!(args[0].args.len(), 2);
+        let args = parse(syntax("client|setinfo").unwrap());
+        assert_eq!(args.len(), 1);
+        assert_eq!(args[0].kind, "oneof");
+        assert!(parse("").is_empty());
+    }
+}
