@@ -320,3 +320,37 @@ fn client_reply_off_and_skip() {
     let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
     assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
 }
+
+#[test]
+fn atomic_pipelines_use_multi_exec() {
+    let node = TestNode::start();
+    for mut con in [node.client(), node.client_resp3()] {
+        let (a, b): (i64, String) = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg("tx")
+            .arg("41")
+            .ignore()
+            .cmd("INCR")
+            .arg("tx")
+            .cmd("GET")
+            .arg("tx")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!((a, b.as_str()), (42, "42"));
+        // WATCH + a concurrent change aborts: the redis crate returns None for a null EXEC.
+        let _: () = redis::cmd("WATCH").arg("tx").query(&mut con).unwrap();
+        let mut other = node.client();
+        let _: () = other.set("tx", "changed").unwrap();
+        let aborted: Option<(String,)> = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg("tx")
+            .arg("mine")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(aborted, None);
+        let v: String = con.get("tx").unwrap();
+        assert_eq!(v, "changed");
+    }
+}

@@ -1210,6 +1210,35 @@ const LONG_ARG: &str = "01234567890123456789012345678901234567890123456789012345
                         0123456789012345678901234567890123456789012345678901234567890123456789";
 
 const CONNECTION: &[Case] = &[
+    // transactions (WATCH aborts need a second client, covered in tests/clients.rs)
+    &[
+        &["EXEC"],
+        &["DISCARD"],
+        &["MULTI"],
+        &["MULTI"],
+        &["SET", "t", "1"],
+        &["INCR", "t"],
+        &["INCRBY", "t", "x"],
+        &["GET", "t"],
+        &["EXEC"],
+        &["MULTI"],
+        &["SET", "t"],
+        &["NOSUCH", "x"],
+        &["GET", "t"],
+        &["EXEC"],
+        &["MULTI"],
+        &["SET", "t", "5"],
+        &["DISCARD"],
+        &["GET", "t"],
+        &["WATCH", "t"],
+        &["MULTI"],
+        &["WATCH", "t"],
+        &["INCR", "t"],
+        &["EXEC"],
+        &["UNWATCH"],
+        &["MULTI"],
+        &["EXEC"],
+    ],
     &[
         &["PING"],
         &["PING", "hello"],

@@ -149,6 +149,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.authenticated = !ctx.node.requires_auth();
     *s.info.name.lock().expect("client name lock poisoned") = None;
     s.info.no_evict.store(false, Ordering::Relaxed);
+    s.multi = None;
+    s.watched.clear();
     Reply::Simple("RESET".into())
 }
 

@@ -9,6 +9,7 @@
 mod conn;
 mod docs;
 mod keys;
+mod multi;
 mod server;
 mod string;
 #[cfg(test)]
@@ -36,6 +37,8 @@ pub mod flag {
     pub const STALE: u32 = 1 << 6;
     pub const ADMIN: u32 = 1 << 7;
     pub const NOSCRIPT: u32 = 1 << 8;
+    /// Runs at once even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub const NOQUEUE: u32 = 1 << 9;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -110,8 +113,13 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("hello", -1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.0.0", "Handshakes with the Redis server.", conn::hello),
     cmd!("auth", -2, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Authenticates the connection.", conn::auth),
     cmd!("select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Changes the selected database.", conn::select),
-    cmd!("quit", -1, FAST | NOAUTH | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
-    cmd!("reset", 1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
+    cmd!("quit", -1, NOQUEUE | FAST | NOAUTH | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
+    cmd!("reset", 1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
+    cmd!("multi", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "1.2.0", "Starts a transaction.", multi::multi),
+    cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE, (0, 0, 0), "transactions", "1.2.0", "Executes all commands in a transaction.", multi::exec),
+    cmd!("discard", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.0.0", "Discards a transaction.", multi::discard),
+    cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch),
+    cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
     cmd!("client", -2, LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
         &["id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "reply", "help"]),
     // strings
@@ -207,6 +215,10 @@ pub struct Session {
     pub reply_mode: ReplyMode,
     /// Set by QUIT (and protocol errors): close once the reply is written.
     pub close: bool,
+    /// Between MULTI and EXEC/DISCARD.
+    pub multi: Option<multi::Multi>,
+    /// Keys under WATCH with what they held.
+    pub watched: Vec<multi::Watched>,
 }
 
 impl Session {
@@ -217,6 +229,8 @@ impl Session {
             authenticated,
             reply_mode: ReplyMode::On,
             close: false,
+            multi: None,
+            watched: Vec::new(),
         }
     }
 }
@@ -232,7 +246,7 @@ pub struct Ctx<'a> {
 /// Runs one request and returns its reply.
 pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) -> Reply {
     let Some(index) = lookup_index(&args[0]) else {
-        return unknown_command(args);
+        return reject(session, unknown_command(args));
     };
     let spec = &TABLE[index];
     session
@@ -242,19 +256,26 @@ pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) 
     if (spec.arity > 0 && args.len() != spec.arity as usize)
         || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
     {
-        return wrong_arity(spec.name);
+        return reject(session, wrong_arity(spec.name));
     }
     if !session.authenticated && spec.flags & NOAUTH == 0 {
         if node.requires_auth() {
-            return Reply::error("NOAUTH Authentication required.");
+            return reject(session, Reply::error("NOAUTH Authentication required."));
         }
         session.authenticated = true;
+    }
+    if let Some(tx) = session.multi.as_mut().filter(|_| spec.flags & NOQUEUE == 0) {
+        tx.queue.push(args.to_vec());
+        return Reply::Simple("QUEUED".into());
     }
     if spec.flags & DENYOOM != 0
         && node.store.maxmemory() > 0
         && node.store.ensure_memory(now_ms).is_err()
     {
-        return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+        return reject(
+            session,
+            Reply::error("OOM command not allowed when used memory > 'maxmemory'."),
+        );
     }
     let mut ctx = Ctx {
         node,
@@ -262,6 +283,14 @@ pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) 
         now_ms,
     };
     (spec.handler)(&mut ctx, args)
+}
+
+/// A refused command; inside MULTI it also dooms the transaction, as in Redis.
+fn reject(session: &mut Session, reply: Reply) -> Reply {
+    if let Some(tx) = session.multi.as_mut() {
+        tx.dirty = true;
+    }
+    reply
 }
 
 /// Redis's text for an unknown command, arguments quoted and cut at 128 bytes.

@@ -757,5 +757,85 @@ mod resp3 {
         keys_and_scan,
         noeviction_answers_oom,
         allkeys_lru_always_admits_the_set,
+        multi_exec_discard,
     );
+}
+
+#[test]
+fn multi_exec_discard() {
+    let mut h = H::new();
+    h.check("EXEC", "-ERR EXEC without MULTI\r\n");
+    h.check("DISCARD", "-ERR DISCARD without MULTI\r\n");
+    h.check("MULTI", OK);
+    h.check("MULTI", "-ERR MULTI calls can not be nested\r\n");
+    h.check("SET a 1", "+QUEUED\r\n");
+    h.check("INCR a", "+QUEUED\r\n");
+    h.check("GET a", "+QUEUED\r\n");
+    h.check("GET a", "+QUEUED\r\n");
+    h.check(
+        "EXEC",
+        &format!("*4\r\n+OK\r\n:2\r\n{}{}", bulk("2"), bulk("2")),
+    );
+    h.check("MULTI", OK);
+    h.check("SET a 5", "+QUEUED\r\n");
+    h.check("DISCARD", OK);
+    h.check("GET a", &bulk("2"));
+    // A rejected command dooms the transaction; runtime errors do not.
+    h.check("MULTI", OK);
+    h.check(
+        "SET a",
+        "-ERR wrong number of arguments for 'set' command\r\n",
+    );
+    h.check(
+        "NOSUCH",
+        "-ERR unknown command 'NOSUCH', with args beginning with: \r\n",
+    );
+    h.check("SET a 9", "+QUEUED\r\n");
+    h.check(
+        "EXEC",
+        "-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    h.check("GET a", &bulk("2"));
+    h.check("MULTI", OK);
+    h.check("SET s abc", "+QUEUED\r\n");
+    h.check("INCR s", "+QUEUED\r\n");
+    h.check(
+        "EXEC",
+        "*2\r\n+OK\r\n-ERR value is not an integer or out of range\r\n",
+    );
+    h.check("MULTI", OK);
+    h.check("EXEC", "*0\r\n");
+}
+
+#[test]
+fn watch_aborts_when_a_watched_key_changes() {
+    let mut h = H::new();
+    h.check("SET k 1", OK);
+    h.check("WATCH k other", OK);
+    h.check("MULTI", OK);
+    h.check("WATCH k", "-ERR WATCH inside MULTI is not allowed\r\n");
+    h.check("SET k 2", "+QUEUED\r\n");
+    h.check("EXEC", "*1\r\n+OK\r\n");
+    // Another client's write between WATCH and EXEC aborts the transaction.
+    h.check("WATCH k", OK);
+    h.node
+        .store
+        .write(b"k", h.now, |slot| slot.set(b"changed", None));
+    h.check("MULTI", OK);
+    h.check("SET k 3", "+QUEUED\r\n");
+    h.check("EXEC", "*-1\r\n");
+    h.check("GET k", &bulk("changed"));
+    // A key created after WATCH counts as a change; UNWATCH forgets.
+    h.check("WATCH fresh", OK);
+    h.node
+        .store
+        .write(b"fresh", h.now, |slot| slot.set(b"x", None));
+    h.check("UNWATCH", OK);
+    h.check("MULTI", OK);
+    h.check("GET fresh", "+QUEUED\r\n");
+    h.check("EXEC", &format!("*1\r\n{}", bulk("x")));
+    h.check("WATCH k", OK);
+    h.check("RESET", "+RESET\r\n");
+    h.check("MULTI", OK);
+    h.check("EXEC", "*0\r\n");
 }

@@ -1,0 +1,86 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! Queueing follows Redis: between MULTI and EXEC every command is checked (known, arity,
+//! authentication) and answered `+QUEUED`; a rejected one marks the transaction, and EXEC
+//! then answers EXECABORT. WATCH snapshots each key's value and TTL; EXEC aborts (null
+//! reply) when any of them differs. The difference from Redis: the queued commands run one
+//! after another without blocking other clients, so another client's command can land
+//! between two of them (each command stays atomic on its own); and WATCH compares contents,
+//! so a key rewritten with the very same value and TTL does not abort the transaction.
+
+use bytes::Bytes;
+use shoal_resp::Reply;
+use shoal_store::Access;
+
+use super::{err, execute, Ctx};
+
+/// A transaction being queued.
+#[derive(Default)]
+pub struct Multi {
+    pub queue: Vec<Vec<Bytes>>,
+    /// A command was rejected while queueing: EXEC must abort.
+    pub dirty: bool,
+}
+
+/// A watched key and what it held at WATCH time.
+pub type Watched = (Bytes, Option<(Bytes, Option<u64>)>);
+
+pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    if ctx.session.multi.is_some() {
+        return err("ERR MULTI calls can not be nested");
+    }
+    ctx.session.multi = Some(Multi::default());
+    Reply::ok()
+}
+
+pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    if ctx.session.multi.take().is_none() {
+        return err("ERR DISCARD without MULTI");
+    }
+    ctx.session.watched.clear();
+    Reply::ok()
+}
+
+fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Bytes, Option<u64>)> {
+    ctx.node.store.read(key, ctx.now_ms, Access::Peek, |e| {
+        e.map(|e| (Bytes::copy_from_slice(e.value), e.expire_at_ms))
+    })
+}
+
+pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.session.multi.is_some() {
+        return err("ERR WATCH inside MULTI is not allowed");
+    }
+    for key in &args[1..] {
+        if ctx.session.watched.iter().any(|(k, _)| k == key) {
+            continue;
+        }
+        let seen = snapshot(ctx, key);
+        ctx.session.watched.push((key.clone(), seen));
+    }
+    Reply::ok()
+}
+
+pub fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    ctx.session.watched.clear();
+    Reply::ok()
+}
+
+pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let Some(tx) = ctx.session.multi.take() else {
+        return err("ERR EXEC without MULTI");
+    };
+    let watched = std::mem::take(&mut ctx.session.watched);
+    if tx.dirty {
+        return err("EXECABORT Transaction discarded because of previous errors.");
+    }
+    if watched.iter().any(|(k, seen)| snapshot(ctx, k) != *seen) {
+        return Reply::NilArray;
+    }
+    let replies = tx
+        .queue
+        .iter()
+        .map(|args| execute(ctx.node, ctx.session, args, ctx.now_ms))
+        .collect();
+    Reply::Array(replies)
+}
