@@ -163,8 +163,10 @@ impl NodeConfig {
         if self.maxclients == 0 {
             return Err("maxclients must be at least 1".into());
         }
-        if self.proto_max_bulk_len.0 < 1024 {
-            return Err("proto-max-bulk-len must be at least 1kb".into());
+        if self.proto_max_bulk_len.0 < 1024
+            || self.proto_max_bulk_len.0 > shoal_store::MAX_KEY_LEN as u64
+        {
+            return Err("proto-max-bulk-len must be between 1kb and 2gb - 1".into());
         }
         if self.proto_max_multibulk_len == 0 {
             return Err("proto-max-multibulk-len must be at least 1".into());

@@ -4,49 +4,103 @@ use crate::rng;
 
 /// Bytes charged per entry on top of its key and value, for `used_memory` and `maxmemory`.
 ///
-/// How it was chosen (64-bit, glibc malloc): the [`Item`] itself is 32 bytes in the shard's
-/// dense `Vec` (which runs ~25% slack on average after doubling: ~8 bytes); its slot in the
+/// How it was chosen (64-bit, glibc malloc): the [`Item`] itself is 40 bytes in the shard's
+/// dense `Vec` (which runs ~25% slack on average after doubling: ~10 bytes); its slot in the
 /// `HashTable<u32>` is 4 bytes + 1 control byte at a load factor between 7/16 and 7/8 (~8
 /// bytes); the key+value allocation pays an 8-byte malloc header plus rounding up to 16 bytes
 /// (~8 bytes on average). That is ~56 bytes; volatile keys add a 16-byte expiry-heap item,
-/// which we spread over all keys rather than charge separately. Measured RSS for 1M keys with
-/// 16-byte keys and 100-byte values is ~175 B/key (`used_memory` says 116 + 56 = 172).
-pub const ENTRY_OVERHEAD: usize = 56;
+/// which we spread over all keys rather than charge separately. That is ~66 bytes, rounded to
+/// 64. Measured RSS for 1M keys with 16-byte keys and 100-byte values was ~175 B/key with the
+/// 32-byte item of the first version (`used_memory` said 116 + 56 = 172); the 8-byte version
+/// field added 8.
+pub const ENTRY_OVERHEAD: usize = 64;
 
-/// One stored key: a single heap allocation holds the key bytes followed by the value bytes.
+/// Marks, in `Item::meta`, that 4 bytes of client flags follow the key in `data`.
+const HAS_FLAGS: u32 = 1 << 31;
+
+/// Longest key an item can hold (the top bit of `meta` is the flags marker).
+pub const MAX_KEY_LEN: usize = (HAS_FLAGS - 1) as usize;
+
+/// One stored key: a single heap allocation holds the key bytes, then (only when they are not
+/// zero) 4 bytes of client flags, then the value bytes.
 ///
-/// 32 bytes. Adding a 64-bit version and 32-bit flags later grows it to 48 (or 40 if the
-/// flags share a word with `key_len`).
+/// 40 bytes: the flags Memcached clients set live in the allocation instead of the struct, so
+/// RESP-only data (flags 0) pays nothing for them.
 pub(crate) struct Item {
     data: Box<[u8]>,
-    key_len: u32,
+    /// Key length in the low 31 bits; `HAS_FLAGS` when client flags follow the key.
+    meta: u32,
     /// LRU: the low 32 bits of the last access in Unix ms (wrapping, ~49 days). LFU: Redis's
     /// layout, `(minutes & 0xFFFF) << 8 | log counter`. Reinterpreted when the policy changes,
     /// as Redis does.
     pub(crate) access: u32,
     /// Unix ms; 0 = no TTL.
     pub(crate) expire_at_ms: u64,
+    /// Changes with every change of the key (value, flags or TTL): Memcached's CAS unique,
+    /// and the order of writes to one key. See `Shard::next_version`.
+    pub(crate) version: u64,
+}
+
+fn build(key: &[u8], flags: u32, value: &[u8]) -> (Box<[u8]>, u32) {
+    let key_len = u32::try_from(key.len())
+        .ok()
+        .filter(|&n| n < HAS_FLAGS)
+        .expect("keys are bounded by proto-max-bulk-len, at most 2 GiB - 1");
+    let extra = if flags != 0 { 4 } else { 0 };
+    let mut data = Vec::with_capacity(key.len() + extra + value.len());
+    data.extend_from_slice(key);
+    if flags != 0 {
+        data.extend_from_slice(&flags.to_be_bytes());
+    }
+    data.extend_from_slice(value);
+    let meta = key_len | if flags != 0 { HAS_FLAGS } else { 0 };
+    (data.into_boxed_slice(), meta)
 }
 
 impl Item {
-    pub(crate) fn new(key: &[u8], value: &[u8], expire_at_ms: u64, access: u32) -> Item {
-        let mut data = Vec::with_capacity(key.len() + value.len());
-        data.extend_from_slice(key);
-        data.extend_from_slice(value);
+    pub(crate) fn new(
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        expire_at_ms: u64,
+        access: u32,
+        version: u64,
+    ) -> Item {
+        let (data, meta) = build(key, flags, value);
         Item {
-            data: data.into_boxed_slice(),
-            key_len: u32::try_from(key.len()).expect("keys are bounded by the protocol's 512 MB"),
+            data,
+            meta,
             access,
             expire_at_ms,
+            version,
         }
     }
 
+    fn key_len(&self) -> usize {
+        (self.meta & !HAS_FLAGS) as usize
+    }
+
+    fn value_start(&self) -> usize {
+        self.key_len() + if self.meta & HAS_FLAGS != 0 { 4 } else { 0 }
+    }
+
     pub(crate) fn key(&self) -> &[u8] {
-        &self.data[..self.key_len as usize]
+        &self.data[..self.key_len()]
     }
 
     pub(crate) fn value(&self) -> &[u8] {
-        &self.data[self.key_len as usize..]
+        &self.data[self.value_start()..]
+    }
+
+    /// Client flags (Memcached); 0 unless set.
+    pub(crate) fn flags(&self) -> u32 {
+        if self.meta & HAS_FLAGS == 0 {
+            return 0;
+        }
+        let k = self.key_len();
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&self.data[k..k + 4]);
+        u32::from_be_bytes(b)
     }
 
     pub(crate) fn expire_at(&self) -> Option<u64> {
@@ -62,16 +116,22 @@ impl Item {
         (self.data.len() + ENTRY_OVERHEAD) as u64
     }
 
-    /// Replace the value; reuses the allocation when the size is unchanged.
-    pub(crate) fn replace_value(&mut self, value: &[u8]) {
-        let k = self.key_len as usize;
-        if self.data.len() - k == value.len() {
-            self.data[k..].copy_from_slice(value);
+    /// Replace the value, and the flags when `flags` is `Some`; reuses the allocation when the
+    /// layout is unchanged.
+    pub(crate) fn replace_value(&mut self, value: &[u8], flags: Option<u32>) {
+        let flags = flags.unwrap_or_else(|| self.flags());
+        let start = self.value_start();
+        let same_layout = (flags != 0) == (self.meta & HAS_FLAGS != 0);
+        if same_layout && self.data.len() - start == value.len() {
+            if flags != 0 {
+                let k = self.key_len();
+                self.data[k..k + 4].copy_from_slice(&flags.to_be_bytes());
+            }
+            self.data[start..].copy_from_slice(value);
         } else {
-            let mut data = Vec::with_capacity(k + value.len());
-            data.extend_from_slice(&self.data[..k]);
-            data.extend_from_slice(value);
-            self.data = data.into_boxed_slice();
+            let (data, meta) = build(self.key(), flags, value);
+            self.data = data;
+            self.meta = meta;
         }
     }
 }
@@ -156,19 +216,47 @@ mod tests {
 
     #[test]
     fn item_layout_and_accessors() {
-        assert_eq!(std::mem::size_of::<Item>(), 32);
-        let mut it = Item::new(b"key", b"value", 0, 0);
+        assert_eq!(std::mem::size_of::<Item>(), 40);
+        let mut it = Item::new(b"key", b"value", 0, 0, 0, 1);
         assert_eq!(it.key(), b"key");
         assert_eq!(it.value(), b"value");
+        assert_eq!(it.flags(), 0);
         assert_eq!(it.charge(), 8 + ENTRY_OVERHEAD as u64);
-        it.replace_value(b"VALUE");
+        it.replace_value(b"VALUE", None);
         assert_eq!(it.value(), b"VALUE");
-        it.replace_value(b"longer value");
+        it.replace_value(b"longer value", None);
         assert_eq!((it.key(), it.value()), (&b"key"[..], &b"longer value"[..]));
         assert_eq!(it.expire_at(), None);
         it.expire_at_ms = 10;
         assert!(!it.is_expired(9));
         assert!(it.is_expired(10));
+    }
+
+    #[test]
+    fn client_flags_live_between_key_and_value() {
+        let mut it = Item::new(b"key", b"value", 0xDEAD_BEEF, 0, 0, 1);
+        assert_eq!(
+            (it.key(), it.value(), it.flags()),
+            (&b"key"[..], &b"value"[..], 0xDEAD_BEEF)
+        );
+        assert_eq!(it.charge(), 12 + ENTRY_OVERHEAD as u64);
+        // Same layout: rewritten in place; None keeps the flags.
+        it.replace_value(b"VALUE", None);
+        assert_eq!((it.value(), it.flags()), (&b"VALUE"[..], 0xDEAD_BEEF));
+        it.replace_value(b"VALUE", Some(7));
+        assert_eq!((it.value(), it.flags()), (&b"VALUE"[..], 7));
+        // Flags back to 0: the 4 bytes go away.
+        it.replace_value(b"v", Some(0));
+        assert_eq!(
+            (it.key(), it.value(), it.flags()),
+            (&b"key"[..], &b"v"[..], 0)
+        );
+        assert_eq!(it.charge(), 4 + ENTRY_OVERHEAD as u64);
+        it.replace_value(b"", Some(u32::MAX));
+        assert_eq!(
+            (it.key(), it.value(), it.flags()),
+            (&b"key"[..], &b""[..], u32::MAX)
+        );
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub(crate) struct Shard {
     /// Keys per hash slot held by this shard (indexed by slot / SHARDS), for `COUNTKEYSINSLOT`.
     pub(crate) slot_counts: [u32; SLOTS_PER_SHARD],
     pub(crate) stats: ShardStats,
+    /// The last version handed out (see `next_version`).
+    last_version: u64,
 }
 
 impl Shard {
@@ -132,11 +134,29 @@ impl Shard {
         item
     }
 
-    pub(crate) fn replace_value(&mut self, idx: usize, value: &[u8]) {
+    /// Replaces the value (and the flags when `Some`) and gives the item a new version.
+    pub(crate) fn replace_value(
+        &mut self,
+        idx: usize,
+        value: &[u8],
+        flags: Option<u32>,
+        now_ms: u64,
+    ) {
+        let version = self.next_version(now_ms);
         let item = &mut self.items[idx];
         self.used -= item.charge();
-        item.replace_value(value);
+        item.replace_value(value, flags);
+        item.version = version;
         self.used += item.charge();
+    }
+
+    /// A version greater than every one this shard handed out, near `now_ms << 12` (a hybrid
+    /// logical clock: wall time in the high bits, a counter below for many writes in one ms).
+    /// A key always lives in one shard, so its versions strictly grow.
+    pub(crate) fn next_version(&mut self, now_ms: u64) -> u64 {
+        let v = (self.last_version + 1).max(now_ms << 12);
+        self.last_version = v;
+        v
     }
 
     /// Set the TTL of the item at `idx` (0 = none).

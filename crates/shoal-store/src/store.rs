@@ -57,6 +57,10 @@ pub struct Entry<'a> {
     pub value: &'a [u8],
     /// Unix ms, `None` for a persistent key.
     pub expire_at_ms: Option<u64>,
+    /// Changes with every change of the key (Memcached's CAS unique).
+    pub version: u64,
+    /// Client flags set through the Memcached protocol (0 otherwise).
+    pub flags: u32,
 }
 
 /// `maxmemory` is exceeded and nothing may be evicted.
@@ -155,8 +159,25 @@ impl Slot<'_> {
         self.idx.is_some()
     }
 
-    /// Create or replace the value and TTL; an `expire_at_ms <= now` removes the key instead.
+    /// The key's version: it changes with every change of the key.
+    pub fn version(&self) -> Option<u64> {
+        self.idx.map(|i| self.shard.items[i].version)
+    }
+
+    /// The key's client flags (Memcached), 0 when never set.
+    pub fn flags(&self) -> Option<u32> {
+        self.idx.map(|i| self.shard.items[i].flags())
+    }
+
+    /// Create or replace the value and TTL (client flags back to 0); an `expire_at_ms <= now`
+    /// removes the key instead.
     pub fn set(&mut self, value: &[u8], expire_at_ms: Option<u64>) {
+        self.set_with_flags(value, expire_at_ms, 0);
+    }
+
+    /// Create or replace the value, TTL and client flags; an `expire_at_ms <= now` removes the
+    /// key instead.
+    pub fn set_with_flags(&mut self, value: &[u8], expire_at_ms: Option<u64>, flags: u32) {
         let at = match expire_at_ms {
             Some(at) if at <= self.clock.now_ms => {
                 self.remove();
@@ -165,27 +186,42 @@ impl Slot<'_> {
             Some(at) => at,
             None => 0,
         };
+        self.put(value, Some(flags), Some(at));
+    }
+
+    /// Replace the value, keeping the current TTL and flags (none if the key is new).
+    pub fn set_keep_ttl(&mut self, value: &[u8]) {
+        self.put(value, None, None);
+    }
+
+    /// Writes the value; `None` keeps the current flags / TTL (or 0 for a new key).
+    fn put(&mut self, value: &[u8], flags: Option<u32>, at: Option<u64>) {
         let hasher = &self.shared.hasher;
+        let now = self.clock.now_ms;
         match self.idx {
             Some(i) => {
-                self.shard.replace_value(i, value);
-                self.shard.set_expire(hasher, i, self.hash, at);
+                self.shard.replace_value(i, value, flags, now);
+                if let Some(at) = at {
+                    self.shard.set_expire(hasher, i, self.hash, at);
+                }
             }
             None => {
-                let item = Item::new(self.key, value, at, self.clock.initial());
+                let version = self.shard.next_version(now);
+                let item = Item::new(
+                    self.key,
+                    value,
+                    flags.unwrap_or(0),
+                    at.unwrap_or(0),
+                    self.clock.initial(),
+                    version,
+                );
                 self.idx = Some(self.shard.insert(hasher, self.hash, item));
             }
         }
     }
 
-    /// Replace the value, keeping the current TTL (none if the key is new).
-    pub fn set_keep_ttl(&mut self, value: &[u8]) {
-        let ttl = self.expire_at();
-        self.set(value, ttl);
-    }
-
     /// Change the TTL of an existing key (`None` = persist). False if the key is absent; an
-    /// `expire_at_ms <= now` removes the key (and returns true).
+    /// `expire_at_ms <= now` removes the key (and returns true). A change gives a new version.
     pub fn set_expire(&mut self, expire_at_ms: Option<u64>) -> bool {
         let Some(i) = self.idx else {
             return false;
@@ -196,7 +232,10 @@ impl Slot<'_> {
             }
             at => {
                 let at = at.unwrap_or(0);
-                self.shard.set_expire(&self.shared.hasher, i, self.hash, at);
+                if self.shard.items[i].expire_at_ms != at {
+                    self.shard.items[i].version = self.shard.next_version(self.clock.now_ms);
+                    self.shard.set_expire(&self.shared.hasher, i, self.hash, at);
+                }
             }
         }
         true
@@ -214,17 +253,12 @@ impl Slot<'_> {
     }
 
     /// Edit the value in place (APPEND, SETRANGE). An absent key gets created with an empty
-    /// value and no TTL; an existing key keeps its TTL. If `f` panics nothing changes.
+    /// value and no TTL; an existing key keeps its TTL and flags. If `f` panics nothing
+    /// changes.
     pub fn modify<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         let mut value = self.value().map(<[u8]>::to_vec).unwrap_or_default();
         let r = f(&mut value);
-        match self.idx {
-            Some(i) => self.shard.replace_value(i, &value),
-            None => {
-                let item = Item::new(self.key, &value, 0, self.clock.initial());
-                self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
-            }
-        }
+        self.put(&value, None, None);
         r
     }
 }
@@ -336,6 +370,8 @@ impl Store {
                 Entry {
                     value: item.value(),
                     expire_at_ms: item.expire_at(),
+                    version: item.version,
+                    flags: item.flags(),
                 }
             }))
         })
@@ -442,6 +478,8 @@ impl Store {
                             Entry {
                                 value: item.value(),
                                 expire_at_ms: item.expire_at(),
+                                version: item.version,
+                                flags: item.flags(),
                             },
                         );
                     }
@@ -518,6 +556,8 @@ impl Store {
                         Entry {
                             value: item.value(),
                             expire_at_ms: item.expire_at(),
+                            version: item.version,
+                            flags: item.flags(),
                         },
                     );
                 }
