@@ -1,0 +1,836 @@
+//! Client, server and handshake over real TCP on 127.0.0.1:0.
+//!
+//! Time is real here (paused time would jump while sockets wait), so timing assertions
+//! compare against bounds many times larger than the work takes.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::frame::{Challenge, Hello, MAC_LEN, NONCE_LEN};
+use crate::handshake::{client_handshake, server_handshake};
+use crate::*;
+
+const SECRET: &[u8] = b"correct horse battery staple 0123456789";
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+fn auth(cluster: &str, secret: &[u8], node: &str) -> AuthConfig {
+    AuthConfig::new(cluster, secret, node)
+}
+
+fn good_auth(node: &str) -> AuthConfig {
+    auth("prod", SECRET, node)
+}
+
+/// Generous timeouts, so only the test's own bound decides.
+fn config() -> PeerConfig {
+    PeerConfig {
+        request_timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(5),
+        handshake_timeout: HANDSHAKE,
+        ..PeerConfig::default()
+    }
+}
+
+/// Answers with epoch + 1 and the body unchanged.
+struct Echo;
+
+impl PeerHandler for Echo {
+    async fn handle(&self, epoch: u64, body: Bytes) -> Response {
+        Response {
+            epoch: epoch + 1,
+            body,
+        }
+    }
+}
+
+/// Reports each arrival, then waits for a permit of `gate` (none at first) before echoing.
+struct Gated {
+    arrived: mpsc::UnboundedSender<u64>,
+    gate: Arc<Semaphore>,
+}
+
+impl PeerHandler for Gated {
+    async fn handle(&self, epoch: u64, body: Bytes) -> Response {
+        let _ = self.arrived.send(epoch);
+        let _permit = self.gate.acquire().await;
+        Response { epoch, body }
+    }
+}
+
+fn gated() -> (Arc<Gated>, mpsc::UnboundedReceiver<u64>, Arc<Semaphore>) {
+    let (arrived, rx) = mpsc::unbounded_channel();
+    let gate = Arc::new(Semaphore::new(0));
+    let handler = Arc::new(Gated {
+        arrived,
+        gate: Arc::clone(&gate),
+    });
+    (handler, rx, gate)
+}
+
+struct Panics;
+
+impl PeerHandler for Panics {
+    async fn handle(&self, _epoch: u64, _body: Bytes) -> Response {
+        panic!("handler bug");
+    }
+}
+
+/// A listener serving every accepted connection with `serve_peer`.
+struct TestServer {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    conns: Arc<Mutex<Vec<AbortHandle>>>,
+    results: mpsc::UnboundedReceiver<Result<(), ServeError>>,
+    accepted: Arc<AtomicUsize>,
+    acceptor: AbortHandle,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.acceptor.abort();
+        self.kill_connections();
+    }
+}
+
+impl TestServer {
+    async fn start<H: PeerHandler>(
+        auth: AuthConfig,
+        handler: Arc<H>,
+        config: ServerConfig,
+    ) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let conns = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (results_tx, results) = mpsc::unbounded_channel();
+        let acceptor = {
+            let (shutdown, conns, accepted) =
+                (shutdown.clone(), Arc::clone(&conns), Arc::clone(&accepted));
+            tokio::spawn(async move {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    accepted.fetch_add(1, Ordering::SeqCst);
+                    let (auth, handler, config, token, tx) = (
+                        auth.clone(),
+                        Arc::clone(&handler),
+                        config.clone(),
+                        shutdown.clone(),
+                        results_tx.clone(),
+                    );
+                    let conn = tokio::spawn(async move {
+                        let r = serve_peer(stream, &auth, handler, &config, token).await;
+                        let _ = tx.send(r);
+                    });
+                    conns.lock().unwrap().push(conn.abort_handle());
+                }
+            })
+            .abort_handle()
+        };
+        TestServer {
+            addr,
+            shutdown,
+            conns,
+            results,
+            accepted,
+            acceptor,
+        }
+    }
+
+    /// Drops every served connection at once, as a crashed server would (the listener stays).
+    fn kill_connections(&self) {
+        for conn in self.conns.lock().unwrap().drain(..) {
+            conn.abort();
+        }
+    }
+
+    async fn next_result(&mut self) -> Result<(), ServeError> {
+        within(Duration::from_secs(10), self.results.recv())
+            .await
+            .expect("serve_peer returned")
+    }
+}
+
+/// Awaits `fut`, failing the test if it takes longer than `limit`.
+async fn within<F: std::future::Future>(limit: Duration, fut: F) -> F::Output {
+    tokio::time::timeout(limit, fut)
+        .await
+        .expect("condition not met before the deadline")
+}
+
+/// Waits until `n` requests reached the gated handler.
+async fn arrivals(rx: &mut mpsc::UnboundedReceiver<u64>, n: usize) {
+    within(Duration::from_secs(10), async {
+        for _ in 0..n {
+            rx.recv().await.expect("handler alive");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn request_round_trip_after_handshake() {
+    let server = TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    let r = client
+        .request(41, Bytes::from_static(b"*1\r\n$4\r\nPING\r\n"))
+        .await;
+    assert_eq!(
+        r,
+        Ok(Response {
+            epoch: 42,
+            body: Bytes::from_static(b"*1\r\n$4\r\nPING\r\n")
+        })
+    );
+    // Empty bodies are fine, and the connection is reused.
+    assert_eq!(
+        client.request(0, Bytes::new()).await.unwrap().body,
+        Bytes::new()
+    );
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(client.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn handshake_reports_both_node_names() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        server_handshake(&mut s, &good_auth("server-node"), &"test", HANDSHAKE).await
+    });
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let client = client_handshake(&mut s, &good_auth("client-node"), &"test", HANDSHAKE)
+        .await
+        .unwrap();
+    assert_eq!(client.peer_node, "server-node");
+    assert!(client.read_buf.is_empty());
+    assert_eq!(server.await.unwrap().unwrap().peer_node, "client-node");
+}
+
+#[tokio::test]
+async fn wrong_secret_is_refused_on_both_sides() {
+    let mut server =
+        TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, auth("prod", b"another secret", "a"), config());
+    let r = client.request(1, Bytes::from_static(b"x")).await;
+    assert_eq!(r, Err(WireError::Refused(HandshakeError::WrongSecret)));
+    // The client detected the server's bad MAC first and told it so.
+    assert_eq!(
+        server.next_result().await,
+        Err(ServeError::Handshake(HandshakeError::WrongSecret))
+    );
+}
+
+/// A client that skips verifying the server and sends a made-up proof is refused by the
+/// server with a Refused frame, then the connection is closed.
+#[tokio::test]
+async fn server_refuses_a_bad_proof() {
+    let mut server =
+        TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    let hello = Frame::Hello(Hello {
+        cluster: "prod".into(),
+        client_nonce: [7; NONCE_LEN],
+        node: "impostor".into(),
+    });
+    write_frame(&mut s, &hello).await;
+    assert!(matches!(
+        read_frame(&mut s).await,
+        Some(Frame::Challenge(_))
+    ));
+    write_frame(&mut s, &Frame::Proof { mac: [0; MAC_LEN] }).await;
+    match read_frame(&mut s).await {
+        Some(Frame::Refused { reason, .. }) => assert_eq!(reason, RefuseReason::WrongSecret),
+        other => panic!("expected Refused, got {other:?}"),
+    }
+    assert_eq!(read_frame(&mut s).await, None, "closed after refusing");
+    assert_eq!(
+        server.next_result().await,
+        Err(ServeError::Handshake(HandshakeError::WrongSecret))
+    );
+}
+
+/// A server that does not hold the secret cannot produce the right MAC: the client refuses it
+/// before sending a proof of its own.
+#[tokio::test]
+async fn client_refuses_a_server_with_a_bad_mac() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let impostor = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        assert!(matches!(read_frame(&mut s).await, Some(Frame::Hello(_))));
+        let challenge = Frame::Challenge(Challenge {
+            server_nonce: [1; NONCE_LEN],
+            mac: [2; MAC_LEN],
+            node: "impostor".into(),
+        });
+        write_frame(&mut s, &challenge).await;
+        (read_frame(&mut s).await, read_frame(&mut s).await)
+    });
+    let client = PeerClient::new(addr, good_auth("a"), config());
+    let r = client.request(1, Bytes::from_static(b"x")).await;
+    assert_eq!(r, Err(WireError::Refused(HandshakeError::WrongSecret)));
+    let (refusal, after) = impostor.await.unwrap();
+    match refusal {
+        Some(Frame::Refused { reason, .. }) => assert_eq!(reason, RefuseReason::WrongSecret),
+        other => panic!("expected Refused, got {other:?}"),
+    }
+    assert_eq!(after, None, "no proof sent, connection closed");
+}
+
+#[tokio::test]
+async fn cluster_mismatch_is_refused() {
+    let mut server =
+        TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, auth("staging", SECRET, "a"), config());
+    let r = client.request(1, Bytes::from_static(b"x")).await;
+    assert_eq!(r, Err(WireError::Refused(HandshakeError::ClusterMismatch)));
+    assert_eq!(
+        server.next_result().await,
+        Err(ServeError::Handshake(HandshakeError::ClusterMismatch))
+    );
+}
+
+#[tokio::test]
+async fn version_mismatch_is_refused_by_the_server() {
+    let mut server =
+        TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    let mut hello = BytesMut::new();
+    Frame::Hello(Hello {
+        cluster: "prod".into(),
+        client_nonce: [7; NONCE_LEN],
+        node: "future".into(),
+    })
+    .encode(&mut hello)
+    .unwrap();
+    hello[2] = PROTOCOL_VERSION + 1;
+    s.write_all(&hello).await.unwrap();
+    match read_frame(&mut s).await {
+        Some(Frame::Refused { reason, message }) => {
+            assert_eq!(reason, RefuseReason::VersionMismatch);
+            assert!(message.contains("version 1"), "{message}");
+        }
+        other => panic!("expected Refused, got {other:?}"),
+    }
+    assert_eq!(read_frame(&mut s).await, None);
+    assert_eq!(
+        server.next_result().await,
+        Err(ServeError::Handshake(HandshakeError::VersionMismatch))
+    );
+}
+
+#[tokio::test]
+async fn version_mismatch_is_refused_by_the_client() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let _ = read_frame(&mut s).await;
+        let mut reply = BytesMut::new();
+        Frame::Welcome.encode(&mut reply).unwrap();
+        reply[2] = PROTOCOL_VERSION + 1;
+        s.write_all(&reply).await.unwrap();
+        let _ = read_frame(&mut s).await;
+    });
+    let client = PeerClient::new(addr, good_auth("a"), config());
+    let r = client.request(1, Bytes::from_static(b"x")).await;
+    assert_eq!(r, Err(WireError::Refused(HandshakeError::VersionMismatch)));
+}
+
+#[tokio::test]
+async fn garbage_on_the_peer_port_fails_the_handshake() {
+    let mut server =
+        TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(b"*1\r\n$4\r\nPING\r\n").await.unwrap();
+    assert_eq!(
+        server.next_result().await,
+        Err(ServeError::Handshake(HandshakeError::Frame(
+            FrameError::BadMagic(*b"*1")
+        )))
+    );
+}
+
+/// Records every byte read and written through it.
+struct Recorder {
+    inner: TcpStream,
+    log: Vec<u8>,
+}
+
+impl AsyncRead for Recorder {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let new = buf.filled()[before..].to_vec();
+        self.log.extend_from_slice(&new);
+        r
+    }
+}
+
+impl AsyncWrite for Recorder {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            self.log.extend_from_slice(&buf[..n]);
+        }
+        r
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[tokio::test]
+async fn the_secret_never_crosses_the_wire() {
+    let server = TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let mut s = Recorder {
+        inner: TcpStream::connect(server.addr).await.unwrap(),
+        log: Vec::new(),
+    };
+    client_handshake(&mut s, &good_auth("a"), &"test", HANDSHAKE)
+        .await
+        .unwrap();
+    let log = s.log;
+    // Hello + Challenge + Proof + Welcome, both directions.
+    assert!(
+        log.len() > 4 * HEADER_LEN + 2 * NONCE_LEN + 2 * MAC_LEN,
+        "{}",
+        log.len()
+    );
+    let key = blake3::derive_key("shoal cluster secret v1", SECRET);
+    for needle in [SECRET, &key[..], &SECRET[..8], &key[..8]] {
+        assert!(
+            !log.windows(needle.len()).any(|w| w == needle),
+            "secret material on the wire"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_concurrent_requests_on_one_connection() {
+    const N: u64 = 10_000;
+    let server_config = ServerConfig {
+        max_in_flight: N as usize,
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(good_auth("b"), Arc::new(Echo), server_config).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_in_flight: N as usize,
+            ..config()
+        },
+    );
+    let mut tasks = JoinSet::new();
+    for i in 0..N {
+        let client = client.clone();
+        tasks.spawn(async move {
+            let body = Bytes::from(format!(
+                "request number {i} {}",
+                "x".repeat((i % 97) as usize)
+            ));
+            let r = client.request(i, body.clone()).await.unwrap();
+            assert_eq!(r.epoch, i + 1, "response matched to request {i}");
+            assert_eq!(r.body, body, "body of request {i}");
+            i
+        });
+    }
+    let mut seen = vec![false; N as usize];
+    while let Some(done) = tasks.join_next().await {
+        seen[done.unwrap() as usize] = true;
+    }
+    assert!(seen.iter().all(|&s| s));
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "one connection");
+    assert_eq!(client.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn over_the_in_flight_bound_fails_fast_with_overloaded() {
+    let (handler, mut arrived, gate) = gated();
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_in_flight: 4,
+            ..config()
+        },
+    );
+    let mut waiting = JoinSet::new();
+    for i in 0..4u64 {
+        let client = client.clone();
+        waiting.spawn(async move { client.request(i, Bytes::from(vec![i as u8])).await });
+    }
+    arrivals(&mut arrived, 4).await;
+    assert_eq!(client.in_flight(), 4);
+    let started = Instant::now();
+    assert_eq!(
+        client.request(9, Bytes::from_static(b"one too many")).await,
+        Err(WireError::Overloaded)
+    );
+    assert!(started.elapsed() < Duration::from_millis(100));
+    gate.add_permits(1000);
+    while let Some(done) = waiting.join_next().await {
+        done.unwrap().unwrap();
+    }
+    assert_eq!(client.in_flight(), 0);
+    client.request(5, Bytes::new()).await.unwrap();
+}
+
+#[tokio::test]
+async fn server_over_its_bound_answers_overloaded() {
+    let (handler, mut arrived, gate) = gated();
+    let server_config = ServerConfig {
+        max_in_flight: 2,
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(good_auth("b"), handler, server_config).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    let mut waiting = JoinSet::new();
+    for i in 0..2u64 {
+        let client = client.clone();
+        waiting.spawn(async move { client.request(i, Bytes::new()).await });
+    }
+    arrivals(&mut arrived, 2).await;
+    match client.request(3, Bytes::new()).await {
+        Err(WireError::Remote { code, .. }) => assert_eq!(code, ErrorCode::Overloaded),
+        other => panic!("expected a remote Overloaded, got {other:?}"),
+    }
+    gate.add_permits(1000);
+    while let Some(done) = waiting.join_next().await {
+        done.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_request_that_gets_no_answer_times_out() {
+    let (handler, mut arrived, _gate) = gated();
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let timeout = Duration::from_millis(200);
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            request_timeout: timeout,
+            ..config()
+        },
+    );
+    // Connect first, so the timed request measures only itself.
+    let c = client.clone();
+    let first = tokio::spawn(async move { c.request(0, Bytes::new()).await });
+    arrivals(&mut arrived, 1).await;
+    let started = Instant::now();
+    assert_eq!(
+        client.request(1, Bytes::new()).await,
+        Err(WireError::Timeout)
+    );
+    let took = started.elapsed();
+    assert!(took >= timeout && took < timeout * 10, "{took:?}");
+    assert_eq!(first.await.unwrap(), Err(WireError::Timeout));
+    // The owner expires its entries too, giving the permits back.
+    within(Duration::from_secs(5), async {
+        while client.in_flight() != 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn server_loss_fails_everything_in_flight_at_once_then_reconnects() {
+    let (handler, mut arrived, gate) = gated();
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    let mut waiting = JoinSet::new();
+    for i in 0..100u64 {
+        let client = client.clone();
+        waiting.spawn(async move { client.request(i, Bytes::new()).await });
+    }
+    arrivals(&mut arrived, 100).await;
+    let killed = Instant::now();
+    server.kill_connections();
+    while let Some(done) = waiting.join_next().await {
+        assert_eq!(
+            done.unwrap(),
+            Err(WireError::PeerUnavailable(Unavailable::ConnectionLost))
+        );
+    }
+    // The request timeout is 30 s: this is the connection loss, not timeouts.
+    assert!(
+        killed.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        killed.elapsed()
+    );
+    assert_eq!(client.in_flight(), 0);
+
+    // The listener is still there: the next request reconnects.
+    gate.add_permits(1000);
+    let r = client
+        .request(7, Bytes::from_static(b"again"))
+        .await
+        .unwrap();
+    assert_eq!(r.body, Bytes::from_static(b"again"));
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn connect_refused_fails_fast_and_backs_off() {
+    let addr = {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap()
+    };
+    let client = PeerClient::new(
+        addr,
+        good_auth("a"),
+        PeerConfig {
+            reconnect_backoff: Duration::from_secs(60),
+            ..config()
+        },
+    );
+    let started = Instant::now();
+    let refused = Err(WireError::PeerUnavailable(Unavailable::Connect(
+        io::ErrorKind::ConnectionRefused,
+    )));
+    assert_eq!(client.request(1, Bytes::new()).await, refused);
+    // During the backoff the same answer comes without another connect.
+    assert_eq!(client.request(2, Bytes::new()).await, refused);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A peer that drops the first connection mid-handshake: requests fail during the backoff
+/// without new connects, and once it has passed the client connects again and succeeds.
+#[tokio::test]
+async fn after_a_failed_connect_the_client_retries_once_the_backoff_passed() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let acc = Arc::clone(&accepted);
+    let acceptor = tokio::spawn(async move {
+        let (first, _) = listener.accept().await.unwrap();
+        acc.fetch_add(1, Ordering::SeqCst);
+        drop(first);
+        let (second, _) = listener.accept().await.unwrap();
+        acc.fetch_add(1, Ordering::SeqCst);
+        let config = ServerConfig::default();
+        serve_peer(
+            second,
+            &good_auth("b"),
+            Arc::new(Echo),
+            &config,
+            CancellationToken::new(),
+        )
+        .await
+    });
+    let backoff = Duration::from_millis(200);
+    let client = PeerClient::new(
+        addr,
+        good_auth("a"),
+        PeerConfig {
+            reconnect_backoff: backoff,
+            ..config()
+        },
+    );
+    let started = Instant::now();
+    // EOF or a reset, depending on whether the Hello was in before the close.
+    let first = client.request(1, Bytes::new()).await;
+    assert!(
+        matches!(
+            first,
+            Err(WireError::PeerUnavailable(Unavailable::Handshake(
+                HandshakeError::Closed | HandshakeError::Io(_)
+            )))
+        ),
+        "{first:?}"
+    );
+    assert_eq!(client.request(2, Bytes::new()).await, first);
+    if started.elapsed() < backoff {
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "no connect during the backoff"
+        );
+    }
+    tokio::time::sleep_until(started + backoff).await;
+    let r = client.request(3, Bytes::from_static(b"up")).await.unwrap();
+    assert_eq!(r.body, Bytes::from_static(b"up"));
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    drop(client);
+    assert_eq!(
+        within(Duration::from_secs(5), acceptor).await.unwrap(),
+        Ok(())
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_answered_with_an_internal_error() {
+    let server = TestServer::start(good_auth("b"), Arc::new(Panics), ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    match client.request(1, Bytes::new()).await {
+        Err(WireError::Remote { code, .. }) => assert_eq!(code, ErrorCode::Internal),
+        other => panic!("expected a remote Internal error, got {other:?}"),
+    }
+    // The connection survives it.
+    match client.request(2, Bytes::new()).await {
+        Err(WireError::Remote { code, .. }) => assert_eq!(code, ErrorCode::Internal),
+        other => panic!("expected a remote Internal error, got {other:?}"),
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_oversized_body_fails_before_sending() {
+    let server = TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_frame: 16,
+            ..config()
+        },
+    );
+    assert!(matches!(
+        client.request(1, Bytes::from(vec![0; 17])).await,
+        Err(WireError::Frame(FrameError::TooLarge { .. }))
+    ));
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 0, "nothing sent");
+    assert!(client.request(1, Bytes::from(vec![0; 16])).await.is_ok());
+}
+
+/// Answers with the body twice.
+struct Doubler;
+
+impl PeerHandler for Doubler {
+    async fn handle(&self, epoch: u64, body: Bytes) -> Response {
+        Response {
+            epoch,
+            body: Bytes::from([&body[..], &body[..]].concat()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_response_over_the_client_limit_is_a_frame_error() {
+    let server =
+        TestServer::start(good_auth("b"), Arc::new(Doubler), ServerConfig::default()).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_frame: 16,
+            ..config()
+        },
+    );
+    assert_eq!(
+        client
+            .request(1, Bytes::from(vec![1; 8]))
+            .await
+            .unwrap()
+            .body
+            .len(),
+        16
+    );
+    assert!(matches!(
+        client.request(2, Bytes::from(vec![1; 9])).await,
+        Err(WireError::Frame(FrameError::TooLarge {
+            len: 26,
+            max: 24,
+            ..
+        }))
+    ));
+    // The connection was dropped; the next request reconnects.
+    assert!(client.request(3, Bytes::from(vec![1; 2])).await.is_ok());
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn shutdown_finishes_requests_in_flight_then_closes() {
+    let (handler, mut arrived, gate) = gated();
+    let mut server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    let c = client.clone();
+    let pending = tokio::spawn(async move { c.request(1, Bytes::from_static(b"last")).await });
+    arrivals(&mut arrived, 1).await;
+    server.shutdown.cancel();
+    gate.add_permits(1);
+    assert_eq!(
+        pending.await.unwrap().unwrap().body,
+        Bytes::from_static(b"last")
+    );
+    assert_eq!(server.next_result().await, Ok(()));
+    // The connection is gone; the next request reconnects and the server closes it at once.
+    assert!(client.request(2, Bytes::new()).await.is_err());
+}
+
+/// Writes one frame.
+async fn write_frame(s: &mut TcpStream, frame: &Frame) {
+    let mut out = BytesMut::new();
+    frame.encode(&mut out).unwrap();
+    s.write_all(&out).await.unwrap();
+}
+
+/// Reads one frame; `None` once the peer closed the connection (or reset it).
+async fn read_frame(s: &mut TcpStream) -> Option<Frame> {
+    let mut buf = BytesMut::new();
+    within(Duration::from_secs(10), async {
+        loop {
+            if let Some(frame) = decode(&mut buf, &FrameLimits::default()).unwrap() {
+                return Some(frame);
+            }
+            buf.reserve(1024);
+            match s.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+}
+
+#[test]
+fn auth_config_debug_redacts_the_secret() {
+    let shown = format!("{:?}", good_auth("a"));
+    assert!(!shown.contains("correct horse"), "{shown}");
+    assert!(shown.contains("redacted"));
+    let mut long = good_auth("a");
+    long.node_name = "n".repeat(256);
+    assert!(matches!(long.validate(), Err(HandshakeError::Config(_))));
+    assert!(matches!(
+        auth("c", b"", "a").validate(),
+        Err(HandshakeError::Config(_))
+    ));
+}

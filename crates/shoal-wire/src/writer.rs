@@ -1,0 +1,48 @@
+//! The write half of a connection, shared by client and server: one task drains a bounded
+//! channel of frames into a buffer and writes each drained batch with one `write_all`, so a
+//! burst of small requests costs one system call instead of one per frame.
+
+use bytes::BytesMut;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::frame::Frame;
+
+/// Stop adding frames to a batch once it holds this much: bounds the latency of the first
+/// frame in a batch and the buffer kept between batches.
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+
+/// A buffer that grew past this for one huge frame is dropped after its batch rather than
+/// kept for the life of the connection.
+const KEEP_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// Writes frames from `rx` until the channel closes (then shuts the write half down and
+/// returns `Ok`) or a write fails. Frames that cannot be encoded were refused by their
+/// senders already (sizes are checked before queueing); one that slips through is skipped.
+pub(crate) async fn run_writer<W>(mut wr: W, mut rx: mpsc::Receiver<Frame>) -> std::io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    while let Some(first) = rx.recv().await {
+        encode_into(&first, &mut buf);
+        while buf.len() < MAX_BATCH_BYTES {
+            match rx.try_recv() {
+                Ok(frame) => encode_into(&frame, &mut buf),
+                Err(_) => break,
+            }
+        }
+        wr.write_all(&buf).await?;
+        buf.clear();
+        if buf.capacity() > KEEP_BUFFER_BYTES {
+            buf = BytesMut::with_capacity(16 * 1024);
+        }
+    }
+    wr.shutdown().await
+}
+
+fn encode_into(frame: &Frame, buf: &mut BytesMut) {
+    if let Err(e) = frame.encode(buf) {
+        tracing::error!(error = %e, kind = ?frame.kind(), "dropping a frame that cannot be encoded");
+    }
+}
