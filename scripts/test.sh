@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs Shoal's whole test suite: installs what the tests need (redis-cli from redis-tools,
-# redis-server for the differential test that compares Shoal's replies with Redis's),
+# redis-server for the differential test that compares Shoal's replies with Redis's,
+# memccapable from libmemcached-tools for the Memcached front end),
 # checks that the fuzz target still builds on stable, then runs every workspace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then
+if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
+  || ! command -v memccapable >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-tools redis-server >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-tools redis-server libmemcached-tools >/dev/null
 fi
 
 cargo build --quiet --manifest-path fuzz/Cargo.toml --bins

@@ -12,6 +12,8 @@ use shoal_node::{NodeConfig, RunningNode};
 /// A node serving on a free loopback port; shut down when dropped.
 pub struct TestNode {
     pub addr: SocketAddr,
+    /// The Memcached listener, when the config set `memcache_port`.
+    pub memcache_addr: Option<SocketAddr>,
     runtime: tokio::runtime::Runtime,
     node: Option<RunningNode>,
 }
@@ -37,6 +39,7 @@ impl TestNode {
             .expect("node starts");
         TestNode {
             addr: node.local_addr,
+            memcache_addr: node.memcache_addr,
             runtime,
             node: Some(node),
         }

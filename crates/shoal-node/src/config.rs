@@ -104,6 +104,11 @@ pub struct NodeConfig {
     pub hz: u32,
     /// `error`, `warn`, `info`, `debug` or `trace`.
     pub log_level: String,
+    /// Port of the Memcached text protocol listener (on `bind`); absent = no Memcached
+    /// listener, 0 = any free port. Memcached's own default is 11211.
+    pub memcache_port: Option<u16>,
+    /// Largest Memcached item value (Memcached's `-I`, 1 MiB by default).
+    pub memcache_max_item_size: ByteSize,
 }
 
 impl Default for NodeConfig {
@@ -124,6 +129,8 @@ impl Default for NodeConfig {
             shutdown_timeout_ms: 10_000,
             hz: 10,
             log_level: "info".into(),
+            memcache_port: None,
+            memcache_max_item_size: ByteSize(1024 * 1024),
         }
     }
 }
@@ -145,7 +152,12 @@ pub const CONFIG_KEYS: &[&str] = &[
     "shutdown-timeout-ms",
     "hz",
     "log-level",
+    "memcache-port",
+    "memcache-max-item-size",
 ];
+
+/// Keys that have no default value: the feature is off unless they are set.
+pub const OPTIONAL_KEYS: &[&str] = &["memcache-port"];
 
 /// A setting's environment variable: `maxmemory-policy` -> `SHOAL_MAXMEMORY_POLICY`.
 pub fn env_var_name(key: &str) -> String {
@@ -173,6 +185,11 @@ impl NodeConfig {
         }
         if self.hz == 0 || self.hz > 500 {
             return Err("hz must be between 1 and 500".into());
+        }
+        if self.memcache_max_item_size.0 < 1024
+            || self.memcache_max_item_size.0 > self.proto_max_bulk_len.0
+        {
+            return Err("memcache-max-item-size must be between 1kb and proto-max-bulk-len".into());
         }
         match self.log_level.as_str() {
             "error" | "warn" | "info" | "debug" | "trace" => {}

@@ -1,10 +1,11 @@
-//! One client connection: read, parse, execute, reply.
+//! One client connection: read, parse, execute, reply — for every protocol front end.
 //!
-//! The loop reads into one buffer, parses every complete request in it, executes them in
-//! order, encodes the replies into one output buffer and writes it once per batch. Back
-//! pressure: while a write is pending nothing more is read, and the output buffer is flushed
-//! whenever it passes `FLUSH_AT`, so a client that never reads holds at most one batch of
-//! replies. A single reply larger than `client-output-buffer-limit` closes the connection.
+//! The loop reads into one buffer, lets the connection's [`Frontend`] parse and execute every
+//! complete request in it, and writes the replies once per batch. Back pressure: while a write
+//! is pending nothing more is read, and the output is flushed whenever it passes `FLUSH_AT`, so
+//! a client that never reads holds at most one batch of replies. Output larger than
+//! `client-output-buffer-limit` closes the connection. `RespFrontend` (Redis protocol) lives
+//! here; the Memcached one in `memcache`.
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use shoal_resp::{ParseError, Reply, RequestParser};
+use shoal_resp::{Limits, Reply, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::WaitForCancellationFutureOwned;
@@ -22,7 +23,7 @@ use crate::cmd::{self, ReplyMode, Session};
 use crate::node::{now_ms, Node};
 
 /// Output is written once it reaches this many bytes, even mid-batch.
-const FLUSH_AT: usize = 64 * 1024;
+pub const FLUSH_AT: usize = 64 * 1024;
 /// Smallest read; larger when a bulk argument in progress needs more (up to `MAX_READ`).
 const MIN_READ: usize = 16 * 1024;
 const MAX_READ: usize = 1024 * 1024;
@@ -32,21 +33,123 @@ const KEEP_CAPACITY: usize = 64 * 1024;
 /// Why a connection ended (for the debug log; fields are read through `Debug`).
 #[allow(dead_code)]
 #[derive(Debug)]
-enum Close {
+pub enum Close {
     Eof,
     Quit,
     Killed,
     Shutdown,
     Idle,
-    Protocol(ParseError),
+    /// A protocol violation; the error reply was already written.
+    Protocol(String),
     OutputLimit,
     Io(std::io::Error),
 }
 
-pub async fn run_connection(node: Arc<Node>, stream: TcpStream, info: Arc<ClientInfo>) {
+/// Where a front end stopped processing its input.
+pub enum Step {
+    /// No complete request left: read more.
+    NeedInput,
+    /// The output reached `FLUSH_AT`: write it, then call `process` again.
+    Flush,
+    /// Write what is in the output, then close.
+    Close(Close),
+}
+
+/// A protocol front end: parses and executes requests, encodes replies. The I/O is shared.
+pub trait Frontend: Send {
+    /// Parses and executes complete requests at the front of `input`, appending replies to
+    /// `out`, until one of the `Step`s; returns how many requests ran. `now` is Unix ms, one
+    /// reading per batch.
+    fn process(
+        &mut self,
+        node: &Node,
+        input: &mut BytesMut,
+        out: &mut BytesMut,
+        now: u64,
+    ) -> (u64, Step);
+
+    /// Bytes the request in progress still needs (0 when unknown), to size the next read.
+    fn bytes_wanted(&self) -> usize;
+}
+
+/// The Redis protocol front end.
+pub struct RespFrontend {
+    session: Session,
+    parser: RequestParser,
+    limits: Limits,
+    /// CLIENT REPLY SKIP was the previous command: drop this command's reply.
+    skip_pending: bool,
+}
+
+impl RespFrontend {
+    pub fn new(node: &Node, info: Arc<ClientInfo>) -> RespFrontend {
+        RespFrontend {
+            session: Session::new(info, !node.requires_auth()),
+            parser: RequestParser::new(),
+            limits: node.limits(),
+            skip_pending: false,
+        }
+    }
+}
+
+impl Frontend for RespFrontend {
+    fn process(
+        &mut self,
+        node: &Node,
+        input: &mut BytesMut,
+        out: &mut BytesMut,
+        now: u64,
+    ) -> (u64, Step) {
+        self.limits = node.limits();
+        let mut processed = 0;
+        loop {
+            let args = match self
+                .parser
+                .parse(input, &self.limits, self.session.authenticated)
+            {
+                Ok(Some(args)) => args,
+                Ok(None) => return (processed, Step::NeedInput),
+                Err(e) => {
+                    Reply::error(e.to_string()).encode(self.session.proto, out);
+                    return (processed, Step::Close(Close::Protocol(e.to_string())));
+                }
+            };
+            processed += 1;
+            let was_skipped = std::mem::take(&mut self.skip_pending);
+            let session = &mut self.session;
+            let reply = cmd::execute(node, session, &args, now);
+            let suppress = was_skipped || session.reply_mode != ReplyMode::On;
+            if session.reply_mode == ReplyMode::Skip {
+                session.reply_mode = ReplyMode::On;
+                self.skip_pending = true;
+            }
+            if !suppress {
+                reply.encode(session.proto, out);
+            }
+            if session.close {
+                return (processed, Step::Close(Close::Quit));
+            }
+            if out.len() >= FLUSH_AT {
+                return (processed, Step::Flush);
+            }
+        }
+    }
+
+    fn bytes_wanted(&self) -> usize {
+        self.parser.bytes_wanted()
+    }
+}
+
+/// Serves one connection with `frontend` until it closes.
+pub async fn run_connection<F: Frontend>(
+    node: Arc<Node>,
+    stream: TcpStream,
+    info: Arc<ClientInfo>,
+    frontend: F,
+) {
     let _ = stream.set_nodelay(true);
     let id = info.id;
-    let reason = serve(&node, stream, info).await;
+    let reason = serve(&node, stream, info, frontend).await;
     tracing::debug!(client = id, ?reason, "connection closed");
 }
 
@@ -112,12 +215,14 @@ async fn write_out(
     Ok(())
 }
 
-async fn serve(node: &Node, mut stream: TcpStream, info: Arc<ClientInfo>) -> Close {
-    let mut session = Session::new(info.clone(), !node.requires_auth());
-    let mut parser = RequestParser::new();
+async fn serve<F: Frontend>(
+    node: &Node,
+    mut stream: TcpStream,
+    info: Arc<ClientInfo>,
+    mut frontend: F,
+) -> Close {
     let mut input = BytesMut::with_capacity(MIN_READ);
     let mut out = BytesMut::with_capacity(MIN_READ);
-    let mut skip_pending = false;
     // Registered once per connection: polling it is cheaper than a new future per read.
     let stop = info.stop.clone().cancelled_owned();
     tokio::pin!(stop);
@@ -126,31 +231,15 @@ async fn serve(node: &Node, mut stream: TcpStream, info: Arc<ClientInfo>) -> Clo
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let now = now_ms();
-        let limits = node.limits();
         let (out_limit, idle_secs) =
             node.with_settings(|s| (s.client_output_buffer_limit.0, s.timeout));
-        let mut processed = 0u64;
-        let mut closing = None;
-        loop {
-            let args = match parser.parse(&mut input, &limits, session.authenticated) {
-                Ok(Some(args)) => args,
-                Ok(None) => break,
-                Err(e) => {
-                    Reply::error(e.to_string()).encode(session.proto, &mut out);
-                    closing = Some(Close::Protocol(e));
-                    break;
-                }
-            };
-            processed += 1;
-            let was_skipped = std::mem::take(&mut skip_pending);
-            let reply = cmd::execute(node, &mut session, &args, now);
-            let suppress = was_skipped || session.reply_mode != ReplyMode::On;
-            if session.reply_mode == ReplyMode::Skip {
-                session.reply_mode = ReplyMode::On;
-                skip_pending = true;
-            }
-            if !suppress {
-                reply.encode(session.proto, &mut out);
+        let closing = loop {
+            let (processed, step) = frontend.process(node, &mut input, &mut out, now);
+            if processed > 0 {
+                node.stats
+                    .total_commands_processed
+                    .fetch_add(processed, Ordering::Relaxed);
+                info.last_interaction_ms.store(now, Ordering::Relaxed);
             }
             if out_limit > 0 && out.len() as u64 > out_limit {
                 tracing::warn!(
@@ -158,26 +247,21 @@ async fn serve(node: &Node, mut stream: TcpStream, info: Arc<ClientInfo>) -> Clo
                     bytes = out.len(),
                     "client output buffer limit reached, closing"
                 );
-                closing = Some(Close::OutputLimit);
                 out.clear();
-                break;
+                break Some(Close::OutputLimit);
             }
-            if session.close {
-                closing = Some(Close::Quit);
-                break;
-            }
-            if out.len() >= FLUSH_AT {
-                if let Err(c) = write_out(&mut stream, &mut out, node, &info, stop.as_mut()).await {
-                    return c;
+            match step {
+                Step::Flush => {
+                    if let Err(c) =
+                        write_out(&mut stream, &mut out, node, &info, stop.as_mut()).await
+                    {
+                        return c;
+                    }
                 }
+                Step::NeedInput => break None,
+                Step::Close(c) => break Some(c),
             }
-        }
-        if processed > 0 {
-            node.stats
-                .total_commands_processed
-                .fetch_add(processed, Ordering::Relaxed);
-            info.last_interaction_ms.store(now, Ordering::Relaxed);
-        }
+        };
         if let Err(c) = write_out(&mut stream, &mut out, node, &info, stop.as_mut()).await {
             return c;
         }
@@ -193,7 +277,7 @@ async fn serve(node: &Node, mut stream: TcpStream, info: Arc<ClientInfo>) -> Clo
         if input.is_empty() && input.capacity() > KEEP_CAPACITY {
             input = BytesMut::with_capacity(MIN_READ);
         }
-        let want = parser.bytes_wanted().clamp(MIN_READ, MAX_READ);
+        let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
         input.reserve(want);
         if idle_secs > 0 {
             idle.as_mut()

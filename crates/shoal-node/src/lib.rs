@@ -8,6 +8,7 @@
 //! - `cmd`: the command table and one module per command family; this is where a command's
 //!   arguments are parsed and its Redis semantics live, on top of `shoal-store`.
 //! - `node`: the state connections share (store, settings, clients, stats).
+//! - `memcache`: the Memcached text protocol front end on the same store.
 //! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping.
 //!
 //! Task model: one tokio task per connection plus one cron task; shared state is behind
@@ -18,6 +19,7 @@ pub mod cmd;
 pub mod config;
 pub mod connection;
 pub mod listener;
+pub mod memcache;
 pub mod node;
 
 pub use config::{ByteSize, NodeConfig};

@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::NodeConfig;
-use crate::connection::run_connection;
+use crate::connection::{run_connection, RespFrontend};
+use crate::memcache::McFrontend;
 use crate::node::{now_ms, Node};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +31,8 @@ pub enum StartError {
 pub struct RunningNode {
     pub node: Arc<Node>,
     pub local_addr: SocketAddr,
+    /// The Memcached listener's address, when `memcache-port` is set.
+    pub memcache_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -46,38 +49,98 @@ impl RunningNode {
     }
 }
 
-/// Binds the listener and starts serving in the background.
-pub async fn start(
-    config: NodeConfig,
-    config_file: Option<String>,
-) -> Result<RunningNode, StartError> {
-    config.validate().map_err(StartError::Config)?;
-    let addr = format!("{}:{}", config.bind, config.port);
+/// Binds `bind:port` for `what` (named in the error).
+async fn bind(host: &str, port: u16) -> Result<(TcpListener, SocketAddr), StartError> {
+    let addr = format!("{host}:{port}");
     let listener = TcpListener::bind(&addr)
         .await
         .map_err(|source| StartError::Bind {
             addr: addr.clone(),
             source,
         })?;
-    let local_addr = listener
+    let local = listener
         .local_addr()
         .map_err(|source| StartError::Bind { addr, source })?;
+    Ok((listener, local))
+}
+
+/// Binds the listeners and starts serving in the background.
+pub async fn start(
+    config: NodeConfig,
+    config_file: Option<String>,
+) -> Result<RunningNode, StartError> {
+    config.validate().map_err(StartError::Config)?;
+    let (listener, local_addr) = bind(&config.bind, config.port).await?;
+    let memcache = match config.memcache_port {
+        Some(port) => Some(bind(&config.bind, port).await?),
+        None => None,
+    };
+    let memcache_addr = memcache.as_ref().map(|(_, a)| *a);
     let node = Arc::new(Node::new(config, config_file));
     node.port
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
     let shutdown = CancellationToken::new();
-    let task = tokio::spawn(serve(node.clone(), listener, shutdown.clone()));
+    let task = tokio::spawn(serve(
+        node.clone(),
+        listener,
+        memcache.map(|(l, _)| l),
+        shutdown.clone(),
+    ));
     Ok(RunningNode {
         node,
         local_addr,
+        memcache_addr,
         shutdown,
         task,
     })
 }
 
-async fn serve(node: Arc<Node>, listener: TcpListener, shutdown: CancellationToken) {
+/// Which protocol a listener speaks.
+#[derive(Clone, Copy)]
+enum Protocol {
+    Resp,
+    Memcache,
+}
+
+async fn serve(
+    node: Arc<Node>,
+    listener: TcpListener,
+    memcache: Option<TcpListener>,
+    shutdown: CancellationToken,
+) {
     let tracker = TaskTracker::new();
     tracker.spawn(run_cron(node.clone(), shutdown.clone()));
+    if let Some(l) = memcache {
+        let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
+        tracker.spawn(async move { accept_loop(node, l, Protocol::Memcache, shutdown, t).await });
+    }
+    accept_loop(
+        node.clone(),
+        listener,
+        Protocol::Resp,
+        shutdown,
+        tracker.clone(),
+    )
+    .await;
+    tracker.close();
+    let deadline = Duration::from_millis(node.with_settings(|s| s.shutdown_timeout_ms));
+    if tokio::time::timeout(deadline, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("shutdown deadline passed with connections still open");
+    }
+    tracing::info!("stopped serving");
+}
+
+/// Accepts connections until shutdown; the listener is closed when it returns.
+async fn accept_loop(
+    node: Arc<Node>,
+    listener: TcpListener,
+    protocol: Protocol,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+) {
     loop {
         let accepted = tokio::select! {
             biased;
@@ -103,10 +166,12 @@ async fn serve(node: Arc<Node>, listener: TcpListener, shutdown: CancellationTok
             node.stats
                 .rejected_connections
                 .fetch_add(1, Ordering::Relaxed);
+            let refusal: &'static [u8] = match protocol {
+                Protocol::Resp => b"-ERR max number of clients reached\r\n",
+                Protocol::Memcache => b"SERVER_ERROR Too many open connections\r\n",
+            };
             tracker.spawn(async move {
-                let _ = stream
-                    .write_all(b"-ERR max number of clients reached\r\n")
-                    .await;
+                let _ = stream.write_all(refusal).await;
             });
             continue;
         }
@@ -115,20 +180,19 @@ async fn serve(node: Arc<Node>, listener: TcpListener, shutdown: CancellationTok
         let node = node.clone();
         tracker.spawn(async move {
             let id = info.id;
-            run_connection(node.clone(), stream, info).await;
+            match protocol {
+                Protocol::Resp => {
+                    let frontend = RespFrontend::new(&node, info.clone());
+                    run_connection(node.clone(), stream, info, frontend).await;
+                }
+                Protocol::Memcache => {
+                    let frontend = McFrontend::new(&node);
+                    run_connection(node.clone(), stream, info, frontend).await;
+                }
+            }
             node.clients.unregister(id);
         });
     }
-    drop(listener);
-    tracker.close();
-    let deadline = Duration::from_millis(node.with_settings(|s| s.shutdown_timeout_ms));
-    if tokio::time::timeout(deadline, tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("shutdown deadline passed with connections still open");
-    }
-    tracing::info!("stopped serving");
 }
 
 /// Background work at `hz`: active expiry, eviction after a lowered maxmemory, stats.
@@ -149,6 +213,11 @@ async fn run_cron(node: Arc<Node>, shutdown: CancellationToken) {
             let _ = node.store.ensure_memory(now);
         }
         node.peak_memory(node.store.used_memory());
+        let flush_at = node.flush_at.load(Ordering::Relaxed);
+        if flush_at != 0 && now >= flush_at {
+            node.flush_at.store(0, Ordering::Relaxed);
+            node.store.clear();
+        }
         if now.saturating_sub(last_sample) >= 100 {
             node.stats.sample_ops(now);
             last_sample = now;

@@ -81,6 +81,10 @@ pub struct Node {
     pub run_id: String,
     /// Highest `used_memory` seen (INFO's `used_memory_peak`).
     peak: AtomicU64,
+    /// Memcached `stats` counters.
+    pub mc_stats: crate::memcache::McStats,
+    /// Unix ms of a delayed Memcached `flush_all` (0 = none); the cron task carries it out.
+    pub flush_at: AtomicU64,
 }
 
 impl Node {
@@ -104,6 +108,8 @@ impl Node {
             config_file,
             run_id: run_id(started_unix_ms),
             peak: AtomicU64::new(0),
+            mc_stats: Default::default(),
+            flush_at: AtomicU64::new(0),
         }
     }
 

@@ -36,8 +36,9 @@ pub(crate) struct Item {
     pub(crate) access: u32,
     /// Unix ms; 0 = no TTL.
     pub(crate) expire_at_ms: u64,
-    /// Changes with every change of the key (value, flags or TTL): Memcached's CAS unique,
-    /// and the order of writes to one key. See `Shard::next_version`.
+    /// Changes with every change of the key's value or flags (not its TTL, as Memcached's
+    /// touch keeps the CAS unique): the CAS unique, and the order of writes to one key. See
+    /// `Shard::next_version`.
     pub(crate) version: u64,
 }
 

@@ -221,7 +221,8 @@ impl Slot<'_> {
     }
 
     /// Change the TTL of an existing key (`None` = persist). False if the key is absent; an
-    /// `expire_at_ms <= now` removes the key (and returns true). A change gives a new version.
+    /// `expire_at_ms <= now` removes the key (and returns true). The version stays, as
+    /// Memcached's `touch` leaves the CAS unique alone (a client may `touch` then `cas`).
     pub fn set_expire(&mut self, expire_at_ms: Option<u64>) -> bool {
         let Some(i) = self.idx else {
             return false;
@@ -232,10 +233,7 @@ impl Slot<'_> {
             }
             at => {
                 let at = at.unwrap_or(0);
-                if self.shard.items[i].expire_at_ms != at {
-                    self.shard.items[i].version = self.shard.next_version(self.clock.now_ms);
-                    self.shard.set_expire(&self.shared.hasher, i, self.hash, at);
-                }
+                self.shard.set_expire(&self.shared.hasher, i, self.hash, at);
             }
         }
         true

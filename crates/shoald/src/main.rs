@@ -36,6 +36,9 @@ struct Cli {
     /// error, warn, info, debug or trace [default: info].
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Also serve the Memcached text protocol on this port (0 = any free port) [default: off].
+    #[arg(long, value_name = "PORT")]
+    memcache_port: Option<u16>,
     /// Any other configuration key, as KEY=VALUE (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -78,7 +81,11 @@ fn load_config(cli: &Cli) -> Result<NodeConfig, String> {
         }
         table.insert(k.to_string(), typed(k, v));
     }
-    let flags: [(&str, Option<Value>); 5] = [
+    let flags: [(&str, Option<Value>); 6] = [
+        (
+            "memcache-port",
+            cli.memcache_port.map(|p| Value::Integer(i64::from(p))),
+        ),
         ("bind", cli.bind.clone().map(Value::String)),
         ("port", cli.port.map(|p| Value::Integer(i64::from(p)))),
         (
@@ -159,6 +166,9 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
         policy,
         shoal_node::REDIS_VERSION
     );
+    if let Some(addr) = node.memcache_addr {
+        tracing::info!("memcached protocol listening on {addr}");
+    }
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}

@@ -544,6 +544,14 @@ fn example_config_holds_every_key_at_its_default() {
     let text = std::fs::read_to_string(&path).expect("read config/shoal.toml");
     let table: toml::Table = text.parse().expect("config/shoal.toml is TOML");
     let mut in_file: Vec<&str> = table.keys().map(String::as_str).collect();
+    // Keys without a default value (off unless set) appear as a commented example line.
+    for key in shoal_node::config::OPTIONAL_KEYS {
+        assert!(
+            text.contains(&format!("# {key} = ")),
+            "config/shoal.toml must show optional key {key} commented out"
+        );
+        in_file.push(key);
+    }
     let mut known = shoal_node::config::CONFIG_KEYS.to_vec();
     in_file.sort_unstable();
     known.sort_unstable();

@@ -24,6 +24,7 @@ use shoal_resp::{Protocol, Reply};
 use crate::client::ClientInfo;
 use crate::node::Node;
 
+pub(crate) use server::cpu_times;
 pub use server::render_info;
 
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).

@@ -57,6 +57,12 @@ fn human(bytes: u64) -> String {
     }
 }
 
+/// User and system CPU seconds of this process.
+pub(crate) fn cpu_times() -> (f64, f64) {
+    let (_, user, sys) = process_usage();
+    (user, sys)
+}
+
 /// Resident set size and CPU times of this process, from /proc (zeros where unavailable).
 fn process_usage() -> (u64, f64, f64) {
     let rss = std::fs::read_to_string("/proc/self/statm")
@@ -598,6 +604,23 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         }),
     ),
     ("log-level", |c| c.log_level.clone(), None),
+    (
+        "memcache-port",
+        |c| c.memcache_port.map(|p| p.to_string()).unwrap_or_default(),
+        None,
+    ),
+    (
+        "memcache-max-item-size",
+        |c| c.memcache_max_item_size.0.to_string(),
+        Some(|c, v| {
+            let n = parse_size(v)?;
+            if n.0 < 1024 || n.0 > c.proto_max_bulk_len.0 {
+                return Err("argument must be between 1024 and proto-max-bulk-len".into());
+            }
+            c.memcache_max_item_size = n;
+            Ok(())
+        }),
+    ),
     // Read-only facts clients ask for.
     ("databases", |_| "1".into(), None),
     ("save", |_| String::new(), None),

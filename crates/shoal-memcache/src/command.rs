@@ -1,0 +1,328 @@
+//! Parsed Memcached requests: what the node executes against its store.
+//!
+//! Every `Bytes` in a [`Command`] is a zero-copy slice of the connection's read buffer.
+
+use std::str::FromStr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Which storage command a [`Command::Store`] came from; the node applies its semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreMode {
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    Cas,
+}
+
+impl StoreMode {
+    /// The command word on the wire (`set`, `add`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreMode::Set => "set",
+            StoreMode::Add => "add",
+            StoreMode::Replace => "replace",
+            StoreMode::Append => "append",
+            StoreMode::Prepend => "prepend",
+            StoreMode::Cas => "cas",
+        }
+    }
+}
+
+/// One Memcached text-protocol request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// `set/add/replace/append/prepend/cas <key> <flags> <exptime> <bytes> [cas unique] [noreply]\r\n<data>\r\n`
+    Store {
+        mode: StoreMode,
+        key: Bytes,
+        flags: u32,
+        exptime: i64,
+        data: Bytes,
+        /// The `cas unique` argument; 0 unless `mode` is [`StoreMode::Cas`].
+        cas: u64,
+        noreply: bool,
+    },
+    /// `get/gets <key>*` ; `gat/gats <exptime> <key>*`
+    Get {
+        /// 1..=`Limits::max_keys` keys, in request order (duplicates kept, as memcached answers
+        /// each occurrence).
+        keys: Vec<Bytes>,
+        /// `gets`/`gats`: the reply's VALUE lines carry the cas unique.
+        with_cas: bool,
+        /// `gat`/`gats`: the new exptime to apply to every hit.
+        touch: Option<i64>,
+    },
+    /// `delete <key> [0] [noreply]`
+    Delete { key: Bytes, noreply: bool },
+    /// `incr/decr <key> <value> [noreply]`
+    Arith {
+        incr: bool,
+        key: Bytes,
+        delta: u64,
+        noreply: bool,
+    },
+    /// `touch <key> <exptime> [noreply]`
+    Touch {
+        key: Bytes,
+        exptime: i64,
+        noreply: bool,
+    },
+    /// `flush_all [delay] [noreply]`
+    FlushAll { delay: i64, noreply: bool },
+    /// `version`
+    Version,
+    /// `verbosity <level> [noreply]` (the level is validated, then ignored: Shoal logs through
+    /// its own configuration).
+    Verbosity { noreply: bool },
+    /// `stats [args]`: `arg` is the text from the first argument to the end of the last one
+    /// (e.g. `settings`, `detail dump`), `None` for bare `stats`.
+    Stats { arg: Option<Bytes> },
+    /// `quit`: the node closes the connection without a reply.
+    Quit,
+    /// `mg <key> <flags>*`
+    MetaGet { key: Bytes, flags: MetaFlags },
+    /// `ms <key> <datalen> <flags>*\r\n<data>\r\n`
+    MetaSet {
+        key: Bytes,
+        data: Bytes,
+        flags: MetaFlags,
+    },
+    /// `md <key> <flags>*`
+    MetaDelete { key: Bytes, flags: MetaFlags },
+    /// `ma <key> <flags>*`
+    MetaArith { key: Bytes, flags: MetaFlags },
+    /// `mn`
+    MetaNoop,
+    /// `me <key>`
+    MetaDebug { key: Bytes },
+}
+
+/// Meta-command flags: single letters, each optionally followed by a token (e.g. `T30`,
+/// `Oopaque`, `q`, `v`), in request order.
+///
+/// The parser guarantees: every letter is ASCII alphabetic, no letter appears twice
+/// (memcached's `CLIENT_ERROR duplicate flag`), an `O` token is at most 32 bytes. Which letters
+/// a given meta command understands, and what their tokens mean, is the node's business; a
+/// key sent with the `b` flag is still base64 here (see [`crate::base64::decode`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetaFlags {
+    /// `(letter, token)`; the token is empty when absent.
+    pub items: Vec<(u8, Bytes)>,
+}
+
+impl MetaFlags {
+    /// Whether flag `f` was given.
+    pub fn has(&self, f: u8) -> bool {
+        self.items.iter().any(|(l, _)| *l == f)
+    }
+
+    /// The token of flag `f` (its last occurrence), empty if the flag had none.
+    pub fn token(&self, f: u8) -> Option<&[u8]> {
+        self.items
+            .iter()
+            .rev()
+            .find(|(l, _)| *l == f)
+            .map(|(_, t)| t.as_ref())
+    }
+
+    /// The token of flag `f` parsed as a number: `None` when the flag is absent, `Some(Err(()))`
+    /// when its token is not a valid `T` (memcached then answers
+    /// `CLIENT_ERROR bad token in command line format`).
+    pub fn number<T: FromStr>(&self, f: u8) -> Option<Result<T, ()>> {
+        self.token(f).map(|t| {
+            std::str::from_utf8(t)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or(())
+        })
+    }
+}
+
+impl Command {
+    /// Renders the command as a client would send it (canonical form: single spaces, `\r\n`).
+    /// Parsing the output gives back an equal command. Useful to forward a request to a peer
+    /// speaking the same protocol, and for tests.
+    pub fn encode(&self, out: &mut BytesMut) {
+        fn noreply(out: &mut BytesMut, on: bool) {
+            if on {
+                out.put_slice(b" noreply");
+            }
+        }
+        fn meta(out: &mut BytesMut, name: &[u8], key: &[u8], flags: &MetaFlags) {
+            out.put_slice(name);
+            out.put_u8(b' ');
+            out.put_slice(key);
+            meta_flags(out, flags);
+        }
+        fn meta_flags(out: &mut BytesMut, flags: &MetaFlags) {
+            for (f, t) in &flags.items {
+                out.put_u8(b' ');
+                out.put_u8(*f);
+                out.put_slice(t);
+            }
+        }
+        match self {
+            Command::Store {
+                mode,
+                key,
+                flags,
+                exptime,
+                data,
+                cas,
+                noreply: nr,
+            } => {
+                out.put_slice(mode.name().as_bytes());
+                out.put_u8(b' ');
+                out.put_slice(key);
+                out.put_slice(format!(" {flags} {exptime} {}", data.len()).as_bytes());
+                if *mode == StoreMode::Cas {
+                    out.put_slice(format!(" {cas}").as_bytes());
+                }
+                noreply(out, *nr);
+                out.put_slice(b"\r\n");
+                out.put_slice(data);
+            }
+            Command::Get {
+                keys,
+                with_cas,
+                touch,
+            } => {
+                out.put_slice(match (touch.is_some(), with_cas) {
+                    (false, false) => b"get".as_slice(),
+                    (false, true) => b"gets",
+                    (true, false) => b"gat",
+                    (true, true) => b"gats",
+                });
+                if let Some(t) = touch {
+                    out.put_slice(format!(" {t}").as_bytes());
+                }
+                for k in keys {
+                    out.put_u8(b' ');
+                    out.put_slice(k);
+                }
+            }
+            Command::Delete { key, noreply: nr } => {
+                out.put_slice(b"delete ");
+                out.put_slice(key);
+                noreply(out, *nr);
+            }
+            Command::Arith {
+                incr,
+                key,
+                delta,
+                noreply: nr,
+            } => {
+                out.put_slice(if *incr { b"incr " } else { b"decr " });
+                out.put_slice(key);
+                out.put_slice(format!(" {delta}").as_bytes());
+                noreply(out, *nr);
+            }
+            Command::Touch {
+                key,
+                exptime,
+                noreply: nr,
+            } => {
+                out.put_slice(b"touch ");
+                out.put_slice(key);
+                out.put_slice(format!(" {exptime}").as_bytes());
+                noreply(out, *nr);
+            }
+            Command::FlushAll { delay, noreply: nr } => {
+                out.put_slice(format!("flush_all {delay}").as_bytes());
+                noreply(out, *nr);
+            }
+            Command::Version => out.put_slice(b"version"),
+            Command::Verbosity { noreply: nr } => {
+                out.put_slice(b"verbosity 1");
+                noreply(out, *nr);
+            }
+            Command::Stats { arg } => {
+                out.put_slice(b"stats");
+                if let Some(a) = arg {
+                    out.put_u8(b' ');
+                    out.put_slice(a);
+                }
+            }
+            Command::Quit => out.put_slice(b"quit"),
+            Command::MetaGet { key, flags } => meta(out, b"mg", key, flags),
+            Command::MetaSet { key, data, flags } => {
+                out.put_slice(b"ms ");
+                out.put_slice(key);
+                out.put_slice(format!(" {}", data.len()).as_bytes());
+                meta_flags(out, flags);
+                out.put_slice(b"\r\n");
+                out.put_slice(data);
+            }
+            Command::MetaDelete { key, flags } => meta(out, b"md", key, flags),
+            Command::MetaArith { key, flags } => meta(out, b"ma", key, flags),
+            Command::MetaNoop => out.put_slice(b"mn"),
+            Command::MetaDebug { key } => {
+                out.put_slice(b"me ");
+                out.put_slice(key);
+            }
+        }
+        out.put_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(list: &[(u8, &'static [u8])]) -> MetaFlags {
+        MetaFlags {
+            items: list
+                .iter()
+                .map(|(f, t)| (*f, Bytes::from_static(t)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn meta_flags_lookup() {
+        let f = flags(&[(b'v', b""), (b'T', b"30"), (b'N', b"x1"), (b'O', b"abc")]);
+        assert!(f.has(b'v'));
+        assert!(!f.has(b'q'));
+        assert_eq!(f.token(b'v'), Some(&b""[..]));
+        assert_eq!(f.token(b'O'), Some(&b"abc"[..]));
+        assert_eq!(f.token(b'q'), None);
+        assert_eq!(f.number::<i64>(b'T'), Some(Ok(30)));
+        assert_eq!(f.number::<i64>(b'N'), Some(Err(())));
+        assert_eq!(f.number::<u32>(b'v'), Some(Err(())));
+        assert_eq!(f.number::<u32>(b'q'), None);
+    }
+
+    #[test]
+    fn token_is_last_occurrence() {
+        let f = flags(&[(b'T', b"1"), (b'T', b"2")]);
+        assert_eq!(f.token(b'T'), Some(&b"2"[..]));
+    }
+
+    #[test]
+    fn encode_store_and_get() {
+        let mut out = BytesMut::new();
+        Command::Store {
+            mode: StoreMode::Cas,
+            key: Bytes::from_static(b"k"),
+            flags: 5,
+            exptime: -1,
+            data: Bytes::from_static(b"a\r\nb"),
+            cas: 77,
+            noreply: true,
+        }
+        .encode(&mut out);
+        Command::Get {
+            keys: vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")],
+            with_cas: true,
+            touch: Some(10),
+        }
+        .encode(&mut out);
+        assert_eq!(
+            &out[..],
+            b"cas k 5 -1 4 77 noreply\r\na\r\nb\r\ngats 10 a b\r\n"
+        );
+    }
+}

@@ -1,0 +1,44 @@
+//! Memcached text protocol for Shoal: the request parser and the reply writer.
+//!
+//! Role: turn the bytes a memcached client sends into [`Command`]s, and write memcached's
+//! replies. This crate knows nothing of the store, the ring or the network; it is sans-IO and
+//! synchronous, so the connection task owns one [`Parser`] per socket, calls
+//! [`Parser::parse`] whenever its read buffer grows, executes each command, and renders the
+//! answer with the [`reply`] functions.
+//!
+//! Layout:
+//! - [`parser`]: [`Parser`] (resumable across partial reads, swallows rejected data blocks
+//!   without buffering them), [`Limits`], and [`ParseError`] with memcached's exact reply texts.
+//! - [`command`]: [`Command`], [`StoreMode`], [`MetaFlags`], and [`Command::encode`] (the
+//!   canonical request text, for forwarding and tests).
+//! - [`reply`]: `VALUE`/`END`/status/number/`STAT`/error/meta reply writers.
+//! - [`base64`]: the codec of the meta `b` (binary key) flag.
+//!
+//! Compatible with memcached 1.6 (`proto_text.c`): command words (lowercase, case-sensitive),
+//! tokenization (runs of spaces, `\r\n` or bare `\n`), token counts (`ERROR` when wrong),
+//! number syntax, `noreply` as the literal last token, the legacy `delete <key> 0`, the
+//! error texts, `<bytes>+2` consumed after a bad data chunk, too-large blocks swallowed, meta
+//! flag checks (`duplicate flag`, `invalid flag`, `opaque token too long`, `options flags are
+//! too long`).
+//!
+//! Deliberately different:
+//! - a storage command rejected after its `<bytes>` was read (bad key, bad number, bad meta
+//!   flag) has its data block swallowed too; memcached would parse that data as commands;
+//! - keys with control characters are refused (`CLIENT_ERROR bad command line format`);
+//! - one line limit ([`Limits::max_line_len`]) for every command, and a key-count limit for
+//!   gets ([`Limits::max_keys`]); memcached bounds non-get lines at 2 KiB and gets not at all;
+//! - the connection-fatal "line too long" gets a `CLIENT_ERROR line too long` reply before
+//!   the close (memcached 1.6 closes silently);
+//! - not parsed (answered `ERROR`): the binary protocol, `cache_memlimit`, `shutdown`,
+//!   `slabs`, `lru`, `lru_crawler`, `watch`, `extstore`, `bget`, `misbehave`; an HTTP request
+//!   line is not special-cased (memcached closes the connection).
+//! - `noreply` is not attached to errors: memcached suppresses error replies of a `noreply`
+//!   request (except meta-set errors); the node always sees the error and decides.
+
+pub mod base64;
+pub mod command;
+pub mod parser;
+pub mod reply;
+
+pub use command::{Command, MetaFlags, StoreMode};
+pub use parser::{Limits, ParseError, Parser};

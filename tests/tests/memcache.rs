@@ -1,0 +1,363 @@
+//! The Memcached front end over real TCP: raw protocol exchanges, a real Memcached client
+//! library (the `memcache` crate), libmemcached's `memccapable`, and one keyspace shared
+//! with the Redis protocol. `.ci/run` installs libmemcached-tools; a missing memccapable
+//! fails the test rather than skipping it.
+
+use std::process::Command;
+use std::time::Duration;
+
+use redis::Commands;
+use shoal_tests::{read_exact_by, send, wait_until, TestNode};
+
+const T: Duration = Duration::from_secs(10);
+
+fn node() -> TestNode {
+    TestNode::with(|c| c.memcache_port = Some(0))
+}
+
+fn raw(node: &TestNode) -> std::net::TcpStream {
+    let s = std::net::TcpStream::connect(node.memcache_addr.expect("memcache listener")).unwrap();
+    s.set_read_timeout(Some(T)).unwrap();
+    s
+}
+
+/// Sends `req` and expects exactly `want` back.
+#[track_caller]
+fn exchange(s: &mut std::net::TcpStream, req: &str, want: &str) {
+    send(s, req.as_bytes());
+    let got = read_exact_by(s, want.len(), T);
+    assert_eq!(String::from_utf8_lossy(&got), want, "request: {req:?}");
+}
+
+#[test]
+fn storage_and_retrieval_commands() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "set k 42 0 5\r\nhello\r\n", "STORED\r\n");
+    exchange(&mut s, "get k\r\n", "VALUE k 42 5\r\nhello\r\nEND\r\n");
+    exchange(&mut s, "add k 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    exchange(&mut s, "add n 0 0 1\r\nx\r\n", "STORED\r\n");
+    exchange(&mut s, "replace missing 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    exchange(&mut s, "append k 0 0 3\r\n!!!\r\n", "STORED\r\n");
+    exchange(&mut s, "prepend k 0 0 2\r\n>>\r\n", "STORED\r\n");
+    exchange(
+        &mut s,
+        "get k\r\n",
+        "VALUE k 42 10\r\n>>hello!!!\r\nEND\r\n",
+    );
+    exchange(&mut s, "append missing 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    exchange(
+        &mut s,
+        "get k n missing\r\n",
+        "VALUE k 42 10\r\n>>hello!!!\r\nVALUE n 0 1\r\nx\r\nEND\r\n",
+    );
+    exchange(&mut s, "delete n\r\n", "DELETED\r\n");
+    exchange(&mut s, "delete n\r\n", "NOT_FOUND\r\n");
+    exchange(&mut s, "set flags 4294967295 0 1\r\nf\r\n", "STORED\r\n");
+    exchange(
+        &mut s,
+        "get flags\r\n",
+        "VALUE flags 4294967295 1\r\nf\r\nEND\r\n",
+    );
+    // noreply: nothing comes back, the next command answers normally.
+    exchange(
+        &mut s,
+        "set q 0 0 1 noreply\r\nq\r\nget q\r\n",
+        "VALUE q 0 1\r\nq\r\nEND\r\n",
+    );
+}
+
+/// The CAS unique of `key`, read with `gets`.
+fn cas_of(s: &mut std::net::TcpStream, key: &str) -> u64 {
+    send(s, format!("gets {key}\r\n").as_bytes());
+    let mut buf = Vec::new();
+    while !buf.ends_with(b"END\r\n") {
+        let chunk = read_exact_by(s, 1, T);
+        assert!(!chunk.is_empty(), "no reply to gets");
+        buf.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8(buf).unwrap();
+    let header = text.lines().next().unwrap();
+    header
+        .split(' ')
+        .nth(4)
+        .expect("gets returns a cas")
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn cas_uniques_change_with_every_change() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "set c 0 0 1\r\na\r\n", "STORED\r\n");
+    let first = cas_of(&mut s, "c");
+    exchange(&mut s, "cas c 0 0 1 12345\r\nb\r\n", "EXISTS\r\n");
+    exchange(
+        &mut s,
+        &format!("cas c 0 0 1 {first}\r\nb\r\n"),
+        "STORED\r\n",
+    );
+    exchange(
+        &mut s,
+        &format!("cas c 0 0 1 {first}\r\nc\r\n"),
+        "EXISTS\r\n",
+    );
+    let second = cas_of(&mut s, "c");
+    assert_ne!(first, second);
+    // A change through the Redis protocol changes the unique too.
+    let mut con = node.client();
+    let _: () = con.append("c", "!").unwrap();
+    assert_ne!(cas_of(&mut s, "c"), second);
+    exchange(&mut s, "cas nope 0 0 1 1\r\nx\r\n", "NOT_FOUND\r\n");
+}
+
+#[test]
+fn incr_decr_touch_and_errors() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "set n 5 0 2\r\n10\r\n", "STORED\r\n");
+    exchange(&mut s, "incr n 5\r\n", "15\r\n");
+    exchange(&mut s, "decr n 100\r\n", "0\r\n");
+    exchange(
+        &mut s,
+        "set big 0 0 20\r\n18446744073709551615\r\n",
+        "STORED\r\n",
+    );
+    exchange(&mut s, "incr big 2\r\n", "1\r\n");
+    exchange(&mut s, "incr missing 1\r\n", "NOT_FOUND\r\n");
+    exchange(&mut s, "set word 0 0 3\r\nabc\r\n", "STORED\r\n");
+    exchange(
+        &mut s,
+        "incr word 1\r\n",
+        "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+    );
+    exchange(&mut s, "get n\r\n", "VALUE n 5 1\r\n0\r\nEND\r\n");
+    exchange(&mut s, "touch n 100\r\n", "TOUCHED\r\n");
+    exchange(&mut s, "touch missing 100\r\n", "NOT_FOUND\r\n");
+    let mut con = node.client();
+    let ttl: i64 = con.ttl("n").unwrap();
+    assert!((99..=100).contains(&ttl), "{ttl}");
+    exchange(&mut s, "bogus\r\n", "ERROR\r\n");
+    let long_key = "k".repeat(251);
+    exchange(
+        &mut s,
+        &format!("get {long_key}\r\n"),
+        "CLIENT_ERROR bad command line format\r\n",
+    );
+    exchange(
+        &mut s,
+        "set k 0 0 3\r\nabcde\r\n",
+        "CLIENT_ERROR bad data chunk\r\nERROR\r\n",
+    );
+    // The connection keeps working after client errors.
+    exchange(&mut s, "version\r\n", "VERSION 1.6.21\r\n");
+}
+
+#[test]
+fn oversized_items_are_refused_after_their_data() {
+    let node = TestNode::with(|c| {
+        c.memcache_port = Some(0);
+        c.memcache_max_item_size = shoal_node::ByteSize(4096);
+    });
+    let mut s = raw(&node);
+    let data = "x".repeat(10_000);
+    exchange(
+        &mut s,
+        &format!("set big 0 0 {}\r\n{data}\r\n", data.len()),
+        "SERVER_ERROR object too large for cache\r\n",
+    );
+    exchange(&mut s, "get big\r\n", "END\r\n");
+}
+
+#[test]
+fn expiry_times_follow_memcached() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "set neg 0 -1 1\r\nx\r\n", "STORED\r\n");
+    exchange(&mut s, "get neg\r\n", "END\r\n");
+    exchange(&mut s, "set rel 0 100 1\r\nx\r\n", "STORED\r\n");
+    let far_future = 4_000_000_000u64; // an absolute Unix time (> 30 days)
+    exchange(
+        &mut s,
+        &format!("set abs 0 {far_future} 1\r\nx\r\n"),
+        "STORED\r\n",
+    );
+    exchange(&mut s, "set past 0 1000000000 1\r\nx\r\n", "STORED\r\n");
+    exchange(&mut s, "get past\r\n", "END\r\n");
+    let mut con = node.client();
+    let rel: i64 = con.ttl("rel").unwrap();
+    assert!((99..=100).contains(&rel), "{rel}");
+    let abs: i64 = redis::cmd("EXPIRETIME").arg("abs").query(&mut con).unwrap();
+    assert_eq!(abs, far_future as i64);
+    exchange(&mut s, "set short 0 1 1\r\nx\r\n", "STORED\r\n");
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            !con.exists::<_, bool>("short").unwrap()
+        }),
+        "a 1-second item did not expire"
+    );
+}
+
+#[test]
+fn one_keyspace_for_both_protocols() {
+    let node = node();
+    let mut s = raw(&node);
+    let mut con = node.client();
+    let _: () = con.set("from-redis", "r-value").unwrap();
+    exchange(
+        &mut s,
+        "get from-redis\r\n",
+        "VALUE from-redis 0 7\r\nr-value\r\nEND\r\n",
+    );
+    exchange(&mut s, "set from-mc 7 0 4\r\nmemc\r\n", "STORED\r\n");
+    let v: String = con.get("from-mc").unwrap();
+    assert_eq!(v, "memc");
+    // INCR over RESP keeps the Memcached flags; SET resets them.
+    exchange(&mut s, "set counter 9 0 1\r\n1\r\n", "STORED\r\n");
+    let n: i64 = con.incr("counter", 1).unwrap();
+    assert_eq!(n, 2);
+    exchange(
+        &mut s,
+        "get counter\r\n",
+        "VALUE counter 9 1\r\n2\r\nEND\r\n",
+    );
+    let _: () = con.set("counter", "3").unwrap();
+    exchange(
+        &mut s,
+        "get counter\r\n",
+        "VALUE counter 0 1\r\n3\r\nEND\r\n",
+    );
+    exchange(&mut s, "flush_all\r\n", "OK\r\n");
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 0);
+}
+
+#[test]
+fn meta_commands() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "ms mk 2 F5 T100\r\nhi\r\n", "HD\r\n");
+    exchange(&mut s, "mg mk v f t\r\n", "VA 2 f5 t100\r\nhi\r\n");
+    exchange(&mut s, "mg mk s k Oab\r\n", "HD s2 kmk Oab\r\n");
+    exchange(&mut s, "mg missing v\r\n", "EN\r\n");
+    exchange(&mut s, "mg missing v k Oab\r\n", "EN kmissing Oab\r\n");
+    exchange(&mut s, "mg missing v q\r\nmn\r\n", "MN\r\n");
+    exchange(&mut s, "ms mk 1 ME\r\nx\r\n", "NS\r\n");
+    exchange(&mut s, "ms mk 2 MA\r\n!!\r\n", "HD\r\n");
+    exchange(&mut s, "mg mk v\r\n", "VA 4\r\nhi!!\r\n");
+    exchange(&mut s, "ma cnt N0 J10\r\n", "HD\r\n");
+    exchange(&mut s, "ma cnt D5 v\r\n", "VA 2\r\n15\r\n");
+    exchange(&mut s, "ma cnt MD D20 v\r\n", "VA 1\r\n0\r\n");
+    exchange(&mut s, "ma nothere\r\n", "NF\r\n");
+    exchange(&mut s, "md mk q\r\nmn\r\n", "MN\r\n");
+    exchange(&mut s, "md mk\r\n", "NF\r\n");
+    // base64 keys.
+    exchange(&mut s, "ms Zm9v 1 b\r\nz\r\n", "HD\r\n");
+    exchange(&mut s, "get foo\r\n", "VALUE foo 0 1\r\nz\r\nEND\r\n");
+    exchange(&mut s, "mg YmFy b v k\r\n", "EN kYmFy b\r\n");
+    // touch keeps the CAS unique, as in memcached: touch then cas works.
+    exchange(&mut s, "set t 0 0 1\r\nx\r\n", "STORED\r\n");
+    let before = cas_of(&mut s, "t");
+    exchange(&mut s, "touch t 100\r\n", "TOUCHED\r\n");
+    assert_eq!(cas_of(&mut s, "t"), before);
+    exchange(
+        &mut s,
+        &format!("cas t 0 0 1 {before}\r\ny\r\n"),
+        "STORED\r\n",
+    );
+}
+
+#[test]
+fn stats_report_the_fields_exporters_read() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "set a 0 0 1\r\n1\r\n", "STORED\r\n");
+    exchange(
+        &mut s,
+        "get a\r\nget b\r\n",
+        "VALUE a 0 1\r\n1\r\nEND\r\nEND\r\n",
+    );
+    send(&mut s, b"stats\r\n");
+    let mut text = String::new();
+    while !text.ends_with("END\r\n") {
+        let chunk = read_exact_by(&mut s, 1, T);
+        assert!(!chunk.is_empty(), "stats did not end");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let stat = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("STAT {name} ")))
+            .unwrap_or_else(|| panic!("stats lacks {name}"))
+            .to_string()
+    };
+    assert_eq!(stat("pid"), std::process::id().to_string());
+    assert_eq!(stat("curr_items"), "1");
+    assert_eq!(stat("get_hits"), "1");
+    assert_eq!(stat("get_misses"), "1");
+    assert_eq!(stat("cmd_set"), "1");
+    assert_eq!(stat("limit_maxbytes"), "1073741824");
+    for field in [
+        "uptime",
+        "total_items",
+        "bytes",
+        "curr_connections",
+        "evictions",
+        "threads",
+        "cmd_get",
+    ] {
+        stat(field);
+    }
+}
+
+#[test]
+fn a_memcached_client_library_works_unchanged() {
+    let node = node();
+    let url = format!("memcache://{}?protocol=ascii", node.memcache_addr.unwrap());
+    let client = memcache::Client::connect(url).expect("memcache client connects");
+    client.set("lib", "value", 0).unwrap();
+    let v: Option<String> = client.get("lib").unwrap();
+    assert_eq!(v.as_deref(), Some("value"));
+    let _ = client.add("lib", "other", 0);
+    let v: Option<String> = client.get("lib").unwrap();
+    assert_eq!(v.as_deref(), Some("value"), "add must not replace");
+    client.append("lib", "+").unwrap();
+    client.prepend("lib", "-").unwrap();
+    let v: Option<String> = client.get("lib").unwrap();
+    assert_eq!(v.as_deref(), Some("-value+"));
+    client.set("n", 1u64, 100).unwrap();
+    assert_eq!(client.increment("n", 41).unwrap(), 42);
+    assert_eq!(client.decrement("n", 2).unwrap(), 40);
+    let many: std::collections::HashMap<String, String> =
+        client.gets(&["lib", "n", "none"]).unwrap();
+    assert_eq!(many.len(), 2);
+    assert!(client.delete("lib").unwrap());
+    assert!(!client.delete("lib").unwrap());
+    assert!(client.touch("n", 10).unwrap());
+    let version = client.version().unwrap();
+    assert!(version[0].1.starts_with("1.6."), "{version:?}");
+    client.flush().unwrap();
+    let v: Option<String> = client.get("n").unwrap();
+    assert_eq!(v, None);
+}
+
+#[test]
+fn memccapable_ascii_tests_pass() {
+    let node = node();
+    let addr = node.memcache_addr.unwrap();
+    let out = Command::new("memccapable")
+        .args([
+            "-h",
+            &addr.ip().to_string(),
+            "-p",
+            &addr.port().to_string(),
+            "-a",
+        ])
+        .output()
+        .expect("memccapable must be installed (apt-get install libmemcached-tools)");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "memccapable failed:\n{text}");
+    assert!(!text.contains("[FAIL]"), "{text}");
+    assert!(text.contains("[pass]"), "{text}");
+}
