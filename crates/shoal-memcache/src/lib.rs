@@ -24,7 +24,6 @@
 //! Deliberately different:
 //! - a storage command rejected after its `<bytes>` was read (bad key, bad number, bad meta
 //!   flag) has its data block swallowed too; memcached would parse that data as commands;
-//! - keys with control characters are refused (`CLIENT_ERROR bad command line format`);
 //! - one line limit ([`Limits::max_line_len`]) for every command, and a key-count limit for
 //!   gets ([`Limits::max_keys`]); memcached bounds non-get lines at 2 KiB and gets not at all;
 //! - the connection-fatal "line too long" gets a `CLIENT_ERROR line too long` reply before

@@ -59,7 +59,7 @@ pub enum ParseError {
     /// Unknown command, wrong number of tokens, empty line.
     #[error("ERROR")]
     UnknownCommand,
-    /// Key too long or with control characters, malformed number, bad meta key.
+    /// Key too long, malformed number, bad meta key.
     #[error("CLIENT_ERROR bad command line format")]
     BadCommandLine,
     /// The two bytes after a data block are not `\r\n`.
@@ -561,12 +561,13 @@ fn with_data_block(
     }
 }
 
-/// Token `i` as a key: 1..=`max_key_len` bytes, no control characters (memcached itself only
-/// checks the length; a key with a control byte could not be sent back in a VALUE line
-/// safely, so we refuse it as protocol.txt asks).
+/// Token `i` as a key: 1..=`max_key_len` bytes. Like memcached 1.6, only the length is
+/// checked: protocol.txt says keys have no control characters, but memcached stores them
+/// and load tools rely on it (memaslap's keys start with 0x10 bytes). A key cannot hold a
+/// space or a line end, which end the token or the line.
 fn key(t: &Tokens<'_>, i: usize, limits: &Limits) -> Result<Bytes, ParseError> {
     let k = t.get(i);
-    if k.is_empty() || k.len() > limits.max_key_len || k.iter().any(|&b| b < 0x21 || b == 0x7f) {
+    if k.is_empty() || k.len() > limits.max_key_len {
         return Err(ParseError::BadCommandLine);
     }
     Ok(t.bytes(i))
