@@ -361,3 +361,50 @@ fn memccapable_ascii_tests_pass() {
     assert!(!text.contains("[FAIL]"), "{text}");
     assert!(text.contains("[pass]"), "{text}");
 }
+
+#[test]
+fn noreply_silences_arithmetic_errors_and_a_later_flush_cancels_a_delayed_one() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "set w 0 0 1\r\nx\r\n", "STORED\r\n");
+    // memcached: a well-formed noreply request gets no reply, even when it fails.
+    exchange(&mut s, "incr w 1 noreply\r\nmn\r\n", "MN\r\n");
+    exchange(&mut s, "flush_all 100\r\n", "OK\r\n");
+    assert_ne!(
+        node.node()
+            .flush_at
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    exchange(&mut s, "flush_all\r\n", "OK\r\n");
+    assert_eq!(
+        node.node()
+            .flush_at
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "an immediate flush_all must cancel the pending delayed one"
+    );
+}
+
+#[test]
+fn a_multi_get_of_large_values_streams_instead_of_buffering() {
+    // The output limit is far below the reply: the values must be streamed key by key.
+    let node = TestNode::with(|c| {
+        c.memcache_port = Some(0);
+        c.client_output_buffer_limit = shoal_node::ByteSize(1 << 20);
+    });
+    let mut s = raw(&node);
+    let value = "v".repeat(100_000);
+    exchange(
+        &mut s,
+        &format!("set big 0 0 {}\r\n{value}\r\n", value.len()),
+        "STORED\r\n",
+    );
+    let keys = vec!["big"; 300].join(" ");
+    send(&mut s, format!("get {keys}\r\n").as_bytes());
+    let one = format!("VALUE big 0 {}\r\n{value}\r\n", value.len());
+    let want = one.len() * 300 + "END\r\n".len();
+    let got = read_exact_by(&mut s, want, T);
+    assert_eq!(got.len(), want, "the multi-get reply was cut off");
+    assert!(got.ends_with(b"END\r\n"));
+}

@@ -407,7 +407,7 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             let delay = if t.len() - 1 == usize::from(noreply) {
                 0
             } else {
-                parse_i64(t.get(1)).ok_or(ParseError::BadCommandLine)?
+                parse_i64(t.get(1)).ok_or(ParseError::Client("invalid exptime argument"))?
             };
             done(Command::FlushAll { delay, noreply })
         }
@@ -435,8 +435,9 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
         }
         b"mn" => done(Command::MetaNoop),
         b"mg" | b"md" | b"ma" => {
+            // memcached answers a meta command without a key with ERROR.
             if t.len() < 2 {
-                return Err(ParseError::BadCommandLine);
+                return Err(ParseError::UnknownCommand);
             }
             let key = key(&t, 1, limits)?;
             let flags = meta_flags(&t, 2)?;
@@ -596,7 +597,8 @@ fn meta_flags(t: &Tokens<'_>, from: usize) -> Result<MetaFlags, ParseError> {
         if std::mem::replace(&mut seen[usize::from(f)], true) {
             return Err(ParseError::Client("duplicate flag"));
         }
-        if f == b'O' && tok.len() - 1 > MAX_OPAQUE_LEN {
+        // memcached counts the flag letter in the limit.
+        if f == b'O' && tok.len() > MAX_OPAQUE_LEN {
             return Err(ParseError::Client("opaque token too long"));
         }
         let (s, e) = t.spans[i];

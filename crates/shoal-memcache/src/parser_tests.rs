@@ -376,11 +376,14 @@ fn error_replies() {
         (b"set k 0 0 -1\r\n", bad_line.clone()),
         (b"set k 0 0 2147483646\r\n", bad_line.clone()),
         (b"set k 0 0 x\r\n", bad_line.clone()),
-        (b"flush_all soon\r\n", bad_line.clone()),
+        (
+            b"flush_all soon\r\n",
+            b"CLIENT_ERROR invalid exptime argument\r\n".to_vec(),
+        ),
         (b"verbosity high\r\n", bad_line.clone()),
-        (b"mg\r\n", bad_line.clone()),
-        (b"md\r\n", bad_line.clone()),
-        (b"ma\r\n", bad_line.clone()),
+        (b"mg\r\n", b"ERROR\r\n".to_vec()),
+        (b"md\r\n", b"ERROR\r\n".to_vec()),
+        (b"ma\r\n", b"ERROR\r\n".to_vec()),
         (b"me\r\n", bad_line.clone()),
         (b"ms foo\r\n", bad_line.clone()),
         (
@@ -406,7 +409,7 @@ fn error_replies() {
             b"CLIENT_ERROR duplicate flag\r\n".to_vec(),
         ),
         (
-            b"mg k O123456789012345678901234567890123\r\n",
+            b"mg k O12345678901234567890123456789012\r\n",
             b"CLIENT_ERROR opaque token too long\r\n".to_vec(),
         ),
         (

@@ -65,6 +65,8 @@ pub fn expire_at(exptime: i64, now_ms: u64) -> Option<u64> {
 pub struct McFrontend {
     parser: Parser,
     limits: Limits,
+    /// A multi-key get paused to flush its output.
+    pending: Option<PendingGet>,
 }
 
 impl McFrontend {
@@ -72,6 +74,7 @@ impl McFrontend {
         McFrontend {
             parser: Parser::new(),
             limits: limits(node),
+            pending: None,
         }
     }
 }
@@ -93,12 +96,23 @@ impl Frontend for McFrontend {
     ) -> (u64, Step) {
         self.limits = limits(node);
         let mut processed = 0;
+        if let Some(get) = self.pending.take() {
+            if let Flow::Paused(get) = get_keys(node, get, now, out) {
+                self.pending = Some(get);
+                return (processed, Step::Flush);
+            }
+        }
         loop {
             match self.parser.parse(input, &self.limits) {
                 Ok(Some(cmd)) => {
                     processed += 1;
-                    if let Flow::Close = execute(node, cmd, now, out) {
-                        return (processed, Step::Close(Close::Quit));
+                    match execute(node, cmd, now, out) {
+                        Flow::Continue => {}
+                        Flow::Close => return (processed, Step::Close(Close::Quit)),
+                        Flow::Paused(get) => {
+                            self.pending = Some(get);
+                            return (processed, Step::Flush);
+                        }
                     }
                 }
                 Ok(None) => return (processed, Step::NeedInput),
@@ -123,6 +137,63 @@ impl Frontend for McFrontend {
 enum Flow {
     Continue,
     Close,
+    /// A multi-key get filled the output: flush, then resume it.
+    Paused(PendingGet),
+}
+
+/// A get/gets/gat/gats whose reply is being written key by key, so a request naming many
+/// large values never holds more than `FLUSH_AT` plus one value of reply in memory.
+pub struct PendingGet {
+    keys: Vec<Bytes>,
+    next: usize,
+    with_cas: bool,
+    touch: Option<i64>,
+}
+
+/// Writes the values of `get.keys[get.next..]`, pausing once the output passes `FLUSH_AT`.
+fn get_keys(node: &Node, mut get: PendingGet, now: u64, out: &mut BytesMut) -> Flow {
+    let (store, st) = (&node.store, &node.mc_stats);
+    while get.next < get.keys.len() {
+        if out.len() >= FLUSH_AT {
+            return Flow::Paused(get);
+        }
+        let key = &get.keys[get.next];
+        get.next += 1;
+        bump(&st.cmd_get);
+        let with_cas = get.with_cas;
+        let hit = match get.touch {
+            None => store.read(key, now, Access::Read, |e| {
+                e.map(|e| {
+                    let cas = with_cas.then_some(e.version);
+                    reply::value(out, key, e.flags, e.value, cas);
+                })
+                .is_some()
+            }),
+            Some(exptime) => {
+                bump(&st.cmd_touch);
+                store.write(key, now, |slot| {
+                    let Some(value) = slot.value().map(Bytes::copy_from_slice) else {
+                        return false;
+                    };
+                    let flags = slot.flags().unwrap_or(0);
+                    slot.set_expire(expire_at(exptime, now));
+                    let cas = slot.version().unwrap_or(0);
+                    reply::value(out, key, flags, &value, with_cas.then_some(cas));
+                    true
+                })
+            }
+        };
+        bump(if hit { &st.get_hits } else { &st.get_misses });
+        if get.touch.is_some() {
+            bump(if hit {
+                &st.touch_hits
+            } else {
+                &st.touch_misses
+            });
+        }
+    }
+    reply::end(out);
+    Flow::Continue
 }
 
 fn status(out: &mut BytesMut, noreply: bool, s: Status) {
@@ -149,7 +220,9 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
         } => {
             bump(&st.cmd_set);
             if store.maxmemory() > 0 && store.ensure_memory(now).is_err() {
-                out.extend_from_slice(OOM);
+                if !noreply {
+                    out.extend_from_slice(OOM);
+                }
                 return Flow::Continue;
             }
             let ttl = expire_at(exptime, now);
@@ -166,7 +239,9 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
                     _ => {}
                 }
                 match mode {
-                    StoreMode::Append => slot.modify(|v| v.extend_from_slice(&data)),
+                    StoreMode::Append => {
+                        slot.append(&data);
+                    }
                     StoreMode::Prepend => slot.modify(|v| {
                         v.splice(0..0, data.iter().copied());
                     }),
@@ -190,44 +265,13 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
             with_cas,
             touch,
         } => {
-            for key in &keys {
-                bump(&st.cmd_get);
-                if touch.is_some() {
-                    bump(&st.cmd_touch);
-                }
-                let hit = match touch {
-                    None => store.read(key, now, Access::Read, |e| {
-                        e.map(|e| {
-                            let cas = with_cas.then_some(e.version);
-                            reply::value(out, key, e.flags, e.value, cas);
-                        })
-                        .is_some()
-                    }),
-                    Some(exptime) => store.write(key, now, |slot| {
-                        let Some(value) = slot.value().map(Bytes::copy_from_slice) else {
-                            return false;
-                        };
-                        let flags = slot.flags().unwrap_or(0);
-                        slot.set_expire(expire_at(exptime, now));
-                        let cas = slot.version().unwrap_or(0);
-                        reply::value(out, key, flags, &value, with_cas.then_some(cas));
-                        true
-                    }),
-                };
-                match (hit, touch.is_some()) {
-                    (true, false) => bump(&st.get_hits),
-                    (false, false) => bump(&st.get_misses),
-                    (true, true) => {
-                        bump(&st.get_hits);
-                        bump(&st.touch_hits)
-                    }
-                    (false, true) => {
-                        bump(&st.get_misses);
-                        bump(&st.touch_misses)
-                    }
-                }
-            }
-            reply::end(out);
+            let get = PendingGet {
+                keys,
+                next: 0,
+                with_cas,
+                touch,
+            };
+            return get_keys(node, get, now, out);
         }
         Command::Delete { key, noreply } => {
             let deleted = store.remove(&key, now);
@@ -266,6 +310,7 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
                     bump(misses);
                     status(out, noreply, Status::NotFound);
                 }
+                Err(()) if noreply => {}
                 Err(()) => out.extend_from_slice(
                     b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
                 ),
@@ -327,22 +372,31 @@ fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Opt
     Ok(Some(next))
 }
 
-/// A stored counter: decimal digits, as Memcached's `safe_strtoull` accepts them (trailing
-/// spaces, which Memcached's in-place decr leaves, are allowed).
+/// A stored counter as memcached's `safe_strtoull` reads it: leading white space, an optional
+/// `+`, digits, then the end or white space (`"12 a"` is 12).
 fn parse_u64(v: &[u8]) -> Option<u64> {
-    let t = std::str::from_utf8(v)
-        .ok()?
-        .trim_end_matches([' ', '\r', '\n']);
-    if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit()) {
+    let mut i = v.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    if v.get(i) == Some(&b'+') {
+        i += 1;
+    }
+    let digits = v[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 {
         return None;
     }
-    t.parse().ok()
+    let end = i + digits;
+    if v.get(end).is_some_and(|c| !c.is_ascii_whitespace()) {
+        return None;
+    }
+    std::str::from_utf8(&v[i..end]).ok()?.parse().ok()
 }
 
 /// flush_all: now, or at a later time (seconds from now, or a Unix time above 30 days) that
 /// the cron task carries out (within 1/hz of it).
 fn flush_all(node: &Node, delay: i64, now: u64) {
     if delay <= 0 {
+        // The latest flush_all wins, as memcached's single oldest_live time: a pending
+        // delayed flush is cancelled.
+        node.flush_at.store(0, Relaxed);
         node.store.clear();
     } else {
         let at = expire_at(delay, now).unwrap_or(now);
@@ -505,6 +559,23 @@ fn meta_number<T: std::str::FromStr>(
     }
 }
 
+/// Like `meta_number`, with the command's own error text.
+fn meta_number_or<T: std::str::FromStr>(
+    flags: &MetaFlags,
+    f: u8,
+    out: &mut BytesMut,
+    text: &str,
+) -> Result<Option<T>, ()> {
+    match flags.number::<T>(f) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(n)),
+        Some(Err(())) => {
+            out.extend_from_slice(format!("CLIENT_ERROR {text}\r\n").as_bytes());
+            Err(())
+        }
+    }
+}
+
 /// What a meta reply may echo about an item.
 struct ItemView<'a> {
     key: &'a [u8],
@@ -590,6 +661,10 @@ fn meta_get(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut Byte
             bump(&st.get_misses);
             match vivify {
                 // Vivify on miss: an empty item with that TTL; this client wins the recache.
+                Some(_) if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() => {
+                    out.extend_from_slice(OOM);
+                    return;
+                }
                 Some(ttl) => {
                     slot.set_with_flags(b"", expire_at(ttl, now), 0);
                     won = true;
@@ -651,7 +726,7 @@ fn meta_set(node: &Node, key: Bytes, data: Bytes, flags: &MetaFlags, now: u64, o
             b"P" => StoreMode::Prepend,
             b"R" => StoreMode::Replace,
             _ => {
-                out.extend_from_slice(b"CLIENT_ERROR invalid mode for ms STORE\r\n");
+                out.extend_from_slice(b"CLIENT_ERROR invalid mode for ms M token\r\n");
                 return;
             }
         },
@@ -673,7 +748,9 @@ fn meta_set(node: &Node, key: Bytes, data: Bytes, flags: &MetaFlags, now: u64, o
         };
         if code == "HD" {
             match mode {
-                StoreMode::Append => slot.modify(|v| v.extend_from_slice(&data)),
+                StoreMode::Append => {
+                    slot.append(&data);
+                }
                 StoreMode::Prepend => slot.modify(|v| {
                     v.splice(0..0, data.iter().copied());
                 }),
@@ -720,8 +797,7 @@ fn meta_delete(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut B
         if code == "HD" && flags.has(b'q') {
             return;
         }
-        let ret = return_flags(flags, None, now);
-        write_meta(out, code, None, &ret);
+        write_meta(out, code, None, &miss_flags(flags, &key));
     });
 }
 
@@ -729,10 +805,14 @@ fn meta_arith(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
-    let (Ok(vivify), Ok(initial), Ok(delta), Ok(ttl), Ok(compare)) = (
+    let (Ok(initial), Ok(delta)) = (
+        meta_number_or::<u64>(flags, b'J', out, "invalid numeric initial value"),
+        meta_number_or::<u64>(flags, b'D', out, "invalid numeric delta value"),
+    ) else {
+        return;
+    };
+    let (Ok(vivify), Ok(ttl), Ok(compare)) = (
         meta_number::<i64>(flags, b'N', out),
-        meta_number::<u64>(flags, b'J', out),
-        meta_number::<u64>(flags, b'D', out),
         meta_number::<i64>(flags, b'T', out),
         meta_number::<u64>(flags, b'C', out),
     ) else {
@@ -743,7 +823,7 @@ fn meta_arith(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
         Some(b"I" | b"i" | b"+") => true,
         Some(b"D" | b"d" | b"-") => false,
         Some(_) => {
-            out.extend_from_slice(b"CLIENT_ERROR invalid mode for ma MODE\r\n");
+            out.extend_from_slice(b"CLIENT_ERROR invalid mode for ma M token\r\n");
             return;
         }
     };
@@ -846,6 +926,11 @@ mod tests {
         assert_eq!(parse_u64(b"0"), Some(0));
         assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(parse_u64(b"12  "), Some(12));
+        assert_eq!(parse_u64(b" 12"), Some(12));
+        assert_eq!(parse_u64(b"+5"), Some(5));
+        assert_eq!(parse_u64(b"12 a"), Some(12));
+        assert_eq!(parse_u64(b"12a"), None);
+        assert_eq!(parse_u64(b"+"), None);
         assert_eq!(parse_u64(b"18446744073709551616"), None);
         assert_eq!(parse_u64(b"-1"), None);
         assert_eq!(parse_u64(b"abc"), None);

@@ -117,6 +117,26 @@ impl Item {
         (self.data.len() + ENTRY_OVERHEAD) as u64
     }
 
+    /// Appends to the value in place: the allocation is grown (realloc, often without a copy:
+    /// large blocks are remapped), not rebuilt, so repeated appends stay cheap.
+    pub(crate) fn append(&mut self, extra: &[u8]) {
+        let mut v = std::mem::take(&mut self.data).into_vec();
+        v.extend_from_slice(extra);
+        self.data = v.into_boxed_slice();
+    }
+
+    /// Writes `bytes` at `offset` of the value, zero-padding it first when it is shorter
+    /// (SETRANGE), in place.
+    pub(crate) fn overwrite(&mut self, offset: usize, bytes: &[u8]) {
+        let at = self.value_start() + offset;
+        let mut v = std::mem::take(&mut self.data).into_vec();
+        if v.len() < at + bytes.len() {
+            v.resize(at + bytes.len(), 0);
+        }
+        v[at..at + bytes.len()].copy_from_slice(bytes);
+        self.data = v.into_boxed_slice();
+    }
+
     /// Replace the value, and the flags when `flags` is `Some`; reuses the allocation when the
     /// layout is unchanged.
     pub(crate) fn replace_value(&mut self, value: &[u8], flags: Option<u32>) {
@@ -231,6 +251,21 @@ mod tests {
         it.expire_at_ms = 10;
         assert!(!it.is_expired(9));
         assert!(it.is_expired(10));
+    }
+
+    #[test]
+    fn append_and_overwrite_edit_in_place() {
+        let mut it = Item::new(b"key", b"ab", 9, 0, 0, 1);
+        it.append(b"cd");
+        assert_eq!(
+            (it.key(), it.value(), it.flags()),
+            (&b"key"[..], &b"abcd"[..], 9)
+        );
+        it.overwrite(1, b"XY");
+        assert_eq!(it.value(), b"aXYd");
+        it.overwrite(6, b"!");
+        assert_eq!(it.value(), b"aXYd\0\0!");
+        assert_eq!(it.charge(), (3 + 4 + 7 + ENTRY_OVERHEAD) as u64);
     }
 
     #[test]

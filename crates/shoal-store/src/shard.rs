@@ -150,6 +150,16 @@ impl Shard {
         self.used += item.charge();
     }
 
+    /// Edits the item at `idx` in place with a new version, keeping the byte accounting.
+    pub(crate) fn edit(&mut self, idx: usize, now_ms: u64, f: impl FnOnce(&mut Item)) {
+        let version = self.next_version(now_ms);
+        let item = &mut self.items[idx];
+        self.used -= item.charge();
+        f(item);
+        item.version = version;
+        self.used += item.charge();
+    }
+
     /// A version greater than every one this shard handed out, near `now_ms << 12` (a hybrid
     /// logical clock: wall time in the high bits, a counter below for many writes in one ms).
     /// A key always lives in one shard, so its versions strictly grow.

@@ -250,6 +250,37 @@ impl Slot<'_> {
         }
     }
 
+    /// Appends to the value without copying it (APPEND); an absent key is created with
+    /// `bytes` as its value and no TTL. Returns the new length.
+    pub fn append(&mut self, bytes: &[u8]) -> usize {
+        match self.idx {
+            Some(i) => {
+                self.shard
+                    .edit(i, self.clock.now_ms, |item| item.append(bytes));
+                self.shard.items[i].value().len()
+            }
+            None => {
+                self.put(bytes, None, None);
+                bytes.len()
+            }
+        }
+    }
+
+    /// Writes `bytes` at `offset` of the value, zero-padding a shorter value first
+    /// (SETRANGE), without copying the value; an absent key is created. Returns the new
+    /// length.
+    pub fn overwrite(&mut self, offset: usize, bytes: &[u8]) -> usize {
+        if self.idx.is_none() {
+            self.put(b"", None, None);
+        }
+        let i = self
+            .idx
+            .expect("the key exists: it was just created if absent");
+        self.shard
+            .edit(i, self.clock.now_ms, |item| item.overwrite(offset, bytes));
+        self.shard.items[i].value().len()
+    }
+
     /// Edit the value in place (APPEND, SETRANGE). An absent key gets created with an empty
     /// value and no TTL; an existing key keeps its TTL and flags. If `f` panics nothing
     /// changes.

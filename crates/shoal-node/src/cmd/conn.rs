@@ -357,7 +357,9 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         } else if is(k, "LADDR") {
             laddr = Some(String::from_utf8_lossy(v).into_owned());
         } else if is(k, "USER") {
-            type_ok &= &v[..] == b"default";
+            if &v[..] != b"default" {
+                return Reply::error(format!("ERR No such user '{}'", String::from_utf8_lossy(v)));
+            }
         } else if is(k, "TYPE") {
             if !(is(v, "NORMAL") || is(v, "MASTER") || is(v, "REPLICA") || is(v, "PUBSUB")) {
                 return Reply::error(format!(

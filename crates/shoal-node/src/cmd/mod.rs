@@ -257,6 +257,9 @@ pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) 
     if (spec.arity > 0 && args.len() != spec.arity as usize)
         || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
     {
+        if spec.name == "exec" {
+            return reject_exec(session, wrong_arity(spec.name));
+        }
         return reject(session, wrong_arity(spec.name));
     }
     if !session.authenticated && spec.flags & NOAUTH == 0 {
@@ -292,6 +295,21 @@ fn reject(session: &mut Session, reply: Reply) -> Reply {
         tx.dirty = true;
     }
     reply
+}
+
+/// A refused EXEC inside MULTI ends the transaction, as Redis's `execCommandAbort`.
+fn reject_exec(session: &mut Session, reply: Reply) -> Reply {
+    if session.multi.take().is_none() {
+        return reply;
+    }
+    session.watched.clear();
+    match reply {
+        Reply::Error(text) => Reply::error(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            text.strip_prefix("ERR ").unwrap_or(&text)
+        )),
+        other => other,
+    }
 }
 
 /// Redis's text for an unknown command, arguments quoted and cut at 128 bytes.

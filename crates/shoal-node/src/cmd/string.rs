@@ -280,10 +280,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         if len + extra.len() > limit {
             return err(ERR_TOO_BIG);
         }
-        Reply::Int(slot.modify(|v| {
-            v.extend_from_slice(extra);
-            v.len() as i64
-        }))
+        Reply::Int(slot.append(extra) as i64)
     })
 }
 
@@ -416,14 +413,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         if offset + patch.len() as u64 > limit {
             return err(ERR_TOO_BIG);
         }
-        let offset = offset as usize;
-        Reply::Int(slot.modify(|v| {
-            if v.len() < offset + patch.len() {
-                v.resize(offset + patch.len(), 0);
-            }
-            v[offset..offset + patch.len()].copy_from_slice(patch);
-            v.len() as i64
-        }))
+        Reply::Int(slot.overwrite(offset as usize, patch) as i64)
     })
 }
 

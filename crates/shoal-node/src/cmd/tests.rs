@@ -571,6 +571,7 @@ fn client_subcommands() {
     h.check("CLIENT NO-EVICT on", OK);
     h.check("CLIENT NO-EVICT maybe", SYNTAX);
     h.check("CLIENT KILL 127.0.0.1:1", "-ERR No such client\r\n");
+    h.check("CLIENT KILL USER nobody", "-ERR No such user 'nobody'\r\n");
     h.check("CLIENT KILL ID 1", &int(0));
     h.check("CLIENT KILL ID 1 SKIPME no", &int(1));
     assert!(h.session.close);
@@ -805,6 +806,15 @@ fn multi_exec_discard() {
     );
     h.check("MULTI", OK);
     h.check("EXEC", "*0\r\n");
+    // A refused EXEC ends the transaction (Redis's execCommandAbort).
+    h.check("MULTI", OK);
+    h.check("SET a 7", "+QUEUED\r\n");
+    h.check(
+        "EXEC x",
+        "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n",
+    );
+    h.check("GET a", &bulk("2"));
+    h.check("EXEC", "-ERR EXEC without MULTI\r\n");
 }
 
 #[test]
