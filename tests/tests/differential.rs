@@ -241,9 +241,11 @@ impl Conn {
                 {
                     return Err(format!("<no reply; partial: {}>", escape(&self.buf)))
                 }
+                // Writing to a socket the server already closed makes the kernel answer with
+                // a reset or not, depending on timing: both mean "closed" here.
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                     return Err(format!(
-                        "<connection reset; partial: {}>",
+                        "<connection closed; partial: {}>",
                         escape(&self.buf)
                     ))
                 }
@@ -1414,7 +1416,6 @@ const INLINE: &[Case] = &[
         &["!raw", "ECHO 'a\\nb'\r\n", "1"],
         &["!raw", "ECHO \"\"\r\n", "1"],
         &["!raw", "ECHO ''\r\n", "1"],
-        &["!raw", "ECHO a\"b\r\n", "1"],
         &["!raw", "ECHO\ta\r\n", "1"],
         &["!raw", "SET k \"v\" EX 1000\r\nTTL k\r\n", "2"],
         &["!raw", "FOO bar\r\n", "1"],
@@ -1424,6 +1425,8 @@ const INLINE: &[Case] = &[
         &["!raw", "*-1\r\nPING\r\n", "1"],
         &["PING"],
     ],
+    // An unquoted token with a quote inside opens a quote: unbalanced, the connection closes.
+    &[&["!raw", "ECHO a\"b\r\n", "1"], &["!closed"]],
     &[&["!raw", "ECHO \"a\"b\r\n", "1"], &["!closed"]],
     &[&["!raw", "ECHO 'a'b\r\n", "1"], &["!closed"]],
     &[&["!raw", "ECHO \"abc\r\n", "1"], &["!closed"]],
