@@ -319,6 +319,14 @@ fn client_reply_off_and_skip() {
     let want = b"+OK\r\n$1\r\n1\r\n+PONG\r\n";
     let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
     assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+    // Queued in MULTI, CLIENT REPLY OFF takes effect after EXEC, whose reply is still sent.
+    shoal_tests::send(
+        &mut raw,
+        b"MULTI\r\nCLIENT REPLY OFF\r\nEXEC\r\nPING\r\nCLIENT REPLY ON\r\n",
+    );
+    let want = b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n+OK\r\n";
+    let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
 }
 
 #[test]

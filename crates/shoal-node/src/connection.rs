@@ -117,8 +117,20 @@ impl Frontend for RespFrontend {
             processed += 1;
             let was_skipped = std::mem::take(&mut self.skip_pending);
             let session = &mut self.session;
+            let mode_before = session.reply_mode;
             let reply = cmd::execute(node, session, &args, now);
-            let suppress = was_skipped || session.reply_mode != ReplyMode::On;
+            // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not);
+            // any other command by the mode it found, so an EXEC that runs a queued CLIENT
+            // REPLY OFF still sends its own reply, as in Redis.
+            let sets_mode = args.len() == 3
+                && args[0].eq_ignore_ascii_case(b"client")
+                && args[1].eq_ignore_ascii_case(b"reply");
+            let mode = if sets_mode {
+                session.reply_mode
+            } else {
+                mode_before
+            };
+            let suppress = was_skipped || mode != ReplyMode::On;
             if session.reply_mode == ReplyMode::Skip {
                 session.reply_mode = ReplyMode::On;
                 self.skip_pending = true;
