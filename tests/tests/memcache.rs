@@ -256,6 +256,13 @@ fn meta_commands() {
     exchange(&mut s, "ms Zm9v 1 b\r\nz\r\n", "HD\r\n");
     exchange(&mut s, "get foo\r\n", "VALUE foo 0 1\r\nz\r\nEND\r\n");
     exchange(&mut s, "mg YmFy b v k\r\n", "EN kYmFy b\r\n");
+    // As memcached 1.6.18: letters outside its mg/ms table are refused.
+    exchange(&mut s, "mg foo v zz\r\n", "CLIENT_ERROR invalid flag\r\n");
+    exchange(
+        &mut s,
+        "ms foo 1 E55\r\nx\r\n",
+        "CLIENT_ERROR invalid flag\r\n",
+    );
     // touch keeps the CAS unique, as in memcached: touch then cas works.
     exchange(&mut s, "set t 0 0 1\r\nx\r\n", "STORED\r\n");
     let before = cas_of(&mut s, "t");
