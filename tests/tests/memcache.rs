@@ -304,6 +304,9 @@ fn stats_report_the_fields_exporters_read() {
     assert_eq!(stat("get_misses"), "1");
     assert_eq!(stat("cmd_set"), "1");
     assert_eq!(stat("limit_maxbytes"), "1073741824");
+    exchange(&mut s, "stats cachedump 1 1\r\n", "END\r\n");
+    exchange(&mut s, "cache_memlimit 50\r\n", "OK\r\n");
+    assert_eq!(node.node().store.maxmemory(), 50 << 20);
     for field in [
         "uptime",
         "total_items",

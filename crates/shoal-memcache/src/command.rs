@@ -82,6 +82,8 @@ pub enum Command {
     Stats { arg: Option<Bytes> },
     /// `quit`: the node closes the connection without a reply.
     Quit,
+    /// `cache_memlimit <megabytes> [noreply]`: change the memory limit.
+    CacheMemlimit { megabytes: u64, noreply: bool },
     /// `mg <key> <flags>*`
     MetaGet { key: Bytes, flags: MetaFlags },
     /// `ms <key> <datalen> <flags>*\r\n<data>\r\n`
@@ -247,6 +249,12 @@ impl Command {
                 }
             }
             Command::Quit => out.put_slice(b"quit"),
+            Command::CacheMemlimit { megabytes, noreply } => {
+                out.put_slice(format!("cache_memlimit {megabytes}").as_bytes());
+                if *noreply {
+                    out.put_slice(b" noreply");
+                }
+            }
             Command::MetaGet { key, flags } => meta(out, b"mg", key, flags),
             Command::MetaSet { key, data, flags } => {
                 out.put_slice(b"ms ");

@@ -28,7 +28,7 @@
 //!   gets ([`Limits::max_keys`]); memcached bounds non-get lines at 2 KiB and gets not at all;
 //! - the connection-fatal "line too long" gets a `CLIENT_ERROR line too long` reply before
 //!   the close (memcached 1.6 closes silently);
-//! - not parsed (answered `ERROR`): the binary protocol, `cache_memlimit`, `shutdown`,
+//! - not parsed (answered `ERROR`): the binary protocol, `shutdown`,
 //!   `slabs`, `lru`, `lru_crawler`, `watch`, `extstore`, `bget`, `misbehave`; an HTTP request
 //!   line is not special-cased (memcached closes the connection).
 //! - `noreply` is not attached to errors: memcached suppresses error replies of a `noreply`

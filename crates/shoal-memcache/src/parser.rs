@@ -413,6 +413,12 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
         }
         b"version" => done(Command::Version),
         b"quit" => done(Command::Quit),
+        b"cache_memlimit" => {
+            t.want(1, 2)?;
+            let noreply = t.noreply();
+            let megabytes = parse_u64(t.get(1)).ok_or(ParseError::BadCommandLine)?;
+            done(Command::CacheMemlimit { megabytes, noreply })
+        }
         b"verbosity" => {
             t.want(1, 2)?;
             let noreply = t.noreply();

@@ -245,6 +245,13 @@ fn admin_commands() {
     assert_eq!(one(b"version\r\n"), Command::Version);
     assert_eq!(one(b"quit\r\n"), Command::Quit);
     assert_eq!(
+        one(b"cache_memlimit 50 noreply\r\n"),
+        Command::CacheMemlimit {
+            megabytes: 50,
+            noreply: true
+        }
+    );
+    assert_eq!(
         one(b"verbosity 1\r\n"),
         Command::Verbosity { noreply: false }
     );

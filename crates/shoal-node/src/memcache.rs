@@ -346,6 +346,13 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
         Command::Verbosity { noreply } => status(out, noreply, Status::Ok),
         Command::Stats { arg } => stats(node, arg.as_deref(), now, out),
         Command::Quit => return Flow::Close,
+        Command::CacheMemlimit { megabytes, noreply } => {
+            // memcached's limit in MiB is Shoal's maxmemory (shared with the RESP side).
+            let bytes = megabytes.saturating_mul(1024 * 1024);
+            node.update_settings(|s| s.maxmemory = crate::config::ByteSize(bytes));
+            store.set_maxmemory(bytes);
+            status(out, noreply, Status::Ok);
+        }
         Command::MetaNoop => reply::meta(out, "MN", None, &[]),
         Command::MetaDebug { key } => meta_debug(node, &key, now, out),
         Command::MetaGet { flags, .. } | Command::MetaSet { flags, .. } if !known_flags(&flags) => {
@@ -410,6 +417,10 @@ fn flush_all(node: &Node, delay: i64, now: u64) {
 fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     match arg {
         None => {}
+        Some(a) if a.starts_with(b"cachedump") => {
+            reply::end(out);
+            return;
+        }
         Some(b"settings" | b"items" | b"slabs" | b"sizes" | b"conns") => {
             reply::end(out);
             return;

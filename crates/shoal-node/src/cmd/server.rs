@@ -41,6 +41,7 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "stats",
     "replication",
     "cpu",
+    "cluster",
     "keyspace",
 ];
 
@@ -216,6 +217,10 @@ pub fn render_info(node: &Node, sections: &[String]) -> String {
                 line!("used_cpu_sys:{sys:.6}");
                 line!("used_cpu_user:{user:.6}");
                 section("CPU", b);
+            }
+            "cluster" => {
+                line!("cluster_enabled:0");
+                section("Cluster", b);
             }
             "keyspace" => {
                 if stats.keys > 0 {
@@ -694,12 +699,17 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 fn config_set(node: &Node, pairs: &[Bytes]) -> Reply {
     let result = node.update_settings(|settings| {
         let mut next = settings.clone();
+        let mut seen = std::collections::HashSet::new();
         for pair in pairs.chunks_exact(2) {
-            let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            let typed = String::from_utf8_lossy(&pair[0]).into_owned();
+            let name = typed.to_ascii_lowercase();
             let value = String::from_utf8_lossy(&pair[1]).into_owned();
             let Some((_, _, setter)) = PARAMS.iter().find(|(n, _, _)| *n == name) else {
-                return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+                return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{typed}'"));
             };
+            if !seen.insert(name.clone()) {
+                return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+            }
             let Some(set) = setter else {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             };

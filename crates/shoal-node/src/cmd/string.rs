@@ -77,13 +77,12 @@ enum Ttl {
 
 /// Parses the TTL options among `args[from..]`; `other` handles the command's other flags
 /// (returns false for an unknown word). KEEPTTL is SET's, PERSIST is GETEX's.
-fn parse_ttl_options(
-    args: &[Bytes],
+fn parse_ttl_options<'a>(
+    args: &'a [Bytes],
     from: usize,
-    now_ms: u64,
     cmd: &str,
     mut other: impl FnMut(&[u8]) -> bool,
-) -> Result<Ttl, Reply> {
+) -> Result<TtlSpec<'a>, Reply> {
     let mut seen: Option<(TtlOpt, Option<&Bytes>)> = None;
     let mut i = from;
     while i < args.len() {
@@ -112,26 +111,36 @@ fn parse_ttl_options(
         }
         i += 1;
     }
-    Ok(match seen {
-        None => Ttl::Default,
-        Some((TtlOpt::Keep, _)) => Ttl::Keep,
-        Some((TtlOpt::Persist, _)) => Ttl::Persist,
-        Some((o, Some(v))) => {
-            let (unit, absolute) = match o {
-                TtlOpt::Ex => (Unit::Seconds, false),
-                TtlOpt::Px => (Unit::Millis, false),
-                TtlOpt::ExAt => (Unit::Seconds, true),
-                _ => (Unit::Millis, true),
-            };
-            Ttl::At(expire_at(v, unit, absolute, now_ms, cmd)?)
-        }
-        Some((_, None)) => Ttl::Default,
-    })
+    Ok(TtlSpec(seen))
+}
+
+/// The TTL option as given, its value not yet checked: SET checks it before touching the
+/// key, GETEX only after finding the key (a missing key answers nil), as in Redis.
+struct TtlSpec<'a>(Option<(TtlOpt, Option<&'a Bytes>)>);
+
+impl TtlSpec<'_> {
+    fn resolve(&self, now_ms: u64, cmd: &str) -> Result<Ttl, Reply> {
+        Ok(match self.0 {
+            None => Ttl::Default,
+            Some((TtlOpt::Keep, _)) => Ttl::Keep,
+            Some((TtlOpt::Persist, _)) => Ttl::Persist,
+            Some((o, Some(v))) => {
+                let (unit, absolute) = match o {
+                    TtlOpt::Ex => (Unit::Seconds, false),
+                    TtlOpt::Px => (Unit::Millis, false),
+                    TtlOpt::ExAt => (Unit::Seconds, true),
+                    _ => (Unit::Millis, true),
+                };
+                Ttl::At(expire_at(v, unit, absolute, now_ms, cmd)?)
+            }
+            Some((_, None)) => Ttl::Default,
+        })
+    }
 }
 
 pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (mut nx, mut xx, mut want_old) = (false, false, false);
-    let ttl = tri!(parse_ttl_options(args, 3, ctx.now_ms, "set", |a| {
+    let spec = tri!(parse_ttl_options(args, 3, "set", |a| {
         if is(a, "NX") && !xx {
             nx = true;
         } else if is(a, "XX") && !nx {
@@ -143,6 +152,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         true
     }));
+    let ttl = tri!(spec.resolve(ctx.now_ms, "set"));
     let value = &args[2];
     let set = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
         let old = want_old.then(|| slot.value().map(Bytes::copy_from_slice));
@@ -209,10 +219,13 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let ttl = tri!(parse_ttl_options(args, 2, ctx.now_ms, "getex", |_| false));
-    bulk_or_nil(ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
-        let value = slot.value().map(Bytes::copy_from_slice)?;
-        match ttl {
+    let spec = tri!(parse_ttl_options(args, 2, "getex", |_| false));
+    let now = ctx.now_ms;
+    let result = ctx.node.store.write(&args[1], now, |slot| {
+        let Some(value) = slot.value().map(Bytes::copy_from_slice) else {
+            return Ok(None);
+        };
+        match spec.resolve(now, "getex")? {
             Ttl::At(at) => {
                 slot.set_expire(Some(at));
             }
@@ -221,8 +234,12 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
             Ttl::Default | Ttl::Keep => {}
         }
-        Some(value)
-    }))
+        Ok(Some(value))
+    });
+    match result {
+        Ok(v) => bulk_or_nil(v),
+        Err(reply) => reply,
+    }
 }
 
 pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {

@@ -239,6 +239,10 @@ fn getex_changes_ttl() {
     h.check("GETEX k PERSIST EX 1", SYNTAX);
     h.check("GETEX k PERSIST PERSIST", &bulk("v"));
     h.check("GETEX missing EX 10", NIL);
+    // Redis looks the key up before checking the expire value.
+    h.check("GETEX missing EX 0", NIL);
+    h.check("GETEX missing PX abc", NIL);
+    h.check("GETEX missing EX 1 FOO", SYNTAX);
 }
 
 #[test]
@@ -633,6 +637,7 @@ fn server_commands() {
         "connected_clients:1",
         "total_commands_processed:",
         "instantaneous_ops_per_sec:",
+        "cluster_enabled:0",
     ] {
         assert!(out.contains(field), "INFO lacks {field}");
     }
@@ -675,6 +680,14 @@ fn config_get_set() {
     h.check(
         "CONFIG SET timeout",
         "-ERR wrong number of arguments for 'config|set' command\r\n",
+    );
+    h.check(
+        "CONFIG SET timeout 5 TIMEOUT 0",
+        "-ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter\r\n",
+    );
+    h.check(
+        "CONFIG SET NOSUCH 1",
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'NOSUCH'\r\n",
     );
     h.check(
         "CONFIG GET MAXMEMORY",
