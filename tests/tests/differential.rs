@@ -928,6 +928,25 @@ const STRINGS: &[Case] = &[
 ];
 
 const KEYSPACE: &[Case] = &[
+    // OBJECT / MEMORY (values as SET stores them; IDLETIME/FREQ depend on time and policy)
+    &[
+        &["SET", "i", "12345"],
+        &["SET", "n", "-9223372036854775808"],
+        &["SET", "z", "012"],
+        &["SET", "s", "hello"],
+        &["SET", "r", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["OBJECT", "ENCODING", "i"],
+        &["OBJECT", "ENCODING", "n"],
+        &["OBJECT", "ENCODING", "z"],
+        &["OBJECT", "ENCODING", "s"],
+        &["OBJECT", "ENCODING", "r"],
+        &["OBJECT", "ENCODING", "missing"],
+        &["OBJECT", "REFCOUNT", "s"],
+        &["OBJECT", "FOO", "s"],
+        &["OBJECT", "ENCODING"],
+        &["MEMORY", "USAGE", "missing"],
+        &["MEMORY", "USAGE", "s", "BOGUS"],
+    ],
     // DEL UNLINK EXISTS TOUCH TYPE
     &[
         &["MSET", "a", "1", "b", "2", "c", "3"],

@@ -61,6 +61,11 @@ pub struct Entry<'a> {
     pub version: u64,
     /// Client flags set through the Memcached protocol (0 otherwise).
     pub flags: u32,
+    /// Bytes the entry counts for in `used_memory` (MEMORY USAGE).
+    pub charge: u64,
+    /// The raw access word (LRU clock or LFU counter); read it with
+    /// [`Store::idle_ms`] / [`Store::lfu_frequency`].
+    pub access: u32,
 }
 
 /// `maxmemory` is exceeded and nothing may be evicted.
@@ -401,6 +406,8 @@ impl Store {
                     expire_at_ms: item.expire_at(),
                     version: item.version,
                     flags: item.flags(),
+                    charge: item.charge(),
+                    access: item.access,
                 }
             }))
         })
@@ -509,6 +516,8 @@ impl Store {
                                 expire_at_ms: item.expire_at(),
                                 version: item.version,
                                 flags: item.flags(),
+                                charge: item.charge(),
+                                access: item.access,
                             },
                         );
                     }
@@ -587,6 +596,8 @@ impl Store {
                             expire_at_ms: item.expire_at(),
                             version: item.version,
                             flags: item.flags(),
+                            charge: item.charge(),
+                            access: item.access,
                         },
                     );
                 }
@@ -701,6 +712,18 @@ impl Store {
             stats.keyspace_misses += s.misses;
         }
         stats
+    }
+
+    /// Milliseconds since the last access, from an entry's access word read under an LRU
+    /// policy (OBJECT IDLETIME).
+    pub fn idle_ms(&self, access: u32, now_ms: u64) -> u64 {
+        self.shared.clock(now_ms).lru_idle(access)
+    }
+
+    /// The decayed logarithmic access counter, from an entry's access word read under an LFU
+    /// policy (OBJECT FREQ).
+    pub fn lfu_frequency(&self, access: u32, now_ms: u64) -> u32 {
+        self.shared.clock(now_ms).lfu_decayed(access)
     }
 
     /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT).

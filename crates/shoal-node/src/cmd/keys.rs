@@ -333,3 +333,100 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.node.store.clear();
     Reply::ok()
 }
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// OBJECT ENCODING's answer for a string value, by Redis's rules for a value as SET stores
+/// it: a decimal that fits an i64 is `int`, up to 44 bytes `embstr`, else `raw`. (Redis also
+/// reports `raw` for a short value edited by APPEND or SETRANGE; Shoal does not track that.)
+fn encoding(value: &[u8]) -> &'static str {
+    if value.len() <= 20 && super::parse_i64(value).is_some() {
+        "int"
+    } else if value.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
+    }
+}
+
+pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    if &sub[..] == b"help" {
+        return super::conn::help_reply(OBJECT_HELP);
+    }
+    if !matches!(&sub[..], b"encoding" | b"freq" | b"idletime" | b"refcount") {
+        return super::unknown_subcommand("object", &args[1]);
+    }
+    if args.len() != 3 {
+        return super::wrong_arity(&format!("object|{}", String::from_utf8_lossy(&sub)));
+    }
+    let lfu = matches!(
+        ctx.node.store.policy(),
+        shoal_store::EvictionPolicy::AllKeysLfu | shoal_store::EvictionPolicy::VolatileLfu
+    );
+    let (store, now) = (&ctx.node.store, ctx.now_ms);
+    let seen = store.read(&args[2], now, Access::Peek, |e| {
+        e.map(|e| (encoding(e.value), e.access))
+    });
+    let Some((enc, access)) = seen else {
+        return Reply::Nil;
+    };
+    match &sub[..] {
+        b"encoding" => Reply::bulk(enc),
+        b"refcount" => Reply::Int(1),
+        b"freq" if !lfu => err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
+        b"freq" => Reply::Int(i64::from(store.lfu_frequency(access, now))),
+        _ if lfu => err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
+        _ => Reply::Int((store.idle_ms(access, now) / 1000) as i64),
+    }
+}
+
+const MEMORY_HELP: &[&str] = &[
+    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "USAGE <key> [SAMPLES <count>]",
+    "    Return memory in bytes used by <key> and its value (Shoal: what the key counts for",
+    "    in used_memory and maxmemory).",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    match &sub[..] {
+        b"help" => super::conn::help_reply(MEMORY_HELP),
+        b"usage" => {
+            if args.len() < 3 {
+                return super::wrong_arity("memory|usage");
+            }
+            match &args[3..] {
+                [] => {}
+                [k, v] if is(k, "SAMPLES") => {
+                    tri!(int_arg(v));
+                }
+                _ => return err(ERR_SYNTAX),
+            }
+            ctx.node
+                .store
+                .read(&args[2], ctx.now_ms, Access::Peek, |e| {
+                    e.map_or(Reply::Nil, |e| Reply::Int(e.charge as i64))
+                })
+        }
+        _ => super::unknown_subcommand("memory", &args[1]),
+    }
+}

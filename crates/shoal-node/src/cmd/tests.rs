@@ -862,3 +862,43 @@ fn watch_aborts_when_a_watched_key_changes() {
     h.check("MULTI", OK);
     h.check("EXEC", "*0\r\n");
 }
+
+#[test]
+fn object_and_memory_usage() {
+    let mut h = H::new();
+    h.check("SET i 12345", OK);
+    h.check("SET s hello", OK);
+    h.run(&format!("SET r {}", "x".repeat(45)));
+    h.check("OBJECT ENCODING i", &bulk("int"));
+    h.check("OBJECT ENCODING s", &bulk("embstr"));
+    h.check("OBJECT ENCODING r", &bulk("raw"));
+    h.check("OBJECT ENCODING missing", NIL);
+    h.check("OBJECT REFCOUNT s", &int(1));
+    h.now += 5_000;
+    h.check("OBJECT IDLETIME s", &int(5));
+    h.check(
+        "OBJECT FREQ s",
+        "-ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n",
+    );
+    h.check(
+        "OBJECT FOO s",
+        "-ERR unknown subcommand 'FOO'. Try OBJECT HELP.\r\n",
+    );
+    h.check(
+        "OBJECT ENCODING",
+        "-ERR wrong number of arguments for 'object|encoding' command\r\n",
+    );
+    let charge = (1 + 5 + shoal_store::ENTRY_OVERHEAD) as i64;
+    h.check("MEMORY USAGE s", &int(charge));
+    h.check("MEMORY USAGE s SAMPLES 5", &int(charge));
+    h.check("MEMORY USAGE s BOGUS", SYNTAX);
+    h.check("MEMORY USAGE missing", NIL);
+    h.check(
+        "MEMORY DOCTOR",
+        "-ERR unknown subcommand 'DOCTOR'. Try MEMORY HELP.\r\n",
+    );
+    h.check("CONFIG SET maxmemory-policy allkeys-lfu", OK);
+    h.check("GET s", &bulk("hello"));
+    let out = h.run("OBJECT FREQ s");
+    assert!(out.starts_with(':'), "{out}");
+}
