@@ -130,7 +130,8 @@ impl Frontend for RespFrontend {
             } else {
                 mode_before
             };
-            let suppress = was_skipped || mode != ReplyMode::On;
+            let suppress =
+                was_skipped || mode != ReplyMode::On || std::mem::take(&mut session.drop_reply);
             if session.reply_mode == ReplyMode::Skip {
                 session.reply_mode = ReplyMode::On;
                 self.skip_pending = true;

@@ -43,6 +43,11 @@ impl RunningNode {
         self.shutdown.cancel();
     }
 
+    /// Resolves once the node was asked to stop (`shutdown`, or a client's SHUTDOWN).
+    pub async fn stopping(&self) {
+        self.shutdown.cancelled().await;
+    }
+
     /// Waits until every connection is closed (or the shutdown deadline passed).
     pub async fn wait(self) {
         let _ = self.task.await;
@@ -79,7 +84,7 @@ pub async fn start(
     let node = Arc::new(Node::new(config, config_file));
     node.port
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
-    let shutdown = CancellationToken::new();
+    let shutdown = node.shutdown.clone();
     let task = tokio::spawn(serve(
         node.clone(),
         listener,

@@ -85,6 +85,8 @@ pub struct Node {
     pub mc_stats: crate::memcache::McStats,
     /// Unix ms of a delayed Memcached `flush_all` (0 = none); the cron task carries it out.
     pub flush_at: AtomicU64,
+    /// Cancelled to stop the node: by the daemon on SIGTERM/SIGINT, or by SHUTDOWN.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl Node {
@@ -110,6 +112,7 @@ impl Node {
             peak: AtomicU64::new(0),
             mc_stats: Default::default(),
             flush_at: AtomicU64::new(0),
+            shutdown: tokio_util::sync::CancellationToken::new(),
         }
     }
 

@@ -172,6 +172,7 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+        _ = node.stopping() => tracing::info!("SHUTDOWN requested by a client"),
     }
     tracing::info!("shutting down: no new connections, answering what was read");
     node.shutdown();

@@ -920,3 +920,28 @@ fn replies_blocked_on_a_slow_reader_are_still_delivered() {
     let status = daemon.wait_exit(SHUTDOWN_DEADLINE);
     assert_eq!(status.code(), Some(0), "{status}");
 }
+
+#[test]
+fn shutdown_command_stops_the_daemon_gracefully() {
+    let mut daemon = Daemon::start(&["--port", "0"], &[]);
+    let mut other = daemon.connect();
+    assert_eq!(other.call(&["SET", "k", "v"]), Resp::ok());
+    let mut s = TcpStream::connect(daemon.addr).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.write_all(b"SHUTDOWN ABORT\r\n").unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"-ERR No shutdown in progress.\r\n");
+    // As Redis: no reply, the connection closes, the process exits 0.
+    s.write_all(b"SHUTDOWN NOSAVE\r\n").unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest)
+        .expect("read until the server closes");
+    assert!(rest.is_empty(), "SHUTDOWN replied {rest:?}");
+    let status = daemon.wait_exit(SHUTDOWN_DEADLINE);
+    assert!(status.success(), "{status}");
+    assert!(daemon
+        .rest_of_log()
+        .iter()
+        .any(|l| l.contains("SHUTDOWN requested")));
+}

@@ -100,6 +100,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("config|resetstat", ""),
     ("config|rewrite", ""),
     ("config|help", ""),
+    ("shutdown", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
     ("time", ""),
 ];
 

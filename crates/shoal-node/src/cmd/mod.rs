@@ -179,6 +179,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["count", "list", "info", "docs", "getkeys", "help"]),
     cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
         &["get", "set", "resetstat", "rewrite", "help"]),
+    cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NOQUEUE, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
 ];
 
@@ -224,6 +225,8 @@ pub struct Session {
     pub multi: Option<multi::Multi>,
     /// Keys under WATCH with what they held.
     pub watched: Vec<multi::Watched>,
+    /// The command's reply must not be sent (SHUTDOWN closes without one, as Redis).
+    pub drop_reply: bool,
 }
 
 impl Session {
@@ -236,6 +239,7 @@ impl Session {
             close: false,
             multi: None,
             watched: Vec::new(),
+            drop_reply: false,
         }
     }
 }

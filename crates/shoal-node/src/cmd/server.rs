@@ -14,6 +14,32 @@ use crate::config::{ByteSize, NodeConfig};
 use crate::node::{now_ms, Node};
 use crate::{REDIS_VERSION, SHOAL_VERSION};
 
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: a graceful stop, as on SIGTERM. Shoal keeps
+/// nothing on disk, so SAVE/NOSAVE change nothing; the caller's connection closes without a
+/// reply, as Redis's does.
+pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut abort = false;
+    for a in &args[1..] {
+        if is(a, "ABORT") {
+            abort = true;
+        } else if !(is(a, "NOSAVE") || is(a, "SAVE") || is(a, "NOW") || is(a, "FORCE")) {
+            return err(super::ERR_SYNTAX);
+        }
+    }
+    if abort {
+        return if args.len() == 2 {
+            err("ERR No shutdown in progress.")
+        } else {
+            err(super::ERR_SYNTAX)
+        };
+    }
+    tracing::warn!(client = ctx.session.info.id, "SHUTDOWN requested");
+    ctx.node.shutdown.cancel();
+    ctx.session.close = true;
+    ctx.session.drop_reply = true;
+    Reply::ok()
+}
+
 pub fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let _ = ctx;
     let d = std::time::SystemTime::now()

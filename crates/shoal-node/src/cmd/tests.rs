@@ -700,6 +700,11 @@ fn config_get_set() {
         "CONFIG FOO",
         "-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n",
     );
+    h.check("SHUTDOWN FOO", SYNTAX);
+    h.check("SHUTDOWN ABORT", "-ERR No shutdown in progress.\r\n");
+    assert!(!h.node.shutdown.is_cancelled());
+    h.check("SHUTDOWN NOSAVE", OK);
+    assert!(h.node.shutdown.is_cancelled() && h.session.close && h.session.drop_reply);
 }
 
 #[test]
