@@ -202,6 +202,18 @@ fn status(out: &mut BytesMut, noreply: bool, s: Status) {
     }
 }
 
+/// Counts a hit or a miss and answers `found` or NOT_FOUND (unless noreply).
+fn outcome(
+    out: &mut BytesMut,
+    noreply: bool,
+    hit: bool,
+    (hits, misses): (&AtomicU64, &AtomicU64),
+    found: Status,
+) {
+    bump(if hit { hits } else { misses });
+    status(out, noreply, if hit { found } else { Status::NotFound });
+}
+
 /// Memcached's answer when memory is full and nothing may be evicted.
 const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
 
@@ -275,17 +287,8 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
         }
         Command::Delete { key, noreply } => {
             let deleted = store.remove(&key, now);
-            bump(if deleted {
-                &st.delete_hits
-            } else {
-                &st.delete_misses
-            });
-            let s = if deleted {
-                Status::Deleted
-            } else {
-                Status::NotFound
-            };
-            status(out, noreply, s);
+            let counters = (&st.delete_hits, &st.delete_misses);
+            outcome(out, noreply, deleted, counters, Status::Deleted);
         }
         Command::Arith {
             incr,
@@ -325,17 +328,8 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
             let touched = store.write(&key, now, |slot| {
                 slot.exists() && slot.set_expire(expire_at(exptime, now))
             });
-            bump(if touched {
-                &st.touch_hits
-            } else {
-                &st.touch_misses
-            });
-            let s = if touched {
-                Status::Touched
-            } else {
-                Status::NotFound
-            };
-            status(out, noreply, s);
+            let counters = (&st.touch_hits, &st.touch_misses);
+            outcome(out, noreply, touched, counters, Status::Touched);
         }
         Command::FlushAll { delay, noreply } => {
             bump(&st.cmd_flush);

@@ -108,6 +108,18 @@ impl Item {
         (self.expire_at_ms != 0).then_some(self.expire_at_ms)
     }
 
+    /// The public read-only view of this item.
+    pub(crate) fn entry(&self) -> crate::Entry<'_> {
+        crate::Entry {
+            value: self.value(),
+            expire_at_ms: self.expire_at(),
+            version: self.version,
+            flags: self.flags(),
+            charge: self.charge(),
+            access: self.access,
+        }
+    }
+
     pub(crate) fn is_expired(&self, now_ms: u64) -> bool {
         self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
     }

@@ -401,14 +401,7 @@ impl Store {
             }
             f(idx.map(|i| {
                 let item = &shard.items[i];
-                Entry {
-                    value: item.value(),
-                    expire_at_ms: item.expire_at(),
-                    version: item.version,
-                    flags: item.flags(),
-                    charge: item.charge(),
-                    access: item.access,
-                }
+                item.entry()
             }))
         })
     }
@@ -509,17 +502,7 @@ impl Store {
                     visited += 1;
                     let item = &shard.items[pos];
                     if !item.is_expired(now_ms) {
-                        f(
-                            item.key(),
-                            Entry {
-                                value: item.value(),
-                                expire_at_ms: item.expire_at(),
-                                version: item.version,
-                                flags: item.flags(),
-                                charge: item.charge(),
-                                access: item.access,
-                            },
-                        );
+                        f(item.key(), item.entry());
                     }
                 }
                 pos
@@ -589,17 +572,7 @@ impl Store {
             }
             for item in &shard.items {
                 if !item.is_expired(now_ms) && key_slot(item.key()) == slot {
-                    f(
-                        item.key(),
-                        Entry {
-                            value: item.value(),
-                            expire_at_ms: item.expire_at(),
-                            version: item.version,
-                            flags: item.flags(),
-                            charge: item.charge(),
-                            access: item.access,
-                        },
-                    );
+                    f(item.key(), item.entry());
                 }
             }
         });
