@@ -297,11 +297,7 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
             noreply,
         } => {
             let result = store.write(&key, now, |slot| arith(slot, incr, delta));
-            let (hits, misses) = if incr {
-                (&st.incr_hits, &st.incr_misses)
-            } else {
-                (&st.decr_hits, &st.decr_misses)
-            };
+            let (hits, misses) = st.arith_counters(incr);
             match result {
                 Ok(Some(n)) => {
                     bump(hits);
@@ -509,6 +505,15 @@ fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
 }
 
 impl McStats {
+    /// The hit and miss counters of incr (true) or decr.
+    fn arith_counters(&self, incr: bool) -> (&AtomicU64, &AtomicU64) {
+        if incr {
+            (&self.incr_hits, &self.incr_misses)
+        } else {
+            (&self.decr_hits, &self.decr_misses)
+        }
+    }
+
     fn reset(&self) {
         for c in [
             &self.cmd_get,
@@ -599,6 +604,17 @@ struct ItemView<'a> {
     flags: u32,
     cas: u64,
     expire_at: Option<u64>,
+}
+
+/// What a meta reply may echo about the key in `slot`, if it exists.
+fn item_view<'a>(slot: &'a shoal_store::Slot<'_>, key: &'a [u8]) -> Option<ItemView<'a>> {
+    Some(ItemView {
+        key,
+        value: slot.value()?,
+        flags: slot.flags().unwrap_or(0),
+        cas: slot.version().unwrap_or(0),
+        expire_at: slot.expire_at(),
+    })
 }
 
 /// The return flags a meta command asked for, in the order it asked, as (letter, token).
@@ -699,26 +715,19 @@ fn meta_get(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut Byte
             bump(&st.cmd_touch);
             slot.set_expire(expire_at(ttl, now));
         }
-        let Some(value) = slot.value() else {
+        let Some(view) = item_view(slot, &key) else {
             // Touched with a past time: gone now.
             if !flags.has(b'q') {
                 write_meta(out, "EN", None, &miss_flags(flags, &key));
             }
             return;
         };
-        let view = ItemView {
-            key: &key,
-            value,
-            flags: slot.flags().unwrap_or(0),
-            cas: slot.version().unwrap_or(0),
-            expire_at: slot.expire_at(),
-        };
         let mut ret = return_flags(flags, Some(&view), now);
         if won {
             ret.push((b'W', Vec::new()));
         }
         let code = if flags.has(b'v') { "VA" } else { "HD" };
-        write_meta(out, code, flags.has(b'v').then_some(value), &ret);
+        write_meta(out, code, flags.has(b'v').then_some(view.value), &ret);
     });
 }
 
@@ -777,13 +786,7 @@ fn meta_set(node: &Node, key: Bytes, data: Bytes, flags: &MetaFlags, now: u64, o
         if code == "HD" && flags.has(b'q') {
             return;
         }
-        let view = slot.value().map(|value| ItemView {
-            key: &key,
-            value,
-            flags: slot.flags().unwrap_or(0),
-            cas: slot.version().unwrap_or(0),
-            expire_at: slot.expire_at(),
-        });
+        let view = item_view(slot, &key);
         let ret = return_flags(flags, view.as_ref(), now);
         write_meta(out, code, None, &ret);
     });
@@ -872,22 +875,12 @@ fn meta_arith(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
                 }
             }
         };
-        let (hits, misses) = if incr {
-            (&node.mc_stats.incr_hits, &node.mc_stats.incr_misses)
-        } else {
-            (&node.mc_stats.decr_hits, &node.mc_stats.decr_misses)
-        };
+        let (hits, misses) = node.mc_stats.arith_counters(incr);
         bump(if code == "HD" { hits } else { misses });
         if code == "HD" && flags.has(b'q') {
             return;
         }
-        let view = slot.value().map(|value| ItemView {
-            key: &key,
-            value,
-            flags: slot.flags().unwrap_or(0),
-            cas: slot.version().unwrap_or(0),
-            expire_at: slot.expire_at(),
-        });
+        let view = item_view(slot, &key);
         let ret = return_flags(flags, view.as_ref(), now);
         match (code, view.as_ref()) {
             ("HD", Some(v)) if flags.has(b'v') => write_meta(out, "VA", Some(v.value), &ret),
