@@ -14,4 +14,10 @@ if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/nul
 fi
 
 cargo build --quiet --manifest-path fuzz/Cargo.toml --bins
-cargo test --workspace
+
+# Run every test, then close with one total line (cargo's own last line is the summary of
+# whichever test binary ran last, often a doc-test run with 0 tests).
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace 2>&1 | tee "$log"
+awk '/^test result:/ { p += $4; f += $6 } END { printf "total: %d passed, %d failed\n", p, f }' "$log"
