@@ -11,12 +11,22 @@
 //! # Layout
 //! - [`slot`]: CRC16 key -> hash slot with `{hash tag}`s, as Redis Cluster computes it.
 //! - [`glob`]: Redis `stringmatchlen` for `KEYS`/`SCAN MATCH`.
-//! - `entry`: the 32-byte per-key record (one allocation holding key then value, TTL, access
-//!   word) and the LRU/LFU clock.
+//! - `entry`: the 40-byte per-key record (one allocation holding key then value, TTL, access
+//!   word, version) and the LRU/LFU clock.
 //! - `shard`: a dense `Vec` of entries indexed by a `hashbrown::HashTable<u32>`, a lazily
-//!   validated min-heap of expiry times for active expiry, per-slot key counts.
+//!   validated min-heap of expiry times for active expiry, per-slot key counts, the version
+//!   clock, the shard's tombstones.
+//! - `tombstone`: bounded, short-lived records of removed keys for replication.
 //! - `evict`: [`EvictionPolicy`] and victim sampling within a shard.
 //! - `store`: [`Store`], the public API.
+//!
+//! # Replication support
+//! Every item carries a version from its shard's hybrid logical clock. A cluster owner reads a
+//! key's [`KeyState`] (value, flags, absolute expiry, version; or the version of its removal)
+//! after a write, and replicas [`Store::apply`] it with last-writer-wins, so late or reordered
+//! messages neither overwrite newer values nor resurrect removed keys. Removals are remembered
+//! by tombstones, off on a single node and bounded per shard when on
+//! ([`Store::set_tombstone_ttl`]); they cost the single-node GET/SET path one branch.
 //!
 //! # Why not a cache crate (mini-moka)
 //! Measured unsuitable: no per-entry TTL, its TinyLFU admission drops fresh SETs (Redis always
@@ -31,6 +41,7 @@ mod evict;
 mod rng;
 mod shard;
 mod store;
+mod tombstone;
 
 #[cfg(test)]
 mod tests;
@@ -39,4 +50,4 @@ pub use entry::{ENTRY_OVERHEAD, MAX_KEY_LEN};
 pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
 pub use slot::{key_slot, SLOTS};
-pub use store::{Access, Entry, OutOfMemory, Slot, Store, StoreConfig, StoreStats};
+pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};

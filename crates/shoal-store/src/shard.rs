@@ -1,5 +1,6 @@
 //! One of the store's 1024 shards: a dense `Vec<Item>` indexed by a `HashTable<u32>`, a lazy
-//! min-heap of expiry times, and the shard's counters. Always used under the shard's mutex.
+//! min-heap of expiry times, the tombstones of removed keys, and the shard's counters. Always
+//! used under the shard's mutex.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -10,6 +11,7 @@ use hashbrown::HashTable;
 
 use crate::entry::Item;
 use crate::slot::{key_slot, SLOTS};
+use crate::tombstone::Tombstones;
 
 /// Number of shards; a key's shard is `key_slot(key) % SHARDS`, so one hash slot lives in
 /// exactly one shard and slot iteration touches one shard only.
@@ -52,8 +54,11 @@ pub(crate) struct Shard {
     /// Keys per hash slot held by this shard (indexed by slot / SHARDS), for `COUNTKEYSINSLOT`.
     pub(crate) slot_counts: [u32; SLOTS_PER_SHARD],
     pub(crate) stats: ShardStats,
-    /// The last version handed out (see `next_version`).
+    /// The last version handed out or seen in a replicated state (see `next_version`).
     last_version: u64,
+    /// Removed keys, while replication needs them (empty unless the store's tombstone TTL is
+    /// set). A key never has both an item and a tombstone: `insert` drops the tombstone.
+    pub(crate) tombs: Tombstones,
 }
 
 impl Shard {
@@ -82,8 +87,11 @@ impl Shard {
         Some(i)
     }
 
-    /// Add a new item (the key MUST be absent); returns its index.
+    /// Add a new item (the key MUST be absent), dropping its tombstone; returns its index.
     pub(crate) fn insert(&mut self, hasher: &RandomState, hash: u64, item: Item) -> usize {
+        if !self.tombs.is_empty() {
+            self.tombs.remove(item.key(), hash);
+        }
         let idx = self.items.len();
         let idx32 = u32::try_from(idx).expect("a shard holds fewer than 2^32 keys");
         self.used += item.charge();
@@ -134,15 +142,15 @@ impl Shard {
         item
     }
 
-    /// Replaces the value (and the flags when `Some`) and gives the item a new version.
+    /// Replaces the value (and the flags when `Some`) and sets the item's version: a fresh
+    /// `next_version` for a local write, the replicated one for an applied state.
     pub(crate) fn replace_value(
         &mut self,
         idx: usize,
         value: &[u8],
         flags: Option<u32>,
-        now_ms: u64,
+        version: u64,
     ) {
-        let version = self.next_version(now_ms);
         let item = &mut self.items[idx];
         self.used -= item.charge();
         item.replace_value(value, flags);
@@ -167,6 +175,12 @@ impl Shard {
         let v = (self.last_version + 1).max(now_ms << 12);
         self.last_version = v;
         v
+    }
+
+    /// Raise the clock past a version seen in a replicated state or tombstone, so every later
+    /// local write orders after it (a replica promoted to owner keeps versions growing).
+    pub(crate) fn observe_version(&mut self, version: u64) {
+        self.last_version = self.last_version.max(version);
     }
 
     /// Set the TTL of the item at `idx` (0 = none).
@@ -205,10 +219,15 @@ impl Shard {
         self.expiry = BinaryHeap::from(heap);
     }
 
-    /// Earliest expiry time in the heap (a lower bound: the top may be stale), `u64::MAX` if
-    /// none.
+    /// Earliest expiry time in the heap (a lower bound: the top may be stale) or, earlier,
+    /// the deadline at the front of the tombstone queue; `u64::MAX` if none.
     pub(crate) fn next_expiry(&self) -> u64 {
-        self.expiry.peek().map_or(u64::MAX, |Reverse((at, _))| *at)
+        let keys = self.expiry.peek().map_or(u64::MAX, |Reverse((at, _))| *at);
+        if self.tombs.is_empty() {
+            keys
+        } else {
+            keys.min(self.tombs.next_deadline())
+        }
     }
 
     /// Active expiry: remove up to about `max` due keys; returns how many were removed.
@@ -279,10 +298,12 @@ impl Shard {
         }
     }
 
-    /// Drop every key, keeping the statistics.
+    /// Drop every key and tombstone, keeping the statistics and the version clock (versions
+    /// never repeat: a client may hold a CAS unique from before the flush).
     pub(crate) fn clear(&mut self) {
         *self = Shard {
             stats: self.stats,
+            last_version: self.last_version,
             ..Shard::default()
         };
     }

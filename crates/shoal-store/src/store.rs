@@ -68,6 +68,30 @@ pub struct Entry<'a> {
     pub access: u32,
 }
 
+/// What the store knows of one key, for replication: an owner reads it with
+/// [`Store::key_state`] after a write and sends it; a replica hands it to [`Store::apply`].
+///
+/// States of one key are ordered by version, last writer wins; at equal versions a deletion
+/// wins over a live value (`Deleted { version: v }` removes a live item at `v`, and
+/// `Live { version: v, .. }` is refused by a tombstone at `v`). A local store never issues one
+/// version twice, so such a tie only arises from two owners' clocks colliding, and the rule
+/// makes every replica settle on the same state whatever order the messages arrive in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyState {
+    /// A live key. `expire_at_ms`: Unix ms, 0 = no TTL.
+    Live {
+        value: Bytes,
+        flags: u32,
+        expire_at_ms: u64,
+        version: u64,
+    },
+    /// Removed by a write (DEL, GETDEL, SET with a past expiry, ...) at `version`, and the
+    /// tombstone is still kept.
+    Deleted { version: u64 },
+    /// Neither a live key nor a tombstone.
+    Absent,
+}
+
 /// `maxmemory` is exceeded and nothing may be evicted.
 #[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
 #[error("OOM command not allowed when used memory > 'maxmemory'.")]
@@ -91,8 +115,8 @@ pub struct StoreStats {
 #[derive(Default)]
 struct ShardCell {
     shard: Mutex<Shard>,
-    /// Copies of the shard's key count, volatile count and earliest heap expiry, written under
-    /// the lock after every operation.
+    /// Copies of the shard's key count, volatile count and earliest heap expiry or tombstone
+    /// deadline, written under the lock after every operation.
     len: AtomicU32,
     volatile: AtomicU32,
     next_expiry: AtomicU64,
@@ -109,6 +133,8 @@ struct Shared {
     used: AtomicU64,
     keys: AtomicU64,
     volatile: AtomicU64,
+    /// Milliseconds a removal's tombstone is kept; 0 = none recorded (single node).
+    tombstone_ttl: AtomicU64,
     /// Shard where the last `expire_cycle` stopped.
     expire_cursor: AtomicUsize,
 }
@@ -205,7 +231,8 @@ impl Slot<'_> {
         let now = self.clock.now_ms;
         match self.idx {
             Some(i) => {
-                self.shard.replace_value(i, value, flags, now);
+                let version = self.shard.next_version(now);
+                self.shard.replace_value(i, value, flags, version);
                 if let Some(at) = at {
                     self.shard.set_expire(hasher, i, self.hash, at);
                 }
@@ -244,15 +271,22 @@ impl Slot<'_> {
         true
     }
 
-    /// True if a key was removed.
+    /// True if a key was removed. With tombstones on (see [`Store::set_tombstone_ttl`]) the
+    /// removal is recorded at a fresh version, which [`Store::key_state`] then reports.
     pub fn remove(&mut self) -> bool {
-        match self.idx.take() {
-            Some(i) => {
-                self.shard.remove_at(&self.shared.hasher, i);
-                true
-            }
-            None => false,
+        let Some(i) = self.idx.take() else {
+            return false;
+        };
+        self.shard.remove_at(&self.shared.hasher, i);
+        let ttl = self.shared.tombstone_ttl.load(Relaxed);
+        if ttl != 0 {
+            let now = self.clock.now_ms;
+            let version = self.shard.next_version(now);
+            self.shard
+                .tombs
+                .record(self.key, self.hash, version, now, ttl);
         }
+        true
     }
 
     /// Appends to the value without copying it (APPEND); an absent key is created with
@@ -297,6 +331,61 @@ impl Slot<'_> {
     }
 }
 
+/// Replicated states (see [`Store::apply`]).
+impl Slot<'_> {
+    fn apply_live(&mut self, value: &[u8], flags: u32, at: u64, version: u64) -> bool {
+        let hasher = &self.shared.hasher;
+        let now = self.clock.now_ms;
+        match self.idx {
+            Some(i) => {
+                let item = &self.shard.items[i];
+                if version < item.version
+                    || (version == item.version
+                        && item.value() == value
+                        && item.flags() == flags
+                        && item.expire_at_ms == at)
+                {
+                    return false;
+                }
+                self.shard.replace_value(i, value, Some(flags), version);
+                self.shard.set_expire(hasher, i, self.hash, at);
+                self.clock.touch(&mut self.shard.items[i].access);
+            }
+            None => {
+                if !self.shard.tombs.is_empty() {
+                    if let Some(dead) = self.shard.tombs.get(self.key, self.hash, now) {
+                        if dead >= version {
+                            return false;
+                        }
+                    }
+                }
+                let item = Item::new(self.key, value, flags, at, self.clock.initial(), version);
+                self.idx = Some(self.shard.insert(hasher, self.hash, item));
+            }
+        }
+        true
+    }
+
+    fn apply_removal(&mut self, version: u64) -> bool {
+        let removed = match self.idx {
+            Some(i) if self.shard.items[i].version > version => return false,
+            Some(i) => {
+                self.shard.remove_at(&self.shared.hasher, i);
+                self.idx = None;
+                true
+            }
+            None => false,
+        };
+        let ttl = self.shared.tombstone_ttl.load(Relaxed);
+        let recorded = ttl != 0
+            && self
+                .shard
+                .tombs
+                .record(self.key, self.hash, version, self.clock.now_ms, ttl);
+        removed || recorded
+    }
+}
+
 /// SCAN cursor layout: shard index in bits 32.., and in the low 32 bits the number of positions
 /// of that shard still to visit (`[0, n)`), 0 meaning "start the shard afresh".
 const CURSOR_SHIFT: u32 = 32;
@@ -319,6 +408,7 @@ impl Store {
                 used: AtomicU64::new(0),
                 keys: AtomicU64::new(0),
                 volatile: AtomicU64::new(0),
+                tombstone_ttl: AtomicU64::new(0),
                 expire_cursor: AtomicUsize::new(0),
             },
         }
@@ -442,7 +532,7 @@ impl Store {
         self.write(key, now_ms, |slot| slot.set(value, expire_at_ms));
     }
 
-    /// True if a live key was removed.
+    /// True if a live key was removed (recording a tombstone, as [`Slot::remove`]).
     pub fn remove(&self, key: &[u8], now_ms: u64) -> bool {
         self.write(key, now_ms, |slot| slot.remove())
     }
@@ -461,7 +551,7 @@ impl Store {
         self.shared.volatile.load(Relaxed) as usize
     }
 
-    /// Remove every key (`FLUSHALL`); statistics are kept.
+    /// Remove every key and tombstone (`FLUSHALL`); statistics are kept.
     pub fn clear(&self) {
         for idx in 0..SHARDS {
             self.with_shard(idx, |shard, _| shard.clear());
@@ -587,7 +677,8 @@ impl Store {
     }
 
     /// Active expiry: remove up to about `max_keys` due keys, visiting shards round-robin from
-    /// where the previous call stopped. Returns how many were removed.
+    /// where the previous call stopped, and drop the due tombstones of the shards visited.
+    /// Returns how many keys were removed.
     pub fn expire_cycle(&self, now_ms: u64, max_keys: usize) -> usize {
         let start = self.shared.expire_cursor.load(Relaxed) % SHARDS;
         let mut removed = 0;
@@ -597,10 +688,15 @@ impl Store {
             }
             let idx = (start + k) % SHARDS;
             let cell = &self.cells[idx];
-            if cell.volatile.load(Relaxed) == 0 || cell.next_expiry.load(Relaxed) > now_ms {
+            // Covers tombstones too; a shard left with only stale heap items is visited once,
+            // which drains them.
+            if cell.next_expiry.load(Relaxed) > now_ms {
                 continue;
             }
             removed += self.with_shard(idx, |shard, shared| {
+                if !shard.tombs.is_empty() {
+                    shard.tombs.purge(now_ms);
+                }
                 shard.pop_expired(&shared.hasher, now_ms, max_keys - removed)
             });
             if removed >= max_keys {
@@ -697,6 +793,115 @@ impl Store {
     /// policy (OBJECT FREQ).
     pub fn lfu_frequency(&self, access: u32, now_ms: u64) -> u32 {
         self.shared.clock(now_ms).lfu_decayed(access)
+    }
+
+    /// Turn tombstones on (`ms > 0`: every removal by a write, through [`Slot::remove`],
+    /// [`Store::remove`] or a `Slot::set*` / `Slot::set_expire` with a past expiry, records the
+    /// key and a fresh version for `ms` milliseconds) or off (0, the default for a single node:
+    /// nothing recorded, existing tombstones dropped; a removal racing with the switch may
+    /// still leave one that lives out its TTL). Expiry and eviction never record one: every
+    /// replica expires a key at the same absolute time, and eviction is a local decision.
+    ///
+    /// Tombstones are bounded in number (4096 per shard, the oldest dropped first), not
+    /// counted in `used_memory`, and a replicated state older than a tombstone that was
+    /// dropped or timed out is applied again: choose `ms` above the longest replication delay.
+    pub fn set_tombstone_ttl(&self, ms: u64) {
+        self.shared.tombstone_ttl.store(ms, Relaxed);
+        if ms == 0 {
+            for idx in 0..SHARDS {
+                self.with_shard(idx, |shard, _| shard.tombs = Default::default());
+            }
+        }
+    }
+
+    /// Milliseconds a tombstone is kept; 0 = off.
+    pub fn tombstone_ttl(&self) -> u64 {
+        self.shared.tombstone_ttl.load(Relaxed)
+    }
+
+    /// Tombstones held (for INFO), including expired ones not yet purged, as [`Store::len`]
+    /// counts expired keys.
+    pub fn tombstones(&self) -> usize {
+        (0..SHARDS).map(|idx| self.lock(idx).tombs.len()).sum()
+    }
+
+    /// What the store knows of `key`, without counting a hit or miss or touching LRU/LFU (like
+    /// [`Access::Peek`]). An expired key reads as `Absent`, or `Deleted` while a tombstone is
+    /// kept. Right after a write under the same key it gives the write's resulting version,
+    /// also for a removal (its tombstone's), provided tombstones are on.
+    pub fn key_state(&self, key: &[u8], now_ms: u64) -> KeyState {
+        let hash = self.shared.hasher.hash_one(key);
+        self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
+            if let Some(i) = shard.lookup(&shared.hasher, key, hash, now_ms) {
+                let item = &shard.items[i];
+                return KeyState::Live {
+                    value: Bytes::copy_from_slice(item.value()),
+                    flags: item.flags(),
+                    expire_at_ms: item.expire_at_ms,
+                    version: item.version,
+                };
+            }
+            if shard.tombs.is_empty() {
+                return KeyState::Absent;
+            }
+            match shard.tombs.get(key, hash, now_ms) {
+                Some(version) => KeyState::Deleted { version },
+                None => KeyState::Absent,
+            }
+        })
+    }
+
+    /// Apply a replicated state with last-writer-wins (see [`KeyState`] for the order); true if
+    /// it changed anything.
+    ///
+    /// - `Live { version: v, .. }` is taken when there is neither a live item nor a tombstone,
+    ///   or `v >=` the live item's version (equal: the same write re-sent or a TTL change, so
+    ///   value, flags and expiry are taken), or `v >` the tombstone's. The item gets version
+    ///   `v` exactly, and its tombstone goes. A `Live` whose `expire_at_ms` has passed is the
+    ///   removal it amounts to and is applied as `Deleted { version: v }`, so that a late
+    ///   short-TTL write still replaces the older value it overwrote on the owner.
+    /// - `Deleted { version: v }` removes a live item whose version is `<= v` and records (or
+    ///   raises) the tombstone to `v` when tombstones are on; without an item it only records.
+    /// - `Absent` does nothing.
+    ///
+    /// Every call raises the shard's clock to `v`, so later local writes get greater versions
+    /// (a replica promoted to owner after a failover). An applied value counts in
+    /// `used_memory` as a local write does; apply does not evict: run
+    /// [`Store::ensure_memory`] as for any write.
+    pub fn apply(&self, key: &[u8], state: &KeyState, now_ms: u64) -> bool {
+        let (version, live) = match state {
+            KeyState::Absent => return false,
+            KeyState::Deleted { version } => (*version, None),
+            KeyState::Live {
+                value,
+                flags,
+                expire_at_ms,
+                version,
+            } => {
+                let expired = *expire_at_ms != 0 && *expire_at_ms <= now_ms;
+                (
+                    *version,
+                    (!expired).then_some((&value[..], *flags, *expire_at_ms)),
+                )
+            }
+        };
+        let hash = self.shared.hasher.hash_one(key);
+        self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
+            shard.observe_version(version);
+            let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
+            let mut slot = Slot {
+                shard,
+                shared,
+                key,
+                hash,
+                idx,
+                clock: shared.clock(now_ms),
+            };
+            match live {
+                Some((value, flags, at)) => slot.apply_live(value, flags, at, version),
+                None => slot.apply_removal(version),
+            }
+        })
     }
 
     /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT).

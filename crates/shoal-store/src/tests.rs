@@ -3,6 +3,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use bytes::Bytes;
+use proptest::prelude::*;
+
 use crate::*;
 
 /// Deterministic generator for test inputs (splitmix64).
@@ -741,4 +744,394 @@ fn client_flags_round_trip_and_reset_on_plain_set() {
     assert_eq!(s.used_memory() + 4, with);
     s.remove(b"k", 0);
     assert_eq!(s.used_memory(), 0);
+}
+
+/// A replicated live state without flags.
+fn live(value: &str, version: u64, expire_at_ms: u64) -> KeyState {
+    KeyState::Live {
+        value: Bytes::copy_from_slice(value.as_bytes()),
+        flags: 0,
+        expire_at_ms,
+        version,
+    }
+}
+
+/// A store with tombstones kept for 10 s, as a cluster node runs it.
+fn replica() -> Store {
+    let s = store();
+    s.set_tombstone_ttl(10_000);
+    s
+}
+
+#[test]
+fn apply_refuses_an_older_live_state() {
+    // No tombstone is needed for this: the live item's version decides.
+    for s in [store(), replica()] {
+        assert!(s.apply(b"k", &live("new", 20, 0), 0));
+        assert!(!s.apply(b"k", &live("old", 10, 0), 0));
+        assert_eq!(s.key_state(b"k", 0), live("new", 20, 0));
+        assert_eq!(s.get(b"k", 0).as_deref(), Some(&b"new"[..]));
+        // A newer one is taken, keeping its version exactly.
+        assert!(s.apply(b"k", &live("newer", 30, 0), 0));
+        assert_eq!(s.key_state(b"k", 0), live("newer", 30, 0));
+        assert!(!s.apply(b"k", &KeyState::Absent, 0));
+        assert_eq!(s.len(), 1);
+    }
+}
+
+#[test]
+fn late_older_live_does_not_resurrect_a_deleted_key() {
+    // The owner's writes, in order, as the cluster layer reads them after each write.
+    let owner = replica();
+    let mut sent = Vec::new();
+    owner.set(b"k", b"v1", None, 100);
+    sent.push(owner.key_state(b"k", 100));
+    assert!(owner.remove(b"k", 101));
+    sent.push(owner.key_state(b"k", 101));
+    let KeyState::Deleted { version: dead } = sent[1] else {
+        panic!("a removal reads as Deleted: {:?}", sent[1]);
+    };
+    let KeyState::Live { version: v1, .. } = sent[0] else {
+        panic!("a set reads as Live: {:?}", sent[0]);
+    };
+    assert!(dead > v1);
+    // The replica gets them reversed.
+    let s = replica();
+    assert!(s.apply(b"k", &sent[1], 102));
+    assert!(!s.apply(b"k", &sent[0], 102));
+    assert_eq!(s.key_state(b"k", 102), KeyState::Deleted { version: dead });
+    assert_eq!((s.len(), s.used_memory(), s.tombstones()), (0, 0, 1));
+    // A stale removal changes nothing; a newer value replaces the tombstone.
+    assert!(!s.apply(b"k", &KeyState::Deleted { version: v1 }, 102));
+    assert!(s.apply(b"k", &live("v2", dead + 1, 0), 102));
+    assert_eq!(s.key_state(b"k", 102), live("v2", dead + 1, 0));
+    assert_eq!(s.tombstones(), 0);
+    // A removal drops an older live value.
+    assert!(s.apply(b"k", &KeyState::Deleted { version: dead + 5 }, 103));
+    assert_eq!(
+        s.key_state(b"k", 103),
+        KeyState::Deleted { version: dead + 5 }
+    );
+    assert_eq!((s.len(), s.used_memory()), (0, 0));
+}
+
+#[test]
+fn equal_versions_a_deletion_wins() {
+    let s = replica();
+    assert!(s.apply(b"a", &live("x", 7, 0), 0));
+    assert!(s.apply(b"a", &KeyState::Deleted { version: 7 }, 0));
+    assert!(s.apply(b"b", &KeyState::Deleted { version: 7 }, 0));
+    assert!(!s.apply(b"b", &live("x", 7, 0), 0));
+    for key in [&b"a"[..], b"b"] {
+        assert_eq!(s.key_state(key, 0), KeyState::Deleted { version: 7 });
+    }
+}
+
+#[test]
+fn equal_version_live_reapply_updates_ttl() {
+    let owner = replica();
+    owner.set(b"k", b"v", None, 0);
+    let first = owner.key_state(b"k", 0);
+    owner.write(b"k", 1, |slot| slot.set_expire(Some(5000)));
+    let touched = owner.key_state(b"k", 1);
+    let (KeyState::Live { version: a, .. }, KeyState::Live { version: b, .. }) = (&first, &touched)
+    else {
+        panic!("live states: {first:?} {touched:?}");
+    };
+    assert_eq!(a, b, "a TTL change keeps the version");
+    let s = replica();
+    assert!(s.apply(b"k", &first, 2));
+    // The same write re-sent changes nothing.
+    assert!(!s.apply(b"k", &first, 2));
+    assert!(s.apply(b"k", &touched, 2));
+    assert_eq!(s.key_state(b"k", 2), touched);
+    assert_eq!(s.volatile_len(), 1);
+    assert_eq!(s.key_state(b"k", 5000), KeyState::Absent);
+    assert_eq!(s.len(), 0);
+}
+
+#[test]
+fn apply_raises_the_shard_clock() {
+    // A version from an owner whose clock runs far ahead (the year 2286).
+    let far = 10_000_000_000_000u64 << 12;
+    let version = |s: &Store, key: &[u8]| s.read(key, 0, Access::Peek, |e| e.map(|e| e.version));
+    let s = replica();
+    assert!(s.apply(&tagged(0), &live("x", far, 0), 1000));
+    s.set(&tagged(0), b"local", None, 1000);
+    assert!(version(&s, &tagged(0)) > Some(far));
+    // Refused states raise it too, and so do removals with tombstones off.
+    let s = store();
+    s.set(&tagged(1), b"newer", None, 1000);
+    s.write(&tagged(1), 1000, |slot| slot.set_expire(None));
+    assert!(!s.apply(&tagged(1), &KeyState::Deleted { version: 1 }, 1000));
+    assert!(!s.apply(&tagged(2), &KeyState::Deleted { version: far }, 1000));
+    s.set(&tagged(3), b"local", None, 1000);
+    assert!(version(&s, &tagged(3)) > Some(far));
+    // A removal after an applied far version records a greater one.
+    let s = replica();
+    s.apply(&tagged(0), &live("x", far, 0), 1000);
+    s.set(&tagged(4), b"v", None, 1000);
+    s.remove(&tagged(4), 1000);
+    let KeyState::Deleted { version: dead } = s.key_state(&tagged(4), 1000) else {
+        panic!("removal recorded");
+    };
+    assert!(dead > far);
+}
+
+#[test]
+fn a_local_write_after_a_tombstone_orders_after_it_and_drops_it() {
+    let far = 10_000_000_000_000u64 << 12;
+    let s = replica();
+    assert!(s.apply(b"k", &KeyState::Deleted { version: far }, 0));
+    assert_eq!(s.tombstones(), 1);
+    s.write(b"k", 0, |slot| slot.append(b"new"));
+    let KeyState::Live { version, .. } = s.key_state(b"k", 0) else {
+        panic!("the local write is live");
+    };
+    assert!(version > far);
+    assert_eq!(s.tombstones(), 0);
+    // Every removal by a write records one; expiry does not.
+    s.write(b"k", 1, |slot| slot.set(b"gone", Some(1)));
+    s.set(b"e", b"v", None, 1);
+    s.write(b"e", 1, |slot| slot.set_expire(Some(0)));
+    s.set(b"t", b"v", Some(5), 1);
+    assert_eq!(s.get(b"t", 5), None);
+    s.set(b"c", b"v", Some(5), 1);
+    assert_eq!(s.expire_cycle(5, 100), 1);
+    assert_eq!(s.tombstones(), 2);
+    assert!(matches!(s.key_state(b"k", 5), KeyState::Deleted { version: v } if v > version));
+    assert!(matches!(s.key_state(b"e", 5), KeyState::Deleted { .. }));
+    assert_eq!(s.key_state(b"t", 5), KeyState::Absent);
+    assert_eq!(s.key_state(b"c", 5), KeyState::Absent);
+}
+
+#[test]
+fn tombstone_expires_after_its_ttl() {
+    let s = store();
+    s.set_tombstone_ttl(1000);
+    assert_eq!(s.tombstone_ttl(), 1000);
+    for key in [&b"lazy"[..], b"active"] {
+        s.set(key, b"v", None, 0);
+        s.remove(key, 100);
+    }
+    // Lazily, when read.
+    assert!(matches!(
+        s.key_state(b"lazy", 1099),
+        KeyState::Deleted { .. }
+    ));
+    assert_eq!(s.key_state(b"lazy", 1100), KeyState::Absent);
+    assert_eq!(s.tombstones(), 1);
+    // Actively, by the expiry cycle, without counting as removed keys.
+    assert_eq!(s.expire_cycle(1099, 100), 0);
+    assert_eq!(s.tombstones(), 1);
+    assert_eq!(s.expire_cycle(1100, 100), 0);
+    assert_eq!(s.tombstones(), 0);
+    // Past the TTL, a late older state is applied again: the TTL must exceed replication lag.
+    assert!(s.apply(b"active", &live("late", 1, 0), 1100));
+}
+
+#[test]
+fn tombstones_per_shard_are_bounded() {
+    let s = replica();
+    let n = 5000;
+    for i in 0..n {
+        s.set(&tagged(i), b"v", None, i as u64);
+        s.remove(&tagged(i), i as u64);
+    }
+    assert_eq!(s.tombstones(), 4096);
+    let now = n as u64;
+    for i in [0, n - 4097] {
+        assert_eq!(s.key_state(&tagged(i), now), KeyState::Absent, "{i}");
+    }
+    for i in [n - 4096, n - 1] {
+        assert!(
+            matches!(s.key_state(&tagged(i), now), KeyState::Deleted { .. }),
+            "{i}"
+        );
+    }
+    // Other shards are not affected.
+    s.set(b"{u}x", b"v", None, now);
+    s.remove(b"{u}x", now);
+    assert_eq!(s.tombstones(), 4097);
+}
+
+#[test]
+fn tombstones_are_off_by_default() {
+    let s = store();
+    assert_eq!(s.tombstone_ttl(), 0);
+    s.set(b"k", b"v", None, 0);
+    assert!(s.remove(b"k", 0));
+    assert_eq!(s.key_state(b"k", 0), KeyState::Absent);
+    assert_eq!(s.tombstones(), 0);
+    // A replicated removal still removes an older value, but records nothing.
+    assert!(!s.apply(b"k", &KeyState::Deleted { version: 10 }, 0));
+    assert!(s.apply(b"k", &live("v", 5, 0), 0));
+    assert!(s.apply(b"k", &KeyState::Deleted { version: 10 }, 0));
+    assert_eq!(
+        (s.key_state(b"k", 0), s.tombstones()),
+        (KeyState::Absent, 0)
+    );
+}
+
+#[test]
+fn clear_and_switching_off_drop_tombstones() {
+    let s = replica();
+    for i in 0..100 {
+        s.apply(
+            format!("k{i}").as_bytes(),
+            &KeyState::Deleted { version: 1 },
+            0,
+        );
+    }
+    assert_eq!(s.tombstones(), 100);
+    s.clear();
+    assert_eq!(s.tombstones(), 0);
+    assert!(s.apply(b"k0", &live("back", 1, 0), 0));
+    s.remove(b"k0", 0);
+    s.apply(b"k1", &KeyState::Deleted { version: 1 }, 0);
+    assert_eq!(s.tombstones(), 2);
+    s.set_tombstone_ttl(0);
+    assert_eq!(s.tombstones(), 0);
+    assert_eq!(s.key_state(b"k1", 0), KeyState::Absent);
+}
+
+#[test]
+fn clear_keeps_versions_growing() {
+    let s = store();
+    s.set(b"k", b"v", None, 0);
+    let before = s.key_state(b"k", 0);
+    s.clear();
+    s.set(b"k", b"v", None, 0);
+    let (KeyState::Live { version: a, .. }, KeyState::Live { version: b, .. }) =
+        (before, s.key_state(b"k", 0))
+    else {
+        panic!("live");
+    };
+    assert!(b > a, "a CAS unique from before FLUSHALL must not match");
+}
+
+#[test]
+fn key_state_reports_a_live_key_without_counting_an_access() {
+    let s = store();
+    s.write(b"k", 10, |slot| {
+        slot.set_with_flags(b"value", Some(500), 0xBEEF)
+    });
+    let entry = s.read(b"k", 10, Access::Peek, |e| {
+        e.map(|e| (e.version, e.access)).expect("present")
+    });
+    assert_eq!(
+        s.key_state(b"k", 20),
+        KeyState::Live {
+            value: Bytes::from_static(b"value"),
+            flags: 0xBEEF,
+            expire_at_ms: 500,
+            version: entry.0,
+        }
+    );
+    assert_eq!(
+        s.read(b"k", 30, Access::Peek, |e| e.map(|e| e.access)),
+        Some(entry.1)
+    );
+    assert_eq!(s.key_state(b"missing", 20), KeyState::Absent);
+    let st = s.stats();
+    assert_eq!((st.keyspace_hits, st.keyspace_misses), (0, 0));
+    assert_eq!(s.key_state(b"k", 500), KeyState::Absent);
+}
+
+#[test]
+fn an_applied_state_counts_as_a_local_write() {
+    let s = replica();
+    let state = KeyState::Live {
+        value: Bytes::from_static(b"value"),
+        flags: 7,
+        expire_at_ms: 100,
+        version: 3,
+    };
+    assert!(s.apply(b"k", &state, 0));
+    // The 4 flag bytes are stored with the key, as for a local write.
+    assert_eq!(s.used_memory(), charge(b"k", b"value") + 4);
+    assert_eq!((s.len(), s.volatile_len()), (1, 1));
+    assert!(s.apply(b"k", &live("longer value", 4, 0), 0));
+    assert_eq!(s.used_memory(), charge(b"k", b"longer value"));
+    assert_eq!((s.len(), s.volatile_len()), (1, 0));
+    // apply does not evict: the caller runs ensure_memory.
+    s.set_maxmemory(1);
+    assert!(s.apply(b"j", &live("v", 1, 0), 0));
+    assert_eq!(s.len(), 2);
+    assert_eq!(s.ensure_memory(0), Ok(()));
+    assert_eq!(s.len(), 0);
+    assert_eq!(s.tombstones(), 0, "eviction records no tombstone");
+}
+
+#[test]
+fn an_expired_live_state_is_applied_as_the_removal_it_is() {
+    // Owner: SET k v1; SET k v2 PX 10. Replica gets the second after it expired: keeping v1
+    // would leave a value the owner no longer has.
+    let s = replica();
+    assert!(s.apply(b"k", &live("v1", 1, 0), 0));
+    assert!(s.apply(b"k", &live("v2", 2, 10), 50));
+    assert_eq!(s.key_state(b"k", 50), KeyState::Deleted { version: 2 });
+    assert!(!s.apply(b"k", &live("v1", 1, 0), 50));
+    // An older one changes nothing.
+    assert!(s.apply(b"j", &live("new", 5, 0), 50));
+    assert!(!s.apply(b"j", &live("old", 4, 10), 50));
+    assert_eq!(s.key_state(b"j", 50), live("new", 5, 0));
+}
+
+/// The state a test owner would have sent at `version`: a removal, or a value derived from the
+/// version (persistent, volatile, or already expired at [`CONVERGE_NOW`]).
+fn sent_state(version: u64, deleted: bool) -> KeyState {
+    if deleted {
+        return KeyState::Deleted { version };
+    }
+    KeyState::Live {
+        value: Bytes::from(format!("v{version}")),
+        flags: (version % 2) as u32 * 0xABCD,
+        expire_at_ms: match version % 3 {
+            0 => 0,
+            1 => CONVERGE_NOW + version,
+            _ => CONVERGE_NOW,
+        },
+        version,
+    }
+}
+
+const CONVERGE_NOW: u64 = 1_000_000;
+
+proptest! {
+    /// Replicated states applied in any order end as when applied in version order: the
+    /// greatest version wins, a removal (or a value expired on arrival) wins a tie.
+    #[test]
+    fn apply_converges_whatever_the_order(
+        (ordered, shuffled) in proptest::collection::btree_set((1u64..40, any::<bool>()), 1..12)
+            .prop_flat_map(|set| {
+                // (version, deleted) sorted: a tie applies the live state, then the removal.
+                let states: Vec<(u64, bool)> = set.into_iter().collect();
+                (Just(states.clone()), Just(states).prop_shuffle())
+            })
+    ) {
+        let now = CONVERGE_NOW;
+        let in_order = replica();
+        for &(v, d) in &ordered {
+            in_order.apply(b"k", &sent_state(v, d), now);
+        }
+        let any_order = replica();
+        for &(v, d) in &shuffled {
+            any_order.apply(b"k", &sent_state(v, d), now);
+        }
+        let removal = |&(v, d): &(u64, bool)| d || v % 3 == 2;
+        let winner = ordered
+            .iter()
+            .max_by_key(|s| (s.0, removal(s)))
+            .expect("at least one state");
+        let expected = if removal(winner) {
+            KeyState::Deleted { version: winner.0 }
+        } else {
+            sent_state(winner.0, false)
+        };
+        prop_assert_eq!(in_order.key_state(b"k", now), expected.clone());
+        prop_assert_eq!(any_order.key_state(b"k", now), expected);
+        prop_assert_eq!(in_order.used_memory(), any_order.used_memory());
+        prop_assert!(any_order.tombstones() <= 1);
+    }
 }
