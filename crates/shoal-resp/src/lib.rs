@@ -1,7 +1,7 @@
-//! RESP wire protocol for Shoal: the request parser and the reply encoder.
+//! RESP wire protocol for Shoal: the request parser, the reply encoder and a reply scanner.
 //!
-//! Role: turn the bytes a client sends into argument vectors (`Vec<Bytes>`), and render a
-//! [`Reply`] as RESP2 or RESP3 bytes. This crate knows nothing about commands, keys or the
+//! Role: turn the bytes a client sends into argument vectors (`Vec<Bytes>`), render a
+//! [`Reply`] as RESP2 or RESP3 bytes, and find the value boundaries in encoded replies. This crate knows nothing about commands, keys or the
 //! store; it is sans-IO and synchronous, so the connection task owns one [`RequestParser`]
 //! per socket and calls it whenever its read buffer grows.
 //!
@@ -12,10 +12,15 @@
 //! - [`inline`]: `sdssplitargs`-compatible splitting of inline command lines (quotes, escapes).
 //! - [`reply`]: [`Reply`], [`Protocol`] and the allocation-free encoder, plus the
 //!   [`reply::encode_bulk`] / [`reply::encode_int`] helpers for hot paths.
+//! - [`scan`]: finding the ends of already-encoded RESP2/RESP3 replies ([`value_len`]) and
+//!   the elements of array replies ([`array_elements`]), for relaying and merging replies
+//!   that other nodes sent, without decoding them.
 
 pub mod inline;
 pub mod parser;
 pub mod reply;
+pub mod scan;
 
 pub use parser::{string2ll, Limits, ParseError, RequestParser};
 pub use reply::{format_int, Protocol, Reply};
+pub use scan::{aggregate_header, array_elements, integer_value, is_error, value_len, ScanError};

@@ -7,6 +7,10 @@
 //!     └──── oneshot <──────────────────── owner task <── events <── reader task <── socket
 //! ```
 //!
+//! Every stage is first-in first-out and the command is queued before `request` first
+//! awaits, so the requests of one task reach the socket in the order their futures were
+//! first polled (the crate docs spell out that guarantee and its limits).
+//!
 //! The owner connects lazily on the first request after a loss, runs the handshake, and
 //! spawns one reader and one writer for the connection. Every request takes a permit of a
 //! semaphore sized `max_in_flight` before it is queued and gives it back when it completes,
@@ -164,6 +168,10 @@ impl PeerClient {
 
     /// Sends `body` (tagged with the sender's placement `epoch`) and waits for the peer's
     /// response. Never queues beyond `max_in_flight`; never waits beyond `request_timeout`.
+    ///
+    /// The request is queued on the first poll, before anything is awaited: the requests of
+    /// one task go out, and are handled by the peer, in the order their futures are first
+    /// polled (see "Ordering" in the crate docs).
     pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
         if body.len() > self.max_body {
             return Err(WireError::Frame(FrameError::TooLarge {

@@ -137,7 +137,8 @@ impl RefuseReason {
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
-    /// The serving node has too many requests of this connection in flight.
+    /// The serving node has too many requests of this connection in flight and did not
+    /// handle this one, so the sender may retry it elsewhere.
     Overloaded = 0x01,
     /// The serving node is shutting down and takes no new requests.
     ShuttingDown = 0x02,

@@ -25,14 +25,35 @@
 //! requests in flight (over it: [`WireError::Overloaded`] at once); each request has a
 //! timeout; connection loss fails everything in flight at once with
 //! [`WireError::PeerUnavailable`] and the next request reconnects (after a short backoff if
-//! the connect failed). Server side ([`serve_peer`]): the calling task reads, each request
-//! runs as a task (bounded per connection), responses go through the same batching writer.
+//! the connect failed). Server side ([`serve_peer`]): the calling task reads and calls the
+//! [`PeerHandler`] synchronously for each request; an answer it has at once
+//! ([`Handled::Ready`]) is queued for the writer right there, and only a request that must
+//! wait ([`Handled::Later`]) runs as a task (bounded per connection). Responses go through
+//! the same batching writer.
+//!
+//! **Ordering.** Requests sent through one [`PeerClient`] (clones included) from one task
+//! are written to the connection in call order, and the server calls
+//! [`PeerHandler::handle`] in arrival order, one request at a time per connection; so a
+//! handler that does its state changes inside `handle` (which `Later` requires too) applies
+//! one sender's requests in the order they were sent: a pipelined `SET k v` then `GET k`
+//! forwarded for one client reads its own write. On the client side the order is kept
+//! because everything between the call and the socket is first-in first-out: `request`
+//! queues its command on the bounded command channel before its first await, so "call
+//! order" is the order in which the request futures are first polled (awaiting them one by
+//! one, or polling them together with something like `join_all`, which polls in list
+//! order); the one owner task takes commands off that channel one at a time, numbers them
+//! and queues their frames on the writer channel in the same order (a connect in between
+//! holds back the commands behind it, it does not reorder them); the writer encodes frames
+//! in channel order. What is not ordered: requests from different tasks; a request that
+//! failed (`Overloaded`, `PeerUnavailable`, `Timeout` before it was sent) while later ones
+//! went through; requests on either side of a reconnect (those on the lost connection may
+//! or may not have run); and responses, which come back in any order, matched by id.
 //!
 //! **Layout.**
 //! - [`frame`]: constants, [`Frame`], encoder, [`decode`], [`FrameError`].
 //! - [`handshake`]: [`AuthConfig`], both halves of the handshake, [`HandshakeError`].
 //! - `client`: [`PeerClient`], [`PeerConfig`], [`WireError`].
-//! - `server`: [`serve_peer`], [`PeerHandler`], [`ServerConfig`], [`ServeError`].
+//! - `server`: [`serve_peer`], [`PeerHandler`], [`Handled`], [`ServerConfig`], [`ServeError`].
 //! - `writer`: the batching writer task both sides use.
 
 mod client;
@@ -52,7 +73,7 @@ pub use frame::{
     PROTOCOL_VERSION,
 };
 pub use handshake::{AuthConfig, HandshakeError};
-pub use server::{serve_peer, PeerHandler, ServeError, ServerConfig};
+pub use server::{serve_peer, Handled, PeerHandler, ServeError, ServerConfig};
 
 /// The answer to one request: the responder's placement epoch (so the sender learns it is
 /// behind) and the opaque body (RESP reply bytes, for the node).

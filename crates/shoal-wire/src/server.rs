@@ -1,13 +1,16 @@
 //! The serving side: [`serve_peer`] runs one accepted inter-node connection.
 //!
-//! The calling task reads and decodes requests; each request runs as its own task in a
-//! `JoinSet` (so requests of one connection are handled concurrently, up to
-//! `max_in_flight`, and are aborted with the connection); responses go through a bounded
-//! channel to one writer task that batches them. A request over the bound is answered at
-//! once with an Error frame (`ErrorCode::Overloaded`) instead of being queued.
+//! The calling task reads and decodes requests and calls [`PeerHandler::handle`] for each,
+//! synchronously and in arrival order. A [`Handled::Ready`] response goes straight to the
+//! writer channel; a [`Handled::Later`] future runs as its own task in a `JoinSet` (so slow
+//! requests of one connection wait concurrently, up to `max_in_flight`, and are aborted with
+//! the connection). One writer task batches every response. A request that arrives while
+//! `max_in_flight` futures are pending is answered at once with an Error frame
+//! (`ErrorCode::Overloaded`), without calling the handler, instead of being queued.
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,24 +26,50 @@ use crate::handshake::{server_handshake, AuthConfig, HandshakeError};
 use crate::writer::run_writer;
 use crate::Response;
 
+/// What [`PeerHandler::handle`] made of one request.
+#[derive(Debug)]
+pub enum Handled<F> {
+    /// Answered at once; [`serve_peer`] queues it for the writer in arrival order, without
+    /// spawning a task.
+    Ready(Response),
+    /// Needs to wait (e.g. for replication acks). The handler MUST have done every state
+    /// change that orders with later requests before returning this; only the waiting is
+    /// deferred. Runs as its own task, bounded by `ServerConfig::max_in_flight`.
+    Later(F),
+}
+
 /// Serves forwarded requests.
 pub trait PeerHandler: Send + Sync + 'static {
+    /// The future of a [`Handled::Later`] request. A handler that never defers can name
+    /// any future type here, e.g. `std::future::Ready<Response>`.
+    type Fut: Future<Output = Response> + Send + 'static;
+
     /// Handles one request: `epoch` is the sender's placement epoch, `body` the opaque
     /// request (a RESP command, for the node).
     ///
+    /// Called on the connection's task, synchronously, once per request in the order the
+    /// requests arrived, never concurrently with itself for one connection (calls for
+    /// different connections MAY run concurrently). Together with the client's guarantee
+    /// (see the crate docs) this keeps the order of one sender's requests.
+    ///
+    /// MUST NOT block (no blocking I/O, no lock held for long): the connection reads nothing
+    /// else meanwhile. Work that has to wait goes into [`Handled::Later`], after the state
+    /// changes that order with later requests are done.
     /// MUST always produce a response: the caller waits for it until its request timeout.
-    /// MAY run concurrently with other calls, also for the same connection.
-    /// MUST tolerate being dropped at any await point: the future is aborted when the
-    /// connection goes away.
-    /// A panic is answered with an Error frame (`ErrorCode::Internal`).
-    fn handle(&self, epoch: u64, body: Bytes) -> impl Future<Output = Response> + Send;
+    /// A `Later` future MUST tolerate being dropped at any await point: it is aborted when
+    /// the connection goes away.
+    /// A panic, in `handle` or in the future, is answered with an Error frame
+    /// (`ErrorCode::Internal`) and the connection carries on.
+    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut>;
 }
 
 /// How [`serve_peer`] behaves, per connection.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// Requests of one connection handled at once; more are answered `Overloaded`. Keep it
-    /// at least the clients' `PeerConfig::max_in_flight`, or a busy client sees refusals.
+    /// [`Handled::Later`] futures of one connection pending at once (`Ready` answers take
+    /// none). While that many are pending, new requests are answered `Overloaded` without
+    /// calling the handler: once it ran, a request can no longer be refused. Keep it at
+    /// least the clients' `PeerConfig::max_in_flight`, or a busy client sees refusals.
     pub max_in_flight: usize,
     /// Largest request and response body accepted.
     pub max_frame: usize,
@@ -104,7 +133,8 @@ pub async fn serve_peer<H: PeerHandler>(
     let limits = FrameLimits::with_max_body(max_body);
     let (rd, wr) = stream.into_split();
     let mut rd = rd;
-    // Room for every handler's response plus a burst of Overloaded answers.
+    // Room for every Later response plus a burst of Ready and Overloaded ones; when it is
+    // full the read loop waits for the writer.
     let (out_tx, out_rx) = mpsc::channel::<Frame>(max_in_flight + 64);
     let writer = tokio::spawn(run_writer(wr, out_rx));
     let permits = Arc::new(Semaphore::new(max_in_flight));
@@ -126,7 +156,8 @@ pub async fn serve_peer<H: PeerHandler>(
                 Ok(None) => break,
                 Err(e) => break 'conn Err(ServeError::Frame(e)),
             };
-            let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            // Checked before the handler runs: a request it has handled cannot be refused.
+            if permits.available_permits() == 0 {
                 let refusal = Frame::Error {
                     id,
                     code: ErrorCode::Overloaded,
@@ -136,29 +167,32 @@ pub async fn serve_peer<H: PeerHandler>(
                     break 'conn Ok(()); // The writer failed: the socket is gone.
                 }
                 continue;
+            }
+            let frame = match catch_unwind(AssertUnwindSafe(|| handler.handle(epoch, body))) {
+                Ok(Handled::Ready(response)) => response_frame(id, response, max_body),
+                Ok(Handled::Later(fut)) => {
+                    let permit = Arc::clone(&permits)
+                        .try_acquire_owned()
+                        .expect("a permit was free above and only this loop takes them");
+                    let out = out_tx.clone();
+                    let task = tasks.spawn(async move {
+                        let frame = response_frame(id, fut.await, max_body);
+                        // Ignored: the writer is gone only when the connection is.
+                        let _ = out.send(frame).await;
+                        drop(permit);
+                    });
+                    request_ids.insert(task.id(), id);
+                    continue;
+                }
+                Err(_) => {
+                    tracing::error!(%peer, request = id, "inter-node request handler panicked");
+                    handler_failed(id)
+                }
             };
-            let handler = Arc::clone(&handler);
-            let out = out_tx.clone();
-            let task = tasks.spawn(async move {
-                let response = handler.handle(epoch, body).await;
-                let frame = if response.body.len() > max_body {
-                    Frame::Error {
-                        id,
-                        code: ErrorCode::Internal,
-                        message: format!("response of {} bytes too large", response.body.len()),
-                    }
-                } else {
-                    Frame::Response {
-                        id,
-                        epoch: response.epoch,
-                        body: response.body,
-                    }
-                };
-                // Ignored: the writer is gone only when the connection is.
-                let _ = out.send(frame).await;
-                drop(permit);
-            });
-            request_ids.insert(task.id(), id);
+            // Waits while the writer is behind: reading stops, which pushes back on the peer.
+            if out_tx.send(frame).await.is_err() {
+                break 'conn Ok(()); // The writer failed: the socket is gone.
+            }
         }
         // A no-op while there is room; otherwise reclaims consumed space or grows.
         buf.reserve(16 * 1024);
@@ -210,11 +244,33 @@ async fn reap(
     };
     if done.is_err() {
         tracing::error!(%peer, request = id, "inter-node request handler panicked");
-        let frame = Frame::Error {
+        let _ = out.send(handler_failed(id)).await;
+    }
+}
+
+/// The frame answering request `id` with `response`, or an Internal error if the response
+/// is too large to frame.
+fn response_frame(id: u64, response: Response, max_body: usize) -> Frame {
+    if response.body.len() > max_body {
+        Frame::Error {
             id,
             code: ErrorCode::Internal,
-            message: "handler failed".to_owned(),
-        };
-        let _ = out.send(frame).await;
+            message: format!("response of {} bytes too large", response.body.len()),
+        }
+    } else {
+        Frame::Response {
+            id,
+            epoch: response.epoch,
+            body: response.body,
+        }
+    }
+}
+
+/// The frame answering request `id` whose handler panicked.
+fn handler_failed(id: u64) -> Frame {
+    Frame::Error {
+        id,
+        code: ErrorCode::Internal,
+        message: "handler failed".to_owned(),
     }
 }

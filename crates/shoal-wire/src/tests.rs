@@ -3,6 +3,7 @@
 //! Time is real here (paused time would jump while sockets wait), so timing assertions
 //! compare against bounds many times larger than the work takes.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -44,29 +45,40 @@ fn config() -> PeerConfig {
     }
 }
 
-/// Answers with epoch + 1 and the body unchanged.
+/// The future type of test handlers that answer `Later`.
+type BoxResponse = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+/// Answers at once with epoch + 1 and the body unchanged.
 struct Echo;
 
 impl PeerHandler for Echo {
-    async fn handle(&self, epoch: u64, body: Bytes) -> Response {
-        Response {
+    type Fut = std::future::Ready<Response>;
+
+    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+        Handled::Ready(Response {
             epoch: epoch + 1,
             body,
-        }
+        })
     }
 }
 
-/// Reports each arrival, then waits for a permit of `gate` (none at first) before echoing.
+/// Reports each arrival, then answers `Later`, once it gets a permit of `gate` (none at
+/// first), with the request echoed.
 struct Gated {
     arrived: mpsc::UnboundedSender<u64>,
     gate: Arc<Semaphore>,
 }
 
 impl PeerHandler for Gated {
-    async fn handle(&self, epoch: u64, body: Bytes) -> Response {
+    type Fut = BoxResponse;
+
+    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
         let _ = self.arrived.send(epoch);
-        let _permit = self.gate.acquire().await;
-        Response { epoch, body }
+        let gate = Arc::clone(&self.gate);
+        Handled::Later(Box::pin(async move {
+            let _permit = gate.acquire().await;
+            Response { epoch, body }
+        }))
     }
 }
 
@@ -80,12 +92,80 @@ fn gated() -> (Arc<Gated>, mpsc::UnboundedReceiver<u64>, Arc<Semaphore>) {
     (handler, rx, gate)
 }
 
-struct Panics;
+/// Panics in `handle` itself, or with `in_future` in the `Later` future it returns.
+struct Panics {
+    in_future: bool,
+}
 
 impl PeerHandler for Panics {
-    async fn handle(&self, _epoch: u64, _body: Bytes) -> Response {
-        panic!("handler bug");
+    type Fut = BoxResponse;
+
+    fn handle(&self, _epoch: u64, _body: Bytes) -> Handled<Self::Fut> {
+        if self.in_future {
+            Handled::Later(Box::pin(async { panic!("handler bug, deferred") }))
+        } else {
+            panic!("handler bug");
+        }
     }
+}
+
+/// Records the body of every request in the order `handle` sees them. Answers every third
+/// request `Later`, after a few yields, so answers to requests sent after it can overtake
+/// it: the order of handling is what counts, not the order of answers.
+#[derive(Default)]
+struct Ledger {
+    seen: Mutex<Vec<Bytes>>,
+}
+
+impl PeerHandler for Ledger {
+    type Fut = BoxResponse;
+
+    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+        let n = {
+            let mut seen = self.seen.lock().unwrap();
+            seen.push(body.clone());
+            seen.len()
+        };
+        let response = Response { epoch, body };
+        if n % 3 == 0 {
+            Handled::Later(Box::pin(async move {
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+                response
+            }))
+        } else {
+            Handled::Ready(response)
+        }
+    }
+}
+
+/// Polls `futures` together from the calling task, giving each its first poll in list order
+/// (as `join_all` does), and returns their outputs in list order.
+async fn all_in_order<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut done = true;
+        for (fut, out) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_none() {
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => done = false,
+                }
+            }
+        }
+        if done {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|out| out.expect("every future completed"))
+        .collect()
 }
 
 /// A listener serving every accepted connection with `serve_peer`.
@@ -475,6 +555,52 @@ async fn ten_thousand_concurrent_requests_on_one_connection() {
     assert_eq!(client.in_flight(), 0);
 }
 
+/// Requests one task sends without awaiting each are handled in the order sent, whether
+/// they are answered at once or later: what forwarding relies on, so that a client's
+/// pipelined `SET k v` then `GET k` reads its own write at the owner. On a multi-thread
+/// runtime, where a task per request would let them race.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_task_s_requests_are_handled_in_the_order_sent() {
+    const N: usize = 1000;
+    let ledger = Arc::new(Ledger::default());
+    let server =
+        TestServer::start(good_auth("b"), Arc::clone(&ledger), ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    let sent: Vec<Bytes> = (0..N)
+        .map(|i| Bytes::from(format!("request {i}")))
+        .collect();
+    let requests = sent.iter().map(|body| client.request(7, body.clone()));
+    let responses = all_in_order(requests.collect()).await;
+    for (body, response) in sent.iter().zip(responses) {
+        assert_eq!(response.unwrap().body, *body);
+    }
+    let seen = ledger.seen.lock().unwrap();
+    assert_eq!(seen.len(), N);
+    if let Some(i) = (0..N).find(|&i| seen[i] != sent[i]) {
+        panic!("handled {:?} where {:?} was sent", seen[i], sent[i]);
+    }
+}
+
+/// Answers the handler has at once hold no in-flight permit: a server bounded to one
+/// pending `Later` request still serves a thousand pipelined `Ready` ones.
+#[tokio::test]
+async fn ready_answers_take_no_in_flight_permit() {
+    let server_config = ServerConfig {
+        max_in_flight: 1,
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(good_auth("b"), Arc::new(Echo), server_config).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    let requests = (0..1000).map(|i| client.request(i, Bytes::new()));
+    for (i, response) in all_in_order(requests.collect())
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(response.unwrap().epoch, i as u64 + 1);
+    }
+}
+
 #[tokio::test]
 async fn over_the_in_flight_bound_fails_fast_with_overloaded() {
     let (handler, mut arrived, gate) = gated();
@@ -527,6 +653,7 @@ async fn server_over_its_bound_answers_overloaded() {
         Err(WireError::Remote { code, .. }) => assert_eq!(code, ErrorCode::Overloaded),
         other => panic!("expected a remote Overloaded, got {other:?}"),
     }
+    assert!(arrived.try_recv().is_err(), "refused without being handled");
     gate.add_permits(1000);
     while let Some(done) = waiting.join_next().await {
         done.unwrap().unwrap();
@@ -698,18 +825,19 @@ async fn after_a_failed_connect_the_client_retries_once_the_backoff_passed() {
 
 #[tokio::test]
 async fn a_panicking_handler_is_answered_with_an_internal_error() {
-    let server = TestServer::start(good_auth("b"), Arc::new(Panics), ServerConfig::default()).await;
-    let client = PeerClient::new(server.addr, good_auth("a"), config());
-    match client.request(1, Bytes::new()).await {
-        Err(WireError::Remote { code, .. }) => assert_eq!(code, ErrorCode::Internal),
-        other => panic!("expected a remote Internal error, got {other:?}"),
+    for in_future in [false, true] {
+        let handler = Arc::new(Panics { in_future });
+        let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+        let client = PeerClient::new(server.addr, good_auth("a"), config());
+        for epoch in 1..=2 {
+            // The second request shows the connection survived the first panic.
+            match client.request(epoch, Bytes::new()).await {
+                Err(WireError::Remote { code, .. }) => assert_eq!(code, ErrorCode::Internal),
+                other => panic!("in_future {in_future}: expected Internal, got {other:?}"),
+            }
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
     }
-    // The connection survives it.
-    match client.request(2, Bytes::new()).await {
-        Err(WireError::Remote { code, .. }) => assert_eq!(code, ErrorCode::Internal),
-        other => panic!("expected a remote Internal error, got {other:?}"),
-    }
-    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
@@ -735,11 +863,13 @@ async fn an_oversized_body_fails_before_sending() {
 struct Doubler;
 
 impl PeerHandler for Doubler {
-    async fn handle(&self, epoch: u64, body: Bytes) -> Response {
-        Response {
+    type Fut = std::future::Ready<Response>;
+
+    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+        Handled::Ready(Response {
             epoch,
             body: Bytes::from([&body[..], &body[..]].concat()),
-        }
+        })
     }
 }
 
