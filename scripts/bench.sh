@@ -5,13 +5,60 @@
 #   scripts/bench.sh            RESP: ../shared/bench/resp-bench.sh against redis-server
 #   scripts/bench.sh memcache   Memcached protocol: ../shared/bench/memcache-bench.sh against
 #                               memcached (needs memcached and libmemcached-tools)
+#   scripts/bench.sh cluster    the cluster data path: resp-bench against a single node, then
+#                               against node n0 of a 3-node cluster (replicas = 1, so two thirds
+#                               of the requests are forwarded and every write is replicated),
+#                               with the CPU of all three nodes summed (CANDIDATE_PID list)
 # Tune the yardsticks with their environment knobs (ROUNDS, SECS, CLIENTS, VSIZE, MEM_KEYS...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start_node() { # log-file args... -> pid in $started
+  ./target/release/shoald "${@:2}" 2>"$1" &
+  started=$!
+}
+wait_addr() { # log-file pattern pid -> address on stdout
+  local a=""
+  for _ in $(seq 1 100); do
+    a=$(grep -o "$2" "$1" | head -1 | grep -o '127\.0\.0\.1:[0-9]*' || true)
+    [ -n "$a" ] && { echo "$a"; return 0; }
+    kill -0 "$3" 2>/dev/null || { cat "$1" >&2; return 1; }
+    sleep 0.1
+  done
+  cat "$1" >&2; return 1
+}
+if [ "${1:-resp}" = cluster ]; then
+  BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
+  [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
+  cargo build --release -p shoald
+  tmp=$(mktemp -d)
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+  ports=$(python3 -c 'import socket
+s=[socket.socket() for _ in range(6)]
+[x.bind(("127.0.0.1",0)) for x in s]
+print(" ".join(str(x.getsockname()[1]) for x in s))')
+  read -r p0 c0 p1 c1 p2 c2 <<<"$ports"
+  nodes="n0=127.0.0.1:$p0@$c0,n1=127.0.0.1:$p1@$c1,n2=127.0.0.1:$p2@$c2"
+  export SHOAL_CLUSTER_SECRET=bench-secret
+  for i in 0 1 2; do
+    eval "port=\$p$i"
+    start_node "$tmp/n$i.log" --port "$port" --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes"
+    pids+=("$started")
+  done
+  for i in 0 1 2; do wait_addr "$tmp/n$i.log" 'listening on 127\.0\.0\.1:[0-9]*' "${pids[$i]}" >/dev/null; done
+  start_node "$tmp/single.log" --port 0 --maxmemory 0
+  single_pid=$started; pids+=("$single_pid")
+  single=$(wait_addr "$tmp/single.log" 'listening on 127\.0\.0\.1:[0-9]*' "$single_pid")
+  echo "== single node ($single)"
+  CANDIDATE_PID=$single_pid bash "$BENCH" "$single"
+  echo "== node n0 of a 3-node cluster (127.0.0.1:$p0), CPU of all three nodes summed"
+  CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "127.0.0.1:$p0"
+  exit 0
+fi
 case "${1:-resp}" in
   resp) BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}; pattern='listening on 127\.0\.0\.1:[0-9]*' ;;
   memcache) BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}; pattern='memcached protocol listening on 127\.0\.0\.1:[0-9]*' ;;
-  *) echo "usage: $0 [resp|memcache]"; exit 2 ;;
+  *) echo "usage: $0 [resp|memcache|cluster]"; exit 2 ;;
 esac
 [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
 

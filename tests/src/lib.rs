@@ -171,3 +171,134 @@ pub fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// One member of a [`TestCluster`]: its own runtime, so it can be crashed on its own.
+pub struct ClusterMember {
+    pub name: String,
+    pub addr: SocketAddr,
+    pub cluster_addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+    node: Option<RunningNode>,
+}
+
+impl ClusterMember {
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("redis client connects")
+    }
+
+    pub fn client_resp3(&self) -> redis::Connection {
+        redis::Client::open(format!("{}?protocol=resp3", self.url()))
+            .and_then(|c| c.get_connection())
+            .expect("redis client connects with RESP3")
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.node.is_some()
+    }
+}
+
+/// Nodes of one cluster on 127.0.0.1, each in its own runtime, every listener bound on port
+/// 0 first so that each node's `cluster-nodes` can name the others' real ports.
+pub struct TestCluster {
+    pub members: Vec<ClusterMember>,
+}
+
+/// The secret test clusters share.
+pub const TEST_SECRET: &str = "test-cluster-secret";
+
+impl TestCluster {
+    /// `n` nodes named n0, n1, ... with `replicas = 1`, changed by `f`.
+    pub fn start(n: usize, f: impl Fn(&mut NodeConfig)) -> TestCluster {
+        let mut bound = Vec::new();
+        for _ in 0..n {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("test runtime starts");
+            let (resp, cluster) = runtime.block_on(async {
+                let resp = tokio::net::TcpListener::bind("127.0.0.1:0").await;
+                let cluster = tokio::net::TcpListener::bind("127.0.0.1:0").await;
+                (resp.expect("bind"), cluster.expect("bind"))
+            });
+            bound.push((runtime, resp, cluster));
+        }
+        let nodes: Vec<String> = bound
+            .iter()
+            .enumerate()
+            .map(|(i, (_, r, c))| {
+                format!(
+                    "n{i}=127.0.0.1:{}@{}",
+                    r.local_addr().unwrap().port(),
+                    c.local_addr().unwrap().port()
+                )
+            })
+            .collect();
+        let mut members = Vec::new();
+        for (i, (runtime, resp, cluster)) in bound.into_iter().enumerate() {
+            let mut config = NodeConfig {
+                bind: "127.0.0.1".into(),
+                port: 0,
+                node_name: format!("n{i}"),
+                cluster_secret: TEST_SECRET.into(),
+                cluster_nodes: nodes.clone(),
+                replicas: 1,
+                ..NodeConfig::default()
+            };
+            f(&mut config);
+            let addr = resp.local_addr().unwrap();
+            let cluster_addr = cluster.local_addr().unwrap();
+            let node = runtime
+                .block_on(shoal_node::start_with(
+                    config,
+                    None,
+                    shoal_node::Listeners {
+                        resp,
+                        memcache: None,
+                        cluster: Some(cluster),
+                    },
+                ))
+                .expect("cluster node starts");
+            members.push(ClusterMember {
+                name: format!("n{i}"),
+                addr,
+                cluster_addr,
+                runtime: Some(runtime),
+                node: Some(node),
+            });
+        }
+        TestCluster { members }
+    }
+
+    /// Crashes member `i`: its runtime is dropped at once, every socket closes without a
+    /// goodbye and nothing is flushed, as when the process dies.
+    pub fn crash(&mut self, i: usize) {
+        let m = &mut self.members[i];
+        m.node.take();
+        if let Some(rt) = m.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+
+    /// Members still running.
+    pub fn live(&self) -> impl Iterator<Item = &ClusterMember> {
+        self.members.iter().filter(|m| m.is_running())
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            if let (Some(node), Some(rt)) = (m.node.take(), m.runtime.take()) {
+                node.shutdown();
+                rt.block_on(node.wait());
+            }
+        }
+    }
+}

@@ -39,6 +39,28 @@ pub struct ClientInfo {
 }
 
 impl ClientInfo {
+    /// The pseudo-client that runs requests arriving from other nodes (never registered, so
+    /// CLIENT LIST and CLIENT KILL do not see it).
+    pub fn internal() -> Arc<ClientInfo> {
+        let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+        let now = now_ms();
+        Arc::new(ClientInfo {
+            id: 0,
+            addr: unspecified,
+            laddr: unspecified,
+            created_ms: now,
+            last_interaction_ms: AtomicU64::new(now),
+            resp: AtomicU8::new(2),
+            name: Mutex::new(None),
+            lib_name: Mutex::new(None),
+            lib_ver: Mutex::new(None),
+            last_cmd: AtomicUsize::new(usize::MAX),
+            no_evict: AtomicBool::new(false),
+            stop: CancellationToken::new(),
+            killed: AtomicBool::new(false),
+        })
+    }
+
     /// CLIENT KILL: close the connection at its next turn, unsent replies dropped.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);

@@ -109,6 +109,53 @@ pub struct NodeConfig {
     pub memcache_port: Option<u16>,
     /// Largest Memcached item value (Memcached's `-I`, 1 MiB by default).
     pub memcache_max_item_size: ByteSize,
+    /// This node's stable name in the cluster; placement hashes it, so it must survive
+    /// restarts. Empty = the host name (as Kubernetes gives each pod its own).
+    pub node_name: String,
+    /// Nodes of two clusters with different names refuse each other even with one secret.
+    pub cluster_name: String,
+    /// The shared cluster secret (like Erlang's cookie); required when `cluster-nodes` is set.
+    /// Never sent over the wire, never shown by CONFIG GET. Usually set through
+    /// `SHOAL_CLUSTER_SECRET`.
+    pub cluster_secret: String,
+    /// The static member list, `name=host:port@cluster-port` each (the RESP address and the
+    /// inter-node address), as a TOML array or one comma-separated string. Must include this
+    /// node. Empty = a single node, which needs no secret.
+    #[serde(deserialize_with = "node_list")]
+    pub cluster_nodes: Vec<String>,
+    /// Copies of each key besides the owner's (1 = two copies), capped by the member count.
+    pub replicas: usize,
+    /// When a write is acknowledged: `owner` (once applied at the owner; replicas follow
+    /// asynchronously) or `all` (once every reachable replica applied it too).
+    pub write_ack: String,
+    /// How long a request to another node may take before it counts as failed and the
+    /// router tries the next copy.
+    pub cluster_timeout_ms: u64,
+    /// How long a deleted key's tombstone is kept, so a late replication message cannot bring
+    /// it back.
+    pub tombstone_ttl_ms: u64,
+}
+
+/// Accepts `cluster-nodes` as an array of strings or as one comma/space-separated string
+/// (the form an environment variable or `--set` gives).
+fn node_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum List {
+        One(String),
+        Many(Vec<String>),
+    }
+    let items = match List::deserialize(d)? {
+        List::One(s) => vec![s],
+        List::Many(v) => v,
+    };
+    Ok(items
+        .iter()
+        .flat_map(|s| s.split([',', ' ']))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect())
 }
 
 impl Default for NodeConfig {
@@ -131,6 +178,14 @@ impl Default for NodeConfig {
             log_level: "info".into(),
             memcache_port: None,
             memcache_max_item_size: ByteSize(1024 * 1024),
+            node_name: String::new(),
+            cluster_name: "shoal".into(),
+            cluster_secret: String::new(),
+            cluster_nodes: Vec::new(),
+            replicas: 1,
+            write_ack: "owner".into(),
+            cluster_timeout_ms: 1000,
+            tombstone_ttl_ms: 60_000,
         }
     }
 }
@@ -154,6 +209,27 @@ pub const CONFIG_KEYS: &[&str] = &[
     "log-level",
     "memcache-port",
     "memcache-max-item-size",
+    "node-name",
+    "cluster-name",
+    "cluster-secret",
+    "cluster-nodes",
+    "replicas",
+    "write-ack",
+    "cluster-timeout-ms",
+    "tombstone-ttl-ms",
+];
+
+/// Keys whose values are text even when they look like numbers (a password `123456`).
+pub const STRING_KEYS: &[&str] = &[
+    "bind",
+    "maxmemory-policy",
+    "requirepass",
+    "log-level",
+    "node-name",
+    "cluster-name",
+    "cluster-secret",
+    "cluster-nodes",
+    "write-ack",
 ];
 
 /// Keys that have no default value: the feature is off unless they are set.
@@ -195,8 +271,132 @@ impl NodeConfig {
             "error" | "warn" | "info" | "debug" | "trace" => {}
             other => return Err(format!("invalid log-level '{other}'")),
         }
+        WriteAck::from_str(&self.write_ack)?;
+        if self.cluster_timeout_ms == 0 {
+            return Err("cluster-timeout-ms must be at least 1".into());
+        }
+        if !self.cluster_nodes.is_empty() {
+            let nodes = self.cluster_members()?;
+            if self.cluster_secret.is_empty() {
+                return Err(
+                    "cluster-nodes is set but no cluster-secret: set cluster-secret \
+                    (or SHOAL_CLUSTER_SECRET), or remove cluster-nodes to run a single node"
+                        .into(),
+                );
+            }
+            let me = self.resolved_node_name();
+            if !nodes.iter().any(|n| n.name == me) {
+                return Err(format!(
+                    "this node's name '{me}' is not in cluster-nodes (set node-name)"
+                ));
+            }
+            if self.memcache_port.is_some() {
+                return Err(
+                    "memcache-port is not supported together with cluster-nodes yet: \
+                    the Memcached front end serves one node's keys only"
+                        .into(),
+                );
+            }
+        }
         Ok(())
     }
+
+    /// `node-name`, or the host name when it is empty.
+    pub fn resolved_node_name(&self) -> String {
+        if !self.node_name.is_empty() {
+            return self.node_name.clone();
+        }
+        std::env::var("HOSTNAME")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .or_else(|| {
+                std::fs::read_to_string("/etc/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_owned())
+                    .filter(|h| !h.is_empty())
+            })
+            .unwrap_or_else(|| "shoal".into())
+    }
+
+    /// The parsed `cluster-nodes` list (checked: names unique, addresses valid, at most
+    /// `MAX_CLUSTER_NODES`).
+    pub fn cluster_members(&self) -> Result<Vec<NodeAddr>, String> {
+        let nodes: Vec<NodeAddr> = self
+            .cluster_nodes
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, _>>()?;
+        if nodes.len() > MAX_CLUSTER_NODES {
+            return Err(format!(
+                "cluster-nodes lists more than {MAX_CLUSTER_NODES} nodes"
+            ));
+        }
+        for (i, n) in nodes.iter().enumerate() {
+            if nodes[..i].iter().any(|m| m.name == n.name) {
+                return Err(format!(
+                    "node name '{}' appears twice in cluster-nodes",
+                    n.name
+                ));
+            }
+        }
+        Ok(nodes)
+    }
+}
+
+/// Most members of one cluster (the SCAN cursor gives a member index 10 bits).
+pub const MAX_CLUSTER_NODES: usize = 1024;
+
+/// When a write is acknowledged to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteAck {
+    Owner,
+    All,
+}
+
+impl FromStr for WriteAck {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "owner" => Ok(WriteAck::Owner),
+            "all" => Ok(WriteAck::All),
+            other => Err(format!("invalid write-ack '{other}' (owner or all)")),
+        }
+    }
+}
+
+/// One `cluster-nodes` entry: `name=host:port@cluster-port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAddr {
+    pub name: String,
+    /// Where clients reach the node (RESP).
+    pub client: std::net::SocketAddr,
+    /// Where other nodes reach it (the inter-node protocol).
+    pub cluster: std::net::SocketAddr,
+}
+
+impl FromStr for NodeAddr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad =
+            || format!("invalid cluster-nodes entry '{s}': expected name=host:port@cluster-port");
+        let (name, addrs) = s.split_once('=').ok_or_else(bad)?;
+        let (client, cport) = addrs.rsplit_once('@').ok_or_else(bad)?;
+        if name.is_empty() || name.len() > 255 {
+            return Err(bad());
+        }
+        let client = resolve(client).ok_or_else(bad)?;
+        let port: u16 = cport.parse().map_err(|_| bad())?;
+        Ok(NodeAddr {
+            name: name.to_owned(),
+            client,
+            cluster: std::net::SocketAddr::new(client.ip(), port),
+        })
+    }
+}
+
+fn resolve(hostport: &str) -> Option<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    hostport.to_socket_addrs().ok()?.next()
 }
 
 #[cfg(test)]
@@ -219,6 +419,43 @@ mod tests {
     fn env_names() {
         assert_eq!(env_var_name("maxmemory-policy"), "SHOAL_MAXMEMORY_POLICY");
         assert_eq!(env_var_name("port"), "SHOAL_PORT");
+    }
+
+    #[test]
+    fn cluster_node_entries_parse() {
+        let n: NodeAddr = "n1=127.0.0.1:7001@17001".parse().unwrap();
+        assert_eq!(n.name, "n1");
+        assert_eq!(n.client.port(), 7001);
+        assert_eq!(n.cluster.to_string(), "127.0.0.1:17001");
+        for bad in ["n1", "=127.0.0.1:1@2", "n1=127.0.0.1:1", "n1=127.0.0.1:1@x"] {
+            assert!(bad.parse::<NodeAddr>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_needs_a_secret_and_itself() {
+        let mut c = NodeConfig {
+            node_name: "a".into(),
+            cluster_nodes: vec!["a=127.0.0.1:1@2".into(), "b=127.0.0.1:3@4".into()],
+            ..NodeConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("cluster-secret"));
+        c.cluster_secret = "s".into();
+        c.validate().unwrap();
+        c.node_name = "z".into();
+        assert!(c.validate().unwrap_err().contains("not in cluster-nodes"));
+        c.node_name = "a".into();
+        c.cluster_nodes.push("a=127.0.0.1:5@6".into());
+        assert!(c.validate().unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn node_list_accepts_a_string_or_an_array() {
+        let c: NodeConfig =
+            toml::from_str("cluster-nodes = \"a=127.0.0.1:1@2, b=127.0.0.1:3@4\"").unwrap();
+        assert_eq!(c.cluster_nodes.len(), 2);
+        let c: NodeConfig = toml::from_str("cluster-nodes = [\"a=127.0.0.1:1@2\"]").unwrap();
+        assert_eq!(c.cluster_nodes, vec!["a=127.0.0.1:1@2".to_string()]);
     }
 
     #[test]

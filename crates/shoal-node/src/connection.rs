@@ -13,13 +13,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use futures_util::stream::{FuturesOrdered, StreamExt};
 use shoal_resp::{Limits, Reply, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::client::ClientInfo;
-use crate::cmd::{self, ReplyMode, Session};
+use crate::cluster::router::{dispatch, Outcome, ReplyFuture};
+use crate::cmd::{ReplyMode, Session};
 use crate::node::{now_ms, Node};
 
 /// Output is written once it reaches this many bytes, even mid-batch.
@@ -45,11 +47,72 @@ pub enum Close {
     Io(std::io::Error),
 }
 
+/// Replies of one batch, in request order. Replies computed here go straight into `out`;
+/// from the first reply that must wait (a forwarded request) on, everything queues behind
+/// it: later local replies collect in `tail` and join the queue as one ready chunk.
+#[derive(Default)]
+pub struct Replies {
+    /// Bytes ready to write, all before any pending reply.
+    pub out: BytesMut,
+    pending: FuturesOrdered<ReplyFuture>,
+    tail: BytesMut,
+}
+
+/// Replies waiting per connection before the connection stops reading to drain them.
+pub const MAX_PENDING: usize = 128;
+
+impl Replies {
+    /// Where the next reply in order is encoded.
+    pub fn buf(&mut self) -> &mut BytesMut {
+        if self.pending.is_empty() {
+            &mut self.out
+        } else {
+            &mut self.tail
+        }
+    }
+
+    /// Queues a reply that is still to come.
+    pub fn push_later(&mut self, reply: ReplyFuture) {
+        self.seal();
+        self.pending.push_back(reply);
+    }
+
+    /// Moves `tail` into the queue, keeping it behind the pending replies.
+    fn seal(&mut self) {
+        if !self.tail.is_empty() {
+            let chunk = self.tail.split().freeze();
+            self.pending.push_back(Box::pin(async move { chunk }));
+        }
+    }
+
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Bytes held, ready or not.
+    pub fn len(&self) -> usize {
+        self.out.len() + self.tail.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0 && self.pending.is_empty()
+    }
+
+    /// Waits for every pending reply, appending each to `out` in order.
+    async fn settle(&mut self) {
+        self.seal();
+        while let Some(bytes) = self.pending.next().await {
+            self.out.extend_from_slice(&bytes);
+        }
+    }
+}
+
 /// Where a front end stopped processing its input.
 pub enum Step {
     /// No complete request left: read more.
     NeedInput,
-    /// The output reached `FLUSH_AT`: write it, then call `process` again.
+    /// The output reached `FLUSH_AT` (or `MAX_PENDING` replies wait): write it, then call
+    /// `process` again.
     Flush,
     /// Write what is in the output, then close.
     Close(Close),
@@ -57,14 +120,14 @@ pub enum Step {
 
 /// A protocol front end: parses and executes requests, encodes replies. The I/O is shared.
 pub trait Frontend: Send {
-    /// Parses and executes complete requests at the front of `input`, appending replies to
-    /// `out`, until one of the `Step`s; returns how many requests ran. `now` is Unix ms, one
-    /// reading per batch.
+    /// Parses and executes complete requests at the front of `input`, adding replies to
+    /// `replies` in order, until one of the `Step`s; returns how many requests ran. `now` is
+    /// Unix ms, one reading per batch.
     fn process(
         &mut self,
-        node: &Node,
+        node: &Arc<Node>,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        replies: &mut Replies,
         now: u64,
     ) -> (u64, Step);
 
@@ -95,9 +158,9 @@ impl RespFrontend {
 impl Frontend for RespFrontend {
     fn process(
         &mut self,
-        node: &Node,
+        node: &Arc<Node>,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        replies: &mut Replies,
         now: u64,
     ) -> (u64, Step) {
         self.limits = node.limits();
@@ -110,7 +173,7 @@ impl Frontend for RespFrontend {
                 Ok(Some(args)) => args,
                 Ok(None) => return (processed, Step::NeedInput),
                 Err(e) => {
-                    Reply::error(e.to_string()).encode(self.session.proto, out);
+                    Reply::error(e.to_string()).encode(self.session.proto, replies.buf());
                     return (processed, Step::Close(Close::Protocol(e.to_string())));
                 }
             };
@@ -118,7 +181,7 @@ impl Frontend for RespFrontend {
             let was_skipped = std::mem::take(&mut self.skip_pending);
             let session = &mut self.session;
             let mode_before = session.reply_mode;
-            let reply = cmd::execute(node, session, &args, now);
+            let outcome = dispatch(node, session, &args, now);
             // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not);
             // any other command by the mode it found, so an EXEC that runs a queued CLIENT
             // REPLY OFF still sends its own reply, as in Redis.
@@ -136,13 +199,20 @@ impl Frontend for RespFrontend {
                 session.reply_mode = ReplyMode::On;
                 self.skip_pending = true;
             }
-            if !suppress {
-                reply.encode(session.proto, out);
+            match outcome {
+                Outcome::Reply(reply) if !suppress => reply.encode(session.proto, replies.buf()),
+                Outcome::Reply(_) => {}
+                Outcome::Later(reply) if !suppress => replies.push_later(reply),
+                // Still run it (it may write), but send nothing.
+                Outcome::Later(reply) => replies.push_later(Box::pin(async move {
+                    reply.await;
+                    bytes::Bytes::new()
+                })),
             }
             if session.close {
                 return (processed, Step::Close(Close::Quit));
             }
-            if out.len() >= FLUSH_AT {
+            if replies.len() >= FLUSH_AT || replies.pending() >= MAX_PENDING {
                 return (processed, Step::Flush);
             }
         }
@@ -229,13 +299,16 @@ async fn write_out(
 }
 
 async fn serve<F: Frontend>(
-    node: &Node,
+    node: &Arc<Node>,
     mut stream: TcpStream,
     info: Arc<ClientInfo>,
     mut frontend: F,
 ) -> Close {
     let mut input = BytesMut::with_capacity(MIN_READ);
-    let mut out = BytesMut::with_capacity(MIN_READ);
+    let mut replies = Replies {
+        out: BytesMut::with_capacity(MIN_READ),
+        ..Replies::default()
+    };
     // Registered once per connection: polling it is cheaper than a new future per read.
     let stop = info.stop.clone().cancelled_owned();
     tokio::pin!(stop);
@@ -247,13 +320,35 @@ async fn serve<F: Frontend>(
         let (out_limit, idle_secs) =
             node.with_settings(|s| (s.client_output_buffer_limit.0, s.timeout));
         let closing = loop {
-            let (processed, step) = frontend.process(node, &mut input, &mut out, now);
+            let (processed, step) = frontend.process(node, &mut input, &mut replies, now);
             if processed > 0 {
                 node.stats
                     .total_commands_processed
                     .fetch_add(processed, Ordering::Relaxed);
                 info.last_interaction_ms.store(now, Ordering::Relaxed);
             }
+            if replies.pending() > 0 {
+                // Forwarded requests: wait for their replies (each is bounded by the
+                // inter-node timeout), unless CLIENT KILL comes first.
+                if info.stop.is_cancelled() {
+                    if info.killed.load(Ordering::Relaxed) {
+                        return Close::Killed;
+                    }
+                    replies.settle().await;
+                } else {
+                    tokio::select! {
+                        biased;
+                        () = replies.settle() => {}
+                        _ = stop.as_mut() => {
+                            if info.killed.load(Ordering::Relaxed) {
+                                return Close::Killed;
+                            }
+                            replies.settle().await;
+                        }
+                    }
+                }
+            }
+            let out = &mut replies.out;
             if out_limit > 0 && out.len() as u64 > out_limit {
                 tracing::warn!(
                     client = info.id,
@@ -265,9 +360,7 @@ async fn serve<F: Frontend>(
             }
             match step {
                 Step::Flush => {
-                    if let Err(c) =
-                        write_out(&mut stream, &mut out, node, &info, stop.as_mut()).await
-                    {
+                    if let Err(c) = write_out(&mut stream, out, node, &info, stop.as_mut()).await {
                         return c;
                     }
                 }
@@ -275,7 +368,7 @@ async fn serve<F: Frontend>(
                 Step::Close(c) => break Some(c),
             }
         };
-        if let Err(c) = write_out(&mut stream, &mut out, node, &info, stop.as_mut()).await {
+        if let Err(c) = write_out(&mut stream, &mut replies.out, node, &info, stop.as_mut()).await {
             return c;
         }
         if let Some(c) = closing {

@@ -8,6 +8,10 @@
 //! - `cmd`: the command table and one module per command family; this is where a command's
 //!   arguments are parsed and its Redis semantics live, on top of `shoal-store`.
 //! - `node`: the state connections share (store, settings, clients, stats).
+//! - `cluster`: the data path across nodes: `cluster::router` decides where each command
+//!   runs (here, at the key's owner, split by owner, or fanned out); `cluster::peer` serves
+//!   what other nodes send; `cluster::replicate` copies writes to the replicas. Placement is
+//!   `shoal-ring`, the inter-node protocol `shoal-wire`.
 //! - `memcache`: the Memcached text protocol front end on the same store.
 //! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping.
 //!
@@ -15,6 +19,7 @@
 //! short `std::sync` locks and atomics, never held across an `.await`.
 
 pub mod client;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod connection;
@@ -23,7 +28,7 @@ pub mod memcache;
 pub mod node;
 
 pub use config::{ByteSize, NodeConfig};
-pub use listener::{start, RunningNode, StartError};
+pub use listener::{start, start_with, Listeners, RunningNode, StartError};
 pub use node::Node;
 
 /// The Redis release whose behaviour Shoal follows; INFO and HELLO report it.

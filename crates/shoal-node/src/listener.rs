@@ -11,6 +11,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use shoal_wire::{serve_peer, ServeError, ServerConfig};
+
+use crate::cluster::peer::PeerService;
+use crate::cluster::Cluster;
 use crate::config::NodeConfig;
 use crate::connection::{run_connection, RespFrontend};
 use crate::memcache::McFrontend;
@@ -33,6 +37,8 @@ pub struct RunningNode {
     pub local_addr: SocketAddr,
     /// The Memcached listener's address, when `memcache-port` is set.
     pub memcache_addr: Option<SocketAddr>,
+    /// The inter-node listener's address, in a cluster.
+    pub cluster_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -69,34 +75,93 @@ async fn bind(host: &str, port: u16) -> Result<(TcpListener, SocketAddr), StartE
     Ok((listener, local))
 }
 
-/// Binds the listeners and starts serving in the background.
+/// Listeners bound by the caller (tests bind port 0 first so that every node of a cluster
+/// can be told the others' ports before any starts).
+pub struct Listeners {
+    pub resp: TcpListener,
+    pub memcache: Option<TcpListener>,
+    /// The inter-node listener; required when `cluster-nodes` is set.
+    pub cluster: Option<TcpListener>,
+}
+
+/// Binds the listeners the configuration asks for and starts serving in the background.
 pub async fn start(
     config: NodeConfig,
     config_file: Option<String>,
 ) -> Result<RunningNode, StartError> {
     config.validate().map_err(StartError::Config)?;
-    let (listener, local_addr) = bind(&config.bind, config.port).await?;
+    let (resp, _) = bind(&config.bind, config.port).await?;
     let memcache = match config.memcache_port {
-        Some(port) => Some(bind(&config.bind, port).await?),
+        Some(port) => Some(bind(&config.bind, port).await?.0),
         None => None,
     };
-    let memcache_addr = memcache.as_ref().map(|(_, a)| *a);
-    let node = Arc::new(Node::new(config, config_file));
+    let cluster = if config.cluster_nodes.is_empty() {
+        None
+    } else {
+        let me = config.resolved_node_name();
+        let members = config.cluster_members().map_err(StartError::Config)?;
+        let port = members
+            .iter()
+            .find(|m| m.name == me)
+            .map(|m| m.cluster.port())
+            .ok_or_else(|| StartError::Config(format!("'{me}' is not in cluster-nodes")))?;
+        Some(bind(&config.bind, port).await?.0)
+    };
+    start_with(
+        config,
+        config_file,
+        Listeners {
+            resp,
+            memcache,
+            cluster,
+        },
+    )
+    .await
+}
+
+/// Starts serving on listeners the caller bound.
+pub async fn start_with(
+    config: NodeConfig,
+    config_file: Option<String>,
+    listeners: Listeners,
+) -> Result<RunningNode, StartError> {
+    config.validate().map_err(StartError::Config)?;
+    let local_addr = local(&listeners.resp)?;
+    let memcache_addr = listeners.memcache.as_ref().map(local).transpose()?;
+    let cluster_addr = listeners.cluster.as_ref().map(local).transpose()?;
+    let cluster = if config.cluster_nodes.is_empty() {
+        None
+    } else {
+        if listeners.cluster.is_none() {
+            return Err(StartError::Config(
+                "cluster-nodes is set but there is no inter-node listener".into(),
+            ));
+        }
+        Some(Cluster::from_config(&config).map_err(|e| StartError::Config(e.to_string()))?)
+    };
+    let tombstone_ttl = config.tombstone_ttl_ms;
+    let node = Arc::new(Node::with_cluster(config, config_file, cluster));
+    if node.cluster.is_some() {
+        node.store.set_tombstone_ttl(tombstone_ttl.max(1));
+    }
     node.port
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
     let shutdown = node.shutdown.clone();
-    let task = tokio::spawn(serve(
-        node.clone(),
-        listener,
-        memcache.map(|(l, _)| l),
-        shutdown.clone(),
-    ));
+    let task = tokio::spawn(serve(node.clone(), listeners, shutdown.clone()));
     Ok(RunningNode {
         node,
         local_addr,
         memcache_addr,
+        cluster_addr,
         shutdown,
         task,
+    })
+}
+
+fn local(l: &TcpListener) -> Result<SocketAddr, StartError> {
+    l.local_addr().map_err(|source| StartError::Bind {
+        addr: "listener".into(),
+        source,
     })
 }
 
@@ -107,14 +172,18 @@ enum Protocol {
     Memcache,
 }
 
-async fn serve(
-    node: Arc<Node>,
-    listener: TcpListener,
-    memcache: Option<TcpListener>,
-    shutdown: CancellationToken,
-) {
+async fn serve(node: Arc<Node>, listeners: Listeners, shutdown: CancellationToken) {
+    let Listeners {
+        resp: listener,
+        memcache,
+        cluster,
+    } = listeners;
     let tracker = TaskTracker::new();
     tracker.spawn(run_cron(node.clone(), shutdown.clone()));
+    if let Some(l) = cluster {
+        let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
+        tracker.spawn(async move { peer_accept_loop(node, l, shutdown, t).await });
+    }
     if let Some(l) = memcache {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
         tracker.spawn(async move { accept_loop(node, l, Protocol::Memcache, shutdown, t).await });
@@ -196,6 +265,55 @@ async fn accept_loop(
                 }
             }
             node.clients.unregister(id);
+        });
+    }
+}
+
+/// Accepts inter-node connections until shutdown; each runs `serve_peer` (handshake with the
+/// cluster secret first).
+async fn peer_accept_loop(
+    node: Arc<Node>,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    let auth = cluster.auth.clone();
+    let service = Arc::new(PeerService::new(node.clone()));
+    let config = ServerConfig::default();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break,
+            r = listener.accept() => r,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "inter-node accept failed");
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(Duration::from_millis(50)) => continue,
+                }
+            }
+        };
+        let (auth, service, config, stop) = (
+            auth.clone(),
+            service.clone(),
+            config.clone(),
+            shutdown.child_token(),
+        );
+        tracker.spawn(async move {
+            if let Err(e) = serve_peer(stream, &auth, service, &config, stop).await {
+                match e {
+                    ServeError::Handshake(h) if h.is_refusal() => {
+                        tracing::warn!(error = %h, "refused an inter-node connection");
+                    }
+                    other => tracing::debug!(error = %other, "inter-node connection ended"),
+                }
+            }
         });
     }
 }

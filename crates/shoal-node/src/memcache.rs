@@ -8,13 +8,14 @@
 //! 30 days is relative, larger is a Unix time, negative is already expired.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Command, Limits, MetaFlags, Parser, StoreMode};
 use shoal_store::Access;
 
-use crate::connection::{Close, Frontend, Step, FLUSH_AT};
+use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT};
 use crate::node::Node;
 
 /// The Memcached release whose protocol behaviour Shoal follows (`version`, `stats`).
@@ -89,11 +90,14 @@ fn limits(node: &Node) -> Limits {
 impl Frontend for McFrontend {
     fn process(
         &mut self,
-        node: &Node,
+        node: &Arc<Node>,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        replies: &mut Replies,
         now: u64,
     ) -> (u64, Step) {
+        // Memcached requests always run here (the front end is refused in a cluster), so
+        // nothing is ever pending and replies go straight to the output.
+        let out = &mut replies.out;
         self.limits = limits(node);
         let mut processed = 0;
         if let Some(get) = self.pending.take() {

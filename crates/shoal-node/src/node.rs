@@ -87,10 +87,22 @@ pub struct Node {
     pub flush_at: AtomicU64,
     /// Cancelled to stop the node: by the daemon on SIGTERM/SIGINT, or by SHUTDOWN.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The cluster side (placement, peers, replication); `None` for a single node.
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 impl Node {
+    /// A single node (no cluster).
     pub fn new(config: NodeConfig, config_file: Option<String>) -> Node {
+        Node::with_cluster(config, config_file, None)
+    }
+
+    /// A node that is a member of `cluster` (when `Some`).
+    pub fn with_cluster(
+        config: NodeConfig,
+        config_file: Option<String>,
+        cluster: Option<crate::cluster::Cluster>,
+    ) -> Node {
         let policy = EvictionPolicy::from_str(&config.maxmemory_policy).unwrap_or_default();
         let store = Store::new(StoreConfig {
             maxmemory: config.maxmemory.0,
@@ -113,6 +125,7 @@ impl Node {
             mc_stats: Default::default(),
             flush_at: AtomicU64::new(0),
             shutdown: tokio_util::sync::CancellationToken::new(),
+            cluster,
         }
     }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use shoal_node::config::{env_var_name, CONFIG_KEYS};
+use shoal_node::config::{env_var_name, CONFIG_KEYS, STRING_KEYS};
 use shoal_node::NodeConfig;
 use toml::{Table, Value};
 
@@ -43,9 +43,6 @@ struct Cli {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
 }
-
-/// Keys whose values are text even when they look like numbers (a password `123456`).
-const STRING_KEYS: &[&str] = &["bind", "maxmemory-policy", "requirepass", "log-level"];
 
 /// A string from the environment or a flag, typed by the key it sets.
 fn typed(key: &str, v: &str) -> Value {
@@ -168,6 +165,16 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
     );
     if let Some(addr) = node.memcache_addr {
         tracing::info!("memcached protocol listening on {addr}");
+    }
+    if let (Some(addr), Some(cluster)) = (node.cluster_addr, node.node.cluster.as_ref()) {
+        let view = cluster.view();
+        tracing::info!(
+            "cluster '{}' as node '{}': inter-node protocol on {addr}, {} members, {} copies of each key",
+            cluster.name,
+            cluster.me().name,
+            view.len(),
+            view.placement.width()
+        );
     }
     tokio::select! {
         _ = term.recv() => {}

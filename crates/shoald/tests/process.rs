@@ -945,3 +945,94 @@ fn shutdown_command_stops_the_daemon_gracefully() {
         .iter()
         .any(|l| l.contains("SHUTDOWN requested")));
 }
+
+// ---- a cluster of processes -------------------------------------------------------------
+
+/// `n` distinct free loopback ports: all bound at once (so they differ), then released for
+/// the daemons to take.
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("local addr").port())
+        .collect()
+}
+
+/// Three `shoald` processes form a cluster from a static node list; after SIGKILL of one,
+/// every key stays readable and writable through the two survivors, without errors.
+#[test]
+fn a_cluster_survives_sigkill_of_one_of_three_processes() {
+    let ports = free_ports(6);
+    let nodes: Vec<String> = (0..3)
+        .map(|i| format!("n{i}=127.0.0.1:{}@{}", ports[2 * i], ports[2 * i + 1]))
+        .collect();
+    let nodes = format!("cluster-nodes={}", nodes.join(","));
+    let env = [("SHOAL_CLUSTER_SECRET", "process-test-secret")];
+    let mut daemons: Vec<Daemon> = (0..3)
+        .map(|i| {
+            let port = ports[2 * i].to_string();
+            let name = format!("node-name=n{i}");
+            Daemon::start(
+                &[
+                    "--port",
+                    &port,
+                    "--set",
+                    &name,
+                    "--set",
+                    &nodes,
+                    "--set",
+                    "write-ack=all",
+                ],
+                &env,
+            )
+        })
+        .collect();
+    let keys: Vec<String> = (0..300).map(|i| format!("pkey:{i}")).collect();
+    {
+        let mut c = daemons[0].connect();
+        for k in &keys {
+            assert_eq!(c.call(&["SET", k, k]), Resp::ok());
+        }
+        assert_eq!(c.call(&["DBSIZE"]), Resp::Int(300));
+    }
+    let killed = daemons.remove(1);
+    let status = Command::new("kill")
+        .arg("-KILL")
+        .arg(killed.child.id().to_string())
+        .status()
+        .expect("run kill(1)");
+    assert!(status.success());
+    let mut killed = killed;
+    killed.wait_exit(SHUTDOWN_DEADLINE);
+    for d in &daemons {
+        let mut c = d.connect();
+        for k in &keys {
+            assert_eq!(c.call(&["GET", k]), Resp::bulk(k), "{k} via {}", d.addr);
+        }
+    }
+    for d in &daemons {
+        let mut c = d.connect();
+        for k in &keys {
+            assert_eq!(
+                c.call(&["SET", k, "after"]),
+                Resp::ok(),
+                "{k} via {}",
+                d.addr
+            );
+        }
+        assert_eq!(c.call(&["DBSIZE"]), Resp::Int(300));
+    }
+    // A cluster without a secret refuses to start, naming what is missing.
+    let finished = run_to_exit(
+        &["--port", "0", "--set", "node-name=n0", "--set", &nodes],
+        &[],
+        ERROR_EXIT_DEADLINE,
+    );
+    assert!(!finished.status.success());
+    assert!(
+        finished.stderr.contains("cluster-secret"),
+        "{}",
+        finished.stderr
+    );
+}

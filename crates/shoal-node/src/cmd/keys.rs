@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use shoal_resp::Reply;
-use shoal_store::{glob_match, Access};
+use shoal_store::{glob_match, key_slot, Access};
 
 use super::{err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 
@@ -259,7 +259,7 @@ fn all_keys(ctx: &Ctx<'_>, pattern: &[u8]) -> Vec<Reply> {
     let mut cursor = 0;
     loop {
         cursor = ctx.node.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
-            if match_all || glob_match(pattern, k, false) {
+            if (match_all || glob_match(pattern, k, false)) && ctx.in_scope(k) {
                 out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
             }
         });
@@ -306,7 +306,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let mut keys = Vec::new();
     let next = ctx.node.store.scan(cursor, count, ctx.now_ms, |k, _| {
-        if type_ok && pattern.is_none_or(|p| glob_match(p, k, false)) {
+        if type_ok && pattern.is_none_or(|p| glob_match(p, k, false)) && ctx.in_scope(k) {
             keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
         }
     });
@@ -314,14 +314,52 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    ctx.node
-        .store
-        .random_key(ctx.now_ms)
-        .map_or(Reply::Nil, Reply::Bulk)
+    let Some(scope) = ctx.scope else {
+        return ctx
+            .node
+            .store
+            .random_key(ctx.now_ms)
+            .map_or(Reply::Nil, Reply::Bulk);
+    };
+    // In a fan-out: random local keys until one is in scope, then a walk of the slots in
+    // scope (so a node whose in-scope keys are few still finds one).
+    for _ in 0..32 {
+        match ctx.node.store.random_key(ctx.now_ms) {
+            None => return Reply::Nil,
+            Some(k) if scope.includes(key_slot(&k)) => return Reply::Bulk(k),
+            Some(_) => {}
+        }
+    }
+    let start = key_slot(&ctx.now_ms.to_le_bytes());
+    for i in 0..shoal_store::SLOTS {
+        let slot = (start + i) % shoal_store::SLOTS;
+        if !scope.includes(slot) || ctx.node.store.count_in_slot(slot) == 0 {
+            continue;
+        }
+        let mut found = None;
+        ctx.node.store.for_each_in_slot(slot, ctx.now_ms, |k, _| {
+            if found.is_none() {
+                found = Some(Bytes::copy_from_slice(k));
+            }
+        });
+        if let Some(k) = found {
+            return Reply::Bulk(k);
+        }
+    }
+    Reply::Nil
 }
 
 pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    Reply::Int(ctx.node.store.len() as i64)
+    match ctx.scope {
+        None => Reply::Int(ctx.node.store.len() as i64),
+        Some(scope) => {
+            let n: usize = (0..shoal_store::SLOTS)
+                .filter(|&s| scope.includes(s))
+                .map(|s| ctx.node.store.count_in_slot(s))
+                .sum();
+            Reply::Int(n as i64)
+        }
+    }
 }
 
 pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {

@@ -6,10 +6,11 @@
 //! `conn` (PING, HELLO, AUTH, CLIENT, ...), `string` (GET, SET, INCR, ...), `keys` (DEL,
 //! EXPIRE, SCAN, ...), `server` (INFO, COMMAND, CONFIG, ...). Error texts are Redis 7's.
 
+mod cluster;
 mod conn;
 mod docs;
 mod keys;
-mod multi;
+pub mod multi;
 mod server;
 mod string;
 #[cfg(test)]
@@ -24,8 +25,9 @@ use shoal_resp::{Protocol, Reply};
 use crate::client::ClientInfo;
 use crate::node::Node;
 
+pub use cluster::parse_slot;
 pub(crate) use server::cpu_times;
-pub use server::render_info;
+pub use server::{info_wants_keyspace, render_info};
 
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).
 pub mod flag {
@@ -180,6 +182,8 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
         &["get", "set", "resetstat", "rewrite", "help"]),
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NOQUEUE, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
+    cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
+        &["info", "nodes", "myid", "keyslot", "countkeysinslot", "localkeys", "haskey", "help"]),
     cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
 ];
 
@@ -250,12 +254,34 @@ pub struct Ctx<'a> {
     pub session: &'a mut Session,
     /// Unix ms, read once per batch of pipelined requests.
     pub now_ms: u64,
+    /// In a cluster, the part of the local keys that key-enumerating commands (DBSIZE, KEYS,
+    /// SCAN, RANDOMKEY) look at; `None` = every local key.
+    pub scope: Option<&'a crate::cluster::Scope>,
+    /// Cluster-wide (keys, volatile keys) for INFO keyspace, gathered by the router.
+    pub keyspace: Option<(u64, u64)>,
 }
 
-/// Runs one request and returns its reply.
-pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) -> Reply {
+impl Ctx<'_> {
+    /// True if `key` is in this request's scope (always, outside a fan-out).
+    pub fn in_scope(&self, key: &[u8]) -> bool {
+        self.scope
+            .is_none_or(|s| s.includes(shoal_store::key_slot(key)))
+    }
+}
+
+/// What `prepare` decided.
+pub enum Prepared {
+    /// Checks passed: run the command (locally, or wherever the router sends it).
+    Run(&'static CommandSpec),
+    /// Answered already: an error, or `+QUEUED` inside MULTI.
+    Done(Reply),
+}
+
+/// The checks every request passes before it runs: known command, arity, authentication,
+/// MULTI queueing.
+pub fn prepare(node: &Node, session: &mut Session, args: &[Bytes]) -> Prepared {
     let Some(index) = lookup_index(&args[0]) else {
-        return reject(session, unknown_command(args));
+        return Prepared::Done(reject(session, unknown_command(args)));
     };
     let spec = &TABLE[index];
     session
@@ -266,20 +292,35 @@ pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) 
         || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
     {
         if spec.name == "exec" {
-            return reject_exec(session, wrong_arity(spec.name));
+            return Prepared::Done(reject_exec(session, wrong_arity(spec.name)));
         }
-        return reject(session, wrong_arity(spec.name));
+        return Prepared::Done(reject(session, wrong_arity(spec.name)));
     }
     if !session.authenticated && spec.flags & NOAUTH == 0 {
         if node.requires_auth() {
-            return reject(session, Reply::error("NOAUTH Authentication required."));
+            return Prepared::Done(reject(
+                session,
+                Reply::error("NOAUTH Authentication required."),
+            ));
         }
         session.authenticated = true;
     }
     if let Some(tx) = session.multi.as_mut().filter(|_| spec.flags & NOQUEUE == 0) {
         tx.queue.push(args.to_vec());
-        return Reply::Simple("QUEUED".into());
+        return Prepared::Done(Reply::Simple("QUEUED".into()));
     }
+    Prepared::Run(spec)
+}
+
+/// Runs a prepared command on this node's store.
+pub fn run(
+    node: &Node,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+    scope: Option<&crate::cluster::Scope>,
+) -> Reply {
     if spec.flags & DENYOOM != 0
         && node.store.maxmemory() > 0
         && node.store.ensure_memory(now_ms).is_err()
@@ -293,8 +334,18 @@ pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) 
         node,
         session,
         now_ms,
+        scope,
+        keyspace: None,
     };
     (spec.handler)(&mut ctx, args)
+}
+
+/// Runs one request on this node's store and returns its reply.
+pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) -> Reply {
+    match prepare(node, session, args) {
+        Prepared::Run(spec) => run(node, session, spec, args, now_ms, None),
+        Prepared::Done(reply) => reply,
+    }
 }
 
 /// A refused command; inside MULTI it also dooms the transaction, as in Redis.

@@ -42,9 +42,20 @@ pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 }
 
 fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Bytes, Option<u64>)> {
-    ctx.node.store.read(key, ctx.now_ms, Access::Peek, |e| {
+    snapshot_at(ctx.node, key, ctx.now_ms)
+}
+
+fn snapshot_at(node: &crate::node::Node, key: &[u8], now_ms: u64) -> Option<(Bytes, Option<u64>)> {
+    node.store.read(key, now_ms, Access::Peek, |e| {
         e.map(|e| (Bytes::copy_from_slice(e.value), e.expire_at_ms))
     })
+}
+
+/// True if any watched key changed since WATCH (EXEC must then abort).
+pub fn watched_changed(node: &crate::node::Node, watched: &[Watched], now_ms: u64) -> bool {
+    watched
+        .iter()
+        .any(|(k, seen)| snapshot_at(node, k, now_ms) != *seen)
 }
 
 pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -74,7 +85,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if tx.dirty {
         return err("EXECABORT Transaction discarded because of previous errors.");
     }
-    if watched.iter().any(|(k, seen)| snapshot(ctx, k) != *seen) {
+    if watched_changed(ctx.node, &watched, ctx.now_ms) {
         return Reply::NilArray;
     }
     let replies = tx

@@ -56,7 +56,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    Reply::Verbatim(render_info(ctx.node, &sections).into())
+    Reply::Verbatim(render_info(ctx.node, &sections, ctx.keyspace).into())
 }
 
 const DEFAULT_SECTIONS: &[&str] = &[
@@ -111,7 +111,20 @@ fn process_usage() -> (u64, f64, f64) {
 }
 
 /// INFO's text for the given sections (empty = the default set), `\r\n`-separated as Redis.
-pub fn render_info(node: &Node, sections: &[String]) -> String {
+/// Whether INFO with these arguments shows the keyspace section (the router then gathers
+/// the cluster-wide counts first).
+pub fn info_wants_keyspace(args: &[Bytes]) -> bool {
+    args.len() == 1
+        || args[1..].iter().any(|a| {
+            ["keyspace", "all", "everything", "default"]
+                .iter()
+                .any(|s| a.eq_ignore_ascii_case(s.as_bytes()))
+        })
+}
+
+/// The INFO text. `keyspace` = cluster-wide (keys, volatile keys) to show instead of this
+/// node's own counts.
+pub fn render_info(node: &Node, sections: &[String], keyspace: Option<(u64, u64)>) -> String {
     let all = sections.iter().any(|s| s == "all" || s == "everything");
     let wanted: Vec<&str> = if sections.is_empty() || all || sections.iter().any(|s| s == "default")
     {
@@ -245,16 +258,18 @@ pub fn render_info(node: &Node, sections: &[String]) -> String {
                 section("CPU", b);
             }
             "cluster" => {
+                // 0 even in a Shoal cluster: clients must not switch to Redis Cluster mode
+                // (slot maps, MOVED), since any Shoal node answers any key.
                 line!("cluster_enabled:0");
+                if let Some(c) = &node.cluster {
+                    c.info_lines(&mut b);
+                }
                 section("Cluster", b);
             }
             "keyspace" => {
-                if stats.keys > 0 {
-                    line!(
-                        "db0:keys={},expires={},avg_ttl=0",
-                        stats.keys,
-                        stats.volatile_keys
-                    );
+                let (keys, volatile) = keyspace.unwrap_or((stats.keys, stats.volatile_keys));
+                if keys > 0 {
+                    line!("db0:keys={keys},expires={volatile},avg_ttl=0");
                 }
                 section("Keyspace", b);
             }
@@ -652,6 +667,29 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             Ok(())
         }),
     ),
+    ("node-name", |c| c.resolved_node_name(), None),
+    ("cluster-name", |c| c.cluster_name.clone(), None),
+    // The secret is the cluster's key: never shown, only whether one is set.
+    (
+        "cluster-secret",
+        |c| {
+            if c.cluster_secret.is_empty() {
+                String::new()
+            } else {
+                "(set)".into()
+            }
+        },
+        None,
+    ),
+    ("cluster-nodes", |c| c.cluster_nodes.join(","), None),
+    ("replicas", |c| c.replicas.to_string(), None),
+    ("write-ack", |c| c.write_ack.clone(), None),
+    (
+        "cluster-timeout-ms",
+        |c| c.cluster_timeout_ms.to_string(),
+        None,
+    ),
+    ("tombstone-ttl-ms", |c| c.tombstone_ttl_ms.to_string(), None),
     // Read-only facts clients ask for.
     ("databases", |_| "1".into(), None),
     ("save", |_| String::new(), None),

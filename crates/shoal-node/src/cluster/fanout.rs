@@ -1,0 +1,332 @@
+//! Cluster-wide commands: DBSIZE, KEYS, RANDOMKEY, FLUSHALL/FLUSHDB, SCAN and INFO keyspace.
+//!
+//! Every member (this node included) runs the command on the part of its local keys it
+//! answers for (a `Scope`: at first "the slots I own"); the replies are merged. When a
+//! member does not answer, the survivors are asked again with it marked down, so each of
+//! its slots is answered once, by its first live replica. The reply is an error only when
+//! some slot has no live copy at all.
+//!
+//! SCAN walks node by node: the cursor holds the member whose slots are being walked
+//! (bits 42..52), the member standing in for it when it is down plus one (bits 52..62, 0 =
+//! itself), and that node's own store cursor (bits 0..42).
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::future::join_all;
+use shoal_resp::{array_elements, integer_value, is_error, Protocol, Reply};
+use shoal_wire::WireError;
+
+use super::message::{encode_command, ScopeSpec};
+use super::router::{encode, error_bytes, fails_over, serve_command, Outcome};
+use super::{Cluster, View};
+use crate::cmd::{self, CommandSpec};
+use crate::node::{now_ms, Node};
+
+const LOCAL_BITS: u32 = 42;
+const MEMBER_BITS: u32 = 10;
+const MEMBER_MASK: u64 = (1 << MEMBER_BITS) - 1;
+
+/// Starts the fan-out of `spec` (one of DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHALL, FLUSHDB).
+pub fn start(
+    node: &Arc<Node>,
+    _cluster: &Cluster,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    proto: Protocol,
+) -> Outcome {
+    let node = node.clone();
+    let args = args.to_vec();
+    let name = spec.name;
+    Outcome::Later(Box::pin(async move {
+        match name {
+            "scan" => scan(&node, &args, proto).await,
+            "flushall" | "flushdb" => flush(&node, &args, proto).await,
+            _ => match gather(&node, &args, proto).await {
+                Err(e) => e,
+                Ok(replies) => match name {
+                    "dbsize" => sum(&replies),
+                    "keys" => concat(&replies),
+                    _ => pick_random(&replies, proto),
+                },
+            },
+        }
+    }))
+}
+
+/// Runs `args` on member `m` with `scope`; `Err` when it cannot be reached.
+async fn ask(
+    node: &Arc<Node>,
+    view: &Arc<View>,
+    m: u16,
+    proto: Protocol,
+    scope: Option<ScopeSpec>,
+    args: &[Bytes],
+) -> Result<Bytes, WireError> {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    if m == view.me {
+        let (bytes, _) = serve_command(
+            node,
+            cluster,
+            view,
+            &cluster.internal,
+            proto,
+            scope,
+            args,
+            now_ms(),
+        );
+        return Ok(bytes);
+    }
+    let Some(peer) = view.peer(m) else {
+        return Err(WireError::PeerUnavailable(
+            shoal_wire::Unavailable::Shutdown,
+        ));
+    };
+    let body = encode_command(proto, scope.as_ref(), args);
+    peer.client
+        .request(view.epoch(), body)
+        .await
+        .map(|r| r.body)
+}
+
+/// Asks every live member for its part; see the module docs.
+async fn gather(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Result<Vec<Bytes>, Bytes> {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    let view = cluster.view();
+    let mut down: Vec<u16> = Vec::new();
+    loop {
+        let scope = ScopeSpec {
+            owners: Vec::new(),
+            down: down.clone(),
+        };
+        let members: Vec<u16> = (0..view.len() as u16)
+            .filter(|m| !down.contains(m))
+            .collect();
+        let asks = members
+            .iter()
+            .map(|&m| ask(node, &view, m, proto, Some(scope.clone()), args));
+        let results = join_all(asks).await;
+        let mut replies = Vec::with_capacity(results.len());
+        let mut failed = Vec::new();
+        for (&m, r) in members.iter().zip(results) {
+            match r {
+                Ok(b) if is_error(&b) => return Err(b),
+                Ok(b) => replies.push(b),
+                Err(e) if fails_over(&e) => failed.push(m),
+                Err(e) => return Err(error_bytes(&format!("ERR fan-out failed: {e}"))),
+            }
+        }
+        if failed.is_empty() {
+            return Ok(replies);
+        }
+        down.extend(failed);
+        if slot_without_copy(&view, &down) {
+            return Err(error_bytes("CLUSTERDOWN some slots have no reachable copy"));
+        }
+    }
+}
+
+/// True if every copy of some slot is in `down`.
+fn slot_without_copy(view: &View, down: &[u16]) -> bool {
+    (0..shoal_store::SLOTS).any(|s| view.owners(s).iter().all(|m| down.contains(m)))
+}
+
+fn sum(replies: &[Bytes]) -> Bytes {
+    let total: i64 = replies.iter().filter_map(|r| integer_value(r)).sum();
+    Bytes::from(format!(":{total}\r\n"))
+}
+
+fn concat(replies: &[Bytes]) -> Bytes {
+    let mut n = 0;
+    let mut body = BytesMut::new();
+    for r in replies {
+        let Ok(elements) = array_elements(r) else {
+            return error_bytes("ERR unexpected reply from another node");
+        };
+        n += elements.len();
+        for e in elements {
+            body.put_slice(&r[e]);
+        }
+    }
+    let mut out = BytesMut::with_capacity(body.len() + 16);
+    out.put_slice(format!("*{n}\r\n").as_bytes());
+    out.put_slice(&body);
+    out.freeze()
+}
+
+/// RANDOMKEY: one of the members' random keys, chosen at random.
+fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
+    let found: Vec<&Bytes> = replies
+        .iter()
+        .filter(|r| r.first() == Some(&b'$') && !r.starts_with(b"$-1"))
+        .collect();
+    if found.is_empty() {
+        return encode(&Reply::Nil, proto);
+    }
+    let i = (now_ms() as usize ^ found.len().wrapping_mul(0x9e37_79b9)) % found.len();
+    found[i].clone()
+}
+
+/// FLUSHALL / FLUSHDB: every member flushes everything it holds. A member that cannot be
+/// reached is skipped (and logged): a node that is down has lost its memory anyway.
+async fn flush(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    let view = cluster.view();
+    let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, None, args));
+    let results = join_all(asks).await;
+    for (m, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(b) if is_error(&b) => return b,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(node = %view.nodes[m].name, error = %e, "flush did not reach node");
+            }
+        }
+    }
+    Bytes::from_static(b"+OK\r\n")
+}
+
+/// SCAN across the cluster; see the module docs for the cursor.
+async fn scan(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    let view = cluster.view();
+    let Some(cursor) = std::str::from_utf8(&args[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        return error_bytes("ERR invalid cursor");
+    };
+    let mut local = cursor & ((1 << LOCAL_BITS) - 1);
+    let mut target = ((cursor >> LOCAL_BITS) & MEMBER_MASK) as u16;
+    let mut stand_in = ((cursor >> (LOCAL_BITS + MEMBER_BITS)) & MEMBER_MASK) as u16;
+    let members = view.len() as u16;
+    if target >= members || stand_in > members {
+        return scan_reply(0, b"*0\r\n");
+    }
+    let mut sub: Vec<Bytes> = args.to_vec();
+    loop {
+        let (who, scope) = if stand_in == 0 {
+            (
+                target,
+                ScopeSpec {
+                    owners: vec![target],
+                    down: Vec::new(),
+                },
+            )
+        } else {
+            (
+                stand_in - 1,
+                ScopeSpec {
+                    owners: vec![target],
+                    down: vec![target],
+                },
+            )
+        };
+        sub[1] = Bytes::from(local.to_string());
+        match ask(node, &view, who, proto, Some(scope), &sub).await {
+            Ok(reply) if is_error(&reply) => return reply,
+            Ok(reply) => {
+                let Some((next, keys)) = split_scan_reply(&reply) else {
+                    return error_bytes("ERR unexpected SCAN reply from another node");
+                };
+                if next != 0 {
+                    local = next;
+                } else {
+                    local = 0;
+                    if stand_in == 0 {
+                        target += 1;
+                    } else {
+                        // The next stand-in for a down target, or the next target.
+                        stand_in = next_stand_in(stand_in, target, members);
+                        if stand_in == 0 {
+                            target += 1;
+                        }
+                    }
+                    if target >= members {
+                        return scan_reply(0, keys);
+                    }
+                }
+                let c = local
+                    | (u64::from(target) << LOCAL_BITS)
+                    | (u64::from(stand_in) << (LOCAL_BITS + MEMBER_BITS));
+                return scan_reply(c, keys);
+            }
+            Err(e) if fails_over(&e) && stand_in == 0 => {
+                // The target is down: walk its slots on the other members instead.
+                local = 0;
+                stand_in = next_stand_in(0, target, members);
+                if stand_in == 0 {
+                    return error_bytes("CLUSTERDOWN no copy of some slots is reachable");
+                }
+            }
+            Err(e) => {
+                return error_bytes(&format!(
+                    "CLUSTERDOWN SCAN cannot reach node {}: {e}",
+                    view.nodes[usize::from(who)].name
+                ))
+            }
+        }
+    }
+}
+
+/// The stand-in after `current` (member index + 1, 0 = none left), skipping `target`.
+fn next_stand_in(current: u16, target: u16, members: u16) -> u16 {
+    let mut next = current + 1;
+    while next <= members {
+        if next - 1 != target {
+            return next;
+        }
+        next += 1;
+    }
+    0
+}
+
+/// (next cursor, raw key array) of a SCAN reply.
+fn split_scan_reply(reply: &[u8]) -> Option<(u64, &[u8])> {
+    let elements = array_elements(reply).ok()?;
+    if elements.len() != 2 {
+        return None;
+    }
+    let cursor = &reply[elements[0].clone()];
+    // `$<len>\r\n<digits>\r\n`
+    let start = cursor.iter().position(|&b| b == b'\n')? + 1;
+    let digits = cursor.get(start..cursor.len().checked_sub(2)?)?;
+    let next = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some((next, &reply[elements[1].clone()]))
+}
+
+fn scan_reply(cursor: u64, keys: &[u8]) -> Bytes {
+    let c = cursor.to_string();
+    let mut out = BytesMut::with_capacity(keys.len() + 32);
+    out.put_slice(format!("*2\r\n${}\r\n{c}\r\n", c.len()).as_bytes());
+    out.put_slice(keys);
+    out.freeze()
+}
+
+/// INFO with the keyspace section: the cluster-wide key count (each key counted once, at its
+/// owner) in place of this node's own. `expires` is estimated from this node's ratio of
+/// volatile keys.
+pub fn info(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Outcome {
+    let node = node.clone();
+    let args = args.to_vec();
+    Outcome::Later(Box::pin(async move {
+        let dbsize = [Bytes::from_static(b"DBSIZE")];
+        let keys = match gather(&node, &dbsize, proto).await {
+            Ok(replies) => replies.iter().filter_map(|r| integer_value(r)).sum::<i64>(),
+            Err(e) => return e,
+        };
+        let keys = keys.max(0) as u64;
+        let stats = node.store.stats();
+        let volatile = if stats.keys == 0 {
+            0
+        } else {
+            (u128::from(keys) * u128::from(stats.volatile_keys) / u128::from(stats.keys)) as u64
+        };
+        let sections: Vec<String> = args[1..]
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+            .collect();
+        let text = cmd::render_info(&node, &sections, Some((keys, volatile)));
+        encode(&Reply::Verbatim(text.into()), proto)
+    }))
+}

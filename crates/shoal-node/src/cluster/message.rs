@@ -1,0 +1,419 @@
+//! The bodies Shoal puts inside `shoal-wire` request frames (the wire crate moves them as
+//! opaque bytes). All integers are big-endian. Byte 0 is the kind:
+//!
+//! ```text
+//! 1 COMMAND    proto u8 (2 | 3) · scope · RESP multibulk (exactly one command)
+//!              scope = 0                          every local key
+//!                    | 1 · n u16 · n × u16 owners · m u16 · m × u16 down
+//!              response body: the RESP reply, encoded in `proto`
+//! 2 REPLICATE  count u32 · count × entry
+//!              entry = 1 (live) · version u64 · key_len u32 · key · flags u32 ·
+//!                      expire_at_ms u64 (0 = none) · value_len u32 · value
+//!                    | 2 (deleted) · version u64 · key_len u32 · key
+//!              response body: applied u32 · stale u32
+//! ```
+//!
+//! A scope restricts the key-enumerating commands of a fan-out (DBSIZE, KEYS, SCAN,
+//! RANDOMKEY) to the slots this node answers for: a slot is in scope when its owner is one
+//! of `owners` (any owner if empty) and this node is the first of the slot's copies that is
+//! not in `down`. With both empty that is "the slots I own"; after a node failed, the others
+//! are asked again with it in `down`, so each of its slots is counted once, by its first
+//! live replica.
+//!
+//! Decoding checks every length against what is left of the body (itself bounded by the
+//! frame limit) before slicing; values are zero-copy slices of the body.
+
+use std::sync::Arc;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use shoal_resp::Protocol;
+use shoal_store::{KeyState, MAX_KEY_LEN};
+
+use super::View;
+use crate::config::MAX_CLUSTER_NODES;
+
+pub const KIND_COMMAND: u8 = 1;
+pub const KIND_REPLICATE: u8 = 2;
+
+const TAG_LIVE: u8 = 1;
+const TAG_DELETED: u8 = 2;
+
+/// Which slots a fan-out asks about (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScopeSpec {
+    pub owners: Vec<u16>,
+    pub down: Vec<u16>,
+}
+
+/// A scope resolved against the receiving node's view.
+pub struct Scope {
+    pub spec: ScopeSpec,
+    pub view: Arc<View>,
+}
+
+impl Scope {
+    pub fn new(spec: ScopeSpec, view: Arc<View>) -> Scope {
+        Scope { spec, view }
+    }
+
+    /// True if this node answers for `slot` in this scope.
+    pub fn includes(&self, slot: u16) -> bool {
+        let owners = self.view.owners(slot);
+        if !self.spec.owners.is_empty() && !self.spec.owners.contains(&owners[0]) {
+            return false;
+        }
+        owners.iter().find(|m| !self.spec.down.contains(m)) == Some(&self.view.me)
+    }
+}
+
+/// A decoded request body.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Request {
+    Command {
+        proto: Protocol,
+        scope: Option<ScopeSpec>,
+        args: Vec<Bytes>,
+    },
+    Replicate(Vec<(Bytes, KeyState)>),
+}
+
+/// Why a body could not be decoded (the peer runs another version, or is broken).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessageError {
+    #[error("empty message")]
+    Empty,
+    #[error("unknown message kind {0}")]
+    Kind(u8),
+    #[error("message truncated")]
+    Truncated,
+    #[error("bad field: {0}")]
+    Field(&'static str),
+    #[error("bad command: {0}")]
+    Command(String),
+}
+
+fn proto_byte(p: Protocol) -> u8 {
+    match p {
+        Protocol::Resp2 => 2,
+        Protocol::Resp3 => 3,
+    }
+}
+
+/// Appends `args` as a RESP multibulk.
+pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
+    let mut num = itoa_buf();
+    dst.put_u8(b'*');
+    dst.put_slice(fmt_usize(&mut num, args.len()));
+    dst.put_slice(b"\r\n");
+    for a in args {
+        dst.put_u8(b'$');
+        dst.put_slice(fmt_usize(&mut num, a.len()));
+        dst.put_slice(b"\r\n");
+        dst.put_slice(a);
+        dst.put_slice(b"\r\n");
+    }
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+fn fmt_usize(buf: &mut [u8; 20], mut n: usize) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// A COMMAND body.
+pub fn encode_command(proto: Protocol, scope: Option<&ScopeSpec>, args: &[Bytes]) -> Bytes {
+    let size: usize = args.iter().map(|a| a.len() + 16).sum::<usize>() + 32;
+    let mut b = BytesMut::with_capacity(size);
+    b.put_u8(KIND_COMMAND);
+    b.put_u8(proto_byte(proto));
+    match scope {
+        None => b.put_u8(0),
+        Some(s) => {
+            b.put_u8(1);
+            for list in [&s.owners, &s.down] {
+                b.put_u16(list.len() as u16);
+                for &m in list {
+                    b.put_u16(m);
+                }
+            }
+        }
+    }
+    put_multibulk(&mut b, args);
+    b.freeze()
+}
+
+/// Bytes one replicated entry takes.
+pub fn entry_len(key: &[u8], state: &KeyState) -> usize {
+    match state {
+        KeyState::Live { value, .. } => 1 + 8 + 4 + key.len() + 4 + 8 + 4 + value.len(),
+        _ => 1 + 8 + 4 + key.len(),
+    }
+}
+
+/// A REPLICATE body; `Absent` entries are skipped.
+pub fn encode_replicate<'a>(entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>) -> Bytes {
+    let mut b = BytesMut::new();
+    b.put_u8(KIND_REPLICATE);
+    b.put_u32(0);
+    let mut count = 0u32;
+    for (key, state) in entries {
+        match state {
+            KeyState::Live {
+                value,
+                flags,
+                expire_at_ms,
+                version,
+            } => {
+                b.put_u8(TAG_LIVE);
+                b.put_u64(*version);
+                b.put_u32(key.len() as u32);
+                b.put_slice(key);
+                b.put_u32(*flags);
+                b.put_u64(*expire_at_ms);
+                b.put_u32(value.len() as u32);
+                b.put_slice(value);
+            }
+            KeyState::Deleted { version } => {
+                b.put_u8(TAG_DELETED);
+                b.put_u64(*version);
+                b.put_u32(key.len() as u32);
+                b.put_slice(key);
+            }
+            KeyState::Absent => continue,
+        }
+        count += 1;
+    }
+    b[1..5].copy_from_slice(&count.to_be_bytes());
+    b.freeze()
+}
+
+/// The REPLICATE response.
+pub fn encode_replicate_result(applied: u32, stale: u32) -> Bytes {
+    let mut b = BytesMut::with_capacity(8);
+    b.put_u32(applied);
+    b.put_u32(stale);
+    b.freeze()
+}
+
+/// A reader over a body that checks each length before taking it.
+struct Reader {
+    buf: Bytes,
+}
+
+impl Reader {
+    fn need(&self, n: usize) -> Result<(), MessageError> {
+        if self.buf.remaining() < n {
+            Err(MessageError::Truncated)
+        } else {
+            Ok(())
+        }
+    }
+    fn u8(&mut self) -> Result<u8, MessageError> {
+        self.need(1)?;
+        Ok(self.buf.get_u8())
+    }
+    fn u16(&mut self) -> Result<u16, MessageError> {
+        self.need(2)?;
+        Ok(self.buf.get_u16())
+    }
+    fn u32(&mut self) -> Result<u32, MessageError> {
+        self.need(4)?;
+        Ok(self.buf.get_u32())
+    }
+    fn u64(&mut self) -> Result<u64, MessageError> {
+        self.need(8)?;
+        Ok(self.buf.get_u64())
+    }
+    fn bytes(&mut self, n: usize) -> Result<Bytes, MessageError> {
+        self.need(n)?;
+        Ok(self.buf.split_to(n))
+    }
+    fn members(&mut self) -> Result<Vec<u16>, MessageError> {
+        let n = usize::from(self.u16()?);
+        if n > MAX_CLUSTER_NODES {
+            return Err(MessageError::Field("member list too long"));
+        }
+        self.need(2 * n)?;
+        Ok((0..n).map(|_| self.buf.get_u16()).collect())
+    }
+}
+
+/// Decodes a request body. `parse` turns the RESP part into arguments (the node's request
+/// parser, with its limits).
+pub fn decode_request(
+    body: Bytes,
+    parse: impl FnOnce(Bytes) -> Result<Vec<Bytes>, String>,
+) -> Result<Request, MessageError> {
+    let mut r = Reader { buf: body };
+    match r.u8().map_err(|_| MessageError::Empty)? {
+        KIND_COMMAND => {
+            let proto = match r.u8()? {
+                2 => Protocol::Resp2,
+                3 => Protocol::Resp3,
+                _ => return Err(MessageError::Field("protocol")),
+            };
+            let scope = match r.u8()? {
+                0 => None,
+                1 => Some(ScopeSpec {
+                    owners: r.members()?,
+                    down: r.members()?,
+                }),
+                _ => return Err(MessageError::Field("scope")),
+            };
+            let args = parse(r.buf).map_err(MessageError::Command)?;
+            Ok(Request::Command { proto, scope, args })
+        }
+        KIND_REPLICATE => {
+            let count = r.u32()? as usize;
+            // Every entry takes at least 13 bytes: a count beyond that is a lie.
+            if count > r.buf.remaining() / 13 {
+                return Err(MessageError::Truncated);
+            }
+            let mut entries = Vec::with_capacity(count);
+            for _ in 0..count {
+                let tag = r.u8()?;
+                let version = r.u64()?;
+                let key_len = r.u32()? as usize;
+                if key_len > MAX_KEY_LEN {
+                    return Err(MessageError::Field("key length"));
+                }
+                let key = r.bytes(key_len)?;
+                let state = match tag {
+                    TAG_LIVE => {
+                        let flags = r.u32()?;
+                        let expire_at_ms = r.u64()?;
+                        let len = r.u32()? as usize;
+                        KeyState::Live {
+                            value: r.bytes(len)?,
+                            flags,
+                            expire_at_ms,
+                            version,
+                        }
+                    }
+                    TAG_DELETED => KeyState::Deleted { version },
+                    _ => return Err(MessageError::Field("entry tag")),
+                };
+                entries.push((key, state));
+            }
+            if r.buf.has_remaining() {
+                return Err(MessageError::Field("trailing bytes"));
+            }
+            Ok(Request::Replicate(entries))
+        }
+        k => Err(MessageError::Kind(k)),
+    }
+}
+
+/// Decodes a REPLICATE response: (applied, stale).
+pub fn decode_replicate_result(body: &[u8]) -> Option<(u32, u32)> {
+    if body.len() != 8 {
+        return None;
+    }
+    let a = u32::from_be_bytes(body[..4].try_into().ok()?);
+    let s = u32::from_be_bytes(body[4..].try_into().ok()?);
+    Some((a, s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_resp(b: Bytes) -> Result<Vec<Bytes>, String> {
+        let mut buf = BytesMut::from(&b[..]);
+        let mut p = shoal_resp::RequestParser::new();
+        match p.parse(&mut buf, &shoal_resp::Limits::default(), true) {
+            Ok(Some(args)) if buf.is_empty() => Ok(args),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    #[test]
+    fn commands_round_trip() {
+        let args: Vec<Bytes> = vec!["SET".into(), "k".into(), Bytes::from(vec![0u8, 13, 10])];
+        let scope = ScopeSpec {
+            owners: vec![2],
+            down: vec![0, 1],
+        };
+        for s in [None, Some(&scope)] {
+            let body = encode_command(Protocol::Resp3, s, &args);
+            let got = decode_request(body, parse_resp).unwrap();
+            assert_eq!(
+                got,
+                Request::Command {
+                    proto: Protocol::Resp3,
+                    scope: s.cloned(),
+                    args: args.clone(),
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn replication_batches_round_trip() {
+        let live = KeyState::Live {
+            value: Bytes::from_static(b"v"),
+            flags: 7,
+            expire_at_ms: 99,
+            version: 5,
+        };
+        let dead = KeyState::Deleted { version: 6 };
+        let entries = [
+            (&b"a"[..], &live),
+            (&b"b"[..], &dead),
+            (&b"c"[..], &KeyState::Absent),
+        ];
+        let body = encode_replicate(entries.iter().copied());
+        assert_eq!(
+            body.len(),
+            5 + entry_len(b"a", &live) + entry_len(b"b", &dead)
+        );
+        let Request::Replicate(got) = decode_request(body.clone(), parse_resp).unwrap() else {
+            panic!("not a replicate message");
+        };
+        assert_eq!(
+            got,
+            vec![(Bytes::from("a"), live), (Bytes::from("b"), dead)]
+        );
+        // Every truncation is an error, never a panic.
+        for n in 0..body.len() {
+            assert!(decode_request(body.slice(..n), parse_resp).is_err(), "{n}");
+        }
+    }
+
+    #[test]
+    fn lying_lengths_are_refused_before_allocating() {
+        let mut b = BytesMut::new();
+        b.put_u8(KIND_REPLICATE);
+        b.put_u32(u32::MAX);
+        assert_eq!(
+            decode_request(b.freeze(), parse_resp),
+            Err(MessageError::Truncated)
+        );
+        let mut b = BytesMut::new();
+        b.put_u8(KIND_REPLICATE);
+        b.put_u32(1);
+        b.put_u8(TAG_LIVE);
+        b.put_u64(1);
+        b.put_u32(u32::MAX);
+        assert!(decode_request(b.freeze(), parse_resp).is_err());
+        assert_eq!(
+            decode_request(Bytes::from_static(&[9]), parse_resp),
+            Err(MessageError::Kind(9))
+        );
+        assert_eq!(
+            decode_request(Bytes::new(), parse_resp),
+            Err(MessageError::Empty)
+        );
+    }
+}

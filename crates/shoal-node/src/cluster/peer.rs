@@ -1,0 +1,101 @@
+//! The receiving side of the inter-node protocol: what this node does with the requests
+//! other nodes send it.
+//!
+//! A forwarded command runs on the local store without being routed again (the sender
+//! already chose this node: it owns the key, or it is the next copy after an unreachable
+//! owner) and its reply goes back encoded in the client's protocol. A replication batch is
+//! applied key by key with last-writer-wins (`Store::apply`). Both run synchronously in
+//! arrival order (`Handled::Ready`), so what one node sends for one client executes in that
+//! order; only `write-ack = all` defers the answer until the replicas acknowledged.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use shoal_wire::{Handled, PeerHandler, Response};
+
+use super::message::{decode_request, encode_replicate_result, Request};
+use super::replicate::wait_acks;
+use super::router::{error_bytes, parse_command, serve_command};
+use crate::node::{now_ms, Node};
+
+/// Serves the inter-node requests of one node.
+pub struct PeerService {
+    node: Arc<Node>,
+}
+
+impl PeerService {
+    pub fn new(node: Arc<Node>) -> PeerService {
+        PeerService { node }
+    }
+}
+
+type Deferred = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
+
+impl PeerHandler for PeerService {
+    type Fut = Deferred;
+
+    fn handle(&self, _epoch: u64, body: Bytes) -> Handled<Deferred> {
+        let node = &self.node;
+        let cluster = node
+            .cluster
+            .as_ref()
+            .expect("peer service runs in a cluster");
+        let view = cluster.view();
+        let epoch = view.epoch();
+        let now = now_ms();
+        let reply = |body: Bytes| Handled::Ready(Response { epoch, body });
+        match decode_request(body, |b| parse_command(node, b)) {
+            Ok(Request::Command { proto, scope, args }) => {
+                cluster.stats.served.fetch_add(1, Ordering::Relaxed);
+                let (bytes, acks) = serve_command(
+                    node,
+                    cluster,
+                    &view,
+                    &cluster.internal,
+                    proto,
+                    scope,
+                    &args,
+                    now,
+                );
+                if acks.is_empty() {
+                    reply(bytes)
+                } else {
+                    Handled::Later(Box::pin(async move {
+                        wait_acks(acks).await;
+                        Response { epoch, body: bytes }
+                    }))
+                }
+            }
+            Ok(Request::Replicate(entries)) => {
+                let (mut applied, mut stale) = (0u32, 0u32);
+                for (key, state) in &entries {
+                    if node.store.apply(key, state, now) {
+                        applied += 1;
+                    } else {
+                        stale += 1;
+                    }
+                }
+                cluster
+                    .stats
+                    .repl_applied
+                    .fetch_add(u64::from(applied), Ordering::Relaxed);
+                cluster
+                    .stats
+                    .repl_stale
+                    .fetch_add(u64::from(stale), Ordering::Relaxed);
+                if applied > 0 && node.store.maxmemory() > 0 {
+                    // Copies count against maxmemory like any key; make room as a write would.
+                    let _ = node.store.ensure_memory(now);
+                }
+                reply(encode_replicate_result(applied, stale))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "bad inter-node message");
+                reply(error_bytes(&format!("ERR bad inter-node message: {e}")))
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Replication: after a write runs at a key's owner, the key's resulting state (value,
+//! flags, absolute expiry, version; or a tombstone) goes to the key's other copies.
+//!
+//! One bounded queue and one sender task per peer. The task takes whatever is queued (up to
+//! `BATCH_BYTES`), sends it as one REPLICATE message, waits for the answer, and repeats, so
+//! batches grow with the load and one peer never has more than one batch in flight. The
+//! queue is bounded in items and in bytes; when full, the state is dropped and counted
+//! (`shoal_repl_dropped`): a slow or dead replica never blocks or grows the owner. The
+//! receiver applies each state with last-writer-wins on versions (`Store::apply`), so a
+//! batch that arrives late or twice changes nothing newer.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use shoal_store::{key_slot, KeyState};
+use shoal_wire::PeerClient;
+use tokio::sync::{mpsc, oneshot};
+
+use super::message::{encode_replicate, entry_len};
+use super::{ClusterStats, View};
+use crate::node::Node;
+
+/// Items one peer's queue holds at most.
+const QUEUE_ITEMS: usize = 65_536;
+/// Bytes one peer's queue holds at most (a single larger state is still taken when the queue
+/// is empty).
+const QUEUE_BYTES: usize = 64 << 20;
+/// Largest batch sent at once (a single larger state goes alone).
+const BATCH_BYTES: usize = 1 << 20;
+
+/// One key's state on its way to one replica.
+pub struct ReplItem {
+    pub key: Bytes,
+    pub state: KeyState,
+    /// With `write-ack = all`: told whether the replica applied it.
+    pub ack: Option<oneshot::Sender<bool>>,
+}
+
+/// The sending side of one peer's replication queue.
+pub struct Queue {
+    tx: mpsc::Sender<ReplItem>,
+    bytes: Arc<AtomicUsize>,
+}
+
+impl Queue {
+    /// Starts the peer's sender task (inside the runtime). It ends when the queue is dropped.
+    pub fn start(client: PeerClient, stats: Arc<ClusterStats>, epoch: u64) -> Queue {
+        let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
+        let bytes = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(run(rx, client, stats, epoch, bytes.clone()));
+        Queue { tx, bytes }
+    }
+
+    /// Queues `item`, or drops it (counted) when the queue is full.
+    fn push(&self, item: ReplItem, stats: &ClusterStats) {
+        let size = entry_len(&item.key, &item.state);
+        let queued = self.bytes.load(Ordering::Relaxed);
+        if queued > 0 && queued + size > QUEUE_BYTES {
+            stats.repl_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        match self.tx.try_send(item) {
+            Ok(()) => {
+                stats.repl_queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                self.bytes.fetch_sub(size, Ordering::Relaxed);
+                stats.repl_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+async fn run(
+    mut rx: mpsc::Receiver<ReplItem>,
+    client: PeerClient,
+    stats: Arc<ClusterStats>,
+    epoch: u64,
+    bytes: Arc<AtomicUsize>,
+) {
+    let mut batch = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut size = entry_len(&first.key, &first.state);
+        batch.push(first);
+        while size < BATCH_BYTES {
+            match rx.try_recv() {
+                Ok(item) => {
+                    size += entry_len(&item.key, &item.state);
+                    batch.push(item);
+                }
+                Err(_) => break,
+            }
+        }
+        bytes.fetch_sub(size, Ordering::Relaxed);
+        let body = encode_replicate(batch.iter().map(|i| (&i.key[..], &i.state)));
+        let ok = match client.request(epoch, body).await {
+            Ok(_) => true,
+            Err(e) => {
+                stats
+                    .repl_dropped
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                tracing::debug!(peer = %client.addr(), error = %e, "replication batch failed");
+                false
+            }
+        };
+        for item in batch.drain(..) {
+            if let Some(ack) = item.ack {
+                let _ = ack.send(ok);
+            }
+        }
+    }
+}
+
+/// After a write ran here: queues the resulting state of each of `keys` for the key's other
+/// copies. With `want_ack`, returns one receiver per queued state (resolved once the replica
+/// answered); a dropped state's receiver resolves at once with an error.
+pub fn replicate_keys<'a>(
+    node: &Node,
+    view: &View,
+    stats: &ClusterStats,
+    keys: impl Iterator<Item = &'a Bytes>,
+    now_ms: u64,
+    want_ack: bool,
+) -> Vec<oneshot::Receiver<bool>> {
+    let mut acks = Vec::new();
+    if view.placement.width() < 2 {
+        return acks;
+    }
+    for key in keys {
+        let owners = view.owners(key_slot(key));
+        let state = node.store.key_state(key, now_ms);
+        if state == KeyState::Absent {
+            continue;
+        }
+        for &m in owners.iter().filter(|&&m| m != view.me) {
+            let Some(peer) = view.peer(m) else { continue };
+            let ack = if want_ack {
+                let (tx, rx) = oneshot::channel();
+                acks.push(rx);
+                Some(tx)
+            } else {
+                None
+            };
+            peer.repl.push(
+                ReplItem {
+                    key: key.clone(),
+                    state: state.clone(),
+                    ack,
+                },
+                stats,
+            );
+        }
+    }
+    acks
+}
+
+/// Waits for every replica's answer (success or failure alike: `write-ack = all` waits for
+/// the reachable replicas, it does not fail a write the owner applied).
+pub async fn wait_acks(acks: Vec<oneshot::Receiver<bool>>) {
+    for ack in acks {
+        let _ = ack.await;
+    }
+}

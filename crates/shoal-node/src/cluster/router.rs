@@ -1,0 +1,589 @@
+//! The router: where each client command runs.
+//!
+//! `dispatch` is what a client connection calls for every request. After the usual checks
+//! (`cmd::prepare`) a command is, by its key specification:
+//! - keyless (PING, CONFIG, CLIENT, ...): run here;
+//! - one key: run here when this node owns the key's slot (then the key's new state is
+//!   replicated), otherwise forwarded to the owner, whose reply bytes are returned verbatim;
+//!   read-modify-write commands therefore always run at the owner;
+//! - MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: split by the keys' copies, the parts run at
+//!   once (here or forwarded), the replies merged in the client's order;
+//! - MSETNX, RENAME, RENAMENX, COPY: run at the one owner of all their keys, or refused with
+//!   CROSSSLOT when the keys have different owners (they could not be atomic);
+//! - DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHALL, FLUSHDB, INFO keyspace: fanned out (`fanout`).
+//!
+//! A forwarded request that cannot reach the owner (refused, reset, timed out) goes at once
+//! to the next copy; a client sees an error only when no copy answers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::future::join_all;
+use shoal_resp::{array_elements, integer_value, is_error, Protocol, Reply};
+use shoal_store::key_slot;
+use shoal_wire::{ErrorCode, WireError};
+
+use super::message::{decode_request, encode_command, Request, Scope, ScopeSpec};
+use super::replicate::{replicate_keys, wait_acks};
+use super::{fanout, Cluster, View};
+use crate::client::ClientInfo;
+use crate::cmd::{self, flag, CommandSpec, Prepared, Session};
+use crate::config::WriteAck;
+use crate::node::Node;
+
+/// A reply still to come, as encoded bytes in the client's protocol.
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Bytes> + Send + 'static>>;
+
+/// The result of routing one command.
+pub enum Outcome {
+    /// Answered here, now.
+    Reply(Reply),
+    /// Answered later (forwarded, fanned out, or waiting for replica acks).
+    Later(ReplyFuture),
+}
+
+/// Runs one client request wherever it belongs.
+pub fn dispatch(node: &Arc<Node>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
+    let spec = match cmd::prepare(node, session, args) {
+        Prepared::Run(spec) => spec,
+        Prepared::Done(reply) => return Outcome::Reply(reply),
+    };
+    match &node.cluster {
+        None => Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None)),
+        Some(cluster) => route(node, cluster, session, spec, args, now_ms),
+    }
+}
+
+/// How a command is routed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Local,
+    /// One key, at this argument.
+    Key(usize),
+    Split(Merge),
+    SameOwner,
+    FanOut,
+    Info,
+    Exec,
+    Watch,
+    Cluster,
+}
+
+/// How the parts of a split command are merged.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Merge {
+    /// MGET: the elements, in the client's key order.
+    Values,
+    /// MSET: `+OK` when every part said so.
+    Ok,
+    /// DEL, UNLINK, EXISTS, TOUCH: the sum.
+    Sum,
+}
+
+fn class(spec: &CommandSpec) -> Class {
+    match (spec.first_key, spec.last_key, spec.step) {
+        (0, _, _) => match spec.name {
+            "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" => Class::FanOut,
+            "info" => Class::Info,
+            "exec" => Class::Exec,
+            "cluster" => Class::Cluster,
+            _ => Class::Local,
+        },
+        (f, l, _) if f == l => Class::Key(f as usize),
+        (1, -1, 1) => match spec.name {
+            "mget" => Class::Split(Merge::Values),
+            "del" | "unlink" | "exists" | "touch" => Class::Split(Merge::Sum),
+            "watch" => Class::Watch,
+            _ => Class::SameOwner,
+        },
+        (1, -1, 2) if spec.name == "mset" => Class::Split(Merge::Ok),
+        _ => Class::SameOwner,
+    }
+}
+
+/// The argument positions of a command's keys (Redis's first/last/step key spec).
+pub fn key_positions(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
+    if spec.first_key <= 0 {
+        return Vec::new();
+    }
+    let first = spec.first_key as usize;
+    let last = if spec.last_key < 0 {
+        args.len() as i64 + i64::from(spec.last_key)
+    } else {
+        i64::from(spec.last_key)
+    };
+    let last = usize::try_from(last)
+        .unwrap_or(0)
+        .min(args.len().saturating_sub(1));
+    if first > last {
+        return Vec::new();
+    }
+    (first..=last).step_by(spec.step.max(1) as usize).collect()
+}
+
+fn route(
+    node: &Arc<Node>,
+    cluster: &Cluster,
+    session: &mut Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Outcome {
+    let proto = session.proto;
+    match class(spec) {
+        Class::Local => Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None)),
+        Class::Key(pos) => {
+            let Some(key) = args.get(pos) else {
+                return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
+            };
+            let view = cluster.view();
+            let owners = view.owners(key_slot(key));
+            if owners[0] == view.me {
+                run_owned(node, cluster, &view, session, spec, args, now_ms, &[pos])
+            } else {
+                let owners = owners.to_vec();
+                forward(node, view, owners, encode_command(proto, None, args))
+            }
+        }
+        Class::Split(merge) => split(node, cluster, session, spec, args, now_ms, merge),
+        Class::SameOwner | Class::Watch => {
+            let positions = key_positions(spec, args);
+            let view = cluster.view();
+            let Some(&first) = positions.first() else {
+                return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
+            };
+            let owners = view.owners(key_slot(&args[first]));
+            let same = positions
+                .iter()
+                .all(|&p| view.owners(key_slot(&args[p]))[0] == owners[0]);
+            if same && owners[0] == view.me {
+                run_owned(
+                    node, cluster, &view, session, spec, args, now_ms, &positions,
+                )
+            } else if class(spec) == Class::Watch {
+                Outcome::Reply(Reply::error(
+                    "ERR WATCH is supported only for keys this node owns in a Shoal cluster \
+                     (see CLUSTER KEYSLOT and CLUSTER NODES)",
+                ))
+            } else if same {
+                let owners = owners.to_vec();
+                forward(node, view, owners, encode_command(proto, None, args))
+            } else {
+                Outcome::Reply(Reply::error(format!(
+                    "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
+                     atomic; keep them together with a {{hash tag}}",
+                    spec.name.to_ascii_uppercase()
+                )))
+            }
+        }
+        Class::FanOut => fanout::start(node, cluster, spec, args, proto),
+        Class::Info => {
+            if cmd::info_wants_keyspace(args) {
+                fanout::info(node, args, proto)
+            } else {
+                Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None))
+            }
+        }
+        Class::Exec => exec(node, cluster, session, spec, args, now_ms),
+        Class::Cluster => {
+            // COUNTKEYSINSLOT counts at the slot's owner; the rest describes this node.
+            if args.len() == 3 && args[1].eq_ignore_ascii_case(b"countkeysinslot") {
+                let view = cluster.view();
+                if let Some(slot) = cmd::parse_slot(&args[2]) {
+                    let owners = view.owners(slot);
+                    if owners[0] != view.me {
+                        let owners = owners.to_vec();
+                        return forward(node, view, owners, encode_command(proto, None, args));
+                    }
+                }
+            }
+            Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None))
+        }
+    }
+}
+
+/// Runs a command here, as the owner of its keys, then queues the keys' new states for
+/// their replicas (write commands only). With `write-ack = all` the reply waits for them.
+#[allow(clippy::too_many_arguments)]
+fn run_owned(
+    node: &Arc<Node>,
+    cluster: &Cluster,
+    view: &View,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+    keys: &[usize],
+) -> Outcome {
+    let reply = cmd::run(node, session, spec, args, now_ms, None);
+    if spec.flags & flag::WRITE == 0 {
+        return Outcome::Reply(reply);
+    }
+    let want_ack = cluster.write_ack == WriteAck::All;
+    let acks = replicate_keys(
+        node,
+        view,
+        &cluster.stats,
+        keys.iter().filter_map(|&i| args.get(i)),
+        now_ms,
+        want_ack,
+    );
+    if acks.is_empty() {
+        return Outcome::Reply(reply);
+    }
+    let bytes = encode(&reply, session.proto);
+    Outcome::Later(Box::pin(async move {
+        wait_acks(acks).await;
+        bytes
+    }))
+}
+
+pub fn encode(reply: &Reply, proto: Protocol) -> Bytes {
+    let mut b = BytesMut::new();
+    reply.encode(proto, &mut b);
+    b.freeze()
+}
+
+/// An error reply's bytes (the same in RESP2 and RESP3).
+pub fn error_bytes(text: &str) -> Bytes {
+    let mut b = BytesMut::with_capacity(text.len() + 3);
+    b.put_u8(b'-');
+    b.put_slice(text.replace(['\r', '\n'], " ").as_bytes());
+    b.put_slice(b"\r\n");
+    b.freeze()
+}
+
+fn forward(node: &Arc<Node>, view: Arc<View>, owners: Vec<u16>, body: Bytes) -> Outcome {
+    Outcome::Later(Box::pin(send_to_copies(node.clone(), view, owners, body)))
+}
+
+/// Whether a failed request should go to the next copy.
+pub fn fails_over(e: &WireError) -> bool {
+    match e {
+        WireError::PeerUnavailable(_) | WireError::Timeout | WireError::Refused(_) => true,
+        WireError::Remote { code, .. } => *code == ErrorCode::ShuttingDown,
+        WireError::Overloaded | WireError::Frame(_) => false,
+    }
+}
+
+/// Sends a COMMAND body to the first copy that answers, in `owners` order (this node runs
+/// it itself when its turn comes), and returns the reply bytes.
+pub async fn send_to_copies(
+    node: Arc<Node>,
+    view: Arc<View>,
+    owners: Vec<u16>,
+    body: Bytes,
+) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    let mut last_error = String::new();
+    for (i, &m) in owners.iter().enumerate() {
+        if i > 0 {
+            cluster.stats.failovers.fetch_add(1, Ordering::Relaxed);
+        }
+        if m == view.me {
+            return serve_body_here(&node, &view, body).await;
+        }
+        let Some(peer) = view.peer(m) else { continue };
+        cluster.stats.forwarded.fetch_add(1, Ordering::Relaxed);
+        let name = &view.nodes[usize::from(m)].name;
+        match peer.client.request(view.epoch(), body.clone()).await {
+            Ok(response) => return response.body,
+            Err(e) if fails_over(&e) => {
+                tracing::debug!(node = %name, error = %e, "copy unreachable, trying the next");
+                last_error = format!("{name}: {e}");
+            }
+            Err(e) => return error_bytes(&format!("ERR request to node {name} failed: {e}")),
+        }
+    }
+    cluster.stats.unreachable.fetch_add(1, Ordering::Relaxed);
+    error_bytes(&format!(
+        "CLUSTERDOWN no copy of this key is reachable (last error: {last_error})"
+    ))
+}
+
+/// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part).
+async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    match decode_request(body, |b| parse_command(node, b)) {
+        Ok(Request::Command { proto, scope, args }) => {
+            let (bytes, acks) = serve_command(
+                node,
+                cluster,
+                view,
+                &cluster.internal,
+                proto,
+                scope,
+                &args,
+                crate::node::now_ms(),
+            );
+            wait_acks(acks).await;
+            bytes
+        }
+        Ok(Request::Replicate(_)) => error_bytes("ERR unexpected replication message"),
+        Err(e) => error_bytes(&format!("ERR bad inter-node message: {e}")),
+    }
+}
+
+/// Parses the RESP command inside a COMMAND body with the node's request limits.
+pub fn parse_command(node: &Node, body: Bytes) -> Result<Vec<Bytes>, String> {
+    let mut buf = BytesMut::from(&body[..]);
+    let mut parser = shoal_resp::RequestParser::new();
+    match parser.parse(&mut buf, &node.limits(), true) {
+        Ok(Some(args)) if buf.is_empty() => Ok(args),
+        Ok(Some(_)) => Err("trailing bytes after the command".into()),
+        Ok(None) => Err("incomplete command".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs a command that another node sent (or a fan-out's local part) on the local store,
+/// without routing it again, and replicates what it wrote to the keys' other copies. Returns
+/// the reply in `proto` and, with `write-ack = all`, the acks to wait for.
+#[allow(clippy::too_many_arguments)]
+pub fn serve_command(
+    node: &Node,
+    cluster: &Cluster,
+    view: &Arc<View>,
+    info: &Arc<ClientInfo>,
+    proto: Protocol,
+    scope: Option<ScopeSpec>,
+    args: &[Bytes],
+    now_ms: u64,
+) -> (Bytes, Vec<tokio::sync::oneshot::Receiver<bool>>) {
+    let mut session = Session::new(info.clone(), true);
+    session.proto = proto;
+    let scope = scope.map(|s| Scope::new(s, view.clone()));
+    let mut acks = Vec::new();
+    let reply = match cmd::prepare(node, &mut session, args) {
+        Prepared::Done(reply) => reply,
+        Prepared::Run(spec) => {
+            let reply = cmd::run(node, &mut session, spec, args, now_ms, scope.as_ref());
+            if spec.flags & flag::WRITE != 0 {
+                let positions = key_positions(spec, args);
+                acks = replicate_keys(
+                    node,
+                    view,
+                    &cluster.stats,
+                    positions.iter().map(|&i| &args[i]),
+                    now_ms,
+                    cluster.write_ack == WriteAck::All,
+                );
+            }
+            reply
+        }
+    };
+    (encode(&reply, proto), acks)
+}
+
+/// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
+/// in the client's key order.
+fn split(
+    node: &Arc<Node>,
+    cluster: &Cluster,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+    merge: Merge,
+) -> Outcome {
+    let step = if merge == Merge::Ok { 2 } else { 1 };
+    if !(args.len() - 1).is_multiple_of(step) {
+        // MSET with an odd count: the local handler gives Redis's error.
+        return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
+    }
+    let proto = session.proto;
+    let view = cluster.view();
+    let mut groups: Vec<(&[u16], Vec<usize>)> = Vec::new();
+    for pos in (1..args.len()).step_by(step) {
+        let owners = view.owners(key_slot(&args[pos]));
+        match groups.iter_mut().find(|(o, _)| *o == owners) {
+            Some((_, g)) => g.push(pos),
+            None => groups.push((owners, vec![pos])),
+        }
+    }
+    if groups.len() == 1 {
+        let owners = groups[0].0;
+        if owners[0] == view.me {
+            let positions = groups.pop().map(|(_, p)| p).unwrap_or_default();
+            return run_owned(
+                node, cluster, &view, session, spec, args, now_ms, &positions,
+            );
+        }
+        let owners = owners.to_vec();
+        return forward(
+            node,
+            view.clone(),
+            owners,
+            encode_command(proto, None, args),
+        );
+    }
+    let mut positions = Vec::with_capacity(groups.len());
+    let mut parts: Vec<ReplyFuture> = Vec::with_capacity(groups.len());
+    for (owners, group) in &groups {
+        let mut sub = Vec::with_capacity(1 + group.len() * step);
+        sub.push(args[0].clone());
+        for &p in group {
+            sub.extend_from_slice(&args[p..p + step]);
+        }
+        let part: ReplyFuture = if owners[0] == view.me {
+            let keys: Vec<usize> = (1..sub.len()).step_by(step).collect();
+            match run_owned(node, cluster, &view, session, spec, &sub, now_ms, &keys) {
+                Outcome::Reply(r) => {
+                    let bytes = encode(&r, proto);
+                    Box::pin(async move { bytes })
+                }
+                Outcome::Later(f) => f,
+            }
+        } else {
+            Box::pin(send_to_copies(
+                node.clone(),
+                view.clone(),
+                owners.to_vec(),
+                encode_command(proto, None, &sub),
+            ))
+        };
+        positions.push(group.clone());
+        parts.push(part);
+    }
+    let keys = (args.len() - 1) / step;
+    Outcome::Later(Box::pin(async move {
+        let replies = join_all(parts).await;
+        merge_parts(merge, keys, step, &positions, &replies)
+    }))
+}
+
+fn merge_parts(
+    merge: Merge,
+    keys: usize,
+    step: usize,
+    positions: &[Vec<usize>],
+    replies: &[Bytes],
+) -> Bytes {
+    if let Some(e) = replies.iter().find(|r| is_error(r)) {
+        return e.clone();
+    }
+    let bad = || error_bytes("ERR unexpected reply from another node");
+    match merge {
+        Merge::Ok => Bytes::from_static(b"+OK\r\n"),
+        Merge::Sum => {
+            let mut sum = 0i64;
+            for r in replies {
+                match integer_value(r) {
+                    Some(n) => sum += n,
+                    None => return bad(),
+                }
+            }
+            Bytes::from(format!(":{sum}\r\n"))
+        }
+        Merge::Values => {
+            let mut slots: Vec<&[u8]> = vec![&[]; keys];
+            for (group, reply) in positions.iter().zip(replies) {
+                let Ok(elements) = array_elements(reply) else {
+                    return bad();
+                };
+                if elements.len() != group.len() {
+                    return bad();
+                }
+                for (&p, range) in group.iter().zip(elements) {
+                    slots[(p - 1) / step] = &reply[range];
+                }
+            }
+            let mut out =
+                BytesMut::with_capacity(slots.iter().map(|s| s.len()).sum::<usize>() + 16);
+            out.put_slice(format!("*{keys}\r\n").as_bytes());
+            for s in slots {
+                out.put_slice(s);
+            }
+            out.freeze()
+        }
+    }
+}
+
+/// EXEC in a cluster: a transaction whose commands all run here executes as on a single
+/// node; otherwise each queued command is routed on its own (in order, without isolation,
+/// as Shoal's EXEC never isolates) and the replies are gathered into EXEC's array.
+fn exec(
+    node: &Arc<Node>,
+    cluster: &Cluster,
+    session: &mut Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Outcome {
+    let view = cluster.view();
+    let runs_here = |a: &Vec<Bytes>| -> bool {
+        let Some(s) = cmd::lookup(&a[0]) else {
+            return true;
+        };
+        match class(s) {
+            Class::Local | Class::Cluster => true,
+            Class::Exec | Class::FanOut | Class::Info => false,
+            _ => key_positions(s, a)
+                .iter()
+                .all(|&p| view.owners(key_slot(&a[p]))[0] == view.me),
+        }
+    };
+    let Some(tx) = session.multi.as_ref() else {
+        return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
+    };
+    if tx.dirty || tx.queue.iter().all(runs_here) {
+        let queued = tx.queue.clone();
+        let reply = cmd::run(node, session, spec, args, now_ms, None);
+        if view.placement.width() > 1 {
+            let mut keys: Vec<Bytes> = Vec::new();
+            for a in &queued {
+                if let Some(s) = cmd::lookup(&a[0]).filter(|s| s.flags & flag::WRITE != 0) {
+                    keys.extend(key_positions(s, a).into_iter().map(|p| a[p].clone()));
+                }
+            }
+            let acks = replicate_keys(
+                node,
+                &view,
+                &cluster.stats,
+                keys.iter(),
+                now_ms,
+                cluster.write_ack == WriteAck::All,
+            );
+            if !acks.is_empty() {
+                let bytes = encode(&reply, session.proto);
+                return Outcome::Later(Box::pin(async move {
+                    wait_acks(acks).await;
+                    bytes
+                }));
+            }
+        }
+        return Outcome::Reply(reply);
+    }
+    let tx = session.multi.take().expect("checked above");
+    let watched = std::mem::take(&mut session.watched);
+    if cmd::multi::watched_changed(node, &watched, now_ms) {
+        return Outcome::Reply(Reply::NilArray);
+    }
+    let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
+    for a in &tx.queue {
+        let outcome = match cmd::lookup(&a[0]) {
+            Some(s) => route(node, cluster, session, s, a, now_ms),
+            None => Outcome::Reply(cmd::unknown_command(a)),
+        };
+        parts.push(match outcome {
+            Outcome::Reply(r) => {
+                let bytes = encode(&r, session.proto);
+                Box::pin(async move { bytes })
+            }
+            Outcome::Later(f) => f,
+        });
+    }
+    let n = parts.len();
+    Outcome::Later(Box::pin(async move {
+        let replies = join_all(parts).await;
+        let mut out = BytesMut::new();
+        out.put_slice(format!("*{n}\r\n").as_bytes());
+        for r in replies {
+            out.put_slice(&r);
+        }
+        out.freeze()
+    }))
+}

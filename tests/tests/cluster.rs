@@ -1,0 +1,529 @@
+//! The cluster data path, end to end: three real nodes on 127.0.0.1 talking the inter-node
+//! protocol over real TCP, driven by the `redis` crate. Placement decides which keys each
+//! node owns, so every test uses enough keys that all three nodes own some.
+
+use std::collections::{BTreeSet, HashSet};
+use std::time::Duration;
+
+use redis::{Commands, Value};
+use shoal_tests::{info_field, wait_until, TestCluster, TEST_SECRET};
+
+const KEYS: usize = 300;
+
+fn key(i: usize) -> String {
+    format!("key:{i}")
+}
+
+/// The id of the node that owns `k`'s slot, from CLUSTER NODES and CLUSTER KEYSLOT.
+fn owner_of(c: &mut redis::Connection, k: &str) -> String {
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(c).unwrap();
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(k)
+        .query(c)
+        .unwrap();
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        for r in &f[8..] {
+            let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+            if (lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()).contains(&slot) {
+                return f[0].to_string();
+            }
+        }
+    }
+    panic!("slot {slot} has no owner in CLUSTER NODES");
+}
+
+fn my_id(c: &mut redis::Connection) -> String {
+    redis::cmd("CLUSTER").arg("MYID").query(c).unwrap()
+}
+
+/// Every key written through any node reads back through every node.
+#[test]
+fn any_node_answers_any_key() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    for i in 0..KEYS {
+        let c = &mut clients[i % 3];
+        let _: () = c.set(key(i), format!("v{i}")).unwrap();
+    }
+    for c in &mut clients {
+        for i in 0..KEYS {
+            let v: Option<String> = c.get(key(i)).unwrap();
+            assert_eq!(v.as_deref(), Some(&*format!("v{i}")), "{}", key(i));
+        }
+    }
+    // Two thirds of the requests to each node belong to the other two.
+    for c in &mut clients {
+        let forwarded: u64 = info_field(c, "shoal_forwarded").parse().unwrap();
+        assert!(forwarded > 100, "forwarded {forwarded}");
+        assert_eq!(info_field(c, "shoal_members"), "3");
+    }
+    // Read-modify-write runs at the owner: concurrent INCRs through all nodes add up.
+    std::thread::scope(|s| {
+        for m in &cluster.members {
+            s.spawn(move || {
+                let mut c = m.client();
+                for _ in 0..100 {
+                    let _: i64 = c.incr("counter", 1).unwrap();
+                }
+            });
+        }
+    });
+    let total: i64 = clients[1].get("counter").unwrap();
+    assert_eq!(total, 300);
+    // Errors come back verbatim from the owner.
+    let _: () = clients[0].set("text", "abc").unwrap();
+    for c in &mut clients {
+        let e = c.incr::<_, _, i64>("text", 1).unwrap_err();
+        assert_eq!(e.code(), Some("ERR"), "{e}");
+        assert!(e.to_string().contains("not an integer"), "{e}");
+    }
+}
+
+/// With `replicas = 1` each key lives on exactly two nodes, as each node reports itself.
+#[test]
+fn each_key_has_exactly_two_copies() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    for i in 0..KEYS {
+        let _: () = clients[i % 3].set(key(i), i).unwrap();
+    }
+    let local = |clients: &mut Vec<redis::Connection>| -> i64 {
+        clients
+            .iter_mut()
+            .map(|c| {
+                redis::cmd("CLUSTER")
+                    .arg("LOCALKEYS")
+                    .query::<i64>(c)
+                    .unwrap()
+            })
+            .sum()
+    };
+    // Replication to the second copy is asynchronous with write-ack = owner.
+    assert!(
+        wait_until(Duration::from_secs(10), || local(&mut clients)
+            == 2 * KEYS as i64),
+        "copies: {}",
+        local(&mut clients)
+    );
+    for i in 0..KEYS {
+        let holders: i64 = clients
+            .iter_mut()
+            .map(|c| {
+                redis::cmd("CLUSTER")
+                    .arg("HASKEY")
+                    .arg(key(i))
+                    .query::<i64>(c)
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(holders, 2, "{}", key(i));
+    }
+    // DBSIZE counts each key once, whichever node is asked.
+    for c in &mut clients {
+        assert_eq!(redis::cmd("DBSIZE").query::<i64>(c).unwrap(), KEYS as i64);
+    }
+    // Deletes replicate too.
+    for i in 0..KEYS / 2 {
+        let n: i64 = clients[(i + 1) % 3].del(key(i)).unwrap();
+        assert_eq!(n, 1);
+    }
+    assert!(wait_until(Duration::from_secs(10), || local(&mut clients)
+        == KEYS as i64));
+}
+
+/// `write-ack = all`: once the client has the reply, both copies hold the write.
+#[test]
+fn write_ack_all_waits_for_the_replica() {
+    let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    for i in 0..60 {
+        let _: () = clients[i % 3].set(key(i), "x").unwrap();
+        let holders: i64 = clients
+            .iter_mut()
+            .map(|c| {
+                redis::cmd("CLUSTER")
+                    .arg("HASKEY")
+                    .arg(key(i))
+                    .query::<i64>(c)
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(holders, 2, "{}", key(i));
+    }
+}
+
+/// MGET, MSET, DEL, UNLINK, EXISTS and TOUCH over keys of all three owners, in order.
+#[test]
+fn multi_key_commands_split_across_owners() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut a = cluster.members[0].client();
+    let mut b = cluster.members[1].client();
+    let mut pairs = Vec::new();
+    for i in 0..40 {
+        pairs.push((key(i), format!("v{i}")));
+    }
+    let _: () = a.mset(&pairs).unwrap();
+    // Missing keys in between stay in their places.
+    let mut asked = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..40 {
+        asked.push(key(i));
+        expected.push(Some(format!("v{i}")));
+        asked.push(format!("missing:{i}"));
+        expected.push(None);
+    }
+    let got: Vec<Option<String>> = b.mget(&asked).unwrap();
+    assert_eq!(got, expected);
+    // RESP3 encodes the missing ones as nulls of its own.
+    let mut b3 = cluster.members[1].client_resp3();
+    let got: Vec<Option<String>> = b3.mget(&asked).unwrap();
+    assert_eq!(got, expected);
+    let raw: Value = redis::cmd("MGET")
+        .arg("missing:1")
+        .arg(key(1))
+        .query(&mut b3)
+        .unwrap();
+    assert_eq!(
+        raw,
+        Value::Array(vec![Value::Nil, Value::BulkString(b"v1".to_vec())])
+    );
+
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(&asked)
+        .arg(key(0))
+        .query(&mut b)
+        .unwrap();
+    assert_eq!(exists, 41, "duplicates count twice, as in Redis");
+    let touched: i64 = redis::cmd("TOUCH").arg(&asked).query(&mut b).unwrap();
+    assert_eq!(touched, 40);
+    let deleted: i64 = b.del(&asked[..40]).unwrap();
+    assert_eq!(deleted, 20);
+    let unlinked: i64 = redis::cmd("UNLINK").arg(&asked).query(&mut a).unwrap();
+    assert_eq!(unlinked, 20);
+    let exists: i64 = redis::cmd("EXISTS").arg(&asked).query(&mut a).unwrap();
+    assert_eq!(exists, 0);
+    // A wrong arity is answered as Redis does, without reaching any other node.
+    let e = redis::cmd("MSET")
+        .arg("a")
+        .arg("1")
+        .arg("b")
+        .query::<()>(&mut a)
+        .unwrap_err();
+    assert!(e.to_string().contains("wrong number of arguments"), "{e}");
+}
+
+/// Keys of different owners cannot be renamed or MSETNX'd atomically: a clear CROSSSLOT;
+/// with a hash tag they share a slot and work anywhere.
+#[test]
+fn cross_owner_atomic_commands_are_refused_clearly() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let first = key(0);
+    let first_owner = owner_of(&mut c, &first);
+    let other = (1..100)
+        .map(key)
+        .find(|k| owner_of(&mut c, k) != first_owner)
+        .expect("some key has another owner");
+    let _: () = c.set(&first, "v").unwrap();
+    let e = c.rename::<_, _, ()>(&first, &other).unwrap_err();
+    assert_eq!(e.code(), Some("CROSSSLOT"), "{e}");
+    let e = redis::cmd("MSETNX")
+        .arg(&first)
+        .arg(1)
+        .arg(&other)
+        .arg(2)
+        .query::<i64>(&mut c)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("CROSSSLOT"), "{e}");
+    // Same hash tag, same slot: fine from every node.
+    for (i, m) in cluster.members.iter().enumerate() {
+        let mut c = m.client();
+        let _: () = c.set(format!("{{tag}}a{i}"), "v").unwrap();
+        let _: () = c
+            .rename(format!("{{tag}}a{i}"), format!("{{tag}}b{i}"))
+            .unwrap();
+        let v: String = c.get(format!("{{tag}}b{i}")).unwrap();
+        assert_eq!(v, "v");
+        let n: i64 = redis::cmd("MSETNX")
+            .arg(format!("{{tag}}x{i}"))
+            .arg(1)
+            .arg(format!("{{tag}}y{i}"))
+            .arg(2)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+}
+
+/// DBSIZE, KEYS, SCAN, RANDOMKEY, INFO keyspace and FLUSHALL see the whole cluster.
+#[test]
+fn cluster_wide_commands_fan_out() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    for i in 0..KEYS {
+        let _: () = clients[0].set(key(i), i).unwrap();
+    }
+    let all: BTreeSet<String> = (0..KEYS).map(key).collect();
+    for c in &mut clients {
+        assert_eq!(redis::cmd("DBSIZE").query::<i64>(c).unwrap(), KEYS as i64);
+        let keys: Vec<String> = c.keys("*").unwrap();
+        assert_eq!(keys.len(), KEYS, "each key once");
+        assert_eq!(keys.into_iter().collect::<BTreeSet<_>>(), all);
+        let some: Vec<String> = c.keys("key:1?").unwrap();
+        assert_eq!(some.len(), 10);
+        let scanned: BTreeSet<String> = c.scan::<String>().unwrap().collect();
+        assert_eq!(scanned, all);
+        let matched: HashSet<String> = c.scan_match::<_, String>("key:2*").unwrap().collect();
+        assert_eq!(matched.len(), 1 + 10 + 100);
+        let r: String = redis::cmd("RANDOMKEY").query(c).unwrap();
+        assert!(all.contains(&r), "{r}");
+        let info: String = redis::cmd("INFO").arg("keyspace").query(c).unwrap();
+        assert!(
+            info.contains(&format!("db0:keys={KEYS},")),
+            "INFO keyspace: {info}"
+        );
+    }
+    let _: () = redis::cmd("FLUSHALL").query(&mut clients[2]).unwrap();
+    for c in &mut clients {
+        assert_eq!(redis::cmd("DBSIZE").query::<i64>(c).unwrap(), 0);
+        let r: Option<String> = redis::cmd("RANDOMKEY").query(c).unwrap();
+        assert_eq!(r, None);
+    }
+}
+
+/// A pipeline mixing keys of every owner is answered in order.
+#[test]
+fn pipelines_keep_their_order_across_owners() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[1].client();
+    let mut pipe = redis::pipe();
+    for i in 0..500 {
+        pipe.set(key(i), i).ignore();
+        pipe.get(key(i));
+        pipe.incr(key(i), 1);
+    }
+    let replies: Vec<i64> = pipe.query(&mut c).unwrap();
+    let expected: Vec<i64> = (0..500).flat_map(|i| [i, i + 1]).collect();
+    assert_eq!(replies, expected);
+    // MULTI/EXEC across owners runs every command and returns their replies in order.
+    let (a, b, n): (String, String, i64) = redis::pipe()
+        .atomic()
+        .set(key(1), "one")
+        .ignore()
+        .set(key(2), "two")
+        .ignore()
+        .get(key(1))
+        .get(key(2))
+        .del(&[key(1), key(2)])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((a.as_str(), b.as_str(), n), ("one", "two", 2));
+}
+
+/// One node dies: every key stays readable and writable through the survivors, and the
+/// cluster-wide commands still count every key once.
+#[test]
+fn a_crashed_node_loses_nothing_that_had_a_copy() {
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    {
+        let mut c = cluster.members[0].client();
+        for i in 0..KEYS {
+            let _: () = c.set(key(i), format!("v{i}")).unwrap();
+        }
+    }
+    cluster.crash(1);
+    for m in cluster.live() {
+        let mut c = m.client();
+        for i in 0..KEYS {
+            let v: Option<String> = c.get(key(i)).unwrap();
+            assert_eq!(
+                v.as_deref(),
+                Some(&*format!("v{i}")),
+                "{} via {}",
+                key(i),
+                m.name
+            );
+        }
+    }
+    for m in cluster.live() {
+        let mut c = m.client();
+        for i in 0..KEYS {
+            let _: () = c.set(key(i), format!("w{i}")).unwrap();
+        }
+        assert_eq!(
+            redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(),
+            KEYS as i64
+        );
+        let scanned: HashSet<String> = c.scan::<String>().unwrap().collect();
+        assert_eq!(scanned.len(), KEYS);
+        let keys: Vec<String> = c.keys("*").unwrap();
+        assert_eq!(keys.len(), KEYS);
+        let failovers: u64 = info_field(&mut c, "shoal_failovers").parse().unwrap();
+        assert!(failovers > 0);
+    }
+    let mut c = cluster.members[2].client();
+    let got: Vec<String> = c.mget((0..KEYS).map(key).collect::<Vec<_>>()).unwrap();
+    assert_eq!(got, (0..KEYS).map(|i| format!("w{i}")).collect::<Vec<_>>());
+}
+
+/// CLUSTER INFO / NODES / MYID / KEYSLOT / COUNTKEYSINSLOT in Redis's formats.
+#[test]
+fn cluster_commands_describe_the_cluster() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+    assert!(info.contains("cluster_state:ok\r\n"), "{info}");
+    assert!(info.contains("cluster_known_nodes:3\r\n"), "{info}");
+    assert!(info.contains("cluster_slots_assigned:16384\r\n"), "{info}");
+    let id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap();
+    assert_eq!(id.len(), 40);
+    assert!(id.chars().all(|ch| ch.is_ascii_hexdigit()));
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut c).unwrap();
+    let lines: Vec<&str> = nodes.lines().collect();
+    assert_eq!(lines.len(), 3);
+    let mut slots = 0;
+    for line in &lines {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!(f[0].len(), 40);
+        assert!(
+            f[1].starts_with("127.0.0.1:") && f[1].contains('@'),
+            "{line}"
+        );
+        assert!(f[2] == "master" || f[2] == "myself,master", "{line}");
+        assert_eq!(f[7], "connected");
+        for r in &f[8..] {
+            let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+            slots += hi.parse::<u32>().unwrap() - lo.parse::<u32>().unwrap() + 1;
+        }
+    }
+    assert_eq!(slots, 16384, "every slot has exactly one owner");
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with(&id) && l.contains("myself")));
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg("{user1000}.following")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(slot, 3443, "Redis's example");
+    // COUNTKEYSINSLOT is answered by the slot's owner, whichever node is asked.
+    for i in 0..20 {
+        let _: () = c.set(format!("{{user1000}}.{i}"), i).unwrap();
+    }
+    for m in &cluster.members {
+        let n: i64 = redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(3443)
+            .query(&mut m.client())
+            .unwrap();
+        assert_eq!(n, 20);
+    }
+    let e = redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(16384)
+        .query::<i64>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("Invalid slot"), "{e}");
+}
+
+/// A client of the inter-node protocol with the wrong secret, or another cluster name, is
+/// refused during the handshake and reads nothing.
+#[test]
+fn a_peer_with_the_wrong_secret_is_refused() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let _: () = c.set("secret-data", "x").unwrap();
+    let target = cluster.members[0].cluster_addr;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let body = shoal_node::cluster::message::encode_command(
+        shoal_resp::Protocol::Resp2,
+        None,
+        &[bytes::Bytes::from("GET"), bytes::Bytes::from("secret-data")],
+    );
+    for (cluster_name, secret) in [("shoal", "wrong"), ("other", TEST_SECRET)] {
+        let result = rt.block_on(async {
+            let auth = shoal_wire::AuthConfig::new(cluster_name, secret, "intruder");
+            let peer = shoal_wire::PeerClient::new(target, auth, Default::default());
+            peer.request(1, body.clone()).await
+        });
+        match result {
+            Err(shoal_wire::WireError::Refused(_))
+            | Err(shoal_wire::WireError::PeerUnavailable(shoal_wire::Unavailable::Handshake(_))) => {
+            }
+            other => panic!("{cluster_name}/{secret}: {other:?}"),
+        }
+    }
+    // With the right secret the same request works, so the refusal was the secret's doing.
+    let ok = rt.block_on(async {
+        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
+        let peer = shoal_wire::PeerClient::new(target, auth, Default::default());
+        peer.request(1, body.clone()).await
+    });
+    let body = ok.expect("right secret is served").body;
+    assert!(
+        body.starts_with(b"$1\r\nx\r\n") || body.starts_with(b"$-1\r\n"),
+        "{body:?}"
+    );
+}
+
+/// Replication messages that arrive late or out of order never bring back an older value
+/// or a deleted key (versions and tombstones).
+#[test]
+fn reordered_replication_cannot_resurrect_a_deleted_key() {
+    use shoal_node::cluster::message::encode_replicate;
+    use shoal_store::KeyState;
+
+    let cluster = TestCluster::start(3, |_| {});
+    let target = cluster.members[2].cluster_addr;
+    let mut c = cluster.members[2].client();
+    // A key node 2 owns, so that GET through node 2 reads its own copy.
+    let me = my_id(&mut c);
+    let ghost = (0..1000)
+        .map(|i| format!("ghost{i}"))
+        .find(|k| owner_of(&mut c, k) == me)
+        .expect("node 2 owns some key");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let peer = rt.block_on(async {
+        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
+        shoal_wire::PeerClient::new(target, auth, Default::default())
+    });
+    let send = |state: KeyState| {
+        let body = encode_replicate([(ghost.as_bytes(), &state)].into_iter());
+        rt.block_on(peer.request(1, body)).expect("replicate")
+    };
+    let live = |v: &str, version: u64| KeyState::Live {
+        value: bytes::Bytes::from(v.to_string()),
+        flags: 0,
+        expire_at_ms: 0,
+        version,
+    };
+    let haskey = |c: &mut redis::Connection| -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("HASKEY")
+            .arg(&ghost)
+            .query(c)
+            .unwrap()
+    };
+    send(live("v1", 1 << 40));
+    assert_eq!(haskey(&mut c), 1);
+    send(KeyState::Deleted { version: 3 << 40 });
+    assert_eq!(haskey(&mut c), 0);
+    // The write between the two arrives last: still deleted.
+    send(live("v2", 2 << 40));
+    assert_eq!(haskey(&mut c), 0);
+    // An older value arriving after a newer one does not replace it.
+    send(live("v4", 4 << 40));
+    send(live("v3-late", (4 << 40) - 1));
+    let v: Option<String> = c.get(&ghost).unwrap();
+    assert_eq!(v.as_deref(), Some("v4"));
+    let stale: u64 = info_field(&mut c, "shoal_repl_stale").parse().unwrap();
+    assert!(stale >= 2, "stale {stale}");
+}
