@@ -366,6 +366,12 @@ fn a_crashed_node_loses_nothing_that_had_a_copy() {
     let mut c = cluster.members[2].client();
     let got: Vec<String> = c.mget((0..KEYS).map(key).collect::<Vec<_>>()).unwrap();
     assert_eq!(got, (0..KEYS).map(|i| format!("w{i}")).collect::<Vec<_>>());
+    // FLUSHALL cannot reach the dead node: it says so instead of a plain OK.
+    let e = redis::cmd("FLUSHALL").query::<()>(&mut c).unwrap_err();
+    assert_eq!(e.code(), Some("CLUSTERDOWN"), "{e}");
+    assert!(e.to_string().contains("n1"), "{e}");
+    // INFO still answers.
+    assert_eq!(info_field(&mut c, "shoal_members"), "3");
 }
 
 /// CLUSTER INFO / NODES / MYID / KEYSLOT / COUNTKEYSINSLOT in Redis's formats.

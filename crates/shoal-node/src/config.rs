@@ -343,8 +343,9 @@ impl NodeConfig {
     }
 }
 
-/// Most members of one cluster (the SCAN cursor gives a member index 10 bits).
-pub const MAX_CLUSTER_NODES: usize = 1024;
+/// Most members of one cluster (the SCAN cursor gives a member index, and a stand-in index
+/// plus one, 10 bits each).
+pub const MAX_CLUSTER_NODES: usize = 1023;
 
 /// When a write is acknowledged to the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

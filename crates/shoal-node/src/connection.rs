@@ -316,7 +316,7 @@ async fn serve<F: Frontend>(
     tokio::pin!(idle);
     loop {
         // Answer every complete request already read, with one clock reading per batch.
-        let now = now_ms();
+        let mut now = now_ms();
         let (out_limit, idle_secs) =
             node.with_settings(|s| (s.client_output_buffer_limit.0, s.timeout));
         let closing = loop {
@@ -347,6 +347,8 @@ async fn serve<F: Frontend>(
                         }
                     }
                 }
+                // Waiting may have taken a while: later commands need the time of now.
+                now = now_ms();
             }
             let out = &mut replies.out;
             if out_limit > 0 && out.len() as u64 > out_limit {

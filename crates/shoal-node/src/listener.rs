@@ -282,7 +282,11 @@ async fn peer_accept_loop(
     };
     let auth = cluster.auth.clone();
     let service = Arc::new(PeerService::new(node.clone()));
-    let config = ServerConfig::default();
+    // At least what each peer's client may have in flight (the wire crate's rule).
+    let config = ServerConfig {
+        max_in_flight: crate::cluster::PEER_MAX_IN_FLIGHT,
+        ..ServerConfig::default()
+    };
     loop {
         let accepted = tokio::select! {
             biased;

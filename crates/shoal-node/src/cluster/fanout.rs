@@ -112,7 +112,9 @@ async fn gather(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Result<Vec
             match r {
                 Ok(b) if is_error(&b) => return Err(b),
                 Ok(b) => replies.push(b),
-                Err(e) if fails_over(&e) => failed.push(m),
+                // Only a member that certainly did not answer counts as down; a slow one is
+                // an error, not a reason to count its slots from stale replica copies.
+                Err(e) if fails_over(&e, true) => failed.push(m),
                 Err(e) => return Err(error_bytes(&format!("ERR fan-out failed: {e}"))),
             }
         }
@@ -167,23 +169,33 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
     found[i].clone()
 }
 
-/// FLUSHALL / FLUSHDB: every member flushes everything it holds. A member that cannot be
-/// reached is skipped (and logged): a node that is down has lost its memory anyway.
+/// FLUSHALL / FLUSHDB: every member flushes everything it holds. `+OK` only when every
+/// member confirmed; otherwise an error naming the members that did not (the others did
+/// flush).
 async fn flush(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
     let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, None, args));
     let results = join_all(asks).await;
+    let mut missed = Vec::new();
     for (m, r) in results.into_iter().enumerate() {
         match r {
             Ok(b) if is_error(&b) => return b,
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(node = %view.nodes[m].name, error = %e, "flush did not reach node");
+                missed.push(view.nodes[m].name.clone());
             }
         }
     }
-    Bytes::from_static(b"+OK\r\n")
+    if missed.is_empty() {
+        Bytes::from_static(b"+OK\r\n")
+    } else {
+        error_bytes(&format!(
+            "CLUSTERDOWN {} did not confirm the flush (every other node flushed)",
+            missed.join(", ")
+        ))
+    }
 }
 
 /// SCAN across the cluster; see the module docs for the cursor.
@@ -251,8 +263,12 @@ async fn scan(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Bytes {
                     | (u64::from(stand_in) << (LOCAL_BITS + MEMBER_BITS));
                 return scan_reply(c, keys);
             }
-            Err(e) if fails_over(&e) && stand_in == 0 => {
-                // The target is down: walk its slots on the other members instead.
+            Err(e) if fails_over(&e, true) && stand_in == 0 => {
+                // The target is down: walk its slots on the other members instead, if they
+                // hold copies of them.
+                if slot_without_copy(&view, &[target]) {
+                    return error_bytes("CLUSTERDOWN no copy of some slots is reachable");
+                }
                 local = 0;
                 stand_in = next_stand_in(0, target, members);
                 if stand_in == 0 {
@@ -311,12 +327,14 @@ pub fn info(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Outcome {
     let args = args.to_vec();
     Outcome::Later(Box::pin(async move {
         let dbsize = [Bytes::from_static(b"DBSIZE")];
+        let stats = node.store.stats();
+        // Without every answer INFO still answers (monitoring needs it most then), with
+        // this node's own counts.
         let keys = match gather(&node, &dbsize, proto).await {
             Ok(replies) => replies.iter().filter_map(|r| integer_value(r)).sum::<i64>(),
-            Err(e) => return e,
+            Err(_) => stats.keys as i64,
         };
         let keys = keys.max(0) as u64;
-        let stats = node.store.stats();
         let volatile = if stats.keys == 0 {
             0
         } else {

@@ -48,6 +48,39 @@ impl PeerHandler for PeerService {
         let now = now_ms();
         let reply = |body: Bytes| Handled::Ready(Response { epoch, body });
         match decode_request(body, |b| parse_command(node, b)) {
+            // A fan-out's part (KEYS, SCAN, DBSIZE, RANDOMKEY over a scope) may walk the
+            // whole store: it runs on the blocking pool, so the forwarded requests behind it
+            // on this connection are not held up. Being reads, they need no ordering.
+            Ok(Request::Command {
+                proto,
+                scope: Some(scope),
+                args,
+            }) => {
+                let node = self.node.clone();
+                Handled::Later(Box::pin(async move {
+                    let work = tokio::task::spawn_blocking(move || {
+                        let cluster = node
+                            .cluster
+                            .as_ref()
+                            .expect("peer service runs in a cluster");
+                        let (bytes, _) = serve_command(
+                            &node,
+                            cluster,
+                            &view,
+                            &cluster.internal,
+                            proto,
+                            Some(scope),
+                            &args,
+                            now_ms(),
+                        );
+                        bytes
+                    });
+                    let body = work
+                        .await
+                        .unwrap_or_else(|_| error_bytes("ERR internal error in a fan-out part"));
+                    Response { epoch, body }
+                }))
+            }
             Ok(Request::Command { proto, scope, args }) => {
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
                 let (bytes, acks) = serve_command(

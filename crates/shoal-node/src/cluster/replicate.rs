@@ -17,7 +17,7 @@ use shoal_store::{key_slot, KeyState};
 use shoal_wire::PeerClient;
 use tokio::sync::{mpsc, oneshot};
 
-use super::message::{encode_replicate, entry_len};
+use super::message::{decode_replicate_result, encode_replicate, entry_len};
 use super::{ClusterStats, View};
 use crate::node::Node;
 
@@ -96,7 +96,18 @@ async fn run(
         bytes.fetch_sub(size, Ordering::Relaxed);
         let body = encode_replicate(batch.iter().map(|i| (&i.key[..], &i.state)));
         let ok = match client.request(epoch, body).await {
-            Ok(_) => true,
+            Ok(r) if decode_replicate_result(&r.body).is_some() => true,
+            Ok(r) => {
+                stats
+                    .repl_dropped
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                tracing::warn!(
+                    peer = %client.addr(),
+                    reply = %String::from_utf8_lossy(&r.body[..r.body.len().min(200)]),
+                    "replication batch refused"
+                );
+                false
+            }
             Err(e) => {
                 stats
                     .repl_dropped

@@ -145,7 +145,8 @@ fn route(
                 run_owned(node, cluster, &view, session, spec, args, now_ms, &[pos])
             } else {
                 let owners = owners.to_vec();
-                forward(node, view, owners, encode_command(proto, None, args))
+                let write = spec.flags & flag::WRITE != 0;
+                forward(node, view, owners, encode_command(proto, None, args), write)
             }
         }
         Class::Split(merge) => split(node, cluster, session, spec, args, now_ms, merge),
@@ -170,7 +171,8 @@ fn route(
                 ))
             } else if same {
                 let owners = owners.to_vec();
-                forward(node, view, owners, encode_command(proto, None, args))
+                let write = spec.flags & flag::WRITE != 0;
+                forward(node, view, owners, encode_command(proto, None, args), write)
             } else {
                 Outcome::Reply(Reply::error(format!(
                     "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
@@ -196,7 +198,8 @@ fn route(
                     let owners = view.owners(slot);
                     if owners[0] != view.me {
                         let owners = owners.to_vec();
-                        return forward(node, view, owners, encode_command(proto, None, args));
+                        let body = encode_command(proto, None, args);
+                        return forward(node, view, owners, body, false);
                     }
                 }
             }
@@ -256,15 +259,40 @@ pub fn error_bytes(text: &str) -> Bytes {
     b.freeze()
 }
 
-fn forward(node: &Arc<Node>, view: Arc<View>, owners: Vec<u16>, body: Bytes) -> Outcome {
-    Outcome::Later(Box::pin(send_to_copies(node.clone(), view, owners, body)))
+fn forward(
+    node: &Arc<Node>,
+    view: Arc<View>,
+    owners: Vec<u16>,
+    body: Bytes,
+    write: bool,
+) -> Outcome {
+    Outcome::Later(Box::pin(send_to_copies(
+        node.clone(),
+        view,
+        owners,
+        body,
+        write,
+    )))
 }
 
-/// Whether a failed request should go to the next copy.
-pub fn fails_over(e: &WireError) -> bool {
+/// Whether a failed request should go to the next copy. A request that certainly never ran
+/// (no connection, handshake failed, the peer is shutting down) always may. One that may
+/// have run (the connection dropped after sending, or no answer in time) or that a
+/// misconfigured peer refused goes on only if it is a read: re-running a write at a replica
+/// while the owner is alive would make two writers for one key.
+pub fn fails_over(e: &WireError, write: bool) -> bool {
+    use shoal_wire::Unavailable;
     match e {
-        WireError::PeerUnavailable(_) | WireError::Timeout | WireError::Refused(_) => true,
+        WireError::PeerUnavailable(
+            Unavailable::Connect(_)
+            | Unavailable::ConnectTimeout
+            | Unavailable::Handshake(_)
+            | Unavailable::Shutdown,
+        ) => true,
         WireError::Remote { code, .. } => *code == ErrorCode::ShuttingDown,
+        WireError::PeerUnavailable(Unavailable::ConnectionLost)
+        | WireError::Timeout
+        | WireError::Refused(_) => !write,
         WireError::Overloaded | WireError::Frame(_) => false,
     }
 }
@@ -276,6 +304,7 @@ pub async fn send_to_copies(
     view: Arc<View>,
     owners: Vec<u16>,
     body: Bytes,
+    write: bool,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let mut last_error = String::new();
@@ -291,11 +320,16 @@ pub async fn send_to_copies(
         let name = &view.nodes[usize::from(m)].name;
         match peer.client.request(view.epoch(), body.clone()).await {
             Ok(response) => return response.body,
-            Err(e) if fails_over(&e) => {
+            Err(e) if fails_over(&e, write) => {
                 tracing::debug!(node = %name, error = %e, "copy unreachable, trying the next");
                 last_error = format!("{name}: {e}");
             }
-            Err(e) => return error_bytes(&format!("ERR request to node {name} failed: {e}")),
+            Err(e) => {
+                cluster.stats.unreachable.fetch_add(1, Ordering::Relaxed);
+                return error_bytes(&format!(
+                    "TRYAGAIN request to node {name} failed, it may or may not have run: {e}"
+                ));
+            }
         }
     }
     cluster.stats.unreachable.fetch_add(1, Ordering::Relaxed);
@@ -413,12 +447,9 @@ fn split(
             );
         }
         let owners = owners.to_vec();
-        return forward(
-            node,
-            view.clone(),
-            owners,
-            encode_command(proto, None, args),
-        );
+        let write = spec.flags & flag::WRITE != 0;
+        let body = encode_command(proto, None, args);
+        return forward(node, view.clone(), owners, body, write);
     }
     let mut positions = Vec::with_capacity(groups.len());
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(groups.len());
@@ -443,6 +474,7 @@ fn split(
                 view.clone(),
                 owners.to_vec(),
                 encode_command(proto, None, &sub),
+                spec.flags & flag::WRITE != 0,
             ))
         };
         positions.push(group.clone());
@@ -586,4 +618,55 @@ fn exec(
         }
         out.freeze()
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_wire::Unavailable;
+
+    #[test]
+    fn only_undelivered_requests_fail_over_when_they_write() {
+        let never_ran = [
+            WireError::PeerUnavailable(Unavailable::Connect(std::io::ErrorKind::ConnectionRefused)),
+            WireError::PeerUnavailable(Unavailable::ConnectTimeout),
+            WireError::PeerUnavailable(Unavailable::Shutdown),
+        ];
+        for e in &never_ran {
+            assert!(fails_over(e, true) && fails_over(e, false), "{e}");
+        }
+        let maybe_ran = [
+            WireError::PeerUnavailable(Unavailable::ConnectionLost),
+            WireError::Timeout,
+        ];
+        for e in &maybe_ran {
+            assert!(!fails_over(e, true) && fails_over(e, false), "{e}");
+        }
+        assert!(!fails_over(&WireError::Overloaded, false));
+    }
+
+    #[test]
+    fn key_positions_follow_the_key_spec() {
+        let args =
+            |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
+        let spec = |n: &str| cmd::lookup(n.as_bytes()).unwrap();
+        assert_eq!(
+            key_positions(spec("mset"), &args("MSET a 1 b 2")),
+            vec![1, 3]
+        );
+        assert_eq!(
+            key_positions(spec("del"), &args("DEL a b c")),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            key_positions(spec("copy"), &args("COPY a b REPLACE")),
+            vec![1, 2]
+        );
+        assert_eq!(
+            key_positions(spec("object"), &args("OBJECT ENCODING k")),
+            vec![2]
+        );
+        assert!(key_positions(spec("object"), &args("OBJECT HELP")).is_empty());
+        assert!(key_positions(spec("ping"), &args("PING")).is_empty());
+    }
 }
