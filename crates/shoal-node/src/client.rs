@@ -43,11 +43,20 @@ impl ClientInfo {
     /// CLIENT LIST and CLIENT KILL do not see it).
     pub fn internal() -> Arc<ClientInfo> {
         let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+        Arc::new(ClientInfo::new(
+            0,
+            unspecified,
+            unspecified,
+            CancellationToken::new(),
+        ))
+    }
+
+    fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, stop: CancellationToken) -> ClientInfo {
         let now = now_ms();
-        Arc::new(ClientInfo {
-            id: 0,
-            addr: unspecified,
-            laddr: unspecified,
+        ClientInfo {
+            id,
+            addr,
+            laddr,
             created_ms: now,
             last_interaction_ms: AtomicU64::new(now),
             resp: AtomicU8::new(2),
@@ -56,9 +65,9 @@ impl ClientInfo {
             lib_ver: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
             no_evict: AtomicBool::new(false),
-            stop: CancellationToken::new(),
+            stop,
             killed: AtomicBool::new(false),
-        })
+        }
     }
 
     /// CLIENT KILL: close the connection at its next turn, unsent replies dropped.
@@ -117,22 +126,7 @@ impl ClientRegistry {
         stop: CancellationToken,
     ) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let now = now_ms();
-        let info = Arc::new(ClientInfo {
-            id,
-            addr,
-            laddr,
-            created_ms: now,
-            last_interaction_ms: AtomicU64::new(now),
-            resp: AtomicU8::new(2),
-            name: Mutex::new(None),
-            lib_name: Mutex::new(None),
-            lib_ver: Mutex::new(None),
-            last_cmd: AtomicUsize::new(usize::MAX),
-            no_evict: AtomicBool::new(false),
-            stop,
-            killed: AtomicBool::new(false),
-        });
+        let info = Arc::new(ClientInfo::new(id, addr, laddr, stop));
         self.lock().insert(id, info.clone());
         info
     }

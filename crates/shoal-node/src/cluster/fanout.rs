@@ -112,8 +112,7 @@ async fn gather(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Result<Vec
             match r {
                 Ok(b) if is_error(&b) => return Err(b),
                 Ok(b) => replies.push(b),
-                // Only a member that certainly did not answer counts as down; a slow one is
-                // an error, not a reason to count its slots from stale replica copies.
+                // An unreachable member counts as down: its slots are asked of its replicas.
                 Err(e) if fails_over(&e, true) => failed.push(m),
                 Err(e) => return Err(error_bytes(&format!("ERR fan-out failed: {e}"))),
             }

@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use shoal_resp::Protocol;
+use shoal_resp::{format_int, Protocol};
 use shoal_store::{KeyState, MAX_KEY_LEN};
 
 use super::View;
@@ -101,34 +101,17 @@ fn proto_byte(p: Protocol) -> u8 {
 
 /// Appends `args` as a RESP multibulk.
 pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
-    let mut num = itoa_buf();
+    let mut num = [0u8; 20];
     dst.put_u8(b'*');
-    dst.put_slice(fmt_usize(&mut num, args.len()));
+    dst.put_slice(format_int(args.len() as i64, &mut num));
     dst.put_slice(b"\r\n");
     for a in args {
         dst.put_u8(b'$');
-        dst.put_slice(fmt_usize(&mut num, a.len()));
+        dst.put_slice(format_int(a.len() as i64, &mut num));
         dst.put_slice(b"\r\n");
         dst.put_slice(a);
         dst.put_slice(b"\r\n");
     }
-}
-
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
-}
-
-fn fmt_usize(buf: &mut [u8; 20], mut n: usize) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &buf[i..]
 }
 
 /// A COMMAND body.

@@ -166,6 +166,7 @@ impl Cluster {
             connect_timeout: Duration::from_millis(config.cluster_timeout_ms.min(500)),
             ..PeerConfig::default()
         };
+        replicate::ACK_WAIT_MS.store((config.cluster_timeout_ms / 2).max(1), Ordering::Relaxed);
         let stats = Arc::new(ClusterStats::default());
         let mut nodes = Vec::new();
         let mut peers = Vec::new();

@@ -275,24 +275,18 @@ fn forward(
     )))
 }
 
-/// Whether a failed request should go to the next copy. A request that certainly never ran
-/// (no connection, handshake failed, the peer is shutting down) always may. One that may
-/// have run (the connection dropped after sending, or no answer in time) or that a
-/// misconfigured peer refused goes on only if it is a read: re-running a write at a replica
-/// while the owner is alive would make two writers for one key.
+/// Whether a failed request should go to the next copy: when the copy cannot be reached
+/// (connection refused or reset, no answer in time, shutting down), reads and writes alike,
+/// as the cluster issue asks: a cache stays available, and last-writer-wins on versions
+/// settles a write that both a slow owner and its replica applied (a retried INCR may then
+/// count twice). A handshake refusal (another secret or cluster name) is a configuration
+/// error: reads go on, writes do not, so a misconfigured pair cannot make a second writer
+/// for good.
 pub fn fails_over(e: &WireError, write: bool) -> bool {
-    use shoal_wire::Unavailable;
     match e {
-        WireError::PeerUnavailable(
-            Unavailable::Connect(_)
-            | Unavailable::ConnectTimeout
-            | Unavailable::Handshake(_)
-            | Unavailable::Shutdown,
-        ) => true,
+        WireError::PeerUnavailable(_) | WireError::Timeout => true,
         WireError::Remote { code, .. } => *code == ErrorCode::ShuttingDown,
-        WireError::PeerUnavailable(Unavailable::ConnectionLost)
-        | WireError::Timeout
-        | WireError::Refused(_) => !write,
+        WireError::Refused(_) => !write,
         WireError::Overloaded | WireError::Frame(_) => false,
     }
 }
@@ -326,9 +320,7 @@ pub async fn send_to_copies(
             }
             Err(e) => {
                 cluster.stats.unreachable.fetch_add(1, Ordering::Relaxed);
-                return error_bytes(&format!(
-                    "TRYAGAIN request to node {name} failed, it may or may not have run: {e}"
-                ));
+                return error_bytes(&format!("ERR request to node {name} failed: {e}"));
             }
         }
     }
@@ -626,22 +618,18 @@ mod tests {
     use shoal_wire::Unavailable;
 
     #[test]
-    fn only_undelivered_requests_fail_over_when_they_write() {
-        let never_ran = [
+    fn unreachable_copies_fail_over_refusals_only_for_reads() {
+        let unreachable = [
             WireError::PeerUnavailable(Unavailable::Connect(std::io::ErrorKind::ConnectionRefused)),
             WireError::PeerUnavailable(Unavailable::ConnectTimeout),
-            WireError::PeerUnavailable(Unavailable::Shutdown),
-        ];
-        for e in &never_ran {
-            assert!(fails_over(e, true) && fails_over(e, false), "{e}");
-        }
-        let maybe_ran = [
             WireError::PeerUnavailable(Unavailable::ConnectionLost),
             WireError::Timeout,
         ];
-        for e in &maybe_ran {
-            assert!(!fails_over(e, true) && fails_over(e, false), "{e}");
+        for e in &unreachable {
+            assert!(fails_over(e, true) && fails_over(e, false), "{e}");
         }
+        let refused = WireError::Refused(shoal_wire::HandshakeError::Config("x"));
+        assert!(!fails_over(&refused, true) && fails_over(&refused, false));
         assert!(!fails_over(&WireError::Overloaded, false));
     }
 
