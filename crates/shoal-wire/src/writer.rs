@@ -26,12 +26,12 @@ where
     let mut buf = BytesMut::with_capacity(16 * 1024);
     while let Some(first) = rx.recv().await {
         encode_into(&first, &mut buf);
-        while buf.len() < MAX_BATCH_BYTES {
-            match rx.try_recv() {
-                Ok(frame) => encode_into(&frame, &mut buf),
-                Err(_) => break,
-            }
-        }
+        drain(&mut rx, &mut buf);
+        // Let the tasks that are ready to run go first: under load they are the ones about
+        // to queue more frames, which then share this batch's system call. Idle, the yield
+        // costs one trip through the scheduler.
+        tokio::task::yield_now().await;
+        drain(&mut rx, &mut buf);
         wr.write_all(&buf).await?;
         buf.clear();
         if buf.capacity() > KEEP_BUFFER_BYTES {
@@ -39,6 +39,16 @@ where
         }
     }
     wr.shutdown().await
+}
+
+/// Adds every frame already queued to the batch, up to `MAX_BATCH_BYTES`.
+fn drain(rx: &mut mpsc::Receiver<Frame>, buf: &mut BytesMut) {
+    while buf.len() < MAX_BATCH_BYTES {
+        match rx.try_recv() {
+            Ok(frame) => encode_into(&frame, buf),
+            Err(_) => break,
+        }
+    }
 }
 
 fn encode_into(frame: &Frame, buf: &mut BytesMut) {
