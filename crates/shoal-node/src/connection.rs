@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::client::ClientInfo;
-use crate::cluster::router::{dispatch, Outcome, ReplyFuture};
+use crate::cluster::router::{dispatch, touches_local_keys, Outcome, ReplyFuture};
 use crate::cmd::{ReplyMode, Session};
 use crate::node::{now_ms, Node};
 
@@ -142,6 +142,8 @@ pub struct RespFrontend {
     limits: Limits,
     /// CLIENT REPLY SKIP was the previous command: drop this command's reply.
     skip_pending: bool,
+    /// A parsed command held back until the forwarded replies before it are in.
+    held: Option<Vec<bytes::Bytes>>,
 }
 
 impl RespFrontend {
@@ -151,6 +153,7 @@ impl RespFrontend {
             parser: RequestParser::new(),
             limits: node.limits(),
             skip_pending: false,
+            held: None,
         }
     }
 }
@@ -166,10 +169,13 @@ impl Frontend for RespFrontend {
         self.limits = node.limits();
         let mut processed = 0;
         loop {
-            let args = match self
-                .parser
-                .parse(input, &self.limits, self.session.authenticated)
-            {
+            let parsed = match self.held.take() {
+                Some(args) => Ok(Some(args)),
+                None => self
+                    .parser
+                    .parse(input, &self.limits, self.session.authenticated),
+            };
+            let args = match parsed {
                 Ok(Some(args)) => args,
                 Ok(None) => return (processed, Step::NeedInput),
                 Err(e) => {
@@ -177,6 +183,15 @@ impl Frontend for RespFrontend {
                     return (processed, Step::Close(Close::Protocol(e.to_string())));
                 }
             };
+            // Forwarded commands are still on their way: one that works on keys owned here
+            // waits for them, so it cannot take effect before a command sent earlier.
+            if replies.pending() > 0
+                && self.session.multi.is_none()
+                && touches_local_keys(node, &args)
+            {
+                self.held = Some(args);
+                return (processed, Step::Flush);
+            }
             processed += 1;
             let was_skipped = std::mem::take(&mut self.skip_pending);
             let session = &mut self.session;

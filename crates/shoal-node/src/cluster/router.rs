@@ -57,6 +57,27 @@ pub fn dispatch(node: &Arc<Node>, session: &mut Session, args: &[Bytes], now_ms:
     }
 }
 
+/// True if `args` would read or write keys this node owns, right away. A connection that
+/// still waits for forwarded replies holds such a command back until they are in, so a
+/// pipeline's commands take effect in order, as on a single node.
+pub fn touches_local_keys(node: &Node, args: &[Bytes]) -> bool {
+    let Some(cluster) = &node.cluster else {
+        return false;
+    };
+    let Some(spec) = cmd::lookup(&args[0]) else {
+        return false;
+    };
+    match class(spec) {
+        Class::Key(_) | Class::Split(_) | Class::SameOwner | Class::Watch => {
+            let view = cluster.view();
+            key_positions(spec, args)
+                .iter()
+                .any(|&p| view.owners(key_slot(&args[p]))[0] == view.me)
+        }
+        Class::Local | Class::FanOut | Class::Info | Class::Exec | Class::Cluster => false,
+    }
+}
+
 /// How a command is routed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
