@@ -137,6 +137,8 @@ struct Shared {
     tombstone_ttl: AtomicU64,
     /// Shard where the last `expire_cycle` stopped.
     expire_cursor: AtomicUsize,
+    /// `apply` refuses states older than this (set by FLUSHALL in a cluster).
+    apply_floor: AtomicU64,
 }
 
 impl Shared {
@@ -410,6 +412,7 @@ impl Store {
                 volatile: AtomicU64::new(0),
                 tombstone_ttl: AtomicU64::new(0),
                 expire_cursor: AtomicUsize::new(0),
+                apply_floor: AtomicU64::new(0),
             },
         }
     }
@@ -870,6 +873,11 @@ impl Store {
     /// [`Store::ensure_memory`] as for any write.
     pub fn apply(&self, key: &[u8], state: &KeyState, now_ms: u64) -> bool {
         let (version, live) = match state {
+            KeyState::Live { version, .. } | KeyState::Deleted { version }
+                if *version < self.shared.apply_floor.load(Relaxed) =>
+            {
+                return false;
+            }
             KeyState::Absent => return false,
             KeyState::Deleted { version } => (*version, None),
             KeyState::Live {
@@ -902,6 +910,13 @@ impl Store {
                 None => slot.apply_removal(version),
             }
         })
+    }
+
+    /// From now on `apply` refuses every state with a version below `version`: after a
+    /// FLUSHALL, replication messages of writes from before it (still queued somewhere) must
+    /// not bring keys back. Never lowers the floor.
+    pub fn refuse_versions_below(&self, version: u64) {
+        self.shared.apply_floor.fetch_max(version, Relaxed);
     }
 
     /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT).

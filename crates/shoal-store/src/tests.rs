@@ -1135,3 +1135,29 @@ proptest! {
         prop_assert!(any_order.tombstones() <= 1);
     }
 }
+
+#[test]
+fn states_older_than_the_floor_are_refused() {
+    let store = Store::default();
+    let live = |version| KeyState::Live {
+        value: Bytes::from_static(b"v"),
+        flags: 0,
+        expire_at_ms: 0,
+        version,
+    };
+    assert!(store.apply(b"a", &live(10), 1));
+    store.clear();
+    store.refuse_versions_below(100);
+    assert!(
+        !store.apply(b"a", &live(99), 1),
+        "a write from before the flush"
+    );
+    assert!(!store.apply(b"b", &KeyState::Deleted { version: 50 }, 1));
+    store.refuse_versions_below(20);
+    assert!(
+        !store.apply(b"a", &live(99), 1),
+        "the floor never goes down"
+    );
+    assert!(store.apply(b"a", &live(100), 1));
+    assert_eq!(store.get(b"a", 1).as_deref(), Some(&b"v"[..]));
+}

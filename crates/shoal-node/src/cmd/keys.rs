@@ -369,6 +369,9 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         Some(_) => return err(ERR_SYNTAX),
     }
     ctx.node.store.clear();
+    // In a cluster, replication messages of writes from before the flush may still be on
+    // their way: they must not bring keys back (a single node receives none).
+    ctx.node.store.refuse_versions_below(ctx.now_ms << 12);
     Reply::ok()
 }
 
