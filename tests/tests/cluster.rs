@@ -366,6 +366,16 @@ fn a_crashed_node_loses_nothing_that_had_a_copy() {
     let mut c = cluster.members[2].client();
     let got: Vec<String> = c.mget((0..KEYS).map(key).collect::<Vec<_>>()).unwrap();
     assert_eq!(got, (0..KEYS).map(|i| format!("w{i}")).collect::<Vec<_>>());
+    // The survivors show the dead node as unreachable, its slots served by copies.
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut c).unwrap();
+    let dead = nodes
+        .lines()
+        .filter(|l| l.contains("master,fail? ") && l.contains(" disconnected"))
+        .count();
+    assert_eq!(dead, 1, "{nodes}");
+    let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+    assert!(info.contains("cluster_state:ok\r\n"), "{info}");
+    assert!(!info.contains("cluster_slots_pfail:0\r\n"), "{info}");
     // FLUSHALL cannot reach the dead node: it says so instead of a plain OK.
     let e = redis::cmd("FLUSHALL").query::<()>(&mut c).unwrap_err();
     assert_eq!(e.code(), Some("CLUSTERDOWN"), "{e}");

@@ -54,6 +54,9 @@ pub struct NodeInfo {
 pub struct Peer {
     pub client: PeerClient,
     repl: replicate::Queue,
+    /// False since a request to it found it unreachable, until one succeeds again (what
+    /// CLUSTER NODES and CLUSTER INFO show; routing does not wait for it).
+    pub reachable: std::sync::atomic::AtomicBool,
 }
 
 /// One snapshot of the membership. Indices are the placement's member indices.
@@ -86,6 +89,12 @@ impl View {
 
     pub fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// True unless the last request to `member` found it unreachable (always true for me).
+    pub fn reachable(&self, member: u16) -> bool {
+        self.peer(member)
+            .is_none_or(|p| p.reachable.load(Ordering::Relaxed))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -186,7 +195,11 @@ impl Cluster {
             } else {
                 let client = PeerClient::new(addr.cluster, auth.clone(), peer_config.clone());
                 let repl = replicate::Queue::start(client.clone(), stats.clone(), 1);
-                peers.push(Some(Peer { client, repl }));
+                peers.push(Some(Peer {
+                    client,
+                    repl,
+                    reachable: std::sync::atomic::AtomicBool::new(true),
+                }));
             }
         }
         let view = View {

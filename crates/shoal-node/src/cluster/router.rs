@@ -334,8 +334,12 @@ pub async fn send_to_copies(
         cluster.stats.forwarded.fetch_add(1, Ordering::Relaxed);
         let name = &view.nodes[usize::from(m)].name;
         match peer.client.request(view.epoch(), body.clone()).await {
-            Ok(response) => return response.body,
+            Ok(response) => {
+                peer.reachable.store(true, Ordering::Relaxed);
+                return response.body;
+            }
             Err(e) if fails_over(&e, write) => {
+                peer.reachable.store(false, Ordering::Relaxed);
                 tracing::debug!(node = %name, error = %e, "copy unreachable, trying the next");
                 last_error = format!("{name}: {e}");
             }

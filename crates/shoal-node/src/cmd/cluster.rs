@@ -75,10 +75,23 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         b"info" => {
             let mut s = String::new();
             let n = view.len();
+            // A slot is "pfail" when its owner looks unreachable but a copy does not, "fail"
+            // when no copy looks reachable.
+            let (mut pfail, mut fail) = (0, 0);
+            for slot in 0..SLOTS {
+                let owners = view.owners(slot);
+                if !owners.iter().any(|&m| view.reachable(m)) {
+                    fail += 1;
+                } else if !view.reachable(owners[0]) {
+                    pfail += 1;
+                }
+            }
+            let ok = SLOTS - pfail - fail;
+            let state = if fail == 0 { "ok" } else { "fail" };
             let _ = write!(
                 s,
-                "cluster_state:ok\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{SLOTS}\r\n\
-                 cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{n}\r\n\
+                "cluster_state:{state}\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{ok}\r\n\
+                 cluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{n}\r\n\
                  cluster_size:{n}\r\ncluster_current_epoch:{e}\r\ncluster_my_epoch:{e}\r\n\
                  cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n\
                  total_cluster_links_buffer_limit_exceeded:0\r\n",
@@ -91,14 +104,18 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             // is shown as a master with the slot ranges it owns.
             let mut s = String::new();
             for (i, n) in view.nodes.iter().enumerate() {
+                let up = view.reachable(i as u16);
                 let flags = if i == usize::from(view.me) {
                     "myself,master"
-                } else {
+                } else if up {
                     "master"
+                } else {
+                    "master,fail?"
                 };
+                let link = if up { "connected" } else { "disconnected" };
                 let _ = write!(
                     s,
-                    "{} {}:{}@{} {flags} - 0 {} {} connected",
+                    "{} {}:{}@{} {flags} - 0 {} {} {link}",
                     n.id,
                     n.client.ip(),
                     n.client.port(),
