@@ -1,0 +1,256 @@
+//! The tokio driver: one owner task runs a [`GossipCore`] over a UDP socket.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::GossipConfig;
+use crate::core::{GossipCore, Membership};
+use crate::envelope::Auth;
+use crate::identity::NodeId;
+use crate::metadata::NodeState;
+use crate::stats::{inc, GossipStats};
+use crate::GossipError;
+
+/// Commands for the owner task.
+#[derive(Debug)]
+enum GossipCmd {
+    SetState(NodeState),
+    /// Newly resolved seed addresses (from the resolver task).
+    Seeds(Vec<SocketAddr>),
+    /// Leave the cluster, drain, stop; answered when the task is about to exit.
+    Leave(oneshot::Sender<()>),
+}
+
+/// Talks to the gossip owner task. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct GossipHandle {
+    cmds: mpsc::Sender<GossipCmd>,
+    stats: Arc<GossipStats>,
+}
+
+impl GossipHandle {
+    /// Announces this node's serving state. Fails fast if the command queue is full.
+    pub fn set_state(&self, state: NodeState) -> Result<(), GossipError> {
+        self.cmds
+            .try_send(GossipCmd::SetState(state))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => {
+                    inc(&self.stats.commands_dropped);
+                    GossipError::Overloaded
+                }
+                mpsc::error::TrySendError::Closed(_) => GossipError::Stopped,
+            })
+    }
+
+    /// Leaves the cluster gracefully (foca `leave_cluster`, then `leave_drain` of
+    /// re-gossiping) and waits until the task has stopped.
+    pub async fn leave(&self) -> Result<(), GossipError> {
+        let (tx, rx) = oneshot::channel();
+        self.cmds
+            .send(GossipCmd::Leave(tx))
+            .await
+            .map_err(|_| GossipError::Stopped)?;
+        rx.await.map_err(|_| GossipError::Stopped)
+    }
+
+    /// The live counters.
+    pub fn stats(&self) -> &Arc<GossipStats> {
+        &self.stats
+    }
+}
+
+/// Starts gossip membership.
+pub struct Gossip;
+
+impl Gossip {
+    /// Spawns the owner task (and a seed resolver task) on the current tokio runtime.
+    ///
+    /// `socket` is bound by the caller (tests bind `127.0.0.1:0`); `identity.gossip_addr()`
+    /// MUST be where peers reach it. `seeds` are `host:port` strings, resolved now and every
+    /// `seed_resolve_interval`. Cancelling `shutdown` stops the tasks at once without
+    /// leaving (use [`GossipHandle::leave`] for a graceful exit).
+    pub fn start(
+        config: GossipConfig,
+        auth: Auth,
+        identity: NodeId,
+        state: NodeState,
+        socket: UdpSocket,
+        seeds: Vec<String>,
+        shutdown: CancellationToken,
+    ) -> (GossipHandle, watch::Receiver<Membership>) {
+        let stats = Arc::new(GossipStats::default());
+        let rng_seed = getrandom::u64().unwrap_or_else(|_| identity.generation());
+        let mut core = GossipCore::new(
+            config.clone(),
+            auth.clone(),
+            identity,
+            state,
+            rng_seed,
+            stats.clone(),
+        );
+        let origin = Instant::now();
+        core.start(Duration::ZERO);
+        let (members_tx, members_rx) = watch::channel(core.membership().clone());
+        let (cmd_tx, cmd_rx) = mpsc::channel(config.command_queue.max(1));
+        let task_stop = shutdown.child_token();
+        tokio::spawn(spawn_resolver(
+            seeds,
+            config.seed_resolve_interval,
+            cmd_tx.clone(),
+            task_stop.clone(),
+        ));
+        let owner = Owner {
+            core,
+            socket,
+            origin,
+            members_tx,
+            stats: stats.clone(),
+            max_datagram: auth.max_datagram(),
+            leave_drain: config.leave_drain,
+        };
+        tokio::spawn(async move {
+            owner.run(cmd_rx, shutdown).await;
+            task_stop.cancel();
+        });
+        (
+            GossipHandle {
+                cmds: cmd_tx,
+                stats,
+            },
+            members_rx,
+        )
+    }
+}
+
+/// Resolves the seed list now and then every `interval`; a name that fails to resolve is
+/// skipped this round (it may be a pod that does not exist yet).
+async fn spawn_resolver(
+    seeds: Vec<String>,
+    interval: Duration,
+    cmds: mpsc::Sender<GossipCmd>,
+    stop: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let mut addrs = Vec::new();
+        for seed in &seeds {
+            match tokio::net::lookup_host(seed.as_str()).await {
+                Ok(found) => addrs.extend(found),
+                Err(e) => tracing::debug!(%seed, error = %e, "gossip: seed did not resolve"),
+            }
+        }
+        addrs.sort();
+        addrs.dedup();
+        // Full queue: the next round sends a fresh list anyway.
+        if let Err(mpsc::error::TrySendError::Closed(_)) = cmds.try_send(GossipCmd::Seeds(addrs)) {
+            return;
+        }
+    }
+}
+
+struct Owner {
+    core: GossipCore,
+    socket: UdpSocket,
+    origin: Instant,
+    members_tx: watch::Sender<Membership>,
+    stats: Arc<GossipStats>,
+    max_datagram: usize,
+    leave_drain: Duration,
+}
+
+impl Owner {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    async fn run(mut self, mut cmds: mpsc::Receiver<GossipCmd>, shutdown: CancellationToken) {
+        // One byte more than the largest valid datagram, so an oversized one is seen as such
+        // (recv truncates to the buffer) and dropped by the envelope check.
+        let mut buf = vec![0u8; self.max_datagram + 1];
+        loop {
+            self.flush();
+            let deadline = self
+                .core
+                .next_deadline()
+                .map(|d| self.origin + d)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                biased;
+                // Cancel safe: nothing is half-done when another arm wins.
+                _ = shutdown.cancelled() => return,
+                // Cancel safe: a timer, recreated each turn from the heap's head.
+                _ = tokio::time::sleep_until(deadline) => {
+                    let now = self.now();
+                    self.core.handle_timers(now);
+                }
+                // Cancel safe: recv_from either returned a datagram or consumed nothing.
+                res = self.socket.recv_from(&mut buf) => match res {
+                    Ok((n, from)) => {
+                        let now = self.now();
+                        self.core.handle_datagram(now, from, &buf[..n]);
+                    }
+                    // ICMP port unreachable from a dead peer shows up here on some systems.
+                    Err(e) => tracing::trace!(error = %e, "gossip: recv failed"),
+                },
+                // Cancel safe: mpsc::Receiver::recv loses nothing when dropped.
+                cmd = cmds.recv() => match cmd {
+                    Some(GossipCmd::SetState(state)) => self.core.set_state(state),
+                    Some(GossipCmd::Seeds(seeds)) => self.core.set_seeds(seeds),
+                    Some(GossipCmd::Leave(done)) => {
+                        self.leave(&shutdown).await;
+                        let _ = done.send(());
+                        return;
+                    }
+                    None => return,
+                },
+            }
+        }
+    }
+
+    /// foca's `leave_cluster`, then re-gossip the departure every 100 ms for
+    /// `leave_drain` so it survives a lost datagram.
+    async fn leave(&mut self, shutdown: &CancellationToken) {
+        let now = self.now();
+        self.core.leave(now);
+        self.flush();
+        let end = Instant::now() + self.leave_drain;
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep_until(end) => return,
+                _ = tick.tick() => {
+                    let now = self.now();
+                    self.core.regossip(now);
+                    self.flush();
+                }
+            }
+        }
+    }
+
+    /// Sends everything queued without waiting: a full socket buffer drops the datagram
+    /// (counted), as UDP would. Publishes a changed membership view.
+    fn flush(&mut self) {
+        while let Some((to, datagram)) = self.core.poll_transmit() {
+            if let Err(e) = self.socket.try_send_to(&datagram, to) {
+                inc(&self.stats.send_errors);
+                tracing::trace!(%to, error = %e, "gossip: send failed");
+            }
+        }
+        if let Some(m) = self.core.take_membership_change() {
+            self.members_tx.send_replace(m);
+        }
+    }
+}
