@@ -543,3 +543,58 @@ fn reordered_replication_cannot_resurrect_a_deleted_key() {
     let stale: u64 = info_field(&mut c, "shoal_repl_stale").parse().unwrap();
     assert!(stale >= 2, "stale {stale}");
 }
+
+/// A node dies while a client keeps writing and reading through another node (requests in
+/// flight to it at that moment included): no request fails, and with `write-ack = all`
+/// every read returns the last value written.
+#[test]
+fn a_crash_under_load_costs_no_errors() {
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let url = cluster.members[0].url();
+    let (crash_tx, crash_rx) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let load = std::thread::spawn(move || {
+        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let mut last = vec![None::<u64>; 200];
+        let mut errors = Vec::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut crashed_at = None;
+        for round in 0..30u64 {
+            if std::time::Instant::now() > deadline {
+                break;
+            }
+            if round == 10 {
+                // Crash while requests keep flowing: some are in flight to the dead node.
+                crash_tx.send(()).unwrap();
+                crashed_at = Some(round);
+            }
+            if round == 20 {
+                done_rx.recv().unwrap();
+            }
+            for (i, slot) in last.iter_mut().enumerate() {
+                let k = format!("load:{i}");
+                if let Err(e) = c.set::<_, _, ()>(&k, round) {
+                    errors.push(format!("SET {k}: {e}"));
+                    continue;
+                }
+                *slot = Some(round);
+                match c.get::<_, Option<u64>>(&k) {
+                    Ok(v) if v == *slot => {}
+                    other => errors.push(format!("GET {k}: {other:?}, wrote {slot:?}")),
+                }
+            }
+        }
+        (errors, crashed_at)
+    });
+    crash_rx.recv().unwrap();
+    cluster.crash(1);
+    done_tx.send(()).unwrap();
+    let (errors, crashed_at) = load.join().unwrap();
+    assert_eq!(crashed_at, Some(10), "the crash happened mid-load");
+    assert!(
+        errors.is_empty(),
+        "{} errors: {:?}",
+        errors.len(),
+        &errors[..errors.len().min(5)]
+    );
+}
