@@ -1,36 +1,55 @@
 //! The calling side: one [`PeerClient`] per peer node, backed by one owner task that holds
-//! the connection and the table of requests in flight.
+//! the connection.
 //!
 //! ```text
-//! request() ──try_send──> cmd channel ──> owner task ──try_send──> writer task ──> socket
-//!     ^                      (bounded)     pending map  (bounded)   (batches)
-//!     └──── oneshot <──────────────────── owner task <── events <── reader task <── socket
+//!                   connection up: direct ─────────────────────┐
+//! request() ──lock──┤                                          ├─try_send─> writer task ─> socket
+//!                   no connection: cmd channel ─> owner task ──┘ (bounded)   (batches)
+//!     ^
+//!     └── oneshot <── lock: pending table <── reader task <── socket
 //! ```
 //!
-//! Every stage is first-in first-out and the command is queued before `request` first
-//! awaits, so the requests of one task reach the socket in the order their futures were
-//! first polled (the crate docs spell out that guarantee and its limits).
+//! "lock" is one `std::sync::Mutex` over the state the handles, the owner and the reader
+//! share: the pending table, the next request id and the current connection's writer.
 //!
-//! The owner connects lazily on the first request after a loss, runs the handshake, and
-//! spawns one reader and one writer for the connection. Every request takes a permit of a
-//! semaphore sized `max_in_flight` before it is queued and gives it back when it completes,
-//! fails or expires, so the channels and the pending map can never hold more than that; over
-//! it `request` fails at once with [`WireError::Overloaded`]. When the reader or writer sees
-//! the connection end, the owner fails every request in flight with
-//! [`WireError::PeerUnavailable`] in one sweep and forgets the connection; the next request
-//! reconnects. A failed connect or handshake starts a backoff during which requests fail
-//! with the same error without touching the network.
+//! **Direct path.** While a connection is up its writer channel is published in the shared
+//! state. `request` then, under the lock, takes an id and enters its reply in the pending
+//! table, and after the lock queues its frame on the writer channel itself; the reader looks
+//! the id up under the same lock and answers the caller. The owner task is on neither leg.
+//!
+//! **Through the owner.** With no connection published (first use, after a loss, during a
+//! backoff), `request` queues a command on the owner's channel instead, under the lock. The
+//! owner connects and runs the handshake, then in one critical section publishes the writer
+//! and moves every queued command to it in order. So whenever a writer is published the
+//! command channel is empty, and a direct request can never overtake a queued one: the
+//! requests of one task reach the writer channel, and so the socket, in the order their
+//! futures were first polled (the crate docs spell out that guarantee and its limits).
+//!
+//! **Bounds.** Each request holds a permit of a semaphore sized `max_in_flight` from the
+//! start of `request` until its future completes or is dropped; over it `request` fails at
+//! once with [`WireError::Overloaded`]. A request that ends without its answer (timed out,
+//! dropped by its caller) takes its entry out of the pending table as it goes, so the table
+//! never holds more entries than there are permits out and a permit is back the moment its
+//! request ends. The channels are sized `max_in_flight` as well; one that is full anyway
+//! (frames of expired requests waiting for a stalled socket, or commands of expired requests
+//! waiting for a slow connect) also answers `Overloaded`.
+//!
+//! **Failures.** When the reader or writer sees the connection end, the owner withdraws the
+//! writer and fails every request in flight on it with [`WireError::PeerUnavailable`] in
+//! one critical section, then drops the connection; the next request reconnects. A failed
+//! connect or handshake starts a backoff during which requests fail with the same error
+//! without touching the network.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore, SemaphorePermit};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -43,7 +62,7 @@ use crate::Response;
 #[derive(Debug, Clone)]
 pub struct PeerConfig {
     /// Requests queued or awaiting a response at once; one more fails with `Overloaded`.
-    /// Also sizes the command and writer channels, so nothing queues beyond it.
+    /// Also sizes the command and writer channels.
     pub max_in_flight: usize,
     /// How long one request may take, from `request` to its response, before `Timeout`.
     pub request_timeout: Duration,
@@ -118,20 +137,50 @@ pub enum Unavailable {
 #[derive(Clone, Debug)]
 pub struct PeerClient {
     addr: SocketAddr,
+    shared: Arc<Shared>,
     cmd_tx: mpsc::Sender<Cmd>,
-    permits: Arc<Semaphore>,
     request_timeout: Duration,
     max_body: usize,
 }
 
 type Reply = oneshot::Sender<Result<Response, WireError>>;
 
+/// What the handles, the owner and the reader share.
+#[derive(Debug)]
+struct Shared {
+    /// Sized `max_in_flight`; a request holds one permit for as long as its future lives.
+    permits: Semaphore,
+    state: Mutex<State>,
+}
+
+/// Everything a request touches on its way, behind one lock. Every critical section is a
+/// few map and channel operations: none awaits, none wakes a task where it can be avoided.
+#[derive(Debug)]
+struct State {
+    /// The current connection's writer channel; `Some` only while a connection is up, and
+    /// then the owner's command channel is empty (see the module docs).
+    writer: Option<mpsc::Sender<Frame>>,
+    /// Requests sent on the current connection and not answered yet, by request id.
+    pending: HashMap<u64, Reply>,
+    /// Request ids are unique for the life of the client, across connections.
+    next_id: u64,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // No critical section panics halfway through a change, so the state behind a
+        // poisoned lock is consistent: carry on with it.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A request for the owner to send once it has a connection.
 #[derive(Debug)]
 struct Cmd {
+    id: u64,
     epoch: u64,
     body: Bytes,
     reply: Reply,
-    permit: OwnedSemaphorePermit,
 }
 
 impl PeerClient {
@@ -140,14 +189,22 @@ impl PeerClient {
     pub fn new(addr: SocketAddr, auth: AuthConfig, config: PeerConfig) -> PeerClient {
         let max_in_flight = config.max_in_flight.max(1);
         let (cmd_tx, cmd_rx) = mpsc::channel(max_in_flight);
+        let shared = Arc::new(Shared {
+            permits: Semaphore::new(max_in_flight),
+            state: Mutex::new(State {
+                writer: None,
+                pending: HashMap::new(),
+                next_id: 1,
+            }),
+        });
         let client = PeerClient {
             addr,
+            shared: Arc::clone(&shared),
             cmd_tx,
-            permits: Arc::new(Semaphore::new(max_in_flight)),
             request_timeout: config.request_timeout,
             max_body: config.max_frame.min(MAX_BODY),
         };
-        let owner = Owner::new(addr, auth, config, cmd_rx);
+        let owner = Owner::new(addr, auth, config, shared, cmd_rx);
         tokio::spawn(owner.run());
         client
     }
@@ -156,10 +213,11 @@ impl PeerClient {
         self.addr
     }
 
-    /// Requests in flight right now (queued or awaiting a response).
+    /// Requests in flight right now: queued or awaiting a response. A request that timed out
+    /// or was dropped no longer counts.
     pub fn in_flight(&self) -> usize {
         // The semaphore's size is max_in_flight; permits out = requests in flight.
-        self.max_in_flight() - self.permits.available_permits()
+        self.max_in_flight() - self.shared.permits.available_permits()
     }
 
     fn max_in_flight(&self) -> usize {
@@ -171,7 +229,8 @@ impl PeerClient {
     ///
     /// The request is queued on the first poll, before anything is awaited: the requests of
     /// one task go out, and are handled by the peer, in the order their futures are first
-    /// polled (see "Ordering" in the crate docs).
+    /// polled (see "Ordering" in the crate docs). Dropping the future withdraws the request
+    /// (if it was sent already, its answer is ignored) and frees its place at once.
     pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
         if body.len() > self.max_body {
             return Err(WireError::Frame(FrameError::TooLarge {
@@ -180,24 +239,64 @@ impl PeerClient {
                 max: self.max_body,
             }));
         }
-        let permit = Arc::clone(&self.permits)
-            .try_acquire_owned()
+        let permit = self
+            .shared
+            .permits
+            .try_acquire()
             .map_err(|_| WireError::Overloaded)?;
         let (reply, rx) = oneshot::channel();
-        let cmd = Cmd {
-            epoch,
-            body,
-            reply,
-            permit,
-        };
-        // The channel holds max_in_flight commands and each holds a permit: never full.
-        self.cmd_tx.try_send(cmd).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => WireError::Overloaded,
-            mpsc::error::TrySendError::Closed(_) => {
-                WireError::PeerUnavailable(Unavailable::Shutdown)
+        let (id, direct) = {
+            let mut state = self.shared.state();
+            let id = state.next_id;
+            state.next_id += 1;
+            match state.writer.clone() {
+                Some(writer) => {
+                    state.pending.insert(id, reply);
+                    (id, Some((writer, Frame::Request { id, epoch, body })))
+                }
+                None => {
+                    // Under the lock, so the owner cannot publish a writer between our look
+                    // and this send and leave the command to be overtaken.
+                    let cmd = Cmd {
+                        id,
+                        epoch,
+                        body,
+                        reply,
+                    };
+                    self.cmd_tx.try_send(cmd).map_err(|e| match e {
+                        // Only with commands of callers that gave up still in it.
+                        mpsc::error::TrySendError::Full(_) => WireError::Overloaded,
+                        mpsc::error::TrySendError::Closed(_) => {
+                            WireError::PeerUnavailable(Unavailable::Shutdown)
+                        }
+                    })?;
+                    (id, None)
+                }
             }
-        })?;
-        match tokio::time::timeout(self.request_timeout, rx).await {
+        };
+        let mut waiting = Waiting {
+            shared: &self.shared,
+            id,
+            rx,
+            answered: false,
+            _permit: permit,
+        };
+        if let Some((writer, frame)) = direct {
+            // After the lock: this may wake the writer task. Ordering still holds, since the
+            // next request of this task starts only after this call.
+            match writer.try_send(frame) {
+                Ok(()) => {}
+                // `waiting` takes the pending entry out as it drops.
+                Err(mpsc::error::TrySendError::Full(_)) => return Err(WireError::Overloaded),
+                // The writer task ends only when its connection is lost: the owner hears of
+                // it and fails this pending entry with the others.
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+        let result = tokio::time::timeout(self.request_timeout, &mut waiting.rx).await;
+        // Whoever answered (or dropped the reply) took the pending entry out already.
+        waiting.answered = result.is_ok();
+        match result {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(WireError::PeerUnavailable(Unavailable::Shutdown)),
             Err(_) => Err(WireError::Timeout),
@@ -205,20 +304,38 @@ impl PeerClient {
     }
 }
 
-/// What the reader and writer tell the owner, tagged with the connection's generation so
-/// news from a connection already replaced is ignored.
+/// One request from the moment it was queued until its future ends: holds its permit and,
+/// if it ends unanswered (timeout, or the caller dropped it), takes its entry out of the
+/// pending table, so neither waits for an answer that may never come.
+struct Waiting<'a> {
+    shared: &'a Shared,
+    id: u64,
+    rx: oneshot::Receiver<Result<Response, WireError>>,
+    answered: bool,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        // Closed before the lock: the owner checks under the lock that the caller still
+        // waits before it enters a queued request, so it will not enter this one afterwards.
+        self.rx.close();
+        let entry = self.shared.state().pending.remove(&self.id);
+        drop(entry);
+    }
+}
+
+/// The reader or writer saw connection `generation` end.
 #[derive(Debug)]
-enum Event {
-    Frame(u64, Frame),
-    Closed(u64, WireError),
+struct Lost {
+    generation: u64,
+    error: WireError,
 }
 
-struct Pending {
-    reply: Reply,
-    /// Held until the request completes: this is what bounds requests in flight.
-    _permit: OwnedSemaphorePermit,
-}
-
+/// The owner's hold on the current connection.
 struct Conn {
     generation: u64,
     writer_tx: mpsc::Sender<Frame>,
@@ -234,24 +351,20 @@ impl Drop for Conn {
     }
 }
 
-/// The task that owns one peer's connection and its pending requests.
+/// The task that owns one peer's connection: connects, publishes it, and drops it.
 struct Owner {
     addr: SocketAddr,
     auth: AuthConfig,
     config: PeerConfig,
     limits: FrameLimits,
+    shared: Arc<Shared>,
     cmd_rx: mpsc::Receiver<Cmd>,
-    events_tx: mpsc::Sender<Event>,
-    events_rx: mpsc::Receiver<Event>,
+    lost_tx: mpsc::Sender<Lost>,
+    lost_rx: mpsc::Receiver<Lost>,
     conn: Option<Conn>,
     generation: u64,
     /// Until when requests fail fast with the stored error after a failed connect.
     backoff: Option<(Instant, WireError)>,
-    pending: HashMap<u64, Pending>,
-    /// Expiry times in the order requests were sent; one request timeout for all, so this is
-    /// sorted and needs no heap. Entries of completed requests are skipped when popped.
-    deadlines: VecDeque<(Instant, u64)>,
-    next_id: u64,
 }
 
 impl Owner {
@@ -259,47 +372,44 @@ impl Owner {
         addr: SocketAddr,
         auth: AuthConfig,
         config: PeerConfig,
+        shared: Arc<Shared>,
         cmd_rx: mpsc::Receiver<Cmd>,
     ) -> Self {
-        let (events_tx, events_rx) = mpsc::channel(config.max_in_flight.clamp(16, 4096));
+        // Two reports at most per connection (reader and writer); a sender that finds it
+        // full waits, or is aborted with its connection.
+        let (lost_tx, lost_rx) = mpsc::channel(4);
         Owner {
             addr,
             auth,
             limits: FrameLimits::with_max_body(config.max_frame.min(MAX_BODY)),
             config,
+            shared,
             cmd_rx,
-            events_tx,
-            events_rx,
+            lost_tx,
+            lost_rx,
             conn: None,
             generation: 0,
             backoff: None,
-            pending: HashMap::new(),
-            deadlines: VecDeque::new(),
-            next_id: 1,
         }
     }
 
     async fn run(mut self) {
         loop {
-            let next_deadline = self.deadlines.front().map(|&(at, _)| at);
             tokio::select! {
                 biased;
-                // Cancel safe: mpsc::Receiver::recv.
-                Some(event) = self.events_rx.recv() => self.on_event(event),
+                // Cancel safe: mpsc::Receiver::recv. Never `None`: we hold a sender.
+                Some(lost) = self.lost_rx.recv() => self.on_lost(lost),
                 // Cancel safe: mpsc::Receiver::recv. `None`: every PeerClient is gone.
                 cmd = self.cmd_rx.recv() => match cmd {
                     Some(cmd) => self.submit(cmd).await,
                     None => break,
                 },
-                // Cancel safe: a timer.
-                () = sleep_until_opt(next_deadline), if next_deadline.is_some() => {
-                    self.expire(Instant::now());
-                }
             }
         }
-        self.fail_all(WireError::PeerUnavailable(Unavailable::Shutdown));
+        self.lose_connection(WireError::PeerUnavailable(Unavailable::Shutdown));
     }
 
+    /// Sends `cmd`, connecting first if needed, and with it every command queued behind it.
     async fn submit(&mut self, cmd: Cmd) {
         if cmd.reply.is_closed() {
             return; // The caller timed out or went away while this was queued.
@@ -327,33 +437,40 @@ impl Owner {
         let Some(conn) = &self.conn else {
             unreachable!("connected just above")
         };
-        let id = self.next_id;
-        self.next_id += 1;
-        let frame = Frame::Request {
-            id,
-            epoch: cmd.epoch,
-            body: cmd.body,
-        };
-        match conn.writer_tx.try_send(frame) {
-            Ok(()) => {}
-            // Sized like the in-flight bound, so this only happens while frames of requests
-            // that already timed out still wait for a stalled socket.
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                let _ = cmd.reply.send(Err(WireError::Overloaded));
-                return;
+        let mut overloaded = Vec::new();
+        {
+            let mut state = self.shared.state();
+            // Published and drained in one critical section: requests queue only while no
+            // writer is published, so from here on none queue and none are left behind.
+            state.writer = Some(conn.writer_tx.clone());
+            let mut next = Some(cmd);
+            while let Some(cmd) = next {
+                // Checked under the lock, which `Waiting::drop` takes after closing.
+                if !cmd.reply.is_closed() {
+                    let id = cmd.id;
+                    state.pending.insert(id, cmd.reply);
+                    let frame = Frame::Request {
+                        id,
+                        epoch: cmd.epoch,
+                        body: cmd.body,
+                    };
+                    match conn.writer_tx.try_send(frame) {
+                        Ok(()) => {}
+                        // Sized like the in-flight bound, so this only happens while frames
+                        // of requests that already ended still wait for a stalled socket.
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            overloaded.extend(state.pending.remove(&id));
+                        }
+                        // The writer is gone; its report is on the way and fails this too.
+                        Err(mpsc::error::TrySendError::Closed(_)) => {}
+                    }
+                }
+                next = self.cmd_rx.try_recv().ok();
             }
-            // The writer is gone; its Closed event is on the way and will fail this too.
-            Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
-        self.pending.insert(
-            id,
-            Pending {
-                reply: cmd.reply,
-                _permit: cmd.permit,
-            },
-        );
-        self.deadlines
-            .push_back((Instant::now() + self.config.request_timeout, id));
+        for reply in overloaded {
+            let _ = reply.send(Err(WireError::Overloaded));
+        }
     }
 
     async fn connect(&mut self) -> Result<Conn, WireError> {
@@ -387,19 +504,21 @@ impl Owner {
         let generation = self.generation;
         let (rd, wr) = stream.into_split();
         let (writer_tx, writer_rx) = mpsc::channel(self.config.max_in_flight.max(1));
-        let events = self.events_tx.clone();
+        let lost = self.lost_tx.clone();
         let writer = tokio::spawn(async move {
             if run_writer(wr, writer_rx).await.is_err() {
-                let lost = WireError::PeerUnavailable(Unavailable::ConnectionLost);
-                let _ = events.send(Event::Closed(generation, lost)).await;
+                let error = WireError::PeerUnavailable(Unavailable::ConnectionLost);
+                let _ = lost.send(Lost { generation, error }).await;
             }
         });
         let reader = tokio::spawn(run_reader(
+            self.addr,
             generation,
             rd,
             established.read_buf,
             self.limits,
-            self.events_tx.clone(),
+            Arc::clone(&self.shared),
+            self.lost_tx.clone(),
         ));
         Ok(Conn {
             generation,
@@ -409,82 +528,55 @@ impl Owner {
         })
     }
 
-    fn on_event(&mut self, event: Event) {
-        let current = self.conn.as_ref().map(|c| c.generation);
-        match event {
-            Event::Frame(generation, frame) if Some(generation) == current => match frame {
-                Frame::Response { id, epoch, body } => {
-                    if let Some(p) = self.pending.remove(&id) {
-                        let _ = p.reply.send(Ok(Response { epoch, body }));
-                    }
-                }
-                Frame::Error { id, code, message } => {
-                    if let Some(p) = self.pending.remove(&id) {
-                        let _ = p.reply.send(Err(WireError::Remote { code, message }));
-                    }
-                }
-                other => {
-                    tracing::warn!(peer = %self.addr, kind = ?other.kind(),
-                        "unexpected frame from peer; dropping the connection");
-                    self.lose_connection(WireError::PeerUnavailable(Unavailable::ConnectionLost));
-                }
-            },
-            Event::Closed(generation, err) if Some(generation) == current => {
-                tracing::debug!(peer = %self.addr, error = %err, "inter-node connection lost");
-                self.lose_connection(err);
-            }
-            // From a connection already replaced.
-            Event::Frame(..) | Event::Closed(..) => {}
+    fn on_lost(&mut self, lost: Lost) {
+        // A report from a connection already replaced is old news.
+        if self.conn.as_ref().map(|c| c.generation) == Some(lost.generation) {
+            tracing::debug!(peer = %self.addr, error = %lost.error, "inter-node connection lost");
+            self.lose_connection(lost.error);
         }
     }
 
+    /// Withdraws the writer and fails every request in flight with `err`, in one critical
+    /// section, so no request can be entered for the connection after the sweep; then drops
+    /// the connection.
     fn lose_connection(&mut self, err: WireError) {
+        let failed: Vec<Reply> = {
+            let mut state = self.shared.state();
+            state.writer = None;
+            state.pending.drain().map(|(_, reply)| reply).collect()
+        };
         self.conn = None;
-        self.fail_all(err);
-    }
-
-    fn fail_all(&mut self, err: WireError) {
-        for (_, p) in self.pending.drain() {
-            let _ = p.reply.send(Err(err.clone()));
-        }
-        self.deadlines.clear();
-    }
-
-    fn expire(&mut self, now: Instant) {
-        while let Some(&(at, id)) = self.deadlines.front() {
-            if at > now {
-                break;
-            }
-            self.deadlines.pop_front();
-            if let Some(p) = self.pending.remove(&id) {
-                let _ = p.reply.send(Err(WireError::Timeout));
-            }
+        for reply in failed {
+            let _ = reply.send(Err(err.clone()));
         }
     }
 }
 
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Decodes frames off the read half and hands them to the owner until the connection ends.
+/// Decodes frames off the read half and answers their requests until the connection ends,
+/// then reports the end to the owner.
 async fn run_reader(
+    addr: SocketAddr,
     generation: u64,
     mut rd: OwnedReadHalf,
     mut buf: BytesMut,
     limits: FrameLimits,
-    events: mpsc::Sender<Event>,
+    shared: Arc<Shared>,
+    lost: mpsc::Sender<Lost>,
 ) {
-    let err = loop {
+    let error = loop {
         match decode(&mut buf, &limits) {
-            Ok(Some(frame)) => {
-                if events.send(Event::Frame(generation, frame)).await.is_err() {
-                    return; // The owner is gone.
-                }
+            Ok(Some(Frame::Response { id, epoch, body })) => {
+                answer(&shared, id, Ok(Response { epoch, body }));
                 continue;
+            }
+            Ok(Some(Frame::Error { id, code, message })) => {
+                answer(&shared, id, Err(WireError::Remote { code, message }));
+                continue;
+            }
+            Ok(Some(other)) => {
+                tracing::warn!(peer = %addr, kind = ?other.kind(),
+                    "unexpected frame from peer; dropping the connection");
+                break WireError::PeerUnavailable(Unavailable::ConnectionLost);
             }
             Ok(None) => {}
             Err(e) => break WireError::Frame(e),
@@ -495,5 +587,14 @@ async fn run_reader(
             Ok(_) => {}
         }
     };
-    let _ = events.send(Event::Closed(generation, err)).await;
+    let _ = lost.send(Lost { generation, error }).await;
+}
+
+/// Hands `result` to request `id`'s caller, if it still waits. The reply is sent after the
+/// lock: sending wakes the caller's task.
+fn answer(shared: &Shared, id: u64, result: Result<Response, WireError>) {
+    let reply = shared.state().pending.remove(&id);
+    if let Some(reply) = reply {
+        let _ = reply.send(result);
+    }
 }

@@ -18,15 +18,19 @@
 //! wire). A wrong secret, another cluster name or another version is answered with a
 //! Refused frame and a reason code, logged on both sides, and closed. See [`handshake`].
 //!
-//! **Task model.** Client side ([`PeerClient`]): one long-lived connection per peer, owned by
-//! one owner task that holds the pending-request table (requests matched by id, many in
-//! flight), plus one reader and one writer task per connection. The writer drains a bounded
-//! channel into a buffer and issues one `write_all` per drained batch. A semaphore bounds
-//! requests in flight (over it: [`WireError::Overloaded`] at once); each request has a
-//! timeout; connection loss fails everything in flight at once with
-//! [`WireError::PeerUnavailable`] and the next request reconnects (after a short backoff if
-//! the connect failed). Server side ([`serve_peer`]): the calling task reads and calls the
-//! [`PeerHandler`] synchronously for each request; an answer it has at once
+//! **Task model.** Client side ([`PeerClient`]): one long-lived connection per peer, set up
+//! and torn down by one owner task, plus one reader and one writer task per connection.
+//! While the connection is up the owner is off the request path: `request` enters itself in
+//! a pending-request table shared under a short lock (requests matched by id, many in
+//! flight) and queues its frame for the writer, and the reader answers it from the table.
+//! Only while there is no connection do requests queue for the owner, which connects and
+//! then hands them to the writer. The writer drains a bounded channel into a buffer and
+//! issues one `write_all` per drained batch. A semaphore bounds requests in flight (over
+//! it: [`WireError::Overloaded`] at once); each request has a timeout, and one that ends
+//! unanswered frees its place at once; connection loss fails everything in flight at once
+//! with [`WireError::PeerUnavailable`] and the next request reconnects (after a short
+//! backoff if the connect failed). Server side ([`serve_peer`]): the calling task reads and
+//! calls the [`PeerHandler`] synchronously for each request; an answer it has at once
 //! ([`Handled::Ready`]) is queued for the writer right there, and only a request that must
 //! wait ([`Handled::Later`]) runs as a task (bounded per connection). Responses go through
 //! the same batching writer.
@@ -38,16 +42,18 @@
 //! one sender's requests in the order they were sent: a pipelined `SET k v` then `GET k`
 //! forwarded for one client reads its own write. On the client side the order is kept
 //! because everything between the call and the socket is first-in first-out: `request`
-//! queues its command on the bounded command channel before its first await, so "call
-//! order" is the order in which the request futures are first polled (awaiting them one by
-//! one, or polling them together with something like `join_all`, which polls in list
-//! order); the one owner task takes commands off that channel one at a time, numbers them
-//! and queues their frames on the writer channel in the same order (a connect in between
-//! holds back the commands behind it, it does not reorder them); the writer encodes frames
-//! in channel order. What is not ordered: requests from different tasks; a request that
-//! failed (`Overloaded`, `PeerUnavailable`, `Timeout` before it was sent) while later ones
-//! went through; requests on either side of a reconnect (those on the lost connection may
-//! or may not have run); and responses, which come back in any order, matched by id.
+//! queues its request before its first await, so "call order" is the order in which the
+//! request futures are first polled (awaiting them one by one, or polling them together
+//! with something like `join_all`, which polls in list order). With the connection up it
+//! queues the frame on the writer channel itself; without, it queues a command for the
+//! owner task, which connects, then moves the queued commands to the writer channel in
+//! order, and opens the direct way only in the same critical section in which it empties
+//! its queue, so a direct request never overtakes a queued one (a connect in between holds
+//! back the requests behind it, it does not reorder them); the writer encodes frames in
+//! channel order. What is not ordered: requests from different tasks; a request that failed
+//! (`Overloaded`, `PeerUnavailable`, `Timeout` before it was sent) while later ones went
+//! through; requests on either side of a reconnect (those on the lost connection may or may
+//! not have run); and responses, which come back in any order, matched by id.
 //!
 //! **Layout.**
 //! - [`frame`]: constants, [`Frame`], encoder, [`decode`], [`FrameError`].

@@ -566,18 +566,152 @@ async fn one_task_s_requests_are_handled_in_the_order_sent() {
     let server =
         TestServer::start(good_auth("b"), Arc::clone(&ledger), ServerConfig::default()).await;
     let client = PeerClient::new(server.addr, good_auth("a"), config());
-    let sent: Vec<Bytes> = (0..N)
+    // The first round starts before the connection is up (queued for the owner, which may
+    // publish the connection partway), the second on the connection (sent directly).
+    let sent: Vec<Bytes> = (0..2 * N)
         .map(|i| Bytes::from(format!("request {i}")))
         .collect();
-    let requests = sent.iter().map(|body| client.request(7, body.clone()));
-    let responses = all_in_order(requests.collect()).await;
-    for (body, response) in sent.iter().zip(responses) {
-        assert_eq!(response.unwrap().body, *body);
+    for round in sent.chunks(N) {
+        let requests = round.iter().map(|body| client.request(7, body.clone()));
+        let responses = all_in_order(requests.collect()).await;
+        for (body, response) in round.iter().zip(responses) {
+            assert_eq!(response.unwrap().body, *body);
+        }
     }
     let seen = ledger.seen.lock().unwrap();
-    assert_eq!(seen.len(), N);
-    if let Some(i) = (0..N).find(|&i| seen[i] != sent[i]) {
+    assert_eq!(seen.len(), 2 * N);
+    if let Some(i) = (0..2 * N).find(|&i| seen[i] != sent[i]) {
         panic!("handled {:?} where {:?} was sent", seen[i], sent[i]);
+    }
+}
+
+/// Polls a growing list of futures from one task, each first polled in list order.
+struct InOrder<'a, T> {
+    futures: Vec<Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
+    outputs: Vec<Option<T>>,
+}
+
+impl<'a, T> InOrder<'a, T> {
+    fn new() -> Self {
+        InOrder {
+            futures: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+
+    /// Adds a future; its first poll comes with the next `poll_once`, after every future
+    /// added before it has had its first.
+    fn push(&mut self, fut: impl Future<Output = T> + Send + 'a) {
+        self.futures.push(Box::pin(fut));
+        self.outputs.push(None);
+    }
+
+    /// Polls every unfinished future once, in list order.
+    async fn poll_once(&mut self) {
+        std::future::poll_fn(|cx| {
+            for (fut, out) in self.futures.iter_mut().zip(self.outputs.iter_mut()) {
+                if out.is_none() {
+                    if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+                        *out = Some(v);
+                    }
+                }
+            }
+            Poll::Ready(())
+        })
+        .await
+    }
+
+    fn is_done(&self, i: usize) -> bool {
+        self.outputs[i].is_some()
+    }
+
+    /// Polls until every future has finished; their outputs in list order.
+    async fn finish(mut self) -> Vec<T> {
+        std::future::poll_fn(|cx| {
+            let mut done = true;
+            for (fut, out) in self.futures.iter_mut().zip(self.outputs.iter_mut()) {
+                if out.is_none() {
+                    match fut.as_mut().poll(cx) {
+                        Poll::Ready(v) => *out = Some(v),
+                        Poll::Pending => done = false,
+                    }
+                }
+            }
+            if done {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        self.outputs
+            .into_iter()
+            .map(|out| out.expect("every future completed"))
+            .collect()
+    }
+}
+
+/// One task's requests keep their order across the switch from queueing for the owner
+/// (while the handshake is held up) to going straight to the connection (once a request has
+/// been answered, the connection is published), and while the owner sends the queue
+/// (requests sent one by one, yielding in between, until the first answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_task_s_requests_keep_their_order_when_the_connection_comes_up() {
+    const QUEUED: usize = 200;
+    const DIRECT: usize = 200;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let ledger = Arc::new(Ledger::default());
+    let (open, opened) = tokio::sync::oneshot::channel::<()>();
+    let server = {
+        let ledger = Arc::clone(&ledger);
+        tokio::spawn(async move {
+            // The client's connect completes in the backlog; its handshake waits for this.
+            opened.await.unwrap();
+            let (stream, _) = listener.accept().await.unwrap();
+            let config = ServerConfig::default();
+            let token = CancellationToken::new();
+            serve_peer(stream, &good_auth("b"), ledger, &config, token).await
+        })
+    };
+    let client = PeerClient::new(addr, good_auth("a"), config());
+    let body = |i: usize| Bytes::from(format!("request {i}"));
+    let mut requests = InOrder::new();
+    for i in 0..QUEUED {
+        requests.push(client.request(7, body(i)));
+    }
+    requests.poll_once().await;
+    assert_eq!(client.in_flight(), QUEUED);
+    open.send(()).unwrap();
+    let mut n = QUEUED;
+    within(Duration::from_secs(10), async {
+        while !requests.is_done(0) {
+            requests.push(client.request(7, body(n)));
+            n += 1;
+            requests.poll_once().await;
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    for _ in 0..DIRECT {
+        requests.push(client.request(7, body(n)));
+        n += 1;
+    }
+    requests.poll_once().await;
+    let responses = within(Duration::from_secs(10), requests.finish()).await;
+    assert_eq!(responses.len(), n);
+    for (i, response) in responses.into_iter().enumerate() {
+        assert_eq!(response.unwrap().body, body(i));
+    }
+    drop(client);
+    assert_eq!(
+        within(Duration::from_secs(5), server).await.unwrap(),
+        Ok(())
+    );
+    let seen = ledger.seen.lock().unwrap();
+    assert_eq!(seen.len(), n);
+    if let Some(i) = (0..n).find(|&i| seen[i] != body(i)) {
+        panic!("handled {:?} where {:?} was sent", seen[i], body(i));
     }
 }
 
@@ -685,13 +819,50 @@ async fn a_request_that_gets_no_answer_times_out() {
     let took = started.elapsed();
     assert!(took >= timeout && took < timeout * 10, "{took:?}");
     assert_eq!(first.await.unwrap(), Err(WireError::Timeout));
-    // The owner expires its entries too, giving the permits back.
-    within(Duration::from_secs(5), async {
-        while client.in_flight() != 0 {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    // An expired request takes its pending entry with it: nothing is left in flight.
+    assert_eq!(client.in_flight(), 0);
+}
+
+/// A request the peer never answers gives its in-flight permit back the moment it times out
+/// or its caller drops it, whether it was queued behind the connect or sent directly: with
+/// room for one request, the next one is never refused.
+#[tokio::test]
+async fn a_request_that_times_out_or_is_dropped_gives_its_permit_back_at_once() {
+    let (handler, mut arrived, gate) = gated();
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_in_flight: 1,
+            request_timeout: Duration::from_millis(100),
+            ..config()
+        },
+    );
+    // Queued while the client connects, then sent by the owner.
+    assert_eq!(
+        client.request(0, Bytes::new()).await,
+        Err(WireError::Timeout)
+    );
+    assert_eq!(client.in_flight(), 0);
+    // Sent directly on the connection now up.
+    assert_eq!(
+        client.request(1, Bytes::new()).await,
+        Err(WireError::Timeout)
+    );
+    assert_eq!(client.in_flight(), 0);
+    // Dropped by its caller once the server has it.
+    tokio::select! {
+        r = client.request(2, Bytes::new()) => panic!("answered: {r:?}"),
+        () = arrivals(&mut arrived, 3) => {}
+    }
+    assert_eq!(client.in_flight(), 0);
+    // The late answers to all three find no one waiting; the connection carries on.
+    gate.add_permits(1000);
+    let r = client.request(3, Bytes::from_static(b"ok")).await.unwrap();
+    assert_eq!(r.body, Bytes::from_static(b"ok"));
+    assert_eq!(client.in_flight(), 0);
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
@@ -729,6 +900,58 @@ async fn server_loss_fails_everything_in_flight_at_once_then_reconnects() {
         .unwrap();
     assert_eq!(r.body, Bytes::from_static(b"again"));
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+}
+
+/// Answers at once like `Echo`, except epoch 0, which it reports and never answers: a
+/// request that stays in flight until its connection goes.
+struct HangsOnZero {
+    arrived: mpsc::UnboundedSender<u64>,
+}
+
+impl PeerHandler for HangsOnZero {
+    type Fut = BoxResponse;
+
+    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+        if epoch == 0 {
+            let _ = self.arrived.send(epoch);
+            return Handled::Later(Box::pin(std::future::pending()));
+        }
+        Handled::Ready(Response {
+            epoch: epoch + 1,
+            body,
+        })
+    }
+}
+
+/// Connection after connection: requests go through, the connection drops (the request
+/// left on it fails at once), and the next requests reconnect and succeed.
+#[tokio::test]
+async fn requests_reconnect_and_succeed_after_each_connection_loss() {
+    let (arrived, mut arrivals_rx) = mpsc::unbounded_channel();
+    let handler = Arc::new(HangsOnZero { arrived });
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    for connection in 1..=3 {
+        for epoch in 1..=20u64 {
+            let body = Bytes::from(format!("{connection}/{epoch}"));
+            let r = client.request(epoch, body.clone()).await.unwrap();
+            assert_eq!((r.epoch, r.body), (epoch + 1, body));
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst), connection);
+        let c = client.clone();
+        let left = tokio::spawn(async move { c.request(0, Bytes::new()).await });
+        arrivals(&mut arrivals_rx, 1).await;
+        server.kill_connections();
+        // Failed in the sweep that also withdraws the connection: from here on, requests
+        // reconnect.
+        assert_eq!(
+            within(Duration::from_secs(5), left).await.unwrap(),
+            Err(WireError::PeerUnavailable(Unavailable::ConnectionLost))
+        );
+        assert_eq!(client.in_flight(), 0);
+    }
+    client.request(1, Bytes::new()).await.unwrap();
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 4);
 }
 
 #[tokio::test]
