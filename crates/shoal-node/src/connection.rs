@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::client::ClientInfo;
-use crate::cluster::router::{dispatch, touches_local_keys, Outcome, ReplyFuture};
+use crate::cluster::router::{dispatch, writes_local_keys, Outcome, ReplyFuture};
 use crate::cmd::{ReplyMode, Session};
 use crate::node::{now_ms, Node};
 
@@ -183,11 +183,11 @@ impl Frontend for RespFrontend {
                     return (processed, Step::Close(Close::Protocol(e.to_string())));
                 }
             };
-            // Forwarded commands are still on their way: one that works on keys owned here
-            // waits for them, so it cannot take effect before a command sent earlier.
+            // Forwarded commands are still on their way: a write to keys owned here waits for
+            // them, so it cannot take effect before a command sent earlier.
             if replies.pending() > 0
                 && self.session.multi.is_none()
-                && touches_local_keys(node, &args)
+                && writes_local_keys(node, &args)
             {
                 self.held = Some(args);
                 return (processed, Step::Flush);

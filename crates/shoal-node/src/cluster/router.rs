@@ -57,16 +57,20 @@ pub fn dispatch(node: &Arc<Node>, session: &mut Session, args: &[Bytes], now_ms:
     }
 }
 
-/// True if `args` would read or write keys this node owns, right away. A connection that
-/// still waits for forwarded replies holds such a command back until they are in, so a
-/// pipeline's commands take effect in order, as on a single node.
-pub fn touches_local_keys(node: &Node, args: &[Bytes]) -> bool {
+/// True if `args` would write keys this node owns, right away. A connection that still
+/// waits for forwarded replies holds such a command back until they are in, so a pipeline's
+/// writes cannot become visible before the commands sent earlier ran. A read of an owned key
+/// is not held: reading an older value is something a single node could also have answered.
+pub fn writes_local_keys(node: &Node, args: &[Bytes]) -> bool {
     let Some(cluster) = &node.cluster else {
         return false;
     };
     let Some(spec) = cmd::lookup(&args[0]) else {
         return false;
     };
+    if spec.flags & flag::WRITE == 0 {
+        return false;
+    }
     match class(spec) {
         Class::Key(_) | Class::Split(_) | Class::SameOwner | Class::Watch => {
             let view = cluster.view();
