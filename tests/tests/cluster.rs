@@ -34,6 +34,20 @@ fn owner_of(c: &mut redis::Connection, k: &str) -> String {
     panic!("slot {slot} has no owner in CLUSTER NODES");
 }
 
+/// How many nodes hold a copy of `k`, as each reports for itself.
+fn holders(clients: &mut [redis::Connection], k: &str) -> i64 {
+    clients
+        .iter_mut()
+        .map(|c| {
+            redis::cmd("CLUSTER")
+                .arg("HASKEY")
+                .arg(k)
+                .query::<i64>(c)
+                .unwrap()
+        })
+        .sum()
+}
+
 fn my_id(c: &mut redis::Connection) -> String {
     redis::cmd("CLUSTER").arg("MYID").query(c).unwrap()
 }
@@ -108,17 +122,7 @@ fn each_key_has_exactly_two_copies() {
         local(&mut clients)
     );
     for i in 0..KEYS {
-        let holders: i64 = clients
-            .iter_mut()
-            .map(|c| {
-                redis::cmd("CLUSTER")
-                    .arg("HASKEY")
-                    .arg(key(i))
-                    .query::<i64>(c)
-                    .unwrap()
-            })
-            .sum();
-        assert_eq!(holders, 2, "{}", key(i));
+        assert_eq!(holders(&mut clients, &key(i)), 2, "{}", key(i));
     }
     // DBSIZE counts each key once, whichever node is asked.
     for c in &mut clients {
@@ -140,17 +144,7 @@ fn write_ack_all_waits_for_the_replica() {
     let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
     for i in 0..60 {
         let _: () = clients[i % 3].set(key(i), "x").unwrap();
-        let holders: i64 = clients
-            .iter_mut()
-            .map(|c| {
-                redis::cmd("CLUSTER")
-                    .arg("HASKEY")
-                    .arg(key(i))
-                    .query::<i64>(c)
-                    .unwrap()
-            })
-            .sum();
-        assert_eq!(holders, 2, "{}", key(i));
+        assert_eq!(holders(&mut clients, &key(i)), 2, "{}", key(i));
     }
 }
 
