@@ -45,7 +45,7 @@ fn sextet(c: u8) -> Option<u32> {
 /// the alphabet, padding anywhere but the end of the last group, or non-zero bits under the
 /// padding (so every accepted input is the canonical encoding of its output).
 pub fn decode(input: &[u8]) -> Option<Vec<u8>> {
-    if input.len() % 4 != 0 {
+    if !input.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(input.len() / 4 * 3);
