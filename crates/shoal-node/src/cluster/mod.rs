@@ -79,8 +79,9 @@ impl View {
         self.placement.owners(slot)
     }
 
-    pub fn is_owner(&self, slot: u16) -> bool {
-        self.owners(slot)[0] == self.me
+    /// The member that owns `key`'s slot.
+    pub fn owner_of(&self, key: &[u8]) -> u16 {
+        self.owners(shoal_store::key_slot(key))[0]
     }
 
     pub fn peer(&self, member: u16) -> Option<&Peer> {

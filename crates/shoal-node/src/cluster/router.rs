@@ -76,7 +76,7 @@ pub fn writes_local_keys(node: &Node, args: &[Bytes]) -> bool {
             let view = cluster.view();
             key_positions(spec, args)
                 .iter()
-                .any(|&p| view.owners(key_slot(&args[p]))[0] == view.me)
+                .any(|&p| view.owner_of(&args[p]) == view.me)
         }
         Class::Local | Class::FanOut | Class::Info | Class::Exec | Class::Cluster => false,
     }
@@ -184,7 +184,7 @@ fn route(
             let owners = view.owners(key_slot(&args[first]));
             let same = positions
                 .iter()
-                .all(|&p| view.owners(key_slot(&args[p]))[0] == owners[0]);
+                .all(|&p| view.owner_of(&args[p]) == owners[0]);
             if same && owners[0] == view.me {
                 run_owned(
                     node, cluster, &view, session, spec, args, now_ms, &positions,
@@ -576,7 +576,7 @@ fn exec(
             Class::Exec | Class::FanOut | Class::Info => false,
             _ => key_positions(s, a)
                 .iter()
-                .all(|&p| view.owners(key_slot(&a[p]))[0] == view.me),
+                .all(|&p| view.owner_of(&a[p]) == view.me),
         }
     };
     let Some(tx) = session.multi.as_ref() else {
