@@ -262,6 +262,7 @@ impl TestCluster {
                         resp,
                         memcache: None,
                         cluster: Some(cluster),
+                        gossip: None,
                     },
                 ))
                 .expect("cluster node starts");

@@ -134,6 +134,30 @@ pub struct NodeConfig {
     /// How long a deleted key's tombstone is kept, so a late replication message cannot bring
     /// it back.
     pub tombstone_ttl_ms: u64,
+    /// `off` (a single node, or the static `cluster-nodes` list) or `gossip`: membership by
+    /// SWIM gossip, nodes join through `cluster-seeds` and keys move as nodes come and go.
+    pub cluster_mode: String,
+    /// The inter-node TCP port (on `bind`). Absent = `port` + 10000 (as Redis Cluster's bus),
+    /// or any free port when `port` is 0.
+    pub cluster_port: Option<u16>,
+    /// The gossip UDP port (on `bind`). Absent = the same number as the inter-node port.
+    pub gossip_port: Option<u16>,
+    /// Gossip addresses (`host:port`) to join through, as a TOML array or one
+    /// comma-separated string. Host names are resolved again every 30 s, so a Kubernetes
+    /// headless Service name finds every pod. Empty = start a new cluster.
+    #[serde(deserialize_with = "node_list")]
+    pub cluster_seeds: Vec<String>,
+    /// The IP other nodes reach this one at. Empty = `bind` when it is a specific address,
+    /// else the address the host name resolves to (a pod's IP in Kubernetes).
+    pub cluster_announce_ip: String,
+    /// With seeds: how long a starting node waits to find another member before it serves
+    /// alone (commands on keys answer TRYAGAIN meanwhile).
+    pub join_timeout_ms: u64,
+    /// Bandwidth limit for handing slots to other nodes, per second.
+    pub handoff_rate: ByteSize,
+    /// After SIGTERM: how long the node may take to hand its slots to the others before it
+    /// exits anyway (a second SIGTERM exits at once).
+    pub leave_timeout_ms: u64,
 }
 
 /// Accepts `cluster-nodes` as an array of strings or as one comma/space-separated string
@@ -186,6 +210,14 @@ impl Default for NodeConfig {
             write_ack: "owner".into(),
             cluster_timeout_ms: 1000,
             tombstone_ttl_ms: 60_000,
+            cluster_mode: "off".into(),
+            cluster_port: None,
+            gossip_port: None,
+            cluster_seeds: Vec::new(),
+            cluster_announce_ip: String::new(),
+            join_timeout_ms: 3000,
+            handoff_rate: ByteSize(64 * 1024 * 1024),
+            leave_timeout_ms: 60_000,
         }
     }
 }
@@ -217,6 +249,14 @@ pub const CONFIG_KEYS: &[&str] = &[
     "write-ack",
     "cluster-timeout-ms",
     "tombstone-ttl-ms",
+    "cluster-mode",
+    "cluster-port",
+    "gossip-port",
+    "cluster-seeds",
+    "cluster-announce-ip",
+    "join-timeout-ms",
+    "handoff-rate",
+    "leave-timeout-ms",
 ];
 
 /// Keys whose values are text even when they look like numbers (a password `123456`).
@@ -230,10 +270,13 @@ pub const STRING_KEYS: &[&str] = &[
     "cluster-secret",
     "cluster-nodes",
     "write-ack",
+    "cluster-mode",
+    "cluster-seeds",
+    "cluster-announce-ip",
 ];
 
 /// Keys that have no default value: the feature is off unless they are set.
-pub const OPTIONAL_KEYS: &[&str] = &["memcache-port"];
+pub const OPTIONAL_KEYS: &[&str] = &["memcache-port", "cluster-port", "gossip-port"];
 
 /// A setting's environment variable: `maxmemory-policy` -> `SHOAL_MAXMEMORY_POLICY`.
 pub fn env_var_name(key: &str) -> String {
@@ -275,6 +318,49 @@ impl NodeConfig {
         if self.cluster_timeout_ms == 0 {
             return Err("cluster-timeout-ms must be at least 1".into());
         }
+        match self.cluster_mode.as_str() {
+            "off" => {}
+            "gossip" => {
+                if !self.cluster_nodes.is_empty() {
+                    return Err("cluster-mode gossip finds members through cluster-seeds: \
+                        remove cluster-nodes (the static list)"
+                        .into());
+                }
+                if self.cluster_secret.is_empty() {
+                    return Err("cluster-mode is gossip but no cluster-secret: set \
+                        cluster-secret (or SHOAL_CLUSTER_SECRET)"
+                        .into());
+                }
+                if self.memcache_port.is_some() {
+                    return Err("memcache-port is not supported in a cluster yet: the \
+                        Memcached front end serves one node's keys only"
+                        .into());
+                }
+                if self.handoff_rate.0 < 64 * 1024 {
+                    return Err("handoff-rate must be at least 64kb (per second)".into());
+                }
+                let name = self.resolved_node_name();
+                if name.len() > 255 {
+                    return Err("node-name must be at most 255 bytes".into());
+                }
+                if !self.cluster_announce_ip.is_empty()
+                    && self
+                        .cluster_announce_ip
+                        .parse::<std::net::IpAddr>()
+                        .is_err()
+                {
+                    return Err(format!(
+                        "invalid cluster-announce-ip '{}'",
+                        self.cluster_announce_ip
+                    ));
+                }
+            }
+            other => {
+                return Err(format!(
+                    "invalid cluster-mode '{other}' (expected off or gossip)"
+                ))
+            }
+        }
         if !self.cluster_nodes.is_empty() {
             let nodes = self.cluster_members()?;
             if self.cluster_secret.is_empty() {
@@ -299,6 +385,20 @@ impl NodeConfig {
             }
         }
         Ok(())
+    }
+
+    /// True in gossip mode.
+    pub fn gossip(&self) -> bool {
+        self.cluster_mode == "gossip"
+    }
+
+    /// The inter-node TCP port to bind in gossip mode (see `cluster-port`).
+    pub fn resolved_cluster_port(&self) -> u16 {
+        match self.cluster_port {
+            Some(p) => p,
+            None if self.port == 0 => 0,
+            None => self.port.checked_add(10_000).unwrap_or(0),
+        }
     }
 
     /// `node-name`, or the host name when it is empty.
@@ -462,5 +562,41 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         NodeConfig::default().validate().unwrap();
+    }
+}
+
+#[cfg(test)]
+mod gossip_config_tests {
+    use super::*;
+
+    #[test]
+    fn gossip_mode_needs_a_secret_and_no_static_list() {
+        let mut c = NodeConfig {
+            cluster_mode: "gossip".into(),
+            ..NodeConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("cluster-secret"));
+        c.cluster_secret = "s".into();
+        c.validate().unwrap();
+        c.cluster_nodes = vec!["a=127.0.0.1:1@2".into()];
+        assert!(c.validate().unwrap_err().contains("cluster-seeds"));
+        c.cluster_nodes.clear();
+        c.cluster_mode = "mesh".into();
+        assert!(c.validate().unwrap_err().contains("cluster-mode"));
+    }
+
+    #[test]
+    fn the_cluster_port_defaults_to_port_plus_10000() {
+        let mut c = NodeConfig::default();
+        assert_eq!(c.resolved_cluster_port(), 16379);
+        c.port = 0;
+        assert_eq!(c.resolved_cluster_port(), 0);
+        c.cluster_port = Some(7000);
+        assert_eq!(c.resolved_cluster_port(), 7000);
+        c.cluster_port = None;
+        c.port = 60000;
+        assert_eq!(c.resolved_cluster_port(), 0);
+        let c: NodeConfig = toml::from_str("cluster-seeds = \"a:1, b:2\"").unwrap();
+        assert_eq!(c.cluster_seeds, vec!["a:1".to_string(), "b:2".to_string()]);
     }
 }

@@ -1,6 +1,6 @@
 //! The accept loop, the cron task and graceful shutdown.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,8 +13,9 @@ use tokio_util::task::TaskTracker;
 
 use shoal_wire::{serve_peer, ServeError, ServerConfig};
 
+use crate::cluster::membership::{self, GossipStart};
 use crate::cluster::peer::PeerService;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, NodeInfo};
 use crate::config::NodeConfig;
 use crate::connection::{run_connection, RespFrontend};
 use crate::memcache::McFrontend;
@@ -39,6 +40,8 @@ pub struct RunningNode {
     pub memcache_addr: Option<SocketAddr>,
     /// The inter-node listener's address, in a cluster.
     pub cluster_addr: Option<SocketAddr>,
+    /// The gossip socket's address (gossip mode).
+    pub gossip_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -52,6 +55,13 @@ impl RunningNode {
     /// Resolves once the node was asked to stop (`shutdown`, or a client's SHUTDOWN).
     pub async fn stopping(&self) {
         self.shutdown.cancelled().await;
+    }
+
+    /// Gossip mode: announces that this node leaves, hands its slots to the others and
+    /// leaves the gossip cluster (at most until `deadline`); true if the hand-off completed.
+    /// Then call [`RunningNode::shutdown`]. Does nothing in other modes.
+    pub async fn leave(&self, deadline: tokio::time::Instant) -> bool {
+        crate::cluster::membership::leave(&self.node, deadline).await
     }
 
     /// Waits until every connection is closed (or the shutdown deadline passed).
@@ -80,8 +90,10 @@ async fn bind(host: &str, port: u16) -> Result<(TcpListener, SocketAddr), StartE
 pub struct Listeners {
     pub resp: TcpListener,
     pub memcache: Option<TcpListener>,
-    /// The inter-node listener; required when `cluster-nodes` is set.
+    /// The inter-node listener; required when `cluster-nodes` is set or in gossip mode.
     pub cluster: Option<TcpListener>,
+    /// The gossip UDP socket; required in gossip mode.
+    pub gossip: Option<tokio::net::UdpSocket>,
 }
 
 /// Binds the listeners the configuration asks for and starts serving in the background.
@@ -95,7 +107,18 @@ pub async fn start(
         Some(port) => Some(bind(&config.bind, port).await?.0),
         None => None,
     };
-    let cluster = if config.cluster_nodes.is_empty() {
+    let mut gossip = None;
+    let cluster = if config.gossip() {
+        let (l, addr) = bind(&config.bind, config.resolved_cluster_port()).await?;
+        let port = config.gossip_port.unwrap_or(addr.port());
+        let at = format!("{}:{port}", config.bind);
+        gossip = Some(
+            tokio::net::UdpSocket::bind(&at)
+                .await
+                .map_err(|source| StartError::Bind { addr: at, source })?,
+        );
+        Some(l)
+    } else if config.cluster_nodes.is_empty() {
         None
     } else {
         let me = config.resolved_node_name();
@@ -114,6 +137,7 @@ pub async fn start(
             resp,
             memcache,
             cluster,
+            gossip,
         },
     )
     .await
@@ -123,13 +147,40 @@ pub async fn start(
 pub async fn start_with(
     config: NodeConfig,
     config_file: Option<String>,
-    listeners: Listeners,
+    mut listeners: Listeners,
 ) -> Result<RunningNode, StartError> {
     config.validate().map_err(StartError::Config)?;
     let local_addr = local(&listeners.resp)?;
     let memcache_addr = listeners.memcache.as_ref().map(local).transpose()?;
     let cluster_addr = listeners.cluster.as_ref().map(local).transpose()?;
-    let cluster = if config.cluster_nodes.is_empty() {
+    let mut gossip_start = None;
+    let cluster = if config.gossip() {
+        let (Some(cluster_addr), Some(socket)) = (cluster_addr, listeners.gossip.take()) else {
+            return Err(StartError::Config(
+                "cluster-mode gossip needs an inter-node listener and a gossip socket".into(),
+            ));
+        };
+        let gossip_local = socket.local_addr().map_err(|source| StartError::Bind {
+            addr: "gossip socket".into(),
+            source,
+        })?;
+        let ip = announce_ip(&config).map_err(StartError::Config)?;
+        let start = GossipStart {
+            socket,
+            gossip_addr: SocketAddr::new(ip, gossip_local.port()),
+            client_addr: SocketAddr::new(ip, local_addr.port()),
+            cluster_addr: SocketAddr::new(ip, cluster_addr.port()),
+        };
+        let id = membership::identity(&config, &start).map_err(StartError::Config)?;
+        let myself = NodeInfo::new(
+            id.name(),
+            start.client_addr,
+            start.cluster_addr,
+            id.generation(),
+        );
+        gossip_start = Some((start, id));
+        Some(Cluster::for_gossip(&config, myself).map_err(|e| StartError::Config(e.to_string()))?)
+    } else if config.cluster_nodes.is_empty() {
         None
     } else {
         if listeners.cluster.is_none() {
@@ -140,6 +191,7 @@ pub async fn start_with(
         Some(Cluster::from_config(&config).map_err(|e| StartError::Config(e.to_string()))?)
     };
     let tombstone_ttl = config.tombstone_ttl_ms;
+    let gossip_config = gossip_start.as_ref().map(|_| config.clone());
     let node = Arc::new(Node::with_cluster(config, config_file, cluster));
     if node.cluster.is_some() {
         node.store.set_tombstone_ttl(tombstone_ttl.max(1));
@@ -147,15 +199,52 @@ pub async fn start_with(
     node.port
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
     let shutdown = node.shutdown.clone();
+    let mut gossip_addr = None;
+    if let (Some((start, id)), Some(config)) = (gossip_start, gossip_config) {
+        gossip_addr = Some(start.gossip_addr);
+        membership::start(&node, &config, start, id, shutdown.child_token())
+            .map_err(StartError::Config)?;
+    }
     let task = tokio::spawn(serve(node.clone(), listeners, shutdown.clone()));
     Ok(RunningNode {
         node,
         local_addr,
         memcache_addr,
         cluster_addr,
+        gossip_addr,
         shutdown,
         task,
     })
+}
+
+/// The IP other nodes reach this one at: `cluster-announce-ip`, else `bind` when specific,
+/// else what the host name resolves to.
+fn announce_ip(config: &NodeConfig) -> Result<IpAddr, String> {
+    if !config.cluster_announce_ip.is_empty() {
+        return config.cluster_announce_ip.parse().map_err(|_| {
+            format!(
+                "invalid cluster-announce-ip '{}'",
+                config.cluster_announce_ip
+            )
+        });
+    }
+    if let Ok(ip) = config.bind.parse::<IpAddr>() {
+        if !ip.is_unspecified() {
+            return Ok(ip);
+        }
+    }
+    let host = config.resolved_node_name();
+    std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 0))
+        .ok()
+        .and_then(|mut a| a.find(|a| !a.ip().is_loopback()).map(|a| a.ip()))
+        .ok_or_else(|| {
+            format!(
+                "cannot tell which address other nodes reach this one at (bind is {}, the \
+                 name '{host}' does not resolve to a non-loopback address): set \
+                 cluster-announce-ip",
+                config.bind
+            )
+        })
 }
 
 fn local(l: &TcpListener) -> Result<SocketAddr, StartError> {
@@ -177,6 +266,7 @@ async fn serve(node: Arc<Node>, listeners: Listeners, shutdown: CancellationToke
         resp: listener,
         memcache,
         cluster,
+        gossip: _,
     } = listeners;
     let tracker = TaskTracker::new();
     tracker.spawn(run_cron(node.clone(), shutdown.clone()));

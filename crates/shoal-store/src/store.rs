@@ -671,6 +671,59 @@ impl Store {
         });
     }
 
+    /// The state of every live key in hash slot `slot` (values copied out), for handing a
+    /// slot to another node. Holds the slot's shard lock while copying.
+    pub fn slot_states(&self, slot: u16, now_ms: u64) -> Vec<(Bytes, KeyState)> {
+        let mut out = Vec::new();
+        if slot >= SLOTS {
+            return out;
+        }
+        self.with_shard(shard_of_slot(slot), |shard, _| {
+            if shard.count_in_slot(slot) == 0 {
+                return;
+            }
+            for item in &shard.items {
+                if !item.is_expired(now_ms) && key_slot(item.key()) == slot {
+                    out.push((
+                        Bytes::copy_from_slice(item.key()),
+                        KeyState::Live {
+                            value: Bytes::copy_from_slice(item.value()),
+                            flags: item.flags(),
+                            expire_at_ms: item.expire_at_ms,
+                            version: item.version,
+                        },
+                    ));
+                }
+            }
+        });
+        out
+    }
+
+    /// Forgets every key of hash slot `slot` without recording tombstones or counting them as
+    /// deleted, expired or evicted: this node no longer holds a copy of the slot. Returns how
+    /// many keys went.
+    pub fn drop_slot(&self, slot: u16) -> usize {
+        if slot >= SLOTS {
+            return 0;
+        }
+        self.with_shard(shard_of_slot(slot), |shard, shared| {
+            if shard.count_in_slot(slot) == 0 {
+                return 0;
+            }
+            let mut dropped = 0;
+            let mut i = 0;
+            while i < shard.items.len() {
+                if key_slot(shard.items[i].key()) == slot {
+                    shard.remove_at(&shared.hasher, i);
+                    dropped += 1;
+                } else {
+                    i += 1;
+                }
+            }
+            dropped
+        })
+    }
+
     /// Keys held in hash slot `slot` (including expired ones not yet reclaimed, like `len`).
     pub fn count_in_slot(&self, slot: u16) -> usize {
         if slot >= SLOTS {

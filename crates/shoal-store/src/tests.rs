@@ -1161,3 +1161,34 @@ fn states_older_than_the_floor_are_refused() {
     assert!(store.apply(b"a", &live(100), 1));
     assert_eq!(store.get(b"a", 1).as_deref(), Some(&b"v"[..]));
 }
+
+#[test]
+fn slot_states_hand_a_slot_over_and_drop_slot_forgets_it() {
+    let s = store();
+    s.set_tombstone_ttl(60_000);
+    // {a}... keys share slot key_slot("a"); one other key lives elsewhere.
+    for i in 0..50 {
+        s.set(format!("{{a}}{i}").as_bytes(), b"v", Some(10_000), 0);
+    }
+    s.set(b"other", b"x", None, 0);
+    let slot = key_slot(b"a");
+    assert_ne!(key_slot(b"other"), slot);
+    let states = s.slot_states(slot, 1);
+    assert_eq!(states.len(), 50);
+    let copy = store();
+    for (k, st) in &states {
+        assert!(copy.apply(k, st, 1));
+    }
+    assert_eq!(copy.get(b"{a}7", 1).as_deref(), Some(&b"v"[..]));
+    assert_eq!(copy.key_state(b"{a}7", 1), s.key_state(b"{a}7", 1));
+    let used = s.used_memory();
+    assert_eq!(s.drop_slot(slot), 50);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s.count_in_slot(slot), 0);
+    assert!(s.used_memory() < used);
+    // No tombstones: the keys are forgotten, not deleted.
+    assert_eq!(s.key_state(b"{a}7", 1), KeyState::Absent);
+    assert_eq!(s.get(b"other", 1).as_deref(), Some(&b"x"[..]));
+    // Expired keys are not handed over.
+    assert!(copy.slot_states(slot, 20_000).is_empty());
+}

@@ -147,6 +147,7 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
         }
     };
     let maxmemory = config.maxmemory.0;
+    let leave_timeout = std::time::Duration::from_millis(config.leave_timeout_ms);
     let policy = config.maxmemory_policy.clone();
     let node = match shoal_node::start(config, file).await {
         Ok(n) => n,
@@ -176,10 +177,26 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
             view.placement.width()
         );
     }
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-        _ = node.stopping() => tracing::info!("SHUTDOWN requested by a client"),
+    if let Some(addr) = node.gossip_addr {
+        tracing::info!("gossip on {addr} (UDP), state joining");
+    }
+    let by_client = tokio::select! {
+        _ = term.recv() => false,
+        _ = int.recv() => false,
+        _ = node.stopping() => {
+            tracing::info!("SHUTDOWN requested by a client");
+            true
+        }
+    };
+    if !by_client && node.gossip_addr.is_some() {
+        // Hand every slot to its successors first; a second signal or the deadline cuts it
+        // short.
+        let deadline = tokio::time::Instant::now() + leave_timeout;
+        tokio::select! {
+            _ = node.leave(deadline) => {}
+            _ = term.recv() => tracing::warn!("second signal: exiting before the hand-off completed"),
+            _ = int.recv() => tracing::warn!("second signal: exiting before the hand-off completed"),
+        }
     }
     tracing::info!("shutting down: no new connections, answering what was read");
     node.shutdown();

@@ -83,10 +83,7 @@ async fn ask(
         ));
     };
     let body = encode_command(proto, scope.as_ref(), args);
-    peer.client
-        .request(view.epoch(), body)
-        .await
-        .map(|r| r.body)
+    peer.client.request(view.id, body).await.map(|r| r.body)
 }
 
 /// Asks every live member for its part; see the module docs.

@@ -11,6 +11,12 @@
 //!                      expire_at_ms u64 (0 = none) · value_len u32 · value
 //!                    | 2 (deleted) · version u64 · key_len u32 · key
 //!              response body: applied u32 · stale u32
+//! 3 HANDOFF    as REPLICATE (a slot handed to a new copy); the same response
+//! 4 FETCH      count u32 · count × (key_len u32 · key)
+//!              response body: a REPLICATE body of the keys' states (absent ones left out)
+//! 5 DONE       view u64 · name_len u16 · name
+//!              "node `name` finished handing off for the view with id `view`"
+//!              response body: empty
 //! ```
 //!
 //! A scope restricts the key-enumerating commands of a fan-out (DBSIZE, KEYS, SCAN,
@@ -34,6 +40,9 @@ use crate::config::MAX_CLUSTER_NODES;
 
 pub const KIND_COMMAND: u8 = 1;
 pub const KIND_REPLICATE: u8 = 2;
+pub const KIND_HANDOFF: u8 = 3;
+pub const KIND_FETCH: u8 = 4;
+pub const KIND_DONE: u8 = 5;
 
 const TAG_LIVE: u8 = 1;
 const TAG_DELETED: u8 = 2;
@@ -75,6 +84,12 @@ pub enum Request {
         args: Vec<Bytes>,
     },
     Replicate(Vec<(Bytes, KeyState)>),
+    Handoff(Vec<(Bytes, KeyState)>),
+    Fetch(Vec<Bytes>),
+    Done {
+        view: u64,
+        name: String,
+    },
 }
 
 /// Why a body could not be decoded (the peer runs another version, or is broken).
@@ -146,8 +161,47 @@ pub fn entry_len(key: &[u8], state: &KeyState) -> usize {
 
 /// A REPLICATE body; `Absent` entries are skipped.
 pub fn encode_replicate<'a>(entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>) -> Bytes {
+    encode_states(KIND_REPLICATE, entries)
+}
+
+/// A HANDOFF body (REPLICATE's layout).
+pub fn encode_handoff<'a>(entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>) -> Bytes {
+    encode_states(KIND_HANDOFF, entries)
+}
+
+/// A FETCH body.
+pub fn encode_fetch(keys: &[Bytes]) -> Bytes {
+    let mut b = BytesMut::with_capacity(5 + keys.iter().map(|k| 4 + k.len()).sum::<usize>());
+    b.put_u8(KIND_FETCH);
+    b.put_u32(keys.len() as u32);
+    for k in keys {
+        b.put_u32(k.len() as u32);
+        b.put_slice(k);
+    }
+    b.freeze()
+}
+
+/// A DONE body.
+pub fn encode_done(view: u64, name: &str) -> Bytes {
+    let mut b = BytesMut::with_capacity(11 + name.len());
+    b.put_u8(KIND_DONE);
+    b.put_u64(view);
+    b.put_u16(name.len() as u16);
+    b.put_slice(name.as_bytes());
+    b.freeze()
+}
+
+/// Decodes a FETCH response (a REPLICATE body).
+pub fn decode_states(body: Bytes) -> Result<Vec<(Bytes, KeyState)>, MessageError> {
+    match decode_request(body, |_| Err("not a command".into()))? {
+        Request::Replicate(entries) => Ok(entries),
+        _ => Err(MessageError::Field("expected key states")),
+    }
+}
+
+fn encode_states<'a>(kind: u8, entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>) -> Bytes {
     let mut b = BytesMut::new();
-    b.put_u8(KIND_REPLICATE);
+    b.put_u8(kind);
     b.put_u32(0);
     let mut count = 0u32;
     for (key, state) in entries {
@@ -257,7 +311,37 @@ pub fn decode_request(
             let args = parse(r.buf).map_err(MessageError::Command)?;
             Ok(Request::Command { proto, scope, args })
         }
-        KIND_REPLICATE => {
+        KIND_FETCH => {
+            let count = r.u32()? as usize;
+            // Every key takes at least 4 bytes.
+            if count > r.buf.remaining() / 4 {
+                return Err(MessageError::Truncated);
+            }
+            let mut keys = Vec::with_capacity(count);
+            for _ in 0..count {
+                let len = r.u32()? as usize;
+                if len > MAX_KEY_LEN {
+                    return Err(MessageError::Field("key length"));
+                }
+                keys.push(r.bytes(len)?);
+            }
+            if r.buf.has_remaining() {
+                return Err(MessageError::Field("trailing bytes"));
+            }
+            Ok(Request::Fetch(keys))
+        }
+        KIND_DONE => {
+            let view = r.u64()?;
+            let len = usize::from(r.u16()?);
+            let name = r.bytes(len)?;
+            if r.buf.has_remaining() {
+                return Err(MessageError::Field("trailing bytes"));
+            }
+            let name =
+                String::from_utf8(name.to_vec()).map_err(|_| MessageError::Field("node name"))?;
+            Ok(Request::Done { view, name })
+        }
+        kind @ (KIND_REPLICATE | KIND_HANDOFF) => {
             let count = r.u32()? as usize;
             // Every entry takes at least 13 bytes: a count beyond that is a lie.
             if count > r.buf.remaining() / 13 {
@@ -292,7 +376,11 @@ pub fn decode_request(
             if r.buf.has_remaining() {
                 return Err(MessageError::Field("trailing bytes"));
             }
-            Ok(Request::Replicate(entries))
+            Ok(if kind == KIND_HANDOFF {
+                Request::Handoff(entries)
+            } else {
+                Request::Replicate(entries)
+            })
         }
         k => Err(MessageError::Kind(k)),
     }
@@ -397,6 +485,54 @@ mod tests {
         assert_eq!(
             decode_request(Bytes::new(), parse_resp),
             Err(MessageError::Empty)
+        );
+    }
+
+    #[test]
+    fn handoff_fetch_and_done_round_trip() {
+        let live = KeyState::Live {
+            value: Bytes::from_static(b"v"),
+            flags: 0,
+            expire_at_ms: 0,
+            version: 9,
+        };
+        let body = encode_handoff([(&b"k"[..], &live)].into_iter());
+        assert_eq!(
+            decode_request(body, parse_resp).unwrap(),
+            Request::Handoff(vec![(Bytes::from("k"), live.clone())])
+        );
+        let keys = vec![Bytes::from("a"), Bytes::new(), Bytes::from("ccc")];
+        let body = encode_fetch(&keys);
+        assert_eq!(
+            decode_request(body.clone(), parse_resp).unwrap(),
+            Request::Fetch(keys)
+        );
+        for n in 0..body.len() {
+            assert!(decode_request(body.slice(..n), parse_resp).is_err(), "{n}");
+        }
+        let body = encode_done(42, "node-1");
+        assert_eq!(
+            decode_request(body.clone(), parse_resp).unwrap(),
+            Request::Done {
+                view: 42,
+                name: "node-1".into()
+            }
+        );
+        for n in 0..body.len() {
+            assert!(decode_request(body.slice(..n), parse_resp).is_err(), "{n}");
+        }
+        let states = encode_replicate([(&b"k"[..], &live)].into_iter());
+        assert_eq!(
+            decode_states(states).unwrap(),
+            vec![(Bytes::from("k"), live)]
+        );
+        // A FETCH that claims more keys than its bytes could hold.
+        let mut b = BytesMut::new();
+        b.put_u8(KIND_FETCH);
+        b.put_u32(u32::MAX);
+        assert_eq!(
+            decode_request(b.freeze(), parse_resp),
+            Err(MessageError::Truncated)
         );
     }
 }

@@ -13,24 +13,32 @@
 //! - `replicate`: after a write at the owner, the key's resulting state goes to the other
 //!   copies, batched per peer through a bounded queue.
 //!
-//! Membership is static here (`cluster-nodes`); gossip will swap the `View` without touching
-//! the router.
+//! - `membership`: gossip mode: turns each `shoal-gossip` membership into a new `View`.
+//! - `handoff`: gossip mode: moves keys when the copies of a slot change (hand-off stream,
+//!   fetch on a miss until the cluster settled, re-replication, leave).
+//!
+//! With a static `cluster-nodes` list the `View` never changes; in gossip mode every change
+//! of the members installs a new one (a new epoch) without touching the router.
 
 mod fanout;
+pub mod handoff;
+pub mod membership;
 pub mod message;
 pub mod peer;
 mod replicate;
 pub mod router;
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use shoal_ring::{Member, NodeName, Placement};
+use shoal_ring::{Member, Placement};
 use shoal_wire::{AuthConfig, PeerClient, PeerConfig};
+use tokio::sync::watch;
 
 use crate::config::{NodeConfig, WriteAck};
 
@@ -48,7 +56,65 @@ pub struct NodeInfo {
     pub id: String,
     pub client: SocketAddr,
     pub cluster: SocketAddr,
+    /// Bumped by every restart (gossip mode; 0 with a static list). A copy held by an older
+    /// generation of a node is gone.
+    pub generation: u64,
 }
+
+impl NodeInfo {
+    pub fn new(name: &str, client: SocketAddr, cluster: SocketAddr, generation: u64) -> NodeInfo {
+        NodeInfo {
+            name: name.to_owned(),
+            id: node_id(name),
+            client,
+            cluster,
+            generation,
+        }
+    }
+
+    /// True if `other` is this very incarnation of the node.
+    pub fn same_incarnation(&self, other: &NodeInfo) -> bool {
+        self.name == other.name && self.generation == other.generation
+    }
+}
+
+/// A member's state as the cluster commands show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberState {
+    /// In the placement, still filling from the other copies.
+    Joining,
+    Serving,
+    /// Out of the placement, handing its slots to the others before it leaves.
+    Leaving,
+    /// Declared down by gossip.
+    Down,
+}
+
+impl MemberState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberState::Joining => "joining",
+            MemberState::Serving => "serving",
+            MemberState::Leaving => "leaving",
+            MemberState::Down => "down",
+        }
+    }
+
+    /// True if the member takes part in the placement.
+    pub fn placed(self) -> bool {
+        matches!(self, MemberState::Joining | MemberState::Serving)
+    }
+}
+
+/// One known member, for the cluster commands and for building a `View`.
+#[derive(Clone, Debug)]
+pub struct MemberRow {
+    pub info: NodeInfo,
+    pub state: MemberState,
+}
+
+/// `View::me` of a node that is not in the placement (it is leaving).
+pub const NOT_MEMBER: u16 = u16::MAX;
 
 /// The link to one other member.
 pub struct Peer {
@@ -56,20 +122,55 @@ pub struct Peer {
     repl: replicate::Queue,
     /// False since a request to it found it unreachable, until one succeeds again (what
     /// CLUSTER NODES and CLUSTER INFO show; routing does not wait for it).
-    pub reachable: std::sync::atomic::AtomicBool,
+    pub reachable: AtomicBool,
 }
 
 /// One snapshot of the membership. Indices are the placement's member indices.
 pub struct View {
     pub placement: Placement,
     pub nodes: Vec<NodeInfo>,
-    /// This node's index.
+    /// This node's index, or [`NOT_MEMBER`] while it is leaving.
     pub me: u16,
     /// `None` at `me`.
-    peers: Vec<Option<Peer>>,
+    peers: Vec<Option<Arc<Peer>>>,
+    /// A fingerprint of the placement members (names and generations): equal on two nodes
+    /// that place keys alike. It travels in every inter-node frame.
+    pub id: u64,
+    /// This node.
+    pub myself: NodeInfo,
+    /// Every known member, this node included, by name.
+    pub members: Vec<MemberRow>,
+    /// Live members outside the placement (leaving), with their links.
+    leaving: Vec<(NodeInfo, Arc<Peer>)>,
 }
 
 impl View {
+    /// True if this node is in the placement.
+    pub fn is_member(&self) -> bool {
+        self.me != NOT_MEMBER
+    }
+
+    /// The other live members (placed or leaving) with their links.
+    pub fn live_peers(&self) -> impl Iterator<Item = (&NodeInfo, &Arc<Peer>)> {
+        self.nodes
+            .iter()
+            .zip(&self.peers)
+            .filter_map(|(n, p)| p.as_ref().map(|p| (n, p)))
+            .chain(self.leaving.iter().map(|(n, p)| (n, p)))
+    }
+
+    /// True if `node` (this incarnation) is alive in this view: placed, leaving, or me.
+    pub fn is_alive(&self, node: &NodeInfo) -> bool {
+        self.myself.same_incarnation(node)
+            || self.live_peers().any(|(n, _)| n.same_incarnation(node))
+    }
+
+    /// The link to `node` (this incarnation), if it is a live peer.
+    pub fn link_to(&self, node: &NodeInfo) -> Option<&Arc<Peer>> {
+        self.live_peers()
+            .find(|(n, _)| n.same_incarnation(node))
+            .map(|(_, p)| p)
+    }
     pub fn epoch(&self) -> u64 {
         self.placement.epoch()
     }
@@ -85,7 +186,10 @@ impl View {
     }
 
     pub fn peer(&self, member: u16) -> Option<&Peer> {
-        self.peers.get(usize::from(member)).and_then(Option::as_ref)
+        self.peers
+            .get(usize::from(member))
+            .and_then(Option::as_ref)
+            .map(|p| &**p)
     }
 
     pub fn len(&self) -> usize {
@@ -122,17 +226,50 @@ pub struct ClusterStats {
     pub repl_stale: AtomicU64,
     /// Forwarded commands this node ran for other nodes.
     pub served: AtomicU64,
+    /// Inter-node requests whose sender had another view of the membership.
+    pub other_view: AtomicU64,
+}
+
+/// How the members are known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The `cluster-nodes` list: fixed for the life of the process.
+    Static,
+    /// SWIM gossip (`shoal-gossip`): members come and go, keys move with them.
+    Gossip,
 }
 
 /// The cluster side of a node.
 pub struct Cluster {
     view: ArcSwap<View>,
     pub name: String,
+    pub mode: Mode,
     pub write_ack: WriteAck,
     pub stats: Arc<ClusterStats>,
     pub auth: AuthConfig,
     /// The pseudo-client that runs requests from other nodes.
     pub internal: Arc<crate::client::ClientInfo>,
+    /// Hand-off and settling (gossip mode; always settled with a static list).
+    pub handoff: handoff::Handoff,
+    /// The gossip task (gossip mode, once started).
+    pub gossip: std::sync::OnceLock<shoal_gossip::GossipHandle>,
+    replicas: usize,
+    peer_config: PeerConfig,
+    /// The current view's id, which the replication queues put in their frames.
+    view_id: Arc<AtomicU64>,
+    /// Links by (name, inter-node address), reused from view to view.
+    pool: Mutex<HashMap<(String, SocketAddr), Arc<Peer>>>,
+    /// Serialises `install`.
+    installing: Mutex<()>,
+    /// Tells the hand-off task that a view with another id was installed.
+    changes: watch::Sender<u64>,
+    /// False while a starting gossip node looks for the cluster (keyed commands answer
+    /// TRYAGAIN).
+    pub accepting: AtomicBool,
+    /// The latest gossip membership (gossip mode).
+    membership: Mutex<Option<shoal_gossip::Membership>>,
+    /// This node's own state (gossip mode).
+    local_state: Mutex<MemberState>,
 }
 
 /// Why a cluster cannot be set up from the configuration.
@@ -144,11 +281,26 @@ pub enum ClusterError {
     Placement(#[from] shoal_ring::PlacementError),
 }
 
+fn unspecified() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 0))
+}
+
 /// A stable 40-hex-character id for a node name (the form Redis Cluster node ids take).
 pub fn node_id(name: &str) -> String {
     let a = xxhash_rust::xxh3::xxh3_128_with_seed(name.as_bytes(), 0x5348_4f41);
     let b = xxhash_rust::xxh3::xxh3_64_with_seed(name.as_bytes(), 0x004c_4944);
     format!("{a:032x}{:08x}", b as u32)
+}
+
+/// The id of a placement: its members' names and generations, and the copy count.
+fn fingerprint(nodes: &[NodeInfo], width: usize) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::with_seed(width as u64);
+    for n in nodes {
+        h.update(n.name.as_bytes());
+        h.update(&[0]);
+        h.update(&n.generation.to_le_bytes());
+    }
+    h.digest()
 }
 
 impl Cluster {
@@ -157,15 +309,47 @@ impl Cluster {
     pub fn from_config(config: &NodeConfig) -> Result<Cluster, ClusterError> {
         let members = config.cluster_members().map_err(ClusterError::Config)?;
         let me_name = config.resolved_node_name();
-        let ring: Vec<Member> = members.iter().map(|m| Member::new(&m.name)).collect();
-        let placement = Placement::new(&ring, config.replicas, 1)?;
-        let me = placement
-            .index_of(&NodeName(me_name.clone()))
-            .ok_or_else(|| ClusterError::Config(format!("'{me_name}' is not a member")))?;
+        let rows: Vec<MemberRow> = members
+            .iter()
+            .map(|m| MemberRow {
+                info: NodeInfo::new(&m.name, m.client, m.cluster, 0),
+                state: MemberState::Serving,
+            })
+            .collect();
+        if !rows.iter().any(|r| r.info.name == me_name) {
+            return Err(ClusterError::Config(format!("'{me_name}' is not a member")));
+        }
+        let cluster = Cluster::new(config, Mode::Static, &me_name)?;
+        let view = cluster.build_view(1, rows, &me_name)?;
+        cluster.view_id.store(view.id, Ordering::Relaxed);
+        cluster.view.store(Arc::new(view));
+        cluster.handoff.settle_static(&cluster.view());
+        Ok(cluster)
+    }
+
+    /// A gossip-mode cluster that knows only `myself` (joining) until gossip tells more.
+    pub fn for_gossip(config: &NodeConfig, myself: NodeInfo) -> Result<Cluster, ClusterError> {
+        let cluster = Cluster::new(config, Mode::Gossip, &myself.name)?;
+        let name = myself.name.clone();
+        let rows = vec![MemberRow {
+            info: myself,
+            state: MemberState::Joining,
+        }];
+        let view = cluster.build_view(1, rows, &name)?;
+        cluster.view_id.store(view.id, Ordering::Relaxed);
+        cluster.handoff.start_gossip(&view, config);
+        cluster.view.store(Arc::new(view));
+        cluster
+            .accepting
+            .store(config.cluster_seeds.is_empty(), Ordering::Relaxed);
+        Ok(cluster)
+    }
+
+    fn new(config: &NodeConfig, mode: Mode, me_name: &str) -> Result<Cluster, ClusterError> {
         let auth = AuthConfig::new(
             config.cluster_name.clone(),
             config.cluster_secret.as_bytes().to_vec(),
-            me_name.clone(),
+            me_name.to_owned(),
         );
         auth.validate()
             .map_err(|e| ClusterError::Config(e.to_string()))?;
@@ -177,46 +361,149 @@ impl Cluster {
             ..PeerConfig::default()
         };
         replicate::ACK_WAIT_MS.store((config.cluster_timeout_ms / 2).max(1), Ordering::Relaxed);
-        let stats = Arc::new(ClusterStats::default());
-        let mut nodes = Vec::new();
-        let mut peers = Vec::new();
-        for (i, m) in placement.members().iter().enumerate() {
-            let addr = members
-                .iter()
-                .find(|a| a.name == m.name.0)
-                .expect("placement members come from the list");
-            nodes.push(NodeInfo {
-                name: addr.name.clone(),
-                id: node_id(&addr.name),
-                client: addr.client,
-                cluster: addr.cluster,
-            });
-            if i == me {
-                peers.push(None);
-            } else {
-                let client = PeerClient::new(addr.cluster, auth.clone(), peer_config.clone());
-                let repl = replicate::Queue::start(client.clone(), stats.clone(), 1);
-                peers.push(Some(Peer {
-                    client,
-                    repl,
-                    reachable: std::sync::atomic::AtomicBool::new(true),
-                }));
-            }
-        }
-        let view = View {
-            placement,
-            nodes,
-            me: me as u16,
-            peers,
+        // A placeholder until the first real view is stored.
+        let placeholder = View {
+            placement: Placement::new(&[Member::new(me_name)], 0, 0)?,
+            nodes: Vec::new(),
+            me: NOT_MEMBER,
+            peers: Vec::new(),
+            id: 0,
+            myself: NodeInfo::new(me_name, unspecified(), unspecified(), 0),
+            members: Vec::new(),
+            leaving: Vec::new(),
         };
         Ok(Cluster {
-            view: ArcSwap::from_pointee(view),
+            view: ArcSwap::from_pointee(placeholder),
             name: config.cluster_name.clone(),
+            mode,
             write_ack,
-            stats,
+            stats: Arc::new(ClusterStats::default()),
             auth,
             internal: crate::client::ClientInfo::internal(),
+            handoff: handoff::Handoff::new(config),
+            gossip: std::sync::OnceLock::new(),
+            replicas: config.replicas,
+            peer_config,
+            view_id: Arc::new(AtomicU64::new(0)),
+            pool: Mutex::new(HashMap::new()),
+            installing: Mutex::new(()),
+            changes: watch::channel(0).0,
+            accepting: AtomicBool::new(true),
+            membership: Mutex::new(None),
+            local_state: Mutex::new(MemberState::Joining),
         })
+    }
+
+    /// A view of `rows` (every known member, `me_name` among them) with epoch `epoch`.
+    fn build_view(
+        &self,
+        epoch: u64,
+        mut rows: Vec<MemberRow>,
+        me_name: &str,
+    ) -> Result<View, ClusterError> {
+        rows.sort_by(|a, b| a.info.name.cmp(&b.info.name));
+        let me_row = rows
+            .iter()
+            .find(|r| r.info.name == me_name)
+            .cloned()
+            .ok_or_else(|| ClusterError::Config(format!("'{me_name}' is not a member")))?;
+        let mut placed: Vec<&MemberRow> = rows.iter().filter(|r| r.state.placed()).collect();
+        if placed.is_empty() {
+            // The last member leaving keeps its keys where they are.
+            placed.push(&me_row);
+        }
+        let ring: Vec<Member> = placed.iter().map(|r| Member::new(&r.info.name)).collect();
+        let placement = Placement::new(&ring, self.replicas, epoch)?;
+        let mut nodes = Vec::with_capacity(placed.len());
+        let mut peers = Vec::with_capacity(placed.len());
+        let mut me = NOT_MEMBER;
+        let mut used = Vec::new();
+        for (i, m) in placement.members().iter().enumerate() {
+            let row = placed
+                .iter()
+                .find(|r| r.info.name == m.name.0)
+                .expect("placement members come from the rows");
+            if row.info.name == me_name {
+                me = i as u16;
+                peers.push(None);
+            } else {
+                peers.push(Some(self.link(&row.info)));
+                used.push((row.info.name.clone(), row.info.cluster));
+            }
+            nodes.push(row.info.clone());
+        }
+        let mut leaving = Vec::new();
+        for r in &rows {
+            if r.state == MemberState::Leaving && r.info.name != me_name {
+                leaving.push((r.info.clone(), self.link(&r.info)));
+                used.push((r.info.name.clone(), r.info.cluster));
+            }
+        }
+        self.pool
+            .lock()
+            .expect("pool lock")
+            .retain(|k, _| used.contains(k));
+        let id = fingerprint(&nodes, placement.width());
+        Ok(View {
+            placement,
+            nodes,
+            me,
+            peers,
+            id,
+            myself: me_row.info,
+            members: rows,
+            leaving,
+        })
+    }
+
+    /// The link to `node`, reused when one to the same name and address exists.
+    fn link(&self, node: &NodeInfo) -> Arc<Peer> {
+        let mut pool = self.pool.lock().expect("pool lock");
+        pool.entry((node.name.clone(), node.cluster))
+            .or_insert_with(|| {
+                let client =
+                    PeerClient::new(node.cluster, self.auth.clone(), self.peer_config.clone());
+                let repl = replicate::Queue::start(
+                    client.clone(),
+                    self.stats.clone(),
+                    self.view_id.clone(),
+                );
+                Arc::new(Peer {
+                    client,
+                    repl,
+                    reachable: AtomicBool::new(true),
+                })
+            })
+            .clone()
+    }
+
+    /// Installs a view of `rows` (gossip mode). A view whose placement differs gets the next
+    /// epoch and starts a hand-off; one that only changes states (joining to serving, a down
+    /// member noted) keeps the epoch.
+    pub fn install(&self, rows: Vec<MemberRow>) -> Result<Arc<View>, ClusterError> {
+        let _guard = self.installing.lock().expect("install lock");
+        let old = self.view();
+        let me_name = old.myself.name.clone();
+        let probe = self.build_view(old.epoch(), rows.clone(), &me_name)?;
+        let view = if probe.id == old.id {
+            Arc::new(probe)
+        } else {
+            Arc::new(self.build_view(old.epoch() + 1, rows, &me_name)?)
+        };
+        self.view_id.store(view.id, Ordering::Relaxed);
+        self.view.store(view.clone());
+        if view.id != old.id {
+            self.handoff.view_changed(&old, &view);
+            self.changes.send_replace(view.epoch());
+        } else {
+            self.handoff.reevaluate(self);
+        }
+        Ok(view)
+    }
+
+    /// Notified whenever a view with another placement is installed.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The current membership snapshot.
@@ -226,8 +513,15 @@ impl Cluster {
 
     /// This node's own entry.
     pub fn me(&self) -> NodeInfo {
-        let v = self.view.load();
-        v.nodes[usize::from(v.me)].clone()
+        self.view.load().myself.clone()
+    }
+
+    /// This node's state as INFO and CLUSTER NODES show it: `serving` in a static cluster.
+    pub fn state_name(&self) -> &'static str {
+        match self.mode {
+            Mode::Static => "serving",
+            Mode::Gossip => self.local_state().as_str(),
+        }
     }
 
     /// Lines for INFO's cluster section (after `cluster_enabled`).
@@ -240,12 +534,78 @@ impl Cluster {
             b.push_str("\r\n");
         };
         line(format!("shoal_cluster_name:{}", self.name));
+        line(format!("shoal_node_name:{}", v.myself.name));
         line(format!(
-            "shoal_node_name:{}",
-            v.nodes[usize::from(v.me)].name
+            "shoal_mode:{}",
+            match self.mode {
+                Mode::Static => "static",
+                Mode::Gossip => "gossip",
+            }
         ));
+        line(format!("shoal_state:{}", self.state_name()));
         line(format!("shoal_members:{}", v.len()));
+        line(format!(
+            "shoal_known_members:{}",
+            v.members.len().max(v.len())
+        ));
         line(format!("shoal_epoch:{}", v.epoch()));
+        line(format!("shoal_view_id:{:016x}", v.id));
+        let h = &self.handoff.stats;
+        line(format!(
+            "shoal_settled:{}",
+            u8::from(self.handoff.is_settled())
+        ));
+        line(format!(
+            "shoal_handoff_slots_pending:{}",
+            get(&h.slots_pending)
+        ));
+        line(format!(
+            "shoal_handoff_slots_planned:{}",
+            get(&h.slots_planned)
+        ));
+        line(format!("shoal_handoff_slots_sent:{}", get(&h.slots_sent)));
+        line(format!("shoal_handoff_keys_sent:{}", get(&h.keys_sent)));
+        line(format!("shoal_handoff_bytes_sent:{}", get(&h.bytes_sent)));
+        line(format!(
+            "shoal_handoff_keys_received:{}",
+            get(&h.keys_received)
+        ));
+        line(format!("shoal_handoff_rounds:{}", get(&h.rounds)));
+        line(format!(
+            "shoal_handoff_last_scan_ms:{}",
+            get(&h.last_scan_ms)
+        ));
+        line(format!(
+            "shoal_handoff_last_scan_keys:{}",
+            get(&h.last_scan_keys)
+        ));
+        line(format!("shoal_fetches_on_miss:{}", get(&h.fetches)));
+        line(format!("shoal_fetched_keys:{}", get(&h.fetched)));
+        line(format!("shoal_forgotten_keys:{}", get(&h.forgotten)));
+        line(format!("shoal_other_view_requests:{}", get(&s.other_view)));
+        if let Some(g) = self.gossip.get() {
+            let g = g.stats().snapshot();
+            line(format!("shoal_gossip_datagrams_in:{}", g.datagrams_in));
+            line(format!("shoal_gossip_datagrams_out:{}", g.datagrams_out));
+            line(format!("shoal_gossip_bytes_in:{}", g.bytes_in));
+            line(format!("shoal_gossip_bytes_out:{}", g.bytes_out));
+            line(format!(
+                "shoal_gossip_rejected_wrong_cluster:{}",
+                g.dropped_wrong_cluster
+            ));
+            line(format!(
+                "shoal_gossip_rejected_bad_mac:{}",
+                g.dropped_bad_mac
+            ));
+            line(format!(
+                "shoal_gossip_rejected_other:{}",
+                g.dropped_too_short
+                    + g.dropped_too_long
+                    + g.dropped_bad_magic
+                    + g.dropped_bad_version
+                    + g.dropped_bad_kind
+            ));
+        }
         line(format!("shoal_copies:{}", v.placement.width()));
         line(format!(
             "shoal_write_ack:{}",

@@ -16,9 +16,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use shoal_wire::{Handled, PeerHandler, Response};
 
-use super::message::{decode_request, encode_replicate_result, Request};
+use shoal_store::KeyState;
+
+use super::handoff;
+use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
 use super::replicate::wait_acks;
-use super::router::{error_bytes, parse_command, serve_command};
+use super::router::{command_keys, error_bytes, parse_command, serve_command};
 use crate::node::{now_ms, Node};
 
 /// Serves the inter-node requests of one node.
@@ -37,14 +40,21 @@ type Deferred = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
 impl PeerHandler for PeerService {
     type Fut = Deferred;
 
-    fn handle(&self, _epoch: u64, body: Bytes) -> Handled<Deferred> {
+    fn handle(&self, sender_view: u64, body: Bytes) -> Handled<Deferred> {
         let node = &self.node;
         let cluster = node
             .cluster
             .as_ref()
             .expect("peer service runs in a cluster");
         let view = cluster.view();
-        let epoch = view.epoch();
+        // Frames carry the sender's view id: a difference means one side has not heard of a
+        // membership change yet (gossip converges within seconds). The request is served
+        // anyway: writes replicate to the copies this node's view names, and the hand-off
+        // moves keys once both sides agree.
+        if sender_view != view.id {
+            cluster.stats.other_view.fetch_add(1, Ordering::Relaxed);
+        }
+        let epoch = view.id;
         let now = now_ms();
         let reply = |body: Bytes| Handled::Ready(Response { epoch, body });
         match decode_request(body, |b| parse_command(node, b)) {
@@ -83,6 +93,38 @@ impl PeerHandler for PeerService {
             }
             Ok(Request::Command { proto, scope, args }) => {
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
+                let missing = command_keys(&args)
+                    .map(|keys| handoff::missing(node, cluster, keys.iter(), now))
+                    .unwrap_or_default();
+                if !missing.is_empty() {
+                    // Unsettled and the key is not here yet: fetch it from its other copies
+                    // first, so a read sees no cold miss and a write builds on the value.
+                    let node = self.node.clone();
+                    return Handled::Later(Box::pin(async move {
+                        if !handoff::fetch(&node, &view, missing).await && sender_view != view.id {
+                            return Response {
+                                epoch,
+                                body: Bytes::from_static(handoff::NOT_HERE),
+                            };
+                        }
+                        let cluster = node
+                            .cluster
+                            .as_ref()
+                            .expect("peer service runs in a cluster");
+                        let (bytes, acks) = serve_command(
+                            &node,
+                            cluster,
+                            &view,
+                            &cluster.internal,
+                            proto,
+                            scope,
+                            &args,
+                            now_ms(),
+                        );
+                        wait_acks(acks).await;
+                        Response { epoch, body: bytes }
+                    }));
+                }
                 let (bytes, acks) = serve_command(
                     node,
                     cluster,
@@ -101,6 +143,40 @@ impl PeerHandler for PeerService {
                         Response { epoch, body: bytes }
                     }))
                 }
+            }
+            Ok(Request::Fetch(keys)) => {
+                let states: Vec<(Bytes, KeyState)> = keys
+                    .into_iter()
+                    .map(|k| {
+                        let s = node.store.key_state(&k, now);
+                        (k, s)
+                    })
+                    .collect();
+                reply(encode_replicate(states.iter().map(|(k, s)| (&k[..], s))))
+            }
+            Ok(Request::Done { view: id, name }) => {
+                cluster.handoff.record_done(cluster, &name, id);
+                reply(Bytes::new())
+            }
+            Ok(Request::Handoff(entries)) => {
+                let mut applied = 0u32;
+                for (key, state) in &entries {
+                    if node.store.apply(key, state, now) {
+                        applied += 1;
+                    }
+                }
+                cluster
+                    .handoff
+                    .stats
+                    .keys_received
+                    .fetch_add(u64::from(applied), Ordering::Relaxed);
+                if applied > 0 && node.store.maxmemory() > 0 {
+                    let _ = node.store.ensure_memory(now);
+                }
+                reply(encode_replicate_result(
+                    applied,
+                    entries.len() as u32 - applied,
+                ))
             }
             Ok(Request::Replicate(entries)) => {
                 let (mut applied, mut stale) = (0u32, 0u32);

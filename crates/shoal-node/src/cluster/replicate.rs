@@ -9,7 +9,7 @@
 //! receiver applies each state with last-writer-wins on versions (`Store::apply`), so a
 //! batch that arrives late or twice changes nothing newer.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -45,7 +45,7 @@ pub struct Queue {
 
 impl Queue {
     /// Starts the peer's sender task (inside the runtime). It ends when the queue is dropped.
-    pub fn start(client: PeerClient, stats: Arc<ClusterStats>, epoch: u64) -> Queue {
+    pub fn start(client: PeerClient, stats: Arc<ClusterStats>, epoch: Arc<AtomicU64>) -> Queue {
         let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
         let bytes = Arc::new(AtomicUsize::new(0));
         tokio::spawn(run(rx, client, stats, epoch, bytes.clone()));
@@ -77,7 +77,7 @@ async fn run(
     mut rx: mpsc::Receiver<ReplItem>,
     client: PeerClient,
     stats: Arc<ClusterStats>,
-    epoch: u64,
+    epoch: Arc<AtomicU64>,
     bytes: Arc<AtomicUsize>,
 ) {
     let mut batch = Vec::new();
@@ -95,7 +95,7 @@ async fn run(
         }
         bytes.fetch_sub(size, Ordering::Relaxed);
         let body = encode_replicate(batch.iter().map(|i| (&i.key[..], &i.state)));
-        let ok = match client.request(epoch, body).await {
+        let ok = match client.request(epoch.load(Ordering::Relaxed), body).await {
             Ok(r) if decode_replicate_result(&r.body).is_some() => true,
             Ok(r) => {
                 stats

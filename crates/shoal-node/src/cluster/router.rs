@@ -28,7 +28,7 @@ use shoal_wire::{ErrorCode, WireError};
 
 use super::message::{decode_request, encode_command, Request, Scope, ScopeSpec};
 use super::replicate::{replicate_keys, wait_acks};
-use super::{fanout, Cluster, View};
+use super::{fanout, handoff, Cluster, View};
 use crate::client::ClientInfo;
 use crate::cmd::{self, flag, CommandSpec, Prepared, Session};
 use crate::config::WriteAck;
@@ -129,6 +129,17 @@ fn class(spec: &CommandSpec) -> Class {
     }
 }
 
+/// The keys a command names (by its key specification), if it is a known command.
+pub fn command_keys(args: &[Bytes]) -> Option<Vec<Bytes>> {
+    let spec = cmd::lookup(args.first()?)?;
+    Some(
+        key_positions(spec, args)
+            .into_iter()
+            .map(|p| args[p].clone())
+            .collect(),
+    )
+}
+
 /// The argument positions of a command's keys (Redis's first/last/step key spec).
 pub fn key_positions(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
     if spec.first_key <= 0 {
@@ -158,7 +169,15 @@ fn route(
     now_ms: u64,
 ) -> Outcome {
     let proto = session.proto;
-    match class(spec) {
+    let class = class(spec);
+    if !matches!(class, Class::Local | Class::Info | Class::Cluster)
+        && !cluster.accepting.load(Ordering::Acquire)
+    {
+        return Outcome::Reply(Reply::error(
+            "TRYAGAIN this node is joining the cluster; retry in a moment",
+        ));
+    }
+    match class {
         Class::Local => Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None)),
         Class::Key(pos) => {
             let Some(key) = args.get(pos) else {
@@ -189,7 +208,7 @@ fn route(
                 run_owned(
                     node, cluster, &view, session, spec, args, now_ms, &positions,
                 )
-            } else if class(spec) == Class::Watch {
+            } else if class == Class::Watch {
                 Outcome::Reply(Reply::error(
                     "ERR WATCH is supported only for keys this node owns in a Shoal cluster \
                      (see CLUSTER KEYSLOT and CLUSTER NODES)",
@@ -246,6 +265,34 @@ fn run_owned(
     now_ms: u64,
     keys: &[usize],
 ) -> Outcome {
+    let missing = handoff::missing(
+        node,
+        cluster,
+        keys.iter().filter_map(|&i| args.get(i)),
+        now_ms,
+    );
+    if !missing.is_empty() {
+        // Unsettled and a key is not here yet: fetch it from its other copies first, then
+        // run the command as a forwarded one would run.
+        let (node, view) = (node.clone(), cluster.view());
+        let (proto, args) = (session.proto, args.to_vec());
+        return Outcome::Later(Box::pin(async move {
+            let _ = handoff::fetch(&node, &view, missing).await;
+            let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+            let (bytes, acks) = serve_command(
+                &node,
+                cluster,
+                &view,
+                &cluster.internal,
+                proto,
+                None,
+                &args,
+                crate::node::now_ms(),
+            );
+            wait_acks(acks).await;
+            bytes
+        }));
+    }
     let reply = cmd::run(node, session, spec, args, now_ms, None);
     if spec.flags & flag::WRITE == 0 {
         return Outcome::Reply(reply);
@@ -337,9 +384,14 @@ pub async fn send_to_copies(
         let Some(peer) = view.peer(m) else { continue };
         cluster.stats.forwarded.fetch_add(1, Ordering::Relaxed);
         let name = &view.nodes[usize::from(m)].name;
-        match peer.client.request(view.epoch(), body.clone()).await {
+        match peer.client.request(view.id, body.clone()).await {
             Ok(response) => {
                 peer.reachable.store(true, Ordering::Relaxed);
+                if response.body.starts_with(handoff::NOT_HERE) && i + 1 < owners.len() {
+                    // A copy that is just starting: the next copy still has the key.
+                    last_error = format!("{name}: joining");
+                    continue;
+                }
                 return response.body;
             }
             Err(e) if fails_over(&e, write) => {
@@ -364,6 +416,15 @@ async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes) -> Byt
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     match decode_request(body, |b| parse_command(node, b)) {
         Ok(Request::Command { proto, scope, args }) => {
+            if scope.is_none() {
+                let now = crate::node::now_ms();
+                let missing = command_keys(&args)
+                    .map(|keys| handoff::missing(node, cluster, keys.iter(), now))
+                    .unwrap_or_default();
+                if !missing.is_empty() {
+                    let _ = handoff::fetch(node, view, missing).await;
+                }
+            }
             let (bytes, acks) = serve_command(
                 node,
                 cluster,
@@ -377,7 +438,7 @@ async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes) -> Byt
             wait_acks(acks).await;
             bytes
         }
-        Ok(Request::Replicate(_)) => error_bytes("ERR unexpected replication message"),
+        Ok(_) => error_bytes("ERR unexpected inter-node message"),
         Err(e) => error_bytes(&format!("ERR bad inter-node message: {e}")),
     }
 }

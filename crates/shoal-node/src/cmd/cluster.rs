@@ -10,6 +10,7 @@ use shoal_resp::Reply;
 use shoal_store::{key_slot, SLOTS};
 
 use super::{err, unknown_subcommand, wrong_arity, Ctx};
+use crate::cluster::MemberState;
 
 const HELP: &[&str] = &[
     "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -71,7 +72,7 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     });
             Reply::Int(i64::from(exists))
         }
-        b"myid" => Reply::bulk(view.nodes[usize::from(view.me)].id.clone()),
+        b"myid" => Reply::bulk(view.myself.id.clone()),
         b"info" => {
             let mut s = String::new();
             let n = view.len();
@@ -97,21 +98,55 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                  total_cluster_links_buffer_limit_exceeded:0\r\n",
                 e = view.epoch()
             );
+            if let Some(c) = ctx.node.cluster.as_ref() {
+                let h = &c.handoff.stats;
+                let _ = write!(
+                    s,
+                    "shoal_state:{}\r\nshoal_members_known:{}\r\nshoal_settled:{}\r\n\
+                     shoal_handoff_slots_pending:{}\r\nshoal_handoff_keys_sent:{}\r\n",
+                    c.state_name(),
+                    view.members.len(),
+                    u8::from(c.handoff.is_settled()),
+                    h.slots_pending.load(std::sync::atomic::Ordering::Relaxed),
+                    h.keys_sent.load(std::sync::atomic::Ordering::Relaxed),
+                );
+            }
             Reply::Verbatim(s.into())
         }
         b"nodes" => {
             // Every Shoal node owns some slots and holds replica copies of others, so each
             // is shown as a master with the slot ranges it owns.
+            // Members in the placement are shown as masters with the slot ranges they own;
+            // Shoal's own states add a flag: `joining` (still filling), `leaving` (handing
+            // off, no slots), `fail` (declared down by gossip, no slots).
             let mut s = String::new();
-            for (i, n) in view.nodes.iter().enumerate() {
-                let up = view.reachable(i as u16);
-                let flags = if i == usize::from(view.me) {
-                    "myself,master"
-                } else if up {
-                    "master"
-                } else {
-                    "master,fail?"
+            let me_state = ctx
+                .node
+                .cluster
+                .as_ref()
+                .map(|c| c.state_name())
+                .unwrap_or("serving");
+            for row in &view.members {
+                let n = &row.info;
+                let placed = view
+                    .nodes
+                    .iter()
+                    .position(|p| p.name == n.name)
+                    .filter(|_| row.state.placed());
+                let myself = n.name == view.myself.name;
+                let up = match placed {
+                    Some(i) => view.reachable(i as u16),
+                    None => row.state != MemberState::Down,
                 };
+                let mut flags = String::from(if myself { "myself,master" } else { "master" });
+                let state = if myself { me_state } else { row.state.as_str() };
+                match state {
+                    "joining" => flags.push_str(",joining"),
+                    "leaving" => flags.push_str(",leaving"),
+                    "down" => flags.push_str(",fail"),
+                    _ if !up => flags.push_str(",fail?"),
+                    _ => {}
+                }
                 let link = if up { "connected" } else { "disconnected" };
                 let _ = write!(
                     s,
@@ -123,11 +158,13 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     ctx.now_ms,
                     view.epoch()
                 );
-                for (a, b) in view.placement.slot_ranges_of(i) {
-                    if a == b {
-                        let _ = write!(s, " {a}");
-                    } else {
-                        let _ = write!(s, " {a}-{b}");
+                if let Some(i) = placed {
+                    for (a, b) in view.placement.slot_ranges_of(i) {
+                        if a == b {
+                            let _ = write!(s, " {a}");
+                        } else {
+                            let _ = write!(s, " {a}-{b}");
+                        }
                     }
                 }
                 s.push('\n');

@@ -690,6 +690,26 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         None,
     ),
     ("tombstone-ttl-ms", |c| c.tombstone_ttl_ms.to_string(), None),
+    ("cluster-mode", |c| c.cluster_mode.clone(), None),
+    (
+        "cluster-port",
+        |c| c.cluster_port.map(|p| p.to_string()).unwrap_or_default(),
+        None,
+    ),
+    (
+        "gossip-port",
+        |c| c.gossip_port.map(|p| p.to_string()).unwrap_or_default(),
+        None,
+    ),
+    ("cluster-seeds", |c| c.cluster_seeds.join(","), None),
+    (
+        "cluster-announce-ip",
+        |c| c.cluster_announce_ip.clone(),
+        None,
+    ),
+    ("join-timeout-ms", |c| c.join_timeout_ms.to_string(), None),
+    ("handoff-rate", |c| c.handoff_rate.0.to_string(), None),
+    ("leave-timeout-ms", |c| c.leave_timeout_ms.to_string(), None),
     // Read-only facts clients ask for.
     ("databases", |_| "1".into(), None),
     ("save", |_| String::new(), None),

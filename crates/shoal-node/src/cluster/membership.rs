@@ -1,0 +1,229 @@
+//! Gossip mode: `shoal-gossip` tells who is in the cluster; this module turns each new
+//! membership into a `View` and drives this node's own state (joining, serving, leaving).
+//!
+//! - A member is placed when it is up and announced joining or serving (or has not
+//!   announced yet); leaving and down members are not. This node uses its own state directly.
+//! - Placement is keyed by the stable name; a restarted node's higher generation makes it a
+//!   new incarnation, so its slots are refilled (see `handoff`).
+//! - A node with seeds answers keyed commands with TRYAGAIN until it found another member or
+//!   `join-timeout-ms` passed (then it serves alone: it is the first node).
+//! - It announces `serving` once it settled in a view with its peers (`handoff`).
+//! - `leave`: announce `leaving` (the others stop placing keys here), hand every slot to its
+//!   successors, wait until every peer reported done, then leave the gossip cluster.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use shoal_gossip::{Auth, Gossip, GossipConfig, Liveness, Membership, NodeId, NodeState};
+use tokio::net::UdpSocket;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Cluster, MemberRow, MemberState, NodeInfo};
+use crate::config::NodeConfig;
+use crate::node::Node;
+
+/// How long a node waits for the gossip task to announce its departure.
+const LEAVE_GOSSIP_WAIT: Duration = Duration::from_secs(3);
+
+/// The rows of a view from a gossip membership, with this node in `my_state`.
+pub fn rows(m: &Membership, my_state: MemberState) -> Vec<MemberRow> {
+    let me = m.local.name();
+    let mut out: Vec<MemberRow> = m
+        .members
+        .iter()
+        .filter(|mi| mi.id.name() != me)
+        .map(|mi| MemberRow {
+            info: info_of(&mi.id),
+            state: match (mi.liveness, mi.state) {
+                (Liveness::Down, _) => MemberState::Down,
+                (Liveness::Up, Some(NodeState::Serving)) => MemberState::Serving,
+                (Liveness::Up, Some(NodeState::Leaving)) => MemberState::Leaving,
+                (Liveness::Up, Some(NodeState::Joining) | None) => MemberState::Joining,
+            },
+        })
+        .collect();
+    out.push(MemberRow {
+        info: info_of(&m.local),
+        state: my_state,
+    });
+    out
+}
+
+fn info_of(id: &NodeId) -> NodeInfo {
+    NodeInfo::new(
+        id.name(),
+        id.client_addr(),
+        id.cluster_addr(),
+        id.generation(),
+    )
+}
+
+fn gossip_state(s: MemberState) -> NodeState {
+    match s {
+        MemberState::Serving => NodeState::Serving,
+        MemberState::Leaving => NodeState::Leaving,
+        MemberState::Joining | MemberState::Down => NodeState::Joining,
+    }
+}
+
+impl Cluster {
+    /// This node's own state.
+    pub fn local_state(&self) -> MemberState {
+        *self.local_state.lock().expect("state lock")
+    }
+
+    /// Rebuilds the view from the latest membership and this node's state.
+    fn reinstall(&self) {
+        let rows = {
+            let m = self.membership.lock().expect("membership lock");
+            let Some(m) = m.as_ref() else { return };
+            rows(m, self.local_state())
+        };
+        if let Err(e) = self.install(rows) {
+            tracing::error!(error = %e, "cannot build a view of the membership");
+        }
+    }
+
+    /// Sets this node's own state, tells the cluster and rebuilds the view.
+    fn set_local_state(&self, state: MemberState) {
+        {
+            let mut s = self.local_state.lock().expect("state lock");
+            if *s == state {
+                return;
+            }
+            *s = state;
+        }
+        if let Some(g) = self.gossip.get() {
+            if let Err(e) = g.set_state(gossip_state(state)) {
+                tracing::warn!(error = %e, "could not announce the node's state");
+            }
+        }
+        self.reinstall();
+    }
+}
+
+/// What gossip mode needs from the start-up: the bound UDP socket and the advertised
+/// addresses.
+pub struct GossipStart {
+    pub socket: UdpSocket,
+    pub gossip_addr: SocketAddr,
+    pub client_addr: SocketAddr,
+    pub cluster_addr: SocketAddr,
+}
+
+/// This node's identity for gossip: a new generation on every start (milliseconds since the
+/// epoch, so a restart is always higher).
+pub fn identity(config: &NodeConfig, addrs: &GossipStart) -> Result<NodeId, String> {
+    let generation = crate::node::now_ms();
+    NodeId::new(
+        &config.resolved_node_name(),
+        addrs.gossip_addr,
+        addrs.client_addr,
+        addrs.cluster_addr,
+        generation,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Starts gossip, the membership follower, the hand-off task and the join timer.
+pub fn start(
+    node: &Arc<Node>,
+    config: &NodeConfig,
+    addrs: GossipStart,
+    identity: NodeId,
+    shutdown: CancellationToken,
+) -> Result<(), String> {
+    let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
+    let auth = Auth::new(&config.cluster_name, config.cluster_secret.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let (handle, mut rx) = Gossip::start(
+        GossipConfig::default(),
+        auth,
+        identity,
+        NodeState::Joining,
+        addrs.socket,
+        config.cluster_seeds.clone(),
+        shutdown.clone(),
+    );
+    let _ = cluster.gossip.set(handle);
+    {
+        let node = node.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
+            loop {
+                let m = rx.borrow_and_update().clone();
+                let others = m.up().count() > 1;
+                *cluster.membership.lock().expect("membership lock") = Some(m);
+                cluster.reinstall();
+                if others && !cluster.accepting.swap(true, Ordering::AcqRel) {
+                    tracing::info!("joined the cluster");
+                    cluster.handoff.poke();
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    r = rx.changed() => if r.is_err() { return },
+                }
+            }
+        });
+    }
+    tokio::spawn(super::handoff::run(node.clone(), shutdown.clone()));
+    if !cluster.accepting.load(Ordering::Acquire) {
+        let node = node.clone();
+        let wait = Duration::from_millis(config.join_timeout_ms);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                _ = tokio::time::sleep(wait) => {
+                    let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
+                    if !cluster.accepting.swap(true, Ordering::AcqRel) {
+                        tracing::info!("no other member found through the seeds: serving alone");
+                        cluster.handoff.poke();
+                    }
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Called by the hand-off task each time the node settled: a joining node now serves.
+pub fn settled(node: &Node) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    if cluster.mode == super::Mode::Gossip
+        && cluster.local_state() == MemberState::Joining
+        && cluster.accepting.load(Ordering::Acquire)
+    {
+        tracing::info!("settled: serving");
+        cluster.set_local_state(MemberState::Serving);
+    }
+}
+
+/// Leaves the cluster gracefully: announce leaving, hand every slot over, wait until every
+/// peer settled without this node (or `deadline`), then leave the gossip cluster. Returns
+/// true if the hand-off completed in time.
+pub async fn leave(node: &Node, deadline: Instant) -> bool {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return true;
+    };
+    if cluster.mode != super::Mode::Gossip {
+        return true;
+    }
+    tracing::info!("leaving the cluster: handing every slot to its successors");
+    cluster.set_local_state(MemberState::Leaving);
+    let done = cluster.handoff.wait_settled(cluster, deadline).await;
+    if done {
+        tracing::info!("hand-off complete: leaving");
+    } else {
+        tracing::warn!("leave deadline passed before the hand-off completed: leaving anyway");
+    }
+    if let Some(g) = cluster.gossip.get() {
+        let _ = tokio::time::timeout(LEAVE_GOSSIP_WAIT, g.leave()).await;
+    }
+    done
+}

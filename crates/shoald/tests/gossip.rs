@@ -1,0 +1,657 @@
+//! Real `shoald` processes in gossip mode on loopback, each with a client load running while
+//! the membership changes and every read checked (issue #4, section 5):
+//!
+//! - `scale_out_crash_restart_and_leave_lose_nothing`: (a) 3 nodes with 100,000 keys, a 4th
+//!   joins: zero misses; (b) SIGKILL one of 4: zero keys lost, zero client errors; the killed
+//!   node restarts empty and is refilled; (c) SIGTERM one of 4: zero keys lost, zero errors.
+//! - `rolling_restart_loses_nothing`: (d) each of 3 nodes restarted in turn.
+//! - `wrong_secret_or_cluster_name_never_joins`: (e).
+//!
+//! Every port is picked by the kernel (port 0) and read back from the daemon's log. The
+//! tests wait on conditions with deadlines, never by sleeping, and run one at a time (a
+//! cluster's failure detector should not compete with another cluster for two cores).
+//! Writes use `write-ack = all`, so an acknowledged write survives the loss of one node.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+const SHOALD: &str = env!("CARGO_BIN_EXE_shoald");
+const SECRET: &str = "gossip-process-test-secret";
+/// Start-up (both addresses in the log).
+const START: Duration = Duration::from_secs(20);
+/// A membership change settles (failure detection takes about 6 s of it).
+const SETTLE: Duration = Duration::from_secs(90);
+/// Longest a load runs, whatever happens.
+const LOAD_MAX: Duration = Duration::from_secs(180);
+const POLL: Duration = Duration::from_millis(50);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One `shoald` process.
+struct Proc {
+    name: String,
+    child: Child,
+    resp: SocketAddr,
+    gossip: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    fn start(name: &str, seeds: &[SocketAddr]) -> Proc {
+        Proc::start_with(name, seeds, SECRET, &[])
+    }
+
+    fn start_with(name: &str, seeds: &[SocketAddr], secret: &str, extra: &[&str]) -> Proc {
+        let seeds: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
+        let mut args: Vec<String> = [
+            "--port",
+            "0",
+            "--log-level",
+            "info",
+            "--set",
+            "cluster-mode=gossip",
+            "--set",
+            "cluster-port=0",
+            "--set",
+            "gossip-port=0",
+            "--set",
+            "write-ack=all",
+            "--set",
+            "join-timeout-ms=1500",
+            "--set",
+            "leave-timeout-ms=60000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push("--set".into());
+        args.push(format!("node-name={name}"));
+        if !seeds.is_empty() {
+            args.push("--set".into());
+            args.push(format!("cluster-seeds={}", seeds.join(",")));
+        }
+        for e in extra {
+            args.push("--set".into());
+            args.push(e.to_string());
+        }
+        let mut child = Command::new(SHOALD)
+            .args(&args)
+            .env_clear()
+            .env("SHOAL_CLUSTER_SECRET", secret)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn shoald");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        {
+            let log = log.clone();
+            thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(a) = between(&line, "listening on ", " (RESP)") {
+                        let _ = tx.send(("resp", a));
+                    }
+                    if let Some(a) = between(&line, "gossip on ", " (UDP)") {
+                        let _ = tx.send(("gossip", a));
+                    }
+                    log.lock().unwrap().push(line);
+                }
+            });
+        }
+        let (mut resp, mut gossip) = (None, None);
+        let deadline = Instant::now() + START;
+        while resp.is_none() || gossip.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(("resp", a)) => resp = Some(a),
+                Ok((_, a)) => gossip = Some(a),
+                Err(_) => panic!(
+                    "{name} did not start within {START:?}: {:?}",
+                    log.lock().unwrap()
+                ),
+            }
+        }
+        Proc {
+            name: name.into(),
+            child,
+            resp: resp.unwrap(),
+            gossip: gossip.unwrap(),
+            log,
+        }
+    }
+
+    fn con(&self) -> redis::Connection {
+        let client = redis::Client::open(format!("redis://{}/", self.resp)).expect("client");
+        let con = client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .expect("connect");
+        con.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        con
+    }
+
+    fn info(&self) -> HashMap<String, String> {
+        let text: String = redis::cmd("INFO")
+            .arg("cluster")
+            .query(&mut self.con())
+            .expect("INFO cluster");
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+            .collect()
+    }
+
+    fn stat(&self, field: &str) -> u64 {
+        self.info()
+            .get(field)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{} has no numeric {field}", self.name))
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill(1)")
+            .success();
+        assert!(ok, "kill -{sig} {}", self.name);
+    }
+
+    /// Waits for the process to exit; true if it exited with success.
+    fn wait_exit(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status.success();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not exit within {within:?}: {:?}",
+                self.name,
+                self.tail()
+            );
+            thread::sleep(POLL);
+        }
+    }
+
+    fn tail(&self) -> Vec<String> {
+        let log = self.log.lock().unwrap();
+        log[log.len().saturating_sub(30)..].to_vec()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn between(line: &str, start: &str, end: &str) -> Option<SocketAddr> {
+    let from = line.find(start)? + start.len();
+    let to = from + line[from..].find(end)?;
+    line[from..to].parse().ok()
+}
+
+/// Polls `f` until it is true; panics with `what` after `within`.
+fn wait_until(what: &str, within: Duration, procs: &[&Proc], mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        if Instant::now() >= deadline {
+            let logs: Vec<_> = procs.iter().map(|p| (&p.name, p.tail())).collect();
+            panic!("{what}: not within {within:?}; logs: {logs:#?}");
+        }
+        thread::sleep(POLL);
+    }
+}
+
+/// Waits until every one of `procs` serves, settled, in one and the same view of
+/// `procs.len()` members. Returns how long that took.
+fn wait_settled(procs: &[&Proc]) -> Duration {
+    let started = Instant::now();
+    let n = procs.len().to_string();
+    wait_until("cluster settled", SETTLE, procs, || {
+        let infos: Vec<_> = procs.iter().map(|p| p.info()).collect();
+        let view = infos[0].get("shoal_view_id").cloned();
+        infos.iter().all(|i| {
+            i.get("shoal_members") == Some(&n)
+                && i.get("shoal_settled").map(String::as_str) == Some("1")
+                && i.get("shoal_state").map(String::as_str) == Some("serving")
+                && i.get("shoal_view_id") == view.as_ref()
+        })
+    });
+    started.elapsed()
+}
+
+fn key(i: u64) -> String {
+    format!("key:{i}")
+}
+
+fn value(i: u64) -> String {
+    format!("value-{i}-{}", "x".repeat((i % 7) as usize * 10))
+}
+
+/// Writes keys `0..n` through `p`, 1,000 per pipeline.
+fn fill(p: &Proc, n: u64) {
+    let mut con = p.con();
+    for start in (0..n).step_by(1000) {
+        let mut pipe = redis::pipe();
+        for i in start..(start + 1000).min(n) {
+            pipe.cmd("SET").arg(key(i)).arg(value(i)).ignore();
+        }
+        let () = pipe.query(&mut con).expect("fill");
+    }
+}
+
+/// Reads keys `0..n` through `p`; returns (misses, wrong values).
+fn verify(p: &Proc, n: u64) -> (u64, u64) {
+    let mut con = p.con();
+    let (mut misses, mut wrong) = (0, 0);
+    for start in (0..n).step_by(1000) {
+        let end = (start + 1000).min(n);
+        let mut pipe = redis::pipe();
+        for i in start..end {
+            pipe.cmd("GET").arg(key(i));
+        }
+        let got: Vec<Option<String>> = pipe.query(&mut con).expect("verify");
+        for (i, v) in (start..end).zip(got) {
+            match v {
+                None => misses += 1,
+                Some(v) if v != value(i) => wrong += 1,
+                Some(_) => {}
+            }
+        }
+    }
+    (misses, wrong)
+}
+
+/// Sum of CLUSTER LOCALKEYS (copies held) and the cluster's DBSIZE, through each node.
+fn copies(procs: &[&Proc]) -> (u64, u64) {
+    let mut held = 0;
+    for p in procs {
+        let n: u64 = redis::cmd("CLUSTER")
+            .arg("LOCALKEYS")
+            .query(&mut p.con())
+            .expect("LOCALKEYS");
+        held += n;
+    }
+    let size: u64 = redis::cmd("DBSIZE")
+        .query(&mut procs[0].con())
+        .expect("DBSIZE");
+    (held, size)
+}
+
+#[derive(Debug, Default)]
+struct LoadResult {
+    reads: u64,
+    misses: u64,
+    wrong: u64,
+    errors: Vec<String>,
+    /// Load keys whose SET was acknowledged.
+    written: Vec<String>,
+}
+
+/// A client load on one node: pipelines of 50 GETs of random pre-written keys (every
+/// reply checked) and one SET of a fresh key, until stopped (or `LOAD_MAX`).
+struct Load {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<LoadResult>,
+}
+
+impl Load {
+    fn start(p: &Proc, keys: u64, tag: &str) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = p.resp;
+        let tag = tag.to_string();
+        let flag = stop.clone();
+        let handle = thread::spawn(move || {
+            let client = redis::Client::open(format!("redis://{addr}/")).expect("client");
+            let mut con = client
+                .get_connection_with_timeout(Duration::from_secs(5))
+                .expect("connect");
+            con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut r = LoadResult::default();
+            let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ tag.len() as u64;
+            let started = Instant::now();
+            let mut round = 0u64;
+            while !flag.load(Ordering::Relaxed) && started.elapsed() < LOAD_MAX {
+                round += 1;
+                let mut pipe = redis::pipe();
+                let mut asked = Vec::with_capacity(50);
+                for _ in 0..50 {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let i = seed % keys;
+                    asked.push(i);
+                    pipe.cmd("GET").arg(key(i));
+                }
+                let fresh = format!("load:{tag}:{round}");
+                pipe.cmd("SET").arg(&fresh).arg(&fresh);
+                match pipe.query::<Vec<redis::Value>>(&mut con) {
+                    Ok(mut got) => {
+                        let ok = got.pop().map(|v| redis::from_redis_value::<String>(&v));
+                        for (i, v) in asked.iter().zip(got) {
+                            r.reads += 1;
+                            match redis::from_redis_value::<Option<String>>(&v) {
+                                Ok(None) => r.misses += 1,
+                                Ok(Some(v)) if v == value(*i) => {}
+                                Ok(Some(_)) => r.wrong += 1,
+                                Err(e) => r.errors.push(format!("GET: {e}")),
+                            }
+                        }
+                        if let Some(Ok(ok)) = &ok {
+                            if ok == "OK" {
+                                r.written.push(fresh);
+                            }
+                        } else {
+                            r.errors.push(format!("SET: {ok:?}"));
+                        }
+                    }
+                    Err(e) => {
+                        r.errors.push(e.to_string());
+                        if r.errors.len() > 100 {
+                            break;
+                        }
+                        if let Ok(c) = client.get_connection_with_timeout(Duration::from_secs(5)) {
+                            con = c;
+                        }
+                    }
+                }
+            }
+            r
+        });
+        Load { stop, handle }
+    }
+
+    fn finish(self) -> LoadResult {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().expect("load thread")
+    }
+}
+
+/// Checks a load's outcome: no miss, no wrong value, no error, at least some traffic.
+fn check_load(what: &str, r: &LoadResult) {
+    println!(
+        "{what}: {} reads, {} misses, {} wrong, {} errors, {} writes",
+        r.reads,
+        r.misses,
+        r.wrong,
+        r.errors.len(),
+        r.written.len()
+    );
+    assert!(r.reads > 0, "{what}: the load made no request");
+    assert_eq!(r.misses, 0, "{what}: misses");
+    assert_eq!(r.wrong, 0, "{what}: wrong values");
+    assert!(r.errors.is_empty(), "{what}: errors {:?}", r.errors);
+}
+
+/// Every acknowledged load write reads back through `p`.
+fn check_written(p: &Proc, loads: &[&LoadResult]) {
+    let mut con = p.con();
+    for r in loads {
+        for chunk in r.written.chunks(1000) {
+            let mut pipe = redis::pipe();
+            for k in chunk {
+                pipe.cmd("GET").arg(k);
+            }
+            let got: Vec<Option<String>> = pipe.query(&mut con).expect("read load writes");
+            for (k, v) in chunk.iter().zip(got) {
+                assert_eq!(v.as_deref(), Some(k.as_str()), "acknowledged write lost");
+            }
+        }
+    }
+}
+
+fn hand_off_sent(procs: &[&Proc]) -> (u64, u64) {
+    procs.iter().fold((0, 0), |(k, b), p| {
+        (
+            k + p.stat("shoal_handoff_keys_sent"),
+            b + p.stat("shoal_handoff_bytes_sent"),
+        )
+    })
+}
+
+#[test]
+fn scale_out_crash_restart_and_leave_lose_nothing() {
+    let _serial = serial();
+    const KEYS: u64 = 100_000;
+    let n0 = Proc::start("n0", &[]);
+    let n1 = Proc::start("n1", &[n0.gossip]);
+    let n2 = Proc::start("n2", &[n0.gossip]);
+    wait_settled(&[&n0, &n1, &n2]);
+    fill(&n0, KEYS);
+
+    // (a) A 4th node joins under load: no read misses a key written before the join.
+    let (sent_before, bytes_before) = hand_off_sent(&[&n0, &n1, &n2]);
+    let loads = [Load::start(&n0, KEYS, "a0"), Load::start(&n1, KEYS, "a1")];
+    let joined = Instant::now();
+    let n3 = Proc::start("n3", &[n0.gossip, n1.gossip]);
+    let took = wait_settled(&[&n0, &n1, &n2, &n3]);
+    let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
+    let (sent, bytes) = hand_off_sent(&[&n0, &n1, &n2]);
+    let (sent, bytes) = (sent - sent_before, bytes - bytes_before);
+    println!(
+        "(a) join settled {:.1} s after the start; hand-off {sent} keys, {bytes} bytes \
+         ({:.0} keys/s, {:.2} MB/s over the settle time); fetched on miss by n3: {}",
+        joined.elapsed().as_secs_f64(),
+        sent as f64 / took.as_secs_f64(),
+        bytes as f64 / took.as_secs_f64() / 1e6,
+        n3.stat("shoal_fetched_keys")
+    );
+    for (i, r) in results.iter().enumerate() {
+        check_load(&format!("(a) load {i}"), r);
+    }
+    assert!(sent > 0, "the newcomer received no keys");
+    assert_eq!(verify(&n3, KEYS), (0, 0), "(a) read through the newcomer");
+    check_written(&n3, &results.iter().collect::<Vec<_>>());
+    let (held, size) = copies(&[&n0, &n1, &n2, &n3]);
+    assert_eq!(held, 2 * size, "two copies of every key after the join");
+
+    // (b) SIGKILL one of 4 under load: nothing lost, no client error (requests to the
+    // killed node fail over to the next copy).
+    let loads = [Load::start(&n0, KEYS, "b0"), Load::start(&n3, KEYS, "b3")];
+    let mut n2 = n2;
+    n2.signal("KILL");
+    let _ = n2.wait_exit(Duration::from_secs(10));
+    let took = wait_settled(&[&n0, &n1, &n3]);
+    let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
+    println!(
+        "(b) SIGKILL: the 3 survivors settled {:.1} s later",
+        took.as_secs_f64()
+    );
+    for (i, r) in results.iter().enumerate() {
+        check_load(&format!("(b) load {i}"), r);
+    }
+    assert_eq!(verify(&n1, KEYS), (0, 0), "(b) read after the crash");
+    check_written(&n1, &results.iter().collect::<Vec<_>>());
+    let (held, size) = copies(&[&n0, &n1, &n3]);
+    assert_eq!(
+        held,
+        2 * size,
+        "re-replicated to two copies after the crash"
+    );
+
+    // The killed node restarts empty under the same name, is refilled, and reads through
+    // it miss nothing.
+    let loads = [Load::start(&n0, KEYS, "r0")];
+    let n2 = Proc::start("n2", &[n0.gossip]);
+    wait_settled(&[&n0, &n1, &n2, &n3]);
+    let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
+    check_load("restart load", &results[0]);
+    assert_eq!(verify(&n2, KEYS), (0, 0), "read through the restarted node");
+    let (held, size) = copies(&[&n0, &n1, &n2, &n3]);
+    assert_eq!(held, 2 * size);
+
+    // (c) SIGTERM one of 4 under load: it hands off and leaves; nothing lost, no error.
+    let loads = [Load::start(&n0, KEYS, "c0"), Load::start(&n3, KEYS, "c3")];
+    let mut n1 = n1;
+    n1.signal("TERM");
+    assert!(
+        n1.wait_exit(Duration::from_secs(90)),
+        "a leaving node exits cleanly"
+    );
+    assert!(
+        n1.tail()
+            .iter()
+            .any(|l| l.contains("hand-off complete: leaving")),
+        "{:?}",
+        n1.tail()
+    );
+    wait_settled(&[&n0, &n2, &n3]);
+    let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
+    for (i, r) in results.iter().enumerate() {
+        check_load(&format!("(c) load {i}"), r);
+    }
+    assert_eq!(verify(&n2, KEYS), (0, 0), "(c) read after the leave");
+    check_written(&n2, &results.iter().collect::<Vec<_>>());
+    let (held, size) = copies(&[&n0, &n2, &n3]);
+    assert_eq!(held, 2 * size);
+}
+
+#[test]
+fn rolling_restart_loses_nothing() {
+    let _serial = serial();
+    const KEYS: u64 = 20_000;
+    let mut procs = vec![Proc::start("r0", &[])];
+    procs.push(Proc::start("r1", &[procs[0].gossip]));
+    procs.push(Proc::start("r2", &[procs[0].gossip]));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    fill(&procs[0], KEYS);
+    let mut written = Vec::new();
+    for i in 0..3 {
+        let other = (i + 1) % 3;
+        let load = Load::start(&procs[other], KEYS, &format!("d{i}"));
+        procs[i].signal("TERM");
+        assert!(procs[i].wait_exit(Duration::from_secs(90)), "clean exit");
+        let seeds: Vec<SocketAddr> = (0..3)
+            .filter(|&j| j != i)
+            .map(|j| procs[j].gossip)
+            .collect();
+        procs[i] = Proc::start(&format!("r{i}"), &seeds);
+        wait_settled(&procs.iter().collect::<Vec<_>>());
+        let r = load.finish();
+        check_load(&format!("(d) restart of r{i}"), &r);
+        written.push(r);
+        assert_eq!(verify(&procs[i], KEYS), (0, 0), "after restarting r{i}");
+    }
+    check_written(&procs[0], &written.iter().collect::<Vec<_>>());
+    let (held, size) = copies(&procs.iter().collect::<Vec<_>>());
+    assert_eq!(held, 2 * size);
+}
+
+#[test]
+fn wrong_secret_or_cluster_name_never_joins() {
+    let _serial = serial();
+    let n0 = Proc::start("e0", &[]);
+    let n1 = Proc::start("e1", &[n0.gossip]);
+    wait_settled(&[&n0, &n1]);
+    let wrong_secret = Proc::start_with("intruder", &[n0.gossip], "not-the-secret", &[]);
+    let wrong_name = Proc::start_with(
+        "stranger",
+        &[n0.gossip],
+        SECRET,
+        &["cluster-name=another-cluster"],
+    );
+    // Both keep announcing to the seed while alone; wait until n0 dropped both kinds.
+    wait_until("n0 rejects both", SETTLE, &[&n0], || {
+        let i = n0.info();
+        let get = |k: &str| i.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        get("shoal_gossip_rejected_bad_mac") > 0 && get("shoal_gossip_rejected_wrong_cluster") > 0
+    });
+    for p in [&n0, &n1] {
+        assert_eq!(p.stat("shoal_members"), 2, "{}", p.name);
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut p.con())
+            .expect("CLUSTER NODES");
+        assert_eq!(nodes.lines().count(), 2, "{nodes}");
+        for bad in [&wrong_secret, &wrong_name] {
+            assert!(
+                !nodes.contains(&bad.resp.to_string()),
+                "{} appears: {nodes}",
+                bad.name
+            );
+        }
+    }
+    for bad in [&wrong_secret, &wrong_name] {
+        assert_eq!(bad.stat("shoal_members"), 1, "{}", bad.name);
+    }
+}
+
+/// Figures for the README: a 4th node joins a 3-node cluster holding `SHOAL_FIGURES_KEYS`
+/// keys (default 1,000,000, values of 100 bytes) while two client loads read; prints the
+/// hand-off rate and the hit rate the loads saw. Run it on a release build:
+/// `SHOAL_FIGURES_KEYS=1000000 cargo test --release -p shoald --test gossip -- --ignored --nocapture handoff_figures`
+#[test]
+#[ignore]
+fn handoff_figures() {
+    let _serial = serial();
+    let keys: u64 = std::env::var("SHOAL_FIGURES_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let n0 = Proc::start("f0", &[]);
+    let n1 = Proc::start("f1", &[n0.gossip]);
+    let n2 = Proc::start("f2", &[n0.gossip]);
+    wait_settled(&[&n0, &n1, &n2]);
+    let filled = Instant::now();
+    fill(&n0, keys);
+    println!(
+        "fill: {keys} keys in {:.1} s",
+        filled.elapsed().as_secs_f64()
+    );
+    let loads = [Load::start(&n0, keys, "f0"), Load::start(&n1, keys, "f1")];
+    let joined = Instant::now();
+    let n3 = Proc::start("f3", &[n0.gossip]);
+    let settle = wait_settled(&[&n0, &n1, &n2, &n3]);
+    let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
+    let senders = [&n0, &n1, &n2];
+    let sent: u64 = senders
+        .iter()
+        .map(|p| p.stat("shoal_handoff_last_scan_keys"))
+        .sum();
+    let bytes: u64 = senders
+        .iter()
+        .map(|p| p.stat("shoal_handoff_bytes_sent"))
+        .sum();
+    let scan_ms = senders
+        .iter()
+        .map(|p| p.stat("shoal_handoff_last_scan_ms"))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let reads: u64 = results.iter().map(|r| r.reads).sum();
+    let misses: u64 = results.iter().map(|r| r.misses).sum();
+    let errors: usize = results.iter().map(|r| r.errors.len()).sum();
+    println!(
+        "join of a 4th node to 3 holding {keys} keys: settled {:.1} s after its start \
+         ({:.1} s after it served its first view); hand-off {sent} keys, {:.1} MB in {:.2} s \
+         = {:.0} keys/s, {:.1} MB/s (three senders in parallel); client loads: {reads} reads, \
+         {misses} misses (hit rate {:.3} %), {errors} errors; keys fetched on a miss by the \
+         newcomer: {}",
+        joined.elapsed().as_secs_f64(),
+        settle.as_secs_f64(),
+        bytes as f64 / 1e6,
+        scan_ms as f64 / 1000.0,
+        sent as f64 * 1000.0 / scan_ms as f64,
+        bytes as f64 / 1e3 / scan_ms as f64,
+        100.0 * (reads - misses) as f64 / reads.max(1) as f64,
+        n3.stat("shoal_fetched_keys")
+    );
+    assert_eq!(misses, 0);
+}
