@@ -255,6 +255,41 @@ fn fill(p: &Proc, n: u64) {
         }
         let () = pipe.query(&mut con).expect("fill");
     }
+    let mut pipe = redis::pipe();
+    for c in 0..COUNTERS {
+        pipe.cmd("SET")
+            .arg(format!("ctr:{c}"))
+            .arg(COUNTER_START)
+            .ignore();
+    }
+    let () = pipe.query(&mut con).expect("fill counters");
+}
+
+/// Every counter holds its start value plus the acknowledged INCRs of `loads` (plus at most
+/// one per INCR whose outcome the client could not know).
+fn check_counters(p: &Proc, loads: &[&LoadResult]) {
+    let mut con = p.con();
+    let mut pipe = redis::pipe();
+    for c in 0..COUNTERS {
+        pipe.cmd("GET").arg(format!("ctr:{c}"));
+    }
+    let got: Vec<Option<i64>> = pipe.query(&mut con).expect("read counters");
+    let mut total = 0;
+    for (c, v) in (0..COUNTERS).zip(got) {
+        let acked: i64 = loads.iter().filter_map(|r| r.incrs.get(&c)).sum();
+        let unsure = loads
+            .iter()
+            .map(|r| r.unsure.iter().filter(|&&u| u == c).count() as i64)
+            .sum::<i64>();
+        let v = v.unwrap_or_else(|| panic!("counter ctr:{c} lost"));
+        assert!(
+            v >= COUNTER_START + acked && v <= COUNTER_START + acked + unsure,
+            "ctr:{c} = {v}, expected {} (+ at most {unsure})",
+            COUNTER_START + acked
+        );
+        total += acked;
+    }
+    println!("counters: {total} acknowledged INCRs all present");
 }
 
 /// Reads keys `0..n` through `p`; returns (misses, wrong values).
@@ -295,6 +330,11 @@ fn copies(procs: &[&Proc]) -> (u64, u64) {
     (held, size)
 }
 
+/// Counters `ctr:0..COUNTERS` start at `COUNTER_START` (written by `fill`); loads INCR them
+/// while keys move, and every acknowledged INCR must show in the final values.
+const COUNTERS: u64 = 200;
+const COUNTER_START: i64 = 1000;
+
 #[derive(Debug, Default)]
 struct LoadResult {
     reads: u64,
@@ -303,6 +343,9 @@ struct LoadResult {
     errors: Vec<String>,
     /// Load keys whose SET was acknowledged.
     written: Vec<String>,
+    /// Acknowledged INCRs per counter, and counters whose INCR had an unknown outcome.
+    incrs: HashMap<u64, i64>,
+    unsure: Vec<u64>,
 }
 
 /// A client load on one node: pipelines of 50 GETs of random pre-written keys (every
@@ -342,8 +385,14 @@ impl Load {
                 }
                 let fresh = format!("load:{tag}:{round}");
                 pipe.cmd("SET").arg(&fresh).arg(&fresh);
+                let counter = seed % COUNTERS;
+                pipe.cmd("INCR").arg(format!("ctr:{counter}"));
                 match pipe.query::<Vec<redis::Value>>(&mut con) {
                     Ok(mut got) => {
+                        match got.pop().map(|v| redis::from_redis_value::<i64>(&v)) {
+                            Some(Ok(_)) => *r.incrs.entry(counter).or_default() += 1,
+                            other => r.errors.push(format!("INCR: {other:?}")),
+                        }
                         let ok = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         for (i, v) in asked.iter().zip(got) {
                             r.reads += 1;
@@ -363,6 +412,7 @@ impl Load {
                         }
                     }
                     Err(e) => {
+                        r.unsure.push(counter);
                         r.errors.push(e.to_string());
                         if r.errors.len() > 100 {
                             break;
@@ -430,9 +480,14 @@ fn hand_off_sent(procs: &[&Proc]) -> (u64, u64) {
 fn scale_out_crash_restart_and_leave_lose_nothing() {
     let _serial = serial();
     const KEYS: u64 = 100_000;
-    let n0 = Proc::start("n0", &[]);
-    let n1 = Proc::start("n1", &[n0.gossip]);
-    let n2 = Proc::start("n2", &[n0.gossip]);
+    // A slow hand-off (about 3 s per join), so the loads run while slots are in transit.
+    let start = |name: &str, seeds: &[SocketAddr]| {
+        Proc::start_with(name, seeds, SECRET, &["handoff-rate=1mb"])
+    };
+    let mut history: Vec<LoadResult> = Vec::new();
+    let n0 = start("n0", &[]);
+    let n1 = start("n1", &[n0.gossip]);
+    let n2 = start("n2", &[n0.gossip]);
     wait_settled(&[&n0, &n1, &n2]);
     fill(&n0, KEYS);
 
@@ -440,7 +495,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     let (sent_before, bytes_before) = hand_off_sent(&[&n0, &n1, &n2]);
     let loads = [Load::start(&n0, KEYS, "a0"), Load::start(&n1, KEYS, "a1")];
     let joined = Instant::now();
-    let n3 = Proc::start("n3", &[n0.gossip, n1.gossip]);
+    let n3 = start("n3", &[n0.gossip, n1.gossip]);
     let took = wait_settled(&[&n0, &n1, &n2, &n3]);
     let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
     let (sent, bytes) = hand_off_sent(&[&n0, &n1, &n2]);
@@ -457,8 +512,14 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
         check_load(&format!("(a) load {i}"), r);
     }
     assert!(sent > 0, "the newcomer received no keys");
+    assert!(
+        n3.stat("shoal_fetches_on_miss") > 0,
+        "the loads never needed a key still in transit: the test did not test the fetch"
+    );
     assert_eq!(verify(&n3, KEYS), (0, 0), "(a) read through the newcomer");
     check_written(&n3, &results.iter().collect::<Vec<_>>());
+    history.extend(results);
+    check_counters(&n3, &history.iter().collect::<Vec<_>>());
     let (held, size) = copies(&[&n0, &n1, &n2, &n3]);
     assert_eq!(held, 2 * size, "two copies of every key after the join");
 
@@ -479,6 +540,8 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     }
     assert_eq!(verify(&n1, KEYS), (0, 0), "(b) read after the crash");
     check_written(&n1, &results.iter().collect::<Vec<_>>());
+    history.extend(results);
+    check_counters(&n1, &history.iter().collect::<Vec<_>>());
     let (held, size) = copies(&[&n0, &n1, &n3]);
     assert_eq!(
         held,
@@ -489,11 +552,13 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     // The killed node restarts empty under the same name, is refilled, and reads through
     // it miss nothing.
     let loads = [Load::start(&n0, KEYS, "r0")];
-    let n2 = Proc::start("n2", &[n0.gossip]);
+    let n2 = start("n2", &[n0.gossip]);
     wait_settled(&[&n0, &n1, &n2, &n3]);
     let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
     check_load("restart load", &results[0]);
     assert_eq!(verify(&n2, KEYS), (0, 0), "read through the restarted node");
+    history.extend(results);
+    check_counters(&n2, &history.iter().collect::<Vec<_>>());
     let (held, size) = copies(&[&n0, &n1, &n2, &n3]);
     assert_eq!(held, 2 * size);
 
@@ -519,6 +584,8 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     }
     assert_eq!(verify(&n2, KEYS), (0, 0), "(c) read after the leave");
     check_written(&n2, &results.iter().collect::<Vec<_>>());
+    history.extend(results);
+    check_counters(&n0, &history.iter().collect::<Vec<_>>());
     let (held, size) = copies(&[&n0, &n2, &n3]);
     assert_eq!(held, 2 * size);
 }
@@ -550,6 +617,7 @@ fn rolling_restart_loses_nothing() {
         assert_eq!(verify(&procs[i], KEYS), (0, 0), "after restarting r{i}");
     }
     check_written(&procs[0], &written.iter().collect::<Vec<_>>());
+    check_counters(&procs[1], &written.iter().collect::<Vec<_>>());
     let (held, size) = copies(&procs.iter().collect::<Vec<_>>());
     assert_eq!(held, 2 * size);
 }

@@ -31,7 +31,7 @@
 //! forgets the slots it no longer holds a copy of, and a joining node announces it serves.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -53,8 +53,6 @@ const WINDOW: usize = 8;
 const BATCH_BYTES: usize = 1 << 20;
 /// Pause before retrying a hand-off whose sends failed.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
-/// Attempts to deliver one DONE.
-const DONE_ATTEMPTS: u32 = 10;
 
 /// Counters behind INFO's cluster section.
 #[derive(Default)]
@@ -81,35 +79,51 @@ pub struct HandoffStats {
 }
 
 struct Inner {
+    /// The view this node last settled in; hand-offs are planned from it. `None` for a node
+    /// that joined through seeds and has not settled yet (it held nothing before).
+    base: Option<Arc<View>>,
     /// Views replaced since the last settle, oldest first.
     window: Vec<Arc<View>>,
-    /// Peer name -> the view id it last reported done for.
+    /// Peer name -> the view id it last reported done for (0: working on a new view).
     done_from: HashMap<String, u64>,
     /// The view id this node's own scan completed for.
     my_done: u64,
+    /// Slots this node holds a copy of in the view `receiving_for.1` but held none of in
+    /// `base` (`receiving_for.0`): their local keys may be missing or stale until settled.
+    receiving: Arc<Vec<bool>>,
+    receiving_for: (u64, u64),
 }
 
 /// Hand-off and settling state of one node.
 pub struct Handoff {
     inner: Mutex<Inner>,
-    settled: AtomicBool,
-    /// The id of the last view this node settled in (0: none yet).
+    /// The id of the view this node settled in (0: none, or unsettled since a change).
+    settled_for: AtomicU64,
+    /// Publishes `settled_for` to waiters (leave).
     settled_view: watch::Sender<u64>,
-    /// Wakes the hand-off task (a DONE arrived that settled the node).
+    /// Wakes the hand-off task (the node settled, or started accepting).
     wake: Notify,
     rate: u64,
     pub stats: HandoffStats,
+}
+
+fn lock(m: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    // A panic while holding the lock leaves plain data behind: keep using it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Handoff {
     pub fn new(config: &NodeConfig) -> Handoff {
         Handoff {
             inner: Mutex::new(Inner {
+                base: None,
                 window: Vec::new(),
                 done_from: HashMap::new(),
                 my_done: 0,
+                receiving: Arc::new(Vec::new()),
+                receiving_for: (u64::MAX, u64::MAX),
             }),
-            settled: AtomicBool::new(false),
+            settled_for: AtomicU64::new(0),
             settled_view: watch::channel(0).0,
             wake: Notify::new(),
             rate: config.handoff_rate.0.max(1),
@@ -117,17 +131,20 @@ impl Handoff {
         }
     }
 
-    /// A static cluster never moves keys: always settled.
-    pub fn settle_static(&self, view: &View) {
-        self.inner.lock().expect("handoff lock").my_done = view.id;
-        self.settled.store(true, Ordering::Release);
+    /// Settled in `view` from the start: a static cluster (keys never move), or the first
+    /// node of a gossip cluster.
+    pub fn settle_static(&self, view: &Arc<View>) {
+        let mut inner = lock(&self.inner);
+        inner.my_done = view.id;
+        inner.base = Some(view.clone());
+        self.settled_for.store(view.id, Ordering::Release);
         self.settled_view.send_replace(view.id);
     }
 
     /// A gossip node without seeds starts a cluster: alone and settled. One with seeds is
     /// unsettled until it found the others and their hand-offs to it completed (or, having
     /// found nobody within `join-timeout-ms`, it settles alone).
-    pub fn start_gossip(&self, view: &View, config: &NodeConfig) {
+    pub fn start_gossip(&self, view: &Arc<View>, config: &NodeConfig) {
         if config.cluster_seeds.is_empty() {
             self.settle_static(view);
         }
@@ -138,17 +155,17 @@ impl Handoff {
         self.wake.notify_one();
     }
 
-    /// True once every hand-off for the current view is complete (no fetch on misses).
-    pub fn is_settled(&self) -> bool {
-        self.settled.load(Ordering::Acquire)
+    /// True once every hand-off for `view` is complete (no fetch on misses).
+    pub fn settled_in(&self, view: &View) -> bool {
+        self.settled_for.load(Ordering::Acquire) == view.id
     }
 
-    /// Waits until this node settled in a view that satisfies `f`, or `deadline` passes.
+    /// Waits until this node settled in its current view, or `deadline` passes.
     pub async fn wait_settled(&self, cluster: &Cluster, deadline: Instant) -> bool {
         let mut rx = self.settled_view.subscribe();
         loop {
-            let view = cluster.view();
-            if self.is_settled() && *rx.borrow_and_update() == view.id {
+            rx.borrow_and_update();
+            if self.settled_in(&cluster.view()) {
                 return true;
             }
             if tokio::time::timeout_at(deadline, rx.changed())
@@ -160,9 +177,14 @@ impl Handoff {
         }
     }
 
-    /// A view with another placement replaced `old`.
+    /// The view this node last settled in.
+    fn base(&self) -> Option<Arc<View>> {
+        lock(&self.inner).base.clone()
+    }
+
+    /// A view with another placement replaces `old` (called before it is published).
     pub fn view_changed(&self, old: &Arc<View>, new: &Arc<View>) {
-        let mut inner = self.inner.lock().expect("handoff lock");
+        let mut inner = lock(&self.inner);
         if old.id != 0 {
             inner.window.push(old.clone());
             if inner.window.len() > WINDOW {
@@ -170,43 +192,79 @@ impl Handoff {
             }
         }
         inner.window.retain(|v| v.id != new.id);
-        self.settled.store(false, Ordering::Release);
+        inner.my_done = 0;
+        self.settled_for.store(0, Ordering::Release);
     }
 
-    /// `name` finished handing off for view `view`.
+    /// `name` finished handing off for view `view` (0: it is working on a new view). Kept
+    /// even when `name` is not a member yet (its DONE may arrive before the gossip news of
+    /// it); entries of non-members are dropped when the map outgrows the membership.
     pub fn record_done(&self, cluster: &Cluster, name: &str, view: u64) {
-        self.inner
-            .lock()
-            .expect("handoff lock")
-            .done_from
-            .insert(name.to_owned(), view);
+        {
+            let mut inner = lock(&self.inner);
+            inner.done_from.insert(name.to_owned(), view);
+            let live = cluster.view();
+            if inner.done_from.len() > 2 * live.members.len() + 16 {
+                inner
+                    .done_from
+                    .retain(|n, _| live.members.iter().any(|m| &m.info.name == n));
+            }
+        }
         self.reevaluate(cluster);
     }
 
     fn my_scan_done(&self, cluster: &Cluster, view: u64) {
-        self.inner.lock().expect("handoff lock").my_done = view;
+        lock(&self.inner).my_done = view;
         self.reevaluate(cluster);
     }
 
     /// Recomputes whether this node is settled in the current view.
     pub fn reevaluate(&self, cluster: &Cluster) {
+        let mut inner = lock(&self.inner);
         let view = cluster.view();
-        let mut inner = self.inner.lock().expect("handoff lock");
         let settled = inner.my_done == view.id
             && view
                 .live_peers()
                 .all(|(n, _)| inner.done_from.get(&n.name) == Some(&view.id));
-        let was = self.settled.swap(settled, Ordering::AcqRel);
-        if settled && !was {
+        if settled && self.settled_for.load(Ordering::Acquire) != view.id {
+            inner.base = Some(view.clone());
             inner.window.clear();
+            self.settled_for.store(view.id, Ordering::Release);
             drop(inner);
             self.settled_view.send_replace(view.id);
             self.wake.notify_one();
         }
     }
 
+    /// Which slots of `view` this node is receiving (see `Inner::receiving`).
+    fn receiving(&self, view: &View) -> Arc<Vec<bool>> {
+        let mut inner = lock(&self.inner);
+        let base_id = inner.base.as_ref().map_or(0, |b| b.id);
+        if inner.receiving_for != (base_id, view.id) {
+            let me = &view.myself;
+            let r: Vec<bool> = (0..SLOTS)
+                .map(|slot| {
+                    if !view.owners(slot).contains(&view.me) {
+                        return false;
+                    }
+                    match &inner.base {
+                        None => true,
+                        Some(b) => !b
+                            .owners(slot)
+                            .iter()
+                            .any(|&m| b.nodes[usize::from(m)].same_incarnation(me)),
+                    }
+                })
+                .collect();
+            inner.receiving = Arc::new(r);
+            inner.receiving_for = (base_id, view.id);
+        }
+        inner.receiving.clone()
+    }
+
     /// The links to ask for a key's state while unsettled: the slot's other copies now,
-    /// then its copies under the previous views (newest first), live ones only, each once.
+    /// then its copies under the previous views (newest first) and under the last settled
+    /// view, live ones only, each once; every other live peer when that finds none.
     fn candidates(&self, view: &View, slot: u16) -> Vec<Arc<Peer>> {
         let mut out: Vec<Arc<Peer>> = Vec::new();
         let mut push = |p: &Arc<Peer>| {
@@ -219,8 +277,8 @@ impl Handoff {
                 push(p);
             }
         }
-        let inner = self.inner.lock().expect("handoff lock");
-        for old in inner.window.iter().rev() {
+        let inner = lock(&self.inner);
+        for old in inner.window.iter().rev().chain(inner.base.iter()) {
             for &m in old.owners(slot) {
                 let node = &old.nodes[usize::from(m)];
                 if let Some(p) = view.link_to(node) {
@@ -228,24 +286,34 @@ impl Handoff {
                 }
             }
         }
+        drop(inner);
+        if out.is_empty() {
+            out = view.live_peers().map(|(_, p)| p.clone()).collect();
+        }
         out
     }
 }
 
 /// The keys among `keys` that this node should fetch before running a command on them:
-/// none once settled; else those it holds no state for (neither value nor tombstone).
+/// none once settled; else those it holds no state for, and every key of a slot it is
+/// receiving (its local copy may be older than the one on its way).
 pub fn missing<'a>(
     node: &Node,
     cluster: &Cluster,
+    view: &View,
     keys: impl Iterator<Item = &'a Bytes>,
     now_ms: u64,
 ) -> Vec<Bytes> {
-    if cluster.handoff.is_settled() {
+    if cluster.handoff.settled_in(view) {
         return Vec::new();
     }
-    keys.filter(|k| node.store.key_state(k, now_ms) == KeyState::Absent)
-        .cloned()
-        .collect()
+    let receiving = cluster.handoff.receiving(view);
+    keys.filter(|k| {
+        receiving.get(usize::from(key_slot(k))) == Some(&true)
+            || node.store.key_state(k, now_ms) == KeyState::Absent
+    })
+    .cloned()
+    .collect()
 }
 
 /// The reply a node gives a forwarded command on a key it does not hold while it knows no
@@ -295,11 +363,13 @@ pub async fn fetch(node: &Arc<Node>, view: &Arc<View>, keys: Vec<Bytes>) -> bool
             continue;
         };
         let now = now_ms();
+        let mut found = HashSet::with_capacity(states.len());
         for (key, state) in &states {
             node.store.apply(key, state, now);
             stats.fetched.fetch_add(1, Ordering::Relaxed);
+            found.insert(key.clone());
         }
-        wanted.retain(|(k, _)| !states.iter().any(|(f, _)| f == k));
+        wanted.retain(|(k, _)| !found.contains(k));
         if wanted.is_empty() {
             break;
         }
@@ -312,9 +382,6 @@ pub async fn fetch(node: &Arc<Node>, view: &Arc<View>, keys: Vec<Bytes>) -> bool
 pub async fn run(node: Arc<Node>, stop: CancellationToken) {
     let cluster = node.cluster.as_ref().expect("hand-off runs in a cluster");
     let mut changes = cluster.subscribe();
-    let mut base = cluster.view();
-    let mut delivered: HashSet<(u16, String, u64)> = HashSet::new();
-    let mut forgot_for = 0u64;
     let mut limiter = Limiter::new(cluster.handoff.rate);
     // A node with seeds waits until it found the cluster (or gave up looking), so that it
     // does not settle alone in the meantime.
@@ -325,44 +392,63 @@ pub async fn run(node: Arc<Node>, stop: CancellationToken) {
             _ = changes.changed() => {}
         }
     }
+    let mut scanned_for = 0u64;
+    let mut forgot_for = 0u64;
+    // (slot, new copy) pairs delivered since `base` (valid for one base).
+    let mut delivered: HashSet<(u16, String, u64)> = HashSet::new();
+    let mut delivered_base = u64::MAX;
+    let mut reporter = Reporter::new(stop.clone());
     loop {
         changes.borrow_and_update();
         let current = cluster.view();
-        let outcome = if current.id == base.id {
-            Scan::Complete
+        let base = cluster.handoff.base();
+        let base_id = base.as_ref().map_or(0, |b| b.id);
+        if base_id != delivered_base {
+            delivered.clear();
+            delivered_base = base_id;
+        }
+        if current.id != scanned_for {
+            reporter.update(&current, 0);
+            let outcome = match &base {
+                Some(b) if b.id != current.id => {
+                    scan(&node, b, &current, &mut delivered, &mut limiter, &stop).await
+                }
+                // Nothing moved since the last settle, or nothing was held before.
+                _ => Scan::Complete,
+            };
+            match outcome {
+                Scan::Complete => {
+                    scanned_for = current.id;
+                    cluster.handoff.stats.rounds.fetch_add(1, Ordering::Relaxed);
+                    cluster.handoff.my_scan_done(cluster, current.id);
+                    reporter.update(&current, current.id);
+                }
+                Scan::Interrupted => continue,
+                Scan::Failed => {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = changes.changed() => {}
+                        _ = tokio::time::sleep(RETRY_PAUSE) => {}
+                    }
+                    continue;
+                }
+                Scan::Stopped => return,
+            }
         } else {
-            scan(&node, &base, &current, &mut delivered, &mut limiter, &stop).await
-        };
-        match outcome {
-            Scan::Complete => {
-                if base.id != current.id {
-                    tracing::info!(
-                        epoch = current.epoch(),
-                        sent_keys = cluster.handoff.stats.keys_sent.load(Ordering::Relaxed),
-                        "hand-off complete for this membership"
-                    );
-                }
-                base = current.clone();
-                delivered.clear();
-                cluster.handoff.stats.rounds.fetch_add(1, Ordering::Relaxed);
-                cluster.handoff.my_scan_done(cluster, current.id);
-                send_done(&node, &current, &stop);
-            }
-            Scan::Interrupted => continue,
-            Scan::Failed => {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = changes.changed() => {}
-                    _ = tokio::time::sleep(RETRY_PAUSE) => {}
-                }
-                continue;
-            }
-            Scan::Stopped => return,
+            // Same placement, maybe another live peer (a leaving one): tell it too.
+            reporter.update(&current, current.id);
         }
         loop {
             let view = cluster.view();
-            if cluster.handoff.is_settled() && view.id == base.id && forgot_for != view.id {
+            if view.id != current.id {
+                break;
+            }
+            if cluster.handoff.settled_in(&view) && forgot_for != view.id {
                 forgot_for = view.id;
+                tracing::info!(
+                    epoch = view.epoch(),
+                    "settled: every hand-off for this membership is complete"
+                );
                 forget_foreign_slots(&node, &view);
                 super::membership::settled(&node);
             }
@@ -376,6 +462,98 @@ pub async fn run(node: Arc<Node>, stop: CancellationToken) {
                 }
                 _ = cluster.handoff.wake.notified() => {}
             }
+        }
+    }
+}
+
+/// Tells every live peer this node's hand-off state: 0 while it works on a new view, then
+/// the view's id once done. One task per peer sends the latest state, in order on that
+/// peer's connection, retrying with backoff until it is delivered or superseded.
+struct Reporter {
+    state: watch::Sender<u64>,
+    tasks: HashMap<(String, std::net::SocketAddr), tokio::task::JoinHandle<()>>,
+    stop: CancellationToken,
+}
+
+impl Reporter {
+    fn new(stop: CancellationToken) -> Reporter {
+        Reporter {
+            state: watch::channel(0).0,
+            tasks: HashMap::new(),
+            stop,
+        }
+    }
+
+    fn update(&mut self, view: &View, value: u64) {
+        self.state.send_replace(value);
+        let live: Vec<((String, std::net::SocketAddr), Arc<Peer>)> = view
+            .live_peers()
+            .map(|(n, p)| ((n.name.clone(), n.cluster), p.clone()))
+            .collect();
+        self.tasks.retain(|k, task| {
+            let keep = live.iter().any(|(l, _)| l == k) && !task.is_finished();
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for (k, peer) in live {
+            if self.tasks.contains_key(&k) {
+                continue;
+            }
+            let rx = self.state.subscribe();
+            let task = tokio::spawn(report_to(
+                peer,
+                view.myself.name.clone(),
+                rx,
+                self.stop.clone(),
+            ));
+            self.tasks.insert(k, task);
+        }
+    }
+}
+
+impl Drop for Reporter {
+    fn drop(&mut self) {
+        for task in self.tasks.values() {
+            task.abort();
+        }
+    }
+}
+
+async fn report_to(
+    peer: Arc<Peer>,
+    me: String,
+    mut rx: watch::Receiver<u64>,
+    stop: CancellationToken,
+) {
+    'next: loop {
+        let value = *rx.borrow_and_update();
+        let mut pause = Duration::from_millis(100);
+        loop {
+            if peer
+                .client
+                .request(value, encode_done(value, &me))
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                r = rx.changed() => {
+                    if r.is_err() {
+                        return;
+                    }
+                    continue 'next;
+                }
+                _ = tokio::time::sleep(pause) => {}
+            }
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            r = rx.changed() => if r.is_err() { return },
         }
     }
 }
@@ -561,41 +739,6 @@ fn batches(states: &[(Bytes, KeyState)]) -> Vec<&[(Bytes, KeyState)]> {
         out.push(&states[start..]);
     }
     out
-}
-
-/// Tells every live peer that this node's hand-off for `view` is complete (in the
-/// background, retried a few times, given up when the view changes).
-fn send_done(node: &Arc<Node>, view: &Arc<View>, stop: &CancellationToken) {
-    let cluster = node.cluster.as_ref().expect("hand-off runs in a cluster");
-    let body = encode_done(view.id, &view.myself.name);
-    for (peer_node, peer) in view.live_peers() {
-        let (peer, body, stop, name) = (
-            peer.clone(),
-            body.clone(),
-            stop.clone(),
-            peer_node.name.clone(),
-        );
-        let (node, id) = (node.clone(), view.id);
-        tokio::spawn(async move {
-            let cluster = node.cluster.as_ref().expect("hand-off runs in a cluster");
-            for attempt in 0..DONE_ATTEMPTS {
-                if stop.is_cancelled() || cluster.view().id != id {
-                    return;
-                }
-                match peer.client.request(id, body.clone()).await {
-                    Ok(_) => return,
-                    Err(e) => {
-                        tracing::debug!(node = %name, attempt, error = %e, "DONE not delivered");
-                        tokio::select! {
-                            _ = stop.cancelled() => return,
-                            _ = tokio::time::sleep(RETRY_PAUSE) => {}
-                        }
-                    }
-                }
-            }
-        });
-    }
-    let _ = cluster;
 }
 
 /// After settling: drop the keys of slots this node holds no copy of any more.

@@ -72,17 +72,19 @@ fn gossip_state(s: MemberState) -> NodeState {
 impl Cluster {
     /// This node's own state.
     pub fn local_state(&self) -> MemberState {
-        *self.local_state.lock().expect("state lock")
+        *self.local_state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Rebuilds the view from the latest membership and this node's state.
+    /// Rebuilds the view from the latest membership and this node's state, both read under
+    /// the install lock so that two rebuilds cannot publish out of order.
     fn reinstall(&self) {
+        let _guard = self.installing.lock().unwrap_or_else(|e| e.into_inner());
         let rows = {
-            let m = self.membership.lock().expect("membership lock");
+            let m = self.membership.lock().unwrap_or_else(|e| e.into_inner());
             let Some(m) = m.as_ref() else { return };
             rows(m, self.local_state())
         };
-        if let Err(e) = self.install(rows) {
+        if let Err(e) = self.install_locked(rows) {
             tracing::error!(error = %e, "cannot build a view of the membership");
         }
     }
@@ -90,7 +92,7 @@ impl Cluster {
     /// Sets this node's own state, tells the cluster and rebuilds the view.
     fn set_local_state(&self, state: MemberState) {
         {
-            let mut s = self.local_state.lock().expect("state lock");
+            let mut s = self.local_state.lock().unwrap_or_else(|e| e.into_inner());
             if *s == state {
                 return;
             }
@@ -157,7 +159,7 @@ pub fn start(
             loop {
                 let m = rx.borrow_and_update().clone();
                 let others = m.up().count() > 1;
-                *cluster.membership.lock().expect("membership lock") = Some(m);
+                *cluster.membership.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
                 cluster.reinstall();
                 if others && !cluster.accepting.swap(true, Ordering::AcqRel) {
                     tracing::info!("joined the cluster");

@@ -320,10 +320,10 @@ impl Cluster {
             return Err(ClusterError::Config(format!("'{me_name}' is not a member")));
         }
         let cluster = Cluster::new(config, Mode::Static, &me_name)?;
-        let view = cluster.build_view(1, rows, &me_name)?;
+        let view = Arc::new(cluster.build_view(1, rows, &me_name)?);
         cluster.view_id.store(view.id, Ordering::Relaxed);
-        cluster.view.store(Arc::new(view));
-        cluster.handoff.settle_static(&cluster.view());
+        cluster.handoff.settle_static(&view);
+        cluster.view.store(view);
         Ok(cluster)
     }
 
@@ -335,10 +335,10 @@ impl Cluster {
             info: myself,
             state: MemberState::Joining,
         }];
-        let view = cluster.build_view(1, rows, &name)?;
+        let view = Arc::new(cluster.build_view(1, rows, &name)?);
         cluster.view_id.store(view.id, Ordering::Relaxed);
         cluster.handoff.start_gossip(&view, config);
-        cluster.view.store(Arc::new(view));
+        cluster.view.store(view);
         cluster
             .accepting
             .store(config.cluster_seeds.is_empty(), Ordering::Relaxed);
@@ -477,11 +477,10 @@ impl Cluster {
             .clone()
     }
 
-    /// Installs a view of `rows` (gossip mode). A view whose placement differs gets the next
-    /// epoch and starts a hand-off; one that only changes states (joining to serving, a down
-    /// member noted) keeps the epoch.
-    pub fn install(&self, rows: Vec<MemberRow>) -> Result<Arc<View>, ClusterError> {
-        let _guard = self.installing.lock().expect("install lock");
+    /// Installs a view of `rows` (gossip mode); the caller holds `installing`. A view whose
+    /// placement differs gets the next epoch and starts a hand-off; one that only changes
+    /// states (joining to serving, a down member noted) keeps the epoch.
+    fn install_locked(&self, rows: Vec<MemberRow>) -> Result<Arc<View>, ClusterError> {
         let old = self.view();
         let me_name = old.myself.name.clone();
         let probe = self.build_view(old.epoch(), rows.clone(), &me_name)?;
@@ -490,10 +489,13 @@ impl Cluster {
         } else {
             Arc::new(self.build_view(old.epoch() + 1, rows, &me_name)?)
         };
+        if view.id != old.id {
+            // Unsettle before the new view is visible.
+            self.handoff.view_changed(&old, &view);
+        }
         self.view_id.store(view.id, Ordering::Relaxed);
         self.view.store(view.clone());
         if view.id != old.id {
-            self.handoff.view_changed(&old, &view);
             self.changes.send_replace(view.epoch());
         } else {
             self.handoff.reevaluate(self);
@@ -553,7 +555,7 @@ impl Cluster {
         let h = &self.handoff.stats;
         line(format!(
             "shoal_settled:{}",
-            u8::from(self.handoff.is_settled())
+            u8::from(self.handoff.settled_in(&v))
         ));
         line(format!(
             "shoal_handoff_slots_pending:{}",

@@ -94,7 +94,7 @@ impl PeerHandler for PeerService {
             Ok(Request::Command { proto, scope, args }) => {
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
                 let missing = command_keys(&args)
-                    .map(|keys| handoff::missing(node, cluster, keys.iter(), now))
+                    .map(|keys| handoff::missing(node, cluster, &view, keys.iter(), now))
                     .unwrap_or_default();
                 if !missing.is_empty() {
                     // Unsettled and the key is not here yet: fetch it from its other copies

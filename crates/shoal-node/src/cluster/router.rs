@@ -265,12 +265,18 @@ fn run_owned(
     now_ms: u64,
     keys: &[usize],
 ) -> Outcome {
-    let missing = handoff::missing(
-        node,
-        cluster,
-        keys.iter().filter_map(|&i| args.get(i)),
-        now_ms,
-    );
+    // WATCH needs no fetch: a key that arrives later counts as changed, and EXEC aborts.
+    let missing = if spec.name == "watch" {
+        Vec::new()
+    } else {
+        handoff::missing(
+            node,
+            cluster,
+            view,
+            keys.iter().filter_map(|&i| args.get(i)),
+            now_ms,
+        )
+    };
     if !missing.is_empty() {
         // Unsettled and a key is not here yet: fetch it from its other copies first, then
         // run the command as a forwarded one would run.
@@ -419,7 +425,7 @@ async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes) -> Byt
             if scope.is_none() {
                 let now = crate::node::now_ms();
                 let missing = command_keys(&args)
-                    .map(|keys| handoff::missing(node, cluster, keys.iter(), now))
+                    .map(|keys| handoff::missing(node, cluster, view, keys.iter(), now))
                     .unwrap_or_default();
                 if !missing.is_empty() {
                     let _ = handoff::fetch(node, view, missing).await;
@@ -643,7 +649,15 @@ fn exec(
     let Some(tx) = session.multi.as_ref() else {
         return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
     };
-    if tx.dirty || tx.queue.iter().all(runs_here) {
+    // While unsettled, a transaction touching keys still on their way here runs command by
+    // command (each fetches first), like one across owners.
+    let arriving = |a: &Vec<Bytes>| -> bool {
+        cmd::lookup(&a[0]).is_some_and(|s| {
+            let keys = key_positions(s, a);
+            !handoff::missing(node, cluster, &view, keys.iter().map(|&p| &a[p]), now_ms).is_empty()
+        })
+    };
+    if tx.dirty || (tx.queue.iter().all(runs_here) && !tx.queue.iter().any(arriving)) {
         let queued = tx.queue.clone();
         let reply = cmd::run(node, session, spec, args, now_ms, None);
         if view.placement.width() > 1 {

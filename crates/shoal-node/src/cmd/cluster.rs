@@ -106,7 +106,7 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                      shoal_handoff_slots_pending:{}\r\nshoal_handoff_keys_sent:{}\r\n",
                     c.state_name(),
                     view.members.len(),
-                    u8::from(c.handoff.is_settled()),
+                    u8::from(c.handoff.settled_in(&view)),
                     h.slots_pending.load(std::sync::atomic::Ordering::Relaxed),
                     h.keys_sent.load(std::sync::atomic::Ordering::Relaxed),
                 );
