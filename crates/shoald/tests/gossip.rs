@@ -346,6 +346,9 @@ struct LoadResult {
     /// Acknowledged INCRs per counter, and counters whose INCR had an unknown outcome.
     incrs: HashMap<u64, i64>,
     unsure: Vec<u64>,
+    /// `ord:{tag}:{c}` keys: the last round whose pipelined `SET a; SET b` was acknowledged.
+    ordered: HashMap<u64, u64>,
+    tag: String,
 }
 
 /// A client load on one node: pipelines of 50 GETs of random pre-written keys (every
@@ -367,7 +370,10 @@ impl Load {
                 .get_connection_with_timeout(Duration::from_secs(5))
                 .expect("connect");
             con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut r = LoadResult::default();
+            let mut r = LoadResult {
+                tag: tag.clone(),
+                ..LoadResult::default()
+            };
             let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ tag.len() as u64;
             let started = Instant::now();
             let mut round = 0u64;
@@ -386,12 +392,24 @@ impl Load {
                 let fresh = format!("load:{tag}:{round}");
                 pipe.cmd("SET").arg(&fresh).arg(&fresh);
                 let counter = seed % COUNTERS;
+                // Two writes of one key, pipelined: the second must win.
+                let ord = format!("ord:{tag}:{}", counter % 20);
+                pipe.cmd("SET").arg(&ord).arg(format!("{round}-a"));
+                pipe.cmd("SET").arg(&ord).arg(format!("{round}-b"));
                 pipe.cmd("INCR").arg(format!("ctr:{counter}"));
                 match pipe.query::<Vec<redis::Value>>(&mut con) {
                     Ok(mut got) => {
                         match got.pop().map(|v| redis::from_redis_value::<i64>(&v)) {
                             Some(Ok(_)) => *r.incrs.entry(counter).or_default() += 1,
                             other => r.errors.push(format!("INCR: {other:?}")),
+                        }
+                        let b = got.pop().map(|v| redis::from_redis_value::<String>(&v));
+                        let a = got.pop().map(|v| redis::from_redis_value::<String>(&v));
+                        match (a, b) {
+                            (Some(Ok(a)), Some(Ok(b))) if a == "OK" && b == "OK" => {
+                                r.ordered.insert(counter % 20, round);
+                            }
+                            other => r.errors.push(format!("SET pair: {other:?}")),
                         }
                         let ok = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         for (i, v) in asked.iter().zip(got) {
@@ -450,9 +468,23 @@ fn check_load(what: &str, r: &LoadResult) {
     assert!(r.errors.is_empty(), "{what}: errors {:?}", r.errors);
 }
 
-/// Every acknowledged load write reads back through `p`.
+/// Every acknowledged load write reads back through `p`, and of each pipelined pair of
+/// writes to one key the second one stuck.
 fn check_written(p: &Proc, loads: &[&LoadResult]) {
     let mut con = p.con();
+    for r in loads {
+        for (c, round) in &r.ordered {
+            let k = format!("ord:{}:{c}", r.tag);
+            let v: Option<String> = redis::cmd("GET").arg(&k).query(&mut con).expect("GET");
+            let v = v.unwrap_or_else(|| panic!("{k} lost"));
+            // A later phase's load with the same tag does not exist: tags are unique.
+            assert_eq!(
+                v,
+                format!("{round}-b"),
+                "{k}: pipelined writes reordered or lost"
+            );
+        }
+    }
     for r in loads {
         for chunk in r.written.chunks(1000) {
             let mut pipe = redis::pipe();

@@ -30,14 +30,16 @@
 //! clients see no cold misses during a scale-out or after a restart. Once settled, a node
 //! forgets the slots it no longer holds a copy of, and a joining node announces it serves.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use shoal_store::{key_slot, KeyState, SLOTS};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -97,6 +99,9 @@ struct Inner {
 /// Hand-off and settling state of one node.
 pub struct Handoff {
     inner: Mutex<Inner>,
+    /// Keys with a command waiting for a fetch, each with the commands queued behind it in
+    /// arrival order (see [`before`]).
+    queues: Mutex<HashMap<Bytes, VecDeque<oneshot::Sender<()>>>>,
     /// The id of the view this node settled in (0: none, or unsettled since a change).
     settled_for: AtomicU64,
     /// Publishes `settled_for` to waiters (leave).
@@ -123,6 +128,7 @@ impl Handoff {
                 receiving: Arc::new(Vec::new()),
                 receiving_for: (u64::MAX, u64::MAX),
             }),
+            queues: Mutex::new(HashMap::new()),
             settled_for: AtomicU64::new(0),
             settled_view: watch::channel(0).0,
             wake: Notify::new(),
@@ -314,6 +320,103 @@ pub fn missing<'a>(
     })
     .cloned()
     .collect()
+}
+
+/// What a command must wait for before it runs while this node is unsettled.
+pub enum Before {
+    /// Nothing: run it now.
+    Run,
+    /// A fetch of its keys, or its turn behind earlier commands on its key that wait for
+    /// one. Resolves to (whether there was another copy to ask, the turn to hold until the
+    /// command ran).
+    Wait(Pin<Box<dyn Future<Output = (bool, KeyTurn)> + Send + 'static>>),
+}
+
+/// Holds a key's turn: dropping it lets the next command queued on the key run.
+pub struct KeyTurn {
+    node: Option<(Arc<Node>, Bytes)>,
+}
+
+impl Drop for KeyTurn {
+    fn drop(&mut self) {
+        let Some((node, key)) = self.node.take() else {
+            return;
+        };
+        let Some(cluster) = node.cluster.as_ref() else {
+            return;
+        };
+        let mut queues = cluster
+            .handoff
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(waiting) = queues.get_mut(&key) else {
+            return;
+        };
+        // The next live waiter gets the turn; none left: the key is free.
+        while let Some(next) = waiting.pop_front() {
+            if next.send(()).is_ok() {
+                return;
+            }
+        }
+        queues.remove(&key);
+    }
+}
+
+/// Decides, when a command on `keys` arrives (in arrival order), what it waits for: while
+/// unsettled, a one-key command waits for its turn behind earlier ones on the same key
+/// that wait for a fetch, and the first of them fetches; so commands on one key run in the
+/// order they arrived. A multi-key command fetches its missing keys without such ordering.
+pub fn before(
+    node: &Arc<Node>,
+    cluster: &Cluster,
+    view: &Arc<View>,
+    keys: &[Bytes],
+    now_ms: u64,
+) -> Before {
+    if cluster.handoff.settled_in(view) || keys.is_empty() {
+        return Before::Run;
+    }
+    if let [key] = keys {
+        let mut queues = cluster
+            .handoff
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(waiting) = queues.get_mut(key) {
+            let (tx, rx) = oneshot::channel();
+            waiting.push_back(tx);
+            let turn = KeyTurn {
+                node: Some((node.clone(), key.clone())),
+            };
+            return Before::Wait(Box::pin(async move {
+                let _ = rx.await;
+                (true, turn)
+            }));
+        }
+        let missing = missing(node, cluster, view, keys.iter(), now_ms);
+        if missing.is_empty() {
+            return Before::Run;
+        }
+        queues.insert(key.clone(), VecDeque::new());
+        let turn = KeyTurn {
+            node: Some((node.clone(), key.clone())),
+        };
+        let (node, view) = (node.clone(), view.clone());
+        return Before::Wait(Box::pin(async move {
+            let asked = fetch(&node, &view, missing).await;
+            (asked, turn)
+        }));
+    }
+    let missing = missing(node, cluster, view, keys.iter(), now_ms);
+    if missing.is_empty() {
+        return Before::Run;
+    }
+    let (node, view) = (node.clone(), view.clone());
+    Before::Wait(Box::pin(async move {
+        let asked = fetch(&node, &view, missing).await;
+        (asked, KeyTurn { node: None })
+    }))
 }
 
 /// The reply a node gives a forwarded command on a key it does not hold while it knows no
@@ -648,7 +751,8 @@ async fn scan(
         let mut ok_targets: Vec<&NodeInfo> = targets.iter().collect();
         for batch in batches(&states) {
             let body = encode_handoff(batch.iter().map(|(k, s)| (&k[..], s)));
-            limiter.take(body.len() as u64).await;
+            // Every target gets the batch: pace the bytes that actually leave.
+            limiter.take((body.len() * ok_targets.len()) as u64).await;
             let sends = ok_targets.iter().map(|t| {
                 let body = body.clone();
                 async move {

@@ -27,6 +27,8 @@ use crate::node::Node;
 
 /// How long a node waits for the gossip task to announce its departure.
 const LEAVE_GOSSIP_WAIT: Duration = Duration::from_secs(3);
+/// How long a leaving node waits for its replication queues to empty.
+const REPLICATION_DRAIN: Duration = Duration::from_secs(2);
 
 /// The rows of a view from a gossip membership, with this node in `my_state`.
 pub fn rows(m: &Membership, my_state: MemberState) -> Vec<MemberRow> {
@@ -223,6 +225,11 @@ pub async fn leave(node: &Node, deadline: Instant) -> bool {
         tracing::info!("hand-off complete: leaving");
     } else {
         tracing::warn!("leave deadline passed before the hand-off completed: leaving anyway");
+    }
+    // Let the replication queues hand over the last writes this node took (bounded).
+    let drain = Instant::now() + REPLICATION_DRAIN;
+    while !cluster.view().replication_idle() && Instant::now() < drain.min(deadline) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     if let Some(g) = cluster.gossip.get() {
         let _ = tokio::time::timeout(LEAVE_GOSSIP_WAIT, g.leave()).await;

@@ -150,6 +150,11 @@ impl View {
         self.me != NOT_MEMBER
     }
 
+    /// True when no replication queue to a live peer holds anything.
+    pub fn replication_idle(&self) -> bool {
+        self.live_peers().all(|(_, p)| p.repl.is_empty())
+    }
+
     /// The other live members (placed or leaving) with their links.
     pub fn live_peers(&self) -> impl Iterator<Item = (&NodeInfo, &Arc<Peer>)> {
         self.nodes
@@ -441,7 +446,7 @@ impl Cluster {
         }
         self.pool
             .lock()
-            .expect("pool lock")
+            .unwrap_or_else(|e| e.into_inner())
             .retain(|k, _| used.contains(k));
         let id = fingerprint(&nodes, placement.width());
         Ok(View {
@@ -458,7 +463,7 @@ impl Cluster {
 
     /// The link to `node`, reused when one to the same name and address exists.
     fn link(&self, node: &NodeInfo) -> Arc<Peer> {
-        let mut pool = self.pool.lock().expect("pool lock");
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         pool.entry((node.name.clone(), node.cluster))
             .or_insert_with(|| {
                 let client =

@@ -18,10 +18,11 @@ use shoal_wire::{Handled, PeerHandler, Response};
 
 use shoal_store::KeyState;
 
-use super::handoff;
+use super::handoff::{self, Before};
 use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
 use super::replicate::wait_acks;
 use super::router::{command_keys, error_bytes, parse_command, serve_command};
+use super::View;
 use crate::node::{now_ms, Node};
 
 /// Serves the inter-node requests of one node.
@@ -93,15 +94,20 @@ impl PeerHandler for PeerService {
             }
             Ok(Request::Command { proto, scope, args }) => {
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
-                let missing = command_keys(&args)
-                    .map(|keys| handoff::missing(node, cluster, &view, keys.iter(), now))
-                    .unwrap_or_default();
-                if !missing.is_empty() {
-                    // Unsettled and the key is not here yet: fetch it from its other copies
-                    // first, so a read sees no cold miss and a write builds on the value.
+                let keys = command_keys(&args).unwrap_or_default();
+                if sender_view != view.id && not_here(node, &view, &keys, now) {
+                    // The sender routes by another view and this node holds no copy of the
+                    // key (it forgot the slot, or never had it): the next copy answers.
+                    return reply(Bytes::from_static(handoff::NOT_HERE));
+                }
+                if let Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now) {
+                    // Unsettled and the key may not be here yet: fetch it from its other
+                    // copies first (in arrival order per key), so a read sees no cold miss
+                    // and a write builds on the value.
                     let node = self.node.clone();
                     return Handled::Later(Box::pin(async move {
-                        if !handoff::fetch(&node, &view, missing).await && sender_view != view.id {
+                        let (asked, _turn) = wait.await;
+                        if !asked && sender_view != view.id {
                             return Response {
                                 epoch,
                                 body: Bytes::from_static(handoff::NOT_HERE),
@@ -121,6 +127,7 @@ impl PeerHandler for PeerService {
                             &args,
                             now_ms(),
                         );
+                        drop(_turn);
                         wait_acks(acks).await;
                         Response { epoch, body: bytes }
                     }));
@@ -207,4 +214,12 @@ impl PeerHandler for PeerService {
             }
         }
     }
+}
+
+/// True if this node holds no copy of the one key of a command under its own view and
+/// does not have it either.
+fn not_here(node: &Node, view: &View, keys: &[Bytes], now: u64) -> bool {
+    let [key] = keys else { return false };
+    !view.owners(shoal_store::key_slot(key)).contains(&view.me)
+        && node.store.key_state(key, now) == KeyState::Absent
 }

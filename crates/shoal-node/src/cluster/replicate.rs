@@ -52,6 +52,11 @@ impl Queue {
         Queue { tx, bytes }
     }
 
+    /// True when nothing waits in the queue (a batch may still be on its way).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.load(Ordering::Relaxed) == 0
+    }
+
     /// Queues `item`, or drops it (counted) when the queue is full.
     fn push(&self, item: ReplItem, stats: &ClusterStats) {
         let size = entry_len(&item.key, &item.state);

@@ -266,38 +266,32 @@ fn run_owned(
     keys: &[usize],
 ) -> Outcome {
     // WATCH needs no fetch: a key that arrives later counts as changed, and EXEC aborts.
-    let missing = if spec.name == "watch" {
-        Vec::new()
-    } else {
-        handoff::missing(
-            node,
-            cluster,
-            view,
-            keys.iter().filter_map(|&i| args.get(i)),
-            now_ms,
-        )
-    };
-    if !missing.is_empty() {
-        // Unsettled and a key is not here yet: fetch it from its other copies first, then
-        // run the command as a forwarded one would run.
-        let (node, view) = (node.clone(), cluster.view());
-        let (proto, args) = (session.proto, args.to_vec());
-        return Outcome::Later(Box::pin(async move {
-            let _ = handoff::fetch(&node, &view, missing).await;
-            let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
-            let (bytes, acks) = serve_command(
-                &node,
-                cluster,
-                &view,
-                &cluster.internal,
-                proto,
-                None,
-                &args,
-                crate::node::now_ms(),
-            );
-            wait_acks(acks).await;
-            bytes
-        }));
+    if spec.name != "watch" {
+        let keys: Vec<Bytes> = keys.iter().filter_map(|&i| args.get(i).cloned()).collect();
+        let view = cluster.view();
+        if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms) {
+            // Unsettled and a key may not be here yet: fetch it from its other copies first
+            // (in arrival order per key), then run the command as a forwarded one runs.
+            let node = node.clone();
+            let (proto, args) = (session.proto, args.to_vec());
+            return Outcome::Later(Box::pin(async move {
+                let (_, turn) = wait.await;
+                let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+                let (bytes, acks) = serve_command(
+                    &node,
+                    cluster,
+                    &view,
+                    &cluster.internal,
+                    proto,
+                    None,
+                    &args,
+                    crate::node::now_ms(),
+                );
+                drop(turn);
+                wait_acks(acks).await;
+                bytes
+            }));
+        }
     }
     let reply = cmd::run(node, session, spec, args, now_ms, None);
     if spec.flags & flag::WRITE == 0 {
