@@ -694,7 +694,7 @@ fn wrong_secret_or_cluster_name_never_joins() {
 }
 
 /// Figures for the README: a 4th node joins a 3-node cluster holding `SHOAL_FIGURES_KEYS`
-/// keys (default 1,000,000, values of 100 bytes) while two client loads read; prints the
+/// keys (default 1,000,000, values of 12 to 72 bytes) while two client loads read; prints the
 /// hand-off rate and the hit rate the loads saw. Run it on a release build:
 /// `SHOAL_FIGURES_KEYS=1000000 cargo test --release -p shoald --test gossip -- --ignored --nocapture handoff_figures`
 #[test]
