@@ -671,14 +671,21 @@ impl Store {
         });
     }
 
-    /// The state of every live key in hash slot `slot` (values copied out), for handing a
-    /// slot to another node. Holds the slot's shard lock while copying.
+    /// The state of every live key in hash slot `slot` (values copied out), and of every
+    /// removal still remembered by a tombstone, for handing a slot to another node (so the
+    /// receiver refuses an older copy of a deleted key). Holds the slot's shard lock while
+    /// copying.
     pub fn slot_states(&self, slot: u16, now_ms: u64) -> Vec<(Bytes, KeyState)> {
         let mut out = Vec::new();
         if slot >= SLOTS {
             return out;
         }
         self.with_shard(shard_of_slot(slot), |shard, _| {
+            shard.tombs.for_each_due(now_ms, |key, version| {
+                if key_slot(key) == slot {
+                    out.push((Bytes::copy_from_slice(key), KeyState::Deleted { version }));
+                }
+            });
             if shard.count_in_slot(slot) == 0 {
                 return;
             }

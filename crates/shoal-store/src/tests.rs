@@ -1176,6 +1176,7 @@ fn slot_states_hand_a_slot_over_and_drop_slot_forgets_it() {
     let states = s.slot_states(slot, 1);
     assert_eq!(states.len(), 50);
     let copy = store();
+    copy.set_tombstone_ttl(60_000);
     for (k, st) in &states {
         assert!(copy.apply(k, st, 1));
     }
@@ -1191,4 +1192,26 @@ fn slot_states_hand_a_slot_over_and_drop_slot_forgets_it() {
     assert_eq!(s.get(b"other", 1).as_deref(), Some(&b"x"[..]));
     // Expired keys are not handed over.
     assert!(copy.slot_states(slot, 20_000).is_empty());
+    // A deletion is handed over as its tombstone: the receiver then refuses the older value.
+    assert!(copy.remove(b"{a}3", 2));
+    let after = copy.slot_states(slot, 3);
+    let tomb = after
+        .iter()
+        .find(|(k, _)| &k[..] == b"{a}3")
+        .map(|(_, st)| st.clone())
+        .expect("the removal is handed over");
+    assert!(matches!(tomb, KeyState::Deleted { .. }));
+    let third = store();
+    third.set_tombstone_ttl(60_000);
+    assert!(third.apply(b"{a}3", &tomb, 3));
+    let old = states
+        .iter()
+        .find(|(k, _)| &k[..] == b"{a}3")
+        .map(|(_, st)| st.clone())
+        .expect("handed over before");
+    assert!(matches!(old, KeyState::Live { .. }));
+    assert!(
+        !third.apply(b"{a}3", &old, 3),
+        "an older value of a deleted key is refused"
+    );
 }

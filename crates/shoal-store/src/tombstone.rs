@@ -65,6 +65,15 @@ impl Tombstones {
         Some(entry.get().version)
     }
 
+    /// Calls `f(key, version)` for every tombstone still due at `now_ms`.
+    pub(crate) fn for_each_due(&self, now_ms: u64, mut f: impl FnMut(&[u8], u64)) {
+        for t in self.table.iter() {
+            if t.deadline > now_ms {
+                f(&t.key, t.version);
+            }
+        }
+    }
+
     /// Forget `key`'s tombstone (a newer value arrived).
     pub(crate) fn remove(&mut self, key: &[u8], hash: u64) {
         if let Ok(entry) = self

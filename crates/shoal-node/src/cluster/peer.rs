@@ -21,7 +21,7 @@ use shoal_store::KeyState;
 use super::handoff::{self, Before};
 use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
 use super::replicate::wait_acks;
-use super::router::{command_keys, error_bytes, parse_command, serve_command};
+use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
 use crate::node::{now_ms, Node};
 
@@ -106,29 +106,14 @@ impl PeerHandler for PeerService {
                     // and a write builds on the value.
                     let node = self.node.clone();
                     return Handled::Later(Box::pin(async move {
-                        let (asked, _turn) = wait.await;
+                        let (asked, turn) = wait.await;
                         if !asked && sender_view != view.id {
                             return Response {
                                 epoch,
                                 body: Bytes::from_static(handoff::NOT_HERE),
                             };
                         }
-                        let cluster = node
-                            .cluster
-                            .as_ref()
-                            .expect("peer service runs in a cluster");
-                        let (bytes, acks) = serve_command(
-                            &node,
-                            cluster,
-                            &view,
-                            &cluster.internal,
-                            proto,
-                            scope,
-                            &args,
-                            now_ms(),
-                        );
-                        drop(_turn);
-                        wait_acks(acks).await;
+                        let bytes = serve_after_wait(&node, &view, proto, scope, &args, turn).await;
                         Response { epoch, body: bytes }
                     }));
                 }

@@ -276,20 +276,7 @@ fn run_owned(
             let (proto, args) = (session.proto, args.to_vec());
             return Outcome::Later(Box::pin(async move {
                 let (_, turn) = wait.await;
-                let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
-                let (bytes, acks) = serve_command(
-                    &node,
-                    cluster,
-                    &view,
-                    &cluster.internal,
-                    proto,
-                    None,
-                    &args,
-                    crate::node::now_ms(),
-                );
-                drop(turn);
-                wait_acks(acks).await;
-                bytes
+                serve_after_wait(&node, &view, proto, None, &args, turn).await
             }));
         }
     }
@@ -492,6 +479,32 @@ pub fn serve_command(
         }
     };
     (encode(&reply, proto), acks)
+}
+
+/// [`serve_command`] once a command's wait is over (a fetch, its key's turn): runs it on the
+/// local store, hands the key's turn on, then waits for the replicas' acks.
+pub async fn serve_after_wait(
+    node: &Arc<Node>,
+    view: &Arc<View>,
+    proto: Protocol,
+    scope: Option<ScopeSpec>,
+    args: &[Bytes],
+    turn: handoff::KeyTurn,
+) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    let (bytes, acks) = serve_command(
+        node,
+        cluster,
+        view,
+        &cluster.internal,
+        proto,
+        scope,
+        args,
+        crate::node::now_ms(),
+    );
+    drop(turn);
+    wait_acks(acks).await;
+    bytes
 }
 
 /// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
