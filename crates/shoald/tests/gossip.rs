@@ -580,6 +580,37 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
         2 * size,
         "re-replicated to two copies after the crash"
     );
+    // CLUSTER NODES shows the dead member as down (`fail`, no slots), the others with slots.
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut n0.con())
+        .expect("CLUSTER NODES");
+    assert_eq!(nodes.lines().count(), 4, "{nodes}");
+    let dead = nodes
+        .lines()
+        .find(|l| l.contains(&n2.resp.to_string()))
+        .unwrap_or_else(|| panic!("the killed node is listed: {nodes}"));
+    let fields: Vec<&str> = dead.split(' ').collect();
+    assert_eq!(fields[2], "master,fail", "{dead}");
+    assert_eq!(fields.len(), 8, "a down member owns no slots: {dead}");
+    for p in [&n0, &n1, &n3] {
+        let line = nodes
+            .lines()
+            .find(|l| l.contains(&p.resp.to_string()))
+            .unwrap_or_else(|| panic!("{} is listed: {nodes}", p.name));
+        assert!(
+            line.split(' ').count() > 8,
+            "a serving member owns slots: {line}"
+        );
+        assert!(!line.contains("fail"), "{line}");
+    }
+    let info: String = redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query(&mut n1.con())
+        .expect("CLUSTER INFO");
+    assert!(info.contains("shoal_state:serving"), "{info}");
+    assert!(info.contains("shoal_settled:1"), "{info}");
+    assert!(info.contains("cluster_state:ok"), "{info}");
 
     // The killed node restarts empty under the same name, is refilled, and reads through
     // it miss nothing.
@@ -652,6 +683,67 @@ fn rolling_restart_loses_nothing() {
     check_counters(&procs[1], &written.iter().collect::<Vec<_>>());
     let (held, size) = copies(&procs.iter().collect::<Vec<_>>());
     assert_eq!(held, 2 * size);
+}
+
+/// A leave that cannot finish (a hand-off paced to 64 kB/s) ends at `leave-timeout-ms`, or
+/// at once on a second SIGTERM; either way the other nodes keep every key (the first node
+/// holds a copy of each).
+#[test]
+fn a_deadline_or_a_second_sigterm_cuts_a_leave_short() {
+    let _serial = serial();
+    const KEYS: u64 = 20_000;
+    let slow = |name: &str, seeds: &[SocketAddr], timeout: &str| {
+        Proc::start_with(
+            name,
+            seeds,
+            SECRET,
+            &["handoff-rate=64kb", &format!("leave-timeout-ms={timeout}")],
+        )
+    };
+    let a = Proc::start("s0", &[]);
+    let mut b = slow("s1", &[a.gossip], "1000");
+    wait_settled(&[&a, &b]);
+    fill(&a, KEYS);
+    // With a third node, b's leave has slots to stream to it, slowly.
+    let c = slow("s2", &[a.gossip], "60000");
+    wait_settled(&[&a, &b, &c]);
+    let started = Instant::now();
+    b.signal("TERM");
+    assert!(b.wait_exit(Duration::from_secs(30)));
+    let log = b.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("leave deadline passed"),
+        "the deadline ended the leave after {:?}: {log}",
+        started.elapsed()
+    );
+    wait_settled(&[&a, &c]);
+    assert_eq!(
+        verify(&a, KEYS),
+        (0, 0),
+        "after a leave cut short by its deadline"
+    );
+
+    let mut c = c;
+    let d = slow("s3", &[a.gossip], "60000");
+    wait_settled(&[&a, &c, &d]);
+    c.signal("TERM");
+    wait_until("c starts leaving", SETTLE, &[&c], || {
+        c.log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("leaving the cluster"))
+    });
+    c.signal("TERM");
+    assert!(c.wait_exit(Duration::from_secs(15)));
+    let log = c.log.lock().unwrap().join("\n");
+    assert!(log.contains("second signal"), "{log}");
+    wait_settled(&[&a, &d]);
+    assert_eq!(
+        verify(&a, KEYS),
+        (0, 0),
+        "after a leave cut short by a second SIGTERM"
+    );
 }
 
 #[test]

@@ -297,10 +297,18 @@ pub fn node_id(name: &str) -> String {
     format!("{a:032x}{:08x}", b as u32)
 }
 
-/// The id of a placement: its members' names and generations, and the copy count.
-fn fingerprint(nodes: &[NodeInfo], width: usize) -> u64 {
+/// The id of a view: the placed members' names and generations, the copy count, and the
+/// leaving members (a leaving node that vanishes before its hand-off completed changes who
+/// must send its slots, so it must start a new hand-off round).
+fn fingerprint(nodes: &[NodeInfo], leaving: &[NodeInfo], width: usize) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::with_seed(width as u64);
     for n in nodes {
+        h.update(n.name.as_bytes());
+        h.update(&[0]);
+        h.update(&n.generation.to_le_bytes());
+    }
+    h.update(&[0xff]);
+    for n in leaving {
         h.update(n.name.as_bytes());
         h.update(&[0]);
         h.update(&n.generation.to_le_bytes());
@@ -448,7 +456,13 @@ impl Cluster {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|k, _| used.contains(k));
-        let id = fingerprint(&nodes, placement.width());
+        let mut leaving_me: Vec<NodeInfo> = leaving.iter().map(|(n, _)| n.clone()).collect();
+        if me == NOT_MEMBER {
+            // This node leaving is part of every node's view of it.
+            leaving_me.push(me_row.info.clone());
+            leaving_me.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        let id = fingerprint(&nodes, &leaving_me, placement.width());
         Ok(View {
             placement,
             nodes,

@@ -94,7 +94,13 @@ impl PeerHandler for PeerService {
             }
             Ok(Request::Command { proto, scope, args }) => {
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
-                let keys = command_keys(&args).unwrap_or_default();
+                // The common case (settled, same view) needs none of this.
+                let unsettled = !cluster.handoff.settled_in(&view);
+                let keys = if unsettled || sender_view != view.id {
+                    command_keys(&args).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
                 if sender_view != view.id && not_here(node, &view, &keys, now) {
                     // The sender routes by another view and this node holds no copy of the
                     // key (it forgot the slot, or never had it): the next copy answers.

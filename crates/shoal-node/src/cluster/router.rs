@@ -266,7 +266,7 @@ fn run_owned(
     keys: &[usize],
 ) -> Outcome {
     // WATCH needs no fetch: a key that arrives later counts as changed, and EXEC aborts.
-    if spec.name != "watch" {
+    if spec.name != "watch" && !cluster.handoff.settled_in(view) {
         let keys: Vec<Bytes> = keys.iter().filter_map(|&i| args.get(i).cloned()).collect();
         let view = cluster.view();
         if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms) {
