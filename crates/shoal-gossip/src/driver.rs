@@ -128,21 +128,36 @@ impl Gossip {
     }
 }
 
-/// Resolves the seed list now and then every `interval`; a name that fails to resolve is
-/// skipped this round (it may be a pod that does not exist yet).
+/// How long after the start seeds are resolved every second (a Kubernetes pod's DNS records
+/// appear a few seconds after the pod), before `seed_resolve_interval` applies.
+const FAST_RESOLVE_FOR: Duration = Duration::from_secs(30);
+
+/// Resolves the seed list now, every second during `FAST_RESOLVE_FOR`, then every
+/// `interval`; a name that fails to resolve is skipped this round (it may be a pod that does
+/// not exist yet).
 async fn spawn_resolver(
     seeds: Vec<String>,
     interval: Duration,
     cmds: mpsc::Sender<GossipCmd>,
     stop: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
+    let interval = interval.max(Duration::from_millis(100));
+    let fast_until = Instant::now() + FAST_RESOLVE_FOR;
+    let mut first = true;
     loop {
-        tokio::select! {
-            biased;
-            _ = stop.cancelled() => return,
-            _ = tick.tick() => {}
+        if !first {
+            let wait = if Instant::now() < fast_until {
+                interval.min(Duration::from_secs(1))
+            } else {
+                interval
+            };
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
         }
+        first = false;
         let mut addrs = Vec::new();
         for seed in &seeds {
             match tokio::net::lookup_host(seed.as_str()).await {

@@ -36,8 +36,9 @@
 //! `Runtime` never awaits: sends are sealed and queued (bounded, drops counted), timers go
 //! to the heap, notifications mark the view dirty; the owner flushes the queue with
 //! `try_send_to` (never awaiting the socket) and publishes a changed view on a `watch`
-//! channel. A second small task resolves the `host:port` seeds every
-//! `seed_resolve_interval` and hands the addresses over. While the node knows no other
+//! channel. A second small task resolves the `host:port` seeds every second for 30 s after
+//! the start (a new pod's DNS record takes a moment), then every `seed_resolve_interval`,
+//! and hands the addresses over. While the node knows no other
 //! member it announces to every seed each `seed_announce_interval` (foca never retries a
 //! lost Announce). `leave` calls foca's `leave_cluster`, re-gossips for `leave_drain`, and
 //! stops the task.

@@ -143,8 +143,9 @@ pub struct NodeConfig {
     /// The gossip UDP port (on `bind`). Absent = the same number as the inter-node port.
     pub gossip_port: Option<u16>,
     /// Gossip addresses (`host:port`) to join through, as a TOML array or one
-    /// comma-separated string. Host names are resolved again every 30 s, so a Kubernetes
-    /// headless Service name finds every pod. Empty = start a new cluster.
+    /// comma-separated string. Host names are resolved every second for 30 s after the start,
+    /// then every 30 s, so a Kubernetes headless Service name finds every pod. Empty = start
+    /// a new cluster.
     #[serde(deserialize_with = "node_list")]
     pub cluster_seeds: Vec<String>,
     /// The IP other nodes reach this one at. Empty = `bind` when it is a specific address,
