@@ -540,13 +540,16 @@ impl Owner {
     /// section, so no request can be entered for the connection after the sweep; then drops
     /// the connection.
     fn lose_connection(&mut self, err: WireError) {
-        let failed: Vec<Reply> = {
+        let mut failed: Vec<(u64, Reply)> = {
             let mut state = self.shared.state();
             state.writer = None;
-            state.pending.drain().map(|(_, reply)| reply).collect()
+            state.pending.drain().collect()
         };
         self.conn = None;
-        for reply in failed {
+        // In request order: callers woken in that order retry elsewhere in that order, so
+        // a pipeline's writes that fail over keep their order.
+        failed.sort_unstable_by_key(|(id, _)| *id);
+        for (_, reply) in failed {
             let _ = reply.send(Err(err.clone()));
         }
     }

@@ -3,7 +3,9 @@
 //!
 //! - `scale_out_crash_restart_and_leave_lose_nothing`: (a) 3 nodes with 100,000 keys, a 4th
 //!   joins: zero misses; (b) SIGKILL one of 4: zero keys lost, zero client errors; the killed
-//!   node restarts empty and is refilled; (c) SIGTERM one of 4: zero keys lost, zero errors.
+//!   node restarts empty and is refilled; (c) SIGTERM one of 4: zero keys lost, zero errors;
+//!   then two nodes join at once, and one node freezes (SIGSTOP) until it is declared down
+//!   and thaws: nothing lost, no stale value served.
 //! - `rolling_restart_loses_nothing`: (d) each of 3 nodes restarted in turn.
 //! - `wrong_secret_or_cluster_name_never_joins`: (e).
 //!
@@ -348,6 +350,10 @@ struct LoadResult {
     unsure: Vec<u64>,
     /// `ord:{tag}:{c}` keys: the last round whose pipelined `SET a; SET b` was acknowledged.
     ordered: HashMap<u64, u64>,
+    /// Reads of an `ord:` key right after its pair that saw the second write, and those
+    /// that did not.
+    ordered_reads: u64,
+    reordered: Vec<String>,
     tag: String,
 }
 
@@ -396,12 +402,21 @@ impl Load {
                 let ord = format!("ord:{tag}:{}", counter % 20);
                 pipe.cmd("SET").arg(&ord).arg(format!("{round}-a"));
                 pipe.cmd("SET").arg(&ord).arg(format!("{round}-b"));
+                pipe.cmd("GET").arg(&ord);
                 pipe.cmd("INCR").arg(format!("ctr:{counter}"));
                 match pipe.query::<Vec<redis::Value>>(&mut con) {
                     Ok(mut got) => {
                         match got.pop().map(|v| redis::from_redis_value::<i64>(&v)) {
                             Some(Ok(_)) => *r.incrs.entry(counter).or_default() += 1,
                             other => r.errors.push(format!("INCR: {other:?}")),
+                        }
+                        // The read right after the pair sees the second write.
+                        match got.pop().map(|v| redis::from_redis_value::<String>(&v)) {
+                            Some(Ok(v)) if v == format!("{round}-b") => r.ordered_reads += 1,
+                            Some(Ok(v)) => {
+                                r.reordered.push(format!("{ord}: read {v} after {round}-b"));
+                            }
+                            other => r.errors.push(format!("GET {ord}: {other:?}")),
                         }
                         let b = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         let a = got.pop().map(|v| redis::from_redis_value::<String>(&v));
@@ -462,9 +477,24 @@ fn check_load(what: &str, r: &LoadResult) {
         r.errors.len(),
         r.written.len()
     );
+    check_load_allowing(what, r, 0);
+}
+
+/// As [`check_load`], allowing `reorders` reads of a pipelined write pair that saw the
+/// first write (writes in flight to a node killed at that moment, see the README).
+fn check_load_allowing(what: &str, r: &LoadResult, reorders: usize) {
     assert!(r.reads > 0, "{what}: the load made no request");
-    assert_eq!(r.misses, 0, "{what}: misses");
-    assert_eq!(r.wrong, 0, "{what}: wrong values");
+    assert!(
+        r.reordered.len() <= reorders,
+        "{what}: pipelined writes seen out of order: {:?}",
+        r.reordered
+    );
+    if !r.reordered.is_empty() {
+        println!("{what}: {:?} (in flight at the kill)", r.reordered);
+    }
+    let first: Vec<&String> = r.errors.iter().take(5).collect();
+    assert_eq!(r.misses, 0, "{what}: misses (errors: {first:?})");
+    assert_eq!(r.wrong, 0, "{what}: wrong values (errors: {first:?})");
     assert!(r.errors.is_empty(), "{what}: errors {:?}", r.errors);
 }
 
@@ -496,6 +526,31 @@ fn check_written(p: &Proc, loads: &[&LoadResult]) {
                 assert_eq!(v.as_deref(), Some(k.as_str()), "acknowledged write lost");
             }
         }
+    }
+}
+
+/// Prints the cluster counters and log tails of `procs` (for a failing check).
+fn dump(procs: &[&Proc]) {
+    for p in procs {
+        let i = p.info();
+        let stats: Vec<String> = i
+            .iter()
+            .filter(|(k, _)| {
+                [
+                    "shoal_view_id",
+                    "shoal_repl_dropped",
+                    "shoal_failovers",
+                    "shoal_unreachable",
+                    "shoal_fetched_keys",
+                    "shoal_expired_requests",
+                    "shoal_other_view_requests",
+                    "shoal_repl_stale",
+                ]
+                .contains(&k.as_str())
+            })
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        eprintln!("{}: {}\n{:#?}", p.name, stats.join(" "), p.tail());
     }
 }
 
@@ -545,8 +600,8 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     }
     assert!(sent > 0, "the newcomer received no keys");
     assert!(
-        n3.stat("shoal_fetches_on_miss") > 0,
-        "the loads never needed a key still in transit: the test did not test the fetch"
+        n3.stat("shoal_fetched_keys") > 0,
+        "no key was fetched while in transit: the test did not test the fetch"
     );
     assert_eq!(verify(&n3, KEYS), (0, 0), "(a) read through the newcomer");
     check_written(&n3, &results.iter().collect::<Vec<_>>());
@@ -567,8 +622,12 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
         "(b) SIGKILL: the 3 survivors settled {:.1} s later",
         took.as_secs_f64()
     );
+    if results.iter().any(|r| r.wrong > 0 || r.misses > 0) {
+        dump(&[&n0, &n1, &n3]);
+    }
     for (i, r) in results.iter().enumerate() {
-        check_load(&format!("(b) load {i}"), r);
+        // One pipeline per load is in flight when the node dies.
+        check_load_allowing(&format!("(b) load {i}"), r, 1);
     }
     assert_eq!(verify(&n1, KEYS), (0, 0), "(b) read after the crash");
     check_written(&n1, &results.iter().collect::<Vec<_>>());
@@ -650,6 +709,67 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     history.extend(results);
     check_counters(&n0, &history.iter().collect::<Vec<_>>());
     let (held, size) = copies(&[&n0, &n2, &n3]);
+    assert_eq!(held, 2 * size);
+
+    // (f) Two nodes join at the same moment under load.
+    let loads = [Load::start(&n0, KEYS, "f0"), Load::start(&n2, KEYS, "f2")];
+    let n4 = start("n4", &[n0.gossip]);
+    let n5 = start("n5", &[n2.gossip]);
+    wait_settled(&[&n0, &n2, &n3, &n4, &n5]);
+    let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
+    if results.iter().any(|r| r.misses > 0) {
+        for p in [&n0, &n2, &n3, &n4, &n5] {
+            let i = p.info();
+            let keys = [
+                "shoal_view_id",
+                "shoal_epoch",
+                "shoal_handoff_keys_sent",
+                "shoal_handoff_keys_received",
+                "shoal_fetches_on_miss",
+                "shoal_fetched_keys",
+                "shoal_forgotten_keys",
+                "shoal_other_view_requests",
+                "shoal_expired_requests",
+            ];
+            let stats: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{k}={}", i.get(*k).cloned().unwrap_or_default()))
+                .collect();
+            eprintln!("{}: {}\n{:#?}", p.name, stats.join(" "), p.tail());
+        }
+    }
+    for (i, r) in results.iter().enumerate() {
+        check_load(&format!("(f) load {i}"), r);
+    }
+    assert_eq!(verify(&n5, KEYS), (0, 0), "(f) read after two joins");
+    check_written(&n4, &results.iter().collect::<Vec<_>>());
+    history.extend(results);
+    check_counters(&n5, &history.iter().collect::<Vec<_>>());
+    let (held, size) = copies(&[&n0, &n2, &n3, &n4, &n5]);
+    assert_eq!(held, 2 * size);
+
+    // (g) One node freezes (SIGSTOP) long enough to be declared down, then thaws and
+    // rejoins as a new incarnation; writes made meanwhile must win over its stale copies.
+    let loads = [Load::start(&n0, KEYS, "g0"), Load::start(&n4, KEYS, "g4")];
+    n3.signal("STOP");
+    wait_until("n3 declared down", SETTLE, &[&n0], || {
+        n0.info().get("shoal_members").map(String::as_str) == Some("4")
+    });
+    n3.signal("CONT");
+    wait_settled(&[&n0, &n2, &n3, &n4, &n5]);
+    let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
+    for (i, r) in results.iter().enumerate() {
+        check_load(&format!("(g) load {i}"), r);
+    }
+    assert_eq!(
+        verify(&n3, KEYS),
+        (0, 0),
+        "(g) read through the thawed node"
+    );
+    check_written(&n3, &results.iter().collect::<Vec<_>>());
+    history.extend(results);
+    check_counters(&n3, &history.iter().collect::<Vec<_>>());
+    let (held, size) = copies(&[&n0, &n2, &n3, &n4, &n5]);
     assert_eq!(held, 2 * size);
 }
 

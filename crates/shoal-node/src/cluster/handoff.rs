@@ -45,9 +45,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::message::{decode_replicate_result, decode_states, encode_done, encode_fetch};
 use super::message::{encode_handoff, entry_len};
-use super::{Cluster, NodeInfo, Peer, View};
+use super::{Cluster, MemberState, NodeInfo, Peer, View};
 use crate::config::NodeConfig;
 use crate::node::{now_ms, Node};
+use shoal_ring::{Member, Placement};
 
 /// Older views kept for fetching while unsettled.
 const WINDOW: usize = 8;
@@ -80,6 +81,9 @@ pub struct HandoffStats {
     pub last_scan_keys: AtomicU64,
 }
 
+/// Guessed earlier placements, for the view id and serving set they were made for.
+type Guesses = ((u64, u64), Arc<Vec<Placement>>);
+
 struct Inner {
     /// The view this node last settled in; hand-offs are planned from it. `None` for a node
     /// that joined through seeds and has not settled yet (it held nothing before).
@@ -93,7 +97,15 @@ struct Inner {
     /// Slots this node holds a copy of in the view `receiving_for.1` but held none of in
     /// `base` (`receiving_for.0`): their local keys may be missing or stale until settled.
     receiving: Arc<Vec<bool>>,
-    receiving_for: (u64, u64),
+    receiving_for: (u64, u64, bool),
+    /// A peer reported work on another view while this node's own view did not change (the
+    /// others saw a membership change this node did not, e.g. a brief false suspicion of
+    /// it): until settled again every slot this node holds counts as receiving.
+    peers_moving: bool,
+    /// For a node without a useful base: guesses of where keys were before it joined, for
+    /// the view and serving set `.0`: the placement over the other serving members, and the
+    /// one over every other member (joins seen by the others before this one).
+    guesses: Option<Guesses>,
 }
 
 /// Hand-off and settling state of one node.
@@ -102,6 +114,10 @@ pub struct Handoff {
     /// Keys with a command waiting for a fetch, each with the commands queued behind it in
     /// arrival order (see [`before`]).
     queues: Mutex<HashMap<Bytes, VecDeque<oneshot::Sender<()>>>>,
+    /// How many keys have a queue (so the settled fast path can skip the lock).
+    queued: std::sync::atomic::AtomicUsize,
+    /// How many times this node settled (the hand-off task forgets slots once per settle).
+    settles: AtomicU64,
     /// The id of the view this node settled in (0: none, or unsettled since a change).
     settled_for: AtomicU64,
     /// Publishes `settled_for` to waiters (leave).
@@ -126,9 +142,13 @@ impl Handoff {
                 done_from: HashMap::new(),
                 my_done: 0,
                 receiving: Arc::new(Vec::new()),
-                receiving_for: (u64::MAX, u64::MAX),
+                receiving_for: (u64::MAX, u64::MAX, false),
+                peers_moving: false,
+                guesses: None,
             }),
             queues: Mutex::new(HashMap::new()),
+            queued: std::sync::atomic::AtomicUsize::new(0),
+            settles: AtomicU64::new(0),
             settled_for: AtomicU64::new(0),
             settled_view: watch::channel(0).0,
             wake: Notify::new(),
@@ -210,6 +230,12 @@ impl Handoff {
             let mut inner = lock(&self.inner);
             inner.done_from.insert(name.to_owned(), view);
             let live = cluster.view();
+            if view != live.id && self.settled_in(&live) {
+                // A peer works on a membership this node has not seen (or has seen go by):
+                // keys may be moving to this node without its view changing.
+                inner.peers_moving = true;
+                self.settled_for.store(0, Ordering::Release);
+            }
             if inner.done_from.len() > 2 * live.members.len() + 16 {
                 inner
                     .done_from
@@ -235,6 +261,8 @@ impl Handoff {
         if settled && self.settled_for.load(Ordering::Acquire) != view.id {
             inner.base = Some(view.clone());
             inner.window.clear();
+            inner.peers_moving = false;
+            self.settles.fetch_add(1, Ordering::AcqRel);
             self.settled_for.store(view.id, Ordering::Release);
             drop(inner);
             self.settled_view.send_replace(view.id);
@@ -246,14 +274,21 @@ impl Handoff {
     fn receiving(&self, view: &View) -> Arc<Vec<bool>> {
         let mut inner = lock(&self.inner);
         let base_id = inner.base.as_ref().map_or(0, |b| b.id);
-        if inner.receiving_for != (base_id, view.id) {
+        let key = (base_id, view.id, inner.peers_moving);
+        if inner.receiving_for != key {
             let me = &view.myself;
+            // A base in which this node was alone says nothing about what the others hold
+            // (a restart without seeds, a partition): like no base at all.
+            let base = inner
+                .base
+                .as_ref()
+                .filter(|b| b.nodes.len() > 1 && !inner.peers_moving);
             let r: Vec<bool> = (0..SLOTS)
                 .map(|slot| {
                     if !view.owners(slot).contains(&view.me) {
                         return false;
                     }
-                    match &inner.base {
+                    match base {
                         None => true,
                         Some(b) => !b
                             .owners(slot)
@@ -263,9 +298,30 @@ impl Handoff {
                 })
                 .collect();
             inner.receiving = Arc::new(r);
-            inner.receiving_for = (base_id, view.id);
+            inner.receiving_for = key;
         }
         inner.receiving.clone()
+    }
+
+    /// The views a hand-off to `current` is planned from: the last settled view and every
+    /// view replaced since (a copy may have been filled, or taken writes, in any of them).
+    fn plan_bases(&self, current: &View) -> Vec<Arc<View>> {
+        let inner = lock(&self.inner);
+        inner
+            .base
+            .iter()
+            // A view in which this node was alone and never settled (a start with seeds)
+            // held nothing of anyone's: planning from it would echo back every key this
+            // node receives.
+            .chain(inner.window.iter().filter(|v| v.nodes.len() > 1))
+            .filter(|v| v.id != current.id)
+            .cloned()
+            .collect()
+    }
+
+    /// How many times this node has settled.
+    fn settle_count(&self) -> u64 {
+        self.settles.load(Ordering::Acquire)
     }
 
     /// The links to ask for a key's state while unsettled: the slot's other copies now,
@@ -283,12 +339,52 @@ impl Handoff {
                 push(p);
             }
         }
-        let inner = lock(&self.inner);
+        let mut inner = lock(&self.inner);
         for old in inner.window.iter().rev().chain(inner.base.iter()) {
             for &m in old.owners(slot) {
                 let node = &old.nodes[usize::from(m)];
                 if let Some(p) = view.link_to(node) {
                     push(p);
+                }
+            }
+        }
+        // A node that joined (or came back) knows no earlier placement with the others in
+        // it: guess where the keys were before the joins.
+        if inner.base.as_ref().is_none_or(|b| b.nodes.len() < 2) {
+            let others = || {
+                view.members
+                    .iter()
+                    .filter(|r| r.info.name != view.myself.name && r.state != MemberState::Down)
+            };
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            for r in others().filter(|r| r.state == MemberState::Serving) {
+                h.update(r.info.name.as_bytes());
+            }
+            let key = (view.id, h.digest());
+            if inner.guesses.as_ref().map(|g| g.0) != Some(key) {
+                let replicas = view.placement.width().saturating_sub(1);
+                let serving: Vec<Member> = others()
+                    .filter(|r| r.state == MemberState::Serving)
+                    .map(|r| Member::new(&r.info.name))
+                    .collect();
+                let all: Vec<Member> = others()
+                    .filter(|r| r.state != MemberState::Leaving)
+                    .map(|r| Member::new(&r.info.name))
+                    .collect();
+                let guesses: Vec<Placement> = [serving, all]
+                    .iter()
+                    .filter_map(|m| Placement::new(m, replicas, 0).ok())
+                    .collect();
+                inner.guesses = Some((key, Arc::new(guesses)));
+            }
+            if let Some((_, guesses)) = &inner.guesses {
+                for guess in guesses.iter() {
+                    for m in guess.owners(slot) {
+                        let name = &guess.members()[usize::from(*m)].name.0;
+                        if let Some((_, p)) = view.live_peers().find(|(n, _)| &n.name == name) {
+                            push(p);
+                        }
+                    }
                 }
             }
         }
@@ -339,34 +435,71 @@ pub struct KeyTurn {
 
 impl Drop for KeyTurn {
     fn drop(&mut self) {
-        let Some((node, key)) = self.node.take() else {
-            return;
-        };
-        let Some(cluster) = node.cluster.as_ref() else {
-            return;
-        };
-        let mut queues = cluster
-            .handoff
-            .queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let Some(waiting) = queues.get_mut(&key) else {
-            return;
-        };
-        // The next live waiter gets the turn; none left: the key is free.
-        while let Some(next) = waiting.pop_front() {
-            if next.send(()).is_ok() {
-                return;
-            }
+        if let Some((node, key)) = self.node.take() {
+            pass_turn(&node, &key, None);
         }
-        queues.remove(&key);
+    }
+}
+
+/// Hands `key`'s turn to its next live waiter, or frees the key. With `own`, the caller is a
+/// waiter dropped before it ran: it passes the turn on only if it had been given it.
+fn pass_turn(node: &Node, key: &Bytes, own: Option<&mut oneshot::Receiver<()>>) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    let h = &cluster.handoff;
+    let mut queues = h.queues.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(rx) = own {
+        // Under the lock: the turn cannot be handed to this waiter meanwhile.
+        if rx.try_recv().is_err() {
+            return;
+        }
+    }
+    let Some(waiting) = queues.get_mut(key) else {
+        return;
+    };
+    while let Some(next) = waiting.pop_front() {
+        if next.send(()).is_ok() {
+            return;
+        }
+    }
+    queues.remove(key);
+    h.queued.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// A command waiting for its key's turn; dropped before it got to run, it passes on a turn
+/// it was given and leaves the queue otherwise.
+struct Waiter {
+    node: Arc<Node>,
+    key: Bytes,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Waiter {
+    async fn turn(mut self) -> KeyTurn {
+        if let Some(rx) = self.rx.as_mut() {
+            let _ = rx.await;
+        }
+        self.rx = None;
+        KeyTurn {
+            node: Some((self.node.clone(), self.key.clone())),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            pass_turn(&self.node, &self.key, Some(&mut rx));
+        }
     }
 }
 
 /// Decides, when a command on `keys` arrives (in arrival order), what it waits for: while
 /// unsettled, a one-key command waits for its turn behind earlier ones on the same key
 /// that wait for a fetch, and the first of them fetches; so commands on one key run in the
-/// order they arrived. A multi-key command fetches its missing keys without such ordering.
+/// order they arrived (also across the moment the node settles). A multi-key command
+/// fetches its missing keys without such ordering.
 pub fn before(
     node: &Arc<Node>,
     cluster: &Cluster,
@@ -374,31 +507,28 @@ pub fn before(
     keys: &[Bytes],
     now_ms: u64,
 ) -> Before {
-    if cluster.handoff.settled_in(view) || keys.is_empty() {
+    let h = &cluster.handoff;
+    if keys.is_empty() || (h.settled_in(view) && h.queued.load(Ordering::Acquire) == 0) {
         return Before::Run;
     }
     if let [key] = keys {
-        let mut queues = cluster
-            .handoff
-            .queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut queues = h.queues.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(waiting) = queues.get_mut(key) {
             let (tx, rx) = oneshot::channel();
             waiting.push_back(tx);
-            let turn = KeyTurn {
-                node: Some((node.clone(), key.clone())),
+            let waiter = Waiter {
+                node: node.clone(),
+                key: key.clone(),
+                rx: Some(rx),
             };
-            return Before::Wait(Box::pin(async move {
-                let _ = rx.await;
-                (true, turn)
-            }));
+            return Before::Wait(Box::pin(async move { (true, waiter.turn().await) }));
         }
         let missing = missing(node, cluster, view, keys.iter(), now_ms);
         if missing.is_empty() {
             return Before::Run;
         }
         queues.insert(key.clone(), VecDeque::new());
+        h.queued.fetch_add(1, Ordering::AcqRel);
         let turn = KeyTurn {
             node: Some((node.clone(), key.clone())),
         };
@@ -425,56 +555,61 @@ pub fn before(
 pub const NOT_HERE: &[u8] =
     b"-TRYAGAIN this node is joining and does not know the key's other copies yet\r\n";
 
-/// Fetches the state of `keys` from their other copies (see [`Handoff`]) and applies what is
-/// found with last-writer-wins. Stops asking about a key once one copy knew it. Returns
-/// false if there was no other copy to ask.
+/// The reply to a forwarded command whose sender's deadline passed before it could run: the
+/// sender gave up on this node and asked another copy, so running it could apply a write
+/// twice, or late (a node that was frozen). Like [`NOT_HERE`], it sends the sender on.
+pub const EXPIRED: &[u8] = b"-TRYAGAIN the request expired before this node could run it\r\n";
+
+/// True for the replies that tell the sender to try the next copy.
+pub fn try_next_copy(body: &[u8]) -> bool {
+    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED)
+}
+
+/// Fetches the state of `keys` from their other copies (see [`Handoff`]), asking every
+/// candidate at once, and applies every answer with last-writer-wins (so the newest copy
+/// wins even if one candidate is stale). Returns false if there was no other copy to ask.
 pub async fn fetch(node: &Arc<Node>, view: &Arc<View>, keys: Vec<Bytes>) -> bool {
     let cluster = node.cluster.as_ref().expect("fetch runs in a cluster");
     let stats = &cluster.handoff.stats;
     stats.fetches.fetch_add(1, Ordering::Relaxed);
-    let mut wanted: Vec<(Bytes, Vec<Arc<Peer>>)> = keys
-        .into_iter()
-        .map(|k| {
-            let c = cluster.handoff.candidates(view, key_slot(&k));
-            (k, c)
-        })
-        .collect();
-    if wanted.iter().all(|(_, c)| c.is_empty()) {
-        return false;
-    }
-    let mut order: Vec<Arc<Peer>> = Vec::new();
-    for (_, c) in &wanted {
-        for p in c {
-            if !order.iter().any(|q| Arc::ptr_eq(q, p)) {
-                order.push(p.clone());
+    // Candidate -> the keys to ask it for.
+    let mut asks: Vec<(Arc<Peer>, Vec<Bytes>)> = Vec::new();
+    for k in keys {
+        for p in cluster.handoff.candidates(view, key_slot(&k)) {
+            match asks.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
+                Some((_, ks)) => ks.push(k.clone()),
+                None => asks.push((p, vec![k.clone()])),
             }
         }
     }
-    for peer in order {
-        let ask: Vec<Bytes> = wanted
-            .iter()
-            .filter(|(_, c)| c.iter().any(|q| Arc::ptr_eq(q, &peer)))
-            .map(|(k, _)| k.clone())
-            .collect();
-        if ask.is_empty() {
-            continue;
-        }
-        let Ok(response) = peer.client.request(view.id, encode_fetch(&ask)).await else {
-            continue;
-        };
+    if asks.is_empty() {
+        return false;
+    }
+    let mut requests: futures_util::stream::FuturesUnordered<_> = asks
+        .iter()
+        .map(|(peer, ks)| {
+            let body = encode_fetch(ks);
+            async move { peer.client.request(view.id, body).await }
+        })
+        .collect();
+    // Half the inter-node timeout at most, so that a forwarded command that waited for this
+    // still answers before its sender gives up; answers that came by then are applied.
+    let wait = Duration::from_millis(
+        (super::message::REQUEST_TIMEOUT_MS.load(Ordering::Relaxed) / 2).max(1),
+    );
+    let until = Instant::now() + wait;
+    while let Ok(Some(response)) =
+        tokio::time::timeout_at(until, futures_util::StreamExt::next(&mut requests)).await
+    {
+        let Ok(response) = response else { continue };
         let Ok(states) = decode_states(response.body) else {
             continue;
         };
         let now = now_ms();
-        let mut found = HashSet::with_capacity(states.len());
         for (key, state) in &states {
-            node.store.apply(key, state, now);
-            stats.fetched.fetch_add(1, Ordering::Relaxed);
-            found.insert(key.clone());
-        }
-        wanted.retain(|(k, _)| !found.contains(k));
-        if wanted.is_empty() {
-            break;
+            if node.store.apply(key, state, now) {
+                stats.fetched.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
     true
@@ -496,7 +631,7 @@ pub async fn run(node: Arc<Node>, stop: CancellationToken) {
         }
     }
     let mut scanned_for = 0u64;
-    let mut forgot_for = 0u64;
+    let mut forgot_at = 0u64;
     // (slot, new copy) pairs delivered since `base` (valid for one base).
     let mut delivered: HashSet<(u16, String, u64)> = HashSet::new();
     let mut delivered_base = u64::MAX;
@@ -512,12 +647,12 @@ pub async fn run(node: Arc<Node>, stop: CancellationToken) {
         }
         if current.id != scanned_for {
             reporter.update(&current, 0);
-            let outcome = match &base {
-                Some(b) if b.id != current.id => {
-                    scan(&node, b, &current, &mut delivered, &mut limiter, &stop).await
-                }
+            let bases = cluster.handoff.plan_bases(&current);
+            let outcome = if bases.is_empty() {
                 // Nothing moved since the last settle, or nothing was held before.
-                _ => Scan::Complete,
+                Scan::Complete
+            } else {
+                scan(&node, &bases, &current, &mut delivered, &mut limiter, &stop).await
             };
             match outcome {
                 Scan::Complete => {
@@ -546,8 +681,9 @@ pub async fn run(node: Arc<Node>, stop: CancellationToken) {
             if view.id != current.id {
                 break;
             }
-            if cluster.handoff.settled_in(&view) && forgot_for != view.id {
-                forgot_for = view.id;
+            let settles = cluster.handoff.settle_count();
+            if cluster.handoff.settled_in(&view) && forgot_at != settles {
+                forgot_at = settles;
                 tracing::info!(
                     epoch = view.epoch(),
                     "settled: every hand-off for this membership is complete"
@@ -709,7 +845,7 @@ fn plan(base: &View, current: &View) -> Vec<(u16, Vec<NodeInfo>)> {
 
 async fn scan(
     node: &Arc<Node>,
-    base: &View,
+    bases: &[Arc<View>],
     current: &Arc<View>,
     delivered: &mut HashSet<(u16, String, u64)>,
     limiter: &mut Limiter,
@@ -717,7 +853,23 @@ async fn scan(
 ) -> Scan {
     let cluster = node.cluster.as_ref().expect("hand-off runs in a cluster");
     let stats = &cluster.handoff.stats;
-    let mut work = plan(base, current);
+    // Every view since the last settle may have left keys somewhere: plan from each and
+    // merge (a slot streamed twice is harmless, last-writer-wins).
+    let mut work: Vec<(u16, Vec<NodeInfo>)> = Vec::new();
+    for base in bases {
+        for (slot, targets) in plan(base, current) {
+            match work.binary_search_by_key(&slot, |(s, _)| *s) {
+                Ok(i) => {
+                    for t in targets {
+                        if !work[i].1.iter().any(|o| o.same_incarnation(&t)) {
+                            work[i].1.push(t);
+                        }
+                    }
+                }
+                Err(i) => work.insert(i, (slot, targets)),
+            }
+        }
+    }
     for (slot, targets) in &mut work {
         targets.retain(|t| !delivered.contains(&(*slot, t.name.clone(), t.generation)));
     }

@@ -2,7 +2,12 @@
 //! opaque bytes). All integers are big-endian. Byte 0 is the kind:
 //!
 //! ```text
-//! 1 COMMAND    proto u8 (2 | 3) · scope · RESP multibulk (exactly one command)
+//! 1 COMMAND    deadline_ms u64 · proto u8 (2 | 3) · scope · RESP multibulk (one command)
+//!              deadline_ms: Unix ms after which the sender no longer waits for the answer
+//!              (it tried the next copy): the receiver must not run it then (0 = none)
+//!              proto | 0x80: a failover (the key's owner did not answer): the receiver
+//!              runs it one millisecond ahead, so its write orders after whatever the
+//!              owner wrote in the same millisecond (whose replication may still arrive)
 //!              scope = 0                          every local key
 //!                    | 1 · n u16 · n × u16 owners · m u16 · m × u16 down
 //!              response body: the RESP reply, encoded in `proto`
@@ -29,6 +34,7 @@
 //! Decoding checks every length against what is left of the body (itself bounded by the
 //! frame limit) before slicing; values are zero-copy slices of the body.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -82,6 +88,8 @@ pub enum Request {
         proto: Protocol,
         scope: Option<ScopeSpec>,
         args: Vec<Bytes>,
+        deadline_ms: u64,
+        failover: bool,
     },
     Replicate(Vec<(Bytes, KeyState)>),
     Handoff(Vec<(Bytes, KeyState)>),
@@ -129,11 +137,20 @@ pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
     }
 }
 
-/// A COMMAND body.
+/// How long a node waits for another node's answer (`cluster-timeout-ms`); set at start.
+pub static REQUEST_TIMEOUT_MS: AtomicU64 = AtomicU64::new(1000);
+
+/// The deadline a COMMAND sent now carries.
+pub fn deadline_from_now() -> u64 {
+    crate::node::now_ms() + REQUEST_TIMEOUT_MS.load(Ordering::Relaxed)
+}
+
+/// A COMMAND body, with a deadline from now.
 pub fn encode_command(proto: Protocol, scope: Option<&ScopeSpec>, args: &[Bytes]) -> Bytes {
-    let size: usize = args.iter().map(|a| a.len() + 16).sum::<usize>() + 32;
+    let size: usize = args.iter().map(|a| a.len() + 16).sum::<usize>() + 40;
     let mut b = BytesMut::with_capacity(size);
     b.put_u8(KIND_COMMAND);
+    b.put_u64(deadline_from_now());
     b.put_u8(proto_byte(proto));
     match scope {
         None => b.put_u8(0),
@@ -150,6 +167,20 @@ pub fn encode_command(proto: Protocol, scope: Option<&ScopeSpec>, args: &[Bytes]
     put_multibulk(&mut b, args);
     b.freeze()
 }
+
+/// A copy of a COMMAND body for a failover: a deadline from now, and the failover mark.
+pub fn restamp(body: &Bytes) -> Bytes {
+    if body.len() < 10 || body[0] != KIND_COMMAND {
+        return body.clone();
+    }
+    let mut b = BytesMut::from(&body[..]);
+    b[1..9].copy_from_slice(&deadline_from_now().to_be_bytes());
+    b[9] |= FAILOVER;
+    b.freeze()
+}
+
+/// The failover mark on a COMMAND's protocol byte.
+const FAILOVER: u8 = 0x80;
 
 /// Bytes one replicated entry takes.
 pub fn entry_len(key: &[u8], state: &KeyState) -> usize {
@@ -295,7 +326,10 @@ pub fn decode_request(
     let mut r = Reader { buf: body };
     match r.u8().map_err(|_| MessageError::Empty)? {
         KIND_COMMAND => {
-            let proto = match r.u8()? {
+            let deadline_ms = r.u64()?;
+            let proto = r.u8()?;
+            let failover = proto & FAILOVER != 0;
+            let proto = match proto & !FAILOVER {
                 2 => Protocol::Resp2,
                 3 => Protocol::Resp3,
                 _ => return Err(MessageError::Field("protocol")),
@@ -309,7 +343,13 @@ pub fn decode_request(
                 _ => return Err(MessageError::Field("scope")),
             };
             let args = parse(r.buf).map_err(MessageError::Command)?;
-            Ok(Request::Command { proto, scope, args })
+            Ok(Request::Command {
+                proto,
+                scope,
+                args,
+                deadline_ms,
+                failover,
+            })
         }
         KIND_FETCH => {
             let count = r.u32()? as usize;
@@ -417,16 +457,37 @@ mod tests {
             down: vec![0, 1],
         };
         for s in [None, Some(&scope)] {
+            let before = crate::node::now_ms();
             let body = encode_command(Protocol::Resp3, s, &args);
-            let got = decode_request(body, parse_resp).unwrap();
+            let Request::Command {
+                proto,
+                scope,
+                args: got,
+                deadline_ms,
+                failover,
+            } = decode_request(body.clone(), parse_resp).unwrap()
+            else {
+                panic!("not a command");
+            };
             assert_eq!(
-                got,
-                Request::Command {
-                    proto: Protocol::Resp3,
-                    scope: s.cloned(),
-                    args: args.clone(),
-                }
+                (proto, scope, got),
+                (Protocol::Resp3, s.cloned(), args.clone())
             );
+            assert!(deadline_ms >= before + 1000, "{deadline_ms} {before}");
+            assert!(!failover);
+            // A failover copy: a fresh deadline and the mark, the protocol unchanged.
+            let Request::Command {
+                deadline_ms: later,
+                failover,
+                proto: again,
+                ..
+            } = decode_request(restamp(&body), parse_resp).unwrap()
+            else {
+                panic!("not a command");
+            };
+            assert!(later >= deadline_ms);
+            assert!(failover);
+            assert_eq!(again, Protocol::Resp3);
         }
     }
 

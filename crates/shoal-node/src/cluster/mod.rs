@@ -233,6 +233,8 @@ pub struct ClusterStats {
     pub served: AtomicU64,
     /// Inter-node requests whose sender had another view of the membership.
     pub other_view: AtomicU64,
+    /// Forwarded commands that arrived after their sender's deadline, not run.
+    pub expired: AtomicU64,
 }
 
 /// How the members are known.
@@ -374,6 +376,7 @@ impl Cluster {
             ..PeerConfig::default()
         };
         replicate::ACK_WAIT_MS.store((config.cluster_timeout_ms / 2).max(1), Ordering::Relaxed);
+        message::REQUEST_TIMEOUT_MS.store(config.cluster_timeout_ms, Ordering::Relaxed);
         // A placeholder until the first real view is stored.
         let placeholder = View {
             placement: Placement::new(&[Member::new(me_name)], 0, 0)?,
@@ -604,6 +607,7 @@ impl Cluster {
         line(format!("shoal_fetched_keys:{}", get(&h.fetched)));
         line(format!("shoal_forgotten_keys:{}", get(&h.forgotten)));
         line(format!("shoal_other_view_requests:{}", get(&s.other_view)));
+        line(format!("shoal_expired_requests:{}", get(&s.expired)));
         if let Some(g) = self.gossip.get() {
             let g = g.stats().snapshot();
             line(format!("shoal_gossip_datagrams_in:{}", g.datagrams_in));

@@ -66,6 +66,7 @@ impl PeerHandler for PeerService {
                 proto,
                 scope: Some(scope),
                 args,
+                ..
             }) => {
                 let node = self.node.clone();
                 Handled::Later(Box::pin(async move {
@@ -92,8 +93,30 @@ impl PeerHandler for PeerService {
                     Response { epoch, body }
                 }))
             }
-            Ok(Request::Command { proto, scope, args }) => {
+            Ok(Request::Command {
+                proto,
+                scope,
+                args,
+                deadline_ms,
+                failover,
+            }) => {
+                // A failover runs a millisecond ahead (see `message`).
+                let now = now + u64::from(failover);
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
+                if deadline_ms != 0 && now > deadline_ms {
+                    // The sender gave up on this node (it was frozen, or far behind) and
+                    // asked the next copy: running this now could apply a write twice.
+                    let n = cluster.stats.expired.fetch_add(1, Ordering::Relaxed) + 1;
+                    if n.is_power_of_two() {
+                        tracing::warn!(
+                            expired = n,
+                            late_ms = now - deadline_ms,
+                            "forwarded commands arrived after their deadline and were not run \
+                             (this node stalled, or clocks differ by more than cluster-timeout-ms)"
+                        );
+                    }
+                    return reply(Bytes::from_static(handoff::EXPIRED));
+                }
                 // The common case (settled, same view) needs none of this.
                 let unsettled = !cluster.handoff.settled_in(&view);
                 let keys = if unsettled || sender_view != view.id {

@@ -28,7 +28,7 @@ use shoal_wire::{ErrorCode, WireError};
 
 use super::message::{decode_request, encode_command, Request, Scope, ScopeSpec};
 use super::replicate::{replicate_keys, wait_acks};
-use super::{fanout, handoff, Cluster, View};
+use super::{fanout, handoff, message, Cluster, View};
 use crate::client::ClientInfo;
 use crate::cmd::{self, flag, CommandSpec, Prepared, Session};
 use crate::config::WriteAck;
@@ -366,17 +366,29 @@ pub async fn send_to_copies(
             cluster.stats.failovers.fetch_add(1, Ordering::Relaxed);
         }
         if m == view.me {
-            return serve_body_here(&node, &view, body).await;
+            // This node is the next copy: run it here, a millisecond ahead when it is a
+            // failover (see `message`).
+            return serve_body_here(&node, &view, body, u64::from(i > 0)).await;
         }
         let Some(peer) = view.peer(m) else { continue };
         cluster.stats.forwarded.fetch_add(1, Ordering::Relaxed);
         let name = &view.nodes[usize::from(m)].name;
-        match peer.client.request(view.id, body.clone()).await {
+        // A later attempt gets a deadline of its own.
+        let attempt = if i == 0 {
+            body.clone()
+        } else {
+            message::restamp(&body)
+        };
+        match peer.client.request(view.id, attempt).await {
             Ok(response) => {
                 peer.reachable.store(true, Ordering::Relaxed);
-                if response.body.starts_with(handoff::NOT_HERE) && i + 1 < owners.len() {
-                    // A copy that is just starting: the next copy still has the key.
-                    last_error = format!("{name}: joining");
+                if handoff::try_next_copy(&response.body) && i + 1 < owners.len() {
+                    // A copy that is starting, or that got the request too late: the next
+                    // copy has the key.
+                    last_error = format!(
+                        "{name}: {}",
+                        String::from_utf8_lossy(&response.body).trim_end()
+                    );
                     continue;
                 }
                 return response.body;
@@ -399,10 +411,12 @@ pub async fn send_to_copies(
 }
 
 /// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part).
-async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes) -> Bytes {
+async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes, ahead: u64) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     match decode_request(body, |b| parse_command(node, b)) {
-        Ok(Request::Command { proto, scope, args }) => {
+        Ok(Request::Command {
+            proto, scope, args, ..
+        }) => {
             if scope.is_none() {
                 let now = crate::node::now_ms();
                 let missing = command_keys(&args)
@@ -420,7 +434,7 @@ async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes) -> Byt
                 proto,
                 scope,
                 &args,
-                crate::node::now_ms(),
+                crate::node::now_ms() + ahead,
             );
             wait_acks(acks).await;
             bytes
@@ -492,6 +506,15 @@ pub async fn serve_after_wait(
     turn: handoff::KeyTurn,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    // The view may have changed while waiting: replicate to the copies it names now. A scope
+    // keeps the view it was resolved against.
+    let now_view;
+    let view = if scope.is_none() {
+        now_view = cluster.view();
+        &now_view
+    } else {
+        view
+    };
     let (bytes, acks) = serve_command(
         node,
         cluster,
