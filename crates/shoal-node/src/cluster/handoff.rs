@@ -433,6 +433,13 @@ pub struct KeyTurn {
     node: Option<(Arc<Node>, Bytes)>,
 }
 
+impl KeyTurn {
+    /// No turn to hold (the command did not queue).
+    pub fn none() -> KeyTurn {
+        KeyTurn { node: None }
+    }
+}
+
 impl Drop for KeyTurn {
     fn drop(&mut self) {
         if let Some((node, key)) = self.node.take() {
@@ -545,7 +552,7 @@ pub fn before(
     let (node, view) = (node.clone(), view.clone());
     Before::Wait(Box::pin(async move {
         let asked = fetch(&node, &view, missing).await;
-        (asked, KeyTurn { node: None })
+        (asked, KeyTurn::none())
     }))
 }
 

@@ -142,7 +142,16 @@ impl PeerHandler for PeerService {
                                 body: Bytes::from_static(handoff::NOT_HERE),
                             };
                         }
-                        let bytes = serve_after_wait(&node, &view, proto, scope, &args, turn).await;
+                        let bytes = serve_after_wait(
+                            &node,
+                            &view,
+                            proto,
+                            scope,
+                            &args,
+                            turn,
+                            u64::from(failover),
+                        )
+                        .await;
                         Response { epoch, body: bytes }
                     }));
                 }

@@ -276,7 +276,7 @@ fn run_owned(
             let (proto, args) = (session.proto, args.to_vec());
             return Outcome::Later(Box::pin(async move {
                 let (_, turn) = wait.await;
-                serve_after_wait(&node, &view, proto, None, &args, turn).await
+                serve_after_wait(&node, &view, proto, None, &args, turn, 0).await
             }));
         }
     }
@@ -410,34 +410,25 @@ pub async fn send_to_copies(
     ))
 }
 
-/// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part).
+/// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part),
+/// `ahead` milliseconds ahead (see `message`), after what `handoff::before` asks for.
 async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes, ahead: u64) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     match decode_request(body, |b| parse_command(node, b)) {
         Ok(Request::Command {
             proto, scope, args, ..
         }) => {
+            let mut turn = handoff::KeyTurn::none();
             if scope.is_none() {
+                let keys = command_keys(&args).unwrap_or_default();
                 let now = crate::node::now_ms();
-                let missing = command_keys(&args)
-                    .map(|keys| handoff::missing(node, cluster, view, keys.iter(), now))
-                    .unwrap_or_default();
-                if !missing.is_empty() {
-                    let _ = handoff::fetch(node, view, missing).await;
+                if let handoff::Before::Wait(wait) =
+                    handoff::before(node, cluster, view, &keys, now)
+                {
+                    turn = wait.await.1;
                 }
             }
-            let (bytes, acks) = serve_command(
-                node,
-                cluster,
-                view,
-                &cluster.internal,
-                proto,
-                scope,
-                &args,
-                crate::node::now_ms() + ahead,
-            );
-            wait_acks(acks).await;
-            bytes
+            serve_after_wait(node, view, proto, scope, &args, turn, ahead).await
         }
         Ok(_) => error_bytes("ERR unexpected inter-node message"),
         Err(e) => error_bytes(&format!("ERR bad inter-node message: {e}")),
@@ -504,6 +495,7 @@ pub async fn serve_after_wait(
     scope: Option<ScopeSpec>,
     args: &[Bytes],
     turn: handoff::KeyTurn,
+    ahead: u64,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     // The view may have changed while waiting: replicate to the copies it names now. A scope
@@ -523,7 +515,7 @@ pub async fn serve_after_wait(
         proto,
         scope,
         args,
-        crate::node::now_ms(),
+        crate::node::now_ms() + ahead,
     );
     drop(turn);
     wait_acks(acks).await;
