@@ -679,7 +679,8 @@ fn exec(
             !handoff::missing(node, cluster, &view, keys.iter().map(|&p| &a[p]), now_ms).is_empty()
         })
     };
-    if tx.dirty || (tx.queue.iter().all(runs_here) && !tx.queue.iter().any(arriving)) {
+    let settled = cluster.handoff.settled_in(&view);
+    if tx.dirty || (tx.queue.iter().all(runs_here) && (settled || !tx.queue.iter().any(arriving))) {
         let queued = tx.queue.clone();
         let reply = cmd::run(node, session, spec, args, now_ms, None);
         if view.placement.width() > 1 {
