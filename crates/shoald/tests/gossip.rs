@@ -795,6 +795,9 @@ fn rolling_restart_loses_nothing() {
         procs[i] = Proc::start(&format!("r{i}"), &seeds);
         wait_settled(&procs.iter().collect::<Vec<_>>());
         let r = load.finish();
+        if r.misses > 0 || r.wrong > 0 {
+            dump(&procs.iter().collect::<Vec<_>>());
+        }
         check_load(&format!("(d) restart of r{i}"), &r);
         written.push(r);
         assert_eq!(verify(&procs[i], KEYS), (0, 0), "after restarting r{i}");
