@@ -13,6 +13,8 @@
 //!   canonical request text, for forwarding and tests).
 //! - [`reply`]: `VALUE`/`END`/status/number/`STAT`/error/meta reply writers.
 //! - [`base64`]: the codec of the meta `b` (binary key) flag.
+//! - [`auth`]: [`auth::AuthParser`], memcached's `set`-based authentication (`-Y`) that an
+//!   unauthenticated connection must pass before the [`Parser`] sees its requests.
 //!
 //! Compatible with memcached 1.6 (`proto_text.c`): command words (lowercase, case-sensitive),
 //! tokenization (runs of spaces, `\r\n` or bare `\n`), token counts (`ERROR` when wrong),
@@ -34,6 +36,7 @@
 //! - `noreply` is not attached to errors: memcached suppresses error replies of a `noreply`
 //!   request (except meta-set errors); the node always sees the error and decides.
 
+pub mod auth;
 pub mod base64;
 pub mod command;
 pub mod parser;

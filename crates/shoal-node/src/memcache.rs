@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use shoal_memcache::auth::{AuthParser, AuthStep, AUTH_FAILURE};
 use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Command, Limits, MetaFlags, Parser, StoreMode};
 use shoal_store::Access;
@@ -45,6 +46,8 @@ pub struct McStats {
     pub touch_hits: AtomicU64,
     pub touch_misses: AtomicU64,
     pub total_items: AtomicU64,
+    pub auth_cmds: AtomicU64,
+    pub auth_errors: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
@@ -68,6 +71,9 @@ pub struct McFrontend {
     limits: Limits,
     /// A multi-key get paused to flush its output.
     pending: Option<PendingGet>,
+    /// While the connection has not authenticated (`requirepass` is set): memcached's
+    /// `set`-based authentication, which every request must pass first.
+    auth: Option<AuthParser>,
 }
 
 impl McFrontend {
@@ -76,7 +82,45 @@ impl McFrontend {
             parser: Parser::new(),
             limits: limits(node),
             pending: None,
+            auth: node.requires_auth().then(AuthParser::default),
         }
+    }
+
+    /// Runs the authentication requests at the front of `input` until the connection has
+    /// authenticated (`None`) or must wait or close.
+    fn authenticate(
+        &mut self,
+        node: &Node,
+        input: &mut BytesMut,
+        out: &mut BytesMut,
+    ) -> Option<(u64, Step)> {
+        let mut processed = 0;
+        while let Some(auth) = self.auth.as_mut() {
+            match auth.parse(input) {
+                AuthStep::NeedInput => return Some((processed, Step::NeedInput)),
+                AuthStep::Refused(text) => out.extend_from_slice(text.as_bytes()),
+                AuthStep::Close(text) => {
+                    out.extend_from_slice(text.unwrap_or_default().as_bytes());
+                    let why = "unauthenticated request too long".to_owned();
+                    return Some((processed, Step::Close(Close::Protocol(why))));
+                }
+                AuthStep::Credentials { user, password } => {
+                    bump(&node.mc_stats.auth_cmds);
+                    if node.check_password(&user, &password) {
+                        self.auth = None;
+                        reply::status(out, Status::Stored);
+                    } else {
+                        bump(&node.mc_stats.auth_errors);
+                        out.extend_from_slice(AUTH_FAILURE.as_bytes());
+                    }
+                }
+            }
+            processed += 1;
+            if out.len() >= FLUSH_AT {
+                return Some((processed, Step::Flush));
+            }
+        }
+        None
     }
 }
 
@@ -98,6 +142,11 @@ impl Frontend for McFrontend {
         // Memcached requests always run here (the front end is refused in a cluster), so
         // nothing is ever pending and replies go straight to the output.
         let out = &mut replies.out;
+        if self.auth.is_some() {
+            if let Some(stop) = self.authenticate(node, input, out) {
+                return stop;
+            }
+        }
         self.limits = limits(node);
         let mut processed = 0;
         if let Some(get) = self.pending.take() {
@@ -478,6 +527,8 @@ fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
         ("cas_badval", &s.cas_badval),
         ("touch_hits", &s.touch_hits),
         ("touch_misses", &s.touch_misses),
+        ("auth_cmds", &s.auth_cmds),
+        ("auth_errors", &s.auth_errors),
     ] {
         reply::stat(out, name, v(c));
     }
@@ -538,6 +589,8 @@ impl McStats {
             &self.touch_hits,
             &self.touch_misses,
             &self.total_items,
+            &self.auth_cmds,
+            &self.auth_errors,
         ] {
             c.store(0, Relaxed);
         }

@@ -161,6 +161,15 @@ impl Node {
         self.with_settings(|s| !s.requirepass.is_empty())
     }
 
+    /// Checks a user/password pair against `requirepass` (one user, `default`), for every
+    /// front end.
+    pub fn check_password(&self, user: &[u8], pass: &[u8]) -> bool {
+        user == b"default"
+            && self.with_settings(|s| {
+                s.requirepass.is_empty() || same_secret(s.requirepass.as_bytes(), pass)
+            })
+    }
+
     /// Records `used` and returns the peak so far.
     pub fn peak_memory(&self, used: u64) -> u64 {
         self.peak.fetch_max(used, Ordering::Relaxed).max(used)
@@ -169,6 +178,11 @@ impl Node {
     pub fn uptime_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
     }
+}
+
+/// Compares in time independent of where the first difference is.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Wall-clock Unix time in milliseconds, the time base of TTLs.

@@ -167,6 +167,16 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
     if let Some(addr) = node.memcache_addr {
         tracing::info!("memcached protocol listening on {addr}");
     }
+    let protected = if node.memcache_addr.is_some() {
+        "RESP and memcached ports"
+    } else {
+        "RESP port"
+    };
+    if node.node.requires_auth() {
+        tracing::info!("requirepass is set: the {protected} require the password (AUTH; memcached: a set of 'default <password>')");
+    } else {
+        tracing::info!("no requirepass: the {protected} accept any client");
+    }
     if let (Some(addr), Some(cluster)) = (node.cluster_addr, node.node.cluster.as_ref()) {
         let view = cluster.view();
         tracing::info!(

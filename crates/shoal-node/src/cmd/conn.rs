@@ -25,19 +25,6 @@ pub fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Compares in time independent of where the first difference is.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Checks a user/password pair against `requirepass` (Shoal has one user, `default`).
-fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    user == b"default"
-        && ctx.node.with_settings(|s| {
-            s.requirepass.is_empty() || same_secret(s.requirepass.as_bytes(), pass)
-        })
-}
-
 pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (user, pass): (&[u8], &[u8]) = match args.len() {
         2 => {
@@ -49,7 +36,7 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         3 => (&args[1], &args[2]),
         _ => return err(ERR_SYNTAX),
     };
-    if check_password(ctx, user, pass) {
+    if ctx.node.check_password(user, pass) {
         ctx.session.authenticated = true;
         Reply::ok()
     } else {
@@ -76,7 +63,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     while i < args.len() {
         let more = args.len() - i - 1;
         if is(&args[i], "AUTH") && more >= 2 {
-            if !check_password(ctx, &args[i + 1], &args[i + 2]) {
+            if !ctx.node.check_password(&args[i + 1], &args[i + 2]) {
                 return err(WRONGPASS);
             }
             ctx.session.authenticated = true;
