@@ -8,7 +8,9 @@
 #   scripts/gossip.sh stop        SIGTERM every node started here
 #
 # Node gN serves RESP on 7100+N and uses 17100+N for the inter-node protocol (TCP) and gossip
-# (UDP); g1 is the seed. The nodes share SHOAL_CLUSTER_SECRET (a random one is made and kept
+# (UDP); g1..g3 are every node's seeds, so any of them can restart and find the others (a
+# node never serves as a cluster of one by accident: g1..g3 start together and form the
+# cluster once they see each other). The nodes share SHOAL_CLUSTER_SECRET (a random one is made and kept
 # in target/gossip/secret when unset). Logs and pids go to target/gossip/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,12 +22,18 @@ if [[ -z "${SHOAL_CLUSTER_SECRET:-}" ]]; then
 fi
 export SHOAL_CLUSTER_SECRET
 
-start() {
+seeds=127.0.0.1:17101,127.0.0.1:17102,127.0.0.1:17103
+
+launch() {
     local n=$1 port=$((7100 + $1))
     target/release/shoald --port "$port" --set cluster-mode=gossip --set "node-name=g$n" \
-        --set "cluster-port=$((17100 + n))" --set "cluster-seeds=127.0.0.1:17101" \
+        --set "cluster-port=$((17100 + n))" --set "cluster-seeds=$seeds" \
         >"$dir/g$n.log" 2>&1 &
     echo $! >"$dir/g$n.pid"
+}
+
+wait_serving() {
+    local n=$1 port=$((7100 + $1))
     # Ready when it serves (bounded wait).
     for _ in $(seq 1 300); do
         if redis-cli -p "$port" INFO cluster 2>/dev/null | grep -q '^shoal_state:serving'; then
@@ -61,9 +69,13 @@ stop() {
 case "${1:-start}" in
 start)
     cargo build --release -q -p shoald
-    for n in 1 2 3; do start "$n"; done
+    for n in 1 2 3; do launch "$n"; done
+    for n in 1 2 3; do wait_serving "$n"; done
     ;;
-add) start "$2" ;;
+add)
+    launch "$2"
+    wait_serving "$2"
+    ;;
 leave) stop "$2" ;;
 stop)
     for f in "$dir"/g*.pid; do

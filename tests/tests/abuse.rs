@@ -212,7 +212,7 @@ fn a_client_that_never_reads_cannot_grow_server_memory() {
 
 #[test]
 fn a_reply_over_the_output_limit_closes_the_client() {
-    let node = TestNode::with(|c| c.client_output_buffer_limit = shoal_node::ByteSize(1 << 20));
+    let node = TestNode::with(|c| c.client_output_buffer_limit.normal.hard = 1 << 20);
     let mut con = node.client();
     let _: () = con.set("big", vec![b'v'; 2 << 20]).unwrap();
     let mut s = node.raw();

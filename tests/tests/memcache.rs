@@ -401,7 +401,7 @@ fn a_multi_get_of_large_values_streams_instead_of_buffering() {
     // The output limit is far below the reply: the values must be streamed key by key.
     let node = TestNode::with(|c| {
         c.memcache_port = Some(0);
-        c.client_output_buffer_limit = shoal_node::ByteSize(1 << 20);
+        c.client_output_buffer_limit.normal.hard = 1 << 20;
     });
     let mut s = raw(&node);
     let value = "v".repeat(100_000);

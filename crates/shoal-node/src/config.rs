@@ -66,6 +66,130 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
+/// One client class's output limits: more than `hard` unsent reply bytes closes the client
+/// at once; more than `soft` for `soft_seconds` seconds in a row closes it too. 0 = none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ClassLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+/// Redis's `client-output-buffer-limit`: a [`ClassLimit`] for normal clients, replicas and
+/// pub/sub subscribers, written `<class> <hard> <soft> <soft-seconds>` per class
+/// (`normal 256mb 0 0 replica 256mb 64mb 60`). Shoal serves only normal clients today; the
+/// other classes are kept and shown so Redis tooling that sets them works. A bare size
+/// (`256mb`, the form of earlier Shoal versions) is the normal class's hard limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputBufferLimits {
+    pub normal: ClassLimit,
+    pub replica: ClassLimit,
+    pub pubsub: ClassLimit,
+}
+
+impl Default for OutputBufferLimits {
+    /// Redis's defaults, except that normal clients are bounded (256 MB hard): Redis leaves
+    /// them unlimited, but one client that never reads must not grow a cache without bound.
+    fn default() -> Self {
+        const MB: u64 = 1024 * 1024;
+        OutputBufferLimits {
+            normal: ClassLimit {
+                hard: 256 * MB,
+                soft: 0,
+                soft_seconds: 0,
+            },
+            replica: ClassLimit {
+                hard: 256 * MB,
+                soft: 64 * MB,
+                soft_seconds: 60,
+            },
+            pubsub: ClassLimit {
+                hard: 32 * MB,
+                soft: 8 * MB,
+                soft_seconds: 60,
+            },
+        }
+    }
+}
+
+impl OutputBufferLimits {
+    /// Applies `text` on top of `self`: the classes it names change, the others stay (as
+    /// Redis's CONFIG SET). Errors are Redis's texts.
+    pub fn apply(&self, text: &str) -> Result<OutputBufferLimits, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let mut out = *self;
+        if let [one] = words[..] {
+            if let Ok(size) = one.parse::<ByteSize>() {
+                out.normal.hard = size.0;
+                return Ok(out);
+            }
+        }
+        if words.is_empty() || !words.len().is_multiple_of(4) {
+            return Err("Wrong number of arguments in buffer limit configuration.".into());
+        }
+        for group in words.chunks_exact(4) {
+            let class = match group[0].to_ascii_lowercase().as_str() {
+                "normal" => &mut out.normal,
+                "replica" | "slave" => &mut out.replica,
+                "pubsub" => &mut out.pubsub,
+                _ => {
+                    return Err(
+                        "Invalid client class specified in buffer limit configuration.".into(),
+                    )
+                }
+            };
+            let bad = || {
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                    .to_string()
+            };
+            *class = ClassLimit {
+                hard: group[1].parse::<ByteSize>().map_err(|_| bad())?.0,
+                soft: group[2].parse::<ByteSize>().map_err(|_| bad())?.0,
+                soft_seconds: group[3].parse().map_err(|_| bad())?,
+            };
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for OutputBufferLimits {
+    /// As Redis's CONFIG GET shows it (bytes, the replica class named `slave`).
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let c = |l: &ClassLimit| format!("{} {} {}", l.hard, l.soft, l.soft_seconds);
+        write!(
+            f,
+            "normal {} slave {} pubsub {}",
+            c(&self.normal),
+            c(&self.replica),
+            c(&self.pubsub)
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputBufferLimits {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = OutputBufferLimits;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("\"<class> <hard> <soft> <soft-seconds>\" groups, or a size")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                OutputBufferLimits::default()
+                    .apply(v)
+                    .map_err(|e| E::custom(format!("client-output-buffer-limit: {e}")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// Every setting of one node. Field docs say why the default is what it is.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
@@ -93,11 +217,9 @@ pub struct NodeConfig {
     pub proto_max_multibulk_len: usize,
     /// Longest inline command line (Redis's PROTO_INLINE_MAX_SIZE, 64 KiB).
     pub proto_inline_max_size: ByteSize,
-    /// Unsent reply bytes one client may hold before it is disconnected (hard limit). Redis
-    /// leaves normal clients unlimited; Shoal bounds them so a client that never reads cannot
-    /// grow the server's memory. 0 = no limit (replies still wait for the socket: a client
-    /// that does not read stops being read from).
-    pub client_output_buffer_limit: ByteSize,
+    /// Unsent reply bytes a client may hold before it is disconnected, per class (Redis's
+    /// form). Enforced while a reply is produced, so no reply grows past it.
+    pub client_output_buffer_limit: OutputBufferLimits,
     /// How long SIGTERM/SIGINT waits for connections to answer what they already read.
     pub shutdown_timeout_ms: u64,
     /// Active expiry cycles per second (Redis's `hz`).
@@ -151,9 +273,15 @@ pub struct NodeConfig {
     /// The IP other nodes reach this one at. Empty = `bind` when it is a specific address,
     /// else the address the host name resolves to (a pod's IP in Kubernetes).
     pub cluster_announce_ip: String,
-    /// With seeds: how long a starting node waits to find another member before it serves
-    /// alone (commands on keys answer TRYAGAIN meanwhile).
+    /// With seeds: how often a node that has not found another member yet logs why (and,
+    /// with `cluster-bootstrap`, how long it looks before it starts a new cluster). Commands
+    /// on keys answer TRYAGAIN meanwhile.
     pub join_timeout_ms: u64,
+    /// Gossip mode, with seeds: may this node start a new cluster when no seed answers within
+    /// `join-timeout-ms`? Off by default: a node told of seeds that finds nobody (seeds down,
+    /// only itself, a wrong secret or cluster name) answers TRYAGAIN and says why in its log
+    /// and INFO until it joins, instead of serving an empty cluster of one.
+    pub cluster_bootstrap: bool,
     /// Bandwidth limit for handing slots to other nodes, per second.
     pub handoff_rate: ByteSize,
     /// After SIGTERM: how long the node may take to hand its slots to the others before it
@@ -197,7 +325,7 @@ impl Default for NodeConfig {
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,
             proto_inline_max_size: ByteSize(64 * 1024),
-            client_output_buffer_limit: ByteSize(256 * 1024 * 1024),
+            client_output_buffer_limit: OutputBufferLimits::default(),
             shutdown_timeout_ms: 10_000,
             hz: 10,
             log_level: "info".into(),
@@ -217,6 +345,7 @@ impl Default for NodeConfig {
             cluster_seeds: Vec::new(),
             cluster_announce_ip: String::new(),
             join_timeout_ms: 3000,
+            cluster_bootstrap: false,
             handoff_rate: ByteSize(64 * 1024 * 1024),
             leave_timeout_ms: 60_000,
         }
@@ -256,6 +385,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "cluster-seeds",
     "cluster-announce-ip",
     "join-timeout-ms",
+    "cluster-bootstrap",
     "handoff-rate",
     "leave-timeout-ms",
 ];
@@ -265,6 +395,7 @@ pub const STRING_KEYS: &[&str] = &[
     "bind",
     "maxmemory-policy",
     "requirepass",
+    "client-output-buffer-limit",
     "log-level",
     "node-name",
     "cluster-name",
@@ -275,6 +406,9 @@ pub const STRING_KEYS: &[&str] = &[
     "cluster-seeds",
     "cluster-announce-ip",
 ];
+
+/// Keys whose values are booleans (`true`/`yes`, `false`/`no` in the environment and flags).
+pub const BOOL_KEYS: &[&str] = &["cluster-bootstrap"];
 
 /// Keys that have no default value: the feature is off unless they are set.
 pub const OPTIONAL_KEYS: &[&str] = &["memcache-port", "cluster-port", "gossip-port"];
@@ -515,6 +649,45 @@ mod tests {
         assert!("12xb".parse::<ByteSize>().is_err());
         assert!("gb".parse::<ByteSize>().is_err());
         assert!("99999999999999999999gb".parse::<ByteSize>().is_err());
+    }
+
+    #[test]
+    fn output_buffer_limits_take_redis_form() {
+        let d = OutputBufferLimits::default();
+        assert_eq!(
+            d.to_string(),
+            "normal 268435456 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        let l = d.apply("normal 8mb 4mb 10").unwrap();
+        assert_eq!(
+            l.normal,
+            ClassLimit {
+                hard: 8 << 20,
+                soft: 4 << 20,
+                soft_seconds: 10
+            }
+        );
+        assert_eq!((l.replica, l.pubsub), (d.replica, d.pubsub));
+        let l = d.apply("replica 1mb 0 0 PUBSUB 0 0 0").unwrap();
+        assert_eq!(
+            (l.normal, l.replica.hard, l.pubsub),
+            (d.normal, 1 << 20, ClassLimit::default())
+        );
+        assert_eq!(d.apply("1mb").unwrap().normal.hard, 1 << 20);
+        assert_eq!(d.apply(&d.to_string()).unwrap(), d);
+        assert!(d
+            .apply("normal 1mb 0")
+            .unwrap_err()
+            .starts_with("Wrong number"));
+        assert!(d
+            .apply("master 1mb 0 0")
+            .unwrap_err()
+            .starts_with("Invalid client class"));
+        assert!(d
+            .apply("normal 1xb 0 0")
+            .unwrap_err()
+            .starts_with("Error in hard"));
+        assert!(d.apply("").is_err());
     }
 
     #[test]

@@ -3,25 +3,38 @@
 //! The loop reads into one buffer, lets the connection's [`Frontend`] parse and execute every
 //! complete request in it, and writes the replies once per batch. Back pressure: while a write
 //! is pending nothing more is read, and the output is flushed whenever it passes `FLUSH_AT`, so
-//! a client that never reads holds at most one batch of replies. Output larger than
-//! `client-output-buffer-limit` closes the connection. `RespFrontend` (Redis protocol) lives
+//! a client that never reads holds at most one batch of replies.
+//!
+//! Output limits (`client-output-buffer-limit`, normal class): each command gets the bytes
+//! left under the hard limit as its reply budget, and commands whose reply grows with the
+//! data stop at it, so no reply is ever built past the limit plus one value; such a client is
+//! closed, as Redis closes one over its hard limit. Unsent output above the soft limit for
+//! its seconds closes the client too. The output is a queue of chunks ([`OutQueue`]): large
+//! values are queued as the reply's own bytes and written with vectored writes, never copied
+//! into one buffer with the rest. `timeout` closes a client that neither sends nor reads for
+//! that long, also while a reply waits for it to read. `RespFrontend` (Redis protocol) lives
 //! here; the Memcached one in `memcache`.
 
+use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Buf, Bytes, BytesMut};
 use futures_util::stream::{FuturesOrdered, StreamExt};
+use shoal_resp::reply::Sink;
 use shoal_resp::{Limits, Reply, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::client::ClientInfo;
 use crate::cluster::router::{dispatch, writes_local_keys, Outcome, ReplyFuture};
-use crate::cmd::{ReplyMode, Session};
+use crate::cmd::{ReplyBudget, ReplyMode, Session};
+use crate::config::ClassLimit;
 use crate::node::{now_ms, Node};
 
 /// Output is written once it reaches this many bytes, even mid-batch.
@@ -31,6 +44,86 @@ const MIN_READ: usize = 16 * 1024;
 const MAX_READ: usize = 1024 * 1024;
 /// Buffers that grew past this are released when empty, so idle clients stay small.
 const KEEP_CAPACITY: usize = 64 * 1024;
+/// Chunks handed to one vectored write at most.
+const MAX_IOV: usize = 64;
+
+/// Output waiting to be written: sealed chunks (encoded replies, and large values by
+/// reference), then `cur`, where the next small pieces are appended.
+#[derive(Default)]
+pub struct OutQueue {
+    chunks: VecDeque<Bytes>,
+    chunk_bytes: usize,
+    pub cur: BytesMut,
+}
+
+impl OutQueue {
+    fn with_capacity(n: usize) -> OutQueue {
+        OutQueue {
+            cur: BytesMut::with_capacity(n),
+            ..OutQueue::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunk_bytes + self.cur.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Queues `data` as it is, after everything appended so far.
+    pub fn push(&mut self, data: Bytes) {
+        self.seal();
+        if !data.is_empty() {
+            self.chunk_bytes += data.len();
+            self.chunks.push_back(data);
+        }
+    }
+
+    /// Moves `cur` into the chunk queue.
+    fn seal(&mut self) {
+        if !self.cur.is_empty() {
+            let chunk = self.cur.split().freeze();
+            self.chunk_bytes += chunk.len();
+            self.chunks.push_back(chunk);
+        }
+    }
+
+    /// Drops the first `n` bytes (they were written).
+    fn advance(&mut self, mut n: usize) {
+        self.chunk_bytes -= n;
+        while n > 0 {
+            let front = self
+                .chunks
+                .front_mut()
+                .expect("advance within the queued bytes");
+            if front.len() <= n {
+                n -= front.len();
+                self.chunks.pop_front();
+            } else {
+                front.advance(n);
+                n = 0;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.chunks.clear();
+        self.chunk_bytes = 0;
+        self.cur.clear();
+    }
+}
+
+impl Sink for OutQueue {
+    fn buf(&mut self) -> &mut BytesMut {
+        &mut self.cur
+    }
+
+    fn put_shared(&mut self, data: &Bytes) {
+        self.push(data.clone());
+    }
+}
 
 /// Why a connection ended (for the debug log; fields are read through `Debug`).
 #[allow(dead_code)]
@@ -53,24 +146,34 @@ pub enum Close {
 #[derive(Default)]
 pub struct Replies {
     /// Bytes ready to write, all before any pending reply.
-    pub out: BytesMut,
+    pub out: OutQueue,
     pending: FuturesOrdered<ReplyFuture>,
     tail: BytesMut,
+}
+
+/// Replies are encoded into `out`, or into `tail` behind a pending reply.
+impl Sink for Replies {
+    fn buf(&mut self) -> &mut BytesMut {
+        if self.pending.is_empty() {
+            &mut self.out.cur
+        } else {
+            &mut self.tail
+        }
+    }
+
+    fn put_shared(&mut self, data: &Bytes) {
+        if self.pending.is_empty() {
+            self.out.push(data.clone());
+        } else {
+            self.tail.extend_from_slice(data);
+        }
+    }
 }
 
 /// Replies waiting per connection before the connection stops reading to drain them.
 pub const MAX_PENDING: usize = 128;
 
 impl Replies {
-    /// Where the next reply in order is encoded.
-    pub fn buf(&mut self) -> &mut BytesMut {
-        if self.pending.is_empty() {
-            &mut self.out
-        } else {
-            &mut self.tail
-        }
-    }
-
     /// Queues a reply that is still to come.
     pub fn push_later(&mut self, reply: ReplyFuture) {
         self.seal();
@@ -102,7 +205,7 @@ impl Replies {
     async fn settle(&mut self) {
         self.seal();
         while let Some(bytes) = self.pending.next().await {
-            self.out.extend_from_slice(&bytes);
+            self.out.push(bytes);
         }
     }
 }
@@ -167,6 +270,7 @@ impl Frontend for RespFrontend {
         now: u64,
     ) -> (u64, Step) {
         self.limits = node.limits();
+        let hard = node.with_settings(|s| s.client_output_buffer_limit.normal.hard);
         let mut processed = 0;
         loop {
             let parsed = match self.held.take() {
@@ -179,7 +283,7 @@ impl Frontend for RespFrontend {
                 Ok(Some(args)) => args,
                 Ok(None) => return (processed, Step::NeedInput),
                 Err(e) => {
-                    Reply::error(e.to_string()).encode(self.session.proto, replies.buf());
+                    Reply::error(e.to_string()).encode(self.session.proto, replies);
                     return (processed, Step::Close(Close::Protocol(e.to_string())));
                 }
             };
@@ -196,7 +300,18 @@ impl Frontend for RespFrontend {
             let was_skipped = std::mem::take(&mut self.skip_pending);
             let session = &mut self.session;
             let mode_before = session.reply_mode;
+            session.budget = match hard {
+                0 => ReplyBudget::new(0),
+                h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
+            };
             let outcome = dispatch(node, session, &args, now);
+            if session.budget.exceeded() {
+                tracing::warn!(
+                    client = session.info.id,
+                    "reply would pass the client output buffer limit, closing"
+                );
+                return (processed, Step::Close(Close::OutputLimit));
+            }
             // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not);
             // any other command by the mode it found, so an EXEC that runs a queued CLIENT
             // REPLY OFF still sends its own reply, as in Redis.
@@ -215,7 +330,7 @@ impl Frontend for RespFrontend {
                 self.skip_pending = true;
             }
             match outcome {
-                Outcome::Reply(reply) if !suppress => reply.encode(session.proto, replies.buf()),
+                Outcome::Reply(reply) if !suppress => reply.encode(session.proto, replies),
                 Outcome::Reply(_) => {}
                 Outcome::Later(reply) if !suppress => replies.push_later(reply),
                 // Still run it (it may write), but send nothing.
@@ -260,55 +375,105 @@ fn stopped(info: &ClientInfo) -> Close {
     }
 }
 
-/// Writes `out` and clears it. Tries a plain non-blocking write first (the common case: the
-/// socket has room); only a client that is slow to read makes it wait, and then a CLIENT KILL
-/// interrupts the wait while a shutdown does not: replies already computed are delivered
-/// (the listener's shutdown deadline bounds how long a slow reader can hold the exit).
+/// When a client that does not read its replies is given up on.
+#[derive(Clone, Copy)]
+struct WritePolicy {
+    /// `timeout`: no byte written for this long closes the client.
+    idle: Option<Duration>,
+    /// The normal class's limits (the hard one is checked before writing).
+    limit: ClassLimit,
+}
+
+impl WritePolicy {
+    /// The next moment the client must be closed if the write is still stuck, and why.
+    fn deadline(
+        &self,
+        last_progress: Instant,
+        over_soft_since: Option<Instant>,
+    ) -> Option<(Instant, Close)> {
+        let idle = self.idle.map(|d| (last_progress + d, Close::Idle));
+        let soft = over_soft_since.map(|t| {
+            (
+                t + Duration::from_secs(self.limit.soft_seconds),
+                Close::OutputLimit,
+            )
+        });
+        match (idle, soft) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Writes `out` and empties it, with vectored writes straight from its chunks. Tries a plain
+/// non-blocking write first (the common case: the socket has room); only a client that is
+/// slow to read makes it wait, and then a CLIENT KILL interrupts the wait while a shutdown
+/// does not: replies already computed are delivered (the listener's shutdown deadline bounds
+/// how long a slow reader can hold the exit). `timeout` and the soft output limit close a
+/// client whose reading stalls.
 async fn write_out(
     stream: &mut TcpStream,
-    out: &mut BytesMut,
+    out: &mut OutQueue,
     node: &Node,
     info: &ClientInfo,
     mut stop: Pin<&mut WaitForCancellationFutureOwned>,
+    policy: WritePolicy,
 ) -> Result<(), Close> {
     if out.is_empty() {
         return Ok(());
     }
-    let mut pos = match stream.try_write(out) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-        Err(e) => return Err(Close::Io(e)),
-    };
+    out.seal();
+    let total = out.len();
     let mut watch_stop = !info.stop.is_cancelled();
-    while pos < out.len() {
-        // `write` is cancel safe: if `stop` wins, nothing of this call was written.
-        let written = if watch_stop {
-            tokio::select! {
-                biased;
-                r = stream.write(&out[pos..]) => r,
-                _ = stop.as_mut() => {
-                    if info.killed.load(Ordering::Relaxed) {
-                        return Err(Close::Killed);
-                    }
-                    watch_stop = false;
-                    continue;
-                }
-            }
-        } else {
-            stream.write(&out[pos..]).await
-        };
-        match written {
+    let mut last_progress = Instant::now();
+    let mut over_soft_since = None;
+    while !out.is_empty() {
+        let mut slices = [IoSlice::new(&[]); MAX_IOV];
+        let n = out.chunks.len().min(MAX_IOV);
+        for (slice, chunk) in slices.iter_mut().zip(&out.chunks) {
+            *slice = IoSlice::new(chunk);
+        }
+        match stream.try_write_vectored(&slices[..n]) {
             Ok(0) => return Err(Close::Io(std::io::ErrorKind::WriteZero.into())),
-            Ok(n) => pos += n,
+            Ok(written) => {
+                out.advance(written);
+                last_progress = Instant::now();
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(Close::Io(e)),
+        }
+        let soft = policy.limit.soft;
+        if soft > 0 && out.len() as u64 > soft {
+            over_soft_since.get_or_insert_with(Instant::now);
+        } else {
+            over_soft_since = None;
+        }
+        let deadline = policy.deadline(last_progress, over_soft_since);
+        let until = deadline.as_ref().map(|d| d.0);
+        // Every arm is cancel safe: `writable` and `sleep_until` only wait.
+        tokio::select! {
+            biased;
+            r = stream.writable() => r.map_err(Close::Io)?,
+            _ = stop.as_mut(), if watch_stop => {
+                if info.killed.load(Ordering::Relaxed) {
+                    return Err(Close::Killed);
+                }
+                watch_stop = false;
+            }
+            _ = tokio::time::sleep_until(until.unwrap_or_else(Instant::now)), if until.is_some() => {
+                let why = deadline.map_or(Close::Idle, |d| d.1);
+                tracing::warn!(client = info.id, unsent = out.len(), reason = ?why, "closing a client that does not read its replies");
+                return Err(why);
+            }
         }
     }
     node.stats
         .total_net_output_bytes
-        .fetch_add(out.len() as u64, Ordering::Relaxed);
+        .fetch_add(total as u64, Ordering::Relaxed);
     out.clear();
-    if out.capacity() > KEEP_CAPACITY {
-        *out = BytesMut::with_capacity(MIN_READ);
+    if out.cur.capacity() > KEEP_CAPACITY {
+        out.cur = BytesMut::with_capacity(MIN_READ);
     }
     Ok(())
 }
@@ -321,7 +486,7 @@ async fn serve<F: Frontend>(
 ) -> Close {
     let mut input = BytesMut::with_capacity(MIN_READ);
     let mut replies = Replies {
-        out: BytesMut::with_capacity(MIN_READ),
+        out: OutQueue::with_capacity(MIN_READ),
         ..Replies::default()
     };
     // Registered once per connection: polling it is cheaper than a new future per read.
@@ -332,8 +497,12 @@ async fn serve<F: Frontend>(
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
-        let (out_limit, idle_secs) =
-            node.with_settings(|s| (s.client_output_buffer_limit.0, s.timeout));
+        let (limit, idle_secs) =
+            node.with_settings(|s| (s.client_output_buffer_limit.normal, s.timeout));
+        let policy = WritePolicy {
+            idle: (idle_secs > 0).then(|| Duration::from_secs(idle_secs)),
+            limit,
+        };
         let closing = loop {
             let (processed, step) = frontend.process(node, &mut input, &mut replies, now);
             if processed > 0 {
@@ -366,7 +535,7 @@ async fn serve<F: Frontend>(
                 now = now_ms();
             }
             let out = &mut replies.out;
-            if out_limit > 0 && out.len() as u64 > out_limit {
+            if limit.hard > 0 && out.len() as u64 > limit.hard {
                 tracing::warn!(
                     client = info.id,
                     bytes = out.len(),
@@ -377,7 +546,8 @@ async fn serve<F: Frontend>(
             }
             match step {
                 Step::Flush => {
-                    if let Err(c) = write_out(&mut stream, out, node, &info, stop.as_mut()).await {
+                    let written = write_out(&mut stream, out, node, &info, stop.as_mut(), policy);
+                    if let Err(c) = written.await {
                         return c;
                     }
                 }
@@ -385,7 +555,15 @@ async fn serve<F: Frontend>(
                 Step::Close(c) => break Some(c),
             }
         };
-        if let Err(c) = write_out(&mut stream, &mut replies.out, node, &info, stop.as_mut()).await {
+        let written = write_out(
+            &mut stream,
+            &mut replies.out,
+            node,
+            &info,
+            stop.as_mut(),
+            policy,
+        );
+        if let Err(c) = written.await {
             return c;
         }
         if let Some(c) = closing {
@@ -404,7 +582,7 @@ async fn serve<F: Frontend>(
         input.reserve(want);
         if idle_secs > 0 {
             idle.as_mut()
-                .reset(tokio::time::Instant::now() + Duration::from_secs(idle_secs));
+                .reset(Instant::now() + Duration::from_secs(idle_secs));
         }
         // All arms are cancel safe: read_buf reads nothing if another arm wins.
         let n = tokio::select! {

@@ -27,7 +27,7 @@ pub mod listener;
 pub mod memcache;
 pub mod node;
 
-pub use config::{ByteSize, NodeConfig};
+pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};
 pub use node::Node;
 

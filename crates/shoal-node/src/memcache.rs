@@ -141,7 +141,7 @@ impl Frontend for McFrontend {
     ) -> (u64, Step) {
         // Memcached requests always run here (the front end is refused in a cluster), so
         // nothing is ever pending and replies go straight to the output.
-        let out = &mut replies.out;
+        let out = &mut replies.out.cur;
         if self.auth.is_some() {
             if let Some(stop) = self.authenticate(node, input, out) {
                 return stop;

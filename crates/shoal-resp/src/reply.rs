@@ -17,8 +17,10 @@
 //! Push      >n\r\n<items>            *n\r\n<items>
 //! ```
 //!
-//! The encoder appends to a `BytesMut` and never allocates anything else: integers and
-//! doubles are formatted into stack buffers.
+//! The encoder appends to a [`Sink`] (a `BytesMut` is one) and never allocates anything
+//! else: integers and doubles are formatted into stack buffers. A bulk string of at least
+//! [`SHARE_MIN`] bytes is handed to the sink as the reply's own `Bytes` ([`Sink::put_shared`])
+//! so a sink that queues chunks sends large values without copying them into one buffer.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -31,6 +33,27 @@ pub enum Protocol {
     #[default]
     Resp2,
     Resp3,
+}
+
+/// Bulk strings at least this long go to [`Sink::put_shared`] instead of being copied.
+pub const SHARE_MIN: usize = 16 * 1024;
+
+/// Where replies are encoded.
+pub trait Sink {
+    /// The buffer small pieces are appended to.
+    fn buf(&mut self) -> &mut BytesMut;
+
+    /// Appends `data` (at least [`SHARE_MIN`] bytes, the reply's own copy). A sink that
+    /// queues chunks keeps a reference instead of copying; the default copies.
+    fn put_shared(&mut self, data: &Bytes) {
+        self.buf().extend_from_slice(data);
+    }
+}
+
+impl Sink for BytesMut {
+    fn buf(&mut self) -> &mut BytesMut {
+        self
+    }
 }
 
 /// A reply to one command.
@@ -76,21 +99,27 @@ impl Reply {
         Reply::Bulk(data.into())
     }
 
-    /// Appends the encoding of this reply in `proto` to `out`.
-    pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
+    /// Appends the encoding of this reply in `proto` to `sink`.
+    pub fn encode(&self, proto: Protocol, sink: &mut impl Sink) {
         let resp3 = proto == Protocol::Resp3;
+        let out = sink.buf();
         match self {
             Reply::Simple(text) => encode_line(out, b'+', text.as_bytes()),
             Reply::Error(text) => encode_line(out, b'-', text.as_bytes()),
             Reply::Int(n) => encode_int(out, *n),
+            Reply::Bulk(data) if data.len() >= SHARE_MIN => {
+                put_header(out, b'$', data.len() as u64);
+                sink.put_shared(data);
+                sink.buf().put_slice(b"\r\n");
+            }
             Reply::Bulk(data) => encode_bulk(out, data),
             Reply::Nil if resp3 => out.put_slice(b"_\r\n"),
             Reply::Nil => out.put_slice(b"$-1\r\n"),
             Reply::NilArray if resp3 => out.put_slice(b"_\r\n"),
             Reply::NilArray => out.put_slice(b"*-1\r\n"),
-            Reply::Array(items) => encode_items(out, b'*', items, proto),
-            Reply::Set(items) => encode_items(out, if resp3 { b'~' } else { b'*' }, items, proto),
-            Reply::Push(items) => encode_items(out, if resp3 { b'>' } else { b'*' }, items, proto),
+            Reply::Array(items) => encode_items(sink, b'*', items, proto),
+            Reply::Set(items) => encode_items(sink, if resp3 { b'~' } else { b'*' }, items, proto),
+            Reply::Push(items) => encode_items(sink, if resp3 { b'>' } else { b'*' }, items, proto),
             Reply::Map(pairs) => {
                 if resp3 {
                     put_header(out, b'%', pairs.len() as u64);
@@ -98,8 +127,8 @@ impl Reply {
                     put_header(out, b'*', 2 * pairs.len() as u64);
                 }
                 for (k, v) in pairs {
-                    k.encode(proto, out);
-                    v.encode(proto, out);
+                    k.encode(proto, sink);
+                    v.encode(proto, sink);
                 }
             }
             Reply::Double(d) => {
@@ -159,10 +188,10 @@ fn put_header(out: &mut BytesMut, prefix: u8, n: u64) {
     out.put_slice(b"\r\n");
 }
 
-fn encode_items(out: &mut BytesMut, prefix: u8, items: &[Reply], proto: Protocol) {
-    put_header(out, prefix, items.len() as u64);
+fn encode_items(sink: &mut impl Sink, prefix: u8, items: &[Reply], proto: Protocol) {
+    put_header(sink.buf(), prefix, items.len() as u64);
     for item in items {
-        item.encode(proto, out);
+        item.encode(proto, sink);
     }
 }
 
@@ -381,6 +410,44 @@ mod tests {
             b"*2\r\n*1\r\n*-1\r\n*0\r\n",
             b"*2\r\n*1\r\n_\r\n%0\r\n",
         );
+    }
+
+    /// A sink that keeps shared values apart, to see what was copied.
+    #[derive(Default)]
+    struct Chunks {
+        parts: Vec<Bytes>,
+        cur: BytesMut,
+        shared: usize,
+    }
+
+    impl Sink for Chunks {
+        fn buf(&mut self) -> &mut BytesMut {
+            &mut self.cur
+        }
+        fn put_shared(&mut self, data: &Bytes) {
+            self.parts.push(self.cur.split().freeze());
+            self.parts.push(data.clone());
+            self.shared += 1;
+        }
+    }
+
+    #[test]
+    fn large_bulks_are_shared_not_copied() {
+        let big = Bytes::from(vec![b'x'; SHARE_MIN]);
+        let r = Reply::Array(vec![
+            Reply::bulk(big.clone()),
+            Reply::bulk("small"),
+            Reply::Map(vec![(Reply::bulk("k"), Reply::bulk(big.clone()))]),
+        ]);
+        for proto in [Protocol::Resp2, Protocol::Resp3] {
+            let mut sink = Chunks::default();
+            r.encode(proto, &mut sink);
+            assert_eq!(sink.shared, 2);
+            assert!(sink.parts.iter().any(|p| p.as_ptr() == big.as_ptr()));
+            let mut joined: Vec<u8> = sink.parts.concat();
+            joined.extend_from_slice(&sink.cur);
+            assert_eq!(joined, enc(&r, proto));
+        }
     }
 
     #[test]

@@ -172,6 +172,22 @@ where
         .unwrap_or(Err(HandshakeError::Timeout))
 }
 
+/// Connects to `addr`, runs the client half of the handshake and hangs up: tells whether the
+/// node there would accept this one (`Ok`, its node name), refuses it (wrong secret, other
+/// cluster name or version), or cannot be reached. For diagnosing why a node cannot join.
+pub async fn probe(
+    addr: std::net::SocketAddr,
+    auth: &AuthConfig,
+    limit: Duration,
+) -> Result<String, HandshakeError> {
+    let mut stream = tokio::time::timeout(limit, tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| HandshakeError::Timeout)?
+        .map_err(|e| HandshakeError::Io(e.kind()))?;
+    let established = client_handshake(&mut stream, auth, &addr, limit).await?;
+    Ok(established.peer_node)
+}
+
 /// Runs the server half on `stream`, within `limit`.
 pub(crate) async fn server_handshake<S>(
     stream: &mut S,

@@ -78,7 +78,7 @@ pub use frame::{
     decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, RefuseReason, HEADER_LEN, MAGIC,
     PROTOCOL_VERSION,
 };
-pub use handshake::{AuthConfig, HandshakeError};
+pub use handshake::{probe, AuthConfig, HandshakeError};
 pub use server::{serve_peer, Handled, PeerHandler, ServeError, ServerConfig};
 
 /// The answer to one request: the responder's placement epoch (so the sender learns it is

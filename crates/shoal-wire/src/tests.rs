@@ -317,6 +317,40 @@ async fn wrong_secret_is_refused_on_both_sides() {
     );
 }
 
+#[tokio::test]
+async fn probe_tells_accepted_refused_and_unreachable_apart() {
+    let server = TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    assert_eq!(
+        crate::probe(server.addr, &good_auth("a"), HANDSHAKE).await,
+        Ok("b".to_owned())
+    );
+    assert_eq!(
+        crate::probe(
+            server.addr,
+            &auth("prod", b"another secret", "a"),
+            HANDSHAKE
+        )
+        .await,
+        Err(HandshakeError::WrongSecret)
+    );
+    assert_eq!(
+        crate::probe(
+            server.addr,
+            &auth("staging", b"0123456789abcdef", "a"),
+            HANDSHAKE
+        )
+        .await,
+        Err(HandshakeError::ClusterMismatch)
+    );
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone = closed.local_addr().unwrap();
+    drop(closed);
+    assert_eq!(
+        crate::probe(gone, &good_auth("a"), HANDSHAKE).await,
+        Err(HandshakeError::Io(std::io::ErrorKind::ConnectionRefused))
+    );
+}
+
 /// A client that skips verifying the server and sends a made-up proof is refused by the
 /// server with a Refused frame, then the connection is closed.
 #[tokio::test]

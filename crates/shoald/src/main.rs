@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use shoal_node::config::{env_var_name, CONFIG_KEYS, STRING_KEYS};
+use shoal_node::config::{env_var_name, BOOL_KEYS, CONFIG_KEYS, STRING_KEYS};
 use shoal_node::NodeConfig;
 use toml::{Table, Value};
 
@@ -48,6 +48,13 @@ struct Cli {
 fn typed(key: &str, v: &str) -> Value {
     if STRING_KEYS.contains(&key) {
         return Value::String(v.to_string());
+    }
+    if BOOL_KEYS.contains(&key) {
+        match v.to_ascii_lowercase().as_str() {
+            "true" | "yes" => return Value::Boolean(true),
+            "false" | "no" => return Value::Boolean(false),
+            _ => {}
+        }
     }
     v.parse::<i64>()
         .map(Value::Integer)

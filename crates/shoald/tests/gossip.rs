@@ -65,8 +65,6 @@ impl Proc {
             "--set",
             "cluster-port=0",
             "--set",
-            "gossip-port=0",
-            "--set",
             "write-ack=all",
             "--set",
             "join-timeout-ms=1500",
@@ -903,9 +901,96 @@ fn wrong_secret_or_cluster_name_never_joins() {
             );
         }
     }
-    for bad in [&wrong_secret, &wrong_name] {
+    // Neither serves as a cluster of its own: both answer TRYAGAIN and say why (issue #10,
+    // item 5; before, each served alone once join-timeout-ms passed).
+    for (bad, why) in [
+        (&wrong_secret, "wrong cluster secret"),
+        (&wrong_name, "cluster name mismatch"),
+    ] {
         assert_eq!(bad.stat("shoal_members"), 1, "{}", bad.name);
+        assert_waits_to_join(bad, &["refused by", why]);
     }
+}
+
+/// A node that has not joined answers TRYAGAIN to keyed commands, is `joining`, and says
+/// why (every `needles` in INFO's `shoal_join_problem` and in its log).
+fn assert_waits_to_join(p: &Proc, needles: &[&str]) {
+    wait_until(
+        &format!("{} says why it waits", p.name),
+        SETTLE,
+        &[p],
+        || {
+            let problem = p
+                .info()
+                .get("shoal_join_problem")
+                .cloned()
+                .unwrap_or_default();
+            needles.iter().all(|n| problem.contains(n))
+        },
+    );
+    let info = p.info();
+    assert_eq!(info["shoal_state"], "joining", "{}", p.name);
+    for cmd in [
+        redis::cmd("GET").arg("k").clone(),
+        redis::cmd("SET").arg("k").arg("v").clone(),
+    ] {
+        let r: redis::RedisResult<Option<String>> = cmd.query(&mut p.con());
+        let e = r.expect_err("a node that has not joined must not answer keyed commands");
+        assert_eq!(e.kind(), redis::ErrorKind::TryAgain, "{}: {e}", p.name);
+    }
+    let log = p.log.lock().unwrap();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("not serving") && needles.iter().all(|n| l.contains(n))),
+        "{}: no log line says why: {:?}",
+        p.name,
+        &log[log.len().saturating_sub(10)..]
+    );
+}
+
+/// A port free on 127.0.0.1 for both TCP and UDP at the time of the call (bound, read back,
+/// released), for a node that must name its own address before it starts.
+fn free_port() -> u16 {
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    let port = tcp.local_addr().expect("local addr").port();
+    std::net::UdpSocket::bind(("127.0.0.1", port)).expect("the same port is free for UDP");
+    port
+}
+
+/// A node whose only seed is itself (a restarted first node, the old `scripts/gossip.sh`
+/// layout) waits and says so, instead of serving an empty cluster of one; with
+/// `cluster-bootstrap` it starts a new cluster, as the operator asked.
+#[test]
+fn a_node_whose_only_seed_is_itself_does_not_serve_alone() {
+    let _serial = serial();
+    let port = free_port();
+    let me: SocketAddr = ([127, 0, 0, 1], port).into();
+    let cluster_port = format!("cluster-port={port}");
+    let lonely = Proc::start_with("lonely", &[me], SECRET, &[&cluster_port]);
+    assert_waits_to_join(&lonely, &["name only this node"]);
+    drop(lonely);
+
+    let port = free_port();
+    let me: SocketAddr = ([127, 0, 0, 1], port).into();
+    let cluster_port = format!("cluster-port={port}");
+    let first = Proc::start_with(
+        "first",
+        &[me],
+        SECRET,
+        &[&cluster_port, "cluster-bootstrap=true"],
+    );
+    wait_until("the bootstrap node serves", SETTLE, &[&first], || {
+        first.info()["shoal_state"] == "serving"
+    });
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query(&mut first.con())
+        .expect("SET on a bootstrapped node");
+    assert!(first
+        .tail()
+        .iter()
+        .any(|l| l.contains("starting a new cluster")));
 }
 
 /// Figures for the README: a 4th node joins a 3-node cluster holding `SHOAL_FIGURES_KEYS`

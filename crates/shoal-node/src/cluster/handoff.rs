@@ -168,8 +168,8 @@ impl Handoff {
     }
 
     /// A gossip node without seeds starts a cluster: alone and settled. One with seeds is
-    /// unsettled until it found the others and their hand-offs to it completed (or, having
-    /// found nobody within `join-timeout-ms`, it settles alone).
+    /// unsettled until it found the others and their hand-offs to it completed (or, with
+    /// `cluster-bootstrap`, having found nobody within `join-timeout-ms`, it settles alone).
     pub fn start_gossip(&self, view: &Arc<View>, config: &NodeConfig) {
         if config.cluster_seeds.is_empty() {
             self.settle_static(view);

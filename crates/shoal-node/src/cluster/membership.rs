@@ -5,8 +5,12 @@
 //!   announced yet); leaving and down members are not. This node uses its own state directly.
 //! - Placement is keyed by the stable name; a restarted node's higher generation makes it a
 //!   new incarnation, so its slots are refilled (see `handoff`).
-//! - A node with seeds answers keyed commands with TRYAGAIN until it found another member or
-//!   `join-timeout-ms` passed (then it serves alone: it is the first node).
+//! - A node with seeds answers keyed commands with TRYAGAIN until it found another member.
+//!   Until then it says why every `join-timeout-ms`, in the log and INFO: no seed resolves,
+//!   the seeds name only itself, a seed refuses it (a handshake probe on the seed's port
+//!   tells a wrong secret or cluster name), or nothing answers. It never serves as a cluster
+//!   of one by accident: only with `cluster-bootstrap` does it start a new cluster alone.
+//!   A node without seeds starts a new cluster at once.
 //! - It announces `serving` once it settled in a view with its peers (`handoff`).
 //! - `leave`: announce `leaving` (the others stop placing keys here), hand every slot to its
 //!   successors, wait until every peer reported done, then leave the gossip cluster.
@@ -17,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shoal_gossip::{Auth, Gossip, GossipConfig, Liveness, Membership, NodeId, NodeState};
+use shoal_wire::{AuthConfig, HandshakeError};
 use tokio::net::UdpSocket;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -143,6 +148,7 @@ pub fn start(
     let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
     let auth = Auth::new(&config.cluster_name, config.cluster_secret.as_bytes())
         .map_err(|e| e.to_string())?;
+    let addrs_gossip = addrs.gossip_addr;
     let (handle, mut rx) = Gossip::start(
         GossipConfig::default(),
         auth,
@@ -165,6 +171,10 @@ pub fn start(
                 cluster.reinstall();
                 if others && !cluster.accepting.swap(true, Ordering::AcqRel) {
                     tracing::info!("joined the cluster");
+                    *cluster
+                        .join_problem
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = None;
                     cluster.handoff.poke();
                 }
                 tokio::select! {
@@ -176,22 +186,151 @@ pub fn start(
     }
     tokio::spawn(super::handoff::run(node.clone(), shutdown.clone()));
     if !cluster.accepting.load(Ordering::Acquire) {
-        let node = node.clone();
-        let wait = Duration::from_millis(config.join_timeout_ms);
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = shutdown.cancelled() => {}
-                _ = tokio::time::sleep(wait) => {
-                    let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
-                    if !cluster.accepting.swap(true, Ordering::AcqRel) {
-                        tracing::info!("no other member found through the seeds: serving alone");
-                        cluster.handoff.poke();
-                    }
-                }
-            }
-        });
+        tokio::spawn(watch_join(
+            node.clone(),
+            config.clone(),
+            addrs_gossip,
+            shutdown,
+        ));
     }
     Ok(())
+}
+
+/// Until this node found another member: every `join-timeout-ms`, logs and shows in INFO why
+/// it has not joined; with `cluster-bootstrap`, starts a new cluster alone after the first
+/// period instead.
+async fn watch_join(node: Arc<Node>, config: NodeConfig, own: SocketAddr, stop: CancellationToken) {
+    let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
+    let period = Duration::from_millis(config.join_timeout_ms.max(100));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        if cluster.accepting.load(Ordering::Acquire) {
+            break;
+        }
+        if config.cluster_bootstrap {
+            if !cluster.accepting.swap(true, Ordering::AcqRel) {
+                tracing::warn!(
+                    "no other member found through the seeds: starting a new cluster \
+                     (cluster-bootstrap is set)"
+                );
+                cluster.handoff.poke();
+            }
+            break;
+        }
+        let probe_port = config.gossip_port.is_none() || config.gossip_port == config.cluster_port;
+        let why = diagnose(&config.cluster_seeds, own, &cluster.auth, probe_port).await;
+        if cluster.accepting.load(Ordering::Acquire) {
+            break;
+        }
+        tracing::warn!(
+            "not serving, answering TRYAGAIN: {why}; waiting to join (cluster-bootstrap would \
+             start a new cluster)"
+        );
+        *cluster
+            .join_problem
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+    *cluster
+        .join_problem
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// What came of asking one seed address.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SeedCheck {
+    /// This node's own address.
+    Itself,
+    /// The node there accepts this one's secret and cluster name (its name).
+    Accepts(String),
+    /// The node there refused this one.
+    Refused(HandshakeError),
+    /// Nothing answered the handshake (or it was not tried).
+    Silent(String),
+}
+
+/// Resolves the seeds and asks each address (over TCP on the same port, where the gossip
+/// and cluster ports are one) whether it would accept this node.
+async fn diagnose(seeds: &[String], own: SocketAddr, auth: &AuthConfig, probe: bool) -> String {
+    let mut checks = Vec::new();
+    let mut unresolved = Vec::new();
+    for seed in seeds {
+        match tokio::net::lookup_host(seed.as_str()).await {
+            Ok(addrs) => {
+                for addr in addrs {
+                    let check = if addr == own {
+                        SeedCheck::Itself
+                    } else if probe {
+                        match shoal_wire::probe(addr, auth, PROBE_LIMIT).await {
+                            Ok(name) => SeedCheck::Accepts(name),
+                            Err(e) if e.is_refusal() => SeedCheck::Refused(e),
+                            Err(e) => SeedCheck::Silent(e.to_string()),
+                        }
+                    } else {
+                        SeedCheck::Silent("no gossip answer".into())
+                    };
+                    checks.push((addr, check));
+                }
+            }
+            Err(e) => unresolved.push(format!("{seed} ({e})")),
+        }
+    }
+    join_problem(&checks, &unresolved)
+}
+
+/// How long one seed probe may take.
+const PROBE_LIMIT: Duration = Duration::from_secs(1);
+
+/// The sentence that says why a node has not joined, from what its seeds answered.
+pub fn join_problem(checks: &[(SocketAddr, SeedCheck)], unresolved: &[String]) -> String {
+    if checks.is_empty() {
+        return if unresolved.is_empty() {
+            "no cluster-seeds".to_owned()
+        } else {
+            format!("no seed resolves: {}", unresolved.join(", "))
+        };
+    }
+    if checks.iter().all(|(_, c)| *c == SeedCheck::Itself) {
+        return "the cluster-seeds name only this node".to_owned();
+    }
+    let refused: Vec<String> = checks
+        .iter()
+        .filter_map(|(a, c)| match c {
+            SeedCheck::Refused(e) => Some(format!("{a} ({e})")),
+            _ => None,
+        })
+        .collect();
+    if !refused.is_empty() {
+        return format!(
+            "refused by {}: check cluster-secret and cluster-name",
+            refused.join(", ")
+        );
+    }
+    let accepting: Vec<String> = checks
+        .iter()
+        .filter_map(|(a, c)| match c {
+            SeedCheck::Accepts(name) => Some(format!("{a} ({name})")),
+            _ => None,
+        })
+        .collect();
+    if !accepting.is_empty() {
+        return format!(
+            "{} accept this node over TCP but no gossip answered over UDP",
+            accepting.join(", ")
+        );
+    }
+    let silent: Vec<String> = checks
+        .iter()
+        .filter_map(|(a, c)| match c {
+            SeedCheck::Silent(e) => Some(format!("{a} ({e})")),
+            _ => None,
+        })
+        .collect();
+    format!("no seed answers: {}", silent.join(", "))
 }
 
 /// Called by the hand-off task each time the node settled: a joining node now serves.
@@ -235,4 +374,52 @@ pub async fn leave(node: &Node, deadline: Instant) -> bool {
         let _ = tokio::time::timeout(LEAVE_GOSSIP_WAIT, g.leave()).await;
     }
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    #[test]
+    fn join_problem_names_the_cause() {
+        assert_eq!(join_problem(&[], &[]), "no cluster-seeds");
+        assert_eq!(
+            join_problem(&[], &["shoal-0.x:7000 (no such host)".into()]),
+            "no seed resolves: shoal-0.x:7000 (no such host)"
+        );
+        assert_eq!(
+            join_problem(&[(at(1), SeedCheck::Itself)], &[]),
+            "the cluster-seeds name only this node"
+        );
+        let refused = join_problem(
+            &[
+                (at(1), SeedCheck::Itself),
+                (at(2), SeedCheck::Silent("connection refused".into())),
+                (at(3), SeedCheck::Refused(HandshakeError::WrongSecret)),
+            ],
+            &[],
+        );
+        assert_eq!(
+            refused,
+            "refused by 127.0.0.1:3 (wrong cluster secret): check cluster-secret and cluster-name"
+        );
+        assert_eq!(
+            join_problem(&[(at(2), SeedCheck::Accepts("n2".into()))], &[]),
+            "127.0.0.1:2 (n2) accept this node over TCP but no gossip answered over UDP"
+        );
+        assert_eq!(
+            join_problem(
+                &[
+                    (at(1), SeedCheck::Itself),
+                    (at(2), SeedCheck::Silent("connection refused".into()))
+                ],
+                &[]
+            ),
+            "no seed answers: 127.0.0.1:2 (connection refused)"
+        );
+    }
 }

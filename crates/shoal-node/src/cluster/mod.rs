@@ -273,6 +273,9 @@ pub struct Cluster {
     /// False while a starting gossip node looks for the cluster (keyed commands answer
     /// TRYAGAIN).
     pub accepting: AtomicBool,
+    /// Why a starting gossip node has not joined yet (shown in INFO and logged); `None` once
+    /// it joined, or before the first diagnosis.
+    pub join_problem: Mutex<Option<String>>,
     /// The latest gossip membership (gossip mode).
     membership: Mutex<Option<shoal_gossip::Membership>>,
     /// This node's own state (gossip mode).
@@ -405,6 +408,7 @@ impl Cluster {
             installing: Mutex::new(()),
             changes: watch::channel(0).0,
             accepting: AtomicBool::new(true),
+            join_problem: Mutex::new(None),
             membership: Mutex::new(None),
             local_state: Mutex::new(MemberState::Joining),
         })
@@ -567,6 +571,12 @@ impl Cluster {
             }
         ));
         line(format!("shoal_state:{}", self.state_name()));
+        let problem = self.join_problem.lock().unwrap_or_else(|e| e.into_inner());
+        line(format!(
+            "shoal_join_problem:{}",
+            problem.as_deref().unwrap_or("")
+        ));
+        drop(problem);
         line(format!("shoal_members:{}", v.len()));
         line(format!(
             "shoal_known_members:{}",

@@ -483,6 +483,11 @@ pub fn serve_command(
             reply
         }
     };
+    let reply = if session.budget.exceeded() {
+        Reply::error("ERR reply too large to send to another node")
+    } else {
+        reply
+    };
     (encode(&reply, proto), acks)
 }
 

@@ -253,17 +253,23 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// Walks the whole keyspace with the store's SCAN cursor.
-fn all_keys(ctx: &Ctx<'_>, pattern: &[u8]) -> Vec<Reply> {
+/// Every key matching `pattern`, each charged to the reply budget (empty once exceeded).
+fn all_keys(ctx: &mut Ctx<'_>, pattern: &[u8]) -> Vec<Reply> {
     let match_all = pattern == b"*";
     let mut out = Vec::new();
+    let mut budget = ctx.session.budget;
     let mut cursor = 0;
     loop {
         cursor = ctx.node.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
-            if (match_all || glob_match(pattern, k, false)) && ctx.in_scope(k) {
+            if (match_all || glob_match(pattern, k, false))
+                && ctx.in_scope(k)
+                && budget.charge(k.len())
+            {
                 out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
             }
         });
-        if cursor == 0 {
+        if cursor == 0 || budget.exceeded() {
+            ctx.session.budget = budget;
             return out;
         }
     }
@@ -305,11 +311,17 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         i += 2;
     }
     let mut keys = Vec::new();
+    let mut budget = ctx.session.budget;
     let next = ctx.node.store.scan(cursor, count, ctx.now_ms, |k, _| {
-        if type_ok && pattern.is_none_or(|p| glob_match(p, k, false)) && ctx.in_scope(k) {
+        if type_ok
+            && pattern.is_none_or(|p| glob_match(p, k, false))
+            && ctx.in_scope(k)
+            && budget.charge(k.len())
+        {
             keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
         }
     });
+    ctx.session.budget = budget;
     Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(keys)])
 }
 

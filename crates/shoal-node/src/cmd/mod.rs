@@ -217,6 +217,53 @@ pub enum ReplyMode {
     Skip,
 }
 
+/// What a reply may still grow by before the client's output limit is passed. Commands whose
+/// reply grows with the data (MGET, KEYS, SCAN) charge each item as they build it and stop
+/// at the first that does not fit, so a reply never holds more than the limit plus one item.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplyBudget {
+    left: usize,
+    exceeded: bool,
+}
+
+/// The budget of a reply that another node asked for: what one inter-node frame can carry.
+pub const FORWARDED_REPLY_MAX: usize = 512 * 1024 * 1024;
+
+/// Bytes an item of `len` bytes takes in a reply beyond its data (`$<len>\r\n...\r\n`).
+pub const ITEM_OVERHEAD: usize = 16;
+
+impl ReplyBudget {
+    /// `bytes` more at most; 0 = unlimited (a limit of 0 means none, as in the config).
+    pub fn new(bytes: u64) -> ReplyBudget {
+        let left = match bytes {
+            0 => usize::MAX,
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        ReplyBudget {
+            left,
+            exceeded: false,
+        }
+    }
+
+    /// Charges an item of `len` data bytes; false (from then on) once it does not fit.
+    pub fn charge(&mut self, len: usize) -> bool {
+        match self.left.checked_sub(len.saturating_add(ITEM_OVERHEAD)) {
+            Some(left) if !self.exceeded => {
+                self.left = left;
+                true
+            }
+            _ => {
+                self.exceeded = true;
+                false
+            }
+        }
+    }
+
+    pub fn exceeded(&self) -> bool {
+        self.exceeded
+    }
+}
+
 /// Per-connection state the commands read and change.
 pub struct Session {
     pub info: Arc<ClientInfo>,
@@ -231,6 +278,9 @@ pub struct Session {
     pub watched: Vec<multi::Watched>,
     /// The command's reply must not be sent (SHUTDOWN closes without one, as Redis).
     pub drop_reply: bool,
+    /// What the running command's reply may grow by; the front end sets it before each
+    /// command. When a command exceeds it, the client is closed (Redis's hard limit).
+    pub budget: ReplyBudget,
 }
 
 impl Session {
@@ -244,6 +294,7 @@ impl Session {
             multi: None,
             watched: Vec::new(),
             drop_reply: false,
+            budget: ReplyBudget::new(FORWARDED_REPLY_MAX as u64),
         }
     }
 }
@@ -500,6 +551,19 @@ mod helper_tests {
         assert_eq!(parse_f64(b"0x"), None);
         assert_eq!(parse_f64(b"--1"), None);
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+    }
+
+    #[test]
+    fn reply_budget_stops_at_the_first_item_that_does_not_fit() {
+        let mut b = ReplyBudget::new(100);
+        assert!(b.charge(50));
+        assert!(b.charge(100 - 50 - 2 * ITEM_OVERHEAD));
+        assert!(!b.exceeded());
+        assert!(!b.charge(0));
+        assert!(b.exceeded());
+        assert!(!b.charge(0), "once exceeded, always exceeded");
+        let mut unlimited = ReplyBudget::new(0);
+        assert!(unlimited.charge(usize::MAX - ITEM_OVERHEAD));
     }
 
     #[test]

@@ -623,9 +623,9 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ),
     (
         "client-output-buffer-limit",
-        |c| c.client_output_buffer_limit.0.to_string(),
+        |c| c.client_output_buffer_limit.to_string(),
         Some(|c, v| {
-            c.client_output_buffer_limit = parse_size(v)?;
+            c.client_output_buffer_limit = c.client_output_buffer_limit.apply(v)?;
             Ok(())
         }),
     ),
@@ -708,6 +708,11 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         None,
     ),
     ("join-timeout-ms", |c| c.join_timeout_ms.to_string(), None),
+    (
+        "cluster-bootstrap",
+        |c| if c.cluster_bootstrap { "yes" } else { "no" }.to_string(),
+        None,
+    ),
     ("handoff-rate", |c| c.handoff_rate.0.to_string(), None),
     ("leave-timeout-ms", |c| c.leave_timeout_ms.to_string(), None),
     // Read-only facts clients ask for.

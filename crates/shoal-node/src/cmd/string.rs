@@ -242,14 +242,23 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
+/// MGET charges each value to the reply budget as it reads it: a request naming a huge
+/// value many times stops (and the client is closed) at the output limit.
 pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let store = &ctx.node.store;
-    Reply::Array(
-        args[1..]
-            .iter()
-            .map(|k| bulk_or_nil(store.get(k, ctx.now_ms)))
-            .collect(),
-    )
+    let mut values = Vec::with_capacity(args.len() - 1);
+    for k in &args[1..] {
+        let value = store.get(k, ctx.now_ms);
+        if !ctx
+            .session
+            .budget
+            .charge(value.as_ref().map_or(0, |v| v.len()))
+        {
+            return Reply::Nil;
+        }
+        values.push(bulk_or_nil(value));
+    }
+    Reply::Array(values)
 }
 
 pub fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {

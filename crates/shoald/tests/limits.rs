@@ -1,0 +1,278 @@
+//! Process-level tests of issue #10, "bounded under abuse": a real `shoald` driven by a
+//! hostile client or started by a careless operator. Each test failed on the build before
+//! the fix it covers.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// A raw Memcached text connection.
+struct Mc(TcpStream);
+
+impl Mc {
+    fn connect(addr: SocketAddr) -> Mc {
+        let s = TcpStream::connect(addr).expect("connect to the memcached port");
+        s.set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
+        Mc(s)
+    }
+
+    /// Sends `request` and reads exactly `expect.len()` bytes of reply, which must match.
+    fn check(&mut self, request: &str, expect: &str) {
+        self.0.write_all(request.as_bytes()).expect("write");
+        let mut got = vec![0; expect.len()];
+        self.0
+            .read_exact(&mut got)
+            .unwrap_or_else(|e| panic!("{request:?}: reading {expect:?}: {e}"));
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            expect,
+            "reply to {request:?}"
+        );
+    }
+}
+
+/// Item 0: with requirepass set, the Memcached port answers nothing but memcached's
+/// `set`-based authentication until the client passes it; before, it served, wrote, flushed
+/// and changed maxmemory for anyone.
+#[test]
+fn memcached_port_requires_the_password() {
+    let daemon = Daemon::start(
+        &[
+            "--port",
+            "0",
+            "--requirepass",
+            "s3cret",
+            "--memcache-port",
+            "0",
+        ],
+        &[],
+    );
+    let mc_addr = daemon.memcache_addr();
+    let line = daemon.wait_line("requirepass is set");
+    assert!(line.contains("memcached"), "{line}");
+
+    let mut resp = daemon.connect();
+    assert_eq!(resp.call(&["AUTH", "s3cret"]), Resp::ok());
+    assert_eq!(resp.call(&["SET", "secretkey", "hidden"]), Resp::ok());
+    let maxmemory = resp.config_get("maxmemory");
+
+    let mut mc = Mc::connect(mc_addr);
+    let unauthenticated = "CLIENT_ERROR unauthenticated\r\n";
+    mc.check("get secretkey\r\n", unauthenticated);
+    mc.check("flush_all\r\n", unauthenticated);
+    mc.check("cache_memlimit 1\r\n", unauthenticated);
+    mc.check("version\r\n", unauthenticated);
+    // A set is an authentication attempt: its data is not stored.
+    mc.check(
+        "set secretkey 0 0 5\r\nowned\r\n",
+        "CLIENT_ERROR bad authentication token format\r\n",
+    );
+    mc.check(
+        "set a 0 0 13\r\ndefault wrong\r\n",
+        "CLIENT_ERROR authentication failure\r\n",
+    );
+    mc.check(
+        "set a 0 0 12\r\nother s3cret\r\n",
+        "CLIENT_ERROR authentication failure\r\n",
+    );
+    assert_eq!(resp.call(&["GET", "secretkey"]), Resp::bulk("hidden"));
+    assert_eq!(resp.config_get("maxmemory"), maxmemory);
+    assert_eq!(resp.call(&["DBSIZE"]), Resp::Int(1));
+
+    mc.check("set a 0 0 14\r\ndefault s3cret\r\n", "STORED\r\n");
+    mc.check(
+        "get secretkey\r\n",
+        "VALUE secretkey 0 6\r\nhidden\r\nEND\r\n",
+    );
+    mc.check("set mckey 0 0 1\r\nx\r\n", "STORED\r\n");
+    assert_eq!(resp.call(&["GET", "mckey"]), Resp::bulk("x"));
+
+    // Authentication is per connection.
+    Mc::connect(mc_addr).check("get secretkey\r\n", unauthenticated);
+    // Junk without a newline closes the connection, as memcached does after 2 KiB.
+    let mut junk = Mc::connect(mc_addr);
+    junk.0.write_all(&[b'x'; 4096]).expect("write junk");
+    let mut buf = [0u8; 16];
+    assert_eq!(junk.0.read(&mut buf).expect("EOF, not a timeout"), 0);
+}
+
+/// Without requirepass the Memcached port stays open, as memcached without `-Y`.
+#[test]
+fn memcached_port_without_a_password_is_open() {
+    let daemon = Daemon::start(&["--port", "0", "--memcache-port", "0"], &[]);
+    let mut mc = Mc::connect(daemon.memcache_addr());
+    mc.check("set k 0 0 1\r\nv\r\n", "STORED\r\n");
+    mc.check("get k\r\n", "VALUE k 0 1\r\nv\r\nEND\r\n");
+}
+
+/// Peak resident memory of process `pid` so far (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    status_kb(pid, "VmHWM:") * 1024
+}
+
+fn status_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// Reads until EOF or a reset: the server closed the connection (a timeout fails the test).
+fn assert_closed_by_server(client: &mut Client) {
+    let mut sink = vec![0u8; 1 << 20];
+    loop {
+        match client.reader.get_mut().read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) => panic!("expected the server to close the connection: {e}"),
+        }
+    }
+}
+
+const MB: u64 = 1024 * 1024;
+
+/// Item 1: a reply is never built past the output limit. MGET of a 100 MB value ten times
+/// built a 1 GB reply before the limit was looked at (2.1 GB peak RSS with an 8 MB limit);
+/// now the client is closed at the limit and the server holds at most one value more.
+#[test]
+fn huge_replies_stop_at_the_output_limit() {
+    let daemon = Daemon::start(&["--port", "0", "--maxmemory", "0"], &[]);
+    let pid = daemon.child.id();
+    let mut c = daemon.connect();
+    assert_eq!(
+        c.call(&["SETRANGE", "amp", "104857599", "x"]),
+        Resp::Int(100 * MB as i64)
+    );
+    assert_eq!(c.call(&["SET", "ten", &"v".repeat(10_000)]), Resp::ok());
+    // A client that reads gets a large value whole under the default limit.
+    match c.call(&["GET", "amp"]) {
+        Resp::Bulk(v) => assert_eq!(v.len() as u64, 100 * MB),
+        other => panic!("GET amp: {other:?}"),
+    }
+    assert_eq!(
+        c.call(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 8mb 0 0"
+        ]),
+        Resp::ok()
+    );
+    let before = peak_rss(pid);
+
+    let mut greedy = daemon.connect();
+    let mut args = vec!["MGET"];
+    args.extend(["amp"; 10]);
+    let mut request = Vec::new();
+    encode(
+        &args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>(),
+        &mut request,
+    );
+    greedy.send_raw(&request);
+    assert_closed_by_server(&mut greedy);
+
+    // A 10 KB value named 100,000 times: a 1 GB reply.
+    let mut greedy = daemon.connect();
+    let mut args = vec!["MGET"];
+    args.extend(std::iter::repeat_n("ten", 100_000));
+    let mut request = Vec::new();
+    encode(
+        &args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>(),
+        &mut request,
+    );
+    greedy.send_raw(&request);
+    assert_closed_by_server(&mut greedy);
+
+    let peak = peak_rss(pid);
+    assert!(
+        peak < before + 150 * MB,
+        "peak RSS grew from {} MB to {} MB",
+        before / MB,
+        peak / MB
+    );
+    // The server is fine and the data intact.
+    assert_eq!(c.call(&["STRLEN", "amp"]), Resp::Int(100 * MB as i64));
+    assert_eq!(
+        c.call(&["MGET", "ten", "nope"]),
+        Resp::Array(vec![Resp::bulk(&"v".repeat(10_000)), Resp::Nil])
+    );
+    assert_eq!(
+        c.config_get("client-output-buffer-limit"),
+        "normal 8388608 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+    );
+}
+
+/// True while the client with this id is connected (CLIENT LIST).
+fn is_connected(observer: &mut Client, id: i64) -> bool {
+    let Resp::Bulk(list) = observer.call(&["CLIENT", "LIST"]) else {
+        panic!("CLIENT LIST is not a bulk string");
+    };
+    let needle = format!("id={id} ");
+    String::from_utf8_lossy(&list)
+        .lines()
+        .any(|l| l.starts_with(&needle))
+}
+
+/// Sends `GET amp` (100 MB) on a new connection and never reads the reply; waits until the
+/// server has closed that connection, within `within`.
+fn stalled_reader_is_closed(daemon: &Daemon, observer: &mut Client, within: Duration) {
+    let mut stalled = daemon.connect();
+    let Resp::Int(id) = stalled.call(&["CLIENT", "ID"]) else {
+        panic!("CLIENT ID is not an integer");
+    };
+    let mut request = Vec::new();
+    encode(&[b"GET", b"amp"], &mut request);
+    stalled.send_raw(&request);
+    let deadline = Instant::now() + within;
+    while is_connected(observer, id) {
+        assert!(
+            Instant::now() < deadline,
+            "a client that stopped reading is still connected after {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_closed_by_server(&mut stalled);
+}
+
+/// Item 3: `timeout` closes a client that stops reading in the middle of a reply, as Redis
+/// does (before, only clients idle between requests were closed).
+#[test]
+fn timeout_closes_a_client_that_stops_reading() {
+    let daemon = Daemon::start(&["--port", "0", "--maxmemory", "0"], &[]);
+    let mut c = daemon.connect();
+    assert_eq!(
+        c.call(&["SETRANGE", "amp", "104857599", "x"]),
+        Resp::Int(100 * MB as i64)
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "timeout", "1"]), Resp::ok());
+    // The observer talks more often than the timeout, so it stays.
+    stalled_reader_is_closed(&daemon, &mut c, Duration::from_secs(10));
+}
+
+/// The soft output limit: more than `soft` unsent bytes for `seconds` closes the client.
+#[test]
+fn soft_output_limit_closes_a_slow_reader() {
+    let daemon = Daemon::start(&["--port", "0", "--maxmemory", "0"], &[]);
+    let mut c = daemon.connect();
+    assert_eq!(
+        c.call(&["SETRANGE", "amp", "104857599", "x"]),
+        Resp::Int(100 * MB as i64)
+    );
+    assert_eq!(
+        c.call(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 1mb 1"
+        ]),
+        Resp::ok()
+    );
+    stalled_reader_is_closed(&daemon, &mut c, Duration::from_secs(10));
+}
