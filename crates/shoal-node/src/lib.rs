@@ -23,6 +23,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod connection;
+pub mod fdlimit;
 pub mod listener;
 pub mod memcache;
 pub mod node;

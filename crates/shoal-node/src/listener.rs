@@ -18,6 +18,7 @@ use crate::cluster::peer::PeerService;
 use crate::cluster::{Cluster, NodeInfo};
 use crate::config::NodeConfig;
 use crate::connection::{run_connection, RespFrontend};
+use crate::fdlimit;
 use crate::memcache::McFrontend;
 use crate::node::{now_ms, Node};
 
@@ -145,11 +146,24 @@ pub async fn start(
 
 /// Starts serving on listeners the caller bound.
 pub async fn start_with(
-    config: NodeConfig,
+    mut config: NodeConfig,
     config_file: Option<String>,
     mut listeners: Listeners,
 ) -> Result<RunningNode, StartError> {
     config.validate().map_err(StartError::Config)?;
+    let fit = fdlimit::fit(config.maxclients).map_err(|e| StartError::Config(e.to_string()))?;
+    if fit.maxclients < config.maxclients {
+        tracing::warn!(
+            "maxclients lowered from {} to {}: the open-files limit is {} (hard limit {}) and \
+             {} are kept for listeners and cluster links; raise 'ulimit -n' for more clients",
+            config.maxclients,
+            fit.maxclients,
+            fit.soft,
+            fit.hard,
+            fdlimit::RESERVED_FDS
+        );
+        config.maxclients = fit.maxclients;
+    }
     let local_addr = local(&listeners.resp)?;
     let memcache_addr = listeners.memcache.as_ref().map(local).transpose()?;
     let cluster_addr = listeners.cluster.as_ref().map(local).transpose()?;
@@ -297,6 +311,30 @@ async fn serve(node: Arc<Node>, listeners: Listeners, shutdown: CancellationToke
     tracing::info!("stopped serving");
 }
 
+/// How often a failing `accept` (out of file descriptors) is logged at most.
+const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Failed accepts, logged once per [`ACCEPT_WARN_EVERY`] with how many there were.
+#[derive(Default)]
+struct AcceptFailures {
+    last_warn: Option<Instant>,
+    since: u64,
+}
+
+impl AcceptFailures {
+    fn note(&mut self, e: &std::io::Error) {
+        self.since += 1;
+        if self
+            .last_warn
+            .is_none_or(|t| t.elapsed() >= ACCEPT_WARN_EVERY)
+        {
+            tracing::warn!(error = %e, failures = self.since, "accept failed (lower maxclients or raise 'ulimit -n')");
+            self.last_warn = Some(Instant::now());
+            self.since = 0;
+        }
+    }
+}
+
 /// Accepts connections until shutdown; the listener is closed when it returns.
 async fn accept_loop(
     node: Arc<Node>,
@@ -305,6 +343,7 @@ async fn accept_loop(
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
+    let mut failures = AcceptFailures::default();
     loop {
         let accepted = tokio::select! {
             biased;
@@ -314,8 +353,9 @@ async fn accept_loop(
         let (mut stream, addr) = match accepted {
             Ok(a) => a,
             Err(e) => {
-                // Out of file descriptors and the like: back off briefly instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
+                // Out of file descriptors and the like: back off briefly instead of spinning,
+                // and say so once per `ACCEPT_WARN_EVERY`, not at every retry.
+                failures.note(&e);
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(Duration::from_millis(50)) => continue,

@@ -276,3 +276,71 @@ fn soft_output_limit_closes_a_slow_reader() {
     );
     stalled_reader_is_closed(&daemon, &mut c, Duration::from_secs(10));
 }
+
+/// The soft open-files limit of process `pid` (`/proc/PID/limits`).
+fn open_files_soft_limit(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("/proc limits");
+    limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("Max open files in /proc/PID/limits")
+}
+
+/// Item 4: with `ulimit -n 256`, maxclients 10000 is lowered to what the descriptors allow
+/// (one warning), and the client past it gets Redis's refusal instead of hanging unserved.
+#[test]
+fn maxclients_is_lowered_to_the_descriptor_limit() {
+    let daemon = Daemon::spawn(shoald_under_ulimit("-n 256", &["--port", "0"]));
+    let line = daemon.wait_line("maxclients lowered");
+    assert!(line.contains("from 10000 to 224"), "{line}");
+    let warnings = daemon
+        .early_log
+        .iter()
+        .filter(|l| l.contains("maxclients"))
+        .count();
+    assert_eq!(warnings, 1, "{:#?}", daemon.early_log);
+    let mut first = daemon.connect();
+    assert_eq!(first.config_get("maxclients"), "224");
+    assert_eq!(
+        first.call(&["CONFIG", "SET", "maxclients", "100000"]),
+        Resp::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating \
+             system is not able to handle the specified number of clients, try with 224"
+                .into()
+        )
+    );
+    let mut clients = vec![first];
+    for _ in 1..224 {
+        let mut c = daemon.connect();
+        assert_eq!(c.call(&["PING"]), Resp::Simple("PONG".into()));
+        clients.push(c);
+    }
+    let mut refused = daemon.connect();
+    assert_eq!(
+        refused.read(),
+        Resp::Error("ERR max number of clients reached".into())
+    );
+    // Freed places are served again.
+    drop(clients.pop());
+    let mut c = clients[0].call(&["PING"]);
+    assert_eq!(c, Resp::Simple("PONG".into()));
+    let deadline = Instant::now() + IO_TIMEOUT;
+    loop {
+        let mut again = daemon.connect();
+        c = again.read_or_pong();
+        if c == Resp::Simple("PONG".into()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no place freed: {c:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A low soft limit under a high hard one is raised, and maxclients kept.
+#[test]
+fn the_soft_descriptor_limit_is_raised_for_maxclients() {
+    let daemon = Daemon::spawn(shoald_under_ulimit("-Sn 256", &["--port", "0"]));
+    assert_eq!(daemon.connect().config_get("maxclients"), "10000");
+    assert!(open_files_soft_limit(daemon.child.id()) >= 10_032);
+}

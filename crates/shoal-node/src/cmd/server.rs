@@ -577,6 +577,10 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             if n == 0 {
                 return Err("argument must be between 1 and 4294967295 inclusive".into());
             }
+            let fits = crate::fdlimit::fit(n).map_or(0, |f| f.maxclients);
+            if fits < n {
+                return Err(format!("The operating system is not able to handle the specified number of clients, try with {fits}"));
+            }
             c.maxclients = n;
             Ok(())
         }),

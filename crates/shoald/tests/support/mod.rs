@@ -43,6 +43,23 @@ pub fn shoald(args: &[&str], env: &[(&str, &str)]) -> Command {
     cmd
 }
 
+/// `shoald args` run by sh after `ulimit <limit>` (`-n 256` sets the soft and hard
+/// open-files limits, `-Sn 256` the soft one), with a clean environment as [`shoald`].
+pub fn shoald_under_ulimit(limit: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new("sh");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("SHOAL_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.arg("-c")
+        .arg(format!("ulimit {limit} && exec \"$0\" \"$@\""))
+        .arg(SHOALD)
+        .args(args)
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// Forwards stderr line by line. Keeps draining after the receiver is gone so the daemon can
 /// never block on a full pipe.
 pub fn forward_lines(stderr: ChildStderr) -> Receiver<String> {
@@ -62,13 +79,21 @@ pub struct Daemon {
     pub addr: SocketAddr,
     /// The `listening on` line.
     pub start_line: String,
+    /// What was logged before it.
+    pub early_log: Vec<String>,
     pub stderr: Receiver<String>,
 }
 
 impl Daemon {
     /// Starts `shoald` and waits (with a deadline) for its `listening on ADDR` line.
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Daemon {
-        let mut child = shoald(args, env)
+        Daemon::spawn(shoald(args, env))
+    }
+
+    /// Starts `cmd` (a [`shoald`] command, or one wrapping it) and waits for its
+    /// `listening on ADDR` line.
+    pub fn spawn(mut cmd: Command) -> Daemon {
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -85,6 +110,7 @@ impl Daemon {
                             child,
                             addr,
                             start_line: line,
+                            early_log: seen,
                             stderr,
                         };
                     }
@@ -107,9 +133,12 @@ impl Daemon {
         Client::connect(self.addr)
     }
 
-    /// The next log line containing `needle` (lines before it are passed over), within
-    /// `START_DEADLINE`.
+    /// The first line logged before the start line, else the next log line, containing
+    /// `needle` (lines before it are passed over), within `START_DEADLINE`.
     pub fn wait_line(&self, needle: &str) -> String {
+        if let Some(line) = self.early_log.iter().find(|l| l.contains(needle)) {
+            return line.clone();
+        }
         let deadline = Instant::now() + START_DEADLINE;
         let mut seen = Vec::new();
         loop {
@@ -351,6 +380,14 @@ impl Client {
         let mut out = Vec::new();
         encode(&args, &mut out);
         self.send_raw(&out);
+        self.read()
+    }
+
+    /// PING, then its reply: `+PONG`, or the refusal a full server sends first.
+    pub fn read_or_pong(&mut self) -> Resp {
+        let mut out = Vec::new();
+        encode(&[b"PING"], &mut out);
+        let _ = self.writer.write_all(&out);
         self.read()
     }
 
