@@ -429,6 +429,9 @@ impl NodeConfig {
         if self.maxclients == 0 {
             return Err("maxclients must be at least 1".into());
         }
+        if self.timeout > i32::MAX as u64 {
+            return Err("timeout must be between 0 and 2147483647".into());
+        }
         if self.proto_max_bulk_len.0 < 1024
             || self.proto_max_bulk_len.0 > shoal_store::MAX_KEY_LEN as u64
         {

@@ -201,12 +201,18 @@ impl Replies {
         self.len() == 0 && self.pending.is_empty()
     }
 
-    /// Waits for every pending reply, appending each to `out` in order.
-    async fn settle(&mut self) {
+    /// Waits for every pending reply, appending each to `out` in order; stops (false) once
+    /// `out` holds more than `hard` bytes (0 = no limit), dropping the rest.
+    async fn settle(&mut self, hard: u64) -> bool {
         self.seal();
         while let Some(bytes) = self.pending.next().await {
             self.out.push(bytes);
+            if hard > 0 && self.out.len() as u64 > hard {
+                self.pending = FuturesOrdered::new();
+                return false;
+            }
         }
+        true
     }
 }
 
@@ -391,13 +397,14 @@ impl WritePolicy {
         last_progress: Instant,
         over_soft_since: Option<Instant>,
     ) -> Option<(Instant, Close)> {
-        let idle = self.idle.map(|d| (last_progress + d, Close::Idle));
-        let soft = over_soft_since.map(|t| {
-            (
-                t + Duration::from_secs(self.limit.soft_seconds),
-                Close::OutputLimit,
-            )
-        });
+        // A deadline past what an Instant can hold is no deadline.
+        let idle = self
+            .idle
+            .and_then(|d| last_progress.checked_add(d))
+            .map(|t| (t, Close::Idle));
+        let soft = over_soft_since
+            .and_then(|t| t.checked_add(Duration::from_secs(self.limit.soft_seconds)))
+            .map(|t| (t, Close::OutputLimit));
         match (idle, soft) {
             (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
             (a, b) => a.or(b),
@@ -514,22 +521,30 @@ async fn serve<F: Frontend>(
             if replies.pending() > 0 {
                 // Forwarded requests: wait for their replies (each is bounded by the
                 // inter-node timeout), unless CLIENT KILL comes first.
-                if info.stop.is_cancelled() {
+                // `settle` is cancel safe: a reply it took is in `out`, the rest still queued.
+                let settled = if info.stop.is_cancelled() {
                     if info.killed.load(Ordering::Relaxed) {
                         return Close::Killed;
                     }
-                    replies.settle().await;
+                    replies.settle(limit.hard).await
                 } else {
                     tokio::select! {
                         biased;
-                        () = replies.settle() => {}
+                        settled = replies.settle(limit.hard) => settled,
                         _ = stop.as_mut() => {
                             if info.killed.load(Ordering::Relaxed) {
                                 return Close::Killed;
                             }
-                            replies.settle().await;
+                            replies.settle(limit.hard).await
                         }
                     }
+                };
+                if !settled {
+                    tracing::warn!(
+                        client = info.id,
+                        "forwarded replies passed the client output buffer limit, closing"
+                    );
+                    return Close::OutputLimit;
                 }
                 // Waiting may have taken a while: later commands need the time of now.
                 now = now_ms();
@@ -580,9 +595,11 @@ async fn serve<F: Frontend>(
         }
         let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
         input.reserve(want);
-        if idle_secs > 0 {
-            idle.as_mut()
-                .reset(Instant::now() + Duration::from_secs(idle_secs));
+        let idle_at = (idle_secs > 0)
+            .then(|| Instant::now().checked_add(Duration::from_secs(idle_secs)))
+            .flatten();
+        if let Some(at) = idle_at {
+            idle.as_mut().reset(at);
         }
         // All arms are cancel safe: read_buf reads nothing if another arm wins.
         let n = tokio::select! {
@@ -593,7 +610,7 @@ async fn serve<F: Frontend>(
                 Err(e) => return Close::Io(e),
             },
             _ = stop.as_mut() => return stopped(&info),
-            _ = idle.as_mut(), if idle_secs > 0 => return Close::Idle,
+            _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
         };
         node.stats
             .total_net_input_bytes

@@ -26,6 +26,7 @@ pub mod connection;
 pub mod fdlimit;
 pub mod listener;
 pub mod memcache;
+pub mod memory;
 pub mod node;
 
 pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};

@@ -207,6 +207,8 @@ pub async fn start_with(
     let tombstone_ttl = config.tombstone_ttl_ms;
     let gossip_config = gossip_start.as_ref().map(|_| config.clone());
     let node = Arc::new(Node::with_cluster(config, config_file, cluster));
+    // The first allocator reading is the empty server's resident size.
+    node.refresh_memory();
     if node.cluster.is_some() {
         node.store.set_tombstone_ttl(tombstone_ttl.max(1));
     }
@@ -311,6 +313,18 @@ async fn serve(node: Arc<Node>, listeners: Listeners, shutdown: CancellationToke
     tracing::info!("stopped serving");
 }
 
+/// A connected client's entry in the registry, removed when dropped.
+struct Registered {
+    node: Arc<Node>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.node.clients.unregister(self.id);
+    }
+}
+
 /// How often a failing `accept` (out of file descriptors) is logged at most.
 const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
 
@@ -383,7 +397,11 @@ async fn accept_loop(
         let info = node.clients.register(addr, laddr, shutdown.child_token());
         let node = node.clone();
         tracker.spawn(async move {
-            let id = info.id;
+            // Frees the client's place however the task ends (a panic included).
+            let _registered = Registered {
+                node: node.clone(),
+                id: info.id,
+            };
             match protocol {
                 Protocol::Resp => {
                     let frontend = RespFrontend::new(&node, info.clone());
@@ -394,7 +412,6 @@ async fn accept_loop(
                     run_connection(node.clone(), stream, info, frontend).await;
                 }
             }
-            node.clients.unregister(id);
         });
     }
 }
@@ -466,10 +483,11 @@ async fn run_cron(node: Arc<Node>, shutdown: CancellationToken) {
         let budget = period / 4;
         let started = Instant::now();
         while node.store.expire_cycle(now, 1000) == 1000 && started.elapsed() < budget {}
+        node.refresh_memory();
         if node.store.maxmemory() > 0 {
             let _ = node.store.ensure_memory(now);
         }
-        node.peak_memory(node.store.used_memory());
+        node.peak_memory(node.used_memory());
         let flush_at = node.flush_at.load(Ordering::Relaxed);
         if flush_at != 0 && now >= flush_at {
             node.flush_at.store(0, Ordering::Relaxed);

@@ -86,23 +86,23 @@ impl McFrontend {
         }
     }
 
-    /// Runs the authentication requests at the front of `input` until the connection has
-    /// authenticated (`None`) or must wait or close.
+    /// Runs the authentication requests at the front of `input`: how many ran, and where to
+    /// stop (`None` once the connection has authenticated: go on with its requests).
     fn authenticate(
         &mut self,
         node: &Node,
         input: &mut BytesMut,
         out: &mut BytesMut,
-    ) -> Option<(u64, Step)> {
+    ) -> (u64, Option<Step>) {
         let mut processed = 0;
         while let Some(auth) = self.auth.as_mut() {
             match auth.parse(input) {
-                AuthStep::NeedInput => return Some((processed, Step::NeedInput)),
+                AuthStep::NeedInput => return (processed, Some(Step::NeedInput)),
                 AuthStep::Refused(text) => out.extend_from_slice(text.as_bytes()),
                 AuthStep::Close(text) => {
                     out.extend_from_slice(text.unwrap_or_default().as_bytes());
                     let why = "unauthenticated request too long".to_owned();
-                    return Some((processed, Step::Close(Close::Protocol(why))));
+                    return (processed, Some(Step::Close(Close::Protocol(why))));
                 }
                 AuthStep::Credentials { user, password } => {
                     bump(&node.mc_stats.auth_cmds);
@@ -117,10 +117,10 @@ impl McFrontend {
             }
             processed += 1;
             if out.len() >= FLUSH_AT {
-                return Some((processed, Step::Flush));
+                return (processed, Some(Step::Flush));
             }
         }
-        None
+        (processed, None)
     }
 }
 
@@ -142,13 +142,15 @@ impl Frontend for McFrontend {
         // Memcached requests always run here (the front end is refused in a cluster), so
         // nothing is ever pending and replies go straight to the output.
         let out = &mut replies.out.cur;
+        let mut processed = 0;
         if self.auth.is_some() {
-            if let Some(stop) = self.authenticate(node, input, out) {
-                return stop;
+            let (authenticated, stop) = self.authenticate(node, input, out);
+            processed = authenticated;
+            if let Some(stop) = stop {
+                return (processed, stop);
             }
         }
         self.limits = limits(node);
-        let mut processed = 0;
         if let Some(get) = self.pending.take() {
             if let Flow::Paused(get) = get_keys(node, get, now, out) {
                 self.pending = Some(get);
@@ -393,7 +395,7 @@ fn execute(node: &Node, cmd: Command, now: u64, out: &mut BytesMut) -> Flow {
             // memcached's limit in MiB is Shoal's maxmemory (shared with the RESP side).
             let bytes = megabytes.saturating_mul(1024 * 1024);
             node.update_settings(|s| s.maxmemory = crate::config::ByteSize(bytes));
-            store.set_maxmemory(bytes);
+            node.refresh_memory();
             status(out, noreply, Status::Ok);
         }
         Command::MetaNoop => reply::meta(out, "MN", None, &[]),
@@ -542,7 +544,7 @@ fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
         "bytes_written",
         node.stats.total_net_output_bytes.load(Relaxed),
     );
-    reply::stat(out, "limit_maxbytes", node.store.maxmemory());
+    reply::stat(out, "limit_maxbytes", node.with_settings(|s| s.maxmemory.0));
     reply::stat(out, "accepting_conns", 1);
     reply::stat(
         out,

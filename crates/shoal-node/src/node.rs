@@ -89,6 +89,8 @@ pub struct Node {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// The cluster side (placement, peers, replication); `None` for a single node.
     pub cluster: Option<crate::cluster::Cluster>,
+    /// The allocator's latest figures (when the binary installed its statistics).
+    pub memory: crate::memory::MemoryState,
 }
 
 impl Node {
@@ -126,7 +128,32 @@ impl Node {
             flush_at: AtomicU64::new(0),
             shutdown: tokio_util::sync::CancellationToken::new(),
             cluster,
+            memory: crate::memory::MemoryState::default(),
         }
+    }
+
+    /// `used_memory` as Redis reports it: what the allocator handed out, or the store's own
+    /// count where no allocator statistics are installed.
+    pub fn used_memory(&self) -> u64 {
+        self.memory
+            .sample()
+            .map_or(self.store.used_memory(), |s| s.allocated)
+    }
+
+    /// Reads the allocator (if its statistics are installed) and sets the store's limit so
+    /// that the allocator's total stays under `maxmemory` (see `memory`). Called by the cron
+    /// task at `hz` and whenever `maxmemory` changes.
+    pub fn refresh_memory(&self) {
+        let maxmemory = self.with_settings(|s| s.maxmemory.0);
+        let sample = crate::memory::allocator().and_then(|a| a.sample());
+        let Some(sample) = sample else {
+            self.store.set_maxmemory(maxmemory);
+            return;
+        };
+        self.memory.record(&sample);
+        let base = self.memory.base_held.load(Ordering::Relaxed);
+        let limit = crate::memory::store_limit(maxmemory, self.store.used_memory(), &sample, base);
+        self.store.set_maxmemory(limit);
     }
 
     /// A copy of the current settings.

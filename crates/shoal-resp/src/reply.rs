@@ -99,6 +99,26 @@ impl Reply {
         Reply::Bulk(data.into())
     }
 
+    /// About how many bytes this reply takes, encoded and held (data, headers and the
+    /// `Reply` itself), computed without encoding: what a reply budget charges.
+    pub fn size_hint(&self) -> usize {
+        const ITEM: usize = std::mem::size_of::<Reply>() + 16;
+        match self {
+            Reply::Simple(t) | Reply::Error(t) => ITEM + t.len(),
+            Reply::Bulk(b) | Reply::Verbatim(b) => ITEM + b.len(),
+            Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+                ITEM + items.iter().map(Reply::size_hint).sum::<usize>()
+            }
+            Reply::Map(pairs) => {
+                ITEM + pairs
+                    .iter()
+                    .map(|(k, v)| k.size_hint() + v.size_hint())
+                    .sum::<usize>()
+            }
+            _ => ITEM,
+        }
+    }
+
     /// Appends the encoding of this reply in `proto` to `sink`.
     pub fn encode(&self, proto: Protocol, sink: &mut impl Sink) {
         let resp3 = proto == Protocol::Resp3;
@@ -447,6 +467,19 @@ mod tests {
             let mut joined: Vec<u8> = sink.parts.concat();
             joined.extend_from_slice(&sink.cur);
             assert_eq!(joined, enc(&r, proto));
+        }
+    }
+
+    #[test]
+    fn size_hint_covers_the_encoding() {
+        let r = Reply::Array(vec![
+            Reply::bulk(vec![b'x'; 1000]),
+            Reply::Map(vec![(Reply::bulk("k"), Reply::Double(1.5))]),
+            Reply::error("ERR x"),
+            Reply::Int(i64::MIN),
+        ]);
+        for proto in [Protocol::Resp2, Protocol::Resp3] {
+            assert!(r.size_hint() >= enc(&r, proto).len());
         }
     }
 

@@ -1,6 +1,9 @@
 //! `shoald`: the Shoal daemon. Reads the configuration (flag > environment > file > default),
 //! sets up logging, starts the node and turns SIGINT/SIGTERM into a graceful shutdown.
 
+#[cfg(feature = "jemalloc")]
+mod alloc;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -51,8 +54,8 @@ fn typed(key: &str, v: &str) -> Value {
     }
     if BOOL_KEYS.contains(&key) {
         match v.to_ascii_lowercase().as_str() {
-            "true" | "yes" => return Value::Boolean(true),
-            "false" | "no" => return Value::Boolean(false),
+            "true" | "yes" | "1" => return Value::Boolean(true),
+            "false" | "no" | "0" => return Value::Boolean(false),
             _ => {}
         }
     }
@@ -127,6 +130,8 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
+    #[cfg(feature = "jemalloc")]
+    shoal_node::memory::install(Box::new(alloc::Jemalloc));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -229,8 +229,9 @@ pub struct ReplyBudget {
 /// The budget of a reply that another node asked for: what one inter-node frame can carry.
 pub const FORWARDED_REPLY_MAX: usize = 512 * 1024 * 1024;
 
-/// Bytes an item of `len` bytes takes in a reply beyond its data (`$<len>\r\n...\r\n`).
-pub const ITEM_OVERHEAD: usize = 16;
+/// Bytes an item takes in a reply beyond its data: the `Reply` that holds it until it is
+/// encoded, and its header (`$<len>\r\n...\r\n`).
+pub const ITEM_OVERHEAD: usize = std::mem::size_of::<Reply>() + 16;
 
 impl ReplyBudget {
     /// `bytes` more at most; 0 = unlimited (a limit of 0 means none, as in the config).
@@ -261,6 +262,11 @@ impl ReplyBudget {
 
     pub fn exceeded(&self) -> bool {
         self.exceeded
+    }
+
+    /// Bytes left.
+    pub fn left(&self) -> usize {
+        self.left
     }
 }
 
@@ -555,9 +561,10 @@ mod helper_tests {
 
     #[test]
     fn reply_budget_stops_at_the_first_item_that_does_not_fit() {
-        let mut b = ReplyBudget::new(100);
-        assert!(b.charge(50));
-        assert!(b.charge(100 - 50 - 2 * ITEM_OVERHEAD));
+        let total = 1000 + 2 * ITEM_OVERHEAD;
+        let mut b = ReplyBudget::new(total as u64);
+        assert!(b.charge(600));
+        assert!(b.charge(400));
         assert!(!b.exceeded());
         assert!(!b.charge(0));
         assert!(b.exceeded());

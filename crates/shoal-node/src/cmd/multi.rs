@@ -88,10 +88,20 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if watched_changed(ctx.node, &watched, ctx.now_ms) {
         return Reply::NilArray;
     }
-    let replies = tx
-        .queue
-        .iter()
-        .map(|args| execute(ctx.node, ctx.session, args, ctx.now_ms))
-        .collect();
+    // The replies add up: each one is charged to the reply budget (those that charged their
+    // items themselves, MGET and the like, are not charged twice), and the transaction's
+    // reply stops growing at the first that does not fit (the client is then closed).
+    let mut replies = Vec::with_capacity(tx.queue.len());
+    for args in &tx.queue {
+        let before = ctx.session.budget.left();
+        let reply = execute(ctx.node, ctx.session, args, ctx.now_ms);
+        let charged_itself = ctx.session.budget.left() != before;
+        if ctx.session.budget.exceeded()
+            || (!charged_itself && !ctx.session.budget.charge(reply.size_hint()))
+        {
+            return Reply::Nil;
+        }
+        replies.push(reply);
+    }
     Reply::Array(replies)
 }

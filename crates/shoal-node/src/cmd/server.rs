@@ -185,25 +185,41 @@ pub fn render_info(node: &Node, sections: &[String], keyspace: Option<(u64, u64)
             }
             "memory" => {
                 let (rss, _, _) = process_usage();
-                let used = stats.used_memory;
-                let max = node.store.maxmemory();
+                let used = node.used_memory();
+                let max = node.with_settings(|s| s.maxmemory.0);
+                let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 1.0 };
                 line!("used_memory:{used}");
                 line!("used_memory_human:{}", human(used));
                 line!("used_memory_rss:{rss}");
                 line!("used_memory_rss_human:{}", human(rss));
                 line!("used_memory_peak:{}", node.peak_memory(used));
+                line!("used_memory_dataset:{}", stats.used_memory);
+                if let Some(a) = node.memory.sample() {
+                    line!("allocator_allocated:{}", a.allocated);
+                    line!("allocator_active:{}", a.active);
+                    line!("allocator_resident:{}", a.resident);
+                    line!("allocator_frag_ratio:{:.2}", ratio(a.active, a.allocated));
+                    line!(
+                        "allocator_frag_bytes:{}",
+                        a.active.saturating_sub(a.allocated)
+                    );
+                    line!("allocator_rss_ratio:{:.2}", ratio(a.resident, a.active));
+                    line!(
+                        "allocator_rss_bytes:{}",
+                        a.resident.saturating_sub(a.active)
+                    );
+                    line!("rss_overhead_ratio:{:.2}", ratio(rss, a.resident));
+                    line!("rss_overhead_bytes:{}", rss as i64 - a.resident as i64);
+                }
                 line!("maxmemory:{max}");
                 line!("maxmemory_human:{}", human(max));
                 line!("maxmemory_policy:{}", node.store.policy().name());
+                line!("mem_fragmentation_ratio:{:.2}", ratio(rss, used));
+                line!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
                 line!(
-                    "mem_fragmentation_ratio:{:.2}",
-                    if used > 0 {
-                        rss as f64 / used as f64
-                    } else {
-                        1.0
-                    }
+                    "mem_allocator:{}",
+                    crate::memory::allocator().map_or_else(|| "libc".to_owned(), |a| a.name())
                 );
-                line!("mem_allocator:libc");
                 section("Memory", b);
             }
             "persistence" => {
@@ -589,7 +605,11 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         "timeout",
         |c| c.timeout.to_string(),
         Some(|c, v| {
-            c.timeout = parse_num(v)?;
+            let n: u64 = parse_num(v)?;
+            if n > i32::MAX as u64 {
+                return Err("argument must be between 0 and 2147483647 inclusive".into());
+            }
+            c.timeout = n;
             Ok(())
         }),
     ),
@@ -815,7 +835,7 @@ fn config_set(node: &Node, pairs: &[Bytes]) -> Reply {
     });
     match result {
         Ok(s) => {
-            node.store.set_maxmemory(s.maxmemory.0);
+            node.refresh_memory();
             if let Ok(p) = EvictionPolicy::from_str(&s.maxmemory_policy) {
                 node.store.set_policy(p);
             }
