@@ -454,6 +454,7 @@ fn a_peer_with_the_wrong_secret_is_refused() {
         shoal_resp::Protocol::Resp2,
         None,
         &[bytes::Bytes::from("GET"), bytes::Bytes::from("secret-data")],
+        0,
     );
     for (cluster_name, secret) in [("shoal", "wrong"), ("other", TEST_SECRET)] {
         let result = rt.block_on(async {

@@ -82,7 +82,7 @@ async fn ask(
             shoal_wire::Unavailable::Shutdown,
         ));
     };
-    let body = encode_command(proto, scope.as_ref(), args);
+    let body = encode_command(proto, scope.as_ref(), args, cluster.deadline_ms());
     peer.client.request(view.id, body).await.map(|r| r.body)
 }
 

@@ -601,9 +601,7 @@ pub async fn fetch(node: &Arc<Node>, view: &Arc<View>, keys: Vec<Bytes>) -> bool
         .collect();
     // Half the inter-node timeout at most, so that a forwarded command that waited for this
     // still answers before its sender gives up; answers that came by then are applied.
-    let wait = Duration::from_millis(
-        (super::message::REQUEST_TIMEOUT_MS.load(Ordering::Relaxed) / 2).max(1),
-    );
+    let wait = cluster.timeouts.half;
     let until = Instant::now() + wait;
     while let Ok(Some(response)) =
         tokio::time::timeout_at(until, futures_util::StreamExt::next(&mut requests)).await

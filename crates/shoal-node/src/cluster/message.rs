@@ -34,7 +34,6 @@
 //! Decoding checks every length against what is left of the body (itself bounded by the
 //! frame limit) before slicing; values are zero-copy slices of the body.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -137,20 +136,17 @@ pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
     }
 }
 
-/// How long a node waits for another node's answer (`cluster-timeout-ms`); set at start.
-pub static REQUEST_TIMEOUT_MS: AtomicU64 = AtomicU64::new(1000);
-
-/// The deadline a COMMAND sent now carries.
-pub fn deadline_from_now() -> u64 {
-    crate::node::now_ms() + REQUEST_TIMEOUT_MS.load(Ordering::Relaxed)
-}
-
-/// A COMMAND body, with a deadline from now.
-pub fn encode_command(proto: Protocol, scope: Option<&ScopeSpec>, args: &[Bytes]) -> Bytes {
+/// A COMMAND body carrying `deadline_ms` (Unix ms; see `Cluster::deadline_ms`).
+pub fn encode_command(
+    proto: Protocol,
+    scope: Option<&ScopeSpec>,
+    args: &[Bytes],
+    deadline_ms: u64,
+) -> Bytes {
     let size: usize = args.iter().map(|a| a.len() + 16).sum::<usize>() + 40;
     let mut b = BytesMut::with_capacity(size);
     b.put_u8(KIND_COMMAND);
-    b.put_u64(deadline_from_now());
+    b.put_u64(deadline_ms);
     b.put_u8(proto_byte(proto));
     match scope {
         None => b.put_u8(0),
@@ -168,13 +164,13 @@ pub fn encode_command(proto: Protocol, scope: Option<&ScopeSpec>, args: &[Bytes]
     b.freeze()
 }
 
-/// A copy of a COMMAND body for a failover: a deadline from now, and the failover mark.
-pub fn restamp(body: &Bytes) -> Bytes {
+/// A copy of a COMMAND body for a failover: a new deadline, and the failover mark.
+pub fn restamp(body: &Bytes, deadline_ms: u64) -> Bytes {
     if body.len() < 10 || body[0] != KIND_COMMAND {
         return body.clone();
     }
     let mut b = BytesMut::from(&body[..]);
-    b[1..9].copy_from_slice(&deadline_from_now().to_be_bytes());
+    b[1..9].copy_from_slice(&deadline_ms.to_be_bytes());
     b[9] |= FAILOVER;
     b.freeze()
 }
@@ -457,8 +453,7 @@ mod tests {
             down: vec![0, 1],
         };
         for s in [None, Some(&scope)] {
-            let before = crate::node::now_ms();
-            let body = encode_command(Protocol::Resp3, s, &args);
+            let body = encode_command(Protocol::Resp3, s, &args, 1234);
             let Request::Command {
                 proto,
                 scope,
@@ -473,7 +468,7 @@ mod tests {
                 (proto, scope, got),
                 (Protocol::Resp3, s.cloned(), args.clone())
             );
-            assert!(deadline_ms >= before + 1000, "{deadline_ms} {before}");
+            assert_eq!(deadline_ms, 1234);
             assert!(!failover);
             // A failover copy: a fresh deadline and the mark, the protocol unchanged.
             let Request::Command {
@@ -481,11 +476,11 @@ mod tests {
                 failover,
                 proto: again,
                 ..
-            } = decode_request(restamp(&body), parse_resp).unwrap()
+            } = decode_request(restamp(&body, 5678), parse_resp).unwrap()
             else {
                 panic!("not a command");
             };
-            assert!(later >= deadline_ms);
+            assert_eq!(later, 5678);
             assert!(failover);
             assert_eq!(again, Protocol::Resp3);
         }

@@ -273,6 +273,9 @@ pub struct Cluster {
     /// False while a starting gossip node looks for the cluster (keyed commands answer
     /// TRYAGAIN).
     pub accepting: AtomicBool,
+    /// This node's inter-node timeouts (`cluster-timeout-ms`), per node so that two nodes in
+    /// one process keep their own.
+    pub timeouts: Timeouts,
     /// Why a starting gossip node has not joined yet (shown in INFO and logged); `None` once
     /// it joined, or before the first diagnosis.
     pub join_problem: Mutex<Option<String>>,
@@ -280,6 +283,33 @@ pub struct Cluster {
     membership: Mutex<Option<shoal_gossip::Membership>>,
     /// This node's own state (gossip mode).
     local_state: Mutex<MemberState>,
+}
+
+/// How long this node waits on others, from `cluster-timeout-ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A request to another node: past it the next copy is tried, and the COMMAND it sent
+    /// carries this deadline so the receiver does not run it late.
+    pub request: Duration,
+    /// The replicas' acks with `write-ack = all`, and a fetch during hand-off: half the
+    /// request timeout, so the forwarded command that waited still answers in time.
+    pub half: Duration,
+}
+
+impl Timeouts {
+    pub fn new(cluster_timeout_ms: u64) -> Timeouts {
+        Timeouts {
+            request: Duration::from_millis(cluster_timeout_ms),
+            half: Duration::from_millis((cluster_timeout_ms / 2).max(1)),
+        }
+    }
+}
+
+impl Cluster {
+    /// The deadline (Unix ms) a COMMAND sent now carries.
+    pub fn deadline_ms(&self) -> u64 {
+        crate::node::now_ms() + self.timeouts.request.as_millis() as u64
+    }
 }
 
 /// Why a cluster cannot be set up from the configuration.
@@ -378,8 +408,6 @@ impl Cluster {
             connect_timeout: Duration::from_millis(config.cluster_timeout_ms.min(500)),
             ..PeerConfig::default()
         };
-        replicate::ACK_WAIT_MS.store((config.cluster_timeout_ms / 2).max(1), Ordering::Relaxed);
-        message::REQUEST_TIMEOUT_MS.store(config.cluster_timeout_ms, Ordering::Relaxed);
         // A placeholder until the first real view is stored.
         let placeholder = View {
             placement: Placement::new(&[Member::new(me_name)], 0, 0)?,
@@ -408,6 +436,7 @@ impl Cluster {
             installing: Mutex::new(()),
             changes: watch::channel(0).0,
             accepting: AtomicBool::new(true),
+            timeouts: Timeouts::new(config.cluster_timeout_ms),
             join_problem: Mutex::new(None),
             membership: Mutex::new(None),
             local_state: Mutex::new(MemberState::Joining),
@@ -669,5 +698,34 @@ impl Cluster {
         }
         peers.pop();
         line(format!("shoal_peer_in_flight:{peers}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(name: &str, timeout_ms: u64) -> NodeConfig {
+        NodeConfig {
+            node_name: name.into(),
+            cluster_secret: "s".into(),
+            cluster_nodes: vec!["a=127.0.0.1:1@2".into(), "b=127.0.0.1:3@4".into()],
+            cluster_timeout_ms: timeout_ms,
+            ..NodeConfig::default()
+        }
+    }
+
+    /// Two nodes in one process keep their own timeouts (they were process-wide statics).
+    #[tokio::test]
+    async fn timeouts_belong_to_each_node() {
+        let a = Cluster::from_config(&config("a", 200)).unwrap();
+        let b = Cluster::from_config(&config("b", 4000)).unwrap();
+        assert_eq!(a.timeouts.request, Duration::from_millis(200));
+        assert_eq!(a.timeouts.half, Duration::from_millis(100));
+        assert_eq!(b.timeouts.request, Duration::from_millis(4000));
+        assert_eq!(b.timeouts.half, Duration::from_millis(2000));
+        let (da, db) = (a.deadline_ms(), b.deadline_ms());
+        assert!(db >= da + 3000, "{da} {db}");
+        assert_eq!(Timeouts::new(1).half, Duration::from_millis(1));
     }
 }

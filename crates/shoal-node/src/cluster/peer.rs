@@ -168,8 +168,9 @@ impl PeerHandler for PeerService {
                 if acks.is_empty() {
                     reply(bytes)
                 } else {
+                    let ack_wait = cluster.timeouts.half;
                     Handled::Later(Box::pin(async move {
-                        wait_acks(acks).await;
+                        wait_acks(acks, ack_wait).await;
                         Response { epoch, body: bytes }
                     }))
                 }

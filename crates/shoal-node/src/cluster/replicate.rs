@@ -173,10 +173,10 @@ pub fn replicate_keys<'a>(
 }
 
 /// Waits for every replica's answer (success or failure alike: `write-ack = all` waits for
-/// the reachable replicas, it does not fail a write the owner applied), at most half the
-/// inter-node timeout: a stalled replica delays the reply instead of making the forwarding
-/// node give up on the owner.
-pub async fn wait_acks(acks: Vec<oneshot::Receiver<bool>>) {
+/// the reachable replicas, it does not fail a write the owner applied), at most `wait` (half
+/// the inter-node timeout, `Timeouts::half`): a stalled replica delays the reply instead
+/// of making the forwarding node give up on the owner.
+pub async fn wait_acks(acks: Vec<oneshot::Receiver<bool>>, wait: std::time::Duration) {
     if acks.is_empty() {
         return;
     }
@@ -185,9 +185,5 @@ pub async fn wait_acks(acks: Vec<oneshot::Receiver<bool>>) {
             let _ = ack.await;
         }
     };
-    let wait = std::time::Duration::from_millis(ACK_WAIT_MS.load(Ordering::Relaxed));
     let _ = tokio::time::timeout(wait, all).await;
 }
-
-/// See [`wait_acks`]; `Cluster::from_config` sets it to half of `cluster-timeout-ms`.
-pub static ACK_WAIT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(500);

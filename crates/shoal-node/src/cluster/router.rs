@@ -190,7 +190,13 @@ fn route(
             } else {
                 let owners = owners.to_vec();
                 let write = spec.flags & flag::WRITE != 0;
-                forward(node, view, owners, encode_command(proto, None, args), write)
+                forward(
+                    node,
+                    view,
+                    owners,
+                    encode_command(proto, None, args, cluster.deadline_ms()),
+                    write,
+                )
             }
         }
         Class::Split(merge) => split(node, cluster, session, spec, args, now_ms, merge),
@@ -216,7 +222,13 @@ fn route(
             } else if same {
                 let owners = owners.to_vec();
                 let write = spec.flags & flag::WRITE != 0;
-                forward(node, view, owners, encode_command(proto, None, args), write)
+                forward(
+                    node,
+                    view,
+                    owners,
+                    encode_command(proto, None, args, cluster.deadline_ms()),
+                    write,
+                )
             } else {
                 Outcome::Reply(Reply::error(format!(
                     "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
@@ -242,7 +254,7 @@ fn route(
                     let owners = view.owners(slot);
                     if owners[0] != view.me {
                         let owners = owners.to_vec();
-                        let body = encode_command(proto, None, args);
+                        let body = encode_command(proto, None, args, cluster.deadline_ms());
                         return forward(node, view, owners, body, false);
                     }
                 }
@@ -297,8 +309,9 @@ fn run_owned(
         return Outcome::Reply(reply);
     }
     let bytes = encode(&reply, session.proto);
+    let ack_wait = cluster.timeouts.half;
     Outcome::Later(Box::pin(async move {
-        wait_acks(acks).await;
+        wait_acks(acks, ack_wait).await;
         bytes
     }))
 }
@@ -377,7 +390,7 @@ pub async fn send_to_copies(
         let attempt = if i == 0 {
             body.clone()
         } else {
-            message::restamp(&body)
+            message::restamp(&body, cluster.deadline_ms())
         };
         match peer.client.request(view.id, attempt).await {
             Ok(response) => {
@@ -523,7 +536,7 @@ pub async fn serve_after_wait(
         crate::node::now_ms() + ahead,
     );
     drop(turn);
-    wait_acks(acks).await;
+    wait_acks(acks, cluster.timeouts.half).await;
     bytes
 }
 
@@ -563,7 +576,7 @@ fn split(
         }
         let owners = owners.to_vec();
         let write = spec.flags & flag::WRITE != 0;
-        let body = encode_command(proto, None, args);
+        let body = encode_command(proto, None, args, cluster.deadline_ms());
         return forward(node, view.clone(), owners, body, write);
     }
     let mut positions = Vec::with_capacity(groups.len());
@@ -588,7 +601,7 @@ fn split(
                 node.clone(),
                 view.clone(),
                 owners.to_vec(),
-                encode_command(proto, None, &sub),
+                encode_command(proto, None, &sub, cluster.deadline_ms()),
                 spec.flags & flag::WRITE != 0,
             ))
         };
@@ -705,8 +718,9 @@ fn exec(
             );
             if !acks.is_empty() {
                 let bytes = encode(&reply, session.proto);
+                let ack_wait = cluster.timeouts.half;
                 return Outcome::Later(Box::pin(async move {
-                    wait_acks(acks).await;
+                    wait_acks(acks, ack_wait).await;
                     bytes
                 }));
             }
