@@ -167,28 +167,16 @@ fn huge_replies_stop_at_the_output_limit() {
     );
     let before = peak_rss(pid);
 
-    let mut greedy = daemon.connect();
-    let mut args = vec!["MGET"];
-    args.extend(["amp"; 10]);
-    let mut request = Vec::new();
-    encode(
-        &args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>(),
-        &mut request,
-    );
-    greedy.send_raw(&request);
-    assert_closed_by_server(&mut greedy);
-
-    // A 10 KB value named 100,000 times: a 1 GB reply.
-    let mut greedy = daemon.connect();
-    let mut args = vec!["MGET"];
-    args.extend(std::iter::repeat_n("ten", 100_000));
-    let mut request = Vec::new();
-    encode(
-        &args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>(),
-        &mut request,
-    );
-    greedy.send_raw(&request);
-    assert_closed_by_server(&mut greedy);
+    // A 100 MB value named ten times, a 10 KB one 100,000 times: 1 GB replies each.
+    for (key, times) in [("amp", 10), ("ten", 100_000)] {
+        let mut greedy = daemon.connect();
+        let mut args: Vec<&[u8]> = vec![b"MGET"];
+        args.extend(std::iter::repeat_n(key.as_bytes(), times));
+        let mut request = Vec::new();
+        encode(&args, &mut request);
+        greedy.send_raw(&request);
+        assert_closed_by_server(&mut greedy);
+    }
 
     let peak = peak_rss(pid);
     assert!(

@@ -297,40 +297,33 @@ pub fn join_problem(checks: &[(SocketAddr, SeedCheck)], unresolved: &[String]) -
     if checks.iter().all(|(_, c)| *c == SeedCheck::Itself) {
         return "the cluster-seeds name only this node".to_owned();
     }
-    let refused: Vec<String> = checks
-        .iter()
-        .filter_map(|(a, c)| match c {
-            SeedCheck::Refused(e) => Some(format!("{a} ({e})")),
-            _ => None,
-        })
-        .collect();
+    // "addr (detail), ..." of the seeds whose check `detail` picks.
+    let list = |detail: fn(&SeedCheck) -> Option<String>| -> String {
+        let found: Vec<String> = checks
+            .iter()
+            .filter_map(|(a, c)| detail(c).map(|d| format!("{a} ({d})")))
+            .collect();
+        found.join(", ")
+    };
+    let refused = list(|c| match c {
+        SeedCheck::Refused(e) => Some(e.to_string()),
+        _ => None,
+    });
     if !refused.is_empty() {
-        return format!(
-            "refused by {}: check cluster-secret and cluster-name",
-            refused.join(", ")
-        );
+        return format!("refused by {refused}: check cluster-secret and cluster-name");
     }
-    let accepting: Vec<String> = checks
-        .iter()
-        .filter_map(|(a, c)| match c {
-            SeedCheck::Accepts(name) => Some(format!("{a} ({name})")),
-            _ => None,
-        })
-        .collect();
+    let accepting = list(|c| match c {
+        SeedCheck::Accepts(name) => Some(name.clone()),
+        _ => None,
+    });
     if !accepting.is_empty() {
-        return format!(
-            "{} accept this node over TCP but no gossip answered over UDP",
-            accepting.join(", ")
-        );
+        return format!("{accepting} accept this node over TCP but no gossip answered over UDP");
     }
-    let silent: Vec<String> = checks
-        .iter()
-        .filter_map(|(a, c)| match c {
-            SeedCheck::Silent(e) => Some(format!("{a} ({e})")),
-            _ => None,
-        })
-        .collect();
-    format!("no seed answers: {}", silent.join(", "))
+    let silent = list(|c| match c {
+        SeedCheck::Silent(e) => Some(e.clone()),
+        _ => None,
+    });
+    format!("no seed answers: {silent}")
 }
 
 /// Called by the hand-off task each time the node settled: a joining node now serves.
