@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::node::now_ms;
+use crate::clock::now_ms;
 
 /// What other tasks may read of one connection.
 pub struct ClientInfo {
@@ -77,7 +77,9 @@ impl ClientInfo {
     }
 
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), Redis 7's fields.
-    pub fn describe(&self, now_ms: u64) -> String {
+    /// One CLIENT LIST line; `last_cmd` is the name of the command at `self.last_cmd` in the
+    /// command table (the caller looks it up: the table lives above this module).
+    pub fn describe(&self, now_ms: u64, last_cmd: &str) -> String {
         let name = self.name.lock().expect("client name lock poisoned").clone();
         let lib_name = self
             .lib_name
@@ -89,9 +91,7 @@ impl ClientInfo {
             .lock()
             .expect("client lib lock poisoned")
             .clone();
-        let cmd = crate::cmd::TABLE
-            .get(self.last_cmd.load(Ordering::Relaxed))
-            .map_or("", |c| c.name);
+        let cmd = last_cmd;
         let s = |b: Option<Bytes>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
         format!(
             "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",

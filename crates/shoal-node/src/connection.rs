@@ -32,10 +32,11 @@ use tokio::time::Instant;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::client::ClientInfo;
+use crate::clock::now_ms;
 use crate::cluster::router::{dispatch, writes_local_keys, Outcome, ReplyFuture};
 use crate::cmd::{ReplyBudget, ReplyMode, Session};
 use crate::config::ClassLimit;
-use crate::node::{now_ms, Node};
+use crate::node::Node;
 
 /// Output is written once it reaches this many bytes, even mid-batch.
 pub const FLUSH_AT: usize = 64 * 1024;

@@ -19,6 +19,7 @@
 //! short `std::sync` locks and atomics, never held across an `.await`.
 
 pub mod client;
+pub mod clock;
 pub mod cluster;
 pub mod cmd;
 pub mod config;
@@ -28,6 +29,7 @@ pub mod listener;
 pub mod memcache;
 pub mod memory;
 pub mod node;
+pub mod stats;
 
 pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};

@@ -13,6 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use shoal_wire::{serve_peer, ServeError, ServerConfig};
 
+use crate::clock::now_ms;
 use crate::cluster::membership::{self, GossipStart};
 use crate::cluster::peer::PeerService;
 use crate::cluster::{Cluster, NodeInfo};
@@ -20,7 +21,7 @@ use crate::config::NodeConfig;
 use crate::connection::{run_connection, RespFrontend};
 use crate::fdlimit;
 use crate::memcache::McFrontend;
-use crate::node::{now_ms, Node};
+use crate::node::Node;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

@@ -25,31 +25,6 @@ pub const MEMCACHED_VERSION: &str = "1.6.21";
 /// Memcached's boundary between relative and absolute expiry times.
 const REALTIME_MAXDELTA: i64 = 60 * 60 * 24 * 30;
 
-/// Counters behind `stats`, Memcached's names.
-#[derive(Default)]
-pub struct McStats {
-    pub cmd_get: AtomicU64,
-    pub cmd_set: AtomicU64,
-    pub cmd_flush: AtomicU64,
-    pub cmd_touch: AtomicU64,
-    pub get_hits: AtomicU64,
-    pub get_misses: AtomicU64,
-    pub delete_hits: AtomicU64,
-    pub delete_misses: AtomicU64,
-    pub incr_hits: AtomicU64,
-    pub incr_misses: AtomicU64,
-    pub decr_hits: AtomicU64,
-    pub decr_misses: AtomicU64,
-    pub cas_hits: AtomicU64,
-    pub cas_misses: AtomicU64,
-    pub cas_badval: AtomicU64,
-    pub touch_hits: AtomicU64,
-    pub touch_misses: AtomicU64,
-    pub total_items: AtomicU64,
-    pub auth_cmds: AtomicU64,
-    pub auth_errors: AtomicU64,
-}
-
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
 }
@@ -482,7 +457,7 @@ fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     }
     let s = &node.mc_stats;
     let store = node.store.stats();
-    let (user, sys) = crate::cmd::cpu_times();
+    let (user, sys) = crate::stats::cpu_times();
     let v = |c: &AtomicU64| c.load(Relaxed);
     reply::stat(out, "pid", std::process::id());
     reply::stat(out, "uptime", node.uptime_secs());
@@ -559,44 +534,6 @@ fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     reply::stat(out, "evictions", store.evicted_keys);
     reply::stat(out, "reclaimed", store.expired_keys);
     reply::end(out);
-}
-
-impl McStats {
-    /// The hit and miss counters of incr (true) or decr.
-    fn arith_counters(&self, incr: bool) -> (&AtomicU64, &AtomicU64) {
-        if incr {
-            (&self.incr_hits, &self.incr_misses)
-        } else {
-            (&self.decr_hits, &self.decr_misses)
-        }
-    }
-
-    fn reset(&self) {
-        for c in [
-            &self.cmd_get,
-            &self.cmd_set,
-            &self.cmd_flush,
-            &self.cmd_touch,
-            &self.get_hits,
-            &self.get_misses,
-            &self.delete_hits,
-            &self.delete_misses,
-            &self.incr_hits,
-            &self.incr_misses,
-            &self.decr_hits,
-            &self.decr_misses,
-            &self.cas_hits,
-            &self.cas_misses,
-            &self.cas_badval,
-            &self.touch_hits,
-            &self.touch_misses,
-            &self.total_items,
-            &self.auth_cmds,
-            &self.auth_errors,
-        ] {
-            c.store(0, Relaxed);
-        }
-    }
 }
 
 // ---- Meta commands -------------------------------------------------------------------

@@ -2,67 +2,16 @@
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::RwLock;
+use std::time::Instant;
 
 use shoal_resp::Limits;
 use shoal_store::{EvictionPolicy, Store, StoreConfig};
 
 use crate::client::ClientRegistry;
+use crate::clock::now_ms;
 use crate::config::NodeConfig;
-
-/// Counters behind INFO stats. Connections add their counts once per batch, not per command.
-#[derive(Default)]
-pub struct Stats {
-    pub total_commands_processed: AtomicU64,
-    pub total_connections_received: AtomicU64,
-    pub rejected_connections: AtomicU64,
-    pub total_net_input_bytes: AtomicU64,
-    pub total_net_output_bytes: AtomicU64,
-    /// Instantaneous ops/sec, sampled by the cron task (Redis keeps 16 samples; so do we).
-    pub ops_samples: Mutex<OpsSamples>,
-}
-
-#[derive(Default)]
-pub struct OpsSamples {
-    last_ms: u64,
-    last_ops: u64,
-    samples: [u64; 16],
-    next: usize,
-}
-
-impl Stats {
-    /// Records one ops/sec sample; called by the cron task.
-    pub fn sample_ops(&self, now_ms: u64) {
-        let ops = self.total_commands_processed.load(Ordering::Relaxed);
-        let mut s = self.ops_samples.lock().expect("ops sample lock poisoned");
-        if s.last_ms != 0 && now_ms > s.last_ms {
-            let rate = (ops - s.last_ops) * 1000 / (now_ms - s.last_ms);
-            let i = s.next;
-            s.samples[i] = rate;
-            s.next = (i + 1) % s.samples.len();
-        }
-        s.last_ms = now_ms;
-        s.last_ops = ops;
-    }
-
-    pub fn instantaneous_ops(&self) -> u64 {
-        let s = self.ops_samples.lock().expect("ops sample lock poisoned");
-        s.samples.iter().sum::<u64>() / s.samples.len() as u64
-    }
-
-    pub fn reset(&self) {
-        for c in [
-            &self.total_commands_processed,
-            &self.total_connections_received,
-            &self.rejected_connections,
-            &self.total_net_input_bytes,
-            &self.total_net_output_bytes,
-        ] {
-            c.store(0, Ordering::Relaxed);
-        }
-    }
-}
+use crate::stats::{McStats, Stats};
 
 /// The shared state of one node.
 pub struct Node {
@@ -82,7 +31,7 @@ pub struct Node {
     /// Highest `used_memory` seen (INFO's `used_memory_peak`).
     peak: AtomicU64,
     /// Memcached `stats` counters.
-    pub mc_stats: crate::memcache::McStats,
+    pub mc_stats: McStats,
     /// Unix ms of a delayed Memcached `flush_all` (0 = none); the cron task carries it out.
     pub flush_at: AtomicU64,
     /// Cancelled to stop the node: by the daemon on SIGTERM/SIGINT, or by SHUTDOWN.
@@ -210,14 +159,6 @@ impl Node {
 /// Compares in time independent of where the first difference is.
 fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Wall-clock Unix time in milliseconds, the time base of TTLs.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 fn run_id(seed: u64) -> String {

@@ -20,8 +20,9 @@ use shoal_wire::WireError;
 use super::message::{encode_command, ScopeSpec};
 use super::router::{encode, error_bytes, fails_over, serve_command, Outcome};
 use super::{Cluster, View};
+use crate::clock::now_ms;
 use crate::cmd::{self, CommandSpec};
-use crate::node::{now_ms, Node};
+use crate::node::Node;
 
 const LOCAL_BITS: u32 = 42;
 const MEMBER_BITS: u32 = 10;

@@ -46,8 +46,9 @@ use tokio_util::sync::CancellationToken;
 use super::message::{decode_replicate_result, decode_states, encode_done, encode_fetch};
 use super::message::{encode_handoff, entry_len};
 use super::{Cluster, MemberState, NodeInfo, Peer, View};
+use crate::clock::now_ms;
 use crate::config::NodeConfig;
-use crate::node::{now_ms, Node};
+use crate::node::Node;
 use shoal_ring::{Member, Placement};
 
 /// Older views kept for fetching while unsettled.

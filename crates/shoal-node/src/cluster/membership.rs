@@ -126,7 +126,7 @@ pub struct GossipStart {
 /// This node's identity for gossip: a new generation on every start (milliseconds since the
 /// epoch, so a restart is always higher).
 pub fn identity(config: &NodeConfig, addrs: &GossipStart) -> Result<NodeId, String> {
-    let generation = crate::node::now_ms();
+    let generation = crate::clock::now_ms();
     NodeId::new(
         &config.resolved_node_name(),
         addrs.gossip_addr,

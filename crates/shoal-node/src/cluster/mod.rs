@@ -308,7 +308,7 @@ impl Timeouts {
 impl Cluster {
     /// The deadline (Unix ms) a COMMAND sent now carries.
     pub fn deadline_ms(&self) -> u64 {
-        crate::node::now_ms() + self.timeouts.request.as_millis() as u64
+        crate::clock::now_ms() + self.timeouts.request.as_millis() as u64
     }
 }
 

@@ -434,7 +434,7 @@ async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes, ahead:
             let mut turn = handoff::KeyTurn::none();
             if scope.is_none() {
                 let keys = command_keys(&args).unwrap_or_default();
-                let now = crate::node::now_ms();
+                let now = crate::clock::now_ms();
                 if let handoff::Before::Wait(wait) =
                     handoff::before(node, cluster, view, &keys, now)
                 {
@@ -533,7 +533,7 @@ pub async fn serve_after_wait(
         proto,
         scope,
         args,
-        crate::node::now_ms() + ahead,
+        crate::clock::now_ms() + ahead,
     );
     drop(turn);
     wait_acks(acks, cluster.timeouts.half).await;

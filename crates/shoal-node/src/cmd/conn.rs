@@ -228,8 +228,15 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 Some(args[3].clone()).filter(|n| !n.is_empty());
             Reply::ok()
         }
-        b"info" => arity(args.len() == 2, "info")
-            .unwrap_or_else(|| Reply::Verbatim(format!("{}\n", info.describe(ctx.now_ms)).into())),
+        b"info" => arity(args.len() == 2, "info").unwrap_or_else(|| {
+            Reply::Verbatim(
+                format!(
+                    "{}\n",
+                    info.describe(ctx.now_ms, super::last_command(&info))
+                )
+                .into(),
+            )
+        }),
         b"list" => client_list(ctx, args),
         b"kill" => client_kill(ctx, args),
         b"no-evict" => {
@@ -301,7 +308,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
-        out.push_str(&c.describe(ctx.now_ms));
+        out.push_str(&c.describe(ctx.now_ms, super::last_command(&c)));
         out.push('\n');
     }
     Reply::Verbatim(out.into())

@@ -26,7 +26,6 @@ use crate::client::ClientInfo;
 use crate::node::Node;
 
 pub use cluster::parse_slot;
-pub(crate) use server::cpu_times;
 pub use server::{info_wants_keyspace, render_info};
 
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).
@@ -186,6 +185,13 @@ pub static TABLE: &[CommandSpec] = &[
         &["info", "nodes", "myid", "keyslot", "countkeysinslot", "localkeys", "haskey", "help"]),
     cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
 ];
+
+/// The name of the last command a client ran ("" before its first).
+pub fn last_command(info: &ClientInfo) -> &'static str {
+    TABLE
+        .get(info.last_cmd.load(std::sync::atomic::Ordering::Relaxed))
+        .map_or("", |c| c.name)
+}
 
 /// Looks a command up by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {

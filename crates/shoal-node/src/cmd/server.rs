@@ -10,8 +10,9 @@ use shoal_store::{glob_match, EvictionPolicy};
 
 use super::conn::help_reply;
 use super::{err, flag, is, lookup, unknown_subcommand, wrong_arity, CommandSpec, Ctx, TABLE};
+use crate::clock::now_ms;
 use crate::config::{ByteSize, NodeConfig};
-use crate::node::{now_ms, Node};
+use crate::node::Node;
 use crate::{REDIS_VERSION, SHOAL_VERSION};
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: a graceful stop, as on SIGTERM. Shoal keeps
@@ -82,32 +83,6 @@ fn human(bytes: u64) -> String {
     } else {
         format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
     }
-}
-
-/// User and system CPU seconds of this process.
-pub(crate) fn cpu_times() -> (f64, f64) {
-    let (_, user, sys) = process_usage();
-    (user, sys)
-}
-
-/// Resident set size and CPU times of this process, from /proc (zeros where unavailable).
-fn process_usage() -> (u64, f64, f64) {
-    let rss = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096);
-    let (user, sys) = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 2..];
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            Some((
-                f.get(11)?.parse::<f64>().ok()?,
-                f.get(12)?.parse::<f64>().ok()?,
-            ))
-        })
-        .map_or((0.0, 0.0), |(u, s)| (u / 100.0, s / 100.0));
-    (rss, user, sys)
 }
 
 /// INFO's text for the given sections (empty = the default set), `\r\n`-separated as Redis.
@@ -184,7 +159,7 @@ pub fn render_info(node: &Node, sections: &[String], keyspace: Option<(u64, u64)
                 section("Clients", b);
             }
             "memory" => {
-                let (rss, _, _) = process_usage();
+                let (rss, _, _) = crate::stats::process_usage();
                 let used = node.used_memory();
                 let max = node.with_settings(|s| s.maxmemory.0);
                 let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 1.0 };
@@ -268,7 +243,7 @@ pub fn render_info(node: &Node, sections: &[String], keyspace: Option<(u64, u64)
                 section("Replication", b);
             }
             "cpu" => {
-                let (_, user, sys) = process_usage();
+                let (_, user, sys) = crate::stats::process_usage();
                 line!("used_cpu_sys:{sys:.6}");
                 line!("used_cpu_user:{user:.6}");
                 section("CPU", b);
