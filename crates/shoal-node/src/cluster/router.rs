@@ -142,22 +142,7 @@ pub fn command_keys(args: &[Bytes]) -> Option<Vec<Bytes>> {
 
 /// The argument positions of a command's keys (Redis's first/last/step key spec).
 pub fn key_positions(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
-    if spec.first_key <= 0 {
-        return Vec::new();
-    }
-    let first = spec.first_key as usize;
-    let last = if spec.last_key < 0 {
-        args.len() as i64 + i64::from(spec.last_key)
-    } else {
-        i64::from(spec.last_key)
-    };
-    let last = usize::try_from(last)
-        .unwrap_or(0)
-        .min(args.len().saturating_sub(1));
-    if first > last {
-        return Vec::new();
-    }
-    (first..=last).step_by(spec.step.max(1) as usize).collect()
+    spec.key_positions(args.len()).collect()
 }
 
 fn route(

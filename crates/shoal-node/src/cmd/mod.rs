@@ -74,6 +74,55 @@ pub struct CommandSpec {
     pub handler: Handler,
 }
 
+impl CommandSpec {
+    /// The argument positions of a request's keys, from the row's (first, last, step) key
+    /// specification, as Redis reads it (a negative last counts from the end); no allocation.
+    pub fn key_positions(&self, argc: usize) -> KeyPositions {
+        if self.first_key <= 0 {
+            return KeyPositions::NONE;
+        }
+        let last = if self.last_key < 0 {
+            argc as i64 + i64::from(self.last_key)
+        } else {
+            i64::from(self.last_key)
+        };
+        let end = usize::try_from(last + 1).unwrap_or(0).min(argc);
+        KeyPositions {
+            next: self.first_key as usize,
+            end,
+            step: self.step.max(1) as usize,
+        }
+    }
+}
+
+/// The key positions of one request (see [`CommandSpec::key_positions`]).
+#[derive(Clone, Debug)]
+pub struct KeyPositions {
+    next: usize,
+    end: usize,
+    step: usize,
+}
+
+impl KeyPositions {
+    const NONE: KeyPositions = KeyPositions {
+        next: 0,
+        end: 0,
+        step: 1,
+    };
+}
+
+impl Iterator for KeyPositions {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        (self.next < self.end).then(|| {
+            let at = self.next;
+            self.next += self.step;
+            at
+        })
+    }
+}
+
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, ($f:expr, $l:expr, $s:expr), $group:literal, $since:literal, $summary:literal, $handler:expr) => {
         cmd!(
@@ -563,6 +612,32 @@ mod helper_tests {
         assert_eq!(parse_f64(b"0x"), None);
         assert_eq!(parse_f64(b"--1"), None);
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+    }
+
+    #[test]
+    fn key_positions_follow_each_rows_key_spec() {
+        let at = |name: &str, argc: usize| -> Vec<usize> {
+            lookup(name.as_bytes())
+                .unwrap()
+                .key_positions(argc)
+                .collect()
+        };
+        assert_eq!(at("get", 2), [1]);
+        assert_eq!(at("get", 1), Vec::<usize>::new());
+        assert_eq!(at("mset", 5), [1, 3]);
+        assert_eq!(at("del", 4), [1, 2, 3]);
+        assert_eq!(at("copy", 4), [1, 2]);
+        assert_eq!(at("ping", 3), Vec::<usize>::new());
+        assert_eq!(at("object", 3), [2]);
+        for spec in TABLE {
+            for argc in 0..8 {
+                assert!(
+                    spec.key_positions(argc).all(|i| i < argc && i > 0),
+                    "{}",
+                    spec.name
+                );
+            }
+        }
     }
 
     #[test]

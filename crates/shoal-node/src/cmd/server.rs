@@ -388,23 +388,11 @@ fn command_docs(c: &CommandSpec) -> Reply {
     Reply::Map(doc)
 }
 
-/// The key positions of a request, per the table's (first, last, step).
+/// The keys of a request, per the table's (first, last, step).
 pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Bytes> {
-    if spec.first_key <= 0 {
-        return Vec::new();
-    }
-    let last = if spec.last_key < 0 {
-        args.len() as i64 + i64::from(spec.last_key)
-    } else {
-        i64::from(spec.last_key)
-    };
-    let mut keys = Vec::new();
-    let mut i = i64::from(spec.first_key);
-    while i <= last && (i as usize) < args.len() {
-        keys.push(args[i as usize].clone());
-        i += i64::from(spec.step.max(1));
-    }
-    keys
+    spec.key_positions(args.len())
+        .map(|i| args[i].clone())
+        .collect()
 }
 
 const COMMAND_HELP: &[&str] = &[
