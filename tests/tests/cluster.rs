@@ -455,6 +455,7 @@ fn a_peer_with_the_wrong_secret_is_refused() {
         None,
         &[bytes::Bytes::from("GET"), bytes::Bytes::from("secret-data")],
         0,
+        0,
     );
     for (cluster_name, secret) in [("shoal", "wrong"), ("other", TEST_SECRET)] {
         let result = rt.block_on(async {
@@ -592,4 +593,37 @@ fn a_crash_under_load_costs_no_errors() {
         errors.len(),
         &errors[..errors.len().min(5)]
     );
+}
+
+/// A forwarded command's reply is built within the client's output limit at the owner too:
+/// the owner stops at the limit the forwarding node sent along and answers an error, instead
+/// of building the whole reply for the forwarding node to drop.
+#[test]
+fn forwarded_replies_are_built_within_the_clients_output_limit() {
+    let cluster = TestCluster::start(3, |c| {
+        c.client_output_buffer_limit.normal.hard = 1 << 20;
+    });
+    let mut c0 = cluster.members[0].client();
+    let me = my_id(&mut c0);
+    let k = (0..1000)
+        .map(key)
+        .find(|k| owner_of(&mut c0, k) != me)
+        .expect("a key owned elsewhere");
+    let big = "v".repeat(200_000);
+    let _: () = c0.set(&k, &big).unwrap();
+    // 20 x 200 KB = 4 MB of reply against a 1 MB limit.
+    let mut mget = redis::cmd("MGET");
+    for _ in 0..20 {
+        mget.arg(&k);
+    }
+    let r: redis::RedisResult<Vec<String>> = mget.query(&mut c0);
+    let e = r.expect_err("a 4 MB reply over a 1 MB limit");
+    assert!(
+        e.to_string().contains("output buffer limit"),
+        "the owner refused the reply: {e}"
+    );
+    // Within the limit it is served, and the node is fine.
+    let mut c0 = cluster.members[0].client();
+    let two: Vec<String> = redis::cmd("MGET").arg(&k).arg(&k).query(&mut c0).unwrap();
+    assert_eq!(two, vec![big.clone(), big]);
 }

@@ -75,6 +75,7 @@ async fn ask(
             scope,
             args,
             now_ms(),
+            0,
         );
         return Ok(bytes);
     }
@@ -83,7 +84,7 @@ async fn ask(
             shoal_wire::Unavailable::Shutdown,
         ));
     };
-    let body = encode_command(proto, scope.as_ref(), args, cluster.deadline_ms());
+    let body = encode_command(proto, scope.as_ref(), args, cluster.deadline_ms(), 0);
     peer.client.request(view.id, body).await.map(|r| r.body)
 }
 

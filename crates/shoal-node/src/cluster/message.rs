@@ -2,9 +2,13 @@
 //! opaque bytes). All integers are big-endian. Byte 0 is the kind:
 //!
 //! ```text
-//! 1 COMMAND    deadline_ms u64 · proto u8 (2 | 3) · scope · RESP multibulk (one command)
+//! 1 COMMAND    deadline_ms u64 · reply_limit u64 · proto u8 (2 | 3) · scope ·
+//!              RESP multibulk (one command)
 //!              deadline_ms: Unix ms after which the sender no longer waits for the answer
 //!              (it tried the next copy): the receiver must not run it then (0 = none)
+//!              reply_limit: the reply bytes the sender's client may still take (its
+//!              output limit); the receiver stops building a reply that passes it and
+//!              answers an error instead (0 = only the frame limit)
 //!              proto | 0x80: a failover (the key's owner did not answer): the receiver
 //!              runs it one millisecond ahead, so its write orders after whatever the
 //!              owner wrote in the same millisecond (whose replication may still arrive)
@@ -88,6 +92,7 @@ pub enum Request {
         scope: Option<ScopeSpec>,
         args: Vec<Bytes>,
         deadline_ms: u64,
+        reply_limit: u64,
         failover: bool,
     },
     Replicate(Vec<(Bytes, KeyState)>),
@@ -136,17 +141,20 @@ pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
     }
 }
 
-/// A COMMAND body carrying `deadline_ms` (Unix ms; see `Cluster::deadline_ms`).
+/// A COMMAND body carrying `deadline_ms` (Unix ms; see `Cluster::deadline_ms`) and the
+/// sender's `reply_limit` (0 = none but the frame's).
 pub fn encode_command(
     proto: Protocol,
     scope: Option<&ScopeSpec>,
     args: &[Bytes],
     deadline_ms: u64,
+    reply_limit: u64,
 ) -> Bytes {
     let size: usize = args.iter().map(|a| a.len() + 16).sum::<usize>() + 40;
     let mut b = BytesMut::with_capacity(size);
     b.put_u8(KIND_COMMAND);
     b.put_u64(deadline_ms);
+    b.put_u64(reply_limit);
     b.put_u8(proto_byte(proto));
     match scope {
         None => b.put_u8(0),
@@ -166,12 +174,12 @@ pub fn encode_command(
 
 /// A copy of a COMMAND body for a failover: a new deadline, and the failover mark.
 pub fn restamp(body: &Bytes, deadline_ms: u64) -> Bytes {
-    if body.len() < 10 || body[0] != KIND_COMMAND {
+    if body.len() < 18 || body[0] != KIND_COMMAND {
         return body.clone();
     }
     let mut b = BytesMut::from(&body[..]);
     b[1..9].copy_from_slice(&deadline_ms.to_be_bytes());
-    b[9] |= FAILOVER;
+    b[17] |= FAILOVER;
     b.freeze()
 }
 
@@ -323,6 +331,7 @@ pub fn decode_request(
     match r.u8().map_err(|_| MessageError::Empty)? {
         KIND_COMMAND => {
             let deadline_ms = r.u64()?;
+            let reply_limit = r.u64()?;
             let proto = r.u8()?;
             let failover = proto & FAILOVER != 0;
             let proto = match proto & !FAILOVER {
@@ -344,6 +353,7 @@ pub fn decode_request(
                 scope,
                 args,
                 deadline_ms,
+                reply_limit,
                 failover,
             })
         }
@@ -453,12 +463,13 @@ mod tests {
             down: vec![0, 1],
         };
         for s in [None, Some(&scope)] {
-            let body = encode_command(Protocol::Resp3, s, &args, 1234);
+            let body = encode_command(Protocol::Resp3, s, &args, 1234, 99);
             let Request::Command {
                 proto,
                 scope,
                 args: got,
                 deadline_ms,
+                reply_limit,
                 failover,
             } = decode_request(body.clone(), parse_resp).unwrap()
             else {
@@ -468,7 +479,7 @@ mod tests {
                 (proto, scope, got),
                 (Protocol::Resp3, s.cloned(), args.clone())
             );
-            assert_eq!(deadline_ms, 1234);
+            assert_eq!((deadline_ms, reply_limit), (1234, 99));
             assert!(!failover);
             // A failover copy: a fresh deadline and the mark, the protocol unchanged.
             let Request::Command {

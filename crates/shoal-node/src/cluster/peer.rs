@@ -85,6 +85,7 @@ impl PeerHandler for PeerService {
                             Some(scope),
                             &args,
                             now_ms(),
+                            0,
                         );
                         bytes
                     });
@@ -99,6 +100,7 @@ impl PeerHandler for PeerService {
                 scope,
                 args,
                 deadline_ms,
+                reply_limit,
                 failover,
             }) => {
                 // A failover runs a millisecond ahead (see `message`).
@@ -151,6 +153,7 @@ impl PeerHandler for PeerService {
                             &args,
                             turn,
                             u64::from(failover),
+                            reply_limit,
                         )
                         .await;
                         Response { epoch, body: bytes }
@@ -165,6 +168,7 @@ impl PeerHandler for PeerService {
                     scope,
                     &args,
                     now,
+                    reply_limit,
                 );
                 if acks.is_empty() {
                     reply(bytes)

@@ -179,7 +179,13 @@ fn route(
                     node,
                     view,
                     owners,
-                    encode_command(proto, None, args, cluster.deadline_ms()),
+                    encode_command(
+                        proto,
+                        None,
+                        args,
+                        cluster.deadline_ms(),
+                        reply_limit(session),
+                    ),
                     write,
                 )
             }
@@ -211,7 +217,13 @@ fn route(
                     node,
                     view,
                     owners,
-                    encode_command(proto, None, args, cluster.deadline_ms()),
+                    encode_command(
+                        proto,
+                        None,
+                        args,
+                        cluster.deadline_ms(),
+                        reply_limit(session),
+                    ),
                     write,
                 )
             } else {
@@ -239,7 +251,13 @@ fn route(
                     let owners = view.owners(slot);
                     if owners[0] != view.me {
                         let owners = owners.to_vec();
-                        let body = encode_command(proto, None, args, cluster.deadline_ms());
+                        let body = encode_command(
+                            proto,
+                            None,
+                            args,
+                            cluster.deadline_ms(),
+                            reply_limit(session),
+                        );
                         return forward(node, view, owners, body, false);
                     }
                 }
@@ -270,10 +288,10 @@ fn run_owned(
             // Unsettled and a key may not be here yet: fetch it from its other copies first
             // (in arrival order per key), then run the command as a forwarded one runs.
             let node = node.clone();
-            let (proto, args) = (session.proto, args.to_vec());
+            let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
             return Outcome::Later(Box::pin(async move {
                 let (_, turn) = wait.await;
-                serve_after_wait(&node, &view, proto, None, &args, turn, 0).await
+                serve_after_wait(&node, &view, proto, None, &args, turn, 0, limit).await
             }));
         }
     }
@@ -408,13 +426,25 @@ pub async fn send_to_copies(
     ))
 }
 
+/// What a forwarded command's reply may take: the client's budget (0 = only the frame's).
+fn reply_limit(session: &Session) -> u64 {
+    match session.budget.left() {
+        n if n >= cmd::FORWARDED_REPLY_MAX => 0,
+        n => n as u64,
+    }
+}
+
 /// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part),
 /// `ahead` milliseconds ahead (see `message`), after what `handoff::before` asks for.
 async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes, ahead: u64) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     match decode_request(body, |b| parse_command(node, b)) {
         Ok(Request::Command {
-            proto, scope, args, ..
+            proto,
+            scope,
+            args,
+            reply_limit,
+            ..
         }) => {
             let mut turn = handoff::KeyTurn::none();
             if scope.is_none() {
@@ -426,7 +456,7 @@ async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes, ahead:
                     turn = wait.await.1;
                 }
             }
-            serve_after_wait(node, view, proto, scope, &args, turn, ahead).await
+            serve_after_wait(node, view, proto, scope, &args, turn, ahead, reply_limit).await
         }
         Ok(_) => error_bytes("ERR unexpected inter-node message"),
         Err(e) => error_bytes(&format!("ERR bad inter-node message: {e}")),
@@ -458,9 +488,13 @@ pub fn serve_command(
     scope: Option<ScopeSpec>,
     args: &[Bytes],
     now_ms: u64,
+    reply_limit: u64,
 ) -> (Bytes, Vec<tokio::sync::oneshot::Receiver<bool>>) {
     let mut session = Session::new(info.clone(), true);
     session.proto = proto;
+    if reply_limit > 0 {
+        session.budget = cmd::ReplyBudget::new(reply_limit.min(cmd::FORWARDED_REPLY_MAX as u64));
+    }
     let scope = scope.map(|s| Scope::new(s, view.clone()));
     let mut acks = Vec::new();
     let reply = match cmd::prepare(node, &mut session, args) {
@@ -482,7 +516,7 @@ pub fn serve_command(
         }
     };
     let reply = if session.budget.exceeded() {
-        Reply::error("ERR reply too large to send to another node")
+        Reply::error("ERR reply exceeds the client output buffer limit")
     } else {
         reply
     };
@@ -491,6 +525,7 @@ pub fn serve_command(
 
 /// [`serve_command`] once a command's wait is over (a fetch, its key's turn): runs it on the
 /// local store, hands the key's turn on, then waits for the replicas' acks.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve_after_wait(
     node: &Arc<Node>,
     view: &Arc<View>,
@@ -499,6 +534,7 @@ pub async fn serve_after_wait(
     args: &[Bytes],
     turn: handoff::KeyTurn,
     ahead: u64,
+    reply_limit: u64,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     // The view may have changed while waiting: replicate to the copies it names now. A scope
@@ -519,6 +555,7 @@ pub async fn serve_after_wait(
         scope,
         args,
         crate::clock::now_ms() + ahead,
+        reply_limit,
     );
     drop(turn);
     wait_acks(acks, cluster.timeouts.half).await;
@@ -561,7 +598,13 @@ fn split(
         }
         let owners = owners.to_vec();
         let write = spec.flags & flag::WRITE != 0;
-        let body = encode_command(proto, None, args, cluster.deadline_ms());
+        let body = encode_command(
+            proto,
+            None,
+            args,
+            cluster.deadline_ms(),
+            reply_limit(session),
+        );
         return forward(node, view.clone(), owners, body, write);
     }
     let mut positions = Vec::with_capacity(groups.len());
@@ -586,7 +629,13 @@ fn split(
                 node.clone(),
                 view.clone(),
                 owners.to_vec(),
-                encode_command(proto, None, &sub, cluster.deadline_ms()),
+                encode_command(
+                    proto,
+                    None,
+                    &sub,
+                    cluster.deadline_ms(),
+                    reply_limit(session),
+                ),
                 spec.flags & flag::WRITE != 0,
             ))
         };
