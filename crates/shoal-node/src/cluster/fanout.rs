@@ -21,14 +21,16 @@ use super::message::{encode_command, ScopeSpec};
 use super::router::{encode, error_bytes, fails_over, serve_command, Outcome};
 use super::{Cluster, View};
 use crate::clock::now_ms;
-use crate::cmd::{self, CommandSpec};
+use crate::cmd::{self, CommandSpec, Gather, Route};
 use crate::node::Node;
 
 const LOCAL_BITS: u32 = 42;
 const MEMBER_BITS: u32 = 10;
 const MEMBER_MASK: u64 = (1 << MEMBER_BITS) - 1;
 
-/// Starts the fan-out of `spec` (one of DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHALL, FLUSHDB).
+/// Starts the fan-out of `spec`, a command whose row routes it to all nodes
+/// (`Route::AllNodes`: DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHALL, FLUSHDB), combining the
+/// answers as the row says.
 pub fn start(
     node: &Arc<Node>,
     _cluster: &Cluster,
@@ -38,19 +40,26 @@ pub fn start(
 ) -> Outcome {
     let node = node.clone();
     let args = args.to_vec();
-    let name = spec.name;
+    let Route::AllNodes(how) = spec.route else {
+        return Outcome::Reply(Reply::error(format!(
+            "ERR '{}' does not run on every node",
+            spec.name
+        )));
+    };
     Outcome::Later(Box::pin(async move {
-        match name {
-            "scan" => scan(&node, &args, proto).await,
-            "flushall" | "flushdb" => flush(&node, &args, proto).await,
-            _ => match gather(&node, &args, proto).await {
-                Err(e) => e,
-                Ok(replies) => match name {
-                    "dbsize" => sum(&replies),
-                    "keys" => concat(&replies),
-                    _ => pick_random(&replies, proto),
-                },
-            },
+        match how {
+            Gather::Scan => scan(&node, &args, proto).await,
+            Gather::Flush => flush(&node, &args, proto).await,
+            Gather::Sum | Gather::Concat | Gather::Random => {
+                match gather(&node, &args, proto).await {
+                    Err(e) => e,
+                    Ok(replies) => match how {
+                        Gather::Sum => sum(&replies),
+                        Gather::Concat => concat(&replies),
+                        _ => pick_random(&replies, proto),
+                    },
+                }
+            }
         }
     }))
 }

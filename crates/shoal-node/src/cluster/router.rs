@@ -30,7 +30,7 @@ use super::message::{decode_request, encode_command, Request, Scope, ScopeSpec};
 use super::replicate::{replicate_keys, wait_acks};
 use super::{fanout, handoff, message, Cluster, View};
 use crate::client::ClientInfo;
-use crate::cmd::{self, flag, CommandSpec, Prepared, Session};
+use crate::cmd::{self, flag, CommandSpec, Merge, Prepared, Route, Session};
 use crate::config::WriteAck;
 use crate::node::Node;
 
@@ -97,35 +97,18 @@ enum Class {
     Cluster,
 }
 
-/// How the parts of a split command are merged.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Merge {
-    /// MGET: the elements, in the client's key order.
-    Values,
-    /// MSET: `+OK` when every part said so.
-    Ok,
-    /// DEL, UNLINK, EXISTS, TOUCH: the sum.
-    Sum,
-}
-
+/// How the command of `spec` is routed, from its row's [`Route`] and key specification.
 fn class(spec: &CommandSpec) -> Class {
-    match (spec.first_key, spec.last_key, spec.step) {
-        (0, _, _) => match spec.name {
-            "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" => Class::FanOut,
-            "info" => Class::Info,
-            "exec" => Class::Exec,
-            "cluster" => Class::Cluster,
-            _ => Class::Local,
-        },
-        (f, l, _) if f == l => Class::Key(f as usize),
-        (1, -1, 1) => match spec.name {
-            "mget" => Class::Split(Merge::Values),
-            "del" | "unlink" | "exists" | "touch" => Class::Split(Merge::Sum),
-            "watch" => Class::Watch,
-            _ => Class::SameOwner,
-        },
-        (1, -1, 2) if spec.name == "mset" => Class::Split(Merge::Ok),
-        _ => Class::SameOwner,
+    match spec.route {
+        Route::Here => Class::Local,
+        Route::Owner if spec.first_key == spec.last_key => Class::Key(spec.first_key as usize),
+        Route::Owner => Class::SameOwner,
+        Route::Split(merge) => Class::Split(merge),
+        Route::AllNodes(_) => Class::FanOut,
+        Route::Info => Class::Info,
+        Route::Exec => Class::Exec,
+        Route::Watch => Class::Watch,
+        Route::Cluster => Class::Cluster,
     }
 }
 
@@ -573,7 +556,7 @@ fn split(
     now_ms: u64,
     merge: Merge,
 ) -> Outcome {
-    let step = if merge == Merge::Ok { 2 } else { 1 };
+    let step = if merge == Merge::AllOk { 2 } else { 1 };
     if !(args.len() - 1).is_multiple_of(step) {
         // MSET with an odd count: the local handler gives Redis's error.
         return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
@@ -661,7 +644,7 @@ fn merge_parts(
     }
     let bad = || error_bytes("ERR unexpected reply from another node");
     match merge {
-        Merge::Ok => Bytes::from_static(b"+OK\r\n"),
+        Merge::AllOk => Bytes::from_static(b"+OK\r\n"),
         Merge::Sum => {
             let mut sum = 0i64;
             for r in replies {
@@ -796,6 +779,36 @@ fn exec(
 mod tests {
     use super::*;
     use shoal_wire::Unavailable;
+
+    /// The routing that matched command names before routes were table data, kept as the
+    /// oracle the table's routes are checked against.
+    fn class_by_name(spec: &CommandSpec) -> Class {
+        match (spec.first_key, spec.last_key, spec.step) {
+            (0, _, _) => match spec.name {
+                "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" => Class::FanOut,
+                "info" => Class::Info,
+                "exec" => Class::Exec,
+                "cluster" => Class::Cluster,
+                _ => Class::Local,
+            },
+            (f, l, _) if f == l => Class::Key(f as usize),
+            (1, -1, 1) => match spec.name {
+                "mget" => Class::Split(Merge::Values),
+                "del" | "unlink" | "exists" | "touch" => Class::Split(Merge::Sum),
+                "watch" => Class::Watch,
+                _ => Class::SameOwner,
+            },
+            (1, -1, 2) if spec.name == "mset" => Class::Split(Merge::AllOk),
+            _ => Class::SameOwner,
+        }
+    }
+
+    #[test]
+    fn every_rows_route_equals_the_name_matching_it_replaced() {
+        for spec in cmd::TABLE {
+            assert!(class(spec) == class_by_name(spec), "{}", spec.name);
+        }
+    }
 
     #[test]
     fn unreachable_copies_fail_over_refusals_only_for_reads() {

@@ -72,6 +72,68 @@ pub struct CommandSpec {
     /// Subcommand names (for COMMAND INFO / DOCS), lowercase, without the container.
     pub subcommands: &'static [&'static str],
     pub handler: Handler,
+    /// Where the command runs in a cluster (its routing tip: Redis 7's request and response
+    /// policies, as data). By default from the key specification: keyless rows run here,
+    /// keyed rows at the owner of their keys.
+    pub route: Route,
+}
+
+/// Where a command runs in a cluster, read by the cluster layer from the command's row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// On the node the client is connected to (keyless, or node-local state).
+    Here,
+    /// At the owner of its keys: one key, or several that one node owns (else CROSSSLOT).
+    Owner,
+    /// Split by owner, run in parallel, the parts merged (Redis's `multi_shard`).
+    Split(Merge),
+    /// Every node answers for its share of the keys (Redis's `all_shards`).
+    AllNodes(Gather),
+    /// INFO: here, with the keyspace section gathered from every node.
+    Info,
+    /// EXEC: all here when this node owns every queued key, else each queued command routed.
+    Exec,
+    /// WATCH: its keys must be owned here.
+    Watch,
+    /// CLUSTER: here, from the cluster's own state.
+    Cluster,
+}
+
+/// How the parts of a split command are merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    /// MGET: the elements, in the client's key order.
+    Values,
+    /// MSET: `+OK` when every part said so (Redis's `all_succeeded`).
+    AllOk,
+    /// DEL, UNLINK, EXISTS, TOUCH: the sum (Redis's `agg_sum`).
+    Sum,
+}
+
+/// How the answers of every node are combined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gather {
+    /// DBSIZE: the sum.
+    Sum,
+    /// KEYS: every node's keys.
+    Concat,
+    /// RANDOMKEY: one node's answer, picked at random.
+    Random,
+    /// SCAN: node by node, the cursor saying where.
+    Scan,
+    /// FLUSHALL, FLUSHDB: every node must succeed.
+    Flush,
+}
+
+impl Route {
+    /// The default route of a row from its first key position.
+    pub const fn by_keys(first_key: i32) -> Route {
+        if first_key > 0 {
+            Route::Owner
+        } else {
+            Route::Here
+        }
+    }
 }
 
 impl CommandSpec {
@@ -150,6 +212,7 @@ macro_rules! cmd {
             summary: $summary,
             subcommands: $subs,
             handler: $handler,
+            route: Route::by_keys($f),
         }
     };
 }
@@ -167,9 +230,9 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("quit", -1, NOQUEUE | FAST | NOAUTH | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
     cmd!("reset", 1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
     cmd!("multi", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "1.2.0", "Starts a transaction.", multi::multi),
-    cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE, (0, 0, 0), "transactions", "1.2.0", "Executes all commands in a transaction.", multi::exec),
+    CommandSpec { route: Route::Exec, ..cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE, (0, 0, 0), "transactions", "1.2.0", "Executes all commands in a transaction.", multi::exec) },
     cmd!("discard", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.0.0", "Discards a transaction.", multi::discard),
-    cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch),
+    CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
     cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
     cmd!("client", -2, LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
         &["id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "reply", "help"]),
@@ -182,8 +245,8 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Returns the previous string value of a key after setting it to a new value.", string::getset),
     cmd!("getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", "Returns the string value of a key after deleting the key.", string::getdel),
     cmd!("getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", "Returns the string value of a key after setting its expiration time.", string::getex),
-    cmd!("mget", -2, READONLY | FAST, (1, -1, 1), "string", "1.0.0", "Atomically returns the string values of one or more keys.", string::mget),
-    cmd!("mset", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", string::mset),
+    CommandSpec { route: Route::Split(Merge::Values), ..cmd!("mget", -2, READONLY | FAST, (1, -1, 1), "string", "1.0.0", "Atomically returns the string values of one or more keys.", string::mget) },
+    CommandSpec { route: Route::Split(Merge::AllOk), ..cmd!("mset", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", string::mset) },
     cmd!("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.", string::msetnx),
     cmd!("append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", string::append),
     cmd!("strlen", 2, READONLY | FAST, (1, 1, 1), "string", "2.2.0", "Returns the length of a string value.", string::strlen),
@@ -196,10 +259,10 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", "Returns a substring from a string value.", string::getrange),
     cmd!("setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", string::setrange),
     // keyspace
-    cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del),
-    cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del),
-    cmd!("exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", "Determines whether one or more keys exist.", keys::exists),
-    cmd!("touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys::touch),
+    CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
+    CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },
+    CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", "Determines whether one or more keys exist.", keys::exists) },
+    CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys::touch) },
     cmd!("type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", "Determines the type of value stored at a key.", keys::type_),
     cmd!("expire", -3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Sets the expiration time of a key in seconds.", keys::expire),
     cmd!("pexpire", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", keys::pexpire),
@@ -217,21 +280,21 @@ pub static TABLE: &[CommandSpec] = &[
         &["encoding", "freq", "idletime", "refcount", "help"]),
     cmd!("memory", -2, READONLY, (2, 2, 1), "server", "4.0.0", "A container for memory diagnostics commands.", keys::memory,
         &["usage", "help"]),
-    cmd!("keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns all key names that match a pattern.", keys::keys),
-    cmd!("scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", "Iterates over the key names in the database.", keys::scan),
-    cmd!("randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns a random key name from the database.", keys::randomkey),
-    cmd!("dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", "Returns the number of keys in the database.", keys::dbsize),
-    cmd!("flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Remove all keys from the current database.", keys::flush),
-    cmd!("flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Removes all keys from all databases.", keys::flush),
+    CommandSpec { route: Route::AllNodes(Gather::Concat), ..cmd!("keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns all key names that match a pattern.", keys::keys) },
+    CommandSpec { route: Route::AllNodes(Gather::Scan), ..cmd!("scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", "Iterates over the key names in the database.", keys::scan) },
+    CommandSpec { route: Route::AllNodes(Gather::Random), ..cmd!("randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns a random key name from the database.", keys::randomkey) },
+    CommandSpec { route: Route::AllNodes(Gather::Sum), ..cmd!("dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", "Returns the number of keys in the database.", keys::dbsize) },
+    CommandSpec { route: Route::AllNodes(Gather::Flush), ..cmd!("flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Remove all keys from the current database.", keys::flush) },
+    CommandSpec { route: Route::AllNodes(Gather::Flush), ..cmd!("flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Removes all keys from all databases.", keys::flush) },
     // server
-    cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info),
+    CommandSpec { route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
         &["count", "list", "info", "docs", "getkeys", "help"]),
     cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
         &["get", "set", "resetstat", "rewrite", "help"]),
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NOQUEUE, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
-    cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
-        &["info", "nodes", "myid", "keyslot", "countkeysinslot", "localkeys", "haskey", "help"]),
+    CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
+        &["info", "nodes", "myid", "keyslot", "countkeysinslot", "localkeys", "haskey", "help"]) },
     cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
 ];
 
