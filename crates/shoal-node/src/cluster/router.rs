@@ -71,44 +71,14 @@ pub fn writes_local_keys(node: &Node, args: &[Bytes]) -> bool {
     if spec.flags & flag::WRITE == 0 {
         return false;
     }
-    match class(spec) {
-        Class::Key(_) | Class::Split(_) | Class::SameOwner | Class::Watch => {
+    match spec.route {
+        Route::Owner | Route::Split(_) | Route::Watch => {
             let view = cluster.view();
             key_positions(spec, args)
                 .iter()
                 .any(|&p| view.owner_of(&args[p]) == view.me)
         }
-        Class::Local | Class::FanOut | Class::Info | Class::Exec | Class::Cluster => false,
-    }
-}
-
-/// How a command is routed.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Local,
-    /// One key, at this argument.
-    Key(usize),
-    Split(Merge),
-    SameOwner,
-    FanOut,
-    Info,
-    Exec,
-    Watch,
-    Cluster,
-}
-
-/// How the command of `spec` is routed, from its row's [`Route`] and key specification.
-fn class(spec: &CommandSpec) -> Class {
-    match spec.route {
-        Route::Here => Class::Local,
-        Route::Owner if spec.first_key == spec.last_key => Class::Key(spec.first_key as usize),
-        Route::Owner => Class::SameOwner,
-        Route::Split(merge) => Class::Split(merge),
-        Route::AllNodes(_) => Class::FanOut,
-        Route::Info => Class::Info,
-        Route::Exec => Class::Exec,
-        Route::Watch => Class::Watch,
-        Route::Cluster => Class::Cluster,
+        Route::Here | Route::AllNodes(_) | Route::Info | Route::Exec | Route::Cluster => false,
     }
 }
 
@@ -692,10 +662,10 @@ fn exec(
         let Some(s) = cmd::lookup(&a[0]) else {
             return true;
         };
-        match class(s) {
-            Class::Local | Class::Cluster => true,
-            Class::Exec | Class::FanOut | Class::Info => false,
-            _ => key_positions(s, a)
+        match s.route {
+            Route::Here | Route::Cluster => true,
+            Route::Exec | Route::AllNodes(_) | Route::Info => false,
+            Route::Owner | Route::Split(_) | Route::Watch => key_positions(s, a)
                 .iter()
                 .all(|&p| view.owner_of(&a[p]) == view.me),
         }
@@ -776,6 +746,36 @@ fn exec(
 mod tests {
     use super::*;
     use shoal_wire::Unavailable;
+
+    /// How a command is routed.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    enum Class {
+        Local,
+        /// One key, at this argument.
+        Key(usize),
+        Split(Merge),
+        SameOwner,
+        FanOut,
+        Info,
+        Exec,
+        Watch,
+        Cluster,
+    }
+
+    /// How the command of `spec` is routed, from its row's [`Route`] and key specification.
+    fn class(spec: &CommandSpec) -> Class {
+        match spec.route {
+            Route::Here => Class::Local,
+            Route::Owner if spec.first_key == spec.last_key => Class::Key(spec.first_key as usize),
+            Route::Owner => Class::SameOwner,
+            Route::Split(merge) => Class::Split(merge),
+            Route::AllNodes(_) => Class::FanOut,
+            Route::Info => Class::Info,
+            Route::Exec => Class::Exec,
+            Route::Watch => Class::Watch,
+            Route::Cluster => Class::Cluster,
+        }
+    }
 
     /// The routing that matched command names before routes were table data, kept as the
     /// oracle the table's routes are checked against.
