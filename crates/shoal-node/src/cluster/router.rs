@@ -30,7 +30,7 @@ use super::message::{decode_request, encode_command, Request, Scope, ScopeSpec};
 use super::replicate::{replicate_keys, wait_acks};
 use super::{fanout, handoff, message, Cluster, View};
 use crate::client::ClientInfo;
-use crate::cmd::{self, flag, CommandSpec, Merge, Prepared, Route, Session};
+use crate::cmd::{self, flag, CommandSpec, KeyPositions, Merge, Prepared, Route, Session};
 use crate::config::WriteAck;
 use crate::node::Node;
 
@@ -104,7 +104,7 @@ pub enum Plan {
     /// On the local store, nothing to replicate (keyless, node-local state).
     Here,
     /// This node owns every key (at these argument positions): run here, then replicate.
-    Owned(Vec<usize>),
+    Owned(KeyPositions),
     /// To the key's copies, owner first (the next copy when the owner cannot be reached).
     Forward { owners: Vec<u16>, write: bool },
     /// Split by owner, the parts run in parallel and merged.
@@ -158,12 +158,12 @@ pub fn plan(
             }
         }
         Route::Owner | Route::Watch => {
-            let positions = key_positions(spec, args);
-            let Some(&first) = positions.first() else {
+            let positions = spec.key_positions(args.len());
+            let Some(first) = positions.clone().next() else {
                 return Plan::Here;
             };
             let owners = placement.owners(key_slot(&args[first]));
-            let same = positions.iter().all(|&p| owner_of(&args[p]) == owners[0]);
+            let same = positions.clone().all(|p| owner_of(&args[p]) == owners[0]);
             match (same, owners[0] == me) {
                 (true, true) => Plan::Owned(positions),
                 _ if spec.route == Route::Watch => Plan::WatchNotOwned,
@@ -190,9 +190,9 @@ fn route(
     let accepting = cluster.accepting.load(Ordering::Acquire);
     match plan(&view.placement, view.me, accepting, spec, args) {
         Plan::Here => Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None)),
-        Plan::Owned(positions) => run_owned(
-            node, cluster, &view, session, spec, args, now_ms, &positions,
-        ),
+        Plan::Owned(positions) => {
+            run_owned(node, cluster, &view, session, spec, args, now_ms, positions)
+        }
         Plan::Forward { owners, write } => {
             let limit = reply_limit(session);
             let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
@@ -228,11 +228,11 @@ fn run_owned(
     spec: &CommandSpec,
     args: &[Bytes],
     now_ms: u64,
-    keys: &[usize],
+    keys: impl Iterator<Item = usize> + Clone,
 ) -> Outcome {
     // WATCH needs no fetch: a key that arrives later counts as changed, and EXEC aborts.
     if spec.name != "watch" && !cluster.handoff.settled_in(view) {
-        let keys: Vec<Bytes> = keys.iter().filter_map(|&i| args.get(i).cloned()).collect();
+        let keys: Vec<Bytes> = keys.clone().filter_map(|i| args.get(i).cloned()).collect();
         let view = cluster.view();
         if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms) {
             // Unsettled and a key may not be here yet: fetch it from its other copies first
@@ -254,7 +254,7 @@ fn run_owned(
         node,
         view,
         &cluster.stats,
-        keys.iter().filter_map(|&i| args.get(i)),
+        keys.filter_map(|i| args.get(i)),
         now_ms,
         want_ack,
     );
@@ -543,7 +543,14 @@ fn split(
         if owners[0] == view.me {
             let positions = groups.pop().map(|(_, p)| p).unwrap_or_default();
             return run_owned(
-                node, cluster, &view, session, spec, args, now_ms, &positions,
+                node,
+                cluster,
+                &view,
+                session,
+                spec,
+                args,
+                now_ms,
+                positions.into_iter(),
             );
         }
         let owners = owners.to_vec();
@@ -566,8 +573,8 @@ fn split(
             sub.extend_from_slice(&args[p..p + step]);
         }
         let part: ReplyFuture = if owners[0] == view.me {
-            let keys: Vec<usize> = (1..sub.len()).step_by(step).collect();
-            match run_owned(node, cluster, &view, session, spec, &sub, now_ms, &keys) {
+            let keys = (1..sub.len()).step_by(step);
+            match run_owned(node, cluster, &view, session, spec, &sub, now_ms, keys) {
                 Outcome::Reply(r) => {
                     let bytes = encode(&r, proto);
                     Box::pin(async move { bytes })
@@ -849,7 +856,7 @@ mod tests {
                 Route::Here | Route::Cluster => Plan::Here,
                 Route::Info => Plan::Here,
                 Route::Owner | Route::Watch if positions.is_empty() => Plan::Here,
-                Route::Owner | Route::Watch => Plan::Owned(positions.clone()),
+                Route::Owner | Route::Watch => Plan::Owned(spec.key_positions(here.len())),
                 Route::Split(m) => Plan::Split(m),
                 Route::AllNodes(_) => Plan::AllNodes,
                 Route::Exec => Plan::Exec,

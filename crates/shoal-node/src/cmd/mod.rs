@@ -158,7 +158,7 @@ impl CommandSpec {
 }
 
 /// The key positions of one request (see [`CommandSpec::key_positions`]).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyPositions {
     next: usize,
     end: usize,
