@@ -25,6 +25,7 @@ pub mod cmd;
 pub mod config;
 pub mod connection;
 pub mod fdlimit;
+pub mod hooks;
 pub mod listener;
 pub mod memcache;
 pub mod memory;

@@ -81,6 +81,13 @@ impl Node {
         }
     }
 
+    /// The cluster as CLUSTER and INFO describe it (`None` for a single node).
+    pub fn cluster_info(&self) -> Option<&dyn crate::hooks::ClusterInfo> {
+        self.cluster
+            .as_ref()
+            .map(|c| c as &dyn crate::hooks::ClusterInfo)
+    }
+
     /// `used_memory` as Redis reports it: what the allocator handed out, or the store's own
     /// count where no allocator statistics are installed.
     pub fn used_memory(&self) -> u64 {

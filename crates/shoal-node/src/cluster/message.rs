@@ -69,6 +69,12 @@ pub struct Scope {
     pub view: Arc<View>,
 }
 
+impl crate::hooks::SlotScope for Scope {
+    fn includes(&self, slot: u16) -> bool {
+        Scope::includes(self, slot)
+    }
+}
+
 impl Scope {
     pub fn new(spec: ScopeSpec, view: Arc<View>) -> Scope {
         Scope { spec, view }

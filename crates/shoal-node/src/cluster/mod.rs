@@ -20,6 +20,7 @@
 //! With a static `cluster-nodes` list the `View` never changes; in gossip mode every change
 //! of the members installs a new one (a new epoch) without touching the router.
 
+mod describe;
 mod fanout;
 pub mod handoff;
 pub mod membership;

@@ -450,7 +450,8 @@ pub fn serve_command(
     let reply = match cmd::prepare(node, &mut session, args) {
         Prepared::Done(reply) => reply,
         Prepared::Run(spec) => {
-            let reply = cmd::run(node, &mut session, spec, args, now_ms, scope.as_ref());
+            let scope = scope.as_ref().map(|s| s as &dyn crate::hooks::SlotScope);
+            let reply = cmd::run(node, &mut session, spec, args, now_ms, scope);
             if spec.flags & flag::WRITE != 0 {
                 let positions = key_positions(spec, args);
                 acks = replicate_keys(

@@ -23,6 +23,7 @@ use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
 
 use crate::client::ClientInfo;
+use crate::hooks::SlotScope;
 use crate::node::Node;
 
 pub use cluster::parse_slot;
@@ -431,7 +432,7 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
     /// In a cluster, the part of the local keys that key-enumerating commands (DBSIZE, KEYS,
     /// SCAN, RANDOMKEY) look at; `None` = every local key.
-    pub scope: Option<&'a crate::cluster::Scope>,
+    pub scope: Option<&'a dyn SlotScope>,
     /// Cluster-wide (keys, volatile keys) for INFO keyspace, gathered by the router.
     pub keyspace: Option<(u64, u64)>,
 }
@@ -494,7 +495,7 @@ pub fn run(
     spec: &CommandSpec,
     args: &[Bytes],
     now_ms: u64,
-    scope: Option<&crate::cluster::Scope>,
+    scope: Option<&dyn SlotScope>,
 ) -> Reply {
     if spec.flags & DENYOOM != 0
         && node.store.maxmemory() > 0

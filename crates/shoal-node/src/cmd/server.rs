@@ -252,7 +252,7 @@ pub fn render_info(node: &Node, sections: &[String], keyspace: Option<(u64, u64)
                 // 0 even in a Shoal cluster: clients must not switch to Redis Cluster mode
                 // (slot maps, MOVED), since any Shoal node answers any key.
                 line!("cluster_enabled:0");
-                if let Some(c) = &node.cluster {
+                if let Some(c) = node.cluster_info() {
                     c.info_lines(&mut b);
                 }
                 section("Cluster", b);

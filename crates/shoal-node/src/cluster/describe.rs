@@ -1,0 +1,112 @@
+//! The cluster as Redis Cluster tools read it: CLUSTER INFO, NODES and MYID, and INFO's
+//! cluster section (the command layer asks through `hooks::ClusterInfo`).
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use shoal_store::SLOTS;
+
+use super::{Cluster, MemberState};
+use crate::hooks::ClusterInfo;
+
+impl ClusterInfo for Cluster {
+    fn my_id(&self) -> String {
+        self.view().myself.id.clone()
+    }
+
+    fn cluster_info(&self) -> String {
+        let view = self.view();
+        let mut s = String::new();
+        let n = view.len();
+        // A slot is "pfail" when its owner looks unreachable but a copy does not, "fail"
+        // when no copy looks reachable.
+        let (mut pfail, mut fail) = (0, 0);
+        for slot in 0..SLOTS {
+            let owners = view.owners(slot);
+            if !owners.iter().any(|&m| view.reachable(m)) {
+                fail += 1;
+            } else if !view.reachable(owners[0]) {
+                pfail += 1;
+            }
+        }
+        let ok = SLOTS - pfail - fail;
+        let state = if fail == 0 { "ok" } else { "fail" };
+        let _ = write!(
+            s,
+            "cluster_state:{state}\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{ok}\r\n\
+             cluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{n}\r\n\
+             cluster_size:{n}\r\ncluster_current_epoch:{e}\r\ncluster_my_epoch:{e}\r\n\
+             cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n\
+             total_cluster_links_buffer_limit_exceeded:0\r\n",
+            e = view.epoch()
+        );
+        let h = &self.handoff.stats;
+        let _ = write!(
+            s,
+            "shoal_state:{}\r\nshoal_members_known:{}\r\nshoal_settled:{}\r\n\
+             shoal_handoff_slots_pending:{}\r\nshoal_handoff_keys_sent:{}\r\n",
+            self.state_name(),
+            view.members.len(),
+            u8::from(self.handoff.settled_in(&view)),
+            h.slots_pending.load(Ordering::Relaxed),
+            h.keys_sent.load(Ordering::Relaxed),
+        );
+        s
+    }
+
+    fn cluster_nodes(&self, now_ms: u64) -> String {
+        let view = self.view();
+        // Members in the placement are shown as masters with the slot ranges they own;
+        // Shoal's own states add a flag: `joining` (still filling), `leaving` (handing off,
+        // no slots), `fail` (declared down by gossip, no slots).
+        let mut s = String::new();
+        let me_state = self.state_name();
+        for row in &view.members {
+            let n = &row.info;
+            let placed = view
+                .nodes
+                .iter()
+                .position(|p| p.name == n.name)
+                .filter(|_| row.state.placed());
+            let myself = n.name == view.myself.name;
+            let up = match placed {
+                Some(i) => view.reachable(i as u16),
+                None => row.state != MemberState::Down,
+            };
+            let mut flags = String::from(if myself { "myself,master" } else { "master" });
+            let state = if myself { me_state } else { row.state.as_str() };
+            match state {
+                "joining" => flags.push_str(",joining"),
+                "leaving" => flags.push_str(",leaving"),
+                "down" => flags.push_str(",fail"),
+                _ if !up => flags.push_str(",fail?"),
+                _ => {}
+            }
+            let link = if up { "connected" } else { "disconnected" };
+            let _ = write!(
+                s,
+                "{} {}:{}@{} {flags} - 0 {now_ms} {} {link}",
+                n.id,
+                n.client.ip(),
+                n.client.port(),
+                n.cluster.port(),
+                view.epoch()
+            );
+            if let Some(i) = placed {
+                for (a, b) in view.placement.slot_ranges_of(i) {
+                    if a == b {
+                        let _ = write!(s, " {a}");
+                    } else {
+                        let _ = write!(s, " {a}-{b}");
+                    }
+                }
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    fn info_lines(&self, out: &mut String) {
+        Cluster::info_lines(self, out);
+    }
+}
