@@ -27,9 +27,11 @@ pub mod connection;
 pub mod fdlimit;
 pub mod hooks;
 pub mod listener;
+pub mod mc;
 pub mod memcache;
 pub mod memory;
 pub mod node;
+pub mod resp;
 pub mod stats;
 
 pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};

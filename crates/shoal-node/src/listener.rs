@@ -18,10 +18,11 @@ use crate::cluster::membership::{self, GossipStart};
 use crate::cluster::peer::PeerService;
 use crate::cluster::{Cluster, NodeInfo};
 use crate::config::NodeConfig;
-use crate::connection::{run_connection, RespFrontend};
+use crate::connection::run_connection;
 use crate::fdlimit;
 use crate::memcache::McFrontend;
 use crate::node::Node;
+use crate::resp::RespFrontend;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

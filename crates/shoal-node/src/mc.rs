@@ -1,0 +1,833 @@
+//! Memcached's semantics on the store: executes the commands `shoal-memcache` parses on the
+//! same store the Redis protocol uses, so both see one keyspace. The front end that reads
+//! them off a connection is `memcache`.
+//!
+//! How the two protocols meet: a value is the same bytes in both. Memcached's 32-bit client
+//! flags are kept beside the value (a Redis `SET` resets them to 0; `APPEND`, `SETRANGE`,
+//! `INCR` and the like keep them), and a key's CAS unique is its store version, which every
+//! change of the key (from either protocol) replaces. Expiry times follow Memcached: up to
+//! 30 days is relative, larger is a Unix time, negative is already expired.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use bytes::{Bytes, BytesMut};
+use shoal_memcache::reply::{self, Status};
+use shoal_memcache::{Command, MetaFlags, StoreMode};
+use shoal_store::Access;
+
+use crate::node::Node;
+
+/// The Memcached release whose protocol behaviour Shoal follows (`version`, `stats`).
+pub const MEMCACHED_VERSION: &str = "1.6.21";
+
+/// Memcached's boundary between relative and absolute expiry times.
+const REALTIME_MAXDELTA: i64 = 60 * 60 * 24 * 30;
+
+pub(crate) fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Relaxed);
+}
+
+/// A Memcached exptime as the store's absolute expiry: `None` = never; a time at or before
+/// `now` (negative, or an absolute time in the past) makes the store drop the item.
+pub fn expire_at(exptime: i64, now_ms: u64) -> Option<u64> {
+    match exptime {
+        0 => None,
+        e if e < 0 => Some(0),
+        e if e > REALTIME_MAXDELTA => Some((e as u64).saturating_mul(1000)),
+        e => Some(now_ms + e as u64 * 1000),
+    }
+}
+
+/// What the front end does after a command.
+pub(crate) enum Flow {
+    Continue,
+    Close,
+    /// A multi-key get filled the output: flush, then resume it.
+    Paused(PendingGet),
+}
+
+/// A get/gets/gat/gats whose reply is being written key by key, so a request naming many
+/// large values never holds more than `pause_at` plus one value of reply in memory.
+pub struct PendingGet {
+    keys: Vec<Bytes>,
+    next: usize,
+    with_cas: bool,
+    touch: Option<i64>,
+}
+
+/// Writes the values of `get.keys[get.next..]`, pausing once the output passes `pause_at`.
+pub(crate) fn get_keys(
+    node: &Node,
+    mut get: PendingGet,
+    now: u64,
+    out: &mut BytesMut,
+    pause_at: usize,
+) -> Flow {
+    let (store, st) = (&node.store, &node.mc_stats);
+    while get.next < get.keys.len() {
+        if out.len() >= pause_at {
+            return Flow::Paused(get);
+        }
+        let key = &get.keys[get.next];
+        get.next += 1;
+        bump(&st.cmd_get);
+        let with_cas = get.with_cas;
+        let hit = match get.touch {
+            None => store.read(key, now, Access::Read, |e| {
+                e.map(|e| {
+                    let cas = with_cas.then_some(e.version);
+                    reply::value(out, key, e.flags, e.value, cas);
+                })
+                .is_some()
+            }),
+            Some(exptime) => {
+                bump(&st.cmd_touch);
+                store.write(key, now, |slot| {
+                    let Some(value) = slot.value().map(Bytes::copy_from_slice) else {
+                        return false;
+                    };
+                    let flags = slot.flags().unwrap_or(0);
+                    slot.set_expire(expire_at(exptime, now));
+                    let cas = slot.version().unwrap_or(0);
+                    reply::value(out, key, flags, &value, with_cas.then_some(cas));
+                    true
+                })
+            }
+        };
+        bump(if hit { &st.get_hits } else { &st.get_misses });
+        if get.touch.is_some() {
+            bump(if hit {
+                &st.touch_hits
+            } else {
+                &st.touch_misses
+            });
+        }
+    }
+    reply::end(out);
+    Flow::Continue
+}
+
+fn status(out: &mut BytesMut, noreply: bool, s: Status) {
+    if !noreply {
+        reply::status(out, s);
+    }
+}
+
+/// Counts a hit or a miss and answers `found` or NOT_FOUND (unless noreply).
+fn outcome(
+    out: &mut BytesMut,
+    noreply: bool,
+    hit: bool,
+    (hits, misses): (&AtomicU64, &AtomicU64),
+    found: Status,
+) {
+    bump(if hit { hits } else { misses });
+    status(out, noreply, if hit { found } else { Status::NotFound });
+}
+
+/// Memcached's answer when memory is full and nothing may be evicted.
+const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
+
+/// Executes one command, writing its reply to `out`; a multi-key get pauses once `out`
+/// holds `pause_at` bytes.
+pub(crate) fn execute(
+    node: &Node,
+    cmd: Command,
+    now: u64,
+    out: &mut BytesMut,
+    pause_at: usize,
+) -> Flow {
+    let store = &node.store;
+    let st = &node.mc_stats;
+    match cmd {
+        Command::Store {
+            mode,
+            key,
+            flags,
+            exptime,
+            data,
+            cas,
+            noreply,
+        } => {
+            bump(&st.cmd_set);
+            if store.maxmemory() > 0 && store.ensure_memory(now).is_err() {
+                if !noreply {
+                    out.extend_from_slice(OOM);
+                }
+                return Flow::Continue;
+            }
+            let ttl = expire_at(exptime, now);
+            let result = store.write(&key, now, |slot| {
+                let exists = slot.exists();
+                match mode {
+                    StoreMode::Set => {}
+                    StoreMode::Add if exists => return Status::NotStored,
+                    StoreMode::Replace | StoreMode::Append | StoreMode::Prepend if !exists => {
+                        return Status::NotStored
+                    }
+                    StoreMode::Cas if !exists => return Status::NotFound,
+                    StoreMode::Cas if slot.version() != Some(cas) => return Status::Exists,
+                    _ => {}
+                }
+                match mode {
+                    StoreMode::Append => {
+                        slot.append(&data);
+                    }
+                    StoreMode::Prepend => slot.modify(|v| {
+                        v.splice(0..0, data.iter().copied());
+                    }),
+                    _ => slot.set_with_flags(&data, ttl, flags),
+                }
+                Status::Stored
+            });
+            match (mode, result) {
+                (StoreMode::Cas, Status::Stored) => bump(&st.cas_hits),
+                (StoreMode::Cas, Status::NotFound) => bump(&st.cas_misses),
+                (StoreMode::Cas, Status::Exists) => bump(&st.cas_badval),
+                _ => {}
+            }
+            if result == Status::Stored {
+                bump(&st.total_items);
+            }
+            status(out, noreply, result);
+        }
+        Command::Get {
+            keys,
+            with_cas,
+            touch,
+        } => {
+            let get = PendingGet {
+                keys,
+                next: 0,
+                with_cas,
+                touch,
+            };
+            return get_keys(node, get, now, out, pause_at);
+        }
+        Command::Delete { key, noreply } => {
+            let deleted = store.remove(&key, now);
+            let counters = (&st.delete_hits, &st.delete_misses);
+            outcome(out, noreply, deleted, counters, Status::Deleted);
+        }
+        Command::Arith {
+            incr,
+            key,
+            delta,
+            noreply,
+        } => {
+            let result = store.write(&key, now, |slot| arith(slot, incr, delta));
+            let (hits, misses) = st.arith_counters(incr);
+            match result {
+                Ok(Some(n)) => {
+                    bump(hits);
+                    if !noreply {
+                        reply::number(out, n);
+                    }
+                }
+                Ok(None) => {
+                    bump(misses);
+                    status(out, noreply, Status::NotFound);
+                }
+                Err(()) if noreply => {}
+                Err(()) => out.extend_from_slice(
+                    b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+                ),
+            }
+        }
+        Command::Touch {
+            key,
+            exptime,
+            noreply,
+        } => {
+            bump(&st.cmd_touch);
+            let touched = store.write(&key, now, |slot| {
+                slot.exists() && slot.set_expire(expire_at(exptime, now))
+            });
+            let counters = (&st.touch_hits, &st.touch_misses);
+            outcome(out, noreply, touched, counters, Status::Touched);
+        }
+        Command::FlushAll { delay, noreply } => {
+            bump(&st.cmd_flush);
+            flush_all(node, delay, now);
+            status(out, noreply, Status::Ok);
+        }
+        Command::Version => reply::version(out, MEMCACHED_VERSION),
+        Command::Verbosity { noreply } => status(out, noreply, Status::Ok),
+        Command::Stats { arg } => stats(node, arg.as_deref(), now, out),
+        Command::Quit => return Flow::Close,
+        Command::CacheMemlimit { megabytes, noreply } => {
+            // memcached's limit in MiB is Shoal's maxmemory (shared with the RESP side).
+            let bytes = megabytes.saturating_mul(1024 * 1024);
+            node.update_settings(|s| s.maxmemory = crate::config::ByteSize(bytes));
+            node.refresh_memory();
+            status(out, noreply, Status::Ok);
+        }
+        Command::MetaNoop => reply::meta(out, "MN", None, &[]),
+        Command::MetaDebug { key } => meta_debug(node, &key, now, out),
+        Command::MetaGet { flags, .. } | Command::MetaSet { flags, .. } if !known_flags(&flags) => {
+            out.extend_from_slice(b"CLIENT_ERROR invalid flag\r\n");
+        }
+        Command::MetaGet { key, flags } => meta_get(node, key, &flags, now, out),
+        Command::MetaSet { key, data, flags } => meta_set(node, key, data, &flags, now, out),
+        Command::MetaDelete { key, flags } => meta_delete(node, key, &flags, now, out),
+        Command::MetaArith { key, flags } => meta_arith(node, key, &flags, now, out),
+    }
+    Flow::Continue
+}
+
+/// incr/decr on a slot: Ok(None) for a missing key, Err for a non-numeric value. Incr wraps
+/// at 2^64 and decr stops at 0, as in Memcached; flags and TTL stay.
+fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Option<u64>, ()> {
+    let Some(value) = slot.value() else {
+        return Ok(None);
+    };
+    let current = parse_u64(value).ok_or(())?;
+    let next = if incr {
+        current.wrapping_add(delta)
+    } else {
+        current.saturating_sub(delta)
+    };
+    slot.set_keep_ttl(next.to_string().as_bytes());
+    Ok(Some(next))
+}
+
+/// A stored counter as memcached's `safe_strtoull` reads it: leading white space, an optional
+/// `+`, digits, then the end or white space (`"12 a"` is 12).
+fn parse_u64(v: &[u8]) -> Option<u64> {
+    let mut i = v.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    if v.get(i) == Some(&b'+') {
+        i += 1;
+    }
+    let digits = v[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let end = i + digits;
+    if v.get(end).is_some_and(|c| !c.is_ascii_whitespace()) {
+        return None;
+    }
+    std::str::from_utf8(&v[i..end]).ok()?.parse().ok()
+}
+
+/// flush_all: now, or at a later time (seconds from now, or a Unix time above 30 days) that
+/// the cron task carries out (within 1/hz of it).
+fn flush_all(node: &Node, delay: i64, now: u64) {
+    if delay <= 0 {
+        // The latest flush_all wins, as memcached's single oldest_live time: a pending
+        // delayed flush is cancelled.
+        node.flush_at.store(0, Relaxed);
+        node.store.clear();
+    } else {
+        let at = expire_at(delay, now).unwrap_or(now);
+        node.flush_at.store(at, Relaxed);
+    }
+}
+
+fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
+    match arg {
+        None => {}
+        Some(a) if a.starts_with(b"cachedump") => {
+            reply::end(out);
+            return;
+        }
+        Some(b"settings" | b"items" | b"slabs" | b"sizes" | b"conns") => {
+            reply::end(out);
+            return;
+        }
+        Some(b"reset") => {
+            node.mc_stats.reset();
+            out.extend_from_slice(b"RESET\r\n");
+            return;
+        }
+        Some(_) => {
+            out.extend_from_slice(b"ERROR\r\n");
+            return;
+        }
+    }
+    let s = &node.mc_stats;
+    let store = node.store.stats();
+    let (user, sys) = crate::stats::cpu_times();
+    let v = |c: &AtomicU64| c.load(Relaxed);
+    reply::stat(out, "pid", std::process::id());
+    reply::stat(out, "uptime", node.uptime_secs());
+    reply::stat(out, "time", now / 1000);
+    reply::stat(out, "version", MEMCACHED_VERSION);
+    reply::stat(out, "shoal_version", crate::SHOAL_VERSION);
+    reply::stat(out, "pointer_size", usize::BITS);
+    reply::stat(out, "rusage_user", format!("{user:.6}"));
+    reply::stat(out, "rusage_system", format!("{sys:.6}"));
+    reply::stat(out, "max_connections", node.with_settings(|c| c.maxclients));
+    reply::stat(out, "curr_connections", node.clients.len());
+    reply::stat(
+        out,
+        "total_connections",
+        node.stats.total_connections_received.load(Relaxed),
+    );
+    reply::stat(
+        out,
+        "rejected_connections",
+        node.stats.rejected_connections.load(Relaxed),
+    );
+    reply::stat(out, "connection_structures", node.clients.len());
+    for (name, c) in [
+        ("cmd_get", &s.cmd_get),
+        ("cmd_set", &s.cmd_set),
+        ("cmd_flush", &s.cmd_flush),
+        ("cmd_touch", &s.cmd_touch),
+        ("get_hits", &s.get_hits),
+        ("get_misses", &s.get_misses),
+    ] {
+        reply::stat(out, name, v(c));
+    }
+    reply::stat(out, "get_expired", 0);
+    reply::stat(out, "get_flushed", 0);
+    for (name, c) in [
+        ("delete_misses", &s.delete_misses),
+        ("delete_hits", &s.delete_hits),
+        ("incr_misses", &s.incr_misses),
+        ("incr_hits", &s.incr_hits),
+        ("decr_misses", &s.decr_misses),
+        ("decr_hits", &s.decr_hits),
+        ("cas_misses", &s.cas_misses),
+        ("cas_hits", &s.cas_hits),
+        ("cas_badval", &s.cas_badval),
+        ("touch_hits", &s.touch_hits),
+        ("touch_misses", &s.touch_misses),
+        ("auth_cmds", &s.auth_cmds),
+        ("auth_errors", &s.auth_errors),
+    ] {
+        reply::stat(out, name, v(c));
+    }
+    reply::stat(
+        out,
+        "bytes_read",
+        node.stats.total_net_input_bytes.load(Relaxed),
+    );
+    reply::stat(
+        out,
+        "bytes_written",
+        node.stats.total_net_output_bytes.load(Relaxed),
+    );
+    reply::stat(out, "limit_maxbytes", node.with_settings(|s| s.maxmemory.0));
+    reply::stat(out, "accepting_conns", 1);
+    reply::stat(
+        out,
+        "threads",
+        tokio::runtime::Handle::try_current().map_or(1, |h| h.metrics().num_workers()),
+    );
+    reply::stat(out, "bytes", store.used_memory);
+    reply::stat(out, "curr_items", store.keys);
+    reply::stat(out, "total_items", v(&s.total_items));
+    reply::stat(out, "expired_unfetched", 0);
+    reply::stat(out, "evicted_unfetched", 0);
+    reply::stat(out, "evictions", store.evicted_keys);
+    reply::stat(out, "reclaimed", store.expired_keys);
+    reply::end(out);
+}
+
+// ---- Meta commands -------------------------------------------------------------------
+
+/// The flag letters memcached 1.6.18 accepts on `mg` and `ms` (measured: every other letter
+/// gets `CLIENT_ERROR invalid flag` there; `md` and `ma` accept any letter).
+const MG_MS_FLAGS: &[u8] = b"bcfhklqstuvCDFIJLMNOPRT";
+
+fn known_flags(flags: &MetaFlags) -> bool {
+    flags.items.iter().all(|(f, _)| MG_MS_FLAGS.contains(f))
+}
+
+/// The key a meta command names: base64-decoded when the `b` flag is given.
+fn meta_key(key: Bytes, flags: &MetaFlags, out: &mut BytesMut) -> Option<Bytes> {
+    if !flags.has(b'b') {
+        return Some(key);
+    }
+    match shoal_memcache::base64::decode(&key) {
+        Some(k) if !k.is_empty() => Some(Bytes::from(k)),
+        _ => {
+            out.extend_from_slice(b"CLIENT_ERROR error decoding key\r\n");
+            None
+        }
+    }
+}
+
+/// The numeric token of a meta flag; Err writes Memcached's error.
+fn meta_number<T: std::str::FromStr>(
+    flags: &MetaFlags,
+    f: u8,
+    out: &mut BytesMut,
+) -> Result<Option<T>, ()> {
+    match flags.number::<T>(f) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(n)),
+        Some(Err(())) => {
+            out.extend_from_slice(b"CLIENT_ERROR bad token in command line format\r\n");
+            Err(())
+        }
+    }
+}
+
+/// Like `meta_number`, with the command's own error text.
+fn meta_number_or<T: std::str::FromStr>(
+    flags: &MetaFlags,
+    f: u8,
+    out: &mut BytesMut,
+    text: &str,
+) -> Result<Option<T>, ()> {
+    match flags.number::<T>(f) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(n)),
+        Some(Err(())) => {
+            out.extend_from_slice(format!("CLIENT_ERROR {text}\r\n").as_bytes());
+            Err(())
+        }
+    }
+}
+
+/// What a meta reply may echo about an item.
+struct ItemView<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
+    flags: u32,
+    cas: u64,
+    expire_at: Option<u64>,
+}
+
+/// What a meta reply may echo about the key in `slot`, if it exists.
+fn item_view<'a>(slot: &'a shoal_store::Slot<'_>, key: &'a [u8]) -> Option<ItemView<'a>> {
+    Some(ItemView {
+        key,
+        value: slot.value()?,
+        flags: slot.flags().unwrap_or(0),
+        cas: slot.version().unwrap_or(0),
+        expire_at: slot.expire_at(),
+    })
+}
+
+/// The return flags a meta command asked for, in the order it asked, as (letter, token).
+fn return_flags(req: &MetaFlags, item: Option<&ItemView<'_>>, now: u64) -> Vec<(u8, Vec<u8>)> {
+    let mut ret = Vec::new();
+    for (f, token) in &req.items {
+        if let (b'k', Some(i)) = (f, item) {
+            push_key(&mut ret, req, i.key);
+            continue;
+        }
+        let t: Option<Vec<u8>> = match (f, item) {
+            (b'O', _) => Some(token.to_vec()),
+            (b'c', Some(i)) => Some(i.cas.to_string().into_bytes()),
+            (b'f', Some(i)) => Some(i.flags.to_string().into_bytes()),
+            (b's', Some(i)) => Some(i.value.len().to_string().into_bytes()),
+            (b't', Some(i)) => Some(match i.expire_at {
+                None => b"-1".to_vec(),
+                Some(at) => (at.saturating_sub(now).div_ceil(1000))
+                    .to_string()
+                    .into_bytes(),
+            }),
+            (b'h', Some(_)) => Some(b"0".to_vec()),
+            (b'l', Some(_)) => Some(b"0".to_vec()),
+            _ => None,
+        };
+        if let Some(t) = t {
+            ret.push((*f, t));
+        }
+    }
+    ret
+}
+
+/// The `k` return flag, followed by `b` when the key travels in base64 (Memcached's order).
+fn push_key(ret: &mut Vec<(u8, Vec<u8>)>, req: &MetaFlags, key: &[u8]) {
+    if req.has(b'b') {
+        ret.push((b'k', shoal_memcache::base64::encode(key)));
+        ret.push((b'b', Vec::new()));
+    } else {
+        ret.push((b'k', key.to_vec()));
+    }
+}
+
+/// On a miss Memcached still echoes the opaque and, when asked, the key (as sent).
+fn miss_flags(req: &MetaFlags, key: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut ret = Vec::new();
+    for (f, token) in &req.items {
+        match f {
+            b'O' => ret.push((b'O', token.to_vec())),
+            b'k' => push_key(&mut ret, req, key),
+            _ => {}
+        }
+    }
+    ret
+}
+
+fn write_meta(out: &mut BytesMut, code: &str, value: Option<&[u8]>, ret: &[(u8, Vec<u8>)]) {
+    let flags: Vec<(u8, &[u8])> = ret.iter().map(|(f, t)| (*f, t.as_slice())).collect();
+    reply::meta(out, code, value, &flags);
+}
+
+fn meta_get(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+    let Some(key) = meta_key(key, flags, out) else {
+        return;
+    };
+    let Ok(touch) = meta_number::<i64>(flags, b'T', out) else {
+        return;
+    };
+    let Ok(vivify) = meta_number::<i64>(flags, b'N', out) else {
+        return;
+    };
+    let st = &node.mc_stats;
+    bump(&st.cmd_get);
+    node.store.write(&key, now, |slot| {
+        let mut won = false;
+        if !slot.exists() {
+            bump(&st.get_misses);
+            match vivify {
+                // Vivify on miss: an empty item with that TTL; this client wins the recache.
+                Some(_) if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() => {
+                    out.extend_from_slice(OOM);
+                    return;
+                }
+                Some(ttl) => {
+                    slot.set_with_flags(b"", expire_at(ttl, now), 0);
+                    won = true;
+                }
+                None => {
+                    if !flags.has(b'q') {
+                        write_meta(out, "EN", None, &miss_flags(flags, &key));
+                    }
+                    return;
+                }
+            }
+        } else {
+            bump(&st.get_hits);
+        }
+        if let Some(ttl) = touch {
+            bump(&st.cmd_touch);
+            slot.set_expire(expire_at(ttl, now));
+        }
+        let Some(view) = item_view(slot, &key) else {
+            // Touched with a past time: gone now.
+            if !flags.has(b'q') {
+                write_meta(out, "EN", None, &miss_flags(flags, &key));
+            }
+            return;
+        };
+        let mut ret = return_flags(flags, Some(&view), now);
+        if won {
+            ret.push((b'W', Vec::new()));
+        }
+        let code = if flags.has(b'v') { "VA" } else { "HD" };
+        write_meta(out, code, flags.has(b'v').then_some(view.value), &ret);
+    });
+}
+
+fn meta_set(node: &Node, key: Bytes, data: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+    let Some(key) = meta_key(key, flags, out) else {
+        return;
+    };
+    let (Ok(client_flags), Ok(ttl), Ok(compare)) = (
+        meta_number::<u32>(flags, b'F', out),
+        meta_number::<i64>(flags, b'T', out),
+        meta_number::<u64>(flags, b'C', out),
+    ) else {
+        return;
+    };
+    let mode = match flags.token(b'M').map(|t| t.to_ascii_uppercase()) {
+        None => StoreMode::Set,
+        Some(m) => match m.as_slice() {
+            b"S" => StoreMode::Set,
+            b"E" => StoreMode::Add,
+            b"A" => StoreMode::Append,
+            b"P" => StoreMode::Prepend,
+            b"R" => StoreMode::Replace,
+            _ => {
+                out.extend_from_slice(b"CLIENT_ERROR invalid mode for ms M token\r\n");
+                return;
+            }
+        },
+    };
+    bump(&node.mc_stats.cmd_set);
+    if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() {
+        out.extend_from_slice(OOM);
+        return;
+    }
+    let at = ttl.and_then(|t| expire_at(t, now));
+    node.store.write(&key, now, |slot| {
+        let exists = slot.exists();
+        let code = match (mode, compare) {
+            (_, Some(_)) if !exists => "NF",
+            (_, Some(c)) if slot.version() != Some(c) => "EX",
+            (StoreMode::Add, _) if exists => "NS",
+            (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, _) if !exists => "NS",
+            _ => "HD",
+        };
+        if code == "HD" {
+            match mode {
+                StoreMode::Append => {
+                    slot.append(&data);
+                }
+                StoreMode::Prepend => slot.modify(|v| {
+                    v.splice(0..0, data.iter().copied());
+                }),
+                _ => slot.set_with_flags(&data, at, client_flags.unwrap_or(0)),
+            }
+            bump(&node.mc_stats.total_items);
+        }
+        if code == "HD" && flags.has(b'q') {
+            return;
+        }
+        let view = item_view(slot, &key);
+        let ret = return_flags(flags, view.as_ref(), now);
+        write_meta(out, code, None, &ret);
+    });
+}
+
+fn meta_delete(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+    let Some(key) = meta_key(key, flags, out) else {
+        return;
+    };
+    let Ok(compare) = meta_number::<u64>(flags, b'C', out) else {
+        return;
+    };
+    node.store.write(&key, now, |slot| {
+        let code = match compare {
+            _ if !slot.exists() => "NF",
+            Some(c) if slot.version() != Some(c) => "EX",
+            _ => {
+                slot.remove();
+                "HD"
+            }
+        };
+        bump(if code == "HD" {
+            &node.mc_stats.delete_hits
+        } else {
+            &node.mc_stats.delete_misses
+        });
+        if code == "HD" && flags.has(b'q') {
+            return;
+        }
+        write_meta(out, code, None, &miss_flags(flags, &key));
+    });
+}
+
+fn meta_arith(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+    let Some(key) = meta_key(key, flags, out) else {
+        return;
+    };
+    let (Ok(initial), Ok(delta)) = (
+        meta_number_or::<u64>(flags, b'J', out, "invalid numeric initial value"),
+        meta_number_or::<u64>(flags, b'D', out, "invalid numeric delta value"),
+    ) else {
+        return;
+    };
+    let (Ok(vivify), Ok(ttl), Ok(compare)) = (
+        meta_number::<i64>(flags, b'N', out),
+        meta_number::<i64>(flags, b'T', out),
+        meta_number::<u64>(flags, b'C', out),
+    ) else {
+        return;
+    };
+    let incr = match flags.token(b'M') {
+        None => true,
+        Some(b"I" | b"i" | b"+") => true,
+        Some(b"D" | b"d" | b"-") => false,
+        Some(_) => {
+            out.extend_from_slice(b"CLIENT_ERROR invalid mode for ma M token\r\n");
+            return;
+        }
+    };
+    let delta = delta.unwrap_or(1);
+    node.store.write(&key, now, |slot| {
+        let code = if !slot.exists() {
+            match vivify {
+                Some(t) => {
+                    let start = initial.unwrap_or(0).to_string();
+                    slot.set_with_flags(start.as_bytes(), expire_at(t, now), 0);
+                    "HD"
+                }
+                None => "NF",
+            }
+        } else if compare.is_some_and(|c| slot.version() != Some(c)) {
+            "EX"
+        } else {
+            match arith(slot, incr, delta) {
+                Ok(_) => {
+                    if let Some(t) = ttl {
+                        slot.set_expire(expire_at(t, now));
+                    }
+                    "HD"
+                }
+                Err(()) => {
+                    out.extend_from_slice(
+                        b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+                    );
+                    return;
+                }
+            }
+        };
+        let (hits, misses) = node.mc_stats.arith_counters(incr);
+        bump(if code == "HD" { hits } else { misses });
+        if code == "HD" && flags.has(b'q') {
+            return;
+        }
+        let view = item_view(slot, &key);
+        let ret = return_flags(flags, view.as_ref(), now);
+        match (code, view.as_ref()) {
+            ("HD", Some(v)) if flags.has(b'v') => write_meta(out, "VA", Some(v.value), &ret),
+            _ => write_meta(out, code, None, &ret),
+        }
+    });
+}
+
+fn meta_debug(node: &Node, key: &[u8], now: u64, out: &mut BytesMut) {
+    let line = node.store.read(key, now, Access::Peek, |e| {
+        e.map(|e| {
+            let exp = e
+                .expire_at_ms
+                .map_or(-1, |at| at.saturating_sub(now).div_ceil(1000) as i64);
+            format!(
+                "ME {} exp={exp} la=0 cas={} fetch=no cls=1 size={}\r\n",
+                String::from_utf8_lossy(key),
+                e.version,
+                key.len() + e.value.len()
+            )
+        })
+    });
+    match line {
+        Some(l) => out.extend_from_slice(l.as_bytes()),
+        None => reply::meta(out, "EN", None, &[]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exptime_follows_memcached() {
+        let now = 1_700_000_000_000;
+        assert_eq!(expire_at(0, now), None);
+        assert_eq!(expire_at(10, now), Some(now + 10_000));
+        assert_eq!(
+            expire_at(REALTIME_MAXDELTA, now),
+            Some(now + REALTIME_MAXDELTA as u64 * 1000)
+        );
+        assert_eq!(
+            expire_at(REALTIME_MAXDELTA + 1, now),
+            Some((REALTIME_MAXDELTA as u64 + 1) * 1000)
+        );
+        assert_eq!(expire_at(1_800_000_000, now), Some(1_800_000_000_000));
+        assert_eq!(expire_at(-1, now), Some(0));
+    }
+
+    #[test]
+    fn counters_parse_like_safe_strtoull() {
+        assert_eq!(parse_u64(b"0"), Some(0));
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"12  "), Some(12));
+        assert_eq!(parse_u64(b" 12"), Some(12));
+        assert_eq!(parse_u64(b"+5"), Some(5));
+        assert_eq!(parse_u64(b"12 a"), Some(12));
+        assert_eq!(parse_u64(b"12a"), None);
+        assert_eq!(parse_u64(b"+"), None);
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_u64(b"abc"), None);
+        assert_eq!(parse_u64(b""), None);
+    }
+}

@@ -1,0 +1,129 @@
+//! The Redis protocol front end: parses RESP requests, routes each through the cluster layer
+//! (or runs it here on a single node), and encodes the replies in the connection's protocol,
+//! in request order. The I/O loop it plugs into is `connection`.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use shoal_resp::{Limits, Reply, RequestParser};
+
+use crate::client::ClientInfo;
+use crate::cluster::router::{dispatch, writes_local_keys, Outcome};
+use crate::cmd::{ReplyBudget, ReplyMode, Session};
+use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
+use crate::node::Node;
+
+/// The Redis protocol front end.
+pub struct RespFrontend {
+    session: Session,
+    parser: RequestParser,
+    limits: Limits,
+    /// CLIENT REPLY SKIP was the previous command: drop this command's reply.
+    skip_pending: bool,
+    /// A parsed command held back until the forwarded replies before it are in.
+    held: Option<Vec<bytes::Bytes>>,
+}
+
+impl RespFrontend {
+    pub fn new(node: &Node, info: Arc<ClientInfo>) -> RespFrontend {
+        RespFrontend {
+            session: Session::new(info, !node.requires_auth()),
+            parser: RequestParser::new(),
+            limits: node.limits(),
+            skip_pending: false,
+            held: None,
+        }
+    }
+}
+
+impl Frontend for RespFrontend {
+    fn process(
+        &mut self,
+        node: &Arc<Node>,
+        input: &mut BytesMut,
+        replies: &mut Replies,
+        now: u64,
+    ) -> (u64, Step) {
+        self.limits = node.limits();
+        let hard = node.with_settings(|s| s.client_output_buffer_limit.normal.hard);
+        let mut processed = 0;
+        loop {
+            let parsed = match self.held.take() {
+                Some(args) => Ok(Some(args)),
+                None => self
+                    .parser
+                    .parse(input, &self.limits, self.session.authenticated),
+            };
+            let args = match parsed {
+                Ok(Some(args)) => args,
+                Ok(None) => return (processed, Step::NeedInput),
+                Err(e) => {
+                    Reply::error(e.to_string()).encode(self.session.proto, replies);
+                    return (processed, Step::Close(Close::Protocol(e.to_string())));
+                }
+            };
+            // Forwarded commands are still on their way: a write to keys owned here waits for
+            // them, so it cannot take effect before a command sent earlier.
+            if replies.pending() > 0
+                && self.session.multi.is_none()
+                && writes_local_keys(node, &args)
+            {
+                self.held = Some(args);
+                return (processed, Step::Flush);
+            }
+            processed += 1;
+            let was_skipped = std::mem::take(&mut self.skip_pending);
+            let session = &mut self.session;
+            let mode_before = session.reply_mode;
+            session.budget = match hard {
+                0 => ReplyBudget::new(0),
+                h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
+            };
+            let outcome = dispatch(node, session, &args, now);
+            if session.budget.exceeded() {
+                tracing::warn!(
+                    client = session.info.id,
+                    "reply would pass the client output buffer limit, closing"
+                );
+                return (processed, Step::Close(Close::OutputLimit));
+            }
+            // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not);
+            // any other command by the mode it found, so an EXEC that runs a queued CLIENT
+            // REPLY OFF still sends its own reply, as in Redis.
+            let sets_mode = args.len() == 3
+                && args[0].eq_ignore_ascii_case(b"client")
+                && args[1].eq_ignore_ascii_case(b"reply");
+            let mode = if sets_mode {
+                session.reply_mode
+            } else {
+                mode_before
+            };
+            let suppress =
+                was_skipped || mode != ReplyMode::On || std::mem::take(&mut session.drop_reply);
+            if session.reply_mode == ReplyMode::Skip {
+                session.reply_mode = ReplyMode::On;
+                self.skip_pending = true;
+            }
+            match outcome {
+                Outcome::Reply(reply) if !suppress => reply.encode(session.proto, replies),
+                Outcome::Reply(_) => {}
+                Outcome::Later(reply) if !suppress => replies.push_later(reply),
+                // Still run it (it may write), but send nothing.
+                Outcome::Later(reply) => replies.push_later(Box::pin(async move {
+                    reply.await;
+                    bytes::Bytes::new()
+                })),
+            }
+            if session.close {
+                return (processed, Step::Close(Close::Quit));
+            }
+            if replies.len() >= FLUSH_AT || replies.pending() >= MAX_PENDING {
+                return (processed, Step::Flush);
+            }
+        }
+    }
+
+    fn bytes_wanted(&self) -> usize {
+        self.parser.bytes_wanted()
+    }
+}
