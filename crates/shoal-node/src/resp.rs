@@ -90,10 +90,7 @@ impl Frontend for RespFrontend {
             // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not);
             // any other command by the mode it found, so an EXEC that runs a queued CLIENT
             // REPLY OFF still sends its own reply, as in Redis.
-            let sets_mode = args.len() == 3
-                && args[0].eq_ignore_ascii_case(b"client")
-                && args[1].eq_ignore_ascii_case(b"reply");
-            let mode = if sets_mode {
+            let mode = if crate::cmd::sets_reply_mode(&args) {
                 session.reply_mode
             } else {
                 mode_before

@@ -172,6 +172,14 @@ pub fn help_reply(lines: &[&'static str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::Simple((*l).into())).collect())
 }
 
+/// True for CLIENT REPLY ON|OFF|SKIP, which answers by the mode it sets rather than the
+/// mode it found (the front end needs to know which).
+pub fn sets_reply_mode(args: &[Bytes]) -> bool {
+    args.len() == 3
+        && args[0].eq_ignore_ascii_case(b"client")
+        && args[1].eq_ignore_ascii_case(b"reply")
+}
+
 pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = args[1].to_ascii_lowercase();
     let arity = |ok: bool, name: &str| {

@@ -27,6 +27,7 @@ use crate::hooks::SlotScope;
 use crate::node::Node;
 
 pub use cluster::parse_slot;
+pub use conn::sets_reply_mode;
 pub use server::{info_wants_keyspace, render_info};
 
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).
