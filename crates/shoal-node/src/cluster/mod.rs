@@ -26,6 +26,7 @@ pub mod handoff;
 pub mod membership;
 pub mod message;
 pub mod peer;
+pub mod plan;
 mod replicate;
 pub mod router;
 

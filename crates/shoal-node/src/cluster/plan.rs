@@ -1,0 +1,275 @@
+//! The routing decision, without I/O: given the placement, this node, whether it is taking
+//! requests, and a command's row and arguments, where the command runs. The router carries
+//! the [`Plan`] out; the decision is unit-tested here against every row of the command table.
+
+use bytes::Bytes;
+use shoal_store::key_slot;
+
+use crate::cmd::{self, flag, CommandSpec, KeyPositions, Merge, Route};
+
+/// Where one request runs: the router's decision, made by [`plan`] without any I/O.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// On the local store, nothing to replicate (keyless, node-local state).
+    Here,
+    /// This node owns every key (at these argument positions): run here, then replicate.
+    Owned(KeyPositions),
+    /// To the key's copies, owner first (the next copy when the owner cannot be reached).
+    Forward { owners: Vec<u16>, write: bool },
+    /// Split by owner, the parts run in parallel and merged.
+    Split(Merge),
+    /// To every node, the answers gathered (DBSIZE, KEYS, SCAN, ...).
+    AllNodes,
+    /// INFO with its keyspace section: gathered from every node.
+    InfoKeyspace,
+    /// EXEC: decided per queued command when it runs.
+    Exec,
+    /// The node is still looking for its cluster.
+    TryAgain,
+    /// A command that must be atomic names keys of different owners.
+    CrossSlot,
+    /// WATCH of a key this node does not own.
+    WatchNotOwned,
+}
+
+/// Decides where `args` (a command of row `spec`, arity already checked) runs on node `me`
+/// under `placement`; `accepting` is false while the node looks for its cluster.
+pub fn plan(
+    placement: &shoal_ring::Placement,
+    me: u16,
+    accepting: bool,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> Plan {
+    if !accepting && !matches!(spec.route, Route::Here | Route::Info | Route::Cluster) {
+        return Plan::TryAgain;
+    }
+    let write = spec.flags & flag::WRITE != 0;
+    let owner_of = |key: &[u8]| placement.owners(key_slot(key))[0];
+    match spec.route {
+        Route::Here => Plan::Here,
+        Route::Split(merge) => Plan::Split(merge),
+        Route::AllNodes(_) => Plan::AllNodes,
+        Route::Exec => Plan::Exec,
+        Route::Info if cmd::info_wants_keyspace(args) => Plan::InfoKeyspace,
+        Route::Info => Plan::Here,
+        Route::Cluster => {
+            // COUNTKEYSINSLOT counts at the slot's owner; the rest describes this node.
+            let slot = (args.len() == 3 && args[1].eq_ignore_ascii_case(b"countkeysinslot"))
+                .then(|| cmd::parse_slot(&args[2]))
+                .flatten();
+            match slot.map(|slot| placement.owners(slot)) {
+                Some(owners) if owners[0] != me => Plan::Forward {
+                    owners: owners.to_vec(),
+                    write: false,
+                },
+                _ => Plan::Here,
+            }
+        }
+        Route::Owner | Route::Watch => {
+            let positions = spec.key_positions(args.len());
+            let Some(first) = positions.clone().next() else {
+                return Plan::Here;
+            };
+            let owners = placement.owners(key_slot(&args[first]));
+            let same = positions.clone().all(|p| owner_of(&args[p]) == owners[0]);
+            match (same, owners[0] == me) {
+                (true, true) => Plan::Owned(positions),
+                _ if spec.route == Route::Watch => Plan::WatchNotOwned,
+                (true, false) => Plan::Forward {
+                    owners: owners.to_vec(),
+                    write,
+                },
+                (false, _) => Plan::CrossSlot,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How a command is routed.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    enum Class {
+        Local,
+        /// One key, at this argument.
+        Key(usize),
+        Split(Merge),
+        SameOwner,
+        FanOut,
+        Info,
+        Exec,
+        Watch,
+        Cluster,
+    }
+
+    /// How the command of `spec` is routed, from its row's [`Route`] and key specification.
+    fn class(spec: &CommandSpec) -> Class {
+        match spec.route {
+            Route::Here => Class::Local,
+            Route::Owner if spec.first_key == spec.last_key => Class::Key(spec.first_key as usize),
+            Route::Owner => Class::SameOwner,
+            Route::Split(merge) => Class::Split(merge),
+            Route::AllNodes(_) => Class::FanOut,
+            Route::Info => Class::Info,
+            Route::Exec => Class::Exec,
+            Route::Watch => Class::Watch,
+            Route::Cluster => Class::Cluster,
+        }
+    }
+
+    /// The routing that matched command names before routes were table data, kept as the
+    /// oracle the table's routes are checked against.
+    fn class_by_name(spec: &CommandSpec) -> Class {
+        match (spec.first_key, spec.last_key, spec.step) {
+            (0, _, _) => match spec.name {
+                "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" => Class::FanOut,
+                "info" => Class::Info,
+                "exec" => Class::Exec,
+                "cluster" => Class::Cluster,
+                _ => Class::Local,
+            },
+            (f, l, _) if f == l => Class::Key(f as usize),
+            (1, -1, 1) => match spec.name {
+                "mget" => Class::Split(Merge::Values),
+                "del" | "unlink" | "exists" | "touch" => Class::Split(Merge::Sum),
+                "watch" => Class::Watch,
+                _ => Class::SameOwner,
+            },
+            (1, -1, 2) if spec.name == "mset" => Class::Split(Merge::AllOk),
+            _ => Class::SameOwner,
+        }
+    }
+
+    /// A 3-node placement with two copies of each slot, seen from node 0.
+    fn three_nodes() -> shoal_ring::Placement {
+        let members: Vec<shoal_ring::Member> = ["n0", "n1", "n2"]
+            .into_iter()
+            .map(shoal_ring::Member::new)
+            .collect();
+        shoal_ring::Placement::new(&members, 1, 1).unwrap()
+    }
+
+    /// A hash tag whose slot node 0 owns (`mine`) or does not.
+    fn tag(p: &shoal_ring::Placement, mine: bool) -> String {
+        (0..)
+            .map(|i| format!("{{t{i}}}"))
+            .find(|t| (p.owners(key_slot(t.as_bytes()))[0] == 0) == mine)
+            .unwrap()
+    }
+
+    /// A request for `spec` of the smallest size its arity allows (at least 3 arguments
+    /// where it takes any number), every argument a key under `tag`.
+    fn request(spec: &CommandSpec, tag: &str) -> Vec<Bytes> {
+        let argc = if spec.arity > 0 {
+            spec.arity as usize
+        } else {
+            (spec.arity.unsigned_abs() as usize).max(3) | 1
+        };
+        let mut args = vec![Bytes::from(spec.name)];
+        args.extend((1..argc).map(|i| Bytes::from(format!("k{i}{tag}"))));
+        args
+    }
+
+    /// The routing decision for every command of the table, on a 3-node placement: keyless
+    /// rows here, keyed rows at their owner (here, or forwarded to the owner then its
+    /// replica, marked as a write by the row's flag), split rows split, cluster-wide rows on
+    /// all nodes; multi-key atomic rows refused across owners; nothing but keyless rows
+    /// while the node is joining.
+    #[test]
+    fn plan_covers_every_command_of_the_table() {
+        let p = three_nodes();
+        let (mine, theirs) = (tag(&p, true), tag(&p, false));
+        let other_slot = key_slot(theirs.as_bytes());
+        for spec in cmd::TABLE {
+            let write = spec.flags & flag::WRITE != 0;
+            let here = request(spec, &mine);
+            let there = request(spec, &theirs);
+            let positions: Vec<usize> = spec.key_positions(here.len()).collect();
+            let expected_here = match spec.route {
+                Route::Here | Route::Cluster => Plan::Here,
+                Route::Info => Plan::Here,
+                Route::Owner | Route::Watch if positions.is_empty() => Plan::Here,
+                Route::Owner | Route::Watch => Plan::Owned(spec.key_positions(here.len())),
+                Route::Split(m) => Plan::Split(m),
+                Route::AllNodes(_) => Plan::AllNodes,
+                Route::Exec => Plan::Exec,
+            };
+            assert_eq!(
+                plan(&p, 0, true, spec, &here),
+                expected_here,
+                "{}",
+                spec.name
+            );
+            let expected_there = match spec.route {
+                Route::Owner if !positions.is_empty() => Plan::Forward {
+                    owners: p.owners(other_slot).to_vec(),
+                    write,
+                },
+                Route::Watch => Plan::WatchNotOwned,
+                _ => expected_here.clone(),
+            };
+            assert_eq!(
+                plan(&p, 0, true, spec, &there),
+                expected_there,
+                "{}",
+                spec.name
+            );
+            if spec.route == Route::Owner && positions.len() > 1 {
+                let mut mixed = here.clone();
+                mixed[positions[1]] = Bytes::from(format!("k{theirs}"));
+                assert_eq!(
+                    plan(&p, 0, true, spec, &mixed),
+                    Plan::CrossSlot,
+                    "{}",
+                    spec.name
+                );
+            }
+            let joining = plan(&p, 0, false, spec, &here);
+            match spec.route {
+                Route::Here | Route::Info | Route::Cluster => {
+                    assert_eq!(joining, expected_here, "{}", spec.name)
+                }
+                _ => assert_eq!(joining, Plan::TryAgain, "{}", spec.name),
+            }
+        }
+        // INFO gathers the keyspace from every node only when it is asked for.
+        let info = cmd::lookup(b"info").unwrap();
+        let args = |a: &[&str]| {
+            a.iter()
+                .map(|s| Bytes::from(s.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            plan(&p, 0, true, info, &args(&["INFO"])),
+            Plan::InfoKeyspace
+        );
+        assert_eq!(
+            plan(&p, 0, true, info, &args(&["INFO", "keyspace"])),
+            Plan::InfoKeyspace
+        );
+        assert_eq!(
+            plan(&p, 0, true, info, &args(&["INFO", "server"])),
+            Plan::Here
+        );
+        // CLUSTER COUNTKEYSINSLOT counts at the slot's owner.
+        let cluster = cmd::lookup(b"cluster").unwrap();
+        let count = args(&["CLUSTER", "COUNTKEYSINSLOT", &other_slot.to_string()]);
+        assert_eq!(
+            plan(&p, 0, true, cluster, &count),
+            Plan::Forward {
+                owners: p.owners(other_slot).to_vec(),
+                write: false
+            }
+        );
+    }
+
+    #[test]
+    fn every_rows_route_equals_the_name_matching_it_replaced() {
+        for spec in cmd::TABLE {
+            assert!(class(spec) == class_by_name(spec), "{}", spec.name);
+        }
+    }
+}
