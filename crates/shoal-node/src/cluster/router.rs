@@ -85,13 +85,7 @@ pub fn writes_local_keys(node: &Node, args: &[Bytes]) -> bool {
 
 /// The keys a command names (by its key specification), if it is a known command.
 pub fn command_keys(args: &[Bytes]) -> Option<Vec<Bytes>> {
-    let spec = cmd::lookup(args.first()?)?;
-    Some(
-        key_positions(spec, args)
-            .into_iter()
-            .map(|p| args[p].clone())
-            .collect(),
-    )
+    Some(cmd::lookup(args.first()?)?.keys(args))
 }
 
 /// The argument positions of a command's keys (Redis's first/last/step key spec).

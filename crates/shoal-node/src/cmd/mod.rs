@@ -159,6 +159,15 @@ impl CommandSpec {
     }
 }
 
+impl CommandSpec {
+    /// The keys a request of this row names.
+    pub fn keys(&self, args: &[Bytes]) -> Vec<Bytes> {
+        self.key_positions(args.len())
+            .map(|i| args[i].clone())
+            .collect()
+    }
+}
+
 /// The key positions of one request (see [`CommandSpec::key_positions`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyPositions {

@@ -388,13 +388,6 @@ fn command_docs(c: &CommandSpec) -> Reply {
     Reply::Map(doc)
 }
 
-/// The keys of a request, per the table's (first, last, step).
-pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Bytes> {
-    spec.key_positions(args.len())
-        .map(|i| args[i].clone())
-        .collect()
-}
-
 const COMMAND_HELP: &[&str] = &[
     "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "(no subcommand)",
@@ -477,7 +470,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             {
                 return err("ERR Invalid number of arguments specified for command");
             }
-            let keys = command_keys(spec, cmd_args);
+            let keys = spec.keys(cmd_args);
             if keys.is_empty() {
                 return err("ERR The command has no key arguments");
             }
