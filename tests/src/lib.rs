@@ -70,9 +70,9 @@ impl TestNode {
         s
     }
 
-    /// The node's shared state, for checks a client could also make through INFO.
-    pub fn node(&self) -> &shoal_node::Node {
-        &self.node.as_ref().expect("node running").node
+    /// The node's engine, for checks a client could also make through INFO.
+    pub fn engine(&self) -> &shoal_node::Engine {
+        &self.node.as_ref().expect("node running").node.engine
     }
 
     /// Stops the node and waits until every connection closed.

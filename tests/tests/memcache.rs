@@ -306,7 +306,7 @@ fn stats_report_the_fields_exporters_read() {
     assert_eq!(stat("limit_maxbytes"), "1073741824");
     exchange(&mut s, "stats cachedump 1 1\r\n", "END\r\n");
     exchange(&mut s, "cache_memlimit 50\r\n", "OK\r\n");
-    assert_eq!(node.node().store.maxmemory(), 50 << 20);
+    assert_eq!(node.engine().store.maxmemory(), 50 << 20);
     for field in [
         "uptime",
         "total_items",
@@ -381,14 +381,14 @@ fn noreply_silences_arithmetic_errors_and_a_later_flush_cancels_a_delayed_one() 
     exchange(&mut s, "incr w 1 noreply\r\nmn\r\n", "MN\r\n");
     exchange(&mut s, "flush_all 100\r\n", "OK\r\n");
     assert_ne!(
-        node.node()
+        node.engine()
             .flush_at
             .load(std::sync::atomic::Ordering::Relaxed),
         0
     );
     exchange(&mut s, "flush_all\r\n", "OK\r\n");
     assert_eq!(
-        node.node()
+        node.engine()
             .flush_at
             .load(std::sync::atomic::Ordering::Relaxed),
         0,

@@ -10,9 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use tokio_util::sync::CancellationToken;
 
 use crate::clock::now_ms;
+
+/// How CLIENT KILL stops a connection (the engine has no runtime: the front end says how).
+pub type StopFn = Box<dyn Fn() + Send + Sync>;
 
 /// What other tasks may read of one connection.
 pub struct ClientInfo {
@@ -30,9 +32,9 @@ pub struct ClientInfo {
     /// (`usize::MAX` before the first).
     pub last_cmd: AtomicUsize,
     pub no_evict: AtomicBool,
-    /// Cancelled by CLIENT KILL or by the node's shutdown (it is a child of the shutdown
-    /// token), so a connection watches one future for both.
-    pub stop: CancellationToken,
+    /// Stops the connection (CLIENT KILL calls it); the connection's own stop signal, given
+    /// by the front end that registered it.
+    stop: StopFn,
     /// Set by CLIENT KILL: a killed connection drops even the replies it has not sent, a
     /// connection stopped by shutdown delivers them first.
     pub killed: AtomicBool,
@@ -47,11 +49,11 @@ impl ClientInfo {
             0,
             unspecified,
             unspecified,
-            CancellationToken::new(),
+            Box::new(|| {}),
         ))
     }
 
-    fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, stop: CancellationToken) -> ClientInfo {
+    fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, stop: StopFn) -> ClientInfo {
         let now = now_ms();
         ClientInfo {
             id,
@@ -73,7 +75,7 @@ impl ClientInfo {
     /// CLIENT KILL: close the connection at its next turn, unsent replies dropped.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);
-        self.stop.cancel();
+        (self.stop)();
     }
 
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), Redis 7's fields.
@@ -118,13 +120,8 @@ pub struct ClientRegistry {
 
 impl ClientRegistry {
     /// Registers a new connection and returns its shared info; ids start at 1 and only grow.
-    /// `stop` should be a child of the node's shutdown token.
-    pub fn register(
-        &self,
-        addr: SocketAddr,
-        laddr: SocketAddr,
-        stop: CancellationToken,
-    ) -> Arc<ClientInfo> {
+    /// `stop` stops the connection (for CLIENT KILL).
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, stop: StopFn) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let info = Arc::new(ClientInfo::new(id, addr, laddr, stop));
         self.lock().insert(id, info.clone());

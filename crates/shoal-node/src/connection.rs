@@ -28,13 +28,13 @@ use shoal_resp::reply::Sink;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use tokio_util::sync::WaitForCancellationFutureOwned;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::client::ClientInfo;
 use crate::clock::now_ms;
 use crate::cluster::router::ReplyFuture;
+use crate::cluster::Server;
 use crate::config::ClassLimit;
-use crate::node::Node;
 
 /// Output is written once it reaches this many bytes, even mid-batch.
 pub const FLUSH_AT: usize = 64 * 1024;
@@ -233,7 +233,7 @@ pub trait Frontend: Send {
     /// Unix ms, one reading per batch.
     fn process(
         &mut self,
-        node: &Arc<Node>,
+        node: &Arc<Server>,
         input: &mut BytesMut,
         replies: &mut Replies,
         now: u64,
@@ -244,15 +244,18 @@ pub trait Frontend: Send {
 }
 
 /// Serves one connection with `frontend` until it closes.
+/// `stop` is the connection's stop signal: a child of the node's shutdown token, that CLIENT
+/// KILL also cancels (see `ClientInfo::kill`).
 pub async fn run_connection<F: Frontend>(
-    node: Arc<Node>,
+    node: Arc<Server>,
     stream: TcpStream,
     info: Arc<ClientInfo>,
+    stop: CancellationToken,
     frontend: F,
 ) {
     let _ = stream.set_nodelay(true);
     let id = info.id;
-    let reason = serve(&node, stream, info, frontend).await;
+    let reason = serve(&node, stream, info, stop, frontend).await;
     tracing::debug!(client = id, ?reason, "connection closed");
 }
 
@@ -305,8 +308,9 @@ impl WritePolicy {
 async fn write_out(
     stream: &mut TcpStream,
     out: &mut OutQueue,
-    node: &Node,
+    node: &Server,
     info: &ClientInfo,
+    token: &CancellationToken,
     mut stop: Pin<&mut WaitForCancellationFutureOwned>,
     policy: WritePolicy,
 ) -> Result<(), Close> {
@@ -315,7 +319,7 @@ async fn write_out(
     }
     out.seal();
     let total = out.len();
-    let mut watch_stop = !info.stop.is_cancelled();
+    let mut watch_stop = !token.is_cancelled();
     let mut last_progress = Instant::now();
     let mut over_soft_since = None;
     while !out.is_empty() {
@@ -359,7 +363,8 @@ async fn write_out(
             }
         }
     }
-    node.stats
+    node.engine
+        .stats
         .total_net_output_bytes
         .fetch_add(total as u64, Ordering::Relaxed);
     out.clear();
@@ -370,9 +375,10 @@ async fn write_out(
 }
 
 async fn serve<F: Frontend>(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     mut stream: TcpStream,
     info: Arc<ClientInfo>,
+    token: CancellationToken,
     mut frontend: F,
 ) -> Close {
     let mut input = BytesMut::with_capacity(MIN_READ);
@@ -381,15 +387,16 @@ async fn serve<F: Frontend>(
         ..Replies::default()
     };
     // Registered once per connection: polling it is cheaper than a new future per read.
-    let stop = info.stop.clone().cancelled_owned();
+    let stop = token.clone().cancelled_owned();
     tokio::pin!(stop);
     let idle = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(idle);
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
-        let (limit, idle_secs) =
-            node.with_settings(|s| (s.client_output_buffer_limit.normal, s.timeout));
+        let (limit, idle_secs) = node
+            .engine
+            .with_settings(|s| (s.client_output_buffer_limit.normal, s.timeout));
         let policy = WritePolicy {
             idle: (idle_secs > 0).then(|| Duration::from_secs(idle_secs)),
             limit,
@@ -397,7 +404,8 @@ async fn serve<F: Frontend>(
         let closing = loop {
             let (processed, step) = frontend.process(node, &mut input, &mut replies, now);
             if processed > 0 {
-                node.stats
+                node.engine
+                    .stats
                     .total_commands_processed
                     .fetch_add(processed, Ordering::Relaxed);
                 info.last_interaction_ms.store(now, Ordering::Relaxed);
@@ -406,7 +414,7 @@ async fn serve<F: Frontend>(
                 // Forwarded requests: wait for their replies (each is bounded by the
                 // inter-node timeout), unless CLIENT KILL comes first.
                 // `settle` is cancel safe: a reply it took is in `out`, the rest still queued.
-                let settled = if info.stop.is_cancelled() {
+                let settled = if token.is_cancelled() {
                     if info.killed.load(Ordering::Relaxed) {
                         return Close::Killed;
                     }
@@ -445,7 +453,8 @@ async fn serve<F: Frontend>(
             }
             match step {
                 Step::Flush => {
-                    let written = write_out(&mut stream, out, node, &info, stop.as_mut(), policy);
+                    let written =
+                        write_out(&mut stream, out, node, &info, &token, stop.as_mut(), policy);
                     if let Err(c) = written.await {
                         return c;
                     }
@@ -459,6 +468,7 @@ async fn serve<F: Frontend>(
             &mut replies.out,
             node,
             &info,
+            &token,
             stop.as_mut(),
             policy,
         );
@@ -469,7 +479,7 @@ async fn serve<F: Frontend>(
             let _ = stream.shutdown().await;
             return c;
         }
-        if info.stop.is_cancelled() {
+        if token.is_cancelled() {
             return stopped(&info);
         }
 
@@ -496,7 +506,8 @@ async fn serve<F: Frontend>(
             _ = stop.as_mut() => return stopped(&info),
             _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
         };
-        node.stats
+        node.engine
+            .stats
             .total_net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
     }

@@ -1,6 +1,6 @@
-//! What the command layer (`cmd`) needs from the cluster layer above it, declared here so
-//! that `cmd` names no cluster type: the cluster implements these traits, and a single node
-//! has no implementation (`Node::cluster_info` is `None`).
+//! What the command layer (`cmd`) needs from the layer above it, declared here so that
+//! `cmd` names no cluster or runtime type: that layer implements these traits (`Host` for the
+//! node around the engine, `ClusterInfo` for its cluster, which a single node has none of).
 
 /// The cluster as CLUSTER and INFO describe it.
 pub trait ClusterInfo: Send + Sync {
@@ -19,4 +19,16 @@ pub trait ClusterInfo: Send + Sync {
 pub trait SlotScope {
     /// True if this node answers for `slot` in this fan-out.
     fn includes(&self, slot: u16) -> bool;
+}
+
+/// What a command may ask of the node it runs on beyond the engine itself: the cluster
+/// (CLUSTER, INFO's cluster section) and the node's shutdown (SHUTDOWN). The layer above the
+/// engine implements it; the engine names no type of that layer.
+pub trait Host: Sync {
+    /// The engine commands run on.
+    fn engine(&self) -> &crate::engine::Engine;
+    /// The cluster this node is a member of (`None` for a single node).
+    fn cluster(&self) -> Option<&dyn ClusterInfo>;
+    /// Asks the node to stop (SHUTDOWN): stop accepting, finish, exit.
+    fn shutdown(&self);
 }

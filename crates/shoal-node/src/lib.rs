@@ -7,7 +7,10 @@
 //!   execute, encode replies for the connection's protocol, flush once per batch.
 //! - `cmd`: the command table and one module per command family; this is where a command's
 //!   arguments are parsed and its Redis semantics live, on top of `shoal-store`.
-//! - `node`: the state connections share (store, settings, clients, stats).
+//! - `engine`: one node's data and settings, shared by every connection (store, settings,
+//!   clients, stats); `hooks` is what it asks of the layer above (cluster info, shutdown).
+//! - `cluster::Server`: the engine plus its cluster (if any) and shutdown signal; what the
+//!   listener, connections and the cluster layer hold.
 //! - `cluster`: the data path across nodes: `cluster::router` decides where each command
 //!   runs (here, at the key's owner, split by owner, or fanned out); `cluster::peer` serves
 //!   what other nodes send; `cluster::replicate` copies writes to the replicas. Placement is
@@ -24,19 +27,20 @@ pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod connection;
+pub mod engine;
 pub mod fdlimit;
 pub mod hooks;
 pub mod listener;
 pub mod mc;
 pub mod memcache;
 pub mod memory;
-pub mod node;
 pub mod resp;
 pub mod stats;
 
+pub use cluster::Server;
 pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};
+pub use engine::Engine;
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};
-pub use node::Node;
 
 /// The Redis release whose behaviour Shoal follows; INFO and HELLO report it.
 pub const REDIS_VERSION: &str = "7.2.4";

@@ -16,12 +16,13 @@ use shoal_wire::{serve_peer, ServeError, ServerConfig};
 use crate::clock::now_ms;
 use crate::cluster::membership::{self, GossipStart};
 use crate::cluster::peer::PeerService;
+use crate::cluster::Server;
 use crate::cluster::{Cluster, NodeInfo};
 use crate::config::NodeConfig;
 use crate::connection::run_connection;
+use crate::engine::Engine;
 use crate::fdlimit;
 use crate::memcache::McFrontend;
-use crate::node::Node;
 use crate::resp::RespFrontend;
 
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +38,7 @@ pub enum StartError {
 
 /// A node that is serving. Dropping it does not stop it; call `shutdown` then `wait`.
 pub struct RunningNode {
-    pub node: Arc<Node>,
+    pub node: Arc<Server>,
     pub local_addr: SocketAddr,
     /// The Memcached listener's address, when `memcache-port` is set.
     pub memcache_addr: Option<SocketAddr>,
@@ -208,13 +209,14 @@ pub async fn start_with(
     };
     let tombstone_ttl = config.tombstone_ttl_ms;
     let gossip_config = gossip_start.as_ref().map(|_| config.clone());
-    let node = Arc::new(Node::with_cluster(config, config_file, cluster));
+    let node = Arc::new(Server::new(Engine::new(config, config_file), cluster));
     // The first allocator reading is the empty server's resident size.
-    node.refresh_memory();
+    node.engine.refresh_memory();
     if node.cluster.is_some() {
-        node.store.set_tombstone_ttl(tombstone_ttl.max(1));
+        node.engine.store.set_tombstone_ttl(tombstone_ttl.max(1));
     }
-    node.port
+    node.engine
+        .port
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
     let shutdown = node.shutdown.clone();
     let mut gossip_addr = None;
@@ -279,7 +281,7 @@ enum Protocol {
     Memcache,
 }
 
-async fn serve(node: Arc<Node>, listeners: Listeners, shutdown: CancellationToken) {
+async fn serve(node: Arc<Server>, listeners: Listeners, shutdown: CancellationToken) {
     let Listeners {
         resp: listener,
         memcache,
@@ -305,7 +307,7 @@ async fn serve(node: Arc<Node>, listeners: Listeners, shutdown: CancellationToke
     )
     .await;
     tracker.close();
-    let deadline = Duration::from_millis(node.with_settings(|s| s.shutdown_timeout_ms));
+    let deadline = Duration::from_millis(node.engine.with_settings(|s| s.shutdown_timeout_ms));
     if tokio::time::timeout(deadline, tracker.wait())
         .await
         .is_err()
@@ -317,13 +319,13 @@ async fn serve(node: Arc<Node>, listeners: Listeners, shutdown: CancellationToke
 
 /// A connected client's entry in the registry, removed when dropped.
 struct Registered {
-    node: Arc<Node>,
+    node: Arc<Server>,
     id: u64,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.node.clients.unregister(self.id);
+        self.node.engine.clients.unregister(self.id);
     }
 }
 
@@ -353,7 +355,7 @@ impl AcceptFailures {
 
 /// Accepts connections until shutdown; the listener is closed when it returns.
 async fn accept_loop(
-    node: Arc<Node>,
+    node: Arc<Server>,
     listener: TcpListener,
     protocol: Protocol,
     shutdown: CancellationToken,
@@ -378,12 +380,14 @@ async fn accept_loop(
                 }
             }
         };
-        node.stats
+        node.engine
+            .stats
             .total_connections_received
             .fetch_add(1, Ordering::Relaxed);
-        let max = node.with_settings(|s| s.maxclients);
-        if node.clients.len() >= max {
-            node.stats
+        let max = node.engine.with_settings(|s| s.maxclients);
+        if node.engine.clients.len() >= max {
+            node.engine
+                .stats
                 .rejected_connections
                 .fetch_add(1, Ordering::Relaxed);
             let refusal: &'static [u8] = match protocol {
@@ -396,7 +400,12 @@ async fn accept_loop(
             continue;
         }
         let laddr = stream.local_addr().unwrap_or(addr);
-        let info = node.clients.register(addr, laddr, shutdown.child_token());
+        let stop = shutdown.child_token();
+        let kill = stop.clone();
+        let info = node
+            .engine
+            .clients
+            .register(addr, laddr, Box::new(move || kill.cancel()));
         let node = node.clone();
         tracker.spawn(async move {
             // Frees the client's place however the task ends (a panic included).
@@ -407,11 +416,11 @@ async fn accept_loop(
             match protocol {
                 Protocol::Resp => {
                     let frontend = RespFrontend::new(&node, info.clone());
-                    run_connection(node.clone(), stream, info, frontend).await;
+                    run_connection(node.clone(), stream, info, stop, frontend).await;
                 }
                 Protocol::Memcache => {
                     let frontend = McFrontend::new(&node);
-                    run_connection(node.clone(), stream, info, frontend).await;
+                    run_connection(node.clone(), stream, info, stop, frontend).await;
                 }
             }
         });
@@ -421,7 +430,7 @@ async fn accept_loop(
 /// Accepts inter-node connections until shutdown; each runs `serve_peer` (handshake with the
 /// cluster secret first).
 async fn peer_accept_loop(
-    node: Arc<Node>,
+    node: Arc<Server>,
     listener: TcpListener,
     shutdown: CancellationToken,
     tracker: TaskTracker,
@@ -472,10 +481,11 @@ async fn peer_accept_loop(
 }
 
 /// Background work at `hz`: active expiry, eviction after a lowered maxmemory, stats.
-async fn run_cron(node: Arc<Node>, shutdown: CancellationToken) {
+async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
     let mut last_sample = 0u64;
     loop {
-        let period = Duration::from_millis(1000 / u64::from(node.with_settings(|s| s.hz).max(1)));
+        let period =
+            Duration::from_millis(1000 / u64::from(node.engine.with_settings(|s| s.hz).max(1)));
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
@@ -484,19 +494,19 @@ async fn run_cron(node: Arc<Node>, shutdown: CancellationToken) {
         // Expire due keys for at most ~1/4 of the period, as Redis's active expiry cycle.
         let budget = period / 4;
         let started = Instant::now();
-        while node.store.expire_cycle(now, 1000) == 1000 && started.elapsed() < budget {}
-        node.refresh_memory();
-        if node.store.maxmemory() > 0 {
-            let _ = node.store.ensure_memory(now);
+        while node.engine.store.expire_cycle(now, 1000) == 1000 && started.elapsed() < budget {}
+        node.engine.refresh_memory();
+        if node.engine.store.maxmemory() > 0 {
+            let _ = node.engine.store.ensure_memory(now);
         }
-        node.peak_memory(node.used_memory());
-        let flush_at = node.flush_at.load(Ordering::Relaxed);
+        node.engine.peak_memory(node.engine.used_memory());
+        let flush_at = node.engine.flush_at.load(Ordering::Relaxed);
         if flush_at != 0 && now >= flush_at {
-            node.flush_at.store(0, Ordering::Relaxed);
-            node.store.clear();
+            node.engine.flush_at.store(0, Ordering::Relaxed);
+            node.engine.store.clear();
         }
         if now.saturating_sub(last_sample) >= 100 {
-            node.stats.sample_ops(now);
+            node.engine.stats.sample_ops(now);
             last_sample = now;
         }
     }

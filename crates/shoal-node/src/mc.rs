@@ -15,7 +15,7 @@ use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Command, MetaFlags, StoreMode};
 use shoal_store::Access;
 
-use crate::node::Node;
+use crate::engine::Engine;
 
 /// The Memcached release whose protocol behaviour Shoal follows (`version`, `stats`).
 pub const MEMCACHED_VERSION: &str = "1.6.21";
@@ -57,7 +57,7 @@ pub struct PendingGet {
 
 /// Writes the values of `get.keys[get.next..]`, pausing once the output passes `pause_at`.
 pub(crate) fn get_keys(
-    node: &Node,
+    node: &Engine,
     mut get: PendingGet,
     now: u64,
     out: &mut BytesMut,
@@ -131,7 +131,7 @@ const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
 /// Executes one command, writing its reply to `out`; a multi-key get pauses once `out`
 /// holds `pause_at` bytes.
 pub(crate) fn execute(
-    node: &Node,
+    node: &Engine,
     cmd: Command,
     now: u64,
     out: &mut BytesMut,
@@ -311,7 +311,7 @@ fn parse_u64(v: &[u8]) -> Option<u64> {
 
 /// flush_all: now, or at a later time (seconds from now, or a Unix time above 30 days) that
 /// the cron task carries out (within 1/hz of it).
-fn flush_all(node: &Node, delay: i64, now: u64) {
+fn flush_all(node: &Engine, delay: i64, now: u64) {
     if delay <= 0 {
         // The latest flush_all wins, as memcached's single oldest_live time: a pending
         // delayed flush is cancelled.
@@ -323,7 +323,7 @@ fn flush_all(node: &Node, delay: i64, now: u64) {
     }
 }
 
-fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
+fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     match arg {
         None => {}
         Some(a) if a.starts_with(b"cachedump") => {
@@ -410,11 +410,7 @@ fn stats(node: &Node, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     );
     reply::stat(out, "limit_maxbytes", node.with_settings(|s| s.maxmemory.0));
     reply::stat(out, "accepting_conns", 1);
-    reply::stat(
-        out,
-        "threads",
-        tokio::runtime::Handle::try_current().map_or(1, |h| h.metrics().num_workers()),
-    );
+    reply::stat(out, "threads", node.threads.load(Relaxed));
     reply::stat(out, "bytes", store.used_memory);
     reply::stat(out, "curr_items", store.keys);
     reply::stat(out, "total_items", v(&s.total_items));
@@ -560,7 +556,7 @@ fn write_meta(out: &mut BytesMut, code: &str, value: Option<&[u8]>, ret: &[(u8, 
     reply::meta(out, code, value, &flags);
 }
 
-fn meta_get(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
@@ -616,7 +612,14 @@ fn meta_get(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut Byte
     });
 }
 
-fn meta_set(node: &Node, key: Bytes, data: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+fn meta_set(
+    node: &Engine,
+    key: Bytes,
+    data: Bytes,
+    flags: &MetaFlags,
+    now: u64,
+    out: &mut BytesMut,
+) {
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
@@ -677,7 +680,7 @@ fn meta_set(node: &Node, key: Bytes, data: Bytes, flags: &MetaFlags, now: u64, o
     });
 }
 
-fn meta_delete(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+fn meta_delete(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
@@ -705,7 +708,7 @@ fn meta_delete(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut B
     });
 }
 
-fn meta_arith(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
+fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut BytesMut) {
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
@@ -774,7 +777,7 @@ fn meta_arith(node: &Node, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
     });
 }
 
-fn meta_debug(node: &Node, key: &[u8], now: u64, out: &mut BytesMut) {
+fn meta_debug(node: &Engine, key: &[u8], now: u64, out: &mut BytesMut) {
     let line = node.store.read(key, now, Access::Peek, |e| {
         e.map(|e| {
             let exp = e

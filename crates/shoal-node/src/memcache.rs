@@ -10,9 +10,9 @@ use shoal_memcache::auth::{AuthParser, AuthStep, AUTH_FAILURE};
 use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Limits, Parser};
 
+use crate::cluster::Server;
 use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT};
 use crate::mc::{bump, execute, get_keys, Flow, PendingGet};
-use crate::node::Node;
 
 /// The Memcached front end of one connection.
 pub struct McFrontend {
@@ -26,12 +26,12 @@ pub struct McFrontend {
 }
 
 impl McFrontend {
-    pub fn new(node: &Node) -> McFrontend {
+    pub fn new(node: &Server) -> McFrontend {
         McFrontend {
             parser: Parser::new(),
             limits: limits(node),
             pending: None,
-            auth: node.requires_auth().then(AuthParser::default),
+            auth: node.engine.requires_auth().then(AuthParser::default),
         }
     }
 
@@ -39,7 +39,7 @@ impl McFrontend {
     /// stop (`None` once the connection has authenticated: go on with its requests).
     fn authenticate(
         &mut self,
-        node: &Node,
+        node: &Server,
         input: &mut BytesMut,
         out: &mut BytesMut,
     ) -> (u64, Option<Step>) {
@@ -54,12 +54,12 @@ impl McFrontend {
                     return (processed, Some(Step::Close(Close::Protocol(why))));
                 }
                 AuthStep::Credentials { user, password } => {
-                    bump(&node.mc_stats.auth_cmds);
-                    if node.check_password(&user, &password) {
+                    bump(&node.engine.mc_stats.auth_cmds);
+                    if node.engine.check_password(&user, &password) {
                         self.auth = None;
                         reply::status(out, Status::Stored);
                     } else {
-                        bump(&node.mc_stats.auth_errors);
+                        bump(&node.engine.mc_stats.auth_errors);
                         out.extend_from_slice(AUTH_FAILURE.as_bytes());
                     }
                 }
@@ -73,8 +73,8 @@ impl McFrontend {
     }
 }
 
-fn limits(node: &Node) -> Limits {
-    node.with_settings(|s| Limits {
+fn limits(node: &Server) -> Limits {
+    node.engine.with_settings(|s| Limits {
         max_item_size: usize::try_from(s.memcache_max_item_size.0).unwrap_or(usize::MAX),
         ..Limits::default()
     })
@@ -83,7 +83,7 @@ fn limits(node: &Node) -> Limits {
 impl Frontend for McFrontend {
     fn process(
         &mut self,
-        node: &Arc<Node>,
+        node: &Arc<Server>,
         input: &mut BytesMut,
         replies: &mut Replies,
         now: u64,
@@ -101,7 +101,7 @@ impl Frontend for McFrontend {
         }
         self.limits = limits(node);
         if let Some(get) = self.pending.take() {
-            if let Flow::Paused(get) = get_keys(node, get, now, out, FLUSH_AT) {
+            if let Flow::Paused(get) = get_keys(&node.engine, get, now, out, FLUSH_AT) {
                 self.pending = Some(get);
                 return (processed, Step::Flush);
             }
@@ -110,7 +110,7 @@ impl Frontend for McFrontend {
             match self.parser.parse(input, &self.limits) {
                 Ok(Some(cmd)) => {
                     processed += 1;
-                    match execute(node, cmd, now, out, FLUSH_AT) {
+                    match execute(&node.engine, cmd, now, out, FLUSH_AT) {
                         Flow::Continue => {}
                         Flow::Close => return (processed, Step::Close(Close::Quit)),
                         Flow::Paused(get) => {

@@ -9,9 +9,9 @@ use shoal_resp::{Limits, Reply, RequestParser};
 
 use crate::client::ClientInfo;
 use crate::cluster::router::{dispatch, writes_local_keys, Outcome};
+use crate::cluster::Server;
 use crate::cmd::{ReplyBudget, ReplyMode, Session};
 use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
-use crate::node::Node;
 
 /// The Redis protocol front end.
 pub struct RespFrontend {
@@ -25,11 +25,11 @@ pub struct RespFrontend {
 }
 
 impl RespFrontend {
-    pub fn new(node: &Node, info: Arc<ClientInfo>) -> RespFrontend {
+    pub fn new(node: &Server, info: Arc<ClientInfo>) -> RespFrontend {
         RespFrontend {
-            session: Session::new(info, !node.requires_auth()),
+            session: Session::new(info, !node.engine.requires_auth()),
             parser: RequestParser::new(),
-            limits: node.limits(),
+            limits: node.engine.limits(),
             skip_pending: false,
             held: None,
         }
@@ -39,13 +39,15 @@ impl RespFrontend {
 impl Frontend for RespFrontend {
     fn process(
         &mut self,
-        node: &Arc<Node>,
+        node: &Arc<Server>,
         input: &mut BytesMut,
         replies: &mut Replies,
         now: u64,
     ) -> (u64, Step) {
-        self.limits = node.limits();
-        let hard = node.with_settings(|s| s.client_output_buffer_limit.normal.hard);
+        self.limits = node.engine.limits();
+        let hard = node
+            .engine
+            .with_settings(|s| s.client_output_buffer_limit.normal.hard);
         let mut processed = 0;
         loop {
             let parsed = match self.held.take() {

@@ -184,7 +184,7 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
     } else {
         "RESP port"
     };
-    if node.node.requires_auth() {
+    if node.node.engine.requires_auth() {
         tracing::info!("requirepass is set: the {protected} require the password (AUTH; memcached: a set of 'default <password>')");
     } else {
         tracing::info!("no requirepass: the {protected} accept any client");

@@ -21,8 +21,8 @@ use super::message::{encode_command, ScopeSpec};
 use super::router::{encode, error_bytes, fails_over, serve_command, Outcome};
 use super::{Cluster, View};
 use crate::clock::now_ms;
+use crate::cluster::Server;
 use crate::cmd::{self, CommandSpec, Gather, Route};
-use crate::node::Node;
 
 const LOCAL_BITS: u32 = 42;
 const MEMBER_BITS: u32 = 10;
@@ -32,7 +32,7 @@ const MEMBER_MASK: u64 = (1 << MEMBER_BITS) - 1;
 /// (`Route::AllNodes`: DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHALL, FLUSHDB), combining the
 /// answers as the row says.
 pub fn start(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     _cluster: &Cluster,
     spec: &CommandSpec,
     args: &[Bytes],
@@ -66,7 +66,7 @@ pub fn start(
 
 /// Runs `args` on member `m` with `scope`; `Err` when it cannot be reached.
 async fn ask(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     view: &Arc<View>,
     m: u16,
     proto: Protocol,
@@ -98,7 +98,7 @@ async fn ask(
 }
 
 /// Asks every live member for its part; see the module docs.
-async fn gather(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Result<Vec<Bytes>, Bytes> {
+async fn gather(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Result<Vec<Bytes>, Bytes> {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
     let mut down: Vec<u16> = Vec::new();
@@ -179,7 +179,7 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
 /// FLUSHALL / FLUSHDB: every member flushes everything it holds. `+OK` only when every
 /// member confirmed; otherwise an error naming the members that did not (the others did
 /// flush).
-async fn flush(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Bytes {
+async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
     let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, None, args));
@@ -206,7 +206,7 @@ async fn flush(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Bytes {
 }
 
 /// SCAN across the cluster; see the module docs for the cursor.
-async fn scan(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Bytes {
+async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
     let Some(cursor) = std::str::from_utf8(&args[1])
@@ -329,12 +329,12 @@ fn scan_reply(cursor: u64, keys: &[u8]) -> Bytes {
 /// INFO with the keyspace section: the cluster-wide key count (each key counted once, at its
 /// owner) in place of this node's own. `expires` is estimated from this node's ratio of
 /// volatile keys.
-pub fn info(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Outcome {
+pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
     let node = node.clone();
     let args = args.to_vec();
     Outcome::Later(Box::pin(async move {
         let dbsize = [Bytes::from_static(b"DBSIZE")];
-        let stats = node.store.stats();
+        let stats = node.engine.store.stats();
         // Without every answer INFO still answers (monitoring needs it most then), with
         // this node's own counts.
         let keys = match gather(&node, &dbsize, proto).await {
@@ -351,7 +351,14 @@ pub fn info(node: &Arc<Node>, args: &[Bytes], proto: Protocol) -> Outcome {
             .iter()
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .collect();
-        let text = cmd::render_info(&node, &sections, Some((keys, volatile)));
+        let text = cmd::render_info(
+            &node.engine,
+            node.cluster
+                .as_ref()
+                .map(|c| c as &dyn crate::hooks::ClusterInfo),
+            &sections,
+            Some((keys, volatile)),
+        );
         encode(&Reply::Verbatim(text.into()), proto)
     }))
 }

@@ -47,8 +47,8 @@ use super::message::{decode_replicate_result, decode_states, encode_done, encode
 use super::message::{encode_handoff, entry_len};
 use super::{Cluster, MemberState, NodeInfo, Peer, View};
 use crate::clock::now_ms;
+use crate::cluster::Server;
 use crate::config::NodeConfig;
-use crate::node::Node;
 use shoal_ring::{Member, Placement};
 
 /// Older views kept for fetching while unsettled.
@@ -401,7 +401,7 @@ impl Handoff {
 /// none once settled; else those it holds no state for, and every key of a slot it is
 /// receiving (its local copy may be older than the one on its way).
 pub fn missing<'a>(
-    node: &Node,
+    node: &Server,
     cluster: &Cluster,
     view: &View,
     keys: impl Iterator<Item = &'a Bytes>,
@@ -413,7 +413,7 @@ pub fn missing<'a>(
     let receiving = cluster.handoff.receiving(view);
     keys.filter(|k| {
         receiving.get(usize::from(key_slot(k))) == Some(&true)
-            || node.store.key_state(k, now_ms) == KeyState::Absent
+            || node.engine.store.key_state(k, now_ms) == KeyState::Absent
     })
     .cloned()
     .collect()
@@ -431,7 +431,7 @@ pub enum Before {
 
 /// Holds a key's turn: dropping it lets the next command queued on the key run.
 pub struct KeyTurn {
-    node: Option<(Arc<Node>, Bytes)>,
+    node: Option<(Arc<Server>, Bytes)>,
 }
 
 impl KeyTurn {
@@ -451,7 +451,7 @@ impl Drop for KeyTurn {
 
 /// Hands `key`'s turn to its next live waiter, or frees the key. With `own`, the caller is a
 /// waiter dropped before it ran: it passes the turn on only if it had been given it.
-fn pass_turn(node: &Node, key: &Bytes, own: Option<&mut oneshot::Receiver<()>>) {
+fn pass_turn(node: &Server, key: &Bytes, own: Option<&mut oneshot::Receiver<()>>) {
     let Some(cluster) = node.cluster.as_ref() else {
         return;
     };
@@ -478,7 +478,7 @@ fn pass_turn(node: &Node, key: &Bytes, own: Option<&mut oneshot::Receiver<()>>) 
 /// A command waiting for its key's turn; dropped before it got to run, it passes on a turn
 /// it was given and leaves the queue otherwise.
 struct Waiter {
-    node: Arc<Node>,
+    node: Arc<Server>,
     key: Bytes,
     rx: Option<oneshot::Receiver<()>>,
 }
@@ -509,7 +509,7 @@ impl Drop for Waiter {
 /// order they arrived (also across the moment the node settles). A multi-key command
 /// fetches its missing keys without such ordering.
 pub fn before(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     cluster: &Cluster,
     view: &Arc<View>,
     keys: &[Bytes],
@@ -576,7 +576,7 @@ pub fn try_next_copy(body: &[u8]) -> bool {
 /// Fetches the state of `keys` from their other copies (see [`Handoff`]), asking every
 /// candidate at once, and applies every answer with last-writer-wins (so the newest copy
 /// wins even if one candidate is stale). Returns false if there was no other copy to ask.
-pub async fn fetch(node: &Arc<Node>, view: &Arc<View>, keys: Vec<Bytes>) -> bool {
+pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> bool {
     let cluster = node.cluster.as_ref().expect("fetch runs in a cluster");
     let stats = &cluster.handoff.stats;
     stats.fetches.fetch_add(1, Ordering::Relaxed);
@@ -613,7 +613,7 @@ pub async fn fetch(node: &Arc<Node>, view: &Arc<View>, keys: Vec<Bytes>) -> bool
         };
         let now = now_ms();
         for (key, state) in &states {
-            if node.store.apply(key, state, now) {
+            if node.engine.store.apply(key, state, now) {
                 stats.fetched.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -623,7 +623,7 @@ pub async fn fetch(node: &Arc<Node>, view: &Arc<View>, keys: Vec<Bytes>) -> bool
 
 /// The hand-off task (gossip mode): runs a scan after every view change, then reports DONE;
 /// forgets foreign slots once settled. Ends with `stop`.
-pub async fn run(node: Arc<Node>, stop: CancellationToken) {
+pub async fn run(node: Arc<Server>, stop: CancellationToken) {
     let cluster = node.cluster.as_ref().expect("hand-off runs in a cluster");
     let mut changes = cluster.subscribe();
     let mut limiter = Limiter::new(cluster.handoff.rate);
@@ -850,7 +850,7 @@ fn plan(base: &View, current: &View) -> Vec<(u16, Vec<NodeInfo>)> {
 }
 
 async fn scan(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     bases: &[Arc<View>],
     current: &Arc<View>,
     delivered: &mut HashSet<(u16, String, u64)>,
@@ -905,7 +905,7 @@ async fn scan(
         if cluster.view().id != current.id {
             return Scan::Interrupted;
         }
-        let states = node.store.slot_states(*slot, now_ms());
+        let states = node.engine.store.slot_states(*slot, now_ms());
         let mut ok_targets: Vec<&NodeInfo> = targets.iter().collect();
         for batch in batches(&states) {
             let body = encode_handoff(batch.iter().map(|(k, s)| (&k[..], s)));
@@ -1004,7 +1004,7 @@ fn batches(states: &[(Bytes, KeyState)]) -> Vec<&[(Bytes, KeyState)]> {
 }
 
 /// After settling: drop the keys of slots this node holds no copy of any more.
-fn forget_foreign_slots(node: &Node, view: &View) {
+fn forget_foreign_slots(node: &Server, view: &View) {
     if !view.is_member() {
         return;
     }
@@ -1012,7 +1012,7 @@ fn forget_foreign_slots(node: &Node, view: &View) {
     let mut forgotten = 0;
     for slot in 0..SLOTS {
         if !view.owners(slot).contains(&view.me) {
-            forgotten += node.store.drop_slot(slot);
+            forgotten += node.engine.store.drop_slot(slot);
         }
     }
     if forgotten > 0 {

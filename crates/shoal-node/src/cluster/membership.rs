@@ -27,8 +27,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Cluster, MemberRow, MemberState, NodeInfo};
+use crate::cluster::Server;
 use crate::config::NodeConfig;
-use crate::node::Node;
 
 /// How long a node waits for the gossip task to announce its departure.
 const LEAVE_GOSSIP_WAIT: Duration = Duration::from_secs(3);
@@ -139,7 +139,7 @@ pub fn identity(config: &NodeConfig, addrs: &GossipStart) -> Result<NodeId, Stri
 
 /// Starts gossip, the membership follower, the hand-off task and the join timer.
 pub fn start(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     config: &NodeConfig,
     addrs: GossipStart,
     identity: NodeId,
@@ -199,7 +199,12 @@ pub fn start(
 /// Until this node found another member: every `join-timeout-ms`, logs and shows in INFO why
 /// it has not joined; with `cluster-bootstrap`, starts a new cluster alone after the first
 /// period instead.
-async fn watch_join(node: Arc<Node>, config: NodeConfig, own: SocketAddr, stop: CancellationToken) {
+async fn watch_join(
+    node: Arc<Server>,
+    config: NodeConfig,
+    own: SocketAddr,
+    stop: CancellationToken,
+) {
     let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
     let period = Duration::from_millis(config.join_timeout_ms.max(100));
     loop {
@@ -327,7 +332,7 @@ pub fn join_problem(checks: &[(SocketAddr, SeedCheck)], unresolved: &[String]) -
 }
 
 /// Called by the hand-off task each time the node settled: a joining node now serves.
-pub fn settled(node: &Node) {
+pub fn settled(node: &Server) {
     let Some(cluster) = node.cluster.as_ref() else {
         return;
     };
@@ -343,7 +348,7 @@ pub fn settled(node: &Node) {
 /// Leaves the cluster gracefully: announce leaving, hand every slot over, wait until every
 /// peer settled without this node (or `deadline`), then leave the gossip cluster. Returns
 /// true if the hand-off completed in time.
-pub async fn leave(node: &Node, deadline: Instant) -> bool {
+pub async fn leave(node: &Server, deadline: Instant) -> bool {
     let Some(cluster) = node.cluster.as_ref() else {
         return true;
     };

@@ -29,6 +29,7 @@ pub mod peer;
 pub mod plan;
 mod replicate;
 pub mod router;
+mod server;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -46,6 +47,7 @@ use crate::config::{NodeConfig, WriteAck};
 
 pub use message::Scope;
 pub use replicate::ReplItem;
+pub use server::Server;
 
 /// Requests in flight to one peer; one more fails at once with an error (never queued).
 pub const PEER_MAX_IN_FLIGHT: usize = 4096;

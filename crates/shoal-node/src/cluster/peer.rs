@@ -24,15 +24,15 @@ use super::replicate::wait_acks;
 use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
 use crate::clock::now_ms;
-use crate::node::Node;
+use crate::cluster::Server;
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
-    node: Arc<Node>,
+    node: Arc<Server>,
 }
 
 impl PeerService {
-    pub fn new(node: Arc<Node>) -> PeerService {
+    pub fn new(node: Arc<Server>) -> PeerService {
         PeerService { node }
     }
 }
@@ -184,7 +184,7 @@ impl PeerHandler for PeerService {
                 let states: Vec<(Bytes, KeyState)> = keys
                     .into_iter()
                     .map(|k| {
-                        let s = node.store.key_state(&k, now);
+                        let s = node.engine.store.key_state(&k, now);
                         (k, s)
                     })
                     .collect();
@@ -197,7 +197,7 @@ impl PeerHandler for PeerService {
             Ok(Request::Handoff(entries)) => {
                 let mut applied = 0u32;
                 for (key, state) in &entries {
-                    if node.store.apply(key, state, now) {
+                    if node.engine.store.apply(key, state, now) {
                         applied += 1;
                     }
                 }
@@ -206,8 +206,8 @@ impl PeerHandler for PeerService {
                     .stats
                     .keys_received
                     .fetch_add(u64::from(applied), Ordering::Relaxed);
-                if applied > 0 && node.store.maxmemory() > 0 {
-                    let _ = node.store.ensure_memory(now);
+                if applied > 0 && node.engine.store.maxmemory() > 0 {
+                    let _ = node.engine.store.ensure_memory(now);
                 }
                 reply(encode_replicate_result(
                     applied,
@@ -217,7 +217,7 @@ impl PeerHandler for PeerService {
             Ok(Request::Replicate(entries)) => {
                 let (mut applied, mut stale) = (0u32, 0u32);
                 for (key, state) in &entries {
-                    if node.store.apply(key, state, now) {
+                    if node.engine.store.apply(key, state, now) {
                         applied += 1;
                     } else {
                         stale += 1;
@@ -231,9 +231,9 @@ impl PeerHandler for PeerService {
                     .stats
                     .repl_stale
                     .fetch_add(u64::from(stale), Ordering::Relaxed);
-                if applied > 0 && node.store.maxmemory() > 0 {
+                if applied > 0 && node.engine.store.maxmemory() > 0 {
                     // Copies count against maxmemory like any key; make room as a write would.
-                    let _ = node.store.ensure_memory(now);
+                    let _ = node.engine.store.ensure_memory(now);
                 }
                 reply(encode_replicate_result(applied, stale))
             }
@@ -247,8 +247,8 @@ impl PeerHandler for PeerService {
 
 /// True if this node holds no copy of the one key of a command under its own view and
 /// does not have it either.
-fn not_here(node: &Node, view: &View, keys: &[Bytes], now: u64) -> bool {
+fn not_here(node: &Server, view: &View, keys: &[Bytes], now: u64) -> bool {
     let [key] = keys else { return false };
     !view.owners(shoal_store::key_slot(key)).contains(&view.me)
-        && node.store.key_state(key, now) == KeyState::Absent
+        && node.engine.store.key_state(key, now) == KeyState::Absent
 }

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::message::{decode_replicate_result, encode_replicate, entry_len};
 use super::{ClusterStats, View};
-use crate::node::Node;
+use crate::cluster::Server;
 
 /// Items one peer's queue holds at most.
 const QUEUE_ITEMS: usize = 65_536;
@@ -133,7 +133,7 @@ async fn run(
 /// copies. With `want_ack`, returns one receiver per queued state (resolved once the replica
 /// answered); a dropped state's receiver resolves at once with an error.
 pub fn replicate_keys<'a>(
-    node: &Node,
+    node: &Server,
     view: &View,
     stats: &ClusterStats,
     keys: impl Iterator<Item = &'a Bytes>,
@@ -146,7 +146,7 @@ pub fn replicate_keys<'a>(
     }
     for key in keys {
         let owners = view.owners(key_slot(key));
-        let state = node.store.key_state(key, now_ms);
+        let state = node.engine.store.key_state(key, now_ms);
         if state == KeyState::Absent {
             continue;
         }

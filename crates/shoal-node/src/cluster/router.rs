@@ -31,9 +31,9 @@ use super::plan::{plan, Plan};
 use super::replicate::{replicate_keys, wait_acks};
 use super::{fanout, handoff, message, Cluster, View};
 use crate::client::ClientInfo;
+use crate::cluster::Server;
 use crate::cmd::{self, flag, CommandSpec, Merge, Prepared, Route, Session};
 use crate::config::WriteAck;
-use crate::node::Node;
 
 /// A reply still to come, as encoded bytes in the client's protocol.
 pub type ReplyFuture = Pin<Box<dyn Future<Output = Bytes> + Send + 'static>>;
@@ -47,13 +47,13 @@ pub enum Outcome {
 }
 
 /// Runs one client request wherever it belongs.
-pub fn dispatch(node: &Arc<Node>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
-    let spec = match cmd::prepare(node, session, args) {
+pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
+    let spec = match cmd::prepare(&node.engine, session, args) {
         Prepared::Run(spec) => spec,
         Prepared::Done(reply) => return Outcome::Reply(reply),
     };
     match &node.cluster {
-        None => Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None)),
+        None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
         Some(cluster) => route(node, cluster, session, spec, args, now_ms),
     }
 }
@@ -62,7 +62,7 @@ pub fn dispatch(node: &Arc<Node>, session: &mut Session, args: &[Bytes], now_ms:
 /// waits for forwarded replies holds such a command back until they are in, so a pipeline's
 /// writes cannot become visible before the commands sent earlier ran. A read of an owned key
 /// is not held: reading an older value is something a single node could also have answered.
-pub fn writes_local_keys(node: &Node, args: &[Bytes]) -> bool {
+pub fn writes_local_keys(node: &Server, args: &[Bytes]) -> bool {
     let Some(cluster) = &node.cluster else {
         return false;
     };
@@ -94,7 +94,7 @@ pub fn key_positions(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
 }
 
 fn route(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     cluster: &Cluster,
     session: &mut Session,
     spec: &'static CommandSpec,
@@ -105,7 +105,7 @@ fn route(
     let view = cluster.view();
     let accepting = cluster.accepting.load(Ordering::Acquire);
     match plan(&view.placement, view.me, accepting, spec, args) {
-        Plan::Here => Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None)),
+        Plan::Here => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
         Plan::Owned(positions) => {
             run_owned(node, cluster, &view, session, spec, args, now_ms, positions)
         }
@@ -137,7 +137,7 @@ fn route(
 /// their replicas (write commands only). With `write-ack = all` the reply waits for them.
 #[allow(clippy::too_many_arguments)]
 fn run_owned(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     cluster: &Cluster,
     view: &View,
     session: &mut Session,
@@ -161,7 +161,7 @@ fn run_owned(
             }));
         }
     }
-    let reply = cmd::run(node, session, spec, args, now_ms, None);
+    let reply = cmd::run(&**node, session, spec, args, now_ms, None);
     if spec.flags & flag::WRITE == 0 {
         return Outcome::Reply(reply);
     }
@@ -201,7 +201,7 @@ pub fn error_bytes(text: &str) -> Bytes {
 }
 
 fn forward(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     view: Arc<View>,
     owners: Vec<u16>,
     body: Bytes,
@@ -235,7 +235,7 @@ pub fn fails_over(e: &WireError, write: bool) -> bool {
 /// Sends a COMMAND body to the first copy that answers, in `owners` order (this node runs
 /// it itself when its turn comes), and returns the reply bytes.
 pub async fn send_to_copies(
-    node: Arc<Node>,
+    node: Arc<Server>,
     view: Arc<View>,
     owners: Vec<u16>,
     body: Bytes,
@@ -302,7 +302,7 @@ fn reply_limit(session: &Session) -> u64 {
 
 /// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part),
 /// `ahead` milliseconds ahead (see `message`), after what `handoff::before` asks for.
-async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes, ahead: u64) -> Bytes {
+async fn serve_body_here(node: &Arc<Server>, view: &Arc<View>, body: Bytes, ahead: u64) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     match decode_request(body, |b| parse_command(node, b)) {
         Ok(Request::Command {
@@ -330,10 +330,10 @@ async fn serve_body_here(node: &Arc<Node>, view: &Arc<View>, body: Bytes, ahead:
 }
 
 /// Parses the RESP command inside a COMMAND body with the node's request limits.
-pub fn parse_command(node: &Node, body: Bytes) -> Result<Vec<Bytes>, String> {
+pub fn parse_command(node: &Server, body: Bytes) -> Result<Vec<Bytes>, String> {
     let mut buf = BytesMut::from(&body[..]);
     let mut parser = shoal_resp::RequestParser::new();
-    match parser.parse(&mut buf, &node.limits(), true) {
+    match parser.parse(&mut buf, &node.engine.limits(), true) {
         Ok(Some(args)) if buf.is_empty() => Ok(args),
         Ok(Some(_)) => Err("trailing bytes after the command".into()),
         Ok(None) => Err("incomplete command".into()),
@@ -346,7 +346,7 @@ pub fn parse_command(node: &Node, body: Bytes) -> Result<Vec<Bytes>, String> {
 /// the reply in `proto` and, with `write-ack = all`, the acks to wait for.
 #[allow(clippy::too_many_arguments)]
 pub fn serve_command(
-    node: &Node,
+    node: &Server,
     cluster: &Cluster,
     view: &Arc<View>,
     info: &Arc<ClientInfo>,
@@ -363,7 +363,7 @@ pub fn serve_command(
     }
     let scope = scope.map(|s| Scope::new(s, view.clone()));
     let mut acks = Vec::new();
-    let reply = match cmd::prepare(node, &mut session, args) {
+    let reply = match cmd::prepare(&node.engine, &mut session, args) {
         Prepared::Done(reply) => reply,
         Prepared::Run(spec) => {
             let scope = scope.as_ref().map(|s| s as &dyn crate::hooks::SlotScope);
@@ -394,7 +394,7 @@ pub fn serve_command(
 /// local store, hands the key's turn on, then waits for the replicas' acks.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve_after_wait(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     view: &Arc<View>,
     proto: Protocol,
     scope: Option<ScopeSpec>,
@@ -432,7 +432,7 @@ pub async fn serve_after_wait(
 /// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
 /// in the client's key order.
 fn split(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     cluster: &Cluster,
     session: &mut Session,
     spec: &CommandSpec,
@@ -443,7 +443,7 @@ fn split(
     let step = if merge == Merge::AllOk { 2 } else { 1 };
     if !(args.len() - 1).is_multiple_of(step) {
         // MSET with an odd count: the local handler gives Redis's error.
-        return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
+        return Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None));
     }
     let proto = session.proto;
     let view = cluster.view();
@@ -574,7 +574,7 @@ fn merge_parts(
 /// node; otherwise each queued command is routed on its own (in order, without isolation,
 /// as Shoal's EXEC never isolates) and the replies are gathered into EXEC's array.
 fn exec(
-    node: &Arc<Node>,
+    node: &Arc<Server>,
     cluster: &Cluster,
     session: &mut Session,
     spec: &'static CommandSpec,
@@ -595,7 +595,7 @@ fn exec(
         }
     };
     let Some(tx) = session.multi.as_ref() else {
-        return Outcome::Reply(cmd::run(node, session, spec, args, now_ms, None));
+        return Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None));
     };
     // While unsettled, a transaction touching keys still on their way here runs command by
     // command (each fetches first), like one across owners.
@@ -608,7 +608,7 @@ fn exec(
     let settled = cluster.handoff.settled_in(&view);
     if tx.dirty || (tx.queue.iter().all(runs_here) && (settled || !tx.queue.iter().any(arriving))) {
         let queued = tx.queue.clone();
-        let reply = cmd::run(node, session, spec, args, now_ms, None);
+        let reply = cmd::run(&**node, session, spec, args, now_ms, None);
         if view.placement.width() > 1 {
             let mut keys: Vec<Bytes> = Vec::new();
             for a in &queued {
@@ -637,7 +637,7 @@ fn exec(
     }
     let tx = session.multi.take().expect("checked above");
     let watched = std::mem::take(&mut session.watched);
-    if cmd::multi::watched_changed(node, &watched, now_ms) {
+    if cmd::multi::watched_changed(&node.engine, &watched, now_ms) {
         return Outcome::Reply(Reply::NilArray);
     }
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());

@@ -49,7 +49,7 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if &sub[..] == b"help" {
         return Reply::Array(HELP.iter().map(|l| Reply::Simple((*l).into())).collect());
     }
-    let Some(cluster) = ctx.node.cluster_info() else {
+    let Some(cluster) = ctx.host.cluster() else {
         return err("ERR This instance has cluster support disabled");
     };
     match &sub[..] {

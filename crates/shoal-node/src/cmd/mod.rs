@@ -23,8 +23,8 @@ use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
 
 use crate::client::ClientInfo;
-use crate::hooks::SlotScope;
-use crate::node::Node;
+use crate::engine::Engine;
+use crate::hooks::{Host, SlotScope};
 
 pub use cluster::parse_slot;
 pub use conn::sets_reply_mode;
@@ -436,7 +436,9 @@ impl Session {
 
 /// What a handler works with.
 pub struct Ctx<'a> {
-    pub node: &'a Node,
+    pub node: &'a Engine,
+    /// The node around the engine (cluster, shutdown).
+    pub host: &'a dyn Host,
     pub session: &'a mut Session,
     /// Unix ms, read once per batch of pipelined requests.
     pub now_ms: u64,
@@ -465,7 +467,7 @@ pub enum Prepared {
 
 /// The checks every request passes before it runs: known command, arity, authentication,
 /// MULTI queueing.
-pub fn prepare(node: &Node, session: &mut Session, args: &[Bytes]) -> Prepared {
+pub fn prepare(node: &Engine, session: &mut Session, args: &[Bytes]) -> Prepared {
     let Some(index) = lookup_index(&args[0]) else {
         return Prepared::Done(reject(session, unknown_command(args)));
     };
@@ -500,13 +502,14 @@ pub fn prepare(node: &Node, session: &mut Session, args: &[Bytes]) -> Prepared {
 
 /// Runs a prepared command on this node's store.
 pub fn run(
-    node: &Node,
+    host: &dyn Host,
     session: &mut Session,
     spec: &CommandSpec,
     args: &[Bytes],
     now_ms: u64,
     scope: Option<&dyn SlotScope>,
 ) -> Reply {
+    let node = host.engine();
     if spec.flags & DENYOOM != 0
         && node.store.maxmemory() > 0
         && node.store.ensure_memory(now_ms).is_err()
@@ -518,6 +521,7 @@ pub fn run(
     }
     let mut ctx = Ctx {
         node,
+        host,
         session,
         now_ms,
         scope,
@@ -527,9 +531,9 @@ pub fn run(
 }
 
 /// Runs one request on this node's store and returns its reply.
-pub fn execute(node: &Node, session: &mut Session, args: &[Bytes], now_ms: u64) -> Reply {
-    match prepare(node, session, args) {
-        Prepared::Run(spec) => run(node, session, spec, args, now_ms, None),
+pub fn execute(host: &dyn Host, session: &mut Session, args: &[Bytes], now_ms: u64) -> Reply {
+    match prepare(host.engine(), session, args) {
+        Prepared::Run(spec) => run(host, session, spec, args, now_ms, None),
         Prepared::Done(reply) => reply,
     }
 }

@@ -45,14 +45,18 @@ fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Bytes, Option<u64>)> {
     snapshot_at(ctx.node, key, ctx.now_ms)
 }
 
-fn snapshot_at(node: &crate::node::Node, key: &[u8], now_ms: u64) -> Option<(Bytes, Option<u64>)> {
+fn snapshot_at(
+    node: &crate::engine::Engine,
+    key: &[u8],
+    now_ms: u64,
+) -> Option<(Bytes, Option<u64>)> {
     node.store.read(key, now_ms, Access::Peek, |e| {
         e.map(|e| (Bytes::copy_from_slice(e.value), e.expire_at_ms))
     })
 }
 
 /// True if any watched key changed since WATCH (EXEC must then abort).
-pub fn watched_changed(node: &crate::node::Node, watched: &[Watched], now_ms: u64) -> bool {
+pub fn watched_changed(node: &crate::engine::Engine, watched: &[Watched], now_ms: u64) -> bool {
     watched
         .iter()
         .any(|(k, seen)| snapshot_at(node, k, now_ms) != *seen)
@@ -94,7 +98,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let mut replies = Vec::with_capacity(tx.queue.len());
     for args in &tx.queue {
         let before = ctx.session.budget.left();
-        let reply = execute(ctx.node, ctx.session, args, ctx.now_ms);
+        let reply = execute(ctx.host, ctx.session, args, ctx.now_ms);
         let charged_itself = ctx.session.budget.left() != before;
         if ctx.session.budget.exceeded()
             || (!charged_itself && !ctx.session.budget.charge(reply.size_hint()))

@@ -12,7 +12,8 @@ use super::conn::help_reply;
 use super::{err, flag, is, lookup, unknown_subcommand, wrong_arity, CommandSpec, Ctx, TABLE};
 use crate::clock::now_ms;
 use crate::config::{ByteSize, NodeConfig};
-use crate::node::Node;
+use crate::engine::Engine;
+use crate::hooks::ClusterInfo;
 use crate::{REDIS_VERSION, SHOAL_VERSION};
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: a graceful stop, as on SIGTERM. Shoal keeps
@@ -35,7 +36,7 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         };
     }
     tracing::warn!(client = ctx.session.info.id, "SHUTDOWN requested");
-    ctx.node.shutdown.cancel();
+    ctx.host.shutdown();
     ctx.session.close = true;
     ctx.session.drop_reply = true;
     Reply::ok()
@@ -57,7 +58,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    Reply::Verbatim(render_info(ctx.node, &sections, ctx.keyspace).into())
+    Reply::Verbatim(render_info(ctx.node, ctx.host.cluster(), &sections, ctx.keyspace).into())
 }
 
 const DEFAULT_SECTIONS: &[&str] = &[
@@ -99,7 +100,12 @@ pub fn info_wants_keyspace(args: &[Bytes]) -> bool {
 
 /// The INFO text. `keyspace` = cluster-wide (keys, volatile keys) to show instead of this
 /// node's own counts.
-pub fn render_info(node: &Node, sections: &[String], keyspace: Option<(u64, u64)>) -> String {
+pub fn render_info(
+    node: &Engine,
+    cluster: Option<&dyn ClusterInfo>,
+    sections: &[String],
+    keyspace: Option<(u64, u64)>,
+) -> String {
     let all = sections.iter().any(|s| s == "all" || s == "everything");
     let wanted: Vec<&str> = if sections.is_empty() || all || sections.iter().any(|s| s == "default")
     {
@@ -252,7 +258,7 @@ pub fn render_info(node: &Node, sections: &[String], keyspace: Option<(u64, u64)
                 // 0 even in a Shoal cluster: clients must not switch to Redis Cluster mode
                 // (slot maps, MOVED), since any Shoal node answers any key.
                 line!("cluster_enabled:0");
-                if let Some(c) = node.cluster_info() {
+                if let Some(c) = cluster {
                     c.info_lines(&mut b);
                 }
                 section("Cluster", b);
@@ -765,7 +771,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// Applies every pair or none (Redis 7 semantics), then pushes the result into the store.
-fn config_set(node: &Node, pairs: &[Bytes]) -> Reply {
+fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
     let result = node.update_settings(|settings| {
         let mut next = settings.clone();
         let mut seen = std::collections::HashSet::new();

@@ -4,18 +4,38 @@
 
 use std::cell::Cell;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use shoal_resp::{Limits, Protocol, RequestParser};
 
 use super::{execute, Session};
 use crate::config::{ByteSize, NodeConfig};
-use crate::node::Node;
+use crate::engine::Engine;
+use crate::hooks::{ClusterInfo, Host};
 
 struct H {
-    node: Node,
+    node: Single,
     session: Session,
     now: u64,
+}
+
+/// A single node around the engine, as the tests see it: no cluster, SHUTDOWN recorded.
+struct Single {
+    engine: Engine,
+    stopped: AtomicBool,
+}
+
+impl Host for Single {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+    fn cluster(&self) -> Option<&dyn ClusterInfo> {
+        None
+    }
+    fn shutdown(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
 }
 
 const T0: u64 = 1_700_000_000_000;
@@ -33,17 +53,18 @@ impl H {
     fn with(f: impl FnOnce(&mut NodeConfig)) -> H {
         let mut cfg = NodeConfig::default();
         f(&mut cfg);
-        let node = Node::new(cfg, None);
+        let engine = Engine::new(cfg, None);
         let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
-        let info = node
-            .clients
-            .register(addr, addr, tokio_util::sync::CancellationToken::new());
-        let mut session = Session::new(info, !node.requires_auth());
+        let info = engine.clients.register(addr, addr, Box::new(|| {}));
+        let mut session = Session::new(info, !engine.requires_auth());
         if RESP3.with(Cell::get) {
             session.proto = Protocol::Resp3;
         }
         H {
-            node,
+            node: Single {
+                engine,
+                stopped: AtomicBool::new(false),
+            },
             session,
             now: T0,
         }
@@ -403,7 +424,7 @@ fn ttl_expires_lazily_at_the_millisecond() {
     h.now += 1;
     h.check("GET k", NIL);
     h.check("TTL k", &int(-2));
-    let stats = h.node.store.stats();
+    let stats = h.node.engine.store.stats();
     assert_eq!(stats.expired_keys, 1);
 }
 
@@ -652,13 +673,13 @@ fn server_commands() {
 fn config_get_set() {
     let mut h = H::new();
     h.check("CONFIG SET maxmemory 10mb", OK);
-    assert_eq!(h.node.store.maxmemory(), 10 << 20);
+    assert_eq!(h.node.engine.store.maxmemory(), 10 << 20);
     h.check(
         "CONFIG GET maxmemory",
         &format!("*2\r\n{}{}", bulk("maxmemory"), bulk("10485760")),
     );
     h.check("CONFIG SET maxmemory-policy allkeys-lfu", OK);
-    assert_eq!(h.node.store.policy().name(), "allkeys-lfu");
+    assert_eq!(h.node.engine.store.policy().name(), "allkeys-lfu");
     h.check(
         "CONFIG SET maxmemory-policy nope",
         "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction\r\n",
@@ -702,9 +723,9 @@ fn config_get_set() {
     );
     h.check("SHUTDOWN FOO", SYNTAX);
     h.check("SHUTDOWN ABORT", "-ERR No shutdown in progress.\r\n");
-    assert!(!h.node.shutdown.is_cancelled());
+    assert!(!h.node.stopped.load(Ordering::Relaxed));
     h.check("SHUTDOWN NOSAVE", OK);
-    assert!(h.node.shutdown.is_cancelled() && h.session.close && h.session.drop_reply);
+    assert!(h.node.stopped.load(Ordering::Relaxed) && h.session.close && h.session.drop_reply);
 }
 
 #[test]
@@ -738,7 +759,7 @@ fn allkeys_lru_always_admits_the_set() {
         h.check(&format!("SET key:{i} {}", "y".repeat(64)), OK);
         h.check(&format!("GET key:{i}"), &bulk(&"y".repeat(64)));
     }
-    let stats = h.node.store.stats();
+    let stats = h.node.engine.store.stats();
     assert!(stats.evicted_keys > 1000, "{stats:?}");
     assert!(stats.used_memory <= 16 * 1024 + 512, "{stats:?}");
 }
@@ -847,6 +868,7 @@ fn watch_aborts_when_a_watched_key_changes() {
     // Another client's write between WATCH and EXEC aborts the transaction.
     h.check("WATCH k", OK);
     h.node
+        .engine
         .store
         .write(b"k", h.now, |slot| slot.set(b"changed", None));
     h.check("MULTI", OK);
@@ -856,6 +878,7 @@ fn watch_aborts_when_a_watched_key_changes() {
     // A key created after WATCH counts as a change; UNWATCH forgets.
     h.check("WATCH fresh", OK);
     h.node
+        .engine
         .store
         .write(b"fresh", h.now, |slot| slot.set(b"x", None));
     h.check("UNWATCH", OK);

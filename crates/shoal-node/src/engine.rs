@@ -1,4 +1,5 @@
-//! `Node`: the state every connection of one node shares.
+//! `Engine`: one node's data and settings, which every connection shares: the store, the
+//! settings, the client registry, the statistics. It knows no cluster and no runtime.
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,7 +15,7 @@ use crate::config::NodeConfig;
 use crate::stats::{McStats, Stats};
 
 /// The shared state of one node.
-pub struct Node {
+pub struct Engine {
     pub store: Store,
     pub clients: ClientRegistry,
     pub stats: Stats,
@@ -34,26 +35,15 @@ pub struct Node {
     pub mc_stats: McStats,
     /// Unix ms of a delayed Memcached `flush_all` (0 = none); the cron task carries it out.
     pub flush_at: AtomicU64,
-    /// Cancelled to stop the node: by the daemon on SIGTERM/SIGINT, or by SHUTDOWN.
-    pub shutdown: tokio_util::sync::CancellationToken,
-    /// The cluster side (placement, peers, replication); `None` for a single node.
-    pub cluster: Option<crate::cluster::Cluster>,
+    /// The I/O threads serving clients (memcached's `threads` stat); set by the listener.
+    pub threads: AtomicU64,
     /// The allocator's latest figures (when the binary installed its statistics).
     pub memory: crate::memory::MemoryState,
 }
 
-impl Node {
-    /// A single node (no cluster).
-    pub fn new(config: NodeConfig, config_file: Option<String>) -> Node {
-        Node::with_cluster(config, config_file, None)
-    }
-
-    /// A node that is a member of `cluster` (when `Some`).
-    pub fn with_cluster(
-        config: NodeConfig,
-        config_file: Option<String>,
-        cluster: Option<crate::cluster::Cluster>,
-    ) -> Node {
+impl Engine {
+    /// An engine on `config` (`config_file` is what CONFIG REWRITE would write).
+    pub fn new(config: NodeConfig, config_file: Option<String>) -> Engine {
         let policy = EvictionPolicy::from_str(&config.maxmemory_policy).unwrap_or_default();
         let store = Store::new(StoreConfig {
             maxmemory: config.maxmemory.0,
@@ -62,7 +52,7 @@ impl Node {
             ..StoreConfig::default()
         });
         let started_unix_ms = now_ms();
-        Node {
+        Engine {
             store,
             clients: ClientRegistry::default(),
             stats: Stats::default(),
@@ -75,17 +65,9 @@ impl Node {
             peak: AtomicU64::new(0),
             mc_stats: Default::default(),
             flush_at: AtomicU64::new(0),
-            shutdown: tokio_util::sync::CancellationToken::new(),
-            cluster,
+            threads: AtomicU64::new(1),
             memory: crate::memory::MemoryState::default(),
         }
-    }
-
-    /// The cluster as CLUSTER and INFO describe it (`None` for a single node).
-    pub fn cluster_info(&self) -> Option<&dyn crate::hooks::ClusterInfo> {
-        self.cluster
-            .as_ref()
-            .map(|c| c as &dyn crate::hooks::ClusterInfo)
     }
 
     /// `used_memory` as Redis reports it: what the allocator handed out, or the store's own

@@ -1,0 +1,42 @@
+//! `Server`: one running node as the layers above the engine see it: the engine, the
+//! cluster it is a member of (if any), and its shutdown signal.
+
+use tokio_util::sync::CancellationToken;
+
+use super::Cluster;
+use crate::engine::Engine;
+use crate::hooks::{ClusterInfo, Host};
+
+/// One node: the engine commands run on, plus where they run in a cluster.
+pub struct Server {
+    /// One node's data, settings, clients and statistics.
+    pub engine: Engine,
+    /// The cluster side (placement, peers, replication); `None` for a single node.
+    pub cluster: Option<Cluster>,
+    /// Cancelled to stop the node: by the daemon on SIGTERM/SIGINT, or by SHUTDOWN.
+    pub shutdown: CancellationToken,
+}
+
+impl Server {
+    pub fn new(engine: Engine, cluster: Option<Cluster>) -> Server {
+        Server {
+            engine,
+            cluster,
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+impl Host for Server {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn cluster(&self) -> Option<&dyn ClusterInfo> {
+        self.cluster.as_ref().map(|c| c as &dyn ClusterInfo)
+    }
+
+    fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+}
