@@ -10,10 +10,14 @@
 #                               of the requests are forwarded and every write is replicated),
 #                               with the CPU of all three nodes summed (CANDIDATE_PID list)
 # Tune the yardsticks with their environment knobs (ROUNDS, SECS, CLIENTS, VSIZE, MEM_KEYS...).
+# SHOALD=path runs that binary instead of building one (to compare two builds, e.g. a copy of
+# the release binary made before a change against the one after).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SHOALD=${SHOALD:-}
+build() { [ -n "$SHOALD" ] || { cargo build --release -p shoald; SHOALD=./target/release/shoald; }; }
 start_node() { # log-file args... -> pid in $started
-  ./target/release/shoald "${@:2}" 2>"$1" &
+  "$SHOALD" "${@:2}" 2>"$1" &
   started=$!
 }
 wait_addr() { # log-file pattern pid -> address on stdout
@@ -29,7 +33,7 @@ wait_addr() { # log-file pattern pid -> address on stdout
 if [ "${1:-resp}" = cluster ]; then
   BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
   [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
-  cargo build --release -p shoald
+  build
   tmp=$(mktemp -d)
   pids=()
   trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -62,9 +66,9 @@ case "${1:-resp}" in
 esac
 [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
 
-cargo build --release -p shoald
+build
 log=$(mktemp)
-./target/release/shoald --port 0 --memcache-port 0 --maxmemory 0 2>"$log" &
+"$SHOALD" --port 0 --memcache-port 0 --maxmemory 0 2>"$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -f "$log"' EXIT
 addr=""

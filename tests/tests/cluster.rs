@@ -450,7 +450,7 @@ fn a_peer_with_the_wrong_secret_is_refused() {
         .enable_all()
         .build()
         .unwrap();
-    let body = shoal_node::cluster::message::encode_command(
+    let body = shoal_cluster::message::encode_command(
         shoal_resp::Protocol::Resp2,
         None,
         &[bytes::Bytes::from("GET"), bytes::Bytes::from("secret-data")],
@@ -487,7 +487,7 @@ fn a_peer_with_the_wrong_secret_is_refused() {
 /// or a deleted key (versions and tombstones).
 #[test]
 fn reordered_replication_cannot_resurrect_a_deleted_key() {
-    use shoal_node::cluster::message::encode_replicate;
+    use shoal_cluster::message::encode_replicate;
     use shoal_store::KeyState;
 
     let cluster = TestCluster::start(3, |_| {});

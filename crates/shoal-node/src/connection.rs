@@ -30,11 +30,11 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::client::ClientInfo;
-use crate::clock::now_ms;
-use crate::cluster::router::ReplyFuture;
-use crate::cluster::Server;
-use crate::config::ClassLimit;
+use shoal_cluster::router::ReplyFuture;
+use shoal_cluster::Server;
+use shoal_engine::client::ClientInfo;
+use shoal_engine::clock::now_ms;
+use shoal_engine::config::ClassLimit;
 
 /// Output is written once it reaches this many bytes, even mid-batch.
 pub const FLUSH_AT: usize = 64 * 1024;

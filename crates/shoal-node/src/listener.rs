@@ -13,17 +13,17 @@ use tokio_util::task::TaskTracker;
 
 use shoal_wire::{serve_peer, ServeError, ServerConfig};
 
-use crate::clock::now_ms;
-use crate::cluster::membership::{self, GossipStart};
-use crate::cluster::peer::PeerService;
-use crate::cluster::Server;
-use crate::cluster::{Cluster, NodeInfo};
-use crate::config::NodeConfig;
 use crate::connection::run_connection;
-use crate::engine::Engine;
-use crate::fdlimit;
 use crate::memcache::McFrontend;
 use crate::resp::RespFrontend;
+use shoal_cluster::membership::{self, GossipStart};
+use shoal_cluster::peer::PeerService;
+use shoal_cluster::Server;
+use shoal_cluster::{Cluster, NodeInfo};
+use shoal_engine::clock::now_ms;
+use shoal_engine::config::NodeConfig;
+use shoal_engine::engine::Engine;
+use shoal_engine::fdlimit;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -65,7 +65,7 @@ impl RunningNode {
     /// leaves the gossip cluster (at most until `deadline`); true if the hand-off completed.
     /// Then call [`RunningNode::shutdown`]. Does nothing in other modes.
     pub async fn leave(&self, deadline: tokio::time::Instant) -> bool {
-        crate::cluster::membership::leave(&self.node, deadline).await
+        shoal_cluster::membership::leave(&self.node, deadline).await
     }
 
     /// Waits until every connection is closed (or the shutdown deadline passed).
@@ -442,7 +442,7 @@ async fn peer_accept_loop(
     let service = Arc::new(PeerService::new(node.clone()));
     // At least what each peer's client may have in flight (the wire crate's rule).
     let config = ServerConfig {
-        max_in_flight: crate::cluster::PEER_MAX_IN_FLIGHT,
+        max_in_flight: shoal_cluster::PEER_MAX_IN_FLIGHT,
         ..ServerConfig::default()
     };
     loop {

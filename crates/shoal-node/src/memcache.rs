@@ -10,9 +10,9 @@ use shoal_memcache::auth::{AuthParser, AuthStep, AUTH_FAILURE};
 use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Limits, Parser};
 
-use crate::cluster::Server;
 use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT};
-use crate::mc::{bump, execute, get_keys, Flow, PendingGet};
+use shoal_cluster::Server;
+use shoal_engine::mc::{bump, execute, get_keys, Flow, PendingGet};
 
 /// The Memcached front end of one connection.
 pub struct McFrontend {

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use shoal_resp::{Limits, Reply, RequestParser};
 
-use crate::client::ClientInfo;
-use crate::cluster::router::{dispatch, writes_local_keys, Outcome};
-use crate::cluster::Server;
-use crate::cmd::{ReplyBudget, ReplyMode, Session};
 use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
+use shoal_cluster::router::{dispatch, writes_local_keys, Outcome};
+use shoal_cluster::Server;
+use shoal_engine::client::ClientInfo;
+use shoal_engine::cmd::{ReplyBudget, ReplyMode, Session};
 
 /// The Redis protocol front end.
 pub struct RespFrontend {
@@ -92,7 +92,7 @@ impl Frontend for RespFrontend {
             // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not);
             // any other command by the mode it found, so an EXEC that runs a queued CLIENT
             // REPLY OFF still sends its own reply, as in Redis.
-            let mode = if crate::cmd::sets_reply_mode(&args) {
+            let mode = if shoal_engine::cmd::sets_reply_mode(&args) {
                 session.reply_mode
             } else {
                 mode_before

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::message::{decode_replicate_result, encode_replicate, entry_len};
 use super::{ClusterStats, View};
-use crate::cluster::Server;
+use crate::Server;
 
 /// Items one peer's queue holds at most.
 const QUEUE_ITEMS: usize = 65_536;
@@ -129,6 +129,9 @@ async fn run(
     }
 }
 
+/// The replicas' acks of a write (with `write-ack = all`), each `true` once applied.
+pub type Acks = Vec<oneshot::Receiver<bool>>;
+
 /// After a write ran here: queues the resulting state of each of `keys` for the key's other
 /// copies. With `want_ack`, returns one receiver per queued state (resolved once the replica
 /// answered); a dropped state's receiver resolves at once with an error.
@@ -139,7 +142,7 @@ pub fn replicate_keys<'a>(
     keys: impl Iterator<Item = &'a Bytes>,
     now_ms: u64,
     want_ack: bool,
-) -> Vec<oneshot::Receiver<bool>> {
+) -> Acks {
     let mut acks = Vec::new();
     if view.placement.width() < 2 {
         return acks;
@@ -176,7 +179,7 @@ pub fn replicate_keys<'a>(
 /// the reachable replicas, it does not fail a write the owner applied), at most `wait` (half
 /// the inter-node timeout, `Timeouts::half`): a stalled replica delays the reply instead
 /// of making the forwarding node give up on the owner.
-pub async fn wait_acks(acks: Vec<oneshot::Receiver<bool>>, wait: std::time::Duration) {
+pub async fn wait_acks(acks: Acks, wait: std::time::Duration) {
     if acks.is_empty() {
         return;
     }

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use shoal_store::key_slot;
 
-use crate::cmd::{self, flag, CommandSpec, KeyPositions, Merge, Route};
+use shoal_engine::cmd::{self, flag, CommandSpec, Merge, Route};
 
 /// Where one request runs: the router's decision, made by [`plan`] without any I/O.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,7 +13,7 @@ pub enum Plan {
     /// On the local store, nothing to replicate (keyless, node-local state).
     Here,
     /// This node owns every key (at these argument positions): run here, then replicate.
-    Owned(KeyPositions),
+    Owned,
     /// To the key's copies, owner first (the next copy when the owner cannot be reached).
     Forward { owners: Vec<u16>, write: bool },
     /// Split by owner, the parts run in parallel and merged.
@@ -74,7 +74,7 @@ pub fn plan(
             let owners = placement.owners(key_slot(&args[first]));
             let same = positions.clone().all(|p| owner_of(&args[p]) == owners[0]);
             match (same, owners[0] == me) {
-                (true, true) => Plan::Owned(positions),
+                (true, true) => Plan::Owned,
                 _ if spec.route == Route::Watch => Plan::WatchNotOwned,
                 (true, false) => Plan::Forward {
                     owners: owners.to_vec(),
@@ -192,7 +192,7 @@ mod tests {
                 Route::Here | Route::Cluster => Plan::Here,
                 Route::Info => Plan::Here,
                 Route::Owner | Route::Watch if positions.is_empty() => Plan::Here,
-                Route::Owner | Route::Watch => Plan::Owned(spec.key_positions(here.len())),
+                Route::Owner | Route::Watch => Plan::Owned,
                 Route::Split(m) => Plan::Split(m),
                 Route::AllNodes(_) => Plan::AllNodes,
                 Route::Exec => Plan::Exec,

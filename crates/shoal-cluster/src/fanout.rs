@@ -20,9 +20,9 @@ use shoal_wire::WireError;
 use super::message::{encode_command, ScopeSpec};
 use super::router::{encode, error_bytes, fails_over, serve_command, Outcome};
 use super::{Cluster, View};
-use crate::clock::now_ms;
-use crate::cluster::Server;
-use crate::cmd::{self, CommandSpec, Gather, Route};
+use crate::Server;
+use shoal_engine::clock::now_ms;
+use shoal_engine::cmd::{self, CommandSpec, Gather, Route};
 
 const LOCAL_BITS: u32 = 42;
 const MEMBER_BITS: u32 = 10;
@@ -355,7 +355,7 @@ pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
             &node.engine,
             node.cluster
                 .as_ref()
-                .map(|c| c as &dyn crate::hooks::ClusterInfo),
+                .map(|c| c as &dyn shoal_engine::hooks::ClusterInfo),
             &sections,
             Some((keys, volatile)),
         );

@@ -23,8 +23,8 @@ use super::message::{decode_request, encode_replicate, encode_replicate_result, 
 use super::replicate::wait_acks;
 use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
-use crate::clock::now_ms;
-use crate::cluster::Server;
+use crate::Server;
+use shoal_engine::clock::now_ms;
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {

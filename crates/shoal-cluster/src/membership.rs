@@ -27,8 +27,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Cluster, MemberRow, MemberState, NodeInfo};
-use crate::cluster::Server;
-use crate::config::NodeConfig;
+use crate::Server;
+use shoal_engine::config::NodeConfig;
 
 /// How long a node waits for the gossip task to announce its departure.
 const LEAVE_GOSSIP_WAIT: Duration = Duration::from_secs(3);
@@ -126,7 +126,7 @@ pub struct GossipStart {
 /// This node's identity for gossip: a new generation on every start (milliseconds since the
 /// epoch, so a restart is always higher).
 pub fn identity(config: &NodeConfig, addrs: &GossipStart) -> Result<NodeId, String> {
-    let generation = crate::clock::now_ms();
+    let generation = shoal_engine::clock::now_ms();
     NodeId::new(
         &config.resolved_node_name(),
         addrs.gossip_addr,
@@ -184,7 +184,7 @@ pub fn start(
             }
         });
     }
-    tokio::spawn(super::handoff::run(node.clone(), shutdown.clone()));
+    tokio::spawn(super::handoff::run(node.clone(), shutdown.clone(), settled));
     if !cluster.accepting.load(Ordering::Acquire) {
         tokio::spawn(watch_join(
             node.clone(),

@@ -1,21 +1,27 @@
-//! The cluster data path: where a key lives and how a request gets there.
+//! Shoal's cluster layer: where a command runs and how keys move between nodes. It sits on
+//! the engine (`shoal-engine`) and the cluster's leaf crates (`shoal-ring`, `shoal-wire`,
+//! `shoal-gossip`); the front ends (`shoal-node`) call it.
 //!
+//! - [`Server`]: one node: the engine, its cluster (if any), its shutdown signal; it
+//!   implements the engine's `Host` hooks.
+//! - `plan`: the routing decision, a pure function of the command's row and the placement.
 //! - [`View`]: one immutable snapshot of the membership: the placement (`shoal-ring`), each
 //!   member's addresses, and a [`PeerClient`] (`shoal-wire`) plus a replication queue per
 //!   other member. Requests load it once (lock-free, `ArcSwap`) and use that one snapshot.
-//! - `router`: what the client's connection calls for every command: run it here, forward
-//!   it to the key's owner, split it by owner (MGET, MSET, DEL, ...), or fan it out (DBSIZE,
-//!   KEYS, SCAN, ...). This is where a request crosses to another node.
+//! - `router`: what the client's connection calls for every command (`dispatch`): run it
+//!   here (`router::local`), forward it to the key's owner (`router::outbound`: where a
+//!   request crosses to another node), split it by owner (MGET, MSET, DEL, ...), or fan it
+//!   out (`fanout`: DBSIZE, KEYS, SCAN, ...).
 //! - `message`: the bodies inside `shoal-wire` frames: a forwarded command, a batch of
 //!   replicated key states.
 //! - `peer`: the receiving side: runs forwarded commands on the local store and applies
 //!   replicated states (last writer wins on versions, see `shoal-store`).
 //! - `replicate`: after a write at the owner, the key's resulting state goes to the other
 //!   copies, batched per peer through a bounded queue.
-//!
 //! - `membership`: gossip mode: turns each `shoal-gossip` membership into a new `View`.
-//! - `handoff`: gossip mode: moves keys when the copies of a slot change (hand-off stream,
-//!   fetch on a miss until the cluster settled, re-replication, leave).
+//! - `handoff`: gossip mode: moves keys when the copies of a slot change (`plan`, `stream`,
+//!   `report`, fetch on a miss until the cluster settled in `fetch`, `settle`).
+//! - `describe`: CLUSTER INFO / NODES and INFO's cluster section.
 //!
 //! With a static `cluster-nodes` list the `View` never changes; in gossip mode every change
 //! of the members installs a new one (a new epoch) without touching the router.
@@ -43,7 +49,7 @@ use shoal_ring::{Member, Placement};
 use shoal_wire::{AuthConfig, PeerClient, PeerConfig};
 use tokio::sync::watch;
 
-use crate::config::{NodeConfig, WriteAck};
+use shoal_engine::config::{NodeConfig, WriteAck};
 
 pub use message::Scope;
 pub use replicate::ReplItem;
@@ -259,7 +265,7 @@ pub struct Cluster {
     pub stats: Arc<ClusterStats>,
     pub auth: AuthConfig,
     /// The pseudo-client that runs requests from other nodes.
-    pub internal: Arc<crate::client::ClientInfo>,
+    pub internal: Arc<shoal_engine::client::ClientInfo>,
     /// Hand-off and settling (gossip mode; always settled with a static list).
     pub handoff: handoff::Handoff,
     /// The gossip task (gossip mode, once started).
@@ -312,7 +318,7 @@ impl Timeouts {
 impl Cluster {
     /// The deadline (Unix ms) a COMMAND sent now carries.
     pub fn deadline_ms(&self) -> u64 {
-        crate::clock::now_ms() + self.timeouts.request.as_millis() as u64
+        shoal_engine::clock::now_ms() + self.timeouts.request.as_millis() as u64
     }
 }
 
@@ -430,7 +436,7 @@ impl Cluster {
             write_ack,
             stats: Arc::new(ClusterStats::default()),
             auth,
-            internal: crate::client::ClientInfo::internal(),
+            internal: shoal_engine::client::ClientInfo::internal(),
             handoff: handoff::Handoff::new(config),
             gossip: std::sync::OnceLock::new(),
             replicas: config.replicas,

@@ -4,8 +4,8 @@
 use tokio_util::sync::CancellationToken;
 
 use super::Cluster;
-use crate::engine::Engine;
-use crate::hooks::{ClusterInfo, Host};
+use shoal_engine::engine::Engine;
+use shoal_engine::hooks::{ClusterInfo, Host};
 
 /// One node: the engine commands run on, plus where they run in a cluster.
 pub struct Server {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use shoal_store::SLOTS;
 
 use super::{Cluster, MemberState};
-use crate::hooks::ClusterInfo;
+use shoal_engine::hooks::ClusterInfo;
 
 impl ClusterInfo for Cluster {
     fn my_id(&self) -> String {

@@ -45,7 +45,7 @@ use shoal_resp::{format_int, Protocol};
 use shoal_store::{KeyState, MAX_KEY_LEN};
 
 use super::View;
-use crate::config::MAX_CLUSTER_NODES;
+use shoal_engine::config::MAX_CLUSTER_NODES;
 
 pub const KIND_COMMAND: u8 = 1;
 pub const KIND_REPLICATE: u8 = 2;
@@ -69,7 +69,7 @@ pub struct Scope {
     pub view: Arc<View>,
 }
 
-impl crate::hooks::SlotScope for Scope {
+impl shoal_engine::hooks::SlotScope for Scope {
     fn includes(&self, slot: u16) -> bool {
         Scope::includes(self, slot)
     }

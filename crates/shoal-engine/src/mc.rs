@@ -23,7 +23,7 @@ pub const MEMCACHED_VERSION: &str = "1.6.21";
 /// Memcached's boundary between relative and absolute expiry times.
 const REALTIME_MAXDELTA: i64 = 60 * 60 * 24 * 30;
 
-pub(crate) fn bump(c: &AtomicU64) {
+pub fn bump(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
 }
 
@@ -39,7 +39,7 @@ pub fn expire_at(exptime: i64, now_ms: u64) -> Option<u64> {
 }
 
 /// What the front end does after a command.
-pub(crate) enum Flow {
+pub enum Flow {
     Continue,
     Close,
     /// A multi-key get filled the output: flush, then resume it.
@@ -56,7 +56,7 @@ pub struct PendingGet {
 }
 
 /// Writes the values of `get.keys[get.next..]`, pausing once the output passes `pause_at`.
-pub(crate) fn get_keys(
+pub fn get_keys(
     node: &Engine,
     mut get: PendingGet,
     now: u64,
@@ -130,13 +130,7 @@ const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
 
 /// Executes one command, writing its reply to `out`; a multi-key get pauses once `out`
 /// holds `pause_at` bytes.
-pub(crate) fn execute(
-    node: &Engine,
-    cmd: Command,
-    now: u64,
-    out: &mut BytesMut,
-    pause_at: usize,
-) -> Flow {
+pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {
     let store = &node.store;
     let st = &node.mc_stats;
     match cmd {

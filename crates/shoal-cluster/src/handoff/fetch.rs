@@ -1,0 +1,242 @@
+//! Fetch on a miss while unsettled: a command on a key this node owns but may not hold yet
+//! first fetches the key from its other copies, in arrival order per key (each key's turn).
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use shoal_store::{key_slot, KeyState};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::message::{decode_states, encode_fetch};
+use crate::Server;
+use crate::{Cluster, Peer, View};
+use shoal_engine::clock::now_ms;
+
+/// The keys among `keys` that this node should fetch before running a command on them:
+/// none once settled; else those it holds no state for, and every key of a slot it is
+/// receiving (its local copy may be older than the one on its way).
+pub fn missing<'a>(
+    node: &Server,
+    cluster: &Cluster,
+    view: &View,
+    keys: impl Iterator<Item = &'a Bytes>,
+    now_ms: u64,
+) -> Vec<Bytes> {
+    if cluster.handoff.settled_in(view) {
+        return Vec::new();
+    }
+    let receiving = cluster.handoff.receiving(view);
+    keys.filter(|k| {
+        receiving.get(usize::from(key_slot(k))) == Some(&true)
+            || node.engine.store.key_state(k, now_ms) == KeyState::Absent
+    })
+    .cloned()
+    .collect()
+}
+
+/// What a command must wait for before it runs while this node is unsettled.
+pub enum Before {
+    /// Nothing: run it now.
+    Run,
+    /// A fetch of its keys, or its turn behind earlier commands on its key that wait for
+    /// one. Resolves to (whether there was another copy to ask, the turn to hold until the
+    /// command ran).
+    Wait(Pin<Box<dyn Future<Output = (bool, KeyTurn)> + Send + 'static>>),
+}
+
+/// Holds a key's turn: dropping it lets the next command queued on the key run.
+pub struct KeyTurn {
+    node: Option<(Arc<Server>, Bytes)>,
+}
+
+impl KeyTurn {
+    /// No turn to hold (the command did not queue).
+    pub fn none() -> KeyTurn {
+        KeyTurn { node: None }
+    }
+}
+
+impl Drop for KeyTurn {
+    fn drop(&mut self) {
+        if let Some((node, key)) = self.node.take() {
+            pass_turn(&node, &key, None);
+        }
+    }
+}
+
+/// Hands `key`'s turn to its next live waiter, or frees the key. With `own`, the caller is a
+/// waiter dropped before it ran: it passes the turn on only if it had been given it.
+pub(super) fn pass_turn(node: &Server, key: &Bytes, own: Option<&mut oneshot::Receiver<()>>) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    let h = &cluster.handoff;
+    let mut queues = h.queues.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(rx) = own {
+        // Under the lock: the turn cannot be handed to this waiter meanwhile.
+        if rx.try_recv().is_err() {
+            return;
+        }
+    }
+    let Some(waiting) = queues.get_mut(key) else {
+        return;
+    };
+    while let Some(next) = waiting.pop_front() {
+        if next.send(()).is_ok() {
+            return;
+        }
+    }
+    queues.remove(key);
+    h.queued.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// A command waiting for its key's turn; dropped before it got to run, it passes on a turn
+/// it was given and leaves the queue otherwise.
+pub(super) struct Waiter {
+    node: Arc<Server>,
+    key: Bytes,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Waiter {
+    pub(super) async fn turn(mut self) -> KeyTurn {
+        if let Some(rx) = self.rx.as_mut() {
+            let _ = rx.await;
+        }
+        self.rx = None;
+        KeyTurn {
+            node: Some((self.node.clone(), self.key.clone())),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            pass_turn(&self.node, &self.key, Some(&mut rx));
+        }
+    }
+}
+
+/// Decides, when a command on `keys` arrives (in arrival order), what it waits for: while
+/// unsettled, a one-key command waits for its turn behind earlier ones on the same key
+/// that wait for a fetch, and the first of them fetches; so commands on one key run in the
+/// order they arrived (also across the moment the node settles). A multi-key command
+/// fetches its missing keys without such ordering.
+pub fn before(
+    node: &Arc<Server>,
+    cluster: &Cluster,
+    view: &Arc<View>,
+    keys: &[Bytes],
+    now_ms: u64,
+) -> Before {
+    let h = &cluster.handoff;
+    if keys.is_empty() || (h.settled_in(view) && h.queued.load(Ordering::Acquire) == 0) {
+        return Before::Run;
+    }
+    if let [key] = keys {
+        let mut queues = h.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(waiting) = queues.get_mut(key) {
+            let (tx, rx) = oneshot::channel();
+            waiting.push_back(tx);
+            let waiter = Waiter {
+                node: node.clone(),
+                key: key.clone(),
+                rx: Some(rx),
+            };
+            return Before::Wait(Box::pin(async move { (true, waiter.turn().await) }));
+        }
+        let missing = missing(node, cluster, view, keys.iter(), now_ms);
+        if missing.is_empty() {
+            return Before::Run;
+        }
+        queues.insert(key.clone(), VecDeque::new());
+        h.queued.fetch_add(1, Ordering::AcqRel);
+        let turn = KeyTurn {
+            node: Some((node.clone(), key.clone())),
+        };
+        let (node, view) = (node.clone(), view.clone());
+        return Before::Wait(Box::pin(async move {
+            let asked = fetch(&node, &view, missing).await;
+            (asked, turn)
+        }));
+    }
+    let missing = missing(node, cluster, view, keys.iter(), now_ms);
+    if missing.is_empty() {
+        return Before::Run;
+    }
+    let (node, view) = (node.clone(), view.clone());
+    Before::Wait(Box::pin(async move {
+        let asked = fetch(&node, &view, missing).await;
+        (asked, KeyTurn::none())
+    }))
+}
+
+/// The reply a node gives a forwarded command on a key it does not hold while it knows no
+/// other copy to fetch it from (it is starting and has not heard of the others yet): the
+/// sender tries the key's next copy instead (`router::send_to_copies`).
+pub const NOT_HERE: &[u8] =
+    b"-TRYAGAIN this node is joining and does not know the key's other copies yet\r\n";
+
+/// The reply to a forwarded command whose sender's deadline passed before it could run: the
+/// sender gave up on this node and asked another copy, so running it could apply a write
+/// twice, or late (a node that was frozen). Like [`NOT_HERE`], it sends the sender on.
+pub const EXPIRED: &[u8] = b"-TRYAGAIN the request expired before this node could run it\r\n";
+
+/// True for the replies that tell the sender to try the next copy.
+pub fn try_next_copy(body: &[u8]) -> bool {
+    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED)
+}
+
+/// Fetches the state of `keys` from their other copies (see [`Handoff`]), asking every
+/// candidate at once, and applies every answer with last-writer-wins (so the newest copy
+/// wins even if one candidate is stale). Returns false if there was no other copy to ask.
+pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> bool {
+    let cluster = node.cluster.as_ref().expect("fetch runs in a cluster");
+    let stats = &cluster.handoff.stats;
+    stats.fetches.fetch_add(1, Ordering::Relaxed);
+    // Candidate -> the keys to ask it for.
+    let mut asks: Vec<(Arc<Peer>, Vec<Bytes>)> = Vec::new();
+    for k in keys {
+        for p in cluster.handoff.candidates(view, key_slot(&k)) {
+            match asks.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
+                Some((_, ks)) => ks.push(k.clone()),
+                None => asks.push((p, vec![k.clone()])),
+            }
+        }
+    }
+    if asks.is_empty() {
+        return false;
+    }
+    let mut requests: futures_util::stream::FuturesUnordered<_> = asks
+        .iter()
+        .map(|(peer, ks)| {
+            let body = encode_fetch(ks);
+            async move { peer.client.request(view.id, body).await }
+        })
+        .collect();
+    // Half the inter-node timeout at most, so that a forwarded command that waited for this
+    // still answers before its sender gives up; answers that came by then are applied.
+    let wait = cluster.timeouts.half;
+    let until = Instant::now() + wait;
+    while let Ok(Some(response)) =
+        tokio::time::timeout_at(until, futures_util::StreamExt::next(&mut requests)).await
+    {
+        let Ok(response) = response else { continue };
+        let Ok(states) = decode_states(response.body) else {
+            continue;
+        };
+        let now = now_ms();
+        for (key, state) in &states {
+            if node.engine.store.apply(key, state, now) {
+                stats.fetched.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    true
+}

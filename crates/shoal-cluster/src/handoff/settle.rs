@@ -1,0 +1,357 @@
+//! The hand-off and settling state of one node: the view it last settled in, the views
+//! since, which peers reported DONE, which slots are still arriving.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use shoal_store::SLOTS;
+use tokio::sync::{oneshot, watch, Notify};
+use tokio::time::Instant;
+
+use crate::{Cluster, MemberState, Peer, View};
+use shoal_engine::config::NodeConfig;
+use shoal_ring::{Member, Placement};
+
+/// Older views kept for fetching while unsettled.
+pub(super) const WINDOW: usize = 8;
+
+/// Counters behind INFO's cluster section.
+#[derive(Default)]
+pub struct HandoffStats {
+    /// Keys, bytes and slots this node streamed to new copies.
+    pub keys_sent: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub slots_sent: AtomicU64,
+    /// Keys received in hand-off streams and applied.
+    pub keys_received: AtomicU64,
+    /// Slots of the running scan still to send, and the scan's total.
+    pub slots_pending: AtomicU64,
+    pub slots_planned: AtomicU64,
+    /// Keys fetched from another copy on a miss while unsettled (found there), and fetches.
+    pub fetches: AtomicU64,
+    pub fetched: AtomicU64,
+    /// Keys forgotten because this node no longer holds a copy of their slot.
+    pub forgotten: AtomicU64,
+    /// Completed scans.
+    pub rounds: AtomicU64,
+    /// How long the last scan that sent anything took, and the keys it sent.
+    pub last_scan_ms: AtomicU64,
+    pub last_scan_keys: AtomicU64,
+}
+
+/// Guessed earlier placements, for the view id and serving set they were made for.
+pub(super) type Guesses = ((u64, u64), Arc<Vec<Placement>>);
+
+pub(super) struct Inner {
+    /// The view this node last settled in; hand-offs are planned from it. `None` for a node
+    /// that joined through seeds and has not settled yet (it held nothing before).
+    base: Option<Arc<View>>,
+    /// Views replaced since the last settle, oldest first.
+    window: Vec<Arc<View>>,
+    /// Peer name -> the view id it last reported done for (0: working on a new view).
+    done_from: HashMap<String, u64>,
+    /// The view id this node's own scan completed for.
+    my_done: u64,
+    /// Slots this node holds a copy of in the view `receiving_for.1` but held none of in
+    /// `base` (`receiving_for.0`): their local keys may be missing or stale until settled.
+    receiving: Arc<Vec<bool>>,
+    receiving_for: (u64, u64, bool),
+    /// A peer reported work on another view while this node's own view did not change (the
+    /// others saw a membership change this node did not, e.g. a brief false suspicion of
+    /// it): until settled again every slot this node holds counts as receiving.
+    peers_moving: bool,
+    /// For a node without a useful base: guesses of where keys were before it joined, for
+    /// the view and serving set `.0`: the placement over the other serving members, and the
+    /// one over every other member (joins seen by the others before this one).
+    guesses: Option<Guesses>,
+}
+
+/// Hand-off and settling state of one node.
+pub struct Handoff {
+    inner: Mutex<Inner>,
+    /// Keys with a command waiting for a fetch, each with the commands queued behind it in
+    /// arrival order (see [`before`]).
+    pub(super) queues: Mutex<HashMap<Bytes, VecDeque<oneshot::Sender<()>>>>,
+    /// How many keys have a queue (so the settled fast path can skip the lock).
+    pub(super) queued: std::sync::atomic::AtomicUsize,
+    /// How many times this node settled (the hand-off task forgets slots once per settle).
+    settles: AtomicU64,
+    /// The id of the view this node settled in (0: none, or unsettled since a change).
+    settled_for: AtomicU64,
+    /// Publishes `settled_for` to waiters (leave).
+    settled_view: watch::Sender<u64>,
+    /// Wakes the hand-off task (the node settled, or started accepting).
+    pub(super) wake: Notify,
+    pub(super) rate: u64,
+    pub stats: HandoffStats,
+}
+
+pub(super) fn lock(m: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    // A panic while holding the lock leaves plain data behind: keep using it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Handoff {
+    pub fn new(config: &NodeConfig) -> Handoff {
+        Handoff {
+            inner: Mutex::new(Inner {
+                base: None,
+                window: Vec::new(),
+                done_from: HashMap::new(),
+                my_done: 0,
+                receiving: Arc::new(Vec::new()),
+                receiving_for: (u64::MAX, u64::MAX, false),
+                peers_moving: false,
+                guesses: None,
+            }),
+            queues: Mutex::new(HashMap::new()),
+            queued: std::sync::atomic::AtomicUsize::new(0),
+            settles: AtomicU64::new(0),
+            settled_for: AtomicU64::new(0),
+            settled_view: watch::channel(0).0,
+            wake: Notify::new(),
+            rate: config.handoff_rate.0.max(1),
+            stats: HandoffStats::default(),
+        }
+    }
+
+    /// Settled in `view` from the start: a static cluster (keys never move), or the first
+    /// node of a gossip cluster.
+    pub fn settle_static(&self, view: &Arc<View>) {
+        let mut inner = lock(&self.inner);
+        inner.my_done = view.id;
+        inner.base = Some(view.clone());
+        self.settled_for.store(view.id, Ordering::Release);
+        self.settled_view.send_replace(view.id);
+    }
+
+    /// A gossip node without seeds starts a cluster: alone and settled. One with seeds is
+    /// unsettled until it found the others and their hand-offs to it completed (or, with
+    /// `cluster-bootstrap`, having found nobody within `join-timeout-ms`, it settles alone).
+    pub fn start_gossip(&self, view: &Arc<View>, config: &NodeConfig) {
+        if config.cluster_seeds.is_empty() {
+            self.settle_static(view);
+        }
+    }
+
+    /// Wakes the hand-off task (the node started accepting, or a DONE settled it).
+    pub fn poke(&self) {
+        self.wake.notify_one();
+    }
+
+    /// True once every hand-off for `view` is complete (no fetch on misses).
+    pub fn settled_in(&self, view: &View) -> bool {
+        self.settled_for.load(Ordering::Acquire) == view.id
+    }
+
+    /// Waits until this node settled in its current view, or `deadline` passes.
+    pub async fn wait_settled(&self, cluster: &Cluster, deadline: Instant) -> bool {
+        let mut rx = self.settled_view.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if self.settled_in(&cluster.view()) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .is_err()
+            {
+                return false;
+            }
+        }
+    }
+
+    /// The view this node last settled in.
+    pub(super) fn base(&self) -> Option<Arc<View>> {
+        lock(&self.inner).base.clone()
+    }
+
+    /// A view with another placement replaces `old` (called before it is published).
+    pub fn view_changed(&self, old: &Arc<View>, new: &Arc<View>) {
+        let mut inner = lock(&self.inner);
+        if old.id != 0 {
+            inner.window.push(old.clone());
+            if inner.window.len() > WINDOW {
+                inner.window.remove(0);
+            }
+        }
+        inner.window.retain(|v| v.id != new.id);
+        inner.my_done = 0;
+        self.settled_for.store(0, Ordering::Release);
+    }
+
+    /// `name` finished handing off for view `view` (0: it is working on a new view). Kept
+    /// even when `name` is not a member yet (its DONE may arrive before the gossip news of
+    /// it); entries of non-members are dropped when the map outgrows the membership.
+    pub fn record_done(&self, cluster: &Cluster, name: &str, view: u64) {
+        {
+            let mut inner = lock(&self.inner);
+            inner.done_from.insert(name.to_owned(), view);
+            let live = cluster.view();
+            if view != live.id && self.settled_in(&live) {
+                // A peer works on a membership this node has not seen (or has seen go by):
+                // keys may be moving to this node without its view changing.
+                inner.peers_moving = true;
+                self.settled_for.store(0, Ordering::Release);
+            }
+            if inner.done_from.len() > 2 * live.members.len() + 16 {
+                inner
+                    .done_from
+                    .retain(|n, _| live.members.iter().any(|m| &m.info.name == n));
+            }
+        }
+        self.reevaluate(cluster);
+    }
+
+    pub(super) fn my_scan_done(&self, cluster: &Cluster, view: u64) {
+        lock(&self.inner).my_done = view;
+        self.reevaluate(cluster);
+    }
+
+    /// Recomputes whether this node is settled in the current view.
+    pub fn reevaluate(&self, cluster: &Cluster) {
+        let mut inner = lock(&self.inner);
+        let view = cluster.view();
+        let settled = inner.my_done == view.id
+            && view
+                .live_peers()
+                .all(|(n, _)| inner.done_from.get(&n.name) == Some(&view.id));
+        if settled && self.settled_for.load(Ordering::Acquire) != view.id {
+            inner.base = Some(view.clone());
+            inner.window.clear();
+            inner.peers_moving = false;
+            self.settles.fetch_add(1, Ordering::AcqRel);
+            self.settled_for.store(view.id, Ordering::Release);
+            drop(inner);
+            self.settled_view.send_replace(view.id);
+            self.wake.notify_one();
+        }
+    }
+
+    /// Which slots of `view` this node is receiving (see `Inner::receiving`).
+    pub(super) fn receiving(&self, view: &View) -> Arc<Vec<bool>> {
+        let mut inner = lock(&self.inner);
+        let base_id = inner.base.as_ref().map_or(0, |b| b.id);
+        let key = (base_id, view.id, inner.peers_moving);
+        if inner.receiving_for != key {
+            let me = &view.myself;
+            // A base in which this node was alone says nothing about what the others hold
+            // (a restart without seeds, a partition): like no base at all.
+            let base = inner
+                .base
+                .as_ref()
+                .filter(|b| b.nodes.len() > 1 && !inner.peers_moving);
+            let r: Vec<bool> = (0..SLOTS)
+                .map(|slot| {
+                    if !view.owners(slot).contains(&view.me) {
+                        return false;
+                    }
+                    match base {
+                        None => true,
+                        Some(b) => !b
+                            .owners(slot)
+                            .iter()
+                            .any(|&m| b.nodes[usize::from(m)].same_incarnation(me)),
+                    }
+                })
+                .collect();
+            inner.receiving = Arc::new(r);
+            inner.receiving_for = key;
+        }
+        inner.receiving.clone()
+    }
+
+    /// The views a hand-off to `current` is planned from: the last settled view and every
+    /// view replaced since (a copy may have been filled, or taken writes, in any of them).
+    pub(super) fn plan_bases(&self, current: &View) -> Vec<Arc<View>> {
+        let inner = lock(&self.inner);
+        inner
+            .base
+            .iter()
+            // A view in which this node was alone and never settled (a start with seeds)
+            // held nothing of anyone's: planning from it would echo back every key this
+            // node receives.
+            .chain(inner.window.iter().filter(|v| v.nodes.len() > 1))
+            .filter(|v| v.id != current.id)
+            .cloned()
+            .collect()
+    }
+
+    /// How many times this node has settled.
+    pub(super) fn settle_count(&self) -> u64 {
+        self.settles.load(Ordering::Acquire)
+    }
+
+    /// The links to ask for a key's state while unsettled: the slot's other copies now,
+    /// then its copies under the previous views (newest first) and under the last settled
+    /// view, live ones only, each once; every other live peer when that finds none.
+    pub(super) fn candidates(&self, view: &View, slot: u16) -> Vec<Arc<Peer>> {
+        let mut out: Vec<Arc<Peer>> = Vec::new();
+        let mut push = |p: &Arc<Peer>| {
+            if !out.iter().any(|q| Arc::ptr_eq(q, p)) {
+                out.push(p.clone());
+            }
+        };
+        for &m in view.owners(slot) {
+            if let Some(p) = view.peers.get(usize::from(m)).and_then(Option::as_ref) {
+                push(p);
+            }
+        }
+        let mut inner = lock(&self.inner);
+        for old in inner.window.iter().rev().chain(inner.base.iter()) {
+            for &m in old.owners(slot) {
+                let node = &old.nodes[usize::from(m)];
+                if let Some(p) = view.link_to(node) {
+                    push(p);
+                }
+            }
+        }
+        // A node that joined (or came back) knows no earlier placement with the others in
+        // it: guess where the keys were before the joins.
+        if inner.base.as_ref().is_none_or(|b| b.nodes.len() < 2) {
+            let others = || {
+                view.members
+                    .iter()
+                    .filter(|r| r.info.name != view.myself.name && r.state != MemberState::Down)
+            };
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            for r in others().filter(|r| r.state == MemberState::Serving) {
+                h.update(r.info.name.as_bytes());
+            }
+            let key = (view.id, h.digest());
+            if inner.guesses.as_ref().map(|g| g.0) != Some(key) {
+                let replicas = view.placement.width().saturating_sub(1);
+                let serving: Vec<Member> = others()
+                    .filter(|r| r.state == MemberState::Serving)
+                    .map(|r| Member::new(&r.info.name))
+                    .collect();
+                let all: Vec<Member> = others()
+                    .filter(|r| r.state != MemberState::Leaving)
+                    .map(|r| Member::new(&r.info.name))
+                    .collect();
+                let guesses: Vec<Placement> = [serving, all]
+                    .iter()
+                    .filter_map(|m| Placement::new(m, replicas, 0).ok())
+                    .collect();
+                inner.guesses = Some((key, Arc::new(guesses)));
+            }
+            if let Some((_, guesses)) = &inner.guesses {
+                for guess in guesses.iter() {
+                    for m in guess.owners(slot) {
+                        let name = &guess.members()[usize::from(*m)].name.0;
+                        if let Some((_, p)) = view.live_peers().find(|(n, _)| &n.name == name) {
+                            push(p);
+                        }
+                    }
+                }
+            }
+        }
+        drop(inner);
+        if out.is_empty() {
+            out = view.live_peers().map(|(_, p)| p.clone()).collect();
+        }
+        out
+    }
+}

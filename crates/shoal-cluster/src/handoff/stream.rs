@@ -1,0 +1,232 @@
+//! The stream: sending each planned slot's keys to its new copies as HANDOFF batches,
+//! paced by `handoff-rate`.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shoal_store::KeyState;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::plan::plan;
+use crate::message::decode_replicate_result;
+use crate::message::{encode_handoff, entry_len};
+use crate::Server;
+use crate::{NodeInfo, View};
+use shoal_engine::clock::now_ms;
+
+/// Largest HANDOFF message.
+pub(super) const BATCH_BYTES: usize = 1 << 20;
+
+pub(super) enum Scan {
+    Complete,
+    /// The view changed: scan again against the newest.
+    Interrupted,
+    /// Some sends failed: retry after a pause.
+    Failed,
+    Stopped,
+}
+
+pub(super) async fn scan(
+    node: &Arc<Server>,
+    bases: &[Arc<View>],
+    current: &Arc<View>,
+    delivered: &mut HashSet<(u16, String, u64)>,
+    limiter: &mut Limiter,
+    stop: &CancellationToken,
+) -> Scan {
+    let cluster = node.cluster.as_ref().expect("hand-off runs in a cluster");
+    let stats = &cluster.handoff.stats;
+    // Every view since the last settle may have left keys somewhere: plan from each and
+    // merge (a slot streamed twice is harmless, last-writer-wins).
+    let mut work: Vec<(u16, Vec<NodeInfo>)> = Vec::new();
+    for base in bases {
+        for (slot, targets) in plan(base, current) {
+            match work.binary_search_by_key(&slot, |(s, _)| *s) {
+                Ok(i) => {
+                    for t in targets {
+                        if !work[i].1.iter().any(|o| o.same_incarnation(&t)) {
+                            work[i].1.push(t);
+                        }
+                    }
+                }
+                Err(i) => work.insert(i, (slot, targets)),
+            }
+        }
+    }
+    for (slot, targets) in &mut work {
+        targets.retain(|t| !delivered.contains(&(*slot, t.name.clone(), t.generation)));
+    }
+    work.retain(|(_, t)| !t.is_empty());
+    stats
+        .slots_planned
+        .store(work.len() as u64, Ordering::Relaxed);
+    stats
+        .slots_pending
+        .store(work.len() as u64, Ordering::Relaxed);
+    if work.is_empty() {
+        return Scan::Complete;
+    }
+    tracing::info!(
+        slots = work.len(),
+        epoch = current.epoch(),
+        "handing off slots to their new copies"
+    );
+    let started = Instant::now();
+    let keys_before = stats.keys_sent.load(Ordering::Relaxed);
+    let mut failed = false;
+    let mut last_log = Instant::now();
+    for (n, (slot, targets)) in work.iter().enumerate() {
+        if stop.is_cancelled() {
+            return Scan::Stopped;
+        }
+        if cluster.view().id != current.id {
+            return Scan::Interrupted;
+        }
+        let states = node.engine.store.slot_states(*slot, now_ms());
+        let mut ok_targets: Vec<&NodeInfo> = targets.iter().collect();
+        for batch in batches(&states) {
+            let body = encode_handoff(batch.iter().map(|(k, s)| (&k[..], s)));
+            // Every target gets the batch: pace the bytes that actually leave.
+            limiter.take((body.len() * ok_targets.len()) as u64).await;
+            let sends = ok_targets.iter().map(|t| {
+                let body = body.clone();
+                async move {
+                    let Some(peer) = current.link_to(t) else {
+                        return false;
+                    };
+                    match peer.client.request(current.id, body).await {
+                        Ok(r) => decode_replicate_result(&r.body).is_some(),
+                        Err(e) => {
+                            tracing::debug!(node = %t.name, error = %e, "hand-off send failed");
+                            false
+                        }
+                    }
+                }
+            });
+            let results = futures_util::future::join_all(sends).await;
+            let mut i = 0;
+            ok_targets.retain(|_| {
+                let ok = results[i];
+                i += 1;
+                ok
+            });
+            let sent = (results.iter().filter(|&&r| r).count()) as u64;
+            stats
+                .keys_sent
+                .fetch_add(batch.len() as u64 * sent, Ordering::Relaxed);
+            stats
+                .bytes_sent
+                .fetch_add(body.len() as u64 * sent, Ordering::Relaxed);
+            if ok_targets.is_empty() {
+                break;
+            }
+        }
+        if ok_targets.len() < targets.len() {
+            failed = true;
+        }
+        for t in ok_targets {
+            delivered.insert((*slot, t.name.clone(), t.generation));
+        }
+        stats.slots_sent.fetch_add(1, Ordering::Relaxed);
+        stats
+            .slots_pending
+            .store((work.len() - n - 1) as u64, Ordering::Relaxed);
+        if last_log.elapsed() >= Duration::from_secs(5) {
+            last_log = Instant::now();
+            tracing::info!(
+                done = n + 1,
+                of = work.len(),
+                keys_sent = stats.keys_sent.load(Ordering::Relaxed),
+                "hand-off progress"
+            );
+        }
+    }
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let keys = stats.keys_sent.load(Ordering::Relaxed) - keys_before;
+    stats.last_scan_ms.store(elapsed_ms, Ordering::Relaxed);
+    stats.last_scan_keys.store(keys, Ordering::Relaxed);
+    tracing::info!(
+        slots = work.len(),
+        keys,
+        elapsed_ms,
+        failed,
+        "hand-off scan finished"
+    );
+    if failed {
+        Scan::Failed
+    } else {
+        Scan::Complete
+    }
+}
+
+/// Splits a slot's states into messages of at most `BATCH_BYTES` (a larger state goes
+/// alone).
+pub(super) fn batches(states: &[(Bytes, KeyState)]) -> Vec<&[(Bytes, KeyState)]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut size = 0;
+    for (i, (k, s)) in states.iter().enumerate() {
+        let len = entry_len(k, s);
+        if i > start && size + len > BATCH_BYTES {
+            out.push(&states[start..i]);
+            start = i;
+            size = 0;
+        }
+        size += len;
+    }
+    if start < states.len() {
+        out.push(&states[start..]);
+    }
+    out
+}
+
+/// Paces the hand-off stream to `rate` bytes per second (bursts of up to one second).
+pub(super) struct Limiter {
+    rate: u64,
+    next: Instant,
+}
+
+impl Limiter {
+    pub(super) fn new(rate: u64) -> Limiter {
+        Limiter {
+            rate,
+            next: Instant::now(),
+        }
+    }
+
+    pub(super) async fn take(&mut self, bytes: u64) {
+        let now = Instant::now();
+        if self.next + Duration::from_secs(1) < now {
+            self.next = now - Duration::from_secs(1);
+        }
+        self.next += Duration::from_micros(bytes.saturating_mul(1_000_000) / self.rate);
+        if self.next > now {
+            tokio::time::sleep_until(self.next).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn batches_respect_the_size_limit() {
+        let big = KeyState::Live {
+            value: Bytes::from(vec![0u8; 400 << 10]),
+            flags: 0,
+            expire_at_ms: 0,
+            version: 1,
+        };
+        let states: Vec<(Bytes, KeyState)> = (0..5)
+            .map(|i| (Bytes::from(format!("k{i}")), big.clone()))
+            .collect();
+        let b = batches(&states);
+        assert_eq!(b.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![2, 2, 1]);
+        assert!(batches(&[]).is_empty());
+    }
+}

@@ -1,0 +1,217 @@
+//! Running a command here, in a cluster: the one entry, [`run_here`], runs it on the local
+//! store and queues the new state of every key it wrote for the key's other copies. The
+//! rest are the ways a command comes to run here: as the owner of its keys ([`run_owned`],
+//! which first fetches keys still on their way here), sent by another node
+//! ([`serve_command`]), or after a wait for its key's turn ([`serve_after_wait`],
+//! [`serve_body_here`]).
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use shoal_engine::client::ClientInfo;
+use shoal_engine::cmd::{self, flag, CommandSpec, Prepared, Route, Session};
+use shoal_engine::config::WriteAck;
+use shoal_engine::hooks::SlotScope;
+use shoal_resp::{Protocol, Reply};
+
+use super::outcome::{encode, error_bytes, reply_limit, with_acks, Outcome};
+use crate::message::{decode_request, Request, Scope, ScopeSpec};
+use crate::replicate::{replicate_keys, wait_acks, Acks};
+use crate::{handoff, Cluster, Server, View};
+
+/// Runs a prepared command on this node's store, then queues the new state of each key it
+/// wrote for that key's other copies (the keys at the command's key positions when it
+/// writes; for EXEC, the keys of the queued writes). Every command that runs here in a
+/// cluster runs through this function. Returns the reply and, with `write-ack = all`, the
+/// replicas' acks to wait for.
+#[allow(clippy::too_many_arguments)]
+pub fn run_here(
+    node: &Server,
+    cluster: &Cluster,
+    view: &View,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+    scope: Option<&dyn SlotScope>,
+) -> (Reply, Acks) {
+    let written: Vec<Bytes> = if spec.route == Route::Exec {
+        // EXEC writes what its queue writes; read the queue before EXEC takes it.
+        session.multi.as_ref().map_or_else(Vec::new, |tx| {
+            tx.queue
+                .iter()
+                .filter_map(|a| Some((cmd::lookup(&a[0])?, a)))
+                .filter(|(s, _)| s.flags & flag::WRITE != 0)
+                .flat_map(|(s, a)| s.keys(a))
+                .collect()
+        })
+    } else if spec.flags & flag::WRITE != 0 {
+        spec.keys(args)
+    } else {
+        Vec::new()
+    };
+    let reply = cmd::run(node, session, spec, args, now_ms, scope);
+    if written.is_empty() || view.placement.width() < 2 {
+        return (reply, Vec::new());
+    }
+    let want_ack = cluster.write_ack == WriteAck::All;
+    let acks = replicate_keys(node, view, &cluster.stats, written.iter(), now_ms, want_ack);
+    (reply, acks)
+}
+
+/// The keys a command names (by its key specification), if it is a known command.
+pub fn command_keys(args: &[Bytes]) -> Option<Vec<Bytes>> {
+    Some(cmd::lookup(args.first()?)?.keys(args))
+}
+
+/// Runs a command here, as the owner of its keys (see [`run_here`]); with `write-ack = all`
+/// the reply waits for the replicas. While the cluster is unsettled, keys still on their way
+/// here are fetched from their other copies first.
+pub fn run_owned(
+    node: &Arc<Server>,
+    cluster: &Cluster,
+    view: &View,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Outcome {
+    // WATCH needs no fetch: a key that arrives later counts as changed, and EXEC aborts.
+    if spec.route != Route::Watch && !cluster.handoff.settled_in(view) {
+        let keys = spec.keys(args);
+        let view = cluster.view();
+        if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms) {
+            // Unsettled and a key may not be here yet: fetch it from its other copies first
+            // (in arrival order per key), then run the command as a forwarded one runs.
+            let node = node.clone();
+            let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
+            return Outcome::Later(Box::pin(async move {
+                let (_, turn) = wait.await;
+                serve_after_wait(&node, &view, proto, None, &args, turn, 0, limit).await
+            }));
+        }
+    }
+    let (reply, acks) = run_here(node, cluster, view, session, spec, args, now_ms, None);
+    with_acks(reply, session.proto, acks, cluster.timeouts.half)
+}
+
+/// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part),
+/// `ahead` milliseconds ahead (see `message`), after what `handoff::before` asks for.
+pub async fn serve_body_here(
+    node: &Arc<Server>,
+    view: &Arc<View>,
+    body: Bytes,
+    ahead: u64,
+) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    match decode_request(body, |b| parse_command(node, b)) {
+        Ok(Request::Command {
+            proto,
+            scope,
+            args,
+            reply_limit,
+            ..
+        }) => {
+            let mut turn = handoff::KeyTurn::none();
+            if scope.is_none() {
+                let keys = command_keys(&args).unwrap_or_default();
+                let now = shoal_engine::clock::now_ms();
+                if let handoff::Before::Wait(wait) =
+                    handoff::before(node, cluster, view, &keys, now)
+                {
+                    turn = wait.await.1;
+                }
+            }
+            serve_after_wait(node, view, proto, scope, &args, turn, ahead, reply_limit).await
+        }
+        Ok(_) => error_bytes("ERR unexpected inter-node message"),
+        Err(e) => error_bytes(&format!("ERR bad inter-node message: {e}")),
+    }
+}
+
+/// Parses the RESP command inside a COMMAND body with the node's request limits.
+pub fn parse_command(node: &Server, body: Bytes) -> Result<Vec<Bytes>, String> {
+    let mut buf = BytesMut::from(&body[..]);
+    let mut parser = shoal_resp::RequestParser::new();
+    match parser.parse(&mut buf, &node.engine.limits(), true) {
+        Ok(Some(args)) if buf.is_empty() => Ok(args),
+        Ok(Some(_)) => Err("trailing bytes after the command".into()),
+        Ok(None) => Err("incomplete command".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs a command that another node sent (or a fan-out's local part) here, without routing
+/// it again (see [`run_here`]). Returns the reply in `proto` and, with `write-ack = all`, the
+/// acks to wait for.
+#[allow(clippy::too_many_arguments)]
+pub fn serve_command(
+    node: &Server,
+    cluster: &Cluster,
+    view: &Arc<View>,
+    info: &Arc<ClientInfo>,
+    proto: Protocol,
+    scope: Option<ScopeSpec>,
+    args: &[Bytes],
+    now_ms: u64,
+    reply_limit: u64,
+) -> (Bytes, Acks) {
+    let mut session = Session::new(info.clone(), true);
+    session.proto = proto;
+    if reply_limit > 0 {
+        session.budget = cmd::ReplyBudget::new(reply_limit.min(cmd::FORWARDED_REPLY_MAX as u64));
+    }
+    let scope = scope.map(|s| Scope::new(s, view.clone()));
+    let (reply, acks) = match cmd::prepare(&node.engine, &mut session, args) {
+        Prepared::Done(reply) => (reply, Vec::new()),
+        Prepared::Run(spec) => {
+            let scope = scope.as_ref().map(|s| s as &dyn SlotScope);
+            run_here(node, cluster, view, &mut session, spec, args, now_ms, scope)
+        }
+    };
+    let reply = if session.budget.exceeded() {
+        Reply::error("ERR reply exceeds the client output buffer limit")
+    } else {
+        reply
+    };
+    (encode(&reply, proto), acks)
+}
+
+/// [`serve_command`] once a command's wait is over (a fetch, its key's turn): runs it on the
+/// local store, hands the key's turn on, then waits for the replicas' acks.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve_after_wait(
+    node: &Arc<Server>,
+    view: &Arc<View>,
+    proto: Protocol,
+    scope: Option<ScopeSpec>,
+    args: &[Bytes],
+    turn: handoff::KeyTurn,
+    ahead: u64,
+    reply_limit: u64,
+) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    // The view may have changed while waiting: replicate to the copies it names now. A scope
+    // keeps the view it was resolved against.
+    let now_view;
+    let view = if scope.is_none() {
+        now_view = cluster.view();
+        &now_view
+    } else {
+        view
+    };
+    let (bytes, acks) = serve_command(
+        node,
+        cluster,
+        view,
+        &cluster.internal,
+        proto,
+        scope,
+        args,
+        shoal_engine::clock::now_ms() + ahead,
+        reply_limit,
+    );
+    drop(turn);
+    wait_acks(acks, cluster.timeouts.half).await;
+    bytes
+}

@@ -1,0 +1,225 @@
+//! The router: where each client command runs.
+//!
+//! `dispatch` is what a client connection calls for every request. After the usual checks
+//! (`cmd::prepare`) a command is, by its key specification:
+//! - keyless (PING, CONFIG, CLIENT, ...): run here;
+//! - one key: run here when this node owns the key's slot (then the key's new state is
+//!   replicated), otherwise forwarded to the owner, whose reply bytes are returned verbatim;
+//!   read-modify-write commands therefore always run at the owner;
+//! - MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: split by the keys' copies, the parts run at
+//!   once (here or forwarded), the replies merged in the client's order;
+//! - MSETNX, RENAME, RENAMENX, COPY: run at the one owner of all their keys, or refused with
+//!   CROSSSLOT when the keys have different owners (they could not be atomic);
+//! - DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHALL, FLUSHDB, INFO keyspace: fanned out (`fanout`).
+//!
+//! A forwarded request that cannot reach the owner (refused, reset, timed out) goes at once
+//! to the next copy; a client sees an error only when no copy answers.
+//!
+//! Modules: the decision itself is `crate::plan` (pure); `local` runs a command here (the
+//! one entry: `local::run_here`); `outbound` sends it to the copies of its keys; `split`
+//! splits a multi-key command by owner and merges the parts; `outcome` is the reply type.
+//! EXEC stays here beside `route`, which it calls for each queued command.
+
+mod local;
+mod outbound;
+mod outcome;
+mod split;
+
+pub use local::{command_keys, parse_command, serve_after_wait, serve_command};
+pub use outbound::{fails_over, send_to_copies};
+pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::future::join_all;
+use shoal_engine::cmd::{self, flag, CommandSpec, Prepared, Route, Session};
+use shoal_resp::Reply;
+
+use crate::message::encode_command;
+use crate::plan::{plan, Plan};
+use crate::{fanout, handoff, Cluster, Server};
+use local::{run_here, run_owned};
+use outbound::forward;
+use outcome::{reply_limit, with_acks};
+
+/// Runs one client request wherever it belongs.
+pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
+    let spec = match cmd::prepare(&node.engine, session, args) {
+        Prepared::Run(spec) => spec,
+        Prepared::Done(reply) => return Outcome::Reply(reply),
+    };
+    match &node.cluster {
+        None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
+        Some(cluster) => route(node, cluster, session, spec, args, now_ms),
+    }
+}
+
+/// True if `args` would write keys this node owns, right away. A connection that still
+/// waits for forwarded replies holds such a command back until they are in, so a pipeline's
+/// writes cannot become visible before the commands sent earlier ran. A read of an owned key
+/// is not held: reading an older value is something a single node could also have answered.
+pub fn writes_local_keys(node: &Server, args: &[Bytes]) -> bool {
+    let Some(cluster) = &node.cluster else {
+        return false;
+    };
+    let Some(spec) = cmd::lookup(&args[0]) else {
+        return false;
+    };
+    if spec.flags & flag::WRITE == 0 {
+        return false;
+    }
+    match spec.route {
+        Route::Owner | Route::Split(_) | Route::Watch => {
+            let view = cluster.view();
+            key_positions(spec, args)
+                .iter()
+                .any(|&p| view.owner_of(&args[p]) == view.me)
+        }
+        Route::Here | Route::AllNodes(_) | Route::Info | Route::Exec | Route::Cluster => false,
+    }
+}
+
+/// The argument positions of a command's keys (Redis's first/last/step key spec).
+pub fn key_positions(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
+    spec.key_positions(args.len()).collect()
+}
+
+fn route(
+    node: &Arc<Server>,
+    cluster: &Cluster,
+    session: &mut Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Outcome {
+    let proto = session.proto;
+    let view = cluster.view();
+    let accepting = cluster.accepting.load(Ordering::Acquire);
+    match plan(&view.placement, view.me, accepting, spec, args) {
+        Plan::Here => {
+            let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
+            with_acks(reply, proto, acks, cluster.timeouts.half)
+        }
+        Plan::Owned => run_owned(node, cluster, &view, session, spec, args, now_ms),
+        Plan::Forward { owners, write } => {
+            let limit = reply_limit(session);
+            let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
+            forward(node, view, owners, body, write)
+        }
+        Plan::Split(merge) => split::split(node, cluster, session, spec, args, now_ms, merge),
+        Plan::AllNodes => fanout::start(node, cluster, spec, args, proto),
+        Plan::InfoKeyspace => fanout::info(node, args, proto),
+        Plan::Exec => exec(node, cluster, session, spec, args, now_ms),
+        Plan::TryAgain => Outcome::Reply(Reply::error(
+            "TRYAGAIN this node is joining the cluster; retry in a moment",
+        )),
+        Plan::CrossSlot => Outcome::Reply(Reply::error(format!(
+            "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
+             atomic; keep them together with a {{hash tag}}",
+            spec.name.to_ascii_uppercase()
+        ))),
+        Plan::WatchNotOwned => Outcome::Reply(Reply::error(
+            "ERR WATCH is supported only for keys this node owns in a Shoal cluster \
+             (see CLUSTER KEYSLOT and CLUSTER NODES)",
+        )),
+    }
+}
+
+/// EXEC in a cluster: a transaction whose commands all run here executes as on a single
+/// node; otherwise each queued command is routed on its own (in order, without isolation,
+/// as Shoal's EXEC never isolates) and the replies are gathered into EXEC's array.
+fn exec(
+    node: &Arc<Server>,
+    cluster: &Cluster,
+    session: &mut Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Outcome {
+    let view = cluster.view();
+    let runs_here = |a: &Vec<Bytes>| -> bool {
+        let Some(s) = cmd::lookup(&a[0]) else {
+            return true;
+        };
+        match s.route {
+            Route::Here | Route::Cluster => true,
+            Route::Exec | Route::AllNodes(_) | Route::Info => false,
+            Route::Owner | Route::Split(_) | Route::Watch => key_positions(s, a)
+                .iter()
+                .all(|&p| view.owner_of(&a[p]) == view.me),
+        }
+    };
+    let Some(tx) = session.multi.as_ref() else {
+        return Outcome::Reply(run_here(node, cluster, &view, session, spec, args, now_ms, None).0);
+    };
+    // While unsettled, a transaction touching keys still on their way here runs command by
+    // command (each fetches first), like one across owners.
+    let arriving = |a: &Vec<Bytes>| -> bool {
+        cmd::lookup(&a[0]).is_some_and(|s| {
+            let keys = key_positions(s, a);
+            !handoff::missing(node, cluster, &view, keys.iter().map(|&p| &a[p]), now_ms).is_empty()
+        })
+    };
+    let settled = cluster.handoff.settled_in(&view);
+    if tx.dirty || (tx.queue.iter().all(runs_here) && (settled || !tx.queue.iter().any(arriving))) {
+        // Every queued command runs here: as EXEC on a single node, the queued writes
+        // replicated after it.
+        let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
+        return with_acks(reply, session.proto, acks, cluster.timeouts.half);
+    }
+    let tx = session.multi.take().expect("checked above");
+    let watched = std::mem::take(&mut session.watched);
+    if cmd::multi::watched_changed(&node.engine, &watched, now_ms) {
+        return Outcome::Reply(Reply::NilArray);
+    }
+    let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
+    for a in &tx.queue {
+        let outcome = match cmd::lookup(&a[0]) {
+            Some(s) => route(node, cluster, session, s, a, now_ms),
+            None => Outcome::Reply(cmd::unknown_command(a)),
+        };
+        parts.push(outcome.into_future(session.proto));
+    }
+    let n = parts.len();
+    Outcome::Later(Box::pin(async move {
+        let replies = join_all(parts).await;
+        let mut out = BytesMut::new();
+        out.put_slice(format!("*{n}\r\n").as_bytes());
+        for r in replies {
+            out.put_slice(&r);
+        }
+        out.freeze()
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_positions_follow_the_key_spec() {
+        let args =
+            |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
+        let spec = |n: &str| cmd::lookup(n.as_bytes()).unwrap();
+        assert_eq!(
+            key_positions(spec("mset"), &args("MSET a 1 b 2")),
+            vec![1, 3]
+        );
+        assert_eq!(
+            key_positions(spec("del"), &args("DEL a b c")),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            key_positions(spec("copy"), &args("COPY a b REPLACE")),
+            vec![1, 2]
+        );
+        assert_eq!(
+            key_positions(spec("object"), &args("OBJECT ENCODING k")),
+            vec![2]
+        );
+        assert!(key_positions(spec("object"), &args("OBJECT HELP")).is_empty());
+        assert!(key_positions(spec("ping"), &args("PING")).is_empty());
+    }
+}

@@ -1,0 +1,32 @@
+//! Shoal's engine: one node's semantics and nothing else: no ring, no peers, no runtime.
+//!
+//! Where to look:
+//! - `cmd`: the command table (one row a command: arity, flags, key specification, routing
+//!   tip, handler) and one module per command family; this is where a command's arguments
+//!   are parsed and its Redis semantics live, on top of `shoal-store`. `cmd::prepare` checks
+//!   a request, `cmd::run` runs it here.
+//! - `mc`: the Memcached commands' semantics on the same store.
+//! - `engine`: the state every connection shares (store, settings, clients, stats).
+//! - `hooks`: what the engine asks of the layer above it (the cluster for CLUSTER and INFO,
+//!   SHUTDOWN), as traits that layer implements.
+//! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping;
+//!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`.
+
+pub mod client;
+pub mod clock;
+pub mod cmd;
+pub mod config;
+pub mod engine;
+pub mod fdlimit;
+pub mod hooks;
+pub mod mc;
+pub mod memory;
+pub mod stats;
+
+pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};
+pub use engine::Engine;
+
+/// The Redis release whose behaviour Shoal follows; INFO and HELLO report it.
+pub const REDIS_VERSION: &str = "7.2.4";
+/// Shoal's own version.
+pub const SHOAL_VERSION: &str = env!("CARGO_PKG_VERSION");
