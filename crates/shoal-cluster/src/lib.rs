@@ -27,7 +27,6 @@
 //! of the members installs a new one (a new epoch) without touching the router.
 
 mod describe;
-mod fanout;
 pub mod handoff;
 pub mod membership;
 pub mod message;

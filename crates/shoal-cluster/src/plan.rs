@@ -12,7 +12,7 @@ use shoal_engine::cmd::{self, flag, CommandSpec, Merge, Route};
 pub enum Plan {
     /// On the local store, nothing to replicate (keyless, node-local state).
     Here,
-    /// This node owns every key (at these argument positions): run here, then replicate.
+    /// This node owns every key: run here, then replicate.
     Owned,
     /// To the key's copies, owner first (the next copy when the owner cannot be reached).
     Forward { owners: Vec<u16>, write: bool },

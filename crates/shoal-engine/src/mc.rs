@@ -1,6 +1,6 @@
 //! Memcached's semantics on the store: executes the commands `shoal-memcache` parses on the
 //! same store the Redis protocol uses, so both see one keyspace. The front end that reads
-//! them off a connection is `memcache`.
+//! them off a connection is `shoal_node::memcache`.
 //!
 //! How the two protocols meet: a value is the same bytes in both. Memcached's 32-bit client
 //! flags are kept beside the value (a Redis `SET` resets them to 0; `APPEND`, `SETRANGE`,

@@ -4,7 +4,7 @@
 //!
 //! A leaf crate. It answers "who is in the cluster, are they up, and what state did they
 //! announce" as a versioned [`Membership`] view. It knows nothing about keys, RESP or the
-//! ring: `shoal-node` turns each new [`Membership::version`] into a placement epoch.
+//! ring: `shoal-cluster` turns each new [`Membership::version`] into a placement epoch.
 //!
 //! - [`NodeId`]: stable name (the membership key), gossip address, advertised client and
 //!   cluster addresses, and a generation. A restarted node uses a higher generation and

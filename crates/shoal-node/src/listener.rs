@@ -218,6 +218,8 @@ pub async fn start_with(
     node.engine
         .port
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    node.engine.threads.store(workers as u64, Ordering::Relaxed);
     let shutdown = node.shutdown.clone();
     let mut gossip_addr = None;
     if let (Some((start, id)), Some(config)) = (gossip_start, gossip_config) {

@@ -179,7 +179,7 @@ pub fn before(
 
 /// The reply a node gives a forwarded command on a key it does not hold while it knows no
 /// other copy to fetch it from (it is starting and has not heard of the others yet): the
-/// sender tries the key's next copy instead (`router::send_to_copies`).
+/// sender tries the key's next copy instead (`router::outbound::send_to_copies`).
 pub const NOT_HERE: &[u8] =
     b"-TRYAGAIN this node is joining and does not know the key's other copies yet\r\n";
 
@@ -193,7 +193,7 @@ pub fn try_next_copy(body: &[u8]) -> bool {
     body.starts_with(NOT_HERE) || body.starts_with(EXPIRED)
 }
 
-/// Fetches the state of `keys` from their other copies (see [`Handoff`]), asking every
+/// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every
 /// candidate at once, and applies every answer with last-writer-wins (so the newest copy
 /// wins even if one candidate is stale). Returns false if there was no other copy to ask.
 pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> bool {

@@ -54,7 +54,7 @@ mod tests {
     /// One member: name, generation, state.
     type Row = (&'static str, u64, MemberState);
 
-    pub(super) fn rows(members: &[Row]) -> Vec<MemberRow> {
+    fn rows(members: &[Row]) -> Vec<MemberRow> {
         members
             .iter()
             .enumerate()
@@ -73,7 +73,7 @@ mod tests {
     /// Checks the hand-off rule from `base` to `current` as every live node plans it: each
     /// new copy of a slot that no live old copy is gets the slot from exactly one live
     /// node, that node held it, and nobody sends a slot to a copy that already held it.
-    pub(super) fn check(replicas: usize, base: &[Row], current: &[Row]) -> usize {
+    fn check(replicas: usize, base: &[Row], current: &[Row]) -> usize {
         let config = NodeConfig {
             cluster_mode: "gossip".into(),
             cluster_secret: "s".into(),
@@ -144,7 +144,7 @@ mod tests {
     use MemberState::{Down, Joining, Leaving, Serving};
 
     #[tokio::test]
-    pub(super) async fn every_moved_copy_has_exactly_one_sender() {
+    async fn every_moved_copy_has_exactly_one_sender() {
         let abc = [("a", 1, Serving), ("b", 1, Serving), ("c", 1, Serving)];
         // A join: the newcomer gets its share from the old owners.
         let join = check(

@@ -72,7 +72,7 @@ pub(super) struct Inner {
 pub struct Handoff {
     inner: Mutex<Inner>,
     /// Keys with a command waiting for a fetch, each with the commands queued behind it in
-    /// arrival order (see [`before`]).
+    /// arrival order (see [`before`](super::before)).
     pub(super) queues: Mutex<HashMap<Bytes, VecDeque<oneshot::Sender<()>>>>,
     /// How many keys have a queue (so the settled fast path can skip the lock).
     pub(super) queued: std::sync::atomic::AtomicUsize,

@@ -215,7 +215,7 @@ mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn batches_respect_the_size_limit() {
+    fn batches_respect_the_size_limit() {
         let big = KeyState::Live {
             value: Bytes::from(vec![0u8; 400 << 10]),
             flags: 0,

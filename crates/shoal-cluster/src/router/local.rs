@@ -22,7 +22,7 @@ use crate::{handoff, Cluster, Server, View};
 /// Runs a prepared command on this node's store, then queues the new state of each key it
 /// wrote for that key's other copies (the keys at the command's key positions when it
 /// writes; for EXEC, the keys of the queued writes). Every command that runs here in a
-/// cluster runs through this function. Returns the reply and, with `write-ack = all`, the
+/// cluster runs through this function (save MSET's odd-count error, which writes nothing). Returns the reply and, with `write-ack = all`, the
 /// replicas' acks to wait for.
 #[allow(clippy::too_many_arguments)]
 pub fn run_here(
@@ -95,7 +95,7 @@ pub fn run_owned(
     with_acks(reply, session.proto, acks, cluster.timeouts.half)
 }
 
-/// Runs a COMMAND body on this node (a failover to ourselves, or a fan-out's local part),
+/// Runs a COMMAND body on this node (a failover to ourselves),
 /// `ahead` milliseconds ahead (see `message`), after what `handoff::before` asks for.
 pub async fn serve_body_here(
     node: &Arc<Server>,

@@ -17,9 +17,11 @@
 //!
 //! Modules: the decision itself is `crate::plan` (pure); `local` runs a command here (the
 //! one entry: `local::run_here`); `outbound` sends it to the copies of its keys; `split`
-//! splits a multi-key command by owner and merges the parts; `outcome` is the reply type.
+//! splits a multi-key command by owner and merges the parts; `fanout` runs the all-node
+//! commands; `outcome` is the reply type and its encoding helpers.
 //! EXEC stays here beside `route`, which it calls for each queued command.
 
+mod fanout;
 mod local;
 mod outbound;
 mod outcome;
@@ -39,7 +41,7 @@ use shoal_resp::Reply;
 
 use crate::message::encode_command;
 use crate::plan::{plan, Plan};
-use crate::{fanout, handoff, Cluster, Server};
+use crate::{handoff, Cluster, Server};
 use local::{run_here, run_owned};
 use outbound::forward;
 use outcome::{reply_limit, with_acks};

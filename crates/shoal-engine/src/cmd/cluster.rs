@@ -55,13 +55,13 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     match &sub[..] {
         b"keyslot" => Reply::Int(i64::from(key_slot(&args[2]))),
         b"countkeysinslot" => match parse_slot(&args[2]) {
-            Some(slot) => Reply::Int(ctx.node.store.count_in_slot(slot) as i64),
+            Some(slot) => Reply::Int(ctx.engine.store.count_in_slot(slot) as i64),
             None => err("ERR Invalid slot"),
         },
-        b"localkeys" => Reply::Int(ctx.node.store.len() as i64),
+        b"localkeys" => Reply::Int(ctx.engine.store.len() as i64),
         b"haskey" => {
             let exists =
-                ctx.node
+                ctx.engine
                     .store
                     .read(&args[2], ctx.now_ms, shoal_store::Access::Peek, |e| {
                         e.is_some()

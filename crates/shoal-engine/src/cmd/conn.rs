@@ -28,7 +28,7 @@ const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is dis
 pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (user, pass): (&[u8], &[u8]) = match args.len() {
         2 => {
-            if !ctx.node.requires_auth() {
+            if !ctx.engine.requires_auth() {
                 return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
             }
             (b"default", &args[1])
@@ -36,7 +36,7 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         3 => (&args[1], &args[2]),
         _ => return err(ERR_SYNTAX),
     };
-    if ctx.node.check_password(user, pass) {
+    if ctx.engine.check_password(user, pass) {
         ctx.session.authenticated = true;
         Reply::ok()
     } else {
@@ -63,7 +63,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     while i < args.len() {
         let more = args.len() - i - 1;
         if is(&args[i], "AUTH") && more >= 2 {
-            if !ctx.node.check_password(&args[i + 1], &args[i + 2]) {
+            if !ctx.engine.check_password(&args[i + 1], &args[i + 2]) {
                 return err(WRONGPASS);
             }
             ctx.session.authenticated = true;
@@ -83,7 +83,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ));
         }
     }
-    if !ctx.session.authenticated && ctx.node.requires_auth() {
+    if !ctx.session.authenticated && ctx.engine.requires_auth() {
         return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     ctx.session.authenticated = true;
@@ -133,7 +133,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.proto = Protocol::Resp2;
     s.info.resp.store(2, Ordering::Relaxed);
     s.reply_mode = ReplyMode::On;
-    s.authenticated = !ctx.node.requires_auth();
+    s.authenticated = !ctx.engine.requires_auth();
     *s.info.name.lock().expect("client name lock poisoned") = None;
     s.info.no_evict.store(false, Ordering::Relaxed);
     s.multi = None;
@@ -312,7 +312,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     }
     let mut out = String::new();
-    for c in ctx.node.clients.all() {
+    for c in ctx.engine.clients.all() {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
@@ -328,7 +328,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         // Old form: CLIENT KILL addr:port.
         let addr = String::from_utf8_lossy(&args[2]);
         let victim = ctx
-            .node
+            .engine
             .clients
             .all()
             .into_iter()
@@ -386,7 +386,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let mut killed = 0;
     if type_ok {
-        for c in ctx.node.clients.all() {
+        for c in ctx.engine.clients.all() {
             let age = ctx.now_ms.saturating_sub(c.created_ms) / 1000;
             if id.is_some_and(|id| id != c.id)
                 || addr.as_ref().is_some_and(|a| *a != c.addr.to_string())

@@ -7,7 +7,7 @@ use shoal_store::{glob_match, key_slot, Access};
 use super::{err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 
 pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let store = &ctx.node.store;
+    let store = &ctx.engine.store;
     let n = args[1..]
         .iter()
         .filter(|k| store.remove(k, ctx.now_ms))
@@ -16,7 +16,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn count_live(ctx: &Ctx<'_>, keys: &[Bytes], access: Access) -> Reply {
-    let store = &ctx.node.store;
+    let store = &ctx.engine.store;
     let n = keys
         .iter()
         .filter(|k| store.read(k, ctx.now_ms, access, |e| e.is_some()))
@@ -34,7 +34,7 @@ pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let exists = ctx
-        .node
+        .engine
         .store
         .read(&args[1], ctx.now_ms, Access::Peek, |e| e.is_some());
     Reply::Simple(if exists { "string" } else { "none" }.into())
@@ -82,7 +82,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], millis: bool, absolute: boo
         tri!(ms.checked_add(ctx.now_ms as i64).ok_or_else(invalid))
     };
     let now = ctx.now_ms as i64;
-    let changed = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    let changed = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         if !slot.exists() {
             return false;
         }
@@ -124,7 +124,7 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], millis: bool, absolute: bool) -> Reply {
     let now = ctx.now_ms;
     let t = ctx
-        .node
+        .engine
         .store
         .read(&args[1], now, Access::Peek, |e| e.map(|e| e.expire_at_ms));
     Reply::Int(match t {
@@ -158,7 +158,7 @@ pub fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let done = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    let done = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         slot.expire_at().is_some() && slot.set_expire(None)
     });
     Reply::Int(i64::from(done))
@@ -168,7 +168,7 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 type Carried = (Vec<u8>, Option<u64>);
 
 fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
-    ctx.node.store.write(key, ctx.now_ms, |slot| {
+    ctx.engine.store.write(key, ctx.now_ms, |slot| {
         let v = (slot.value()?.to_vec(), slot.expire_at());
         if remove {
             slot.remove();
@@ -178,13 +178,13 @@ fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
 }
 
 fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): &Carried) {
-    ctx.node
+    ctx.engine
         .store
         .write(key, ctx.now_ms, |slot| slot.set(value, *ttl));
 }
 
 fn exists_now(ctx: &Ctx<'_>, key: &[u8]) -> bool {
-    ctx.node
+    ctx.engine
         .store
         .read(key, ctx.now_ms, Access::Peek, |e| e.is_some())
 }
@@ -260,7 +260,7 @@ fn all_keys(ctx: &mut Ctx<'_>, pattern: &[u8]) -> Vec<Reply> {
     let mut budget = ctx.session.budget;
     let mut cursor = 0;
     loop {
-        cursor = ctx.node.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
+        cursor = ctx.engine.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
             if (match_all || glob_match(pattern, k, false))
                 && ctx.in_scope(k)
                 && budget.charge(k.len())
@@ -312,7 +312,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let mut keys = Vec::new();
     let mut budget = ctx.session.budget;
-    let next = ctx.node.store.scan(cursor, count, ctx.now_ms, |k, _| {
+    let next = ctx.engine.store.scan(cursor, count, ctx.now_ms, |k, _| {
         if type_ok
             && pattern.is_none_or(|p| glob_match(p, k, false))
             && ctx.in_scope(k)
@@ -328,7 +328,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let Some(scope) = ctx.scope else {
         return ctx
-            .node
+            .engine
             .store
             .random_key(ctx.now_ms)
             .map_or(Reply::Nil, Reply::Bulk);
@@ -336,7 +336,7 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     // In a fan-out: random local keys until one is in scope, then a walk of the slots in
     // scope (so a node whose in-scope keys are few still finds one).
     for _ in 0..32 {
-        match ctx.node.store.random_key(ctx.now_ms) {
+        match ctx.engine.store.random_key(ctx.now_ms) {
             None => return Reply::Nil,
             Some(k) if scope.includes(key_slot(&k)) => return Reply::Bulk(k),
             Some(_) => {}
@@ -345,11 +345,11 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let start = key_slot(&ctx.now_ms.to_le_bytes());
     for i in 0..shoal_store::SLOTS {
         let slot = (start + i) % shoal_store::SLOTS;
-        if !scope.includes(slot) || ctx.node.store.count_in_slot(slot) == 0 {
+        if !scope.includes(slot) || ctx.engine.store.count_in_slot(slot) == 0 {
             continue;
         }
         let mut found = None;
-        ctx.node.store.for_each_in_slot(slot, ctx.now_ms, |k, _| {
+        ctx.engine.store.for_each_in_slot(slot, ctx.now_ms, |k, _| {
             if found.is_none() {
                 found = Some(Bytes::copy_from_slice(k));
             }
@@ -363,11 +363,11 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 
 pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     match ctx.scope {
-        None => Reply::Int(ctx.node.store.len() as i64),
+        None => Reply::Int(ctx.engine.store.len() as i64),
         Some(scope) => {
             let n: usize = (0..shoal_store::SLOTS)
                 .filter(|&s| scope.includes(s))
-                .map(|s| ctx.node.store.count_in_slot(s))
+                .map(|s| ctx.engine.store.count_in_slot(s))
                 .sum();
             Reply::Int(n as i64)
         }
@@ -380,10 +380,10 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         Some(a) if args.len() == 2 && (is(a, "ASYNC") || is(a, "SYNC")) => {}
         Some(_) => return err(ERR_SYNTAX),
     }
-    ctx.node.store.clear();
+    ctx.engine.store.clear();
     // In a cluster, replication messages of writes from before the flush may still be on
     // their way: they must not bring keys back (a single node receives none).
-    ctx.node.store.refuse_versions_below(ctx.now_ms << 12);
+    ctx.engine.store.refuse_versions_below(ctx.now_ms << 12);
     Reply::ok()
 }
 
@@ -430,10 +430,10 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         return super::wrong_arity(&format!("object|{}", String::from_utf8_lossy(&sub)));
     }
     let lfu = matches!(
-        ctx.node.store.policy(),
+        ctx.engine.store.policy(),
         shoal_store::EvictionPolicy::AllKeysLfu | shoal_store::EvictionPolicy::VolatileLfu
     );
-    let (store, now) = (&ctx.node.store, ctx.now_ms);
+    let (store, now) = (&ctx.engine.store, ctx.now_ms);
     let seen = store.read(&args[2], now, Access::Peek, |e| {
         e.map(|e| (encoding(e.value), e.access))
     });
@@ -474,7 +474,7 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 }
                 _ => return err(ERR_SYNTAX),
             }
-            ctx.node
+            ctx.engine
                 .store
                 .read(&args[2], ctx.now_ms, Access::Peek, |e| {
                     e.map_or(Reply::Nil, |e| Reply::Int(e.charge as i64))

@@ -1,8 +1,9 @@
 //! Commands: the table, dispatch, and the argument helpers every family shares.
 //!
-//! A request arrives as its argument vector. `execute` looks the name up in `TABLE` (one row a
-//! command: arity, flags, key positions, handler), checks arity, authentication and memory,
-//! then calls the handler. Each family lives in its own module and parses its own options:
+//! A request arrives as its argument vector. `prepare` looks the name up in `TABLE` (one row a
+//! command: arity, flags, key positions, routing tip, handler) and checks arity,
+//! authentication and MULTI queueing; `run` checks memory and calls the handler (the cluster
+//! layer decides in between where it runs). `execute` is both, for EXEC's queued commands. Each family lives in its own module and parses its own options:
 //! `conn` (PING, HELLO, AUTH, CLIENT, ...), `string` (GET, SET, INCR, ...), `keys` (DEL,
 //! EXPIRE, SCAN, ...), `server` (INFO, COMMAND, CONFIG, ...). Error texts are Redis 7's.
 
@@ -436,7 +437,7 @@ impl Session {
 
 /// What a handler works with.
 pub struct Ctx<'a> {
-    pub node: &'a Engine,
+    pub engine: &'a Engine,
     /// The node around the engine (cluster, shutdown).
     pub host: &'a dyn Host,
     pub session: &'a mut Session,
@@ -520,7 +521,7 @@ pub fn run(
         );
     }
     let mut ctx = Ctx {
-        node,
+        engine: node,
         host,
         session,
         now_ms,

@@ -42,7 +42,7 @@ pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 }
 
 fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Bytes, Option<u64>)> {
-    snapshot_at(ctx.node, key, ctx.now_ms)
+    snapshot_at(ctx.engine, key, ctx.now_ms)
 }
 
 fn snapshot_at(
@@ -89,7 +89,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if tx.dirty {
         return err("EXECABORT Transaction discarded because of previous errors.");
     }
-    if watched_changed(ctx.node, &watched, ctx.now_ms) {
+    if watched_changed(ctx.engine, &watched, ctx.now_ms) {
         return Reply::NilArray;
     }
     // The replies add up: each one is charged to the reply budget (those that charged their

@@ -58,7 +58,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    Reply::Verbatim(render_info(ctx.node, ctx.host.cluster(), &sections, ctx.keyspace).into())
+    Reply::Verbatim(render_info(ctx.engine, ctx.host.cluster(), &sections, ctx.keyspace).into())
 }
 
 const DEFAULT_SECTIONS: &[&str] = &[
@@ -728,7 +728,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         b"get" if args.len() >= 3 => {
             // Redis: a name without glob characters is echoed as typed; a pattern lists the
             // canonical names it matches. Each parameter appears once.
-            let settings = ctx.node.settings();
+            let settings = ctx.engine.settings();
             let mut out = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for p in &args[2..] {
@@ -752,11 +752,11 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Reply::Map(out)
         }
         b"set" if args.len() >= 4 && args.len().is_multiple_of(2) => {
-            config_set(ctx.node, &args[2..])
+            config_set(ctx.engine, &args[2..])
         }
         b"resetstat" if args.len() == 2 => {
-            ctx.node.stats.reset();
-            ctx.node.store.reset_stats();
+            ctx.engine.stats.reset();
+            ctx.engine.store.reset_stats();
             Reply::ok()
         }
         b"rewrite" if args.len() == 2 => {

@@ -15,7 +15,7 @@ fn bulk_or_nil(v: Option<Bytes>) -> Reply {
 }
 
 pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    bulk_or_nil(ctx.node.store.get(&args[1], ctx.now_ms))
+    bulk_or_nil(ctx.engine.store.get(&args[1], ctx.now_ms))
 }
 
 /// An expiry option's unit.
@@ -154,7 +154,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }));
     let ttl = tri!(spec.resolve(ctx.now_ms, "set"));
     let value = &args[2];
-    let set = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    let set = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let old = want_old.then(|| slot.value().map(Bytes::copy_from_slice));
         let exists = slot.exists();
         if (nx && exists) || (xx && !exists) {
@@ -175,7 +175,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let done = ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    let done = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         if slot.exists() {
             false
         } else {
@@ -188,7 +188,7 @@ pub fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn set_with_ttl(ctx: &mut Ctx<'_>, args: &[Bytes], unit: Unit, cmd: &str) -> Reply {
     let at = tri!(expire_at(&args[2], unit, false, ctx.now_ms, cmd));
-    ctx.node
+    ctx.engine
         .store
         .write(&args[1], ctx.now_ms, |slot| slot.set(&args[3], Some(at)));
     Reply::ok()
@@ -203,7 +203,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    bulk_or_nil(ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    bulk_or_nil(ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let old = slot.value().map(Bytes::copy_from_slice);
         slot.set(&args[2], None);
         old
@@ -211,7 +211,7 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    bulk_or_nil(ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    bulk_or_nil(ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let old = slot.value().map(Bytes::copy_from_slice);
         slot.remove();
         old
@@ -221,7 +221,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let spec = tri!(parse_ttl_options(args, 2, "getex", |_| false));
     let now = ctx.now_ms;
-    let result = ctx.node.store.write(&args[1], now, |slot| {
+    let result = ctx.engine.store.write(&args[1], now, |slot| {
         let Some(value) = slot.value().map(Bytes::copy_from_slice) else {
             return Ok(None);
         };
@@ -245,7 +245,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// MGET charges each value to the reply budget as it reads it: a request naming a huge
 /// value many times stops (and the client is closed) at the output limit.
 pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let store = &ctx.node.store;
+    let store = &ctx.engine.store;
     let mut values = Vec::with_capacity(args.len() - 1);
     for k in &args[1..] {
         let value = store.get(k, ctx.now_ms);
@@ -266,7 +266,7 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         return super::wrong_arity("mset");
     }
     for pair in args[1..].chunks_exact(2) {
-        ctx.node
+        ctx.engine
             .store
             .write(&pair[0], ctx.now_ms, |slot| slot.set(&pair[1], None));
     }
@@ -279,7 +279,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if args.len().is_multiple_of(2) {
         return super::wrong_arity("msetnx");
     }
-    let store = &ctx.node.store;
+    let store = &ctx.engine.store;
     let any_exists = args[1..]
         .iter()
         .step_by(2)
@@ -294,14 +294,14 @@ pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn max_len(ctx: &Ctx<'_>) -> usize {
-    ctx.node
+    ctx.engine
         .with_settings(|s| usize::try_from(s.proto_max_bulk_len.0).unwrap_or(usize::MAX))
 }
 
 pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let limit = max_len(ctx);
     let extra = &args[2];
-    ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let len = slot.value().map_or(0, <[u8]>::len);
         if len + extra.len() > limit {
             return err(ERR_TOO_BIG);
@@ -312,7 +312,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let len = ctx
-        .node
+        .engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
             e.map_or(0, |e| e.value.len())
@@ -321,7 +321,7 @@ pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Reply {
-    ctx.node.store.write(key, ctx.now_ms, |slot| {
+    ctx.engine.store.write(key, ctx.now_ms, |slot| {
         let current = match slot.value() {
             None => 0,
             Some(v) => match parse_i64(v) {
@@ -374,7 +374,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(by) = parse_f64(&args[2]) else {
         return err(ERR_NOT_FLOAT);
     };
-    ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let current = match slot.value() {
             None => 0.0,
             Some(v) => match parse_f64(v) {
@@ -395,7 +395,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let start = tri!(int_arg(&args[2]));
     let end = tri!(int_arg(&args[3]));
-    ctx.node
+    ctx.engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
             let v = e.map_or(&[][..], |e| e.value);
@@ -431,7 +431,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let offset = offset as u64;
     let patch = &args[3];
     let limit = max_len(ctx) as u64;
-    ctx.node.store.write(&args[1], ctx.now_ms, |slot| {
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let len = slot.value().map(<[u8]>::len);
         if patch.is_empty() {
             return Reply::Int(len.unwrap_or(0) as i64);

@@ -17,10 +17,11 @@ use futures_util::future::join_all;
 use shoal_resp::{array_elements, integer_value, is_error, Protocol, Reply};
 use shoal_wire::WireError;
 
-use super::message::{encode_command, ScopeSpec};
-use super::router::{encode, error_bytes, fails_over, serve_command, Outcome};
-use super::{Cluster, View};
-use crate::Server;
+use super::local::serve_command;
+use super::outbound::fails_over;
+use super::outcome::{encode, error_bytes, Outcome};
+use crate::message::{encode_command, ScopeSpec};
+use crate::{Cluster, Server, View};
 use shoal_engine::clock::now_ms;
 use shoal_engine::cmd::{self, CommandSpec, Gather, Route};
 
