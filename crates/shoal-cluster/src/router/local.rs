@@ -22,8 +22,8 @@ use crate::{handoff, Cluster, Server, View};
 /// Runs a prepared command on this node's store, then queues the new state of each key it
 /// wrote for that key's other copies (the keys at the command's key positions when it
 /// writes; for EXEC, the keys of the queued writes). Every command that runs here in a
-/// cluster runs through this function (save MSET's odd-count error, which writes nothing). Returns the reply and, with `write-ack = all`, the
-/// replicas' acks to wait for.
+/// cluster runs through this function (save MSET's odd-count error, which writes nothing).
+/// Returns the reply and, with `write-ack = all`, the replicas' acks to wait for.
 #[allow(clippy::too_many_arguments)]
 pub fn run_here(
     node: &Server,
@@ -35,8 +35,8 @@ pub fn run_here(
     now_ms: u64,
     scope: Option<&dyn SlotScope>,
 ) -> (Reply, Acks) {
-    let written: Vec<Bytes> = if spec.route == Route::Exec {
-        // EXEC writes what its queue writes; read the queue before EXEC takes it.
+    // EXEC writes what its queue writes; read the queue before EXEC takes it.
+    let queued: Option<Vec<Bytes>> = (spec.route == Route::Exec).then(|| {
         session.multi.as_ref().map_or_else(Vec::new, |tx| {
             tx.queue
                 .iter()
@@ -45,17 +45,20 @@ pub fn run_here(
                 .flat_map(|(s, a)| s.keys(a))
                 .collect()
         })
-    } else if spec.flags & flag::WRITE != 0 {
-        spec.keys(args)
-    } else {
-        Vec::new()
-    };
+    });
     let reply = cmd::run(node, session, spec, args, now_ms, scope);
-    if written.is_empty() || view.placement.width() < 2 {
+    if view.placement.width() < 2 {
         return (reply, Vec::new());
     }
     let want_ack = cluster.write_ack == WriteAck::All;
-    let acks = replicate_keys(node, view, &cluster.stats, written.iter(), now_ms, want_ack);
+    let acks = match &queued {
+        Some(keys) => replicate_keys(node, view, &cluster.stats, keys.iter(), now_ms, want_ack),
+        None if spec.flags & flag::WRITE != 0 => {
+            let keys = spec.key_positions(args.len()).map(|i| &args[i]);
+            replicate_keys(node, view, &cluster.stats, keys, now_ms, want_ack)
+        }
+        None => Vec::new(),
+    };
     (reply, acks)
 }
 
