@@ -10,6 +10,8 @@
 #                               of the requests are forwarded and every write is replicated),
 #                               with the CPU of all three nodes summed (CANDIDATE_PID list)
 # Tune the yardsticks with their environment knobs (ROUNDS, SECS, CLIENTS, VSIZE, MEM_KEYS...).
+# CLUSTER_THREADS=n gives each cluster node n worker threads (`threads`; default one per core,
+# so three nodes on a small machine oversubscribe it); the single node keeps the default.
 # SHOALD=path runs that binary instead of building one (to compare two builds, e.g. a copy of
 # the release binary made before a change against the one after).
 set -euo pipefail
@@ -46,7 +48,8 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')
   export SHOAL_CLUSTER_SECRET=bench-secret
   for i in 0 1 2; do
     eval "port=\$p$i"
-    start_node "$tmp/n$i.log" --port "$port" --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes"
+    start_node "$tmp/n$i.log" --port "$port" --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes" \
+      ${CLUSTER_THREADS:+--set "threads=$CLUSTER_THREADS"}
     pids+=("$started")
   done
   for i in 0 1 2; do wait_addr "$tmp/n$i.log" 'listening on 127\.0\.0\.1:[0-9]*' "${pids[$i]}" >/dev/null; done

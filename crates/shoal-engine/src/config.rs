@@ -224,6 +224,9 @@ pub struct NodeConfig {
     pub shutdown_timeout_ms: u64,
     /// Active expiry cycles per second (Redis's `hz`).
     pub hz: u32,
+    /// Worker threads that serve connections (memcached's `-t`, Redis's `io-threads` idea);
+    /// 0 = one per CPU core. Read at start-up.
+    pub threads: usize,
     /// `error`, `warn`, `info`, `debug` or `trace`.
     pub log_level: String,
     /// Port of the Memcached text protocol listener (on `bind`); absent = no Memcached
@@ -328,6 +331,7 @@ impl Default for NodeConfig {
             client_output_buffer_limit: OutputBufferLimits::default(),
             shutdown_timeout_ms: 10_000,
             hz: 10,
+            threads: 0,
             log_level: "info".into(),
             memcache_port: None,
             memcache_max_item_size: ByteSize(1024 * 1024),
@@ -352,6 +356,9 @@ impl Default for NodeConfig {
     }
 }
 
+/// Most worker threads `threads` may ask for.
+pub const MAX_THREADS: usize = 256;
+
 /// The keys `NodeConfig` accepts, for `SHOAL_*` environment overrides and `--help`.
 pub const CONFIG_KEYS: &[&str] = &[
     "bind",
@@ -368,6 +375,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "client-output-buffer-limit",
     "shutdown-timeout-ms",
     "hz",
+    "threads",
     "log-level",
     "memcache-port",
     "memcache-max-item-size",
@@ -442,6 +450,11 @@ impl NodeConfig {
         }
         if self.hz == 0 || self.hz > 500 {
             return Err("hz must be between 1 and 500".into());
+        }
+        if self.threads > MAX_THREADS {
+            return Err(format!(
+                "threads must be between 0 (one per core) and {MAX_THREADS}"
+            ));
         }
         if self.memcache_max_item_size.0 < 1024
             || self.memcache_max_item_size.0 > self.proto_max_bulk_len.0

@@ -132,10 +132,11 @@ fn main() -> ExitCode {
         .init();
     #[cfg(feature = "jemalloc")]
     shoal_node::memory::install(Box::new(alloc::Jemalloc));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if config.threads > 0 {
+        builder.worker_threads(config.threads);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("shoald: cannot start the runtime: {e}");

@@ -47,6 +47,32 @@ fn starts_without_a_config_file_and_answers_ping() {
     assert_eq!(client.call(&["GET", "k"]), Resp::bulk("v"));
 }
 
+/// `threads` sets the runtime's worker count (memcached's `-t`): memcached's `stats threads`
+/// reports the workers actually running, CONFIG GET the setting.
+#[test]
+fn threads_sets_the_worker_count() {
+    for n in ["1", "3"] {
+        let set = format!("threads={n}");
+        let daemon = Daemon::start(&["--port", "0", "--memcache-port", "0", "--set", &set], &[]);
+        let mut mc = TcpStream::connect(daemon.memcache_addr()).expect("memcached port");
+        mc.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        mc.write_all(b"stats\r\n").expect("write stats");
+        let mut stats = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !stats.ends_with(b"END\r\n") {
+            let got = mc.read(&mut chunk).expect("read stats");
+            assert!(got > 0, "connection closed in the middle of stats");
+            stats.extend_from_slice(&chunk[..got]);
+        }
+        let stats = String::from_utf8(stats).expect("stats are text");
+        assert!(
+            stats.contains(&format!("STAT threads {n}\r\n")),
+            "threads={n}: {stats}"
+        );
+        assert_eq!(daemon.connect().config_get("threads"), n);
+    }
+}
+
 #[test]
 fn example_config_holds_every_key_at_its_default() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../config/shoal.toml");

@@ -635,6 +635,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             Ok(())
         }),
     ),
+    ("threads", |c| c.threads.to_string(), None),
     ("log-level", |c| c.log_level.clone(), None),
     (
         "memcache-port",
