@@ -495,15 +495,17 @@ async fn serve<F: Frontend>(
         if let Some(at) = idle_at {
             idle.as_mut().reset(at);
         }
-        // All arms are cancel safe: read_buf reads nothing if another arm wins.
+        // All arms are cancel safe: read_buf reads nothing if another arm wins. The stop
+        // signal goes first: a client killed while its next request was arriving must not
+        // be served it (as the check above, for a stop that came earlier).
         let n = tokio::select! {
             biased;
+            _ = stop.as_mut() => return stopped(&info),
             r = stream.read_buf(&mut input) => match r {
                 Ok(0) => return Close::Eof,
                 Ok(n) => n,
                 Err(e) => return Close::Io(e),
             },
-            _ = stop.as_mut() => return stopped(&info),
             _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
         };
         node.engine
