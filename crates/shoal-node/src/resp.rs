@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use shoal_resp::{Limits, Reply, RequestParser};
 
 use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
-use shoal_cluster::router::{dispatch, writes_local_keys, Outcome};
+use shoal_cluster::router::{dispatch, must_wait, InFlight, Outcome};
 use shoal_cluster::Server;
 use shoal_engine::client::ClientInfo;
 use shoal_engine::cmd::{ReplyBudget, ReplyMode, Session};
@@ -22,6 +22,8 @@ pub struct RespFrontend {
     skip_pending: bool,
     /// A parsed command held back until the forwarded replies before it are in.
     held: Option<Vec<bytes::Bytes>>,
+    /// The slots the commands whose replies are still to come touch (not run here yet).
+    in_flight: InFlight,
 }
 
 impl RespFrontend {
@@ -32,6 +34,7 @@ impl RespFrontend {
             limits: node.engine.limits(),
             skip_pending: false,
             held: None,
+            in_flight: InFlight::default(),
         }
     }
 }
@@ -49,6 +52,9 @@ impl Frontend for RespFrontend {
             .engine
             .with_settings(|s| s.client_output_buffer_limit.normal.hard);
         let mut processed = 0;
+        if replies.pending() == 0 {
+            self.in_flight.clear();
+        }
         loop {
             let parsed = match self.held.take() {
                 Some(args) => Ok(Some(args)),
@@ -64,12 +70,11 @@ impl Frontend for RespFrontend {
                     return (processed, Step::Close(Close::Protocol(e.to_string())));
                 }
             };
-            // Forwarded commands are still on their way: a write to keys owned here waits for
-            // them, so it cannot take effect before a command sent earlier.
-            if replies.pending() > 0
-                && self.session.multi.is_none()
-                && writes_local_keys(node, &args)
-            {
+            // Commands on the same slots are still on their way (forwarded, or waiting for a
+            // fetch): a write to keys owned here waits for them, so a pipeline's writes to one
+            // key take effect in order. Replies that only wait for replica acks hold nothing:
+            // their writes are in the store already.
+            if self.session.multi.is_none() && must_wait(node, &args, &self.in_flight) {
                 self.held = Some(args);
                 return (processed, Step::Flush);
             }
@@ -103,15 +108,31 @@ impl Frontend for RespFrontend {
                 session.reply_mode = ReplyMode::On;
                 self.skip_pending = true;
             }
-            match outcome {
-                Outcome::Reply(reply) if !suppress => reply.encode(session.proto, replies),
-                Outcome::Reply(_) => {}
-                Outcome::Later(reply) if !suppress => replies.push_later(reply),
-                // Still run it (it may write), but send nothing.
-                Outcome::Later(reply) => replies.push_later(Box::pin(async move {
-                    reply.await;
-                    bytes::Bytes::new()
-                })),
+            let later = match outcome {
+                Outcome::Reply(reply) => {
+                    if !suppress {
+                        reply.encode(session.proto, replies);
+                    }
+                    None
+                }
+                Outcome::Later(reply) => {
+                    self.in_flight.note(&args);
+                    Some(reply)
+                }
+                // Ran here already: later writes need not wait for it.
+                Outcome::Acked(reply) => Some(reply),
+            };
+            if let Some(reply) = later {
+                if suppress {
+                    // Still run it (it may write), but send nothing.
+                    let silent = Box::pin(async move {
+                        reply.await;
+                        bytes::Bytes::new()
+                    });
+                    replies.push_later(silent);
+                } else {
+                    replies.push_later(reply);
+                }
             }
             if session.close {
                 return (processed, Step::Close(Close::Quit));

@@ -38,6 +38,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::join_all;
 use shoal_engine::cmd::{self, flag, CommandSpec, Prepared, Route, Session};
 use shoal_resp::Reply;
+use shoal_store::key_slot;
 
 use crate::message::encode_command;
 use crate::plan::{plan, Plan};
@@ -58,28 +59,86 @@ pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_m
     }
 }
 
-/// True if `args` would write keys this node owns, right away. A connection that still
-/// waits for forwarded replies holds such a command back until they are in, so a pipeline's
-/// writes cannot become visible before the commands sent earlier ran. A read of an owned key
-/// is not held: reading an older value is something a single node could also have answered.
-pub fn writes_local_keys(node: &Server, args: &[Bytes]) -> bool {
-    let Some(cluster) = &node.cluster else {
+/// The hash slots that a connection's commands still on their way touch: forwarded (or
+/// waiting for a fetch), so what they write is not in the local store yet. A cluster-wide
+/// command (FLUSHALL, a transaction across owners, ...) counts as touching every slot.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    every: bool,
+    slots: Vec<u16>,
+}
+
+/// Slots an [`InFlight`] lists one by one before it counts as every slot.
+const IN_FLIGHT_SLOTS: usize = 1024;
+
+impl InFlight {
+    /// Notes a command whose reply is to come and which has not run here.
+    pub fn note(&mut self, args: &[Bytes]) {
+        match cmd::lookup(&args[0]) {
+            Some(spec) if matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) => {
+                let slots = spec.key_positions(args.len()).map(|p| key_slot(&args[p]));
+                self.slots.extend(slots);
+                if self.slots.len() > IN_FLIGHT_SLOTS {
+                    self.every = true;
+                    self.slots.clear();
+                }
+            }
+            _ => self.every = true,
+        }
+    }
+
+    /// Every noted command answered.
+    pub fn clear(&mut self) {
+        self.every = false;
+        self.slots.clear();
+    }
+
+    fn touches(&self, slot: u16) -> bool {
+        self.every || self.slots.contains(&slot)
+    }
+}
+
+/// True if `args` must wait for the commands in `in_flight` before it runs: it would write,
+/// right away, a key this node owns on a slot one of them touches. So a pipeline's writes to
+/// one key (one slot) take effect in order even when the key's owner changed in between, or
+/// a command on it waits for a fetch; writes to other slots go ahead, as two forwarded
+/// commands to two owners may also take effect in either order. A read is never held:
+/// reading an older value is something a single node could also have answered.
+pub fn must_wait(node: &Server, args: &[Bytes], in_flight: &InFlight) -> bool {
+    if !in_flight.every && in_flight.slots.is_empty() {
+        return false;
+    }
+    let (Some(cluster), Some(spec)) = (&node.cluster, cmd::lookup(&args[0])) else {
         return false;
     };
-    let Some(spec) = cmd::lookup(&args[0]) else {
-        return false;
-    };
+    let view = cluster.view();
+    holds(
+        |slot| view.owners(slot)[0] == view.me,
+        spec,
+        args,
+        in_flight,
+    )
+}
+
+/// [`must_wait`]'s rule, with `owned` telling whether this node owns a slot.
+fn holds(
+    owned: impl Fn(u16) -> bool,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    in_flight: &InFlight,
+) -> bool {
     if spec.flags & flag::WRITE == 0 {
         return false;
     }
     match spec.route {
-        Route::Owner | Route::Split(_) | Route::Watch => {
-            let view = cluster.view();
-            key_positions(spec, args)
-                .iter()
-                .any(|&p| view.owner_of(&args[p]) == view.me)
+        Route::Owner | Route::Split(_) | Route::Watch => spec.key_positions(args.len()).any(|p| {
+            let slot = key_slot(&args[p]);
+            owned(slot) && in_flight.touches(slot)
+        }),
+        // Keyless writes and cluster-wide ones wait only behind a cluster-wide command.
+        Route::Here | Route::AllNodes(_) | Route::Info | Route::Exec | Route::Cluster => {
+            in_flight.every
         }
-        Route::Here | Route::AllNodes(_) | Route::Info | Route::Exec | Route::Cluster => false,
     }
 }
 
@@ -199,6 +258,57 @@ fn exec(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn argv(s: &str) -> Vec<Bytes> {
+        s.split(' ').map(|a| Bytes::from(a.to_string())).collect()
+    }
+
+    fn spec(name: &str) -> &'static CommandSpec {
+        cmd::lookup(name.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn in_flight_notes_the_slots_of_keyed_commands_and_every_slot_for_the_rest() {
+        let mut f = InFlight::default();
+        f.note(&argv("SET a 1"));
+        f.note(&argv("MSET b 1 c 2"));
+        for k in ["a", "b", "c"] {
+            assert!(f.touches(key_slot(k.as_bytes())), "{k}");
+        }
+        assert!(!f.touches(key_slot(b"d")));
+        f.note(&argv("FLUSHALL"));
+        assert!(
+            f.touches(key_slot(b"d")),
+            "a cluster-wide command touches every slot"
+        );
+        f.clear();
+        assert!(!f.touches(key_slot(b"a")));
+        // A huge split counts as every slot rather than growing the list without bound.
+        let keys: Vec<String> = (0..=IN_FLIGHT_SLOTS).map(|i| format!("k{i}")).collect();
+        f.note(&argv(&format!("DEL {}", keys.join(" "))));
+        assert!(f.every && f.slots.is_empty());
+    }
+
+    #[test]
+    fn only_owned_writes_on_an_in_flight_slot_wait() {
+        let (a, b) = (key_slot(b"a"), key_slot(b"b"));
+        assert_ne!(a, b);
+        let mut f = InFlight::default();
+        f.note(&argv("SET a 1"));
+        let all = |_: u16| true;
+        // A write to the same key (slot) owned here waits; one to another slot goes ahead.
+        assert!(holds(all, spec("set"), &argv("SET a 2"), &f));
+        assert!(holds(all, spec("mset"), &argv("MSET b 1 a 2"), &f));
+        assert!(!holds(all, spec("set"), &argv("SET b 2"), &f));
+        // Reads never wait; a write to a slot owned elsewhere is forwarded, not held.
+        assert!(!holds(all, spec("get"), &argv("GET a"), &f));
+        assert!(!holds(|s| s != a, spec("set"), &argv("SET a 2"), &f));
+        // Keyless writes wait only behind a cluster-wide command.
+        assert!(!holds(all, spec("flushall"), &argv("FLUSHALL"), &f));
+        f.note(&argv("FLUSHALL"));
+        assert!(holds(all, spec("flushall"), &argv("FLUSHALL"), &f));
+        assert!(holds(all, spec("set"), &argv("SET b 2"), &f));
+    }
 
     #[test]
     fn key_positions_follow_the_key_spec() {

@@ -18,8 +18,12 @@ pub type ReplyFuture = Pin<Box<dyn Future<Output = Bytes> + Send + 'static>>;
 pub enum Outcome {
     /// Answered here, now.
     Reply(Reply),
-    /// Answered later (forwarded, fanned out, or waiting for replica acks).
+    /// Answered later, and not run yet (forwarded, fanned out, split, waiting for a fetch):
+    /// what it writes is not in the local store until the reply comes.
     Later(ReplyFuture),
+    /// Ran here already; only the reply waits (for the replicas' acks, `write-ack = all`).
+    /// A later write on this connection need not wait for it: its effect is in the store.
+    Acked(ReplyFuture),
 }
 
 impl Outcome {
@@ -30,7 +34,7 @@ impl Outcome {
                 let bytes = encode(&r, proto);
                 Box::pin(async move { bytes })
             }
-            Outcome::Later(f) => f,
+            Outcome::Later(f) | Outcome::Acked(f) => f,
         }
     }
 }
@@ -41,7 +45,7 @@ pub fn with_acks(reply: Reply, proto: Protocol, acks: Acks, ack_wait: Duration) 
         return Outcome::Reply(reply);
     }
     let bytes = encode(&reply, proto);
-    Outcome::Later(Box::pin(async move {
+    Outcome::Acked(Box::pin(async move {
         wait_acks(acks, ack_wait).await;
         bytes
     }))
