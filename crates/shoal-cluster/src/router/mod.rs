@@ -142,11 +142,6 @@ fn holds(
     }
 }
 
-/// The argument positions of a command's keys (Redis's first/last/step key spec).
-pub fn key_positions(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
-    spec.key_positions(args.len()).collect()
-}
-
 fn route(
     node: &Arc<Server>,
     cluster: &Cluster,
@@ -207,9 +202,9 @@ fn exec(
         match s.route {
             Route::Here | Route::Cluster => true,
             Route::Exec | Route::AllNodes(_) | Route::Info => false,
-            Route::Owner | Route::Split(_) | Route::Watch => key_positions(s, a)
-                .iter()
-                .all(|&p| view.owner_of(&a[p]) == view.me),
+            Route::Owner | Route::Split(_) | Route::Watch => s
+                .key_positions(a.len())
+                .all(|p| view.owner_of(&a[p]) == view.me),
         }
     };
     let Some(tx) = session.multi.as_ref() else {
@@ -219,8 +214,8 @@ fn exec(
     // command (each fetches first), like one across owners.
     let arriving = |a: &Vec<Bytes>| -> bool {
         cmd::lookup(&a[0]).is_some_and(|s| {
-            let keys = key_positions(s, a);
-            !handoff::missing(node, cluster, &view, keys.iter().map(|&p| &a[p]), now_ms).is_empty()
+            let keys = s.key_positions(a.len()).map(|p| &a[p]);
+            !handoff::missing(node, cluster, &view, keys, now_ms).is_empty()
         })
     };
     let settled = cluster.handoff.settled_in(&view);
@@ -308,30 +303,5 @@ mod tests {
         f.note(&argv("FLUSHALL"));
         assert!(holds(all, spec("flushall"), &argv("FLUSHALL"), &f));
         assert!(holds(all, spec("set"), &argv("SET b 2"), &f));
-    }
-
-    #[test]
-    fn key_positions_follow_the_key_spec() {
-        let args =
-            |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
-        let spec = |n: &str| cmd::lookup(n.as_bytes()).unwrap();
-        assert_eq!(
-            key_positions(spec("mset"), &args("MSET a 1 b 2")),
-            vec![1, 3]
-        );
-        assert_eq!(
-            key_positions(spec("del"), &args("DEL a b c")),
-            vec![1, 2, 3]
-        );
-        assert_eq!(
-            key_positions(spec("copy"), &args("COPY a b REPLACE")),
-            vec![1, 2]
-        );
-        assert_eq!(
-            key_positions(spec("object"), &args("OBJECT ENCODING k")),
-            vec![2]
-        );
-        assert!(key_positions(spec("object"), &args("OBJECT HELP")).is_empty());
-        assert!(key_positions(spec("ping"), &args("PING")).is_empty());
     }
 }

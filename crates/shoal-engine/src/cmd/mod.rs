@@ -711,6 +711,11 @@ mod helper_tests {
         assert_eq!(at("copy", 4), [1, 2]);
         assert_eq!(at("ping", 3), Vec::<usize>::new());
         assert_eq!(at("object", 3), [2]);
+        assert_eq!(
+            at("object", 2),
+            Vec::<usize>::new(),
+            "OBJECT HELP names no key"
+        );
         for spec in TABLE {
             for argc in 0..8 {
                 assert!(
