@@ -177,6 +177,8 @@ pub struct ClusterMember {
     pub name: String,
     pub addr: SocketAddr,
     pub cluster_addr: SocketAddr,
+    /// The Redis Cluster client port (MOVED, CROSSSLOT).
+    pub cluster_client_addr: SocketAddr,
     runtime: Option<tokio::runtime::Runtime>,
     node: Option<RunningNode>,
 }
@@ -222,26 +224,28 @@ impl TestCluster {
                 .enable_all()
                 .build()
                 .expect("test runtime starts");
-            let (resp, cluster) = runtime.block_on(async {
+            let (resp, cluster, cluster_client) = runtime.block_on(async {
                 let resp = tokio::net::TcpListener::bind("127.0.0.1:0").await;
                 let cluster = tokio::net::TcpListener::bind("127.0.0.1:0").await;
-                (resp.expect("bind"), cluster.expect("bind"))
+                let cluster_client = tokio::net::TcpListener::bind("127.0.0.1:0").await;
+                (
+                    resp.expect("bind"),
+                    cluster.expect("bind"),
+                    cluster_client.expect("bind"),
+                )
             });
-            bound.push((runtime, resp, cluster));
+            bound.push((runtime, resp, cluster, cluster_client));
         }
+        let port = |l: &tokio::net::TcpListener| l.local_addr().unwrap().port();
         let nodes: Vec<String> = bound
             .iter()
             .enumerate()
-            .map(|(i, (_, r, c))| {
-                format!(
-                    "n{i}=127.0.0.1:{}@{}",
-                    r.local_addr().unwrap().port(),
-                    c.local_addr().unwrap().port()
-                )
+            .map(|(i, (_, r, c, cc))| {
+                format!("n{i}=127.0.0.1:{}@{}+{}", port(r), port(c), port(cc))
             })
             .collect();
         let mut members = Vec::new();
-        for (i, (runtime, resp, cluster)) in bound.into_iter().enumerate() {
+        for (i, (runtime, resp, cluster, cluster_client)) in bound.into_iter().enumerate() {
             let mut config = NodeConfig {
                 bind: "127.0.0.1".into(),
                 port: 0,
@@ -254,6 +258,7 @@ impl TestCluster {
             f(&mut config);
             let addr = resp.local_addr().unwrap();
             let cluster_addr = cluster.local_addr().unwrap();
+            let cluster_client_addr = cluster_client.local_addr().unwrap();
             let node = runtime
                 .block_on(shoal_node::start_with(
                     config,
@@ -263,6 +268,7 @@ impl TestCluster {
                         memcache: None,
                         cluster: Some(cluster),
                         gossip: None,
+                        cluster_client: Some(cluster_client),
                     },
                 ))
                 .expect("cluster node starts");
@@ -270,6 +276,7 @@ impl TestCluster {
                 name: format!("n{i}"),
                 addr,
                 cluster_addr,
+                cluster_client_addr,
                 runtime: Some(runtime),
                 node: Some(node),
             });

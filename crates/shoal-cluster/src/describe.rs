@@ -7,9 +7,60 @@ use std::sync::atomic::Ordering;
 use shoal_store::SLOTS;
 
 use super::{Cluster, MemberState};
-use shoal_engine::hooks::ClusterInfo;
+use shoal_engine::hooks::{ClusterInfo, SlotNode, SlotRange};
 
 impl ClusterInfo for Cluster {
+    fn slot_ranges(&self) -> Vec<SlotRange> {
+        let view = self.view();
+        let node = |m: u16| {
+            let n = &view.nodes[usize::from(m)];
+            let a = n.redis_addr();
+            SlotNode {
+                id: n.id.clone(),
+                ip: a.ip().to_string(),
+                port: a.port(),
+            }
+        };
+        // The primary, then the other reachable copies (Redis leaves failed replicas out).
+        let copies = |slot: u16| -> Vec<u16> {
+            let primary = view.primary(slot);
+            std::iter::once(primary)
+                .chain(
+                    view.owners(slot)
+                        .iter()
+                        .copied()
+                        .filter(|&m| m != primary && view.reachable(m)),
+                )
+                .collect()
+        };
+        let mut out: Vec<SlotRange> = Vec::new();
+        let mut run: Option<(u16, Vec<u16>)> = None;
+        for slot in 0..SLOTS {
+            let c = copies(slot);
+            match &run {
+                Some((_, prev)) if *prev == c => {}
+                _ => {
+                    if let Some((first, prev)) = run.take() {
+                        out.push(SlotRange {
+                            first,
+                            last: slot - 1,
+                            nodes: prev.into_iter().map(node).collect(),
+                        });
+                    }
+                    run = Some((slot, c));
+                }
+            }
+        }
+        if let Some((first, prev)) = run {
+            out.push(SlotRange {
+                first,
+                last: SLOTS - 1,
+                nodes: prev.into_iter().map(node).collect(),
+            });
+        }
+        out
+    }
+
     fn my_id(&self) -> String {
         self.view().myself.id.clone()
     }
@@ -83,12 +134,15 @@ impl ClusterInfo for Cluster {
                 _ => {}
             }
             let link = if up { "connected" } else { "disconnected" };
+            // The address Redis Cluster clients use (the cluster-client port when there is
+            // one), as `ip:port@bus-port`.
+            let a = n.redis_addr();
             let _ = write!(
                 s,
                 "{} {}:{}@{} {flags} - 0 {now_ms} {} {link}",
                 n.id,
-                n.client.ip(),
-                n.client.port(),
+                a.ip(),
+                a.port(),
                 n.cluster.port(),
                 view.epoch()
             );

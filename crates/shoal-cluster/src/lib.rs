@@ -65,6 +65,8 @@ pub struct NodeInfo {
     pub id: String,
     pub client: SocketAddr,
     pub cluster: SocketAddr,
+    /// Where Redis Cluster clients reach the node (`cluster-client-port`), if it serves them.
+    pub cluster_client: Option<SocketAddr>,
     /// Bumped by every restart (gossip mode; 0 with a static list). A copy held by an older
     /// generation of a node is gone.
     pub generation: u64,
@@ -77,8 +79,23 @@ impl NodeInfo {
             id: node_id(name),
             client,
             cluster,
+            cluster_client: None,
             generation,
         }
+    }
+
+    /// The same node, serving Redis Cluster clients at `addr`.
+    pub fn with_cluster_client(self, addr: Option<SocketAddr>) -> NodeInfo {
+        NodeInfo {
+            cluster_client: addr,
+            ..self
+        }
+    }
+
+    /// The address the Redis Cluster commands (CLUSTER SLOTS, SHARDS, NODES) and MOVED give
+    /// for this node: its cluster-client port, else its plain client port.
+    pub fn redis_addr(&self) -> SocketAddr {
+        self.cluster_client.unwrap_or(self.client)
     }
 
     /// True if `other` is this very incarnation of the node.
@@ -192,6 +209,18 @@ impl View {
     /// Owner first, then the replicas, of `slot`.
     pub fn owners(&self, slot: u16) -> &[u16] {
         self.placement.owners(slot)
+    }
+
+    /// The copy of `slot` that Redis Cluster clients are sent to (CLUSTER SLOTS's master,
+    /// MOVED's target): the owner, or the first reachable copy while the owner cannot be
+    /// reached (the one forwarded requests fail over to).
+    pub fn primary(&self, slot: u16) -> u16 {
+        let owners = self.owners(slot);
+        owners
+            .iter()
+            .copied()
+            .find(|&m| self.reachable(m))
+            .unwrap_or(owners[0])
     }
 
     /// The member that owns `key`'s slot.
@@ -369,7 +398,8 @@ impl Cluster {
         let rows: Vec<MemberRow> = members
             .iter()
             .map(|m| MemberRow {
-                info: NodeInfo::new(&m.name, m.client, m.cluster, 0),
+                info: NodeInfo::new(&m.name, m.client, m.cluster, 0)
+                    .with_cluster_client(m.cluster_client),
                 state: MemberState::Serving,
             })
             .collect();

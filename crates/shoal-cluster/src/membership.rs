@@ -66,6 +66,10 @@ fn info_of(id: &NodeId) -> NodeInfo {
         id.cluster_addr(),
         id.generation(),
     )
+    .with_cluster_client(
+        (id.cluster_client_port() != 0)
+            .then(|| SocketAddr::new(id.client_addr().ip(), id.cluster_client_port())),
+    )
 }
 
 fn gossip_state(s: MemberState) -> NodeState {
@@ -121,6 +125,8 @@ pub struct GossipStart {
     pub gossip_addr: SocketAddr,
     pub client_addr: SocketAddr,
     pub cluster_addr: SocketAddr,
+    /// The announced Redis Cluster client port (`cluster-client-port`), 0 = none.
+    pub cluster_client_port: u16,
 }
 
 /// This node's identity for gossip: a new generation on every start (milliseconds since the
@@ -134,6 +140,7 @@ pub fn identity(config: &NodeConfig, addrs: &GossipStart) -> Result<NodeId, Stri
         addrs.cluster_addr,
         generation,
     )
+    .map(|id| id.with_cluster_client_port(addrs.cluster_client_port))
     .map_err(|e| e.to_string())
 }
 

@@ -54,10 +54,11 @@ pub fn plan(
         Route::Info if cmd::info_wants_keyspace(args) => Plan::InfoKeyspace,
         Route::Info => Plan::Here,
         Route::Cluster => {
-            // COUNTKEYSINSLOT counts at the slot's owner; the rest describes this node.
-            let slot = (args.len() == 3 && args[1].eq_ignore_ascii_case(b"countkeysinslot"))
-                .then(|| cmd::parse_slot(&args[2]))
-                .flatten();
+            // COUNTKEYSINSLOT and GETKEYSINSLOT look at the slot's owner; the rest
+            // describes this node.
+            let at_owner = (args.len() == 3 && args[1].eq_ignore_ascii_case(b"countkeysinslot"))
+                || (args.len() == 4 && args[1].eq_ignore_ascii_case(b"getkeysinslot"));
+            let slot = at_owner.then(|| cmd::parse_slot(&args[2])).flatten();
             match slot.map(|slot| placement.owners(slot)) {
                 Some(owners) if owners[0] != me => Plan::Forward {
                     owners: owners.to_vec(),
@@ -83,6 +84,75 @@ pub fn plan(
                 (false, _) => Plan::CrossSlot,
             }
         }
+    }
+}
+
+/// What Redis Cluster's rules make of a command on a cluster-client connection (Redis's
+/// `getNodeByQuery`), decided before [`plan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterRule {
+    /// As on the plain port: [`plan`] decides.
+    Route,
+    /// A READONLY connection's read of a key this node holds a replica copy of: run here.
+    ReadHere,
+    /// Key listings (DBSIZE, KEYS, SCAN, RANDOMKEY) and INFO: over the slots this node
+    /// answers for, as each Redis Cluster node answers for its own.
+    Local,
+    /// `-MOVED slot addr`: the slot's primary copy is on member `to`.
+    Moved { slot: u16, to: u16 },
+    /// `-CROSSSLOT`: the keys are in more than one slot.
+    CrossSlot,
+}
+
+/// Decides [`ClusterRule`] for `args` (a command of row `spec`) on member `me`; `primary`
+/// gives a slot's primary copy (the reachable owner, else the copy failover uses) and
+/// `holds_copy` whether `me` is one of a slot's copies. `queued` are the commands of the
+/// transaction EXEC would run (empty otherwise): they must all be in one slot.
+pub fn cluster_rule(
+    spec: &CommandSpec,
+    args: &[Bytes],
+    queued: &[Vec<Bytes>],
+    me: u16,
+    readonly: bool,
+    primary: impl Fn(u16) -> u16,
+    holds_copy: impl Fn(u16) -> bool,
+) -> ClusterRule {
+    let keyed = |spec: &CommandSpec, args: &[Bytes]| -> Vec<u16> {
+        match spec.route {
+            Route::Owner | Route::Split(_) | Route::Watch => spec
+                .key_positions(args.len())
+                .map(|p| key_slot(&args[p]))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let slots: Vec<u16> = match spec.route {
+        Route::AllNodes(_) if spec.flags & flag::WRITE == 0 => return ClusterRule::Local,
+        Route::Info => return ClusterRule::Local,
+        Route::Exec => queued
+            .iter()
+            .filter_map(|a| cmd::lookup(&a[0]).map(|s| keyed(s, a)))
+            .flatten()
+            .collect(),
+        _ => keyed(spec, args),
+    };
+    let Some(&slot) = slots.first() else {
+        return ClusterRule::Route;
+    };
+    if slots.iter().any(|&s| s != slot) {
+        return ClusterRule::CrossSlot;
+    }
+    let to = primary(slot);
+    if to == me {
+        ClusterRule::Route
+    } else if readonly
+        && spec.flags & flag::WRITE == 0
+        && spec.route != Route::Exec
+        && holds_copy(slot)
+    {
+        ClusterRule::ReadHere
+    } else {
+        ClusterRule::Moved { slot, to }
     }
 }
 
@@ -271,5 +341,76 @@ mod tests {
         for spec in cmd::TABLE {
             assert!(class(spec) == class_by_name(spec), "{}", spec.name);
         }
+    }
+
+    /// Redis Cluster's rules on the cluster-client port: keys owned here route as usual,
+    /// keys elsewhere are MOVED to their primary (or read here by a READONLY connection
+    /// holding a copy), keys of two slots are CROSSSLOT, key listings are node-local, and a
+    /// transaction's queued commands must share one slot.
+    #[test]
+    fn cluster_rules_redirect_by_slot() {
+        let p = three_nodes();
+        let (mine, theirs) = (tag(&p, true), tag(&p, false));
+        let (my_slot, their_slot) = (key_slot(mine.as_bytes()), key_slot(theirs.as_bytes()));
+        let primary = |s: u16| p.owners(s)[0];
+        let holds = |s: u16| p.owners(s).contains(&0);
+        let rule = |spec: &str, args: &[&str], queued: &[Vec<Bytes>], readonly: bool| {
+            let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+            cluster_rule(
+                cmd::lookup(spec.as_bytes()).unwrap(),
+                &args,
+                queued,
+                0,
+                readonly,
+                primary,
+                holds,
+            )
+        };
+        let k = |t: &str, n: u32| format!("k{n}{t}");
+        assert_eq!(
+            rule("get", &["get", &k(&mine, 1)], &[], false),
+            ClusterRule::Route
+        );
+        let moved = ClusterRule::Moved {
+            slot: their_slot,
+            to: primary(their_slot),
+        };
+        assert_eq!(rule("get", &["get", &k(&theirs, 1)], &[], false), moved);
+        assert_eq!(rule("set", &["set", &k(&theirs, 1), "v"], &[], true), moved);
+        let read = rule("get", &["get", &k(&theirs, 1)], &[], true);
+        if holds(their_slot) {
+            assert_eq!(read, ClusterRule::ReadHere);
+        } else {
+            assert_eq!(read, moved);
+        }
+        // Two keys of one slot (a hash tag) go together; of two slots, never.
+        let same = ["mget", &k(&theirs, 1), &k(&theirs, 2)];
+        assert_eq!(rule("mget", &same, &[], false), moved);
+        let two = ["mget", &k(&mine, 1), &k(&theirs, 2)];
+        assert_eq!(rule("mget", &two, &[], false), ClusterRule::CrossSlot);
+        assert_eq!(rule("dbsize", &["dbsize"], &[], false), ClusterRule::Local);
+        assert_eq!(rule("keys", &["keys", "*"], &[], false), ClusterRule::Local);
+        assert_eq!(rule("info", &["info"], &[], false), ClusterRule::Local);
+        assert_eq!(
+            rule("flushall", &["flushall"], &[], false),
+            ClusterRule::Route
+        );
+        assert_eq!(rule("ping", &["ping"], &[], false), ClusterRule::Route);
+        let q = |keys: &[String]| -> Vec<Vec<Bytes>> {
+            keys.iter()
+                .map(|key| vec![Bytes::from("incr"), Bytes::from(key.clone())])
+                .collect()
+        };
+        let one_slot = q(&[k(&mine, 1), k(&mine, 2)]);
+        assert_eq!(
+            rule("exec", &["exec"], &one_slot, false),
+            ClusterRule::Route
+        );
+        let two_slots = q(&[k(&mine, 1), k(&theirs, 2)]);
+        assert_eq!(
+            rule("exec", &["exec"], &two_slots, true),
+            ClusterRule::CrossSlot
+        );
+        assert_ne!(my_slot, their_slot);
     }
 }

@@ -273,6 +273,18 @@ pub struct NodeConfig {
     /// a new cluster.
     #[serde(deserialize_with = "node_list")]
     pub cluster_seeds: Vec<String>,
+    /// The port that serves Redis Cluster clients (redis-py `RedisCluster`, ioredis
+    /// `Cluster`, `redis-cli -c`): on it, a key this node does not own is answered
+    /// `-MOVED slot ip:port`, multi-key commands need one slot (`-CROSSSLOT`), and DBSIZE,
+    /// KEYS, SCAN and RANDOMKEY cover the keys this node owns, as on a Redis Cluster node.
+    /// `port` keeps serving every key for plain clients. Absent = no such port; 0 = any
+    /// free port. Gossip mode; with the static `cluster-nodes` list, each entry names it
+    /// (`name=host:port@cluster-port+cluster-client-port`).
+    pub cluster_client_port: Option<u16>,
+    /// The port CLUSTER SLOTS, SHARDS, NODES and MOVED name for this node, when clients
+    /// reach it through a mapped port (Redis's `cluster-announce-port`); 0 = the bound
+    /// `cluster-client-port`.
+    pub cluster_announce_port: u16,
     /// The IP other nodes reach this one at. Empty = `bind` when it is a specific address,
     /// else the address the host name resolves to (a pod's IP in Kubernetes).
     pub cluster_announce_ip: String,
@@ -347,6 +359,8 @@ impl Default for NodeConfig {
             cluster_port: None,
             gossip_port: None,
             cluster_seeds: Vec::new(),
+            cluster_client_port: None,
+            cluster_announce_port: 0,
             cluster_announce_ip: String::new(),
             join_timeout_ms: 3000,
             cluster_bootstrap: false,
@@ -391,6 +405,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "cluster-port",
     "gossip-port",
     "cluster-seeds",
+    "cluster-client-port",
+    "cluster-announce-port",
     "cluster-announce-ip",
     "join-timeout-ms",
     "cluster-bootstrap",
@@ -419,7 +435,12 @@ pub const STRING_KEYS: &[&str] = &[
 pub const BOOL_KEYS: &[&str] = &["cluster-bootstrap"];
 
 /// Keys that have no default value: the feature is off unless they are set.
-pub const OPTIONAL_KEYS: &[&str] = &["memcache-port", "cluster-port", "gossip-port"];
+pub const OPTIONAL_KEYS: &[&str] = &[
+    "memcache-port",
+    "cluster-port",
+    "gossip-port",
+    "cluster-client-port",
+];
 
 /// A setting's environment variable: `maxmemory-policy` -> `SHOAL_MAXMEMORY_POLICY`.
 pub fn env_var_name(key: &str) -> String {
@@ -511,6 +532,22 @@ impl NodeConfig {
                     "invalid cluster-mode '{other}' (expected off or gossip)"
                 ))
             }
+        }
+        if self.cluster_client_port.is_some() && !self.gossip() {
+            return Err(if self.cluster_nodes.is_empty() {
+                "cluster-client-port needs a cluster (cluster-mode gossip, or cluster-nodes): \
+                 a single node has no slots to redirect"
+            } else {
+                "with cluster-nodes, name each node's cluster-client port in the list \
+                 (name=host:port@cluster-port+cluster-client-port), not in cluster-client-port"
+            }
+            .into());
+        }
+        if self.cluster_announce_port != 0 && (self.cluster_client_port.is_none() || !self.gossip())
+        {
+            return Err("cluster-announce-port is the port gossip announces for \
+                cluster-client-port: set cluster-client-port and cluster-mode gossip"
+                .into());
         }
         if !self.cluster_nodes.is_empty() {
             let nodes = self.cluster_members()?;
@@ -616,7 +653,8 @@ impl FromStr for WriteAck {
     }
 }
 
-/// One `cluster-nodes` entry: `name=host:port@cluster-port`.
+/// One `cluster-nodes` entry: `name=host:port@cluster-port`, optionally followed by
+/// `+cluster-client-port` (the node's Redis Cluster client port, on the same host).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeAddr {
     pub name: String,
@@ -624,24 +662,42 @@ pub struct NodeAddr {
     pub client: std::net::SocketAddr,
     /// Where other nodes reach it (the inter-node protocol).
     pub cluster: std::net::SocketAddr,
+    /// Where Redis Cluster clients reach it, if it serves them (`cluster-client-port`).
+    pub cluster_client: Option<std::net::SocketAddr>,
 }
 
 impl FromStr for NodeAddr {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad =
-            || format!("invalid cluster-nodes entry '{s}': expected name=host:port@cluster-port");
+        let bad = || {
+            format!(
+                "invalid cluster-nodes entry '{s}': expected \
+                 name=host:port@cluster-port[+cluster-client-port]"
+            )
+        };
         let (name, addrs) = s.split_once('=').ok_or_else(bad)?;
-        let (client, cport) = addrs.rsplit_once('@').ok_or_else(bad)?;
+        let (client, ports) = addrs.rsplit_once('@').ok_or_else(bad)?;
         if name.is_empty() || name.len() > 255 {
             return Err(bad());
         }
         let client = resolve(client).ok_or_else(bad)?;
+        let (cport, ccport) = match ports.split_once('+') {
+            Some((c, cc)) => (c, Some(cc)),
+            None => (ports, None),
+        };
         let port: u16 = cport.parse().map_err(|_| bad())?;
+        let cluster_client = match ccport {
+            Some(p) => Some(std::net::SocketAddr::new(
+                client.ip(),
+                p.parse().map_err(|_| bad())?,
+            )),
+            None => None,
+        };
         Ok(NodeAddr {
             name: name.to_owned(),
             client,
             cluster: std::net::SocketAddr::new(client.ip(), port),
+            cluster_client,
         })
     }
 }
@@ -718,9 +774,36 @@ mod tests {
         assert_eq!(n.name, "n1");
         assert_eq!(n.client.port(), 7001);
         assert_eq!(n.cluster.to_string(), "127.0.0.1:17001");
-        for bad in ["n1", "=127.0.0.1:1@2", "n1=127.0.0.1:1", "n1=127.0.0.1:1@x"] {
+        assert_eq!(n.cluster_client, None);
+        let n: NodeAddr = "n1=127.0.0.1:7001@17001+7101".parse().unwrap();
+        assert_eq!(n.cluster.to_string(), "127.0.0.1:17001");
+        assert_eq!(n.cluster_client.unwrap().to_string(), "127.0.0.1:7101");
+        for bad in [
+            "n1",
+            "=127.0.0.1:1@2",
+            "n1=127.0.0.1:1",
+            "n1=127.0.0.1:1@x",
+            "n1=127.0.0.1:1@2+",
+            "n1=127.0.0.1:1@2+x",
+        ] {
             assert!(bad.parse::<NodeAddr>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_cluster_client_port_needs_a_cluster() {
+        let mut c = NodeConfig {
+            cluster_client_port: Some(0),
+            ..NodeConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("needs a cluster"));
+        c.cluster_secret = "s".into();
+        c.cluster_mode = "gossip".into();
+        c.validate().unwrap();
+        c.cluster_announce_port = 7000;
+        c.validate().unwrap();
+        c.cluster_client_port = None;
+        assert!(c.validate().unwrap_err().contains("cluster-announce-port"));
     }
 
     #[test]

@@ -2,8 +2,27 @@
 //! `cmd` names no cluster or runtime type: that layer implements these traits (`Host` for the
 //! node around the engine, `ClusterInfo` for its cluster, which a single node has none of).
 
+/// A node as CLUSTER SLOTS and CLUSTER SHARDS name it: the address Redis Cluster clients use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotNode {
+    pub id: String,
+    pub ip: String,
+    pub port: u16,
+}
+
+/// A run of consecutive slots served by the same copies, the one that answers writes first
+/// (CLUSTER SLOTS's master), then the other reachable copies (its replicas).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotRange {
+    pub first: u16,
+    pub last: u16,
+    pub nodes: Vec<SlotNode>,
+}
+
 /// The cluster as CLUSTER and INFO describe it.
 pub trait ClusterInfo: Send + Sync {
+    /// The slot map Redis Cluster clients are given (CLUSTER SLOTS, SHARDS), in slot order.
+    fn slot_ranges(&self) -> Vec<SlotRange>;
     /// CLUSTER INFO's text.
     fn cluster_info(&self) -> String;
     /// CLUSTER NODES's text, with `now_ms` as the ping times.

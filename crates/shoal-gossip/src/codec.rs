@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! identity := name_len:u8 name:[u8; name_len] generation:u64 gossip:addr client:addr cluster:addr
+//!             cluster_client_port:u16   (the Redis Cluster client port on client's IP, 0 = none)
 //! addr     := 4:u8 ip:[u8; 4] port:u16  |  6:u8 ip:[u8; 16] port:u16
 //! header   := src:identity src_incarnation:u16 dst:identity message
 //! message  := tag:u8 [fields]       tag: 1 Ping(probe:u8)  2 Ack(probe:u8)
@@ -83,6 +84,7 @@ fn id_len(id: &NodeId) -> usize {
         + addr_len(&id.gossip_addr())
         + addr_len(&id.client_addr())
         + addr_len(&id.cluster_addr())
+        + 2
 }
 
 fn message_len(m: &Message<NodeId>) -> usize {
@@ -122,6 +124,7 @@ fn put_id(buf: &mut impl BufMut, id: &NodeId) {
     put_addr(buf, &id.gossip_addr());
     put_addr(buf, &id.client_addr());
     put_addr(buf, &id.cluster_addr());
+    buf.put_u16(id.cluster_client_port());
 }
 
 /// A bounds-checked reader over a contiguous slice.
@@ -174,13 +177,11 @@ impl<'a> Reader<'a> {
         let gossip = self.addr()?;
         let client = self.addr()?;
         let cluster = self.addr()?;
-        Ok(NodeId::new_unchecked(
-            name.into(),
-            gossip,
-            client,
-            cluster,
-            generation,
-        ))
+        let cluster_client_port = self.u16()?;
+        Ok(
+            NodeId::new_unchecked(name.into(), gossip, client, cluster, generation)
+                .with_cluster_client_port(cluster_client_port),
+        )
     }
     fn named_id(&mut self) -> Result<NodeId, CodecError> {
         let id = self.id()?;
@@ -314,6 +315,7 @@ impl foca::Codec<NodeId> for WireCodec {
                     dst.cluster_addr(),
                     dst.generation(),
                 )
+                .with_cluster_client_port(dst.cluster_client_port())
             } else {
                 dst
             };
@@ -369,7 +371,9 @@ mod tests {
     fn id(name: &str, port: u16, generation: u64) -> NodeId {
         let v4: SocketAddr = format!("10.0.0.1:{port}").parse().unwrap();
         let v6: SocketAddr = format!("[::1]:{port}").parse().unwrap();
-        NodeId::new(name, v4, v6, v4, generation).unwrap()
+        NodeId::new(name, v4, v6, v4, generation)
+            .unwrap()
+            .with_cluster_client_port(port.wrapping_add(100))
     }
 
     fn roundtrip(message: Message<NodeId>) {

@@ -22,6 +22,8 @@ pub struct NodeId {
     gossip: SocketAddr,
     client: SocketAddr,
     cluster: SocketAddr,
+    /// The port (on the client address's IP) that serves Redis Cluster clients; 0 = none.
+    cluster_client_port: u16,
     generation: u64,
 }
 
@@ -58,8 +60,22 @@ impl NodeId {
             gossip,
             client,
             cluster,
+            cluster_client_port: 0,
             generation,
         }
+    }
+
+    /// The same identity, announcing `port` (0 = none) as its Redis Cluster client port.
+    pub fn with_cluster_client_port(self, port: u16) -> Self {
+        Self {
+            cluster_client_port: port,
+            ..self
+        }
+    }
+
+    /// The port that serves Redis Cluster clients, on the client address's IP; 0 = none.
+    pub fn cluster_client_port(&self) -> u16 {
+        self.cluster_client_port
     }
 
     /// The identity used to announce to a seed whose name is not known yet: an empty name

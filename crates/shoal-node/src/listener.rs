@@ -44,6 +44,8 @@ pub struct RunningNode {
     pub memcache_addr: Option<SocketAddr>,
     /// The inter-node listener's address, in a cluster.
     pub cluster_addr: Option<SocketAddr>,
+    /// The Redis Cluster client listener's address (`cluster-client-port`).
+    pub cluster_client_addr: Option<SocketAddr>,
     /// The gossip socket's address (gossip mode).
     pub gossip_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
@@ -98,6 +100,9 @@ pub struct Listeners {
     pub cluster: Option<TcpListener>,
     /// The gossip UDP socket; required in gossip mode.
     pub gossip: Option<tokio::net::UdpSocket>,
+    /// The Redis Cluster client listener (`cluster-client-port`, or this node's
+    /// `+port` in `cluster-nodes`).
+    pub cluster_client: Option<TcpListener>,
 }
 
 /// Binds the listeners the configuration asks for and starts serving in the background.
@@ -112,6 +117,10 @@ pub async fn start(
         None => None,
     };
     let mut gossip = None;
+    let mut cluster_client = match config.cluster_client_port {
+        Some(port) => Some(bind(&config.bind, port).await?.0),
+        None => None,
+    };
     let cluster = if config.gossip() {
         let (l, addr) = bind(&config.bind, config.resolved_cluster_port()).await?;
         let port = config.gossip_port.unwrap_or(addr.port());
@@ -127,12 +136,14 @@ pub async fn start(
     } else {
         let me = config.resolved_node_name();
         let members = config.cluster_members().map_err(StartError::Config)?;
-        let port = members
+        let mine = members
             .iter()
             .find(|m| m.name == me)
-            .map(|m| m.cluster.port())
             .ok_or_else(|| StartError::Config(format!("'{me}' is not in cluster-nodes")))?;
-        Some(bind(&config.bind, port).await?.0)
+        if let Some(a) = mine.cluster_client {
+            cluster_client = Some(bind(&config.bind, a.port()).await?.0);
+        }
+        Some(bind(&config.bind, mine.cluster.port()).await?.0)
     };
     start_with(
         config,
@@ -142,6 +153,7 @@ pub async fn start(
             memcache,
             cluster,
             gossip,
+            cluster_client,
         },
     )
     .await
@@ -170,6 +182,7 @@ pub async fn start_with(
     let local_addr = local(&listeners.resp)?;
     let memcache_addr = listeners.memcache.as_ref().map(local).transpose()?;
     let cluster_addr = listeners.cluster.as_ref().map(local).transpose()?;
+    let cluster_client_addr = listeners.cluster_client.as_ref().map(local).transpose()?;
     let mut gossip_start = None;
     let cluster = if config.gossip() {
         let (Some(cluster_addr), Some(socket)) = (cluster_addr, listeners.gossip.take()) else {
@@ -187,6 +200,11 @@ pub async fn start_with(
             gossip_addr: SocketAddr::new(ip, gossip_local.port()),
             client_addr: SocketAddr::new(ip, local_addr.port()),
             cluster_addr: SocketAddr::new(ip, cluster_addr.port()),
+            cluster_client_port: match (config.cluster_announce_port, cluster_client_addr) {
+                (0, Some(a)) => a.port(),
+                (0, None) => 0,
+                (announced, _) => announced,
+            },
         };
         let id = membership::identity(&config, &start).map_err(StartError::Config)?;
         let myself = NodeInfo::new(
@@ -194,6 +212,10 @@ pub async fn start_with(
             start.client_addr,
             start.cluster_addr,
             id.generation(),
+        )
+        .with_cluster_client(
+            (start.cluster_client_port != 0)
+                .then(|| SocketAddr::new(ip, start.cluster_client_port)),
         );
         gossip_start = Some((start, id));
         Some(Cluster::for_gossip(&config, myself).map_err(|e| StartError::Config(e.to_string()))?)
@@ -233,6 +255,7 @@ pub async fn start_with(
         local_addr,
         memcache_addr,
         cluster_addr,
+        cluster_client_addr,
         gossip_addr,
         shutdown,
         task,
@@ -280,6 +303,8 @@ fn local(l: &TcpListener) -> Result<SocketAddr, StartError> {
 #[derive(Clone, Copy)]
 enum Protocol {
     Resp,
+    /// RESP with Redis Cluster's rules (MOVED, CROSSSLOT, node-local key listings).
+    RespCluster,
     Memcache,
 }
 
@@ -289,6 +314,7 @@ async fn serve(node: Arc<Server>, listeners: Listeners, shutdown: CancellationTo
         memcache,
         cluster,
         gossip: _,
+        cluster_client,
     } = listeners;
     let tracker = TaskTracker::new();
     tracker.spawn(run_cron(node.clone(), shutdown.clone()));
@@ -299,6 +325,11 @@ async fn serve(node: Arc<Server>, listeners: Listeners, shutdown: CancellationTo
     if let Some(l) = memcache {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
         tracker.spawn(async move { accept_loop(node, l, Protocol::Memcache, shutdown, t).await });
+    }
+    if let Some(l) = cluster_client {
+        let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
+        tracker
+            .spawn(async move { accept_loop(node, l, Protocol::RespCluster, shutdown, t).await });
     }
     accept_loop(
         node.clone(),
@@ -393,7 +424,7 @@ async fn accept_loop(
                 .rejected_connections
                 .fetch_add(1, Ordering::Relaxed);
             let refusal: &'static [u8] = match protocol {
-                Protocol::Resp => b"-ERR max number of clients reached\r\n",
+                Protocol::Resp | Protocol::RespCluster => b"-ERR max number of clients reached\r\n",
                 Protocol::Memcache => b"SERVER_ERROR Too many open connections\r\n",
             };
             tracker.spawn(async move {
@@ -416,8 +447,11 @@ async fn accept_loop(
                 id: info.id,
             };
             match protocol {
-                Protocol::Resp => {
-                    let frontend = RespFrontend::new(&node, info.clone());
+                Protocol::Resp | Protocol::RespCluster => {
+                    let mut frontend = RespFrontend::new(&node, info.clone());
+                    if matches!(protocol, Protocol::RespCluster) {
+                        frontend.redis_cluster();
+                    }
                     run_connection(node.clone(), stream, info, stop, frontend).await;
                 }
                 Protocol::Memcache => {

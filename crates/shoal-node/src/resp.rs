@@ -39,6 +39,13 @@ impl RespFrontend {
     }
 }
 
+impl RespFrontend {
+    /// Serves this connection by Redis Cluster's rules (the `cluster-client-port`).
+    pub fn redis_cluster(&mut self) {
+        self.session.redis_cluster = true;
+    }
+}
+
 impl Frontend for RespFrontend {
     fn process(
         &mut self,

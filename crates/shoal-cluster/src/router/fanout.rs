@@ -352,14 +352,15 @@ pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
             .iter()
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .collect();
-        let text = cmd::render_info(
-            &node.engine,
-            node.cluster
+        let info = cmd::Info {
+            cluster: node
+                .cluster
                 .as_ref()
                 .map(|c| c as &dyn shoal_engine::hooks::ClusterInfo),
-            &sections,
-            Some((keys, volatile)),
-        );
+            cluster_enabled: false,
+            keyspace: Some((keys, volatile)),
+        };
+        let text = cmd::render_info(&node.engine, &info, &sections);
         encode(&Reply::Verbatim(text.into()), proto)
     }))
 }

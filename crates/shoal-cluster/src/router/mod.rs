@@ -41,22 +41,98 @@ use shoal_resp::Reply;
 use shoal_store::key_slot;
 
 use crate::message::encode_command;
-use crate::plan::{plan, Plan};
-use crate::{handoff, Cluster, Server};
+use crate::plan::{cluster_rule, plan, ClusterRule, Plan};
+use crate::{handoff, Cluster, Server, View};
 use local::{run_here, run_owned};
 use outbound::forward;
 use outcome::{reply_limit, with_acks};
+use shoal_engine::hooks::SlotScope;
 
 /// Runs one client request wherever it belongs.
 pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
-    let spec = match cmd::prepare(&node.engine, session, args) {
+    let prepared = match &node.cluster {
+        Some(cluster) if session.redis_cluster => {
+            let view = cluster.view();
+            let refuse =
+                |spec: &CommandSpec, args: &[Bytes], session: &Session| match cluster_rule_of(
+                    &view, spec, args, session,
+                ) {
+                    ClusterRule::Moved { slot, to } => {
+                        let a = view.nodes[usize::from(to)].redis_addr();
+                        Some(Reply::error(format!("MOVED {slot} {a}")))
+                    }
+                    ClusterRule::CrossSlot => Some(Reply::error(
+                        "CROSSSLOT Keys in request don't hash to the same slot",
+                    )),
+                    ClusterRule::Route | ClusterRule::ReadHere | ClusterRule::Local => None,
+                };
+            cmd::prepare_checked(&node.engine, session, args, &refuse)
+        }
+        _ => cmd::prepare(&node.engine, session, args),
+    };
+    let spec = match prepared {
         Prepared::Run(spec) => spec,
         Prepared::Done(reply) => return Outcome::Reply(reply),
     };
     match &node.cluster {
         None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
+        Some(cluster) if session.redis_cluster => {
+            let view = cluster.view();
+            match cluster_rule_of(&view, spec, args, session) {
+                ClusterRule::ReadHere => {
+                    let (reply, _) =
+                        run_here(node, cluster, &view, session, spec, args, now_ms, None);
+                    Outcome::Reply(reply)
+                }
+                ClusterRule::Local => {
+                    // The slots this node answers for: those whose first reachable copy it is.
+                    let down = (0..view.len() as u16)
+                        .filter(|&m| !view.reachable(m))
+                        .collect();
+                    let scope = crate::message::Scope::new(
+                        crate::message::ScopeSpec {
+                            owners: Vec::new(),
+                            down,
+                        },
+                        view.clone(),
+                    );
+                    let scope: &dyn SlotScope = &scope;
+                    let (reply, _) = run_here(
+                        node,
+                        cluster,
+                        &view,
+                        session,
+                        spec,
+                        args,
+                        now_ms,
+                        Some(scope),
+                    );
+                    Outcome::Reply(reply)
+                }
+                _ => route(node, cluster, session, spec, args, now_ms),
+            }
+        }
         Some(cluster) => route(node, cluster, session, spec, args, now_ms),
     }
+}
+
+/// [`cluster_rule`] for a command of `session` under `view`.
+fn cluster_rule_of(
+    view: &View,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    session: &Session,
+) -> ClusterRule {
+    let queued = session.multi.as_ref().map_or(&[][..], |tx| &tx.queue[..]);
+    cluster_rule(
+        spec,
+        args,
+        queued,
+        view.me,
+        session.readonly,
+        |slot| view.primary(slot),
+        |slot| view.owners(slot).contains(&view.me),
+    )
 }
 
 /// The hash slots that a connection's commands still on their way touch: forwarded (or

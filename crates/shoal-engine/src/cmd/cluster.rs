@@ -1,27 +1,39 @@
-//! CLUSTER: the cluster as Redis Cluster tools read it (INFO, NODES, MYID, KEYSLOT,
-//! COUNTKEYSINSLOT) plus two Shoal introspection subcommands about this node's own memory
-//! (LOCALKEYS, HASKEY). The router sends COUNTKEYSINSLOT to the slot's owner; everything
-//! else here describes the node that answers.
+//! CLUSTER: the cluster as Redis Cluster clients and tools read it (SLOTS, SHARDS, NODES,
+//! INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT) plus two Shoal
+//! introspection subcommands about this node's own memory (LOCALKEYS, HASKEY); and the
+//! connection commands of Redis Cluster clients (READONLY, READWRITE, ASKING). The router
+//! sends COUNTKEYSINSLOT and GETKEYSINSLOT to the slot's owner; everything else here
+//! describes the node that answers.
 
 use bytes::Bytes;
 use shoal_resp::Reply;
 use shoal_store::{key_slot, SLOTS};
 
 use super::{err, unknown_subcommand, wrong_arity, Ctx};
+use crate::hooks::{SlotNode, SlotRange};
 
 const HELP: &[&str] = &[
     "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "COUNTKEYSINSLOT <slot>",
     "    Return the number of keys in <slot> (counted at the slot's owner).",
+    "GETKEYSINSLOT <slot> <count>",
+    "    Return key names stored in <slot> (at the slot's owner).",
     "INFO",
     "    Return information about the cluster.",
     "KEYSLOT <key>",
     "    Return the hash slot for <key>.",
     "MYID",
     "    Return the node id.",
+    "MYSHARDID",
+    "    Return the node's shard id (in Shoal, its node id).",
     "NODES",
     "    Return cluster configuration seen by node. Output format:",
     "    <id> <ip:port@cport> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "SHARDS",
+    "    Return information about slot range mappings and the nodes serving them.",
+    "SLOTS",
+    "    Return information about slot range mappings. Each range is made of:",
+    "    start, end, master and replicas IP addresses, ports and ids",
     "LOCALKEYS",
     "    Shoal: the number of keys this node holds, its own and its replica copies.",
     "HASKEY <key>",
@@ -39,8 +51,10 @@ pub fn parse_slot(arg: &[u8]) -> Option<u16> {
 pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = args[1].to_ascii_lowercase();
     let arity_ok = match &sub[..] {
-        b"info" | b"nodes" | b"myid" | b"help" | b"localkeys" => args.len() == 2,
+        b"info" | b"nodes" | b"myid" | b"myshardid" | b"slots" | b"shards" | b"help"
+        | b"localkeys" => args.len() == 2,
         b"keyslot" | b"countkeysinslot" | b"haskey" => args.len() == 3,
+        b"getkeysinslot" => args.len() == 4,
         _ => return unknown_subcommand("cluster", &args[1]),
     };
     if !arity_ok {
@@ -58,6 +72,22 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Some(slot) => Reply::Int(ctx.engine.store.count_in_slot(slot) as i64),
             None => err("ERR Invalid slot"),
         },
+        b"getkeysinslot" => {
+            let (Some(slot), Some(count)) = (parse_slot(&args[2]), super::parse_i64(&args[3]))
+            else {
+                return err("ERR Invalid slot or number of keys");
+            };
+            let Ok(count) = usize::try_from(count) else {
+                return err("ERR Invalid slot or number of keys");
+            };
+            let mut keys = Vec::new();
+            ctx.engine.store.for_each_in_slot(slot, ctx.now_ms, |k, _| {
+                if keys.len() < count {
+                    keys.push(Reply::bulk(Bytes::copy_from_slice(k)));
+                }
+            });
+            Reply::Array(keys)
+        }
         b"localkeys" => Reply::Int(ctx.engine.store.len() as i64),
         b"haskey" => {
             let exists =
@@ -68,9 +98,98 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     });
             Reply::Int(i64::from(exists))
         }
-        b"myid" => Reply::bulk(cluster.my_id()),
+        b"myid" | b"myshardid" => Reply::bulk(cluster.my_id()),
+        b"slots" => slots_reply(&cluster.slot_ranges()),
+        b"shards" => shards_reply(&cluster.slot_ranges()),
         b"info" => Reply::Verbatim(cluster.cluster_info().into()),
         b"nodes" => Reply::Verbatim(cluster.cluster_nodes(ctx.now_ms).into()),
         _ => unknown_subcommand("cluster", &args[1]),
     }
+}
+
+/// CLUSTER SLOTS: `[first, last, [ip, port, id, {}], ...]` per range, as Redis 7 (the fourth
+/// element of a node is its networking metadata, none here).
+pub fn slots_reply(ranges: &[SlotRange]) -> Reply {
+    let node = |n: &SlotNode| {
+        Reply::Array(vec![
+            Reply::bulk(n.ip.clone()),
+            Reply::Int(i64::from(n.port)),
+            Reply::bulk(n.id.clone()),
+            Reply::Map(Vec::new()),
+        ])
+    };
+    Reply::Array(
+        ranges
+            .iter()
+            .map(|r| {
+                let mut item = vec![
+                    Reply::Int(i64::from(r.first)),
+                    Reply::Int(i64::from(r.last)),
+                ];
+                item.extend(r.nodes.iter().map(node));
+                Reply::Array(item)
+            })
+            .collect(),
+    )
+}
+
+/// CLUSTER SHARDS: one shard per node that answers for slots (Shoal places each slot's
+/// copies independently, so a node's slots have no one replica set: each shard lists its
+/// node alone, as a master), with its slot ranges as `[start, end, ...]`.
+pub fn shards_reply(ranges: &[SlotRange]) -> Reply {
+    let mut shards: Vec<(&SlotNode, Vec<Reply>)> = Vec::new();
+    for r in ranges {
+        let Some(master) = r.nodes.first() else {
+            continue;
+        };
+        let bounds = [
+            Reply::Int(i64::from(r.first)),
+            Reply::Int(i64::from(r.last)),
+        ];
+        match shards.iter_mut().find(|(n, _)| n.id == master.id) {
+            Some((_, slots)) => slots.extend(bounds),
+            None => shards.push((master, bounds.into())),
+        }
+    }
+    let text = |s: &str| Reply::bulk(s.to_owned());
+    Reply::Array(
+        shards
+            .into_iter()
+            .map(|(n, slots)| {
+                let node = Reply::Map(vec![
+                    (text("id"), text(&n.id)),
+                    (text("port"), Reply::Int(i64::from(n.port))),
+                    (text("ip"), text(&n.ip)),
+                    (text("endpoint"), text(&n.ip)),
+                    (text("role"), text("master")),
+                    (text("replication-offset"), Reply::Int(0)),
+                    (text("health"), text("online")),
+                ]);
+                Reply::Map(vec![
+                    (text("slots"), Reply::Array(slots)),
+                    (text("nodes"), Reply::Array(vec![node])),
+                ])
+            })
+            .collect(),
+    )
+}
+
+/// READONLY, READWRITE: whether this connection may read replica copies (Redis Cluster's
+/// replica reads). Only a cluster node knows them, as in Redis.
+pub fn readonly(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.host.cluster().is_none() {
+        return err("ERR This instance has cluster support disabled");
+    }
+    ctx.session.readonly = args[0].eq_ignore_ascii_case(b"readonly");
+    Reply::ok()
+}
+
+/// ASKING: Redis Cluster clients send it before a command redirected by `-ASK`. Shoal never
+/// answers ASK (a slot in transit is served by its new owner, which fetches keys it has not
+/// received yet), so the flag changes nothing; it is accepted so those clients work.
+pub fn asking(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    if ctx.host.cluster().is_none() {
+        return err("ERR This instance has cluster support disabled");
+    }
+    Reply::ok()
 }

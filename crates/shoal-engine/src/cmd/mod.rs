@@ -29,7 +29,7 @@ use crate::hooks::{Host, SlotScope};
 
 pub use cluster::parse_slot;
 pub use conn::sets_reply_mode;
-pub use server::{info_wants_keyspace, render_info};
+pub use server::{info_wants_keyspace, render_info, Info};
 
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).
 pub mod flag {
@@ -306,7 +306,10 @@ pub static TABLE: &[CommandSpec] = &[
         &["get", "set", "resetstat", "rewrite", "help"]),
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NOQUEUE, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
-        &["info", "nodes", "myid", "keyslot", "countkeysinslot", "localkeys", "haskey", "help"]) },
+        &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "localkeys", "haskey", "help"]) },
+    cmd!("readonly", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", cluster::readonly),
+    cmd!("readwrite", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-write queries for a connection to a Redis Cluster replica node.", cluster::readonly),
+    cmd!("asking", 1, FAST, (0, 0, 0), "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect.", cluster::asking),
     cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
 ];
 
@@ -420,6 +423,11 @@ pub struct Session {
     /// What the running command's reply may grow by; the front end sets it before each
     /// command. When a command exceeds it, the client is closed (Redis's hard limit).
     pub budget: ReplyBudget,
+    /// The connection came in on the cluster-client port: Redis Cluster's rules apply
+    /// (MOVED for keys owned elsewhere, CROSSSLOT, node-local key listings).
+    pub redis_cluster: bool,
+    /// READONLY: reads of keys this node holds a replica copy of are served here.
+    pub readonly: bool,
 }
 
 impl Session {
@@ -434,6 +442,8 @@ impl Session {
             watched: Vec::new(),
             drop_reply: false,
             budget: ReplyBudget::new(FORWARDED_REPLY_MAX as u64),
+            redis_cluster: false,
+            readonly: false,
         }
     }
 }
@@ -469,9 +479,25 @@ pub enum Prepared {
     Done(Reply),
 }
 
+/// A check the layer above adds to [`prepare_checked`] (Redis Cluster's redirections): it
+/// sees a command that passed the other checks, before it is queued (inside MULTI) or run,
+/// and a reply it returns refuses the command. A refused queued command makes EXEC abort; a
+/// refused EXEC discards the transaction, as Redis Cluster's redirections do.
+pub type Check<'a> = &'a dyn Fn(&CommandSpec, &[Bytes], &Session) -> Option<Reply>;
+
 /// The checks every request passes before it runs: known command, arity, authentication,
 /// MULTI queueing.
 pub fn prepare(node: &Engine, session: &mut Session, args: &[Bytes]) -> Prepared {
+    prepare_checked(node, session, args, &|_, _, _| None)
+}
+
+/// [`prepare`] with one more check, made after authentication.
+pub fn prepare_checked(
+    node: &Engine,
+    session: &mut Session,
+    args: &[Bytes],
+    check: Check<'_>,
+) -> Prepared {
     let Some(index) = lookup_index(&args[0]) else {
         return Prepared::Done(reject(session, unknown_command(args)));
     };
@@ -496,6 +522,13 @@ pub fn prepare(node: &Engine, session: &mut Session, args: &[Bytes]) -> Prepared
             ));
         }
         session.authenticated = true;
+    }
+    if let Some(reply) = check(spec, args, session) {
+        if spec.route == Route::Exec && session.multi.take().is_some() {
+            session.watched.clear();
+            return Prepared::Done(reply);
+        }
+        return Prepared::Done(reject(session, reply));
     }
     if let Some(tx) = session.multi.as_mut().filter(|_| spec.flags & NOQUEUE == 0) {
         tx.queue.push(args.to_vec());

@@ -58,7 +58,12 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    Reply::Verbatim(render_info(ctx.engine, ctx.host.cluster(), &sections, ctx.keyspace).into())
+    let info = Info {
+        cluster: ctx.host.cluster(),
+        cluster_enabled: ctx.session.redis_cluster,
+        keyspace: ctx.keyspace,
+    };
+    Reply::Verbatim(render_info(ctx.engine, &info, &sections).into())
 }
 
 const DEFAULT_SECTIONS: &[&str] = &[
@@ -98,14 +103,24 @@ pub fn info_wants_keyspace(args: &[Bytes]) -> bool {
         })
 }
 
-/// The INFO text. `keyspace` = cluster-wide (keys, volatile keys) to show instead of this
-/// node's own counts.
-pub fn render_info(
-    node: &Engine,
-    cluster: Option<&dyn ClusterInfo>,
-    sections: &[String],
-    keyspace: Option<(u64, u64)>,
-) -> String {
+/// What INFO shows beyond the engine's own state.
+pub struct Info<'a> {
+    /// The cluster this node is in, for INFO's cluster section.
+    pub cluster: Option<&'a dyn ClusterInfo>,
+    /// `cluster_enabled:1`: asked on the cluster-client port, where Redis Cluster's rules
+    /// apply. Elsewhere 0, so plain clients never switch to slot maps and MOVED.
+    pub cluster_enabled: bool,
+    /// Cluster-wide (keys, volatile keys) to show instead of this node's own counts.
+    pub keyspace: Option<(u64, u64)>,
+}
+
+/// The INFO text.
+pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> String {
+    let Info {
+        cluster,
+        cluster_enabled,
+        keyspace,
+    } = *info;
     let all = sections.iter().any(|s| s == "all" || s == "everything");
     let wanted: Vec<&str> = if sections.is_empty() || all || sections.iter().any(|s| s == "default")
     {
@@ -255,9 +270,7 @@ pub fn render_info(
                 section("CPU", b);
             }
             "cluster" => {
-                // 0 even in a Shoal cluster: clients must not switch to Redis Cluster mode
-                // (slot maps, MOVED), since any Shoal node answers any key.
-                line!("cluster_enabled:0");
+                line!("cluster_enabled:{}", u8::from(cluster_enabled));
                 if let Some(c) = cluster {
                     c.info_lines(&mut b);
                 }
