@@ -1568,3 +1568,65 @@ fn connection_matches_redis() {
 fn inline_and_protocol_errors_match_redis() {
     run_family("inline", INLINE);
 }
+
+/// The command tips of COMMAND INFO (its eighth element) match redis-server's for every
+/// command whose tips tell a Redis Cluster client how to split it across shards: redis-py
+/// reads them to send DBSIZE to every primary and sum the answers, MGET to each key's owner.
+/// MSETNX is left out: 7.0 tips it `multi_shard`/`agg_min`, which lets a client split it by
+/// slot and lose its atomicity; Shoal keeps it atomic and refuses it across owners.
+#[test]
+fn command_tips_match_redis() {
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    let tips = |addr: SocketAddr, name: &str| -> Vec<String> {
+        let mut c = redis::Client::open(format!("redis://{addr}/"))
+            .and_then(|c| c.get_connection())
+            .expect("connects");
+        let v: redis::Value = redis::cmd("COMMAND")
+            .arg("INFO")
+            .arg(name)
+            .query(&mut c)
+            .unwrap();
+        let redis::Value::Array(mut items) = v else {
+            panic!("{v:?}")
+        };
+        let redis::Value::Array(info) = items.remove(0) else {
+            panic!("{name}: no info")
+        };
+        let redis::Value::Array(tips) = &info[7] else {
+            panic!("{name}: {info:?}")
+        };
+        tips.iter()
+            .map(|t| match t {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    let mut with_tips = 0;
+    for name in [
+        "dbsize",
+        "keys",
+        "scan",
+        "randomkey",
+        "flushall",
+        "flushdb",
+        "info",
+        "mget",
+        "mset",
+        "del",
+        "unlink",
+        "exists",
+        "touch",
+        "get",
+        "set",
+    ] {
+        let want = tips(redis.addr, name);
+        with_tips += usize::from(!want.is_empty());
+        assert_eq!(tips(shoal.addr, name), want, "{name}");
+    }
+    assert!(
+        with_tips >= 13,
+        "the reference has tips for the routed commands"
+    );
+}

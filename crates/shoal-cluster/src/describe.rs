@@ -21,18 +21,12 @@ impl ClusterInfo for Cluster {
                 port: a.port(),
             }
         };
-        // The primary, then the other reachable copies (Redis leaves failed replicas out).
-        let copies = |slot: u16| -> Vec<u16> {
-            let primary = view.primary(slot);
-            std::iter::once(primary)
-                .chain(
-                    view.owners(slot)
-                        .iter()
-                        .copied()
-                        .filter(|&m| m != primary && view.reachable(m)),
-                )
-                .collect()
-        };
+        // The primary alone. Redis Cluster clients give each node one role (redis-py,
+        // ioredis and node-redis mark a node listed as a replica of any range a replica,
+        // and send DBSIZE, KEYS, SCAN and FLUSHALL to primaries only), while every Shoal
+        // node is the owner of some slots and a copy of others: listing the copies would
+        // hide some owners from those commands.
+        let copies = |slot: u16| -> Vec<u16> { vec![view.primary(slot)] };
         let mut out: Vec<SlotRange> = Vec::new();
         let mut run: Option<(u16, Vec<u16>)> = None;
         for slot in 0..SLOTS {

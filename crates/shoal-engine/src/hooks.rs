@@ -10,8 +10,8 @@ pub struct SlotNode {
     pub port: u16,
 }
 
-/// A run of consecutive slots served by the same copies, the one that answers writes first
-/// (CLUSTER SLOTS's master), then the other reachable copies (its replicas).
+/// A run of consecutive slots served by the same nodes, the one that answers writes first
+/// (CLUSTER SLOTS's master), then any replicas clients may read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlotRange {
     pub first: u16,

@@ -180,10 +180,15 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
     if let Some(addr) = node.memcache_addr {
         tracing::info!("memcached protocol listening on {addr}");
     }
-    let protected = if node.memcache_addr.is_some() {
-        "RESP and memcached ports"
-    } else {
-        "RESP port"
+    if let Some(addr) = node.cluster_client_addr {
+        tracing::info!(
+            "Redis Cluster clients listening on {addr} (cluster-client-port: MOVED, CROSSSLOT)"
+        );
+    }
+    let protected = match (node.memcache_addr, node.cluster_client_addr) {
+        (Some(_), _) => "RESP and memcached ports",
+        (None, Some(_)) => "RESP ports",
+        (None, None) => "RESP port",
     };
     if node.node.engine.requires_auth() {
         tracing::info!("requirepass is set: the {protected} require the password (AUTH; memcached: a set of 'default <password>')");

@@ -129,6 +129,41 @@ pub enum Gather {
 }
 
 impl Route {
+    /// Redis 7's command tips for this route (COMMAND INFO's tips, as redis-server 7.0
+    /// gives them for these commands): how a Redis Cluster
+    /// client splits the command across shards and combines the replies. redis-py, for one,
+    /// sends a command with `request_policy:all_shards` to every primary and sums an
+    /// `agg_sum`; without the tips it would ask one node for DBSIZE.
+    pub const fn tips(self) -> &'static [&'static str] {
+        match self {
+            Route::Split(Merge::Values) => &["request_policy:multi_shard"],
+            Route::Split(Merge::AllOk) => &[
+                "request_policy:multi_shard",
+                "response_policy:all_succeeded",
+            ],
+            Route::Split(Merge::Sum) => &["request_policy:multi_shard", "response_policy:agg_sum"],
+            Route::AllNodes(Gather::Sum) => {
+                &["request_policy:all_shards", "response_policy:agg_sum"]
+            }
+            Route::AllNodes(Gather::Concat) => {
+                &["request_policy:all_shards", "nondeterministic_output_order"]
+            }
+            Route::AllNodes(Gather::Random) => {
+                &["request_policy:all_shards", "nondeterministic_output"]
+            }
+            Route::AllNodes(Gather::Scan) => &["nondeterministic_output", "request_policy:special"],
+            Route::AllNodes(Gather::Flush) => {
+                &["request_policy:all_shards", "response_policy:all_succeeded"]
+            }
+            Route::Info => &[
+                "nondeterministic_output",
+                "request_policy:all_shards",
+                "response_policy:special",
+            ],
+            Route::Here | Route::Owner | Route::Exec | Route::Watch | Route::Cluster => &[],
+        }
+    }
+
     /// The default route of a row from its first key position.
     pub const fn by_keys(first_key: i32) -> Route {
         if first_key > 0 {

@@ -364,7 +364,7 @@ fn command_info(c: &CommandSpec) -> Reply {
         Reply::Int(i64::from(c.last_key)),
         Reply::Int(i64::from(c.step)),
         Reply::Set(vec![Reply::Simple(format!("@{}", c.group).into())]),
-        Reply::Array(vec![]),
+        Reply::Array(c.route.tips().iter().map(|t| Reply::bulk(*t)).collect()),
         Reply::Array(key_specs),
         Reply::Array(subs),
     ])
