@@ -9,6 +9,13 @@
 #                               against node n0 of a 3-node cluster (replicas = 1, so two thirds
 #                               of the requests are forwarded and every write is replicated),
 #                               with the CPU of all three nodes summed (CANDIDATE_PID list)
+#   scripts/bench.sh cluster-clients
+#                               Redis Cluster clients: redis-benchmark --cluster against the
+#                               cluster-client ports of a 3-node cluster (each request goes
+#                               straight to its owner; replicas = 1) and plain redis-benchmark
+#                               against a single node, interleaved rounds; prints server CPU
+#                               per request (all three nodes summed) and its ratio
+#                               (knobs: ROUNDS=3 REQUESTS=300000 KEYSPACE=100000 CLIENTS=50)
 # Tune the yardsticks with their environment knobs (ROUNDS, SECS, CLIENTS, VSIZE, MEM_KEYS...).
 # CLUSTER_THREADS=n gives each cluster node n worker threads (`threads`; default one per core,
 # so three nodes on a small machine oversubscribe it); the single node keeps the default.
@@ -32,6 +39,70 @@ wait_addr() { # log-file pattern pid -> address on stdout
   done
   cat "$1" >&2; return 1
 }
+if [ "${1:-resp}" = cluster-clients ]; then
+  build
+  tmp=$(mktemp -d)
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+  ports=$(python3 -c 'import socket
+s=[socket.socket() for _ in range(9)]
+[x.bind(("127.0.0.1",0)) for x in s]
+print(" ".join(str(x.getsockname()[1]) for x in s))')
+  read -r p0 c0 k0 p1 c1 k1 p2 c2 k2 <<<"$ports"
+  nodes="n0=127.0.0.1:$p0@$c0+$k0,n1=127.0.0.1:$p1@$c1+$k1,n2=127.0.0.1:$p2@$c2+$k2"
+  export SHOAL_CLUSTER_SECRET=bench-secret
+  for i in 0 1 2; do
+    eval "port=\$p$i"
+    start_node "$tmp/n$i.log" --port "$port" --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes" \
+      ${CLUSTER_THREADS:+--set "threads=$CLUSTER_THREADS"}
+    pids+=("$started")
+  done
+  for i in 0 1 2; do wait_addr "$tmp/n$i.log" 'Redis Cluster clients listening on 127\.0\.0\.1:[0-9]*' "${pids[$i]}" >/dev/null; done
+  start_node "$tmp/single.log" --port 0 --maxmemory 0
+  single_pid=$started; pids+=("$single_pid")
+  single=$(wait_addr "$tmp/single.log" 'listening on 127\.0\.0\.1:[0-9]*' "$single_pid")
+  SINGLE="$single" SINGLE_PID="$single_pid" CLUSTER_PORT="$k0" \
+    CLUSTER_PIDS="${pids[0]},${pids[1]},${pids[2]}" python3 - <<'PY'
+import os, subprocess, statistics, time
+rounds = int(os.environ.get("ROUNDS", "3"))
+n = int(os.environ.get("REQUESTS", "300000"))
+keyspace = int(os.environ.get("KEYSPACE", "100000"))
+clients = os.environ.get("CLIENTS", "50")
+host, sport = os.environ["SINGLE"].rsplit(":", 1)
+targets = {
+    "single": (["-p", sport], [int(os.environ["SINGLE_PID"])]),
+    "cluster": (["--cluster", "-p", os.environ["CLUSTER_PORT"]],
+                [int(p) for p in os.environ["CLUSTER_PIDS"].split(",")]),
+}
+tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+def cpu(pids):
+    t = 0
+    for p in pids:
+        f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        t += int(f[11]) + int(f[12])
+    return t * tick_us
+def bench(target, test, pipe, count):
+    args, pids = targets[target]
+    c0, t0 = cpu(pids), time.monotonic()
+    subprocess.run(["timeout", "120", "redis-benchmark", "-h", host, *args, "-t", test,
+                    "-c", clients, "-P", str(pipe), "-n", str(count), "-r", str(keyspace),
+                    "-d", "100", "-q"], check=True, capture_output=True)
+    return (cpu(pids) - c0) / count, count / (time.monotonic() - t0)
+for t in targets:
+    bench(t, "set", 16, keyspace)  # preload
+print(f"{'workload':<12} {'single us/op':>12} {'cluster us/op':>13} {'cpu ratio':>9}  {'rps ratio':>9}")
+for test, pipe in (("get", 1), ("set", 1), ("get", 16), ("set", 16)):
+    res = {"single": [], "cluster": []}
+    for r in range(rounds):
+        order = ["single", "cluster"] if r % 2 == 0 else ["cluster", "single"]
+        for t in order:
+            res[t].append(bench(t, test, pipe, n))
+    med = {t: (statistics.median(u for u, _ in v), statistics.median(q for _, q in v)) for t, v in res.items()}
+    print(f"{test}:{clients}:{pipe:<6} {med['single'][0]:>12.2f} {med['cluster'][0]:>13.2f} "
+          f"{med['cluster'][0] / med['single'][0]:>9.2f}  {med['cluster'][1] / med['single'][1]:>9.2f}")
+PY
+  exit 0
+fi
 if [ "${1:-resp}" = cluster ]; then
   BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
   [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
@@ -65,7 +136,7 @@ fi
 case "${1:-resp}" in
   resp) BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}; pattern='listening on 127\.0\.0\.1:[0-9]*' ;;
   memcache) BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}; pattern='memcached protocol listening on 127\.0\.0\.1:[0-9]*' ;;
-  *) echo "usage: $0 [resp|memcache|cluster]"; exit 2 ;;
+  *) echo "usage: $0 [resp|memcache|cluster|cluster-clients]"; exit 2 ;;
 esac
 [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs Shoal's whole test suite: installs what the tests need (redis-cli from redis-tools,
 # redis-server for the differential test that compares Shoal's replies with Redis's,
-# memccapable from libmemcached-tools for the Memcached front end),
+# memccapable from libmemcached-tools for the Memcached front end, Python 3 and Node.js with
+# the Redis Cluster clients the cluster-client tests drive: redis-py from PyPI, ioredis and
+# node-redis from npm into tests/clients/node_modules),
 # checks that the fuzz target still builds on stable, then runs every workspace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,18 @@ if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/nul
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-tools redis-server libmemcached-tools >/dev/null
 fi
+
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1 \
+  || ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 python3-pip nodejs npm >/dev/null
+fi
+if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]) < 5)' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check 'redis==8.1.0' \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'redis==8.1.0'
+fi
+(cd tests/clients && npm ci --silent --no-audit --no-fund)
 
 cargo build --quiet --manifest-path fuzz/Cargo.toml --bins
 

@@ -117,3 +117,54 @@ fn auth_with_password_flag() {
         "v\n"
     );
 }
+
+/// `redis-cli` against one port of a 3-node cluster, succeeding.
+fn cli_at(port: u16, args: &[&str]) -> String {
+    let o = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("redis-cli must be installed (apt-get install redis-tools)");
+    assert!(o.status.success(), "redis-cli {args:?} failed: {o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `redis-cli -c` follows MOVED from the cluster-client port to each key's owner, and
+/// `redis-cli --cluster check` finds every slot covered, the nodes agreeing, no open slot.
+#[test]
+fn cluster_mode_follows_moved_and_check_passes() {
+    let cluster = shoal_tests::TestCluster::start(3, |_| {});
+    let port = cluster.members[0].cluster_client_addr.port();
+    for i in 0..30 {
+        let key = format!("cli:{i}");
+        assert_eq!(cli_at(port, &["-c", "SET", &key, &format!("v{i}")]), "OK\n");
+    }
+    for i in 0..30 {
+        let key = format!("cli:{i}");
+        assert_eq!(cli_at(port, &["-c", "GET", &key]), format!("v{i}\n"));
+    }
+    // Without -c the keys of other nodes are redirections, which redis-cli prints.
+    let plain: Vec<String> = (0..30)
+        .map(|i| cli_at(port, &["GET", &format!("cli:{i}")]))
+        .collect();
+    assert!(
+        plain.iter().any(|o| o.starts_with("MOVED ")),
+        "some key is owned elsewhere: {plain:?}"
+    );
+    let check = cli_at(
+        port,
+        &[
+            "--cluster",
+            "check",
+            &cluster.members[0].cluster_client_addr.to_string(),
+        ],
+    );
+    for needle in [
+        "[OK] All nodes agree about slots configuration.",
+        "[OK] All 16384 slots covered.",
+        "[OK] 30 keys in 3 masters.",
+    ] {
+        assert!(check.contains(needle), "{needle}: {check}");
+    }
+}

@@ -271,6 +271,10 @@ pub struct ClusterStats {
     pub served: AtomicU64,
     /// Inter-node requests whose sender had another view of the membership.
     pub other_view: AtomicU64,
+    /// Requests on the cluster-client port answered MOVED (the client's slot map is old).
+    pub moved: AtomicU64,
+    /// Requests on the cluster-client port.
+    pub cluster_port_requests: AtomicU64,
     /// Forwarded commands that arrived after their sender's deadline, not run.
     pub expired: AtomicU64,
 }
@@ -471,6 +475,7 @@ impl Cluster {
             replicas: config.replicas,
             peer_config,
             view_id: Arc::new(AtomicU64::new(0)),
+
             pool: Mutex::new(HashMap::new()),
             installing: Mutex::new(()),
             changes: watch::channel(0).0,
@@ -597,6 +602,20 @@ impl Cluster {
         Ok(view)
     }
 
+    /// True when a cluster client may be sent to member `to` with `-MOVED` under `view`: `to`
+    /// answered last under the same placement. Otherwise the two may place the slot
+    /// differently for a moment (one has heard of a join or a leave, the other not yet) and
+    /// send the client back and forth until it gives up (ioredis and redis-py follow 16
+    /// redirections with no pause between them); the request is then served as on the plain
+    /// port (forwarded), which needs no agreement, and MOVED resumes once `to` answers under
+    /// this view. Two nodes never send a client to each other for one slot: each would need
+    /// the other's latest answer to carry its own view, and under one view both agree on the
+    /// slot's primary.
+    pub fn may_redirect(&self, view: &View, to: u16) -> bool {
+        view.peer(to)
+            .is_some_and(|p| p.client.peer_epoch() == view.id)
+    }
+
     /// Notified whenever a view with another placement is installed.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
@@ -685,6 +704,11 @@ impl Cluster {
         line(format!("shoal_fetched_keys:{}", get(&h.fetched)));
         line(format!("shoal_forgotten_keys:{}", get(&h.forgotten)));
         line(format!("shoal_other_view_requests:{}", get(&s.other_view)));
+        line(format!("shoal_moved_replies:{}", get(&s.moved)));
+        line(format!(
+            "shoal_cluster_port_requests:{}",
+            get(&s.cluster_port_requests)
+        ));
         line(format!("shoal_expired_requests:{}", get(&s.expired)));
         if let Some(g) = self.gossip.get() {
             let g = g.stats().snapshot();

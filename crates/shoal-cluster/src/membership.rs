@@ -375,10 +375,49 @@ pub async fn leave(node: &Server, deadline: Instant) -> bool {
     while !cluster.view().replication_idle() && Instant::now() < drain.min(deadline) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    // Cluster-aware clients still send this node the slots it owned. While the others see it
+    // leaving (before the gossip leave below), it answers them MOVED, so each client
+    // refreshes its slot map; close their connections only once none has asked anything for
+    // a while, so nothing is in flight when they close.
+    if cluster.me().cluster_client.is_some() {
+        let quiet_since = drain_cluster_clients(cluster, deadline).await;
+        tracing::info!(
+            quiet_ms = quiet_since.as_millis() as u64,
+            "cluster clients have moved on"
+        );
+    }
     if let Some(g) = cluster.gossip.get() {
         let _ = tokio::time::timeout(LEAVE_GOSSIP_WAIT, g.leave()).await;
     }
     done
+}
+
+/// How long no request may reach the cluster-client port before a leaving node takes its
+/// clients to have moved on.
+const CLIENT_QUIET: Duration = Duration::from_secs(1);
+/// Longest a leaving node waits for them.
+const CLIENT_DRAIN_MAX: Duration = Duration::from_secs(10);
+
+/// Waits until the cluster-client port has been quiet for [`CLIENT_QUIET`] (at most
+/// [`CLIENT_DRAIN_MAX`], or until `deadline`); returns how long it was quiet.
+async fn drain_cluster_clients(cluster: &Cluster, deadline: Instant) -> Duration {
+    let count = || cluster.stats.cluster_port_requests.load(Ordering::Relaxed);
+    let end = (Instant::now() + CLIENT_DRAIN_MAX).min(deadline);
+    let mut last = count();
+    let mut quiet_from = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        tick.tick().await;
+        let now = Instant::now();
+        let n = count();
+        if n != last {
+            last = n;
+            quiet_from = now;
+        }
+        if now - quiet_from >= CLIENT_QUIET || now >= end {
+            return now - quiet_from;
+        }
+    }
 }
 
 #[cfg(test)]

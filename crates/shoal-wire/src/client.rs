@@ -42,6 +42,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -151,6 +152,8 @@ struct Shared {
     /// Sized `max_in_flight`; a request holds one permit for as long as its future lives.
     permits: Semaphore,
     state: Mutex<State>,
+    /// The placement epoch the peer's latest response carried (0 before any).
+    peer_epoch: AtomicU64,
 }
 
 /// Everything a request touches on its way, behind one lock. Every critical section is a
@@ -196,6 +199,7 @@ impl PeerClient {
                 pending: HashMap::new(),
                 next_id: 1,
             }),
+            peer_epoch: AtomicU64::new(0),
         });
         let client = PeerClient {
             addr,
@@ -211,6 +215,12 @@ impl PeerClient {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The placement epoch of the peer's latest response (0 before its first): what the
+    /// peer's view of the membership was when it last answered.
+    pub fn peer_epoch(&self) -> u64 {
+        self.shared.peer_epoch.load(Ordering::Relaxed)
     }
 
     /// Requests in flight right now: queued or awaiting a response. A request that timed out
@@ -569,6 +579,7 @@ async fn run_reader(
     let error = loop {
         match decode(&mut buf, &limits) {
             Ok(Some(Frame::Response { id, epoch, body })) => {
+                shared.peer_epoch.store(epoch, Ordering::Relaxed);
                 answer(&shared, id, Ok(Response { epoch, body }));
                 continue;
             }

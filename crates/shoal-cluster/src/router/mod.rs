@@ -52,12 +52,18 @@ use shoal_engine::hooks::SlotScope;
 pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
     let prepared = match &node.cluster {
         Some(cluster) if session.redis_cluster => {
+            cluster
+                .stats
+                .cluster_port_requests
+                .fetch_add(1, Ordering::Relaxed);
             let view = cluster.view();
             let refuse =
                 |spec: &CommandSpec, args: &[Bytes], session: &Session| match cluster_rule_of(
                     &view, spec, args, session,
                 ) {
+                    ClusterRule::Moved { to, .. } if !cluster.may_redirect(&view, to) => None,
                     ClusterRule::Moved { slot, to } => {
+                        cluster.stats.moved.fetch_add(1, Ordering::Relaxed);
                         let a = view.nodes[usize::from(to)].redis_addr();
                         Some(Reply::error(format!("MOVED {slot} {a}")))
                     }
