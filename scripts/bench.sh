@@ -39,17 +39,21 @@ wait_addr() { # log-file pattern pid -> address on stdout
   done
   cat "$1" >&2; return 1
 }
-if [ "${1:-resp}" = cluster-clients ]; then
+# Starts a 3-node static cluster (n0..n2, each with a cluster-client port) and a single node
+# on free loopback ports: pids in $pids (n0 n1 n2 single), the RESP ports in $p0..$p2, the
+# cluster-client ports in $k0..$k2, the single node's address in $single, its pid $single_pid.
+start_cluster_and_single() {
   build
   tmp=$(mktemp -d)
   pids=()
   trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+  local ports
   ports=$(python3 -c 'import socket
 s=[socket.socket() for _ in range(9)]
 [x.bind(("127.0.0.1",0)) for x in s]
 print(" ".join(str(x.getsockname()[1]) for x in s))')
   read -r p0 c0 k0 p1 c1 k1 p2 c2 k2 <<<"$ports"
-  nodes="n0=127.0.0.1:$p0@$c0+$k0,n1=127.0.0.1:$p1@$c1+$k1,n2=127.0.0.1:$p2@$c2+$k2"
+  local nodes="n0=127.0.0.1:$p0@$c0+$k0,n1=127.0.0.1:$p1@$c1+$k1,n2=127.0.0.1:$p2@$c2+$k2"
   export SHOAL_CLUSTER_SECRET=bench-secret
   for i in 0 1 2; do
     eval "port=\$p$i"
@@ -61,6 +65,9 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')
   start_node "$tmp/single.log" --port 0 --maxmemory 0
   single_pid=$started; pids+=("$single_pid")
   single=$(wait_addr "$tmp/single.log" 'listening on 127\.0\.0\.1:[0-9]*' "$single_pid")
+}
+if [ "${1:-resp}" = cluster-clients ]; then
+  start_cluster_and_single
   SINGLE="$single" SINGLE_PID="$single_pid" CLUSTER_PORT="$k0" \
     CLUSTER_PIDS="${pids[0]},${pids[1]},${pids[2]}" python3 - <<'PY'
 import os, subprocess, statistics, time
@@ -106,27 +113,7 @@ fi
 if [ "${1:-resp}" = cluster ]; then
   BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
   [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
-  build
-  tmp=$(mktemp -d)
-  pids=()
-  trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
-  ports=$(python3 -c 'import socket
-s=[socket.socket() for _ in range(6)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))')
-  read -r p0 c0 p1 c1 p2 c2 <<<"$ports"
-  nodes="n0=127.0.0.1:$p0@$c0,n1=127.0.0.1:$p1@$c1,n2=127.0.0.1:$p2@$c2"
-  export SHOAL_CLUSTER_SECRET=bench-secret
-  for i in 0 1 2; do
-    eval "port=\$p$i"
-    start_node "$tmp/n$i.log" --port "$port" --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes" \
-      ${CLUSTER_THREADS:+--set "threads=$CLUSTER_THREADS"}
-    pids+=("$started")
-  done
-  for i in 0 1 2; do wait_addr "$tmp/n$i.log" 'listening on 127\.0\.0\.1:[0-9]*' "${pids[$i]}" >/dev/null; done
-  start_node "$tmp/single.log" --port 0 --maxmemory 0
-  single_pid=$started; pids+=("$single_pid")
-  single=$(wait_addr "$tmp/single.log" 'listening on 127\.0\.0\.1:[0-9]*' "$single_pid")
+  start_cluster_and_single
   echo "== single node ($single)"
   CANDIDATE_PID=$single_pid bash "$BENCH" "$single"
   echo "== node n0 of a 3-node cluster (127.0.0.1:$p0), CPU of all three nodes summed"

@@ -13,11 +13,12 @@
 //! # Layout
 //!
 //! One module. [`Placement::new`] sorts the members by name, scores every (member, slot)
-//! pair, and keeps the best `replicas + 1` members of each slot in one flat `Vec<u16>` of
+//! pair, and keeps `replicas + 1` members of each slot (the best with room, see below) in
+//! one flat `Vec<u16>` of
 //! `SLOTS * (replicas + 1)` member indices (at most 16,384 x 3 x 2 bytes = 96 KiB for 2
 //! replicas). [`diff`] compares two snapshots for the rebalancer.
 //!
-//! # Algorithm: weighted rendezvous (highest random weight) hashing, exact hash
+//! # Algorithm: weighted rendezvous (highest random weight) hashing with bounded loads
 //!
 //! For member `m` with name bytes `name` (UTF-8 of [`NodeName`]) and weight `w >= 1`, for
 //! each copy `i` in `0..w`:
@@ -30,13 +31,30 @@
 //! ```
 //!
 //! `XXH3_64` is the 64-bit XXH3 of xxHash 0.8 with a 64-bit seed (`XXH3_64bits_withSeed` in
-//! the C library, `xxhash_rust::xxh3::xxh3_64_with_seed` here). The members of a slot are
-//! ranked by `score` descending, ties (probability ~2^-64) broken by the smaller name bytes
-//! first; the first is the owner, the next `min(replicas, members - 1)` are the replicas. A
-//! member of weight `w` scores the best of `w` independent draws, so it wins a slot as often
-//! as `w` unit members would together: `w` shares of the slots. Weights are integers so the
-//! whole computation is integer arithmetic on a published hash: no floating point `ln` whose
-//! last bit could differ between libm builds. The cost is one hash per (copy, slot), hence [`MAX_WEIGHT`].
+//! the C library, `xxhash_rust::xxh3::xxh3_64_with_seed` here). For each slot the members
+//! are ranked by `score` descending, ties (probability ~2^-64) broken by the smaller name
+//! bytes first. A member of weight `w` scores the best of `w` independent draws, so it wins
+//! a slot as often as `w` unit members would together: `w` shares of the slots. Weights are
+//! integers so the whole computation is integer arithmetic on a published hash: no floating
+//! point `ln` whose last bit could differ between libm builds.
+//!
+//! Plain rendezvous gives each slot to the top of its ranking; its balance is that of a
+//! multinomial draw, max/mean 1.20 on average at 100 members (1.34 worst seen). So loads are
+//! bounded: each member may hold at most `cap(m)` copies of each rank (owner = rank 0, first
+//! replica = rank 1, ...):
+//!
+//! ```text
+//! share(m) = SLOTS * w(m) / sum of all weights
+//! cap(m)   = max(ceil(share(m)), floor(share(m) * LOAD_FACTOR_PERCENT / 100))   (105 %)
+//! ```
+//!
+//! (the caps always add up to at least SLOTS). The slots are placed one by one in the order
+//! of `XXH3_64(slot as 2 bytes LE, seed = ORDER_SEED)` ascending (ties by slot number;
+//! `ORDER_SEED = 0x7368_6f61_6c6f_7264`, "shoalord"), an order no member influences; each
+//! slot's rank `r` goes to the best-ranked member that is not already one of its copies and
+//! holds fewer than `cap` copies of rank `r`. The first `min(replicas + 1, members)` ranks
+//! are the owner and the replicas. While no cap binds (every trial up to 6 members, most up
+//! to 10) this is exactly plain rendezvous.
 //!
 //! # Why not the `hashring` crate
 //!
@@ -46,146 +64,77 @@
 //! place keys differently during a rolling upgrade. Here the hash is written out above and a
 //! golden test pins its output.
 //!
-//! # Why no balancing step (bounded loads)
+//! # Why bounded loads, and not fewer ranges
 //!
-//! The movement rule — adding or removing one member changes a slot's owner only to the
-//! added member or away from the removed one — together with history independence forces
-//! rendezvous form. Proof: write `P(S)` for the owner of a slot under member set `S`. The rule
-//! says `P(S + x)` is `P(S)` or `x`. Let `c = P(T)`; for every `a != c` in `T`,
-//! `P(T) ∈ {P(T - a), a}` gives `P(T - a) = c`; removing members one by one down to `{c, y}`
-//! gives `P({c, y}) = c` for every `y` in `T`. So the owner always beats every other member
-//! head to head, the head-to-head results admit no cycle (a 3-cycle would leave a 3-set without
-//! an owner), and the owner is the top of a fixed per-slot order of all possible members in
-//! which a pair's order depends on that pair only. A balancing step such as bounded loads
-//! (capacity `ceil(1.05 * fair share)`) makes a pair's order depend on third members, so some
-//! single join or leave moves a slot between two old members. Balance can then only come
-//! from the choice of per-slot orders; of the families tried (independent hashes as here,
-//! Weyl sequences `a_m * slot + b_m`, XOR translations of one fixed permutation) none
-//! approached 1.05 at 100 members: in 20 sets of 100 members the mean max/mean was about 1.2
-//! for independent hashes, 1.19 for Weyl (worst 1.75) and 1.16 for XOR translations, which
-//! also tie two members whose 14-bit translations collide. So this crate keeps the movement
-//! rule exactly and independent scores, whose imbalance is that of a multinomial draw.
+//! Plain rendezvous has the ideal movement rule (a join or leave moves only the slots of the
+//! member that comes or goes) and no balancing: any balancing step breaks that rule, since
+//! a pair's order then depends on third members (history independence plus the rule forces
+//! rendezvous form). The goal set for Shoal was balance within 1.05 at 3 to 100 members and
+//! movement within 1.25x the ideal share; a study of candidates (per-slot rendezvous, bounded
+//! loads at 1.03 to 1.10, rendezvous over groups of 4 to 128 consecutive slots with and
+//! without bounds, a hash ring with bounded loads, Maglev, refitted weights, contiguous
+//! ranges; 20 name sets per N) found:
+//! - bounded loads at 1.05 per slot: balance <= 1.050 at every N; mean movement <= 1.25x up
+//!   to 100 members (1.23-1.26x at 100), worst trial 1.34-1.43x at 100 (table below; the
+//!   study, `examples/placement_study.rs`, has other name sets);
+//! - fewer ranges always cost balance or movement: grouping G consecutive slots makes each
+//!   member's load noisier (spread ~sqrt(N * G / SLOTS)); plain group rendezvous balances to
+//!   1.43 (G = 4) and 1.89 (G = 16) at 100 members; bounded groups move 1.8x (G = 4, 4,100
+//!   ranges) to 4.2x (G = 64, 340 ranges) at 100 members; a hash ring with 64 points per
+//!   member moves 1.7x (5,100 ranges); Maglev moves 2.4x; contiguous ranges move N/3 times
+//!   the ideal. Movement stays near 1x only with about 100 units (slots, groups or points)
+//!   per member, so no scheme cuts the ranges much past 20 members without breaking a goal.
 //!
-//! # Measured (release build, 2 cores; `balance_sweep` below re-measures)
+//! So slots stay independent (about 11,000 owner ranges at 3 members, 16,000 at 100; what
+//! that costs Redis Cluster clients is measured in the README) and loads are bounded.
 //!
-//! Equal weights, 100 random name sets per N, max/mean primary slots per member, and slots
-//! whose owner moves when one member joins N (as a multiple of the ideal `SLOTS / (N + 1)`)
-//! or leaves N (ideal `SLOTS / N`). A join or leave moves exactly the slots of that member,
-//! so movement is that member's load over the mean and shares balance's spread. The worst
-//! max/mean stays within 1.05 up to N = 6 and the mean within 1.05 up to N = 14; beyond, it
-//! grows like `1 + c * sqrt(N / SLOTS)` (mean 1.13 at 50, 1.20 at 100; worst seen 1.34 at
-//! N = 95). Movement stays within 1.1 x ideal in every trial up to N = 22 (joins) and N = 13
-//! (leaves). The 10-byte input goes through XXH3's 9-16 byte path (a 128-bit multiply); an
-//! earlier version hashed the 2-byte slot with the key as seed, where XXH3's 1-3 byte path is
-//! only an XOR and an avalanche, and saw a 5.9 sigma outlier (1.41 at N = 81).
-//! The 1.05 balance target is therefore NOT met past small N; the movement rule is.
+//! # Measured (release build; `balance_sweep` below re-measures)
 //!
-//! | N   | max/mean mean | max/mean worst | join movement worst | leave movement worst |
-//! |-----|---------------|----------------|---------------------|----------------------|
-//! | 3 | 1.012 | 1.036 | 1.028 | 1.025 |
-//! | 4 | 1.015 | 1.042 | 1.031 | 1.036 |
-//! | 5 | 1.020 | 1.042 | 1.041 | 1.034 |
-//! | 6 | 1.024 | 1.048 | 1.048 | 1.048 |
-//! | 7 | 1.028 | 1.061 | 1.059 | 1.061 |
-//! | 8 | 1.031 | 1.061 | 1.045 | 1.039 |
-//! | 9 | 1.036 | 1.068 | 1.071 | 1.056 |
-//! | 10 | 1.039 | 1.068 | 1.063 | 1.065 |
-//! | 11 | 1.040 | 1.073 | 1.063 | 1.049 |
-//! | 12 | 1.045 | 1.079 | 1.083 | 1.068 |
-//! | 13 | 1.047 | 1.083 | 1.079 | 1.074 |
-//! | 14 | 1.050 | 1.110 | 1.067 | 1.110 |
-//! | 15 | 1.052 | 1.096 | 1.051 | 1.063 |
-//! | 16 | 1.055 | 1.100 | 1.081 | 1.068 |
-//! | 17 | 1.057 | 1.102 | 1.077 | 1.076 |
-//! | 18 | 1.061 | 1.104 | 1.095 | 1.065 |
-//! | 19 | 1.065 | 1.120 | 1.085 | 1.114 |
-//! | 20 | 1.065 | 1.130 | 1.088 | 1.091 |
-//! | 21 | 1.069 | 1.137 | 1.076 | 1.068 |
-//! | 22 | 1.068 | 1.120 | 1.089 | 1.120 |
-//! | 23 | 1.072 | 1.116 | 1.109 | 1.092 |
-//! | 24 | 1.073 | 1.128 | 1.096 | 1.085 |
-//! | 25 | 1.076 | 1.160 | 1.081 | 1.120 |
-//! | 26 | 1.078 | 1.133 | 1.107 | 1.124 |
-//! | 27 | 1.080 | 1.132 | 1.116 | 1.098 |
-//! | 28 | 1.084 | 1.140 | 1.110 | 1.111 |
-//! | 29 | 1.088 | 1.152 | 1.086 | 1.101 |
-//! | 30 | 1.087 | 1.139 | 1.122 | 1.119 |
-//! | 31 | 1.093 | 1.145 | 1.119 | 1.114 |
-//! | 32 | 1.092 | 1.162 | 1.096 | 1.098 |
-//! | 33 | 1.095 | 1.200 | 1.096 | 1.088 |
-//! | 34 | 1.096 | 1.160 | 1.124 | 1.139 |
-//! | 35 | 1.094 | 1.141 | 1.176 | 1.098 |
-//! | 36 | 1.101 | 1.162 | 1.095 | 1.123 |
-//! | 37 | 1.103 | 1.179 | 1.130 | 1.107 |
-//! | 38 | 1.099 | 1.160 | 1.083 | 1.139 |
-//! | 39 | 1.106 | 1.178 | 1.128 | 1.104 |
-//! | 40 | 1.105 | 1.182 | 1.131 | 1.113 |
-//! | 41 | 1.109 | 1.194 | 1.141 | 1.111 |
-//! | 42 | 1.111 | 1.184 | 1.131 | 1.143 |
-//! | 43 | 1.113 | 1.173 | 1.101 | 1.134 |
-//! | 44 | 1.115 | 1.192 | 1.107 | 1.141 |
-//! | 45 | 1.123 | 1.236 | 1.207 | 1.115 |
-//! | 46 | 1.115 | 1.196 | 1.119 | 1.148 |
-//! | 47 | 1.122 | 1.196 | 1.131 | 1.168 |
-//! | 48 | 1.124 | 1.207 | 1.151 | 1.134 |
-//! | 49 | 1.121 | 1.199 | 1.166 | 1.113 |
-//! | 50 | 1.130 | 1.196 | 1.117 | 1.147 |
-//! | 51 | 1.129 | 1.195 | 1.158 | 1.130 |
-//! | 52 | 1.125 | 1.206 | 1.129 | 1.139 |
-//! | 53 | 1.135 | 1.229 | 1.117 | 1.139 |
-//! | 54 | 1.129 | 1.219 | 1.172 | 1.124 |
-//! | 55 | 1.138 | 1.208 | 1.138 | 1.115 |
-//! | 56 | 1.133 | 1.275 | 1.183 | 1.142 |
-//! | 57 | 1.139 | 1.211 | 1.097 | 1.145 |
-//! | 58 | 1.141 | 1.246 | 1.167 | 1.235 |
-//! | 59 | 1.146 | 1.242 | 1.128 | 1.120 |
-//! | 60 | 1.146 | 1.304 | 1.191 | 1.179 |
-//! | 61 | 1.147 | 1.255 | 1.162 | 1.124 |
-//! | 62 | 1.152 | 1.256 | 1.180 | 1.113 |
-//! | 63 | 1.143 | 1.230 | 1.152 | 1.146 |
-//! | 64 | 1.148 | 1.250 | 1.194 | 1.141 |
-//! | 65 | 1.149 | 1.222 | 1.249 | 1.131 |
-//! | 66 | 1.152 | 1.245 | 1.170 | 1.152 |
-//! | 67 | 1.150 | 1.235 | 1.154 | 1.202 |
-//! | 68 | 1.153 | 1.262 | 1.150 | 1.162 |
-//! | 69 | 1.159 | 1.251 | 1.201 | 1.158 |
-//! | 70 | 1.159 | 1.252 | 1.153 | 1.136 |
-//! | 71 | 1.158 | 1.252 | 1.147 | 1.148 |
-//! | 72 | 1.163 | 1.252 | 1.150 | 1.191 |
-//! | 73 | 1.161 | 1.256 | 1.233 | 1.141 |
-//! | 74 | 1.165 | 1.265 | 1.167 | 1.174 |
-//! | 75 | 1.169 | 1.241 | 1.197 | 1.163 |
-//! | 76 | 1.166 | 1.266 | 1.147 | 1.146 |
-//! | 77 | 1.173 | 1.264 | 1.157 | 1.227 |
-//! | 78 | 1.172 | 1.243 | 1.162 | 1.176 |
-//! | 79 | 1.170 | 1.273 | 1.172 | 1.143 |
-//! | 80 | 1.172 | 1.235 | 1.147 | 1.226 |
-//! | 81 | 1.178 | 1.285 | 1.186 | 1.216 |
-//! | 82 | 1.174 | 1.261 | 1.206 | 1.186 |
-//! | 83 | 1.183 | 1.266 | 1.159 | 1.201 |
-//! | 84 | 1.182 | 1.271 | 1.162 | 1.189 |
-//! | 85 | 1.175 | 1.261 | 1.176 | 1.147 |
-//! | 86 | 1.181 | 1.297 | 1.227 | 1.265 |
-//! | 87 | 1.184 | 1.269 | 1.182 | 1.174 |
-//! | 88 | 1.182 | 1.294 | 1.157 | 1.294 |
-//! | 89 | 1.186 | 1.282 | 1.170 | 1.168 |
-//! | 90 | 1.185 | 1.252 | 1.172 | 1.192 |
-//! | 91 | 1.189 | 1.277 | 1.179 | 1.277 |
-//! | 92 | 1.185 | 1.275 | 1.158 | 1.157 |
-//! | 93 | 1.190 | 1.260 | 1.205 | 1.198 |
-//! | 94 | 1.197 | 1.314 | 1.258 | 1.234 |
-//! | 95 | 1.201 | 1.339 | 1.195 | 1.212 |
-//! | 96 | 1.202 | 1.307 | 1.208 | 1.230 |
-//! | 97 | 1.196 | 1.314 | 1.214 | 1.226 |
-//! | 98 | 1.201 | 1.322 | 1.154 | 1.232 |
-//! | 99 | 1.195 | 1.281 | 1.202 | 1.154 |
-//! | 100 | 1.203 | 1.294 | 1.196 | 1.227 |
+//! Equal weights, 1 replica, 20 random name sets per N. Balance is max/mean owned slots of a
+//! set of N; join movement is the owner changes when one member joins N, over the ideal
+//! `SLOTS / (N + 1)`; leave movement the owner changes when one of N leaves, over `SLOTS / N`;
+//! owner ranges are maximal runs of consecutive slots with one owner (CLUSTER SLOTS's entries).
 //!
-//! Only slots involving the joining or leaving member ever move (exact, tested). With 2
-//! replicas, a join changes the replica set of about `3 / (N + 1)` of the slots (the slots
-//! whose top 3 the new member enters), the ideal for 3 copies. Building a placement takes
-//! about 1.3 ms for 3 members, 5 ms for 10 and 31 ms for 100 (2 replicas, release;
-//! `benches/benches/ring.rs`); `owners()` is one multiply and a slice.
+//! | N | max/mean mean | max/mean worst | join movement mean | join worst | leave movement mean | leave worst | owner ranges |
+//! |---|---|---|---|---|---|---|---|
+//! | 3 | 1.011 | 1.022 | 0.999 | 1.016 | 0.999 | 1.015 | 10911 |
+//! | 4 | 1.013 | 1.027 | 1.003 | 1.024 | 1.004 | 1.027 | 12306 |
+//! | 5 | 1.021 | 1.034 | 1.008 | 1.041 | 1.003 | 1.022 | 13100 |
+//! | 6 | 1.023 | 1.036 | 0.998 | 1.031 | 0.996 | 1.019 | 13661 |
+//! | 7 | 1.028 | 1.050 | 1.006 | 1.042 | 0.997 | 1.036 | 14046 |
+//! | 8 | 1.033 | 1.050 | 0.997 | 1.045 | 1.001 | 1.038 | 14337 |
+//! | 9 | 1.037 | 1.050 | 1.007 | 1.057 | 1.007 | 1.037 | 14563 |
+//! | 10 | 1.038 | 1.050 | 0.999 | 1.049 | 0.991 | 1.044 | 14725 |
+//! | 11 | 1.035 | 1.049 | 0.999 | 1.050 | 0.998 | 1.032 | 14894 |
+//! | 12 | 1.042 | 1.050 | 1.003 | 1.054 | 1.010 | 1.053 | 15022 |
+//! | 13 | 1.040 | 1.050 | 1.009 | 1.058 | 1.000 | 1.041 | 15114 |
+//! | 14 | 1.043 | 1.049 | 1.000 | 1.055 | 1.004 | 1.046 | 15220 |
+//! | 15 | 1.046 | 1.049 | 1.006 | 1.059 | 1.008 | 1.051 | 15295 |
+//! | 16 | 1.044 | 1.050 | 1.016 | 1.055 | 1.006 | 1.057 | 15359 |
+//! | 17 | 1.046 | 1.049 | 0.999 | 1.047 | 1.009 | 1.057 | 15416 |
+//! | 18 | 1.048 | 1.049 | 1.010 | 1.060 | 1.005 | 1.068 | 15471 |
+//! | 19 | 1.048 | 1.049 | 1.014 | 1.063 | 1.012 | 1.059 | 15525 |
+//! | 20 | 1.048 | 1.050 | 1.020 | 1.061 | 1.014 | 1.071 | 15574 |
+//! | 25 | 1.050 | 1.050 | 1.013 | 1.084 | 1.032 | 1.067 | 15726 |
+//! | 30 | 1.049 | 1.049 | 1.035 | 1.101 | 1.022 | 1.082 | 15840 |
+//! | 35 | 1.049 | 1.049 | 1.032 | 1.107 | 1.026 | 1.109 | 15919 |
+//! | 40 | 1.050 | 1.050 | 1.045 | 1.116 | 1.047 | 1.113 | 15978 |
+//! | 45 | 1.049 | 1.049 | 1.057 | 1.137 | 1.068 | 1.134 | 16023 |
+//! | 50 | 1.050 | 1.050 | 1.080 | 1.183 | 1.062 | 1.157 | 16058 |
+//! | 55 | 1.047 | 1.047 | 1.093 | 1.172 | 1.083 | 1.145 | 16089 |
+//! | 60 | 1.047 | 1.047 | 1.092 | 1.177 | 1.100 | 1.216 | 16106 |
+//! | 65 | 1.047 | 1.047 | 1.112 | 1.192 | 1.105 | 1.186 | 16127 |
+//! | 70 | 1.047 | 1.047 | 1.128 | 1.244 | 1.147 | 1.235 | 16149 |
+//! | 75 | 1.048 | 1.048 | 1.147 | 1.239 | 1.127 | 1.231 | 16165 |
+//! | 80 | 1.050 | 1.050 | 1.168 | 1.261 | 1.174 | 1.323 | 16178 |
+//! | 85 | 1.048 | 1.048 | 1.143 | 1.244 | 1.138 | 1.276 | 16190 |
+//! | 90 | 1.049 | 1.049 | 1.168 | 1.283 | 1.170 | 1.291 | 16203 |
+//! | 95 | 1.049 | 1.049 | 1.206 | 1.307 | 1.190 | 1.299 | 16210 |
+//! | 100 | 1.050 | 1.050 | 1.249 | 1.338 | 1.231 | 1.355 | 16219 |
+//!
+//! With 2 replicas a join changes the replica set of about `3 / (N + 1)` of the slots, the
+//! ideal for 3 copies. Building a placement is measured in `benches/benches/ring.rs`;
+//! `owners()` is one multiply and a slice.
 
 use std::fmt;
 
@@ -204,6 +153,38 @@ pub const MAX_WEIGHT: u32 = 64;
 
 /// Seed of the name hash; part of the placement's specification (see the crate docs).
 pub const NAME_SEED: u64 = 0x7368_6f61_6c72_6e67;
+
+/// Seed of the hash that orders the slots for placing them ("shoalord"); part of the
+/// specification.
+pub const ORDER_SEED: u64 = 0x7368_6f61_6c6f_7264;
+
+/// How far above its weighted share of the slots a member's copies of one rank (owner,
+/// first replica, ...) may go, in percent: the bounded load of the crate docs.
+pub const LOAD_FACTOR_PERCENT: u64 = 105;
+
+/// Members ranked fully for a slot before the rest are ranked too (only when every one of
+/// them is at its cap).
+const HEAD_EXTRA: usize = 8;
+
+/// A member's cap of copies at each rank: its weighted share of the slots times
+/// [`LOAD_FACTOR_PERCENT`], rounded down, but never below the share rounded up, so the caps
+/// of all members always hold every slot.
+fn cap(weight: u32, total_weight: u64) -> u32 {
+    let share = SLOTS as u64 * u64::from(weight);
+    let at_least = share.div_ceil(total_weight);
+    let loaded = share * LOAD_FACTOR_PERCENT / (100 * total_weight);
+    // At most SLOTS: fits.
+    at_least.max(loaded) as u32
+}
+
+/// The order slots are placed in: by a hash of the slot number alone (ties by number), so
+/// where caps bind does not depend on any member and falls on scattered slots.
+fn slot_order() -> Vec<u16> {
+    // Cast: SLOTS fits in u16 arithmetic as slot numbers 0..16384.
+    let mut order: Vec<u16> = (0..SLOTS as u16).collect();
+    order.sort_unstable_by_key(|&s| (xxh3_64_with_seed(&s.to_le_bytes(), ORDER_SEED), s));
+    order
+}
 
 /// The stable name of a member; its UTF-8 bytes are all that placement hashes, so it MUST
 /// NOT change across restarts of the same node.
@@ -340,24 +321,56 @@ impl Placement {
 
         let width = replicas.saturating_add(1).min(members.len());
         let keys: Vec<Vec<u64>> = members.iter().map(member_keys).collect();
-        let mut owners = Vec::with_capacity(SLOTS * width);
-        // The best `width` (score, index) so far, best first.
-        let mut top: Vec<(u64, u16)> = Vec::with_capacity(width + 1);
-        for slot in 0..SLOTS as u16 {
-            top.clear();
-            for (i, k) in keys.iter().enumerate() {
-                let s = score(k, slot);
-                if top.len() == width && s <= top[width - 1].0 {
-                    continue;
-                }
-                // Members are visited in name order, so on equal scores the one already
-                // kept (smaller name) stays ahead.
-                let at = top.partition_point(|&(t, _)| t >= s);
-                // Cast: i < MAX_MEMBERS, checked above.
-                top.insert(at, (s, i as u16));
-                top.truncate(width);
+        let total_weight: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
+        let caps: Vec<u32> = members
+            .iter()
+            .map(|m| cap(m.weight, total_weight))
+            .collect();
+        let n = members.len();
+        let mut owners = vec![0u16; SLOTS * width];
+        // Copies each member holds at each rank (owner = rank 0), against its cap.
+        let mut counts = vec![0u32; n * width];
+        let mut ranked: Vec<(u64, u16)> = Vec::with_capacity(n);
+        for slot in slot_order() {
+            ranked.clear();
+            // Cast: i < MAX_MEMBERS, checked above.
+            ranked.extend(
+                keys.iter()
+                    .enumerate()
+                    .map(|(i, k)| (score(k, slot), i as u16)),
+            );
+            // Best first; equal scores (probability ~2^-64): the smaller name first.
+            let best_first = |a: &(u64, u16), b: &(u64, u16)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+            // Usually one of the first few has room: rank only those, the rest if needed.
+            let head = (width + HEAD_EXTRA).min(n);
+            if head < n {
+                ranked.select_nth_unstable_by(head - 1, best_first);
             }
-            owners.extend(top.iter().map(|&(_, i)| i));
+            ranked[..head].sort_unstable_by(best_first);
+            let row = usize::from(slot) * width;
+            for rank in 0..width {
+                let counts = &mut counts[rank * n..][..n];
+                let taken = &owners[row..row + rank];
+                let fits = |&&(_, i): &&(u64, u16)| {
+                    !taken.contains(&i) && counts[usize::from(i)] < caps[usize::from(i)]
+                };
+                let pick = match ranked[..head].iter().find(fits) {
+                    Some(&(_, i)) => i,
+                    None => {
+                        ranked[head..].sort_unstable_by(best_first);
+                        let any = |&&(_, i): &&(u64, u16)| !taken.contains(&i);
+                        // The caps add up to at least SLOTS, so some member has room.
+                        ranked[head..]
+                            .iter()
+                            .find(fits)
+                            .or_else(|| ranked.iter().find(any))
+                            .expect("width <= members")
+                            .1
+                    }
+                };
+                counts[usize::from(pick)] += 1;
+                owners[row + rank] = pick;
+            }
         }
         Ok(Placement {
             epoch,

@@ -28,13 +28,6 @@ fn max_over_mean(p: &Placement) -> f64 {
     *l.iter().max().unwrap() as f64 * l.len() as f64 / SLOTS as f64
 }
 
-/// The bound the balance tests hold rendezvous to: mean + 5.5 standard deviations of a
-/// multinomial share (see "Why no balancing step" in the crate docs for why 1.05 cannot
-/// be promised together with the movement rule).
-fn balance_bound(n: usize) -> f64 {
-    1.0 + 5.5 * ((n as f64 - 1.0) / SLOTS as f64).sqrt()
-}
-
 /// A member list of `n` random distinct names.
 fn member_set(n: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Member>> {
     prop::collection::btree_set("[a-z0-9.:-]{1,12}", n)
@@ -166,8 +159,22 @@ fn weights() {
     }
 }
 
+/// Copies per member at each rank (owner = rank 0).
+fn rank_loads(p: &Placement, rank: usize) -> Vec<usize> {
+    let mut l = vec![0; p.members().len()];
+    for s in 0..SLOTS as u16 {
+        l[usize::from(p.owners(s)[rank])] += 1;
+    }
+    l
+}
+
+/// Slots whose owner differs between two placements.
+fn owner_moves(a: &Placement, b: &Placement) -> usize {
+    diff(a, b).iter().filter(|m| m.old[0] != m.new[0]).count()
+}
+
 #[test]
-fn replica_movement_is_ideal() {
+fn a_join_moves_about_the_ideal_share() {
     let base = named(10, 3);
     let mut grown = base.clone();
     grown.push(Member::new("newcomer"));
@@ -176,18 +183,23 @@ fn replica_movement_is_ideal() {
     let moves = diff(&old, &new);
     let ideal = 3.0 * SLOTS as f64 / 11.0;
     assert!(
-        (moves.len() as f64) < 1.2 * ideal,
+        (moves.len() as f64) < 1.25 * ideal,
         "{} replica-set changes, ideal {ideal}",
         moves.len()
     );
-    for m in &moves {
-        assert!(m.new.contains(&"newcomer".into()));
-        let kept: Vec<_> = m.new.iter().filter(|n| n.0 != "newcomer").collect();
-        assert!(
-            m.old.iter().take(kept.len()).eq(kept),
-            "the others keep their order: {m:?}"
-        );
-    }
+    let owners = owner_moves(&old, &new) as f64;
+    let ideal = SLOTS as f64 / 11.0;
+    assert!(owners < 1.25 * ideal, "{owners} owner moves, ideal {ideal}");
+    // Most changed slots changed because the newcomer took a copy of them.
+    let with_newcomer = moves
+        .iter()
+        .filter(|m| m.new.contains(&"newcomer".into()))
+        .count();
+    assert!(
+        with_newcomer * 10 >= moves.len() * 9,
+        "{with_newcomer} of {}",
+        moves.len()
+    );
 }
 
 proptest! {
@@ -222,17 +234,26 @@ proptest! {
         }
     }
 
+    /// Every member's copies at every rank stay within its cap: at most 5 % over its share
+    /// (see `LOAD_FACTOR_PERCENT`).
     #[test]
-    fn balanced(set in member_set(3..=24)) {
-        let p = Placement::new(&set, 0, 0).unwrap();
-        let r = max_over_mean(&p);
-        prop_assert!(r <= balance_bound(set.len()), "max/mean {} for {} members", r, set.len());
+    fn balanced(set in member_set(3..=40), replicas in 0usize..3) {
+        let p = Placement::new(&set, replicas, 0).unwrap();
+        let cap = cap(1, set.len() as u64) as usize;
+        for rank in 0..p.width() {
+            let most = rank_loads(&p, rank).into_iter().max().unwrap();
+            prop_assert!(most <= cap, "rank {} holds {} > cap {} ({} members)", rank, most, cap, set.len());
+        }
+        let share = SLOTS as f64 / set.len() as f64;
+        prop_assert!(max_over_mean(&p) <= (cap as f64 / share).max(1.05) + 1e-9);
     }
 
     /// Joining and leaving are the same pair of placements read both ways: `with` has the
-    /// extra member, `without` does not.
+    /// extra member, `without` does not. Bounded loads may move a slot between two other
+    /// members (a cap that no longer binds, or binds elsewhere), but few: the owner changes
+    /// stay within a third over the ideal share, and the newcomer takes about its share.
     #[test]
-    fn only_the_joining_or_leaving_member_moves(
+    fn a_join_or_leave_moves_little(
         set in member_set(2..=16),
         extra in "[A-Z]{1,8}",
         replicas in 0usize..3,
@@ -241,55 +262,65 @@ proptest! {
         let mut grown = set.clone();
         grown.push(Member::new(extra.clone()));
         let with = Placement::new(&grown, replicas, 1).unwrap();
-        let x = NodeName(extra);
-        let mut owner_moves = 0usize;
-        for m in diff(&without, &with) {
-            prop_assert!(m.new.contains(&x), "slot {} changed without the joiner: {:?}", m.slot, m);
-            if m.old[0] != m.new[0] {
-                owner_moves += 1;
-                prop_assert_eq!(&m.new[0], &x);
-            }
-        }
         let n = grown.len();
         let ideal = SLOTS as f64 / n as f64;
-        prop_assert!((owner_moves as f64) <= balance_bound(n) * ideal,
-            "{} owner moves joining {} members, ideal {}", owner_moves, n - 1, ideal);
+        let moved = owner_moves(&without, &with);
+        prop_assert!((moved as f64) <= 1.35 * ideal,
+            "{} owner moves joining {} members, ideal {}", moved, n - 1, ideal);
+        let x = with.index_of(&NodeName(extra)).unwrap();
+        let took = with.slots_of(x).count() as f64;
+        prop_assert!(took >= 0.8 * ideal && took <= cap(1, n as u64) as f64,
+            "the newcomer owns {} slots, ideal {}", took, ideal);
     }
 }
 
 /// Balance and movement over every N from 3 to 100, the figures in the crate docs. Run:
 /// `CARGO_TARGET_DIR=/tmp/target-ring cargo test --release -p shoal-ring -- --ignored --nocapture balance_sweep`
-/// (`SHOAL_RING_TRIALS` sets the random name sets per N, default 50).
+/// (`SHOAL_RING_TRIALS` sets the random name sets per N, default 20).
 #[test]
 #[ignore]
 fn balance_sweep() {
     let trials: u64 = std::env::var("SHOAL_RING_TRIALS")
         .ok()
         .and_then(|t| t.parse().ok())
-        .unwrap_or(50);
-    println!("| N | max/mean mean | max/mean worst | join movement worst | leave movement worst |");
-    for n in 3..=100usize {
-        let (mut sum, mut worst, mut join, mut leave) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        .unwrap_or(20);
+    println!(
+        "| N | max/mean mean | max/mean worst | join movement mean | join worst | leave movement mean | leave worst | owner ranges |"
+    );
+    for n in (3..=20usize).chain((25..=100).step_by(5)) {
+        let (mut sum, mut worst) = (0.0f64, 0.0f64);
+        let (mut join_sum, mut join_worst, mut leave_sum, mut leave_worst) =
+            (0.0, 0.0f64, 0.0, 0.0f64);
+        let mut ranges = 0usize;
         for t in 0..trials {
             let set = named(n + 1, t * 1000 + n as u64);
-            let with = Placement::new(&set, 0, 0).unwrap();
-            let without = Placement::new(&set[..n], 0, 0).unwrap();
+            let with = Placement::new(&set, 1, 0).unwrap();
+            let without = Placement::new(&set[..n], 1, 0).unwrap();
             let r = max_over_mean(&without);
             sum += r;
             worst = worst.max(r);
-            let x = with.index_of(&set[n].name).unwrap();
-            let moved = diff(&without, &with);
-            assert!(moved.iter().all(|m| m.new[0] == set[n].name));
-            assert_eq!(moved.len(), with.slots_of(x).count());
-            // Joining N: ideal SLOTS / (N + 1). Leaving N + 1 (the same pair read backwards)
-            // is reported per N too, against the member that leaves a set of N.
-            join = join.max(moved.len() as f64 * (n + 1) as f64 / SLOTS as f64);
-            let leaver = loads(&without)[0];
-            leave = leave.max(leaver as f64 * n as f64 / SLOTS as f64);
+            ranges += (0..n)
+                .map(|m| without.slot_ranges_of(m).len())
+                .sum::<usize>();
+            let moved = owner_moves(&without, &with) as f64;
+            // Joining N: ideal SLOTS / (N + 1); the same pair read backwards is N + 1 minus
+            // one, ideal SLOTS / (N + 1) too, reported against the set of N + 1.
+            let join = moved * (n + 1) as f64 / SLOTS as f64;
+            join_sum += join;
+            join_worst = join_worst.max(join);
+            // Leaving: the first member of a set of N leaves (ideal SLOTS / N).
+            let smaller = Placement::new(&set[1..n], 1, 1).unwrap();
+            let leave = owner_moves(&without, &smaller) as f64 * n as f64 / SLOTS as f64;
+            leave_sum += leave;
+            leave_worst = leave_worst.max(leave);
         }
+        let t = trials as f64;
         println!(
-            "| {n} | {:.3} | {worst:.3} | {join:.3} | {leave:.3} |",
-            sum / trials as f64
+            "| {n} | {:.3} | {worst:.3} | {:.3} | {join_worst:.3} | {:.3} | {leave_worst:.3} | {} |",
+            sum / t,
+            join_sum / t,
+            leave_sum / t,
+            ranges / trials as usize
         );
     }
 }

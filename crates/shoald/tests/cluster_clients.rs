@@ -1,9 +1,10 @@
 //! Redis Cluster clients through a join and a leave: real `shoald` processes in gossip mode
-//! with a cluster-client port, and four real cluster clients in their own processes
-//! (redis-py's `RedisCluster` sync and asyncio, ioredis's `Cluster`, node-redis's
-//! `createCluster`, scripts in `tests/clients/`) writing and reading back under load while
-//! a fourth node joins and then a first one leaves. Every client must see zero errors, and
-//! every write it had acknowledged must read back at the end.
+//! with a cluster-client port, and five real cluster clients (redis-py's `RedisCluster` sync
+//! and asyncio, ioredis's `Cluster`, node-redis's `createCluster`, each in its own process
+//! with the scripts in `tests/clients/`, and the Rust `redis` crate's `ClusterClient` on a
+//! thread here) writing and reading back under load while a fourth node joins and then a
+//! first one leaves. Every client must see zero errors, and every write it had acknowledged
+//! must read back at the end.
 //!
 //! The scripts' packages are installed by `scripts/test.sh` (pip `redis`, npm `ioredis` and
 //! `redis` into `tests/clients/node_modules`); a missing one fails this test.
@@ -14,7 +15,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -221,6 +224,104 @@ impl Drop for Load {
     }
 }
 
+/// The Rust `redis` crate's cluster client, the same load as the scripts': writes, a read-back
+/// of an earlier key every fourth write, until stopped; then every acknowledged write is
+/// read back. Its result line has the scripts' form.
+struct RustLoad {
+    stop: Arc<AtomicBool>,
+    writes: Arc<AtomicU64>,
+    thread: thread::JoinHandle<String>,
+}
+
+impl RustLoad {
+    fn start(addr: SocketAddr) -> RustLoad {
+        let stop = Arc::new(AtomicBool::new(false));
+        let writes = Arc::new(AtomicU64::new(0));
+        let (s, w) = (stop.clone(), writes.clone());
+        let thread = thread::spawn(move || {
+            let client = redis::cluster::ClusterClient::new(vec![format!("redis://{addr}/")])
+                .expect("cluster client");
+            let mut c = client.get_connection().expect("cluster connection");
+            let key = |i: u64| format!("rust:load:{i}");
+            let (mut reads, mut errors, mut lost, mut wrong) = (0u64, 0u64, 0u64, 0u64);
+            let mut last_error = String::new();
+            // Reads key `j` back and counts what came.
+            let mut read_back = |c: &mut redis::cluster::ClusterConnection, j: u64| {
+                match redis::cmd("GET").arg(key(j)).query::<Option<String>>(c) {
+                    Ok(None) => lost += 1,
+                    Ok(Some(v)) if v != format!("v{j}") => wrong += 1,
+                    Ok(Some(_)) => {}
+                    Err(e) => {
+                        errors += 1;
+                        last_error = e.to_string();
+                        return;
+                    }
+                }
+                reads += 1;
+            };
+            let mut acked: Vec<u64> = Vec::new();
+            let (mut write_errors, mut write_error) = (0u64, String::new());
+            let deadline = Instant::now() + Duration::from_secs(150);
+            let mut i = 0u64;
+            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match redis::cmd("SET")
+                    .arg(key(i))
+                    .arg(format!("v{i}"))
+                    .query::<()>(&mut c)
+                {
+                    Ok(()) => {
+                        acked.push(i);
+                        w.store(acked.len() as u64, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        write_errors += 1;
+                        write_error = e.to_string();
+                    }
+                }
+                if let Some(&j) = acked.get(acked.len() / 2).filter(|_| i % 4 == 3) {
+                    read_back(&mut c, j);
+                }
+                i += 1;
+            }
+            for &j in &acked {
+                read_back(&mut c, j);
+            }
+            let errors = errors + write_errors;
+            format!(
+                "result writes={} reads={reads} errors={errors} lost={lost} wrong={wrong} \
+                 last_error={last_error:?} last_write_error={write_error:?}",
+                acked.len()
+            )
+        });
+        RustLoad {
+            stop,
+            writes,
+            thread,
+        }
+    }
+
+    fn wait_progress(&self, more: u64) {
+        let target = self.writes.load(Ordering::Relaxed) + more;
+        let deadline = Instant::now() + SETTLE;
+        while self.writes.load(Ordering::Relaxed) < target {
+            assert!(
+                !self.thread.is_finished(),
+                "the Rust cluster client stopped"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "the Rust cluster client made no progress"
+            );
+            thread::sleep(POLL);
+        }
+    }
+
+    fn finish(self) -> String {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the Rust load thread")
+    }
+}
+
 fn field(result: &str, name: &str) -> u64 {
     result
         .split_whitespace()
@@ -244,16 +345,19 @@ fn cluster_clients_ride_through_a_join_and_a_leave() {
         Load::start("ioredis", "node", &["load.js", "ioredis", &a2]),
         Load::start("node-redis", "node", &["load.js", "node-redis", &a0]),
     ];
+    let rust = RustLoad::start(n1.cluster_client);
     for l in &mut loads {
         l.wait_for("basic round", CLIENT_STEP, |line| line == "basic ok");
         l.wait_progress(500);
     }
+    rust.wait_progress(500);
     // A fourth node joins: slots move to it, their old owners answer MOVED.
     let n3 = Node::start("c3", &[n0.gossip, n1.gossip]);
     wait_settled(&[&n0, &n1, &n2, &n3]);
     for l in &mut loads {
         l.wait_progress(500);
     }
+    rust.wait_progress(500);
     // The clients' slot maps were out of date after the join: once the views settled, some
     // requests were MOVED.
     let moved = || -> u64 {
@@ -282,9 +386,13 @@ fn cluster_clients_ride_through_a_join_and_a_leave() {
     for l in &mut loads {
         l.wait_progress(500);
     }
+    rust.wait_progress(500);
+    let mut results = vec![("redis crate", rust.finish())];
     for l in loads {
         let name = l.name;
-        let result = l.finish();
+        results.push((name, l.finish()));
+    }
+    for (name, result) in results {
         println!("{name}: {result}");
         assert!(field(&result, "writes") >= 1500, "{name}: {result}");
         assert!(
