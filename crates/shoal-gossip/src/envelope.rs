@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //! 0       2     magic "SG" (0x53 0x47)
-//! 2       1     protocol version (1)
+//! 2       1     protocol version (2: identities carry the cluster-client port; 1 did not)
 //! 3       1     kind: 1 foca payload, 2 metadata request, 3 metadata reply
 //! 4       1     cluster name length n (1..=255)
 //! 5       n     cluster name
@@ -22,8 +22,10 @@ use crate::GossipError;
 
 /// First two bytes of every datagram.
 pub const MAGIC: [u8; 2] = *b"SG";
-/// The only protocol version this build speaks.
-pub const VERSION: u8 = 1;
+/// The only protocol version this build speaks. 2 since identities carry the cluster-client
+/// port (`codec`): a version-1 node would misread them, so the two refuse each other's
+/// datagrams instead.
+pub const VERSION: u8 = 2;
 /// Bytes of MAC at the end of every datagram.
 pub const MAC_LEN: usize = 16;
 /// Context string for deriving the MAC key from the cluster secret (BLAKE3 KDF).
@@ -194,9 +196,12 @@ mod tests {
         assert_eq!(other_secret.open(&d), Err(EnvelopeError::BadMac));
         let other_cluster = Auth::new("shoal2", b"s3cret").unwrap();
         assert_eq!(other_cluster.open(&d), Err(EnvelopeError::WrongCluster));
-        let mut v = d.clone();
-        v[2] = 2;
-        assert_eq!(a.open(&v), Err(EnvelopeError::UnsupportedVersion(2)));
+        // The previous version (identities without the cluster-client port) and a later one.
+        for other in [1, 3] {
+            let mut v = d.clone();
+            v[2] = other;
+            assert_eq!(a.open(&v), Err(EnvelopeError::UnsupportedVersion(other)));
+        }
         let mut m = d.clone();
         m[0] = b'X';
         assert_eq!(a.open(&m), Err(EnvelopeError::BadMagic));
