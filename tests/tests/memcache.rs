@@ -418,3 +418,43 @@ fn a_multi_get_of_large_values_streams_instead_of_buffering() {
     assert_eq!(got.len(), want, "the multi-get reply was cut off");
     assert!(got.ends_with(b"END\r\n"));
 }
+
+/// A binary-protocol request (what pylibmc with `binary=True` and memjs send) gets memcached's
+/// binary "Not supported" response, its opcode and opaque echoed, and the connection closes:
+/// the client fails at once instead of waiting for a text reply. A header that arrives in
+/// pieces is answered once whole; a `0x80` byte inside a text data block is data, and text
+/// requests before a binary one are answered first.
+#[test]
+fn binary_requests_get_a_binary_error_and_a_close() {
+    let node = node();
+    // A binary GET of "k" (opcode 0x00, key length 1, opaque 0x01020304).
+    let mut get = vec![0x80u8, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4];
+    get.extend_from_slice(&[0; 8]);
+    get.push(b'k');
+    let check = |reply: &[u8]| {
+        assert!(reply.len() >= 24, "{reply:?}");
+        assert_eq!(reply[0], 0x81, "a binary response");
+        assert_eq!(reply[1], 0x00, "the request's opcode");
+        assert_eq!(&reply[6..8], &[0x00, 0x83], "status Not supported");
+        let body = u32::from_be_bytes([reply[8], reply[9], reply[10], reply[11]]) as usize;
+        assert_eq!(reply.len(), 24 + body);
+        assert_eq!(&reply[12..16], &[1, 2, 3, 4], "the opaque echoed");
+    };
+    let mut s = raw(&node);
+    send(&mut s, &get[..10]);
+    send(&mut s, &get[10..]);
+    let (reply, closed) = shoal_tests::read_to_close(&mut s, T);
+    check(&reply);
+    assert!(closed, "the connection closes after the binary error");
+
+    // Text first, then binary: the text request is answered, then the binary error.
+    let mut s = raw(&node);
+    let mut req = b"set bin 0 0 3\r\n\x80ab\r\nget bin\r\n".to_vec();
+    req.extend_from_slice(&get);
+    send(&mut s, &req);
+    let (reply, closed) = shoal_tests::read_to_close(&mut s, T);
+    let text = b"STORED\r\nVALUE bin 0 3\r\n\x80ab\r\nEND\r\n";
+    assert_eq!(&reply[..text.len()], text, "{reply:?}");
+    check(&reply[text.len()..]);
+    assert!(closed);
+}

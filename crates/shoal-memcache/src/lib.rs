@@ -15,6 +15,8 @@
 //! - [`base64`]: the codec of the meta `b` (binary key) flag.
 //! - [`auth`]: [`auth::AuthParser`], memcached's `set`-based authentication (`-Y`) that an
 //!   unauthenticated connection must pass before the [`Parser`] sees its requests.
+//! - [`binary`]: recognises a binary-protocol request (first byte `0x80`) and writes the
+//!   binary "not supported" response, so binary clients fail at once instead of hanging.
 //!
 //! Compatible with memcached 1.6 (`proto_text.c`): command words (lowercase, case-sensitive),
 //! tokenization (runs of spaces, `\r\n` or bare `\n`), token counts (`ERROR` when wrong),
@@ -30,7 +32,9 @@
 //!   gets ([`Limits::max_keys`]); memcached bounds non-get lines at 2 KiB and gets not at all;
 //! - the connection-fatal "line too long" gets a `CLIENT_ERROR line too long` reply before
 //!   the close (memcached 1.6 closes silently);
-//! - not parsed (answered `ERROR`): the binary protocol, `shutdown`,
+//! - the binary protocol is answered with a binary "Not supported" error and the connection
+//!   closed ([`binary`]);
+//! - not parsed (answered `ERROR`): `shutdown`,
 //!   `slabs`, `lru`, `lru_crawler`, `watch`, `extstore`, `bget`, `misbehave`; an HTTP request
 //!   line is not special-cased (memcached closes the connection).
 //! - `noreply` is not attached to errors: memcached suppresses error replies of a `noreply`
@@ -38,6 +42,7 @@
 
 pub mod auth;
 pub mod base64;
+pub mod binary;
 pub mod command;
 pub mod parser;
 pub mod reply;

@@ -175,6 +175,12 @@ enum LineOutcome {
 }
 
 impl Parser {
+    /// True between requests: no command line is half read and no data block is awaited, so
+    /// the next byte starts a request (where the binary protocol's magic byte can be seen).
+    pub fn at_boundary(&self) -> bool {
+        matches!(self.state, State::Line) && self.scanned == 0
+    }
+
     pub fn new() -> Self {
         Self::default()
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use shoal_memcache::auth::{AuthParser, AuthStep, AUTH_FAILURE};
+use shoal_memcache::binary::{self, Start};
 use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Limits, Parser};
 
@@ -73,6 +74,21 @@ impl McFrontend {
     }
 }
 
+/// A binary-protocol request at the front of `input` (at a request boundary): answered with
+/// memcached's binary "Not supported" error, then the connection closes. `None` when the
+/// input is text; `NeedInput` while the binary header is still arriving (24 bytes at most).
+fn refuse_binary(input: &BytesMut, out: &mut BytesMut) -> Option<Step> {
+    match binary::start(input) {
+        Start::Text => None,
+        Start::Partial => Some(Step::NeedInput),
+        Start::Binary => {
+            binary::not_supported(input, out);
+            let why = "memcached binary protocol request (not supported)".to_owned();
+            Some(Step::Close(Close::Protocol(why)))
+        }
+    }
+}
+
 fn limits(node: &Server) -> Limits {
     node.engine.with_settings(|s| Limits {
         max_item_size: usize::try_from(s.memcache_max_item_size.0).unwrap_or(usize::MAX),
@@ -92,6 +108,11 @@ impl Frontend for McFrontend {
         // nothing is ever pending and replies go straight to the output.
         let out = &mut replies.out.cur;
         let mut processed = 0;
+        if self.parser.at_boundary() {
+            if let Some(step) = refuse_binary(input, out) {
+                return (processed, step);
+            }
+        }
         if self.auth.is_some() {
             let (authenticated, stop) = self.authenticate(node, input, out);
             processed = authenticated;
@@ -107,6 +128,11 @@ impl Frontend for McFrontend {
             }
         }
         loop {
+            if self.parser.at_boundary() {
+                if let Some(step) = refuse_binary(input, out) {
+                    return (processed, step);
+                }
+            }
             match self.parser.parse(input, &self.limits) {
                 Ok(Some(cmd)) => {
                     processed += 1;
