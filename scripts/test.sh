@@ -25,7 +25,8 @@ if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]
   python3 -m pip install --quiet --disable-pip-version-check 'redis==8.1.0' \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'redis==8.1.0'
 fi
-(cd tests/clients && npm ci --silent --no-audit --no-fund)
+[ -d tests/clients/node_modules/ioredis ] && [ -d tests/clients/node_modules/redis ] \
+  || (cd tests/clients && npm ci --silent --no-audit --no-fund)
 
 cargo build --quiet --manifest-path fuzz/Cargo.toml --bins
 

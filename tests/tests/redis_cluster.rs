@@ -211,6 +211,80 @@ fn cluster_port_redirects_and_plain_port_serves_everything() {
         moved > 0 && served > 0 && replica_reads > 0,
         "{moved} {served} {replica_reads}"
     );
+    // RESET ends READONLY: a key held here as a copy only is MOVED again.
+    let _: String = redis::cmd("RESET").query(&mut ro).unwrap();
+    let copy = keys
+        .iter()
+        .find(|k| {
+            owner(&map, k, &mut c).1 != my_id
+                && redis::cmd("CLUSTER")
+                    .arg("HASKEY")
+                    .arg(k.as_str())
+                    .query::<i64>(&mut plain)
+                    .unwrap()
+                    == 1
+        })
+        .expect("node 0 holds a replica copy of some key");
+    let e = redis::cmd("GET")
+        .arg(copy)
+        .query::<String>(&mut ro)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("MOVED"), "{e}");
+    // GETKEYSINSLOT lists a slot's keys (at its owner), COUNTKEYSINSLOT counts them; their
+    // errors are Redis's.
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(copy)
+        .query(&mut c)
+        .unwrap();
+    let n: i64 = redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(slot)
+        .query(&mut c)
+        .unwrap();
+    let listed: Vec<String> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(slot)
+        .arg(100)
+        .query(&mut c)
+        .unwrap();
+    assert!(
+        n >= 1 && listed.len() as i64 == n && listed.contains(copy),
+        "{n} {listed:?}"
+    );
+    let none: Vec<String> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(slot)
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert!(none.is_empty());
+    for (args, text) in [
+        (
+            &["COUNTKEYSINSLOT", "x"][..],
+            "value is not an integer or out of range",
+        ),
+        (&["COUNTKEYSINSLOT", "16384"][..], "Invalid slot"),
+        (
+            &["GETKEYSINSLOT", "1", "x"][..],
+            "value is not an integer or out of range",
+        ),
+        (
+            &["GETKEYSINSLOT", "1", "-1"][..],
+            "Invalid slot or number of keys",
+        ),
+        (
+            &["GETKEYSINSLOT", "-1", "1"][..],
+            "Invalid slot or number of keys",
+        ),
+    ] {
+        let e = redis::cmd("CLUSTER")
+            .arg(args)
+            .query::<Value>(&mut c)
+            .unwrap_err();
+        assert_eq!(e.code(), Some("ERR"), "{args:?}: {e}");
+        assert!(e.to_string().contains(text), "{args:?}: {e}");
+    }
     let e = redis::cmd("MGET")
         .arg("{a}1")
         .arg("{b}1")
@@ -229,6 +303,25 @@ fn cluster_port_redirects_and_plain_port_serves_everything() {
         .query(&mut plain)
         .unwrap();
     assert_eq!(both, vec![None, None]);
+    // A transaction whose queued commands are each owned here but span two slots is refused
+    // at EXEC, and discarded.
+    let mine: Vec<&String> = keys
+        .iter()
+        .filter(|k| owner(&map, k, &mut c).1 == my_id)
+        .take(2)
+        .collect();
+    let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+    for k in &mine {
+        let q: String = redis::cmd("INCR").arg(k.as_str()).query(&mut c).unwrap();
+        assert_eq!(q, "QUEUED");
+    }
+    let e = redis::cmd("EXEC").query::<Value>(&mut c).unwrap_err();
+    assert_eq!(e.code(), Some("CROSSSLOT"), "{e}");
+    let e = redis::cmd("EXEC").query::<Value>(&mut c).unwrap_err();
+    assert!(
+        e.to_string().contains("EXEC without MULTI"),
+        "discarded: {e}"
+    );
     // Inside MULTI a redirected command aborts the transaction, as in Redis Cluster.
     let foreign = keys
         .iter()
@@ -297,4 +390,28 @@ fn the_redis_crates_cluster_client_works() {
     let mut plain = cluster.members[0].client();
     let v: i64 = plain.get("cc:199").unwrap();
     assert_eq!(v, 199);
+}
+
+/// Before a node has heard from a key's owner under its own view, it does not send cluster
+/// clients there (the owner might send them back): it serves the request as the plain port
+/// does, and MOVED follows once the owner has answered under the same view.
+#[test]
+fn no_moved_until_the_owner_confirmed_the_view() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = connect(cluster.members[0].cluster_client_addr);
+    let map = slots(&mut c);
+    let my_id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap();
+    let foreign = (0..)
+        .map(|i| format!("fresh:{i}"))
+        .find(|k| owner(&map, k, &mut c).1 != my_id)
+        .unwrap();
+    // No request has crossed between the nodes yet: served (forwarded), not MOVED.
+    let first: Option<String> = redis::cmd("GET").arg(&foreign).query(&mut c).unwrap();
+    assert_eq!(first, None);
+    // That forward's answer carried the owner's view: now the client is redirected.
+    let e = redis::cmd("GET")
+        .arg(&foreign)
+        .query::<Option<String>>(&mut c)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("MOVED"), "{e}");
 }

@@ -10,7 +10,10 @@ use super::{Cluster, MemberState};
 use shoal_engine::hooks::{ClusterInfo, SlotNode, SlotRange};
 
 impl ClusterInfo for Cluster {
-    fn slot_ranges(&self) -> Vec<SlotRange> {
+    fn slot_ranges(&self) -> Option<Vec<SlotRange>> {
+        if !self.accepting.load(Ordering::Acquire) {
+            return None;
+        }
         let view = self.view();
         let node = |m: u16| {
             let n = &view.nodes[usize::from(m)];
@@ -52,7 +55,7 @@ impl ClusterInfo for Cluster {
                 nodes: prev.into_iter().map(node).collect(),
             });
         }
-        out
+        Some(out)
     }
 
     fn my_id(&self) -> String {

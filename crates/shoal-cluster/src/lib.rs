@@ -275,6 +275,9 @@ pub struct ClusterStats {
     pub moved: AtomicU64,
     /// Requests on the cluster-client port.
     pub cluster_port_requests: AtomicU64,
+    /// Requests on the cluster-client port for slots another node serves (answered MOVED, or
+    /// forwarded while the views settle): what a leaving node waits to stop.
+    pub unowned: AtomicU64,
     /// Forwarded commands that arrived after their sender's deadline, not run.
     pub expired: AtomicU64,
 }
@@ -379,6 +382,8 @@ pub fn node_id(name: &str) -> String {
 /// must send its slots, so it must start a new hand-off round).
 fn fingerprint(nodes: &[NodeInfo], leaving: &[NodeInfo], width: usize) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::with_seed(width as u64);
+    // Builds that place slots differently never share a view id.
+    h.update(&shoal_ring::ALGORITHM_VERSION.to_le_bytes());
     for n in nodes {
         h.update(n.name.as_bytes());
         h.update(&[0]);
@@ -708,6 +713,10 @@ impl Cluster {
         line(format!(
             "shoal_cluster_port_requests:{}",
             get(&s.cluster_port_requests)
+        ));
+        line(format!(
+            "shoal_cluster_port_unowned_requests:{}",
+            get(&s.unowned)
         ));
         line(format!("shoal_expired_requests:{}", get(&s.expired)));
         if let Some(g) = self.gossip.get() {

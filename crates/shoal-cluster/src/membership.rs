@@ -380,7 +380,7 @@ pub async fn leave(node: &Server, deadline: Instant) -> bool {
     // refreshes its slot map; close their connections only once none has asked anything for
     // a while, so nothing is in flight when they close.
     if cluster.me().cluster_client.is_some() {
-        let quiet_since = drain_cluster_clients(cluster, deadline).await;
+        let quiet_since = drain_cluster_clients(node, cluster, deadline).await;
         tracing::info!(
             quiet_ms = quiet_since.as_millis() as u64,
             "cluster clients have moved on"
@@ -392,21 +392,32 @@ pub async fn leave(node: &Server, deadline: Instant) -> bool {
     done
 }
 
-/// How long no request may reach the cluster-client port before a leaving node takes its
-/// clients to have moved on.
+/// How long no request for a key may reach the cluster-client port before a leaving node
+/// takes its clients to have moved on.
 const CLIENT_QUIET: Duration = Duration::from_secs(1);
 /// Longest a leaving node waits for them.
 const CLIENT_DRAIN_MAX: Duration = Duration::from_secs(10);
 
-/// Waits until the cluster-client port has been quiet for [`CLIENT_QUIET`] (at most
-/// [`CLIENT_DRAIN_MAX`], or until `deadline`); returns how long it was quiet.
-async fn drain_cluster_clients(cluster: &Cluster, deadline: Instant) -> Duration {
-    let count = || cluster.stats.cluster_port_requests.load(Ordering::Relaxed);
+/// Waits until no request for a key has reached the cluster-client port for
+/// [`CLIENT_QUIET`] (PING, INFO and CLUSTER SLOTS do not count: health checks keep coming),
+/// or no cluster-client connection is left, at most [`CLIENT_DRAIN_MAX`] or until
+/// `deadline`; returns how long it was quiet. A leaving node serves no slot, so every such
+/// request is answered MOVED (or forwarded while views settle): once they stop, its clients
+/// have their new slot maps. Best effort: a client that keeps sending is cut off at the end.
+async fn drain_cluster_clients(node: &Server, cluster: &Cluster, deadline: Instant) -> Duration {
+    let connected = || {
+        node.engine
+            .clients
+            .all()
+            .iter()
+            .any(|c| c.redis_cluster.load(Ordering::Relaxed))
+    };
+    let count = || cluster.stats.unowned.load(Ordering::Relaxed);
     let end = (Instant::now() + CLIENT_DRAIN_MAX).min(deadline);
     let mut last = count();
     let mut quiet_from = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(50));
-    loop {
+    while connected() {
         tick.tick().await;
         let now = Instant::now();
         let n = count();
@@ -415,9 +426,10 @@ async fn drain_cluster_clients(cluster: &Cluster, deadline: Instant) -> Duration
             quiet_from = now;
         }
         if now - quiet_from >= CLIENT_QUIET || now >= end {
-            return now - quiet_from;
+            break;
         }
     }
+    quiet_from.elapsed()
 }
 
 #[cfg(test)]

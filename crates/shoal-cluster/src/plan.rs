@@ -1,6 +1,8 @@
 //! The routing decision, without I/O: given the placement, this node, whether it is taking
 //! requests, and a command's row and arguments, where the command runs. The router carries
 //! the [`Plan`] out; the decision is unit-tested here against every row of the command table.
+//! On the cluster-client port [`cluster_rule`] comes first (Redis Cluster's MOVED, CROSSSLOT,
+//! READONLY reads and node-local listings), unit-tested on representative commands.
 
 use bytes::Bytes;
 use shoal_store::key_slot;

@@ -32,6 +32,8 @@ pub struct ClientInfo {
     /// (`usize::MAX` before the first).
     pub last_cmd: AtomicUsize,
     pub no_evict: AtomicBool,
+    /// The connection came in on the cluster-client port (Redis Cluster's rules).
+    pub redis_cluster: AtomicBool,
     /// Stops the connection (CLIENT KILL calls it); the connection's own stop signal, given
     /// by the front end that registered it.
     stop: StopFn,
@@ -67,6 +69,7 @@ impl ClientInfo {
             lib_ver: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
             no_evict: AtomicBool::new(false),
+            redis_cluster: AtomicBool::new(false),
             stop,
             killed: AtomicBool::new(false),
         }

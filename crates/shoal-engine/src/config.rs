@@ -686,11 +686,12 @@ impl FromStr for NodeAddr {
             None => (ports, None),
         };
         let port: u16 = cport.parse().map_err(|_| bad())?;
+        // Port 0 would bind a free port that no other node could name.
         let cluster_client = match ccport {
-            Some(p) => Some(std::net::SocketAddr::new(
-                client.ip(),
-                p.parse().map_err(|_| bad())?,
-            )),
+            Some(p) => match p.parse::<u16>() {
+                Ok(p) if p != 0 => Some(std::net::SocketAddr::new(client.ip(), p)),
+                _ => return Err(bad()),
+            },
             None => None,
         };
         Ok(NodeAddr {
@@ -785,6 +786,7 @@ mod tests {
             "n1=127.0.0.1:1@x",
             "n1=127.0.0.1:1@2+",
             "n1=127.0.0.1:1@2+x",
+            "n1=127.0.0.1:1@2+0",
         ] {
             assert!(bad.parse::<NodeAddr>().is_err(), "{bad}");
         }

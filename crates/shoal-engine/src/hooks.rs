@@ -21,8 +21,9 @@ pub struct SlotRange {
 
 /// The cluster as CLUSTER and INFO describe it.
 pub trait ClusterInfo: Send + Sync {
-    /// The slot map Redis Cluster clients are given (CLUSTER SLOTS, SHARDS), in slot order.
-    fn slot_ranges(&self) -> Vec<SlotRange>;
+    /// The slot map Redis Cluster clients are given (CLUSTER SLOTS, SHARDS), in slot order;
+    /// `None` while this node looks for its cluster (it has no map to give).
+    fn slot_ranges(&self) -> Option<Vec<SlotRange>>;
     /// CLUSTER INFO's text.
     fn cluster_info(&self) -> String;
     /// CLUSTER NODES's text, with `now_ms` as the ping times.

@@ -43,6 +43,10 @@ impl RespFrontend {
     /// Serves this connection by Redis Cluster's rules (the `cluster-client-port`).
     pub fn redis_cluster(&mut self) {
         self.session.redis_cluster = true;
+        self.session
+            .info
+            .redis_cluster
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

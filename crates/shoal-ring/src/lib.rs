@@ -154,6 +154,12 @@ pub const MAX_WEIGHT: u32 = 64;
 /// Seed of the name hash; part of the placement's specification (see the crate docs).
 pub const NAME_SEED: u64 = 0x7368_6f61_6c72_6e67;
 
+/// The placement algorithm's version: 2 since bounded loads (1 was plain rendezvous). Two
+/// builds with different versions may place a slot differently, so a cluster mixes them only
+/// by a full restart; the cluster layer puts it in every view id so such nodes see their
+/// views differ.
+pub const ALGORITHM_VERSION: u64 = 2;
+
 /// Seed of the hash that orders the slots for placing them ("shoalord"); part of the
 /// specification.
 pub const ORDER_SEED: u64 = 0x7368_6f61_6c6f_7264;
@@ -178,12 +184,16 @@ fn cap(weight: u32, total_weight: u64) -> u32 {
 }
 
 /// The order slots are placed in: by a hash of the slot number alone (ties by number), so
-/// where caps bind does not depend on any member and falls on scattered slots.
-fn slot_order() -> Vec<u16> {
-    // Cast: SLOTS fits in u16 arithmetic as slot numbers 0..16384.
-    let mut order: Vec<u16> = (0..SLOTS as u16).collect();
-    order.sort_unstable_by_key(|&s| (xxh3_64_with_seed(&s.to_le_bytes(), ORDER_SEED), s));
-    order
+/// where caps bind does not depend on any member and falls on scattered slots. The same for
+/// every placement, so computed once.
+fn slot_order() -> &'static [u16] {
+    static ORDER: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+    ORDER.get_or_init(|| {
+        // Cast: slot numbers 0..16384 fit in u16.
+        let mut order: Vec<u16> = (0..SLOTS as u16).collect();
+        order.sort_unstable_by_key(|&s| (xxh3_64_with_seed(&s.to_le_bytes(), ORDER_SEED), s));
+        order
+    })
 }
 
 /// The stable name of a member; its UTF-8 bytes are all that placement hashes, so it MUST
@@ -331,7 +341,7 @@ impl Placement {
         // Copies each member holds at each rank (owner = rank 0), against its cap.
         let mut counts = vec![0u32; n * width];
         let mut ranked: Vec<(u64, u16)> = Vec::with_capacity(n);
-        for slot in slot_order() {
+        for &slot in slot_order() {
             ranked.clear();
             // Cast: i < MAX_MEMBERS, checked above.
             ranked.extend(
@@ -359,7 +369,10 @@ impl Placement {
                     None => {
                         ranked[head..].sort_unstable_by(best_first);
                         let any = |&&(_, i): &&(u64, u16)| !taken.contains(&i);
-                        // The caps add up to at least SLOTS, so some member has room.
+                        // Unweighted, the caps add up to at least SLOTS and no member has
+                        // been seen at a cap with room elsewhere; with weights (or a width
+                        // close to the member count) the member with room may already hold
+                        // a copy of this slot, and the best other member goes over its cap.
                         ranked[head..]
                             .iter()
                             .find(fits)

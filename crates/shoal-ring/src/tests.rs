@@ -324,3 +324,35 @@ fn balance_sweep() {
         );
     }
 }
+
+/// Pins bounded loads where they bind (20 members, caps at 860 slots per rank): the slot
+/// order, the caps and the per-rank choice. Change it only with `ALGORITHM_VERSION`.
+#[test]
+fn golden_bounded() {
+    let m = named(20, 0x60_1d);
+    let p = Placement::new(&m, 1, 0).unwrap();
+    let owners: Vec<(u16, u16, u16)> = [0u16, 1, 777, 8191, 12345, 16383]
+        .iter()
+        .map(|&s| (s, p.owners(s)[0], p.owners(s)[1]))
+        .collect();
+    assert_eq!(owners, GOLDEN_BOUNDED);
+    assert_eq!(rank_loads(&p, 0), GOLDEN_BOUNDED_LOADS);
+    let cap = cap(1, 20) as usize;
+    assert!(
+        rank_loads(&p, 0).iter().filter(|&&l| l == cap).count() >= 2,
+        "caps bind"
+    );
+}
+
+const GOLDEN_BOUNDED: [(u16, u16, u16); 6] = [
+    (0, 0, 3),
+    (1, 11, 14),
+    (777, 15, 10),
+    (8191, 19, 7),
+    (12345, 17, 15),
+    (16383, 0, 12),
+];
+const GOLDEN_BOUNDED_LOADS: [usize; 20] = [
+    845, 860, 767, 828, 805, 823, 767, 843, 825, 810, 820, 851, 814, 806, 834, 860, 772, 816, 818,
+    820,
+];

@@ -671,6 +671,29 @@ impl Store {
         });
     }
 
+    /// Up to `max` live keys of hash slot `slot` (CLUSTER GETKEYSINSLOT); stops walking the
+    /// slot's shard once it has them.
+    pub fn keys_in_slot(&self, slot: u16, now_ms: u64, max: usize) -> Vec<Bytes> {
+        let mut keys = Vec::new();
+        if slot >= SLOTS || max == 0 {
+            return keys;
+        }
+        self.with_shard(shard_of_slot(slot), |shard, _| {
+            if shard.count_in_slot(slot) == 0 {
+                return;
+            }
+            for item in &shard.items {
+                if keys.len() == max {
+                    break;
+                }
+                if !item.is_expired(now_ms) && key_slot(item.key()) == slot {
+                    keys.push(Bytes::copy_from_slice(item.key()));
+                }
+            }
+        });
+        keys
+    }
+
     /// The state of every live key in hash slot `slot` (values copied out), and of every
     /// removal still remembered by a tombstone, for handing a slot to another node (so the
     /// receiver refuses an older copy of a deleted key). Holds the slot's shard lock while

@@ -57,21 +57,9 @@ pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_m
                 .cluster_port_requests
                 .fetch_add(1, Ordering::Relaxed);
             let view = cluster.view();
-            let refuse =
-                |spec: &CommandSpec, args: &[Bytes], session: &Session| match cluster_rule_of(
-                    &view, spec, args, session,
-                ) {
-                    ClusterRule::Moved { to, .. } if !cluster.may_redirect(&view, to) => None,
-                    ClusterRule::Moved { slot, to } => {
-                        cluster.stats.moved.fetch_add(1, Ordering::Relaxed);
-                        let a = view.nodes[usize::from(to)].redis_addr();
-                        Some(Reply::error(format!("MOVED {slot} {a}")))
-                    }
-                    ClusterRule::CrossSlot => Some(Reply::error(
-                        "CROSSSLOT Keys in request don't hash to the same slot",
-                    )),
-                    ClusterRule::Route | ClusterRule::ReadHere | ClusterRule::Local => None,
-                };
+            let refuse = |spec: &CommandSpec, args: &[Bytes], session: &Session| {
+                redirect(node, cluster, &view, spec, args, session, now_ms)
+            };
             cmd::prepare_checked(&node.engine, session, args, &refuse)
         }
         _ => cmd::prepare(&node.engine, session, args),
@@ -84,7 +72,7 @@ pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_m
         None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
         Some(cluster) if session.redis_cluster => {
             let view = cluster.view();
-            match cluster_rule_of(&view, spec, args, session) {
+            match cluster_rule_of(node, cluster, &view, spec, args, session, now_ms) {
                 ClusterRule::ReadHere => {
                     let (reply, _) =
                         run_here(node, cluster, &view, session, spec, args, now_ms, None);
@@ -122,15 +110,60 @@ pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_m
     }
 }
 
-/// [`cluster_rule`] for a command of `session` under `view`.
-fn cluster_rule_of(
+/// Redis Cluster's refusals on the cluster-client port (checked before a command is queued
+/// or run): `-MOVED` to the slot's primary, `-CROSSSLOT`. A command on a slot another node
+/// serves whose primary has not confirmed this node's view is served as on the plain port
+/// instead (see `Cluster::may_redirect`), except WATCH, which only its owner can run: that
+/// one is asked to try again.
+fn redirect(
+    node: &Server,
+    cluster: &Cluster,
     view: &View,
     spec: &CommandSpec,
     args: &[Bytes],
     session: &Session,
+    now_ms: u64,
+) -> Option<Reply> {
+    match cluster_rule_of(node, cluster, view, spec, args, session, now_ms) {
+        ClusterRule::Moved { slot, to } => {
+            cluster.stats.unowned.fetch_add(1, Ordering::Relaxed);
+            if cluster.may_redirect(view, to) {
+                cluster.stats.moved.fetch_add(1, Ordering::Relaxed);
+                let a = view.nodes[usize::from(to)].redis_addr();
+                Some(Reply::error(format!("MOVED {slot} {a}")))
+            } else if spec.route == Route::Watch {
+                Some(Reply::error(
+                    "TRYAGAIN the cluster is changing; retry in a moment",
+                ))
+            } else {
+                None
+            }
+        }
+        ClusterRule::CrossSlot => Some(Reply::error(CROSSSLOT_CLUSTER)),
+        ClusterRule::Route | ClusterRule::ReadHere | ClusterRule::Local => None,
+    }
+}
+
+/// Redis Cluster's CROSSSLOT text (the cluster-client port).
+const CROSSSLOT_CLUSTER: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// [`cluster_rule`] for a command of `session` under `view`. While the node looks for its
+/// cluster everything routes as usual (keys answer TRYAGAIN); a READONLY read of a copy that
+/// is still arriving here (unsettled) goes to the slot's primary instead.
+fn cluster_rule_of(
+    node: &Server,
+    cluster: &Cluster,
+    view: &View,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    session: &Session,
+    now_ms: u64,
 ) -> ClusterRule {
+    if !cluster.accepting.load(Ordering::Acquire) {
+        return ClusterRule::Route;
+    }
     let queued = session.multi.as_ref().map_or(&[][..], |tx| &tx.queue[..]);
-    cluster_rule(
+    let rule = cluster_rule(
         spec,
         args,
         queued,
@@ -138,7 +171,21 @@ fn cluster_rule_of(
         session.readonly,
         |slot| view.primary(slot),
         |slot| view.owners(slot).contains(&view.me),
-    )
+    );
+    if rule == ClusterRule::ReadHere {
+        let keys = spec.key_positions(args.len()).map(|p| &args[p]);
+        if !handoff::missing(node, cluster, view, keys, now_ms).is_empty() {
+            let slot = spec
+                .key_positions(args.len())
+                .next()
+                .map_or(0, |p| key_slot(&args[p]));
+            return ClusterRule::Moved {
+                slot,
+                to: view.primary(slot),
+            };
+        }
+    }
+    rule
 }
 
 /// The hash slots that a connection's commands still on their way touch: forwarded (or

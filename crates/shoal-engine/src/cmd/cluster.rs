@@ -68,25 +68,28 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     match &sub[..] {
         b"keyslot" => Reply::Int(i64::from(key_slot(&args[2]))),
-        b"countkeysinslot" => match parse_slot(&args[2]) {
-            Some(slot) => Reply::Int(ctx.engine.store.count_in_slot(slot) as i64),
-            None => err("ERR Invalid slot"),
+        // Redis's checks: an integer first, then the range.
+        b"countkeysinslot" => match super::parse_i64(&args[2]) {
+            None => err(super::ERR_NOT_INTEGER),
+            Some(n) => match u16::try_from(n).ok().filter(|&s| s < SLOTS) {
+                Some(slot) => Reply::Int(ctx.engine.store.count_in_slot(slot) as i64),
+                None => err("ERR Invalid slot"),
+            },
         },
         b"getkeysinslot" => {
-            let (Some(slot), Some(count)) = (parse_slot(&args[2]), super::parse_i64(&args[3]))
+            let (Some(slot), Some(count)) =
+                (super::parse_i64(&args[2]), super::parse_i64(&args[3]))
             else {
+                return err(super::ERR_NOT_INTEGER);
+            };
+            let (Some(slot), Ok(count)) = (
+                u16::try_from(slot).ok().filter(|&s| s < SLOTS),
+                usize::try_from(count),
+            ) else {
                 return err("ERR Invalid slot or number of keys");
             };
-            let Ok(count) = usize::try_from(count) else {
-                return err("ERR Invalid slot or number of keys");
-            };
-            let mut keys = Vec::new();
-            ctx.engine.store.for_each_in_slot(slot, ctx.now_ms, |k, _| {
-                if keys.len() < count {
-                    keys.push(Reply::bulk(Bytes::copy_from_slice(k)));
-                }
-            });
-            Reply::Array(keys)
+            let keys = ctx.engine.store.keys_in_slot(slot, ctx.now_ms, count);
+            Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
         }
         b"localkeys" => Reply::Int(ctx.engine.store.len() as i64),
         b"haskey" => {
@@ -99,8 +102,11 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Reply::Int(i64::from(exists))
         }
         b"myid" | b"myshardid" => Reply::bulk(cluster.my_id()),
-        b"slots" => slots_reply(&cluster.slot_ranges()),
-        b"shards" => shards_reply(&cluster.slot_ranges()),
+        b"slots" | b"shards" => match cluster.slot_ranges() {
+            None => err("TRYAGAIN this node is joining the cluster; retry in a moment"),
+            Some(r) if &sub[..] == b"slots" => slots_reply(&r),
+            Some(r) => shards_reply(&r),
+        },
         b"info" => Reply::Verbatim(cluster.cluster_info().into()),
         b"nodes" => Reply::Verbatim(cluster.cluster_nodes(ctx.now_ms).into()),
         _ => unknown_subcommand("cluster", &args[1]),
@@ -176,11 +182,19 @@ pub fn shards_reply(ranges: &[SlotRange]) -> Reply {
 
 /// READONLY, READWRITE: whether this connection may read replica copies (Redis Cluster's
 /// replica reads). Only a cluster node knows them, as in Redis.
-pub fn readonly(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub fn readonly(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    set_readonly(ctx, true)
+}
+
+pub fn readwrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    set_readonly(ctx, false)
+}
+
+fn set_readonly(ctx: &mut Ctx<'_>, on: bool) -> Reply {
     if ctx.host.cluster().is_none() {
         return err("ERR This instance has cluster support disabled");
     }
-    ctx.session.readonly = args[0].eq_ignore_ascii_case(b"readonly");
+    ctx.session.readonly = on;
     Reply::ok()
 }
 

@@ -138,6 +138,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.info.no_evict.store(false, Ordering::Relaxed);
     s.multi = None;
     s.watched.clear();
+    s.readonly = false;
     Reply::Simple("RESET".into())
 }
 
