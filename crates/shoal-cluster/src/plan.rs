@@ -119,31 +119,39 @@ pub fn cluster_rule(
     primary: impl Fn(u16) -> u16,
     holds_copy: impl Fn(u16) -> bool,
 ) -> ClusterRule {
-    let keyed = |spec: &CommandSpec, args: &[Bytes]| -> Vec<u16> {
-        match spec.route {
-            Route::Owner | Route::Split(_) | Route::Watch => spec
-                .key_positions(args.len())
-                .map(|p| key_slot(&args[p]))
-                .collect(),
-            _ => Vec::new(),
+    // The slots of a command's keys (none for rows that name no key to route by).
+    fn key_slots<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> impl Iterator<Item = u16> + 'a {
+        let keyed = matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch);
+        spec.key_positions(args.len())
+            .filter(move |_| keyed)
+            .map(move |p| key_slot(&args[p]))
+    }
+    // The one slot of `slots`: `Ok(None)` without keys, `Err(())` for more than one slot.
+    fn one_slot(mut slots: impl Iterator<Item = u16>) -> Result<Option<u16>, ()> {
+        let Some(first) = slots.next() else {
+            return Ok(None);
+        };
+        match slots.all(|s| s == first) {
+            true => Ok(Some(first)),
+            false => Err(()),
         }
-    };
-    let slots: Vec<u16> = match spec.route {
+    }
+    let slot = match spec.route {
         Route::AllNodes(_) if spec.flags & flag::WRITE == 0 => return ClusterRule::Local,
         Route::Info => return ClusterRule::Local,
-        Route::Exec => queued
-            .iter()
-            .filter_map(|a| cmd::lookup(&a[0]).map(|s| keyed(s, a)))
-            .flatten()
-            .collect(),
-        _ => keyed(spec, args),
+        Route::Exec => one_slot(
+            queued
+                .iter()
+                .filter_map(|a| cmd::lookup(&a[0]).map(|s| key_slots(s, a)))
+                .flatten(),
+        ),
+        _ => one_slot(key_slots(spec, args)),
     };
-    let Some(&slot) = slots.first() else {
-        return ClusterRule::Route;
+    let slot = match slot {
+        Ok(Some(slot)) => slot,
+        Ok(None) => return ClusterRule::Route,
+        Err(()) => return ClusterRule::CrossSlot,
     };
-    if slots.iter().any(|&s| s != slot) {
-        return ClusterRule::CrossSlot;
-    }
     let to = primary(slot);
     if to == me {
         ClusterRule::Route

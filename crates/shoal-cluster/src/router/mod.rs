@@ -50,63 +50,66 @@ use shoal_engine::hooks::SlotScope;
 
 /// Runs one client request wherever it belongs.
 pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
-    let prepared = match &node.cluster {
-        Some(cluster) if session.redis_cluster => {
-            cluster
-                .stats
-                .cluster_port_requests
-                .fetch_add(1, Ordering::Relaxed);
-            let view = cluster.view();
-            let refuse = |spec: &CommandSpec, args: &[Bytes], session: &Session| {
-                redirect(node, cluster, &view, spec, args, session, now_ms)
-            };
-            cmd::prepare_checked(&node.engine, session, args, &refuse)
-        }
-        _ => cmd::prepare(&node.engine, session, args),
+    let Some(cluster) = node.cluster.as_ref().filter(|_| session.redis_cluster) else {
+        let spec = match cmd::prepare(&node.engine, session, args) {
+            Prepared::Run(spec) => spec,
+            Prepared::Done(reply) => return Outcome::Reply(reply),
+        };
+        return match &node.cluster {
+            None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
+            Some(cluster) => route(node, cluster, session, spec, args, now_ms),
+        };
     };
-    let spec = match prepared {
+    // The cluster-client port: Redis Cluster's rule is decided once, in the check `prepare`
+    // makes before a command is queued or run, and reused to run it.
+    cluster
+        .stats
+        .cluster_port_requests
+        .fetch_add(1, Ordering::Relaxed);
+    let view = cluster.view();
+    let decided = std::cell::Cell::new(ClusterRule::Route);
+    let refuse = |spec: &CommandSpec, args: &[Bytes], session: &Session| {
+        let rule = cluster_rule_of(node, cluster, &view, spec, args, session, now_ms);
+        decided.set(rule);
+        redirect(cluster, &view, spec, rule)
+    };
+    let spec = match cmd::prepare_checked(&node.engine, session, args, &refuse) {
         Prepared::Run(spec) => spec,
         Prepared::Done(reply) => return Outcome::Reply(reply),
     };
-    match &node.cluster {
-        None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
-        Some(cluster) if session.redis_cluster => {
-            let view = cluster.view();
-            match cluster_rule_of(node, cluster, &view, spec, args, session, now_ms) {
-                ClusterRule::ReadHere => {
-                    let (reply, _) =
-                        run_here(node, cluster, &view, session, spec, args, now_ms, None);
-                    Outcome::Reply(reply)
-                }
-                ClusterRule::Local => {
-                    // The slots this node answers for: those whose first reachable copy it is.
-                    let down = (0..view.len() as u16)
-                        .filter(|&m| !view.reachable(m))
-                        .collect();
-                    let scope = crate::message::Scope::new(
-                        crate::message::ScopeSpec {
-                            owners: Vec::new(),
-                            down,
-                        },
-                        view.clone(),
-                    );
-                    let scope: &dyn SlotScope = &scope;
-                    let (reply, _) = run_here(
-                        node,
-                        cluster,
-                        &view,
-                        session,
-                        spec,
-                        args,
-                        now_ms,
-                        Some(scope),
-                    );
-                    Outcome::Reply(reply)
-                }
-                _ => route(node, cluster, session, spec, args, now_ms),
-            }
+    match decided.get() {
+        ClusterRule::ReadHere => {
+            let (reply, _) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
+            Outcome::Reply(reply)
         }
-        Some(cluster) => route(node, cluster, session, spec, args, now_ms),
+        ClusterRule::Local => {
+            // The slots this node answers for: those whose first reachable copy it is.
+            let down = (0..view.len() as u16)
+                .filter(|&m| !view.reachable(m))
+                .collect();
+            let scope = crate::message::Scope::new(
+                crate::message::ScopeSpec {
+                    owners: Vec::new(),
+                    down,
+                },
+                view.clone(),
+            );
+            let scope: &dyn SlotScope = &scope;
+            let (reply, _) = run_here(
+                node,
+                cluster,
+                &view,
+                session,
+                spec,
+                args,
+                now_ms,
+                Some(scope),
+            );
+            Outcome::Reply(reply)
+        }
+        ClusterRule::Route | ClusterRule::Moved { .. } | ClusterRule::CrossSlot => {
+            route(node, cluster, session, spec, args, now_ms)
+        }
     }
 }
 
@@ -116,15 +119,12 @@ pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_m
 /// instead (see `Cluster::may_redirect`), except WATCH, which only its owner can run: that
 /// one is asked to try again.
 fn redirect(
-    node: &Server,
     cluster: &Cluster,
     view: &View,
     spec: &CommandSpec,
-    args: &[Bytes],
-    session: &Session,
-    now_ms: u64,
+    rule: ClusterRule,
 ) -> Option<Reply> {
-    match cluster_rule_of(node, cluster, view, spec, args, session, now_ms) {
+    match rule {
         ClusterRule::Moved { slot, to } => {
             cluster.stats.unowned.fetch_add(1, Ordering::Relaxed);
             if cluster.may_redirect(view, to) {
