@@ -144,7 +144,9 @@ fn cluster_mode_follows_moved_and_check_passes() {
         let key = format!("cli:{i}");
         assert_eq!(cli_at(port, &["-c", "GET", &key]), format!("v{i}\n"));
     }
-    // Without -c the keys of other nodes are redirections, which redis-cli prints.
+    // Without -c the keys of other nodes are redirections, which redis-cli prints (the SETs
+    // above crossed to both other nodes, so each has answered under node 0's view and
+    // node 0 redirects to it; see `may_redirect`).
     let plain: Vec<String> = (0..30)
         .map(|i| cli_at(port, &["GET", &format!("cli:{i}")]))
         .collect();

@@ -480,7 +480,6 @@ impl Cluster {
             replicas: config.replicas,
             peer_config,
             view_id: Arc::new(AtomicU64::new(0)),
-
             pool: Mutex::new(HashMap::new()),
             installing: Mutex::new(()),
             changes: watch::channel(0).0,
