@@ -6,6 +6,7 @@
 #
 # The nodes share SHOAL_CLUSTER_SECRET; when it is not set, a random one is made for this run.
 # Logs and pids go to target/cluster/. Then: redis-cli -p 7001 set k v; redis-cli -p 7003 get k
+# Redis Cluster clients use the cluster-client ports 7011-7013: redis-cli -c -p 7011 get k
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=target/cluster
@@ -42,4 +43,4 @@ for i in 1 2 3; do
         sleep 0.1
     done
 done
-echo "cluster up: 127.0.0.1:7001 7002 7003 (logs in $dir, stop with scripts/cluster.sh stop)"
+echo "cluster up: 127.0.0.1:7001 7002 7003, Redis Cluster clients on 7011 7012 7013 (logs in $dir, stop with scripts/cluster.sh stop)"

@@ -7,8 +7,9 @@
 #   scripts/gossip.sh leave N     SIGTERM gN: it hands its slots over, leaves and exits
 #   scripts/gossip.sh stop        SIGTERM every node started here
 #
-# Node gN serves RESP on 7100+N and uses 17100+N for the inter-node protocol (TCP) and gossip
-# (UDP); g1..g3 are every node's seeds, so any of them can restart and find the others (a
+# Node gN serves RESP on 7100+N, Redis Cluster clients on 7110+N (cluster-client-port, so
+# gN for N >= 10 would collide: add at most g4..g9), and uses 17100+N for the inter-node
+# protocol (TCP) and gossip (UDP); g1..g3 are every node's seeds, so any of them can restart and find the others (a
 # node never serves as a cluster of one by accident: g1..g3 start together and form the
 # cluster once they see each other). The nodes share SHOAL_CLUSTER_SECRET (a random one is made and kept
 # in target/gossip/secret when unset). Logs and pids go to target/gossip/.
@@ -28,6 +29,7 @@ launch() {
     local n=$1 port=$((7100 + $1))
     target/release/shoald --port "$port" --set cluster-mode=gossip --set "node-name=g$n" \
         --set "cluster-port=$((17100 + n))" --set "cluster-seeds=$seeds" \
+        --set "cluster-client-port=$((7110 + n))" \
         >"$dir/g$n.log" 2>&1 &
     echo $! >"$dir/g$n.pid"
 }
