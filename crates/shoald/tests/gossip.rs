@@ -941,6 +941,11 @@ fn assert_waits_to_join(p: &Proc, needles: &[&str]) {
         let e = r.expect_err("a node that has not joined must not answer keyed commands");
         assert_eq!(e.kind(), redis::ErrorKind::TryAgain, "{}: {e}", p.name);
     }
+    // Nor give Redis Cluster clients a slot map: it has none yet.
+    let r: redis::RedisResult<redis::Value> =
+        redis::cmd("CLUSTER").arg("SLOTS").query(&mut p.con());
+    let e = r.expect_err("a node that has not joined has no slot map");
+    assert_eq!(e.kind(), redis::ErrorKind::TryAgain, "{}: {e}", p.name);
     let log = p.log.lock().unwrap();
     assert!(
         log.iter()
