@@ -179,6 +179,8 @@ pub struct ClusterMember {
     pub cluster_addr: SocketAddr,
     /// The Redis Cluster client port (MOVED, CROSSSLOT).
     pub cluster_client_addr: SocketAddr,
+    /// The Memcached port.
+    pub memcache_addr: SocketAddr,
     runtime: Option<tokio::runtime::Runtime>,
     node: Option<RunningNode>,
 }
@@ -224,28 +226,31 @@ impl TestCluster {
                 .enable_all()
                 .build()
                 .expect("test runtime starts");
-            let (resp, cluster, cluster_client) = runtime.block_on(async {
+            let (resp, cluster, cluster_client, memcache) = runtime.block_on(async {
                 let resp = tokio::net::TcpListener::bind("127.0.0.1:0").await;
                 let cluster = tokio::net::TcpListener::bind("127.0.0.1:0").await;
                 let cluster_client = tokio::net::TcpListener::bind("127.0.0.1:0").await;
+                let memcache = tokio::net::TcpListener::bind("127.0.0.1:0").await;
                 (
                     resp.expect("bind"),
                     cluster.expect("bind"),
                     cluster_client.expect("bind"),
+                    memcache.expect("bind"),
                 )
             });
-            bound.push((runtime, resp, cluster, cluster_client));
+            bound.push((runtime, resp, cluster, cluster_client, memcache));
         }
         let port = |l: &tokio::net::TcpListener| l.local_addr().unwrap().port();
         let nodes: Vec<String> = bound
             .iter()
             .enumerate()
-            .map(|(i, (_, r, c, cc))| {
+            .map(|(i, (_, r, c, cc, _))| {
                 format!("n{i}=127.0.0.1:{}@{}+{}", port(r), port(c), port(cc))
             })
             .collect();
         let mut members = Vec::new();
-        for (i, (runtime, resp, cluster, cluster_client)) in bound.into_iter().enumerate() {
+        for (i, (runtime, resp, cluster, cluster_client, memcache)) in bound.into_iter().enumerate()
+        {
             let mut config = NodeConfig {
                 bind: "127.0.0.1".into(),
                 port: 0,
@@ -259,13 +264,14 @@ impl TestCluster {
             let addr = resp.local_addr().unwrap();
             let cluster_addr = cluster.local_addr().unwrap();
             let cluster_client_addr = cluster_client.local_addr().unwrap();
+            let memcache_addr = memcache.local_addr().unwrap();
             let node = runtime
                 .block_on(shoal_node::start_with(
                     config,
                     None,
                     shoal_node::Listeners {
                         resp,
-                        memcache: None,
+                        memcache: Some(memcache),
                         cluster: Some(cluster),
                         gossip: None,
                         cluster_client: Some(cluster_client),
@@ -277,6 +283,7 @@ impl TestCluster {
                 addr,
                 cluster_addr,
                 cluster_client_addr,
+                memcache_addr,
                 runtime: Some(runtime),
                 node: Some(node),
             });

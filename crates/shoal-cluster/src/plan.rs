@@ -263,7 +263,7 @@ mod tests {
         let p = three_nodes();
         let (mine, theirs) = (tag(&p, true), tag(&p, false));
         let other_slot = key_slot(theirs.as_bytes());
-        for spec in cmd::TABLE {
+        for spec in cmd::TABLE.iter().chain(cmd::INTERNAL) {
             let write = spec.flags & flag::WRITE != 0;
             let here = request(spec, &mine);
             let there = request(spec, &theirs);

@@ -503,11 +503,6 @@ impl NodeConfig {
                         cluster-secret (or SHOAL_CLUSTER_SECRET)"
                         .into());
                 }
-                if self.memcache_port.is_some() {
-                    return Err("memcache-port is not supported in a cluster yet: the \
-                        Memcached front end serves one node's keys only"
-                        .into());
-                }
                 if self.handoff_rate.0 < 64 * 1024 {
                     return Err("handoff-rate must be at least 64kb (per second)".into());
                 }
@@ -563,13 +558,6 @@ impl NodeConfig {
                 return Err(format!(
                     "this node's name '{me}' is not in cluster-nodes (set node-name)"
                 ));
-            }
-            if self.memcache_port.is_some() {
-                return Err(
-                    "memcache-port is not supported together with cluster-nodes yet: \
-                    the Memcached front end serves one node's keys only"
-                        .into(),
-                );
             }
         }
         Ok(())

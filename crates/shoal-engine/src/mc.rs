@@ -38,6 +38,14 @@ pub fn expire_at(exptime: i64, now_ms: u64) -> Option<u64> {
     }
 }
 
+/// The request limits of the Memcached protocol on `node` (its `memcache-max-item-size`).
+pub fn limits(node: &Engine) -> shoal_memcache::Limits {
+    node.with_settings(|s| shoal_memcache::Limits {
+        max_item_size: usize::try_from(s.memcache_max_item_size.0).unwrap_or(usize::MAX),
+        ..shoal_memcache::Limits::default()
+    })
+}
+
 /// What the front end does after a command.
 pub enum Flow {
     Continue,
@@ -269,6 +277,140 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
     Flow::Continue
 }
 
+// ---- In a cluster ----------------------------------------------------------------------
+
+/// The internal command rows that carry a Memcached request through the cluster layer (see
+/// `cmd::memcache`): the layer places, forwards, fails over and replicates by these rows, as
+/// it does any command. `[name, request text, keys...]`; `mc.flush` is `[name, request]`.
+pub const TUNNEL_READ: &str = "mc.read";
+pub const TUNNEL_WRITE: &str = "mc.write";
+pub const TUNNEL_FLUSH: &str = "mc.flush";
+
+/// Where a Memcached request runs in a cluster.
+#[derive(Debug, PartialEq)]
+pub enum Placement {
+    /// On the node the client is connected to: keyless requests (version, stats, verbosity,
+    /// quit, cache_memlimit, mn), and a meta request whose base64 key does not decode (it
+    /// answers its error here).
+    Here,
+    /// At the copies of these keys (as the store names them: base64 keys decoded); `write`
+    /// when the request may change them, so their new state is replicated.
+    Keys { keys: Vec<Bytes>, write: bool },
+    /// flush_all: on every node.
+    Flush,
+}
+
+/// Decides where `cmd` runs in a cluster (pure).
+pub fn placement(cmd: &Command) -> Placement {
+    let one = |key: &Bytes, write: bool| Placement::Keys {
+        keys: vec![key.clone()],
+        write,
+    };
+    let meta = |key: &Bytes, flags: &MetaFlags, write: bool| {
+        if !flags.has(b'b') {
+            return one(key, write);
+        }
+        match shoal_memcache::base64::decode(key) {
+            Some(k) if !k.is_empty() => Placement::Keys {
+                keys: vec![Bytes::from(k)],
+                write,
+            },
+            _ => Placement::Here,
+        }
+    };
+    match cmd {
+        Command::Store { key, .. }
+        | Command::Delete { key, .. }
+        | Command::Arith { key, .. }
+        | Command::Touch { key, .. } => one(key, true),
+        Command::Get { keys, touch, .. } => Placement::Keys {
+            keys: keys.clone(),
+            write: touch.is_some(),
+        },
+        // mg writes when it touches (T) or creates on a miss (N).
+        Command::MetaGet { key, flags } => meta(key, flags, flags.has(b'T') || flags.has(b'N')),
+        Command::MetaSet { key, flags, .. }
+        | Command::MetaDelete { key, flags }
+        | Command::MetaArith { key, flags } => meta(key, flags, true),
+        Command::MetaDebug { key } => one(key, false),
+        Command::FlushAll { .. } => Placement::Flush,
+        Command::Version
+        | Command::Verbosity { .. }
+        | Command::Stats { .. }
+        | Command::Quit
+        | Command::CacheMemlimit { .. }
+        | Command::MetaNoop => Placement::Here,
+    }
+}
+
+/// The internal command that carries `cmd` to the copies of `keys` (see [`placement`]).
+pub fn tunnel(cmd: &Command, keys: &[Bytes], write: bool) -> Vec<Bytes> {
+    let mut text = BytesMut::new();
+    cmd.encode(&mut text);
+    let name = if write { TUNNEL_WRITE } else { TUNNEL_READ };
+    let mut args = Vec::with_capacity(2 + keys.len());
+    args.push(Bytes::from_static(name.as_bytes()));
+    args.push(text.freeze());
+    args.extend(keys.iter().cloned());
+    args
+}
+
+/// The internal command that runs flush_all on every node. A delay becomes the Unix time it
+/// ends at, so every node flushes at the same moment whenever the request reaches it.
+pub fn tunnel_flush(delay: i64, noreply: bool, now_ms: u64) -> Vec<Bytes> {
+    let delay = match delay {
+        d if d > 0 && d <= REALTIME_MAXDELTA => (now_ms / 1000) as i64 + d,
+        d => d,
+    };
+    let mut text = BytesMut::new();
+    Command::FlushAll { delay, noreply }.encode(&mut text);
+    vec![Bytes::from_static(TUNNEL_FLUSH.as_bytes()), text.freeze()]
+}
+
+/// True if `cmd` asks for no reply (`noreply`; meta commands' `q` still answers errors and
+/// misses, so they are not quiet here).
+pub fn quiet(cmd: &Command) -> bool {
+    match cmd {
+        Command::Store { noreply, .. }
+        | Command::Delete { noreply, .. }
+        | Command::Arith { noreply, .. }
+        | Command::Touch { noreply, .. }
+        | Command::FlushAll { noreply, .. }
+        | Command::Verbosity { noreply }
+        | Command::CacheMemlimit { noreply, .. } => *noreply,
+        _ => false,
+    }
+}
+
+/// Runs the Memcached request `text` that came through the cluster layer (one of the
+/// tunnel rows), with `limits`, returning its reply bytes; a multi-key get whose reply would
+/// pass `max_reply` bytes (plus one value) answers an error instead.
+pub fn run_tunneled(
+    node: &Engine,
+    text: &[u8],
+    limits: &shoal_memcache::Limits,
+    now: u64,
+    max_reply: usize,
+) -> Bytes {
+    let mut input = BytesMut::from(text);
+    let mut parser = shoal_memcache::Parser::new();
+    let mut out = BytesMut::new();
+    match parser.parse(&mut input, limits) {
+        Ok(Some(cmd)) if input.is_empty() => match execute(node, cmd, now, &mut out, max_reply) {
+            Flow::Continue | Flow::Close => {}
+            Flow::Paused(_) => {
+                out.clear();
+                out.extend_from_slice(
+                    b"SERVER_ERROR reply exceeds the client output buffer limit\r\n",
+                );
+            }
+        },
+        Ok(_) => out.extend_from_slice(b"SERVER_ERROR bad request between nodes\r\n"),
+        Err(e) => reply::error(&mut out, &e),
+    }
+    out.freeze()
+}
+
 /// incr/decr on a slot: Ok(None) for a missing key, Err for a non-numeric value. Incr wraps
 /// at 2^64 and decr stops at 0, as in Memcached; flags and TTL stay.
 fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Option<u64>, ()> {
@@ -311,6 +453,9 @@ fn flush_all(node: &Engine, delay: i64, now: u64) {
         // delayed flush is cancelled.
         node.flush_at.store(0, Relaxed);
         node.store.clear();
+        // In a cluster, replication of writes from before the flush must not bring keys back
+        // (as FLUSHALL).
+        node.store.refuse_versions_below(now << 12);
     } else {
         let at = expire_at(delay, now).unwrap_or(now);
         node.flush_at.store(at, Relaxed);
@@ -794,6 +939,80 @@ fn meta_debug(node: &Engine, key: &[u8], now: u64, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(text: &str) -> Command {
+        let mut buf = BytesMut::from(text);
+        shoal_memcache::Parser::new()
+            .parse(&mut buf, &shoal_memcache::Limits::default())
+            .unwrap()
+            .unwrap()
+    }
+
+    fn keys(list: &[&'static str], write: bool) -> Placement {
+        Placement::Keys {
+            keys: list
+                .iter()
+                .map(|k| Bytes::from_static(k.as_bytes()))
+                .collect(),
+            write,
+        }
+    }
+
+    #[test]
+    fn placement_follows_the_keys_and_whether_they_change() {
+        for (text, want) in [
+            ("set a 0 0 1\r\nx\r\n", keys(&["a"], true)),
+            ("cas a 0 0 1 5\r\nx\r\n", keys(&["a"], true)),
+            ("get a b a\r\n", keys(&["a", "b", "a"], false)),
+            ("gats 10 a b\r\n", keys(&["a", "b"], true)),
+            ("delete a\r\n", keys(&["a"], true)),
+            ("incr a 1\r\n", keys(&["a"], true)),
+            ("touch a 1\r\n", keys(&["a"], true)),
+            ("mg a v\r\n", keys(&["a"], false)),
+            ("mg a v T30\r\n", keys(&["a"], true)),
+            ("mg a N30\r\n", keys(&["a"], true)),
+            ("ms a 1\r\nx\r\n", keys(&["a"], true)),
+            ("md a q\r\n", keys(&["a"], true)),
+            ("ma a\r\n", keys(&["a"], true)),
+            ("me a\r\n", keys(&["a"], false)),
+            // A base64 key is placed by what it decodes to; one that does not decode
+            // answers its error where it arrived.
+            ("mg Zm9v b v\r\n", keys(&["foo"], false)),
+            ("mg !!!! b v\r\n", Placement::Here),
+            ("flush_all 10\r\n", Placement::Flush),
+            ("version\r\n", Placement::Here),
+            ("stats\r\n", Placement::Here),
+            ("mn\r\n", Placement::Here),
+            ("verbosity 1\r\n", Placement::Here),
+            ("cache_memlimit 100\r\n", Placement::Here),
+            ("quit\r\n", Placement::Here),
+        ] {
+            assert_eq!(placement(&parse(text)), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_tunneled_request_is_the_request_then_its_keys() {
+        let cmd = parse("gat 5 a b\r\n");
+        let keys = [Bytes::from_static(b"a"), Bytes::from_static(b"b")];
+        let args = tunnel(&cmd, &keys, true);
+        assert_eq!(args[0], TUNNEL_WRITE.as_bytes());
+        assert_eq!(parse(std::str::from_utf8(&args[1]).unwrap()), cmd);
+        assert_eq!(&args[2..], &keys);
+        assert_eq!(tunnel(&cmd, &keys, false)[0], TUNNEL_READ.as_bytes());
+        // A relative flush delay becomes the Unix time it ends at; absolute ones stay.
+        let now = 1_700_000_000_500;
+        let flush = |d| parse(std::str::from_utf8(&tunnel_flush(d, false, now)[1]).unwrap());
+        let at = |delay| Command::FlushAll {
+            delay,
+            noreply: false,
+        };
+        assert_eq!(flush(10), at(1_700_000_010));
+        assert_eq!(flush(0), at(0));
+        assert_eq!(flush(1_800_000_000), at(1_800_000_000));
+        assert!(quiet(&parse("set a 0 0 1 noreply\r\nx\r\n")));
+        assert!(!quiet(&parse("mg a q\r\n")));
+    }
 
     #[test]
     fn exptime_follows_memcached() {

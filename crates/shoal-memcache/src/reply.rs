@@ -23,6 +23,46 @@ pub fn value(out: &mut BytesMut, key: &[u8], flags: u32, data: &[u8], cas: Optio
     out.put_slice(b"\r\n");
 }
 
+/// One `VALUE` block of an encoded get reply: where its key and the whole block (header,
+/// data and line end) are in the reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueBlock {
+    pub key: std::ops::Range<usize>,
+    pub block: std::ops::Range<usize>,
+}
+
+/// The `VALUE` blocks of a complete get/gets/gat/gats reply (`VALUE ...` blocks, then
+/// `END\r\n` and nothing after), in order; `None` if `reply` is anything else (an error
+/// line, a truncated or malformed reply). Lengths are checked against the bytes present;
+/// nothing is allocated but the list.
+pub fn value_blocks(reply: &[u8]) -> Option<Vec<ValueBlock>> {
+    let mut blocks = Vec::new();
+    let mut at = 0;
+    loop {
+        let rest = &reply[at..];
+        if rest == b"END\r\n" {
+            return Some(blocks);
+        }
+        let line_len = rest.windows(2).position(|w| w == b"\r\n")?;
+        let line = rest[..line_len].strip_prefix(b"VALUE ")?;
+        let mut fields = line.split(|&b| b == b' ');
+        let key = fields.next().filter(|k| !k.is_empty())?;
+        let _flags = fields.next()?;
+        let len: usize = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
+        let data_at = line_len + 2;
+        let end = data_at.checked_add(len)?.checked_add(2)?;
+        if rest.len() < end || &rest[end - 2..end] != b"\r\n" {
+            return None;
+        }
+        let key_at = at + 6;
+        blocks.push(ValueBlock {
+            key: key_at..key_at + key.len(),
+            block: at..at + end,
+        });
+        at += end;
+    }
+}
+
 /// `END\r\n` (end of a get/gets/gat/gats or stats reply).
 pub fn end(out: &mut BytesMut) {
     out.put_slice(b"END\r\n");
@@ -197,6 +237,37 @@ mod tests {
         assert_eq!(written(|o| meta(o, "EN", None, &[])), b"EN\r\n");
         assert_eq!(written(|o| meta(o, "MN", None, &[])), b"MN\r\n");
         assert_eq!(written(|o| meta(o, "VA", Some(b""), &[])), b"VA 0\r\n\r\n");
+    }
+
+    #[test]
+    fn value_blocks_find_each_hit_and_refuse_anything_else() {
+        let mut out = BytesMut::new();
+        value(&mut out, b"a", 1, b"x\r\ny", None);
+        value(&mut out, b"bb", 0, b"", Some(7));
+        end(&mut out);
+        let blocks = value_blocks(&out).unwrap();
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(&out[blocks[0].key.clone()], b"a");
+        assert_eq!(&out[blocks[0].block.clone()], b"VALUE a 1 4\r\nx\r\ny\r\n");
+        assert_eq!(&out[blocks[1].key.clone()], b"bb");
+        assert_eq!(&out[blocks[1].block.clone()], b"VALUE bb 0 0 7\r\n\r\n");
+        assert_eq!(value_blocks(b"END\r\n"), Some(Vec::new()));
+        for bad in [
+            &b"SERVER_ERROR out of memory\r\n"[..],
+            b"",
+            b"END\r\nEND\r\n",
+            b"VALUE a 0 5\r\nab\r\nEND\r\n",
+            b"VALUE a 0 99999999999999999999999\r\n",
+            b"VALUE a 0 1\r\nxyEND\r\n",
+            b"VALUE  0 1\r\nx\r\nEND\r\n",
+        ] {
+            assert_eq!(
+                value_blocks(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     #[test]

@@ -455,7 +455,7 @@ async fn accept_loop(
                     run_connection(node.clone(), stream, info, stop, frontend).await;
                 }
                 Protocol::Memcache => {
-                    let frontend = McFrontend::new(&node);
+                    let frontend = McFrontend::new(&node, info.clone());
                     run_connection(node.clone(), stream, info, stop, frontend).await;
                 }
             }
@@ -540,6 +540,8 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         if flush_at != 0 && now >= flush_at {
             node.engine.flush_at.store(0, Ordering::Relaxed);
             node.engine.store.clear();
+            // As an immediate flush: no replicated write from before it brings a key back.
+            node.engine.store.refuse_versions_below(flush_at << 12);
         }
         if now.saturating_sub(last_sample) >= 100 {
             node.engine.stats.sample_ops(now);

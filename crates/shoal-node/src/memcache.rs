@@ -1,19 +1,34 @@
 //! The Memcached text protocol front end: reads requests off a connection (after
-//! memcached's `set`-based authentication when `requirepass` is set), hands each to `mc`
-//! for execution on the store, and pauses a multi-key get when the output is full. A sibling
-//! of `resp`; the I/O loop is `connection`.
+//! memcached's `set`-based authentication when `requirepass` is set) and runs each.
+//!
+//! On a single node a request runs on the store (`mc`), and a multi-key get pauses when the
+//! output is full. In a cluster a keyed request travels through the cluster layer as one of
+//! the engine's internal rows (`mc::placement` decides, `mc::tunnel` builds it): the router
+//! places, forwards, fails over and replicates it as any command, and its reply comes back
+//! as the Memcached reply's bytes, in request order through `Replies` as RESP's do. A get of
+//! keys with different copies is split by copies and the hits put back in the client's
+//! order ([`merge_get`]); flush_all runs on every node. A sibling of `resp`; the I/O loop is
+//! `connection`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use futures_util::future::join_all;
 use shoal_memcache::auth::{AuthParser, AuthStep, AUTH_FAILURE};
 use shoal_memcache::binary::{self, Start};
 use shoal_memcache::reply::{self, Status};
-use shoal_memcache::{Limits, Parser};
+use shoal_memcache::{Command, Limits, Parser};
+use shoal_resp::reply::Sink;
+use shoal_resp::{Protocol, Reply};
 
-use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT};
+use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
+use shoal_cluster::router::{dispatch, must_wait, InFlight, Outcome, ReplyFuture};
 use shoal_cluster::Server;
-use shoal_engine::mc::{bump, execute, get_keys, Flow, PendingGet};
+use shoal_engine::client::ClientInfo;
+use shoal_engine::cmd::{ReplyBudget, Session};
+use shoal_engine::mc::{self, bump, execute, get_keys, Flow, PendingGet, Placement};
+use shoal_store::key_slot;
 
 /// The Memcached front end of one connection.
 pub struct McFrontend {
@@ -24,15 +39,27 @@ pub struct McFrontend {
     /// While the connection has not authenticated (`requirepass` is set): memcached's
     /// `set`-based authentication, which every request must pass first.
     auth: Option<AuthParser>,
+    /// In a cluster: what requests are routed with (an internal session: it may send the
+    /// engine's internal rows).
+    session: Session,
+    /// A request held back until the replies before it are in (see `must_wait`).
+    held: Option<Command>,
+    /// The slots the requests whose replies are still to come touch (not run here yet).
+    in_flight: InFlight,
 }
 
 impl McFrontend {
-    pub fn new(node: &Server) -> McFrontend {
+    pub fn new(node: &Server, info: Arc<ClientInfo>) -> McFrontend {
+        let mut session = Session::new(info, true);
+        session.internal = true;
         McFrontend {
             parser: Parser::new(),
-            limits: limits(node),
+            limits: mc::limits(&node.engine),
             pending: None,
             auth: node.engine.requires_auth().then(AuthParser::default),
+            session,
+            held: None,
+            in_flight: InFlight::default(),
         }
     }
 
@@ -89,13 +116,6 @@ fn refuse_binary(input: &BytesMut, out: &mut BytesMut) -> Option<Step> {
     }
 }
 
-fn limits(node: &Server) -> Limits {
-    node.engine.with_settings(|s| Limits {
-        max_item_size: usize::try_from(s.memcache_max_item_size.0).unwrap_or(usize::MAX),
-        ..Limits::default()
-    })
-}
-
 impl Frontend for McFrontend {
     fn process(
         &mut self,
@@ -104,56 +124,69 @@ impl Frontend for McFrontend {
         replies: &mut Replies,
         now: u64,
     ) -> (u64, Step) {
-        // Memcached requests always run here (the front end is refused in a cluster), so
-        // nothing is ever pending and replies go straight to the output.
-        let out = &mut replies.out.cur;
         let mut processed = 0;
-        if self.parser.at_boundary() {
-            if let Some(step) = refuse_binary(input, out) {
+        if replies.pending() == 0 {
+            self.in_flight.clear();
+        }
+        if self.held.is_none() && self.parser.at_boundary() {
+            if let Some(step) = refuse_binary(input, replies.buf()) {
                 return (processed, step);
             }
         }
         if self.auth.is_some() {
-            let (authenticated, stop) = self.authenticate(node, input, out);
+            let (authenticated, stop) = self.authenticate(node, input, replies.buf());
             processed = authenticated;
             if let Some(stop) = stop {
                 return (processed, stop);
             }
         }
-        self.limits = limits(node);
+        self.limits = mc::limits(&node.engine);
         if let Some(get) = self.pending.take() {
-            if let Flow::Paused(get) = get_keys(&node.engine, get, now, out, FLUSH_AT) {
+            if let Flow::Paused(get) = get_keys(&node.engine, get, now, replies.buf(), FLUSH_AT) {
                 self.pending = Some(get);
                 return (processed, Step::Flush);
             }
         }
         loop {
-            if self.parser.at_boundary() {
-                if let Some(step) = refuse_binary(input, out) {
-                    return (processed, step);
-                }
-            }
-            match self.parser.parse(input, &self.limits) {
-                Ok(Some(cmd)) => {
-                    processed += 1;
-                    match execute(&node.engine, cmd, now, out, FLUSH_AT) {
-                        Flow::Continue => {}
-                        Flow::Close => return (processed, Step::Close(Close::Quit)),
-                        Flow::Paused(get) => {
-                            self.pending = Some(get);
-                            return (processed, Step::Flush);
+            let cmd = match self.held.take() {
+                Some(cmd) => cmd,
+                None => {
+                    if self.parser.at_boundary() {
+                        if let Some(step) = refuse_binary(input, replies.buf()) {
+                            return (processed, step);
+                        }
+                    }
+                    match self.parser.parse(input, &self.limits) {
+                        Ok(Some(cmd)) => cmd,
+                        Ok(None) => return (processed, Step::NeedInput),
+                        Err(e) => {
+                            reply::error(replies.buf(), &e);
+                            if e.closes() {
+                                return (processed, Step::Close(Close::Protocol(e.to_string())));
+                            }
+                            continue;
                         }
                     }
                 }
-                Ok(None) => return (processed, Step::NeedInput),
-                Err(e) => {
-                    reply::error(out, &e);
-                    if e.closes() {
-                        return (processed, Step::Close(Close::Protocol(e.to_string())));
-                    }
+            };
+            let flow = if node.cluster.is_some() {
+                match self.route(node, cmd, replies, now) {
+                    Routed::Held => return (processed, Step::Flush),
+                    Routed::Ran(flow) => flow,
+                }
+            } else {
+                execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)
+            };
+            processed += 1;
+            match flow {
+                Flow::Continue => {}
+                Flow::Close => return (processed, Step::Close(Close::Quit)),
+                Flow::Paused(get) => {
+                    self.pending = Some(get);
+                    return (processed, Step::Flush);
                 }
             }
-            if out.len() >= FLUSH_AT {
+            if replies.len() >= FLUSH_AT || replies.pending() >= MAX_PENDING {
                 return (processed, Step::Flush);
             }
         }
@@ -161,5 +194,302 @@ impl Frontend for McFrontend {
 
     fn bytes_wanted(&self) -> usize {
         0
+    }
+}
+
+/// What became of a request in a cluster.
+enum Routed {
+    /// Held back until the replies before it are in (it writes a key they touch).
+    Held,
+    /// Run, or on its way (its reply queued in order).
+    Ran(Flow),
+}
+
+impl McFrontend {
+    /// Runs `cmd` in a cluster: here, or through the cluster layer (see the module docs).
+    fn route(
+        &mut self,
+        node: &Arc<Server>,
+        cmd: Command,
+        replies: &mut Replies,
+        now: u64,
+    ) -> Routed {
+        let quiet = mc::quiet(&cmd);
+        let (args, keys, write) = match (mc::placement(&cmd), &cmd) {
+            (Placement::Keys { keys, write }, _) => (mc::tunnel(&cmd, &keys, write), keys, write),
+            (Placement::Flush, &Command::FlushAll { delay, noreply }) => {
+                (mc::tunnel_flush(delay, noreply, now), Vec::new(), true)
+            }
+            (Placement::Here, Command::Stats { arg: None }) => {
+                self.stats_with_cluster_sums(node, cmd, replies, now);
+                return Routed::Ran(Flow::Continue);
+            }
+            // Keyless: never a get, so it never pauses.
+            _ => return Routed::Ran(execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)),
+        };
+        // A write to a key owned here waits for the requests still on their way to its
+        // slot, so a pipeline's writes to one key take effect in order (as RESP's do).
+        if must_wait(node, &args, &self.in_flight) {
+            self.held = Some(cmd);
+            return Routed::Held;
+        }
+        self.session.budget = self.budget(node, replies);
+        if let Command::Get {
+            with_cas, touch, ..
+        } = &cmd
+        {
+            let groups = group_by_copies(node, &keys);
+            if groups.len() > 1 {
+                let mut parts = Vec::with_capacity(groups.len());
+                for group in &groups {
+                    let part_keys: Vec<Bytes> = group.iter().map(|&i| keys[i].clone()).collect();
+                    let part = Command::Get {
+                        keys: part_keys.clone(),
+                        with_cas: *with_cas,
+                        touch: *touch,
+                    };
+                    let args = mc::tunnel(&part, &part_keys, write);
+                    let outcome = dispatch(node, &mut self.session, &args, now);
+                    if matches!(outcome, Outcome::Later(_)) {
+                        self.in_flight.note(&args);
+                    }
+                    parts.push(outcome.into_future(Protocol::Resp2));
+                }
+                replies.push_later(Box::pin(async move {
+                    let parts: Vec<Bytes> = join_all(parts)
+                        .await
+                        .into_iter()
+                        .map(|b| from_resp(b, false))
+                        .collect();
+                    merge_get(&keys, &groups, &parts)
+                }));
+                return Routed::Ran(Flow::Continue);
+            }
+        }
+        match dispatch(node, &mut self.session, &args, now) {
+            Outcome::Reply(r) => put_reply(replies, r, quiet),
+            Outcome::Later(f) => {
+                self.in_flight.note(&args);
+                replies.push_later(in_mc(f, quiet));
+            }
+            Outcome::Acked(f) => replies.push_later(in_mc(f, quiet)),
+        }
+        Routed::Ran(Flow::Continue)
+    }
+
+    /// `stats` in a cluster: this node's own figures (what ran on its store, the copies it
+    /// holds), then the cluster's: `cluster_nodes`, and `cluster_curr_items`, each key
+    /// counted once (DBSIZE across the cluster).
+    fn stats_with_cluster_sums(
+        &mut self,
+        node: &Arc<Server>,
+        cmd: Command,
+        replies: &mut Replies,
+        now: u64,
+    ) {
+        let mut own = BytesMut::new();
+        execute(&node.engine, cmd, now, &mut own, FLUSH_AT);
+        let members = node.cluster.as_ref().map_or(1, |c| c.view().len());
+        let dbsize = [Bytes::from_static(b"DBSIZE")];
+        let items = dispatch(node, &mut self.session, &dbsize, now).into_future(Protocol::Resp2);
+        replies.push_later(Box::pin(async move {
+            let items = shoal_resp::integer_value(&items.await);
+            let body = own.strip_suffix(b"END\r\n").unwrap_or(&own);
+            let mut out = BytesMut::from(body);
+            reply::stat(&mut out, "cluster_nodes", members);
+            // Left out when some slot had no live copy: there is no sum to give.
+            if let Some(n) = items {
+                reply::stat(&mut out, "cluster_curr_items", n);
+            }
+            reply::end(&mut out);
+            out.freeze()
+        }));
+    }
+
+    /// What the next reply may take under the client's hard output limit (as RESP's).
+    fn budget(&self, node: &Server, replies: &Replies) -> ReplyBudget {
+        let hard = node
+            .engine
+            .with_settings(|s| s.client_output_buffer_limit.normal.hard);
+        match hard {
+            0 => ReplyBudget::new(0),
+            h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
+        }
+    }
+}
+
+/// The keys of a get grouped by their copies (owner first, then replicas), as indices into
+/// `keys` in request order: each group can go to one node and fail over as one.
+fn group_by_copies(node: &Server, keys: &[Bytes]) -> Vec<Vec<usize>> {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return vec![(0..keys.len()).collect()];
+    };
+    let view = cluster.view();
+    let mut at: HashMap<&[u16], usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let copies = view.owners(key_slot(k));
+        let g = *at.entry(copies).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+    }
+    groups
+}
+
+/// A get's reply from the replies of its parts: `parts[g]` answered the keys at indices
+/// `groups[g]` of `keys` (hits only, in that order); the hits go back in the client's key
+/// order, then END. A part that is not a get reply (an error) is the whole reply.
+pub fn merge_get(keys: &[Bytes], groups: &[Vec<usize>], parts: &[Bytes]) -> Bytes {
+    let mut found: Vec<Option<Bytes>> = vec![None; keys.len()];
+    for (group, part) in groups.iter().zip(parts) {
+        let Some(blocks) = reply::value_blocks(part) else {
+            return part.clone();
+        };
+        let mut next = group.iter();
+        for b in blocks {
+            let key = &part[b.key];
+            // The part's hits are in its key order: the block is the next key it names.
+            let Some(&i) = next.by_ref().find(|&&i| keys[i][..] == *key) else {
+                return Bytes::from_static(
+                    b"SERVER_ERROR get reply out of order between nodes\r\n",
+                );
+            };
+            found[i] = Some(part.slice(b.block));
+        }
+    }
+    let mut out =
+        BytesMut::with_capacity(found.iter().flatten().map(Bytes::len).sum::<usize>() + 5);
+    for block in found.iter().flatten() {
+        out.extend_from_slice(block);
+    }
+    reply::end(&mut out);
+    out.freeze()
+}
+
+/// A reply of an internal row, as the Memcached bytes it carries; an error (no copy
+/// reachable, the node still joining) as memcached's SERVER_ERROR, or nothing for a request
+/// sent with `noreply`.
+fn put_reply(replies: &mut Replies, reply: Reply, quiet: bool) {
+    match reply {
+        Reply::Bulk(b) => replies.put_shared(&b),
+        Reply::Error(_) if quiet => {}
+        Reply::Error(text) => server_error(replies.buf(), &text),
+        other => {
+            let text = format!("unexpected reply {other:?}");
+            server_error(replies.buf(), &text)
+        }
+    }
+}
+
+fn server_error(out: &mut BytesMut, text: &str) {
+    out.extend_from_slice(b"SERVER_ERROR ");
+    out.extend_from_slice(text.replace(['\r', '\n'], " ").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A forwarded reply's bytes (RESP2, as the router returns them) in Memcached's protocol.
+fn in_mc(f: ReplyFuture, quiet: bool) -> ReplyFuture {
+    Box::pin(async move { from_resp(f.await, quiet) })
+}
+
+/// The Memcached bytes inside an internal row's encoded reply: a bulk string's content,
+/// `OK` for a flush's `+OK`, SERVER_ERROR for an error (nothing when `quiet`).
+fn from_resp(resp: Bytes, quiet: bool) -> Bytes {
+    match resp.first() {
+        Some(b'$') => {
+            let Some(header) = resp.windows(2).position(|w| w == b"\r\n") else {
+                return Bytes::from_static(b"SERVER_ERROR truncated reply between nodes\r\n");
+            };
+            let len = std::str::from_utf8(&resp[1..header])
+                .ok()
+                .and_then(|n| n.parse::<usize>().ok());
+            match len {
+                Some(n) if resp.len() == header + 2 + n + 2 => {
+                    resp.slice(header + 2..header + 2 + n)
+                }
+                _ => Bytes::from_static(b"SERVER_ERROR malformed reply between nodes\r\n"),
+            }
+        }
+        _ if quiet => Bytes::new(),
+        Some(b'+') => Bytes::from_static(b"OK\r\n"),
+        Some(b'-') => {
+            let mut out = BytesMut::new();
+            let text = String::from_utf8_lossy(&resp[1..]);
+            server_error(&mut out, text.trim_end());
+            out.freeze()
+        }
+        _ => Bytes::from_static(b"SERVER_ERROR unexpected reply between nodes\r\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(key: &str, data: &str) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        reply::value(&mut out, key.as_bytes(), 0, data.as_bytes(), None);
+        out.to_vec()
+    }
+
+    fn part(values: &[(&str, &str)]) -> Bytes {
+        let mut out: Vec<u8> = values.iter().flat_map(|(k, d)| value(k, d)).collect();
+        out.extend_from_slice(b"END\r\n");
+        Bytes::from(out)
+    }
+
+    #[test]
+    fn a_split_get_answers_in_the_clients_key_order() {
+        let keys: Vec<Bytes> = ["a", "b", "c", "a", "d"]
+            .iter()
+            .map(|k| Bytes::from(*k))
+            .collect();
+        // a, c, a on one node (a hit twice, c a miss); b, d on another (both hits).
+        let groups = vec![vec![0, 2, 3], vec![1, 4]];
+        let parts = vec![
+            part(&[("a", "1"), ("a", "1")]),
+            part(&[("b", "2"), ("d", "4")]),
+        ];
+        let merged = merge_get(&keys, &groups, &parts);
+        let want = [
+            value("a", "1"),
+            value("b", "2"),
+            value("a", "1"),
+            value("d", "4"),
+        ]
+        .concat();
+        assert_eq!(&merged[..], [want, b"END\r\n".to_vec()].concat());
+        // A part that failed fails the get.
+        let err = Bytes::from_static(b"SERVER_ERROR CLUSTERDOWN no copy\r\n");
+        let merged = merge_get(&keys, &groups, &[parts[0].clone(), err.clone()]);
+        assert_eq!(merged, err);
+        // Hits out of the part's key order are refused, not misfiled.
+        let swapped = vec![part(&[("d", "4"), ("b", "2")]), part(&[])];
+        let merged = merge_get(&keys, &[vec![1, 4], vec![0, 2, 3]], &swapped);
+        assert!(merged.starts_with(b"SERVER_ERROR"));
+    }
+
+    #[test]
+    fn internal_replies_become_memcached_bytes() {
+        assert_eq!(
+            &from_resp(Bytes::from_static(b"$8\r\nSTORED\r\n\r\n"), false)[..],
+            b"STORED\r\n"
+        );
+        assert_eq!(&from_resp(Bytes::from_static(b"$0\r\n\r\n"), true)[..], b"");
+        assert_eq!(
+            &from_resp(Bytes::from_static(b"+OK\r\n"), false)[..],
+            b"OK\r\n"
+        );
+        assert_eq!(&from_resp(Bytes::from_static(b"+OK\r\n"), true)[..], b"");
+        assert_eq!(
+            &from_resp(Bytes::from_static(b"-TRYAGAIN joining\r\n"), false)[..],
+            b"SERVER_ERROR TRYAGAIN joining\r\n"
+        );
+        assert_eq!(&from_resp(Bytes::from_static(b"-ERR x\r\n"), true)[..], b"");
+        for bad in [&b"$5\r\nab\r\n"[..], b"$x\r\n", b":1\r\n", b"$3"] {
+            assert!(from_resp(Bytes::copy_from_slice(bad), false).starts_with(b"SERVER_ERROR"));
+        }
     }
 }

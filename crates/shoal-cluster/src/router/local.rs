@@ -161,6 +161,8 @@ pub fn serve_command(
 ) -> (Bytes, Acks) {
     let mut session = Session::new(info.clone(), true);
     session.proto = proto;
+    // Sent by another node, or a fan-out's own part: may carry a Memcached request.
+    session.internal = true;
     if reply_limit > 0 {
         session.budget = cmd::ReplyBudget::new(reply_limit.min(cmd::FORWARDED_REPLY_MAX as u64));
     }

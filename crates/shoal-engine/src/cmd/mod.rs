@@ -11,6 +11,7 @@ mod cluster;
 mod conn;
 mod docs;
 mod keys;
+mod memcache;
 pub mod multi;
 mod server;
 mod string;
@@ -348,26 +349,73 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
 ];
 
+/// Commands that only Shoal's own front ends send, never a client: a Memcached request
+/// carried through the cluster layer (`cmd::memcache`; `[name, request text, keys...]`).
+/// `lookup` finds them, so the cluster layer places, forwards and replicates them by their
+/// rows like any command; `prepare` answers any other session as for an unknown command, and
+/// COMMAND does not list them.
+pub static INTERNAL: &[CommandSpec] = &[
+    cmd!(
+        "mc.read",
+        -3,
+        READONLY | FAST,
+        (2, -1, 1),
+        "memcache",
+        "0.1.0",
+        "A Memcached request that reads its keys.",
+        memcache::tunneled
+    ),
+    cmd!(
+        "mc.write",
+        -3,
+        WRITE | FAST,
+        (2, -1, 1),
+        "memcache",
+        "0.1.0",
+        "A Memcached request that may change its keys.",
+        memcache::tunneled
+    ),
+    CommandSpec {
+        route: Route::AllNodes(Gather::Flush),
+        ..cmd!(
+            "mc.flush",
+            2,
+            WRITE,
+            (0, 0, 0),
+            "memcache",
+            "0.1.0",
+            "Memcached's flush_all, on every node.",
+            memcache::tunneled
+        )
+    },
+];
+
+/// The row at `index` of `TABLE` followed by `INTERNAL`.
+fn spec_at(index: usize) -> Option<&'static CommandSpec> {
+    TABLE
+        .get(index)
+        .or_else(|| INTERNAL.get(index.checked_sub(TABLE.len())?))
+}
+
 /// The name of the last command a client ran ("" before its first).
 pub fn last_command(info: &ClientInfo) -> &'static str {
-    TABLE
-        .get(info.last_cmd.load(std::sync::atomic::Ordering::Relaxed))
-        .map_or("", |c| c.name)
+    spec_at(info.last_cmd.load(std::sync::atomic::Ordering::Relaxed)).map_or("", |c| c.name)
 }
 
-/// Looks a command up by name, case-insensitively.
+/// Looks a command up by name, case-insensitively (internal rows included).
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    lookup_index(name).map(|i| &TABLE[i])
+    lookup_index(name).and_then(spec_at)
 }
 
-/// The command's index in `TABLE` (called a few times per request: a fast hash, no UTF-8
-/// check).
+/// The command's index in `TABLE`, or past its end in `INTERNAL` (called a few times per
+/// request: a fast hash, no UTF-8 check).
 fn lookup_index(name: &[u8]) -> Option<usize> {
     type Index = HashMap<&'static [u8], usize, foldhash::fast::FixedState>;
     static INDEX: OnceLock<Index> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
         TABLE
             .iter()
+            .chain(INTERNAL)
             .enumerate()
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect()
@@ -463,6 +511,8 @@ pub struct Session {
     pub redis_cluster: bool,
     /// READONLY: reads of keys this node holds a replica copy of are served here.
     pub readonly: bool,
+    /// Shoal's own sender (the Memcached front end, another node): may run `INTERNAL` rows.
+    pub internal: bool,
 }
 
 impl Session {
@@ -479,6 +529,7 @@ impl Session {
             budget: ReplyBudget::new(FORWARDED_REPLY_MAX as u64),
             redis_cluster: false,
             readonly: false,
+            internal: false,
         }
     }
 }
@@ -533,10 +584,12 @@ pub fn prepare_checked(
     args: &[Bytes],
     check: Check<'_>,
 ) -> Prepared {
-    let Some(index) = lookup_index(&args[0]) else {
+    let found = lookup_index(&args[0])
+        .filter(|&i| i < TABLE.len() || session.internal)
+        .and_then(|i| Some((i, spec_at(i)?)));
+    let Some((index, spec)) = found else {
         return Prepared::Done(reject(session, unknown_command(args)));
     };
-    let spec = &TABLE[index];
     session
         .info
         .last_cmd

@@ -163,6 +163,40 @@ fn unknown_commands_keep_the_connection() {
 }
 
 #[test]
+fn internal_rows_are_unknown_to_clients_and_run_for_shoal_itself() {
+    let mut h = H::new();
+    let run = |h: &mut H, args: &[&str]| {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        let reply = execute(&h.node, &mut h.session, &args, h.now);
+        let mut out = BytesMut::new();
+        reply.encode(h.session.proto, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let set = "set k 3 0 1\r\nx\r\n";
+    assert_eq!(
+        run(&mut h, &["mc.write", set, "k"]),
+        "-ERR unknown command 'mc.write', with args beginning with: 'set k 3 0 1  x  ' 'k' \r\n"
+    );
+    h.check("GET k", NIL);
+    h.session.internal = true;
+    assert_eq!(run(&mut h, &["mc.write", set, "k"]), "$8\r\nSTORED\r\n\r\n");
+    assert_eq!(
+        run(&mut h, &["mc.read", "get k\r\n", "k"]),
+        "$21\r\nVALUE k 3 1\r\nx\r\nEND\r\n\r\n"
+    );
+    // A request that is not one whole Memcached request is refused, not half run.
+    let bad = "$40\r\nSERVER_ERROR bad request between nodes\r\n\r\n";
+    assert_eq!(
+        run(&mut h, &["mc.write", "set k 0 0 1\r\ny\r\nget k\r\n", "k"]),
+        bad
+    );
+    assert_eq!(run(&mut h, &["mc.read", "get k", "k"]), bad);
+    h.check("GET k", "$1\r\nx\r\n");
+    // COMMAND lists none of them.
+    assert!(super::TABLE.iter().all(|c| !c.name.starts_with("mc.")));
+}
+
+#[test]
 fn get_set_and_options() {
     let mut h = H::new();
     h.check("GET k", NIL);

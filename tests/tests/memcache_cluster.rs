@@ -1,0 +1,437 @@
+//! The Memcached front end in a static cluster, over real TCP: every command on any node,
+//! gets split across owners and merged in the client's key order, one keyspace with the
+//! Redis protocol across nodes, flush_all on every node, failover to a replica, a real
+//! Memcached client library, and libmemcached's `memccapable` against a cluster node.
+
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::time::Duration;
+
+use redis::Commands;
+use shoal_tests::{read_exact_by, send, wait_until, TestCluster};
+
+const T: Duration = Duration::from_secs(10);
+
+fn raw(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(T)).unwrap();
+    s
+}
+
+/// Sends `req` and expects exactly `want` back.
+#[track_caller]
+fn exchange(s: &mut TcpStream, req: &str, want: &str) {
+    send(s, req.as_bytes());
+    let got = read_exact_by(s, want.len(), T);
+    assert_eq!(String::from_utf8_lossy(&got), want, "request: {req:?}");
+}
+
+/// The member that owns `key`'s slot (from CLUSTER NODES and KEYSLOT, asked of member 0).
+fn owner(c: &TestCluster, key: &str) -> usize {
+    let mut con = c.members[0].client();
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut con)
+        .unwrap();
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let port = f[1].split(['@', ':']).nth(1).unwrap();
+        for r in &f[8..] {
+            let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+            if (lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()).contains(&slot) {
+                let port: u16 = port.parse().unwrap();
+                // CLUSTER NODES names the cluster-client port; match it to a member.
+                return c
+                    .members
+                    .iter()
+                    .position(|m| m.cluster_client_addr.port() == port || m.addr.port() == port)
+                    .unwrap_or_else(|| panic!("no member has port {port}: {line}"));
+            }
+        }
+    }
+    panic!("slot {slot} has no owner");
+}
+
+/// One key owned by each member, named `{prefix}{n}`, in member order.
+fn one_key_per_owner(c: &TestCluster, prefix: &str) -> Vec<String> {
+    let mut keys: Vec<Option<String>> = vec![None; c.members.len()];
+    for i in 0..1000 {
+        let k = format!("{prefix}{i}");
+        let o = owner(c, &k);
+        if keys[o].is_none() {
+            keys[o] = Some(k);
+        }
+        if keys.iter().all(Option::is_some) {
+            return keys.into_iter().map(Option::unwrap).collect();
+        }
+    }
+    panic!("no key per owner among 1000");
+}
+
+#[test]
+fn every_command_works_on_any_node() {
+    let c = TestCluster::start(3, |_| {});
+    let keys = one_key_per_owner(&c, "k");
+    // Each key is worked on through each node: once through its owner, twice forwarded.
+    for (n, m) in c.members.iter().enumerate() {
+        let mut s = raw(m.memcache_addr);
+        for k in &keys {
+            let k = format!("{k}.{n}");
+            exchange(
+                &mut s,
+                &format!("set {k} 42 0 5\r\nhello\r\n"),
+                "STORED\r\n",
+            );
+            exchange(
+                &mut s,
+                &format!("get {k}\r\n"),
+                &format!("VALUE {k} 42 5\r\nhello\r\nEND\r\n"),
+            );
+            exchange(&mut s, &format!("add {k} 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+            exchange(&mut s, &format!("append {k} 0 0 1\r\n!\r\n"), "STORED\r\n");
+            exchange(&mut s, &format!("prepend {k} 0 0 1\r\n<\r\n"), "STORED\r\n");
+            // gets: the cas unique is the owner's; a cas with it stores, a second fails.
+            send(&mut s, format!("gets {k}\r\n").as_bytes());
+            let mut got = Vec::new();
+            while !got.ends_with(b"END\r\n") {
+                got.extend(read_exact_by(&mut s, 1, T));
+            }
+            let got = String::from_utf8(got).unwrap();
+            let head = format!("VALUE {k} 42 7 ");
+            let cas: u64 = got
+                .strip_prefix(&head)
+                .and_then(|r| r.split("\r\n").next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_else(|| panic!("gets {k}: {got:?}"));
+            assert_eq!(got, format!("{head}{cas}\r\n<hello!\r\nEND\r\n"));
+            exchange(
+                &mut s,
+                &format!("cas {k} 1 0 2 {cas}\r\nok\r\n"),
+                "STORED\r\n",
+            );
+            exchange(
+                &mut s,
+                &format!("cas {k} 1 0 2 {cas}\r\nno\r\n"),
+                "EXISTS\r\n",
+            );
+            exchange(&mut s, &format!("touch {k} 100\r\n"), "TOUCHED\r\n");
+            exchange(
+                &mut s,
+                &format!("gat 200 {k}\r\n"),
+                &format!("VALUE {k} 1 2\r\nok\r\nEND\r\n"),
+            );
+            exchange(&mut s, &format!("set {k}.n 0 0 2\r\n10\r\n"), "STORED\r\n");
+            exchange(&mut s, &format!("incr {k}.n 5\r\n"), "15\r\n");
+            exchange(&mut s, &format!("decr {k}.n 20\r\n"), "0\r\n");
+            exchange(&mut s, &format!("incr {k}.missing 1\r\n"), "NOT_FOUND\r\n");
+            exchange(&mut s, &format!("delete {k}\r\n"), "DELETED\r\n");
+            exchange(&mut s, &format!("delete {k}\r\n"), "NOT_FOUND\r\n");
+            // Meta commands, with their flags, opaque and quiet mode.
+            exchange(&mut s, &format!("ms {k} 2 T0 F7\r\nhi\r\n"), "HD\r\n");
+            exchange(
+                &mut s,
+                &format!("mg {k} v f Oab k\r\n"),
+                &format!("VA 2 f7 Oab k{k}\r\nhi\r\n"),
+            );
+            exchange(&mut s, &format!("ma {k}.n D3\r\n"), "HD\r\n");
+            exchange(&mut s, &format!("ma {k}.n v\r\n"), "VA 1\r\n4\r\n");
+            exchange(
+                &mut s,
+                &format!("md {k} q\r\nmg {k} v q\r\nmn\r\n"),
+                "MN\r\n",
+            );
+            // noreply: nothing comes back, in order with what follows.
+            exchange(
+                &mut s,
+                &format!("set {k} 0 0 1 noreply\r\nx\r\nincr {k} 1 noreply\r\nget {k}\r\n"),
+                &format!("VALUE {k} 0 1\r\nx\r\nEND\r\n"),
+            );
+        }
+        // Keyless commands answer here.
+        exchange(&mut s, "version\r\n", "VERSION 1.6.21\r\n");
+        exchange(&mut s, "verbosity 1\r\n", "OK\r\n");
+        exchange(&mut s, "mn\r\n", "MN\r\n");
+    }
+}
+
+#[test]
+fn a_get_across_owners_answers_in_the_clients_key_order() {
+    let c = TestCluster::start(3, |_| {});
+    let keys = one_key_per_owner(&c, "g");
+    let mut s = raw(c.members[0].memcache_addr);
+    for (i, k) in keys.iter().enumerate() {
+        exchange(&mut s, &format!("set {k} {i} 0 1\r\n{i}\r\n"), "STORED\r\n");
+    }
+    // Every node, keys of all three owners, a miss and a repeated key in between.
+    let order = [&keys[2], "nothere", &keys[0], &keys[1], &keys[2]];
+    let value = |k: &str| {
+        let i = keys.iter().position(|x| x == k).unwrap();
+        format!("VALUE {k} {i} 1\r\n{i}\r\n")
+    };
+    let want: String = order
+        .iter()
+        .filter(|k| **k != "nothere")
+        .map(|k| value(k))
+        .collect::<String>()
+        + "END\r\n";
+    for m in &c.members {
+        let mut s = raw(m.memcache_addr);
+        exchange(&mut s, &format!("get {}\r\n", order.join(" ")), &want);
+        // gat changes the expiry of every hit at its owner and still answers in order.
+        exchange(&mut s, &format!("gat 0 {}\r\n", order.join(" ")), &want);
+    }
+    // A pipeline of gets and sets through one node keeps its order.
+    let mut s = raw(c.members[1].memcache_addr);
+    let mut req = String::new();
+    let mut want = String::new();
+    for round in 0..20 {
+        for k in &keys {
+            req += &format!("set {k} 0 0 2\r\n{round:02}\r\nget {k} {}\r\n", keys[0]);
+            // keys[0] comes first in each round, so it already holds this round's value.
+            want += "STORED\r\n";
+            want += &format!("VALUE {k} 0 2\r\n{round:02}\r\n");
+            want += &format!("VALUE {} 0 2\r\n{round:02}\r\n", keys[0]);
+            want += "END\r\n";
+        }
+    }
+    exchange(&mut s, &req, &want);
+}
+
+#[test]
+fn one_keyspace_with_the_redis_protocol_across_nodes() {
+    let c = TestCluster::start(3, |_| {});
+    let keys = one_key_per_owner(&c, "x");
+    for (i, k) in keys.iter().enumerate() {
+        let mut mc = raw(c.members[i].memcache_addr);
+        // Written through Memcached on one node, read through RESP on the others.
+        exchange(&mut mc, &format!("set {k} 9 0 3\r\nabc\r\n"), "STORED\r\n");
+        for m in &c.members {
+            let v: Option<String> = m.client().get(k).unwrap();
+            assert_eq!(v.as_deref(), Some("abc"), "{k} through {}", m.name);
+        }
+        // Written through RESP on another node, read through Memcached (flags reset).
+        let other = &c.members[(i + 1) % 3];
+        let _: () = other.client().set(k, "resp").unwrap();
+        exchange(
+            &mut mc,
+            &format!("get {k}\r\n"),
+            &format!("VALUE {k} 0 4\r\nresp\r\nEND\r\n"),
+        );
+    }
+    // A base64 key (meta `b` flag) is placed by the key it decodes to.
+    let k = &keys[2];
+    let b64 = base64(k.as_bytes());
+    let mut mc = raw(c.members[0].memcache_addr);
+    exchange(&mut mc, &format!("ms {b64} 2 b\r\nb6\r\n"), "HD\r\n");
+    let v: Option<String> = c.members[1].client().get(k).unwrap();
+    assert_eq!(v.as_deref(), Some("b6"));
+}
+
+fn base64(input: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// `stats` through `s`, as name -> value.
+fn stats(s: &mut TcpStream) -> std::collections::HashMap<String, String> {
+    send(s, b"stats\r\n");
+    let mut got = Vec::new();
+    while !got.ends_with(b"END\r\n") {
+        got.extend(read_exact_by(s, 1, T));
+    }
+    String::from_utf8(got)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("STAT "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn stats_give_the_nodes_own_figures_and_the_clusters_items() {
+    let c = TestCluster::start(3, |_| {});
+    let keys = one_key_per_owner(&c, "s");
+    let mut s = raw(c.members[0].memcache_addr);
+    for k in &keys {
+        exchange(&mut s, &format!("set {k} 0 0 1\r\nv\r\n"), "STORED\r\n");
+    }
+    // Each key has two copies (replicas = 1): six copies in all, three items.
+    assert!(wait_until(T, || {
+        let mut copies = 0;
+        for m in &c.members {
+            let st = stats(&mut raw(m.memcache_addr));
+            assert_eq!(st["cluster_nodes"], "3");
+            assert_eq!(st["cluster_curr_items"], "3", "{}", m.name);
+            copies += st["curr_items"].parse::<u64>().unwrap();
+        }
+        copies == 6
+    }));
+    // A command counts where it ran: at the key's owner.
+    let sets: u64 = c
+        .members
+        .iter()
+        .map(|m| {
+            stats(&mut raw(m.memcache_addr))["cmd_set"]
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(sets, 3);
+}
+
+#[test]
+fn flush_all_empties_every_node() {
+    let c = TestCluster::start(3, |_| {});
+    let keys = one_key_per_owner(&c, "f");
+    let mut s = raw(c.members[1].memcache_addr);
+    for k in &keys {
+        exchange(&mut s, &format!("set {k} 0 0 1\r\nv\r\n"), "STORED\r\n");
+    }
+    let dbsize: i64 = redis::cmd("DBSIZE")
+        .query(&mut c.members[0].client())
+        .unwrap();
+    assert_eq!(dbsize, 3);
+    exchange(&mut s, "flush_all\r\n", "OK\r\n");
+    for m in &c.members {
+        assert_eq!(m_keys(m), 0, "{} still holds keys", m.name);
+    }
+    // A delayed flush happens on every node at the same time.
+    for k in &keys {
+        exchange(&mut s, &format!("set {k} 0 0 1\r\nv\r\n"), "STORED\r\n");
+    }
+    exchange(&mut s, "flush_all 1 noreply\r\nmn\r\n", "MN\r\n");
+    assert!(
+        wait_until(T, || c.members.iter().all(|m| m_keys(m) == 0)),
+        "a delayed flush_all must empty every node"
+    );
+}
+
+/// Keys member `m` holds: DBSIZE on its cluster-client port counts the slots it serves.
+fn m_keys(m: &shoal_tests::ClusterMember) -> i64 {
+    let mut con = redis::Client::open(format!("redis://{}/", m.cluster_client_addr))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    redis::cmd("DBSIZE").query(&mut con).unwrap()
+}
+
+#[test]
+fn a_crashed_owner_fails_over_to_its_replica() {
+    let mut c = TestCluster::start(3, |_| {});
+    let keys = one_key_per_owner(&c, "c");
+    let mut s = raw(c.members[0].memcache_addr);
+    for k in &keys {
+        exchange(&mut s, &format!("set {k} 5 0 4\r\nkept\r\n"), "STORED\r\n");
+    }
+    // The replicas have their copies (write-ack = owner replicates in the background).
+    assert!(wait_until(T, || {
+        keys.iter().all(|k| {
+            c.members
+                .iter()
+                .map(|m| {
+                    redis::cmd("CLUSTER")
+                        .arg("HASKEY")
+                        .arg(k)
+                        .query::<i64>(&mut m.client())
+                        .unwrap()
+                })
+                .sum::<i64>()
+                == 2
+        })
+    }));
+    c.crash(1);
+    for k in &keys {
+        exchange(
+            &mut s,
+            &format!("get {k}\r\n"),
+            &format!("VALUE {k} 5 4\r\nkept\r\nEND\r\n"),
+        );
+    }
+    let all = keys.join(" ");
+    let want: String = keys
+        .iter()
+        .map(|k| format!("VALUE {k} 5 4\r\nkept\r\n"))
+        .collect::<String>()
+        + "END\r\n";
+    exchange(&mut s, &format!("get {all}\r\n"), &want);
+    // Writes to the dead owner's keys go to the next copy.
+    exchange(
+        &mut s,
+        &format!("set {} 0 0 3\r\nnew\r\n", keys[1]),
+        "STORED\r\n",
+    );
+    exchange(
+        &mut s,
+        &format!("get {}\r\n", keys[1]),
+        &format!("VALUE {} 0 3\r\nnew\r\nEND\r\n", keys[1]),
+    );
+}
+
+#[test]
+fn a_memcached_client_library_works_through_any_node() {
+    let c = TestCluster::start(3, |_| {});
+    for m in &c.members {
+        let url = format!("memcache://{}?protocol=ascii", m.memcache_addr);
+        let client = memcache::Client::connect(url).expect("memcache client connects");
+        let names: Vec<String> = (0..30).map(|i| format!("lib:{}:{i}", m.name)).collect();
+        for (i, k) in names.iter().enumerate() {
+            client.set(k, i as u64, 0).unwrap();
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let many: std::collections::HashMap<String, u64> = client.gets(&refs).unwrap();
+        assert_eq!(many.len(), names.len());
+        for (i, k) in names.iter().enumerate() {
+            assert_eq!(many[k], i as u64);
+        }
+        assert_eq!(client.increment(&names[3], 10).unwrap(), 13);
+        assert!(client.delete(&names[0]).unwrap());
+        let v: Option<u64> = client.get(&names[0]).unwrap();
+        assert_eq!(v, None);
+    }
+}
+
+#[test]
+fn memccapable_ascii_tests_pass_on_a_cluster_node() {
+    let c = TestCluster::start(3, |_| {});
+    for m in &c.members {
+        let addr = m.memcache_addr;
+        let out = Command::new("memccapable")
+            .args([
+                "-h",
+                &addr.ip().to_string(),
+                "-p",
+                &addr.port().to_string(),
+                "-a",
+            ])
+            .output()
+            .expect("memccapable must be installed (apt-get install libmemcached-tools)");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "memccapable failed on {}:\n{text}",
+            m.name
+        );
+        assert!(!text.contains("[FAIL]"), "{text}");
+        assert!(text.contains("[pass]"), "{text}");
+    }
+}
