@@ -2,8 +2,8 @@
 # Runs Shoal's whole test suite: installs what the tests need (redis-cli from redis-tools,
 # redis-server for the differential test that compares Shoal's replies with Redis's,
 # memccapable from libmemcached-tools for the Memcached front end, Python 3 and Node.js with
-# the Redis Cluster clients the cluster-client tests drive: redis-py from PyPI, ioredis and
-# node-redis from npm into tests/clients/node_modules),
+# the clients the cluster-client tests drive: redis-py, pymemcache and pylibmc from PyPI,
+# ioredis and node-redis from npm into tests/clients/node_modules),
 # checks that the fuzz target still builds on stable, then runs every workspace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,9 +21,11 @@ if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 python3-pip nodejs npm >/dev/null
 fi
-if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]) < 5)' 2>/dev/null; then
-  python3 -m pip install --quiet --disable-pip-version-check 'redis==8.1.0' \
-    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'redis==8.1.0'
+if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]) < 5)' 2>/dev/null \
+  || ! python3 -c 'import pymemcache, pylibmc' 2>/dev/null; then
+  pkgs=('redis==8.1.0' 'pymemcache==4.0.0' 'pylibmc==1.6.3')
+  python3 -m pip install --quiet --disable-pip-version-check "${pkgs[@]}" \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "${pkgs[@]}"
 fi
 [ -d tests/clients/node_modules/ioredis ] && [ -d tests/clients/node_modules/redis ] \
   || (cd tests/clients && npm ci --silent --no-audit --no-fund)

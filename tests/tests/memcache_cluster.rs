@@ -26,40 +26,54 @@ fn exchange(s: &mut TcpStream, req: &str, want: &str) {
     assert_eq!(String::from_utf8_lossy(&got), want, "request: {req:?}");
 }
 
-/// The member that owns `key`'s slot (from CLUSTER NODES and KEYSLOT, asked of member 0).
-fn owner(c: &TestCluster, key: &str) -> usize {
-    let mut con = c.members[0].client();
-    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
-    let slot: i64 = redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(&mut con)
-        .unwrap();
-    for line in nodes.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let port = f[1].split(['@', ':']).nth(1).unwrap();
-        for r in &f[8..] {
-            let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-            if (lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()).contains(&slot) {
-                let port: u16 = port.parse().unwrap();
-                // CLUSTER NODES names the cluster-client port; match it to a member.
-                return c
-                    .members
-                    .iter()
-                    .position(|m| m.cluster_client_addr.port() == port || m.addr.port() == port)
-                    .unwrap_or_else(|| panic!("no member has port {port}: {line}"));
-            }
-        }
-    }
-    panic!("slot {slot} has no owner");
+/// A RESP connection to member `i`, with the cluster's password if it has one.
+fn resp(c: &TestCluster, i: usize, password: Option<&str>) -> redis::Connection {
+    let auth = password.map_or(String::new(), |p| format!(":{p}@"));
+    let url = format!("redis://{auth}{}/", c.members[i].addr);
+    redis::Client::open(url).unwrap().get_connection().unwrap()
 }
 
-/// One key owned by each member, named `{prefix}{n}`, in member order.
+/// One key owned by each member, named `{prefix}{n}`, in member order (owners from CLUSTER
+/// NODES, KEYSLOT and each member's MYID).
 fn one_key_per_owner(c: &TestCluster, prefix: &str) -> Vec<String> {
+    keys_per_owner(c, prefix, None)
+}
+
+fn keys_per_owner(c: &TestCluster, prefix: &str, password: Option<&str>) -> Vec<String> {
+    let ids: Vec<String> = (0..c.members.len())
+        .map(|i| {
+            redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut resp(c, i, password))
+                .unwrap()
+        })
+        .collect();
+    let mut con = resp(c, 0, password);
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
+    let owner_of_slot = |slot: i64| -> usize {
+        let id = nodes.lines().find_map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            f[8..]
+                .iter()
+                .any(|r| {
+                    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+                    (lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()).contains(&slot)
+                })
+                .then(|| f[0].to_string())
+        });
+        ids.iter()
+            .position(|m| Some(m) == id.as_ref())
+            .unwrap_or_else(|| panic!("slot {slot} has no owner in {nodes}"))
+    };
     let mut keys: Vec<Option<String>> = vec![None; c.members.len()];
     for i in 0..1000 {
         let k = format!("{prefix}{i}");
-        let o = owner(c, &k);
+        let slot: i64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&k)
+            .query(&mut con)
+            .unwrap();
+        let o = owner_of_slot(slot);
         if keys[o].is_none() {
             keys[o] = Some(k);
         }
@@ -433,5 +447,37 @@ fn memccapable_ascii_tests_pass_on_a_cluster_node() {
         );
         assert!(!text.contains("[FAIL]"), "{text}");
         assert!(text.contains("[pass]"), "{text}");
+    }
+}
+
+/// With `requirepass`, every node's Memcached port wants the password before anything,
+/// forwarded requests included; once given, keys of every owner answer.
+#[test]
+fn the_password_guards_every_nodes_memcached_port() {
+    let c = TestCluster::start(3, |cfg| cfg.requirepass = "s3cret".into());
+    let keys = keys_per_owner(&c, "p", Some("s3cret"));
+    for m in &c.members {
+        let mut s = raw(m.memcache_addr);
+        for k in &keys {
+            exchange(
+                &mut s,
+                &format!("get {k}\r\n"),
+                "CLIENT_ERROR unauthenticated\r\n",
+            );
+        }
+        exchange(
+            &mut s,
+            "set a 0 0 13\r\ndefault wrong\r\n",
+            "CLIENT_ERROR authentication failure\r\n",
+        );
+        exchange(&mut s, "set a 0 0 14\r\ndefault s3cret\r\n", "STORED\r\n");
+        for k in &keys {
+            exchange(&mut s, &format!("set {k} 0 0 2\r\nok\r\n"), "STORED\r\n");
+            exchange(
+                &mut s,
+                &format!("get {k}\r\n"),
+                &format!("VALUE {k} 0 2\r\nok\r\nEND\r\n"),
+            );
+        }
     }
 }

@@ -6,8 +6,12 @@
 //! first one leaves. Every client must see zero errors, and every write it had acknowledged
 //! must read back at the end.
 //!
-//! The scripts' packages are installed by `scripts/test.sh` (pip `redis`, npm `ioredis` and
-//! `redis` into `tests/clients/node_modules`); a missing one fails this test.
+//! Memcached clients likewise: pymemcache and pylibmc (`tests/clients/mc_load.py`), each on
+//! one node's Memcached port, through a join and a leave.
+//!
+//! The scripts' packages are installed by `scripts/test.sh` (pip `redis`, `pymemcache` and
+//! `pylibmc`, npm `ioredis` and `redis` into `tests/clients/node_modules`); a missing one
+//! fails this test.
 
 mod support;
 
@@ -33,12 +37,15 @@ struct Node {
     daemon: Daemon,
     gossip: SocketAddr,
     cluster_client: SocketAddr,
+    memcache: SocketAddr,
 }
 
 impl Node {
     fn start(name: &str, seeds: &[SocketAddr]) -> Node {
         let mut args = vec![
             "--port".to_string(),
+            "0".into(),
+            "--memcache-port".into(),
             "0".into(),
             "--set".into(),
             "cluster-mode=gossip".into(),
@@ -60,6 +67,10 @@ impl Node {
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let daemon = Daemon::start(&args, &[("SHOAL_CLUSTER_SECRET", SECRET)]);
+        // The log names the Memcached port first, then the cluster-client port.
+        let memcache =
+            support::listening_addr(&daemon.wait_line("memcached protocol listening on"))
+                .expect("the Memcached address in the log");
         let cluster_client =
             support::listening_addr(&daemon.wait_line("Redis Cluster clients listening on"))
                 .expect("the cluster-client address in the log");
@@ -73,6 +84,7 @@ impl Node {
             daemon,
             gossip,
             cluster_client,
+            memcache,
         }
     }
 
@@ -398,6 +410,51 @@ fn cluster_clients_ride_through_a_join_and_a_leave() {
         results.push((name, l.finish()));
     }
     for (name, result) in results {
+        println!("{name}: {result}");
+        assert!(field(&result, "writes") >= 1500, "{name}: {result}");
+        assert!(
+            field(&result, "reads") > field(&result, "writes"),
+            "{name}: {result}"
+        );
+        for f in ["errors", "lost", "wrong"] {
+            assert_eq!(field(&result, f), 0, "{name}: {result}");
+        }
+    }
+}
+
+#[test]
+fn memcached_clients_ride_through_a_join_and_a_leave() {
+    let n0 = Node::start("m0", &[]);
+    let n1 = Node::start("m1", &[n0.gossip]);
+    let n2 = Node::start("m2", &[n0.gossip]);
+    wait_settled(&[&n0, &n1, &n2]);
+    // Each library talks to one node that stays; the keys' owners join and leave around it.
+    let (a0, a2) = (n0.memcache.to_string(), n2.memcache.to_string());
+    let mut loads = vec![
+        Load::start("pymemcache", "python3", &["mc_load.py", "pymemcache", &a0]),
+        Load::start("pylibmc", "python3", &["mc_load.py", "pylibmc", &a2]),
+    ];
+    for l in &mut loads {
+        l.wait_for("basic round", CLIENT_STEP, |line| line == "basic ok");
+        l.wait_progress(500);
+    }
+    let n3 = Node::start("m3", &[n0.gossip, n1.gossip]);
+    wait_settled(&[&n0, &n1, &n2, &n3]);
+    for l in &mut loads {
+        l.wait_progress(500);
+    }
+    // m1 leaves (SIGTERM: it hands its slots over, then exits).
+    let Node { daemon: mut d1, .. } = n1;
+    d1.signal("TERM");
+    let status = d1.wait_exit(SETTLE);
+    assert!(status.success(), "m1 left with {status}");
+    wait_settled(&[&n0, &n2, &n3]);
+    for l in &mut loads {
+        l.wait_progress(500);
+    }
+    for l in loads {
+        let name = l.name;
+        let result = l.finish();
         println!("{name}: {result}");
         assert!(field(&result, "writes") >= 1500, "{name}: {result}");
         assert!(
