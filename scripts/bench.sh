@@ -9,6 +9,10 @@
 #                               against node n0 of a 3-node cluster (replicas = 1, so two thirds
 #                               of the requests are forwarded and every write is replicated),
 #                               with the CPU of all three nodes summed (CANDIDATE_PID list)
+#   scripts/bench.sh cluster-memcache
+#                               the same for the Memcached protocol: memcache-bench against a
+#                               single node's Memcached port, then against n0's, CPU of all
+#                               three nodes summed
 #   scripts/bench.sh cluster-clients
 #                               Redis Cluster clients: redis-benchmark --cluster against the
 #                               cluster-client ports of a 3-node cluster (each request goes
@@ -41,7 +45,8 @@ wait_addr() { # log-file pattern pid -> address on stdout
 }
 # Starts a 3-node static cluster (n0..n2, each with a cluster-client port) and a single node
 # on free loopback ports: pids in $pids (n0 n1 n2 single), the RESP ports in $p0..$p2, the
-# cluster-client ports in $k0..$k2, the single node's address in $single, its pid $single_pid.
+# cluster-client ports in $k0..$k2, the single node's address in $single, its pid $single_pid;
+# the Memcached addresses of n0 and of the single node in $mc0 and $mc_single.
 start_cluster_and_single() {
   build
   tmp=$(mktemp -d)
@@ -57,14 +62,17 @@ print(" ".join(str(x.getsockname()[1]) for x in s))')
   export SHOAL_CLUSTER_SECRET=bench-secret
   for i in 0 1 2; do
     eval "port=\$p$i"
-    start_node "$tmp/n$i.log" --port "$port" --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes" \
+    start_node "$tmp/n$i.log" --port "$port" --memcache-port 0 --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes" \
       ${CLUSTER_THREADS:+--set "threads=$CLUSTER_THREADS"}
     pids+=("$started")
   done
   for i in 0 1 2; do wait_addr "$tmp/n$i.log" 'Redis Cluster clients listening on 127\.0\.0\.1:[0-9]*' "${pids[$i]}" >/dev/null; done
-  start_node "$tmp/single.log" --port 0 --maxmemory 0
+  start_node "$tmp/single.log" --port 0 --memcache-port 0 --maxmemory 0
   single_pid=$started; pids+=("$single_pid")
   single=$(wait_addr "$tmp/single.log" 'listening on 127\.0\.0\.1:[0-9]*' "$single_pid")
+  local mc='memcached protocol listening on 127\.0\.0\.1:[0-9]*'
+  mc0=$(wait_addr "$tmp/n0.log" "$mc" "${pids[0]}")
+  mc_single=$(wait_addr "$tmp/single.log" "$mc" "$single_pid")
 }
 if [ "${1:-resp}" = cluster-clients ]; then
   start_cluster_and_single
@@ -120,10 +128,20 @@ if [ "${1:-resp}" = cluster ]; then
   CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "127.0.0.1:$p0"
   exit 0
 fi
+if [ "${1:-resp}" = cluster-memcache ]; then
+  BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}
+  [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
+  start_cluster_and_single
+  echo "== single node ($mc_single)"
+  CANDIDATE_PID=$single_pid bash "$BENCH" "$mc_single"
+  echo "== node n0 of a 3-node cluster ($mc0), CPU of all three nodes summed"
+  CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "$mc0"
+  exit 0
+fi
 case "${1:-resp}" in
   resp) BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}; pattern='listening on 127\.0\.0\.1:[0-9]*' ;;
   memcache) BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}; pattern='memcached protocol listening on 127\.0\.0\.1:[0-9]*' ;;
-  *) echo "usage: $0 [resp|memcache|cluster|cluster-clients]"; exit 2 ;;
+  *) echo "usage: $0 [resp|memcache|cluster|cluster-memcache|cluster-clients]"; exit 2 ;;
 esac
 [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
 

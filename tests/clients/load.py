@@ -11,20 +11,14 @@ the basic round passed and errors, lost and wrong are all 0.
 """
 
 import asyncio
+import os
 import sys
-import threading
 import time
 
-# A safety bound only: the test stops the load through stdin long before.
-LOAD_MAX = 600.0
-stop = threading.Event()
+from tally import LOAD_MAX, Tally, stop, watch_stdin
+
 # Keys of one run: several runs may share a cluster.
-RUN = f"{sys.argv[1]}{__import__('os').getpid()}"
-
-
-def watch_stdin():
-    sys.stdin.readline()
-    stop.set()
+RUN = f"{sys.argv[1]}{os.getpid()}"
 
 
 def key(i):
@@ -32,7 +26,7 @@ def key(i):
 
 
 def value(i):
-    return f"v{i}"
+    return f"v{i}".encode()
 
 
 def basic_sync(rc):
@@ -79,45 +73,13 @@ async def basic_async(rc):
     assert await rc.dbsize(target_nodes=rc.PRIMARIES) >= 23
 
 
-class Tally:
-    def __init__(self):
-        self.writes = self.reads = self.errors = self.lost = self.wrong = 0
-        # Writes that raised: not acknowledged, so not read back.
-        self.unacked = set()
-        self.last_error = None
-        self.phase = "load"
-
-    def error(self, e):
-        self.errors += 1
-        self.last_error = repr(e)
-        print(f"error in {self.phase} at write {self.writes}: {e!r}", flush=True)
-
-    def report(self):
-        print(
-            f"result writes={self.writes} reads={self.reads} errors={self.errors} "
-            f"lost={self.lost} wrong={self.wrong} last_error={self.last_error}",
-            flush=True,
-        )
-        return self.errors == 0 and self.lost == 0 and self.wrong == 0
-
-
-def check(t, i, got):
-    t.reads += 1
-    if got is None:
-        t.lost += 1
-        print(f"lost in {t.phase}: {key(i)} (write {t.writes})", flush=True)
-    elif got != value(i).encode():
-        t.wrong += 1
-        print(f"wrong in {t.phase}: {key(i)} = {got!r}", flush=True)
-
-
 def run_sync(host, port):
     from redis.cluster import RedisCluster
 
     rc = RedisCluster(host=host, port=port)
     basic_sync(rc)
     print("basic ok", flush=True)
-    t = Tally()
+    t = Tally(key, value)
     deadline = time.monotonic() + LOAD_MAX
     i = 0
     while not stop.is_set() and time.monotonic() < deadline:
@@ -128,16 +90,16 @@ def run_sync(host, port):
             t.writes = i + 1
             if i % 4 == 3 and i // 2 not in t.unacked:
                 j = i // 2
-                check(t, j, rc.get(key(j)))
+                t.check(j, rc.get(key(j)))
         except Exception as e:  # an application-visible error
             t.error(e)
         i += 1
         if i % 500 == 0:
             print(f"progress {t.writes}", flush=True)
     t.phase = "final"
-    for j in (j for j in range(t.writes) if j not in t.unacked):
+    for j in t.acked():
         try:
-            check(t, j, rc.get(key(j)))
+            t.check(j, rc.get(key(j)))
         except Exception as e:
             t.error(e)
     return t.report()
@@ -149,7 +111,7 @@ async def run_async(host, port):
     rc = RedisCluster(host=host, port=port)
     await basic_async(rc)
     print("basic ok", flush=True)
-    t = Tally()
+    t = Tally(key, value)
     deadline = time.monotonic() + LOAD_MAX
     i = 0
     while not stop.is_set() and time.monotonic() < deadline:
@@ -160,16 +122,16 @@ async def run_async(host, port):
             t.writes = i + 1
             if i % 4 == 3 and i // 2 not in t.unacked:
                 j = i // 2
-                check(t, j, await rc.get(key(j)))
+                t.check(j, await rc.get(key(j)))
         except Exception as e:
             t.error(e)
         i += 1
         if i % 500 == 0:
             print(f"progress {t.writes}", flush=True)
     t.phase = "final"
-    for j in (j for j in range(t.writes) if j not in t.unacked):
+    for j in t.acked():
         try:
-            check(t, j, await rc.get(key(j)))
+            t.check(j, await rc.get(key(j)))
         except Exception as e:
             t.error(e)
     await rc.aclose()
@@ -179,7 +141,7 @@ async def run_async(host, port):
 def main():
     mode, addr = sys.argv[1], sys.argv[2]
     host, port = addr.rsplit(":", 1)
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    watch_stdin()
     if mode == "sync":
         ok = run_sync(host, int(port))
     else:

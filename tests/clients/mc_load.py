@@ -1,6 +1,6 @@
 """A Memcached client library against one Shoal node's Memcached port (of a cluster).
 
-    python3 mc_load.py pymemcache|pylibmc HOST:PORT
+    python3 mc_load.py pymemcache|pylibmc|pylibmc-binary HOST:PORT
 
 First a round of basic commands, the checks a single memcached passes (any error fails at
 once), then a load of writes and read-backs that runs until a line arrives on stdin (or
@@ -13,19 +13,12 @@ loading and a final `result writes=<n> reads=<n> errors=<n> lost=<n> wrong=<n>` 
 
 import os
 import sys
-import threading
 import time
 
-# A safety bound only: the test stops the load through stdin long before.
-LOAD_MAX = 600.0
-stop = threading.Event()
+from tally import LOAD_MAX, Tally, stop, watch_stdin
+
 # Keys of one run: several runs may share a cluster.
 RUN = f"{sys.argv[1]}{os.getpid()}"
-
-
-def watch_stdin():
-    sys.stdin.readline()
-    stop.set()
 
 
 def key(i):
@@ -87,12 +80,12 @@ class Pymemcache:
 
 
 class Pylibmc:
-    """pylibmc (libmemcached), text protocol."""
+    """pylibmc (libmemcached), text protocol or binary."""
 
-    def __init__(self, host, port):
+    def __init__(self, host, port, binary=False):
         import pylibmc
 
-        self.c = pylibmc.Client([f"{host}:{port}"], binary=False, behaviors={"cas": True})
+        self.c = pylibmc.Client([f"{host}:{port}"], binary=binary, behaviors={"cas": True})
 
     def basic(self):
         c, k = self.c, f"{RUN}:basic"
@@ -134,45 +127,18 @@ class Pylibmc:
         return self.c.get_multi(ks)
 
 
-class Tally:
-    def __init__(self):
-        self.writes = self.reads = self.errors = self.lost = self.wrong = 0
-        # Writes that raised: not acknowledged, so not read back.
-        self.unacked = set()
-        self.last_error = None
-        self.phase = "load"
-
-    def error(self, e):
-        self.errors += 1
-        self.last_error = repr(e)
-        print(f"error in {self.phase} at write {self.writes}: {e!r}", flush=True)
-
-    def check(self, i, got):
-        self.reads += 1
-        if got is None:
-            self.lost += 1
-            print(f"lost in {self.phase}: {key(i)} (write {self.writes})", flush=True)
-        elif got != value(i):
-            self.wrong += 1
-            print(f"wrong in {self.phase}: {key(i)} = {got!r}", flush=True)
-
-    def report(self):
-        print(
-            f"result writes={self.writes} reads={self.reads} errors={self.errors} "
-            f"lost={self.lost} wrong={self.wrong} last_error={self.last_error}",
-            flush=True,
-        )
-        return self.errors == 0 and self.lost == 0 and self.wrong == 0
-
-
 def main():
     lib, addr = sys.argv[1], sys.argv[2]
     host, port = addr.rsplit(":", 1)
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    client = {"pymemcache": Pymemcache, "pylibmc": Pylibmc}[lib](host, int(port))
+    watch_stdin()
+    client = {
+        "pymemcache": lambda h, p: Pymemcache(h, p),
+        "pylibmc": lambda h, p: Pylibmc(h, p),
+        "pylibmc-binary": lambda h, p: Pylibmc(h, p, binary=True),
+    }[lib](host, int(port))
     client.basic()
     print("basic ok", flush=True)
-    t = Tally()
+    t = Tally(key, value)
     deadline = time.monotonic() + LOAD_MAX
     i = 0
     while not stop.is_set() and time.monotonic() < deadline:
@@ -196,7 +162,7 @@ def main():
         if i % 500 == 0:
             print(f"progress {t.writes}", flush=True)
     t.phase = "final"
-    acked = [j for j in range(t.writes) if j not in t.unacked]
+    acked = t.acked()
     for n in range(0, len(acked), 100):
         js = acked[n : n + 100]
         try:

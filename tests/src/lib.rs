@@ -317,3 +317,45 @@ impl Drop for TestCluster {
         }
     }
 }
+
+/// Runs libmemcached's `memccapable` against the Memcached port at `addr` with `mode` (`-a`
+/// for the text protocol) and fails unless every check passed. A missing memccapable fails
+/// too (`scripts/test.sh` installs libmemcached-tools).
+#[track_caller]
+pub fn memccapable(addr: SocketAddr, mode: &str) {
+    let out = std::process::Command::new("memccapable")
+        .args([
+            "-h",
+            &addr.ip().to_string(),
+            "-p",
+            &addr.port().to_string(),
+            mode,
+        ])
+        .output()
+        .expect("memccapable must be installed (apt-get install libmemcached-tools)");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "memccapable {mode} failed on {addr}:\n{text}"
+    );
+    assert!(!text.contains("[FAIL]"), "{text}");
+    assert!(text.contains("[pass]"), "{text}");
+}
+
+/// Runs the Python client script `tests/clients/<script>` with `args` and fails unless it
+/// exits 0 and prints `ok` (the scripts' packages are installed by `scripts/test.sh`).
+#[track_caller]
+pub fn python_client(script: &str, args: &[&str]) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("python3 must be installed");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{text}");
+    assert_eq!(text.trim_end(), "ok", "{script}");
+}

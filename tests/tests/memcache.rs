@@ -3,7 +3,6 @@
 //! with the Redis protocol. `.ci/run` installs libmemcached-tools; a missing memccapable
 //! fails the test rather than skipping it.
 
-use std::process::Command;
 use std::time::Duration;
 
 use redis::Commands;
@@ -354,22 +353,7 @@ fn a_memcached_client_library_works_unchanged() {
 #[test]
 fn memccapable_ascii_tests_pass() {
     let node = node();
-    let addr = node.memcache_addr.unwrap();
-    let out = Command::new("memccapable")
-        .args([
-            "-h",
-            &addr.ip().to_string(),
-            "-p",
-            &addr.port().to_string(),
-            "-a",
-        ])
-        .output()
-        .expect("memccapable must be installed (apt-get install libmemcached-tools)");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "memccapable failed:\n{text}");
-    assert!(!text.contains("[FAIL]"), "{text}");
-    assert!(text.contains("[pass]"), "{text}");
+    shoal_tests::memccapable(node.memcache_addr.unwrap(), "-a");
 }
 
 #[test]
@@ -419,42 +403,170 @@ fn a_multi_get_of_large_values_streams_instead_of_buffering() {
     assert!(got.ends_with(b"END\r\n"));
 }
 
-/// A binary-protocol request (what pylibmc with `binary=True` and memjs send) gets memcached's
-/// binary "Not supported" response, its opcode and opaque echoed, and the connection closes:
-/// the client fails at once instead of waiting for a text reply. A header that arrives in
-/// pieces is answered once whole; a `0x80` byte inside a text data block is data, and text
-/// requests before a binary one are answered first.
+/// A binary request frame (opaque 0x01020304).
+fn bin(opcode: u8, extras: &[u8], key: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
+    let mut r = vec![0x80, opcode];
+    r.extend_from_slice(&(key.len() as u16).to_be_bytes());
+    r.push(extras.len() as u8);
+    r.extend_from_slice(&[0, 0, 0]);
+    r.extend_from_slice(&((extras.len() + key.len() + value.len()) as u32).to_be_bytes());
+    r.extend_from_slice(&[1, 2, 3, 4]);
+    r.extend_from_slice(&cas.to_be_bytes());
+    r.extend_from_slice(extras);
+    r.extend_from_slice(key);
+    r.extend_from_slice(value);
+    r
+}
+
+/// One binary response: (opcode, status, cas, extras, key, value).
+type BinResponse = (u8, u16, u64, Vec<u8>, Vec<u8>, Vec<u8>);
+
+/// Reads one binary response.
+fn read_bin(s: &mut std::net::TcpStream) -> BinResponse {
+    use std::io::Read;
+    let mut h = [0u8; 24];
+    s.read_exact(&mut h).expect("a whole response header");
+    assert_eq!(h[0], 0x81, "a binary response");
+    assert_eq!(&h[12..16], &[1, 2, 3, 4], "the opaque echoed");
+    let body = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+    let mut b = vec![0u8; body];
+    s.read_exact(&mut b).expect("the whole response body");
+    let (key_len, extras_len) = (
+        usize::from(u16::from_be_bytes([h[2], h[3]])),
+        usize::from(h[4]),
+    );
+    (
+        h[1],
+        u16::from_be_bytes([h[6], h[7]]),
+        u64::from_be_bytes(h[16..24].try_into().unwrap()),
+        b[..extras_len].to_vec(),
+        b[extras_len..extras_len + key_len].to_vec(),
+        b[extras_len + key_len..].to_vec(),
+    )
+}
+
+/// The binary protocol on the same port: storage, retrieval with flags and CAS, the quiet
+/// forms in a pipeline ended by NOOP, incr with an initial value, one keyspace with the text
+/// protocol, and an oversized body refused from its header, then a close.
 #[test]
-fn binary_requests_get_a_binary_error_and_a_close() {
+fn the_binary_protocol_speaks_the_same_keyspace() {
     let node = node();
-    // A binary GET of "k" (opcode 0x00, key length 1, opaque 0x01020304).
-    let mut get = vec![0x80u8, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4];
-    get.extend_from_slice(&[0; 8]);
-    get.push(b'k');
-    let check = |reply: &[u8]| {
-        assert!(reply.len() >= 24, "{reply:?}");
-        assert_eq!(reply[0], 0x81, "a binary response");
-        assert_eq!(reply[1], 0x00, "the request's opcode");
-        assert_eq!(&reply[6..8], &[0x00, 0x83], "status Not supported");
-        let body = u32::from_be_bytes([reply[8], reply[9], reply[10], reply[11]]) as usize;
-        assert_eq!(reply.len(), 24 + body);
-        assert_eq!(&reply[12..16], &[1, 2, 3, 4], "the opaque echoed");
-    };
     let mut s = raw(&node);
+    let set_extras = |flags: u32, exp: u32| [flags.to_be_bytes(), exp.to_be_bytes()].concat();
+    // A header in two pieces is answered once whole.
+    let get = bin(0x00, &[], b"k", &[], 0);
     send(&mut s, &get[..10]);
     send(&mut s, &get[10..]);
+    let (op, status, _, _, _, value) = read_bin(&mut s);
+    assert_eq!((op, status, value), (0x00, 0x0001, b"Not found".to_vec()));
+    send(&mut s, &bin(0x01, &set_extras(7, 0), b"k", b"hello", 0));
+    let (_, status, cas, ..) = read_bin(&mut s);
+    assert_eq!(status, 0);
+    assert_ne!(cas, 0, "a set answers the item's new CAS");
+    send(&mut s, &bin(0x0c, &[], b"k", &[], 0));
+    let (op, status, got_cas, extras, key, value) = read_bin(&mut s);
+    assert_eq!((op, status, got_cas), (0x0c, 0, cas));
+    assert_eq!(
+        (extras, key, value),
+        (
+            7u32.to_be_bytes().to_vec(),
+            b"k".to_vec(),
+            b"hello".to_vec()
+        )
+    );
+    // add of an existing key, a set with a stale CAS, replace of a missing key.
+    send(&mut s, &bin(0x02, &set_extras(0, 0), b"k", b"x", 0));
+    assert_eq!(read_bin(&mut s).1, 0x0002);
+    send(&mut s, &bin(0x01, &set_extras(0, 0), b"k", b"x", cas + 1));
+    assert_eq!(read_bin(&mut s).1, 0x0002);
+    send(&mut s, &bin(0x03, &set_extras(0, 0), b"nope", b"x", 0));
+    assert_eq!(read_bin(&mut s).1, 0x0001);
+    // The text protocol sees the same item.
+    exchange(&mut s, "get k\r\n", "VALUE k 7 5\r\nhello\r\nEND\r\n");
+    // Quiet gets answer hits only; NOOP closes the batch.
+    let mut batch = bin(0x09, &[], b"k", &[], 0);
+    batch.extend(bin(0x09, &[], b"missing", &[], 0));
+    batch.extend(bin(0x11, &set_extras(0, 0), b"q", b"quiet", 0));
+    batch.extend(bin(0x0a, &[], &[], &[], 0));
+    send(&mut s, &batch);
+    let (op, status, _, _, _, value) = read_bin(&mut s);
+    assert_eq!((op, status, value), (0x09, 0, b"hello".to_vec()));
+    assert_eq!(
+        read_bin(&mut s).0,
+        0x0a,
+        "the miss and the quiet set answer nothing"
+    );
+    // incr with an initial value creates the counter, then counts.
+    let arith = |delta: u64, initial: u64, exp: u32| {
+        [
+            &delta.to_be_bytes()[..],
+            &initial.to_be_bytes(),
+            &exp.to_be_bytes(),
+        ]
+        .concat()
+    };
+    send(&mut s, &bin(0x05, &arith(5, 10, 0), b"n", &[], 0));
+    assert_eq!(read_bin(&mut s).5, 10u64.to_be_bytes().to_vec());
+    send(&mut s, &bin(0x05, &arith(5, 10, 0), b"n", &[], 0));
+    assert_eq!(read_bin(&mut s).5, 15u64.to_be_bytes().to_vec());
+    send(&mut s, &bin(0x06, &arith(1, 0, u32::MAX), b"none", &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0001, "no initial value: not found");
+    send(&mut s, &bin(0x05, &arith(1, 0, 0), b"k", &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0006, "non-numeric value");
+    // delete, version, an unknown opcode.
+    send(&mut s, &bin(0x04, &[], b"k", &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0);
+    send(&mut s, &bin(0x0b, &[], &[], &[], 0));
+    assert_eq!(read_bin(&mut s).5, b"1.6.21".to_vec());
+    send(&mut s, &bin(0x55, &[], &[], &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0081);
+    // A body over the limit is refused from its header, and the connection closes.
+    let mut huge = bin(0x01, &set_extras(0, 0), b"big", &[], 0);
+    huge[8..12].copy_from_slice(&(64u32 << 20).to_be_bytes());
+    send(&mut s, &huge);
     let (reply, closed) = shoal_tests::read_to_close(&mut s, T);
-    check(&reply);
-    assert!(closed, "the connection closes after the binary error");
-
-    // Text first, then binary: the text request is answered, then the binary error.
-    let mut s = raw(&node);
-    let mut req = b"set bin 0 0 3\r\n\x80ab\r\nget bin\r\n".to_vec();
-    req.extend_from_slice(&get);
-    send(&mut s, &req);
-    let (reply, closed) = shoal_tests::read_to_close(&mut s, T);
-    let text = b"STORED\r\nVALUE bin 0 3\r\n\x80ab\r\nEND\r\n";
-    assert_eq!(&reply[..text.len()], text, "{reply:?}");
-    check(&reply[text.len()..]);
+    assert_eq!(&reply[6..8], &[0x00, 0x03], "status Too large");
     assert!(closed);
+}
+
+#[test]
+fn memccapable_binary_tests_pass() {
+    let node = node();
+    shoal_tests::memccapable(node.memcache_addr.unwrap(), "-b");
+}
+
+/// SASL on the binary protocol: with `requirepass`, only SASL and VERSION pass before PLAIN
+/// authentication with the password (user `default`); a wrong one is refused. Without a
+/// password SASL is an unknown command, as in memcached without `-S`.
+#[test]
+fn binary_clients_authenticate_with_sasl_plain() {
+    let guarded = TestNode::with(|c| {
+        c.memcache_port = Some(0);
+        c.requirepass = "s3cret".into();
+    });
+    let mut s = raw(&guarded);
+    send(&mut s, &bin(0x00, &[], b"k", &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0020, "unauthenticated");
+    send(&mut s, &bin(0x0b, &[], &[], &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0, "VERSION passes");
+    send(&mut s, &bin(0x20, &[], &[], &[], 0));
+    assert_eq!(read_bin(&mut s).5, b"PLAIN".to_vec());
+    send(&mut s, &bin(0x21, &[], b"PLAIN", b"\0default\0wrong", 0));
+    assert_eq!(read_bin(&mut s).1, 0x0020, "a wrong password");
+    send(&mut s, &bin(0x21, &[], b"CRAM-MD5", b"x", 0));
+    assert_eq!(read_bin(&mut s).1, 0x0020, "another mechanism");
+    send(&mut s, &bin(0x00, &[], b"k", &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0020, "still unauthenticated");
+    send(&mut s, &bin(0x21, &[], b"PLAIN", b"\0default\0s3cret", 0));
+    let (_, status, _, _, _, value) = read_bin(&mut s);
+    assert_eq!((status, value), (0, b"Authenticated".to_vec()));
+    send(&mut s, &bin(0x00, &[], b"k", &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0001, "authenticated: a plain miss");
+    // Without a password there is no SASL.
+    let open = node();
+    let mut s = raw(&open);
+    send(&mut s, &bin(0x20, &[], &[], &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0081);
+    send(&mut s, &bin(0x00, &[], b"k", &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0x0001);
 }

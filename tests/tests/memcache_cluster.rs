@@ -4,7 +4,6 @@
 //! Memcached client library, and libmemcached's `memccapable` against a cluster node.
 
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::time::Duration;
 
 use redis::Commands;
@@ -424,34 +423,17 @@ fn a_memcached_client_library_works_through_any_node() {
 }
 
 #[test]
-fn memccapable_ascii_tests_pass_on_a_cluster_node() {
+fn memccapable_ascii_and_binary_tests_pass_on_every_cluster_node() {
     let c = TestCluster::start(3, |_| {});
     for m in &c.members {
-        let addr = m.memcache_addr;
-        let out = Command::new("memccapable")
-            .args([
-                "-h",
-                &addr.ip().to_string(),
-                "-p",
-                &addr.port().to_string(),
-                "-a",
-            ])
-            .output()
-            .expect("memccapable must be installed (apt-get install libmemcached-tools)");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "memccapable failed on {}:\n{text}",
-            m.name
-        );
-        assert!(!text.contains("[FAIL]"), "{text}");
-        assert!(text.contains("[pass]"), "{text}");
+        shoal_tests::memccapable(m.memcache_addr, "-a");
+        shoal_tests::memccapable(m.memcache_addr, "-b");
     }
 }
 
 /// With `requirepass`, every node's Memcached port wants the password before anything,
-/// forwarded requests included; once given, keys of every owner answer.
+/// forwarded requests included; once given, keys of every owner answer. pylibmc on the
+/// binary protocol authenticates with SASL PLAIN (`tests/clients/mc_auth.py`).
 #[test]
 fn the_password_guards_every_nodes_memcached_port() {
     let c = TestCluster::start(3, |cfg| cfg.requirepass = "s3cret".into());
@@ -472,6 +454,7 @@ fn the_password_guards_every_nodes_memcached_port() {
         );
         exchange(&mut s, "set a 0 0 14\r\ndefault s3cret\r\n", "STORED\r\n");
         for k in &keys {
+            // Authenticated once, the connection's requests reach every owner.
             exchange(&mut s, &format!("set {k} 0 0 2\r\nok\r\n"), "STORED\r\n");
             exchange(
                 &mut s,
@@ -479,5 +462,6 @@ fn the_password_guards_every_nodes_memcached_port() {
                 &format!("VALUE {k} 0 2\r\nok\r\nEND\r\n"),
             );
         }
+        shoal_tests::python_client("mc_auth.py", &[&m.memcache_addr.to_string(), "s3cret"]);
     }
 }

@@ -1,27 +1,35 @@
-//! The memcached binary protocol, as far as Shoal speaks it: it recognises a binary request
-//! and answers it with a binary "not supported" error, so a binary client (pylibmc with
-//! `binary=True`, memjs) fails at once instead of waiting for a text reply that never comes.
-//!
-//! A binary request starts with the magic byte `0x80` and a 24-byte header (memcached's
-//! `protocol_binary.h`):
+//! The memcached binary protocol (memcached's `protocol_binary.h`), on the same port as the
+//! text protocol: a request starts with the magic byte `0x80`, which no text request does,
+//! so each request says which protocol it speaks.
 //!
 //! ```text
+//! header (24 bytes, integers big-endian)
 //! offset size field
 //! 0      1    magic (0x80 request, 0x81 response)
 //! 1      1    opcode
 //! 2      2    key length
 //! 4      1    extras length
-//! 5      1    data type
+//! 5      1    data type (0: raw bytes)
 //! 6      2    vbucket id (request) / status (response)
-//! 8      4    total body length
+//! 8      4    total body length (extras + key + value)
 //! 12     4    opaque (echoed in the response)
 //! 16     8    CAS
+//! body: extras, key, value
 //! ```
 //!
-//! A text request never starts with `0x80`, so the first byte tells the two apart, as
-//! memcached decides per connection.
+//! Shoal speaks it by translation, so there is one implementation of each command: [`parse`]
+//! reads a request (its lengths checked against [`Limits`] before anything is buffered),
+//! [`action`] turns it into the meta command that does the same (`mg` for the gets and touch,
+//! `ms` for the storage commands, `md`, `ma` for incr/decr with their initial value, ...),
+//! the node runs that command as it runs any text request (on its store, or at the key's
+//! owner in a cluster), and [`respond`] turns the meta reply into the binary response. Keys
+//! that the text protocol cannot carry (spaces, control bytes) travel base64-encoded (`b`).
+//! SASL (`LIST_MECHS`, `AUTH` with `PLAIN`) is left to the node, which knows the password.
 
-use bytes::{BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::command::{Command, MetaFlags};
+use crate::parser::Limits;
 
 /// First byte of every binary request.
 pub const REQUEST_MAGIC: u8 = 0x80;
@@ -29,10 +37,81 @@ pub const REQUEST_MAGIC: u8 = 0x80;
 pub const RESPONSE_MAGIC: u8 = 0x81;
 /// Bytes of a binary header.
 pub const HEADER_LEN: usize = 24;
-/// Status "Not supported" (memcached's `PROTOCOL_BINARY_RESPONSE_NOT_SUPPORTED`).
-pub const STATUS_NOT_SUPPORTED: u16 = 0x0083;
-/// The error text the response carries as its value.
-pub const NOT_SUPPORTED_TEXT: &[u8] = b"Not supported: Shoal speaks the memcached text protocol";
+/// Largest extras a request may carry (incr/decr: delta, initial, expiry).
+const MAX_EXTRAS: usize = 20;
+
+/// Opcodes (`protocol_binary_command`).
+pub mod op {
+    pub const GET: u8 = 0x00;
+    pub const SET: u8 = 0x01;
+    pub const ADD: u8 = 0x02;
+    pub const REPLACE: u8 = 0x03;
+    pub const DELETE: u8 = 0x04;
+    pub const INCREMENT: u8 = 0x05;
+    pub const DECREMENT: u8 = 0x06;
+    pub const QUIT: u8 = 0x07;
+    pub const FLUSH: u8 = 0x08;
+    pub const GETQ: u8 = 0x09;
+    pub const NOOP: u8 = 0x0a;
+    pub const VERSION: u8 = 0x0b;
+    pub const GETK: u8 = 0x0c;
+    pub const GETKQ: u8 = 0x0d;
+    pub const APPEND: u8 = 0x0e;
+    pub const PREPEND: u8 = 0x0f;
+    pub const STAT: u8 = 0x10;
+    pub const SETQ: u8 = 0x11;
+    pub const ADDQ: u8 = 0x12;
+    pub const REPLACEQ: u8 = 0x13;
+    pub const DELETEQ: u8 = 0x14;
+    pub const INCREMENTQ: u8 = 0x15;
+    pub const DECREMENTQ: u8 = 0x16;
+    pub const QUITQ: u8 = 0x17;
+    pub const FLUSHQ: u8 = 0x18;
+    pub const APPENDQ: u8 = 0x19;
+    pub const PREPENDQ: u8 = 0x1a;
+    pub const VERBOSITY: u8 = 0x1b;
+    pub const TOUCH: u8 = 0x1c;
+    pub const GAT: u8 = 0x1d;
+    pub const GATQ: u8 = 0x1e;
+    pub const SASL_LIST_MECHS: u8 = 0x20;
+    pub const SASL_AUTH: u8 = 0x21;
+    pub const SASL_STEP: u8 = 0x22;
+    pub const GATK: u8 = 0x23;
+    pub const GATKQ: u8 = 0x24;
+}
+
+/// Response statuses (`protocol_binary_response_status`) and the texts memcached sends with
+/// them as the value.
+pub mod status {
+    pub const NO_ERROR: u16 = 0x0000;
+    pub const KEY_NOT_FOUND: u16 = 0x0001;
+    pub const KEY_EXISTS: u16 = 0x0002;
+    pub const TOO_LARGE: u16 = 0x0003;
+    pub const INVALID_ARGUMENTS: u16 = 0x0004;
+    pub const NOT_STORED: u16 = 0x0005;
+    pub const NON_NUMERIC: u16 = 0x0006;
+    pub const AUTH_ERROR: u16 = 0x0020;
+    pub const UNKNOWN_COMMAND: u16 = 0x0081;
+    pub const OUT_OF_MEMORY: u16 = 0x0082;
+    pub const INTERNAL_ERROR: u16 = 0x0084;
+    pub const TEMPORARY_FAILURE: u16 = 0x0086;
+
+    pub fn text(status: u16) -> &'static str {
+        match status {
+            KEY_NOT_FOUND => "Not found",
+            KEY_EXISTS => "Data exists for key.",
+            TOO_LARGE => "Too large.",
+            INVALID_ARGUMENTS => "Invalid arguments",
+            NOT_STORED => "Not stored.",
+            NON_NUMERIC => "Non-numeric server-side value for incr or decr",
+            AUTH_ERROR => "Auth failure.",
+            UNKNOWN_COMMAND => "Unknown command",
+            OUT_OF_MEMORY => "Out of memory",
+            TEMPORARY_FAILURE => "Temporary failure",
+            _ => "Internal error",
+        }
+    }
+}
 
 /// What the start of a connection's input is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +120,7 @@ pub enum Start {
     Text,
     /// A binary request whose header has not fully arrived yet.
     Partial,
-    /// A binary request: answer [`not_supported`] and close.
+    /// A binary request with its whole header.
     Binary,
 }
 
@@ -54,58 +133,864 @@ pub fn start(input: &[u8]) -> Start {
     }
 }
 
-/// The binary error response to the request whose header starts `input` (at least
-/// [`HEADER_LEN`] bytes): the request's opcode and opaque, status "Not supported", the error
-/// text as the value.
-pub fn not_supported(input: &[u8], out: &mut BytesMut) {
-    let header = &input[..HEADER_LEN];
+/// One binary request; its parts are zero-copy slices of the read buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub opcode: u8,
+    pub data_type: u8,
+    pub opaque: u32,
+    pub cas: u64,
+    pub extras: Bytes,
+    pub key: Bytes,
+    pub value: Bytes,
+}
+
+/// A request whose framing cannot be trusted (or whose body is over the limit): the node
+/// writes `response` and closes, as the stream cannot be read further.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fatal {
+    pub response: Bytes,
+    pub reason: &'static str,
+}
+
+/// The largest body a request may declare: the largest item, the longest key, extras.
+fn max_body(limits: &Limits) -> usize {
+    limits
+        .max_item_size
+        .saturating_add(limits.max_key_len)
+        .saturating_add(MAX_EXTRAS)
+}
+
+/// Bytes the request at the front of `input` needs in all (0 when its header is not in).
+pub fn wanted(input: &[u8]) -> usize {
+    if input.len() < HEADER_LEN {
+        return 0;
+    }
+    HEADER_LEN
+        .saturating_add(u32::from_be_bytes([input[8], input[9], input[10], input[11]]) as usize)
+}
+
+/// Reads the binary request at the front of `input` (which starts with [`REQUEST_MAGIC`]):
+/// `Ok(None)` until all of it has arrived. The declared lengths are checked before waiting
+/// for the body, so a client cannot make the node buffer more than one item.
+pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, Fatal> {
+    if input.len() < HEADER_LEN {
+        return Ok(None);
+    }
+    let h = &input[..HEADER_LEN];
+    let opcode = h[1];
+    let opaque = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
+    let fatal = |status, reason| Fatal {
+        response: error_response(opcode, status, opaque),
+        reason,
+    };
+    if h[0] != REQUEST_MAGIC {
+        return Err(fatal(status::INVALID_ARGUMENTS, "bad magic byte"));
+    }
+    let key_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    let extras_len = usize::from(h[4]);
+    let body_len = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+    if body_len > max_body(limits) {
+        return Err(fatal(
+            status::TOO_LARGE,
+            "binary request body over the limit",
+        ));
+    }
+    if key_len + extras_len > body_len {
+        return Err(fatal(
+            status::INVALID_ARGUMENTS,
+            "binary request key and extras longer than its body",
+        ));
+    }
+    if input.len() < HEADER_LEN + body_len {
+        return Ok(None);
+    }
+    let mut frame = input.split_to(HEADER_LEN + body_len).freeze();
+    let data_type = frame[5];
+    let cas = u64::from_be_bytes(frame[16..24].try_into().unwrap_or([0; 8]));
+    frame.advance(HEADER_LEN);
+    let extras = frame.split_to(extras_len);
+    let key = frame.split_to(key_len);
+    Ok(Some(Request {
+        opcode,
+        data_type,
+        opaque,
+        cas,
+        extras,
+        key,
+        value: frame,
+    }))
+}
+
+/// What a response needs to know of its request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub opcode: u8,
+    pub opaque: u32,
+    /// The key, for the responses that carry it (GETK, GATK and their quiet forms).
+    pub key: Bytes,
+}
+
+/// SASL requests, which the node answers with its password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sasl {
+    ListMechs(Pending),
+    /// `PLAIN` credentials (`[authzid] NUL authcid NUL password`), or `None` when the
+    /// mechanism is another or the token is malformed.
+    Auth {
+        credentials: Option<(Bytes, Bytes)>,
+        then: Pending,
+    },
+    /// SASL_STEP: PLAIN has no second step.
+    Step(Pending),
+}
+
+/// What the node does with a binary request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Run `Command` (as any text request) and answer [`respond`] with its reply.
+    Run(Command, Pending),
+    /// Answer these bytes now (an invalid or unknown request).
+    Answer(Bytes),
+    Sasl(Sasl),
+}
+
+impl Action {
+    /// True for the requests an unauthenticated connection may send (memcached lets SASL and
+    /// VERSION through).
+    pub fn allowed_before_auth(&self) -> bool {
+        match self {
+            Action::Sasl(_) | Action::Answer(_) => true,
+            Action::Run(_, p) => p.opcode == op::VERSION,
+        }
+    }
+}
+
+/// Meta flags from `(letter, token)` pairs.
+fn flags(list: Vec<(u8, Vec<u8>)>) -> MetaFlags {
+    MetaFlags {
+        items: list.into_iter().map(|(f, t)| (f, Bytes::from(t))).collect(),
+    }
+}
+
+/// The key as a meta command names it, and whether it went base64 (`b`): the text protocol
+/// cannot carry spaces or control bytes.
+fn meta_key(key: &Bytes) -> (Bytes, bool) {
+    if key.iter().all(|&b| b > b' ' && b != 0x7f) {
+        (key.clone(), false)
+    } else {
+        (Bytes::from(crate::base64::encode(key)), true)
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut n = [0; 8];
+    n.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(n)
+}
+
+/// Turns a request into what the node does with it (pure; see the module docs).
+pub fn action(req: Request, limits: &Limits) -> Action {
+    use op::*;
+    let pending = Pending {
+        opcode: req.opcode,
+        opaque: req.opaque,
+        key: match req.opcode {
+            GETK | GETKQ | GATK | GATKQ => req.key.clone(),
+            _ => Bytes::new(),
+        },
+    };
+    let invalid = || {
+        Action::Answer(error_response(
+            req.opcode,
+            status::INVALID_ARGUMENTS,
+            req.opaque,
+        ))
+    };
+    // The shape every opcode expects: (extras lengths allowed, key required, value allowed).
+    let (extras_ok, keyed, valued): (&[usize], bool, bool) = match req.opcode {
+        GET | GETQ | GETK | GETKQ => (&[0], true, false),
+        SET | SETQ | ADD | ADDQ | REPLACE | REPLACEQ => (&[8], true, true),
+        APPEND | APPENDQ | PREPEND | PREPENDQ => (&[0], true, true),
+        DELETE | DELETEQ => (&[0], true, false),
+        INCREMENT | INCREMENTQ | DECREMENT | DECREMENTQ => (&[20], true, false),
+        TOUCH | GAT | GATQ | GATK | GATKQ => (&[4], true, false),
+        FLUSH | FLUSHQ => (&[0, 4], false, false),
+        VERBOSITY => (&[4], false, false),
+        QUIT | QUITQ | NOOP | VERSION | SASL_LIST_MECHS => (&[0], false, false),
+        STAT => (&[0], false, false),
+        SASL_AUTH | SASL_STEP => (&[0], true, true),
+        _ => {
+            return Action::Answer(error_response(
+                req.opcode,
+                status::UNKNOWN_COMMAND,
+                req.opaque,
+            ))
+        }
+    };
+    let key_ok = if keyed {
+        !req.key.is_empty() && req.key.len() <= limits.max_key_len
+    } else {
+        req.key.is_empty() || req.opcode == STAT
+    };
+    if req.data_type != 0
+        || !extras_ok.contains(&req.extras.len())
+        || !key_ok
+        || (!valued && !req.value.is_empty())
+        || req.value.len() > limits.max_item_size
+    {
+        return invalid();
+    }
+    let (key, b64) = meta_key(&req.key);
+    let mut list: Vec<(u8, Vec<u8>)> = Vec::new();
+    if b64 {
+        list.push((b'b', Vec::new()));
+    }
+    let num = |n: u64| n.to_string().into_bytes();
+    let x = &req.extras;
+    let command = match req.opcode {
+        GET | GETQ | GETK | GETKQ | GAT | GATQ | GATK | GATKQ => {
+            list.extend([(b'v', vec![]), (b'f', vec![]), (b'c', vec![])]);
+            if !x.is_empty() {
+                list.push((b'T', num(u64::from(u32_at(x, 0)))));
+            }
+            Command::MetaGet {
+                key,
+                flags: flags(list),
+            }
+        }
+        TOUCH => {
+            list.push((b'T', num(u64::from(u32_at(x, 0)))));
+            Command::MetaGet {
+                key,
+                flags: flags(list),
+            }
+        }
+        SET | SETQ | ADD | ADDQ | REPLACE | REPLACEQ | APPEND | APPENDQ | PREPEND | PREPENDQ => {
+            let mode = match req.opcode {
+                SET | SETQ => b"S",
+                ADD | ADDQ => b"E",
+                REPLACE | REPLACEQ => b"R",
+                APPEND | APPENDQ => b"A",
+                _ => b"P",
+            };
+            list.push((b'M', mode.to_vec()));
+            if !x.is_empty() {
+                list.push((b'F', num(u64::from(u32_at(x, 0)))));
+                list.push((b'T', num(u64::from(u32_at(x, 4)))));
+            }
+            if req.cas != 0 {
+                list.push((b'C', num(req.cas)));
+            }
+            list.push((b'c', vec![]));
+            Command::MetaSet {
+                key,
+                data: req.value,
+                flags: flags(list),
+            }
+        }
+        DELETE | DELETEQ => {
+            if req.cas != 0 {
+                list.push((b'C', num(req.cas)));
+            }
+            Command::MetaDelete {
+                key,
+                flags: flags(list),
+            }
+        }
+        INCREMENT | INCREMENTQ | DECREMENT | DECREMENTQ => {
+            let incr = matches!(req.opcode, INCREMENT | INCREMENTQ);
+            list.push((b'M', if incr { b"I" } else { b"D" }.to_vec()));
+            list.push((b'D', num(u64_at(x, 0))));
+            // An expiry of all ones: no initial value, a missing key is not found.
+            let exptime = u32_at(x, 16);
+            if exptime != u32::MAX {
+                list.push((b'J', num(u64_at(x, 8))));
+                list.push((b'N', num(u64::from(exptime))));
+            }
+            if req.cas != 0 {
+                list.push((b'C', num(req.cas)));
+            }
+            list.extend([(b'v', vec![]), (b'c', vec![])]);
+            Command::MetaArith {
+                key,
+                flags: flags(list),
+            }
+        }
+        FLUSH | FLUSHQ => Command::FlushAll {
+            delay: if x.is_empty() {
+                0
+            } else {
+                i64::from(u32_at(x, 0))
+            },
+            noreply: false,
+        },
+        VERBOSITY => Command::Verbosity { noreply: false },
+        NOOP => Command::MetaNoop,
+        VERSION => Command::Version,
+        QUIT | QUITQ => Command::Quit,
+        STAT => Command::Stats {
+            arg: (!req.key.is_empty()).then_some(req.key),
+        },
+        SASL_LIST_MECHS => return Action::Sasl(Sasl::ListMechs(pending)),
+        SASL_STEP => return Action::Sasl(Sasl::Step(pending)),
+        SASL_AUTH => {
+            let credentials = (&req.key[..] == b"PLAIN")
+                .then(|| {
+                    let mut parts = req.value.split(|&b| b == 0);
+                    let (_authzid, user, password) = (parts.next()?, parts.next()?, parts.next()?);
+                    parts.next().is_none().then(|| {
+                        (
+                            Bytes::copy_from_slice(user),
+                            Bytes::copy_from_slice(password),
+                        )
+                    })
+                })
+                .flatten();
+            return Action::Sasl(Sasl::Auth {
+                credentials,
+                then: pending,
+            });
+        }
+        _ => return invalid(),
+    };
+    Action::Run(command, pending)
+}
+
+/// Writes one response.
+#[allow(clippy::too_many_arguments)]
+fn put_response(
+    out: &mut BytesMut,
+    opcode: u8,
+    status: u16,
+    opaque: u32,
+    cas: u64,
+    extras: &[u8],
+    key: &[u8],
+    value: &[u8],
+) {
+    out.reserve(HEADER_LEN + extras.len() + key.len() + value.len());
     out.put_u8(RESPONSE_MAGIC);
-    out.put_u8(header[1]); // opcode
-    out.extend_from_slice(&0u16.to_be_bytes()); // key length
-    out.put_u8(0); // extras length
-    out.put_u8(0); // data type
-    out.extend_from_slice(&STATUS_NOT_SUPPORTED.to_be_bytes());
-    // The text is a constant far below 4 GiB.
-    out.extend_from_slice(&(NOT_SUPPORTED_TEXT.len() as u32).to_be_bytes());
-    out.extend_from_slice(&header[12..16]); // opaque
-    out.extend_from_slice(&0u64.to_be_bytes()); // CAS
-    out.extend_from_slice(NOT_SUPPORTED_TEXT);
+    out.put_u8(opcode);
+    out.put_u16(key.len() as u16);
+    out.put_u8(extras.len() as u8);
+    out.put_u8(0);
+    out.put_u16(status);
+    out.put_u32((extras.len() + key.len() + value.len()) as u32);
+    out.put_u32(opaque);
+    out.put_u64(cas);
+    out.put_slice(extras);
+    out.put_slice(key);
+    out.put_slice(value);
+}
+
+/// An error response: the status and memcached's text for it.
+pub fn error_response(opcode: u8, status: u16, opaque: u32) -> Bytes {
+    let mut out = BytesMut::new();
+    put_response(
+        &mut out,
+        opcode,
+        status,
+        opaque,
+        0,
+        &[],
+        &[],
+        status::text(status).as_bytes(),
+    );
+    out.freeze()
+}
+
+/// A response to `p` with `status` and `value` (SASL's answers).
+pub fn reply(p: &Pending, status: u16, value: &[u8], out: &mut BytesMut) {
+    put_response(out, p.opcode, status, p.opaque, 0, &[], &[], value);
+}
+
+/// The error response for a reply line that is an error (`SERVER_ERROR ...`,
+/// `CLIENT_ERROR ...`, `ERROR`), if it is one.
+fn error_of(p: &Pending, line: &[u8], out: &mut BytesMut) -> bool {
+    let (status, text) = if let Some(t) = line.strip_prefix(b"SERVER_ERROR ") {
+        let status = if t.starts_with(b"out of memory") {
+            status::OUT_OF_MEMORY
+        } else if t.starts_with(b"object too large") {
+            status::TOO_LARGE
+        } else if t.windows(8).any(|w| w == b"TRYAGAIN") {
+            status::TEMPORARY_FAILURE
+        } else {
+            status::INTERNAL_ERROR
+        };
+        (status, t)
+    } else if let Some(t) = line.strip_prefix(b"CLIENT_ERROR ") {
+        let status = if t.starts_with(b"cannot increment or decrement") {
+            status::NON_NUMERIC
+        } else {
+            status::INVALID_ARGUMENTS
+        };
+        (status, t)
+    } else if line == b"ERROR" {
+        (status::UNKNOWN_COMMAND, &b"Unknown command"[..])
+    } else {
+        return false;
+    };
+    put_response(out, p.opcode, status, p.opaque, 0, &[], &[], text);
+    true
+}
+
+/// The return flag `f` of a meta reply line's tokens, as a number.
+fn token(tokens: &[&[u8]], f: u8) -> u64 {
+    tokens
+        .iter()
+        .find_map(|t| t.strip_prefix(&[f]))
+        .and_then(|t| std::str::from_utf8(t).ok()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Turns the reply of the command [`action`] made for `p` (the meta or text reply bytes)
+/// into the binary response, in `out`. The quiet forms answer nothing on success (GETQ and
+/// GETKQ nothing on a miss either); errors are always answered.
+pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
+    use op::*;
+    let quiet = matches!(
+        p.opcode,
+        GETQ | GETKQ
+            | GATQ
+            | GATKQ
+            | SETQ
+            | ADDQ
+            | REPLACEQ
+            | APPENDQ
+            | PREPENDQ
+            | DELETEQ
+            | INCREMENTQ
+            | DECREMENTQ
+            | FLUSHQ
+            | QUITQ
+    );
+    let line_end = reply
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .unwrap_or(reply.len());
+    let line = &reply[..line_end];
+    let rest = reply.get(line_end + 2..).unwrap_or(&[]);
+    if error_of(p, line, out) {
+        return;
+    }
+    let tokens: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    let code = tokens[0];
+    let ok = |out: &mut BytesMut, cas: u64, extras: &[u8], key: &[u8], value: &[u8]| {
+        put_response(
+            out,
+            p.opcode,
+            status::NO_ERROR,
+            p.opaque,
+            cas,
+            extras,
+            key,
+            value,
+        );
+    };
+    let fail = |out: &mut BytesMut, status: u16, key: &[u8]| {
+        let text = status::text(status).as_bytes();
+        put_response(out, p.opcode, status, p.opaque, 0, &[], key, text);
+    };
+    match p.opcode {
+        GET | GETQ | GETK | GETKQ | GAT | GATQ | GATK | GATKQ => match code {
+            b"VA" => {
+                let len = tokens
+                    .get(1)
+                    .and_then(|t| std::str::from_utf8(t).ok()?.parse::<usize>().ok())
+                    .filter(|&n| n <= rest.len())
+                    .unwrap_or(0);
+                let tail = tokens.get(2..).unwrap_or(&[]);
+                let flags = token(tail, b'f') as u32;
+                let cas = token(tail, b'c');
+                ok(out, cas, &flags.to_be_bytes(), &p.key, &rest[..len]);
+            }
+            b"EN" if quiet => {}
+            b"EN" => fail(out, status::KEY_NOT_FOUND, &p.key),
+            _ => fail(out, status::INTERNAL_ERROR, &[]),
+        },
+        TOUCH => match code {
+            b"HD" => ok(out, 0, &[], &[], &[]),
+            b"EN" => fail(out, status::KEY_NOT_FOUND, &[]),
+            _ => fail(out, status::INTERNAL_ERROR, &[]),
+        },
+        SET | SETQ | ADD | ADDQ | REPLACE | REPLACEQ | APPEND | APPENDQ | PREPEND | PREPENDQ => {
+            match code {
+                b"HD" if quiet => {}
+                b"HD" => ok(out, token(&tokens[1..], b'c'), &[], &[], &[]),
+                b"NS" => fail(
+                    out,
+                    match p.opcode {
+                        ADD | ADDQ => status::KEY_EXISTS,
+                        REPLACE | REPLACEQ => status::KEY_NOT_FOUND,
+                        _ => status::NOT_STORED,
+                    },
+                    &[],
+                ),
+                b"EX" => fail(out, status::KEY_EXISTS, &[]),
+                b"NF" => fail(out, status::KEY_NOT_FOUND, &[]),
+                _ => fail(out, status::INTERNAL_ERROR, &[]),
+            }
+        }
+        DELETE | DELETEQ => match code {
+            b"HD" if quiet => {}
+            b"HD" => ok(out, 0, &[], &[], &[]),
+            b"NF" => fail(out, status::KEY_NOT_FOUND, &[]),
+            b"EX" => fail(out, status::KEY_EXISTS, &[]),
+            _ => fail(out, status::INTERNAL_ERROR, &[]),
+        },
+        INCREMENT | INCREMENTQ | DECREMENT | DECREMENTQ => match code {
+            b"VA" if quiet => {}
+            b"VA" => {
+                let digits = rest
+                    .windows(2)
+                    .position(|w| w == b"\r\n")
+                    .map_or(&[][..], |end| &rest[..end]);
+                let n: u64 = std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(0);
+                ok(out, token(&tokens[2..], b'c'), &[], &[], &n.to_be_bytes());
+            }
+            b"NF" => fail(out, status::KEY_NOT_FOUND, &[]),
+            b"EX" => fail(out, status::KEY_EXISTS, &[]),
+            _ => fail(out, status::INTERNAL_ERROR, &[]),
+        },
+        FLUSH | FLUSHQ | VERBOSITY => match code {
+            b"OK" if quiet => {}
+            b"OK" => ok(out, 0, &[], &[], &[]),
+            _ => fail(out, status::INTERNAL_ERROR, &[]),
+        },
+        NOOP => ok(out, 0, &[], &[], &[]),
+        QUIT => ok(out, 0, &[], &[], &[]),
+        QUITQ => {}
+        VERSION => {
+            let v = line.strip_prefix(b"VERSION ").unwrap_or(line);
+            ok(out, 0, &[], &[], v);
+        }
+        STAT => {
+            // One response per `STAT name value` line, then an empty one for END.
+            for stat in reply.split(|&b| b == b'\n') {
+                let stat = stat.strip_suffix(b"\r").unwrap_or(stat);
+                if let Some(s) = stat.strip_prefix(b"STAT ") {
+                    let (name, value) = match s.iter().position(|&b| b == b' ') {
+                        Some(at) => (&s[..at], &s[at + 1..]),
+                        None => (s, &[][..]),
+                    };
+                    ok(out, 0, &[], name, value);
+                }
+            }
+            ok(out, 0, &[], &[], &[]);
+        }
+        _ => fail(out, status::UNKNOWN_COMMAND, &[]),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A binary GET of "k" (opcode 0x00) with opaque 0xdeadbeef.
-    fn get_k() -> Vec<u8> {
-        let mut r = vec![REQUEST_MAGIC, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1];
+    /// A request frame.
+    fn frame(opcode: u8, extras: &[u8], key: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
+        let mut r = vec![REQUEST_MAGIC, opcode];
+        r.extend_from_slice(&(key.len() as u16).to_be_bytes());
+        r.push(extras.len() as u8);
+        r.extend_from_slice(&[0, 0, 0]);
+        r.extend_from_slice(&((extras.len() + key.len() + value.len()) as u32).to_be_bytes());
         r.extend_from_slice(&0xdead_beef_u32.to_be_bytes());
-        r.extend_from_slice(&[0; 8]);
-        r.push(b'k');
+        r.extend_from_slice(&cas.to_be_bytes());
+        r.extend_from_slice(extras);
+        r.extend_from_slice(key);
+        r.extend_from_slice(value);
         r
+    }
+
+    /// Incr/decr extras: delta, initial value, expiry.
+    fn arith(delta: u64, initial: u64, exptime: u32) -> Vec<u8> {
+        [
+            &delta.to_be_bytes()[..],
+            &initial.to_be_bytes(),
+            &exptime.to_be_bytes(),
+        ]
+        .concat()
+    }
+
+    fn parsed(bytes: &[u8]) -> Request {
+        let mut buf = BytesMut::from(bytes);
+        let r = parse(&mut buf, &Limits::default()).unwrap().unwrap();
+        assert!(buf.is_empty());
+        r
+    }
+
+    /// The fields of one response.
+    fn fields(out: &[u8]) -> (u8, u16, u64, Vec<u8>, Vec<u8>, Vec<u8>) {
+        assert_eq!(out[0], RESPONSE_MAGIC);
+        let key_len = usize::from(u16::from_be_bytes([out[2], out[3]]));
+        let extras_len = usize::from(out[4]);
+        let body = u32_at(out, 8) as usize;
+        assert_eq!(out.len(), HEADER_LEN + body, "one whole response");
+        assert_eq!(u32_at(out, 12), 0xdead_beef, "opaque echoed");
+        let b = &out[HEADER_LEN..];
+        (
+            out[1],
+            u16::from_be_bytes([out[6], out[7]]),
+            u64_at(out, 16),
+            b[..extras_len].to_vec(),
+            b[extras_len..extras_len + key_len].to_vec(),
+            b[extras_len + key_len..].to_vec(),
+        )
+    }
+
+    fn run(bytes: &[u8]) -> (Command, Pending) {
+        match action(parsed(bytes), &Limits::default()) {
+            Action::Run(c, p) => (c, p),
+            other => panic!("not a command: {other:?}"),
+        }
+    }
+
+    fn text(c: &Command) -> String {
+        let mut out = BytesMut::new();
+        c.encode(&mut out);
+        String::from_utf8(out.to_vec()).unwrap()
+    }
+
+    fn respond_to(p: &Pending, reply: &str) -> BytesMut {
+        let mut out = BytesMut::new();
+        respond(p, reply.as_bytes(), &mut out);
+        out
     }
 
     #[test]
     fn the_first_byte_tells_binary_from_text() {
         assert_eq!(start(b""), Start::Text);
         assert_eq!(start(b"get k\r\n"), Start::Text);
-        let req = get_k();
+        let req = frame(op::GET, &[], b"k", &[], 0);
         assert_eq!(start(&req[..1]), Start::Partial);
         assert_eq!(start(&req[..HEADER_LEN - 1]), Start::Partial);
         assert_eq!(start(&req), Start::Binary);
     }
 
     #[test]
-    fn the_refusal_is_a_binary_response_to_that_request() {
-        let mut out = BytesMut::new();
-        not_supported(&get_k(), &mut out);
-        assert_eq!(out.len(), HEADER_LEN + NOT_SUPPORTED_TEXT.len());
-        assert_eq!(out[0], RESPONSE_MAGIC);
-        assert_eq!(out[1], 0x00);
-        assert_eq!(u16::from_be_bytes([out[6], out[7]]), STATUS_NOT_SUPPORTED);
-        let body = u32::from_be_bytes([out[8], out[9], out[10], out[11]]) as usize;
-        assert_eq!(body, NOT_SUPPORTED_TEXT.len());
-        assert_eq!(&out[12..16], &0xdead_beef_u32.to_be_bytes());
-        assert_eq!(&out[HEADER_LEN..], NOT_SUPPORTED_TEXT);
+    fn requests_are_read_whole_and_lengths_checked_first() {
+        let req = frame(op::SET, &[0, 0, 0, 5, 0, 0, 0, 0], b"key", b"value", 7);
+        let mut buf = BytesMut::new();
+        for (i, &b) in req.iter().enumerate() {
+            assert_eq!(parse(&mut buf, &Limits::default()), Ok(None), "byte {i}");
+            buf.put_u8(b);
+        }
+        let r = parse(&mut buf, &Limits::default()).unwrap().unwrap();
+        assert_eq!(
+            (r.opcode, r.cas, &r.key[..], &r.value[..]),
+            (op::SET, 7, &b"key"[..], &b"value"[..])
+        );
+        assert_eq!(&r.extras[..], &[0, 0, 0, 5, 0, 0, 0, 0]);
+        // A body over the limit is refused from its header alone.
+        let mut huge = frame(op::SET, &[0; 8], b"k", b"", 0);
+        huge[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
+        let e = parse(&mut BytesMut::from(&huge[..]), &Limits::default()).unwrap_err();
+        assert_eq!(fields(&e.response).1, status::TOO_LARGE);
+        // Key and extras longer than the body: the framing is broken.
+        let mut bad = frame(op::GET, &[], b"k", b"", 0);
+        bad[2..4].copy_from_slice(&100u16.to_be_bytes());
+        let e = parse(&mut BytesMut::from(&bad[..]), &Limits::default()).unwrap_err();
+        assert_eq!(fields(&e.response).1, status::INVALID_ARGUMENTS);
+        assert_eq!(wanted(&req), req.len());
+        assert_eq!(wanted(&req[..10]), 0);
+    }
+
+    #[test]
+    fn each_request_becomes_its_meta_command() {
+        let exp = |e: u32| e.to_be_bytes();
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (frame(op::GET, &[], b"k", &[], 0), "mg k v f c\r\n"),
+            (frame(op::GETKQ, &[], b"k", &[], 0), "mg k v f c\r\n"),
+            (frame(op::GAT, &exp(30), b"k", &[], 0), "mg k v f c T30\r\n"),
+            (frame(op::TOUCH, &exp(30), b"k", &[], 0), "mg k T30\r\n"),
+            (
+                frame(op::SET, &[0, 0, 0, 9, 0, 0, 0, 60], b"k", b"v", 0),
+                "ms k 1 MS F9 T60 c\r\nv\r\n",
+            ),
+            (
+                frame(op::ADDQ, &[0; 8], b"k", b"v", 0),
+                "ms k 1 ME F0 T0 c\r\nv\r\n",
+            ),
+            (
+                frame(op::REPLACE, &[0; 8], b"k", b"v", 5),
+                "ms k 1 MR F0 T0 C5 c\r\nv\r\n",
+            ),
+            (
+                frame(op::APPEND, &[], b"k", b"v", 0),
+                "ms k 1 MA c\r\nv\r\n",
+            ),
+            (
+                frame(op::PREPENDQ, &[], b"k", b"v", 0),
+                "ms k 1 MP c\r\nv\r\n",
+            ),
+            (frame(op::DELETE, &[], b"k", &[], 0), "md k\r\n"),
+            (frame(op::DELETEQ, &[], b"k", &[], 3), "md k C3\r\n"),
+            (
+                frame(op::INCREMENT, &arith(2, 7, 0), b"k", &[], 0),
+                "ma k MI D2 J7 N0 v c\r\n",
+            ),
+            (
+                frame(op::DECREMENT, &arith(1, 0, u32::MAX), b"k", &[], 0),
+                "ma k MD D1 v c\r\n",
+            ),
+            (frame(op::FLUSH, &[], b"", &[], 0), "flush_all 0\r\n"),
+            (frame(op::FLUSHQ, &exp(5), b"", &[], 0), "flush_all 5\r\n"),
+            (frame(op::NOOP, &[], b"", &[], 0), "mn\r\n"),
+            (frame(op::VERSION, &[], b"", &[], 0), "version\r\n"),
+            (frame(op::STAT, &[], b"", &[], 0), "stats\r\n"),
+            (
+                frame(op::STAT, &[], b"settings", &[], 0),
+                "stats settings\r\n",
+            ),
+            (frame(op::QUIT, &[], b"", &[], 0), "quit\r\n"),
+            // A key the text protocol cannot carry travels base64.
+            (
+                frame(op::GET, &[], b"a b\x01", &[], 0),
+                "mg YSBiAQ== b v f c\r\n",
+            ),
+        ];
+        for (req, want) in cases {
+            let (cmd, p) = run(&req);
+            assert_eq!(text(&cmd), want);
+            assert_eq!(p.opaque, 0xdead_beef);
+        }
+    }
+
+    #[test]
+    fn malformed_and_unknown_requests_are_answered_not_run() {
+        let limits = Limits::default();
+        let status_of = |req: Vec<u8>| match action(parsed(&req), &limits) {
+            Action::Answer(b) => fields(&b).1,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            status_of(frame(0x55, &[], b"", &[], 0)),
+            status::UNKNOWN_COMMAND
+        );
+        assert_eq!(
+            status_of(frame(op::GET, &[], b"", &[], 0)),
+            status::INVALID_ARGUMENTS
+        );
+        assert_eq!(
+            status_of(frame(op::GET, &[], b"k", b"v", 0)),
+            status::INVALID_ARGUMENTS
+        );
+        assert_eq!(
+            status_of(frame(op::SET, &[0; 4], b"k", b"v", 0)),
+            status::INVALID_ARGUMENTS
+        );
+        assert_eq!(
+            status_of(frame(op::NOOP, &[], b"k", &[], 0)),
+            status::INVALID_ARGUMENTS
+        );
+        let long = vec![b'k'; 251];
+        assert_eq!(
+            status_of(frame(op::GET, &[], &long, &[], 0)),
+            status::INVALID_ARGUMENTS
+        );
+        // SASL goes to the node.
+        let auth = frame(op::SASL_AUTH, &[], b"PLAIN", b"\0user\0pw", 0);
+        match action(parsed(&auth), &limits) {
+            Action::Sasl(Sasl::Auth { credentials, .. }) => {
+                assert_eq!(credentials, Some((Bytes::from("user"), Bytes::from("pw"))));
+            }
+            other => panic!("{other:?}"),
+        }
+        let other = frame(op::SASL_AUTH, &[], b"CRAM-MD5", b"x", 0);
+        assert!(matches!(
+            action(parsed(&other), &limits),
+            Action::Sasl(Sasl::Auth {
+                credentials: None,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn meta_replies_become_binary_responses() {
+        let p = |opcode: u8| Pending {
+            opcode,
+            opaque: 0xdead_beef,
+            key: if matches!(opcode, op::GETK | op::GETKQ) {
+                Bytes::from_static(b"k")
+            } else {
+                Bytes::new()
+            },
+        };
+        let (o, s, cas, extras, key, value) =
+            fields(&respond_to(&p(op::GETK), "VA 2 f9 c77\r\nhi\r\n"));
+        assert_eq!((o, s, cas), (op::GETK, status::NO_ERROR, 77));
+        assert_eq!(
+            (extras, key, value),
+            (9u32.to_be_bytes().to_vec(), b"k".to_vec(), b"hi".to_vec())
+        );
+        let (_, s, _, _, key, value) = fields(&respond_to(&p(op::GETK), "EN\r\n"));
+        assert_eq!(
+            (s, key, value),
+            (status::KEY_NOT_FOUND, b"k".to_vec(), b"Not found".to_vec())
+        );
+        assert!(
+            respond_to(&p(op::GETQ), "EN\r\n").is_empty(),
+            "a quiet miss is silent"
+        );
+        let (_, s, cas, ..) = fields(&respond_to(&p(op::SET), "HD c42\r\n"));
+        assert_eq!((s, cas), (status::NO_ERROR, 42));
+        assert!(respond_to(&p(op::SETQ), "HD c42\r\n").is_empty());
+        assert_eq!(
+            fields(&respond_to(&p(op::ADD), "NS\r\n")).1,
+            status::KEY_EXISTS
+        );
+        assert_eq!(
+            fields(&respond_to(&p(op::REPLACE), "NS\r\n")).1,
+            status::KEY_NOT_FOUND
+        );
+        assert_eq!(
+            fields(&respond_to(&p(op::APPENDQ), "NS\r\n")).1,
+            status::NOT_STORED
+        );
+        assert_eq!(
+            fields(&respond_to(&p(op::SET), "EX\r\n")).1,
+            status::KEY_EXISTS
+        );
+        assert_eq!(
+            fields(&respond_to(&p(op::DELETE), "NF\r\n")).1,
+            status::KEY_NOT_FOUND
+        );
+        let (_, s, cas, _, _, value) = fields(&respond_to(&p(op::INCREMENT), "VA 2 c5\r\n12\r\n"));
+        assert_eq!(
+            (s, cas, value),
+            (status::NO_ERROR, 5, 12u64.to_be_bytes().to_vec())
+        );
+        let non_numeric = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
+        assert_eq!(
+            fields(&respond_to(&p(op::INCREMENTQ), non_numeric)).1,
+            status::NON_NUMERIC
+        );
+        let oom = "SERVER_ERROR out of memory storing object\r\n";
+        assert_eq!(
+            fields(&respond_to(&p(op::SETQ), oom)).1,
+            status::OUT_OF_MEMORY
+        );
+        let (_, s, _, _, _, value) = fields(&respond_to(&p(op::VERSION), "VERSION 1.6.21\r\n"));
+        assert_eq!((s, value), (status::NO_ERROR, b"1.6.21".to_vec()));
+        assert!(respond_to(&p(op::QUITQ), "").is_empty());
+        assert_eq!(fields(&respond_to(&p(op::QUIT), "")).1, status::NO_ERROR);
+        // STAT: one response per line, then an empty one.
+        let out = respond_to(&p(op::STAT), "STAT pid 1\r\nSTAT version 1.6.21\r\nEND\r\n");
+        let first = HEADER_LEN + u32_at(&out, 8) as usize;
+        let (_, _, _, _, key, value) = fields(&out[..first]);
+        assert_eq!((key, value), (b"pid".to_vec(), b"1".to_vec()));
+        let second = first + HEADER_LEN + u32_at(&out, first + 8) as usize;
+        let (_, _, _, _, key, _) = fields(&out[first..second]);
+        assert_eq!(key, b"version".to_vec());
+        let (_, _, _, _, key, value) = fields(&out[second..]);
+        assert!(key.is_empty() && value.is_empty());
     }
 }

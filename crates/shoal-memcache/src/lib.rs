@@ -1,4 +1,5 @@
-//! Memcached text protocol for Shoal: the request parser and the reply writer.
+//! Memcached protocol for Shoal: the text protocol's request parser and reply writer, and the
+//! binary protocol's translation to it.
 //!
 //! Role: turn the bytes a memcached client sends into [`Command`]s, and write memcached's
 //! replies. This crate knows nothing of the store, the ring or the network; it is sans-IO and
@@ -15,8 +16,9 @@
 //! - [`base64`]: the codec of the meta `b` (binary key) flag.
 //! - [`auth`]: [`auth::AuthParser`], memcached's `set`-based authentication (`-Y`) that an
 //!   unauthenticated connection must pass before the [`Parser`] sees its requests.
-//! - [`binary`]: recognises a binary-protocol request (first byte `0x80`) and writes the
-//!   binary "not supported" response, so binary clients fail at once instead of hanging.
+//! - [`binary`]: the binary protocol (first byte `0x80`): its frame reader (lengths checked
+//!   before buffering), the translation of each request into the meta command that does the
+//!   same, and of the meta reply into the binary response; SASL PLAIN is left to the node.
 //!
 //! Compatible with memcached 1.6 (`proto_text.c`): command words (lowercase, case-sensitive),
 //! tokenization (runs of spaces, `\r\n` or bare `\n`), token counts (`ERROR` when wrong),
@@ -32,8 +34,8 @@
 //!   gets ([`Limits::max_keys`]); memcached bounds non-get lines at 2 KiB and gets not at all;
 //! - the connection-fatal "line too long" gets a `CLIENT_ERROR line too long` reply before
 //!   the close (memcached 1.6 closes silently);
-//! - the binary protocol is answered with a binary "Not supported" error and the connection
-//!   closed ([`binary`]);
+//! - a binary request whose body is over the limit, or whose framing is broken, is answered
+//!   with an error and the connection closed (memcached swallows the body and goes on);
 //! - not parsed (answered `ERROR`): `shutdown`,
 //!   `slabs`, `lru`, `lru_crawler`, `watch`, `extstore`, `bget`, `misbehave`; an HTTP request
 //!   line is not special-cased (memcached closes the connection).

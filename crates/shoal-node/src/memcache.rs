@@ -7,8 +7,12 @@
 //! places, forwards, fails over and replicates it as any command, and its reply comes back
 //! as the Memcached reply's bytes, in request order through `Replies` as RESP's do. A get of
 //! keys with different copies is split by copies and the hits put back in the client's
-//! order ([`merge_get`]); flush_all runs on every node. A sibling of `resp`; the I/O loop is
-//! `connection`.
+//! order ([`merge_get`]); flush_all runs on every node.
+//!
+//! Binary-protocol requests (first byte `0x80`) become the meta command that does the same
+//! (`shoal_memcache::binary`), run the same way, and their replies are turned into binary
+//! responses; with `requirepass` they authenticate with SASL PLAIN. A sibling of `resp`; the
+//! I/O loop is `connection`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +20,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use futures_util::future::join_all;
 use shoal_memcache::auth::{AuthParser, AuthStep, AUTH_FAILURE};
-use shoal_memcache::binary::{self, Start};
+use shoal_memcache::binary::{self, Action, Sasl, Start};
 use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Command, Limits, Parser};
 use shoal_resp::reply::Sink;
@@ -43,7 +47,9 @@ pub struct McFrontend {
     /// engine's internal rows).
     session: Session,
     /// A request held back until the replies before it are in (see `must_wait`).
-    held: Option<Command>,
+    held: Option<(Command, Form)>,
+    /// Bytes the binary request in progress needs in all (0 when none is in progress).
+    wanted: usize,
     /// The slots the requests whose replies are still to come touch (not run here yet).
     in_flight: InFlight,
 }
@@ -59,61 +65,195 @@ impl McFrontend {
             auth: node.engine.requires_auth().then(AuthParser::default),
             session,
             held: None,
+            wanted: 0,
             in_flight: InFlight::default(),
         }
     }
 
-    /// Runs the authentication requests at the front of `input`: how many ran, and where to
-    /// stop (`None` once the connection has authenticated: go on with its requests).
-    fn authenticate(
-        &mut self,
-        node: &Server,
-        input: &mut BytesMut,
-        out: &mut BytesMut,
-    ) -> (u64, Option<Step>) {
-        let mut processed = 0;
-        while let Some(auth) = self.auth.as_mut() {
+    /// Reads the next request off `input`, answering those that need no store here
+    /// (authentication, SASL, malformed binary requests).
+    fn next_request(&mut self, node: &Server, input: &mut BytesMut, out: &mut BytesMut) -> Next {
+        if self.parser.at_boundary() {
+            match binary::start(input) {
+                Start::Text => {}
+                Start::Partial => return Next::Stop(Step::NeedInput),
+                Start::Binary => return self.next_binary(node, input, out),
+            }
+        }
+        if let Some(auth) = self.auth.as_mut() {
+            // memcached's `set`-based authentication, before any text request.
             match auth.parse(input) {
-                AuthStep::NeedInput => return (processed, Some(Step::NeedInput)),
+                AuthStep::NeedInput => return Next::Stop(Step::NeedInput),
                 AuthStep::Refused(text) => out.extend_from_slice(text.as_bytes()),
                 AuthStep::Close(text) => {
                     out.extend_from_slice(text.unwrap_or_default().as_bytes());
                     let why = "unauthenticated request too long".to_owned();
-                    return (processed, Some(Step::Close(Close::Protocol(why))));
+                    return Next::Stop(Step::Close(Close::Protocol(why)));
                 }
                 AuthStep::Credentials { user, password } => {
-                    bump(&node.engine.mc_stats.auth_cmds);
-                    if node.engine.check_password(&user, &password) {
-                        self.auth = None;
+                    if self.check_password(node, &user, &password) {
                         reply::status(out, Status::Stored);
                     } else {
-                        bump(&node.engine.mc_stats.auth_errors);
                         out.extend_from_slice(AUTH_FAILURE.as_bytes());
                     }
                 }
             }
-            processed += 1;
-            if out.len() >= FLUSH_AT {
-                return (processed, Some(Step::Flush));
+            return Next::Answered;
+        }
+        match self.parser.parse(input, &self.limits) {
+            Ok(Some(cmd)) => Next::Request(cmd, Form::Text),
+            Ok(None) => Next::Stop(Step::NeedInput),
+            Err(e) => {
+                reply::error(out, &e);
+                if e.closes() {
+                    return Next::Stop(Step::Close(Close::Protocol(e.to_string())));
+                }
+                Next::Answered
             }
         }
-        (processed, None)
+    }
+
+    /// A binary request (see `shoal_memcache::binary`).
+    fn next_binary(&mut self, node: &Server, input: &mut BytesMut, out: &mut BytesMut) -> Next {
+        let req = match binary::parse(input, &self.limits) {
+            Ok(Some(req)) => req,
+            Ok(None) => {
+                self.wanted = binary::wanted(input);
+                return Next::Stop(Step::NeedInput);
+            }
+            Err(fatal) => {
+                out.extend_from_slice(&fatal.response);
+                return Next::Stop(Step::Close(Close::Protocol(fatal.reason.to_owned())));
+            }
+        };
+        self.wanted = 0;
+        let (opcode, opaque) = (req.opcode, req.opaque);
+        let action = binary::action(req, &self.limits);
+        if self.auth.is_some() && !action.allowed_before_auth() {
+            let refused = binary::error_response(opcode, binary::status::AUTH_ERROR, opaque);
+            out.extend_from_slice(&refused);
+            return Next::Answered;
+        }
+        match action {
+            Action::Run(cmd, pending) => Next::Request(cmd, Form::Binary(pending)),
+            Action::Answer(bytes) => {
+                out.extend_from_slice(&bytes);
+                Next::Answered
+            }
+            Action::Sasl(sasl) => {
+                self.sasl(node, sasl, out);
+                Next::Answered
+            }
+        }
+    }
+
+    /// SASL on the binary protocol: PLAIN with `requirepass` (user `default`). Without a
+    /// password there is no SASL, as in memcached without `-S`.
+    fn sasl(&mut self, node: &Server, sasl: Sasl, out: &mut BytesMut) {
+        use binary::status;
+        let pending = match &sasl {
+            Sasl::ListMechs(p) | Sasl::Step(p) | Sasl::Auth { then: p, .. } => p.clone(),
+        };
+        if !node.engine.requires_auth() {
+            binary::reply(&pending, status::UNKNOWN_COMMAND, b"Unknown command", out);
+            return;
+        }
+        match sasl {
+            Sasl::ListMechs(p) => binary::reply(&p, status::NO_ERROR, b"PLAIN", out),
+            Sasl::Auth {
+                credentials: Some((user, password)),
+                then,
+            } if self.check_password(node, &user, &password) => {
+                binary::reply(&then, status::NO_ERROR, b"Authenticated", out);
+            }
+            Sasl::Auth { then, .. } | Sasl::Step(then) => {
+                binary::reply(&then, status::AUTH_ERROR, b"Auth failure.", out);
+            }
+        }
+    }
+
+    /// Checks a user and password (counted in `auth_cmds`, `auth_errors`); the connection is
+    /// authenticated from then on when they match.
+    fn check_password(&mut self, node: &Server, user: &[u8], password: &[u8]) -> bool {
+        bump(&node.engine.mc_stats.auth_cmds);
+        let ok = node.engine.check_password(user, password);
+        if ok {
+            self.auth = None;
+        } else {
+            bump(&node.engine.mc_stats.auth_errors);
+        }
+        ok
+    }
+
+    /// Runs a request and queues its reply in `form`; `None` when it must wait for the
+    /// replies before it (see `route`): it is kept in `held` until they are in.
+    fn submit(
+        &mut self,
+        node: &Arc<Server>,
+        cmd: Command,
+        form: Form,
+        replies: &mut Replies,
+        now: u64,
+    ) -> Option<Flow> {
+        let answer = match node.cluster {
+            Some(_) => self.route(node, cmd, replies.len(), now),
+            None => Answer::Here(cmd),
+        };
+        let flow = match (answer, form) {
+            (Answer::Held(cmd), form) => {
+                self.held = Some((cmd, form));
+                return None;
+            }
+            (Answer::Here(cmd), Form::Text) => {
+                execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)
+            }
+            (Answer::Here(cmd), Form::Binary(p)) => {
+                // One key at most: the reply is bounded by one value.
+                let mut text = BytesMut::new();
+                let flow = execute(&node.engine, cmd, now, &mut text, usize::MAX);
+                binary::respond(&p, &text, replies.buf());
+                flow
+            }
+            (Answer::Now(bytes), Form::Text) => {
+                replies.put_shared(&bytes);
+                Flow::Continue
+            }
+            (Answer::Now(bytes), Form::Binary(p)) => {
+                binary::respond(&p, &bytes, replies.buf());
+                Flow::Continue
+            }
+            (Answer::Later(f), Form::Text) => {
+                replies.push_later(f);
+                Flow::Continue
+            }
+            (Answer::Later(f), Form::Binary(p)) => {
+                replies.push_later(Box::pin(async move {
+                    let text = f.await;
+                    let mut out = BytesMut::new();
+                    binary::respond(&p, &text, &mut out);
+                    out.freeze()
+                }));
+                Flow::Continue
+            }
+        };
+        Some(flow)
     }
 }
 
-/// A binary-protocol request at the front of `input` (at a request boundary): answered with
-/// memcached's binary "Not supported" error, then the connection closes. `None` when the
-/// input is text; `NeedInput` while the binary header is still arriving (24 bytes at most).
-fn refuse_binary(input: &BytesMut, out: &mut BytesMut) -> Option<Step> {
-    match binary::start(input) {
-        Start::Text => None,
-        Start::Partial => Some(Step::NeedInput),
-        Start::Binary => {
-            binary::not_supported(input, out);
-            let why = "memcached binary protocol request (not supported)".to_owned();
-            Some(Step::Close(Close::Protocol(why)))
-        }
-    }
+/// How a request's reply goes back.
+enum Form {
+    /// The text protocol's bytes, as they are.
+    Text,
+    /// Turned into the binary response to this request.
+    Binary(binary::Pending),
+}
+
+/// The next request off the input.
+enum Next {
+    Request(Command, Form),
+    /// A request answered already (authentication, SASL, an invalid binary request).
+    Answered,
+    Stop(Step),
 }
 
 impl Frontend for McFrontend {
@@ -128,18 +268,6 @@ impl Frontend for McFrontend {
         if replies.pending() == 0 {
             self.in_flight.clear();
         }
-        if self.held.is_none() && self.parser.at_boundary() {
-            if let Some(step) = refuse_binary(input, replies.buf()) {
-                return (processed, step);
-            }
-        }
-        if self.auth.is_some() {
-            let (authenticated, stop) = self.authenticate(node, input, replies.buf());
-            processed = authenticated;
-            if let Some(stop) = stop {
-                return (processed, stop);
-            }
-        }
         self.limits = mc::limits(&node.engine);
         if let Some(get) = self.pending.take() {
             if let Flow::Paused(get) = get_keys(&node.engine, get, now, replies.buf(), FLUSH_AT) {
@@ -148,34 +276,22 @@ impl Frontend for McFrontend {
             }
         }
         loop {
-            let cmd = match self.held.take() {
-                Some(cmd) => cmd,
-                None => {
-                    if self.parser.at_boundary() {
-                        if let Some(step) = refuse_binary(input, replies.buf()) {
-                            return (processed, step);
+            let (cmd, form) = match self.held.take() {
+                Some(held) => held,
+                None => match self.next_request(node, input, replies.buf()) {
+                    Next::Request(cmd, form) => (cmd, form),
+                    Next::Answered => {
+                        processed += 1;
+                        if replies.len() >= FLUSH_AT {
+                            return (processed, Step::Flush);
                         }
+                        continue;
                     }
-                    match self.parser.parse(input, &self.limits) {
-                        Ok(Some(cmd)) => cmd,
-                        Ok(None) => return (processed, Step::NeedInput),
-                        Err(e) => {
-                            reply::error(replies.buf(), &e);
-                            if e.closes() {
-                                return (processed, Step::Close(Close::Protocol(e.to_string())));
-                            }
-                            continue;
-                        }
-                    }
-                }
+                    Next::Stop(step) => return (processed, step),
+                },
             };
-            let flow = if node.cluster.is_some() {
-                match self.route(node, cmd, replies, now) {
-                    Routed::Held => return (processed, Step::Flush),
-                    Routed::Ran(flow) => flow,
-                }
-            } else {
-                execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)
+            let Some(flow) = self.submit(node, cmd, form, replies, now) else {
+                return (processed, Step::Flush);
             };
             processed += 1;
             match flow {
@@ -193,27 +309,26 @@ impl Frontend for McFrontend {
     }
 
     fn bytes_wanted(&self) -> usize {
-        0
+        self.wanted
     }
 }
 
 /// What became of a request in a cluster.
-enum Routed {
+enum Answer {
+    /// It runs on this node's store (keyless).
+    Here(Command),
+    /// Answered already: the Memcached reply's bytes.
+    Now(Bytes),
+    /// Answered later (forwarded, split, fanned out), in order.
+    Later(ReplyFuture),
     /// Held back until the replies before it are in (it writes a key they touch).
-    Held,
-    /// Run, or on its way (its reply queued in order).
-    Ran(Flow),
+    Held(Command),
 }
 
 impl McFrontend {
-    /// Runs `cmd` in a cluster: here, or through the cluster layer (see the module docs).
-    fn route(
-        &mut self,
-        node: &Arc<Server>,
-        cmd: Command,
-        replies: &mut Replies,
-        now: u64,
-    ) -> Routed {
+    /// Where `cmd` runs in a cluster: here, or through the cluster layer (see the module
+    /// docs). `queued` is the reply bytes the connection holds already.
+    fn route(&mut self, node: &Arc<Server>, cmd: Command, queued: usize, now: u64) -> Answer {
         let quiet = mc::quiet(&cmd);
         let (args, keys, write) = match (mc::placement(&cmd), &cmd) {
             (Placement::Keys { keys, write }, _) => (mc::tunnel(&cmd, &keys, write), keys, write),
@@ -221,19 +336,16 @@ impl McFrontend {
                 (mc::tunnel_flush(delay, noreply, now), Vec::new(), true)
             }
             (Placement::Here, Command::Stats { arg: None }) => {
-                self.stats_with_cluster_sums(node, cmd, replies, now);
-                return Routed::Ran(Flow::Continue);
+                return Answer::Later(self.stats_with_cluster_sums(node, cmd, now));
             }
-            // Keyless: never a get, so it never pauses.
-            _ => return Routed::Ran(execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)),
+            _ => return Answer::Here(cmd),
         };
         // A write to a key owned here waits for the requests still on their way to its
         // slot, so a pipeline's writes to one key take effect in order (as RESP's do).
         if must_wait(node, &args, &self.in_flight) {
-            self.held = Some(cmd);
-            return Routed::Held;
+            return Answer::Held(cmd);
         }
-        self.session.budget = self.budget(node, replies);
+        self.session.budget = budget(node, queued);
         if let Command::Get {
             with_cas, touch, ..
         } = &cmd
@@ -255,7 +367,7 @@ impl McFrontend {
                     }
                     parts.push(outcome.into_future(Protocol::Resp2));
                 }
-                replies.push_later(Box::pin(async move {
+                return Answer::Later(Box::pin(async move {
                     let parts: Vec<Bytes> = join_all(parts)
                         .await
                         .into_iter()
@@ -263,18 +375,16 @@ impl McFrontend {
                         .collect();
                     merge_get(&keys, &groups, &parts)
                 }));
-                return Routed::Ran(Flow::Continue);
             }
         }
         match dispatch(node, &mut self.session, &args, now) {
-            Outcome::Reply(r) => put_reply(replies, r, quiet),
+            Outcome::Reply(r) => Answer::Now(reply_bytes(r, quiet)),
             Outcome::Later(f) => {
                 self.in_flight.note(&args);
-                replies.push_later(in_mc(f, quiet));
+                Answer::Later(in_mc(f, quiet))
             }
-            Outcome::Acked(f) => replies.push_later(in_mc(f, quiet)),
+            Outcome::Acked(f) => Answer::Later(in_mc(f, quiet)),
         }
-        Routed::Ran(Flow::Continue)
     }
 
     /// `stats` in a cluster: this node's own figures (what ran on its store, the copies it
@@ -284,15 +394,14 @@ impl McFrontend {
         &mut self,
         node: &Arc<Server>,
         cmd: Command,
-        replies: &mut Replies,
         now: u64,
-    ) {
+    ) -> ReplyFuture {
         let mut own = BytesMut::new();
         execute(&node.engine, cmd, now, &mut own, FLUSH_AT);
         let members = node.cluster.as_ref().map_or(1, |c| c.view().len());
         let dbsize = [Bytes::from_static(b"DBSIZE")];
         let items = dispatch(node, &mut self.session, &dbsize, now).into_future(Protocol::Resp2);
-        replies.push_later(Box::pin(async move {
+        Box::pin(async move {
             let items = shoal_resp::integer_value(&items.await);
             let body = own.strip_suffix(b"END\r\n").unwrap_or(&own);
             let mut out = BytesMut::from(body);
@@ -303,18 +412,19 @@ impl McFrontend {
             }
             reply::end(&mut out);
             out.freeze()
-        }));
+        })
     }
+}
 
-    /// What the next reply may take under the client's hard output limit (as RESP's).
-    fn budget(&self, node: &Server, replies: &Replies) -> ReplyBudget {
-        let hard = node
-            .engine
-            .with_settings(|s| s.client_output_buffer_limit.normal.hard);
-        match hard {
-            0 => ReplyBudget::new(0),
-            h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
-        }
+/// What the next reply may take under the client's hard output limit (as RESP's), with
+/// `queued` bytes held already.
+fn budget(node: &Server, queued: usize) -> ReplyBudget {
+    let hard = node
+        .engine
+        .with_settings(|s| s.client_output_buffer_limit.normal.hard);
+    match hard {
+        0 => ReplyBudget::new(0),
+        h => ReplyBudget::new(h.saturating_sub(queued as u64).max(1)),
     }
 }
 
@@ -371,16 +481,15 @@ pub fn merge_get(keys: &[Bytes], groups: &[Vec<usize>], parts: &[Bytes]) -> Byte
 /// A reply of an internal row, as the Memcached bytes it carries; an error (no copy
 /// reachable, the node still joining) as memcached's SERVER_ERROR, or nothing for a request
 /// sent with `noreply`.
-fn put_reply(replies: &mut Replies, reply: Reply, quiet: bool) {
+fn reply_bytes(reply: Reply, quiet: bool) -> Bytes {
+    let mut out = BytesMut::new();
     match reply {
-        Reply::Bulk(b) => replies.put_shared(&b),
+        Reply::Bulk(b) => return b,
         Reply::Error(_) if quiet => {}
-        Reply::Error(text) => server_error(replies.buf(), &text),
-        other => {
-            let text = format!("unexpected reply {other:?}");
-            server_error(replies.buf(), &text)
-        }
+        Reply::Error(text) => server_error(&mut out, &text),
+        other => server_error(&mut out, &format!("unexpected reply {other:?}")),
     }
+    out.freeze()
 }
 
 fn server_error(out: &mut BytesMut, text: &str) {

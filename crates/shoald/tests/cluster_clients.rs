@@ -6,8 +6,9 @@
 //! first one leaves. Every client must see zero errors, and every write it had acknowledged
 //! must read back at the end.
 //!
-//! Memcached clients likewise: pymemcache and pylibmc (`tests/clients/mc_load.py`), each on
-//! one node's Memcached port, through a join and a leave.
+//! Memcached clients likewise: pymemcache, pylibmc on the text protocol and pylibmc on the
+//! binary protocol (`tests/clients/mc_load.py`), each on one node's Memcached port, through a
+//! join and a leave.
 //!
 //! The scripts' packages are installed by `scripts/test.sh` (pip `redis`, `pymemcache` and
 //! `pylibmc`, npm `ioredis` and `redis` into `tests/clients/node_modules`); a missing one
@@ -410,15 +411,21 @@ fn cluster_clients_ride_through_a_join_and_a_leave() {
         results.push((name, l.finish()));
     }
     for (name, result) in results {
-        println!("{name}: {result}");
-        assert!(field(&result, "writes") >= 1500, "{name}: {result}");
-        assert!(
-            field(&result, "reads") > field(&result, "writes"),
-            "{name}: {result}"
-        );
-        for f in ["errors", "lost", "wrong"] {
-            assert_eq!(field(&result, f), 0, "{name}: {result}");
-        }
+        assert_clean(name, &result);
+    }
+}
+
+/// A load's result: it wrote through every phase, read back more than it wrote, and saw no
+/// error, no lost and no wrong value.
+fn assert_clean(name: &str, result: &str) {
+    println!("{name}: {result}");
+    assert!(field(result, "writes") >= 1500, "{name}: {result}");
+    assert!(
+        field(result, "reads") > field(result, "writes"),
+        "{name}: {result}"
+    );
+    for f in ["errors", "lost", "wrong"] {
+        assert_eq!(field(result, f), 0, "{name}: {result}");
     }
 }
 
@@ -433,6 +440,11 @@ fn memcached_clients_ride_through_a_join_and_a_leave() {
     let mut loads = vec![
         Load::start("pymemcache", "python3", &["mc_load.py", "pymemcache", &a0]),
         Load::start("pylibmc", "python3", &["mc_load.py", "pylibmc", &a2]),
+        Load::start(
+            "pylibmc binary",
+            "python3",
+            &["mc_load.py", "pylibmc-binary", &a0],
+        ),
     ];
     for l in &mut loads {
         l.wait_for("basic round", CLIENT_STEP, |line| line == "basic ok");
@@ -454,15 +466,6 @@ fn memcached_clients_ride_through_a_join_and_a_leave() {
     }
     for l in loads {
         let name = l.name;
-        let result = l.finish();
-        println!("{name}: {result}");
-        assert!(field(&result, "writes") >= 1500, "{name}: {result}");
-        assert!(
-            field(&result, "reads") > field(&result, "writes"),
-            "{name}: {result}"
-        );
-        for f in ["errors", "lost", "wrong"] {
-            assert_eq!(field(&result, f), 0, "{name}: {result}");
-        }
+        assert_clean(name, &l.finish());
     }
 }
