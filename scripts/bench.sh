@@ -118,24 +118,18 @@ for test, pipe in (("get", 1), ("set", 1), ("get", 16), ("set", 16)):
 PY
   exit 0
 fi
-if [ "${1:-resp}" = cluster ]; then
-  BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
-  [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
+if [ "${1:-resp}" = cluster ] || [ "${1:-resp}" = cluster-memcache ]; then
   start_cluster_and_single
-  echo "== single node ($single)"
-  CANDIDATE_PID=$single_pid bash "$BENCH" "$single"
-  echo "== node n0 of a 3-node cluster (127.0.0.1:$p0), CPU of all three nodes summed"
-  CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "127.0.0.1:$p0"
-  exit 0
-fi
-if [ "${1:-resp}" = cluster-memcache ]; then
-  BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}
+  if [ "$1" = cluster ]; then
+    BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}; one=$single; n0="127.0.0.1:$p0"
+  else
+    BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}; one=$mc_single; n0=$mc0
+  fi
   [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
-  start_cluster_and_single
-  echo "== single node ($mc_single)"
-  CANDIDATE_PID=$single_pid bash "$BENCH" "$mc_single"
-  echo "== node n0 of a 3-node cluster ($mc0), CPU of all three nodes summed"
-  CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "$mc0"
+  echo "== single node ($one)"
+  CANDIDATE_PID=$single_pid bash "$BENCH" "$one"
+  echo "== node n0 of a 3-node cluster ($n0), CPU of all three nodes summed"
+  CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "$n0"
   exit 0
 fi
 case "${1:-resp}" in
