@@ -359,3 +359,45 @@ pub fn python_client(script: &str, args: &[&str]) {
     assert!(out.status.success(), "{script} failed:\n{text}");
     assert_eq!(text.trim_end(), "ok", "{script}");
 }
+
+/// A memcached binary-protocol request frame (opaque 0x01020304).
+pub fn bin(opcode: u8, extras: &[u8], key: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
+    let mut r = vec![0x80, opcode];
+    r.extend_from_slice(&(key.len() as u16).to_be_bytes());
+    r.push(extras.len() as u8);
+    r.extend_from_slice(&[0, 0, 0]);
+    r.extend_from_slice(&((extras.len() + key.len() + value.len()) as u32).to_be_bytes());
+    r.extend_from_slice(&[1, 2, 3, 4]);
+    r.extend_from_slice(&cas.to_be_bytes());
+    r.extend_from_slice(extras);
+    r.extend_from_slice(key);
+    r.extend_from_slice(value);
+    r
+}
+
+/// One binary response: (opcode, status, cas, extras, key, value).
+pub type BinResponse = (u8, u16, u64, Vec<u8>, Vec<u8>, Vec<u8>);
+
+/// Reads one memcached binary-protocol response (which must echo opaque 0x01020304).
+pub fn read_bin(s: &mut std::net::TcpStream) -> BinResponse {
+    use std::io::Read;
+    let mut h = [0u8; 24];
+    s.read_exact(&mut h).expect("a whole response header");
+    assert_eq!(h[0], 0x81, "a binary response");
+    assert_eq!(&h[12..16], &[1, 2, 3, 4], "the opaque echoed");
+    let body = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+    let mut b = vec![0u8; body];
+    s.read_exact(&mut b).expect("the whole response body");
+    let (key_len, extras_len) = (
+        usize::from(u16::from_be_bytes([h[2], h[3]])),
+        usize::from(h[4]),
+    );
+    (
+        h[1],
+        u16::from_be_bytes([h[6], h[7]]),
+        u64::from_be_bytes(h[16..24].try_into().unwrap()),
+        b[..extras_len].to_vec(),
+        b[extras_len..extras_len + key_len].to_vec(),
+        b[extras_len + key_len..].to_vec(),
+    )
+}

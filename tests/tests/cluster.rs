@@ -316,6 +316,29 @@ fn pipelines_keep_their_order_across_owners() {
     assert_eq!((a.as_str(), b.as_str(), n), ("one", "two", 2));
 }
 
+/// A read pipelined after FLUSHALL sees the flush on every node, also for keys the node
+/// itself owns (the flush is still on its way to the others when the read arrives).
+#[test]
+fn a_read_after_flushall_in_a_pipeline_sees_the_flush() {
+    let cluster = TestCluster::start(3, |_| {});
+    for m in &cluster.members {
+        let mut c = m.client();
+        for _ in 0..10 {
+            let keys: Vec<String> = (0..30).map(key).collect();
+            for k in &keys {
+                let _: () = c.set(k, "v").unwrap();
+            }
+            let mut pipe = redis::pipe();
+            pipe.cmd("FLUSHALL").ignore();
+            for k in &keys {
+                pipe.get(k);
+            }
+            let got: Vec<Option<String>> = pipe.query(&mut c).unwrap();
+            assert!(got.iter().all(Option::is_none), "{} read {got:?}", m.name);
+        }
+    }
+}
+
 /// One node dies: every key stays readable and writable through the survivors, and the
 /// cluster-wide commands still count every key once.
 #[test]

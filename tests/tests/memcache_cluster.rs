@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use redis::Commands;
-use shoal_tests::{read_exact_by, send, wait_until, TestCluster};
+use shoal_tests::{bin, read_bin, read_exact_by, send, wait_until, TestCluster};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -309,6 +309,111 @@ fn stats_give_the_nodes_own_figures_and_the_clusters_items() {
         })
         .sum();
     assert_eq!(sets, 3);
+}
+
+/// A read pipelined after flush_all sees the flush, on the node that owns the key too (the
+/// flush is still on its way to the other nodes when the read arrives).
+#[test]
+fn a_read_after_flush_all_in_a_pipeline_sees_the_flush() {
+    let c = TestCluster::start(3, |_| {});
+    let keys = one_key_per_owner(&c, "pf");
+    for (i, m) in c.members.iter().enumerate() {
+        let mut s = raw(m.memcache_addr);
+        for _ in 0..20 {
+            let mine = &keys[i];
+            exchange(&mut s, &format!("set {mine} 0 0 1\r\nv\r\n"), "STORED\r\n");
+            let req = format!("flush_all\r\nget {mine}\r\nmg {mine} v\r\n");
+            exchange(&mut s, &req, "OK\r\nEND\r\nEN\r\n");
+        }
+    }
+}
+
+/// The binary protocol through every node of a cluster: keys the text protocol cannot carry
+/// (spaces, control bytes, 250 bytes that base64 makes longer than a text key), touch and
+/// gat answering flags and CAS, a GETK miss carrying its key, stat, and a delayed flush.
+#[test]
+fn the_binary_protocol_works_through_any_node() {
+    let c = TestCluster::start(3, |_| {});
+    let set_extras = |flags: u32, exp: u32| [flags.to_be_bytes(), exp.to_be_bytes()].concat();
+    let long: Vec<u8> = (0..250u32)
+        .map(|i| {
+            if i % 50 == 7 {
+                b' '
+            } else {
+                b'a' + (i % 26) as u8
+            }
+        })
+        .collect();
+    for (n, m) in c.members.iter().enumerate() {
+        let mut s = raw(m.memcache_addr);
+        let keys: Vec<Vec<u8>> = vec![
+            format!("plain{n}").into_bytes(),
+            format!("with space {n}").into_bytes(),
+            format!("ctl\x01\x7f{n}").into_bytes(),
+            [&long[..249], &[b'0' + n as u8][..]].concat(),
+        ];
+        for key in &keys {
+            send(&mut s, &bin(0x01, &set_extras(9, 0), key, b"value", 0));
+            let (_, status, cas, ..) = read_bin(&mut s);
+            assert_eq!(status, 0, "set {key:?}");
+            // Every node reads it back, through its own owner.
+            for other in &c.members {
+                let mut o = raw(other.memcache_addr);
+                send(&mut o, &bin(0x0c, &[], key, &[], 0));
+                let (op, status, got_cas, extras, got_key, value) = read_bin(&mut o);
+                assert_eq!(
+                    (op, status, got_cas),
+                    (0x0c, 0, cas),
+                    "getk {key:?} via {}",
+                    other.name
+                );
+                assert_eq!(extras, 9u32.to_be_bytes().to_vec());
+                assert_eq!((&got_key, &value), (key, &b"value".to_vec()));
+            }
+            // touch: flags and CAS, no value; gat: the value too.
+            send(&mut s, &bin(0x1c, &60u32.to_be_bytes(), key, &[], 0));
+            let (_, status, got_cas, extras, _, value) = read_bin(&mut s);
+            assert_eq!(
+                (status, got_cas, extras, value),
+                (0, cas, 9u32.to_be_bytes().to_vec(), Vec::new())
+            );
+            send(&mut s, &bin(0x1d, &0u32.to_be_bytes(), key, &[], 0));
+            assert_eq!(read_bin(&mut s).5, b"value".to_vec());
+            send(&mut s, &bin(0x04, &[], key, &[], 0));
+            assert_eq!(read_bin(&mut s).1, 0, "delete {key:?}");
+            // A GETK miss carries the key and no text.
+            send(&mut s, &bin(0x0c, &[], key, &[], 0));
+            let (_, status, _, _, got_key, value) = read_bin(&mut s);
+            assert_eq!((status, &got_key, value), (1, key, Vec::new()));
+        }
+        // stat: the node's figures and the cluster's, one response each, then an empty one.
+        send(&mut s, &bin(0x10, &[], &[], &[], 0));
+        let mut names = Vec::new();
+        loop {
+            let (_, status, _, _, key, _) = read_bin(&mut s);
+            assert_eq!(status, 0);
+            if key.is_empty() {
+                break;
+            }
+            names.push(String::from_utf8(key).unwrap());
+        }
+        assert!(names.iter().any(|k| k == "cluster_curr_items"), "{names:?}");
+        send(&mut s, &bin(0x10, &[], b"nosuchgroup", &[], 0));
+        assert_eq!(read_bin(&mut s).1, 1, "an unknown stats group is not found");
+    }
+    // A delayed flush (binary FLUSH with an expiry) empties every node.
+    let mut s = raw(c.members[0].memcache_addr);
+    let keys = one_key_per_owner(&c, "bf");
+    for k in &keys {
+        send(&mut s, &bin(0x01, &set_extras(0, 0), k.as_bytes(), b"v", 0));
+        assert_eq!(read_bin(&mut s).1, 0);
+    }
+    send(&mut s, &bin(0x08, &1u32.to_be_bytes(), &[], &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0);
+    assert!(
+        wait_until(T, || c.members.iter().all(|m| m_keys(m) == 0)),
+        "a delayed binary flush must empty every node"
+    );
 }
 
 #[test]

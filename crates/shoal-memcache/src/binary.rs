@@ -39,6 +39,21 @@ pub const RESPONSE_MAGIC: u8 = 0x81;
 pub const HEADER_LEN: usize = 24;
 /// Largest extras a request may carry (incr/decr: delta, initial, expiry).
 const MAX_EXTRAS: usize = 20;
+/// Longest key token of a translated request: a 250-byte key in base64.
+pub const MAX_KEY_TOKEN: usize = 4 * 250_usize.div_ceil(3);
+
+/// The text limits a translated request is read back with (in a cluster the meta command
+/// travels as text): a binary key of up to 250 bytes may need [`MAX_KEY_TOKEN`] characters.
+pub fn text_limits(limits: &Limits) -> Limits {
+    Limits {
+        max_key_len: limits.max_key_len.max(MAX_KEY_TOKEN),
+        ..limits.clone()
+    }
+}
+
+/// Largest body an unauthenticated connection may send (SASL credentials): more is refused
+/// from the header, before it is buffered, as the text protocol bounds its lines.
+pub const MAX_UNAUTHENTICATED_BODY: usize = 2048;
 
 /// Opcodes (`protocol_binary_command`).
 pub mod op {
@@ -161,6 +176,23 @@ fn max_body(limits: &Limits) -> usize {
         .saturating_add(MAX_EXTRAS)
 }
 
+/// The opcode, opaque and declared body length of the request whose header starts `input`.
+pub fn peek(input: &[u8]) -> Option<(u8, u32, usize)> {
+    let h = input.get(..HEADER_LEN)?;
+    let opaque = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
+    let body = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+    Some((h[1], opaque, body))
+}
+
+/// True for the opcodes an unauthenticated connection may send (memcached lets SASL and
+/// VERSION through).
+pub fn allowed_before_auth(opcode: u8) -> bool {
+    matches!(
+        opcode,
+        op::SASL_LIST_MECHS | op::SASL_AUTH | op::SASL_STEP | op::VERSION
+    )
+}
+
 /// Bytes the request at the front of `input` needs in all (0 when its header is not in).
 pub fn wanted(input: &[u8]) -> usize {
     if input.len() < HEADER_LEN {
@@ -255,17 +287,6 @@ pub enum Action {
     Sasl(Sasl),
 }
 
-impl Action {
-    /// True for the requests an unauthenticated connection may send (memcached lets SASL and
-    /// VERSION through).
-    pub fn allowed_before_auth(&self) -> bool {
-        match self {
-            Action::Sasl(_) | Action::Answer(_) => true,
-            Action::Run(_, p) => p.opcode == op::VERSION,
-        }
-    }
-}
-
 /// Meta flags from `(letter, token)` pairs.
 fn flags(list: Vec<(u8, Vec<u8>)>) -> MetaFlags {
     MetaFlags {
@@ -341,9 +362,11 @@ pub fn action(req: Request, limits: &Limits) -> Action {
         || !extras_ok.contains(&req.extras.len())
         || !key_ok
         || (!valued && !req.value.is_empty())
-        || req.value.len() > limits.max_item_size
     {
         return invalid();
+    }
+    if req.value.len() > limits.max_item_size {
+        return Action::Answer(error_response(req.opcode, status::TOO_LARGE, req.opaque));
     }
     let (key, b64) = meta_key(&req.key);
     let mut list: Vec<(u8, Vec<u8>)> = Vec::new();
@@ -364,6 +387,8 @@ pub fn action(req: Request, limits: &Limits) -> Action {
             }
         }
         TOUCH => {
+            // As memcached, a touch answers the item's flags and CAS, not its value.
+            list.extend([(b'f', vec![]), (b'c', vec![])]);
             list.push((b'T', num(u64::from(u32_at(x, 0)))));
             Command::MetaGet {
                 key,
@@ -550,7 +575,8 @@ fn token(tokens: &[&[u8]], f: u8) -> u64 {
 
 /// Turns the reply of the command [`action`] made for `p` (the meta or text reply bytes)
 /// into the binary response, in `out`. The quiet forms answer nothing on success (GETQ and
-/// GETKQ nothing on a miss either); errors are always answered.
+/// GETKQ nothing on a miss either); errors are always answered. A reply of an unexpected
+/// shape answers an internal error, never a panic.
 pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
     use op::*;
     let quiet = matches!(
@@ -575,53 +601,67 @@ pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
         .unwrap_or(reply.len());
     let line = &reply[..line_end];
     let rest = reply.get(line_end + 2..).unwrap_or(&[]);
+    let ok = |out: &mut BytesMut, cas: u64, extras: &[u8], key: &[u8], value: &[u8]| {
+        let s = status::NO_ERROR;
+        put_response(out, p.opcode, s, p.opaque, cas, extras, key, value);
+    };
+    // memcached's error responses carry its text; a GETK miss carries the key instead.
+    let fail = |out: &mut BytesMut, status: u16, key: &[u8]| {
+        let text = if key.is_empty() {
+            status::text(status).as_bytes()
+        } else {
+            &[]
+        };
+        put_response(out, p.opcode, status, p.opaque, 0, &[], key, text);
+    };
+    if p.opcode == STAT && line == b"ERROR" {
+        // An unknown stats group (memcached: not found).
+        return fail(out, status::KEY_NOT_FOUND, &[]);
+    }
     if error_of(p, line, out) {
         return;
     }
     let tokens: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
     let code = tokens[0];
-    let ok = |out: &mut BytesMut, cas: u64, extras: &[u8], key: &[u8], value: &[u8]| {
-        put_response(
-            out,
-            p.opcode,
-            status::NO_ERROR,
-            p.opaque,
-            cas,
-            extras,
-            key,
-            value,
-        );
-    };
-    let fail = |out: &mut BytesMut, status: u16, key: &[u8]| {
-        let text = status::text(status).as_bytes();
-        put_response(out, p.opcode, status, p.opaque, 0, &[], key, text);
-    };
+    // The return flags after the code (`VA` also has its length first).
+    let flags_after = |n: usize| tokens.get(n..).unwrap_or(&[]);
     match p.opcode {
         GET | GETQ | GETK | GETKQ | GAT | GATQ | GATK | GATKQ => match code {
             b"VA" => {
-                let len = tokens
+                let Some(len) = tokens
                     .get(1)
                     .and_then(|t| std::str::from_utf8(t).ok()?.parse::<usize>().ok())
                     .filter(|&n| n <= rest.len())
-                    .unwrap_or(0);
-                let tail = tokens.get(2..).unwrap_or(&[]);
-                let flags = token(tail, b'f') as u32;
-                let cas = token(tail, b'c');
+                else {
+                    return fail(out, status::INTERNAL_ERROR, &[]);
+                };
+                let flags = token(flags_after(2), b'f') as u32;
+                let cas = token(flags_after(2), b'c');
                 ok(out, cas, &flags.to_be_bytes(), &p.key, &rest[..len]);
             }
             b"EN" if quiet => {}
             b"EN" => fail(out, status::KEY_NOT_FOUND, &p.key),
             _ => fail(out, status::INTERNAL_ERROR, &[]),
         },
+        // As memcached: a touch answers the item's flags and CAS, not its value.
         TOUCH => match code {
-            b"HD" => ok(out, 0, &[], &[], &[]),
+            b"HD" => {
+                let flags = token(flags_after(1), b'f') as u32;
+                ok(
+                    out,
+                    token(flags_after(1), b'c'),
+                    &flags.to_be_bytes(),
+                    &[],
+                    &[],
+                );
+            }
             b"EN" => fail(out, status::KEY_NOT_FOUND, &[]),
             _ => fail(out, status::INTERNAL_ERROR, &[]),
         },
         SET | SETQ | ADD | ADDQ | REPLACE | REPLACEQ | APPEND | APPENDQ | PREPEND | PREPENDQ => {
             match code {
                 b"HD" if quiet => {}
-                b"HD" => ok(out, token(&tokens[1..], b'c'), &[], &[], &[]),
+                b"HD" => ok(out, token(flags_after(1), b'c'), &[], &[], &[]),
                 b"NS" => fail(
                     out,
                     match p.opcode {
@@ -650,11 +690,13 @@ pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
                     .windows(2)
                     .position(|w| w == b"\r\n")
                     .map_or(&[][..], |end| &rest[..end]);
-                let n: u64 = std::str::from_utf8(digits)
+                let Some(n) = std::str::from_utf8(digits)
                     .ok()
-                    .and_then(|d| d.parse().ok())
-                    .unwrap_or(0);
-                ok(out, token(&tokens[2..], b'c'), &[], &[], &n.to_be_bytes());
+                    .and_then(|d| d.parse::<u64>().ok())
+                else {
+                    return fail(out, status::INTERNAL_ERROR, &[]);
+                };
+                ok(out, token(flags_after(2), b'c'), &[], &[], &n.to_be_bytes());
             }
             b"NF" => fail(out, status::KEY_NOT_FOUND, &[]),
             b"EX" => fail(out, status::KEY_EXISTS, &[]),
@@ -665,8 +707,7 @@ pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
             b"OK" => ok(out, 0, &[], &[], &[]),
             _ => fail(out, status::INTERNAL_ERROR, &[]),
         },
-        NOOP => ok(out, 0, &[], &[], &[]),
-        QUIT => ok(out, 0, &[], &[], &[]),
+        NOOP | QUIT => ok(out, 0, &[], &[], &[]),
         QUITQ => {}
         VERSION => {
             let v = line.strip_prefix(b"VERSION ").unwrap_or(line);
@@ -809,7 +850,7 @@ mod tests {
             (frame(op::GET, &[], b"k", &[], 0), "mg k v f c\r\n"),
             (frame(op::GETKQ, &[], b"k", &[], 0), "mg k v f c\r\n"),
             (frame(op::GAT, &exp(30), b"k", &[], 0), "mg k v f c T30\r\n"),
-            (frame(op::TOUCH, &exp(30), b"k", &[], 0), "mg k T30\r\n"),
+            (frame(op::TOUCH, &exp(30), b"k", &[], 0), "mg k f c T30\r\n"),
             (
                 frame(op::SET, &[0, 0, 0, 9, 0, 0, 0, 60], b"k", b"v", 0),
                 "ms k 1 MS F9 T60 c\r\nv\r\n",
@@ -864,6 +905,59 @@ mod tests {
     }
 
     #[test]
+    fn a_translated_request_reads_back_whole_even_with_a_long_base64_key() {
+        // 250 bytes with a space: the longest key, base64-encoded past the text key limit.
+        let key: Vec<u8> = (0..250u8)
+            .map(|i| if i == 7 { b' ' } else { b'a' + i % 26 })
+            .collect();
+        let (cmd, _) = run(&frame(op::SET, &[0; 8], &key, b"v", 0));
+        let mut text = BytesMut::new();
+        cmd.encode(&mut text);
+        let mut parser = crate::Parser::new();
+        let limits = text_limits(&Limits::default());
+        assert_eq!(parser.parse(&mut text, &limits), Ok(Some(cmd)));
+        assert!(text.is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any request of a known opcode with any key bytes: either answered at once, or a
+        /// command whose text reads back whole and equal (as it travels in a cluster); and
+        /// any reply to it becomes whole responses.
+        #[test]
+        fn translations_round_trip(
+            opcode in proptest::sample::select(vec![
+                op::GET, op::GETQ, op::GETK, op::GETKQ, op::SET, op::ADDQ, op::REPLACE,
+                op::APPEND, op::PREPENDQ, op::DELETE, op::INCREMENT, op::DECREMENTQ, op::TOUCH,
+                op::GAT, op::GATKQ, op::FLUSH, op::STAT, op::VERSION, op::NOOP,
+            ]),
+            key in proptest::collection::vec(proptest::num::u8::ANY, 0..260),
+            value in proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+            extras in proptest::collection::vec(proptest::num::u8::ANY, 0..21),
+            cas in proptest::num::u64::ANY,
+        ) {
+            let limits = Limits::default();
+            let req = frame(opcode, &extras, &key, &value, cas);
+            let mut buf = BytesMut::from(&req[..]);
+            let parsed = parse(&mut buf, &limits).unwrap().unwrap();
+            match action(parsed, &limits) {
+                Action::Run(cmd, pending) => {
+                    let mut text = BytesMut::new();
+                    cmd.encode(&mut text);
+                    let mut parser = crate::Parser::new();
+                    let back = parser.parse(&mut text, &text_limits(&limits));
+                    proptest::prop_assert_eq!(back, Ok(Some(cmd)));
+                    for reply in ["VA 2 f1 c2\r\nhi\r\n", "EN\r\n", "HD c1\r\n", "NS\r\n", "VA"] {
+                        let out = respond_to(&pending, reply);
+                        proptest::prop_assert!(out.is_empty() || out[0] == RESPONSE_MAGIC);
+                    }
+                }
+                Action::Answer(bytes) => proptest::prop_assert_eq!(bytes[0], RESPONSE_MAGIC),
+                Action::Sasl(_) => proptest::prop_assert!(false, "no SASL opcode was sent"),
+            }
+        }
+    }
+
+    #[test]
     fn malformed_and_unknown_requests_are_answered_not_run() {
         let limits = Limits::default();
         let status_of = |req: Vec<u8>| match action(parsed(&req), &limits) {
@@ -894,6 +988,11 @@ mod tests {
         assert_eq!(
             status_of(frame(op::GET, &[], &long, &[], 0)),
             status::INVALID_ARGUMENTS
+        );
+        let big = vec![b'v'; limits.max_item_size + 1];
+        assert_eq!(
+            status_of(frame(op::APPEND, &[], b"k", &big, 0)),
+            status::TOO_LARGE
         );
         // SASL goes to the node.
         let auth = frame(op::SASL_AUTH, &[], b"PLAIN", b"\0user\0pw", 0);
@@ -934,8 +1033,33 @@ mod tests {
         let (_, s, _, _, key, value) = fields(&respond_to(&p(op::GETK), "EN\r\n"));
         assert_eq!(
             (s, key, value),
-            (status::KEY_NOT_FOUND, b"k".to_vec(), b"Not found".to_vec())
+            (status::KEY_NOT_FOUND, b"k".to_vec(), Vec::new())
         );
+        let (_, s, _, _, _, value) = fields(&respond_to(&p(op::GET), "EN\r\n"));
+        assert_eq!((s, value), (status::KEY_NOT_FOUND, b"Not found".to_vec()));
+        let (_, s, cas, extras, _, value) = fields(&respond_to(&p(op::TOUCH), "HD f3 c8\r\n"));
+        assert_eq!(
+            (s, cas, extras, value),
+            (0, 8, 3u32.to_be_bytes().to_vec(), Vec::new())
+        );
+        assert_eq!(
+            fields(&respond_to(&p(op::STAT), "ERROR\r\n")).1,
+            status::KEY_NOT_FOUND
+        );
+        // Replies of an unexpected shape answer an error, never panic.
+        for bad in ["VA", "VA 9", "VA x f", "HD", "", "EN"] {
+            for opcode in [
+                op::GET,
+                op::INCREMENT,
+                op::TOUCH,
+                op::SET,
+                op::VERSION,
+                op::STAT,
+            ] {
+                let out = respond_to(&p(opcode), bad);
+                assert!(out.is_empty() || out[0] == RESPONSE_MAGIC);
+            }
+        }
         assert!(
             respond_to(&p(op::GETQ), "EN\r\n").is_empty(),
             "a quiet miss is silent"

@@ -115,6 +115,16 @@ impl McFrontend {
 
     /// A binary request (see `shoal_memcache::binary`).
     fn next_binary(&mut self, node: &Server, input: &mut BytesMut, out: &mut BytesMut) -> Next {
+        if self.auth.is_some() {
+            // Unauthenticated: decided from the header, before a body is buffered.
+            let (opcode, opaque, body) = binary::peek(input).unwrap_or_default();
+            if !binary::allowed_before_auth(opcode) || body > binary::MAX_UNAUTHENTICATED_BODY {
+                let refused = binary::error_response(opcode, binary::status::AUTH_ERROR, opaque);
+                out.extend_from_slice(&refused);
+                let why = "unauthenticated binary request".to_owned();
+                return Next::Stop(Step::Close(Close::Protocol(why)));
+            }
+        }
         let req = match binary::parse(input, &self.limits) {
             Ok(Some(req)) => req,
             Ok(None) => {
@@ -127,14 +137,7 @@ impl McFrontend {
             }
         };
         self.wanted = 0;
-        let (opcode, opaque) = (req.opcode, req.opaque);
-        let action = binary::action(req, &self.limits);
-        if self.auth.is_some() && !action.allowed_before_auth() {
-            let refused = binary::error_response(opcode, binary::status::AUTH_ERROR, opaque);
-            out.extend_from_slice(&refused);
-            return Next::Answered;
-        }
-        match action {
+        match binary::action(req, &self.limits) {
             Action::Run(cmd, pending) => Next::Request(cmd, Form::Binary(pending)),
             Action::Answer(bytes) => {
                 out.extend_from_slice(&bytes);
@@ -345,38 +348,33 @@ impl McFrontend {
         if must_wait(node, &args, &self.in_flight) {
             return Answer::Held(cmd);
         }
-        self.session.budget = budget(node, queued);
         if let Command::Get {
             with_cas, touch, ..
         } = &cmd
         {
-            let groups = group_by_copies(node, &keys);
-            if groups.len() > 1 {
-                let mut parts = Vec::with_capacity(groups.len());
-                for group in &groups {
-                    let part_keys: Vec<Bytes> = group.iter().map(|&i| keys[i].clone()).collect();
-                    let part = Command::Get {
-                        keys: part_keys.clone(),
-                        with_cas: *with_cas,
-                        touch: *touch,
-                    };
-                    let args = mc::tunnel(&part, &part_keys, write);
-                    let outcome = dispatch(node, &mut self.session, &args, now);
-                    if matches!(outcome, Outcome::Later(_)) {
-                        self.in_flight.note(&args);
-                    }
-                    parts.push(outcome.into_future(Protocol::Resp2));
-                }
+            if keys.len() > 1 {
+                // Split by copies; the parts share the reply budget.
+                let groups = group_by_copies(node, &keys);
+                self.session.budget = budget(node, queued, groups.len());
+                let get = Get {
+                    with_cas: *with_cas,
+                    touch: *touch,
+                    write,
+                };
+                let parts: Vec<ReplyFuture> = groups
+                    .iter()
+                    .map(|g| {
+                        let part_keys = g.iter().map(|&i| keys[i].clone()).collect();
+                        self.get_part(node, part_keys, get, now)
+                    })
+                    .collect();
                 return Answer::Later(Box::pin(async move {
-                    let parts: Vec<Bytes> = join_all(parts)
-                        .await
-                        .into_iter()
-                        .map(|b| from_resp(b, false))
-                        .collect();
+                    let parts = join_all(parts).await;
                     merge_get(&keys, &groups, &parts)
                 }));
             }
         }
+        self.session.budget = budget(node, queued, 1);
         match dispatch(node, &mut self.session, &args, now) {
             Outcome::Reply(r) => Answer::Now(reply_bytes(r, quiet)),
             Outcome::Later(f) => {
@@ -384,6 +382,47 @@ impl McFrontend {
                 Answer::Later(in_mc(f, quiet))
             }
             Outcome::Acked(f) => Answer::Later(in_mc(f, quiet)),
+        }
+    }
+
+    /// The part of a get for `keys` (one copy list when they were grouped), as Memcached
+    /// bytes. When the owners changed between the grouping and the routing (a join or leave
+    /// in between), the router refuses the keys together (CROSSSLOT): then each key goes on
+    /// its own.
+    fn get_part(
+        &mut self,
+        node: &Arc<Server>,
+        keys: Vec<Bytes>,
+        get: Get,
+        now: u64,
+    ) -> ReplyFuture {
+        let part = Command::Get {
+            keys: keys.clone(),
+            with_cas: get.with_cas,
+            touch: get.touch,
+        };
+        let args = mc::tunnel(&part, &keys, get.write);
+        match dispatch(node, &mut self.session, &args, now) {
+            Outcome::Reply(Reply::Error(e)) if e.starts_with("CROSSSLOT") && keys.len() > 1 => {
+                let singles: Vec<ReplyFuture> = keys
+                    .iter()
+                    .map(|k| self.get_part(node, vec![k.clone()], get, now))
+                    .collect();
+                let groups: Vec<Vec<usize>> = (0..keys.len()).map(|i| vec![i]).collect();
+                Box::pin(async move {
+                    let parts = join_all(singles).await;
+                    merge_get(&keys, &groups, &parts)
+                })
+            }
+            Outcome::Reply(r) => {
+                let bytes = reply_bytes(r, false);
+                Box::pin(async move { bytes })
+            }
+            Outcome::Later(f) => {
+                self.in_flight.note(&args);
+                in_mc(f, false)
+            }
+            Outcome::Acked(f) => in_mc(f, false),
         }
     }
 
@@ -417,15 +456,23 @@ impl McFrontend {
 }
 
 /// What the next reply may take under the client's hard output limit (as RESP's), with
-/// `queued` bytes held already.
-fn budget(node: &Server, queued: usize) -> ReplyBudget {
+/// `queued` bytes held already, shared by `parts` parts.
+fn budget(node: &Server, queued: usize, parts: usize) -> ReplyBudget {
     let hard = node
         .engine
         .with_settings(|s| s.client_output_buffer_limit.normal.hard);
     match hard {
         0 => ReplyBudget::new(0),
-        h => ReplyBudget::new(h.saturating_sub(queued as u64).max(1)),
+        h => ReplyBudget::new((h.saturating_sub(queued as u64) / parts.max(1) as u64).max(1)),
     }
+}
+
+/// What the parts of one get share.
+#[derive(Clone, Copy)]
+struct Get {
+    with_cas: bool,
+    touch: Option<i64>,
+    write: bool,
 }
 
 /// The keys of a get grouped by their copies (owner first, then replicas), as indices into
@@ -514,10 +561,9 @@ fn from_resp(resp: Bytes, quiet: bool) -> Bytes {
             let len = std::str::from_utf8(&resp[1..header])
                 .ok()
                 .and_then(|n| n.parse::<usize>().ok());
-            match len {
-                Some(n) if resp.len() == header + 2 + n + 2 => {
-                    resp.slice(header + 2..header + 2 + n)
-                }
+            let end = len.and_then(|n| (header + 2).checked_add(n));
+            match end {
+                Some(end) if end.checked_add(2) == Some(resp.len()) => resp.slice(header + 2..end),
                 _ => Bytes::from_static(b"SERVER_ERROR malformed reply between nodes\r\n"),
             }
         }

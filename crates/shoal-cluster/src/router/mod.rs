@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::join_all;
-use shoal_engine::cmd::{self, flag, CommandSpec, Prepared, Route, Session};
+use shoal_engine::cmd::{self, CommandSpec, Prepared, Route, Session};
 use shoal_resp::Reply;
 use shoal_store::key_slot;
 
@@ -227,12 +227,12 @@ impl InFlight {
     }
 }
 
-/// True if `args` must wait for the commands in `in_flight` before it runs: it would write,
-/// right away, a key this node owns on a slot one of them touches. So a pipeline's writes to
-/// one key (one slot) take effect in order even when the key's owner changed in between, or
-/// a command on it waits for a fetch; writes to other slots go ahead, as two forwarded
-/// commands to two owners may also take effect in either order. A read is never held:
-/// reading an older value is something a single node could also have answered.
+/// True if `args` must wait for the commands in `in_flight` before it runs: it would read or
+/// write, right away, a key this node owns on a slot one of them touches. So a pipeline's
+/// commands on one key (one slot) take effect in order even when the key's owner changed in
+/// between, or a command on it waits for a fetch, and a read after a FLUSHALL (or a
+/// transaction across owners) sees it; commands on other slots go ahead, as two forwarded
+/// commands to two owners may also take effect in either order.
 pub fn must_wait(node: &Server, args: &[Bytes], in_flight: &InFlight) -> bool {
     if !in_flight.every && in_flight.slots.is_empty() {
         return false;
@@ -256,9 +256,6 @@ fn holds(
     args: &[Bytes],
     in_flight: &InFlight,
 ) -> bool {
-    if spec.flags & flag::WRITE == 0 {
-        return false;
-    }
     match spec.route {
         Route::Owner | Route::Split(_) | Route::Watch => spec.key_positions(args.len()).any(|p| {
             let slot = key_slot(&args[p]);
@@ -414,7 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn only_owned_writes_on_an_in_flight_slot_wait() {
+    fn only_owned_keys_on_an_in_flight_slot_wait() {
         let (a, b) = (key_slot(b"a"), key_slot(b"b"));
         assert_ne!(a, b);
         let mut f = InFlight::default();
@@ -424,13 +421,20 @@ mod tests {
         assert!(holds(all, spec("set"), &argv("SET a 2"), &f));
         assert!(holds(all, spec("mset"), &argv("MSET b 1 a 2"), &f));
         assert!(!holds(all, spec("set"), &argv("SET b 2"), &f));
-        // Reads never wait; a write to a slot owned elsewhere is forwarded, not held.
-        assert!(!holds(all, spec("get"), &argv("GET a"), &f));
+        // A read of that key waits too (it must see the write); a command on a slot owned
+        // elsewhere is forwarded behind it on the same link, not held.
+        assert!(holds(all, spec("get"), &argv("GET a"), &f));
+        assert!(!holds(all, spec("get"), &argv("GET b"), &f));
         assert!(!holds(|s| s != a, spec("set"), &argv("SET a 2"), &f));
+        assert!(!holds(|s| s != a, spec("get"), &argv("GET a"), &f));
         // Keyless writes wait only behind a cluster-wide command.
         assert!(!holds(all, spec("flushall"), &argv("FLUSHALL"), &f));
         f.note(&argv("FLUSHALL"));
         assert!(holds(all, spec("flushall"), &argv("FLUSHALL"), &f));
         assert!(holds(all, spec("set"), &argv("SET b 2"), &f));
+        assert!(
+            holds(all, spec("get"), &argv("GET b"), &f),
+            "a read after a FLUSHALL"
+        );
     }
 }

@@ -11,7 +11,8 @@ use super::Ctx;
 use crate::mc;
 
 pub fn tunneled(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let limits = mc::limits(ctx.engine);
+    // Translated binary requests may carry base64 keys longer than a text key.
+    let limits = shoal_memcache::binary::text_limits(&mc::limits(ctx.engine));
     let max_reply = ctx.session.budget.left();
     Reply::Bulk(mc::run_tunneled(
         ctx.engine, &args[1], &limits, ctx.now_ms, max_reply,

@@ -407,6 +407,12 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     lookup_index(name).and_then(spec_at)
 }
 
+/// Looks a command up among the rows clients see (COMMAND INFO, DOCS, GETKEYS): not the
+/// internal ones.
+pub fn lookup_listed(name: &[u8]) -> Option<&'static CommandSpec> {
+    lookup_index(name).and_then(|i| TABLE.get(i))
+}
+
 /// The command's index in `TABLE`, or past its end in `INTERNAL` (called a few times per
 /// request: a fast hash, no UTF-8 check).
 fn lookup_index(name: &[u8]) -> Option<usize> {

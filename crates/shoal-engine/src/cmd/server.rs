@@ -9,7 +9,9 @@ use shoal_resp::Reply;
 use shoal_store::{glob_match, EvictionPolicy};
 
 use super::conn::help_reply;
-use super::{err, flag, is, lookup, unknown_subcommand, wrong_arity, CommandSpec, Ctx, TABLE};
+use super::{
+    err, flag, is, lookup_listed, unknown_subcommand, wrong_arity, CommandSpec, Ctx, TABLE,
+};
 use crate::clock::now_ms;
 use crate::config::{ByteSize, NodeConfig};
 use crate::engine::Engine;
@@ -430,7 +432,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(sub) = args.get(1) else {
         return Reply::Array(TABLE.iter().map(command_info).collect());
     };
-    let named = || args[2..].iter().map(|n| lookup(n));
+    let named = || args[2..].iter().map(|n| lookup_listed(n));
     match &sub.to_ascii_lowercase()[..] {
         b"count" if args.len() == 2 => Reply::Int(TABLE.len() as i64),
         b"list" => {
@@ -480,7 +482,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 .collect(),
         ),
         b"getkeys" if args.len() >= 3 => {
-            let Some(spec) = lookup(&args[2]) else {
+            let Some(spec) = lookup_listed(&args[2]) else {
                 return err("ERR Invalid command specified");
             };
             let cmd_args = &args[2..];

@@ -192,8 +192,13 @@ fn internal_rows_are_unknown_to_clients_and_run_for_shoal_itself() {
     );
     assert_eq!(run(&mut h, &["mc.read", "get k", "k"]), bad);
     h.check("GET k", "$1\r\nx\r\n");
-    // COMMAND lists none of them.
-    assert!(super::TABLE.iter().all(|c| !c.name.starts_with("mc.")));
+    // COMMAND shows none of them, even asked by name.
+    h.check("COMMAND INFO mc.read", "*1\r\n$-1\r\n");
+    h.check("COMMAND DOCS mc.write", "*0\r\n");
+    h.check(
+        "COMMAND GETKEYS mc.read x k",
+        "-ERR Invalid command specified\r\n",
+    );
 }
 
 #[test]
