@@ -36,7 +36,8 @@
 //! live replica.
 //!
 //! Decoding checks every length against what is left of the body (itself bounded by the
-//! frame limit) before slicing; values are zero-copy slices of the body.
+//! frame limit) before slicing; values are zero-copy slices of the body. `docs/wire.md` has
+//! the frames around these bodies, with examples.
 
 use std::sync::Arc;
 
@@ -459,6 +460,18 @@ mod tests {
             Ok(Some(args)) if buf.is_empty() => Ok(args),
             other => Err(format!("{other:?}")),
         }
+    }
+
+    /// The COMMAND example of `docs/wire.md`, byte for byte.
+    #[test]
+    fn the_command_example_of_the_wire_doc() {
+        let args: Vec<Bytes> = vec!["GET".into(), "a".into()];
+        let body = encode_command(Protocol::Resp2, None, &args, 0x0190_0000_0000, 0);
+        let mut want: Vec<u8> = vec![1, 0, 0, 1, 0x90, 0, 0, 0, 0];
+        want.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 2, 0]);
+        want.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n");
+        assert_eq!(&body[..], &want[..]);
+        assert_eq!(body.len(), 39);
     }
 
     #[test]

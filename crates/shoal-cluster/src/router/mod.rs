@@ -240,13 +240,13 @@ pub fn must_wait(node: &Server, args: &[Bytes], in_flight: &InFlight) -> bool {
     let (Some(cluster), Some(spec)) = (&node.cluster, cmd::lookup(&args[0])) else {
         return false;
     };
-    let view = cluster.view();
-    holds(
-        |slot| view.owners(slot)[0] == view.me,
-        spec,
-        args,
-        in_flight,
-    )
+    // The view only when a key is on an in-flight slot (rarely): loading it is not free.
+    let view = std::cell::OnceCell::new();
+    let owned = |slot| {
+        let view = view.get_or_init(|| cluster.view());
+        view.owners(slot)[0] == view.me
+    };
+    holds(owned, spec, args, in_flight)
 }
 
 /// [`must_wait`]'s rule, with `owned` telling whether this node owns a slot.
@@ -259,7 +259,7 @@ fn holds(
     match spec.route {
         Route::Owner | Route::Split(_) | Route::Watch => spec.key_positions(args.len()).any(|p| {
             let slot = key_slot(&args[p]);
-            owned(slot) && in_flight.touches(slot)
+            in_flight.touches(slot) && owned(slot)
         }),
         // Keyless writes and cluster-wide ones wait only behind a cluster-wide command.
         Route::Here | Route::AllNodes(_) | Route::Info | Route::Exec | Route::Cluster => {
