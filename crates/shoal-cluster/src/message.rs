@@ -36,8 +36,8 @@
 //! live replica.
 //!
 //! Decoding checks every length against what is left of the body (itself bounded by the
-//! frame limit) before slicing; values are zero-copy slices of the body. `docs/wire.md` has
-//! the frames around these bodies, with examples.
+//! frame limit) before slicing; values are zero-copy slices of the body. `docs/wire.md` describes
+//! them with an example.
 
 use std::sync::Arc;
 
