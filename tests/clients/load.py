@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from tally import LOAD_MAX, Tally, stop, watch_stdin
+from tally import LOAD_MAX, Tally, load, stop, watch_stdin
 
 # Keys of one run: several runs may share a cluster.
 RUN = f"{sys.argv[1]}{os.getpid()}"
@@ -80,23 +80,7 @@ def run_sync(host, port):
     basic_sync(rc)
     print("basic ok", flush=True)
     t = Tally(key, value)
-    deadline = time.monotonic() + LOAD_MAX
-    i = 0
-    while not stop.is_set() and time.monotonic() < deadline:
-        try:
-            t.unacked.add(i)
-            rc.set(key(i), value(i))
-            t.unacked.discard(i)
-            t.writes = i + 1
-            if i % 4 == 3 and i // 2 not in t.unacked:
-                j = i // 2
-                t.check(j, rc.get(key(j)))
-        except Exception as e:  # an application-visible error
-            t.error(e)
-        i += 1
-        if i % 500 == 0:
-            print(f"progress {t.writes}", flush=True)
-    t.phase = "final"
+    load(t, rc.set, rc.get)
     for j in t.acked():
         try:
             t.check(j, rc.get(key(j)))

@@ -13,9 +13,8 @@ loading and a final `result writes=<n> reads=<n> errors=<n> lost=<n> wrong=<n>` 
 
 import os
 import sys
-import time
 
-from tally import LOAD_MAX, Tally, stop, watch_stdin
+from tally import Tally, load, watch_stdin
 
 # Keys of one run: several runs may share a cluster.
 RUN = f"{sys.argv[1]}{os.getpid()}"
@@ -139,29 +138,15 @@ def main():
     client.basic()
     print("basic ok", flush=True)
     t = Tally(key, value)
-    deadline = time.monotonic() + LOAD_MAX
-    i = 0
-    while not stop.is_set() and time.monotonic() < deadline:
-        try:
-            t.unacked.add(i)
-            client.set(key(i), value(i))
-            t.unacked.discard(i)
-            t.writes = i + 1
-            if i % 4 == 3 and i // 2 not in t.unacked:
-                j = i // 2
-                t.check(j, client.get(key(j)))
-            if i % 64 == 63:
-                # A multi-get of earlier keys: split across owners by the node.
-                js = [j for j in range(i - 63, i) if j not in t.unacked]
-                got = client.get_many([key(j) for j in js])
-                for j in js:
-                    t.check(j, got.get(key(j)))
-        except Exception as e:  # an application-visible error
-            t.error(e)
-        i += 1
-        if i % 500 == 0:
-            print(f"progress {t.writes}", flush=True)
-    t.phase = "final"
+
+    def multi_get(i):
+        # A multi-get of earlier keys: split across owners by the node.
+        js = [j for j in range(i - 63, i) if j not in t.unacked]
+        got = client.get_many([key(j) for j in js])
+        for j in js:
+            t.check(j, got.get(key(j)))
+
+    load(t, client.set, client.get, multi_get)
     acked = t.acked()
     for n in range(0, len(acked), 100):
         js = acked[n : n + 100]

@@ -7,6 +7,7 @@ prints the `result ...` line the Rust tests parse.
 
 import sys
 import threading
+import time
 
 # A safety bound only: the tests stop a load through stdin long before.
 LOAD_MAX = 600.0
@@ -57,3 +58,29 @@ class Tally:
             flush=True,
         )
         return self.errors == 0 and self.lost == 0 and self.wrong == 0
+
+
+def load(t, write, read, every_64=None):
+    """The write and read-back loop of a synchronous client, until `stop` (or LOAD_MAX):
+    writes key(i), reads key(i // 2) back every fourth write, calls `every_64(i)` every 64th
+    (a client's own extra check), prints `progress` every 500 writes. Any exception is an
+    application-visible error: counted, never retried."""
+    deadline = time.monotonic() + LOAD_MAX
+    i = 0
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            t.unacked.add(i)
+            write(t.key(i), t.value(i))
+            t.unacked.discard(i)
+            t.writes = i + 1
+            if i % 4 == 3 and i // 2 not in t.unacked:
+                j = i // 2
+                t.check(j, read(t.key(j)))
+            if every_64 is not None and i % 64 == 63:
+                every_64(i)
+        except Exception as e:
+            t.error(e)
+        i += 1
+        if i % 500 == 0:
+            print(f"progress {t.writes}", flush=True)
+    t.phase = "final"
