@@ -1,4 +1,4 @@
-//! The Memcached text protocol front end: reads requests off a connection (after
+//! The Memcached front end (text and binary protocols): reads requests off a connection (after
 //! memcached's `set`-based authentication when `requirepass` is set) and runs each.
 //!
 //! On a single node a request runs on the store (`mc`), and a multi-key get pauses when the
@@ -318,13 +318,13 @@ impl Frontend for McFrontend {
 
 /// What became of a request in a cluster.
 enum Answer {
-    /// It runs on this node's store (keyless).
+    /// It runs on this node's store (keyless, or on a single node).
     Here(Command),
     /// Answered already: the Memcached reply's bytes.
     Now(Bytes),
     /// Answered later (forwarded, split, fanned out), in order.
     Later(ReplyFuture),
-    /// Held back until the replies before it are in (it writes a key they touch).
+    /// Held back until the replies before it are in (it touches a key on a slot they touch).
     Held(Command),
 }
 
@@ -343,8 +343,9 @@ impl McFrontend {
             }
             _ => return Answer::Here(cmd),
         };
-        // A write to a key owned here waits for the requests still on their way to its
-        // slot, so a pipeline's writes to one key take effect in order (as RESP's do).
+        // A request on a key owned here waits for the requests still on their way to its
+        // slot (or for a flush on its way), so a pipeline's requests on one key take effect
+        // in order (as RESP's do).
         if must_wait(node, &args, &self.in_flight) {
             return Answer::Held(cmd);
         }

@@ -82,9 +82,9 @@ impl Frontend for RespFrontend {
                 }
             };
             // Commands on the same slots are still on their way (forwarded, or waiting for a
-            // fetch): a write to keys owned here waits for them, so a pipeline's writes to one
-            // key take effect in order. Replies that only wait for replica acks hold nothing:
-            // their writes are in the store already.
+            // fetch), or a FLUSHALL is: a command on keys owned here waits for them, so a
+            // pipeline's commands on one key take effect in order. Replies that only wait for
+            // replica acks hold nothing: their writes are in the store already.
             if self.session.multi.is_none() && must_wait(node, &args, &self.in_flight) {
                 self.held = Some(args);
                 return (processed, Step::Flush);
