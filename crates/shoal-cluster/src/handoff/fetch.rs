@@ -149,7 +149,11 @@ pub fn before(
                 key: key.clone(),
                 rx: Some(rx),
             };
-            return Before::Wait(Box::pin(async move { (true, waiter.turn().await) }));
+            // Whether the fetch it waits behind had a copy to ask: when none (a joining node
+            // still alone in its view), every command on the key is sent on to the next copy
+            // (NOT_HERE), not only the first; before, the ones queued behind it read nil.
+            let asked = !h.candidates(view, key_slot(key)).is_empty();
+            return Before::Wait(Box::pin(async move { (asked, waiter.turn().await) }));
         }
         let missing = missing(node, cluster, view, keys.iter(), now_ms);
         if missing.is_empty() {
