@@ -14,6 +14,8 @@ pub struct TestNode {
     pub addr: SocketAddr,
     /// The Memcached listener, when the config set `memcache_port`.
     pub memcache_addr: Option<SocketAddr>,
+    /// The inter-node listener (in a cluster).
+    pub cluster_addr: Option<SocketAddr>,
     runtime: tokio::runtime::Runtime,
     node: Option<RunningNode>,
 }
@@ -40,6 +42,7 @@ impl TestNode {
         TestNode {
             addr: node.local_addr,
             memcache_addr: node.memcache_addr,
+            cluster_addr: node.cluster_addr,
             runtime,
             node: Some(node),
         }

@@ -506,6 +506,57 @@ fn a_peer_with_the_wrong_secret_is_refused() {
     );
 }
 
+/// A node still looking for its cluster (alone in its view, its seed unreachable) that gets
+/// forwarded reads from a node that already places the key on it sends every one of them on
+/// to the next copy (TRYAGAIN "joining"), also those queued on the same key behind the first:
+/// it has no copy to fetch the key from, and a nil would be a miss for a key that exists.
+#[test]
+fn a_joiner_alone_sends_every_read_of_a_key_on() {
+    let node = shoal_tests::TestNode::with(|c| {
+        c.cluster_mode = "gossip".into();
+        c.cluster_secret = TEST_SECRET.into();
+        c.cluster_port = Some(0);
+        // A seed nobody answers at: the node keeps looking (for a minute) and stays alone.
+        c.cluster_seeds = vec!["127.0.0.1:9".into()];
+        c.join_timeout_ms = 60_000;
+    });
+    let target = node
+        .cluster_addr
+        .expect("a gossip node has a cluster listener");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let get = |k: &str| {
+        shoal_cluster::message::encode_command(
+            shoal_resp::Protocol::Resp2,
+            None,
+            &[bytes::Bytes::from("GET"), bytes::Bytes::from(k.to_owned())],
+            0,
+            0,
+        )
+    };
+    let replies = rt.block_on(async {
+        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-sender");
+        let peer = shoal_wire::PeerClient::new(target, auth, Default::default());
+        // Sent together, so they arrive in one read: the second queues behind the first.
+        // The sender's view id (42) is not the node's.
+        let (a, b, c) = tokio::join!(
+            peer.request(42, get("k")),
+            peer.request(42, get("k")),
+            peer.request(42, get("k")),
+        );
+        [a, b, c].map(|r| r.expect("the node answers").body)
+    });
+    for (i, body) in replies.iter().enumerate() {
+        assert!(
+            body.starts_with(b"-TRYAGAIN this node is joining"),
+            "read {i}: {:?}",
+            String::from_utf8_lossy(body)
+        );
+    }
+}
+
 /// Replication messages that arrive late or out of order never bring back an older value
 /// or a deleted key (versions and tombstones).
 #[test]
