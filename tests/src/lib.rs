@@ -404,3 +404,16 @@ pub fn read_bin(s: &mut std::net::TcpStream) -> BinResponse {
         b[extras_len + key_len..].to_vec(),
     )
 }
+
+/// Reads a Memcached reply that ends with `END\r\n` (a get or `stats`), whole; fails when
+/// nothing more arrives within `deadline` (no endless wait on a reply that never ends).
+#[track_caller]
+pub fn read_until_end(s: &mut TcpStream, deadline: Duration) -> String {
+    let mut buf = Vec::new();
+    while !buf.ends_with(b"END\r\n") {
+        let chunk = read_exact_by(s, 1, deadline);
+        assert!(!chunk.is_empty(), "the reply stopped before END: {buf:?}");
+        buf.extend_from_slice(&chunk);
+    }
+    String::from_utf8(buf).expect("a text reply")
+}

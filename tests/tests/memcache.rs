@@ -69,13 +69,7 @@ fn storage_and_retrieval_commands() {
 /// The CAS unique of `key`, read with `gets`.
 fn cas_of(s: &mut std::net::TcpStream, key: &str) -> u64 {
     send(s, format!("gets {key}\r\n").as_bytes());
-    let mut buf = Vec::new();
-    while !buf.ends_with(b"END\r\n") {
-        let chunk = read_exact_by(s, 1, T);
-        assert!(!chunk.is_empty(), "no reply to gets");
-        buf.extend_from_slice(&chunk);
-    }
-    let text = String::from_utf8(buf).unwrap();
+    let text = shoal_tests::read_until_end(s, T);
     let header = text.lines().next().unwrap();
     header
         .split(' ')

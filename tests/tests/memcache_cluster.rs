@@ -107,11 +107,7 @@ fn every_command_works_on_any_node() {
             exchange(&mut s, &format!("prepend {k} 0 0 1\r\n<\r\n"), "STORED\r\n");
             // gets: the cas unique is the owner's; a cas with it stores, a second fails.
             send(&mut s, format!("gets {k}\r\n").as_bytes());
-            let mut got = Vec::new();
-            while !got.ends_with(b"END\r\n") {
-                got.extend(read_exact_by(&mut s, 1, T));
-            }
-            let got = String::from_utf8(got).unwrap();
+            let got = shoal_tests::read_until_end(&mut s, T);
             let head = format!("VALUE {k} 42 7 ");
             let cas: u64 = got
                 .strip_prefix(&head)
@@ -266,12 +262,7 @@ fn base64(input: &[u8]) -> String {
 /// `stats` through `s`, as name -> value.
 fn stats(s: &mut TcpStream) -> std::collections::HashMap<String, String> {
     send(s, b"stats\r\n");
-    let mut got = Vec::new();
-    while !got.ends_with(b"END\r\n") {
-        got.extend(read_exact_by(s, 1, T));
-    }
-    String::from_utf8(got)
-        .unwrap()
+    shoal_tests::read_until_end(s, T)
         .lines()
         .filter_map(|l| l.strip_prefix("STAT "))
         .filter_map(|l| l.split_once(' '))
