@@ -701,3 +701,137 @@ fn forwarded_replies_are_built_within_the_clients_output_limit() {
     let two: Vec<String> = redis::cmd("MGET").arg(&k).arg(&k).query(&mut c0).unwrap();
     assert_eq!(two, vec![big.clone(), big]);
 }
+
+/// Pipelined pairs of writes to one key, in flight to a node as it crashes and sent after:
+/// the read right after each pair sees the second write, on every key (those the dead node
+/// owned fail over to their replica, here or on the third node), in every round. Before the
+/// failover order (`router::FailoverOrder`), the last commands of a long pipeline went to
+/// the next copy in reverse order (GET, SET b, SET a), reading the previous round's value.
+#[test]
+fn pipelined_writes_in_flight_at_a_crash_keep_their_order() {
+    let mut cluster = TestCluster::start(3, |_| {});
+    let url = cluster.members[0].url();
+    let (crash_tx, crash_rx) = std::sync::mpsc::channel::<()>();
+    let load = std::thread::spawn(move || {
+        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let mut reordered = Vec::new();
+        let mut errors = Vec::new();
+        for round in 0..60u64 {
+            if round == 20 {
+                crash_tx.send(()).unwrap();
+            }
+            let mut pipe = redis::pipe();
+            for i in 0..100 {
+                let k = format!("ord:{i}");
+                pipe.cmd("SET").arg(&k).arg(format!("{round}-a")).ignore();
+                pipe.cmd("SET").arg(&k).arg(format!("{round}-b")).ignore();
+                pipe.cmd("GET").arg(&k);
+            }
+            match pipe.query::<Vec<String>>(&mut c) {
+                Ok(got) => {
+                    for (i, v) in got.iter().enumerate() {
+                        if *v != format!("{round}-b") {
+                            reordered.push(format!("ord:{i} round {round}: {v}"));
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("round {round}: {e}")),
+            }
+        }
+        (reordered, errors)
+    });
+    crash_rx.recv().unwrap();
+    cluster.crash(1);
+    let (reordered, errors) = load.join().unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut c = cluster.members[0].client();
+    let failovers: u64 = info_field(&mut c, "shoal_failovers").parse().unwrap();
+    assert!(
+        failovers > 0,
+        "no command failed over: the test did not test it"
+    );
+    assert!(
+        reordered.is_empty(),
+        "{} reads saw the first write: {reordered:?}",
+        reordered.len()
+    );
+}
+
+/// A replicated or handed-off state of a key whose slot a settled node holds no copy of (a
+/// late message from a sender routing by another view) is refused: it cannot bring back a
+/// slot the node forgot. The same message for a slot it does hold a copy of is applied.
+#[test]
+fn a_late_replication_cannot_bring_back_a_foreign_slot() {
+    use shoal_cluster::message::{encode_handoff, encode_replicate};
+    use shoal_store::KeyState;
+
+    let cluster = TestCluster::start(3, |_| {});
+    let target = cluster.members[2].cluster_addr;
+    let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    let holds = |c: &mut redis::Connection, k: &str| -> i64 {
+        redis::cmd("CLUSTER").arg("HASKEY").arg(k).query(c).unwrap()
+    };
+    // With three nodes and two copies, node 2 holds no copy of about a third of the slots:
+    // find a key of such a slot (`copy` is one it does hold), by where a write lands.
+    let (mut foreign, mut copy) = (None, None);
+    for i in 0..1000 {
+        let k = format!("late{i}");
+        let _: () = clients[0].set(&k, "x").unwrap();
+        let slot = if holds(&mut clients[2], &k) == 0 {
+            &mut foreign
+        } else {
+            &mut copy
+        };
+        slot.get_or_insert(k);
+        if foreign.is_some() && copy.is_some() {
+            break;
+        }
+    }
+    let (foreign, copy) = (foreign.unwrap(), copy.unwrap());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let peer = rt.block_on(async {
+        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
+        shoal_wire::PeerClient::new(target, auth, Default::default())
+    });
+    let state = KeyState::Live {
+        value: bytes::Bytes::from_static(b"late"),
+        flags: 0,
+        expire_at_ms: 0,
+        version: u64::MAX >> 1,
+    };
+    // Frames carry the sender's view id; 1 is no view of this cluster.
+    let send = |body| rt.block_on(peer.request(1, body)).expect("answered").body;
+    for k in [&foreign, &copy] {
+        let body = encode_replicate([(k.as_bytes(), &state)].into_iter());
+        send(body);
+    }
+    assert_eq!(
+        holds(&mut clients[2], &foreign),
+        0,
+        "a foreign slot came back"
+    );
+    let v: Option<String> = clients[2].get(&copy).unwrap();
+    assert_eq!(
+        v.as_deref(),
+        Some("late"),
+        "a copy's replication was refused"
+    );
+    let foreign_count: u64 = info_field(&mut clients[2], "shoal_repl_foreign")
+        .parse()
+        .unwrap();
+    assert_eq!(foreign_count, 1);
+    // A hand-off of the foreign slot is refused as a whole, so its sender tries again later.
+    let body = send(encode_handoff([(foreign.as_bytes(), &state)].into_iter()));
+    assert!(body.starts_with(b"-TRYAGAIN"), "{body:?}");
+    assert_eq!(
+        holds(&mut clients[2], &foreign),
+        0,
+        "a hand-off brought it back"
+    );
+    // The value everyone reads is still the one written.
+    let v: Option<String> = clients[1].get(&foreign).unwrap();
+    assert_eq!(v.as_deref(), Some("x"));
+}

@@ -267,6 +267,10 @@ pub struct ClusterStats {
     pub repl_applied: AtomicU64,
     /// Key states received but older than the local copy (or a tombstone): ignored.
     pub repl_stale: AtomicU64,
+    /// Key states received for slots this node, settled, holds no copy of (the sender
+    /// routes by another view): ignored, so a late message cannot bring back a slot this
+    /// node forgot. Counted in `repl_stale` too.
+    pub repl_foreign: AtomicU64,
     /// Forwarded commands this node ran for other nodes.
     pub served: AtomicU64,
     /// Inter-node requests whose sender had another view of the membership.
@@ -630,6 +634,11 @@ impl Cluster {
         self.view.load_full()
     }
 
+    /// The current view's epoch (it grows with every view change on this node).
+    pub fn epoch(&self) -> u64 {
+        self.view.load().epoch()
+    }
+
     /// This node's own entry.
     pub fn me(&self) -> NodeInfo {
         self.view.load().myself.clone()
@@ -761,6 +770,7 @@ impl Cluster {
         line(format!("shoal_repl_dropped:{}", get(&s.repl_dropped)));
         line(format!("shoal_repl_applied:{}", get(&s.repl_applied)));
         line(format!("shoal_repl_stale:{}", get(&s.repl_stale)));
+        line(format!("shoal_repl_foreign:{}", get(&s.repl_foreign)));
         let mut peers = String::new();
         for (i, n) in v.nodes.iter().enumerate() {
             if let Some(p) = v.peer(i as u16) {

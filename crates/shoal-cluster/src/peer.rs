@@ -23,7 +23,7 @@ use super::message::{decode_request, encode_replicate, encode_replicate_result, 
 use super::replicate::wait_acks;
 use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
-use crate::Server;
+use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
 
 /// Serves the inter-node requests of one node.
@@ -195,6 +195,15 @@ impl PeerHandler for PeerService {
                 reply(Bytes::new())
             }
             Ok(Request::Handoff(entries)) => {
+                // One slot per message. Refused as a whole while this node, settled, holds
+                // no copy of it: the sender counts the send as failed and tries again once
+                // the two views agree (the slot may be on its way here under a view this
+                // node has not heard of yet).
+                if sender_view != view.id
+                    && entries.iter().any(|(key, _)| foreign(cluster, &view, key))
+                {
+                    return reply(Bytes::from_static(NOT_A_COPY));
+                }
                 let mut applied = 0u32;
                 for (key, state) in &entries {
                     if node.engine.store.apply(key, state, now) {
@@ -216,8 +225,13 @@ impl PeerHandler for PeerService {
             }
             Ok(Request::Replicate(entries)) => {
                 let (mut applied, mut stale) = (0u32, 0u32);
+                // Only a sender with another view can name a slot this node is no copy of.
+                let check = sender_view != view.id;
                 for (key, state) in &entries {
-                    if node.engine.store.apply(key, state, now) {
+                    if check && foreign(cluster, &view, key) {
+                        cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);
+                        stale += 1;
+                    } else if node.engine.store.apply(key, state, now) {
                         applied += 1;
                     } else {
                         stale += 1;
@@ -243,6 +257,20 @@ impl PeerHandler for PeerService {
             }
         }
     }
+}
+
+/// The answer to a HANDOFF of a slot this node holds no copy of (see [`foreign`]).
+const NOT_A_COPY: &[u8] =
+    b"-TRYAGAIN this node holds no copy of the slot in its view of the membership\r\n";
+
+/// True if a replicated or handed-off state of `key` must be refused: this node settled in
+/// its view and holds no copy of the key's slot there, so it has forgotten the slot (or
+/// never had it) and keeping the state would bring the slot back for good (no later settle
+/// forgets it). While unsettled, states are taken: the next settle forgets what is foreign.
+fn foreign(cluster: &Cluster, view: &View, key: &[u8]) -> bool {
+    view.is_member()
+        && cluster.handoff.settled_in(view)
+        && !view.owners(shoal_store::key_slot(key)).contains(&view.me)
 }
 
 /// True if this node holds no copy of the one key of a command under its own view and

@@ -376,12 +376,9 @@ impl McFrontend {
             }
         }
         self.session.budget = budget(node, queued, 1);
-        match dispatch(node, &mut self.session, &args, now) {
+        match dispatch(node, &mut self.session, &mut self.in_flight, &args, now) {
             Outcome::Reply(r) => Answer::Now(reply_bytes(r, quiet)),
-            Outcome::Later(f) => {
-                self.in_flight.note(&args);
-                Answer::Later(in_mc(f, quiet))
-            }
+            Outcome::Later(f) => Answer::Later(in_mc(f, quiet)),
             Outcome::Acked(f) => Answer::Later(in_mc(f, quiet)),
         }
     }
@@ -403,7 +400,7 @@ impl McFrontend {
             touch: get.touch,
         };
         let args = mc::tunnel(&part, &keys, get.write);
-        match dispatch(node, &mut self.session, &args, now) {
+        match dispatch(node, &mut self.session, &mut self.in_flight, &args, now) {
             Outcome::Reply(Reply::Error(e)) if e.starts_with("CROSSSLOT") && keys.len() > 1 => {
                 let singles: Vec<ReplyFuture> = keys
                     .iter()
@@ -419,10 +416,7 @@ impl McFrontend {
                 let bytes = reply_bytes(r, false);
                 Box::pin(async move { bytes })
             }
-            Outcome::Later(f) => {
-                self.in_flight.note(&args);
-                in_mc(f, false)
-            }
+            Outcome::Later(f) => in_mc(f, false),
             Outcome::Acked(f) => in_mc(f, false),
         }
     }
@@ -440,7 +434,8 @@ impl McFrontend {
         execute(&node.engine, cmd, now, &mut own, FLUSH_AT);
         let members = node.cluster.as_ref().map_or(1, |c| c.view().len());
         let dbsize = [Bytes::from_static(b"DBSIZE")];
-        let items = dispatch(node, &mut self.session, &dbsize, now).into_future(Protocol::Resp2);
+        let items = dispatch(node, &mut self.session, &mut self.in_flight, &dbsize, now)
+            .into_future(Protocol::Resp2);
         Box::pin(async move {
             let items = shoal_resp::integer_value(&items.await);
             let body = own.strip_suffix(b"END\r\n").unwrap_or(&own);

@@ -97,7 +97,7 @@ impl Frontend for RespFrontend {
                 0 => ReplyBudget::new(0),
                 h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
             };
-            let outcome = dispatch(node, session, &args, now);
+            let outcome = dispatch(node, session, &mut self.in_flight, &args, now);
             if session.budget.exceeded() {
                 tracing::warn!(
                     client = session.info.id,
@@ -126,10 +126,8 @@ impl Frontend for RespFrontend {
                     }
                     None
                 }
-                Outcome::Later(reply) => {
-                    self.in_flight.note(&args);
-                    Some(reply)
-                }
+                // Noted in `in_flight` by `dispatch`.
+                Outcome::Later(reply) => Some(reply),
                 // Ran here already: later writes need not wait for it.
                 Outcome::Acked(reply) => Some(reply),
             };

@@ -28,7 +28,7 @@ mod outcome;
 mod split;
 
 pub use local::{command_keys, parse_command, serve_after_wait, serve_command};
-pub use outbound::{fails_over, send_to_copies};
+pub use outbound::{fails_over, FailoverOrder};
 pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
 
 use std::sync::atomic::Ordering;
@@ -44,12 +44,36 @@ use crate::message::encode_command;
 use crate::plan::{cluster_rule, plan, ClusterRule, Plan};
 use crate::{handoff, Cluster, Server, View};
 use local::{run_here, run_owned};
-use outbound::forward;
+use outbound::{forward, FailoverOrder as Order};
 use outcome::{reply_limit, with_acks};
 use shoal_engine::hooks::SlotScope;
 
-/// Runs one client request wherever it belongs.
-pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_ms: u64) -> Outcome {
+/// Runs one client request wherever it belongs. `in_flight` is the connection's: a command
+/// whose reply is to come is noted in it (see [`must_wait`]), and a forwarded one takes its
+/// place in its failover order.
+pub fn dispatch(
+    node: &Arc<Server>,
+    session: &mut Session,
+    in_flight: &mut InFlight,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Outcome {
+    // Read before routing: a view change meanwhile then only makes a later command wait.
+    let epoch = node.cluster.as_ref().map(|c| c.epoch());
+    let outcome = dispatch_now(node, session, &mut in_flight.order, args, now_ms);
+    if let (Outcome::Later(_), Some(epoch)) = (&outcome, epoch) {
+        in_flight.note(args, epoch);
+    }
+    outcome
+}
+
+fn dispatch_now(
+    node: &Arc<Server>,
+    session: &mut Session,
+    order: &mut Order,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Outcome {
     let Some(cluster) = node.cluster.as_ref().filter(|_| session.redis_cluster) else {
         let spec = match cmd::prepare(&node.engine, session, args) {
             Prepared::Run(spec) => spec,
@@ -57,7 +81,7 @@ pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_m
         };
         return match &node.cluster {
             None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
-            Some(cluster) => route(node, cluster, session, spec, args, now_ms),
+            Some(cluster) => route(node, cluster, session, order, spec, args, now_ms),
         };
     };
     // The cluster-client port: Redis Cluster's rule is decided once, in the check `prepare`
@@ -108,7 +132,7 @@ pub fn dispatch(node: &Arc<Server>, session: &mut Session, args: &[Bytes], now_m
             Outcome::Reply(reply)
         }
         ClusterRule::Route | ClusterRule::Moved { .. } | ClusterRule::CrossSlot => {
-            route(node, cluster, session, spec, args, now_ms)
+            route(node, cluster, session, order, spec, args, now_ms)
         }
     }
 }
@@ -188,21 +212,38 @@ fn cluster_rule_of(
     rule
 }
 
-/// The hash slots that a connection's commands still on their way touch: forwarded (or
-/// waiting for a fetch), so what they write is not in the local store yet. A cluster-wide
-/// command (FLUSHALL, a transaction across owners, ...) counts as touching every slot.
-#[derive(Debug, Default)]
+/// A connection's commands still on their way: the hash slots they touch (forwarded, or
+/// waiting for a fetch), so what they write is not in the local store yet (a cluster-wide
+/// command, FLUSHALL, a transaction across owners, ..., counts as touching every slot), the
+/// oldest view they were routed by, and the order in which forwarded ones may fail over.
+#[derive(Debug)]
 pub struct InFlight {
     every: bool,
     slots: Vec<u16>,
+    /// The epoch of the oldest view a noted command was routed by (`u64::MAX`: none).
+    since: u64,
+    order: Order,
+}
+
+impl Default for InFlight {
+    fn default() -> InFlight {
+        InFlight {
+            every: false,
+            slots: Vec::new(),
+            since: u64::MAX,
+            order: Order::default(),
+        }
+    }
 }
 
 /// Slots an [`InFlight`] lists one by one before it counts as every slot.
 const IN_FLIGHT_SLOTS: usize = 1024;
 
 impl InFlight {
-    /// Notes a command whose reply is to come and which has not run here.
-    pub fn note(&mut self, args: &[Bytes]) {
+    /// Notes a command whose reply is to come and which has not run here, routed by the
+    /// view of `epoch`.
+    fn note(&mut self, args: &[Bytes], epoch: u64) {
+        self.since = self.since.min(epoch);
         match cmd::lookup(&args[0]) {
             Some(spec) if matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) => {
                 let slots = spec.key_positions(args.len()).map(|p| key_slot(&args[p]));
@@ -220,6 +261,8 @@ impl InFlight {
     pub fn clear(&mut self) {
         self.every = false;
         self.slots.clear();
+        self.since = u64::MAX;
+        self.order.clear();
     }
 
     fn touches(&self, slot: u16) -> bool {
@@ -227,12 +270,15 @@ impl InFlight {
     }
 }
 
-/// True if `args` must wait for the commands in `in_flight` before it runs: it would read or
-/// write, right away, a key this node owns on a slot one of them touches. So a pipeline's
-/// commands on one key (one slot) take effect in order even when the key's owner changed in
-/// between, or a command on it waits for a fetch, and a read after a FLUSHALL (or a
-/// transaction across owners) sees it; commands on other slots go ahead, as two forwarded
-/// commands to two owners may also take effect in either order.
+/// True if `args` must wait for the commands in `in_flight` before it runs: on a slot one of
+/// them touches, it would read or write, right away, a key this node owns, or it would be
+/// routed by another view than they were (so it may go to another copy than they went to).
+/// So a pipeline's commands on one key (one slot) take effect in order even when the key's
+/// owner changed in between, or a command on it waits for a fetch, and a read after a
+/// FLUSHALL (or a transaction across owners) sees it; commands on other slots go ahead, as
+/// two forwarded commands to two owners may also take effect in either order. (Forwarded
+/// commands on one slot in one view go to the same copy on one link, in order, and fail
+/// over in order: [`FailoverOrder`].)
 pub fn must_wait(node: &Server, args: &[Bytes], in_flight: &InFlight) -> bool {
     if !in_flight.every && in_flight.slots.is_empty() {
         return false;
@@ -242,16 +288,17 @@ pub fn must_wait(node: &Server, args: &[Bytes], in_flight: &InFlight) -> bool {
     };
     // The view only when a key is on an in-flight slot (rarely): loading it is not free.
     let view = std::cell::OnceCell::new();
-    let owned = |slot| {
+    let waits_on = |slot| {
         let view = view.get_or_init(|| cluster.view());
-        view.owners(slot)[0] == view.me
+        view.epoch() != in_flight.since || view.owners(slot)[0] == view.me
     };
-    holds(owned, spec, args, in_flight)
+    holds(waits_on, spec, args, in_flight)
 }
 
-/// [`must_wait`]'s rule, with `owned` telling whether this node owns a slot.
+/// [`must_wait`]'s rule, with `waits_on` telling whether a command on an in-flight slot
+/// waits (this node owns it, or the view changed).
 fn holds(
-    owned: impl Fn(u16) -> bool,
+    waits_on: impl Fn(u16) -> bool,
     spec: &CommandSpec,
     args: &[Bytes],
     in_flight: &InFlight,
@@ -259,7 +306,7 @@ fn holds(
     match spec.route {
         Route::Owner | Route::Split(_) | Route::Watch => spec.key_positions(args.len()).any(|p| {
             let slot = key_slot(&args[p]);
-            in_flight.touches(slot) && owned(slot)
+            in_flight.touches(slot) && waits_on(slot)
         }),
         // Keyless writes and cluster-wide ones wait only behind a cluster-wide command.
         Route::Here | Route::AllNodes(_) | Route::Info | Route::Exec | Route::Cluster => {
@@ -272,6 +319,7 @@ fn route(
     node: &Arc<Server>,
     cluster: &Cluster,
     session: &mut Session,
+    order: &mut Order,
     spec: &'static CommandSpec,
     args: &[Bytes],
     now_ms: u64,
@@ -288,12 +336,12 @@ fn route(
         Plan::Forward { owners, write } => {
             let limit = reply_limit(session);
             let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
-            forward(node, view, owners, body, write)
+            forward(node, view, owners, body, write, order.turn())
         }
-        Plan::Split(merge) => split::split(node, cluster, session, spec, args, now_ms, merge),
+        Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
         Plan::AllNodes => fanout::start(node, cluster, spec, args, proto),
         Plan::InfoKeyspace => fanout::info(node, args, proto),
-        Plan::Exec => exec(node, cluster, session, spec, args, now_ms),
+        Plan::Exec => exec(node, cluster, session, order, spec, args, now_ms),
         Plan::TryAgain => Outcome::Reply(Reply::error(
             "TRYAGAIN this node is joining the cluster; retry in a moment",
         )),
@@ -316,6 +364,7 @@ fn exec(
     node: &Arc<Server>,
     cluster: &Cluster,
     session: &mut Session,
+    order: &mut Order,
     spec: &'static CommandSpec,
     args: &[Bytes],
     now_ms: u64,
@@ -359,7 +408,7 @@ fn exec(
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
     for a in &tx.queue {
         let outcome = match cmd::lookup(&a[0]) {
-            Some(s) => route(node, cluster, session, s, a, now_ms),
+            Some(s) => route(node, cluster, session, order, s, a, now_ms),
             None => Outcome::Reply(cmd::unknown_command(a)),
         };
         parts.push(outcome.into_future(session.proto));
@@ -391,13 +440,13 @@ mod tests {
     #[test]
     fn in_flight_notes_the_slots_of_keyed_commands_and_every_slot_for_the_rest() {
         let mut f = InFlight::default();
-        f.note(&argv("SET a 1"));
-        f.note(&argv("MSET b 1 c 2"));
+        f.note(&argv("SET a 1"), 1);
+        f.note(&argv("MSET b 1 c 2"), 1);
         for k in ["a", "b", "c"] {
             assert!(f.touches(key_slot(k.as_bytes())), "{k}");
         }
         assert!(!f.touches(key_slot(b"d")));
-        f.note(&argv("FLUSHALL"));
+        f.note(&argv("FLUSHALL"), 1);
         assert!(
             f.touches(key_slot(b"d")),
             "a cluster-wide command touches every slot"
@@ -406,7 +455,7 @@ mod tests {
         assert!(!f.touches(key_slot(b"a")));
         // A huge split counts as every slot rather than growing the list without bound.
         let keys: Vec<String> = (0..=IN_FLIGHT_SLOTS).map(|i| format!("k{i}")).collect();
-        f.note(&argv(&format!("DEL {}", keys.join(" "))));
+        f.note(&argv(&format!("DEL {}", keys.join(" "))), 1);
         assert!(f.every && f.slots.is_empty());
     }
 
@@ -415,7 +464,7 @@ mod tests {
         let (a, b) = (key_slot(b"a"), key_slot(b"b"));
         assert_ne!(a, b);
         let mut f = InFlight::default();
-        f.note(&argv("SET a 1"));
+        f.note(&argv("SET a 1"), 1);
         let all = |_: u16| true;
         // A write to the same key (slot) owned here waits; one to another slot goes ahead.
         assert!(holds(all, spec("set"), &argv("SET a 2"), &f));
@@ -429,7 +478,7 @@ mod tests {
         assert!(!holds(|s| s != a, spec("get"), &argv("GET a"), &f));
         // Keyless writes wait only behind a cluster-wide command.
         assert!(!holds(all, spec("flushall"), &argv("FLUSHALL"), &f));
-        f.note(&argv("FLUSHALL"));
+        f.note(&argv("FLUSHALL"), 1);
         assert!(holds(all, spec("flushall"), &argv("FLUSHALL"), &f));
         assert!(holds(all, spec("set"), &argv("SET b 2"), &f));
         assert!(

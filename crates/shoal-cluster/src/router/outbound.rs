@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use shoal_wire::{ErrorCode, WireError};
+use tokio::sync::oneshot;
 
 use super::local::serve_body_here;
 use super::outcome::{error_bytes, Outcome};
@@ -18,6 +19,7 @@ pub fn forward(
     owners: Vec<u16>,
     body: Bytes,
     write: bool,
+    turn: Turn,
 ) -> Outcome {
     Outcome::Later(Box::pin(send_to_copies(
         node.clone(),
@@ -25,7 +27,56 @@ pub fn forward(
         owners,
         body,
         write,
+        turn,
     )))
+}
+
+/// The order in which one connection's forwarded commands may go on to a next copy.
+///
+/// A command's first attempt leaves in the order the client sent it (the wire client queues
+/// a request on its first poll). But when a copy fails, the callers of its failed requests
+/// are woken in no set order: the runtime defers the wake-ups of a task that used up its
+/// budget and runs them last first, which sent a pipeline's `GET k` to the next copy before
+/// its `SET k b` and `SET k a`. So before trying another copy, a command waits until the one
+/// forwarded before it on its connection has finished: a pipeline's commands on one key
+/// reach the next copy in order. Failovers are rare; the wait costs nothing otherwise.
+#[derive(Debug, Default)]
+pub struct FailoverOrder {
+    last: Option<oneshot::Receiver<()>>,
+}
+
+impl FailoverOrder {
+    /// The place of the next forwarded command.
+    pub fn turn(&mut self) -> Turn {
+        let (done, next) = oneshot::channel();
+        Turn {
+            after: self.last.replace(next),
+            _done: done,
+        }
+    }
+
+    /// Every command forwarded so far has finished.
+    pub fn clear(&mut self) {
+        self.last = None;
+    }
+}
+
+/// One forwarded command's place in its connection's [`FailoverOrder`]; dropping it (the
+/// command finished) lets the next one fail over.
+#[derive(Debug)]
+pub struct Turn {
+    after: Option<oneshot::Receiver<()>>,
+    _done: oneshot::Sender<()>,
+}
+
+impl Turn {
+    /// Waits until the command forwarded before this one finished (at once the second time).
+    async fn after_previous(&mut self) {
+        if let Some(after) = self.after.take() {
+            // Err: the previous command's future was dropped, which also finishes it.
+            let _ = after.await;
+        }
+    }
 }
 
 /// Whether a failed request should go to the next copy: when the copy cannot be reached
@@ -52,12 +103,14 @@ pub async fn send_to_copies(
     owners: Vec<u16>,
     body: Bytes,
     write: bool,
+    mut turn: Turn,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let mut last_error = String::new();
     for (i, &m) in owners.iter().enumerate() {
         if i > 0 {
             cluster.stats.failovers.fetch_add(1, Ordering::Relaxed);
+            turn.after_previous().await;
         }
         if m == view.me {
             // This node is the next copy: run it here, a millisecond ahead when it is a

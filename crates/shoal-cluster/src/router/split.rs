@@ -10,17 +10,17 @@ use shoal_resp::{array_elements, integer_value, is_error};
 use shoal_store::key_slot;
 
 use super::local::run_owned;
-use super::outbound::{forward, send_to_copies};
+use super::outbound::{forward, send_to_copies, FailoverOrder};
 use super::outcome::{error_bytes, reply_limit, Outcome, ReplyFuture};
 use crate::message::encode_command;
-use crate::{Cluster, Server};
+use crate::Server;
 
 /// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
 /// in the client's key order.
 pub fn split(
     node: &Arc<Server>,
-    cluster: &Cluster,
     session: &mut Session,
+    order: &mut FailoverOrder,
     spec: &CommandSpec,
     args: &[Bytes],
     now_ms: u64,
@@ -32,6 +32,7 @@ pub fn split(
         return Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None));
     }
     let proto = session.proto;
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let view = cluster.view();
     let mut groups: Vec<(&[u16], Vec<usize>)> = Vec::new();
     for pos in (1..args.len()).step_by(step) {
@@ -55,7 +56,7 @@ pub fn split(
             cluster.deadline_ms(),
             reply_limit(session),
         );
-        return forward(node, view.clone(), owners, body, write);
+        return forward(node, view.clone(), owners, body, write, order.turn());
     }
     let mut positions = Vec::with_capacity(groups.len());
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(groups.len());
@@ -80,6 +81,7 @@ pub fn split(
                     reply_limit(session),
                 ),
                 spec.flags & flag::WRITE != 0,
+                order.turn(),
             ))
         };
         positions.push(group.clone());
