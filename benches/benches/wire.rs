@@ -50,8 +50,11 @@ struct Ready {
 
 impl PeerHandler for Ready {
     type Fut = std::future::Ready<Response>;
+    type Conn = ();
 
-    fn handle(&self, epoch: u64, _body: Bytes) -> Handled<Self::Fut> {
+    fn connect(&self, _peer_node: &str) {}
+
+    fn handle(&self, _conn: &mut (), epoch: u64, _body: Bytes) -> Handled<Self::Fut> {
         Handled::Ready(Response {
             epoch,
             body: self.reply.clone(),

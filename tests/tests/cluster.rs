@@ -835,3 +835,70 @@ fn a_late_replication_cannot_bring_back_a_foreign_slot() {
     let v: Option<String> = clients[1].get(&foreign).unwrap();
     assert_eq!(v.as_deref(), Some("x"));
 }
+
+/// A forwarded command from a sender that routes by another view, reaching a node that is
+/// not the key's owner in its own view, is passed on to that owner (once), so a key has one
+/// writer while views differ; a pipeline's commands on the key keep their order.
+#[test]
+fn a_command_routed_by_another_view_goes_on_to_the_owner() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    let ids: Vec<String> = clients.iter_mut().map(my_id).collect();
+    // A key node 0 owns and node 2 holds the replica copy of.
+    let k = (0..1000)
+        .map(|i| format!("moved{i}"))
+        .find(|k| {
+            let _: () = clients[0].set(k, "0").unwrap();
+            owner_of(&mut clients[0], k) == ids[0] && holders(&mut clients[2..], k) == 1
+        })
+        .expect("such a key");
+    let served = |c: &mut redis::Connection| -> u64 {
+        info_field(c, "shoal_served_for_peers").parse().unwrap()
+    };
+    let before = served(&mut clients[0]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let peer = rt.block_on(async {
+        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
+        shoal_wire::PeerClient::new(cluster.members[2].cluster_addr, auth, Default::default())
+    });
+    let body = |args: &[&str]| {
+        let args: Vec<bytes::Bytes> = args
+            .iter()
+            .map(|a| bytes::Bytes::from(a.to_string()))
+            .collect();
+        shoal_cluster::message::encode_command(shoal_resp::Protocol::Resp2, None, &args, 0, 0)
+    };
+    // View id 1 is no view of this cluster: the sender routes by another membership.
+    let (incr, set_a, set_b, get) = rt.block_on(async {
+        tokio::join!(
+            peer.request(1, body(&["INCR", &k])),
+            peer.request(1, body(&["SET", &k, "a"])),
+            peer.request(1, body(&["SET", &k, "b"])),
+            peer.request(1, body(&["GET", &k])),
+        )
+    });
+    assert_eq!(&incr.unwrap().body[..], b":1\r\n");
+    assert_eq!(&set_a.unwrap().body[..], b"+OK\r\n");
+    assert_eq!(&set_b.unwrap().body[..], b"+OK\r\n");
+    assert_eq!(&get.unwrap().body[..], b"$1\r\nb\r\n");
+    let passed: u64 = info_field(&mut clients[2], "shoal_passed_on")
+        .parse()
+        .unwrap();
+    assert_eq!(passed, 4, "node 2 passed the commands on");
+    assert_eq!(served(&mut clients[0]) - before, 4, "the owner ran them");
+    let v: Option<String> = clients[1].get(&k).unwrap();
+    assert_eq!(v.as_deref(), Some("b"));
+    // With that owner gone, the sender is told to try its next copy (it has one by its
+    // view), not served here: node 2 would be a second writer if the owner were alive.
+    let mut cluster = cluster;
+    cluster.crash(0);
+    let got = rt
+        .block_on(peer.request(1, body(&["INCR", &k])))
+        .unwrap()
+        .body;
+    assert!(got.starts_with(b"-TRYAGAIN"), "{got:?}");
+    assert_eq!(clients[2].get::<_, String>(&k).unwrap(), "b");
+}

@@ -44,8 +44,15 @@ pub trait PeerHandler: Send + Sync + 'static {
     /// any future type here, e.g. `std::future::Ready<Response>`.
     type Fut: Future<Output = Response> + Send + 'static;
 
-    /// Handles one request: `epoch` is the sender's placement epoch, `body` the opaque
-    /// request (a RESP command, for the node).
+    /// What the handler keeps per connection (`()` if nothing).
+    type Conn: Send;
+
+    /// Called once a connection's handshake succeeded, with the node name the peer
+    /// authenticated as: the state [`handle`](Self::handle) gets for that connection.
+    fn connect(&self, peer_node: &str) -> Self::Conn;
+
+    /// Handles one request: `conn` is the connection's state, `epoch` the sender's
+    /// placement epoch, `body` the opaque request (a RESP command, for the node).
     ///
     /// Called on the connection's task, synchronously, once per request in the order the
     /// requests arrived, never concurrently with itself for one connection (calls for
@@ -60,7 +67,7 @@ pub trait PeerHandler: Send + Sync + 'static {
     /// the connection goes away.
     /// A panic, in `handle` or in the future, is answered with an Error frame
     /// (`ErrorCode::Internal`) and the connection carries on.
-    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut>;
+    fn handle(&self, conn: &mut Self::Conn, epoch: u64, body: Bytes) -> Handled<Self::Fut>;
 }
 
 /// How [`serve_peer`] behaves, per connection.
@@ -127,6 +134,7 @@ pub async fn serve_peer<H: PeerHandler>(
         }
     };
     tracing::debug!(%peer, node = %established.peer_node, "inter-node peer connected");
+    let mut conn = handler.connect(&established.peer_node);
 
     let max_in_flight = config.max_in_flight.max(1);
     let max_body = config.max_frame.min(MAX_BODY);
@@ -168,27 +176,28 @@ pub async fn serve_peer<H: PeerHandler>(
                 }
                 continue;
             }
-            let frame = match catch_unwind(AssertUnwindSafe(|| handler.handle(epoch, body))) {
-                Ok(Handled::Ready(response)) => response_frame(id, response, max_body),
-                Ok(Handled::Later(fut)) => {
-                    let permit = Arc::clone(&permits)
-                        .try_acquire_owned()
-                        .expect("a permit was free above and only this loop takes them");
-                    let out = out_tx.clone();
-                    let task = tasks.spawn(async move {
-                        let frame = response_frame(id, fut.await, max_body);
-                        // Ignored: the writer is gone only when the connection is.
-                        let _ = out.send(frame).await;
-                        drop(permit);
-                    });
-                    request_ids.insert(task.id(), id);
-                    continue;
-                }
-                Err(_) => {
-                    tracing::error!(%peer, request = id, "inter-node request handler panicked");
-                    handler_failed(id)
-                }
-            };
+            let frame =
+                match catch_unwind(AssertUnwindSafe(|| handler.handle(&mut conn, epoch, body))) {
+                    Ok(Handled::Ready(response)) => response_frame(id, response, max_body),
+                    Ok(Handled::Later(fut)) => {
+                        let permit = Arc::clone(&permits)
+                            .try_acquire_owned()
+                            .expect("a permit was free above and only this loop takes them");
+                        let out = out_tx.clone();
+                        let task = tasks.spawn(async move {
+                            let frame = response_frame(id, fut.await, max_body);
+                            // Ignored: the writer is gone only when the connection is.
+                            let _ = out.send(frame).await;
+                            drop(permit);
+                        });
+                        request_ids.insert(task.id(), id);
+                        continue;
+                    }
+                    Err(_) => {
+                        tracing::error!(%peer, request = id, "inter-node request handler panicked");
+                        handler_failed(id)
+                    }
+                };
             // Waits while the writer is behind: reading stops, which pushes back on the peer.
             if out_tx.send(frame).await.is_err() {
                 break 'conn Ok(()); // The writer failed: the socket is gone.

@@ -53,8 +53,11 @@ struct Echo;
 
 impl PeerHandler for Echo {
     type Fut = std::future::Ready<Response>;
+    type Conn = ();
 
-    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+    fn connect(&self, _peer_node: &str) {}
+
+    fn handle(&self, _conn: &mut (), epoch: u64, body: Bytes) -> Handled<Self::Fut> {
         Handled::Ready(Response {
             epoch: epoch + 1,
             body,
@@ -71,8 +74,11 @@ struct Gated {
 
 impl PeerHandler for Gated {
     type Fut = BoxResponse;
+    type Conn = ();
 
-    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+    fn connect(&self, _peer_node: &str) {}
+
+    fn handle(&self, _conn: &mut (), epoch: u64, body: Bytes) -> Handled<Self::Fut> {
         let _ = self.arrived.send(epoch);
         let gate = Arc::clone(&self.gate);
         Handled::Later(Box::pin(async move {
@@ -99,8 +105,11 @@ struct Panics {
 
 impl PeerHandler for Panics {
     type Fut = BoxResponse;
+    type Conn = ();
 
-    fn handle(&self, _epoch: u64, _body: Bytes) -> Handled<Self::Fut> {
+    fn connect(&self, _peer_node: &str) {}
+
+    fn handle(&self, _conn: &mut (), _epoch: u64, _body: Bytes) -> Handled<Self::Fut> {
         if self.in_future {
             Handled::Later(Box::pin(async { panic!("handler bug, deferred") }))
         } else {
@@ -119,8 +128,11 @@ struct Ledger {
 
 impl PeerHandler for Ledger {
     type Fut = BoxResponse;
+    type Conn = ();
 
-    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+    fn connect(&self, _peer_node: &str) {}
+
+    fn handle(&self, _conn: &mut (), epoch: u64, body: Bytes) -> Handled<Self::Fut> {
         let n = {
             let mut seen = self.seen.lock().unwrap();
             seen.push(body.clone());
@@ -944,8 +956,11 @@ struct HangsOnZero {
 
 impl PeerHandler for HangsOnZero {
     type Fut = BoxResponse;
+    type Conn = ();
 
-    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+    fn connect(&self, _peer_node: &str) {}
+
+    fn handle(&self, _conn: &mut (), epoch: u64, body: Bytes) -> Handled<Self::Fut> {
         if epoch == 0 {
             let _ = self.arrived.send(epoch);
             return Handled::Later(Box::pin(std::future::pending()));
@@ -1121,8 +1136,11 @@ struct Doubler;
 
 impl PeerHandler for Doubler {
     type Fut = std::future::Ready<Response>;
+    type Conn = ();
 
-    fn handle(&self, epoch: u64, body: Bytes) -> Handled<Self::Fut> {
+    fn connect(&self, _peer_node: &str) {}
+
+    fn handle(&self, _conn: &mut (), epoch: u64, body: Bytes) -> Handled<Self::Fut> {
         Handled::Ready(Response {
             epoch,
             body: Bytes::from([&body[..], &body[..]].concat()),
