@@ -902,3 +902,79 @@ fn a_command_routed_by_another_view_goes_on_to_the_owner() {
     assert!(got.starts_with(b"-TRYAGAIN"), "{got:?}");
     assert_eq!(clients[2].get::<_, String>(&k).unwrap(), "b");
 }
+
+/// FLUSHALL raises every node's version floor to the greatest any node had, and every
+/// node's clock with it: a write from before the flush by a node whose clock ran ahead (here
+/// a replicated state dated ten minutes on, which pulls node 2's clock that far) is refused
+/// by the others too, and writes after the flush, on nodes whose clocks are behind that,
+/// still reach both copies.
+#[test]
+fn flushall_holds_against_a_node_whose_clock_runs_ahead() {
+    use shoal_cluster::message::encode_replicate;
+    use shoal_store::KeyState;
+
+    // Each write waits for its replica, so the copies can be counted right after it.
+    let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    let holds = |c: &mut redis::Connection, k: &str| -> i64 {
+        redis::cmd("CLUSTER").arg("HASKEY").arg(k).query(c).unwrap()
+    };
+    let (mut on2, mut off2) = (None, None);
+    for i in 0..1000 {
+        let k = format!("skew{i}");
+        let _: () = clients[0].set(&k, "x").unwrap();
+        let slot = if holds(&mut clients[2], &k) == 1 {
+            &mut on2
+        } else {
+            &mut off2
+        };
+        slot.get_or_insert(k);
+        if on2.is_some() && off2.is_some() {
+            break;
+        }
+    }
+    // `off` has its copies on nodes 0 and 1.
+    let (on2, off) = (on2.unwrap(), off2.unwrap());
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let ahead = (now_ms + 600_000) << 12;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let peer = |i: usize| {
+        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
+        let addr = cluster.members[i].cluster_addr;
+        rt.block_on(async { shoal_wire::PeerClient::new(addr, auth, Default::default()) })
+    };
+    let live = |version| KeyState::Live {
+        value: bytes::Bytes::from_static(b"early"),
+        flags: 0,
+        expire_at_ms: 0,
+        version,
+    };
+    let replicate = |i: usize, k: &str, version: u64| {
+        let body = encode_replicate([(k.as_bytes(), &live(version))].into_iter());
+        rt.block_on(peer(i).request(1, body))
+            .expect("answered")
+            .body
+    };
+    replicate(2, &on2, ahead);
+    let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
+    // A write node 2 made before the flush, by its clock, reaching node 1 after it.
+    replicate(1, &off, ahead - (1 << 12));
+    assert_eq!(
+        holds(&mut clients[1], &off),
+        0,
+        "a pre-flush write came back"
+    );
+    // Writes after the flush through every node have both their copies.
+    for i in 0..30 {
+        let k = format!("after{i}");
+        let _: () = clients[i % 3].set(&k, "y").unwrap();
+        let copies: i64 = clients.iter_mut().map(|c| holds(c, &k)).sum();
+        assert_eq!(copies, 2, "{k} after the flush");
+    }
+}

@@ -455,7 +455,7 @@ fn flush_all(node: &Engine, delay: i64, now: u64) {
         node.store.clear();
         // In a cluster, replication of writes from before the flush must not bring keys back
         // (as FLUSHALL).
-        node.store.refuse_versions_below(now << 12);
+        node.store.raise_floor(now << 12);
     } else {
         let at = expire_at(delay, now).unwrap_or(now);
         node.flush_at.store(at, Relaxed);

@@ -177,6 +177,11 @@ impl Shard {
         v
     }
 
+    /// The greatest version this shard handed out or saw.
+    pub(crate) fn clock(&self) -> u64 {
+        self.last_version
+    }
+
     /// Raise the clock past a version seen in a replicated state or tombstone, so every later
     /// local write orders after it (a replica promoted to owner keeps versions growing).
     pub(crate) fn observe_version(&mut self, version: u64) {

@@ -1002,6 +1002,30 @@ impl Store {
         self.shared.apply_floor.fetch_max(version, Relaxed);
     }
 
+    /// After a flush: raises the floor ([`refuse_versions_below`](Self::refuse_versions_below))
+    /// to at least `at_least` and above every version this store handed out or saw, raises
+    /// every shard's clock to it, so every later local write orders after it, and returns
+    /// the floor. The node that ran a cluster's FLUSHALL raises every node to the greatest
+    /// floor any node returned: writes from before the flush are then refused everywhere and
+    /// writes after it taken everywhere, however far apart the nodes' clocks are.
+    pub fn raise_floor(&self, at_least: u64) -> u64 {
+        let mut top = at_least.max(self.shared.apply_floor.load(Relaxed));
+        for idx in 0..SHARDS {
+            top = top.max(self.lock(idx).clock().saturating_add(1));
+        }
+        for idx in 0..SHARDS {
+            self.lock(idx).observe_version(top);
+        }
+        self.shared.apply_floor.fetch_max(top, Relaxed);
+        top
+    }
+
+    /// The version below which `apply` refuses states (0: none; see
+    /// [`refuse_versions_below`](Self::refuse_versions_below)).
+    pub fn floor(&self) -> u64 {
+        self.shared.apply_floor.load(Relaxed)
+    }
+
     /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT).
     pub fn reset_stats(&self) {
         for idx in 0..SHARDS {

@@ -1137,6 +1137,41 @@ proptest! {
 }
 
 #[test]
+fn a_raised_floor_is_above_every_version_and_later_writes_are_above_it() {
+    let store = Store::default();
+    let live = |version| KeyState::Live {
+        value: Bytes::from_static(b"v"),
+        flags: 0,
+        expire_at_ms: 0,
+        version,
+    };
+    // A state from a node whose clock ran far ahead raises one shard's clock past `now`.
+    let ahead = 5_000_000 << 12;
+    assert!(store.apply(b"a", &live(ahead), 1));
+    store.clear();
+    let floor = store.raise_floor(1 << 12);
+    assert!(floor > ahead, "{floor} <= {ahead}");
+    assert_eq!(store.floor(), floor);
+    assert!(
+        !store.apply(b"a", &live(ahead), 1),
+        "a write from before the flush"
+    );
+    // Every shard writes above the floor now, whatever its own clock said: a replica with
+    // the same floor takes the write.
+    for i in 0..2000 {
+        let k = format!("k{i}");
+        store.set(k.as_bytes(), b"x", None, 1);
+        let KeyState::Live { version, .. } = store.key_state(k.as_bytes(), 1) else {
+            panic!("{k} not written");
+        };
+        assert!(version > floor, "{k}: {version} <= {floor}");
+    }
+    // A lower request never lowers it; a higher one raises it.
+    assert_eq!(store.raise_floor(0).max(floor), store.floor());
+    assert!(store.raise_floor(floor + (1 << 20)) >= floor + (1 << 20));
+}
+
+#[test]
 fn states_older_than_the_floor_are_refused() {
     let store = Store::default();
     let live = |version| KeyState::Live {

@@ -180,6 +180,14 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
 /// FLUSHALL / FLUSHDB: every member flushes everything it holds. `+OK` only when every
 /// member confirmed; otherwise an error naming the members that did not (the others did
 /// flush).
+///
+/// Each member refuses, from its flush on, replicated states older than a floor above
+/// every version it handed out or saw, and writes above it. Then every member is raised to
+/// the greatest floor (two more rounds of `cluster.floor`), before the reply: a write from
+/// before the flush is refused everywhere, one after it taken everywhere, even when the
+/// members' clocks differ (a node behind would otherwise write below a replica's floor, one
+/// ahead replicate pre-flush writes above it). Memcached's flush_all has one round: a delayed
+/// one flushes every node at the same absolute time, its floor.
 async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
@@ -193,6 +201,28 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
             Err(e) => {
                 tracing::warn!(node = %view.nodes[m].name, error = %e, "flush did not reach node");
                 missed.push(view.nodes[m].name.clone());
+            }
+        }
+    }
+    if !args[0].eq_ignore_ascii_case(b"mc.flush") {
+        let reached: Vec<u16> = (0..view.len() as u16)
+            .filter(|&m| !missed.contains(&view.nodes[usize::from(m)].name))
+            .collect();
+        // First every member's floor, then every member raised to the greatest. A member
+        // that does not answer here flushed already: it keeps its own floor.
+        let mut top = 0;
+        for _round in 0..2 {
+            let raise = [
+                Bytes::from_static(b"cluster.floor"),
+                Bytes::from(top.to_string()),
+            ];
+            let asks = reached
+                .iter()
+                .map(|&m| ask(node, &view, m, Protocol::Resp2, None, &raise));
+            for r in join_all(asks).await {
+                if let Some(floor) = r.ok().and_then(|b| integer_value(&b)) {
+                    top = top.max(floor);
+                }
             }
         }
     }

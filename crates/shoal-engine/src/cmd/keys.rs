@@ -382,9 +382,22 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     ctx.engine.store.clear();
     // In a cluster, replication messages of writes from before the flush may still be on
-    // their way: they must not bring keys back (a single node receives none).
-    ctx.engine.store.refuse_versions_below(ctx.now_ms << 12);
+    // their way: they must not bring keys back (a single node receives none). The node that
+    // ran FLUSHALL then raises every node's floor to the greatest one (`cluster.floor`).
+    ctx.engine.store.raise_floor(ctx.now_ms << 12);
     Reply::ok()
+}
+
+/// `cluster.floor <version>` (internal: the second step of a cluster's FLUSHALL): raises this
+/// node's version floor and clocks to at least `version` and answers the floor.
+pub fn floor(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    match int_arg(&args[1]) {
+        Ok(v) if v >= 0 => {
+            Reply::Int(ctx.engine.store.raise_floor(v as u64).min(i64::MAX as u64) as i64)
+        }
+        Ok(_) => err(super::ERR_NOT_INTEGER),
+        Err(e) => e,
+    }
 }
 
 const OBJECT_HELP: &[&str] = &[

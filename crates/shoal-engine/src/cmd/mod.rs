@@ -388,6 +388,16 @@ pub static INTERNAL: &[CommandSpec] = &[
             memcache::tunneled
         )
     },
+    cmd!(
+        "cluster.floor",
+        2,
+        WRITE,
+        (0, 0, 0),
+        "cluster",
+        "0.1.0",
+        "Raises this node's version floor and clocks (the second step of FLUSHALL).",
+        keys::floor
+    ),
 ];
 
 /// The row at `index` of `TABLE` followed by `INTERNAL`.
