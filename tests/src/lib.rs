@@ -16,7 +16,9 @@ pub struct TestNode {
     pub memcache_addr: Option<SocketAddr>,
     /// The inter-node listener (in a cluster).
     pub cluster_addr: Option<SocketAddr>,
-    runtime: tokio::runtime::Runtime,
+    /// The gossip socket (gossip mode).
+    pub gossip_addr: Option<SocketAddr>,
+    runtime: Option<tokio::runtime::Runtime>,
     node: Option<RunningNode>,
 }
 
@@ -43,7 +45,8 @@ impl TestNode {
             addr: node.local_addr,
             memcache_addr: node.memcache_addr,
             cluster_addr: node.cluster_addr,
-            runtime,
+            gossip_addr: node.gossip_addr,
+            runtime: Some(runtime),
             node: Some(node),
         }
     }
@@ -83,10 +86,19 @@ impl TestNode {
         self.shutdown();
     }
 
+    /// Crashes the node: its runtime is dropped at once, every socket closes without a
+    /// goodbye and nothing is handed off, as when the process dies.
+    pub fn crash(mut self) {
+        self.node.take();
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+
     fn shutdown(&mut self) {
-        if let Some(node) = self.node.take() {
+        if let (Some(node), Some(rt)) = (self.node.take(), &self.runtime) {
             node.shutdown();
-            self.runtime.block_on(node.wait());
+            rt.block_on(node.wait());
         }
     }
 }

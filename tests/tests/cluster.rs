@@ -757,15 +757,19 @@ fn pipelined_writes_in_flight_at_a_crash_keep_their_order() {
     );
 }
 
-/// A replicated or handed-off state of a key whose slot a settled node holds no copy of (a
-/// late message from a sender routing by another view) is refused: it cannot bring back a
-/// slot the node forgot. The same message for a slot it does hold a copy of is applied.
+/// A hand-off of a slot a settled node holds no copy of, from a sender that routes by
+/// another view, is refused as a whole (the sender tries again once the views agree), so
+/// it cannot bring back a slot the node forgot; a replicated state from a view the node
+/// never had is taken (the sender may be right that the node is a copy now: its
+/// replication is not sent again). One from a view the node left is refused; see
+/// `Cluster::left_view`'s unit test.
 #[test]
-fn a_late_replication_cannot_bring_back_a_foreign_slot() {
+fn a_hand_off_of_a_foreign_slot_is_refused() {
     use shoal_cluster::message::{encode_handoff, encode_replicate};
     use shoal_store::KeyState;
 
-    let cluster = TestCluster::start(3, |_| {});
+    // Each write waits for its replica, so where copies are can be read right after it.
+    let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
     let target = cluster.members[2].cluster_addr;
     let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
     let holds = |c: &mut redis::Connection, k: &str| -> i64 {
@@ -804,26 +808,6 @@ fn a_late_replication_cannot_bring_back_a_foreign_slot() {
     };
     // Frames carry the sender's view id; 1 is no view of this cluster.
     let send = |body| rt.block_on(peer.request(1, body)).expect("answered").body;
-    for k in [&foreign, &copy] {
-        let body = encode_replicate([(k.as_bytes(), &state)].into_iter());
-        send(body);
-    }
-    assert_eq!(
-        holds(&mut clients[2], &foreign),
-        0,
-        "a foreign slot came back"
-    );
-    let v: Option<String> = clients[2].get(&copy).unwrap();
-    assert_eq!(
-        v.as_deref(),
-        Some("late"),
-        "a copy's replication was refused"
-    );
-    let foreign_count: u64 = info_field(&mut clients[2], "shoal_repl_foreign")
-        .parse()
-        .unwrap();
-    assert_eq!(foreign_count, 1);
-    // A hand-off of the foreign slot is refused as a whole, so its sender tries again later.
     let body = send(encode_handoff([(foreign.as_bytes(), &state)].into_iter()));
     assert!(body.starts_with(b"-TRYAGAIN"), "{body:?}");
     assert_eq!(
@@ -831,9 +815,20 @@ fn a_late_replication_cannot_bring_back_a_foreign_slot() {
         0,
         "a hand-off brought it back"
     );
-    // The value everyone reads is still the one written.
     let v: Option<String> = clients[1].get(&foreign).unwrap();
     assert_eq!(v.as_deref(), Some("x"));
+    // The same hand-off of a slot it holds a copy of is applied.
+    let body = send(encode_handoff([(copy.as_bytes(), &state)].into_iter()));
+    assert!(!body.starts_with(b"-"), "{body:?}");
+    let v: Option<String> = clients[2].get(&copy).unwrap();
+    assert_eq!(v.as_deref(), Some("late"));
+    // Replication from a view node 2 never had is taken, foreign slot or not.
+    send(encode_replicate([(foreign.as_bytes(), &state)].into_iter()));
+    assert_eq!(holds(&mut clients[2], &foreign), 1);
+    let foreign_count: u64 = info_field(&mut clients[2], "shoal_repl_foreign")
+        .parse()
+        .unwrap();
+    assert_eq!(foreign_count, 0);
 }
 
 /// A forwarded command from a sender that routes by another view, reaching a node that is
@@ -841,7 +836,8 @@ fn a_late_replication_cannot_bring_back_a_foreign_slot() {
 /// writer while views differ; a pipeline's commands on the key keep their order.
 #[test]
 fn a_command_routed_by_another_view_goes_on_to_the_owner() {
-    let cluster = TestCluster::start(3, |_| {});
+    // Each write waits for its replica, so where copies are can be read right after it.
+    let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
     let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
     let ids: Vec<String> = clients.iter_mut().map(my_id).collect();
     // A key node 0 owns and node 2 holds the replica copy of.
@@ -977,4 +973,72 @@ fn flushall_holds_against_a_node_whose_clock_runs_ahead() {
         let copies: i64 = clients.iter_mut().map(|c| holds(c, &k)).sum();
         assert_eq!(copies, 2, "{k} after the flush");
     }
+}
+
+/// A node that is receiving a slot and finds that no other copy of a key answers its fetch
+/// (the node it joins crashed mid-hand-off) does not answer nil for a key that exists, nor
+/// build a write on nothing: it sends the command to the key's other copies, and here,
+/// where none is left, answers CLUSTERDOWN.
+#[test]
+fn a_fetch_nobody_answers_is_not_a_miss() {
+    let gossip = |seeds: Vec<String>, name: &str| {
+        let name = name.to_owned();
+        shoal_tests::TestNode::with(move |c| {
+            c.node_name = name;
+            c.cluster_mode = "gossip".into();
+            c.cluster_secret = TEST_SECRET.into();
+            c.cluster_port = Some(0);
+            c.gossip_port = Some(0);
+            c.cluster_seeds = seeds;
+            // Slow, so the joiner is still receiving when the other node dies.
+            c.handoff_rate = "64kb".parse().unwrap();
+        })
+    };
+    let a = gossip(Vec::new(), "a");
+    let mut ca = a.client();
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("f{i}")).arg(i).ignore();
+    }
+    let _: () = pipe.query(&mut ca).unwrap();
+    let j = gossip(vec![a.gossip_addr.unwrap().to_string()], "j");
+    let mut cj = j.client();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            info_field(&mut cj, "shoal_members") == "2"
+                && info_field(&mut ca, "shoal_members") == "2"
+        }),
+        "j joined"
+    );
+    let me = my_id(&mut cj);
+    // Keys j owns now: it has received almost none of them yet.
+    let mut owned = Vec::new();
+    for i in 0..2_000 {
+        let k = format!("f{i}");
+        let held: i64 = redis::cmd("CLUSTER")
+            .arg("HASKEY")
+            .arg(&k)
+            .query(&mut cj)
+            .unwrap();
+        if held == 0 && owner_of(&mut cj, &k) == me {
+            owned.push(k);
+            if owned.len() == 5 {
+                break;
+            }
+        }
+    }
+    assert!(!owned.is_empty(), "j owns none of the keys it lacks");
+    a.crash();
+    for k in &owned {
+        match cj.get::<_, Option<String>>(k) {
+            Err(e) => assert_eq!(e.code(), Some("CLUSTERDOWN"), "{k}: {e}"),
+            Ok(v) => panic!("{k} read {v:?} while no copy answered"),
+        }
+        let e = cj.incr::<_, _, i64>(k, 1).unwrap_err();
+        assert_eq!(e.code(), Some("CLUSTERDOWN"), "{k}: {e}");
+    }
+    let unanswered: u64 = info_field(&mut cj, "shoal_fetches_unanswered")
+        .parse()
+        .unwrap();
+    assert!(unanswered > 0);
 }

@@ -19,15 +19,18 @@ use shoal_wire::{Handled, PeerHandler, Response};
 
 use shoal_store::KeyState;
 
-use super::handoff::{self, Before};
+use super::handoff::{self, Before, Fetched};
 use super::message::{
     decode_request, encode_command, encode_replicate, encode_replicate_result, passed_on, Request,
 };
 use super::replicate::wait_acks;
-use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
+use super::router::{
+    command_keys, error_bytes, fails_over, parse_command, serve_after_wait, serve_command,
+};
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
+use shoal_engine::cmd::{self, flag};
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
@@ -144,11 +147,6 @@ impl PeerHandler for PeerService {
                 } else {
                     Vec::new()
                 };
-                if sender_view != view.id && not_here(node, &view, &keys, now) {
-                    // The sender routes by another view and this node holds no copy of the
-                    // key (it forgot the slot, or never had it): the next copy answers.
-                    return reply(Bytes::from_static(handoff::NOT_HERE));
-                }
                 if sender_view != view.id && !failover && !was_passed_on {
                     if let Some(owner) = pass_on_to(&view, &keys) {
                         // The sender routes by another view, in which this node owns the
@@ -168,16 +166,23 @@ impl PeerHandler for PeerService {
                             reply_limit,
                         ));
                         let (peer, view_id) = (view.peer_arc(owner), view.id);
+                        let write =
+                            cmd::lookup(&args[0]).is_some_and(|s| s.flags & flag::WRITE != 0);
                         let mut sent = Box::pin(async move {
                             let Some(peer) = peer else {
                                 return Bytes::from_static(handoff::NOT_PASSED_ON);
                             };
                             match peer.client.request(view_id, body).await {
                                 Ok(response) => response.body,
-                                Err(e) => {
+                                // As the sender would fail over (a refusal, an overload or a
+                                // bad frame do not make a write go to another copy).
+                                Err(e) if fails_over(&e, write) => {
                                     tracing::debug!(error = %e, "could not pass a command on");
                                     Bytes::from_static(handoff::NOT_PASSED_ON)
                                 }
+                                Err(e) => error_bytes(&format!(
+                                    "ERR passing the command on to its owner failed: {e}"
+                                )),
                             }
                         });
                         // Polled once here, so its request leaves now, in the order the
@@ -195,17 +200,29 @@ impl PeerHandler for PeerService {
                         };
                     }
                 }
+                if sender_view != view.id && not_here(node, &view, &keys, now) {
+                    // The sender routes by another view and this node holds no copy of the
+                    // key (it forgot the slot, or never had it): the next copy answers. (Checked after
+                    // the pass-on: a new key must not get a second writer either.)
+                    return reply(Bytes::from_static(handoff::NOT_HERE));
+                }
                 if let Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now) {
                     // Unsettled and the key may not be here yet: fetch it from its other
                     // copies first (in arrival order per key), so a read sees no cold miss
                     // and a write builds on the value.
                     let node = self.node.clone();
                     return Handled::Later(Box::pin(async move {
-                        let (asked, turn) = wait.await;
-                        if !asked && sender_view != view.id {
+                        let (fetched, turn) = wait.await;
+                        let refusal = match fetched {
+                            Fetched::NoCopy if sender_view != view.id => Some(handoff::NOT_HERE),
+                            // The sender tries the key's next copy (an old one has it).
+                            Fetched::Unanswered => Some(handoff::UNANSWERED),
+                            _ => None,
+                        };
+                        if let Some(refusal) = refusal {
                             return Response {
                                 epoch,
-                                body: Bytes::from_static(handoff::NOT_HERE),
+                                body: Bytes::from_static(refusal),
                             };
                         }
                         let bytes = serve_after_wait(
@@ -297,8 +314,10 @@ impl PeerHandler for PeerService {
             }
             Ok(Request::Replicate(entries)) => {
                 let (mut applied, mut stale) = (0u32, 0u32);
-                // Only a sender with another view can name a slot this node is no copy of.
-                let check = sender_view != view.id;
+                // Only a sender still on a view this node left: a sender on a view this node
+                // has not heard of yet may be right that this node is a copy now (its
+                // replication is not sent again, so it must be taken).
+                let check = sender_view != view.id && cluster.left_view(sender_view);
                 for (key, state) in &entries {
                     if check && foreign(cluster, &view, key) {
                         cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);

@@ -42,7 +42,8 @@ mod settle;
 mod stream;
 
 pub use fetch::{
-    before, fetch, missing, try_next_copy, Before, KeyTurn, EXPIRED, NOT_HERE, NOT_PASSED_ON,
+    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, EXPIRED, NOT_HERE,
+    NOT_PASSED_ON, UNANSWERED,
 };
 pub use settle::{Handoff, HandoffStats};
 

@@ -209,7 +209,8 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
             .filter(|&m| !missed.contains(&view.nodes[usize::from(m)].name))
             .collect();
         // First every member's floor, then every member raised to the greatest. A member
-        // that does not answer here flushed already: it keeps its own floor.
+        // that does not answer here flushed, but may keep a lower floor and clock: the
+        // reply names it as one that did not confirm.
         let mut top = 0;
         for _round in 0..2 {
             let raise = [
@@ -219,9 +220,16 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
             let asks = reached
                 .iter()
                 .map(|&m| ask(node, &view, m, Protocol::Resp2, None, &raise));
-            for r in join_all(asks).await {
-                if let Some(floor) = r.ok().and_then(|b| integer_value(&b)) {
-                    top = top.max(floor);
+            for (&m, r) in reached.iter().zip(join_all(asks).await) {
+                match r.ok().and_then(|b| integer_value(&b)) {
+                    Some(floor) => top = top.max(floor),
+                    None => {
+                        let name = &view.nodes[usize::from(m)].name;
+                        if !missed.contains(name) {
+                            tracing::warn!(node = %name, "flush floor did not reach node");
+                            missed.push(name.clone());
+                        }
+                    }
                 }
             }
         }

@@ -70,11 +70,13 @@ pub struct Turn {
 }
 
 impl Turn {
-    /// Waits until the command forwarded before this one finished (at once the second time).
-    async fn after_previous(&mut self) {
+    /// Waits until the command forwarded before this one finished (at once the second time),
+    /// at most `limit`: when the next copies do not answer either, a chain of failovers
+    /// would otherwise take one timeout per command.
+    async fn after_previous(&mut self, limit: std::time::Duration) {
         if let Some(after) = self.after.take() {
             // Err: the previous command's future was dropped, which also finishes it.
-            let _ = after.await;
+            let _ = tokio::time::timeout(limit, after).await;
         }
     }
 }
@@ -110,7 +112,7 @@ pub async fn send_to_copies(
     for (i, &m) in owners.iter().enumerate() {
         if i > 0 {
             cluster.stats.failovers.fetch_add(1, Ordering::Relaxed);
-            turn.after_previous().await;
+            turn.after_previous(cluster.timeouts.request).await;
         }
         if m == view.me {
             // This node is the next copy: run it here, a millisecond ahead when it is a
