@@ -52,6 +52,41 @@ fn my_id(c: &mut redis::Connection) -> String {
     redis::cmd("CLUSTER").arg("MYID").query(c).unwrap()
 }
 
+/// 1 if the node `c` is connected to holds a copy of `k`, else 0.
+fn haskey(c: &mut redis::Connection, k: &str) -> i64 {
+    redis::cmd("CLUSTER").arg("HASKEY").arg(k).query(c).unwrap()
+}
+
+/// Two keys named `prefix...` written through node 0: one whose slot node `n` holds a copy
+/// of, and one whose slot it holds none of. Needs `write-ack = all`, so that the copies are
+/// in place when a write returns.
+fn keys_on_and_off(clients: &mut [redis::Connection], n: usize, prefix: &str) -> (String, String) {
+    let (mut on, mut off) = (None, None);
+    for i in 0..1000 {
+        let k = format!("{prefix}{i}");
+        let _: () = clients[0].set(&k, "x").unwrap();
+        let side = if haskey(&mut clients[n], &k) == 1 {
+            &mut on
+        } else {
+            &mut off
+        };
+        side.get_or_insert(k);
+        if on.is_some() && off.is_some() {
+            break;
+        }
+    }
+    (
+        on.expect("a key on the node"),
+        off.expect("a key off the node"),
+    )
+}
+
+/// An inter-node client of the cluster's secret, as a node named `n-test`.
+fn peer_client(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr) -> shoal_wire::PeerClient {
+    let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
+    rt.block_on(async { shoal_wire::PeerClient::new(addr, auth, Default::default()) })
+}
+
 /// Every key written through any node reads back through every node.
 #[test]
 fn any_node_answers_any_key() {
@@ -577,10 +612,7 @@ fn reordered_replication_cannot_resurrect_a_deleted_key() {
         .enable_all()
         .build()
         .unwrap();
-    let peer = rt.block_on(async {
-        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
-        shoal_wire::PeerClient::new(target, auth, Default::default())
-    });
+    let peer = peer_client(&rt, target);
     let send = |state: KeyState| {
         let body = encode_replicate([(ghost.as_bytes(), &state)].into_iter());
         rt.block_on(peer.request(1, body)).expect("replicate")
@@ -772,34 +804,14 @@ fn a_hand_off_of_a_foreign_slot_is_refused() {
     let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
     let target = cluster.members[2].cluster_addr;
     let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
-    let holds = |c: &mut redis::Connection, k: &str| -> i64 {
-        redis::cmd("CLUSTER").arg("HASKEY").arg(k).query(c).unwrap()
-    };
-    // With three nodes and two copies, node 2 holds no copy of about a third of the slots:
-    // find a key of such a slot (`copy` is one it does hold), by where a write lands.
-    let (mut foreign, mut copy) = (None, None);
-    for i in 0..1000 {
-        let k = format!("late{i}");
-        let _: () = clients[0].set(&k, "x").unwrap();
-        let slot = if holds(&mut clients[2], &k) == 0 {
-            &mut foreign
-        } else {
-            &mut copy
-        };
-        slot.get_or_insert(k);
-        if foreign.is_some() && copy.is_some() {
-            break;
-        }
-    }
-    let (foreign, copy) = (foreign.unwrap(), copy.unwrap());
+    let holds = haskey;
+    // With three nodes and two copies, node 2 holds no copy of about a third of the slots.
+    let (copy, foreign) = keys_on_and_off(&mut clients, 2, "late");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let peer = rt.block_on(async {
-        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
-        shoal_wire::PeerClient::new(target, auth, Default::default())
-    });
+    let peer = peer_client(&rt, target);
     let state = KeyState::Live {
         value: bytes::Bytes::from_static(b"late"),
         flags: 0,
@@ -856,10 +868,7 @@ fn a_command_routed_by_another_view_goes_on_to_the_owner() {
         .enable_all()
         .build()
         .unwrap();
-    let peer = rt.block_on(async {
-        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
-        shoal_wire::PeerClient::new(cluster.members[2].cluster_addr, auth, Default::default())
-    });
+    let peer = peer_client(&rt, cluster.members[2].cluster_addr);
     let body = |args: &[&str]| {
         let args: Vec<bytes::Bytes> = args
             .iter()
@@ -912,25 +921,9 @@ fn flushall_holds_against_a_node_whose_clock_runs_ahead() {
     // Each write waits for its replica, so the copies can be counted right after it.
     let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
     let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
-    let holds = |c: &mut redis::Connection, k: &str| -> i64 {
-        redis::cmd("CLUSTER").arg("HASKEY").arg(k).query(c).unwrap()
-    };
-    let (mut on2, mut off2) = (None, None);
-    for i in 0..1000 {
-        let k = format!("skew{i}");
-        let _: () = clients[0].set(&k, "x").unwrap();
-        let slot = if holds(&mut clients[2], &k) == 1 {
-            &mut on2
-        } else {
-            &mut off2
-        };
-        slot.get_or_insert(k);
-        if on2.is_some() && off2.is_some() {
-            break;
-        }
-    }
+    let holds = haskey;
     // `off` has its copies on nodes 0 and 1.
-    let (on2, off) = (on2.unwrap(), off2.unwrap());
+    let (on2, off) = keys_on_and_off(&mut clients, 2, "skew");
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -940,11 +933,7 @@ fn flushall_holds_against_a_node_whose_clock_runs_ahead() {
         .enable_all()
         .build()
         .unwrap();
-    let peer = |i: usize| {
-        let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n-test");
-        let addr = cluster.members[i].cluster_addr;
-        rt.block_on(async { shoal_wire::PeerClient::new(addr, auth, Default::default()) })
-    };
+    let peer = |i: usize| peer_client(&rt, cluster.members[i].cluster_addr);
     let live = |version| KeyState::Live {
         value: bytes::Bytes::from_static(b"early"),
         flags: 0,
@@ -978,7 +967,7 @@ fn flushall_holds_against_a_node_whose_clock_runs_ahead() {
 /// A node that is receiving a slot and finds that no other copy of a key answers its fetch
 /// (the node it joins crashed mid-hand-off) does not answer nil for a key that exists, nor
 /// build a write on nothing: it sends the command to the key's other copies, and here,
-/// where none is left, answers CLUSTERDOWN.
+/// where none is left, answers CLUSTERDOWN. A blind write (SET) runs: it needs no old value.
 #[test]
 fn a_fetch_nobody_answers_is_not_a_miss() {
     let gossip = |seeds: Vec<String>, name: &str| {
@@ -1036,6 +1025,12 @@ fn a_fetch_nobody_answers_is_not_a_miss() {
         }
         let e = cj.incr::<_, _, i64>(k, 1).unwrap_err();
         assert_eq!(e.code(), Some("CLUSTERDOWN"), "{k}: {e}");
+    }
+    // A blind write needs no old value: it runs, and the key reads back (held here now).
+    for k in &owned {
+        let _: () = cj.set(k, "new").unwrap();
+        let v: Option<String> = cj.get(k).unwrap();
+        assert_eq!(v.as_deref(), Some("new"), "{k}");
     }
     let unanswered: u64 = info_field(&mut cj, "shoal_fetches_unanswered")
         .parse()

@@ -434,8 +434,16 @@ impl McFrontend {
         execute(&node.engine, cmd, now, &mut own, FLUSH_AT);
         let members = node.cluster.as_ref().map_or(1, |c| c.view().len());
         let dbsize = [Bytes::from_static(b"DBSIZE")];
-        let items = dispatch(node, &mut self.session, &mut self.in_flight, &dbsize, now)
-            .into_future(Protocol::Resp2);
+        // A read of counts: keyed requests after it need not wait for it (a connection's
+        // `in_flight` would count it as touching every slot).
+        let items = dispatch(
+            node,
+            &mut self.session,
+            &mut InFlight::default(),
+            &dbsize,
+            now,
+        )
+        .into_future(Protocol::Resp2);
         Box::pin(async move {
             let items = shoal_resp::integer_value(&items.await);
             let body = own.strip_suffix(b"END\r\n").unwrap_or(&own);

@@ -1139,21 +1139,15 @@ proptest! {
 #[test]
 fn a_raised_floor_is_above_every_version_and_later_writes_are_above_it() {
     let store = Store::default();
-    let live = |version| KeyState::Live {
-        value: Bytes::from_static(b"v"),
-        flags: 0,
-        expire_at_ms: 0,
-        version,
-    };
     // A state from a node whose clock ran far ahead raises one shard's clock past `now`.
     let ahead = 5_000_000 << 12;
-    assert!(store.apply(b"a", &live(ahead), 1));
+    assert!(store.apply(b"a", &live("v", ahead, 0), 1));
     store.clear();
     let floor = store.raise_floor(1 << 12);
     assert!(floor > ahead, "{floor} <= {ahead}");
     assert_eq!(store.floor(), floor);
     assert!(
-        !store.apply(b"a", &live(ahead), 1),
+        !store.apply(b"a", &live("v", ahead, 0), 1),
         "a write from before the flush"
     );
     // Every shard writes above the floor now, whatever its own clock said: a replica with
@@ -1174,26 +1168,20 @@ fn a_raised_floor_is_above_every_version_and_later_writes_are_above_it() {
 #[test]
 fn states_older_than_the_floor_are_refused() {
     let store = Store::default();
-    let live = |version| KeyState::Live {
-        value: Bytes::from_static(b"v"),
-        flags: 0,
-        expire_at_ms: 0,
-        version,
-    };
-    assert!(store.apply(b"a", &live(10), 1));
+    assert!(store.apply(b"a", &live("v", 10, 0), 1));
     store.clear();
     store.refuse_versions_below(100);
     assert!(
-        !store.apply(b"a", &live(99), 1),
+        !store.apply(b"a", &live("v", 99, 0), 1),
         "a write from before the flush"
     );
     assert!(!store.apply(b"b", &KeyState::Deleted { version: 50 }, 1));
     store.refuse_versions_below(20);
     assert!(
-        !store.apply(b"a", &live(99), 1),
+        !store.apply(b"a", &live("v", 99, 0), 1),
         "the floor never goes down"
     );
-    assert!(store.apply(b"a", &live(100), 1));
+    assert!(store.apply(b"a", &live("v", 100, 0), 1));
     assert_eq!(store.get(b"a", 1).as_deref(), Some(&b"v"[..]));
 }
 

@@ -162,12 +162,14 @@ impl Drop for Waiter {
 /// unsettled, a one-key command waits for its turn behind earlier ones on the same key
 /// that wait for a fetch, and the first of them fetches; so commands on one key run in the
 /// order they arrived (also across the moment the node settles). A multi-key command
-/// fetches its missing keys without such ordering.
+/// fetches its missing keys without such ordering. A `blind` write (`cmd::blind_write`)
+/// fetches nothing: it only waits for its turn behind commands already queued on its key.
 pub fn before(
     node: &Arc<Server>,
     cluster: &Cluster,
     view: &Arc<View>,
     keys: &[Bytes],
+    blind: bool,
     now_ms: u64,
 ) -> Before {
     let h = &cluster.handoff;
@@ -191,13 +193,18 @@ pub fn before(
             let no_copy = h.candidates(view, key_slot(key)).is_empty();
             return Before::Wait(Box::pin(async move {
                 let turn = waiter.turn().await;
-                let fetched = if no_copy {
+                let fetched = if blind {
+                    Fetched::Answered
+                } else if no_copy {
                     Fetched::NoCopy
                 } else {
                     turn.fetched
                 };
                 (fetched, turn)
             }));
+        }
+        if blind {
+            return Before::Run;
         }
         let missing = missing(node, cluster, view, keys.iter(), now_ms);
         if missing.is_empty() {
@@ -214,6 +221,9 @@ pub fn before(
             turn.fetched = fetch(&node, &view, missing).await;
             (turn.fetched, turn)
         }));
+    }
+    if blind {
+        return Before::Run;
     }
     let missing = missing(node, cluster, view, keys.iter(), now_ms);
     if missing.is_empty() {

@@ -84,7 +84,10 @@ pub fn run_owned(
     if spec.route != Route::Watch && !cluster.handoff.settled_in(view) {
         let keys = spec.keys(args);
         let view = cluster.view();
-        if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms) {
+        let blind = cmd::blind_write(spec, args);
+        if let handoff::Before::Wait(wait) =
+            handoff::before(node, cluster, &view, &keys, blind, now_ms)
+        {
             // Unsettled and a key may not be here yet: fetch it from its other copies first
             // (in arrival order per key), then run the command as a forwarded one runs.
             let node = node.clone();
@@ -106,6 +109,11 @@ pub fn run_owned(
     }
     let (reply, acks) = run_here(node, cluster, view, session, spec, args, now_ms, None);
     with_acks(reply, session.proto, acks, cluster.timeouts.half)
+}
+
+/// True if `args` is a blind write (`cmd::blind_write`).
+fn blind(args: &[Bytes]) -> bool {
+    cmd::lookup(&args[0]).is_some_and(|s| cmd::blind_write(s, args))
 }
 
 /// Sends a command this node owns to the other copies of its keys, marked as a failover
@@ -162,7 +170,7 @@ pub async fn serve_body_here(
                 let keys = command_keys(&args).unwrap_or_default();
                 let now = shoal_engine::clock::now_ms();
                 if let handoff::Before::Wait(wait) =
-                    handoff::before(node, cluster, view, &keys, now)
+                    handoff::before(node, cluster, view, &keys, blind(&args), now)
                 {
                     let fetched;
                     (fetched, turn) = wait.await;
