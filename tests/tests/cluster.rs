@@ -896,6 +896,16 @@ fn a_command_routed_by_another_view_goes_on_to_the_owner() {
     assert_eq!(served(&mut clients[0]) - before, 4, "the owner ran them");
     let v: Option<String> = clients[1].get(&k).unwrap();
     assert_eq!(v.as_deref(), Some("b"));
+    // A command passed on to a node that holds no copy of its key (new here) runs there
+    // rather than bouncing back "not here": the node that passed it on may be the client's
+    // last copy. Its write reaches the key's copies by replication.
+    // A key never written, in the slot of one node 2 holds no copy of.
+    let (_, off) = keys_on_and_off(&mut clients, 2, "bounce");
+    let fresh = format!("{{{off}}}:fresh");
+    let passed = shoal_cluster::message::passed_on(&body(&["SET", &fresh, "v"]));
+    let got = rt.block_on(peer.request(1, passed)).unwrap().body;
+    assert_eq!(&got[..], b"+OK\r\n");
+    assert_eq!(clients[0].get::<_, String>(&fresh).unwrap(), "v");
     // With that owner gone, the sender is told to try its next copy (it has one by its
     // view), not served here: node 2 would be a second writer if the owner were alive.
     let mut cluster = cluster;

@@ -200,7 +200,10 @@ impl PeerHandler for PeerService {
                         };
                     }
                 }
-                if sender_view != view.id && not_here(node, &view, &keys, now) {
+                // Not for a command passed on to this node: bounced back, that answer would
+                // reach the client when the node that passed it on was its last copy. Run
+                // here, its write replicates to the copies this node's view names.
+                if sender_view != view.id && !was_passed_on && not_here(node, &view, &keys, now) {
                     // The sender routes by another view and this node holds no copy of the
                     // key (it forgot the slot, or never had it): the next copy answers. (Checked after
                     // the pass-on: a new key must not get a second writer either.)
@@ -216,7 +219,9 @@ impl PeerHandler for PeerService {
                     return Handled::Later(Box::pin(async move {
                         let (fetched, turn) = wait.await;
                         let refusal = match fetched {
-                            Fetched::NoCopy if sender_view != view.id => Some(handoff::NOT_HERE),
+                            Fetched::NoCopy if sender_view != view.id && !was_passed_on => {
+                                Some(handoff::NOT_HERE)
+                            }
                             // The sender tries the key's next copy (an old one has it).
                             Fetched::Unanswered => Some(handoff::UNANSWERED),
                             _ => None,
