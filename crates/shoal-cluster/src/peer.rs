@@ -209,7 +209,9 @@ impl PeerHandler for PeerService {
                     // the pass-on: a new key must not get a second writer either.)
                     return reply(Bytes::from_static(handoff::NOT_HERE));
                 }
-                let blind = cmd::lookup(&args[0]).is_some_and(|s| cmd::blind_write(s, &args));
+                // `keys` is empty in the common case (settled, same view): no lookup then.
+                let blind = !keys.is_empty()
+                    && cmd::lookup(&args[0]).is_some_and(|s| cmd::blind_write(s, &args));
                 if let Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, blind, now)
                 {
                     // Unsettled and the key may not be here yet: fetch it from its other
