@@ -845,7 +845,8 @@ fn a_hand_off_of_a_foreign_slot_is_refused() {
 
 /// A forwarded command from a sender that routes by another view, reaching a node that is
 /// not the key's owner in its own view, is passed on to that owner (once), so a key has one
-/// writer while views differ; a pipeline's commands on the key keep their order.
+/// writer while views differ; a pipeline's commands on the key keep their order. What that
+/// owner cannot take runs where it arrived.
 #[test]
 fn a_command_routed_by_another_view_goes_on_to_the_owner() {
     // Each write waits for its replica, so where copies are can be read right after it.
@@ -896,26 +897,27 @@ fn a_command_routed_by_another_view_goes_on_to_the_owner() {
     assert_eq!(served(&mut clients[0]) - before, 4, "the owner ran them");
     let v: Option<String> = clients[1].get(&k).unwrap();
     assert_eq!(v.as_deref(), Some("b"));
-    // A command passed on to a node that holds no copy of its key (new here) runs there
-    // rather than bouncing back "not here": the node that passed it on may be the client's
-    // last copy. Its write reaches the key's copies by replication.
-    // A key never written, in the slot of one node 2 holds no copy of.
+    // A command passed on to a node that holds no copy of its key (new here) is sent back
+    // ("not here"): the node that passed it on then runs it itself.
     let (_, off) = keys_on_and_off(&mut clients, 2, "bounce");
     let fresh = format!("{{{off}}}:fresh");
     let passed = shoal_cluster::message::passed_on(&body(&["SET", &fresh, "v"]));
     let got = rt.block_on(peer.request(1, passed)).unwrap().body;
-    assert_eq!(&got[..], b"+OK\r\n");
-    assert_eq!(clients[0].get::<_, String>(&fresh).unwrap(), "v");
-    // With that owner gone, the sender is told to try its next copy (it has one by its
-    // view), not served here: node 2 would be a second writer if the owner were alive.
+    assert!(got.starts_with(b"-TRYAGAIN"), "{got:?}");
+    // With that owner gone, node 2 runs what it cannot pass on, as before passing on
+    // existed (the owner cannot write meanwhile).
     let mut cluster = cluster;
     cluster.crash(0);
     let got = rt
-        .block_on(peer.request(1, body(&["INCR", &k])))
+        .block_on(peer.request(1, body(&["SET", &k, "c"])))
         .unwrap()
         .body;
-    assert!(got.starts_with(b"-TRYAGAIN"), "{got:?}");
-    assert_eq!(clients[2].get::<_, String>(&k).unwrap(), "b");
+    assert_eq!(&got[..], b"+OK\r\n");
+    assert_eq!(clients[2].get::<_, String>(&k).unwrap(), "c");
+    let back: u64 = info_field(&mut clients[2], "shoal_passed_back")
+        .parse()
+        .unwrap();
+    assert_eq!(back, 1);
 }
 
 /// FLUSHALL raises every node's version floor to the greatest any node had, and every

@@ -25,7 +25,8 @@ use super::message::{
 };
 use super::replicate::wait_acks;
 use super::router::{
-    command_keys, error_bytes, fails_over, parse_command, serve_after_wait, serve_command,
+    command_keys, error_bytes, fails_over, parse_command, serve_after_wait, serve_body_here,
+    serve_command,
 };
 use super::View;
 use crate::{Cluster, Server};
@@ -155,35 +156,41 @@ impl PeerHandler for PeerService {
                         // INCRs both acknowledged, one lost to the other's version): it goes
                         // on to the owner this node knows, once, with the sender's deadline.
                         // Reads go too, behind the writes before them on the same link, so
-                        // they see them. If that owner does not answer, the sender is told
-                        // to try its next copy (its failovers keep their order there).
+                        // they see them. If that owner cannot be reached, or sends it back
+                        // (it holds no copy either, the deadline passed, ...), it runs here
+                        // as it did before passing on existed.
                         cluster.stats.passed_on.fetch_add(1, Ordering::Relaxed);
-                        let body = passed_on(&encode_command(
-                            proto,
-                            None,
-                            &args,
-                            deadline_ms,
-                            reply_limit,
-                        ));
+                        let own = encode_command(proto, None, &args, deadline_ms, reply_limit);
+                        let body = passed_on(&own);
                         let (peer, view_id) = (view.peer_arc(owner), view.id);
                         let write =
                             cmd::lookup(&args[0]).is_some_and(|s| s.flags & flag::WRITE != 0);
+                        let node = self.node.clone();
                         let mut sent = Box::pin(async move {
-                            let Some(peer) = peer else {
-                                return Bytes::from_static(handoff::NOT_PASSED_ON);
-                            };
-                            match peer.client.request(view_id, body).await {
-                                Ok(response) => response.body,
-                                // As the sender would fail over (a refusal, an overload or a
-                                // bad frame do not make a write go to another copy).
-                                Err(e) if fails_over(&e, write) => {
-                                    tracing::debug!(error = %e, "could not pass a command on");
-                                    Bytes::from_static(handoff::NOT_PASSED_ON)
+                            if let Some(peer) = peer {
+                                match peer.client.request(view_id, body).await {
+                                    Ok(r) if !handoff::try_next_copy(&r.body) => return r.body,
+                                    Ok(_) => {}
+                                    // As the sender would fail over (a refusal, an overload
+                                    // or a bad frame do not make a write go elsewhere).
+                                    Err(e) if fails_over(&e, write) => {
+                                        tracing::debug!(error = %e, "could not pass a command on");
+                                    }
+                                    Err(e) => {
+                                        return error_bytes(&format!(
+                                            "ERR passing the command on to its owner failed: {e}"
+                                        ))
+                                    }
                                 }
-                                Err(e) => error_bytes(&format!(
-                                    "ERR passing the command on to its owner failed: {e}"
-                                )),
                             }
+                            cluster_of(&node)
+                                .stats
+                                .passed_back
+                                .fetch_add(1, Ordering::Relaxed);
+                            if not_here(&node, &view, &keys, now_ms()) {
+                                return Bytes::from_static(handoff::NOT_HERE);
+                            }
+                            serve_body_here(&node, &view, own, 0).await
                         });
                         // Polled once here, so its request leaves now, in the order the
                         // frames came: the task that finishes it may start after the next
@@ -200,10 +207,7 @@ impl PeerHandler for PeerService {
                         };
                     }
                 }
-                // Not for a command passed on to this node: bounced back, that answer would
-                // reach the client when the node that passed it on was its last copy. Run
-                // here, its write replicates to the copies this node's view names.
-                if sender_view != view.id && !was_passed_on && not_here(node, &view, &keys, now) {
+                if sender_view != view.id && not_here(node, &view, &keys, now) {
                     // The sender routes by another view and this node holds no copy of the
                     // key (it forgot the slot, or never had it): the next copy answers. (Checked after
                     // the pass-on: a new key must not get a second writer either.)
@@ -221,9 +225,7 @@ impl PeerHandler for PeerService {
                     return Handled::Later(Box::pin(async move {
                         let (fetched, turn) = wait.await;
                         let refusal = match fetched {
-                            Fetched::NoCopy if sender_view != view.id && !was_passed_on => {
-                                Some(handoff::NOT_HERE)
-                            }
+                            Fetched::NoCopy if sender_view != view.id => Some(handoff::NOT_HERE),
                             // The sender tries the key's next copy (an old one has it).
                             Fetched::Unanswered => Some(handoff::UNANSWERED),
                             _ => None,
@@ -357,6 +359,13 @@ impl PeerHandler for PeerService {
             }
         }
     }
+}
+
+/// The cluster part of a node that serves peers.
+fn cluster_of(node: &Server) -> &Cluster {
+    node.cluster
+        .as_ref()
+        .expect("peer service runs in a cluster")
 }
 
 /// The node to pass a forwarded command on to (see `handle`): the owner of the slot of its

@@ -42,8 +42,7 @@ mod settle;
 mod stream;
 
 pub use fetch::{
-    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, EXPIRED, NOT_HERE,
-    NOT_PASSED_ON, UNANSWERED,
+    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, EXPIRED, NOT_HERE, UNANSWERED,
 };
 pub use settle::{Handoff, HandoffStats};
 
