@@ -255,9 +255,6 @@ impl View {
     }
 }
 
-/// How many left views a node remembers (see `Cluster::left_view`).
-const PAST_VIEWS: usize = 32;
-
 /// Counters behind INFO's cluster section.
 #[derive(Default)]
 pub struct ClusterStats {
@@ -284,9 +281,6 @@ pub struct ClusterStats {
     /// Forwarded writes this node passed on to the key's owner in its own view (the sender
     /// routed by another view).
     pub passed_on: AtomicU64,
-    /// Of those, the ones that owner could not take (unreachable, or it sent them back):
-    /// run here instead.
-    pub passed_back: AtomicU64,
     /// Inter-node requests whose sender had another view of the membership.
     pub other_view: AtomicU64,
     /// Requests on the cluster-client port answered MOVED (the client's slot map is old).
@@ -331,8 +325,6 @@ pub struct Cluster {
     pool: Mutex<HashMap<(String, SocketAddr), Arc<Peer>>>,
     /// Serialises `install`.
     installing: Mutex<()>,
-    /// The ids of the last views this node left (at most `PAST_VIEWS`), newest last.
-    past_views: Mutex<std::collections::VecDeque<u64>>,
     /// Tells the hand-off task that a view with another id was installed.
     changes: watch::Sender<u64>,
     /// False while a starting gossip node looks for the cluster (keyed commands answer
@@ -502,7 +494,6 @@ impl Cluster {
             view_id: Arc::new(AtomicU64::new(0)),
             pool: Mutex::new(HashMap::new()),
             installing: Mutex::new(()),
-            past_views: Mutex::new(std::collections::VecDeque::new()),
             changes: watch::channel(0).0,
             accepting: AtomicBool::new(true),
             timeouts: Timeouts::new(config.cluster_timeout_ms),
@@ -616,12 +607,6 @@ impl Cluster {
         if view.id != old.id {
             // Unsettle before the new view is visible.
             self.handoff.view_changed(&old, &view);
-            let mut past = self.past_views.lock().unwrap_or_else(|e| e.into_inner());
-            past.retain(|&id| id != old.id && id != view.id);
-            if past.len() == PAST_VIEWS {
-                past.pop_front();
-            }
-            past.push_back(old.id);
         }
         self.view_id.store(view.id, Ordering::Relaxed);
         self.view.store(view.clone());
@@ -655,13 +640,6 @@ impl Cluster {
     /// The current membership snapshot.
     pub fn view(&self) -> Arc<View> {
         self.view.load_full()
-    }
-
-    /// True if `id` is one of the last views this node left (and not its current one): a
-    /// sender routing by it has not heard of a change this node has.
-    pub fn left_view(&self, id: u64) -> bool {
-        let past = self.past_views.lock().unwrap_or_else(|e| e.into_inner());
-        past.contains(&id) && self.view.load().id != id
     }
 
     /// The current view's epoch (it grows with every view change on this node).
@@ -745,7 +723,6 @@ impl Cluster {
         ));
         line(format!("shoal_fetches_on_miss:{}", get(&h.fetches)));
         line(format!("shoal_fetched_keys:{}", get(&h.fetched)));
-        line(format!("shoal_fetches_unanswered:{}", get(&h.unanswered)));
         line(format!("shoal_forgotten_keys:{}", get(&h.forgotten)));
         line(format!("shoal_other_view_requests:{}", get(&s.other_view)));
         line(format!("shoal_moved_replies:{}", get(&s.moved)));
@@ -796,7 +773,6 @@ impl Cluster {
         line(format!("shoal_forwarded:{}", get(&s.forwarded)));
         line(format!("shoal_served_for_peers:{}", get(&s.served)));
         line(format!("shoal_passed_on:{}", get(&s.passed_on)));
-        line(format!("shoal_passed_back:{}", get(&s.passed_back)));
         line(format!("shoal_failovers:{}", get(&s.failovers)));
         line(format!("shoal_unreachable:{}", get(&s.unreachable)));
         line(format!("shoal_repl_queued:{}", get(&s.repl_queued)));
@@ -841,40 +817,5 @@ mod tests {
         let (da, db) = (a.deadline_ms(), b.deadline_ms());
         assert!(db >= da + 3000, "{da} {db}");
         assert_eq!(Timeouts::new(1).half, Duration::from_millis(1));
-    }
-
-    /// A node knows the views it left (a sender still on one has not heard of a change),
-    /// and not its current one nor views it never had.
-    #[tokio::test]
-    async fn a_node_remembers_the_views_it_left() {
-        let config = NodeConfig {
-            cluster_mode: "gossip".into(),
-            cluster_secret: "s".into(),
-            ..NodeConfig::default()
-        };
-        let info = |name: &str, port: u16| {
-            let addr = |p: u16| format!("127.0.0.1:{p}").parse().unwrap();
-            NodeInfo::new(name, addr(port), addr(port + 1), 1)
-        };
-        let a = info("a", 1000);
-        let cluster = Cluster::for_gossip(&config, a.clone()).unwrap();
-        let first = cluster.view().id;
-        assert!(!cluster.left_view(first));
-        let rows = vec![
-            MemberRow {
-                info: a,
-                state: MemberState::Serving,
-            },
-            MemberRow {
-                info: info("b", 2000),
-                state: MemberState::Serving,
-            },
-        ];
-        cluster.install_locked(rows).unwrap();
-        let second = cluster.view().id;
-        assert_ne!(first, second);
-        assert!(cluster.left_view(first));
-        assert!(!cluster.left_view(second));
-        assert!(!cluster.left_view(first ^ 1));
     }
 }

@@ -19,19 +19,15 @@ use shoal_wire::{Handled, PeerHandler, Response};
 
 use shoal_store::KeyState;
 
-use super::handoff::{self, Before, Fetched};
+use super::handoff::{self, Before};
 use super::message::{
     decode_request, encode_command, encode_replicate, encode_replicate_result, passed_on, Request,
 };
 use super::replicate::wait_acks;
-use super::router::{
-    command_keys, error_bytes, fails_over, parse_command, serve_after_wait, serve_body_here,
-    serve_command,
-};
+use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
-use shoal_engine::cmd::{self, flag};
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
@@ -148,6 +144,11 @@ impl PeerHandler for PeerService {
                 } else {
                     Vec::new()
                 };
+                if sender_view != view.id && not_here(node, &view, &keys, now) {
+                    // The sender routes by another view and this node holds no copy of the
+                    // key (it forgot the slot, or never had it): the next copy answers.
+                    return reply(Bytes::from_static(handoff::NOT_HERE));
+                }
                 if sender_view != view.id && !failover && !was_passed_on {
                     if let Some(owner) = pass_on_to(&view, &keys) {
                         // The sender routes by another view, in which this node owns the
@@ -156,41 +157,28 @@ impl PeerHandler for PeerService {
                         // INCRs both acknowledged, one lost to the other's version): it goes
                         // on to the owner this node knows, once, with the sender's deadline.
                         // Reads go too, behind the writes before them on the same link, so
-                        // they see them. If that owner cannot be reached, or sends it back
-                        // (it holds no copy either, the deadline passed, ...), it runs here
-                        // as it did before passing on existed.
+                        // they see them. If that owner does not answer, the sender is told
+                        // to try its next copy (its failovers keep their order there).
                         cluster.stats.passed_on.fetch_add(1, Ordering::Relaxed);
-                        let own = encode_command(proto, None, &args, deadline_ms, reply_limit);
-                        let body = passed_on(&own);
+                        let body = passed_on(&encode_command(
+                            proto,
+                            None,
+                            &args,
+                            deadline_ms,
+                            reply_limit,
+                        ));
                         let (peer, view_id) = (view.peer_arc(owner), view.id);
-                        let write =
-                            cmd::lookup(&args[0]).is_some_and(|s| s.flags & flag::WRITE != 0);
-                        let node = self.node.clone();
                         let mut sent = Box::pin(async move {
-                            if let Some(peer) = peer {
-                                match peer.client.request(view_id, body).await {
-                                    Ok(r) if !handoff::try_next_copy(&r.body) => return r.body,
-                                    Ok(_) => {}
-                                    // As the sender would fail over (a refusal, an overload
-                                    // or a bad frame do not make a write go elsewhere).
-                                    Err(e) if fails_over(&e, write) => {
-                                        tracing::debug!(error = %e, "could not pass a command on");
-                                    }
-                                    Err(e) => {
-                                        return error_bytes(&format!(
-                                            "ERR passing the command on to its owner failed: {e}"
-                                        ))
-                                    }
+                            let Some(peer) = peer else {
+                                return Bytes::from_static(handoff::NOT_PASSED_ON);
+                            };
+                            match peer.client.request(view_id, body).await {
+                                Ok(response) => response.body,
+                                Err(e) => {
+                                    tracing::debug!(error = %e, "could not pass a command on");
+                                    Bytes::from_static(handoff::NOT_PASSED_ON)
                                 }
                             }
-                            cluster_of(&node)
-                                .stats
-                                .passed_back
-                                .fetch_add(1, Ordering::Relaxed);
-                            if not_here(&node, &view, &keys, now_ms()) {
-                                return Bytes::from_static(handoff::NOT_HERE);
-                            }
-                            serve_body_here(&node, &view, own, 0).await
                         });
                         // Polled once here, so its request leaves now, in the order the
                         // frames came: the task that finishes it may start after the next
@@ -207,33 +195,17 @@ impl PeerHandler for PeerService {
                         };
                     }
                 }
-                if sender_view != view.id && not_here(node, &view, &keys, now) {
-                    // The sender routes by another view and this node holds no copy of the
-                    // key (it forgot the slot, or never had it): the next copy answers. (Checked after
-                    // the pass-on: a new key must not get a second writer either.)
-                    return reply(Bytes::from_static(handoff::NOT_HERE));
-                }
-                // `keys` is empty in the common case (settled, same view): no lookup then.
-                let blind = !keys.is_empty()
-                    && cmd::lookup(&args[0]).is_some_and(|s| cmd::blind_write(s, &args));
-                if let Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, blind, now)
-                {
+                if let Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now) {
                     // Unsettled and the key may not be here yet: fetch it from its other
                     // copies first (in arrival order per key), so a read sees no cold miss
                     // and a write builds on the value.
                     let node = self.node.clone();
                     return Handled::Later(Box::pin(async move {
-                        let (fetched, turn) = wait.await;
-                        let refusal = match fetched {
-                            Fetched::NoCopy if sender_view != view.id => Some(handoff::NOT_HERE),
-                            // The sender tries the key's next copy (an old one has it).
-                            Fetched::Unanswered => Some(handoff::UNANSWERED),
-                            _ => None,
-                        };
-                        if let Some(refusal) = refusal {
+                        let (asked, turn) = wait.await;
+                        if !asked && sender_view != view.id {
                             return Response {
                                 epoch,
-                                body: Bytes::from_static(refusal),
+                                body: Bytes::from_static(handoff::NOT_HERE),
                             };
                         }
                         let bytes = serve_after_wait(
@@ -325,10 +297,8 @@ impl PeerHandler for PeerService {
             }
             Ok(Request::Replicate(entries)) => {
                 let (mut applied, mut stale) = (0u32, 0u32);
-                // Only a sender still on a view this node left: a sender on a view this node
-                // has not heard of yet may be right that this node is a copy now (its
-                // replication is not sent again, so it must be taken).
-                let check = sender_view != view.id && cluster.left_view(sender_view);
+                // Only a sender with another view can name a slot this node is no copy of.
+                let check = sender_view != view.id;
                 for (key, state) in &entries {
                     if check && foreign(cluster, &view, key) {
                         cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);
@@ -359,13 +329,6 @@ impl PeerHandler for PeerService {
             }
         }
     }
-}
-
-/// The cluster part of a node that serves peers.
-fn cluster_of(node: &Server) -> &Cluster {
-    node.cluster
-        .as_ref()
-        .expect("peer service runs in a cluster")
 }
 
 /// The node to pass a forwarded command on to (see `handle`): the owner of the slot of its

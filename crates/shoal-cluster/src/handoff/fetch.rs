@@ -39,87 +39,55 @@ pub fn missing<'a>(
     .collect()
 }
 
-/// What the fetch a command waited for got.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fetched {
-    /// Every key it asked for was answered by at least one of its other copies (their
-    /// states applied, newest version winning), or there was nothing to ask.
-    Answered,
-    /// There was no other copy to ask (a joining node still alone in its view).
-    NoCopy,
-    /// Some key's other copies were asked and none answered in time, and this node does not
-    /// hold it. A read must not answer nil then, nor a write build on nothing (an INCR
-    /// would start from 0 and its newer version would replace the counter): the command
-    /// is not run here ([`UNANSWERED`]; a client's goes to the key's other copies).
-    Unanswered,
-}
-
 /// What a command must wait for before it runs while this node is unsettled.
 pub enum Before {
     /// Nothing: run it now.
     Run,
     /// A fetch of its keys, or its turn behind earlier commands on its key that wait for
-    /// one. Resolves to (what the fetch got, the turn to hold until the command ran).
-    Wait(Pin<Box<dyn Future<Output = (Fetched, KeyTurn)> + Send + 'static>>),
+    /// one. Resolves to (whether there was another copy to ask, the turn to hold until the
+    /// command ran).
+    Wait(Pin<Box<dyn Future<Output = (bool, KeyTurn)> + Send + 'static>>),
 }
 
-/// Holds a key's turn: dropping it lets the next command queued on the key run, telling it
-/// what the fetch got (a command queued behind an unanswered fetch is not run either).
+/// Holds a key's turn: dropping it lets the next command queued on the key run.
 pub struct KeyTurn {
     node: Option<(Arc<Server>, Bytes)>,
-    fetched: Fetched,
 }
 
 impl KeyTurn {
     /// No turn to hold (the command did not queue).
     pub fn none() -> KeyTurn {
-        KeyTurn {
-            node: None,
-            fetched: Fetched::Answered,
-        }
+        KeyTurn { node: None }
     }
 }
 
 impl Drop for KeyTurn {
     fn drop(&mut self) {
         if let Some((node, key)) = self.node.take() {
-            pass_turn(&node, &key, None, self.fetched);
+            pass_turn(&node, &key, None);
         }
     }
 }
 
-/// The reply to a command whose fetch got no answer ([`Fetched::Unanswered`]): a sender
-/// that forwarded it tries the key's next copy; a client is asked to retry.
-pub const UNANSWERED: &[u8] =
-    b"-TRYAGAIN the key's other copies did not answer in time while it moves here; retry\r\n";
-
-/// Hands `key`'s turn to its next live waiter with what the fetch got, or frees the key.
-/// With `own`, the caller is a waiter dropped before it ran: it passes the turn on only if
-/// it had been given it.
-pub(super) fn pass_turn(
-    node: &Server,
-    key: &Bytes,
-    own: Option<&mut oneshot::Receiver<Fetched>>,
-    fetched: Fetched,
-) {
+/// Hands `key`'s turn to its next live waiter, or frees the key. With `own`, the caller is a
+/// waiter dropped before it ran: it passes the turn on only if it had been given it.
+pub(super) fn pass_turn(node: &Server, key: &Bytes, own: Option<&mut oneshot::Receiver<()>>) {
     let Some(cluster) = node.cluster.as_ref() else {
         return;
     };
     let h = &cluster.handoff;
     let mut queues = h.queues.lock().unwrap_or_else(|e| e.into_inner());
-    let fetched = match own {
+    if let Some(rx) = own {
         // Under the lock: the turn cannot be handed to this waiter meanwhile.
-        Some(rx) => match rx.try_recv() {
-            Ok(given) => given,
-            Err(_) => return,
-        },
-        None => fetched,
-    };
+        if rx.try_recv().is_err() {
+            return;
+        }
+    }
     let Some(waiting) = queues.get_mut(key) else {
         return;
     };
     while let Some(next) = waiting.pop_front() {
-        if next.send(fetched).is_ok() {
+        if next.send(()).is_ok() {
             return;
         }
     }
@@ -132,20 +100,17 @@ pub(super) fn pass_turn(
 pub(super) struct Waiter {
     node: Arc<Server>,
     key: Bytes,
-    rx: Option<oneshot::Receiver<Fetched>>,
+    rx: Option<oneshot::Receiver<()>>,
 }
 
 impl Waiter {
     pub(super) async fn turn(mut self) -> KeyTurn {
-        let mut fetched = Fetched::Answered;
         if let Some(rx) = self.rx.as_mut() {
-            // Err: the queue was dropped without a turn given (no fetch was pending).
-            fetched = rx.await.unwrap_or(Fetched::Answered);
+            let _ = rx.await;
         }
         self.rx = None;
         KeyTurn {
             node: Some((self.node.clone(), self.key.clone())),
-            fetched,
         }
     }
 }
@@ -153,7 +118,7 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         if let Some(mut rx) = self.rx.take() {
-            pass_turn(&self.node, &self.key, Some(&mut rx), Fetched::Answered);
+            pass_turn(&self.node, &self.key, Some(&mut rx));
         }
     }
 }
@@ -162,14 +127,12 @@ impl Drop for Waiter {
 /// unsettled, a one-key command waits for its turn behind earlier ones on the same key
 /// that wait for a fetch, and the first of them fetches; so commands on one key run in the
 /// order they arrived (also across the moment the node settles). A multi-key command
-/// fetches its missing keys without such ordering. A `blind` write (`cmd::blind_write`)
-/// fetches nothing: it only waits for its turn behind commands already queued on its key.
+/// fetches its missing keys without such ordering.
 pub fn before(
     node: &Arc<Server>,
     cluster: &Cluster,
     view: &Arc<View>,
     keys: &[Bytes],
-    blind: bool,
     now_ms: u64,
 ) -> Before {
     let h = &cluster.handoff;
@@ -189,22 +152,8 @@ pub fn before(
             // Whether the fetch it waits behind had a copy to ask: when none (a joining node
             // still alone in its view), every command on the key is sent on to the next copy
             // (NOT_HERE), not only the first; before, the ones queued behind it read nil.
-            // Otherwise it gets what that fetch got with its turn.
-            let no_copy = h.candidates(view, key_slot(key)).is_empty();
-            return Before::Wait(Box::pin(async move {
-                let turn = waiter.turn().await;
-                let fetched = if blind {
-                    Fetched::Answered
-                } else if no_copy {
-                    Fetched::NoCopy
-                } else {
-                    turn.fetched
-                };
-                (fetched, turn)
-            }));
-        }
-        if blind {
-            return Before::Run;
+            let asked = !h.candidates(view, key_slot(key)).is_empty();
+            return Before::Wait(Box::pin(async move { (asked, waiter.turn().await) }));
         }
         let missing = missing(node, cluster, view, keys.iter(), now_ms);
         if missing.is_empty() {
@@ -212,18 +161,14 @@ pub fn before(
         }
         queues.insert(key.clone(), VecDeque::new());
         h.queued.fetch_add(1, Ordering::AcqRel);
-        let mut turn = KeyTurn {
+        let turn = KeyTurn {
             node: Some((node.clone(), key.clone())),
-            fetched: Fetched::Answered,
         };
         let (node, view) = (node.clone(), view.clone());
         return Before::Wait(Box::pin(async move {
-            turn.fetched = fetch(&node, &view, missing).await;
-            (turn.fetched, turn)
+            let asked = fetch(&node, &view, missing).await;
+            (asked, turn)
         }));
-    }
-    if blind {
-        return Before::Run;
     }
     let missing = missing(node, cluster, view, keys.iter(), now_ms);
     if missing.is_empty() {
@@ -231,8 +176,8 @@ pub fn before(
     }
     let (node, view) = (node.clone(), view.clone());
     Before::Wait(Box::pin(async move {
-        let fetched = fetch(&node, &view, missing).await;
-        (fetched, KeyTurn::none())
+        let asked = fetch(&node, &view, missing).await;
+        (asked, KeyTurn::none())
     }))
 }
 
@@ -247,17 +192,21 @@ pub const NOT_HERE: &[u8] =
 /// twice, or late (a node that was frozen). Like [`NOT_HERE`], it sends the sender on.
 pub const EXPIRED: &[u8] = b"-TRYAGAIN the request expired before this node could run it\r\n";
 
+/// The reply to a forwarded command this node passed on to the key's owner in its own view
+/// (the sender routes by another view) when that owner did not answer: like [`NOT_HERE`],
+/// it sends the sender on to its next copy.
+pub const NOT_PASSED_ON: &[u8] =
+    b"-TRYAGAIN the key's owner in this node's view of the membership did not answer\r\n";
+
 /// True for the replies that tell the sender to try the next copy.
 pub fn try_next_copy(body: &[u8]) -> bool {
-    [NOT_HERE, EXPIRED, UNANSWERED]
-        .iter()
-        .any(|r| body.starts_with(r))
+    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED) || body.starts_with(NOT_PASSED_ON)
 }
 
 /// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every
 /// candidate at once, and applies every answer with last-writer-wins (so the newest copy
-/// wins even if one candidate is stale). Says whether every key got an answer.
-pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fetched {
+/// wins even if one candidate is stale). Returns false if there was no other copy to ask.
+pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> bool {
     let cluster = node.cluster.as_ref().expect("fetch runs in a cluster");
     let stats = &cluster.handoff.stats;
     stats.fetches.fetch_add(1, Ordering::Relaxed);
@@ -272,29 +221,26 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
         }
     }
     if asks.is_empty() {
-        return Fetched::NoCopy;
+        return false;
     }
     let mut requests: futures_util::stream::FuturesUnordered<_> = asks
         .iter()
-        .enumerate()
-        .map(|(i, (peer, ks))| {
+        .map(|(peer, ks)| {
             let body = encode_fetch(ks);
-            async move { (i, peer.client.request(view.id, body).await) }
+            async move { peer.client.request(view.id, body).await }
         })
         .collect();
-    let mut answered = vec![false; asks.len()];
     // Half the inter-node timeout at most, so that a forwarded command that waited for this
     // still answers before its sender gives up; answers that came by then are applied.
     let wait = cluster.timeouts.half;
     let until = Instant::now() + wait;
-    while let Ok(Some((i, response))) =
+    while let Ok(Some(response)) =
         tokio::time::timeout_at(until, futures_util::StreamExt::next(&mut requests)).await
     {
         let Ok(response) = response else { continue };
         let Ok(states) = decode_states(response.body) else {
             continue;
         };
-        answered[i] = true;
         let now = now_ms();
         for (key, state) in &states {
             if node.engine.store.apply(key, state, now) {
@@ -302,23 +248,5 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
             }
         }
     }
-    // Every key in at least one answered ask, or held here (a copy that may be older, as
-    // on a slot being received: used as it is, as before the fetch).
-    let mut unanswered = asks
-        .iter()
-        .zip(&answered)
-        .filter(|(_, &a)| !a)
-        .flat_map(|((_, ks), _)| ks.iter());
-    let covered = |k: &Bytes| {
-        asks.iter()
-            .zip(&answered)
-            .any(|((_, ks), &a)| a && ks.contains(k))
-            || node.engine.store.key_state(k, now_ms()) != KeyState::Absent
-    };
-    if unanswered.all(covered) {
-        Fetched::Answered
-    } else {
-        stats.unanswered.fetch_add(1, Ordering::Relaxed);
-        Fetched::Unanswered
-    }
+    true
 }

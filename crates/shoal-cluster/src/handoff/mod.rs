@@ -42,7 +42,7 @@ mod settle;
 mod stream;
 
 pub use fetch::{
-    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, EXPIRED, NOT_HERE, UNANSWERED,
+    before, fetch, missing, try_next_copy, Before, KeyTurn, EXPIRED, NOT_HERE, NOT_PASSED_ON,
 };
 pub use settle::{Handoff, HandoffStats};
 

@@ -10,7 +10,6 @@ use shoal_store::SLOTS;
 use tokio::sync::{oneshot, watch, Notify};
 use tokio::time::Instant;
 
-use super::fetch::Fetched;
 use crate::{Cluster, MemberState, Peer, View};
 use shoal_engine::config::NodeConfig;
 use shoal_ring::{Member, Placement};
@@ -33,9 +32,6 @@ pub struct HandoffStats {
     /// Keys fetched from another copy on a miss while unsettled (found there), and fetches.
     pub fetches: AtomicU64,
     pub fetched: AtomicU64,
-    /// Fetches of which some key got no answer from any of its other copies in time (the
-    /// command was answered `-TRYAGAIN`, not run).
-    pub unanswered: AtomicU64,
     /// Keys forgotten because this node no longer holds a copy of their slot.
     pub forgotten: AtomicU64,
     /// Completed scans.
@@ -77,7 +73,7 @@ pub struct Handoff {
     inner: Mutex<Inner>,
     /// Keys with a command waiting for a fetch, each with the commands queued behind it in
     /// arrival order (see [`before`](super::before)).
-    pub(super) queues: Mutex<HashMap<Bytes, VecDeque<oneshot::Sender<Fetched>>>>,
+    pub(super) queues: Mutex<HashMap<Bytes, VecDeque<oneshot::Sender<()>>>>,
     /// How many keys have a queue (so the settled fast path can skip the lock).
     pub(super) queued: std::sync::atomic::AtomicUsize,
     /// How many times this node settled (the hand-off task forgets slots once per settle).

@@ -14,9 +14,8 @@ use shoal_engine::config::WriteAck;
 use shoal_engine::hooks::SlotScope;
 use shoal_resp::{Protocol, Reply};
 
-use super::outbound::{send_to_copies, FailoverOrder};
 use super::outcome::{encode, error_bytes, reply_limit, with_acks, Outcome};
-use crate::message::{decode_request, encode_command, restamp, Request, Scope, ScopeSpec};
+use crate::message::{decode_request, Request, Scope, ScopeSpec};
 use crate::replicate::{replicate_keys, wait_acks, Acks};
 use crate::{handoff, Cluster, Server, View};
 
@@ -84,68 +83,19 @@ pub fn run_owned(
     if spec.route != Route::Watch && !cluster.handoff.settled_in(view) {
         let keys = spec.keys(args);
         let view = cluster.view();
-        let blind = cmd::blind_write(spec, args);
-        if let handoff::Before::Wait(wait) =
-            handoff::before(node, cluster, &view, &keys, blind, now_ms)
-        {
+        if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms) {
             // Unsettled and a key may not be here yet: fetch it from its other copies first
             // (in arrival order per key), then run the command as a forwarded one runs.
             let node = node.clone();
             let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
-            let write = spec.flags & flag::WRITE != 0;
             return Outcome::Later(Box::pin(async move {
-                let (fetched, turn) = wait.await;
-                if fetched == handoff::Fetched::Unanswered {
-                    // Neither a nil nor a write built on nothing: the key's other copies
-                    // (an old one has it) run it, as a failover; the key's turn is held
-                    // meanwhile, so the commands queued behind it follow it there.
-                    let reply = to_other_copies(&node, &view, proto, &args, limit, write).await;
-                    drop(turn);
-                    return reply;
-                }
+                let (_, turn) = wait.await;
                 serve_after_wait(&node, &view, proto, None, &args, turn, 0, limit).await
             }));
         }
     }
     let (reply, acks) = run_here(node, cluster, view, session, spec, args, now_ms, None);
     with_acks(reply, session.proto, acks, cluster.timeouts.half)
-}
-
-/// True if `args` is a blind write (`cmd::blind_write`).
-fn blind(args: &[Bytes]) -> bool {
-    cmd::lookup(&args[0]).is_some_and(|s| cmd::blind_write(s, args))
-}
-
-/// Sends a command this node owns to the other copies of its keys, marked as a failover
-/// (this node could not get the keys' states); `-TRYAGAIN` if there are none.
-async fn to_other_copies(
-    node: &Arc<Server>,
-    view: &Arc<View>,
-    proto: Protocol,
-    args: &[Bytes],
-    limit: u64,
-    write: bool,
-) -> Bytes {
-    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
-    let others: Vec<u16> = command_keys(args)
-        .and_then(|keys| {
-            keys.first()
-                .map(|k| view.owners(shoal_store::key_slot(k)).to_vec())
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|&m| m != view.me)
-        .collect();
-    if others.is_empty() {
-        return Bytes::from_static(handoff::UNANSWERED);
-    }
-    let deadline = cluster.deadline_ms();
-    let body = restamp(
-        &encode_command(proto, None, args, deadline, limit),
-        deadline,
-    );
-    let turn = FailoverOrder::default().turn();
-    send_to_copies(node.clone(), view.clone(), others, body, write, turn).await
 }
 
 /// Runs a COMMAND body on this node (a failover to ourselves),
@@ -170,14 +120,9 @@ pub async fn serve_body_here(
                 let keys = command_keys(&args).unwrap_or_default();
                 let now = shoal_engine::clock::now_ms();
                 if let handoff::Before::Wait(wait) =
-                    handoff::before(node, cluster, view, &keys, blind(&args), now)
+                    handoff::before(node, cluster, view, &keys, now)
                 {
-                    let fetched;
-                    (fetched, turn) = wait.await;
-                    if fetched == handoff::Fetched::Unanswered {
-                        // The sender tries the next copy after this one.
-                        return Bytes::from_static(handoff::UNANSWERED);
-                    }
+                    turn = wait.await.1;
                 }
             }
             serve_after_wait(node, view, proto, scope, &args, turn, ahead, reply_limit).await

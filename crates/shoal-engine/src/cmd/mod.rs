@@ -45,11 +45,6 @@ pub mod flag {
     pub const NOSCRIPT: u32 = 1 << 8;
     /// Runs at once even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     pub const NOQUEUE: u32 = 1 << 9;
-    /// A blind write: it replaces its keys whatever they held, and its reply does not
-    /// depend on them (SETEX, PSETEX, MSET; SET unless NX, XX, GET or KEEPTTL read the old
-    /// key, see [`blind_write`](super::blind_write)). In a cluster it needs no fetch of its
-    /// keys while they move (Shoal's own flag; COMMAND does not show it).
-    pub const BLIND: u32 = 1 << 10;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -291,15 +286,15 @@ pub static TABLE: &[CommandSpec] = &[
         &["id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "reply", "help"]),
     // strings
     cmd!("get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", "Returns the string value of a key.", string::get),
-    cmd!("set", -3, WRITE | DENYOOM | BLIND, (1, 1, 1), "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", string::set),
+    cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", string::set),
     cmd!("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Set the string value of a key only when the key doesn't exist.", string::setnx),
-    cmd!("setex", 4, WRITE | DENYOOM | BLIND, (1, 1, 1), "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", string::setex),
-    cmd!("psetex", 4, WRITE | DENYOOM | BLIND, (1, 1, 1), "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", string::psetex),
+    cmd!("setex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", string::setex),
+    cmd!("psetex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", string::psetex),
     cmd!("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", "Returns the previous string value of a key after setting it to a new value.", string::getset),
     cmd!("getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", "Returns the string value of a key after deleting the key.", string::getdel),
     cmd!("getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", "Returns the string value of a key after setting its expiration time.", string::getex),
     CommandSpec { route: Route::Split(Merge::Values), ..cmd!("mget", -2, READONLY | FAST, (1, -1, 1), "string", "1.0.0", "Atomically returns the string values of one or more keys.", string::mget) },
-    CommandSpec { route: Route::Split(Merge::AllOk), ..cmd!("mset", -3, WRITE | DENYOOM | BLIND, (1, -1, 2), "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", string::mset) },
+    CommandSpec { route: Route::Split(Merge::AllOk), ..cmd!("mset", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", string::mset) },
     cmd!("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.", string::msetnx),
     cmd!("append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", string::append),
     cmd!("strlen", 2, READONLY | FAST, (1, 1, 1), "string", "2.2.0", "Returns the length of a string value.", string::strlen),
@@ -802,17 +797,6 @@ pub fn int_arg(b: &[u8]) -> Result<i64, Reply> {
     parse_i64(b).ok_or_else(|| err(ERR_NOT_INTEGER))
 }
 
-/// True if `args`, a command of row `spec`, is a blind write ([`flag::BLIND`]): SET only
-/// without the options that read the old key.
-pub fn blind_write(spec: &CommandSpec, args: &[Bytes]) -> bool {
-    spec.flags & flag::BLIND != 0
-        && (spec.name != "set"
-            || !args
-                .iter()
-                .skip(3)
-                .any(|a| ["NX", "XX", "GET", "KEEPTTL"].iter().any(|o| is(a, o))))
-}
-
 /// Case-insensitive comparison of an argument with an option name (given in uppercase).
 pub fn is(arg: &[u8], upper: &str) -> bool {
     arg.eq_ignore_ascii_case(upper.as_bytes())
@@ -847,40 +831,6 @@ mod helper_tests {
         assert_eq!(parse_f64(b"0x"), None);
         assert_eq!(parse_f64(b"--1"), None);
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
-    }
-
-    #[test]
-    fn blind_writes_are_the_ones_whose_reply_and_result_ignore_the_old_key() {
-        let blind = |line: &str| {
-            let args: Vec<Bytes> = line
-                .split(' ')
-                .map(|a| Bytes::from(a.to_string()))
-                .collect();
-            blind_write(lookup(&args[0]).unwrap(), &args)
-        };
-        for yes in [
-            "SET k v",
-            "set k v EX 10",
-            "SET k v px 5",
-            "SETEX k 10 v",
-            "MSET a 1 b 2",
-        ] {
-            assert!(blind(yes), "{yes}");
-        }
-        for no in [
-            "SET k v NX",
-            "SET k v xx",
-            "SET k v GET",
-            "SET k v KEEPTTL",
-            "SET k v EX 10 nx",
-            "INCR k",
-            "APPEND k v",
-            "DEL k",
-            "MSETNX a 1",
-            "GET k",
-        ] {
-            assert!(!blind(no), "{no}");
-        }
     }
 
     #[test]
