@@ -24,7 +24,9 @@ use super::message::{
     decode_request, encode_command, encode_replicate, encode_replicate_result, passed_on, Request,
 };
 use super::replicate::wait_acks;
-use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
+use super::router::{
+    command_keys, error_bytes, parse_command, serve_after_wait, serve_body_here, serve_command,
+};
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
@@ -160,19 +162,22 @@ impl PeerHandler for PeerService {
                         // they see them. If that owner does not answer, the sender is told
                         // to try its next copy (its failovers keep their order there).
                         cluster.stats.passed_on.fetch_add(1, Ordering::Relaxed);
-                        let body = passed_on(&encode_command(
-                            proto,
-                            None,
-                            &args,
-                            deadline_ms,
-                            reply_limit,
-                        ));
+                        let unmarked = encode_command(proto, None, &args, deadline_ms, reply_limit);
+                        let body = passed_on(&unmarked);
                         let (peer, view_id) = (view.peer_arc(owner), view.id);
+                        let (node, own) = (self.node.clone(), unmarked);
                         let mut sent = Box::pin(async move {
                             let Some(peer) = peer else {
                                 return Bytes::from_static(handoff::NOT_PASSED_ON);
                             };
                             match peer.client.request(view_id, body).await {
+                                // That owner holds no copy either (its view is newer still):
+                                // run it here, as before passing on existed; sent back to
+                                // the sender, it reached the client when this node was the
+                                // sender's last copy (node-redis saw it during a join).
+                                Ok(response) if response.body.starts_with(handoff::NOT_HERE) => {
+                                    serve_body_here(&node, &view, own, 0).await
+                                }
                                 Ok(response) => response.body,
                                 Err(e) => {
                                     tracing::debug!(error = %e, "could not pass a command on");
