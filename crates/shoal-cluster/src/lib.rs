@@ -278,9 +278,6 @@ pub struct ClusterStats {
     pub repl_foreign: AtomicU64,
     /// Forwarded commands this node ran for other nodes.
     pub served: AtomicU64,
-    /// Forwarded writes this node passed on to the key's owner in its own view (the sender
-    /// routed by another view).
-    pub passed_on: AtomicU64,
     /// Inter-node requests whose sender had another view of the membership.
     pub other_view: AtomicU64,
     /// Requests on the cluster-client port answered MOVED (the client's slot map is old).
@@ -772,7 +769,6 @@ impl Cluster {
         ));
         line(format!("shoal_forwarded:{}", get(&s.forwarded)));
         line(format!("shoal_served_for_peers:{}", get(&s.served)));
-        line(format!("shoal_passed_on:{}", get(&s.passed_on)));
         line(format!("shoal_failovers:{}", get(&s.failovers)));
         line(format!("shoal_unreachable:{}", get(&s.unreachable)));
         line(format!("shoal_repl_queued:{}", get(&s.repl_queued)));

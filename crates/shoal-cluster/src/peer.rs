@@ -12,7 +12,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use shoal_wire::{Handled, PeerHandler, Response};
@@ -20,13 +19,9 @@ use shoal_wire::{Handled, PeerHandler, Response};
 use shoal_store::KeyState;
 
 use super::handoff::{self, Before};
-use super::message::{
-    decode_request, encode_command, encode_replicate, encode_replicate_result, passed_on, Request,
-};
+use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
 use super::replicate::wait_acks;
-use super::router::{
-    command_keys, error_bytes, parse_command, serve_after_wait, serve_body_here, serve_command,
-};
+use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
@@ -120,7 +115,7 @@ impl PeerHandler for PeerService {
                 deadline_ms,
                 reply_limit,
                 failover,
-                passed_on: was_passed_on,
+                passed_on: _,
             }) => {
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
@@ -150,55 +145,6 @@ impl PeerHandler for PeerService {
                     // The sender routes by another view and this node holds no copy of the
                     // key (it forgot the slot, or never had it): the next copy answers.
                     return reply(Bytes::from_static(handoff::NOT_HERE));
-                }
-                if sender_view != view.id && !failover && !was_passed_on {
-                    if let Some(owner) = pass_on_to(&view, &keys) {
-                        // The sender routes by another view, in which this node owns the
-                        // key; in this node's view another node does. Running a write here
-                        // would make two writers of the key while the views differ (two
-                        // INCRs both acknowledged, one lost to the other's version): it goes
-                        // on to the owner this node knows, once, with the sender's deadline.
-                        // Reads go too, behind the writes before them on the same link, so
-                        // they see them. If that owner does not answer, the sender is told
-                        // to try its next copy (its failovers keep their order there).
-                        cluster.stats.passed_on.fetch_add(1, Ordering::Relaxed);
-                        let unmarked = encode_command(proto, None, &args, deadline_ms, reply_limit);
-                        let body = passed_on(&unmarked);
-                        let (peer, view_id) = (view.peer_arc(owner), view.id);
-                        let (node, own) = (self.node.clone(), unmarked);
-                        let mut sent = Box::pin(async move {
-                            let Some(peer) = peer else {
-                                return Bytes::from_static(handoff::NOT_PASSED_ON);
-                            };
-                            match peer.client.request(view_id, body).await {
-                                // That owner holds no copy either (its view is newer still):
-                                // run it here, as before passing on existed; sent back to
-                                // the sender, it reached the client when this node was the
-                                // sender's last copy (node-redis saw it during a join).
-                                Ok(response) if response.body.starts_with(handoff::NOT_HERE) => {
-                                    serve_body_here(&node, &view, own, 0).await
-                                }
-                                Ok(response) => response.body,
-                                Err(e) => {
-                                    tracing::debug!(error = %e, "could not pass a command on");
-                                    Bytes::from_static(handoff::NOT_PASSED_ON)
-                                }
-                            }
-                        });
-                        // Polled once here, so its request leaves now, in the order the
-                        // frames came: the task that finishes it may start after the next
-                        // frame's (a `Later` future runs as its own task).
-                        let noop = &mut Context::from_waker(futures_util::task::noop_waker_ref());
-                        return match sent.as_mut().poll(noop) {
-                            Poll::Ready(body) => reply(body),
-                            Poll::Pending => Handled::Later(Box::pin(async move {
-                                Response {
-                                    epoch,
-                                    body: sent.await,
-                                }
-                            })),
-                        };
-                    }
                 }
                 if let Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now) {
                     // Unsettled and the key may not be here yet: fetch it from its other
@@ -334,17 +280,6 @@ impl PeerHandler for PeerService {
             }
         }
     }
-}
-
-/// The node to pass a forwarded command on to (see `handle`): the owner of the slot of its
-/// keys in this node's view, when that is another node.
-fn pass_on_to(view: &View, keys: &[Bytes]) -> Option<u16> {
-    let owner = view.owners(shoal_store::key_slot(keys.first()?))[0];
-    let elsewhere = owner != view.me
-        && keys
-            .iter()
-            .all(|k| view.owners(shoal_store::key_slot(k))[0] == owner);
-    elsewhere.then_some(owner)
 }
 
 /// The answer to a HANDOFF of a slot this node holds no copy of (see [`foreign`]).

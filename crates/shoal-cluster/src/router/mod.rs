@@ -27,7 +27,7 @@ mod outbound;
 mod outcome;
 mod split;
 
-pub use local::{command_keys, parse_command, serve_after_wait, serve_body_here, serve_command};
+pub use local::{command_keys, parse_command, serve_after_wait, serve_command};
 pub use outbound::{fails_over, FailoverOrder};
 pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
 
