@@ -12,9 +12,8 @@
 //!              proto | 0x80: a failover (the key's owner did not answer): the receiver
 //!              runs it one millisecond ahead, so its write orders after whatever the
 //!              owner wrote in the same millisecond (whose replication may still arrive)
-//!              proto | 0x40: passed on (a node that got a write under another view
-//!              passed it to the owner in its own view): the receiver runs it, it does
-//!              not pass it on again
+//!              proto | 0x40: reserved for "passed on" (to the owner in the
+//!              receiver's view); decoded, never sent by this version
 //!              scope = 0                          every local key
 //!                    | 1 · n u16 · n × u16 owners · m u16 · m × u16 down
 //!              response body: the RESP reply, encoded in `proto`
