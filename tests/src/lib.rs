@@ -16,9 +16,7 @@ pub struct TestNode {
     pub memcache_addr: Option<SocketAddr>,
     /// The inter-node listener (in a cluster).
     pub cluster_addr: Option<SocketAddr>,
-    /// The gossip socket (gossip mode).
-    pub gossip_addr: Option<SocketAddr>,
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: tokio::runtime::Runtime,
     node: Option<RunningNode>,
 }
 
@@ -45,8 +43,7 @@ impl TestNode {
             addr: node.local_addr,
             memcache_addr: node.memcache_addr,
             cluster_addr: node.cluster_addr,
-            gossip_addr: node.gossip_addr,
-            runtime: Some(runtime),
+            runtime,
             node: Some(node),
         }
     }
@@ -86,19 +83,10 @@ impl TestNode {
         self.shutdown();
     }
 
-    /// Crashes the node: its runtime is dropped at once, every socket closes without a
-    /// goodbye and nothing is handed off, as when the process dies.
-    pub fn crash(mut self) {
-        self.node.take();
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
-
     fn shutdown(&mut self) {
-        if let (Some(node), Some(rt)) = (self.node.take(), &self.runtime) {
+        if let Some(node) = self.node.take() {
             node.shutdown();
-            rt.block_on(node.wait());
+            self.runtime.block_on(node.wait());
         }
     }
 }

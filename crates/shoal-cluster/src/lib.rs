@@ -228,11 +228,6 @@ impl View {
         self.owners(shoal_store::key_slot(key))[0]
     }
 
-    /// The link to `member`, shared (for a task that outlives this view).
-    pub fn peer_arc(&self, member: u16) -> Option<Arc<Peer>> {
-        self.peers.get(usize::from(member)).cloned().flatten()
-    }
-
     pub fn peer(&self, member: u16) -> Option<&Peer> {
         self.peers
             .get(usize::from(member))

@@ -12,8 +12,6 @@
 //!              proto | 0x80: a failover (the key's owner did not answer): the receiver
 //!              runs it one millisecond ahead, so its write orders after whatever the
 //!              owner wrote in the same millisecond (whose replication may still arrive)
-//!              proto | 0x40: reserved for "passed on" (to the owner in the
-//!              receiver's view); decoded, never sent by this version
 //!              scope = 0                          every local key
 //!                    | 1 · n u16 · n × u16 owners · m u16 · m × u16 down
 //!              response body: the RESP reply, encoded in `proto`
@@ -103,7 +101,6 @@ pub enum Request {
         deadline_ms: u64,
         reply_limit: u64,
         failover: bool,
-        passed_on: bool,
     },
     Replicate(Vec<(Bytes, KeyState)>),
     Handoff(Vec<(Bytes, KeyState)>),
@@ -195,19 +192,6 @@ pub fn restamp(body: &Bytes, deadline_ms: u64) -> Bytes {
 
 /// The failover mark on a COMMAND's protocol byte.
 const FAILOVER: u8 = 0x80;
-
-/// A copy of a COMMAND body marked as passed on (see the module docs); the deadline stays.
-pub fn passed_on(body: &Bytes) -> Bytes {
-    if body.len() < 18 || body[0] != KIND_COMMAND {
-        return body.clone();
-    }
-    let mut b = BytesMut::from(&body[..]);
-    b[17] |= PASSED_ON;
-    b.freeze()
-}
-
-/// The passed-on mark on a COMMAND's protocol byte.
-const PASSED_ON: u8 = 0x40;
 
 /// Bytes one replicated entry takes.
 pub fn entry_len(key: &[u8], state: &KeyState) -> usize {
@@ -357,8 +341,7 @@ pub fn decode_request(
             let reply_limit = r.u64()?;
             let proto = r.u8()?;
             let failover = proto & FAILOVER != 0;
-            let passed_on = proto & PASSED_ON != 0;
-            let proto = match proto & !(FAILOVER | PASSED_ON) {
+            let proto = match proto & !FAILOVER {
                 2 => Protocol::Resp2,
                 3 => Protocol::Resp3,
                 _ => return Err(MessageError::Field("protocol")),
@@ -379,7 +362,6 @@ pub fn decode_request(
                 deadline_ms,
                 reply_limit,
                 failover,
-                passed_on,
             })
         }
         KIND_FETCH => {
@@ -508,7 +490,6 @@ mod tests {
                 deadline_ms,
                 reply_limit,
                 failover,
-                passed_on,
             } = decode_request(body.clone(), parse_resp).unwrap()
             else {
                 panic!("not a command");
@@ -518,7 +499,7 @@ mod tests {
                 (Protocol::Resp3, s.cloned(), args.clone())
             );
             assert_eq!((deadline_ms, reply_limit), (1234, 99));
-            assert!(!failover && !passed_on);
+            assert!(!failover);
             // A failover copy: a fresh deadline and the mark, the protocol unchanged.
             let Request::Command {
                 deadline_ms: later,
@@ -532,26 +513,6 @@ mod tests {
             assert_eq!(later, 5678);
             assert!(failover);
             assert_eq!(again, Protocol::Resp3);
-            // Passed on: the mark, the deadline and the protocol unchanged; both marks.
-            for (body, was_failover) in [
-                (super::passed_on(&body), false),
-                (super::passed_on(&restamp(&body, 1)), true),
-            ] {
-                let Request::Command {
-                    deadline_ms,
-                    failover,
-                    passed_on,
-                    proto,
-                    ..
-                } = decode_request(body, parse_resp).unwrap()
-                else {
-                    panic!("not a command");
-                };
-                assert!(passed_on);
-                assert_eq!(failover, was_failover);
-                assert_eq!(proto, Protocol::Resp3);
-                assert_eq!(deadline_ms, if was_failover { 1 } else { 1234 });
-            }
         }
     }
 

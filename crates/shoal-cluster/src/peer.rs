@@ -115,7 +115,6 @@ impl PeerHandler for PeerService {
                 deadline_ms,
                 reply_limit,
                 failover,
-                passed_on: _,
             }) => {
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);

@@ -192,15 +192,9 @@ pub const NOT_HERE: &[u8] =
 /// twice, or late (a node that was frozen). Like [`NOT_HERE`], it sends the sender on.
 pub const EXPIRED: &[u8] = b"-TRYAGAIN the request expired before this node could run it\r\n";
 
-/// The reply to a forwarded command this node passed on to the key's owner in its own view
-/// (the sender routes by another view) when that owner did not answer: like [`NOT_HERE`],
-/// it sends the sender on to its next copy.
-pub const NOT_PASSED_ON: &[u8] =
-    b"-TRYAGAIN the key's owner in this node's view of the membership did not answer\r\n";
-
 /// True for the replies that tell the sender to try the next copy.
 pub fn try_next_copy(body: &[u8]) -> bool {
-    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED) || body.starts_with(NOT_PASSED_ON)
+    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED)
 }
 
 /// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every

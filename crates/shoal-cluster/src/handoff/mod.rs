@@ -41,9 +41,7 @@ mod report;
 mod settle;
 mod stream;
 
-pub use fetch::{
-    before, fetch, missing, try_next_copy, Before, KeyTurn, EXPIRED, NOT_HERE, NOT_PASSED_ON,
-};
+pub use fetch::{before, fetch, missing, try_next_copy, Before, KeyTurn, EXPIRED, NOT_HERE};
 pub use settle::{Handoff, HandoffStats};
 
 use report::Reporter;
