@@ -181,6 +181,14 @@ impl View {
         self.live_peers().all(|(_, p)| p.repl.is_empty())
     }
 
+    /// Resolves once every live peer answered for each state queued for it so far.
+    pub fn replication_drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let all = futures_util::future::join_all(self.live_peers().map(|(_, p)| p.repl.drained()));
+        async move {
+            all.await;
+        }
+    }
+
     /// The other live members (placed or leaving) with their links.
     pub fn live_peers(&self) -> impl Iterator<Item = (&NodeInfo, &Arc<Peer>)> {
         self.nodes
@@ -284,6 +292,9 @@ pub struct ClusterStats {
     pub unowned: AtomicU64,
     /// Forwarded commands that arrived after their sender's deadline, not run.
     pub expired: AtomicU64,
+    /// Keyed commands a leaving node sent on to the next copy (their sender had not heard
+    /// of the leave yet).
+    pub sent_on_leaving: AtomicU64,
 }
 
 /// How the members are known.
@@ -771,6 +782,7 @@ impl Cluster {
         line(format!("shoal_repl_applied:{}", get(&s.repl_applied)));
         line(format!("shoal_repl_stale:{}", get(&s.repl_stale)));
         line(format!("shoal_repl_foreign:{}", get(&s.repl_foreign)));
+        line(format!("shoal_sent_on_leaving:{}", get(&s.sent_on_leaving)));
         let mut peers = String::new();
         for (i, n) in v.nodes.iter().enumerate() {
             if let Some(p) = v.peer(i as u16) {

@@ -100,7 +100,9 @@ impl Cluster {
         }
     }
 
-    /// Sets this node's own state, tells the cluster and rebuilds the view.
+    /// Sets this node's own state, rebuilds the view and tells the cluster: the view first,
+    /// so a leaving node routes and refuses by its new view before any other node acts on
+    /// the news (see `peer`).
     fn set_local_state(&self, state: MemberState) {
         {
             let mut s = self.local_state.lock().unwrap_or_else(|e| e.into_inner());
@@ -109,12 +111,12 @@ impl Cluster {
             }
             *s = state;
         }
+        self.reinstall();
         if let Some(g) = self.gossip.get() {
             if let Err(e) = g.set_state(gossip_state(state)) {
                 tracing::warn!(error = %e, "could not announce the node's state");
             }
         }
-        self.reinstall();
     }
 }
 

@@ -140,6 +140,25 @@ impl PeerHandler for PeerService {
                 } else {
                     Vec::new()
                 };
+                if sender_view != view.id && sends_on_leaving(cluster, &view, &keys) {
+                    // This node is leaving and the sender has not heard yet: were it to run
+                    // the command, it and the key's next owner (which the sender's view
+                    // names next, and which others already use) would both write the key.
+                    // Answered once the writes this node ran have reached their copies, so
+                    // the command reaches the next copy after them.
+                    cluster
+                        .stats
+                        .sent_on_leaving
+                        .fetch_add(1, Ordering::Relaxed);
+                    let (drained, wait) = (view.replication_drained(), cluster.timeouts.half);
+                    return Handled::Later(Box::pin(async move {
+                        let _ = tokio::time::timeout(wait, drained).await;
+                        Response {
+                            epoch,
+                            body: Bytes::from_static(handoff::LEAVING),
+                        }
+                    }));
+                }
                 if sender_view != view.id && not_here(node, &view, &keys, now) {
                     // The sender routes by another view and this node holds no copy of the
                     // key (it forgot the slot, or never had it): the next copy answers.
@@ -293,6 +312,14 @@ fn foreign(cluster: &Cluster, view: &View, key: &[u8]) -> bool {
     view.is_member()
         && cluster.handoff.settled_in(view)
         && !view.owners(shoal_store::key_slot(key)).contains(&view.me)
+}
+
+/// True if a keyed command from a sender with another view is sent on to its next copy
+/// because this node is leaving: it serves no slot in its own view. Only with replicas: the
+/// sender's view then names another copy of every key (it has this node and at least one
+/// more member); without them this node runs it (its hand-off carries the result).
+fn sends_on_leaving(cluster: &Cluster, view: &View, keys: &[Bytes]) -> bool {
+    !view.is_member() && cluster.replicas > 0 && !keys.is_empty()
 }
 
 /// True if this node holds no copy of the one key of a command under its own view and

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use shoal_store::{key_slot, KeyState};
 use shoal_wire::PeerClient;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::message::{decode_replicate_result, encode_replicate, entry_len};
 use super::{ClusterStats, View};
@@ -41,6 +41,10 @@ pub struct ReplItem {
 pub struct Queue {
     tx: mpsc::Sender<ReplItem>,
     bytes: Arc<AtomicUsize>,
+    /// States taken into the queue so far (see [`Queue::drained`]).
+    pushed: AtomicU64,
+    /// States the peer answered for (applied, stale or failed) so far.
+    done: watch::Receiver<u64>,
 }
 
 impl Queue {
@@ -48,8 +52,25 @@ impl Queue {
     pub fn start(client: PeerClient, stats: Arc<ClusterStats>, epoch: Arc<AtomicU64>) -> Queue {
         let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
         let bytes = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(run(rx, client, stats, epoch, bytes.clone()));
-        Queue { tx, bytes }
+        let (done_tx, done) = watch::channel(0);
+        tokio::spawn(run(rx, client, stats, epoch, bytes.clone(), done_tx));
+        Queue {
+            tx,
+            bytes,
+            pushed: AtomicU64::new(0),
+            done,
+        }
+    }
+
+    /// Resolves once the peer answered for every state queued before the call (or the
+    /// queue's task ended): a leaving node waits for this before it sends a command on, so
+    /// its last writes reach the next copy before the command does.
+    pub fn drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let target = self.pushed.load(Ordering::Acquire);
+        let mut done = self.done.clone();
+        async move {
+            let _ = done.wait_for(|&d| d >= target).await;
+        }
     }
 
     /// True when nothing waits in the queue (a batch may still be on its way).
@@ -66,11 +87,14 @@ impl Queue {
             return;
         }
         self.bytes.fetch_add(size, Ordering::Relaxed);
+        // Counted before the task can answer for it, so `done` never passes `pushed`.
+        self.pushed.fetch_add(1, Ordering::AcqRel);
         match self.tx.try_send(item) {
             Ok(()) => {
                 stats.repl_queued.fetch_add(1, Ordering::Relaxed);
             }
             Err(_) => {
+                self.pushed.fetch_sub(1, Ordering::AcqRel);
                 self.bytes.fetch_sub(size, Ordering::Relaxed);
                 stats.repl_dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -84,6 +108,7 @@ async fn run(
     stats: Arc<ClusterStats>,
     epoch: Arc<AtomicU64>,
     bytes: Arc<AtomicUsize>,
+    done: watch::Sender<u64>,
 ) {
     let mut batch = Vec::new();
     while let Some(first) = rx.recv().await {
@@ -121,11 +146,13 @@ async fn run(
                 false
             }
         };
+        let n = batch.len() as u64;
         for item in batch.drain(..) {
             if let Some(ack) = item.ack {
                 let _ = ack.send(ok);
             }
         }
+        done.send_modify(|d| *d += n);
     }
 }
 

@@ -552,6 +552,85 @@ fn hand_off_sent(procs: &[&Proc]) -> (u64, u64) {
     })
 }
 
+/// A leaving node runs no keyed command for a node that has not heard of the leave yet: it
+/// answers "leaving", and the sender tries the key's next copy, which owns the key once the
+/// node is gone (and which the nodes that heard already use). Were it to run them, it and
+/// the next owner would both write the key while the views differ, and one of two
+/// acknowledged INCRs could be lost, as (c) of the test above once lost one.
+#[test]
+fn a_leaving_node_sends_commands_from_an_older_view_on() {
+    use shoal_cluster::message::encode_command;
+    let _serial = serial();
+    // A slow hand-off keeps n1 leaving for a few seconds.
+    let start = |name: &str, seeds: &[SocketAddr]| {
+        Proc::start_with(name, seeds, SECRET, &["handoff-rate=100kb"])
+    };
+    let n0 = start("n0", &[]);
+    let n1 = start("n1", &[n0.gossip]);
+    let n2 = start("n2", &[n0.gossip]);
+    wait_settled(&[&n0, &n1, &n2]);
+    const KEYS: u64 = 10_000;
+    fill(&n0, KEYS);
+    // n1's inter-node address: the bus port of its own line in CLUSTER NODES.
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut n1.con())
+        .expect("CLUSTER NODES");
+    let bus: u16 = nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|a| a.split('@').nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no bus port for myself in {nodes}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let auth = shoal_wire::AuthConfig::new("shoal", SECRET, "n-test");
+    let peer = rt.block_on(async {
+        shoal_wire::PeerClient::new(
+            SocketAddr::from(([127, 0, 0, 1], bus)),
+            auth,
+            Default::default(),
+        )
+    });
+    // Frames carry the sender's view id; 1 is no view of this cluster.
+    let send = |args: &[&str]| {
+        let args: Vec<bytes::Bytes> = args
+            .iter()
+            .map(|a| bytes::Bytes::from(a.to_string()))
+            .collect();
+        let body = encode_command(shoal_resp::Protocol::Resp2, None, &args, 0, 0);
+        let r = rt.block_on(peer.request(1, body)).expect("answered");
+        String::from_utf8_lossy(&r.body).into_owned()
+    };
+    // Serving, n1 runs a command from another view on a key it holds a copy of.
+    let held = (0..KEYS)
+        .find(|&i| send(&["GET", &key(i)]).contains(&value(i)))
+        .expect("n1 holds a copy of some key");
+    let k = key(held);
+    n1.signal("TERM");
+    wait_until("n1 leaving", SETTLE, &[&n1], || {
+        n1.info().get("shoal_state").map(String::as_str) == Some("leaving")
+    });
+    let (get, set) = (send(&["GET", &k]), send(&["SET", &k, "late"]));
+    for reply in [&get, &set] {
+        assert!(
+            reply.starts_with("-TRYAGAIN this node is leaving"),
+            "{reply:?}"
+        );
+    }
+    assert!(n1.stat("shoal_sent_on_leaving") >= 2);
+    let mut n1 = n1;
+    assert!(n1.wait_exit(SETTLE), "n1 leaves");
+    wait_settled(&[&n0, &n2]);
+    // The refused write ran nowhere; everything n1 held is still there.
+    let v: Option<String> = redis::cmd("GET").arg(&k).query(&mut n0.con()).unwrap();
+    assert_eq!(v, Some(value(held)));
+    assert_eq!(verify(&n2, KEYS), (0, 0), "read after the leave");
+}
+
 #[test]
 fn scale_out_crash_restart_and_leave_lose_nothing() {
     let _serial = serial();

@@ -192,9 +192,15 @@ pub const NOT_HERE: &[u8] =
 /// twice, or late (a node that was frozen). Like [`NOT_HERE`], it sends the sender on.
 pub const EXPIRED: &[u8] = b"-TRYAGAIN the request expired before this node could run it\r\n";
 
+/// The reply of a leaving node to a keyed command from a node that has not heard of the
+/// leave yet: the key's next copy in the sender's view is its owner once the node is gone
+/// (rendezvous placement only moves the others up), and runs it there, so the two never
+/// both write the key (`peer`).
+pub const LEAVING: &[u8] = b"-TRYAGAIN this node is leaving the cluster\r\n";
+
 /// True for the replies that tell the sender to try the next copy.
 pub fn try_next_copy(body: &[u8]) -> bool {
-    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED)
+    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED) || body.starts_with(LEAVING)
 }
 
 /// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every

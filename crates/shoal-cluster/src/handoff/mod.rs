@@ -41,7 +41,9 @@ mod report;
 mod settle;
 mod stream;
 
-pub use fetch::{before, fetch, missing, try_next_copy, Before, KeyTurn, EXPIRED, NOT_HERE};
+pub use fetch::{
+    before, fetch, missing, try_next_copy, Before, KeyTurn, EXPIRED, LEAVING, NOT_HERE,
+};
 pub use settle::{Handoff, HandoffStats};
 
 use report::Reporter;

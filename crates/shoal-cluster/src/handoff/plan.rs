@@ -144,6 +144,54 @@ mod tests {
     use MemberState::{Down, Joining, Leaving, Serving};
 
     #[tokio::test]
+    async fn a_promoted_owner_fetches_only_from_a_leaving_owner() {
+        let base = [
+            ("a", 1, Serving),
+            ("b", 1, Serving),
+            ("c", 1, Serving),
+            ("d", 1, Serving),
+        ];
+        let config = NodeConfig {
+            cluster_mode: "gossip".into(),
+            cluster_secret: "s".into(),
+            replicas: 1,
+            ..NodeConfig::default()
+        };
+        let cluster = Cluster::for_gossip(&config, rows(&base)[0].info.clone()).unwrap();
+        for gone in [Leaving, Down] {
+            let mut current = base;
+            current[2].2 = gone;
+            let (mut promoted, mut arriving) = (0, 0);
+            for me in ["a", "b", "d"] {
+                let b = cluster.build_view(1, rows(&base), me).unwrap();
+                let v = cluster.build_view(2, rows(&current), me).unwrap();
+                for slot in 0..SLOTS {
+                    let name = |view: &View, i: usize| {
+                        view.nodes[usize::from(view.owners(slot)[i])].name.clone()
+                    };
+                    let was = b
+                        .owners(slot)
+                        .iter()
+                        .any(|&m| b.nodes[usize::from(m)].name == me);
+                    let is = v.owners(slot).contains(&v.me);
+                    let took_over = name(&b, 0) == "c" && name(&v, 0) == me;
+                    let expected = is && (!was || (took_over && gone == Leaving));
+                    assert_eq!(
+                        crate::handoff::settle::receives(&v, Some(&b), slot),
+                        expected,
+                        "{me}, slot {slot}, c {gone:?}"
+                    );
+                    promoted += usize::from(took_over && was);
+                    arriving += usize::from(is && !was);
+                }
+            }
+            // c owned about a quarter of the slots; its replica takes over each.
+            assert!(promoted > SLOTS as usize / 8, "{promoted}");
+            assert!(arriving > SLOTS as usize / 8, "{arriving}");
+        }
+    }
+
+    #[tokio::test]
     async fn every_moved_copy_has_exactly_one_sender() {
         let abc = [("a", 1, Serving), ("b", 1, Serving), ("c", 1, Serving)];
         // A join: the newcomer gets its share from the old owners.

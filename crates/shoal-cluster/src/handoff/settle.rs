@@ -54,8 +54,8 @@ pub(super) struct Inner {
     done_from: HashMap<String, u64>,
     /// The view id this node's own scan completed for.
     my_done: u64,
-    /// Slots this node holds a copy of in the view `receiving_for.1` but held none of in
-    /// `base` (`receiving_for.0`): their local keys may be missing or stale until settled.
+    /// Slots of the view `receiving_for.1` whose local keys may be missing or stale until
+    /// settled (see [`receives`]; `base` is `receiving_for.0`).
     receiving: Arc<Vec<bool>>,
     receiving_for: (u64, u64, bool),
     /// A peer reported work on another view while this node's own view did not change (the
@@ -236,7 +236,6 @@ impl Handoff {
         let base_id = inner.base.as_ref().map_or(0, |b| b.id);
         let key = (base_id, view.id, inner.peers_moving);
         if inner.receiving_for != key {
-            let me = &view.myself;
             // A base in which this node was alone says nothing about what the others hold
             // (a restart without seeds, a partition): like no base at all.
             let base = inner
@@ -244,18 +243,7 @@ impl Handoff {
                 .as_ref()
                 .filter(|b| b.nodes.len() > 1 && !inner.peers_moving);
             let r: Vec<bool> = (0..SLOTS)
-                .map(|slot| {
-                    if !view.owners(slot).contains(&view.me) {
-                        return false;
-                    }
-                    match base {
-                        None => true,
-                        Some(b) => !b
-                            .owners(slot)
-                            .iter()
-                            .any(|&m| b.nodes[usize::from(m)].same_incarnation(me)),
-                    }
-                })
+                .map(|slot| receives(view, base.map(|b| &**b), slot))
                 .collect();
             inner.receiving = Arc::new(r);
             inner.receiving_for = key;
@@ -354,4 +342,33 @@ impl Handoff {
         }
         out
     }
+}
+
+/// True if this node's keys of `slot` may be missing or stale in `view`, settled last in
+/// `base` (None: no base to go by, every slot it holds): it holds a copy now and
+///
+/// - held none in `base` (the slot is on its way here), or
+/// - is the owner now, not in `base`, and `base`'s owner is alive but holds no copy any
+///   more: a leaving node, whose last writes may still be on their way here in its
+///   replication queue. Without the fetch, a write here would build on the older value.
+///
+/// (An owner that crashed sends nothing more: its replica just takes over.)
+pub(super) fn receives(view: &View, base: Option<&View>, slot: u16) -> bool {
+    let me = &view.myself;
+    let owners = view.owners(slot);
+    if !owners.contains(&view.me) {
+        return false;
+    }
+    let Some(b) = base else { return true };
+    let was = |m: &u16| b.nodes[usize::from(*m)].same_incarnation(me);
+    if !b.owners(slot).iter().any(was) {
+        return true;
+    }
+    let old_owner = &b.nodes[usize::from(b.owners(slot)[0])];
+    owners[0] == view.me
+        && !old_owner.same_incarnation(me)
+        && view.is_alive(old_owner)
+        && !owners
+            .iter()
+            .any(|&m| view.nodes[usize::from(m)].same_incarnation(old_owner))
 }
