@@ -1436,6 +1436,21 @@ const CONNECTION: &[Case] = &[
         &["CLIENT", ""],
         &["client", "Setname"],
     ],
+    // SLOWLOG and ROLE (what they count is compared in `introspection_matches_redis`)
+    &[
+        &["SLOWLOG", "HELP"],
+        &["SLOWLOG", "RESET"],
+        &["SLOWLOG", "GET", "x"],
+        &["SLOWLOG", "GET", "-2"],
+        &["SLOWLOG", "GET", "1", "2"],
+        &["SLOWLOG", "LEN", "x"],
+        &["SLOWLOG", "RESET", "x"],
+        &["SLOWLOG", "FOO"],
+        &["SLOWLOG"],
+        &["slowlog", "help"],
+        &["ROLE"],
+        &["ROLE", "x"],
+    ],
     // CONFIG (the default policy differs: Redis noeviction, Shoal allkeys-lru, so set it first)
     &[
         &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
@@ -1509,6 +1524,118 @@ const INLINE: &[Case] = &[
 
 // ---------------------------------------------------------------------------------------------
 // tests
+
+/// What one server says about a fixed command sequence: per command "calls,rejected,failed"
+/// from INFO commandstats, the errorstats section, total_error_replies, the arguments of
+/// every SLOWLOG entry (newest first), and the raw ROLE reply. Durations, times and
+/// addresses differ between two servers, so they are left out.
+type Introspection = (
+    std::collections::BTreeMap<String, String>,
+    String,
+    String,
+    Vec<Vec<Vec<u8>>>,
+    Vec<u8>,
+);
+
+fn introspect(addr: SocketAddr) -> Introspection {
+    let mut c = Conn::connect(addr);
+    let mut call = |args: &[&str]| -> Vec<u8> {
+        c.send(&multibulk(args));
+        c.read_reply().expect("a reply")
+    };
+    for step in [
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"][..],
+        &["SLOWLOG", "RESET"],
+        &["CONFIG", "RESETSTAT"],
+        &["SET", "a", "1"],
+        &["GET", "a"],
+        &["INCR", "a"],
+        &["SET", "s", "x"],
+        &["INCR", "s"],
+        &["GET"],
+        &["FOO"],
+        &["SLOWLOG", "LEN", "x"],
+        &["SLOWLOG", "FOO"],
+        &["SLOWLOG"],
+        &["SLOWLOG", "GET", "-2"],
+        &["CONFIG", "GET", "maxmemory"],
+        &["WRONG", "a"],
+    ] {
+        call(step);
+    }
+    let role = call(&["ROLE"]);
+    let text = |reply: Vec<u8>| -> String {
+        String::from_utf8_lossy(bulk_payload(&reply).expect("a bulk reply")).into_owned()
+    };
+    let commands = text(call(&["INFO", "commandstats"]))
+        .lines()
+        .filter_map(|l| {
+            let (name, fields) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let get = |f: &str| {
+                fields
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix(f)?.strip_prefix('='))
+                    .unwrap_or("?")
+                    .to_string()
+            };
+            Some((
+                name.to_string(),
+                format!(
+                    "calls={},rejected={},failed={}",
+                    get("calls"),
+                    get("rejected_calls"),
+                    get("failed_calls")
+                ),
+            ))
+        })
+        .collect();
+    let errors = text(call(&["INFO", "errorstats"]));
+    let total = text(call(&["INFO", "stats"]))
+        .lines()
+        .find(|l| l.starts_with("total_error_replies:"))
+        .unwrap_or("no total_error_replies")
+        .to_string();
+    let slow = array_elements(&call(&["SLOWLOG", "GET", "-1"]))
+        .expect("SLOWLOG GET is an array")
+        .iter()
+        .map(|entry| {
+            let fields = array_elements(entry).expect("an entry is an array");
+            assert_eq!(fields.len(), 6, "{}", escape(entry));
+            array_elements(&fields[3])
+                .expect("arguments")
+                .iter()
+                .map(|a| bulk_payload(a).expect("a bulk argument").to_vec())
+                .collect()
+        })
+        .collect();
+    (commands, errors, total, slow, role)
+}
+
+/// INFO commandstats, errorstats and total_error_replies, the commands SLOWLOG keeps, and
+/// ROLE, after the same commands on redis-server and on Shoal: calls, refusals before a
+/// command runs (arity, unknown subcommand) and errors while it runs count alike.
+#[test]
+fn introspection_matches_redis() {
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    let (want, got) = (introspect(redis.addr), introspect(shoal.addr));
+    assert_eq!(got.0, want.0, "commandstats");
+    assert_eq!(got.1, want.1, "errorstats");
+    assert_eq!(got.2, want.2);
+    let show = |s: &Vec<Vec<Vec<u8>>>| -> Vec<String> {
+        s.iter()
+            .map(|args| {
+                args.iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    assert_eq!(show(&got.3), show(&want.3), "slow log");
+    assert_eq!(escape(&got.4), escape(&want.4), "ROLE");
+    assert!(want.0.contains_key("config|resetstat"), "{:?}", want.0);
+}
 
 #[test]
 fn reader_handles_every_resp3_type() {

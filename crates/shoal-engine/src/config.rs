@@ -211,6 +211,10 @@ pub struct NodeConfig {
     pub maxclients: usize,
     /// Close a client idle for this many seconds; 0 = never (Redis's `timeout`).
     pub timeout: u64,
+    /// SLOWLOG takes commands that ran this many microseconds or more; negative = none.
+    pub slowlog_log_slower_than: i64,
+    /// SLOWLOG keeps this many entries at most.
+    pub slowlog_max_len: u64,
     /// Largest bulk argument accepted (Redis's `proto-max-bulk-len`).
     pub proto_max_bulk_len: ByteSize,
     /// Most arguments in one command (Redis's fixed 1,048,576, here configurable).
@@ -337,6 +341,8 @@ impl Default for NodeConfig {
             requirepass: String::new(),
             maxclients: 10_000,
             timeout: 0,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,
             proto_inline_max_size: ByteSize(64 * 1024),
@@ -383,6 +389,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "requirepass",
     "maxclients",
     "timeout",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
     "proto-max-bulk-len",
     "proto-max-multibulk-len",
     "proto-inline-max-size",

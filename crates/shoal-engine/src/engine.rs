@@ -39,6 +39,8 @@ pub struct Engine {
     pub threads: AtomicU64,
     /// The allocator's latest figures (when the binary installed its statistics).
     pub memory: crate::memory::MemoryState,
+    /// Per-command counters, error counts and the slow log.
+    pub commands: crate::cmdstats::CommandStats,
 }
 
 impl Engine {
@@ -52,6 +54,8 @@ impl Engine {
             ..StoreConfig::default()
         });
         let started_unix_ms = now_ms();
+        let commands = crate::cmdstats::CommandStats::default();
+        commands.configure_slowlog(config.slowlog_log_slower_than, config.slowlog_max_len);
         Engine {
             store,
             clients: ClientRegistry::default(),
@@ -67,6 +71,7 @@ impl Engine {
             flush_at: AtomicU64::new(0),
             threads: AtomicU64::new(1),
             memory: crate::memory::MemoryState::default(),
+            commands,
         }
     }
 

@@ -10,11 +10,13 @@
 //! - `hooks`: what the engine asks of the layer above it (the cluster for CLUSTER and INFO,
 //!   SHUTDOWN), as traits that layer implements.
 //! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping;
-//!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`.
+//!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`;
+//!   `cmdstats`: INFO commandstats and errorstats, and the slow log.
 
 pub mod client;
 pub mod clock;
 pub mod cmd;
+pub mod cmdstats;
 pub mod config;
 pub mod engine;
 pub mod fdlimit;

@@ -116,6 +116,12 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("config|resetstat", ""),
     ("config|rewrite", ""),
     ("config|help", ""),
+    ("slowlog", ""),
+    ("slowlog|get", "[count]"),
+    ("slowlog|len", ""),
+    ("slowlog|reset", ""),
+    ("slowlog|help", ""),
+    ("role", ""),
     ("shutdown", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
     ("time", ""),
 ];

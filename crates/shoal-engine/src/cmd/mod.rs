@@ -335,6 +335,9 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::AllNodes(Gather::Flush), ..cmd!("flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Remove all keys from the current database.", keys::flush) },
     CommandSpec { route: Route::AllNodes(Gather::Flush), ..cmd!("flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Removes all keys from all databases.", keys::flush) },
     // server
+    cmd!("slowlog", -2, ADMIN | LOADING | STALE, (0, 0, 0), "server", "2.2.12", "A container for slow log commands.", server::slowlog,
+        &["get", "len", "reset", "help"]),
+    cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role),
     CommandSpec { route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
         &["count", "list", "info", "docs", "getkeys", "help"]),
@@ -604,8 +607,31 @@ pub fn prepare_checked(
         .filter(|&i| i < TABLE.len() || session.internal)
         .and_then(|i| Some((i, spec_at(i)?)));
     let Some((index, spec)) = found else {
-        return Prepared::Done(reject(session, unknown_command(args)));
+        let reply = unknown_command(args);
+        count_error(node, &reply);
+        return Prepared::Done(reject(session, reply));
     };
+    let prepared = prepare_found(node, session, args, check, index, spec);
+    if let Prepared::Done(reply @ Reply::Error(_)) = &prepared {
+        // Refused before it ran: Redis's `rejected_calls`.
+        if let Some(row) = stat_row(node, spec, args) {
+            row.rejected
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        count_error(node, reply);
+    }
+    prepared
+}
+
+/// [`prepare_checked`] for a command found in the table at `index`.
+fn prepare_found(
+    node: &Engine,
+    session: &mut Session,
+    args: &[Bytes],
+    check: Check<'_>,
+    index: usize,
+    spec: &'static CommandSpec,
+) -> Prepared {
     session
         .info
         .last_cmd
@@ -650,16 +676,21 @@ pub fn run(
     now_ms: u64,
     scope: Option<&dyn SlotScope>,
 ) -> Reply {
+    use std::sync::atomic::Ordering::Relaxed;
     let node = host.engine();
+    let row = stat_row(node, spec, args);
     if spec.flags & DENYOOM != 0
         && node.store.maxmemory() > 0
         && node.store.ensure_memory(now_ms).is_err()
     {
-        return reject(
-            session,
-            Reply::error("OOM command not allowed when used memory > 'maxmemory'."),
-        );
+        if let Some(row) = row {
+            row.rejected.fetch_add(1, Relaxed);
+        }
+        let reply = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+        count_error(node, &reply);
+        return reject(session, reply);
     }
+    let started = std::time::Instant::now();
     let mut ctx = Ctx {
         engine: node,
         host,
@@ -668,7 +699,77 @@ pub fn run(
         scope,
         keyspace: None,
     };
-    (spec.handler)(&mut ctx, args)
+    let reply = (spec.handler)(&mut ctx, args);
+    let usec = started.elapsed().as_micros() as u64;
+    let arity_error = matches!(&reply, Reply::Error(t) if t.starts_with(ERR_ARITY));
+    if let Some(row) = row.filter(|_| arity_error) {
+        // A subcommand's arity is checked by its handler here, before Redis would run it.
+        row.rejected.fetch_add(1, Relaxed);
+    } else if let Some(row) = row {
+        row.calls.fetch_add(1, Relaxed);
+        row.usec.fetch_add(usec, Relaxed);
+        if let Reply::Error(_) = &reply {
+            row.failed.fetch_add(1, Relaxed);
+        }
+        // EXEC, AUTH and HELLO stay out of the slow log (Redis's `no-slowlog`): EXEC's
+        // commands are logged one by one, the other two carry passwords.
+        if node.commands.is_slow(usec) && !matches!(spec.name, "exec" | "auth" | "hello") {
+            node.commands.log_slow(crate::cmdstats::SlowEntry {
+                id: 0,
+                unix_secs: crate::clock::now_ms() / 1000,
+                usec,
+                args: crate::cmdstats::slowlog_args(args),
+                peer: session.info.addr.to_string(),
+                name: session
+                    .info
+                    .name
+                    .lock()
+                    .ok()
+                    .and_then(|n| n.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()))
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    if let Reply::Error(_) = &reply {
+        count_error(node, &reply);
+    }
+    reply
+}
+
+/// The statistics row of a command from the table (not an internal one), or of its
+/// subcommand when it is a container and `args[1]` names one.
+fn stat_row<'a>(
+    node: &'a Engine,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> Option<&'a crate::cmdstats::Row> {
+    let size = std::mem::size_of::<CommandSpec>();
+    let offset = (spec as *const CommandSpec as usize).checked_sub(TABLE.as_ptr() as usize)?;
+    let index = offset / size;
+    if index >= TABLE.len() {
+        return None;
+    }
+    // A container's row counts only its own arity errors; an unknown subcommand counts
+    // nowhere (as in Redis, which refuses it before it finds a command).
+    let sub = match args.get(1) {
+        Some(a) if !spec.subcommands.is_empty() => Some(
+            spec.subcommands
+                .iter()
+                .position(|s| a.eq_ignore_ascii_case(s.as_bytes()))?,
+        ),
+        _ => None,
+    };
+    let rows = node
+        .commands
+        .rows(|| crate::cmdstats::Rows::new(TABLE.iter().map(|c| (c.name, c.subcommands))));
+    rows.row(index, sub)
+}
+
+/// Counts an error reply in INFO errorstats.
+fn count_error(node: &Engine, reply: &Reply) {
+    if let Reply::Error(text) = reply {
+        node.commands.error(text);
+    }
 }
 
 /// Runs one request on this node's store and returns its reply.
@@ -726,6 +827,9 @@ pub fn wrong_arity(name: &str) -> Reply {
         "ERR wrong number of arguments for '{name}' command"
     ))
 }
+
+/// How every arity error starts.
+const ERR_ARITY: &str = "ERR wrong number of arguments for";
 
 pub fn unknown_subcommand(container: &str, sub: &[u8]) -> Reply {
     let sub = String::from_utf8_lossy(&sub[..sub.len().min(128)]).into_owned();

@@ -76,6 +76,22 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "stats",
     "replication",
     "cpu",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// Every section, in Redis's order (`INFO all`): the default ones and commandstats.
+const ALL_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "commandstats",
+    "errorstats",
     "cluster",
     "keyspace",
 ];
@@ -124,8 +140,9 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
         keyspace,
     } = *info;
     let all = sections.iter().any(|s| s == "all" || s == "everything");
-    let wanted: Vec<&str> = if sections.is_empty() || all || sections.iter().any(|s| s == "default")
-    {
+    let wanted: Vec<&str> = if all {
+        ALL_SECTIONS.to_vec()
+    } else if sections.is_empty() || sections.iter().any(|s| s == "default") {
         DEFAULT_SECTIONS.to_vec()
     } else {
         sections.iter().map(String::as_str).collect()
@@ -139,7 +156,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
         }
         let _ = write!(out, "# {name}\r\n{body}");
     };
-    for w in DEFAULT_SECTIONS {
+    for w in ALL_SECTIONS {
         if !wanted.contains(w) {
             continue;
         }
@@ -258,6 +275,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("keyspace_misses:{}", stats.keyspace_misses);
                 line!("pubsub_channels:0");
                 line!("pubsub_patterns:0");
+                line!("total_error_replies:{}", node.commands.total_errors());
                 section("Stats", b);
             }
             "replication" => {
@@ -270,6 +288,35 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("used_cpu_sys:{sys:.6}");
                 line!("used_cpu_user:{user:.6}");
                 section("CPU", b);
+            }
+            "commandstats" => {
+                let rows = node.commands.rows_if_any().map_or(&[][..], |r| &r.rows[..]);
+                for r in rows {
+                    let calls = r.calls.load(Ordering::Relaxed);
+                    let rejected = r.rejected.load(Ordering::Relaxed);
+                    let failed = r.failed.load(Ordering::Relaxed);
+                    if calls == 0 && rejected == 0 && failed == 0 {
+                        continue;
+                    }
+                    let usec = r.usec.load(Ordering::Relaxed);
+                    let per_call = if calls == 0 {
+                        0.0
+                    } else {
+                        usec as f64 / calls as f64
+                    };
+                    line!(
+                        "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},\
+                         rejected_calls={rejected},failed_calls={failed}",
+                        r.name
+                    );
+                }
+                section("Commandstats", b);
+            }
+            "errorstats" => {
+                for (code, count) in node.commands.errors() {
+                    line!("errorstat_{code}:count={count}");
+                }
+                section("Errorstats", b);
             }
             "cluster" => {
                 line!("cluster_enabled:{}", u8::from(cluster_enabled));
@@ -288,7 +335,6 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             _ => {}
         }
     }
-    out.push_str("\r\n");
     out
 }
 
@@ -591,6 +637,30 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         }),
     ),
     (
+        "slowlog-log-slower-than",
+        |c| c.slowlog_log_slower_than.to_string(),
+        Some(|c, v| {
+            let n: i64 = parse_num(v)?;
+            if n < -1 {
+                return Err("argument must be between -1 and 9223372036854775807 inclusive".into());
+            }
+            c.slowlog_log_slower_than = n;
+            Ok(())
+        }),
+    ),
+    (
+        "slowlog-max-len",
+        |c| c.slowlog_max_len.to_string(),
+        Some(|c, v| {
+            let n: i64 = parse_num(v)?;
+            if !(0..=i64::from(i32::MAX)).contains(&n) {
+                return Err("argument must be between 0 and 2147483647 inclusive".into());
+            }
+            c.slowlog_max_len = n as u64;
+            Ok(())
+        }),
+    ),
+    (
         "proto-max-bulk-len",
         |c| c.proto_max_bulk_len.0.to_string(),
         Some(|c, v| {
@@ -773,6 +843,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         b"resetstat" if args.len() == 2 => {
             ctx.engine.stats.reset();
             ctx.engine.store.reset_stats();
+            ctx.engine.commands.reset();
             Reply::ok()
         }
         b"rewrite" if args.len() == 2 => {
@@ -818,8 +889,86 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
                 node.store.set_policy(p);
             }
             node.store.set_samples(s.maxmemory_samples);
+            node.commands
+                .configure_slowlog(s.slowlog_log_slower_than, s.slowlog_max_len);
             Reply::ok()
         }
         Err(e) => Reply::error(e),
     }
+}
+
+// ---- SLOWLOG, ROLE -------------------------------------------------------------------
+
+const SLOWLOG_HELP: &[&str] = &[
+    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET [<count>]",
+    "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+    "    Entries are made of:",
+    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+    "    client name",
+    "LEN",
+    "    Return the length of the slowlog.",
+    "RESET",
+    "    Reset the slowlog.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// SLOWLOG GET|LEN|RESET|HELP over the node's slow log (`cmdstats`).
+pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let log = &ctx.engine.commands;
+    let sub = args[1].to_ascii_lowercase();
+    match &sub[..] {
+        b"get" if args.len() <= 3 => {
+            let count = match args.get(2) {
+                None => Some(10),
+                Some(a) => match crate::cmd::parse_i64(a) {
+                    Some(-1) => None,
+                    Some(n) if n >= 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                    // Redis gives this text for a non-integer too.
+                    _ => return err("ERR count should be greater than or equal to -1"),
+                },
+            };
+            Reply::Array(
+                log.slow_entries(count)
+                    .into_iter()
+                    .map(|e| {
+                        Reply::Array(vec![
+                            Reply::Int(e.id as i64),
+                            Reply::Int(e.unix_secs as i64),
+                            Reply::Int(e.usec as i64),
+                            Reply::Array(e.args.into_iter().map(Reply::Bulk).collect()),
+                            Reply::bulk(e.peer),
+                            Reply::bulk(e.name),
+                        ])
+                    })
+                    .collect(),
+            )
+        }
+        b"len" if args.len() == 2 => Reply::Int(log.slow_len() as i64),
+        b"reset" if args.len() == 2 => {
+            log.slow_reset();
+            Reply::ok()
+        }
+        b"help" if args.len() == 2 => help_reply(SLOWLOG_HELP),
+        // GET's arity (-2) lets a third argument through; Redis's handler then refuses it.
+        b"get" => Reply::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
+            String::from_utf8_lossy(&args[1][..args[1].len().min(128)])
+        )),
+        b"len" | b"reset" | b"help" => {
+            wrong_arity(&format!("slowlog|{}", String::from_utf8_lossy(&sub)))
+        }
+        _ => unknown_subcommand("slowlog", &args[1]),
+    }
+}
+
+/// ROLE: every Shoal node is a primary (its copies are kept by the cluster, not by
+/// replicas attached to it), so it answers as a Redis master without replicas.
+pub fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk("master"),
+        Reply::Int(0),
+        Reply::Array(Vec::new()),
+    ])
 }

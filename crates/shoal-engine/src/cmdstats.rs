@@ -1,0 +1,332 @@
+//! Per-command statistics and the slow log, as Redis keeps them: each node counts the
+//! commands it runs (a command forwarded to its owner counts at the owner).
+//!
+//! - `INFO commandstats`: per command (and per subcommand of a container, `config|get`),
+//!   calls, microseconds spent running it, calls refused before running (`rejected_calls`:
+//!   arity, NOAUTH, OOM, ...) and calls that ran and answered an error (`failed_calls`).
+//! - `INFO errorstats`: error replies by their code (the first word: `ERR`, `WRONGTYPE`),
+//!   at most [`ERROR_CODES`] codes; `total_error_replies` counts them all.
+//! - `SLOWLOG`: the last `slowlog-max-len` commands that ran for at least
+//!   `slowlog-log-slower-than` microseconds.
+//!
+//! The command table lives in `cmd`; this module knows only rows by number and their names,
+//! given once by `cmd` on first use ([`CommandStats::rows`]).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use bytes::Bytes;
+
+/// Distinct error codes `errorstats` tracks (Redis's limit too); errors with other codes
+/// still count in `total_error_replies`.
+pub const ERROR_CODES: usize = 128;
+/// Arguments a slow log entry keeps (Redis's `SLOWLOG_ENTRY_MAX_ARGC`).
+pub const SLOWLOG_MAX_ARGS: usize = 32;
+/// Bytes of one argument a slow log entry keeps (Redis's `SLOWLOG_ENTRY_MAX_STRING`).
+pub const SLOWLOG_MAX_STRING: usize = 128;
+
+/// One command's (or subcommand's) counters.
+#[derive(Debug, Default)]
+pub struct Row {
+    pub name: String,
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub rejected: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// The rows, and where each command's rows start.
+#[derive(Debug)]
+pub struct Rows {
+    pub rows: Box<[Row]>,
+    /// Per command (table order): its row; its subcommands' rows follow it.
+    pub first: Box<[u32]>,
+}
+
+impl Rows {
+    /// Rows for commands given as (name, subcommand names), in table order.
+    pub fn new<'a>(commands: impl Iterator<Item = (&'a str, &'a [&'a str])>) -> Rows {
+        let (mut rows, mut first) = (Vec::new(), Vec::new());
+        for (name, subs) in commands {
+            first.push(rows.len() as u32);
+            rows.push(Row {
+                name: name.to_owned(),
+                ..Row::default()
+            });
+            rows.extend(subs.iter().map(|s| Row {
+                name: format!("{name}|{s}"),
+                ..Row::default()
+            }));
+        }
+        Rows {
+            rows: rows.into(),
+            first: first.into(),
+        }
+    }
+
+    /// The row of command `index`, subcommand `sub` (its position in the command's list).
+    pub fn row(&self, index: usize, sub: Option<usize>) -> Option<&Row> {
+        let at = *self.first.get(index)? as usize + sub.map_or(0, |s| s + 1);
+        self.rows.get(at)
+    }
+}
+
+/// One slow log entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowEntry {
+    pub id: u64,
+    pub unix_secs: u64,
+    pub usec: u64,
+    pub args: Vec<Bytes>,
+    pub peer: String,
+    pub name: String,
+}
+
+#[derive(Debug, Default)]
+struct SlowLog {
+    next_id: u64,
+    entries: VecDeque<SlowEntry>,
+}
+
+/// A node's command statistics and slow log.
+#[derive(Debug)]
+pub struct CommandStats {
+    rows: OnceLock<Rows>,
+    errors: Mutex<Vec<(String, u64)>>,
+    total_errors: AtomicU64,
+    slow: Mutex<SlowLog>,
+    /// `slowlog-log-slower-than` (µs; negative: off).
+    slower_than: AtomicI64,
+    /// `slowlog-max-len`.
+    max_len: AtomicU64,
+}
+
+impl Default for CommandStats {
+    fn default() -> CommandStats {
+        CommandStats {
+            rows: OnceLock::new(),
+            errors: Mutex::new(Vec::new()),
+            total_errors: AtomicU64::new(0),
+            slow: Mutex::new(SlowLog::default()),
+            slower_than: AtomicI64::new(10_000),
+            max_len: AtomicU64::new(128),
+        }
+    }
+}
+
+/// An error reply's code, as `errorstats` names it: its first word.
+pub fn error_code(text: &str) -> &str {
+    text.split(' ').next().unwrap_or(text)
+}
+
+/// A slow log entry's copy of a command's arguments: at most [`SLOWLOG_MAX_ARGS`], the
+/// last one saying how many more there were, each cut at [`SLOWLOG_MAX_STRING`] bytes with
+/// how many more it had (as Redis).
+pub fn slowlog_args(args: &[Bytes]) -> Vec<Bytes> {
+    let keep = if args.len() > SLOWLOG_MAX_ARGS {
+        SLOWLOG_MAX_ARGS - 1
+    } else {
+        args.len()
+    };
+    let mut out: Vec<Bytes> = args[..keep]
+        .iter()
+        .map(|a| {
+            if a.len() > SLOWLOG_MAX_STRING {
+                let mut b = a[..SLOWLOG_MAX_STRING].to_vec();
+                b.extend_from_slice(
+                    format!("... ({} more bytes)", a.len() - SLOWLOG_MAX_STRING).as_bytes(),
+                );
+                Bytes::from(b)
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    if keep < args.len() {
+        out.push(Bytes::from(format!(
+            "... ({} more arguments)",
+            args.len() - keep
+        )));
+    }
+    out
+}
+
+impl CommandStats {
+    /// The rows, built by `init` on first use.
+    pub fn rows(&self, init: impl FnOnce() -> Rows) -> &Rows {
+        self.rows.get_or_init(init)
+    }
+
+    /// The rows, if any command was counted yet.
+    pub fn rows_if_any(&self) -> Option<&Rows> {
+        self.rows.get()
+    }
+
+    /// Counts an error reply with `text` (without the leading `-`).
+    pub fn error(&self, text: &str) {
+        self.total_errors.fetch_add(1, Ordering::Relaxed);
+        let code = error_code(text);
+        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, n)) = errors.iter_mut().find(|(c, _)| c == code) {
+            *n += 1;
+        } else if errors.len() < ERROR_CODES {
+            errors.push((code.to_owned(), 1));
+        }
+    }
+
+    pub fn total_errors(&self) -> u64 {
+        self.total_errors.load(Ordering::Relaxed)
+    }
+
+    /// Error codes and counts, by code (as Redis lists them).
+    pub fn errors(&self) -> Vec<(String, u64)> {
+        let mut errors = self
+            .errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        errors.sort();
+        errors
+    }
+
+    /// Whether a command that ran for `usec` goes into the slow log.
+    pub fn is_slow(&self, usec: u64) -> bool {
+        let t = self.slower_than.load(Ordering::Relaxed);
+        t >= 0 && usec >= t as u64
+    }
+
+    /// Adds an entry (its id is set here), dropping the oldest past `slowlog-max-len`.
+    pub fn log_slow(&self, mut entry: SlowEntry) {
+        let max = self.max_len.load(Ordering::Relaxed) as usize;
+        let mut slow = self.slow.lock().unwrap_or_else(|e| e.into_inner());
+        entry.id = slow.next_id;
+        slow.next_id += 1;
+        slow.entries.push_front(entry);
+        slow.entries.truncate(max);
+    }
+
+    /// The newest `count` entries (all with None), newest first.
+    pub fn slow_entries(&self, count: Option<usize>) -> Vec<SlowEntry> {
+        let slow = self.slow.lock().unwrap_or_else(|e| e.into_inner());
+        let n = count.unwrap_or(usize::MAX);
+        slow.entries.iter().take(n).cloned().collect()
+    }
+
+    pub fn slow_len(&self) -> usize {
+        self.slow
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .len()
+    }
+
+    pub fn slow_reset(&self) {
+        self.slow
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .clear();
+    }
+
+    /// Applies `slowlog-log-slower-than` and `slowlog-max-len`.
+    pub fn configure_slowlog(&self, slower_than: i64, max_len: u64) {
+        self.slower_than.store(slower_than, Ordering::Relaxed);
+        self.max_len.store(max_len, Ordering::Relaxed);
+        let mut slow = self.slow.lock().unwrap_or_else(|e| e.into_inner());
+        slow.entries.truncate(max_len as usize);
+    }
+
+    /// CONFIG RESETSTAT: every counter and error count back to zero (the slow log stays, as
+    /// in Redis).
+    pub fn reset(&self) {
+        if let Some(rows) = self.rows.get() {
+            for r in rows.rows.iter() {
+                for c in [&r.calls, &r.usec, &r.rejected, &r.failed] {
+                    c.store(0, Ordering::Relaxed);
+                }
+            }
+        }
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.total_errors.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_follow_their_command_and_subcommands() {
+        let rows = Rows::new(
+            [
+                ("get", &[][..]),
+                ("config", &["get", "set"][..]),
+                ("set", &[][..]),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(rows.row(0, None).unwrap().name, "get");
+        assert_eq!(rows.row(1, None).unwrap().name, "config");
+        assert_eq!(rows.row(1, Some(1)).unwrap().name, "config|set");
+        assert_eq!(rows.row(2, None).unwrap().name, "set");
+        assert!(rows.row(3, None).is_none());
+    }
+
+    #[test]
+    fn error_codes_are_the_first_word_and_bounded() {
+        let s = CommandStats::default();
+        s.error("ERR unknown command 'x'");
+        s.error("WRONGTYPE Operation against a key holding the wrong kind of value");
+        s.error("ERR syntax error");
+        s.error("NOPE");
+        assert_eq!(
+            s.errors(),
+            vec![
+                ("ERR".into(), 2),
+                ("NOPE".into(), 1),
+                ("WRONGTYPE".into(), 1)
+            ]
+        );
+        for i in 0..2 * ERROR_CODES {
+            s.error(&format!("E{i} x"));
+        }
+        assert_eq!(s.errors().len(), ERROR_CODES);
+        assert_eq!(s.total_errors(), 4 + 2 * ERROR_CODES as u64);
+        s.reset();
+        assert!(s.errors().is_empty() && s.total_errors() == 0);
+    }
+
+    #[test]
+    fn the_slow_log_keeps_the_newest_and_cuts_long_arguments() {
+        let s = CommandStats::default();
+        s.configure_slowlog(0, 2);
+        assert!(s.is_slow(0));
+        for i in 0..3u8 {
+            s.log_slow(SlowEntry {
+                id: 0,
+                unix_secs: 1,
+                usec: 5,
+                args: vec![Bytes::from(vec![b'a' + i])],
+                peer: "127.0.0.1:1".into(),
+                name: String::new(),
+            });
+        }
+        let got = s.slow_entries(None);
+        assert_eq!(got.iter().map(|e| e.id).collect::<Vec<_>>(), [2, 1]);
+        assert_eq!(s.slow_entries(Some(1)).len(), 1);
+        s.configure_slowlog(-1, 2);
+        assert!(!s.is_slow(u64::MAX));
+        let long: Vec<Bytes> = (0..40).map(|_| Bytes::from(vec![b'x'; 130])).collect();
+        let cut = slowlog_args(&long);
+        assert_eq!(cut.len(), SLOWLOG_MAX_ARGS);
+        assert_eq!(&cut[31][..], b"... (9 more arguments)");
+        assert!(cut[0].ends_with(b"... (2 more bytes)"));
+        assert_eq!(cut[0].len(), 128 + b"... (2 more bytes)".len());
+        s.slow_reset();
+        assert_eq!(s.slow_len(), 0);
+    }
+}
