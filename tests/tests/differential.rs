@@ -1535,6 +1535,7 @@ type Introspection = (
     String,
     Vec<Vec<Vec<u8>>>,
     Vec<u8>,
+    std::collections::BTreeSet<String>,
 );
 
 fn introspect(addr: SocketAddr) -> Introspection {
@@ -1590,6 +1591,21 @@ fn introspect(addr: SocketAddr) -> Introspection {
         })
         .collect();
     let errors = text(call(&["INFO", "errorstats"]));
+    // Which commands have latency percentiles (their values differ from run to run).
+    let latency = text(call(&["INFO", "latencystats"]))
+        .lines()
+        .filter_map(|l| {
+            let (name, fields) = l
+                .strip_prefix("latency_percentiles_usec_")?
+                .split_once(':')?;
+            let keys: Vec<&str> = fields
+                .split(',')
+                .filter_map(|f| f.split_once('='))
+                .map(|(k, _)| k)
+                .collect();
+            Some(format!("{name} {}", keys.join(",")))
+        })
+        .collect();
     let total = text(call(&["INFO", "stats"]))
         .lines()
         .find(|l| l.starts_with("total_error_replies:"))
@@ -1608,7 +1624,7 @@ fn introspect(addr: SocketAddr) -> Introspection {
                 .collect()
         })
         .collect();
-    (commands, errors, total, slow, role)
+    (commands, errors, total, slow, role, latency)
 }
 
 /// INFO commandstats, errorstats and total_error_replies, the commands SLOWLOG keeps, and
@@ -1634,6 +1650,7 @@ fn introspection_matches_redis() {
     };
     assert_eq!(show(&got.3), show(&want.3), "slow log");
     assert_eq!(escape(&got.4), escape(&want.4), "ROLE");
+    assert_eq!(got.5, want.5, "latencystats");
     assert!(want.0.contains_key("config|resetstat"), "{:?}", want.0);
 }
 

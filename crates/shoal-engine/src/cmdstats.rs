@@ -8,6 +8,8 @@
 //!   at most [`ERROR_CODES`] codes; `total_error_replies` counts them all.
 //! - `SLOWLOG`: the last `slowlog-max-len` commands that ran for at least
 //!   `slowlog-log-slower-than` microseconds.
+//! - `INFO latencystats` and the metrics endpoint's histograms: each row's run times in
+//!   [`LatencyHistogram`] buckets (a quarter of a power of two wide).
 //!
 //! The command table lives in `cmd`; this module knows only rows by number and their names,
 //! given once by `cmd` on first use ([`CommandStats::rows`]).
@@ -27,13 +29,111 @@ pub const SLOWLOG_MAX_ARGS: usize = 32;
 pub const SLOWLOG_MAX_STRING: usize = 128;
 
 /// One command's (or subcommand's) counters.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Row {
     pub name: String,
     pub calls: AtomicU64,
     pub usec: AtomicU64,
     pub rejected: AtomicU64,
     pub failed: AtomicU64,
+    /// Run times of the calls.
+    pub latency: LatencyHistogram,
+}
+
+impl Row {
+    fn new(name: String) -> Row {
+        Row {
+            name,
+            calls: AtomicU64::new(0),
+            usec: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            latency: LatencyHistogram::default(),
+        }
+    }
+
+    /// Counts a call that ran for `usec` microseconds.
+    pub fn record(&self, usec: u64) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.usec.fetch_add(usec, Ordering::Relaxed);
+        self.latency.record(usec);
+    }
+}
+
+/// Buckets of a [`LatencyHistogram`].
+pub const LATENCY_BUCKETS: usize = 128;
+
+/// Microsecond durations counted in buckets: 0, 1, 2 and 3 µs exactly, then four buckets per
+/// power of two (each at most 25 % wide), up to about 2.4 hours (longer ones count in the
+/// last bucket). Recording is one relaxed atomic add.
+#[derive(Debug)]
+pub struct LatencyHistogram {
+    counts: Box<[AtomicU64]>,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> LatencyHistogram {
+        LatencyHistogram {
+            counts: (0..LATENCY_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl LatencyHistogram {
+    /// The bucket `usec` counts in.
+    pub fn bucket(usec: u64) -> usize {
+        if usec < 4 {
+            return usec as usize;
+        }
+        let e = 63 - usec.leading_zeros() as usize; // 2 or more
+        let sub = ((usec >> (e - 2)) & 3) as usize;
+        (4 + (e - 2) * 4 + sub).min(LATENCY_BUCKETS - 1)
+    }
+
+    /// The smallest duration past bucket `i` (its exclusive upper bound), in microseconds.
+    pub fn upper(i: usize) -> u64 {
+        if i < 4 {
+            return i as u64 + 1;
+        }
+        let (e, sub) = ((i - 4) / 4 + 2, (i - 4) % 4);
+        (5 + sub as u64) << (e - 2)
+    }
+
+    pub fn record(&self, usec: u64) {
+        self.counts[Self::bucket(usec)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts, bucket by bucket.
+    pub fn counts(&self) -> Vec<u64> {
+        self.counts
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// The `p`th percentile (0 < p <= 100) of the recorded durations, as the upper bound of
+    /// the bucket it falls in (so at most 25 % above the true value); None when empty.
+    pub fn percentile(counts: &[u64], p: f64) -> Option<u64> {
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, &c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(Self::upper(i));
+            }
+        }
+        Some(Self::upper(counts.len() - 1))
+    }
+
+    fn reset(&self) {
+        for c in self.counts.iter() {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The rows, and where each command's rows start.
@@ -50,14 +150,8 @@ impl Rows {
         let (mut rows, mut first) = (Vec::new(), Vec::new());
         for (name, subs) in commands {
             first.push(rows.len() as u32);
-            rows.push(Row {
-                name: name.to_owned(),
-                ..Row::default()
-            });
-            rows.extend(subs.iter().map(|s| Row {
-                name: format!("{name}|{s}"),
-                ..Row::default()
-            }));
+            rows.push(Row::new(name.to_owned()));
+            rows.extend(subs.iter().map(|s| Row::new(format!("{name}|{s}"))));
         }
         Rows {
             rows: rows.into(),
@@ -245,6 +339,7 @@ impl CommandStats {
                 for c in [&r.calls, &r.usec, &r.rejected, &r.failed] {
                     c.store(0, Ordering::Relaxed);
                 }
+                r.latency.reset();
             }
         }
         self.errors
@@ -274,6 +369,35 @@ mod tests {
         assert_eq!(rows.row(1, Some(1)).unwrap().name, "config|set");
         assert_eq!(rows.row(2, None).unwrap().name, "set");
         assert!(rows.row(3, None).is_none());
+    }
+
+    #[test]
+    fn latency_buckets_cover_every_duration_within_a_quarter() {
+        let mut last = 0;
+        for v in (0..5000u64).chain([1 << 20, 123_456_789, u64::MAX / 2]) {
+            let b = LatencyHistogram::bucket(v);
+            assert!(b >= last || v > 4999, "buckets grow with the duration");
+            last = b;
+            let upper = LatencyHistogram::upper(b);
+            if b < LATENCY_BUCKETS - 1 {
+                assert!(v < upper, "{v} in bucket {b} below {upper}");
+                assert!(
+                    b == 0 || v >= LatencyHistogram::upper(b - 1),
+                    "{v}, bucket {b}"
+                );
+                assert!(upper as f64 <= (v as f64 + 1.0) * 1.25, "{v}: {upper}");
+            }
+        }
+        let h = LatencyHistogram::default();
+        assert_eq!(LatencyHistogram::percentile(&h.counts(), 50.0), None);
+        for v in 1..=100 {
+            h.record(v * 10);
+        }
+        let counts = h.counts();
+        let p50 = LatencyHistogram::percentile(&counts, 50.0).unwrap();
+        assert!((500..=625).contains(&p50), "{p50}");
+        let p99 = LatencyHistogram::percentile(&counts, 99.0).unwrap();
+        assert!((990..=1280).contains(&p99), "{p99}");
     }
 
     #[test]

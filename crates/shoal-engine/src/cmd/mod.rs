@@ -706,8 +706,7 @@ pub fn run(
         // A subcommand's arity is checked by its handler here, before Redis would run it.
         row.rejected.fetch_add(1, Relaxed);
     } else if let Some(row) = row {
-        row.calls.fetch_add(1, Relaxed);
-        row.usec.fetch_add(usec, Relaxed);
+        row.record(usec);
         if let Reply::Error(_) = &reply {
             row.failed.fetch_add(1, Relaxed);
         }

@@ -92,6 +92,7 @@ const ALL_SECTIONS: &[&str] = &[
     "cpu",
     "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];
@@ -311,6 +312,22 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     );
                 }
                 section("Commandstats", b);
+            }
+            "latencystats" => {
+                use crate::cmdstats::LatencyHistogram;
+                let rows = node.commands.rows_if_any().map_or(&[][..], |r| &r.rows[..]);
+                for r in rows.iter().filter(|r| r.calls.load(Ordering::Relaxed) > 0) {
+                    let counts = r.latency.counts();
+                    let p = |q| LatencyHistogram::percentile(&counts, q).unwrap_or(0);
+                    line!(
+                        "latency_percentiles_usec_{}:p50={}.000,p99={}.000,p99.9={}.000",
+                        r.name,
+                        p(50.0),
+                        p(99.0),
+                        p(99.9)
+                    );
+                }
+                section("Latencystats", b);
             }
             "errorstats" => {
                 for (code, count) in node.commands.errors() {
