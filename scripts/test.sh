@@ -25,8 +25,8 @@ if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 python3-pip nodejs npm >/dev/null
 fi
 if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]) < 5)' 2>/dev/null \
-  || ! python3 -c 'import pymemcache, pylibmc' 2>/dev/null; then
-  pkgs=('redis==8.1.0' 'pymemcache==4.0.0' 'pylibmc==1.6.3')
+  || ! python3 -c 'import pymemcache, pylibmc, prometheus_client' 2>/dev/null; then
+  pkgs=('redis==8.1.0' 'pymemcache==4.0.0' 'pylibmc==1.6.3' 'prometheus-client==0.21.1')
   python3 -m pip install --quiet --disable-pip-version-check "${pkgs[@]}" \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "${pkgs[@]}"
 fi

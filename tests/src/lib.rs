@@ -184,6 +184,8 @@ pub struct ClusterMember {
     pub cluster_client_addr: SocketAddr,
     /// The Memcached port.
     pub memcache_addr: SocketAddr,
+    /// The metrics and health-check port.
+    pub metrics_addr: SocketAddr,
     runtime: Option<tokio::runtime::Runtime>,
     node: Option<RunningNode>,
 }
@@ -229,30 +231,31 @@ impl TestCluster {
                 .enable_all()
                 .build()
                 .expect("test runtime starts");
-            let (resp, cluster, cluster_client, memcache) = runtime.block_on(async {
-                let resp = tokio::net::TcpListener::bind("127.0.0.1:0").await;
-                let cluster = tokio::net::TcpListener::bind("127.0.0.1:0").await;
-                let cluster_client = tokio::net::TcpListener::bind("127.0.0.1:0").await;
-                let memcache = tokio::net::TcpListener::bind("127.0.0.1:0").await;
+            let (resp, cluster, cluster_client, memcache, metrics) = runtime.block_on(async {
+                let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
+                let (resp, cluster, cluster_client) = (bind().await, bind().await, bind().await);
+                let (memcache, metrics) = (bind().await, bind().await);
                 (
                     resp.expect("bind"),
                     cluster.expect("bind"),
                     cluster_client.expect("bind"),
                     memcache.expect("bind"),
+                    metrics.expect("bind"),
                 )
             });
-            bound.push((runtime, resp, cluster, cluster_client, memcache));
+            bound.push((runtime, resp, cluster, cluster_client, memcache, metrics));
         }
         let port = |l: &tokio::net::TcpListener| l.local_addr().unwrap().port();
         let nodes: Vec<String> = bound
             .iter()
             .enumerate()
-            .map(|(i, (_, r, c, cc, _))| {
+            .map(|(i, (_, r, c, cc, _, _))| {
                 format!("n{i}=127.0.0.1:{}@{}+{}", port(r), port(c), port(cc))
             })
             .collect();
         let mut members = Vec::new();
-        for (i, (runtime, resp, cluster, cluster_client, memcache)) in bound.into_iter().enumerate()
+        for (i, (runtime, resp, cluster, cluster_client, memcache, metrics)) in
+            bound.into_iter().enumerate()
         {
             let mut config = NodeConfig {
                 bind: "127.0.0.1".into(),
@@ -268,6 +271,7 @@ impl TestCluster {
             let cluster_addr = cluster.local_addr().unwrap();
             let cluster_client_addr = cluster_client.local_addr().unwrap();
             let memcache_addr = memcache.local_addr().unwrap();
+            let metrics_addr = metrics.local_addr().unwrap();
             let node = runtime
                 .block_on(shoal_node::start_with(
                     config,
@@ -278,6 +282,7 @@ impl TestCluster {
                         cluster: Some(cluster),
                         gossip: None,
                         cluster_client: Some(cluster_client),
+                        metrics: Some(metrics),
                     },
                 ))
                 .expect("cluster node starts");
@@ -287,6 +292,7 @@ impl TestCluster {
                 cluster_addr,
                 cluster_client_addr,
                 memcache_addr,
+                metrics_addr,
                 runtime: Some(runtime),
                 node: Some(node),
             });

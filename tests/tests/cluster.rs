@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use redis::{Commands, Value};
-use shoal_tests::{info_field, wait_until, TestCluster, TEST_SECRET};
+use shoal_tests::{info_field, read_to_close, send, wait_until, TestCluster, TEST_SECRET};
 
 const KEYS: usize = 300;
 
@@ -898,4 +898,121 @@ fn flushall_holds_against_a_node_whose_clock_runs_ahead() {
         let copies: i64 = clients.iter_mut().map(|c| holds(c, &k)).sum();
         assert_eq!(copies, 2, "{k} after the flush");
     }
+}
+
+/// One HTTP exchange on the metrics port: (status code, body).
+fn http(addr: std::net::SocketAddr, request: &[u8]) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the metrics port");
+    send(&mut s, request);
+    let (bytes, _) = read_to_close(&mut s, Duration::from_secs(10));
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// The metrics port of a cluster node: Prometheus's own Python client parses the scrape
+/// (its OpenMetrics parser rejects malformed text), and the figures are the node's: commands
+/// it ran by name with their durations, errors by code, forwarded requests, members by
+/// state. The health checks answer, and bad requests get HTTP errors.
+#[test]
+fn metrics_are_scraped_and_parsed_and_probes_answer() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    for i in 0..60 {
+        let _: () = c.set(key(i), "v").unwrap();
+        let _: Option<String> = c.get(key(i)).unwrap();
+    }
+    let _: () = c.set("{m}text", "x").unwrap();
+    let failed: redis::RedisResult<i64> = c.incr("{m}text", 1);
+    assert!(failed.is_err());
+    let unknown: redis::RedisResult<()> = redis::cmd("NOSUCHCOMMAND").query(&mut c);
+    assert!(unknown.is_err());
+    let node = &cluster.members[0];
+    let url = format!("http://{}/metrics", node.metrics_addr);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let out = std::process::Command::new("python3")
+        .args(["metrics.py", &url])
+        .current_dir(dir)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("content-type application/openmetrics-text"),
+        "{text}"
+    );
+    // "type name labels" -> value
+    let samples: std::collections::HashMap<String, f64> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (head, value) = l.rsplit_once(' ')?;
+            Some((head.to_string(), value.parse().ok()?))
+        })
+        .collect();
+    let get = |k: &str| {
+        *samples
+            .get(k)
+            .unwrap_or_else(|| panic!("no sample {k:?} in:\n{text}"))
+    };
+    // Node 0 ran the commands on keys it owns, and forwarded the rest.
+    let sets_here = get("counter shoal_commands_total cmd=set");
+    let gets_here = get("counter shoal_commands_total cmd=get");
+    assert!((1.0..61.0).contains(&sets_here), "{sets_here}");
+    assert!(
+        get("histogram shoal_command_duration_seconds_count cmd=get") == gets_here,
+        "every call is in the histogram"
+    );
+    assert_eq!(
+        get("histogram shoal_command_duration_seconds_bucket cmd=get,le=+Inf"),
+        gets_here
+    );
+    assert!(get("counter shoal_forwarded_total -") >= 60.0 - sets_here);
+    assert!(get("counter shoal_error_replies_total code=ERR") >= 1.0);
+    assert_eq!(get("gauge shoal_members state=serving"), 3.0);
+    assert!(get("counter shoal_requests_total -") >= 120.0);
+    assert!(get("gauge shoal_keys -") >= 1.0);
+    // The failed INCRBY ran where `{m}` lives; summed over the nodes it is one failure.
+    let failed_incrs: f64 = cluster
+        .members
+        .iter()
+        .map(|m| {
+            let (status, body) = http(m.metrics_addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+            assert_eq!(status, 200);
+            assert!(body.ends_with("# EOF\n"), "{body}");
+            body.lines()
+                .find(|l| l.starts_with("shoal_commands_failed_total{cmd=\"incrby\"}"))
+                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        })
+        .sum();
+    assert_eq!(failed_incrs, 1.0);
+    // Health checks and HTTP errors.
+    let addr = node.metrics_addr;
+    assert_eq!(
+        http(addr, b"GET /healthz HTTP/1.1\r\n\r\n"),
+        (200, "ok\n".into())
+    );
+    assert_eq!(
+        http(addr, b"GET /readyz HTTP/1.1\r\n\r\n"),
+        (200, "ready\n".into())
+    );
+    assert_eq!(http(addr, b"GET /nope HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(http(addr, b"POST /metrics HTTP/1.1\r\n\r\n").0, 405);
+    assert_eq!(http(addr, b"NOT HTTP AT ALL\r\n\r\n").0, 400);
+    let mut huge = b"GET /metrics HTTP/1.1\r\nX-Long: ".to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 10_000));
+    assert_eq!(http(addr, &huge).0, 431);
 }

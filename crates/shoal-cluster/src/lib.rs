@@ -151,6 +151,13 @@ pub struct Peer {
     pub reachable: AtomicBool,
 }
 
+impl Peer {
+    /// Bytes waiting in the replication queue to this peer.
+    pub fn repl_queued_bytes(&self) -> usize {
+        self.repl.queued_bytes()
+    }
+}
+
 /// One snapshot of the membership. Indices are the placement's member indices.
 pub struct View {
     pub placement: Placement,

@@ -73,6 +73,11 @@ impl Queue {
         }
     }
 
+    /// Bytes waiting in the queue.
+    pub fn queued_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
     /// True when nothing waits in the queue (a batch may still be on its way).
     pub fn is_empty(&self) -> bool {
         self.bytes.load(Ordering::Relaxed) == 0

@@ -236,6 +236,9 @@ pub struct NodeConfig {
     /// Port of the Memcached text protocol listener (on `bind`); absent = no Memcached
     /// listener, 0 = any free port. Memcached's own default is 11211.
     pub memcache_port: Option<u16>,
+    /// Port of the HTTP listener for Prometheus metrics (`/metrics`) and the health checks
+    /// (`/healthz`, `/readyz`), on `bind`; absent = none, 0 = any free port.
+    pub metrics_port: Option<u16>,
     /// Largest Memcached item value (Memcached's `-I`, 1 MiB by default).
     pub memcache_max_item_size: ByteSize,
     /// This node's stable name in the cluster; placement hashes it, so it must survive
@@ -352,6 +355,7 @@ impl Default for NodeConfig {
             threads: 0,
             log_level: "info".into(),
             memcache_port: None,
+            metrics_port: None,
             memcache_max_item_size: ByteSize(1024 * 1024),
             node_name: String::new(),
             cluster_name: "shoal".into(),
@@ -400,6 +404,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "threads",
     "log-level",
     "memcache-port",
+    "metrics-port",
     "memcache-max-item-size",
     "node-name",
     "cluster-name",
@@ -445,6 +450,7 @@ pub const BOOL_KEYS: &[&str] = &["cluster-bootstrap"];
 /// Keys that have no default value: the feature is off unless they are set.
 pub const OPTIONAL_KEYS: &[&str] = &[
     "memcache-port",
+    "metrics-port",
     "cluster-port",
     "gossip-port",
     "cluster-client-port",

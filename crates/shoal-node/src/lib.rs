@@ -10,6 +10,8 @@
 //!   `shoal_cluster::router::dispatch`, encodes the replies.
 //! - `memcache`: the Memcached text protocol front end; its commands run in
 //!   `shoal_engine::mc`.
+//! - `metrics`: the metrics port: Prometheus metrics read from the node's counters at
+//!   scrape time, and the health checks.
 //!
 //! Task model: one tokio task per connection plus one cron task; shared state is behind
 //! short `std::sync` locks and atomics, never held across an `.await`.
@@ -17,6 +19,7 @@
 pub mod connection;
 pub mod listener;
 pub mod memcache;
+pub mod metrics;
 pub mod resp;
 
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};

@@ -48,6 +48,8 @@ pub struct RunningNode {
     pub cluster_client_addr: Option<SocketAddr>,
     /// The gossip socket's address (gossip mode).
     pub gossip_addr: Option<SocketAddr>,
+    /// The metrics and health-check listener's address (`metrics-port`).
+    pub metrics_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -103,6 +105,8 @@ pub struct Listeners {
     /// The Redis Cluster client listener (`cluster-client-port`, or this node's
     /// `+port` in `cluster-nodes`).
     pub cluster_client: Option<TcpListener>,
+    /// The metrics and health-check listener (`metrics-port`).
+    pub metrics: Option<TcpListener>,
 }
 
 /// Binds the listeners the configuration asks for and starts serving in the background.
@@ -113,6 +117,10 @@ pub async fn start(
     config.validate().map_err(StartError::Config)?;
     let (resp, _) = bind(&config.bind, config.port).await?;
     let memcache = match config.memcache_port {
+        Some(port) => Some(bind(&config.bind, port).await?.0),
+        None => None,
+    };
+    let metrics = match config.metrics_port {
         Some(port) => Some(bind(&config.bind, port).await?.0),
         None => None,
     };
@@ -154,6 +162,7 @@ pub async fn start(
             cluster,
             gossip,
             cluster_client,
+            metrics,
         },
     )
     .await
@@ -183,6 +192,7 @@ pub async fn start_with(
     let memcache_addr = listeners.memcache.as_ref().map(local).transpose()?;
     let cluster_addr = listeners.cluster.as_ref().map(local).transpose()?;
     let cluster_client_addr = listeners.cluster_client.as_ref().map(local).transpose()?;
+    let metrics_addr = listeners.metrics.as_ref().map(local).transpose()?;
     let mut gossip_start = None;
     let cluster = if config.gossip() {
         let (Some(cluster_addr), Some(socket)) = (cluster_addr, listeners.gossip.take()) else {
@@ -257,6 +267,7 @@ pub async fn start_with(
         cluster_addr,
         cluster_client_addr,
         gossip_addr,
+        metrics_addr,
         shutdown,
         task,
     })
@@ -315,9 +326,13 @@ async fn serve(node: Arc<Server>, listeners: Listeners, shutdown: CancellationTo
         cluster,
         gossip: _,
         cluster_client,
+        metrics,
     } = listeners;
     let tracker = TaskTracker::new();
     tracker.spawn(run_cron(node.clone(), shutdown.clone()));
+    if let Some(l) = metrics {
+        tracker.spawn(crate::metrics::serve(node.clone(), l, shutdown.clone()));
+    }
     if let Some(l) = cluster {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
         tracker.spawn(async move { peer_accept_loop(node, l, shutdown, t).await });

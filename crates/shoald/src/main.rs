@@ -177,6 +177,9 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
         policy,
         shoal_node::REDIS_VERSION
     );
+    if let Some(addr) = node.metrics_addr {
+        tracing::info!("metrics and health checks on http://{addr}/metrics (/healthz, /readyz)");
+    }
     if let Some(addr) = node.memcache_addr {
         tracing::info!("memcached protocol listening on {addr}");
     }

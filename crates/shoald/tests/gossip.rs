@@ -192,6 +192,39 @@ impl Proc {
         let log = self.log.lock().unwrap();
         log[log.len().saturating_sub(30)..].to_vec()
     }
+
+    /// The metrics port's address, from the log (started with `metrics-port=0`).
+    fn metrics(&self) -> SocketAddr {
+        let find = || {
+            let log = self.log.lock().unwrap();
+            log.iter()
+                .find_map(|l| between(l, "health checks on http://", "/metrics"))
+        };
+        wait_until("the metrics port in the log", START, &[self], || {
+            find().is_some()
+        });
+        find().unwrap()
+    }
+
+    /// `GET path` on the metrics port: (status, body).
+    fn http_get(&self, path: &str) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(self.metrics()).expect("metrics port");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: shoal\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).expect("an HTTP answer");
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_string();
+        (status, body)
+    }
 }
 
 impl Drop for Proc {
@@ -563,7 +596,12 @@ fn a_leaving_node_sends_commands_from_an_older_view_on() {
     let _serial = serial();
     // A slow hand-off keeps n1 leaving for a few seconds.
     let start = |name: &str, seeds: &[SocketAddr]| {
-        Proc::start_with(name, seeds, SECRET, &["handoff-rate=100kb"])
+        Proc::start_with(
+            name,
+            seeds,
+            SECRET,
+            &["handoff-rate=100kb", "metrics-port=0"],
+        )
     };
     let n0 = start("n0", &[]);
     let n1 = start("n1", &[n0.gossip]);
@@ -610,10 +648,20 @@ fn a_leaving_node_sends_commands_from_an_older_view_on() {
         .find(|&i| send(&["GET", &key(i)]).contains(&value(i)))
         .expect("n1 holds a copy of some key");
     let k = key(held);
+    assert_eq!(n1.http_get("/readyz"), (200, "ready\n".into()));
     n1.signal("TERM");
+    // Its state is set before its view is rebuilt without it: wait for both.
     wait_until("n1 leaving", SETTLE, &[&n1], || {
-        n1.info().get("shoal_state").map(String::as_str) == Some("leaving")
+        let info = n1.info();
+        info.get("shoal_state").map(String::as_str) == Some("leaving")
+            && info.get("shoal_owned_slots").map(String::as_str) == Some("0")
     });
+    // A leaving node takes no new traffic from a load balancer, and is still alive.
+    assert_eq!(
+        n1.http_get("/readyz"),
+        (503, "not ready: leaving the cluster\n".into())
+    );
+    assert_eq!(n1.http_get("/healthz").0, 200);
     let (get, set) = (send(&["GET", &k]), send(&["SET", &k, "late"]));
     for reply in [&get, &set] {
         assert!(
@@ -1042,8 +1090,14 @@ fn a_node_whose_only_seed_is_itself_does_not_serve_alone() {
     let port = free_port();
     let me: SocketAddr = ([127, 0, 0, 1], port).into();
     let cluster_port = format!("cluster-port={port}");
-    let lonely = Proc::start_with("lonely", &[me], SECRET, &[&cluster_port]);
+    let lonely = Proc::start_with("lonely", &[me], SECRET, &[&cluster_port, "metrics-port=0"]);
     assert_waits_to_join(&lonely, &["name only this node"]);
+    // Alive, but no traffic for it yet.
+    assert_eq!(lonely.http_get("/healthz").0, 200);
+    assert_eq!(
+        lonely.http_get("/readyz"),
+        (503, "not ready: looking for its cluster\n".into())
+    );
     drop(lonely);
 
     let port = free_port();

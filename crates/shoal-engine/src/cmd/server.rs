@@ -745,6 +745,11 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         None,
     ),
     (
+        "metrics-port",
+        |c| c.metrics_port.map(|p| p.to_string()).unwrap_or_default(),
+        None,
+    ),
+    (
         "memcache-max-item-size",
         |c| c.memcache_max_item_size.0.to_string(),
         Some(|c, v| {
