@@ -59,7 +59,7 @@ s=[socket.socket() for _ in range(9)]
 print(" ".join(str(x.getsockname()[1]) for x in s))')
   read -r p0 c0 k0 p1 c1 k1 p2 c2 k2 <<<"$ports"
   local nodes="n0=127.0.0.1:$p0@$c0+$k0,n1=127.0.0.1:$p1@$c1+$k1,n2=127.0.0.1:$p2@$c2+$k2"
-  export SHOAL_CLUSTER_SECRET=bench-secret
+  export SHOAL_CLUSTER_SECRET=bench-cluster-secret-0123
   for i in 0 1 2; do
     eval "port=\$p$i"
     start_node "$tmp/n$i.log" --port "$port" --memcache-port 0 --maxmemory 0 --set "node-name=n$i" --set "cluster-nodes=$nodes" \

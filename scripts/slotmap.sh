@@ -50,7 +50,7 @@ nodes=""
 for i in $(seq 0 $((N - 1))); do
   nodes+="${nodes:+,}n$i=127.0.0.1:${p[3*i]}@${p[3*i+1]}+${p[3*i+2]}"
 done
-export SHOAL_CLUSTER_SECRET=slotmap-secret
+export SHOAL_CLUSTER_SECRET=slotmap-test-cluster-secret
 for i in $(seq 0 $((N - 1))); do
   "$SHOALD" --port "${p[3*i]}" --maxmemory 64mb --set threads=1 --set "node-name=n$i" \
     --set "cluster-nodes=$nodes" 2>"$tmp/n$i.log" &

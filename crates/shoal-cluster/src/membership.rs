@@ -86,6 +86,25 @@ impl Cluster {
         *self.local_state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Why this node should get no client traffic from a load balancer now, if it should
+    /// not (the metrics port's `/readyz`): it is still looking for its cluster, joining (its
+    /// copies are arriving: a rolling restart must wait for it to fill before it stops the
+    /// next node, or two copies of a key could be gone at once), or leaving. A serving node
+    /// stays ready while it receives copies for another node's change.
+    pub fn not_ready(&self) -> Option<&'static str> {
+        if !self.accepting.load(Ordering::Acquire) {
+            return Some("looking for its cluster");
+        }
+        if self.mode != super::Mode::Gossip {
+            return None;
+        }
+        match self.local_state() {
+            MemberState::Joining => Some("joining: its copies are still arriving"),
+            MemberState::Leaving => Some("leaving the cluster"),
+            MemberState::Serving | MemberState::Down => None,
+        }
+    }
+
     /// Rebuilds the view from the latest membership and this node's state, both read under
     /// the install lock so that two rebuilds cannot publish out of order.
     fn reinstall(&self) {

@@ -304,6 +304,10 @@ pub struct NodeConfig {
     /// only itself, a wrong secret or cluster name) answers TRYAGAIN and says why in its log
     /// and INFO until it joins, instead of serving an empty cluster of one.
     pub cluster_bootstrap: bool,
+    /// Start with a `cluster-secret` shorter than [`MIN_SECRET_LEN`] bytes, or with the
+    /// example one from the Kubernetes manifest ([`EXAMPLE_SECRET`]). Off by default: such a
+    /// node refuses to start, since anyone who guesses the secret can join the cluster.
+    pub allow_weak_cluster_secret: bool,
     /// Bandwidth limit for handing slots to other nodes, per second.
     pub handoff_rate: ByteSize,
     /// After SIGTERM: how long the node may take to hand its slots to the others before it
@@ -374,6 +378,7 @@ impl Default for NodeConfig {
             cluster_announce_ip: String::new(),
             join_timeout_ms: 3000,
             cluster_bootstrap: false,
+            allow_weak_cluster_secret: false,
             handoff_rate: ByteSize(64 * 1024 * 1024),
             leave_timeout_ms: 60_000,
         }
@@ -423,6 +428,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "cluster-announce-ip",
     "join-timeout-ms",
     "cluster-bootstrap",
+    "allow-weak-cluster-secret",
     "handoff-rate",
     "leave-timeout-ms",
 ];
@@ -445,7 +451,32 @@ pub const STRING_KEYS: &[&str] = &[
 ];
 
 /// Keys whose values are booleans (`true`/`yes`, `false`/`no` in the environment and flags).
-pub const BOOL_KEYS: &[&str] = &["cluster-bootstrap"];
+pub const BOOL_KEYS: &[&str] = &["cluster-bootstrap", "allow-weak-cluster-secret"];
+
+/// The shortest `cluster-secret` a node starts with (unless `allow-weak-cluster-secret`).
+pub const MIN_SECRET_LEN: usize = 16;
+/// The placeholder secret of `deploy/kubernetes/shoal.yaml`, refused like a short one.
+pub const EXAMPLE_SECRET: &str = "REPLACE-ME-with-openssl-rand-hex-32";
+
+/// Why `secret` is too weak to start a cluster with, if it is (an empty one is refused
+/// elsewhere, with its own message).
+pub fn weak_secret(secret: &str) -> Option<String> {
+    if secret == EXAMPLE_SECRET {
+        Some(
+            "cluster-secret is the example from the Kubernetes manifest: make one with \
+              `openssl rand -hex 32`"
+                .into(),
+        )
+    } else if !secret.is_empty() && secret.len() < MIN_SECRET_LEN {
+        Some(format!(
+            "cluster-secret is {} bytes, fewer than {MIN_SECRET_LEN}: make one with \
+             `openssl rand -hex 32`",
+            secret.len()
+        ))
+    } else {
+        None
+    }
+}
 
 /// Keys that have no default value: the feature is off unless they are set.
 pub const OPTIONAL_KEYS: &[&str] = &[
@@ -540,6 +571,14 @@ impl NodeConfig {
                 return Err(format!(
                     "invalid cluster-mode '{other}' (expected off or gossip)"
                 ))
+            }
+        }
+        let clustered = self.gossip() || !self.cluster_nodes.is_empty();
+        if let Some(why) = weak_secret(&self.cluster_secret).filter(|_| clustered) {
+            if !self.allow_weak_cluster_secret {
+                return Err(format!(
+                    "{why} (or set allow-weak-cluster-secret = true, for a test cluster)"
+                ));
             }
         }
         if self.cluster_client_port.is_some() && !self.gossip() {
@@ -801,7 +840,7 @@ mod tests {
             ..NodeConfig::default()
         };
         assert!(c.validate().unwrap_err().contains("needs a cluster"));
-        c.cluster_secret = "s".into();
+        c.cluster_secret = "a-test-cluster-secret".into();
         c.cluster_mode = "gossip".into();
         c.validate().unwrap();
         c.cluster_announce_port = 7000;
@@ -818,7 +857,7 @@ mod tests {
             ..NodeConfig::default()
         };
         assert!(c.validate().unwrap_err().contains("cluster-secret"));
-        c.cluster_secret = "s".into();
+        c.cluster_secret = "a-test-cluster-secret".into();
         c.validate().unwrap();
         c.node_name = "z".into();
         assert!(c.validate().unwrap_err().contains("not in cluster-nodes"));
@@ -834,6 +873,45 @@ mod tests {
         assert_eq!(c.cluster_nodes.len(), 2);
         let c: NodeConfig = toml::from_str("cluster-nodes = [\"a=127.0.0.1:1@2\"]").unwrap();
         assert_eq!(c.cluster_nodes, vec!["a=127.0.0.1:1@2".to_string()]);
+    }
+
+    #[test]
+    fn a_weak_or_example_secret_is_refused_unless_allowed() {
+        let mut c = NodeConfig {
+            cluster_mode: "gossip".into(),
+            cluster_secret: "short".into(),
+            ..NodeConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("5 bytes, fewer than 16"));
+        c.cluster_secret = EXAMPLE_SECRET.into();
+        assert!(c.validate().unwrap_err().contains("example"));
+        c.allow_weak_cluster_secret = true;
+        c.validate().unwrap();
+        c.allow_weak_cluster_secret = false;
+        c.cluster_secret = "0123456789abcdef".into();
+        c.validate().unwrap();
+        // A single node has no cluster to protect.
+        let single = NodeConfig {
+            cluster_secret: "short".into(),
+            ..NodeConfig::default()
+        };
+        single.validate().unwrap();
+    }
+
+    #[test]
+    fn the_manifest_placeholder_is_the_refused_example_and_its_settings_exist() {
+        let manifest = include_str!("../../../deploy/kubernetes/shoal.yaml");
+        assert!(manifest.contains(&format!("cluster-secret: \"{EXAMPLE_SECRET}\"")));
+        for line in manifest.lines() {
+            let Some(var) = line.trim().strip_prefix("- name: SHOAL_") else {
+                continue;
+            };
+            let key = var.to_ascii_lowercase().replace('_', "-");
+            assert!(
+                CONFIG_KEYS.contains(&key.as_str()),
+                "SHOAL_{var} sets no setting"
+            );
+        }
     }
 
     #[test]
@@ -853,7 +931,7 @@ mod gossip_config_tests {
             ..NodeConfig::default()
         };
         assert!(c.validate().unwrap_err().contains("cluster-secret"));
-        c.cluster_secret = "s".into();
+        c.cluster_secret = "a-test-cluster-secret".into();
         c.validate().unwrap();
         c.cluster_nodes = vec!["a=127.0.0.1:1@2".into()];
         assert!(c.validate().unwrap_err().contains("cluster-seeds"));

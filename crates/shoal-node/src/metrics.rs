@@ -17,7 +17,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use shoal_cluster::{MemberState, Server};
+use shoal_cluster::Server;
 use shoal_engine::cmdstats::LatencyHistogram;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -128,18 +128,13 @@ fn route(node: &Arc<Server>, method: &str, path: &str) -> Answer {
     }
 }
 
-/// Why the node should not get traffic now, if it should not: it is shutting down, it is
-/// still looking for its cluster, or it is leaving. A joining node is ready: it serves
-/// every key (fetching the ones still on their way).
+/// Why the node should not get traffic now, if it should not: it is shutting down, or its
+/// cluster says so (`Cluster::not_ready`: looking for the cluster, joining, leaving).
 pub fn not_ready(node: &Server) -> Option<&'static str> {
     if node.shutdown.is_cancelled() {
         return Some("shutting down");
     }
-    let cluster = node.cluster.as_ref()?;
-    if !cluster.accepting.load(Ordering::Acquire) {
-        return Some("looking for its cluster");
-    }
-    (cluster.local_state() == MemberState::Leaving).then_some("leaving the cluster")
+    node.cluster.as_ref()?.not_ready()
 }
 
 /// The metrics text.

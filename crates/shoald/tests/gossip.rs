@@ -992,7 +992,7 @@ fn wrong_secret_or_cluster_name_never_joins() {
     let n0 = Proc::start("e0", &[]);
     let n1 = Proc::start("e1", &[n0.gossip]);
     wait_settled(&[&n0, &n1]);
-    let wrong_secret = Proc::start_with("intruder", &[n0.gossip], "not-the-secret", &[]);
+    let wrong_secret = Proc::start_with("intruder", &[n0.gossip], "not-the-cluster-secret", &[]);
     let wrong_name = Proc::start_with(
         "stranger",
         &[n0.gossip],

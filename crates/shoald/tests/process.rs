@@ -570,4 +570,34 @@ fn a_cluster_survives_sigkill_of_one_of_three_processes() {
         "{}",
         finished.stderr
     );
+    // So does one with the manifest's example secret, or a short one, unless told otherwise.
+    let args = ["--port", "0", "--set", "node-name=n0", "--set", &nodes];
+    for (secret, why) in [
+        ("REPLACE-ME-with-openssl-rand-hex-32", "example"),
+        ("letmein", "7 bytes"),
+    ] {
+        let finished = run_to_exit(
+            &args,
+            &[("SHOAL_CLUSTER_SECRET", secret)],
+            ERROR_EXIT_DEADLINE,
+        );
+        assert!(!finished.status.success());
+        assert!(finished.stderr.contains(why), "{}", finished.stderr);
+    }
+    // (A gossip node without seeds: the static list's ports are taken by the nodes above.)
+    let allowed = Daemon::start(
+        &[
+            "--port",
+            "0",
+            "--set",
+            "cluster-mode=gossip",
+            "--set",
+            "cluster-port=0",
+            "--set",
+            "allow-weak-cluster-secret=true",
+        ],
+        &[("SHOAL_CLUSTER_SECRET", "letmein")],
+    );
+    let mut c = allowed.connect();
+    assert_eq!(c.call(&["PING"]), Resp::Simple("PONG".into()));
 }

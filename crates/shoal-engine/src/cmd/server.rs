@@ -807,6 +807,18 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| if c.cluster_bootstrap { "yes" } else { "no" }.to_string(),
         None,
     ),
+    (
+        "allow-weak-cluster-secret",
+        |c| {
+            if c.allow_weak_cluster_secret {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string()
+        },
+        None,
+    ),
     ("handoff-rate", |c| c.handoff_rate.0.to_string(), None),
     ("leave-timeout-ms", |c| c.leave_timeout_ms.to_string(), None),
     // Read-only facts clients ask for.
