@@ -731,6 +731,15 @@ impl Cluster {
             "shoal_handoff_last_scan_keys:{}",
             get(&h.last_scan_keys)
         ));
+        line(format!(
+            "shoal_handoff_keys_per_sec:{}",
+            get(&h.keys_per_sec)
+        ));
+        line(format!(
+            "shoal_handoff_bytes_per_sec:{}",
+            get(&h.bytes_per_sec)
+        ));
+        line(format!("shoal_handoff_eta_secs:{}", get(&h.eta_secs)));
         line(format!("shoal_fetches_on_miss:{}", get(&h.fetches)));
         line(format!("shoal_fetched_keys:{}", get(&h.fetched)));
         line(format!("shoal_forgotten_keys:{}", get(&h.forgotten)));

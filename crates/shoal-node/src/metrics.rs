@@ -497,6 +497,18 @@ impl Collector for NodeMetrics {
             "Keys received in hand-offs and applied.",
             get(&h.keys_received),
         )?;
+        gauge(
+            &mut e,
+            "shoal_handoff_bytes_per_second",
+            "The running hand-off's pace so far (0: none runs).",
+            get(&h.bytes_per_sec) as i64,
+        )?;
+        gauge(
+            &mut e,
+            "shoal_handoff_eta_seconds",
+            "The running hand-off's time left at its pace so far.",
+            get(&h.eta_secs) as i64,
+        )?;
         counter(
             &mut e,
             "shoal_fetches",

@@ -39,6 +39,10 @@ pub struct HandoffStats {
     /// How long the last scan that sent anything took, and the keys it sent.
     pub last_scan_ms: AtomicU64,
     pub last_scan_keys: AtomicU64,
+    /// The running scan's pace so far (0 when none runs), and its time left at that pace.
+    pub keys_per_sec: AtomicU64,
+    pub bytes_per_sec: AtomicU64,
+    pub eta_secs: AtomicU64,
 }
 
 /// Guessed earlier placements, for the view id and serving set they were made for.

@@ -77,6 +77,7 @@ pub(super) async fn scan(
     );
     let started = Instant::now();
     let keys_before = stats.keys_sent.load(Ordering::Relaxed);
+    let bytes_before = stats.bytes_sent.load(Ordering::Relaxed);
     let mut failed = false;
     let mut last_log = Instant::now();
     for (n, (slot, targets)) in work.iter().enumerate() {
@@ -135,15 +136,34 @@ pub(super) async fn scan(
         stats
             .slots_pending
             .store((work.len() - n - 1) as u64, Ordering::Relaxed);
-        if last_log.elapsed() >= Duration::from_secs(5) {
+        let p = progress(
+            n + 1,
+            work.len(),
+            stats.keys_sent.load(Ordering::Relaxed) - keys_before,
+            stats.bytes_sent.load(Ordering::Relaxed) - bytes_before,
+            started.elapsed(),
+        );
+        stats.keys_per_sec.store(p.keys_per_sec, Ordering::Relaxed);
+        stats
+            .bytes_per_sec
+            .store(p.bytes_per_sec, Ordering::Relaxed);
+        stats.eta_secs.store(p.eta_secs, Ordering::Relaxed);
+        if last_log.elapsed() >= PROGRESS_EVERY {
             last_log = Instant::now();
             tracing::info!(
-                done = n + 1,
-                of = work.len(),
-                keys_sent = stats.keys_sent.load(Ordering::Relaxed),
+                slots_done = n + 1,
+                slots = work.len(),
+                keys = p.keys,
+                mb = format!("{:.1}", p.bytes as f64 / 1e6),
+                keys_per_sec = p.keys_per_sec,
+                mb_per_sec = format!("{:.2}", p.bytes_per_sec as f64 / 1e6),
+                eta_secs = p.eta_secs,
                 "hand-off progress"
             );
         }
+    }
+    for pace in [&stats.keys_per_sec, &stats.bytes_per_sec, &stats.eta_secs] {
+        pace.store(0, Ordering::Relaxed);
     }
     let elapsed_ms = started.elapsed().as_millis() as u64;
     let keys = stats.keys_sent.load(Ordering::Relaxed) - keys_before;
@@ -160,6 +180,41 @@ pub(super) async fn scan(
         Scan::Failed
     } else {
         Scan::Complete
+    }
+}
+
+/// How often a running scan logs its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// A running scan's figures: what it sent, its pace so far, and the time left at that pace.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Progress {
+    pub keys: u64,
+    pub bytes: u64,
+    pub keys_per_sec: u64,
+    pub bytes_per_sec: u64,
+    pub eta_secs: u64,
+}
+
+/// The progress after `done` of `total` slots, `keys` and `bytes` sent in `elapsed`. The
+/// time left assumes the remaining slots take as long as the done ones on average (the plan
+/// counts slots; their keys are unknown until each is read).
+pub(super) fn progress(
+    done: usize,
+    total: usize,
+    keys: u64,
+    bytes: u64,
+    elapsed: Duration,
+) -> Progress {
+    let secs = elapsed.as_secs_f64().max(1e-3);
+    let left = total.saturating_sub(done) as f64;
+    let per_slot = secs / done.max(1) as f64;
+    Progress {
+        keys,
+        bytes,
+        keys_per_sec: (keys as f64 / secs) as u64,
+        bytes_per_sec: (bytes as f64 / secs) as u64,
+        eta_secs: (left * per_slot).ceil() as u64,
     }
 }
 
@@ -212,6 +267,26 @@ impl Limiter {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn progress_gives_the_pace_and_the_time_left_at_it() {
+        let p = progress(10, 40, 5_000, 2_000_000, Duration::from_secs(2));
+        assert_eq!(
+            p,
+            Progress {
+                keys: 5_000,
+                bytes: 2_000_000,
+                keys_per_sec: 2_500,
+                bytes_per_sec: 1_000_000,
+                eta_secs: 6,
+            }
+        );
+        assert_eq!(progress(40, 40, 1, 1, Duration::from_secs(9)).eta_secs, 0);
+        // At the very start nothing divides by zero.
+        let p = progress(0, 5, 0, 0, Duration::ZERO);
+        assert_eq!((p.keys_per_sec, p.bytes_per_sec), (0, 0));
+    }
+
     use super::*;
 
     #[test]
