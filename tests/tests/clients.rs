@@ -362,3 +362,96 @@ fn atomic_pipelines_use_multi_exec() {
         assert_eq!(v, "changed");
     }
 }
+
+/// CLIENT LIST shows a connection's buffers as they are: a command still arriving in
+/// `qbuf`, a MULTI queue in `multi` and `multi-mem` with the flag `x`, and replies a client
+/// does not read in `obl`/`oll`/`omem` with the events `rw`.
+#[test]
+fn client_list_shows_the_buffers_as_they_are() {
+    use shoal_tests::{read_exact_by, send};
+    let node = TestNode::start();
+    let mut watcher = node.client();
+    let fields =
+        |watcher: &mut redis::Connection, id: i64| -> std::collections::HashMap<String, String> {
+            let line: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .arg("ID")
+                .arg(id)
+                .query(watcher)
+                .unwrap();
+            line.split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+    let deadline = Duration::from_secs(10);
+    // A raw connection and its id (CLIENT ID's reply, `:id\r\n`, read byte by byte).
+    let connect = || {
+        let mut s = node.raw();
+        send(&mut s, b"CLIENT ID\r\n");
+        let mut line = Vec::new();
+        while !line.ends_with(b"\r\n") {
+            line.extend(read_exact_by(&mut s, 1, deadline));
+        }
+        let id: i64 = String::from_utf8_lossy(&line[1..line.len() - 2])
+            .parse()
+            .unwrap();
+        (s, id)
+    };
+    let (mut a, id) = connect();
+    let f = fields(&mut watcher, id);
+    assert_eq!(
+        (f["qbuf"].as_str(), f["multi"].as_str(), f["flags"].as_str()),
+        ("0", "-1", "N")
+    );
+    assert!(f["rbs"].parse::<u64>().unwrap() > 0, "{f:?}");
+
+    // A command half sent waits in the query buffer.
+    send(&mut a, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhel");
+    assert!(wait_until(deadline, || fields(&mut watcher, id)["qbuf"] != "0"));
+    send(&mut a, b"lo\r\n");
+    assert_eq!(read_exact_by(&mut a, 5, deadline), b"+OK\r\n");
+    assert!(wait_until(deadline, || fields(&mut watcher, id)["qbuf"] == "0"));
+
+    // A transaction's queue.
+    send(&mut a, b"MULTI\r\nSET k v\r\nGET k\r\n");
+    assert_eq!(
+        read_exact_by(&mut a, 5 + 9 + 9, deadline),
+        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n"
+    );
+    let f = fields(&mut watcher, id);
+    assert_eq!(
+        (
+            f["multi"].as_str(),
+            f["multi-mem"].as_str(),
+            f["flags"].as_str()
+        ),
+        ("2", "9", "x"),
+        "SET k v and GET k are 9 bytes of arguments"
+    );
+    send(&mut a, b"EXEC\r\n");
+    assert_eq!(
+        read_exact_by(&mut a, 15, deadline),
+        b"*2\r\n+OK\r\n$1\r\nv\r\n"
+    );
+    let f = fields(&mut watcher, id);
+    assert_eq!(
+        (
+            f["multi"].as_str(),
+            f["multi-mem"].as_str(),
+            f["flags"].as_str()
+        ),
+        ("-1", "0", "N")
+    );
+
+    // Replies a client does not read wait in its output buffers.
+    let big = "x".repeat(1 << 20);
+    let _: () = watcher.set("big", &big).unwrap();
+    let (mut b, id_b) = connect();
+    send(&mut b, "GET big\r\n".repeat(32).as_bytes());
+    assert!(wait_until(deadline, || {
+        let f = fields(&mut watcher, id_b);
+        let held: u64 = f["obl"].parse::<u64>().unwrap() + f["omem"].parse::<u64>().unwrap();
+        held > 0 && f["events"] == "rw" && f["tot-mem"].parse::<u64>().unwrap() >= held
+    }));
+}

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -40,6 +40,63 @@ pub struct ClientInfo {
     /// Set by CLIENT KILL: a killed connection drops even the replies it has not sent, a
     /// connection stopped by shutdown delivers them first.
     pub killed: AtomicBool,
+    /// The connection's buffers and transaction, as it last published them.
+    pub buffers: Buffers,
+}
+
+/// What CLIENT LIST shows of a connection's buffers, published by its I/O loop (each read
+/// and each write) and its front end (each command), with Redis's meanings:
+/// - `qbuf`: bytes read and not parsed yet (a command still arriving); `qbuf_free`: the
+///   input buffer's room left; `rbs`: its size; `rbp`: the most it held after the last read;
+/// - `obl`: bytes in the buffer small replies are appended to; `oll`: reply chunks queued
+///   behind it (large values, and replies still to come from other nodes); `omem`: their
+///   bytes;
+/// - `multi`: commands queued in MULTI (-1: not in MULTI); `multi_mem`: their bytes.
+#[derive(Debug)]
+pub struct Buffers {
+    pub qbuf: AtomicU64,
+    pub qbuf_free: AtomicU64,
+    pub rbs: AtomicU64,
+    pub rbp: AtomicU64,
+    pub obl: AtomicU64,
+    pub oll: AtomicU64,
+    pub omem: AtomicU64,
+    pub multi: AtomicI64,
+    pub multi_mem: AtomicU64,
+}
+
+impl Default for Buffers {
+    fn default() -> Buffers {
+        Buffers {
+            qbuf: AtomicU64::new(0),
+            qbuf_free: AtomicU64::new(0),
+            rbs: AtomicU64::new(0),
+            rbp: AtomicU64::new(0),
+            obl: AtomicU64::new(0),
+            oll: AtomicU64::new(0),
+            omem: AtomicU64::new(0),
+            multi: AtomicI64::new(-1),
+            multi_mem: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Buffers {
+    /// The input buffer: `len` bytes unparsed of `capacity`.
+    pub fn set_input(&self, len: usize, capacity: usize) {
+        self.qbuf.store(len as u64, Ordering::Relaxed);
+        self.qbuf_free
+            .store(capacity.saturating_sub(len) as u64, Ordering::Relaxed);
+        self.rbs.store(capacity as u64, Ordering::Relaxed);
+    }
+
+    /// The output: `buffered` bytes in the small-reply buffer, then `chunks` chunks of
+    /// `chunk_bytes` bytes.
+    pub fn set_output(&self, buffered: usize, chunks: usize, chunk_bytes: usize) {
+        self.obl.store(buffered as u64, Ordering::Relaxed);
+        self.oll.store(chunks as u64, Ordering::Relaxed);
+        self.omem.store(chunk_bytes as u64, Ordering::Relaxed);
+    }
 }
 
 impl ClientInfo {
@@ -72,6 +129,7 @@ impl ClientInfo {
             redis_cluster: AtomicBool::new(false),
             stop,
             killed: AtomicBool::new(false),
+            buffers: Buffers::default(),
         }
     }
 
@@ -98,14 +156,28 @@ impl ClientInfo {
             .clone();
         let cmd = last_cmd;
         let s = |b: Option<Bytes>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let b = &self.buffers;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let multi = b.multi.load(Ordering::Relaxed);
+        let (obl, omem, multi_mem, rbs) =
+            (get(&b.obl), get(&b.omem), get(&b.multi_mem), get(&b.rbs));
+        // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
+        // part still arriving is in qbuf).
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
             s(name).unwrap_or_default(),
             now_ms.saturating_sub(self.created_ms) / 1000,
             now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
+            if multi >= 0 { "x" } else { "N" },
+            get(&b.qbuf),
+            get(&b.qbuf_free),
+            get(&b.rbp),
+            get(&b.oll),
+            rbs + obl + omem + multi_mem,
+            if obl + omem > 0 { "rw" } else { "r" },
             if cmd.is_empty() { "NULL" } else { cmd },
             self.resp.load(Ordering::Relaxed),
             s(lib_name).unwrap_or_default(),

@@ -191,6 +191,16 @@ impl Replies {
         self.pending.len()
     }
 
+    /// Publishes the output's state for CLIENT LIST (`obl`, `oll`, `omem`).
+    fn publish(&self, info: &ClientInfo) {
+        let out = &self.out;
+        info.buffers.set_output(
+            out.cur.len(),
+            out.chunks.len() + self.pending.len() + usize::from(!self.tail.is_empty()),
+            out.chunk_bytes + self.tail.len(),
+        );
+    }
+
     /// Bytes held, ready or not.
     pub fn len(&self) -> usize {
         self.out.len() + self.tail.len()
@@ -441,6 +451,7 @@ async fn serve<F: Frontend>(
                 // Waiting may have taken a while: later commands need the time of now.
                 now = now_ms();
             }
+            replies.publish(&info);
             let out = &mut replies.out;
             if limit.hard > 0 && out.len() as u64 > limit.hard {
                 tracing::warn!(
@@ -475,6 +486,7 @@ async fn serve<F: Frontend>(
         if let Err(c) = written.await {
             return c;
         }
+        replies.publish(&info);
         if let Some(c) = closing {
             let _ = stream.shutdown().await;
             return c;
@@ -489,6 +501,7 @@ async fn serve<F: Frontend>(
         }
         let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
         input.reserve(want);
+        info.buffers.set_input(input.len(), input.capacity());
         let idle_at = (idle_secs > 0)
             .then(|| Instant::now().checked_add(Duration::from_secs(idle_secs)))
             .flatten();
@@ -512,5 +525,8 @@ async fn serve<F: Frontend>(
             .stats
             .total_net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
+        info.buffers
+            .rbp
+            .store(input.len() as u64, Ordering::Relaxed);
     }
 }

@@ -50,6 +50,31 @@ impl RespFrontend {
     }
 }
 
+/// Publishes the connection's MULTI queue for CLIENT LIST (`multi`, `multi-mem`, flag `x`)
+/// after `args` ran: it is counted in when it was queued.
+fn publish_multi(session: &Session, args: &[bytes::Bytes]) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let b = &session.info.buffers;
+    let was = b.multi.load(Relaxed);
+    match session.multi.as_ref().map(|tx| tx.queue.len() as i64) {
+        None if was < 0 => {}
+        None => {
+            b.multi.store(-1, Relaxed);
+            b.multi_mem.store(0, Relaxed);
+        }
+        Some(n) => {
+            if was < 0 {
+                b.multi_mem.store(0, Relaxed);
+            }
+            if n > was.max(0) {
+                let bytes: usize = args.iter().map(|a| a.len()).sum();
+                b.multi_mem.fetch_add(bytes as u64, Relaxed);
+            }
+            b.multi.store(n, Relaxed);
+        }
+    }
+}
+
 impl Frontend for RespFrontend {
     fn process(
         &mut self,
@@ -98,6 +123,7 @@ impl Frontend for RespFrontend {
                 h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
             };
             let outcome = dispatch(node, session, &mut self.in_flight, &args, now);
+            publish_multi(session, &args);
             if session.budget.exceeded() {
                 tracing::warn!(
                     client = session.info.id,
