@@ -455,3 +455,58 @@ fn client_list_shows_the_buffers_as_they_are() {
         held > 0 && f["events"] == "rw" && f["tot-mem"].parse::<u64>().unwrap() >= held
     }));
 }
+
+/// The latency monitor samples a command that runs past `latency-monitor-threshold`: KEYS
+/// over 50,000 keys takes well over a millisecond, so it shows in LATENCY LATEST, HISTORY,
+/// DOCTOR and GRAPH; RESET forgets it.
+#[test]
+fn the_latency_monitor_samples_a_slow_command() {
+    let node = TestNode::start();
+    let mut c = node.client();
+    for chunk in 0..50 {
+        let mut pipe = redis::pipe();
+        for i in 0..1000 {
+            pipe.cmd("SET")
+                .arg(format!("k{chunk}:{i}"))
+                .arg("v")
+                .ignore();
+        }
+        let () = pipe.query(&mut c).unwrap();
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("latency-monitor-threshold")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    let keys: Vec<String> = c.keys("*").unwrap();
+    assert_eq!(keys.len(), 50_000);
+    let latest: Vec<(String, i64, i64, i64)> =
+        redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
+    let (name, at, ms, max) = latest
+        .iter()
+        .find(|e| e.0 == "command")
+        .cloned()
+        .unwrap_or_else(|| panic!("no command event in {latest:?}"));
+    assert_eq!(name, "command");
+    assert!(at > 1_700_000_000 && ms >= 1 && max >= ms, "{latest:?}");
+    let history: Vec<(i64, i64)> = redis::cmd("LATENCY")
+        .arg("HISTORY")
+        .arg("command")
+        .query(&mut c)
+        .unwrap();
+    assert!(!history.is_empty());
+    let doctor: String = redis::cmd("LATENCY").arg("DOCTOR").query(&mut c).unwrap();
+    assert!(doctor.contains("1. command: "), "{doctor}");
+    let graph: String = redis::cmd("LATENCY")
+        .arg("GRAPH")
+        .arg("command")
+        .query(&mut c)
+        .unwrap();
+    assert!(graph.starts_with("command - high "), "{graph}");
+    let reset: i64 = redis::cmd("LATENCY").arg("RESET").query(&mut c).unwrap();
+    assert!(reset >= 1);
+    let latest: Vec<(String, i64, i64, i64)> =
+        redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
+    assert!(latest.is_empty(), "{latest:?}");
+}

@@ -1436,6 +1436,27 @@ const CONNECTION: &[Case] = &[
         &["CLIENT", ""],
         &["client", "Setname"],
     ],
+    // LATENCY with the monitor off, then on with no spike (a 100 ms command is not expected)
+    &[
+        &["LATENCY", "HELP"],
+        &["LATENCY", "LATEST"],
+        &["LATENCY", "HISTORY", "command"],
+        &["LATENCY", "RESET"],
+        &["LATENCY", "RESET", "command", "x"],
+        &["LATENCY", "DOCTOR"],
+        &["LATENCY", "GRAPH", "command"],
+        &["LATENCY", "HISTOGRAM", "nosuchcommand"],
+        &["LATENCY", "FOO"],
+        &["LATENCY"],
+        &["LATENCY", "HISTORY"],
+        &["LATENCY", "LATEST", "x"],
+        &["CONFIG", "GET", "latency-monitor-threshold"],
+        &["CONFIG", "SET", "latency-monitor-threshold", "-1"],
+        &["CONFIG", "SET", "latency-monitor-threshold", "x"],
+        &["CONFIG", "SET", "latency-monitor-threshold", "100"],
+        &["LATENCY", "DOCTOR"],
+        &["CONFIG", "SET", "latency-monitor-threshold", "0"],
+    ],
     // SLOWLOG and ROLE (what they count is compared in `introspection_matches_redis`)
     &[
         &["SLOWLOG", "HELP"],
@@ -1536,6 +1557,7 @@ type Introspection = (
     Vec<Vec<Vec<u8>>>,
     Vec<u8>,
     std::collections::BTreeSet<String>,
+    Vec<String>,
 );
 
 fn introspect(addr: SocketAddr) -> Introspection {
@@ -1565,6 +1587,17 @@ fn introspect(addr: SocketAddr) -> Introspection {
         call(step);
     }
     let role = call(&["ROLE"]);
+    // LATENCY HISTOGRAM: which commands, and their calls (the buckets depend on timing).
+    let histogram = array_elements(&call(&["LATENCY", "HISTOGRAM", "set", "incr", "get"]))
+        .expect("LATENCY HISTOGRAM is an array in RESP2");
+    let histogram: Vec<String> = histogram
+        .chunks(2)
+        .map(|pair| {
+            let name = String::from_utf8_lossy(bulk_payload(&pair[0]).unwrap()).into_owned();
+            let fields = array_elements(&pair[1]).expect("calls and histogram_usec");
+            format!("{name} {}", escape(&fields[1]))
+        })
+        .collect();
     let text = |reply: Vec<u8>| -> String {
         String::from_utf8_lossy(bulk_payload(&reply).expect("a bulk reply")).into_owned()
     };
@@ -1624,7 +1657,7 @@ fn introspect(addr: SocketAddr) -> Introspection {
                 .collect()
         })
         .collect();
-    (commands, errors, total, slow, role, latency)
+    (commands, errors, total, slow, role, latency, histogram)
 }
 
 /// INFO commandstats, errorstats and total_error_replies, the commands SLOWLOG keeps, and
@@ -1651,6 +1684,12 @@ fn introspection_matches_redis() {
     assert_eq!(show(&got.3), show(&want.3), "slow log");
     assert_eq!(escape(&got.4), escape(&want.4), "ROLE");
     assert_eq!(got.5, want.5, "latencystats");
+    let sorted = |v: &Vec<String>| {
+        let mut v = v.clone();
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(&got.6), sorted(&want.6), "LATENCY HISTOGRAM");
     assert!(want.0.contains_key("config|resetstat"), "{:?}", want.0);
 }
 

@@ -215,6 +215,8 @@ pub struct NodeConfig {
     pub slowlog_log_slower_than: i64,
     /// SLOWLOG keeps this many entries at most.
     pub slowlog_max_len: u64,
+    /// LATENCY samples commands that run at least this many milliseconds; 0 = off.
+    pub latency_monitor_threshold: u64,
     /// Largest bulk argument accepted (Redis's `proto-max-bulk-len`).
     pub proto_max_bulk_len: ByteSize,
     /// Most arguments in one command (Redis's fixed 1,048,576, here configurable).
@@ -350,6 +352,7 @@ impl Default for NodeConfig {
             timeout: 0,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,
             proto_inline_max_size: ByteSize(64 * 1024),
@@ -400,6 +403,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "timeout",
     "slowlog-log-slower-than",
     "slowlog-max-len",
+    "latency-monitor-threshold",
     "proto-max-bulk-len",
     "proto-max-multibulk-len",
     "proto-inline-max-size",

@@ -41,6 +41,8 @@ pub struct Engine {
     pub memory: crate::memory::MemoryState,
     /// Per-command counters, error counts and the slow log.
     pub commands: crate::cmdstats::CommandStats,
+    /// The latency monitor's events.
+    pub latency: crate::latency::LatencyMonitor,
 }
 
 impl Engine {
@@ -56,6 +58,8 @@ impl Engine {
         let started_unix_ms = now_ms();
         let commands = crate::cmdstats::CommandStats::default();
         commands.configure_slowlog(config.slowlog_log_slower_than, config.slowlog_max_len);
+        let latency = crate::latency::LatencyMonitor::default();
+        latency.configure(config.latency_monitor_threshold);
         Engine {
             store,
             clients: ClientRegistry::default(),
@@ -72,6 +76,7 @@ impl Engine {
             threads: AtomicU64::new(1),
             memory: crate::memory::MemoryState::default(),
             commands,
+            latency,
         }
     }
 

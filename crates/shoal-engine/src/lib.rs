@@ -11,7 +11,8 @@
 //!   SHUTDOWN), as traits that layer implements.
 //! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping;
 //!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`;
-//!   `cmdstats`: INFO commandstats and errorstats, and the slow log.
+//!   `cmdstats`: INFO commandstats and errorstats, and the slow log; `latency`: the
+//!   latency monitor (LATENCY).
 
 pub mod client;
 pub mod clock;
@@ -21,6 +22,7 @@ pub mod config;
 pub mod engine;
 pub mod fdlimit;
 pub mod hooks;
+pub mod latency;
 pub mod mc;
 pub mod memory;
 pub mod stats;

@@ -337,6 +337,8 @@ pub static TABLE: &[CommandSpec] = &[
     // server
     cmd!("slowlog", -2, ADMIN | LOADING | STALE, (0, 0, 0), "server", "2.2.12", "A container for slow log commands.", server::slowlog,
         &["get", "len", "reset", "help"]),
+    cmd!("latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", "A container for latency diagnostics commands.", server::latency,
+        &["doctor", "graph", "history", "histogram", "latest", "reset", "help"]),
     cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role),
     CommandSpec { route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
@@ -701,6 +703,12 @@ pub fn run(
     };
     let reply = (spec.handler)(&mut ctx, args);
     let usec = started.elapsed().as_micros() as u64;
+    let event = if spec.flags & FAST != 0 {
+        "fast-command"
+    } else {
+        "command"
+    };
+    node.latency.observe(event, usec, now_ms / 1000);
     let arity_error = matches!(&reply, Reply::Error(t) if t.starts_with(ERR_ARITY));
     if let Some(row) = row.filter(|_| arity_error) {
         // A subcommand's arity is checked by its handler here, before Redis would run it.

@@ -666,6 +666,18 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         }),
     ),
     (
+        "latency-monitor-threshold",
+        |c| c.latency_monitor_threshold.to_string(),
+        Some(|c, v| {
+            let n: i64 = parse_num(v)?;
+            if n < 0 {
+                return Err("argument must be between 0 and 9223372036854775807 inclusive".into());
+            }
+            c.latency_monitor_threshold = n as u64;
+            Ok(())
+        }),
+    ),
+    (
         "slowlog-max-len",
         |c| c.slowlog_max_len.to_string(),
         Some(|c, v| {
@@ -925,6 +937,7 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             node.store.set_samples(s.maxmemory_samples);
             node.commands
                 .configure_slowlog(s.slowlog_log_slower_than, s.slowlog_max_len);
+            node.latency.configure(s.latency_monitor_threshold);
             Reply::ok()
         }
         Err(e) => Reply::error(e),
@@ -1005,4 +1018,130 @@ pub fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
         Reply::Int(0),
         Reply::Array(Vec::new()),
     ])
+}
+
+// ---- LATENCY -------------------------------------------------------------------------
+
+const LATENCY_HELP: &[&str] = &[
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
+    "GRAPH <event>",
+    "    Return an ASCII latency graph for the <event> class.",
+    "HISTORY <event>",
+    "    Return time-latency samples for the <event> class.",
+    "LATEST",
+    "    Return the latest latency samples for all events.",
+    "RESET [<event> ...]",
+    "    Reset latency data of one or more <event> classes.",
+    "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+    "    If no commands are specified then all histograms are replied.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// LATENCY DOCTOR | GRAPH | HISTORY | HISTOGRAM | LATEST | RESET | HELP over the node's
+/// latency monitor (`latency`) and its per-command histograms (`cmdstats`).
+pub fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    use crate::latency;
+    let monitor = &ctx.engine.latency;
+    let sub = args[1].to_ascii_lowercase();
+    let int = |v: u64| Reply::Int(i64::try_from(v).unwrap_or(i64::MAX));
+    match &sub[..] {
+        b"latest" if args.len() == 2 => Reply::Array(
+            monitor
+                .events()
+                .into_iter()
+                .filter_map(|(name, e)| {
+                    let &(t, ms) = e.samples.last()?;
+                    Some(Reply::Array(vec![
+                        Reply::bulk(name),
+                        int(t),
+                        int(ms),
+                        int(e.max),
+                    ]))
+                })
+                .collect(),
+        ),
+        b"history" if args.len() == 3 => Reply::Array(
+            monitor
+                .event(&args[2])
+                .map(|e| e.samples)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(t, ms)| Reply::Array(vec![int(t), int(ms)]))
+                .collect(),
+        ),
+        b"reset" => {
+            let names: Vec<&[u8]> = args[2..].iter().map(|a| &a[..]).collect();
+            let n = monitor.reset((!names.is_empty()).then_some(&names[..]));
+            int(n as u64)
+        }
+        b"doctor" if args.len() == 2 => {
+            Reply::Verbatim(latency::doctor(monitor.threshold_ms(), &monitor.events()).into())
+        }
+        b"graph" if args.len() == 3 => match monitor.event(&args[2]) {
+            Some(e) if !e.samples.is_empty() => {
+                let name = String::from_utf8_lossy(&args[2]).into_owned();
+                Reply::Verbatim(latency::graph(&name, &e, ctx.now_ms / 1000).into())
+            }
+            _ => Reply::error(format!(
+                "ERR No samples available for event '{}'",
+                String::from_utf8_lossy(&args[2][..args[2].len().min(128)])
+            )),
+        },
+        b"histogram" => latency_histogram(ctx.engine, &args[2..]),
+        b"help" if args.len() == 2 => help_reply(LATENCY_HELP),
+        b"latest" | b"history" | b"doctor" | b"graph" | b"help" => {
+            wrong_arity(&format!("latency|{}", String::from_utf8_lossy(&sub)))
+        }
+        _ => unknown_subcommand("latency", &args[1]),
+    }
+}
+
+/// LATENCY HISTOGRAM: per command that ran (all, or those named), its calls and the
+/// cumulative count of calls at each power-of-two microsecond bound where the count grew,
+/// as Redis gives them.
+fn latency_histogram(node: &Engine, names: &[Bytes]) -> Reply {
+    use crate::cmdstats::LatencyHistogram;
+    let Some(rows) = node.commands.rows_if_any() else {
+        return Reply::Map(Vec::new());
+    };
+    let wanted = |name: &str| {
+        names.is_empty()
+            || names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+    };
+    let mut out = Vec::new();
+    for r in rows.rows.iter() {
+        let calls = r.calls.load(Ordering::Relaxed);
+        if calls == 0 || !wanted(&r.name) {
+            continue;
+        }
+        let counts = r.latency.counts();
+        let (mut bucket, mut total, mut points) = (0, 0u64, Vec::new());
+        let mut edge = 1u64;
+        while total < calls && bucket < counts.len() {
+            let before = total;
+            while bucket < counts.len() && LatencyHistogram::upper(bucket) <= edge {
+                total += counts[bucket];
+                bucket += 1;
+            }
+            if total > before {
+                points.push((Reply::Int(edge as i64), Reply::Int(total as i64)));
+            }
+            edge = edge.saturating_mul(2);
+        }
+        out.push((
+            Reply::bulk(r.name.clone()),
+            Reply::Map(vec![
+                (Reply::bulk("calls"), Reply::Int(calls as i64)),
+                (Reply::bulk("histogram_usec"), Reply::Map(points)),
+            ]),
+        ));
+    }
+    Reply::Map(out)
 }
