@@ -481,6 +481,16 @@ fn the_latency_monitor_samples_a_slow_command() {
         .unwrap();
     let keys: Vec<String> = c.keys("*").unwrap();
     assert_eq!(keys.len(), 50_000);
+    // MEMORY STATS counts them, and the connections' buffers.
+    let stats: std::collections::HashMap<String, redis::Value> =
+        redis::cmd("MEMORY").arg("STATS").query(&mut c).unwrap();
+    let int = |k: &str| match &stats[k] {
+        redis::Value::Int(n) => *n,
+        other => panic!("{k}: {other:?}"),
+    };
+    assert_eq!(int("keys.count"), 50_000);
+    assert!(int("dataset.bytes") > 50_000 * 10, "{stats:?}");
+    assert!(int("clients.normal") > 0, "{stats:?}");
     let latest: Vec<(String, i64, i64, i64)> =
         redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
     let (name, at, ms, max) = latest

@@ -1457,6 +1457,14 @@ const CONNECTION: &[Case] = &[
         &["LATENCY", "DOCTOR"],
         &["CONFIG", "SET", "latency-monitor-threshold", "0"],
     ],
+    // MEMORY's diagnostics on an empty server (STATS's fields are compared in
+    // `introspection_matches_redis`; MALLOC-STATS prints jemalloc's report on redis-server)
+    &[
+        &["MEMORY", "DOCTOR"],
+        &["MEMORY", "PURGE"],
+        &["MEMORY", "STATS", "x"],
+        &["MEMORY", "DOCTOR", "x"],
+    ],
     // SLOWLOG and ROLE (what they count is compared in `introspection_matches_redis`)
     &[
         &["SLOWLOG", "HELP"],
@@ -1558,6 +1566,7 @@ type Introspection = (
     Vec<u8>,
     std::collections::BTreeSet<String>,
     Vec<String>,
+    Vec<String>,
 );
 
 fn introspect(addr: SocketAddr) -> Introspection {
@@ -1587,6 +1596,14 @@ fn introspect(addr: SocketAddr) -> Introspection {
         call(step);
     }
     let role = call(&["ROLE"]);
+    // MEMORY STATS: its field names, in order (the figures differ; Redis adds a `db.0`
+    // entry for a database with keys, which Shoal leaves out).
+    let stats = array_elements(&call(&["MEMORY", "STATS"])).expect("MEMORY STATS is an array");
+    let memory: Vec<String> = stats
+        .chunks(2)
+        .map(|pair| String::from_utf8_lossy(bulk_payload(&pair[0]).unwrap()).into_owned())
+        .filter(|name| name != "db.0")
+        .collect();
     // LATENCY HISTOGRAM: which commands, and their calls (the buckets depend on timing).
     let histogram = array_elements(&call(&["LATENCY", "HISTOGRAM", "set", "incr", "get"]))
         .expect("LATENCY HISTOGRAM is an array in RESP2");
@@ -1657,7 +1674,9 @@ fn introspect(addr: SocketAddr) -> Introspection {
                 .collect()
         })
         .collect();
-    (commands, errors, total, slow, role, latency, histogram)
+    (
+        commands, errors, total, slow, role, latency, histogram, memory,
+    )
 }
 
 /// INFO commandstats, errorstats and total_error_replies, the commands SLOWLOG keeps, and
@@ -1690,6 +1709,7 @@ fn introspection_matches_redis() {
         v
     };
     assert_eq!(sorted(&got.6), sorted(&want.6), "LATENCY HISTOGRAM");
+    assert_eq!(got.7, want.7, "MEMORY STATS fields");
     assert!(want.0.contains_key("config|resetstat"), "{:?}", want.0);
 }
 

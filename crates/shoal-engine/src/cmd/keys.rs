@@ -5,6 +5,7 @@ use shoal_resp::Reply;
 use shoal_store::{glob_match, key_slot, Access};
 
 use super::{err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
+use crate::engine::Engine;
 
 pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let store = &ctx.engine.store;
@@ -465,6 +466,14 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 const MEMORY_HELP: &[&str] = &[
     "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return memory problems reports.",
+    "MALLOC-STATS",
+    "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
     "USAGE <key> [SAMPLES <count>]",
     "    Return memory in bytes used by <key> and its value (Shoal: what the key counts for",
     "    in used_memory and maxmemory).",
@@ -476,6 +485,19 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = args[1].to_ascii_lowercase();
     match &sub[..] {
         b"help" => super::conn::help_reply(MEMORY_HELP),
+        b"stats" if args.len() == 2 => memory_stats(ctx.engine),
+        b"doctor" if args.len() == 2 => Reply::Verbatim(memory_doctor(ctx.engine).into()),
+        // Shoal does not print jemalloc's report; Redis says this for other allocators.
+        b"malloc-stats" if args.len() == 2 => Reply::Verbatim(
+            "Stats not supported for the current allocator"
+                .to_string()
+                .into(),
+        ),
+        // The allocator returns pages on its own schedule (Redis asks jemalloc to purge).
+        b"purge" if args.len() == 2 => Reply::ok(),
+        b"stats" | b"doctor" | b"malloc-stats" | b"purge" => {
+            super::wrong_arity(&format!("memory|{}", String::from_utf8_lossy(&sub)))
+        }
         b"usage" => {
             if args.len() < 3 {
                 return super::wrong_arity("memory|usage");
@@ -495,4 +517,160 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         _ => super::unknown_subcommand("memory", &args[1]),
     }
+}
+
+/// The figures MEMORY STATS and MEMORY DOCTOR read, in bytes.
+struct MemoryFigures {
+    used: u64,
+    peak: u64,
+    startup: u64,
+    clients: u64,
+    keys: u64,
+    dataset: u64,
+    rss: u64,
+    sample: crate::memory::MemorySample,
+}
+
+fn memory_figures(node: &Engine) -> MemoryFigures {
+    use std::sync::atomic::Ordering::Relaxed;
+    let used = node.used_memory();
+    let clients = node
+        .clients
+        .all()
+        .iter()
+        .map(|c| {
+            let b = &c.buffers;
+            b.rbs.load(Relaxed)
+                + b.obl.load(Relaxed)
+                + b.omem.load(Relaxed)
+                + b.multi_mem.load(Relaxed)
+        })
+        .sum();
+    let stats = node.store.stats();
+    MemoryFigures {
+        used,
+        peak: node.peak_memory(used),
+        startup: node.memory.base_held.load(Relaxed).min(used),
+        clients,
+        keys: stats.keys,
+        dataset: stats.used_memory,
+        rss: crate::stats::process_usage().0,
+        sample: node.memory.sample().unwrap_or_default(),
+    }
+}
+
+/// MEMORY STATS: Redis's fields in Redis's order, with Shoal's figures: `startup.allocated`
+/// is what the allocator held when the node started, `clients.normal` the client
+/// connections' buffers (CLIENT LIST's), `dataset.bytes` what the store counts for its keys;
+/// Shoal has no replication backlog, AOF, Lua or functions (0). Without jemalloc's
+/// statistics the allocator figures are 0.
+fn memory_stats(node: &Engine) -> Reply {
+    let m = memory_figures(node);
+    let s = m.sample;
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let diff = |a: u64, b: u64| Reply::Int(a as i64 - b as i64);
+    let int = |v: u64| Reply::Int(i64::try_from(v).unwrap_or(i64::MAX));
+    let overhead = m.startup + m.clients;
+    let net = m.used.saturating_sub(m.startup);
+    let fields: Vec<(&str, Reply)> = vec![
+        ("peak.allocated", int(m.peak)),
+        ("total.allocated", int(m.used)),
+        ("startup.allocated", int(m.startup)),
+        ("replication.backlog", int(0)),
+        ("clients.slaves", int(0)),
+        ("clients.normal", int(m.clients)),
+        ("cluster.links", int(0)),
+        ("aof.buffer", int(0)),
+        ("lua.caches", int(0)),
+        ("functions.caches", int(0)),
+        ("overhead.total", int(overhead)),
+        ("keys.count", int(m.keys)),
+        (
+            "keys.bytes-per-key",
+            int(net.checked_div(m.keys).unwrap_or(0)),
+        ),
+        ("dataset.bytes", int(m.dataset)),
+        (
+            "dataset.percentage",
+            Reply::Double(ratio(m.dataset, net) * 100.0),
+        ),
+        (
+            "peak.percentage",
+            Reply::Double(ratio(m.used, m.peak) * 100.0),
+        ),
+        ("allocator.allocated", int(s.allocated)),
+        ("allocator.active", int(s.active)),
+        ("allocator.resident", int(s.resident)),
+        (
+            "allocator-fragmentation.ratio",
+            Reply::Double(ratio(s.active, s.allocated)),
+        ),
+        ("allocator-fragmentation.bytes", diff(s.active, s.allocated)),
+        (
+            "allocator-rss.ratio",
+            Reply::Double(ratio(s.resident, s.active)),
+        ),
+        ("allocator-rss.bytes", diff(s.resident, s.active)),
+        (
+            "rss-overhead.ratio",
+            Reply::Double(ratio(m.rss, s.resident)),
+        ),
+        ("rss-overhead.bytes", diff(m.rss, s.resident)),
+        ("fragmentation", Reply::Double(ratio(m.rss, m.used))),
+        ("fragmentation.bytes", diff(m.rss, m.used)),
+    ];
+    Reply::Map(
+        fields
+            .into_iter()
+            .map(|(k, v)| (Reply::bulk(k), v))
+            .collect(),
+    )
+}
+
+/// MEMORY DOCTOR: Redis's answer for an instance using under 5 MB; otherwise the issues
+/// Redis looks for that apply to Shoal (a peak well above the present use, high
+/// fragmentation, large client buffers), or Redis's all-clear.
+fn memory_doctor(node: &Engine) -> String {
+    let m = memory_figures(node);
+    if m.used < 5 << 20 {
+        return "Hi Sam, this instance is empty or is using very little memory, my issues \
+                detector can't be used in these conditions. Please, leave for your mission on \
+                Earth and fill it with some data. The new Sam and I will be back to our \
+                programming as soon as I finished rebooting.\n"
+            .into();
+    }
+    let mut issues = Vec::new();
+    if m.peak as f64 > m.used as f64 * 1.5 {
+        issues.push(format!(
+            " * Peak memory: In the past this instance used more than 150% the memory that is \
+             currently using ({} bytes at peak, {} now). Memory is returned to the system \
+             lazily, so RSS can stay high.",
+            m.peak, m.used
+        ));
+    }
+    if m.rss as f64 > m.used as f64 * 1.4 && m.rss > m.used + (10 << 20) {
+        issues.push(format!(
+            " * High total RSS: This instance has a memory fragmentation and RSS overhead \
+             greater than 1.4 ({:.2}): eviction keeps the allocator's pages under maxmemory \
+             too (see Memory in the README).",
+            m.rss as f64 / m.used as f64
+        ));
+    }
+    if m.keys > 0 && m.clients > m.used / 2 {
+        issues.push(format!(
+            " * Big client buffers: The client connections hold {} bytes, more than half of \
+             the memory used. Check CLIENT LIST for clients with large omem or qbuf.",
+            m.clients
+        ));
+    }
+    if issues.is_empty() {
+        return "Hi Sam, I can't find any memory issue in your instance. I can only account \
+                for what occurs on this base.\n"
+            .into();
+    }
+    format!(
+        "Sam, I detected a few issues in this Redis instance memory implants:\n\n{}\n\nI'm \
+         here to keep you safe, Sam. I want to help you.\n",
+        issues.join("\n\n")
+    )
 }

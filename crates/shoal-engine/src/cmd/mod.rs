@@ -327,7 +327,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("object", -2, READONLY, (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", keys::object,
         &["encoding", "freq", "idletime", "refcount", "help"]),
     cmd!("memory", -2, READONLY, (2, 2, 1), "server", "4.0.0", "A container for memory diagnostics commands.", keys::memory,
-        &["usage", "help"]),
+        &["usage", "stats", "doctor", "malloc-stats", "purge", "help"]),
     CommandSpec { route: Route::AllNodes(Gather::Concat), ..cmd!("keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns all key names that match a pattern.", keys::keys) },
     CommandSpec { route: Route::AllNodes(Gather::Scan), ..cmd!("scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", "Iterates over the key names in the database.", keys::scan) },
     CommandSpec { route: Route::AllNodes(Gather::Random), ..cmd!("randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns a random key name from the database.", keys::randomkey) },

@@ -961,8 +961,15 @@ fn object_and_memory_usage() {
     h.check("MEMORY USAGE s BOGUS", SYNTAX);
     h.check("MEMORY USAGE missing", NIL);
     h.check(
-        "MEMORY DOCTOR",
-        "-ERR unknown subcommand 'DOCTOR'. Try MEMORY HELP.\r\n",
+        "MEMORY NOSUCH",
+        "-ERR unknown subcommand 'NOSUCH'. Try MEMORY HELP.\r\n",
+    );
+    assert!(h
+        .run("MEMORY DOCTOR")
+        .contains("Hi Sam, this instance is empty"));
+    h.check(
+        "MEMORY STATS x",
+        "-ERR wrong number of arguments for 'memory|stats' command\r\n",
     );
     h.check("CONFIG SET maxmemory-policy allkeys-lfu", OK);
     h.check("GET s", &bulk("hello"));
