@@ -1833,3 +1833,52 @@ fn command_tips_match_redis() {
         "the reference has tips for the routed commands"
     );
 }
+
+/// What MONITOR shows of a fixed command sequence, without each line's time and client
+/// address: `"SET" "k" ...` per line, up to the closing `ECHO end`.
+fn monitored(addr: SocketAddr) -> Vec<String> {
+    let mut monitor = Conn::connect(addr);
+    monitor.send(&multibulk(&["MONITOR"]));
+    assert_eq!(monitor.read_reply().expect("MONITOR answers"), b"+OK\r\n");
+    let mut c = Conn::connect(addr);
+    for step in [
+        &["SET", "k", "a\"b\n\\c"][..],
+        &["GET", "k"],
+        &["CONFIG", "GET", "maxmemory"],
+        &["AUTH", "nobody", "secret"],
+        &["HELLO", "2", "AUTH", "default", "secret"],
+        &["NOSUCHCOMMAND", "x"],
+        &["ECHO", "\u{1}\u{7f}é"],
+        &["MSET", "a", "1", "b", "2"],
+        &["ECHO", "end"],
+    ] {
+        c.send(&multibulk(step));
+        c.read_reply().expect("a reply");
+    }
+    let mut lines = Vec::new();
+    loop {
+        let line = monitor.read_reply().expect("a MONITOR line");
+        let text = String::from_utf8_lossy(&line).into_owned();
+        let args = text
+            .split_once("] ")
+            .map_or(text.as_str(), |(_, rest)| rest)
+            .trim_end()
+            .to_string();
+        let done = args == "\"ECHO\" \"end\"";
+        lines.push(args);
+        if done {
+            return lines;
+        }
+    }
+}
+
+/// MONITOR shows the same lines as redis-server's: which commands appear (administrative and
+/// unknown ones do not), and each argument quoted and escaped alike, passwords redacted.
+#[test]
+fn monitor_matches_redis() {
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    let want = monitored(redis.addr);
+    assert_eq!(monitored(shoal.addr), want);
+    assert!(want.len() >= 5, "{want:?}");
+}

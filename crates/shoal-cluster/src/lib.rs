@@ -22,6 +22,7 @@
 //! - `handoff`: gossip mode: moves keys when the copies of a slot change (`plan`, `stream`,
 //!   `report`, fetch on a miss until the cluster settled in `fetch`, `settle`).
 //! - `describe`: CLUSTER INFO / NODES and INFO's cluster section.
+//! - `monitor`: MONITOR's lines and their bounded broadcast to the monitoring connections.
 //!
 //! With a static `cluster-nodes` list the `View` never changes; in gossip mode every change
 //! of the members installs a new one (a new epoch) without touching the router.
@@ -30,6 +31,7 @@ mod describe;
 pub mod handoff;
 pub mod membership;
 pub mod message;
+pub mod monitor;
 pub mod peer;
 pub mod plan;
 mod replicate;

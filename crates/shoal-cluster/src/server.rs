@@ -15,6 +15,8 @@ pub struct Server {
     pub cluster: Option<Cluster>,
     /// Cancelled to stop the node: by the daemon on SIGTERM/SIGINT, or by SHUTDOWN.
     pub shutdown: CancellationToken,
+    /// The connections that asked for MONITOR.
+    pub monitors: super::monitor::Monitors,
 }
 
 impl Server {
@@ -23,6 +25,7 @@ impl Server {
             engine,
             cluster,
             shutdown: CancellationToken::new(),
+            monitors: Default::default(),
         }
     }
 }

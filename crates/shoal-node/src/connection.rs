@@ -251,6 +251,21 @@ pub trait Frontend: Send {
 
     /// Bytes the request in progress still needs (0 when unknown), to size the next read.
     fn bytes_wanted(&self) -> usize;
+
+    /// The MONITOR feed, once the connection asked for it.
+    fn monitor(&mut self) -> Option<&mut shoal_cluster::monitor::MonitorFeed> {
+        None
+    }
+}
+
+/// The next MONITOR line for a connection, or never when it does not monitor.
+async fn next_monitor_line(
+    feed: Option<&mut shoal_cluster::monitor::MonitorFeed>,
+) -> Result<Bytes, shoal_cluster::monitor::FeedEnd> {
+    match feed {
+        Some(feed) => feed.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Serves one connection with `frontend` until it closes.
@@ -518,6 +533,16 @@ async fn serve<F: Frontend>(
                 Ok(0) => return Close::Eof,
                 Ok(n) => n,
                 Err(e) => return Close::Io(e),
+            },
+            line = next_monitor_line(frontend.monitor()) => match line {
+                Ok(line) => {
+                    replies.out.push(line);
+                    continue;
+                }
+                Err(why) => {
+                    tracing::warn!(client = info.id, ?why, "closing a monitor that does not keep up");
+                    return Close::OutputLimit;
+                }
             },
             _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
         };

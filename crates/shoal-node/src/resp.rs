@@ -8,6 +8,7 @@ use bytes::BytesMut;
 use shoal_resp::{Limits, Reply, RequestParser};
 
 use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
+use shoal_cluster::monitor::MonitorFeed;
 use shoal_cluster::router::{dispatch, must_wait, InFlight, Outcome};
 use shoal_cluster::Server;
 use shoal_engine::client::ClientInfo;
@@ -24,6 +25,8 @@ pub struct RespFrontend {
     held: Option<Vec<bytes::Bytes>>,
     /// The slots the commands whose replies are still to come touch (not run here yet).
     in_flight: InFlight,
+    /// This connection's MONITOR feed, once it asked for one.
+    monitor: Option<MonitorFeed>,
 }
 
 impl RespFrontend {
@@ -35,6 +38,7 @@ impl RespFrontend {
             skip_pending: false,
             held: None,
             in_flight: InFlight::default(),
+            monitor: None,
         }
     }
 }
@@ -48,6 +52,23 @@ impl RespFrontend {
             .redis_cluster
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// Shows a client's command to the node's monitors, as Redis does: known commands that are
+/// not administrative (CONFIG, MONITOR, SHUTDOWN, ... stay out), the time it arrived.
+fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
+    let Some(spec) = shoal_engine::cmd::lookup_listed(&args[0]) else {
+        return;
+    };
+    if spec.flags & shoal_engine::cmd::flag::ADMIN != 0 {
+        return;
+    }
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let addr = session.info.addr.to_string();
+    node.monitors
+        .feed(shoal_cluster::monitor::line(micros, &addr, args));
 }
 
 /// Publishes the connection's MULTI queue for CLIENT LIST (`multi`, `multi-mem`, flag `x`)
@@ -115,6 +136,9 @@ impl Frontend for RespFrontend {
                 return (processed, Step::Flush);
             }
             processed += 1;
+            if node.monitors.active() {
+                feed_monitors(node, &self.session, &args);
+            }
             let was_skipped = std::mem::take(&mut self.skip_pending);
             let session = &mut self.session;
             let mode_before = session.reply_mode;
@@ -124,6 +148,12 @@ impl Frontend for RespFrontend {
             };
             let outcome = dispatch(node, session, &mut self.in_flight, &args, now);
             publish_multi(session, &args);
+            if std::mem::take(&mut session.monitor) {
+                self.monitor = Some(node.monitors.subscribe());
+            } else if self.monitor.is_some() && args[0].eq_ignore_ascii_case(b"reset") {
+                // RESET ends monitoring, as in Redis.
+                self.monitor = None;
+            }
             if session.budget.exceeded() {
                 tracing::warn!(
                     client = session.info.id,
@@ -180,5 +210,9 @@ impl Frontend for RespFrontend {
 
     fn bytes_wanted(&self) -> usize {
         self.parser.bytes_wanted()
+    }
+
+    fn monitor(&mut self) -> Option<&mut MonitorFeed> {
+        self.monitor.as_mut()
     }
 }

@@ -412,3 +412,10 @@ fn kill(ctx: &mut Ctx<'_>, me: u64, victim: &crate::client::ClientInfo) {
         victim.kill();
     }
 }
+
+/// MONITOR: the connection becomes a monitor (the front end subscribes it; see
+/// `shoal_cluster::monitor`). Only the Redis protocol's front end honours it.
+pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    ctx.session.monitor = true;
+    Reply::ok()
+}

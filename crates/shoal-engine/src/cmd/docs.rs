@@ -126,6 +126,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("slowlog|reset", ""),
     ("slowlog|help", ""),
     ("role", ""),
+    ("monitor", ""),
     ("latency", ""),
     ("latency|doctor", ""),
     ("latency|graph", "event"),

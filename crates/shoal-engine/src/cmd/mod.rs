@@ -339,6 +339,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["get", "len", "reset", "help"]),
     cmd!("latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", "A container for latency diagnostics commands.", server::latency,
         &["doctor", "graph", "history", "histogram", "latest", "reset", "help"]),
+    cmd!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Listens for all requests received by the server in real-time.", conn::monitor),
     cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role),
     CommandSpec { route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
@@ -534,6 +535,8 @@ pub struct Session {
     pub readonly: bool,
     /// Shoal's own sender (the Memcached front end, another node): may run `INTERNAL` rows.
     pub internal: bool,
+    /// MONITOR ran: the front end turns this connection into a monitor (and clears it).
+    pub monitor: bool,
 }
 
 impl Session {
@@ -551,6 +554,7 @@ impl Session {
             redis_cluster: false,
             readonly: false,
             internal: false,
+            monitor: false,
         }
     }
 }
