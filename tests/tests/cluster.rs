@@ -1016,3 +1016,88 @@ fn metrics_are_scraped_and_parsed_and_probes_answer() {
     huge.extend(std::iter::repeat_n(b'a', 10_000));
     assert_eq!(http(addr, &huge).0, 431);
 }
+
+/// Runs headless Chromium on `url` with `args` (after the page's scripts ran for a while)
+/// and returns its standard output; fails if it does not finish within a minute.
+fn chromium(url: &str, args: &[&str]) -> String {
+    let mut child = std::process::Command::new("chromium")
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--virtual-time-budget=5000",
+        ])
+        .args(args)
+        .arg(url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("chromium runs (scripts/test.sh installs it)");
+    let done = wait_until(Duration::from_secs(60), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    });
+    if !done {
+        let _ = child.kill();
+        panic!("chromium did not finish within a minute");
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    out
+}
+
+/// The status page at `/` of the metrics port, rendered by headless Chromium against a
+/// 3-node cluster, shows every member with its state, slots and keys; `/status.json` gathers
+/// the figures from every node over the inter-node protocol.
+#[test]
+fn the_status_page_shows_the_cluster_in_chromium() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    for i in 0..KEYS {
+        let _: () = c.set(key(i), "v").unwrap();
+        let _: Option<String> = c.get(key(i)).unwrap();
+    }
+    let addr = cluster.members[0].metrics_addr;
+    let (status, json) = http(addr, b"GET /status.json HTTP/1.1\r\n\r\n");
+    assert_eq!(status, 200);
+    for name in ["n0", "n1", "n2"] {
+        assert!(json.contains(&format!("\"name\":\"{name}\"")), "{json}");
+    }
+    assert_eq!(json.matches("\"reachable\":true").count(), 3, "{json}");
+    // Two copies of every key across the three nodes.
+    let keys: u64 = json
+        .split("\"keys\":")
+        .skip(1)
+        .filter_map(|s| s.split(',').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(keys, 2 * KEYS as u64, "{json}");
+
+    let url = format!("http://{addr}/");
+    let dom = chromium(&url, &["--dump-dom"]);
+    assert!(dom.contains("<td>n0 (this node)</td>"), "{dom}");
+    for name in ["n1", "n2"] {
+        assert!(dom.contains(&format!("<td>{name}</td>")), "{dom}");
+    }
+    assert!(dom.contains("id=\"members\">3 / 3<"), "{dom}");
+    assert!(dom.contains("updated "), "{dom}");
+    let shot = std::env::temp_dir().join(format!("shoal-status-{}.png", std::process::id()));
+    chromium(
+        &url,
+        &[
+            "--window-size=1100,420",
+            &format!("--screenshot={}", shot.display()),
+        ],
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    let _ = std::fs::remove_file(&shot);
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 5_000,
+        "{} bytes",
+        png.len()
+    );
+    // Set SHOAL_STATUS_SCREENSHOT=path to keep one (the README's is made so).
+    if let Ok(path) = std::env::var("SHOAL_STATUS_SCREENSHOT") {
+        std::fs::write(path, &png).unwrap();
+    }
+}

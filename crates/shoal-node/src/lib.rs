@@ -21,6 +21,7 @@ pub mod listener;
 pub mod memcache;
 pub mod metrics;
 pub mod resp;
+pub mod status;
 
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};
 pub use shoal_cluster::Server;

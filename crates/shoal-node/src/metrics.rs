@@ -1,5 +1,6 @@
 //! The metrics port (`metrics-port`): Prometheus metrics at `/metrics` (OpenMetrics text,
-//! encoded by `prometheus-client`), liveness at `/healthz`, readiness at `/readyz`.
+//! encoded by `prometheus-client`), liveness at `/healthz`, readiness at `/readyz`, and the
+//! status page at `/` with its figures at `/status.json` (`status`).
 //!
 //! Every figure is read at scrape time from the counters the node keeps anyway (INFO's), so
 //! the endpoint adds nothing to the request path. The HTTP side is the least that serves a
@@ -69,11 +70,8 @@ async fn answer(node: &Arc<Server>, mut stream: TcpStream) -> std::io::Result<()
         match request.parse(&head[..len]) {
             Ok(httparse::Status::Partial) => continue,
             Ok(httparse::Status::Complete(_)) => {
-                break route(
-                    node,
-                    request.method.unwrap_or(""),
-                    request.path.unwrap_or(""),
-                )
+                let (method, path) = (request.method.unwrap_or(""), request.path.unwrap_or(""));
+                break route(node, method, path).await;
             }
             Err(e) => break response(400, &format!("bad request: {e}\n")),
         }
@@ -105,7 +103,7 @@ fn response(status: u16, text: &str) -> Answer {
 }
 
 /// What a request gets, by method and path (the query string is ignored).
-fn route(node: &Arc<Server>, method: &str, path: &str) -> Answer {
+async fn route(node: &Arc<Server>, method: &str, path: &str) -> Answer {
     let path = path.split('?').next().unwrap_or(path);
     if method != "GET" {
         return response(405, "only GET\n");
@@ -119,12 +117,22 @@ fn route(node: &Arc<Server>, method: &str, path: &str) -> Answer {
             ),
             Err(_) => response(500, "could not encode the metrics\n"),
         },
+        "/" => (
+            200,
+            "text/html; charset=utf-8",
+            crate::status::PAGE.to_owned(),
+        ),
+        "/status.json" => (
+            200,
+            "application/json",
+            crate::status::status_json(node).await,
+        ),
         "/healthz" => response(200, "ok\n"),
         "/readyz" => match not_ready(node) {
             None => response(200, "ready\n"),
             Some(why) => response(503, &format!("not ready: {why}\n")),
         },
-        _ => response(404, "not found: try /metrics, /healthz or /readyz\n"),
+        _ => response(404, "not found: try /, /metrics, /healthz or /readyz\n"),
     }
 }
 
