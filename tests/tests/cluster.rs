@@ -980,6 +980,20 @@ fn metrics_are_scraped_and_parsed_and_probes_answer() {
         gets_here
     );
     assert!(get("counter shoal_forwarded_total -") >= 60.0 - sets_here);
+    // By peer and outcome: everything forwarded was answered.
+    let answered: f64 = ["n1", "n2"]
+        .iter()
+        .map(|p| {
+            get(&format!(
+                "counter shoal_forward_outcomes_total outcome=answered,peer={p}"
+            ))
+        })
+        .sum();
+    assert_eq!(answered, get("counter shoal_forwarded_total -"));
+    assert_eq!(
+        get("counter shoal_forward_outcomes_total outcome=unreachable,peer=n1"),
+        0.0
+    );
     assert!(get("counter shoal_error_replies_total code=ERR") >= 1.0);
     assert_eq!(get("gauge shoal_members state=serving"), 3.0);
     assert!(get("counter shoal_requests_total -") >= 120.0);
@@ -999,6 +1013,34 @@ fn metrics_are_scraped_and_parsed_and_probes_answer() {
         })
         .sum();
     assert_eq!(failed_incrs, 1.0);
+    // Every metric the Grafana dashboard in deploy/ queries exists (gossip's only in
+    // gossip mode: those are checked against the endpoint's source).
+    let dashboard = include_str!("../../deploy/grafana/shoal.json");
+    let source = include_str!("../../crates/shoal-node/src/metrics.rs");
+    let names: std::collections::BTreeSet<&str> = dashboard
+        .match_indices("shoal_")
+        .map(|(at, _)| {
+            let rest = &dashboard[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .filter(|n| *n != "shoal_cache")
+        .collect();
+    assert!(names.len() > 10, "{names:?}");
+    for name in names {
+        let base = ["_total", "_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(name);
+        let scraped = samples.keys().any(|k| k.split(' ').nth(1) == Some(name));
+        let declared = source.contains(&format!("\"{base}\""));
+        assert!(
+            scraped || (base.starts_with("shoal_gossip_") && declared),
+            "the dashboard queries {name}, which the endpoint does not serve"
+        );
+    }
     // Health checks and HTTP errors.
     let addr = node.metrics_addr;
     assert_eq!(

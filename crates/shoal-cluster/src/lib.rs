@@ -151,6 +151,34 @@ pub struct Peer {
     /// False since a request to it found it unreachable, until one succeeds again (what
     /// CLUSTER NODES and CLUSTER INFO show; routing does not wait for it).
     pub reachable: AtomicBool,
+    /// Commands forwarded to it, by outcome.
+    pub forwards: ForwardOutcomes,
+}
+
+/// Commands forwarded to one peer, by outcome (the metrics' `shoal_forward_outcomes`).
+#[derive(Debug, Default)]
+pub struct ForwardOutcomes {
+    /// It answered (a reply, an error reply included).
+    pub answered: AtomicU64,
+    /// It answered that the next copy should run it (starting, leaving, expired).
+    pub next_copy: AtomicU64,
+    /// It could not be reached in time: the command went to the next copy, if any.
+    pub unreachable: AtomicU64,
+    /// The request failed otherwise (refused handshake, overload, a bad frame).
+    pub failed: AtomicU64,
+}
+
+impl ForwardOutcomes {
+    /// (outcome, count) for each outcome.
+    pub fn counts(&self) -> [(&'static str, u64); 4] {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        [
+            ("answered", get(&self.answered)),
+            ("next_copy", get(&self.next_copy)),
+            ("unreachable", get(&self.unreachable)),
+            ("failed", get(&self.failed)),
+        ]
+    }
 }
 
 impl Peer {
@@ -599,6 +627,7 @@ impl Cluster {
                     client,
                     repl,
                     reachable: AtomicBool::new(true),
+                    forwards: ForwardOutcomes::default(),
                 })
             })
             .clone()

@@ -452,6 +452,21 @@ impl Collector for NodeMetrics {
             "peer",
             peers.iter().map(|(n, _, f)| (n.as_str(), *f)),
         )?;
+        {
+            let mut m = e.encode_descriptor(
+                "shoal_forward_outcomes",
+                "Commands forwarded to each peer, by outcome: answered, next_copy (it sent the \
+                 command on to the next copy), unreachable (failed over), failed.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (n, p) in view.live_peers() {
+                for (outcome, v) in p.forwards.counts() {
+                    let labels = [("peer", n.name.as_str()), ("outcome", outcome)];
+                    ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
+                }
+            }
+        }
         let states = ["joining", "serving", "leaving", "down"];
         let count = |state: &str| {
             view.members

@@ -131,7 +131,14 @@ pub async fn send_to_copies(
         match peer.client.request(view.id, attempt).await {
             Ok(response) => {
                 peer.reachable.store(true, Ordering::Relaxed);
-                if handoff::try_next_copy(&response.body) && i + 1 < owners.len() {
+                let next_copy = handoff::try_next_copy(&response.body);
+                let outcome = if next_copy {
+                    &peer.forwards.next_copy
+                } else {
+                    &peer.forwards.answered
+                };
+                outcome.fetch_add(1, Ordering::Relaxed);
+                if next_copy && i + 1 < owners.len() {
                     // A copy that is starting, or that got the request too late: the next
                     // copy has the key.
                     last_error = format!(
@@ -143,11 +150,13 @@ pub async fn send_to_copies(
                 return response.body;
             }
             Err(e) if fails_over(&e, write) => {
+                peer.forwards.unreachable.fetch_add(1, Ordering::Relaxed);
                 peer.reachable.store(false, Ordering::Relaxed);
                 tracing::debug!(node = %name, error = %e, "copy unreachable, trying the next");
                 last_error = format!("{name}: {e}");
             }
             Err(e) => {
+                peer.forwards.failed.fetch_add(1, Ordering::Relaxed);
                 cluster.stats.unreachable.fetch_add(1, Ordering::Relaxed);
                 return error_bytes(&format!("ERR request to node {name} failed: {e}"));
             }
