@@ -28,10 +28,9 @@ pub const SLOWLOG_MAX_ARGS: usize = 32;
 /// Bytes of one argument a slow log entry keeps (Redis's `SLOWLOG_ENTRY_MAX_STRING`).
 pub const SLOWLOG_MAX_STRING: usize = 128;
 
-/// One command's (or subcommand's) counters.
+/// One command's (or subcommand's) counters, in one shard.
 #[derive(Debug)]
 pub struct Row {
-    pub name: String,
     pub calls: AtomicU64,
     pub usec: AtomicU64,
     pub rejected: AtomicU64,
@@ -41,9 +40,8 @@ pub struct Row {
 }
 
 impl Row {
-    fn new(name: String) -> Row {
+    fn new() -> Row {
         Row {
-            name,
             calls: AtomicU64::new(0),
             usec: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
@@ -136,33 +134,97 @@ impl LatencyHistogram {
     }
 }
 
+/// Copies of the rows: each thread records into one (picked once per thread), so the
+/// threads serving clients do not contend for the same counters; readers sum them.
+pub const SHARDS: usize = 4;
+
 /// The rows, and where each command's rows start.
 #[derive(Debug)]
 pub struct Rows {
-    pub rows: Box<[Row]>,
+    /// Row names: `get`, `config|get`, ...
+    pub names: Box<[String]>,
+    /// [`SHARDS`] copies of the rows, in `names` order.
+    shards: Box<[Box<[Row]>]>,
     /// Per command (table order): its row; its subcommands' rows follow it.
     pub first: Box<[u32]>,
+}
+
+/// One row's counters summed over the shards.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowTotals {
+    pub name: String,
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+    /// The latency histogram's counts ([`LatencyHistogram`] buckets).
+    pub latency: Vec<u64>,
+}
+
+/// This thread's shard.
+fn shard() -> usize {
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.with(|s| *s)
 }
 
 impl Rows {
     /// Rows for commands given as (name, subcommand names), in table order.
     pub fn new<'a>(commands: impl Iterator<Item = (&'a str, &'a [&'a str])>) -> Rows {
-        let (mut rows, mut first) = (Vec::new(), Vec::new());
+        let (mut names, mut first) = (Vec::new(), Vec::new());
         for (name, subs) in commands {
-            first.push(rows.len() as u32);
-            rows.push(Row::new(name.to_owned()));
-            rows.extend(subs.iter().map(|s| Row::new(format!("{name}|{s}"))));
+            first.push(names.len() as u32);
+            names.push(name.to_owned());
+            names.extend(subs.iter().map(|s| format!("{name}|{s}")));
         }
+        let shards = (0..SHARDS)
+            .map(|_| names.iter().map(|_| Row::new()).collect())
+            .collect();
         Rows {
-            rows: rows.into(),
+            names: names.into(),
+            shards,
             first: first.into(),
         }
     }
 
-    /// The row of command `index`, subcommand `sub` (its position in the command's list).
+    /// This thread's row of command `index`, subcommand `sub` (its position in the
+    /// command's list).
     pub fn row(&self, index: usize, sub: Option<usize>) -> Option<&Row> {
         let at = *self.first.get(index)? as usize + sub.map_or(0, |s| s + 1);
-        self.rows.get(at)
+        self.shards[shard()].get(at)
+    }
+
+    /// Every row's counters, summed over the shards, in table order.
+    pub fn totals(&self) -> Vec<RowTotals> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        self.names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut t = RowTotals {
+                    name: name.clone(),
+                    calls: 0,
+                    usec: 0,
+                    rejected: 0,
+                    failed: 0,
+                    latency: vec![0; LATENCY_BUCKETS],
+                };
+                for shard in self.shards.iter() {
+                    let r = &shard[i];
+                    t.calls += get(&r.calls);
+                    t.usec += get(&r.usec);
+                    t.rejected += get(&r.rejected);
+                    t.failed += get(&r.failed);
+                    for (sum, c) in t.latency.iter_mut().zip(r.latency.counts()) {
+                        *sum += c;
+                    }
+                }
+                t
+            })
+            .collect()
     }
 }
 
@@ -252,9 +314,9 @@ impl CommandStats {
         self.rows.get_or_init(init)
     }
 
-    /// The rows, if any command was counted yet.
-    pub fn rows_if_any(&self) -> Option<&Rows> {
-        self.rows.get()
+    /// Every row's counters summed (none before the first command).
+    pub fn totals(&self) -> Vec<RowTotals> {
+        self.rows.get().map_or_else(Vec::new, Rows::totals)
     }
 
     /// Counts an error reply with `text` (without the leading `-`).
@@ -335,7 +397,7 @@ impl CommandStats {
     /// in Redis).
     pub fn reset(&self) {
         if let Some(rows) = self.rows.get() {
-            for r in rows.rows.iter() {
+            for r in rows.shards.iter().flat_map(|s| s.iter()) {
                 for c in [&r.calls, &r.usec, &r.rejected, &r.failed] {
                     c.store(0, Ordering::Relaxed);
                 }
@@ -364,10 +426,23 @@ mod tests {
             ]
             .into_iter(),
         );
-        assert_eq!(rows.row(0, None).unwrap().name, "get");
-        assert_eq!(rows.row(1, None).unwrap().name, "config");
-        assert_eq!(rows.row(1, Some(1)).unwrap().name, "config|set");
-        assert_eq!(rows.row(2, None).unwrap().name, "set");
+        assert_eq!(
+            &rows.names[..],
+            ["get", "config", "config|get", "config|set", "set"]
+        );
+        rows.row(1, Some(1)).unwrap().record(7);
+        // Recorded from other threads (other shards), summed by the reader.
+        std::thread::scope(|s| {
+            for _ in 0..2 * SHARDS {
+                s.spawn(|| rows.row(2, None).unwrap().record(5));
+            }
+        });
+        let totals = rows.totals();
+        assert_eq!(totals[3].name, "config|set");
+        assert_eq!((totals[3].calls, totals[3].usec), (1, 7));
+        let n = 2 * SHARDS as u64;
+        assert_eq!((totals[4].calls, totals[4].usec), (n, 5 * n));
+        assert_eq!(totals[4].latency.iter().sum::<u64>(), n);
         assert!(rows.row(3, None).is_none());
     }
 

@@ -211,13 +211,11 @@ impl Collector for NodeMetrics {
         let store = engine.store.stats();
 
         // Commands, by name (subcommands as `config|get`), as INFO commandstats.
-        let rows = engine
+        let active: Vec<_> = engine
             .commands
-            .rows_if_any()
-            .map_or(&[][..], |r| &r.rows[..]);
-        let active: Vec<_> = rows
-            .iter()
-            .filter(|r| get(&r.calls) + get(&r.rejected) > 0)
+            .totals()
+            .into_iter()
+            .filter(|r| r.calls + r.rejected > 0)
             .collect();
         family(
             &mut e,
@@ -225,7 +223,7 @@ impl Collector for NodeMetrics {
             "Commands run on this node (a forwarded one counts at its owner).",
             MetricType::Counter,
             "cmd",
-            active.iter().map(|r| (r.name.as_str(), get(&r.calls))),
+            active.iter().map(|r| (r.name.as_str(), r.calls)),
         )?;
         family(
             &mut e,
@@ -233,7 +231,7 @@ impl Collector for NodeMetrics {
             "Commands that ran and answered an error.",
             MetricType::Counter,
             "cmd",
-            active.iter().map(|r| (r.name.as_str(), get(&r.failed))),
+            active.iter().map(|r| (r.name.as_str(), r.failed)),
         )?;
         family(
             &mut e,
@@ -241,7 +239,7 @@ impl Collector for NodeMetrics {
             "Commands refused before they ran (arity, NOAUTH, OOM, ...).",
             MetricType::Counter,
             "cmd",
-            active.iter().map(|r| (r.name.as_str(), get(&r.rejected))),
+            active.iter().map(|r| (r.name.as_str(), r.rejected)),
         )?;
         {
             let mut m = e.encode_descriptor(
@@ -250,8 +248,8 @@ impl Collector for NodeMetrics {
                 None,
                 MetricType::Histogram,
             )?;
-            for r in active.iter().filter(|r| get(&r.calls) > 0) {
-                let counts = r.latency.counts();
+            for r in active.iter().filter(|r| r.calls > 0) {
+                let counts = &r.latency;
                 let mut buckets = Vec::new();
                 let mut bucket = 0;
                 for edge in exported_edges() {
@@ -266,7 +264,7 @@ impl Collector for NodeMetrics {
                 let count = counts.iter().sum();
                 let labels = [("cmd", r.name.as_str())];
                 let mut f = m.encode_family(&labels)?;
-                f.encode_histogram::<NoLabelSet>(get(&r.usec) as f64 / 1e6, count, &buckets, None)?;
+                f.encode_histogram::<NoLabelSet>(r.usec as f64 / 1e6, count, &buckets, None)?;
             }
         }
         let errors = engine.commands.errors();

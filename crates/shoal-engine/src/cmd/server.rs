@@ -291,15 +291,11 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 section("CPU", b);
             }
             "commandstats" => {
-                let rows = node.commands.rows_if_any().map_or(&[][..], |r| &r.rows[..]);
-                for r in rows {
-                    let calls = r.calls.load(Ordering::Relaxed);
-                    let rejected = r.rejected.load(Ordering::Relaxed);
-                    let failed = r.failed.load(Ordering::Relaxed);
+                for r in node.commands.totals() {
+                    let (calls, rejected, failed, usec) = (r.calls, r.rejected, r.failed, r.usec);
                     if calls == 0 && rejected == 0 && failed == 0 {
                         continue;
                     }
-                    let usec = r.usec.load(Ordering::Relaxed);
                     let per_call = if calls == 0 {
                         0.0
                     } else {
@@ -315,10 +311,8 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             }
             "latencystats" => {
                 use crate::cmdstats::LatencyHistogram;
-                let rows = node.commands.rows_if_any().map_or(&[][..], |r| &r.rows[..]);
-                for r in rows.iter().filter(|r| r.calls.load(Ordering::Relaxed) > 0) {
-                    let counts = r.latency.counts();
-                    let p = |q| LatencyHistogram::percentile(&counts, q).unwrap_or(0);
+                for r in node.commands.totals().into_iter().filter(|r| r.calls > 0) {
+                    let p = |q| LatencyHistogram::percentile(&r.latency, q).unwrap_or(0);
                     line!(
                         "latency_percentiles_usec_{}:p50={}.000,p99={}.000,p99.9={}.000",
                         r.name,
@@ -1106,9 +1100,6 @@ pub fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// as Redis gives them.
 fn latency_histogram(node: &Engine, names: &[Bytes]) -> Reply {
     use crate::cmdstats::LatencyHistogram;
-    let Some(rows) = node.commands.rows_if_any() else {
-        return Reply::Map(Vec::new());
-    };
     let wanted = |name: &str| {
         names.is_empty()
             || names
@@ -1116,12 +1107,12 @@ fn latency_histogram(node: &Engine, names: &[Bytes]) -> Reply {
                 .any(|n| n.eq_ignore_ascii_case(name.as_bytes()))
     };
     let mut out = Vec::new();
-    for r in rows.rows.iter() {
-        let calls = r.calls.load(Ordering::Relaxed);
+    for r in node.commands.totals() {
+        let calls = r.calls;
         if calls == 0 || !wanted(&r.name) {
             continue;
         }
-        let counts = r.latency.counts();
+        let counts = &r.latency;
         let (mut bucket, mut total, mut points) = (0, 0u64, Vec::new());
         let mut edge = 1u64;
         while total < calls && bucket < counts.len() {
