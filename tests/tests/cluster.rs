@@ -1054,6 +1054,13 @@ fn metrics_are_scraped_and_parsed_and_probes_answer() {
     assert_eq!(http(addr, b"GET /nope HTTP/1.1\r\n\r\n").0, 404);
     assert_eq!(http(addr, b"POST /metrics HTTP/1.1\r\n\r\n").0, 405);
     assert_eq!(http(addr, b"NOT HTTP AT ALL\r\n\r\n").0, 400);
+    // Clients holding every connection slot open do not fail the probes.
+    let held: Vec<_> = (0..64)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    assert_eq!(http(addr, b"GET /healthz HTTP/1.1\r\n\r\n").0, 200);
+    assert_eq!(http(addr, b"GET /metrics HTTP/1.1\r\n\r\n").0, 503);
+    drop(held);
     let mut huge = b"GET /metrics HTTP/1.1\r\nX-Long: ".to_vec();
     huge.extend(std::iter::repeat_n(b'a', 10_000));
     assert_eq!(http(addr, &huge).0, 431);

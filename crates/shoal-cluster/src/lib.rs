@@ -218,9 +218,21 @@ impl View {
         self.live_peers().all(|(_, p)| p.repl.is_empty())
     }
 
-    /// Resolves once every live peer answered for each state queued for it so far.
-    pub fn replication_drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let all = futures_util::future::join_all(self.live_peers().map(|(_, p)| p.repl.drained()));
+    /// Resolves once the copies of `slots` (in this view) answered for each state queued for
+    /// them so far: the ones a command on those slots goes to next.
+    pub fn replication_drained(
+        &self,
+        slots: &[u16],
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut peers: Vec<&Peer> = Vec::new();
+        for &slot in slots {
+            for p in self.owners(slot).iter().filter_map(|&m| self.peer(m)) {
+                if !peers.iter().any(|q| std::ptr::eq(*q, p)) {
+                    peers.push(p);
+                }
+            }
+        }
+        let all = futures_util::future::join_all(peers.iter().map(|p| p.repl.drained()));
         async move {
             all.await;
         }

@@ -10,7 +10,10 @@ use bytes::Bytes;
 use tokio::sync::broadcast;
 
 /// Lines a monitor may fall behind before it is closed.
-pub const BACKLOG: usize = 16 * 1024;
+pub const BACKLOG: usize = 1024;
+/// Longest line shown: its arguments are cut there (with how many bytes were left out), so
+/// the lines waiting for a slow monitor hold at most `BACKLOG` x this (64 MB).
+pub const LINE_MAX: usize = 64 * 1024;
 
 /// The node's monitors.
 pub struct Monitors {
@@ -93,13 +96,28 @@ pub fn line(unix_micros: u64, addr: &str, args: &[Bytes]) -> Bytes {
         .as_bytes(),
     );
     let hidden = redacted(args);
+    let total: usize = args.iter().map(Bytes::len).sum();
+    let mut shown = 0;
     for (i, a) in args.iter().enumerate() {
+        if out.len() >= LINE_MAX {
+            out.extend_from_slice(format!(" ... ({} more bytes)", total - shown).as_bytes());
+            break;
+        }
         out.push(b' ');
         if hidden.contains(&i) {
             out.extend_from_slice(b"\"(redacted)\"");
         } else {
-            repr(a, &mut out);
+            // Escaping makes a byte up to 4: keep the line near LINE_MAX.
+            let room = (LINE_MAX.saturating_sub(out.len()) / 4).max(1);
+            let cut = &a[..a.len().min(room)];
+            repr(cut, &mut out);
+            if cut.len() < a.len() {
+                out.extend_from_slice(
+                    format!("... ({} more bytes)", a.len() - cut.len()).as_bytes(),
+                );
+            }
         }
+        shown += a.len();
     }
     out.extend_from_slice(b"\r\n");
     Bytes::from(out)
@@ -114,8 +132,18 @@ fn redacted(args: &[Bytes]) -> Vec<usize> {
         return (1..args.len()).collect();
     }
     if name.eq_ignore_ascii_case(b"hello") {
-        if let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
-            return vec![at + 1, at + 2];
+        // HELLO [protover [AUTH username password] [SETNAME clientname]], read in order so
+        // that a client named "auth" does not hide the wrong arguments.
+        let mut i = 2;
+        while i < args.len() {
+            if args[i].eq_ignore_ascii_case(b"auth") {
+                return vec![i + 1, i + 2];
+            }
+            i += if args[i].eq_ignore_ascii_case(b"setname") {
+                2
+            } else {
+                1
+            };
         }
     }
     Vec::new()
@@ -173,6 +201,29 @@ mod tests {
             &l[..],
             b"+1.000000 [0 a:1] \"HELLO\" \"3\" \"AUTH\" \"(redacted)\" \"(redacted)\" \"SETNAME\" \"n\"\r\n"
         );
+        // A client named "auth" hides nothing of its own; the password still is hidden.
+        let l = line(
+            1_000_000,
+            "a:1",
+            &args(&[b"HELLO", b"3", b"SETNAME", b"auth", b"AUTH", b"u", b"pw"]),
+        );
+        assert!(
+            l.ends_with(b"\"SETNAME\" \"auth\" \"AUTH\" \"(redacted)\" \"(redacted)\"\r\n"),
+            "{l:?}"
+        );
+        // A huge argument is cut, so a line stays bounded.
+        let big = vec![0u8; 1 << 20];
+        let l = line(
+            1_000_000,
+            "a:1",
+            &[
+                Bytes::from_static(b"SET"),
+                Bytes::from_static(b"k"),
+                Bytes::from(big),
+            ],
+        );
+        assert!(l.len() < LINE_MAX + 100, "{}", l.len());
+        assert!(l.ends_with(b" more bytes)\r\n"));
     }
 
     #[tokio::test]

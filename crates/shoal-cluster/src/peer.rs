@@ -140,7 +140,7 @@ impl PeerHandler for PeerService {
                 } else {
                     Vec::new()
                 };
-                if sender_view != view.id && sends_on_leaving(cluster, &view, &keys) {
+                if sender_view != view.id && !failover && sends_on_leaving(cluster, &view, &keys) {
                     // This node is leaving and the sender has not heard yet: were it to run
                     // the command, it and the key's next owner (which the sender's view
                     // names next, and which others already use) would both write the key.
@@ -150,7 +150,8 @@ impl PeerHandler for PeerService {
                         .stats
                         .sent_on_leaving
                         .fetch_add(1, Ordering::Relaxed);
-                    let (drained, wait) = (view.replication_drained(), cluster.timeouts.half);
+                    let slots: Vec<u16> = keys.iter().map(|k| shoal_store::key_slot(k)).collect();
+                    let (drained, wait) = (view.replication_drained(&slots), cluster.timeouts.half);
                     return Handled::Later(Box::pin(async move {
                         let _ = tokio::time::timeout(wait, drained).await;
                         Response {
@@ -317,7 +318,9 @@ fn foreign(cluster: &Cluster, view: &View, key: &[u8]) -> bool {
 /// True if a keyed command from a sender with another view is sent on to its next copy
 /// because this node is leaving: it serves no slot in its own view. Only with replicas: the
 /// sender's view then names another copy of every key (it has this node and at least one
-/// more member); without them this node runs it (its hand-off carries the result).
+/// more member); without them this node runs it (its hand-off carries the result). Not for
+/// a failover either (checked by the caller): the sender could not reach the copy before
+/// this one, and this node may be its last.
 fn sends_on_leaving(cluster: &Cluster, view: &View, keys: &[Bytes]) -> bool {
     !view.is_member() && cluster.replicas > 0 && !keys.is_empty()
 }

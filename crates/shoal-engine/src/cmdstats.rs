@@ -295,7 +295,8 @@ pub fn slowlog_args(args: &[Bytes]) -> Vec<Bytes> {
                 );
                 Bytes::from(b)
             } else {
-                a.clone()
+                // A copy: the argument may share the connection's whole read buffer.
+                Bytes::copy_from_slice(a)
             }
         })
         .collect();

@@ -21,7 +21,8 @@ pub struct Event {
 impl Event {
     fn add(&mut self, unix_secs: u64, ms: u64) {
         self.max = self.max.max(ms);
-        if let Some(last) = self.samples.last_mut().filter(|l| l.0 == unix_secs) {
+        // Threads record concurrently: a sample dated before the last one joins it.
+        if let Some(last) = self.samples.last_mut().filter(|l| l.0 >= unix_secs) {
             last.1 = last.1.max(ms);
             return;
         }
@@ -49,14 +50,15 @@ impl LatencyMonitor {
         self.threshold_ms.load(Ordering::Relaxed)
     }
 
-    /// Records `usec` for `event` if the monitor is on and it reaches the threshold.
-    pub fn observe(&self, event: &'static str, usec: u64, unix_secs: u64) {
+    /// Records `usec` for `event` if the monitor is on and it reaches the threshold, dated
+    /// `unix_secs()` (read only then).
+    pub fn observe(&self, event: &'static str, usec: u64, unix_secs: impl FnOnce() -> u64) {
         let threshold = self.threshold_ms();
         let ms = usec / 1000;
         if threshold == 0 || ms < threshold {
             return;
         }
-        self.lock().entry(event).or_default().add(unix_secs, ms);
+        self.lock().entry(event).or_default().add(unix_secs(), ms);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<&'static str, Event>> {
@@ -129,7 +131,7 @@ pub fn doctor(threshold_ms: u64, events: &[(&str, Event)]) -> String {
             e.samples.last().map_or(0, |s| s.0),
         );
         let period = if e.samples.len() > 1 {
-            (last - first) as f64 / (e.samples.len() - 1) as f64
+            last.saturating_sub(first) as f64 / (e.samples.len() - 1) as f64
         } else {
             0.0
         };
@@ -180,19 +182,21 @@ mod tests {
     #[test]
     fn samples_reach_the_threshold_merge_per_second_and_keep_the_newest() {
         let m = LatencyMonitor::default();
-        m.observe("command", 50_000, 100);
+        m.observe("command", 50_000, || 100);
         assert!(m.events().is_empty(), "off at threshold 0");
         m.configure(10);
-        m.observe("command", 9_999, 100);
+        m.observe("command", 9_999, || 100);
         assert!(m.events().is_empty(), "below the threshold");
-        m.observe("command", 12_000, 100);
-        m.observe("command", 30_000, 100);
-        m.observe("command", 11_000, 101);
+        m.observe("command", 12_000, || 100);
+        m.observe("command", 30_000, || 100);
+        m.observe("command", 11_000, || 101);
+        // Out of order (another thread's older sample): joins the newest.
+        m.observe("command", 13_000, || 100);
         let e = m.event(b"command").unwrap();
-        assert_eq!(e.samples, vec![(100, 30), (101, 11)]);
+        assert_eq!(e.samples, vec![(100, 30), (101, 13)]);
         assert_eq!(e.max, 30);
         for t in 0..2 * HISTORY as u64 {
-            m.observe("fast-command", 10_000, 1000 + t);
+            m.observe("fast-command", 10_000, || 1000 + t);
         }
         let f = m.event(b"fast-command").unwrap();
         assert_eq!(f.samples.len(), HISTORY);

@@ -27,40 +27,58 @@ use tokio_util::sync::CancellationToken;
 
 /// Largest request head read (request line and headers).
 pub const MAX_HEAD: usize = 8 * 1024;
-/// Connections served at once; more are closed at once.
+/// Connections served at once; past them, as many again are served the probes only
+/// (`/healthz`, `/readyz`), so clients that hold connections open cannot fail a liveness
+/// probe; more are closed at once.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Longest a connection may take to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest a connection may take to send its request and take the answer.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves the metrics port until `shutdown`.
 pub async fn serve(node: Arc<Server>, listener: TcpListener, shutdown: CancellationToken) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let probe_slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
         let Ok((stream, _)) = accepted else { continue };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            continue; // dropped: closed at once
+        let (slot, probes_only) = match slots.clone().try_acquire_owned() {
+            Ok(slot) => (slot, false),
+            Err(_) => match probe_slots.clone().try_acquire_owned() {
+                Ok(slot) => (slot, true),
+                Err(_) => continue, // dropped: closed at once
+            },
         };
         let node = node.clone();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(IO_TIMEOUT, answer(&node, stream)).await;
+            let _ = tokio::time::timeout(IO_TIMEOUT, answer(&node, stream, probes_only)).await;
             drop(slot);
         });
     }
 }
 
-/// Reads one request head and writes the answer.
-async fn answer(node: &Arc<Server>, mut stream: TcpStream) -> std::io::Result<()> {
+/// Reads one request head (within [`HEAD_TIMEOUT`]) and writes the answer; with
+/// `probes_only`, anything but a probe is answered 503.
+async fn answer(
+    node: &Arc<Server>,
+    mut stream: TcpStream,
+    probes_only: bool,
+) -> std::io::Result<()> {
+    let head_by = tokio::time::Instant::now() + HEAD_TIMEOUT;
     let mut head = vec![0u8; MAX_HEAD];
     let mut len = 0;
     let (status, content_type, body) = loop {
         if len == head.len() {
             break response(431, "request head too large\n");
         }
-        let n = stream.read(&mut head[len..]).await?;
+        let Ok(n) = tokio::time::timeout_at(head_by, stream.read(&mut head[len..])).await else {
+            return Ok(()); // too slow to ask: closed
+        };
+        let n = n?;
         if n == 0 {
             return Ok(());
         }
@@ -71,6 +89,10 @@ async fn answer(node: &Arc<Server>, mut stream: TcpStream) -> std::io::Result<()
             Ok(httparse::Status::Partial) => continue,
             Ok(httparse::Status::Complete(_)) => {
                 let (method, path) = (request.method.unwrap_or(""), request.path.unwrap_or(""));
+                let probe = matches!(path, "/healthz" | "/readyz");
+                if probes_only && !probe {
+                    break response(503, "busy: only /healthz and /readyz now\n");
+                }
                 break route(node, method, path).await;
             }
             Err(e) => break response(400, &format!("bad request: {e}\n")),

@@ -712,7 +712,8 @@ pub fn run(
     } else {
         "command"
     };
-    node.latency.observe(event, usec, now_ms / 1000);
+    node.latency
+        .observe(event, usec, || crate::clock::now_ms() / 1000);
     let arity_error = matches!(&reply, Reply::Error(t) if t.starts_with(ERR_ARITY));
     if let Some(row) = row.filter(|_| arity_error) {
         // A subcommand's arity is checked by its handler here, before Redis would run it.

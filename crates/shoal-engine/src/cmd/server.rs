@@ -141,10 +141,16 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
         keyspace,
     } = *info;
     let all = sections.iter().any(|s| s == "all" || s == "everything");
+    // `default` is the default set plus any other section named (Redis 7: INFO default
+    // commandstats).
     let wanted: Vec<&str> = if all {
         ALL_SECTIONS.to_vec()
     } else if sections.is_empty() || sections.iter().any(|s| s == "default") {
-        DEFAULT_SECTIONS.to_vec()
+        DEFAULT_SECTIONS
+            .iter()
+            .copied()
+            .chain(sections.iter().map(String::as_str))
+            .collect()
     } else {
         sections.iter().map(String::as_str).collect()
     };
