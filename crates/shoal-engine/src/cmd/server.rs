@@ -579,6 +579,18 @@ fn parse_num<T: FromStr>(v: &str) -> Result<T, String> {
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())
 }
 
+/// An integer within `min..=max`, refused with Redis's words otherwise.
+fn ranged(v: &str, min: i64, max: i64) -> Result<i64, String> {
+    let n: i64 = parse_num(v)?;
+    if (min..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ))
+    }
+}
+
 fn parse_size(v: &str) -> Result<ByteSize, String> {
     v.parse()
         .map_err(|_| "argument must be a memory value".to_string())
@@ -645,11 +657,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         "timeout",
         |c| c.timeout.to_string(),
         Some(|c, v| {
-            let n: u64 = parse_num(v)?;
-            if n > i32::MAX as u64 {
-                return Err("argument must be between 0 and 2147483647 inclusive".into());
-            }
-            c.timeout = n;
+            c.timeout = ranged(v, 0, i32::MAX.into())? as u64;
             Ok(())
         }),
     ),
@@ -657,11 +665,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         "slowlog-log-slower-than",
         |c| c.slowlog_log_slower_than.to_string(),
         Some(|c, v| {
-            let n: i64 = parse_num(v)?;
-            if n < -1 {
-                return Err("argument must be between -1 and 9223372036854775807 inclusive".into());
-            }
-            c.slowlog_log_slower_than = n;
+            c.slowlog_log_slower_than = ranged(v, -1, i64::MAX)?;
             Ok(())
         }),
     ),
@@ -669,11 +673,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         "latency-monitor-threshold",
         |c| c.latency_monitor_threshold.to_string(),
         Some(|c, v| {
-            let n: i64 = parse_num(v)?;
-            if n < 0 {
-                return Err("argument must be between 0 and 9223372036854775807 inclusive".into());
-            }
-            c.latency_monitor_threshold = n as u64;
+            c.latency_monitor_threshold = ranged(v, 0, i64::MAX)? as u64;
             Ok(())
         }),
     ),
@@ -681,11 +681,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         "slowlog-max-len",
         |c| c.slowlog_max_len.to_string(),
         Some(|c, v| {
-            let n: i64 = parse_num(v)?;
-            if !(0..=i64::from(i32::MAX)).contains(&n) {
-                return Err("argument must be between 0 and 2147483647 inclusive".into());
-            }
-            c.slowlog_max_len = n as u64;
+            c.slowlog_max_len = ranged(v, 0, i32::MAX.into())? as u64;
             Ok(())
         }),
     ),
