@@ -40,6 +40,7 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 pub async fn serve(node: Arc<Server>, listener: TcpListener, shutdown: CancellationToken) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let probe_slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let status = Arc::new(crate::status::StatusCache::default());
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -53,9 +54,10 @@ pub async fn serve(node: Arc<Server>, listener: TcpListener, shutdown: Cancellat
                 Err(_) => continue, // dropped: closed at once
             },
         };
-        let node = node.clone();
+        let (node, status) = (node.clone(), status.clone());
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(IO_TIMEOUT, answer(&node, stream, probes_only)).await;
+            let answered = answer(&node, &status, stream, probes_only);
+            let _ = tokio::time::timeout(IO_TIMEOUT, answered).await;
             drop(slot);
         });
     }
@@ -65,6 +67,7 @@ pub async fn serve(node: Arc<Server>, listener: TcpListener, shutdown: Cancellat
 /// `probes_only`, anything but a probe is answered 503.
 async fn answer(
     node: &Arc<Server>,
+    status: &crate::status::StatusCache,
     mut stream: TcpStream,
     probes_only: bool,
 ) -> std::io::Result<()> {
@@ -93,7 +96,7 @@ async fn answer(
                 if probes_only && !probe {
                     break response(503, "busy: only /healthz and /readyz now\n");
                 }
-                break route(node, method, path).await;
+                break route(node, status, method, path).await;
             }
             Err(e) => break response(400, &format!("bad request: {e}\n")),
         }
@@ -125,7 +128,12 @@ fn response(status: u16, text: &str) -> Answer {
 }
 
 /// What a request gets, by method and path (the query string is ignored).
-async fn route(node: &Arc<Server>, method: &str, path: &str) -> Answer {
+async fn route(
+    node: &Arc<Server>,
+    status: &crate::status::StatusCache,
+    method: &str,
+    path: &str,
+) -> Answer {
     let path = path.split('?').next().unwrap_or(path);
     if method != "GET" {
         return response(405, "only GET\n");
@@ -144,11 +152,7 @@ async fn route(node: &Arc<Server>, method: &str, path: &str) -> Answer {
             "text/html; charset=utf-8",
             crate::status::PAGE.to_owned(),
         ),
-        "/status.json" => (
-            200,
-            "application/json",
-            crate::status::status_json(node).await,
-        ),
+        "/status.json" => (200, "application/json", status.get(node).await),
         "/healthz" => response(200, "ok\n"),
         "/readyz" => match not_ready(node) {
             None => response(200, "ready\n"),

@@ -23,6 +23,30 @@ pub const PAGE: &str = include_str!("status/status.html");
 /// How long `/status.json` waits for a peer's figures.
 pub const PEER_WAIT: Duration = Duration::from_secs(1);
 
+/// How long one gathering of `/status.json` is served again (the page asks every second):
+/// however many ask, the peers are asked at most once per this.
+pub const REUSE: Duration = Duration::from_secs(1);
+
+/// The last `/status.json`, shared by the metrics port's connections; the lock is held
+/// while gathering, so concurrent requests wait for one gathering.
+#[derive(Default)]
+pub struct StatusCache(tokio::sync::Mutex<Option<(tokio::time::Instant, String)>>);
+
+impl StatusCache {
+    /// A gathering at most [`REUSE`] old.
+    pub async fn get(&self, node: &Arc<Server>) -> String {
+        let mut last = self.0.lock().await;
+        if let Some((at, json)) = last.as_ref() {
+            if at.elapsed() < REUSE {
+                return json.clone();
+            }
+        }
+        let json = status_json(node).await;
+        *last = Some((tokio::time::Instant::now(), json.clone()));
+        json
+    }
+}
+
 /// The INFO fields the page shows, under their JSON names.
 const FIELDS: &[(&str, &str)] = &[
     ("state", "shoal_state"),
