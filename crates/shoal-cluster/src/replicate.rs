@@ -8,6 +8,9 @@
 //! (`shoal_repl_dropped`): a slow or dead replica never blocks or grows the owner. The
 //! receiver applies each state with last-writer-wins on versions (`Store::apply`), so a
 //! batch that arrives late or twice changes nothing newer.
+//!
+//! A barrier can follow the states through the queue ([`Queue::drained`]): it resolves
+//! once the peer answered for every state queued before it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -15,7 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use shoal_store::{key_slot, KeyState};
 use shoal_wire::PeerClient;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use super::message::{decode_replicate_result, encode_replicate, entry_len};
 use super::{ClusterStats, View};
@@ -37,14 +40,17 @@ pub struct ReplItem {
     pub ack: Option<oneshot::Sender<bool>>,
 }
 
+/// What a replication queue carries: key states, and barriers that resolve once every
+/// state queued before them has been answered for ([`Queue::drained`]).
+enum Msg {
+    Item(ReplItem),
+    Barrier(oneshot::Sender<()>),
+}
+
 /// The sending side of one peer's replication queue.
 pub struct Queue {
-    tx: mpsc::Sender<ReplItem>,
+    tx: mpsc::Sender<Msg>,
     bytes: Arc<AtomicUsize>,
-    /// States taken into the queue so far (see [`Queue::drained`]).
-    pushed: AtomicU64,
-    /// States the peer answered for (applied, stale or failed) so far.
-    done: watch::Receiver<u64>,
 }
 
 impl Queue {
@@ -52,24 +58,24 @@ impl Queue {
     pub fn start(client: PeerClient, stats: Arc<ClusterStats>, epoch: Arc<AtomicU64>) -> Queue {
         let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
         let bytes = Arc::new(AtomicUsize::new(0));
-        let (done_tx, done) = watch::channel(0);
-        tokio::spawn(run(rx, client, stats, epoch, bytes.clone(), done_tx));
-        Queue {
-            tx,
-            bytes,
-            pushed: AtomicU64::new(0),
-            done,
-        }
+        tokio::spawn(run(rx, client, stats, epoch, bytes.clone()));
+        Queue { tx, bytes }
     }
 
-    /// Resolves once the peer answered for every state queued before the call (or the
-    /// queue's task ended): a leaving node waits for this before it sends a command on, so
-    /// its last writes reach the next copy before the command does.
+    /// Resolves once the peer answered for every state in the queue when called (or the
+    /// queue's task ended): a barrier goes through the queue behind them. A leaving node
+    /// waits for this before it sends a command on, so its last writes reach the next copy
+    /// before the command does. Never resolves when the queue is full (callers bound the
+    /// wait).
     pub fn drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let target = self.pushed.load(Ordering::Acquire);
-        let mut done = self.done.clone();
+        let (tx, rx) = oneshot::channel();
+        let queued = self.tx.try_send(Msg::Barrier(tx)).is_ok();
         async move {
-            let _ = done.wait_for(|&d| d >= target).await;
+            if queued {
+                let _ = rx.await;
+            } else {
+                std::future::pending::<()>().await;
+            }
         }
     }
 
@@ -92,14 +98,11 @@ impl Queue {
             return;
         }
         self.bytes.fetch_add(size, Ordering::Relaxed);
-        // Counted before the task can answer for it, so `done` never passes `pushed`.
-        self.pushed.fetch_add(1, Ordering::AcqRel);
-        match self.tx.try_send(item) {
+        match self.tx.try_send(Msg::Item(item)) {
             Ok(()) => {
                 stats.repl_queued.fetch_add(1, Ordering::Relaxed);
             }
             Err(_) => {
-                self.pushed.fetch_sub(1, Ordering::AcqRel);
                 self.bytes.fetch_sub(size, Ordering::Relaxed);
                 stats.repl_dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -108,56 +111,76 @@ impl Queue {
 }
 
 async fn run(
-    mut rx: mpsc::Receiver<ReplItem>,
+    mut rx: mpsc::Receiver<Msg>,
     client: PeerClient,
     stats: Arc<ClusterStats>,
     epoch: Arc<AtomicU64>,
     bytes: Arc<AtomicUsize>,
-    done: watch::Sender<u64>,
 ) {
     let mut batch = Vec::new();
+    let mut barriers = Vec::new();
     while let Some(first) = rx.recv().await {
-        let mut size = entry_len(&first.key, &first.state);
-        batch.push(first);
-        while size < BATCH_BYTES {
-            match rx.try_recv() {
-                Ok(item) => {
+        // Collect a batch; a barrier ends it (what follows it goes in the next one).
+        let mut size = 0;
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Item(item) => {
                     size += entry_len(&item.key, &item.state);
                     batch.push(item);
                 }
-                Err(_) => break,
+                Msg::Barrier(done) => {
+                    barriers.push(done);
+                    break;
+                }
+            }
+            if size < BATCH_BYTES {
+                next = rx.try_recv().ok();
             }
         }
-        bytes.fetch_sub(size, Ordering::Relaxed);
-        let body = encode_replicate(batch.iter().map(|i| (&i.key[..], &i.state)));
-        let ok = match client.request(epoch.load(Ordering::Relaxed), body).await {
-            Ok(r) if decode_replicate_result(&r.body).is_some() => true,
-            Ok(r) => {
-                stats
-                    .repl_dropped
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                tracing::warn!(
-                    peer = %client.addr(),
-                    reply = %String::from_utf8_lossy(&r.body[..r.body.len().min(200)]),
-                    "replication batch refused"
-                );
-                false
-            }
-            Err(e) => {
-                stats
-                    .repl_dropped
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                tracing::debug!(peer = %client.addr(), error = %e, "replication batch failed");
-                false
-            }
-        };
-        let n = batch.len() as u64;
-        for item in batch.drain(..) {
-            if let Some(ack) = item.ack {
-                let _ = ack.send(ok);
+        if !batch.is_empty() {
+            bytes.fetch_sub(size, Ordering::Relaxed);
+            let ok = send_batch(&client, &stats, &epoch, &batch).await;
+            for item in batch.drain(..) {
+                if let Some(ack) = item.ack {
+                    let _ = ack.send(ok);
+                }
             }
         }
-        done.send_modify(|d| *d += n);
+        for done in barriers.drain(..) {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Sends one batch as a REPLICATE message; true if the peer applied it.
+async fn send_batch(
+    client: &PeerClient,
+    stats: &ClusterStats,
+    epoch: &AtomicU64,
+    batch: &[ReplItem],
+) -> bool {
+    let body = encode_replicate(batch.iter().map(|i| (&i.key[..], &i.state)));
+    match client.request(epoch.load(Ordering::Relaxed), body).await {
+        Ok(r) if decode_replicate_result(&r.body).is_some() => true,
+        Ok(r) => {
+            stats
+                .repl_dropped
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
+            tracing::warn!(
+                peer = %client.addr(),
+                reply = %String::from_utf8_lossy(&r.body[..r.body.len().min(200)]),
+                "replication batch refused"
+            );
+            false
+        }
+        Err(e) => {
+            stats
+                .repl_dropped
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
+            tracing::debug!(peer = %client.addr(), error = %e, "replication batch failed");
+            false
+        }
     }
 }
 
