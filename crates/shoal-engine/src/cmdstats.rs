@@ -101,6 +101,25 @@ impl LatencyHistogram {
         self.counts[Self::bucket(usec)].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `counts` regrouped by power of two: element `i` (for `i` in `0..n`) holds the
+    /// durations under `2^i` µs and not under `2^(i-1)` (element 0: under 1 µs), each an
+    /// edge of the finer buckets; longer durations are left out. What LATENCY HISTOGRAM and
+    /// the metrics' histogram show.
+    pub fn per_power_of_two(counts: &[u64], n: usize) -> Vec<u64> {
+        let mut bucket = 0;
+        (0..n)
+            .map(|i| {
+                let edge = 1u64.checked_shl(i as u32).unwrap_or(u64::MAX);
+                let mut sum = 0;
+                while bucket < counts.len() && Self::upper(bucket) <= edge {
+                    sum += counts[bucket];
+                    bucket += 1;
+                }
+                sum
+            })
+            .collect()
+    }
+
     /// The counts, bucket by bucket.
     pub fn counts(&self) -> Vec<u64> {
         self.counts
@@ -466,6 +485,15 @@ mod tests {
         }
         let h = LatencyHistogram::default();
         assert_eq!(LatencyHistogram::percentile(&h.counts(), 50.0), None);
+        for v in [0, 1, 3, 5, 7, 8, 100] {
+            h.record(v);
+        }
+        // Under 1, 2, 4, 8, 16 µs: 0 | 1 | 3 | 5, 7 | 8 (100 is past 16).
+        assert_eq!(
+            LatencyHistogram::per_power_of_two(&h.counts(), 5),
+            [1, 1, 1, 2, 1]
+        );
+        let h = LatencyHistogram::default();
         for v in 1..=100 {
             h.record(v * 10);
         }

@@ -222,11 +222,9 @@ fn family<'a>(
     Ok(())
 }
 
-/// Histogram bucket edges exported, in microseconds: every power of two from 1 µs to about
-/// 8.4 s (each an edge of the node's own finer buckets).
-fn exported_edges() -> impl Iterator<Item = u64> {
-    (0..24).map(|p| 1u64 << p)
-}
+/// Histogram bucket edges exported: every power of two from 1 µs to about 8.4 s (each an
+/// edge of the node's own finer buckets).
+const EXPORTED_EDGES: usize = 24;
 
 impl Collector for NodeMetrics {
     fn encode(&self, mut e: DescriptorEncoder<'_>) -> fmt::Result {
@@ -275,19 +273,14 @@ impl Collector for NodeMetrics {
                 MetricType::Histogram,
             )?;
             for r in active.iter().filter(|r| r.calls > 0) {
-                let counts = &r.latency;
-                let mut buckets = Vec::new();
-                let mut bucket = 0;
-                for edge in exported_edges() {
-                    let mut n = 0;
-                    while bucket < counts.len() && LatencyHistogram::upper(bucket) <= edge {
-                        n += counts[bucket];
-                        bucket += 1;
-                    }
-                    buckets.push((edge as f64 / 1e6, n));
-                }
-                buckets.push((f64::INFINITY, counts[bucket..].iter().sum()));
-                let count = counts.iter().sum();
+                let count: u64 = r.latency.iter().sum();
+                let per = LatencyHistogram::per_power_of_two(&r.latency, EXPORTED_EDGES);
+                let mut buckets: Vec<(f64, u64)> = per
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| ((1u64 << i) as f64 / 1e6, n))
+                    .collect();
+                buckets.push((f64::INFINITY, count - per.iter().sum::<u64>()));
                 let labels = [("cmd", r.name.as_str())];
                 let mut f = m.encode_family(&labels)?;
                 f.encode_histogram::<NoLabelSet>(r.usec as f64 / 1e6, count, &buckets, None)?;

@@ -1114,19 +1114,17 @@ fn latency_histogram(node: &Engine, names: &[Bytes]) -> Reply {
         if calls == 0 || !wanted(&r.name) {
             continue;
         }
-        let counts = &r.latency;
-        let (mut bucket, mut total, mut points) = (0, 0u64, Vec::new());
-        let mut edge = 1u64;
-        while total < calls && bucket < counts.len() {
-            let before = total;
-            while bucket < counts.len() && LatencyHistogram::upper(bucket) <= edge {
-                total += counts[bucket];
-                bucket += 1;
+        // Every duration the buckets hold is under 2^40 µs.
+        let mut total = 0;
+        let mut points = Vec::new();
+        for (i, n) in LatencyHistogram::per_power_of_two(&r.latency, 40)
+            .into_iter()
+            .enumerate()
+        {
+            if n > 0 {
+                total += n;
+                points.push((Reply::Int(1 << i), Reply::Int(total as i64)));
             }
-            if total > before {
-                points.push((Reply::Int(edge as i64), Reply::Int(total as i64)));
-            }
-            edge = edge.saturating_mul(2);
         }
         out.push((
             Reply::bulk(r.name.clone()),
