@@ -16,6 +16,8 @@ pub struct TestNode {
     pub memcache_addr: Option<SocketAddr>,
     /// The inter-node listener (in a cluster).
     pub cluster_addr: Option<SocketAddr>,
+    /// The TLS listener, when the config set `tls_port`.
+    pub tls_addr: Option<SocketAddr>,
     runtime: tokio::runtime::Runtime,
     node: Option<RunningNode>,
 }
@@ -43,6 +45,7 @@ impl TestNode {
             addr: node.local_addr,
             memcache_addr: node.memcache_addr,
             cluster_addr: node.cluster_addr,
+            tls_addr: node.tls_addr,
             runtime,
             node: Some(node),
         }
@@ -186,6 +189,8 @@ pub struct ClusterMember {
     pub memcache_addr: SocketAddr,
     /// The metrics and health-check port.
     pub metrics_addr: SocketAddr,
+    /// The TLS client port, when the config set `tls_port`.
+    pub tls_addr: Option<SocketAddr>,
     runtime: Option<tokio::runtime::Runtime>,
     node: Option<RunningNode>,
 }
@@ -231,30 +236,39 @@ impl TestCluster {
                 .enable_all()
                 .build()
                 .expect("test runtime starts");
-            let (resp, cluster, cluster_client, memcache, metrics) = runtime.block_on(async {
+            let (resp, cluster, cluster_client, memcache, metrics, tls) = runtime.block_on(async {
                 let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
                 let (resp, cluster, cluster_client) = (bind().await, bind().await, bind().await);
-                let (memcache, metrics) = (bind().await, bind().await);
+                let (memcache, metrics, tls) = (bind().await, bind().await, bind().await);
                 (
                     resp.expect("bind"),
                     cluster.expect("bind"),
                     cluster_client.expect("bind"),
                     memcache.expect("bind"),
                     metrics.expect("bind"),
+                    tls.expect("bind"),
                 )
             });
-            bound.push((runtime, resp, cluster, cluster_client, memcache, metrics));
+            bound.push((
+                runtime,
+                resp,
+                cluster,
+                cluster_client,
+                memcache,
+                metrics,
+                tls,
+            ));
         }
         let port = |l: &tokio::net::TcpListener| l.local_addr().unwrap().port();
         let nodes: Vec<String> = bound
             .iter()
             .enumerate()
-            .map(|(i, (_, r, c, cc, _, _))| {
+            .map(|(i, (_, r, c, cc, _, _, _))| {
                 format!("n{i}=127.0.0.1:{}@{}+{}", port(r), port(c), port(cc))
             })
             .collect();
         let mut members = Vec::new();
-        for (i, (runtime, resp, cluster, cluster_client, memcache, metrics)) in
+        for (i, (runtime, resp, cluster, cluster_client, memcache, metrics, tls)) in
             bound.into_iter().enumerate()
         {
             let mut config = NodeConfig {
@@ -272,6 +286,9 @@ impl TestCluster {
             let cluster_client_addr = cluster_client.local_addr().unwrap();
             let memcache_addr = memcache.local_addr().unwrap();
             let metrics_addr = metrics.local_addr().unwrap();
+            // The TLS listener is handed over only when the settings ask for one.
+            let tls = config.tls_port.map(|_| tls);
+            let tls_addr = tls.as_ref().map(|l| l.local_addr().unwrap());
             let node = runtime
                 .block_on(shoal_node::start_with(
                     config,
@@ -283,6 +300,7 @@ impl TestCluster {
                         gossip: None,
                         cluster_client: Some(cluster_client),
                         metrics: Some(metrics),
+                        tls,
                     },
                 ))
                 .expect("cluster node starts");
@@ -293,6 +311,7 @@ impl TestCluster {
                 cluster_client_addr,
                 memcache_addr,
                 metrics_addr,
+                tls_addr,
                 runtime: Some(runtime),
                 node: Some(node),
             });
@@ -422,4 +441,116 @@ pub fn read_until_end(s: &mut TcpStream, deadline: Duration) -> String {
         buf.extend_from_slice(&chunk);
     }
     String::from_utf8(buf).expect("a text reply")
+}
+
+/// A CA and certificates signed by it, made with the `openssl` command in a directory of
+/// their own (removed when dropped), for TLS tests.
+pub struct TestCerts {
+    pub dir: std::path::PathBuf,
+}
+
+impl TestCerts {
+    /// A new CA named `ca` in a fresh directory, with a certificate `node` (for 127.0.0.1
+    /// and localhost) and `client` signed by it.
+    pub fn make(tag: &str) -> TestCerts {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("shoal-tls-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("certificate directory");
+        let certs = TestCerts { dir };
+        certs.ca("ca");
+        certs.signed("node", "ca");
+        certs.signed("client", "ca");
+        certs
+    }
+
+    /// The path of `name.crt` or `name.key` (as a string for settings and command lines).
+    pub fn path(&self, file: &str) -> String {
+        self.dir.join(file).to_string_lossy().into_owned()
+    }
+
+    /// A self-signed CA `name.crt`/`name.key`.
+    pub fn ca(&self, name: &str) {
+        self.openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=Shoal test {name}"),
+            "-keyout",
+            &self.path(&format!("{name}.key")),
+            "-out",
+            &self.path(&format!("{name}.crt")),
+        ]);
+    }
+
+    /// A certificate `name.crt`/`name.key` for 127.0.0.1 and localhost, signed by `ca`.
+    pub fn signed(&self, name: &str, ca: &str) {
+        let csr = self.path(&format!("{name}.csr"));
+        self.openssl(&[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            &format!("/CN={name}"),
+            "-keyout",
+            &self.path(&format!("{name}.key")),
+            "-out",
+            &csr,
+        ]);
+        let ext = self.path(&format!("{name}.ext"));
+        std::fs::write(&ext, "subjectAltName=DNS:localhost,IP:127.0.0.1\n").expect("write ext");
+        self.openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &self.path(&format!("{ca}.crt")),
+            "-CAkey",
+            &self.path(&format!("{ca}.key")),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+            "-out",
+            &self.path(&format!("{name}.crt")),
+        ]);
+    }
+
+    fn openssl(&self, args: &[&str]) {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl must be installed (apt-get install openssl)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Sets `config` to serve TLS with `node.crt`, checking clients against `ca.crt`.
+    pub fn configure(&self, config: &mut NodeConfig) {
+        config.tls_cert_file = self.path("node.crt");
+        config.tls_key_file = self.path("node.key");
+        config.tls_ca_cert_file = self.path("ca.crt");
+    }
+}
+
+impl Drop for TestCerts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

@@ -465,7 +465,11 @@ fn fingerprint(nodes: &[NodeInfo], leaving: &[NodeInfo], width: usize) -> u64 {
 impl Cluster {
     /// Builds the view from `cluster-nodes` and starts a peer client and a replication queue
     /// for every other member (connections are made lazily). Must run inside the runtime.
-    pub fn from_config(config: &NodeConfig) -> Result<Cluster, ClusterError> {
+    /// `links`: TLS for the inter-node links (`tls-cluster`).
+    pub fn from_config(
+        config: &NodeConfig,
+        links: Option<shoal_tls::Tls>,
+    ) -> Result<Cluster, ClusterError> {
         let members = config.cluster_members().map_err(ClusterError::Config)?;
         let me_name = config.resolved_node_name();
         let rows: Vec<MemberRow> = members
@@ -479,7 +483,7 @@ impl Cluster {
         if !rows.iter().any(|r| r.info.name == me_name) {
             return Err(ClusterError::Config(format!("'{me_name}' is not a member")));
         }
-        let cluster = Cluster::new(config, Mode::Static, &me_name)?;
+        let cluster = Cluster::new(config, Mode::Static, &me_name, links)?;
         let view = Arc::new(cluster.build_view(1, rows, &me_name)?);
         cluster.view_id.store(view.id, Ordering::Relaxed);
         cluster.handoff.settle_static(&view);
@@ -488,8 +492,13 @@ impl Cluster {
     }
 
     /// A gossip-mode cluster that knows only `myself` (joining) until gossip tells more.
-    pub fn for_gossip(config: &NodeConfig, myself: NodeInfo) -> Result<Cluster, ClusterError> {
-        let cluster = Cluster::new(config, Mode::Gossip, &myself.name)?;
+    /// `links`: TLS for the inter-node links (`tls-cluster`).
+    pub fn for_gossip(
+        config: &NodeConfig,
+        myself: NodeInfo,
+        links: Option<shoal_tls::Tls>,
+    ) -> Result<Cluster, ClusterError> {
+        let cluster = Cluster::new(config, Mode::Gossip, &myself.name, links)?;
         let name = myself.name.clone();
         let rows = vec![MemberRow {
             info: myself,
@@ -505,12 +514,18 @@ impl Cluster {
         Ok(cluster)
     }
 
-    fn new(config: &NodeConfig, mode: Mode, me_name: &str) -> Result<Cluster, ClusterError> {
-        let auth = AuthConfig::new(
+    fn new(
+        config: &NodeConfig,
+        mode: Mode,
+        me_name: &str,
+        links: Option<shoal_tls::Tls>,
+    ) -> Result<Cluster, ClusterError> {
+        let mut auth = AuthConfig::new(
             config.cluster_name.clone(),
             config.cluster_secret.as_bytes().to_vec(),
             me_name.to_owned(),
         );
+        auth.tls = links;
         auth.validate()
             .map_err(|e| ClusterError::Config(e.to_string()))?;
         let write_ack = config.write_ack.parse().map_err(ClusterError::Config)?;
@@ -870,8 +885,8 @@ mod tests {
     /// Two nodes in one process keep their own timeouts (they were process-wide statics).
     #[tokio::test]
     async fn timeouts_belong_to_each_node() {
-        let a = Cluster::from_config(&config("a", 200)).unwrap();
-        let b = Cluster::from_config(&config("b", 4000)).unwrap();
+        let a = Cluster::from_config(&config("a", 200), None).unwrap();
+        let b = Cluster::from_config(&config("b", 4000), None).unwrap();
         assert_eq!(a.timeouts.request, Duration::from_millis(200));
         assert_eq!(a.timeouts.half, Duration::from_millis(100));
         assert_eq!(b.timeouts.request, Duration::from_millis(4000));

@@ -243,6 +243,32 @@ pub struct NodeConfig {
     pub metrics_port: Option<u16>,
     /// Largest Memcached item value (Memcached's `-I`, 1 MiB by default).
     pub memcache_max_item_size: ByteSize,
+    /// Port of a second Redis-protocol listener that speaks TLS (on `bind`), as Redis's
+    /// `tls-port`; absent = none, 0 = any free port. `port` keeps serving plain TCP.
+    pub tls_port: Option<u16>,
+    /// This node's certificate chain (PEM, leaf first) for every TLS listener and link.
+    pub tls_cert_file: String,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1; not encrypted).
+    pub tls_key_file: String,
+    /// The certificate this node presents when it connects to another node
+    /// (`tls-cluster`); empty = `tls-cert-file`.
+    pub tls_client_cert_file: String,
+    /// The key of `tls-client-cert-file`.
+    pub tls_client_key_file: String,
+    /// CA certificates (PEM) that client and peer certificates must chain to.
+    pub tls_ca_cert_file: String,
+    /// A directory of CA certificate files, as `tls-ca-cert-file`.
+    pub tls_ca_cert_dir: String,
+    /// `yes` (clients must present a certificate the CA signed; Redis's default), `no`, or
+    /// `optional` (one that is sent must be valid).
+    pub tls_auth_clients: String,
+    /// TLS versions accepted: `TLSv1.2`, `TLSv1.3` or both (space-separated); empty = both.
+    pub tls_protocols: String,
+    /// Inter-node links use TLS, and so does `cluster-client-port` (as Redis Cluster's
+    /// `tls-cluster` makes clients use TLS ports). Every node of a cluster must agree.
+    pub tls_cluster: bool,
+    /// The Memcached port speaks TLS (as memcached's `-Z`).
+    pub tls_memcache: bool,
     /// This node's stable name in the cluster; placement hashes it, so it must survive
     /// restarts. Empty = the host name (as Kubernetes gives each pod its own).
     pub node_name: String,
@@ -364,6 +390,17 @@ impl Default for NodeConfig {
             memcache_port: None,
             metrics_port: None,
             memcache_max_item_size: ByteSize(1024 * 1024),
+            tls_port: None,
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
+            tls_client_cert_file: String::new(),
+            tls_client_key_file: String::new(),
+            tls_ca_cert_file: String::new(),
+            tls_ca_cert_dir: String::new(),
+            tls_auth_clients: "yes".into(),
+            tls_protocols: String::new(),
+            tls_cluster: false,
+            tls_memcache: false,
             node_name: String::new(),
             cluster_name: "shoal".into(),
             cluster_secret: String::new(),
@@ -415,6 +452,17 @@ pub const CONFIG_KEYS: &[&str] = &[
     "memcache-port",
     "metrics-port",
     "memcache-max-item-size",
+    "tls-port",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+    "tls-auth-clients",
+    "tls-protocols",
+    "tls-cluster",
+    "tls-memcache",
     "node-name",
     "cluster-name",
     "cluster-secret",
@@ -444,6 +492,14 @@ pub const STRING_KEYS: &[&str] = &[
     "requirepass",
     "client-output-buffer-limit",
     "log-level",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+    "tls-auth-clients",
+    "tls-protocols",
     "node-name",
     "cluster-name",
     "cluster-secret",
@@ -455,7 +511,12 @@ pub const STRING_KEYS: &[&str] = &[
 ];
 
 /// Keys whose values are booleans (`true`/`yes`, `false`/`no` in the environment and flags).
-pub const BOOL_KEYS: &[&str] = &["cluster-bootstrap", "allow-weak-cluster-secret"];
+pub const BOOL_KEYS: &[&str] = &[
+    "cluster-bootstrap",
+    "allow-weak-cluster-secret",
+    "tls-cluster",
+    "tls-memcache",
+];
 
 /// The shortest `cluster-secret` a node starts with (unless `allow-weak-cluster-secret`).
 pub const MIN_SECRET_LEN: usize = 16;
@@ -486,6 +547,7 @@ pub fn weak_secret(secret: &str) -> Option<String> {
 pub const OPTIONAL_KEYS: &[&str] = &[
     "memcache-port",
     "metrics-port",
+    "tls-port",
     "cluster-port",
     "gossip-port",
     "cluster-client-port",
@@ -536,6 +598,18 @@ impl NodeConfig {
             other => return Err(format!("invalid log-level '{other}'")),
         }
         WriteAck::from_str(&self.write_ack)?;
+        if !matches!(
+            self.tls_auth_clients.to_ascii_lowercase().as_str(),
+            "yes" | "no" | "optional"
+        ) {
+            return Err(format!(
+                "invalid tls-auth-clients '{}' (yes, no or optional)",
+                self.tls_auth_clients
+            ));
+        }
+        if self.tls_memcache && self.memcache_port.is_none() {
+            return Err("tls-memcache is set but there is no memcache-port".into());
+        }
         if self.cluster_timeout_ms == 0 {
             return Err("cluster-timeout-ms must be at least 1".into());
         }
@@ -618,6 +692,11 @@ impl NodeConfig {
             }
         }
         Ok(())
+    }
+
+    /// True when a listener or the inter-node links use TLS.
+    pub fn uses_tls(&self) -> bool {
+        self.tls_port.is_some() || self.tls_cluster || self.tls_memcache
     }
 
     /// True in gossip mode.

@@ -22,6 +22,8 @@ pub struct Engine {
     /// The effective settings, as CONFIG GET shows them; CONFIG SET writes here and into the
     /// parts that hold a copy (store limits).
     settings: RwLock<NodeConfig>,
+    /// Held by each writer of `settings` for its whole change.
+    writers: std::sync::Mutex<()>,
     pub started: Instant,
     pub started_unix_ms: u64,
     /// The TCP port actually bound (for INFO and HELLO).
@@ -43,6 +45,8 @@ pub struct Engine {
     pub commands: crate::cmdstats::CommandStats,
     /// The latency monitor's events.
     pub latency: crate::latency::LatencyMonitor,
+    /// Applies CONFIG SET above the engine (set once by the node layer).
+    pub settings_hook: std::sync::OnceLock<crate::hooks::SettingsHook>,
 }
 
 impl Engine {
@@ -66,6 +70,7 @@ impl Engine {
             stats: Stats::default(),
             port: AtomicU64::new(u64::from(config.port)),
             settings: RwLock::new(config),
+            writers: std::sync::Mutex::new(()),
             started: Instant::now(),
             started_unix_ms,
             config_file,
@@ -77,6 +82,7 @@ impl Engine {
             memory: crate::memory::MemoryState::default(),
             commands,
             latency,
+            settings_hook: std::sync::OnceLock::new(),
         }
     }
 
@@ -117,9 +123,16 @@ impl Engine {
         f(&self.settings.read().expect("settings lock poisoned"))
     }
 
-    /// Changes the settings; the closure validates and may refuse.
+    /// Changes the settings; the closure validates and may refuse. Hold
+    /// [`Engine::settings_writer`] around a read-change-commit that spans calls.
     pub fn update_settings<R>(&self, f: impl FnOnce(&mut NodeConfig) -> R) -> R {
         f(&mut self.settings.write().expect("settings lock poisoned"))
+    }
+
+    /// Serializes the writers of settings (CONFIG SET, memcached's `cache_memlimit`), so one
+    /// that reads, works without the settings lock, then commits loses no other's change.
+    pub fn settings_writer(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The protocol limits in force now.

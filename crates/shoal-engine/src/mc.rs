@@ -260,6 +260,7 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
         Command::CacheMemlimit { megabytes, noreply } => {
             // memcached's limit in MiB is Shoal's maxmemory (shared with the RESP side).
             let bytes = megabytes.saturating_mul(1024 * 1024);
+            let _one_writer = node.settings_writer();
             node.update_settings(|s| s.maxmemory = crate::config::ByteSize(bytes));
             node.refresh_memory();
             status(out, noreply, Status::Ok);

@@ -25,8 +25,8 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use shoal_resp::reply::Sink;
+use shoal_tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
@@ -43,6 +43,8 @@ const MIN_READ: usize = 16 * 1024;
 const MAX_READ: usize = 1024 * 1024;
 /// Buffers that grew past this are released when empty, so idle clients stay small.
 const KEEP_CAPACITY: usize = 64 * 1024;
+/// How long closing a connection may wait to send TLS's close_notify.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// Chunks handed to one vectored write at most.
 const MAX_IOV: usize = 64;
 
@@ -273,12 +275,12 @@ async fn next_monitor_line(
 /// KILL also cancels (see `ClientInfo::kill`).
 pub async fn run_connection<F: Frontend>(
     node: Arc<Server>,
-    stream: TcpStream,
+    stream: Stream,
     info: Arc<ClientInfo>,
     stop: CancellationToken,
     frontend: F,
 ) {
-    let _ = stream.set_nodelay(true);
+    let _ = stream.tcp().set_nodelay(true);
     let id = info.id;
     let reason = serve(&node, stream, info, stop, frontend).await;
     tracing::debug!(client = id, ?reason, "connection closed");
@@ -329,9 +331,9 @@ impl WritePolicy {
 /// slow to read makes it wait, and then a CLIENT KILL interrupts the wait while a shutdown
 /// does not: replies already computed are delivered (the listener's shutdown deadline bounds
 /// how long a slow reader can hold the exit). `timeout` and the soft output limit close a
-/// client whose reading stalls.
+/// client whose reading stalls. Over TLS, the bytes the session kept back are sent too.
 async fn write_out(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     out: &mut OutQueue,
     node: &Server,
     info: &ClientInfo,
@@ -347,21 +349,30 @@ async fn write_out(
     let mut watch_stop = !token.is_cancelled();
     let mut last_progress = Instant::now();
     let mut over_soft_since = None;
-    while !out.is_empty() {
-        let mut slices = [IoSlice::new(&[]); MAX_IOV];
-        let n = out.chunks.len().min(MAX_IOV);
-        for (slice, chunk) in slices.iter_mut().zip(&out.chunks) {
-            *slice = IoSlice::new(chunk);
-        }
-        match stream.try_write_vectored(&slices[..n]) {
-            Ok(0) => return Err(Close::Io(std::io::ErrorKind::WriteZero.into())),
-            Ok(written) => {
-                out.advance(written);
-                last_progress = Instant::now();
-                continue;
+    loop {
+        if out.is_empty() {
+            // Plain TCP holds nothing back; TLS may still hold encrypted records.
+            match stream.try_flush() {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => return Err(Close::Io(e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(Close::Io(e)),
+        } else {
+            let mut slices = [IoSlice::new(&[]); MAX_IOV];
+            let n = out.chunks.len().min(MAX_IOV);
+            for (slice, chunk) in slices.iter_mut().zip(&out.chunks) {
+                *slice = IoSlice::new(chunk);
+            }
+            match stream.try_write_vectored(&slices[..n]) {
+                Ok(0) => return Err(Close::Io(std::io::ErrorKind::WriteZero.into())),
+                Ok(written) => {
+                    out.advance(written);
+                    last_progress = Instant::now();
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(Close::Io(e)),
+            }
         }
         let soft = policy.limit.soft;
         if soft > 0 && out.len() as u64 > soft {
@@ -374,7 +385,12 @@ async fn write_out(
         // Every arm is cancel safe: `writable` and `sleep_until` only wait.
         tokio::select! {
             biased;
-            r = stream.writable() => r.map_err(Close::Io)?,
+            // The socket took bytes: the client reads (over TLS this is the only sign of
+            // progress while the session's records drain).
+            r = stream.writable() => {
+                r.map_err(Close::Io)?;
+                last_progress = Instant::now();
+            }
             _ = stop.as_mut(), if watch_stop => {
                 if info.killed.load(Ordering::Relaxed) {
                     return Err(Close::Killed);
@@ -401,7 +417,7 @@ async fn write_out(
 
 async fn serve<F: Frontend>(
     node: &Arc<Server>,
-    mut stream: TcpStream,
+    mut stream: Stream,
     info: Arc<ClientInfo>,
     token: CancellationToken,
     mut frontend: F,
@@ -503,7 +519,9 @@ async fn serve<F: Frontend>(
         }
         replies.publish(&info);
         if let Some(c) = closing {
-            let _ = stream.shutdown().await;
+            // TLS sends close_notify here, which a client that stopped reading never takes:
+            // bounded, so the slot is freed anyway.
+            let _ = tokio::time::timeout(CLOSE_WAIT, stream.shutdown()).await;
             return c;
         }
         if token.is_cancelled() {

@@ -10,6 +10,8 @@
 //!   `shoal_cluster::router::dispatch`, encodes the replies.
 //! - `memcache`: the Memcached text protocol front end; its commands run in
 //!   `shoal_engine::mc`.
+//! - `tls`: the `tls-*` settings loaded (and reloaded on CONFIG SET) through `shoal-tls`;
+//!   TLS listeners and links hand `shoal_tls::Stream`s to the same loops as plain TCP.
 //! - `metrics`: the metrics port: Prometheus metrics read from the node's counters at
 //!   scrape time, and the health checks.
 //!
@@ -22,6 +24,7 @@ pub mod memcache;
 pub mod metrics;
 pub mod resp;
 pub mod status;
+pub mod tls;
 
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};
 pub use shoal_cluster::Server;

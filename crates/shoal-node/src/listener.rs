@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use shoal_tls::{Stream, Tls};
 use shoal_wire::{serve_peer, ServeError, ServerConfig};
 
 use crate::connection::run_connection;
@@ -50,6 +51,8 @@ pub struct RunningNode {
     pub gossip_addr: Option<SocketAddr>,
     /// The metrics and health-check listener's address (`metrics-port`).
     pub metrics_addr: Option<SocketAddr>,
+    /// The TLS client listener's address (`tls-port`).
+    pub tls_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -107,6 +110,8 @@ pub struct Listeners {
     pub cluster_client: Option<TcpListener>,
     /// The metrics and health-check listener (`metrics-port`).
     pub metrics: Option<TcpListener>,
+    /// The Redis-protocol listener that speaks TLS (`tls-port`).
+    pub tls: Option<TcpListener>,
 }
 
 /// Binds the listeners the configuration asks for and starts serving in the background.
@@ -121,6 +126,10 @@ pub async fn start(
         None => None,
     };
     let metrics = match config.metrics_port {
+        Some(port) => Some(bind(&config.bind, port).await?.0),
+        None => None,
+    };
+    let tls = match config.tls_port {
         Some(port) => Some(bind(&config.bind, port).await?.0),
         None => None,
     };
@@ -163,6 +172,7 @@ pub async fn start(
             gossip,
             cluster_client,
             metrics,
+            tls,
         },
     )
     .await
@@ -193,6 +203,14 @@ pub async fn start_with(
     let cluster_addr = listeners.cluster.as_ref().map(local).transpose()?;
     let cluster_client_addr = listeners.cluster_client.as_ref().map(local).transpose()?;
     let metrics_addr = listeners.metrics.as_ref().map(local).transpose()?;
+    let tls_addr = listeners.tls.as_ref().map(local).transpose()?;
+    if config.tls_port.is_some() != listeners.tls.is_some() {
+        return Err(StartError::Config(
+            "tls-port is set but there is no TLS listener (or the other way round)".into(),
+        ));
+    }
+    let tls = crate::tls::load(&config).map_err(StartError::Config)?;
+    let link_tls = tls.clone().filter(|_| config.tls_cluster);
     let mut gossip_start = None;
     let cluster = if config.gossip() {
         let (Some(cluster_addr), Some(socket)) = (cluster_addr, listeners.gossip.take()) else {
@@ -228,7 +246,10 @@ pub async fn start_with(
                 .then(|| SocketAddr::new(ip, start.cluster_client_port)),
         );
         gossip_start = Some((start, id));
-        Some(Cluster::for_gossip(&config, myself).map_err(|e| StartError::Config(e.to_string()))?)
+        Some(
+            Cluster::for_gossip(&config, myself, link_tls)
+                .map_err(|e| StartError::Config(e.to_string()))?,
+        )
     } else if config.cluster_nodes.is_empty() {
         None
     } else {
@@ -237,8 +258,13 @@ pub async fn start_with(
                 "cluster-nodes is set but there is no inter-node listener".into(),
             ));
         }
-        Some(Cluster::from_config(&config).map_err(|e| StartError::Config(e.to_string()))?)
+        Some(
+            Cluster::from_config(&config, link_tls)
+                .map_err(|e| StartError::Config(e.to_string()))?,
+        )
     };
+    let tls_memcache = config.tls_memcache;
+    let tls_cluster = config.tls_cluster;
     let tombstone_ttl = config.tombstone_ttl_ms;
     let gossip_config = gossip_start.as_ref().map(|_| config.clone());
     let node = Arc::new(Server::new(Engine::new(config, config_file), cluster));
@@ -252,6 +278,9 @@ pub async fn start_with(
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     node.engine.threads.store(workers as u64, Ordering::Relaxed);
+    if let Some(tls) = &tls {
+        crate::tls::reload_on_config_set(&node, tls.clone());
+    }
     let shutdown = node.shutdown.clone();
     let mut gossip_addr = None;
     if let (Some((start, id)), Some(config)) = (gossip_start, gossip_config) {
@@ -259,7 +288,13 @@ pub async fn start_with(
         membership::start(&node, &config, start, id, shutdown.child_token())
             .map_err(StartError::Config)?;
     }
-    let task = tokio::spawn(serve(node.clone(), listeners, shutdown.clone()));
+    // Which client listeners speak TLS.
+    let secured = Secured {
+        tls_port: tls.clone(),
+        memcache: tls.clone().filter(|_| tls_memcache),
+        cluster_client: tls.filter(|_| tls_cluster),
+    };
+    let task = tokio::spawn(serve(node.clone(), listeners, secured, shutdown.clone()));
     Ok(RunningNode {
         node,
         local_addr,
@@ -268,6 +303,7 @@ pub async fn start_with(
         cluster_client_addr,
         gossip_addr,
         metrics_addr,
+        tls_addr,
         shutdown,
         task,
     })
@@ -319,7 +355,19 @@ enum Protocol {
     Memcache,
 }
 
-async fn serve(node: Arc<Server>, listeners: Listeners, shutdown: CancellationToken) {
+/// The TLS configuration of each client listener that speaks TLS.
+struct Secured {
+    tls_port: Option<Tls>,
+    memcache: Option<Tls>,
+    cluster_client: Option<Tls>,
+}
+
+async fn serve(
+    node: Arc<Server>,
+    listeners: Listeners,
+    secured: Secured,
+    shutdown: CancellationToken,
+) {
     let Listeners {
         resp: listener,
         memcache,
@@ -327,6 +375,7 @@ async fn serve(node: Arc<Server>, listeners: Listeners, shutdown: CancellationTo
         gossip: _,
         cluster_client,
         metrics,
+        tls,
     } = listeners;
     let tracker = TaskTracker::new();
     tracker.spawn(run_cron(node.clone(), shutdown.clone()));
@@ -339,17 +388,28 @@ async fn serve(node: Arc<Server>, listeners: Listeners, shutdown: CancellationTo
     }
     if let Some(l) = memcache {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
-        tracker.spawn(async move { accept_loop(node, l, Protocol::Memcache, shutdown, t).await });
+        let tls = secured.memcache;
+        tracker
+            .spawn(async move { accept_loop(node, l, Protocol::Memcache, tls, shutdown, t).await });
     }
     if let Some(l) = cluster_client {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
-        tracker
-            .spawn(async move { accept_loop(node, l, Protocol::RespCluster, shutdown, t).await });
+        let tls = secured.cluster_client;
+        tracker.spawn(async move {
+            accept_loop(node, l, Protocol::RespCluster, tls, shutdown, t).await
+        });
+    }
+    if let (Some(l), Some(tls)) = (tls, secured.tls_port) {
+        let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
+        tracker.spawn(
+            async move { accept_loop(node, l, Protocol::Resp, Some(tls), shutdown, t).await },
+        );
     }
     accept_loop(
         node.clone(),
         listener,
         Protocol::Resp,
+        None,
         shutdown,
         tracker.clone(),
     )
@@ -401,11 +461,13 @@ impl AcceptFailures {
     }
 }
 
-/// Accepts connections until shutdown; the listener is closed when it returns.
+/// Accepts connections until shutdown; the listener is closed when it returns. With `tls`,
+/// each connection's TLS handshake runs in its own task before it is served.
 async fn accept_loop(
     node: Arc<Server>,
     listener: TcpListener,
     protocol: Protocol,
+    tls: Option<Tls>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
@@ -442,9 +504,12 @@ async fn accept_loop(
                 Protocol::Resp | Protocol::RespCluster => b"-ERR max number of clients reached\r\n",
                 Protocol::Memcache => b"SERVER_ERROR Too many open connections\r\n",
             };
-            tracker.spawn(async move {
-                let _ = stream.write_all(refusal).await;
-            });
+            // A TLS client is simply closed: it could not read a plain refusal.
+            if tls.is_none() {
+                tracker.spawn(async move {
+                    let _ = stream.write_all(refusal).await;
+                });
+            }
             continue;
         }
         let laddr = stream.local_addr().unwrap_or(addr);
@@ -455,11 +520,19 @@ async fn accept_loop(
             .clients
             .register(addr, laddr, Box::new(move || kill.cancel()));
         let node = node.clone();
+        let tls = tls.clone();
         tracker.spawn(async move {
             // Frees the client's place however the task ends (a panic included).
             let _registered = Registered {
                 node: node.clone(),
                 id: info.id,
+            };
+            let stream = match &tls {
+                None => Stream::Plain(stream),
+                Some(tls) => match crate::tls::accept(tls, stream, &stop, info.id).await {
+                    Some(stream) => stream,
+                    None => return,
+                },
             };
             match protocol {
                 Protocol::Resp | Protocol::RespCluster => {

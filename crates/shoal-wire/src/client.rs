@@ -48,7 +48,6 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Semaphore, SemaphorePermit};
 use tokio::task::JoinHandle;
@@ -485,7 +484,7 @@ impl Owner {
 
     async fn connect(&mut self) -> Result<Conn, WireError> {
         let unavailable = WireError::PeerUnavailable;
-        let mut stream =
+        let tcp =
             match tokio::time::timeout(self.config.connect_timeout, TcpStream::connect(self.addr))
                 .await
             {
@@ -494,21 +493,23 @@ impl Owner {
                 Ok(Ok(stream)) => stream,
             };
         // Requests are small and latency-bound; the writer batches already.
-        let _ = stream.set_nodelay(true);
-        let established = client_handshake(
-            &mut stream,
-            &self.auth,
-            &self.addr,
-            self.config.handshake_timeout,
-        )
-        .await
-        .map_err(|e| {
+        let _ = tcp.set_nodelay(true);
+        let handshake_failed = |e: HandshakeError| {
             if e.is_refusal() || matches!(e, HandshakeError::Config(_)) {
                 WireError::Refused(e)
             } else {
                 unavailable(Unavailable::Handshake(e))
             }
-        })?;
+        };
+        let limit = self.config.handshake_timeout;
+        let mut stream = self
+            .auth
+            .secure_outgoing(tcp, self.addr.ip(), limit)
+            .await
+            .map_err(handshake_failed)?;
+        let established = client_handshake(&mut stream, &self.auth, &self.addr, limit)
+            .await
+            .map_err(handshake_failed)?;
         tracing::debug!(peer = %self.addr, node = %established.peer_node, "inter-node connection up");
         self.generation += 1;
         let generation = self.generation;
@@ -570,7 +571,7 @@ impl Owner {
 async fn run_reader(
     addr: SocketAddr,
     generation: u64,
-    mut rd: OwnedReadHalf,
+    mut rd: shoal_tls::ReadHalf,
     mut buf: BytesMut,
     limits: FrameLimits,
     shared: Arc<Shared>,

@@ -53,6 +53,9 @@ pub struct AuthConfig {
     pub secret: Vec<u8>,
     /// This node's name, sent in the clear for the other side's logs. At most 255 bytes.
     pub node_name: String,
+    /// TLS for links (`tls-cluster`): both sides wrap the TCP connection before the
+    /// handshake, and a peer's certificate must chain to the configured CA.
+    pub tls: Option<shoal_tls::Tls>,
 }
 
 impl fmt::Debug for AuthConfig {
@@ -61,6 +64,7 @@ impl fmt::Debug for AuthConfig {
             .field("cluster_name", &self.cluster_name)
             .field("secret", &"<redacted>")
             .field("node_name", &self.node_name)
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -75,6 +79,44 @@ impl AuthConfig {
             cluster_name: cluster_name.into(),
             secret: secret.into(),
             node_name: node_name.into(),
+            tls: None,
+        }
+    }
+
+    /// The same, with TLS on the links.
+    pub fn with_tls(mut self, tls: shoal_tls::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Wraps a connection to `peer` in TLS when links use it, within `limit`.
+    pub(crate) async fn secure_outgoing(
+        &self,
+        tcp: tokio::net::TcpStream,
+        peer: std::net::IpAddr,
+        limit: Duration,
+    ) -> Result<shoal_tls::Stream, HandshakeError> {
+        match &self.tls {
+            None => Ok(tcp.into()),
+            Some(tls) => tokio::time::timeout(limit, tls.connect(tcp, peer))
+                .await
+                .map_err(|_| HandshakeError::Timeout)?
+                .map_err(tls_error),
+        }
+    }
+
+    /// Wraps an accepted connection in TLS when links use it, within `limit`.
+    pub(crate) async fn secure_incoming(
+        &self,
+        tcp: tokio::net::TcpStream,
+        limit: Duration,
+    ) -> Result<shoal_tls::Stream, HandshakeError> {
+        match &self.tls {
+            None => Ok(tcp.into()),
+            Some(tls) => tokio::time::timeout(limit, tls.accept_link(tcp))
+                .await
+                .map_err(|_| HandshakeError::Timeout)?
+                .map_err(tls_error),
         }
     }
 
@@ -119,6 +161,19 @@ pub enum HandshakeError {
     Io(std::io::ErrorKind),
     #[error("invalid auth config: {0}")]
     Config(&'static str),
+    /// The TLS handshake failed (a certificate the CA did not sign, TLS on one side only).
+    #[error("TLS handshake failed: {0}")]
+    Tls(String),
+}
+
+/// A TLS failure proper (a certificate refused, TLS on one side only) is a refusal; a
+/// connection reset or closed mid-handshake (a peer restarting, a port probe) is not.
+fn tls_error(e: std::io::Error) -> HandshakeError {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        HandshakeError::Tls(e.to_string())
+    } else {
+        HandshakeError::Io(e.kind())
+    }
 }
 
 impl HandshakeError {
@@ -127,7 +182,11 @@ impl HandshakeError {
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
-            Self::WrongSecret | Self::ClusterMismatch | Self::VersionMismatch | Self::Protocol(_)
+            Self::WrongSecret
+                | Self::ClusterMismatch
+                | Self::VersionMismatch
+                | Self::Protocol(_)
+                | Self::Tls(_)
         )
     }
 
@@ -180,10 +239,11 @@ pub async fn probe(
     auth: &AuthConfig,
     limit: Duration,
 ) -> Result<String, HandshakeError> {
-    let mut stream = tokio::time::timeout(limit, tokio::net::TcpStream::connect(addr))
+    let tcp = tokio::time::timeout(limit, tokio::net::TcpStream::connect(addr))
         .await
         .map_err(|_| HandshakeError::Timeout)?
         .map_err(|e| HandshakeError::Io(e.kind()))?;
+    let mut stream = auth.secure_outgoing(tcp, addr.ip(), limit).await?;
     let established = client_handshake(&mut stream, auth, &addr, limit).await?;
     Ok(established.peer_node)
 }

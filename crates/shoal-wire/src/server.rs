@@ -115,7 +115,7 @@ pub enum ServeError {
 /// responses, then closes; the caller puts a deadline on that (a handler that never
 /// finishes would hold it). Otherwise, requests still in flight are aborted.
 pub async fn serve_peer<H: PeerHandler>(
-    mut stream: TcpStream,
+    stream: TcpStream,
     auth: &AuthConfig,
     handler: Arc<H>,
     config: &ServerConfig,
@@ -126,12 +126,17 @@ pub async fn serve_peer<H: PeerHandler>(
         Err(_) => "unknown".to_owned(),
     };
     let _ = stream.set_nodelay(true);
-    let established = tokio::select! {
+    // TLS first (with `tls-cluster`), then the secret's handshake, each within the limit.
+    let limit = config.handshake_timeout;
+    let handshake = async {
+        let mut stream = auth.secure_incoming(stream, limit).await?;
+        let established = server_handshake(&mut stream, auth, &peer, limit).await?;
+        Ok::<_, HandshakeError>((stream, established))
+    };
+    let (stream, established) = tokio::select! {
         biased;
         () = shutdown.cancelled() => return Ok(()),
-        r = server_handshake(&mut stream, auth, &peer, config.handshake_timeout) => {
-            r.map_err(ServeError::Handshake)?
-        }
+        r = handshake => r.map_err(ServeError::Handshake)?,
     };
     tracing::debug!(%peer, node = %established.peer_node, "inter-node peer connected");
     let mut conn = handler.connect(&established.peer_node);

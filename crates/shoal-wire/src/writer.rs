@@ -33,6 +33,9 @@ where
         tokio::task::yield_now().await;
         drain(&mut rx, &mut buf);
         wr.write_all(&buf).await?;
+        // Over TLS, records may still wait in the session after `write_all` (the socket was
+        // full); without a flush they would wait for the next frame. Free on plain TCP.
+        wr.flush().await?;
         buf.clear();
         if buf.capacity() > KEEP_BUFFER_BYTES {
             buf = BytesMut::with_capacity(16 * 1024);
@@ -54,5 +57,47 @@ fn drain(rx: &mut mpsc::Receiver<Frame>, buf: &mut BytesMut) {
 fn encode_into(frame: &Frame, buf: &mut BytesMut) {
     if let Err(e) = frame.encode(buf) {
         tracing::error!(error = %e, kind = ?frame.kind(), "dropping a frame that cannot be encoded");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use bytes::{Bytes, BytesMut};
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+    use crate::frame::{decode, FrameLimits};
+
+    /// A writer that keeps what it is given until flushed (as a TLS session keeps records
+    /// the socket had no room for) gets every batch flushed: the frame arrives with no
+    /// further frame behind it to push it out.
+    #[tokio::test]
+    async fn every_batch_is_flushed() {
+        let (near, mut far) = tokio::io::duplex(1 << 20);
+        let held = tokio::io::BufWriter::with_capacity(1 << 20, near);
+        let (tx, rx) = mpsc::channel(4);
+        let writer = tokio::spawn(run_writer(held, rx));
+        let frame = Frame::Request {
+            id: 7,
+            epoch: 1,
+            body: Bytes::from_static(b"hello"),
+        };
+        tx.send(frame).await.unwrap();
+        let mut buf = BytesMut::new();
+        let got = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(f) = decode(&mut buf, &FrameLimits::default()).unwrap() {
+                    return f;
+                }
+                assert!(far.read_buf(&mut buf).await.unwrap() > 0, "closed");
+            }
+        })
+        .await
+        .expect("the frame was held back unflushed");
+        assert!(matches!(got, Frame::Request { id: 7, .. }), "{got:?}");
+        drop(tx);
+        writer.await.unwrap().unwrap();
     }
 }

@@ -180,12 +180,21 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
     if let Some(addr) = node.metrics_addr {
         tracing::info!("metrics and health checks on http://{addr}/metrics (/healthz, /readyz)");
     }
+    let settings = node.node.engine.settings();
+    let over_tls = |on: bool| if on { " over TLS" } else { "" };
+    if let Some(addr) = node.tls_addr {
+        tracing::info!("RESP over TLS listening on {addr} (tls-port)");
+    }
     if let Some(addr) = node.memcache_addr {
-        tracing::info!("memcached protocol listening on {addr}");
+        tracing::info!(
+            "memcached protocol listening on {addr}{}",
+            over_tls(settings.tls_memcache)
+        );
     }
     if let Some(addr) = node.cluster_client_addr {
         tracing::info!(
-            "Redis Cluster clients listening on {addr} (cluster-client-port: MOVED, CROSSSLOT)"
+            "Redis Cluster clients listening on {addr}{} (cluster-client-port: MOVED, CROSSSLOT)",
+            over_tls(settings.tls_cluster)
         );
     }
     let protected = match (node.memcache_addr, node.cluster_client_addr) {
@@ -201,9 +210,10 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
     if let (Some(addr), Some(cluster)) = (node.cluster_addr, node.node.cluster.as_ref()) {
         let view = cluster.view();
         tracing::info!(
-            "cluster '{}' as node '{}': inter-node protocol on {addr}, {} members, {} copies of each key",
+            "cluster '{}' as node '{}': inter-node protocol on {addr}{}, {} members, {} copies of each key",
             cluster.name,
             cluster.me().name,
+            over_tls(settings.tls_cluster),
             view.len(),
             view.placement.width()
         );

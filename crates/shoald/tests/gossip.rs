@@ -986,6 +986,58 @@ fn a_deadline_or_a_second_sigterm_cuts_a_leave_short() {
     );
 }
 
+/// With `tls-cluster`, a node joins and is handed its keys over TLS links (the gossip
+/// datagrams stay authenticated UDP), and every key reads back through it.
+#[test]
+fn a_gossip_cluster_over_tls_hands_keys_off() {
+    let _serial = serial();
+    let certs = shoal_tests::TestCerts::make("gossip");
+    let settings = [
+        format!("tls-cert-file={}", certs.path("node.crt")),
+        format!("tls-key-file={}", certs.path("node.key")),
+        format!("tls-ca-cert-file={}", certs.path("ca.crt")),
+        "tls-cluster=yes".to_string(),
+    ];
+    let extra: Vec<&str> = settings.iter().map(String::as_str).collect();
+    let n0 = Proc::start_with("t0", &[], SECRET, &extra);
+    const KEYS: u64 = 5_000;
+    fill(&n0, KEYS);
+    let n1 = Proc::start_with("t1", &[n0.gossip], SECRET, &extra);
+    wait_settled(&[&n0, &n1]);
+    assert!(hand_off_sent(&[&n0]).0 > 0, "nothing was handed off");
+    // n1 holds copies it received, and reads every key (its own or forwarded).
+    let held: u64 = redis::cmd("CLUSTER")
+        .arg("LOCALKEYS")
+        .query(&mut n1.con())
+        .expect("LOCALKEYS");
+    assert!(held > 0);
+    assert_eq!(verify(&n1, KEYS), (0, 0));
+    assert!(n1.stat("shoal_forwarded") > 0);
+    // The links are TLS: a peer that knows the secret but speaks plain TCP is refused.
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut n0.con())
+        .expect("CLUSTER NODES");
+    let bus: u16 = nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|a| a.split('@').nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no bus port for myself in {nodes}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let plain = shoal_wire::AuthConfig::new("shoal", SECRET, "plain");
+    let probe = rt.block_on(shoal_wire::probe(
+        SocketAddr::from(([127, 0, 0, 1], bus)),
+        &plain,
+        Duration::from_secs(5),
+    ));
+    assert!(probe.is_err(), "a plain peer was accepted: {probe:?}");
+}
+
 #[test]
 fn wrong_secret_or_cluster_name_never_joins() {
     let _serial = serial();

@@ -81,7 +81,7 @@ mod tests {
             ..NodeConfig::default()
         };
         let first = rows(current)[0].info.clone();
-        let cluster = Cluster::for_gossip(&config, first).unwrap();
+        let cluster = Cluster::for_gossip(&config, first, None).unwrap();
         let alive: Vec<&Row> = current
             .iter()
             .filter(|r| r.2 != MemberState::Down)
@@ -157,7 +157,7 @@ mod tests {
             replicas: 1,
             ..NodeConfig::default()
         };
-        let cluster = Cluster::for_gossip(&config, rows(&base)[0].info.clone()).unwrap();
+        let cluster = Cluster::for_gossip(&config, rows(&base)[0].info.clone(), None).unwrap();
         for gone in [Leaving, Down] {
             let mut current = base;
             current[2].2 = gone;

@@ -572,6 +572,10 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 // ---- CONFIG --------------------------------------------------------------------------
 
 type Getter = fn(&NodeConfig) -> String;
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
 type Setter = fn(&mut NodeConfig, &str) -> Result<(), String>;
 
 fn parse_num<T: FromStr>(v: &str) -> Result<T, String> {
@@ -769,6 +773,83 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             Ok(())
         }),
     ),
+    (
+        "tls-port",
+        |c| c.tls_port.map(|p| p.to_string()).unwrap_or_default(),
+        None,
+    ),
+    // The files are read again by every CONFIG SET that names a tls-* setting (the same
+    // path too: that is how renewed certificates are put in force).
+    (
+        "tls-cert-file",
+        |c| c.tls_cert_file.clone(),
+        Some(|c, v| {
+            c.tls_cert_file = v.to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "tls-key-file",
+        |c| c.tls_key_file.clone(),
+        Some(|c, v| {
+            c.tls_key_file = v.to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "tls-client-cert-file",
+        |c| c.tls_client_cert_file.clone(),
+        Some(|c, v| {
+            c.tls_client_cert_file = v.to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "tls-client-key-file",
+        |c| c.tls_client_key_file.clone(),
+        Some(|c, v| {
+            c.tls_client_key_file = v.to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "tls-ca-cert-file",
+        |c| c.tls_ca_cert_file.clone(),
+        Some(|c, v| {
+            c.tls_ca_cert_file = v.to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "tls-ca-cert-dir",
+        |c| c.tls_ca_cert_dir.clone(),
+        Some(|c, v| {
+            c.tls_ca_cert_dir = v.to_string();
+            Ok(())
+        }),
+    ),
+    (
+        "tls-auth-clients",
+        |c| c.tls_auth_clients.clone(),
+        Some(|c, v| {
+            let v = v.to_ascii_lowercase();
+            if !matches!(v.as_str(), "yes" | "no" | "optional") {
+                return Err("argument(s) must be one of the following: no, yes, optional".into());
+            }
+            c.tls_auth_clients = v;
+            Ok(())
+        }),
+    ),
+    (
+        "tls-protocols",
+        |c| c.tls_protocols.clone(),
+        Some(|c, v| {
+            c.tls_protocols = v.to_string();
+            Ok(())
+        }),
+    ),
+    ("tls-cluster", |c| yes_no(c.tls_cluster), None),
+    ("tls-memcache", |c| yes_no(c.tls_memcache), None),
     ("node-name", |c| c.resolved_node_name(), None),
     ("cluster-name", |c| c.cluster_name.clone(), None),
     // The secret is the cluster's key: never shown, only whether one is set.
@@ -901,19 +982,27 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// Applies every pair or none (Redis 7 semantics), then pushes the result into the store.
 fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
-    let result = node.update_settings(|settings| {
-        let mut next = settings.clone();
+    // One writer at a time: the settings are read, what lives above the engine is applied
+    // (TLS files, read without holding the settings lock, which every connection takes once
+    // per batch), then the result is committed.
+    let _one_writer = node.settings_writer();
+    let result = (|| {
+        let mut next = node.settings();
         let mut seen = std::collections::HashSet::new();
+        let mut names = Vec::new();
         for pair in pairs.chunks_exact(2) {
             let typed = String::from_utf8_lossy(&pair[0]).into_owned();
             let name = typed.to_ascii_lowercase();
             let value = String::from_utf8_lossy(&pair[1]).into_owned();
             let Some((_, _, setter)) = PARAMS.iter().find(|(n, _, _)| *n == name) else {
-                return Err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{typed}'"));
+                return Err(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{typed}'"
+                ));
             };
             if !seen.insert(name.clone()) {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
             }
+            names.push(name.clone());
             let Some(set) = setter else {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             };
@@ -921,9 +1010,16 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
                 format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
             })?;
         }
-        *settings = next.clone();
+        // Settings applied above the engine (TLS files are read here); on a refusal
+        // nothing changes.
+        if let Some(apply) = node.settings_hook.get() {
+            apply(&names, &next).map_err(|(name, why)| {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
+            })?;
+        }
+        node.update_settings(|settings| *settings = next.clone());
         Ok(next)
-    });
+    })();
     match result {
         Ok(s) => {
             node.refresh_memory();
