@@ -20,6 +20,8 @@
 #                               against a single node, interleaved rounds; prints server CPU
 #                               per request (all three nodes summed) and its ratio
 #                               (knobs: ROUNDS=3 REQUESTS=300000 KEYSPACE=100000 CLIENTS=50)
+#   scripts/bench.sh metrics    the metrics endpoint's cost: resp-bench with shoald in both
+#                               seats, metrics-port on and scraped every second against off
 # Tune the yardsticks with their environment knobs (ROUNDS, SECS, CLIENTS, VSIZE, MEM_KEYS...).
 # CLUSTER_THREADS=n gives each cluster node n worker threads (`threads`; default one per core,
 # so three nodes on a small machine oversubscribe it); the single node keeps the default.
@@ -132,10 +134,54 @@ if [ "${1:-resp}" = cluster ] || [ "${1:-resp}" = cluster-memcache ]; then
   CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "$n0"
   exit 0
 fi
+if [ "${1:-resp}" = metrics ]; then
+  # The metrics endpoint's cost: resp-bench with shoald in both seats, the candidate with
+  # metrics-port on and scraped every second, the reference (standing in for redis-server,
+  # through a wrapper that takes resp-bench's --port) without a metrics port. The ratios are
+  # with/without.
+  build
+  BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
+  [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
+  tmp=$(mktemp -d)
+  SHOALD=$(realpath "$SHOALD")
+  cat >"$tmp/reference" <<WRAP
+#!/usr/bin/env bash
+port=6379
+while [ \$# -gt 0 ]; do
+  case "\$1" in
+    --port) port=\$2; shift 2 ;;
+    --version) echo "shoald v=without-metrics-port"; exit 0 ;;
+    *) shift ;;
+  esac
+done
+exec "$SHOALD" --port "\$port" --maxmemory 0
+WRAP
+  chmod +x "$tmp/reference"
+  start_node "$tmp/candidate.log" --port 0 --maxmemory 0 --set metrics-port=0
+  pid=$started
+  trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+  addr=$(wait_addr "$tmp/candidate.log" 'listening on 127\.0\.0\.1:[0-9]*' $pid)
+  maddr=$(wait_addr "$tmp/candidate.log" 'http://127\.0\.0\.1:[0-9]*/metrics' $pid)
+  # One scrape a second (Prometheus scrapes every 15 s by default), at most for an hour.
+  python3 - "$maddr" "$pid" <<'PY' &
+import os, sys, time, urllib.request
+addr, pid = sys.argv[1], int(sys.argv[2])
+for _ in range(3600):
+    try:
+        os.kill(pid, 0)
+        urllib.request.urlopen(f"http://{addr}/metrics", timeout=5).read()
+    except (OSError, ValueError):
+        break
+    time.sleep(1)
+PY
+  echo "== candidate: metrics-port on, scraped every second; reference: no metrics port"
+  REDIS_SERVER="$tmp/reference" CANDIDATE_PID=$pid bash "$BENCH" "$addr"
+  exit 0
+fi
 case "${1:-resp}" in
   resp) BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}; pattern='listening on 127\.0\.0\.1:[0-9]*' ;;
   memcache) BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}; pattern='memcached protocol listening on 127\.0\.0\.1:[0-9]*' ;;
-  *) echo "usage: $0 [resp|memcache|cluster|cluster-memcache|cluster-clients]"; exit 2 ;;
+  *) echo "usage: $0 [resp|memcache|cluster|cluster-memcache|cluster-clients|metrics]"; exit 2 ;;
 esac
 [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
 
