@@ -799,6 +799,7 @@ impl Cluster {
         ));
         line(format!("shoal_handoff_eta_secs:{}", get(&h.eta_secs)));
         line(format!("shoal_fetches_on_miss:{}", get(&h.fetches)));
+        line(format!("shoal_fetches_unanswered:{}", get(&h.unanswered)));
         line(format!("shoal_fetched_keys:{}", get(&h.fetched)));
         line(format!("shoal_forgotten_keys:{}", get(&h.forgotten)));
         line(format!("shoal_other_view_requests:{}", get(&s.other_view)));

@@ -18,13 +18,14 @@ use shoal_wire::{Handled, PeerHandler, Response};
 
 use shoal_store::KeyState;
 
-use super::handoff::{self, Before};
+use super::handoff::{self, Before, Fetched};
 use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
 use super::replicate::wait_acks;
 use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
+use shoal_engine::cmd::blind_write;
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
@@ -171,11 +172,17 @@ impl PeerHandler for PeerService {
                     // and a write builds on the value.
                     let node = self.node.clone();
                     return Handled::Later(Box::pin(async move {
-                        let (asked, turn) = wait.await;
-                        if !asked && sender_view != view.id {
+                        let (fetched, turn) = wait.await;
+                        if fetched == Fetched::NoCopy && sender_view != view.id {
                             return Response {
                                 epoch,
                                 body: Bytes::from_static(handoff::NOT_HERE),
+                            };
+                        }
+                        if fetched == Fetched::Unanswered && !blind_write(&args) {
+                            return Response {
+                                epoch,
+                                body: Bytes::from_static(handoff::UNANSWERED),
                             };
                         }
                         let bytes = serve_after_wait(

@@ -555,6 +555,12 @@ impl Collector for NodeMetrics {
             "Fetches of keys on their way here while unsettled.",
             get(&h.fetches),
         )?;
+        counter(
+            &mut e,
+            "shoal_fetches_unanswered",
+            "Fetches for which some key had no copy answer in time.",
+            get(&h.unanswered),
+        )?;
         if let Some(g) = cluster.gossip.get() {
             let g = g.stats().snapshot();
             counter(

@@ -1038,6 +1038,128 @@ fn a_gossip_cluster_over_tls_hands_keys_off() {
     assert!(probe.is_err(), "a plain peer was accepted: {probe:?}");
 }
 
+/// A command on a key the joiner owns but has not received yet fetches it from the key's
+/// other copies first; when none answers (here both are frozen), a read answers TRYAGAIN,
+/// never nil for a key that exists (issue #15; before, it ran on the absent key). Once the
+/// others thaw, every key reads back.
+#[test]
+fn a_read_whose_fetch_gets_no_answer_is_not_nil() {
+    use std::io::{Read, Write};
+    let _serial = serial();
+    // A slow hand-off keeps the joiner receiving while the others freeze.
+    let slow = ["handoff-rate=64kb"];
+    let n0 = Proc::start_with("f0", &[], SECRET, &slow);
+    let n1 = Proc::start_with("f1", &[n0.gossip], SECRET, &slow);
+    wait_settled(&[&n0, &n1]);
+    const KEYS: u64 = 10_000;
+    fill(&n0, KEYS);
+    // f2 gives up on a frozen node soon (fetches after 100 ms, forwards after 200 ms), so the
+    // reads below end well before the frozen nodes are declared down (about 5 s).
+    let n2 = Proc::start_with(
+        "f2",
+        &[n0.gossip],
+        SECRET,
+        &["handoff-rate=64kb", "cluster-timeout-ms=200"],
+    );
+    wait_until("f2 receives its slots", SETTLE, &[&n2], || {
+        let i = n2.info();
+        i.get("shoal_members").map(String::as_str) == Some("3")
+            && i.get("shoal_settled").map(String::as_str) == Some("0")
+            && i.get("shoal_handoff_keys_received")
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+    });
+    n0.signal("STOP");
+    n1.signal("STOP");
+    // GETs in one pipeline, read raw: each reply is a value, or an error (TRYAGAIN for the
+    // joiner's own keys, a timeout for keys it forwards), never nil. Then blind SETs of new
+    // keys, which need no other copy's answer: those f2 holds a copy of run there.
+    const READS: u64 = 400;
+    const WRITES: u64 = 100;
+    let mut s = std::net::TcpStream::connect(n2.resp).expect("connect f2");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = Vec::new();
+    for i in 0..READS {
+        let k = key(i);
+        req.extend_from_slice(format!("*2\r\n$3\r\nGET\r\n${}\r\n{k}\r\n", k.len()).as_bytes());
+    }
+    let blind = |i: u64| format!("blind:{i}");
+    for i in 0..WRITES {
+        let k = blind(i);
+        req.extend_from_slice(
+            format!("*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n$1\r\nv\r\n", k.len()).as_bytes(),
+        );
+    }
+    let mut written = Vec::new();
+    s.write_all(&req).expect("send the pipeline");
+    let (mut nils, mut values, mut tryagain, mut replies) = (0u64, 0u64, 0u64, 0u64);
+    let mut buf = Vec::new();
+    let mut pos = 0;
+    let deadline = Instant::now() + SETTLE;
+    while replies < READS + WRITES {
+        assert!(Instant::now() < deadline, "only {replies} replies");
+        // One reply: a line, plus a bulk's payload.
+        let Some(end) = buf[pos..].windows(2).position(|w| w == b"\r\n") else {
+            let mut chunk = [0u8; 65536];
+            let n = s.read(&mut chunk).expect("read replies");
+            assert!(n > 0, "f2 closed the connection");
+            buf.extend_from_slice(&chunk[..n]);
+            continue;
+        };
+        let line = &buf[pos..pos + end];
+        let total = if line == b"$-1" {
+            nils += 1;
+            end + 2
+        } else if line == b"+OK" {
+            assert!(replies >= READS, "+OK to a GET");
+            written.push(blind(replies - READS));
+            end + 2
+        } else if line.starts_with(b"-") {
+            if line.starts_with(b"-TRYAGAIN") {
+                tryagain += 1;
+            }
+            end + 2
+        } else if line.starts_with(b"$") {
+            let len: usize = std::str::from_utf8(&line[1..]).unwrap().parse().unwrap();
+            if buf.len() < pos + end + 2 + len + 2 {
+                let mut chunk = [0u8; 65536];
+                let n = s.read(&mut chunk).expect("read replies");
+                assert!(n > 0, "f2 closed the connection");
+                buf.extend_from_slice(&chunk[..n]);
+                continue;
+            }
+            values += 1;
+            end + 2 + len + 2
+        } else {
+            panic!("unexpected reply {:?}", String::from_utf8_lossy(line));
+        };
+        pos += total;
+        replies += 1;
+    }
+    // The reads ended before failure detection (seconds) made f2 the only member: after
+    // that f2 would hold the only copy, and nil would be its honest answer.
+    assert_eq!(
+        n2.stat("shoal_members"),
+        3,
+        "the frozen nodes were declared down too soon"
+    );
+    n0.signal("CONT");
+    n1.signal("CONT");
+    assert_eq!(
+        nils, 0,
+        "nil for keys that exist ({values} values, {tryagain} TRYAGAIN)"
+    );
+    assert!(tryagain > 0, "no fetch went unanswered ({values} values)");
+    assert!(n2.stat("shoal_fetches_unanswered") > 0);
+    assert!(!written.is_empty(), "no blind write ran");
+    wait_settled(&[&n0, &n1, &n2]);
+    for k in &written {
+        let v: Option<String> = redis::cmd("GET").arg(k).query(&mut n0.con()).unwrap();
+        assert_eq!(v.as_deref(), Some("v"), "{k}, acknowledged, is lost");
+    }
+    assert_eq!(verify(&n2, KEYS), (0, 0), "read after the thaw");
+}
+
 #[test]
 fn wrong_secret_or_cluster_name_never_joins() {
     let _serial = serial();

@@ -1,7 +1,7 @@
 //! Fetch on a miss while unsettled: a command on a key this node owns but may not hold yet
 //! first fetches the key from its other copies, in arrival order per key (each key's turn).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -16,6 +16,7 @@ use crate::message::{decode_states, encode_fetch};
 use crate::Server;
 use crate::{Cluster, Peer, View};
 use shoal_engine::clock::now_ms;
+use shoal_wire::WireError;
 
 /// The keys among `keys` that this node should fetch before running a command on them:
 /// none once settled; else those it holds no state for, and every key of a slot it is
@@ -39,14 +40,39 @@ pub fn missing<'a>(
     .collect()
 }
 
+/// How a fetch went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fetched {
+    /// There was no other copy to ask (a joining node still alone in its view).
+    NoCopy,
+    /// For every key, at least one copy answered (and its state, if newer, was applied), or
+    /// this node held a copy of the key's slot already (its state stands).
+    Answered,
+    /// For some key of a slot this node is receiving, no copy answered in time while one
+    /// that is alive was asked (it was slow, frozen, or failed the request; copies whose
+    /// process is gone do not count): this node cannot tell the key's state. A command that reads the key must not run (it could
+    /// answer nil for a key that exists); a blind write may
+    /// (`shoal_engine::cmd::blind_write`).
+    Unanswered,
+}
+
 /// What a command must wait for before it runs while this node is unsettled.
 pub enum Before {
     /// Nothing: run it now.
     Run,
     /// A fetch of its keys, or its turn behind earlier commands on its key that wait for
-    /// one. Resolves to (whether there was another copy to ask, the turn to hold until the
+    /// one. Resolves to (how the fetch for its keys went, the turn to hold until the
     /// command ran).
-    Wait(Pin<Box<dyn Future<Output = (bool, KeyTurn)> + Send + 'static>>),
+    Wait(Pin<Box<dyn Future<Output = (Fetched, KeyTurn)> + Send + 'static>>),
+}
+
+/// The commands waiting on one key while its state is fetched.
+pub(crate) struct KeyQueue {
+    /// The commands queued behind the one that holds the turn, in arrival order.
+    waiting: VecDeque<oneshot::Sender<()>>,
+    /// Whether the latest fetch of the key was answered: a command given the turn after
+    /// one that was not fetches again rather than run on a state nobody confirmed.
+    answered: bool,
 }
 
 /// Holds a key's turn: dropping it lets the next command queued on the key run.
@@ -83,10 +109,10 @@ pub(super) fn pass_turn(node: &Server, key: &Bytes, own: Option<&mut oneshot::Re
             return;
         }
     }
-    let Some(waiting) = queues.get_mut(key) else {
+    let Some(queue) = queues.get_mut(key) else {
         return;
     };
-    while let Some(next) = waiting.pop_front() {
+    while let Some(next) = queue.waiting.pop_front() {
         if next.send(()).is_ok() {
             return;
         }
@@ -141,33 +167,49 @@ pub fn before(
     }
     if let [key] = keys {
         let mut queues = h.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(waiting) = queues.get_mut(key) {
+        if let Some(queue) = queues.get_mut(key) {
             let (tx, rx) = oneshot::channel();
-            waiting.push_back(tx);
+            queue.waiting.push_back(tx);
             let waiter = Waiter {
                 node: node.clone(),
                 key: key.clone(),
                 rx: Some(rx),
             };
-            // Whether the fetch it waits behind had a copy to ask: when none (a joining node
-            // still alone in its view), every command on the key is sent on to the next copy
-            // (NOT_HERE), not only the first; before, the ones queued behind it read nil.
-            let asked = !h.candidates(view, key_slot(key)).is_empty();
-            return Before::Wait(Box::pin(async move { (asked, waiter.turn().await) }));
+            let (node, view, key) = (node.clone(), view.clone(), key.clone());
+            return Before::Wait(Box::pin(async move {
+                let turn = waiter.turn().await;
+                // The fetch it waited behind was answered: the key's state is here. If not
+                // (no copy answered, or there was none to ask), it asks again itself, so
+                // every command on the key is told how its own fetch went; before, the ones
+                // queued behind an unanswered fetch read nil.
+                if answered(&node, &key) {
+                    return (Fetched::Answered, turn);
+                }
+                let fetched = fetch(&node, &view, vec![key.clone()]).await;
+                record(&node, &key, fetched);
+                (fetched, turn)
+            }));
         }
         let missing = missing(node, cluster, view, keys.iter(), now_ms);
         if missing.is_empty() {
             return Before::Run;
         }
-        queues.insert(key.clone(), VecDeque::new());
+        queues.insert(
+            key.clone(),
+            KeyQueue {
+                waiting: VecDeque::new(),
+                answered: false,
+            },
+        );
         h.queued.fetch_add(1, Ordering::AcqRel);
         let turn = KeyTurn {
             node: Some((node.clone(), key.clone())),
         };
-        let (node, view) = (node.clone(), view.clone());
+        let (node, view, key) = (node.clone(), view.clone(), key.clone());
         return Before::Wait(Box::pin(async move {
-            let asked = fetch(&node, &view, missing).await;
-            (asked, turn)
+            let fetched = fetch(&node, &view, missing).await;
+            record(&node, &key, fetched);
+            (fetched, turn)
         }));
     }
     let missing = missing(node, cluster, view, keys.iter(), now_ms);
@@ -176,9 +218,37 @@ pub fn before(
     }
     let (node, view) = (node.clone(), view.clone());
     Before::Wait(Box::pin(async move {
-        let asked = fetch(&node, &view, missing).await;
-        (asked, KeyTurn::none())
+        let fetched = fetch(&node, &view, missing).await;
+        (fetched, KeyTurn::none())
     }))
+}
+
+/// Whether the latest fetch of `key` (whose turn the caller holds) was answered.
+fn answered(node: &Server, key: &Bytes) -> bool {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return true;
+    };
+    let queues = cluster
+        .handoff
+        .queues
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    queues.get(key).is_some_and(|q| q.answered)
+}
+
+/// Notes how the fetch of `key` went, for the commands queued behind it.
+fn record(node: &Server, key: &Bytes, fetched: Fetched) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    let mut queues = cluster
+        .handoff
+        .queues
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(q) = queues.get_mut(key) {
+        q.answered = fetched == Fetched::Answered;
+    }
 }
 
 /// The reply a node gives a forwarded command on a key it does not hold while it knows no
@@ -198,6 +268,13 @@ pub const EXPIRED: &[u8] = b"-TRYAGAIN the request expired before this node coul
 /// both write the key (`peer`).
 pub const LEAVING: &[u8] = b"-TRYAGAIN this node is leaving the cluster\r\n";
 
+/// The reply to a command that reads a key this node owns while unsettled, when none of the
+/// key's other copies answered the fetch in time: without their answer a read could say nil
+/// for a key that exists. The client (or a Redis Cluster client by itself) tries again. Not
+/// a `try_next_copy` reply: the next copy would run it while this owner runs the others'.
+pub const UNANSWERED: &[u8] =
+    b"-TRYAGAIN the key's other copies did not answer in time, try again\r\n";
+
 /// True for the replies that tell the sender to try the next copy.
 pub fn try_next_copy(body: &[u8]) -> bool {
     body.starts_with(NOT_HERE) || body.starts_with(EXPIRED) || body.starts_with(LEAVING)
@@ -205,15 +282,15 @@ pub fn try_next_copy(body: &[u8]) -> bool {
 
 /// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every
 /// candidate at once, and applies every answer with last-writer-wins (so the newest copy
-/// wins even if one candidate is stale). Returns false if there was no other copy to ask.
-pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> bool {
+/// wins even if one candidate is stale). Tells whether every key had a copy answer.
+pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fetched {
     let cluster = node.cluster.as_ref().expect("fetch runs in a cluster");
     let stats = &cluster.handoff.stats;
     stats.fetches.fetch_add(1, Ordering::Relaxed);
     // Candidate -> the keys to ask it for.
     let mut asks: Vec<(Arc<Peer>, Vec<Bytes>)> = Vec::new();
-    for k in keys {
-        for p in cluster.handoff.candidates(view, key_slot(&k)) {
+    for k in &keys {
+        for p in cluster.handoff.candidates(view, key_slot(k)) {
             match asks.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
                 Some((_, ks)) => ks.push(k.clone()),
                 None => asks.push((p, vec![k.clone()])),
@@ -221,26 +298,42 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> bo
         }
     }
     if asks.is_empty() {
-        return false;
+        return Fetched::NoCopy;
     }
     let mut requests: futures_util::stream::FuturesUnordered<_> = asks
         .iter()
         .map(|(peer, ks)| {
             let body = encode_fetch(ks);
-            async move { peer.client.request(view.id, body).await }
+            async move { (ks, peer.client.request(view.id, body).await) }
         })
         .collect();
+    // The keys some copy answered for, and those a copy was asked for that is alive but did
+    // not answer (still pending at the deadline, or it failed the request).
+    let mut answered: HashSet<&Bytes> = HashSet::new();
+    let mut unsure: HashSet<&Bytes> = HashSet::new();
     // Half the inter-node timeout at most, so that a forwarded command that waited for this
     // still answers before its sender gives up; answers that came by then are applied.
     let wait = cluster.timeouts.half;
     let until = Instant::now() + wait;
-    while let Ok(Some(response)) =
+    let mut left = asks.len();
+    while let Ok(Some((asked, response))) =
         tokio::time::timeout_at(until, futures_util::StreamExt::next(&mut requests)).await
     {
-        let Ok(response) = response else { continue };
-        let Ok(states) = decode_states(response.body) else {
+        left -= 1;
+        let states = match response {
+            Ok(r) => decode_states(r.body).ok(),
+            // A copy that cannot be reached (its process is gone: connection refused or
+            // lost) holds nothing this node could still learn.
+            Err(WireError::PeerUnavailable(_)) => continue,
+            Err(_) => None,
+        };
+        let Some(states) = states else {
+            unsure.extend(asked.iter());
             continue;
         };
+        // Every answer is applied (not only the first per key): a stale copy may answer
+        // before the one with the newest state.
+        answered.extend(asked.iter());
         let now = now_ms();
         for (key, state) in &states {
             if node.engine.store.apply(key, state, now) {
@@ -248,5 +341,29 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> bo
             }
         }
     }
-    true
+    if left > 0 {
+        // Asks still pending at the deadline: alive (the connection is up) but slow, or
+        // frozen.
+        drop(requests);
+        let done: HashSet<&Bytes> = answered.union(&unsure).copied().collect();
+        for (_, ks) in &asks {
+            unsure.extend(ks.iter().filter(|k| !done.contains(k)));
+        }
+    }
+    // In doubt: a key of a slot this node is receiving, that no copy answered for while one
+    // that could have did not. In a slot it already held a copy of, replication kept it
+    // current, so what it holds (or its absence: a key never written) stands; when every
+    // copy asked is gone, nothing more can be learnt.
+    let receiving = cluster.handoff.receiving(view);
+    let in_doubt = keys.iter().any(|k| {
+        !answered.contains(k)
+            && unsure.contains(k)
+            && receiving.get(usize::from(key_slot(k))) == Some(&true)
+    });
+    if in_doubt {
+        stats.unanswered.fetch_add(1, Ordering::Relaxed);
+        Fetched::Unanswered
+    } else {
+        Fetched::Answered
+    }
 }

@@ -42,7 +42,8 @@ mod settle;
 mod stream;
 
 pub use fetch::{
-    before, fetch, missing, try_next_copy, Before, KeyTurn, EXPIRED, LEAVING, NOT_HERE,
+    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, EXPIRED, LEAVING, NOT_HERE,
+    UNANSWERED,
 };
 pub use settle::{Handoff, HandoffStats};
 

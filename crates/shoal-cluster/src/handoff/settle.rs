@@ -1,13 +1,13 @@
 //! The hand-off and settling state of one node: the view it last settled in, the views
 //! since, which peers reported DONE, which slots are still arriving.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use shoal_store::SLOTS;
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::{Cluster, MemberState, Peer, View};
@@ -32,6 +32,8 @@ pub struct HandoffStats {
     /// Keys fetched from another copy on a miss while unsettled (found there), and fetches.
     pub fetches: AtomicU64,
     pub fetched: AtomicU64,
+    /// Fetches for which some key had no copy answer in time.
+    pub unanswered: AtomicU64,
     /// Keys forgotten because this node no longer holds a copy of their slot.
     pub forgotten: AtomicU64,
     /// Completed scans.
@@ -77,7 +79,7 @@ pub struct Handoff {
     inner: Mutex<Inner>,
     /// Keys with a command waiting for a fetch, each with the commands queued behind it in
     /// arrival order (see [`before`](super::before)).
-    pub(super) queues: Mutex<HashMap<Bytes, VecDeque<oneshot::Sender<()>>>>,
+    pub(super) queues: Mutex<HashMap<Bytes, super::fetch::KeyQueue>>,
     /// How many keys have a queue (so the settled fast path can skip the lock).
     pub(super) queued: std::sync::atomic::AtomicUsize,
     /// How many times this node settled (the hand-off task forgets slots once per settle).

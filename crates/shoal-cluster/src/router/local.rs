@@ -89,7 +89,10 @@ pub fn run_owned(
             let node = node.clone();
             let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
             return Outcome::Later(Box::pin(async move {
-                let (_, turn) = wait.await;
+                let (fetched, turn) = wait.await;
+                if fetched == handoff::Fetched::Unanswered && !cmd::blind_write(&args) {
+                    return Bytes::from_static(handoff::UNANSWERED);
+                }
                 serve_after_wait(&node, &view, proto, None, &args, turn, 0, limit).await
             }));
         }
@@ -122,7 +125,11 @@ pub async fn serve_body_here(
                 if let handoff::Before::Wait(wait) =
                     handoff::before(node, cluster, view, &keys, now)
                 {
-                    turn = wait.await.1;
+                    let fetched;
+                    (fetched, turn) = wait.await;
+                    if fetched == handoff::Fetched::Unanswered && !cmd::blind_write(&args) {
+                        return Bytes::from_static(handoff::UNANSWERED);
+                    }
                 }
             }
             serve_after_wait(node, view, proto, scope, &args, turn, ahead, reply_limit).await

@@ -31,6 +31,7 @@ use crate::hooks::{Host, SlotScope};
 pub use cluster::parse_slot;
 pub use conn::sets_reply_mode;
 pub use server::{info_wants_keyspace, render_info, Info};
+pub use string::blind_write;
 
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).
 pub mod flag {

@@ -138,6 +138,63 @@ impl TtlSpec<'_> {
     }
 }
 
+/// True for a write whose effect and reply do not depend on the key's current state: SET
+/// without NX, XX, GET or KEEPTTL, SETEX, PSETEX and MSET. Such a write may run on a copy
+/// that could not learn the key's state (last-writer-wins orders it after that state);
+/// anything else reads the key.
+pub fn blind_write(args: &[Bytes]) -> bool {
+    let Some(name) = args.first() else {
+        return false;
+    };
+    if is(name, "SET") {
+        let conditional = |a: &Bytes| ["NX", "XX", "GET", "KEEPTTL"].iter().any(|o| is(a, o));
+        return args.len() >= 3 && !args[3..].iter().any(conditional);
+    }
+    is(name, "SETEX") || is(name, "PSETEX") || is(name, "MSET")
+}
+
+#[cfg(test)]
+mod blind_tests {
+    use super::*;
+
+    fn args(words: &str) -> Vec<Bytes> {
+        words
+            .split(' ')
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn only_writes_that_ignore_the_old_state_are_blind() {
+        for blind in [
+            "SET k v",
+            "set k v EX 10",
+            "SET k v PXAT 5",
+            "SETEX k 1 v",
+            "psetex k 1 v",
+            "MSET a 1 b 2",
+        ] {
+            assert!(blind_write(&args(blind)), "{blind}");
+        }
+        for reads in [
+            "SET k v NX",
+            "SET k v xx",
+            "SET k v GET",
+            "SET k v KEEPTTL",
+            "GET k",
+            "INCR k",
+            "DEL k",
+            "APPEND k v",
+            "SETNX k v",
+            "MSETNX a 1",
+            "SET k",
+        ] {
+            assert!(!blind_write(&args(reads)), "{reads}");
+        }
+        assert!(!blind_write(&[]));
+    }
+}
+
 pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (mut nx, mut xx, mut want_old) = (false, false, false);
     let spec = tri!(parse_ttl_options(args, 3, "set", |a| {
