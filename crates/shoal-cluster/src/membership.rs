@@ -165,6 +165,18 @@ pub fn identity(config: &NodeConfig, addrs: &GossipStart) -> Result<NodeId, Stri
     .map_err(|e| e.to_string())
 }
 
+/// The cluster's name in gossip datagrams: `cluster-name`, marked `+tls` with
+/// `tls-cluster`. Nodes that differ in `tls-cluster` could gossip but not open links to each
+/// other (a member no request reaches); with the mark they drop each other's datagrams as
+/// another cluster's, and the node that cannot join says why (`join_problem`).
+pub fn gossip_name(config: &NodeConfig) -> String {
+    if config.tls_cluster {
+        format!("{}+tls", config.cluster_name)
+    } else {
+        config.cluster_name.clone()
+    }
+}
+
 /// Starts gossip, the membership follower, the hand-off task and the join timer.
 pub fn start(
     node: &Arc<Server>,
@@ -174,7 +186,7 @@ pub fn start(
     shutdown: CancellationToken,
 ) -> Result<(), String> {
     let cluster = node.cluster.as_ref().expect("gossip runs in a cluster");
-    let auth = Auth::new(&config.cluster_name, config.cluster_secret.as_bytes())
+    let auth = Auth::new(&gossip_name(config), config.cluster_secret.as_bytes())
         .map_err(|e| e.to_string())?;
     let addrs_gossip = addrs.gossip_addr;
     let (handle, mut rx) = Gossip::start(
@@ -343,7 +355,17 @@ pub fn join_problem(checks: &[(SocketAddr, SeedCheck)], unresolved: &[String]) -
         _ => None,
     });
     if !refused.is_empty() {
-        return format!("refused by {refused}: check cluster-secret and cluster-name");
+        let tls = checks
+            .iter()
+            .any(|(_, c)| matches!(c, SeedCheck::Refused(HandshakeError::Tls(_))));
+        return if tls {
+            format!(
+                "refused by {refused}: check that tls-cluster, the certificates and the CA \
+                 agree on every node"
+            )
+        } else {
+            format!("refused by {refused}: check cluster-secret and cluster-name")
+        };
     }
     let accepting = list(|c| match c {
         SeedCheck::Accepts(name) => Some(name.clone()),
@@ -356,6 +378,21 @@ pub fn join_problem(checks: &[(SocketAddr, SeedCheck)], unresolved: &[String]) -
         SeedCheck::Silent(e) => Some(e.clone()),
         _ => None,
     });
+    // A TLS listener closes a plain handshake without a word, and a plain one a TLS
+    // handshake: either side sees the connection end mid-handshake.
+    let cut = [
+        HandshakeError::Closed.to_string(),
+        HandshakeError::Io(std::io::ErrorKind::UnexpectedEof).to_string(),
+    ];
+    let closed = checks
+        .iter()
+        .any(|(_, c)| matches!(c, SeedCheck::Silent(e) if cut.contains(e)));
+    if closed {
+        return format!(
+            "no seed answers: {silent} (a seed that closes the handshake unanswered may \
+             differ from this node in tls-cluster)"
+        );
+    }
     format!("no seed answers: {silent}")
 }
 
@@ -498,5 +535,37 @@ mod tests {
             ),
             "no seed answers: 127.0.0.1:2 (connection refused)"
         );
+        // tls-cluster on one side only: a TLS error, or a plain handshake closed unanswered.
+        let tls = join_problem(
+            &[(
+                at(2),
+                SeedCheck::Refused(HandshakeError::Tls("corrupt message".into())),
+            )],
+            &[],
+        );
+        assert!(tls.contains("tls-cluster"), "{tls}");
+        let closed = join_problem(
+            &[(at(2), SeedCheck::Silent(HandshakeError::Closed.to_string()))],
+            &[],
+        );
+        assert!(closed.contains("tls-cluster"), "{closed}");
+        let eof = join_problem(
+            &[(
+                at(2),
+                SeedCheck::Silent(
+                    HandshakeError::Io(std::io::ErrorKind::UnexpectedEof).to_string(),
+                ),
+            )],
+            &[],
+        );
+        assert!(eof.contains("tls-cluster"), "{eof}");
+    }
+
+    #[test]
+    fn tls_cluster_marks_the_gossip_name() {
+        let mut config = NodeConfig::default();
+        assert_eq!(gossip_name(&config), "shoal");
+        config.tls_cluster = true;
+        assert_eq!(gossip_name(&config), "shoal+tls");
     }
 }

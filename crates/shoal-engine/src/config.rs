@@ -607,6 +607,9 @@ impl NodeConfig {
                 self.tls_auth_clients
             ));
         }
+        if self.tls_cluster && self.cluster_name.len() > 251 {
+            return Err("cluster-name must be at most 251 bytes with tls-cluster".into());
+        }
         if self.tls_memcache && self.memcache_port.is_none() {
             return Err("tls-memcache is set but there is no memcache-port".into());
         }

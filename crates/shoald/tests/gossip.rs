@@ -1173,6 +1173,17 @@ fn wrong_secret_or_cluster_name_never_joins() {
         SECRET,
         &["cluster-name=another-cluster"],
     );
+    // The right secret and name, but TLS links where the cluster has plain ones: it could
+    // gossip but reach no one over TCP, so the two drop each other's datagrams.
+    let certs = shoal_tests::TestCerts::make("mismatch");
+    let tls_settings = [
+        format!("tls-cert-file={}", certs.path("node.crt")),
+        format!("tls-key-file={}", certs.path("node.key")),
+        format!("tls-ca-cert-file={}", certs.path("ca.crt")),
+        "tls-cluster=yes".to_string(),
+    ];
+    let tls_args: Vec<&str> = tls_settings.iter().map(String::as_str).collect();
+    let with_tls = Proc::start_with("tls-only", &[n0.gossip], SECRET, &tls_args);
     // Both keep announcing to the seed while alone; wait until n0 dropped both kinds.
     wait_until("n0 rejects both", SETTLE, &[&n0], || {
         let i = n0.info();
@@ -1186,7 +1197,7 @@ fn wrong_secret_or_cluster_name_never_joins() {
             .query(&mut p.con())
             .expect("CLUSTER NODES");
         assert_eq!(nodes.lines().count(), 2, "{nodes}");
-        for bad in [&wrong_secret, &wrong_name] {
+        for bad in [&wrong_secret, &wrong_name, &with_tls] {
             assert!(
                 !nodes.contains(&bad.resp.to_string()),
                 "{} appears: {nodes}",
@@ -1203,6 +1214,8 @@ fn wrong_secret_or_cluster_name_never_joins() {
         assert_eq!(bad.stat("shoal_members"), 1, "{}", bad.name);
         assert_waits_to_join(bad, &["refused by", why]);
     }
+    assert_eq!(with_tls.stat("shoal_members"), 1);
+    assert_waits_to_join(&with_tls, &["tls-cluster"]);
 }
 
 /// A node that has not joined answers TRYAGAIN to keyed commands, is `joining`, and says
