@@ -25,7 +25,7 @@ use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, 
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
-use shoal_engine::cmd::blind_write;
+use shoal_engine::cmd::runs_in_doubt;
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
@@ -173,13 +173,23 @@ impl PeerHandler for PeerService {
                     let node = self.node.clone();
                     return Handled::Later(Box::pin(async move {
                         let (fetched, turn) = wait.await;
+                        if deadline_ms != 0 && now_ms() > deadline_ms {
+                            // The sender gave up while this waited and asked the next copy.
+                            if let Some(c) = node.cluster.as_ref() {
+                                c.stats.expired.fetch_add(1, Ordering::Relaxed);
+                            }
+                            return Response {
+                                epoch,
+                                body: Bytes::from_static(handoff::EXPIRED),
+                            };
+                        }
                         if fetched == Fetched::NoCopy && sender_view != view.id {
                             return Response {
                                 epoch,
                                 body: Bytes::from_static(handoff::NOT_HERE),
                             };
                         }
-                        if fetched == Fetched::Unanswered && !blind_write(&args) {
+                        if fetched == Fetched::Unanswered && !runs_in_doubt(&args) {
                             return Response {
                                 epoch,
                                 body: Bytes::from_static(handoff::UNANSWERED),

@@ -70,9 +70,10 @@ pub enum Before {
 pub(crate) struct KeyQueue {
     /// The commands queued behind the one that holds the turn, in arrival order.
     waiting: VecDeque<oneshot::Sender<()>>,
-    /// Whether the latest fetch of the key was answered: a command given the turn after
-    /// one that was not fetches again rather than run on a state nobody confirmed.
-    answered: bool,
+    /// How the fetch that started the queue went (`None` until it ended, or if its
+    /// command was dropped mid-fetch): the commands queued behind it share its outcome, so
+    /// none waits for a fetch of its own.
+    fetched: Option<Fetched>,
 }
 
 /// Holds a key's turn: dropping it lets the next command queued on the key run.
@@ -178,12 +179,12 @@ pub fn before(
             let (node, view, key) = (node.clone(), view.clone(), key.clone());
             return Before::Wait(Box::pin(async move {
                 let turn = waiter.turn().await;
-                // The fetch it waited behind was answered: the key's state is here. If not
-                // (no copy answered, or there was none to ask), it asks again itself, so
-                // every command on the key is told how its own fetch went; before, the ones
-                // queued behind an unanswered fetch read nil.
-                if answered(&node, &key) {
-                    return (Fetched::Answered, turn);
+                // It shares the outcome of the fetch it waited behind (before, the ones
+                // queued behind an unanswered fetch read nil), so it waits for no fetch of
+                // its own. Only if that fetch never ended (its command was dropped) does it
+                // fetch itself.
+                if let Some(fetched) = outcome(&node, &key) {
+                    return (fetched, turn);
                 }
                 let fetched = fetch(&node, &view, vec![key.clone()]).await;
                 record(&node, &key, fetched);
@@ -198,7 +199,7 @@ pub fn before(
             key.clone(),
             KeyQueue {
                 waiting: VecDeque::new(),
-                answered: false,
+                fetched: None,
             },
         );
         h.queued.fetch_add(1, Ordering::AcqRel);
@@ -223,17 +224,15 @@ pub fn before(
     }))
 }
 
-/// Whether the latest fetch of `key` (whose turn the caller holds) was answered.
-fn answered(node: &Server, key: &Bytes) -> bool {
-    let Some(cluster) = node.cluster.as_ref() else {
-        return true;
-    };
+/// How the fetch that started `key`'s queue went (the caller holds the key's turn).
+fn outcome(node: &Server, key: &Bytes) -> Option<Fetched> {
+    let cluster = node.cluster.as_ref()?;
     let queues = cluster
         .handoff
         .queues
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    queues.get(key).is_some_and(|q| q.answered)
+    queues.get(key).and_then(|q| q.fetched)
 }
 
 /// Notes how the fetch of `key` went, for the commands queued behind it.
@@ -247,7 +246,7 @@ fn record(node: &Server, key: &Bytes, fetched: Fetched) {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if let Some(q) = queues.get_mut(key) {
-        q.answered = fetched == Fetched::Answered;
+        q.fetched = Some(fetched);
     }
 }
 
@@ -302,9 +301,10 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
     }
     let mut requests: futures_util::stream::FuturesUnordered<_> = asks
         .iter()
-        .map(|(peer, ks)| {
+        .enumerate()
+        .map(|(i, (peer, ks))| {
             let body = encode_fetch(ks);
-            async move { (ks, peer.client.request(view.id, body).await) }
+            async move { (i, peer.client.request(view.id, body).await) }
         })
         .collect();
     // The keys some copy answered for, and those a copy was asked for that is alive but did
@@ -315,18 +315,22 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
     // still answers before its sender gives up; answers that came by then are applied.
     let wait = cluster.timeouts.half;
     let until = Instant::now() + wait;
-    let mut left = asks.len();
-    while let Ok(Some((asked, response))) =
+    let mut finished = vec![false; asks.len()];
+    while let Ok(Some((i, response))) =
         tokio::time::timeout_at(until, futures_util::StreamExt::next(&mut requests)).await
     {
-        left -= 1;
+        finished[i] = true;
+        let asked = &asks[i].1;
         let states = match response {
             Ok(r) => decode_states(r.body).ok(),
-            // A copy that cannot be reached (its process is gone: connection refused or
-            // lost) holds nothing this node could still learn.
+            // A copy that cannot be reached (connection refused or lost, or a reconnect
+            // backing off after that) is taken as gone: nothing more to learn from it.
+            // Counting such copies as "in doubt" too answered clients of the scale-out
+            // test's SIGKILL step TRYAGAIN by the hundred (2 of 2 runs).
             Err(WireError::PeerUnavailable(_)) => continue,
             Err(_) => None,
         };
+        // A body that is not states is no answer either.
         let Some(states) = states else {
             unsure.extend(asked.iter());
             continue;
@@ -341,14 +345,10 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
             }
         }
     }
-    if left > 0 {
-        // Asks still pending at the deadline: alive (the connection is up) but slow, or
-        // frozen.
-        drop(requests);
-        let done: HashSet<&Bytes> = answered.union(&unsure).copied().collect();
-        for (_, ks) in &asks {
-            unsure.extend(ks.iter().filter(|k| !done.contains(k)));
-        }
+    // Asks still pending at the deadline: alive (the connection is up) but slow, or frozen.
+    drop(requests);
+    for ((_, ks), _) in asks.iter().zip(&finished).filter(|(_, done)| !**done) {
+        unsure.extend(ks.iter());
     }
     // In doubt: a key of a slot this node is receiving, that no copy answered for while one
     // that could have did not. In a slot it already held a copy of, replication kept it

@@ -90,7 +90,7 @@ pub fn run_owned(
             let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
             return Outcome::Later(Box::pin(async move {
                 let (fetched, turn) = wait.await;
-                if fetched == handoff::Fetched::Unanswered && !cmd::blind_write(&args) {
+                if fetched == handoff::Fetched::Unanswered && !cmd::runs_in_doubt(&args) {
                     return Bytes::from_static(handoff::UNANSWERED);
                 }
                 serve_after_wait(&node, &view, proto, None, &args, turn, 0, limit).await
@@ -127,7 +127,7 @@ pub async fn serve_body_here(
                 {
                     let fetched;
                     (fetched, turn) = wait.await;
-                    if fetched == handoff::Fetched::Unanswered && !cmd::blind_write(&args) {
+                    if fetched == handoff::Fetched::Unanswered && !cmd::runs_in_doubt(&args) {
                         return Bytes::from_static(handoff::UNANSWERED);
                     }
                 }

@@ -33,6 +33,14 @@ pub use conn::sets_reply_mode;
 pub use server::{info_wants_keyspace, render_info, Info};
 pub use string::blind_write;
 
+/// Whether a command may run on a key whose state this node could not learn during a
+/// hand-off (the cluster layer answers the others TRYAGAIN): blind writes, and every
+/// Memcached request, since memcached clients take a miss as a miss and refill it, where an
+/// error would fail them.
+pub fn runs_in_doubt(args: &[Bytes]) -> bool {
+    blind_write(args) || args.first().is_some_and(|n| n.starts_with(b"mc."))
+}
+
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).
 pub mod flag {
     pub const WRITE: u32 = 1;
