@@ -143,6 +143,21 @@ impl Proc {
         con
     }
 
+    /// The inter-node port: the bus port of its own line in CLUSTER NODES.
+    fn bus_port(&self) -> u16 {
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut self.con())
+            .expect("CLUSTER NODES");
+        nodes
+            .lines()
+            .find(|l| l.contains("myself"))
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|a| a.split('@').nth(1))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no bus port for myself in {nodes}"))
+    }
+
     fn info(&self) -> HashMap<String, String> {
         let text: String = redis::cmd("INFO")
             .arg("cluster")
@@ -610,17 +625,7 @@ fn a_leaving_node_sends_commands_from_an_older_view_on() {
     const KEYS: u64 = 10_000;
     fill(&n0, KEYS);
     // n1's inter-node address: the bus port of its own line in CLUSTER NODES.
-    let nodes: String = redis::cmd("CLUSTER")
-        .arg("NODES")
-        .query(&mut n1.con())
-        .expect("CLUSTER NODES");
-    let bus: u16 = nodes
-        .lines()
-        .find(|l| l.contains("myself"))
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|a| a.split('@').nth(1))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no bus port for myself in {nodes}"));
+    let bus = n1.bus_port();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -1014,17 +1019,7 @@ fn a_gossip_cluster_over_tls_hands_keys_off() {
     assert_eq!(verify(&n1, KEYS), (0, 0));
     assert!(n1.stat("shoal_forwarded") > 0);
     // The links are TLS: a peer that knows the secret but speaks plain TCP is refused.
-    let nodes: String = redis::cmd("CLUSTER")
-        .arg("NODES")
-        .query(&mut n0.con())
-        .expect("CLUSTER NODES");
-    let bus: u16 = nodes
-        .lines()
-        .find(|l| l.contains("myself"))
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|a| a.split('@').nth(1))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no bus port for myself in {nodes}"));
+    let bus = n0.bus_port();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
