@@ -501,13 +501,16 @@ impl Owner {
                 unavailable(Unavailable::Handshake(e))
             }
         };
+        // TLS (with `tls-cluster`) and the secret's handshake share one limit.
         let limit = self.config.handshake_timeout;
+        let started = tokio::time::Instant::now();
         let mut stream = self
             .auth
             .secure_outgoing(tcp, self.addr.ip(), limit)
             .await
             .map_err(handshake_failed)?;
-        let established = client_handshake(&mut stream, &self.auth, &self.addr, limit)
+        let left = limit.saturating_sub(started.elapsed());
+        let established = client_handshake(&mut stream, &self.auth, &self.addr, left)
             .await
             .map_err(handshake_failed)?;
         tracing::debug!(peer = %self.addr, node = %established.peer_node, "inter-node connection up");

@@ -243,8 +243,10 @@ pub async fn probe(
         .await
         .map_err(|_| HandshakeError::Timeout)?
         .map_err(|e| HandshakeError::Io(e.kind()))?;
+    let started = tokio::time::Instant::now();
     let mut stream = auth.secure_outgoing(tcp, addr.ip(), limit).await?;
-    let established = client_handshake(&mut stream, auth, &addr, limit).await?;
+    let left = limit.saturating_sub(started.elapsed());
+    let established = client_handshake(&mut stream, auth, &addr, left).await?;
     Ok(established.peer_node)
 }
 

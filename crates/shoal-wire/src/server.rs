@@ -126,11 +126,13 @@ pub async fn serve_peer<H: PeerHandler>(
         Err(_) => "unknown".to_owned(),
     };
     let _ = stream.set_nodelay(true);
-    // TLS first (with `tls-cluster`), then the secret's handshake, each within the limit.
+    // TLS first (with `tls-cluster`), then the secret's handshake, both within the limit.
     let limit = config.handshake_timeout;
     let handshake = async {
+        let started = tokio::time::Instant::now();
         let mut stream = auth.secure_incoming(stream, limit).await?;
-        let established = server_handshake(&mut stream, auth, &peer, limit).await?;
+        let left = limit.saturating_sub(started.elapsed());
+        let established = server_handshake(&mut stream, auth, &peer, left).await?;
         Ok::<_, HandshakeError>((stream, established))
     };
     let (stream, established) = tokio::select! {
