@@ -14,6 +14,13 @@ use crate::clock::now_ms;
 use crate::config::NodeConfig;
 use crate::stats::{McStats, Stats};
 
+/// What the layer above the engine puts in force when CONFIG SET changes settings (TLS
+/// certificates): given the names set, in order, and the settings about to be in force, it
+/// applies them or refuses with the setting to blame and why; on a refusal CONFIG SET
+/// changes nothing.
+pub type SettingsHook =
+    Box<dyn Fn(&[String], &NodeConfig) -> Result<(), (String, String)> + Send + Sync>;
+
 /// The shared state of one node.
 pub struct Engine {
     pub store: Store,
@@ -46,7 +53,7 @@ pub struct Engine {
     /// The latency monitor's events.
     pub latency: crate::latency::LatencyMonitor,
     /// Applies CONFIG SET above the engine (set once by the node layer).
-    pub settings_hook: std::sync::OnceLock<crate::hooks::SettingsHook>,
+    pub settings_hook: std::sync::OnceLock<SettingsHook>,
 }
 
 impl Engine {

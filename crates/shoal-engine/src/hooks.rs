@@ -2,14 +2,6 @@
 //! `cmd` names no cluster or runtime type: that layer implements these traits (`Host` for the
 //! node around the engine, `ClusterInfo` for its cluster, which a single node has none of).
 
-/// What the layer above the engine puts in force when CONFIG SET changes settings (TLS
-/// certificates): given the names set, in order, and the settings about to be in force, it
-/// applies them or refuses with the setting to blame and why; on a refusal CONFIG SET
-/// changes nothing.
-pub type SettingsHook = Box<
-    dyn Fn(&[String], &crate::config::NodeConfig) -> Result<(), (String, String)> + Send + Sync,
->;
-
 /// A node as CLUSTER SLOTS and CLUSTER SHARDS name it: the address Redis Cluster clients use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlotNode {

@@ -43,7 +43,7 @@ pub fn load(config: &NodeConfig) -> Result<Option<Tls>, String> {
 /// certificates in force); a configuration that does not load is refused with Redis's text
 /// and the one in force stays.
 pub fn reload_on_config_set(node: &Server, tls: Tls) {
-    let hook: shoal_engine::hooks::SettingsHook = Box::new(move |names, next| {
+    let hook: shoal_engine::engine::SettingsHook = Box::new(move |names, next| {
         let Some(name) = names.iter().find(|n| n.starts_with("tls-")) else {
             return Ok(());
         };
