@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-pub use load::{check, load, protocol_versions, AuthClients, Configs, Settings, TlsError};
+pub use load::{load, AuthClients, Configs, Settings, TlsError};
 pub use stream::{ReadHalf, Stream, WriteHalf};
 
 /// The TLS configuration in force; clones share it, so a [`Tls::reload`] reaches every

@@ -26,10 +26,6 @@ impl Stream {
         }
     }
 
-    pub fn is_tls(&self) -> bool {
-        matches!(self, Stream::Tls(_))
-    }
-
     /// Writes what it can of `bufs` without waiting; `WouldBlock` when nothing could be
     /// taken. TLS may keep encrypted bytes back: call [`Stream::try_flush`] once the output
     /// is all taken.

@@ -573,6 +573,20 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 type Getter = fn(&NodeConfig) -> String;
 
+/// A text setting any value of which CONFIG SET takes as it is.
+macro_rules! text {
+    ($name:literal, $field:ident) => {
+        (
+            $name,
+            |c| c.$field.clone(),
+            Some(|c, v| {
+                c.$field = v.to_string();
+                Ok(())
+            }),
+        )
+    };
+}
+
 fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.to_string()
 }
@@ -633,14 +647,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             Ok(())
         }),
     ),
-    (
-        "requirepass",
-        |c| c.requirepass.clone(),
-        Some(|c, v| {
-            c.requirepass = v.to_string();
-            Ok(())
-        }),
-    ),
+    text!("requirepass", requirepass),
     (
         "maxclients",
         |c| c.maxclients.to_string(),
@@ -780,54 +787,12 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ),
     // The files are read again by every CONFIG SET that names a tls-* setting (the same
     // path too: that is how renewed certificates are put in force).
-    (
-        "tls-cert-file",
-        |c| c.tls_cert_file.clone(),
-        Some(|c, v| {
-            c.tls_cert_file = v.to_string();
-            Ok(())
-        }),
-    ),
-    (
-        "tls-key-file",
-        |c| c.tls_key_file.clone(),
-        Some(|c, v| {
-            c.tls_key_file = v.to_string();
-            Ok(())
-        }),
-    ),
-    (
-        "tls-client-cert-file",
-        |c| c.tls_client_cert_file.clone(),
-        Some(|c, v| {
-            c.tls_client_cert_file = v.to_string();
-            Ok(())
-        }),
-    ),
-    (
-        "tls-client-key-file",
-        |c| c.tls_client_key_file.clone(),
-        Some(|c, v| {
-            c.tls_client_key_file = v.to_string();
-            Ok(())
-        }),
-    ),
-    (
-        "tls-ca-cert-file",
-        |c| c.tls_ca_cert_file.clone(),
-        Some(|c, v| {
-            c.tls_ca_cert_file = v.to_string();
-            Ok(())
-        }),
-    ),
-    (
-        "tls-ca-cert-dir",
-        |c| c.tls_ca_cert_dir.clone(),
-        Some(|c, v| {
-            c.tls_ca_cert_dir = v.to_string();
-            Ok(())
-        }),
-    ),
+    text!("tls-cert-file", tls_cert_file),
+    text!("tls-key-file", tls_key_file),
+    text!("tls-client-cert-file", tls_client_cert_file),
+    text!("tls-client-key-file", tls_client_key_file),
+    text!("tls-ca-cert-file", tls_ca_cert_file),
+    text!("tls-ca-cert-dir", tls_ca_cert_dir),
     (
         "tls-auth-clients",
         |c| c.tls_auth_clients.clone(),
@@ -840,14 +805,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             Ok(())
         }),
     ),
-    (
-        "tls-protocols",
-        |c| c.tls_protocols.clone(),
-        Some(|c, v| {
-            c.tls_protocols = v.to_string();
-            Ok(())
-        }),
-    ),
+    text!("tls-protocols", tls_protocols),
     ("tls-cluster", |c| yes_no(c.tls_cluster), None),
     ("tls-memcache", |c| yes_no(c.tls_memcache), None),
     ("node-name", |c| c.resolved_node_name(), None),
