@@ -173,16 +173,6 @@ impl PeerHandler for PeerService {
                     let node = self.node.clone();
                     return Handled::Later(Box::pin(async move {
                         let (fetched, turn) = wait.await;
-                        if deadline_ms != 0 && now_ms() > deadline_ms {
-                            // The sender gave up while this waited and asked the next copy.
-                            if let Some(c) = node.cluster.as_ref() {
-                                c.stats.expired.fetch_add(1, Ordering::Relaxed);
-                            }
-                            return Response {
-                                epoch,
-                                body: Bytes::from_static(handoff::EXPIRED),
-                            };
-                        }
                         if fetched == Fetched::NoCopy && sender_view != view.id {
                             return Response {
                                 epoch,
