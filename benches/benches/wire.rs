@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use shoal_net::TcpListener;
 use shoal_wire::{
     serve_peer, AuthConfig, Handled, PeerClient, PeerConfig, PeerHandler, Response, ServerConfig,
 };
-use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 

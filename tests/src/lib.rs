@@ -237,7 +237,7 @@ impl TestCluster {
                 .build()
                 .expect("test runtime starts");
             let (resp, cluster, cluster_client, memcache, metrics, tls) = runtime.block_on(async {
-                let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
+                let bind = || shoal_net::TcpListener::bind("127.0.0.1:0");
                 let (resp, cluster, cluster_client) = (bind().await, bind().await, bind().await);
                 let (memcache, metrics, tls) = (bind().await, bind().await, bind().await);
                 (
@@ -259,7 +259,7 @@ impl TestCluster {
                 tls,
             ));
         }
-        let port = |l: &tokio::net::TcpListener| l.local_addr().unwrap().port();
+        let port = |l: &shoal_net::TcpListener| l.local_addr().unwrap().port();
         let nodes: Vec<String> = bound
             .iter()
             .enumerate()

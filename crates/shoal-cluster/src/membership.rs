@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shoal_gossip::{Auth, Gossip, GossipConfig, Liveness, Membership, NodeId, NodeState};
+use shoal_net::UdpSocket;
 use shoal_wire::{AuthConfig, HandshakeError};
-use tokio::net::UdpSocket;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -304,7 +304,7 @@ async fn diagnose(seeds: &[String], own: SocketAddr, auth: &AuthConfig, probe: b
     let mut checks = Vec::new();
     let mut unresolved = Vec::new();
     for seed in seeds {
-        match tokio::net::lookup_host(seed.as_str()).await {
+        match shoal_net::lookup_host(seed.as_str()).await {
             Ok(addrs) => {
                 for addr in addrs {
                     let check = if addr == own {

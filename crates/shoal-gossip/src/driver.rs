@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::UdpSocket;
+use shoal_net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -160,7 +160,7 @@ async fn spawn_resolver(
         first = false;
         let mut addrs = Vec::new();
         for seed in &seeds {
-            match tokio::net::lookup_host(seed.as_str()).await {
+            match shoal_net::lookup_host(seed.as_str()).await {
                 Ok(found) => addrs.extend(found),
                 Err(e) => tracing::debug!(%seed, error = %e, "gossip: seed did not resolve"),
             }

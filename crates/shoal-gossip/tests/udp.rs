@@ -6,7 +6,7 @@ use std::time::Duration;
 use shoal_gossip::{
     Auth, Gossip, GossipConfig, GossipHandle, Liveness, Membership, NodeId, NodeState,
 };
-use tokio::net::UdpSocket;
+use shoal_net::UdpSocket;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 

@@ -29,6 +29,6 @@ pub mod tls;
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};
 pub use shoal_cluster::Server;
 pub use shoal_engine::{
-    config, memory, ByteSize, ClassLimit, Engine, NodeConfig, OutputBufferLimits, REDIS_VERSION,
-    SHOAL_VERSION,
+    clock, config, memory, ByteSize, ClassLimit, Engine, NodeConfig, OutputBufferLimits,
+    REDIS_VERSION, SHOAL_VERSION,
 };

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shoal_net::TcpListener;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -104,7 +104,7 @@ pub struct Listeners {
     /// The inter-node listener; required when `cluster-nodes` is set or in gossip mode.
     pub cluster: Option<TcpListener>,
     /// The gossip UDP socket; required in gossip mode.
-    pub gossip: Option<tokio::net::UdpSocket>,
+    pub gossip: Option<shoal_net::UdpSocket>,
     /// The Redis Cluster client listener (`cluster-client-port`, or this node's
     /// `+port` in `cluster-nodes`).
     pub cluster_client: Option<TcpListener>,
@@ -143,7 +143,7 @@ pub async fn start(
         let port = config.gossip_port.unwrap_or(addr.port());
         let at = format!("{}:{port}", config.bind);
         gossip = Some(
-            tokio::net::UdpSocket::bind(&at)
+            shoal_net::UdpSocket::bind(&at)
                 .await
                 .map_err(|source| StartError::Bind { addr: at, source })?,
         );

@@ -20,8 +20,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use shoal_cluster::Server;
 use shoal_engine::cmdstats::LatencyHistogram;
+use shoal_net::{TcpListener, TcpStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 

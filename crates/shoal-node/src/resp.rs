@@ -63,9 +63,7 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
     if spec.flags & shoal_engine::cmd::flag::ADMIN != 0 {
         return;
     }
-    let micros = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
+    let micros = shoal_engine::clock::now_us();
     let addr = session.info.addr.to_string();
     node.monitors
         .feed(shoal_cluster::monitor::line(micros, &addr, args));

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use shoal_cluster::Server;
 use shoal_engine::config::NodeConfig;
+use shoal_net::TcpStream;
 use shoal_tls::{Stream, Tls};
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 /// A client that has not finished its TLS handshake within this long is dropped, so a

@@ -12,7 +12,7 @@ mod stream;
 use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 
-use tokio::net::TcpStream;
+use shoal_net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 pub use load::{load, AuthClients, Configs, Settings, TlsError};

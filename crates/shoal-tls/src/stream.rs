@@ -6,9 +6,9 @@ use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
+use shoal_net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use shoal_net::TcpStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio_rustls::TlsStream;
 
 /// Plain TCP, or TLS (either side of the handshake) over TCP.

@@ -47,8 +47,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use shoal_net::TcpStream;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Semaphore, SemaphorePermit};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

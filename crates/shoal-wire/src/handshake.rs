@@ -92,7 +92,7 @@ impl AuthConfig {
     /// Wraps a connection to `peer` in TLS when links use it, within `limit`.
     pub(crate) async fn secure_outgoing(
         &self,
-        tcp: tokio::net::TcpStream,
+        tcp: shoal_net::TcpStream,
         peer: std::net::IpAddr,
         limit: Duration,
     ) -> Result<shoal_tls::Stream, HandshakeError> {
@@ -108,7 +108,7 @@ impl AuthConfig {
     /// Wraps an accepted connection in TLS when links use it, within `limit`.
     pub(crate) async fn secure_incoming(
         &self,
-        tcp: tokio::net::TcpStream,
+        tcp: shoal_net::TcpStream,
         limit: Duration,
     ) -> Result<shoal_tls::Stream, HandshakeError> {
         match &self.tls {
@@ -239,7 +239,7 @@ pub async fn probe(
     auth: &AuthConfig,
     limit: Duration,
 ) -> Result<String, HandshakeError> {
-    let tcp = tokio::time::timeout(limit, tokio::net::TcpStream::connect(addr))
+    let tcp = tokio::time::timeout(limit, shoal_net::TcpStream::connect(addr))
         .await
         .map_err(|_| HandshakeError::Timeout)?
         .map_err(|e| HandshakeError::Io(e.kind()))?;

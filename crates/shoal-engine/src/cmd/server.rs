@@ -46,12 +46,10 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let _ = ctx;
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let us = crate::clock::now_us();
     Reply::Array(vec![
-        Reply::bulk(d.as_secs().to_string()),
-        Reply::bulk(d.subsec_micros().to_string()),
+        Reply::bulk((us / 1_000_000).to_string()),
+        Reply::bulk((us % 1_000_000).to_string()),
     ])
 }
 

@@ -1,0 +1,329 @@
+//! Client histories and their checker: pure functions over what the clients did and saw.
+//!
+//! Every write value is unique (`c<client>-<seq>`), so a value read names the write that
+//! produced it. A write's outcome is acknowledged (`Ok`), failed (an error reply the
+//! server gives before running anything, never counted), or unknown (timed out, connection
+//! lost, or an error after which it may have run). The rules:
+//! - a register (SET/DEL) key, read after the faults healed, holds the value of a write
+//!   that no acknowledged write of the key began after it ended (an acknowledged write is
+//!   never lost to an older one; nothing deleted comes back);
+//! - a client reads its own acknowledged writes: a GET returns its own last acknowledged
+//!   write of the key before it, or a write that had not ended when that one began;
+//! - a counter's acknowledged INCRs answered distinct values (two INCRs answering the same
+//!   value means one was lost to the other), and the final value lies between the highest
+//!   acknowledged answer and the number of INCRs sent.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// One operation a client sent.
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub client: usize,
+    pub kind: Kind,
+    /// Simulated time (µs) when it was sent and when its reply came (`None`: no reply).
+    pub invoked: u64,
+    pub completed: Option<u64>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Set { key: String, value: String },
+    Del { key: String },
+    Get { key: String },
+    Incr { key: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Acknowledged: OK, the DEL count, the INCR's value, or the GET's value.
+    Ok(Option<String>),
+    /// Refused before running (TRYAGAIN, CLUSTERDOWN, a busy loading node): did not apply.
+    Refused,
+    /// No reply, or an error that leaves open whether it ran.
+    Unknown,
+}
+
+impl Op {
+    fn acked(&self) -> bool {
+        matches!(self.outcome, Outcome::Ok(_))
+    }
+
+    /// When it ended for the checker: never, unless acknowledged.
+    fn end(&self) -> u64 {
+        match (&self.outcome, self.completed) {
+            (Outcome::Ok(_), Some(t)) => t,
+            _ => u64::MAX,
+        }
+    }
+}
+
+/// What the checker found wrong; empty when the history is correct.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Acknowledged writes lost or not read back, deleted keys back, nodes that disagree.
+    pub problems: Vec<String>,
+    /// Counters that ended above the number of INCRs sent: an INCR ran twice (its first
+    /// run's reply was lost with a crashed owner and the sender ran it again at the next
+    /// copy, which had it replicated already). Nothing acknowledged is lost by it.
+    pub applied_twice: Vec<String>,
+    pub ops: usize,
+    pub acked_writes: usize,
+    pub reads_checked: usize,
+    pub keys_checked: usize,
+}
+
+/// A write of a register key: its value (`None` for DEL) and its span.
+#[derive(Debug, Clone)]
+struct Write {
+    value: Option<String>,
+    invoked: u64,
+    end: u64,
+    acked: bool,
+    client: usize,
+}
+
+fn register_writes(ops: &[Op]) -> HashMap<&str, Vec<Write>> {
+    let mut by_key: HashMap<&str, Vec<Write>> = HashMap::new();
+    for op in ops {
+        if op.outcome == Outcome::Refused {
+            continue;
+        }
+        let (key, value) = match &op.kind {
+            Kind::Set { key, value } => (key.as_str(), Some(value.clone())),
+            Kind::Del { key } => (key.as_str(), None),
+            _ => continue,
+        };
+        by_key.entry(key).or_default().push(Write {
+            value,
+            invoked: op.invoked,
+            end: op.end(),
+            acked: op.acked(),
+            client: op.client,
+        });
+    }
+    by_key
+}
+
+/// Whether `w` may be the key's state after every write in `writes`: no acknowledged write
+/// began after `w` ended.
+fn may_be_last(w: &Write, writes: &[Write]) -> bool {
+    !writes.iter().any(|o| o.acked && o.invoked > w.end)
+}
+
+/// The initial state (absent) as a write that ended at time 0.
+fn initial() -> Write {
+    Write {
+        value: None,
+        invoked: 0,
+        end: 0,
+        acked: true,
+        client: usize::MAX,
+    }
+}
+
+/// Checks the history and the final state: `finals` maps each key to what each node
+/// answered for it after the faults healed (register keys: the value; counters: the
+/// number).
+pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Report {
+    let mut report = Report {
+        ops: ops.len(),
+        ..Report::default()
+    };
+    let writes = register_writes(ops);
+    report.acked_writes = ops
+        .iter()
+        .filter(|o| o.acked() && !matches!(o.kind, Kind::Get { .. }))
+        .count();
+
+    // Final states of register keys.
+    for (key, ws) in &writes {
+        let Some(seen) = finals.get(*key) else {
+            report
+                .problems
+                .push(format!("{key}: never read at the end"));
+            continue;
+        };
+        report.keys_checked += 1;
+        for value in seen {
+            let ok = std::iter::once(initial())
+                .chain(ws.iter().cloned())
+                .any(|w| &w.value == value && may_be_last(&w, ws));
+            if !ok {
+                let last = ws.iter().filter(|w| w.acked).max_by_key(|w| w.end);
+                report.problems.push(format!(
+                    "{key}: reads {value:?} at the end, but the last acknowledged write is {:?}",
+                    last.map(|w| &w.value)
+                ));
+            }
+        }
+    }
+
+    // Reads: each client reads its own acknowledged writes.
+    for get in ops {
+        let (Kind::Get { key }, Outcome::Ok(value)) = (&get.kind, &get.outcome) else {
+            continue;
+        };
+        report.reads_checked += 1;
+        let ws = writes.get(key.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        let own = ws
+            .iter()
+            .filter(|w| w.client == get.client && w.acked && w.end <= get.invoked)
+            .max_by_key(|w| w.end);
+        let Some(own) = own else { continue };
+        let read_end = get.completed.unwrap_or(u64::MAX);
+        let ok = ws.iter().any(|w| {
+            &w.value == value
+                && w.invoked <= read_end
+                && (w.end >= own.invoked || std::ptr::eq(w, own))
+        });
+        if !ok {
+            report.problems.push(format!(
+                "{key}: client {} read {value:?} at {} after its own write of {:?} was acknowledged at {}",
+                get.client, get.invoked, own.value, own.end
+            ));
+        }
+    }
+
+    // Counters.
+    let mut incrs: HashMap<&str, Vec<&Op>> = HashMap::new();
+    for op in ops {
+        if let Kind::Incr { key } = &op.kind {
+            incrs.entry(key.as_str()).or_default().push(op);
+        }
+    }
+    for (key, ops) in incrs {
+        report.keys_checked += 1;
+        let mut answered: BTreeMap<i64, usize> = BTreeMap::new();
+        for op in &ops {
+            if let Outcome::Ok(Some(v)) = &op.outcome {
+                match v.parse::<i64>() {
+                    Ok(n) => *answered.entry(n).or_default() += 1,
+                    Err(_) => report.problems.push(format!("{key}: INCR answered {v}")),
+                }
+            }
+        }
+        for (n, times) in &answered {
+            if *times > 1 {
+                report.problems.push(format!(
+                    "{key}: {times} acknowledged INCRs answered {n} (an increment was lost)"
+                ));
+            }
+        }
+        let max_acked = answered.keys().next_back().copied().unwrap_or(0);
+        let sent = ops.iter().filter(|o| o.outcome != Outcome::Refused).count() as i64;
+        for value in finals.get(key).into_iter().flatten() {
+            let n = value.as_deref().map_or(Ok(0), str::parse::<i64>);
+            match n {
+                Ok(n) if n >= max_acked && n <= sent => {}
+                Ok(n) if n >= max_acked => report.applied_twice.push(format!(
+                    "{key}: reads {n} at the end, {sent} INCRs were sent"
+                )),
+                _ => report.problems.push(format!(
+                    "{key}: reads {value:?} at the end; acknowledged INCRs reached {max_acked}, {sent} were sent"
+                )),
+            }
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: usize, kind: Kind, span: (u64, u64), outcome: Outcome) -> Op {
+        Op {
+            client,
+            kind,
+            invoked: span.0,
+            completed: Some(span.1),
+            outcome,
+        }
+    }
+    fn set(k: &str, v: &str) -> Kind {
+        Kind::Set {
+            key: k.into(),
+            value: v.into(),
+        }
+    }
+    fn ok(v: &str) -> Outcome {
+        Outcome::Ok(Some(v.into()))
+    }
+    fn finals(k: &str, v: Option<&str>) -> BTreeMap<String, Vec<Option<String>>> {
+        BTreeMap::from([(k.to_string(), vec![v.map(String::from)])])
+    }
+
+    #[test]
+    fn an_acknowledged_write_lost_to_an_older_one_is_found() {
+        let ops = vec![
+            op(0, set("k", "a"), (1, 2), ok("OK")),
+            op(0, set("k", "b"), (3, 4), ok("OK")),
+        ];
+        assert!(check(&ops, &finals("k", Some("b"))).problems.is_empty());
+        assert_eq!(check(&ops, &finals("k", Some("a"))).problems.len(), 1);
+        // Overlapping writes may land in either order.
+        let ops = vec![
+            op(0, set("k", "a"), (1, 5), ok("OK")),
+            op(1, set("k", "b"), (2, 4), ok("OK")),
+        ];
+        assert!(check(&ops, &finals("k", Some("a"))).problems.is_empty());
+        assert!(check(&ops, &finals("k", Some("b"))).problems.is_empty());
+    }
+
+    #[test]
+    fn a_deleted_key_that_comes_back_is_found() {
+        let ops = vec![
+            op(0, set("k", "a"), (1, 2), ok("OK")),
+            op(0, Kind::Del { key: "k".into() }, (3, 4), ok("1")),
+        ];
+        assert!(check(&ops, &finals("k", None)).problems.is_empty());
+        assert_eq!(check(&ops, &finals("k", Some("a"))).problems.len(), 1);
+        // An unknown write may have run after the DEL.
+        let mut ops = ops;
+        ops.push(Op {
+            client: 1,
+            kind: set("k", "c"),
+            invoked: 2,
+            completed: None,
+            outcome: Outcome::Unknown,
+        });
+        assert!(check(&ops, &finals("k", Some("c"))).problems.is_empty());
+    }
+
+    #[test]
+    fn a_client_that_does_not_read_its_own_write_is_found() {
+        let get = |v: Option<&str>, t: u64| {
+            op(
+                0,
+                Kind::Get { key: "k".into() },
+                (t, t + 1),
+                Outcome::Ok(v.map(String::from)),
+            )
+        };
+        let mut ops = vec![
+            op(1, set("k", "x"), (1, 2), ok("OK")),
+            op(0, set("k", "a"), (3, 4), ok("OK")),
+            get(Some("a"), 5),
+        ];
+        assert!(check(&ops, &finals("k", Some("a"))).problems.is_empty());
+        ops.push(get(Some("x"), 6));
+        ops.push(get(None, 7));
+        assert_eq!(check(&ops, &finals("k", Some("a"))).problems.len(), 2);
+    }
+
+    #[test]
+    fn a_lost_increment_is_found() {
+        let incr = |v: &str, t: u64| op(0, Kind::Incr { key: "c".into() }, (t, t + 1), ok(v));
+        let ops = vec![incr("1", 1), incr("2", 3), incr("3", 5)];
+        assert!(check(&ops, &finals("c", Some("3"))).problems.is_empty());
+        assert_eq!(check(&ops, &finals("c", Some("2"))).problems.len(), 1);
+        let ops = vec![incr("1", 1), incr("2", 3), incr("2", 5)];
+        assert_eq!(check(&ops, &finals("c", Some("2"))).problems.len(), 1);
+        // One INCR ran twice: nothing lost, counted apart.
+        let ops = vec![incr("1", 1), incr("3", 3)];
+        let r = check(&ops, &finals("c", Some("3")));
+        assert!(r.problems.is_empty());
+        assert_eq!(r.applied_twice.len(), 1);
+    }
+}

@@ -1,0 +1,616 @@
+//! A deterministic simulation of a whole Shoal cluster.
+//!
+//! The real node code (`shoal_node::start`, every layer below it) runs on turmoil's
+//! simulated hosts and network: `shoal-net`'s `sim` feature swaps tokio's sockets for
+//! turmoil's, and `shoal_engine::clock` reads the simulated time. One seed fixes the fault
+//! schedule, the client workload and turmoil's own choices (latencies, host order).
+//!
+//! A run: `nodes` nodes form a gossip cluster (`replicas = 1`); `clients` clients send SET,
+//! DEL, GET and INCR on a small key set through random nodes while faults are injected
+//! (partitions both ways and one way, held then released links (delay and reordering), a
+//! flapping lossy link, a slow link, a node crashed and restarted empty); then every fault is
+//! healed, the checker waits until every node is settled, reads every key through every node
+//! and counts each key's copies, and [`history::check`] judges the history.
+
+pub mod history;
+pub mod resp;
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use history::{Kind, Op, Outcome};
+use resp::{Client, Reply};
+use shoal_node::NodeConfig;
+
+/// The client port of every simulated node (each host has its own address).
+const PORT: u16 = 6379;
+/// Node i's inter-node port, TCP and gossip UDP alike: the UDP faults of
+/// `shoal_net::faults` tell the nodes' datagrams apart by it.
+fn bus_port(i: usize) -> u16 {
+    17000 + i as u16
+}
+const SECRET: &str = "simulated-cluster-secret-0123456789";
+/// How long a client waits for one reply before it counts the request as unknown.
+const OP_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What one run does.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub nodes: usize,
+    pub clients: usize,
+    /// Register keys (SET/DEL/GET) and as many counters (INCR).
+    pub keys: usize,
+    /// Clients send requests from `start` for `load` of simulated time.
+    pub start: Duration,
+    pub load: Duration,
+    /// Which faults are injected during the load; all are healed when it ends.
+    pub faults: Faults,
+    /// How long the cluster may take to settle after the faults healed.
+    pub settle: Duration,
+}
+
+impl Default for Scenario {
+    fn default() -> Scenario {
+        Scenario {
+            nodes: 4,
+            clients: 3,
+            keys: 24,
+            start: Duration::from_secs(6),
+            load: Duration::from_secs(30),
+            faults: Faults::All,
+            settle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The fault sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Faults {
+    None,
+    /// Slow links, lost datagrams, gossip partitions (one way and both ways, UDP only).
+    Network,
+    /// Those and nodes crashed and restarted empty: what Shoal keeps every acknowledged
+    /// write through today (an INCR in flight at a crash can run twice, see
+    /// [`history::Report::applied_twice`]).
+    Crashes,
+    /// Also links that hold TCP (partitions, held links, frozen nodes): the sender of a
+    /// forwarded write gives up on a live owner and fails over to the next copy, so two
+    /// nodes write one key. Issue #15's open part.
+    All,
+}
+
+/// What a run did and found.
+#[derive(Debug)]
+pub struct RunReport {
+    pub seed: u64,
+    pub faults: Vec<String>,
+    pub check: history::Report,
+    /// A digest of the whole history (operations, outcomes, times): equal for two runs of
+    /// one seed when the run is deterministic.
+    pub digest: u64,
+    pub simulated: Duration,
+}
+
+impl RunReport {
+    pub fn ok(&self) -> bool {
+        self.check.problems.is_empty()
+    }
+}
+
+/// SplitMix64: the runs' own choices, reproducible from the seed.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+fn node_name(i: usize) -> String {
+    format!("n{i}")
+}
+
+/// The simulated wall clock, the nodes' time base (turmoil's per-host time since its
+/// epoch, which is fixed so that runs repeat).
+fn sim_clock_us() -> u64 {
+    turmoil::since_epoch().map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Simulated time since the run began, the clients' timeline.
+fn now_us() -> u64 {
+    turmoil::sim_elapsed().map_or(0, |d| d.as_micros() as u64)
+}
+
+fn config(i: usize, nodes: usize, first_start: bool) -> NodeConfig {
+    let name = node_name(i);
+    NodeConfig {
+        bind: "0.0.0.0".into(),
+        port: PORT,
+        node_name: name.clone(),
+        cluster_mode: "gossip".into(),
+        cluster_secret: SECRET.into(),
+        cluster_announce_ip: turmoil::lookup(name.as_str()).to_string(),
+        cluster_port: Some(bus_port(i)),
+        gossip_port: Some(bus_port(i)),
+        cluster_seeds: (0..nodes)
+            .filter(|&j| j != i)
+            .map(|j| format!("{}:{}", node_name(j), bus_port(j)))
+            .collect(),
+        // The first node founds the cluster on the first start only; a restart joins.
+        cluster_bootstrap: i == 0 && first_start,
+        join_timeout_ms: 2000,
+        replicas: 1,
+        // An acknowledged write is on both copies, so a crash right after the
+        // acknowledgement loses nothing (with `owner`, one that had not reached the replica
+        // is lost with its only copy, as documented).
+        write_ack: "all".into(),
+        ..NodeConfig::default()
+    }
+}
+
+/// One fault, over a span of simulated time, between two nodes or on one.
+#[derive(Debug, Clone)]
+enum Fault {
+    /// Both ways: datagrams dropped, TCP held (real TCP resends through a partition; a
+    /// held segment arrives when it heals, as a resent one would).
+    Partition(usize, usize),
+    /// Datagrams from the first to the second dropped (TCP untouched).
+    OneWay(usize, usize),
+    /// Datagrams dropped both ways, TCP untouched: gossip says down, the links work.
+    UdpOnly(usize, usize),
+    /// Everything held, then delivered at once (delay and reordering).
+    Hold(usize, usize),
+    /// 20 % of the datagrams dropped both ways.
+    Lossy(usize, usize),
+    /// Up to 400 ms per message (segments overtake each other).
+    Slow(usize, usize),
+    /// Every link of the node held: to the others it is frozen, then thaws.
+    Freeze(usize),
+    /// Crashed (sockets gone, memory lost), then started again empty once the others
+    /// declared it down (after 10 s or more).
+    Crash(usize),
+    /// Crashed, then started again empty within 1-3 s, before the others noticed.
+    QuickRestart(usize),
+}
+
+struct Scheduled {
+    at: Duration,
+    until: Duration,
+    fault: Fault,
+}
+
+fn schedule(rng: &mut Rng, sc: &Scenario) -> Vec<Scheduled> {
+    let mut out = Vec::new();
+    if sc.faults == Faults::None || sc.nodes < 2 {
+        return out;
+    }
+    let begin = sc.start + Duration::from_secs(2);
+    let end = sc.start + sc.load;
+    let mut at = begin;
+    // One fault at a time, each 1-8 s, with 0-3 s of calm between: at most one node is
+    // away at once, so every key keeps a live copy (replicas = 1).
+    while at + Duration::from_secs(1) < end {
+        let len = Duration::from_millis(1000 + rng.below(7000));
+        let a = rng.below(sc.nodes as u64) as usize;
+        let b = (a + 1 + rng.below(sc.nodes as u64 - 1) as usize) % sc.nodes;
+        let kinds = match sc.faults {
+            Faults::Network => 4,
+            Faults::Crashes => 5,
+            _ => 9,
+        };
+        let fault = match rng.below(kinds) {
+            0 => Fault::OneWay(a, b),
+            1 => Fault::UdpOnly(a, b),
+            2 => Fault::Lossy(a, b),
+            3 => Fault::Slow(a, b),
+            4 => Fault::Crash(a),
+            5 => Fault::Partition(a, b),
+            6 => Fault::Hold(a, b),
+            7 => Fault::Freeze(a),
+            _ => Fault::QuickRestart(a),
+        };
+        let len = match fault {
+            // Gossip declares a silent node down in about 6 s here.
+            Fault::Crash(_) => Duration::from_millis(10_000 + rng.below(5000)),
+            Fault::QuickRestart(_) => Duration::from_millis(1000 + rng.below(2000)),
+            _ => len,
+        };
+        // A crash's restart may come after the load: the healing restarts it.
+        let until = if let Fault::Crash(_) = fault {
+            at + len
+        } else {
+            (at + len).min(end)
+        };
+        out.push(Scheduled { at, until, fault });
+        at = until + Duration::from_millis(rng.below(3000));
+    }
+    out
+}
+
+fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, on: bool, nodes: usize) {
+    use shoal_net::faults::udp_drop;
+    let n = |i: &usize| node_name(*i);
+    let p = |i: &usize| bus_port(*i);
+    let hold = |sim: &mut turmoil::Sim<'_>, a: &usize, b: &usize| {
+        if on {
+            sim.hold(n(a), n(b))
+        } else {
+            sim.release(n(a), n(b))
+        }
+    };
+    let all = if on { 1.0 } else { 0.0 };
+    match f {
+        Fault::Partition(a, b) => {
+            hold(sim, a, b);
+            udp_drop(p(a), p(b), all);
+            udp_drop(p(b), p(a), all);
+        }
+        Fault::OneWay(a, b) => udp_drop(p(a), p(b), all),
+        Fault::UdpOnly(a, b) => {
+            udp_drop(p(a), p(b), all);
+            udp_drop(p(b), p(a), all);
+        }
+        Fault::Hold(a, b) => hold(sim, a, b),
+        Fault::Lossy(a, b) => {
+            let loss = if on { 0.2 } else { 0.0 };
+            udp_drop(p(a), p(b), loss);
+            udp_drop(p(b), p(a), loss);
+        }
+        Fault::Freeze(a) => {
+            for b in (0..nodes).filter(|b| b != a) {
+                hold(sim, a, &b);
+            }
+        }
+        Fault::Slow(a, b) => sim.set_link_max_message_latency(
+            n(a),
+            n(b),
+            Duration::from_millis(if on { 400 } else { 5 }),
+        ),
+        Fault::Crash(a) | Fault::QuickRestart(a) if on => sim.crash(n(a)),
+        Fault::Crash(a) | Fault::QuickRestart(a) => sim.bounce(n(a)),
+    }
+}
+
+/// Shared between the simulated clients and the driver (one thread runs them all).
+#[derive(Default)]
+struct Shared {
+    ops: RefCell<Vec<Op>>,
+    clients_done: Cell<usize>,
+    healed: Cell<bool>,
+    finals: RefCell<BTreeMap<String, Vec<Option<String>>>>,
+    problems: RefCell<Vec<String>>,
+}
+
+fn register_key(i: u64) -> String {
+    format!("k{i}")
+}
+
+fn counter_key(i: u64) -> String {
+    format!("ctr{i}")
+}
+
+/// Classifies a reply to a single-key command.
+fn outcome(reply: Reply) -> Outcome {
+    match reply {
+        Reply::Status(s) => Outcome::Ok(Some(s)),
+        Reply::Int(n) => Outcome::Ok(Some(n.to_string())),
+        Reply::Bulk(v) => Outcome::Ok(v.map(|b| String::from_utf8_lossy(&b).into_owned())),
+        // Refusals that run nothing: a node without the cluster yet, or a read whose
+        // copies did not answer. Anything else may have run.
+        Reply::Error(e) if e.starts_with("TRYAGAIN") || e.starts_with("CLUSTERDOWN") => {
+            Outcome::Refused
+        }
+        Reply::Error(_) | Reply::Array(_) => Outcome::Unknown,
+    }
+}
+
+async fn client_loop(id: usize, seed: u64, sc: Scenario, shared: Rc<Shared>) {
+    let mut rng = Rng::new(seed ^ (0xC11E_0000 + id as u64));
+    tokio::time::sleep(sc.start).await;
+    let end = (sc.start + sc.load).as_micros() as u64;
+    let mut conn: Option<Client> = None;
+    let mut seq = 0u64;
+    while now_us() < end {
+        let Some(c) = conn.as_mut() else {
+            let node = node_name(rng.below(sc.nodes as u64) as usize);
+            match tokio::time::timeout(Duration::from_secs(1), Client::connect((&node, PORT))).await
+            {
+                Ok(Ok(c)) => conn = Some(c),
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+            continue;
+        };
+        let k = rng.below(sc.keys as u64);
+        let roll = rng.below(100);
+        seq += 1;
+        let kind = match roll {
+            0..=34 => Kind::Set {
+                key: register_key(k),
+                value: format!("c{id}-{seq}"),
+            },
+            35..=44 => Kind::Del {
+                key: register_key(k),
+            },
+            45..=79 => Kind::Get {
+                key: register_key(k),
+            },
+            _ => Kind::Incr {
+                key: counter_key(k),
+            },
+        };
+        let args: Vec<&[u8]> = match &kind {
+            Kind::Set { key, value } => vec![b"SET", key.as_bytes(), value.as_bytes()],
+            Kind::Del { key } => vec![b"DEL", key.as_bytes()],
+            Kind::Get { key } => vec![b"GET", key.as_bytes()],
+            Kind::Incr { key } => vec![b"INCR", key.as_bytes()],
+        };
+        let invoked = now_us();
+        let (completed, result) = match tokio::time::timeout(OP_TIMEOUT, c.call(&args)).await {
+            Ok(Ok(reply)) => (Some(now_us()), outcome(reply)),
+            _ => {
+                // A late reply would answer the next request: start over.
+                conn = None;
+                (None, Outcome::Unknown)
+            }
+        };
+        shared.ops.borrow_mut().push(Op {
+            client: id,
+            kind,
+            invoked,
+            completed,
+            outcome: result,
+        });
+        // Now and then a client moves to another node.
+        if rng.chance(2) {
+            conn = None;
+        }
+    }
+    shared.clients_done.set(shared.clients_done.get() + 1);
+}
+
+async fn info_field(c: &mut Client, field: &str) -> Option<String> {
+    let reply = tokio::time::timeout(OP_TIMEOUT, c.call(&[b"CLUSTER", b"INFO"]))
+        .await
+        .ok()?
+        .ok()?;
+    let Reply::Bulk(Some(text)) = reply else {
+        return None;
+    };
+    let text = String::from_utf8_lossy(&text).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}
+
+/// After the load and the healing: waits until every node is settled with every member
+/// placed, then reads every key through every node and counts its copies.
+async fn checker(sc: Scenario, shared: Rc<Shared>) {
+    while shared.clients_done.get() < sc.clients || !shared.healed.get() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = tokio::time::Instant::now() + sc.settle;
+    let mut conns = Vec::new();
+    for i in 0..sc.nodes {
+        loop {
+            if tokio::time::Instant::now() > deadline {
+                shared.problems.borrow_mut().push(format!(
+                    "{} cannot be reached after the faults healed",
+                    node_name(i)
+                ));
+                return;
+            }
+            let name = node_name(i);
+            if let Ok(Ok(c)) =
+                tokio::time::timeout(Duration::from_secs(1), Client::connect((&name, PORT))).await
+            {
+                conns.push(c);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let want = sc.nodes.to_string();
+    'settle: loop {
+        let mut all = true;
+        for c in conns.iter_mut() {
+            let settled = info_field(c, "shoal_settled").await.as_deref() == Some("1");
+            let members = info_field(c, "shoal_members_known").await;
+            all &= settled && members.as_deref() == Some(want.as_str());
+        }
+        if all {
+            break 'settle;
+        }
+        if tokio::time::Instant::now() > deadline {
+            let mut states = Vec::new();
+            for c in conns.iter_mut() {
+                states.push((
+                    info_field(c, "shoal_settled").await,
+                    info_field(c, "shoal_members_known").await,
+                ));
+            }
+            shared.problems.borrow_mut().push(format!(
+                "the cluster did not settle within {:?} of the healing: (settled, members) per node {states:?}",
+                sc.settle
+            ));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for k in 0..sc.keys as u64 {
+        for key in [register_key(k), counter_key(k)] {
+            let mut seen = Vec::new();
+            let mut copies = 0;
+            for c in conns.iter_mut() {
+                match tokio::time::timeout(OP_TIMEOUT, c.call(&[b"GET", key.as_bytes()])).await {
+                    Ok(Ok(Reply::Bulk(v))) => {
+                        seen.push(v.map(|b| String::from_utf8_lossy(&b).into_owned()))
+                    }
+                    other => shared
+                        .problems
+                        .borrow_mut()
+                        .push(format!("{key}: the final GET answered {other:?}")),
+                }
+                let has = tokio::time::timeout(
+                    OP_TIMEOUT,
+                    c.call(&[b"CLUSTER", b"HASKEY", key.as_bytes()]),
+                )
+                .await;
+                if let Ok(Ok(Reply::Int(1))) = has {
+                    copies += 1;
+                }
+            }
+            let present = seen.iter().any(Option::is_some);
+            if seen.windows(2).any(|w| w[0] != w[1]) {
+                shared
+                    .problems
+                    .borrow_mut()
+                    .push(format!("{key}: the nodes answer differently: {seen:?}"));
+            }
+            if present && copies != 2 {
+                shared
+                    .problems
+                    .borrow_mut()
+                    .push(format!("{key}: {copies} copies after settling, expected 2"));
+            }
+            shared.finals.borrow_mut().insert(key, seen);
+        }
+    }
+}
+
+static LOGGING: std::sync::Once = std::sync::Once::new();
+
+/// Node logs on stderr when `SHOAL_SIM_LOG` names a level (`info`, `debug`).
+fn init_logging() {
+    LOGGING.call_once(|| {
+        if let Ok(level) = std::env::var("SHOAL_SIM_LOG") {
+            if let Ok(level) = level.parse::<tracing_subscriber::filter::LevelFilter>() {
+                let _ = tracing_subscriber::fmt()
+                    .with_max_level(level)
+                    .with_writer(std::io::stderr)
+                    .try_init();
+            }
+        }
+    });
+}
+
+fn digest(ops: &[Op]) -> u64 {
+    // FNV-1a over the history's debug text: stable across runs of one build.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in format!("{ops:?}").bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Runs one seed of `sc`.
+pub fn run(seed: u64, sc: &Scenario) -> RunReport {
+    init_logging();
+    shoal_node::clock::set_source(sim_clock_us);
+    let mut rng = Rng::new(seed);
+    shoal_net::faults::reset(seed);
+    let total = sc.start + sc.load + sc.settle + Duration::from_secs(120);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .epoch(std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000))
+        .simulation_duration(total)
+        .min_message_latency(Duration::from_micros(100))
+        .max_message_latency(Duration::from_millis(5))
+        .tcp_capacity(1 << 16)
+        .udp_capacity(1 << 12)
+        .enable_random_order()
+        .build();
+    for i in 0..sc.nodes {
+        let starts = Rc::new(Cell::new(0u32));
+        let nodes = sc.nodes;
+        sim.host(node_name(i), move || {
+            let first = starts.get() == 0;
+            starts.set(starts.get() + 1);
+            let config = config(i, nodes, first);
+            async move {
+                let node = shoal_node::start(config, None).await?;
+                node.wait().await;
+                Ok(())
+            }
+        });
+    }
+    let shared = Rc::new(Shared::default());
+    for id in 0..sc.clients {
+        let (sc, shared) = (sc.clone(), shared.clone());
+        sim.client(format!("c{id}"), async move {
+            client_loop(id, seed, sc, shared).await;
+            Ok(())
+        });
+    }
+    {
+        let (sc, shared) = (sc.clone(), shared.clone());
+        sim.client("check", async move {
+            checker(sc, shared).await;
+            Ok(())
+        });
+    }
+    let plan = schedule(&mut rng, sc);
+    let faults: Vec<String> = plan
+        .iter()
+        .map(|s| format!("{:?} from {:?} to {:?}", s.fault, s.at, s.until))
+        .collect();
+    let mut events: Vec<(Duration, usize, bool)> = plan
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| [(s.at, i, true), (s.until, i, false)])
+        .collect();
+    events.sort_by_key(|e| (e.0, !e.2));
+    let heal_at = sc.start + sc.load;
+    let mut next = 0;
+    let mut error = None;
+    loop {
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+        let now = sim.elapsed();
+        while next < events.len() && events[next].0 <= now {
+            let (_, i, on) = events[next];
+            apply(&mut sim, &plan[i].fault, on, sc.nodes);
+            next += 1;
+        }
+        if now >= heal_at && next == events.len() && !shared.healed.get() {
+            shared.healed.set(true);
+        }
+    }
+    let simulated = sim.elapsed();
+    let ops = shared.ops.borrow().clone();
+    let mut check = history::check(&ops, &shared.finals.borrow());
+    check
+        .problems
+        .extend(shared.problems.borrow().iter().cloned());
+    if let Some(e) = error {
+        check.problems.push(format!("the simulation stopped: {e}"));
+    }
+    RunReport {
+        seed,
+        faults,
+        check,
+        digest: digest(&ops),
+        simulated,
+    }
+}
