@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Soak of the whole-cluster simulation: runs seeds FROM..TO (default 0..1000) with every
-# fault (SHOAL_SIM_FAULTS=network|crashes for the smaller sets), prints each seed's result
-# and, for a failing one, its faults and what the checker found. Replay one seed with
-#   SHOAL_SIM_SEEDS=<seed>..<seed+1> cargo test --release -p shoal-sim -- --ignored soak --nocapture
+# Soak of the whole-cluster simulation: seeds FROM..TO (default 0..1000), each in its own
+# process, with the fault set FAULTS (all, crashes or network; default all). Prints each
+# seed's result and, for a failing one, its faults and what the checker found. Replay one:
+#   SHOAL_SIM_SEED=<seed> SHOAL_SIM_FAULTS=<faults> cargo test --release -p shoal-sim -- --ignored --exact one_seed --nocapture
 set -euo pipefail
 cd "$(dirname "$0")/.."
 from=${1:-0}
 to=${2:-1000}
-SHOAL_SIM_SEEDS="$from..$to" cargo test --release -p shoal-sim -- --ignored soak --nocapture
+SHOAL_SIM_SEEDS="$from..$to" SHOAL_SIM_FAULTS="${3:-all}" \
+  cargo test --release -p shoal-sim -- --ignored --exact soak --nocapture

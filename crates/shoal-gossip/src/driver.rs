@@ -85,7 +85,7 @@ impl Gossip {
         shutdown: CancellationToken,
     ) -> (GossipHandle, watch::Receiver<Membership>) {
         let stats = Arc::new(GossipStats::default());
-        let rng_seed = getrandom::u64().unwrap_or_else(|_| identity.generation());
+        let rng_seed = shoal_net::random_u64().unwrap_or_else(|_| identity.generation());
         let mut core = GossipCore::new(
             config.clone(),
             auth.clone(),

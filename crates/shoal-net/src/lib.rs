@@ -1,12 +1,22 @@
-//! Shoal's sockets. Every crate that opens a socket takes its types from here: tokio's
+//! Shoal's sockets and randomness. Every crate that opens a socket takes its types from here: tokio's
 //! (`tokio::net`, re-exported unchanged) in the daemon and every test, or with the `sim`
 //! feature turmoil's simulated network, so the whole-cluster simulation
 //! (`crates/shoal-sim`) runs the real node code over a network it can delay, drop,
 //! reorder and partition.
 //!
+//! Randomness (handshake nonces, the gossip seed) comes from [`fill_random`] for the same
+//! reason: the simulation draws it from its seed.
+//!
 //! The simulated types offer the subset of tokio's API that Shoal uses, with the same
-//! signatures: a simulated TCP write never blocks (turmoil queues it), so the non-blocking
-//! write takes everything and writability is always ready.
+//! signatures.
+//!
+//! The `sim` feature is for `crates/shoal-sim` alone. Cargo unifies features within one
+//! build, so `cargo build --workspace` would give every crate, the daemon included,
+//! simulated sockets: the workspace's `default-members` leave the simulation out, and
+//! [`SIMULATED`] lets the daemon refuse to start when it was built that way.
+
+/// True when this build has the simulation's sockets (see above).
+pub const SIMULATED: bool = cfg!(feature = "sim");
 
 #[cfg(not(feature = "sim"))]
 pub use tokio::net::{lookup_host, tcp, TcpListener, TcpStream, UdpSocket};
@@ -14,4 +24,23 @@ pub use tokio::net::{lookup_host, tcp, TcpListener, TcpStream, UdpSocket};
 #[cfg(feature = "sim")]
 mod sim;
 #[cfg(feature = "sim")]
-pub use sim::{faults, lookup_host, tcp, TcpListener, TcpStream, UdpSocket};
+pub use sim::{faults, lookup_host, seed, tcp, TcpListener, TcpStream, UdpSocket};
+
+/// Fills `buf` with random bytes: the OS's (`getrandom`), or in the simulation bytes drawn
+/// from its seed (see [`seed`]), so that a run does not depend on the OS.
+pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(not(feature = "sim"))]
+    return getrandom::fill(buf).map_err(|_| std::io::ErrorKind::Other.into());
+    #[cfg(feature = "sim")]
+    {
+        sim::fill_random(buf);
+        Ok(())
+    }
+}
+
+/// A random `u64`, as [`fill_random`].
+pub fn random_u64() -> std::io::Result<u64> {
+    let mut b = [0u8; 8];
+    fill_random(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}

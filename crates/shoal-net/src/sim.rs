@@ -3,7 +3,7 @@
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -81,17 +81,18 @@ impl TcpStream {
         self.0.local_addr()
     }
 
-    /// Takes all of `bufs` (a simulated write never waits).
+    /// Writes what the simulated socket takes of the first non-empty buffer (turmoil's
+    /// flow control: `WouldBlock` while the peer has not read enough).
     pub fn try_write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let mut cx = Context::from_waker(Waker::noop());
-        match Pin::new(&mut self.0).poll_write_vectored(&mut cx, bufs) {
-            Poll::Ready(r) => r,
-            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
-        }
+        let buf = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &b[..]);
+        self.0.try_write(buf)
     }
 
     pub async fn writable(&self) -> io::Result<()> {
-        Ok(())
+        self.0.writable().await
     }
 
     pub fn into_split(self) -> (tcp::OwnedReadHalf, tcp::OwnedWriteHalf) {
@@ -127,6 +128,37 @@ impl AsyncWrite for TcpStream {
     }
 }
 
+/// Starts a run: forgets every datagram fault and seeds the datagram losses and
+/// [`crate::fill_random`].
+pub fn seed(seed: u64) {
+    faults::reset(seed);
+    RANDOM.with(|r| r.set(seed ^ 0x005E_ED0F_5A4D_0000));
+}
+
+thread_local! {
+    static RANDOM: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// SplitMix64 step.
+fn mix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+pub(crate) fn fill_random(buf: &mut [u8]) {
+    RANDOM.with(|r| {
+        let mut state = r.get();
+        for chunk in buf.chunks_mut(8) {
+            let v = mix(&mut state).to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+        r.set(state);
+    });
+}
+
 /// Faults on datagrams that turmoil's links do not model: loss of single datagrams and
 /// partitions of UDP alone, one way or both. turmoil drops or holds whole links, TCP
 /// included, and a TCP segment it drops is never sent again (real TCP would resend it), so
@@ -146,7 +178,7 @@ pub mod faults {
     }
 
     /// Forgets every fault and seeds the choice of dropped datagrams.
-    pub fn reset(seed: u64) {
+    pub(super) fn reset(seed: u64) {
         UDP.with(|f| {
             *f.borrow_mut() = UdpFaults {
                 drop: HashMap::new(),
@@ -175,12 +207,8 @@ pub mod faults {
             let Some(&p) = f.drop.get(&(from, to)) else {
                 return false;
             };
-            // SplitMix64, so a seed drops the same datagrams every run.
-            f.rng = f.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = f.rng;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
+            // Drawn from the seed, so a seed drops the same datagrams every run.
+            let z = mix(&mut f.rng);
             ((z >> 11) as f64 / (1u64 << 53) as f64) < p
         })
     }

@@ -32,3 +32,5 @@ pub use shoal_engine::{
     clock, config, memory, ByteSize, ClassLimit, Engine, NodeConfig, OutputBufferLimits,
     REDIS_VERSION, SHOAL_VERSION,
 };
+/// True in a build with the whole-cluster simulation's sockets (`shoal_net::SIMULATED`).
+pub use shoal_net::SIMULATED as SIMULATED_NETWORK;

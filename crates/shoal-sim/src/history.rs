@@ -1,17 +1,20 @@
 //! Client histories and their checker: pure functions over what the clients did and saw.
 //!
 //! Every write value is unique (`c<client>-<seq>`), so a value read names the write that
-//! produced it. A write's outcome is acknowledged (`Ok`), failed (an error reply the
-//! server gives before running anything, never counted), or unknown (timed out, connection
-//! lost, or an error after which it may have run). The rules:
+//! produced it. A write's outcome is acknowledged (`Ok`) or unknown: an error reply (a
+//! TRYAGAIN or CLUSTERDOWN can follow a first attempt that ran on a copy that then did not
+//! answer), or no reply at all. An unknown write may have run; if it did, it ran before its
+//! error reply came, or within [`UNKNOWN_SPAN`] of being sent when none came (the nodes give
+//! up a forwarded request at its deadline). The rules:
 //! - a register (SET/DEL) key, read after the faults healed, holds the value of a write
 //!   that no acknowledged write of the key began after it ended (an acknowledged write is
 //!   never lost to an older one; nothing deleted comes back);
 //! - a client reads its own acknowledged writes: a GET returns its own last acknowledged
 //!   write of the key before it, or a write that had not ended when that one began;
 //! - a counter's acknowledged INCRs answered distinct values (two INCRs answering the same
-//!   value means one was lost to the other), and the final value lies between the highest
-//!   acknowledged answer and the number of INCRs sent.
+//!   value means one was lost to the other), an INCR acknowledged before another began
+//!   answered less, and the final value lies between the highest acknowledged answer and
+//!   the number of INCRs sent (above it, an INCR ran twice: counted apart).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -38,23 +41,24 @@ pub enum Kind {
 pub enum Outcome {
     /// Acknowledged: OK, the DEL count, the INCR's value, or the GET's value.
     Ok(Option<String>),
-    /// Refused before running (TRYAGAIN, CLUSTERDOWN, a busy loading node): did not apply.
-    Refused,
-    /// No reply, or an error that leaves open whether it ran.
+    /// No reply, or an error reply: it may have run.
     Unknown,
 }
+
+/// How long after it was sent a write without a reply may still run (µs): the client's
+/// timeout is 3 s and a node runs a forwarded command only before its deadline
+/// (`cluster-timeout-ms`, 1 s, per copy tried).
+pub const UNKNOWN_SPAN: u64 = 10_000_000;
 
 impl Op {
     fn acked(&self) -> bool {
         matches!(self.outcome, Outcome::Ok(_))
     }
 
-    /// When it ended for the checker: never, unless acknowledged.
+    /// When it ended for the checker: its reply, or [`UNKNOWN_SPAN`] after it was sent.
     fn end(&self) -> u64 {
-        match (&self.outcome, self.completed) {
-            (Outcome::Ok(_), Some(t)) => t,
-            _ => u64::MAX,
-        }
+        self.completed
+            .unwrap_or(self.invoked.saturating_add(UNKNOWN_SPAN))
     }
 }
 
@@ -86,9 +90,6 @@ struct Write {
 fn register_writes(ops: &[Op]) -> HashMap<&str, Vec<Write>> {
     let mut by_key: HashMap<&str, Vec<Write>> = HashMap::new();
     for op in ops {
-        if op.outcome == Outcome::Refused {
-            continue;
-        }
         let (key, value) = match &op.kind {
             Kind::Set { key, value } => (key.as_str(), Some(value.clone())),
             Kind::Del { key } => (key.as_str(), None),
@@ -145,7 +146,10 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Repo
             continue;
         };
         report.keys_checked += 1;
-        for value in seen {
+        // Each value once (the nodes that agree are one answer; disagreement is reported
+        // by the caller).
+        let distinct: std::collections::BTreeSet<&Option<String>> = seen.iter().collect();
+        for value in distinct {
             let ok = std::iter::once(initial())
                 .chain(ws.iter().cloned())
                 .any(|w| &w.value == value && may_be_last(&w, ws));
@@ -210,9 +214,31 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Repo
                 ));
             }
         }
+        // Real-time order: an INCR acknowledged before another was sent answered less.
+        let mut acked: Vec<(u64, u64, i64)> = ops
+            .iter()
+            .filter_map(|o| match (&o.outcome, o.completed) {
+                (Outcome::Ok(Some(v)), Some(done)) => Some((o.invoked, done, v.parse().ok()?)),
+                _ => None,
+            })
+            .collect();
+        acked.sort_unstable();
+        for (i, &(_, done, value)) in acked.iter().enumerate() {
+            if let Some(&(sent_at, _, later)) = acked[i + 1..]
+                .iter()
+                .find(|&&(sent_at, _, later)| sent_at > done && later <= value)
+            {
+                report.problems.push(format!(
+                    "{key}: an INCR sent at {sent_at} answered {later}, after one acknowledged at {done} answered {value}"
+                ));
+                break;
+            }
+        }
         let max_acked = answered.keys().next_back().copied().unwrap_or(0);
-        let sent = ops.iter().filter(|o| o.outcome != Outcome::Refused).count() as i64;
-        for value in finals.get(key).into_iter().flatten() {
+        let sent = ops.len() as i64;
+        let distinct: std::collections::BTreeSet<&Option<String>> =
+            finals.get(key).into_iter().flatten().collect();
+        for value in distinct {
             let n = value.as_deref().map_or(Ok(0), str::parse::<i64>);
             match n {
                 Ok(n) if n >= max_acked && n <= sent => {}
@@ -279,7 +305,7 @@ mod tests {
         ];
         assert!(check(&ops, &finals("k", None)).problems.is_empty());
         assert_eq!(check(&ops, &finals("k", Some("a"))).problems.len(), 1);
-        // An unknown write may have run after the DEL.
+        // An unknown write may have run after the DEL...
         let mut ops = ops;
         ops.push(Op {
             client: 1,
@@ -289,6 +315,14 @@ mod tests {
             outcome: Outcome::Unknown,
         });
         assert!(check(&ops, &finals("k", Some("c"))).problems.is_empty());
+        // ...but not after a DEL sent once its span was over.
+        ops.push(op(
+            0,
+            Kind::Del { key: "k".into() },
+            (UNKNOWN_SPAN + 10, UNKNOWN_SPAN + 11),
+            ok("0"),
+        ));
+        assert_eq!(check(&ops, &finals("k", Some("c"))).problems.len(), 1);
     }
 
     #[test]
@@ -319,6 +353,9 @@ mod tests {
         assert!(check(&ops, &finals("c", Some("3"))).problems.is_empty());
         assert_eq!(check(&ops, &finals("c", Some("2"))).problems.len(), 1);
         let ops = vec![incr("1", 1), incr("2", 3), incr("2", 5)];
+        assert!(!check(&ops, &finals("c", Some("2"))).problems.is_empty());
+        // Answers out of real-time order: the later INCR answered less.
+        let ops = vec![incr("2", 1), incr("1", 3)];
         assert_eq!(check(&ops, &finals("c", Some("2"))).problems.len(), 1);
         // One INCR ran twice: nothing lost, counted apart.
         let ops = vec![incr("1", 1), incr("3", 3)];

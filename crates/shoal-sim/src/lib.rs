@@ -2,15 +2,17 @@
 //!
 //! The real node code (`shoal_node::start`, every layer below it) runs on turmoil's
 //! simulated hosts and network: `shoal-net`'s `sim` feature swaps tokio's sockets for
-//! turmoil's, and `shoal_engine::clock` reads the simulated time. One seed fixes the fault
-//! schedule, the client workload and turmoil's own choices (latencies, host order).
+//! turmoil's and draws the nodes' randomness from the run's seed, `shoal_engine::clock`
+//! reads the simulated time and `shoal_store::set_seed_source` seeds the stores. One seed
+//! fixes the fault schedule, the client workload, turmoil's choices (latencies, host order)
+//! and the nodes' randomness: run in a fresh process (tokio numbers tasks process-wide)
+//! with `--cfg tokio_unstable` (so turmoil can seed tokio), a seed replays exactly.
 //!
-//! A run: `nodes` nodes form a gossip cluster (`replicas = 1`); `clients` clients send SET,
-//! DEL, GET and INCR on a small key set through random nodes while faults are injected
-//! (partitions both ways and one way, held then released links (delay and reordering), a
-//! flapping lossy link, a slow link, a node crashed and restarted empty); then every fault is
-//! healed, the checker waits until every node is settled, reads every key through every node
-//! and counts each key's copies, and [`history::check`] judges the history.
+//! A run: `nodes` nodes form a gossip cluster (`replicas = 1`, `write-ack = all`);
+//! `clients` clients send SET, DEL, GET and INCR on a small key set through random nodes
+//! while faults are injected (see [`Faults`]); then every fault is healed, the checker waits
+//! until every node is settled, reads every key through every node and every copy where it
+//! is, counts each key's copies, and [`history::check`] judges the history.
 
 pub mod history;
 pub mod resp;
@@ -26,6 +28,8 @@ use shoal_node::NodeConfig;
 
 /// The client port of every simulated node (each host has its own address).
 const PORT: u16 = 6379;
+/// The Redis Cluster client port, where READONLY reads a node's own copy.
+const CLUSTER_CLIENT_PORT: u16 = 6380;
 /// Node i's inter-node port, TCP and gossip UDP alike: the UDP faults of
 /// `shoal_net::faults` tell the nodes' datagrams apart by it.
 fn bus_port(i: usize) -> u16 {
@@ -91,6 +95,8 @@ pub struct RunReport {
     /// one seed when the run is deterministic.
     pub digest: u64,
     pub simulated: Duration,
+    /// Every request the clients sent, in the order their outcomes were recorded.
+    pub history: Vec<Op>,
 }
 
 impl RunReport {
@@ -132,6 +138,11 @@ fn sim_clock_us() -> u64 {
     turmoil::since_epoch().map_or(0, |d| d.as_micros() as u64)
 }
 
+/// The stores' hash and sampling seeds, drawn from the run's seed.
+fn sim_seed() -> u64 {
+    shoal_net::random_u64().unwrap_or(0)
+}
+
 /// Simulated time since the run began, the clients' timeline.
 fn now_us() -> u64 {
     turmoil::sim_elapsed().map_or(0, |d| d.as_micros() as u64)
@@ -147,6 +158,7 @@ fn config(i: usize, nodes: usize, first_start: bool) -> NodeConfig {
         cluster_secret: SECRET.into(),
         cluster_announce_ip: turmoil::lookup(name.as_str()).to_string(),
         cluster_port: Some(bus_port(i)),
+        cluster_client_port: Some(CLUSTER_CLIENT_PORT),
         gossip_port: Some(bus_port(i)),
         cluster_seeds: (0..nodes)
             .filter(|&j| j != i)
@@ -156,9 +168,9 @@ fn config(i: usize, nodes: usize, first_start: bool) -> NodeConfig {
         cluster_bootstrap: i == 0 && first_start,
         join_timeout_ms: 2000,
         replicas: 1,
-        // An acknowledged write is on both copies, so a crash right after the
-        // acknowledgement loses nothing (with `owner`, one that had not reached the replica
-        // is lost with its only copy, as documented).
+        // An acknowledged write waits for its replica (for half of `cluster-timeout-ms`
+        // at most), so a crash right after the acknowledgement loses nothing (with `owner`,
+        // one that had not reached the replica is lost with its only copy, as documented).
         write_ack: "all".into(),
         ..NodeConfig::default()
     }
@@ -311,11 +323,8 @@ fn outcome(reply: Reply) -> Outcome {
         Reply::Status(s) => Outcome::Ok(Some(s)),
         Reply::Int(n) => Outcome::Ok(Some(n.to_string())),
         Reply::Bulk(v) => Outcome::Ok(v.map(|b| String::from_utf8_lossy(&b).into_owned())),
-        // Refusals that run nothing: a node without the cluster yet, or a read whose
-        // copies did not answer. Anything else may have run.
-        Reply::Error(e) if e.starts_with("TRYAGAIN") || e.starts_with("CLUSTERDOWN") => {
-            Outcome::Refused
-        }
+        // Even a TRYAGAIN may follow a first attempt that ran on a copy that then did not
+        // answer: an error leaves open whether the command ran.
         Reply::Error(_) | Reply::Array(_) => Outcome::Unknown,
     }
 }
@@ -363,6 +372,7 @@ async fn client_loop(id: usize, seed: u64, sc: Scenario, shared: Rc<Shared>) {
         let invoked = now_us();
         let (completed, result) = match tokio::time::timeout(OP_TIMEOUT, c.call(&args)).await {
             Ok(Ok(reply)) => (Some(now_us()), outcome(reply)),
+            // No reply: it may still run within `history::UNKNOWN_SPAN`.
             _ => {
                 // A late reply would answer the next request: start over.
                 conn = None;
@@ -384,66 +394,95 @@ async fn client_loop(id: usize, seed: u64, sc: Scenario, shared: Rc<Shared>) {
     shared.clients_done.set(shared.clients_done.get() + 1);
 }
 
-async fn info_field(c: &mut Client, field: &str) -> Option<String> {
-    let reply = tokio::time::timeout(OP_TIMEOUT, c.call(&[b"CLUSTER", b"INFO"]))
-        .await
-        .ok()?
-        .ok()?;
-    let Reply::Bulk(Some(text)) = reply else {
-        return None;
-    };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .map(|v| v.trim().to_string())
+/// A checker's connection to one port of one node: (re)connects when needed and forgets a
+/// connection whose reply did not come (a late reply would answer the next request).
+struct Conn {
+    node: String,
+    port: u16,
+    /// On the cluster-client port: READONLY first, so the node reads its own copy.
+    readonly: bool,
+    client: Option<Client>,
+}
+
+impl Conn {
+    fn new(i: usize, port: u16, readonly: bool) -> Conn {
+        Conn {
+            node: node_name(i),
+            port,
+            readonly,
+            client: None,
+        }
+    }
+
+    async fn call(&mut self, args: &[&[u8]]) -> Option<Reply> {
+        for _ in 0..3 {
+            if self.client.is_none() {
+                let connect = Client::connect((&self.node, self.port));
+                let Ok(Ok(mut c)) = tokio::time::timeout(Duration::from_secs(1), connect).await
+                else {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                };
+                if self.readonly {
+                    let ok = tokio::time::timeout(OP_TIMEOUT, c.call(&[b"READONLY"])).await;
+                    if !matches!(ok, Ok(Ok(Reply::Status(_)))) {
+                        continue;
+                    }
+                }
+                self.client = Some(c);
+            }
+            let c = self.client.as_mut()?;
+            match tokio::time::timeout(OP_TIMEOUT, c.call(args)).await {
+                Ok(Ok(reply)) => return Some(reply),
+                _ => self.client = None,
+            }
+        }
+        None
+    }
+
+    async fn info_field(&mut self, field: &str) -> Option<String> {
+        let Some(Reply::Bulk(Some(text))) = self.call(&[b"CLUSTER", b"INFO"]).await else {
+            return None;
+        };
+        let text = String::from_utf8_lossy(&text).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .map(|v| v.trim().to_string())
+    }
+}
+
+fn text(v: Option<Vec<u8>>) -> Option<String> {
+    v.map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// After the load and the healing: waits until every node is settled with every member
-/// placed, then reads every key through every node and counts its copies.
+/// placed, then reads every key through every node (the owner's answer), reads each copy
+/// where it is (READONLY on the cluster-client port) and counts the copies.
 async fn checker(sc: Scenario, shared: Rc<Shared>) {
     while shared.clients_done.get() < sc.clients || !shared.healed.get() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let deadline = tokio::time::Instant::now() + sc.settle;
-    let mut conns = Vec::new();
-    for i in 0..sc.nodes {
-        loop {
-            if tokio::time::Instant::now() > deadline {
-                shared.problems.borrow_mut().push(format!(
-                    "{} cannot be reached after the faults healed",
-                    node_name(i)
-                ));
-                return;
-            }
-            let name = node_name(i);
-            if let Ok(Ok(c)) =
-                tokio::time::timeout(Duration::from_secs(1), Client::connect((&name, PORT))).await
-            {
-                conns.push(c);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
+    let mut conns: Vec<Conn> = (0..sc.nodes).map(|i| Conn::new(i, PORT, false)).collect();
+    let mut local: Vec<Conn> = (0..sc.nodes)
+        .map(|i| Conn::new(i, CLUSTER_CLIENT_PORT, true))
+        .collect();
     let want = sc.nodes.to_string();
-    'settle: loop {
-        let mut all = true;
+    loop {
+        let mut states = Vec::new();
         for c in conns.iter_mut() {
-            let settled = info_field(c, "shoal_settled").await.as_deref() == Some("1");
-            let members = info_field(c, "shoal_members_known").await;
-            all &= settled && members.as_deref() == Some(want.as_str());
+            states.push((
+                c.info_field("shoal_settled").await,
+                c.info_field("shoal_members_known").await,
+            ));
         }
-        if all {
-            break 'settle;
+        if states
+            .iter()
+            .all(|(s, m)| s.as_deref() == Some("1") && m.as_deref() == Some(want.as_str()))
+        {
+            break;
         }
         if tokio::time::Instant::now() > deadline {
-            let mut states = Vec::new();
-            for c in conns.iter_mut() {
-                states.push((
-                    info_field(c, "shoal_settled").await,
-                    info_field(c, "shoal_members_known").await,
-                ));
-            }
             shared.problems.borrow_mut().push(format!(
                 "the cluster did not settle within {:?} of the healing: (settled, members) per node {states:?}",
                 sc.settle
@@ -452,41 +491,43 @@ async fn checker(sc: Scenario, shared: Rc<Shared>) {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    let problem = |p: String| shared.problems.borrow_mut().push(p);
     for k in 0..sc.keys as u64 {
         for key in [register_key(k), counter_key(k)] {
             let mut seen = Vec::new();
-            let mut copies = 0;
-            for c in conns.iter_mut() {
-                match tokio::time::timeout(OP_TIMEOUT, c.call(&[b"GET", key.as_bytes()])).await {
-                    Ok(Ok(Reply::Bulk(v))) => {
-                        seen.push(v.map(|b| String::from_utf8_lossy(&b).into_owned()))
-                    }
-                    other => shared
-                        .problems
-                        .borrow_mut()
-                        .push(format!("{key}: the final GET answered {other:?}")),
+            let mut copies = Vec::new();
+            for (i, c) in conns.iter_mut().enumerate() {
+                match c.call(&[b"GET", key.as_bytes()]).await {
+                    Some(Reply::Bulk(v)) => seen.push(text(v)),
+                    other => problem(format!("{key}: the final GET answered {other:?}")),
                 }
-                let has = tokio::time::timeout(
-                    OP_TIMEOUT,
-                    c.call(&[b"CLUSTER", b"HASKEY", key.as_bytes()]),
-                )
-                .await;
-                if let Ok(Ok(Reply::Int(1))) = has {
-                    copies += 1;
+                match c.call(&[b"CLUSTER", b"HASKEY", key.as_bytes()]).await {
+                    Some(Reply::Int(1)) => match local[i].call(&[b"GET", key.as_bytes()]).await {
+                        Some(Reply::Bulk(v)) => copies.push(text(v)),
+                        other => problem(format!(
+                            "{key}: the read of {}'s copy answered {other:?}",
+                            node_name(i)
+                        )),
+                    },
+                    Some(Reply::Int(0)) => {}
+                    other => problem(format!("{key}: CLUSTER HASKEY answered {other:?}")),
                 }
+            }
+            if seen.windows(2).any(|w| w[0] != w[1]) {
+                problem(format!("{key}: the nodes answer differently: {seen:?}"));
+            }
+            if copies.iter().any(|c| Some(c) != seen.first()) {
+                problem(format!(
+                    "{key}: the copies differ: {copies:?}, the owner answers {:?}",
+                    seen.first()
+                ));
             }
             let present = seen.iter().any(Option::is_some);
-            if seen.windows(2).any(|w| w[0] != w[1]) {
-                shared
-                    .problems
-                    .borrow_mut()
-                    .push(format!("{key}: the nodes answer differently: {seen:?}"));
-            }
-            if present && copies != 2 {
-                shared
-                    .problems
-                    .borrow_mut()
-                    .push(format!("{key}: {copies} copies after settling, expected 2"));
+            if present && copies.len() != 2 {
+                problem(format!(
+                    "{key}: {} copies after settling, expected 2",
+                    copies.len()
+                ));
             }
             shared.finals.borrow_mut().insert(key, seen);
         }
@@ -502,6 +543,7 @@ fn init_logging() {
             if let Ok(level) = level.parse::<tracing_subscriber::filter::LevelFilter>() {
                 let _ = tracing_subscriber::fmt()
                     .with_max_level(level)
+                    .without_time()
                     .with_writer(std::io::stderr)
                     .try_init();
             }
@@ -522,8 +564,9 @@ fn digest(ops: &[Op]) -> u64 {
 pub fn run(seed: u64, sc: &Scenario) -> RunReport {
     init_logging();
     shoal_node::clock::set_source(sim_clock_us);
+    shoal_store::set_seed_source(sim_seed);
     let mut rng = Rng::new(seed);
-    shoal_net::faults::reset(seed);
+    shoal_net::seed(seed);
     let total = sc.start + sc.load + sc.settle + Duration::from_secs(120);
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
@@ -574,7 +617,9 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         .enumerate()
         .flat_map(|(i, s)| [(s.at, i, true), (s.until, i, false)])
         .collect();
-    events.sort_by_key(|e| (e.0, !e.2));
+    // At one instant, a fault ends before the next begins (undoing the old one must not
+    // undo the new one).
+    events.sort_by_key(|e| (e.0, e.2));
     let heal_at = sc.start + sc.load;
     let mut next = 0;
     let mut error = None;
@@ -612,5 +657,6 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         check,
         digest: digest(&ops),
         simulated,
+        history: ops,
     }
 }

@@ -1,7 +1,13 @@
-//! The whole-cluster simulation over a fixed set of seeds (CI), and a soak over many
-//! (`scripts/sim-soak.sh`, or `SHOAL_SIM_SEEDS=from..to cargo test --release -p shoal-sim
-//! -- --ignored soak`). A failing seed is printed with its faults and problems; run it
-//! alone with `SHOAL_SIM_SEEDS=<seed>..<seed+1>`.
+//! The whole-cluster simulation: fixed seeds in CI, a soak over many seeds
+//! (`scripts/sim-soak.sh`).
+//!
+//! Every seed runs in a process of its own (this test binary, run again for the ignored
+//! `one_seed` test): tokio numbers its tasks process-wide and the order of some task
+//! operations follows those numbers, so a seed replays exactly only from a fresh process.
+//! Replay one with
+//! `SHOAL_SIM_SEED=<seed> SHOAL_SIM_FAULTS=all cargo test -p shoal-sim -- --ignored --exact one_seed --nocapture`.
+
+use std::process::Command;
 
 use shoal_sim::{run, Faults, RunReport, Scenario};
 
@@ -21,38 +27,111 @@ fn show(r: &RunReport) {
     }
 }
 
-fn seeds(default: std::ops::Range<u64>) -> std::ops::Range<u64> {
-    match std::env::var("SHOAL_SIM_SEEDS") {
-        Ok(s) => {
-            let (a, b) = s.split_once("..").expect("SHOAL_SIM_SEEDS=from..to");
-            a.parse().expect("seed")..b.parse().expect("seed")
-        }
-        Err(_) => default,
+fn scenario(faults: &str) -> Scenario {
+    Scenario {
+        faults: match faults {
+            "none" => Faults::None,
+            "network" => Faults::Network,
+            "crashes" => Faults::Crashes,
+            "all" => Faults::All,
+            other => panic!("SHOAL_SIM_FAULTS={other}: none, network, crashes or all"),
+        },
+        ..Scenario::default()
     }
 }
 
-/// Runs `seeds` of `sc`; returns the failing seeds and how many counters ran an INCR twice.
-fn run_seeds(sc: &Scenario, seeds: std::ops::Range<u64>) -> (Vec<u64>, usize) {
+/// One seed (`SHOAL_SIM_SEED`, `SHOAL_SIM_FAULTS`), in the process the others start.
+#[test]
+#[ignore]
+fn one_seed() {
+    let seed: u64 = std::env::var("SHOAL_SIM_SEED")
+        .expect("SHOAL_SIM_SEED")
+        .parse()
+        .expect("a seed");
+    let faults = std::env::var("SHOAL_SIM_FAULTS").unwrap_or_else(|_| "all".into());
+    let r = run(seed, &scenario(&faults));
+    show(&r);
+    // The whole history, one request a line, to compare two runs.
+    if let Ok(path) = std::env::var("SHOAL_SIM_DUMP") {
+        let text: String = r.history.iter().map(|op| format!("{op:?}\n")).collect();
+        std::fs::write(&path, text).expect("history written");
+    }
+    println!(
+        "SIMRESULT {} {:016x} {} {} {} {} {}",
+        seed,
+        r.digest,
+        r.check.problems.len(),
+        r.check.applied_twice.len(),
+        r.check.ops,
+        r.check.reads_checked,
+        r.check.keys_checked
+    );
+}
+
+/// What a seed's process reported.
+struct Outcome {
+    digest: String,
+    problems: usize,
+    twice: usize,
+    ops: usize,
+    reads: usize,
+    keys: usize,
+    report: String,
+}
+
+fn run_in_child(seed: u64, faults: &str) -> Outcome {
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--ignored",
+            "--exact",
+            "one_seed",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SHOAL_SIM_SEED", seed.to_string())
+        .env("SHOAL_SIM_FAULTS", faults)
+        .output()
+        .expect("the seed's process runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = String::from_utf8_lossy(&out.stderr).into_owned();
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("SIMRESULT ").map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("seed {seed} reported nothing:\n{stdout}\n{report}"));
+    let f: Vec<&str> = line.split(' ').collect();
+    let n = |i: usize| f[i].parse::<usize>().expect("a count");
+    Outcome {
+        digest: f[1].to_string(),
+        problems: n(2),
+        twice: n(3),
+        ops: n(4),
+        reads: n(5),
+        keys: n(6),
+        report,
+    }
+}
+
+/// Runs `seeds` with `faults`, each in its own process; returns the failing seeds and the
+/// counters that ran an INCR twice.
+fn run_seeds(faults: &str, seeds: std::ops::Range<u64>, verbose: bool) -> (Vec<u64>, usize) {
+    let keys = 2 * Scenario::default().keys;
     let mut failed = Vec::new();
     let mut twice = 0;
     for seed in seeds {
-        let r = run(seed, sc);
-        show(&r);
+        let o = run_in_child(seed, faults);
+        if verbose || o.problems > 0 || o.twice > 0 {
+            eprint!("{}", o.report);
+        } else {
+            eprintln!("seed {seed}: ok ({} requests, digest {})", o.ops, o.digest);
+        }
         assert!(
-            r.check.ops > 1000,
+            o.ops > 1000,
             "seed {seed}: the clients made too few requests"
         );
-        assert!(
-            r.check.reads_checked > 100,
-            "seed {seed}: too few reads checked"
-        );
-        assert_eq!(
-            r.check.keys_checked,
-            2 * sc.keys,
-            "seed {seed}: keys not checked"
-        );
-        twice += r.check.applied_twice.len();
-        if !r.ok() {
+        assert!(o.reads > 100, "seed {seed}: too few reads checked");
+        assert_eq!(o.keys, keys, "seed {seed}: keys not checked");
+        twice += o.twice;
+        if o.problems > 0 {
             failed.push(seed);
         }
     }
@@ -61,47 +140,42 @@ fn run_seeds(sc: &Scenario, seeds: std::ops::Range<u64>) -> (Vec<u64>, usize) {
 
 #[test]
 fn network_faults_lose_nothing_and_run_nothing_twice() {
-    let sc = Scenario {
-        faults: Faults::Network,
-        ..Scenario::default()
-    };
-    let (failed, twice) = run_seeds(&sc, seeds(0..3));
+    let (failed, twice) = run_seeds("network", 0..3, true);
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
     assert_eq!(twice, 0, "an INCR ran twice without a crash");
 }
 
 #[test]
 fn crashes_and_restarts_lose_no_acknowledged_write() {
-    let sc = Scenario {
-        faults: Faults::Crashes,
-        ..Scenario::default()
-    };
-    let (failed, twice) = run_seeds(&sc, seeds(100..103));
+    let (failed, twice) = run_seeds("crashes", 100..103, true);
     eprintln!("counters with an INCR run twice: {twice}");
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }
 
 #[test]
+fn a_seed_replays_exactly() {
+    let a = run_in_child(7, "all");
+    let b = run_in_child(7, "all");
+    assert!(a.ops > 1000, "too few requests");
+    assert_eq!(
+        a.digest, b.digest,
+        "two runs of seed 7 made different histories:\n{}\n{}",
+        a.report, b.report
+    );
+}
+
+/// `SHOAL_SIM_SEEDS=from..to` (default 0..1000), `SHOAL_SIM_FAULTS` (default all).
+#[test]
 #[ignore]
 fn soak() {
-    let mut failed = Vec::new();
-    let faults = match std::env::var("SHOAL_SIM_FAULTS").as_deref() {
-        Ok("network") => Faults::Network,
-        Ok("crashes") => Faults::Crashes,
-        _ => Faults::All,
-    };
-    let sc = Scenario {
-        faults,
-        ..Scenario::default()
-    };
-    for seed in seeds(0..1000) {
-        let r = run(seed, &sc);
-        if !r.ok() {
-            show(&r);
-            failed.push(seed);
-        } else {
-            eprintln!("seed {seed}: ok ({} ops)", r.check.ops);
-        }
-    }
+    let range = std::env::var("SHOAL_SIM_SEEDS").unwrap_or_else(|_| "0..1000".into());
+    let (a, b) = range.split_once("..").expect("SHOAL_SIM_SEEDS=from..to");
+    let faults = std::env::var("SHOAL_SIM_FAULTS").unwrap_or_else(|_| "all".into());
+    let (failed, twice) = run_seeds(
+        &faults,
+        a.parse().expect("seed")..b.parse().expect("seed"),
+        false,
+    );
+    eprintln!("counters with an INCR run twice: {twice}; failing seeds: {failed:?}");
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }

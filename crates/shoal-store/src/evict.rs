@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use foldhash::fast::RandomState;
+use foldhash::fast::FixedState;
 
 use crate::entry::Clock;
 use crate::rng;
@@ -121,7 +121,7 @@ pub(crate) enum Victim {
 /// Sample the shard by `policy` and remove the best candidate. `keep` is never removed.
 pub(crate) fn evict_one(
     shard: &mut Shard,
-    hasher: &RandomState,
+    hasher: &FixedState,
     policy: EvictionPolicy,
     clock: &Clock,
     samples: usize,

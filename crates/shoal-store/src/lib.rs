@@ -49,5 +49,6 @@ mod tests;
 pub use entry::{ENTRY_OVERHEAD, MAX_KEY_LEN};
 pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
+pub use rng::set_seed_source;
 pub use slot::{key_slot, SLOTS};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};

@@ -1,15 +1,30 @@
-//! A tiny per-thread wyrand generator for sampling and the LFU counter: no locks, no extra crate.
+//! A tiny per-thread wyrand generator for sampling and the LFU counter: no locks, no extra
+//! crate; and the seeds of the generator and of the store's hashing.
 
 use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
 
 thread_local! {
     static STATE: Cell<u64> = Cell::new(seed());
 }
 
-/// A per-thread seed from the standard library's randomly keyed hasher.
-fn seed() -> u64 {
+static SEED_SOURCE: OnceLock<fn() -> u64> = OnceLock::new();
+
+/// Makes `source` give every seed of the stores in this process (their hashing, their
+/// sampling), once, at the start: the whole-cluster simulation draws them from its own
+/// seed so that a run repeats. False when a source was installed already.
+pub fn set_seed_source(source: fn() -> u64) -> bool {
+    SEED_SOURCE.set(source).is_ok()
+}
+
+/// A seed: from the installed source, or from the standard library's randomly keyed
+/// hasher.
+pub(crate) fn seed() -> u64 {
+    if let Some(source) = SEED_SOURCE.get() {
+        return source();
+    }
     let mut h = RandomState::new().build_hasher();
     h.write_u64(0x9E37_79B9_7F4A_7C15);
     h.finish()

@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::hash::BuildHasher;
 
-use foldhash::fast::RandomState;
+use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::entry::Item;
@@ -73,7 +73,7 @@ impl Shard {
     /// Index of `key` if it is live; an expired entry is removed and counted as expired.
     pub(crate) fn lookup(
         &mut self,
-        hasher: &RandomState,
+        hasher: &FixedState,
         key: &[u8],
         hash: u64,
         now_ms: u64,
@@ -88,7 +88,7 @@ impl Shard {
     }
 
     /// Add a new item (the key MUST be absent), dropping its tombstone; returns its index.
-    pub(crate) fn insert(&mut self, hasher: &RandomState, hash: u64, item: Item) -> usize {
+    pub(crate) fn insert(&mut self, hasher: &FixedState, hash: u64, item: Item) -> usize {
         if !self.tombs.is_empty() {
             self.tombs.remove(item.key(), hash);
         }
@@ -108,7 +108,7 @@ impl Shard {
     }
 
     /// Remove the item at `idx`; the last item moves into its place.
-    pub(crate) fn remove_at(&mut self, hasher: &RandomState, idx: usize) -> Item {
+    pub(crate) fn remove_at(&mut self, hasher: &FixedState, idx: usize) -> Item {
         let hash = hasher.hash_one(self.items[idx].key());
         match self.table.find_entry(hash, |&i| i as usize == idx) {
             Ok(entry) => {
@@ -189,7 +189,7 @@ impl Shard {
     }
 
     /// Set the TTL of the item at `idx` (0 = none).
-    pub(crate) fn set_expire(&mut self, hasher: &RandomState, idx: usize, hash: u64, at: u64) {
+    pub(crate) fn set_expire(&mut self, hasher: &FixedState, idx: usize, hash: u64, at: u64) {
         let old = self.items[idx].expire_at_ms;
         if old == at {
             return;
@@ -205,14 +205,14 @@ impl Shard {
         }
     }
 
-    fn push_expiry(&mut self, hasher: &RandomState, at: u64, hash: u64) {
+    fn push_expiry(&mut self, hasher: &FixedState, at: u64, hash: u64) {
         self.expiry.push(Reverse((at, hash)));
         if self.expiry.len() > 2 * self.volatile + 64 {
             self.rebuild_expiry(hasher);
         }
     }
 
-    fn rebuild_expiry(&mut self, hasher: &RandomState) {
+    fn rebuild_expiry(&mut self, hasher: &FixedState) {
         let mut heap = std::mem::take(&mut self.expiry).into_vec();
         heap.clear();
         heap.extend(
@@ -236,7 +236,7 @@ impl Shard {
     }
 
     /// Active expiry: remove up to about `max` due keys; returns how many were removed.
-    pub(crate) fn pop_expired(&mut self, hasher: &RandomState, now_ms: u64, max: usize) -> usize {
+    pub(crate) fn pop_expired(&mut self, hasher: &FixedState, now_ms: u64, max: usize) -> usize {
         let mut removed = 0;
         while removed < max {
             match self.expiry.peek() {

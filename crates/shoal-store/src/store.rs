@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::R
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
-use foldhash::fast::RandomState;
+use foldhash::fast::FixedState;
 
 use crate::entry::{Clock, Item};
 use crate::evict::{evict_one, EvictionPolicy, Victim};
@@ -124,7 +124,9 @@ struct ShardCell {
 
 /// State shared by all shards.
 struct Shared {
-    hasher: RandomState,
+    /// Keyed by a random seed per store (`rng::seed`), so clients cannot pick keys that
+    /// collide.
+    hasher: FixedState,
     maxmemory: AtomicU64,
     policy: AtomicU8,
     samples: AtomicUsize,
@@ -401,7 +403,7 @@ impl Store {
         Store {
             cells,
             shared: Shared {
-                hasher: RandomState::default(),
+                hasher: FixedState::with_seed(crate::rng::seed()),
                 maxmemory: AtomicU64::new(config.maxmemory),
                 policy: AtomicU8::new(config.policy as u8),
                 samples: AtomicUsize::new(config.samples),

@@ -21,9 +21,10 @@
 //! Any failure is answered with a Refused frame carrying a [`RefuseReason`] (when the other
 //! side can still be told), logged with `tracing::warn!`, and the connection is closed.
 //!
-//! Nonces come from the OS CSPRNG through the `getrandom` crate: it is a few hundred lines
-//! over the one system call, it is already in the dependency tree, and it handles the
-//! platforms where `/dev/urandom` is not the right source (or not there, in a chroot).
+//! Nonces come from the OS CSPRNG through the `getrandom` crate (by way of
+//! `shoal_net::fill_random`, which the whole-cluster simulation seeds instead): it is a few
+//! hundred lines over the one system call and handles the platforms where `/dev/urandom` is
+//! not the right source (or not there, in a chroot).
 
 use std::fmt;
 use std::time::Duration;
@@ -455,7 +456,7 @@ async fn read_frame<S: AsyncRead + Unpin>(
 
 fn nonce() -> Result<[u8; NONCE_LEN], HandshakeError> {
     let mut n = [0u8; NONCE_LEN];
-    getrandom::fill(&mut n).map_err(|_| HandshakeError::Io(std::io::ErrorKind::Other))?;
+    shoal_net::fill_random(&mut n).map_err(|_| HandshakeError::Io(std::io::ErrorKind::Other))?;
     Ok(n)
 }
 

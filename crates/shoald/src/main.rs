@@ -115,6 +115,14 @@ fn load_config(cli: &Cli) -> Result<NodeConfig, String> {
 }
 
 fn main() -> ExitCode {
+    if shoal_node::SIMULATED_NETWORK {
+        eprintln!(
+            "shoald: this build has the simulation's sockets (the `sim` feature of shoal-net, \
+             turned on by building the whole workspace with shoal-sim); build it with \
+             `cargo build --release -p shoald`"
+        );
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     let config = match load_config(&cli) {
         Ok(c) => c,

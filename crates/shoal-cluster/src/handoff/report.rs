@@ -1,6 +1,6 @@
 //! DONE: telling every live peer that this node finished handing off for a view.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +15,9 @@ use crate::{Peer, View};
 /// peer's connection, retrying with backoff until it is delivered or superseded.
 pub(super) struct Reporter {
     state: watch::Sender<u64>,
-    tasks: HashMap<(String, std::net::SocketAddr), tokio::task::JoinHandle<()>>,
+    // Ordered, so tasks are started and aborted in the same order every run (the
+    // whole-cluster simulation replays a seed exactly).
+    tasks: BTreeMap<(String, std::net::SocketAddr), tokio::task::JoinHandle<()>>,
     stop: CancellationToken,
 }
 
@@ -23,7 +25,7 @@ impl Reporter {
     pub(super) fn new(stop: CancellationToken) -> Reporter {
         Reporter {
             state: watch::channel(0).0,
-            tasks: HashMap::new(),
+            tasks: BTreeMap::new(),
             stop,
         }
     }
