@@ -228,6 +228,17 @@ impl PeerHandler for PeerService {
                         (k, s)
                     })
                     .collect();
+                // "Absent" is an answer only from a copy of the key's slot: another node
+                // (asked as a guess, or as a copy in the asker's view that this node has not
+                // installed yet) cannot tell, and its "absent" let a node restarted empty
+                // run an INCR on nothing while the real copy sat behind a partition (the
+                // whole-cluster simulation, seed 23 of its `all` faults).
+                if states.iter().any(|(k, s)| {
+                    *s == KeyState::Absent
+                        && !cluster.handoff.holds_slot(&view, shoal_store::key_slot(k))
+                }) {
+                    return reply(Bytes::from_static(CANNOT_TELL));
+                }
                 reply(encode_replicate(states.iter().map(|(k, s)| (&k[..], s))))
             }
             Ok(Request::Done { view: id, name }) => {
@@ -307,6 +318,10 @@ impl PeerHandler for PeerService {
         }
     }
 }
+
+/// The answer to a FETCH that names a key this node neither has nor holds the slot of:
+/// not key states, so the asker counts this node as not having answered.
+const CANNOT_TELL: &[u8] = b"-TRYAGAIN this node holds no copy of the key's slot\r\n";
 
 /// The answer to a HANDOFF of a slot this node holds no copy of (see [`foreign`]).
 const NOT_A_COPY: &[u8] =

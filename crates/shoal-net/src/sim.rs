@@ -15,8 +15,7 @@ pub mod tcp {
     pub use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 }
 
-/// Resolves `host:port` through the simulation's names (every host is named by the
-/// simulation; an IP address resolves to itself).
+/// Resolves `host:port` through the simulation's names (an IP address resolves to itself).
 pub async fn lookup_host(target: &str) -> io::Result<std::vec::IntoIter<SocketAddr>> {
     let (host, port) = target
         .rsplit_once(':')
@@ -25,12 +24,8 @@ pub async fn lookup_host(target: &str) -> io::Result<std::vec::IntoIter<SocketAd
         .parse()
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "invalid port"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let ip = match host.parse() {
-        Ok(ip) => ip,
-        // turmoil panics on an unknown name; a seed that names no host resolves to nothing.
-        Err(_) if !turmoil::lookup_many(host.to_string()).is_empty() => turmoil::lookup(host),
-        Err(_) => return Ok(Vec::new().into_iter()),
-    };
+    // turmoil gives a name it does not know an address of its own, where nothing answers.
+    let ip = host.parse().unwrap_or_else(|_| turmoil::lookup(host));
     Ok(vec![SocketAddr::new(ip, port)].into_iter())
 }
 

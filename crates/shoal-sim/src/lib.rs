@@ -536,6 +536,15 @@ async fn checker(sc: Scenario, shared: Rc<Shared>) {
 
 static LOGGING: std::sync::Once = std::sync::Once::new();
 
+/// Log lines carry the simulated time (seconds since the run began).
+struct SimTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for SimTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        write!(w, "{:>10.6}", now_us() as f64 / 1e6)
+    }
+}
+
 /// Node logs on stderr when `SHOAL_SIM_LOG` names a level (`info`, `debug`).
 fn init_logging() {
     LOGGING.call_once(|| {
@@ -543,7 +552,7 @@ fn init_logging() {
             if let Ok(level) = level.parse::<tracing_subscriber::filter::LevelFilter>() {
                 let _ = tracing_subscriber::fmt()
                     .with_max_level(level)
-                    .without_time()
+                    .with_timer(SimTime)
                     .with_writer(std::io::stderr)
                     .try_init();
             }
