@@ -341,6 +341,9 @@ pub struct ClusterStats {
     pub unowned: AtomicU64,
     /// Forwarded commands that arrived after their sender's deadline, not run.
     pub expired: AtomicU64,
+    /// The most any sender's clock was seen ahead of this node's (ms), from the deadlines
+    /// of forwarded commands (see `peer::sender_lead_ms`).
+    pub peer_clock_lead_ms: AtomicU64,
     /// Keyed commands a leaving node sent on to the next copy (their sender had not heard
     /// of the leave yet).
     pub sent_on_leaving: AtomicU64,
@@ -813,6 +816,10 @@ impl Cluster {
             get(&s.unowned)
         ));
         line(format!("shoal_expired_requests:{}", get(&s.expired)));
+        line(format!(
+            "shoal_peer_clock_lead_ms:{}",
+            get(&s.peer_clock_lead_ms)
+        ));
         if let Some(g) = self.gossip.get() {
             let g = g.stats().snapshot();
             line(format!("shoal_gossip_datagrams_in:{}", g.datagrams_in));

@@ -120,6 +120,7 @@ impl PeerHandler for PeerService {
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
+                note_sender_clock(cluster, &conn.name, deadline_ms, now);
                 if deadline_ms != 0 && now > deadline_ms {
                     // The sender gave up on this node (it was frozen, or far behind) and
                     // asked the next copy: running this now could apply a write twice.
@@ -319,6 +320,41 @@ impl PeerHandler for PeerService {
     }
 }
 
+/// How far ahead of this node's clock the sender's was at least (ms), from a forwarded
+/// command's deadline (the sender's clock when it sent it plus `timeout_ms`): the time in
+/// transit only makes it smaller, so a lead is certain. A sender behind this node is seen
+/// by that sender instead, in the commands this node sends it.
+fn sender_lead_ms(deadline_ms: u64, timeout_ms: u64, now_ms: u64) -> u64 {
+    deadline_ms.saturating_sub(timeout_ms.saturating_add(now_ms))
+}
+
+/// Records a sender's clock lead and warns (now and then) when it is over half of
+/// `cluster-timeout-ms`: deadlines and versions compare the nodes' clocks, and the
+/// whole-cluster simulation lost acknowledged writes once clocks were up to 2 s apart with
+/// `cluster-timeout-ms` 1000 (none up to 1 s apart; README, "The whole-cluster simulation").
+fn note_sender_clock(cluster: &Cluster, sender: &str, deadline_ms: u64, now_ms: u64) {
+    if deadline_ms == 0 {
+        return;
+    }
+    let timeout = cluster.timeouts.request.as_millis() as u64;
+    let lead = sender_lead_ms(deadline_ms, timeout, now_ms);
+    let before = cluster
+        .stats
+        .peer_clock_lead_ms
+        .fetch_max(lead, Ordering::Relaxed);
+    // Once per doubling of the largest lead seen, past the bound.
+    if lead > timeout / 2 && lead > before.saturating_mul(2).max(timeout / 2) {
+        tracing::warn!(
+            peer = %sender,
+            lead_ms = lead,
+            cluster_timeout_ms = timeout,
+            "a peer's clock is ahead of this node's by more than half of cluster-timeout-ms: \
+             keep the nodes' clocks in step (NTP), or forwarded commands expire and \
+             acknowledged writes can be lost to older ones"
+        );
+    }
+}
+
 /// The answer to a FETCH that names a key this node neither has nor holds the slot of:
 /// not key states, so the asker counts this node as not having answered.
 const CANNOT_TELL: &[u8] = b"-TRYAGAIN this node holds no copy of the key's slot\r\n";
@@ -353,4 +389,26 @@ fn not_here(node: &Server, view: &View, keys: &[Bytes], now: u64) -> bool {
     let [key] = keys else { return false };
     !view.owners(shoal_store::key_slot(key)).contains(&view.me)
         && node.engine.store.key_state(key, now) == KeyState::Absent
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sender_lead_ms;
+
+    #[test]
+    fn a_sender_lead_is_read_off_the_deadline() {
+        // Sent at 10_000 by the sender's clock with a 1 s timeout.
+        assert_eq!(sender_lead_ms(11_000, 1_000, 10_000), 0, "clocks in step");
+        assert_eq!(
+            sender_lead_ms(11_000, 1_000, 9_200),
+            800,
+            "sender 800 ms ahead"
+        );
+        assert_eq!(
+            sender_lead_ms(11_000, 1_000, 10_300),
+            0,
+            "behind, or in transit"
+        );
+        assert_eq!(sender_lead_ms(0, 1_000, 10_000), 0);
+    }
 }

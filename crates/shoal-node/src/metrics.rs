@@ -418,6 +418,12 @@ impl Collector for NodeMetrics {
             "Forwarded requests that arrived after their deadline.",
             get(&c.expired),
         )?;
+        gauge(
+            &mut e,
+            "shoal_peer_clock_lead_ms",
+            "The most another node's clock was seen ahead of this node's, in milliseconds.",
+            get(&c.peer_clock_lead_ms) as i64,
+        )?;
         counter(
             &mut e,
             "shoal_replication_queued",

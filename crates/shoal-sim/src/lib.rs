@@ -53,6 +53,8 @@ pub struct Scenario {
     pub faults: Faults,
     /// How long the cluster may take to settle after the faults healed.
     pub settle: Duration,
+    /// Each node's clock is off by up to this much, either way (drawn from the seed).
+    pub clock_skew: Duration,
 }
 
 impl Default for Scenario {
@@ -65,6 +67,7 @@ impl Default for Scenario {
             load: Duration::from_secs(30),
             faults: Faults::All,
             settle: Duration::from_secs(60),
+            clock_skew: Duration::ZERO,
         }
     }
 }
@@ -97,6 +100,9 @@ pub struct RunReport {
     pub simulated: Duration,
     /// Every request the clients sent, in the order their outcomes were recorded.
     pub history: Vec<Op>,
+    /// The largest lead of another node's clock any node measured (INFO cluster
+    /// `shoal_peer_clock_lead_ms`).
+    pub clock_lead_ms: u64,
 }
 
 impl RunReport {
@@ -135,7 +141,22 @@ fn node_name(i: usize) -> String {
 /// The simulated wall clock, the nodes' time base (turmoil's per-host time since its
 /// epoch, which is fixed so that runs repeat).
 fn sim_clock_us() -> u64 {
-    turmoil::since_epoch().map_or(0, |d| d.as_micros() as u64)
+    let now = turmoil::since_epoch().map_or(0, |d| d.as_micros() as u64);
+    now.saturating_add_signed(host_skew_us())
+}
+
+thread_local! {
+    /// Each node's clock offset (µs), by the tokio runtime its host runs on (turmoil gives
+    /// every host a runtime of its own, and a new one when it restarts).
+    static SKEWS: RefCell<std::collections::HashMap<tokio::runtime::Id, i64>> =
+        RefCell::new(std::collections::HashMap::new());
+}
+
+fn host_skew_us() -> i64 {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return 0;
+    };
+    SKEWS.with(|s| s.borrow().get(&handle.id()).copied().unwrap_or(0))
 }
 
 /// The stores' hash and sampling seeds, drawn from the run's seed.
@@ -306,6 +327,8 @@ struct Shared {
     clients_done: Cell<usize>,
     healed: Cell<bool>,
     finals: RefCell<BTreeMap<String, Vec<Option<String>>>>,
+    /// The largest `shoal_peer_clock_lead_ms` of the nodes at the end.
+    clock_lead: Cell<u64>,
     problems: RefCell<Vec<String>>,
 }
 
@@ -440,8 +463,14 @@ impl Conn {
         None
     }
 
-    async fn info_field(&mut self, field: &str) -> Option<String> {
-        let Some(Reply::Bulk(Some(text))) = self.call(&[b"CLUSTER", b"INFO"]).await else {
+    /// A field of CLUSTER INFO, or of INFO's cluster section with `info`.
+    async fn field(&mut self, field: &str, info: bool) -> Option<String> {
+        let args: &[&[u8]] = if info {
+            &[b"INFO", b"cluster"]
+        } else {
+            &[b"CLUSTER", b"INFO"]
+        };
+        let Some(Reply::Bulk(Some(text))) = self.call(args).await else {
             return None;
         };
         let text = String::from_utf8_lossy(&text).into_owned();
@@ -472,8 +501,8 @@ async fn checker(sc: Scenario, shared: Rc<Shared>) {
         let mut states = Vec::new();
         for c in conns.iter_mut() {
             states.push((
-                c.info_field("shoal_settled").await,
-                c.info_field("shoal_members_known").await,
+                c.field("shoal_settled", false).await,
+                c.field("shoal_members_known", false).await,
             ));
         }
         if states
@@ -490,6 +519,11 @@ async fn checker(sc: Scenario, shared: Rc<Shared>) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for c in conns.iter_mut() {
+        let lead = c.field("shoal_peer_clock_lead_ms", true).await;
+        let lead = lead.and_then(|v| v.parse().ok()).unwrap_or(0);
+        shared.clock_lead.set(shared.clock_lead.get().max(lead));
     }
     let problem = |p: String| shared.problems.borrow_mut().push(p);
     for k in 0..sc.keys as u64 {
@@ -575,6 +609,9 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
     shoal_node::clock::set_source(sim_clock_us);
     shoal_store::set_seed_source(sim_seed);
     let mut rng = Rng::new(seed);
+    // Apart from `rng`, so that the fault schedule of a seed does not depend on the skew.
+    let mut skew_rng = Rng::new(seed ^ 0x0005_CE3D_C10C_0000);
+    SKEWS.with(|s| s.borrow_mut().clear());
     shoal_net::seed(seed);
     let total = sc.start + sc.load + sc.settle + Duration::from_secs(120);
     let mut sim = turmoil::Builder::new()
@@ -590,11 +627,15 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
     for i in 0..sc.nodes {
         let starts = Rc::new(Cell::new(0u32));
         let nodes = sc.nodes;
+        let max = sc.clock_skew.as_micros() as u64;
+        let skew = (skew_rng.below(2 * max + 1) as i64) - max as i64;
         sim.host(node_name(i), move || {
             let first = starts.get() == 0;
             starts.set(starts.get() + 1);
             let config = config(i, nodes, first);
             async move {
+                let runtime = tokio::runtime::Handle::current().id();
+                SKEWS.with(|s| s.borrow_mut().insert(runtime, skew));
                 let node = shoal_node::start(config, None).await?;
                 node.wait().await;
                 Ok(())
@@ -667,5 +708,6 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         digest: digest(&ops),
         simulated,
         history: ops,
+        clock_lead_ms: shared.clock_lead.get(),
     }
 }
