@@ -199,20 +199,6 @@ fn a_seed_replays_exactly() {
     );
 }
 
-/// Seed 23 of the soak with every fault (it replays exactly): n0 restarts empty (n0 and n2
-/// hold counter `ctr0`), then the link between n2 and n0 is held. n0's fetch of `ctr0`
-/// took a "no such key" from a node that holds no copy of the slot as an answer and the
-/// held n2 as gone, so it ran INCRs from nothing (answering 1 again after 8) and its result
-/// later replaced n2's: 9 problems before the fix. (Its other faults may one day show the
-/// open two-writer problem of the README instead: read the problems printed.)
-#[test]
-fn a_node_restarted_empty_runs_no_write_on_nothing() {
-    let o = run_in_child(23, "all");
-    assert!(o.ops > 1000, "too few requests");
-    assert_eq!(o.problems, 0, "{}", o.report);
-}
-
-/// `SHOAL_SIM_SEEDS=from..to` (default 0..1000), `SHOAL_SIM_FAULTS` (default all).
 #[test]
 #[ignore]
 fn soak() {
