@@ -24,7 +24,7 @@ pub use tokio::net::{lookup_host, tcp, TcpListener, TcpStream, UdpSocket};
 #[cfg(feature = "sim")]
 mod sim;
 #[cfg(feature = "sim")]
-pub use sim::{faults, lookup_host, seed, tcp, TcpListener, TcpStream, UdpSocket};
+pub use sim::{faults, lookup_host, seed, splitmix64, tcp, TcpListener, TcpStream, UdpSocket};
 
 /// Fills `buf` with random bytes: the OS's (`getrandom`), or in the simulation bytes drawn
 /// from its seed (see [`seed`]), so that a run does not depend on the OS.

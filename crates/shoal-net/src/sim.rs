@@ -1,14 +1,13 @@
 //! turmoil's simulated sockets behind tokio's API (the part of it Shoal uses).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
-use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// The halves of a split stream, as `tokio::net::tcp`.
 pub mod tcp {
@@ -134,8 +133,8 @@ thread_local! {
     static RANDOM: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// SplitMix64 step.
-fn mix(state: &mut u64) -> u64 {
+/// One SplitMix64 step: the simulation's random numbers (here and in `shoal-sim`).
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -147,7 +146,7 @@ pub(crate) fn fill_random(buf: &mut [u8]) {
     RANDOM.with(|r| {
         let mut state = r.get();
         for chunk in buf.chunks_mut(8) {
-            let v = mix(&mut state).to_le_bytes();
+            let v = splitmix64(&mut state).to_le_bytes();
             chunk.copy_from_slice(&v[..chunk.len()]);
         }
         r.set(state);
@@ -203,7 +202,7 @@ pub mod faults {
                 return false;
             };
             // Drawn from the seed, so a seed drops the same datagrams every run.
-            let z = mix(&mut f.rng);
+            let z = splitmix64(&mut f.rng);
             ((z >> 11) as f64 / (1u64 << 53) as f64) < p
         })
     }

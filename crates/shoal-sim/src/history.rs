@@ -16,7 +16,7 @@
 //!   answered less, and the final value lies between the highest acknowledged answer and
 //!   the number of INCRs sent (above it, an INCR ran twice: counted apart).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One operation a client sent.
 #[derive(Debug, Clone)]
@@ -87,8 +87,8 @@ struct Write {
     client: usize,
 }
 
-fn register_writes(ops: &[Op]) -> HashMap<&str, Vec<Write>> {
-    let mut by_key: HashMap<&str, Vec<Write>> = HashMap::new();
+fn register_writes(ops: &[Op]) -> BTreeMap<&str, Vec<Write>> {
+    let mut by_key: BTreeMap<&str, Vec<Write>> = BTreeMap::new();
     for op in ops {
         let (key, value) = match &op.kind {
             Kind::Set { key, value } => (key.as_str(), Some(value.clone())),
@@ -148,7 +148,7 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Repo
         report.keys_checked += 1;
         // Each value once (the nodes that agree are one answer; disagreement is reported
         // by the caller).
-        let distinct: std::collections::BTreeSet<&Option<String>> = seen.iter().collect();
+        let distinct: BTreeSet<&Option<String>> = seen.iter().collect();
         for value in distinct {
             let ok = std::iter::once(initial())
                 .chain(ws.iter().cloned())
@@ -190,7 +190,7 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Repo
     }
 
     // Counters.
-    let mut incrs: HashMap<&str, Vec<&Op>> = HashMap::new();
+    let mut incrs: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
     for op in ops {
         if let Kind::Incr { key } = &op.kind {
             incrs.entry(key.as_str()).or_default().push(op);
@@ -236,8 +236,7 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Repo
         }
         let max_acked = answered.keys().next_back().copied().unwrap_or(0);
         let sent = ops.len() as i64;
-        let distinct: std::collections::BTreeSet<&Option<String>> =
-            finals.get(key).into_iter().flatten().collect();
+        let distinct: BTreeSet<&Option<String>> = finals.get(key).into_iter().flatten().collect();
         for value in distinct {
             let n = value.as_deref().map_or(Ok(0), str::parse::<i64>);
             match n {
