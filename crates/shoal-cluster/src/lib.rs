@@ -316,6 +316,9 @@ pub struct ClusterStats {
     pub failovers: AtomicU64,
     /// Requests that reached no copy at all.
     pub unreachable: AtomicU64,
+    /// Writes answered with an error rather than sent to the next copy: their copy did not
+    /// answer and may be alive, or may have run them (`router::on_failure`).
+    pub writes_not_failed_over: AtomicU64,
     /// Key states queued for replicas.
     pub repl_queued: AtomicU64,
     /// Key states dropped: the queue to the peer was full or the peer could not be reached.
@@ -859,6 +862,10 @@ impl Cluster {
         line(format!("shoal_served_for_peers:{}", get(&s.served)));
         line(format!("shoal_failovers:{}", get(&s.failovers)));
         line(format!("shoal_unreachable:{}", get(&s.unreachable)));
+        line(format!(
+            "shoal_writes_not_failed_over:{}",
+            get(&s.writes_not_failed_over)
+        ));
         line(format!("shoal_repl_queued:{}", get(&s.repl_queued)));
         line(format!("shoal_repl_dropped:{}", get(&s.repl_dropped)));
         line(format!("shoal_repl_applied:{}", get(&s.repl_applied)));

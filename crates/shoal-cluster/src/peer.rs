@@ -20,7 +20,7 @@ use shoal_store::KeyState;
 
 use super::handoff::{self, Before, Fetched};
 use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
-use super::replicate::wait_acks;
+use super::replicate::{unconfirmed, wait_acks};
 use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
 use super::View;
 use crate::{Cluster, Server};
@@ -216,8 +216,12 @@ impl PeerHandler for PeerService {
                 } else {
                     let ack_wait = cluster.timeouts.half;
                     Handled::Later(Box::pin(async move {
-                        wait_acks(acks, ack_wait).await;
-                        Response { epoch, body: bytes }
+                        let body = if wait_acks(acks, ack_wait).await {
+                            bytes
+                        } else {
+                            unconfirmed(bytes)
+                        };
+                        Response { epoch, body }
                     }))
                 }
             }
@@ -229,6 +233,17 @@ impl PeerHandler for PeerService {
                         (k, s)
                     })
                     .collect();
+                // "Absent" is an answer only from a copy of the key's slot: another node
+                // (asked as a guess, or as a copy in the asker's view that this node has not
+                // installed yet) cannot tell, and its "absent" let a node restarted empty
+                // run an INCR on nothing while the real copy sat behind a partition (the
+                // whole-cluster simulation, seed 23 of its `all` faults).
+                if states.iter().any(|(k, s)| {
+                    *s == KeyState::Absent
+                        && !cluster.handoff.holds_slot(&view, shoal_store::key_slot(k))
+                }) {
+                    return reply(Bytes::from_static(CANNOT_TELL));
+                }
                 reply(encode_replicate(states.iter().map(|(k, s)| (&k[..], s))))
             }
             Ok(Request::Done { view: id, name }) => {
@@ -346,6 +361,10 @@ fn note_sender_clock(cluster: &Cluster, sender: &str, deadline_ms: u64, now_ms: 
         );
     }
 }
+
+/// The answer to a FETCH that names a key this node neither has nor holds the slot of:
+/// not key states, so the asker counts this node as not having answered.
+const CANNOT_TELL: &[u8] = b"-TRYAGAIN this node holds no copy of the key's slot\r\n";
 
 /// The answer to a HANDOFF of a slot this node holds no copy of (see [`foreign`]).
 const NOT_A_COPY: &[u8] =

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use shoal_store::key_slot;
 
-use shoal_engine::cmd::{self, flag, CommandSpec, Merge, Route};
+use shoal_engine::cmd::{self, flag, Access, CommandSpec, Merge, Route};
 
 /// Where one request runs: the router's decision, made by [`plan`] without any I/O.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,8 +16,9 @@ pub enum Plan {
     Here,
     /// This node owns every key: run here, then replicate.
     Owned,
-    /// To the key's copies, owner first (the next copy when the owner cannot be reached).
-    Forward { owners: Vec<u16>, write: bool },
+    /// To the key's copies, owner first (the next copy when the owner cannot be reached and
+    /// `access` allows it: `router::on_failure`).
+    Forward { owners: Vec<u16>, access: Access },
     /// Split by owner, the parts run in parallel and merged.
     Split(Merge),
     /// To every node, the answers gathered (DBSIZE, KEYS, SCAN, ...).
@@ -46,7 +47,6 @@ pub fn plan(
     if !accepting && !matches!(spec.route, Route::Here | Route::Info | Route::Cluster) {
         return Plan::TryAgain;
     }
-    let write = spec.flags & flag::WRITE != 0;
     let owner_of = |key: &[u8]| placement.owners(key_slot(key))[0];
     match spec.route {
         Route::Here => Plan::Here,
@@ -64,7 +64,7 @@ pub fn plan(
             match slot.map(|slot| placement.owners(slot)) {
                 Some(owners) if owners[0] != me => Plan::Forward {
                     owners: owners.to_vec(),
-                    write: false,
+                    access: Access::Read,
                 },
                 _ => Plan::Here,
             }
@@ -81,7 +81,7 @@ pub fn plan(
                 _ if spec.route == Route::Watch => Plan::WatchNotOwned,
                 (true, false) => Plan::Forward {
                     owners: owners.to_vec(),
-                    write,
+                    access: cmd::access(spec, args),
                 },
                 (false, _) => Plan::CrossSlot,
             }
@@ -255,7 +255,7 @@ mod tests {
 
     /// The routing decision for every command of the table, on a 3-node placement: keyless
     /// rows here, keyed rows at their owner (here, or forwarded to the owner then its
-    /// replica, marked as a write by the row's flag), split rows split, cluster-wide rows on
+    /// replica, marked read, blind write or write), split rows split, cluster-wide rows on
     /// all nodes; multi-key atomic rows refused across owners; nothing but keyless rows
     /// while the node is joining.
     #[test]
@@ -264,7 +264,6 @@ mod tests {
         let (mine, theirs) = (tag(&p, true), tag(&p, false));
         let other_slot = key_slot(theirs.as_bytes());
         for spec in cmd::TABLE.iter().chain(cmd::INTERNAL) {
-            let write = spec.flags & flag::WRITE != 0;
             let here = request(spec, &mine);
             let there = request(spec, &theirs);
             let positions: Vec<usize> = spec.key_positions(here.len()).collect();
@@ -286,7 +285,7 @@ mod tests {
             let expected_there = match spec.route {
                 Route::Owner if !positions.is_empty() => Plan::Forward {
                     owners: p.owners(other_slot).to_vec(),
-                    write,
+                    access: cmd::access(spec, &there),
                 },
                 Route::Watch => Plan::WatchNotOwned,
                 _ => expected_here.clone(),
@@ -341,7 +340,7 @@ mod tests {
             plan(&p, 0, true, cluster, &count),
             Plan::Forward {
                 owners: p.owners(other_slot).to_vec(),
-                write: false
+                access: Access::Read
             }
         );
     }

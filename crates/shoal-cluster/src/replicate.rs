@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use shoal_store::{key_slot, KeyState};
-use shoal_wire::PeerClient;
+use shoal_wire::{PeerClient, Unavailable, WireError};
 use tokio::sync::{mpsc, oneshot};
 
 use super::message::{decode_replicate_result, encode_replicate, entry_len};
@@ -36,8 +36,8 @@ const BATCH_BYTES: usize = 1 << 20;
 pub struct ReplItem {
     pub key: Bytes,
     pub state: KeyState,
-    /// With `write-ack = all`: told whether the replica applied it.
-    pub ack: Option<oneshot::Sender<bool>>,
+    /// With `write-ack = all`: told how the replica answered.
+    pub ack: Option<oneshot::Sender<Ack>>,
 }
 
 /// What a replication queue carries: key states, and barriers that resolve once every
@@ -140,10 +140,10 @@ async fn run(
         }
         if !batch.is_empty() {
             bytes.fetch_sub(size, Ordering::Relaxed);
-            let ok = send_batch(&client, &stats, &epoch, &batch).await;
+            let ack = send_batch(&client, &stats, &epoch, &batch).await;
             for item in batch.drain(..) {
-                if let Some(ack) = item.ack {
-                    let _ = ack.send(ok);
+                if let Some(tx) = item.ack {
+                    let _ = tx.send(ack);
                 }
             }
         }
@@ -153,16 +153,29 @@ async fn run(
     }
 }
 
-/// Sends one batch as a REPLICATE message; true if the peer applied it.
+/// How a replica answered for a state it was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ack {
+    /// It applied the state (or holds a newer one).
+    Applied,
+    /// Its process is gone (connection refused or lost): it holds no copy that could be
+    /// read stale, and its next incarnation is refilled by the hand-off.
+    Gone,
+    /// It refused the state, failed the request or did not answer in time: it may be alive
+    /// and hold an older state.
+    Failed,
+}
+
+/// Sends one batch as a REPLICATE message; tells how the peer answered.
 async fn send_batch(
     client: &PeerClient,
     stats: &ClusterStats,
     epoch: &AtomicU64,
     batch: &[ReplItem],
-) -> bool {
+) -> Ack {
     let body = encode_replicate(batch.iter().map(|i| (&i.key[..], &i.state)));
     match client.request(epoch.load(Ordering::Relaxed), body).await {
-        Ok(r) if decode_replicate_result(&r.body).is_some() => true,
+        Ok(r) if decode_replicate_result(&r.body).is_some() => Ack::Applied,
         Ok(r) => {
             stats
                 .repl_dropped
@@ -172,20 +185,27 @@ async fn send_batch(
                 reply = %String::from_utf8_lossy(&r.body[..r.body.len().min(200)]),
                 "replication batch refused"
             );
-            false
+            Ack::Failed
         }
         Err(e) => {
             stats
                 .repl_dropped
                 .fetch_add(batch.len() as u64, Ordering::Relaxed);
             tracing::debug!(peer = %client.addr(), error = %e, "replication batch failed");
-            false
+            match e {
+                WireError::PeerUnavailable(
+                    Unavailable::Connect(std::io::ErrorKind::ConnectionRefused)
+                    | Unavailable::ConnectionLost
+                    | Unavailable::Shutdown,
+                ) => Ack::Gone,
+                _ => Ack::Failed,
+            }
         }
     }
 }
 
-/// The replicas' acks of a write (with `write-ack = all`), each `true` once applied.
-pub type Acks = Vec<oneshot::Receiver<bool>>;
+/// The replicas' acks of a write (with `write-ack = all`).
+pub type Acks = Vec<oneshot::Receiver<Ack>>;
 
 /// After a write ran here: queues the resulting state of each of `keys` for the key's other
 /// copies. With `want_ack`, returns one receiver per queued state (resolved once the replica
@@ -230,18 +250,36 @@ pub fn replicate_keys<'a>(
     acks
 }
 
-/// Waits for every replica's answer (success or failure alike: `write-ack = all` waits for
-/// the reachable replicas, it does not fail a write the owner applied), at most `wait` (half
-/// the inter-node timeout, `Timeouts::half`): a stalled replica delays the reply instead
-/// of making the forwarding node give up on the owner.
-pub async fn wait_acks(acks: Acks, wait: std::time::Duration) {
+/// Waits for every replica's answer, at most `wait` (half the inter-node timeout,
+/// `Timeouts::half`: a stalled replica delays the reply instead of making the forwarding
+/// node give up on the owner). True if every replica applied the write or is gone; false if
+/// one may be alive without it (it refused it, failed, or did not answer in time), and a
+/// read that fails over to it could then miss the write: the client is told
+/// ([`unconfirmed`]).
+pub async fn wait_acks(acks: Acks, wait: std::time::Duration) -> bool {
     if acks.is_empty() {
-        return;
+        return true;
     }
     let all = async {
+        let mut confirmed = true;
         for ack in acks {
-            let _ = ack.await;
+            confirmed &= matches!(ack.await, Ok(Ack::Applied | Ack::Gone));
         }
+        confirmed
     };
-    let _ = tokio::time::timeout(wait, all).await;
+    tokio::time::timeout(wait, all).await.unwrap_or(false)
 }
+
+/// The reply to a write with `write-ack = all` that a replica did not confirm
+/// ([`wait_acks`]): Redis's error for a write without enough replicas, saying what happened.
+/// The write ran here and stays (it may reach the replica later, or by the hand-off); an
+/// error reply (the write did nothing) is kept as it is.
+pub fn unconfirmed(reply: Bytes) -> Bytes {
+    if reply.starts_with(b"-") {
+        return reply;
+    }
+    Bytes::from_static(UNCONFIRMED)
+}
+
+const UNCONFIRMED: &[u8] = b"-NOREPLICAS Not enough good replicas to write: it ran on the key's \
+owner, but a replica did not confirm it in time (it may have one copy only)\r\n";

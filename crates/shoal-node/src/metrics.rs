@@ -408,6 +408,12 @@ impl Collector for NodeMetrics {
         )?;
         counter(
             &mut e,
+            "shoal_forward_writes_not_failed_over",
+            "Forwarded writes answered with an error: their copy did not answer and may be alive, or may have run them.",
+            get(&c.writes_not_failed_over),
+        )?;
+        counter(
+            &mut e,
             "shoal_served_for_peers",
             "Requests other nodes sent here and this node ran.",
             get(&c.served),

@@ -72,6 +72,8 @@ pub struct Report {
     /// copy, which had it replicated already). Nothing acknowledged is lost by it.
     pub applied_twice: Vec<String>,
     pub ops: usize,
+    /// Requests without a reply or with an error reply (TRYAGAIN, NOREPLICAS, ...).
+    pub unknown: usize,
     pub acked_writes: usize,
     pub reads_checked: usize,
     pub keys_checked: usize,
@@ -129,6 +131,7 @@ fn initial() -> Write {
 pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Report {
     let mut report = Report {
         ops: ops.len(),
+        unknown: ops.iter().filter(|o| o.outcome == Outcome::Unknown).count(),
         ..Report::default()
     };
     let writes = register_writes(ops);

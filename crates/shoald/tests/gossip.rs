@@ -2,10 +2,13 @@
 //! the membership changes and every read checked (issue #4, section 5):
 //!
 //! - `scale_out_crash_restart_and_leave_lose_nothing`: (a) 3 nodes with 100,000 keys, a 4th
-//!   joins: zero misses; (b) SIGKILL one of 4: zero keys lost, zero client errors; the killed
-//!   node restarts empty and is refilled; (c) SIGTERM one of 4: zero keys lost, zero errors;
-//!   then two nodes join at once, and one node freezes (SIGSTOP) until it is declared down
-//!   and thaws: nothing lost, no stale value served.
+//!   joins: zero misses; (b) SIGKILL one of 4: zero keys lost, and the only client errors
+//!   are for commands whose outcome a node could not know (an INCR in flight to the killed
+//!   node, a read whose key's copies did not answer); the killed node restarts empty and is
+//!   refilled; (c) SIGTERM one of 4: zero keys lost, zero errors; then two nodes join at
+//!   once, and one node freezes (SIGSTOP) until it is declared down and thaws: nothing
+//!   lost, no stale value served, and writes to its keys answer TRYAGAIN (or "may have run")
+//!   until it is declared down, rather than get a second writer.
 //! - `rolling_restart_loses_nothing`: (d) each of 3 nodes restarted in turn.
 //! - `wrong_secret_or_cluster_name_never_joins`: (e).
 //!
@@ -394,8 +397,10 @@ struct LoadResult {
     /// Acknowledged INCRs per counter, and counters whose INCR had an unknown outcome.
     incrs: HashMap<u64, i64>,
     unsure: Vec<u64>,
-    /// `ord:{tag}:{c}` keys: the last round whose pipelined `SET a; SET b` was acknowledged.
+    /// `ord:{tag}:{c}` keys: the last round whose pipelined `SET a; SET b` was acknowledged,
+    /// and the rounds whose pair got an error (either write may have run).
     ordered: HashMap<u64, u64>,
+    ordered_unsure: HashMap<u64, Vec<u64>>,
     /// Reads of an `ord:` key right after its pair that saw the second write, and those
     /// that did not.
     ordered_reads: u64,
@@ -450,27 +455,42 @@ impl Load {
                 pipe.cmd("SET").arg(&ord).arg(format!("{round}-b"));
                 pipe.cmd("GET").arg(&ord);
                 pipe.cmd("INCR").arg(format!("ctr:{counter}"));
-                match pipe.query::<Vec<redis::Value>>(&mut con) {
+                // Sent as a whole and read reply by reply: an error reply to one command
+                // (`pipe.query` would fail the whole pipeline on it) leaves the others known.
+                let sent = pipe.get_packed_pipeline();
+                match redis::ConnectionLike::req_packed_commands(&mut con, &sent, 0, 55) {
                     Ok(mut got) => {
                         match got.pop().map(|v| redis::from_redis_value::<i64>(&v)) {
                             Some(Ok(_)) => *r.incrs.entry(counter).or_default() += 1,
-                            other => r.errors.push(format!("INCR: {other:?}")),
-                        }
-                        // The read right after the pair sees the second write.
-                        match got.pop().map(|v| redis::from_redis_value::<String>(&v)) {
-                            Some(Ok(v)) if v == format!("{round}-b") => r.ordered_reads += 1,
-                            Some(Ok(v)) => {
-                                r.reordered.push(format!("{ord}: read {v} after {round}-b"));
+                            other => {
+                                r.unsure.push(counter);
+                                r.errors.push(format!("INCR: {other:?}"));
                             }
-                            other => r.errors.push(format!("GET {ord}: {other:?}")),
                         }
+                        let read = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         let b = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         let a = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         match (a, b) {
                             (Some(Ok(a)), Some(Ok(b))) if a == "OK" && b == "OK" => {
                                 r.ordered.insert(counter % 20, round);
+                                // The read right after the pair sees the second write.
+                                match read {
+                                    Some(Ok(v)) if v == format!("{round}-b") => {
+                                        r.ordered_reads += 1
+                                    }
+                                    Some(Ok(v)) => {
+                                        r.reordered.push(format!("{ord}: read {v} after {round}-b"))
+                                    }
+                                    other => r.errors.push(format!("GET {ord}: {other:?}")),
+                                }
                             }
-                            other => r.errors.push(format!("SET pair: {other:?}")),
+                            other => {
+                                r.ordered_unsure
+                                    .entry(counter % 20)
+                                    .or_default()
+                                    .push(round);
+                                r.errors.push(format!("SET pair: {other:?}"));
+                            }
                         }
                         let ok = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         for (i, v) in asked.iter().zip(got) {
@@ -492,6 +512,10 @@ impl Load {
                     }
                     Err(e) => {
                         r.unsure.push(counter);
+                        r.ordered_unsure
+                            .entry(counter % 20)
+                            .or_default()
+                            .push(round);
                         r.errors.push(e.to_string());
                         if r.errors.len() > 100 {
                             break;
@@ -515,6 +539,19 @@ impl Load {
 
 /// Checks a load's outcome: no miss, no wrong value, no error, at least some traffic.
 fn check_load(what: &str, r: &LoadResult) {
+    check_load_with(what, r, false);
+}
+
+/// Like [`check_load`], but errors are allowed where a node could not know a command's
+/// outcome or refused to make a second writer: `-TRYAGAIN` (a read whose key's copies did
+/// not answer, a write whose owner did not answer), "may have run" (a command in flight
+/// to a node that died or did not answer) and `-NOREPLICAS` (a write whose replica did not
+/// confirm it). Any other error fails.
+fn check_load_in_doubt(what: &str, r: &LoadResult) {
+    check_load_with(what, r, true);
+}
+
+fn check_load_with(what: &str, r: &LoadResult, doubt: bool) {
     println!(
         "{what}: {} reads, {} misses, {} wrong, {} errors, {} writes",
         r.reads,
@@ -532,7 +569,34 @@ fn check_load(what: &str, r: &LoadResult) {
     let first: Vec<&String> = r.errors.iter().take(5).collect();
     assert_eq!(r.misses, 0, "{what}: misses (errors: {first:?})");
     assert_eq!(r.wrong, 0, "{what}: wrong values (errors: {first:?})");
-    assert!(r.errors.is_empty(), "{what}: errors {:?}", r.errors);
+    if doubt && !r.errors.is_empty() {
+        let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
+        for e in &r.errors {
+            let kind = ["TRYAGAIN", "may have run", "NOREPLICAS"]
+                .into_iter()
+                .find(|k| e.contains(k))
+                .unwrap_or("other");
+            *kinds.entry(kind).or_default() += 1;
+        }
+        println!(
+            "{what}: errors by kind {kinds:?}, first {:?}",
+            r.errors.first()
+        );
+    }
+    if doubt {
+        let other: Vec<&String> = r
+            .errors
+            .iter()
+            .filter(|e| {
+                !["TRYAGAIN", "may have run", "NOREPLICAS"]
+                    .iter()
+                    .any(|kind| e.contains(kind))
+            })
+            .collect();
+        assert!(other.is_empty(), "{what}: errors {other:?}");
+    } else {
+        assert!(r.errors.is_empty(), "{what}: errors {:?}", r.errors);
+    }
 }
 
 /// Every acknowledged load write reads back through `p`, and of each pipelined pair of
@@ -544,11 +608,20 @@ fn check_written(p: &Proc, loads: &[&LoadResult]) {
             let k = format!("ord:{}:{c}", r.tag);
             let v: Option<String> = redis::cmd("GET").arg(&k).query(&mut con).expect("GET");
             let v = v.unwrap_or_else(|| panic!("{k} lost"));
-            // A later phase's load with the same tag does not exist: tags are unique.
-            assert_eq!(
-                v,
-                format!("{round}-b"),
-                "{k}: pipelined writes reordered or lost"
+            // A later phase's load with the same tag does not exist: tags are unique. A
+            // later pair that got an error may have written either of its values.
+            let later: Vec<String> = r
+                .ordered_unsure
+                .get(c)
+                .into_iter()
+                .flatten()
+                .filter(|&&u| u > *round)
+                .flat_map(|u| [format!("{u}-a"), format!("{u}-b")])
+                .collect();
+            assert!(
+                v == format!("{round}-b") || later.contains(&v),
+                "{k}: pipelined writes reordered or lost: {v}, expected {round}-b or one of \
+                 {later:?}"
             );
         }
     }
@@ -731,8 +804,10 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     let (held, size) = copies(&[&n0, &n1, &n2, &n3]);
     assert_eq!(held, 2 * size, "two copies of every key after the join");
 
-    // (b) SIGKILL one of 4 under load: nothing lost, no client error (requests to the
-    // killed node fail over to the next copy).
+    // (b) SIGKILL one of 4 under load: nothing lost (requests to the killed node fail over
+    // to the next copy). Errors only where a node could not know an outcome: an INCR in
+    // flight to the killed node may have run there ("may have run"), and a read whose
+    // key's copies did not answer its fetch answers TRYAGAIN.
     let loads = [Load::start(&n0, KEYS, "b0"), Load::start(&n3, KEYS, "b3")];
     let mut n2 = n2;
     n2.signal("KILL");
@@ -749,7 +824,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     for (i, r) in results.iter().enumerate() {
         // The pipelines in flight to the node as it dies read their pair's second write too
         // (they fail over in the order they were sent: `router::FailoverOrder`).
-        check_load(&format!("(b) load {i}"), r);
+        check_load_in_doubt(&format!("(b) load {i}"), r);
     }
     assert_eq!(verify(&n1, KEYS), (0, 0), "(b) read after the crash");
     check_written(&n1, &results.iter().collect::<Vec<_>>());
@@ -881,7 +956,10 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     wait_settled(&[&n0, &n2, &n3, &n4, &n5]);
     let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
     for (i, r) in results.iter().enumerate() {
-        check_load(&format!("(g) load {i}"), r);
+        // Writes to the frozen node's keys answer TRYAGAIN (or, sent before it froze, "may
+        // have run"), and those of keys it is a replica of NOREPLICAS, until it is declared
+        // down: a second writer, or a stale copy read later, could lose writes.
+        check_load_in_doubt(&format!("(g) load {i}"), r);
     }
     assert_eq!(
         verify(&n3, KEYS),
@@ -1068,7 +1146,9 @@ fn a_read_whose_fetch_gets_no_answer_is_not_nil() {
     n1.signal("STOP");
     // GETs in one pipeline, read raw: each reply is a value, or an error (TRYAGAIN for the
     // joiner's own keys, a timeout for keys it forwards), never nil. Then blind SETs of new
-    // keys, which need no other copy's answer: those f2 holds a copy of run there.
+    // keys, which need no other copy's answer: those f2 owns run there (answered
+    // NOREPLICAS, as their replica is frozen); the others answer TRYAGAIN (their owner does
+    // not answer and may be alive).
     const READS: u64 = 400;
     const WRITES: u64 = 100;
     let mut s = std::net::TcpStream::connect(n2.resp).expect("connect f2");
@@ -1112,6 +1192,11 @@ fn a_read_whose_fetch_gets_no_answer_is_not_nil() {
         } else if line.starts_with(b"-") {
             if line.starts_with(b"-TRYAGAIN") {
                 tryagain += 1;
+            }
+            // A write whose replica (frozen) did not confirm it ran here all the same.
+            if line.starts_with(b"-NOREPLICAS") {
+                assert!(replies >= READS, "NOREPLICAS to a GET");
+                written.push(blind(replies - READS));
             }
             end + 2
         } else if line.starts_with(b"$") {

@@ -169,6 +169,22 @@ impl Handoff {
         }
     }
 
+    /// True if this node holds `slot`'s keys as one of its copies: it is a copy under
+    /// `view`, under the view it last settled in, or under one of the views since (what it
+    /// held then it keeps until it settles again). Only such a node can tell that a key of
+    /// the slot is absent.
+    pub fn holds_slot(&self, view: &View, slot: u16) -> bool {
+        if view.owners(slot).contains(&view.me) {
+            return true;
+        }
+        let inner = lock(&self.inner);
+        inner.base.iter().chain(inner.window.iter()).any(|old| {
+            old.owners(slot)
+                .iter()
+                .any(|&m| old.nodes[usize::from(m)].same_incarnation(&view.myself))
+        })
+    }
+
     /// The view this node last settled in.
     pub(super) fn base(&self) -> Option<Arc<View>> {
         lock(&self.inner).base.clone()

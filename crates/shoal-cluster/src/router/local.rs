@@ -16,7 +16,7 @@ use shoal_resp::{Protocol, Reply};
 
 use super::outcome::{encode, error_bytes, reply_limit, with_acks, Outcome};
 use crate::message::{decode_request, Request, Scope, ScopeSpec};
-use crate::replicate::{replicate_keys, wait_acks, Acks};
+use crate::replicate::{replicate_keys, unconfirmed, wait_acks, Acks};
 use crate::{handoff, Cluster, Server, View};
 
 /// Runs a prepared command on this node's store, then queues the new state of each key it
@@ -224,6 +224,9 @@ pub async fn serve_after_wait(
         reply_limit,
     );
     drop(turn);
-    wait_acks(acks, cluster.timeouts.half).await;
-    bytes
+    if wait_acks(acks, cluster.timeouts.half).await {
+        bytes
+    } else {
+        unconfirmed(bytes)
+    }
 }

@@ -333,10 +333,10 @@ fn route(
             with_acks(reply, proto, acks, cluster.timeouts.half)
         }
         Plan::Owned => run_owned(node, cluster, &view, session, spec, args, now_ms),
-        Plan::Forward { owners, write } => {
+        Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
             let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
-            forward(node, view, owners, body, write, order.turn())
+            forward(node, view, owners, body, access, order.turn())
         }
         Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
         Plan::AllNodes => fanout::start(node, cluster, spec, args, proto),

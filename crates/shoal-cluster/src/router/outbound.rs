@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use shoal_wire::{ErrorCode, WireError};
+use shoal_engine::cmd::Access;
+use shoal_wire::{ErrorCode, Unavailable, WireError};
 use tokio::sync::oneshot;
 
 use super::local::serve_body_here;
@@ -18,7 +19,7 @@ pub fn forward(
     view: Arc<View>,
     owners: Vec<u16>,
     body: Bytes,
-    write: bool,
+    access: Access,
     turn: Turn,
 ) -> Outcome {
     Outcome::Later(Box::pin(send_to_copies(
@@ -26,7 +27,7 @@ pub fn forward(
         view,
         owners,
         body,
-        write,
+        access,
         turn,
     )))
 }
@@ -81,19 +82,81 @@ impl Turn {
     }
 }
 
-/// Whether a failed request should go to the next copy: when the copy cannot be reached
-/// (connection refused or reset, no answer in time, shutting down), reads and writes alike,
-/// as the cluster issue asks: a cache stays available, and last-writer-wins on versions
-/// settles a write that both a slow owner and its replica applied (a retried INCR may then
-/// count twice). A handshake refusal (another secret or cluster name) is a configuration
-/// error: reads go on, writes do not, so a misconfigured pair cannot make a second writer
-/// for good.
+/// Whether a member that failed a cluster-wide request with `e` counts as down (its slots
+/// are asked of their other copies): it cannot be reached, or answers nothing in time.
 pub fn fails_over(e: &WireError, write: bool) -> bool {
     match e {
         WireError::PeerUnavailable(_) | WireError::Timeout => true,
         WireError::Remote { code, .. } => *code == ErrorCode::ShuttingDown,
         WireError::Refused(_) => !write,
         WireError::Overloaded | WireError::Frame(_) => false,
+    }
+}
+
+/// What a sender does when its request to a copy of a key failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Send the command to the key's next copy.
+    NextCopy,
+    /// Answer `-TRYAGAIN`: the command did not run, or running it again is harmless.
+    TryAgain,
+    /// Answer an error that says the command may have run: the client cannot know.
+    MayHaveRun,
+    /// Answer the failure as it is (a configuration error, an overload).
+    Fail,
+}
+
+/// Where a command of `access` goes after its copy failed with `e`. Only one node may write
+/// a key, so a write goes to the next copy only when the copy it was sent to is known not
+/// to be running any more; a read goes on whenever the copy does not answer.
+///
+/// - Refused (nothing listens) or dropped from this node's view (gossip declared it down or
+///   gone): nothing more runs there; every command goes on.
+/// - The connection broke with the command on it: the process most likely died (a process
+///   that is gone closes its sockets), but it may have run the command first. Reads and
+///   blind writes go on; another write answers that it may have run, where sending it on
+///   let an INCR count twice (the whole-cluster simulation found it).
+/// - No answer in time (the connect, the handshake or the request timed out): the copy may
+///   be alive behind a partition or paused, still running other senders' writes. A write
+///   sent on made a second writer, and the simulation saw acknowledged writes lost that way
+///   (two INCRs answering one value, reads missing the reader's own writes). Writes answer
+///   TRYAGAIN until gossip declares the copy down (about `cluster-timeout-ms` plus gossip's
+///   detection) and the view moves its keys, as Redis Cluster answers nothing for a failed
+///   master's keys until a replica takes over; an INCR that was sent answers that it may
+///   have run.
+/// - A handshake refusal (another secret or cluster name) is a configuration error: reads go
+///   on, writes do not, so a misconfigured pair cannot make a second writer for good.
+pub fn on_failure(e: &WireError, access: Access) -> OnFailure {
+    use OnFailure::*;
+    let read = access == Access::Read;
+    let blind = access == Access::BlindWrite;
+    match e {
+        WireError::PeerUnavailable(Unavailable::Connect(
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset,
+        )) => NextCopy,
+        WireError::Remote { code, .. } if *code == ErrorCode::ShuttingDown => NextCopy,
+        WireError::PeerUnavailable(Unavailable::ConnectionLost | Unavailable::Shutdown) => {
+            if read || blind {
+                NextCopy
+            } else {
+                MayHaveRun
+            }
+        }
+        WireError::PeerUnavailable(
+            Unavailable::Connect(_) | Unavailable::ConnectTimeout | Unavailable::Handshake(_),
+        ) => {
+            if read {
+                NextCopy
+            } else {
+                TryAgain
+            }
+        }
+        WireError::Timeout if read => NextCopy,
+        WireError::Timeout if blind => TryAgain,
+        WireError::Timeout => MayHaveRun,
+        WireError::Refused(_) if read => NextCopy,
+        WireError::Refused(_) | WireError::Remote { .. } => Fail,
+        WireError::Overloaded | WireError::Frame(_) => Fail,
     }
 }
 
@@ -104,7 +167,7 @@ pub async fn send_to_copies(
     view: Arc<View>,
     owners: Vec<u16>,
     body: Bytes,
-    write: bool,
+    access: Access,
     mut turn: Turn,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
@@ -131,7 +194,10 @@ pub async fn send_to_copies(
         match peer.client.request(view.id, attempt).await {
             Ok(response) => {
                 peer.reachable.store(true, Ordering::Relaxed);
-                let next_copy = handoff::try_next_copy(&response.body);
+                // A write the owner let expire did not run, but the owner is alive: it goes
+                // back to the client as TRYAGAIN, not to a second writer.
+                let next_copy = handoff::try_next_copy(&response.body)
+                    && (access == Access::Read || !response.body.starts_with(handoff::EXPIRED));
                 let outcome = if next_copy {
                     &peer.forwards.next_copy
                 } else {
@@ -149,16 +215,44 @@ pub async fn send_to_copies(
                 }
                 return response.body;
             }
-            Err(e) if fails_over(&e, write) => {
-                peer.forwards.unreachable.fetch_add(1, Ordering::Relaxed);
-                peer.reachable.store(false, Ordering::Relaxed);
-                tracing::debug!(node = %name, error = %e, "copy unreachable, trying the next");
-                last_error = format!("{name}: {e}");
-            }
             Err(e) => {
-                peer.forwards.failed.fetch_add(1, Ordering::Relaxed);
-                cluster.stats.unreachable.fetch_add(1, Ordering::Relaxed);
-                return error_bytes(&format!("ERR request to node {name} failed: {e}"));
+                let then = on_failure(&e, access);
+                if then != OnFailure::Fail {
+                    peer.forwards.unreachable.fetch_add(1, Ordering::Relaxed);
+                    peer.reachable.store(false, Ordering::Relaxed);
+                }
+                match then {
+                    OnFailure::NextCopy => {
+                        tracing::debug!(node = %name, error = %e, "copy unreachable, trying the next");
+                        last_error = format!("{name}: {e}");
+                        continue;
+                    }
+                    OnFailure::TryAgain => {
+                        cluster
+                            .stats
+                            .writes_not_failed_over
+                            .fetch_add(1, Ordering::Relaxed);
+                        return error_bytes(&format!(
+                            "TRYAGAIN the key's copy {name} did not answer ({e}); a write goes \
+                             to another copy once that one is known to be down"
+                        ));
+                    }
+                    OnFailure::MayHaveRun => {
+                        cluster
+                            .stats
+                            .writes_not_failed_over
+                            .fetch_add(1, Ordering::Relaxed);
+                        return error_bytes(&format!(
+                            "ERR the key's copy {name} did not answer ({e}); the command may \
+                             have run there"
+                        ));
+                    }
+                    OnFailure::Fail => {
+                        peer.forwards.failed.fetch_add(1, Ordering::Relaxed);
+                        cluster.stats.unreachable.fetch_add(1, Ordering::Relaxed);
+                        return error_bytes(&format!("ERR request to node {name} failed: {e}"));
+                    }
+                }
             }
         }
     }
@@ -172,6 +266,45 @@ pub async fn send_to_copies(
 mod tests {
     use super::*;
     use shoal_wire::Unavailable;
+
+    #[test]
+    fn only_reads_go_on_from_a_copy_that_may_be_alive() {
+        use std::io::ErrorKind;
+        use Access::*;
+        use OnFailure::*;
+        let refused =
+            WireError::PeerUnavailable(Unavailable::Connect(ErrorKind::ConnectionRefused));
+        let lost = WireError::PeerUnavailable(Unavailable::ConnectionLost);
+        let dropped = WireError::PeerUnavailable(Unavailable::Shutdown);
+        let connect_timeout = WireError::PeerUnavailable(Unavailable::ConnectTimeout);
+        let unreachable =
+            WireError::PeerUnavailable(Unavailable::Connect(ErrorKind::HostUnreachable));
+        let handshake =
+            WireError::PeerUnavailable(Unavailable::Handshake(shoal_wire::HandshakeError::Timeout));
+        let config = WireError::Refused(shoal_wire::HandshakeError::Config("x"));
+        let shutting_down = WireError::Remote {
+            code: ErrorCode::ShuttingDown,
+            message: String::new(),
+        };
+        // (error, then for Read, BlindWrite, Write)
+        let table = [
+            (&refused, [NextCopy, NextCopy, NextCopy]),
+            (&shutting_down, [NextCopy, NextCopy, NextCopy]),
+            (&lost, [NextCopy, NextCopy, MayHaveRun]),
+            (&dropped, [NextCopy, NextCopy, MayHaveRun]),
+            (&connect_timeout, [NextCopy, TryAgain, TryAgain]),
+            (&unreachable, [NextCopy, TryAgain, TryAgain]),
+            (&handshake, [NextCopy, TryAgain, TryAgain]),
+            (&WireError::Timeout, [NextCopy, TryAgain, MayHaveRun]),
+            (&config, [NextCopy, Fail, Fail]),
+            (&WireError::Overloaded, [Fail, Fail, Fail]),
+        ];
+        for (e, expected) in table {
+            for (access, then) in [Read, BlindWrite, Write].into_iter().zip(expected) {
+                assert_eq!(on_failure(e, access), then, "{e} {access:?}");
+            }
+        }
+    }
 
     #[test]
     fn unreachable_copies_fail_over_refusals_only_for_reads() {

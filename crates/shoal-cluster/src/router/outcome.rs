@@ -9,7 +9,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use shoal_engine::cmd::{self, Session};
 use shoal_resp::{Protocol, Reply};
 
-use crate::replicate::{wait_acks, Acks};
+use crate::replicate::{unconfirmed, wait_acks, Acks};
 
 /// A reply still to come, as encoded bytes in the client's protocol.
 pub type ReplyFuture = Pin<Box<dyn Future<Output = Bytes> + Send + 'static>>;
@@ -46,8 +46,11 @@ pub fn with_acks(reply: Reply, proto: Protocol, acks: Acks, ack_wait: Duration) 
     }
     let bytes = encode(&reply, proto);
     Outcome::Acked(Box::pin(async move {
-        wait_acks(acks, ack_wait).await;
-        bytes
+        if wait_acks(acks, ack_wait).await {
+            bytes
+        } else {
+            unconfirmed(bytes)
+        }
     }))
 }
 

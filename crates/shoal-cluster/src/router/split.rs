@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::join_all;
-use shoal_engine::cmd::{self, flag, CommandSpec, Merge, Session};
+use shoal_engine::cmd::{self, CommandSpec, Merge, Session};
 use shoal_resp::{array_elements, integer_value, is_error};
 use shoal_store::key_slot;
 
@@ -48,7 +48,7 @@ pub fn split(
             return run_owned(node, cluster, &view, session, spec, args, now_ms);
         }
         let owners = owners.to_vec();
-        let write = spec.flags & flag::WRITE != 0;
+        let access = cmd::access(spec, args);
         let body = encode_command(
             proto,
             None,
@@ -56,7 +56,7 @@ pub fn split(
             cluster.deadline_ms(),
             reply_limit(session),
         );
-        return forward(node, view.clone(), owners, body, write, order.turn());
+        return forward(node, view.clone(), owners, body, access, order.turn());
     }
     let mut positions = Vec::with_capacity(groups.len());
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(groups.len());
@@ -80,7 +80,7 @@ pub fn split(
                     cluster.deadline_ms(),
                     reply_limit(session),
                 ),
-                spec.flags & flag::WRITE != 0,
+                cmd::access(spec, &sub),
                 order.turn(),
             ))
         };

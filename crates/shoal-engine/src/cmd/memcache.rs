@@ -10,6 +10,13 @@ use shoal_resp::Reply;
 use super::Ctx;
 use crate::mc;
 
+/// True for a tunneled Memcached request that stores without reading: a text `set` (binary
+/// requests arrive translated to text). `add`, `replace`, `cas`, `append`, `incr`, `delete`
+/// and the meta commands depend on what is stored.
+pub fn blind(args: &[Bytes]) -> bool {
+    args.len() >= 2 && &args[0][..] == b"mc.write" && args[1].starts_with(b"set ")
+}
+
 pub fn tunneled(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // Translated binary requests may carry base64 keys longer than a text key.
     let limits = shoal_memcache::binary::text_limits(&mc::limits(ctx.engine));

@@ -41,6 +41,30 @@ pub fn runs_in_doubt(args: &[Bytes]) -> bool {
     blind_write(args) || args.first().is_some_and(|n| n.starts_with(b"mc."))
 }
 
+/// What a command does to its keys, which decides where it may go when the copy it was sent
+/// to does not answer (`shoal_cluster::router::on_failure`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only: any copy may answer it.
+    Read,
+    /// Writes without reading the key ([`blind_write`], and a Memcached `set`): run twice,
+    /// it leaves what running it once leaves.
+    BlindWrite,
+    /// Any other write (INCR, APPEND, DEL, SET NX, ...): run twice, it may count twice.
+    Write,
+}
+
+/// The [`Access`] of `args`, a command of row `spec`.
+pub fn access(spec: &CommandSpec, args: &[Bytes]) -> Access {
+    if spec.flags & flag::WRITE == 0 {
+        Access::Read
+    } else if blind_write(args) || memcache::blind(args) {
+        Access::BlindWrite
+    } else {
+        Access::Write
+    }
+}
+
 /// Command flags (a subset of Redis's, as COMMAND INFO reports them).
 pub mod flag {
     pub const WRITE: u32 = 1;

@@ -976,3 +976,29 @@ fn object_and_memory_usage() {
     let out = h.run("OBJECT FREQ s");
     assert!(out.starts_with(':'), "{out}");
 }
+
+/// Reads, blind writes and other writes are told apart by the row's flag and the arguments.
+#[test]
+fn access_tells_reads_blind_writes_and_other_writes_apart() {
+    use super::{access, lookup, Access};
+    let of = |words: &[&str]| {
+        let args: Vec<Bytes> = words.iter().map(|w| Bytes::from(w.to_string())).collect();
+        let spec = lookup(&args[0][..]).expect("a command of the table");
+        access(spec, &args)
+    };
+    assert_eq!(of(&["GET", "k"]), Access::Read);
+    assert_eq!(of(&["mc.read", "get k", "k"]), Access::Read);
+    assert_eq!(of(&["SET", "k", "v"]), Access::BlindWrite);
+    assert_eq!(of(&["MSET", "a", "1"]), Access::BlindWrite);
+    assert_eq!(of(&["mc.write", "set k 0 0 1", "k"]), Access::BlindWrite);
+    for write in [
+        &["INCR", "k"][..],
+        &["SET", "k", "v", "NX"],
+        &["DEL", "k"],
+        &["APPEND", "k", "v"],
+        &["mc.write", "incr k 1", "k"],
+        &["mc.write", "add k 0 0 1", "k"],
+    ] {
+        assert_eq!(of(write), Access::Write, "{write:?}");
+    }
+}
