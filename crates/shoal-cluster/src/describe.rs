@@ -78,7 +78,12 @@ impl ClusterInfo for Cluster {
             }
         }
         let ok = SLOTS - pfail - fail;
-        let state = if fail == 0 { "ok" } else { "fail" };
+        // A node cut off from the majority serves no slot (as Redis's minority side).
+        let state = if fail == 0 && !self.handoff.is_cut_off() {
+            "ok"
+        } else {
+            "fail"
+        };
         let _ = write!(
             s,
             "cluster_state:{state}\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{ok}\r\n\

@@ -421,6 +421,17 @@ impl Timeouts {
 }
 
 impl Cluster {
+    /// Whether this node takes commands on keys now.
+    pub fn standing(&self) -> plan::Standing {
+        if !self.accepting.load(Ordering::Acquire) {
+            plan::Standing::Looking
+        } else if self.handoff.is_cut_off() {
+            plan::Standing::CutOff
+        } else {
+            plan::Standing::Serving
+        }
+    }
+
     /// The deadline (Unix ms) a COMMAND sent now carries.
     pub fn deadline_ms(&self) -> u64 {
         shoal_engine::clock::now_ms() + self.timeouts.request.as_millis() as u64
@@ -857,6 +868,10 @@ impl Cluster {
         line(format!(
             "shoal_owned_slots:{}",
             v.placement.slots_of(usize::from(v.me)).count()
+        ));
+        line(format!(
+            "shoal_cut_off:{}",
+            u8::from(self.handoff.is_cut_off())
         ));
         line(format!("shoal_forwarded:{}", get(&s.forwarded)));
         line(format!("shoal_served_for_peers:{}", get(&s.served)));

@@ -89,7 +89,8 @@ impl Cluster {
     /// Why this node should get no client traffic from a load balancer now, if it should
     /// not (the metrics port's `/readyz`): it is still looking for its cluster, joining (its
     /// copies are arriving: a rolling restart must wait for it to fill before it stops the
-    /// next node, or two copies of a key could be gone at once), or leaving. A serving node
+    /// next node, or two copies of a key could be gone at once), leaving, or cut off from
+    /// the majority of its cluster (commands on keys answer CLUSTERDOWN). A serving node
     /// stays ready while it receives copies for another node's change.
     pub fn not_ready(&self) -> Option<&'static str> {
         if !self.accepting.load(Ordering::Acquire) {
@@ -97,6 +98,9 @@ impl Cluster {
         }
         if self.mode != super::Mode::Gossip {
             return None;
+        }
+        if self.handoff.is_cut_off() {
+            return Some("cut off: it reaches no majority of its cluster");
         }
         match self.local_state() {
             MemberState::Joining => Some("joining: its copies are still arriving"),

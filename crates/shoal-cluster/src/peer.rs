@@ -135,6 +135,11 @@ impl PeerHandler for PeerService {
                     }
                     return reply(Bytes::from_static(handoff::EXPIRED));
                 }
+                if cluster.handoff.is_cut_off() {
+                    // This node reaches no majority of its cluster: the sender is one of
+                    // the few it still reaches, and the others may serve the keys already.
+                    return reply(error_bytes(crate::router::CLUSTER_DOWN));
+                }
                 // The common case (settled, same view) needs none of this.
                 let unsettled = !cluster.handoff.settled_in(&view);
                 let keys = if unsettled || sender_view != view.id {

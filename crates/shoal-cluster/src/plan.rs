@@ -29,23 +29,43 @@ pub enum Plan {
     Exec,
     /// The node is still looking for its cluster.
     TryAgain,
+    /// The node is cut off from the majority of its cluster.
+    ClusterDown,
     /// A command that must be atomic names keys of different owners.
     CrossSlot,
     /// WATCH of a key this node does not own.
     WatchNotOwned,
 }
 
+/// Whether a node takes commands on keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// It serves its part of the keyspace.
+    Serving,
+    /// It is still looking for its cluster: keys answer TRYAGAIN.
+    Looking,
+    /// It reaches no majority of the members it last settled with
+    /// (`handoff::cut_off`): the others may serve its keys without it, so keys answer
+    /// CLUSTERDOWN, as a Redis Cluster node that lost the majority does.
+    CutOff,
+}
+
 /// Decides where `args` (a command of row `spec`, arity already checked) runs on node `me`
-/// under `placement`; `accepting` is false while the node looks for its cluster.
+/// under `placement`, standing as `standing`.
 pub fn plan(
     placement: &shoal_ring::Placement,
     me: u16,
-    accepting: bool,
+    standing: Standing,
     spec: &CommandSpec,
     args: &[Bytes],
 ) -> Plan {
-    if !accepting && !matches!(spec.route, Route::Here | Route::Info | Route::Cluster) {
-        return Plan::TryAgain;
+    if standing != Standing::Serving
+        && !matches!(spec.route, Route::Here | Route::Info | Route::Cluster)
+    {
+        return match standing {
+            Standing::CutOff => Plan::ClusterDown,
+            _ => Plan::TryAgain,
+        };
     }
     let owner_of = |key: &[u8]| placement.owners(key_slot(key))[0];
     match spec.route {
@@ -277,7 +297,7 @@ mod tests {
                 Route::Exec => Plan::Exec,
             };
             assert_eq!(
-                plan(&p, 0, true, spec, &here),
+                plan(&p, 0, Standing::Serving, spec, &here),
                 expected_here,
                 "{}",
                 spec.name
@@ -291,7 +311,7 @@ mod tests {
                 _ => expected_here.clone(),
             };
             assert_eq!(
-                plan(&p, 0, true, spec, &there),
+                plan(&p, 0, Standing::Serving, spec, &there),
                 expected_there,
                 "{}",
                 spec.name
@@ -300,18 +320,23 @@ mod tests {
                 let mut mixed = here.clone();
                 mixed[positions[1]] = Bytes::from(format!("k{theirs}"));
                 assert_eq!(
-                    plan(&p, 0, true, spec, &mixed),
+                    plan(&p, 0, Standing::Serving, spec, &mixed),
                     Plan::CrossSlot,
                     "{}",
                     spec.name
                 );
             }
-            let joining = plan(&p, 0, false, spec, &here);
+            let joining = plan(&p, 0, Standing::Looking, spec, &here);
+            let cut_off = plan(&p, 0, Standing::CutOff, spec, &here);
             match spec.route {
                 Route::Here | Route::Info | Route::Cluster => {
-                    assert_eq!(joining, expected_here, "{}", spec.name)
+                    assert_eq!(joining, expected_here, "{}", spec.name);
+                    assert_eq!(cut_off, expected_here, "{}", spec.name);
                 }
-                _ => assert_eq!(joining, Plan::TryAgain, "{}", spec.name),
+                _ => {
+                    assert_eq!(joining, Plan::TryAgain, "{}", spec.name);
+                    assert_eq!(cut_off, Plan::ClusterDown, "{}", spec.name);
+                }
             }
         }
         // INFO gathers the keyspace from every node only when it is asked for.
@@ -322,22 +347,22 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            plan(&p, 0, true, info, &args(&["INFO"])),
+            plan(&p, 0, Standing::Serving, info, &args(&["INFO"])),
             Plan::InfoKeyspace
         );
         assert_eq!(
-            plan(&p, 0, true, info, &args(&["INFO", "keyspace"])),
+            plan(&p, 0, Standing::Serving, info, &args(&["INFO", "keyspace"])),
             Plan::InfoKeyspace
         );
         assert_eq!(
-            plan(&p, 0, true, info, &args(&["INFO", "server"])),
+            plan(&p, 0, Standing::Serving, info, &args(&["INFO", "server"])),
             Plan::Here
         );
         // CLUSTER COUNTKEYSINSLOT counts at the slot's owner.
         let cluster = cmd::lookup(b"cluster").unwrap();
         let count = args(&["CLUSTER", "COUNTKEYSINSLOT", &other_slot.to_string()]);
         assert_eq!(
-            plan(&p, 0, true, cluster, &count),
+            plan(&p, 0, Standing::Serving, cluster, &count),
             Plan::Forward {
                 owners: p.owners(other_slot).to_vec(),
                 access: Access::Read

@@ -545,8 +545,9 @@ fn check_load(what: &str, r: &LoadResult) {
 /// Like [`check_load`], but errors are allowed where a node could not know a command's
 /// outcome or refused to make a second writer: `-TRYAGAIN` (a read whose key's copies did
 /// not answer, a write whose owner did not answer), "may have run" (a command in flight
-/// to a node that died or did not answer) and `-NOREPLICAS` (a write whose replica did not
-/// confirm it). Any other error fails.
+/// to a node that died or did not answer), `-NOREPLICAS` (a write whose replica did not
+/// confirm it) and `-CLUSTERDOWN` (a node that reached no majority of its cluster, such as
+/// a thawed one that has not heard yet that the others are up). Any other error fails.
 fn check_load_in_doubt(what: &str, r: &LoadResult) {
     check_load_with(what, r, true);
 }
@@ -572,7 +573,7 @@ fn check_load_with(what: &str, r: &LoadResult, doubt: bool) {
     if doubt && !r.errors.is_empty() {
         let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
         for e in &r.errors {
-            let kind = ["TRYAGAIN", "may have run", "NOREPLICAS"]
+            let kind = ["TRYAGAIN", "may have run", "NOREPLICAS", "CLUSTERDOWN"]
                 .into_iter()
                 .find(|k| e.contains(k))
                 .unwrap_or("other");
@@ -588,7 +589,7 @@ fn check_load_with(what: &str, r: &LoadResult, doubt: bool) {
             .errors
             .iter()
             .filter(|e| {
-                !["TRYAGAIN", "may have run", "NOREPLICAS"]
+                !["TRYAGAIN", "may have run", "NOREPLICAS", "CLUSTERDOWN"]
                     .iter()
                     .any(|kind| e.contains(kind))
             })

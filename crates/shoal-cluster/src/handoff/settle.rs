@@ -2,7 +2,7 @@
 //! since, which peers reported DONE, which slots are still arriving.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -88,6 +88,9 @@ pub struct Handoff {
     settled_for: AtomicU64,
     /// Publishes `settled_for` to waiters (leave).
     settled_view: watch::Sender<u64>,
+    /// This node reaches no majority of the members of the view it last settled in
+    /// ([`cut_off`]): it refuses commands on keys and does not settle.
+    cut_off: AtomicBool,
     /// Wakes the hand-off task (the node settled, or started accepting).
     pub(super) wake: Notify,
     pub(super) rate: u64,
@@ -117,6 +120,7 @@ impl Handoff {
             settles: AtomicU64::new(0),
             settled_for: AtomicU64::new(0),
             settled_view: watch::channel(0).0,
+            cut_off: AtomicBool::new(false),
             wake: Notify::new(),
             rate: config.handoff_rate.0.max(1),
             stats: HandoffStats::default(),
@@ -129,8 +133,15 @@ impl Handoff {
         let mut inner = lock(&self.inner);
         inner.my_done = view.id;
         inner.base = Some(view.clone());
+        self.cut_off.store(false, Ordering::Release);
         self.settled_for.store(view.id, Ordering::Release);
         self.settled_view.send_replace(view.id);
+    }
+
+    /// True when this node reaches no majority of the members it last settled with
+    /// ([`cut_off`]).
+    pub fn is_cut_off(&self) -> bool {
+        self.cut_off.load(Ordering::Acquire)
     }
 
     /// A gossip node without seeds starts a cluster: alone and settled. One with seeds is
@@ -201,6 +212,25 @@ impl Handoff {
         }
         inner.window.retain(|v| v.id != new.id);
         inner.my_done = 0;
+        let cut = inner.base.as_ref().is_some_and(|base| {
+            cut_off(base.nodes.iter().map(|n| n.name.as_str()), |name| {
+                name == new.myself.name
+                    || new
+                        .members
+                        .iter()
+                        .any(|r| r.info.name == name && r.state != MemberState::Down)
+            })
+        });
+        if cut != self.cut_off.swap(cut, Ordering::AcqRel) {
+            if cut {
+                tracing::warn!(
+                    "this node reaches no majority of the members it last settled with: \
+                     commands on keys answer CLUSTERDOWN until it does"
+                );
+            } else {
+                tracing::info!("this node reaches a majority of its cluster again");
+            }
+        }
         self.settled_for.store(0, Ordering::Release);
     }
 
@@ -236,12 +266,16 @@ impl Handoff {
     pub fn reevaluate(&self, cluster: &Cluster) {
         let mut inner = lock(&self.inner);
         let view = cluster.view();
+        // A node cut off from the majority does not settle: alone in its view it would
+        // settle at once, and its new base would make it whole again.
         let settled = inner.my_done == view.id
+            && !self.is_cut_off()
             && view
                 .live_peers()
                 .all(|(n, _)| inner.done_from.get(&n.name) == Some(&view.id));
         if settled && self.settled_for.load(Ordering::Acquire) != view.id {
             inner.base = Some(view.clone());
+            self.cut_off.store(false, Ordering::Release);
             inner.window.clear();
             inner.peers_moving = false;
             self.settles.fetch_add(1, Ordering::AcqRel);
@@ -366,6 +400,26 @@ impl Handoff {
     }
 }
 
+/// True when a node reaches no majority of the members it last settled with: of the names in
+/// `base` (its placed members), at most half are `up` now (this node and members up again
+/// under a new generation count). The others, a majority, may then have declared it down
+/// and serve its keys: were it to go on serving them, its clients' writes would be lost when
+/// the two sides meet again (the whole-cluster simulation lost acknowledged writes that
+/// way, a node cut off from all three others for longer than failure detection). A base of
+/// one or two nodes needs no majority: two nodes cannot tell a crash from a partition, and
+/// the survivor of a crash serves on.
+pub fn cut_off<'a>(
+    base: impl ExactSizeIterator<Item = &'a str>,
+    up: impl Fn(&str) -> bool,
+) -> bool {
+    let members = base.len();
+    if members < 3 {
+        return false;
+    }
+    let reached = base.filter(|name| up(name)).count();
+    reached * 2 <= members
+}
+
 /// True if this node's keys of `slot` may be missing or stale in `view`, settled last in
 /// `base` (None: no base to go by, every slot it holds): it holds a copy now and
 ///
@@ -393,4 +447,29 @@ pub(super) fn receives(view: &View, base: Option<&View>, slot: u16) -> bool {
         && !owners
             .iter()
             .any(|&m| view.nodes[usize::from(m)].same_incarnation(old_owner))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_off;
+
+    #[test]
+    fn a_node_needs_a_majority_of_the_members_it_settled_with() {
+        let cut = |base: &[&str], up: &[&str]| cut_off(base.iter().copied(), |n| up.contains(&n));
+        let four = ["a", "b", "c", "d"];
+        assert!(!cut(&four, &four));
+        // One crashed, or cut off: the three others go on.
+        assert!(!cut(&four, &["a", "b", "c"]));
+        // Two of four, or alone: no majority.
+        assert!(cut(&four, &["a", "b"]));
+        assert!(cut(&four, &["a"]));
+        // Members that joined since do not count toward the base's majority.
+        assert!(cut(&four, &["a", "e", "f"]));
+        let three = ["a", "b", "c"];
+        assert!(!cut(&three, &["a", "c"]));
+        assert!(cut(&three, &["c"]));
+        // Two nodes cannot tell a crash from a partition: the survivor serves on.
+        assert!(!cut(&["a", "b"], &["a"]));
+        assert!(!cut(&["a"], &["a"]));
+    }
 }

@@ -41,7 +41,7 @@ use shoal_resp::Reply;
 use shoal_store::key_slot;
 
 use crate::message::encode_command;
-use crate::plan::{cluster_rule, plan, ClusterRule, Plan};
+use crate::plan::{cluster_rule, plan, ClusterRule, Plan, Standing};
 use crate::{handoff, Cluster, Server, View};
 use local::{run_here, run_owned};
 use outbound::{forward, FailoverOrder as Order};
@@ -168,6 +168,11 @@ fn redirect(
     }
 }
 
+/// The answer to a command on keys while this node is cut off from the majority of its
+/// cluster (`plan::Standing::CutOff`): Redis Cluster's text for a node whose cluster state
+/// is `fail`.
+pub(crate) const CLUSTER_DOWN: &str = "CLUSTERDOWN The cluster is down";
+
 /// Redis Cluster's CROSSSLOT text (the cluster-client port).
 const CROSSSLOT_CLUSTER: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
@@ -183,7 +188,7 @@ fn cluster_rule_of(
     session: &Session,
     now_ms: u64,
 ) -> ClusterRule {
-    if !cluster.accepting.load(Ordering::Acquire) {
+    if cluster.standing() != Standing::Serving {
         return ClusterRule::Route;
     }
     let queued = session.multi.as_ref().map_or(&[][..], |tx| &tx.queue[..]);
@@ -326,8 +331,7 @@ fn route(
 ) -> Outcome {
     let proto = session.proto;
     let view = cluster.view();
-    let accepting = cluster.accepting.load(Ordering::Acquire);
-    match plan(&view.placement, view.me, accepting, spec, args) {
+    match plan(&view.placement, view.me, cluster.standing(), spec, args) {
         Plan::Here => {
             let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             with_acks(reply, proto, acks, cluster.timeouts.half)
@@ -345,6 +349,7 @@ fn route(
         Plan::TryAgain => Outcome::Reply(Reply::error(
             "TRYAGAIN this node is joining the cluster; retry in a moment",
         )),
+        Plan::ClusterDown => Outcome::Reply(Reply::error(CLUSTER_DOWN)),
         Plan::CrossSlot => Outcome::Reply(Reply::error(format!(
             "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
              atomic; keep them together with a {{hash tag}}",
