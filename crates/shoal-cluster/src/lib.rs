@@ -316,6 +316,11 @@ pub struct ClusterStats {
     pub failovers: AtomicU64,
     /// Requests that reached no copy at all.
     pub unreachable: AtomicU64,
+    /// Forwarded writes sent back to their sender (`handoff::OTHER_VIEW`): this node is not
+    /// the key's owner in its view, which differs from the sender's.
+    pub other_view_sent_back: AtomicU64,
+    /// Commands sent again after a copy sent them back for another view.
+    pub other_view_resent: AtomicU64,
     /// Writes answered with an error rather than sent to the next copy: their copy did not
     /// answer and may be alive, or may have run them (`router::on_failure`).
     pub writes_not_failed_over: AtomicU64,
@@ -430,6 +435,21 @@ impl Cluster {
         } else {
             plan::Standing::Serving
         }
+    }
+
+    /// How far ahead of this node's clock a failover's write orders (ms): one more than the
+    /// most any peer's clock was seen ahead of this one (`shoal_peer_clock_lead_ms`, from
+    /// the deadlines of the commands it forwarded), at most `cluster-timeout-ms`. The lost
+    /// owner's last writes, whose replication may arrive after the failover, carry versions
+    /// from its clock; a failover that ran only 1 ms ahead lost to them when that clock ran
+    /// further ahead (README, "pipelined write overtaken by its older value").
+    pub fn failover_ahead_ms(&self) -> u64 {
+        let timeout = self.timeouts.request.as_millis() as u64;
+        1 + self
+            .stats
+            .peer_clock_lead_ms
+            .load(Ordering::Relaxed)
+            .min(timeout)
     }
 
     /// The deadline (Unix ms) a COMMAND sent now carries.
@@ -880,6 +900,14 @@ impl Cluster {
         line(format!(
             "shoal_writes_not_failed_over:{}",
             get(&s.writes_not_failed_over)
+        ));
+        line(format!(
+            "shoal_other_view_sent_back:{}",
+            get(&s.other_view_sent_back)
+        ));
+        line(format!(
+            "shoal_other_view_resent:{}",
+            get(&s.other_view_resent)
         ));
         line(format!("shoal_repl_queued:{}", get(&s.repl_queued)));
         line(format!("shoal_repl_dropped:{}", get(&s.repl_dropped)));

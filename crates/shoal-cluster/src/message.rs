@@ -190,6 +190,17 @@ pub fn restamp(body: &Bytes, deadline_ms: u64) -> Bytes {
     b.freeze()
 }
 
+/// A COMMAND body sent again to the same copy list (after a copy sent it back for another
+/// view): a new deadline, no failover mark.
+pub fn redate(body: &Bytes, deadline_ms: u64) -> Bytes {
+    if body.len() < 18 || body[0] != KIND_COMMAND {
+        return body.clone();
+    }
+    let mut b = BytesMut::from(&body[..]);
+    b[1..9].copy_from_slice(&deadline_ms.to_be_bytes());
+    b.freeze()
+}
+
 /// The failover mark on a COMMAND's protocol byte.
 const FAILOVER: u8 = 0x80;
 

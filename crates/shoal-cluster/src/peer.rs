@@ -21,7 +21,9 @@ use shoal_store::KeyState;
 use super::handoff::{self, Before, Fetched};
 use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
 use super::replicate::{unconfirmed, wait_acks};
-use super::router::{command_keys, error_bytes, parse_command, serve_after_wait, serve_command};
+use super::router::{
+    command_keys, error_bytes, order_failover, parse_command, serve_after_wait, serve_command,
+};
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
@@ -138,15 +140,18 @@ impl PeerHandler for PeerService {
                 if cluster.handoff.is_cut_off() {
                     // This node reaches no majority of its cluster: the sender is one of
                     // the few it still reaches, and the others may serve the keys already.
-                    return reply(error_bytes(crate::router::CLUSTER_DOWN));
+                    return reply(Bytes::from_static(handoff::CUT_OFF));
                 }
-                // The common case (settled, same view) needs none of this.
+                // The common case (settled, same view, no failover) needs none of this.
                 let unsettled = !cluster.handoff.settled_in(&view);
-                let keys = if unsettled || sender_view != view.id {
+                let keys = if unsettled || sender_view != view.id || failover {
                     command_keys(&args).unwrap_or_default()
                 } else {
                     Vec::new()
                 };
+                if failover {
+                    order_failover(node, cluster, &keys, now);
+                }
                 if sender_view != view.id && !failover && sends_on_leaving(cluster, &view, &keys) {
                     // This node is leaving and the sender has not heard yet: were it to run
                     // the command, it and the key's next owner (which the sender's view
@@ -166,6 +171,13 @@ impl PeerHandler for PeerService {
                             body: Bytes::from_static(handoff::LEAVING),
                         }
                     }));
+                }
+                if sender_view != view.id && !failover && owned_elsewhere(&view, &keys) {
+                    cluster
+                        .stats
+                        .other_view_sent_back
+                        .fetch_add(1, Ordering::Relaxed);
+                    return reply(Bytes::from_static(handoff::OTHER_VIEW));
                 }
                 if sender_view != view.id && not_here(node, &view, &keys, now) {
                     // The sender routes by another view and this node holds no copy of the
@@ -397,6 +409,17 @@ fn sends_on_leaving(cluster: &Cluster, view: &View, keys: &[Bytes]) -> bool {
 
 /// True if this node holds no copy of the one key of a command under its own view and
 /// does not have it either.
+/// True when this node is not the owner, in its view, of some of `keys` (see
+/// [`handoff::OTHER_VIEW`]): a sender routing by another view took it for their owner. Two
+/// nodes joining at once lost an acknowledged INCR of the scale-out test that way: a node
+/// that had heard of both joins ran the INCRs of a sender that had heard of one, while the
+/// owner in its own view ran the others'. Reads are sent back too, so that a pipeline's
+/// read follows its writes to the owner.
+fn owned_elsewhere(view: &View, keys: &[Bytes]) -> bool {
+    keys.iter()
+        .any(|k| view.owners(shoal_store::key_slot(k)).first() != Some(&view.me))
+}
+
 fn not_here(node: &Server, view: &View, keys: &[Bytes], now: u64) -> bool {
     let [key] = keys else { return false };
     !view.owners(shoal_store::key_slot(key)).contains(&view.me)

@@ -1004,6 +1004,13 @@ impl Store {
         self.shared.apply_floor.fetch_max(version, Relaxed);
     }
 
+    /// Raises the clock of `key`'s shard to at least `version`, so the key's next write here
+    /// gets a greater version (a failover orders its write after the lost owner's).
+    pub fn order_after(&self, key: &[u8], version: u64) {
+        self.lock(shard_of_slot(key_slot(key)))
+            .observe_version(version);
+    }
+
     /// After a flush: raises the floor ([`refuse_versions_below`](Self::refuse_versions_below))
     /// to at least `at_least` and above every version this store handed out or saw, raises
     /// every shard's clock to it, so every later local write orders after it, and returns

@@ -1238,3 +1238,25 @@ fn slot_states_hand_a_slot_over_and_drop_slot_forgets_it() {
         "an older value of a deleted key is refused"
     );
 }
+
+/// A key's next write orders after a version raised with `order_after`, however far ahead
+/// of this node's clock (a failover after an owner whose clock ran ahead).
+#[test]
+fn a_write_after_order_after_gets_a_greater_version() {
+    let s = store();
+    let version = |s: &Store, key: &[u8], now: u64| match s.key_state(key, now) {
+        KeyState::Live { version, .. } => version,
+        other => panic!("{other:?}"),
+    };
+    s.set(b"k", b"1", None, 1_000);
+    let first = version(&s, b"k", 1_000);
+    let lost_owner = (1_800u64) << 12;
+    s.order_after(b"k", lost_owner);
+    s.set(b"k", b"2", None, 1_001);
+    let second = version(&s, b"k", 1_001);
+    assert!(second > lost_owner && lost_owner > first);
+    // Only the key's shard moves: another slot's keys keep the wall clock.
+    s.set(b"other{x}", b"1", None, 1_001);
+    let other = version(&s, b"other{x}", 1_001);
+    assert!(other < lost_owner, "{other} {lost_owner}");
+}

@@ -470,9 +470,14 @@ impl Load {
                         let read = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         let b = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         let a = got.pop().map(|v| redis::from_redis_value::<String>(&v));
-                        match (a, b) {
-                            (Some(Ok(a)), Some(Ok(b))) if a == "OK" && b == "OK" => {
-                                r.ordered.insert(counter % 20, round);
+                        let acked = |w: &Option<redis::RedisResult<String>>| matches!(w, Some(Ok(v)) if v == "OK");
+                        if acked(&b) {
+                            // The second write is the pair's last: the first, sent before it
+                            // on the same connection, ran before it or not at all.
+                            r.ordered.insert(counter % 20, round);
+                            if !acked(&a) {
+                                r.errors.push(format!("SET pair, first: {a:?}"));
+                            } else {
                                 // The read right after the pair sees the second write.
                                 match read {
                                     Some(Ok(v)) if v == format!("{round}-b") => {
@@ -484,13 +489,12 @@ impl Load {
                                     other => r.errors.push(format!("GET {ord}: {other:?}")),
                                 }
                             }
-                            other => {
-                                r.ordered_unsure
-                                    .entry(counter % 20)
-                                    .or_default()
-                                    .push(round);
-                                r.errors.push(format!("SET pair: {other:?}"));
-                            }
+                        } else {
+                            r.ordered_unsure
+                                .entry(counter % 20)
+                                .or_default()
+                                .push(round);
+                            r.errors.push(format!("SET pair: {:?}", (a, b)));
                         }
                         let ok = got.pop().map(|v| redis::from_redis_value::<String>(&v));
                         for (i, v) in asked.iter().zip(got) {
@@ -539,20 +543,40 @@ impl Load {
 
 /// Checks a load's outcome: no miss, no wrong value, no error, at least some traffic.
 fn check_load(what: &str, r: &LoadResult) {
-    check_load_with(what, r, false);
+    check_load_with(what, r, None);
 }
 
 /// Like [`check_load`], but errors are allowed where a node could not know a command's
-/// outcome or refused to make a second writer: `-TRYAGAIN` (a read whose key's copies did
-/// not answer, a write whose owner did not answer), "may have run" (a command in flight
-/// to a node that died or did not answer), `-NOREPLICAS` (a write whose replica did not
-/// confirm it) and `-CLUSTERDOWN` (a node that reached no majority of its cluster, such as
-/// a thawed one that has not heard yet that the others are up). Any other error fails.
-fn check_load_in_doubt(what: &str, r: &LoadResult) {
-    check_load_with(what, r, true);
+/// outcome or refused to make a second writer: those containing one of `allowed`, at most
+/// 100 of them (a load stops after 100 failed pipelines anyway). Any other error fails.
+fn check_load_in_doubt(what: &str, r: &LoadResult, allowed: &[&str]) {
+    check_load_with(what, r, Some(allowed));
 }
 
-fn check_load_with(what: &str, r: &LoadResult, doubt: bool) {
+/// In-doubt errors when a node is SIGKILLed: an INCR in flight to it may have run there, a
+/// read whose key's copies did not answer its fetch answers TRYAGAIN, and a write whose
+/// live replica did not confirm it within half of `cluster-timeout-ms` NOREPLICAS (seen in
+/// 2 of 12 runs, about 20 writes each time, while the survivors re-replicate; a replica
+/// that was killed counts as confirmed).
+const KILL_DOUBT: &[&str] = &[
+    "may have run",
+    "the key's other copies did not answer",
+    "NOREPLICAS",
+];
+
+/// In-doubt errors while a node is frozen, before it is declared down: writes to its keys
+/// answer TRYAGAIN (or, sent before it froze, "may have run"), those of keys it is a
+/// replica of NOREPLICAS, a read whose fetch it did not answer TRYAGAIN, and the thawed
+/// node, until it hears the others are up, CLUSTERDOWN.
+const FREEZE_DOUBT: &[&str] = &[
+    "may have run",
+    "the key's copy",
+    "the key's other copies did not answer",
+    "NOREPLICAS",
+    "The cluster is down",
+];
+
+fn check_load_with(what: &str, r: &LoadResult, doubt: Option<&[&str]>) {
     println!(
         "{what}: {} reads, {} misses, {} wrong, {} errors, {} writes",
         r.reads,
@@ -570,34 +594,28 @@ fn check_load_with(what: &str, r: &LoadResult, doubt: bool) {
     let first: Vec<&String> = r.errors.iter().take(5).collect();
     assert_eq!(r.misses, 0, "{what}: misses (errors: {first:?})");
     assert_eq!(r.wrong, 0, "{what}: wrong values (errors: {first:?})");
-    if doubt && !r.errors.is_empty() {
-        let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
-        for e in &r.errors {
-            let kind = ["TRYAGAIN", "may have run", "NOREPLICAS", "CLUSTERDOWN"]
-                .into_iter()
-                .find(|k| e.contains(k))
-                .unwrap_or("other");
-            *kinds.entry(kind).or_default() += 1;
-        }
+    let Some(allowed) = doubt else {
+        assert!(r.errors.is_empty(), "{what}: errors {:?}", r.errors);
+        return;
+    };
+    let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
+    for e in &r.errors {
+        let kind = allowed.iter().find(|k| e.contains(*k)).unwrap_or(&"other");
+        *kinds.entry(kind).or_default() += 1;
+    }
+    if !r.errors.is_empty() {
         println!(
             "{what}: errors by kind {kinds:?}, first {:?}",
             r.errors.first()
         );
     }
-    if doubt {
-        let other: Vec<&String> = r
-            .errors
-            .iter()
-            .filter(|e| {
-                !["TRYAGAIN", "may have run", "NOREPLICAS", "CLUSTERDOWN"]
-                    .iter()
-                    .any(|kind| e.contains(kind))
-            })
-            .collect();
-        assert!(other.is_empty(), "{what}: errors {other:?}");
-    } else {
-        assert!(r.errors.is_empty(), "{what}: errors {:?}", r.errors);
-    }
+    let other: Vec<&String> = r
+        .errors
+        .iter()
+        .filter(|e| !allowed.iter().any(|kind| e.contains(kind)))
+        .collect();
+    assert!(other.is_empty(), "{what}: errors {other:?}");
+    assert!(r.errors.len() <= 100, "{what}: {kinds:?}");
 }
 
 /// Every acknowledged load write reads back through `p`, and of each pipelined pair of
@@ -825,7 +843,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     for (i, r) in results.iter().enumerate() {
         // The pipelines in flight to the node as it dies read their pair's second write too
         // (they fail over in the order they were sent: `router::FailoverOrder`).
-        check_load_in_doubt(&format!("(b) load {i}"), r);
+        check_load_in_doubt(&format!("(b) load {i}"), r, KILL_DOUBT);
     }
     assert_eq!(verify(&n1, KEYS), (0, 0), "(b) read after the crash");
     check_written(&n1, &results.iter().collect::<Vec<_>>());
@@ -960,7 +978,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
         // Writes to the frozen node's keys answer TRYAGAIN (or, sent before it froze, "may
         // have run"), and those of keys it is a replica of NOREPLICAS, until it is declared
         // down: a second writer, or a stale copy read later, could lose writes.
-        check_load_in_doubt(&format!("(g) load {i}"), r);
+        check_load_in_doubt(&format!("(g) load {i}"), r, FREEZE_DOUBT);
     }
     assert_eq!(
         verify(&n3, KEYS),

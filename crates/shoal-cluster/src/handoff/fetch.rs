@@ -17,6 +17,7 @@ use crate::Server;
 use crate::{Cluster, Peer, View};
 use shoal_engine::clock::now_ms;
 use shoal_wire::{Unavailable, WireError};
+use std::io::ErrorKind;
 
 /// The keys among `keys` that this node should fetch before running a command on them:
 /// none once settled; else those it holds no state for, and every key of a slot it is
@@ -267,6 +268,15 @@ pub const EXPIRED: &[u8] = b"-TRYAGAIN the request expired before this node coul
 /// both write the key (`peer`).
 pub const LEAVING: &[u8] = b"-TRYAGAIN this node is leaving the cluster\r\n";
 
+/// The reply to a forwarded command (not a failover) on a key this node does not own in its
+/// view, from a sender with another view: the sender took it for the owner. Were it to run
+/// a write, it and the owner in its own view would both write the key while the views
+/// differ. The sender sends the command again, after the connection's earlier commands,
+/// once its view changed or after a pause (`router::outbound::send_to_copies`); it is not a
+/// `try_next_copy` reply.
+pub const OTHER_VIEW: &[u8] =
+    b"-TRYAGAIN this node is not the key's owner in its view of the membership, which differs from the sender's\r\n";
+
 /// The reply to a command that reads a key this node owns while unsettled, when none of the
 /// key's other copies answered the fetch in time: without their answer a read could say nil
 /// for a key that exists. The client (or a Redis Cluster client by itself) tries again. Not
@@ -274,14 +284,19 @@ pub const LEAVING: &[u8] = b"-TRYAGAIN this node is leaving the cluster\r\n";
 pub const UNANSWERED: &[u8] =
     b"-TRYAGAIN the key's other copies did not answer in time, try again\r\n";
 
+/// The reply of a node cut off from the majority of its cluster to a forwarded command
+/// (`Handoff::is_cut_off`): it ran nothing, and the majority may serve the key already
+/// without it, so the sender tries the next copy (Redis Cluster's text).
+pub const CUT_OFF: &[u8] = b"-CLUSTERDOWN The cluster is down\r\n";
+
 /// True for the replies that tell the sender to try the next copy.
 pub fn try_next_copy(body: &[u8]) -> bool {
-    body.starts_with(NOT_HERE) || body.starts_with(EXPIRED) || body.starts_with(LEAVING)
+    body.starts_with(NOT_HERE)
+        || body.starts_with(EXPIRED)
+        || body.starts_with(LEAVING)
+        || body.starts_with(CUT_OFF)
 }
 
-/// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every
-/// candidate at once, and applies every answer with last-writer-wins (so the newest copy
-/// wins even if one candidate is stale). Tells whether every key had a copy answer.
 /// True if a copy that failed a FETCH with `e` is taken as gone, with nothing more to learn
 /// from it: its process is not there (connection refused or lost, or a reconnect backing off
 /// after that). Counting those copies as "in doubt" answered clients of the scale-out test's
@@ -291,9 +306,19 @@ pub fn try_next_copy(body: &[u8]) -> bool {
 /// lost a counter that way: a node restarted empty, the other copy behind a held link, and
 /// an INCR ran on nothing.
 fn copy_is_gone(e: &WireError) -> bool {
-    matches!(e, WireError::PeerUnavailable(u) if !matches!(u, Unavailable::ConnectTimeout))
+    matches!(
+        e,
+        WireError::PeerUnavailable(
+            Unavailable::Connect(ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset)
+                | Unavailable::ConnectionLost
+                | Unavailable::Shutdown
+        )
+    )
 }
 
+/// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every
+/// candidate at once, and applies every answer with last-writer-wins (so the newest copy
+/// wins even if one candidate is stale). Tells whether every key had a copy answer.
 pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fetched {
     let cluster = node.cluster.as_ref().expect("fetch runs in a cluster");
     let stats = &cluster.handoff.stats;
@@ -391,9 +416,16 @@ mod tests {
         for u in gone {
             assert!(copy_is_gone(&WireError::PeerUnavailable(u.clone())), "{u}");
         }
-        // No answer at all: the copy may be alive behind a partition.
+        // No answer at all: the copy may be alive behind a partition, or frozen (its kernel
+        // still accepts the connection; the handshake times out).
         assert!(!copy_is_gone(&WireError::PeerUnavailable(
             Unavailable::ConnectTimeout
+        )));
+        assert!(!copy_is_gone(&WireError::PeerUnavailable(
+            Unavailable::Handshake(shoal_wire::HandshakeError::Timeout)
+        )));
+        assert!(!copy_is_gone(&WireError::PeerUnavailable(
+            Unavailable::Connect(ErrorKind::HostUnreachable)
         )));
         assert!(!copy_is_gone(&WireError::Timeout));
     }

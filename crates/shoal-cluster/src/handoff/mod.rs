@@ -42,8 +42,8 @@ mod settle;
 mod stream;
 
 pub use fetch::{
-    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, EXPIRED, LEAVING, NOT_HERE,
-    UNANSWERED,
+    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, CUT_OFF, EXPIRED, LEAVING,
+    NOT_HERE, OTHER_VIEW, UNANSWERED,
 };
 pub use settle::{Handoff, HandoffStats};
 

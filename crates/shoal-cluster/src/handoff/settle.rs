@@ -1,7 +1,7 @@
 //! The hand-off and settling state of one node: the view it last settled in, the views
 //! since, which peers reported DONE, which slots are still arriving.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -68,6 +68,9 @@ pub(super) struct Inner {
     /// others saw a membership change this node did not, e.g. a brief false suspicion of
     /// it): until settled again every slot this node holds counts as receiving.
     peers_moving: bool,
+    /// Members seen leaving since the last settle: they left the base on purpose, so they
+    /// do not count toward its majority ([`cut_off`]).
+    departed: HashSet<String>,
     /// For a node without a useful base: guesses of where keys were before it joined, for
     /// the view and serving set `.0`: the placement over the other serving members, and the
     /// one over every other member (joins seen by the others before this one).
@@ -113,6 +116,7 @@ impl Handoff {
                 receiving: Arc::new(Vec::new()),
                 receiving_for: (u64::MAX, u64::MAX, false),
                 peers_moving: false,
+                departed: HashSet::new(),
                 guesses: None,
             }),
             queues: Mutex::new(HashMap::new()),
@@ -212,8 +216,20 @@ impl Handoff {
         }
         inner.window.retain(|v| v.id != new.id);
         inner.my_done = 0;
+        for r in old.members.iter().chain(&new.members) {
+            if r.state == MemberState::Leaving && !inner.departed.contains(&r.info.name) {
+                inner.departed.insert(r.info.name.clone());
+            }
+        }
+        let departed = &inner.departed;
         let cut = inner.base.as_ref().is_some_and(|base| {
-            cut_off(base.nodes.iter().map(|n| n.name.as_str()), |name| {
+            let stayed: Vec<&str> = base
+                .nodes
+                .iter()
+                .map(|n| n.name.as_str())
+                .filter(|name| !departed.contains(*name))
+                .collect();
+            cut_off(stayed.into_iter(), |name| {
                 name == new.myself.name
                     || new
                         .members
@@ -276,6 +292,7 @@ impl Handoff {
         if settled && self.settled_for.load(Ordering::Acquire) != view.id {
             inner.base = Some(view.clone());
             self.cut_off.store(false, Ordering::Release);
+            inner.departed.clear();
             inner.window.clear();
             inner.peers_moving = false;
             self.settles.fetch_add(1, Ordering::AcqRel);

@@ -67,6 +67,16 @@ pub fn command_keys(args: &[Bytes]) -> Option<Vec<Bytes>> {
     Some(cmd::lookup(args.first()?)?.keys(args))
 }
 
+/// Before a failover runs here (the keys' owner could not be reached): orders its writes of
+/// `keys` after every version the lost owner may have given them, also in replication still
+/// on its way here ([`Cluster::failover_ahead_ms`]).
+pub fn order_failover(node: &Server, cluster: &Cluster, keys: &[Bytes], now_ms: u64) {
+    let version = (now_ms + cluster.failover_ahead_ms()) << 12;
+    for key in keys {
+        node.engine.store.order_after(key, version);
+    }
+}
+
 /// Runs a command here, as the owner of its keys (see [`run_here`]); with `write-ack = all`
 /// the reply waits for the replicas. While the cluster is unsettled, keys still on their way
 /// here are fetched from their other copies first.
@@ -122,6 +132,9 @@ pub async fn serve_body_here(
             if scope.is_none() {
                 let keys = command_keys(&args).unwrap_or_default();
                 let now = shoal_engine::clock::now_ms();
+                if ahead > 0 {
+                    order_failover(node, cluster, &keys, now);
+                }
                 if let handoff::Before::Wait(wait) =
                     handoff::before(node, cluster, view, &keys, now)
                 {

@@ -27,7 +27,7 @@ mod outbound;
 mod outcome;
 mod split;
 
-pub use local::{command_keys, parse_command, serve_after_wait, serve_command};
+pub use local::{command_keys, order_failover, parse_command, serve_after_wait, serve_command};
 pub use outbound::{fails_over, FailoverOrder};
 pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
 
@@ -340,16 +340,28 @@ fn route(
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
             let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
-            forward(node, view, owners, body, access, order.turn())
+            let slot = spec
+                .key_positions(args.len())
+                .next()
+                .map(|p| key_slot(&args[p]));
+            forward(node, view, owners, body, access, order.turn(), slot)
         }
         Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
         Plan::AllNodes => fanout::start(node, cluster, spec, args, proto),
         Plan::InfoKeyspace => fanout::info(node, args, proto),
         Plan::Exec => exec(node, cluster, session, order, spec, args, now_ms),
-        Plan::TryAgain => Outcome::Reply(Reply::error(
-            "TRYAGAIN this node is joining the cluster; retry in a moment",
-        )),
-        Plan::ClusterDown => Outcome::Reply(Reply::error(CLUSTER_DOWN)),
+        refused @ (Plan::TryAgain | Plan::ClusterDown) => {
+            // A refused EXEC ends its transaction, as Redis's `execCommandAbort` (the
+            // connection would otherwise stay in MULTI, queueing everything).
+            if spec.route == Route::Exec && session.multi.take().is_some() {
+                session.watched.clear();
+            }
+            Outcome::Reply(Reply::error(if refused == Plan::TryAgain {
+                "TRYAGAIN this node is joining the cluster; retry in a moment"
+            } else {
+                CLUSTER_DOWN
+            }))
+        }
         Plan::CrossSlot => Outcome::Reply(Reply::error(format!(
             "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
              atomic; keep them together with a {{hash tag}}",

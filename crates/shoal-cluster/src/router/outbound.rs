@@ -21,6 +21,7 @@ pub fn forward(
     body: Bytes,
     access: Access,
     turn: Turn,
+    slot: Option<u16>,
 ) -> Outcome {
     Outcome::Later(Box::pin(send_to_copies(
         node.clone(),
@@ -29,6 +30,7 @@ pub fn forward(
         body,
         access,
         turn,
+        slot,
     )))
 }
 
@@ -110,12 +112,12 @@ pub enum OnFailure {
 /// a key, so a write goes to the next copy only when the copy it was sent to is known not
 /// to be running any more; a read goes on whenever the copy does not answer.
 ///
-/// - Refused (nothing listens) or dropped from this node's view (gossip declared it down or
-///   gone): nothing more runs there; every command goes on.
-/// - The connection broke with the command on it: the process most likely died (a process
-///   that is gone closes its sockets), but it may have run the command first. Reads and
-///   blind writes go on; another write answers that it may have run, where sending it on
-///   let an INCR count twice (the whole-cluster simulation found it).
+/// - Refused (nothing listens): nothing more runs there; every command goes on.
+/// - The connection broke with the command on it, or this node dropped the link: the
+///   process most likely died (a process that is gone closes its sockets), but it may have
+///   run the command first. Reads and blind writes go on; another write answers that it may
+///   have run, where sending it on let an INCR count twice (the whole-cluster simulation
+///   found it).
 /// - No answer in time (the connect, the handshake or the request timed out): the copy may
 ///   be alive behind a partition or paused, still running other senders' writes. A write
 ///   sent on made a second writer, and the simulation saw acknowledged writes lost that way
@@ -126,8 +128,20 @@ pub enum OnFailure {
 ///   have run.
 /// - A handshake refusal (another secret or cluster name) is a configuration error: reads go
 ///   on, writes do not, so a misconfigured pair cannot make a second writer for good.
-pub fn on_failure(e: &WireError, access: Access) -> OnFailure {
+///
+/// A static cluster (`cluster-nodes`, no gossip) has no failure detector that would ever
+/// move a silent copy's keys: there, as before, a command goes on whenever its copy cannot
+/// be reached or does not answer in time (`detector` false), and a write the owner also ran
+/// is settled by last-writer-wins (a retried INCR may count twice).
+pub fn on_failure(e: &WireError, access: Access, detector: bool) -> OnFailure {
     use OnFailure::*;
+    if !detector {
+        return if fails_over(e, access != Access::Read) {
+            NextCopy
+        } else {
+            Fail
+        };
+    }
     let read = access == Access::Read;
     let blind = access == Access::BlindWrite;
     match e {
@@ -160,8 +174,12 @@ pub fn on_failure(e: &WireError, access: Access) -> OnFailure {
     }
 }
 
-/// Sends a COMMAND body to the first copy that answers, in `owners` order (this node runs
-/// it itself when its turn comes), and returns the reply bytes.
+/// Sends a COMMAND body on `slot`'s keys to the first copy that answers, in `owners` order
+/// (this node runs it itself when its turn comes), and returns the reply bytes. A copy that
+/// sends a write back because it routes by another view ([`handoff::OTHER_VIEW`]) gets it
+/// again once this node's view changed, or after a pause (10 ms, doubling, at most 200 ms)
+/// in case the copy's view was the one behind, for up to twice `cluster-timeout-ms`; then
+/// the client gets the TRYAGAIN.
 pub async fn send_to_copies(
     node: Arc<Server>,
     view: Arc<View>,
@@ -169,6 +187,52 @@ pub async fn send_to_copies(
     body: Bytes,
     access: Access,
     mut turn: Turn,
+    slot: Option<u16>,
+) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    let (mut view, mut owners, mut body) = (view, owners, body);
+    let until = tokio::time::Instant::now() + 2 * cluster.timeouts.request;
+    let mut pause = std::time::Duration::from_millis(10);
+    loop {
+        let reply = try_copies(&node, &view, &owners, body.clone(), access, &mut turn).await;
+        let Some(slot) = slot.filter(|_| reply.starts_with(handoff::OTHER_VIEW)) else {
+            return reply;
+        };
+        if tokio::time::Instant::now() + pause > until {
+            return reply;
+        }
+        // The connection's earlier commands go first (they may be on their way again too):
+        // a pipeline's read follows its writes.
+        turn.after_previous(cluster.timeouts.request).await;
+        let mut changes = cluster.subscribe();
+        let seen = view.id;
+        let _ = tokio::time::timeout(pause, async {
+            while cluster.view().id == seen {
+                if changes.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(200));
+        cluster
+            .stats
+            .other_view_resent
+            .fetch_add(1, Ordering::Relaxed);
+        view = cluster.view();
+        owners = view.owners(slot).to_vec();
+        body = message::redate(&body, cluster.deadline_ms());
+    }
+}
+
+/// One pass of [`send_to_copies`] over `owners`.
+async fn try_copies(
+    node: &Arc<Server>,
+    view: &Arc<View>,
+    owners: &[u16],
+    body: Bytes,
+    access: Access,
+    turn: &mut Turn,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let mut last_error = String::new();
@@ -180,7 +244,7 @@ pub async fn send_to_copies(
         if m == view.me {
             // This node is the next copy: run it here, a millisecond ahead when it is a
             // failover (see `message`).
-            return serve_body_here(&node, &view, body, u64::from(i > 0)).await;
+            return serve_body_here(node, view, body, u64::from(i > 0)).await;
         }
         let Some(peer) = view.peer(m) else { continue };
         cluster.stats.forwarded.fetch_add(1, Ordering::Relaxed);
@@ -216,7 +280,7 @@ pub async fn send_to_copies(
                 return response.body;
             }
             Err(e) => {
-                let then = on_failure(&e, access);
+                let then = on_failure(&e, access, cluster.mode == crate::Mode::Gossip);
                 if then != OnFailure::Fail {
                     peer.forwards.unreachable.fetch_add(1, Ordering::Relaxed);
                     peer.reachable.store(false, Ordering::Relaxed);
@@ -301,9 +365,14 @@ mod tests {
         ];
         for (e, expected) in table {
             for (access, then) in [Read, BlindWrite, Write].into_iter().zip(expected) {
-                assert_eq!(on_failure(e, access), then, "{e} {access:?}");
+                assert_eq!(on_failure(e, access, true), then, "{e} {access:?}");
             }
         }
+        // Without a failure detector (a static cluster) a silent copy's commands go on.
+        for e in [&connect_timeout, &WireError::Timeout, &lost] {
+            assert_eq!(on_failure(e, Write, false), NextCopy, "{e}");
+        }
+        assert_eq!(on_failure(&config, Write, false), Fail);
     }
 
     #[test]

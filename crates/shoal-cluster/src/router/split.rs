@@ -56,7 +56,16 @@ pub fn split(
             cluster.deadline_ms(),
             reply_limit(session),
         );
-        return forward(node, view.clone(), owners, body, access, order.turn());
+        let slot = key_slot(&args[groups[0].1[0]]);
+        return forward(
+            node,
+            view.clone(),
+            owners,
+            body,
+            access,
+            order.turn(),
+            Some(slot),
+        );
     }
     let mut positions = Vec::with_capacity(groups.len());
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(groups.len());
@@ -82,6 +91,7 @@ pub fn split(
                 ),
                 cmd::access(spec, &sub),
                 order.turn(),
+                Some(key_slot(&args[group[0]])),
             ))
         };
         positions.push(group.clone());
