@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use shoal_store::{key_slot, KeyState};
-use shoal_wire::{PeerClient, Unavailable, WireError};
+use shoal_wire::{PeerClient, WireError};
 use tokio::sync::{mpsc, oneshot};
 
 use super::message::{decode_replicate_result, encode_replicate, entry_len};
@@ -193,11 +193,7 @@ async fn send_batch(
                 .fetch_add(batch.len() as u64, Ordering::Relaxed);
             tracing::debug!(peer = %client.addr(), error = %e, "replication batch failed");
             match e {
-                WireError::PeerUnavailable(
-                    Unavailable::Connect(std::io::ErrorKind::ConnectionRefused)
-                    | Unavailable::ConnectionLost
-                    | Unavailable::Shutdown,
-                ) => Ack::Gone,
+                WireError::PeerUnavailable(u) if u.refused() || u.lost() => Ack::Gone,
                 _ => Ack::Failed,
             }
         }

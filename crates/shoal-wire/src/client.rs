@@ -132,6 +132,32 @@ pub enum Unavailable {
     Shutdown,
 }
 
+impl Unavailable {
+    /// True when nothing was sent and the peer's process is not there to run anything:
+    /// nothing listens (connection refused or reset), or it closed the connection during the
+    /// handshake (a process being killed still completes connects from its backlog, then
+    /// resets them). A connect or handshake that timed out is not: the host may be alive
+    /// behind a partition, or frozen.
+    pub fn refused(&self) -> bool {
+        use std::io::ErrorKind::*;
+        match self {
+            Unavailable::Connect(kind) => matches!(kind, ConnectionRefused | ConnectionReset),
+            Unavailable::Handshake(HandshakeError::Closed) => true,
+            Unavailable::Handshake(HandshakeError::Io(kind)) => matches!(
+                kind,
+                ConnectionReset | ConnectionAborted | UnexpectedEof | BrokenPipe
+            ),
+            _ => false,
+        }
+    }
+
+    /// True when the connection broke, or this side shut the link, with requests possibly
+    /// on it: the peer's process most likely died, but it may have run them.
+    pub fn lost(&self) -> bool {
+        matches!(self, Unavailable::ConnectionLost | Unavailable::Shutdown)
+    }
+}
+
 /// Handle to one peer. Cheap to clone; every clone shares the connection and the in-flight
 /// bound. The owner task ends when the last clone is dropped, failing what is in flight.
 #[derive(Clone, Debug)]

@@ -16,8 +16,7 @@ use crate::message::{decode_states, encode_fetch};
 use crate::Server;
 use crate::{Cluster, Peer, View};
 use shoal_engine::clock::now_ms;
-use shoal_wire::{Unavailable, WireError};
-use std::io::ErrorKind;
+use shoal_wire::WireError;
 
 /// The keys among `keys` that this node should fetch before running a command on them:
 /// none once settled; else those it holds no state for, and every key of a slot it is
@@ -306,14 +305,7 @@ pub fn try_next_copy(body: &[u8]) -> bool {
 /// lost a counter that way: a node restarted empty, the other copy behind a held link, and
 /// an INCR ran on nothing.
 fn copy_is_gone(e: &WireError) -> bool {
-    matches!(
-        e,
-        WireError::PeerUnavailable(
-            Unavailable::Connect(ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset)
-                | Unavailable::ConnectionLost
-                | Unavailable::Shutdown
-        )
-    )
+    matches!(e, WireError::PeerUnavailable(u) if u.refused() || u.lost())
 }
 
 /// Fetches the state of `keys` from their other copies (see [`Handoff`](super::Handoff)), asking every
@@ -404,6 +396,7 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shoal_wire::Unavailable;
     use std::io::ErrorKind;
 
     #[test]
@@ -412,6 +405,8 @@ mod tests {
             Unavailable::Connect(ErrorKind::ConnectionRefused),
             Unavailable::ConnectionLost,
             Unavailable::Shutdown,
+            // A process being killed completes connects from its backlog, then resets them.
+            Unavailable::Handshake(shoal_wire::HandshakeError::Io(ErrorKind::ConnectionReset)),
         ];
         for u in gone {
             assert!(copy_is_gone(&WireError::PeerUnavailable(u.clone())), "{u}");

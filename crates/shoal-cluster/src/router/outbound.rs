@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use shoal_engine::cmd::Access;
-use shoal_wire::{ErrorCode, Unavailable, WireError};
+use shoal_wire::{ErrorCode, WireError};
 use tokio::sync::oneshot;
 
 use super::local::serve_body_here;
@@ -112,7 +112,8 @@ pub enum OnFailure {
 /// a key, so a write goes to the next copy only when the copy it was sent to is known not
 /// to be running any more; a read goes on whenever the copy does not answer.
 ///
-/// - Refused (nothing listens): nothing more runs there; every command goes on.
+/// - Refused (nothing listens, or the connection was closed during the handshake: a process
+///   being killed): nothing more runs there; every command goes on.
 /// - The connection broke with the command on it, or this node dropped the link: the
 ///   process most likely died (a process that is gone closes its sockets), but it may have
 ///   run the command first. Reads and blind writes go on; another write answers that it may
@@ -145,20 +146,16 @@ pub fn on_failure(e: &WireError, access: Access, detector: bool) -> OnFailure {
     let read = access == Access::Read;
     let blind = access == Access::BlindWrite;
     match e {
-        WireError::PeerUnavailable(Unavailable::Connect(
-            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset,
-        )) => NextCopy,
+        WireError::PeerUnavailable(u) if u.refused() => NextCopy,
         WireError::Remote { code, .. } if *code == ErrorCode::ShuttingDown => NextCopy,
-        WireError::PeerUnavailable(Unavailable::ConnectionLost | Unavailable::Shutdown) => {
+        WireError::PeerUnavailable(u) if u.lost() => {
             if read || blind {
                 NextCopy
             } else {
                 MayHaveRun
             }
         }
-        WireError::PeerUnavailable(
-            Unavailable::Connect(_) | Unavailable::ConnectTimeout | Unavailable::Handshake(_),
-        ) => {
+        WireError::PeerUnavailable(_) => {
             if read {
                 NextCopy
             } else {
@@ -345,6 +342,9 @@ mod tests {
             WireError::PeerUnavailable(Unavailable::Connect(ErrorKind::HostUnreachable));
         let handshake =
             WireError::PeerUnavailable(Unavailable::Handshake(shoal_wire::HandshakeError::Timeout));
+        let reset_in_handshake = WireError::PeerUnavailable(Unavailable::Handshake(
+            shoal_wire::HandshakeError::Io(ErrorKind::ConnectionReset),
+        ));
         let config = WireError::Refused(shoal_wire::HandshakeError::Config("x"));
         let shutting_down = WireError::Remote {
             code: ErrorCode::ShuttingDown,
@@ -353,6 +353,7 @@ mod tests {
         // (error, then for Read, BlindWrite, Write)
         let table = [
             (&refused, [NextCopy, NextCopy, NextCopy]),
+            (&reset_in_handshake, [NextCopy, NextCopy, NextCopy]),
             (&shutting_down, [NextCopy, NextCopy, NextCopy]),
             (&lost, [NextCopy, NextCopy, MayHaveRun]),
             (&dropped, [NextCopy, NextCopy, MayHaveRun]),
