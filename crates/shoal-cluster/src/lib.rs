@@ -316,8 +316,9 @@ pub struct ClusterStats {
     pub failovers: AtomicU64,
     /// Requests that reached no copy at all.
     pub unreachable: AtomicU64,
-    /// Forwarded writes sent back to their sender (`handoff::OTHER_VIEW`): this node is not
-    /// the key's owner in its view, which differs from the sender's.
+    /// Forwarded commands sent back to their sender (`handoff::OTHER_VIEW`): this node is
+    /// not the key's owner in its view, which differs from the sender's (or an earlier
+    /// command of the link on the same slot was sent back).
     pub other_view_sent_back: AtomicU64,
     /// Commands sent again after a copy sent them back for another view.
     pub other_view_resent: AtomicU64,

@@ -9,6 +9,8 @@
 //!              reply_limit: the reply bytes the sender's client may still take (its
 //!              output limit); the receiver stops building a reply that passes it and
 //!              answers an error instead (0 = only the frame limit)
+//!              proto | 0x40: sent again after the receiver sent it back for another view
+//!              (the receiver stops sending back the link's commands on its slots)
 //!              proto | 0x80: a failover (the key's owner did not answer): the receiver
 //!              runs it one millisecond ahead, so its write orders after whatever the
 //!              owner wrote in the same millisecond (whose replication may still arrive)
@@ -101,6 +103,8 @@ pub enum Request {
         deadline_ms: u64,
         reply_limit: u64,
         failover: bool,
+        /// Sent again after this node sent it back (`handoff::OTHER_VIEW`).
+        resent: bool,
     },
     Replicate(Vec<(Bytes, KeyState)>),
     Handoff(Vec<(Bytes, KeyState)>),
@@ -191,15 +195,19 @@ pub fn restamp(body: &Bytes, deadline_ms: u64) -> Bytes {
 }
 
 /// A COMMAND body sent again to the same copy list (after a copy sent it back for another
-/// view): a new deadline, no failover mark.
+/// view): a new deadline, no failover mark, the resend mark.
 pub fn redate(body: &Bytes, deadline_ms: u64) -> Bytes {
     if body.len() < 18 || body[0] != KIND_COMMAND {
         return body.clone();
     }
     let mut b = BytesMut::from(&body[..]);
     b[1..9].copy_from_slice(&deadline_ms.to_be_bytes());
+    b[17] |= RESENT;
     b.freeze()
 }
+
+/// The resend mark on a COMMAND's protocol byte.
+const RESENT: u8 = 0x40;
 
 /// The failover mark on a COMMAND's protocol byte.
 const FAILOVER: u8 = 0x80;
@@ -352,7 +360,8 @@ pub fn decode_request(
             let reply_limit = r.u64()?;
             let proto = r.u8()?;
             let failover = proto & FAILOVER != 0;
-            let proto = match proto & !FAILOVER {
+            let resent = proto & RESENT != 0;
+            let proto = match proto & !(FAILOVER | RESENT) {
                 2 => Protocol::Resp2,
                 3 => Protocol::Resp3,
                 _ => return Err(MessageError::Field("protocol")),
@@ -373,6 +382,7 @@ pub fn decode_request(
                 deadline_ms,
                 reply_limit,
                 failover,
+                resent,
             })
         }
         KIND_FETCH => {
@@ -501,10 +511,12 @@ mod tests {
                 deadline_ms,
                 reply_limit,
                 failover,
+                resent,
             } = decode_request(body.clone(), parse_resp).unwrap()
             else {
                 panic!("not a command");
             };
+            assert!(!resent);
             assert_eq!(
                 (proto, scope, got),
                 (Protocol::Resp3, s.cloned(), args.clone())
@@ -524,6 +536,21 @@ mod tests {
             assert_eq!(later, 5678);
             assert!(failover);
             assert_eq!(again, Protocol::Resp3);
+            // Sent again after a send-back: the resend mark, no failover mark.
+            let Request::Command {
+                deadline_ms: later,
+                failover,
+                resent,
+                proto: again,
+                ..
+            } = decode_request(redate(&body, 6789), parse_resp).unwrap()
+            else {
+                panic!("not a command");
+            };
+            assert_eq!(
+                (later, failover, resent, again),
+                (6789, false, true, Protocol::Resp3)
+            );
         }
     }
 

@@ -8,10 +8,14 @@
 //! arrival order (`Handled::Ready`), so what one node sends for one client executes in that
 //! order; only `write-ack = all` defers the answer until the replicas acknowledged.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use shoal_wire::{Handled, PeerHandler, Response};
@@ -46,6 +50,13 @@ type Deferred = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
 pub struct PeerConn {
     /// The node name the peer authenticated as in the handshake.
     name: String,
+    /// Slots of the commands this node sent back on this link (`handoff::OTHER_VIEW`): how
+    /// many are still to come again (marked resent), and since when. While some are, the
+    /// link's other commands on those slots are sent back too, so none overtakes one sent
+    /// back (a pipeline's `SET k b` ran before its own `SET k a` did otherwise, when this
+    /// node's view changed between the two). Forgotten after three times
+    /// `cluster-timeout-ms` (the sender stops sending again after twice that).
+    sent_back: HashMap<u16, (u32, Instant)>,
 }
 
 impl PeerHandler for PeerService {
@@ -55,6 +66,7 @@ impl PeerHandler for PeerService {
     fn connect(&self, peer_node: &str) -> PeerConn {
         PeerConn {
             name: peer_node.to_owned(),
+            sent_back: HashMap::new(),
         }
     }
 
@@ -118,6 +130,7 @@ impl PeerHandler for PeerService {
                 deadline_ms,
                 reply_limit,
                 failover,
+                resent,
             }) => {
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
@@ -144,7 +157,12 @@ impl PeerHandler for PeerService {
                 }
                 // The common case (settled, same view, no failover) needs none of this.
                 let unsettled = !cluster.handoff.settled_in(&view);
-                let keys = if unsettled || sender_view != view.id || failover {
+                let keys = if unsettled
+                    || sender_view != view.id
+                    || failover
+                    || resent
+                    || !conn.sent_back.is_empty()
+                {
                     command_keys(&args).unwrap_or_default()
                 } else {
                     Vec::new()
@@ -172,7 +190,12 @@ impl PeerHandler for PeerService {
                         }
                     }));
                 }
-                if sender_view != view.id && !failover && owned_elsewhere(&view, &keys) {
+                let hold = 3 * cluster.timeouts.request;
+                if !failover
+                    && (held_back(conn, &keys, resent, hold)
+                        || (sender_view != view.id && owned_elsewhere(&view, &keys)))
+                {
+                    send_back(conn, &keys, hold);
                     cluster
                         .stats
                         .other_view_sent_back
@@ -400,15 +423,14 @@ fn foreign(cluster: &Cluster, view: &View, key: &[u8]) -> bool {
 /// True if a keyed command from a sender with another view is sent on to its next copy
 /// because this node is leaving: it serves no slot in its own view. Only with replicas: the
 /// sender's view then names another copy of every key (it has this node and at least one
-/// more member); without them this node runs it (its hand-off carries the result). Not for
+/// more member); without them it is sent back like a command from another view
+/// ([`owned_elsewhere`]) and comes again once the sender heard of the leave. Not for
 /// a failover either (checked by the caller): the sender could not reach the copy before
 /// this one, and this node may be its last.
 fn sends_on_leaving(cluster: &Cluster, view: &View, keys: &[Bytes]) -> bool {
     !view.is_member() && cluster.replicas > 0 && !keys.is_empty()
 }
 
-/// True if this node holds no copy of the one key of a command under its own view and
-/// does not have it either.
 /// True when this node is not the owner, in its view, of some of `keys` (see
 /// [`handoff::OTHER_VIEW`]): a sender routing by another view took it for their owner. Two
 /// nodes joining at once lost an acknowledged INCR of the scale-out test that way: a node
@@ -420,6 +442,46 @@ fn owned_elsewhere(view: &View, keys: &[Bytes]) -> bool {
         .any(|k| view.owners(shoal_store::key_slot(k)).first() != Some(&view.me))
 }
 
+/// True when a command on `keys` must be sent back because an earlier command of the link
+/// on one of their slots was, and has not come again yet (see `PeerConn::sent_back`). A
+/// command that comes again (`resent`) counts off its slots first.
+fn held_back(conn: &mut PeerConn, keys: &[Bytes], resent: bool, hold: Duration) -> bool {
+    if conn.sent_back.is_empty() {
+        return false;
+    }
+    let slots = || keys.iter().map(|k| shoal_store::key_slot(k));
+    if resent {
+        // Commands come again in the order they were sent back: this one is the earliest
+        // still to come on its slots.
+        for slot in slots() {
+            if let Some((n, _)) = conn.sent_back.get_mut(&slot) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+    conn.sent_back
+        .retain(|_, (n, since)| *n > 0 && since.elapsed() < hold);
+    !resent && slots().any(|slot| conn.sent_back.contains_key(&slot))
+}
+
+/// Notes that a command on `keys` was sent back on this link.
+fn send_back(conn: &mut PeerConn, keys: &[Bytes], hold: Duration) {
+    let now = Instant::now();
+    for k in keys {
+        let (n, since) = conn
+            .sent_back
+            .entry(shoal_store::key_slot(k))
+            .or_insert((0, now));
+        if since.elapsed() >= hold {
+            *n = 0;
+        }
+        *n += 1;
+        *since = now;
+    }
+}
+
+/// True if this node holds no copy of the one key of a command under its own view and
+/// does not have it either.
 fn not_here(node: &Server, view: &View, keys: &[Bytes], now: u64) -> bool {
     let [key] = keys else { return false };
     !view.owners(shoal_store::key_slot(key)).contains(&view.me)
@@ -428,7 +490,40 @@ fn not_here(node: &Server, view: &View, keys: &[Bytes], now: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::sender_lead_ms;
+    use super::*;
+
+    /// `SET k a; SET k b` on one link, the first sent back: the second is sent back too
+    /// until the first comes again, so it cannot overtake it; other slots go on.
+    #[test]
+    fn a_links_commands_on_a_slot_sent_back_wait_for_it() {
+        let mut conn = PeerConn {
+            name: "n1".into(),
+            sent_back: HashMap::new(),
+        };
+        let hold = Duration::from_secs(3);
+        let k = [Bytes::from_static(b"k")];
+        let other = [Bytes::from_static(b"other")];
+        assert_ne!(
+            shoal_store::key_slot(&k[0]),
+            shoal_store::key_slot(&other[0])
+        );
+        assert!(!held_back(&mut conn, &k, false, hold));
+        send_back(&mut conn, &k, hold); // SET k a
+        assert!(held_back(&mut conn, &k, false, hold)); // SET k b
+        send_back(&mut conn, &k, hold);
+        assert!(!held_back(&mut conn, &other, false, hold));
+        // SET k a comes again and runs; SET k b, not yet again, is still owed.
+        assert!(!held_back(&mut conn, &k, true, hold));
+        assert!(held_back(&mut conn, &k, false, hold));
+        send_back(&mut conn, &k, hold); // a GET k behind them
+        assert!(!held_back(&mut conn, &k, true, hold)); // SET k b
+        assert!(!held_back(&mut conn, &k, true, hold)); // GET k
+        assert!(!held_back(&mut conn, &k, false, hold));
+        assert!(conn.sent_back.is_empty());
+        // A command that never comes again (it went to another node) is forgotten.
+        send_back(&mut conn, &k, Duration::ZERO);
+        assert!(!held_back(&mut conn, &k, false, Duration::ZERO));
+    }
 
     #[test]
     fn a_sender_lead_is_read_off_the_deadline() {

@@ -414,6 +414,18 @@ impl Collector for NodeMetrics {
         )?;
         counter(
             &mut e,
+            "shoal_forward_sent_back_other_view",
+            "Forwarded commands sent back to their sender, whose view of the membership differs.",
+            get(&c.other_view_sent_back),
+        )?;
+        counter(
+            &mut e,
+            "shoal_forward_resent_other_view",
+            "Commands sent again after a node sent them back for another view.",
+            get(&c.other_view_resent),
+        )?;
+        counter(
+            &mut e,
             "shoal_served_for_peers",
             "Requests other nodes sent here and this node ran.",
             get(&c.served),

@@ -340,11 +340,11 @@ fn route(
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
             let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
-            let slot = spec
+            let slots = spec
                 .key_positions(args.len())
-                .next()
-                .map(|p| key_slot(&args[p]));
-            forward(node, view, owners, body, access, order.turn(), slot)
+                .map(|p| key_slot(&args[p]))
+                .collect();
+            forward(node, view, owners, body, access, order.turn(), slots)
         }
         Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
         Plan::AllNodes => fanout::start(node, cluster, spec, args, proto),

@@ -21,7 +21,7 @@ pub fn forward(
     body: Bytes,
     access: Access,
     turn: Turn,
-    slot: Option<u16>,
+    slots: Vec<u16>,
 ) -> Outcome {
     Outcome::Later(Box::pin(send_to_copies(
         node.clone(),
@@ -30,7 +30,7 @@ pub fn forward(
         body,
         access,
         turn,
-        slot,
+        slots,
     )))
 }
 
@@ -171,12 +171,14 @@ pub fn on_failure(e: &WireError, access: Access, detector: bool) -> OnFailure {
     }
 }
 
-/// Sends a COMMAND body on `slot`'s keys to the first copy that answers, in `owners` order
+/// Sends a COMMAND body on keys of `slots` to the first copy that answers, in `owners` order
 /// (this node runs it itself when its turn comes), and returns the reply bytes. A copy that
-/// sends a write back because it routes by another view ([`handoff::OTHER_VIEW`]) gets it
-/// again once this node's view changed, or after a pause (10 ms, doubling, at most 200 ms)
-/// in case the copy's view was the one behind, for up to twice `cluster-timeout-ms`; then
-/// the client gets the TRYAGAIN.
+/// sends it back because it routes by another view ([`handoff::OTHER_VIEW`]) gets it again,
+/// after the connection's earlier commands, once this node's view changed or after a pause
+/// (10 ms, doubling, at most 200 ms) in case the copy's view was the one behind, while
+/// twice `cluster-timeout-ms` has not passed since the first send; then, or when the keys
+/// no longer share their copies, or this node no longer serves, the client gets the
+/// TRYAGAIN.
 pub async fn send_to_copies(
     node: Arc<Server>,
     view: Arc<View>,
@@ -184,7 +186,7 @@ pub async fn send_to_copies(
     body: Bytes,
     access: Access,
     mut turn: Turn,
-    slot: Option<u16>,
+    slots: Vec<u16>,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let (mut view, mut owners, mut body) = (view, owners, body);
@@ -192,10 +194,7 @@ pub async fn send_to_copies(
     let mut pause = std::time::Duration::from_millis(10);
     loop {
         let reply = try_copies(&node, &view, &owners, body.clone(), access, &mut turn).await;
-        let Some(slot) = slot.filter(|_| reply.starts_with(handoff::OTHER_VIEW)) else {
-            return reply;
-        };
-        if tokio::time::Instant::now() + pause > until {
+        if slots.is_empty() || !reply.starts_with(handoff::OTHER_VIEW) {
             return reply;
         }
         // The connection's earlier commands go first (they may be on their way again too):
@@ -203,7 +202,8 @@ pub async fn send_to_copies(
         turn.after_previous(cluster.timeouts.request).await;
         let mut changes = cluster.subscribe();
         let seen = view.id;
-        let _ = tokio::time::timeout(pause, async {
+        let wait = pause.min(until.saturating_duration_since(tokio::time::Instant::now()));
+        let _ = tokio::time::timeout(wait, async {
             while cluster.view().id == seen {
                 if changes.changed().await.is_err() {
                     break;
@@ -212,12 +212,19 @@ pub async fn send_to_copies(
         })
         .await;
         pause = (pause * 2).min(std::time::Duration::from_millis(200));
+        view = cluster.view();
+        let replanned = view.owners(slots[0]);
+        if tokio::time::Instant::now() >= until
+            || cluster.standing() != crate::plan::Standing::Serving
+            || slots[1..].iter().any(|&s| view.owners(s) != replanned)
+        {
+            return reply;
+        }
         cluster
             .stats
             .other_view_resent
             .fetch_add(1, Ordering::Relaxed);
-        view = cluster.view();
-        owners = view.owners(slot).to_vec();
+        owners = replanned.to_vec();
         body = message::redate(&body, cluster.deadline_ms());
     }
 }
@@ -288,25 +295,22 @@ async fn try_copies(
                         last_error = format!("{name}: {e}");
                         continue;
                     }
-                    OnFailure::TryAgain => {
+                    OnFailure::TryAgain | OnFailure::MayHaveRun => {
                         cluster
                             .stats
                             .writes_not_failed_over
                             .fetch_add(1, Ordering::Relaxed);
-                        return error_bytes(&format!(
-                            "TRYAGAIN the key's copy {name} did not answer ({e}); a write goes \
-                             to another copy once that one is known to be down"
-                        ));
-                    }
-                    OnFailure::MayHaveRun => {
-                        cluster
-                            .stats
-                            .writes_not_failed_over
-                            .fetch_add(1, Ordering::Relaxed);
-                        return error_bytes(&format!(
-                            "ERR the key's copy {name} did not answer ({e}); the command may \
-                             have run there"
-                        ));
+                        return error_bytes(&if then == OnFailure::TryAgain {
+                            format!(
+                                "TRYAGAIN the key's copy {name} did not answer ({e}); a write \
+                                 goes to another copy once that one is known to be down"
+                            )
+                        } else {
+                            format!(
+                                "ERR the key's copy {name} did not answer ({e}); the command \
+                                 may have run there"
+                            )
+                        });
                     }
                     OnFailure::Fail => {
                         peer.forwards.failed.fetch_add(1, Ordering::Relaxed);

@@ -56,7 +56,7 @@ pub fn split(
             cluster.deadline_ms(),
             reply_limit(session),
         );
-        let slot = key_slot(&args[groups[0].1[0]]);
+        let slots = groups[0].1.iter().map(|&p| key_slot(&args[p])).collect();
         return forward(
             node,
             view.clone(),
@@ -64,7 +64,7 @@ pub fn split(
             body,
             access,
             order.turn(),
-            Some(slot),
+            slots,
         );
     }
     let mut positions = Vec::with_capacity(groups.len());
@@ -91,7 +91,7 @@ pub fn split(
                 ),
                 cmd::access(spec, &sub),
                 order.turn(),
-                Some(key_slot(&args[group[0]])),
+                group.iter().map(|&p| key_slot(&args[p])).collect(),
             ))
         };
         positions.push(group.clone());
