@@ -12,8 +12,8 @@
 //!              proto | 0x40: sent again after the receiver sent it back for another view
 //!              (the receiver stops sending back the link's commands on its slots)
 //!              proto | 0x80: a failover (the key's owner did not answer): the receiver
-//!              runs it one millisecond ahead, so its write orders after whatever the
-//!              owner wrote in the same millisecond (whose replication may still arrive)
+//!              orders its writes past the greatest peer clock lead it saw, so they order
+//!              after whatever the owner wrote (whose replication may still arrive)
 //!              scope = 0                          every local key
 //!                    | 1 · n u16 · n × u16 owners · m u16 · m × u16 down
 //!              response body: the RESP reply, encoded in `proto`
@@ -185,24 +185,23 @@ pub fn encode_command(
 
 /// A copy of a COMMAND body for a failover: a new deadline, and the failover mark.
 pub fn restamp(body: &Bytes, deadline_ms: u64) -> Bytes {
-    if body.len() < 18 || body[0] != KIND_COMMAND {
-        return body.clone();
-    }
-    let mut b = BytesMut::from(&body[..]);
-    b[1..9].copy_from_slice(&deadline_ms.to_be_bytes());
-    b[17] |= FAILOVER;
-    b.freeze()
+    marked(body, deadline_ms, FAILOVER)
 }
 
 /// A COMMAND body sent again to the same copy list (after a copy sent it back for another
-/// view): a new deadline, no failover mark, the resend mark.
+/// view): a new deadline, and the resend mark.
 pub fn redate(body: &Bytes, deadline_ms: u64) -> Bytes {
+    marked(body, deadline_ms, RESENT)
+}
+
+/// A copy of a COMMAND body with a new deadline and `mark` set on its protocol byte.
+fn marked(body: &Bytes, deadline_ms: u64, mark: u8) -> Bytes {
     if body.len() < 18 || body[0] != KIND_COMMAND {
         return body.clone();
     }
     let mut b = BytesMut::from(&body[..]);
     b[1..9].copy_from_slice(&deadline_ms.to_be_bytes());
-    b[17] |= RESENT;
+    b[17] |= mark;
     b.freeze()
 }
 
