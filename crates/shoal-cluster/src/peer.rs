@@ -202,9 +202,10 @@ impl PeerHandler for PeerService {
                         .fetch_add(1, Ordering::Relaxed);
                     return reply(Bytes::from_static(handoff::OTHER_VIEW));
                 }
-                if sender_view != view.id && not_here(node, &view, &keys, now) {
-                    // The sender routes by another view and this node holds no copy of the
-                    // key (it forgot the slot, or never had it): the next copy answers.
+                if failover && sender_view != view.id && not_here(node, &view, &keys, now) {
+                    // A failover from a sender with another view, and this node holds no copy
+                    // of the key (it forgot the slot, or never had it): the next copy
+                    // answers. (Any other command on a key not owned here was sent back.)
                     return reply(Bytes::from_static(handoff::NOT_HERE));
                 }
                 if let Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now) {

@@ -229,7 +229,7 @@ impl Handoff {
                 .map(|n| n.name.as_str())
                 .filter(|name| !departed.contains(*name))
                 .collect();
-            cut_off(stayed.into_iter(), |name| {
+            cut_off(&stayed, |name| {
                 name == new.myself.name
                     || new
                         .members
@@ -425,16 +425,12 @@ impl Handoff {
 /// way, a node cut off from all three others for longer than failure detection). A base of
 /// one or two nodes needs no majority: two nodes cannot tell a crash from a partition, and
 /// the survivor of a crash serves on.
-pub fn cut_off<'a>(
-    base: impl ExactSizeIterator<Item = &'a str>,
-    up: impl Fn(&str) -> bool,
-) -> bool {
-    let members = base.len();
-    if members < 3 {
+pub fn cut_off(base: &[&str], up: impl Fn(&str) -> bool) -> bool {
+    if base.len() < 3 {
         return false;
     }
-    let reached = base.filter(|name| up(name)).count();
-    reached * 2 <= members
+    let reached = base.iter().filter(|name| up(name)).count();
+    reached * 2 <= base.len()
 }
 
 /// True if this node's keys of `slot` may be missing or stale in `view`, settled last in
@@ -472,7 +468,7 @@ mod tests {
 
     #[test]
     fn a_node_needs_a_majority_of_the_members_it_settled_with() {
-        let cut = |base: &[&str], up: &[&str]| cut_off(base.iter().copied(), |n| up.contains(&n));
+        let cut = |base: &[&str], up: &[&str]| cut_off(base, |n| up.contains(&n));
         let four = ["a", "b", "c", "d"];
         assert!(!cut(&four, &four));
         // One crashed, or cut off: the three others go on.
