@@ -111,7 +111,8 @@ impl ClusterInfo for Cluster {
         let view = self.view();
         // Members in the placement are shown as masters with the slot ranges they own;
         // Shoal's own states add a flag: `joining` (still filling), `leaving` (handing off,
-        // no slots), `fail` (declared down by gossip, no slots).
+        // no slots), `fail` (declared down by gossip, no slots); `fail?` (Redis's PFAIL) is a
+        // member gossip suspects or this node's link cannot reach.
         let mut s = String::new();
         let me_state = self.state_name();
         for row in &view.members {
@@ -132,7 +133,7 @@ impl ClusterInfo for Cluster {
                 "joining" => flags.push_str(",joining"),
                 "leaving" => flags.push_str(",leaving"),
                 "down" => flags.push_str(",fail"),
-                _ if !up => flags.push_str(",fail?"),
+                _ if !up || row.suspect => flags.push_str(",fail?"),
                 _ => {}
             }
             let link = if up { "connected" } else { "disconnected" };

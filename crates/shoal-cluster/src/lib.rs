@@ -139,6 +139,9 @@ impl MemberState {
 pub struct MemberRow {
     pub info: NodeInfo,
     pub state: MemberState,
+    /// Gossip suspects it (a probe went unanswered): placement ignores this, but a node
+    /// counts it as out of reach when it asks whether it is cut off (`handoff::cut_off`).
+    pub suspect: bool,
 }
 
 /// `View::me` of a node that is not in the placement (it is leaving).
@@ -516,6 +519,7 @@ impl Cluster {
                 info: NodeInfo::new(&m.name, m.client, m.cluster, 0)
                     .with_cluster_client(m.cluster_client),
                 state: MemberState::Serving,
+                suspect: false,
             })
             .collect();
         if !rows.iter().any(|r| r.info.name == me_name) {
@@ -541,6 +545,7 @@ impl Cluster {
         let rows = vec![MemberRow {
             info: myself,
             state: MemberState::Joining,
+            suspect: false,
         }];
         let view = Arc::new(cluster.build_view(1, rows, &name)?);
         cluster.view_id.store(view.id, Ordering::Relaxed);
@@ -713,6 +718,9 @@ impl Cluster {
         if view.id != old.id {
             // Unsettle before the new view is visible.
             self.handoff.view_changed(&old, &view);
+        } else {
+            // Cut off or not, before the view is visible.
+            self.handoff.members_changed(&view);
         }
         self.view_id.store(view.id, Ordering::Relaxed);
         self.view.store(view.clone());
@@ -876,6 +884,14 @@ impl Cluster {
                     + g.dropped_bad_magic
                     + g.dropped_bad_version
                     + g.dropped_bad_kind
+            ));
+            line(format!(
+                "shoal_gossip_declarations_held:{}",
+                g.declarations_held
+            ));
+            line(format!(
+                "shoal_gossip_suspicions_vouched:{}",
+                g.suspicions_vouched
             ));
         }
         line(format!("shoal_copies:{}", v.placement.width()));

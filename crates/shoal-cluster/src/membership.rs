@@ -50,11 +50,13 @@ pub fn rows(m: &Membership, my_state: MemberState) -> Vec<MemberRow> {
                 (Liveness::Up, Some(NodeState::Leaving)) => MemberState::Leaving,
                 (Liveness::Up, Some(NodeState::Joining) | None) => MemberState::Joining,
             },
+            suspect: mi.suspect,
         })
         .collect();
     out.push(MemberRow {
         info: info_of(&m.local),
         state: my_state,
+        suspect: false,
     });
     out
 }
@@ -202,6 +204,10 @@ pub fn start(
         config.cluster_seeds.clone(),
         shutdown.clone(),
     );
+    // The queue is empty this early: this cannot fail.
+    if let Err(e) = handle.hold_declarations_while(cluster.handoff.cut_off_flag()) {
+        tracing::error!(error = %e, "gossip would declare members down while cut off");
+    }
     let _ = cluster.gossip.set(handle);
     {
         let node = node.clone();

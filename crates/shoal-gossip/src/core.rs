@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use foca::{Foca, Notification, Runtime, State, Timer};
+use foca::{Foca, Member, Notification, Runtime, State, Timer};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
@@ -34,6 +34,9 @@ pub enum Liveness {
 pub struct MemberInfo {
     pub id: NodeId,
     pub liveness: Liveness,
+    /// Up but suspected (SWIM's Suspect): a probe of it went unanswered, and unless it
+    /// refutes the suspicion the cluster declares it down soon.
+    pub suspect: bool,
     /// The state the member announced for this generation; `None` until it arrives.
     pub state: Option<NodeState>,
 }
@@ -61,6 +64,44 @@ impl Membership {
     /// Members that are up.
     pub fn up(&self) -> impl Iterator<Item = &MemberInfo> {
         self.members.iter().filter(|m| m.liveness == Liveness::Up)
+    }
+}
+
+/// How long a declaration held back (`GossipCore::hold_declarations`) waits before it is
+/// looked at again.
+const HOLD_RETRY: Duration = Duration::from_millis(500);
+
+/// How long a held declaration may wait: past it (a node cut off for this long) foca
+/// declares as usual, so that a node whose peers' datagrams come from addresses other than
+/// the ones they announced is not held forever.
+const MAX_HOLD: Duration = Duration::from_secs(60);
+
+/// What becomes of foca's timer to declare a suspected member down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SuspicionTimer {
+    /// Let foca have it: it declares the member down unless the suspicion was refuted.
+    Declare,
+    /// Put it off: this node is cut off from the majority.
+    Hold,
+    /// Clear the suspicion here (`Alive` at the next incarnation, not broadcast): the member
+    /// was heard from since it was suspected, so it is alive and never learnt of the
+    /// suspicion to refute it (it was raised while this node's datagrams went nowhere).
+    Vouch,
+}
+
+/// The rule for a suspicion whose timeout came (`still`: foca still suspects that
+/// incarnation; `heard`: the member was heard from since; `holding`: this node is cut off
+/// from the majority). A node cut off declares no one down: on its side of a partition it
+/// would declare the majority down, and when the partition healed every member of the
+/// majority would rejoin under a new generation and be refilled. A member heard from since
+/// is vouched for, held or not: its suspicion outlived the partition that raised it, and
+/// without this the node would suspect it, and stay cut off, until a probe of it failed.
+fn suspicion_timer(still: bool, heard: bool, holding: bool) -> SuspicionTimer {
+    match (still, heard, holding) {
+        (false, _, _) => SuspicionTimer::Declare,
+        (true, true, _) => SuspicionTimer::Vouch,
+        (true, false, true) => SuspicionTimer::Hold,
+        (true, false, false) => SuspicionTimer::Declare,
     }
 }
 
@@ -201,6 +242,16 @@ pub struct GossipCore {
     state: NodeState,
     meta_version: u64,
     left: bool,
+    /// Declares nobody down while set (`hold_declarations`), and since when.
+    hold_declarations: bool,
+    held_since: Option<Duration>,
+    /// When an authentic foca datagram last came from each address (members' gossip
+    /// addresses; pruned to the members).
+    heard: HashMap<SocketAddr, Duration>,
+    /// Since when foca suspects each member it suspects.
+    suspected_at: HashMap<NodeId, Duration>,
+    /// The time of the latest call that told it.
+    now: Duration,
     membership: Membership,
     membership_changed: bool,
     meta_requested: HashMap<Arc<str>, Duration>,
@@ -255,6 +306,11 @@ impl GossipCore {
             state,
             meta_version: 0,
             left: false,
+            hold_declarations: false,
+            held_since: None,
+            heard: HashMap::new(),
+            suspected_at: HashMap::new(),
+            now: Duration::ZERO,
             membership: Membership {
                 version: 0,
                 local: identity,
@@ -268,6 +324,7 @@ impl GossipCore {
     /// Starts the periodic work (seed announces, metadata refresh and repair) and
     /// announces this node's metadata.
     pub fn start(&mut self, now: Duration) {
+        self.now = self.now.max(now);
         self.io.timers.push(now, Due::SeedAnnounce);
         self.io.timers.push(
             now + self.config.metadata_refresh_interval,
@@ -315,6 +372,71 @@ impl GossipCore {
         self.io.out.pop_front()
     }
 
+    /// While `hold` is set (for at most `MAX_HOLD`), foca's suspicions of others do not
+    /// turn into declarations that they are down: each such timer is put off by
+    /// `HOLD_RETRY` (see `GossipHandle::hold_declarations_while`). `now` is the caller's
+    /// clock, as for the other calls.
+    pub fn hold_declarations(&mut self, hold: bool, now: Duration) {
+        self.hold_declarations = hold;
+        if !hold {
+            self.held_since = None;
+        } else if self.held_since.is_none() {
+            self.held_since = Some(now);
+        }
+    }
+
+    /// What to do with foca's timer to declare a suspected member down (see
+    /// [`suspicion_timer`]).
+    fn on_suspicion_timeout(
+        &self,
+        member: &NodeId,
+        incarnation: u16,
+        now: Duration,
+    ) -> SuspicionTimer {
+        let still = self.foca.iter_membership_state().any(|m| {
+            m.id() == member && m.state() == State::Suspect && m.incarnation() == incarnation
+        });
+        let holding = self.hold_declarations
+            && self
+                .held_since
+                .is_some_and(|since| now.saturating_sub(since) < MAX_HOLD);
+        suspicion_timer(still, self.heard_since_suspected(member), holding)
+    }
+
+    /// True if an authentic datagram came from `member` after this node began to suspect
+    /// it: it is alive, and the suspicion stands only because it never learnt of it.
+    fn heard_since_suspected(&self, member: &NodeId) -> bool {
+        match (
+            self.heard.get(&member.gossip_addr()),
+            self.suspected_at.get(member),
+        ) {
+            (Some(heard), Some(since)) => heard > since,
+            _ => false,
+        }
+    }
+
+    /// What the membership shows of a suspicion: foca's, unless the member was heard from
+    /// since (foca drops its timers when this node rejoins, and a suspicion its member
+    /// never learnt of would stand until a probe of it fails).
+    fn shows_suspect(&self, m: &foca::Member<NodeId>) -> bool {
+        m.state() == State::Suspect && !self.heard_since_suspected(m.id())
+    }
+
+    /// Notes since when each suspected member is suspected.
+    fn track_suspicions(&mut self) {
+        let now = self.now;
+        let suspects: Vec<NodeId> = self
+            .foca
+            .iter_membership_state()
+            .filter(|m| m.state() == State::Suspect)
+            .map(|m| m.id().clone())
+            .collect();
+        self.suspected_at.retain(|id, _| suspects.contains(id));
+        for id in suspects {
+            self.suspected_at.entry(id).or_insert(now);
+        }
+    }
+
     /// Announces a new serving state to the cluster.
     pub fn set_state(&mut self, state: NodeState) {
         self.state = state;
@@ -325,6 +447,7 @@ impl GossipCore {
     /// Leaves the cluster: foca declares this identity down and gossips it. Keep calling
     /// [`GossipCore::regossip`] and flushing for a short drain so the news survives loss.
     pub fn leave(&mut self, now: Duration) {
+        self.now = self.now.max(now);
         if self.left {
             return;
         }
@@ -344,6 +467,7 @@ impl GossipCore {
 
     /// Gossips pending updates to a few random members now.
     pub fn regossip(&mut self, now: Duration) {
+        self.now = self.now.max(now);
         let mut rt = CoreRuntime {
             io: &mut self.io,
             auth: &self.auth,
@@ -359,6 +483,7 @@ impl GossipCore {
     /// Handles one received datagram. Anything failing the envelope check is dropped here
     /// and counted; foca only ever sees authentic payloads.
     pub fn handle_datagram(&mut self, now: Duration, from: SocketAddr, datagram: &[u8]) {
+        self.now = self.now.max(now);
         inc(&self.stats.datagrams_in);
         add(&self.stats.bytes_in, datagram.len());
         let (kind, payload) = match self.auth.open(datagram) {
@@ -380,6 +505,16 @@ impl GossipCore {
         };
         match kind {
             Kind::Foca => {
+                self.heard.insert(from, now);
+                if self.heard.len() > 2 * self.membership.members.len() + 16 {
+                    let members: Vec<SocketAddr> = self
+                        .membership
+                        .members
+                        .iter()
+                        .map(|m| m.id.gossip_addr())
+                        .collect();
+                    self.heard.retain(|a, _| members.contains(a));
+                }
                 let mut rt = CoreRuntime {
                     io: &mut self.io,
                     auth: &self.auth,
@@ -409,9 +544,39 @@ impl GossipCore {
 
     /// Fires every timer due at `now`, in order.
     pub fn handle_timers(&mut self, now: Duration) {
+        self.now = self.now.max(now);
         while let Some(due) = self.io.timers.pop_due(now) {
-            match due {
-                Due::Foca(timer) => {
+            let decided = match &due {
+                Due::Foca(Timer::ChangeSuspectToDown {
+                    member_id,
+                    incarnation,
+                    ..
+                }) => Some((
+                    self.on_suspicion_timeout(member_id, *incarnation, now),
+                    member_id.clone(),
+                    *incarnation,
+                )),
+                _ => None,
+            };
+            match (decided, due) {
+                (Some((SuspicionTimer::Vouch, id, incarnation)), _) => {
+                    inc(&self.stats.suspicions_vouched);
+                    let mut rt = CoreRuntime {
+                        io: &mut self.io,
+                        auth: &self.auth,
+                        stats: &self.stats,
+                        now,
+                    };
+                    let alive = Member::new(id, incarnation.saturating_add(1), State::Alive);
+                    if let Err(e) = self.foca.apply_many(std::iter::once(alive), false, &mut rt) {
+                        tracing::debug!(error = %e, "gossip: could not clear a suspicion");
+                    }
+                }
+                (Some((SuspicionTimer::Hold, ..)), due) => {
+                    inc(&self.stats.declarations_held);
+                    self.io.timers.push(now + HOLD_RETRY, due);
+                }
+                (_, Due::Foca(timer)) => {
                     let mut rt = CoreRuntime {
                         io: &mut self.io,
                         auth: &self.auth,
@@ -422,13 +587,13 @@ impl GossipCore {
                         tracing::debug!(error = %e, "gossip: foca timer failed");
                     }
                 }
-                Due::SeedAnnounce => {
+                (_, Due::SeedAnnounce) => {
                     self.announce_to_seeds(now);
                     self.io
                         .timers
                         .push(now + self.config.seed_announce_interval, Due::SeedAnnounce);
                 }
-                Due::MetaRefresh => {
+                (_, Due::MetaRefresh) => {
                     if !self.left {
                         self.publish_meta(false);
                     }
@@ -437,7 +602,7 @@ impl GossipCore {
                         Due::MetaRefresh,
                     );
                 }
-                Due::MetaRepair => {
+                (_, Due::MetaRepair) => {
                     self.repair_meta(now);
                     self.io
                         .timers
@@ -533,9 +698,24 @@ impl GossipCore {
             self.publish_meta(true);
         }
         let meta_changed = std::mem::take(&mut lock(&self.meta).changed);
-        if std::mem::take(&mut self.io.dirty) || meta_changed || self.membership.version == 0 {
+        self.track_suspicions();
+        if std::mem::take(&mut self.io.dirty)
+            || meta_changed
+            || self.membership.version == 0
+            || self.suspicion_changed()
+        {
             self.rebuild();
         }
+    }
+
+    /// True if foca suspects a member the view does not show suspected, or the other way
+    /// round (foca tells no news of suspicions).
+    fn suspicion_changed(&self) -> bool {
+        self.foca.iter_membership_state().any(|m| {
+            self.membership
+                .get(m.id().name())
+                .is_some_and(|mi| mi.id == *m.id() && mi.suspect != self.shows_suspect(m))
+        })
     }
 
     fn rebuild(&mut self) {
@@ -559,10 +739,12 @@ impl GossipCore {
                 } else {
                     Liveness::Up
                 },
+                suspect: self.shows_suspect(m),
                 state: state_of(m.id()),
             })
             .collect();
         members.push(MemberInfo {
+            suspect: false,
             state: state_of(&local),
             id: local.clone(),
             liveness: if self.left {
@@ -587,6 +769,19 @@ impl GossipCore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_off_node_holds_and_a_member_heard_from_is_vouched_for() {
+        use SuspicionTimer::*;
+        // Refuted or gone: foca's own rule.
+        for (heard, holding) in [(false, false), (true, false), (false, true), (true, true)] {
+            assert_eq!(suspicion_timer(false, heard, holding), Declare);
+        }
+        assert_eq!(suspicion_timer(true, false, false), Declare);
+        assert_eq!(suspicion_timer(true, false, true), Hold);
+        assert_eq!(suspicion_timer(true, true, false), Vouch);
+        assert_eq!(suspicion_timer(true, true, true), Vouch);
+    }
 
     #[test]
     fn timer_heap_fires_in_time_then_submission_order() {

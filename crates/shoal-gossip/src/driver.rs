@@ -1,6 +1,7 @@
 //! The tokio driver: one owner task runs a [`GossipCore`] over a UDP socket.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ enum GossipCmd {
     SetState(NodeState),
     /// Newly resolved seed addresses (from the resolver task).
     Seeds(Vec<SocketAddr>),
+    /// While the flag is set, this node declares no member down.
+    HoldDeclarations(Arc<AtomicBool>),
     /// Leave the cluster, drain, stop; answered when the task is about to exit.
     Leave(oneshot::Sender<()>),
 }
@@ -44,6 +47,22 @@ impl GossipHandle {
                     inc(&self.stats.commands_dropped);
                     GossipError::Overloaded
                 }
+                mpsc::error::TrySendError::Closed(_) => GossipError::Stopped,
+            })
+    }
+
+    /// While `flag` is set, this node declares no member down: its suspicions stay
+    /// suspicions (they still show in the membership), and members declared down by others
+    /// still go down. The cluster sets it while this node is cut off from the majority: on
+    /// that side of a partition it would declare the majority down, and when the partition
+    /// heals that news would make every member of the majority rejoin under a new
+    /// generation (and be refilled), instead of only this node. Fails fast as
+    /// [`GossipHandle::set_state`] does.
+    pub fn hold_declarations_while(&self, flag: Arc<AtomicBool>) -> Result<(), GossipError> {
+        self.cmds
+            .try_send(GossipCmd::HoldDeclarations(flag))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => GossipError::Overloaded,
                 mpsc::error::TrySendError::Closed(_) => GossipError::Stopped,
             })
     }
@@ -113,6 +132,7 @@ impl Gossip {
             stats: stats.clone(),
             max_datagram: auth.max_datagram(),
             leave_drain: config.leave_drain,
+            hold: None,
         };
         tokio::spawn(async move {
             owner.run(cmd_rx, shutdown).await;
@@ -182,6 +202,8 @@ struct Owner {
     stats: Arc<GossipStats>,
     max_datagram: usize,
     leave_drain: Duration,
+    /// While set, no member is declared down here (`hold_declarations_while`).
+    hold: Option<Arc<AtomicBool>>,
 }
 
 impl Owner {
@@ -207,6 +229,8 @@ impl Owner {
                 // Cancel safe: a timer, recreated each turn from the heap's head.
                 _ = tokio::time::sleep_until(deadline) => {
                     let now = self.now();
+                    let hold = self.hold.as_ref().is_some_and(|h| h.load(Ordering::Acquire));
+                    self.core.hold_declarations(hold, now);
                     self.core.handle_timers(now);
                 }
                 // Cancel safe: recv_from either returned a datagram or consumed nothing.
@@ -222,6 +246,7 @@ impl Owner {
                 cmd = cmds.recv() => match cmd {
                     Some(GossipCmd::SetState(state)) => self.core.set_state(state),
                     Some(GossipCmd::Seeds(seeds)) => self.core.set_seeds(seeds),
+                    Some(GossipCmd::HoldDeclarations(flag)) => self.hold = Some(flag),
                     Some(GossipCmd::Leave(done)) => {
                         self.leave(&shutdown).await;
                         let _ = done.send(());

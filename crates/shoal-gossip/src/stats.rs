@@ -57,6 +57,12 @@ stats! {
     commands_dropped,
     /// Metadata requests sent (a member's metadata was missing).
     meta_requests,
+    /// Suspicions not turned into a declaration that the member is down (yet) because this
+    /// node was cut off from the majority (counted each time one is put off).
+    declarations_held,
+    /// Suspicions cleared here because the member was heard from since it was suspected (it
+    /// never learnt of the suspicion to refute it).
+    suspicions_vouched,
 }
 
 pub(crate) fn inc(counter: &AtomicU64) {

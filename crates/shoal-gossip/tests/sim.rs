@@ -456,6 +456,88 @@ fn partition_heals() {
     eprintln!("partition healed in {:?}", healed.unwrap());
 }
 
+/// Node 0 is cut off from the three others for longer than failure detection, then the
+/// partition heals. Returns the generations the four nodes end with.
+fn cut_off_then_healed(seed: u64, hold: bool) -> (Vec<u64>, u64) {
+    let mut sim = cluster(seed, 4, config_for(4), 0.0);
+    converge(&mut sim, Duration::from_secs(20));
+    sim.run_for(Duration::from_secs(5));
+    sim.nodes[0].group = 1;
+    // What the cluster does once node 0 reaches no majority (`hold_declarations_while`).
+    let now = sim.now;
+    sim.nodes[0].core.hold_declarations(hold, now);
+    let others_see_it_down = sim.run_until(Duration::from_secs(60), 100 * MS, |s| {
+        (1..4).all(|i| {
+            s.nodes[i]
+                .core
+                .membership()
+                .get("node-0")
+                .is_some_and(|m| m.liveness == Liveness::Down)
+        })
+    });
+    assert!(
+        others_see_it_down.is_some(),
+        "node 0 was never declared down"
+    );
+    sim.run_for(Duration::from_secs(10));
+    let downs = sim.nodes[0]
+        .core
+        .membership()
+        .members
+        .iter()
+        .filter(|m| m.liveness == Liveness::Down)
+        .count();
+    if hold {
+        assert_eq!(downs, 0, "node 0 declared members down while holding");
+        let m = sim.nodes[0].core.membership();
+        assert!(
+            m.members.iter().filter(|m| m.suspect).count() == 3,
+            "node 0 should suspect the three others: {m:?}"
+        );
+    } else {
+        assert_eq!(
+            downs, 3,
+            "node 0 alone should declare the three others down"
+        );
+    }
+    // The cluster lifts the hold once node 0 reaches a majority again: here, once the
+    // healed cluster converged.
+    sim.nodes[0].group = 0;
+    let all: Vec<usize> = (0..4).collect();
+    let healed = sim.run_until(Duration::from_secs(90), 100 * MS, |s| s.converged(&all));
+    assert!(healed.is_some(), "the partition did not heal");
+    let now = sim.now;
+    sim.nodes[0].core.hold_declarations(false, now);
+    sim.run_for(Duration::from_secs(20));
+    assert!(sim.converged(&all), "the cluster did not stay converged");
+    let held = sim.nodes[0].stats.snapshot().declarations_held;
+    (
+        sim.nodes
+            .iter()
+            .map(|n| n.core.identity().generation())
+            .collect(),
+        held,
+    )
+}
+
+/// A node cut off from the majority holds its declarations (the cluster asks it to): when
+/// the partition heals only it rejoins under a new generation. Without holding, its news
+/// that the three others are down makes them rejoin too (each then refilled as new).
+#[test]
+fn a_cut_off_node_that_holds_its_declarations_is_the_only_one_to_rejoin() {
+    let seed = seed_or(11);
+    let (generations, held) = cut_off_then_healed(seed, true);
+    assert!(held > 0, "no declaration was held");
+    assert!(generations[0] > 1, "node 0 was declared down: it rejoins");
+    assert_eq!(&generations[1..], &[1, 1, 1], "the majority rejoined");
+    let (generations, held) = cut_off_then_healed(seed, false);
+    assert_eq!(held, 0);
+    assert!(
+        generations[1..].iter().any(|&g| g > 1),
+        "without holding, the majority is declared down too: {generations:?}"
+    );
+}
+
 #[test]
 fn restarted_node_replaces_its_old_self() {
     let mut sim = cluster(seed_or(6), 5, config_for(5), 0.01);

@@ -66,6 +66,7 @@ mod tests {
                     *generation,
                 ),
                 state: *state,
+                suspect: false,
             })
             .collect()
     }

@@ -93,7 +93,9 @@ pub struct Handoff {
     settled_view: watch::Sender<u64>,
     /// This node reaches no majority of the members of the view it last settled in
     /// ([`cut_off`]): it refuses commands on keys and does not settle.
-    cut_off: AtomicBool,
+    /// Shared with gossip, which declares nobody down while it is set
+    /// (`GossipHandle::hold_declarations_while`).
+    cut_off: Arc<AtomicBool>,
     /// Wakes the hand-off task (the node settled, or started accepting).
     pub(super) wake: Notify,
     pub(super) rate: u64,
@@ -124,7 +126,7 @@ impl Handoff {
             settles: AtomicU64::new(0),
             settled_for: AtomicU64::new(0),
             settled_view: watch::channel(0).0,
-            cut_off: AtomicBool::new(false),
+            cut_off: Arc::new(AtomicBool::new(false)),
             wake: Notify::new(),
             rate: config.handoff_rate.0.max(1),
             stats: HandoffStats::default(),
@@ -146,6 +148,11 @@ impl Handoff {
     /// ([`cut_off`]).
     pub fn is_cut_off(&self) -> bool {
         self.cut_off.load(Ordering::Acquire)
+    }
+
+    /// The flag behind [`Handoff::is_cut_off`], for gossip to follow.
+    pub fn cut_off_flag(&self) -> Arc<AtomicBool> {
+        self.cut_off.clone()
     }
 
     /// A gossip node without seeds starts a cluster: alone and settled. One with seeds is
@@ -221,6 +228,26 @@ impl Handoff {
                 inner.departed.insert(r.info.name.clone());
             }
         }
+        self.recheck_cut_off(&inner, new);
+        self.settled_for.store(0, Ordering::Release);
+    }
+
+    /// The members' liveness changed without a change of placement (a suspicion came or
+    /// went): whether this node is cut off may have changed.
+    pub fn members_changed(&self, view: &View) {
+        let inner = lock(&self.inner);
+        self.recheck_cut_off(&inner, view);
+    }
+
+    /// Sets whether this node is cut off in `new` ([`cut_off`]): a member down or
+    /// suspected counts as out of reach. Suspected ones count because the others' failure
+    /// detectors suspect and declare this node at about the same pace as it suspects
+    /// them, but they are many and it probes one member at a time: counting only members
+    /// declared down, it knew itself cut off about a second after the majority had declared
+    /// it down and moved its keys, and its clients read stale values in between (the
+    /// whole-cluster simulation, seeds 82 and 285). In small clusters it suspects a
+    /// majority seconds before the suspicion timeout lets the others declare it down.
+    fn recheck_cut_off(&self, inner: &Inner, new: &View) {
         let departed = &inner.departed;
         let cut = inner.base.as_ref().is_some_and(|base| {
             let stayed: Vec<&str> = base
@@ -234,7 +261,7 @@ impl Handoff {
                     || new
                         .members
                         .iter()
-                        .any(|r| r.info.name == name && r.state != MemberState::Down)
+                        .any(|r| r.info.name == name && r.state != MemberState::Down && !r.suspect)
             })
         });
         if cut != self.cut_off.swap(cut, Ordering::AcqRel) {
@@ -247,7 +274,6 @@ impl Handoff {
                 tracing::info!("this node reaches a majority of its cluster again");
             }
         }
-        self.settled_for.store(0, Ordering::Release);
     }
 
     /// `name` finished handing off for view `view` (0: it is working on a new view). Kept
