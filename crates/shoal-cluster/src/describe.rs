@@ -166,4 +166,32 @@ impl ClusterInfo for Cluster {
     fn info_lines(&self, out: &mut String) {
         Cluster::info_lines(self, out);
     }
+
+    fn forget(&self, id: &str) -> Result<(), String> {
+        let view = self.view();
+        let Some(row) = view.members.iter().find(|r| r.info.id == id) else {
+            return Err(format!("ERR Unknown node {id}"));
+        };
+        if row.info.name == view.myself.name {
+            return Err("ERR I tried hard but I can't forget myself...".into());
+        }
+        if self.mode != crate::Mode::Gossip {
+            return Err("ERR a static cluster's members are its configuration: \
+                        change cluster-nodes instead"
+                .into());
+        }
+        // A suspected one too: a node cut off from the majority declares nobody down (see
+        // `shoal_gossip::GossipHandle::hold_declarations_while`).
+        if row.state != MemberState::Down && !row.suspect {
+            return Err(format!(
+                "ERR {} is {} and not suspected: only a member declared down or suspected \
+                 can be forgotten",
+                row.info.name,
+                row.state.as_str()
+            ));
+        }
+        self.handoff.forget(&row.info.name, &view);
+        self.handoff.reevaluate(self);
+        Ok(())
+    }
 }

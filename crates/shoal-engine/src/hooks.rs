@@ -32,6 +32,10 @@ pub trait ClusterInfo: Send + Sync {
     fn my_id(&self) -> String;
     /// INFO's cluster section, after `cluster_enabled`.
     fn info_lines(&self, out: &mut String);
+    /// CLUSTER FORGET: stop counting the member with node id `id`, declared down or
+    /// suspected, among the members this node needs a majority of. `Err` holds the error
+    /// reply's text.
+    fn forget(&self, id: &str) -> Result<(), String>;
 }
 
 /// The part of the local keys a fan-out's share covers (DBSIZE, KEYS, SCAN, RANDOMKEY run on

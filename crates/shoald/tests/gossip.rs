@@ -1254,6 +1254,75 @@ fn a_read_whose_fetch_gets_no_answer_is_not_nil() {
     assert_eq!(verify(&n2, KEYS), (0, 0), "read after the thaw");
 }
 
+/// Losing half of a cluster at once leaves the survivors cut off (CLUSTERDOWN on keys) until
+/// the lost members come back, or until an operator forgets them: CLUSTER FORGET on every
+/// survivor, for members declared down or suspected only. (Cut off, the survivors declare
+/// nobody down for 60 s, `MAX_HOLD`: the lost ones stay suspected.)
+#[test]
+fn forgetting_the_lost_half_lets_the_survivors_serve() {
+    let _serial = serial();
+    let n0 = Proc::start("h0", &[]);
+    let n1 = Proc::start("h1", &[n0.gossip]);
+    let n2 = Proc::start("h2", &[n0.gossip]);
+    let n3 = Proc::start("h3", &[n0.gossip]);
+    wait_settled(&[&n0, &n1, &n2, &n3]);
+    let id = |p: &Proc| -> String {
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut p.con())
+            .unwrap()
+    };
+    let forget = |on: &Proc, id: &str| -> Result<String, String> {
+        redis::cmd("CLUSTER")
+            .arg("FORGET")
+            .arg(id)
+            .query::<String>(&mut on.con())
+            .map_err(|e| e.to_string())
+    };
+    let lost = [id(&n2), id(&n3)];
+    let refused = forget(&n0, &lost[0]).expect_err("a live member is not forgotten");
+    assert!(
+        refused.contains("only a member declared down or suspected"),
+        "{refused}"
+    );
+    let refused = forget(&n0, &id(&n0)).expect_err("nor this node");
+    assert!(refused.contains("can't forget myself"), "{refused}");
+    let refused = forget(&n0, "0123456789012345678901234567890123456789").expect_err("unknown");
+    assert!(refused.contains("Unknown node"), "{refused}");
+    n2.signal("KILL");
+    n3.signal("KILL");
+    wait_until("the survivors cut off", SETTLE, &[&n0, &n1], || {
+        [&n0, &n1].iter().all(|p| p.stat("shoal_cut_off") == 1)
+    });
+    let down = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query::<()>(&mut n0.con())
+        .expect_err("a cut-off node serves no key");
+    assert_eq!(down.code(), Some("CLUSTERDOWN"), "{down}");
+    for p in [&n0, &n1] {
+        for id in &lost {
+            assert_eq!(forget(p, id).as_deref(), Ok("OK"));
+        }
+    }
+    wait_settled(&[&n0, &n1]);
+    for p in [&n0, &n1] {
+        assert_eq!(p.stat("shoal_cut_off"), 0);
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut p.con())
+            .unwrap();
+        assert!(info.contains("cluster_state:ok"), "{info}");
+    }
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query(&mut n0.con())
+        .unwrap();
+    let v: Option<String> = redis::cmd("GET").arg("after").query(&mut n1.con()).unwrap();
+    assert_eq!(v.as_deref(), Some("1"));
+}
+
 #[test]
 fn wrong_secret_or_cluster_name_never_joins() {
     let _serial = serial();

@@ -232,6 +232,15 @@ impl Handoff {
         self.settled_for.store(0, Ordering::Release);
     }
 
+    /// CLUSTER FORGET of member `name`, declared down or suspected: it no longer counts among
+    /// the members this node needs a majority of, as one seen leaving (until the next
+    /// settle).
+    pub fn forget(&self, name: &str, view: &View) {
+        let mut inner = lock(&self.inner);
+        inner.departed.insert(name.to_owned());
+        self.recheck_cut_off(&inner, view);
+    }
+
     /// The members' liveness changed without a change of placement (a suspicion came or
     /// went): whether this node is cut off may have changed.
     pub fn members_changed(&self, view: &View) {

@@ -1,5 +1,5 @@
 //! CLUSTER: the cluster as Redis Cluster clients and tools read it (SLOTS, SHARDS, NODES,
-//! INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT) plus two Shoal
+//! INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT), FORGET, plus two Shoal
 //! introspection subcommands about this node's own memory (LOCALKEYS, HASKEY); and the
 //! connection commands of Redis Cluster clients (READONLY, READWRITE, ASKING). The router
 //! sends COUNTKEYSINSLOT and GETKEYSINSLOT to the slot's owner; everything else here
@@ -14,6 +14,9 @@ use crate::hooks::{SlotNode, SlotRange};
 
 const HELP: &[&str] = &[
     "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "FORGET <node-id>",
+    "    Remove a node declared down or suspected from the members this node needs a majority of",
+    "    (after losing half of the cluster at once; send it to every survivor).",
     "COUNTKEYSINSLOT <slot>",
     "    Return the number of keys in <slot> (counted at the slot's owner).",
     "GETKEYSINSLOT <slot> <count>",
@@ -53,7 +56,7 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let arity_ok = match &sub[..] {
         b"info" | b"nodes" | b"myid" | b"myshardid" | b"slots" | b"shards" | b"help"
         | b"localkeys" => args.len() == 2,
-        b"keyslot" | b"countkeysinslot" | b"haskey" => args.len() == 3,
+        b"keyslot" | b"countkeysinslot" | b"haskey" | b"forget" => args.len() == 3,
         b"getkeysinslot" => args.len() == 4,
         _ => return unknown_subcommand("cluster", &args[1]),
     };
@@ -109,6 +112,10 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         },
         b"info" => Reply::Verbatim(cluster.cluster_info().into()),
         b"nodes" => Reply::Verbatim(cluster.cluster_nodes(ctx.now_ms).into()),
+        b"forget" => match cluster.forget(&String::from_utf8_lossy(&args[2])) {
+            Ok(()) => Reply::ok(),
+            Err(text) => Reply::error(text),
+        },
         _ => unknown_subcommand("cluster", &args[1]),
     }
 }

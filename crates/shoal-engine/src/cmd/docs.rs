@@ -101,6 +101,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("cluster|keyslot", "key"),
     ("cluster|countkeysinslot", "slot"),
     ("cluster|getkeysinslot", "slot count"),
+    ("cluster|forget", "node-id"),
     ("cluster|localkeys", ""),
     ("cluster|haskey", "key"),
     ("cluster|help", ""),
