@@ -35,7 +35,8 @@ pub struct MemberInfo {
     pub id: NodeId,
     pub liveness: Liveness,
     /// Up but suspected (SWIM's Suspect): a probe of it went unanswered, and unless it
-    /// refutes the suspicion the cluster declares it down soon.
+    /// refutes the suspicion the cluster declares it down soon. A member heard from since
+    /// this node began to suspect it is not shown suspected (see `shows_suspect`).
     pub suspect: bool,
     /// The state the member announced for this generation; `None` until it arrives.
     pub state: Option<NodeState>,
@@ -72,8 +73,9 @@ impl Membership {
 const HOLD_RETRY: Duration = Duration::from_millis(500);
 
 /// How long a held declaration may wait: past it (a node cut off for this long) foca
-/// declares as usual, so that a node whose peers' datagrams come from addresses other than
-/// the ones they announced is not held forever.
+/// declares as usual, so that a node that cannot vouch (its peers' datagrams come from
+/// addresses other than the ones they announced) is not held forever, and the survivors of
+/// losing half a cluster at once see the lost members declared down in the end.
 const MAX_HOLD: Duration = Duration::from_secs(60);
 
 /// What becomes of foca's timer to declare a suspected member down.
