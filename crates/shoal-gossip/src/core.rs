@@ -6,7 +6,7 @@
 //! awaits or reads a clock, so the same code runs under tokio and in the simulation.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -427,15 +427,18 @@ impl GossipCore {
     /// Notes since when each suspected member is suspected.
     fn track_suspicions(&mut self) {
         let now = self.now;
-        let suspects: Vec<NodeId> = self
+        let suspects: HashSet<&NodeId> = self
             .foca
             .iter_membership_state()
             .filter(|m| m.state() == State::Suspect)
-            .map(|m| m.id().clone())
+            .map(|m| m.id())
             .collect();
+        if suspects.is_empty() && self.suspected_at.is_empty() {
+            return;
+        }
         self.suspected_at.retain(|id, _| suspects.contains(id));
         for id in suspects {
-            self.suspected_at.entry(id).or_insert(now);
+            self.suspected_at.entry(id.clone()).or_insert(now);
         }
     }
 
@@ -509,7 +512,7 @@ impl GossipCore {
             Kind::Foca => {
                 self.heard.insert(from, now);
                 if self.heard.len() > 2 * self.membership.members.len() + 16 {
-                    let members: Vec<SocketAddr> = self
+                    let members: HashSet<SocketAddr> = self
                         .membership
                         .members
                         .iter()
