@@ -19,7 +19,7 @@ pub struct SlotRange {
     pub nodes: Vec<SlotNode>,
 }
 
-/// The cluster as CLUSTER and INFO describe it.
+/// The cluster as CLUSTER and INFO describe it, and the one change CLUSTER makes (FORGET).
 pub trait ClusterInfo: Send + Sync {
     /// The slot map Redis Cluster clients are given (CLUSTER SLOTS, SHARDS), in slot order;
     /// `None` while this node looks for its cluster (it has no map to give).

@@ -716,6 +716,10 @@ impl GossipCore {
     /// True if foca suspects a member the view does not show suspected, or the other way
     /// round (foca tells no news of suspicions).
     fn suspicion_changed(&self) -> bool {
+        // The usual case: nobody suspected, now or in the view.
+        if self.suspected_at.is_empty() && !self.membership.members.iter().any(|m| m.suspect) {
+            return false;
+        }
         self.foca.iter_membership_state().any(|m| {
             self.membership
                 .get(m.id().name())

@@ -40,15 +40,18 @@ pub struct GossipHandle {
 impl GossipHandle {
     /// Announces this node's serving state. Fails fast if the command queue is full.
     pub fn set_state(&self, state: NodeState) -> Result<(), GossipError> {
-        self.cmds
-            .try_send(GossipCmd::SetState(state))
-            .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => {
-                    inc(&self.stats.commands_dropped);
-                    GossipError::Overloaded
-                }
-                mpsc::error::TrySendError::Closed(_) => GossipError::Stopped,
-            })
+        self.try_send(GossipCmd::SetState(state))
+    }
+
+    /// Queues `cmd` for the owner task, or fails at once (a full queue is counted).
+    fn try_send(&self, cmd: GossipCmd) -> Result<(), GossipError> {
+        self.cmds.try_send(cmd).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                inc(&self.stats.commands_dropped);
+                GossipError::Overloaded
+            }
+            mpsc::error::TrySendError::Closed(_) => GossipError::Stopped,
+        })
     }
 
     /// While `flag` is set, this node declares no member down: its suspicions stay
@@ -59,12 +62,7 @@ impl GossipHandle {
     /// generation (and be refilled), instead of only this node. Fails fast as
     /// [`GossipHandle::set_state`] does.
     pub fn hold_declarations_while(&self, flag: Arc<AtomicBool>) -> Result<(), GossipError> {
-        self.cmds
-            .try_send(GossipCmd::HoldDeclarations(flag))
-            .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => GossipError::Overloaded,
-                mpsc::error::TrySendError::Closed(_) => GossipError::Stopped,
-            })
+        self.try_send(GossipCmd::HoldDeclarations(flag))
     }
 
     /// Leaves the cluster gracefully (foca `leave_cluster`, then `leave_drain` of
