@@ -21,6 +21,8 @@
 //! - `membership`: gossip mode: turns each `shoal-gossip` membership into a new `View`.
 //! - `handoff`: gossip mode: moves keys when the copies of a slot change (`plan`, `stream`,
 //!   `report`, fetch on a miss until the cluster settled in `fetch`, `settle`).
+//! - `reach`: gossip mode: probes the other members over the links and refuses the gossip
+//!   of those the links have not reached for a while, so that the cluster does without them.
 //! - `describe`: CLUSTER INFO / NODES and INFO's cluster section.
 //! - `monitor`: MONITOR's lines and their bounded broadcast to the monitoring connections.
 //!
@@ -34,6 +36,7 @@ pub mod message;
 pub mod monitor;
 pub mod peer;
 pub mod plan;
+pub mod reach;
 mod replicate;
 pub mod router;
 mod server;
@@ -359,6 +362,9 @@ pub struct ClusterStats {
     /// Keyed commands a leaving node sent on to the next copy (their sender had not heard
     /// of the leave yet).
     pub sent_on_leaving: AtomicU64,
+    /// Members whose gossip this node refuses now, as its links have not reached them for
+    /// a while (see `reach`).
+    pub peers_refused: AtomicU64,
 }
 
 /// How the members are known.
@@ -892,6 +898,11 @@ impl Cluster {
             line(format!(
                 "shoal_gossip_suspicions_vouched:{}",
                 g.suspicions_vouched
+            ));
+            line(format!("shoal_peers_refused:{}", get(&s.peers_refused)));
+            line(format!(
+                "shoal_gossip_refused_datagrams:{}",
+                g.refused_in + g.refused_out
             ));
         }
         line(format!("shoal_copies:{}", v.placement.width()));

@@ -183,7 +183,8 @@ pub fn gossip_name(config: &NodeConfig) -> String {
     }
 }
 
-/// Starts gossip, the membership follower, the hand-off task and the join timer.
+/// Starts gossip, the membership follower, the hand-off task, the link prober (`reach`)
+/// and the join timer.
 pub fn start(
     node: &Arc<Server>,
     config: &NodeConfig,
@@ -235,6 +236,7 @@ pub fn start(
         });
     }
     tokio::spawn(super::handoff::run(node.clone(), shutdown.clone(), settled));
+    tokio::spawn(super::reach::run(node.clone(), shutdown.clone()));
     if !cluster.accepting.load(Ordering::Acquire) {
         tokio::spawn(watch_join(
             node.clone(),

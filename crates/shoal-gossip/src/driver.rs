@@ -1,5 +1,6 @@
 //! The tokio driver: one owner task runs a [`GossipCore`] over a UDP socket.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,8 @@ enum GossipCmd {
     Seeds(Vec<SocketAddr>),
     /// While the flag is set, this node declares no member down.
     HoldDeclarations(Arc<AtomicBool>),
+    /// Datagrams from and to these addresses are dropped (replaces the previous set).
+    Refuse(HashSet<SocketAddr>),
     /// Leave the cluster, drain, stop; answered when the task is about to exit.
     Leave(oneshot::Sender<()>),
 }
@@ -63,6 +66,17 @@ impl GossipHandle {
     /// [`GossipHandle::set_state`] does.
     pub fn hold_declarations_while(&self, flag: Arc<AtomicBool>) -> Result<(), GossipError> {
         self.try_send(GossipCmd::HoldDeclarations(flag))
+    }
+
+    /// Drops every datagram from and to `addrs` (gossip addresses), replacing the previous
+    /// set; an empty set drops nothing. To gossip, such a member is silent, and this node
+    /// silent to it: unless another member still reaches it (SWIM's indirect probes), it is
+    /// declared down. The cluster refuses members its inter-node links (TCP) have not
+    /// reached for a while, so that a member gossip reaches but TCP does not (a firewall
+    /// that lets the gossip port through but not the cluster port) goes down instead of
+    /// staying placed with keys nobody can reach. Fails fast as [`GossipHandle::set_state`].
+    pub fn refuse(&self, addrs: HashSet<SocketAddr>) -> Result<(), GossipError> {
+        self.try_send(GossipCmd::Refuse(addrs))
     }
 
     /// Leaves the cluster gracefully (foca `leave_cluster`, then `leave_drain` of
@@ -131,6 +145,7 @@ impl Gossip {
             max_datagram: auth.max_datagram(),
             leave_drain: config.leave_drain,
             hold: None,
+            refused: HashSet::new(),
         };
         tokio::spawn(async move {
             owner.run(cmd_rx, shutdown).await;
@@ -202,6 +217,8 @@ struct Owner {
     leave_drain: Duration,
     /// While set, no member is declared down here (`hold_declarations_while`).
     hold: Option<Arc<AtomicBool>>,
+    /// Gossip addresses whose datagrams are dropped both ways (`refuse`).
+    refused: HashSet<SocketAddr>,
 }
 
 impl Owner {
@@ -233,6 +250,9 @@ impl Owner {
                 }
                 // Cancel safe: recv_from either returned a datagram or consumed nothing.
                 res = self.socket.recv_from(&mut buf) => match res {
+                    Ok((_, from)) if self.refused.contains(&from) => {
+                        inc(&self.stats.refused_in);
+                    }
                     Ok((n, from)) => {
                         let now = self.now();
                         self.core.handle_datagram(now, from, &buf[..n]);
@@ -245,6 +265,7 @@ impl Owner {
                     Some(GossipCmd::SetState(state)) => self.core.set_state(state),
                     Some(GossipCmd::Seeds(seeds)) => self.core.set_seeds(seeds),
                     Some(GossipCmd::HoldDeclarations(flag)) => self.hold = Some(flag),
+                    Some(GossipCmd::Refuse(addrs)) => self.refused = addrs,
                     Some(GossipCmd::Leave(done)) => {
                         self.leave(&shutdown).await;
                         let _ = done.send(());
@@ -282,6 +303,10 @@ impl Owner {
     /// (counted), as UDP would. Publishes a changed membership view.
     fn flush(&mut self) {
         while let Some((to, datagram)) = self.core.poll_transmit() {
+            if self.refused.contains(&to) {
+                inc(&self.stats.refused_out);
+                continue;
+            }
             if let Err(e) = self.socket.try_send_to(&datagram, to) {
                 inc(&self.stats.send_errors);
                 tracing::trace!(%to, error = %e, "gossip: send failed");

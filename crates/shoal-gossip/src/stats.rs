@@ -63,6 +63,10 @@ stats! {
     /// Suspicions cleared here because the member was heard from since it was suspected (it
     /// never learnt of the suspicion to refute it).
     suspicions_vouched,
+    /// Datagrams dropped on arrival because their sender is refused (`GossipHandle::refuse`).
+    refused_in,
+    /// Datagrams not sent because their member is refused.
+    refused_out,
 }
 
 pub(crate) fn inc(counter: &AtomicU64) {

@@ -1,17 +1,53 @@
 //! turmoil's simulated sockets behind tokio's API (the part of it Shoal uses).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, IoSlice};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The halves of a split stream, as `tokio::net::tcp`.
+/// The halves of a split stream, as `tokio::net::tcp`. The write half obeys the TCP cuts
+/// of [`faults`](super::faults).
 pub mod tcp {
-    pub use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+    use super::*;
+
+    pub use turmoil::net::tcp::OwnedReadHalf;
+
+    /// The write half of a split [`TcpStream`](super::TcpStream).
+    #[derive(Debug)]
+    pub struct OwnedWriteHalf {
+        pub(super) inner: turmoil::net::tcp::OwnedWriteHalf,
+        pub(super) link: (IpAddr, IpAddr),
+    }
+
+    impl AsyncWrite for OwnedWriteHalf {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            if faults::tcp_blocked(this.link, Some(cx.waker())) {
+                return Poll::Pending;
+            }
+            Pin::new(&mut this.inner).poll_write(cx, buf)
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            let this = self.get_mut();
+            if faults::tcp_blocked(this.link, Some(cx.waker())) {
+                return Poll::Pending;
+            }
+            Pin::new(&mut this.inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        }
+    }
 }
 
 /// Resolves `host:port` through the simulation's names (an IP address resolves to itself).
@@ -46,7 +82,7 @@ impl TcpListener {
 
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (s, a) = self.0.accept().await?;
-        Ok((TcpStream(s), a))
+        Ok((TcpStream::new(s)?, a))
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -54,13 +90,37 @@ impl TcpListener {
     }
 }
 
-/// A simulated TCP stream.
+/// A simulated TCP stream. What it writes waits while its link is cut (see
+/// [`faults::tcp_cut`]), as real TCP resends until the network heals.
 #[derive(Debug)]
-pub struct TcpStream(turmoil::net::TcpStream);
+pub struct TcpStream {
+    inner: turmoil::net::TcpStream,
+    /// (this end's address, the peer's).
+    link: (IpAddr, IpAddr),
+}
 
 impl TcpStream {
+    fn new(inner: turmoil::net::TcpStream) -> io::Result<TcpStream> {
+        let link = (inner.local_addr()?.ip(), inner.peer_addr()?.ip());
+        Ok(TcpStream { inner, link })
+    }
+
+    /// Connects; while the link is cut either way (the SYN or its answer lost), the
+    /// connection is not established (the caller's timeout ends the wait).
     pub async fn connect<A: turmoil::ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
-        turmoil::net::TcpStream::connect(addr).await.map(TcpStream)
+        let s = TcpStream::new(turmoil::net::TcpStream::connect(addr).await?)?;
+        let (a, b) = s.link;
+        std::future::poll_fn(|cx| {
+            let cut = faults::tcp_blocked((a, b), Some(cx.waker()))
+                || faults::tcp_blocked((b, a), Some(cx.waker()));
+            if cut {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        })
+        .await;
+        Ok(s)
     }
 
     pub fn set_nodelay(&self, _nodelay: bool) -> io::Result<()> {
@@ -68,29 +128,48 @@ impl TcpStream {
     }
 
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.0.peer_addr()
+        self.inner.peer_addr()
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.0.local_addr()
+        self.inner.local_addr()
     }
 
     /// Writes what the simulated socket takes of the first non-empty buffer (turmoil's
-    /// flow control: `WouldBlock` while the peer has not read enough).
+    /// flow control: `WouldBlock` while the peer has not read enough, or the link is cut).
     pub fn try_write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if faults::tcp_blocked(self.link, None) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         let buf = bufs
             .iter()
             .find(|b| !b.is_empty())
             .map_or(&[][..], |b| &b[..]);
-        self.0.try_write(buf)
+        self.inner.try_write(buf)
     }
 
     pub async fn writable(&self) -> io::Result<()> {
-        self.0.writable().await
+        let link = self.link;
+        std::future::poll_fn(|cx| {
+            if faults::tcp_blocked(link, Some(cx.waker())) {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        })
+        .await;
+        self.inner.writable().await
     }
 
     pub fn into_split(self) -> (tcp::OwnedReadHalf, tcp::OwnedWriteHalf) {
-        self.0.into_split()
+        let (r, w) = self.inner.into_split();
+        (
+            r,
+            tcp::OwnedWriteHalf {
+                inner: w,
+                link: self.link,
+            },
+        )
     }
 }
 
@@ -100,7 +179,7 @@ impl AsyncRead for TcpStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
     }
 }
 
@@ -110,15 +189,23 @@ impl AsyncWrite for TcpStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+        let this = self.get_mut();
+        if faults::tcp_blocked(this.link, Some(cx.waker())) {
+            return Poll::Pending;
+        }
+        Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+        let this = self.get_mut();
+        if faults::tcp_blocked(this.link, Some(cx.waker())) {
+            return Poll::Pending;
+        }
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 
@@ -153,11 +240,12 @@ pub(crate) fn fill_random(buf: &mut [u8]) {
     });
 }
 
-/// Faults on datagrams that turmoil's links do not model: loss of single datagrams and
-/// partitions of UDP alone, one way or both. turmoil drops or holds whole links, TCP
-/// included, and a TCP segment it drops is never sent again (real TCP would resend it), so
-/// the simulation holds TCP through a partition and drops datagrams here. Sockets are told
-/// apart by the port they are bound to (each simulated node gossips on its own port).
+/// Faults that turmoil's links do not model: loss of single datagrams, partitions of UDP
+/// alone (one way or both), and cuts of TCP alone. turmoil drops or holds whole links, TCP
+/// and UDP together, and a TCP segment it drops is never sent again (real TCP would resend
+/// it), so the simulation holds TCP through a partition and drops datagrams here. Datagram
+/// sockets are told apart by the port they are bound to (each simulated node gossips on its
+/// own port), TCP streams by their hosts' addresses.
 pub mod faults {
     use super::*;
 
@@ -167,8 +255,16 @@ pub mod faults {
         pub(super) rng: u64,
     }
 
+    /// TCP cut from one host to another, and the tasks waiting to write across a cut.
+    #[derive(Default)]
+    pub(super) struct TcpFaults {
+        cut: HashSet<(IpAddr, IpAddr)>,
+        waiting: Vec<Waker>,
+    }
+
     thread_local! {
         pub(super) static UDP: RefCell<UdpFaults> = RefCell::new(UdpFaults::default());
+        static TCP: RefCell<TcpFaults> = RefCell::new(TcpFaults::default());
     }
 
     /// Forgets every fault and seeds the choice of dropped datagrams.
@@ -179,6 +275,42 @@ pub mod faults {
                 rng: seed,
             }
         });
+        TCP.with(|f| *f.borrow_mut() = TcpFaults::default());
+    }
+
+    /// Cuts (`on`) or heals the TCP segments from host `from` to host `to` (datagrams are
+    /// untouched). Across a cut, writes wait and connections are not established; what was
+    /// written before it is delivered, and what waits goes on once it heals, as real TCP
+    /// resends (a cut longer than the peers' timeouts ends their connections there).
+    pub fn tcp_cut(from: IpAddr, to: IpAddr, on: bool) {
+        let woken = TCP.with(|f| {
+            let mut f = f.borrow_mut();
+            if on {
+                f.cut.insert((from, to));
+                Vec::new()
+            } else {
+                f.cut.remove(&(from, to));
+                std::mem::take(&mut f.waiting)
+            }
+        });
+        woken.into_iter().for_each(Waker::wake);
+    }
+
+    /// Whether writes on `link` (this end, the peer) wait; `waker` is woken when a cut
+    /// heals.
+    pub(super) fn tcp_blocked(link: (IpAddr, IpAddr), waker: Option<&Waker>) -> bool {
+        TCP.with(|f| {
+            let mut f = f.borrow_mut();
+            if !f.cut.contains(&link) {
+                return false;
+            }
+            if let Some(w) = waker {
+                if !f.waiting.iter().any(|o| o.will_wake(w)) {
+                    f.waiting.push(w.clone());
+                }
+            }
+            true
+        })
     }
 
     /// Datagrams from the socket on port `from` to port `to` are dropped with probability

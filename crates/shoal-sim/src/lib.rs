@@ -86,6 +86,61 @@ pub enum Faults {
     /// forwarded write gives up on a live owner and fails over to the next copy, so two
     /// nodes write one key. Issue #15's open part.
     All,
+    /// Those and gray failures: TCP cut while gossip still gets through (both ways or one
+    /// way), and slow nodes (every link of one node slow). A set of its own, so that the
+    /// schedules of the seeds of the other sets stay as they were.
+    Gray,
+    /// One fault for the whole load: the last node's TCP cut both ways from every other
+    /// node from 2 s into the load until it ends, gossip untouched (a firewall that lets
+    /// the gossip port through but not the cluster port). 4 s before the end the run
+    /// notes what the other nodes show ([`RunReport::isolation`]).
+    IsolatedTcp,
+    /// Scaling, no other fault: a node of a new name joins during the load and another
+    /// leaves gracefully (as on SIGTERM), at times drawn from the seed.
+    Scale,
+}
+
+/// When the node of a new name joins and which node leaves when ([`Faults::Scale`]).
+#[derive(Debug, Clone, Copy)]
+struct ScalePlan {
+    joiner: usize,
+    join_at: Duration,
+    leaver: usize,
+    leave_at: Duration,
+}
+
+fn scale_plan(seed: u64, sc: &Scenario) -> Option<ScalePlan> {
+    if sc.faults != Faults::Scale {
+        return None;
+    }
+    let mut rng = Rng::new(seed ^ 0x5CA1_E000_0000_0000);
+    let ms = |rng: &mut Rng, from: u64, span: u64| Duration::from_millis(from + rng.below(span));
+    Some(ScalePlan {
+        joiner: sc.nodes,
+        join_at: sc.start + ms(&mut rng, 2000, 8000),
+        leaver: rng.below(sc.nodes as u64) as usize,
+        leave_at: sc.start + ms(&mut rng, 12_000, 12_000),
+    })
+}
+
+/// The simulated hosts running a node: the scenario's nodes, and the joiner of
+/// [`Faults::Scale`].
+fn hosts(sc: &Scenario) -> usize {
+    sc.nodes + usize::from(sc.faults == Faults::Scale)
+}
+
+/// What the nodes other than the isolated one showed near the end of an
+/// [`Faults::IsolatedTcp`] run.
+#[derive(Debug, Clone, Default)]
+pub struct Isolation {
+    /// Each other node's `cluster_size` (placed members).
+    pub sizes: Vec<Option<String>>,
+    /// Each other node's `shoal_settled`.
+    pub settled: Vec<Option<String>>,
+    /// SETs of `keys` keys of their own through each other node, and how many of them
+    /// did not answer OK.
+    pub writes: usize,
+    pub writes_failed: usize,
 }
 
 /// What a run did and found.
@@ -103,6 +158,8 @@ pub struct RunReport {
     /// The largest lead of another node's clock any node measured (INFO cluster
     /// `shoal_peer_clock_lead_ms`).
     pub clock_lead_ms: u64,
+    /// With [`Faults::IsolatedTcp`]: what the other nodes showed near the end of the cut.
+    pub isolation: Option<Isolation>,
 }
 
 impl RunReport {
@@ -216,6 +273,13 @@ enum Fault {
     Crash(usize),
     /// Crashed, then started again empty within 1-3 s, before the others noticed.
     QuickRestart(usize),
+    /// TCP cut both ways, datagrams untouched: gossip says up, the links carry nothing.
+    TcpOnly(usize, usize),
+    /// TCP segments from the first to the second cut (so a request from the second runs at
+    /// the first and its answer is lost), datagrams untouched.
+    TcpOneWay(usize, usize),
+    /// Every link of the node slow (up to 400 ms per message, gossip included).
+    SlowNode(usize),
 }
 
 struct Scheduled {
@@ -226,7 +290,18 @@ struct Scheduled {
 
 fn schedule(rng: &mut Rng, sc: &Scenario) -> Vec<Scheduled> {
     let mut out = Vec::new();
-    if sc.faults == Faults::None || sc.nodes < 2 {
+    if matches!(sc.faults, Faults::None | Faults::Scale) || sc.nodes < 2 {
+        return out;
+    }
+    if sc.faults == Faults::IsolatedTcp {
+        let x = sc.nodes - 1;
+        for b in 0..x {
+            out.push(Scheduled {
+                at: sc.start + Duration::from_secs(2),
+                until: sc.start + sc.load,
+                fault: Fault::TcpOnly(x, b),
+            });
+        }
         return out;
     }
     let begin = sc.start + Duration::from_secs(2);
@@ -241,7 +316,8 @@ fn schedule(rng: &mut Rng, sc: &Scenario) -> Vec<Scheduled> {
         let kinds = match sc.faults {
             Faults::Network => 4,
             Faults::Crashes => 5,
-            _ => 9,
+            Faults::All => 9,
+            _ => 12,
         };
         let fault = match rng.below(kinds) {
             0 => Fault::OneWay(a, b),
@@ -252,7 +328,10 @@ fn schedule(rng: &mut Rng, sc: &Scenario) -> Vec<Scheduled> {
             5 => Fault::Partition(a, b),
             6 => Fault::Hold(a, b),
             7 => Fault::Freeze(a),
-            _ => Fault::QuickRestart(a),
+            8 => Fault::QuickRestart(a),
+            9 => Fault::TcpOnly(a, b),
+            10 => Fault::TcpOneWay(a, b),
+            _ => Fault::SlowNode(a),
         };
         let len = match fault {
             // Gossip declares a silent node down in about 6 s here.
@@ -292,6 +371,11 @@ fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, on: bool, nodes: usize) {
         }
     };
     let all = if on { 1.0 } else { 0.0 };
+    let ip = |sim: &turmoil::Sim<'_>, i: &usize| sim.lookup(node_name(*i).as_str());
+    let slow = |sim: &mut turmoil::Sim<'_>, a: &usize, b: &usize| {
+        let max = Duration::from_millis(if on { 400 } else { 5 });
+        sim.set_link_max_message_latency(n(a), n(b), max)
+    };
     match f {
         Fault::Partition(a, b) => {
             hold(sim, a, b);
@@ -314,11 +398,17 @@ fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, on: bool, nodes: usize) {
                 hold(sim, a, &b);
             }
         }
-        Fault::Slow(a, b) => sim.set_link_max_message_latency(
-            n(a),
-            n(b),
-            Duration::from_millis(if on { 400 } else { 5 }),
-        ),
+        Fault::Slow(a, b) => slow(sim, a, b),
+        Fault::SlowNode(a) => {
+            for b in (0..nodes).filter(|b| b != a) {
+                slow(sim, a, &b);
+            }
+        }
+        Fault::TcpOnly(a, b) => {
+            shoal_net::faults::tcp_cut(ip(sim, a), ip(sim, b), on);
+            shoal_net::faults::tcp_cut(ip(sim, b), ip(sim, a), on);
+        }
+        Fault::TcpOneWay(a, b) => shoal_net::faults::tcp_cut(ip(sim, a), ip(sim, b), on),
         Fault::Crash(a) | Fault::QuickRestart(a) if on => sim.crash(n(a)),
         Fault::Crash(a) | Fault::QuickRestart(a) => sim.bounce(n(a)),
     }
@@ -333,6 +423,7 @@ struct Shared {
     finals: RefCell<BTreeMap<String, Vec<Option<String>>>>,
     /// The largest `shoal_peer_clock_lead_ms` of the nodes at the end.
     clock_lead: Cell<u64>,
+    isolation: RefCell<Option<Isolation>>,
     problems: RefCell<Vec<String>>,
 }
 
@@ -364,7 +455,7 @@ async fn client_loop(id: usize, seed: u64, sc: Scenario, shared: Rc<Shared>) {
     let mut seq = 0u64;
     while now_us() < end {
         let Some(c) = conn.as_mut() else {
-            let node = node_name(rng.below(sc.nodes as u64) as usize);
+            let node = node_name(rng.below(hosts(&sc) as u64) as usize);
             match tokio::time::timeout(Duration::from_secs(1), Client::connect((&node, PORT))).await
             {
                 Ok(Ok(c)) => conn = Some(c),
@@ -491,16 +582,17 @@ fn text(v: Option<Vec<u8>>) -> Option<String> {
 /// After the load and the healing: waits until every node is settled with every member
 /// placed, then reads every key through every node (the owner's answer), reads each copy
 /// where it is (READONLY on the cluster-client port) and counts the copies.
-async fn checker(sc: Scenario, shared: Rc<Shared>) {
+async fn checker(sc: Scenario, members: Vec<usize>, shared: Rc<Shared>) {
     while shared.clients_done.get() < sc.clients || !shared.healed.get() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let deadline = tokio::time::Instant::now() + sc.settle;
-    let mut conns: Vec<Conn> = (0..sc.nodes).map(|i| Conn::new(i, PORT, false)).collect();
-    let mut local: Vec<Conn> = (0..sc.nodes)
-        .map(|i| Conn::new(i, CLUSTER_CLIENT_PORT, true))
+    let mut conns: Vec<Conn> = members.iter().map(|&i| Conn::new(i, PORT, false)).collect();
+    let mut local: Vec<Conn> = members
+        .iter()
+        .map(|&i| Conn::new(i, CLUSTER_CLIENT_PORT, true))
         .collect();
-    let want = sc.nodes.to_string();
+    let want = members.len().to_string();
     // Each node's (settled, placed members, epoch): a pass counts only if nothing changed
     // while it read (a late failure declaration after the healing makes a node rejoin and
     // be refilled, and a copy being refilled is not read where it is).
@@ -552,6 +644,27 @@ async fn checker(sc: Scenario, shared: Rc<Shared>) {
     }
 }
 
+/// With [`Faults::IsolatedTcp`]: 4 s before the load ends, what every node but the
+/// isolated one shows, and whether writes through each of them succeed.
+async fn watch_isolation(sc: Scenario, shared: Rc<Shared>) {
+    tokio::time::sleep(sc.start + sc.load - Duration::from_secs(4)).await;
+    let mut seen = Isolation::default();
+    for i in 0..sc.nodes - 1 {
+        let mut c = Conn::new(i, PORT, false);
+        seen.sizes.push(c.field("cluster_size", false).await);
+        seen.settled.push(c.field("shoal_settled", false).await);
+        for k in 0..sc.keys {
+            let key = format!("w{k}");
+            let reply = c.call(&[b"SET", key.as_bytes(), b"v"]).await;
+            seen.writes += 1;
+            if !matches!(reply, Some(Reply::Status(_))) {
+                seen.writes_failed += 1;
+            }
+        }
+    }
+    *shared.isolation.borrow_mut() = Some(seen);
+}
+
 /// One pass of the checker over every key: its problems and each key's answers per node.
 async fn read_all(
     sc: &Scenario,
@@ -575,7 +688,7 @@ async fn read_all(
                         Some(Reply::Bulk(v)) => copies.push(text(v)),
                         other => problem(format!(
                             "{key}: the read of {}'s copy answered {other:?}",
-                            node_name(i)
+                            local[i].node
                         )),
                     },
                     Some(Reply::Int(0)) => {}
@@ -660,11 +773,15 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         .udp_capacity(1 << 12)
         .enable_random_order()
         .build();
-    for i in 0..sc.nodes {
+    let scale = scale_plan(seed, sc);
+    let nodes = hosts(sc);
+    for i in 0..nodes {
         let starts = Rc::new(Cell::new(0u32));
-        let nodes = sc.nodes;
         let max = sc.clock_skew.as_micros() as u64;
         let skew = (skew_rng.below(2 * max + 1) as i64) - max as i64;
+        // The joiner starts at its time; the leaver leaves at its time.
+        let join_at = scale.filter(|p| p.joiner == i).map(|p| p.join_at);
+        let leave_at = scale.filter(|p| p.leaver == i).map(|p| p.leave_at);
         sim.host(node_name(i), move || {
             let first = starts.get() == 0;
             starts.set(starts.get() + 1);
@@ -672,7 +789,21 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
             async move {
                 let runtime = tokio::runtime::Handle::current().id();
                 SKEWS.with(|s| s.borrow_mut().insert(runtime, skew));
+                let since_start = || Duration::from_micros(now_us());
+                if let Some(at) = join_at {
+                    tokio::time::sleep(at.saturating_sub(since_start())).await;
+                }
                 let node = shoal_node::start(config, None).await?;
+                if let Some(at) = leave_at {
+                    tokio::select! {
+                        _ = node.stopping() => {}
+                        _ = tokio::time::sleep(at.saturating_sub(since_start())) => {
+                            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                            node.leave(deadline).await;
+                            node.shutdown();
+                        }
+                    }
+                }
                 node.wait().await;
                 Ok(())
             }
@@ -688,16 +819,28 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
     }
     {
         let (sc, shared) = (sc.clone(), shared.clone());
+        // Every node at the end: the leaver is gone.
+        let members = (0..nodes)
+            .filter(|&i| scale.is_none_or(|p| p.leaver != i))
+            .collect();
         sim.client("check", async move {
-            checker(sc, shared).await;
+            checker(sc, members, shared).await;
+            Ok(())
+        });
+    }
+    if sc.faults == Faults::IsolatedTcp {
+        let (sc, shared) = (sc.clone(), shared.clone());
+        sim.client("watch", async move {
+            watch_isolation(sc, shared).await;
             Ok(())
         });
     }
     let plan = schedule(&mut rng, sc);
-    let faults: Vec<String> = plan
+    let mut faults: Vec<String> = plan
         .iter()
         .map(|s| format!("{:?} from {:?} to {:?}", s.fault, s.at, s.until))
         .collect();
+    faults.extend(scale.map(|p| format!("{p:?}")));
     let mut events: Vec<(Duration, usize, bool)> = plan
         .iter()
         .enumerate()
@@ -729,6 +872,7 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         }
     }
     let simulated = sim.elapsed();
+    let isolation = shared.isolation.borrow().clone();
     let ops = shared.ops.borrow().clone();
     let mut check = history::check(&ops, &shared.finals.borrow());
     check
@@ -745,5 +889,6 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         simulated,
         history: ops,
         clock_lead_ms: shared.clock_lead.get(),
+        isolation,
     }
 }

@@ -1,0 +1,325 @@
+//! Whether the inter-node links reach the other members (gossip mode), and refusing those
+//! they do not.
+//!
+//! Gossip runs over UDP and the links over TCP, so a member can be up to gossip and out of
+//! reach of every link: a firewall that lets the gossip port through but not the cluster
+//! port, a half-broken network. Left alone, such a member stays placed: requests for its keys
+//! fail (a write answers TRYAGAIN, as the member may still run it), and no change of the
+//! membership settles, since its hand-off reports cannot arrive.
+//!
+//! So every [`PROBE_EVERY`] this node asks each other member for nothing (an empty FETCH)
+//! over its link. A member whose probes have all failed for [`refuse_after`] is *refused*:
+//! this node drops its gossip datagrams both ways ([`shoal_gossip::GossipHandle::refuse`]),
+//! so that to this node it is silent. When no member reaches it over TCP, none answers
+//! for it in SWIM's indirect probes either, and the cluster declares it down: its slots go
+//! to their other copies, and the cluster settles without it. On its side, refused by
+//! every member, it hears from nobody, suspects them all and is cut off (CLUSTERDOWN). When
+//! a probe is answered again this node lifts the refusal; the member learns it was
+//! declared down, rejoins under a new generation and is refilled.
+//!
+//! A member that some members reach and others do not (a cut between two nodes) stays up:
+//! the others answer for it in the indirect probes. That case is not solved here (see the
+//! README, "Faults between nodes").
+//!
+//! `next` is the decision, a pure function; `run` is the task.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use shoal_gossip::Liveness;
+use shoal_wire::{PeerClient, WireError};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::encode_fetch;
+use crate::{Cluster, Server};
+
+/// How often each other member is probed.
+pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+/// How long a refused member that gossip no longer lists is still probed (so that a
+/// member whose firewall is fixed later can come back); then it is forgotten.
+const FORGET_REFUSED_AFTER: Duration = Duration::from_secs(600);
+
+/// How long a member's probes must all fail before it is refused: five `cluster-timeout-ms`,
+/// at least 5 s (longer than a frozen link or a restart takes, which gossip handles).
+pub fn refuse_after(request_timeout: Duration) -> Duration {
+    (request_timeout * 5).max(Duration::from_secs(5))
+}
+
+/// What the links know of one member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// The last probe was answered (or none failed yet).
+    Reached,
+    /// Every probe since `since` failed.
+    Failing { since: Duration },
+    /// Refused since `since` (this node drops its gossip).
+    Refused { since: Duration },
+}
+
+/// How one probe went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The member answered (an error reply is an answer).
+    Answered,
+    /// No answer: the link could not be set up, broke, or the answer did not come in time.
+    Failed,
+    /// Not sent (too many requests in flight to the member): tells nothing.
+    Unknown,
+}
+
+impl Probe {
+    fn of(result: &Result<shoal_wire::Response, WireError>) -> Probe {
+        match result {
+            Ok(_) | Err(WireError::Remote { .. }) => Probe::Answered,
+            Err(WireError::Overloaded) => Probe::Unknown,
+            Err(_) => Probe::Failed,
+        }
+    }
+}
+
+/// The state after a probe that ended at `now` (time since the task started).
+pub fn next(state: Reach, probe: Probe, now: Duration, after: Duration) -> Reach {
+    match (state, probe) {
+        (_, Probe::Answered) => Reach::Reached,
+        (state, Probe::Unknown) => state,
+        (Reach::Reached, Probe::Failed) => Reach::Failing { since: now },
+        (Reach::Failing { since }, Probe::Failed) if now.saturating_sub(since) >= after => {
+            Reach::Refused { since: now }
+        }
+        (state, Probe::Failed) => state,
+    }
+}
+
+/// One member as the task tracks it (in a `BTreeMap` by name, so that the probes go out
+/// in the same order every run: the whole-cluster simulation replays a seed exactly).
+struct Tracked {
+    cluster: SocketAddr,
+    gossip: SocketAddr,
+    /// The incarnation the state is about.
+    generation: u64,
+    reach: Reach,
+    /// A link of the task's own, for a member that is not in the view (declared down while
+    /// refused); members in the view are probed over the view's link.
+    own: Option<PeerClient>,
+}
+
+/// The probing task (gossip mode): runs until `stop`.
+pub async fn run(node: Arc<Server>, stop: CancellationToken) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    let start = Instant::now();
+    let after = refuse_after(cluster.timeouts.request);
+    let mut tracked: BTreeMap<String, Tracked> = BTreeMap::new();
+    let mut told: Option<HashSet<SocketAddr>> = None;
+    let mut tick = tokio::time::interval(PROBE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        follow_membership(cluster, &mut tracked, start.elapsed());
+        probe_all(cluster, &mut tracked, start, after).await;
+        let refused: HashSet<SocketAddr> = tracked
+            .values()
+            .filter(|t| matches!(t.reach, Reach::Refused { .. }))
+            .map(|t| t.gossip)
+            .collect();
+        cluster
+            .stats
+            .peers_refused
+            .store(refused.len() as u64, Ordering::Relaxed);
+        if told.as_ref() != Some(&refused) {
+            if let Some(g) = cluster.gossip.get() {
+                // A full queue is retried on the next tick (`told` stays as it was).
+                if g.refuse(refused.clone()).is_ok() {
+                    told = Some(refused);
+                }
+            }
+        }
+    }
+}
+
+/// Adds the members gossip shows up, starts afresh for a member gossip shows under a new
+/// generation or address, and drops the ones it no longer shows up unless they are refused
+/// (those are dropped `FORGET_REFUSED_AFTER` after they were refused).
+///
+/// A new generation ends a refusal at once: it is a new process (a restart), heard of
+/// through the other members. A node that had refused a member that crashed would
+/// otherwise drop the restarted member's gossip until its own next probe, while the
+/// others already placed it again: the views would differ for longer than gossip takes.
+fn follow_membership(cluster: &Cluster, tracked: &mut BTreeMap<String, Tracked>, now: Duration) {
+    // (name, cluster address, gossip address, generation, up)
+    let known: Vec<(String, SocketAddr, SocketAddr, u64, bool)> = {
+        let m = cluster.membership.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(m) = m.as_ref() else { return };
+        let me = m.local.name();
+        m.members
+            .iter()
+            .filter(|mi| mi.id.name() != me)
+            .map(|mi| {
+                (
+                    mi.id.name().to_owned(),
+                    mi.id.cluster_addr(),
+                    mi.id.gossip_addr(),
+                    mi.id.generation(),
+                    mi.liveness == Liveness::Up,
+                )
+            })
+            .collect()
+    };
+    let up: HashSet<&str> = known.iter().filter(|k| k.4).map(|k| k.0.as_str()).collect();
+    tracked.retain(|name, t| match t.reach {
+        Reach::Refused { since } => {
+            up.contains(name.as_str()) || now.saturating_sub(since) < FORGET_REFUSED_AFTER
+        }
+        _ => up.contains(name.as_str()),
+    });
+    for (name, cluster_addr, gossip, generation, is_up) in known {
+        let fresh = Tracked {
+            cluster: cluster_addr,
+            gossip,
+            generation,
+            reach: Reach::Reached,
+            own: None,
+        };
+        match tracked.get_mut(&name) {
+            Some(t)
+                if t.generation != generation
+                    || t.cluster != cluster_addr
+                    || t.gossip != gossip =>
+            {
+                // Another process, or moved (a new pod address): what was known is about
+                // the old one.
+                *t = fresh;
+            }
+            Some(_) => {}
+            None if is_up => {
+                tracked.insert(name, fresh);
+            }
+            None => {}
+        }
+    }
+}
+
+/// Probes every tracked member at once and updates its state; logs refusals and their end.
+async fn probe_all(
+    cluster: &Cluster,
+    tracked: &mut BTreeMap<String, Tracked>,
+    start: Instant,
+    after: Duration,
+) {
+    let view = cluster.view();
+    let probes = tracked.iter_mut().map(|(name, t)| {
+        let link = view
+            .live_peers()
+            .find(|(n, _)| n.name == *name && n.cluster == t.cluster)
+            .map(|(_, p)| p.clone());
+        let client = match &link {
+            Some(p) => {
+                t.own = None;
+                p.client.clone()
+            }
+            None => t
+                .own
+                .get_or_insert_with(|| {
+                    PeerClient::new(t.cluster, cluster.auth.clone(), cluster.peer_config.clone())
+                })
+                .clone(),
+        };
+        let id = view.id;
+        async move {
+            let result = client.request(id, encode_fetch(&[])).await;
+            let probe = Probe::of(&result);
+            // What CLUSTER NODES (`fail?`) and MOVED's choice of copy go by, as a request's
+            // outcome would set it.
+            if let Some(p) = link {
+                if probe != Probe::Unknown {
+                    p.reachable
+                        .store(probe == Probe::Answered, Ordering::Relaxed);
+                }
+            }
+            (name, t, probe)
+        }
+    });
+    for (name, t, probe) in futures_util::future::join_all(probes).await {
+        let before = t.reach;
+        t.reach = next(before, probe, start.elapsed(), after);
+        match (before, t.reach) {
+            (Reach::Refused { .. }, Reach::Reached) => tracing::info!(
+                member = %name,
+                cluster_addr = %t.cluster,
+                "the inter-node link reaches the member again: its gossip is no longer refused"
+            ),
+            (Reach::Failing { .. }, Reach::Refused { .. }) => tracing::warn!(
+                member = %name,
+                cluster_addr = %t.cluster,
+                "gossip reaches the member but the inter-node link (TCP) has not for {after:?}: \
+                 refusing its gossip so that the cluster does without it (check that the \
+                 cluster port is open between the nodes)"
+            ),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AFTER: Duration = Duration::from_secs(5);
+
+    fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn a_member_is_refused_only_after_its_probes_failed_for_the_whole_span() {
+        let mut r = Reach::Reached;
+        r = next(r, Probe::Failed, s(10), AFTER);
+        assert_eq!(r, Reach::Failing { since: s(10) });
+        r = next(r, Probe::Failed, s(14), AFTER);
+        assert_eq!(r, Reach::Failing { since: s(10) });
+        r = next(r, Probe::Failed, s(15), AFTER);
+        assert_eq!(r, Reach::Refused { since: s(15) });
+        // Refused stays refused while probes fail.
+        assert_eq!(next(r, Probe::Failed, s(100), AFTER), r);
+    }
+
+    #[test]
+    fn one_answer_ends_a_failing_span_and_a_refusal() {
+        let failing = Reach::Failing { since: s(10) };
+        assert_eq!(next(failing, Probe::Answered, s(14), AFTER), Reach::Reached);
+        // After an answer the span starts again.
+        let r = next(Reach::Reached, Probe::Failed, s(16), AFTER);
+        assert_eq!(next(r, Probe::Failed, s(20), AFTER), r);
+        let refused = Reach::Refused { since: s(15) };
+        assert_eq!(next(refused, Probe::Answered, s(30), AFTER), Reach::Reached);
+    }
+
+    #[test]
+    fn a_probe_that_was_not_sent_changes_nothing() {
+        for r in [
+            Reach::Reached,
+            Reach::Failing { since: s(1) },
+            Reach::Refused { since: s(2) },
+        ] {
+            assert_eq!(next(r, Probe::Unknown, s(60), AFTER), r);
+        }
+        let overloaded: Result<shoal_wire::Response, WireError> = Err(WireError::Overloaded);
+        assert_eq!(Probe::of(&overloaded), Probe::Unknown);
+        assert_eq!(Probe::of(&Err(WireError::Timeout)), Probe::Failed);
+    }
+
+    #[test]
+    fn the_span_is_five_request_timeouts_and_at_least_five_seconds() {
+        assert_eq!(refuse_after(Duration::from_millis(1000)), s(5));
+        assert_eq!(refuse_after(Duration::from_millis(100)), s(5));
+        assert_eq!(refuse_after(Duration::from_secs(3)), s(15));
+    }
+}
