@@ -1,5 +1,6 @@
 //! Fuzz target for the message bodies inside inter-node Request frames
-//! (`shoal_cluster::message`: COMMAND, REPLICATE, HANDOFF, FETCH, DONE; `docs/wire.md`).
+//! (`shoal_cluster::message`: COMMAND, REPLICATE, REPLICATE_AT, HANDOFF, FETCH, DONE;
+//! `docs/wire.md`).
 //!
 //! Run (from the repository root, needs nightly and cargo-fuzz):
 //!
@@ -8,12 +9,14 @@
 //! ```
 //!
 //! Invariants: no panic on any body; every key and value decoded is a slice within the
-//! input; a REPLICATE or HANDOFF that decodes encodes back to the same bytes.
+//! input; a REPLICATE, REPLICATE_AT or HANDOFF that decodes encodes back to the same bytes.
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use shoal_cluster::message::{decode_request, encode_handoff, encode_replicate, Request};
+use shoal_cluster::message::{
+    decode_request, encode_handoff, encode_replicate, encode_replicate_at, Request,
+};
 use shoal_store::KeyState;
 
 fuzz_target!(|data: &[u8]| {
@@ -23,6 +26,14 @@ fuzz_target!(|data: &[u8]| {
         Ok(Request::Replicate(entries)) => {
             check(data, &entries);
             let again = encode_replicate(entries.iter().map(|(k, s)| (&k[..], s)));
+            assert_eq!(&again[..], data);
+        }
+        Ok(Request::ReplicateAt {
+            sent_at_ms,
+            entries,
+        }) => {
+            check(data, &entries);
+            let again = encode_replicate_at(sent_at_ms, entries.iter().map(|(k, s)| (&k[..], s)));
             assert_eq!(&again[..], data);
         }
         Ok(Request::Handoff(entries)) => {

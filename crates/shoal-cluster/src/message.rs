@@ -55,6 +55,7 @@ pub const KIND_REPLICATE: u8 = 2;
 pub const KIND_HANDOFF: u8 = 3;
 pub const KIND_FETCH: u8 = 4;
 pub const KIND_DONE: u8 = 5;
+pub const KIND_REPLICATE_AT: u8 = 6;
 
 const TAG_LIVE: u8 = 1;
 const TAG_DELETED: u8 = 2;
@@ -107,6 +108,13 @@ pub enum Request {
         resent: bool,
     },
     Replicate(Vec<(Bytes, KeyState)>),
+    /// A REPLICATE stamped with the sender's clock when it sent it (Unix ms): the
+    /// replication queues send these, so that a replica knows how far ahead of its own its
+    /// owners' clocks run (`shoal_peer_clock_lead_ms`) even when they forward nothing to it.
+    ReplicateAt {
+        sent_at_ms: u64,
+        entries: Vec<(Bytes, KeyState)>,
+    },
     Handoff(Vec<(Bytes, KeyState)>),
     Fetch(Vec<Bytes>),
     Done {
@@ -224,6 +232,14 @@ pub fn encode_replicate<'a>(entries: impl Iterator<Item = (&'a [u8], &'a KeyStat
     encode_states(KIND_REPLICATE, entries)
 }
 
+/// A REPLICATE_AT body: a REPLICATE stamped with the sender's clock (Unix ms).
+pub fn encode_replicate_at<'a>(
+    sent_at_ms: u64,
+    entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>,
+) -> Bytes {
+    encode_stamped(KIND_REPLICATE_AT, Some(sent_at_ms), entries)
+}
+
 /// A HANDOFF body (REPLICATE's layout).
 pub fn encode_handoff<'a>(entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>) -> Bytes {
     encode_states(KIND_HANDOFF, entries)
@@ -260,8 +276,21 @@ pub fn decode_states(body: Bytes) -> Result<Vec<(Bytes, KeyState)>, MessageError
 }
 
 fn encode_states<'a>(kind: u8, entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>) -> Bytes {
+    encode_stamped(kind, None, entries)
+}
+
+/// Kind, the stamp if any, then the count and the entries.
+fn encode_stamped<'a>(
+    kind: u8,
+    stamp: Option<u64>,
+    entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>,
+) -> Bytes {
     let mut b = BytesMut::new();
     b.put_u8(kind);
+    if let Some(at) = stamp {
+        b.put_u64(at);
+    }
+    let count_at = b.len();
     b.put_u32(0);
     let mut count = 0u32;
     for (key, state) in entries {
@@ -291,7 +320,7 @@ fn encode_states<'a>(kind: u8, entries: impl Iterator<Item = (&'a [u8], &'a KeyS
         }
         count += 1;
     }
-    b[1..5].copy_from_slice(&count.to_be_bytes());
+    b[count_at..count_at + 4].copy_from_slice(&count.to_be_bytes());
     b.freeze()
 }
 
@@ -414,7 +443,12 @@ pub fn decode_request(
                 String::from_utf8(name.to_vec()).map_err(|_| MessageError::Field("node name"))?;
             Ok(Request::Done { view, name })
         }
-        kind @ (KIND_REPLICATE | KIND_HANDOFF) => {
+        kind @ (KIND_REPLICATE | KIND_HANDOFF | KIND_REPLICATE_AT) => {
+            let sent_at_ms = if kind == KIND_REPLICATE_AT {
+                r.u64()?
+            } else {
+                0
+            };
             let count = r.u32()? as usize;
             // Every entry takes at least 13 bytes: a count beyond that is a lie.
             if count > r.buf.remaining() / 13 {
@@ -449,10 +483,13 @@ pub fn decode_request(
             if r.buf.has_remaining() {
                 return Err(MessageError::Field("trailing bytes"));
             }
-            Ok(if kind == KIND_HANDOFF {
-                Request::Handoff(entries)
-            } else {
-                Request::Replicate(entries)
+            Ok(match kind {
+                KIND_HANDOFF => Request::Handoff(entries),
+                KIND_REPLICATE_AT => Request::ReplicateAt {
+                    sent_at_ms,
+                    entries,
+                },
+                _ => Request::Replicate(entries),
             })
         }
         k => Err(MessageError::Kind(k)),
@@ -577,11 +614,33 @@ mod tests {
         };
         assert_eq!(
             got,
-            vec![(Bytes::from("a"), live), (Bytes::from("b"), dead)]
+            vec![
+                (Bytes::from("a"), live.clone()),
+                (Bytes::from("b"), dead.clone())
+            ]
         );
         // Every truncation is an error, never a panic.
         for n in 0..body.len() {
             assert!(decode_request(body.slice(..n), parse_resp).is_err(), "{n}");
+        }
+        // Stamped with the sender's clock: 8 bytes more, the same entries.
+        let stamped = encode_replicate_at(1_800_000_000_123, entries.iter().copied());
+        assert_eq!(stamped.len(), body.len() + 8);
+        assert_eq!(stamped[0], KIND_REPLICATE_AT);
+        let Request::ReplicateAt {
+            sent_at_ms,
+            entries: again,
+        } = decode_request(stamped.clone(), parse_resp).unwrap()
+        else {
+            panic!("not a stamped replicate message");
+        };
+        assert_eq!(sent_at_ms, 1_800_000_000_123);
+        assert_eq!(again, got);
+        for n in 0..stamped.len() {
+            assert!(
+                decode_request(stamped.slice(..n), parse_resp).is_err(),
+                "{n}"
+            );
         }
     }
 

@@ -135,7 +135,12 @@ impl PeerHandler for PeerService {
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
-                note_sender_clock(cluster, &conn.name, deadline_ms, now);
+                let timeout = cluster.timeouts.request.as_millis() as u64;
+                note_sender_lead(
+                    cluster,
+                    &conn.name,
+                    sender_lead_ms(deadline_ms, timeout, now),
+                );
                 if deadline_ms != 0 && now > deadline_ms {
                     // The sender gave up on this node (it was frozen, or far behind) and
                     // asked the next copy: running this now could apply a write twice.
@@ -330,32 +335,16 @@ impl PeerHandler for PeerService {
                 ))
             }
             Ok(Request::Replicate(entries)) => {
-                let (mut applied, mut stale) = (0u32, 0u32);
-                // Only a sender with another view can name a slot this node is no copy of.
-                let check = sender_view != view.id;
-                for (key, state) in &entries {
-                    if check && foreign(cluster, &view, key) {
-                        cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);
-                        stale += 1;
-                    } else if node.engine.store.apply(key, state, now) {
-                        applied += 1;
-                    } else {
-                        stale += 1;
-                    }
-                }
-                cluster
-                    .stats
-                    .repl_applied
-                    .fetch_add(u64::from(applied), Ordering::Relaxed);
-                cluster
-                    .stats
-                    .repl_stale
-                    .fetch_add(u64::from(stale), Ordering::Relaxed);
-                if applied > 0 && node.engine.store.maxmemory() > 0 {
-                    // Copies count against maxmemory like any key; make room as a write would.
-                    let _ = node.engine.store.ensure_memory(now);
-                }
-                reply(encode_replicate_result(applied, stale))
+                let applied = apply_replicated(node, cluster, &view, sender_view, &entries, now);
+                reply(applied)
+            }
+            Ok(Request::ReplicateAt {
+                sent_at_ms,
+                entries,
+            }) => {
+                note_sender_lead(cluster, &conn.name, sender_lead_at(sent_at_ms, now));
+                let applied = apply_replicated(node, cluster, &view, sender_view, &entries, now);
+                reply(applied)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "bad inter-node message");
@@ -365,24 +354,68 @@ impl PeerHandler for PeerService {
     }
 }
 
+/// Applies replicated key states (last writer wins); the REPLICATE response body.
+fn apply_replicated(
+    node: &Server,
+    cluster: &Cluster,
+    view: &View,
+    sender_view: u64,
+    entries: &[(Bytes, KeyState)],
+    now: u64,
+) -> Bytes {
+    let (mut applied, mut stale) = (0u32, 0u32);
+    // Only a sender with another view can name a slot this node is no copy of.
+    let check = sender_view != view.id;
+    for (key, state) in entries {
+        if check && foreign(cluster, view, key) {
+            cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);
+            stale += 1;
+        } else if node.engine.store.apply(key, state, now) {
+            applied += 1;
+        } else {
+            stale += 1;
+        }
+    }
+    cluster
+        .stats
+        .repl_applied
+        .fetch_add(u64::from(applied), Ordering::Relaxed);
+    cluster
+        .stats
+        .repl_stale
+        .fetch_add(u64::from(stale), Ordering::Relaxed);
+    if applied > 0 && node.engine.store.maxmemory() > 0 {
+        // Copies count against maxmemory like any key; make room as a write would.
+        let _ = node.engine.store.ensure_memory(now);
+    }
+    encode_replicate_result(applied, stale)
+}
+
 /// How far ahead of this node's clock the sender's was at least (ms), from a forwarded
 /// command's deadline (the sender's clock when it sent it plus `timeout_ms`): the time in
 /// transit only makes it smaller, so a lead is certain. A sender behind this node is seen
 /// by that sender instead, in the commands this node sends it.
 fn sender_lead_ms(deadline_ms: u64, timeout_ms: u64, now_ms: u64) -> u64 {
+    if deadline_ms == 0 {
+        return 0;
+    }
     deadline_ms.saturating_sub(timeout_ms.saturating_add(now_ms))
+}
+
+/// The same from a stamped REPLICATE (the sender's clock when it sent it). The queues of an
+/// owner replicate to its replicas all the time, so a replica knows the lead of the owner
+/// whose writes it takes over on a failover even when that owner forwards it nothing (its
+/// clients are Redis Cluster clients, or all on other nodes).
+fn sender_lead_at(sent_at_ms: u64, now_ms: u64) -> u64 {
+    sent_at_ms.saturating_sub(now_ms)
 }
 
 /// Records a sender's clock lead and warns (now and then) when it is over half of
 /// `cluster-timeout-ms`: deadlines and versions compare the nodes' clocks, and the
 /// whole-cluster simulation lost acknowledged writes once clocks were up to 2 s apart with
 /// `cluster-timeout-ms` 1000 (none up to 1 s apart; README, "The whole-cluster simulation").
-fn note_sender_clock(cluster: &Cluster, sender: &str, deadline_ms: u64, now_ms: u64) {
-    if deadline_ms == 0 {
-        return;
-    }
+fn note_sender_lead(cluster: &Cluster, sender: &str, lead: u64) {
     let timeout = cluster.timeouts.request.as_millis() as u64;
-    let lead = sender_lead_ms(deadline_ms, timeout, now_ms);
     let seen = &cluster.stats.peer_clock_lead_ms;
     // Read first: the lead is almost always 0 or no record, and a read-modify-write on
     // every forwarded command would bounce the counter's cache line between threads.
@@ -541,5 +574,12 @@ mod tests {
             "behind, or in transit"
         );
         assert_eq!(sender_lead_ms(0, 1_000, 10_000), 0);
+    }
+
+    #[test]
+    fn a_stamped_replication_tells_the_lead_of_its_sender() {
+        assert_eq!(sender_lead_at(10_400, 10_000), 400, "ahead");
+        assert_eq!(sender_lead_at(10_000, 10_000), 0, "in step");
+        assert_eq!(sender_lead_at(9_700, 10_000), 0, "behind, or in transit");
     }
 }

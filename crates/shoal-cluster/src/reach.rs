@@ -8,9 +8,14 @@
 //! membership settles, since its hand-off reports cannot arrive.
 //!
 //! So every [`PROBE_EVERY`] this node asks each other member for nothing (an empty FETCH)
-//! over its link. A member whose probes have all failed for [`refuse_after`] is *refused*:
-//! this node drops its gossip datagrams both ways ([`shoal_gossip::GossipHandle::refuse`]),
-//! so that to this node it is silent. When no member reaches it over TCP, none answers
+//! over its link. A member that has answered neither a probe nor any other request on the
+//! link for [`refuse_after`] is *refused*: this node drops its gossip datagrams both ways
+//! ([`shoal_gossip::GossipHandle::refuse`]), so that to this node it is silent. A node
+//! refuses only while the members it does not refuse are a majority of those it knows
+//! ([`may_refuse`]): refusing is how a majority does without a member it cannot reach, and
+//! a node that cannot reach half of the others is the one out of reach. So two nodes cut
+//! from each other (a cluster of two, or two halves of four) refuse nobody and stay as they
+//! were: up to gossip, their requests across the cut failing. When no member reaches it over TCP, none answers
 //! for it in SWIM's indirect probes either, and the cluster declares it down: its slots go
 //! to their other copies, and the cluster settles without it. On its side, refused by
 //! every member, it hears from nobody, suspects them all and is cut off (CLUSTERDOWN). When
@@ -63,29 +68,35 @@ pub enum Reach {
 /// How one probe went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {
-    /// The member answered (an error reply is an answer).
+    /// The member answered the probe (an error reply is an answer), or any other request
+    /// on the link since the last probe.
     Answered,
-    /// No answer: the link could not be set up, broke, or the answer did not come in time.
+    /// Nothing answered: the link could not be set up, broke, answered nothing in time, or
+    /// is so stuck that requests queue up unsent (`Overloaded`) with no response coming.
     Failed,
-    /// Not sent (too many requests in flight to the member): tells nothing.
-    Unknown,
 }
 
 impl Probe {
-    fn of(result: &Result<shoal_wire::Response, WireError>) -> Probe {
+    /// `heard`: the link received a response since the last probe.
+    fn of(result: &Result<shoal_wire::Response, WireError>, heard: bool) -> Probe {
         match result {
             Ok(_) | Err(WireError::Remote { .. }) => Probe::Answered,
-            Err(WireError::Overloaded) => Probe::Unknown,
+            Err(_) if heard => Probe::Answered,
             Err(_) => Probe::Failed,
         }
     }
+}
+
+/// Whether this node may refuse `refused` of the `members` it knows (itself, the members up
+/// to gossip, and those it refuses already): only while the others are a majority.
+pub fn may_refuse(members: usize, refused: usize) -> bool {
+    members.saturating_sub(refused) * 2 > members
 }
 
 /// The state after a probe that ended at `now` (time since the task started).
 pub fn next(state: Reach, probe: Probe, now: Duration, after: Duration) -> Reach {
     match (state, probe) {
         (_, Probe::Answered) => Reach::Reached,
-        (state, Probe::Unknown) => state,
         (Reach::Reached, Probe::Failed) => Reach::Failing { since: now },
         (Reach::Failing { since }, Probe::Failed) if now.saturating_sub(since) >= after => {
             Reach::Refused { since: now }
@@ -102,6 +113,10 @@ struct Tracked {
     /// The incarnation the state is about.
     generation: u64,
     reach: Reach,
+    /// The link's response count at the last probe (see `PeerClient::responses`).
+    responses: u64,
+    /// Gossip shows it up now.
+    up: bool,
     /// A link of the task's own, for a member that is not in the view (declared down while
     /// refused); members in the view are probed over the view's link.
     own: Option<PeerClient>,
@@ -116,6 +131,8 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
     let after = refuse_after(cluster.timeouts.request);
     let mut tracked: BTreeMap<String, Tracked> = BTreeMap::new();
     let mut told: Option<HashSet<SocketAddr>> = None;
+    // Refusals held back by the majority rule (logged when that starts).
+    let mut withheld = false;
     let mut tick = tokio::time::interval(PROBE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -123,13 +140,31 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        follow_membership(cluster, &mut tracked, start.elapsed());
-        probe_all(cluster, &mut tracked, start, after).await;
-        let refused: HashSet<SocketAddr> = tracked
-            .values()
-            .filter(|t| matches!(t.reach, Reach::Refused { .. }))
-            .map(|t| t.gossip)
+        let up = follow_membership(cluster, &mut tracked, start.elapsed());
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = probe_all(cluster, &mut tracked, start, after) => {}
+        }
+        let refusing: Vec<(&String, &Tracked)> = tracked
+            .iter()
+            .filter(|(_, t)| matches!(t.reach, Reach::Refused { .. }))
             .collect();
+        let members = 1 + up + refusing.iter().filter(|(_, t)| !t.up).count();
+        let refused: HashSet<SocketAddr> = if may_refuse(members, refusing.len()) {
+            refusing.iter().map(|(_, t)| t.gossip).collect()
+        } else {
+            HashSet::new()
+        };
+        let withholding = refused.is_empty() && !refusing.is_empty();
+        if withholding && !withheld {
+            tracing::warn!(
+                unreachable = refusing.len(),
+                members,
+                "the links reach no majority of the members: refusing none (this node is \
+                 the one out of reach, or the cluster is split in halves)"
+            );
+        }
+        withheld = withholding;
         cluster
             .stats
             .peers_refused
@@ -153,11 +188,17 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
 /// through the other members. A node that had refused a member that crashed would
 /// otherwise drop the restarted member's gossip until its own next probe, while the
 /// others already placed it again: the views would differ for longer than gossip takes.
-fn follow_membership(cluster: &Cluster, tracked: &mut BTreeMap<String, Tracked>, now: Duration) {
+///
+/// Returns how many other members gossip shows up.
+fn follow_membership(
+    cluster: &Cluster,
+    tracked: &mut BTreeMap<String, Tracked>,
+    now: Duration,
+) -> usize {
     // (name, cluster address, gossip address, generation, up)
     let known: Vec<(String, SocketAddr, SocketAddr, u64, bool)> = {
         let m = cluster.membership.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(m) = m.as_ref() else { return };
+        let Some(m) = m.as_ref() else { return 0 };
         let me = m.local.name();
         m.members
             .iter()
@@ -180,12 +221,18 @@ fn follow_membership(cluster: &Cluster, tracked: &mut BTreeMap<String, Tracked>,
         }
         _ => up.contains(name.as_str()),
     });
+    let count = up.len();
+    for t in tracked.values_mut() {
+        t.up = false;
+    }
     for (name, cluster_addr, gossip, generation, is_up) in known {
         let fresh = Tracked {
             cluster: cluster_addr,
             gossip,
             generation,
             reach: Reach::Reached,
+            responses: 0,
+            up: is_up,
             own: None,
         };
         match tracked.get_mut(&name) {
@@ -198,13 +245,14 @@ fn follow_membership(cluster: &Cluster, tracked: &mut BTreeMap<String, Tracked>,
                 // the old one.
                 *t = fresh;
             }
-            Some(_) => {}
+            Some(t) => t.up = is_up,
             None if is_up => {
                 tracked.insert(name, fresh);
             }
             None => {}
         }
     }
+    count
 }
 
 /// Probes every tracked member at once and updates its state; logs refusals and their end.
@@ -235,14 +283,18 @@ async fn probe_all(
         let id = view.id;
         async move {
             let result = client.request(id, encode_fetch(&[])).await;
-            let probe = Probe::of(&result);
+            // Any response on the link since the last probe counts: a link busy with other
+            // requests may refuse the probe (`Overloaded`) while it answers them. (When the
+            // member moves between the view's link and this task's own, the counts of two
+            // links are compared once: at worst a refusal comes one probe later.)
+            let responses = client.responses();
+            let probe = Probe::of(&result, responses > t.responses);
+            t.responses = responses;
             // What CLUSTER NODES (`fail?`) and MOVED's choice of copy go by, as a request's
             // outcome would set it.
             if let Some(p) = link {
-                if probe != Probe::Unknown {
-                    p.reachable
-                        .store(probe == Probe::Answered, Ordering::Relaxed);
-                }
+                p.reachable
+                    .store(probe == Probe::Answered, Ordering::Relaxed);
             }
             (name, t, probe)
         }
@@ -303,17 +355,36 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_that_was_not_sent_changes_nothing() {
-        for r in [
-            Reach::Reached,
-            Reach::Failing { since: s(1) },
-            Reach::Refused { since: s(2) },
-        ] {
-            assert_eq!(next(r, Probe::Unknown, s(60), AFTER), r);
-        }
+    fn any_response_on_the_link_counts_as_an_answer() {
         let overloaded: Result<shoal_wire::Response, WireError> = Err(WireError::Overloaded);
-        assert_eq!(Probe::of(&overloaded), Probe::Unknown);
-        assert_eq!(Probe::of(&Err(WireError::Timeout)), Probe::Failed);
+        // A busy link that answers other requests is reached; a stuck one, whose requests
+        // queue up unsent and get no answer, is not.
+        assert_eq!(Probe::of(&overloaded, true), Probe::Answered);
+        assert_eq!(Probe::of(&overloaded, false), Probe::Failed);
+        assert_eq!(Probe::of(&Err(WireError::Timeout), false), Probe::Failed);
+        assert_eq!(Probe::of(&Err(WireError::Timeout), true), Probe::Answered);
+        let remote = Err(WireError::Remote {
+            code: shoal_wire::ErrorCode::Internal,
+            message: String::new(),
+        });
+        assert_eq!(Probe::of(&remote, false), Probe::Answered);
+    }
+
+    #[test]
+    fn a_node_refuses_only_while_the_others_are_a_majority() {
+        // Three members: one may be refused, not two.
+        assert!(may_refuse(3, 1));
+        assert!(!may_refuse(3, 2));
+        // Two members (a cut between the only two nodes): neither refuses the other, or
+        // both would serve every key alone.
+        assert!(!may_refuse(2, 1));
+        // Four: one, not two (two halves cut from each other stay as they were).
+        assert!(may_refuse(4, 1));
+        assert!(!may_refuse(4, 2));
+        // A node that cannot reach any other refuses nobody: it is the one out of reach.
+        assert!(!may_refuse(4, 3));
+        assert!(may_refuse(5, 2));
+        assert!(may_refuse(1, 0));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use shoal_store::{key_slot, KeyState};
 use shoal_wire::{PeerClient, WireError};
 use tokio::sync::{mpsc, oneshot};
 
-use super::message::{decode_replicate_result, encode_replicate, entry_len};
+use super::message::{decode_replicate_result, encode_replicate_at, entry_len};
 use super::{ClusterStats, View};
 use crate::Server;
 
@@ -173,7 +173,12 @@ async fn send_batch(
     epoch: &AtomicU64,
     batch: &[ReplItem],
 ) -> Ack {
-    let body = encode_replicate(batch.iter().map(|i| (&i.key[..], &i.state)));
+    // Stamped with this node's clock: the replica learns how far ahead of its own it runs
+    // (the lead its failovers order past, `Cluster::failover_ahead_ms`).
+    let body = encode_replicate_at(
+        shoal_engine::clock::now_ms(),
+        batch.iter().map(|i| (&i.key[..], &i.state)),
+    );
     match client.request(epoch.load(Ordering::Relaxed), body).await {
         Ok(r) if decode_replicate_result(&r.body).is_some() => Ack::Applied,
         Ok(r) => {

@@ -9,6 +9,38 @@ use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+/// `AsyncWrite` for a type with an `inner` turmoil writer and its `link`: writes and
+/// flushes wait while the link is cut (see [`faults::tcp_cut`]).
+macro_rules! cut_writes {
+    ($t:ty) => {
+        impl AsyncWrite for $t {
+            fn poll_write(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &[u8],
+            ) -> Poll<io::Result<usize>> {
+                let this = self.get_mut();
+                if faults::tcp_blocked(this.link, Some(cx.waker())) {
+                    return Poll::Pending;
+                }
+                Pin::new(&mut this.inner).poll_write(cx, buf)
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                let this = self.get_mut();
+                if faults::tcp_blocked(this.link, Some(cx.waker())) {
+                    return Poll::Pending;
+                }
+                Pin::new(&mut this.inner).poll_flush(cx)
+            }
+
+            fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+            }
+        }
+    };
+}
+
 /// The halves of a split stream, as `tokio::net::tcp`. The write half obeys the TCP cuts
 /// of [`faults`](super::faults).
 pub mod tcp {
@@ -23,31 +55,7 @@ pub mod tcp {
         pub(super) link: (IpAddr, IpAddr),
     }
 
-    impl AsyncWrite for OwnedWriteHalf {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            let this = self.get_mut();
-            if faults::tcp_blocked(this.link, Some(cx.waker())) {
-                return Poll::Pending;
-            }
-            Pin::new(&mut this.inner).poll_write(cx, buf)
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            let this = self.get_mut();
-            if faults::tcp_blocked(this.link, Some(cx.waker())) {
-                return Poll::Pending;
-            }
-            Pin::new(&mut this.inner).poll_flush(cx)
-        }
-
-        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-        }
-    }
+    cut_writes!(OwnedWriteHalf);
 }
 
 /// Resolves `host:port` through the simulation's names (an IP address resolves to itself).
@@ -183,31 +191,7 @@ impl AsyncRead for TcpStream {
     }
 }
 
-impl AsyncWrite for TcpStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if faults::tcp_blocked(this.link, Some(cx.waker())) {
-            return Poll::Pending;
-        }
-        Pin::new(&mut this.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if faults::tcp_blocked(this.link, Some(cx.waker())) {
-            return Poll::Pending;
-        }
-        Pin::new(&mut this.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
+cut_writes!(TcpStream);
 
 /// Starts a run: forgets every datagram fault and seeds the datagram losses and
 /// [`crate::fill_random`].
@@ -281,7 +265,10 @@ pub mod faults {
     /// Cuts (`on`) or heals the TCP segments from host `from` to host `to` (datagrams are
     /// untouched). Across a cut, writes wait and connections are not established; what was
     /// written before it is delivered, and what waits goes on once it heals, as real TCP
-    /// resends (a cut longer than the peers' timeouts ends their connections there).
+    /// resends (a cut longer than the peers' timeouts ends their connections there). Two
+    /// differences from a real network: the far end's `accept` returns even while the link
+    /// is cut (turmoil completes the connection first; the connecting side waits), and a
+    /// close crosses the cut.
     pub fn tcp_cut(from: IpAddr, to: IpAddr, on: bool) {
         let woken = TCP.with(|f| {
             let mut f = f.borrow_mut();

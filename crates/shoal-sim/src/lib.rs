@@ -55,6 +55,10 @@ pub struct Scenario {
     pub settle: Duration,
     /// Each node's clock is off by up to this much, either way (drawn from the seed).
     pub clock_skew: Duration,
+    /// Clients connect to the first this many nodes only (0: to every node). With 1, the
+    /// other nodes forward one another nothing: what they know of each other's clocks
+    /// comes from replication alone.
+    pub client_nodes: usize,
 }
 
 impl Default for Scenario {
@@ -68,6 +72,7 @@ impl Default for Scenario {
             faults: Faults::All,
             settle: Duration::from_secs(60),
             clock_skew: Duration::ZERO,
+            client_nodes: 0,
         }
     }
 }
@@ -158,6 +163,11 @@ pub struct RunReport {
     /// The largest lead of another node's clock any node measured (INFO cluster
     /// `shoal_peer_clock_lead_ms`).
     pub clock_lead_ms: u64,
+    /// Each checked node's `shoal_peer_clock_lead_ms` once the cluster settled (before the
+    /// checker's reads), with its name.
+    pub clock_leads: Vec<(String, u64)>,
+    /// Each node's clock offset (ms), by host.
+    pub skews_ms: Vec<i64>,
     /// With [`Faults::IsolatedTcp`]: what the other nodes showed near the end of the cut.
     pub isolation: Option<Isolation>,
 }
@@ -423,6 +433,8 @@ struct Shared {
     finals: RefCell<BTreeMap<String, Vec<Option<String>>>>,
     /// The largest `shoal_peer_clock_lead_ms` of the nodes at the end.
     clock_lead: Cell<u64>,
+    /// Each checked node's, with its name.
+    clock_leads: RefCell<Vec<(String, u64)>>,
     isolation: RefCell<Option<Isolation>>,
     problems: RefCell<Vec<String>>,
 }
@@ -455,7 +467,11 @@ async fn client_loop(id: usize, seed: u64, sc: Scenario, shared: Rc<Shared>) {
     let mut seq = 0u64;
     while now_us() < end {
         let Some(c) = conn.as_mut() else {
-            let node = node_name(rng.below(hosts(&sc) as u64) as usize);
+            let reach = match sc.client_nodes {
+                0 => hosts(&sc),
+                n => n.min(hosts(&sc)),
+            };
+            let node = node_name(rng.below(reach as u64) as usize);
             match tokio::time::timeout(Duration::from_secs(1), Client::connect((&node, PORT))).await
             {
                 Ok(Ok(c)) => conn = Some(c),
@@ -623,6 +639,17 @@ async fn checker(sc: Scenario, members: Vec<usize>, shared: Rc<Shared>) {
             tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
         }
+        // The clock leads before the read pass, whose reads through every node are
+        // forwarded commands that tell their receivers the senders' leads: what a node
+        // learnt during the load, from the load.
+        let mut leads = Vec::new();
+        for c in conns.iter_mut() {
+            let lead = c.field("shoal_peer_clock_lead_ms", true).await;
+            leads.push((
+                c.node.clone(),
+                lead.and_then(|v| v.parse().ok()).unwrap_or(0),
+            ));
+        }
         let (mut problems, finals) = read_all(&sc, &mut conns, &mut local).await;
         if states(&mut conns).await != before {
             if tokio::time::Instant::now() <= deadline {
@@ -633,11 +660,10 @@ async fn checker(sc: Scenario, members: Vec<usize>, shared: Rc<Shared>) {
                 sc.settle
             ));
         }
-        for c in conns.iter_mut() {
-            let lead = c.field("shoal_peer_clock_lead_ms", true).await;
-            let lead = lead.and_then(|v| v.parse().ok()).unwrap_or(0);
-            shared.clock_lead.set(shared.clock_lead.get().max(lead));
+        for (_, lead) in &leads {
+            shared.clock_lead.set(shared.clock_lead.get().max(*lead));
         }
+        *shared.clock_leads.borrow_mut() = leads;
         shared.problems.borrow_mut().extend(problems);
         shared.finals.borrow_mut().extend(finals);
         return;
@@ -775,10 +801,12 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         .build();
     let scale = scale_plan(seed, sc);
     let nodes = hosts(sc);
+    let mut skews_ms = Vec::new();
     for i in 0..nodes {
         let starts = Rc::new(Cell::new(0u32));
         let max = sc.clock_skew.as_micros() as u64;
         let skew = (skew_rng.below(2 * max + 1) as i64) - max as i64;
+        skews_ms.push(skew / 1000);
         // The joiner starts at its time; the leaver leaves at its time.
         let join_at = scale.filter(|p| p.joiner == i).map(|p| p.join_at);
         let leave_at = scale.filter(|p| p.leaver == i).map(|p| p.leave_at);
@@ -873,6 +901,7 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
     }
     let simulated = sim.elapsed();
     let isolation = shared.isolation.borrow().clone();
+    let clock_leads = shared.clock_leads.borrow().clone();
     let ops = shared.ops.borrow().clone();
     let mut check = history::check(&ops, &shared.finals.borrow());
     check
@@ -889,6 +918,8 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         simulated,
         history: ops,
         clock_lead_ms: shared.clock_lead.get(),
+        clock_leads,
+        skews_ms,
         isolation,
     }
 }

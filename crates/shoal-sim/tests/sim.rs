@@ -30,6 +30,8 @@ fn show(r: &RunReport) {
 fn scenario(faults: &str) -> Scenario {
     Scenario {
         clock_skew: std::time::Duration::from_millis(skew_ms()),
+        client_nodes: std::env::var("SHOAL_SIM_CLIENT_NODES")
+            .map_or(0, |n| n.parse().expect("a count")),
         faults: match faults {
             "none" => Faults::None,
             "network" => Faults::Network,
@@ -39,7 +41,7 @@ fn scenario(faults: &str) -> Scenario {
             "isolated-tcp" => Faults::IsolatedTcp,
             "scale" => Faults::Scale,
             other => panic!(
-                "SHOAL_SIM_FAULTS={other}: none, network, crashes, all, gray or isolated-tcp"
+                "SHOAL_SIM_FAULTS={other}: none, network, crashes, all, gray, isolated-tcp or scale"
             ),
         },
         ..Scenario::default()
@@ -79,8 +81,15 @@ fn one_seed() {
             i.writes_failed
         )
     });
+    // Each checked node's clock lead (name:ms,...) and each host's clock offset (ms,...).
+    let leads: Vec<String> = r
+        .clock_leads
+        .iter()
+        .map(|(n, l)| format!("{n}:{l}"))
+        .collect();
+    let skews: Vec<String> = r.skews_ms.iter().map(i64::to_string).collect();
     println!(
-        "SIMRESULT {} {:016x} {} {} {} {} {} {} {} {}",
+        "SIMRESULT {} {:016x} {} {} {} {} {} {} {} {} {} {}",
         seed,
         r.digest,
         r.check.problems.len(),
@@ -90,7 +99,9 @@ fn one_seed() {
         r.check.keys_checked,
         r.clock_lead_ms,
         r.check.unknown,
-        isolation
+        isolation,
+        leads.join(","),
+        skews.join(",")
     );
 }
 
@@ -107,6 +118,10 @@ struct Outcome {
     unknown: usize,
     /// `sizes;settled;writes;failed` of an `isolated-tcp` run (see `one_seed`), else "-".
     isolation: String,
+    /// Each checked node's clock lead: (name, ms).
+    leads: Vec<(String, u64)>,
+    /// Each host's clock offset (ms).
+    skews_ms: Vec<i64>,
     report: String,
 }
 
@@ -121,6 +136,13 @@ fn skew_ms() -> u64 {
 
 /// As [`run_in_child`], with the nodes' clocks up to `skew_ms` off either way.
 fn run_in_child_skewed(seed: u64, faults: &str, skew_ms: u64) -> Outcome {
+    let clients_on = std::env::var("SHOAL_SIM_CLIENT_NODES").unwrap_or_else(|_| "0".into());
+    run_in_child_with(seed, faults, skew_ms, &clients_on)
+}
+
+/// As [`run_in_child_skewed`], with the clients on the first `client_nodes` nodes only
+/// ("0": on every node).
+fn run_in_child_with(seed: u64, faults: &str, skew_ms: u64, client_nodes: &str) -> Outcome {
     let out = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--ignored",
@@ -132,6 +154,7 @@ fn run_in_child_skewed(seed: u64, faults: &str, skew_ms: u64) -> Outcome {
         .env("SHOAL_SIM_SEED", seed.to_string())
         .env("SHOAL_SIM_FAULTS", faults)
         .env("SHOAL_SIM_SKEW_MS", skew_ms.to_string())
+        .env("SHOAL_SIM_CLIENT_NODES", client_nodes)
         .output()
         .expect("the seed's process runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -152,6 +175,15 @@ fn run_in_child_skewed(seed: u64, faults: &str, skew_ms: u64) -> Outcome {
         clock_lead_ms: n(7) as u64,
         unknown: n(8),
         isolation: f[9].to_string(),
+        leads: f[10]
+            .split(',')
+            .filter_map(|p| p.split_once(':'))
+            .map(|(n, l)| (n.to_string(), l.parse().expect("a lead")))
+            .collect(),
+        skews_ms: f[11]
+            .split(',')
+            .map(|v| v.parse().expect("an offset"))
+            .collect(),
         report,
     }
 }
@@ -280,7 +312,7 @@ fn a_node_counts_the_members_it_suspects_as_out_of_reach() {
 /// others for 28 s, datagrams untouched: a firewall open for the gossip port only). It
 /// stayed placed (each other node placed 4 members to the end): requests for its keys
 /// waited for their timeout and some writes failed (3 of 72 near the end), the clients made
-/// a ninth of the requests (1,102 and 1,125 against 9,596 and 9,184 now), and a change of
+/// a ninth of the requests (1,102 and 1,125 against about 9,500 now), and a change of
 /// membership could not have settled without its hand-off reports. The others now refuse the gossip of a member their links have not reached for 5 s
 /// (`shoal_cluster::reach`), so it is declared down and they serve its keys from the other
 /// copies; it refuses them in turn and is cut off. Near the end of the cut the three others
@@ -299,6 +331,38 @@ fn a_node_that_gossip_reaches_but_tcp_does_not_is_done_without() {
         assert!(f[2].parse::<usize>().expect("writes") > 0);
         assert_eq!(f[3], "0", "seed {seed}: writes failed through the others");
     }
+}
+
+/// The clients on n0 only, so the other nodes forward one another nothing and nobody
+/// forwards n0 anything, with the clocks up to 400 ms apart: n0 still learns how far ahead
+/// of its own the other nodes' clocks run, from the replication they send it (stamped with
+/// the sender's clock, REPLICATE_AT). That lead is what a failover at a replica orders its
+/// writes past, so that the dead owner's late replication of an older write cannot win;
+/// before, it came from forwarded commands' deadlines alone, and n0 knew none (lead 0).
+#[test]
+fn a_replica_forwarded_nothing_learns_its_owners_clock_lead() {
+    let seed = 5;
+    let o = run_in_child_with(seed, "none", 400, "1");
+    assert_eq!(o.problems, 0, "{}", o.report);
+    let n0 = o.skews_ms[0];
+    let ahead = o.skews_ms.iter().max().copied().unwrap_or(0) - n0;
+    assert!(
+        ahead > 100,
+        "seed {seed}: another clock should be well ahead of n0's: {:?}",
+        o.skews_ms
+    );
+    let lead = o
+        .leads
+        .iter()
+        .find(|(n, _)| n == "n0")
+        .map(|(_, l)| *l as i64)
+        .expect("n0's lead");
+    // Transit (up to 5 ms a message here) only makes the measured lead smaller.
+    assert!(
+        lead <= ahead && lead + 50 >= ahead,
+        "seed {seed}: n0 measured a lead of {lead} ms, the clocks say {ahead} ms ({:?})",
+        o.skews_ms
+    );
 }
 
 /// Scaling: a node of a new name joins during the load and another leaves gracefully (as

@@ -179,6 +179,8 @@ struct Shared {
     state: Mutex<State>,
     /// The placement epoch the peer's latest response carried (0 before any).
     peer_epoch: AtomicU64,
+    /// Responses received so far (error frames included), on every connection.
+    responses: AtomicU64,
 }
 
 /// Everything a request touches on its way, behind one lock. Every critical section is a
@@ -225,6 +227,7 @@ impl PeerClient {
                 next_id: 1,
             }),
             peer_epoch: AtomicU64::new(0),
+            responses: AtomicU64::new(0),
         });
         let client = PeerClient {
             addr,
@@ -246,6 +249,12 @@ impl PeerClient {
     /// peer's view of the membership was when it last answered.
     pub fn peer_epoch(&self) -> u64 {
         self.shared.peer_epoch.load(Ordering::Relaxed)
+    }
+
+    /// How many responses (error frames included) the peer sent so far: one that grew since
+    /// an earlier reading shows the peer reached in between, whatever asked it.
+    pub fn responses(&self) -> u64 {
+        self.shared.responses.load(Ordering::Relaxed)
     }
 
     /// Requests in flight right now: queued or awaiting a response. A request that timed out
@@ -610,10 +619,12 @@ async fn run_reader(
         match decode(&mut buf, &limits) {
             Ok(Some(Frame::Response { id, epoch, body })) => {
                 shared.peer_epoch.store(epoch, Ordering::Relaxed);
+                shared.responses.fetch_add(1, Ordering::Relaxed);
                 answer(&shared, id, Ok(Response { epoch, body }));
                 continue;
             }
             Ok(Some(Frame::Error { id, code, message })) => {
+                shared.responses.fetch_add(1, Ordering::Relaxed);
                 answer(&shared, id, Err(WireError::Remote { code, message }));
                 continue;
             }
