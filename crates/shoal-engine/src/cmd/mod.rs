@@ -7,6 +7,7 @@
 //! `conn` (PING, HELLO, AUTH, CLIENT, ...), `string` (GET, SET, INCR, ...), `keys` (DEL,
 //! EXPIRE, SCAN, ...), `server` (INFO, COMMAND, CONFIG, ...). Error texts are Redis 7's.
 
+mod bitmap;
 mod cluster;
 mod conn;
 mod docs;
@@ -339,6 +340,13 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("getrange", 4, READONLY, (1, 1, 1), "string", "2.4.0", "Returns a substring of the string stored at a key.", string::getrange),
     cmd!("substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", "Returns a substring from a string value.", string::getrange),
     cmd!("setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", string::setrange),
+    cmd!("setbit", 4, WRITE | DENYOOM, (1, 1, 1), "bitmap", "2.2.0", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", bitmap::setbit),
+    cmd!("getbit", 3, READONLY | FAST, (1, 1, 1), "bitmap", "2.2.0", "Returns a bit value by offset.", bitmap::getbit),
+    cmd!("bitcount", -2, READONLY, (1, 1, 1), "bitmap", "2.6.0", "Counts the number of set bits (population counting) in a string.", bitmap::bitcount),
+    cmd!("bitpos", -3, READONLY, (1, 1, 1), "bitmap", "2.8.7", "Finds the first set (1) or clear (0) bit in a string.", bitmap::bitpos),
+    cmd!("bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "2.6.0", "Performs bitwise operations on multiple strings, and stores the result.", bitmap::bitop),
+    cmd!("bitfield", -2, WRITE | DENYOOM, (1, 1, 1), "bitmap", "3.2.0", "Performs arbitrary bitfield integer operations on strings.", bitmap::bitfield),
+    cmd!("bitfield_ro", -2, READONLY | FAST, (1, 1, 1), "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", bitmap::bitfield_ro),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },
