@@ -484,8 +484,17 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
             .engine
             .store
             .read(&args[1], ctx.now_ms, Access::Read, |e| {
-                let mut v = e.map_or(Vec::new(), |e| e.value.to_vec());
-                Reply::Array(run_fields(&mut v, &fields))
+                // Reads only: straight from the stored value, without a copy.
+                let v = e.map_or(&[][..], |e| e.value);
+                let read = |f: &Field| {
+                    let raw = get_bits(v, f.offset, f.bits);
+                    Reply::Int(if f.signed {
+                        signed_of(raw, f.bits)
+                    } else {
+                        raw as i64
+                    })
+                };
+                Reply::Array(fields.iter().map(read).collect())
             });
     };
     if read_only {
