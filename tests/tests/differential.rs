@@ -544,6 +544,43 @@ fn compare_family(family: &str, cases: &[Case], shoal_addr: SocketAddr) {
 // cases
 
 const STRINGS: &[Case] = &[
+    // LCS (hash-tagged keys: one owner in the cluster run too)
+    &[
+        &["MSET", "{l}a", "ohmytext", "{l}b", "mynewtext"],
+        &["LCS", "{l}a", "{l}b"],
+        &["LCS", "{l}a", "{l}b", "LEN"],
+        &["LCS", "{l}a", "{l}b", "IDX"],
+        &["LCS", "{l}a", "{l}b", "IDX", "MINMATCHLEN", "4"],
+        &[
+            "LCS",
+            "{l}a",
+            "{l}b",
+            "IDX",
+            "MINMATCHLEN",
+            "4",
+            "WITHMATCHLEN",
+        ],
+        &[
+            "LCS",
+            "{l}a",
+            "{l}b",
+            "idx",
+            "withmatchlen",
+            "minmatchlen",
+            "-3",
+        ],
+        &["LCS", "{l}a", "{l}b", "IDX", "LEN"],
+        &["LCS", "{l}a", "{l}b", "MINMATCHLEN"],
+        &["LCS", "{l}a", "{l}b", "MINMATCHLEN", "x"],
+        &["LCS", "{l}a", "{l}b", "FOO"],
+        &["LCS", "{l}a", "{l}missing"],
+        &["LCS", "{l}missing", "{l}none", "IDX"],
+        &["MSET", "{l}c", "abcabcXYZab", "{l}d", "XYZabcab"],
+        &["LCS", "{l}c", "{l}d", "IDX", "WITHMATCHLEN"],
+        &["LCS", "{l}d", "{l}c", "IDX", "WITHMATCHLEN"],
+        &["LCS", "{l}c", "{l}c", "IDX"],
+        &["LCS", "{l}a"],
+    ],
     // GET / SET
     &[
         &["SET", "k", "v"],

@@ -54,6 +54,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("getrange", "key start end"),
     ("substr", "key start end"),
     ("setrange", "key offset value"),
+    ("lcs", "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"),
     ("setbit", "key offset value"),
     ("getbit", "key offset"),
     ("bitcount", "key [start end [BYTE | BIT]]"),

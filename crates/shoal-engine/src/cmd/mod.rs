@@ -340,6 +340,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("getrange", 4, READONLY, (1, 1, 1), "string", "2.4.0", "Returns a substring of the string stored at a key.", string::getrange),
     cmd!("substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", "Returns a substring from a string value.", string::getrange),
     cmd!("setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", string::setrange),
+    cmd!("lcs", -3, READONLY, (1, 2, 1), "string", "7.0.0", "Finds the longest common substring.", string::lcs),
     cmd!("setbit", 4, WRITE | DENYOOM, (1, 1, 1), "bitmap", "2.2.0", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", bitmap::setbit),
     cmd!("getbit", 3, READONLY | FAST, (1, 1, 1), "bitmap", "2.2.0", "Returns a bit value by offset.", bitmap::getbit),
     cmd!("bitcount", -2, READONLY, (1, 1, 1), "bitmap", "2.6.0", "Counts the number of set bits (population counting) in a string.", bitmap::bitcount),

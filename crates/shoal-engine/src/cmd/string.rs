@@ -500,9 +500,156 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     })
 }
 
+/// The LCS table: at `i * (b.len() + 1) + j`, the length of the LCS of `a[..i]` and
+/// `b[..j]` (the caller bounds its size first).
+fn lcs_table(a: &[u8], b: &[u8]) -> Vec<u32> {
+    let w = b.len() + 1;
+    let mut dp = vec![0u32; (a.len() + 1) * w];
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            dp[i * w + j] = if a[i - 1] == b[j - 1] {
+                dp[(i - 1) * w + j - 1] + 1
+            } else {
+                dp[(i - 1) * w + j].max(dp[i * w + j - 1])
+            };
+        }
+    }
+    dp
+}
+
+/// One matching range of LCS IDX: (start, end) in the first string, then in the second.
+type LcsMatch = ((usize, usize), (usize, usize));
+
+/// The longest common subsequence of `a` and `b` as Redis's LCS computes it: the DP table
+/// of prefix lengths, then a walk back from its corner that collects the subsequence and its
+/// matching ranges (last first, as Redis emits them): `((a_start, a_end), (b_start, b_end))`.
+fn lcs_walk(a: &[u8], b: &[u8], dp: &[u32]) -> (Vec<u8>, Vec<LcsMatch>) {
+    let w = b.len() + 1;
+    let at = |i: usize, j: usize| dp[i * w + j];
+    let total = at(a.len(), b.len()) as usize;
+    let mut out = vec![0u8; total];
+    let mut ranges = Vec::new();
+    let (mut i, mut j, mut idx) = (a.len(), b.len(), total);
+    // `None`: no range open.
+    let mut range: Option<(usize, usize, usize, usize)> = None;
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            out[idx - 1] = a[i - 1];
+            range = Some(match range {
+                None => (i - 1, i - 1, j - 1, j - 1),
+                // Contiguous with the open range (a match right after a match).
+                Some((a_start, a_end, b_start, b_end)) => (a_start - 1, a_end, b_start - 1, b_end),
+            });
+            if let Some((a_start, _, b_start, _)) = range {
+                if a_start == 0 || b_start == 0 {
+                    emit = true;
+                }
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if at(i - 1, j) > at(i, j - 1) {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            emit = range.is_some();
+        }
+        if emit {
+            if let Some((a_start, a_end, b_start, b_end)) = range.take() {
+                ranges.push(((a_start, a_end), (b_start, b_end)));
+            }
+        }
+    }
+    (out, ranges)
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN] (Redis 7). Missing keys are
+/// empty strings. The table takes 4 bytes per pair of positions and is refused past
+/// `proto-max-bulk-len`, as Redis does, before it is allocated.
+pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let a = ctx
+        .engine
+        .store
+        .get(&args[1], ctx.now_ms)
+        .unwrap_or_default();
+    let b = ctx
+        .engine
+        .store
+        .get(&args[2], ctx.now_ms)
+        .unwrap_or_default();
+    let (mut idx, mut len, mut withlen, mut minlen) = (false, false, false, 0i64);
+    let mut k = 3;
+    while k < args.len() {
+        let more = args.len() - 1 - k;
+        match &args[k] {
+            o if is(o, "IDX") => idx = true,
+            o if is(o, "LEN") => len = true,
+            o if is(o, "WITHMATCHLEN") => withlen = true,
+            o if is(o, "MINMATCHLEN") && more > 0 => {
+                minlen = tri!(int_arg(&args[k + 1])).max(0);
+                k += 1;
+            }
+            _ => return err(ERR_SYNTAX),
+        }
+        k += 1;
+    }
+    if idx && len {
+        return err("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    if a.len() >= u32::MAX as usize - 1 || b.len() >= u32::MAX as usize - 1 {
+        return err("ERR String too long for LCS");
+    }
+    let cells = (a.len() as u64 + 1) * (b.len() as u64 + 1);
+    if cells.saturating_mul(4) > max_len(ctx) as u64 {
+        return err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
+    let dp = lcs_table(&a, &b);
+    let total = i64::from(dp[dp.len() - 1]);
+    if len {
+        return Reply::Int(total);
+    }
+    let (subsequence, ranges) = lcs_walk(&a, &b, &dp);
+    if !idx {
+        return Reply::bulk(Bytes::from(subsequence));
+    }
+    let pair = |s: usize, e: usize| Reply::Array(vec![Reply::Int(s as i64), Reply::Int(e as i64)]);
+    let matches = ranges
+        .into_iter()
+        .filter(|((s, e), _)| minlen == 0 || (e - s + 1) as i64 >= minlen)
+        .map(|((a_s, a_e), (b_s, b_e))| {
+            let mut m = vec![pair(a_s, a_e), pair(b_s, b_e)];
+            if withlen {
+                m.push(Reply::Int((a_e - a_s + 1) as i64));
+            }
+            Reply::Array(m)
+        })
+        .collect();
+    Reply::Map(vec![
+        (
+            Reply::bulk(Bytes::from_static(b"matches")),
+            Reply::Array(matches),
+        ),
+        (Reply::bulk(Bytes::from_static(b"len")), Reply::Int(total)),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lcs_walks_back_from_the_corner_of_the_table() {
+        let (a, b) = (b"ohmytext", b"mynewtext");
+        let dp = lcs_table(a, b);
+        assert_eq!(dp[dp.len() - 1], 6);
+        let (sub, ranges) = lcs_walk(a, b, &dp);
+        assert_eq!(sub, b"mytext");
+        // Redis's example: the last match first.
+        assert_eq!(ranges, vec![((4, 7), (5, 8)), ((2, 3), (0, 1))]);
+    }
 
     #[test]
     fn getrange_follows_redis_index_rules() {
