@@ -212,23 +212,37 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if op == Op::Not && args.len() != 4 {
         return err("ERR BITOP NOT must be called with a single source key.");
     }
-    let sources: Vec<Option<Bytes>> = args[3..]
-        .iter()
-        .map(|k| ctx.engine.store.get(k, ctx.now_ms))
-        .collect();
-    let max = sources.iter().flatten().map(Bytes::len).max().unwrap_or(0);
-    let mut out = vec![0u8; max];
-    for (j, byte) in out.iter_mut().enumerate() {
-        let at = |s: &Option<Bytes>| s.as_ref().and_then(|v| v.get(j).copied()).unwrap_or(0);
-        let mut acc = at(&sources[0]);
-        match op {
-            Op::Not => acc = !acc,
-            Op::And => sources[1..].iter().for_each(|s| acc &= at(s)),
-            Op::Or => sources[1..].iter().for_each(|s| acc |= at(s)),
-            Op::Xor => sources[1..].iter().for_each(|s| acc ^= at(s)),
-        }
-        *byte = acc;
+    // Each source folded into `out` where it is stored, without a copy (a key named many
+    // times costs no memory per mention). `out` grows with zeros to the longest source:
+    // missing bytes count as zeros, so AND keeps them zero and OR and XOR take the longer
+    // source's bytes.
+    let mut out: Vec<u8> = Vec::new();
+    for (n, key) in args[3..].iter().enumerate() {
+        ctx.engine.store.read(key, ctx.now_ms, Access::Read, |e| {
+            let v = e.map_or(&[][..], |e| e.value);
+            if out.len() < v.len() {
+                out.resize(v.len(), 0);
+            }
+            if n == 0 {
+                out[..v.len()].copy_from_slice(v);
+                return;
+            }
+            let pairs = out.iter_mut().zip(v);
+            match op {
+                Op::And => {
+                    pairs.for_each(|(o, b)| *o &= b);
+                    out[v.len()..].fill(0);
+                }
+                Op::Or => pairs.for_each(|(o, b)| *o |= b),
+                Op::Xor => pairs.for_each(|(o, b)| *o ^= b),
+                Op::Not => {}
+            }
+        });
     }
+    if op == Op::Not {
+        out.iter_mut().for_each(|b| *b = !*b);
+    }
+    let max = out.len();
     let dest = &args[2];
     if out.is_empty() {
         ctx.engine.store.remove(dest, ctx.now_ms);
@@ -272,8 +286,9 @@ const ERR_FIELD_TYPE: &str =
 /// `i1`..`i64` or `u1`..`u63`.
 fn field_type(arg: &[u8]) -> Result<(bool, u32), Reply> {
     let signed = match arg.first() {
-        Some(b'i' | b'I') => true,
-        Some(b'u' | b'U') => false,
+        // Lowercase only, as Redis.
+        Some(b'i') => true,
+        Some(b'u') => false,
         _ => return Err(err(ERR_FIELD_TYPE)),
     };
     match parse_i64(&arg[1..]) {
@@ -420,46 +435,27 @@ fn add_in_field(value: i64, incr: i64, bits: u32, signed: bool, how: Overflow) -
     }
 }
 
-/// Runs BITFIELD's operations on `v` (grown by the caller to hold every written field).
-fn run_fields(v: &mut [u8], fields: &[Field]) -> Vec<Reply> {
-    let mut out = Vec::with_capacity(fields.len());
-    for f in fields {
-        let raw = get_bits(v, f.offset, f.bits);
-        let old = if f.signed {
-            signed_of(raw, f.bits)
-        } else {
-            raw as i64
-        };
-        let (new, answer) = match f.op {
-            FieldOp::Get => {
-                out.push(Reply::Int(old));
-                continue;
-            }
-            FieldOp::Set(x) => match add_in_field(x, 0, f.bits, f.signed, f.overflow) {
-                Ok(n) => (n, old),
-                Err(n) => {
-                    if f.overflow == Overflow::Fail {
-                        out.push(Reply::Nil);
-                        continue;
-                    }
-                    (n, old)
-                }
-            },
-            FieldOp::IncrBy(x) => match add_in_field(old, x, f.bits, f.signed, f.overflow) {
-                Ok(n) => (n, n),
-                Err(n) => {
-                    if f.overflow == Overflow::Fail {
-                        out.push(Reply::Nil);
-                        continue;
-                    }
-                    (n, n)
-                }
-            },
-        };
-        set_bits(v, f.offset, f.bits, new as u64);
-        out.push(Reply::Int(answer));
-    }
-    out
+/// Runs one BITFIELD operation on `v`, whose bit `offset` is the field's first: the reply,
+/// and whether `v` changed.
+fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, bool) {
+    let raw = get_bits(v, offset, f.bits);
+    let old = if f.signed {
+        signed_of(raw, f.bits)
+    } else {
+        raw as i64
+    };
+    let (fits, answer_new) = match f.op {
+        FieldOp::Get => return (Reply::Int(old), false),
+        FieldOp::Set(x) => (add_in_field(x, 0, f.bits, f.signed, f.overflow), false),
+        FieldOp::IncrBy(x) => (add_in_field(old, x, f.bits, f.signed, f.overflow), true),
+    };
+    let new = match fits {
+        Ok(n) => n,
+        Err(_) if f.overflow == Overflow::Fail => return (Reply::Nil, false),
+        Err(n) => n,
+    };
+    set_bits(v, offset, f.bits, new as u64);
+    (Reply::Int(if answer_new { new } else { old }), true)
 }
 
 pub fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -502,12 +498,32 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
     }
     let need = (highest >> 3) as usize + 1;
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        slot.modify(|v| {
-            if v.len() < need {
-                v.resize(need, 0);
-            }
-            Reply::Array(run_fields(v, &fields))
-        })
+        // Grown (or created) first to hold every written field, as Redis does even when
+        // every write fails; then each field is edited in place, on the bytes it covers.
+        if slot.value().is_none_or(|v| v.len() < need) {
+            slot.overwrite(need - 1, &[0]);
+        }
+        let replies = fields
+            .iter()
+            .map(|f| {
+                let first = (f.offset >> 3) as usize;
+                let last = ((f.offset + u64::from(f.bits) - 1) >> 3) as usize;
+                let mut window = [0u8; 9];
+                let n = last - first + 1;
+                if let Some(v) = slot.value() {
+                    let end = v.len().min(last + 1);
+                    if first < end {
+                        window[..end - first].copy_from_slice(&v[first..end]);
+                    }
+                }
+                let (reply, changed) = run_field(&mut window[..n], f.offset & 7, f);
+                if changed {
+                    slot.overwrite(first, &window[..n]);
+                }
+                reply
+            })
+            .collect();
+        Reply::Array(replies)
     })
 }
 

@@ -570,16 +570,6 @@ fn lcs_walk(a: &[u8], b: &[u8], dp: &[u32]) -> (Vec<u8>, Vec<LcsMatch>) {
 /// empty strings. The table takes 4 bytes per pair of positions and is refused past
 /// `proto-max-bulk-len`, as Redis does, before it is allocated.
 pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let a = ctx
-        .engine
-        .store
-        .get(&args[1], ctx.now_ms)
-        .unwrap_or_default();
-    let b = ctx
-        .engine
-        .store
-        .get(&args[2], ctx.now_ms)
-        .unwrap_or_default();
     let (mut idx, mut len, mut withlen, mut minlen) = (false, false, false, 0i64);
     let mut k = 3;
     while k < args.len() {
@@ -599,11 +589,32 @@ pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if idx && len {
         return err("ERR If you want both the length and indexes, please just use IDX.");
     }
-    if a.len() >= u32::MAX as usize - 1 || b.len() >= u32::MAX as usize - 1 {
+    // The lengths first: a table too large is refused before either value is copied.
+    let len_of = |k: &[u8]| {
+        ctx.engine.store.read(k, ctx.now_ms, Access::Read, |e| {
+            e.map_or(0, |e| e.value.len())
+        })
+    };
+    let (a_len, b_len) = (len_of(&args[1]), len_of(&args[2]));
+    if a_len >= u32::MAX as usize - 1 || b_len >= u32::MAX as usize - 1 {
         return err("ERR String too long for LCS");
     }
-    let cells = (a.len() as u64 + 1) * (b.len() as u64 + 1);
+    let cells = (a_len as u64 + 1) * (b_len as u64 + 1);
     if cells.saturating_mul(4) > max_len(ctx) as u64 {
+        return err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
+    let a = ctx
+        .engine
+        .store
+        .get(&args[1], ctx.now_ms)
+        .unwrap_or_default();
+    let b = ctx
+        .engine
+        .store
+        .get(&args[2], ctx.now_ms)
+        .unwrap_or_default();
+    // (Written in between, a value may have grown: its table is bounded again.)
+    if (a.len() as u64 + 1) * (b.len() as u64 + 1) * 4 > max_len(ctx) as u64 {
         return err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
     }
     let dp = lcs_table(&a, &b);
