@@ -435,15 +435,20 @@ fn add_in_field(value: i64, incr: i64, bits: u32, signed: bool, how: Overflow) -
     }
 }
 
-/// Runs one BITFIELD operation on `v`, whose bit `offset` is the field's first: the reply,
-/// and whether `v` changed.
-fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, bool) {
+/// The value of field `f` of `v` that starts at bit `offset`, sign-extended if signed.
+fn field_value(v: &[u8], offset: u64, f: &Field) -> i64 {
     let raw = get_bits(v, offset, f.bits);
-    let old = if f.signed {
+    if f.signed {
         signed_of(raw, f.bits)
     } else {
         raw as i64
-    };
+    }
+}
+
+/// Runs one BITFIELD operation on `v`, whose bit `offset` is the field's first: the reply,
+/// and whether `v` changed.
+fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, bool) {
+    let old = field_value(v, offset, f);
     let (fits, answer_new) = match f.op {
         FieldOp::Get => return (Reply::Int(old), false),
         FieldOp::Set(x) => (add_in_field(x, 0, f.bits, f.signed, f.overflow), false),
@@ -482,14 +487,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
             .read(&args[1], ctx.now_ms, Access::Read, |e| {
                 // Reads only: straight from the stored value, without a copy.
                 let v = e.map_or(&[][..], |e| e.value);
-                let read = |f: &Field| {
-                    let raw = get_bits(v, f.offset, f.bits);
-                    Reply::Int(if f.signed {
-                        signed_of(raw, f.bits)
-                    } else {
-                        raw as i64
-                    })
-                };
+                let read = |f: &Field| Reply::Int(field_value(v, f.offset, f));
                 Reply::Array(fields.iter().map(read).collect())
             });
     };
