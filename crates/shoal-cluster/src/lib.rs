@@ -762,6 +762,12 @@ impl Cluster {
         self.view.load_full()
     }
 
+    /// The current view, for a look that ends before the next await (no reference count
+    /// taken).
+    pub(crate) fn view_now(&self) -> arc_swap::Guard<Arc<View>> {
+        self.view.load()
+    }
+
     /// The current view's epoch (it grows with every view change on this node).
     pub fn epoch(&self) -> u64 {
         self.view.load().epoch()

@@ -381,6 +381,51 @@ fn copies(procs: &[&Proc]) -> (u64, u64) {
     (held, size)
 }
 
+/// Asserts that the nodes hold two copies of every key between them. On failure it names
+/// the keys held once or more than twice, with the nodes that hold them, and whether the
+/// counts still differ a few seconds later (a copy in flight, or one never sent).
+fn assert_two_copies(procs: &[&Proc], context: &str) {
+    let (held, size) = copies(procs);
+    if held == 2 * size {
+        return;
+    }
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut procs[0].con())
+        .expect("KEYS");
+    let mut holders: HashMap<&str, Vec<&str>> = HashMap::new();
+    for p in procs {
+        let mut pipe = redis::pipe();
+        for k in &keys {
+            pipe.cmd("CLUSTER").arg("HASKEY").arg(k);
+        }
+        let has: Vec<u8> = pipe.query(&mut p.con()).expect("HASKEY");
+        for (k, h) in keys.iter().zip(has) {
+            if h == 1 {
+                holders.entry(k).or_default().push(&p.name);
+            }
+        }
+    }
+    let odd: Vec<_> = keys
+        .iter()
+        .map(|k| (k, holders.get(k.as_str()).cloned().unwrap_or_default()))
+        .filter(|(_, h)| h.len() != 2)
+        .take(20)
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut later = copies(procs);
+    while later.0 != 2 * later.1 && Instant::now() < deadline {
+        later = copies(procs);
+    }
+    for p in procs {
+        eprintln!("{}: {:#?}", p.name, p.tail());
+    }
+    panic!(
+        "{context}: {held} copies of {size} keys; odd keys and their holders: {odd:?}; \
+         5 s later: {later:?}"
+    );
+}
+
 /// Counters `ctr:0..COUNTERS` start at `COUNTER_START` (written by `fill`); loads INCR them
 /// while keys move, and every acknowledged INCR must show in the final values.
 const COUNTERS: u64 = 200;
@@ -815,8 +860,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     check_written(&n3, &results.iter().collect::<Vec<_>>());
     history.extend(results);
     check_counters(&n3, &history.iter().collect::<Vec<_>>());
-    let (held, size) = copies(&[&n0, &n1, &n2, &n3]);
-    assert_eq!(held, 2 * size, "two copies of every key after the join");
+    assert_two_copies(&[&n0, &n1, &n2, &n3], "after the join");
 
     // (b) SIGKILL one of 4 under load: nothing lost (requests to the killed node fail over
     // to the next copy). Errors only where a node could not know an outcome: an INCR in
@@ -844,12 +888,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     check_written(&n1, &results.iter().collect::<Vec<_>>());
     history.extend(results);
     check_counters(&n1, &history.iter().collect::<Vec<_>>());
-    let (held, size) = copies(&[&n0, &n1, &n3]);
-    assert_eq!(
-        held,
-        2 * size,
-        "re-replicated to two copies after the crash"
-    );
+    assert_two_copies(&[&n0, &n1, &n3], "re-replicated after the crash");
     // CLUSTER NODES shows the dead member as down (`fail`, no slots), the others with slots.
     let nodes: String = redis::cmd("CLUSTER")
         .arg("NODES")
@@ -892,8 +931,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     assert_eq!(verify(&n2, KEYS), (0, 0), "read through the restarted node");
     history.extend(results);
     check_counters(&n2, &history.iter().collect::<Vec<_>>());
-    let (held, size) = copies(&[&n0, &n1, &n2, &n3]);
-    assert_eq!(held, 2 * size);
+    assert_two_copies(&[&n0, &n1, &n2, &n3], "after the restart");
 
     // (c) SIGTERM one of 4 under load: it hands off and leaves; nothing lost, no error.
     let loads = [Load::start(&n0, KEYS, "c0"), Load::start(&n3, KEYS, "c3")];
@@ -919,8 +957,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     check_written(&n2, &results.iter().collect::<Vec<_>>());
     history.extend(results);
     check_counters(&n0, &history.iter().collect::<Vec<_>>());
-    let (held, size) = copies(&[&n0, &n2, &n3]);
-    assert_eq!(held, 2 * size);
+    assert_two_copies(&[&n0, &n2, &n3], "after the leave");
 
     // (f) Two nodes join at the same moment under load.
     let loads = [Load::start(&n0, KEYS, "f0"), Load::start(&n2, KEYS, "f2")];
@@ -956,8 +993,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     check_written(&n4, &results.iter().collect::<Vec<_>>());
     history.extend(results);
     check_counters(&n5, &history.iter().collect::<Vec<_>>());
-    let (held, size) = copies(&[&n0, &n2, &n3, &n4, &n5]);
-    assert_eq!(held, 2 * size);
+    assert_two_copies(&[&n0, &n2, &n3, &n4, &n5], "after two joins");
 
     // (g) One node freezes (SIGSTOP) long enough to be declared down, then thaws and
     // rejoins as a new incarnation; writes made meanwhile must win over its stale copies.
@@ -983,8 +1019,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
     check_written(&n3, &results.iter().collect::<Vec<_>>());
     history.extend(results);
     check_counters(&n3, &history.iter().collect::<Vec<_>>());
-    let (held, size) = copies(&[&n0, &n2, &n3, &n4, &n5]);
-    assert_eq!(held, 2 * size);
+    assert_two_copies(&[&n0, &n2, &n3, &n4, &n5], "after the last step");
 }
 
 #[test]
@@ -1018,8 +1053,10 @@ fn rolling_restart_loses_nothing() {
     }
     check_written(&procs[0], &written.iter().collect::<Vec<_>>());
     check_counters(&procs[1], &written.iter().collect::<Vec<_>>());
-    let (held, size) = copies(&procs.iter().collect::<Vec<_>>());
-    assert_eq!(held, 2 * size);
+    assert_two_copies(
+        &procs.iter().collect::<Vec<_>>(),
+        "after the rolling restart",
+    );
 }
 
 /// A leave that cannot finish (a hand-off paced to 64 kB/s) ends at `leave-timeout-ms`, or

@@ -28,7 +28,6 @@ use crate::{handoff, Cluster, Server, View};
 pub fn run_here(
     node: &Server,
     cluster: &Cluster,
-    view: &View,
     session: &mut Session,
     spec: &CommandSpec,
     args: &[Bytes],
@@ -47,6 +46,11 @@ pub fn run_here(
         })
     });
     let reply = cmd::run(node, session, spec, args, now_ms, scope);
+    // The copies to send to are those of the view current now, after the write, not of
+    // the one the command was routed under (it may have waited for a fetch since):
+    // a hand-off that started under a newer view may have streamed the slot before this
+    // write, and would never send it to the slot's new copies.
+    let view = &*cluster.view_now();
     if view.placement.width() < 2 {
         return (reply, Vec::new());
     }
@@ -107,7 +111,7 @@ pub fn run_owned(
             }));
         }
     }
-    let (reply, acks) = run_here(node, cluster, view, session, spec, args, now_ms, None);
+    let (reply, acks) = run_here(node, cluster, session, spec, args, now_ms, None);
     with_acks(reply, session.proto, acks, cluster.timeouts.half)
 }
 
@@ -191,7 +195,7 @@ pub fn serve_command(
         Prepared::Done(reply) => (reply, Vec::new()),
         Prepared::Run(spec) => {
             let scope = scope.as_ref().map(|s| s as &dyn SlotScope);
-            run_here(node, cluster, view, &mut session, spec, args, now_ms, scope)
+            run_here(node, cluster, &mut session, spec, args, now_ms, scope)
         }
     };
     let reply = if session.budget.exceeded() {
