@@ -17,7 +17,7 @@ use libfuzzer_sys::fuzz_target;
 use shoal_cluster::message::{
     decode_request, encode_handoff, encode_replicate, encode_replicate_at, Request,
 };
-use shoal_store::KeyState;
+use shoal_store::{Hash, KeyState, Kind};
 
 fuzz_target!(|data: &[u8]| {
     let body = Bytes::copy_from_slice(data);
@@ -52,8 +52,14 @@ fn check(data: &[u8], entries: &[(Bytes, KeyState)]) {
     let mut total = 0;
     for (key, state) in entries {
         total += key.len();
-        if let KeyState::Live { value, .. } = state {
+        if let KeyState::Live { kind, value, .. } = state {
             total += value.len();
+            // A hash's value decodes or is refused, never panics or over-allocates.
+            if *kind == Kind::Hash {
+                if let Some(h) = Hash::decode(value) {
+                    assert!(h.encode()[..] == value[..]);
+                }
+            }
         }
     }
     assert!(total <= data.len());

@@ -436,6 +436,84 @@ fn a_crashed_node_loses_nothing_that_had_a_copy() {
     assert_eq!(info_field(&mut c, "shoal_members"), "3");
 }
 
+/// Hashes are placed, forwarded and replicated like strings: written through any node,
+/// held by two, read back whole through any node after their owner crashed.
+#[test]
+fn hashes_have_two_copies_and_survive_their_owners_crash() {
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    for i in 0..KEYS {
+        let k = format!("hash:{i}");
+        let via = &mut clients[i % 3];
+        let added: i64 = redis::cmd("HSET")
+            .arg(&k)
+            .arg("a")
+            .arg(i)
+            .arg("b")
+            .arg("x")
+            .query(via)
+            .unwrap();
+        assert_eq!(added, 2);
+        let _: i64 = redis::cmd("HINCRBY")
+            .arg(&k)
+            .arg("a")
+            .arg(1)
+            .query(via)
+            .unwrap();
+        let _: i64 = redis::cmd("HDEL").arg(&k).arg("b").query(via).unwrap();
+        assert_eq!(holders(&mut clients, &k), 2, "{k}");
+    }
+    // A table-sized hash, one field changed after it was replicated.
+    let mut c = cluster.members[0].client();
+    let mut hset = redis::cmd("HSET");
+    hset.arg("big");
+    for f in 0..2000 {
+        hset.arg(format!("f{f}")).arg("v");
+    }
+    let _: i64 = hset.query(&mut c).unwrap();
+    let _: i64 = redis::cmd("HSET")
+        .arg("big")
+        .arg("f7")
+        .arg("changed")
+        .query(&mut c)
+        .unwrap();
+    let owner = owner_of(&mut c, "big");
+    let victim = cluster
+        .members
+        .iter()
+        .position(|m| my_id(&mut m.client()) == owner)
+        .expect("the owner is a member");
+    cluster.crash(victim);
+    for m in cluster.live() {
+        let mut c = m.client();
+        for i in 0..KEYS {
+            let k = format!("hash:{i}");
+            let all: Vec<(String, String)> = redis::cmd("HGETALL").arg(&k).query(&mut c).unwrap();
+            assert_eq!(
+                all,
+                vec![("a".to_string(), (i + 1).to_string())],
+                "{k} via {}",
+                m.name
+            );
+            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
+            assert_eq!(t, "hash");
+        }
+        let n: i64 = redis::cmd("HLEN").arg("big").query(&mut c).unwrap();
+        assert_eq!(n, 2000, "via {}", m.name);
+        let v: String = redis::cmd("HGET")
+            .arg("big")
+            .arg("f7")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(v, "changed", "via {}", m.name);
+        let e = redis::cmd("GET")
+            .arg("big")
+            .query::<String>(&mut c)
+            .unwrap_err();
+        assert_eq!(e.code(), Some("WRONGTYPE"), "{e}");
+    }
+}
+
 /// CLUSTER INFO / NODES / MYID / KEYSLOT / COUNTKEYSINSLOT in Redis's formats.
 #[test]
 fn cluster_commands_describe_the_cluster() {
@@ -618,6 +696,7 @@ fn reordered_replication_cannot_resurrect_a_deleted_key() {
         rt.block_on(peer.request(1, body)).expect("replicate")
     };
     let live = |v: &str, version: u64| KeyState::Live {
+        kind: shoal_store::Kind::String,
         value: bytes::Bytes::from(v.to_string()),
         flags: 0,
         expire_at_ms: 0,
@@ -810,6 +889,7 @@ fn a_hand_off_of_a_foreign_slot_is_refused() {
         .unwrap();
     let peer = peer_client(&rt, target);
     let state = KeyState::Live {
+        kind: shoal_store::Kind::String,
         value: bytes::Bytes::from_static(b"late"),
         flags: 0,
         expire_at_ms: 0,
@@ -871,6 +951,7 @@ fn flushall_holds_against_a_node_whose_clock_runs_ahead() {
         .unwrap();
     let peer = |i: usize| peer_client(&rt, cluster.members[i].cluster_addr);
     let live = |version| KeyState::Live {
+        kind: shoal_store::Kind::String,
         value: bytes::Bytes::from_static(b"early"),
         flags: 0,
         expire_at_ms: 0,

@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use shoal_resp::{format_int, Protocol};
-use shoal_store::{KeyState, MAX_KEY_LEN};
+use shoal_store::{KeyState, Kind, MAX_KEY_LEN};
 
 use super::View;
 use shoal_engine::config::MAX_CLUSTER_NODES;
@@ -59,6 +59,8 @@ pub const KIND_REPLICATE_AT: u8 = 6;
 
 const TAG_LIVE: u8 = 1;
 const TAG_DELETED: u8 = 2;
+/// A live hash: TAG_LIVE's layout, the value in `Hash::encode`'s form.
+const TAG_LIVE_HASH: u8 = 3;
 
 /// Which slots a fan-out asks about (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -296,12 +298,16 @@ fn encode_stamped<'a>(
     for (key, state) in entries {
         match state {
             KeyState::Live {
+                kind,
                 value,
                 flags,
                 expire_at_ms,
                 version,
             } => {
-                b.put_u8(TAG_LIVE);
+                b.put_u8(match kind {
+                    Kind::String => TAG_LIVE,
+                    Kind::Hash => TAG_LIVE_HASH,
+                });
                 b.put_u64(*version);
                 b.put_u32(key.len() as u32);
                 b.put_slice(key);
@@ -464,11 +470,16 @@ pub fn decode_request(
                 }
                 let key = r.bytes(key_len)?;
                 let state = match tag {
-                    TAG_LIVE => {
+                    TAG_LIVE | TAG_LIVE_HASH => {
                         let flags = r.u32()?;
                         let expire_at_ms = r.u64()?;
                         let len = r.u32()? as usize;
                         KeyState::Live {
+                            kind: if tag == TAG_LIVE {
+                                Kind::String
+                            } else {
+                                Kind::Hash
+                            },
                             value: r.bytes(len)?,
                             flags,
                             expire_at_ms,
@@ -593,6 +604,7 @@ mod tests {
     #[test]
     fn replication_batches_round_trip() {
         let live = KeyState::Live {
+            kind: Kind::String,
             value: Bytes::from_static(b"v"),
             flags: 7,
             expire_at_ms: 99,
@@ -673,6 +685,7 @@ mod tests {
     #[test]
     fn handoff_fetch_and_done_round_trip() {
         let live = KeyState::Live {
+            kind: Kind::String,
             value: Bytes::from_static(b"v"),
             flags: 0,
             expire_at_ms: 0,

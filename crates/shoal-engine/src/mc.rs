@@ -81,12 +81,14 @@ pub fn get_keys(
         bump(&st.cmd_get);
         let with_cas = get.with_cas;
         let hit = match get.touch {
+            // A key of another type than string (written through RESP) reads as a miss.
             None => store.read(key, now, Access::Read, |e| {
-                e.map(|e| {
-                    let cas = with_cas.then_some(e.version);
-                    reply::value(out, key, e.flags, e.value, cas);
-                })
-                .is_some()
+                e.filter(|e| e.kind == shoal_store::Kind::String)
+                    .map(|e| {
+                        let cas = with_cas.then_some(e.version);
+                        reply::value(out, key, e.flags, e.value, cas);
+                    })
+                    .is_some()
             }),
             Some(exptime) => {
                 bump(&st.cmd_touch);
@@ -165,6 +167,10 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
                     StoreMode::Set => {}
                     StoreMode::Add if exists => return Status::NotStored,
                     StoreMode::Replace | StoreMode::Append | StoreMode::Prepend if !exists => {
+                        return Status::NotStored
+                    }
+                    // Nothing to append to in a key of another type (a RESP hash).
+                    StoreMode::Append | StoreMode::Prepend if slot.value().is_none() => {
                         return Status::NotStored
                     }
                     StoreMode::Cas if !exists => return Status::NotFound,
@@ -797,6 +803,7 @@ fn meta_set(
             (_, Some(c)) if slot.version() != Some(c) => "EX",
             (StoreMode::Add, _) if exists => "NS",
             (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, _) if !exists => "NS",
+            (StoreMode::Append | StoreMode::Prepend, _) if slot.value().is_none() => "NS",
             _ => "HD",
         };
         if code == "HD" {

@@ -1,5 +1,6 @@
 //! The per-key record ([`Item`]) and its access clock ([`Clock`]: LRU or Redis-style LFU).
 
+use crate::hash::Hash;
 use crate::rng;
 
 /// Bytes charged per entry on top of its key and value, for `used_memory` and `maxmemory`.
@@ -21,13 +22,43 @@ const HAS_FLAGS: u32 = 1 << 31;
 /// Longest key an item can hold (the top bit of `meta` is the flags marker).
 pub const MAX_KEY_LEN: usize = (HAS_FLAGS - 1) as usize;
 
-/// One stored key: a single heap allocation holds the key bytes, then (only when they are not
-/// zero) 4 bytes of client flags, then the value bytes.
+/// The type of a key's value, as TYPE names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    Hash,
+}
+
+impl Kind {
+    /// The name TYPE answers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Hash => "hash",
+        }
+    }
+}
+
+/// An item's allocation: a string's key, flags and value in one, or a collection beside its
+/// key. 16 bytes either way (the enum's tag lives in the slice pointer's niche).
+enum Data {
+    Bytes(Box<[u8]>),
+    Hash(Box<HashItem>),
+}
+
+struct HashItem {
+    key: Box<[u8]>,
+    hash: Hash,
+}
+
+/// One stored key. A string's single heap allocation holds the key bytes, then (only when
+/// they are not zero) 4 bytes of client flags, then the value bytes; a collection's holds its
+/// key and the collection.
 ///
 /// 40 bytes: the flags Memcached clients set live in the allocation instead of the struct, so
 /// RESP-only data (flags 0) pays nothing for them.
 pub(crate) struct Item {
-    data: Box<[u8]>,
+    data: Data,
     /// Key length in the low 31 bits; `HAS_FLAGS` when client flags follow the key.
     meta: u32,
     /// LRU: the low 32 bits of the last access in Unix ms (wrapping, ~49 days). LFU: Redis's
@@ -69,8 +100,27 @@ impl Item {
     ) -> Item {
         let (data, meta) = build(key, flags, value);
         Item {
-            data,
+            data: Data::Bytes(data),
             meta,
+            access,
+            expire_at_ms,
+            version,
+        }
+    }
+
+    pub(crate) fn new_hash(
+        key: &[u8],
+        hash: Hash,
+        expire_at_ms: u64,
+        access: u32,
+        version: u64,
+    ) -> Item {
+        Item {
+            data: Data::Hash(Box::new(HashItem {
+                key: key.into(),
+                hash,
+            })),
+            meta: 0,
             access,
             expire_at_ms,
             version,
@@ -86,21 +136,78 @@ impl Item {
     }
 
     pub(crate) fn key(&self) -> &[u8] {
-        &self.data[..self.key_len()]
+        match &self.data {
+            Data::Bytes(b) => &b[..self.key_len()],
+            Data::Hash(h) => &h.key,
+        }
     }
 
+    /// A string's value; empty for a collection.
     pub(crate) fn value(&self) -> &[u8] {
-        &self.data[self.value_start()..]
+        match &self.data {
+            Data::Bytes(b) => &b[self.value_start()..],
+            Data::Hash(_) => &[],
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        match self.data {
+            Data::Bytes(_) => Kind::String,
+            Data::Hash(_) => Kind::Hash,
+        }
+    }
+
+    pub(crate) fn hash(&self) -> Option<&Hash> {
+        match &self.data {
+            Data::Hash(h) => Some(&h.hash),
+            Data::Bytes(_) => None,
+        }
+    }
+
+    pub(crate) fn hash_mut(&mut self) -> Option<&mut Hash> {
+        match &mut self.data {
+            Data::Hash(h) => Some(&mut h.hash),
+            Data::Bytes(_) => None,
+        }
+    }
+
+    /// Makes the item a hash (a replicated state of another type than the item's).
+    pub(crate) fn replace_with_hash(&mut self, hash: Hash) {
+        match &mut self.data {
+            Data::Hash(h) => h.hash = hash,
+            Data::Bytes(_) => {
+                let key = self.key().into();
+                self.data = Data::Hash(Box::new(HashItem { key, hash }));
+                self.meta = 0;
+            }
+        }
+    }
+
+    /// The string bytes to edit: a collection becomes an empty string first (callers check
+    /// the type before; this only keeps a missed check from panicking).
+    fn bytes_mut(&mut self) -> &mut Box<[u8]> {
+        if let Data::Hash(h) = &self.data {
+            let (data, meta) = build(&h.key, 0, b"");
+            self.data = Data::Bytes(data);
+            self.meta = meta;
+        }
+        match &mut self.data {
+            Data::Bytes(b) => b,
+            Data::Hash(_) => unreachable!("made a string above"),
+        }
     }
 
     /// Client flags (Memcached); 0 unless set.
     pub(crate) fn flags(&self) -> u32 {
+        let Data::Bytes(data) = &self.data else {
+            return 0;
+        };
         if self.meta & HAS_FLAGS == 0 {
             return 0;
         }
         let k = self.key_len();
         let mut b = [0u8; 4];
-        b.copy_from_slice(&self.data[k..k + 4]);
+        b.copy_from_slice(&data[k..k + 4]);
         u32::from_be_bytes(b)
     }
 
@@ -117,6 +224,8 @@ impl Item {
             flags: self.flags(),
             charge: self.charge(),
             access: self.access,
+            kind: self.kind(),
+            hash: self.hash(),
         }
     }
 
@@ -126,27 +235,36 @@ impl Item {
 
     /// Bytes this entry counts for in `used_memory`.
     pub(crate) fn charge(&self) -> u64 {
-        (self.data.len() + ENTRY_OVERHEAD) as u64
+        let heap = match &self.data {
+            Data::Bytes(b) => b.len(),
+            Data::Hash(h) => {
+                std::mem::size_of::<HashItem>() + 16 + h.key.len() + h.hash.heap_bytes()
+            }
+        };
+        (heap + ENTRY_OVERHEAD) as u64
     }
 
     /// Appends to the value in place: the allocation is grown (realloc, often without a copy:
     /// large blocks are remapped), not rebuilt, so repeated appends stay cheap.
     pub(crate) fn append(&mut self, extra: &[u8]) {
-        let mut v = std::mem::take(&mut self.data).into_vec();
+        let data = self.bytes_mut();
+        let mut v = std::mem::take(data).into_vec();
         v.extend_from_slice(extra);
-        self.data = v.into_boxed_slice();
+        *data = v.into_boxed_slice();
     }
 
     /// Writes `bytes` at `offset` of the value, zero-padding it first when it is shorter
     /// (SETRANGE), in place.
     pub(crate) fn overwrite(&mut self, offset: usize, bytes: &[u8]) {
+        self.bytes_mut();
         let at = self.value_start() + offset;
-        let mut v = std::mem::take(&mut self.data).into_vec();
+        let data = self.bytes_mut();
+        let mut v = std::mem::take(data).into_vec();
         if v.len() < at + bytes.len() {
             v.resize(at + bytes.len(), 0);
         }
         v[at..at + bytes.len()].copy_from_slice(bytes);
-        self.data = v.into_boxed_slice();
+        *data = v.into_boxed_slice();
     }
 
     /// Replace the value, and the flags when `flags` is `Some`; reuses the allocation when the
@@ -155,16 +273,19 @@ impl Item {
         let flags = flags.unwrap_or_else(|| self.flags());
         let start = self.value_start();
         let same_layout = (flags != 0) == (self.meta & HAS_FLAGS != 0);
-        if same_layout && self.data.len() - start == value.len() {
-            if flags != 0 {
-                let k = self.key_len();
-                self.data[k..k + 4].copy_from_slice(&flags.to_be_bytes());
+        let k = self.key_len();
+        match &mut self.data {
+            Data::Bytes(data) if same_layout && data.len() - start == value.len() => {
+                if flags != 0 {
+                    data[k..k + 4].copy_from_slice(&flags.to_be_bytes());
+                }
+                data[start..].copy_from_slice(value);
             }
-            self.data[start..].copy_from_slice(value);
-        } else {
-            let (data, meta) = build(self.key(), flags, value);
-            self.data = data;
-            self.meta = meta;
+            _ => {
+                let (data, meta) = build(self.key(), flags, value);
+                self.data = Data::Bytes(data);
+                self.meta = meta;
+            }
         }
     }
 }

@@ -38,6 +38,7 @@ pub mod slot;
 
 mod entry;
 mod evict;
+mod hash;
 mod rng;
 mod shard;
 mod store;
@@ -46,9 +47,10 @@ mod tombstone;
 #[cfg(test)]
 mod tests;
 
-pub use entry::{ENTRY_OVERHEAD, MAX_KEY_LEN};
+pub use entry::{Kind, ENTRY_OVERHEAD, MAX_KEY_LEN};
 pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
-pub use rng::set_seed_source;
+pub use hash::{Hash, LISTPACK_ENTRIES, LISTPACK_VALUE};
+pub use rng::{random_u64, set_seed_source};
 pub use slot::{key_slot, SLOTS};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};

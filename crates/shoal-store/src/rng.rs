@@ -30,6 +30,12 @@ pub(crate) fn seed() -> u64 {
     h.finish()
 }
 
+/// A random number from this thread's generator (HRANDFIELD and the like): seeded like the
+/// stores, so a simulated run repeats.
+pub fn random_u64() -> u64 {
+    next_u64()
+}
+
 pub(crate) fn next_u64() -> u64 {
     STATE.with(|state| {
         let s = state.get().wrapping_add(0xa076_1d64_78bd_642f);

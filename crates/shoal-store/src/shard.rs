@@ -158,6 +158,15 @@ impl Shard {
         self.used += item.charge();
     }
 
+    /// Makes the item at `idx` a hash, with `version`.
+    pub(crate) fn replace_hash(&mut self, idx: usize, hash: crate::Hash, version: u64) {
+        let item = &mut self.items[idx];
+        self.used -= item.charge();
+        item.replace_with_hash(hash);
+        item.version = version;
+        self.used += item.charge();
+    }
+
     /// Edits the item at `idx` in place with a new version, keeping the byte accounting.
     pub(crate) fn edit(&mut self, idx: usize, now_ms: u64, f: impl FnOnce(&mut Item)) {
         let version = self.next_version(now_ms);

@@ -8,8 +8,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use bytes::Bytes;
 use foldhash::fast::FixedState;
 
-use crate::entry::{Clock, Item};
+use crate::entry::{Clock, Item, Kind};
 use crate::evict::{evict_one, EvictionPolicy, Victim};
+use crate::hash::Hash;
 use crate::rng;
 use crate::shard::{shard_of_slot, Shard, SHARDS};
 use crate::slot::{key_slot, SLOTS};
@@ -66,6 +67,10 @@ pub struct Entry<'a> {
     /// The raw access word (LRU clock or LFU counter); read it with
     /// [`Store::idle_ms`] / [`Store::lfu_frequency`].
     pub access: u32,
+    /// The value's type; `value` is empty for a collection.
+    pub kind: Kind,
+    /// The value, for a hash.
+    pub hash: Option<&'a Hash>,
 }
 
 /// What the store knows of one key, for replication: an owner reads it with
@@ -78,8 +83,10 @@ pub struct Entry<'a> {
 /// makes every replica settle on the same state whatever order the messages arrive in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyState {
-    /// A live key. `expire_at_ms`: Unix ms, 0 = no TTL.
+    /// A live key. `expire_at_ms`: Unix ms, 0 = no TTL. `value`: a string's bytes, or a
+    /// collection in its replication form ([`Hash::encode`]).
     Live {
+        kind: Kind,
         value: Bytes,
         flags: u32,
         expire_at_ms: u64,
@@ -182,8 +189,12 @@ impl Slot<'_> {
         self.key
     }
 
+    /// The key's string value: `None` when it is absent or holds another type (check
+    /// [`Slot::kind`] to tell them apart).
     pub fn value(&self) -> Option<&[u8]> {
-        self.idx.map(|i| self.shard.items[i].value())
+        self.idx
+            .filter(|&i| self.shard.items[i].kind() == Kind::String)
+            .map(|i| self.shard.items[i].value())
     }
 
     pub fn expire_at(&self) -> Option<u64> {
@@ -202,6 +213,71 @@ impl Slot<'_> {
     /// The key's client flags (Memcached), 0 when never set.
     pub fn flags(&self) -> Option<u32> {
         self.idx.map(|i| self.shard.items[i].flags())
+    }
+
+    /// The type of the key's value, if it exists.
+    pub fn kind(&self) -> Option<Kind> {
+        self.idx.map(|i| self.shard.items[i].kind())
+    }
+
+    /// The key's hash, if it is one.
+    pub fn hash(&self) -> Option<&Hash> {
+        self.idx.and_then(|i| self.shard.items[i].hash())
+    }
+
+    /// Edits the key's hash, creating an empty one (no TTL) when the key is absent; the
+    /// caller checked that the key is absent or a hash. `f` says whether it changed the hash:
+    /// only a change takes a new version (WATCH and replication see it), and a hash left
+    /// empty removes the key, as Redis removes empty collections.
+    pub fn edit_hash<R>(&mut self, f: impl FnOnce(&mut Hash) -> (R, bool)) -> R {
+        let now = self.clock.now_ms;
+        let Some(i) = self.idx else {
+            let mut h = Hash::new();
+            let (r, changed) = f(&mut h);
+            if changed && !h.is_empty() {
+                let version = self.shard.next_version(now);
+                let item = Item::new_hash(self.key, h, 0, self.clock.initial(), version);
+                self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
+            }
+            return r;
+        };
+        if self.shard.items[i].hash().is_none() {
+            // Not a hash (the caller's check was missed): replaced rather than panicking.
+            let version = self.shard.next_version(now);
+            self.shard.replace_hash(i, Hash::new(), version);
+        }
+        let mut out = None;
+        let mut changed = false;
+        let edit = |item: &mut Item| {
+            let h = item.hash_mut().expect("made a hash above");
+            let (r, c) = f(h);
+            out = Some(r);
+            changed = c;
+        };
+        // The version changes only with the hash: edit under a copy of the accounting.
+        let before = self.shard.items[i].version;
+        self.shard.edit(i, now, edit);
+        let r = out.expect("the edit ran");
+        if !changed {
+            self.shard.items[i].version = before;
+        } else if self.shard.items[i].hash().is_some_and(Hash::is_empty) {
+            self.remove();
+        }
+        r
+    }
+
+    /// Create or replace the key's value with a hash, keeping its TTL (RENAME, COPY, and
+    /// restores keep or set TTLs themselves).
+    pub fn set_hash(&mut self, hash: Hash) {
+        let now = self.clock.now_ms;
+        let version = self.shard.next_version(now);
+        match self.idx {
+            Some(i) => self.shard.replace_hash(i, hash, version),
+            None => {
+                let item = Item::new_hash(self.key, hash, 0, self.clock.initial(), version);
+                self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
+            }
+        }
     }
 
     /// Create or replace the value and TTL (client flags back to 0); an `expire_at_ms <= now`
@@ -337,21 +413,31 @@ impl Slot<'_> {
 
 /// Replicated states (see [`Store::apply`]).
 impl Slot<'_> {
-    fn apply_live(&mut self, value: &[u8], flags: u32, at: u64, version: u64) -> bool {
+    fn apply_live(&mut self, payload: Payload<'_>, at: u64, version: u64) -> bool {
         let hasher = &self.shared.hasher;
         let now = self.clock.now_ms;
         match self.idx {
             Some(i) => {
                 let item = &self.shard.items[i];
+                let same = match &payload {
+                    Payload::Str(value, flags) => {
+                        item.kind() == Kind::String
+                            && item.value() == &value[..]
+                            && item.flags() == *flags
+                    }
+                    Payload::Hash(h) => item.hash() == Some(h),
+                };
                 if version < item.version
-                    || (version == item.version
-                        && item.value() == value
-                        && item.flags() == flags
-                        && item.expire_at_ms == at)
+                    || (version == item.version && same && item.expire_at_ms == at)
                 {
                     return false;
                 }
-                self.shard.replace_value(i, value, Some(flags), version);
+                match payload {
+                    Payload::Str(value, flags) => {
+                        self.shard.replace_value(i, value, Some(flags), version)
+                    }
+                    Payload::Hash(h) => self.shard.replace_hash(i, h, version),
+                }
                 self.shard.set_expire(hasher, i, self.hash, at);
                 self.clock.touch(&mut self.shard.items[i].access);
             }
@@ -363,7 +449,14 @@ impl Slot<'_> {
                         }
                     }
                 }
-                let item = Item::new(self.key, value, flags, at, self.clock.initial(), version);
+                let item = match payload {
+                    Payload::Str(value, flags) => {
+                        Item::new(self.key, value, flags, at, self.clock.initial(), version)
+                    }
+                    Payload::Hash(h) => {
+                        Item::new_hash(self.key, h, at, self.clock.initial(), version)
+                    }
+                };
                 self.idx = Some(self.shard.insert(hasher, self.hash, item));
             }
         }
@@ -387,6 +480,26 @@ impl Slot<'_> {
                 .tombs
                 .record(self.key, self.hash, version, self.clock.now_ms, ttl);
         removed || recorded
+    }
+}
+
+/// A replicated live value, decoded.
+enum Payload<'a> {
+    Str(&'a [u8], u32),
+    Hash(Hash),
+}
+
+/// A live item's state for replication (its value copied out).
+fn live_state(item: &Item) -> KeyState {
+    KeyState::Live {
+        kind: item.kind(),
+        value: match item.hash() {
+            Some(h) => Bytes::from(h.encode()),
+            None => Bytes::copy_from_slice(item.value()),
+        },
+        flags: item.flags(),
+        expire_at_ms: item.expire_at_ms,
+        version: item.version,
     }
 }
 
@@ -716,15 +829,7 @@ impl Store {
             }
             for item in &shard.items {
                 if !item.is_expired(now_ms) && key_slot(item.key()) == slot {
-                    out.push((
-                        Bytes::copy_from_slice(item.key()),
-                        KeyState::Live {
-                            value: Bytes::copy_from_slice(item.value()),
-                            flags: item.flags(),
-                            expire_at_ms: item.expire_at_ms,
-                            version: item.version,
-                        },
-                    ));
+                    out.push((Bytes::copy_from_slice(item.key()), live_state(item)));
                 }
             }
         });
@@ -921,13 +1026,7 @@ impl Store {
         let hash = self.shared.hasher.hash_one(key);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
             if let Some(i) = shard.lookup(&shared.hasher, key, hash, now_ms) {
-                let item = &shard.items[i];
-                return KeyState::Live {
-                    value: Bytes::copy_from_slice(item.value()),
-                    flags: item.flags(),
-                    expire_at_ms: item.expire_at_ms,
-                    version: item.version,
-                };
+                return live_state(&shard.items[i]);
             }
             if shard.tombs.is_empty() {
                 return KeyState::Absent;
@@ -966,16 +1065,22 @@ impl Store {
             KeyState::Absent => return false,
             KeyState::Deleted { version } => (*version, None),
             KeyState::Live {
+                kind,
                 value,
                 flags,
                 expire_at_ms,
                 version,
             } => {
                 let expired = *expire_at_ms != 0 && *expire_at_ms <= now_ms;
-                (
-                    *version,
-                    (!expired).then_some((&value[..], *flags, *expire_at_ms)),
-                )
+                let payload = match kind {
+                    Kind::String => Payload::Str(value, *flags),
+                    // A collection that does not decode is no state at all: refused.
+                    Kind::Hash => Payload::Hash(match Hash::decode(value) {
+                        Some(h) => h,
+                        None => return false,
+                    }),
+                };
+                (*version, (!expired).then_some((payload, *expire_at_ms)))
             }
         };
         let hash = self.shared.hasher.hash_one(key);
@@ -991,7 +1096,7 @@ impl Store {
                 clock: shared.clock(now_ms),
             };
             match live {
-                Some((value, flags, at)) => slot.apply_live(value, flags, at, version),
+                Some((payload, at)) => slot.apply_live(payload, at, version),
                 None => slot.apply_removal(version),
             }
         })

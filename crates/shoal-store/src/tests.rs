@@ -749,6 +749,7 @@ fn client_flags_round_trip_and_reset_on_plain_set() {
 /// A replicated live state without flags.
 fn live(value: &str, version: u64, expire_at_ms: u64) -> KeyState {
     KeyState::Live {
+        kind: Kind::String,
         value: Bytes::copy_from_slice(value.as_bytes()),
         flags: 0,
         expire_at_ms,
@@ -1022,6 +1023,7 @@ fn key_state_reports_a_live_key_without_counting_an_access() {
     assert_eq!(
         s.key_state(b"k", 20),
         KeyState::Live {
+            kind: Kind::String,
             value: Bytes::from_static(b"value"),
             flags: 0xBEEF,
             expire_at_ms: 500,
@@ -1042,6 +1044,7 @@ fn key_state_reports_a_live_key_without_counting_an_access() {
 fn an_applied_state_counts_as_a_local_write() {
     let s = replica();
     let state = KeyState::Live {
+        kind: Kind::String,
         value: Bytes::from_static(b"value"),
         flags: 7,
         expire_at_ms: 100,
@@ -1085,6 +1088,7 @@ fn sent_state(version: u64, deleted: bool) -> KeyState {
         return KeyState::Deleted { version };
     }
     KeyState::Live {
+        kind: Kind::String,
         value: Bytes::from(format!("v{version}")),
         flags: (version % 2) as u32 * 0xABCD,
         expire_at_ms: match version % 3 {
@@ -1259,4 +1263,116 @@ fn a_write_after_order_after_gets_a_greater_version() {
     s.set(b"other{x}", b"1", None, 1_001);
     let other = version(&s, b"other{x}", 1_001);
     assert!(other < lost_owner, "{other} {lost_owner}");
+}
+
+fn hset(s: &Store, key: &[u8], field: &[u8], value: &[u8], now: u64) -> bool {
+    s.write(key, now, |slot| {
+        slot.edit_hash(|h| {
+            let new = h.insert(field, value);
+            (new, true)
+        })
+    })
+}
+
+fn hash_pairs(s: &Store, key: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    s.read(key, 0, Access::Peek, |e| {
+        e.and_then(|e| e.hash)
+            .map(|h| h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+    })
+}
+
+#[test]
+fn an_item_stays_40_bytes_with_collections() {
+    assert_eq!(std::mem::size_of::<crate::entry::Item>(), 40);
+}
+
+#[test]
+fn a_hash_is_created_edited_and_removed_when_empty() {
+    let s = store();
+    assert!(hset(&s, b"h", b"a", b"1", 0));
+    assert!(!hset(&s, b"h", b"a", b"2", 0));
+    let kind = s.read(b"h", 0, Access::Peek, |e| {
+        e.map(|e| (e.kind, e.value.len()))
+    });
+    assert_eq!(kind, Some((Kind::Hash, 0)));
+    assert_eq!(
+        hash_pairs(&s, b"h"),
+        Some(vec![(b"a".to_vec(), b"2".to_vec())])
+    );
+    assert!(s.used_memory() > 0);
+    // An edit that changes nothing keeps the version; one that changes takes a new one.
+    let v1 = s.read(b"h", 0, Access::Peek, |e| e.map(|e| e.version));
+    s.write(b"h", 1, |slot| slot.edit_hash(|h| (h.len(), false)));
+    assert_eq!(s.read(b"h", 0, Access::Peek, |e| e.map(|e| e.version)), v1);
+    hset(&s, b"h", b"b", b"3", 2);
+    assert!(s.read(b"h", 0, Access::Peek, |e| e.map(|e| e.version)) > v1);
+    // A string accessor sees no string; SET replaces the hash.
+    assert!(s.write(b"h", 2, |slot| slot.value().is_none()));
+    s.write(b"h", 3, |slot| {
+        slot.edit_hash(|h| {
+            h.remove(b"a");
+            h.remove(b"b");
+            ((), true)
+        })
+    });
+    assert_eq!(s.len(), 0);
+    assert_eq!(s.used_memory(), 0, "the accounting returns to zero");
+    // An edit of an absent key that changes nothing creates nothing.
+    s.write(b"h", 4, |slot| slot.edit_hash(|_| ((), false)));
+    assert_eq!(s.len(), 0);
+    hset(&s, b"h", b"a", b"1", 5);
+    s.set(b"h", b"plain", None, 6);
+    assert_eq!(s.get(b"h", 6).as_deref(), Some(&b"plain"[..]));
+    assert_eq!(s.used_memory(), charge(b"h", b"plain"));
+}
+
+#[test]
+fn a_hash_replicates_and_hands_off_whole_with_last_writer_wins() {
+    let owner = store();
+    let replica = store();
+    for i in 0..600 {
+        hset(&owner, b"h", format!("f{i}").as_bytes(), b"v", 10);
+    }
+    let state = owner.key_state(b"h", 10);
+    assert!(matches!(
+        state,
+        KeyState::Live {
+            kind: Kind::Hash,
+            ..
+        }
+    ));
+    assert!(replica.apply(b"h", &state, 10));
+    assert_eq!(hash_pairs(&replica, b"h").map(|p| p.len()), Some(600));
+    assert!(
+        !replica.apply(b"h", &state, 10),
+        "the same state twice changes nothing"
+    );
+    // A later string write at the owner replaces it; the older hash state is then refused.
+    owner.set(b"h", b"s", None, 20);
+    let newer = owner.key_state(b"h", 20);
+    assert!(replica.apply(b"h", &newer, 20));
+    assert!(!replica.apply(b"h", &state, 20));
+    assert_eq!(replica.get(b"h", 20).as_deref(), Some(&b"s"[..]));
+    // A hand-off carries the hash too.
+    hset(&owner, b"g", b"f", b"v", 30);
+    let slot = key_slot(b"g");
+    let states = owner.slot_states(slot, 30);
+    let target = store();
+    for (k, st) in &states {
+        target.apply(k, st, 30);
+    }
+    assert_eq!(
+        hash_pairs(&target, b"g"),
+        Some(vec![(b"f".to_vec(), b"v".to_vec())])
+    );
+    // A hash state that does not decode is refused whole.
+    let bad = KeyState::Live {
+        kind: Kind::Hash,
+        value: Bytes::from_static(b"\0\0\0\x05"),
+        flags: 0,
+        expire_at_ms: 0,
+        version: u64::MAX >> 2,
+    };
+    assert!(!target.apply(b"g", &bad, 30));
+    assert_eq!(hash_pairs(&target, b"g").map(|p| p.len()), Some(1));
 }

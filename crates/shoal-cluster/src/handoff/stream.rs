@@ -288,10 +288,12 @@ mod tests {
     }
 
     use super::*;
+    use shoal_store::Kind;
 
     #[test]
     fn batches_respect_the_size_limit() {
         let big = KeyState::Live {
+            kind: Kind::String,
             value: Bytes::from(vec![0u8; 400 << 10]),
             flags: 0,
             expire_at_ms: 0,

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use shoal_resp::Reply;
 use shoal_store::Access;
 
-use super::{err, int_arg, is, parse_i64, tri, Ctx, ERR_SYNTAX};
+use super::{entry_string, err, int_arg, is, parse_i64, slot_string, tri, Ctx, ERR_SYNTAX};
 
 const ERR_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 const ERR_BIT: &str = "ERR bit is not an integer or out of range";
@@ -29,7 +29,7 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let byte = (offset >> 3) as usize;
     let mask = 1u8 << (7 - (offset & 7));
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let held = slot.value().and_then(|v| v.get(byte).copied());
+        let held = tri!(slot_string(slot)).and_then(|v| v.get(byte).copied());
         let old = held.unwrap_or(0);
         let was = u8::from(old & mask != 0);
         // Redis writes only when the string grows or the bit changes.
@@ -48,7 +48,9 @@ pub fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
-            let b = e.and_then(|e| e.value.get(byte).copied()).unwrap_or(0);
+            let b = tri!(entry_string(e))
+                .and_then(|v| v.get(byte).copied())
+                .unwrap_or(0);
             Reply::Int(i64::from(b & mask != 0))
         })
 }
@@ -140,7 +142,7 @@ pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
-            let v = e.map_or(&[][..], |e| e.value);
+            let v = tri!(entry_string(e)).unwrap_or_default();
             match bit_range(v.len(), start, end, bits, true) {
                 Some((first, last)) => Reply::Int(count_ones(v, first, last) as i64),
                 None => Reply::Int(0),
@@ -175,10 +177,9 @@ pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
-            let Some(e) = e else {
+            let Some(v) = tri!(entry_string(e)) else {
                 return Reply::Int(if bit { -1 } else { 0 });
             };
-            let v = e.value;
             let Some((first, last)) = bit_range(v.len(), start, end, bits, false) else {
                 return Reply::Int(-1);
             };
@@ -218,14 +219,14 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // source's bytes.
     let mut out: Vec<u8> = Vec::new();
     for (n, key) in args[3..].iter().enumerate() {
-        ctx.engine.store.read(key, ctx.now_ms, Access::Read, |e| {
-            let v = e.map_or(&[][..], |e| e.value);
+        let read = ctx.engine.store.read(key, ctx.now_ms, Access::Read, |e| {
+            let v = entry_string(e)?.unwrap_or_default();
             if out.len() < v.len() {
                 out.resize(v.len(), 0);
             }
             if n == 0 {
                 out[..v.len()].copy_from_slice(v);
-                return;
+                return Ok(());
             }
             let pairs = out.iter_mut().zip(v);
             match op {
@@ -237,7 +238,9 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 Op::Xor => pairs.for_each(|(o, b)| *o ^= b),
                 Op::Not => {}
             }
+            Ok(())
         });
+        tri!(read);
     }
     if op == Op::Not {
         out.iter_mut().for_each(|b| *b = !*b);
@@ -486,7 +489,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
             .store
             .read(&args[1], ctx.now_ms, Access::Read, |e| {
                 // Reads only: straight from the stored value, without a copy.
-                let v = e.map_or(&[][..], |e| e.value);
+                let v = tri!(entry_string(e)).unwrap_or_default();
                 let read = |f: &Field| Reply::Int(field_value(v, f.offset, f));
                 Reply::Array(fields.iter().map(read).collect())
             });
@@ -498,7 +501,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         // Grown (or created) first to hold every written field, as Redis does even when
         // every write fails; then each field is edited in place, on the bytes it covers.
-        if slot.value().is_none_or(|v| v.len() < need) {
+        if tri!(slot_string(slot)).is_none_or(|v| v.len() < need) {
             slot.overwrite(need - 1, &[0]);
         }
         let replies = fields

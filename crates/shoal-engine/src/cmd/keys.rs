@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use shoal_resp::Reply;
-use shoal_store::{glob_match, key_slot, Access};
+use shoal_store::{glob_match, key_slot, Access, Hash, Kind};
 
 use super::{err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::engine::Engine;
@@ -34,11 +34,11 @@ pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let exists = ctx
+    let kind = ctx
         .engine
         .store
-        .read(&args[1], ctx.now_ms, Access::Peek, |e| e.is_some());
-    Reply::Simple(if exists { "string" } else { "none" }.into())
+        .read(&args[1], ctx.now_ms, Access::Peek, |e| e.map(|e| e.kind));
+    Reply::Simple(kind.map_or("none", Kind::name).into())
 }
 
 /// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with NX / XX / GT / LT (Redis 7).
@@ -165,12 +165,21 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::Int(i64::from(done))
 }
 
-/// A value with its TTL, as RENAME and COPY carry it.
-type Carried = (Vec<u8>, Option<u64>);
+/// A value of any type with its TTL, as RENAME and COPY carry it.
+type Carried = (Value, Option<u64>);
+
+enum Value {
+    Str(Vec<u8>),
+    Hash(Hash),
+}
 
 fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
     ctx.engine.store.write(key, ctx.now_ms, |slot| {
-        let v = (slot.value()?.to_vec(), slot.expire_at());
+        let value = match slot.hash() {
+            Some(h) => Value::Hash(h.clone()),
+            None => Value::Str(slot.value()?.to_vec()),
+        };
+        let v = (value, slot.expire_at());
         if remove {
             slot.remove();
         }
@@ -178,10 +187,14 @@ fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
     })
 }
 
-fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): &Carried) {
-    ctx.engine
-        .store
-        .write(key, ctx.now_ms, |slot| slot.set(value, *ttl));
+fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) {
+    ctx.engine.store.write(key, ctx.now_ms, |slot| match value {
+        Value::Str(v) => slot.set(&v, ttl),
+        Value::Hash(h) => {
+            slot.set_hash(h);
+            slot.set_expire(ttl);
+        }
+    });
 }
 
 fn exists_now(ctx: &Ctx<'_>, key: &[u8]) -> bool {
@@ -204,7 +217,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Reply {
         return Reply::Int(0);
     }
     match take(ctx, src, true) {
-        Some(v) => put(ctx, dst, &v),
+        Some(v) => put(ctx, dst, v),
         None => return err(ERR_NO_SUCH_KEY),
     }
     if nx {
@@ -249,7 +262,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !replace && exists_now(ctx, dst) {
         return Reply::Int(0);
     }
-    put(ctx, dst, &v);
+    put(ctx, dst, v);
     Reply::Int(1)
 }
 
@@ -290,7 +303,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
-    let mut type_ok = true;
+    let mut want_type: Option<&Bytes> = None;
     let mut i = 2;
     while i < args.len() {
         let Some(value) = args.get(i + 1) else {
@@ -305,7 +318,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         } else if is(&args[i], "MATCH") {
             pattern = Some(value).filter(|p| &p[..] != b"*").map(|p| &p[..]);
         } else if is(&args[i], "TYPE") {
-            type_ok = is(value, "STRING");
+            want_type = Some(value);
         } else {
             return err(ERR_SYNTAX);
         }
@@ -313,8 +326,8 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let mut keys = Vec::new();
     let mut budget = ctx.session.budget;
-    let next = ctx.engine.store.scan(cursor, count, ctx.now_ms, |k, _| {
-        if type_ok
+    let next = ctx.engine.store.scan(cursor, count, ctx.now_ms, |k, e| {
+        if want_type.is_none_or(|t| is(t, e.kind.name()))
             && pattern.is_none_or(|p| glob_match(p, k, false))
             && ctx.in_scope(k)
             && budget.charge(k.len())
@@ -449,7 +462,12 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     );
     let (store, now) = (&ctx.engine.store, ctx.now_ms);
     let seen = store.read(&args[2], now, Access::Peek, |e| {
-        e.map(|e| (encoding(e.value), e.access))
+        e.map(|e| {
+            (
+                e.hash.map_or_else(|| encoding(e.value), Hash::encoding),
+                e.access,
+            )
+        })
     });
     let Some((enc, access)) = seen else {
         return Reply::Nil;

@@ -11,6 +11,7 @@ mod bitmap;
 mod cluster;
 mod conn;
 mod docs;
+mod hash;
 mod keys;
 mod memcache;
 pub mod multi;
@@ -348,6 +349,23 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "2.6.0", "Performs bitwise operations on multiple strings, and stores the result.", bitmap::bitop),
     cmd!("bitfield", -2, WRITE | DENYOOM, (1, 1, 1), "bitmap", "3.2.0", "Performs arbitrary bitfield integer operations on strings.", bitmap::bitfield),
     cmd!("bitfield_ro", -2, READONLY | FAST, (1, 1, 1), "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", bitmap::bitfield_ro),
+    // hashes
+    cmd!("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", hash::hset),
+    cmd!("hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", hash::hsetnx),
+    cmd!("hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", "Sets the values of multiple fields.", hash::hmset),
+    cmd!("hget", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", "Returns the value of a field in a hash.", hash::hget),
+    cmd!("hmget", -3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", "Returns the values of all fields in a hash.", hash::hmget),
+    cmd!("hgetall", 2, READONLY, (1, 1, 1), "hash", "2.0.0", "Returns all fields and values in a hash.", hash::hgetall),
+    cmd!("hkeys", 2, READONLY, (1, 1, 1), "hash", "2.0.0", "Returns all fields in a hash.", hash::hkeys),
+    cmd!("hvals", 2, READONLY, (1, 1, 1), "hash", "2.0.0", "Returns all values in a hash.", hash::hvals),
+    cmd!("hdel", -3, WRITE | FAST, (1, 1, 1), "hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", hash::hdel),
+    cmd!("hexists", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", "Determines whether a field exists in a hash.", hash::hexists),
+    cmd!("hlen", 2, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", "Returns the number of fields in a hash.", hash::hlen),
+    cmd!("hstrlen", 3, READONLY | FAST, (1, 1, 1), "hash", "3.2.0", "Returns the length of the value of a field.", hash::hstrlen),
+    cmd!("hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", hash::hincrby),
+    cmd!("hincrbyfloat", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", hash::hincrbyfloat),
+    cmd!("hrandfield", -2, READONLY, (1, 1, 1), "hash", "6.2.0", "Returns one or more random fields from a hash.", hash::hrandfield),
+    cmd!("hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", "Iterates over fields and values of a hash.", hash::hscan),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },
@@ -897,6 +915,28 @@ pub const ERR_SYNTAX: &str = "ERR syntax error";
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
 pub const ERR_NO_SUCH_KEY: &str = "ERR no such key";
+pub const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// A string command's view of a value: its bytes, or WRONGTYPE for another type.
+pub fn string_of(kind: shoal_store::Kind, value: &[u8]) -> Result<&[u8], Reply> {
+    match kind {
+        shoal_store::Kind::String => Ok(value),
+        _ => Err(err(ERR_WRONGTYPE)),
+    }
+}
+
+/// [`string_of`] for an entry that may be absent.
+pub fn entry_string<'a>(e: Option<shoal_store::Entry<'a>>) -> Result<Option<&'a [u8]>, Reply> {
+    e.map(|e| string_of(e.kind, e.value)).transpose()
+}
+
+/// [`string_of`] for a key's slot in a write.
+pub fn slot_string<'a>(slot: &'a shoal_store::Slot<'_>) -> Result<Option<&'a [u8]>, Reply> {
+    match slot.kind() {
+        None => Ok(None),
+        Some(kind) => string_of(kind, slot.value().unwrap_or_default()).map(Some),
+    }
+}
 
 pub fn err(text: &'static str) -> Reply {
     Reply::error(text)

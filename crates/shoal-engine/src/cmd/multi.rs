@@ -10,7 +10,7 @@
 
 use bytes::Bytes;
 use shoal_resp::Reply;
-use shoal_store::Access;
+use shoal_store::{Access, Kind};
 
 use super::{err, execute, Ctx};
 
@@ -23,7 +23,10 @@ pub struct Multi {
 }
 
 /// A watched key and what it held at WATCH time.
-pub type Watched = (Bytes, Option<(Bytes, Option<u64>)>);
+pub type Watched = (Bytes, Option<Snapshot>);
+
+/// A watched key's type, contents (a collection in its replication form) and expiry.
+pub type Snapshot = (Kind, Bytes, Option<u64>);
 
 pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if ctx.session.multi.is_some() {
@@ -41,17 +44,19 @@ pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     Reply::ok()
 }
 
-fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Bytes, Option<u64>)> {
+fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<Snapshot> {
     snapshot_at(ctx.engine, key, ctx.now_ms)
 }
 
-fn snapshot_at(
-    node: &crate::engine::Engine,
-    key: &[u8],
-    now_ms: u64,
-) -> Option<(Bytes, Option<u64>)> {
+fn snapshot_at(node: &crate::engine::Engine, key: &[u8], now_ms: u64) -> Option<Snapshot> {
     node.store.read(key, now_ms, Access::Peek, |e| {
-        e.map(|e| (Bytes::copy_from_slice(e.value), e.expire_at_ms))
+        e.map(|e| {
+            let contents = match e.hash {
+                Some(h) => Bytes::from(h.encode()),
+                None => Bytes::copy_from_slice(e.value),
+            };
+            (e.kind, contents, e.expire_at_ms)
+        })
     })
 }
 

@@ -5,7 +5,8 @@ use shoal_resp::Reply;
 use shoal_store::Access;
 
 use super::{
-    err, int_arg, is, parse_f64, parse_i64, tri, Ctx, ERR_NOT_FLOAT, ERR_NOT_INTEGER, ERR_SYNTAX,
+    entry_string, err, int_arg, is, parse_f64, parse_i64, slot_string, tri, Ctx, ERR_NOT_FLOAT,
+    ERR_NOT_INTEGER, ERR_SYNTAX,
 };
 
 const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
@@ -15,7 +16,14 @@ fn bulk_or_nil(v: Option<Bytes>) -> Reply {
 }
 
 pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    bulk_or_nil(ctx.engine.store.get(&args[1], ctx.now_ms))
+    ctx.engine
+        .store
+        .read(&args[1], ctx.now_ms, Access::Read, |e| {
+            match entry_string(e) {
+                Ok(v) => bulk_or_nil(v.map(Bytes::copy_from_slice)),
+                Err(reply) => reply,
+            }
+        })
 }
 
 /// An expiry option's unit.
@@ -212,22 +220,27 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let ttl = tri!(spec.resolve(ctx.now_ms, "set"));
     let value = &args[2];
     let set = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let old = want_old.then(|| slot.value().map(Bytes::copy_from_slice));
+        let old = match want_old.then(|| slot_string(slot)).transpose() {
+            Ok(old) => old.map(|v| v.map(Bytes::copy_from_slice)),
+            // SET ... GET on another type sets nothing.
+            Err(reply) => return Err(reply),
+        };
         let exists = slot.exists();
         if (nx && exists) || (xx && !exists) {
-            return (false, old);
+            return Ok((false, old));
         }
         match ttl {
             Ttl::Keep => slot.set_keep_ttl(value),
             Ttl::At(at) => slot.set(value, Some(at)),
             Ttl::Default | Ttl::Persist => slot.set(value, None),
         }
-        (true, old)
+        Ok((true, old))
     });
     match set {
-        (_, Some(old)) => bulk_or_nil(old),
-        (true, None) => Reply::ok(),
-        (false, None) => Reply::Nil,
+        Err(reply) => reply,
+        Ok((_, Some(old))) => bulk_or_nil(old),
+        Ok((true, None)) => Reply::ok(),
+        Ok((false, None)) => Reply::Nil,
     }
 }
 
@@ -260,26 +273,26 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    bulk_or_nil(ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let old = slot.value().map(Bytes::copy_from_slice);
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        let old = tri!(slot_string(slot)).map(Bytes::copy_from_slice);
         slot.set(&args[2], None);
-        old
-    }))
+        bulk_or_nil(old)
+    })
 }
 
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    bulk_or_nil(ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let old = slot.value().map(Bytes::copy_from_slice);
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        let old = tri!(slot_string(slot)).map(Bytes::copy_from_slice);
         slot.remove();
-        old
-    }))
+        bulk_or_nil(old)
+    })
 }
 
 pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let spec = tri!(parse_ttl_options(args, 2, "getex", |_| false));
     let now = ctx.now_ms;
     let result = ctx.engine.store.write(&args[1], now, |slot| {
-        let Some(value) = slot.value().map(Bytes::copy_from_slice) else {
+        let Some(value) = slot_string(slot)?.map(Bytes::copy_from_slice) else {
             return Ok(None);
         };
         match spec.resolve(now, "getex")? {
@@ -305,7 +318,10 @@ pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let store = &ctx.engine.store;
     let mut values = Vec::with_capacity(args.len() - 1);
     for k in &args[1..] {
-        let value = store.get(k, ctx.now_ms);
+        // Another type reads as nil, as in Redis.
+        let value = store.read(k, ctx.now_ms, Access::Read, |e| {
+            entry_string(e).ok().flatten().map(Bytes::copy_from_slice)
+        });
         if !ctx
             .session
             .budget
@@ -359,7 +375,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let limit = max_len(ctx);
     let extra = &args[2];
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let len = slot.value().map_or(0, <[u8]>::len);
+        let len = tri!(slot_string(slot)).map_or(0, <[u8]>::len);
         if len + extra.len() > limit {
             return err(ERR_TOO_BIG);
         }
@@ -368,18 +384,19 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let len = ctx
-        .engine
+    ctx.engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
-            e.map_or(0, |e| e.value.len())
-        });
-    Reply::Int(len as i64)
+            match entry_string(e) {
+                Ok(v) => Reply::Int(v.map_or(0, <[u8]>::len) as i64),
+                Err(reply) => reply,
+            }
+        })
 }
 
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Reply {
     ctx.engine.store.write(key, ctx.now_ms, |slot| {
-        let current = match slot.value() {
+        let current = match tri!(slot_string(slot)) {
             None => 0,
             Some(v) => match parse_i64(v) {
                 Some(n) => n,
@@ -432,7 +449,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         return err(ERR_NOT_FLOAT);
     };
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let current = match slot.value() {
+        let current = match tri!(slot_string(slot)) {
             None => 0.0,
             Some(v) => match parse_f64(v) {
                 Some(n) => n,
@@ -455,7 +472,7 @@ pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
-            let v = e.map_or(&[][..], |e| e.value);
+            let v = tri!(entry_string(e)).unwrap_or_default();
             Reply::bulk(Bytes::copy_from_slice(range(v, start, end)))
         })
 }
@@ -489,7 +506,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let patch = &args[3];
     let limit = max_len(ctx) as u64;
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let len = slot.value().map(<[u8]>::len);
+        let len = tri!(slot_string(slot)).map(<[u8]>::len);
         if patch.is_empty() {
             return Reply::Int(len.unwrap_or(0) as i64);
         }
@@ -592,10 +609,12 @@ pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // The lengths first: a table too large is refused before either value is copied.
     let len_of = |k: &[u8]| {
         ctx.engine.store.read(k, ctx.now_ms, Access::Read, |e| {
-            e.map_or(0, |e| e.value.len())
+            entry_string(e).map(|v| v.map_or(0, <[u8]>::len))
         })
     };
-    let (a_len, b_len) = (len_of(&args[1]), len_of(&args[2]));
+    let (Ok(a_len), Ok(b_len)) = (len_of(&args[1]), len_of(&args[2])) else {
+        return err("ERR The specified keys must contain string values");
+    };
     if a_len >= u32::MAX as usize - 1 || b_len >= u32::MAX as usize - 1 {
         return err("ERR String too long for LCS");
     }

@@ -1046,3 +1046,147 @@ fn access_tells_reads_blind_writes_and_other_writes_apart() {
         assert_eq!(of(write), Access::Write, "{write:?}");
     }
 }
+
+/// The bulk strings of an array reply (nested arrays flattened).
+fn bulks(reply: &shoal_resp::Reply) -> Vec<Vec<u8>> {
+    match reply {
+        shoal_resp::Reply::Bulk(b) => vec![b.to_vec()],
+        shoal_resp::Reply::Array(items) => items.iter().flat_map(bulks).collect(),
+        _ => Vec::new(),
+    }
+}
+
+impl H {
+    fn exec(&mut self, args: &[&str]) -> shoal_resp::Reply {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        execute(&self.node, &mut self.session, &args, self.now)
+    }
+}
+
+#[test]
+fn hash_commands_answer_in_resp2_and_resp3() {
+    let mut h = H::new();
+    h.check("HSET h a 1 b 2", &int(2));
+    h.check(
+        "HGETALL h",
+        &format!("*4\r\n{}{}{}{}", bulk("a"), bulk("1"), bulk("b"), bulk("2")),
+    );
+    h.check("HMGET h a zz", &format!("*2\r\n{}{NIL}", bulk("1")));
+    h.check("TYPE h", "+hash\r\n");
+    h.check("OBJECT ENCODING h", &bulk("listpack"));
+    h.check("HINCRBYFLOAT h a 0.5", &bulk("1.5"));
+    h.check("HINCRBY h a 1", "-ERR hash value is not an integer\r\n");
+    h.check(
+        "GET h",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    h.check(
+        "SCAN 0 TYPE hash",
+        &format!("*2\r\n{}*1\r\n{}", bulk("0"), bulk("h")),
+    );
+    h.check("SCAN 0 TYPE string", &format!("*2\r\n{}*0\r\n", bulk("0")));
+    h.resp3();
+    h.check(
+        "HGETALL h",
+        &format!(
+            "%2\r\n{}{}{}{}",
+            bulk("a"),
+            bulk("1.5"),
+            bulk("b"),
+            bulk("2")
+        ),
+    );
+    h.check("HGETALL missing", "%0\r\n");
+    h.check(
+        "HRANDFIELD h 5 WITHVALUES",
+        &format!(
+            "*2\r\n*2\r\n{}{}*2\r\n{}{}",
+            bulk("a"),
+            bulk("1.5"),
+            bulk("b"),
+            bulk("2")
+        ),
+    );
+    h.check("HGET h zz", NIL);
+    h.check("HDEL h a b", &int(2));
+    h.check("EXISTS h", &int(0));
+}
+
+#[test]
+fn hscan_of_a_table_returns_every_field_that_stays() {
+    let mut h = H::new();
+    for i in 0..2000 {
+        h.exec(&["HSET", "big", &format!("f{i}"), "v"]);
+    }
+    h.check("OBJECT ENCODING big", &bulk("hashtable"));
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = "0".to_string();
+    let mut rounds = 0;
+    loop {
+        let reply = h.exec(&["HSCAN", "big", &cursor, "COUNT", "100"]);
+        let items = bulks(&reply);
+        cursor = String::from_utf8(items[0].clone()).unwrap();
+        for pair in items[1..].chunks(2) {
+            seen.insert(pair[0].clone());
+        }
+        // Fields removed mid-scan move others around; those that stay are all returned.
+        h.exec(&["HDEL", "big", &format!("f{}", 1990 - rounds * 3)]);
+        rounds += 1;
+        assert!(rounds < 100, "the scan ends");
+        if cursor == "0" {
+            break;
+        }
+    }
+    for i in 0..1700 {
+        assert!(seen.contains(format!("f{i}").as_bytes()), "f{i} missing");
+    }
+    // MATCH filters fields, COUNT bounds the work per call.
+    let reply = h.exec(&["HSCAN", "big", "0", "MATCH", "f1?", "COUNT", "5000"]);
+    let items = bulks(&reply);
+    assert_eq!(items[0], b"0");
+    assert_eq!(items.len() - 1, 20, "f10..f19, with their values");
+}
+
+#[test]
+fn hrandfield_counts_follow_redis() {
+    let mut h = H::new();
+    for i in 0..1000 {
+        h.exec(&["HSET", "big", &format!("f{i}"), "v"]);
+    }
+    for count in [1usize, 10, 499, 500, 501, 999] {
+        let fields = bulks(&h.exec(&["HRANDFIELD", "big", &count.to_string()]));
+        let distinct: std::collections::HashSet<_> = fields.iter().collect();
+        assert_eq!(
+            (fields.len(), distinct.len()),
+            (count, count),
+            "count {count}"
+        );
+    }
+    assert_eq!(bulks(&h.exec(&["HRANDFIELD", "big", "5000"])).len(), 1000);
+    assert_eq!(bulks(&h.exec(&["HRANDFIELD", "big", "-5000"])).len(), 5000);
+    assert_eq!(
+        bulks(&h.exec(&["HRANDFIELD", "big", "-7", "WITHVALUES"])).len(),
+        14
+    );
+    h.check(
+        "HRANDFIELD big -9223372036854775807",
+        "-ERR value is out of range\r\n",
+    );
+}
+
+#[test]
+fn a_hash_changed_after_watch_aborts_exec() {
+    let mut h = H::new();
+    h.check("HSET h a 1", &int(1));
+    h.check("WATCH h", OK);
+    h.node.engine.store.write(b"h", h.now, |slot| {
+        slot.edit_hash(|hash| (hash.insert(b"b", b"2"), true))
+    });
+    h.check("MULTI", OK);
+    h.check("HLEN h", "+QUEUED\r\n");
+    h.check("EXEC", "*-1\r\n");
+    h.check("WATCH h", OK);
+    h.check("MULTI", OK);
+    h.check("HLEN h", "+QUEUED\r\n");
+    h.check("EXEC", &format!("*1\r\n{}", int(2)));
+}

@@ -1,0 +1,410 @@
+//! Hash commands (Redis 7.2): HSET, HSETNX, HMSET, HGET, HMGET, HGETALL, HKEYS, HVALS, HDEL,
+//! HEXISTS, HLEN, HSTRLEN, HINCRBY, HINCRBYFLOAT, HRANDFIELD, HSCAN.
+//!
+//! Every command answers WRONGTYPE on a key of another type; a write that leaves a hash
+//! empty removes the key (`Slot::edit_hash`). Replies that list fields charge each item to
+//! the client's reply budget as they are built, so a huge hash stops at the output limit
+//! instead of growing an unbounded reply.
+
+use bytes::Bytes;
+use shoal_resp::{Protocol, Reply};
+use shoal_store::{glob_match, random_u64, Access, Entry, Hash, Kind, Slot};
+
+use super::{
+    err, int_arg, is, parse_f64, parse_i64, tri, wrong_arity, Ctx, ReplyBudget, ERR_NOT_FLOAT,
+    ERR_SYNTAX, ERR_WRONGTYPE,
+};
+
+/// The hash of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
+fn hash_of(e: Option<Entry<'_>>) -> Result<Option<&Hash>, Reply> {
+    match e {
+        None => Ok(None),
+        Some(e) => e.hash.map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+    }
+}
+
+/// WRONGTYPE unless the key is absent or a hash.
+fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
+    match slot.kind() {
+        None | Some(Kind::Hash) => Ok(()),
+        Some(_) => Err(err(ERR_WRONGTYPE)),
+    }
+}
+
+/// Runs `f` on the hash at `key` (`None`: absent) under its shard's lock, with the client's
+/// reply budget; WRONGTYPE for another type.
+fn with_hash(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: impl FnOnce(Option<&Hash>, &mut ReplyBudget) -> Reply,
+) -> Reply {
+    let engine = ctx.engine;
+    let budget = &mut ctx.session.budget;
+    engine
+        .store
+        .read(key, ctx.now_ms, Access::Read, |e| match hash_of(e) {
+            Ok(h) => f(h, budget),
+            Err(reply) => reply,
+        })
+}
+
+/// A bulk item charged to the budget; `None` once the budget is spent (the caller answers
+/// nil and the connection is closed at the output limit).
+fn charged(budget: &mut ReplyBudget, b: &[u8]) -> Option<Reply> {
+    budget
+        .charge(b.len())
+        .then(|| Reply::Bulk(Bytes::copy_from_slice(b)))
+}
+
+/// Field-value pairs as Redis answers them: a flat array in RESP2, a map in RESP3.
+fn pairs_reply(proto: Protocol, pairs: Vec<(Reply, Reply)>) -> Reply {
+    match proto {
+        Protocol::Resp3 => Reply::Map(pairs),
+        _ => Reply::Array(pairs.into_iter().flat_map(|(f, v)| [f, v]).collect()),
+    }
+}
+
+/// HSET and HMSET: field-value pairs after the key; the number of new fields.
+fn set_pairs(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<i64, Reply> {
+    if args.len() < 4 || !args.len().is_multiple_of(2) {
+        return Err(wrong_arity(name));
+    }
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        check_slot(slot)?;
+        Ok(slot.edit_hash(|h| {
+            let longest = args[2..].iter().map(|a| a.len()).max().unwrap_or(0);
+            h.prepare(args.len() / 2 - 1, longest);
+            let added = args[2..]
+                .chunks_exact(2)
+                .filter(|p| h.insert(&p[0], &p[1]))
+                .count();
+            (added as i64, true)
+        }))
+    })
+}
+
+pub fn hset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Reply::Int(tri!(set_pairs(ctx, args, "hset")))
+}
+
+pub fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    tri!(set_pairs(ctx, args, "hmset"));
+    Reply::ok()
+}
+
+pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        let set = slot.edit_hash(|h| {
+            let fresh = h.get(&args[2]).is_none();
+            if fresh {
+                h.insert(&args[2], &args[3]);
+            }
+            (fresh, fresh)
+        });
+        Reply::Int(i64::from(set))
+    })
+}
+
+pub fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_hash(ctx, &args[1], |h, _| {
+        h.and_then(|h| h.get(&args[2]))
+            .map_or(Reply::Nil, |v| Reply::Bulk(Bytes::copy_from_slice(v)))
+    })
+}
+
+pub fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_hash(ctx, &args[1], |h, budget| {
+        let mut out = Vec::with_capacity(args.len() - 2);
+        for f in &args[2..] {
+            match h.and_then(|h| h.get(f)) {
+                Some(v) => match charged(budget, v) {
+                    Some(r) => out.push(r),
+                    None => return Reply::Nil,
+                },
+                None => out.push(Reply::Nil),
+            }
+        }
+        Reply::Array(out)
+    })
+}
+
+pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let proto = ctx.session.proto;
+    with_hash(ctx, &args[1], |h, budget| {
+        let Some(h) = h else {
+            return pairs_reply(proto, Vec::new());
+        };
+        let mut pairs = Vec::with_capacity(h.len());
+        for (f, v) in h.iter() {
+            match (charged(budget, f), charged(budget, v)) {
+                (Some(f), Some(v)) => pairs.push((f, v)),
+                _ => return Reply::Nil,
+            }
+        }
+        pairs_reply(proto, pairs)
+    })
+}
+
+fn keys_or_values(ctx: &mut Ctx<'_>, key: &[u8], values: bool) -> Reply {
+    with_hash(ctx, key, |h, budget| {
+        let Some(h) = h else {
+            return Reply::Array(Vec::new());
+        };
+        let mut out = Vec::with_capacity(h.len());
+        for (f, v) in h.iter() {
+            match charged(budget, if values { v } else { f }) {
+                Some(r) => out.push(r),
+                None => return Reply::Nil,
+            }
+        }
+        Reply::Array(out)
+    })
+}
+
+pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    keys_or_values(ctx, &args[1], false)
+}
+
+pub fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    keys_or_values(ctx, &args[1], true)
+}
+
+pub fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return Reply::Int(0);
+        }
+        let removed = slot.edit_hash(|h| {
+            let n = args[2..].iter().filter(|f| h.remove(f)).count();
+            (n as i64, n > 0)
+        });
+        Reply::Int(removed)
+    })
+}
+
+pub fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_hash(ctx, &args[1], |h, _| {
+        Reply::Int(i64::from(h.is_some_and(|h| h.get(&args[2]).is_some())))
+    })
+}
+
+pub fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_hash(ctx, &args[1], |h, _| {
+        Reply::Int(h.map_or(0, Hash::len) as i64)
+    })
+}
+
+pub fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_hash(ctx, &args[1], |h, _| {
+        Reply::Int(h.and_then(|h| h.get(&args[2])).map_or(0, <[u8]>::len) as i64)
+    })
+}
+
+pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let by = tri!(int_arg(&args[3]));
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        slot.edit_hash(|h| {
+            let current = match h.get(&args[2]) {
+                None => 0,
+                Some(v) => match parse_i64(v) {
+                    Some(n) => n,
+                    None => return (err("ERR hash value is not an integer"), false),
+                },
+            };
+            let Some(next) = current.checked_add(by) else {
+                return (err("ERR increment or decrement would overflow"), false);
+            };
+            let mut digits = [0u8; 20];
+            h.insert(&args[2], shoal_resp::format_int(next, &mut digits));
+            (Reply::Int(next), true)
+        })
+    })
+}
+
+pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let Some(by) = parse_f64(&args[3]) else {
+        return err(ERR_NOT_FLOAT);
+    };
+    if !by.is_finite() {
+        return err("ERR value is NaN or Infinity");
+    }
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        slot.edit_hash(|h| {
+            let current = match h.get(&args[2]) {
+                None => 0.0,
+                Some(v) => match parse_f64(v).filter(|f| f.is_finite()) {
+                    Some(n) => n,
+                    None => return (err("ERR hash value is not a float"), false),
+                },
+            };
+            let next = current + by;
+            if !next.is_finite() {
+                return (err("ERR increment would produce NaN or Infinity"), false);
+            }
+            let text = super::string::format_float(next);
+            h.insert(&args[2], text.as_bytes());
+            (Reply::bulk(text), true)
+        })
+    })
+}
+
+/// A random index below `n` (`n > 0`).
+fn random_below(n: usize) -> usize {
+    (random_u64() % n as u64) as usize
+}
+
+/// HRANDFIELD key [count [WITHVALUES]].
+pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let proto = ctx.session.proto;
+    if args.len() == 2 {
+        return with_hash(ctx, &args[1], |h, _| match h.filter(|h| !h.is_empty()) {
+            Some(h) => h
+                .nth(random_below(h.len()))
+                .map_or(Reply::Nil, |(f, _)| Reply::Bulk(Bytes::copy_from_slice(f))),
+            None => Reply::Nil,
+        });
+    }
+    let count = tri!(int_arg(&args[2]));
+    let with_values = match args.get(3) {
+        None => false,
+        Some(a) if args.len() == 4 && is(a, "WITHVALUES") => true,
+        Some(_) => return err(ERR_SYNTAX),
+    };
+    if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return err("ERR value is out of range");
+    }
+    with_hash(ctx, &args[1], |h, budget| {
+        let Some(h) = h.filter(|_| count != 0) else {
+            return Reply::Array(Vec::new());
+        };
+        let len = h.len();
+        // Which entries, by index: with repeats for a negative count, else distinct ones
+        // (all of them when the count reaches the size).
+        let picks: Box<dyn Iterator<Item = usize>> = if count < 0 {
+            let n = count.unsigned_abs();
+            Box::new((0..n).map(|_| random_below(len)))
+        } else if count as u64 >= len as u64 {
+            Box::new(0..len)
+        } else {
+            Box::new(distinct(len, count as usize).into_iter())
+        };
+        // A listpack is walked once, not once per pick.
+        let packed: Option<Vec<(&[u8], &[u8])>> =
+            (h.encoding() == "listpack").then(|| h.iter().collect());
+        let mut out = Vec::new();
+        for i in picks {
+            let pair = match &packed {
+                Some(all) => all.get(i).copied(),
+                None => h.nth(i),
+            };
+            let Some((f, v)) = pair else { continue };
+            let Some(field) = charged(budget, f) else {
+                return Reply::Nil;
+            };
+            if !with_values {
+                out.push(field);
+                continue;
+            }
+            let Some(value) = charged(budget, v) else {
+                return Reply::Nil;
+            };
+            match proto {
+                Protocol::Resp3 => out.push(Reply::Array(vec![field, value])),
+                _ => out.extend([field, value]),
+            }
+        }
+        Reply::Array(out)
+    })
+}
+
+/// `count` distinct indexes below `len` (`count < len`), in random order: a partial
+/// Fisher-Yates shuffle over the smaller of the picked and the left-out sets.
+fn distinct(len: usize, count: usize) -> Vec<usize> {
+    use std::collections::HashSet;
+    let (want, invert) = if count * 2 <= len {
+        (count, false)
+    } else {
+        (len - count, true)
+    };
+    let mut chosen = HashSet::with_capacity(want);
+    while chosen.len() < want {
+        chosen.insert(random_below(len));
+    }
+    if invert {
+        (0..len).filter(|i| !chosen.contains(i)).collect()
+    } else {
+        chosen.into_iter().collect()
+    }
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count]. A listpack hash answers whole with
+/// cursor 0, as Redis's does; a table's cursor counts the entries still to visit from the
+/// end, so a field present throughout the scan is returned (removals move the last entry,
+/// already visited, into the hole).
+pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let Some(cursor) = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        return err("ERR invalid cursor");
+    };
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let Some(value) = args.get(i + 1) else {
+            return err(ERR_SYNTAX);
+        };
+        if is(&args[i], "COUNT") {
+            let n = tri!(int_arg(value));
+            if n < 1 {
+                return err(ERR_SYNTAX);
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX).min(1 << 20);
+        } else if is(&args[i], "MATCH") {
+            pattern = Some(&value[..]).filter(|p| *p != b"*");
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 2;
+    }
+    with_hash(ctx, &args[1], |h, budget| {
+        let Some(h) = h else {
+            return scan_reply(0, Vec::new());
+        };
+        let len = h.len();
+        let (picked, next): (Pairs<'_>, usize) = if h.encoding() == "listpack" {
+            (Box::new(h.iter()), 0)
+        } else {
+            let left = match usize::try_from(cursor) {
+                Ok(0) => len,
+                Ok(c) => c.min(len),
+                Err(_) => len,
+            };
+            let from = left.saturating_sub(count);
+            (Box::new((from..left).rev().filter_map(|i| h.nth(i))), from)
+        };
+        let mut out = Vec::new();
+        for (f, v) in picked {
+            if pattern.is_some_and(|p| !glob_match(p, f, false)) {
+                continue;
+            }
+            match (charged(budget, f), charged(budget, v)) {
+                (Some(f), Some(v)) => out.extend([f, v]),
+                _ => return Reply::Nil,
+            }
+        }
+        scan_reply(next as u64, out)
+    })
+}
+
+/// Fields and values, from whichever walk a reply takes.
+type Pairs<'a> = Box<dyn Iterator<Item = (&'a [u8], &'a [u8])> + 'a>;
+
+fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
+    Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(items)])
+}
