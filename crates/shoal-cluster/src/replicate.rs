@@ -209,27 +209,35 @@ async fn send_batch(
 pub type Acks = Vec<oneshot::Receiver<Ack>>;
 
 /// After a write ran here: queues the resulting state of each of `keys` for the key's other
-/// copies. With `want_ack`, returns one receiver per queued state (resolved once the replica
-/// answered); a dropped state's receiver resolves at once with an error.
+/// copies under `view` (the view the command was routed under) and under `now` (the view
+/// current after it ran). With `want_ack`, returns one receiver per state queued for a copy
+/// under `view` (resolved once the replica answered; a dropped state's receiver resolves at
+/// once with an error); a copy that only `now` names gets the state without an ack awaited,
+/// as its own view may still lag and refuse it. Sending to both closes a race with the
+/// hand-off: a slot the hand-off under `now` already streamed to a new copy would otherwise
+/// never carry this write there.
 pub fn replicate_keys<'a>(
     node: &Server,
     view: &View,
+    now: &View,
     stats: &ClusterStats,
     keys: impl Iterator<Item = &'a Bytes>,
     now_ms: u64,
     want_ack: bool,
 ) -> Acks {
     let mut acks = Vec::new();
-    if view.placement.width() < 2 {
+    if view.placement.width() < 2 && now.placement.width() < 2 {
         return acks;
     }
+    let same = std::ptr::eq(view, now) || view.id == now.id;
     for key in keys {
-        let owners = view.owners(key_slot(key));
+        let slot = key_slot(key);
         let state = node.engine.store.key_state(key, now_ms);
         if state == KeyState::Absent {
             continue;
         }
-        for &m in owners.iter().filter(|&&m| m != view.me) {
+        let routed = view.owners(slot);
+        for &m in routed.iter().filter(|&&m| m != view.me) {
             let Some(peer) = view.peer(m) else { continue };
             let ack = if want_ack {
                 let (tx, rx) = oneshot::channel();
@@ -243,6 +251,28 @@ pub fn replicate_keys<'a>(
                     key: key.clone(),
                     state: state.clone(),
                     ack,
+                },
+                stats,
+            );
+        }
+        if same {
+            continue;
+        }
+        let routed_to = |n: &crate::NodeInfo| {
+            routed
+                .iter()
+                .any(|&m| view.nodes[usize::from(m)].same_incarnation(n))
+        };
+        for &m in now.owners(slot).iter().filter(|&&m| m != now.me) {
+            if routed_to(&now.nodes[usize::from(m)]) {
+                continue;
+            }
+            let Some(peer) = now.peer(m) else { continue };
+            peer.repl.push(
+                ReplItem {
+                    key: key.clone(),
+                    state: state.clone(),
+                    ack: None,
                 },
                 stats,
             );

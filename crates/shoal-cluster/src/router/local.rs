@@ -28,6 +28,7 @@ use crate::{handoff, Cluster, Server, View};
 pub fn run_here(
     node: &Server,
     cluster: &Cluster,
+    view: &View,
     session: &mut Session,
     spec: &CommandSpec,
     args: &[Bytes],
@@ -46,20 +47,22 @@ pub fn run_here(
         })
     });
     let reply = cmd::run(node, session, spec, args, now_ms, scope);
-    // The copies to send to are those of the view current now, after the write, not of
-    // the one the command was routed under (it may have waited for a fetch since):
-    // a hand-off that started under a newer view may have streamed the slot before this
-    // write, and would never send it to the slot's new copies.
-    let view = &*cluster.view_now();
-    if view.placement.width() < 2 {
+    // The copies to send to are those of the view the command was routed under (their acks
+    // are awaited) and of the view current now, after the write (it may have changed while
+    // the command waited for a fetch, or since its batch was read): a hand-off that started
+    // under the newer view may have streamed the slot before this write, and would never
+    // send it to the slot's new copies.
+    let now_view = cluster.view_now();
+    if view.placement.width() < 2 && now_view.placement.width() < 2 {
         return (reply, Vec::new());
     }
     let want_ack = cluster.write_ack == WriteAck::All;
+    let stats = &cluster.stats;
     let acks = match &queued {
-        Some(keys) => replicate_keys(node, view, &cluster.stats, keys.iter(), now_ms, want_ack),
+        Some(keys) => replicate_keys(node, view, &now_view, stats, keys.iter(), now_ms, want_ack),
         None if spec.flags & flag::WRITE != 0 => {
             let keys = spec.key_positions(args.len()).map(|i| &args[i]);
-            replicate_keys(node, view, &cluster.stats, keys, now_ms, want_ack)
+            replicate_keys(node, view, &now_view, stats, keys, now_ms, want_ack)
         }
         None => Vec::new(),
     };
@@ -111,7 +114,7 @@ pub fn run_owned(
             }));
         }
     }
-    let (reply, acks) = run_here(node, cluster, session, spec, args, now_ms, None);
+    let (reply, acks) = run_here(node, cluster, view, session, spec, args, now_ms, None);
     with_acks(reply, session.proto, acks, cluster.timeouts.half)
 }
 
@@ -195,7 +198,7 @@ pub fn serve_command(
         Prepared::Done(reply) => (reply, Vec::new()),
         Prepared::Run(spec) => {
             let scope = scope.as_ref().map(|s| s as &dyn SlotScope);
-            run_here(node, cluster, &mut session, spec, args, now_ms, scope)
+            run_here(node, cluster, view, &mut session, spec, args, now_ms, scope)
         }
     };
     let reply = if session.budget.exceeded() {

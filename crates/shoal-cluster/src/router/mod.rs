@@ -103,7 +103,7 @@ fn dispatch_now(
     };
     match decided.get() {
         ClusterRule::ReadHere => {
-            let (reply, _) = run_here(node, cluster, session, spec, args, now_ms, None);
+            let (reply, _) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             Outcome::Reply(reply)
         }
         ClusterRule::Local => {
@@ -119,7 +119,16 @@ fn dispatch_now(
                 view.clone(),
             );
             let scope: &dyn SlotScope = &scope;
-            let (reply, _) = run_here(node, cluster, session, spec, args, now_ms, Some(scope));
+            let (reply, _) = run_here(
+                node,
+                cluster,
+                &view,
+                session,
+                spec,
+                args,
+                now_ms,
+                Some(scope),
+            );
             Outcome::Reply(reply)
         }
         ClusterRule::Route | ClusterRule::Moved { .. } | ClusterRule::CrossSlot => {
@@ -324,7 +333,7 @@ fn route(
     let view = cluster.view();
     match plan(&view.placement, view.me, cluster.standing(), spec, args) {
         Plan::Here => {
-            let (reply, acks) = run_here(node, cluster, session, spec, args, now_ms, None);
+            let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             with_acks(reply, proto, acks, cluster.timeouts.half)
         }
         Plan::Owned => run_owned(node, cluster, &view, session, spec, args, now_ms),
@@ -391,7 +400,7 @@ fn exec(
         }
     };
     let Some(tx) = session.multi.as_ref() else {
-        return Outcome::Reply(run_here(node, cluster, session, spec, args, now_ms, None).0);
+        return Outcome::Reply(run_here(node, cluster, &view, session, spec, args, now_ms, None).0);
     };
     // While unsettled, a transaction touching keys still on their way here runs command by
     // command (each fetches first), like one across owners.
@@ -405,7 +414,7 @@ fn exec(
     if tx.dirty || (tx.queue.iter().all(runs_here) && (settled || !tx.queue.iter().any(arriving))) {
         // Every queued command runs here: as EXEC on a single node, the queued writes
         // replicated after it.
-        let (reply, acks) = run_here(node, cluster, session, spec, args, now_ms, None);
+        let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
         return with_acks(reply, session.proto, acks, cluster.timeouts.half);
     }
     let tx = session.multi.take().expect("checked above");
