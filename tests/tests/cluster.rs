@@ -436,10 +436,10 @@ fn a_crashed_node_loses_nothing_that_had_a_copy() {
     assert_eq!(info_field(&mut c, "shoal_members"), "3");
 }
 
-/// Hashes are placed, forwarded and replicated like strings: written through any node,
-/// held by two, read back whole through any node after their owner crashed.
+/// Hashes and sets are placed, forwarded and replicated like strings: written through any
+/// node, held by two, read back whole through any node after their owner crashed.
 #[test]
-fn hashes_have_two_copies_and_survive_their_owners_crash() {
+fn hashes_and_sets_have_two_copies_and_survive_their_owners_crash() {
     let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
     let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
     for i in 0..KEYS {
@@ -462,6 +462,18 @@ fn hashes_have_two_copies_and_survive_their_owners_crash() {
             .unwrap();
         let _: i64 = redis::cmd("HDEL").arg(&k).arg("b").query(via).unwrap();
         assert_eq!(holders(&mut clients, &k), 2, "{k}");
+        let s = format!("set:{i}");
+        let via = &mut clients[(i + 1) % 3];
+        let added: i64 = redis::cmd("SADD")
+            .arg(&s)
+            .arg(i)
+            .arg("x")
+            .arg("y")
+            .query(via)
+            .unwrap();
+        assert_eq!(added, 3);
+        let _: i64 = redis::cmd("SREM").arg(&s).arg("y").query(via).unwrap();
+        assert_eq!(holders(&mut clients, &s), 2, "{s}");
     }
     // A table-sized hash, one field changed after it was replicated.
     let mut c = cluster.members[0].client();
@@ -497,6 +509,15 @@ fn hashes_have_two_copies_and_survive_their_owners_crash() {
             );
             let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
             assert_eq!(t, "hash");
+            let s = format!("set:{i}");
+            let mut members: Vec<String> = redis::cmd("SMEMBERS").arg(&s).query(&mut c).unwrap();
+            members.sort();
+            assert_eq!(
+                members,
+                vec![i.to_string(), "x".to_string()],
+                "{s} via {}",
+                m.name
+            );
         }
         let n: i64 = redis::cmd("HLEN").arg("big").query(&mut c).unwrap();
         assert_eq!(n, 2000, "via {}", m.name);

@@ -7,7 +7,9 @@
 //! element starts with `!`:
 //! - `["!raw", bytes, n]`: write `bytes` as they are, then read `n` replies;
 //! - `["!closed"]`: the server must have closed the connection;
-//! - `["!scanall", args...]`: a full `SCAN 0 args...` iteration, compared as a sorted key set.
+//! - `["!scanall", args...]`: a full `SCAN 0 args...` iteration, compared as a sorted key set;
+//! - `["!sorted", args...]`: a command whose reply is an array or a set in no set order
+//!   (SMEMBERS of a hashtable, SINTER, ...), compared with its elements sorted.
 //!
 //! `KEYS` replies are compared as sorted sets (Redis's order is unspecified). `CLIENT REPLY
 //! OFF|SKIP` are followed: no reply is read where Redis sends none.
@@ -292,13 +294,13 @@ impl Conn {
     }
 }
 
-/// The elements of an array reply, each as its raw bytes.
+/// The elements of an array (or RESP3 set) reply, each as its raw bytes; `None` for a nil.
 fn array_elements(reply: &[u8]) -> Option<Vec<Vec<u8>>> {
-    if reply.first() != Some(&b'*') {
+    if !matches!(reply.first(), Some(b'*' | b'~')) {
         return None;
     }
     let eol = find_crlf(reply, 0)?;
-    let n = parse_len(&reply[1..eol]).ok()?;
+    let n = parse_len(&reply[1..eol]).ok().filter(|&n| n >= 0)?;
     let mut p = eol + 2;
     let mut out = Vec::new();
     for _ in 0..n.max(0) {
@@ -315,7 +317,7 @@ fn sorted_array(reply: Vec<u8>) -> Vec<u8> {
         return reply;
     };
     elems.sort();
-    let mut out = format!("*{}\r\n", elems.len()).into_bytes();
+    let mut out = format!("{}{}\r\n", char::from(reply[0]), elems.len()).into_bytes();
     for e in elems {
         out.extend_from_slice(&e);
     }
@@ -381,6 +383,10 @@ fn run_case(addr: SocketAddr, resp3: bool, case: Case) -> Vec<(String, String)> 
                 }
             }
             "!closed" => out.push((label, c.closed())),
+            "!sorted" => {
+                c.send(&multibulk(&step[1..]));
+                out.push((label, obs(c.read_reply().map(sorted_array))));
+            }
             "!scanall" => {
                 let mut cursor = "0".to_string();
                 let mut keys = Vec::new();
@@ -1275,6 +1281,199 @@ const HASHES: &[Case] = &[
         &["TYPE", "h2"],
         &["!scanall", "TYPE", "hash"],
         &["!scanall", "TYPE", "string"],
+    ],
+];
+
+const SETS: &[Case] = &[
+    &[
+        &["SADD", "s", "3", "1", "2", "1"],
+        &["SMEMBERS", "s"],
+        &["OBJECT", "ENCODING", "s"],
+        &["TYPE", "s"],
+        &["SCARD", "s"],
+        &["SISMEMBER", "s", "2"],
+        &["SISMEMBER", "s", "02"],
+        &["SISMEMBER", "s", "x"],
+        &["SMISMEMBER", "s", "1", "x", "3"],
+        &["SMISMEMBER", "missing", "1", "2"],
+        &["SREM", "s", "2", "7"],
+        &["SMEMBERS", "s"],
+        &[
+            "SADD",
+            "s",
+            "-5",
+            "9223372036854775807",
+            "-9223372036854775808",
+        ],
+        &["SMEMBERS", "s"],
+        &["SADD", "s", "a"],
+        &["!sorted", "SMEMBERS", "s"],
+        &["SCARD", "s"],
+        &[
+            "SREM",
+            "s",
+            "1",
+            "3",
+            "-5",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "a",
+        ],
+        &["EXISTS", "s"],
+        &["SMEMBERS", "missing"],
+        &["SCARD", "missing"],
+        &["SREM", "missing", "a"],
+        &["SISMEMBER", "missing", "a"],
+    ],
+    &[
+        &["SADD", "s"],
+        &["SREM", "s"],
+        &["SCARD"],
+        &["SISMEMBER", "s"],
+        &["SMOVE", "a", "b"],
+        &["SET", "str", "x"],
+        &["SADD", "str", "a"],
+        &["SREM", "str", "a"],
+        &["SMEMBERS", "str"],
+        &["SISMEMBER", "str", "a"],
+        &["SMISMEMBER", "str", "a"],
+        &["SCARD", "str"],
+        &["SPOP", "str"],
+        &["SRANDMEMBER", "str"],
+        &["SSCAN", "str", "0"],
+        &["SADD", "set", "m"],
+        &["GET", "set"],
+        &["HGET", "set", "m"],
+        &["HSET", "set", "f", "v"],
+        &["TYPE", "set"],
+    ],
+    &[
+        &["SADD", "one", "only"],
+        &["SPOP", "one", "-1"],
+        &["SPOP", "one", "x"],
+        &["SPOP", "one", "1", "2"],
+        &["SPOP", "one", "0"],
+        &["SRANDMEMBER", "one"],
+        &["SRANDMEMBER", "one", "-3"],
+        &["SRANDMEMBER", "one", "5"],
+        &["SRANDMEMBER", "one", "0"],
+        &["SRANDMEMBER", "one", "1", "2"],
+        &["SRANDMEMBER", "missing"],
+        &["SRANDMEMBER", "missing", "3"],
+        &["SPOP", "missing"],
+        &["SPOP", "missing", "3"],
+        &["SPOP", "one"],
+        &["EXISTS", "one"],
+        &["SADD", "ints", "5", "1", "3"],
+        &["SRANDMEMBER", "ints", "10"],
+        &["SPOP", "ints", "10"],
+        &["EXISTS", "ints"],
+        &["SADD", "strs", "b", "a", "c"],
+        &["!sorted", "SRANDMEMBER", "strs", "3"],
+        &["!sorted", "SPOP", "strs", "5"],
+        &["EXISTS", "strs"],
+    ],
+    &[
+        &["SADD", "{t}a", "1", "2", "3", "x"],
+        &["SADD", "{t}b", "2", "3", "4", "x", "y"],
+        &["SADD", "{t}c", "3", "x", "z"],
+        &["!sorted", "SINTER", "{t}a", "{t}b"],
+        &["!sorted", "SINTER", "{t}a", "{t}b", "{t}c"],
+        &["SINTER", "{t}a", "{t}missing"],
+        &["!sorted", "SUNION", "{t}a", "{t}b", "{t}missing"],
+        &["!sorted", "SDIFF", "{t}a", "{t}b"],
+        &["!sorted", "SDIFF", "{t}b", "{t}a", "{t}c"],
+        &["SDIFF", "{t}missing", "{t}a"],
+        &["SINTERSTORE", "{t}d", "{t}a", "{t}b"],
+        &["!sorted", "SMEMBERS", "{t}d"],
+        &["SUNIONSTORE", "{t}d", "{t}a", "{t}c"],
+        &["SCARD", "{t}d"],
+        &["SDIFFSTORE", "{t}d", "{t}a", "{t}a"],
+        &["EXISTS", "{t}d"],
+        &["SET", "{t}str", "x"],
+        &["SINTER", "{t}a", "{t}str"],
+        &["SINTER", "{t}missing", "{t}str"],
+        &["SUNION", "{t}missing", "{t}str"],
+        &["SDIFF", "{t}a", "{t}str"],
+        &["SINTERSTORE", "{t}str", "{t}a", "{t}b"],
+        &["TYPE", "{t}str"],
+        &["SADD", "{t}i1", "1", "2", "3"],
+        &["SADD", "{t}i2", "2", "3", "4"],
+        &["SINTERSTORE", "{t}i3", "{t}i1", "{t}i2"],
+        &["SMEMBERS", "{t}i3"],
+        &["OBJECT", "ENCODING", "{t}i3"],
+        &["SMOVE", "{t}i1", "{t}i2", "1"],
+        &["SMOVE", "{t}i1", "{t}i2", "1"],
+        &["SMEMBERS", "{t}i1"],
+        &["SMEMBERS", "{t}i2"],
+        &["SMOVE", "{t}i1", "{t}new", "2"],
+        &["SMEMBERS", "{t}new"],
+        &["SMOVE", "{t}i1", "{t}i1", "3"],
+        &["SMOVE", "{t}i1", "{t}str", "3"],
+        &["SMOVE", "{t}str", "{t}i1", "3"],
+        &["SMOVE", "{t}missing", "{t}str", "3"],
+        &["SMOVE", "{t}i1", "{t}new", "3"],
+        &["EXISTS", "{t}i1"],
+    ],
+    &[
+        &[
+            "SADD", "big", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12",
+            "13", "14", "15", "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26",
+            "27", "28", "29", "30", "31", "32", "33", "34", "35", "36", "37", "38", "39", "40",
+            "41", "42", "43", "44", "45", "46", "47", "48", "49", "50", "51", "52", "53", "54",
+            "55", "56", "57", "58", "59", "60", "61", "62", "63", "64", "65", "66", "67", "68",
+            "69", "70", "71", "72", "73", "74", "75", "76", "77", "78", "79", "80", "81", "82",
+            "83", "84", "85", "86", "87", "88", "89", "90", "91", "92", "93", "94", "95", "96",
+            "97", "98", "99", "100", "101", "102", "103", "104", "105", "106", "107", "108", "109",
+            "110", "111", "112", "113", "114", "115", "116", "117", "118", "119", "120", "121",
+            "122", "123", "124", "125", "126", "127", "128", "129", "130", "131", "132", "133",
+            "134", "135", "136", "137", "138", "139", "140", "141", "142", "143", "144", "145",
+            "146", "147", "148", "149", "150", "151", "152", "153", "154", "155", "156", "157",
+            "158", "159", "160", "161", "162", "163", "164", "165", "166", "167", "168", "169",
+            "170", "171", "172", "173", "174", "175", "176", "177", "178", "179", "180", "181",
+            "182", "183", "184", "185", "186", "187", "188", "189", "190", "191", "192", "193",
+            "194", "195", "196", "197", "198", "199", "200", "201", "202", "203", "204", "205",
+            "206", "207", "208", "209", "210", "211", "212", "213", "214", "215", "216", "217",
+            "218", "219", "220", "221", "222", "223", "224", "225", "226", "227", "228", "229",
+            "230", "231", "232", "233", "234", "235", "236", "237", "238", "239", "240", "241",
+            "242", "243", "244", "245", "246", "247", "248", "249", "250", "251", "252", "253",
+            "254", "255", "256", "257", "258", "259", "260", "261", "262", "263", "264", "265",
+            "266", "267", "268", "269", "270", "271", "272", "273", "274", "275", "276", "277",
+            "278", "279", "280", "281", "282", "283", "284", "285", "286", "287", "288", "289",
+            "290", "291", "292", "293", "294", "295", "296", "297", "298", "299", "300", "301",
+            "302", "303", "304", "305", "306", "307", "308", "309", "310", "311", "312", "313",
+            "314", "315", "316", "317", "318", "319", "320", "321", "322", "323", "324", "325",
+            "326", "327", "328", "329", "330", "331", "332", "333", "334", "335", "336", "337",
+            "338", "339", "340", "341", "342", "343", "344", "345", "346", "347", "348", "349",
+            "350", "351", "352", "353", "354", "355", "356", "357", "358", "359", "360", "361",
+            "362", "363", "364", "365", "366", "367", "368", "369", "370", "371", "372", "373",
+            "374", "375", "376", "377", "378", "379", "380", "381", "382", "383", "384", "385",
+            "386", "387", "388", "389", "390", "391", "392", "393", "394", "395", "396", "397",
+            "398", "399", "400", "401", "402", "403", "404", "405", "406", "407", "408", "409",
+            "410", "411", "412", "413", "414", "415", "416", "417", "418", "419", "420", "421",
+            "422", "423", "424", "425", "426", "427", "428", "429", "430", "431", "432", "433",
+            "434", "435", "436", "437", "438", "439", "440", "441", "442", "443", "444", "445",
+            "446", "447", "448", "449", "450", "451", "452", "453", "454", "455", "456", "457",
+            "458", "459", "460", "461", "462", "463", "464", "465", "466", "467", "468", "469",
+            "470", "471", "472", "473", "474", "475", "476", "477", "478", "479", "480", "481",
+            "482", "483", "484", "485", "486", "487", "488", "489", "490", "491", "492", "493",
+            "494", "495", "496", "497", "498", "499", "500", "501", "502", "503", "504", "505",
+            "506", "507", "508", "509", "510", "511", "512", "513", "514",
+        ],
+        &["SCARD", "big"],
+        &["OBJECT", "ENCODING", "big"],
+        &["SADD", "mid", "1", "2"],
+        &["OBJECT", "ENCODING", "mid"],
+        &["SSCAN", "mid", "0"],
+        &["SSCAN", "mid", "0", "MATCH", "1*"],
+        &["SSCAN", "mid", "x"],
+        &["SSCAN", "mid", "0", "COUNT", "0"],
+        &["SSCAN", "missing", "0"],
+        &["RENAME", "mid", "mid2"],
+        &["SMEMBERS", "mid2"],
+        &["COPY", "mid2", "mid3"],
+        &["SMEMBERS", "mid3"],
+        &["!scanall", "TYPE", "set"],
     ],
 ];
 
@@ -2243,6 +2442,16 @@ fn hashes_match_redis() {
 #[test]
 fn hashes_match_redis_through_a_cluster_node() {
     run_family_in_cluster("hashes", HASHES);
+}
+
+#[test]
+fn sets_match_redis() {
+    run_family("sets", SETS);
+}
+
+#[test]
+fn sets_match_redis_through_a_cluster_node() {
+    run_family_in_cluster("sets", SETS);
 }
 
 #[test]

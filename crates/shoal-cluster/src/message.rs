@@ -61,6 +61,8 @@ const TAG_LIVE: u8 = 1;
 const TAG_DELETED: u8 = 2;
 /// A live hash: TAG_LIVE's layout, the value in `Hash::encode`'s form.
 const TAG_LIVE_HASH: u8 = 3;
+/// A live set: TAG_LIVE's layout, the value in `Set::encode`'s form.
+const TAG_LIVE_SET: u8 = 4;
 
 /// Which slots a fan-out asks about (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -307,6 +309,7 @@ fn encode_stamped<'a>(
                 b.put_u8(match kind {
                     Kind::String => TAG_LIVE,
                     Kind::Hash => TAG_LIVE_HASH,
+                    Kind::Set => TAG_LIVE_SET,
                 });
                 b.put_u64(*version);
                 b.put_u32(key.len() as u32);
@@ -470,15 +473,15 @@ pub fn decode_request(
                 }
                 let key = r.bytes(key_len)?;
                 let state = match tag {
-                    TAG_LIVE | TAG_LIVE_HASH => {
+                    TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET => {
                         let flags = r.u32()?;
                         let expire_at_ms = r.u64()?;
                         let len = r.u32()? as usize;
                         KeyState::Live {
-                            kind: if tag == TAG_LIVE {
-                                Kind::String
-                            } else {
-                                Kind::Hash
+                            kind: match tag {
+                                TAG_LIVE => Kind::String,
+                                TAG_LIVE_HASH => Kind::Hash,
+                                _ => Kind::Set,
                             },
                             value: r.bytes(len)?,
                             flags,

@@ -2,6 +2,7 @@
 
 use crate::hash::Hash;
 use crate::rng;
+use crate::set::Set;
 
 /// Bytes charged per entry on top of its key and value, for `used_memory` and `maxmemory`.
 ///
@@ -27,6 +28,7 @@ pub const MAX_KEY_LEN: usize = (HAS_FLAGS - 1) as usize;
 pub enum Kind {
     String,
     Hash,
+    Set,
 }
 
 impl Kind {
@@ -35,6 +37,7 @@ impl Kind {
         match self {
             Kind::String => "string",
             Kind::Hash => "hash",
+            Kind::Set => "set",
         }
     }
 }
@@ -43,12 +46,68 @@ impl Kind {
 /// key. 16 bytes either way (the enum's tag lives in the slice pointer's niche).
 enum Data {
     Bytes(Box<[u8]>),
-    Hash(Box<HashItem>),
+    Coll(Box<CollItem>),
 }
 
-struct HashItem {
+struct CollItem {
     key: Box<[u8]>,
-    hash: Hash,
+    value: Collection,
+}
+
+/// A value that is not a string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Collection {
+    Hash(Hash),
+    Set(Set),
+}
+
+impl Collection {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Collection::Hash(_) => Kind::Hash,
+            Collection::Set(_) => Kind::Set,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Collection::Hash(h) => h.is_empty(),
+            Collection::Set(s) => s.is_empty(),
+        }
+    }
+
+    /// Redis's name for its encoding (OBJECT ENCODING).
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Collection::Hash(h) => h.encoding(),
+            Collection::Set(s) => s.encoding(),
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Collection::Hash(h) => h.heap_bytes(),
+            Collection::Set(s) => s.heap_bytes(),
+        }
+    }
+
+    /// The replication form ([`Hash::encode`], [`Set::encode`]).
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Collection::Hash(h) => h.encode(),
+            Collection::Set(s) => s.encode(),
+        }
+    }
+
+    /// The collection of `kind` in its replication form, or `None` when it does not decode
+    /// (or `kind` is a string).
+    pub fn decode(kind: Kind, b: &[u8]) -> Option<Collection> {
+        match kind {
+            Kind::Hash => Hash::decode(b).map(Collection::Hash),
+            Kind::Set => Set::decode(b).map(Collection::Set),
+            Kind::String => None,
+        }
+    }
 }
 
 /// One stored key. A string's single heap allocation holds the key bytes, then (only when
@@ -108,17 +167,17 @@ impl Item {
         }
     }
 
-    pub(crate) fn new_hash(
+    pub(crate) fn new_coll(
         key: &[u8],
-        hash: Hash,
+        value: Collection,
         expire_at_ms: u64,
         access: u32,
         version: u64,
     ) -> Item {
         Item {
-            data: Data::Hash(Box::new(HashItem {
+            data: Data::Coll(Box::new(CollItem {
                 key: key.into(),
-                hash,
+                value,
             })),
             meta: 0,
             access,
@@ -138,7 +197,7 @@ impl Item {
     pub(crate) fn key(&self) -> &[u8] {
         match &self.data {
             Data::Bytes(b) => &b[..self.key_len()],
-            Data::Hash(h) => &h.key,
+            Data::Coll(c) => &c.key,
         }
     }
 
@@ -146,38 +205,38 @@ impl Item {
     pub(crate) fn value(&self) -> &[u8] {
         match &self.data {
             Data::Bytes(b) => &b[self.value_start()..],
-            Data::Hash(_) => &[],
+            Data::Coll(_) => &[],
         }
     }
 
     pub(crate) fn kind(&self) -> Kind {
-        match self.data {
-            Data::Bytes(_) => Kind::String,
-            Data::Hash(_) => Kind::Hash,
-        }
-    }
-
-    pub(crate) fn hash(&self) -> Option<&Hash> {
         match &self.data {
-            Data::Hash(h) => Some(&h.hash),
+            Data::Bytes(_) => Kind::String,
+            Data::Coll(c) => c.value.kind(),
+        }
+    }
+
+    pub(crate) fn coll(&self) -> Option<&Collection> {
+        match &self.data {
+            Data::Coll(c) => Some(&c.value),
             Data::Bytes(_) => None,
         }
     }
 
-    pub(crate) fn hash_mut(&mut self) -> Option<&mut Hash> {
+    pub(crate) fn coll_mut(&mut self) -> Option<&mut Collection> {
         match &mut self.data {
-            Data::Hash(h) => Some(&mut h.hash),
+            Data::Coll(c) => Some(&mut c.value),
             Data::Bytes(_) => None,
         }
     }
 
-    /// Makes the item a hash (a replicated state of another type than the item's).
-    pub(crate) fn replace_with_hash(&mut self, hash: Hash) {
+    /// Makes the item the collection `value` (a replicated state, RENAME, COPY, a STORE).
+    pub(crate) fn replace_with_coll(&mut self, value: Collection) {
         match &mut self.data {
-            Data::Hash(h) => h.hash = hash,
+            Data::Coll(c) => c.value = value,
             Data::Bytes(_) => {
                 let key = self.key().into();
-                self.data = Data::Hash(Box::new(HashItem { key, hash }));
+                self.data = Data::Coll(Box::new(CollItem { key, value }));
                 self.meta = 0;
             }
         }
@@ -186,14 +245,14 @@ impl Item {
     /// The string bytes to edit: a collection becomes an empty string first (callers check
     /// the type before; this only keeps a missed check from panicking).
     fn bytes_mut(&mut self) -> &mut Box<[u8]> {
-        if let Data::Hash(h) = &self.data {
-            let (data, meta) = build(&h.key, 0, b"");
+        if let Data::Coll(c) = &self.data {
+            let (data, meta) = build(&c.key, 0, b"");
             self.data = Data::Bytes(data);
             self.meta = meta;
         }
         match &mut self.data {
             Data::Bytes(b) => b,
-            Data::Hash(_) => unreachable!("made a string above"),
+            Data::Coll(_) => unreachable!("made a string above"),
         }
     }
 
@@ -225,7 +284,7 @@ impl Item {
             charge: self.charge(),
             access: self.access,
             kind: self.kind(),
-            hash: self.hash(),
+            coll: self.coll(),
         }
     }
 
@@ -237,8 +296,8 @@ impl Item {
     pub(crate) fn charge(&self) -> u64 {
         let heap = match &self.data {
             Data::Bytes(b) => b.len(),
-            Data::Hash(h) => {
-                std::mem::size_of::<HashItem>() + 16 + h.key.len() + h.hash.heap_bytes()
+            Data::Coll(c) => {
+                std::mem::size_of::<CollItem>() + 16 + c.key.len() + c.value.heap_bytes()
             }
         };
         (heap + ENTRY_OVERHEAD) as u64

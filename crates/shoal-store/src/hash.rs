@@ -177,8 +177,20 @@ impl Hash {
     /// Sets `field` to `value`; true if the field is new. A field already there keeps its
     /// place in a listpack, as Redis's does.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        self.insert_limited(field, value, LISTPACK_ENTRIES, LISTPACK_VALUE)
+    }
+
+    /// [`Hash::insert`] with a listpack's limits given (a set's members live in a hash with
+    /// empty values, under the set's limits).
+    pub(crate) fn insert_limited(
+        &mut self,
+        field: &[u8],
+        value: &[u8],
+        max_entries: usize,
+        max_len: usize,
+    ) -> bool {
         if let Repr::Packed { buf, count } = &mut self.repr {
-            let small = field.len() <= LISTPACK_VALUE && value.len() <= LISTPACK_VALUE;
+            let small = field.len() <= max_len && value.len() <= max_len;
             let found = packed(buf)
                 .find(|(f, ..)| *f == field)
                 .map(|(.., s, e)| (s, e));
@@ -192,7 +204,7 @@ impl Hash {
                     buf.splice(start..end, pair);
                     return false;
                 }
-                None if small && (*count as usize) < LISTPACK_ENTRIES => {
+                None if small && (*count as usize) < max_entries => {
                     put_varint(buf, field.len());
                     buf.extend_from_slice(field);
                     put_varint(buf, value.len());

@@ -40,6 +40,7 @@ mod entry;
 mod evict;
 mod hash;
 mod rng;
+mod set;
 mod shard;
 mod store;
 mod tombstone;
@@ -47,10 +48,11 @@ mod tombstone;
 #[cfg(test)]
 mod tests;
 
-pub use entry::{Kind, ENTRY_OVERHEAD, MAX_KEY_LEN};
+pub use entry::{Collection, Kind, ENTRY_OVERHEAD, MAX_KEY_LEN};
 pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
 pub use hash::{Hash, LISTPACK_ENTRIES, LISTPACK_VALUE};
 pub use rng::{random_u64, set_seed_source};
+pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, SLOTS};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};

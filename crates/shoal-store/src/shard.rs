@@ -158,11 +158,11 @@ impl Shard {
         self.used += item.charge();
     }
 
-    /// Makes the item at `idx` a hash, with `version`.
-    pub(crate) fn replace_hash(&mut self, idx: usize, hash: crate::Hash, version: u64) {
+    /// Makes the item at `idx` the collection `value`, with `version`.
+    pub(crate) fn replace_coll(&mut self, idx: usize, value: crate::Collection, version: u64) {
         let item = &mut self.items[idx];
         self.used -= item.charge();
-        item.replace_with_hash(hash);
+        item.replace_with_coll(value);
         item.version = version;
         self.used += item.charge();
     }

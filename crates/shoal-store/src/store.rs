@@ -8,10 +8,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use bytes::Bytes;
 use foldhash::fast::FixedState;
 
+use crate::entry::Collection;
 use crate::entry::{Clock, Item, Kind};
 use crate::evict::{evict_one, EvictionPolicy, Victim};
 use crate::hash::Hash;
 use crate::rng;
+use crate::set::Set;
 use crate::shard::{shard_of_slot, Shard, SHARDS};
 use crate::slot::{key_slot, SLOTS};
 
@@ -69,8 +71,26 @@ pub struct Entry<'a> {
     pub access: u32,
     /// The value's type; `value` is empty for a collection.
     pub kind: Kind,
+    /// The value, for a collection.
+    pub coll: Option<&'a Collection>,
+}
+
+impl<'a> Entry<'a> {
     /// The value, for a hash.
-    pub hash: Option<&'a Hash>,
+    pub fn hash(&self) -> Option<&'a Hash> {
+        match self.coll {
+            Some(Collection::Hash(h)) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The value, for a set.
+    pub fn set(&self) -> Option<&'a Set> {
+        match self.coll {
+            Some(Collection::Set(s)) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// What the store knows of one key, for replication: an owner reads it with
@@ -84,7 +104,7 @@ pub struct Entry<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyState {
     /// A live key. `expire_at_ms`: Unix ms, 0 = no TTL. `value`: a string's bytes, or a
-    /// collection in its replication form ([`Hash::encode`]).
+    /// collection in its replication form ([`Collection::encode`]).
     Live {
         kind: Kind,
         value: Bytes,
@@ -220,61 +240,112 @@ impl Slot<'_> {
         self.idx.map(|i| self.shard.items[i].kind())
     }
 
-    /// The key's hash, if it is one.
-    pub fn hash(&self) -> Option<&Hash> {
-        self.idx.and_then(|i| self.shard.items[i].hash())
+    /// The key's collection, if it holds one.
+    pub fn coll(&self) -> Option<&Collection> {
+        self.idx.and_then(|i| self.shard.items[i].coll())
     }
 
-    /// Edits the key's hash, creating an empty one (no TTL) when the key is absent; the
-    /// caller checked that the key is absent or a hash. `f` says whether it changed the hash:
-    /// only a change takes a new version (WATCH and replication see it), and a hash left
-    /// empty removes the key, as Redis removes empty collections.
-    pub fn edit_hash<R>(&mut self, f: impl FnOnce(&mut Hash) -> (R, bool)) -> R {
+    /// The key's hash, if it is one.
+    pub fn hash(&self) -> Option<&Hash> {
+        match self.coll() {
+            Some(Collection::Hash(h)) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The key's set, if it is one.
+    pub fn set_value(&self) -> Option<&Set> {
+        match self.coll() {
+            Some(Collection::Set(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Edits the key's collection, creating it with `create` (no TTL) when the key is absent;
+    /// the caller checked that the key is absent or of `create`'s kind (another value is
+    /// replaced rather than panicking). `f` says whether it changed the collection: only a
+    /// change takes a new version (WATCH and replication see it), and a collection left empty
+    /// removes the key, as Redis removes empty collections.
+    pub fn edit_coll<R>(
+        &mut self,
+        create: impl FnOnce() -> Collection,
+        f: impl FnOnce(&mut Collection) -> (R, bool),
+    ) -> R {
         let now = self.clock.now_ms;
         let Some(i) = self.idx else {
-            let mut h = Hash::new();
-            let (r, changed) = f(&mut h);
-            if changed && !h.is_empty() {
+            let mut c = create();
+            let (r, changed) = f(&mut c);
+            if changed && !c.is_empty() {
                 let version = self.shard.next_version(now);
-                let item = Item::new_hash(self.key, h, 0, self.clock.initial(), version);
+                let item = Item::new_coll(self.key, c, 0, self.clock.initial(), version);
                 self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
             }
             return r;
         };
-        if self.shard.items[i].hash().is_none() {
-            // Not a hash (the caller's check was missed): replaced rather than panicking.
+        let fresh = create();
+        if self.shard.items[i].kind() != fresh.kind() {
             let version = self.shard.next_version(now);
-            self.shard.replace_hash(i, Hash::new(), version);
+            self.shard.replace_coll(i, fresh, version);
         }
         let mut out = None;
         let mut changed = false;
         let edit = |item: &mut Item| {
-            let h = item.hash_mut().expect("made a hash above");
-            let (r, c) = f(h);
+            let c = item.coll_mut().expect("made a collection above");
+            let (r, c) = f(c);
             out = Some(r);
             changed = c;
         };
-        // The version changes only with the hash: edit under a copy of the accounting.
+        // The version changes only with the value: edit under a copy of the accounting.
         let before = self.shard.items[i].version;
         self.shard.edit(i, now, edit);
         let r = out.expect("the edit ran");
         if !changed {
             self.shard.items[i].version = before;
-        } else if self.shard.items[i].hash().is_some_and(Hash::is_empty) {
+        } else if self.shard.items[i].coll().is_some_and(Collection::is_empty) {
             self.remove();
         }
         r
     }
 
-    /// Create or replace the key's value with a hash, keeping its TTL (RENAME, COPY, and
-    /// restores keep or set TTLs themselves).
-    pub fn set_hash(&mut self, hash: Hash) {
+    /// [`Slot::edit_coll`] for a hash (an absent key starts empty).
+    pub fn edit_hash<R>(&mut self, f: impl FnOnce(&mut Hash) -> (R, bool)) -> R {
+        self.edit_coll(
+            || Collection::Hash(Hash::new()),
+            |c| match c {
+                Collection::Hash(h) => f(h),
+                _ => unreachable!("edit_coll made it a hash"),
+            },
+        )
+    }
+
+    /// [`Slot::edit_coll`] for a set (an absent key starts as `create` makes it).
+    pub fn edit_set<R>(
+        &mut self,
+        create: impl FnOnce() -> Set,
+        f: impl FnOnce(&mut Set) -> (R, bool),
+    ) -> R {
+        self.edit_coll(
+            || Collection::Set(create()),
+            |c| match c {
+                Collection::Set(s) => f(s),
+                _ => unreachable!("edit_coll made it a set"),
+            },
+        )
+    }
+
+    /// Create or replace the key's value with a collection, keeping its TTL (RENAME, COPY
+    /// and the STORE commands set TTLs themselves); an empty one removes the key.
+    pub fn set_coll(&mut self, value: Collection) {
+        if value.is_empty() {
+            self.remove();
+            return;
+        }
         let now = self.clock.now_ms;
         let version = self.shard.next_version(now);
         match self.idx {
-            Some(i) => self.shard.replace_hash(i, hash, version),
+            Some(i) => self.shard.replace_coll(i, value, version),
             None => {
-                let item = Item::new_hash(self.key, hash, 0, self.clock.initial(), version);
+                let item = Item::new_coll(self.key, value, 0, self.clock.initial(), version);
                 self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
             }
         }
@@ -425,7 +496,7 @@ impl Slot<'_> {
                             && item.value() == &value[..]
                             && item.flags() == *flags
                     }
-                    Payload::Hash(h) => item.hash() == Some(h),
+                    Payload::Coll(c) => item.coll() == Some(c),
                 };
                 if version < item.version
                     || (version == item.version && same && item.expire_at_ms == at)
@@ -436,7 +507,7 @@ impl Slot<'_> {
                     Payload::Str(value, flags) => {
                         self.shard.replace_value(i, value, Some(flags), version)
                     }
-                    Payload::Hash(h) => self.shard.replace_hash(i, h, version),
+                    Payload::Coll(c) => self.shard.replace_coll(i, c, version),
                 }
                 self.shard.set_expire(hasher, i, self.hash, at);
                 self.clock.touch(&mut self.shard.items[i].access);
@@ -453,8 +524,8 @@ impl Slot<'_> {
                     Payload::Str(value, flags) => {
                         Item::new(self.key, value, flags, at, self.clock.initial(), version)
                     }
-                    Payload::Hash(h) => {
-                        Item::new_hash(self.key, h, at, self.clock.initial(), version)
+                    Payload::Coll(c) => {
+                        Item::new_coll(self.key, c, at, self.clock.initial(), version)
                     }
                 };
                 self.idx = Some(self.shard.insert(hasher, self.hash, item));
@@ -486,15 +557,15 @@ impl Slot<'_> {
 /// A replicated live value, decoded.
 enum Payload<'a> {
     Str(&'a [u8], u32),
-    Hash(Hash),
+    Coll(Collection),
 }
 
 /// A live item's state for replication (its value copied out).
 fn live_state(item: &Item) -> KeyState {
     KeyState::Live {
         kind: item.kind(),
-        value: match item.hash() {
-            Some(h) => Bytes::from(h.encode()),
+        value: match item.coll() {
+            Some(c) => Bytes::from(c.encode()),
             None => Bytes::copy_from_slice(item.value()),
         },
         flags: item.flags(),
@@ -1075,8 +1146,8 @@ impl Store {
                 let payload = match kind {
                     Kind::String => Payload::Str(value, *flags),
                     // A collection that does not decode is no state at all: refused.
-                    Kind::Hash => Payload::Hash(match Hash::decode(value) {
-                        Some(h) => h,
+                    kind => Payload::Coll(match Collection::decode(*kind, value) {
+                        Some(c) => c,
                         None => return false,
                     }),
                 };

@@ -1276,7 +1276,7 @@ fn hset(s: &Store, key: &[u8], field: &[u8], value: &[u8], now: u64) -> bool {
 
 fn hash_pairs(s: &Store, key: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
     s.read(key, 0, Access::Peek, |e| {
-        e.and_then(|e| e.hash)
+        e.and_then(|e| e.hash())
             .map(|h| h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
     })
 }

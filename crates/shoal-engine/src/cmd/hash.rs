@@ -19,7 +19,7 @@ use super::{
 fn hash_of(e: Option<Entry<'_>>) -> Result<Option<&Hash>, Reply> {
     match e {
         None => Ok(None),
-        Some(e) => e.hash.map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+        Some(e) => e.hash().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
     }
 }
 

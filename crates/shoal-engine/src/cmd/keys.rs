@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use shoal_resp::Reply;
-use shoal_store::{glob_match, key_slot, Access, Hash, Kind};
+use shoal_store::{glob_match, key_slot, Access, Collection, Kind};
 
 use super::{err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::engine::Engine;
@@ -170,13 +170,13 @@ type Carried = (Value, Option<u64>);
 
 enum Value {
     Str(Vec<u8>),
-    Hash(Hash),
+    Coll(Collection),
 }
 
 fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
     ctx.engine.store.write(key, ctx.now_ms, |slot| {
-        let value = match slot.hash() {
-            Some(h) => Value::Hash(h.clone()),
+        let value = match slot.coll() {
+            Some(c) => Value::Coll(c.clone()),
             None => Value::Str(slot.value()?.to_vec()),
         };
         let v = (value, slot.expire_at());
@@ -190,8 +190,8 @@ fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
 fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) {
     ctx.engine.store.write(key, ctx.now_ms, |slot| match value {
         Value::Str(v) => slot.set(&v, ttl),
-        Value::Hash(h) => {
-            slot.set_hash(h);
+        Value::Coll(c) => {
+            slot.set_coll(c);
             slot.set_expire(ttl);
         }
     });
@@ -464,7 +464,8 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let seen = store.read(&args[2], now, Access::Peek, |e| {
         e.map(|e| {
             (
-                e.hash.map_or_else(|| encoding(e.value), Hash::encoding),
+                e.coll
+                    .map_or_else(|| encoding(e.value), Collection::encoding),
                 e.access,
             )
         })

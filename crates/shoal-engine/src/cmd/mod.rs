@@ -16,6 +16,7 @@ mod keys;
 mod memcache;
 pub mod multi;
 mod server;
+mod set;
 mod string;
 #[cfg(test)]
 mod tests;
@@ -366,6 +367,23 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("hincrbyfloat", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", hash::hincrbyfloat),
     cmd!("hrandfield", -2, READONLY, (1, 1, 1), "hash", "6.2.0", "Returns one or more random fields from a hash.", hash::hrandfield),
     cmd!("hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", "Iterates over fields and values of a hash.", hash::hscan),
+    // sets
+    cmd!("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "set", "1.0.0", "Adds one or more members to a set. Creates the key if it doesn't exist.", set::sadd),
+    cmd!("srem", -3, WRITE | FAST, (1, 1, 1), "set", "1.0.0", "Removes one or more members from a set. Deletes the set if the last member was removed.", set::srem),
+    cmd!("smembers", 2, READONLY, (1, 1, 1), "set", "1.0.0", "Returns all members of a set.", set::smembers),
+    cmd!("sismember", 3, READONLY | FAST, (1, 1, 1), "set", "1.0.0", "Determines whether a member belongs to a set.", set::sismember),
+    cmd!("smismember", -3, READONLY | FAST, (1, 1, 1), "set", "6.2.0", "Determines whether multiple members belong to a set.", set::smismember),
+    cmd!("scard", 2, READONLY | FAST, (1, 1, 1), "set", "1.0.0", "Returns the number of members in a set.", set::scard),
+    cmd!("spop", -2, WRITE | FAST, (1, 1, 1), "set", "1.0.0", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", set::spop),
+    cmd!("srandmember", -2, READONLY, (1, 1, 1), "set", "1.0.0", "Get one or multiple random members from a set", set::srandmember),
+    cmd!("smove", 4, WRITE | FAST, (1, 2, 1), "set", "1.0.0", "Moves a member from one set to another.", set::smove),
+    cmd!("sscan", -3, READONLY, (1, 1, 1), "set", "2.8.0", "Iterates over members of a set.", set::sscan),
+    cmd!("sinter", -2, READONLY, (1, -1, 1), "set", "1.0.0", "Returns the intersect of multiple sets.", set::sinter),
+    cmd!("sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", "Stores the intersect of multiple sets in a key.", set::sinterstore),
+    cmd!("sunion", -2, READONLY, (1, -1, 1), "set", "1.0.0", "Returns the union of multiple sets.", set::sunion),
+    cmd!("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", "Stores the union of multiple sets in a key.", set::sunionstore),
+    cmd!("sdiff", -2, READONLY, (1, -1, 1), "set", "1.0.0", "Returns the difference of multiple sets.", set::sdiff),
+    cmd!("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", "Stores the difference of multiple sets in a key.", set::sdiffstore),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },

@@ -51,8 +51,8 @@ fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<Snapshot> {
 fn snapshot_at(node: &crate::engine::Engine, key: &[u8], now_ms: u64) -> Option<Snapshot> {
     node.store.read(key, now_ms, Access::Peek, |e| {
         e.map(|e| {
-            let contents = match e.hash {
-                Some(h) => Bytes::from(h.encode()),
+            let contents = match e.coll {
+                Some(c) => Bytes::from(c.encode()),
                 None => Bytes::copy_from_slice(e.value),
             };
             (e.kind, contents, e.expire_at_ms)

@@ -1190,3 +1190,117 @@ fn a_hash_changed_after_watch_aborts_exec() {
     h.check("HLEN h", "+QUEUED\r\n");
     h.check("EXEC", &format!("*1\r\n{}", int(2)));
 }
+
+#[test]
+fn set_commands_answer_in_resp2_and_resp3() {
+    let mut h = H::new();
+    h.check("SADD s 3 1 2", &int(3));
+    h.check(
+        "SMEMBERS s",
+        &format!("*3\r\n{}{}{}", bulk("1"), bulk("2"), bulk("3")),
+    );
+    h.check("OBJECT ENCODING s", &bulk("intset"));
+    h.check("SADD s b a", &int(2));
+    h.check("OBJECT ENCODING s", &bulk("listpack"));
+    h.check("TYPE s", "+set\r\n");
+    h.check(
+        "GET s",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    h.check(
+        "SPOP s -1",
+        "-ERR value is out of range, must be positive\r\n",
+    );
+    h.resp3();
+    h.check(
+        "SMEMBERS s",
+        &format!(
+            "~5\r\n{}{}{}{}{}",
+            bulk("1"),
+            bulk("2"),
+            bulk("3"),
+            bulk("b"),
+            bulk("a")
+        ),
+    );
+    h.check("SMEMBERS missing", "~0\r\n");
+    h.check("SPOP missing 2", "~0\r\n");
+    h.check("SRANDMEMBER missing 2", "*0\r\n");
+    h.check("SINTER s missing", "~0\r\n");
+    h.check("SREM s 1 2 3 a b", &int(5));
+    h.check("EXISTS s", &int(0));
+}
+
+#[test]
+fn spop_and_srandmember_counts_follow_redis() {
+    let mut h = H::new();
+    for i in 0..1000 {
+        h.exec(&["SADD", "big", &format!("m{i}")]);
+    }
+    h.check("OBJECT ENCODING big", &bulk("hashtable"));
+    for count in [1usize, 10, 499, 500, 501, 999] {
+        let members = bulks(&h.exec(&["SRANDMEMBER", "big", &count.to_string()]));
+        let distinct: std::collections::HashSet<_> = members.iter().collect();
+        assert_eq!(
+            (members.len(), distinct.len()),
+            (count, count),
+            "count {count}"
+        );
+    }
+    assert_eq!(bulks(&h.exec(&["SRANDMEMBER", "big", "-3000"])).len(), 3000);
+    let popped = bulks(&h.exec(&["SPOP", "big", "600"]));
+    let distinct: std::collections::HashSet<_> = popped.iter().collect();
+    assert_eq!(distinct.len(), 600);
+    h.check("SCARD big", &int(400));
+    for m in &popped {
+        let m = String::from_utf8(m.clone()).unwrap();
+        h.check(&format!("SISMEMBER big {m}"), &int(0));
+    }
+    assert_eq!(bulks(&h.exec(&["SPOP", "big", "1000"])).len(), 400);
+    h.check("EXISTS big", &int(0));
+}
+
+#[test]
+fn sscan_of_a_table_returns_every_member_that_stays() {
+    let mut h = H::new();
+    for i in 0..2000 {
+        h.exec(&["SADD", "big", &format!("m{i}")]);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = "0".to_string();
+    let mut rounds = 0;
+    loop {
+        let items = bulks(&h.exec(&["SSCAN", "big", &cursor, "COUNT", "100"]));
+        cursor = String::from_utf8(items[0].clone()).unwrap();
+        seen.extend(items[1..].iter().cloned());
+        h.exec(&["SREM", "big", &format!("m{}", 1990 - rounds * 3)]);
+        rounds += 1;
+        assert!(rounds < 100, "the scan ends");
+        if cursor == "0" {
+            break;
+        }
+    }
+    for i in 0..1700 {
+        assert!(seen.contains(format!("m{i}").as_bytes()), "m{i} missing");
+    }
+}
+
+#[test]
+fn set_algebra_copies_only_its_result() {
+    let mut h = H::new();
+    for i in 0..3000 {
+        h.exec(&["SADD", "{t}big", &i.to_string()]);
+    }
+    h.check("SADD {t}small 5 7 x 2999", &int(4));
+    h.check("SINTERSTORE {t}d {t}big {t}small", &int(3));
+    h.check(
+        "SMEMBERS {t}d",
+        &format!("*3\r\n{}{}{}", bulk("5"), bulk("7"), bulk("2999")),
+    );
+    h.check("OBJECT ENCODING {t}d", &bulk("intset"));
+    h.check("SDIFFSTORE {t}d {t}small {t}big", &int(1));
+    h.check("SMEMBERS {t}d", &format!("*1\r\n{}", bulk("x")));
+    h.check("SUNIONSTORE {t}d {t}small {t}big", &int(3001));
+    h.check("SDIFFSTORE {t}d {t}small {t}small", &int(0));
+    h.check("EXISTS {t}d", &int(0));
+}
