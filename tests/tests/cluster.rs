@@ -436,10 +436,11 @@ fn a_crashed_node_loses_nothing_that_had_a_copy() {
     assert_eq!(info_field(&mut c, "shoal_members"), "3");
 }
 
-/// Hashes and sets are placed, forwarded and replicated like strings: written through any
-/// node, held by two, read back whole through any node after their owner crashed.
+/// Hashes, sets and lists are placed, forwarded and replicated like strings: written
+/// through any node, held by two, read back whole through any node after their owner
+/// crashed.
 #[test]
-fn hashes_and_sets_have_two_copies_and_survive_their_owners_crash() {
+fn collections_have_two_copies_and_survive_their_owners_crash() {
     let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
     let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
     for i in 0..KEYS {
@@ -474,6 +475,18 @@ fn hashes_and_sets_have_two_copies_and_survive_their_owners_crash() {
         assert_eq!(added, 3);
         let _: i64 = redis::cmd("SREM").arg(&s).arg("y").query(via).unwrap();
         assert_eq!(holders(&mut clients, &s), 2, "{s}");
+        let l = format!("list:{i}");
+        let via = &mut clients[(i + 2) % 3];
+        let n: i64 = redis::cmd("RPUSH")
+            .arg(&l)
+            .arg("a")
+            .arg(i)
+            .arg("c")
+            .query(via)
+            .unwrap();
+        assert_eq!(n, 3);
+        let _: String = redis::cmd("LPOP").arg(&l).query(via).unwrap();
+        assert_eq!(holders(&mut clients, &l), 2, "{l}");
     }
     // A table-sized hash, one field changed after it was replicated.
     let mut c = cluster.members[0].client();
@@ -516,6 +529,19 @@ fn hashes_and_sets_have_two_copies_and_survive_their_owners_crash() {
                 members,
                 vec![i.to_string(), "x".to_string()],
                 "{s} via {}",
+                m.name
+            );
+            let l = format!("list:{i}");
+            let all: Vec<String> = redis::cmd("LRANGE")
+                .arg(&l)
+                .arg(0)
+                .arg(-1)
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(
+                all,
+                vec![i.to_string(), "c".to_string()],
+                "{l} via {}",
                 m.name
             );
         }

@@ -63,6 +63,8 @@ const TAG_DELETED: u8 = 2;
 const TAG_LIVE_HASH: u8 = 3;
 /// A live set: TAG_LIVE's layout, the value in `Set::encode`'s form.
 const TAG_LIVE_SET: u8 = 4;
+/// A live list: TAG_LIVE's layout, the value in `List::encode`'s form.
+const TAG_LIVE_LIST: u8 = 5;
 
 /// Which slots a fan-out asks about (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -310,6 +312,7 @@ fn encode_stamped<'a>(
                     Kind::String => TAG_LIVE,
                     Kind::Hash => TAG_LIVE_HASH,
                     Kind::Set => TAG_LIVE_SET,
+                    Kind::List => TAG_LIVE_LIST,
                 });
                 b.put_u64(*version);
                 b.put_u32(key.len() as u32);
@@ -473,7 +476,7 @@ pub fn decode_request(
                 }
                 let key = r.bytes(key_len)?;
                 let state = match tag {
-                    TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET => {
+                    TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET | TAG_LIVE_LIST => {
                         let flags = r.u32()?;
                         let expire_at_ms = r.u64()?;
                         let len = r.u32()? as usize;
@@ -481,7 +484,8 @@ pub fn decode_request(
                             kind: match tag {
                                 TAG_LIVE => Kind::String,
                                 TAG_LIVE_HASH => Kind::Hash,
-                                _ => Kind::Set,
+                                TAG_LIVE_SET => Kind::Set,
+                                _ => Kind::List,
                             },
                             value: r.bytes(len)?,
                             flags,

@@ -1,6 +1,7 @@
 //! The per-key record ([`Item`]) and its access clock ([`Clock`]: LRU or Redis-style LFU).
 
 use crate::hash::Hash;
+use crate::list::List;
 use crate::rng;
 use crate::set::Set;
 
@@ -29,6 +30,7 @@ pub enum Kind {
     String,
     Hash,
     Set,
+    List,
 }
 
 impl Kind {
@@ -38,6 +40,7 @@ impl Kind {
             Kind::String => "string",
             Kind::Hash => "hash",
             Kind::Set => "set",
+            Kind::List => "list",
         }
     }
 }
@@ -59,6 +62,7 @@ struct CollItem {
 pub enum Collection {
     Hash(Hash),
     Set(Set),
+    List(List),
 }
 
 impl Collection {
@@ -66,6 +70,7 @@ impl Collection {
         match self {
             Collection::Hash(_) => Kind::Hash,
             Collection::Set(_) => Kind::Set,
+            Collection::List(_) => Kind::List,
         }
     }
 
@@ -73,6 +78,7 @@ impl Collection {
         match self {
             Collection::Hash(h) => h.is_empty(),
             Collection::Set(s) => s.is_empty(),
+            Collection::List(l) => l.is_empty(),
         }
     }
 
@@ -81,6 +87,7 @@ impl Collection {
         match self {
             Collection::Hash(h) => h.encoding(),
             Collection::Set(s) => s.encoding(),
+            Collection::List(l) => l.encoding(),
         }
     }
 
@@ -88,14 +95,16 @@ impl Collection {
         match self {
             Collection::Hash(h) => h.heap_bytes(),
             Collection::Set(s) => s.heap_bytes(),
+            Collection::List(l) => l.heap_bytes(),
         }
     }
 
-    /// The replication form ([`Hash::encode`], [`Set::encode`]).
+    /// The replication form ([`Hash::encode`], [`Set::encode`], [`List::encode`]).
     pub fn encode(&self) -> Vec<u8> {
         match self {
             Collection::Hash(h) => h.encode(),
             Collection::Set(s) => s.encode(),
+            Collection::List(l) => l.encode(),
         }
     }
 
@@ -105,6 +114,7 @@ impl Collection {
         match kind {
             Kind::Hash => Hash::decode(b).map(Collection::Hash),
             Kind::Set => Set::decode(b).map(Collection::Set),
+            Kind::List => List::decode(b).map(Collection::List),
             Kind::String => None,
         }
     }

@@ -12,6 +12,7 @@ use crate::entry::Collection;
 use crate::entry::{Clock, Item, Kind};
 use crate::evict::{evict_one, EvictionPolicy, Victim};
 use crate::hash::Hash;
+use crate::list::List;
 use crate::rng;
 use crate::set::Set;
 use crate::shard::{shard_of_slot, Shard, SHARDS};
@@ -88,6 +89,14 @@ impl<'a> Entry<'a> {
     pub fn set(&self) -> Option<&'a Set> {
         match self.coll {
             Some(Collection::Set(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value, for a list.
+    pub fn list(&self) -> Option<&'a List> {
+        match self.coll {
+            Some(Collection::List(l)) => Some(l),
             _ => None,
         }
     }
@@ -329,6 +338,17 @@ impl Slot<'_> {
             |c| match c {
                 Collection::Set(s) => f(s),
                 _ => unreachable!("edit_coll made it a set"),
+            },
+        )
+    }
+
+    /// [`Slot::edit_coll`] for a list (an absent key starts empty).
+    pub fn edit_list<R>(&mut self, f: impl FnOnce(&mut List) -> (R, bool)) -> R {
+        self.edit_coll(
+            || Collection::List(List::new()),
+            |c| match c {
+                Collection::List(l) => f(l),
+                _ => unreachable!("edit_coll made it a list"),
             },
         )
     }

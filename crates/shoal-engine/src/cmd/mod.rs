@@ -13,6 +13,7 @@ mod conn;
 mod docs;
 mod hash;
 mod keys;
+mod list;
 mod memcache;
 pub mod multi;
 mod server;
@@ -384,6 +385,23 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", "Stores the union of multiple sets in a key.", set::sunionstore),
     cmd!("sdiff", -2, READONLY, (1, -1, 1), "set", "1.0.0", "Returns the difference of multiple sets.", set::sdiff),
     cmd!("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", "Stores the difference of multiple sets in a key.", set::sdiffstore),
+    // lists
+    cmd!("lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", list::lpush),
+    cmd!("rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", list::rpush),
+    cmd!("lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", "Prepends one or more elements to a list only when the list exists.", list::lpushx),
+    cmd!("rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", "Appends an element to a list only when the list exists.", list::rpushx),
+    cmd!("lpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", list::lpop),
+    cmd!("rpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", list::rpop),
+    cmd!("llen", 2, READONLY | FAST, (1, 1, 1), "list", "1.0.0", "Returns the length of a list.", list::llen),
+    cmd!("lrange", 4, READONLY, (1, 1, 1), "list", "1.0.0", "Returns a range of elements from a list.", list::lrange),
+    cmd!("lindex", 3, READONLY, (1, 1, 1), "list", "1.0.0", "Returns an element from a list by its index.", list::lindex),
+    cmd!("lset", 4, WRITE | DENYOOM, (1, 1, 1), "list", "1.0.0", "Sets the value of an element in a list by its index.", list::lset),
+    cmd!("lrem", 4, WRITE, (1, 1, 1), "list", "1.0.0", "Removes elements from a list. Deletes the list if the last element was removed.", list::lrem),
+    cmd!("ltrim", 4, WRITE, (1, 1, 1), "list", "1.0.0", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", list::ltrim),
+    cmd!("linsert", 5, WRITE | DENYOOM, (1, 1, 1), "list", "2.2.0", "Inserts an element before or after another element in a list.", list::linsert),
+    cmd!("lpos", -3, READONLY, (1, 1, 1), "list", "6.0.6", "Returns the index of matching elements in a list.", list::lpos),
+    cmd!("lmove", 5, WRITE | DENYOOM, (1, 2, 1), "list", "6.2.0", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", list::lmove),
+    cmd!("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", list::rpoplpush),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },

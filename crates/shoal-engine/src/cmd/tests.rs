@@ -1304,3 +1304,55 @@ fn set_algebra_copies_only_its_result() {
     h.check("SDIFFSTORE {t}d {t}small {t}small", &int(0));
     h.check("EXISTS {t}d", &int(0));
 }
+
+#[test]
+fn list_commands_answer_in_resp2_and_resp3() {
+    let mut h = H::new();
+    h.check("RPUSH l a b c", &int(3));
+    h.check("TYPE l", "+list\r\n");
+    h.check("OBJECT ENCODING l", &bulk("listpack"));
+    h.check("LPOP missing 2", "*-1\r\n");
+    h.check("LPOP l 0", "*0\r\n");
+    h.check(
+        "GET l",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    h.resp3();
+    h.check("LPOP missing 2", "_\r\n");
+    h.check("LPOP missing", "_\r\n");
+    h.check("RPOP l 2", &format!("*2\r\n{}{}", bulk("c"), bulk("b")));
+    h.check("LPOS l a COUNT 0", &format!("*1\r\n{}", int(0)));
+}
+
+#[test]
+fn a_long_list_spans_chunks_and_answers_by_index() {
+    let mut h = H::new();
+    let value = |i: usize| format!("{i:05}-{}", "x".repeat(i % 40));
+    for i in 0..10_000 {
+        h.exec(&["RPUSH", "l", &value(i)]);
+    }
+    h.check("OBJECT ENCODING l", &bulk("quicklist"));
+    h.check("LLEN l", &int(10_000));
+    for i in [0, 1, 4_999, 5_000, 9_998, 9_999] {
+        h.check(&format!("LINDEX l {i}"), &bulk(&value(i)));
+    }
+    h.check("LINDEX l -10000", &bulk(&value(0)));
+    let got = bulks(&h.exec(&["LRANGE", "l", "6000", "6099"]));
+    let want: Vec<Vec<u8>> = (6000..6100).map(|i| value(i).into_bytes()).collect();
+    assert_eq!(got, want);
+    h.check("LSET l 7000 changed", OK);
+    h.check("LINDEX l 7000", &bulk("changed"));
+    h.check(
+        &format!("LINSERT l BEFORE {} inserted", value(3000)),
+        &int(10_001),
+    );
+    h.check("LINDEX l 3000", &bulk("inserted"));
+    h.check("LREM l 0 inserted", &int(1));
+    h.check("LTRIM l 100 199", OK);
+    h.check("LLEN l", &int(100));
+    h.check("LINDEX l 0", &bulk(&value(100)));
+    h.check("OBJECT ENCODING l", &bulk("listpack"));
+    let popped = bulks(&h.exec(&["LPOP", "l", "1000"]));
+    assert_eq!(popped.len(), 100);
+    h.check("EXISTS l", &int(0));
+}

@@ -1,0 +1,439 @@
+//! List commands (Redis 7.2): LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP (with count), LLEN,
+//! LRANGE, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH.
+//!
+//! Every command answers WRONGTYPE on a key of another type; a list left empty is removed.
+//! Replies that list elements charge the client's reply budget per item as they are built.
+//! The blocking forms (BLPOP, BRPOP, BLMOVE, BLMPOP) and LMPOP are not here yet.
+
+use bytes::Bytes;
+use shoal_resp::Reply;
+use shoal_store::{Access, Entry, Kind, List, Slot};
+
+use super::{
+    err, int_arg, is, parse_i64, tri, Ctx, ReplyBudget, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
+};
+
+/// The list of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
+fn list_of(e: Option<Entry<'_>>) -> Result<Option<&List>, Reply> {
+    match e {
+        None => Ok(None),
+        Some(e) => e.list().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+    }
+}
+
+/// WRONGTYPE unless the key is absent or a list.
+fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
+    match slot.kind() {
+        None | Some(Kind::List) => Ok(()),
+        Some(_) => Err(err(ERR_WRONGTYPE)),
+    }
+}
+
+fn with_list(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: impl FnOnce(Option<&List>, &mut ReplyBudget) -> Reply,
+) -> Reply {
+    let engine = ctx.engine;
+    let budget = &mut ctx.session.budget;
+    engine
+        .store
+        .read(key, ctx.now_ms, Access::Read, |e| match list_of(e) {
+            Ok(l) => f(l, budget),
+            Err(reply) => reply,
+        })
+}
+
+fn charged(budget: &mut ReplyBudget, b: &[u8]) -> Option<Reply> {
+    budget
+        .charge(b.len())
+        .then(|| Reply::Bulk(Bytes::copy_from_slice(b)))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Left,
+    Right,
+}
+
+fn push(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, only_existing: bool) -> Reply {
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if only_existing && !slot.exists() {
+            return Reply::Int(0);
+        }
+        let len = slot.edit_list(|l| {
+            for v in &args[2..] {
+                match end {
+                    End::Left => l.push_front(v),
+                    End::Right => l.push_back(v),
+                }
+            }
+            (l.len() as i64, true)
+        });
+        Reply::Int(len)
+    })
+}
+
+pub fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Left, false)
+}
+
+pub fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Right, false)
+}
+
+pub fn lpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Left, true)
+}
+
+pub fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Right, true)
+}
+
+fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Reply {
+    let count = match args.len() {
+        2 => None,
+        3 => match parse_i64(&args[2]) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return err("ERR value is out of range, must be positive"),
+        },
+        _ => {
+            let name = if end == End::Left { "lpop" } else { "rpop" };
+            return super::wrong_arity(name);
+        }
+    };
+    let engine = ctx.engine;
+    let budget = &mut ctx.session.budget;
+    engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return match count {
+                None => Reply::Nil,
+                Some(_) => Reply::NilArray,
+            };
+        }
+        let take = |l: &mut List| match end {
+            End::Left => l.pop_front(),
+            End::Right => l.pop_back(),
+        };
+        match count {
+            None => slot.edit_list(|l| match take(l) {
+                Some(v) => (Reply::Bulk(Bytes::from(v)), true),
+                None => (Reply::Nil, false),
+            }),
+            Some(0) => Reply::Array(Vec::new()),
+            Some(n) => slot.edit_list(|l| {
+                let mut out = Vec::new();
+                for _ in 0..n.min(l.len() as u64) {
+                    let Some(v) = take(l) else { break };
+                    // Popped whatever the budget: the client is closed if the reply is too big.
+                    budget.charge(v.len());
+                    out.push(Reply::Bulk(Bytes::from(v)));
+                }
+                let reply = if budget.exceeded() {
+                    Reply::Nil
+                } else {
+                    Reply::Array(out)
+                };
+                (reply, true)
+            }),
+        }
+    })
+}
+
+pub fn lpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    pop(ctx, args, End::Left)
+}
+
+pub fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    pop(ctx, args, End::Right)
+}
+
+pub fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_list(ctx, &args[1], |l, _| {
+        Reply::Int(l.map_or(0, List::len) as i64)
+    })
+}
+
+/// Redis's index rules for a range over `len` elements: negative indexes count from the
+/// end, both ends inclusive, clamped; `None` when empty.
+fn range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 {
+        (start + len).max(0)
+    } else {
+        start
+    };
+    let end = if end < 0 { end + len } else { end.min(len - 1) };
+    (start <= end && start < len && end >= 0).then_some((start as usize, end as usize))
+}
+
+pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let start = tri!(int_arg(&args[2]));
+    let end = tri!(int_arg(&args[3]));
+    with_list(ctx, &args[1], |l, budget| {
+        let Some(l) = l else {
+            return Reply::Array(Vec::new());
+        };
+        let Some((s, e)) = range(l.len(), start, end) else {
+            return Reply::Array(Vec::new());
+        };
+        let mut out = Vec::with_capacity(e + 1 - s);
+        for v in l.range(s, e) {
+            match charged(budget, v) {
+                Some(r) => out.push(r),
+                None => return Reply::Nil,
+            }
+        }
+        Reply::Array(out)
+    })
+}
+
+/// An index argument against `len` elements: the position, or `None` out of range.
+fn index(len: usize, i: i64) -> Option<usize> {
+    let i = if i < 0 { i.checked_add(len as i64)? } else { i };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let i = tri!(int_arg(&args[2]));
+    with_list(ctx, &args[1], |l, _| {
+        l.and_then(|l| index(l.len(), i).and_then(|i| l.get(i)))
+            .map_or(Reply::Nil, |v| Reply::Bulk(Bytes::copy_from_slice(v)))
+    })
+}
+
+pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let i = tri!(int_arg(&args[2]));
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return err(ERR_NO_SUCH_KEY);
+        }
+        slot.edit_list(|l| match index(l.len(), i) {
+            Some(i) => {
+                l.set(i, &args[3]);
+                (Reply::ok(), true)
+            }
+            None => (err("ERR index out of range"), false),
+        })
+    })
+}
+
+pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let count = tri!(int_arg(&args[2]));
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return Reply::Int(0);
+        }
+        let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+        let removed = slot.edit_list(|l| {
+            let n = l.remove_matching(limit, count < 0, |e| e == &args[3][..]);
+            (n as i64, n > 0)
+        });
+        Reply::Int(removed)
+    })
+}
+
+pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let start = tri!(int_arg(&args[2]));
+    let end = tri!(int_arg(&args[3]));
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return Reply::ok();
+        }
+        slot.edit_list(|l| {
+            let keep = range(l.len(), start, end);
+            let changed = keep != Some((0, l.len().saturating_sub(1)));
+            if changed {
+                l.retain_range(keep);
+            }
+            (Reply::ok(), changed)
+        })
+    })
+}
+
+pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let after = if is(&args[2], "AFTER") {
+        true
+    } else if is(&args[2], "BEFORE") {
+        false
+    } else {
+        return err(ERR_SYNTAX);
+    };
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return Reply::Int(0);
+        }
+        slot.edit_list(|l| {
+            let Some(at) = l.iter().position(|e| e == &args[3][..]) else {
+                return (Reply::Int(-1), false);
+            };
+            l.insert(at + usize::from(after), &args[4]);
+            (Reply::Int(l.len() as i64), true)
+        })
+    })
+}
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len].
+pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut rank = 1i64;
+    let mut count: Option<usize> = None;
+    let mut maxlen = 0usize;
+    let mut i = 3;
+    while i < args.len() {
+        let Some(value) = args.get(i + 1) else {
+            return err(ERR_SYNTAX);
+        };
+        if is(&args[i], "RANK") {
+            rank = tri!(int_arg(value));
+            if rank == 0 {
+                return err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
+            }
+            if rank == i64::MIN {
+                return err("ERR value is out of range");
+            }
+        } else if is(&args[i], "COUNT") {
+            let n = tri!(int_arg(value));
+            if n < 0 {
+                return err("ERR COUNT can't be negative");
+            }
+            count = Some(usize::try_from(n).unwrap_or(usize::MAX));
+        } else if is(&args[i], "MAXLEN") {
+            let n = tri!(int_arg(value));
+            if n < 0 {
+                return err("ERR MAXLEN can't be negative");
+            }
+            maxlen = usize::try_from(n).unwrap_or(usize::MAX);
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 2;
+    }
+    with_list(ctx, &args[1], |l, _| {
+        let Some(l) = l else {
+            return match count {
+                Some(_) => Reply::Array(Vec::new()),
+                None => Reply::Nil,
+            };
+        };
+        let len = l.len();
+        let limit = if maxlen == 0 { len } else { maxlen.min(len) };
+        let positions: Box<dyn Iterator<Item = (usize, &[u8])>> = if rank > 0 {
+            Box::new(l.iter().enumerate().take(limit))
+        } else {
+            Box::new(
+                l.iter()
+                    .rev()
+                    .enumerate()
+                    .map(move |(k, e)| (len - 1 - k, e))
+                    .take(limit),
+            )
+        };
+        let skip = usize::try_from(rank.unsigned_abs() - 1).unwrap_or(usize::MAX);
+        let want = match count {
+            Some(0) => usize::MAX,
+            Some(n) => n,
+            None => 1,
+        };
+        let found: Vec<Reply> = positions
+            .filter(|(_, e)| *e == &args[2][..])
+            .skip(skip)
+            .take(want)
+            .map(|(i, _)| Reply::Int(i as i64))
+            .collect();
+        match count {
+            Some(_) => Reply::Array(found),
+            None => found.into_iter().next().unwrap_or(Reply::Nil),
+        }
+    })
+}
+
+fn side(arg: &[u8]) -> Option<End> {
+    if is(arg, "LEFT") {
+        Some(End::Left)
+    } else if is(arg, "RIGHT") {
+        Some(End::Right)
+    } else {
+        None
+    }
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT. Source and destination may sit in
+/// different store shards: the move is not atomic against a concurrent writer of the
+/// destination (as RENAME).
+pub fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (Some(from), Some(to)) = (side(&args[3]), side(&args[4])) else {
+        return err(ERR_SYNTAX);
+    };
+    move_generic(ctx, &args[1], &args[2], from, to)
+}
+
+pub fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    move_generic(ctx, &args[1], &args[2], End::Right, End::Left)
+}
+
+fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Reply {
+    let store = &ctx.engine.store;
+    let now = ctx.now_ms;
+    let kind_of = |k: &[u8]| store.read(k, now, Access::Peek, |e| e.map(|e| e.kind));
+    match kind_of(src) {
+        None => return Reply::Nil,
+        Some(Kind::List) => {}
+        Some(_) => return err(ERR_WRONGTYPE),
+    }
+    if kind_of(dst).is_some_and(|k| k != Kind::List) {
+        return err(ERR_WRONGTYPE);
+    }
+    let popped = store.write(src, now, |slot| {
+        if slot.kind() != Some(Kind::List) {
+            return None;
+        }
+        slot.edit_list(|l| {
+            let v = match from {
+                End::Left => l.pop_front(),
+                End::Right => l.pop_back(),
+            };
+            let changed = v.is_some();
+            (v, changed)
+        })
+    });
+    let Some(v) = popped else {
+        return Reply::Nil;
+    };
+    store.write(dst, now, |slot| {
+        slot.edit_list(|l| {
+            match to {
+                End::Left => l.push_front(&v),
+                End::Right => l.push_back(&v),
+            }
+            ((), true)
+        })
+    });
+    Reply::Bulk(Bytes::from(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_redis_index_rules() {
+        assert_eq!(range(5, 0, -1), Some((0, 4)));
+        assert_eq!(range(5, -2, -1), Some((3, 4)));
+        assert_eq!(range(5, -100, 1), Some((0, 1)));
+        assert_eq!(range(5, 3, 100), Some((3, 4)));
+        assert_eq!(range(5, 4, 3), None);
+        assert_eq!(range(5, 5, 10), None);
+        assert_eq!(range(5, 0, -6), None);
+        assert_eq!(range(0, 0, -1), None);
+        assert_eq!(index(3, -1), Some(2));
+        assert_eq!(index(3, -4), None);
+        assert_eq!(index(3, 3), None);
+        assert_eq!(index(3, i64::MIN), None);
+    }
+}

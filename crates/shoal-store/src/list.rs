@@ -1,0 +1,536 @@
+//! Redis's list value, kept as Redis's quicklist keeps it: a deque of packed chunks, each a
+//! buffer of length-prefixed elements of at most [`CHUNK_BYTES`] (a larger element has a
+//! chunk to itself). An element costs its bytes plus a one- or two-byte length, not an
+//! allocation of its own.
+//!
+//! Pushes and pops at either end touch one chunk; an index walks the chunks' counts, then
+//! one chunk. Edits in the middle (LSET, LINSERT, LREM, LTRIM) unpack the chunks they touch
+//! and pack them again. A chunk that stops being an end is shrunk to fit, so only the two
+//! end chunks keep spare capacity.
+//!
+//! `OBJECT ENCODING` says `listpack` while the list would fit one of Redis's listpack nodes
+//! (about [`CHUNK_BYTES`]: Redis's `list-max-listpack-size -2`) and `quicklist` beyond, back
+//! to `listpack` once under half of it, as Redis 7.2 converts.
+
+use std::collections::VecDeque;
+
+/// Bytes of a chunk (Redis's `list-max-listpack-size -2`: 8 KB nodes).
+pub const CHUNK_BYTES: usize = 8192;
+
+/// A list value (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub struct List {
+    chunks: VecDeque<Chunk>,
+    len: usize,
+    /// Σ of the chunks' buffer lengths.
+    bytes: usize,
+    /// Past a listpack's size once, until under half of it.
+    quicklist: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Chunk {
+    buf: Vec<u8>,
+    count: usize,
+}
+
+/// Equal when they hold the same elements in the same order (whatever the chunks).
+impl PartialEq for List {
+    fn eq(&self, other: &List) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for List {}
+
+fn varint_len(n: usize) -> usize {
+    let mut len = 1;
+    let mut n = n >> 7;
+    while n > 0 {
+        len += 1;
+        n >>= 7;
+    }
+    len
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn get_varint(b: &[u8]) -> (usize, usize) {
+    let mut n = 0usize;
+    for (i, &byte) in b.iter().enumerate() {
+        n |= usize::from(byte & 0x7F) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (n, i + 1);
+        }
+    }
+    unreachable!("varints in a list chunk are written whole")
+}
+
+fn entry_size(v: &[u8]) -> usize {
+    varint_len(v.len()) + v.len()
+}
+
+impl Chunk {
+    fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
+        let mut out = Vec::with_capacity(self.count);
+        let mut at = 0;
+        while at < self.buf.len() {
+            let (n, h) = get_varint(&self.buf[at..]);
+            out.push(&self.buf[at + h..at + h + n]);
+            at += h + n;
+        }
+        out.into_iter()
+    }
+
+    /// The byte range of element `i` (with its length prefix).
+    fn span(&self, i: usize) -> (usize, usize) {
+        let mut at = 0;
+        for _ in 0..i {
+            let (n, h) = get_varint(&self.buf[at..]);
+            at += h + n;
+        }
+        let (n, h) = get_varint(&self.buf[at..]);
+        (at, at + h + n)
+    }
+
+    fn get(&self, i: usize) -> &[u8] {
+        let (start, end) = self.span(i);
+        let (_, h) = get_varint(&self.buf[start..]);
+        &self.buf[start + h..end]
+    }
+
+    fn pack(elements: &[&[u8]]) -> Chunk {
+        let mut buf = Vec::with_capacity(elements.iter().map(|e| entry_size(e)).sum());
+        for e in elements {
+            put_varint(&mut buf, e.len());
+            buf.extend_from_slice(e);
+        }
+        Chunk {
+            buf,
+            count: elements.len(),
+        }
+    }
+}
+
+impl List {
+    pub fn new() -> List {
+        List::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Redis's name for the encoding (OBJECT ENCODING).
+    pub fn encoding(&self) -> &'static str {
+        if self.quicklist {
+            "quicklist"
+        } else {
+            "listpack"
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.capacity() * std::mem::size_of::<Chunk>()
+            + self.chunks.iter().map(|c| c.buf.capacity()).sum::<usize>()
+    }
+
+    fn note_size(&mut self) {
+        if self.bytes > CHUNK_BYTES {
+            self.quicklist = true;
+        } else if self.bytes < CHUNK_BYTES / 2 {
+            self.quicklist = false;
+        }
+    }
+
+    pub fn push_back(&mut self, v: &[u8]) {
+        let size = entry_size(v);
+        let fits = self
+            .chunks
+            .back()
+            .is_some_and(|c| c.buf.len() + size <= CHUNK_BYTES);
+        if !fits {
+            if let Some(last) = self.chunks.back_mut() {
+                last.buf.shrink_to_fit();
+            }
+            self.chunks.push_back(Chunk::default());
+        }
+        let c = self.chunks.back_mut().expect("a chunk at the back");
+        put_varint(&mut c.buf, v.len());
+        c.buf.extend_from_slice(v);
+        c.count += 1;
+        self.len += 1;
+        self.bytes += size;
+        self.note_size();
+    }
+
+    pub fn push_front(&mut self, v: &[u8]) {
+        let size = entry_size(v);
+        let fits = self
+            .chunks
+            .front()
+            .is_some_and(|c| c.buf.len() + size <= CHUNK_BYTES);
+        if !fits {
+            if let Some(first) = self.chunks.front_mut() {
+                first.buf.shrink_to_fit();
+            }
+            self.chunks.push_front(Chunk::default());
+        }
+        let c = self.chunks.front_mut().expect("a chunk at the front");
+        let mut entry = Vec::with_capacity(size);
+        put_varint(&mut entry, v.len());
+        entry.extend_from_slice(v);
+        c.buf.splice(0..0, entry);
+        c.count += 1;
+        self.len += 1;
+        self.bytes += size;
+        self.note_size();
+    }
+
+    pub fn pop_front(&mut self) -> Option<Vec<u8>> {
+        let c = self.chunks.front_mut()?;
+        let (start, end) = c.span(0);
+        let (_, h) = get_varint(&c.buf[start..]);
+        let v = c.buf[start + h..end].to_vec();
+        c.buf.drain(start..end);
+        c.count -= 1;
+        if c.count == 0 {
+            self.chunks.pop_front();
+        }
+        self.len -= 1;
+        self.bytes -= end - start;
+        self.note_size();
+        Some(v)
+    }
+
+    pub fn pop_back(&mut self) -> Option<Vec<u8>> {
+        let c = self.chunks.back_mut()?;
+        let (start, end) = c.span(c.count - 1);
+        let (_, h) = get_varint(&c.buf[start..]);
+        let v = c.buf[start + h..end].to_vec();
+        c.buf.truncate(start);
+        c.count -= 1;
+        if c.count == 0 {
+            self.chunks.pop_back();
+        }
+        self.len -= 1;
+        self.bytes -= end - start;
+        self.note_size();
+        Some(v)
+    }
+
+    /// The chunk holding element `i` (`i < len`) and the element's place in it.
+    fn locate(&self, mut i: usize) -> (usize, usize) {
+        // From whichever end is nearer.
+        if i < self.len / 2 {
+            for (ci, c) in self.chunks.iter().enumerate() {
+                if i < c.count {
+                    return (ci, i);
+                }
+                i -= c.count;
+            }
+        } else {
+            let mut from_end = self.len - 1 - i;
+            for (ci, c) in self.chunks.iter().enumerate().rev() {
+                if from_end < c.count {
+                    return (ci, c.count - 1 - from_end);
+                }
+                from_end -= c.count;
+            }
+        }
+        unreachable!("index {i} within the list's length")
+    }
+
+    /// Element `i` (`i < len`, else `None`).
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        if i >= self.len {
+            return None;
+        }
+        let (ci, at) = self.locate(i);
+        Some(self.chunks[ci].get(at))
+    }
+
+    /// Replaces element `i` (`i < len`); false when out of range.
+    pub fn set(&mut self, i: usize, v: &[u8]) -> bool {
+        if i >= self.len {
+            return false;
+        }
+        let (ci, at) = self.locate(i);
+        let mut elements: Vec<Vec<u8>> = self.chunks[ci].iter().map(<[u8]>::to_vec).collect();
+        elements[at] = v.to_vec();
+        self.replace_chunks(ci, 1, elements);
+        true
+    }
+
+    /// Inserts `v` before element `i` (`i <= len`).
+    pub fn insert(&mut self, i: usize, v: &[u8]) {
+        if i == 0 {
+            return self.push_front(v);
+        }
+        if i >= self.len {
+            return self.push_back(v);
+        }
+        let (ci, at) = self.locate(i);
+        let mut elements: Vec<Vec<u8>> = self.chunks[ci].iter().map(<[u8]>::to_vec).collect();
+        elements.insert(at, v.to_vec());
+        self.replace_chunks(ci, 1, elements);
+    }
+
+    /// Replaces `n` chunks from `ci` with `elements`, packed into chunks of at most
+    /// [`CHUNK_BYTES`].
+    fn replace_chunks(&mut self, ci: usize, n: usize, elements: Vec<Vec<u8>>) {
+        let removed: Vec<Chunk> = self.chunks.drain(ci..ci + n).collect();
+        for c in &removed {
+            self.len -= c.count;
+            self.bytes -= c.buf.len();
+        }
+        let mut packed = Vec::new();
+        let mut group: Vec<&[u8]> = Vec::new();
+        let mut size = 0;
+        for e in &elements {
+            let s = entry_size(e);
+            if !group.is_empty() && size + s > CHUNK_BYTES {
+                packed.push(Chunk::pack(&group));
+                group.clear();
+                size = 0;
+            }
+            group.push(e);
+            size += s;
+        }
+        if !group.is_empty() {
+            packed.push(Chunk::pack(&group));
+        }
+        for (k, c) in packed.into_iter().enumerate() {
+            self.len += c.count;
+            self.bytes += c.buf.len();
+            self.chunks.insert(ci + k, c);
+        }
+        self.note_size();
+    }
+
+    /// Keeps elements `start..=end` only (both within the list, `start <= end`), or none.
+    pub fn retain_range(&mut self, range: Option<(usize, usize)>) {
+        let Some((start, end)) = range else {
+            *self = List::new();
+            return;
+        };
+        let kept: Vec<Vec<u8>> = self
+            .iter()
+            .skip(start)
+            .take(end + 1 - start)
+            .map(<[u8]>::to_vec)
+            .collect();
+        let mut out = List::new();
+        for e in &kept {
+            out.push_back(e);
+        }
+        *self = out;
+    }
+
+    /// Removes the elements `matches` says yes to, at most `limit` (0: all) of them, from the
+    /// head (`from_tail` false) or the tail; how many went.
+    pub fn remove_matching(
+        &mut self,
+        limit: usize,
+        from_tail: bool,
+        mut matches: impl FnMut(&[u8]) -> bool,
+    ) -> usize {
+        let mut removed = 0;
+        let mut kept: Vec<Vec<u8>> = Vec::with_capacity(self.len);
+        let elements: Vec<&[u8]> = self.iter().collect();
+        let mut keep = vec![true; elements.len()];
+        let order: Box<dyn Iterator<Item = usize>> = if from_tail {
+            Box::new((0..elements.len()).rev())
+        } else {
+            Box::new(0..elements.len())
+        };
+        for i in order {
+            if (limit == 0 || removed < limit) && matches(elements[i]) {
+                keep[i] = false;
+                removed += 1;
+            }
+        }
+        if removed == 0 {
+            return 0;
+        }
+        for (e, k) in elements.iter().zip(&keep) {
+            if *k {
+                kept.push(e.to_vec());
+            }
+        }
+        let mut out = List::new();
+        for e in &kept {
+            out.push_back(e);
+        }
+        *self = out;
+        removed
+    }
+
+    /// The elements from the head.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
+        self.chunks.iter().flat_map(Chunk::iter)
+    }
+
+    /// Elements `start..=end` (within the list), walking only the chunks they are in.
+    pub fn range(&self, start: usize, end: usize) -> impl Iterator<Item = &[u8]> + '_ {
+        let (first, at) = if start < self.len {
+            self.locate(start)
+        } else {
+            (self.chunks.len(), 0)
+        };
+        self.chunks
+            .iter()
+            .skip(first)
+            .flat_map(Chunk::iter)
+            .skip(at)
+            .take((end + 1).saturating_sub(start))
+    }
+
+    /// The replication form: a 4-byte count, then each element with a 4-byte length.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.bytes + self.len * 4);
+        out.extend_from_slice(&(self.len as u32).to_be_bytes());
+        for e in self.iter() {
+            out.extend_from_slice(&(e.len() as u32).to_be_bytes());
+            out.extend_from_slice(e);
+        }
+        out
+    }
+
+    /// The list [`List::encode`] wrote, or `None` if `b` is not one.
+    pub fn decode(b: &[u8]) -> Option<List> {
+        let (count, mut rest) = b.split_first_chunk::<4>()?;
+        let count = u32::from_be_bytes(*count) as usize;
+        if count > rest.len() / 4 {
+            return None;
+        }
+        let mut list = List::new();
+        for _ in 0..count {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_be_bytes(*len) as usize;
+            if tail.len() < len {
+                return None;
+            }
+            let (e, tail) = tail.split_at(len);
+            list.push_back(e);
+            rest = tail;
+        }
+        rest.is_empty().then_some(list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn all(l: &List) -> Vec<Vec<u8>> {
+        l.iter().map(<[u8]>::to_vec).collect()
+    }
+
+    #[test]
+    fn chunks_fill_and_the_encoding_follows_the_size() {
+        let mut l = List::new();
+        for i in 0..100 {
+            l.push_back(format!("{i}").as_bytes());
+        }
+        assert_eq!(l.encoding(), "listpack");
+        assert_eq!(l.chunks.len(), 1);
+        for _ in 0..100 {
+            l.push_front(&[b'x'; 100]);
+        }
+        assert_eq!(l.encoding(), "quicklist");
+        assert!(l.chunks.len() > 1);
+        assert_eq!(l.get(100).unwrap(), b"0");
+        assert_eq!(l.get(199).unwrap(), b"99");
+        while l.len() > 10 {
+            l.pop_front();
+        }
+        assert_eq!(l.encoding(), "listpack");
+        // A large element has a chunk of its own.
+        l.push_back(&vec![b'y'; 3 * CHUNK_BYTES]);
+        assert_eq!(l.pop_back().unwrap().len(), 3 * CHUNK_BYTES);
+        let back = List::decode(&l.encode()).unwrap();
+        assert_eq!(all(&back), all(&l));
+        for cut in 0..l.encode().len() {
+            assert!(List::decode(&l.encode()[..cut]).is_none());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn behaves_as_a_deque(ops in prop::collection::vec((0u8..8, 0usize..400, 0usize..300), 1..400)) {
+            let mut l = List::new();
+            let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+            for (op, n, size) in ops {
+                let v = vec![b'a' + (n % 26) as u8; size];
+                match op {
+                    0 => { l.push_back(&v); model.push_back(v); }
+                    1 => { l.push_front(&v); model.push_front(v); }
+                    2 => prop_assert_eq!(l.pop_front(), model.pop_front()),
+                    3 => prop_assert_eq!(l.pop_back(), model.pop_back()),
+                    4 if !model.is_empty() => {
+                        let i = n % model.len();
+                        prop_assert!(l.set(i, &v));
+                        model[i] = v;
+                    }
+                    5 => {
+                        let i = n % (model.len() + 1);
+                        l.insert(i, &v);
+                        model.insert(i, v);
+                    }
+                    6 => {
+                        let want = b'a' + (n % 26) as u8;
+                        let removed = l.remove_matching(2, n % 2 == 0, |e| e.first() == Some(&want));
+                        let mut left = 2;
+                        let mut gone = 0;
+                        let idx: Vec<usize> = if n % 2 == 0 { (0..model.len()).rev().collect() } else { (0..model.len()).collect() };
+                        let mut drop = vec![false; model.len()];
+                        for i in idx {
+                            if left > 0 && model[i].first() == Some(&want) { drop[i] = true; left -= 1; gone += 1; }
+                        }
+                        let mut k = 0;
+                        model.retain(|_| { let d = drop[k]; k += 1; !d });
+                        prop_assert_eq!(removed, gone);
+                    }
+                    7 if !model.is_empty() => {
+                        let a = n % model.len();
+                        let b = (a + size) % model.len();
+                        let (s, e) = (a.min(b), a.max(b));
+                        l.retain_range(Some((s, e)));
+                        let kept: VecDeque<Vec<u8>> = model.iter().skip(s).take(e + 1 - s).cloned().collect();
+                        model = kept;
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(l.len(), model.len());
+            }
+            let got = all(&l);
+            let want: Vec<Vec<u8>> = model.iter().cloned().collect();
+            prop_assert_eq!(&got, &want);
+            for (i, want) in model.iter().enumerate() {
+                prop_assert_eq!(l.get(i), Some(&want[..]));
+            }
+            if !model.is_empty() {
+                let s = model.len() / 3;
+                let e = model.len() - 1;
+                let r: Vec<Vec<u8>> = l.range(s, e).map(<[u8]>::to_vec).collect();
+                prop_assert_eq!(r, want[s..=e].to_vec());
+            }
+            prop_assert_eq!(all(&List::decode(&l.encode()).unwrap()), want);
+        }
+    }
+}
