@@ -226,6 +226,51 @@ fn one_keyspace_for_both_protocols() {
     assert_eq!(size, 0);
 }
 
+/// A hash, set or list written through RESP is not a Memcached item: reads miss, edits find
+/// nothing, and only a plain write replaces it.
+#[test]
+fn a_collection_is_no_memcached_item() {
+    let node = node();
+    let mut s = raw(&node);
+    let mut con = node.client();
+    let _: i64 = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query(&mut con)
+        .unwrap();
+    let _: i64 = redis::cmd("EXPIRE")
+        .arg("h")
+        .arg(100)
+        .query(&mut con)
+        .unwrap();
+    exchange(&mut s, "get h\r\n", "END\r\n");
+    exchange(&mut s, "gat 0 h\r\n", "END\r\n");
+    exchange(&mut s, "append h 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    exchange(&mut s, "prepend h 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    exchange(&mut s, "incr h 1\r\n", "NOT_FOUND\r\n");
+    exchange(&mut s, "touch h 0\r\n", "NOT_FOUND\r\n");
+    exchange(&mut s, "mg h v T0\r\n", "EN\r\n");
+    exchange(&mut s, "mg h v N30\r\n", "EN\r\n");
+    exchange(&mut s, "ma h\r\n", "NF\r\n");
+    exchange(&mut s, "add h 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    // Untouched by all of the above: still a hash with its TTL.
+    let t: String = redis::cmd("TYPE").arg("h").query(&mut con).unwrap();
+    assert_eq!(t, "hash");
+    let ttl: i64 = con.ttl("h").unwrap();
+    assert!(ttl > 90, "{ttl}");
+    exchange(&mut s, "set h 0 0 1\r\nx\r\n", "STORED\r\n");
+    exchange(&mut s, "get h\r\n", "VALUE h 0 1\r\nx\r\nEND\r\n");
+    let _: i64 = redis::cmd("SADD")
+        .arg("s")
+        .arg("m")
+        .query(&mut con)
+        .unwrap();
+    exchange(&mut s, "delete s\r\n", "DELETED\r\n");
+    let n: i64 = redis::cmd("EXISTS").arg("s").query(&mut con).unwrap();
+    assert_eq!(n, 0);
+}
+
 #[test]
 fn meta_commands() {
     let node = node();

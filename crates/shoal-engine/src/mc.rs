@@ -248,8 +248,9 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
             noreply,
         } => {
             bump(&st.cmd_touch);
+            // A key of another type (a RESP collection) is not found, and keeps its TTL.
             let touched = store.write(&key, now, |slot| {
-                slot.exists() && slot.set_expire(expire_at(exptime, now))
+                slot.value().is_some() && slot.set_expire(expire_at(exptime, now))
             });
             let counters = (&st.touch_hits, &st.touch_misses);
             outcome(out, noreply, touched, counters, Status::Touched);
@@ -716,6 +717,14 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
     bump(&st.cmd_get);
     node.store.write(&key, now, |slot| {
         let mut won = false;
+        if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
+            // A RESP collection: a miss, neither touched nor replaced by a vivified item.
+            bump(&st.get_misses);
+            if !flags.has(b'q') {
+                write_meta(out, "EN", None, &miss_flags(flags, &key));
+            }
+            return;
+        }
         if !slot.exists() {
             bump(&st.get_misses);
             match vivify {
@@ -883,7 +892,10 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
     };
     let delta = delta.unwrap_or(1);
     node.store.write(&key, now, |slot| {
-        let code = if !slot.exists() {
+        let code = if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
+            // A RESP collection: not found, and not replaced by a vivified counter.
+            "NF"
+        } else if !slot.exists() {
             match vivify {
                 Some(t) => {
                     let start = initial.unwrap_or(0).to_string();

@@ -10,9 +10,10 @@
 //!   so a random field is one index away (HRANDFIELD) and a scan that walks the entries from
 //!   the end never misses one that stayed (HSCAN).
 //!
-//! [`Hash::encode`] and [`Hash::decode`] give the form replication and hand-off carry: a
-//! count, then each field and value with a 4-byte length. Decoding checks every length
-//! against the bytes left before it copies anything.
+//! [`Hash::encode`] and [`Hash::decode`] give the form replication and hand-off carry: the
+//! encoding's byte, a count, then each field and value with a 4-byte length. Decoding checks
+//! every length against the bytes left before it copies anything, and rebuilds the same
+//! encoding.
 
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
@@ -45,7 +46,15 @@ enum Repr {
     Table {
         entries: Vec<Box<[u8]>>,
         index: HashTable<u32>,
+        /// Σ of the entries' allocations (malloc-rounded), kept as they change so that
+        /// `heap_bytes` (read on every access for the byte accounting) is O(1).
+        bytes: usize,
     },
+}
+
+/// What one table entry's allocation takes (its bytes, malloc's header, rounded).
+fn alloc_size(e: &[u8]) -> usize {
+    (e.len() + 8).next_multiple_of(16)
 }
 
 /// Equal when they hold the same fields and values (whatever the order or encoding).
@@ -151,21 +160,18 @@ impl Hash {
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {
             Repr::Packed { buf, .. } => buf.capacity(),
-            Repr::Table { entries, index } => {
-                entries.capacity() * 16
-                    + index.capacity() * 5
-                    + entries
-                        .iter()
-                        .map(|e| (e.len() + 8).next_multiple_of(16))
-                        .sum::<usize>()
-            }
+            Repr::Table {
+                entries,
+                index,
+                bytes,
+            } => entries.capacity() * 16 + index.capacity() * 5 + bytes,
         }
     }
 
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.repr {
             Repr::Packed { buf, .. } => packed(buf).find(|(f, ..)| *f == field).map(|(_, v, ..)| v),
-            Repr::Table { entries, index } => {
+            Repr::Table { entries, index, .. } => {
                 let h = field_hasher().hash_one(field);
                 index
                     .find(h, |&i| split(&entries[i as usize]).0 == field)
@@ -215,17 +221,26 @@ impl Hash {
                 _ => self.convert(),
             }
         }
-        let Repr::Table { entries, index } = &mut self.repr else {
+        let Repr::Table {
+            entries,
+            index,
+            bytes,
+        } = &mut self.repr
+        else {
             unreachable!("converted above")
         };
         let hasher = field_hasher();
         let h = hasher.hash_one(field);
         if let Some(&i) = index.find(h, |&i| split(&entries[i as usize]).0 == field) {
-            entries[i as usize] = entry(field, value);
+            let e = entry(field, value);
+            *bytes = *bytes - alloc_size(&entries[i as usize]) + alloc_size(&e);
+            entries[i as usize] = e;
             return false;
         }
         let i = entries.len() as u32;
-        entries.push(entry(field, value));
+        let e = entry(field, value);
+        *bytes += alloc_size(&e);
+        entries.push(e);
         index.insert_unique(h, i, |&j| hasher.hash_one(split(&entries[j as usize]).0));
         true
     }
@@ -244,7 +259,11 @@ impl Hash {
                 *count -= 1;
                 true
             }
-            Repr::Table { entries, index } => {
+            Repr::Table {
+                entries,
+                index,
+                bytes,
+            } => {
                 let hasher = field_hasher();
                 let h = hasher.hash_one(field);
                 let Ok(found) = index.find_entry(h, |&i| split(&entries[i as usize]).0 == field)
@@ -261,7 +280,7 @@ impl Hash {
                         *slot = i as u32;
                     }
                 }
-                entries.swap_remove(i);
+                *bytes -= alloc_size(&entries.swap_remove(i));
                 true
             }
         }
@@ -304,21 +323,30 @@ impl Hash {
         let hasher = field_hasher();
         let mut entries = Vec::with_capacity(*count as usize + 1);
         let mut index = HashTable::with_capacity(*count as usize + 1);
+        let mut bytes = 0;
         for (f, v, ..) in packed(buf) {
             let i = entries.len() as u32;
-            entries.push(entry(f, v));
+            let e = entry(f, v);
+            bytes += alloc_size(&e);
+            entries.push(e);
             index.insert_unique(hasher.hash_one(f), i, |&j: &u32| {
                 hasher.hash_one(split(&entries[j as usize]).0)
             });
         }
-        self.repr = Repr::Table { entries, index };
+        self.repr = Repr::Table {
+            entries,
+            index,
+            bytes,
+        };
     }
 
-    /// The replication form: a 4-byte count, then per pair a 4-byte length and the field, a
-    /// 4-byte length and the value (big-endian).
+    /// The replication form: the encoding's byte (0 listpack, 1 hashtable), a 4-byte count,
+    /// then per pair a 4-byte length and the field, a 4-byte length and the value
+    /// (big-endian).
     pub fn encode(&self) -> Vec<u8> {
         let size: usize = self.iter().map(|(f, v)| 8 + f.len() + v.len()).sum();
-        let mut out = Vec::with_capacity(4 + size);
+        let mut out = Vec::with_capacity(5 + size);
+        out.push(u8::from(matches!(self.repr, Repr::Table { .. })));
         out.extend_from_slice(&(self.len() as u32).to_be_bytes());
         for (f, v) in self.iter() {
             out.extend_from_slice(&(f.len() as u32).to_be_bytes());
@@ -330,7 +358,8 @@ impl Hash {
     }
 
     /// The hash [`Hash::encode`] wrote, or `None` if `b` is not one (truncated, trailing
-    /// bytes, a count beyond what the bytes can hold, a field twice).
+    /// bytes, no pairs, a count beyond what the bytes can hold, a field twice, an unknown
+    /// encoding).
     pub fn decode(b: &[u8]) -> Option<Hash> {
         fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
             if b.len() < n {
@@ -344,12 +373,16 @@ impl Hash {
             let raw = take(b, 4)?;
             Some(u32::from_be_bytes(raw.try_into().ok()?) as usize)
         }
-        let mut b = b;
+        let (&encoding, mut b) = b.split_first()?;
         let count = len(&mut b)?;
-        if count > b.len() / 8 {
+        // An empty hash is no value: a key holds none.
+        if count == 0 || count > b.len() / 8 || encoding > 1 {
             return None;
         }
         let mut h = Hash::new();
+        if encoding == 1 {
+            h.convert();
+        }
         for _ in 0..count {
             let flen = len(&mut b)?;
             let field = take(&mut b, flen)?;
@@ -426,13 +459,18 @@ mod tests {
         trailing.push(0);
         assert!(Hash::decode(&trailing).is_none());
         // A count no input of this size can hold is refused before anything is reserved.
-        assert!(Hash::decode(&[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]).is_none());
+        assert!(Hash::decode(&[0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]).is_none());
+        // No pairs, or an unknown encoding.
+        assert!(Hash::decode(&[0, 0, 0, 0, 0]).is_none());
+        let mut unknown = bytes.clone();
+        unknown[0] = 2;
+        assert!(Hash::decode(&unknown).is_none());
         // A field twice.
         let mut twice = Hash::new();
         twice.insert(b"f", b"1");
         let mut dup = twice.encode();
-        dup[3] = 2;
-        let pair = dup[4..].to_vec();
+        dup[4] = 2;
+        let pair = dup[5..].to_vec();
         dup.extend_from_slice(&pair);
         assert!(Hash::decode(&dup).is_none());
         let back = Hash::decode(&bytes).expect("decodes");
@@ -470,8 +508,15 @@ mod tests {
             for i in 0..h.len() {
                 prop_assert!(h.nth(i).is_some());
             }
-            let back = Hash::decode(&h.encode()).expect("round trip");
-            prop_assert_eq!(back.len(), h.len());
+            if !h.is_empty() {
+                let back = Hash::decode(&h.encode()).expect("round trip");
+                prop_assert_eq!(back.encoding(), h.encoding());
+                prop_assert_eq!(&back, &h);
+            }
+            // The running byte count matches a recount.
+            if let Repr::Table { entries, bytes, .. } = &h.repr {
+                prop_assert_eq!(*bytes, entries.iter().map(|e| alloc_size(e)).sum::<usize>());
+            }
         }
     }
 }

@@ -140,9 +140,10 @@ impl List {
         }
     }
 
+    /// O(1): the chunks' bytes and their headers (spare capacity of the two end chunks is
+    /// not counted).
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.capacity() * std::mem::size_of::<Chunk>()
-            + self.chunks.iter().map(|c| c.buf.capacity()).sum::<usize>()
+        self.chunks.capacity() * std::mem::size_of::<Chunk>() + self.bytes + self.chunks.len() * 16
     }
 
     fn note_size(&mut self) {
@@ -411,7 +412,8 @@ impl List {
     pub fn decode(b: &[u8]) -> Option<List> {
         let (count, mut rest) = b.split_first_chunk::<4>()?;
         let count = u32::from_be_bytes(*count) as usize;
-        if count > rest.len() / 4 {
+        // An empty list is no value: a key holds none.
+        if count == 0 || count > rest.len() / 4 {
             return None;
         }
         let mut list = List::new();
@@ -530,7 +532,10 @@ mod tests {
                 let r: Vec<Vec<u8>> = l.range(s, e).map(<[u8]>::to_vec).collect();
                 prop_assert_eq!(r, want[s..=e].to_vec());
             }
-            prop_assert_eq!(all(&List::decode(&l.encode()).unwrap()), want);
+            if !l.is_empty() {
+                prop_assert_eq!(all(&List::decode(&l.encode()).unwrap()), want);
+            }
+            prop_assert_eq!(l.bytes, l.chunks.iter().map(|c| c.buf.len()).sum::<usize>());
         }
     }
 }

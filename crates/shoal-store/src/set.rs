@@ -249,7 +249,8 @@ impl Set {
         };
         let count_raw = take(&mut rest, 4)?;
         let count = u32::from_be_bytes(count_raw.try_into().ok()?) as usize;
-        if count > rest.len() / 4 {
+        // An empty set is no value: a key holds none.
+        if count == 0 || count > rest.len() / 4 {
             return None;
         }
         let mut set = match enc {
@@ -399,6 +400,7 @@ mod tests {
         wrong[0] = 0;
         assert!(Set::decode(&wrong).is_none(), "a non-integer in an intset");
         assert!(Set::decode(&[1, 0xFF, 0xFF, 0xFF, 0xFF]).is_none());
+        assert!(Set::decode(&[0, 0, 0, 0, 0]).is_none(), "no members");
     }
 
     proptest! {
@@ -420,7 +422,9 @@ mod tests {
             for m in &model {
                 prop_assert!(s.contains(m));
             }
-            prop_assert_eq!(Set::decode(&s.encode()), Some(s.clone()));
+            if !s.is_empty() {
+                prop_assert_eq!(Set::decode(&s.encode()), Some(s.clone()));
+            }
         }
     }
 }

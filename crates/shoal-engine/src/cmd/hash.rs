@@ -236,7 +236,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         slot.edit_hash(|h| {
             let current = match h.get(&args[2]) {
                 None => 0.0,
-                Some(v) => match parse_f64(v).filter(|f| f.is_finite()) {
+                Some(v) => match parse_f64(v) {
                     Some(n) => n,
                     None => return (err("ERR hash value is not a float"), false),
                 },
@@ -251,6 +251,10 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         })
     })
 }
+
+/// Redis's text for a count of `i64::MIN` (HRANDFIELD, SRANDMEMBER).
+pub(super) const ERR_COUNT_RANGE: &str =
+    "ERR value is out of range, must be between -9223372036854775807 and 9223372036854775807";
 
 /// A random index below `n` (`n > 0`).
 fn random_below(n: usize) -> usize {
@@ -274,11 +278,15 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         Some(a) if args.len() == 4 && is(a, "WITHVALUES") => true,
         Some(_) => return err(ERR_SYNTAX),
     };
-    if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+    if count == i64::MIN {
+        return err(ERR_COUNT_RANGE);
+    }
+    // Only with values, as Redis: the reply holds twice as many items.
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return err("ERR value is out of range");
     }
     with_hash(ctx, &args[1], |h, budget| {
-        let Some(h) = h.filter(|_| count != 0) else {
+        let Some(h) = h.filter(|h| count != 0 && !h.is_empty()) else {
             return Reply::Array(Vec::new());
         };
         let len = h.len();
@@ -352,26 +360,12 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     else {
         return err("ERR invalid cursor");
     };
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let Some(value) = args.get(i + 1) else {
-            return err(ERR_SYNTAX);
-        };
-        if is(&args[i], "COUNT") {
-            let n = tri!(int_arg(value));
-            if n < 1 {
-                return err(ERR_SYNTAX);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX).min(1 << 20);
-        } else if is(&args[i], "MATCH") {
-            pattern = Some(&value[..]).filter(|p| *p != b"*");
-        } else {
-            return err(ERR_SYNTAX);
-        }
-        i += 2;
+    match super::kind_of(ctx, &args[1]) {
+        None => return scan_reply(0, Vec::new()),
+        Some(Kind::Hash) => {}
+        Some(_) => return err(ERR_WRONGTYPE),
     }
+    let (count, pattern) = tri!(super::scan_options(args));
     with_hash(ctx, &args[1], |h, budget| {
         let Some(h) = h else {
             return scan_reply(0, Vec::new());

@@ -405,15 +405,34 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
     let Some(v) = popped else {
         return Reply::Nil;
     };
-    store.write(dst, now, |slot| {
+    let moved = store.write(dst, now, |slot| {
+        // Another writer may have made it another type since the check above.
+        if check_slot(slot).is_err() {
+            return false;
+        }
         slot.edit_list(|l| {
             match to {
                 End::Left => l.push_front(&v),
                 End::Right => l.push_back(&v),
             }
             ((), true)
-        })
+        });
+        true
     });
+    if !moved {
+        store.write(src, now, |slot| {
+            if check_slot(slot).is_ok() {
+                slot.edit_list(|l| {
+                    match from {
+                        End::Left => l.push_front(&v),
+                        End::Right => l.push_back(&v),
+                    }
+                    ((), true)
+                });
+            }
+        });
+        return err(ERR_WRONGTYPE);
+    }
     Reply::Bulk(Bytes::from(v))
 }
 

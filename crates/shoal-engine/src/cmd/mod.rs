@@ -961,6 +961,42 @@ pub fn string_of(kind: shoal_store::Kind, value: &[u8]) -> Result<&[u8], Reply> 
     }
 }
 
+/// The options of HSCAN and SSCAN after the cursor: (COUNT, MATCH pattern), Redis's
+/// checks. Parsed after the key was looked up, as Redis does (a missing key answers an
+/// empty scan whatever the options).
+pub fn scan_options(args: &[Bytes]) -> Result<(usize, Option<&[u8]>), Reply> {
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let Some(value) = args.get(i + 1) else {
+            return Err(err(ERR_SYNTAX));
+        };
+        if is(&args[i], "COUNT") {
+            let n = int_arg(value)?;
+            if n < 1 {
+                return Err(err(ERR_SYNTAX));
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX).min(1 << 20);
+        } else if is(&args[i], "MATCH") {
+            pattern = Some(&value[..]).filter(|p| *p != b"*");
+        } else {
+            return Err(err(ERR_SYNTAX));
+        }
+        i += 2;
+    }
+    Ok((count, pattern))
+}
+
+/// A key's type, if it exists (without counting an access).
+pub fn kind_of(ctx: &Ctx<'_>, key: &[u8]) -> Option<shoal_store::Kind> {
+    ctx.engine
+        .store
+        .read(key, ctx.now_ms, shoal_store::Access::Peek, |e| {
+            e.map(|e| e.kind)
+        })
+}
+
 /// [`string_of`] for an entry that may be absent.
 pub fn entry_string<'a>(e: Option<shoal_store::Entry<'a>>) -> Result<Option<&'a [u8]>, Reply> {
     e.map(|e| string_of(e.kind, e.value)).transpose()

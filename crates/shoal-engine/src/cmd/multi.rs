@@ -5,8 +5,7 @@
 //! then answers EXECABORT. WATCH snapshots each key's value and TTL; EXEC aborts (null
 //! reply) when any of them differs. The difference from Redis: the queued commands run one
 //! after another without blocking other clients, so another client's command can land
-//! between two of them (each command stays atomic on its own); and WATCH compares contents,
-//! so a key rewritten with the very same value and TTL does not abort the transaction.
+//! between two of them (each command stays atomic on its own).
 
 use bytes::Bytes;
 use shoal_resp::Reply;
@@ -25,8 +24,9 @@ pub struct Multi {
 /// A watched key and what it held at WATCH time.
 pub type Watched = (Bytes, Option<Snapshot>);
 
-/// A watched key's type, contents (a collection in its replication form) and expiry.
-pub type Snapshot = (Kind, Bytes, Option<u64>);
+/// A watched key's type, version and expiry: every write of a value takes a new version, so
+/// a key rewritten with the very same value aborts the transaction too, as in Redis.
+pub type Snapshot = (Kind, u64, Option<u64>);
 
 pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if ctx.session.multi.is_some() {
@@ -50,13 +50,7 @@ fn snapshot(ctx: &Ctx<'_>, key: &[u8]) -> Option<Snapshot> {
 
 fn snapshot_at(node: &crate::engine::Engine, key: &[u8], now_ms: u64) -> Option<Snapshot> {
     node.store.read(key, now_ms, Access::Peek, |e| {
-        e.map(|e| {
-            let contents = match e.coll {
-                Some(c) => Bytes::from(c.encode()),
-                None => Bytes::copy_from_slice(e.value),
-            };
-            (e.kind, contents, e.expire_at_ms)
-        })
+        e.map(|e| (e.kind, e.version, e.expire_at_ms))
     })
 }
 

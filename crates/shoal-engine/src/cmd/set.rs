@@ -13,7 +13,7 @@ use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
 use shoal_store::{glob_match, random_u64, Access, Collection, Entry, Kind, Member, Set, Slot};
 
-use super::{err, int_arg, is, tri, Ctx, ReplyBudget, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{err, int_arg, tri, Ctx, ReplyBudget, ERR_SYNTAX, ERR_WRONGTYPE};
 
 /// The set of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
 fn set_of(e: Option<Entry<'_>>) -> Result<Option<&Set>, Reply> {
@@ -179,7 +179,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let budget = &mut ctx.session.budget;
     engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
-        let Some(len) = slot.set_value().map(Set::len) else {
+        let Some(len) = slot.set_value().map(Set::len).filter(|&n| n > 0) else {
             return match count {
                 None => Reply::Nil,
                 Some(_) => set_reply(proto, Vec::new()),
@@ -233,7 +233,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let count = match args.len() {
         2 => None,
         3 => match tri!(int_arg(&args[2])) {
-            i64::MIN => return err("ERR value is out of range"),
+            i64::MIN => return err(super::hash::ERR_COUNT_RANGE),
             n => Some(n),
         },
         _ => return err(ERR_SYNTAX),
@@ -247,7 +247,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 None => Reply::Nil,
             };
         };
-        let Some(s) = s.filter(|_| count != 0) else {
+        let Some(s) = s.filter(|s| count != 0 && !s.is_empty()) else {
             return Reply::Array(Vec::new());
         };
         let len = s.len();
@@ -305,15 +305,28 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !removed {
         return Reply::Int(0);
     }
-    store.write(dst, now, |slot| {
+    let moved = store.write(dst, now, |slot| {
+        // Another writer may have made it another type since the check above.
+        if check_slot(slot).is_err() {
+            return false;
+        }
         slot.edit_set(
             || Set::for_members(member, 1),
             |s| {
                 let r = s.insert(member);
                 ((), r)
             },
-        )
+        );
+        true
     });
+    if !moved {
+        store.write(src, now, |slot| {
+            if check_slot(slot).is_ok() {
+                slot.edit_set(|| Set::for_members(member, 1), |s| ((), s.insert(member)));
+            }
+        });
+        return err(ERR_WRONGTYPE);
+    }
     Reply::Int(1)
 }
 
@@ -327,26 +340,12 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     else {
         return err("ERR invalid cursor");
     };
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let Some(value) = args.get(i + 1) else {
-            return err(ERR_SYNTAX);
-        };
-        if is(&args[i], "COUNT") {
-            let n = tri!(int_arg(value));
-            if n < 1 {
-                return err(ERR_SYNTAX);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX).min(1 << 20);
-        } else if is(&args[i], "MATCH") {
-            pattern = Some(&value[..]).filter(|p| *p != b"*");
-        } else {
-            return err(ERR_SYNTAX);
-        }
-        i += 2;
+    match super::kind_of(ctx, &args[1]) {
+        None => return scan_reply(0, Vec::new()),
+        Some(Kind::Set) => {}
+        Some(_) => return err(ERR_WRONGTYPE),
     }
+    let (count, pattern) = tri!(super::scan_options(args));
     with_set(ctx, &args[1], |s, budget| {
         let Some(s) = s else {
             return scan_reply(0, Vec::new());
@@ -470,14 +469,24 @@ fn combine_reply(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> Reply {
     let members = tri!(combine(ctx, &args[1..], op));
     let proto = ctx.session.proto;
     let budget = &mut ctx.session.budget;
-    let mut out = Vec::with_capacity(members.len());
-    for m in members {
-        if !budget.charge(m.len()) {
-            return Reply::Nil;
+    if op == Op::Inter {
+        // In the smallest set's order, as Redis replies while it walks that set.
+        let mut out = Vec::with_capacity(members.len());
+        for m in members {
+            if !budget.charge(m.len()) {
+                return Reply::Nil;
+            }
+            out.push(Reply::Bulk(Bytes::from(m)));
         }
-        out.push(Reply::Bulk(Bytes::from(m)));
+        return set_reply(proto, out);
     }
-    set_reply(proto, out)
+    // Redis gathers a union or a difference in a new set (an intset first) and replies in
+    // its order: ascending when every member is an integer.
+    let mut set = Set::new();
+    for m in &members {
+        set.insert(m);
+    }
+    members_reply(proto, budget, set.iter())
 }
 
 /// The STORE forms: the result replaces the destination whatever its type (an empty result

@@ -10,6 +10,7 @@ use super::{
 };
 
 const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+const ERR_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
 
 fn bulk_or_nil(v: Option<Bytes>) -> Reply {
     v.map_or(Reply::Nil, Reply::Bulk)
@@ -445,16 +446,17 @@ pub(super) fn format_float(v: f64) -> String {
 }
 
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(by) = parse_f64(&args[2]) else {
-        return err(ERR_NOT_FLOAT);
-    };
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        // Redis's order: the key's type, its value, then the increment.
         let current = match tri!(slot_string(slot)) {
             None => 0.0,
             Some(v) => match parse_f64(v) {
                 Some(n) => n,
                 None => return err(ERR_NOT_FLOAT),
             },
+        };
+        let Some(by) = parse_f64(&args[2]) else {
+            return err(ERR_NOT_FLOAT);
         };
         let next = current + by;
         if !next.is_finite() {
@@ -587,6 +589,12 @@ fn lcs_walk(a: &[u8], b: &[u8], dp: &[u32]) -> (Vec<u8>, Vec<LcsMatch>) {
 /// empty strings. The table takes 4 bytes per pair of positions and is refused past
 /// `proto-max-bulk-len`, as Redis does, before it is allocated.
 pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    // The keys' types before the options, as Redis checks them.
+    let other_type =
+        |k: &[u8]| super::kind_of(ctx, k).is_some_and(|t| t != shoal_store::Kind::String);
+    if other_type(&args[1]) || other_type(&args[2]) {
+        return err(ERR_NOT_STRINGS);
+    }
     let (mut idx, mut len, mut withlen, mut minlen) = (false, false, false, 0i64);
     let mut k = 3;
     while k < args.len() {
@@ -613,7 +621,7 @@ pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         })
     };
     let (Ok(a_len), Ok(b_len)) = (len_of(&args[1]), len_of(&args[2])) else {
-        return err("ERR The specified keys must contain string values");
+        return err(ERR_NOT_STRINGS);
     };
     if a_len >= u32::MAX as usize - 1 || b_len >= u32::MAX as usize - 1 {
         return err("ERR String too long for LCS");
