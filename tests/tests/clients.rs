@@ -520,3 +520,26 @@ fn the_latency_monitor_samples_a_slow_command() {
         redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
     assert!(latest.is_empty(), "{latest:?}");
 }
+
+/// A client that names a database in its URL (`redis://host:port/9`, as redis-py's and many
+/// frameworks' settings do) gets its own keyspace, apart from database 0.
+#[test]
+fn a_database_named_in_the_url_is_a_keyspace_of_its_own() {
+    let node = TestNode::start();
+    let url = format!("{}/9", node.url().trim_end_matches('/'));
+    let mut nine = redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .expect("connects to database 9");
+    let mut zero = node.client();
+    let _: () = nine.set("k", "nine").unwrap();
+    let _: () = zero.set("k", "zero").unwrap();
+    let v: String = nine.get("k").unwrap();
+    assert_eq!(v, "nine");
+    let v: String = zero.get("k").unwrap();
+    assert_eq!(v, "zero");
+    let _: () = redis::cmd("FLUSHDB").query(&mut nine).unwrap();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut nine).unwrap();
+    assert_eq!(n, 0);
+    let v: String = zero.get("k").unwrap();
+    assert_eq!(v, "zero", "FLUSHDB leaves the other databases alone");
+}

@@ -561,6 +561,36 @@ fn collections_have_two_copies_and_survive_their_owners_crash() {
     }
 }
 
+/// Only database 0 exists in a cluster: SELECT, MOVE, SWAPDB and COPY ... DB answer Redis
+/// Cluster's errors.
+#[test]
+fn a_cluster_has_database_zero_only() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    for (cmd, text) in [
+        (vec!["SELECT", "1"], "SELECT is not allowed in cluster mode"),
+        (
+            vec!["MOVE", "k", "1"],
+            "MOVE is not allowed in cluster mode",
+        ),
+        (
+            vec!["SWAPDB", "0", "1"],
+            "SWAPDB is not allowed in cluster mode",
+        ),
+        (
+            vec!["COPY", "{k}a", "{k}b", "DB", "1"],
+            "Copying to another database is not allowed in cluster mode",
+        ),
+    ] {
+        let e = redis::cmd(cmd[0])
+            .arg(&cmd[1..])
+            .query::<()>(&mut c)
+            .unwrap_err();
+        assert!(e.to_string().contains(text), "{cmd:?}: {e}");
+    }
+}
+
 /// CLUSTER INFO / NODES / MYID / KEYSLOT / COUNTKEYSINSLOT in Redis's formats.
 #[test]
 fn cluster_commands_describe_the_cluster() {

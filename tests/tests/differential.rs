@@ -1629,6 +1629,84 @@ const LISTS: &[Case] = &[
     ],
 ];
 
+const DATABASES: &[Case] = &[
+    &[
+        &["SET", "k", "zero"],
+        &["SELECT", "1"],
+        &["GET", "k"],
+        &["SET", "k", "one"],
+        &["RANDOMKEY"],
+        &["HSET", "h", "f", "v"],
+        &["!sorted", "KEYS", "*"],
+        &["DBSIZE"],
+        &["!scanall"],
+        &["SELECT", "0"],
+        &["GET", "k"],
+        &["KEYS", "*"],
+        &["DBSIZE"],
+        &["EXISTS", "h"],
+        &["SELECT", "15"],
+        &["DBSIZE"],
+        &["RANDOMKEY"],
+        &["SELECT", "16"],
+        &["SELECT", "-1"],
+        &["SELECT", "x"],
+        &["SELECT", "1"],
+        &["INFO", "keyspace"],
+        &["MOVE", "k", "2"],
+        &["MOVE", "h", "0"],
+        &["MOVE", "h", "1"],
+        &["MOVE", "missing", "2"],
+        &["MOVE", "k", "16"],
+        &["MOVE", "k", "x"],
+        &["GET", "k"],
+        &["SELECT", "0"],
+        &["MOVE", "k", "3"],
+        &["HGETALL", "h"],
+        &["SELECT", "2"],
+        &["GET", "k"],
+        &["SWAPDB", "2", "3"],
+        &["GET", "k"],
+        &["SELECT", "3"],
+        &["GET", "k"],
+        &["SWAPDB", "0", "3"],
+        &["GET", "k"],
+        &["SWAPDB", "0", "16"],
+        &["SWAPDB", "x", "1"],
+        &["SWAPDB", "1", "x"],
+        &["SELECT", "0"],
+        &["GET", "k"],
+        &["SET", "c", "copied"],
+        &["COPY", "c", "c2", "DB", "5"],
+        &["COPY", "c", "c", "DB", "5"],
+        &["COPY", "c", "c", "DB", "0"],
+        &["COPY", "c", "c2", "DB", "16"],
+        &["SELECT", "5"],
+        &["GET", "c2"],
+        &["FLUSHDB"],
+        &["DBSIZE"],
+        &["SELECT", "0"],
+        &["GET", "c"],
+        &["INFO", "keyspace"],
+    ],
+    &[
+        &["SELECT", "4"],
+        &["SET", "a", "1"],
+        &["WATCH", "a"],
+        &["SELECT", "0"],
+        &["SET", "a", "0"],
+        &["MULTI"],
+        &["SELECT", "4"],
+        &["GET", "a"],
+        &["EXEC"],
+        &["RESET"],
+        &["GET", "a"],
+        &["FLUSHALL"],
+        &["SELECT", "4"],
+        &["DBSIZE"],
+    ],
+];
+
 const BITMAPS: &[Case] = &[
     &[
         &["SETBIT", "b", "7", "1"],
@@ -1987,7 +2065,7 @@ const KEYSPACE: &[Case] = &[
         &["RENAME", "a"],
         &["RENAMENX", "a", "b", "c"],
     ],
-    // COPY (DB 1 left out: a real redis-server has 16 databases, Shoal one, as documented)
+    // COPY (into another database: the `databases` family)
     &[
         &["SET", "a", "1", "EX", "1000"],
         &["COPY", "a", "b"],
@@ -2614,6 +2692,11 @@ fn lists_match_redis() {
 #[test]
 fn lists_match_redis_through_a_cluster_node() {
     run_family_in_cluster("lists", LISTS);
+}
+
+#[test]
+fn databases_match_redis() {
+    run_family("databases", DATABASES);
 }
 
 #[test]

@@ -25,6 +25,8 @@ pub struct ClientInfo {
     pub last_interaction_ms: AtomicU64,
     /// 2 or 3.
     pub resp: AtomicU8,
+    /// The selected database (SELECT).
+    pub db: AtomicU8,
     pub name: Mutex<Option<Bytes>>,
     pub lib_name: Mutex<Option<Bytes>>,
     pub lib_ver: Mutex<Option<Bytes>>,
@@ -121,6 +123,7 @@ impl ClientInfo {
             created_ms: now,
             last_interaction_ms: AtomicU64::new(now),
             resp: AtomicU8::new(2),
+            db: AtomicU8::new(0),
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
@@ -161,10 +164,11 @@ impl ClientInfo {
         let multi = b.multi.load(Ordering::Relaxed);
         let (obl, omem, multi_mem, rbs) =
             (get(&b.obl), get(&b.omem), get(&b.multi_mem), get(&b.rbs));
+        let db = self.db.load(Ordering::Relaxed);
         // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
         // part still arriving is in qbuf).
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,

@@ -48,6 +48,9 @@ pub struct Engine {
     pub threads: AtomicU64,
     /// The allocator's latest figures (when the binary installed its statistics).
     pub memory: crate::memory::MemoryState,
+    /// A database other than 0 was selected, moved to or swapped once: from then on the
+    /// commands that count or list keys sort them by database (`cmd::db`).
+    pub numbered_dbs: std::sync::atomic::AtomicBool,
     /// Per-command counters, error counts and the slow log.
     pub commands: crate::cmdstats::CommandStats,
     /// The latency monitor's events.
@@ -87,6 +90,7 @@ impl Engine {
             flush_at: AtomicU64::new(0),
             threads: AtomicU64::new(1),
             memory: crate::memory::MemoryState::default(),
+            numbered_dbs: std::sync::atomic::AtomicBool::new(false),
             commands,
             latency,
             settings_hook: std::sync::OnceLock::new(),

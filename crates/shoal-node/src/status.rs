@@ -144,6 +144,7 @@ pub fn json_string(s: &str) -> String {
 /// This node's INFO (every section).
 fn local_info(node: &Server) -> String {
     let info = Info {
+        databases: None,
         cluster: node.cluster(),
         cluster_enabled: false,
         keyspace: None,

@@ -391,6 +391,7 @@ pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .collect();
         let info = cmd::Info {
+            databases: None,
             cluster: node
                 .cluster
                 .as_ref()

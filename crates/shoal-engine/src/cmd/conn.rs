@@ -116,13 +116,6 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ])
 }
 
-pub fn select(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    match tri!(int_arg(&args[1])) {
-        0 => Reply::ok(),
-        _ => err("ERR DB index is out of range"),
-    }
-}
-
 pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.session.close = true;
     Reply::ok()
@@ -139,6 +132,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.multi = None;
     s.watched.clear();
     s.readonly = false;
+    s.db = 0;
+    s.info.db.store(0, Ordering::Relaxed);
     Reply::Simple("RESET".into())
 }
 

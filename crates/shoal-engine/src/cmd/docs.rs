@@ -127,6 +127,8 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("rename", "key newkey"),
     ("renamenx", "key newkey"),
     ("copy", "source destination [DB destination-db] [REPLACE]"),
+    ("move", "key db"),
+    ("swapdb", "index1 index2"),
     ("keys", "pattern"),
     ("object", ""),
     ("object|encoding", "key"),

@@ -4,7 +4,9 @@ use bytes::Bytes;
 use shoal_resp::Reply;
 use shoal_store::{glob_match, key_slot, Access, Collection, Kind};
 
-use super::{err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{db, err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::engine::Engine;
 
 pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -166,14 +168,14 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// A value of any type with its TTL, as RENAME and COPY carry it.
-type Carried = (Value, Option<u64>);
+pub(super) type Carried = (Value, Option<u64>);
 
-enum Value {
+pub(super) enum Value {
     Str(Vec<u8>),
     Coll(Collection),
 }
 
-fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
+pub(super) fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
     ctx.engine.store.write(key, ctx.now_ms, |slot| {
         let value = match slot.coll() {
             Some(c) => Value::Coll(c.clone()),
@@ -187,7 +189,7 @@ fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
     })
 }
 
-fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) {
+pub(super) fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) {
     ctx.engine.store.write(key, ctx.now_ms, |slot| match value {
         Value::Str(v) => slot.set(&v, ttl),
         Value::Coll(c) => {
@@ -197,7 +199,7 @@ fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) {
     });
 }
 
-fn exists_now(ctx: &Ctx<'_>, key: &[u8]) -> bool {
+pub(super) fn exists_now(ctx: &Ctx<'_>, key: &[u8]) -> bool {
     ctx.engine
         .store
         .read(key, ctx.now_ms, Access::Peek, |e| e.is_some())
@@ -237,22 +239,32 @@ pub fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let mut replace = false;
+    let (src_db, dst_key) = db::split_key(&args[2]);
+    let mut to_db = src_db;
     let mut i = 3;
     while i < args.len() {
         if is(&args[i], "REPLACE") {
             replace = true;
         } else if is(&args[i], "DB") && i + 1 < args.len() {
-            let db = tri!(int_arg(&args[i + 1]));
-            if db != 0 {
-                return err("ERR DB index is out of range");
+            let n = tri!(int_arg(&args[i + 1]));
+            if ctx.host.cluster().is_some() && n != 0 {
+                return err("ERR Copying to another database is not allowed in cluster mode");
             }
+            if !(0..db::DATABASES).contains(&n) {
+                return err(db::ERR_DB_RANGE);
+            }
+            to_db = n as u8;
             i += 1;
         } else {
             return err(ERR_SYNTAX);
         }
         i += 1;
     }
-    let (src, dst) = (&args[1], &args[2]);
+    if to_db != 0 {
+        ctx.engine.numbered_dbs.store(true, Relaxed);
+    }
+    let src = &args[1];
+    let dst = &db::stored_key(to_db, dst_key);
     if src == dst {
         return err("ERR source and destination objects are the same");
     }
@@ -270,18 +282,24 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// Every key matching `pattern`, each charged to the reply budget (empty once exceeded).
 fn all_keys(ctx: &mut Ctx<'_>, pattern: &[u8]) -> Vec<Reply> {
     let match_all = pattern == b"*";
+    let db = ctx.session.db;
     let mut out = Vec::new();
     let mut budget = ctx.session.budget;
     let mut cursor = 0;
     loop {
-        cursor = ctx.engine.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
-            if (match_all || glob_match(pattern, k, false))
-                && ctx.in_scope(k)
-                && budget.charge(k.len())
-            {
-                out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
-            }
-        });
+        cursor = ctx
+            .engine
+            .store
+            .scan(cursor, 4096, ctx.now_ms, |stored, _| {
+                let (kdb, k) = db::split_key(stored);
+                if kdb == db
+                    && (match_all || glob_match(pattern, k, false))
+                    && ctx.in_scope(stored)
+                    && budget.charge(k.len())
+                {
+                    out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+                }
+            });
         if cursor == 0 || budget.exceeded() {
             ctx.session.budget = budget;
             return out;
@@ -326,20 +344,42 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let mut keys = Vec::new();
     let mut budget = ctx.session.budget;
-    let next = ctx.engine.store.scan(cursor, count, ctx.now_ms, |k, e| {
-        if want_type.is_none_or(|t| is(t, e.kind.name()))
-            && pattern.is_none_or(|p| glob_match(p, k, false))
-            && ctx.in_scope(k)
-            && budget.charge(k.len())
-        {
-            keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
-        }
-    });
+    let db = ctx.session.db;
+    let next = ctx
+        .engine
+        .store
+        .scan(cursor, count, ctx.now_ms, |stored, e| {
+            let (kdb, k) = db::split_key(stored);
+            if kdb == db
+                && want_type.is_none_or(|t| is(t, e.kind.name()))
+                && pattern.is_none_or(|p| glob_match(p, k, false))
+                && ctx.in_scope(stored)
+                && budget.charge(k.len())
+            {
+                keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+            }
+        });
     ctx.session.budget = budget;
     Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(keys)])
 }
 
 pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    if ctx.engine.numbered_dbs.load(Relaxed) && ctx.scope.is_none() {
+        // Random keys until one is in the selected database, then a walk to its first.
+        let db = ctx.session.db;
+        for _ in 0..64 {
+            match ctx.engine.store.random_key(ctx.now_ms) {
+                None => return Reply::Nil,
+                Some(k) if db::split_key(&k).0 == db => {
+                    return Reply::Bulk(Bytes::copy_from_slice(db::split_key(&k).1));
+                }
+                Some(_) => {}
+            }
+        }
+        return db::keys_of(ctx, db).first().map_or(Reply::Nil, |k| {
+            Reply::Bulk(Bytes::copy_from_slice(db::split_key(k).1))
+        });
+    }
     let Some(scope) = ctx.scope else {
         return ctx
             .engine
@@ -377,6 +417,9 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 
 pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     match ctx.scope {
+        None if ctx.engine.numbered_dbs.load(Relaxed) => {
+            Reply::Int(db::keys_of(ctx, ctx.session.db).len() as i64)
+        }
         None => Reply::Int(ctx.engine.store.len() as i64),
         Some(scope) => {
             let n: usize = (0..shoal_store::SLOTS)
@@ -393,6 +436,13 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         None => {}
         Some(a) if args.len() == 2 && (is(a, "ASYNC") || is(a, "SYNC")) => {}
         Some(_) => return err(ERR_SYNTAX),
+    }
+    if is(&args[0], "FLUSHDB") && ctx.engine.numbered_dbs.load(Relaxed) {
+        // One database of several: its keys only.
+        for k in db::keys_of(ctx, ctx.session.db) {
+            ctx.engine.store.remove(&k, ctx.now_ms);
+        }
+        return Reply::ok();
     }
     ctx.engine.store.clear();
     // In a cluster, replication messages of writes from before the flush may still be on

@@ -10,6 +10,7 @@
 mod bitmap;
 mod cluster;
 mod conn;
+pub mod db;
 mod docs;
 mod hash;
 mod keys;
@@ -311,7 +312,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", "Returns the given string.", conn::echo),
     cmd!("hello", -1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.0.0", "Handshakes with the Redis server.", conn::hello),
     cmd!("auth", -2, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Authenticates the connection.", conn::auth),
-    cmd!("select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Changes the selected database.", conn::select),
+    cmd!("select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Changes the selected database.", db::select),
     cmd!("quit", -1, NOQUEUE | FAST | NOAUTH | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
     cmd!("reset", 1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
     cmd!("multi", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "1.2.0", "Starts a transaction.", multi::multi),
@@ -420,6 +421,8 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("rename", 3, WRITE, (1, 2, 1), "generic", "1.0.0", "Renames a key and overwrites the destination.", keys::rename),
     cmd!("renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", keys::renamenx),
     cmd!("copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", "Copies the value of a key to a new key.", keys::copy),
+    cmd!("move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Moves a key to another database.", db::move_key),
+    cmd!("swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", "Swaps two Redis databases.", db::swapdb),
     cmd!("object", -2, READONLY, (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", keys::object,
         &["encoding", "freq", "idletime", "refcount", "help"]),
     cmd!("memory", -2, READONLY, (2, 2, 1), "server", "4.0.0", "A container for memory diagnostics commands.", keys::memory,
@@ -610,6 +613,8 @@ impl ReplyBudget {
 /// Per-connection state the commands read and change.
 pub struct Session {
     pub info: Arc<ClientInfo>,
+    /// The selected database (SELECT; `cmd::db`).
+    pub db: u8,
     pub proto: Protocol,
     pub authenticated: bool,
     pub reply_mode: ReplyMode,
@@ -649,6 +654,7 @@ impl Session {
             budget: ReplyBudget::new(FORWARDED_REPLY_MAX as u64),
             redis_cluster: false,
             readonly: false,
+            db: 0,
             internal: false,
             monitor: false,
         }
@@ -793,6 +799,14 @@ pub fn run(
         return reject(session, reply);
     }
     let started = std::time::Instant::now();
+    // In a numbered database the keys are stored under its prefix (`db`).
+    let in_db;
+    let keyed = if session.db != 0 && spec.first_key > 0 {
+        in_db = db::rewrite(spec, args, session.db);
+        &in_db[..]
+    } else {
+        args
+    };
     let mut ctx = Ctx {
         engine: node,
         host,
@@ -801,7 +815,7 @@ pub fn run(
         scope,
         keyspace: None,
     };
-    let reply = (spec.handler)(&mut ctx, args);
+    let reply = (spec.handler)(&mut ctx, keyed);
     let usec = started.elapsed().as_micros() as u64;
     let event = if spec.flags & FAST != 0 {
         "fast-command"

@@ -58,10 +58,17 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
+    let numbered = ctx.keyspace.is_none()
+        && ctx
+            .engine
+            .numbered_dbs
+            .load(std::sync::atomic::Ordering::Relaxed);
+    let databases = numbered.then(|| super::db::keyspace(ctx));
     let info = Info {
         cluster: ctx.host.cluster(),
         cluster_enabled: ctx.session.redis_cluster,
         keyspace: ctx.keyspace,
+        databases: databases.as_deref(),
     };
     Reply::Verbatim(render_info(ctx.engine, &info, &sections).into())
 }
@@ -129,6 +136,8 @@ pub struct Info<'a> {
     pub cluster_enabled: bool,
     /// Cluster-wide (keys, volatile keys) to show instead of this node's own counts.
     pub keyspace: Option<(u64, u64)>,
+    /// (database, keys, volatile keys) of every database, once numbered ones are in use.
+    pub databases: Option<&'a [(u8, u64, u64)]>,
 }
 
 /// The INFO text.
@@ -137,6 +146,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
         cluster,
         cluster_enabled,
         keyspace,
+        databases,
     } = *info;
     let all = sections.iter().any(|s| s == "all" || s == "everything");
     // `default` is the default set plus any other section named (Redis 7: INFO default
@@ -341,9 +351,19 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 section("Cluster", b);
             }
             "keyspace" => {
-                let (keys, volatile) = keyspace.unwrap_or((stats.keys, stats.volatile_keys));
-                if keys > 0 {
-                    line!("db0:keys={keys},expires={volatile},avg_ttl=0");
+                match databases {
+                    Some(dbs) => {
+                        for &(db, keys, volatile) in dbs.iter().filter(|d| d.1 > 0) {
+                            line!("db{db}:keys={keys},expires={volatile},avg_ttl=0");
+                        }
+                    }
+                    None => {
+                        let (keys, volatile) =
+                            keyspace.unwrap_or((stats.keys, stats.volatile_keys));
+                        if keys > 0 {
+                            line!("db0:keys={keys},expires={volatile},avg_ttl=0");
+                        }
+                    }
                 }
                 section("Keyspace", b);
             }
@@ -867,7 +887,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("handoff-rate", |c| c.handoff_rate.0.to_string(), None),
     ("leave-timeout-ms", |c| c.leave_timeout_ms.to_string(), None),
     // Read-only facts clients ask for.
-    ("databases", |_| "1".into(), None),
+    ("databases", |_| super::db::DATABASES.to_string(), None),
     ("save", |_| String::new(), None),
     ("appendonly", |_| "no".into(), None),
     ("cluster-enabled", |_| "no".into(), None),

@@ -145,7 +145,8 @@ fn ping_echo_select_quit() {
         "-ERR wrong number of arguments for 'echo' command\r\n",
     );
     h.check("SELECT 0", OK);
-    h.check("SELECT 1", "-ERR DB index is out of range\r\n");
+    h.check("SELECT 16", "-ERR DB index is out of range\r\n");
+    h.check("SELECT 15", OK);
     h.check("SELECT x", NOT_INT);
     h.check("QUIT", OK);
     assert!(h.session.close);
@@ -534,7 +535,9 @@ fn rename_copy() {
     );
     h.check("COPY none e", &int(0));
     h.check("COPY d f DB 0", &int(1));
-    h.check("COPY d g DB 1", "-ERR DB index is out of range\r\n");
+    h.check("COPY d g DB 16", "-ERR DB index is out of range\r\n");
+    h.check("COPY d g DB 1", &int(1));
+    h.check("EXISTS g", &int(0));
     h.check("COPY d g BAD", SYNTAX);
 }
 

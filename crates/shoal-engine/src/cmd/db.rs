@@ -1,0 +1,203 @@
+//! Numbered databases (SELECT, MOVE, SWAPDB, FLUSHDB, COPY ... DB) over one keyspace.
+//!
+//! Database 0 holds keys as they are; a key of database `n > 0` is stored under a 4-byte
+//! prefix, `FF DB 00 n`, added to every key argument of a command (at its key positions)
+//! before the command runs ([`rewrite`]), and taken off the keys a command lists (KEYS,
+//! SCAN, RANDOMKEY). One store, so `maxmemory`, eviction, expiry and the byte accounting
+//! cover every database at once, as in Redis; what costs more than in Redis: DBSIZE,
+//! FLUSHDB, SWAPDB and INFO keyspace walk the keyspace once numbered databases are in use
+//! (they are O(1) or O(keys of one database) in Redis). Keys of database 0 that begin with
+//! the prefix's bytes are taken for another database's: the prefix is reserved.
+//!
+//! In a cluster only database 0 exists, and SELECT, MOVE, SWAPDB and COPY ... DB answer
+//! Redis Cluster's errors.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use shoal_resp::Reply;
+
+use super::{err, int_arg, tri, CommandSpec, Ctx};
+
+/// Databases on a single node (Redis's default `databases`).
+pub const DATABASES: i64 = 16;
+
+const MARK: [u8; 3] = [0xFF, 0xDB, 0x00];
+
+pub const ERR_DB_RANGE: &str = "ERR DB index is out of range";
+
+/// The key as stored for database `db`.
+pub fn stored_key(db: u8, key: &[u8]) -> Bytes {
+    if db == 0 {
+        return Bytes::copy_from_slice(key);
+    }
+    let mut b = BytesMut::with_capacity(4 + key.len());
+    b.put_slice(&MARK);
+    b.put_u8(db);
+    b.put_slice(key);
+    b.freeze()
+}
+
+/// The database and the client's key of a stored key.
+pub fn split_key(stored: &[u8]) -> (u8, &[u8]) {
+    match stored {
+        [0xFF, 0xDB, 0x00, db, key @ ..] if *db != 0 => (*db, key),
+        _ => (0, stored),
+    }
+}
+
+/// The arguments of `spec` with every key argument stored for database `db` (`db > 0`).
+pub fn rewrite(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
+    let mut out = args.to_vec();
+    for i in spec.key_positions(args.len()) {
+        out[i] = stored_key(db, &args[i]);
+    }
+    out
+}
+
+/// A database number argument: `Ok(n)` within `0..DATABASES`, else Redis's errors.
+fn db_arg(arg: &[u8]) -> Result<u8, Reply> {
+    let n = int_arg(arg)?;
+    if !(0..DATABASES).contains(&n) {
+        return Err(err(ERR_DB_RANGE));
+    }
+    Ok(n as u8)
+}
+
+/// SELECT index.
+pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let db = match int_arg(&args[1]) {
+        Ok(n) => n,
+        Err(_) => return err("ERR value is not an integer or out of range"),
+    };
+    if ctx.host.cluster().is_some() && db != 0 {
+        return err("ERR SELECT is not allowed in cluster mode");
+    }
+    if !(0..DATABASES).contains(&db) {
+        return err(ERR_DB_RANGE);
+    }
+    if db != 0 {
+        ctx.engine.numbered_dbs.store(true, Relaxed);
+    }
+    ctx.session.db = db as u8;
+    ctx.session.info.db.store(db as u8, Relaxed);
+    Reply::ok()
+}
+
+/// MOVE key db: the key (its value and TTL) into database `db` when it is not there.
+pub fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.host.cluster().is_some() {
+        return err("ERR MOVE is not allowed in cluster mode");
+    }
+    let to = tri!(db_arg(&args[2]));
+    let (from, key) = split_key(&args[1]);
+    if to == from {
+        return err("ERR source and destination objects are the same");
+    }
+    ctx.engine.numbered_dbs.store(true, Relaxed);
+    let dst = stored_key(to, key);
+    if super::keys::exists_now(ctx, &dst) {
+        return Reply::Int(0);
+    }
+    let Some(v) = super::keys::take(ctx, &args[1], true) else {
+        return Reply::Int(0);
+    };
+    super::keys::put(ctx, &dst, v);
+    Reply::Int(1)
+}
+
+/// Every stored key of database `db` (their bytes as stored).
+pub fn keys_of(ctx: &Ctx<'_>, db: u8) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    let mut cursor = 0;
+    loop {
+        cursor = ctx.engine.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
+            if split_key(k).0 == db {
+                out.push(Bytes::copy_from_slice(k));
+            }
+        });
+        if cursor == 0 {
+            return out;
+        }
+    }
+}
+
+/// SWAPDB index1 index2: every key of the one database moves to the other and back (a walk
+/// of both databases' keys, where Redis swaps two pointers).
+pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.host.cluster().is_some() {
+        return err("ERR SWAPDB is not allowed in cluster mode");
+    }
+    let a = match int_arg(&args[1]) {
+        Ok(n) => n,
+        Err(_) => return err("ERR invalid first DB index"),
+    };
+    let b = match int_arg(&args[2]) {
+        Ok(n) => n,
+        Err(_) => return err("ERR invalid second DB index"),
+    };
+    if !(0..DATABASES).contains(&a) || !(0..DATABASES).contains(&b) {
+        return err(ERR_DB_RANGE);
+    }
+    let (a, b) = (a as u8, b as u8);
+    if a == b {
+        return Reply::ok();
+    }
+    ctx.engine.numbered_dbs.store(true, Relaxed);
+    let mut moved = Vec::new();
+    for (from, to) in [(a, b), (b, a)] {
+        for k in keys_of(ctx, from) {
+            if let Some(v) = super::keys::take(ctx, &k, true) {
+                moved.push((stored_key(to, split_key(&k).1), v));
+            }
+        }
+    }
+    for (k, v) in moved {
+        super::keys::put(ctx, &k, v);
+    }
+    Reply::ok()
+}
+
+/// (keys, keys with a TTL) per database, for INFO keyspace: database 0 only until numbered
+/// databases are used, then a walk of the keyspace.
+pub fn keyspace(ctx: &Ctx<'_>) -> Vec<(u8, u64, u64)> {
+    let store = &ctx.engine.store;
+    if !ctx.engine.numbered_dbs.load(Relaxed) {
+        let stats = store.stats();
+        return vec![(0, stats.keys, stats.volatile_keys)];
+    }
+    let mut counts = [(0u64, 0u64); DATABASES as usize];
+    let mut cursor = 0;
+    loop {
+        cursor = store.scan(cursor, 4096, ctx.now_ms, |k, e| {
+            let (db, _) = split_key(k);
+            if let Some(c) = counts.get_mut(usize::from(db)) {
+                c.0 += 1;
+                c.1 += u64::from(e.expire_at_ms.is_some());
+            }
+        });
+        if cursor == 0 {
+            break;
+        }
+    }
+    counts
+        .iter()
+        .enumerate()
+        .map(|(db, &(keys, volatile))| (db as u8, keys, volatile))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_keys_split_back() {
+        assert_eq!(&stored_key(0, b"k")[..], b"k");
+        let k = stored_key(9, b"k");
+        assert_eq!(split_key(&k), (9, &b"k"[..]));
+        assert_eq!(split_key(b"plain"), (0, &b"plain"[..]));
+        assert_eq!(split_key(&[0xFF, 0xDB, 0x00]), (0, &[0xFF, 0xDB, 0x00][..]));
+        assert_eq!(split_key(&[0xFF, 0xDB, 0x00, 0, b'k']).0, 0);
+    }
+}
