@@ -436,7 +436,7 @@ fn a_crashed_node_loses_nothing_that_had_a_copy() {
     assert_eq!(info_field(&mut c, "shoal_members"), "3");
 }
 
-/// Hashes, sets and lists are placed, forwarded and replicated like strings: written
+/// Hashes, sets, lists and sorted sets are placed, forwarded and replicated like strings: written
 /// through any node, held by two, read back whole through any node after their owner
 /// crashed.
 #[test]
@@ -487,6 +487,18 @@ fn collections_have_two_copies_and_survive_their_owners_crash() {
         assert_eq!(n, 3);
         let _: String = redis::cmd("LPOP").arg(&l).query(via).unwrap();
         assert_eq!(holders(&mut clients, &l), 2, "{l}");
+        let z = format!("zset:{i}");
+        let via = &mut clients[i % 3];
+        let n: i64 = redis::cmd("ZADD")
+            .arg(&z)
+            .arg(i)
+            .arg("m")
+            .arg(1.5)
+            .arg("n")
+            .query(via)
+            .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(holders(&mut clients, &z), 2, "{z}");
     }
     // A table-sized hash, one field changed after it was replicated.
     let mut c = cluster.members[0].client();
@@ -544,6 +556,9 @@ fn collections_have_two_copies_and_survive_their_owners_crash() {
                 "{l} via {}",
                 m.name
             );
+            let z = format!("zset:{i}");
+            let score: String = redis::cmd("ZSCORE").arg(&z).arg("m").query(&mut c).unwrap();
+            assert_eq!(score, i.to_string(), "{z} via {}", m.name);
         }
         let n: i64 = redis::cmd("HLEN").arg("big").query(&mut c).unwrap();
         assert_eq!(n, 2000, "via {}", m.name);

@@ -65,6 +65,8 @@ const TAG_LIVE_HASH: u8 = 3;
 const TAG_LIVE_SET: u8 = 4;
 /// A live list: TAG_LIVE's layout, the value in `List::encode`'s form.
 const TAG_LIVE_LIST: u8 = 5;
+/// A live sorted set: TAG_LIVE's layout, the value in `ZSet::encode`'s form.
+const TAG_LIVE_ZSET: u8 = 6;
 
 /// Which slots a fan-out asks about (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -313,6 +315,7 @@ fn encode_stamped<'a>(
                     Kind::Hash => TAG_LIVE_HASH,
                     Kind::Set => TAG_LIVE_SET,
                     Kind::List => TAG_LIVE_LIST,
+                    Kind::ZSet => TAG_LIVE_ZSET,
                 });
                 b.put_u64(*version);
                 b.put_u32(key.len() as u32);
@@ -476,7 +479,7 @@ pub fn decode_request(
                 }
                 let key = r.bytes(key_len)?;
                 let state = match tag {
-                    TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET | TAG_LIVE_LIST => {
+                    TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET | TAG_LIVE_LIST | TAG_LIVE_ZSET => {
                         let flags = r.u32()?;
                         let expire_at_ms = r.u64()?;
                         let len = r.u32()? as usize;
@@ -485,7 +488,8 @@ pub fn decode_request(
                                 TAG_LIVE => Kind::String,
                                 TAG_LIVE_HASH => Kind::Hash,
                                 TAG_LIVE_SET => Kind::Set,
-                                _ => Kind::List,
+                                TAG_LIVE_LIST => Kind::List,
+                                _ => Kind::ZSet,
                             },
                             value: r.bytes(len)?,
                             flags,

@@ -255,20 +255,87 @@ fn format_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[i..]
 }
 
-/// Double text: `inf`, `-inf`, `nan`; integral values without `.0`; otherwise the shortest
-/// text that round-trips, in plain notation for 1e-5 <= |d| < 1e17 and in exponent notation
-/// (`1e300`, `5e-324`) outside that range, so no double needs hundreds of digits.
+/// `d` as Redis 7.2 writes a double (see [`format_double`]), for replies that carry a
+/// double as a bulk string in every protocol (ZSCAN's scores).
+pub fn double_bytes(d: f64) -> bytes::Bytes {
+    let mut text = StackBuf::new();
+    format_double(d, &mut text);
+    bytes::Bytes::copy_from_slice(text.as_bytes())
+}
+
+/// Double text as Redis 7.2 writes it (`d2string`): `inf`, `-inf`, `nan`, `0`, `-0`; an
+/// integral value within 2^62 as an integer; otherwise the shortest digits that round-trip,
+/// laid out as its `fpconv_dtoa` lays them out (plain up to 7 leading or trailing zeros,
+/// else `1.5e+20`, `1e-7`).
 fn format_double(d: f64, out: &mut StackBuf) {
     // Writing to a StackBuf cannot fail: the longest text here is about 25 bytes.
     let _ = if d.is_nan() {
         out.write_str("nan")
     } else if d.is_infinite() {
         out.write_str(if d > 0.0 { "inf" } else { "-inf" })
-    } else if d == 0.0 || (1e-5..1e17).contains(&d.abs()) {
-        write!(out, "{d}")
+    } else if d == 0.0 {
+        out.write_str(if d.is_sign_negative() { "-0" } else { "0" })
+    } else if d.abs() <= (i64::MAX / 2) as f64 && d == (d as i64) as f64 {
+        write!(out, "{}", d as i64)
     } else {
-        write!(out, "{d:e}")
+        write_fpconv(d, out)
     };
+}
+
+/// Redis's `fpconv_dtoa` layout of the shortest round-trip digits of `d` (finite, not 0).
+fn write_fpconv(d: f64, out: &mut StackBuf) -> std::fmt::Result {
+    // Rust's `{:e}` gives the shortest digits: `d.ddde±x`.
+    let mut sci = StackBuf::new();
+    write!(sci, "{:e}", d.abs())?;
+    let text = std::str::from_utf8(sci.as_bytes()).unwrap_or("0e0");
+    let (mantissa, exp) = text.split_once('e').unwrap_or((text, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    for b in mantissa.bytes().filter(u8::is_ascii_digit) {
+        if n < digits.len() {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    let digits = &digits[..n];
+    let ndigits = n as i32;
+    let k = exp - (ndigits - 1);
+    let e = (k + ndigits - 1).abs();
+    if d < 0.0 {
+        out.write_str("-")?;
+    }
+    let ds = std::str::from_utf8(digits).unwrap_or("0");
+    if k >= 0 && e < ndigits + 7 {
+        out.write_str(ds)?;
+        for _ in 0..k {
+            out.write_str("0")?;
+        }
+        return Ok(());
+    }
+    if k < 0 && (k > -7 || e < 4) {
+        let offset = ndigits - k.abs();
+        if offset <= 0 {
+            out.write_str("0.")?;
+            for _ in 0..-offset {
+                out.write_str("0")?;
+            }
+            return out.write_str(ds);
+        }
+        let (int, frac) = ds.split_at(offset as usize);
+        out.write_str(int)?;
+        out.write_str(".")?;
+        return out.write_str(frac);
+    }
+    let neg = i32::from(d < 0.0);
+    let shown = &ds[..ds.len().min((18 - neg) as usize)];
+    out.write_str(&shown[..1])?;
+    if shown.len() > 1 {
+        out.write_str(".")?;
+        out.write_str(&shown[1..])?;
+    }
+    let sign = if k + ndigits - 1 < 0 { '-' } else { '+' };
+    write!(out, "e{sign}{e}")
 }
 
 /// A fixed-size stack buffer for formatting without a `String`.
@@ -379,9 +446,14 @@ mod tests {
             (0.1, "0.1"),
             (2.71, "2.71"),
             (1e16, "10000000000000000"),
-            (1e17, "1e17"),
-            (1e300, "1e300"),
+            (1e17, "100000000000000000"),
+            (5e18, "5e+18"),
+            (1e20, "1e+20"),
+            (1e300, "1e+300"),
+            (123456.5, "123456.5"),
+            (1e-6, "0.000001"),
             (2.5e-7, "2.5e-7"),
+            (-2.5e-7, "-2.5e-7"),
             (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
             (f64::INFINITY, "inf"),
             (f64::NEG_INFINITY, "-inf"),

@@ -4,6 +4,7 @@ use crate::hash::Hash;
 use crate::list::List;
 use crate::rng;
 use crate::set::Set;
+use crate::zset::ZSet;
 
 /// Bytes charged per entry on top of its key and value, for `used_memory` and `maxmemory`.
 ///
@@ -31,6 +32,7 @@ pub enum Kind {
     Hash,
     Set,
     List,
+    ZSet,
 }
 
 impl Kind {
@@ -41,6 +43,7 @@ impl Kind {
             Kind::Hash => "hash",
             Kind::Set => "set",
             Kind::List => "list",
+            Kind::ZSet => "zset",
         }
     }
 }
@@ -63,6 +66,7 @@ pub enum Collection {
     Hash(Hash),
     Set(Set),
     List(List),
+    ZSet(ZSet),
 }
 
 impl Collection {
@@ -71,6 +75,7 @@ impl Collection {
             Collection::Hash(_) => Kind::Hash,
             Collection::Set(_) => Kind::Set,
             Collection::List(_) => Kind::List,
+            Collection::ZSet(_) => Kind::ZSet,
         }
     }
 
@@ -79,6 +84,7 @@ impl Collection {
             Collection::Hash(h) => h.is_empty(),
             Collection::Set(s) => s.is_empty(),
             Collection::List(l) => l.is_empty(),
+            Collection::ZSet(z) => z.is_empty(),
         }
     }
 
@@ -88,6 +94,7 @@ impl Collection {
             Collection::Hash(h) => h.encoding(),
             Collection::Set(s) => s.encoding(),
             Collection::List(l) => l.encoding(),
+            Collection::ZSet(z) => z.encoding(),
         }
     }
 
@@ -96,6 +103,7 @@ impl Collection {
             Collection::Hash(h) => h.heap_bytes(),
             Collection::Set(s) => s.heap_bytes(),
             Collection::List(l) => l.heap_bytes(),
+            Collection::ZSet(z) => z.heap_bytes(),
         }
     }
 
@@ -105,6 +113,7 @@ impl Collection {
             Collection::Hash(h) => h.encode(),
             Collection::Set(s) => s.encode(),
             Collection::List(l) => l.encode(),
+            Collection::ZSet(z) => z.encode(),
         }
     }
 
@@ -115,6 +124,7 @@ impl Collection {
             Kind::Hash => Hash::decode(b).map(Collection::Hash),
             Kind::Set => Set::decode(b).map(Collection::Set),
             Kind::List => List::decode(b).map(Collection::List),
+            Kind::ZSet => ZSet::decode(b).map(Collection::ZSet),
             Kind::String => None,
         }
     }

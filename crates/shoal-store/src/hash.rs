@@ -28,7 +28,7 @@ pub const LISTPACK_VALUE: usize = 64;
 
 /// The process's hash seed for fields: random per process, so field names cannot be chosen
 /// to collide.
-fn field_hasher() -> FixedState {
+pub(crate) fn field_hasher() -> FixedState {
     static SEED: OnceLock<u64> = OnceLock::new();
     FixedState::with_seed(*SEED.get_or_init(crate::rng::seed))
 }

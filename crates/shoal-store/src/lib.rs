@@ -45,6 +45,7 @@ mod set;
 mod shard;
 mod store;
 mod tombstone;
+mod zset;
 
 #[cfg(test)]
 mod tests;
@@ -58,3 +59,4 @@ pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, SLOTS};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};
+pub use zset::ZSet;

@@ -17,6 +17,7 @@ use crate::rng;
 use crate::set::Set;
 use crate::shard::{shard_of_slot, Shard, SHARDS};
 use crate::slot::{key_slot, SLOTS};
+use crate::zset::ZSet;
 
 /// Store configuration; every field can be changed at run time through the `Store` setters.
 #[derive(Clone, Debug)]
@@ -89,6 +90,14 @@ impl<'a> Entry<'a> {
     pub fn set(&self) -> Option<&'a Set> {
         match self.coll {
             Some(Collection::Set(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value, for a sorted set.
+    pub fn zset(&self) -> Option<&'a ZSet> {
+        match self.coll {
+            Some(Collection::ZSet(z)) => Some(z),
             _ => None,
         }
     }
@@ -338,6 +347,21 @@ impl Slot<'_> {
             |c| match c {
                 Collection::Set(s) => f(s),
                 _ => unreachable!("edit_coll made it a set"),
+            },
+        )
+    }
+
+    /// [`Slot::edit_coll`] for a sorted set (an absent key starts as `create` makes it).
+    pub fn edit_zset<R>(
+        &mut self,
+        create: impl FnOnce() -> ZSet,
+        f: impl FnOnce(&mut ZSet) -> (R, bool),
+    ) -> R {
+        self.edit_coll(
+            || Collection::ZSet(create()),
+            |c| match c {
+                Collection::ZSet(z) => f(z),
+                _ => unreachable!("edit_coll made it a sorted set"),
             },
         )
     }

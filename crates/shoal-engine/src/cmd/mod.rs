@@ -22,6 +22,7 @@ mod set;
 mod string;
 #[cfg(test)]
 mod tests;
+mod zset;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -403,6 +404,30 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("lpos", -3, READONLY, (1, 1, 1), "list", "6.0.6", "Returns the index of matching elements in a list.", list::lpos),
     cmd!("lmove", 5, WRITE | DENYOOM, (1, 2, 1), "list", "6.2.0", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", list::lmove),
     cmd!("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", list::rpoplpush),
+    // sorted sets
+    cmd!("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zset::zadd),
+    cmd!("zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Increments the score of a member in a sorted set.", zset::zincrby),
+    cmd!("zscore", 3, READONLY | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Returns the score of a member in a sorted set.", zset::zscore),
+    cmd!("zmscore", -3, READONLY | FAST, (1, 1, 1), "sorted_set", "6.2.0", "Returns the score of one or more members in a sorted set.", zset::zmscore),
+    cmd!("zcard", 2, READONLY | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Returns the number of members in a sorted set.", zset::zcard),
+    cmd!("zcount", 4, READONLY | FAST, (1, 1, 1), "sorted_set", "2.0.0", "Returns the count of members in a sorted set that have scores within a range.", zset::zcount),
+    cmd!("zlexcount", 4, READONLY | FAST, (1, 1, 1), "sorted_set", "2.8.9", "Returns the number of members in a sorted set within a lexicographical range.", zset::zlexcount),
+    cmd!("zrange", -4, READONLY, (1, 1, 1), "sorted_set", "1.2.0", "Returns members in a sorted set within a range of indexes.", zset::zrange),
+    cmd!("zrangebyscore", -4, READONLY, (1, 1, 1), "sorted_set", "1.0.5", "Returns members in a sorted set within a range of scores.", zset::zrangebyscore),
+    cmd!("zrevrangebyscore", -4, READONLY, (1, 1, 1), "sorted_set", "2.2.0", "Returns members in a sorted set within a range of scores in reverse order.", zset::zrevrangebyscore),
+    cmd!("zrevrange", -4, READONLY, (1, 1, 1), "sorted_set", "1.2.0", "Returns members in a sorted set within a range of indexes in reverse order.", zset::zrevrange),
+    cmd!("zrangebylex", -4, READONLY, (1, 1, 1), "sorted_set", "2.8.9", "Returns members in a sorted set within a lexicographical range.", zset::zrangebylex),
+    cmd!("zrevrangebylex", -4, READONLY, (1, 1, 1), "sorted_set", "2.8.9", "Returns members in a sorted set within a lexicographical range in reverse order.", zset::zrevrangebylex),
+    cmd!("zrank", -3, READONLY | FAST, (1, 1, 1), "sorted_set", "2.0.0", "Returns the index of a member in a sorted set ordered by ascending scores.", zset::zrank),
+    cmd!("zrevrank", -3, READONLY | FAST, (1, 1, 1), "sorted_set", "2.0.0", "Returns the index of a member in a sorted set ordered by descending scores.", zset::zrevrank),
+    cmd!("zrem", -3, WRITE | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", zset::zrem),
+    cmd!("zremrangebyrank", 4, WRITE, (1, 1, 1), "sorted_set", "2.0.0", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", zset::zremrangebyrank),
+    cmd!("zremrangebyscore", 4, WRITE, (1, 1, 1), "sorted_set", "1.2.0", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", zset::zremrangebyscore),
+    cmd!("zremrangebylex", 4, WRITE, (1, 1, 1), "sorted_set", "2.8.9", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", zset::zremrangebylex),
+    cmd!("zpopmin", -2, WRITE | FAST, (1, 1, 1), "sorted_set", "5.0.0", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zset::zpopmin),
+    cmd!("zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted_set", "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zset::zpopmax),
+    cmd!("zrandmember", -2, READONLY, (1, 1, 1), "sorted_set", "6.2.0", "Returns one or more random members from a sorted set.", zset::zrandmember),
+    cmd!("zscan", -3, READONLY, (1, 1, 1), "sorted_set", "2.8.0", "Iterates over members and scores of a sorted set.", zset::zscan),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },

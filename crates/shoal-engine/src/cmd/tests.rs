@@ -1387,3 +1387,55 @@ fn review_mends_counts_watch_and_empty_values() {
     h.check("GET k", "+QUEUED\r\n");
     h.check("EXEC", "*-1\r\n");
 }
+
+#[test]
+fn sorted_set_commands_answer_in_resp2_and_resp3() {
+    let mut h = H::new();
+    h.check("ZADD z 1 a 2.5 b", &int(2));
+    h.check(
+        "ZRANK z b WITHSCORE",
+        &format!("*2\r\n{}{}", int(1), bulk("2.5")),
+    );
+    h.check("ZRANK z zz WITHSCORE", "*-1\r\n");
+    h.check("ZSCORE z b", &bulk("2.5"));
+    h.check("OBJECT ENCODING z", &bulk("listpack"));
+    h.check("ZADD z 0.1 c", &int(1));
+    h.check("ZSCORE z c", &bulk("0.1"));
+    h.resp3();
+    h.check("ZSCORE z b", ",2.5\r\n");
+    h.check(
+        "ZRANGE z 0 0 WITHSCORES",
+        &format!("*1\r\n*2\r\n{},0.1\r\n", bulk("c")),
+    );
+    h.check("ZRANK z zz WITHSCORE", "_\r\n");
+    h.check("ZPOPMIN z 1", &format!("*1\r\n*2\r\n{},0.1\r\n", bulk("c")));
+    h.check("ZPOPMIN z", &format!("*2\r\n{},1\r\n", bulk("a")));
+}
+
+#[test]
+fn a_large_sorted_set_ranks_and_ranges_in_order() {
+    let mut h = H::new();
+    for i in 0..3000 {
+        h.exec(&["ZADD", "z", &(i * 3 % 3001).to_string(), &format!("m{i}")]);
+    }
+    h.check("OBJECT ENCODING z", &bulk("skiplist"));
+    h.check("ZCARD z", &int(3000));
+    // Scores 0, 3, 6, ... taken mod 3001: every score distinct, so ranks follow them.
+    let mut order: Vec<(i64, usize)> = (0..3000).map(|i| ((i * 3 % 3001) as i64, i)).collect();
+    order.sort();
+    for rank in [0usize, 1, 1499, 2999] {
+        let (_, i) = order[rank];
+        h.check(&format!("ZRANK z m{i}"), &int(rank as i64));
+        h.check(&format!("ZREVRANK z m{i}"), &int((2999 - rank) as i64));
+    }
+    let got = bulks(&h.exec(&["ZRANGE", "z", "1000", "1004"]));
+    let want: Vec<Vec<u8>> = order[1000..1005]
+        .iter()
+        .map(|(_, i)| format!("m{i}").into_bytes())
+        .collect();
+    assert_eq!(got, want);
+    let below = order.iter().filter(|(s, _)| *s < 1500).count() as i64;
+    h.check("ZREMRANGEBYSCORE z 0 (1500", &int(below));
+    h.check("ZCARD z", &int(3000 - below));
+    h.check("ZCOUNT z -inf +inf", &int(3000 - below));
+}

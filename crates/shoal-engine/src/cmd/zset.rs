@@ -1,0 +1,820 @@
+//! Sorted set commands (Redis 7.2): ZADD (NX XX GT LT CH INCR), ZINCRBY, ZSCORE, ZMSCORE,
+//! ZCARD, ZCOUNT, ZLEXCOUNT, ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES), ZRANGEBYSCORE,
+//! ZREVRANGEBYSCORE, ZREVRANGE, ZRANGEBYLEX, ZREVRANGEBYLEX, ZRANK and ZREVRANK
+//! (WITHSCORE), ZREM, ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX, ZPOPMIN, ZPOPMAX,
+//! ZRANDMEMBER, ZSCAN.
+//!
+//! Every command answers WRONGTYPE on a key of another type; a sorted set left empty is
+//! removed. Scores are replied as Redis 7.2 writes doubles (bulk strings in RESP2, doubles in
+//! RESP3); replies that list members charge the client's reply budget per item.
+
+use bytes::Bytes;
+use shoal_resp::{Protocol, Reply};
+use shoal_store::{glob_match, random_u64, Access, Entry, Kind, Slot, ZSet};
+
+use super::{err, int_arg, is, parse_f64, tri, Ctx, ReplyBudget, ERR_SYNTAX, ERR_WRONGTYPE};
+
+const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
+const ERR_RANGE_FLOAT: &str = "ERR min or max is not a float";
+const ERR_RANGE_LEX: &str = "ERR min or max not valid string range item";
+const ERR_NAN: &str = "ERR resulting score is not a number (NaN)";
+
+fn zset_of(e: Option<Entry<'_>>) -> Result<Option<&ZSet>, Reply> {
+    match e {
+        None => Ok(None),
+        Some(e) => e.zset().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
+    }
+}
+
+fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
+    match slot.kind() {
+        None | Some(Kind::ZSet) => Ok(()),
+        Some(_) => Err(err(ERR_WRONGTYPE)),
+    }
+}
+
+fn with_zset(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: impl FnOnce(Option<&ZSet>, &mut ReplyBudget, Protocol) -> Reply,
+) -> Reply {
+    let engine = ctx.engine;
+    let proto = ctx.session.proto;
+    let budget = &mut ctx.session.budget;
+    engine
+        .store
+        .read(key, ctx.now_ms, Access::Read, |e| match zset_of(e) {
+            Ok(z) => f(z, budget, proto),
+            Err(reply) => reply,
+        })
+}
+
+/// A score as a reply: a double (RESP3 writes it as such, RESP2 as a bulk string).
+fn score_reply(s: f64) -> Reply {
+    Reply::Double(s)
+}
+
+/// A score argument (ZADD, ZINCRBY): Redis's strtod, no NaN.
+fn score_arg(arg: &[u8]) -> Option<f64> {
+    parse_f64(arg).filter(|f| !f.is_nan())
+}
+
+/// Members (with their scores when asked) as a reply: RESP3 pairs for WITHSCORES.
+fn members_reply<'a>(
+    items: impl Iterator<Item = (&'a [u8], f64)>,
+    with_scores: bool,
+    budget: &mut ReplyBudget,
+    proto: Protocol,
+) -> Reply {
+    let mut out = Vec::new();
+    for (m, s) in items {
+        if !budget.charge(m.len() + if with_scores { 24 } else { 0 }) {
+            return Reply::Nil;
+        }
+        let member = Reply::Bulk(Bytes::copy_from_slice(m));
+        match (with_scores, proto) {
+            (false, _) => out.push(member),
+            (true, Protocol::Resp3) => out.push(Reply::Array(vec![member, score_reply(s)])),
+            (true, _) => out.extend([member, score_reply(s)]),
+        }
+    }
+    Reply::Array(out)
+}
+
+/// ZADD key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...].
+pub fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
+        (false, false, false, false, false, false);
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        if is(a, "NX") {
+            nx = true;
+        } else if is(a, "XX") {
+            xx = true;
+        } else if is(a, "GT") {
+            gt = true;
+        } else if is(a, "LT") {
+            lt = true;
+        } else if is(a, "CH") {
+            ch = true;
+        } else if is(a, "INCR") {
+            incr = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    let pairs = &args[i..];
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
+        return err(ERR_SYNTAX);
+    }
+    if nx && xx {
+        return err("ERR XX and NX options at the same time are not compatible");
+    }
+    if ((gt || lt) && nx) || (gt && lt) {
+        return err("ERR GT, LT, and/or NX options at the same time are not compatible");
+    }
+    if incr && pairs.len() > 2 {
+        return err("ERR INCR option supports a single increment-element pair");
+    }
+    let mut scores = Vec::with_capacity(pairs.len() / 2);
+    for p in pairs.chunks_exact(2) {
+        match score_arg(&p[0]) {
+            Some(s) => scores.push(s),
+            None => return err(ERR_NOT_FLOAT),
+        }
+    }
+    let n = pairs.len() / 2;
+    let longest = pairs.chunks_exact(2).map(|p| p[1].len()).max().unwrap_or(0);
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if xx && !slot.exists() {
+            // Nothing to update: no key is created.
+            return if incr { Reply::Nil } else { Reply::Int(0) };
+        }
+        slot.edit_zset(
+            || ZSet::for_members(n, longest),
+            |z| {
+                z.prepare(n, longest);
+                let (mut added, mut updated) = (0i64, 0i64);
+                let mut result = None;
+                for (p, &score) in pairs.chunks_exact(2).zip(&scores) {
+                    let member = &p[1];
+                    let current = z.score(member);
+                    let mut new = score;
+                    match current {
+                        Some(_) if nx => continue,
+                        None if xx => continue,
+                        Some(cur) => {
+                            if incr {
+                                new = cur + score;
+                                if new.is_nan() {
+                                    return (err(ERR_NAN), added + updated > 0);
+                                }
+                            }
+                            if (gt && new <= cur) || (lt && new >= cur) {
+                                continue;
+                            }
+                            result = Some(new);
+                            if new != cur {
+                                z.insert(member, new);
+                                updated += 1;
+                            }
+                        }
+                        None => {
+                            z.insert(member, new);
+                            added += 1;
+                            result = Some(new);
+                        }
+                    }
+                }
+                let changed = added + updated > 0;
+                let reply = if incr {
+                    result.map_or(Reply::Nil, score_reply)
+                } else {
+                    Reply::Int(if ch { added + updated } else { added })
+                };
+                (reply, changed)
+            },
+        )
+    })
+}
+
+pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let Some(by) = score_arg(&args[2]) else {
+        return err(ERR_NOT_FLOAT);
+    };
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        let member = &args[3];
+        slot.edit_zset(
+            || ZSet::for_members(1, member.len()),
+            |z| {
+                let new = z.score(member).unwrap_or(0.0) + by;
+                if new.is_nan() {
+                    return (err(ERR_NAN), false);
+                }
+                z.insert(member, new);
+                (score_reply(new), true)
+            },
+        )
+    })
+}
+
+pub fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_zset(ctx, &args[1], |z, _, _| {
+        z.and_then(|z| z.score(&args[2]))
+            .map_or(Reply::Nil, score_reply)
+    })
+}
+
+pub fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_zset(ctx, &args[1], |z, _, _| {
+        Reply::Array(
+            args[2..]
+                .iter()
+                .map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, score_reply))
+                .collect(),
+        )
+    })
+}
+
+pub fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    with_zset(ctx, &args[1], |z, _, _| {
+        Reply::Int(z.map_or(0, ZSet::len) as i64)
+    })
+}
+
+/// A score bound: `(` makes it exclusive; `-inf`, `+inf` and `inf` as strtod reads them.
+#[derive(Clone, Copy, Debug)]
+struct Bound {
+    value: f64,
+    exclusive: bool,
+}
+
+fn score_bound(arg: &[u8]) -> Option<Bound> {
+    let (exclusive, text) = match arg.first() {
+        Some(b'(') => (true, &arg[1..]),
+        _ => (false, arg),
+    };
+    let value = parse_f64(text).filter(|v| !v.is_nan())?;
+    Some(Bound { value, exclusive })
+}
+
+impl Bound {
+    fn above_min(self, s: f64) -> bool {
+        if self.exclusive {
+            s > self.value
+        } else {
+            s >= self.value
+        }
+    }
+
+    fn below_max(self, s: f64) -> bool {
+        if self.exclusive {
+            s < self.value
+        } else {
+            s <= self.value
+        }
+    }
+}
+
+/// A lex bound: `[x` inclusive, `(x` exclusive, `-` and `+` the ends.
+#[derive(Clone, Debug)]
+enum Lex {
+    Min,
+    Max,
+    Incl(Bytes),
+    Excl(Bytes),
+}
+
+fn lex_bound(arg: &Bytes) -> Option<Lex> {
+    match arg.first() {
+        Some(b'-') if arg.len() == 1 => Some(Lex::Min),
+        Some(b'+') if arg.len() == 1 => Some(Lex::Max),
+        Some(b'[') => Some(Lex::Incl(arg.slice(1..))),
+        Some(b'(') => Some(Lex::Excl(arg.slice(1..))),
+        _ => None,
+    }
+}
+
+impl Lex {
+    fn above_min(&self, m: &[u8]) -> bool {
+        match self {
+            Lex::Min => true,
+            Lex::Max => false,
+            Lex::Incl(b) => m >= &b[..],
+            Lex::Excl(b) => m > &b[..],
+        }
+    }
+
+    fn below_max(&self, m: &[u8]) -> bool {
+        match self {
+            Lex::Min => false,
+            Lex::Max => true,
+            Lex::Incl(b) => m <= &b[..],
+            Lex::Excl(b) => m < &b[..],
+        }
+    }
+}
+
+/// The members a score range covers, ascending (or descending with `rev`).
+fn by_score<'a>(
+    z: &'a ZSet,
+    min: Bound,
+    max: Bound,
+    rev: bool,
+) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
+    if rev {
+        Box::new(
+            z.to_score_rev(max.value)
+                .skip_while(move |(_, s)| !max.below_max(*s))
+                .take_while(move |(_, s)| min.above_min(*s)),
+        )
+    } else {
+        Box::new(
+            z.from_score(min.value)
+                .skip_while(move |(_, s)| !min.above_min(*s))
+                .take_while(move |(_, s)| max.below_max(*s)),
+        )
+    }
+}
+
+/// The members a lex range covers (Redis assumes one score for all; it walks the order).
+fn by_lex<'a>(
+    z: &'a ZSet,
+    min: Lex,
+    max: Lex,
+    rev: bool,
+) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
+    let it: Box<dyn Iterator<Item = (&'a [u8], f64)>> = if rev {
+        Box::new(z.iter().rev())
+    } else {
+        Box::new(z.iter())
+    };
+    if rev {
+        Box::new(
+            it.skip_while(move |(m, _)| !max.below_max(m))
+                .take_while(move |(m, _)| min.above_min(m)),
+        )
+    } else {
+        Box::new(
+            it.skip_while(move |(m, _)| !min.above_min(m))
+                .take_while(move |(m, _)| max.below_max(m)),
+        )
+    }
+}
+
+pub fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (Some(min), Some(max)) = (score_bound(&args[2]), score_bound(&args[3])) else {
+        return err(ERR_RANGE_FLOAT);
+    };
+    with_zset(ctx, &args[1], |z, _, _| {
+        Reply::Int(z.map_or(0, |z| by_score(z, min, max, false).count()) as i64)
+    })
+}
+
+pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (Some(min), Some(max)) = (lex_bound(&args[2]), lex_bound(&args[3])) else {
+        return err(ERR_RANGE_LEX);
+    };
+    with_zset(ctx, &args[1], |z, _, _| {
+        Reply::Int(z.map_or(0, |z| by_lex(z, min, max, false).count()) as i64)
+    })
+}
+
+/// Redis's index rules for a rank range over `len` members.
+fn rank_range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 {
+        (start + len).max(0)
+    } else {
+        start
+    };
+    let end = if end < 0 { end + len } else { end.min(len - 1) };
+    (start <= end && start < len && end >= 0).then_some((start as usize, end as usize))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    Rank,
+    Score,
+    Lex,
+}
+
+/// What a ZRANGE-family request asks for.
+struct RangeReq {
+    by: By,
+    rev: bool,
+    limit: Option<(i64, i64)>,
+    with_scores: bool,
+}
+
+/// The ZRANGE family: `min` and `max` as the client gave them (REV swaps their meaning as in
+/// Redis: ZRANGE ... REV takes max first).
+fn range_generic(ctx: &mut Ctx<'_>, key: &Bytes, a: &Bytes, b: &Bytes, req: RangeReq) -> Reply {
+    if req.limit.is_some() && req.by == By::Rank {
+        return err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
+    }
+    if req.with_scores && req.by == By::Lex {
+        return err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    }
+    // In REV order the first bound given is the maximum.
+    let (lo, hi) = if req.rev && req.by != By::Rank {
+        (b, a)
+    } else {
+        (a, b)
+    };
+    enum Parsed {
+        Rank(i64, i64),
+        Score(Bound, Bound),
+        Lex(Lex, Lex),
+    }
+    let parsed = match req.by {
+        By::Rank => Parsed::Rank(tri!(int_arg(lo)), tri!(int_arg(hi))),
+        By::Score => match (score_bound(lo), score_bound(hi)) {
+            (Some(x), Some(y)) => Parsed::Score(x, y),
+            _ => return err(ERR_RANGE_FLOAT),
+        },
+        By::Lex => match (lex_bound(lo), lex_bound(hi)) {
+            (Some(x), Some(y)) => Parsed::Lex(x, y),
+            _ => return err(ERR_RANGE_LEX),
+        },
+    };
+    let (offset, count) = req.limit.unwrap_or((0, -1));
+    with_zset(ctx, key, |z, budget, proto| {
+        let Some(z) = z else {
+            return Reply::Array(Vec::new());
+        };
+        let items: Box<dyn Iterator<Item = (&[u8], f64)>> = match parsed {
+            Parsed::Rank(start, end) => match rank_range(z.len(), start, end) {
+                None => return Reply::Array(Vec::new()),
+                Some((s, e)) => {
+                    let it: Box<dyn Iterator<Item = (&[u8], f64)>> = if req.rev {
+                        Box::new(z.iter().rev())
+                    } else {
+                        Box::new(z.iter())
+                    };
+                    Box::new(it.skip(s).take(e + 1 - s))
+                }
+            },
+            Parsed::Score(min, max) => by_score(z, min, max, req.rev),
+            Parsed::Lex(min, max) => by_lex(z, min, max, req.rev),
+        };
+        if offset < 0 {
+            return Reply::Array(Vec::new());
+        }
+        let take = if count < 0 {
+            usize::MAX
+        } else {
+            count as usize
+        };
+        let items = items
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(take);
+        members_reply(items, req.with_scores, budget, proto)
+    })
+}
+
+/// The options after ZRANGE's bounds (or the older commands'); `allow` says which.
+fn range_options(args: &[Bytes], from: usize, by_allowed: bool) -> Result<RangeReq, Reply> {
+    let mut req = RangeReq {
+        by: By::Rank,
+        rev: false,
+        limit: None,
+        with_scores: false,
+    };
+    let mut i = from;
+    while i < args.len() {
+        let a = &args[i];
+        if is(a, "WITHSCORES") {
+            req.with_scores = true;
+        } else if is(a, "LIMIT") && i + 2 < args.len() {
+            req.limit = Some((int_arg(&args[i + 1])?, int_arg(&args[i + 2])?));
+            i += 2;
+        } else if by_allowed && is(a, "BYSCORE") {
+            req.by = By::Score;
+        } else if by_allowed && is(a, "BYLEX") {
+            req.by = By::Lex;
+        } else if by_allowed && is(a, "REV") {
+            req.rev = true;
+        } else {
+            return Err(err(ERR_SYNTAX));
+        }
+        i += 1;
+    }
+    Ok(req)
+}
+
+pub fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let req = tri!(range_options(args, 4, true));
+    range_generic(ctx, &args[1], &args[2], &args[3], req)
+}
+
+fn legacy(ctx: &mut Ctx<'_>, args: &[Bytes], by: By, rev: bool, with: bool) -> Reply {
+    let mut req = tri!(range_options(args, 4, false));
+    if !with && req.with_scores {
+        return err(ERR_SYNTAX);
+    }
+    req.by = by;
+    req.rev = rev;
+    range_generic(ctx, &args[1], &args[2], &args[3], req)
+}
+
+pub fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    legacy(ctx, args, By::Score, false, true)
+}
+
+pub fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    legacy(ctx, args, By::Score, true, true)
+}
+
+pub fn zrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    legacy(ctx, args, By::Lex, false, false)
+}
+
+pub fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    legacy(ctx, args, By::Lex, true, false)
+}
+
+pub fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let with = match args.get(4) {
+        None => false,
+        Some(a) if args.len() == 5 && is(a, "WITHSCORES") => true,
+        Some(_) => return err(ERR_SYNTAX),
+    };
+    let req = RangeReq {
+        by: By::Rank,
+        rev: true,
+        limit: None,
+        with_scores: with,
+    };
+    range_generic(ctx, &args[1], &args[2], &args[3], req)
+}
+
+fn rank_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Reply {
+    let with = match args.get(3) {
+        None => false,
+        Some(a) if args.len() == 4 && is(a, "WITHSCORE") => true,
+        Some(_) => return err(ERR_SYNTAX),
+    };
+    with_zset(ctx, &args[1], |z, _, proto| {
+        let Some(z) = z else {
+            return if with { Reply::NilArray } else { Reply::Nil };
+        };
+        let Some(rank) = z.rank(&args[2]) else {
+            return if with { Reply::NilArray } else { Reply::Nil };
+        };
+        let rank = if rev { z.len() - 1 - rank } else { rank };
+        if with {
+            let s = z.score(&args[2]).unwrap_or(0.0);
+            let _ = proto;
+            Reply::Array(vec![Reply::Int(rank as i64), score_reply(s)])
+        } else {
+            Reply::Int(rank as i64)
+        }
+    })
+}
+
+pub fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    rank_generic(ctx, args, false)
+}
+
+pub fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    rank_generic(ctx, args, true)
+}
+
+pub fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return Reply::Int(0);
+        }
+        let n = slot.edit_zset(ZSet::new, |z| {
+            let n = args[2..].iter().filter(|m| z.remove(m)).count();
+            (n as i64, n > 0)
+        });
+        Reply::Int(n)
+    })
+}
+
+/// ZREMRANGEBYRANK / BYSCORE / BYLEX.
+fn remrange(ctx: &mut Ctx<'_>, args: &[Bytes], by: By) -> Reply {
+    enum Parsed {
+        Rank(i64, i64),
+        Score(Bound, Bound),
+        Lex(Lex, Lex),
+    }
+    let parsed = match by {
+        By::Rank => Parsed::Rank(tri!(int_arg(&args[2])), tri!(int_arg(&args[3]))),
+        By::Score => match (score_bound(&args[2]), score_bound(&args[3])) {
+            (Some(a), Some(b)) => Parsed::Score(a, b),
+            _ => return err(ERR_RANGE_FLOAT),
+        },
+        By::Lex => match (lex_bound(&args[2]), lex_bound(&args[3])) {
+            (Some(a), Some(b)) => Parsed::Lex(a, b),
+            _ => return err(ERR_RANGE_LEX),
+        },
+    };
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return Reply::Int(0);
+        }
+        let n = slot.edit_zset(ZSet::new, |z| {
+            let doomed: Vec<Vec<u8>> = match &parsed {
+                Parsed::Rank(start, end) => match rank_range(z.len(), *start, *end) {
+                    None => Vec::new(),
+                    Some((s, e)) => z
+                        .iter()
+                        .skip(s)
+                        .take(e + 1 - s)
+                        .map(|(m, _)| m.to_vec())
+                        .collect(),
+                },
+                Parsed::Score(min, max) => by_score(z, *min, *max, false)
+                    .map(|(m, _)| m.to_vec())
+                    .collect(),
+                Parsed::Lex(min, max) => by_lex(z, min.clone(), max.clone(), false)
+                    .map(|(m, _)| m.to_vec())
+                    .collect(),
+            };
+            for m in &doomed {
+                z.remove(m);
+            }
+            (doomed.len() as i64, !doomed.is_empty())
+        });
+        Reply::Int(n)
+    })
+}
+
+pub fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    remrange(ctx, args, By::Rank)
+}
+
+pub fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    remrange(ctx, args, By::Score)
+}
+
+pub fn zremrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    remrange(ctx, args, By::Lex)
+}
+
+fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
+    let count = match args.len() {
+        2 => None,
+        3 => match super::parse_i64(&args[2]) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return err("ERR value is out of range, must be positive"),
+        },
+        _ => return err(ERR_SYNTAX),
+    };
+    let proto = ctx.session.proto;
+    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        tri!(check_slot(slot));
+        if !slot.exists() || count == Some(0) {
+            return Reply::Array(Vec::new());
+        }
+        let n = count.unwrap_or(1);
+        slot.edit_zset(ZSet::new, |z| {
+            let mut popped = Vec::new();
+            for _ in 0..n.min(z.len() as u64) {
+                let Some((m, s)) = z.pop(highest) else { break };
+                popped.push((m, s));
+            }
+            let reply = match (count, proto) {
+                (Some(_), Protocol::Resp3) => Reply::Array(
+                    popped
+                        .into_iter()
+                        .map(|(m, s)| {
+                            Reply::Array(vec![Reply::Bulk(Bytes::from(m)), score_reply(s)])
+                        })
+                        .collect(),
+                ),
+                _ => Reply::Array(
+                    popped
+                        .into_iter()
+                        .flat_map(|(m, s)| [Reply::Bulk(Bytes::from(m)), score_reply(s)])
+                        .collect(),
+                ),
+            };
+            (reply, true)
+        })
+    })
+}
+
+pub fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    pop_generic(ctx, args, false)
+}
+
+pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    pop_generic(ctx, args, true)
+}
+
+/// ZRANDMEMBER key [count [WITHSCORES]].
+pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let random_below = |n: usize| (random_u64() % n as u64) as usize;
+    if args.len() == 2 {
+        return with_zset(ctx, &args[1], |z, _, _| match z.filter(|z| !z.is_empty()) {
+            Some(z) => z
+                .iter()
+                .nth(random_below(z.len()))
+                .map_or(Reply::Nil, |(m, _)| Reply::Bulk(Bytes::copy_from_slice(m))),
+            None => Reply::Nil,
+        });
+    }
+    let count = tri!(int_arg(&args[2]));
+    let with = match args.get(3) {
+        None => false,
+        Some(a) if args.len() == 4 && is(a, "WITHSCORES") => true,
+        Some(_) => return err(ERR_SYNTAX),
+    };
+    if count == i64::MIN {
+        return err(super::hash::ERR_COUNT_RANGE);
+    }
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return err("ERR value is out of range");
+    }
+    with_zset(ctx, &args[1], |z, budget, proto| {
+        let Some(z) = z.filter(|z| count != 0 && !z.is_empty()) else {
+            return Reply::Array(Vec::new());
+        };
+        let all: Vec<(&[u8], f64)> = z.iter().collect();
+        let len = all.len();
+        let picks: Vec<usize> = if count < 0 {
+            let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+            let mut v = Vec::new();
+            for _ in 0..n {
+                v.push(random_below(len));
+                if !budget.charge(all[*v.last().expect("pushed")].0.len()) {
+                    return Reply::Nil;
+                }
+            }
+            v
+        } else if count as u64 >= len as u64 {
+            (0..len).collect()
+        } else {
+            let mut chosen = std::collections::HashSet::new();
+            while chosen.len() < count as usize {
+                chosen.insert(random_below(len));
+            }
+            chosen.into_iter().collect()
+        };
+        members_reply(picks.into_iter().map(|i| all[i]), with, budget, proto)
+    })
+}
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]: a listpack answers whole with cursor 0;
+/// a skiplist's cursor counts the members still to visit from the end (O(n) per call here).
+pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let Some(cursor) = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        return err("ERR invalid cursor");
+    };
+    match super::kind_of(ctx, &args[1]) {
+        None => return Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]),
+        Some(Kind::ZSet) => {}
+        Some(_) => return err(ERR_WRONGTYPE),
+    }
+    let (count, pattern) = tri!(super::scan_options(args));
+    with_zset(ctx, &args[1], |z, budget, _| {
+        let Some(z) = z else {
+            return Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
+        };
+        let len = z.len();
+        let (skip, take, next) = if z.encoding() == "listpack" {
+            (0, len, 0)
+        } else {
+            let left = match usize::try_from(cursor) {
+                Ok(0) | Err(_) => len,
+                Ok(c) => c.min(len),
+            };
+            let from = left.saturating_sub(count);
+            (from, left - from, from)
+        };
+        let mut out = Vec::new();
+        for (m, s) in z.iter().skip(skip).take(take) {
+            if pattern.is_some_and(|p| !glob_match(p, m, false)) {
+                continue;
+            }
+            if !budget.charge(m.len() + 24) {
+                return Reply::Nil;
+            }
+            out.push(Reply::Bulk(Bytes::copy_from_slice(m)));
+            // A bulk string in RESP3 too, as Redis's scan replies.
+            out.push(Reply::Bulk(shoal_resp::double_bytes(s)));
+        }
+        Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_parse_as_redis_reads_them() {
+        let b = score_bound(b"(1.5").unwrap();
+        assert!(b.exclusive && b.value == 1.5);
+        assert!(score_bound(b"-inf").unwrap().value.is_infinite());
+        assert!(score_bound(b"+inf").unwrap().value > 0.0);
+        assert!(score_bound(b"x").is_none());
+        assert!(score_bound(b"nan").is_none());
+        assert!(matches!(
+            lex_bound(&Bytes::from_static(b"-")),
+            Some(Lex::Min)
+        ));
+        assert!(matches!(
+            lex_bound(&Bytes::from_static(b"[a")),
+            Some(Lex::Incl(_))
+        ));
+        assert!(lex_bound(&Bytes::from_static(b"a")).is_none());
+        assert_eq!(rank_range(5, 0, -1), Some((0, 4)));
+        assert_eq!(rank_range(5, 3, 1), None);
+    }
+}

@@ -1,0 +1,395 @@
+//! Redis's sorted set value, in Redis 7.2's two encodings:
+//!
+//! - `listpack` while small (at most [`LISTPACK_ENTRIES`] members of at most
+//!   [`LISTPACK_VALUE`] bytes): a `Vec` sorted by (score, member), searched linearly;
+//! - `skiplist` beyond (for good): an ordered set of (score, member) beside a map from member
+//!   to score, the member's bytes shared between the two (`Arc`), as Redis shares one string
+//!   between its skiplist and its dict. Unlike Redis's skiplist it keeps no span counts, so a
+//!   rank (ZRANK, ZRANGE by index) walks the order from one end: O(rank), not O(log n).
+//!
+//! Members are ordered by score, then by their bytes; scores are never NaN, and -0 and 0
+//! compare equal, as in Redis. The replication form is the encoding's byte, a count, then
+//! each member with a 4-byte length and its score's 8 bytes (IEEE 754, big-endian).
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+
+use crate::hash::field_hasher;
+
+/// Redis's `zset-max-listpack-entries` default.
+pub const LISTPACK_ENTRIES: usize = 128;
+/// Redis's `zset-max-listpack-value` default.
+pub const LISTPACK_VALUE: usize = 64;
+
+/// A score in the order Redis gives them (no NaN; -0 equals 0).
+#[derive(Clone, Copy, Debug)]
+struct Score(f64);
+
+impl PartialEq for Score {
+    fn eq(&self, other: &Score) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Score) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Score) -> Ordering {
+        self.0.partial_cmp(&other.0).unwrap_or(Ordering::Equal)
+    }
+}
+
+type Item = (Score, Arc<[u8]>);
+
+/// A sorted set value (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct ZSet {
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Packed(Vec<Item>),
+    Tree {
+        ordered: BTreeSet<Item>,
+        scores: HashMap<Arc<[u8]>, f64, FixedState>,
+        /// Σ member lengths, for an O(1) byte count.
+        bytes: usize,
+    },
+}
+
+/// Equal when they hold the same members with the same scores.
+impl PartialEq for ZSet {
+    fn eq(&self, other: &ZSet) -> bool {
+        self.len() == other.len()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits())
+    }
+}
+
+impl Eq for ZSet {}
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet::new()
+    }
+}
+
+impl ZSet {
+    pub fn new() -> ZSet {
+        ZSet {
+            repr: Repr::Packed(Vec::new()),
+        }
+    }
+
+    /// The set ZADD creates for `size_hint` members whose longest is `longest` bytes (Redis's
+    /// `zsetTypeCreate`): a listpack when they fit one, else a skiplist.
+    pub fn for_members(size_hint: usize, longest: usize) -> ZSet {
+        let mut z = ZSet::new();
+        z.prepare(size_hint, longest);
+        z
+    }
+
+    /// Before adding `size_hint` members whose longest is `longest` bytes: becomes a skiplist
+    /// when they cannot fit a listpack (Redis's `zsetTypeMaybeConvert`).
+    pub fn prepare(&mut self, size_hint: usize, longest: usize) {
+        if size_hint > LISTPACK_ENTRIES || longest > LISTPACK_VALUE {
+            self.convert();
+        }
+    }
+
+    fn convert(&mut self) {
+        let Repr::Packed(items) = &mut self.repr else {
+            return;
+        };
+        let items = std::mem::take(items);
+        let mut scores = HashMap::with_capacity_and_hasher(items.len(), field_hasher());
+        let mut bytes = 0;
+        for (s, m) in &items {
+            scores.insert(m.clone(), s.0);
+            bytes += m.len();
+        }
+        self.repr = Repr::Tree {
+            ordered: items.into_iter().collect(),
+            scores,
+            bytes,
+        };
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Packed(v) => v.len(),
+            Repr::Tree { scores, .. } => scores.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Redis's name for the encoding (OBJECT ENCODING).
+    pub fn encoding(&self) -> &'static str {
+        match self.repr {
+            Repr::Packed(_) => "listpack",
+            Repr::Tree { .. } => "skiplist",
+        }
+    }
+
+    /// O(1): what the members, scores and the two structures take, estimated per member.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Packed(v) => {
+                v.capacity() * std::mem::size_of::<Item>()
+                    + v.iter()
+                        .map(|(_, m)| (m.len() + 24).next_multiple_of(16))
+                        .sum::<usize>()
+            }
+            Repr::Tree { scores, bytes, .. } => {
+                // An Arc'd member (16 bytes of counts + malloc), a tree slot (score and Arc,
+                // about 1.5x for the nodes' slack) and a map slot (Arc and score, ~1.15x).
+                scores.len() * (24 + 36 + 28 + 16) + bytes
+            }
+        }
+    }
+
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.repr {
+            Repr::Packed(v) => v.iter().find(|(_, m)| &m[..] == member).map(|(s, _)| s.0),
+            Repr::Tree { scores, .. } => scores.get(member).copied(),
+        }
+    }
+
+    /// Sets `member`'s score (`score` is not NaN); the previous score, if any.
+    pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        if let Repr::Packed(v) = &self.repr {
+            let new = !v.iter().any(|(_, m)| &m[..] == member);
+            if member.len() > LISTPACK_VALUE || (new && v.len() >= LISTPACK_ENTRIES) {
+                self.convert();
+            }
+        }
+        let old = self.remove_score(member);
+        match &mut self.repr {
+            Repr::Packed(v) => {
+                let item = (Score(score), Arc::from(member));
+                let at = v.partition_point(|x| *x < item);
+                v.insert(at, item);
+            }
+            Repr::Tree {
+                ordered,
+                scores,
+                bytes,
+            } => {
+                let m: Arc<[u8]> = Arc::from(member);
+                scores.insert(m.clone(), score);
+                ordered.insert((Score(score), m));
+                *bytes += member.len();
+            }
+        }
+        old
+    }
+
+    /// Removes `member`; its score if it was there.
+    pub fn remove_score(&mut self, member: &[u8]) -> Option<f64> {
+        match &mut self.repr {
+            Repr::Packed(v) => {
+                let at = v.iter().position(|(_, m)| &m[..] == member)?;
+                Some(v.remove(at).0 .0)
+            }
+            Repr::Tree {
+                ordered,
+                scores,
+                bytes,
+            } => {
+                let (m, s) = scores.remove_entry(member)?;
+                ordered.remove(&(Score(s), m));
+                *bytes -= member.len();
+                Some(s)
+            }
+        }
+    }
+
+    pub fn remove(&mut self, member: &[u8]) -> bool {
+        self.remove_score(member).is_some()
+    }
+
+    /// Members and scores in ascending order.
+    pub fn iter(&self) -> Box<dyn DoubleEndedIterator<Item = (&[u8], f64)> + '_> {
+        match &self.repr {
+            Repr::Packed(v) => Box::new(v.iter().map(|(s, m)| (&m[..], s.0))),
+            Repr::Tree { ordered, .. } => Box::new(ordered.iter().map(|(s, m)| (&m[..], s.0))),
+        }
+    }
+
+    /// Members and scores from the first with a score of at least `min` (then ascending).
+    pub fn from_score(&self, min: f64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
+        match &self.repr {
+            Repr::Packed(v) => {
+                let at = v.partition_point(|(s, _)| *s < Score(min));
+                Box::new(v[at..].iter().map(|(s, m)| (&m[..], s.0)))
+            }
+            Repr::Tree { ordered, .. } => {
+                let start: Item = (Score(min), Arc::from(&b""[..]));
+                Box::new(ordered.range(start..).map(|(s, m)| (&m[..], s.0)))
+            }
+        }
+    }
+
+    /// Members and scores from the last with a score of at most `max` (then descending).
+    pub fn to_score_rev(&self, max: f64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
+        Box::new(
+            self.iter()
+                .rev()
+                .skip_while(move |(_, s)| Score(*s) > Score(max)),
+        )
+    }
+
+    /// The 0-based rank of `member` in ascending order (O(rank) in a skiplist).
+    pub fn rank(&self, member: &[u8]) -> Option<usize> {
+        match &self.repr {
+            Repr::Packed(v) => v.iter().position(|(_, m)| &m[..] == member),
+            Repr::Tree {
+                ordered, scores, ..
+            } => {
+                let s = *scores.get(member)?;
+                let key: Item = (Score(s), Arc::from(member));
+                Some(ordered.range(..key).count())
+            }
+        }
+    }
+
+    /// Removes and returns the lowest (or highest) member.
+    pub fn pop(&mut self, highest: bool) -> Option<(Vec<u8>, f64)> {
+        let (m, s) = {
+            let mut it = self.iter();
+            let (m, s) = if highest { it.next_back()? } else { it.next()? };
+            (m.to_vec(), s)
+        };
+        self.remove(&m);
+        Some((m, s))
+    }
+
+    /// The replication form (see the module documentation).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(5 + self.len() * 16);
+        out.push(u8::from(matches!(self.repr, Repr::Tree { .. })));
+        out.extend_from_slice(&(self.len() as u32).to_be_bytes());
+        for (m, s) in self.iter() {
+            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
+            out.extend_from_slice(m);
+            out.extend_from_slice(&s.to_bits().to_be_bytes());
+        }
+        out
+    }
+
+    /// The sorted set [`ZSet::encode`] wrote, or `None` if `b` is not one (no members,
+    /// truncated, trailing bytes, a member twice, a NaN score, an unknown encoding).
+    pub fn decode(b: &[u8]) -> Option<ZSet> {
+        let (&encoding, rest) = b.split_first()?;
+        let (count, mut rest) = rest.split_first_chunk::<4>()?;
+        let count = u32::from_be_bytes(*count) as usize;
+        if count == 0 || count > rest.len() / 12 || encoding > 1 {
+            return None;
+        }
+        let mut z = ZSet::new();
+        if encoding == 1 {
+            z.convert();
+        }
+        for _ in 0..count {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_be_bytes(*len) as usize;
+            if tail.len() < len {
+                return None;
+            }
+            let (m, tail) = tail.split_at(len);
+            let (score, tail) = tail.split_first_chunk::<8>()?;
+            let score = f64::from_bits(u64::from_be_bytes(*score));
+            if score.is_nan() || z.insert(m, score).is_some() {
+                return None;
+            }
+            rest = tail;
+        }
+        rest.is_empty().then_some(z)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn order_is_score_then_member_and_encodings_follow_redis() {
+        let mut z = ZSet::new();
+        z.insert(b"b", 1.0);
+        z.insert(b"a", 1.0);
+        z.insert(b"c", -0.0);
+        z.insert(b"d", 0.0);
+        let order: Vec<&[u8]> = z.iter().map(|(m, _)| m).collect();
+        assert_eq!(order, vec![&b"c"[..], b"d", b"a", b"b"]);
+        assert_eq!(z.encoding(), "listpack");
+        assert_eq!(z.rank(b"a"), Some(2));
+        for i in 0..LISTPACK_ENTRIES {
+            z.insert(format!("m{i}").as_bytes(), i as f64);
+        }
+        assert_eq!(z.encoding(), "skiplist");
+        assert_eq!(z.rank(b"a"), Some(3));
+        assert_eq!(z.score(b"m5"), Some(5.0));
+        assert_eq!(
+            ZSet::for_members(1, LISTPACK_VALUE + 1).encoding(),
+            "skiplist"
+        );
+        let back = ZSet::decode(&z.encode()).unwrap();
+        assert_eq!(back, z);
+        assert_eq!(back.encoding(), "skiplist");
+        assert!(ZSet::decode(&[0, 0, 0, 0, 0]).is_none());
+        let bytes = z.encode();
+        for cut in 0..bytes.len() {
+            assert!(ZSet::decode(&bytes[..cut]).is_none());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn behaves_as_a_model(ops in prop::collection::vec((any::<bool>(), 0u16..300, -50i32..50), 1..500)) {
+            let mut z = ZSet::new();
+            let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+            for (add, n, s) in ops {
+                let m = format!("m{n}").into_bytes();
+                if add {
+                    prop_assert_eq!(z.insert(&m, f64::from(s)), model.insert(m, f64::from(s)));
+                } else {
+                    prop_assert_eq!(z.remove_score(&m), model.remove(&m));
+                }
+                prop_assert_eq!(z.len(), model.len());
+            }
+            let mut want: Vec<(Vec<u8>, f64)> = model.into_iter().collect();
+            want.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap().then(a.0.cmp(&b.0)));
+            let got: Vec<(Vec<u8>, f64)> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+            prop_assert_eq!(&got, &want);
+            for (i, (m, _)) in want.iter().enumerate() {
+                prop_assert_eq!(z.rank(m), Some(i));
+            }
+            if !z.is_empty() {
+                prop_assert_eq!(ZSet::decode(&z.encode()), Some(z.clone()));
+                let from: Vec<f64> = z.from_score(0.0).map(|(_, s)| s).collect();
+                let want_from: Vec<f64> = want.iter().map(|w| w.1).filter(|&s| s >= 0.0).collect();
+                prop_assert_eq!(from, want_from);
+            }
+        }
+    }
+}
