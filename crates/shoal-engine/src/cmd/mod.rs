@@ -13,6 +13,7 @@ mod conn;
 pub mod db;
 mod docs;
 mod hash;
+mod hll;
 mod keys;
 mod list;
 mod memcache;
@@ -428,6 +429,10 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted_set", "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zset::zpopmax),
     cmd!("zrandmember", -2, READONLY, (1, 1, 1), "sorted_set", "6.2.0", "Returns one or more random members from a sorted set.", zset::zrandmember),
     cmd!("zscan", -3, READONLY, (1, 1, 1), "sorted_set", "2.8.0", "Iterates over members and scores of a sorted set.", zset::zscan),
+    // HyperLogLog
+    cmd!("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
+    cmd!("pfcount", -2, READONLY, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
+    cmd!("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },
