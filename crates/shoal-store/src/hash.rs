@@ -21,6 +21,8 @@ use std::sync::OnceLock;
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
+use crate::varint;
+
 /// Redis's `hash-max-listpack-entries` default.
 pub const LISTPACK_ENTRIES: usize = 512;
 /// Redis's `hash-max-listpack-value` default.
@@ -72,26 +74,6 @@ impl Default for Hash {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// A varint written by `put_varint` at the start of `b`: (value, bytes taken).
-fn get_varint(b: &[u8]) -> (usize, usize) {
-    let mut n = 0usize;
-    for (i, &byte) in b.iter().enumerate() {
-        n |= usize::from(byte & 0x7F) << (7 * i);
-        if byte & 0x80 == 0 {
-            return (n, i + 1);
-        }
-    }
-    unreachable!("varints in a hash buffer are written whole")
-}
-
 /// The packed pairs of `buf`: (field, value, start of the pair, end of the pair).
 fn packed(buf: &[u8]) -> impl Iterator<Item = (&[u8], &[u8], usize, usize)> {
     let mut at = 0;
@@ -100,11 +82,11 @@ fn packed(buf: &[u8]) -> impl Iterator<Item = (&[u8], &[u8], usize, usize)> {
             return None;
         }
         let start = at;
-        let (flen, n) = get_varint(&buf[at..]);
+        let (flen, n) = varint::get(&buf[at..]);
         at += n;
         let field = &buf[at..at + flen];
         at += flen;
-        let (vlen, n) = get_varint(&buf[at..]);
+        let (vlen, n) = varint::get(&buf[at..]);
         at += n;
         let value = &buf[at..at + vlen];
         at += vlen;
@@ -115,14 +97,14 @@ fn packed(buf: &[u8]) -> impl Iterator<Item = (&[u8], &[u8], usize, usize)> {
 /// A table entry: `varint field length, field, value`.
 fn entry(field: &[u8], value: &[u8]) -> Box<[u8]> {
     let mut e = Vec::with_capacity(field.len() + value.len() + 5);
-    put_varint(&mut e, field.len());
+    varint::put(&mut e, field.len());
     e.extend_from_slice(field);
     e.extend_from_slice(value);
     e.into_boxed_slice()
 }
 
 fn split(e: &[u8]) -> (&[u8], &[u8]) {
-    let (flen, n) = get_varint(e);
+    let (flen, n) = varint::get(e);
     (&e[n..n + flen], &e[n + flen..])
 }
 
@@ -203,17 +185,17 @@ impl Hash {
             match found {
                 Some((start, end)) if small => {
                     let mut pair = Vec::with_capacity(field.len() + value.len() + 4);
-                    put_varint(&mut pair, field.len());
+                    varint::put(&mut pair, field.len());
                     pair.extend_from_slice(field);
-                    put_varint(&mut pair, value.len());
+                    varint::put(&mut pair, value.len());
                     pair.extend_from_slice(value);
                     buf.splice(start..end, pair);
                     return false;
                 }
                 None if small && (*count as usize) < max_entries => {
-                    put_varint(buf, field.len());
+                    varint::put(buf, field.len());
                     buf.extend_from_slice(field);
-                    put_varint(buf, value.len());
+                    varint::put(buf, value.len());
                     buf.extend_from_slice(value);
                     *count += 1;
                     return true;

@@ -45,6 +45,7 @@ mod set;
 mod shard;
 mod store;
 mod tombstone;
+mod varint;
 mod zset;
 
 #[cfg(test)]

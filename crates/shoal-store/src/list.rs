@@ -14,6 +14,8 @@
 
 use std::collections::VecDeque;
 
+use crate::varint;
+
 /// Bytes of a chunk (Redis's `list-max-listpack-size -2`: 8 KB nodes).
 pub const CHUNK_BYTES: usize = 8192;
 
@@ -43,37 +45,8 @@ impl PartialEq for List {
 
 impl Eq for List {}
 
-fn varint_len(n: usize) -> usize {
-    let mut len = 1;
-    let mut n = n >> 7;
-    while n > 0 {
-        len += 1;
-        n >>= 7;
-    }
-    len
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn get_varint(b: &[u8]) -> (usize, usize) {
-    let mut n = 0usize;
-    for (i, &byte) in b.iter().enumerate() {
-        n |= usize::from(byte & 0x7F) << (7 * i);
-        if byte & 0x80 == 0 {
-            return (n, i + 1);
-        }
-    }
-    unreachable!("varints in a list chunk are written whole")
-}
-
 fn entry_size(v: &[u8]) -> usize {
-    varint_len(v.len()) + v.len()
+    varint::len(v.len()) + v.len()
 }
 
 impl Chunk {
@@ -81,7 +54,7 @@ impl Chunk {
         let mut out = Vec::with_capacity(self.count);
         let mut at = 0;
         while at < self.buf.len() {
-            let (n, h) = get_varint(&self.buf[at..]);
+            let (n, h) = varint::get(&self.buf[at..]);
             out.push(&self.buf[at + h..at + h + n]);
             at += h + n;
         }
@@ -92,23 +65,23 @@ impl Chunk {
     fn span(&self, i: usize) -> (usize, usize) {
         let mut at = 0;
         for _ in 0..i {
-            let (n, h) = get_varint(&self.buf[at..]);
+            let (n, h) = varint::get(&self.buf[at..]);
             at += h + n;
         }
-        let (n, h) = get_varint(&self.buf[at..]);
+        let (n, h) = varint::get(&self.buf[at..]);
         (at, at + h + n)
     }
 
     fn get(&self, i: usize) -> &[u8] {
         let (start, end) = self.span(i);
-        let (_, h) = get_varint(&self.buf[start..]);
+        let (_, h) = varint::get(&self.buf[start..]);
         &self.buf[start + h..end]
     }
 
     fn pack(elements: &[&[u8]]) -> Chunk {
         let mut buf = Vec::with_capacity(elements.iter().map(|e| entry_size(e)).sum());
         for e in elements {
-            put_varint(&mut buf, e.len());
+            varint::put(&mut buf, e.len());
             buf.extend_from_slice(e);
         }
         Chunk {
@@ -167,7 +140,7 @@ impl List {
             self.chunks.push_back(Chunk::default());
         }
         let c = self.chunks.back_mut().expect("a chunk at the back");
-        put_varint(&mut c.buf, v.len());
+        varint::put(&mut c.buf, v.len());
         c.buf.extend_from_slice(v);
         c.count += 1;
         self.len += 1;
@@ -189,7 +162,7 @@ impl List {
         }
         let c = self.chunks.front_mut().expect("a chunk at the front");
         let mut entry = Vec::with_capacity(size);
-        put_varint(&mut entry, v.len());
+        varint::put(&mut entry, v.len());
         entry.extend_from_slice(v);
         c.buf.splice(0..0, entry);
         c.count += 1;
@@ -201,7 +174,7 @@ impl List {
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
         let c = self.chunks.front_mut()?;
         let (start, end) = c.span(0);
-        let (_, h) = get_varint(&c.buf[start..]);
+        let (_, h) = varint::get(&c.buf[start..]);
         let v = c.buf[start + h..end].to_vec();
         c.buf.drain(start..end);
         c.count -= 1;
@@ -217,7 +190,7 @@ impl List {
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
         let c = self.chunks.back_mut()?;
         let (start, end) = c.span(c.count - 1);
-        let (_, h) = get_varint(&c.buf[start..]);
+        let (_, h) = varint::get(&c.buf[start..]);
         let v = c.buf[start + h..end].to_vec();
         c.buf.truncate(start);
         c.count -= 1;

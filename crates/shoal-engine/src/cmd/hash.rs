@@ -8,11 +8,11 @@
 
 use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
-use shoal_store::{glob_match, random_u64, Access, Entry, Hash, Kind, Slot};
+use shoal_store::{glob_match, Access, Entry, Hash, Kind, Slot};
 
 use super::{
-    err, int_arg, is, parse_f64, parse_i64, tri, wrong_arity, Ctx, ReplyBudget, ERR_NOT_FLOAT,
-    ERR_SYNTAX, ERR_WRONGTYPE,
+    distinct, err, int_arg, is, parse_f64, parse_i64, random_below, scan_reply, tri, wrong_arity,
+    Ctx, ReplyBudget, ERR_NOT_FLOAT, ERR_SYNTAX, ERR_WRONGTYPE,
 };
 
 /// The hash of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
@@ -256,11 +256,6 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 pub(super) const ERR_COUNT_RANGE: &str =
     "ERR value is out of range, must be between -9223372036854775807 and 9223372036854775807";
 
-/// A random index below `n` (`n > 0`).
-fn random_below(n: usize) -> usize {
-    (random_u64() % n as u64) as usize
-}
-
 /// HRANDFIELD key [count [WITHVALUES]].
 pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let proto = ctx.session.proto;
@@ -329,26 +324,6 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     })
 }
 
-/// `count` distinct indexes below `len` (`count < len`), in random order: a partial
-/// Fisher-Yates shuffle over the smaller of the picked and the left-out sets.
-fn distinct(len: usize, count: usize) -> Vec<usize> {
-    use std::collections::HashSet;
-    let (want, invert) = if count * 2 <= len {
-        (count, false)
-    } else {
-        (len - count, true)
-    };
-    let mut chosen = HashSet::with_capacity(want);
-    while chosen.len() < want {
-        chosen.insert(random_below(len));
-    }
-    if invert {
-        (0..len).filter(|i| !chosen.contains(i)).collect()
-    } else {
-        chosen.into_iter().collect()
-    }
-}
-
 /// HSCAN key cursor [MATCH pattern] [COUNT count]. A listpack hash answers whole with
 /// cursor 0, as Redis's does; a table's cursor counts the entries still to visit from the
 /// end, so a field present throughout the scan is returned (removals move the last entry,
@@ -398,7 +373,3 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// Fields and values, from whichever walk a reply takes.
 type Pairs<'a> = Box<dyn Iterator<Item = (&'a [u8], &'a [u8])> + 'a>;
-
-fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
-    Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(items)])
-}

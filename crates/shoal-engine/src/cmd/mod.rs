@@ -1032,6 +1032,35 @@ pub fn scan_options(args: &[Bytes]) -> Result<(usize, Option<&[u8]>), Reply> {
     Ok((count, pattern))
 }
 
+/// A random index below `n` (`n > 0`): HRANDFIELD, SRANDMEMBER, SPOP, ZRANDMEMBER.
+pub fn random_below(n: usize) -> usize {
+    (shoal_store::random_u64() % n as u64) as usize
+}
+
+/// `count` distinct indexes below `len` (`count < len`), in random order: a sample of the
+/// smaller of the picked and the left-out sets.
+pub fn distinct(len: usize, count: usize) -> Vec<usize> {
+    let (want, invert) = if count * 2 <= len {
+        (count, false)
+    } else {
+        (len - count, true)
+    };
+    let mut chosen = std::collections::HashSet::with_capacity(want);
+    while chosen.len() < want {
+        chosen.insert(random_below(len));
+    }
+    if invert {
+        (0..len).filter(|i| !chosen.contains(i)).collect()
+    } else {
+        chosen.into_iter().collect()
+    }
+}
+
+/// A HSCAN / SSCAN / ZSCAN reply: the next cursor and the items.
+pub fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
+    Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(items)])
+}
+
 /// A key's type, if it exists (without counting an access).
 pub fn kind_of(ctx: &Ctx<'_>, key: &[u8]) -> Option<shoal_store::Kind> {
     ctx.engine

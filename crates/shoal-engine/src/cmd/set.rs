@@ -11,9 +11,12 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
-use shoal_store::{glob_match, random_u64, Access, Collection, Entry, Kind, Member, Set, Slot};
+use shoal_store::{glob_match, Access, Collection, Entry, Kind, Member, Set, Slot};
 
-use super::{err, int_arg, tri, Ctx, ReplyBudget, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{
+    distinct, err, int_arg, random_below, scan_reply, tri, Ctx, ReplyBudget, ERR_SYNTAX,
+    ERR_WRONGTYPE,
+};
 
 /// The set of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
 fn set_of(e: Option<Entry<'_>>) -> Result<Option<&Set>, Reply> {
@@ -138,30 +141,6 @@ pub fn scard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     with_set(ctx, &args[1], |s, _| {
         Reply::Int(s.map_or(0, Set::len) as i64)
     })
-}
-
-/// A random index below `n` (`n > 0`).
-fn random_below(n: usize) -> usize {
-    (random_u64() % n as u64) as usize
-}
-
-/// `count` distinct indexes below `len` (`count < len`): sampled, or all but a sample of
-/// the rest when most are wanted.
-fn distinct(len: usize, count: usize) -> Vec<usize> {
-    let (want, invert) = if count * 2 <= len {
-        (count, false)
-    } else {
-        (len - count, true)
-    };
-    let mut chosen = HashSet::with_capacity(want);
-    while chosen.len() < want {
-        chosen.insert(random_below(len));
-    }
-    if invert {
-        (0..len).filter(|i| !chosen.contains(i)).collect()
-    } else {
-        chosen.into_iter().collect()
-    }
 }
 
 /// SPOP key [count].
@@ -376,10 +355,6 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         scan_reply(next as u64, out)
     })
-}
-
-fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
-    Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(items)])
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

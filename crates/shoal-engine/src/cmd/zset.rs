@@ -10,9 +10,12 @@
 
 use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
-use shoal_store::{glob_match, random_u64, Access, Entry, Kind, Slot, ZSet};
+use shoal_store::{glob_match, Access, Entry, Kind, Slot, ZSet};
 
-use super::{err, int_arg, is, parse_f64, tri, Ctx, ReplyBudget, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{
+    distinct, err, int_arg, is, parse_f64, random_below, scan_reply, tri, Ctx, ReplyBudget,
+    ERR_SYNTAX, ERR_WRONGTYPE,
+};
 
 const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
 const ERR_RANGE_FLOAT: &str = "ERR min or max is not a float";
@@ -696,7 +699,6 @@ pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// ZRANDMEMBER key [count [WITHSCORES]].
 pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let random_below = |n: usize| (random_u64() % n as u64) as usize;
     if args.len() == 2 {
         return with_zset(ctx, &args[1], |z, _, _| match z.filter(|z| !z.is_empty()) {
             Some(z) => z
@@ -737,11 +739,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         } else if count as u64 >= len as u64 {
             (0..len).collect()
         } else {
-            let mut chosen = std::collections::HashSet::new();
-            while chosen.len() < count as usize {
-                chosen.insert(random_below(len));
-            }
-            chosen.into_iter().collect()
+            distinct(len, count as usize)
         };
         members_reply(picks.into_iter().map(|i| all[i]), with, budget, proto)
     })
@@ -764,7 +762,7 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (count, pattern) = tri!(super::scan_options(args));
     with_zset(ctx, &args[1], |z, budget, _| {
         let Some(z) = z else {
-            return Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
+            return scan_reply(0, Vec::new());
         };
         let len = z.len();
         let (skip, take, next) = if z.encoding() == "listpack" {
@@ -789,7 +787,7 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             // A bulk string in RESP3 too, as Redis's scan replies.
             out.push(Reply::Bulk(shoal_resp::double_bytes(s)));
         }
-        Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
+        scan_reply(next as u64, out)
     })
 }
 
