@@ -113,10 +113,26 @@ impl List {
         }
     }
 
-    /// O(1): the chunks' bytes and their headers (spare capacity of the two end chunks is
-    /// not counted).
+    /// O(1): the chunks' bytes and headers, and the spare capacity of the two end chunks
+    /// (the others are shrunk to fit when they stop being ends).
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.capacity() * std::mem::size_of::<Chunk>() + self.bytes + self.chunks.len() * 16
+        let spare = |c: Option<&Chunk>| c.map_or(0, |c| c.buf.capacity() - c.buf.len());
+        let ends = if self.chunks.len() > 1 {
+            spare(self.chunks.front()) + spare(self.chunks.back())
+        } else {
+            spare(self.chunks.front())
+        };
+        self.chunks.capacity() * std::mem::size_of::<Chunk>()
+            + self.bytes
+            + ends
+            + self.chunks.len() * 16
+    }
+
+    /// Gives back a chunk's memory once it is under a quarter used (pops).
+    fn trim(c: &mut Chunk) {
+        if c.buf.capacity() > 64 && c.buf.len() < c.buf.capacity() / 4 {
+            c.buf.shrink_to(c.buf.len() * 2);
+        }
     }
 
     fn note_size(&mut self) {
@@ -180,6 +196,8 @@ impl List {
         c.count -= 1;
         if c.count == 0 {
             self.chunks.pop_front();
+        } else {
+            List::trim(c);
         }
         self.len -= 1;
         self.bytes -= end - start;
@@ -196,6 +214,8 @@ impl List {
         c.count -= 1;
         if c.count == 0 {
             self.chunks.pop_back();
+        } else {
+            List::trim(c);
         }
         self.len -= 1;
         self.bytes -= end - start;

@@ -1376,3 +1376,41 @@ fn a_hash_replicates_and_hands_off_whole_with_last_writer_wins() {
     assert!(!target.apply(b"g", &bad, 30));
     assert_eq!(hash_pairs(&target, b"g").map(|p| p.len()), Some(1));
 }
+
+#[test]
+fn emptied_collections_give_their_memory_back_to_the_accounting() {
+    let s = store();
+    for i in 0..2700 {
+        s.write(b"l", 0, |slot| {
+            slot.edit_list(|l| {
+                l.push_back(format!("{}", i % 10).as_bytes());
+                ((), true)
+            })
+        });
+    }
+    let full = s.used_memory();
+    for _ in 0..2699 {
+        s.write(b"l", 0, |slot| slot.edit_list(|l| (l.pop_front(), true)));
+    }
+    let left = s.used_memory();
+    assert!(left < full / 4, "{left} of {full}");
+    for i in 0..10_000 {
+        s.write(b"z", 0, |slot| {
+            slot.edit_zset(ZSet::new, |z| {
+                z.insert(format!("m{i}").as_bytes(), f64::from(i));
+                ((), true)
+            })
+        });
+    }
+    let big = s.used_memory();
+    s.write(b"z", 0, |slot| {
+        slot.edit_zset(ZSet::new, |z| {
+            for i in 1..10_000 {
+                z.remove(format!("m{i}").as_bytes());
+            }
+            ((), true)
+        })
+    });
+    let small = s.used_memory();
+    assert!(small - left < (big - left) / 20, "{small} after {big}");
+}

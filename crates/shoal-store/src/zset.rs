@@ -157,9 +157,10 @@ impl ZSet {
                         .sum::<usize>()
             }
             Repr::Tree { scores, bytes, .. } => {
-                // An Arc'd member (16 bytes of counts + malloc), a tree slot (score and Arc,
-                // about 1.5x for the nodes' slack) and a map slot (Arc and score, ~1.15x).
-                scores.len() * (24 + 36 + 28 + 16) + bytes
+                // Per member: an Arc'd copy (16 bytes of counts + malloc's), a tree slot
+                // (score and Arc, about 1.5x for the nodes' slack); per map bucket (which
+                // stays after removals) the Arc, the score and a control byte.
+                scores.len() * (24 + 36) + scores.capacity() * 25 + bytes
             }
         }
     }
@@ -182,6 +183,8 @@ impl ZSet {
         let old = self.remove_score(member);
         match &mut self.repr {
             Repr::Packed(v) => {
+                // A listpack keeps a whole score as an integer, so -0 reads back as 0.
+                let score = if score == 0.0 { 0.0 } else { score };
                 let item = (Score(score), Arc::from(member));
                 let at = v.partition_point(|x| *x < item);
                 v.insert(at, item);
@@ -215,6 +218,9 @@ impl ZSet {
                 let (m, s) = scores.remove_entry(member)?;
                 ordered.remove(&(Score(s), m));
                 *bytes -= member.len();
+                if scores.capacity() > 64 && scores.len() < scores.capacity() / 4 {
+                    scores.shrink_to(scores.len() * 2);
+                }
                 Some(s)
             }
         }

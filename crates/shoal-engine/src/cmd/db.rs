@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::{BufMut, Bytes, BytesMut};
 use shoal_resp::Reply;
 
-use super::{err, int_arg, tri, CommandSpec, Ctx};
+use super::{err, tri, CommandSpec, Ctx};
 
 /// Databases on a single node (Redis's default `databases`).
 pub const DATABASES: i64 = 16;
@@ -55,9 +55,24 @@ pub fn rewrite(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
     out
 }
 
+/// An `int` argument as Redis's `getIntFromObjectOrReply` reads it: `msg` (or Redis's
+/// texts) when it is not an integer or not within 32 bits.
+fn int32_arg(arg: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
+    let n = match super::parse_i64(arg) {
+        Some(n) => n,
+        None => return Err(err(msg.unwrap_or(super::ERR_NOT_INTEGER))),
+    };
+    if i32::try_from(n).is_err() {
+        return Err(err(msg.unwrap_or(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        )));
+    }
+    Ok(n)
+}
+
 /// A database number argument: `Ok(n)` within `0..DATABASES`, else Redis's errors.
 fn db_arg(arg: &[u8]) -> Result<u8, Reply> {
-    let n = int_arg(arg)?;
+    let n = int32_arg(arg, None)?;
     if !(0..DATABASES).contains(&n) {
         return Err(err(ERR_DB_RANGE));
     }
@@ -66,10 +81,7 @@ fn db_arg(arg: &[u8]) -> Result<u8, Reply> {
 
 /// SELECT index.
 pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let db = match int_arg(&args[1]) {
-        Ok(n) => n,
-        Err(_) => return err("ERR value is not an integer or out of range"),
-    };
+    let db = tri!(int32_arg(&args[1], None));
     if ctx.host.cluster().is_some() && db != 0 {
         return err("ERR SELECT is not allowed in cluster mode");
     }
@@ -106,20 +118,57 @@ pub fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::Int(1)
 }
 
-/// Every stored key of database `db` (their bytes as stored).
-pub fn keys_of(ctx: &Ctx<'_>, db: u8) -> Vec<Bytes> {
-    let mut out = Vec::new();
+/// Calls `f` with every stored key of database `db` (their bytes as stored).
+pub fn each_key_of(ctx: &Ctx<'_>, db: u8, mut f: impl FnMut(&[u8])) {
     let mut cursor = 0;
     loop {
         cursor = ctx.engine.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
             if split_key(k).0 == db {
-                out.push(Bytes::copy_from_slice(k));
+                f(k);
             }
         });
         if cursor == 0 {
-            return out;
+            return;
         }
     }
+}
+
+/// Every stored key of database `db` (copied: FLUSHDB and SWAPDB change them after).
+pub fn keys_of(ctx: &Ctx<'_>, db: u8) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    each_key_of(ctx, db, |k| out.push(Bytes::copy_from_slice(k)));
+    out
+}
+
+/// How many keys database `db` holds (a walk of the keyspace, nothing copied).
+pub fn count_of(ctx: &Ctx<'_>, db: u8) -> usize {
+    let mut n = 0;
+    each_key_of(ctx, db, |_| n += 1);
+    n
+}
+
+/// A random key of database `db`: random keys of the keyspace until one is there, then a
+/// random one of a walk (so a database with few keys among many still answers).
+pub fn random_key_of(ctx: &Ctx<'_>, db: u8) -> Option<Bytes> {
+    for _ in 0..64 {
+        let k = ctx.engine.store.random_key(ctx.now_ms)?;
+        if split_key(&k).0 == db {
+            return Some(Bytes::copy_from_slice(split_key(&k).1));
+        }
+    }
+    let n = count_of(ctx, db);
+    if n == 0 {
+        return None;
+    }
+    let mut pick = super::random_below(n);
+    let mut found = None;
+    each_key_of(ctx, db, |k| {
+        if pick == 0 && found.is_none() {
+            found = Some(Bytes::copy_from_slice(split_key(k).1));
+        }
+        pick = pick.wrapping_sub(1);
+    });
+    found
 }
 
 /// SWAPDB index1 index2: every key of the one database moves to the other and back (a walk
@@ -128,14 +177,8 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if ctx.host.cluster().is_some() {
         return err("ERR SWAPDB is not allowed in cluster mode");
     }
-    let a = match int_arg(&args[1]) {
-        Ok(n) => n,
-        Err(_) => return err("ERR invalid first DB index"),
-    };
-    let b = match int_arg(&args[2]) {
-        Ok(n) => n,
-        Err(_) => return err("ERR invalid second DB index"),
-    };
+    let a = tri!(int32_arg(&args[1], Some("ERR invalid first DB index")));
+    let b = tri!(int32_arg(&args[2], Some("ERR invalid second DB index")));
     if !(0..DATABASES).contains(&a) || !(0..DATABASES).contains(&b) {
         return err(ERR_DB_RANGE);
     }

@@ -254,7 +254,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// Redis's text for a count of `i64::MIN` (HRANDFIELD, SRANDMEMBER).
 pub(super) const ERR_COUNT_RANGE: &str =
-    "ERR value is out of range, must be between -9223372036854775807 and 9223372036854775807";
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
 
 /// HRANDFIELD key [count [WITHVALUES]].
 pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {

@@ -25,6 +25,7 @@ const DENSE_SIZE: usize = HEADER + (REGISTERS * BITS).div_ceil(8);
 const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
 
 const ERR_INVALID: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
+const ERR_CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
 
 /// Redis's MurmurHash64A (little-endian reads).
 fn murmur64a(key: &[u8], seed: u64) -> u64 {
@@ -61,11 +62,20 @@ fn pattern(element: &[u8]) -> (usize, u8) {
     (index, rest.trailing_zeros() as u8 + 1)
 }
 
-/// The registers of a HyperLogLog value, one byte each; `None` if it is not one.
-fn registers(value: &[u8]) -> Option<Vec<u8>> {
-    if value.len() < HEADER || &value[..4] != b"HYLL" {
-        return None;
+/// The registers of a HyperLogLog value, one byte each; or Redis's error: WRONGTYPE for a
+/// header that is not one, INVALIDOBJ for sparse runs that do not cover the registers.
+fn registers(value: &[u8]) -> Result<Vec<u8>, &'static str> {
+    if value.len() < HEADER || &value[..4] != b"HYLL" || value[4] > 1 {
+        return Err(ERR_INVALID);
     }
+    if value[4] == 0 && value.len() != DENSE_SIZE {
+        return Err(ERR_INVALID);
+    }
+    decode(value).ok_or(ERR_CORRUPT)
+}
+
+/// The registers of a value whose header was checked; `None` for corrupt sparse runs.
+fn decode(value: &[u8]) -> Option<Vec<u8>> {
     let body = &value[HEADER..];
     let mut regs = vec![0u8; REGISTERS];
     match value[4] {
@@ -188,8 +198,8 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         let (mut regs, created) = match current {
             None => (vec![0u8; REGISTERS], true),
             Some(v) => match registers(v) {
-                Some(r) => (r, false),
-                None => return err(ERR_INVALID),
+                Ok(r) => (r, false),
+                Err(text) => return err(text),
             },
         };
         let mut changed = false;
@@ -215,7 +225,7 @@ fn read_registers(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
             None => Ok(None),
             Some(e) => {
                 let v = string_of(e.kind, e.value)?;
-                registers(v).map(Some).ok_or_else(|| err(ERR_INVALID))
+                registers(v).map(Some).map_err(err)
             }
         })
 }
@@ -268,14 +278,18 @@ mod tests {
         let v = dense(&regs);
         assert_eq!(v.len(), DENSE_SIZE);
         assert_eq!(registers(&v).unwrap(), regs);
-        assert!(registers(b"HYLL").is_none());
-        assert!(registers(&v[..v.len() - 1]).is_none());
+        assert_eq!(registers(b"HYLL"), Err(ERR_INVALID));
+        assert_eq!(registers(&v[..v.len() - 1]), Err(ERR_INVALID));
         // Sparse: one XZERO run over every register is an empty HyperLogLog.
         let mut sparse = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\0".to_vec();
         sparse.extend_from_slice(&[0x40 | 0x3F, 0xFF]);
         assert_eq!(registers(&sparse).unwrap(), vec![0u8; REGISTERS]);
         sparse.push(0x00);
-        assert!(registers(&sparse).is_none(), "runs past the registers");
+        assert_eq!(
+            registers(&sparse),
+            Err(ERR_CORRUPT),
+            "runs past the registers"
+        );
     }
 
     #[test]

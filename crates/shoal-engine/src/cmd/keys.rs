@@ -366,19 +366,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if ctx.engine.numbered_dbs.load(Relaxed) && ctx.scope.is_none() {
         // Random keys until one is in the selected database, then a walk to its first.
-        let db = ctx.session.db;
-        for _ in 0..64 {
-            match ctx.engine.store.random_key(ctx.now_ms) {
-                None => return Reply::Nil,
-                Some(k) if db::split_key(&k).0 == db => {
-                    return Reply::Bulk(Bytes::copy_from_slice(db::split_key(&k).1));
-                }
-                Some(_) => {}
-            }
-        }
-        return db::keys_of(ctx, db).first().map_or(Reply::Nil, |k| {
-            Reply::Bulk(Bytes::copy_from_slice(db::split_key(k).1))
-        });
+        return db::random_key_of(ctx, ctx.session.db).map_or(Reply::Nil, Reply::Bulk);
     }
     let Some(scope) = ctx.scope else {
         return ctx
@@ -418,7 +406,7 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     match ctx.scope {
         None if ctx.engine.numbered_dbs.load(Relaxed) => {
-            Reply::Int(db::keys_of(ctx, ctx.session.db).len() as i64)
+            Reply::Int(db::count_of(ctx, ctx.session.db) as i64)
         }
         None => Reply::Int(ctx.engine.store.len() as i64),
         Some(scope) => {

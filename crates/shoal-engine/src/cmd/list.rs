@@ -196,21 +196,27 @@ fn index(len: usize, i: i64) -> Option<usize> {
     (0..len as i64).contains(&i).then_some(i as usize)
 }
 
+/// LINDEX key index: the key is looked up (and its type checked) before the index is
+/// parsed, as in Redis.
 pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let i = tri!(int_arg(&args[2]));
     with_list(ctx, &args[1], |l, _| {
-        l.and_then(|l| index(l.len(), i).and_then(|i| l.get(i)))
+        let Some(l) = l else {
+            return Reply::Nil;
+        };
+        let i = tri!(int_arg(&args[2]));
+        index(l.len(), i)
+            .and_then(|i| l.get(i))
             .map_or(Reply::Nil, |v| Reply::Bulk(Bytes::copy_from_slice(v)))
     })
 }
 
 pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let i = tri!(int_arg(&args[2]));
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         if !slot.exists() {
             return err(ERR_NO_SUCH_KEY);
         }
+        let i = tri!(int_arg(&args[2]));
         slot.edit_list(|l| match index(l.len(), i) {
             Some(i) => {
                 l.set(i, &args[3]);
@@ -247,11 +253,11 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         slot.edit_list(|l| {
             let keep = range(l.len(), start, end);
-            let changed = keep != Some((0, l.len().saturating_sub(1)));
-            if changed {
+            if keep != Some((0, l.len().saturating_sub(1))) {
                 l.retain_range(keep);
             }
-            (Reply::ok(), changed)
+            // A change whatever was trimmed, as Redis signals it (WATCH).
+            (Reply::ok(), true)
         })
     })
 }
@@ -291,30 +297,30 @@ pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         };
         if is(&args[i], "RANK") {
             rank = tri!(int_arg(value));
+            if rank == i64::MIN {
+                return err(super::hash::ERR_COUNT_RANGE);
+            }
             if rank == 0 {
                 return err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
             }
-            if rank == i64::MIN {
-                return err("ERR value is out of range");
-            }
         } else if is(&args[i], "COUNT") {
-            let n = tri!(int_arg(value));
-            if n < 0 {
-                return err("ERR COUNT can't be negative");
-            }
+            let n = match parse_i64(value) {
+                Some(n) if n >= 0 => n,
+                _ => return err("ERR COUNT can't be negative"),
+            };
             count = Some(usize::try_from(n).unwrap_or(usize::MAX));
         } else if is(&args[i], "MAXLEN") {
-            let n = tri!(int_arg(value));
-            if n < 0 {
-                return err("ERR MAXLEN can't be negative");
-            }
+            let n = match parse_i64(value) {
+                Some(n) if n >= 0 => n,
+                _ => return err("ERR MAXLEN can't be negative"),
+            };
             maxlen = usize::try_from(n).unwrap_or(usize::MAX);
         } else {
             return err(ERR_SYNTAX);
         }
         i += 2;
     }
-    with_list(ctx, &args[1], |l, _| {
+    with_list(ctx, &args[1], |l, budget| {
         let Some(l) = l else {
             return match count {
                 Some(_) => Reply::Array(Vec::new()),
@@ -340,12 +346,17 @@ pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Some(n) => n,
             None => 1,
         };
-        let found: Vec<Reply> = positions
+        let mut found: Vec<Reply> = Vec::new();
+        for (i, _) in positions
             .filter(|(_, e)| *e == &args[2][..])
             .skip(skip)
             .take(want)
-            .map(|(i, _)| Reply::Int(i as i64))
-            .collect();
+        {
+            if !budget.charge(8) {
+                return Reply::Nil;
+            }
+            found.push(Reply::Int(i as i64));
+        }
         match count {
             Some(_) => Reply::Array(found),
             None => found.into_iter().next().unwrap_or(Reply::Nil),
@@ -388,6 +399,28 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
     }
     if kind_of(dst).is_some_and(|k| k != Kind::List) {
         return err(ERR_WRONGTYPE);
+    }
+    if src == dst {
+        // A rotation, inside the one list (its TTL stays).
+        return store.write(src, now, |slot| {
+            if slot.kind() != Some(Kind::List) {
+                return Reply::Nil;
+            }
+            slot.edit_list(|l| {
+                let v = match from {
+                    End::Left => l.pop_front(),
+                    End::Right => l.pop_back(),
+                };
+                let Some(v) = v else {
+                    return (Reply::Nil, false);
+                };
+                match to {
+                    End::Left => l.push_front(&v),
+                    End::Right => l.push_back(&v),
+                }
+                (Reply::Bulk(Bytes::from(v)), true)
+            })
+        });
     }
     let popped = store.write(src, now, |slot| {
         if slot.kind() != Some(Kind::List) {

@@ -832,6 +832,13 @@ pub fn run(
     // In a numbered database the keys are stored under its prefix (`db`).
     let in_db;
     let keyed = if session.db != 0 && spec.first_key > 0 {
+        // The prefix must not push a key past what the store holds.
+        let too_long = spec
+            .key_positions(args.len())
+            .any(|i| args[i].len() > shoal_store::MAX_KEY_LEN - 4);
+        if too_long {
+            return reject(session, err("ERR key too long for a numbered database"));
+        }
         in_db = db::rewrite(spec, args, session.db);
         &in_db[..]
     } else {

@@ -1365,7 +1365,7 @@ fn review_mends_counts_watch_and_empty_values() {
     let mut h = H::new();
     h.check("HSET h a 1", &int(1));
     h.check("SADD s a", &int(1));
-    let range = "-ERR value is out of range, must be between -9223372036854775807 and 9223372036854775807\r\n";
+    let range = "-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n";
     h.check("HRANDFIELD h -9223372036854775808", range);
     h.check("SRANDMEMBER s -9223372036854775808", range);
     h.check(
@@ -1438,4 +1438,73 @@ fn a_large_sorted_set_ranks_and_ranges_in_order() {
     h.check("ZREMRANGEBYSCORE z 0 (1500", &int(below));
     h.check("ZCARD z", &int(3000 - below));
     h.check("ZCOUNT z -inf +inf", &int(3000 - below));
+}
+
+#[test]
+fn second_review_mends_lists_sorted_sets_databases() {
+    let mut h = H::new();
+    h.check("LINDEX missing x", NIL);
+    h.check("LSET missing x v", "-ERR no such key\r\n");
+    h.check("RPUSH l a b c", &int(3));
+    h.check("LINDEX l x", NOT_INT);
+    h.check("LPOS l a COUNT abc", "-ERR COUNT can't be negative\r\n");
+    h.check("LPOS l a MAXLEN -1", "-ERR MAXLEN can't be negative\r\n");
+    h.check(
+        "LPOS l a RANK -9223372036854775808",
+        "-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n",
+    );
+    h.check("EXPIRE l 100", &int(1));
+    h.check("RPOPLPUSH l l", &bulk("c"));
+    h.check("TTL l", &int(100));
+    h.check(
+        "LRANGE l 0 -1",
+        &format!("*3\r\n{}{}{}", bulk("c"), bulk("a"), bulk("b")),
+    );
+    h.check("ZADD z -0 m 1 n", &int(2));
+    h.check("ZSCORE z m", &bulk("0"));
+    h.check(
+        "ZRANK z m WITHSCORE x",
+        "-ERR wrong number of arguments for 'zrank' command\r\n",
+    );
+    h.check(
+        "ZPOPMIN z 1 2",
+        "-ERR wrong number of arguments for 'zpopmin' command\r\n",
+    );
+    h.check(
+        "ZRANGEBYLEX z - + WITHSCORES",
+        "-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n",
+    );
+    h.check(
+        "ZREVRANGE z 0 -1 LIMIT 0 1",
+        "-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n",
+    );
+    h.check(
+        "ZRANGE z 0 -1 LIMIT 0 -1",
+        &format!("*2\r\n{}{}", bulk("m"), bulk("n")),
+    );
+    h.check("ZCOUNT z \"\" +inf", &int(2));
+    h.check("ZCOUNT z ( +inf", &int(1));
+    h.check("ZINCRBY z nx m", SYNTAX);
+    let int_range = "-ERR value is out of range, value must between -2147483648 and 2147483647\r\n";
+    h.check("SELECT 4294967296", int_range);
+    h.check("SWAPDB 4294967296 0", "-ERR invalid first DB index\r\n");
+    h.check("SWAPDB 0 x", "-ERR invalid second DB index\r\n");
+    h.check("MOVE l 4294967296", int_range);
+    // A sparse HyperLogLog whose runs do not cover the registers is corrupt.
+    let mut sparse = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\0".to_vec();
+    sparse.extend_from_slice(&[0x40 | 0x3F, 0xFF, 0x00]);
+    let args = [
+        Bytes::from_static(b"SET"),
+        Bytes::from_static(b"hll"),
+        Bytes::from(sparse),
+    ];
+    execute(&h.node, &mut h.session, &args, h.now);
+    h.check(
+        "PFCOUNT hll",
+        "-INVALIDOBJ Corrupted HLL object detected\r\n",
+    );
+    h.check(
+        "PFCOUNT l",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
 }

@@ -185,6 +185,13 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    // Redis reads ZINCRBY through ZADD's option parser: a flag there leaves one argument.
+    if ["NX", "XX", "GT", "LT", "CH", "INCR"]
+        .iter()
+        .any(|f| is(&args[2], f))
+    {
+        return err(ERR_SYNTAX);
+    }
     let Some(by) = score_arg(&args[2]) else {
         return err(ERR_NOT_FLOAT);
     };
@@ -194,12 +201,17 @@ pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         slot.edit_zset(
             || ZSet::for_members(1, member.len()),
             |z| {
-                let new = z.score(member).unwrap_or(0.0) + by;
+                let old = z.score(member);
+                let new = old.unwrap_or(0.0) + by;
                 if new.is_nan() {
                     return (err(ERR_NAN), false);
                 }
-                z.insert(member, new);
-                (score_reply(new), true)
+                // Unchanged scores are no change (WATCH), as in Redis.
+                let changed = old != Some(new);
+                if changed {
+                    z.insert(member, new);
+                }
+                (score_reply(new), changed)
             },
         )
     })
@@ -241,7 +253,13 @@ fn score_bound(arg: &[u8]) -> Option<Bound> {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
     };
-    let value = parse_f64(text).filter(|v| !v.is_nan())?;
+    // strtod, as Redis reads a bound: leading blanks skipped, nothing at all is 0.
+    let text = text.trim_ascii_start();
+    let value = if text.is_empty() {
+        0.0
+    } else {
+        parse_f64(text).filter(|v| !v.is_nan())?
+    };
     Some(Bound { value, exclusive })
 }
 
@@ -397,7 +415,7 @@ struct RangeReq {
 /// The ZRANGE family: `min` and `max` as the client gave them (REV swaps their meaning as in
 /// Redis: ZRANGE ... REV takes max first).
 fn range_generic(ctx: &mut Ctx<'_>, key: &Bytes, a: &Bytes, b: &Bytes, req: RangeReq) -> Reply {
-    if req.limit.is_some() && req.by == By::Rank {
+    if req.limit.is_some_and(|l| l != (0, -1)) && req.by == By::Rank {
         return err(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         );
@@ -499,7 +517,7 @@ pub fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn legacy(ctx: &mut Ctx<'_>, args: &[Bytes], by: By, rev: bool, with: bool) -> Reply {
     let mut req = tri!(range_options(args, 4, false));
-    if !with && req.with_scores {
+    if !with && req.with_scores && by != By::Lex {
         return err(ERR_SYNTAX);
     }
     req.by = by;
@@ -524,24 +542,20 @@ pub fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let with = match args.get(4) {
-        None => false,
-        Some(a) if args.len() == 5 && is(a, "WITHSCORES") => true,
-        Some(_) => return err(ERR_SYNTAX),
-    };
-    let req = RangeReq {
-        by: By::Rank,
-        rev: true,
-        limit: None,
-        with_scores: with,
-    };
+    // Options as ZRANGE reads them (LIMIT then answers its error).
+    let mut req = tri!(range_options(args, 4, false));
+    req.by = By::Rank;
+    req.rev = true;
     range_generic(ctx, &args[1], &args[2], &args[3], req)
 }
 
 fn rank_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Reply {
+    if args.len() > 4 {
+        return super::wrong_arity(if rev { "zrevrank" } else { "zrank" });
+    }
     let with = match args.get(3) {
         None => false,
-        Some(a) if args.len() == 4 && is(a, "WITHSCORE") => true,
+        Some(a) if is(a, "WITHSCORE") => true,
         Some(_) => return err(ERR_SYNTAX),
     };
     with_zset(ctx, &args[1], |z, _, proto| {
@@ -653,7 +667,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
             Some(n) if n >= 0 => Some(n as u64),
             _ => return err("ERR value is out of range, must be positive"),
         },
-        _ => return err(ERR_SYNTAX),
+        _ => return super::wrong_arity(if highest { "zpopmax" } else { "zpopmin" }),
     };
     let proto = ctx.session.proto;
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
@@ -709,14 +723,14 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         });
     }
     let count = tri!(int_arg(&args[2]));
+    if count == i64::MIN {
+        return err(super::hash::ERR_COUNT_RANGE);
+    }
     let with = match args.get(3) {
         None => false,
         Some(a) if args.len() == 4 && is(a, "WITHSCORES") => true,
         Some(_) => return err(ERR_SYNTAX),
     };
-    if count == i64::MIN {
-        return err(super::hash::ERR_COUNT_RANGE);
-    }
     if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return err("ERR value is out of range");
     }
