@@ -28,7 +28,43 @@ pub struct List {
     bytes: usize,
     /// Past a listpack's size once, until under half of it.
     quicklist: bool,
+    /// What the elements would take in one Redis listpack (its header and end not counted):
+    /// the measure of Redis's encoding switch.
+    lp_bytes: usize,
 }
+
+/// Bytes an element takes in a Redis listpack: an integer in canonical form as an integer
+/// (1 to 9 bytes), a string with a 1-, 2- or 5-byte header; then its back-length.
+fn lp_entry_size(v: &[u8]) -> usize {
+    let int = std::str::from_utf8(v)
+        .ok()
+        .filter(|t| t.len() <= 20)
+        .and_then(|t| t.parse::<i64>().ok().filter(|n| n.to_string() == t));
+    let enc = match int {
+        Some(n) if (0..=127).contains(&n) => 1,
+        Some(n) if (-4096..=4095).contains(&n) => 2,
+        Some(n) if i16::try_from(n).is_ok() => 3,
+        Some(n) if (-(1 << 23)..(1 << 23)).contains(&n) => 4,
+        Some(n) if i32::try_from(n).is_ok() => 5,
+        Some(_) => 9,
+        None if v.len() <= 63 => 1 + v.len(),
+        None if v.len() <= 4095 => 2 + v.len(),
+        None => 5 + v.len(),
+    };
+    let back = match enc {
+        0..=127 => 1,
+        128..=16_382 => 2,
+        16_383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        _ => 5,
+    };
+    enc + back
+}
+
+/// A listpack's header and end byte.
+const LP_OVERHEAD: usize = 7;
+/// Redis's `list-max-listpack-size -2`: 8 KB.
+const LP_LIMIT: usize = 8192;
 
 #[derive(Clone, Debug, Default)]
 struct Chunk {
@@ -135,10 +171,19 @@ impl List {
         }
     }
 
-    fn note_size(&mut self) {
-        if self.bytes > CHUNK_BYTES {
+    /// Before pushing elements of `raw` bytes in all: a `quicklist` from now on when they
+    /// would not fit one listpack (Redis's `listTypeTryConvertListpack`, which counts the new
+    /// elements' raw bytes).
+    pub fn will_push(&mut self, raw: usize) {
+        if !self.quicklist && LP_OVERHEAD + self.lp_bytes + raw > LP_LIMIT {
             self.quicklist = true;
-        } else if self.bytes < CHUNK_BYTES / 2 {
+        }
+    }
+
+    /// After elements went: a `listpack` again under half a listpack's size (Redis's
+    /// `listTypeTryConvertQuicklist` when shrinking).
+    fn note_size(&mut self) {
+        if self.quicklist && LP_OVERHEAD + self.lp_bytes <= LP_LIMIT / 2 {
             self.quicklist = false;
         }
     }
@@ -161,7 +206,7 @@ impl List {
         c.count += 1;
         self.len += 1;
         self.bytes += size;
-        self.note_size();
+        self.lp_bytes += lp_entry_size(v);
     }
 
     pub fn push_front(&mut self, v: &[u8]) {
@@ -184,7 +229,7 @@ impl List {
         c.count += 1;
         self.len += 1;
         self.bytes += size;
-        self.note_size();
+        self.lp_bytes += lp_entry_size(v);
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
@@ -201,6 +246,7 @@ impl List {
         }
         self.len -= 1;
         self.bytes -= end - start;
+        self.lp_bytes -= lp_entry_size(&v);
         self.note_size();
         Some(v)
     }
@@ -219,6 +265,7 @@ impl List {
         }
         self.len -= 1;
         self.bytes -= end - start;
+        self.lp_bytes -= lp_entry_size(&v);
         self.note_size();
         Some(v)
     }
@@ -287,6 +334,7 @@ impl List {
         for c in &removed {
             self.len -= c.count;
             self.bytes -= c.buf.len();
+            self.lp_bytes -= c.iter().map(lp_entry_size).sum::<usize>();
         }
         let mut packed = Vec::new();
         let mut group: Vec<&[u8]> = Vec::new();
@@ -307,6 +355,7 @@ impl List {
         for (k, c) in packed.into_iter().enumerate() {
             self.len += c.count;
             self.bytes += c.buf.len();
+            self.lp_bytes += c.iter().map(lp_entry_size).sum::<usize>();
             self.chunks.insert(ci + k, c);
         }
         self.note_size();
@@ -328,6 +377,8 @@ impl List {
         for e in &kept {
             out.push_back(e);
         }
+        out.quicklist = self.quicklist;
+        out.note_size();
         *self = out;
     }
 
@@ -366,6 +417,8 @@ impl List {
         for e in &kept {
             out.push_back(e);
         }
+        out.quicklist = self.quicklist;
+        out.note_size();
         *self = out;
         removed
     }
@@ -420,6 +473,7 @@ impl List {
             list.push_back(e);
             rest = tail;
         }
+        list.will_push(0);
         rest.is_empty().then_some(list)
     }
 }
@@ -445,6 +499,7 @@ mod tests {
         assert_eq!(l.encoding(), "listpack");
         assert_eq!(l.chunks.len(), 1);
         for _ in 0..100 {
+            l.will_push(100);
             l.push_front(&[b'x'; 100]);
         }
         assert_eq!(l.encoding(), "quicklist");
@@ -460,6 +515,17 @@ mod tests {
         assert_eq!(l.pop_back().unwrap().len(), 3 * CHUNK_BYTES);
         let back = List::decode(&l.encode()).unwrap();
         assert_eq!(all(&back), all(&l));
+        // Redis's switch: 3,000 one-byte pushes turn a quicklist at the 2,730th.
+        let mut r = List::new();
+        for i in 1..=3000 {
+            r.will_push(1);
+            r.push_back(b"x");
+            if r.encoding() == "quicklist" {
+                assert_eq!(i, 2730);
+                break;
+            }
+        }
+        assert_eq!(r.encoding(), "quicklist");
         for cut in 0..l.encode().len() {
             assert!(List::decode(&l.encode()[..cut]).is_none());
         }

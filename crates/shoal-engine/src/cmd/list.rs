@@ -63,6 +63,7 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, only_existing: bool) -> Rep
             return Reply::Int(0);
         }
         let len = slot.edit_list(|l| {
+            l.will_push(args[2..].iter().map(|a| a.len()).sum());
             for v in &args[2..] {
                 match end {
                     End::Left => l.push_front(v),
@@ -219,6 +220,7 @@ pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         let i = tri!(int_arg(&args[2]));
         slot.edit_list(|l| match index(l.len(), i) {
             Some(i) => {
+                l.will_push(args[3].len());
                 l.set(i, &args[3]);
                 (Reply::ok(), true)
             }
@@ -279,6 +281,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let Some(at) = l.iter().position(|e| e == &args[3][..]) else {
                 return (Reply::Int(-1), false);
             };
+            l.will_push(args[4].len());
             l.insert(at + usize::from(after), &args[4]);
             (Reply::Int(l.len() as i64), true)
         })
@@ -444,6 +447,7 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
             return false;
         }
         slot.edit_list(|l| {
+            l.will_push(v.len());
             match to {
                 End::Left => l.push_front(&v),
                 End::Right => l.push_back(&v),

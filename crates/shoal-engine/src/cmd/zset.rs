@@ -779,7 +779,8 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             return scan_reply(0, Vec::new());
         };
         let len = z.len();
-        let (skip, take, next) = if z.encoding() == "listpack" {
+        let packed = z.encoding() == "listpack";
+        let (skip, take, next) = if packed {
             (0, len, 0)
         } else {
             let left = match usize::try_from(cursor) {
@@ -798,11 +799,45 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 return Reply::Nil;
             }
             out.push(Reply::Bulk(Bytes::copy_from_slice(m)));
-            // A bulk string in RESP3 too, as Redis's scan replies.
-            out.push(Reply::Bulk(shoal_resp::double_bytes(s)));
+            // A bulk string in RESP3 too, as Redis's scan replies: a listpack's score as it
+            // stores it, a skiplist's as `%.17g`.
+            out.push(Reply::Bulk(if packed {
+                shoal_resp::double_bytes(s)
+            } else {
+                Bytes::from(g17(s))
+            }));
         }
         scan_reply(next as u64, out)
     })
+}
+
+/// C's `%.17g` (what Redis 7.2's ZSCAN of a skiplist writes, through `%.17Lg`).
+fn g17(d: f64) -> String {
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let sci = format!("{d:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |t: &str| -> String {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim(mantissa), exp.abs());
+    }
+    let decimals = usize::try_from(16 - exp).unwrap_or(0);
+    trim(&format!("{d:.decimals$}"))
 }
 
 #[cfg(test)]
@@ -828,5 +863,10 @@ mod tests {
         assert!(lex_bound(&Bytes::from_static(b"a")).is_none());
         assert_eq!(rank_range(5, 0, -1), Some((0, 4)));
         assert_eq!(rank_range(5, 3, 1), None);
+        assert_eq!(g17(0.1), "0.10000000000000001");
+        assert_eq!(g17(1.5), "1.5");
+        assert_eq!(g17(100.0), "100");
+        assert_eq!(g17(1e20), "1e+20");
+        assert_eq!(g17(-2.5e-7), "-2.4999999999999999e-07");
     }
 }
