@@ -210,12 +210,14 @@ pub type Acks = Vec<oneshot::Receiver<Ack>>;
 
 /// After a write ran here: queues the resulting state of each of `keys` for the key's other
 /// copies under `view` (the view the command was routed under) and under `now` (the view
-/// current after it ran). With `want_ack`, returns one receiver per state queued for a copy
-/// under `view` (resolved once the replica answered; a dropped state's receiver resolves at
-/// once with an error); a copy that only `now` names gets the state without an ack awaited,
-/// as its own view may still lag and refuse it. Sending to both closes a race with the
-/// hand-off: a slot the hand-off under `now` already streamed to a new copy would otherwise
-/// never carry this write there.
+/// current after it ran). With `want_ack`, returns one receiver per queued state (resolved
+/// once the replica answered, whether it applied the state, held a newer one or refused a
+/// slot its own view does not give it yet; a dropped state's receiver resolves at once with
+/// an error). Sending to both closes a race with the hand-off: a slot the hand-off under
+/// `now` already streamed to a new copy would otherwise never carry this write there, and
+/// that copy, the slot's new owner, would answer reads with the older value. Awaiting the
+/// new copy too keeps read-your-writes there: once the client has its reply, the new owner
+/// holds the write.
 pub fn replicate_keys<'a>(
     node: &Server,
     view: &View,
@@ -268,11 +270,18 @@ pub fn replicate_keys<'a>(
                 continue;
             }
             let Some(peer) = now.peer(m) else { continue };
+            let ack = if want_ack {
+                let (tx, rx) = oneshot::channel();
+                acks.push(rx);
+                Some(tx)
+            } else {
+                None
+            };
             peer.repl.push(
                 ReplItem {
                     key: key.clone(),
                     state: state.clone(),
-                    ack: None,
+                    ack,
                 },
                 stats,
             );
