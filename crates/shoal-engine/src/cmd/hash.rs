@@ -8,44 +8,25 @@
 
 use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
-use shoal_store::{glob_match, Access, Entry, Hash, Kind, Slot};
+use shoal_store::{glob_match, Hash, Kind, Slot};
 
 use super::{
     distinct, err, int_arg, is, parse_f64, parse_i64, random_below, scan_reply, tri, wrong_arity,
     Ctx, ReplyBudget, ERR_NOT_FLOAT, ERR_SYNTAX, ERR_WRONGTYPE,
 };
 
-/// The hash of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
-fn hash_of(e: Option<Entry<'_>>) -> Result<Option<&Hash>, Reply> {
-    match e {
-        None => Ok(None),
-        Some(e) => e.hash().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
-    }
-}
-
 /// WRONGTYPE unless the key is absent or a hash.
 fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
-    match slot.kind() {
-        None | Some(Kind::Hash) => Ok(()),
-        Some(_) => Err(err(ERR_WRONGTYPE)),
-    }
+    super::check_kind::<Hash>(slot)
 }
 
-/// Runs `f` on the hash at `key` (`None`: absent) under its shard's lock, with the client's
-/// reply budget; WRONGTYPE for another type.
+/// Runs `f` on the hash at `key` (`None`: absent); WRONGTYPE for another type.
 fn with_hash(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     f: impl FnOnce(Option<&Hash>, &mut ReplyBudget) -> Reply,
 ) -> Reply {
-    let engine = ctx.engine;
-    let budget = &mut ctx.session.budget;
-    engine
-        .store
-        .read(key, ctx.now_ms, Access::Read, |e| match hash_of(e) {
-            Ok(h) => f(h, budget),
-            Err(reply) => reply,
-        })
+    super::with_typed(ctx, key, |h, budget, _| f(h, budget))
 }
 
 /// A bulk item charged to the budget; `None` once the budget is spent (the caller answers

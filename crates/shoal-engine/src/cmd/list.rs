@@ -7,41 +7,24 @@
 
 use bytes::Bytes;
 use shoal_resp::Reply;
-use shoal_store::{Access, Entry, Kind, List, Slot};
+use shoal_store::{Access, Kind, List, Slot};
 
 use super::{
     err, int_arg, is, parse_i64, tri, Ctx, ReplyBudget, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
 };
 
-/// The list of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
-fn list_of(e: Option<Entry<'_>>) -> Result<Option<&List>, Reply> {
-    match e {
-        None => Ok(None),
-        Some(e) => e.list().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
-    }
-}
-
 /// WRONGTYPE unless the key is absent or a list.
 fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
-    match slot.kind() {
-        None | Some(Kind::List) => Ok(()),
-        Some(_) => Err(err(ERR_WRONGTYPE)),
-    }
+    super::check_kind::<List>(slot)
 }
 
+/// Runs `f` on the list at `key` (`None`: absent); WRONGTYPE for another type.
 fn with_list(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     f: impl FnOnce(Option<&List>, &mut ReplyBudget) -> Reply,
 ) -> Reply {
-    let engine = ctx.engine;
-    let budget = &mut ctx.session.budget;
-    engine
-        .store
-        .read(key, ctx.now_ms, Access::Read, |e| match list_of(e) {
-            Ok(l) => f(l, budget),
-            Err(reply) => reply,
-        })
+    super::with_typed(ctx, key, |l, budget, _| f(l, budget))
 }
 
 fn charged(budget: &mut ReplyBudget, b: &[u8]) -> Option<Reply> {

@@ -1068,6 +1068,61 @@ pub fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
     Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(items)])
 }
 
+/// A collection type the command families read and write: its TYPE and how to find it in a
+/// stored value.
+pub trait Typed {
+    const KIND: shoal_store::Kind;
+    fn of(c: &shoal_store::Collection) -> Option<&Self>;
+}
+
+macro_rules! typed {
+    ($t:ident) => {
+        impl Typed for shoal_store::$t {
+            const KIND: shoal_store::Kind = shoal_store::Kind::$t;
+            fn of(c: &shoal_store::Collection) -> Option<&Self> {
+                match c {
+                    shoal_store::Collection::$t(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+typed!(Hash);
+typed!(Set);
+typed!(List);
+typed!(ZSet);
+
+/// WRONGTYPE unless the key is absent or a `T`.
+pub fn check_kind<T: Typed>(slot: &shoal_store::Slot<'_>) -> Result<(), Reply> {
+    match slot.kind() {
+        None => Ok(()),
+        Some(k) if k == T::KIND => Ok(()),
+        Some(_) => Err(err(ERR_WRONGTYPE)),
+    }
+}
+
+/// Runs `f` on the `T` at `key` (`None`: absent) under its shard's lock, with the client's
+/// reply budget and protocol; WRONGTYPE for another type.
+pub fn with_typed<T: Typed>(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: impl FnOnce(Option<&T>, &mut ReplyBudget, shoal_resp::Protocol) -> Reply,
+) -> Reply {
+    let engine = ctx.engine;
+    let proto = ctx.session.proto;
+    let budget = &mut ctx.session.budget;
+    engine
+        .store
+        .read(key, ctx.now_ms, shoal_store::Access::Read, |e| match e {
+            None => f(None, budget, proto),
+            Some(e) => match e.coll.and_then(T::of) {
+                Some(v) => f(Some(v), budget, proto),
+                None => err(ERR_WRONGTYPE),
+            },
+        })
+}
+
 /// A key's type, if it exists (without counting an access).
 pub fn kind_of(ctx: &Ctx<'_>, key: &[u8]) -> Option<shoal_store::Kind> {
     ctx.engine

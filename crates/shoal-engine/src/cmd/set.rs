@@ -11,44 +11,25 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
-use shoal_store::{glob_match, Access, Collection, Entry, Kind, Member, Set, Slot};
+use shoal_store::{glob_match, Access, Collection, Kind, Member, Set, Slot};
 
 use super::{
     distinct, err, int_arg, random_below, scan_reply, tri, Ctx, ReplyBudget, ERR_SYNTAX,
     ERR_WRONGTYPE,
 };
 
-/// The set of an entry: `Ok(None)` when absent, WRONGTYPE for another type.
-fn set_of(e: Option<Entry<'_>>) -> Result<Option<&Set>, Reply> {
-    match e {
-        None => Ok(None),
-        Some(e) => e.set().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
-    }
-}
-
 /// WRONGTYPE unless the key is absent or a set.
 fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
-    match slot.kind() {
-        None | Some(Kind::Set) => Ok(()),
-        Some(_) => Err(err(ERR_WRONGTYPE)),
-    }
+    super::check_kind::<Set>(slot)
 }
 
-/// Runs `f` on the set at `key` (`None`: absent) under its shard's lock, with the client's
-/// reply budget; WRONGTYPE for another type.
+/// Runs `f` on the set at `key` (`None`: absent); WRONGTYPE for another type.
 fn with_set(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     f: impl FnOnce(Option<&Set>, &mut ReplyBudget) -> Reply,
 ) -> Reply {
-    let engine = ctx.engine;
-    let budget = &mut ctx.session.budget;
-    engine
-        .store
-        .read(key, ctx.now_ms, Access::Read, |e| match set_of(e) {
-            Ok(s) => f(s, budget),
-            Err(reply) => reply,
-        })
+    super::with_typed(ctx, key, |s, budget, _| f(s, budget))
 }
 
 /// A member as a bulk reply, charged to the budget; `None` once the budget is spent.
@@ -371,7 +352,10 @@ fn combine(ctx: &Ctx<'_>, keys: &[Bytes], op: Op) -> Result<Vec<Vec<u8>>, Reply>
     let now = ctx.now_ms;
     let read = |k: &[u8], f: &mut dyn FnMut(Option<&Set>)| -> Result<(), Reply> {
         store.read(k, now, Access::Read, |e| {
-            let s = set_of(e)?;
+            let s = match e {
+                None => None,
+                Some(e) => Some(e.set().ok_or_else(|| err(ERR_WRONGTYPE))?),
+            };
             f(s);
             Ok(())
         })

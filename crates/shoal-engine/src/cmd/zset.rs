@@ -10,7 +10,7 @@
 
 use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
-use shoal_store::{glob_match, Access, Entry, Kind, Slot, ZSet};
+use shoal_store::{glob_match, Kind, Slot, ZSet};
 
 use super::{
     distinct, err, int_arg, is, parse_f64, random_below, scan_reply, tri, Ctx, ReplyBudget,
@@ -22,34 +22,18 @@ const ERR_RANGE_FLOAT: &str = "ERR min or max is not a float";
 const ERR_RANGE_LEX: &str = "ERR min or max not valid string range item";
 const ERR_NAN: &str = "ERR resulting score is not a number (NaN)";
 
-fn zset_of(e: Option<Entry<'_>>) -> Result<Option<&ZSet>, Reply> {
-    match e {
-        None => Ok(None),
-        Some(e) => e.zset().map(Some).ok_or_else(|| err(ERR_WRONGTYPE)),
-    }
-}
-
+/// WRONGTYPE unless the key is absent or a sorted set.
 fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
-    match slot.kind() {
-        None | Some(Kind::ZSet) => Ok(()),
-        Some(_) => Err(err(ERR_WRONGTYPE)),
-    }
+    super::check_kind::<ZSet>(slot)
 }
 
+/// Runs `f` on the sorted set at `key` (`None`: absent); WRONGTYPE for another type.
 fn with_zset(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     f: impl FnOnce(Option<&ZSet>, &mut ReplyBudget, Protocol) -> Reply,
 ) -> Reply {
-    let engine = ctx.engine;
-    let proto = ctx.session.proto;
-    let budget = &mut ctx.session.budget;
-    engine
-        .store
-        .read(key, ctx.now_ms, Access::Read, |e| match zset_of(e) {
-            Ok(z) => f(z, budget, proto),
-            Err(reply) => reply,
-        })
+    super::with_typed(ctx, key, f)
 }
 
 /// A score as a reply: a double (RESP3 writes it as such, RESP2 as a bulk string).
