@@ -123,6 +123,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("zrevrange", "key start stop [WITHSCORES]"),
     ("zrangebylex", "key min max [LIMIT offset count]"),
     ("zrevrangebylex", "key max min [LIMIT offset count]"),
+    ("zrangestore", "dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]"),
     ("zrank", "key member [WITHSCORE]"),
     ("zrevrank", "key member [WITHSCORE]"),
     ("zrem", "key member [member ...]"),

@@ -419,6 +419,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("zrevrange", -4, READONLY, (1, 1, 1), "sorted_set", "1.2.0", "Returns members in a sorted set within a range of indexes in reverse order.", zset::zrevrange),
     cmd!("zrangebylex", -4, READONLY, (1, 1, 1), "sorted_set", "2.8.9", "Returns members in a sorted set within a lexicographical range.", zset::zrangebylex),
     cmd!("zrevrangebylex", -4, READONLY, (1, 1, 1), "sorted_set", "2.8.9", "Returns members in a sorted set within a lexicographical range in reverse order.", zset::zrevrangebylex),
+    cmd!("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), "sorted_set", "6.2.0", "Stores a range of members from sorted set in a key.", zset::zrangestore),
     cmd!("zrank", -3, READONLY | FAST, (1, 1, 1), "sorted_set", "2.0.0", "Returns the index of a member in a sorted set ordered by ascending scores.", zset::zrank),
     cmd!("zrevrank", -3, READONLY | FAST, (1, 1, 1), "sorted_set", "2.0.0", "Returns the index of a member in a sorted set ordered by descending scores.", zset::zrevrank),
     cmd!("zrem", -3, WRITE | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", zset::zrem),

@@ -399,6 +399,20 @@ struct RangeReq {
 /// The ZRANGE family: `min` and `max` as the client gave them (REV swaps their meaning as in
 /// Redis: ZRANGE ... REV takes max first).
 fn range_generic(ctx: &mut Ctx<'_>, key: &Bytes, a: &Bytes, b: &Bytes, req: RangeReq) -> Reply {
+    range_into(ctx, key, a, b, req, None)
+}
+
+/// [`range_generic`], or with `store` ZRANGESTORE's: the members (and scores) go into the
+/// sorted set `store` names, replacing whatever it held (an empty result removes it), and
+/// the reply is their number.
+fn range_into(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    a: &Bytes,
+    b: &Bytes,
+    req: RangeReq,
+    store: Option<&Bytes>,
+) -> Reply {
     if req.limit.is_some_and(|l| l != (0, -1)) && req.by == By::Rank {
         return err(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
@@ -430,13 +444,22 @@ fn range_generic(ctx: &mut Ctx<'_>, key: &Bytes, a: &Bytes, b: &Bytes, req: Rang
         },
     };
     let (offset, count) = req.limit.unwrap_or((0, -1));
-    with_zset(ctx, key, |z, budget, proto| {
+    let mut stored: Option<Vec<(Vec<u8>, f64)>> = None;
+    let reply = with_zset(ctx, key, |z, budget, proto| {
         let Some(z) = z else {
+            if store.is_some() {
+                stored = Some(Vec::new());
+            }
             return Reply::Array(Vec::new());
         };
         let items: Box<dyn Iterator<Item = (&[u8], f64)>> = match parsed {
             Parsed::Rank(start, end) => match rank_range(z.len(), start, end) {
-                None => return Reply::Array(Vec::new()),
+                None => {
+                    if store.is_some() {
+                        stored = Some(Vec::new());
+                    }
+                    return Reply::Array(Vec::new());
+                }
                 Some((s, e)) => {
                     let it: Box<dyn Iterator<Item = (&[u8], f64)>> = if req.rev {
                         Box::new(z.iter().rev())
@@ -450,6 +473,9 @@ fn range_generic(ctx: &mut Ctx<'_>, key: &Bytes, a: &Bytes, b: &Bytes, req: Rang
             Parsed::Lex(min, max) => by_lex(z, min, max, req.rev),
         };
         if offset < 0 {
+            if store.is_some() {
+                stored = Some(Vec::new());
+            }
             return Reply::Array(Vec::new());
         }
         let take = if count < 0 {
@@ -460,8 +486,36 @@ fn range_generic(ctx: &mut Ctx<'_>, key: &Bytes, a: &Bytes, b: &Bytes, req: Rang
         let items = items
             .skip(usize::try_from(offset).unwrap_or(usize::MAX))
             .take(take);
+        if store.is_some() {
+            // A copy bounded by the source, as SINTERSTORE's; no reply budget is spent.
+            stored = Some(items.map(|(m, s)| (m.to_vec(), s)).collect());
+            return Reply::Nil;
+        }
         members_reply(items, req.with_scores, budget, proto)
-    })
+    });
+    let (Some(dst), Some(items)) = (store, stored) else {
+        return reply;
+    };
+    let longest = items.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+    let mut z = ZSet::for_members(items.len(), longest);
+    for (m, s) in &items {
+        z.insert(m, *s);
+    }
+    let n = z.len() as i64;
+    ctx.engine.store.write(dst, ctx.now_ms, |slot| {
+        slot.set_coll(shoal_store::Collection::ZSet(z));
+        slot.set_expire(None);
+    });
+    Reply::Int(n)
+}
+
+/// ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count].
+pub fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let req = tri!(range_options(args, 5, true));
+    if req.with_scores {
+        return err(ERR_SYNTAX);
+    }
+    range_into(ctx, &args[2], &args[3], &args[4], req, Some(&args[1]))
 }
 
 /// The options after ZRANGE's bounds (or the older commands'); `allow` says which.
