@@ -890,6 +890,15 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("leave-timeout-ms", |c| c.leave_timeout_ms.to_string(), None),
     // Read-only facts clients ask for.
     ("databases", |_| super::db::DATABASES.to_string(), None),
+    // The collections' encoding thresholds: Redis's defaults, fixed (README).
+    ("hash-max-listpack-entries", |_| "512".into(), None),
+    ("hash-max-listpack-value", |_| "64".into(), None),
+    ("set-max-intset-entries", |_| "512".into(), None),
+    ("set-max-listpack-entries", |_| "128".into(), None),
+    ("set-max-listpack-value", |_| "64".into(), None),
+    ("zset-max-listpack-entries", |_| "128".into(), None),
+    ("zset-max-listpack-value", |_| "64".into(), None),
+    ("list-max-listpack-size", |_| "-2".into(), None),
     ("save", |_| String::new(), None),
     ("appendonly", |_| "no".into(), None),
     ("cluster-enabled", |_| "no".into(), None),

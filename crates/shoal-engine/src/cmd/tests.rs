@@ -1508,3 +1508,20 @@ fn second_review_mends_lists_sorted_sets_databases() {
         "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
     );
 }
+
+#[test]
+fn config_shows_the_collections_thresholds() {
+    let mut h = H::new();
+    h.check(
+        "CONFIG GET hash-max-listpack-entries",
+        &format!("*2\r\n{}{}", bulk("hash-max-listpack-entries"), bulk("512")),
+    );
+    h.check(
+        "CONFIG GET list-max-listpack-size",
+        &format!("*2\r\n{}{}", bulk("list-max-listpack-size"), bulk("-2")),
+    );
+    h.check(
+        "CONFIG SET zset-max-listpack-entries 64",
+        "-ERR CONFIG SET failed (possibly related to argument 'zset-max-listpack-entries') - can't set immutable config\r\n",
+    );
+}
