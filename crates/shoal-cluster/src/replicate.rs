@@ -238,16 +238,12 @@ pub fn replicate_keys<'a>(
         if state == KeyState::Absent {
             continue;
         }
-        let routed = view.owners(slot);
-        for &m in routed.iter().filter(|&&m| m != view.me) {
-            let Some(peer) = view.peer(m) else { continue };
-            let ack = if want_ack {
+        let mut send = |peer: &crate::Peer| {
+            let ack = want_ack.then(|| {
                 let (tx, rx) = oneshot::channel();
                 acks.push(rx);
-                Some(tx)
-            } else {
-                None
-            };
+                tx
+            });
             peer.repl.push(
                 ReplItem {
                     key: key.clone(),
@@ -256,6 +252,12 @@ pub fn replicate_keys<'a>(
                 },
                 stats,
             );
+        };
+        let routed = view.owners(slot);
+        for &m in routed.iter().filter(|&&m| m != view.me) {
+            if let Some(peer) = view.peer(m) {
+                send(peer);
+            }
         }
         if same {
             continue;
@@ -269,22 +271,9 @@ pub fn replicate_keys<'a>(
             if routed_to(&now.nodes[usize::from(m)]) {
                 continue;
             }
-            let Some(peer) = now.peer(m) else { continue };
-            let ack = if want_ack {
-                let (tx, rx) = oneshot::channel();
-                acks.push(rx);
-                Some(tx)
-            } else {
-                None
-            };
-            peer.repl.push(
-                ReplItem {
-                    key: key.clone(),
-                    state: state.clone(),
-                    ack,
-                },
-                stats,
-            );
+            if let Some(peer) = now.peer(m) {
+                send(peer);
+            }
         }
     }
     acks

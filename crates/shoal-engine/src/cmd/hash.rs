@@ -310,12 +310,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// end, so a field present throughout the scan is returned (removals move the last entry,
 /// already visited, into the hole).
 pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(cursor) = std::str::from_utf8(&args[2])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        return err("ERR invalid cursor");
-    };
+    let cursor = tri!(super::scan_cursor(&args[2]));
     match super::kind_of(ctx, &args[1]) {
         None => return scan_reply(0, Vec::new()),
         Some(Kind::Hash) => {}

@@ -142,7 +142,7 @@ pub fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// Redis's index rules for a range over `len` elements: negative indexes count from the
 /// end, both ends inclusive, clamped; `None` when empty.
-fn range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
+pub(super) fn range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
     let len = len as i64;
     let start = if start < 0 {
         (start + len).max(0)

@@ -1064,6 +1064,14 @@ pub fn distinct(len: usize, count: usize) -> Vec<usize> {
     }
 }
 
+/// A HSCAN / SSCAN / ZSCAN cursor argument.
+pub fn scan_cursor(arg: &[u8]) -> Result<u64, Reply> {
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| err("ERR invalid cursor"))
+}
+
 /// A HSCAN / SSCAN / ZSCAN reply: the next cursor and the items.
 pub fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
     Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(items)])

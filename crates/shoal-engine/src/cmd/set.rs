@@ -294,12 +294,7 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// with cursor 0, as Redis's do; a table's cursor counts the members still to visit from
 /// the end (as HSCAN's).
 pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(cursor) = std::str::from_utf8(&args[2])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        return err("ERR invalid cursor");
-    };
+    let cursor = tri!(super::scan_cursor(&args[2]));
     match super::kind_of(ctx, &args[1]) {
         None => return scan_reply(0, Vec::new()),
         Some(Kind::Set) => {}

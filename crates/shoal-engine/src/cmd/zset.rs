@@ -369,18 +369,6 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     })
 }
 
-/// Redis's index rules for a rank range over `len` members.
-fn rank_range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let start = if start < 0 {
-        (start + len).max(0)
-    } else {
-        start
-    };
-    let end = if end < 0 { end + len } else { end.min(len - 1) };
-    (start <= end && start < len && end >= 0).then_some((start as usize, end as usize))
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum By {
     Rank,
@@ -453,7 +441,7 @@ fn range_into(
             return Reply::Array(Vec::new());
         };
         let items: Box<dyn Iterator<Item = (&[u8], f64)>> = match parsed {
-            Parsed::Rank(start, end) => match rank_range(z.len(), start, end) {
+            Parsed::Rank(start, end) => match super::list::range(z.len(), start, end) {
                 None => {
                     if store.is_some() {
                         stored = Some(Vec::new());
@@ -661,7 +649,7 @@ fn remrange(ctx: &mut Ctx<'_>, args: &[Bytes], by: By) -> Reply {
         }
         let n = slot.edit_zset(ZSet::new, |z| {
             let doomed: Vec<Vec<u8>> = match &parsed {
-                Parsed::Rank(start, end) => match rank_range(z.len(), *start, *end) {
+                Parsed::Rank(start, end) => match super::list::range(z.len(), *start, *end) {
                     None => Vec::new(),
                     Some((s, e)) => z
                         .iter()
@@ -800,12 +788,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]: a listpack answers whole with cursor 0;
 /// a skiplist's cursor counts the members still to visit from the end (O(n) per call here).
 pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(cursor) = std::str::from_utf8(&args[2])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        return err("ERR invalid cursor");
-    };
+    let cursor = tri!(super::scan_cursor(&args[2]));
     match super::kind_of(ctx, &args[1]) {
         None => return Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]),
         Some(Kind::ZSet) => {}
@@ -899,8 +882,6 @@ mod tests {
             Some(Lex::Incl(_))
         ));
         assert!(lex_bound(&Bytes::from_static(b"a")).is_none());
-        assert_eq!(rank_range(5, 0, -1), Some((0, 4)));
-        assert_eq!(rank_range(5, 3, 1), None);
         assert_eq!(g17(0.1), "0.10000000000000001");
         assert_eq!(g17(1.5), "1.5");
         assert_eq!(g17(100.0), "100");
