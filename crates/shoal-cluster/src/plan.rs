@@ -90,7 +90,7 @@ pub fn plan(
             }
         }
         Route::Owner | Route::Watch => {
-            let positions = spec.key_positions(args.len());
+            let positions = spec.key_positions(args);
             let Some(first) = positions.clone().next() else {
                 return Plan::Here;
             };
@@ -142,7 +142,7 @@ pub fn cluster_rule(
     // The slots of a command's keys (none for rows that name no key to route by).
     fn key_slots<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> impl Iterator<Item = u16> + 'a {
         let keyed = matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch);
-        spec.key_positions(args.len())
+        spec.key_positions(args)
             .filter(move |_| keyed)
             .map(move |p| key_slot(&args[p]))
     }
@@ -209,7 +209,9 @@ mod tests {
     fn class(spec: &CommandSpec) -> Class {
         match spec.route {
             Route::Here => Class::Local,
-            Route::Owner if spec.first_key == spec.last_key => Class::Key(spec.first_key as usize),
+            Route::Owner if spec.first_key == spec.last_key && spec.numkeys == 0 => {
+                Class::Key(spec.first_key as usize)
+            }
             Route::Owner => Class::SameOwner,
             Route::Split(merge) => Class::Split(merge),
             Route::AllNodes(_) => Class::FanOut,
@@ -224,6 +226,7 @@ mod tests {
     /// oracle the table's routes are checked against.
     fn class_by_name(spec: &CommandSpec) -> Class {
         match (spec.first_key, spec.last_key, spec.step) {
+            _ if spec.numkeys > 0 => Class::SameOwner,
             (0, _, _) => match spec.name {
                 "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" => Class::FanOut,
                 "info" => Class::Info,
@@ -270,6 +273,11 @@ mod tests {
         };
         let mut args = vec![Bytes::from(spec.name)];
         args.extend((1..argc).map(|i| Bytes::from(format!("k{i}{tag}"))));
+        // A counted row's keys are the rest of the request.
+        let count = usize::from(spec.numkeys);
+        if count > 0 {
+            args[count] = Bytes::from((argc - count - 1).to_string());
+        }
         args
     }
 
@@ -286,7 +294,7 @@ mod tests {
         for spec in cmd::TABLE.iter().chain(cmd::INTERNAL) {
             let here = request(spec, &mine);
             let there = request(spec, &theirs);
-            let positions: Vec<usize> = spec.key_positions(here.len()).collect();
+            let positions: Vec<usize> = spec.key_positions(&here).collect();
             let expected_here = match spec.route {
                 Route::Here | Route::Cluster => Plan::Here,
                 Route::Info => Plan::Here,

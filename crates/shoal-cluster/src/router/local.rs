@@ -61,7 +61,7 @@ pub fn run_here(
     let acks = match &queued {
         Some(keys) => replicate_keys(node, view, &now_view, stats, keys.iter(), now_ms, want_ack),
         None if spec.flags & flag::WRITE != 0 => {
-            let keys = spec.key_positions(args.len()).map(|i| &args[i]);
+            let keys = spec.key_positions(args).map(|i| &args[i]);
             replicate_keys(node, view, &now_view, stats, keys, now_ms, want_ack)
         }
         None => Vec::new(),

@@ -202,10 +202,10 @@ fn cluster_rule_of(
         |slot| view.owners(slot).contains(&view.me),
     );
     if rule == ClusterRule::ReadHere {
-        let keys = spec.key_positions(args.len()).map(|p| &args[p]);
+        let keys = spec.key_positions(args).map(|p| &args[p]);
         if !handoff::missing(node, cluster, view, keys, now_ms).is_empty() {
             let slot = spec
-                .key_positions(args.len())
+                .key_positions(args)
                 .next()
                 .map_or(0, |p| key_slot(&args[p]));
             return ClusterRule::Moved {
@@ -251,7 +251,7 @@ impl InFlight {
         self.since = self.since.min(epoch);
         match cmd::lookup(&args[0]) {
             Some(spec) if matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) => {
-                let slots = spec.key_positions(args.len()).map(|p| key_slot(&args[p]));
+                let slots = spec.key_positions(args).map(|p| key_slot(&args[p]));
                 self.slots.extend(slots);
                 if self.slots.len() > IN_FLIGHT_SLOTS {
                     self.every = true;
@@ -309,7 +309,7 @@ fn holds(
     in_flight: &InFlight,
 ) -> bool {
     match spec.route {
-        Route::Owner | Route::Split(_) | Route::Watch => spec.key_positions(args.len()).any(|p| {
+        Route::Owner | Route::Split(_) | Route::Watch => spec.key_positions(args).any(|p| {
             let slot = key_slot(&args[p]);
             in_flight.touches(slot) && waits_on(slot)
         }),
@@ -341,7 +341,7 @@ fn route(
             let limit = reply_limit(session);
             let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
             let slots = spec
-                .key_positions(args.len())
+                .key_positions(args)
                 .map(|p| key_slot(&args[p]))
                 .collect();
             forward(node, view, owners, body, access, order.turn(), slots)
@@ -394,9 +394,9 @@ fn exec(
         match s.route {
             Route::Here | Route::Cluster => true,
             Route::Exec | Route::AllNodes(_) | Route::Info => false,
-            Route::Owner | Route::Split(_) | Route::Watch => s
-                .key_positions(a.len())
-                .all(|p| view.owner_of(&a[p]) == view.me),
+            Route::Owner | Route::Split(_) | Route::Watch => {
+                s.key_positions(a).all(|p| view.owner_of(&a[p]) == view.me)
+            }
         }
     };
     let Some(tx) = session.multi.as_ref() else {
@@ -406,7 +406,7 @@ fn exec(
     // command (each fetches first), like one across owners.
     let arriving = |a: &Vec<Bytes>| -> bool {
         cmd::lookup(&a[0]).is_some_and(|s| {
-            let keys = s.key_positions(a.len()).map(|p| &a[p]);
+            let keys = s.key_positions(a).map(|p| &a[p]);
             !handoff::missing(node, cluster, &view, keys, now_ms).is_empty()
         })
     };

@@ -49,7 +49,7 @@ pub fn split_key(stored: &[u8]) -> (u8, &[u8]) {
 /// The arguments of `spec` with every key argument stored for database `db` (`db > 0`).
 pub fn rewrite(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
     let mut out = args.to_vec();
-    for i in spec.key_positions(args.len()) {
+    for i in spec.key_positions(args) {
         out[i] = stored_key(db, &args[i]);
     }
     out

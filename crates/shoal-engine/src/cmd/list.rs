@@ -1,9 +1,9 @@
 //! List commands (Redis 7.2): LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP (with count), LLEN,
-//! LRANGE, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH.
+//! LRANGE, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH, LMPOP.
 //!
 //! Every command answers WRONGTYPE on a key of another type; a list left empty is removed.
 //! Replies that list elements charge the client's reply budget per item as they are built.
-//! The blocking forms (BLPOP, BRPOP, BLMOVE, BLMPOP) and LMPOP are not here yet.
+//! The blocking forms (BLPOP, BRPOP, BLMOVE, BLMPOP) are not here yet.
 
 use bytes::Bytes;
 use shoal_resp::Reply;
@@ -454,6 +454,54 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
         return err(ERR_WRONGTYPE);
     }
     Reply::Bulk(Bytes::from(v))
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops from the first non-empty
+/// list, answering its name and the elements (a null array when every list is empty).
+pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (keys, right, count) = tri!(super::mpop_args(args, 1, ["LEFT", "RIGHT"]));
+    let end = if right { End::Right } else { End::Left };
+    mpop(ctx, keys, end, count).unwrap_or(Reply::NilArray)
+}
+
+/// Pops up to `count` elements from the first of `keys` that holds a list: `None` when
+/// none does.
+fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], end: End, count: u64) -> Option<Reply> {
+    let engine = ctx.engine;
+    let budget = &mut ctx.session.budget;
+    for key in keys {
+        let popped = engine.store.write(key, ctx.now_ms, |slot| {
+            if let Err(e) = check_slot(slot) {
+                return Some(e);
+            }
+            if !slot.exists() {
+                return None;
+            }
+            Some(slot.edit_list(|l| {
+                let mut out = Vec::new();
+                for _ in 0..count.min(l.len() as u64) {
+                    let v = match end {
+                        End::Left => l.pop_front(),
+                        End::Right => l.pop_back(),
+                    };
+                    let Some(v) = v else { break };
+                    budget.charge(v.len());
+                    out.push(Reply::Bulk(Bytes::from(v)));
+                }
+                let name = Bytes::copy_from_slice(super::db::split_key(key).1);
+                let reply = if budget.exceeded() {
+                    Reply::Nil
+                } else {
+                    Reply::Array(vec![Reply::Bulk(name), Reply::Array(out)])
+                };
+                (reply, true)
+            }))
+        });
+        if popped.is_some() {
+            return popped;
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod set;
 mod string;
 #[cfg(test)]
 mod tests;
+mod zcombine;
 mod zset;
 
 use std::collections::HashMap;
@@ -110,6 +111,9 @@ pub struct CommandSpec {
     pub first_key: i32,
     pub last_key: i32,
     pub step: i32,
+    /// The argument index of a `numkeys` count that the keys follow (ZUNION, LMPOP, ...:
+    /// Redis's `keynum` key spec, its movable keys), 0 when the keys are all fixed.
+    pub numkeys: u8,
     pub group: &'static str,
     pub summary: &'static str,
     pub since: &'static str,
@@ -216,55 +220,81 @@ impl Route {
 }
 
 impl CommandSpec {
-    /// The argument positions of a request's keys, from the row's (first, last, step) key
-    /// specification, as Redis reads it (a negative last counts from the end); no allocation.
-    pub fn key_positions(&self, argc: usize) -> KeyPositions {
-        if self.first_key <= 0 {
-            return KeyPositions::NONE;
-        }
-        let last = if self.last_key < 0 {
-            argc as i64 + i64::from(self.last_key)
+    /// The argument positions of a request's keys, as Redis reads them: the row's (first,
+    /// last, step) range (a negative last counts from the end), then the `numkeys` keys
+    /// that follow the count at argument [`CommandSpec::numkeys`]. A count that is not a
+    /// positive integer, or runs past the end, names no keys (the handler answers its
+    /// error); no allocation.
+    pub fn key_positions(&self, args: &[Bytes]) -> KeyPositions {
+        let argc = args.len();
+        let fixed = if self.first_key <= 0 {
+            (0, 0)
         } else {
-            i64::from(self.last_key)
+            let last = if self.last_key < 0 {
+                argc as i64 + i64::from(self.last_key)
+            } else {
+                i64::from(self.last_key)
+            };
+            let end = usize::try_from(last + 1).unwrap_or(0).min(argc);
+            (self.first_key as usize, end)
         };
-        let end = usize::try_from(last + 1).unwrap_or(0).min(argc);
+        let counted = match args.get(usize::from(self.numkeys)) {
+            Some(count) if self.numkeys > 0 => match parse_i64(count) {
+                // A count past the end names no keys, as Redis's key specs read it.
+                Some(n) if n > 0 && n as u64 <= (argc - usize::from(self.numkeys) - 1) as u64 => {
+                    let first = usize::from(self.numkeys) + 1;
+                    (first, first + n as usize)
+                }
+                _ => (0, 0),
+            },
+            _ => (0, 0),
+        };
         KeyPositions {
-            next: self.first_key as usize,
-            end,
+            next: fixed.0,
+            end: fixed.1,
             step: self.step.max(1) as usize,
+            then: counted,
         }
     }
-}
 
-impl CommandSpec {
+    /// Whether the row names keys at all (a fixed range or a `numkeys` count).
+    pub const fn has_keys(&self) -> bool {
+        self.first_key > 0 || self.numkeys > 0
+    }
+
     /// The keys a request of this row names.
     pub fn keys(&self, args: &[Bytes]) -> Vec<Bytes> {
-        self.key_positions(args.len())
-            .map(|i| args[i].clone())
-            .collect()
+        self.key_positions(args).map(|i| args[i].clone()).collect()
     }
 }
 
-/// The key positions of one request (see [`CommandSpec::key_positions`]).
+/// A row whose keys follow a `numkeys` count at argument `at` (after its fixed keys, if
+/// any), routed to the owner of its keys.
+const fn movable(mut spec: CommandSpec, at: u8) -> CommandSpec {
+    spec.numkeys = at;
+    spec.route = Route::Owner;
+    spec
+}
+
+/// The key positions of one request (see [`CommandSpec::key_positions`]): a stepped range,
+/// then a contiguous one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyPositions {
     next: usize,
     end: usize,
     step: usize,
-}
-
-impl KeyPositions {
-    const NONE: KeyPositions = KeyPositions {
-        next: 0,
-        end: 0,
-        step: 1,
-    };
+    /// The counted keys' range, taken once the first is done.
+    then: (usize, usize),
 }
 
 impl Iterator for KeyPositions {
     type Item = usize;
 
     fn next(&mut self) -> Option<usize> {
+        if self.next >= self.end {
+            (self.next, self.end) = std::mem::take(&mut self.then);
+            self.step = 1;
+        }
         (self.next < self.end).then(|| {
             let at = self.next;
             self.next += self.step;
@@ -295,6 +325,7 @@ macro_rules! cmd {
             first_key: $f,
             last_key: $l,
             step: $s,
+            numkeys: 0,
             group: $group,
             since: $since,
             summary: $summary,
@@ -388,6 +419,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", "Stores the union of multiple sets in a key.", set::sunionstore),
     cmd!("sdiff", -2, READONLY, (1, -1, 1), "set", "1.0.0", "Returns the difference of multiple sets.", set::sdiff),
     cmd!("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", "Stores the difference of multiple sets in a key.", set::sdiffstore),
+    movable(cmd!("sintercard", -3, READONLY, (0, 0, 0), "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.", set::sintercard), 1),
     // lists
     cmd!("lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", list::lpush),
     cmd!("rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", list::rpush),
@@ -405,6 +437,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("lpos", -3, READONLY, (1, 1, 1), "list", "6.0.6", "Returns the index of matching elements in a list.", list::lpos),
     cmd!("lmove", 5, WRITE | DENYOOM, (1, 2, 1), "list", "6.2.0", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", list::lmove),
     cmd!("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", list::rpoplpush),
+    movable(cmd!("lmpop", -4, WRITE, (0, 0, 0), "list", "7.0.0", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", list::lmpop), 1),
     // sorted sets
     cmd!("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zset::zadd),
     cmd!("zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Increments the score of a member in a sorted set.", zset::zincrby),
@@ -430,6 +463,14 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted_set", "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zset::zpopmax),
     cmd!("zrandmember", -2, READONLY, (1, 1, 1), "sorted_set", "6.2.0", "Returns one or more random members from a sorted set.", zset::zrandmember),
     cmd!("zscan", -3, READONLY, (1, 1, 1), "sorted_set", "2.8.0", "Iterates over members and scores of a sorted set.", zset::zscan),
+    movable(cmd!("zmpop", -4, WRITE, (0, 0, 0), "sorted_set", "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zset::zmpop), 1),
+    movable(cmd!("zunion", -3, READONLY, (0, 0, 0), "sorted_set", "6.2.0", "Returns the union of multiple sorted sets.", zcombine::zunion), 1),
+    movable(cmd!("zinter", -3, READONLY, (0, 0, 0), "sorted_set", "6.2.0", "Returns the intersect of multiple sorted sets.", zcombine::zinter), 1),
+    movable(cmd!("zdiff", -3, READONLY, (0, 0, 0), "sorted_set", "6.2.0", "Returns the difference between multiple sorted sets.", zcombine::zdiff), 1),
+    movable(cmd!("zunionstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted_set", "2.0.0", "Stores the union of multiple sorted sets in a key.", zcombine::zunionstore), 2),
+    movable(cmd!("zinterstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted_set", "2.0.0", "Stores the intersect of multiple sorted sets in a key.", zcombine::zinterstore), 2),
+    movable(cmd!("zdiffstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted_set", "6.2.0", "Stores the difference of multiple sorted sets in a key.", zcombine::zdiffstore), 2),
+    movable(cmd!("zintercard", -3, READONLY, (0, 0, 0), "sorted_set", "7.0.0", "Returns the number of members of the intersect of multiple sorted sets.", zcombine::zintercard), 1),
     // HyperLogLog
     cmd!("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
     cmd!("pfcount", -2, READONLY, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
@@ -832,10 +873,10 @@ pub fn run(
     let started = std::time::Instant::now();
     // In a numbered database the keys are stored under its prefix (`db`).
     let in_db;
-    let keyed = if session.db != 0 && spec.first_key > 0 {
+    let keyed = if session.db != 0 && spec.has_keys() {
         // The prefix must not push a key past what the store holds.
         let too_long = spec
-            .key_positions(args.len())
+            .key_positions(args)
             .any(|i| args[i].len() > shoal_store::MAX_KEY_LEN - 4);
         if too_long {
             return reject(session, err("ERR key too long for a numbered database"));
@@ -1211,6 +1252,46 @@ pub fn int_arg(b: &[u8]) -> Result<i64, Reply> {
     parse_i64(b).ok_or_else(|| err(ERR_NOT_INTEGER))
 }
 
+/// The arguments of LMPOP and ZMPOP (and their blocking forms) after the `numkeys` count
+/// at `at`: the keys, whether the `ends` word given was the second one (RIGHT, MAX), and
+/// the COUNT (1 by default), with Redis's texts for each error.
+pub fn mpop_args<'a>(
+    args: &'a [Bytes],
+    at: usize,
+    ends: [&str; 2],
+) -> Result<(&'a [Bytes], bool, u64), Reply> {
+    let n = match parse_i64(&args[at]) {
+        Some(n) if n > 0 => n as u64,
+        _ => return Err(err("ERR numkeys should be greater than 0")),
+    };
+    let end_at = (at as u64).saturating_add(n).saturating_add(1);
+    if end_at >= args.len() as u64 {
+        return Err(err(ERR_SYNTAX));
+    }
+    let end_at = end_at as usize;
+    let second = if is(&args[end_at], ends[0]) {
+        false
+    } else if is(&args[end_at], ends[1]) {
+        true
+    } else {
+        return Err(err(ERR_SYNTAX));
+    };
+    let mut count = None;
+    let mut i = end_at + 1;
+    while i < args.len() {
+        if count.is_none() && is(&args[i], "COUNT") && i + 1 < args.len() {
+            count = match parse_i64(&args[i + 1]) {
+                Some(c) if c > 0 => Some(c as u64),
+                _ => return Err(err("ERR count should be greater than 0")),
+            };
+            i += 2;
+        } else {
+            return Err(err(ERR_SYNTAX));
+        }
+    }
+    Ok((&args[at + 1..end_at], second, count.unwrap_or(1)))
+}
+
 /// Case-insensitive comparison of an argument with an option name (given in uppercase).
 pub fn is(arg: &[u8], upper: &str) -> bool {
     arg.eq_ignore_ascii_case(upper.as_bytes())
@@ -1249,12 +1330,30 @@ mod helper_tests {
 
     #[test]
     fn key_positions_follow_each_rows_key_spec() {
+        let args = |argc: usize| -> Vec<Bytes> { vec![Bytes::from_static(b"x"); argc] };
         let at = |name: &str, argc: usize| -> Vec<usize> {
             lookup(name.as_bytes())
                 .unwrap()
-                .key_positions(argc)
+                .key_positions(&args(argc))
                 .collect()
         };
+        let counted = |line: &str| -> Vec<usize> {
+            let args: Vec<Bytes> = line
+                .split(' ')
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect();
+            lookup(&args[0]).unwrap().key_positions(&args).collect()
+        };
+        assert_eq!(counted("zunionstore d 2 a b WEIGHTS 1 2"), [1, 3, 4]);
+        assert_eq!(counted("zunion 2 a b"), [2, 3]);
+        assert_eq!(
+            counted("zunion 3 a b"),
+            Vec::<usize>::new(),
+            "a count past the end"
+        );
+        assert_eq!(counted("zunion 0 a b"), Vec::<usize>::new());
+        assert_eq!(counted("zunion x a b"), Vec::<usize>::new());
+        assert_eq!(counted("lmpop 1 a LEFT"), [2]);
         assert_eq!(at("get", 2), [1]);
         assert_eq!(at("get", 1), Vec::<usize>::new());
         assert_eq!(at("mset", 5), [1, 3]);
@@ -1270,7 +1369,7 @@ mod helper_tests {
         for spec in TABLE {
             for argc in 0..8 {
                 assert!(
-                    spec.key_positions(argc).all(|i| i < argc && i > 0),
+                    spec.key_positions(&args(argc)).all(|i| i < argc && i > 0),
                     "{}",
                     spec.name
                 );

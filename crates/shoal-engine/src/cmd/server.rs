@@ -378,12 +378,15 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
 // ---- COMMAND -------------------------------------------------------------------------
 
 fn command_info(c: &CommandSpec) -> Reply {
-    let flags = flag::NAMES
+    let mut flags: Vec<Reply> = flag::NAMES
         .iter()
         .filter(|(bit, _)| c.flags & bit != 0)
         .map(|(_, n)| Reply::Simple((*n).into()))
         .collect();
-    let key_specs = if c.first_key > 0 {
+    if c.numkeys > 0 {
+        flags.push(Reply::Simple("movablekeys".into()));
+    }
+    let mut key_specs = if c.first_key > 0 {
         vec![Reply::Map(vec![
             (
                 Reply::bulk("begin_search"),
@@ -423,6 +426,35 @@ fn command_info(c: &CommandSpec) -> Reply {
     } else {
         vec![]
     };
+    if c.numkeys > 0 {
+        let int = |n: i64| Reply::Int(n);
+        key_specs.push(Reply::Map(vec![
+            (
+                Reply::bulk("begin_search"),
+                Reply::Map(vec![
+                    (Reply::bulk("type"), Reply::bulk("index")),
+                    (
+                        Reply::bulk("spec"),
+                        Reply::Map(vec![(Reply::bulk("index"), int(i64::from(c.numkeys)))]),
+                    ),
+                ]),
+            ),
+            (
+                Reply::bulk("find_keys"),
+                Reply::Map(vec![
+                    (Reply::bulk("type"), Reply::bulk("keynum")),
+                    (
+                        Reply::bulk("spec"),
+                        Reply::Map(vec![
+                            (Reply::bulk("keynumidx"), int(0)),
+                            (Reply::bulk("firstkey"), int(1)),
+                            (Reply::bulk("keystep"), int(1)),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]));
+    }
     let subs = c
         .subcommands
         .iter()
@@ -574,9 +606,12 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             {
                 return err("ERR Invalid number of arguments specified for command");
             }
+            if !spec.has_keys() {
+                return err("ERR The command has no key arguments");
+            }
             let keys = spec.keys(cmd_args);
             if keys.is_empty() {
-                return err("ERR The command has no key arguments");
+                return err("ERR Invalid arguments specified for command");
             }
             Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
         }

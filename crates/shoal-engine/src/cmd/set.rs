@@ -1,5 +1,5 @@
 //! Set commands (Redis 7.2): SADD, SREM, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD, SPOP,
-//! SRANDMEMBER, SMOVE, SSCAN, SINTER, SUNION, SDIFF and their STORE forms.
+//! SRANDMEMBER, SMOVE, SSCAN, SINTER, SUNION, SDIFF and their STORE forms, SINTERCARD.
 //!
 //! Every command answers WRONGTYPE on a key of another type (in Redis's order of checks); a
 //! set left empty is removed. The multi-key commands read one key at a time under its own
@@ -481,4 +481,31 @@ pub fn sunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     combine_store(ctx, args, Op::Diff)
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit].
+pub fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let n = match super::parse_i64(&args[1]) {
+        Some(n) if n > 0 => n as u64,
+        _ => return err("ERR numkeys should be greater than 0"),
+    };
+    if n > (args.len() - 2) as u64 {
+        return err("ERR Number of keys can't be greater than number of args");
+    }
+    let keys = &args[2..2 + n as usize];
+    let mut limit = 0;
+    let mut i = 2 + keys.len();
+    while i < args.len() {
+        if super::is(&args[i], "LIMIT") && i + 1 < args.len() {
+            limit = match super::parse_i64(&args[i + 1]) {
+                Some(l) if l >= 0 => l as u64,
+                _ => return err("ERR LIMIT can't be negative"),
+            };
+            i += 2;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+    }
+    let n = tri!(combine(ctx, keys, Op::Inter)).len() as u64;
+    Reply::Int(if limit > 0 { n.min(limit) } else { n } as i64)
 }

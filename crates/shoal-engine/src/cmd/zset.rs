@@ -2,7 +2,7 @@
 //! ZCARD, ZCOUNT, ZLEXCOUNT, ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES), ZRANGEBYSCORE,
 //! ZREVRANGEBYSCORE, ZREVRANGE, ZRANGEBYLEX, ZREVRANGEBYLEX, ZRANK and ZREVRANK
 //! (WITHSCORE), ZREM, ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX, ZPOPMIN, ZPOPMAX,
-//! ZRANDMEMBER, ZSCAN.
+//! ZMPOP, ZRANDMEMBER, ZSCAN (the set algebra, ZUNION and its kin, is in `zcombine`).
 //!
 //! Every command answers WRONGTYPE on a key of another type; a sorted set left empty is
 //! removed. Scores are replied as Redis 7.2 writes doubles (bulk strings in RESP2, doubles in
@@ -47,7 +47,7 @@ fn score_arg(arg: &[u8]) -> Option<f64> {
 }
 
 /// Members (with their scores when asked) as a reply: RESP3 pairs for WITHSCORES.
-fn members_reply<'a>(
+pub(super) fn members_reply<'a>(
     items: impl Iterator<Item = (&'a [u8], f64)>,
     with_scores: bool,
     budget: &mut ReplyBudget,
@@ -735,6 +735,53 @@ pub fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     pop_generic(ctx, args, true)
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first non-empty
+/// sorted set, answering its name and the members with their scores (pairs in RESP2 too);
+/// a null array when every set is empty.
+pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (keys, highest, count) = tri!(super::mpop_args(args, 1, ["MIN", "MAX"]));
+    mpop(ctx, keys, highest, count).unwrap_or(Reply::NilArray)
+}
+
+/// Pops up to `count` members from the first of `keys` that holds a sorted set: `None`
+/// when none does.
+fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], highest: bool, count: u64) -> Option<Reply> {
+    let engine = ctx.engine;
+    let budget = &mut ctx.session.budget;
+    for key in keys {
+        let popped = engine.store.write(key, ctx.now_ms, |slot| {
+            if let Err(e) = check_slot(slot) {
+                return Some(e);
+            }
+            if !slot.exists() {
+                return None;
+            }
+            Some(slot.edit_zset(ZSet::new, |z| {
+                let mut out = Vec::new();
+                for _ in 0..count.min(z.len() as u64) {
+                    let Some((m, s)) = z.pop(highest) else { break };
+                    budget.charge(m.len() + 24);
+                    out.push(Reply::Array(vec![
+                        Reply::Bulk(Bytes::from(m)),
+                        score_reply(s),
+                    ]));
+                }
+                let name = Bytes::copy_from_slice(super::db::split_key(key).1);
+                let reply = if budget.exceeded() {
+                    Reply::Nil
+                } else {
+                    Reply::Array(vec![Reply::Bulk(name), Reply::Array(out)])
+                };
+                (reply, true)
+            }))
+        });
+        if popped.is_some() {
+            return popped;
+        }
+    }
+    None
 }
 
 /// ZRANDMEMBER key [count [WITHSCORES]].
