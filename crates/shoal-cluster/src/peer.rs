@@ -26,7 +26,8 @@ use super::handoff::{self, Before, Fetched};
 use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
 use super::replicate::{unconfirmed, wait_acks};
 use super::router::{
-    command_keys, error_bytes, order_failover, parse_command, serve_after_wait, serve_command,
+    command_keys, error_bytes, order_failover, parse_command, serve_after_wait, serve_blocked,
+    serve_command,
 };
 use super::View;
 use crate::{Cluster, Server};
@@ -104,7 +105,7 @@ impl PeerHandler for PeerService {
                             .cluster
                             .as_ref()
                             .expect("peer service runs in a cluster");
-                        let (bytes, _) = serve_command(
+                        let (bytes, _, _) = serve_command(
                             &node,
                             cluster,
                             &view,
@@ -246,7 +247,7 @@ impl PeerHandler for PeerService {
                         Response { epoch, body: bytes }
                     }));
                 }
-                let (bytes, acks) = serve_command(
+                let (bytes, acks, block) = serve_command(
                     node,
                     cluster,
                     &view,
@@ -257,6 +258,17 @@ impl PeerHandler for PeerService {
                     now,
                     reply_limit,
                 );
+                if let Some(block) = block {
+                    // A blocking command that found nothing: it waits here, for the (cut)
+                    // timeout the sender gave it.
+                    let wait = serve_blocked(node, &cluster.internal, proto, &args, block);
+                    return Handled::Later(Box::pin(async move {
+                        Response {
+                            epoch,
+                            body: wait.await,
+                        }
+                    }));
+                }
                 if acks.is_empty() {
                     reply(bytes)
                 } else {

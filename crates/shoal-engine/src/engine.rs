@@ -57,6 +57,8 @@ pub struct Engine {
     pub latency: crate::latency::LatencyMonitor,
     /// Applies CONFIG SET above the engine (set once by the node layer).
     pub settings_hook: std::sync::OnceLock<SettingsHook>,
+    /// Clients blocked on keys (BLPOP, BZPOPMIN, ...), woken by writes to those keys.
+    pub blocked: std::sync::Arc<crate::blocking::Blocked>,
 }
 
 impl Engine {
@@ -94,6 +96,7 @@ impl Engine {
             commands,
             latency,
             settings_hook: std::sync::OnceLock::new(),
+            blocked: Default::default(),
         }
     }
 

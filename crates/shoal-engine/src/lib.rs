@@ -6,6 +6,7 @@
 //!   are parsed and its Redis semantics live, on top of `shoal-store`. `cmd::prepare` checks
 //!   a request, `cmd::run` runs it here.
 //! - `mc`: the Memcached commands' semantics on the same store.
+//! - `blocking`: which clients wait on which keys (BLPOP and the other blocking commands).
 //! - `engine`: the state every connection shares (store, settings, clients, stats).
 //! - `hooks`: what the engine asks of the layer above it (the cluster for CLUSTER and INFO,
 //!   SHUTDOWN), as traits that layer implements.
@@ -14,6 +15,7 @@
 //!   `cmdstats`: INFO commandstats and errorstats, and the slow log; `latency`: the
 //!   latency monitor (LATENCY).
 
+pub mod blocking;
 pub mod client;
 pub mod clock;
 pub mod cmd;

@@ -150,6 +150,10 @@ pub struct Replies {
     pub out: OutQueue,
     pending: FuturesOrdered<ReplyFuture>,
     tail: BytesMut,
+    /// A blocked command (BLPOP, ...) is among the pending replies: while they settle the
+    /// connection is watched for the client going away, which drops the wait (so it pops
+    /// nothing for a client that is gone).
+    blocked: bool,
 }
 
 /// Replies are encoded into `out`, or into `tail` behind a pending reply.
@@ -179,6 +183,12 @@ impl Replies {
     pub fn push_later(&mut self, reply: ReplyFuture) {
         self.seal();
         self.pending.push_back(reply);
+    }
+
+    /// Queues the reply of a blocked command (see `blocked`).
+    pub fn push_blocked(&mut self, reply: ReplyFuture) {
+        self.blocked = true;
+        self.push_later(reply);
     }
 
     /// Moves `tail` into the queue, keeping it behind the pending replies.
@@ -223,6 +233,7 @@ impl Replies {
                 return false;
             }
         }
+        self.blocked = false;
         true
     }
 }
@@ -461,14 +472,30 @@ async fn serve<F: Frontend>(
                     }
                     replies.settle(limit.hard).await
                 } else {
-                    tokio::select! {
-                        biased;
-                        settled = replies.settle(limit.hard) => settled,
-                        _ = stop.as_mut() => {
-                            if info.killed.load(Ordering::Relaxed) {
-                                return Close::Killed;
+                    loop {
+                        // While a command is blocked the input is read ahead (a bounded
+                        // amount, served once the replies are in), so a client that goes
+                        // away is noticed and its wait dropped.
+                        let watch = replies.blocked && input.len() < MAX_READ;
+                        tokio::select! {
+                            biased;
+                            settled = replies.settle(limit.hard) => break settled,
+                            _ = stop.as_mut() => {
+                                if info.killed.load(Ordering::Relaxed) {
+                                    return Close::Killed;
+                                }
+                                break replies.settle(limit.hard).await;
                             }
-                            replies.settle(limit.hard).await
+                            r = stream.read_buf(&mut input), if watch => match r {
+                                Ok(0) => return Close::Eof,
+                                Ok(n) => {
+                                    node.engine
+                                        .stats
+                                        .total_net_input_bytes
+                                        .fetch_add(n as u64, Ordering::Relaxed);
+                                }
+                                Err(e) => return Close::Io(e),
+                            },
                         }
                     }
                 };

@@ -186,6 +186,8 @@ impl Frontend for RespFrontend {
                 Outcome::Acked(reply) => Some(reply),
             };
             if let Some(reply) = later {
+                let blocking = shoal_engine::cmd::lookup(&args[0])
+                    .is_some_and(|s| s.flags & shoal_engine::cmd::flag::BLOCKING != 0);
                 if suppress {
                     // Still run it (it may write), but send nothing.
                     let silent = Box::pin(async move {
@@ -193,6 +195,8 @@ impl Frontend for RespFrontend {
                         bytes::Bytes::new()
                     });
                     replies.push_later(silent);
+                } else if blocking {
+                    replies.push_blocked(reply);
                 } else {
                     replies.push_later(reply);
                 }

@@ -76,7 +76,7 @@ async fn ask(
 ) -> Result<Bytes, WireError> {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     if m == view.me {
-        let (bytes, _) = serve_command(
+        let (bytes, _, _) = serve_command(
             node,
             cluster,
             view,

@@ -172,8 +172,9 @@ pub fn parse_command(node: &Server, body: Bytes) -> Result<Vec<Bytes>, String> {
 }
 
 /// Runs a command that another node sent (or a fan-out's local part) here, without routing
-/// it again (see [`run_here`]). Returns the reply in `proto` and, with `write-ack = all`, the
-/// acks to wait for.
+/// it again (see [`run_here`]). Returns the reply in `proto`, with `write-ack = all` the
+/// acks to wait for, and a blocking command's wait when it found nothing (then the reply
+/// is only its timeout reply: see [`super::serve_blocked`]).
 #[allow(clippy::too_many_arguments)]
 pub fn serve_command(
     node: &Server,
@@ -185,7 +186,7 @@ pub fn serve_command(
     args: &[Bytes],
     now_ms: u64,
     reply_limit: u64,
-) -> (Bytes, Acks) {
+) -> (Bytes, Acks, Option<shoal_engine::blocking::Block>) {
     let mut session = Session::new(info.clone(), true);
     session.proto = proto;
     // Sent by another node, or a fan-out's own part: may carry a Memcached request.
@@ -206,7 +207,7 @@ pub fn serve_command(
     } else {
         reply
     };
-    (encode(&reply, proto), acks)
+    (encode(&reply, proto), acks, session.block.take())
 }
 
 /// [`serve_command`] once a command's wait is over (a fetch, its key's turn): runs it on the
@@ -232,7 +233,7 @@ pub async fn serve_after_wait(
     } else {
         view
     };
-    let (bytes, acks) = serve_command(
+    let (bytes, acks, block) = serve_command(
         node,
         cluster,
         view,
@@ -244,6 +245,9 @@ pub async fn serve_after_wait(
         reply_limit,
     );
     drop(turn);
+    if let Some(block) = block {
+        return super::serve_blocked(node, &cluster.internal, proto, args, block).await;
+    }
     if wait_acks(acks, cluster.timeouts.half).await {
         bytes
     } else {

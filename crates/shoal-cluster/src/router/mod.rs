@@ -21,12 +21,14 @@
 //! commands; `outcome` is the reply type and its encoding helpers.
 //! EXEC stays here beside `route`, which it calls for each queued command.
 
+mod blocked;
 mod fanout;
 mod local;
 mod outbound;
 mod outcome;
 mod split;
 
+pub use blocked::serve_blocked;
 pub use local::{command_keys, order_failover, parse_command, serve_after_wait, serve_command};
 pub use outbound::{fails_over, FailoverOrder};
 pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
@@ -80,7 +82,13 @@ fn dispatch_now(
             Prepared::Done(reply) => return Outcome::Reply(reply),
         };
         return match &node.cluster {
-            None => Outcome::Reply(cmd::run(&**node, session, spec, args, now_ms, None)),
+            None => {
+                let reply = cmd::run(&**node, session, spec, args, now_ms, None);
+                match session.block.take() {
+                    Some(block) => blocked::single(node, session, spec, args, block),
+                    None => Outcome::Reply(reply),
+                }
+            }
             Some(cluster) => route(node, cluster, session, order, spec, args, now_ms),
         };
     };
@@ -336,7 +344,16 @@ fn route(
             let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             with_acks(reply, proto, acks, cluster.timeouts.half)
         }
-        Plan::Owned => run_owned(node, cluster, &view, session, spec, args, now_ms),
+        Plan::Owned => {
+            let outcome = run_owned(node, cluster, &view, session, spec, args, now_ms);
+            match session.block.take() {
+                Some(block) => blocked::clustered(node, session, spec, args, Some(block)),
+                None => outcome,
+            }
+        }
+        Plan::Forward { .. } if spec.flags & cmd::flag::BLOCKING != 0 => {
+            blocked::clustered(node, session, spec, args, None)
+        }
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
             let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
@@ -423,6 +440,8 @@ fn exec(
         return Outcome::Reply(Reply::NilArray);
     }
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
+    // A blocking command inside a transaction answers at once, as in Redis.
+    let no_block = std::mem::replace(&mut session.no_block, true);
     for a in &tx.queue {
         let outcome = match cmd::lookup(&a[0]) {
             Some(s) => route(node, cluster, session, order, s, a, now_ms),
@@ -430,6 +449,7 @@ fn exec(
         };
         parts.push(outcome.into_future(session.proto));
     }
+    session.no_block = no_block;
     let n = parts.len();
     Outcome::Later(Box::pin(async move {
         let replies = join_all(parts).await;

@@ -1,9 +1,10 @@
 //! List commands (Redis 7.2): LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP (with count), LLEN,
-//! LRANGE, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH, LMPOP.
+//! LRANGE, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH, LMPOP, and the
+//! blocking BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP (which, finding nothing, ask to wait:
+//! `crate::blocking`).
 //!
 //! Every command answers WRONGTYPE on a key of another type; a list left empty is removed.
 //! Replies that list elements charge the client's reply budget per item as they are built.
-//! The blocking forms (BLPOP, BRPOP, BLMOVE, BLMPOP) are not here yet.
 
 use bytes::Bytes;
 use shoal_resp::Reply;
@@ -12,6 +13,7 @@ use shoal_store::{Access, Kind, List, Slot};
 use super::{
     err, int_arg, is, parse_i64, tri, Ctx, ReplyBudget, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
 };
+use crate::blocking::parse_timeout;
 
 /// WRONGTYPE unless the key is absent or a list.
 fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
@@ -461,12 +463,64 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
 pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (keys, right, count) = tri!(super::mpop_args(args, 1, ["LEFT", "RIGHT"]));
     let end = if right { End::Right } else { End::Left };
-    mpop(ctx, keys, end, count).unwrap_or(Reply::NilArray)
+    mpop(ctx, keys, end, count, false).unwrap_or(Reply::NilArray)
 }
 
-/// Pops up to `count` elements from the first of `keys` that holds a list: `None` when
-/// none does.
-fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], end: End, count: u64) -> Option<Reply> {
+/// BLPOP key [key ...] timeout.
+pub fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    block_pop(ctx, args, End::Left)
+}
+
+/// BRPOP key [key ...] timeout.
+pub fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    block_pop(ctx, args, End::Right)
+}
+
+/// BLPOP and BRPOP: the first non-empty list's name and element, or a wait on every key.
+fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Reply {
+    let deadline = tri!(parse_timeout(&args[args.len() - 1], ctx.now_ms));
+    let keys = &args[1..args.len() - 1];
+    match mpop(ctx, keys, end, 1, true) {
+        Some(reply) => reply,
+        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
+    }
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
+pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
+    let (keys, right, count) = tri!(super::mpop_args(args, 2, ["LEFT", "RIGHT"]));
+    let end = if right { End::Right } else { End::Left };
+    match mpop(ctx, keys, end, count, false) {
+        Some(reply) => reply,
+        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
+    }
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
+pub fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (Some(from), Some(to)) = (side(&args[3]), side(&args[4])) else {
+        return err(ERR_SYNTAX);
+    };
+    block_move(ctx, args, &args[5], from, to)
+}
+
+/// BRPOPLPUSH source destination timeout.
+pub fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    block_move(ctx, args, &args[3], End::Right, End::Left)
+}
+
+fn block_move(ctx: &mut Ctx<'_>, args: &[Bytes], timeout: &[u8], from: End, to: End) -> Reply {
+    let deadline = tri!(parse_timeout(timeout, ctx.now_ms));
+    match move_generic(ctx, &args[1], &args[2], from, to) {
+        Reply::Nil => super::block_on(ctx, &args[1..2], deadline, Reply::Nil),
+        reply => reply,
+    }
+}
+
+/// Pops up to `count` elements from the first of `keys` that holds a list, answering its
+/// name and the elements (`flat`: BLPOP's name and element); `None` when none does.
+fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], end: End, count: u64, flat: bool) -> Option<Reply> {
     let engine = ctx.engine;
     let budget = &mut ctx.session.budget;
     for key in keys {
@@ -491,6 +545,8 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], end: End, count: u64) -> Option<Reply
                 let name = Bytes::copy_from_slice(super::db::split_key(key).1);
                 let reply = if budget.exceeded() {
                     Reply::Nil
+                } else if flat {
+                    Reply::Array([Reply::Bulk(name)].into_iter().chain(out).collect())
                 } else {
                     Reply::Array(vec![Reply::Bulk(name), Reply::Array(out)])
                 };

@@ -86,6 +86,8 @@ pub mod flag {
     pub const NOSCRIPT: u32 = 1 << 8;
     /// Runs at once even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     pub const NOQUEUE: u32 = 1 << 9;
+    /// May block the client (BLPOP, BLMOVE, BZPOPMIN, ...): see `crate::blocking`.
+    pub const BLOCKING: u32 = 1 << 10;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -97,6 +99,7 @@ pub mod flag {
         (STALE, "stale"),
         (FAST, "fast"),
         (NOAUTH, "no_auth"),
+        (BLOCKING, "blocking"),
     ];
 }
 
@@ -437,6 +440,11 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("lpos", -3, READONLY, (1, 1, 1), "list", "6.0.6", "Returns the index of matching elements in a list.", list::lpos),
     cmd!("lmove", 5, WRITE | DENYOOM, (1, 2, 1), "list", "6.2.0", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", list::lmove),
     cmd!("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", list::rpoplpush),
+    cmd!("blpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", list::blpop),
+    cmd!("brpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", list::brpop),
+    cmd!("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, (1, 2, 1), "list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", list::brpoplpush),
+    cmd!("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, (1, 2, 1), "list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", list::blmove),
+    movable(cmd!("blmpop", -5, WRITE | BLOCKING, (0, 0, 0), "list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", list::blmpop), 2),
     movable(cmd!("lmpop", -4, WRITE, (0, 0, 0), "list", "7.0.0", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", list::lmpop), 1),
     // sorted sets
     cmd!("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted_set", "1.2.0", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zset::zadd),
@@ -463,6 +471,9 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted_set", "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zset::zpopmax),
     cmd!("zrandmember", -2, READONLY, (1, 1, 1), "sorted_set", "6.2.0", "Returns one or more random members from a sorted set.", zset::zrandmember),
     cmd!("zscan", -3, READONLY, (1, 1, 1), "sorted_set", "2.8.0", "Iterates over members and scores of a sorted set.", zset::zscan),
+    cmd!("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted_set", "5.0.0", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", zset::bzpopmin),
+    cmd!("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted_set", "5.0.0", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.", zset::bzpopmax),
+    movable(cmd!("bzmpop", -5, WRITE | BLOCKING, (0, 0, 0), "sorted_set", "7.0.0", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", zset::bzmpop), 2),
     movable(cmd!("zmpop", -4, WRITE, (0, 0, 0), "sorted_set", "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zset::zmpop), 1),
     movable(cmd!("zunion", -3, READONLY, (0, 0, 0), "sorted_set", "6.2.0", "Returns the union of multiple sorted sets.", zcombine::zunion), 1),
     movable(cmd!("zinter", -3, READONLY, (0, 0, 0), "sorted_set", "6.2.0", "Returns the intersect of multiple sorted sets.", zcombine::zinter), 1),
@@ -710,6 +721,11 @@ pub struct Session {
     pub internal: bool,
     /// MONITOR ran: the front end turns this connection into a monitor (and clears it).
     pub monitor: bool,
+    /// A blocking command found nothing to pop: the layer above waits on its keys and runs
+    /// it again (see `crate::blocking`), and takes this.
+    pub block: Option<crate::blocking::Block>,
+    /// Blocking commands answer at once (inside a transaction, as in Redis).
+    pub no_block: bool,
 }
 
 impl Session {
@@ -729,6 +745,8 @@ impl Session {
             db: 0,
             internal: false,
             monitor: false,
+            block: None,
+            no_block: false,
         }
     }
 }
@@ -895,6 +913,13 @@ pub fn run(
         keyspace: None,
     };
     let reply = (spec.handler)(&mut ctx, keyed);
+    // A write may give a blocked client something to pop (a command that blocked wrote
+    // nothing, and must not wake itself).
+    if spec.flags & WRITE != 0 && node.blocked.count() > 0 && session.block.is_none() {
+        for i in spec.key_positions(keyed) {
+            node.blocked.signal(&keyed[i]);
+        }
+    }
     let usec = started.elapsed().as_micros() as u64;
     let event = if spec.flags & FAST != 0 {
         "fast-command"
@@ -1290,6 +1315,21 @@ pub fn mpop_args<'a>(
         }
     }
     Ok((&args[at + 1..end_at], second, count.unwrap_or(1)))
+}
+
+/// A blocking command found nothing: asks the layer above to wait on `keys` (stored keys)
+/// until `deadline_ms`. Answers `now`, what a command that may not block (inside MULTI)
+/// answers at once; after a wait that times out every blocking command answers a null
+/// array, as Redis does.
+pub fn block_on(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<u64>, now: Reply) -> Reply {
+    if !ctx.session.no_block {
+        ctx.session.block = Some(crate::blocking::Block {
+            keys: keys.to_vec(),
+            deadline_ms,
+            timeout_reply: Reply::NilArray,
+        });
+    }
+    now
 }
 
 /// Case-insensitive comparison of an argument with an option name (given in uppercase).

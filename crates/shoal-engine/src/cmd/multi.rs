@@ -97,7 +97,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let mut replies = Vec::with_capacity(tx.queue.len());
     for args in &tx.queue {
         let before = ctx.session.budget.left();
+        // A blocking command inside a transaction answers at once, as in Redis.
+        let no_block = std::mem::replace(&mut ctx.session.no_block, true);
         let reply = execute(ctx.host, ctx.session, args, ctx.now_ms);
+        ctx.session.no_block = no_block;
         let charged_itself = ctx.session.budget.left() != before;
         if ctx.session.budget.exceeded()
             || (!charged_itself && !ctx.session.budget.charge(reply.size_hint()))

@@ -2,7 +2,8 @@
 //! ZCARD, ZCOUNT, ZLEXCOUNT, ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES), ZRANGEBYSCORE,
 //! ZREVRANGEBYSCORE, ZREVRANGE, ZRANGEBYLEX, ZREVRANGEBYLEX, ZRANK and ZREVRANK
 //! (WITHSCORE), ZREM, ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX, ZPOPMIN, ZPOPMAX,
-//! ZMPOP, ZRANDMEMBER, ZSCAN (the set algebra, ZUNION and its kin, is in `zcombine`).
+//! ZMPOP, ZRANDMEMBER, ZSCAN, the blocking BZPOPMIN, BZPOPMAX and BZMPOP (see
+//! `crate::blocking`); the set algebra, ZUNION and its kin, is in `zcombine`.
 //!
 //! Every command answers WRONGTYPE on a key of another type; a sorted set left empty is
 //! removed. Scores are replied as Redis 7.2 writes doubles (bulk strings in RESP2, doubles in
@@ -16,6 +17,7 @@ use super::{
     distinct, err, int_arg, is, parse_f64, random_below, scan_reply, tri, Ctx, ReplyBudget,
     ERR_SYNTAX, ERR_WRONGTYPE,
 };
+use crate::blocking::parse_timeout;
 
 const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
 const ERR_RANGE_FLOAT: &str = "ERR min or max is not a float";
@@ -742,12 +744,44 @@ pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// a null array when every set is empty.
 pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (keys, highest, count) = tri!(super::mpop_args(args, 1, ["MIN", "MAX"]));
-    mpop(ctx, keys, highest, count).unwrap_or(Reply::NilArray)
+    mpop(ctx, keys, highest, count, false).unwrap_or(Reply::NilArray)
 }
 
-/// Pops up to `count` members from the first of `keys` that holds a sorted set: `None`
-/// when none does.
-fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], highest: bool, count: u64) -> Option<Reply> {
+/// BZPOPMIN key [key ...] timeout.
+pub fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    block_pop(ctx, args, false)
+}
+
+/// BZPOPMAX key [key ...] timeout.
+pub fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    block_pop(ctx, args, true)
+}
+
+/// BZPOPMIN and BZPOPMAX: the first non-empty sorted set's name, member and score, or a
+/// wait on every key.
+fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
+    let deadline = tri!(parse_timeout(&args[args.len() - 1], ctx.now_ms));
+    let keys = &args[1..args.len() - 1];
+    match mpop(ctx, keys, highest, 1, true) {
+        Some(reply) => reply,
+        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
+    }
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
+pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
+    let (keys, highest, count) = tri!(super::mpop_args(args, 2, ["MIN", "MAX"]));
+    match mpop(ctx, keys, highest, count, false) {
+        Some(reply) => reply,
+        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
+    }
+}
+
+/// Pops up to `count` members from the first of `keys` that holds a sorted set, answering
+/// its name and the members with their scores (`flat`: BZPOPMIN's name, member, score);
+/// `None` when none does.
+fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], highest: bool, count: u64, flat: bool) -> Option<Reply> {
     let engine = ctx.engine;
     let budget = &mut ctx.session.budget;
     for key in keys {
@@ -771,6 +805,12 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], highest: bool, count: u64) -> Option<
                 let name = Bytes::copy_from_slice(super::db::split_key(key).1);
                 let reply = if budget.exceeded() {
                     Reply::Nil
+                } else if flat {
+                    let pairs = out.into_iter().flat_map(|p| match p {
+                        Reply::Array(pair) => pair,
+                        other => vec![other],
+                    });
+                    Reply::Array([Reply::Bulk(name)].into_iter().chain(pairs).collect())
                 } else {
                     Reply::Array(vec![Reply::Bulk(name), Reply::Array(out)])
                 };

@@ -1,0 +1,263 @@
+//! Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...): which clients wait for which
+//! key, in the order they blocked.
+//!
+//! A blocking command that finds nothing to pop sets [`Block`] on its session; the layer
+//! above registers it here ([`Blocked::register`]) and runs the command again each time the
+//! registration is woken, until it pops something or its timeout passes. Every write
+//! command signals the keys it names ([`Blocked::signal`], from `cmd::run`): the signal
+//! wakes the first client waiting on the key, which tries again; whatever it finds, it
+//! passes the signal on to the next one when it is done (served, timed out or gone), so a
+//! push of n elements serves the first n waiters in the order they blocked, as in Redis.
+//! Nothing is polled: with no client blocked, a signal is one atomic load.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use bytes::Bytes;
+use shoal_resp::Reply;
+
+/// What a blocking command that found nothing asks of the layer above (set on the session
+/// instead of blocking the thread; the command answered `timeout_reply` meanwhile).
+#[derive(Debug)]
+pub struct Block {
+    /// The keys it waits on, as stored (with a numbered database's prefix).
+    pub keys: Vec<Bytes>,
+    /// When it gives up, in Unix ms; `None` waits for ever (a timeout of 0).
+    pub deadline_ms: Option<u64>,
+    /// The reply when it gives up (a null array, for every blocking command).
+    pub timeout_reply: Reply,
+}
+
+/// The clients blocked on keys of one node.
+#[derive(Debug, Default)]
+pub struct Blocked {
+    /// How many registrations exist: 0 makes [`Blocked::signal`] free.
+    count: AtomicUsize,
+    queues: Mutex<HashMap<Bytes, VecDeque<Arc<Waiter>>>>,
+}
+
+#[derive(Debug, Default)]
+struct Waiter {
+    /// Signalled since it last cleared it.
+    ready: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Waiter {
+    fn wake(&self) {
+        self.ready.store(true, Ordering::Release);
+        if let Some(w) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            w.wake();
+        }
+    }
+}
+
+impl Blocked {
+    /// The number of blocked clients (INFO's `blocked_clients`).
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Wakes the first client waiting on `key`, if any.
+    pub fn signal(&self, key: &[u8]) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(first) = queues.get(key).and_then(VecDeque::front) {
+            first.wake();
+        }
+    }
+
+    /// Queues a client behind those already waiting on each of `keys`.
+    pub fn register(self: &Arc<Self>, keys: &[Bytes]) -> Registration {
+        let waiter = Arc::new(Waiter::default());
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        for k in keys {
+            let queue = queues.entry(k.clone()).or_default();
+            if !queue.iter().any(|w| Arc::ptr_eq(w, &waiter)) {
+                queue.push_back(waiter.clone());
+            }
+        }
+        self.count.fetch_add(1, Ordering::AcqRel);
+        Registration {
+            blocked: self.clone(),
+            keys: keys.to_vec(),
+            waiter,
+        }
+    }
+}
+
+/// One blocked client's place in the queues of its keys; dropping it leaves them and passes
+/// a signal on to the next client of each key.
+#[derive(Debug)]
+pub struct Registration {
+    blocked: Arc<Blocked>,
+    keys: Vec<Bytes>,
+    waiter: Arc<Waiter>,
+}
+
+impl Registration {
+    /// Forgets the signals so far: call it before looking at the keys again, so a signal
+    /// that comes while looking is not lost.
+    pub fn clear(&self) {
+        self.waiter.ready.store(false, Ordering::Release);
+    }
+
+    /// Resolves once a key was signalled since the last [`Registration::clear`].
+    pub fn signalled(&self) -> Signalled<'_> {
+        Signalled { reg: self }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut queues = self
+            .blocked
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for k in &self.keys {
+            if let Some(queue) = queues.get_mut(k) {
+                queue.retain(|w| !Arc::ptr_eq(w, &self.waiter));
+                match queue.front() {
+                    // What this client was woken for (or left behind) is the next one's.
+                    Some(next) => next.wake(),
+                    None => {
+                        queues.remove(k);
+                    }
+                }
+            }
+        }
+        self.blocked.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The future of [`Registration::signalled`].
+pub struct Signalled<'a> {
+    reg: &'a Registration,
+}
+
+impl Future for Signalled<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let w = &self.reg.waiter;
+        if w.ready.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        *w.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        // A signal between the check and storing the waker found no waker: look again.
+        if w.ready.load(Ordering::Acquire) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// Where a blocking command's timeout is: first for BLMPOP and BZMPOP, last for the rest.
+pub fn timeout_at(spec: &crate::cmd::CommandSpec, args: &[Bytes]) -> usize {
+    match spec.name {
+        "blmpop" | "bzmpop" => 1,
+        _ => args.len() - 1,
+    }
+}
+
+/// A blocking command's deadline (see [`parse_timeout`]) and timeout reply (a null array,
+/// for every blocking command, as Redis), read from its arguments without running it.
+pub fn timeout_of(
+    spec: &crate::cmd::CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Result<(Option<u64>, Reply), Reply> {
+    let deadline = parse_timeout(&args[timeout_at(spec, args)], now_ms)?;
+    Ok((deadline, Reply::NilArray))
+}
+
+/// A blocking command's timeout argument, as Redis 7 reads it (seconds, a float, cut to
+/// whole milliseconds, so 0.0001 is 0: no timeout): the deadline in Unix ms from `now_ms`,
+/// `None` for no timeout, or Redis's error (an infinite or huge timeout overflows into
+/// "negative" there too).
+pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Reply> {
+    let secs = crate::cmd::parse_f64(arg)
+        .filter(|s| !s.is_nan())
+        .ok_or_else(|| Reply::error("ERR timeout is not a float or out of range"))?;
+    let ms = (secs * 1000.0).trunc();
+    if !(0.0..9_223_372_036_854_775_808.0).contains(&ms) {
+        return Err(Reply::error("ERR timeout is negative"));
+    }
+    let ms = ms as u64;
+    if ms > i64::MAX as u64 - now_ms {
+        return Err(Reply::error("ERR timeout is out of range"));
+    }
+    Ok((ms > 0).then(|| now_ms + ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noop_cx() -> Context<'static> {
+        Context::from_waker(Waker::noop())
+    }
+
+    fn ready(reg: &Registration) -> bool {
+        let mut f = std::pin::pin!(reg.signalled());
+        f.as_mut().poll(&mut noop_cx()).is_ready()
+    }
+
+    #[test]
+    fn a_signal_wakes_the_first_waiter_and_leaving_passes_it_on() {
+        let b = Arc::new(Blocked::default());
+        let k = Bytes::from_static(b"k");
+        let first = b.register(std::slice::from_ref(&k));
+        let second = b.register(&[k.clone(), Bytes::from_static(b"other")]);
+        assert_eq!(b.count(), 2);
+        assert!(!ready(&first) && !ready(&second));
+        b.signal(b"k");
+        assert!(ready(&first), "the first to block is woken");
+        assert!(!ready(&second), "only the first");
+        b.signal(b"missing");
+        drop(first);
+        assert!(ready(&second), "the first left: the next one looks");
+        second.clear();
+        assert!(!ready(&second));
+        b.signal(b"other");
+        assert!(ready(&second));
+        drop(second);
+        assert_eq!(b.count(), 0);
+        assert!(b.queues.lock().unwrap().is_empty(), "no queue left behind");
+    }
+
+    #[test]
+    fn timeouts_read_as_redis_reads_them() {
+        assert_eq!(parse_timeout(b"0", 1000).unwrap(), None);
+        assert_eq!(parse_timeout(b"1.5", 1000).unwrap(), Some(2500));
+        assert_eq!(parse_timeout(b"0.0001", 1000).unwrap(), None, "cut to 0 ms");
+        assert_eq!(parse_timeout(b"0.0019", 1000).unwrap(), Some(1001));
+        let text = |r: Result<Option<u64>, Reply>| match r {
+            Err(Reply::Error(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            text(parse_timeout(b"x", 0)),
+            "ERR timeout is not a float or out of range"
+        );
+        assert_eq!(text(parse_timeout(b"-1", 0)), "ERR timeout is negative");
+        assert_eq!(text(parse_timeout(b"1e300", 0)), "ERR timeout is negative");
+        assert_eq!(text(parse_timeout(b"inf", 0)), "ERR timeout is negative");
+        assert_eq!(
+            text(parse_timeout(b"nan", 0)),
+            "ERR timeout is not a float or out of range"
+        );
+        assert_eq!(
+            text(parse_timeout(b"1000", i64::MAX as u64 - 10)),
+            "ERR timeout is out of range"
+        );
+    }
+}

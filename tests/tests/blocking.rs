@@ -1,0 +1,354 @@
+//! Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP)
+//! with a real client library: woken by a write from another connection, in the order the
+//! clients blocked, at their timeout, never for a client that went away, answering at once
+//! inside MULTI; in a cluster also through nodes that do not own the key, for longer than
+//! one forwarded request may take.
+
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use redis::Value;
+use shoal_tests::{info_field, send, wait_until, TestCluster, TestNode};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn blocked(con: &mut redis::Connection) -> i64 {
+    info_field(con, "blocked_clients").parse().unwrap()
+}
+
+/// Runs `args` on a connection of its own to `url`, in a thread (it blocks).
+fn spawn(url: &str, args: &[&str]) -> JoinHandle<Value> {
+    let url = url.to_string();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    std::thread::spawn(move || {
+        let mut con = redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .expect("connects");
+        let mut cmd = redis::cmd(&args[0]);
+        for a in &args[1..] {
+            cmd.arg(a);
+        }
+        cmd.query(&mut con).expect("blocking command answers")
+    })
+}
+
+/// Joins a blocked client's thread, failing after `WAIT` instead of hanging.
+fn answer(h: JoinHandle<Value>) -> Value {
+    assert!(
+        wait_until(WAIT, || h.is_finished()),
+        "the blocked client was not served"
+    );
+    h.join().expect("client thread")
+}
+
+fn bulk(s: &str) -> Value {
+    Value::BulkString(s.as_bytes().to_vec())
+}
+
+fn array(items: &[&str]) -> Value {
+    Value::Array(items.iter().map(|s| bulk(s)).collect())
+}
+
+fn run(con: &mut redis::Connection, line: &str) -> Value {
+    let mut parts = line.split(' ');
+    let mut cmd = redis::cmd(parts.next().unwrap());
+    for a in parts {
+        cmd.arg(a);
+    }
+    cmd.query(con).unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+#[test]
+fn blocked_clients_are_served_in_the_order_they_blocked() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    let mut waiting = Vec::new();
+    for i in 0..3 {
+        waiting.push(spawn(&node.url(), &["BLPOP", "q", "other", "10"]));
+        assert!(wait_until(WAIT, || blocked(&mut admin) == i + 1));
+    }
+    // One push of three elements serves the three clients, first blocked first served.
+    run(&mut admin, "RPUSH q a b c");
+    let got: Vec<Value> = waiting.into_iter().map(answer).collect();
+    assert_eq!(
+        got,
+        [array(&["q", "a"]), array(&["q", "b"]), array(&["q", "c"])]
+    );
+    assert_eq!(blocked(&mut admin), 0);
+    assert_eq!(run(&mut admin, "EXISTS q"), Value::Int(0));
+
+    // A push of one element serves one client; the next push the next one.
+    let first = spawn(&node.url(), &["BRPOP", "r", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    let second = spawn(&node.url(), &["BRPOP", "r", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    run(&mut admin, "LPUSH r x");
+    assert_eq!(answer(first), array(&["r", "x"]));
+    assert!(
+        wait_until(WAIT, || blocked(&mut admin) == 1),
+        "the second still waits"
+    );
+    run(&mut admin, "LPUSH r y");
+    assert_eq!(answer(second), array(&["r", "y"]));
+}
+
+#[test]
+fn every_blocking_command_is_woken_by_the_write_it_waits_for() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    let cases: &[(&[&str], &str, Value)] = &[
+        (
+            &["BRPOP", "l1", "l2", "10"],
+            "RPUSH l2 a b",
+            array(&["l2", "b"]),
+        ),
+        (
+            &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "10"],
+            "RPUSH src x",
+            bulk("x"),
+        ),
+        (
+            &["BRPOPLPUSH", "src2", "dst2", "10"],
+            "LPUSH src2 y",
+            bulk("y"),
+        ),
+        (
+            &["BLMPOP", "10", "2", "m1", "m2", "RIGHT", "COUNT", "2"],
+            "RPUSH m2 1 2 3",
+            Value::Array(vec![bulk("m2"), array(&["3", "2"])]),
+        ),
+        // Written by another command than a push: LMOVE into the key.
+        (
+            &["BLPOP", "moved", "10"],
+            "LMOVE m2 moved LEFT LEFT",
+            array(&["moved", "1"]),
+        ),
+        (
+            &["BZPOPMIN", "z1", "z2", "10"],
+            "ZADD z2 5 a 1 b",
+            array(&["z2", "b", "1"]),
+        ),
+        (
+            &["BZPOPMAX", "z3", "10"],
+            "ZADD z3 1 a 2 b",
+            array(&["z3", "b", "2"]),
+        ),
+        (
+            &["BZMPOP", "10", "1", "z4", "MIN", "COUNT", "5"],
+            "ZADD z4 1 a",
+            Value::Array(vec![bulk("z4"), Value::Array(vec![array(&["a", "1"])])]),
+        ),
+        // A STORE form writes the key too.
+        (
+            &["BZPOPMIN", "z5", "10"],
+            "ZUNIONSTORE z5 1 z3",
+            array(&["z5", "a", "1"]),
+        ),
+    ];
+    for (blocking, write, want) in cases {
+        let h = spawn(&node.url(), blocking);
+        assert!(
+            wait_until(WAIT, || blocked(&mut admin) == 1),
+            "{blocking:?} blocks"
+        );
+        run(&mut admin, write);
+        assert_eq!(&answer(h), want, "{blocking:?} after {write}");
+        assert_eq!(blocked(&mut admin), 0);
+    }
+    assert_eq!(run(&mut admin, "LRANGE dst 0 -1"), array(&["x"]));
+    assert_eq!(run(&mut admin, "LRANGE dst2 0 -1"), array(&["y"]));
+}
+
+#[test]
+fn a_timeout_answers_nil_and_a_client_that_left_takes_nothing() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    assert_eq!(run(&mut con, "BLPOP none 0.05"), Value::Nil);
+    assert_eq!(run(&mut con, "BLMOVE none d LEFT LEFT 0.05"), Value::Nil);
+    assert_eq!(run(&mut con, "BZMPOP 0.05 1 none MIN"), Value::Nil);
+    // Something to pop: no wait at all.
+    run(&mut con, "RPUSH ready 1");
+    assert_eq!(run(&mut con, "BLPOP ready 0"), array(&["ready", "1"]));
+    // Another type: WRONGTYPE at once, as Redis.
+    run(&mut con, "SET s x");
+    let e = redis::cmd("BLPOP")
+        .arg("s")
+        .arg(0)
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("WRONGTYPE"));
+    // Inside a transaction a blocking command answers at once.
+    let tx: Value = redis::pipe()
+        .atomic()
+        .cmd("BLPOP")
+        .arg("none")
+        .arg(0)
+        .cmd("BZPOPMIN")
+        .arg("none")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(tx, Value::Array(vec![Value::Nil, Value::Nil]));
+
+    // A client that goes away while blocked leaves the queue and pops nothing.
+    let mut raw = node.raw();
+    send(&mut raw, b"*3\r\n$5\r\nBLPOP\r\n$4\r\ngone\r\n$1\r\n0\r\n");
+    assert!(wait_until(WAIT, || blocked(&mut con) == 1));
+    drop(raw);
+    assert!(
+        wait_until(WAIT, || blocked(&mut con) == 0),
+        "the wait was dropped"
+    );
+    run(&mut con, "RPUSH gone x");
+    assert_eq!(run(&mut con, "LRANGE gone 0 -1"), array(&["x"]));
+
+    // So does one that CLIENT KILL closes.
+    let mut victim = node.client();
+    run(&mut victim, "CLIENT SETNAME victim");
+    let id = run(&mut victim, "CLIENT ID");
+    let waiting = std::thread::spawn(move || {
+        redis::cmd("BLPOP")
+            .arg("killed")
+            .arg(0)
+            .query::<Value>(&mut victim)
+            .is_err()
+    });
+    assert!(wait_until(WAIT, || blocked(&mut con) == 1));
+    let Value::Int(id) = id else { panic!("{id:?}") };
+    assert_eq!(
+        run(&mut con, &format!("CLIENT KILL ID {id}")),
+        Value::Int(1)
+    );
+    assert!(wait_until(WAIT, || waiting.is_finished()));
+    assert!(
+        waiting.join().unwrap(),
+        "the killed client got an error, no element"
+    );
+    assert_eq!(blocked(&mut con), 0);
+    run(&mut con, "RPUSH killed x");
+    assert_eq!(run(&mut con, "LLEN killed"), Value::Int(1));
+}
+
+#[test]
+fn a_client_in_a_numbered_database_waits_for_its_own_databases_key() {
+    let node = TestNode::start();
+    let mut db0 = node.client();
+    let url = format!("{}1", node.url());
+    let h = spawn(&url, &["BLPOP", "k", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut db0) == 1));
+    run(&mut db0, "RPUSH k in-db-0");
+    assert_eq!(
+        blocked(&mut db0),
+        1,
+        "a push to database 0 wakes nobody in database 1"
+    );
+    let mut db1 = redis::Client::open(url.as_str())
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    run(&mut db1, "RPUSH k in-db-1");
+    assert_eq!(answer(h), array(&["k", "in-db-1"]));
+    assert_eq!(run(&mut db0, "LRANGE k 0 -1"), array(&["in-db-0"]));
+}
+
+/// The index of the member that owns `k`, from CLUSTER KEYSLOT, CLUSTER NODES and MYID.
+fn owner_index(c: &TestCluster, k: &str) -> usize {
+    let mut con = c.members[0].client();
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(k)
+        .query(&mut con)
+        .unwrap();
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
+    let owner = nodes
+        .lines()
+        .find_map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            f[8..]
+                .iter()
+                .any(|r| {
+                    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+                    (lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()).contains(&slot)
+                })
+                .then(|| f[0].to_string())
+        })
+        .expect("the slot has an owner");
+    c.members
+        .iter()
+        .position(|m| {
+            let id: String = redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut m.client())
+                .unwrap();
+            id == owner
+        })
+        .expect("the owner is a member")
+}
+
+fn forwarded(con: &mut redis::Connection) -> u64 {
+    info_field(con, "shoal_forwarded").parse().unwrap()
+}
+
+#[test]
+fn in_a_cluster_a_client_blocked_on_any_node_is_woken_by_a_push_through_any_other() {
+    // A short inter-node timeout: a forwarded wait is cut into attempts of 150 ms.
+    let c = TestCluster::start(3, |cfg| cfg.cluster_timeout_ms = 300);
+    let key = (0..)
+        .map(|i| format!("queue:{i}"))
+        .find(|k| owner_index(&c, k) == 1)
+        .unwrap();
+    let mut n0 = c.members[0].client();
+    let mut n1 = c.members[1].client();
+    let mut n2 = c.members[2].client();
+
+    // Blocked through n0, which forwards to the owner n1, for longer than one attempt.
+    let before = forwarded(&mut n0);
+    let h = spawn(&c.members[0].url(), &["BLPOP", &key, "10"]);
+    assert!(
+        wait_until(WAIT, || forwarded(&mut n0) >= before + 3),
+        "the wait goes on past the first forwarded attempt"
+    );
+    assert!(!h.is_finished());
+    // Pushed through n2: the owner n1 serves the waiting client of n0.
+    let _: i64 = redis::cmd("RPUSH")
+        .arg(&key)
+        .arg("v")
+        .query(&mut n2)
+        .unwrap();
+    assert_eq!(answer(h), array(&[&key, "v"]));
+    let len: i64 = redis::cmd("LLEN").arg(&key).query(&mut n1).unwrap();
+    assert_eq!(len, 0, "popped at the owner, once");
+
+    // Blocked on the owner itself, pushed through a node that forwards the push.
+    let h = spawn(&c.members[1].url(), &["BZPOPMAX", &key, "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut n1) == 1));
+    let _: i64 = redis::cmd("ZADD")
+        .arg(&key)
+        .arg(3)
+        .arg("m")
+        .query(&mut n0)
+        .unwrap();
+    assert_eq!(answer(h), array(&[&key, "m", "3"]));
+
+    // A timeout through a non-owner answers nil after the client's timeout, not an attempt's.
+    let started = std::time::Instant::now();
+    let v: Value = redis::cmd("BLPOP")
+        .arg(&key)
+        .arg(0.4)
+        .query(&mut n2)
+        .unwrap();
+    assert_eq!(v, Value::Nil);
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+    // The pops replicated: no copy still holds the key.
+    for m in &c.members {
+        let n: i64 = redis::cmd("CLUSTER")
+            .arg("HASKEY")
+            .arg(&key)
+            .query(&mut m.client())
+            .unwrap();
+        assert_eq!(n, 0, "{}", m.name);
+    }
+}
