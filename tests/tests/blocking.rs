@@ -229,6 +229,66 @@ fn a_timeout_answers_nil_and_a_client_that_left_takes_nothing() {
     assert_eq!(run(&mut con, "LLEN killed"), Value::Int(1));
 }
 
+/// Blocks a named client on `key` in a thread; returns its id and the thread, once it waits.
+fn blocked_client(
+    url: &str,
+    admin: &mut redis::Connection,
+    key: &str,
+) -> (i64, JoinHandle<redis::RedisResult<Value>>) {
+    let mut con = redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+    let key = key.to_string();
+    let h =
+        std::thread::spawn(move || redis::cmd("BLPOP").arg(key).arg(0).query::<Value>(&mut con));
+    assert!(
+        wait_until(WAIT, || {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query(admin).unwrap();
+            list.lines()
+                .any(|l| l.starts_with(&format!("id={id} ")) && l.contains(" flags=b "))
+        }),
+        "CLIENT LIST shows the client blocked"
+    );
+    (id, h)
+}
+
+#[test]
+fn client_unblock_ends_a_wait_as_a_timeout_or_an_error() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    assert_eq!(run(&mut admin, "CLIENT UNBLOCK 999999"), Value::Int(0));
+    let (id, h) = blocked_client(&node.url(), &mut admin, "u");
+    assert_eq!(
+        run(&mut admin, &format!("CLIENT UNBLOCK {id}")),
+        Value::Int(1)
+    );
+    assert!(wait_until(WAIT, || h.is_finished()));
+    assert_eq!(h.join().unwrap().unwrap(), Value::Nil, "as a timeout");
+    let (id, h) = blocked_client(&node.url(), &mut admin, "u");
+    assert_eq!(
+        run(&mut admin, &format!("CLIENT UNBLOCK {id} ERROR")),
+        Value::Int(1)
+    );
+    assert!(wait_until(WAIT, || h.is_finished()));
+    let e = h.join().unwrap().unwrap_err();
+    assert_eq!(e.code(), Some("UNBLOCKED"), "{e}");
+    assert_eq!(blocked(&mut admin), 0);
+    let e = redis::cmd("CLIENT")
+        .arg("UNBLOCK")
+        .arg(id)
+        .arg("LATER")
+        .query::<Value>(&mut admin)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("reason should be TIMEOUT or ERROR"),
+        "{e}"
+    );
+    // Nothing was popped meanwhile.
+    run(&mut admin, "RPUSH u x");
+    assert_eq!(run(&mut admin, "LLEN u"), Value::Int(1));
+}
+
 #[test]
 fn a_client_in_a_numbered_database_waits_for_its_own_databases_key() {
     let node = TestNode::start();
@@ -328,6 +388,15 @@ fn in_a_cluster_a_client_blocked_on_any_node_is_woken_by_a_push_through_any_othe
         .query(&mut n0)
         .unwrap();
     assert_eq!(answer(h), array(&[&key, "m", "3"]));
+
+    // CLIENT UNBLOCK reaches a client whose wait is forwarded, at the end of an attempt.
+    let (id, h) = blocked_client(&c.members[2].url(), &mut n2, &key);
+    assert_eq!(
+        run(&mut n2, &format!("CLIENT UNBLOCK {id} ERROR")),
+        Value::Int(1)
+    );
+    assert!(wait_until(WAIT, || h.is_finished()));
+    assert_eq!(h.join().unwrap().unwrap_err().code(), Some("UNBLOCKED"));
 
     // A timeout through a non-owner answers nil after the client's timeout, not an attempt's.
     let started = std::time::Instant::now();

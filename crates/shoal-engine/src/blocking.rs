@@ -37,7 +37,15 @@ pub struct Block {
 pub struct Blocked {
     /// How many registrations exist: 0 makes [`Blocked::signal`] free.
     count: AtomicUsize,
-    queues: Mutex<HashMap<Bytes, VecDeque<Arc<Waiter>>>>,
+    queues: Mutex<Queues>,
+}
+
+#[derive(Debug, Default)]
+struct Queues {
+    /// The clients waiting on each key, first blocked first.
+    by_key: HashMap<Bytes, VecDeque<Arc<Waiter>>>,
+    /// Each blocked client's waiter, by client id (CLIENT UNBLOCK).
+    by_client: HashMap<u64, Arc<Waiter>>,
 }
 
 #[derive(Debug, Default)]
@@ -68,25 +76,49 @@ impl Blocked {
             return;
         }
         let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(first) = queues.get(key).and_then(VecDeque::front) {
+        if let Some(first) = queues.by_key.get(key).and_then(VecDeque::front) {
             first.wake();
         }
     }
 
-    /// Queues a client behind those already waiting on each of `keys`.
-    pub fn register(self: &Arc<Self>, keys: &[Bytes]) -> Registration {
+    /// Wakes client `id`'s wait, if it has one (CLIENT UNBLOCK; the client's `unblock`
+    /// says how it ends). True if it was waiting.
+    pub fn unblock(&self, id: u64) -> bool {
+        let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        match queues.by_client.get(&id) {
+            Some(w) => {
+                w.wake();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Queues a client behind those already waiting on each of `keys` (none: a client
+    /// that waits elsewhere, known here for CLIENT UNBLOCK). `client` is its id, `None` for
+    /// a request another node sent.
+    pub fn register(self: &Arc<Self>, keys: &[Bytes], client: Option<u64>) -> Registration {
         let waiter = Arc::new(Waiter::default());
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let mut unique: Vec<Bytes> = Vec::with_capacity(keys.len());
         for k in keys {
-            let queue = queues.entry(k.clone()).or_default();
-            if !queue.iter().any(|w| Arc::ptr_eq(w, &waiter)) {
-                queue.push_back(waiter.clone());
+            if !unique.contains(k) {
+                queues
+                    .by_key
+                    .entry(k.clone())
+                    .or_default()
+                    .push_back(waiter.clone());
+                unique.push(k.clone());
             }
+        }
+        if let Some(id) = client {
+            queues.by_client.insert(id, waiter.clone());
         }
         self.count.fetch_add(1, Ordering::AcqRel);
         Registration {
             blocked: self.clone(),
-            keys: keys.to_vec(),
+            keys: unique,
+            client,
             waiter,
         }
     }
@@ -98,6 +130,7 @@ impl Blocked {
 pub struct Registration {
     blocked: Arc<Blocked>,
     keys: Vec<Bytes>,
+    client: Option<u64>,
     waiter: Arc<Waiter>,
 }
 
@@ -122,15 +155,24 @@ impl Drop for Registration {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         for k in &self.keys {
-            if let Some(queue) = queues.get_mut(k) {
+            if let Some(queue) = queues.by_key.get_mut(k) {
                 queue.retain(|w| !Arc::ptr_eq(w, &self.waiter));
                 match queue.front() {
                     // What this client was woken for (or left behind) is the next one's.
                     Some(next) => next.wake(),
                     None => {
-                        queues.remove(k);
+                        queues.by_key.remove(k);
                     }
                 }
+            }
+        }
+        if let Some(id) = self.client {
+            if queues
+                .by_client
+                .get(&id)
+                .is_some_and(|w| Arc::ptr_eq(w, &self.waiter))
+            {
+                queues.by_client.remove(&id);
             }
         }
         self.blocked.count.fetch_sub(1, Ordering::AcqRel);
@@ -215,8 +257,11 @@ mod tests {
     fn a_signal_wakes_the_first_waiter_and_leaving_passes_it_on() {
         let b = Arc::new(Blocked::default());
         let k = Bytes::from_static(b"k");
-        let first = b.register(std::slice::from_ref(&k));
-        let second = b.register(&[k.clone(), Bytes::from_static(b"other")]);
+        let first = b.register(std::slice::from_ref(&k), Some(1));
+        let second = b.register(
+            &[k.clone(), Bytes::from_static(b"other"), k.clone()],
+            Some(2),
+        );
         assert_eq!(b.count(), 2);
         assert!(!ready(&first) && !ready(&second));
         b.signal(b"k");
@@ -229,9 +274,17 @@ mod tests {
         assert!(!ready(&second));
         b.signal(b"other");
         assert!(ready(&second));
+        second.clear();
+        assert!(b.unblock(2), "CLIENT UNBLOCK finds it");
+        assert!(ready(&second));
+        assert!(!b.unblock(1), "gone");
         drop(second);
         assert_eq!(b.count(), 0);
-        assert!(b.queues.lock().unwrap().is_empty(), "no queue left behind");
+        let q = b.queues.lock().unwrap();
+        assert!(
+            q.by_key.is_empty() && q.by_client.is_empty(),
+            "nothing left behind"
+        );
     }
 
     #[test]

@@ -44,7 +44,17 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// The connection's buffers and transaction, as it last published them.
     pub buffers: Buffers,
+    /// A blocking command of this client is waiting (CLIENT LIST's flag `b`).
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK asked its wait to end: [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`]
+    /// (0: not asked).
+    pub unblock: AtomicU8,
 }
+
+/// CLIENT UNBLOCK ... TIMEOUT: the blocked command answers as if its timeout passed.
+pub const UNBLOCK_TIMEOUT: u8 = 1;
+/// CLIENT UNBLOCK ... ERROR: the blocked command answers `-UNBLOCKED`.
+pub const UNBLOCK_ERROR: u8 = 2;
 
 /// What CLIENT LIST shows of a connection's buffers, published by its I/O loop (each read
 /// and each write) and its front end (each command), with Redis's meanings:
@@ -133,6 +143,8 @@ impl ClientInfo {
             stop,
             killed: AtomicBool::new(false),
             buffers: Buffers::default(),
+            blocked: AtomicBool::new(false),
+            unblock: AtomicU8::new(0),
         }
     }
 
@@ -175,7 +187,11 @@ impl ClientInfo {
             s(name).unwrap_or_default(),
             now_ms.saturating_sub(self.created_ms) / 1000,
             now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
-            if multi >= 0 { "x" } else { "N" },
+            match (multi >= 0, self.blocked.load(Ordering::Relaxed)) {
+                (true, _) => "x",
+                (false, true) => "b",
+                (false, false) => "N",
+            },
             get(&b.qbuf),
             get(&b.qbuf_free),
             get(&b.rbp),

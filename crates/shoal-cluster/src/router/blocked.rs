@@ -12,15 +12,16 @@
 //! is routed again (to a new owner, after a membership change). At the owner a forwarded
 //! attempt waits as a local client does ([`serve_blocked`]).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use shoal_engine::blocking::{self, Block, Registration};
-use shoal_engine::client::ClientInfo;
+use shoal_engine::client::{ClientInfo, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use shoal_engine::clock::now_ms;
 use shoal_engine::cmd::{self, CommandSpec, ReplyBudget, Session};
-use shoal_resp::Protocol;
+use shoal_resp::{Protocol, Reply};
 
 use super::local::run_here;
 use super::outbound::{send_to_copies, FailoverOrder};
@@ -50,6 +51,23 @@ struct Client {
     internal: bool,
 }
 
+/// Shows a client as blocked (CLIENT LIST's `b`) while it lives.
+struct ShownBlocked(Arc<ClientInfo>);
+
+impl ShownBlocked {
+    fn new(info: &Arc<ClientInfo>) -> ShownBlocked {
+        info.unblock.store(0, Ordering::Relaxed);
+        info.blocked.store(true, Ordering::Relaxed);
+        ShownBlocked(info.clone())
+    }
+}
+
+impl Drop for ShownBlocked {
+    fn drop(&mut self) {
+        self.0.blocked.store(false, Ordering::Relaxed);
+    }
+}
+
 impl Client {
     fn of(session: &Session) -> Client {
         Client {
@@ -58,6 +76,25 @@ impl Client {
             db: session.db,
             budget: session.budget.left() as u64,
             internal: session.internal,
+        }
+    }
+
+    /// The client's id for CLIENT UNBLOCK (`None` for another node's request).
+    fn id(&self) -> Option<u64> {
+        (!self.internal).then_some(self.info.id)
+    }
+
+    /// The reply CLIENT UNBLOCK asked for, if it did.
+    fn unblocked(&self) -> Option<Bytes> {
+        if self.internal {
+            return None;
+        }
+        match self.info.unblock.swap(0, Ordering::Relaxed) {
+            UNBLOCK_TIMEOUT => Some(encode(&Reply::NilArray, self.proto)),
+            UNBLOCK_ERROR => Some(super::outcome::error_bytes(
+                "UNBLOCKED client unblocked via CLIENT UNBLOCK",
+            )),
+            _ => None,
         }
     }
 
@@ -132,6 +169,9 @@ async fn wait_here(
             Some(at) => tokio::time::timeout_at(at, reg.signalled()).await.ok()?,
             None => reg.signalled().await,
         }
+        if let Some(reply) = client.unblocked() {
+            return Some(reply);
+        }
     }
 }
 
@@ -149,9 +189,12 @@ pub(super) fn single(
     args: &[Bytes],
     block: Block,
 ) -> Outcome {
-    let reg = node.engine.blocked.register(&block.keys);
-    let (node, client, args) = (node.clone(), Client::of(session), args.to_vec());
+    let client = Client::of(session);
+    let reg = node.engine.blocked.register(&block.keys, client.id());
+    let shown = ShownBlocked::new(&client.info);
+    let (node, args) = (node.clone(), args.to_vec());
     Outcome::Later(Box::pin(async move {
+        let _shown = shown;
         let deadline = deadline_of(block.deadline_ms);
         match wait_here(&node, &reg, &client, spec, &args, deadline).await {
             Some(bytes) => bytes,
@@ -181,31 +224,49 @@ pub(super) fn clustered(
             Err(_) => return plain_forward(node, session, spec, args),
         },
     };
-    let mut reg = block.map(|b| node.engine.blocked.register(&b.keys));
+    let client = Client::of(session);
+    // Registered on the keys while it waits here; on none while it forwards, for CLIENT
+    // UNBLOCK to find it.
+    let mut reg = Some(
+        node.engine
+            .blocked
+            .register(block.as_ref().map_or(&[][..], |b| &b.keys[..]), client.id()),
+    );
+    let mut here = block.is_some();
+    let shown = ShownBlocked::new(&client.info);
     // Inside a transaction: one attempt, of a millisecond.
     let deadline = match session.no_block {
         true => Some(tokio::time::Instant::now()),
         false => deadline_of(deadline_ms),
     };
     let chunk = cluster.timeouts.request / 2;
-    let (node, client, args) = (node.clone(), Client::of(session), args.to_vec());
+    let (node, args) = (node.clone(), args.to_vec());
     let limit = reply_limit(session);
     Outcome::Later(Box::pin(async move {
+        let _shown = shown;
         let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
         let timed_out = encode(&timeout_reply, client.proto);
         loop {
             let view = cluster.view();
             match plan(&view.placement, view.me, cluster.standing(), spec, &args) {
                 Plan::Owned => {
-                    let reg =
-                        reg.get_or_insert_with(|| node.engine.blocked.register(&spec.keys(&args)));
+                    if !here {
+                        drop(reg.take());
+                        reg = Some(node.engine.blocked.register(&spec.keys(&args), client.id()));
+                        here = true;
+                    }
+                    let reg = reg.as_ref().expect("registered above");
                     if let Some(bytes) = wait_here(&node, reg, &client, spec, &args, deadline).await
                     {
                         return bytes;
                     }
                 }
                 Plan::Forward { owners, access } => {
-                    reg = None;
+                    if here {
+                        drop(reg.take());
+                        reg = Some(node.engine.blocked.register(&[], client.id()));
+                        here = false;
+                    }
                     let left =
                         deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
                     let wait = left.map_or(chunk, |l| l.min(chunk));
@@ -225,6 +286,9 @@ pub(super) fn clustered(
                         send_to_copies(node.clone(), view, owners, body, access, turn, slots).await;
                     if bytes != timed_out {
                         return bytes;
+                    }
+                    if let Some(reply) = client.unblocked() {
+                        return reply;
                     }
                 }
                 Plan::CrossSlot => {
@@ -260,7 +324,7 @@ pub fn serve_blocked(
     let Some(spec) = cmd::lookup(&args[0]) else {
         return Box::pin(async move { encode(&block.timeout_reply, proto) });
     };
-    let reg = node.engine.blocked.register(&block.keys);
+    let reg = node.engine.blocked.register(&block.keys, None);
     let mut client = Client {
         info: info.clone(),
         proto,

@@ -160,6 +160,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "SETINFO <LIB-NAME|LIB-VER> <value>",
     "    Set client library name or version.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "HELP",
     "    Print this help.",
 ];
@@ -243,6 +245,29 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }),
         b"list" => client_list(ctx, args),
         b"kill" => client_kill(ctx, args),
+        b"unblock" => {
+            if let Some(r) = arity(matches!(args.len(), 3 | 4), "unblock") {
+                return r;
+            }
+            let id = tri!(super::int_arg(&args[2]));
+            let how = match args.get(3) {
+                None => crate::client::UNBLOCK_TIMEOUT,
+                Some(a) if is(a, "TIMEOUT") => crate::client::UNBLOCK_TIMEOUT,
+                Some(a) if is(a, "ERROR") => crate::client::UNBLOCK_ERROR,
+                Some(_) => return err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+            };
+            let target = ctx
+                .engine
+                .clients
+                .all()
+                .into_iter()
+                .find(|c| c.id as i64 == id && c.blocked.load(Ordering::Relaxed));
+            let Some(target) = target else {
+                return Reply::Int(0);
+            };
+            target.unblock.store(how, Ordering::Relaxed);
+            Reply::Int(i64::from(ctx.engine.blocked.unblock(target.id)))
+        }
         b"no-evict" => {
             if let Some(r) = arity(args.len() == 3, "no-evict") {
                 return r;
