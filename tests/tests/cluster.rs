@@ -576,17 +576,21 @@ fn collections_have_two_copies_and_survive_their_owners_crash() {
     }
 }
 
-/// Only database 0 exists in a cluster: SELECT, MOVE, SWAPDB and COPY ... DB answer Redis
-/// Cluster's errors.
+/// On the cluster-client port only database 0 exists, as in Redis Cluster: SELECT, MOVE and
+/// COPY ... DB answer its errors. On the plain port they work; SWAPDB is refused on both.
 #[test]
-fn a_cluster_has_database_zero_only() {
+fn the_cluster_client_port_has_database_zero_only() {
     let cluster = TestCluster::start(3, |_| {});
-    let mut c = cluster.members[0].client();
+    let url = format!("redis://{}/", cluster.members[0].cluster_client_addr);
+    let mut c = redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .unwrap();
     let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    let mut plain = cluster.members[0].client();
     for (cmd, text) in [
         (vec!["SELECT", "1"], "SELECT is not allowed in cluster mode"),
         (
-            vec!["MOVE", "k", "1"],
+            vec!["MOVE", "{k}a", "1"],
             "MOVE is not allowed in cluster mode",
         ),
         (
@@ -603,6 +607,15 @@ fn a_cluster_has_database_zero_only() {
             .query::<()>(&mut c)
             .unwrap_err();
         assert!(e.to_string().contains(text), "{cmd:?}: {e}");
+        let on_plain = redis::cmd(cmd[0])
+            .arg(&cmd[1..])
+            .query::<redis::Value>(&mut plain);
+        assert_eq!(
+            on_plain.is_err(),
+            cmd[0] == "SWAPDB",
+            "{cmd:?} on the plain port: {on_plain:?}"
+        );
+        let _: () = redis::cmd("SELECT").arg(0).query(&mut plain).unwrap();
     }
 }
 
@@ -680,6 +693,7 @@ fn a_peer_with_the_wrong_secret_is_refused() {
         .unwrap();
     let body = shoal_cluster::message::encode_command(
         shoal_resp::Protocol::Resp2,
+        0,
         None,
         &[bytes::Bytes::from("GET"), bytes::Bytes::from("secret-data")],
         0,
@@ -735,6 +749,7 @@ fn a_joiner_alone_sends_every_read_of_a_key_on() {
     let get = |k: &str| {
         shoal_cluster::message::encode_command(
             shoal_resp::Protocol::Resp2,
+            0,
             None,
             &[bytes::Bytes::from("GET"), bytes::Bytes::from(k.to_owned())],
             0,
@@ -1321,5 +1336,64 @@ fn the_status_page_shows_the_cluster_in_chromium() {
     // Set SHOAL_STATUS_SCREENSHOT=path to keep one (the README's is made so).
     if let Ok(path) = std::env::var("SHOAL_STATUS_SCREENSHOT") {
         std::fs::write(path, &png).unwrap();
+    }
+}
+
+/// Numbered databases in a cluster: a key of database 5 lives with its client key's copies
+/// (two of them), is reached through any node with its database, survives its owner's crash
+/// at the replica, and stays apart from database 0's key of the same name.
+#[test]
+fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let in_db = |m: &shoal_tests::ClusterMember, db: i64| {
+        let mut c = m.client();
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut c).unwrap();
+        c
+    };
+    let mut db5: Vec<redis::Connection> = cluster.members.iter().map(|m| in_db(m, 5)).collect();
+    let mut db0 = cluster.members[0].client();
+    for i in 0..KEYS {
+        let k = key(i);
+        let _: () = redis::cmd("SET")
+            .arg(&k)
+            .arg(format!("five:{i}"))
+            .query(&mut db5[i % 3])
+            .unwrap();
+        let _: () = db0.set(&k, format!("zero:{i}")).unwrap();
+        let _: i64 = redis::cmd("RPUSH")
+            .arg(format!("l:{i}"))
+            .arg(i)
+            .query(&mut db5[(i + 1) % 3])
+            .unwrap();
+        assert_eq!(holders(&mut db5, &k), 2, "{k} in database 5");
+    }
+    let n: i64 = redis::cmd("DBSIZE").query(&mut db5[1]).unwrap();
+    assert_eq!(n, 2 * KEYS as i64, "DBSIZE of database 5, through n1");
+    let n: i64 = redis::cmd("DBSIZE").query(&mut db0).unwrap();
+    assert_eq!(n, KEYS as i64, "database 0 holds its own keys only");
+    // The owner of a key crashes: its database-5 copy is served by the replica.
+    let owner = owner_of(&mut db0, &key(0));
+    let victim = cluster
+        .members
+        .iter()
+        .position(|m| my_id(&mut m.client()) == owner)
+        .expect("the owner is a member");
+    cluster.crash(victim);
+    for m in cluster.live() {
+        let mut c = in_db(m, 5);
+        for i in 0..KEYS {
+            let v: String = redis::cmd("GET").arg(key(i)).query(&mut c).unwrap();
+            assert_eq!(v, format!("five:{i}"), "{} via {}", key(i), m.name);
+            let l: Vec<String> = redis::cmd("LRANGE")
+                .arg(format!("l:{i}"))
+                .arg(0)
+                .arg(-1)
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(l, vec![i.to_string()]);
+        }
+        let mut c0 = m.client();
+        let v: String = c0.get(key(0)).unwrap();
+        assert_eq!(v, "zero:0", "via {}", m.name);
     }
 }

@@ -107,6 +107,8 @@ impl Scope {
 pub enum Request {
     Command {
         proto: Protocol,
+        /// The database it runs in (SELECT; 0 but for numbered databases).
+        db: u8,
         scope: Option<ScopeSpec>,
         args: Vec<Bytes>,
         deadline_ms: u64,
@@ -169,9 +171,11 @@ pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
 }
 
 /// A COMMAND body carrying `deadline_ms` (Unix ms; see `Cluster::deadline_ms`) and the
-/// sender's `reply_limit` (0 = none but the frame's).
+/// sender's `reply_limit` (0 = none but the frame's), to run in database `db` (0-15, in the
+/// protocol byte's bits 2-5).
 pub fn encode_command(
     proto: Protocol,
+    db: u8,
     scope: Option<&ScopeSpec>,
     args: &[Bytes],
     deadline_ms: u64,
@@ -182,7 +186,7 @@ pub fn encode_command(
     b.put_u8(KIND_COMMAND);
     b.put_u64(deadline_ms);
     b.put_u64(reply_limit);
-    b.put_u8(proto_byte(proto));
+    b.put_u8(proto_byte(proto) | ((db & 0x0F) << DB_SHIFT));
     match scope {
         None => b.put_u8(0),
         Some(s) => {
@@ -223,6 +227,10 @@ fn marked(body: &Bytes, deadline_ms: u64, mark: u8) -> Bytes {
 
 /// The resend mark on a COMMAND's protocol byte.
 const RESENT: u8 = 0x40;
+
+/// Where a COMMAND's protocol byte carries its database (4 bits).
+const DB_SHIFT: u8 = 2;
+const DB_BITS: u8 = 0x0F << DB_SHIFT;
 
 /// The failover mark on a COMMAND's protocol byte.
 const FAILOVER: u8 = 0x80;
@@ -404,7 +412,8 @@ pub fn decode_request(
             let proto = r.u8()?;
             let failover = proto & FAILOVER != 0;
             let resent = proto & RESENT != 0;
-            let proto = match proto & !(FAILOVER | RESENT) {
+            let db = (proto & DB_BITS) >> DB_SHIFT;
+            let proto = match proto & !(FAILOVER | RESENT | DB_BITS) {
                 2 => Protocol::Resp2,
                 3 => Protocol::Resp3,
                 _ => return Err(MessageError::Field("protocol")),
@@ -420,6 +429,7 @@ pub fn decode_request(
             let args = parse(r.buf).map_err(MessageError::Command)?;
             Ok(Request::Command {
                 proto,
+                db,
                 scope,
                 args,
                 deadline_ms,
@@ -545,7 +555,7 @@ mod tests {
     #[test]
     fn the_command_example_of_the_wire_doc() {
         let args: Vec<Bytes> = vec!["GET".into(), "a".into()];
-        let body = encode_command(Protocol::Resp2, None, &args, 0x0190_0000_0000, 0);
+        let body = encode_command(Protocol::Resp2, 0, None, &args, 0x0190_0000_0000, 0);
         let mut want: Vec<u8> = vec![1, 0, 0, 1, 0x90, 0, 0, 0, 0];
         want.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 2, 0]);
         want.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n");
@@ -561,9 +571,10 @@ mod tests {
             down: vec![0, 1],
         };
         for s in [None, Some(&scope)] {
-            let body = encode_command(Protocol::Resp3, s, &args, 1234, 99);
+            let body = encode_command(Protocol::Resp3, 7, s, &args, 1234, 99);
             let Request::Command {
                 proto,
+                db,
                 scope,
                 args: got,
                 deadline_ms,
@@ -579,7 +590,7 @@ mod tests {
                 (proto, scope, got),
                 (Protocol::Resp3, s.cloned(), args.clone())
             );
-            assert_eq!((deadline_ms, reply_limit), (1234, 99));
+            assert_eq!((deadline_ms, reply_limit, db), (1234, 99, 7));
             assert!(!failover);
             // A failover copy: a fresh deadline and the mark, the protocol unchanged.
             let Request::Command {

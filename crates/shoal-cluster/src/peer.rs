@@ -94,6 +94,7 @@ impl PeerHandler for PeerService {
             // on this connection are not held up. Being reads, they need no ordering.
             Ok(Request::Command {
                 proto,
+                db,
                 scope: Some(scope),
                 args,
                 ..
@@ -111,6 +112,7 @@ impl PeerHandler for PeerService {
                             &view,
                             &cluster.internal,
                             proto,
+                            db,
                             Some(scope),
                             &args,
                             now_ms(),
@@ -126,6 +128,7 @@ impl PeerHandler for PeerService {
             }
             Ok(Request::Command {
                 proto,
+                db,
                 scope,
                 args,
                 deadline_ms,
@@ -169,7 +172,7 @@ impl PeerHandler for PeerService {
                     || resent
                     || !conn.sent_back.is_empty()
                 {
-                    command_keys(&args).unwrap_or_default()
+                    command_keys(&args, db).unwrap_or_default()
                 } else {
                     Vec::new()
                 };
@@ -237,6 +240,7 @@ impl PeerHandler for PeerService {
                             &node,
                             &view,
                             proto,
+                            db,
                             scope,
                             &args,
                             turn,
@@ -253,6 +257,7 @@ impl PeerHandler for PeerService {
                     &view,
                     &cluster.internal,
                     proto,
+                    db,
                     scope,
                     &args,
                     now,
@@ -261,7 +266,7 @@ impl PeerHandler for PeerService {
                 if let Some(block) = block {
                     // A blocking command that found nothing: it waits here, for the (cut)
                     // timeout the sender gave it.
-                    let wait = serve_blocked(node, &cluster.internal, proto, &args, block);
+                    let wait = serve_blocked(node, &cluster.internal, proto, db, &args, block);
                     return Handled::Later(Box::pin(async move {
                         Response {
                             epoch,

@@ -158,6 +158,7 @@ async fn peer_info(node: &Server, peer: &shoal_cluster::Peer, view_id: u64) -> O
     let args = [Bytes::from_static(b"INFO"), Bytes::from_static(b"all")];
     let body = encode_command(
         shoal_resp::Protocol::Resp2,
+        0,
         None,
         &args,
         cluster.deadline_ms(),

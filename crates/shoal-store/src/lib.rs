@@ -58,6 +58,6 @@ pub use hash::{Hash, LISTPACK_ENTRIES, LISTPACK_VALUE};
 pub use list::List;
 pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
-pub use slot::{key_slot, SLOTS};
+pub use slot::{key_slot, split_key, stored_key, SLOTS};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};
 pub use zset::ZSet;

@@ -1,5 +1,7 @@
 //! Redis Cluster key -> hash slot mapping: CRC16/XMODEM of the key (or of its `{hash tag}`)
-//! modulo 16,384, exactly as `keyHashSlot` in Redis's `cluster.c`.
+//! modulo 16,384, exactly as `keyHashSlot` in Redis's `cluster.c`; and the stored form of a
+//! key of a numbered database (`FF DB 00 n` before the client's key), whose slot is its
+//! client key's, so a key of any database lives with the same copies.
 
 /// Number of hash slots in a Redis Cluster keyspace.
 pub const SLOTS: u16 = 16384;
@@ -34,8 +36,32 @@ pub fn crc16(bytes: &[u8]) -> u16 {
 
 /// The hash slot of `key`: if the key holds a `{...}` with at least one byte between the first
 /// `{` and the first `}` after it, only those bytes are hashed, so related keys share a slot.
+/// A stored key of a numbered database has its client key's slot.
 pub fn key_slot(key: &[u8]) -> u16 {
-    crc16(hash_tag(key)) & (SLOTS - 1)
+    crc16(hash_tag(split_key(key).1)) & (SLOTS - 1)
+}
+
+/// The prefix of a stored key of database `n > 0`, before `n`.
+const DB_MARK: [u8; 3] = [0xFF, 0xDB, 0x00];
+
+/// The key as stored for database `db` (as it is for database 0).
+pub fn stored_key(db: u8, key: &[u8]) -> bytes::Bytes {
+    if db == 0 {
+        return bytes::Bytes::copy_from_slice(key);
+    }
+    let mut b = Vec::with_capacity(4 + key.len());
+    b.extend_from_slice(&DB_MARK);
+    b.push(db);
+    b.extend_from_slice(key);
+    b.into()
+}
+
+/// The database and the client's key of a stored key.
+pub fn split_key(stored: &[u8]) -> (u8, &[u8]) {
+    match stored {
+        [0xFF, 0xDB, 0x00, db, key @ ..] if *db != 0 => (*db, key),
+        _ => (0, stored),
+    }
 }
 
 /// The part of `key` that [`key_slot`] hashes.

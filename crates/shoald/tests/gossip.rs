@@ -776,7 +776,7 @@ fn a_leaving_node_sends_commands_from_an_older_view_on() {
             .iter()
             .map(|a| bytes::Bytes::from(a.to_string()))
             .collect();
-        let body = encode_command(shoal_resp::Protocol::Resp2, None, &args, 0, 0);
+        let body = encode_command(shoal_resp::Protocol::Resp2, 0, None, &args, 0, 0);
         let r = rt.block_on(peer.request(1, body)).expect("answered");
         String::from_utf8_lossy(&r.body).into_owned()
     };

@@ -252,7 +252,8 @@ pub(super) fn clustered(
                 Plan::Owned => {
                     if !here {
                         drop(reg.take());
-                        reg = Some(node.engine.blocked.register(&spec.keys(&args), client.id()));
+                        let keys = cmd::db::stored_keys(spec, &args, client.db);
+                        reg = Some(node.engine.blocked.register(&keys, client.id()));
                         here = true;
                     }
                     let reg = reg.as_ref().expect("registered above");
@@ -272,6 +273,7 @@ pub(super) fn clustered(
                     let wait = left.map_or(chunk, |l| l.min(chunk));
                     let body = encode_command(
                         client.proto,
+                        client.db,
                         None,
                         &with_timeout(spec, &args, wait),
                         cluster.deadline_ms(),
@@ -318,6 +320,7 @@ pub fn serve_blocked(
     node: &Arc<Server>,
     info: &Arc<ClientInfo>,
     proto: Protocol,
+    db: u8,
     args: &[Bytes],
     block: Block,
 ) -> ReplyFuture {
@@ -328,7 +331,7 @@ pub fn serve_blocked(
     let mut client = Client {
         info: info.clone(),
         proto,
-        db: 0,
+        db,
         budget: cmd::FORWARDED_REPLY_MAX as u64,
         internal: true,
     };
@@ -372,6 +375,7 @@ fn plain_forward(
     };
     let body = encode_command(
         session.proto,
+        session.db,
         None,
         args,
         cluster.deadline_ms(),

@@ -38,6 +38,7 @@ pub fn start(
     spec: &CommandSpec,
     args: &[Bytes],
     proto: Protocol,
+    db: u8,
 ) -> Outcome {
     let node = node.clone();
     let args = args.to_vec();
@@ -49,10 +50,10 @@ pub fn start(
     };
     Outcome::Later(Box::pin(async move {
         match how {
-            Gather::Scan => scan(&node, &args, proto).await,
-            Gather::Flush => flush(&node, &args, proto).await,
+            Gather::Scan => scan(&node, &args, proto, db).await,
+            Gather::Flush => flush(&node, &args, proto, db).await,
             Gather::Sum | Gather::Concat | Gather::Random => {
-                match gather(&node, &args, proto).await {
+                match gather(&node, &args, proto, db).await {
                     Err(e) => e,
                     Ok(replies) => match how {
                         Gather::Sum => sum(&replies),
@@ -71,6 +72,7 @@ async fn ask(
     view: &Arc<View>,
     m: u16,
     proto: Protocol,
+    db: u8,
     scope: Option<ScopeSpec>,
     args: &[Bytes],
 ) -> Result<Bytes, WireError> {
@@ -82,6 +84,7 @@ async fn ask(
             view,
             &cluster.internal,
             proto,
+            db,
             scope,
             args,
             now_ms(),
@@ -94,12 +97,17 @@ async fn ask(
             shoal_wire::Unavailable::Shutdown,
         ));
     };
-    let body = encode_command(proto, scope.as_ref(), args, cluster.deadline_ms(), 0);
+    let body = encode_command(proto, db, scope.as_ref(), args, cluster.deadline_ms(), 0);
     peer.client.request(view.id, body).await.map(|r| r.body)
 }
 
 /// Asks every live member for its part; see the module docs.
-async fn gather(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Result<Vec<Bytes>, Bytes> {
+async fn gather(
+    node: &Arc<Server>,
+    args: &[Bytes],
+    proto: Protocol,
+    db: u8,
+) -> Result<Vec<Bytes>, Bytes> {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
     let mut down: Vec<u16> = Vec::new();
@@ -113,7 +121,7 @@ async fn gather(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Result<V
             .collect();
         let asks = members
             .iter()
-            .map(|&m| ask(node, &view, m, proto, Some(scope.clone()), args));
+            .map(|&m| ask(node, &view, m, proto, db, Some(scope.clone()), args));
         let results = join_all(asks).await;
         let mut replies = Vec::with_capacity(results.len());
         let mut failed = Vec::new();
@@ -188,10 +196,10 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
 /// members' clocks differ (a node behind would otherwise write below a replica's floor, one
 /// ahead replicate pre-flush writes above it). Memcached's flush_all has one round: a delayed
 /// one flushes every node at the same absolute time, its floor.
-async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
+async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
-    let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, None, args));
+    let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, db, None, args));
     let results = join_all(asks).await;
     let mut missed = Vec::new();
     for (m, r) in results.into_iter().enumerate() {
@@ -204,7 +212,10 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
             }
         }
     }
-    if !args[0].eq_ignore_ascii_case(b"mc.flush") {
+    // The version floor guards FLUSHALL (and FLUSHDB of database 0, as FLUSHALL when no
+    // other database is used); a numbered database's FLUSHDB removes its keys only.
+    let whole = args[0].eq_ignore_ascii_case(b"flushall") || db == 0;
+    if whole && !args[0].eq_ignore_ascii_case(b"mc.flush") {
         let reached: Vec<u16> = (0..view.len() as u16)
             .filter(|&m| !missed.contains(&view.nodes[usize::from(m)].name))
             .collect();
@@ -219,7 +230,7 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
             ];
             let asks = reached
                 .iter()
-                .map(|&m| ask(node, &view, m, Protocol::Resp2, None, &raise));
+                .map(|&m| ask(node, &view, m, Protocol::Resp2, 0, None, &raise));
             for (&m, r) in reached.iter().zip(join_all(asks).await) {
                 match r.ok().and_then(|b| integer_value(&b)) {
                     Some(floor) => top = top.max(floor),
@@ -245,7 +256,7 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
 }
 
 /// SCAN across the cluster; see the module docs for the cursor.
-async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
+async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
     let Some(cursor) = std::str::from_utf8(&args[1])
@@ -281,7 +292,7 @@ async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Bytes {
             )
         };
         sub[1] = Bytes::from(local.to_string());
-        match ask(node, &view, who, proto, Some(scope), &sub).await {
+        match ask(node, &view, who, proto, db, Some(scope), &sub).await {
             Ok(reply) if is_error(&reply) => return reply,
             Ok(reply) => {
                 let Some((next, keys)) = split_scan_reply(&reply) else {
@@ -376,7 +387,7 @@ pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
         let stats = node.engine.store.stats();
         // Without every answer INFO still answers (monitoring needs it most then), with
         // this node's own counts.
-        let keys = match gather(&node, &dbsize, proto).await {
+        let keys = match gather(&node, &dbsize, proto, 0).await {
             Ok(replies) => replies.iter().filter_map(|r| integer_value(r)).sum::<i64>(),
             Err(_) => stats.keys as i64,
         };

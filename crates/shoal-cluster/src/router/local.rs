@@ -35,17 +35,26 @@ pub fn run_here(
     now_ms: u64,
     scope: Option<&dyn SlotScope>,
 ) -> (Reply, Acks) {
-    // EXEC writes what its queue writes; read the queue before EXEC takes it.
+    // EXEC writes what its queue writes; read the queue before EXEC takes it (each
+    // command in the database selected when it runs: a queued SELECT changes it).
     let queued: Option<Vec<Bytes>> = (spec.route == Route::Exec).then(|| {
+        let mut db = session.db;
         session.multi.as_ref().map_or_else(Vec::new, |tx| {
-            tx.queue
-                .iter()
-                .filter_map(|a| Some((cmd::lookup(&a[0])?, a)))
-                .filter(|(s, _)| s.flags & flag::WRITE != 0)
-                .flat_map(|(s, a)| s.keys(a))
-                .collect()
+            let mut keys = Vec::new();
+            for a in &tx.queue {
+                let Some(s) = cmd::lookup(&a[0]) else {
+                    continue;
+                };
+                if s.name == "select" {
+                    db = cmd::parse_i64(&a[1]).map_or(db, |n| n.clamp(0, 15) as u8);
+                } else if s.flags & flag::WRITE != 0 {
+                    keys.extend(cmd::db::stored_keys(s, a, db));
+                }
+            }
+            keys
         })
     });
+    let db = session.db;
     let reply = cmd::run(node, session, spec, args, now_ms, scope);
     // The copies to send to are those of the view the command was routed under (their acks
     // are awaited) and of the view current now, after the write (it may have changed while
@@ -61,17 +70,18 @@ pub fn run_here(
     let acks = match &queued {
         Some(keys) => replicate_keys(node, view, &now_view, stats, keys.iter(), now_ms, want_ack),
         None if spec.flags & flag::WRITE != 0 => {
-            let keys = spec.key_positions(args).map(|i| &args[i]);
-            replicate_keys(node, view, &now_view, stats, keys, now_ms, want_ack)
+            let keys = cmd::db::stored_keys(spec, args, db);
+            replicate_keys(node, view, &now_view, stats, keys.iter(), now_ms, want_ack)
         }
         None => Vec::new(),
     };
     (reply, acks)
 }
 
-/// The keys a command names (by its key specification), if it is a known command.
-pub fn command_keys(args: &[Bytes]) -> Option<Vec<Bytes>> {
-    Some(cmd::lookup(args.first()?)?.keys(args))
+/// The keys a command names (by its key specification), as stored for database `db`, if
+/// it is a known command.
+pub fn command_keys(args: &[Bytes], db: u8) -> Option<Vec<Bytes>> {
+    Some(cmd::db::stored_keys(cmd::lookup(args.first()?)?, args, db))
 }
 
 /// Before a failover runs here (the keys' owner could not be reached): orders its writes of
@@ -98,19 +108,20 @@ pub fn run_owned(
 ) -> Outcome {
     // WATCH needs no fetch: a key that arrives later counts as changed, and EXEC aborts.
     if spec.route != Route::Watch && !cluster.handoff.settled_in(view) {
-        let keys = spec.keys(args);
+        let keys = cmd::db::stored_keys(spec, args, session.db);
         let view = cluster.view();
         if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms) {
             // Unsettled and a key may not be here yet: fetch it from its other copies first
             // (in arrival order per key), then run the command as a forwarded one runs.
             let node = node.clone();
             let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
+            let db = session.db;
             return Outcome::Later(Box::pin(async move {
                 let (fetched, turn) = wait.await;
                 if fetched == handoff::Fetched::Unanswered && !cmd::runs_in_doubt(&args) {
                     return Bytes::from_static(handoff::UNANSWERED);
                 }
-                serve_after_wait(&node, &view, proto, None, &args, turn, 0, limit).await
+                serve_after_wait(&node, &view, proto, db, None, &args, turn, 0, limit).await
             }));
         }
     }
@@ -130,6 +141,7 @@ pub async fn serve_body_here(
     match decode_request(body, |b| parse_command(node, b)) {
         Ok(Request::Command {
             proto,
+            db,
             scope,
             args,
             reply_limit,
@@ -137,7 +149,7 @@ pub async fn serve_body_here(
         }) => {
             let mut turn = handoff::KeyTurn::none();
             if scope.is_none() {
-                let keys = command_keys(&args).unwrap_or_default();
+                let keys = command_keys(&args, db).unwrap_or_default();
                 let now = shoal_engine::clock::now_ms();
                 if ahead > 0 {
                     order_failover(node, cluster, &keys, now);
@@ -152,7 +164,18 @@ pub async fn serve_body_here(
                     }
                 }
             }
-            serve_after_wait(node, view, proto, scope, &args, turn, ahead, reply_limit).await
+            serve_after_wait(
+                node,
+                view,
+                proto,
+                db,
+                scope,
+                &args,
+                turn,
+                ahead,
+                reply_limit,
+            )
+            .await
         }
         Ok(_) => error_bytes("ERR unexpected inter-node message"),
         Err(e) => error_bytes(&format!("ERR bad inter-node message: {e}")),
@@ -182,6 +205,7 @@ pub fn serve_command(
     view: &Arc<View>,
     info: &Arc<ClientInfo>,
     proto: Protocol,
+    db: u8,
     scope: Option<ScopeSpec>,
     args: &[Bytes],
     now_ms: u64,
@@ -189,6 +213,13 @@ pub fn serve_command(
 ) -> (Bytes, Acks, Option<shoal_engine::blocking::Block>) {
     let mut session = Session::new(info.clone(), true);
     session.proto = proto;
+    session.db = db;
+    if db != 0 {
+        // A client of another node selected it: this node's listings sort by database too.
+        node.engine
+            .numbered_dbs
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     // Sent by another node, or a fan-out's own part: may carry a Memcached request.
     session.internal = true;
     if reply_limit > 0 {
@@ -217,6 +248,7 @@ pub async fn serve_after_wait(
     node: &Arc<Server>,
     view: &Arc<View>,
     proto: Protocol,
+    db: u8,
     scope: Option<ScopeSpec>,
     args: &[Bytes],
     turn: handoff::KeyTurn,
@@ -239,6 +271,7 @@ pub async fn serve_after_wait(
         view,
         &cluster.internal,
         proto,
+        db,
         scope,
         args,
         shoal_engine::clock::now_ms() + ahead,
@@ -246,7 +279,7 @@ pub async fn serve_after_wait(
     );
     drop(turn);
     if let Some(block) = block {
-        return super::serve_blocked(node, &cluster.internal, proto, args, block).await;
+        return super::serve_blocked(node, &cluster.internal, proto, db, args, block).await;
     }
     if wait_acks(acks, cluster.timeouts.half).await {
         bytes

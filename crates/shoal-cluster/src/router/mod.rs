@@ -356,7 +356,7 @@ fn route(
         }
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
-            let body = encode_command(proto, None, args, cluster.deadline_ms(), limit);
+            let body = encode_command(proto, session.db, None, args, cluster.deadline_ms(), limit);
             let slots = spec
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))
@@ -364,7 +364,7 @@ fn route(
             forward(node, view, owners, body, access, order.turn(), slots)
         }
         Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
-        Plan::AllNodes => fanout::start(node, cluster, spec, args, proto),
+        Plan::AllNodes => fanout::start(node, cluster, spec, args, proto, session.db),
         Plan::InfoKeyspace => fanout::info(node, args, proto),
         Plan::Exec => exec(node, cluster, session, order, spec, args, now_ms),
         refused @ (Plan::TryAgain | Plan::ClusterDown) => {

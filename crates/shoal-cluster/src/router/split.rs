@@ -51,6 +51,7 @@ pub fn split(
         let access = cmd::access(spec, args);
         let body = encode_command(
             proto,
+            session.db,
             None,
             args,
             cluster.deadline_ms(),
@@ -84,6 +85,7 @@ pub fn split(
                 owners.to_vec(),
                 encode_command(
                     proto,
+                    session.db,
                     None,
                     &sub,
                     cluster.deadline_ms(),

@@ -75,6 +75,21 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         b"countkeysinslot" => match super::parse_i64(&args[2]) {
             None => err(super::ERR_NOT_INTEGER),
             Some(n) => match u16::try_from(n).ok().filter(|&s| s < SLOTS) {
+                // The keys of the client's database (a slot holds every database's).
+                Some(slot)
+                    if ctx
+                        .engine
+                        .numbered_dbs
+                        .load(std::sync::atomic::Ordering::Relaxed) =>
+                {
+                    let keys = ctx.engine.store.keys_in_slot(slot, ctx.now_ms, usize::MAX);
+                    let db = ctx.session.db;
+                    Reply::Int(
+                        keys.iter()
+                            .filter(|k| super::db::split_key(k).0 == db)
+                            .count() as i64,
+                    )
+                }
                 Some(slot) => Reply::Int(ctx.engine.store.count_in_slot(slot) as i64),
                 None => err("ERR Invalid slot"),
             },
@@ -91,17 +106,31 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ) else {
                 return err("ERR Invalid slot or number of keys");
             };
-            let keys = ctx.engine.store.keys_in_slot(slot, ctx.now_ms, count);
+            let db = ctx.session.db;
+            let keys = if ctx
+                .engine
+                .numbered_dbs
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                // The keys of the client's database, without its prefix.
+                let all = ctx.engine.store.keys_in_slot(slot, ctx.now_ms, usize::MAX);
+                all.into_iter()
+                    .filter(|k| super::db::split_key(k).0 == db)
+                    .take(count)
+                    .map(|k| Bytes::copy_from_slice(super::db::split_key(&k).1))
+                    .collect()
+            } else {
+                ctx.engine.store.keys_in_slot(slot, ctx.now_ms, count)
+            };
             Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
         }
         b"localkeys" => Reply::Int(ctx.engine.store.len() as i64),
         b"haskey" => {
-            let exists =
-                ctx.engine
-                    .store
-                    .read(&args[2], ctx.now_ms, shoal_store::Access::Peek, |e| {
-                        e.is_some()
-                    });
+            let key = super::db::stored_key(ctx.session.db, &args[2]);
+            let exists = ctx
+                .engine
+                .store
+                .read(&key, ctx.now_ms, shoal_store::Access::Peek, |e| e.is_some());
             Reply::Int(i64::from(exists))
         }
         b"myid" | b"myshardid" => Reply::bulk(cluster.my_id()),

@@ -9,12 +9,16 @@
 //! (they are O(1) or O(keys of one database) in Redis). Keys of database 0 that begin with
 //! the prefix's bytes are taken for another database's: the prefix is reserved.
 //!
-//! In a cluster only database 0 exists, and SELECT, MOVE, SWAPDB and COPY ... DB answer
-//! Redis Cluster's errors.
+//! In a cluster every node knows the databases: a stored key has its client key's slot
+//! (`shoal_store::key_slot`), so it lives with the same copies in every database, and a
+//! forwarded command carries its database. SWAPDB, which would move every key of two
+//! databases at once on every node, answers Redis Cluster's error there; so do SELECT,
+//! MOVE and COPY ... DB on the cluster-client port, where Redis Cluster has database 0
+//! only.
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use shoal_resp::Reply;
 
 use super::{err, tri, CommandSpec, Ctx};
@@ -22,28 +26,43 @@ use super::{err, tri, CommandSpec, Ctx};
 /// Databases on a single node (Redis's default `databases`).
 pub const DATABASES: i64 = 16;
 
-const MARK: [u8; 3] = [0xFF, 0xDB, 0x00];
-
 pub const ERR_DB_RANGE: &str = "ERR DB index is out of range";
 
-/// The key as stored for database `db`.
-pub fn stored_key(db: u8, key: &[u8]) -> Bytes {
-    if db == 0 {
-        return Bytes::copy_from_slice(key);
-    }
-    let mut b = BytesMut::with_capacity(4 + key.len());
-    b.put_slice(&MARK);
-    b.put_u8(db);
-    b.put_slice(key);
-    b.freeze()
-}
+pub use shoal_store::{split_key, stored_key};
 
-/// The database and the client's key of a stored key.
-pub fn split_key(stored: &[u8]) -> (u8, &[u8]) {
-    match stored {
-        [0xFF, 0xDB, 0x00, db, key @ ..] if *db != 0 => (*db, key),
-        _ => (0, stored),
+/// The keys a command of `spec` names, as stored for database `db`: those at its key
+/// positions, and for MOVE and COPY ... DB the key it writes in the other database (the
+/// cluster replicates these and fetches them during a hand-off).
+pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
+    let mut keys: Vec<Bytes> = spec
+        .key_positions(args)
+        .map(|i| stored_key(db, &args[i]))
+        .collect();
+    let db_arg = |a: &Bytes| {
+        super::parse_i64(a)
+            .filter(|n| (0..DATABASES).contains(n))
+            .map(|n| n as u8)
+    };
+    match spec.name {
+        "move" if args.len() == 3 => {
+            if let Some(to) = db_arg(&args[2]) {
+                keys.push(stored_key(to, &args[1]));
+            }
+        }
+        "copy" if args.len() > 4 => {
+            let to = args
+                .iter()
+                .skip(3)
+                .zip(args.iter().skip(4))
+                .find(|(o, _)| super::is(o, "DB"))
+                .and_then(|(_, n)| db_arg(n));
+            if let (Some(to), Some(dst)) = (to, keys.get_mut(1)) {
+                *dst = stored_key(to, &args[2]);
+            }
+        }
+        _ => {}
     }
+    keys
 }
 
 /// The arguments of `spec` with every key argument stored for database `db` (`db > 0`).
@@ -82,7 +101,7 @@ fn db_arg(arg: &[u8]) -> Result<u8, Reply> {
 /// SELECT index.
 pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let db = tri!(int32_arg(&args[1], None));
-    if ctx.host.cluster().is_some() && db != 0 {
+    if ctx.session.redis_cluster && db != 0 {
         return err("ERR SELECT is not allowed in cluster mode");
     }
     if !(0..DATABASES).contains(&db) {
@@ -98,7 +117,7 @@ pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// MOVE key db: the key (its value and TTL) into database `db` when it is not there.
 pub fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if ctx.host.cluster().is_some() {
+    if ctx.session.redis_cluster {
         return err("ERR MOVE is not allowed in cluster mode");
     }
     let to = tri!(db_arg(&args[2]));

@@ -247,7 +247,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             replace = true;
         } else if is(&args[i], "DB") && i + 1 < args.len() {
             let n = tri!(int_arg(&args[i + 1]));
-            if ctx.host.cluster().is_some() && n != 0 {
+            if ctx.session.redis_cluster && n != 0 {
                 return err("ERR Copying to another database is not allowed in cluster mode");
             }
             if !(0..db::DATABASES).contains(&n) {
@@ -375,12 +375,18 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
             .random_key(ctx.now_ms)
             .map_or(Reply::Nil, Reply::Bulk);
     };
-    // In a fan-out: random local keys until one is in scope, then a walk of the slots in
-    // scope (so a node whose in-scope keys are few still finds one).
+    // In a fan-out: random local keys until one is in scope (and in the client's
+    // database), then a walk of the slots in scope (so a node whose in-scope keys are few
+    // still finds one).
+    let db = ctx.session.db;
+    let mine = |k: &[u8]| db::split_key(k).0 == db;
+    let client_key = |k: &[u8]| Bytes::copy_from_slice(db::split_key(k).1);
     for _ in 0..32 {
         match ctx.engine.store.random_key(ctx.now_ms) {
             None => return Reply::Nil,
-            Some(k) if scope.includes(key_slot(&k)) => return Reply::Bulk(k),
+            Some(k) if scope.includes(key_slot(&k)) && mine(&k) => {
+                return Reply::Bulk(client_key(&k))
+            }
             Some(_) => {}
         }
     }
@@ -392,8 +398,8 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
         }
         let mut found = None;
         ctx.engine.store.for_each_in_slot(slot, ctx.now_ms, |k, _| {
-            if found.is_none() {
-                found = Some(Bytes::copy_from_slice(k));
+            if found.is_none() && mine(k) {
+                found = Some(client_key(k));
             }
         });
         if let Some(k) = found {
@@ -409,6 +415,19 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
             Reply::Int(db::count_of(ctx, ctx.session.db) as i64)
         }
         None => Reply::Int(ctx.engine.store.len() as i64),
+        Some(scope) if ctx.engine.numbered_dbs.load(Relaxed) => {
+            // A slot holds every database's keys: count the client's.
+            let db = ctx.session.db;
+            let mut n = 0usize;
+            for s in (0..shoal_store::SLOTS).filter(|&s| scope.includes(s)) {
+                if ctx.engine.store.count_in_slot(s) > 0 {
+                    ctx.engine.store.for_each_in_slot(s, ctx.now_ms, |k, _| {
+                        n += usize::from(db::split_key(k).0 == db);
+                    });
+                }
+            }
+            Reply::Int(n as i64)
+        }
         Some(scope) => {
             let n: usize = (0..shoal_store::SLOTS)
                 .filter(|&s| scope.includes(s))
