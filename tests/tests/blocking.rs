@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use redis::Value;
-use shoal_tests::{info_field, send, wait_until, TestCluster, TestNode};
+use shoal_tests::{info_field, read_exact_by, send, wait_until, TestCluster, TestNode};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -90,6 +90,60 @@ fn blocked_clients_are_served_in_the_order_they_blocked() {
     );
     run(&mut admin, "LPUSH r y");
     assert_eq!(answer(second), array(&["r", "y"]));
+}
+
+/// A blocked client's next commands wait for it, as in Redis: a pipelined push after a
+/// BLPOP does not feed the BLPOP (it times out first), and commands sent while it waits are
+/// answered once it is served, without more input.
+#[test]
+fn commands_behind_a_blocked_one_wait_for_it() {
+    let node = TestNode::start();
+    let mut raw = node.raw();
+    send(
+        &mut raw,
+        b"*3\r\n$5\r\nBLPOP\r\n$1\r\nk\r\n$3\r\n0.2\r\n*3\r\n$5\r\nRPUSH\r\n$1\r\nk\r\n$1\r\nx\r\n",
+    );
+    let want = b"*-1\r\n:1\r\n";
+    assert_eq!(read_exact_by(&mut raw, want.len(), WAIT), want);
+
+    // Blocked, then a PING on the same connection: both answered once a push arrives.
+    let mut admin = node.client();
+    run(&mut admin, "DEL k");
+    send(&mut raw, b"*3\r\n$5\r\nBLPOP\r\n$1\r\nk\r\n$1\r\n0\r\n");
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    send(&mut raw, b"*1\r\n$4\r\nPING\r\n");
+    run(&mut admin, "RPUSH k y");
+    let want = b"*2\r\n$1\r\nk\r\n$1\r\ny\r\n+PONG\r\n";
+    assert_eq!(read_exact_by(&mut raw, want.len(), WAIT), want);
+}
+
+/// A key that becomes another type keeps its waiters blocked (Redis's behaviour), and a
+/// wake-up one waiter cannot use goes on to the next.
+#[test]
+fn waiters_stay_blocked_through_another_type_and_pass_wakeups_on() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    let h = spawn(&node.url(), &["BLPOP", "t", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    run(&mut admin, "SET t string");
+    run(&mut admin, "DEL t");
+    run(&mut admin, "RPUSH t x");
+    assert_eq!(
+        answer(h),
+        array(&["t", "x"]),
+        "no WRONGTYPE for the SET in between"
+    );
+
+    // A BZPOPMIN waiter first, a BLPOP waiter second: a list push serves the second.
+    let z = spawn(&node.url(), &["BZPOPMIN", "mixed", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    let l = spawn(&node.url(), &["BLPOP", "mixed", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    run(&mut admin, "RPUSH mixed 1");
+    assert_eq!(answer(l), array(&["mixed", "1"]));
+    run(&mut admin, "DEL mixed");
+    run(&mut admin, "ZADD mixed 2 m");
+    assert_eq!(answer(z), array(&["mixed", "m", "2"]));
 }
 
 #[test]
@@ -308,6 +362,11 @@ fn a_client_in_a_numbered_database_waits_for_its_own_databases_key() {
     run(&mut db1, "RPUSH k in-db-1");
     assert_eq!(answer(h), array(&["k", "in-db-1"]));
     assert_eq!(run(&mut db0, "LRANGE k 0 -1"), array(&["in-db-0"]));
+    // MOVE from database 0 wakes a waiter of database 1.
+    let h = spawn(&url, &["BLPOP", "k", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut db0) == 1));
+    assert_eq!(run(&mut db0, "MOVE k 1"), Value::Int(1));
+    assert_eq!(answer(h), array(&["k", "in-db-0"]));
 }
 
 /// The index of the member that owns `k`, from CLUSTER KEYSLOT, CLUSTER NODES and MYID.

@@ -413,7 +413,13 @@ pub struct Cluster {
     membership: Mutex<Option<shoal_gossip::Membership>>,
     /// This node's own state (gossip mode).
     local_state: Mutex<MemberState>,
+    /// Permits for clients whose blocked wait is forwarded to another node, so that
+    /// thousands of them cannot fill the links' request windows (`router::blocked`).
+    pub blocked_forwards: tokio::sync::Semaphore,
 }
+
+/// Clients of one node whose blocked waits may be forwarded at once; more wait their turn.
+pub const BLOCKED_FORWARDS: usize = 1024;
 
 /// How long this node waits on others, from `cluster-timeout-ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -616,6 +622,7 @@ impl Cluster {
             join_problem: Mutex::new(None),
             membership: Mutex::new(None),
             local_state: Mutex::new(MemberState::Joining),
+            blocked_forwards: tokio::sync::Semaphore::new(BLOCKED_FORWARDS),
         })
     }
 

@@ -37,6 +37,8 @@ pub struct Block {
 pub struct Blocked {
     /// How many registrations exist: 0 makes [`Blocked::signal`] free.
     count: AtomicUsize,
+    /// How many of them are this node's clients (not other nodes' forwarded attempts).
+    clients: AtomicUsize,
     queues: Mutex<Queues>,
 }
 
@@ -65,9 +67,14 @@ impl Waiter {
 }
 
 impl Blocked {
-    /// The number of blocked clients (INFO's `blocked_clients`).
+    /// The number of registrations (this node's clients and other nodes' attempts).
     pub fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// The number of this node's blocked clients (INFO's `blocked_clients`).
+    pub fn clients(&self) -> usize {
+        self.clients.load(Ordering::Relaxed)
     }
 
     /// Wakes the first client waiting on `key`, if any.
@@ -113,6 +120,7 @@ impl Blocked {
         }
         if let Some(id) = client {
             queues.by_client.insert(id, waiter.clone());
+            self.clients.fetch_add(1, Ordering::Relaxed);
         }
         self.count.fetch_add(1, Ordering::AcqRel);
         Registration {
@@ -145,6 +153,26 @@ impl Registration {
     pub fn signalled(&self) -> Signalled<'_> {
         Signalled { reg: self }
     }
+
+    /// Passes a signal this client could not use (what it found was taken, or of another
+    /// type) to the client behind it on each of its keys.
+    pub fn pass_on(&self) {
+        let queues = self
+            .blocked
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for k in &self.keys {
+            let Some(queue) = queues.by_key.get(k) else {
+                continue;
+            };
+            if let Some(at) = queue.iter().position(|w| Arc::ptr_eq(w, &self.waiter)) {
+                if let Some(next) = queue.get(at + 1) {
+                    next.wake();
+                }
+            }
+        }
+    }
 }
 
 impl Drop for Registration {
@@ -167,6 +195,7 @@ impl Drop for Registration {
             }
         }
         if let Some(id) = self.client {
+            self.blocked.clients.fetch_sub(1, Ordering::Relaxed);
             if queues
                 .by_client
                 .get(&id)
@@ -202,6 +231,15 @@ impl Future for Signalled<'_> {
     }
 }
 
+/// The keys a blocking command waits on, as stored for database `db`: the source of BLMOVE
+/// and BRPOPLPUSH (not the destination), every key of the others.
+pub fn waited_keys(spec: &crate::cmd::CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
+    match spec.name {
+        "blmove" | "brpoplpush" => vec![shoal_store::stored_key(db, &args[1])],
+        _ => crate::cmd::db::stored_keys(spec, args, db),
+    }
+}
+
 /// Where a blocking command's timeout is: first for BLMPOP and BZMPOP, last for the rest.
 pub fn timeout_at(spec: &crate::cmd::CommandSpec, args: &[Bytes]) -> usize {
     match spec.name {
@@ -221,15 +259,15 @@ pub fn timeout_of(
     Ok((deadline, Reply::NilArray))
 }
 
-/// A blocking command's timeout argument, as Redis 7 reads it (seconds, a float, cut to
-/// whole milliseconds, so 0.0001 is 0: no timeout): the deadline in Unix ms from `now_ms`,
-/// `None` for no timeout, or Redis's error (an infinite or huge timeout overflows into
-/// "negative" there too).
+/// A blocking command's timeout argument, as Redis 7.0 reads it (seconds, a float, rounded
+/// up to whole milliseconds, so 0.0001 waits 1 ms): the deadline in Unix ms from `now_ms`,
+/// `None` for 0 (no timeout), or Redis's error (an infinite or huge timeout overflows into
+/// "negative" there).
 pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Reply> {
     let secs = crate::cmd::parse_f64(arg)
         .filter(|s| !s.is_nan())
         .ok_or_else(|| Reply::error("ERR timeout is not a float or out of range"))?;
-    let ms = (secs * 1000.0).trunc();
+    let ms = (secs * 1000.0).ceil();
     if !(0.0..9_223_372_036_854_775_808.0).contains(&ms) {
         return Err(Reply::error("ERR timeout is negative"));
     }
@@ -278,6 +316,14 @@ mod tests {
         assert!(b.unblock(2), "CLIENT UNBLOCK finds it");
         assert!(ready(&second));
         assert!(!b.unblock(1), "gone");
+        // A signal the first could not use goes to the one behind it.
+        let third = b.register(std::slice::from_ref(&k), None);
+        second.clear();
+        third.clear();
+        second.pass_on();
+        assert!(ready(&third) && !ready(&second));
+        assert_eq!(b.clients(), 1, "the third is another node's attempt");
+        drop(third);
         drop(second);
         assert_eq!(b.count(), 0);
         let q = b.queues.lock().unwrap();
@@ -291,8 +337,13 @@ mod tests {
     fn timeouts_read_as_redis_reads_them() {
         assert_eq!(parse_timeout(b"0", 1000).unwrap(), None);
         assert_eq!(parse_timeout(b"1.5", 1000).unwrap(), Some(2500));
-        assert_eq!(parse_timeout(b"0.0001", 1000).unwrap(), None, "cut to 0 ms");
-        assert_eq!(parse_timeout(b"0.0019", 1000).unwrap(), Some(1001));
+        assert_eq!(
+            parse_timeout(b"0.0001", 1000).unwrap(),
+            Some(1001),
+            "rounded up"
+        );
+        assert_eq!(parse_timeout(b"0.0019", 1000).unwrap(), Some(1002));
+        assert_eq!(parse_timeout(b"-0.0001", 1000).unwrap(), None, "-0 ms is 0");
         let text = |r: Result<Option<u64>, Reply>| match r {
             Err(Reply::Error(e)) => e.to_string(),
             other => panic!("{other:?}"),

@@ -454,7 +454,7 @@ async fn serve<F: Frontend>(
             limit,
         };
         let closing = loop {
-            let (processed, step) = frontend.process(node, &mut input, &mut replies, now);
+            let (processed, mut step) = frontend.process(node, &mut input, &mut replies, now);
             if processed > 0 {
                 node.engine
                     .stats
@@ -484,6 +484,11 @@ async fn serve<F: Frontend>(
                                 if info.killed.load(Ordering::Relaxed) {
                                     return Close::Killed;
                                 }
+                                // Shutting down: a blocked client is closed at once, as
+                                // Redis closes its blocked clients.
+                                if replies.blocked {
+                                    return stopped(&info);
+                                }
                                 break replies.settle(limit.hard).await;
                             }
                             r = stream.read_buf(&mut input), if watch => match r {
@@ -493,6 +498,11 @@ async fn serve<F: Frontend>(
                                         .stats
                                         .total_net_input_bytes
                                         .fetch_add(n as u64, Ordering::Relaxed);
+                                    // What was read ahead is served next, without waiting
+                                    // for more input.
+                                    if matches!(step, Step::NeedInput) {
+                                        step = Step::Flush;
+                                    }
                                 }
                                 Err(e) => return Close::Io(e),
                             },

@@ -188,18 +188,22 @@ impl Frontend for RespFrontend {
             if let Some(reply) = later {
                 let blocking = shoal_engine::cmd::lookup(&args[0])
                     .is_some_and(|s| s.flags & shoal_engine::cmd::flag::BLOCKING != 0);
-                if suppress {
+                let reply = if suppress {
                     // Still run it (it may write), but send nothing.
-                    let silent = Box::pin(async move {
+                    Box::pin(async move {
                         reply.await;
                         bytes::Bytes::new()
-                    });
-                    replies.push_later(silent);
-                } else if blocking {
-                    replies.push_blocked(reply);
+                    })
                 } else {
-                    replies.push_later(reply);
+                    reply
+                };
+                if blocking {
+                    // A blocked client's next commands wait until it is served, as in Redis
+                    // (they must not overtake it).
+                    replies.push_blocked(reply);
+                    return (processed, Step::Flush);
                 }
+                replies.push_later(reply);
             }
             if session.close {
                 return (processed, Step::Close(Close::Quit));

@@ -3,14 +3,18 @@
 //! The command's handler asked to wait (`Session::block`). Where the keys are owned, the
 //! reply becomes a future that registers the client on the keys (`shoal_engine::blocking`,
 //! first come first served) and runs the command again each time one of them is written,
-//! until it pops something or its timeout passes; dropping the future (the client went
-//! away, CLIENT KILL) leaves the queue without taking anything.
+//! until it pops something or its timeout passes; a wake-up it cannot use (the element was
+//! taken, the key is of another type) goes on to the client behind it. Dropping the future
+//! (the client went away, CLIENT KILL, shutdown) leaves the queue without taking anything.
 //!
 //! On a node that does not own the keys, the client's wait is a series of attempts, each
-//! forwarded to the owner with the timeout cut to half the inter-node request timeout, so
-//! every forwarded request is answered well within that timeout; an attempt that times out
-//! is routed again (to a new owner, after a membership change). At the owner a forwarded
-//! attempt waits as a local client does ([`serve_blocked`]).
+//! forwarded to the owner with the timeout cut to a quarter of the inter-node request
+//! timeout, so that the attempt, its replicas' acks and the trip back fit well inside that
+//! timeout; an attempt that times out is routed again (to a new owner, after a membership
+//! change), after a pause when it ended early (a copy that does not own the keys answers
+//! at once). At the owner a forwarded attempt waits as a local client does
+//! ([`serve_blocked`]). At most [`crate::BLOCKED_FORWARDS`] clients of a node forward
+//! their waits at once, so blocked workers cannot fill the links' request windows.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,14 +26,15 @@ use shoal_engine::client::{ClientInfo, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use shoal_engine::clock::now_ms;
 use shoal_engine::cmd::{self, CommandSpec, ReplyBudget, Session};
 use shoal_resp::{Protocol, Reply};
+use tokio::time::Instant;
 
 use super::local::run_here;
 use super::outbound::{send_to_copies, FailoverOrder};
-use super::outcome::{encode, reply_limit, Outcome, ReplyFuture};
+use super::outcome::{encode, error_bytes, reply_limit, Outcome, ReplyFuture};
 use crate::message::encode_command;
 use crate::plan::{plan, Plan};
 use crate::replicate::{unconfirmed, wait_acks};
-use crate::Server;
+use crate::{handoff, Server};
 
 /// What one more try of a blocked command gave.
 enum Attempt {
@@ -48,7 +53,10 @@ struct Client {
     proto: Protocol,
     db: u8,
     budget: u64,
+    /// Another node's forwarded attempt.
     internal: bool,
+    /// Inside a transaction: answer at once.
+    no_block: bool,
 }
 
 /// Shows a client as blocked (CLIENT LIST's `b`) while it lives.
@@ -76,12 +84,25 @@ impl Client {
             db: session.db,
             budget: session.budget.left() as u64,
             internal: session.internal,
+            no_block: session.no_block,
         }
     }
 
     /// The client's id for CLIENT UNBLOCK (`None` for another node's request).
     fn id(&self) -> Option<u64> {
         (!self.internal).then_some(self.info.id)
+    }
+
+    /// A session to run the command again in.
+    fn session(&self) -> Session {
+        let mut s = Session::new(self.info.clone(), true);
+        s.proto = self.proto;
+        s.db = self.db;
+        s.budget = ReplyBudget::new(self.budget.max(1));
+        s.internal = self.internal;
+        s.no_block = self.no_block;
+        s.block_retry = true;
+        s
     }
 
     /// The reply CLIENT UNBLOCK asked for, if it did.
@@ -91,36 +112,27 @@ impl Client {
         }
         match self.info.unblock.swap(0, Ordering::Relaxed) {
             UNBLOCK_TIMEOUT => Some(encode(&Reply::NilArray, self.proto)),
-            UNBLOCK_ERROR => Some(super::outcome::error_bytes(
-                "UNBLOCKED client unblocked via CLIENT UNBLOCK",
-            )),
+            UNBLOCK_ERROR => Some(error_bytes("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
             _ => None,
         }
-    }
-
-    fn session(&self) -> Session {
-        let mut s = Session::new(self.info.clone(), true);
-        s.proto = self.proto;
-        s.db = self.db;
-        s.budget = ReplyBudget::new(self.budget.max(1));
-        s.internal = self.internal;
-        s
     }
 }
 
 /// Runs the command once more on this node: on the store alone, or in a cluster as the
-/// owner of its keys (replicating what it popped).
-fn attempt(
+/// owner of its keys (fetching keys still on their way here first, replicating what it
+/// popped).
+async fn attempt(
     node: &Arc<Server>,
     client: &Client,
     spec: &'static CommandSpec,
     args: &[Bytes],
+    retry: bool,
 ) -> Attempt {
     let mut session = client.session();
-    let now = now_ms();
+    session.block_retry = retry;
     let proto = client.proto;
     let Some(cluster) = node.cluster.as_ref() else {
-        let reply = cmd::run(&**node, &mut session, spec, args, now, None);
+        let reply = cmd::run(&**node, &mut session, spec, args, now_ms(), None);
         if session.block.is_some() {
             return Attempt::Blocked;
         }
@@ -131,7 +143,30 @@ fn attempt(
     if plan(&view.placement, view.me, cluster.standing(), spec, args) != Plan::Owned {
         return Attempt::Moved;
     }
-    let (reply, acks) = run_here(node, cluster, &view, &mut session, spec, args, now, None);
+    let mut turn = handoff::KeyTurn::none();
+    if !cluster.handoff.settled_in(&view) {
+        let keys = cmd::db::stored_keys(spec, args, client.db);
+        if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms())
+        {
+            let fetched;
+            (fetched, turn) = wait.await;
+            if fetched == handoff::Fetched::Unanswered {
+                return Attempt::Blocked;
+            }
+        }
+    }
+    let view = cluster.view();
+    let (reply, acks) = run_here(
+        node,
+        cluster,
+        &view,
+        &mut session,
+        spec,
+        args,
+        now_ms(),
+        None,
+    );
+    drop(turn);
     if session.block.is_some() {
         return Attempt::Blocked;
     }
@@ -146,39 +181,60 @@ fn attempt(
     }))
 }
 
+/// How a wait here ended.
+enum Waited {
+    /// Served: the reply to send once the registration is dropped (so the next client is
+    /// woken without waiting for this one's replica acks).
+    Served(ReplyFuture),
+    /// The deadline passed.
+    TimedOut,
+    /// The keys moved elsewhere.
+    Moved,
+}
+
 /// Waits on the registration's keys, trying the command again at each signal, until it is
-/// served (`Some`), the deadline passes or the keys move elsewhere (`None`).
+/// served, `until` passes or the keys move elsewhere. `ran`: the command already ran once
+/// (its errors were answered), so keys of another type are waited past from the first try.
+#[allow(clippy::too_many_arguments)]
 async fn wait_here(
     node: &Arc<Server>,
     reg: &Registration,
     client: &Client,
     spec: &'static CommandSpec,
     args: &[Bytes],
-    deadline: Option<tokio::time::Instant>,
-) -> Option<Bytes> {
+    until: Option<Instant>,
+    ran: bool,
+) -> Waited {
+    let mut woken = false;
     loop {
         // Cleared before looking: a write while looking wakes the wait below at once. (The
         // first look also covers a write between the handler's look and the registration.)
         reg.clear();
-        match attempt(node, client, spec, args) {
-            Attempt::Served(reply) => return Some(reply.await),
-            Attempt::Moved => return None,
+        match attempt(node, client, spec, args, ran || woken).await {
+            Attempt::Served(reply) => return Waited::Served(reply),
+            Attempt::Moved => return Waited::Moved,
+            // A wake-up this client could not use is the next one's.
+            Attempt::Blocked if woken => reg.pass_on(),
             Attempt::Blocked => {}
         }
-        match deadline {
-            Some(at) => tokio::time::timeout_at(at, reg.signalled()).await.ok()?,
+        match until {
+            Some(at) => {
+                if tokio::time::timeout_at(at, reg.signalled()).await.is_err() {
+                    return Waited::TimedOut;
+                }
+            }
             None => reg.signalled().await,
         }
+        woken = true;
         if let Some(reply) = client.unblocked() {
-            return Some(reply);
+            return Waited::Served(Box::pin(async move { reply }));
         }
     }
 }
 
 /// When a block ends (Unix ms), as the runtime's clock reads it.
-fn deadline_of(deadline_ms: Option<u64>) -> Option<tokio::time::Instant> {
-    deadline_ms
-        .map(|at| tokio::time::Instant::now() + Duration::from_millis(at.saturating_sub(now_ms())))
+fn deadline_of(deadline_ms: Option<u64>) -> Option<Instant> {
+    deadline_ms.map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now_ms())))
 }
 
 /// A single node's blocked command.
@@ -195,18 +251,22 @@ pub(super) fn single(
     let (node, args) = (node.clone(), args.to_vec());
     Outcome::Later(Box::pin(async move {
         let _shown = shown;
-        let deadline = deadline_of(block.deadline_ms);
-        match wait_here(&node, &reg, &client, spec, &args, deadline).await {
-            Some(bytes) => bytes,
-            None => encode(&block.timeout_reply, client.proto),
+        let until = deadline_of(block.deadline_ms);
+        let waited = wait_here(&node, &reg, &client, spec, &args, until, true).await;
+        drop(reg);
+        match waited {
+            Waited::Served(reply) => reply.await,
+            Waited::TimedOut | Waited::Moved => encode(&block.timeout_reply, client.proto),
         }
     }))
 }
 
 /// A client's blocked command in a cluster: `block` when it already ran here (owned) and
-/// blocked, `None` when it is to be forwarded. Each round waits here while this node owns
-/// the keys, else forwards an attempt; routed again after each round. Inside a transaction
-/// (`session.no_block`) a forwarded attempt waits a millisecond only.
+/// blocked, `None` when it has not run yet (forwarded, or owned while keys may still be on
+/// their way here). Each round waits here, for at most a quarter of the request timeout so
+/// that keys arriving by hand-off are looked at, while this node owns the keys, else
+/// forwards an attempt; routed again after each round. Inside a transaction
+/// (`session.no_block`) it makes one attempt, answered at once.
 pub(super) fn clustered(
     node: &Arc<Server>,
     session: &Session,
@@ -225,21 +285,23 @@ pub(super) fn clustered(
         },
     };
     let client = Client::of(session);
+    let waited = blocking::waited_keys(spec, args, client.db);
     // Registered on the keys while it waits here; on none while it forwards, for CLIENT
     // UNBLOCK to find it.
+    let mut here = block.is_some();
+    // Whether the command ran once already (its errors answered).
+    let mut ran = block.is_some();
     let mut reg = Some(
         node.engine
             .blocked
-            .register(block.as_ref().map_or(&[][..], |b| &b.keys[..]), client.id()),
+            .register(if here { &waited[..] } else { &[] }, client.id()),
     );
-    let mut here = block.is_some();
     let shown = ShownBlocked::new(&client.info);
-    // Inside a transaction: one attempt, of a millisecond.
-    let deadline = match session.no_block {
-        true => Some(tokio::time::Instant::now()),
+    let deadline = match client.no_block {
+        true => Some(Instant::now()),
         false => deadline_of(deadline_ms),
     };
-    let chunk = cluster.timeouts.request / 2;
+    let chunk = cluster.timeouts.request / 4;
     let (node, args) = (node.clone(), args.to_vec());
     let limit = reply_limit(session);
     Outcome::Later(Box::pin(async move {
@@ -247,19 +309,28 @@ pub(super) fn clustered(
         let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
         let timed_out = encode(&timeout_reply, client.proto);
         loop {
+            let started = Instant::now();
+            let round_end = deadline.map_or(started + chunk, |d| d.min(started + chunk));
             let view = cluster.view();
             match plan(&view.placement, view.me, cluster.standing(), spec, &args) {
                 Plan::Owned => {
                     if !here {
                         drop(reg.take());
-                        let keys = cmd::db::stored_keys(spec, &args, client.db);
-                        reg = Some(node.engine.blocked.register(&keys, client.id()));
+                        reg = Some(node.engine.blocked.register(&waited, client.id()));
                         here = true;
                     }
-                    let reg = reg.as_ref().expect("registered above");
-                    if let Some(bytes) = wait_here(&node, reg, &client, spec, &args, deadline).await
-                    {
-                        return bytes;
+                    let r = reg.as_ref().expect("registered above");
+                    let until = if client.no_block {
+                        deadline
+                    } else {
+                        Some(round_end)
+                    };
+                    match wait_here(&node, r, &client, spec, &args, until, ran).await {
+                        Waited::Served(reply) => {
+                            drop(reg.take());
+                            return reply.await;
+                        }
+                        Waited::TimedOut | Waited::Moved => ran = true,
                     }
                 }
                 Plan::Forward { owners, access } => {
@@ -268,46 +339,66 @@ pub(super) fn clustered(
                         reg = Some(node.engine.blocked.register(&[], client.id()));
                         here = false;
                     }
-                    let left =
-                        deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
-                    let wait = left.map_or(chunk, |l| l.min(chunk));
-                    let body = encode_command(
-                        client.proto,
-                        client.db,
-                        None,
-                        &with_timeout(spec, &args, wait),
-                        cluster.deadline_ms(),
-                        limit,
-                    );
-                    let slots = spec
-                        .key_positions(&args)
-                        .map(|p| shoal_store::key_slot(&args[p]))
-                        .collect();
-                    let turn = FailoverOrder::default().turn();
-                    let bytes =
-                        send_to_copies(node.clone(), view, owners, body, access, turn, slots).await;
-                    if bytes != timed_out {
-                        return bytes;
-                    }
-                    if let Some(reply) = client.unblocked() {
-                        return reply;
+                    // A permit first: past BLOCKED_FORWARDS clients wait their turn.
+                    let permit = match deadline {
+                        Some(d) => tokio::time::timeout_at(d, cluster.blocked_forwards.acquire())
+                            .await
+                            .ok()
+                            .and_then(Result::ok),
+                        None => cluster.blocked_forwards.acquire().await.ok(),
+                    };
+                    if let Some(_permit) = permit {
+                        let wait = round_end.saturating_duration_since(Instant::now());
+                        let body = encode_command(
+                            client.proto,
+                            client.db,
+                            None,
+                            &with_timeout(spec, &args, wait),
+                            cluster.deadline_ms(),
+                            limit,
+                        );
+                        let slots = spec
+                            .key_positions(&args)
+                            .map(|p| shoal_store::key_slot(&args[p]))
+                            .collect();
+                        let turn = FailoverOrder::default().turn();
+                        let bytes =
+                            send_to_copies(node.clone(), view, owners, body, access, turn, slots)
+                                .await;
+                        if bytes != timed_out {
+                            return bytes;
+                        }
+                        ran = true;
                     }
                 }
                 Plan::CrossSlot => {
-                    return super::outcome::error_bytes(&format!(
+                    return error_bytes(&format!(
                         "CROSSSLOT Keys in request are owned by different nodes, so {} \
                          cannot be atomic; keep them together with a {{hash tag}}",
                         spec.name.to_ascii_uppercase()
                     ))
                 }
-                _ => {
-                    return super::outcome::error_bytes(
-                        "TRYAGAIN the cluster is changing; retry in a moment",
-                    )
-                }
+                _ => return error_bytes("TRYAGAIN the cluster is changing; retry in a moment"),
             }
-            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            if let Some(reply) = client.unblocked() {
+                return reply;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 return timed_out;
+            }
+            // A round that ended early (a copy that no longer owns the keys answered at
+            // once): wait for a membership change, or the rest of the round, before the next.
+            if Instant::now() < round_end {
+                let seen = cluster.view().id;
+                let mut changes = cluster.subscribe();
+                let _ = tokio::time::timeout_at(round_end, async {
+                    while cluster.view().id == seen {
+                        if changes.changed().await.is_err() {
+                            break;
+                        }
+                    }
+                })
+                .await;
             }
         }
     }))
@@ -328,20 +419,22 @@ pub fn serve_blocked(
         return Box::pin(async move { encode(&block.timeout_reply, proto) });
     };
     let reg = node.engine.blocked.register(&block.keys, None);
-    let mut client = Client {
+    let client = Client {
         info: info.clone(),
         proto,
         db,
         budget: cmd::FORWARDED_REPLY_MAX as u64,
         internal: true,
+        no_block: false,
     };
-    client.budget = client.budget.max(1);
     let (node, args) = (node.clone(), args.to_vec());
     Box::pin(async move {
-        let deadline = deadline_of(block.deadline_ms);
-        match wait_here(&node, &reg, &client, spec, &args, deadline).await {
-            Some(bytes) => bytes,
-            None => encode(&block.timeout_reply, proto),
+        let until = deadline_of(block.deadline_ms);
+        let waited = wait_here(&node, &reg, &client, spec, &args, until, true).await;
+        drop(reg);
+        match waited {
+            Waited::Served(reply) => reply.await,
+            Waited::TimedOut | Waited::Moved => encode(&block.timeout_reply, proto),
         }
     })
 }
@@ -349,7 +442,7 @@ pub fn serve_blocked(
 /// `args` with its timeout argument set to `wait` (in seconds, to the millisecond).
 fn with_timeout(spec: &CommandSpec, args: &[Bytes], wait: Duration) -> Vec<Bytes> {
     let mut out = args.to_vec();
-    let at = shoal_engine::blocking::timeout_at(spec, args);
+    let at = blocking::timeout_at(spec, args);
     // At least a millisecond: 0 would wait for ever.
     let ms = wait.as_millis().max(1);
     out[at] = Bytes::from(format!("{}.{:03}", ms / 1000, ms % 1000));
@@ -366,32 +459,35 @@ fn plain_forward(
 ) -> Outcome {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let view = cluster.view();
-    let Plan::Forward { owners, access } =
-        plan(&view.placement, view.me, cluster.standing(), spec, args)
-    else {
-        return Outcome::Reply(shoal_resp::Reply::error(
-            "TRYAGAIN the cluster is changing; retry in a moment",
-        ));
-    };
-    let body = encode_command(
-        session.proto,
-        session.db,
-        None,
-        args,
-        cluster.deadline_ms(),
-        reply_limit(session),
-    );
-    let slots = spec
-        .key_positions(args)
-        .map(|p| shoal_store::key_slot(&args[p]))
-        .collect();
-    super::outbound::forward(
-        node,
-        view,
-        owners,
-        body,
-        access,
-        FailoverOrder::default().turn(),
-        slots,
-    )
+    match plan(&view.placement, view.me, cluster.standing(), spec, args) {
+        Plan::Forward { owners, access } => {
+            let body = encode_command(
+                session.proto,
+                session.db,
+                None,
+                args,
+                cluster.deadline_ms(),
+                reply_limit(session),
+            );
+            let slots = spec
+                .key_positions(args)
+                .map(|p| shoal_store::key_slot(&args[p]))
+                .collect();
+            super::outbound::forward(
+                node,
+                view,
+                owners,
+                body,
+                access,
+                FailoverOrder::default().turn(),
+                slots,
+            )
+        }
+        // Owned here: the handler answers the error.
+        _ => {
+            let mut s = Client::of(session).session();
+            s.block_retry = false;
+            Outcome::Reply(cmd::run(&**node, &mut s, spec, args, now_ms(), None))
+        }
+    }
 }

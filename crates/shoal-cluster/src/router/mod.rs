@@ -344,6 +344,12 @@ fn route(
             let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             with_acks(reply, proto, acks, cluster.timeouts.half)
         }
+        // While keys may still be arriving here, a blocking command fetches them in its wait.
+        Plan::Owned
+            if spec.flags & cmd::flag::BLOCKING != 0 && !cluster.handoff.settled_in(&view) =>
+        {
+            blocked::clustered(node, session, spec, args, None)
+        }
         Plan::Owned => {
             let outcome = run_owned(node, cluster, &view, session, spec, args, now_ms);
             match session.block.take() {

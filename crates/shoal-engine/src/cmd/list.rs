@@ -488,8 +488,9 @@ fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Reply {
 
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
 pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
+    // Redis reads the keys and options before the timeout.
     let (keys, right, count) = tri!(super::mpop_args(args, 2, ["LEFT", "RIGHT"]));
+    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
     let end = if right { End::Right } else { End::Left };
     match mpop(ctx, keys, end, count, false) {
         Some(reply) => reply,
@@ -512,6 +513,16 @@ pub fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn block_move(ctx: &mut Ctx<'_>, args: &[Bytes], timeout: &[u8], from: End, to: End) -> Reply {
     let deadline = tri!(parse_timeout(timeout, ctx.now_ms));
+    if ctx.session.block_retry {
+        // Woken again: a source that became another type is waited past.
+        let kind = ctx
+            .engine
+            .store
+            .read(&args[1], ctx.now_ms, Access::Peek, |e| e.map(|e| e.kind));
+        if kind.is_some_and(|k| k != Kind::List) {
+            return super::block_on(ctx, &args[1..2], deadline, Reply::Nil);
+        }
+    }
     match move_generic(ctx, &args[1], &args[2], from, to) {
         Reply::Nil => super::block_on(ctx, &args[1..2], deadline, Reply::Nil),
         reply => reply,
@@ -524,9 +535,12 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], end: End, count: u64, flat: bool) -> 
     let engine = ctx.engine;
     let budget = &mut ctx.session.budget;
     for key in keys {
+        let retry = ctx.session.block_retry;
         let popped = engine.store.write(key, ctx.now_ms, |slot| {
             if let Err(e) = check_slot(slot) {
-                return Some(e);
+                // Woken again: a key that became another type is waited past (Redis keeps
+                // the client blocked).
+                return (!retry).then_some(e);
             }
             if !slot.exists() {
                 return None;

@@ -726,6 +726,9 @@ pub struct Session {
     pub block: Option<crate::blocking::Block>,
     /// Blocking commands answer at once (inside a transaction, as in Redis).
     pub no_block: bool,
+    /// A blocked command runs again after a wake-up: keys of another type are waited past
+    /// instead of answering WRONGTYPE (Redis keeps such a client blocked).
+    pub block_retry: bool,
 }
 
 impl Session {
@@ -747,6 +750,7 @@ impl Session {
             monitor: false,
             block: None,
             no_block: false,
+            block_retry: false,
         }
     }
 }
@@ -916,8 +920,9 @@ pub fn run(
     // A write may give a blocked client something to pop (a command that blocked wrote
     // nothing, and must not wake itself).
     if spec.flags & WRITE != 0 && node.blocked.count() > 0 && session.block.is_none() {
-        for i in spec.key_positions(keyed) {
-            node.blocked.signal(&keyed[i]);
+        // Its keys as stored, with MOVE's and COPY ... DB's key in the other database.
+        for k in db::stored_keys(spec, args, session.db) {
+            node.blocked.signal(&k);
         }
     }
     let usec = started.elapsed().as_micros() as u64;

@@ -211,7 +211,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             "clients" => {
                 line!("connected_clients:{}", node.clients.len());
                 line!("maxclients:{}", settings.maxclients);
-                line!("blocked_clients:{}", node.blocked.count());
+                line!("blocked_clients:{}", node.blocked.clients());
                 line!("tracking_clients:0");
                 section("Clients", b);
             }

@@ -770,8 +770,9 @@ fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
 
 /// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
 pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
+    // Redis reads the keys and options before the timeout.
     let (keys, highest, count) = tri!(super::mpop_args(args, 2, ["MIN", "MAX"]));
+    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
     match mpop(ctx, keys, highest, count, false) {
         Some(reply) => reply,
         None => super::block_on(ctx, keys, deadline, Reply::NilArray),
@@ -785,9 +786,12 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], highest: bool, count: u64, flat: bool
     let engine = ctx.engine;
     let budget = &mut ctx.session.budget;
     for key in keys {
+        let retry = ctx.session.block_retry;
         let popped = engine.store.write(key, ctx.now_ms, |slot| {
             if let Err(e) = check_slot(slot) {
-                return Some(e);
+                // Woken again: a key that became another type is waited past (Redis keeps
+                // the client blocked).
+                return (!retry).then_some(e);
             }
             if !slot.exists() {
                 return None;
