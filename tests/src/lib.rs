@@ -329,6 +329,44 @@ impl TestCluster {
         }
     }
 
+    /// The index of the member that owns `key`'s slot (CLUSTER KEYSLOT and CLUSTER NODES
+    /// asked of a running member, the owner's id matched with each member's CLUSTER MYID).
+    pub fn owner_index(&self, key: &str) -> usize {
+        let ask = self.live().next().expect("a member runs");
+        let mut con = ask.client();
+        let slot: i64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut con)
+            .unwrap();
+        let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
+        let owner = nodes
+            .lines()
+            .find_map(|line| {
+                let f: Vec<&str> = line.split(' ').collect();
+                f[8..]
+                    .iter()
+                    .any(|r| {
+                        let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+                        (lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()).contains(&slot)
+                    })
+                    .then(|| f[0].to_string())
+            })
+            .unwrap_or_else(|| panic!("slot {slot} has no owner in {nodes}"));
+        self.members
+            .iter()
+            .position(|m| {
+                m.is_running() && {
+                    let id: String = redis::cmd("CLUSTER")
+                        .arg("MYID")
+                        .query(&mut m.client())
+                        .unwrap();
+                    id == owner
+                }
+            })
+            .expect("the owner is a running member")
+    }
+
     /// Members still running.
     pub fn live(&self) -> impl Iterator<Item = &ClusterMember> {
         self.members.iter().filter(|m| m.is_running())

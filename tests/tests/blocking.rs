@@ -369,40 +369,6 @@ fn a_client_in_a_numbered_database_waits_for_its_own_databases_key() {
     assert_eq!(answer(h), array(&["k", "in-db-0"]));
 }
 
-/// The index of the member that owns `k`, from CLUSTER KEYSLOT, CLUSTER NODES and MYID.
-fn owner_index(c: &TestCluster, k: &str) -> usize {
-    let mut con = c.members[0].client();
-    let slot: i64 = redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(k)
-        .query(&mut con)
-        .unwrap();
-    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
-    let owner = nodes
-        .lines()
-        .find_map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            f[8..]
-                .iter()
-                .any(|r| {
-                    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-                    (lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()).contains(&slot)
-                })
-                .then(|| f[0].to_string())
-        })
-        .expect("the slot has an owner");
-    c.members
-        .iter()
-        .position(|m| {
-            let id: String = redis::cmd("CLUSTER")
-                .arg("MYID")
-                .query(&mut m.client())
-                .unwrap();
-            id == owner
-        })
-        .expect("the owner is a member")
-}
-
 fn forwarded(con: &mut redis::Connection) -> u64 {
     info_field(con, "shoal_forwarded").parse().unwrap()
 }
@@ -413,7 +379,7 @@ fn in_a_cluster_a_client_blocked_on_any_node_is_woken_by_a_push_through_any_othe
     let c = TestCluster::start(3, |cfg| cfg.cluster_timeout_ms = 300);
     let key = (0..)
         .map(|i| format!("queue:{i}"))
-        .find(|k| owner_index(&c, k) == 1)
+        .find(|k| c.owner_index(k) == 1)
         .unwrap();
     let mut n0 = c.members[0].client();
     let mut n1 = c.members[1].client();

@@ -514,13 +514,7 @@ fn collections_have_two_copies_and_survive_their_owners_crash() {
         .arg("changed")
         .query(&mut c)
         .unwrap();
-    let owner = owner_of(&mut c, "big");
-    let victim = cluster
-        .members
-        .iter()
-        .position(|m| my_id(&mut m.client()) == owner)
-        .expect("the owner is a member");
-    cluster.crash(victim);
+    cluster.crash(cluster.owner_index("big"));
     for m in cluster.live() {
         let mut c = m.client();
         for i in 0..KEYS {
@@ -1372,13 +1366,7 @@ fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
     let n: i64 = redis::cmd("DBSIZE").query(&mut db0).unwrap();
     assert_eq!(n, KEYS as i64, "database 0 holds its own keys only");
     // The owner of a key crashes: its database-5 copy is served by the replica.
-    let owner = owner_of(&mut db0, &key(0));
-    let victim = cluster
-        .members
-        .iter()
-        .position(|m| my_id(&mut m.client()) == owner)
-        .expect("the owner is a member");
-    cluster.crash(victim);
+    cluster.crash(cluster.owner_index(&key(0)));
     for m in cluster.live() {
         let mut c = in_db(m, 5);
         for i in 0..KEYS {

@@ -480,10 +480,9 @@ pub fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Reply {
     let deadline = tri!(parse_timeout(&args[args.len() - 1], ctx.now_ms));
     let keys = &args[1..args.len() - 1];
-    match mpop(ctx, keys, end, 1, true) {
-        Some(reply) => reply,
-        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
-    }
+    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
+        mpop(ctx, keys, end, 1, true)
+    })
 }
 
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
@@ -492,10 +491,9 @@ pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (keys, right, count) = tri!(super::mpop_args(args, 2, ["LEFT", "RIGHT"]));
     let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
     let end = if right { End::Right } else { End::Left };
-    match mpop(ctx, keys, end, count, false) {
-        Some(reply) => reply,
-        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
-    }
+    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
+        mpop(ctx, keys, end, count, false)
+    })
 }
 
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.

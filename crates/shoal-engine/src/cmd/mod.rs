@@ -1322,6 +1322,21 @@ pub fn mpop_args<'a>(
     Ok((&args[at + 1..end_at], second, count.unwrap_or(1)))
 }
 
+/// A blocking pop (BLPOP, BZPOPMIN, BLMPOP, ...): what `pop` takes from the first of
+/// `keys` that has something, else a wait on all of them until `deadline_ms` (a null array
+/// if nothing comes).
+pub fn pop_or_block(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    deadline_ms: Option<u64>,
+    pop: impl FnOnce(&mut Ctx<'_>, &[Bytes]) -> Option<Reply>,
+) -> Reply {
+    match pop(ctx, keys) {
+        Some(reply) => reply,
+        None => block_on(ctx, keys, deadline_ms, Reply::NilArray),
+    }
+}
+
 /// A blocking command found nothing: asks the layer above to wait on `keys` (stored keys)
 /// until `deadline_ms`. Answers `now`, what a command that may not block (inside MULTI)
 /// answers at once; after a wait that times out every blocking command answers a null

@@ -762,10 +762,9 @@ pub fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
     let deadline = tri!(parse_timeout(&args[args.len() - 1], ctx.now_ms));
     let keys = &args[1..args.len() - 1];
-    match mpop(ctx, keys, highest, 1, true) {
-        Some(reply) => reply,
-        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
-    }
+    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
+        mpop(ctx, keys, highest, 1, true)
+    })
 }
 
 /// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
@@ -773,10 +772,9 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // Redis reads the keys and options before the timeout.
     let (keys, highest, count) = tri!(super::mpop_args(args, 2, ["MIN", "MAX"]));
     let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
-    match mpop(ctx, keys, highest, count, false) {
-        Some(reply) => reply,
-        None => super::block_on(ctx, keys, deadline, Reply::NilArray),
-    }
+    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
+        mpop(ctx, keys, highest, count, false)
+    })
 }
 
 /// Pops up to `count` members from the first of `keys` that holds a sorted set, answering
