@@ -1334,8 +1334,10 @@ fn the_status_page_shows_the_cluster_in_chromium() {
 }
 
 /// Numbered databases in a cluster: a key of database 5 lives with its client key's copies
-/// (two of them), is reached through any node with its database, survives its owner's crash
-/// at the replica, and stays apart from database 0's key of the same name.
+/// (two of them), is reached through any node with its database, survives a FLUSHDB of
+/// database 0 on nodes whose clients never selected database 5 (they hold its keys by
+/// replication only) and its owner's crash, and stays apart from database 0's key of the
+/// same name.
 #[test]
 fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
     let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
@@ -1344,44 +1346,62 @@ fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
         let _: () = redis::cmd("SELECT").arg(db).query(&mut c).unwrap();
         c
     };
-    let mut db5: Vec<redis::Connection> = cluster.members.iter().map(|m| in_db(m, 5)).collect();
-    let mut db0 = cluster.members[0].client();
-    for i in 0..KEYS {
+    // Only n0's client selects database 5, and writes keys n0 owns: n1 and n2 hold them by
+    // replication only (no client of theirs, no forwarded command, named database 5).
+    let mut db5 = in_db(&cluster.members[0], 5);
+    let mut db0: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    let keys: Vec<usize> = (0..KEYS * 4)
+        .filter(|&i| cluster.owner_index(&key(i)) == 0)
+        .take(KEYS / 3)
+        .collect();
+    for &i in &keys {
         let k = key(i);
         let _: () = redis::cmd("SET")
             .arg(&k)
             .arg(format!("five:{i}"))
-            .query(&mut db5[i % 3])
+            .query(&mut db5)
             .unwrap();
-        let _: () = db0.set(&k, format!("zero:{i}")).unwrap();
+        let _: () = db0[i % 3].set(&k, format!("zero:{i}")).unwrap();
         let _: i64 = redis::cmd("RPUSH")
-            .arg(format!("l:{i}"))
+            .arg(format!("{{{}}}:l", key(i)))
             .arg(i)
-            .query(&mut db5[(i + 1) % 3])
+            .query(&mut db5)
             .unwrap();
-        assert_eq!(holders(&mut db5, &k), 2, "{k} in database 5");
     }
-    let n: i64 = redis::cmd("DBSIZE").query(&mut db5[1]).unwrap();
-    assert_eq!(n, 2 * KEYS as i64, "DBSIZE of database 5, through n1");
-    let n: i64 = redis::cmd("DBSIZE").query(&mut db0).unwrap();
-    assert_eq!(n, KEYS as i64, "database 0 holds its own keys only");
-    // The owner of a key crashes: its database-5 copy is served by the replica.
-    cluster.crash(cluster.owner_index(&key(0)));
+    let n: i64 = redis::cmd("DBSIZE").query(&mut db0[1]).unwrap();
+    assert_eq!(n, keys.len() as i64, "database 0 holds its own keys only");
+    // FLUSHDB of database 0 through n1 leaves database 5 whole on every copy.
+    let _: () = redis::cmd("FLUSHDB").query(&mut db0[1]).unwrap();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut db0[2]).unwrap();
+    assert_eq!(n, 0);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut db5).unwrap();
+    assert_eq!(n, 2 * keys.len() as i64, "DBSIZE of database 5");
+    // Two copies of each database-5 key, as each node reports for itself.
+    let mut per_node: Vec<redis::Connection> =
+        cluster.members.iter().map(|m| in_db(m, 5)).collect();
+    for &i in &keys {
+        assert_eq!(
+            holders(&mut per_node, &key(i)),
+            2,
+            "{} in database 5",
+            key(i)
+        );
+    }
+    drop(per_node);
+    // Their owner crashes: the database-5 copies are served by the replicas.
+    cluster.crash(0);
     for m in cluster.live() {
         let mut c = in_db(m, 5);
-        for i in 0..KEYS {
+        for &i in &keys {
             let v: String = redis::cmd("GET").arg(key(i)).query(&mut c).unwrap();
             assert_eq!(v, format!("five:{i}"), "{} via {}", key(i), m.name);
             let l: Vec<String> = redis::cmd("LRANGE")
-                .arg(format!("l:{i}"))
+                .arg(format!("{{{}}}:l", key(i)))
                 .arg(0)
                 .arg(-1)
                 .query(&mut c)
                 .unwrap();
             assert_eq!(l, vec![i.to_string()]);
         }
-        let mut c0 = m.client();
-        let v: String = c0.get(key(0)).unwrap();
-        assert_eq!(v, "zero:0", "via {}", m.name);
     }
 }

@@ -534,9 +534,16 @@ fn send_back(conn: &mut PeerConn, keys: &[Bytes], hold: Duration) {
 /// True if this node holds no copy of the one key of a command under its own view and
 /// does not have it either.
 fn not_here(node: &Server, view: &View, keys: &[Bytes], now: u64) -> bool {
-    let [key] = keys else { return false };
-    !view.owners(shoal_store::key_slot(key)).contains(&view.me)
-        && node.engine.store.key_state(key, now) == KeyState::Absent
+    // One slot (a key, or MOVE's key in two databases): no copy of it here, none held.
+    let Some(first) = keys.first() else {
+        return false;
+    };
+    let slot = shoal_store::key_slot(first);
+    keys.iter().all(|k| shoal_store::key_slot(k) == slot)
+        && !view.owners(slot).contains(&view.me)
+        && keys
+            .iter()
+            .all(|k| node.engine.store.key_state(k, now) == KeyState::Absent)
 }
 
 #[cfg(test)]

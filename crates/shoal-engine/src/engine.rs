@@ -62,6 +62,14 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// Whether keys of databases other than 0 may exist here (one was selected, moved to or
+    /// swapped, or the store took such a key, also from another node): the commands that
+    /// count, list or flush keys must then tell the databases apart (`cmd::db`).
+    pub fn numbered_dbs(&self) -> bool {
+        self.numbered_dbs.load(std::sync::atomic::Ordering::Relaxed)
+            || self.store.has_numbered_keys()
+    }
+
     /// An engine on `config` (`config_file` is what CONFIG REWRITE would write).
     pub fn new(config: NodeConfig, config_file: Option<String>) -> Engine {
         let policy = EvictionPolicy::from_str(&config.maxmemory_policy).unwrap_or_default();

@@ -38,7 +38,13 @@ pub fn crc16(bytes: &[u8]) -> u16 {
 /// `{` and the first `}` after it, only those bytes are hashed, so related keys share a slot.
 /// A stored key of a numbered database has its client key's slot.
 pub fn key_slot(key: &[u8]) -> u16 {
-    crc16(hash_tag(split_key(key).1)) & (SLOTS - 1)
+    // Every prefix off: a key of a numbered database whose client key itself starts with
+    // the prefix is routed by the client key's slot, which skips it too.
+    let mut key = key;
+    while let (1.., rest) = split_key(key) {
+        key = rest;
+    }
+    crc16(hash_tag(key)) & (SLOTS - 1)
 }
 
 /// The prefix of a stored key of database `n > 0`, before `n`.
@@ -59,7 +65,7 @@ pub fn stored_key(db: u8, key: &[u8]) -> bytes::Bytes {
 /// The database and the client's key of a stored key.
 pub fn split_key(stored: &[u8]) -> (u8, &[u8]) {
     match stored {
-        [0xFF, 0xDB, 0x00, db, key @ ..] if *db != 0 => (*db, key),
+        [0xFF, 0xDB, 0x00, db @ 1..=15, key @ ..] => (*db, key),
         _ => (0, stored),
     }
 }

@@ -2,7 +2,9 @@
 //! (`used_memory`, key counts) and for the configuration.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed,
+};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
@@ -184,9 +186,16 @@ struct Shared {
     tombstone_ttl: AtomicU64,
     /// Shard where the last `expire_cycle` stopped.
     expire_cursor: AtomicUsize,
-    /// `apply` refuses states older than this (set by FLUSHALL in a cluster).
-    apply_floor: AtomicU64,
+    /// `apply` refuses states older than these, one per database (set by FLUSHALL, and
+    /// FLUSHDB for its database, in a cluster).
+    apply_floor: [AtomicU64; DATABASES],
+    /// A key of a database other than 0 was stored here once (by a command, replication,
+    /// hand-off or fetch): listings must then tell the databases apart.
+    numbered: AtomicBool,
 }
+
+/// Databases a stored key may belong to (its prefix's number, `slot::split_key`).
+pub const DATABASES: usize = 16;
 
 impl Shared {
     fn policy(&self) -> EvictionPolicy {
@@ -223,6 +232,14 @@ pub struct Slot<'a> {
 }
 
 impl Slot<'_> {
+    /// Stores a new item for this slot's key (noting a numbered database's key).
+    fn insert_item(&mut self, item: Item) {
+        if crate::slot::split_key(self.key).0 != 0 {
+            self.shared.numbered.store(true, Relaxed);
+        }
+        self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
+    }
+
     pub fn key(&self) -> &[u8] {
         self.key
     }
@@ -296,7 +313,7 @@ impl Slot<'_> {
             if changed && !c.is_empty() {
                 let version = self.shard.next_version(now);
                 let item = Item::new_coll(self.key, c, 0, self.clock.initial(), version);
-                self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
+                self.insert_item(item);
             }
             return r;
         };
@@ -390,7 +407,7 @@ impl Slot<'_> {
             Some(i) => self.shard.replace_coll(i, value, version),
             None => {
                 let item = Item::new_coll(self.key, value, 0, self.clock.initial(), version);
-                self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
+                self.insert_item(item);
             }
         }
     }
@@ -442,7 +459,7 @@ impl Slot<'_> {
                     self.clock.initial(),
                     version,
                 );
-                self.idx = Some(self.shard.insert(hasher, self.hash, item));
+                self.insert_item(item);
             }
         }
     }
@@ -572,7 +589,7 @@ impl Slot<'_> {
                         Item::new_coll(self.key, c, at, self.clock.initial(), version)
                     }
                 };
-                self.idx = Some(self.shard.insert(hasher, self.hash, item));
+                self.insert_item(item);
             }
         }
         true
@@ -642,7 +659,8 @@ impl Store {
                 volatile: AtomicU64::new(0),
                 tombstone_ttl: AtomicU64::new(0),
                 expire_cursor: AtomicUsize::new(0),
-                apply_floor: AtomicU64::new(0),
+                apply_floor: Default::default(),
+                numbered: AtomicBool::new(false),
             },
         }
     }
@@ -1173,7 +1191,7 @@ impl Store {
     pub fn apply(&self, key: &[u8], state: &KeyState, now_ms: u64) -> bool {
         let (version, live) = match state {
             KeyState::Live { version, .. } | KeyState::Deleted { version }
-                if *version < self.shared.apply_floor.load(Relaxed) =>
+                if *version < self.floor_of(key) =>
             {
                 return false;
             }
@@ -1221,7 +1239,20 @@ impl Store {
     /// FLUSHALL, replication messages of writes from before it (still queued somewhere) must
     /// not bring keys back. Never lowers the floor.
     pub fn refuse_versions_below(&self, version: u64) {
-        self.shared.apply_floor.fetch_max(version, Relaxed);
+        for floor in &self.shared.apply_floor {
+            floor.fetch_max(version, Relaxed);
+        }
+    }
+
+    /// The floor `apply` holds `key`'s states to (its database's).
+    fn floor_of(&self, key: &[u8]) -> u64 {
+        let db = usize::from(crate::slot::split_key(key).0).min(DATABASES - 1);
+        self.shared.apply_floor[db].load(Relaxed)
+    }
+
+    /// Whether a key of a database other than 0 was ever stored here.
+    pub fn has_numbered_keys(&self) -> bool {
+        self.shared.numbered.load(Relaxed)
     }
 
     /// Raises the clock of `key`'s shard to at least `version`, so the key's next write here
@@ -1238,21 +1269,35 @@ impl Store {
     /// floor any node returned: writes from before the flush are then refused everywhere and
     /// writes after it taken everywhere, however far apart the nodes' clocks are.
     pub fn raise_floor(&self, at_least: u64) -> u64 {
-        let mut top = at_least.max(self.shared.apply_floor.load(Relaxed));
+        self.raise_floors(at_least, 0..DATABASES)
+    }
+
+    /// [`raise_floor`](Self::raise_floor) for database `db` alone (FLUSHDB): the other
+    /// databases' states are still taken.
+    pub fn raise_db_floor(&self, db: u8, at_least: u64) -> u64 {
+        let db = usize::from(db).min(DATABASES - 1);
+        self.raise_floors(at_least, db..db + 1)
+    }
+
+    fn raise_floors(&self, at_least: u64, dbs: std::ops::Range<usize>) -> u64 {
+        let floors = &self.shared.apply_floor[dbs];
+        let mut top = floors.iter().fold(at_least, |t, f| t.max(f.load(Relaxed)));
         for idx in 0..SHARDS {
             top = top.max(self.lock(idx).clock().saturating_add(1));
         }
         for idx in 0..SHARDS {
             self.lock(idx).observe_version(top);
         }
-        self.shared.apply_floor.fetch_max(top, Relaxed);
+        for floor in floors {
+            floor.fetch_max(top, Relaxed);
+        }
         top
     }
 
-    /// The version below which `apply` refuses states (0: none; see
+    /// The version below which `apply` refuses database 0's states (0: none; see
     /// [`refuse_versions_below`](Self::refuse_versions_below)).
     pub fn floor(&self) -> u64 {
-        self.shared.apply_floor.load(Relaxed)
+        self.shared.apply_floor[0].load(Relaxed)
     }
 
     /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT).

@@ -1169,6 +1169,33 @@ fn a_raised_floor_is_above_every_version_and_later_writes_are_above_it() {
     assert!(store.raise_floor(floor + (1 << 20)) >= floor + (1 << 20));
 }
 
+/// FLUSHDB's floor is its database's: another database's older states are still taken (a
+/// hand-off or a replica may bring them later), FLUSHALL's floor holds every database.
+#[test]
+fn a_databases_floor_leaves_the_other_databases_states_alone() {
+    let store = Store::default();
+    let in_db = |db: u8, k: &str| crate::stored_key(db, k.as_bytes());
+    let floor = store.raise_db_floor(0, 1000 << 12);
+    assert!(
+        !store.apply(&in_db(0, "a"), &live("v", 10, 0), 1),
+        "database 0's older state"
+    );
+    assert!(
+        store.apply(&in_db(5, "a"), &live("v", 10, 0), 1),
+        "database 5's older state is taken"
+    );
+    assert_eq!(store.floor(), floor);
+    store.raise_floor(0);
+    assert!(!store.apply(&in_db(7, "b"), &live("v", 11, 0), 1), "FLUSHALL's floor");
+    assert!(store.has_numbered_keys(), "a database-5 key was stored");
+    assert_eq!(crate::key_slot(&in_db(5, "a")), crate::key_slot(b"a"));
+    assert_eq!(
+        crate::key_slot(&crate::stored_key(3, &in_db(5, "a"))),
+        crate::key_slot(b"a"),
+        "a prefixed client key's slot skips both prefixes"
+    );
+}
+
 #[test]
 fn states_older_than_the_floor_are_refused() {
     let store = Store::default();

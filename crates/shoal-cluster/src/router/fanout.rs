@@ -212,10 +212,9 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> B
             }
         }
     }
-    // The version floor guards FLUSHALL (and FLUSHDB of database 0, as FLUSHALL when no
-    // other database is used); a numbered database's FLUSHDB removes its keys only.
-    let whole = args[0].eq_ignore_ascii_case(b"flushall") || db == 0;
-    if whole && !args[0].eq_ignore_ascii_case(b"mc.flush") {
+    // The version floor: every database's after FLUSHALL, the flushed one's after FLUSHDB.
+    let one_db = args[0].eq_ignore_ascii_case(b"flushdb").then_some(db);
+    if !args[0].eq_ignore_ascii_case(b"mc.flush") {
         let reached: Vec<u16> = (0..view.len() as u16)
             .filter(|&m| !missed.contains(&view.nodes[usize::from(m)].name))
             .collect();
@@ -224,10 +223,11 @@ async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> B
         // reply names it as one that did not confirm.
         let mut top = 0;
         for _round in 0..2 {
-            let raise = [
+            let mut raise = vec![
                 Bytes::from_static(b"cluster.floor"),
                 Bytes::from(top.to_string()),
             ];
+            raise.extend(one_db.map(|db| Bytes::from(db.to_string())));
             let asks = reached
                 .iter()
                 .map(|&m| ask(node, &view, m, Protocol::Resp2, 0, None, &raise));

@@ -46,7 +46,7 @@ pub fn run_here(
                     continue;
                 };
                 if s.name == "select" {
-                    db = cmd::parse_i64(&a[1]).map_or(db, |n| n.clamp(0, 15) as u8);
+                    db = cmd::db::after_select(a, db, session.redis_cluster);
                 } else if s.flags & flag::WRITE != 0 {
                     keys.extend(cmd::db::stored_keys(s, a, db));
                 }

@@ -427,14 +427,23 @@ fn exec(
     };
     // While unsettled, a transaction touching keys still on their way here runs command by
     // command (each fetches first), like one across owners.
-    let arriving = |a: &Vec<Bytes>| -> bool {
-        cmd::lookup(&a[0]).is_some_and(|s| {
-            let keys = s.key_positions(a).map(|p| &a[p]);
-            !handoff::missing(node, cluster, &view, keys, now_ms).is_empty()
+    // Each queued command's keys in the database selected when it runs.
+    let arriving = || -> bool {
+        let mut db = session.db;
+        tx.queue.iter().any(|a| {
+            let Some(s) = cmd::lookup(&a[0]) else {
+                return false;
+            };
+            if s.name == "select" {
+                db = cmd::db::after_select(a, db, session.redis_cluster);
+                return false;
+            }
+            let keys = cmd::db::stored_keys(s, a, db);
+            !handoff::missing(node, cluster, &view, keys.iter(), now_ms).is_empty()
         })
     };
     let settled = cluster.handoff.settled_in(&view);
-    if tx.dirty || (tx.queue.iter().all(runs_here) && (settled || !tx.queue.iter().any(arriving))) {
+    if tx.dirty || (tx.queue.iter().all(runs_here) && (settled || !arriving())) {
         // Every queued command runs here: as EXEC on a single node, the queued writes
         // replicated after it.
         let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);

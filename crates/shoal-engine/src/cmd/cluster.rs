@@ -76,12 +76,7 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             None => err(super::ERR_NOT_INTEGER),
             Some(n) => match u16::try_from(n).ok().filter(|&s| s < SLOTS) {
                 // The keys of the client's database (a slot holds every database's).
-                Some(slot)
-                    if ctx
-                        .engine
-                        .numbered_dbs
-                        .load(std::sync::atomic::Ordering::Relaxed) =>
-                {
+                Some(slot) if ctx.engine.numbered_dbs() => {
                     let keys = ctx.engine.store.keys_in_slot(slot, ctx.now_ms, usize::MAX);
                     let db = ctx.session.db;
                     Reply::Int(
@@ -107,11 +102,7 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 return err("ERR Invalid slot or number of keys");
             };
             let db = ctx.session.db;
-            let keys = if ctx
-                .engine
-                .numbered_dbs
-                .load(std::sync::atomic::Ordering::Relaxed)
-            {
+            let keys = if ctx.engine.numbered_dbs() {
                 // The keys of the client's database, without its prefix.
                 let all = ctx.engine.store.keys_in_slot(slot, ctx.now_ms, usize::MAX);
                 all.into_iter()

@@ -30,6 +30,16 @@ pub const ERR_DB_RANGE: &str = "ERR DB index is out of range";
 
 pub use shoal_store::{split_key, stored_key};
 
+/// The database a queued `SELECT` (its arguments) moves a transaction to, from `db`, with
+/// SELECT's own checks (a refused SELECT leaves it): EXEC's keys are each in the database
+/// selected when their command runs.
+pub fn after_select(args: &[Bytes], db: u8, redis_cluster: bool) -> u8 {
+    match args.get(1).and_then(|a| super::parse_i64(a)) {
+        Some(n) if (0..DATABASES).contains(&n) && (n == 0 || !redis_cluster) => n as u8,
+        _ => db,
+    }
+}
+
 /// The keys a command of `spec` names, as stored for database `db`: those at its key
 /// positions, and for MOVE and COPY ... DB the key it writes in the other database (the
 /// cluster replicates these and fetches them during a hand-off).
@@ -50,12 +60,17 @@ pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
             }
         }
         "copy" if args.len() > 4 => {
-            let to = args
-                .iter()
-                .skip(3)
-                .zip(args.iter().skip(4))
-                .find(|(o, _)| super::is(o, "DB"))
-                .and_then(|(_, n)| db_arg(n));
+            // The last DB option counts, as COPY reads them.
+            let mut to = None;
+            let mut i = 3;
+            while i < args.len() {
+                if super::is(&args[i], "DB") && i + 1 < args.len() {
+                    to = db_arg(&args[i + 1]);
+                    i += 2;
+                } else {
+                    i += 1;
+                }
+            }
             if let (Some(to), Some(dst)) = (to, keys.get_mut(1)) {
                 *dst = stored_key(to, &args[2]);
             }
@@ -224,7 +239,7 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// databases are used, then a walk of the keyspace.
 pub fn keyspace(ctx: &Ctx<'_>) -> Vec<(u8, u64, u64)> {
     let store = &ctx.engine.store;
-    if !ctx.engine.numbered_dbs.load(Relaxed) {
+    if !ctx.engine.numbered_dbs() {
         let stats = store.stats();
         return vec![(0, stats.keys, stats.volatile_keys)];
     }

@@ -364,7 +364,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    if ctx.engine.numbered_dbs.load(Relaxed) && ctx.scope.is_none() {
+    if ctx.engine.numbered_dbs() && ctx.scope.is_none() {
         // Random keys until one is in the selected database, then a walk to its first.
         return db::random_key_of(ctx, ctx.session.db).map_or(Reply::Nil, Reply::Bulk);
     }
@@ -411,11 +411,9 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 
 pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     match ctx.scope {
-        None if ctx.engine.numbered_dbs.load(Relaxed) => {
-            Reply::Int(db::count_of(ctx, ctx.session.db) as i64)
-        }
+        None if ctx.engine.numbered_dbs() => Reply::Int(db::count_of(ctx, ctx.session.db) as i64),
         None => Reply::Int(ctx.engine.store.len() as i64),
-        Some(scope) if ctx.engine.numbered_dbs.load(Relaxed) => {
+        Some(scope) if ctx.engine.numbered_dbs() => {
             // A slot holds every database's keys: count the client's.
             let db = ctx.session.db;
             let mut n = 0usize;
@@ -444,31 +442,50 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         Some(a) if args.len() == 2 && (is(a, "ASYNC") || is(a, "SYNC")) => {}
         Some(_) => return err(ERR_SYNTAX),
     }
-    if is(&args[0], "FLUSHDB") && ctx.engine.numbered_dbs.load(Relaxed) {
-        // One database of several: its keys only.
+    if is(&args[0], "FLUSHDB") && ctx.engine.numbered_dbs() {
+        // One database of several: its keys only, and its floor only (the others' states
+        // are still taken).
         for k in db::keys_of(ctx, ctx.session.db) {
             ctx.engine.store.remove(&k, ctx.now_ms);
         }
+        ctx.engine
+            .store
+            .raise_db_floor(ctx.session.db, ctx.now_ms << 12);
         return Reply::ok();
     }
     ctx.engine.store.clear();
     // In a cluster, replication messages of writes from before the flush may still be on
     // their way: they must not bring keys back (a single node receives none). The node that
-    // ran FLUSHALL then raises every node's floor to the greatest one (`cluster.floor`).
-    ctx.engine.store.raise_floor(ctx.now_ms << 12);
+    // ran FLUSHALL then raises every node's floor to the greatest one (`cluster.floor`);
+    // FLUSHDB raises its database's only (another database's keys may arrive here later).
+    if is(&args[0], "FLUSHDB") {
+        ctx.engine
+            .store
+            .raise_db_floor(ctx.session.db, ctx.now_ms << 12);
+    } else {
+        ctx.engine.store.raise_floor(ctx.now_ms << 12);
+    }
     Reply::ok()
 }
 
-/// `cluster.floor <version>` (internal: the second step of a cluster's FLUSHALL): raises this
-/// node's version floor and clocks to at least `version` and answers the floor.
+/// `cluster.floor <version> [db]` (internal: the second step of a cluster's FLUSHALL, or of
+/// a FLUSHDB with the database): raises this node's version floor (every database's, or
+/// `db`'s) and clocks to at least `version` and answers the floor.
 pub fn floor(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    match int_arg(&args[1]) {
-        Ok(v) if v >= 0 => {
-            Reply::Int(ctx.engine.store.raise_floor(v as u64).min(i64::MAX as u64) as i64)
+    let v = match int_arg(&args[1]) {
+        Ok(v) if v >= 0 => v as u64,
+        Ok(_) => return err(super::ERR_NOT_INTEGER),
+        Err(e) => return e,
+    };
+    let floor = match args.get(2).map(|a| int_arg(a)) {
+        None => ctx.engine.store.raise_floor(v),
+        Some(Ok(db)) if (0..db::DATABASES).contains(&db) => {
+            ctx.engine.store.raise_db_floor(db as u8, v)
         }
-        Ok(_) => err(super::ERR_NOT_INTEGER),
-        Err(e) => e,
-    }
+        Some(Ok(_)) => return err(db::ERR_DB_RANGE),
+        Some(Err(e)) => return e,
+    };
+    Reply::Int(floor.min(i64::MAX as u64) as i64)
 }
 
 const OBJECT_HELP: &[&str] = &[

@@ -578,7 +578,7 @@ pub static INTERNAL: &[CommandSpec] = &[
     },
     cmd!(
         "cluster.floor",
-        2,
+        -2,
         WRITE,
         (0, 0, 0),
         "cluster",

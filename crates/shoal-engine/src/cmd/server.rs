@@ -59,12 +59,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
     // The walk of every database only when the keyspace section is shown.
-    let numbered = ctx.keyspace.is_none()
-        && ctx
-            .engine
-            .numbered_dbs
-            .load(std::sync::atomic::Ordering::Relaxed)
-        && info_wants_keyspace(args);
+    let numbered = ctx.keyspace.is_none() && ctx.engine.numbered_dbs() && info_wants_keyspace(args);
     let databases = numbered.then(|| super::db::keyspace(ctx));
     let info = Info {
         cluster: ctx.host.cluster(),
