@@ -1186,7 +1186,10 @@ fn a_databases_floor_leaves_the_other_databases_states_alone() {
     );
     assert_eq!(store.floor(), floor);
     store.raise_floor(0);
-    assert!(!store.apply(&in_db(7, "b"), &live("v", 11, 0), 1), "FLUSHALL's floor");
+    assert!(
+        !store.apply(&in_db(7, "b"), &live("v", 11, 0), 1),
+        "FLUSHALL's floor"
+    );
     assert!(store.has_numbered_keys(), "a database-5 key was stored");
     assert_eq!(crate::key_slot(&in_db(5, "a")), crate::key_slot(b"a"));
     assert_eq!(
