@@ -1405,3 +1405,56 @@ fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
         }
     }
 }
+
+/// SORT in a cluster: BY, GET and STORE keys must be in the sorted key's slot (Redis
+/// Cluster's rule), so the owner holds them; a tagged pattern works through any node.
+#[test]
+fn sort_reads_and_stores_only_in_its_keys_slot() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("{u}l")
+        .arg(&[2, 1, 3])
+        .query(&mut c)
+        .unwrap();
+    for (w, v) in [("{u}w_1", 3), ("{u}w_2", 2), ("{u}w_3", 1)] {
+        let _: () = c.set(w, v).unwrap();
+    }
+    let by: Vec<String> = redis::cmd("SORT")
+        .arg("{u}l")
+        .arg("BY")
+        .arg("{u}w_*")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(by, ["3", "2", "1"]);
+    for (args, text) in [
+        (
+            vec!["{u}l", "BY", "w_*"],
+            "BY option of SORT denied in Cluster mode",
+        ),
+        (
+            vec!["{u}l", "GET", "w_*"],
+            "GET option of SORT denied in Cluster mode",
+        ),
+        (vec!["{u}l", "STORE", "elsewhere"], "hash to the same slot"),
+    ] {
+        let e = redis::cmd("SORT")
+            .arg(&args)
+            .query::<redis::Value>(&mut c)
+            .unwrap_err();
+        assert!(e.to_string().contains(text), "{args:?}: {e}");
+    }
+    let n: i64 = redis::cmd("SORT")
+        .arg("{u}l")
+        .arg("STORE")
+        .arg("{u}sorted")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 3);
+    let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    assert_eq!(
+        holders(&mut clients, "{u}sorted"),
+        2,
+        "the stored list is replicated"
+    );
+}

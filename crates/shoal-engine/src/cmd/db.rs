@@ -59,6 +59,16 @@ pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
                 keys.push(stored_key(to, &args[1]));
             }
         }
+        // SORT ... STORE destination (the last STORE counts, as SORT reads them).
+        "sort" => {
+            let dst = args
+                .windows(2)
+                .skip(2)
+                .filter(|w| super::is(&w[0], "STORE"))
+                .last()
+                .map(|w| stored_key(db, &w[1]));
+            keys.extend(dst);
+        }
         "copy" if args.len() > 4 => {
             // The last DB option counts, as COPY reads them.
             let mut to = None;

@@ -161,6 +161,8 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("exists", "key [key ...]"),
     ("touch", "key [key ...]"),
     ("type", "key"),
+    ("sort", "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]"),
+    ("sort_ro", "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA]"),
     ("expire", "key seconds [NX | XX | GT | LT]"),
     ("pexpire", "key milliseconds [NX | XX | GT | LT]"),
     ("expireat", "key unix-time-seconds [NX | XX | GT | LT]"),

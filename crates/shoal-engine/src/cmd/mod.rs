@@ -20,6 +20,7 @@ mod memcache;
 pub mod multi;
 mod server;
 mod set;
+mod sort;
 mod string;
 #[cfg(test)]
 mod tests;
@@ -492,6 +493,8 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", "Determines whether one or more keys exist.", keys::exists) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys::touch) },
     cmd!("type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", "Determines the type of value stored at a key.", keys::type_),
+    cmd!("sort", -2, WRITE | DENYOOM, (1, 1, 1), "generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", sort::sort),
+    cmd!("sort_ro", -2, READONLY, (1, 1, 1), "generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", sort::sort_ro),
     cmd!("expire", -3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Sets the expiration time of a key in seconds.", keys::expire),
     cmd!("pexpire", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", keys::pexpire),
     cmd!("expireat", -3, WRITE | FAST, (1, 1, 1), "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", keys::expireat),
