@@ -3,12 +3,14 @@
 //! same 16,384 six-bit registers, the same estimator (Ertl's, as Redis 5+).
 //!
 //! A value is Redis's header (`HYLL`, the encoding, 3 unused bytes, an 8-byte cached count
-//! whose top bit marks it stale) and its registers. Shoal writes only the dense encoding
-//! (12,304 bytes), where Redis starts sparse and turns dense past 3,000 bytes: the counts
-//! and PFADD's answers are the same, a small HyperLogLog takes 12 KB instead of tens of
-//! bytes, and its bytes (GET, STRLEN) differ. Sparse values written by Redis (SET of a
-//! DUMPed or copied value) are read and turn dense at the next change. PFCOUNT computes the
-//! count each time and does not write the cache back.
+//! whose top bit marks it stale) and its registers, sparse or dense as in Redis: a new
+//! HyperLogLog is sparse (runs of ZERO, XZERO and VAL opcodes, tens of bytes for a few
+//! elements) and turns dense (12,304 bytes) for good once its sparse form would pass 3,000
+//! bytes (`hll-sparse-max-bytes`) or a register passes 32, which the sparse form cannot
+//! hold. A changed sparse value is written out again from its registers, in the shortest
+//! runs (Redis edits it in place; the two agree in the cases the differential test
+//! compares). PFMERGE writes a sparse result when every input was sparse, as Redis.
+//! PFCOUNT computes the count each time and does not write the cache back.
 
 use bytes::Bytes;
 use shoal_resp::Reply;
@@ -123,6 +125,63 @@ fn decode(value: &[u8]) -> Option<Vec<u8>> {
     Some(regs)
 }
 
+/// Redis's `hll-sparse-max-bytes`: a sparse value longer than this (header included) is
+/// written dense.
+const SPARSE_MAX_BYTES: usize = 3000;
+
+/// The sparse value of `regs` (the cached count marked stale), if it can be one: every
+/// register at most 32, and at most [`SPARSE_MAX_BYTES`].
+fn sparse(regs: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\x80");
+    let mut i = 0;
+    while i < regs.len() {
+        let v = regs[i];
+        let run = regs[i..].iter().take_while(|&&r| r == v).count();
+        if v == 0 {
+            let mut left = run;
+            while left > 0 {
+                let n = left.min(1 << 14);
+                if n <= 64 {
+                    out.push((n - 1) as u8);
+                } else {
+                    out.push(0x40 | ((n - 1) >> 8) as u8);
+                    out.push(((n - 1) & 0xFF) as u8);
+                }
+                left -= n;
+            }
+        } else {
+            if v > 32 {
+                return None;
+            }
+            let mut left = run;
+            while left > 0 {
+                let n = left.min(4);
+                out.push(0x80 | ((v - 1) << 2) | (n - 1) as u8);
+                left -= n;
+            }
+        }
+        if out.len() > SPARSE_MAX_BYTES {
+            return None;
+        }
+        i += run;
+    }
+    Some(out)
+}
+
+/// The value of `regs`: sparse when it was (or is new) and still fits, dense otherwise.
+fn encode(regs: &[u8], was_sparse: bool) -> Vec<u8> {
+    match was_sparse.then(|| sparse(regs)).flatten() {
+        Some(v) => v,
+        None => dense(regs),
+    }
+}
+
+/// Whether a checked HyperLogLog value is sparse.
+fn is_sparse(value: &[u8]) -> bool {
+    value.get(4) == Some(&1)
+}
+
 /// A dense value of `regs` (the cached count marked stale).
 fn dense(regs: &[u8]) -> Vec<u8> {
     let mut out = vec![0u8; DENSE_SIZE];
@@ -195,10 +254,10 @@ fn count(regs: &[u8]) -> u64 {
 pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let current = tri!(slot_string(slot));
-        let (mut regs, created) = match current {
-            None => (vec![0u8; REGISTERS], true),
+        let (mut regs, created, was_sparse) = match current {
+            None => (vec![0u8; REGISTERS], true, true),
             Some(v) => match registers(v) {
-                Ok(r) => (r, false),
+                Ok(r) => (r, false, is_sparse(v)),
                 Err(text) => return err(text),
             },
         };
@@ -211,21 +270,22 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
         }
         if created || changed {
-            slot.set_keep_ttl(&dense(&regs));
+            slot.set_keep_ttl(&encode(&regs, was_sparse));
         }
         Reply::Int(i64::from(created || changed))
     })
 }
 
-/// The registers of `key` (all zero when absent), or the reply that refuses it.
-fn read_registers(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+/// The registers of `key` and whether its value is sparse (`None` when absent), or the
+/// reply that refuses it.
+fn read_registers(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<(Vec<u8>, bool)>, Reply> {
     ctx.engine
         .store
         .read(key, ctx.now_ms, Access::Read, |e| match e {
             None => Ok(None),
             Some(e) => {
                 let v = string_of(e.kind, e.value)?;
-                registers(v).map(Some).map_err(err)
+                registers(v).map(|r| Some((r, is_sparse(v)))).map_err(err)
             }
         })
 }
@@ -234,7 +294,7 @@ fn read_registers(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
 pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let mut union = vec![0u8; REGISTERS];
     for key in &args[1..] {
-        if let Some(regs) = tri!(read_registers(ctx, key)) {
+        if let Some((regs, _)) = tri!(read_registers(ctx, key)) {
             for (u, r) in union.iter_mut().zip(regs) {
                 *u = (*u).max(r);
             }
@@ -243,17 +303,20 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::Int(count(&union) as i64)
 }
 
-/// PFMERGE destkey [sourcekey ...]: the union into `destkey` (dense).
+/// PFMERGE destkey [sourcekey ...]: the union into `destkey` (dense if any input was, as
+/// Redis).
 pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let mut union = vec![0u8; REGISTERS];
+    let mut all_sparse = true;
     for key in &args[1..] {
-        if let Some(regs) = tri!(read_registers(ctx, key)) {
+        if let Some((regs, was_sparse)) = tri!(read_registers(ctx, key)) {
+            all_sparse &= was_sparse;
             for (u, r) in union.iter_mut().zip(regs) {
                 *u = (*u).max(r);
             }
         }
     }
-    let value = dense(&union);
+    let value = encode(&union, all_sparse);
     ctx.engine
         .store
         .write(&args[1], ctx.now_ms, |slot| match slot_string(slot) {
@@ -289,6 +352,30 @@ mod tests {
             registers(&sparse),
             Err(ERR_CORRUPT),
             "runs past the registers"
+        );
+    }
+
+    #[test]
+    fn sparse_values_round_trip_and_turn_dense_when_they_must() {
+        let empty = sparse(&vec![0u8; REGISTERS]).unwrap();
+        assert_eq!(empty.len(), HEADER + 2, "one XZERO of 16,384");
+        assert_eq!(registers(&empty).unwrap(), vec![0u8; REGISTERS]);
+        let mut regs = vec![0u8; REGISTERS];
+        regs[0] = 1;
+        regs[70] = 3;
+        regs[71] = 3;
+        regs[16383] = 32;
+        let v = sparse(&regs).unwrap();
+        assert_eq!(registers(&v).unwrap(), regs);
+        regs[5] = 33;
+        assert!(sparse(&regs).is_none(), "a register past 32");
+        assert_eq!(encode(&regs, true).len(), DENSE_SIZE);
+        let many: Vec<u8> = (0..REGISTERS).map(|i| (i % 2) as u8 + 1).collect();
+        assert!(sparse(&many).is_none(), "past 3,000 bytes");
+        assert_eq!(
+            encode(&[0u8; REGISTERS], false).len(),
+            DENSE_SIZE,
+            "dense stays dense"
         );
     }
 
