@@ -1458,3 +1458,118 @@ fn sort_reads_and_stores_only_in_its_keys_slot() {
         "the stored list is replicated"
     );
 }
+
+/// A write of one field of a large collection goes to the replica as its command (a delta),
+/// not as the whole collection; the replica runs it on the same version and ends with the
+/// owner's value (read back after the owner's crash). A delta made on a version the replica
+/// does not hold is not run: the replica fetches the key's state from the sender instead.
+#[test]
+fn writes_of_large_collections_replicate_as_deltas() {
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let key = (0..)
+        .map(|i| format!("big:{i}"))
+        .find(|k| cluster.owner_index(k) == 0)
+        .unwrap();
+    let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    let mut hset = redis::cmd("HSET");
+    hset.arg(&key);
+    let mut want = std::collections::BTreeMap::new();
+    for f in 0..500 {
+        hset.arg(format!("f{f}")).arg("v");
+        want.insert(format!("f{f}"), "v".to_string());
+    }
+    let _: i64 = hset.query(&mut clients[0]).unwrap();
+    let deltas =
+        |c: &mut redis::Connection, field: &str| -> u64 { info_field(c, field).parse().unwrap() };
+    let sent_before = deltas(&mut clients[0], "shoal_repl_deltas");
+    for i in 0..150 {
+        let via = &mut clients[i % 3];
+        let f = format!("f{}", i % 40);
+        match i % 3 {
+            0 => {
+                let _: i64 = redis::cmd("HSET")
+                    .arg(&key)
+                    .arg(&f)
+                    .arg(i)
+                    .query(via)
+                    .unwrap();
+                want.insert(f, i.to_string());
+            }
+            1 => {
+                let n: i64 = redis::cmd("HINCRBY")
+                    .arg(&key)
+                    .arg("counter")
+                    .arg(2)
+                    .query(via)
+                    .unwrap();
+                want.insert("counter".into(), n.to_string());
+            }
+            _ => {
+                let _: i64 = redis::cmd("HDEL").arg(&key).arg(&f).query(via).unwrap();
+                want.remove(&f);
+            }
+        }
+    }
+    let sent = deltas(&mut clients[0], "shoal_repl_deltas") - sent_before;
+    assert!(sent >= 140, "only {sent} of 150 writes went as deltas");
+    let applied: u64 = (1..3)
+        .map(|m| deltas(&mut clients[m], "shoal_repl_deltas_applied"))
+        .sum();
+    assert!(applied >= sent, "replicas ran {applied} of {sent} deltas");
+    let refetched_before: u64 = (1..3)
+        .map(|m| deltas(&mut clients[m], "shoal_repl_deltas_refetched"))
+        .sum();
+    assert_eq!(
+        refetched_before, 0,
+        "in-order deltas always found their version"
+    );
+    // A delta on a version no replica holds, sent as if by the owner n0: not run, the
+    // state fetched from n0 instead.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let replica = (1..3)
+        .find(|&m| holders(&mut clients[m..=m], &key) == 1)
+        .expect("one replica holds the key");
+    let auth = shoal_wire::AuthConfig::new("shoal", TEST_SECRET, "n0");
+    let peer = rt.block_on(async {
+        shoal_wire::PeerClient::new(
+            cluster.members[replica].cluster_addr,
+            auth,
+            Default::default(),
+        )
+    });
+    let mut command = bytes::BytesMut::new();
+    let args: Vec<bytes::Bytes> = vec![
+        "HSET".into(),
+        key.clone().into(),
+        "f1".into(),
+        "bogus".into(),
+    ];
+    shoal_cluster::message::put_multibulk(&mut command, &args);
+    let delta = shoal_cluster::message::Change::Delta {
+        base: 12345,
+        version: u64::MAX >> 2,
+        command: command.freeze(),
+    };
+    let body =
+        shoal_cluster::message::encode_replicate_at(1, [(key.as_bytes(), &delta)].into_iter());
+    // Frames carry the sender's view id; 1 is no view of this cluster (the key is a copy
+    // here, so it is taken anyway).
+    let answer = rt.block_on(peer.request(1, body)).expect("answered").body;
+    assert!(!answer.starts_with(b"-"), "{answer:?}");
+    assert_eq!(
+        deltas(&mut clients[replica], "shoal_repl_deltas_refetched"),
+        1
+    );
+    drop(clients);
+    cluster.crash(0);
+    for m in cluster.live() {
+        let got: std::collections::BTreeMap<String, String> = redis::cmd("HGETALL")
+            .arg(&key)
+            .query(&mut m.client())
+            .unwrap();
+        assert_eq!(got, want, "via {}", m.name);
+    }
+}

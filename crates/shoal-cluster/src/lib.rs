@@ -339,6 +339,13 @@ pub struct ClusterStats {
     pub repl_applied: AtomicU64,
     /// Key states received but older than the local copy (or a tombstone): ignored.
     pub repl_stale: AtomicU64,
+    /// Writes of collections sent to replicas as their command (a delta), not their state.
+    pub repl_deltas: AtomicU64,
+    /// Deltas received and run on the version they were made on.
+    pub repl_deltas_applied: AtomicU64,
+    /// Deltas received for another version than the one held here: the key's state was
+    /// fetched from the sender instead.
+    pub repl_deltas_refetched: AtomicU64,
     /// Key states received for slots this node, settled, holds no copy of (the sender
     /// routes by another view): ignored, so a late message cannot bring back a slot this
     /// node forgot. Counted in `repl_stale` too.
@@ -955,6 +962,15 @@ impl Cluster {
         line(format!("shoal_repl_applied:{}", get(&s.repl_applied)));
         line(format!("shoal_repl_stale:{}", get(&s.repl_stale)));
         line(format!("shoal_repl_foreign:{}", get(&s.repl_foreign)));
+        line(format!("shoal_repl_deltas:{}", get(&s.repl_deltas)));
+        line(format!(
+            "shoal_repl_deltas_applied:{}",
+            get(&s.repl_deltas_applied)
+        ));
+        line(format!(
+            "shoal_repl_deltas_refetched:{}",
+            get(&s.repl_deltas_refetched)
+        ));
         line(format!("shoal_sent_on_leaving:{}", get(&s.sent_on_leaving)));
         let mut peers = String::new();
         for (i, n) in v.nodes.iter().enumerate() {

@@ -67,6 +67,31 @@ const TAG_LIVE_SET: u8 = 4;
 const TAG_LIVE_LIST: u8 = 5;
 /// A live sorted set: TAG_LIVE's layout, the value in `ZSet::encode`'s form.
 const TAG_LIVE_ZSET: u8 = 6;
+/// A delta (REPLICATE_AT only): a command to run on the key's state of version `base`.
+const TAG_DELTA: u8 = 7;
+
+/// One entry of a replication batch (REPLICATE_AT).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The key's whole state.
+    State(KeyState),
+    /// A write of a collection as its command: run `command` (a RESP multibulk, keys as
+    /// stored) on the key's state of version `base`, giving it version `version`. A replica
+    /// that holds another version fetches the key's state instead.
+    Delta {
+        base: u64,
+        version: u64,
+        command: Bytes,
+    },
+}
+
+/// Bytes one replicated change takes.
+pub fn change_len(key: &[u8], change: &Change) -> usize {
+    match change {
+        Change::State(state) => entry_len(key, state),
+        Change::Delta { command, .. } => 1 + 8 + 4 + key.len() + 8 + 4 + command.len(),
+    }
+}
 
 /// Which slots a fan-out asks about (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -123,7 +148,7 @@ pub enum Request {
     /// owners' clocks run (`shoal_peer_clock_lead_ms`) even when they forward nothing to it.
     ReplicateAt {
         sent_at_ms: u64,
-        entries: Vec<(Bytes, KeyState)>,
+        entries: Vec<(Bytes, Change)>,
     },
     Handoff(Vec<(Bytes, KeyState)>),
     Fetch(Vec<Bytes>),
@@ -248,12 +273,43 @@ pub fn encode_replicate<'a>(entries: impl Iterator<Item = (&'a [u8], &'a KeyStat
     encode_states(KIND_REPLICATE, entries)
 }
 
-/// A REPLICATE_AT body: a REPLICATE stamped with the sender's clock (Unix ms).
+/// A REPLICATE_AT body: a REPLICATE stamped with the sender's clock (Unix ms), whose
+/// entries may also be deltas.
 pub fn encode_replicate_at<'a>(
     sent_at_ms: u64,
-    entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>,
+    entries: impl Iterator<Item = (&'a [u8], &'a Change)>,
 ) -> Bytes {
-    encode_stamped(KIND_REPLICATE_AT, Some(sent_at_ms), entries)
+    let mut b = BytesMut::new();
+    b.put_u8(KIND_REPLICATE_AT);
+    b.put_u64(sent_at_ms);
+    let count_at = b.len();
+    b.put_u32(0);
+    let mut count = 0u32;
+    for (key, change) in entries {
+        match change {
+            Change::State(state) => {
+                if !put_state(&mut b, key, state) {
+                    continue;
+                }
+            }
+            Change::Delta {
+                base,
+                version,
+                command,
+            } => {
+                b.put_u8(TAG_DELTA);
+                b.put_u64(*version);
+                b.put_u32(key.len() as u32);
+                b.put_slice(key);
+                b.put_u64(*base);
+                b.put_u32(command.len() as u32);
+                b.put_slice(command);
+            }
+        }
+        count += 1;
+    }
+    b[count_at..count_at + 4].copy_from_slice(&count.to_be_bytes());
+    b.freeze()
 }
 
 /// A HANDOFF body (REPLICATE's layout).
@@ -310,41 +366,48 @@ fn encode_stamped<'a>(
     b.put_u32(0);
     let mut count = 0u32;
     for (key, state) in entries {
-        match state {
-            KeyState::Live {
-                kind,
-                value,
-                flags,
-                expire_at_ms,
-                version,
-            } => {
-                b.put_u8(match kind {
-                    Kind::String => TAG_LIVE,
-                    Kind::Hash => TAG_LIVE_HASH,
-                    Kind::Set => TAG_LIVE_SET,
-                    Kind::List => TAG_LIVE_LIST,
-                    Kind::ZSet => TAG_LIVE_ZSET,
-                });
-                b.put_u64(*version);
-                b.put_u32(key.len() as u32);
-                b.put_slice(key);
-                b.put_u32(*flags);
-                b.put_u64(*expire_at_ms);
-                b.put_u32(value.len() as u32);
-                b.put_slice(value);
-            }
-            KeyState::Deleted { version } => {
-                b.put_u8(TAG_DELETED);
-                b.put_u64(*version);
-                b.put_u32(key.len() as u32);
-                b.put_slice(key);
-            }
-            KeyState::Absent => continue,
+        if put_state(&mut b, key, state) {
+            count += 1;
         }
-        count += 1;
     }
     b[count_at..count_at + 4].copy_from_slice(&count.to_be_bytes());
     b.freeze()
+}
+
+/// Appends one key's state; false (nothing written) for `Absent`.
+fn put_state(b: &mut BytesMut, key: &[u8], state: &KeyState) -> bool {
+    match state {
+        KeyState::Live {
+            kind,
+            value,
+            flags,
+            expire_at_ms,
+            version,
+        } => {
+            b.put_u8(match kind {
+                Kind::String => TAG_LIVE,
+                Kind::Hash => TAG_LIVE_HASH,
+                Kind::Set => TAG_LIVE_SET,
+                Kind::List => TAG_LIVE_LIST,
+                Kind::ZSet => TAG_LIVE_ZSET,
+            });
+            b.put_u64(*version);
+            b.put_u32(key.len() as u32);
+            b.put_slice(key);
+            b.put_u32(*flags);
+            b.put_u64(*expire_at_ms);
+            b.put_u32(value.len() as u32);
+            b.put_slice(value);
+        }
+        KeyState::Deleted { version } => {
+            b.put_u8(TAG_DELETED);
+            b.put_u64(*version);
+            b.put_u32(key.len() as u32);
+            b.put_slice(key);
+        }
+        KeyState::Absent => return false,
+    }
+    true
 }
 
 /// The REPLICATE response.
@@ -489,6 +552,19 @@ pub fn decode_request(
                 }
                 let key = r.bytes(key_len)?;
                 let state = match tag {
+                    TAG_DELTA if kind == KIND_REPLICATE_AT => {
+                        let base = r.u64()?;
+                        let len = r.u32()? as usize;
+                        entries.push((
+                            key,
+                            Change::Delta {
+                                base,
+                                version,
+                                command: r.bytes(len)?,
+                            },
+                        ));
+                        continue;
+                    }
                     TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET | TAG_LIVE_LIST | TAG_LIVE_ZSET => {
                         let flags = r.u32()?;
                         let expire_at_ms = r.u64()?;
@@ -510,18 +586,28 @@ pub fn decode_request(
                     TAG_DELETED => KeyState::Deleted { version },
                     _ => return Err(MessageError::Field("entry tag")),
                 };
-                entries.push((key, state));
+                entries.push((key, Change::State(state)));
             }
             if r.buf.has_remaining() {
                 return Err(MessageError::Field("trailing bytes"));
             }
-            Ok(match kind {
-                KIND_HANDOFF => Request::Handoff(entries),
-                KIND_REPLICATE_AT => Request::ReplicateAt {
+            if kind == KIND_REPLICATE_AT {
+                return Ok(Request::ReplicateAt {
                     sent_at_ms,
                     entries,
-                },
-                _ => Request::Replicate(entries),
+                });
+            }
+            // Only REPLICATE_AT carries deltas (refused above for the others).
+            let states = entries
+                .into_iter()
+                .filter_map(|(k, c)| match c {
+                    Change::State(s) => Some((k, s)),
+                    Change::Delta { .. } => None,
+                })
+                .collect();
+            Ok(match kind {
+                KIND_HANDOFF => Request::Handoff(states),
+                _ => Request::Replicate(states),
             })
         }
         k => Err(MessageError::Kind(k)),
@@ -657,8 +743,12 @@ mod tests {
         for n in 0..body.len() {
             assert!(decode_request(body.slice(..n), parse_resp).is_err(), "{n}");
         }
-        // Stamped with the sender's clock: 8 bytes more, the same entries.
-        let stamped = encode_replicate_at(1_800_000_000_123, entries.iter().copied());
+        // Stamped with the sender's clock: 8 bytes more, the same entries; and a delta.
+        let changes: Vec<(&[u8], Change)> = entries
+            .iter()
+            .map(|(k, s)| (*k, Change::State((*s).clone())))
+            .collect();
+        let stamped = encode_replicate_at(1_800_000_000_123, changes.iter().map(|(k, c)| (*k, c)));
         assert_eq!(stamped.len(), body.len() + 8);
         assert_eq!(stamped[0], KIND_REPLICATE_AT);
         let Request::ReplicateAt {
@@ -669,13 +759,38 @@ mod tests {
             panic!("not a stamped replicate message");
         };
         assert_eq!(sent_at_ms, 1_800_000_000_123);
-        assert_eq!(again, got);
+        let states: Vec<(Bytes, Change)> = got
+            .iter()
+            .map(|(k, s)| (k.clone(), Change::State(s.clone())))
+            .collect();
+        assert_eq!(again, states);
         for n in 0..stamped.len() {
             assert!(
                 decode_request(stamped.slice(..n), parse_resp).is_err(),
                 "{n}"
             );
         }
+        let delta = Change::Delta {
+            base: 7,
+            version: 9,
+            command: Bytes::from_static(b"*3\r\n$4\r\nHDEL\r\n$1\r\nh\r\n$1\r\nf\r\n"),
+        };
+        let body = encode_replicate_at(5, [(&b"h"[..], &delta)].into_iter());
+        assert_eq!(body.len(), 1 + 8 + 4 + change_len(b"h", &delta));
+        let Request::ReplicateAt { entries, .. } =
+            decode_request(body.clone(), parse_resp).unwrap()
+        else {
+            panic!("not a stamped replicate message");
+        };
+        assert_eq!(entries, vec![(Bytes::from("h"), delta)]);
+        for n in 0..body.len() {
+            assert!(decode_request(body.slice(..n), parse_resp).is_err(), "{n}");
+        }
+        // A delta is refused in a plain REPLICATE (only the replication queue sends them).
+        let mut plain = body.to_vec();
+        plain[0] = KIND_REPLICATE;
+        plain.drain(1..9);
+        assert!(decode_request(Bytes::from(plain), parse_resp).is_err());
     }
 
     #[test]

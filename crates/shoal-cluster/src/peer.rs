@@ -23,7 +23,10 @@ use shoal_wire::{Handled, PeerHandler, Response};
 use shoal_store::KeyState;
 
 use super::handoff::{self, Before, Fetched};
-use super::message::{decode_request, encode_replicate, encode_replicate_result, Request};
+use super::message::{
+    decode_request, decode_states, encode_fetch, encode_replicate, encode_replicate_result, Change,
+    Request,
+};
 use super::replicate::{unconfirmed, wait_acks};
 use super::router::{
     command_keys, error_bytes, order_failover, parse_command, serve_after_wait, serve_blocked,
@@ -352,16 +355,36 @@ impl PeerHandler for PeerService {
                 ))
             }
             Ok(Request::Replicate(entries)) => {
-                let applied = apply_replicated(node, cluster, &view, sender_view, &entries, now);
-                reply(applied)
+                let entries: Vec<(Bytes, Change)> = entries
+                    .into_iter()
+                    .map(|(k, s)| (k, Change::State(s)))
+                    .collect();
+                let (applied, stale, _) =
+                    apply_replicated(node, cluster, &view, sender_view, &entries, now);
+                reply(encode_replicate_result(applied, stale))
             }
             Ok(Request::ReplicateAt {
                 sent_at_ms,
                 entries,
             }) => {
                 note_sender_lead(cluster, &conn.name, sender_lead_at(sent_at_ms, now));
-                let applied = apply_replicated(node, cluster, &view, sender_view, &entries, now);
-                reply(applied)
+                let (applied, stale, refetch) =
+                    apply_replicated(node, cluster, &view, sender_view, &entries, now);
+                if refetch.is_empty() {
+                    return reply(encode_replicate_result(applied, stale));
+                }
+                // Deltas made on another version than the one held here: the keys' states
+                // from the sender (their owner) before answering, so an acknowledged write
+                // is here either way.
+                let node = self.node.clone();
+                let sender = conn.name.clone();
+                Handled::Later(Box::pin(async move {
+                    let body = match refetch_from(&node, &view, &sender, &refetch).await {
+                        Some(n) => encode_replicate_result(applied + n, stale),
+                        None => error_bytes("ERR could not fetch the keys of deltas"),
+                    };
+                    Response { epoch, body }
+                }))
             }
             Err(e) => {
                 tracing::warn!(error = %e, "bad inter-node message");
@@ -371,26 +394,58 @@ impl PeerHandler for PeerService {
     }
 }
 
-/// Applies replicated key states (last writer wins); the REPLICATE response body.
+/// Applies a batch of replicated changes: key states with last-writer-wins, deltas run on
+/// the version they were made on (`apply_delta`). Returns (applied, stale) and the keys
+/// whose deltas found another version here, to be fetched from the sender.
 fn apply_replicated(
     node: &Server,
     cluster: &Cluster,
     view: &View,
     sender_view: u64,
-    entries: &[(Bytes, KeyState)],
+    entries: &[(Bytes, Change)],
     now: u64,
-) -> Bytes {
+) -> (u32, u32, Vec<Bytes>) {
     let (mut applied, mut stale) = (0u32, 0u32);
+    let mut refetch: Vec<Bytes> = Vec::new();
     // Only a sender with another view can name a slot this node is no copy of.
     let check = sender_view != view.id;
-    for (key, state) in entries {
+    for (key, change) in entries {
         if check && foreign(cluster, view, key) {
             cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);
             stale += 1;
-        } else if node.engine.store.apply(key, state, now) {
-            applied += 1;
-        } else {
-            stale += 1;
+            continue;
+        }
+        match change {
+            Change::State(state) => {
+                if node.engine.store.apply(key, state, now) {
+                    applied += 1;
+                } else {
+                    stale += 1;
+                }
+            }
+            Change::Delta {
+                base,
+                version,
+                command,
+            } => match apply_delta(node, cluster, key, *base, *version, command, now) {
+                Some(true) => {
+                    cluster
+                        .stats
+                        .repl_deltas_applied
+                        .fetch_add(1, Ordering::Relaxed);
+                    applied += 1;
+                }
+                Some(false) => stale += 1,
+                None => {
+                    cluster
+                        .stats
+                        .repl_deltas_refetched
+                        .fetch_add(1, Ordering::Relaxed);
+                    if !refetch.contains(key) {
+                        refetch.push(key.clone());
+                    }
+                }
+            },
         }
     }
     cluster
@@ -405,7 +460,78 @@ fn apply_replicated(
         // Copies count against maxmemory like any key; make room as a write would.
         let _ = node.engine.store.ensure_memory(now);
     }
-    encode_replicate_result(applied, stale)
+    (applied, stale, refetch)
+}
+
+/// Runs a delta (a write's command) on `key` if this node holds the version it was made on:
+/// `Some(true)` run, with the owner's version; `Some(false)` this node holds that version or
+/// a newer one already; `None` it holds another (or the command did not run as one write
+/// on that version, its writes then carry the owner's version and the state fetched next
+/// replaces them).
+fn apply_delta(
+    node: &Server,
+    cluster: &Cluster,
+    key: &Bytes,
+    base: u64,
+    version: u64,
+    command: &Bytes,
+    now: u64,
+) -> Option<bool> {
+    let held = node
+        .engine
+        .store
+        .read(key, now, shoal_store::Access::Peek, |e| {
+            e.map(|e| e.version)
+        });
+    match held {
+        Some(v) if v >= version => return Some(false),
+        Some(v) if v == base => {}
+        _ => return None,
+    }
+    let args = parse_command(node, command.clone()).ok()?;
+    let spec = shoal_engine::cmd::lookup(args.first()?)
+        .filter(|s| s.flags & shoal_engine::cmd::flag::DELTA != 0)?;
+    // The command's one key must be this key.
+    let mut keys = spec.key_positions(&args);
+    if keys.next().map(|i| &args[i]) != Some(key) || keys.next().is_some() {
+        return None;
+    }
+    let mut session = shoal_engine::cmd::Session::new(cluster.internal.clone(), true);
+    session.internal = true;
+    let (reply, writes) = shoal_store::record_writes(Some(version), || {
+        shoal_engine::cmd::run(node, &mut session, spec, &args, now, None)
+    });
+    let ran = !matches!(reply, shoal_resp::Reply::Error(_))
+        && writes.count == 1
+        && writes.base == Some(base);
+    ran.then_some(true)
+}
+
+/// Fetches `keys`' states from the member named `sender` and applies them; the number
+/// applied, or `None` when the sender could not be asked or did not answer in time.
+async fn refetch_from(
+    node: &Arc<Server>,
+    view: &Arc<View>,
+    sender: &str,
+    keys: &[Bytes],
+) -> Option<u32> {
+    let cluster = node.cluster.as_ref()?;
+    let m = view.nodes.iter().position(|n| n.name == sender)?;
+    let peer = view.peer(m as u16)?;
+    let asked = peer.client.request(view.id, encode_fetch(keys));
+    let response = tokio::time::timeout(cluster.timeouts.half, asked)
+        .await
+        .ok()?
+        .ok()?;
+    let states = decode_states(response.body).ok()?;
+    let now = now_ms();
+    let mut applied = 0;
+    for (k, state) in &states {
+        if keys.contains(k) && node.engine.store.apply(k, state, now) {
+            applied += 1;
+        }
+    }
+    Some(applied)
 }
 
 /// How far ahead of this node's clock the sender's was at least (ms), from a forwarded

@@ -20,7 +20,7 @@ use shoal_store::{key_slot, KeyState};
 use shoal_wire::{PeerClient, WireError};
 use tokio::sync::{mpsc, oneshot};
 
-use super::message::{decode_replicate_result, encode_replicate_at, entry_len};
+use super::message::{change_len, decode_replicate_result, encode_replicate_at, Change};
 use super::{ClusterStats, View};
 use crate::Server;
 
@@ -32,10 +32,10 @@ const QUEUE_BYTES: usize = 64 << 20;
 /// Largest batch sent at once (a single larger state goes alone).
 const BATCH_BYTES: usize = 1 << 20;
 
-/// One key's state on its way to one replica.
+/// One key's change (its state, or a delta) on its way to one replica.
 pub struct ReplItem {
     pub key: Bytes,
-    pub state: KeyState,
+    pub change: Change,
     /// With `write-ack = all`: told how the replica answered.
     pub ack: Option<oneshot::Sender<Ack>>,
 }
@@ -91,7 +91,7 @@ impl Queue {
 
     /// Queues `item`, or drops it (counted) when the queue is full.
     fn push(&self, item: ReplItem, stats: &ClusterStats) {
-        let size = entry_len(&item.key, &item.state);
+        let size = change_len(&item.key, &item.change);
         let queued = self.bytes.load(Ordering::Relaxed);
         if queued > 0 && queued + size > QUEUE_BYTES {
             stats.repl_dropped.fetch_add(1, Ordering::Relaxed);
@@ -126,7 +126,7 @@ async fn run(
         while let Some(msg) = next.take() {
             match msg {
                 Msg::Item(item) => {
-                    size += entry_len(&item.key, &item.state);
+                    size += change_len(&item.key, &item.change);
                     batch.push(item);
                 }
                 Msg::Barrier(done) => {
@@ -177,7 +177,7 @@ async fn send_batch(
     // (the lead its failovers order past, `Cluster::failover_ahead_ms`).
     let body = encode_replicate_at(
         shoal_engine::clock::now_ms(),
-        batch.iter().map(|i| (&i.key[..], &i.state)),
+        batch.iter().map(|i| (&i.key[..], &i.change)),
     );
     match client.request(epoch.load(Ordering::Relaxed), body).await {
         Ok(r) if decode_replicate_result(&r.body).is_some() => Ack::Applied,
@@ -218,6 +218,7 @@ pub type Acks = Vec<oneshot::Receiver<Ack>>;
 /// that copy, the slot's new owner, would answer reads with the older value. Awaiting the
 /// new copy too keeps read-your-writes there: once the client has its reply, the new owner
 /// holds the write.
+#[allow(clippy::too_many_arguments)]
 pub fn replicate_keys<'a>(
     node: &Server,
     view: &View,
@@ -226,6 +227,7 @@ pub fn replicate_keys<'a>(
     keys: impl Iterator<Item = &'a Bytes>,
     now_ms: u64,
     want_ack: bool,
+    delta: Option<(&Bytes, Change)>,
 ) -> Acks {
     let mut acks = Vec::new();
     if view.placement.width() < 2 && now.placement.width() < 2 {
@@ -234,10 +236,21 @@ pub fn replicate_keys<'a>(
     let same = std::ptr::eq(view, now) || view.id == now.id;
     for key in keys {
         let slot = key_slot(key);
-        let state = node.engine.store.key_state(key, now_ms);
-        if state == KeyState::Absent {
-            continue;
-        }
+        // A collection's write as its command when the caller made one (see `Change`),
+        // else the key's whole state.
+        let change = match &delta {
+            Some((k, d)) if *k == key => {
+                stats.repl_deltas.fetch_add(1, Ordering::Relaxed);
+                d.clone()
+            }
+            _ => {
+                let state = node.engine.store.key_state(key, now_ms);
+                if state == KeyState::Absent {
+                    continue;
+                }
+                Change::State(state)
+            }
+        };
         let mut send = |peer: &crate::Peer| {
             let ack = want_ack.then(|| {
                 let (tx, rx) = oneshot::channel();
@@ -247,7 +260,7 @@ pub fn replicate_keys<'a>(
             peer.repl.push(
                 ReplItem {
                     key: key.clone(),
-                    state: state.clone(),
+                    change: change.clone(),
                     ack,
                 },
                 stats,

@@ -169,7 +169,8 @@ impl Shard {
 
     /// Edits the item at `idx` in place with a new version, keeping the byte accounting.
     pub(crate) fn edit(&mut self, idx: usize, now_ms: u64, f: impl FnOnce(&mut Item)) {
-        let version = self.next_version(now_ms);
+        let old = self.items[idx].version;
+        let version = self.next_version(Some(old), now_ms);
         let item = &mut self.items[idx];
         self.used -= item.charge();
         f(item);
@@ -180,9 +181,39 @@ impl Shard {
     /// A version greater than every one this shard handed out, near `now_ms << 12` (a hybrid
     /// logical clock: wall time in the high bits, a counter below for many writes in one ms).
     /// A key always lives in one shard, so its versions strictly grow.
-    pub(crate) fn next_version(&mut self, now_ms: u64) -> u64 {
-        let v = (self.last_version + 1).max(now_ms << 12);
-        self.last_version = v;
+    /// `old` is the key's version before this write (`None`: a new key), noted for
+    /// [`crate::record_writes`]; a version forced there is taken instead of the clock's.
+    pub(crate) fn next_version(&mut self, old: Option<u64>, now_ms: u64) -> u64 {
+        let forced = RECORDING.with(|r| {
+            let mut rec = r.get();
+            let forced = rec.forced.take();
+            if rec.on {
+                rec.count += 1;
+                if rec.count == 1 {
+                    rec.base = old;
+                }
+            }
+            r.set(rec);
+            forced
+        });
+        let v = match forced {
+            Some(v) => {
+                self.last_version = self.last_version.max(v);
+                v
+            }
+            None => {
+                let v = (self.last_version + 1).max(now_ms << 12);
+                self.last_version = v;
+                v
+            }
+        };
+        RECORDING.with(|r| {
+            let mut rec = r.get();
+            if rec.on {
+                rec.new = v;
+            }
+            r.set(rec);
+        });
         v
     }
 
@@ -325,4 +356,19 @@ impl Shard {
     pub(crate) fn count_in_slot(&self, slot: u16) -> usize {
         self.slot_counts[sub_slot(slot)] as usize
     }
+}
+
+/// What [`crate::record_writes`] notes of the writes on this thread.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Recording {
+    pub(crate) on: bool,
+    pub(crate) count: u32,
+    pub(crate) base: Option<u64>,
+    pub(crate) new: u64,
+    pub(crate) forced: Option<u64>,
+}
+
+thread_local! {
+    pub(crate) static RECORDING: std::cell::Cell<Recording> =
+        const { std::cell::Cell::new(Recording { on: false, count: 0, base: None, new: 0, forced: None }) };
 }

@@ -194,6 +194,42 @@ struct Shared {
     numbered: AtomicBool,
 }
 
+/// The versions the writes of one [`record_writes`] call took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// How many versions were handed out.
+    pub count: u32,
+    /// The key's version before the first (`None`: the first created the key).
+    pub base: Option<u64>,
+    /// The last version handed out.
+    pub new: u64,
+}
+
+/// Runs `f` and notes the versions its store writes take on this thread (a replication
+/// delta is only right for exactly one write on the version its replica holds); with
+/// `forced`, the first write takes that version instead of the shard clock's (a replica
+/// applying a delta gives the key the owner's version). Not reentrant.
+pub fn record_writes<R>(forced: Option<u64>, f: impl FnOnce() -> R) -> (R, Writes) {
+    use crate::shard::{Recording, RECORDING};
+    RECORDING.with(|r| {
+        r.set(Recording {
+            on: true,
+            forced,
+            ..Recording::default()
+        })
+    });
+    let out = f();
+    let rec = RECORDING.with(|r| r.replace(Recording::default()));
+    (
+        out,
+        Writes {
+            count: rec.count,
+            base: rec.base,
+            new: rec.new,
+        },
+    )
+}
+
 /// Databases a stored key may belong to (its prefix's number, `slot::split_key`).
 pub const DATABASES: usize = 16;
 
@@ -311,7 +347,7 @@ impl Slot<'_> {
             let mut c = create();
             let (r, changed) = f(&mut c);
             if changed && !c.is_empty() {
-                let version = self.shard.next_version(now);
+                let version = self.shard.next_version(None, now);
                 let item = Item::new_coll(self.key, c, 0, self.clock.initial(), version);
                 self.insert_item(item);
             }
@@ -319,7 +355,9 @@ impl Slot<'_> {
         };
         let fresh = create();
         if self.shard.items[i].kind() != fresh.kind() {
-            let version = self.shard.next_version(now);
+            let version = self
+                .shard
+                .next_version(Some(self.shard.items[i].version), now);
             self.shard.replace_coll(i, fresh, version);
         }
         let mut out = None;
@@ -402,7 +440,8 @@ impl Slot<'_> {
             return;
         }
         let now = self.clock.now_ms;
-        let version = self.shard.next_version(now);
+        let old = self.idx.map(|i| self.shard.items[i].version);
+        let version = self.shard.next_version(old, now);
         match self.idx {
             Some(i) => self.shard.replace_coll(i, value, version),
             None => {
@@ -443,14 +482,16 @@ impl Slot<'_> {
         let now = self.clock.now_ms;
         match self.idx {
             Some(i) => {
-                let version = self.shard.next_version(now);
+                let version = self
+                    .shard
+                    .next_version(Some(self.shard.items[i].version), now);
                 self.shard.replace_value(i, value, flags, version);
                 if let Some(at) = at {
                     self.shard.set_expire(hasher, i, self.hash, at);
                 }
             }
             None => {
-                let version = self.shard.next_version(now);
+                let version = self.shard.next_version(None, now);
                 let item = Item::new(
                     self.key,
                     value,
@@ -489,11 +530,12 @@ impl Slot<'_> {
         let Some(i) = self.idx.take() else {
             return false;
         };
+        let old = self.shard.items[i].version;
         self.shard.remove_at(&self.shared.hasher, i);
         let ttl = self.shared.tombstone_ttl.load(Relaxed);
         if ttl != 0 {
             let now = self.clock.now_ms;
-            let version = self.shard.next_version(now);
+            let version = self.shard.next_version(Some(old), now);
             self.shard
                 .tombs
                 .record(self.key, self.hash, version, now, ttl);

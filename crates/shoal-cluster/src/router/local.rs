@@ -15,7 +15,7 @@ use shoal_engine::hooks::SlotScope;
 use shoal_resp::{Protocol, Reply};
 
 use super::outcome::{encode, error_bytes, reply_limit, with_acks, Outcome};
-use crate::message::{decode_request, Request, Scope, ScopeSpec};
+use crate::message::{decode_request, Change, Request, Scope, ScopeSpec};
 use crate::replicate::{replicate_keys, unconfirmed, wait_acks, Acks};
 use crate::{handoff, Cluster, Server, View};
 
@@ -55,7 +55,15 @@ pub fn run_here(
         })
     });
     let db = session.db;
-    let reply = cmd::run(node, session, spec, args, now_ms, scope);
+    // A deterministic write of one key notes the versions it takes: one write on a live key
+    // can go to the replicas as its command (a delta) instead of the key's state.
+    let may_delta = spec.flags & flag::DELTA != 0 && session.multi.is_none();
+    let (reply, writes) = if may_delta {
+        shoal_store::record_writes(None, || cmd::run(node, session, spec, args, now_ms, scope))
+    } else {
+        let reply = cmd::run(node, session, spec, args, now_ms, scope);
+        (reply, shoal_store::Writes::default())
+    };
     // The copies to send to are those of the view the command was routed under (their acks
     // are awaited) and of the view current now, after the write (it may have changed while
     // the command waited for a fetch, or since its batch was read): a hand-off that started
@@ -68,14 +76,72 @@ pub fn run_here(
     let want_ack = cluster.write_ack == WriteAck::All;
     let stats = &cluster.stats;
     let acks = match &queued {
-        Some(keys) => replicate_keys(node, view, &now_view, stats, keys.iter(), now_ms, want_ack),
+        Some(keys) => replicate_keys(
+            node,
+            view,
+            &now_view,
+            stats,
+            keys.iter(),
+            now_ms,
+            want_ack,
+            None,
+        ),
         None if spec.flags & flag::WRITE != 0 => {
             let keys = cmd::db::stored_keys(spec, args, db);
-            replicate_keys(node, view, &now_view, stats, keys.iter(), now_ms, want_ack)
+            let delta = (may_delta && keys.len() == 1)
+                .then(|| delta_of(node, spec, args, db, &keys[0], writes, now_ms))
+                .flatten();
+            let delta = delta.map(|d| (&keys[0], d));
+            replicate_keys(
+                node,
+                view,
+                &now_view,
+                stats,
+                keys.iter(),
+                now_ms,
+                want_ack,
+                delta,
+            )
         }
         None => Vec::new(),
     };
     (reply, acks)
+}
+
+/// The delta of a write that ran here (see `message::Change`), when one is right and worth
+/// it: exactly one write, on a key that existed (at version `writes.base`), and the key
+/// still at the version that write gave it (no other client's write came in between) and
+/// larger than the command. The command travels with the key as stored.
+fn delta_of(
+    node: &Server,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    db: u8,
+    key: &Bytes,
+    writes: shoal_store::Writes,
+    now_ms: u64,
+) -> Option<Change> {
+    let base = writes.base.filter(|_| writes.count == 1)?;
+    let stored_args;
+    let args = if db == 0 {
+        args
+    } else {
+        stored_args = cmd::db::rewrite(spec, args, db);
+        &stored_args[..]
+    };
+    let mut command = BytesMut::new();
+    crate::message::put_multibulk(&mut command, args);
+    let worth = node
+        .engine
+        .store
+        .read(key, now_ms, shoal_store::Access::Peek, |e| {
+            e.is_some_and(|e| e.version == writes.new && e.charge > 2 * command.len() as u64)
+        });
+    worth.then(|| Change::Delta {
+        base,
+        version: writes.new,
+        command: command.freeze(),
+    })
 }
 
 /// The keys a command names (by its key specification), as stored for database `db`, if
