@@ -86,6 +86,9 @@ pub fn run_here(
             want_ack,
             None,
         ),
+        // A deterministic write that changed nothing (SADD of a member already there, HSET
+        // of the same value) has nothing to send: its replicas hold the same state.
+        None if may_delta && writes.count == 0 => Vec::new(),
         None if spec.flags & flag::WRITE != 0 => {
             let keys = cmd::db::stored_keys(spec, args, db);
             let delta = (may_delta && keys.len() == 1)
