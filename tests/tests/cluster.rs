@@ -1410,7 +1410,7 @@ fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
 /// Cluster's rule), so the owner holds them; a tagged pattern works through any node.
 #[test]
 fn sort_reads_and_stores_only_in_its_keys_slot() {
-    let cluster = TestCluster::start(3, |_| {});
+    let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
     let mut c = cluster.members[0].client();
     let _: i64 = redis::cmd("RPUSH")
         .arg("{u}l")
@@ -1551,6 +1551,7 @@ fn writes_of_large_collections_replicate_as_deltas() {
     let delta = shoal_cluster::message::Change::Delta {
         base: 12345,
         version: u64::MAX >> 2,
+        expire_at_ms: 0,
         command: command.freeze(),
     };
     let body =

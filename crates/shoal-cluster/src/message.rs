@@ -81,6 +81,9 @@ pub enum Change {
     Delta {
         base: u64,
         version: u64,
+        /// The key's expiry after the write (Unix ms, 0 = none): a TTL change alone does
+        /// not change the version, so the replica takes it from here.
+        expire_at_ms: u64,
         command: Bytes,
     },
 }
@@ -89,7 +92,7 @@ pub enum Change {
 pub fn change_len(key: &[u8], change: &Change) -> usize {
     match change {
         Change::State(state) => entry_len(key, state),
-        Change::Delta { command, .. } => 1 + 8 + 4 + key.len() + 8 + 4 + command.len(),
+        Change::Delta { command, .. } => 1 + 8 + 4 + key.len() + 8 + 8 + 4 + command.len(),
     }
 }
 
@@ -295,6 +298,7 @@ pub fn encode_replicate_at<'a>(
             Change::Delta {
                 base,
                 version,
+                expire_at_ms,
                 command,
             } => {
                 b.put_u8(TAG_DELTA);
@@ -302,6 +306,7 @@ pub fn encode_replicate_at<'a>(
                 b.put_u32(key.len() as u32);
                 b.put_slice(key);
                 b.put_u64(*base);
+                b.put_u64(*expire_at_ms);
                 b.put_u32(command.len() as u32);
                 b.put_slice(command);
             }
@@ -554,12 +559,14 @@ pub fn decode_request(
                 let state = match tag {
                     TAG_DELTA if kind == KIND_REPLICATE_AT => {
                         let base = r.u64()?;
+                        let expire_at_ms = r.u64()?;
                         let len = r.u32()? as usize;
                         entries.push((
                             key,
                             Change::Delta {
                                 base,
                                 version,
+                                expire_at_ms,
                                 command: r.bytes(len)?,
                             },
                         ));
@@ -773,6 +780,7 @@ mod tests {
         let delta = Change::Delta {
             base: 7,
             version: 9,
+            expire_at_ms: 123,
             command: Bytes::from_static(b"*3\r\n$4\r\nHDEL\r\n$1\r\nh\r\n$1\r\nf\r\n"),
         };
         let body = encode_replicate_at(5, [(&b"h"[..], &delta)].into_iter());

@@ -406,7 +406,7 @@ fn apply_replicated(
     now: u64,
 ) -> (u32, u32, Vec<Bytes>) {
     let (mut applied, mut stale) = (0u32, 0u32);
-    let mut refetch: Vec<Bytes> = Vec::new();
+    let mut refetch: std::collections::HashSet<Bytes> = std::collections::HashSet::new();
     // Only a sender with another view can name a slot this node is no copy of.
     let check = sender_view != view.id;
     for (key, change) in entries {
@@ -426,8 +426,18 @@ fn apply_replicated(
             Change::Delta {
                 base,
                 version,
+                expire_at_ms,
                 command,
-            } => match apply_delta(node, cluster, key, *base, *version, command, now) {
+            } => match apply_delta(
+                node,
+                cluster,
+                key,
+                *base,
+                *version,
+                *expire_at_ms,
+                command,
+                now,
+            ) {
                 Some(true) => {
                     cluster
                         .stats
@@ -441,9 +451,7 @@ fn apply_replicated(
                         .stats
                         .repl_deltas_refetched
                         .fetch_add(1, Ordering::Relaxed);
-                    if !refetch.contains(key) {
-                        refetch.push(key.clone());
-                    }
+                    refetch.insert(key.clone());
                 }
             },
         }
@@ -460,37 +468,36 @@ fn apply_replicated(
         // Copies count against maxmemory like any key; make room as a write would.
         let _ = node.engine.store.ensure_memory(now);
     }
-    (applied, stale, refetch)
+    (applied, stale, refetch.into_iter().collect())
 }
 
 /// Runs a delta (a write's command) on `key` if this node holds the version it was made on:
-/// `Some(true)` run, with the owner's version; `Some(false)` this node holds that version or
-/// a newer one already; `None` it holds another (or the command did not run as one write
-/// on that version, its writes then carry the owner's version and the state fetched next
-/// replaces them).
+/// `Some(true)` run, with the owner's version and expiry; `Some(false)` this node holds that
+/// version or a newer one already; `None` it holds another, or the command did not run as
+/// one write on that version: the copy here is then dropped (it cannot be trusted) and the
+/// key's state fetched from the sender takes its place.
+#[allow(clippy::too_many_arguments)]
 fn apply_delta(
     node: &Server,
     cluster: &Cluster,
     key: &Bytes,
     base: u64,
     version: u64,
+    expire_at_ms: u64,
     command: &Bytes,
     now: u64,
 ) -> Option<bool> {
-    let held = node
-        .engine
-        .store
-        .read(key, now, shoal_store::Access::Peek, |e| {
-            e.map(|e| e.version)
-        });
+    let store = &node.engine.store;
+    let held = store.read(key, now, shoal_store::Access::Peek, |e| {
+        e.map(|e| e.version)
+    });
     match held {
         Some(v) if v >= version => return Some(false),
         Some(v) if v == base => {}
         _ => return None,
     }
     let args = parse_command(node, command.clone()).ok()?;
-    let spec = shoal_engine::cmd::lookup(args.first()?)
-        .filter(|s| s.flags & shoal_engine::cmd::flag::DELTA != 0)?;
+    let spec = shoal_engine::cmd::lookup(args.first()?)?;
     // The command's one key must be this key.
     let mut keys = spec.key_positions(&args);
     if keys.next().map(|i| &args[i]) != Some(key) || keys.next().is_some() {
@@ -499,12 +506,25 @@ fn apply_delta(
     let mut session = shoal_engine::cmd::Session::new(cluster.internal.clone(), true);
     session.internal = true;
     let (reply, writes) = shoal_store::record_writes(Some(version), || {
-        shoal_engine::cmd::run(node, &mut session, spec, &args, now, None)
+        shoal_engine::cmd::run_replicated(node, &mut session, spec, &args, now)
     });
     let ran = !matches!(reply, shoal_resp::Reply::Error(_))
         && writes.count == 1
         && writes.base == Some(base);
-    ran.then_some(true)
+    if !ran {
+        // Another writer changed the key between the look and the run, or the run went
+        // otherwise: whatever it left is not the owner's value.
+        if writes.count > 0 {
+            store.forget(key);
+        }
+        return None;
+    }
+    store.write(key, now, |slot| {
+        if slot.expire_at() != (expire_at_ms != 0).then_some(expire_at_ms) {
+            slot.set_expire((expire_at_ms != 0).then_some(expire_at_ms));
+        }
+    });
+    Some(true)
 }
 
 /// Fetches `keys`' states from the member named `sender` and applies them; the number
@@ -516,6 +536,11 @@ async fn refetch_from(
     keys: &[Bytes],
 ) -> Option<u32> {
     let cluster = node.cluster.as_ref()?;
+    // A bounded fetch: a replica far behind (restarted, or a new copy before its hand-off)
+    // answers the batch unconfirmed instead of asking for thousands of large keys at once.
+    if keys.len() > REFETCH_MAX {
+        return None;
+    }
     let m = view.nodes.iter().position(|n| n.name == sender)?;
     let peer = view.peer(m as u16)?;
     let asked = peer.client.request(view.id, encode_fetch(keys));
@@ -525,14 +550,24 @@ async fn refetch_from(
         .ok()?;
     let states = decode_states(response.body).ok()?;
     let now = now_ms();
+    // The view may have changed during the fetch: a slot this node no longer holds a copy
+    // of is not brought back.
+    let current = cluster.view();
+    let asked: std::collections::HashSet<&Bytes> = keys.iter().collect();
     let mut applied = 0;
     for (k, state) in &states {
-        if keys.contains(k) && node.engine.store.apply(k, state, now) {
+        if asked.contains(k)
+            && !foreign(cluster, &current, k)
+            && node.engine.store.apply(k, state, now)
+        {
             applied += 1;
         }
     }
     Some(applied)
 }
+
+/// Keys one REPLICATE_AT batch may fetch for its deltas (see `refetch_from`).
+const REFETCH_MAX: usize = 64;
 
 /// How far ahead of this node's clock the sender's was at least (ms), from a forwarded
 /// command's deadline (the sender's clock when it sent it plus `timeout_ms`): the time in

@@ -186,7 +186,7 @@ impl Shard {
     pub(crate) fn next_version(&mut self, old: Option<u64>, now_ms: u64) -> u64 {
         let forced = RECORDING.with(|r| {
             let mut rec = r.get();
-            let forced = rec.forced.take();
+            let forced = if rec.on { rec.forced.take() } else { None };
             if rec.on {
                 rec.count += 1;
                 if rec.count == 1 {

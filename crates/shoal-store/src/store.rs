@@ -211,6 +211,14 @@ pub struct Writes {
 /// applying a delta gives the key the owner's version). Not reentrant.
 pub fn record_writes<R>(forced: Option<u64>, f: impl FnOnce() -> R) -> (R, Writes) {
     use crate::shard::{Recording, RECORDING};
+    /// Turns the recording off however `f` ends (a panic included), so no later write on
+    /// this thread is noted or takes the forced version.
+    struct Off;
+    impl Drop for Off {
+        fn drop(&mut self) {
+            RECORDING.with(|r| r.set(Recording::default()));
+        }
+    }
     RECORDING.with(|r| {
         r.set(Recording {
             on: true,
@@ -218,8 +226,10 @@ pub fn record_writes<R>(forced: Option<u64>, f: impl FnOnce() -> R) -> (R, Write
             ..Recording::default()
         })
     });
+    let off = Off;
     let out = f();
-    let rec = RECORDING.with(|r| r.replace(Recording::default()));
+    let rec = RECORDING.with(|r| r.get());
+    drop(off);
     (
         out,
         Writes {
@@ -828,6 +838,21 @@ impl Store {
     /// True if a live key was removed (recording a tombstone, as [`Slot::remove`]).
     pub fn remove(&self, key: &[u8], now_ms: u64) -> bool {
         self.write(key, now_ms, |slot| slot.remove())
+    }
+
+    /// Drops `key`'s item without a tombstone or a version (a replica's copy it cannot
+    /// trust: the state fetched next, at any version, takes its place).
+    pub fn forget(&self, key: &[u8]) -> bool {
+        let hash = self.shared.hasher.hash_one(key);
+        self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
+            match shard.find(key, hash) {
+                Some(i) => {
+                    shard.remove_at(&shared.hasher, i);
+                    true
+                }
+                None => false,
+            }
+        })
     }
 
     /// Keys held, including expired ones not yet reclaimed (like Redis `DBSIZE`).

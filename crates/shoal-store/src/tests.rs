@@ -1444,3 +1444,21 @@ fn emptied_collections_give_their_memory_back_to_the_accounting() {
     let small = s.used_memory();
     assert!(small - left < (big - left) / 20, "{small} after {big}");
 }
+
+/// A recording ends however its closure ends: after a panic inside it, later writes on the
+/// thread take the shard clock's versions again, not the forced one.
+#[test]
+fn a_recording_is_off_after_a_panic() {
+    let store = Store::default();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::record_writes(Some(7 << 12), || panic!("a handler bug"))
+    }));
+    assert!(caught.is_err());
+    store.set(b"k", b"v", None, 1_000);
+    let KeyState::Live { version, .. } = store.key_state(b"k", 1_000) else {
+        panic!("not written");
+    };
+    assert_ne!(version, 7 << 12, "the forced version leaked");
+    let (_, w) = crate::record_writes(Some(9 << 30), || store.set(b"k", b"w", None, 1_000));
+    assert_eq!((w.count, w.base, w.new), (1, Some(version), 9 << 30));
+}

@@ -125,6 +125,23 @@ fn delta_of(
     now_ms: u64,
 ) -> Option<Change> {
     let base = writes.base.filter(|_| writes.count == 1)?;
+    // The command's size as a RESP multibulk, before building it: most keys are small and
+    // go as their state.
+    let digits = |n: usize| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    let size = 3
+        + digits(args.len())
+        + args
+            .iter()
+            .map(|a| 5 + digits(a.len() + 4 * usize::from(db != 0)) + a.len())
+            .sum::<usize>()
+        + 4 * usize::from(db != 0);
+    let expire = node
+        .engine
+        .store
+        .read(key, now_ms, shoal_store::Access::Peek, |e| {
+            e.filter(|e| e.version == writes.new && e.charge > 2 * size as u64)
+                .map(|e| e.expire_at_ms.unwrap_or(0))
+        })?;
     let stored_args;
     let args = if db == 0 {
         args
@@ -132,17 +149,12 @@ fn delta_of(
         stored_args = cmd::db::rewrite(spec, args, db);
         &stored_args[..]
     };
-    let mut command = BytesMut::new();
+    let mut command = BytesMut::with_capacity(size);
     crate::message::put_multibulk(&mut command, args);
-    let worth = node
-        .engine
-        .store
-        .read(key, now_ms, shoal_store::Access::Peek, |e| {
-            e.is_some_and(|e| e.version == writes.new && e.charge > 2 * command.len() as u64)
-        });
-    worth.then(|| Change::Delta {
+    Some(Change::Delta {
         base,
         version: writes.new,
+        expire_at_ms: expire,
         command: command.freeze(),
     })
 }

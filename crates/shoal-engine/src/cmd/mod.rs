@@ -1018,6 +1018,34 @@ pub fn execute(host: &dyn Host, session: &mut Session, args: &[Bytes], now_ms: u
     }
 }
 
+/// Runs a replication delta's command (a row with [`flag::DELTA`], keys as stored) on this
+/// node's copy: its handler alone, after the arity check, without the maxmemory check (a
+/// replica takes its owner's writes, as it takes their states), statistics or wake-ups.
+pub fn run_replicated(
+    host: &dyn Host,
+    session: &mut Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+) -> Reply {
+    let argc = args.len() as i32;
+    if spec.flags & flag::DELTA == 0
+        || (spec.arity > 0 && argc != spec.arity)
+        || (spec.arity < 0 && argc < -spec.arity)
+    {
+        return err("ERR not a replication delta");
+    }
+    let mut ctx = Ctx {
+        engine: host.engine(),
+        host,
+        session,
+        now_ms,
+        scope: None,
+        keyspace: None,
+    };
+    (spec.handler)(&mut ctx, args)
+}
+
 /// A refused command; inside MULTI it also dooms the transaction, as in Redis.
 fn reject(session: &mut Session, reply: Reply) -> Reply {
     if let Some(tx) = session.multi.as_mut() {

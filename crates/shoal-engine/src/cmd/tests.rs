@@ -1525,3 +1525,33 @@ fn config_shows_the_collections_thresholds() {
         "-ERR CONFIG SET failed (possibly related to argument 'zset-max-listpack-entries') - can't set immutable config\r\n",
     );
 }
+
+/// A replication delta runs its handler on the key as stored, after the arity check: a
+/// command too short for its handler (from a peer) is refused, never run; a row without
+/// the DELTA flag is refused too.
+#[test]
+fn replicated_deltas_are_checked_before_they_run() {
+    use shoal_resp::Reply;
+    let mut h = H::new();
+    let args = |line: &str| -> Vec<Bytes> {
+        line.split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    };
+    let run = |h: &mut H, line: &str| {
+        let a = args(line);
+        let spec = super::lookup(&a[0]).unwrap();
+        super::run_replicated(&h.node, &mut h.session, spec, &a, h.now)
+    };
+    assert!(
+        matches!(run(&mut h, "LSET k"), Reply::Error(_)),
+        "too short"
+    );
+    assert!(
+        matches!(run(&mut h, "SET k v"), Reply::Error(_)),
+        "not a DELTA row"
+    );
+    assert_eq!(run(&mut h, "HSET h f v"), Reply::Int(1));
+    assert_eq!(run(&mut h, "HINCRBY h n 2"), Reply::Int(2));
+    h.check("HGET h n", &bulk("2"));
+}
