@@ -372,3 +372,19 @@ thread_local! {
     pub(crate) static RECORDING: std::cell::Cell<Recording> =
         const { std::cell::Cell::new(Recording { on: false, count: 0, base: None, new: 0, forced: None }) };
 }
+
+/// Takes back the last version noted by [`Shard::next_version`] (an edit that changed
+/// nothing keeps its version: it was no write).
+pub(crate) fn unnote_version() {
+    RECORDING.with(|r| {
+        let mut rec = r.get();
+        if rec.on && rec.count > 0 {
+            rec.count -= 1;
+            if rec.count == 0 {
+                rec.base = None;
+                rec.new = 0;
+            }
+        }
+        r.set(rec);
+    });
+}

@@ -383,7 +383,9 @@ impl Slot<'_> {
         self.shard.edit(i, now, edit);
         let r = out.expect("the edit ran");
         if !changed {
+            // Nothing changed: the key keeps its version, and the write is not one.
             self.shard.items[i].version = before;
+            crate::shard::unnote_version();
         } else if self.shard.items[i].coll().is_some_and(Collection::is_empty) {
             self.remove();
         }

@@ -1462,3 +1462,25 @@ fn a_recording_is_off_after_a_panic() {
     let (_, w) = crate::record_writes(Some(9 << 30), || store.set(b"k", b"w", None, 1_000));
     assert_eq!((w.count, w.base, w.new), (1, Some(version), 9 << 30));
 }
+
+/// An edit that changes nothing is no write for a recording (a SADD of a member already
+/// there keeps the set's version and sends nothing to the replicas).
+#[test]
+fn an_edit_that_changes_nothing_is_not_recorded() {
+    let store = Store::default();
+    store.write(b"s", 1_000, |slot| {
+        slot.edit_set(Set::new, |s| (s.insert(b"m"), true));
+    });
+    let (_, w) = crate::record_writes(None, || {
+        store.write(b"s", 1_000, |slot| {
+            slot.edit_set(Set::new, |s| ((), s.insert(b"m")))
+        })
+    });
+    assert_eq!(w.count, 0);
+    let (_, w) = crate::record_writes(None, || {
+        store.write(b"s", 1_000, |slot| {
+            slot.edit_set(Set::new, |s| ((), s.insert(b"n")))
+        })
+    });
+    assert_eq!(w.count, 1);
+}
