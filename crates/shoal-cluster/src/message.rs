@@ -282,19 +282,12 @@ pub fn encode_replicate_at<'a>(
     sent_at_ms: u64,
     entries: impl Iterator<Item = (&'a [u8], &'a Change)>,
 ) -> Bytes {
-    let mut b = BytesMut::new();
-    b.put_u8(KIND_REPLICATE_AT);
-    b.put_u64(sent_at_ms);
-    let count_at = b.len();
-    b.put_u32(0);
-    let mut count = 0u32;
-    for (key, change) in entries {
-        match change {
-            Change::State(state) => {
-                if !put_state(&mut b, key, state) {
-                    continue;
-                }
-            }
+    encode_counted(
+        KIND_REPLICATE_AT,
+        Some(sent_at_ms),
+        entries,
+        |b, (key, change)| match change {
+            Change::State(state) => put_state(b, key, state),
             Change::Delta {
                 base,
                 version,
@@ -309,12 +302,10 @@ pub fn encode_replicate_at<'a>(
                 b.put_u64(*expire_at_ms);
                 b.put_u32(command.len() as u32);
                 b.put_slice(command);
+                true
             }
-        }
-        count += 1;
-    }
-    b[count_at..count_at + 4].copy_from_slice(&count.to_be_bytes());
-    b.freeze()
+        },
+    )
 }
 
 /// A HANDOFF body (REPLICATE's layout).
@@ -362,6 +353,19 @@ fn encode_stamped<'a>(
     stamp: Option<u64>,
     entries: impl Iterator<Item = (&'a [u8], &'a KeyState)>,
 ) -> Bytes {
+    encode_counted(kind, stamp, entries, |b, (key, state)| {
+        put_state(b, key, state)
+    })
+}
+
+/// Kind, the stamp if any, then the count and the entries `put` wrote (it answers whether
+/// it wrote one).
+fn encode_counted<T>(
+    kind: u8,
+    stamp: Option<u64>,
+    entries: impl Iterator<Item = T>,
+    mut put: impl FnMut(&mut BytesMut, T) -> bool,
+) -> Bytes {
     let mut b = BytesMut::new();
     b.put_u8(kind);
     if let Some(at) = stamp {
@@ -370,10 +374,8 @@ fn encode_stamped<'a>(
     let count_at = b.len();
     b.put_u32(0);
     let mut count = 0u32;
-    for (key, state) in entries {
-        if put_state(&mut b, key, state) {
-            count += 1;
-        }
+    for entry in entries {
+        count += u32::from(put(&mut b, entry));
     }
     b[count_at..count_at + 4].copy_from_slice(&count.to_be_bytes());
     b.freeze()

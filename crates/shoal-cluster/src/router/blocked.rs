@@ -21,9 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use shoal_engine::blocking::{self, Block, Registration};
+use shoal_engine::blocking::{Block, Registration};
 use shoal_engine::client::{ClientInfo, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use shoal_engine::clock::now_ms;
+use shoal_engine::cmd::wait;
 use shoal_engine::cmd::{self, CommandSpec, ReplyBudget, Session};
 use shoal_resp::{Protocol, Reply};
 use tokio::time::Instant;
@@ -277,7 +278,7 @@ pub(super) fn clustered(
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let (deadline_ms, timeout_reply) = match &block {
         Some(b) => (b.deadline_ms, b.timeout_reply.clone()),
-        None => match blocking::timeout_of(spec, args, now_ms()) {
+        None => match wait::timeout_of(spec, args, now_ms()) {
             Ok(t) => t,
             // Forwarded as it is: the owner answers the error (after the checks Redis makes
             // before the timeout's).
@@ -285,7 +286,7 @@ pub(super) fn clustered(
         },
     };
     let client = Client::of(session);
-    let waited = blocking::waited_keys(spec, args, client.db);
+    let waited = wait::waited_keys(spec, args, client.db);
     // Registered on the keys while it waits here; on none while it forwards, for CLIENT
     // UNBLOCK to find it.
     let mut here = block.is_some();
@@ -442,7 +443,7 @@ pub fn serve_blocked(
 /// `args` with its timeout argument set to `wait` (in seconds, to the millisecond).
 fn with_timeout(spec: &CommandSpec, args: &[Bytes], wait: Duration) -> Vec<Bytes> {
     let mut out = args.to_vec();
-    let at = blocking::timeout_at(spec, args);
+    let at = wait::timeout_at(spec, args);
     // At least a millisecond: 0 would wait for ever.
     let ms = wait.as_millis().max(1);
     out[at] = Bytes::from(format!("{}.{:03}", ms / 1000, ms % 1000));

@@ -10,10 +10,10 @@ use bytes::Bytes;
 use shoal_resp::Reply;
 use shoal_store::{Access, Kind, List, Slot};
 
+use super::wait::parse_timeout;
 use super::{
     err, int_arg, is, parse_i64, tri, Ctx, ReplyBudget, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
 };
-use crate::blocking::parse_timeout;
 
 /// WRONGTYPE unless the key is absent or a list.
 fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {

@@ -24,6 +24,7 @@ mod sort;
 mod string;
 #[cfg(test)]
 mod tests;
+pub mod wait;
 mod zcombine;
 mod zset;
 

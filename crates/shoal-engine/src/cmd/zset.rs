@@ -13,11 +13,11 @@ use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
 use shoal_store::{glob_match, Kind, Slot, ZSet};
 
+use super::wait::parse_timeout;
 use super::{
     distinct, err, int_arg, is, parse_f64, random_below, scan_reply, tri, Ctx, ReplyBudget,
     ERR_SYNTAX, ERR_WRONGTYPE,
 };
-use crate::blocking::parse_timeout;
 
 const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
 const ERR_RANGE_FLOAT: &str = "ERR min or max is not a float";
