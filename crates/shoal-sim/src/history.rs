@@ -14,7 +14,11 @@
 //! - a counter's acknowledged INCRs answered distinct values (two INCRs answering the same
 //!   value means one was lost to the other), an INCR acknowledged before another began
 //!   answered less, and the final value lies between the highest acknowledged answer and
-//!   the number of INCRs sent (above it, an INCR ran twice: counted apart).
+//!   the number of INCRs sent (above it, an INCR ran twice: counted apart);
+//! - a log key (APPENDs of unique tokens) holds, after the faults healed, every token of an
+//!   acknowledged APPEND, no token that was never sent, and each token once (twice: an
+//!   APPEND ran twice, counted apart as for INCR). Its copies agreeing (the caller checks
+//!   every key's copies) covers the writes that replicate as deltas.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,6 +39,7 @@ pub enum Kind {
     Del { key: String },
     Get { key: String },
     Incr { key: String },
+    Append { key: String, token: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,6 +258,49 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Vec<Option<String>>>) -> Repo
             }
         }
     }
+    // Logs.
+    let mut appends: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+    for op in ops {
+        if let Kind::Append { key, .. } = &op.kind {
+            appends.entry(key.as_str()).or_default().push(op);
+        }
+    }
+    for (key, ops) in appends {
+        report.keys_checked += 1;
+        let distinct: BTreeSet<&Option<String>> = finals.get(key).into_iter().flatten().collect();
+        for value in distinct {
+            let text = value.as_deref().unwrap_or("");
+            let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+            for token in text.split_terminator(';') {
+                *seen.entry(token).or_default() += 1;
+            }
+            let sent = |t: &str| {
+                ops.iter()
+                    .any(|o| matches!(&o.kind, Kind::Append { token, .. } if token.trim_end_matches(';') == t))
+            };
+            for (token, times) in &seen {
+                if !sent(token) {
+                    report
+                        .problems
+                        .push(format!("{key}: holds {token:?}, which no client appended"));
+                } else if *times > 1 {
+                    report
+                        .applied_twice
+                        .push(format!("{key}: {token:?} appended {times} times"));
+                }
+            }
+            for op in ops.iter().filter(|o| o.acked()) {
+                let Kind::Append { token, .. } = &op.kind else {
+                    continue;
+                };
+                if !seen.contains_key(token.trim_end_matches(';')) {
+                    report.problems.push(format!(
+                        "{key}: the acknowledged append {token:?} is not in {text:?}"
+                    ));
+                }
+            }
+        }
+    }
     report
 }
 
@@ -346,6 +394,44 @@ mod tests {
         ops.push(get(Some("x"), 6));
         ops.push(get(None, 7));
         assert_eq!(check(&ops, &finals("k", Some("a"))).problems.len(), 2);
+    }
+
+    #[test]
+    fn a_lost_or_foreign_append_is_found() {
+        let append = |c: usize, t: &str, time: u64, outcome: Outcome| {
+            op(
+                c,
+                Kind::Append {
+                    key: "log".into(),
+                    token: format!("{t};"),
+                },
+                (time, time + 1),
+                outcome,
+            )
+        };
+        let ops = vec![
+            append(0, "a", 1, ok("2")),
+            append(1, "b", 3, ok("4")),
+            append(1, "c", 5, Outcome::Unknown),
+        ];
+        assert!(check(&ops, &finals("log", Some("a;b;")))
+            .problems
+            .is_empty());
+        assert!(check(&ops, &finals("log", Some("a;b;c;")))
+            .problems
+            .is_empty());
+        assert_eq!(
+            check(&ops, &finals("log", Some("a;"))).problems.len(),
+            1,
+            "b lost"
+        );
+        assert_eq!(
+            check(&ops, &finals("log", Some("a;b;x;"))).problems.len(),
+            1
+        );
+        let twice = check(&ops, &finals("log", Some("a;b;b;")));
+        assert!(twice.problems.is_empty());
+        assert_eq!(twice.applied_twice.len(), 1);
     }
 
     #[test]

@@ -447,6 +447,12 @@ fn counter_key(i: u64) -> String {
     format!("ctr{i}")
 }
 
+/// A key clients APPEND unique tokens to: past a few dozen bytes its writes replicate as
+/// deltas (the command, not the value), so faults meet that path too.
+fn log_key(i: u64) -> String {
+    format!("log{i}")
+}
+
 /// Classifies a reply to a single-key command.
 fn outcome(reply: Reply) -> Outcome {
     match reply {
@@ -490,8 +496,12 @@ async fn client_loop(id: usize, seed: u64, sc: Scenario, shared: Rc<Shared>) {
             35..=44 => Kind::Del {
                 key: register_key(k),
             },
-            45..=79 => Kind::Get {
+            45..=72 => Kind::Get {
                 key: register_key(k),
+            },
+            73..=85 => Kind::Append {
+                key: log_key(k),
+                token: format!("c{id}-{seq};"),
             },
             _ => Kind::Incr {
                 key: counter_key(k),
@@ -502,6 +512,7 @@ async fn client_loop(id: usize, seed: u64, sc: Scenario, shared: Rc<Shared>) {
             Kind::Del { key } => vec![b"DEL", key.as_bytes()],
             Kind::Get { key } => vec![b"GET", key.as_bytes()],
             Kind::Incr { key } => vec![b"INCR", key.as_bytes()],
+            Kind::Append { key, token } => vec![b"APPEND", key.as_bytes(), token.as_bytes()],
         };
         let invoked = now_us();
         let (completed, result) = match tokio::time::timeout(OP_TIMEOUT, c.call(&args)).await {
@@ -701,7 +712,7 @@ async fn read_all(
     let mut finals = BTreeMap::new();
     let mut problem = |p: String| problems.push(p);
     for k in 0..sc.keys as u64 {
-        for key in [register_key(k), counter_key(k)] {
+        for key in [register_key(k), counter_key(k), log_key(k)] {
             let mut seen = Vec::new();
             let mut copies = Vec::new();
             for (i, c) in conns.iter_mut().enumerate() {

@@ -191,7 +191,7 @@ fn run_in_child_with(seed: u64, faults: &str, skew_ms: u64, client_nodes: &str) 
 /// Runs `seeds` with `faults`, each in its own process; returns the failing seeds and the
 /// counters that ran an INCR twice.
 fn run_seeds(faults: &str, seeds: std::ops::Range<u64>, verbose: bool) -> (Vec<u64>, usize) {
-    let keys = 2 * Scenario::default().keys;
+    let keys = 3 * Scenario::default().keys;
     let mut failed = Vec::new();
     let mut twice = 0;
     for seed in seeds {
