@@ -170,6 +170,9 @@ pub struct RunReport {
     pub skews_ms: Vec<i64>,
     /// With [`Faults::IsolatedTcp`]: what the other nodes showed near the end of the cut.
     pub isolation: Option<Isolation>,
+    /// Writes the nodes sent to replicas as deltas (INFO `shoal_repl_deltas`, summed over
+    /// the nodes that were up at the end).
+    pub deltas: u64,
 }
 
 impl RunReport {
@@ -435,6 +438,8 @@ struct Shared {
     clock_lead: Cell<u64>,
     /// Each checked node's, with its name.
     clock_leads: RefCell<Vec<(String, u64)>>,
+    /// `shoal_repl_deltas` summed over the nodes at the end.
+    deltas: std::cell::Cell<u64>,
     isolation: RefCell<Option<Isolation>>,
     problems: RefCell<Vec<String>>,
 }
@@ -654,7 +659,10 @@ async fn checker(sc: Scenario, members: Vec<usize>, shared: Rc<Shared>) {
         // forwarded commands that tell their receivers the senders' leads: what a node
         // learnt during the load, from the load.
         let mut leads = Vec::new();
+        let mut deltas = 0;
         for c in conns.iter_mut() {
+            let sent = c.field("shoal_repl_deltas", true).await;
+            deltas += sent.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
             let lead = c.field("shoal_peer_clock_lead_ms", true).await;
             leads.push((
                 c.node.clone(),
@@ -675,6 +683,7 @@ async fn checker(sc: Scenario, members: Vec<usize>, shared: Rc<Shared>) {
             shared.clock_lead.set(shared.clock_lead.get().max(*lead));
         }
         *shared.clock_leads.borrow_mut() = leads;
+        shared.deltas.set(deltas);
         shared.problems.borrow_mut().extend(problems);
         shared.finals.borrow_mut().extend(finals);
         return;
@@ -932,5 +941,6 @@ pub fn run(seed: u64, sc: &Scenario) -> RunReport {
         clock_leads,
         skews_ms,
         isolation,
+        deltas: shared.deltas.get(),
     }
 }

@@ -13,8 +13,8 @@ use shoal_sim::{run, Faults, RunReport, Scenario};
 
 fn show(r: &RunReport) {
     eprintln!(
-        "seed {}: {} ops ({} without a reply or with an error), {} acknowledged writes, {} reads and {} keys checked, {:?} simulated, digest {:016x}",
-        r.seed, r.check.ops, r.check.unknown, r.check.acked_writes, r.check.reads_checked, r.check.keys_checked, r.simulated, r.digest
+        "seed {}: {} ops ({} without a reply or with an error), {} acknowledged writes, {} reads and {} keys checked, {} deltas, {:?} simulated, digest {:016x}",
+        r.seed, r.check.ops, r.check.unknown, r.check.acked_writes, r.check.reads_checked, r.check.keys_checked, r.deltas, r.simulated, r.digest
     );
     for f in &r.faults {
         eprintln!("  fault: {f}");
@@ -89,7 +89,7 @@ fn one_seed() {
         .collect();
     let skews: Vec<String> = r.skews_ms.iter().map(i64::to_string).collect();
     println!(
-        "SIMRESULT {} {:016x} {} {} {} {} {} {} {} {} {} {}",
+        "SIMRESULT {} {:016x} {} {} {} {} {} {} {} {} {} {} {}",
         seed,
         r.digest,
         r.check.problems.len(),
@@ -101,7 +101,8 @@ fn one_seed() {
         r.check.unknown,
         isolation,
         leads.join(","),
-        skews.join(",")
+        skews.join(","),
+        r.deltas
     );
 }
 
@@ -122,6 +123,8 @@ struct Outcome {
     leads: Vec<(String, u64)>,
     /// Each host's clock offset (ms).
     skews_ms: Vec<i64>,
+    /// Writes sent to replicas as deltas.
+    deltas: u64,
     report: String,
 }
 
@@ -184,6 +187,7 @@ fn run_in_child_with(seed: u64, faults: &str, skew_ms: u64, client_nodes: &str) 
             .split(',')
             .map(|v| v.parse().expect("an offset"))
             .collect(),
+        deltas: f[12].parse().expect("a count"),
         report,
     }
 }
@@ -216,6 +220,7 @@ fn run_seeds(faults: &str, seeds: std::ops::Range<u64>, verbose: bool) -> (Vec<u
         );
         assert!(o.reads > 100, "seed {seed}: too few reads checked");
         assert_eq!(o.keys, keys, "seed {seed}: keys not checked");
+        assert!(o.deltas > 0, "seed {seed}: no write replicated as a delta");
     }
     (failed, twice)
 }
