@@ -466,6 +466,24 @@ impl Collector for NodeMetrics {
             "Key states received older than the local copy.",
             get(&c.repl_stale),
         )?;
+        counter(
+            &mut e,
+            "shoal_replication_deltas",
+            "Writes sent to replicas as their command (a delta), not the key's state.",
+            get(&c.repl_deltas),
+        )?;
+        counter(
+            &mut e,
+            "shoal_replication_deltas_applied",
+            "Deltas received and run on the version they were made on.",
+            get(&c.repl_deltas_applied),
+        )?;
+        counter(
+            &mut e,
+            "shoal_replication_deltas_refetched",
+            "Deltas received for another version: the key's state fetched instead.",
+            get(&c.repl_deltas_refetched),
+        )?;
         let view = cluster.view();
         let peers: Vec<(String, u64, u64)> = view
             .live_peers()
