@@ -73,41 +73,32 @@ pub fn run_here(
     if view.placement.width() < 2 && now_view.placement.width() < 2 {
         return (reply, Vec::new());
     }
-    let want_ack = cluster.write_ack == WriteAck::All;
-    let stats = &cluster.stats;
-    let acks = match &queued {
-        Some(keys) => replicate_keys(
-            node,
-            view,
-            &now_view,
-            stats,
-            keys.iter(),
-            now_ms,
-            want_ack,
-            None,
-        ),
+    // What to send: the queued writes' keys (EXEC), or the command's, with its delta.
+    let (keys, delta) = match queued {
+        Some(keys) => (keys, None),
         // A deterministic write that changed nothing (SADD of a member already there, HSET
         // of the same value) has nothing to send: its replicas hold the same state.
-        None if may_delta && writes.count == 0 => Vec::new(),
+        None if may_delta && writes.count == 0 => return (reply, Vec::new()),
         None if spec.flags & flag::WRITE != 0 => {
             let keys = cmd::db::stored_keys(spec, args, db);
             let delta = (may_delta && keys.len() == 1)
                 .then(|| delta_of(node, spec, args, db, &keys[0], writes, now_ms))
                 .flatten();
-            let delta = delta.map(|d| (&keys[0], d));
-            replicate_keys(
-                node,
-                view,
-                &now_view,
-                stats,
-                keys.iter(),
-                now_ms,
-                want_ack,
-                delta,
-            )
+            (keys, delta)
         }
-        None => Vec::new(),
+        None => return (reply, Vec::new()),
     };
+    let delta = delta.map(|d| (&keys[0], d));
+    let acks = replicate_keys(
+        node,
+        view,
+        &now_view,
+        &cluster.stats,
+        keys.iter(),
+        now_ms,
+        cluster.write_ack == WriteAck::All,
+        delta,
+    );
     (reply, acks)
 }
 
