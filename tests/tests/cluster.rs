@@ -1376,6 +1376,14 @@ fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
     assert_eq!(n, 0);
     let n: i64 = redis::cmd("DBSIZE").query(&mut db5).unwrap();
     assert_eq!(n, 2 * keys.len() as i64, "DBSIZE of database 5");
+    // INFO keyspace through any node: each database's keys, each key counted once.
+    let info: String = redis::cmd("INFO")
+        .arg("keyspace")
+        .query(&mut db0[2])
+        .unwrap();
+    let line = format!("db5:keys={},expires=0,avg_ttl=0", 2 * keys.len());
+    assert!(info.lines().any(|l| l == line), "{info}");
+    assert!(!info.contains("db0:"), "database 0 was flushed: {info}");
     // Two copies of each database-5 key, as each node reports for itself.
     let mut per_node: Vec<redis::Connection> =
         cluster.members.iter().map(|m| in_db(m, 5)).collect();

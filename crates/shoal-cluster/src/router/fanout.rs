@@ -376,39 +376,53 @@ fn scan_reply(cursor: u64, keys: &[u8]) -> Bytes {
     out.freeze()
 }
 
-/// INFO with the keyspace section: the cluster-wide key count (each key counted once, at its
-/// owner) in place of this node's own. `expires` is estimated from this node's ratio of
-/// volatile keys.
+/// INFO with the keyspace section: the cluster-wide key counts of each database (each key
+/// counted once, at the node that answers for it: `cluster.keyspace` over a fan-out's
+/// scope) in place of this node's own.
 pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
     let node = node.clone();
     let args = args.to_vec();
     Outcome::Later(Box::pin(async move {
-        let dbsize = [Bytes::from_static(b"DBSIZE")];
-        let stats = node.engine.store.stats();
+        let ask = [Bytes::from_static(b"cluster.keyspace")];
         // Without every answer INFO still answers (monitoring needs it most then), with
         // this node's own counts.
-        let keys = match gather(&node, &dbsize, proto, 0).await {
-            Ok(replies) => replies.iter().filter_map(|r| integer_value(r)).sum::<i64>(),
-            Err(_) => stats.keys as i64,
-        };
-        let keys = keys.max(0) as u64;
-        let volatile = if stats.keys == 0 {
-            0
-        } else {
-            (u128::from(keys) * u128::from(stats.volatile_keys) / u128::from(stats.keys)) as u64
+        let databases = match gather(&node, &ask, proto, 0).await {
+            Ok(replies) => {
+                let mut sums = [(0u64, 0u64); 16];
+                for r in &replies {
+                    let Ok(elements) = array_elements(r) else {
+                        continue;
+                    };
+                    let values: Vec<u64> = elements
+                        .iter()
+                        .map(|e| integer_value(&r[e.clone()]).unwrap_or(0).max(0) as u64)
+                        .collect();
+                    for (db, pair) in values.chunks(2).take(16).enumerate() {
+                        sums[db].0 += pair[0];
+                        sums[db].1 += pair.get(1).copied().unwrap_or(0);
+                    }
+                }
+                Some(
+                    sums.iter()
+                        .enumerate()
+                        .map(|(db, &(k, v))| (db as u8, k, v))
+                        .collect::<Vec<_>>(),
+                )
+            }
+            Err(_) => None,
         };
         let sections: Vec<String> = args[1..]
             .iter()
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .collect();
         let info = cmd::Info {
-            databases: None,
+            databases: databases.as_deref(),
             cluster: node
                 .cluster
                 .as_ref()
                 .map(|c| c as &dyn shoal_engine::hooks::ClusterInfo),
             cluster_enabled: false,
-            keyspace: Some((keys, volatile)),
+            keyspace: None,
         };
         let text = cmd::render_info(&node.engine, &info, &sections);
         encode(&Reply::Verbatim(text.into()), proto)

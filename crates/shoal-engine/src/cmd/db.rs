@@ -274,6 +274,47 @@ pub fn keyspace(ctx: &Ctx<'_>) -> Vec<(u8, u64, u64)> {
         .collect()
 }
 
+/// `cluster.keyspace` (internal, a fan-out's part for INFO keyspace in a cluster): keys and
+/// keys with a TTL of each database, in the fan-out's scope, as 32 integers (database 0's
+/// two first). Without numbered databases here, database 0's from the slots' counts (no
+/// walk; the TTL count then estimated from this node's share of volatile keys).
+pub fn scoped_keyspace(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let store = &ctx.engine.store;
+    let in_scope = |slot: u16| ctx.scope.is_none_or(|s| s.includes(slot));
+    let mut counts = [(0u64, 0u64); DATABASES as usize];
+    if ctx.engine.numbered_dbs() {
+        for slot in (0..shoal_store::SLOTS).filter(|&s| in_scope(s)) {
+            if store.count_in_slot(slot) == 0 {
+                continue;
+            }
+            store.for_each_in_slot(slot, ctx.now_ms, |k, e| {
+                let c = &mut counts[usize::from(split_key(k).0)];
+                c.0 += 1;
+                c.1 += u64::from(e.expire_at_ms.is_some());
+            });
+        }
+    } else {
+        let keys: usize = (0..shoal_store::SLOTS)
+            .filter(|&s| in_scope(s))
+            .map(|s| store.count_in_slot(s))
+            .sum();
+        let stats = store.stats();
+        let volatile = match stats.keys {
+            0 => 0,
+            all => {
+                (u128::from(keys as u64) * u128::from(stats.volatile_keys) / u128::from(all)) as u64
+            }
+        };
+        counts[0] = (keys as u64, volatile);
+    }
+    Reply::Array(
+        counts
+            .iter()
+            .flat_map(|&(k, v)| [Reply::Int(k as i64), Reply::Int(v as i64)])
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

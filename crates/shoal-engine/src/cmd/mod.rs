@@ -594,6 +594,16 @@ pub static INTERNAL: &[CommandSpec] = &[
         "Raises this node's version floor and clocks (the second step of FLUSHALL).",
         keys::floor
     ),
+    cmd!(
+        "cluster.keyspace",
+        1,
+        READONLY,
+        (0, 0, 0),
+        "cluster",
+        "0.1.0",
+        "Keys and keys with a TTL per database, in a fan-out's scope (INFO keyspace).",
+        db::scoped_keyspace
+    ),
 ];
 
 /// The row at `index` of `TABLE` followed by `INTERNAL`.
