@@ -367,6 +367,12 @@ fn a_client_in_a_numbered_database_waits_for_its_own_databases_key() {
     assert!(wait_until(WAIT, || blocked(&mut db0) == 1));
     assert_eq!(run(&mut db0, "MOVE k 1"), Value::Int(1));
     assert_eq!(answer(h), array(&["k", "in-db-0"]));
+    // So does SWAPDB, which brings database 0's list into database 1.
+    let h = spawn(&url, &["BLPOP", "swapped", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut db0) == 1));
+    run(&mut db0, "RPUSH swapped s");
+    assert_eq!(run(&mut db0, "SWAPDB 0 1"), Value::Okay);
+    assert_eq!(answer(h), array(&["swapped", "s"]));
 }
 
 fn forwarded(con: &mut redis::Connection) -> u64 {

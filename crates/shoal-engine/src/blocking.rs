@@ -89,6 +89,22 @@ impl Blocked {
         }
     }
 
+    /// Wakes the first client waiting on each key that `which` picks (SWAPDB: every key
+    /// of two databases changed at once).
+    pub fn signal_where(&self, which: impl Fn(&[u8]) -> bool) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, queue) in &queues.by_key {
+            if which(key) {
+                if let Some(first) = queue.front() {
+                    first.wake();
+                }
+            }
+        }
+    }
+
     /// Wakes client `id`'s wait, if it has one (CLIENT UNBLOCK; the client's `unblock`
     /// says how it ends). True if it was waiting.
     pub fn unblock(&self, id: u64) -> bool {

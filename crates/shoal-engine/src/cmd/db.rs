@@ -242,6 +242,10 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     for (k, v) in moved {
         super::keys::put(ctx, &k, v);
     }
+    // Clients blocked in either database may have something to pop now (as in Redis).
+    ctx.engine
+        .blocked
+        .signal_where(|k| matches!(split_key(k).0, d if d == a || d == b));
     Reply::ok()
 }
 
