@@ -527,8 +527,11 @@ fn apply_delta(
     Some(true)
 }
 
-/// Fetches `keys`' states from the member named `sender` and applies them; the number
-/// applied, or `None` when the sender could not be asked or did not answer in time.
+/// Fetches `keys`' states from the member named `sender` and applies them, in requests of
+/// at most [`REFETCH_CHUNK`] keys one after another (a replica far behind, restarted or a new
+/// copy before its hand-off, asks for many large keys), all within half the inter-node
+/// timeout; the number applied, or `None` when the sender could not be asked or did not
+/// answer them all in time.
 async fn refetch_from(
     node: &Arc<Server>,
     view: &Arc<View>,
@@ -536,38 +539,33 @@ async fn refetch_from(
     keys: &[Bytes],
 ) -> Option<u32> {
     let cluster = node.cluster.as_ref()?;
-    // A bounded fetch: a replica far behind (restarted, or a new copy before its hand-off)
-    // answers the batch unconfirmed instead of asking for thousands of large keys at once.
-    if keys.len() > REFETCH_MAX {
-        return None;
-    }
     let m = view.nodes.iter().position(|n| n.name == sender)?;
     let peer = view.peer(m as u16)?;
-    let asked = peer.client.request(view.id, encode_fetch(keys));
-    let response = tokio::time::timeout(cluster.timeouts.half, asked)
-        .await
-        .ok()?
-        .ok()?;
-    let states = decode_states(response.body).ok()?;
-    let now = now_ms();
-    // The view may have changed during the fetch: a slot this node no longer holds a copy
-    // of is not brought back.
-    let current = cluster.view();
-    let asked: std::collections::HashSet<&Bytes> = keys.iter().collect();
+    let until = tokio::time::Instant::now() + cluster.timeouts.half;
     let mut applied = 0;
-    for (k, state) in &states {
-        if asked.contains(k)
-            && !foreign(cluster, &current, k)
-            && node.engine.store.apply(k, state, now)
-        {
-            applied += 1;
+    for chunk in keys.chunks(REFETCH_CHUNK) {
+        let asked = peer.client.request(view.id, encode_fetch(chunk));
+        let response = tokio::time::timeout_at(until, asked).await.ok()?.ok()?;
+        let states = decode_states(response.body).ok()?;
+        let now = now_ms();
+        // The view may have changed during the fetch: a slot this node no longer holds a
+        // copy of is not brought back.
+        let current = cluster.view();
+        let asked: std::collections::HashSet<&Bytes> = chunk.iter().collect();
+        for (k, state) in &states {
+            if asked.contains(k)
+                && !foreign(cluster, &current, k)
+                && node.engine.store.apply(k, state, now)
+            {
+                applied += 1;
+            }
         }
     }
     Some(applied)
 }
 
-/// Keys one REPLICATE_AT batch may fetch for its deltas (see `refetch_from`).
-const REFETCH_MAX: usize = 64;
+/// Keys one FETCH of `refetch_from` asks for.
+const REFETCH_CHUNK: usize = 64;
 
 /// How far ahead of this node's clock the sender's was at least (ms), from a forwarded
 /// command's deadline (the sender's clock when it sent it plus `timeout_ms`): the time in
