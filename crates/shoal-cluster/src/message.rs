@@ -294,10 +294,7 @@ pub fn encode_replicate_at<'a>(
                 expire_at_ms,
                 command,
             } => {
-                b.put_u8(TAG_DELTA);
-                b.put_u64(*version);
-                b.put_u32(key.len() as u32);
-                b.put_slice(key);
+                put_head(b, TAG_DELTA, *version, key);
                 b.put_u64(*base);
                 b.put_u64(*expire_at_ms);
                 b.put_u32(command.len() as u32);
@@ -391,30 +388,31 @@ fn put_state(b: &mut BytesMut, key: &[u8], state: &KeyState) -> bool {
             expire_at_ms,
             version,
         } => {
-            b.put_u8(match kind {
+            let tag = match kind {
                 Kind::String => TAG_LIVE,
                 Kind::Hash => TAG_LIVE_HASH,
                 Kind::Set => TAG_LIVE_SET,
                 Kind::List => TAG_LIVE_LIST,
                 Kind::ZSet => TAG_LIVE_ZSET,
-            });
-            b.put_u64(*version);
-            b.put_u32(key.len() as u32);
-            b.put_slice(key);
+            };
+            put_head(b, tag, *version, key);
             b.put_u32(*flags);
             b.put_u64(*expire_at_ms);
             b.put_u32(value.len() as u32);
             b.put_slice(value);
         }
-        KeyState::Deleted { version } => {
-            b.put_u8(TAG_DELETED);
-            b.put_u64(*version);
-            b.put_u32(key.len() as u32);
-            b.put_slice(key);
-        }
+        KeyState::Deleted { version } => put_head(b, TAG_DELETED, *version, key),
         KeyState::Absent => return false,
     }
     true
+}
+
+/// What every replicated entry starts with: tag · version u64 · key_len u32 · key.
+fn put_head(b: &mut BytesMut, tag: u8, version: u64, key: &[u8]) {
+    b.put_u8(tag);
+    b.put_u64(version);
+    b.put_u32(key.len() as u32);
+    b.put_slice(key);
 }
 
 /// The REPLICATE response.

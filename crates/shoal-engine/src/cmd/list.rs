@@ -466,32 +466,20 @@ pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     mpop(ctx, keys, end, count, false).unwrap_or(Reply::NilArray)
 }
 
-/// BLPOP key [key ...] timeout.
+/// BLPOP key [key ...] timeout: the first non-empty list's name and element, or a wait.
 pub fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    block_pop(ctx, args, End::Left)
+    super::block_pop(ctx, args, |ctx, keys| mpop(ctx, keys, End::Left, 1, true))
 }
 
 /// BRPOP key [key ...] timeout.
 pub fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    block_pop(ctx, args, End::Right)
-}
-
-/// BLPOP and BRPOP: the first non-empty list's name and element, or a wait on every key.
-fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Reply {
-    let deadline = tri!(parse_timeout(&args[args.len() - 1], ctx.now_ms));
-    let keys = &args[1..args.len() - 1];
-    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
-        mpop(ctx, keys, end, 1, true)
-    })
+    super::block_pop(ctx, args, |ctx, keys| mpop(ctx, keys, End::Right, 1, true))
 }
 
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
 pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    // Redis reads the keys and options before the timeout.
-    let (keys, right, count) = tri!(super::mpop_args(args, 2, ["LEFT", "RIGHT"]));
-    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
-    let end = if right { End::Right } else { End::Left };
-    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
+    super::block_mpop(ctx, args, ["LEFT", "RIGHT"], |ctx, keys, right, count| {
+        let end = if right { End::Right } else { End::Left };
         mpop(ctx, keys, end, count, false)
     })
 }

@@ -1368,18 +1368,37 @@ pub fn mpop_args<'a>(
     Ok((&args[at + 1..end_at], second, count.unwrap_or(1)))
 }
 
-/// A blocking pop (BLPOP, BZPOPMIN, BLMPOP, ...): what `pop` takes from the first of
-/// `keys` that has something, else a wait on all of them until `deadline_ms` (a null array
-/// if nothing comes).
-pub fn pop_or_block(
+/// A blocking pop of the form `key [key ...] timeout` (BLPOP, BRPOP, BZPOPMIN, BZPOPMAX):
+/// what `pop` takes from the first of the keys that has something, else a wait on all of
+/// them until the timeout (a null array if nothing comes).
+pub fn block_pop(
     ctx: &mut Ctx<'_>,
-    keys: &[Bytes],
-    deadline_ms: Option<u64>,
+    args: &[Bytes],
     pop: impl FnOnce(&mut Ctx<'_>, &[Bytes]) -> Option<Reply>,
 ) -> Reply {
+    let deadline = tri!(wait::parse_timeout(&args[args.len() - 1], ctx.now_ms));
+    let keys = &args[1..args.len() - 1];
     match pop(ctx, keys) {
         Some(reply) => reply,
-        None => block_on(ctx, keys, deadline_ms, Reply::NilArray),
+        None => block_on(ctx, keys, deadline, Reply::NilArray),
+    }
+}
+
+/// A blocking pop of the form `timeout numkeys key [key ...] END [COUNT count]` (BLMPOP
+/// with `ends` LEFT/RIGHT, BZMPOP with MIN/MAX), the keys and options read before the
+/// timeout as Redis does: `pop` gets the keys, whether the second end was named, and the
+/// count.
+pub fn block_mpop(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    ends: [&str; 2],
+    pop: impl FnOnce(&mut Ctx<'_>, &[Bytes], bool, u64) -> Option<Reply>,
+) -> Reply {
+    let (keys, second, count) = tri!(mpop_args(args, 2, ends));
+    let deadline = tri!(wait::parse_timeout(&args[1], ctx.now_ms));
+    match pop(ctx, keys, second, count) {
+        Some(reply) => reply,
+        None => block_on(ctx, keys, deadline, Reply::NilArray),
     }
 }
 

@@ -13,7 +13,6 @@ use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
 use shoal_store::{glob_match, Kind, Slot, ZSet};
 
-use super::wait::parse_timeout;
 use super::{
     distinct, err, int_arg, is, parse_f64, random_below, scan_reply, tri, Ctx, ReplyBudget,
     ERR_SYNTAX, ERR_WRONGTYPE,
@@ -747,32 +746,20 @@ pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     mpop(ctx, keys, highest, count, false).unwrap_or(Reply::NilArray)
 }
 
-/// BZPOPMIN key [key ...] timeout.
+/// BZPOPMIN key [key ...] timeout: the first non-empty sorted set's name, member and
+/// score, or a wait.
 pub fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    block_pop(ctx, args, false)
+    super::block_pop(ctx, args, |ctx, keys| mpop(ctx, keys, false, 1, true))
 }
 
 /// BZPOPMAX key [key ...] timeout.
 pub fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    block_pop(ctx, args, true)
-}
-
-/// BZPOPMIN and BZPOPMAX: the first non-empty sorted set's name, member and score, or a
-/// wait on every key.
-fn block_pop(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
-    let deadline = tri!(parse_timeout(&args[args.len() - 1], ctx.now_ms));
-    let keys = &args[1..args.len() - 1];
-    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
-        mpop(ctx, keys, highest, 1, true)
-    })
+    super::block_pop(ctx, args, |ctx, keys| mpop(ctx, keys, true, 1, true))
 }
 
 /// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
 pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    // Redis reads the keys and options before the timeout.
-    let (keys, highest, count) = tri!(super::mpop_args(args, 2, ["MIN", "MAX"]));
-    let deadline = tri!(parse_timeout(&args[1], ctx.now_ms));
-    super::pop_or_block(ctx, keys, deadline, |ctx, keys| {
+    super::block_mpop(ctx, args, ["MIN", "MAX"], |ctx, keys, highest, count| {
         mpop(ctx, keys, highest, count, false)
     })
 }
