@@ -350,6 +350,9 @@ pub struct ClusterStats {
     /// routes by another view): ignored, so a late message cannot bring back a slot this
     /// node forgot. Counted in `repl_stale` too.
     pub repl_foreign: AtomicU64,
+    /// Replicated keys this node, leaving, passed on to their copies in its own view (the
+    /// sender had not heard of the leave).
+    pub repl_passed_on: AtomicU64,
     /// Forwarded commands this node ran for other nodes.
     pub served: AtomicU64,
     /// Inter-node requests whose sender had another view of the membership.
@@ -962,6 +965,7 @@ impl Cluster {
         line(format!("shoal_repl_applied:{}", get(&s.repl_applied)));
         line(format!("shoal_repl_stale:{}", get(&s.repl_stale)));
         line(format!("shoal_repl_foreign:{}", get(&s.repl_foreign)));
+        line(format!("shoal_repl_passed_on:{}", get(&s.repl_passed_on)));
         line(format!("shoal_repl_deltas:{}", get(&s.repl_deltas)));
         line(format!(
             "shoal_repl_deltas_applied:{}",

@@ -807,6 +807,37 @@ fn a_leaving_node_sends_commands_from_an_older_view_on() {
         );
     }
     assert!(n1.stat("shoal_sent_on_leaving") >= 2);
+    // A replicated state from a node that has not heard of the leave (an owner, or a copy a
+    // failover ran the write on) may come after n1 streamed the slot away: n1 passes it on
+    // to the key's copies in its own view (n0 and n2 hold every slot now) before it answers.
+    let state = shoal_store::KeyState::Live {
+        kind: shoal_store::Kind::String,
+        value: bytes::Bytes::from_static(b"passed"),
+        flags: 0,
+        expire_at_ms: 0,
+        // A version as the nodes make them: the Unix ms shifted by 12.
+        version: (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64)
+            << 12,
+    };
+    let body = shoal_cluster::message::encode_replicate([(&b"passed-on"[..], &state)].into_iter());
+    let r = rt.block_on(peer.request(1, body)).expect("answered");
+    assert!(!r.body.starts_with(b"-"), "{:?}", r.body);
+    for p in [&n0, &n2] {
+        let has: u8 = redis::cmd("CLUSTER")
+            .arg("HASKEY")
+            .arg("passed-on")
+            .query(&mut p.con())
+            .unwrap();
+        assert_eq!(
+            has, 1,
+            "{} holds the state the leaving node passed on",
+            p.name
+        );
+    }
+    assert!(n1.stat("shoal_repl_passed_on") >= 1);
     let mut n1 = n1;
     assert!(n1.wait_exit(SETTLE), "n1 leaves");
     wait_settled(&[&n0, &n2]);
@@ -814,6 +845,11 @@ fn a_leaving_node_sends_commands_from_an_older_view_on() {
     let v: Option<String> = redis::cmd("GET").arg(&k).query(&mut n0.con()).unwrap();
     assert_eq!(v, Some(value(held)));
     assert_eq!(verify(&n2, KEYS), (0, 0), "read after the leave");
+    let v: Option<String> = redis::cmd("GET")
+        .arg("passed-on")
+        .query(&mut n2.con())
+        .unwrap();
+    assert_eq!(v.as_deref(), Some("passed"));
 }
 
 #[test]
