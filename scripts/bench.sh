@@ -22,6 +22,11 @@
 #                               (knobs: ROUNDS=3 REQUESTS=300000 KEYSPACE=100000 CLIENTS=50)
 #   scripts/bench.sh metrics    the metrics endpoint's cost: resp-bench with shoald in both
 #                               seats, metrics-port on and scraped every second against off
+#   scripts/bench.sh ab         two shoald settings or builds against each other: resp-bench
+#                               with shoald in both seats, the candidate started with A_ARGS,
+#                               the reference seat (redis-server's) with B_ARGS, from the
+#                               binary B_SHOALD (default the same); ratios are A over B,
+#                               e.g. A_ARGS="--set threads=1" B_ARGS="" scripts/bench.sh ab
 # Tune the yardsticks with their environment knobs (ROUNDS, SECS, CLIENTS, VSIZE, MEM_KEYS...).
 # CLUSTER_THREADS=n gives each cluster node n worker threads (`threads`; default one per core,
 # so three nodes on a small machine oversubscribe it); the single node keeps the default.
@@ -134,29 +139,49 @@ if [ "${1:-resp}" = cluster ] || [ "${1:-resp}" = cluster-memcache ]; then
   CANDIDATE_PID="${pids[0]},${pids[1]},${pids[2]}" bash "$BENCH" "$n0"
   exit 0
 fi
-if [ "${1:-resp}" = metrics ]; then
-  # The metrics endpoint's cost: resp-bench with shoald in both seats, the candidate with
-  # metrics-port on and scraped every second, the reference (standing in for redis-server,
-  # through a wrapper that takes resp-bench's --port) without a metrics port. The ratios are
-  # with/without.
-  build
-  BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
-  [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
-  tmp=$(mktemp -d)
-  SHOALD=$(realpath "$SHOALD")
+# Writes $tmp/reference: a stand-in for redis-server (it takes resp-bench's --port) that
+# runs the shoald binary $1 with the arguments $2 (split on spaces).
+reference_wrapper() {
   cat >"$tmp/reference" <<WRAP
 #!/usr/bin/env bash
 port=6379
 while [ \$# -gt 0 ]; do
   case "\$1" in
     --port) port=\$2; shift 2 ;;
-    --version) echo "shoald v=without-metrics-port"; exit 0 ;;
+    --version) echo "shoald v=reference-seat"; exit 0 ;;
     *) shift ;;
   esac
 done
-exec "$SHOALD" --port "\$port" --maxmemory 0
+exec "$1" --port "\$port" --maxmemory 0 $2
 WRAP
   chmod +x "$tmp/reference"
+}
+if [ "${1:-resp}" = ab ]; then
+  build
+  BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
+  [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
+  tmp=$(mktemp -d)
+  SHOALD=$(realpath "$SHOALD")
+  reference_wrapper "$(realpath "${B_SHOALD:-$SHOALD}")" "${B_ARGS:-}"
+  # shellcheck disable=SC2086
+  start_node "$tmp/candidate.log" --port 0 --maxmemory 0 ${A_ARGS:-}
+  pid=$started
+  trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+  addr=$(wait_addr "$tmp/candidate.log" 'listening on 127\.0\.0\.1:[0-9]*' $pid)
+  echo "== candidate: $SHOALD ${A_ARGS:-}; reference seat: ${B_SHOALD:-$SHOALD} ${B_ARGS:-}"
+  REDIS_SERVER="$tmp/reference" CANDIDATE_PID=$pid bash "$BENCH" "$addr"
+  exit 0
+fi
+if [ "${1:-resp}" = metrics ]; then
+  # The metrics endpoint's cost: resp-bench with shoald in both seats, the candidate with
+  # metrics-port on and scraped every second, the reference without a metrics port. The
+  # ratios are with/without.
+  build
+  BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
+  [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
+  tmp=$(mktemp -d)
+  SHOALD=$(realpath "$SHOALD")
+  reference_wrapper "$SHOALD" ""
   start_node "$tmp/candidate.log" --port 0 --maxmemory 0 --set metrics-port=0
   pid=$started
   trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -181,7 +206,7 @@ fi
 case "${1:-resp}" in
   resp) BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}; pattern='listening on 127\.0\.0\.1:[0-9]*' ;;
   memcache) BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}; pattern='memcached protocol listening on 127\.0\.0\.1:[0-9]*' ;;
-  *) echo "usage: $0 [resp|memcache|cluster|cluster-memcache|cluster-clients|metrics]"; exit 2 ;;
+  *) echo "usage: $0 [resp|memcache|cluster|cluster-memcache|cluster-clients|metrics|ab]"; exit 2 ;;
 esac
 [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
 

@@ -416,6 +416,47 @@ impl McFrontend {
                 let bytes = reply_bytes(r, false);
                 Box::pin(async move { bytes })
             }
+            Outcome::Later(f) if keys.len() > 1 && !get.write => {
+                // The owners can change while the part is on its way (a join or leave): the
+                // copy it went to then sends it back, and the router gives up on keys that
+                // no longer share their copies (TRYAGAIN). A memcached client would take
+                // that error for a broken server (libmemcached disables it), so the keys
+                // are read again, each on its own. Reads only: a gat's touch is a write
+                // that may have run.
+                let node = node.clone();
+                let mut session = Session::new(self.session.info.clone(), true);
+                session.internal = true;
+                Box::pin(async move {
+                    let first = f.await;
+                    if !first.starts_with(b"-TRYAGAIN") {
+                        return from_resp(first, false);
+                    }
+                    let now = shoal_engine::clock::now_ms();
+                    let singles: Vec<ReplyFuture> = keys
+                        .iter()
+                        .map(|k| {
+                            let one = vec![k.clone()];
+                            let part = Command::Get {
+                                keys: one.clone(),
+                                with_cas: get.with_cas,
+                                touch: None,
+                            };
+                            let args = mc::tunnel(&part, &one, false);
+                            session.budget = budget(&node, 0, keys.len());
+                            let mut in_flight = InFlight::default();
+                            match dispatch(&node, &mut session, &mut in_flight, &args, now) {
+                                Outcome::Reply(r) => {
+                                    let bytes = reply_bytes(r, false);
+                                    Box::pin(async move { bytes }) as ReplyFuture
+                                }
+                                Outcome::Later(f) | Outcome::Acked(f) => in_mc(f, false),
+                            }
+                        })
+                        .collect();
+                    let groups: Vec<Vec<usize>> = (0..keys.len()).map(|i| vec![i]).collect();
+                    merge_get(&keys, &groups, &join_all(singles).await)
+                })
+            }
             Outcome::Later(f) => in_mc(f, false),
             Outcome::Acked(f) => in_mc(f, false),
         }
