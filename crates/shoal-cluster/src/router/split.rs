@@ -10,10 +10,10 @@ use shoal_resp::{array_elements, integer_value, is_error};
 use shoal_store::key_slot;
 
 use super::local::run_owned;
-use super::outbound::{forward, send_to_copies, FailoverOrder};
+use super::outbound::{send_to_copies, FailoverOrder, Turn};
 use super::outcome::{error_bytes, reply_limit, Outcome, ReplyFuture};
 use crate::message::encode_command;
-use crate::Server;
+use crate::{handoff, Server, View};
 
 /// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
 /// in the client's key order.
@@ -47,26 +47,21 @@ pub fn split(
         if owners[0] == view.me {
             return run_owned(node, cluster, &view, session, spec, args, now_ms);
         }
-        let owners = owners.to_vec();
-        let access = cmd::access(spec, args);
-        let body = encode_command(
+        let part = Part {
+            owners: owners.to_vec(),
+            args: args.to_vec(),
+            step,
+            merge,
+            access: cmd::access(spec, args),
             proto,
-            session.db,
-            None,
-            args,
-            cluster.deadline_ms(),
-            reply_limit(session),
-        );
-        let slots = groups[0].1.iter().map(|&p| key_slot(&args[p])).collect();
-        return forward(
-            node,
+            db: session.db,
+            reply_limit: reply_limit(session),
+        };
+        return Outcome::Later(Box::pin(part.send(
+            node.clone(),
             view.clone(),
-            owners,
-            body,
-            access,
             order.turn(),
-            slots,
-        );
+        )));
     }
     let mut positions = Vec::with_capacity(groups.len());
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(groups.len());
@@ -79,22 +74,17 @@ pub fn split(
         let part: ReplyFuture = if owners[0] == view.me {
             run_owned(node, cluster, &view, session, spec, &sub, now_ms).into_future(proto)
         } else {
-            Box::pin(send_to_copies(
-                node.clone(),
-                view.clone(),
-                owners.to_vec(),
-                encode_command(
-                    proto,
-                    session.db,
-                    None,
-                    &sub,
-                    cluster.deadline_ms(),
-                    reply_limit(session),
-                ),
-                cmd::access(spec, &sub),
-                order.turn(),
-                group.iter().map(|&p| key_slot(&args[p])).collect(),
-            ))
+            let part = Part {
+                owners: owners.to_vec(),
+                access: cmd::access(spec, &sub),
+                args: sub,
+                step,
+                merge,
+                proto,
+                db: session.db,
+                reply_limit: reply_limit(session),
+            };
+            Box::pin(part.send(node.clone(), view.clone(), order.turn()))
         };
         positions.push(group.clone());
         parts.push(part);
@@ -104,6 +94,86 @@ pub fn split(
         let replies = join_all(parts).await;
         merge_parts(merge, keys, step, &positions, &replies)
     }))
+}
+
+/// The keys of a split command that share their copies on other nodes, as a command of
+/// their own.
+struct Part {
+    owners: Vec<u16>,
+    /// The command name, then the part's keys (with their values: `step` arguments a key).
+    args: Vec<Bytes>,
+    step: usize,
+    merge: Merge,
+    access: cmd::Access,
+    proto: shoal_resp::Protocol,
+    db: u8,
+    reply_limit: u64,
+}
+
+impl Part {
+    /// Sends the part to its copies. When a copy sends it back because it routes by another
+    /// view ([`handoff::OTHER_VIEW`]: it did not run) and the keys no longer share their
+    /// copies when this node's view changed too (a join or leave while the part was on its
+    /// way), the router gives up on them as one; each key then goes again on its own, under
+    /// the view of now, and the part's reply is merged from theirs. A client would otherwise
+    /// get TRYAGAIN for a command that runs a moment later (libmemcached disables a node for
+    /// that error in a multi-get).
+    async fn send(self, node: Arc<Server>, view: Arc<View>, turn: Turn) -> Bytes {
+        let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+        let keys = (self.args.len() - 1) / self.step;
+        let slots: Vec<u16> = (0..keys)
+            .map(|i| key_slot(&self.args[1 + i * self.step]))
+            .collect();
+        let body = self.encode(&self.args, cluster.deadline_ms());
+        let reply = send_to_copies(
+            node.clone(),
+            view,
+            self.owners.clone(),
+            body,
+            self.access,
+            turn,
+            slots.clone(),
+        )
+        .await;
+        if keys < 2 || !reply.starts_with(handoff::OTHER_VIEW) {
+            return reply;
+        }
+        let view = cluster.view();
+        let mut order = FailoverOrder::default();
+        let singles: Vec<_> = slots
+            .iter()
+            .enumerate()
+            .map(|(i, &slot)| {
+                let at = 1 + i * self.step;
+                let mut one = Vec::with_capacity(1 + self.step);
+                one.push(self.args[0].clone());
+                one.extend_from_slice(&self.args[at..at + self.step]);
+                send_to_copies(
+                    node.clone(),
+                    view.clone(),
+                    view.owners(slot).to_vec(),
+                    self.encode(&one, cluster.deadline_ms()),
+                    self.access,
+                    order.turn(),
+                    vec![slot],
+                )
+            })
+            .collect();
+        let replies = join_all(singles).await;
+        let positions: Vec<Vec<usize>> = (0..keys).map(|i| vec![1 + i * self.step]).collect();
+        merge_parts(self.merge, keys, self.step, &positions, &replies)
+    }
+
+    fn encode(&self, args: &[Bytes], deadline_ms: u64) -> Bytes {
+        encode_command(
+            self.proto,
+            self.db,
+            None,
+            args,
+            deadline_ms,
+            self.reply_limit,
+        )
+    }
 }
 
 fn merge_parts(
