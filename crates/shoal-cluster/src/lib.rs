@@ -353,6 +353,10 @@ pub struct ClusterStats {
     /// Replicated keys this node, leaving, passed on to their copies in its own view (the
     /// sender had not heard of the leave).
     pub repl_passed_on: AtomicU64,
+    /// Keys of split commands (MGET, MSET, ...) and multi-key memcached gets sent again one
+    /// by one: their part's copy sent it back for another view and they no longer share
+    /// their copies.
+    pub split_resent: AtomicU64,
     /// Forwarded commands this node ran for other nodes.
     pub served: AtomicU64,
     /// Inter-node requests whose sender had another view of the membership.
@@ -966,6 +970,7 @@ impl Cluster {
         line(format!("shoal_repl_stale:{}", get(&s.repl_stale)));
         line(format!("shoal_repl_foreign:{}", get(&s.repl_foreign)));
         line(format!("shoal_repl_passed_on:{}", get(&s.repl_passed_on)));
+        line(format!("shoal_split_resent:{}", get(&s.split_resent)));
         line(format!("shoal_repl_deltas:{}", get(&s.repl_deltas)));
         line(format!(
             "shoal_repl_deltas_applied:{}",

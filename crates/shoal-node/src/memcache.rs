@@ -418,19 +418,32 @@ impl McFrontend {
             }
             Outcome::Later(f) if keys.len() > 1 && !get.write => {
                 // The owners can change while the part is on its way (a join or leave): the
-                // copy it went to then sends it back, and the router gives up on keys that
-                // no longer share their copies (TRYAGAIN). A memcached client would take
-                // that error for a broken server (libmemcached disables it), so the keys
-                // are read again, each on its own. Reads only: a gat's touch is a write
-                // that may have run.
+                // copy it went to then sends it back unrun, and the router gives up on keys
+                // that no longer share their copies (TRYAGAIN). A memcached client would
+                // take that error for a broken server (libmemcached disables it), so the
+                // keys are read again, each on its own. Reads only: a gat's touch is a write.
+                // Unlike a split RESP command's part (`router/split.rs`) the part's place in
+                // the connection's order is not kept: a set pipelined behind the get may
+                // run before the read again, which then sees the newer value.
                 let node = node.clone();
                 let mut session = Session::new(self.session.info.clone(), true);
                 session.internal = true;
+                let share = self.session.budget.share(keys.len());
                 Box::pin(async move {
                     let first = f.await;
-                    if !first.starts_with(b"-TRYAGAIN") {
+                    let Some(cluster) = node.cluster.as_ref() else {
+                        return from_resp(first, false);
+                    };
+                    let slots: Vec<u16> = keys.iter().map(|k| key_slot(k)).collect();
+                    if !first.starts_with(shoal_cluster::handoff::OTHER_VIEW)
+                        || shoal_cluster::router::share_copies(&cluster.view(), &slots)
+                    {
                         return from_resp(first, false);
                     }
+                    cluster
+                        .stats
+                        .split_resent
+                        .fetch_add(keys.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     let now = shoal_engine::clock::now_ms();
                     let singles: Vec<ReplyFuture> = keys
                         .iter()
@@ -442,7 +455,7 @@ impl McFrontend {
                                 touch: None,
                             };
                             let args = mc::tunnel(&part, &one, false);
-                            session.budget = budget(&node, 0, keys.len());
+                            session.budget = share;
                             let mut in_flight = InFlight::default();
                             match dispatch(&node, &mut session, &mut in_flight, &args, now) {
                                 Outcome::Reply(r) => {

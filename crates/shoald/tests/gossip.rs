@@ -505,11 +505,44 @@ impl Load {
                 pipe.cmd("SET").arg(&ord).arg(format!("{round}-b"));
                 pipe.cmd("GET").arg(&ord);
                 pipe.cmd("INCR").arg(format!("ctr:{counter}"));
+                // A split write, then a write of one of its keys: the second must win (a
+                // part sent again key by key keeps its place in the connection's order).
+                let (mx, my) = (
+                    format!("mo:{tag}:{}:x", counter % 20),
+                    format!("mo:{tag}:{}:y", counter % 20),
+                );
+                pipe.cmd("MSET")
+                    .arg(&mx)
+                    .arg(format!("{round}-a"))
+                    .arg(&my)
+                    .arg(format!("{round}-a"));
+                pipe.cmd("SET").arg(&mx).arg(format!("{round}-b"));
+                pipe.cmd("GET").arg(&mx);
                 // Sent as a whole and read reply by reply: an error reply to one command
                 // (`pipe.query` would fail the whole pipeline on it) leaves the others known.
                 let sent = pipe.get_packed_pipeline();
-                match redis::ConnectionLike::req_packed_commands(&mut con, &sent, 0, 56) {
+                match redis::ConnectionLike::req_packed_commands(&mut con, &sent, 0, 59) {
                     Ok(mut got) => {
+                        let read = got.pop().map(|v| redis::from_redis_value::<String>(&v));
+                        let b = got.pop().map(|v| redis::from_redis_value::<String>(&v));
+                        let a = got.pop().map(|v| redis::from_redis_value::<String>(&v));
+                        let ok = |w: &Option<redis::RedisResult<String>>| matches!(w, Some(Ok(v)) if v == "OK");
+                        if ok(&a) && ok(&b) {
+                            match read {
+                                Some(Ok(v)) if v == format!("{round}-b") => r.ordered_reads += 1,
+                                Some(Ok(v)) => {
+                                    let again: Vec<redis::RedisResult<Option<String>>> = (0..3)
+                                        .map(|_| redis::cmd("GET").arg(&mx).query(&mut con))
+                                        .collect();
+                                    r.reordered.push(format!(
+                                        "{mx}: read {v} after {round}-b; again {again:?}"
+                                    ))
+                                }
+                                other => r.errors.push(format!("GET {mx}: {other:?}")),
+                            }
+                        } else {
+                            r.errors.push(format!("MSET then SET: {:?}", (a, b)));
+                        }
                         match got.pop().map(|v| redis::from_redis_value::<i64>(&v)) {
                             Some(Ok(_)) => *r.incrs.entry(counter).or_default() += 1,
                             other => {

@@ -30,7 +30,7 @@ mod split;
 
 pub use blocked::serve_blocked;
 pub use local::{command_keys, order_failover, parse_command, serve_after_wait, serve_command};
-pub use outbound::{fails_over, FailoverOrder};
+pub use outbound::{fails_over, share_copies, FailoverOrder};
 pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
 
 use std::sync::atomic::Ordering;

@@ -10,10 +10,10 @@ use shoal_resp::{array_elements, integer_value, is_error};
 use shoal_store::key_slot;
 
 use super::local::run_owned;
-use super::outbound::{send_to_copies, FailoverOrder, Turn};
+use super::outbound::{send_in_turn, send_to_copies, share_copies, FailoverOrder, Turn};
 use super::outcome::{error_bytes, reply_limit, Outcome, ReplyFuture};
 use crate::message::encode_command;
-use crate::{handoff, Server, View};
+use crate::{handoff, message, Server, View};
 
 /// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
 /// in the client's key order.
@@ -112,33 +112,47 @@ struct Part {
 
 impl Part {
     /// Sends the part to its copies. When a copy sends it back because it routes by another
-    /// view ([`handoff::OTHER_VIEW`]: it did not run) and the keys no longer share their
-    /// copies when this node's view changed too (a join or leave while the part was on its
-    /// way), the router gives up on them as one; each key then goes again on its own, under
-    /// the view of now, and the part's reply is merged from theirs. A client would otherwise
-    /// get TRYAGAIN for a command that runs a moment later (libmemcached disables a node for
-    /// that error in a multi-get).
-    async fn send(self, node: Arc<Server>, view: Arc<View>, turn: Turn) -> Bytes {
+    /// view ([`handoff::OTHER_VIEW`]: it did not run) and, in this node's view of now, the
+    /// keys no longer share their copies (a join or leave while the part was on its way), the
+    /// router gives up on them as one; each key then goes again on its own, marked as sent
+    /// again, and the part's reply is merged from theirs. The part keeps its place in the
+    /// connection's order until they are done, so a later command of the pipeline on one of
+    /// the keys runs after them. A client would otherwise get TRYAGAIN for a command that
+    /// runs a moment later.
+    async fn send(self, node: Arc<Server>, view: Arc<View>, mut turn: Turn) -> Bytes {
         let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
         let keys = (self.args.len() - 1) / self.step;
         let slots: Vec<u16> = (0..keys)
             .map(|i| key_slot(&self.args[1 + i * self.step]))
             .collect();
-        let body = self.encode(&self.args, cluster.deadline_ms());
-        let reply = send_to_copies(
+        let body = self.encode(&self.args, cluster.deadline_ms(), self.reply_limit);
+        let reply = send_in_turn(
             node.clone(),
             view,
             self.owners.clone(),
             body,
             self.access,
-            turn,
+            &mut turn,
             slots.clone(),
         )
         .await;
-        if keys < 2 || !reply.starts_with(handoff::OTHER_VIEW) {
+        let view = cluster.view();
+        if keys < 2
+            || !reply.starts_with(handoff::OTHER_VIEW)
+            || share_copies(&view, &slots)
+            || cluster.standing() != crate::plan::Standing::Serving
+        {
             return reply;
         }
-        let view = cluster.view();
+        cluster
+            .stats
+            .split_resent
+            .fetch_add(keys as u64, std::sync::atomic::Ordering::Relaxed);
+        // Each key's reply gets its share of the part's limit.
+        let limit = match self.reply_limit {
+            0 => 0,
+            n => (n / keys as u64).max(1),
+        };
         let mut order = FailoverOrder::default();
         let singles: Vec<_> = slots
             .iter()
@@ -148,11 +162,12 @@ impl Part {
                 let mut one = Vec::with_capacity(1 + self.step);
                 one.push(self.args[0].clone());
                 one.extend_from_slice(&self.args[at..at + self.step]);
+                let deadline = cluster.deadline_ms();
                 send_to_copies(
                     node.clone(),
                     view.clone(),
                     view.owners(slot).to_vec(),
-                    self.encode(&one, cluster.deadline_ms()),
+                    message::redate(&self.encode(&one, deadline, limit), deadline),
                     self.access,
                     order.turn(),
                     vec![slot],
@@ -160,19 +175,13 @@ impl Part {
             })
             .collect();
         let replies = join_all(singles).await;
+        drop(turn);
         let positions: Vec<Vec<usize>> = (0..keys).map(|i| vec![1 + i * self.step]).collect();
         merge_parts(self.merge, keys, self.step, &positions, &replies)
     }
 
-    fn encode(&self, args: &[Bytes], deadline_ms: u64) -> Bytes {
-        encode_command(
-            self.proto,
-            self.db,
-            None,
-            args,
-            deadline_ms,
-            self.reply_limit,
-        )
+    fn encode(&self, args: &[Bytes], deadline_ms: u64, reply_limit: u64) -> Bytes {
+        encode_command(self.proto, self.db, None, args, deadline_ms, reply_limit)
     }
 }
 

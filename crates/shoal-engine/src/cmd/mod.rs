@@ -687,6 +687,17 @@ impl ReplyBudget {
         }
     }
 
+    /// One of `parts` equal shares of what is left (for the parts of one reply).
+    pub fn share(self, parts: usize) -> ReplyBudget {
+        ReplyBudget {
+            left: match self.left {
+                usize::MAX => usize::MAX,
+                n => (n / parts.max(1)).max(1),
+            },
+            exceeded: self.exceeded,
+        }
+    }
+
     /// Charges an item of `len` data bytes; false (from then on) once it does not fit.
     pub fn charge(&mut self, len: usize) -> bool {
         match self.left.checked_sub(len.saturating_add(ITEM_OVERHEAD)) {
