@@ -229,9 +229,8 @@ pub fn before(
     unique.sort_unstable();
     unique.dedup();
     let mut queues = h.queues.lock().unwrap_or_else(|e| e.into_inner());
-    if unique.iter().all(|k| !queues.contains_key(*k))
-        && missing(node, cluster, view, keys.iter(), now_ms).is_empty()
-    {
+    let missing = missing(node, cluster, view, keys.iter(), now_ms);
+    if missing.is_empty() && unique.iter().all(|k| !queues.contains_key(*k)) {
         return Before::Run;
     }
     let (mut waiters, mut turns) = (Vec::new(), Vec::new());
@@ -262,32 +261,38 @@ pub fn before(
     drop(queues);
     let (node, view, keys) = (node.clone(), view.clone(), keys.to_vec());
     Before::Wait(Box::pin(async move {
-        for waiter in waiters {
-            turns.push(waiter.turn().await);
+        // The fetch starts at once, beside the wait for the turns (states apply by version,
+        // so an earlier command's newer write stands): the command waits at most one fetch
+        // past the commands before it, not a fetch of its own after theirs.
+        let fetching = async {
+            match missing.is_empty() {
+                true => Fetched::Answered,
+                false => fetch(&node, &view, missing.clone()).await,
+            }
+        };
+        let waiting = async {
+            let mut got = Vec::with_capacity(waiters.len());
+            for waiter in waiters {
+                got.push(waiter.turn().await);
+            }
+            got
+        };
+        let (fetched, waited) = tokio::join!(fetching, waiting);
+        turns.extend(waited);
+        // The commands queued behind it on a key share an outcome: this fetch's for the keys
+        // it asked for (unless an earlier one on the key told already), and for the others
+        // that they were here.
+        for key in &keys {
+            let outcome = match missing.contains(key) {
+                true => fetched,
+                false => Fetched::Answered,
+            };
+            record_first(&node, key, outcome);
         }
         let turn = KeyTurn {
             node: None,
             _more: turns,
         };
-        let Some(cluster) = node.cluster.as_ref() else {
-            return (Fetched::Answered, turn);
-        };
-        // What the commands before it fetched, or what arrived meanwhile, is here now.
-        let missing = missing(
-            &node,
-            cluster,
-            &view,
-            keys.iter(),
-            shoal_engine::clock::now_ms(),
-        );
-        let fetched = if missing.is_empty() {
-            Fetched::Answered
-        } else {
-            fetch(&node, &view, missing).await
-        };
-        for key in &keys {
-            record(&node, key, fetched);
-        }
         (fetched, turn)
     }))
 }
@@ -301,6 +306,22 @@ fn outcome(node: &Server, key: &Bytes) -> Option<Fetched> {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     queues.get(key).and_then(|q| q.fetched)
+}
+
+/// Notes how the fetch of `key` went, for the commands queued behind it, unless a command
+/// before it on the key did.
+fn record_first(node: &Server, key: &Bytes, fetched: Fetched) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    let mut queues = cluster
+        .handoff
+        .queues
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(q) = queues.get_mut(key) {
+        q.fetched.get_or_insert(fetched);
+    }
 }
 
 /// Notes how the fetch of `key` went, for the commands queued behind it.

@@ -13,7 +13,7 @@ use super::local::run_owned;
 use super::outbound::{send_in_turn, send_to_copies, share_copies, FailoverOrder, Turn};
 use super::outcome::{error_bytes, reply_limit, Outcome, ReplyFuture};
 use crate::message::encode_command;
-use crate::{handoff, message, Server, View};
+use crate::{handoff, Server, View};
 
 /// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
 /// in the client's key order.
@@ -114,8 +114,11 @@ impl Part {
     /// Sends the part to its copies. When a copy sends it back because it routes by another
     /// view ([`handoff::OTHER_VIEW`]: it did not run) and, in this node's view of now, the
     /// keys no longer share their copies (a join or leave while the part was on its way), the
-    /// router gives up on them as one; each key then goes again on its own, marked as sent
-    /// again, and the part's reply is merged from theirs. The part keeps its place in the
+    /// router gives up on them as one; each key then goes again on its own, and the part's
+    /// reply is merged from theirs (not marked as sent again: a key may go to another node
+    /// than the one that sent the part back, whose count of commands to come again on the
+    /// slot belongs to other commands; one still held back there comes back and is sent
+    /// again, marked, by `send_to_copies`). The part keeps its place in the
     /// connection's order until they are done, so a later command of the pipeline on one of
     /// the keys runs after them. A client would otherwise get TRYAGAIN for a command that
     /// runs a moment later.
@@ -162,12 +165,11 @@ impl Part {
                 let mut one = Vec::with_capacity(1 + self.step);
                 one.push(self.args[0].clone());
                 one.extend_from_slice(&self.args[at..at + self.step]);
-                let deadline = cluster.deadline_ms();
                 send_to_copies(
                     node.clone(),
                     view.clone(),
                     view.owners(slot).to_vec(),
-                    message::redate(&self.encode(&one, deadline, limit), deadline),
+                    self.encode(&one, cluster.deadline_ms(), limit),
                     self.access,
                     order.turn(),
                     vec![slot],
