@@ -22,6 +22,8 @@
 #                               (knobs: ROUNDS=3 REQUESTS=300000 KEYSPACE=100000 CLIENTS=50)
 #   scripts/bench.sh metrics    the metrics endpoint's cost: resp-bench with shoald in both
 #                               seats, metrics-port on and scraped every second against off
+#   scripts/bench.sh lrange     LRANGE mylist 0 99 against redis-server (scripts/lrange-bench.py;
+#                               resp-bench cannot run redis-benchmark's lrange_100 test)
 #   scripts/bench.sh ab         two shoald settings or builds against each other: resp-bench
 #                               with shoald in both seats, the candidate started with A_ARGS,
 #                               the reference seat (redis-server's) with B_ARGS, from the
@@ -156,6 +158,10 @@ exec "$1" --port "\$port" --maxmemory 0 $2
 WRAP
   chmod +x "$tmp/reference"
 }
+if [ "${1:-resp}" = lrange ]; then
+  build
+  exec python3 scripts/lrange-bench.py "$SHOALD"
+fi
 if [ "${1:-resp}" = ab ]; then
   build
   BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}
@@ -206,7 +212,7 @@ fi
 case "${1:-resp}" in
   resp) BENCH=${RESP_BENCH:-../shared/bench/resp-bench.sh}; pattern='listening on 127\.0\.0\.1:[0-9]*' ;;
   memcache) BENCH=${MEMCACHE_BENCH:-../shared/bench/memcache-bench.sh}; pattern='memcached protocol listening on 127\.0\.0\.1:[0-9]*' ;;
-  *) echo "usage: $0 [resp|memcache|cluster|cluster-memcache|cluster-clients|metrics|ab]"; exit 2 ;;
+  *) echo "usage: $0 [resp|memcache|cluster|cluster-memcache|cluster-clients|metrics|ab|lrange]"; exit 2 ;;
 esac
 [ -f "$BENCH" ] || { echo "bench: $BENCH not found"; exit 2; }
 

@@ -86,6 +86,21 @@ fn entry_size(v: &[u8]) -> usize {
 }
 
 impl Chunk {
+    /// The elements front to back, decoded as they are taken (a range that needs a few of a
+    /// chunk's elements decodes only those).
+    fn forward(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= self.buf.len() {
+                return None;
+            }
+            let (n, h) = varint::get(&self.buf[at..]);
+            let item = &self.buf[at + h..at + h + n];
+            at += h + n;
+            Some(item)
+        })
+    }
+
     fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
         let mut out = Vec::with_capacity(self.count);
         let mut at = 0;
@@ -438,7 +453,7 @@ impl List {
         self.chunks
             .iter()
             .skip(first)
-            .flat_map(Chunk::iter)
+            .flat_map(Chunk::forward)
             .skip(at)
             .take((end + 1).saturating_sub(start))
     }
