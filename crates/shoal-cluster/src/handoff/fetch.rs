@@ -209,15 +209,7 @@ pub fn before(
         if missing.is_empty() {
             return Before::Run;
         }
-        queues.insert(
-            key.clone(),
-            KeyQueue {
-                waiting: VecDeque::new(),
-                fetched: None,
-            },
-        );
-        h.queued.fetch_add(1, Ordering::AcqRel);
-        let turn = KeyTurn::of(node, key);
+        let turn = open_queue(h, &mut queues, node, key);
         let (node, view, key) = (node.clone(), view.clone(), key.clone());
         return Before::Wait(Box::pin(async move {
             let fetched = fetch(&node, &view, missing).await;
@@ -245,17 +237,7 @@ pub fn before(
                     rx: Some(rx),
                 });
             }
-            None => {
-                queues.insert(
-                    key.clone(),
-                    KeyQueue {
-                        waiting: VecDeque::new(),
-                        fetched: None,
-                    },
-                );
-                h.queued.fetch_add(1, Ordering::AcqRel);
-                turns.push(KeyTurn::of(node, key));
-            }
+            None => turns.push(open_queue(h, &mut queues, node, key)),
         }
     }
     drop(queues);
@@ -297,6 +279,24 @@ pub fn before(
     }))
 }
 
+/// Starts `key`'s queue with the caller holding its turn.
+fn open_queue(
+    h: &super::Handoff,
+    queues: &mut std::collections::HashMap<Bytes, KeyQueue>,
+    node: &Arc<Server>,
+    key: &Bytes,
+) -> KeyTurn {
+    queues.insert(
+        key.clone(),
+        KeyQueue {
+            waiting: VecDeque::new(),
+            fetched: None,
+        },
+    );
+    h.queued.fetch_add(1, Ordering::AcqRel);
+    KeyTurn::of(node, key)
+}
+
 /// How the fetch that started `key`'s queue went (the caller holds the key's turn).
 fn outcome(node: &Server, key: &Bytes) -> Option<Fetched> {
     let cluster = node.cluster.as_ref()?;
@@ -311,21 +311,18 @@ fn outcome(node: &Server, key: &Bytes) -> Option<Fetched> {
 /// Notes how the fetch of `key` went, for the commands queued behind it, unless a command
 /// before it on the key did.
 fn record_first(node: &Server, key: &Bytes, fetched: Fetched) {
-    let Some(cluster) = node.cluster.as_ref() else {
-        return;
-    };
-    let mut queues = cluster
-        .handoff
-        .queues
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(q) = queues.get_mut(key) {
-        q.fetched.get_or_insert(fetched);
-    }
+    note_outcome(node, key, |q| {
+        q.get_or_insert(fetched);
+    });
 }
 
 /// Notes how the fetch of `key` went, for the commands queued behind it.
 fn record(node: &Server, key: &Bytes, fetched: Fetched) {
+    note_outcome(node, key, |q| *q = Some(fetched));
+}
+
+/// Runs `f` on the outcome `key`'s queue holds, if it has a queue.
+fn note_outcome(node: &Server, key: &Bytes, f: impl FnOnce(&mut Option<Fetched>)) {
     let Some(cluster) = node.cluster.as_ref() else {
         return;
     };
@@ -335,7 +332,7 @@ fn record(node: &Server, key: &Bytes, fetched: Fetched) {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if let Some(q) = queues.get_mut(key) {
-        q.fetched = Some(fetched);
+        f(&mut q.fetched);
     }
 }
 
