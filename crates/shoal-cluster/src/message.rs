@@ -236,10 +236,17 @@ pub fn restamp(body: &Bytes, deadline_ms: u64) -> Bytes {
     marked(body, deadline_ms, FAILOVER)
 }
 
-/// A COMMAND body sent again to the same copy list (after a copy sent it back for another
-/// view): a new deadline, and the resend mark.
-pub fn redate(body: &Bytes, deadline_ms: u64) -> Bytes {
-    marked(body, deadline_ms, RESENT)
+/// A COMMAND body sent again (after a copy sent it back for another view): a new deadline,
+/// and the resend mark when it goes back to the copy that sent it back (`again`), none
+/// otherwise.
+pub fn redate(body: &Bytes, deadline_ms: u64, again: bool) -> Bytes {
+    let mut b = marked(body, deadline_ms, if again { RESENT } else { 0 });
+    if !again && b.len() >= 18 && b[0] == KIND_COMMAND {
+        let mut m = BytesMut::from(&b[..]);
+        m[17] &= !RESENT;
+        b = m.freeze();
+    }
+    b
 }
 
 /// A copy of a COMMAND body with a new deadline and `mark` set on its protocol byte.
@@ -705,13 +712,29 @@ mod tests {
                 resent,
                 proto: again,
                 ..
-            } = decode_request(redate(&body, 6789), parse_resp).unwrap()
+            } = decode_request(redate(&body, 6789, true), parse_resp).unwrap()
             else {
                 panic!("not a command");
             };
             assert_eq!(
                 (later, failover, resent, again),
                 (6789, false, true, Protocol::Resp3)
+            );
+            // Sent on to another copy than the one that sent it back: the mark is cleared.
+            let marked = redate(&body, 6789, true);
+            let Request::Command {
+                deadline_ms: later,
+                resent,
+                db,
+                proto: again,
+                ..
+            } = decode_request(redate(&marked, 7000, false), parse_resp).unwrap()
+            else {
+                panic!("not a command");
+            };
+            assert_eq!(
+                (later, resent, db, again),
+                (7000, false, 7, Protocol::Resp3)
             );
         }
     }

@@ -272,10 +272,13 @@ pub async fn send_in_turn(
     let until = tokio::time::Instant::now() + 2 * cluster.timeouts.request;
     let mut pause = std::time::Duration::from_millis(10);
     loop {
-        let reply = try_copies(&node, &view, &owners, body.clone(), access, turn).await;
+        let mut by = None;
+        let reply = try_copies(&node, &view, &owners, body.clone(), access, turn, &mut by).await;
         if slots.is_empty() || !reply.starts_with(handoff::OTHER_VIEW) {
             return reply;
         }
+        // The member that sent it back, which counts it as to come again (`peer::held_back`).
+        let sent_back_by = by.map(|m| view.nodes[usize::from(m)].clone());
         // The connection's earlier commands go first (they may be on their way again too):
         // a pipeline's read follows its writes.
         turn.after_previous(cluster.timeouts.request).await;
@@ -304,7 +307,13 @@ pub async fn send_in_turn(
             .other_view_resent
             .fetch_add(1, Ordering::Relaxed);
         owners = replanned.to_vec();
-        body = message::redate(&body, cluster.deadline_ms());
+        // Marked as sent again only towards the member that sent it back: another one
+        // counts other commands of this link as to come again, and the mark would use up
+        // one of theirs (a later write of theirs could then run before one still held).
+        let again = sent_back_by
+            .as_ref()
+            .is_some_and(|n| view.nodes[usize::from(owners[0])].same_incarnation(n));
+        body = message::redate(&body, cluster.deadline_ms(), again);
     }
 }
 
@@ -328,6 +337,7 @@ async fn try_copies(
     body: Bytes,
     access: Access,
     turn: &mut Turn,
+    answered_by: &mut Option<u16>,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let mut last_error = String::new();
@@ -372,6 +382,7 @@ async fn try_copies(
                     );
                     continue;
                 }
+                *answered_by = Some(m);
                 return response.body;
             }
             Err(e) => {
