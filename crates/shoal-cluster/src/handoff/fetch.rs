@@ -401,11 +401,18 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
     let cluster = node.cluster.as_ref().expect("fetch runs in a cluster");
     let stats = &cluster.handoff.stats;
     stats.fetches.fetch_add(1, Ordering::Relaxed);
-    // Candidate -> the keys to ask it for.
+    // Candidate -> the keys to ask it for, one request per slot: a copy that cannot tell
+    // for one slot (it holds no copy of it) answers the whole request so, and a multi-key
+    // command's keys of its other slots were taken as unanswered (an MGET part answered
+    // TRYAGAIN in the rolling-restart test where single-key reads did not).
     let mut asks: Vec<(Arc<Peer>, Vec<Bytes>)> = Vec::new();
     for k in &keys {
-        for p in cluster.handoff.candidates(view, key_slot(k)) {
-            match asks.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
+        let slot = key_slot(k);
+        for p in cluster.handoff.candidates(view, slot) {
+            match asks
+                .iter_mut()
+                .find(|(q, ks)| Arc::ptr_eq(q, &p) && key_slot(&ks[0]) == slot)
+            {
                 Some((_, ks)) => ks.push(k.clone()),
                 None => asks.push((p, vec![k.clone()])),
             }
