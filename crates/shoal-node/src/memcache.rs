@@ -412,10 +412,6 @@ impl McFrontend {
                     merge_get(&keys, &groups, &parts)
                 })
             }
-            Outcome::Reply(r) => {
-                let bytes = reply_bytes(r, false);
-                Box::pin(async move { bytes })
-            }
             Outcome::Later(f) if keys.len() > 1 && !get.write => {
                 // The owners can change while the part is on its way (a join or leave): the
                 // copy it went to then sends it back unrun, and the router gives up on keys
@@ -457,21 +453,14 @@ impl McFrontend {
                             let args = mc::tunnel(&part, &one, false);
                             session.budget = share;
                             let mut in_flight = InFlight::default();
-                            match dispatch(&node, &mut session, &mut in_flight, &args, now) {
-                                Outcome::Reply(r) => {
-                                    let bytes = reply_bytes(r, false);
-                                    Box::pin(async move { bytes }) as ReplyFuture
-                                }
-                                Outcome::Later(f) | Outcome::Acked(f) => in_mc(f, false),
-                            }
+                            part_reply(dispatch(&node, &mut session, &mut in_flight, &args, now))
                         })
                         .collect();
                     let groups: Vec<Vec<usize>> = (0..keys.len()).map(|i| vec![i]).collect();
                     merge_get(&keys, &groups, &join_all(singles).await)
                 })
             }
-            Outcome::Later(f) => in_mc(f, false),
-            Outcome::Acked(f) => in_mc(f, false),
+            other => part_reply(other),
         }
     }
 
@@ -601,6 +590,17 @@ fn server_error(out: &mut BytesMut, text: &str) {
     out.extend_from_slice(b"SERVER_ERROR ");
     out.extend_from_slice(text.replace(['\r', '\n'], " ").as_bytes());
     out.extend_from_slice(b"\r\n");
+}
+
+/// A get part's reply, as Memcached bytes.
+fn part_reply(outcome: Outcome) -> ReplyFuture {
+    match outcome {
+        Outcome::Reply(r) => {
+            let bytes = reply_bytes(r, false);
+            Box::pin(async move { bytes })
+        }
+        Outcome::Later(f) | Outcome::Acked(f) => in_mc(f, false),
+    }
 }
 
 /// A forwarded reply's bytes (RESP2, as the router returns them) in Memcached's protocol.
