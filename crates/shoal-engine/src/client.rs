@@ -49,6 +49,9 @@ pub struct ClientInfo {
     /// CLIENT UNBLOCK asked its wait to end: [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`]
     /// (0: not asked).
     pub unblock: AtomicU8,
+    /// The worker thread serving the connection (CLIENT LIST's `io-thread`, as Redis 8's;
+    /// see `threads`).
+    pub io_thread: AtomicUsize,
 }
 
 /// CLIENT UNBLOCK ... TIMEOUT: the blocked command answers as if its timeout passed.
@@ -145,6 +148,7 @@ impl ClientInfo {
             buffers: Buffers::default(),
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
+            io_thread: AtomicUsize::new(0),
         }
     }
 
@@ -154,8 +158,8 @@ impl ClientInfo {
         (self.stop)();
     }
 
-    /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), Redis 7's fields.
-    /// One CLIENT LIST line; `last_cmd` is the name of the command at `self.last_cmd` in the
+    /// One CLIENT LIST / CLIENT INFO line (without the trailing newline): Redis 7's fields,
+    /// then Redis 8's `io-thread`; `last_cmd` is the name of the command at `self.last_cmd` in the
     /// command table (the caller looks it up: the table lives above this module).
     pub fn describe(&self, now_ms: u64, last_cmd: &str) -> String {
         let name = self.name.lock().expect("client name lock poisoned").clone();
@@ -180,7 +184,7 @@ impl ClientInfo {
         // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
         // part still arriving is in qbuf).
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
@@ -202,6 +206,7 @@ impl ClientInfo {
             self.resp.load(Ordering::Relaxed),
             s(lib_name).unwrap_or_default(),
             s(lib_ver).unwrap_or_default(),
+            self.io_thread.load(Ordering::Relaxed),
         )
     }
 }

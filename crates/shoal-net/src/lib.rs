@@ -26,6 +26,32 @@ mod sim;
 #[cfg(feature = "sim")]
 pub use sim::{faults, lookup_host, seed, splitmix64, tcp, TcpListener, TcpStream, UdpSocket};
 
+/// A connection taken off the runtime that accepted it, to be served on another runtime
+/// (the daemon's per-core workers): [`detach`] it on the first, [`attach`] it inside the
+/// second. The simulation's connections cannot move (`detach` hands them back).
+#[cfg(not(feature = "sim"))]
+pub type Detached = std::net::TcpStream;
+/// See the non-simulated `Detached`: none exists in the simulation.
+#[cfg(feature = "sim")]
+pub enum Detached {}
+
+/// Takes `stream` off its runtime's I/O driver (`Err` with the stream when it cannot move:
+/// in the simulation); the inner error is the OS's.
+pub fn detach(stream: TcpStream) -> Result<std::io::Result<Detached>, Box<TcpStream>> {
+    #[cfg(not(feature = "sim"))]
+    return Ok(stream.into_std());
+    #[cfg(feature = "sim")]
+    Err(Box::new(stream))
+}
+
+/// Registers a detached connection with the current runtime (call inside it).
+pub fn attach(stream: Detached) -> std::io::Result<TcpStream> {
+    #[cfg(not(feature = "sim"))]
+    return TcpStream::from_std(stream);
+    #[cfg(feature = "sim")]
+    match stream {}
+}
+
 /// Fills `buf` with random bytes: the OS's (`getrandom`), or in the simulation bytes drawn
 /// from its seed (see [`seed`]), so that a run does not depend on the OS.
 pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {

@@ -15,8 +15,11 @@
 //! - `metrics`: the metrics port: Prometheus metrics read from the node's counters at
 //!   scrape time, and the health checks.
 //!
+//! - `workers`: the daemon's per-core runtimes; accept loops hand each connection to one.
+//!
 //! Task model: one tokio task per connection plus one cron task; shared state is behind
-//! short `std::sync` locks and atomics, never held across an `.await`.
+//! short `std::sync` locks and atomics, never held across an `.await`. In the daemon each
+//! connection's task stays on one worker thread's runtime (`workers`).
 
 pub mod connection;
 pub mod listener;
@@ -25,6 +28,7 @@ pub mod metrics;
 pub mod resp;
 pub mod status;
 pub mod tls;
+pub mod workers;
 
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};
 pub use shoal_cluster::Server;

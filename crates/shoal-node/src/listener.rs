@@ -276,7 +276,8 @@ pub async fn start_with(
     node.engine
         .port
         .store(u64::from(local_addr.port()), Ordering::Relaxed);
-    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    let workers = crate::workers::count()
+        .unwrap_or_else(|| tokio::runtime::Handle::current().metrics().num_workers());
     node.engine.threads.store(workers as u64, Ordering::Relaxed);
     if let Some(tls) = &tls {
         crate::tls::reload_on_config_set(&node, tls.clone());
@@ -478,7 +479,7 @@ async fn accept_loop(
             _ = shutdown.cancelled() => break,
             r = listener.accept() => r,
         };
-        let (mut stream, addr) = match accepted {
+        let (stream, addr) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 // Out of file descriptors and the like: back off briefly instead of spinning,
@@ -506,7 +507,7 @@ async fn accept_loop(
             };
             // A TLS client is simply closed: it could not read a plain refusal.
             if tls.is_none() {
-                tracker.spawn(async move {
+                crate::workers::spawn(&tracker, stream, move |mut stream, _| async move {
                     let _ = stream.write_all(refusal).await;
                 });
             }
@@ -521,7 +522,8 @@ async fn accept_loop(
             .register(addr, laddr, Box::new(move || kill.cancel()));
         let node = node.clone();
         let tls = tls.clone();
-        tracker.spawn(async move {
+        crate::workers::spawn(&tracker, stream, move |stream, worker| async move {
+            info.io_thread.store(worker, Ordering::Relaxed);
             // Frees the client's place however the task ends (a panic included).
             let _registered = Registered {
                 node: node.clone(),
@@ -591,7 +593,7 @@ async fn peer_accept_loop(
             config.clone(),
             shutdown.child_token(),
         );
-        tracker.spawn(async move {
+        crate::workers::spawn(&tracker, stream, move |stream, _| async move {
             if let Err(e) = serve_peer(stream, &auth, service, &config, stop).await {
                 match e {
                     ServeError::Handshake(h) if h.is_refusal() => {

@@ -140,18 +140,30 @@ fn main() -> ExitCode {
         .init();
     #[cfg(feature = "jemalloc")]
     shoal_node::memory::install(Box::new(alloc::Jemalloc));
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if config.threads > 0 {
-        builder.worker_threads(config.threads);
-    }
-    let runtime = match builder.enable_all().build() {
+    // One current-thread runtime per worker thread, this thread's the first
+    // (`shoal_node::workers`).
+    let threads = match config.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("shoald: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run(config, cli.config.map(|p| p.display().to_string())))
+    if let Err(e) = shoal_node::workers::start(runtime.handle().clone(), threads - 1) {
+        eprintln!("shoald: cannot start the worker threads: {e}");
+        return ExitCode::FAILURE;
+    }
+    let code = runtime.block_on(run(config, cli.config.map(|p| p.display().to_string())));
+    drop(runtime);
+    shoal_node::workers::stop();
+    code
 }
 
 async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {

@@ -47,8 +47,9 @@ fn starts_without_a_config_file_and_answers_ping() {
     assert_eq!(client.call(&["GET", "k"]), Resp::bulk("v"));
 }
 
-/// `threads` sets the runtime's worker count (memcached's `-t`): memcached's `stats threads`
-/// reports the workers actually running, CONFIG GET the setting.
+/// `threads` sets the worker count (memcached's `-t`): memcached's `stats threads` reports
+/// the workers actually running, CONFIG GET the setting, and CLIENT LIST's `io-thread` shows
+/// the connections spread over them, each worker serving as many as the others or one more.
 #[test]
 fn threads_sets_the_worker_count() {
     for n in ["1", "3"] {
@@ -70,6 +71,29 @@ fn threads_sets_the_worker_count() {
             "threads={n}: {stats}"
         );
         assert_eq!(daemon.connect().config_get("threads"), n);
+        let mut clients: Vec<Client> = (0..6).map(|_| daemon.connect()).collect();
+        for c in &mut clients {
+            assert_eq!(c.call(&["PING"]), Resp::Simple("PONG".into()));
+        }
+        let list = match clients[0].call(&["CLIENT", "LIST"]) {
+            Resp::Bulk(b) => String::from_utf8(b).expect("CLIENT LIST is text"),
+            other => panic!("CLIENT LIST: {other:?}"),
+        };
+        let workers: usize = n.parse().unwrap();
+        let mut served = vec![0usize; workers];
+        for line in list.lines() {
+            let thread = line
+                .split(' ')
+                .find_map(|f| f.strip_prefix("io-thread="))
+                .unwrap_or_else(|| panic!("no io-thread in {line}"));
+            let thread: usize = thread.parse().expect("io-thread is a number");
+            assert!(thread < workers, "io-thread {thread} of {workers}: {list}");
+            served[thread] += 1;
+        }
+        // The 6 clients and the memcached connection.
+        assert_eq!(served.iter().sum::<usize>(), 7, "{list}");
+        let (least, most) = (served.iter().min(), served.iter().max());
+        assert!(most.unwrap() - least.unwrap() <= 1, "{served:?}: {list}");
     }
 }
 
