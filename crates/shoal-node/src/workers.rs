@@ -6,7 +6,8 @@
 //!
 //! Worker 0 is the thread that runs the node (`shoald`'s main thread): it also runs the cron,
 //! gossip and the accept loops, which hand each accepted connection, client or inter-node, to
-//! the worker serving the fewest ([`spawn`]). Without [`start`] (nodes run in-process by
+//! the worker serving the fewest ([`spawn`]). Each worker has its own link to each other node
+//! (`shoal_wire::use_link`), so a request it forwards, and the answer, stay on its thread. Without [`start`] (nodes run in-process by
 //! tests, the simulation) connections stay on the runtime that accepted them.
 
 use std::future::Future;
@@ -56,7 +57,11 @@ pub fn start(main: Handle, extra: usize) -> std::io::Result<()> {
         threads.push(
             std::thread::Builder::new()
                 .name(format!("shoal-worker-{i}"))
-                .spawn(move || runtime.block_on(stop.cancelled()))?,
+                .spawn(move || {
+                    // This worker's requests to other nodes go on its own links.
+                    shoal_wire::use_link(i);
+                    runtime.block_on(stop.cancelled())
+                })?,
         );
     }
     let workers = Workers {

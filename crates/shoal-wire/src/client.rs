@@ -1,5 +1,7 @@
-//! The calling side: one [`PeerClient`] per peer node, backed by one owner task that holds
-//! the connection.
+//! The calling side: one [`PeerClient`] per peer node, with one link (a connection and the
+//! owner task that holds it) per thread that calls it through [`use_link`] (the daemon's
+//! worker threads), so a worker's requests and their answers stay on its own thread; every
+//! other thread uses link 0. Each link works as follows.
 //!
 //! ```text
 //!                   connection up: direct ─────────────────────┐
@@ -40,10 +42,11 @@
 //! connect or handshake starts a backoff during which requests fail with the same error
 //! without touching the network.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -158,11 +161,53 @@ impl Unavailable {
     }
 }
 
-/// Handle to one peer. Cheap to clone; every clone shares the connection and the in-flight
-/// bound. The owner task ends when the last clone is dropped, failing what is in flight.
+/// Most links one [`PeerClient`] opens; threads whose [`use_link`] index is higher share
+/// them (modulo).
+pub const MAX_LINKS: usize = 64;
+
+thread_local! {
+    static LINK: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Requests this thread makes from now on go through link `index` (modulo [`MAX_LINKS`]) of
+/// every [`PeerClient`]: its own connection to each peer, opened on the first request and
+/// served by tasks of the runtime the request runs on. Only for a thread that runs its own
+/// current-thread runtime (a task there never moves to another thread, so one task's
+/// requests keep their order, see the crate docs); other threads use link 0.
+pub fn use_link(index: usize) {
+    LINK.with(|l| l.set(index % MAX_LINKS));
+}
+
+/// Handle to one peer. Cheap to clone; every clone shares the links and their in-flight
+/// bounds. A link's owner task ends when the last clone is dropped, failing what is in
+/// flight.
 #[derive(Clone, Debug)]
 pub struct PeerClient {
     addr: SocketAddr,
+    links: Arc<Links>,
+    seen: Arc<Seen>,
+}
+
+/// A client's links, each opened on first use (see [`use_link`]).
+#[derive(Debug)]
+struct Links {
+    auth: AuthConfig,
+    config: PeerConfig,
+    slots: Box<[OnceLock<Link>]>,
+}
+
+/// What every link of a client reports to (their reader tasks write it).
+#[derive(Debug, Default)]
+struct Seen {
+    /// The placement epoch the peer's latest response carried (0 before any).
+    peer_epoch: AtomicU64,
+    /// Responses received so far (error frames included), on every connection.
+    responses: AtomicU64,
+}
+
+/// One connection's worth of a client: its shared state and its owner's command channel.
+#[derive(Debug)]
+struct Link {
     shared: Arc<Shared>,
     cmd_tx: mpsc::Sender<Cmd>,
     request_timeout: Duration,
@@ -177,10 +222,7 @@ struct Shared {
     /// Sized `max_in_flight`; a request holds one permit for as long as its future lives.
     permits: Semaphore,
     state: Mutex<State>,
-    /// The placement epoch the peer's latest response carried (0 before any).
-    peer_epoch: AtomicU64,
-    /// Responses received so far (error frames included), on every connection.
-    responses: AtomicU64,
+    seen: Arc<Seen>,
 }
 
 /// Everything a request touches on its way, behind one lock. Every critical section is a
@@ -214,31 +256,18 @@ struct Cmd {
 }
 
 impl PeerClient {
-    /// Creates the handle and spawns its owner task (so it must be called within a Tokio
-    /// runtime). Connects lazily, on the first request.
+    /// Creates the handle. Connects lazily: each link on the first request made through it,
+    /// spawning its owner task on that request's runtime.
     pub fn new(addr: SocketAddr, auth: AuthConfig, config: PeerConfig) -> PeerClient {
-        let max_in_flight = config.max_in_flight.max(1);
-        let (cmd_tx, cmd_rx) = mpsc::channel(max_in_flight);
-        let shared = Arc::new(Shared {
-            permits: Semaphore::new(max_in_flight),
-            state: Mutex::new(State {
-                writer: None,
-                pending: HashMap::new(),
-                next_id: 1,
-            }),
-            peer_epoch: AtomicU64::new(0),
-            responses: AtomicU64::new(0),
-        });
-        let client = PeerClient {
+        PeerClient {
             addr,
-            shared: Arc::clone(&shared),
-            cmd_tx,
-            request_timeout: config.request_timeout,
-            max_body: config.max_frame.min(MAX_BODY),
-        };
-        let owner = Owner::new(addr, auth, config, shared, cmd_rx);
-        tokio::spawn(owner.run());
-        client
+            links: Arc::new(Links {
+                auth,
+                config,
+                slots: (0..MAX_LINKS).map(|_| OnceLock::new()).collect(),
+            }),
+            seen: Arc::default(),
+        }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -248,34 +277,77 @@ impl PeerClient {
     /// The placement epoch of the peer's latest response (0 before its first): what the
     /// peer's view of the membership was when it last answered.
     pub fn peer_epoch(&self) -> u64 {
-        self.shared.peer_epoch.load(Ordering::Relaxed)
+        self.seen.peer_epoch.load(Ordering::Relaxed)
     }
 
     /// How many responses (error frames included) the peer sent so far: one that grew since
     /// an earlier reading shows the peer reached in between, whatever asked it.
     pub fn responses(&self) -> u64 {
-        self.shared.responses.load(Ordering::Relaxed)
+        self.seen.responses.load(Ordering::Relaxed)
     }
 
-    /// Requests in flight right now: queued or awaiting a response. A request that timed out
-    /// or was dropped no longer counts.
+    /// Requests in flight right now on every link: queued or awaiting a response. A request
+    /// that timed out or was dropped no longer counts.
     pub fn in_flight(&self) -> usize {
-        // The semaphore's size is max_in_flight; permits out = requests in flight.
-        self.max_in_flight() - self.shared.permits.available_permits()
-    }
-
-    fn max_in_flight(&self) -> usize {
-        self.cmd_tx.max_capacity()
+        self.links
+            .slots
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(Link::in_flight)
+            .sum()
     }
 
     /// Sends `body` (tagged with the sender's placement `epoch`) and waits for the peer's
-    /// response. Never queues beyond `max_in_flight`; never waits beyond `request_timeout`.
+    /// response, through this thread's link (see [`use_link`]). Never queues beyond
+    /// `max_in_flight` on the link; never waits beyond `request_timeout`.
     ///
     /// The request is queued on the first poll, before anything is awaited: the requests of
     /// one task go out, and are handled by the peer, in the order their futures are first
     /// polled (see "Ordering" in the crate docs). Dropping the future withdraws the request
     /// (if it was sent already, its answer is ignored) and frees its place at once.
-    pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
+    pub fn request(
+        &self,
+        epoch: u64,
+        body: Bytes,
+    ) -> impl std::future::Future<Output = Result<Response, WireError>> + Send + '_ {
+        let index = LINK.with(Cell::get);
+        let link = self.links.slots[index].get_or_init(|| self.open_link());
+        link.request(epoch, body)
+    }
+
+    /// A new link: its state, and its owner task spawned on the current runtime.
+    fn open_link(&self) -> Link {
+        let config = self.links.config.clone();
+        let max_in_flight = config.max_in_flight.max(1);
+        let (cmd_tx, cmd_rx) = mpsc::channel(max_in_flight);
+        let shared = Arc::new(Shared {
+            permits: Semaphore::new(max_in_flight),
+            state: Mutex::new(State {
+                writer: None,
+                pending: HashMap::new(),
+                next_id: 1,
+            }),
+            seen: Arc::clone(&self.seen),
+        });
+        let link = Link {
+            shared: Arc::clone(&shared),
+            cmd_tx,
+            request_timeout: config.request_timeout,
+            max_body: config.max_frame.min(MAX_BODY),
+        };
+        let owner = Owner::new(self.addr, self.links.auth.clone(), config, shared, cmd_rx);
+        tokio::spawn(owner.run());
+        link
+    }
+}
+
+impl Link {
+    fn in_flight(&self) -> usize {
+        // The semaphore's size is max_in_flight; permits out = requests in flight.
+        self.cmd_tx.max_capacity() - self.shared.permits.available_permits()
+    }
+
+    async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
         if body.len() > self.max_body {
             return Err(WireError::Frame(FrameError::TooLarge {
                 kind: FrameKind::Request,
@@ -618,13 +690,13 @@ async fn run_reader(
     let error = loop {
         match decode(&mut buf, &limits) {
             Ok(Some(Frame::Response { id, epoch, body })) => {
-                shared.peer_epoch.store(epoch, Ordering::Relaxed);
-                shared.responses.fetch_add(1, Ordering::Relaxed);
+                shared.seen.peer_epoch.store(epoch, Ordering::Relaxed);
+                shared.seen.responses.fetch_add(1, Ordering::Relaxed);
                 answer(&shared, id, Ok(Response { epoch, body }));
                 continue;
             }
             Ok(Some(Frame::Error { id, code, message })) => {
-                shared.responses.fetch_add(1, Ordering::Relaxed);
+                shared.seen.responses.fetch_add(1, Ordering::Relaxed);
                 answer(&shared, id, Err(WireError::Remote { code, message }));
                 continue;
             }

@@ -36,7 +36,9 @@
 //! the same batching writer.
 //!
 //! **Ordering.** Requests sent through one [`PeerClient`] (clones included) from one task
-//! are written to the connection in call order, and the server calls
+//! go through one link (the task's thread's, see [`use_link`]: a thread that chooses a link
+//! runs its own current-thread runtime, whose tasks never change threads) and are written to
+//! its connection in call order, and the server calls
 //! [`PeerHandler::handle`] in arrival order, one request at a time per connection; so a
 //! handler that does its state changes inside `handle` (which `Later` requires too) applies
 //! one sender's requests in the order they were sent: a pipelined `SET k v` then `GET k`
@@ -73,7 +75,7 @@ mod tests;
 
 use bytes::Bytes;
 
-pub use client::{PeerClient, PeerConfig, Unavailable, WireError};
+pub use client::{use_link, PeerClient, PeerConfig, Unavailable, WireError, MAX_LINKS};
 pub use frame::{
     decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, RefuseReason, HEADER_LEN, MAGIC,
     PROTOCOL_VERSION,

@@ -298,6 +298,55 @@ async fn request_round_trip_after_handshake() {
     assert_eq!(client.in_flight(), 0);
 }
 
+/// A thread that chose a link (`use_link`, the daemon's worker threads, each on its own
+/// current-thread runtime) gets its own connection to the peer; every other thread shares
+/// link 0, and the client's figures count every link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_thread_that_chose_a_link_gets_its_own_connection() {
+    let server = TestServer::start(good_auth("b"), Arc::new(Echo), ServerConfig::default()).await;
+    let client = PeerClient::new(server.addr, good_auth("a"), config());
+    assert_eq!(
+        client
+            .request(1, Bytes::from_static(b"x"))
+            .await
+            .unwrap()
+            .epoch,
+        2
+    );
+    let on_link = |link: Option<usize>| {
+        let client = client.clone();
+        std::thread::spawn(move || {
+            if let Some(link) = link {
+                use_link(link);
+            }
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                for epoch in 10..13 {
+                    let r = client.request(epoch, Bytes::from_static(b"y")).await;
+                    assert_eq!(r.unwrap().epoch, epoch + 1);
+                }
+            });
+        })
+    };
+    for t in [
+        on_link(Some(1)),
+        on_link(Some(2)),
+        on_link(None),
+        on_link(Some(MAX_LINKS + 1)),
+    ] {
+        t.join().expect("the thread's requests were answered");
+    }
+    // Links 0 (this thread and the one that chose none), 1 (twice: MAX_LINKS + 1 wraps)
+    // and 2.
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 3);
+    assert_eq!(client.responses(), 13);
+    assert_eq!(client.peer_epoch(), 13);
+    assert_eq!(client.in_flight(), 0);
+}
+
 #[tokio::test]
 async fn handshake_reports_both_node_names() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
