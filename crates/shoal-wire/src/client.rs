@@ -305,14 +305,11 @@ impl PeerClient {
     /// one task go out, and are handled by the peer, in the order their futures are first
     /// polled (see "Ordering" in the crate docs). Dropping the future withdraws the request
     /// (if it was sent already, its answer is ignored) and frees its place at once.
-    pub fn request(
-        &self,
-        epoch: u64,
-        body: Bytes,
-    ) -> impl std::future::Future<Output = Result<Response, WireError>> + Send + '_ {
+    pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
+        // On the first poll: inside the runtime, on the thread that polls.
         let index = LINK.with(Cell::get);
         let link = self.links.slots[index].get_or_init(|| self.open_link());
-        link.request(epoch, body)
+        link.request(epoch, body).await
     }
 
     /// A new link: its state, and its owner task spawned on the current runtime.
