@@ -12,8 +12,8 @@
 //! A barrier can follow the states through the queue ([`Queue::drained`]): it resolves
 //! once the peer answered for every state queued before it.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use shoal_store::{key_slot, KeyState};
@@ -51,15 +51,52 @@ enum Msg {
 pub struct Queue {
     tx: mpsc::Sender<Msg>,
     bytes: Arc<AtomicUsize>,
+    /// What the sender task needs, until the first state or barrier starts it.
+    unstarted: Mutex<Option<Unstarted>>,
+    started: AtomicBool,
+}
+
+struct Unstarted {
+    rx: mpsc::Receiver<Msg>,
+    client: PeerClient,
+    stats: Arc<ClusterStats>,
+    epoch: Arc<AtomicU64>,
 }
 
 impl Queue {
-    /// Starts the peer's sender task (inside the runtime). It ends when the queue is dropped.
+    /// The peer's queue. Its sender task starts with the first state or barrier queued, on
+    /// that caller's runtime: in the daemon a worker thread whose clients write, so its
+    /// writes, and the link they go on, stay on its thread (`shoal_node::workers`). It ends
+    /// when the queue is dropped.
     pub fn start(client: PeerClient, stats: Arc<ClusterStats>, epoch: Arc<AtomicU64>) -> Queue {
         let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
-        let bytes = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(run(rx, client, stats, epoch, bytes.clone()));
-        Queue { tx, bytes }
+        Queue {
+            tx,
+            bytes: Arc::new(AtomicUsize::new(0)),
+            unstarted: Mutex::new(Some(Unstarted {
+                rx,
+                client,
+                stats,
+                epoch,
+            })),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    /// Starts the sender task if it has not started (only inside a runtime: outside, what
+    /// is queued waits for the next call from inside one).
+    fn run_sender(&self) {
+        if self.started.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut unstarted = self.unstarted.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(u) = unstarted.take() {
+            runtime.spawn(run(u.rx, u.client, u.stats, u.epoch, self.bytes.clone()));
+        }
+        self.started.store(true, Ordering::Release);
     }
 
     /// Resolves once the peer answered for every state in the queue when called (or the
@@ -70,6 +107,7 @@ impl Queue {
     pub fn drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let queued = self.tx.try_send(Msg::Barrier(tx)).is_ok();
+        self.run_sender();
         async move {
             if queued {
                 let _ = rx.await;
@@ -101,6 +139,7 @@ impl Queue {
         match self.tx.try_send(Msg::Item(item)) {
             Ok(()) => {
                 stats.repl_queued.fetch_add(1, Ordering::Relaxed);
+                self.run_sender();
             }
             Err(_) => {
                 self.bytes.fetch_sub(size, Ordering::Relaxed);

@@ -520,15 +520,17 @@ async fn accept_loop(
             .engine
             .clients
             .register(addr, laddr, Box::new(move || kill.cancel()));
+        // Frees the client's place however the task ends (a panic included), or when it
+        // never runs (the connection could not move to a worker).
+        let registered = Registered {
+            node: node.clone(),
+            id: info.id,
+        };
         let node = node.clone();
         let tls = tls.clone();
         crate::workers::spawn(&tracker, stream, move |stream, worker| async move {
+            let _registered = registered;
             info.io_thread.store(worker, Ordering::Relaxed);
-            // Frees the client's place however the task ends (a panic included).
-            let _registered = Registered {
-                node: node.clone(),
-                id: info.id,
-            };
             let stream = match &tls {
                 None => Stream::Plain(stream),
                 Some(tls) => match crate::tls::accept(tls, stream, &stop, info.id).await {

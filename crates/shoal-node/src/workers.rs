@@ -4,11 +4,15 @@
 //! wake another thread; with tokio's work-stealing runtime, waking an idle worker for each
 //! new event (`try_to_wake_up`, `futex`) was about a fifth of a node's CPU at 4 clients.
 //!
-//! Worker 0 is the thread that runs the node (`shoald`'s main thread): it also runs the cron,
-//! gossip and the accept loops, which hand each accepted connection, client or inter-node, to
-//! the worker serving the fewest ([`spawn`]). Each worker has its own link to each other node
-//! (`shoal_wire::use_link`), so a request it forwards, and the answer, stay on its thread. Without [`start`] (nodes run in-process by
-//! tests, the simulation) connections stay on the runtime that accepted them.
+//! The thread that runs the node (`shoald`'s main thread, Redis's "main thread", io-thread 0)
+//! serves no connection: it runs the cron, gossip and membership, the hand-off, the
+//! replication senders and the accept loops, which hand each accepted connection, client or
+//! inter-node, to the worker serving the fewest ([`spawn`]; workers are numbered from 1). A
+//! long command (KEYS, a large DEL) then holds up only its worker's connections, as it
+//! would a single-threaded Redis, never the node's gossip or replication. Each thread has
+//! its own link to each other node (`shoal_wire::use_link`), so a request a worker forwards,
+//! and its answer, stay on its thread. Without [`start`] (nodes run in-process by tests, the
+//! simulation) connections stay on the runtime that accepted them.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,17 +39,17 @@ struct Seat {
     live: Arc<AtomicUsize>,
 }
 
-/// Makes the caller's runtime (`main`, a current-thread runtime) worker 0 and starts
-/// `extra` more, each a current-thread runtime on its own thread. Once per process; `Err`
-/// when a runtime or thread cannot be made (or workers exist already).
-pub fn start(main: Handle, extra: usize) -> std::io::Result<()> {
+/// Starts `count` workers (at least one), each a current-thread runtime on its own thread.
+/// Once per process, before the node starts (its links are sized by it); `Err` when a
+/// runtime or thread cannot be made (or workers exist already).
+pub fn start(count: usize) -> std::io::Result<()> {
+    let count = count.max(1);
+    // Link 0 for the main thread, one for each worker.
+    shoal_wire::set_links(count + 1);
     let stop = CancellationToken::new();
-    let mut seats = vec![Seat {
-        handle: main,
-        live: Arc::default(),
-    }];
-    let mut threads = Vec::with_capacity(extra);
-    for i in 1..=extra {
+    let mut seats = Vec::with_capacity(count);
+    let mut threads = Vec::with_capacity(count);
+    for i in 1..=count {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -95,7 +99,7 @@ pub fn count() -> Option<usize> {
 
 /// Serves the accepted `stream` with `serve` on the worker serving the fewest connections,
 /// tracked by `tracker`; on the caller's runtime without workers (or when the stream cannot
-/// move). `serve` is told the worker's number (0 for the caller's runtime).
+/// move). `serve` is told the worker's number (from 1; 0 for the caller's runtime).
 pub fn spawn<F, Fut>(tracker: &TaskTracker, stream: TcpStream, serve: F)
 where
     F: FnOnce(TcpStream, usize) -> Fut + Send + 'static,
@@ -123,11 +127,12 @@ where
         .collect();
     let index = least_busy(&loads, w.next.fetch_add(1, Ordering::Relaxed));
     let seat = &w.seats[index];
+    let number = index + 1;
     let live = Live::new(seat.live.clone());
     seat.handle.spawn(tracker.track_future(async move {
         let _live = live;
         match shoal_net::attach(detached) {
-            Ok(stream) => serve(stream, index).await,
+            Ok(stream) => serve(stream, number).await,
             Err(e) => tracing::warn!(error = %e, "a worker cannot take a connection; closed"),
         }
     }));

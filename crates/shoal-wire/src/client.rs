@@ -45,7 +45,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -161,21 +161,28 @@ impl Unavailable {
     }
 }
 
-/// Most links one [`PeerClient`] opens; threads whose [`use_link`] index is higher share
-/// them (modulo).
-pub const MAX_LINKS: usize = 64;
+/// Links each [`PeerClient`] made from now on has room for ([`set_links`]; 1 by default).
+static LINKS: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
     static LINK: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Requests this thread makes from now on go through link `index` (modulo [`MAX_LINKS`]) of
-/// every [`PeerClient`]: its own connection to each peer, opened on the first request and
-/// served by tasks of the runtime the request runs on. Only for a thread that runs its own
-/// current-thread runtime (a task there never moves to another thread, so one task's
-/// requests keep their order, see the crate docs); other threads use link 0.
+/// Gives every [`PeerClient`] made from now on `n` links (at least 1): call once, before
+/// the clients are made, with the number of threads that will [`use_link`].
+pub fn set_links(n: usize) {
+    LINKS.store(n.max(1), Ordering::Relaxed);
+}
+
+/// Requests this thread makes from now on go through link `index` of every [`PeerClient`]:
+/// its own connection to each peer, opened on the first request and served by tasks of the
+/// runtime the request runs on. Only for a thread that runs its own current-thread runtime
+/// for as long as the clients live (a task there never moves to another thread, so one
+/// task's requests keep their order, see the crate docs; and the link's tasks stay up). Other
+/// threads use link 0; an `index` beyond [`set_links`]'s shares a link (modulo), which is
+/// only safe among threads whose runtimes live as long as the clients.
 pub fn use_link(index: usize) {
-    LINK.with(|l| l.set(index % MAX_LINKS));
+    LINK.with(|l| l.set(index));
 }
 
 /// Handle to one peer. Cheap to clone; every clone shares the links and their in-flight
@@ -264,7 +271,9 @@ impl PeerClient {
             links: Arc::new(Links {
                 auth,
                 config,
-                slots: (0..MAX_LINKS).map(|_| OnceLock::new()).collect(),
+                slots: (0..LINKS.load(Ordering::Relaxed))
+                    .map(|_| OnceLock::new())
+                    .collect(),
             }),
             seen: Arc::default(),
         }
@@ -307,7 +316,7 @@ impl PeerClient {
     /// (if it was sent already, its answer is ignored) and frees its place at once.
     pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
         // On the first poll: inside the runtime, on the thread that polls.
-        let index = LINK.with(Cell::get);
+        let index = LINK.with(Cell::get) % self.links.slots.len();
         let link = self.links.slots[index].get_or_init(|| self.open_link());
         link.request(epoch, body).await
     }

@@ -75,7 +75,7 @@ mod tests;
 
 use bytes::Bytes;
 
-pub use client::{use_link, PeerClient, PeerConfig, Unavailable, WireError, MAX_LINKS};
+pub use client::{set_links, use_link, PeerClient, PeerConfig, Unavailable, WireError};
 pub use frame::{
     decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, RefuseReason, HEADER_LEN, MAGIC,
     PROTOCOL_VERSION,

@@ -140,8 +140,8 @@ fn main() -> ExitCode {
         .init();
     #[cfg(feature = "jemalloc")]
     shoal_node::memory::install(Box::new(alloc::Jemalloc));
-    // One current-thread runtime per worker thread, this thread's the first
-    // (`shoal_node::workers`).
+    // This thread runs the node's background work; the connections run on `threads`
+    // workers, one current-thread runtime each (`shoal_node::workers`).
     let threads = match config.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -156,7 +156,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = shoal_node::workers::start(runtime.handle().clone(), threads - 1) {
+    if let Err(e) = shoal_node::workers::start(threads) {
         eprintln!("shoald: cannot start the worker threads: {e}");
         return ExitCode::FAILURE;
     }
