@@ -230,19 +230,7 @@ struct Shared {
     permits: Semaphore,
     state: Mutex<State>,
     seen: Arc<Seen>,
-    /// Requests on the current connection that timed out since its last response (its
-    /// reader resets it): at [`SILENT_TIMEOUTS`] the connection is given up as silent.
-    silent: AtomicUsize,
-    /// Where a request reports a silent connection to the owner.
-    lost: mpsc::Sender<Lost>,
 }
-
-/// Requests in a row that may time out on a connection that answers nothing before it is
-/// dropped and the next request reconnects: a half-open connection (the peer's end gone
-/// without a reset), or one whose serving task at the peer is stuck, is left after
-/// `SILENT_TIMEOUTS` request timeouts instead of failing every request until the kernel
-/// gives up on it.
-pub const SILENT_TIMEOUTS: usize = 3;
 
 /// Everything a request touches on its way, behind one lock. Every critical section is a
 /// few map and channel operations: none awaits, none wakes a task where it can be avoided.
@@ -255,8 +243,6 @@ struct State {
     pending: HashMap<u64, Reply>,
     /// Request ids are unique for the life of the client, across connections.
     next_id: u64,
-    /// The current connection's generation (see `Owner`), while `writer` is `Some`.
-    generation: u64,
 }
 
 impl Shared {
@@ -340,21 +326,14 @@ impl PeerClient {
         let config = self.links.config.clone();
         let max_in_flight = config.max_in_flight.max(1);
         let (cmd_tx, cmd_rx) = mpsc::channel(max_in_flight);
-        // Two reports at most per connection from its reader and writer, one from a request
-        // that found it silent; a sender that finds it full waits, or is aborted with its
-        // connection (a request only tries).
-        let (lost_tx, lost_rx) = mpsc::channel(4);
         let shared = Arc::new(Shared {
             permits: Semaphore::new(max_in_flight),
             state: Mutex::new(State {
                 writer: None,
                 pending: HashMap::new(),
                 next_id: 1,
-                generation: 0,
             }),
             seen: Arc::clone(&self.seen),
-            silent: AtomicUsize::new(0),
-            lost: lost_tx.clone(),
         });
         let link = Link {
             shared: Arc::clone(&shared),
@@ -362,14 +341,7 @@ impl PeerClient {
             request_timeout: config.request_timeout,
             max_body: config.max_frame.min(MAX_BODY),
         };
-        let owner = Owner::new(
-            self.addr,
-            self.links.auth.clone(),
-            config,
-            shared,
-            cmd_rx,
-            (lost_tx, lost_rx),
-        );
+        let owner = Owner::new(self.addr, self.links.auth.clone(), config, shared, cmd_rx);
         tokio::spawn(owner.run());
         link
     }
@@ -449,34 +421,8 @@ impl Link {
         match result {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(WireError::PeerUnavailable(Unavailable::Shutdown)),
-            Err(_) => {
-                self.timed_out();
-                Err(WireError::Timeout)
-            }
+            Err(_) => Err(WireError::Timeout),
         }
-    }
-
-    /// Counts a timed-out request against the current connection, and reports the
-    /// connection lost once [`SILENT_TIMEOUTS`] timed out with no response on it between.
-    fn timed_out(&self) {
-        if self.shared.silent.fetch_add(1, Ordering::Relaxed) + 1 < SILENT_TIMEOUTS {
-            return;
-        }
-        let generation = {
-            let state = self.shared.state();
-            if state.writer.is_none() {
-                return;
-            }
-            state.generation
-        };
-        self.shared.silent.store(0, Ordering::Relaxed);
-        tracing::debug!(
-            "inter-node connection silent for {SILENT_TIMEOUTS} request timeouts; dropping it"
-        );
-        let _ = self.shared.lost.try_send(Lost {
-            generation,
-            error: WireError::PeerUnavailable(Unavailable::ConnectionLost),
-        });
     }
 }
 
@@ -550,8 +496,10 @@ impl Owner {
         config: PeerConfig,
         shared: Arc<Shared>,
         cmd_rx: mpsc::Receiver<Cmd>,
-        (lost_tx, lost_rx): (mpsc::Sender<Lost>, mpsc::Receiver<Lost>),
     ) -> Self {
+        // Two reports at most per connection (reader and writer); a sender that finds it
+        // full waits, or is aborted with its connection.
+        let (lost_tx, lost_rx) = mpsc::channel(4);
         Owner {
             addr,
             auth,
@@ -617,10 +565,6 @@ impl Owner {
             // Published and drained in one critical section: requests queue only while no
             // writer is published, so from here on none queue and none are left behind.
             state.writer = Some(conn.writer_tx.clone());
-            if state.generation != conn.generation {
-                state.generation = conn.generation;
-                self.shared.silent.store(0, Ordering::Relaxed);
-            }
             let mut next = Some(cmd);
             while let Some(cmd) = next {
                 // Checked under the lock, which `Waiting::drop` takes after closing.
@@ -754,13 +698,11 @@ async fn run_reader(
             Ok(Some(Frame::Response { id, epoch, body })) => {
                 shared.seen.peer_epoch.store(epoch, Ordering::Relaxed);
                 shared.seen.responses.fetch_add(1, Ordering::Relaxed);
-                shared.silent.store(0, Ordering::Relaxed);
                 answer(&shared, id, Ok(Response { epoch, body }));
                 continue;
             }
             Ok(Some(Frame::Error { id, code, message })) => {
                 shared.seen.responses.fetch_add(1, Ordering::Relaxed);
-                shared.silent.store(0, Ordering::Relaxed);
                 answer(&shared, id, Err(WireError::Remote { code, message }));
                 continue;
             }

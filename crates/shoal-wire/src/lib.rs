@@ -75,9 +75,7 @@ mod tests;
 
 use bytes::Bytes;
 
-pub use client::{
-    set_links, use_link, PeerClient, PeerConfig, Unavailable, WireError, SILENT_TIMEOUTS,
-};
+pub use client::{set_links, use_link, PeerClient, PeerConfig, Unavailable, WireError};
 pub use frame::{
     decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, RefuseReason, HEADER_LEN, MAGIC,
     PROTOCOL_VERSION,

@@ -917,60 +917,6 @@ async fn a_request_that_gets_no_answer_times_out() {
     assert_eq!(client.in_flight(), 0);
 }
 
-/// A connection on which `SILENT_TIMEOUTS` requests in a row time out with no response is
-/// dropped, and the next request reconnects; fewer keep it.
-#[tokio::test]
-async fn a_connection_silent_for_several_timeouts_is_dropped_and_reopened() {
-    let (handler, mut arrived, gate) = gated();
-    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
-    let client = PeerClient::new(
-        server.addr,
-        good_auth("a"),
-        PeerConfig {
-            request_timeout: Duration::from_millis(100),
-            ..config()
-        },
-    );
-    for n in 1..SILENT_TIMEOUTS {
-        assert_eq!(
-            client.request(0, Bytes::new()).await,
-            Err(WireError::Timeout)
-        );
-        arrivals(&mut arrived, 1).await;
-        assert_eq!(
-            server.accepted.load(Ordering::SeqCst),
-            1,
-            "after {n} timeouts"
-        );
-    }
-    // An answer in between starts the count again.
-    gate.add_permits(SILENT_TIMEOUTS);
-    assert!(client.request(0, Bytes::new()).await.is_ok());
-    arrivals(&mut arrived, 1).await;
-    gate.forget_permits(SILENT_TIMEOUTS);
-    for _ in 0..SILENT_TIMEOUTS - 1 {
-        assert_eq!(
-            client.request(0, Bytes::new()).await,
-            Err(WireError::Timeout)
-        );
-    }
-    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        client.request(0, Bytes::new()).await,
-        Err(WireError::Timeout)
-    );
-    // The silent connection is given up; the next request goes on a new one.
-    within(Duration::from_secs(10), async {
-        loop {
-            let _ = client.request(0, Bytes::new()).await;
-            if server.accepted.load(Ordering::SeqCst) == 2 {
-                break;
-            }
-        }
-    })
-    .await;
-}
-
 /// A request the peer never answers gives its in-flight permit back the moment it times out
 /// or its caller drops it, whether it was queued behind the connect or sent directly: with
 /// room for one request, the next one is never refused.
