@@ -5,11 +5,14 @@
 //! new event (`try_to_wake_up`, `futex`) was about a fifth of a node's CPU at 4 clients.
 //!
 //! The thread that runs the node (`shoald`'s main thread, Redis's "main thread", io-thread 0)
-//! serves no connection: it runs the cron, gossip and membership, the hand-off, the
-//! replication senders and the accept loops, which hand each accepted connection, client or
-//! inter-node, to the worker serving the fewest ([`spawn`]; workers are numbered from 1). A
-//! long command (KEYS, a large DEL) then holds up only its worker's connections, as it
-//! would a single-threaded Redis, never the node's gossip or replication. Each thread has
+//! serves no connection: it runs the cron, gossip and membership, the hand-off and the
+//! accept loops, which hand each accepted connection, client or inter-node, to the worker
+//! serving the fewest ([`spawn`]; workers are numbered from 1). A long command (KEYS, a
+//! large DEL) then holds up only its worker's connections, as it would a single-threaded
+//! Redis, never the node's gossip. A peer's replication sender runs on the worker of the
+//! first write to it (`shoal_cluster::replicate::Queue`; on the main thread every
+//! replicated write woke it, +24 % CPU per SET through a cluster node), so a long command
+//! on that worker does delay replication to that peer. Each thread has
 //! its own link to each other node (`shoal_wire::use_link`), so a request a worker forwards,
 //! and its answer, stay on its thread. Without [`start`] (nodes run in-process by tests, the
 //! simulation) connections stay on the runtime that accepted them.
