@@ -77,6 +77,31 @@ async fn ask(
     args: &[Bytes],
 ) -> Result<Bytes, WireError> {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    if m == view.me && scope.is_some() {
+        // This node's part of a read over a scope (KEYS, SCAN, DBSIZE, RANDOMKEY) may walk
+        // the whole store: on the blocking pool, as a peer's part is (`peer.rs`), so the
+        // worker's other connections, and the replication it sends, are not held up.
+        let (node, view, args) = (node.clone(), view.clone(), args.to_vec());
+        let part = tokio::task::spawn_blocking(move || {
+            let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+            let (bytes, _, _) = serve_command(
+                &node,
+                cluster,
+                &view,
+                &cluster.internal,
+                proto,
+                db,
+                scope,
+                &args,
+                now_ms(),
+                0,
+            );
+            bytes
+        });
+        return part
+            .await
+            .map_err(|_| WireError::PeerUnavailable(shoal_wire::Unavailable::Shutdown));
+    }
     if m == view.me {
         let (bytes, _, _) = serve_command(
             node,
