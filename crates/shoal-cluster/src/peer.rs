@@ -30,7 +30,7 @@ use super::message::{
 use super::replicate::{replicate_keys, unconfirmed, wait_acks};
 use super::router::{
     command_keys, error_bytes, order_failover, parse_command, serve_after_wait, serve_blocked,
-    serve_command,
+    serve_command, serve_part_blocking,
 };
 use super::View;
 use crate::{Cluster, Server};
@@ -93,8 +93,8 @@ impl PeerHandler for PeerService {
         let reply = |body: Bytes| Handled::Ready(Response { epoch, body });
         match decode_request(body, |b| parse_command(node, b)) {
             // A fan-out's part (KEYS, SCAN, DBSIZE, RANDOMKEY over a scope) may walk the
-            // whole store: it runs on the blocking pool, so the forwarded requests behind it
-            // on this connection are not held up. Being reads, they need no ordering.
+            // whole store: on the blocking pool, so the forwarded requests behind it on this
+            // connection are not held up.
             Ok(Request::Command {
                 proto,
                 db,
@@ -102,30 +102,11 @@ impl PeerHandler for PeerService {
                 args,
                 ..
             }) => {
-                let node = self.node.clone();
+                let work = serve_part_blocking(self.node.clone(), view, proto, db, scope, args);
                 Handled::Later(Box::pin(async move {
-                    let work = tokio::task::spawn_blocking(move || {
-                        let cluster = node
-                            .cluster
-                            .as_ref()
-                            .expect("peer service runs in a cluster");
-                        let (bytes, _, _) = serve_command(
-                            &node,
-                            cluster,
-                            &view,
-                            &cluster.internal,
-                            proto,
-                            db,
-                            Some(scope),
-                            &args,
-                            now_ms(),
-                            0,
-                        );
-                        bytes
-                    });
                     let body = work
                         .await
-                        .unwrap_or_else(|_| error_bytes("ERR internal error in a fan-out part"));
+                        .unwrap_or_else(|| error_bytes("ERR internal error in a fan-out part"));
                     Response { epoch, body }
                 }))
             }

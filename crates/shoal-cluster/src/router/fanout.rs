@@ -17,7 +17,7 @@ use futures_util::future::join_all;
 use shoal_resp::{array_elements, integer_value, is_error, Protocol, Reply};
 use shoal_wire::WireError;
 
-use super::local::serve_command;
+use super::local::{serve_command, serve_part_blocking};
 use super::outbound::fails_over;
 use super::outcome::{encode, error_bytes, Outcome};
 use crate::message::{encode_command, ScopeSpec};
@@ -77,30 +77,19 @@ async fn ask(
     args: &[Bytes],
 ) -> Result<Bytes, WireError> {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
-    if m == view.me && scope.is_some() {
-        // This node's part of a read over a scope (KEYS, SCAN, DBSIZE, RANDOMKEY) may walk
-        // the whole store: on the blocking pool, as a peer's part is (`peer.rs`), so the
-        // worker's other connections, and the replication it sends, are not held up.
-        let (node, view, args) = (node.clone(), view.clone(), args.to_vec());
-        let part = tokio::task::spawn_blocking(move || {
-            let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
-            let (bytes, _, _) = serve_command(
-                &node,
-                cluster,
-                &view,
-                &cluster.internal,
-                proto,
-                db,
-                scope,
-                &args,
-                now_ms(),
-                0,
-            );
-            bytes
-        });
-        return part
+    if let (true, Some(scope)) = (m == view.me, &scope) {
+        // This node's part of a read over a scope may walk the whole store.
+        let part = serve_part_blocking(
+            node.clone(),
+            view.clone(),
+            proto,
+            db,
+            scope.clone(),
+            args.to_vec(),
+        );
+        return Ok(part
             .await
-            .map_err(|_| WireError::PeerUnavailable(shoal_wire::Unavailable::Shutdown));
+            .unwrap_or_else(|| error_bytes("ERR internal error in a fan-out part")));
     }
     if m == view.me {
         let (bytes, _, _) = serve_command(

@@ -266,6 +266,37 @@ pub fn parse_command(node: &Server, body: Bytes) -> Result<Vec<Bytes>, String> {
     }
 }
 
+/// Runs a fan-out's part (KEYS, SCAN, DBSIZE, RANDOMKEY over `scope`), for this node's own
+/// share or another node's request, on the blocking pool: it may walk the whole store, and
+/// nothing else on the worker (other connections, the replication it sends) should wait for
+/// it. Reads only, so they need no ordering. `None` if the part panicked.
+pub async fn serve_part_blocking(
+    node: Arc<Server>,
+    view: Arc<View>,
+    proto: Protocol,
+    db: u8,
+    scope: ScopeSpec,
+    args: Vec<Bytes>,
+) -> Option<Bytes> {
+    let part = tokio::task::spawn_blocking(move || {
+        let cluster = node.cluster.as_ref().expect("a fan-out runs in a cluster");
+        let (bytes, _, _) = serve_command(
+            &node,
+            cluster,
+            &view,
+            &cluster.internal,
+            proto,
+            db,
+            Some(scope),
+            &args,
+            shoal_engine::clock::now_ms(),
+            0,
+        );
+        bytes
+    });
+    part.await.ok()
+}
+
 /// Runs a command that another node sent (or a fan-out's local part) here, without routing
 /// it again (see [`run_here`]). Returns the reply in `proto`, with `write-ack = all` the
 /// acks to wait for, and a blocking command's wait when it found nothing (then the reply

@@ -29,7 +29,10 @@ mod outcome;
 mod split;
 
 pub use blocked::serve_blocked;
-pub use local::{command_keys, order_failover, parse_command, serve_after_wait, serve_command};
+pub use local::{
+    command_keys, order_failover, parse_command, serve_after_wait, serve_command,
+    serve_part_blocking,
+};
 pub use outbound::{fails_over, share_copies, FailoverOrder};
 pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
 
