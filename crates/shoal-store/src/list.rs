@@ -66,9 +66,13 @@ const LP_OVERHEAD: usize = 7;
 /// Redis's `list-max-listpack-size -2`: 8 KB.
 const LP_LIMIT: usize = 8192;
 
+/// A chunk's elements are `buf[head..]`: the bytes before `head` are room for pushes at the
+/// front, so a push or pop at either end moves no other element (Redis's listpack moves the
+/// whole node on a push at its head).
 #[derive(Clone, Debug, Default)]
 struct Chunk {
     buf: Vec<u8>,
+    head: usize,
     count: usize,
 }
 
@@ -86,47 +90,98 @@ fn entry_size(v: &[u8]) -> usize {
 }
 
 impl Chunk {
+    /// The packed elements.
+    fn data(&self) -> &[u8] {
+        &self.buf[self.head..]
+    }
+
+    /// Bytes of the packed elements.
+    fn used(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
+    /// Allocated bytes not holding an element (room at the front and at the back).
+    fn spare(&self) -> usize {
+        self.buf.capacity() - self.used()
+    }
+
+    /// Puts `v`, with its length, before the first element. Without room at the front the
+    /// buffer is copied once into one with room for about as many bytes again as it holds
+    /// (within a chunk's size), so pushes at the front move each byte O(1) times.
+    fn push_front(&mut self, v: &[u8]) {
+        let size = entry_size(v);
+        if self.head < size {
+            let used = self.used();
+            let total = (2 * (used + size)).clamp(64, CHUNK_BYTES).max(used + size);
+            let room = total - used;
+            let mut buf = Vec::with_capacity(total);
+            buf.resize(room, 0);
+            buf.extend_from_slice(self.data());
+            self.buf = buf;
+            self.head = room;
+        }
+        let start = self.head - size;
+        let n = varint::write(&mut self.buf[start..], v.len());
+        self.buf[start + n..self.head].copy_from_slice(v);
+        self.head = start;
+        self.count += 1;
+    }
+
+    /// Gives up the room at the front and any spare capacity (a chunk that stops being an
+    /// end of its list takes no more pushes).
+    fn shrink_to_fit(&mut self) {
+        if self.head > 0 {
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
+        self.buf.shrink_to_fit();
+    }
+
     /// The elements front to back, decoded as they are taken (a range that needs a few of a
     /// chunk's elements decodes only those).
     fn forward(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let data = self.data();
         let mut at = 0;
         std::iter::from_fn(move || {
-            if at >= self.buf.len() {
+            if at >= data.len() {
                 return None;
             }
-            let (n, h) = varint::get(&self.buf[at..]);
-            let item = &self.buf[at + h..at + h + n];
+            let (n, h) = varint::get(&data[at..]);
+            let item = &data[at + h..at + h + n];
             at += h + n;
             Some(item)
         })
     }
 
     fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
+        let data = self.data();
         let mut out = Vec::with_capacity(self.count);
         let mut at = 0;
-        while at < self.buf.len() {
-            let (n, h) = varint::get(&self.buf[at..]);
-            out.push(&self.buf[at + h..at + h + n]);
+        while at < data.len() {
+            let (n, h) = varint::get(&data[at..]);
+            out.push(&data[at + h..at + h + n]);
             at += h + n;
         }
         out.into_iter()
     }
 
-    /// The byte range of element `i` (with its length prefix).
+    /// The byte range of element `i` (with its length prefix), within [`Chunk::data`].
     fn span(&self, i: usize) -> (usize, usize) {
+        let data = self.data();
         let mut at = 0;
         for _ in 0..i {
-            let (n, h) = varint::get(&self.buf[at..]);
+            let (n, h) = varint::get(&data[at..]);
             at += h + n;
         }
-        let (n, h) = varint::get(&self.buf[at..]);
+        let (n, h) = varint::get(&data[at..]);
         (at, at + h + n)
     }
 
     fn get(&self, i: usize) -> &[u8] {
         let (start, end) = self.span(i);
-        let (_, h) = varint::get(&self.buf[start..]);
-        &self.buf[start + h..end]
+        let data = self.data();
+        let (_, h) = varint::get(&data[start..]);
+        &data[start + h..end]
     }
 
     fn pack(elements: &[&[u8]]) -> Chunk {
@@ -137,6 +192,7 @@ impl Chunk {
         }
         Chunk {
             buf,
+            head: 0,
             count: elements.len(),
         }
     }
@@ -167,7 +223,7 @@ impl List {
     /// O(1): the chunks' bytes and headers, and the spare capacity of the two end chunks
     /// (the others are shrunk to fit when they stop being ends).
     pub fn heap_bytes(&self) -> usize {
-        let spare = |c: Option<&Chunk>| c.map_or(0, |c| c.buf.capacity() - c.buf.len());
+        let spare = |c: Option<&Chunk>| c.map_or(0, Chunk::spare);
         let ends = if self.chunks.len() > 1 {
             spare(self.chunks.front()) + spare(self.chunks.back())
         } else {
@@ -181,8 +237,11 @@ impl List {
 
     /// Gives back a chunk's memory once it is under a quarter used (pops).
     fn trim(c: &mut Chunk) {
-        if c.buf.capacity() > 64 && c.buf.len() < c.buf.capacity() / 4 {
-            c.buf.shrink_to(c.buf.len() * 2);
+        if c.buf.capacity() > 64 && c.used() < c.buf.capacity() / 4 {
+            let mut buf = Vec::with_capacity(c.used() * 2);
+            buf.extend_from_slice(c.data());
+            c.buf = buf;
+            c.head = 0;
         }
     }
 
@@ -208,14 +267,20 @@ impl List {
         let fits = self
             .chunks
             .back()
-            .is_some_and(|c| c.buf.len() + size <= CHUNK_BYTES);
+            .is_some_and(|c| c.used() + size <= CHUNK_BYTES);
         if !fits {
             if let Some(last) = self.chunks.back_mut() {
-                last.buf.shrink_to_fit();
+                last.shrink_to_fit();
             }
             self.chunks.push_back(Chunk::default());
         }
         let c = self.chunks.back_mut().expect("a chunk at the back");
+        if c.head > 0 && c.buf.len() + size > c.buf.capacity() {
+            // Full at the back: the room at the front goes to the back rather than the
+            // buffer growing past a chunk's size.
+            c.buf.drain(..c.head);
+            c.head = 0;
+        }
         varint::put(&mut c.buf, v.len());
         c.buf.extend_from_slice(v);
         c.count += 1;
@@ -229,19 +294,15 @@ impl List {
         let fits = self
             .chunks
             .front()
-            .is_some_and(|c| c.buf.len() + size <= CHUNK_BYTES);
+            .is_some_and(|c| c.used() + size <= CHUNK_BYTES);
         if !fits {
             if let Some(first) = self.chunks.front_mut() {
-                first.buf.shrink_to_fit();
+                first.shrink_to_fit();
             }
             self.chunks.push_front(Chunk::default());
         }
         let c = self.chunks.front_mut().expect("a chunk at the front");
-        let mut entry = Vec::with_capacity(size);
-        varint::put(&mut entry, v.len());
-        entry.extend_from_slice(v);
-        c.buf.splice(0..0, entry);
-        c.count += 1;
+        c.push_front(v);
         self.len += 1;
         self.bytes += size;
         self.lp_bytes += lp_entry_size(v);
@@ -250,9 +311,9 @@ impl List {
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
         let c = self.chunks.front_mut()?;
         let (start, end) = c.span(0);
-        let (_, h) = varint::get(&c.buf[start..]);
-        let v = c.buf[start + h..end].to_vec();
-        c.buf.drain(start..end);
+        let (_, h) = varint::get(&c.data()[start..]);
+        let v = c.data()[start + h..end].to_vec();
+        c.head += end;
         c.count -= 1;
         if c.count == 0 {
             self.chunks.pop_front();
@@ -269,9 +330,9 @@ impl List {
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
         let c = self.chunks.back_mut()?;
         let (start, end) = c.span(c.count - 1);
-        let (_, h) = varint::get(&c.buf[start..]);
-        let v = c.buf[start + h..end].to_vec();
-        c.buf.truncate(start);
+        let (_, h) = varint::get(&c.data()[start..]);
+        let v = c.data()[start + h..end].to_vec();
+        c.buf.truncate(c.head + start);
         c.count -= 1;
         if c.count == 0 {
             self.chunks.pop_back();
@@ -348,7 +409,7 @@ impl List {
         let removed: Vec<Chunk> = self.chunks.drain(ci..ci + n).collect();
         for c in &removed {
             self.len -= c.count;
-            self.bytes -= c.buf.len();
+            self.bytes -= c.used();
             self.lp_bytes -= c.iter().map(lp_entry_size).sum::<usize>();
         }
         let mut packed = Vec::new();
@@ -369,7 +430,7 @@ impl List {
         }
         for (k, c) in packed.into_iter().enumerate() {
             self.len += c.count;
-            self.bytes += c.buf.len();
+            self.bytes += c.used();
             self.lp_bytes += c.iter().map(lp_entry_size).sum::<usize>();
             self.chunks.insert(ci + k, c);
         }
@@ -546,6 +607,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn pushes_at_the_front_leave_inner_chunks_compact() {
+        let mut l = List::new();
+        for i in 0..10_000u32 {
+            l.push_front(format!("{i:0>100}").as_bytes());
+        }
+        assert_eq!(l.len(), 10_000);
+        assert_eq!(l.get(0), Some(format!("{:0>100}", 9_999).as_bytes()));
+        assert_eq!(l.get(9_999), Some(format!("{:0>100}", 0).as_bytes()));
+        let inner = l.chunks.len() - 1;
+        for c in l.chunks.iter().skip(1).take(inner - 1) {
+            assert_eq!((c.head, c.buf.capacity()), (0, c.used()));
+        }
+        // Room is kept at the two ends only, within a chunk's size each.
+        assert!(l.heap_bytes() <= l.bytes + 2 * CHUNK_BYTES + l.chunks.capacity() * 64);
+        // Popping from the front and pushing at the back reuse the room.
+        for _ in 0..50 {
+            l.pop_front();
+        }
+        for i in 0..50u32 {
+            l.push_back(format!("{i:0>100}").as_bytes());
+        }
+        assert_eq!(l.len(), 10_000);
+        assert_eq!(l.get(9_999), Some(format!("{:0>100}", 49).as_bytes()));
+    }
+
     proptest! {
         #[test]
         fn behaves_as_a_deque(ops in prop::collection::vec((0u8..8, 0usize..400, 0usize..300), 1..400)) {
@@ -609,7 +696,7 @@ mod tests {
             if !l.is_empty() {
                 prop_assert_eq!(all(&List::decode(&l.encode()).unwrap()), want);
             }
-            prop_assert_eq!(l.bytes, l.chunks.iter().map(|c| c.buf.len()).sum::<usize>());
+            prop_assert_eq!(l.bytes, l.chunks.iter().map(Chunk::used).sum::<usize>());
         }
     }
 }

@@ -20,6 +20,18 @@ pub(crate) fn put(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
+/// Writes `n` at the start of `out` (which has room for it); the bytes it took.
+pub(crate) fn write(out: &mut [u8], mut n: usize) -> usize {
+    let mut i = 0;
+    while n >= 0x80 {
+        out[i] = (n as u8) | 0x80;
+        n >>= 7;
+        i += 1;
+    }
+    out[i] = n as u8;
+    i + 1
+}
+
 /// The varint at the start of `b`: (value, bytes taken). Only for buffers this crate wrote.
 pub(crate) fn get(b: &[u8]) -> (usize, usize) {
     let mut n = 0usize;
@@ -41,6 +53,9 @@ mod tests {
             super::put(&mut b, n);
             assert_eq!(b.len(), super::len(n));
             assert_eq!(super::get(&b), (n, b.len()));
+            let mut w = [0u8; 10];
+            assert_eq!(super::write(&mut w, n), b.len());
+            assert_eq!(&w[..b.len()], &b[..]);
         }
     }
 }
