@@ -3883,6 +3883,95 @@ fn zsets_match_redis_through_a_cluster_node() {
     run_family_in_cluster("zsets", ZSETS);
 }
 
+/// A sorted set past the listpack (Redis's skiplist with spans; Shoal's ranked chunks of
+/// 128): positions, score and lex ranges at many places of 1,000 members with runs of equal
+/// scores, and 600 members of one score for the lex commands, before and after removals.
+fn large_zsets() -> Case {
+    let mut steps: Vec<Vec<String>> = Vec::new();
+    let mut step = |parts: &[&str]| steps.push(parts.iter().map(|p| p.to_string()).collect());
+    let mut add = vec!["ZADD".to_string(), "big".to_string()];
+    for i in 0..1000u32 {
+        add.push(((i * 7919) % 97).to_string());
+        add.push(format!("m{:04}", (i * 389) % 1000));
+    }
+    let mut lex = vec!["ZADD".to_string(), "lex".to_string()];
+    for i in 0..600u32 {
+        lex.push("0".to_string());
+        lex.push(format!("x{:04}", (i * 7) % 600));
+    }
+    let reads = |step: &mut dyn FnMut(&[&str])| {
+        for r in [
+            "0", "1", "127", "128", "255", "256", "257", "499", "998", "999", "1000", "-1", "-300",
+        ] {
+            let end = (r.parse::<i64>().unwrap() + 3).to_string();
+            step(&["ZRANGE", "big", r, &end, "WITHSCORES"]);
+            step(&["ZRANGE", "big", r, &end, "REV"]);
+        }
+        for m in ["m0000", "m0500", "m0999", "m0257", "nope"] {
+            step(&["ZRANK", "big", m]);
+            step(&["ZREVRANK", "big", m]);
+        }
+        for (a, b) in [
+            ("0", "50"),
+            ("(10", "(20"),
+            ("-inf", "30"),
+            ("50", "+inf"),
+            ("96", "0"),
+            ("(5", "5"),
+        ] {
+            step(&["ZCOUNT", "big", a, b]);
+            step(&[
+                "ZRANGEBYSCORE",
+                "big",
+                a,
+                b,
+                "LIMIT",
+                "3",
+                "5",
+                "WITHSCORES",
+            ]);
+            step(&["ZREVRANGEBYSCORE", "big", b, a, "LIMIT", "2", "4"]);
+        }
+        for (a, b) in [
+            ("[x0100", "(x0300"),
+            ("-", "+"),
+            ("[x0599", "+"),
+            ("-", "(x0000"),
+            ("(x0300", "[x0100"),
+        ] {
+            step(&["ZLEXCOUNT", "lex", a, b]);
+            step(&["ZRANGEBYLEX", "lex", a, b, "LIMIT", "1", "5"]);
+            step(&["ZREVRANGEBYLEX", "lex", b, a, "LIMIT", "0", "5"]);
+        }
+        step(&["ZCARD", "big"]);
+        step(&["OBJECT", "ENCODING", "big"]);
+    };
+    step(&add.iter().map(String::as_str).collect::<Vec<_>>());
+    step(&lex.iter().map(String::as_str).collect::<Vec<_>>());
+    reads(&mut step);
+    step(&["ZREMRANGEBYRANK", "big", "100", "399"]);
+    step(&["ZPOPMIN", "big", "3"]);
+    step(&["ZPOPMAX", "big", "3"]);
+    step(&["ZREMRANGEBYSCORE", "big", "10", "20"]);
+    step(&["ZREMRANGEBYLEX", "lex", "[x0100", "[x0199"]);
+    reads(&mut step);
+    let steps: Vec<&'static [&'static str]> = steps
+        .into_iter()
+        .map(|s| &*Vec::leak(s.into_iter().map(|p| &*String::leak(p)).collect()))
+        .collect();
+    Vec::leak(steps)
+}
+
+#[test]
+fn large_zsets_match_redis() {
+    run_family("large zsets", &[large_zsets()]);
+}
+
+#[test]
+fn large_zsets_match_redis_through_a_cluster_node() {
+    run_family_in_cluster("large zsets", &[large_zsets()]);
+}
+
 #[test]
 fn hyperloglog_matches_redis() {
     run_family("hyperloglog", HYPERLOGLOG);

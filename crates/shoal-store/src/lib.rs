@@ -40,6 +40,7 @@ mod entry;
 mod evict;
 mod hash;
 mod list;
+mod ranked;
 mod rng;
 mod set;
 mod shard;

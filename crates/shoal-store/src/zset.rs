@@ -4,21 +4,22 @@
 //!   [`LISTPACK_VALUE`] bytes): a `Vec` sorted by (score, member), searched linearly;
 //! - `skiplist` beyond (for good): an ordered set of (score, member) beside a map from member
 //!   to score, the member's bytes shared between the two (`Arc`), as Redis shares one string
-//!   between its skiplist and its dict. Unlike Redis's skiplist it keeps no span counts, so a
-//!   rank (ZRANK, ZRANGE by index) walks the order from one end: O(rank), not O(log n).
+//!   between its skiplist and its dict. The order is a [`Ranked`] set, which knows positions
+//!   as Redis's skiplist does with its spans: a rank (ZRANK, ZRANGE by index, ZCOUNT, the
+//!   start of a score range) takes O(log n), not a walk.
 //!
 //! Members are ordered by score, then by their bytes; scores are never NaN, and -0 and 0
 //! compare equal, as in Redis. The replication form is the encoding's byte, a count, then
 //! each member with a 4-byte length and its score's 8 bytes (IEEE 754, big-endian).
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
 use crate::hash::field_hasher;
+use crate::ranked::Ranked;
 
 /// Redis's `zset-max-listpack-entries` default.
 pub const LISTPACK_ENTRIES: usize = 128;
@@ -61,7 +62,7 @@ pub struct ZSet {
 enum Repr {
     Packed(Vec<Item>),
     Tree {
-        ordered: BTreeSet<Item>,
+        ordered: Ranked<Item>,
         scores: HashMap<Arc<[u8]>, f64, FixedState>,
         /// Σ member lengths, for an O(1) byte count.
         bytes: usize,
@@ -131,7 +132,7 @@ impl ZSet {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Packed(v) => v.len(),
-            Repr::Tree { scores, .. } => scores.len(),
+            Repr::Tree { ordered, .. } => ordered.len(),
         }
     }
 
@@ -156,11 +157,15 @@ impl ZSet {
                         .map(|(_, m)| (m.len() + 24).next_multiple_of(16))
                         .sum::<usize>()
             }
-            Repr::Tree { scores, bytes, .. } => {
-                // Per member: an Arc'd copy (16 bytes of counts + malloc's), a tree slot
-                // (score and Arc, about 1.5x for the nodes' slack); per map bucket (which
-                // stays after removals) the Arc, the score and a control byte.
-                scores.len() * (24 + 36) + scores.capacity() * 25 + bytes
+            Repr::Tree {
+                ordered,
+                scores,
+                bytes,
+            } => {
+                // Per member: an Arc'd copy (16 bytes of counts + malloc's); the order's
+                // chunks (score and Arc per slot); per map bucket (which stays after
+                // removals) the Arc, the score and a control byte.
+                scores.len() * 24 + ordered.heap_bytes() + scores.capacity() * 25 + bytes
             }
         }
     }
@@ -238,45 +243,108 @@ impl ZSet {
         }
     }
 
-    /// Members and scores from the first with a score of at least `min` (then ascending).
-    pub fn from_score(&self, min: f64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
-        match &self.repr {
-            Repr::Packed(v) => {
-                let at = v.partition_point(|(s, _)| *s < Score(min));
-                Box::new(v[at..].iter().map(|(s, m)| (&m[..], s.0)))
+    /// Members with a score below `score` (or at most `score`, `or_equal`): O(log n).
+    pub fn below_score(&self, score: f64, or_equal: bool) -> usize {
+        let below = |(s, _): &Item| {
+            if or_equal {
+                *s <= Score(score)
+            } else {
+                *s < Score(score)
             }
+        };
+        match &self.repr {
+            Repr::Packed(v) => v.partition_point(below),
+            Repr::Tree { ordered, .. } => ordered.rank_by(below),
+        }
+    }
+
+    /// Members for which `below` holds, when it holds for a prefix of the order (a lex
+    /// bound over members of one score, as Redis's lex ranges assume): O(log n).
+    pub fn below_member(&self, mut below: impl FnMut(&[u8]) -> bool) -> usize {
+        match &self.repr {
+            Repr::Packed(v) => v.partition_point(|(_, m)| below(m)),
+            Repr::Tree { ordered, .. } => ordered.rank_by(|(_, m)| below(m)),
+        }
+    }
+
+    /// Members and scores from position `rank` on, ascending.
+    pub fn from_rank(&self, rank: usize) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
+        match &self.repr {
+            Repr::Packed(v) => Box::new(
+                v.get(rank..)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|(s, m)| (&m[..], s.0)),
+            ),
             Repr::Tree { ordered, .. } => {
-                let start: Item = (Score(min), Arc::from(&b""[..]));
-                Box::new(ordered.range(start..).map(|(s, m)| (&m[..], s.0)))
+                Box::new(ordered.iter_from(rank).map(|(s, m)| (&m[..], s.0)))
             }
         }
     }
 
-    /// Members and scores from the last with a score of at most `max` (then descending).
-    pub fn to_score_rev(&self, max: f64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
-        Box::new(
-            self.iter()
-                .rev()
-                .skip_while(move |(_, s)| Score(*s) > Score(max)),
-        )
+    /// Members and scores from position `rank` (ascending order's) down to the first.
+    pub fn down_from_rank(&self, rank: usize) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
+        match &self.repr {
+            Repr::Packed(v) => {
+                let end = rank.saturating_add(1).min(v.len());
+                Box::new(v[..end].iter().rev().map(|(s, m)| (&m[..], s.0)))
+            }
+            Repr::Tree { ordered, .. } => {
+                Box::new(ordered.iter_down_from(rank).map(|(s, m)| (&m[..], s.0)))
+            }
+        }
     }
 
-    /// The 0-based rank of `member` in ascending order (O(rank) in a skiplist).
+    /// Members and scores from the first with a score of at least `min` (then ascending).
+    pub fn from_score(&self, min: f64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
+        self.from_rank(self.below_score(min, false))
+    }
+
+    /// Members and scores from the last with a score of at most `max` (then descending).
+    pub fn to_score_rev(&self, max: f64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
+        match self.below_score(max, true) {
+            0 => Box::new(std::iter::empty()),
+            n => self.down_from_rank(n - 1),
+        }
+    }
+
+    /// The member and score at position `rank` in ascending order.
+    pub fn at_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Packed(v) => v.get(rank).map(|(s, m)| (&m[..], s.0)),
+            Repr::Tree { ordered, .. } => ordered.get(rank).map(|(s, m)| (&m[..], s.0)),
+        }
+    }
+
+    /// The 0-based rank of `member` in ascending order (O(log n) in a skiplist).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.repr {
             Repr::Packed(v) => v.iter().position(|(_, m)| &m[..] == member),
             Repr::Tree {
                 ordered, scores, ..
             } => {
-                let s = *scores.get(member)?;
-                let key: Item = (Score(s), Arc::from(member));
-                Some(ordered.range(..key).count())
+                let s = Score(*scores.get(member)?);
+                Some(ordered.rank_by(|(x, m)| (*x, &m[..]) < (s, member)))
             }
         }
     }
 
     /// Removes and returns the lowest (or highest) member.
     pub fn pop(&mut self, highest: bool) -> Option<(Vec<u8>, f64)> {
+        if let Repr::Tree {
+            ordered,
+            scores,
+            bytes,
+        } = &mut self.repr
+        {
+            let (s, m) = ordered.pop(highest)?;
+            scores.remove(&m[..]);
+            *bytes -= m.len();
+            if scores.capacity() > 64 && scores.len() < scores.capacity() / 4 {
+                scores.shrink_to(scores.len() * 2);
+            }
+            return Some((m.to_vec(), s.0));
+        }
         let (m, s) = {
             let mut it = self.iter();
             let (m, s) = if highest { it.next_back()? } else { it.next()? };
