@@ -103,6 +103,11 @@ pub enum Faults {
     /// Scaling, no other fault: a node of a new name joins during the load and another
     /// leaves gracefully (as on SIGTERM), at times drawn from the seed.
     Scale,
+    /// Scaling across a cut link: TCP between n0 and n1 cut both ways from 2 s into the
+    /// load until it ends (gossip untouched, and both reach every other node), while a
+    /// node of a new name joins and another leaves as in [`Faults::Scale`]. The others
+    /// vouch for both in SWIM's indirect probes, so both stay members.
+    LinkCut,
 }
 
 /// When the node of a new name joins and which node leaves when ([`Faults::Scale`]).
@@ -115,7 +120,7 @@ struct ScalePlan {
 }
 
 fn scale_plan(seed: u64, sc: &Scenario) -> Option<ScalePlan> {
-    if sc.faults != Faults::Scale {
+    if !matches!(sc.faults, Faults::Scale | Faults::LinkCut) {
         return None;
     }
     let mut rng = Rng::new(seed ^ 0x5CA1_E000_0000_0000);
@@ -131,7 +136,7 @@ fn scale_plan(seed: u64, sc: &Scenario) -> Option<ScalePlan> {
 /// The simulated hosts running a node: the scenario's nodes, and the joiner of
 /// [`Faults::Scale`].
 fn hosts(sc: &Scenario) -> usize {
-    sc.nodes + usize::from(sc.faults == Faults::Scale)
+    sc.nodes + usize::from(matches!(sc.faults, Faults::Scale | Faults::LinkCut))
 }
 
 /// What the nodes other than the isolated one showed near the end of an
@@ -304,6 +309,14 @@ struct Scheduled {
 fn schedule(rng: &mut Rng, sc: &Scenario) -> Vec<Scheduled> {
     let mut out = Vec::new();
     if matches!(sc.faults, Faults::None | Faults::Scale) || sc.nodes < 2 {
+        return out;
+    }
+    if sc.faults == Faults::LinkCut {
+        out.push(Scheduled {
+            at: sc.start + Duration::from_secs(2),
+            until: sc.start + sc.load,
+            fault: Fault::TcpOnly(0, 1),
+        });
         return out;
     }
     if sc.faults == Faults::IsolatedTcp {
