@@ -157,10 +157,6 @@ pub struct Peer {
     /// False since a request to it found it unreachable, until one succeeds again (what
     /// CLUSTER NODES and CLUSTER INFO show; routing does not wait for it).
     pub reachable: AtomicBool,
-    /// True while the probes of its link have failed for a while (`reach::is_cut`): a
-    /// forwarded command then goes to the next copy (a read) or answers TRYAGAIN (a write)
-    /// at once, unsent, instead of waiting for its timeout on a link that answers nothing.
-    pub cut: AtomicBool,
     /// Commands forwarded to it, by outcome.
     pub forwards: ForwardOutcomes,
 }
@@ -728,7 +724,6 @@ impl Cluster {
                     client,
                     repl,
                     reachable: AtomicBool::new(true),
-                    cut: AtomicBool::new(false),
                     forwards: ForwardOutcomes::default(),
                 })
             })

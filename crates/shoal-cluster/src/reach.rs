@@ -24,9 +24,7 @@
 //!
 //! A member that some members reach and others do not (a cut between two nodes) stays up:
 //! the others answer for it in the indirect probes. That case is not solved here (see the
-//! README, "Faults between nodes"); what it costs is bounded: once a member's probes have
-//! failed for [`cut_after`], `Peer::cut` is set and this node's commands for it go to the
-//! next copy or answer at once, unsent, instead of each waiting for its timeout.
+//! README, "Faults between nodes").
 //!
 //! `next` is the decision, a pure function; `run` is the task.
 
@@ -54,23 +52,6 @@ const FORGET_REFUSED_AFTER: Duration = Duration::from_secs(600);
 /// at least 5 s (longer than a frozen link or a restart takes, which gossip handles).
 pub fn refuse_after(request_timeout: Duration) -> Duration {
     (request_timeout * 5).max(Duration::from_secs(5))
-}
-
-/// How long a member's probes must all fail before requests stop waiting on its link: two
-/// `cluster-timeout-ms`, at least 2 s (two probes in a row, each waiting its timeout).
-pub fn cut_after(request_timeout: Duration) -> Duration {
-    (request_timeout * 2).max(Duration::from_secs(2))
-}
-
-/// Whether this node's requests to a member skip it, unsent (`Peer::cut`): while it is
-/// refused, or its probes have all failed for `after` ([`cut_after`]). Until then a request
-/// waits for its answer as usual; one answered probe ends it.
-pub fn is_cut(state: Reach, now: Duration, after: Duration) -> bool {
-    match state {
-        Reach::Reached => false,
-        Reach::Failing { since } => now.saturating_sub(since) >= after,
-        Reach::Refused { .. } => true,
-    }
 }
 
 /// What the links know of one member.
@@ -148,7 +129,6 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
     };
     let start = Instant::now();
     let after = refuse_after(cluster.timeouts.request);
-    let cut = cut_after(cluster.timeouts.request);
     let mut tracked: BTreeMap<String, Tracked> = BTreeMap::new();
     let mut told: Option<HashSet<SocketAddr>> = None;
     // Refusals held back by the majority rule (logged when that starts).
@@ -163,7 +143,7 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
         let up = follow_membership(cluster, &mut tracked, start.elapsed());
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = probe_all(cluster, &mut tracked, start, after, cut) => {}
+            _ = probe_all(cluster, &mut tracked, start, after) => {}
         }
         let refusing: Vec<(&String, &Tracked)> = tracked
             .iter()
@@ -281,7 +261,6 @@ async fn probe_all(
     tracked: &mut BTreeMap<String, Tracked>,
     start: Instant,
     after: Duration,
-    cut: Duration,
 ) {
     let view = cluster.view();
     let probes = tracked.iter_mut().map(|(name, t)| {
@@ -313,20 +292,16 @@ async fn probe_all(
             t.responses = responses;
             // What CLUSTER NODES (`fail?`) and MOVED's choice of copy go by, as a request's
             // outcome would set it.
-            if let Some(p) = &link {
+            if let Some(p) = link {
                 p.reachable
                     .store(probe == Probe::Answered, Ordering::Relaxed);
             }
-            (name, t, probe, link)
+            (name, t, probe)
         }
     });
-    for (name, t, probe, link) in futures_util::future::join_all(probes).await {
+    for (name, t, probe) in futures_util::future::join_all(probes).await {
         let before = t.reach;
-        let now = start.elapsed();
-        t.reach = next(before, probe, now, after);
-        if let Some(p) = link {
-            p.cut.store(is_cut(t.reach, now, cut), Ordering::Relaxed);
-        }
+        t.reach = next(before, probe, start.elapsed(), after);
         match (before, t.reach) {
             (Reach::Refused { .. }, Reach::Reached) => tracing::info!(
                 member = %name,
@@ -410,17 +385,6 @@ mod tests {
         assert!(!may_refuse(4, 3));
         assert!(may_refuse(5, 2));
         assert!(may_refuse(1, 0));
-    }
-
-    #[test]
-    fn requests_skip_a_link_only_after_two_failed_probes_or_a_refusal() {
-        let cut = cut_after(Duration::from_millis(1000));
-        assert_eq!(cut, s(2));
-        assert!(!is_cut(Reach::Reached, s(100), cut));
-        assert!(!is_cut(Reach::Failing { since: s(10) }, s(11), cut));
-        assert!(is_cut(Reach::Failing { since: s(10) }, s(12), cut));
-        assert!(is_cut(Reach::Refused { since: s(15) }, s(15), cut));
-        assert_eq!(cut_after(Duration::from_secs(3)), s(6));
     }
 
     #[test]

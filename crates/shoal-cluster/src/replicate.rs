@@ -296,10 +296,6 @@ pub fn replicate_keys<'a>(
                 acks.push(rx);
                 tx
             });
-            // A replica whose link is cut (`Peer::cut`) cannot confirm in time: its ack is
-            // dropped here, so the write is told unconfirmed at once instead of after the
-            // wait (the state is still queued for it).
-            let ack = ack.filter(|_| !peer.cut.load(Ordering::Relaxed));
             peer.repl.push(
                 ReplItem {
                     key: key.clone(),

@@ -106,7 +106,8 @@ pub enum Faults {
     /// Scaling across a cut link: TCP between n0 and n1 cut both ways from 2 s into the
     /// load until it ends (gossip untouched, and both reach every other node), while a
     /// node of a new name joins and another leaves as in [`Faults::Scale`]. The others
-    /// vouch for both in SWIM's indirect probes, so both stay members.
+    /// vouch for both in SWIM's indirect probes, so both stay members. (The test binary
+    /// runs it with a 60 s load.)
     LinkCut,
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use shoal_engine::cmd::Access;
-use shoal_wire::{ErrorCode, Unavailable, WireError};
+use shoal_wire::{ErrorCode, WireError};
 
 use super::local::serve_body_here;
 use super::outcome::{error_bytes, Outcome};
@@ -360,15 +360,7 @@ async fn try_copies(
         } else {
             message::restamp(&body, cluster.deadline_ms())
         };
-        // A link whose probes have failed for a while (`reach::is_cut`) is not waited on:
-        // the command is not sent, as when a connect times out (a read goes to the next copy,
-        // a write answers TRYAGAIN, the owner may be alive).
-        let sent = if peer.cut.load(Ordering::Relaxed) {
-            Err(WireError::PeerUnavailable(Unavailable::ConnectTimeout))
-        } else {
-            peer.client.request(view.id, attempt).await
-        };
-        match sent {
+        match peer.client.request(view.id, attempt).await {
             Ok(response) => {
                 peer.reachable.store(true, Ordering::Relaxed);
                 // A write the owner let expire did not run, but the owner is alive: it goes
@@ -440,6 +432,7 @@ async fn try_copies(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shoal_wire::Unavailable;
 
     #[test]
     fn turns_count_as_done_only_once_every_earlier_one_is() {
