@@ -1882,6 +1882,15 @@ const DATABASES_IN_A_CLUSTER: &[Case] = &[&[
 ]];
 
 const ZSETS: &[Case] = &[
+    // Lex ranges over members of different scores: Redis leaves them unspecified, but a
+    // listpack answers from a walk from its first (or last) member, and so does Shoal.
+    &[
+        &["ZADD", "lz", "1", "c", "2", "a", "3", "b"],
+        &["ZRANGEBYLEX", "lz", "[b", "+"],
+        &["ZREVRANGEBYLEX", "lz", "+", "[b"],
+        &["ZLEXCOUNT", "lz", "[b", "+"],
+        &["ZLEXCOUNT", "lz", "-", "(b"],
+    ],
     &[
         &["ZADD", "z", "1", "a", "2", "b", "3", "c"],
         &["ZADD", "z", "1.5", "a", "10", "d"],

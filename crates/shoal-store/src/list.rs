@@ -105,20 +105,34 @@ impl Chunk {
         self.buf.capacity() - self.used()
     }
 
-    /// Puts `v`, with its length, before the first element. Without room at the front the
-    /// buffer is copied once into one with room for about as many bytes again as it holds
-    /// (within a chunk's size), so pushes at the front move each byte O(1) times.
+    /// Copies the elements into a buffer of about twice the bytes they and `size` more take
+    /// (within a chunk's size), with `size` bytes of room at the `front` or the back, and
+    /// the rest of the room split between the two ends when the front is used (`both`).
+    /// Each copy leaves room for about as many bytes as it moved, so pushes move each byte
+    /// O(1) times, alternating ends included.
+    fn regrow(&mut self, size: usize, front: bool, both: bool) {
+        let used = self.used();
+        let total = (2 * (used + size)).clamp(64, CHUNK_BYTES).max(used + size);
+        let spare = total - used - size;
+        let room = match (front, both) {
+            (true, true) => size + spare / 2,
+            (true, false) => size + spare,
+            (false, true) => spare / 2,
+            (false, false) => 0,
+        };
+        let mut buf = Vec::with_capacity(total);
+        buf.resize(room, 0);
+        buf.extend_from_slice(self.data());
+        self.buf = buf;
+        self.head = room;
+    }
+
+    /// Puts `v`, with its length, before the first element (see [`Chunk::regrow`] when
+    /// there is no room).
     fn push_front(&mut self, v: &[u8]) {
         let size = entry_size(v);
         if self.head < size {
-            let used = self.used();
-            let total = (2 * (used + size)).clamp(64, CHUNK_BYTES).max(used + size);
-            let room = total - used;
-            let mut buf = Vec::with_capacity(total);
-            buf.resize(room, 0);
-            buf.extend_from_slice(self.data());
-            self.buf = buf;
-            self.head = room;
+            self.regrow(size, true, true);
         }
         let start = self.head - size;
         let n = varint::write(&mut self.buf[start..], v.len());
@@ -275,11 +289,11 @@ impl List {
             self.chunks.push_back(Chunk::default());
         }
         let c = self.chunks.back_mut().expect("a chunk at the back");
-        if c.head > 0 && c.buf.len() + size > c.buf.capacity() {
-            // Full at the back: the room at the front goes to the back rather than the
-            // buffer growing past a chunk's size.
-            c.buf.drain(..c.head);
-            c.head = 0;
+        if c.buf.len() + size > c.buf.capacity() {
+            // Full at the back: a new buffer within a chunk's size (never the doubling of a
+            // growing `Vec`), keeping room at the front if pushes go there too.
+            let both = c.head > 0;
+            c.regrow(size, false, both);
         }
         varint::put(&mut c.buf, v.len());
         c.buf.extend_from_slice(v);
@@ -631,6 +645,18 @@ mod tests {
         }
         assert_eq!(l.len(), 10_000);
         assert_eq!(l.get(9_999), Some(format!("{:0>100}", 49).as_bytes()));
+        // No chunk's buffer grows past a chunk's size, whichever end takes the pushes.
+        let mut m = List::new();
+        for i in 0..5_000u32 {
+            let v = format!("{i:0>90}");
+            if i % 3 == 0 {
+                m.push_back(v.as_bytes());
+            } else {
+                m.push_front(v.as_bytes());
+            }
+            assert!(m.chunks.iter().all(|c| c.buf.capacity() <= CHUNK_BYTES));
+        }
+        assert_eq!(m.len(), 5_000);
     }
 
     proptest! {

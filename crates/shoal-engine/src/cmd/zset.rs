@@ -327,14 +327,32 @@ fn by_score<'a>(
     }
 }
 
-/// The members a lex range covers. Redis assumes one score for all and finds the range's
-/// start by a descent of its skiplist; so does this, by a binary search of the order.
+/// The members a lex range covers. Redis assumes one score for all: in a listpack it walks
+/// from the end it starts at, in a skiplist it finds the range's start by a descent; so
+/// does this (a walk, or a binary search of the order), so that a set of mixed scores
+/// answers as Redis's does at least while it is small.
 fn by_lex<'a>(
     z: &'a ZSet,
     min: Lex,
     max: Lex,
     rev: bool,
 ) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
+    if z.encoding() == "listpack" {
+        return if rev {
+            Box::new(
+                z.iter()
+                    .rev()
+                    .skip_while(move |(m, _)| !max.below_max(m))
+                    .take_while(move |(m, _)| min.above_min(m)),
+            )
+        } else {
+            Box::new(
+                z.iter()
+                    .skip_while(move |(m, _)| !min.above_min(m))
+                    .take_while(move |(m, _)| max.below_max(m)),
+            )
+        };
+    }
     if rev {
         let it = match z.below_member(|m| max.below_max(m)) {
             0 => Box::new(std::iter::empty()),
@@ -366,6 +384,9 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     with_zset(ctx, &args[1], |z, _, _| {
         Reply::Int(z.map_or(0, |z| {
+            if z.encoding() == "listpack" {
+                return by_lex(z, min.clone(), max.clone(), false).count();
+            }
             z.below_member(|m| max.below_max(m))
                 .saturating_sub(z.below_member(|m| !min.above_min(m)))
         }) as i64)
