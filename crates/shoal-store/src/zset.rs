@@ -185,6 +185,21 @@ impl ZSet {
                 self.convert();
             }
         }
+        // A member of a skiplist that is there already keeps its map entry and its bytes:
+        // only its place in the order moves (one lookup, no allocation).
+        if let Repr::Tree {
+            ordered, scores, ..
+        } = &mut self.repr
+        {
+            if let Some((m, s)) = scores.get_key_value_mut(member) {
+                let old = *s;
+                *s = score;
+                let m = m.clone();
+                ordered.remove(&(Score(old), m.clone()));
+                ordered.insert((Score(score), m));
+                return Some(old);
+            }
+        }
         let old = self.remove_score(member);
         match &mut self.repr {
             Repr::Packed(v) => {
@@ -455,9 +470,16 @@ mod tests {
             want.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap().then(a.0.cmp(&b.0)));
             let got: Vec<(Vec<u8>, f64)> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
             prop_assert_eq!(&got, &want);
-            for (i, (m, _)) in want.iter().enumerate() {
+            for (i, (m, s)) in want.iter().enumerate() {
                 prop_assert_eq!(z.rank(m), Some(i));
+                prop_assert_eq!(z.at_rank(i), Some((&m[..], *s)));
             }
+            prop_assert_eq!(z.at_rank(want.len()), None);
+            prop_assert_eq!(z.below_score(0.0, true), want.iter().filter(|w| w.1 <= 0.0).count());
+            prop_assert_eq!(z.below_score(0.0, false), want.iter().filter(|w| w.1 < 0.0).count());
+            let rev: Vec<f64> = z.to_score_rev(0.0).map(|(_, s)| s).collect();
+            let want_rev: Vec<f64> = want.iter().rev().map(|w| w.1).filter(|&s| s <= 0.0).collect();
+            prop_assert_eq!(rev, want_rev);
             if !z.is_empty() {
                 prop_assert_eq!(ZSet::decode(&z.encode()), Some(z.clone()));
                 let from: Vec<f64> = z.from_score(0.0).map(|(_, s)| s).collect();
