@@ -1890,6 +1890,13 @@ const ZSETS: &[Case] = &[
         &["ZREVRANGEBYLEX", "lz", "+", "[b"],
         &["ZLEXCOUNT", "lz", "[b", "+"],
         &["ZLEXCOUNT", "lz", "-", "(b"],
+        &["ZADD", "k", "1", "b", "2", "a"],
+        &["ZLEXCOUNT", "k", "[b", "[b"],
+        &["ZRANGEBYLEX", "k", "[b", "[b"],
+        &["ZREVRANGEBYLEX", "k", "[a", "[a"],
+        &["ZLEXCOUNT", "k", "(a", "[a"],
+        &["ZRANGEBYLEX", "k", "[b", "(b"],
+        &["ZRANGEBYLEX", "k", "+", "-"],
     ],
     &[
         &["ZADD", "z", "1", "a", "2", "b", "3", "c"],

@@ -128,11 +128,12 @@ impl Chunk {
     }
 
     /// Puts `v`, with its length, before the first element (see [`Chunk::regrow`] when
-    /// there is no room).
-    fn push_front(&mut self, v: &[u8]) {
+    /// there is no room; `both`: the chunk takes pushes at its back too, as a list's only
+    /// chunk does).
+    fn push_front(&mut self, v: &[u8], both: bool) {
         let size = entry_size(v);
         if self.head < size {
-            self.regrow(size, true, true);
+            self.regrow(size, true, both);
         }
         let start = self.head - size;
         let n = varint::write(&mut self.buf[start..], v.len());
@@ -315,8 +316,9 @@ impl List {
             }
             self.chunks.push_front(Chunk::default());
         }
+        let only = self.chunks.len() == 1;
         let c = self.chunks.front_mut().expect("a chunk at the front");
-        c.push_front(v);
+        c.push_front(v, only);
         self.len += 1;
         self.bytes += size;
         self.lp_bytes += lp_entry_size(v);

@@ -14,7 +14,7 @@
 /// misses the cache less); the positions' tree is rebuilt twice as often.
 const CHUNK: usize = 128;
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Ranked<T> {
     chunks: Vec<Vec<T>>,
     /// The last item of each chunk (chunks are never empty).
@@ -24,6 +24,21 @@ pub struct Ranked<T> {
     len: usize,
     /// Σ of the chunks' capacities (items), for an O(1) byte count.
     slots: usize,
+}
+
+/// A copy's chunks have the capacity of their items (RENAME and COPY clone values): its
+/// byte count is its own.
+impl<T: Clone> Clone for Ranked<T> {
+    fn clone(&self) -> Self {
+        let chunks: Vec<Vec<T>> = self.chunks.clone();
+        Ranked {
+            slots: chunks.iter().map(Vec::capacity).sum(),
+            chunks,
+            lasts: self.lasts.clone(),
+            tree: self.tree.clone(),
+            len: self.len,
+        }
+    }
 }
 
 impl<T> Default for Ranked<T> {
@@ -149,6 +164,12 @@ impl<T: Ord + Clone> Ranked<T> {
             if pos == chunk.len() {
                 self.lasts[ci] = item.clone();
             }
+            if chunk.len() == chunk.capacity() {
+                // Grown by hand, so that no chunk's buffer passes CHUNK items (a `Vec`
+                // doubles from any capacity a shrink or a join left).
+                let want = (2 * chunk.len()).clamp(4, CHUNK);
+                chunk.reserve_exact(want - chunk.len());
+            }
             chunk.insert(pos, item);
             self.slots = self.slots - before + chunk.capacity();
             self.add(ci, 1);
@@ -209,6 +230,7 @@ impl<T: Ord + Clone> Ranked<T> {
             self.lasts.remove(ci);
             let chunk = &mut self.chunks[ci];
             self.slots -= before + next.capacity();
+            chunk.reserve_exact(next.len());
             chunk.extend(next);
             self.slots += chunk.capacity();
             self.rebuild();
@@ -217,6 +239,7 @@ impl<T: Ord + Clone> Ranked<T> {
             self.lasts.remove(ci - 1);
             let prev = &mut self.chunks[ci - 1];
             self.slots -= before + prev.capacity();
+            prev.reserve_exact(chunk.len());
             prev.extend(chunk);
             self.slots += prev.capacity();
             self.rebuild();
@@ -312,6 +335,11 @@ mod tests {
     use super::*;
 
     fn check(r: &Ranked<u32>, model: &BTreeSet<u32>) {
+        assert!(r.chunks.iter().all(|c| c.capacity() <= CHUNK));
+        assert_eq!(
+            r.clone().slots,
+            r.chunks.iter().map(|c| c.len()).sum::<usize>()
+        );
         let all: Vec<u32> = r.iter().copied().collect();
         let want: Vec<u32> = model.iter().copied().collect();
         assert_eq!(all, want);

@@ -286,6 +286,25 @@ fn lex_bound(arg: &Bytes) -> Option<Lex> {
 }
 
 impl Lex {
+    /// Where the bound sits among strings: `-` below all, `+` above all.
+    fn rank(&self) -> (u8, &[u8]) {
+        match self {
+            Lex::Min => (0, &[]),
+            Lex::Incl(b) | Lex::Excl(b) => (1, b),
+            Lex::Max => (2, &[]),
+        }
+    }
+
+    /// Redis's test for lex ranges that are always empty (`zslParseLexRange`'s callers):
+    /// the minimum above the maximum, or equal to it with either end exclusive.
+    fn empty_range(min: &Lex, max: &Lex) -> bool {
+        match min.rank().cmp(&max.rank()) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Equal => matches!(min, Lex::Excl(_)) || matches!(max, Lex::Excl(_)),
+            std::cmp::Ordering::Less => false,
+        }
+    }
+
     fn above_min(&self, m: &[u8]) -> bool {
         match self {
             Lex::Min => true,
@@ -337,6 +356,14 @@ fn by_lex<'a>(
     max: Lex,
     rev: bool,
 ) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
+    // As Redis's `zzlIsInLexRange` / `zslIsInLexRange`: nothing unless the last member is at
+    // least the minimum and the first at most the maximum (which matters for mixed scores).
+    let (Some(first), Some(last)) = (z.iter().next(), z.iter().next_back()) else {
+        return Box::new(std::iter::empty());
+    };
+    if Lex::empty_range(&min, &max) || !min.above_min(last.0) || !max.below_max(first.0) {
+        return Box::new(std::iter::empty());
+    }
     if z.encoding() == "listpack" {
         return if rev {
             Box::new(
@@ -384,8 +411,13 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     with_zset(ctx, &args[1], |z, _, _| {
         Reply::Int(z.map_or(0, |z| {
-            if z.encoding() == "listpack" {
+            let first = z.iter().next().map(|f| f.0);
+            let last = z.iter().next_back().map(|l| l.0);
+            if z.encoding() == "listpack" || Lex::empty_range(&min, &max) {
                 return by_lex(z, min.clone(), max.clone(), false).count();
+            }
+            if !last.is_some_and(|l| min.above_min(l)) || !first.is_some_and(|f| max.below_max(f)) {
+                return 0;
             }
             z.below_member(|m| max.below_max(m))
                 .saturating_sub(z.below_member(|m| !min.above_min(m)))
