@@ -346,6 +346,16 @@ fn by_score<'a>(
     }
 }
 
+/// Redis's `zzlIsInLexRange` / `zslIsInLexRange`: a lex range can cover members only if it
+/// is not empty by its bounds, the last member is at least the minimum and the first at
+/// most the maximum (which matters for mixed scores).
+fn lex_in_range(z: &ZSet, min: &Lex, max: &Lex) -> bool {
+    let (Some(first), Some(last)) = (z.iter().next(), z.iter().next_back()) else {
+        return false;
+    };
+    !Lex::empty_range(min, max) && min.above_min(last.0) && max.below_max(first.0)
+}
+
 /// The members a lex range covers. Redis assumes one score for all: in a listpack it walks
 /// from the end it starts at, in a skiplist it finds the range's start by a descent; so
 /// does this (a walk, or a binary search of the order), so that a set of mixed scores
@@ -356,12 +366,7 @@ fn by_lex<'a>(
     max: Lex,
     rev: bool,
 ) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
-    // As Redis's `zzlIsInLexRange` / `zslIsInLexRange`: nothing unless the last member is at
-    // least the minimum and the first at most the maximum (which matters for mixed scores).
-    let (Some(first), Some(last)) = (z.iter().next(), z.iter().next_back()) else {
-        return Box::new(std::iter::empty());
-    };
-    if Lex::empty_range(&min, &max) || !min.above_min(last.0) || !max.below_max(first.0) {
+    if !lex_in_range(z, &min, &max) {
         return Box::new(std::iter::empty());
     }
     if z.encoding() == "listpack" {
@@ -411,12 +416,10 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     with_zset(ctx, &args[1], |z, _, _| {
         Reply::Int(z.map_or(0, |z| {
-            let first = z.iter().next().map(|f| f.0);
-            let last = z.iter().next_back().map(|l| l.0);
-            if z.encoding() == "listpack" || Lex::empty_range(&min, &max) {
+            if z.encoding() == "listpack" {
                 return by_lex(z, min.clone(), max.clone(), false).count();
             }
-            if !last.is_some_and(|l| min.above_min(l)) || !first.is_some_and(|f| max.below_max(f)) {
+            if !lex_in_range(z, &min, &max) {
                 return 0;
             }
             z.below_member(|m| max.below_max(m))
