@@ -194,9 +194,9 @@ impl ZSet {
             if let Some((m, s)) = scores.get_key_value_mut(member) {
                 let old = *s;
                 *s = score;
-                let m = m.clone();
-                ordered.remove(&(Score(old), m.clone()));
-                ordered.insert((Score(score), m));
+                let was = (Score(old), m.clone());
+                ordered.remove(&was);
+                ordered.insert((Score(score), was.1));
                 return Some(old);
             }
         }
