@@ -1,6 +1,6 @@
 //! Fuzz target for the message bodies inside inter-node Request frames
-//! (`shoal_cluster::message`: COMMAND, REPLICATE, REPLICATE_AT, HANDOFF, FETCH, DONE;
-//! `docs/wire.md`).
+//! (`shoal_cluster::message`: COMMAND, REPLICATE, REPLICATE_AT, HANDOFF, FETCH, DONE,
+//! RELAY, RELAYED; `docs/wire.md`), and RELAY's response body.
 //!
 //! Run (from the repository root, needs nightly and cargo-fuzz):
 //!
@@ -9,13 +9,16 @@
 //! ```
 //!
 //! Invariants: no panic on any body; every key and value decoded is a slice within the
-//! input; a REPLICATE, REPLICATE_AT or HANDOFF that decodes encodes back to the same bytes.
+//! input; a REPLICATE, REPLICATE_AT or HANDOFF that decodes encodes back to the same bytes,
+//! and so does a RELAY or RELAYED, whose inner request is never another relay.
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use shoal_cluster::message::{
-    decode_request, encode_handoff, encode_replicate, encode_replicate_at, Change, Request,
+    decode_relay_response, decode_request, encode_handoff, encode_relay, encode_relay_answer,
+    encode_relayed, encode_replicate, encode_replicate_at, Change, Request, KIND_RELAY,
+    KIND_RELAYED,
 };
 use shoal_store::{Collection, KeyState, Kind};
 
@@ -54,10 +57,30 @@ fuzz_target!(|data: &[u8]| {
             let again = encode_handoff(entries.iter().map(|(k, s)| (&k[..], s)));
             assert_eq!(&again[..], data);
         }
+        Ok(Request::Relay {
+            target,
+            addr,
+            inner,
+        }) => {
+            assert!(!matches!(inner.first(), None | Some(&KIND_RELAY) | Some(&KIND_RELAYED)));
+            // The address's text need not be canonical ("1.2.3.4:05"): only the name and
+            // the request must come back as they were.
+            let again = encode_relay(&target, addr, &inner);
+            assert!(again.ends_with(&inner) && again[..3 + target.len()] == data[..3 + target.len()]);
+        }
+        Ok(Request::Relayed { origin, inner }) => {
+            assert!(!matches!(inner.first(), None | Some(&KIND_RELAY) | Some(&KIND_RELAYED)));
+            assert_eq!(&encode_relayed(&origin, &inner)[..], data);
+        }
         Ok(Request::Fetch(keys)) => {
             assert!(keys.iter().map(|k| k.len()).sum::<usize>() <= data.len());
         }
         _ => {}
+    }
+    // The same bytes as a relay's response: the target's answer or a failure, never a
+    // panic; an answer re-encodes to the same bytes.
+    if let Ok(r) = decode_relay_response(Bytes::copy_from_slice(data)) {
+        assert_eq!(&encode_relay_answer(r.epoch, &r.body)[..], data);
     }
 });
 

@@ -37,6 +37,7 @@ pub mod monitor;
 pub mod peer;
 pub mod plan;
 pub mod reach;
+pub mod relay;
 mod replicate;
 pub mod router;
 mod server;
@@ -152,7 +153,10 @@ pub const NOT_MEMBER: u16 = u16::MAX;
 
 /// The link to one other member.
 pub struct Peer {
+    /// Its direct link (what `reach` probes).
     pub client: PeerClient,
+    /// How requests reach it: on `client`, or through a relay while that link is cut.
+    pub route: Arc<relay::Route>,
     repl: replicate::Queue,
     /// False since a request to it found it unreachable, until one succeeds again (what
     /// CLUSTER NODES and CLUSTER INFO show; routing does not wait for it).
@@ -188,6 +192,16 @@ impl ForwardOutcomes {
 }
 
 impl Peer {
+    /// Sends a request body to this peer and waits for its response: on its link, or
+    /// through a relay while that link is cut (`relay`).
+    pub async fn request(
+        &self,
+        epoch: u64,
+        body: bytes::Bytes,
+    ) -> Result<shoal_wire::Response, shoal_wire::WireError> {
+        self.route.request(epoch, body).await
+    }
+
     /// Bytes waiting in the replication queue to this peer.
     pub fn repl_queued_bytes(&self) -> usize {
         self.repl.queued_bytes()
@@ -328,6 +342,11 @@ pub struct ClusterStats {
     pub other_view_sent_back: AtomicU64,
     /// Commands sent again after a copy sent them back for another view.
     pub other_view_resent: AtomicU64,
+    /// Requests this node sent through a relay, its link to their target being cut
+    /// (`relay`).
+    pub relayed: AtomicU64,
+    /// Requests this node passed on for another member as a relay.
+    pub relays_served: AtomicU64,
     /// Writes answered with an error rather than sent to the next copy: their copy did not
     /// answer and may be alive, or may have run them (`router::on_failure`).
     pub writes_not_failed_over: AtomicU64,
@@ -715,13 +734,20 @@ impl Cluster {
             .or_insert_with(|| {
                 let client =
                     PeerClient::new(node.cluster, self.auth.clone(), self.peer_config.clone());
-                let repl = replicate::Queue::start(
+                let route = Arc::new(relay::Route::new(
+                    node.name.clone(),
                     client.clone(),
+                    self.timeouts.request,
+                    self.stats.clone(),
+                ));
+                let repl = replicate::Queue::start(
+                    route.clone(),
                     self.stats.clone(),
                     self.view_id.clone(),
                 );
                 Arc::new(Peer {
                     client,
+                    route,
                     repl,
                     reachable: AtomicBool::new(true),
                     forwards: ForwardOutcomes::default(),
@@ -963,6 +989,16 @@ impl Cluster {
         line(format!(
             "shoal_other_view_resent:{}",
             get(&s.other_view_resent)
+        ));
+        line(format!("shoal_relayed:{}", get(&s.relayed)));
+        line(format!("shoal_relays_served:{}", get(&s.relays_served)));
+        line(format!(
+            "shoal_peers_relayed:{}",
+            v.peers
+                .iter()
+                .flatten()
+                .filter(|p| p.route.via().is_some())
+                .count()
         ));
         line(format!("shoal_repl_queued:{}", get(&s.repl_queued)));
         line(format!("shoal_repl_dropped:{}", get(&s.repl_dropped)));

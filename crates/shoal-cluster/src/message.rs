@@ -28,6 +28,12 @@
 //! 5 DONE       view u64 · name_len u16 · name
 //!              "node `name` finished handing off for the view with id `view`"
 //!              response body: empty
+//! 6 REPLICATE_AT  sent_at_ms u64 · as REPLICATE, entries may be deltas (docs/wire.md)
+//! 7 RELAY      target_len u16 · target · inner request body (not 7 or 8)
+//!              response body: 0 · epoch u64 · the target's response body
+//!                           | 1 · failure u8 · text        (`RelayFailure`)
+//! 8 RELAYED    origin_len u16 · origin · inner request body (not 7 or 8)
+//!              response body: the inner request's
 //! ```
 //!
 //! A scope restricts the key-enumerating commands of a fan-out (DBSIZE, KEYS, SCAN,
@@ -56,6 +62,10 @@ pub const KIND_HANDOFF: u8 = 3;
 pub const KIND_FETCH: u8 = 4;
 pub const KIND_DONE: u8 = 5;
 pub const KIND_REPLICATE_AT: u8 = 6;
+pub const KIND_RELAY: u8 = 7;
+pub const KIND_RELAYED: u8 = 8;
+/// Longest node name a RELAY or RELAYED body may carry.
+pub const MAX_NODE_NAME: usize = 255;
 
 const TAG_LIVE: u8 = 1;
 const TAG_DELETED: u8 = 2;
@@ -158,6 +168,22 @@ pub enum Request {
     Done {
         view: u64,
         name: String,
+    },
+    /// "Send `inner` to member `target` for me, and give me its answer": sent to a member
+    /// this node and the target both reach while this node's own link to the target is cut
+    /// (`relay`). `inner` is any request body but RELAY and RELAYED, left undecoded.
+    Relay {
+        target: String,
+        /// The target's cluster address as the sender knows it (its link's).
+        addr: std::net::SocketAddr,
+        inner: Bytes,
+    },
+    /// What the relaying member sends the target: `inner` comes from member `origin` (the
+    /// node that sent the RELAY, as it authenticated to the relay), which the target serves
+    /// as if `origin` had sent it on a link of its own.
+    Relayed {
+        origin: String,
+        inner: Bytes,
     },
 }
 
@@ -337,6 +363,136 @@ pub fn encode_done(view: u64, name: &str) -> Bytes {
     b.put_u16(name.len() as u16);
     b.put_slice(name.as_bytes());
     b.freeze()
+}
+
+/// A RELAY body: `inner` for member `target` at cluster address `addr`.
+pub fn encode_relay(target: &str, addr: std::net::SocketAddr, inner: &[u8]) -> Bytes {
+    let addr = addr.to_string();
+    encode_named(KIND_RELAY, target, Some(&addr), inner)
+}
+
+/// A RELAYED body: `inner` from member `origin`.
+pub fn encode_relayed(origin: &str, inner: &[u8]) -> Bytes {
+    encode_named(KIND_RELAYED, origin, None, inner)
+}
+
+fn encode_named(kind: u8, name: &str, addr: Option<&str>, inner: &[u8]) -> Bytes {
+    let name = &name.as_bytes()[..name.len().min(MAX_NODE_NAME)];
+    let mut b = BytesMut::with_capacity(4 + name.len() + 64 + inner.len());
+    b.put_u8(kind);
+    b.put_u16(name.len() as u16);
+    b.put_slice(name);
+    if let Some(addr) = addr {
+        // A socket address's text is at most 47 bytes.
+        b.put_u8(addr.len() as u8);
+        b.put_slice(addr.as_bytes());
+    }
+    b.put_slice(inner);
+    b.freeze()
+}
+
+/// Why a relayed request got no answer from its target, as the relay saw it: the sender
+/// decides on it as on the same failure of its own link (`router::on_failure`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelayFailure {
+    /// No answer within the relay's wait (the target may have run it).
+    Timeout = 1,
+    /// Nothing listens at the target (connect refused or reset, closed in the handshake):
+    /// it ran nothing.
+    Refused = 2,
+    /// The connection broke with the request sent.
+    Lost = 3,
+    /// The relay cannot reach the target either (connect or handshake timed out, the
+    /// target is not in its view, or its link is cut too); nothing was sent.
+    Unreachable = 4,
+    /// The target answered that it is shutting down.
+    ShuttingDown = 5,
+    /// Any other failure (refused handshake, overload, a bad frame).
+    Failed = 6,
+}
+
+impl RelayFailure {
+    /// The failure of the relay's request to the target, as the sender tells it.
+    pub fn of(e: &shoal_wire::WireError) -> RelayFailure {
+        use shoal_wire::WireError;
+        match e {
+            WireError::Timeout => RelayFailure::Timeout,
+            WireError::PeerUnavailable(u) if u.refused() => RelayFailure::Refused,
+            WireError::PeerUnavailable(u) if u.lost() => RelayFailure::Lost,
+            WireError::PeerUnavailable(_) => RelayFailure::Unreachable,
+            WireError::Remote { code, .. } if *code == shoal_wire::ErrorCode::ShuttingDown => {
+                RelayFailure::ShuttingDown
+            }
+            _ => RelayFailure::Failed,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<RelayFailure> {
+        use RelayFailure::*;
+        [Timeout, Refused, Lost, Unreachable, ShuttingDown, Failed]
+            .into_iter()
+            .find(|f| *f as u8 == code)
+    }
+
+    /// The error the sender acts on: the same kind its own link would have given.
+    pub fn to_error(self, message: String) -> shoal_wire::WireError {
+        use shoal_wire::{ErrorCode, Unavailable, WireError};
+        match self {
+            RelayFailure::Timeout => WireError::Timeout,
+            RelayFailure::Refused => WireError::PeerUnavailable(Unavailable::Connect(
+                std::io::ErrorKind::ConnectionRefused,
+            )),
+            RelayFailure::Lost => WireError::PeerUnavailable(Unavailable::ConnectionLost),
+            RelayFailure::Unreachable => WireError::PeerUnavailable(Unavailable::ConnectTimeout),
+            RelayFailure::ShuttingDown => WireError::Remote {
+                code: ErrorCode::ShuttingDown,
+                message,
+            },
+            RelayFailure::Failed => WireError::Remote {
+                code: ErrorCode::Internal,
+                message,
+            },
+        }
+    }
+}
+
+/// A RELAY's response body when the target answered: its view id and its response body.
+pub fn encode_relay_answer(epoch: u64, body: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(9 + body.len());
+    b.put_u8(0);
+    b.put_u64(epoch);
+    b.put_slice(body);
+    b.freeze()
+}
+
+/// A RELAY's response body when the target did not answer.
+pub fn encode_relay_failure(failure: RelayFailure, message: &str) -> Bytes {
+    let message = &message.as_bytes()[..message.len().min(1024)];
+    let mut b = BytesMut::with_capacity(2 + message.len());
+    b.put_u8(1);
+    b.put_u8(failure as u8);
+    b.put_slice(message);
+    b.freeze()
+}
+
+/// Decodes a RELAY's response body: the target's response, or the failure the relay saw.
+/// A body that is neither is a bad frame from the relay.
+pub fn decode_relay_response(
+    mut body: Bytes,
+) -> Result<shoal_wire::Response, shoal_wire::WireError> {
+    match body.first() {
+        Some(0) if body.len() >= 9 => {
+            body.advance(1);
+            let epoch = body.get_u64();
+            Ok(shoal_wire::Response { epoch, body })
+        }
+        Some(1) if body.len() >= 2 => {
+            let failure = RelayFailure::from_code(body[1]).unwrap_or(RelayFailure::Failed);
+            let message = String::from_utf8_lossy(&body[2..]).into_owned();
+            Err(failure.to_error(format!("through a relay: {message}")))
+        }
+        _ => Err(RelayFailure::Failed.to_error("a relay sent a response it cannot have".into())),
+    }
 }
 
 /// Decodes a FETCH response (a REPLICATE body).
@@ -532,6 +688,45 @@ pub fn decode_request(
             }
             Ok(Request::Fetch(keys))
         }
+        kind @ (KIND_RELAY | KIND_RELAYED) => {
+            let len = usize::from(r.u16()?);
+            if len > MAX_NODE_NAME {
+                return Err(MessageError::Field("node name"));
+            }
+            let name = String::from_utf8(r.bytes(len)?.to_vec())
+                .map_err(|_| MessageError::Field("node name"))?;
+            let addr = if kind == KIND_RELAY {
+                let len = usize::from(r.u8()?);
+                let text = r.bytes(len)?;
+                let addr = std::str::from_utf8(&text)
+                    .ok()
+                    .and_then(|t| t.parse::<std::net::SocketAddr>().ok())
+                    .ok_or(MessageError::Field("cluster address"))?;
+                Some(addr)
+            } else {
+                None
+            };
+            let inner = r.buf;
+            // One hop: a relayed request is not relayed again.
+            if matches!(
+                inner.first(),
+                None | Some(&KIND_RELAY) | Some(&KIND_RELAYED)
+            ) {
+                return Err(MessageError::Field("relayed request"));
+            }
+            Ok(if let Some(addr) = addr {
+                Request::Relay {
+                    target: name,
+                    addr,
+                    inner,
+                }
+            } else {
+                Request::Relayed {
+                    origin: name,
+                    inner,
+                }
+            })
+        }
         KIND_DONE => {
             let view = r.u64()?;
             let len = usize::from(r.u16()?);
@@ -661,6 +856,94 @@ mod tests {
         want.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n");
         assert_eq!(&body[..], &want[..]);
         assert_eq!(body.len(), 39);
+    }
+
+    /// The RELAY example of `docs/wire.md`: the GET above for member `n2`, through a relay.
+    #[test]
+    fn relays_carry_their_inner_request_untouched_one_hop_only() {
+        let args: Vec<Bytes> = vec!["GET".into(), "a".into()];
+        let inner = encode_command(Protocol::Resp2, 0, None, &args, 0x0190_0000_0000, 0);
+        let addr: std::net::SocketAddr = "10.0.0.2:7000".parse().unwrap();
+        let relay = encode_relay("n1", addr, &inner);
+        assert_eq!(&relay[..5], &[7, 0, 2, b'n', b'1']);
+        assert_eq!(&relay[5..19], b"\x0d10.0.0.2:7000");
+        assert_eq!(&relay[19..], &inner[..]);
+        assert_eq!(relay.len(), 58);
+        match decode_request(relay, |_| panic!("a relay does not parse the command")) {
+            Ok(Request::Relay {
+                target,
+                addr: a,
+                inner: got,
+            }) => {
+                assert_eq!((target.as_str(), a), ("n1", addr));
+                assert_eq!(got, inner);
+            }
+            other => panic!("{other:?}"),
+        }
+        let relayed = encode_relayed("n0", &inner);
+        assert_eq!(relayed[0], KIND_RELAYED);
+        assert!(matches!(
+            decode_request(relayed.clone(), parse_resp),
+            Ok(Request::Relayed { origin, inner: got }) if origin == "n0" && got == inner
+        ));
+        // Never two hops, never empty, never a name longer than the limit or not UTF-8.
+        let v6: std::net::SocketAddr = "[::1]:7000".parse().unwrap();
+        assert!(matches!(
+            decode_request(encode_relay("n1", v6, &inner), parse_resp),
+            Ok(Request::Relay { addr, .. }) if addr == v6
+        ));
+        for bad in [
+            encode_relay("n2", addr, &relayed),
+            encode_relay("n2", addr, &encode_relay("n3", addr, &inner)),
+            encode_relayed("n0", &[]),
+            encode_relay("n2", addr, &[]),
+            Bytes::from_static(&[7, 0, 2, 0xff, 0xfe, 1]),
+            Bytes::from_static(&[7, 0, 1, b'a', 3, b'x', b':', b'1', 1]),
+            Bytes::from_static(&[7, 0, 1, b'a', 9, b'1']),
+            Bytes::from_static(&[7, 1, 0]),
+            Bytes::from_static(&[8, 0]),
+        ] {
+            assert!(decode_request(bad.clone(), parse_resp).is_err(), "{bad:?}");
+        }
+    }
+
+    /// What the relay answers comes back as the target's response, or as the failure the
+    /// sender's own link would have given.
+    #[test]
+    fn relay_responses_round_trip() {
+        let r = decode_relay_response(encode_relay_answer(42, b"$1\r\nx\r\n")).unwrap();
+        assert_eq!((r.epoch, &r.body[..]), (42, &b"$1\r\nx\r\n"[..]));
+        let r = decode_relay_response(encode_relay_answer(7, b"")).unwrap();
+        assert_eq!((r.epoch, r.body.len()), (7, 0));
+        use shoal_wire::{Unavailable, WireError};
+        let refused =
+            WireError::PeerUnavailable(Unavailable::Connect(std::io::ErrorKind::ConnectionRefused));
+        for (e, f) in [
+            (WireError::Timeout, RelayFailure::Timeout),
+            (refused, RelayFailure::Refused),
+            (
+                WireError::PeerUnavailable(Unavailable::ConnectionLost),
+                RelayFailure::Lost,
+            ),
+            (
+                WireError::PeerUnavailable(Unavailable::ConnectTimeout),
+                RelayFailure::Unreachable,
+            ),
+            (WireError::Overloaded, RelayFailure::Failed),
+        ] {
+            assert_eq!(RelayFailure::of(&e), f);
+            let back = decode_relay_response(encode_relay_failure(f, "why")).unwrap_err();
+            assert_eq!(RelayFailure::of(&back), f, "{back}");
+        }
+        let shut = decode_relay_response(encode_relay_failure(RelayFailure::ShuttingDown, ""))
+            .unwrap_err();
+        assert_eq!(RelayFailure::of(&shut), RelayFailure::ShuttingDown);
+        for bad in [&b""[..], &[0, 1, 2][..], &[1][..], &[2, 0][..]] {
+            assert!(decode_relay_response(Bytes::copy_from_slice(bad)).is_err());
+        }
+        // An unknown failure code is a failure, not an answer.
+        let e = decode_relay_response(Bytes::from_static(&[1, 99])).unwrap_err();
+        assert_eq!(RelayFailure::of(&e), RelayFailure::Failed);
     }
 
     #[test]

@@ -24,8 +24,8 @@ use shoal_store::KeyState;
 
 use super::handoff::{self, Before, Fetched};
 use super::message::{
-    decode_request, decode_states, encode_fetch, encode_replicate, encode_replicate_result, Change,
-    Request,
+    decode_request, decode_states, encode_fetch, encode_relay_answer, encode_relay_failure,
+    encode_relayed, encode_replicate, encode_replicate_result, Change, RelayFailure, Request,
 };
 use super::replicate::{replicate_keys, unconfirmed, wait_acks};
 use super::router::{
@@ -40,11 +40,51 @@ use shoal_engine::cmd::runs_in_doubt;
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
     node: Arc<Server>,
+    /// Links to members this node relays for that are not in its view (declared down or
+    /// gone here and not yet at the sender, or joined there and not yet here), by name and
+    /// cluster address; at most [`MAX_STRANGERS`].
+    strangers: std::sync::Mutex<HashMap<(String, std::net::SocketAddr), shoal_wire::PeerClient>>,
 }
+
+/// Links to members outside the view a node keeps for relaying at most.
+const MAX_STRANGERS: usize = 16;
 
 impl PeerService {
     pub fn new(node: Arc<Server>) -> PeerService {
-        PeerService { node }
+        PeerService {
+            node,
+            strangers: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The link a relay sends on to member `name` at `addr`: the view's when it names that
+    /// member at that address, else one of its own (a process that is gone refuses it, as
+    /// it would the sender's).
+    fn relay_link(
+        &self,
+        cluster: &Cluster,
+        view: &View,
+        name: &str,
+        addr: std::net::SocketAddr,
+    ) -> shoal_wire::PeerClient {
+        if let Some(p) = view
+            .live_peers()
+            .find(|(n, _)| n.name == name && n.cluster == addr)
+            .map(|(_, p)| p)
+        {
+            return p.client.clone();
+        }
+        let mut strangers = self.strangers.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (name.to_owned(), addr);
+        if !strangers.contains_key(&key) && strangers.len() >= MAX_STRANGERS {
+            strangers.clear();
+        }
+        strangers
+            .entry(key)
+            .or_insert_with(|| {
+                shoal_wire::PeerClient::new(addr, cluster.auth.clone(), cluster.peer_config.clone())
+            })
+            .clone()
     }
 }
 
@@ -61,7 +101,14 @@ pub struct PeerConn {
     /// node's view changed between the two). Forgotten after three times
     /// `cluster-timeout-ms` (the sender stops sending again after twice that).
     sent_back: HashMap<u16, (u32, Instant)>,
+    /// The requests another member relays here from members whose own link to this node is
+    /// cut (`relay`), each origin served as a link of its own, by name.
+    relayed: HashMap<String, PeerConn>,
 }
+
+/// Origins one link relays for at most (a member relays for members of the cluster; a
+/// link naming more starts over).
+const MAX_RELAYED_ORIGINS: usize = 256;
 
 impl PeerHandler for PeerService {
     type Fut = Deferred;
@@ -71,6 +118,7 @@ impl PeerHandler for PeerService {
         PeerConn {
             name: peer_node.to_owned(),
             sent_back: HashMap::new(),
+            relayed: HashMap::new(),
         }
     }
 
@@ -349,6 +397,57 @@ impl PeerHandler for PeerService {
                 note_sender_lead(cluster, &conn.name, sender_lead_at(sent_at_ms, now));
                 self.replicated(conn, &view, sender_view, &entries, now)
             }
+            Ok(Request::Relay {
+                target,
+                addr,
+                inner,
+            }) => {
+                // The sender's link to `target` is cut: sent on from here, on this node's
+                // own link, never relayed again; answered before the sender's own wait
+                // ends, so it learns what the target did rather than timing out on us.
+                cluster.stats.relays_served.fetch_add(1, Ordering::Relaxed);
+                let link = (target != view.myself.name)
+                    .then(|| self.relay_link(cluster, &view, &target, addr));
+                let body = encode_relayed(&conn.name, &inner);
+                let wait = cluster.timeouts.request * 3 / 4;
+                Handled::Later(Box::pin(async move {
+                    let body = match link {
+                        None => encode_relay_failure(
+                            RelayFailure::Failed,
+                            "a member cannot relay to itself",
+                        ),
+                        Some(client) => {
+                            match tokio::time::timeout(wait, client.request(sender_view, body))
+                                .await
+                            {
+                                Ok(Ok(r)) => encode_relay_answer(r.epoch, &r.body),
+                                Ok(Err(e)) => {
+                                    encode_relay_failure(RelayFailure::of(&e), &e.to_string())
+                                }
+                                Err(_) => encode_relay_failure(
+                                    RelayFailure::Timeout,
+                                    "the member did not answer the relay in time",
+                                ),
+                            }
+                        }
+                    };
+                    Response { epoch, body }
+                }))
+            }
+            Ok(Request::Relayed { origin, inner }) => {
+                // Served as if `origin` had sent it on a link of its own: its hand-off
+                // reports count for it, its deltas' fetches go to it, its sent-back
+                // commands are its own.
+                if conn.relayed.len() >= MAX_RELAYED_ORIGINS && !conn.relayed.contains_key(&origin)
+                {
+                    conn.relayed.clear();
+                }
+                let sub = conn
+                    .relayed
+                    .entry(origin)
+                    .or_insert_with_key(|origin| self.connect(origin));
+                self.handle(sub, sender_view, inner)
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "bad inter-node message");
                 reply(error_bytes(&format!("ERR bad inter-node message: {e}")))
@@ -601,7 +700,7 @@ async fn refetch_from(
     let until = tokio::time::Instant::now() + cluster.timeouts.half;
     let mut applied = 0;
     for chunk in keys.chunks(REFETCH_CHUNK) {
-        let asked = peer.client.request(view.id, encode_fetch(chunk));
+        let asked = peer.request(view.id, encode_fetch(chunk));
         let response = tokio::time::timeout_at(until, asked).await.ok()?.ok()?;
         let states = decode_states(response.body).ok()?;
         let now = now_ms();
@@ -773,6 +872,7 @@ mod tests {
         let mut conn = PeerConn {
             name: "n1".into(),
             sent_back: HashMap::new(),
+            relayed: HashMap::new(),
         };
         let hold = Duration::from_secs(3);
         let k = [Bytes::from_static(b"k")];

@@ -23,8 +23,9 @@
 //! declared down, rejoins under a new generation and is refilled.
 //!
 //! A member that some members reach and others do not (a cut between two nodes) stays up:
-//! the others answer for it in the indirect probes. That case is not solved here (see the
-//! README, "Faults between nodes").
+//! the others answer for it in the indirect probes. Once its probes have all failed for
+//! [`cut_after`], this node's requests to it go through a member whose probes answer
+//! ([`relays`], `relay`), until one of its own probes is answered again.
 //!
 //! `next` is the decision, a pure function; `run` is the task.
 
@@ -52,6 +53,53 @@ const FORGET_REFUSED_AFTER: Duration = Duration::from_secs(600);
 /// at least 5 s (longer than a frozen link or a restart takes, which gossip handles).
 pub fn refuse_after(request_timeout: Duration) -> Duration {
     (request_timeout * 5).max(Duration::from_secs(5))
+}
+
+/// How long a member's probes must all fail before requests to it go through a relay: two
+/// `cluster-timeout-ms`, at least 2 s (two probes in a row, each waiting its timeout).
+pub fn cut_after(request_timeout: Duration) -> Duration {
+    (request_timeout * 2).max(Duration::from_secs(2))
+}
+
+/// Whether requests to a member go through a relay: while it is refused, or its probes have
+/// all failed for `after` ([`cut_after`]). One answered probe ends it.
+pub fn is_cut(state: Reach, now: Duration, after: Duration) -> bool {
+    match state {
+        Reach::Reached => false,
+        Reach::Failing { since } => now.saturating_sub(since) >= after,
+        Reach::Refused { .. } => true,
+    }
+}
+
+/// The relay of each member (by name, in `states`' order): for a member whose link is cut
+/// ([`is_cut`]), the first member after it in name order (wrapping round) whose last probe
+/// was answered; `None` for the others, and for a cut member when no member answers. The
+/// same member keeps the same relay while the states stay, so its requests keep their
+/// order.
+pub fn relays<'a>(
+    states: &[(&'a str, Reach)],
+    now: Duration,
+    after: Duration,
+) -> Vec<(&'a str, Option<&'a str>)> {
+    let mut sorted: Vec<(&str, Reach)> = states.to_vec();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    sorted.dedup_by(|a, b| a.0 == b.0);
+    let n = sorted.len();
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(i, &(name, reach))| {
+            let via = is_cut(reach, now, after)
+                .then(|| {
+                    (1..n)
+                        .map(|k| sorted[(i + k) % n])
+                        .find(|(_, r)| *r == Reach::Reached)
+                        .map(|(v, _)| v)
+                })
+                .flatten();
+            (name, via)
+        })
+        .collect()
 }
 
 /// What the links know of one member.
@@ -129,6 +177,7 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
     };
     let start = Instant::now();
     let after = refuse_after(cluster.timeouts.request);
+    let cut = cut_after(cluster.timeouts.request);
     let mut tracked: BTreeMap<String, Tracked> = BTreeMap::new();
     let mut told: Option<HashSet<SocketAddr>> = None;
     // Refusals held back by the majority rule (logged when that starts).
@@ -145,6 +194,7 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = probe_all(cluster, &mut tracked, start, after) => {}
         }
+        set_relays(cluster, &tracked, start.elapsed(), cut);
         let refusing: Vec<(&String, &Tracked)> = tracked
             .iter()
             .filter(|(_, t)| matches!(t.reach, Reach::Refused { .. }))
@@ -255,6 +305,46 @@ fn follow_membership(
     count
 }
 
+/// Points each member's route at its relay ([`relays`]), or back at its link.
+fn set_relays(
+    cluster: &Cluster,
+    tracked: &BTreeMap<String, Tracked>,
+    now: Duration,
+    cut: Duration,
+) {
+    let view = cluster.view();
+    let states: Vec<(&str, Reach)> = tracked.iter().map(|(n, t)| (n.as_str(), t.reach)).collect();
+    let link = |name: &str| {
+        view.live_peers()
+            .find(|(n, _)| n.name == name)
+            .map(|(_, p)| p.clone())
+    };
+    for (name, via) in relays(&states, now, cut) {
+        let Some(peer) = link(name) else { continue };
+        let now_via = peer.route.via();
+        if now_via.as_deref() == via {
+            continue;
+        }
+        let next = via.and_then(|v| {
+            link(v).map(|p| crate::relay::Via {
+                name: v.to_owned(),
+                client: p.client.clone(),
+            })
+        });
+        match &next {
+            Some(v) => tracing::warn!(
+                member = %name,
+                relay = %v.name,
+                "the inter-node link to the member answers nothing while gossip reaches it:                  requests to it go through another member"
+            ),
+            None => {
+                tracing::info!(member = %name, "requests to the member go straight to it again")
+            }
+        }
+        peer.route.set_via(next);
+    }
+}
+
 /// Probes every tracked member at once and updates its state; logs refusals and their end.
 async fn probe_all(
     cluster: &Cluster,
@@ -328,6 +418,42 @@ mod tests {
 
     fn s(secs: u64) -> Duration {
         Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn requests_go_through_a_relay_only_after_two_failed_probes_or_a_refusal() {
+        let cut = cut_after(Duration::from_millis(1000));
+        assert_eq!(cut, s(2));
+        assert!(!is_cut(Reach::Reached, s(100), cut));
+        assert!(!is_cut(Reach::Failing { since: s(10) }, s(11), cut));
+        assert!(is_cut(Reach::Failing { since: s(10) }, s(12), cut));
+        assert!(is_cut(Reach::Refused { since: s(15) }, s(15), cut));
+        assert_eq!(cut_after(Duration::from_secs(3)), s(6));
+    }
+
+    #[test]
+    fn a_cut_member_goes_through_the_next_reached_member_in_name_order() {
+        let cut = s(2);
+        let failing = Reach::Failing { since: s(10) };
+        let states = [
+            ("n3", Reach::Reached),
+            ("n1", failing),
+            ("n2", Reach::Refused { since: s(1) }),
+            ("n4", Reach::Reached),
+        ];
+        // At 11 s n1 has failed for 1 s only; n2 is refused: n3 is the next reached after it.
+        assert_eq!(
+            relays(&states, s(11), cut),
+            vec![("n1", None), ("n2", Some("n3")), ("n3", None), ("n4", None)]
+        );
+        // From 12 s n1 is cut too: n2 after it is not reached, so n3.
+        assert_eq!(relays(&states, s(12), cut)[0], ("n1", Some("n3")));
+        // Wrapping round: the last name's relay is the first reached one.
+        let states = [("a", Reach::Reached), ("b", Reach::Reached), ("c", failing)];
+        assert_eq!(relays(&states, s(20), cut)[2], ("c", Some("a")));
+        // Nobody answers: no relay, requests go straight (and wait) as before.
+        let states = [("a", failing), ("b", failing)];
+        assert_eq!(relays(&states, s(20), cut), vec![("a", None), ("b", None)]);
     }
 
     #[test]

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use shoal_store::{key_slot, KeyState};
-use shoal_wire::{PeerClient, WireError};
+use shoal_wire::WireError;
+
+use crate::relay::Route;
 use tokio::sync::{mpsc, oneshot};
 
 use super::message::{change_len, decode_replicate_result, encode_replicate_at, Change};
@@ -58,7 +60,7 @@ pub struct Queue {
 
 struct Unstarted {
     rx: mpsc::Receiver<Msg>,
-    client: PeerClient,
+    client: Arc<Route>,
     stats: Arc<ClusterStats>,
     epoch: Arc<AtomicU64>,
 }
@@ -68,7 +70,7 @@ impl Queue {
     /// that caller's runtime: in the daemon a worker thread whose clients write, so its
     /// writes, and the link they go on, stay on its thread (`shoal_node::workers`). It ends
     /// when the queue is dropped.
-    pub fn start(client: PeerClient, stats: Arc<ClusterStats>, epoch: Arc<AtomicU64>) -> Queue {
+    pub fn start(client: Arc<Route>, stats: Arc<ClusterStats>, epoch: Arc<AtomicU64>) -> Queue {
         let (tx, rx) = mpsc::channel(QUEUE_ITEMS);
         Queue {
             tx,
@@ -151,7 +153,7 @@ impl Queue {
 
 async fn run(
     mut rx: mpsc::Receiver<Msg>,
-    client: PeerClient,
+    client: Arc<Route>,
     stats: Arc<ClusterStats>,
     epoch: Arc<AtomicU64>,
     bytes: Arc<AtomicUsize>,
@@ -207,7 +209,7 @@ pub enum Ack {
 
 /// Sends one batch as a REPLICATE message; tells how the peer answered.
 async fn send_batch(
-    client: &PeerClient,
+    client: &Route,
     stats: &ClusterStats,
     epoch: &AtomicU64,
     batch: &[ReplItem],
@@ -225,7 +227,7 @@ async fn send_batch(
                 .repl_dropped
                 .fetch_add(batch.len() as u64, Ordering::Relaxed);
             tracing::warn!(
-                peer = %client.addr(),
+                peer = %client.direct().addr(),
                 reply = %String::from_utf8_lossy(&r.body[..r.body.len().min(200)]),
                 "replication batch refused"
             );
@@ -235,7 +237,7 @@ async fn send_batch(
             stats
                 .repl_dropped
                 .fetch_add(batch.len() as u64, Ordering::Relaxed);
-            tracing::debug!(peer = %client.addr(), error = %e, "replication batch failed");
+            tracing::debug!(peer = %client.direct().addr(), error = %e, "replication batch failed");
             match e {
                 WireError::PeerUnavailable(u) if u.refused() || u.lost() => Ack::Gone,
                 _ => Ack::Failed,

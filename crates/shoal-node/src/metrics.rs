@@ -426,6 +426,18 @@ impl Collector for NodeMetrics {
         )?;
         counter(
             &mut e,
+            "shoal_relayed",
+            "Requests sent through another member, the link to their target being cut.",
+            get(&c.relayed),
+        )?;
+        counter(
+            &mut e,
+            "shoal_relays_served",
+            "Requests passed on for another member whose link to their target is cut.",
+            get(&c.relays_served),
+        )?;
+        counter(
+            &mut e,
             "shoal_served_for_peers",
             "Requests other nodes sent here and this node ran.",
             get(&c.served),

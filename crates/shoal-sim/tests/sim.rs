@@ -391,16 +391,25 @@ fn a_join_and_a_leave_under_load_lose_nothing() {
 /// A link cut between two members of four (TCP between n0 and n1 both ways for the whole
 /// 60 s load, gossip untouched, both reaching every other node) while a node joins and
 /// another leaves. Both stay members: the others vouch for them in SWIM's indirect probes.
-/// Commands across the cut wait for their timeout: a read then goes to the next copy, a
-/// write answers TRYAGAIN, and a write whose replica is across the cut NOREPLICAS, so the
-/// clients make far fewer requests than in `Scale` (about 1,500 in 30 s against 10,000).
+/// Two seconds into the cut, each sends its requests for the other through a member both
+/// reach (`relay`), so its clients are answered as usual: without the relay each command
+/// across the cut waited for its timeout (a read then went to the next copy, a write
+/// answered TRYAGAIN), and these seeds made 2,022 and 4,670 requests, 8.1 % and 2.2 % of
+/// them answered with an error or not at all, against 15,689 and 15,635 with 0.2 % and
+/// 0.1 % now (simulated time: the same figures every run).
 /// After the cut heals the checker finds nothing lost and every key with its copies.
 #[test]
 fn a_link_cut_between_two_members_loses_nothing() {
     for seed in [0, 1] {
         let o = run_in_child(seed, "link-cut");
         eprint!("{}", o.report);
-        assert!(o.ops > 1000, "seed {seed}: too few requests");
+        assert!(o.ops > 10_000, "seed {seed}: too few requests");
+        assert!(
+            o.unknown * 100 < o.ops,
+            "seed {seed}: {} of {} requests failed or got no answer",
+            o.unknown,
+            o.ops
+        );
         assert_eq!(o.problems, 0, "seed {seed}: {}", o.report);
         assert_eq!(o.twice, 0, "seed {seed}: an INCR ran twice");
     }

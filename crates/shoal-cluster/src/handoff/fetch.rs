@@ -426,7 +426,7 @@ pub async fn fetch(node: &Arc<Server>, view: &Arc<View>, keys: Vec<Bytes>) -> Fe
         .enumerate()
         .map(|(i, (peer, ks))| {
             let body = encode_fetch(ks);
-            async move { (i, peer.client.request(view.id, body).await) }
+            async move { (i, peer.request(view.id, body).await) }
         })
         .collect();
     // The keys some copy answered for, and those a copy was asked for that is alive but did

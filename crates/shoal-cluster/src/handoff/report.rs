@@ -10,9 +10,15 @@ use tokio_util::sync::CancellationToken;
 use crate::message::encode_done;
 use crate::{Peer, View};
 
+/// How often a peer is told the same hand-off state again.
+pub(super) const REFRESH: Duration = Duration::from_secs(5);
+
 /// Tells every live peer this node's hand-off state: 0 while it works on a new view, then
 /// the view's id once done. One task per peer sends the latest state, in order on that
-/// peer's connection, retrying with backoff until it is delivered or superseded.
+/// peer's connection, retrying with backoff until it is delivered or superseded, and
+/// again every [`REFRESH`]: a report can arrive after a later one (sent on the link while
+/// it was cut, delivered when it heals, after the later one went through a relay), and the
+/// peer would otherwise wait on the stale one for good.
 pub(super) struct Reporter {
     state: watch::Sender<u64>,
     // Ordered, so tasks are started and aborted in the same order every run (the
@@ -77,12 +83,7 @@ pub(super) async fn report_to(
         let value = *rx.borrow_and_update();
         let mut pause = Duration::from_millis(100);
         loop {
-            if peer
-                .client
-                .request(value, encode_done(value, &me))
-                .await
-                .is_ok()
-            {
+            if peer.request(value, encode_done(value, &me)).await.is_ok() {
                 break;
             }
             tokio::select! {
@@ -100,6 +101,7 @@ pub(super) async fn report_to(
         tokio::select! {
             _ = stop.cancelled() => return,
             r = rx.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep(REFRESH) => {}
         }
     }
 }

@@ -99,7 +99,7 @@ pub(super) async fn scan(
                     let Some(peer) = current.link_to(t) else {
                         return false;
                     };
-                    match peer.client.request(current.id, body).await {
+                    match peer.request(current.id, body).await {
                         Ok(r) => decode_replicate_result(&r.body).is_some(),
                         Err(e) => {
                             tracing::debug!(node = %t.name, error = %e, "hand-off send failed");

@@ -112,7 +112,7 @@ async fn ask(
         ));
     };
     let body = encode_command(proto, db, scope.as_ref(), args, cluster.deadline_ms(), 0);
-    peer.client.request(view.id, body).await.map(|r| r.body)
+    peer.request(view.id, body).await.map(|r| r.body)
 }
 
 /// Asks every live member for its part; see the module docs.

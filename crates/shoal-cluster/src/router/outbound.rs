@@ -360,7 +360,7 @@ async fn try_copies(
         } else {
             message::restamp(&body, cluster.deadline_ms())
         };
-        match peer.client.request(view.id, attempt).await {
+        match peer.request(view.id, attempt).await {
             Ok(response) => {
                 peer.reachable.store(true, Ordering::Relaxed);
                 // A write the owner let expire did not run, but the owner is alive: it goes
