@@ -737,7 +737,7 @@ impl Cluster {
                 let route = Arc::new(relay::Route::new(
                     node.name.clone(),
                     client.clone(),
-                    self.timeouts.request,
+                    self.timeouts.half,
                     self.stats.clone(),
                 ));
                 let repl = replicate::Queue::start(

@@ -29,7 +29,8 @@
 //!              "node `name` finished handing off for the view with id `view`"
 //!              response body: empty
 //! 6 REPLICATE_AT  sent_at_ms u64 · as REPLICATE, entries may be deltas (docs/wire.md)
-//! 7 RELAY      target_len u16 · target · inner request body (not 7 or 8)
+//! 7 RELAY      target_len u16 · target · addr_len u8 · addr (the target's cluster
+//!              address, text) · inner request body (not 7 or 8)
 //!              response body: 0 · epoch u64 · the target's response body
 //!                           | 1 · failure u8 · text        (`RelayFailure`)
 //! 8 RELAYED    origin_len u16 · origin · inner request body (not 7 or 8)
@@ -383,7 +384,7 @@ fn encode_named(kind: u8, name: &str, addr: Option<&str>, inner: &[u8]) -> Bytes
     b.put_u16(name.len() as u16);
     b.put_slice(name);
     if let Some(addr) = addr {
-        // A socket address's text is at most 47 bytes.
+        // A socket address's text is at most 58 bytes (IPv6 with a scope id).
         b.put_u8(addr.len() as u8);
         b.put_slice(addr.as_bytes());
     }
@@ -402,8 +403,8 @@ pub enum RelayFailure {
     Refused = 2,
     /// The connection broke with the request sent.
     Lost = 3,
-    /// The relay cannot reach the target either (connect or handshake timed out, the
-    /// target is not in its view, or its link is cut too); nothing was sent.
+    /// The relay cannot reach the target either (its connect or handshake timed out);
+    /// nothing was sent.
     Unreachable = 4,
     /// The target answered that it is shutting down.
     ShuttingDown = 5,

@@ -77,7 +77,10 @@ impl PeerService {
         let mut strangers = self.strangers.lock().unwrap_or_else(|e| e.into_inner());
         let key = (name.to_owned(), addr);
         if !strangers.contains_key(&key) && strangers.len() >= MAX_STRANGERS {
-            strangers.clear();
+            // One makes room (the links of the others in use stay).
+            if let Some(old) = strangers.keys().next().cloned() {
+                strangers.remove(&old);
+            }
         }
         strangers
             .entry(key)
@@ -342,8 +345,9 @@ impl PeerHandler for PeerService {
                 reply(encode_replicate(states.iter().map(|(k, s)| (&k[..], s))))
             }
             Ok(Request::Done { view: id, name }) => {
-                // The report counts for the node the connection authenticated as: a peer
-                // cannot report for another one.
+                // The report counts for the node the connection authenticated as (for a
+                // RELAYED one, the origin the relay authenticated): a peer does not report
+                // for another one by naming it.
                 if name != conn.name {
                     tracing::warn!(
                         peer = %conn.name,
@@ -406,30 +410,36 @@ impl PeerHandler for PeerService {
                 // own link, never relayed again; answered before the sender's own wait
                 // ends, so it learns what the target did rather than timing out on us.
                 cluster.stats.relays_served.fetch_add(1, Ordering::Relaxed);
-                let link = (target != view.myself.name)
-                    .then(|| self.relay_link(cluster, &view, &target, addr));
+                if target == view.myself.name {
+                    return reply(encode_relay_failure(
+                        RelayFailure::Failed,
+                        "a member cannot relay to itself",
+                    ));
+                }
+                let client = self.relay_link(cluster, &view, &target, addr);
                 let body = encode_relayed(&conn.name, &inner);
                 let wait = cluster.timeouts.request * 3 / 4;
+                let mut sent: Pin<Box<dyn Future<Output = _> + Send>> =
+                    Box::pin(tokio::time::timeout(wait, async move {
+                        client.request(sender_view, body).await
+                    }));
+                // Queued on the link now, in the order the sender's link delivered it (a
+                // later RELAY for the same target cannot pass it on the way there).
+                let first = sent.as_mut().poll(&mut std::task::Context::from_waker(
+                    futures_util::task::noop_waker_ref(),
+                ));
                 Handled::Later(Box::pin(async move {
-                    let body = match link {
-                        None => encode_relay_failure(
-                            RelayFailure::Failed,
-                            "a member cannot relay to itself",
+                    let result = match first {
+                        std::task::Poll::Ready(r) => r,
+                        std::task::Poll::Pending => sent.await,
+                    };
+                    let body = match result {
+                        Ok(Ok(r)) => encode_relay_answer(r.epoch, &r.body),
+                        Ok(Err(e)) => encode_relay_failure(RelayFailure::of(&e), &e.to_string()),
+                        Err(_) => encode_relay_failure(
+                            RelayFailure::Timeout,
+                            "the member did not answer the relay in time",
                         ),
-                        Some(client) => {
-                            match tokio::time::timeout(wait, client.request(sender_view, body))
-                                .await
-                            {
-                                Ok(Ok(r)) => encode_relay_answer(r.epoch, &r.body),
-                                Ok(Err(e)) => {
-                                    encode_relay_failure(RelayFailure::of(&e), &e.to_string())
-                                }
-                                Err(_) => encode_relay_failure(
-                                    RelayFailure::Timeout,
-                                    "the member did not answer the relay in time",
-                                ),
-                            }
-                        }
                     };
                     Response { epoch, body }
                 }))

@@ -71,32 +71,39 @@ pub fn is_cut(state: Reach, now: Duration, after: Duration) -> bool {
     }
 }
 
-/// The relay of each member (by name, in `states`' order): for a member whose link is cut
-/// ([`is_cut`]), the first member after it in name order (wrapping round) whose last probe
-/// was answered; `None` for the others, and for a cut member when no member answers. The
-/// same member keeps the same relay while the states stay, so its requests keep their
-/// order.
+/// The relay of each member (`states`: name, reach, its relay now; out in name order): for
+/// a member whose link is cut ([`is_cut`]), its relay now while that one's link is not cut
+/// itself, else the first member after it in name order (wrapping round) whose last probe
+/// was answered; `None` for the others, and for a cut member when no member answers. A
+/// relay is kept through a probe or two it misses: each change makes the member's requests
+/// wait for those relayed before (`relay::Route`).
 pub fn relays<'a>(
-    states: &[(&'a str, Reach)],
+    states: &[(&'a str, Reach, Option<&'a str>)],
     now: Duration,
     after: Duration,
 ) -> Vec<(&'a str, Option<&'a str>)> {
-    let mut sorted: Vec<(&str, Reach)> = states.to_vec();
+    let mut sorted: Vec<(&str, Reach, Option<&str>)> = states.to_vec();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
     sorted.dedup_by(|a, b| a.0 == b.0);
     let n = sorted.len();
+    let usable = |v: &str| {
+        sorted
+            .iter()
+            .any(|&(m, r, _)| m == v && !is_cut(r, now, after))
+    };
     sorted
         .iter()
         .enumerate()
-        .map(|(i, &(name, reach))| {
-            let via = is_cut(reach, now, after)
-                .then(|| {
-                    (1..n)
-                        .map(|k| sorted[(i + k) % n])
-                        .find(|(_, r)| *r == Reach::Reached)
-                        .map(|(v, _)| v)
-                })
-                .flatten();
+        .map(|(i, &(name, reach, current))| {
+            if !is_cut(reach, now, after) {
+                return (name, None);
+            }
+            let via = current.filter(|&v| v != name && usable(v)).or_else(|| {
+                (1..n)
+                    .map(|k| sorted[(i + k) % n])
+                    .find(|(_, r, _)| *r == Reach::Reached)
+                    .map(|(v, _, _)| v)
+            });
             (name, via)
         })
         .collect()
@@ -313,29 +320,49 @@ fn set_relays(
     cut: Duration,
 ) {
     let view = cluster.view();
-    let states: Vec<(&str, Reach)> = tracked.iter().map(|(n, t)| (n.as_str(), t.reach)).collect();
+    // Members with a link in the view, at the address probed: only they are relayed to and
+    // through.
     let link = |name: &str| {
+        let t = tracked.get(name)?;
         view.live_peers()
-            .find(|(n, _)| n.name == name)
+            .find(|(n, _)| n.name == name && n.cluster == t.cluster)
             .map(|(_, p)| p.clone())
     };
+    let links: Vec<(&str, Reach, std::sync::Arc<crate::Peer>)> = tracked
+        .iter()
+        .filter_map(|(n, t)| link(n).map(|p| (n.as_str(), t.reach, p)))
+        .collect();
+    let now_vias: Vec<Option<(String, std::net::SocketAddr)>> =
+        links.iter().map(|(_, _, p)| p.route.via()).collect();
+    let states: Vec<(&str, Reach, Option<&str>)> = links
+        .iter()
+        .zip(&now_vias)
+        .map(|((n, r, _), v)| (*n, *r, v.as_ref().map(|(name, _)| name.as_str())))
+        .collect();
     for (name, via) in relays(&states, now, cut) {
-        let Some(peer) = link(name) else { continue };
-        let now_via = peer.route.via();
-        if now_via.as_deref() == via {
+        let Some((_, _, peer)) = links.iter().find(|(n, _, _)| *n == name) else {
+            continue;
+        };
+        let next = via.and_then(|v| {
+            links
+                .iter()
+                .find(|(n, _, _)| *n == v)
+                .map(|(_, _, p)| crate::relay::Via {
+                    name: v.to_owned(),
+                    client: p.client.clone(),
+                })
+        });
+        // Unchanged when it names the same member at the same address (a relay that
+        // restarted elsewhere is a new one).
+        if peer.route.via() == next.as_ref().map(|v| (v.name.clone(), v.client.addr())) {
             continue;
         }
-        let next = via.and_then(|v| {
-            link(v).map(|p| crate::relay::Via {
-                name: v.to_owned(),
-                client: p.client.clone(),
-            })
-        });
         match &next {
             Some(v) => tracing::warn!(
                 member = %name,
                 relay = %v.name,
-                "the inter-node link to the member answers nothing while gossip reaches it:                  requests to it go through another member"
+                "the inter-node link to the member answers nothing while gossip reaches it: \
+                 requests to it go through another member"
             ),
             None => {
                 tracing::info!(member = %name, "requests to the member go straight to it again")
@@ -436,10 +463,10 @@ mod tests {
         let cut = s(2);
         let failing = Reach::Failing { since: s(10) };
         let states = [
-            ("n3", Reach::Reached),
-            ("n1", failing),
-            ("n2", Reach::Refused { since: s(1) }),
-            ("n4", Reach::Reached),
+            ("n3", Reach::Reached, None),
+            ("n1", failing, None),
+            ("n2", Reach::Refused { since: s(1) }, None),
+            ("n4", Reach::Reached, None),
         ];
         // At 11 s n1 has failed for 1 s only; n2 is refused: n3 is the next reached after it.
         assert_eq!(
@@ -449,11 +476,30 @@ mod tests {
         // From 12 s n1 is cut too: n2 after it is not reached, so n3.
         assert_eq!(relays(&states, s(12), cut)[0], ("n1", Some("n3")));
         // Wrapping round: the last name's relay is the first reached one.
-        let states = [("a", Reach::Reached), ("b", Reach::Reached), ("c", failing)];
+        let states = [
+            ("a", Reach::Reached, None),
+            ("b", Reach::Reached, None),
+            ("c", failing, None),
+        ];
         assert_eq!(relays(&states, s(20), cut)[2], ("c", Some("a")));
         // Nobody answers: no relay, requests go straight (and wait) as before.
-        let states = [("a", failing), ("b", failing)];
+        let states = [("a", failing, None), ("b", failing, None)];
         assert_eq!(relays(&states, s(20), cut), vec![("a", None), ("b", None)]);
+        // A relay that missed a probe is kept until its own link counts as cut; then the
+        // next reached member takes over.
+        let states = [
+            ("a", Reach::Failing { since: s(19) }, None),
+            ("b", Reach::Reached, None),
+            ("c", failing, Some("a")),
+        ];
+        assert_eq!(relays(&states, s(20), cut)[2], ("c", Some("a")));
+        assert_eq!(relays(&states, s(21), cut)[2], ("c", Some("b")));
+        // A link that answers again goes straight, whatever its relay was.
+        let states = [
+            ("a", Reach::Reached, None),
+            ("c", Reach::Reached, Some("a")),
+        ];
+        assert_eq!(relays(&states, s(21), cut)[1], ("c", None));
     }
 
     #[test]

@@ -18,10 +18,14 @@
 //! for the origin and a delta's fetch goes back to it.
 //!
 //! Order: one target's relayed requests all go through the same member, on one link each
-//! way, so they keep their order; when the link comes back, or the relay changes, a request
-//! waits until every request relayed before it was answered (at most `cluster-timeout-ms`),
-//! so none overtakes them on the other way. One hop only: a relayed request is never
-//! relayed again.
+//! way, so they keep their order (the relay queues each on its link as it reads it); when
+//! the link comes back, or the relay changes, a request waits until every request relayed
+//! before it was answered (at most half of `cluster-timeout-ms`, so that a command's
+//! deadline has room left), and the requests after it wait behind it in turn, so none
+//! overtakes them on the other way. Requests sent straight just before the link was found
+//! cut are not waited for: nothing answered on the link for two seconds by then, and a
+//! command that arrives after its deadline does not run. One hop only: a relayed request
+//! is never relayed again.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +33,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use shoal_wire::{PeerClient, Response, Unavailable, WireError};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::message::{decode_relay_response, encode_relay};
 use crate::ClusterStats;
@@ -57,6 +61,11 @@ pub struct Route {
     drained: Notify,
     /// How long a request waits for the relayed ones before it to be answered.
     drain_wait: Duration,
+    /// Requests that could not take the fast path pass one at a time, in the order they
+    /// came (a fair semaphore), until each is queued on its link; while any waits, later
+    /// requests join them, so none overtakes one that waits for a drain.
+    gate: Semaphore,
+    waiting: AtomicUsize,
     stats: Arc<ClusterStats>,
 }
 
@@ -76,6 +85,8 @@ impl Route {
             sent_through: AtomicU64::new(0),
             drained: Notify::new(),
             drain_wait,
+            gate: Semaphore::new(1),
+            waiting: AtomicUsize::new(0),
             stats,
         }
     }
@@ -96,21 +107,28 @@ impl Route {
         self.via.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The member requests go through now, if any.
-    pub fn via(&self) -> Option<String> {
+    /// The member requests go through now, if any: its name and cluster address.
+    pub fn via(&self) -> Option<(String, std::net::SocketAddr)> {
         if !self.relaying.load(Ordering::Acquire) {
             return None;
         }
         let slot = self.via.lock().unwrap_or_else(|e| e.into_inner());
-        slot.0.as_ref().map(|v| v.name.clone())
+        slot.0.as_ref().map(|v| (v.name.clone(), v.client.addr()))
     }
 
     /// Sends `body` to the member and waits for its response: straight, or through the
-    /// relay while there is one.
+    /// relay while there is one. Like [`PeerClient::request`], the request takes its place
+    /// on the way on the first poll.
     pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
-        if !self.relaying.load(Ordering::Acquire) && self.in_flight.load(Ordering::Acquire) == 0 {
+        if !self.relaying.load(Ordering::Acquire)
+            && self.in_flight.load(Ordering::Acquire) == 0
+            && self.waiting.load(Ordering::Acquire) == 0
+        {
             return self.direct.request(epoch, body).await;
         }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let mut waiting = Waiting(Some(self));
+        let permit = self.gate.acquire().await;
         let (mut via, mut number) = self.current();
         if self.in_flight.load(Ordering::Acquire) > 0
             && self.sent_through.load(Ordering::Acquire) != number
@@ -119,21 +137,35 @@ impl Route {
             self.wait_drained().await;
             (via, number) = self.current();
         }
-        let Some(via) = via else {
-            return self.direct.request(epoch, body).await;
+        let (sent, _done) = match via {
+            None => (
+                Box::pin(self.direct.request(epoch, body)) as RequestFuture,
+                None,
+            ),
+            Some(via) => {
+                self.in_flight.fetch_add(1, Ordering::AcqRel);
+                self.sent_through.store(number, Ordering::Release);
+                self.stats.relayed.fetch_add(1, Ordering::Relaxed);
+                let done = InFlight(self);
+                let relayed = encode_relay(&self.target, self.direct.addr(), &body);
+                let client = via.client;
+                let sent = async move {
+                    match client.request(epoch, relayed).await {
+                        Ok(response) => decode_relay_response(response.body),
+                        Err(e) => Err(relay_link_failed(e)),
+                    }
+                };
+                (Box::pin(sent) as RequestFuture, Some(done))
+            }
         };
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        self.sent_through.store(number, Ordering::Release);
-        self.stats.relayed.fetch_add(1, Ordering::Relaxed);
-        let _done = InFlight(self);
-        match via
-            .client
-            .request(epoch, encode_relay(&self.target, self.direct.addr(), &body))
-            .await
-        {
-            Ok(response) => decode_relay_response(response.body),
-            Err(e) => Err(relay_link_failed(e)),
+        let mut sent = sent;
+        // Queued on its link before the next request may pass.
+        if let std::task::Poll::Ready(r) = futures_util::poll!(sent.as_mut()) {
+            return r;
         }
+        drop(permit);
+        waiting.done();
+        sent.await
     }
 
     async fn wait_drained(&self) {
@@ -152,6 +184,26 @@ impl Route {
     }
 }
 
+type RequestFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, WireError>> + Send + 'a>>;
+
+/// Counts a request off the gate's queue once it is on its way (or dropped).
+struct Waiting<'a>(Option<&'a Route>);
+
+impl Waiting<'_> {
+    fn done(&mut self) {
+        if let Some(r) = self.0.take() {
+            r.waiting.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
 /// Counts a relayed request as answered when dropped (answered, failed or abandoned).
 struct InFlight<'a>(&'a Route);
 
@@ -163,15 +215,21 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// What the relay's own link failing tells about the target: nothing for sure. A relay
-/// that refused the connection sent nothing on, but says nothing of the target, which may
-/// be alive (so not "refused", which would send a write to the next copy); a timeout or a
-/// lost connection may have sent it on, as they may have run it on a direct link.
+/// What the relay's own link failing tells about the target: nothing for sure, so never
+/// that the target's process is gone (which would send a write to the next copy while the
+/// target may run it). Refused before anything was sent, or a relay shutting down: the
+/// target is out of reach and ran nothing (as a connect that timed out). Lost with the
+/// request sent: the relay may have passed it on, and the target run it (as a timeout).
 pub fn relay_link_failed(e: WireError) -> WireError {
     match e {
         WireError::PeerUnavailable(u) if u.refused() => {
             WireError::PeerUnavailable(Unavailable::ConnectTimeout)
         }
+        WireError::PeerUnavailable(u) if u.lost() => WireError::Timeout,
+        WireError::Remote {
+            code: shoal_wire::ErrorCode::ShuttingDown,
+            ..
+        } => WireError::PeerUnavailable(Unavailable::ConnectTimeout),
         e => e,
     }
 }
@@ -192,9 +250,30 @@ mod tests {
             relay_link_failed(WireError::Timeout),
             WireError::Timeout
         ));
+        // Lost or shut down: the target may be alive (and may have run it), never "gone".
+        for lost in [Unavailable::ConnectionLost, Unavailable::Shutdown] {
+            assert!(matches!(
+                relay_link_failed(WireError::PeerUnavailable(lost)),
+                WireError::Timeout
+            ));
+        }
+        let shutting = WireError::Remote {
+            code: shoal_wire::ErrorCode::ShuttingDown,
+            message: String::new(),
+        };
         assert!(matches!(
-            relay_link_failed(WireError::PeerUnavailable(Unavailable::ConnectionLost)),
-            WireError::PeerUnavailable(Unavailable::ConnectionLost)
+            relay_link_failed(shutting),
+            WireError::PeerUnavailable(Unavailable::ConnectTimeout)
         ));
+        for e in [
+            WireError::PeerUnavailable(Unavailable::Connect(std::io::ErrorKind::ConnectionRefused)),
+            WireError::PeerUnavailable(Unavailable::ConnectionLost),
+            WireError::PeerUnavailable(Unavailable::Shutdown),
+        ] {
+            assert!(
+                !matches!(relay_link_failed(e), WireError::PeerUnavailable(u) if u.refused() || u.lost()),
+                "a relay's failure never says the target is gone"
+            );
+        }
     }
 }

@@ -164,7 +164,7 @@ async fn peer_info(node: &Server, peer: &shoal_cluster::Peer, view_id: u64) -> O
         cluster.deadline_ms(),
         0,
     );
-    let reply = tokio::time::timeout(PEER_WAIT, peer.client.request(view_id, body))
+    let reply = tokio::time::timeout(PEER_WAIT, peer.request(view_id, body))
         .await
         .ok()?
         .ok()?
