@@ -543,3 +543,80 @@ fn a_database_named_in_the_url_is_a_keyspace_of_its_own() {
     let v: String = zero.get("k").unwrap();
     assert_eq!(v, "zero", "FLUSHDB leaves the other databases alone");
 }
+
+/// EXEC runs alone, as in Redis's single thread: clients on the node's other worker threads
+/// never see a transaction half done. A counter that every transaction raises twice is
+/// never read odd, and a list a transaction pushes to and deletes is never popped from (and
+/// its DEL always finds the key). Before the gate (`shoal_store::gate`) a reader saw an odd
+/// value about once in a thousand transactions.
+#[test]
+fn no_client_sees_a_transaction_half_done() {
+    let node = TestNode::start();
+    const TRANSACTIONS: usize = 3_000;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let mut con = node.client();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let (mut odd, mut popped, mut reads) = (0u64, 0u64, 0u64);
+                // Bounded: the writer ends within its count; so do these, at the latest
+                // after 2,000,000 reads.
+                while !done.load(std::sync::atomic::Ordering::Relaxed) && reads < 2_000_000 {
+                    let (n, item): (Option<i64>, Option<String>) = redis::pipe()
+                        .get("ctr")
+                        .lpop("tx:list", None)
+                        .query(&mut con)
+                        .unwrap();
+                    reads += 1;
+                    if n.is_some_and(|n| n % 2 != 0) {
+                        odd += 1;
+                    }
+                    if item.is_some() {
+                        popped += 1;
+                    }
+                }
+                (odd, popped, reads)
+            })
+        })
+        .collect();
+    let mut con = node.client();
+    let mut deletes = 0;
+    for _ in 0..TRANSACTIONS {
+        let (_, _, (pushed, deleted)): (i64, i64, (i64, i64)) = redis::pipe()
+            .atomic()
+            .incr("ctr", 1)
+            .incr("ctr", 1)
+            .cmd("LPUSH")
+            .arg("tx:list")
+            .arg("a")
+            .cmd("DEL")
+            .arg("tx:list")
+            .query(&mut con)
+            .map(|(a, b, c, d)| (a, b, (c, d)))
+            .unwrap();
+        assert_eq!(pushed, 1);
+        deletes += deleted;
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut total = 0;
+    for r in readers {
+        let (odd, popped, reads) = r.join().unwrap();
+        assert_eq!(
+            odd, 0,
+            "a reader saw the counter between a transaction's two INCRs"
+        );
+        assert_eq!(
+            popped, 0,
+            "a reader popped what a transaction pushed and deleted"
+        );
+        total += reads;
+    }
+    assert_eq!(
+        deletes, TRANSACTIONS as i64,
+        "every DEL in a transaction found its list"
+    );
+    assert!(total > 0);
+    let n: i64 = con.get("ctr").unwrap();
+    assert_eq!(n, 2 * TRANSACTIONS as i64);
+}

@@ -142,6 +142,8 @@ const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
 /// holds `pause_at` bytes.
 pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {
     let store = &node.store;
+    // Not inside another client's EXEC (`shoal_store::gate`).
+    let _entered = store.enter();
     let st = &node.mc_stats;
     match cmd {
         Command::Store {

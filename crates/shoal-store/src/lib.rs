@@ -38,6 +38,7 @@ pub mod slot;
 
 mod entry;
 mod evict;
+pub mod gate;
 mod hash;
 mod list;
 mod ranked;

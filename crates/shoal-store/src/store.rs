@@ -264,6 +264,8 @@ impl Shared {
 pub struct Store {
     cells: Box<[ShardCell]>,
     shared: Shared,
+    /// Commands enter it; EXEC runs alone in it (`gate`).
+    gate: crate::gate::Gate,
 }
 
 /// One key's place in the store, under its shard's lock. An expired entry has already been
@@ -694,6 +696,19 @@ fn live_state(item: &Item) -> KeyState {
 const CURSOR_SHIFT: u32 = 32;
 
 impl Store {
+    /// Enters the store for one command ([`crate::gate`]): at once, unless another
+    /// thread's transaction runs, then once it ended. Enter at the top of a command, with
+    /// no other lock held.
+    pub fn enter(&self) -> crate::gate::Entered<'_> {
+        self.gate.enter()
+    }
+
+    /// Runs `f` (a transaction's commands) with no command of another thread running on
+    /// this store in between ([`crate::gate`]).
+    pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.gate.exclusive(f)
+    }
+
     pub fn new(config: StoreConfig) -> Store {
         let cells: Box<[ShardCell]> = (0..SHARDS).map(|_| ShardCell::default()).collect();
         for cell in cells.iter() {
@@ -701,6 +716,7 @@ impl Store {
         }
         Store {
             cells,
+            gate: crate::gate::Gate::default(),
             shared: Shared {
                 hasher: FixedState::with_seed(crate::rng::seed()),
                 maxmemory: AtomicU64::new(config.maxmemory),

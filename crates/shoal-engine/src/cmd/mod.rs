@@ -910,6 +910,8 @@ pub fn run(
     use std::sync::atomic::Ordering::Relaxed;
     let node = host.engine();
     let row = stat_row(node, spec, args);
+    // No other thread's EXEC runs while this command does (`shoal_store::gate`).
+    let _entered = node.store.enter();
     if spec.flags & DENYOOM != 0
         && node.store.maxmemory() > 0
         && node.store.ensure_memory(now_ms).is_err()

@@ -88,14 +88,23 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if tx.dirty {
         return err("EXECABORT Transaction discarded because of previous errors.");
     }
-    if watched_changed(ctx.engine, &watched, ctx.now_ms) {
+    // As in Redis, no other client's command runs between the WATCH check and the last
+    // queued command, on any worker thread.
+    let engine = ctx.engine;
+    engine
+        .store
+        .exclusive(|| run_queue(ctx, &tx.queue, &watched))
+}
+
+fn run_queue(ctx: &mut Ctx<'_>, queue: &[Vec<Bytes>], watched: &[Watched]) -> Reply {
+    if watched_changed(ctx.engine, watched, ctx.now_ms) {
         return Reply::NilArray;
     }
     // The replies add up: each one is charged to the reply budget (those that charged their
     // items themselves, MGET and the like, are not charged twice), and the transaction's
     // reply stops growing at the first that does not fit (the client is then closed).
-    let mut replies = Vec::with_capacity(tx.queue.len());
-    for args in &tx.queue {
+    let mut replies = Vec::with_capacity(queue.len());
+    for args in queue {
         let before = ctx.session.budget.left();
         // A blocking command inside a transaction answers at once, as in Redis.
         let no_block = std::mem::replace(&mut ctx.session.no_block, true);

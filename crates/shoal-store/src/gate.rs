@@ -1,0 +1,245 @@
+//! The transaction gate: what lets EXEC run its queued commands with no other command in
+//! between, as Redis's single thread does, while the worker threads otherwise run commands
+//! side by side.
+//!
+//! Every command enters the gate ([`Gate::enter`]) for as long as it runs; a transaction
+//! runs inside [`Gate::exclusive`], which waits until no other thread is inside, keeps the
+//! others out until it ends, and lets its own thread's commands through. Entering costs one
+//! atomic add on a counter of the thread's own (a slot of its own cache line) and one read
+//! of a flag that only a transaction writes, so commands on different threads do not
+//! contend; a thread that finds a transaction under way waits on the transaction's mutex.
+//!
+//! The protocol is Dekker's: a command adds to its slot, then reads `pending`; a
+//! transaction sets `pending`, then reads every slot (all sequentially consistent), so at
+//! least one of them sees the other. Callers enter only at the top of a command, holding no
+//! other lock a transaction could need (`cmd::run` in the engine), so a waiting command
+//! cannot block the transaction it waits for.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::{Mutex, PoisonError};
+
+/// Counter slots per gate; threads beyond it share slots (still correct, a little slower).
+const SLOTS: usize = 64;
+
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot(AtomicU32);
+
+/// See the module docs.
+pub struct Gate {
+    slots: Box<[Slot]>,
+    /// Set while a transaction waits to run or runs.
+    pending: AtomicBool,
+    /// Held by the transaction for as long as it waits and runs: one at a time, and what
+    /// the commands kept out wait on.
+    running: Mutex<()>,
+}
+
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's slot.
+    static SLOT: usize = NEXT_SLOT.fetch_add(1, Relaxed) % SLOTS;
+    /// How deep this thread is in entered commands (a transaction's commands are entered
+    /// inside EXEC's own).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// The gate whose transaction this thread runs now (its address), 0 for none.
+    static EXCLUSIVE: Cell<usize> = const { Cell::new(0) };
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
+            pending: AtomicBool::new(false),
+            running: Mutex::new(()),
+        }
+    }
+}
+
+/// A command inside the gate; it leaves when this is dropped.
+#[must_use]
+pub struct Entered<'a> {
+    slot: Option<&'a AtomicU32>,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            slot.fetch_sub(1, Release);
+            DEPTH.with(|d| d.set(d.get() - 1));
+        }
+    }
+}
+
+impl Gate {
+    fn addr(&self) -> usize {
+        self as *const Gate as usize
+    }
+
+    fn my_slot(&self) -> &AtomicU32 {
+        &self.slots[SLOT.with(|s| *s)].0
+    }
+
+    /// Enters the gate for one command: at once, unless a transaction of another thread
+    /// waits or runs, then once it ended.
+    pub fn enter(&self) -> Entered<'_> {
+        if EXCLUSIVE.with(Cell::get) == self.addr() {
+            // The transaction's own commands.
+            return Entered { slot: None };
+        }
+        let slot = self.my_slot();
+        let depth = DEPTH.with(|d| {
+            let depth = d.get();
+            d.set(depth + 1);
+            depth
+        });
+        loop {
+            slot.fetch_add(1, SeqCst);
+            // Nested in a command of this thread that is inside already: a transaction
+            // waiting for it must not be waited for.
+            if depth > 0 || !self.pending.load(SeqCst) {
+                return Entered { slot: Some(slot) };
+            }
+            slot.fetch_sub(1, SeqCst);
+            drop(self.running.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+    }
+
+    /// Runs `f` with no command of another thread inside the gate: waits for those inside
+    /// to leave (each is one command's work on the store) and keeps the others out until
+    /// `f` returns. Called from inside a command (EXEC), whose own entry does not count.
+    pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        if EXCLUSIVE.with(Cell::get) == self.addr() {
+            return f();
+        }
+        // This thread's own entries stop counting while it waits: another transaction
+        // waiting for them would otherwise wait for this one, which waits for it.
+        let own = self.my_slot();
+        let depth = DEPTH.with(Cell::get);
+        own.fetch_sub(depth, SeqCst);
+        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        self.pending.store(true, SeqCst);
+        let mut spins = 0u32;
+        while self.slots.iter().any(|s| s.0.load(SeqCst) != 0) {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        // Undone also when `f` panics.
+        struct Exclusive<'a> {
+            gate: &'a Gate,
+            own: &'a AtomicU32,
+            depth: u32,
+        }
+        impl Drop for Exclusive<'_> {
+            fn drop(&mut self) {
+                EXCLUSIVE.with(|e| e.set(0));
+                self.gate.pending.store(false, SeqCst);
+                // Inside again, without waiting: a transaction that starts now waits for
+                // this command to end, which waits for nothing.
+                self.own.fetch_add(self.depth, SeqCst);
+            }
+        }
+        EXCLUSIVE.with(|e| e.set(self.addr()));
+        let undo = Exclusive {
+            gate: self,
+            own,
+            depth,
+        };
+        let result = f();
+        drop(undo);
+        drop(running);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    /// Two counters that a transaction moves together: a command of another thread that
+    /// reads both never sees them apart, while commands of several threads run side by
+    /// side otherwise.
+    #[test]
+    fn no_command_runs_inside_another_threads_transaction() {
+        let gate = Arc::new(Gate::default());
+        let (a, b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let torn = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        for t in 0..4 {
+            let (gate, a, b, torn) = (gate.clone(), a.clone(), b.clone(), torn.clone());
+            threads.push(std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    if t == 0 {
+                        // EXEC: entered as a command, then exclusive; its commands enter too.
+                        let _exec = gate.enter();
+                        gate.exclusive(|| {
+                            let _one = gate.enter();
+                            a.fetch_add(1, Relaxed);
+                            std::hint::spin_loop();
+                            let _two = gate.enter();
+                            b.fetch_add(1, Relaxed);
+                        });
+                    } else {
+                        let _get = gate.enter();
+                        let _nested = gate.enter();
+                        if a.load(Relaxed) != b.load(Relaxed) {
+                            torn.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(torn.load(Relaxed), 0);
+        assert_eq!(a.load(Relaxed), 20_000);
+        assert!(gate.slots.iter().all(|s| s.0.load(SeqCst) == 0));
+        assert!(!gate.pending.load(SeqCst));
+    }
+
+    /// Two threads running transactions at once take turns (neither waits for the other's
+    /// own entry), and a panic inside one leaves the gate open.
+    #[test]
+    fn transactions_of_two_threads_take_turns_and_a_panic_reopens_the_gate() {
+        let gate = Arc::new(Gate::default());
+        let n = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (gate, n) = (gate.clone(), n.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        let _exec = gate.enter();
+                        gate.exclusive(|| {
+                            let before = n.load(Relaxed);
+                            let _inner = gate.enter();
+                            n.store(before + 1, Relaxed);
+                        });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(n.load(Relaxed), 20_000, "no increment lost between turns");
+        let g = gate.clone();
+        let r = std::thread::spawn(move || {
+            let _exec = g.enter();
+            g.exclusive(|| panic!("a command panicked"));
+        })
+        .join();
+        assert!(r.is_err());
+        assert!(!gate.pending.load(SeqCst));
+        assert!(gate.slots.iter().all(|s| s.0.load(SeqCst) == 0));
+        drop(gate.enter());
+    }
+}
