@@ -620,3 +620,52 @@ fn no_client_sees_a_transaction_half_done() {
     let n: i64 = con.get("ctr").unwrap();
     assert_eq!(n, 2 * TRANSACTIONS as i64);
 }
+
+/// A transaction queued while memory was there, with EXEC coming once it is not: discarded
+/// whole (`EXECABORT ... because of: OOM ...`), nothing written, as Redis's EXEC does;
+/// without writes it runs.
+#[test]
+fn exec_out_of_memory_discards_a_writing_transaction_whole() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let mut admin = node.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("noeviction")
+        .query(&mut admin)
+        .unwrap();
+    let _: () = con.set("x", "0").unwrap();
+    let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
+    for c in [
+        redis::cmd("SET").arg("x").arg("1").clone(),
+        redis::cmd("GET").arg("x").clone(),
+    ] {
+        let queued: String = c.query(&mut con).unwrap();
+        assert_eq!(queued, "QUEUED");
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .query(&mut admin)
+        .unwrap();
+    let e = redis::cmd("EXEC").query::<Value>(&mut con).unwrap_err();
+    assert_eq!(e.code(), Some("EXECABORT"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("Transaction discarded because of: OOM command not allowed"),
+        "{e}"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query(&mut admin)
+        .unwrap();
+    let x: String = con.get("x").unwrap();
+    assert_eq!(x, "0", "nothing of the discarded transaction ran");
+    // The connection is out of MULTI: a command runs at once.
+    let n: i64 = con.incr("x", 1).unwrap();
+    assert_eq!(n, 1);
+}

@@ -3603,6 +3603,29 @@ const CONNECTION: &[Case] = &[
         &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
         &["CONFIG", "GET", "maxmemory-policy"],
     ],
+    // SHUTDOWN is refused inside MULTI and fails the transaction (the server lives on).
+    &[
+        &["MULTI"],
+        &["SET", "t", "1"],
+        &["SHUTDOWN"],
+        &["EXEC"],
+        &["GET", "t"],
+        &["PING"],
+    ],
+    // Out of memory (noeviction, set by the case before), nothing is queued, reads neither,
+    // and the transaction fails whole.
+    &[
+        &["SET", "oom", "1"],
+        &["CONFIG", "SET", "maxmemory", "1"],
+        &["MULTI"],
+        &["SET", "oom", "2"],
+        &["GET", "oom"],
+        &["EXEC"],
+        &["MULTI"],
+        &["DISCARD"],
+        &["CONFIG", "SET", "maxmemory", "0"],
+        &["GET", "oom"],
+    ],
 ];
 
 const INLINE: &[Case] = &[

@@ -94,6 +94,8 @@ pub mod flag {
     /// delta) instead of taking the key's whole state: run on the same state it gives the
     /// same state. The cluster layer decides when a delta is right (`router::local`).
     pub const DELTA: u32 = 1 << 11;
+    /// Refused inside MULTI, which it ends as failed (SHUTDOWN; Redis's `no-multi`).
+    pub const NO_MULTI: u32 = 1 << 12;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -106,6 +108,7 @@ pub mod flag {
         (FAST, "fast"),
         (NOAUTH, "no_auth"),
         (BLOCKING, "blocking"),
+        (NO_MULTI, "no_multi"),
     ];
 }
 
@@ -536,7 +539,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["count", "list", "info", "docs", "getkeys", "help"]),
     cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
         &["get", "set", "resetstat", "rewrite", "help"]),
-    cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NOQUEUE, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
+    cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
         &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "forget", "localkeys", "haskey", "help"]) },
     cmd!("readonly", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", cluster::readonly),
@@ -891,12 +894,31 @@ fn prepare_found(
         }
         return Prepared::Done(reject(session, reply));
     }
+    if session.multi.is_some() && spec.flags & NO_MULTI != 0 {
+        return Prepared::Done(reject(
+            session,
+            err("ERR Command not allowed inside a transaction"),
+        ));
+    }
+    // Out of memory, nothing more is queued (a queue grows without bound otherwise), as
+    // Redis refuses every command inside MULTI but EXEC and DISCARD then.
+    if session.multi.is_some()
+        && spec.flags & NOQUEUE == 0
+        && node.store.maxmemory() > 0
+        && node.store.ensure_memory(crate::clock::now_ms()).is_err()
+    {
+        return Prepared::Done(reject(session, Reply::error(ERR_OOM)));
+    }
     if let Some(tx) = session.multi.as_mut().filter(|_| spec.flags & NOQUEUE == 0) {
         tx.queue.push(args.to_vec());
         return Prepared::Done(Reply::Simple("QUEUED".into()));
     }
     Prepared::Run(spec)
 }
+
+/// The reply to a command that needs memory when `maxmemory` is reached and nothing can be
+/// evicted.
+pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Runs a prepared command on this node's store.
 pub fn run(
@@ -919,7 +941,7 @@ pub fn run(
         if let Some(row) = row {
             row.rejected.fetch_add(1, Relaxed);
         }
-        let reply = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+        let reply = Reply::error(ERR_OOM);
         count_error(node, &reply);
         return reject(session, reply);
     }

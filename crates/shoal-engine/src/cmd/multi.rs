@@ -11,7 +11,7 @@ use bytes::Bytes;
 use shoal_resp::Reply;
 use shoal_store::{Access, Kind};
 
-use super::{err, execute, Ctx};
+use super::{err, execute, flag, lookup, Ctx, ERR_OOM};
 
 /// A transaction being queued.
 #[derive(Default)]
@@ -87,6 +87,20 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let watched = std::mem::take(&mut ctx.session.watched);
     if tx.dirty {
         return err("EXECABORT Transaction discarded because of previous errors.");
+    }
+    // Out of memory since the commands were queued: a transaction that would write is
+    // discarded whole, as Redis's `rejectCommand` does to EXEC, rather than run in part.
+    let store = &ctx.engine.store;
+    if store.maxmemory() > 0
+        && tx
+            .queue
+            .iter()
+            .any(|a| lookup(&a[0]).is_some_and(|s| s.flags & flag::DENYOOM != 0))
+        && store.ensure_memory(ctx.now_ms).is_err()
+    {
+        return Reply::error(format!(
+            "EXECABORT Transaction discarded because of: {ERR_OOM}"
+        ));
     }
     // As in Redis, no other client's command runs between the WATCH check and the last
     // queued command, on any worker thread.
