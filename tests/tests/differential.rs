@@ -3602,6 +3602,16 @@ const CONNECTION: &[Case] = &[
         &["CONFIG", "FOO", "bar"],
         &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
         &["CONFIG", "GET", "maxmemory-policy"],
+        // What tools send a cache, and the thresholds' names before Redis 7.
+        &["CONFIG", "SET", "save", ""],
+        &["CONFIG", "GET", "save"],
+        &["CONFIG", "SET", "appendonly", "no"],
+        &["CONFIG", "GET", "appendonly"],
+        &["CONFIG", "GET", "hash-max-ziplist-entries"],
+        &["CONFIG", "GET", "hash-max-ziplist-value"],
+        &["CONFIG", "GET", "zset-max-ziplist-entries"],
+        &["CONFIG", "GET", "zset-max-ziplist-value"],
+        &["CONFIG", "GET", "list-max-ziplist-size"],
     ],
     // SHUTDOWN is refused inside MULTI and fails the transaction (the server lives on).
     &[

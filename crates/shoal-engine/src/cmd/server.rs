@@ -291,8 +291,19 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 section("Stats", b);
             }
             "replication" => {
+                // Redis's fields for a master without replicas or backlog (tools read
+                // master_repl_offset); Shoal's own replication is in INFO cluster.
                 line!("role:master");
                 line!("connected_slaves:0");
+                line!("master_failover_state:no-failover");
+                line!("master_replid:{}", node.run_id);
+                line!("master_replid2:0000000000000000000000000000000000000000");
+                line!("master_repl_offset:0");
+                line!("second_repl_offset:-1");
+                line!("repl_backlog_active:0");
+                line!("repl_backlog_size:1048576");
+                line!("repl_backlog_first_byte_offset:0");
+                line!("repl_backlog_histlen:0");
                 section("Replication", b);
             }
             "cpu" => {
@@ -642,6 +653,18 @@ fn yes_no(b: bool) -> String {
 }
 type Setter = fn(&mut NodeConfig, &str) -> Result<(), String>;
 
+/// CONFIG SET of `save` or `appendonly`: `off` (an empty save, appendonly no) is what is.
+fn no_persistence(off: bool) -> Result<(), String> {
+    if off {
+        Ok(())
+    } else {
+        Err(
+            "Shoal keeps nothing on disk: only an empty 'save' and 'appendonly no' are taken"
+                .into(),
+        )
+    }
+}
+
 fn parse_num<T: FromStr>(v: &str) -> Result<T, String> {
     v.parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())
@@ -929,8 +952,24 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("zset-max-listpack-entries", |_| "128".into(), None),
     ("zset-max-listpack-value", |_| "64".into(), None),
     ("list-max-listpack-size", |_| "-2".into(), None),
-    ("save", |_| String::new(), None),
-    ("appendonly", |_| "no".into(), None),
+    // Their names before Redis 7, which Redis 7 still takes.
+    ("hash-max-ziplist-entries", |_| "512".into(), None),
+    ("hash-max-ziplist-value", |_| "64".into(), None),
+    ("zset-max-ziplist-entries", |_| "128".into(), None),
+    ("zset-max-ziplist-value", |_| "64".into(), None),
+    ("list-max-ziplist-size", |_| "-2".into(), None),
+    // No persistence: turning it off (what tools send to a cache) is taken, turning it on
+    // refused.
+    (
+        "save",
+        |_| String::new(),
+        Some(|_, v| no_persistence(v.trim().is_empty())),
+    ),
+    (
+        "appendonly",
+        |_| "no".into(),
+        Some(|_, v| no_persistence(v.eq_ignore_ascii_case("no"))),
+    ),
     ("cluster-enabled", |_| "no".into(), None),
 ];
 
