@@ -211,11 +211,16 @@ async fn wait_here(
         // Cleared before looking: a write while looking wakes the wait below at once. (The
         // first look also covers a write between the handler's look and the registration.)
         reg.clear();
-        match attempt(node, client, spec, args, ran || woken).await {
+        let tried = attempt(node, client, spec, args, ran || woken).await;
+        // A wake-up this client could not use is the next one's (passed on before this
+        // one stops holding back the waker's reply: `Blocked::settled`).
+        if matches!(tried, Attempt::Blocked) && woken {
+            reg.pass_on();
+        }
+        reg.attempted();
+        match tried {
             Attempt::Served(reply) => return Waited::Served(reply),
             Attempt::Moved => return Waited::Moved,
-            // A wake-up this client could not use is the next one's.
-            Attempt::Blocked if woken => reg.pass_on(),
             Attempt::Blocked => {}
         }
         match until {
