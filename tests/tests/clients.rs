@@ -557,6 +557,7 @@ fn no_client_sees_a_transaction_half_done() {
     let readers: Vec<_> = (0..3)
         .map(|_| {
             let mut con = node.client();
+            con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             let done = done.clone();
             std::thread::spawn(move || {
                 let (mut odd, mut popped, mut reads) = (0u64, 0u64, 0u64);
@@ -581,11 +582,16 @@ fn no_client_sees_a_transaction_half_done() {
         })
         .collect();
     let mut con = node.client();
+    con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut deletes = 0;
     for _ in 0..TRANSACTIONS {
-        let (_, _, (pushed, deleted)): (i64, i64, (i64, i64)) = redis::pipe()
-            .atomic()
-            .incr("ctr", 1)
+        // Commands between the two INCRs widen the window a reader could look through.
+        let mut pipe = redis::pipe();
+        pipe.atomic().incr("ctr", 1);
+        for _ in 0..8 {
+            pipe.cmd("SET").arg("pad").arg("x").ignore();
+        }
+        let (_, _, (pushed, deleted)): (i64, i64, (i64, i64)) = pipe
             .incr("ctr", 1)
             .cmd("LPUSH")
             .arg("tx:list")

@@ -324,6 +324,8 @@ impl PeerHandler for PeerService {
                 }
             }
             Ok(Request::Fetch(keys)) => {
+                // Not inside a transaction: a new copy must not take half of one.
+                let entered = node.engine.store.enter();
                 let states: Vec<(Bytes, KeyState)> = keys
                     .into_iter()
                     .map(|k| {
@@ -331,6 +333,7 @@ impl PeerHandler for PeerService {
                         (k, s)
                     })
                     .collect();
+                drop(entered);
                 // "Absent" is an answer only from a copy of the key's slot: another node
                 // (asked as a guess, or as a copy in the asker's view that this node has not
                 // installed yet) cannot tell, and its "absent" let a node restarted empty

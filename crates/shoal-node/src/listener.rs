@@ -619,6 +619,12 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
             _ = tokio::time::sleep(period) => {}
         }
         let now = now_ms();
+        // Not inside a transaction (EXEC runs alone, `shoal_store::gate`): this round's
+        // expiry, eviction and delayed flush wait for the next one then, and this thread,
+        // which also runs gossip, never waits for one.
+        let Some(entered) = node.engine.store.try_enter() else {
+            continue;
+        };
         // Expire due keys for at most ~1/4 of the period, as Redis's active expiry cycle.
         let budget = period / 4;
         let started = Instant::now();
@@ -635,6 +641,7 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
             // As an immediate flush: no replicated write from before it brings a key back.
             node.engine.store.refuse_versions_below(flush_at << 12);
         }
+        drop(entered);
         if now.saturating_sub(last_sample) >= 100 {
             node.engine.stats.sample_ops(now);
             last_sample = now;

@@ -273,7 +273,11 @@ impl Frontend for McFrontend {
         }
         self.limits = mc::limits(&node.engine);
         if let Some(get) = self.pending.take() {
-            if let Flow::Paused(get) = get_keys(&node.engine, get, now, replies.buf(), FLUSH_AT) {
+            // The rest of a multi-get, not inside another client's EXEC (`mc::execute`).
+            let entered = node.engine.store.enter();
+            let flow = get_keys(&node.engine, get, now, replies.buf(), FLUSH_AT);
+            drop(entered);
+            if let Flow::Paused(get) = flow {
                 self.pending = Some(get);
                 return (processed, Step::Flush);
             }

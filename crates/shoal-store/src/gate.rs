@@ -26,11 +26,16 @@ const SLOTS: usize = 64;
 #[derive(Default)]
 struct Slot(AtomicU32);
 
+/// A flag on a cache line of its own (read by every command, written by transactions).
+#[repr(align(128))]
+#[derive(Default)]
+struct Flag(AtomicBool);
+
 /// See the module docs.
 pub struct Gate {
     slots: Box<[Slot]>,
     /// Set while a transaction waits to run or runs.
-    pending: AtomicBool,
+    pending: Flag,
     /// Held by the transaction for as long as it waits and runs: one at a time, and what
     /// the commands kept out wait on.
     running: Mutex<()>,
@@ -52,16 +57,18 @@ impl Default for Gate {
     fn default() -> Self {
         Gate {
             slots: (0..SLOTS).map(|_| Slot::default()).collect(),
-            pending: AtomicBool::new(false),
+            pending: Flag::default(),
             running: Mutex::new(()),
         }
     }
 }
 
-/// A command inside the gate; it leaves when this is dropped.
+/// A command inside the gate; it leaves when this is dropped, on the thread that entered
+/// (it cannot be sent to another: the counts are the thread's).
 #[must_use]
 pub struct Entered<'a> {
     slot: Option<&'a AtomicU32>,
+    _this_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for Entered<'_> {
@@ -87,7 +94,10 @@ impl Gate {
     pub fn enter(&self) -> Entered<'_> {
         if EXCLUSIVE.with(Cell::get) == self.addr() {
             // The transaction's own commands.
-            return Entered { slot: None };
+            return Entered {
+                slot: None,
+                _this_thread: std::marker::PhantomData,
+            };
         }
         let slot = self.my_slot();
         let depth = DEPTH.with(|d| {
@@ -99,12 +109,37 @@ impl Gate {
             slot.fetch_add(1, SeqCst);
             // Nested in a command of this thread that is inside already: a transaction
             // waiting for it must not be waited for.
-            if depth > 0 || !self.pending.load(SeqCst) {
-                return Entered { slot: Some(slot) };
+            if depth > 0 || !self.pending.0.load(SeqCst) {
+                return Entered {
+                    slot: Some(slot),
+                    _this_thread: std::marker::PhantomData,
+                };
             }
             slot.fetch_sub(1, SeqCst);
             drop(self.running.lock().unwrap_or_else(PoisonError::into_inner));
         }
+    }
+
+    /// Enters the gate unless a transaction waits or runs (background work that can wait
+    /// for its next round: active expiry, eviction, a delayed flush).
+    pub fn try_enter(&self) -> Option<Entered<'_>> {
+        if EXCLUSIVE.with(Cell::get) == self.addr() || DEPTH.with(Cell::get) > 0 {
+            return Some(self.enter());
+        }
+        if self.pending.0.load(SeqCst) {
+            return None;
+        }
+        let slot = self.my_slot();
+        DEPTH.with(|d| d.set(d.get() + 1));
+        slot.fetch_add(1, SeqCst);
+        let entered = Entered {
+            slot: Some(slot),
+            _this_thread: std::marker::PhantomData,
+        };
+        if self.pending.0.load(SeqCst) {
+            return None; // `entered` leaves
+        }
+        Some(entered)
     }
 
     /// Runs `f` with no command of another thread inside the gate: waits for those inside
@@ -120,14 +155,19 @@ impl Gate {
         let depth = DEPTH.with(Cell::get);
         own.fetch_sub(depth, SeqCst);
         let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        self.pending.store(true, SeqCst);
+        self.pending.0.store(true, SeqCst);
+        // Commands inside are one command's work each, mostly microseconds; a long one
+        // (KEYS over a large store) is waited for sleeping, not spinning.
         let mut spins = 0u32;
         while self.slots.iter().any(|s| s.0.load(SeqCst) != 0) {
             spins += 1;
             if spins < 64 {
                 std::hint::spin_loop();
-            } else {
+            } else if spins < 128 {
                 std::thread::yield_now();
+            } else {
+                let micros = 1u64 << (spins - 128).min(10);
+                std::thread::sleep(std::time::Duration::from_micros(micros));
             }
         }
         // Undone also when `f` panics.
@@ -135,21 +175,23 @@ impl Gate {
             gate: &'a Gate,
             own: &'a AtomicU32,
             depth: u32,
+            before: usize,
         }
         impl Drop for Exclusive<'_> {
             fn drop(&mut self) {
-                EXCLUSIVE.with(|e| e.set(0));
-                self.gate.pending.store(false, SeqCst);
+                EXCLUSIVE.with(|e| e.set(self.before));
+                self.gate.pending.0.store(false, SeqCst);
                 // Inside again, without waiting: a transaction that starts now waits for
                 // this command to end, which waits for nothing.
                 self.own.fetch_add(self.depth, SeqCst);
             }
         }
-        EXCLUSIVE.with(|e| e.set(self.addr()));
+        let before = EXCLUSIVE.with(|e| e.replace(self.addr()));
         let undo = Exclusive {
             gate: self,
             own,
             depth,
+            before,
         };
         let result = f();
         drop(undo);
@@ -203,7 +245,30 @@ mod tests {
         assert_eq!(torn.load(Relaxed), 0);
         assert_eq!(a.load(Relaxed), 20_000);
         assert!(gate.slots.iter().all(|s| s.0.load(SeqCst) == 0));
-        assert!(!gate.pending.load(SeqCst));
+        assert!(!gate.pending.0.load(SeqCst));
+    }
+
+    /// Background work skips its round while a transaction waits or runs, and enters
+    /// otherwise.
+    #[test]
+    fn try_enter_stands_aside_for_a_transaction() {
+        let gate = Arc::new(Gate::default());
+        assert!(gate.try_enter().is_some());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let g = gate.clone();
+        let t = std::thread::spawn(move || {
+            g.exclusive(|| {
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+            })
+        });
+        rx.recv().unwrap();
+        assert!(gate.try_enter().is_none(), "a transaction runs");
+        go_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert!(gate.try_enter().is_some());
+        assert!(gate.slots.iter().all(|s| s.0.load(SeqCst) == 0));
     }
 
     /// Two threads running transactions at once take turns (neither waits for the other's
@@ -238,7 +303,7 @@ mod tests {
         })
         .join();
         assert!(r.is_err());
-        assert!(!gate.pending.load(SeqCst));
+        assert!(!gate.pending.0.load(SeqCst));
         assert!(gate.slots.iter().all(|s| s.0.load(SeqCst) == 0));
         drop(gate.enter());
     }

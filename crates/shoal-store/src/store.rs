@@ -703,6 +703,12 @@ impl Store {
         self.gate.enter()
     }
 
+    /// Enters the store unless another thread's transaction waits or runs (background work
+    /// that can wait for its next round).
+    pub fn try_enter(&self) -> Option<crate::gate::Entered<'_>> {
+        self.gate.try_enter()
+    }
+
     /// Runs `f` (a transaction's commands) with no command of another thread running on
     /// this store in between ([`crate::gate`]).
     pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {

@@ -417,8 +417,8 @@ fn route(
 }
 
 /// EXEC in a cluster: a transaction whose commands all run here executes as on a single
-/// node; otherwise each queued command is routed on its own (in order, without isolation,
-/// as Shoal's EXEC never isolates) and the replies are gathered into EXEC's array.
+/// node (alone, `shoal_store::gate`); otherwise each queued command is routed on its own
+/// (in order, without isolation) and the replies are gathered into EXEC's array.
 fn exec(
     node: &Arc<Server>,
     cluster: &Cluster,

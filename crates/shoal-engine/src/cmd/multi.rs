@@ -3,9 +3,10 @@
 //! Queueing follows Redis: between MULTI and EXEC every command is checked (known, arity,
 //! authentication) and answered `+QUEUED`; a rejected one marks the transaction, and EXEC
 //! then answers EXECABORT. WATCH snapshots each key's value and TTL; EXEC aborts (null
-//! reply) when any of them differs. The difference from Redis: the queued commands run one
-//! after another without blocking other clients, so another client's command can land
-//! between two of them (each command stays atomic on its own).
+//! reply) when any of them differs. As in Redis, EXEC runs the queued commands with no other
+//! client's command in between, from the WATCH check on, on every worker thread
+//! (`shoal_store::gate`); out of memory, commands are not queued and an EXEC with a write
+//! is discarded whole.
 
 use bytes::Bytes;
 use shoal_resp::Reply;
