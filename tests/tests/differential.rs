@@ -2245,6 +2245,12 @@ const ZSETS: &[Case] = &[
         &["COMMAND", "GETKEYS", "ZUNION", "0", "{z}a"],
         &["COMMAND", "GETKEYS", "ZUNION", "3", "{z}a"],
         &["COMMAND", "GETKEYS", "ZMPOP", "2", "{z}a", "{z}b", "MIN"],
+        &["COMMAND", "GETKEYS", "SORT", "{z}a", "STORE", "{z}d"],
+        &[
+            "COMMAND", "GETKEYS", "sort", "{z}a", "LIMIT", "0", "1", "BY", "store", "GET", "#",
+            "STORE", "{z}d", "STORE", "{z}e",
+        ],
+        &["COMMAND", "GETKEYS", "SORT", "{z}a", "ALPHA"],
         &["ZADD", "{z}inf", "inf", "a", "-inf", "b"],
         &[
             "ZUNION",

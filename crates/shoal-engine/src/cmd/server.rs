@@ -383,13 +383,36 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
 
 // ---- COMMAND -------------------------------------------------------------------------
 
+/// The destination of `SORT key ... STORE dst` (the last STORE), read as Redis's
+/// `sortGetKeys` does: LIMIT takes two arguments, GET, BY and STORE one each.
+fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
+    let mut found = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        let skip = if a.eq_ignore_ascii_case(b"limit") {
+            2
+        } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+            1
+        } else if a.eq_ignore_ascii_case(b"store") {
+            found = args.get(i + 1).or(found);
+            1
+        } else {
+            0
+        };
+        i += 1 + skip;
+    }
+    found
+}
+
 fn command_info(c: &CommandSpec) -> Reply {
     let mut flags: Vec<Reply> = flag::NAMES
         .iter()
         .filter(|(bit, _)| c.flags & bit != 0)
         .map(|(_, n)| Reply::Simple((*n).into()))
         .collect();
-    if c.numkeys > 0 {
+    // SORT's STORE key is found by reading its options (Redis's `sortGetKeys`).
+    if c.numkeys > 0 || matches!(c.name, "sort" | "sort_ro") {
         flags.push(Reply::Simple("movablekeys".into()));
     }
     let mut key_specs = if c.first_key > 0 {
@@ -615,7 +638,10 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             if !spec.has_keys() {
                 return err("ERR The command has no key arguments");
             }
-            let keys = spec.keys(cmd_args);
+            let mut keys = spec.keys(cmd_args);
+            if spec.name == "sort" {
+                keys.extend(sort_store_key(cmd_args).cloned());
+            }
             if keys.is_empty() {
                 return err("ERR Invalid arguments specified for command");
             }
