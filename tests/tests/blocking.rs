@@ -95,27 +95,6 @@ fn blocked_clients_are_served_in_the_order_they_blocked() {
 /// A blocked client's next commands wait for it, as in Redis: a pipelined push after a
 /// BLPOP does not feed the BLPOP (it times out first), and commands sent while it waits are
 /// answered once it is served, without more input.
-/// As in Redis, the clients a write wakes are served before its reply goes out: once
-/// `LPUSH src e` is answered, the `BRPOPLPUSH src dst` it woke has pushed `e` to `dst`, and
-/// a WATCH on `dst` sees the change. (The woken client runs on another worker thread here;
-/// before, `LLEN dst` right after the push answered 0 about once in seven.)
-#[test]
-fn a_woken_client_is_served_before_the_waking_write_is_answered() {
-    let node = TestNode::start();
-    let mut con = node.client();
-    for round in 0..100 {
-        let h = spawn(&node.url(), &["BRPOPLPUSH", "src", "dst", "0"]);
-        assert!(
-            wait_until(WAIT, || blocked(&mut con) == 1),
-            "round {round}: not blocked"
-        );
-        assert_eq!(run(&mut con, "LPUSH src e"), Value::Int(1));
-        assert_eq!(run(&mut con, "LLEN dst"), Value::Int(1), "round {round}");
-        assert_eq!(answer(h), bulk("e"));
-        assert_eq!(run(&mut con, "DEL dst"), Value::Int(1));
-    }
-}
-
 #[test]
 fn commands_behind_a_blocked_one_wait_for_it() {
     let node = TestNode::start();

@@ -10,12 +10,6 @@
 //! push of n elements serves the first n waiters in the order they blocked, as in Redis.
 //! Nothing is polled: with no client blocked, a signal is one atomic load. The blocking
 //! commands' own argument rules (timeouts, waited keys) are in `cmd::wait`.
-//!
-//! As in Redis, where the clients a write unblocks are served before anything else runs,
-//! a woken client owes an attempt until it made it ([`Registration::attempted`]), and
-//! [`Blocked::settled`] resolves once no woken client owes one: the layer above holds
-//! replies back until then (so `LPUSH src x` answered means a `BRPOPLPUSH src dst` it woke
-//! has pushed to `dst`).
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -47,9 +41,6 @@ pub struct Blocked {
     /// How many of them are this node's clients (not other nodes' forwarded attempts).
     clients: AtomicUsize,
     queues: Mutex<Queues>,
-    /// Woken clients that have not tried again yet, and who waits for them to have.
-    owed: AtomicUsize,
-    settle_wakers: Mutex<Vec<Waker>>,
 }
 
 #[derive(Debug, Default)]
@@ -64,17 +55,12 @@ struct Queues {
 struct Waiter {
     /// Signalled since it last cleared it.
     ready: AtomicBool,
-    /// Woken and not tried again yet (counted in `Blocked::owed`).
-    owes: AtomicBool,
     waker: Mutex<Option<Waker>>,
 }
 
 impl Waiter {
-    fn wake(&self, owed: &AtomicUsize) {
+    fn wake(&self) {
         self.ready.store(true, Ordering::Release);
-        if !self.owes.swap(true, Ordering::AcqRel) {
-            owed.fetch_add(1, Ordering::AcqRel);
-        }
         if let Some(w) = self.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
             w.wake();
         }
@@ -92,28 +78,6 @@ impl Blocked {
         self.clients.load(Ordering::Relaxed)
     }
 
-    /// Woken clients that have not tried again yet.
-    pub fn owed(&self) -> usize {
-        self.owed.load(Ordering::Acquire)
-    }
-
-    /// Resolves once every client woken so far has tried again (at once when none owes).
-    pub fn settled(&self) -> Settled<'_> {
-        Settled { blocked: self }
-    }
-
-    fn release(&self, waiter: &Waiter) {
-        if waiter.owes.swap(false, Ordering::AcqRel)
-            && self.owed.fetch_sub(1, Ordering::AcqRel) == 1
-        {
-            let wakers =
-                std::mem::take(&mut *self.settle_wakers.lock().unwrap_or_else(|e| e.into_inner()));
-            for w in wakers {
-                w.wake();
-            }
-        }
-    }
-
     /// Wakes the first client waiting on `key`, if any.
     pub fn signal(&self, key: &[u8]) {
         if self.count.load(Ordering::Acquire) == 0 {
@@ -121,7 +85,7 @@ impl Blocked {
         }
         let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(first) = queues.by_key.get(key).and_then(VecDeque::front) {
-            first.wake(&self.owed);
+            first.wake();
         }
     }
 
@@ -135,7 +99,7 @@ impl Blocked {
         for (key, queue) in &queues.by_key {
             if which(key) {
                 if let Some(first) = queue.front() {
-                    first.wake(&self.owed);
+                    first.wake();
                 }
             }
         }
@@ -147,7 +111,7 @@ impl Blocked {
         let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         match queues.by_client.get(&id) {
             Some(w) => {
-                w.wake(&self.owed);
+                w.wake();
                 true
             }
             None => false,
@@ -207,12 +171,6 @@ impl Registration {
         Signalled { reg: self }
     }
 
-    /// The client tried again after a wake-up (and passed it on if it could not use it):
-    /// it no longer holds back [`Blocked::settled`].
-    pub fn attempted(&self) {
-        self.blocked.release(&self.waiter);
-    }
-
     /// Passes a signal this client could not use (what it found was taken, or of another
     /// type) to the client behind it on each of its keys.
     pub fn pass_on(&self) {
@@ -227,7 +185,7 @@ impl Registration {
             };
             if let Some(at) = queue.iter().position(|w| Arc::ptr_eq(w, &self.waiter)) {
                 if let Some(next) = queue.get(at + 1) {
-                    next.wake(&self.blocked.owed);
+                    next.wake();
                 }
             }
         }
@@ -246,7 +204,7 @@ impl Drop for Registration {
                 queue.retain(|w| !Arc::ptr_eq(w, &self.waiter));
                 match queue.front() {
                     // What this client was woken for (or left behind) is the next one's.
-                    Some(next) => next.wake(&self.blocked.owed),
+                    Some(next) => next.wake(),
                     None => {
                         queues.by_key.remove(k);
                     }
@@ -263,36 +221,7 @@ impl Drop for Registration {
                 queues.by_client.remove(&id);
             }
         }
-        drop(queues);
-        // Gone (served, timed out, or its client left): owes nothing any more.
-        self.blocked.release(&self.waiter);
         self.blocked.count.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// The future of [`Blocked::settled`].
-pub struct Settled<'a> {
-    blocked: &'a Blocked,
-}
-
-impl Future for Settled<'_> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let b = self.blocked;
-        if b.owed() == 0 {
-            return Poll::Ready(());
-        }
-        b.settle_wakers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(cx.waker().clone());
-        // The last one may have tried again between the check and storing the waker.
-        if b.owed() == 0 {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
     }
 }
 

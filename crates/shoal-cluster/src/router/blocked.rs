@@ -211,16 +211,11 @@ async fn wait_here(
         // Cleared before looking: a write while looking wakes the wait below at once. (The
         // first look also covers a write between the handler's look and the registration.)
         reg.clear();
-        let tried = attempt(node, client, spec, args, ran || woken).await;
-        // A wake-up this client could not use is the next one's (passed on before this
-        // one stops holding back the waker's reply: `Blocked::settled`).
-        if matches!(tried, Attempt::Blocked) && woken {
-            reg.pass_on();
-        }
-        reg.attempted();
-        match tried {
+        match attempt(node, client, spec, args, ran || woken).await {
             Attempt::Served(reply) => return Waited::Served(reply),
             Attempt::Moved => return Waited::Moved,
+            // A wake-up this client could not use is the next one's.
+            Attempt::Blocked if woken => reg.pass_on(),
             Attempt::Blocked => {}
         }
         match until {

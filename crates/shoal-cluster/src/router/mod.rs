@@ -69,23 +69,7 @@ pub fn dispatch(
     if let (Outcome::Later(_), Some(epoch)) = (&outcome, epoch) {
         in_flight.note(args, epoch);
     }
-    match outcome {
-        // Blocked clients this (or another) command woke are served before the reply goes
-        // out, as Redis serves them before it runs anything else: `LPUSH src x` answered,
-        // a `BRPOPLPUSH src dst` it woke has pushed to `dst` (at most 100 ms).
-        Outcome::Reply(reply) if node.engine.blocked.owed() > 0 => {
-            let (node, proto) = (node.clone(), session.proto);
-            Outcome::Acked(Box::pin(async move {
-                let _ = tokio::time::timeout(
-                    std::time::Duration::from_millis(100),
-                    node.engine.blocked.settled(),
-                )
-                .await;
-                outcome::encode(&reply, proto)
-            }))
-        }
-        outcome => outcome,
-    }
+    outcome
 }
 
 fn dispatch_now(
