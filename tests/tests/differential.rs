@@ -3628,6 +3628,8 @@ const CONNECTION: &[Case] = &[
         &["GET", "t"],
         &["PING"],
     ],
+    // MONITOR queued in MULTI refuses inside EXEC (the connection stays a normal one).
+    &[&["MULTI"], &["MONITOR"], &["EXEC"], &["PING"]],
     // Out of memory (noeviction, set by the case before), nothing is queued, reads neither,
     // and the transaction fails whole.
     &[

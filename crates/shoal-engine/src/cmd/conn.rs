@@ -436,6 +436,10 @@ fn kill(ctx: &mut Ctx<'_>, me: u64, victim: &crate::client::ClientInfo) {
 /// MONITOR: the connection becomes a monitor (the front end subscribes it; see
 /// `shoal_cluster::monitor`). Only the Redis protocol's front end honours it.
 pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    // Inside EXEC (where nothing may block), as Redis.
+    if ctx.session.no_block {
+        return Reply::error("ERR MONITOR isn't allowed for DENY BLOCKING client");
+    }
     ctx.session.monitor = true;
     Reply::ok()
 }
