@@ -25,6 +25,7 @@ pub mod engine;
 pub mod fdlimit;
 pub mod hooks;
 pub mod latency;
+pub mod longdouble;
 pub mod mc;
 pub mod memory;
 pub mod stats;

@@ -11,8 +11,8 @@ use shoal_resp::{Protocol, Reply};
 use shoal_store::{glob_match, Hash, Kind, Slot};
 
 use super::{
-    distinct, err, int_arg, is, parse_f64, parse_i64, random_below, scan_reply, tri, wrong_arity,
-    Ctx, ReplyBudget, ERR_NOT_FLOAT, ERR_SYNTAX, ERR_WRONGTYPE,
+    distinct, err, int_arg, is, parse_i64, random_below, scan_reply, tri, wrong_arity, Ctx,
+    ReplyBudget, ERR_NOT_FLOAT, ERR_SYNTAX, ERR_WRONGTYPE,
 };
 
 /// WRONGTYPE unless the key is absent or a hash.
@@ -206,27 +206,24 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(by) = parse_f64(&args[3]) else {
-        return err(ERR_NOT_FLOAT);
-    };
-    if !by.is_finite() {
-        return err("ERR value is NaN or Infinity");
+    // In long double, as Redis (`crate::longdouble`): the increment first.
+    match crate::longdouble::check(&args[3]) {
+        Ok(()) => {}
+        Err(crate::longdouble::IncrError::IncrementNotFinite) => {
+            return err("ERR value is NaN or Infinity")
+        }
+        Err(_) => return err(ERR_NOT_FLOAT),
     }
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         slot.edit_hash(|h| {
-            let current = match h.get(&args[2]) {
-                None => 0.0,
-                Some(v) => match parse_f64(v) {
-                    Some(n) => n,
-                    None => return (err("ERR hash value is not a float"), false),
-                },
+            let text = match crate::longdouble::incr(h.get(&args[2]), &args[3]) {
+                Ok(text) => text,
+                Err(crate::longdouble::IncrError::Current) => {
+                    return (err("ERR hash value is not a float"), false)
+                }
+                Err(_) => return (err("ERR increment would produce NaN or Infinity"), false),
             };
-            let next = current + by;
-            if !next.is_finite() {
-                return (err("ERR increment would produce NaN or Infinity"), false);
-            }
-            let text = super::string::format_float(next);
             h.insert(&args[2], text.as_bytes());
             (Reply::bulk(text), true)
         })

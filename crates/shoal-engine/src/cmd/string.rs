@@ -5,7 +5,7 @@ use shoal_resp::Reply;
 use shoal_store::Access;
 
 use super::{
-    entry_string, err, int_arg, is, parse_f64, parse_i64, slot_string, tri, Ctx, ERR_NOT_FLOAT,
+    entry_string, err, int_arg, is, parse_i64, slot_string, tri, Ctx, ERR_NOT_FLOAT,
     ERR_NOT_INTEGER, ERR_SYNTAX,
 };
 
@@ -434,35 +434,17 @@ pub fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     incr_by(ctx, &args[1], neg)
 }
 
-/// Formats a float the way INCRBYFLOAT stores it: plain decimal, no exponent, no trailing
-/// zeros (Redis's `LD_STR_HUMAN`). Redis computes in `long double`; Shoal in `f64`, so the
-/// 17th significant digit can differ.
-pub(super) fn format_float(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e17 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
-    }
-}
-
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         // Redis's order: the key's type, its value, then the increment.
-        let current = match tri!(slot_string(slot)) {
-            None => 0.0,
-            Some(v) => match parse_f64(v) {
-                Some(n) => n,
-                None => return err(ERR_NOT_FLOAT),
-            },
+        // In long double, as Redis (`crate::longdouble`).
+        let text = match crate::longdouble::incr(tri!(slot_string(slot)), &args[2]) {
+            Ok(text) => text,
+            Err(crate::longdouble::IncrError::NotFinite) => {
+                return err("ERR increment would produce NaN or Infinity")
+            }
+            Err(_) => return err(ERR_NOT_FLOAT),
         };
-        let Some(by) = parse_f64(&args[2]) else {
-            return err(ERR_NOT_FLOAT);
-        };
-        let next = current + by;
-        if !next.is_finite() {
-            return err("ERR increment would produce NaN or Infinity");
-        }
-        let text = format_float(next);
         slot.set_keep_ttl(text.as_bytes());
         Reply::bulk(text)
     })
@@ -700,13 +682,5 @@ mod tests {
         assert_eq!(range(v, -1, -5), b"");
         assert_eq!(range(b"", 0, -1), b"");
         assert_eq!(range(v, -100, 3), b"This");
-    }
-
-    #[test]
-    fn floats_format_like_incrbyfloat() {
-        assert_eq!(format_float(10.6), "10.6");
-        assert_eq!(format_float(5000.0), "5000");
-        assert_eq!(format_float(-1.5), "-1.5");
-        assert_eq!(format_float(3.0e-5), "0.00003");
     }
 }
