@@ -733,6 +733,39 @@ mod tests {
         assert_eq!(check(b"1.5"), Ok(()));
     }
 
+    /// Any bytes, or any mix of a float's characters: an answer or a refusal, never a
+    /// panic (fixed seed, bounded).
+    #[test]
+    fn no_input_panics() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        };
+        let alphabet = b"0123456789.eE+-xXpPabcfinINF ";
+        for round in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let text: Vec<u8> = (0..len)
+                .map(|_| {
+                    let r = next();
+                    if round % 5 == 0 {
+                        r as u8
+                    } else {
+                        alphabet[(r % alphabet.len() as u64) as usize]
+                    }
+                })
+                .collect();
+            let _ = check(&text);
+            let _ = incr(Some(&text), b"1.5");
+            if round % 50 == 0 {
+                // A sum thousands of digits long.
+                let _ = incr(Some(b"-7e4000"), &text);
+            }
+        }
+    }
+
     /// Against the 64-bit float where it is exact enough to tell: a sum of two doubles'
     /// worth of digits reads back as the double's value.
     #[test]
