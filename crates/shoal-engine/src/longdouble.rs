@@ -123,32 +123,12 @@ fn parse(text: &[u8]) -> Parsed {
         return Parsed::NotAFloat;
     }
     let mut exp10: i64 = 0;
-    if i < rest.len() && (rest[i] == b'e' || rest[i] == b'E') {
-        let mut j = i + 1;
-        let eneg = match rest.get(j) {
-            Some(b'-') => {
-                j += 1;
-                true
-            }
-            Some(b'+') => {
-                j += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = j;
-        while j < rest.len() && rest[j].is_ascii_digit() {
-            exp10 = (exp10 * 10 + i64::from(rest[j] - b'0')).min(1_000_000);
-            j += 1;
-        }
-        // strtold leaves an exponent without digits unread: the text is then not whole.
-        if j == start {
+    if i < rest.len() && (rest[i] | 0x20) == b'e' {
+        let Some((e, end)) = exponent(rest, i + 1) else {
             return Parsed::NotAFloat;
-        }
-        if eneg {
-            exp10 = -exp10;
-        }
-        i = j;
+        };
+        exp10 = e;
+        i = end;
     }
     if i != rest.len() {
         return Parsed::NotAFloat;
@@ -197,6 +177,34 @@ fn parse(text: &[u8]) -> Parsed {
     }
 }
 
+/// An exponent's optional sign and decimal digits from `text[at..]` (its magnitude capped
+/// at 1,000,000, far past every finite long double), and where it ends; `None` without a
+/// digit (strtold leaves such an exponent unread, so the text is not a whole float).
+fn exponent(text: &[u8], at: usize) -> Option<(i64, usize)> {
+    let mut j = at;
+    let neg = match text.get(j) {
+        Some(b'-') => {
+            j += 1;
+            true
+        }
+        Some(b'+') => {
+            j += 1;
+            false
+        }
+        _ => false,
+    };
+    let start = j;
+    let mut v: i64 = 0;
+    while j < text.len() && text[j].is_ascii_digit() {
+        v = (v * 10 + i64::from(text[j] - b'0')).min(1_000_000);
+        j += 1;
+    }
+    if j == start {
+        return None;
+    }
+    Some((if neg { -v } else { v }, j))
+}
+
 /// C's hexadecimal float after its `0x`: hex digits, an optional point and hex digits (at
 /// least one digit in all), an optional binary exponent `p[+-]digits`.
 fn parse_hex(text: &[u8]) -> Parsed {
@@ -225,29 +233,11 @@ fn parse_hex(text: &[u8]) -> Parsed {
         return Parsed::NotAFloat;
     }
     if i < text.len() && (text[i] | 0x20) == b'p' {
-        let mut j = i + 1;
-        let eneg = match text.get(j) {
-            Some(b'-') => {
-                j += 1;
-                true
-            }
-            Some(b'+') => {
-                j += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = j;
-        let mut p: i64 = 0;
-        while j < text.len() && text[j].is_ascii_digit() {
-            p = (p * 10 + i64::from(text[j] - b'0')).min(1_000_000);
-            j += 1;
-        }
-        if j == start {
+        let Some((p, end)) = exponent(text, i + 1) else {
             return Parsed::NotAFloat;
-        }
-        exp2 += if eneg { -p } else { p };
-        i = j;
+        };
+        exp2 += p;
+        i = end;
     }
     if i != text.len() {
         return Parsed::NotAFloat;
