@@ -675,3 +675,19 @@ fn exec_out_of_memory_discards_a_writing_transaction_whole() {
     let n: i64 = con.incr("x", 1).unwrap();
     assert_eq!(n, 1);
 }
+
+/// CLIENT LIST and CLIENT INFO name a container's subcommand as Redis 7 does
+/// (`cmd=client|info`), and a plain command by its name.
+#[test]
+fn client_list_names_the_subcommand() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut con).unwrap();
+    assert!(info.contains(" cmd=client|info "), "{info}");
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
+    assert!(list.contains(" cmd=client|list "), "{list}");
+    let mut other = node.client();
+    let _: Option<String> = other.get("x").unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
+    assert!(list.lines().any(|l| l.contains(" cmd=get ")), "{list}");
+}

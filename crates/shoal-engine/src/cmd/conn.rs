@@ -238,7 +238,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Reply::Verbatim(
                 format!(
                     "{}\n",
-                    info.describe(ctx.now_ms, super::last_command(&info))
+                    info.describe(ctx.now_ms, &super::last_command(&info))
                 )
                 .into(),
             )
@@ -337,7 +337,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
-        out.push_str(&c.describe(ctx.now_ms, super::last_command(&c)));
+        out.push_str(&c.describe(ctx.now_ms, &super::last_command(&c)));
         out.push('\n');
     }
     Reply::Verbatim(out.into())

@@ -616,10 +616,25 @@ fn spec_at(index: usize) -> Option<&'static CommandSpec> {
         .or_else(|| INTERNAL.get(index.checked_sub(TABLE.len())?))
 }
 
-/// The name of the last command a client ran ("" before its first).
-pub fn last_command(info: &ClientInfo) -> &'static str {
-    spec_at(info.last_cmd.load(std::sync::atomic::Ordering::Relaxed)).map_or("", |c| c.name)
+/// The name of the last command a client ran ("" before its first), with its subcommand
+/// as Redis 7 shows it in CLIENT LIST (`client|list`).
+pub fn last_command(info: &ClientInfo) -> String {
+    let packed = info.last_cmd.load(std::sync::atomic::Ordering::Relaxed);
+    let Some(spec) = spec_at(packed & LAST_INDEX) else {
+        return String::new();
+    };
+    match (packed >> LAST_SUB_SHIFT).checked_sub(1) {
+        Some(sub) if sub < spec.subcommands.len() => {
+            format!("{}|{}", spec.name, spec.subcommands[sub])
+        }
+        _ => spec.name.to_string(),
+    }
 }
+
+/// `ClientInfo::last_cmd` packs the row's index (low bits) and its subcommand's place + 1
+/// (0: none) above `LAST_SUB_SHIFT`.
+const LAST_SUB_SHIFT: u32 = 24;
+const LAST_INDEX: usize = (1 << LAST_SUB_SHIFT) - 1;
 
 /// Looks a command up by name, case-insensitively (internal rows included).
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
@@ -866,10 +881,18 @@ fn prepare_found(
     index: usize,
     spec: &'static CommandSpec,
 ) -> Prepared {
-    session
-        .info
-        .last_cmd
-        .store(index, std::sync::atomic::Ordering::Relaxed);
+    let sub = match args.get(1) {
+        Some(a) if !spec.subcommands.is_empty() => spec
+            .subcommands
+            .iter()
+            .position(|s| a.eq_ignore_ascii_case(s.as_bytes()))
+            .map_or(0, |i| i + 1),
+        _ => 0,
+    };
+    session.info.last_cmd.store(
+        index | (sub << LAST_SUB_SHIFT),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     if (spec.arity > 0 && args.len() != spec.arity as usize)
         || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
     {
