@@ -161,6 +161,18 @@ fn parse(text: &[u8]) -> Parsed {
     let rounded = if k >= 0 {
         n.mul_pow(10, k as u64);
         round(&n, 0, false)
+    } else if -k <= 26 && n.bits() <= 128 {
+        // The common case, in 128-bit integers: 5^26 has 61 bits, so the shifted numerator
+        // fits (at most 61 + 66 bits when shifted, the digits' own bits when not).
+        let five = 5u128.pow((-k) as u32);
+        let five_bits = 128 - i64::from(five.leading_zeros());
+        let shift = (five_bits - n.bits() as i64 + 66).max(0);
+        let num = n.low_u128() << shift;
+        round(
+            &Big::from_u128(num / five),
+            k - shift,
+            !num.is_multiple_of(five),
+        )
     } else {
         // n / 10^-k = n / 5^-k × 2^k: a quotient of at least 66 bits and its remainder.
         let mut five = Big::from_u64(1);
@@ -323,6 +335,26 @@ fn add(a: Ld, b: Ld) -> Option<Ld> {
     if gap > 130 && hi.m.leading_zeros() == 0 {
         return Some(hi);
     }
+    if gap <= 63 {
+        // The common case, in 128-bit integers: hi's mantissa shifted by the gap fits.
+        let x = u128::from(hi.m) << gap;
+        let y = u128::from(lo.m);
+        let base = hi.e - gap as i64;
+        let (neg, n) = if hi.neg == lo.neg {
+            (hi.neg, x + y)
+        } else if x > y {
+            (hi.neg, x - y)
+        } else if x < y {
+            (lo.neg, y - x)
+        } else {
+            return Some(Ld {
+                neg: false,
+                m: 0,
+                e: 0,
+            });
+        };
+        return round(&Big::from_u128(n), base, false).map(|v| Ld { neg, ..v });
+    }
     let gap = gap.min(200);
     let mut x = Big::from_u64(hi.m);
     x.shl(gap);
@@ -359,7 +391,26 @@ fn add(a: Ld, b: Ld) -> Option<Ld> {
 
 /// `"%.17Lf"` of the value, its trailing zeros and a trailing point removed, `-0` as `0`.
 fn human(v: Ld) -> String {
-    let (int, frac17) = if v.e >= 0 {
+    let (int, frac17) = if (-70..0).contains(&v.e) {
+        // The common case, in 128-bit integers: the fraction has at most 70 bits, times
+        // 10^17 (57 bits) it fits.
+        let s = (-v.e) as u32;
+        let m = u128::from(v.m);
+        let mask = (1u128 << s) - 1;
+        let frac = (m & mask) * 100_000_000_000_000_000;
+        let mut d = (frac >> s) as u64;
+        let half = (frac >> (s - 1)) & 1 == 1;
+        let below = frac & ((1u128 << (s - 1)) - 1) != 0;
+        if half && (below || d & 1 == 1) {
+            d += 1;
+        }
+        let mut int = m >> s;
+        if d == 100_000_000_000_000_000 {
+            int += 1;
+            d = 0;
+        }
+        (Big::from_u128(int), d)
+    } else if v.e >= 0 {
         let mut i = Big::from_u64(v.m);
         i.shl(v.e as u64);
         (i, 0u64)
@@ -411,6 +462,17 @@ struct Big(Vec<u32>);
 impl Big {
     fn zero() -> Big {
         Big(Vec::new())
+    }
+
+    fn from_u128(v: u128) -> Big {
+        let mut b = Big(vec![
+            v as u32,
+            (v >> 32) as u32,
+            (v >> 64) as u32,
+            (v >> 96) as u32,
+        ]);
+        b.trim();
+        b
     }
 
     fn from_u64(v: u64) -> Big {
@@ -548,6 +610,12 @@ impl Big {
             self.0[limbs] &= (1u32 << bits).wrapping_sub(1);
         }
         self.trim();
+    }
+
+    fn low_u128(&self) -> u128 {
+        (0..4).fold(0u128, |acc, i| {
+            acc | (u128::from(self.0.get(i).copied().unwrap_or(0)) << (32 * i))
+        })
     }
 
     fn low_u64(&self) -> u64 {
