@@ -273,6 +273,13 @@ impl View {
             || self.live_peers().any(|(n, _)| n.same_incarnation(node))
     }
 
+    /// The link to the live peer named `name` at cluster address `addr`, if any.
+    pub fn link_at(&self, name: &str, addr: std::net::SocketAddr) -> Option<&Arc<Peer>> {
+        self.live_peers()
+            .find(|(n, _)| n.name == name && n.cluster == addr)
+            .map(|(_, p)| p)
+    }
+
     /// The link to `node` (this incarnation), if it is a live peer.
     pub fn link_to(&self, node: &NodeInfo) -> Option<&Arc<Peer>> {
         self.live_peers()

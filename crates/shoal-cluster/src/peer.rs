@@ -67,11 +67,7 @@ impl PeerService {
         name: &str,
         addr: std::net::SocketAddr,
     ) -> shoal_wire::PeerClient {
-        if let Some(p) = view
-            .live_peers()
-            .find(|(n, _)| n.name == name && n.cluster == addr)
-            .map(|(_, p)| p)
-        {
+        if let Some(p) = view.link_at(name, addr) {
             return p.client.clone();
         }
         let mut strangers = self.strangers.lock().unwrap_or_else(|e| e.into_inner());

@@ -322,15 +322,9 @@ fn set_relays(
     let view = cluster.view();
     // Members with a link in the view, at the address probed: only they are relayed to and
     // through.
-    let link = |name: &str| {
-        let t = tracked.get(name)?;
-        view.live_peers()
-            .find(|(n, _)| n.name == name && n.cluster == t.cluster)
-            .map(|(_, p)| p.clone())
-    };
-    let links: Vec<(&str, Reach, std::sync::Arc<crate::Peer>)> = tracked
+    let links: Vec<(&str, Reach, &std::sync::Arc<crate::Peer>)> = tracked
         .iter()
-        .filter_map(|(n, t)| link(n).map(|p| (n.as_str(), t.reach, p)))
+        .filter_map(|(n, t)| view.link_at(n, t.cluster).map(|p| (n.as_str(), t.reach, p)))
         .collect();
     let now_vias: Vec<Option<(String, std::net::SocketAddr)>> =
         links.iter().map(|(_, _, p)| p.route.via()).collect();
@@ -381,10 +375,7 @@ async fn probe_all(
 ) {
     let view = cluster.view();
     let probes = tracked.iter_mut().map(|(name, t)| {
-        let link = view
-            .live_peers()
-            .find(|(n, _)| n.name == *name && n.cluster == t.cluster)
-            .map(|(_, p)| p.clone());
+        let link = view.link_at(name, t.cluster).cloned();
         let client = match &link {
             Some(p) => {
                 t.own = None;

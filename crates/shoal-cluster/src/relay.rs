@@ -137,7 +137,7 @@ impl Route {
             self.wait_drained().await;
             (via, number) = self.current();
         }
-        let (sent, _done) = match via {
+        let (mut sent, _done) = match via {
             None => (
                 Box::pin(self.direct.request(epoch, body)) as RequestFuture,
                 None,
@@ -158,7 +158,6 @@ impl Route {
                 (Box::pin(sent) as RequestFuture, Some(done))
             }
         };
-        let mut sent = sent;
         // Queued on its link before the next request may pass.
         if let std::task::Poll::Ready(r) = futures_util::poll!(sent.as_mut()) {
             return r;

@@ -286,7 +286,8 @@ fn round(n: &Big, e: i64, sticky: bool) -> Option<Ld> {
     let lo = (e + len - 64).max(MIN_EXP);
     let r = lo - e;
     let (m, lo) = if r <= 0 {
-        (n.low_u64_shifted_left((-r) as u64), lo)
+        // `n` has at most 64 bits here, and fits shifted.
+        (n.low_u64() << (-r), lo)
     } else {
         let r = r as u64;
         let mut m = n.shr_u64(r);
@@ -628,11 +629,6 @@ impl Big {
         let mut c = self.clone();
         c.shr(r);
         c.low_u64()
-    }
-
-    /// The value shifted left by `l` bits, which keep it within 64.
-    fn low_u64_shifted_left(&self, l: u64) -> u64 {
-        self.low_u64() << l
     }
 
     fn cmp(&self, o: &Big) -> Ordering {
