@@ -222,3 +222,44 @@ fn a_reply_over_the_output_limit_closes_the_client() {
     assert!(bytes.is_empty(), "got {} bytes", bytes.len());
     assert_alive(&node);
 }
+
+/// A subscriber that stops reading is closed once its unsent messages pass the `pubsub`
+/// class's hard limit (as Redis closes it), so a slow reader cannot hold memory without
+/// bound; the publisher and the other clients carry on.
+#[test]
+fn a_subscriber_that_does_not_read_is_closed_at_its_output_limit() {
+    const MB: u64 = 1024 * 1024;
+    let node = TestNode::with(|c| {
+        c.client_output_buffer_limit.pubsub.hard = MB;
+        c.client_output_buffer_limit.pubsub.soft = 0;
+    });
+    let mut sub = node.raw();
+    send(&mut sub, b"SUBSCRIBE flood\r\n");
+    let confirm = b"*3\r\n$9\r\nsubscribe\r\n$5\r\nflood\r\n:1\r\n";
+    assert_eq!(read_exact_by(&mut sub, confirm.len(), T), confirm);
+    // The subscriber reads nothing more. Each message is 64 KB: the socket buffers take a
+    // few MB, then the limit is reached.
+    let mut publisher = node.client();
+    let message = vec![b'x'; 64 * 1024];
+    let mut sent = 0;
+    loop {
+        let n: i64 = publisher.publish("flood", &message).unwrap();
+        if n == 0 {
+            break;
+        }
+        sent += 1;
+        assert!(sent < 2_000, "the subscriber was never closed");
+    }
+    assert!(sent > 16, "closed after only {sent} messages");
+    // Its connection ends (whatever had reached the socket before is still readable).
+    let (_, closed) = read_to_close(&mut sub, T);
+    assert!(closed, "the subscriber's connection must be closed");
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("PUBSUB")
+        .query(&mut publisher)
+        .unwrap();
+    assert_eq!(clients, "", "no subscriber left");
+    assert_alive(&node);
+}

@@ -691,3 +691,12 @@ fn client_list_names_the_subcommand() {
     let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
     assert!(list.lines().any(|l| l.contains(" cmd=get ")), "{list}");
 }
+
+/// redis-py's Pub/Sub (sync and asyncio, RESP2 and RESP3, handlers, its health-check PING,
+/// 200 pipelined publishes in order) against one node.
+#[test]
+fn redis_py_pubsub() {
+    let node = TestNode::start();
+    let a = node.addr.to_string();
+    shoal_tests::python_client("pubsub.py", &[&a, &a]);
+}

@@ -1582,3 +1582,108 @@ fn writes_of_large_collections_replicate_as_deltas() {
         assert_eq!(got, want, "via {}", m.name);
     }
 }
+
+/// Pub/Sub across nodes: a message published on any node reaches the subscribers of every
+/// node, in the order one connection published them, and PUBLISH counts them all;
+/// PUBSUB's counts add up every node's; a member that is gone counts none, without error.
+#[test]
+fn published_messages_reach_subscribers_on_every_node_in_order() {
+    let mut cluster = TestCluster::start(3, |_| {});
+    let timeout = Some(Duration::from_secs(10));
+    let mut on_n1 = cluster.members[1].client();
+    let mut on_n2 = cluster.members[2].client_resp3();
+    let mut sub1 = on_n1.as_pubsub();
+    sub1.set_read_timeout(timeout).unwrap();
+    sub1.subscribe("news").unwrap();
+    sub1.psubscribe("n*").unwrap();
+    let mut sub2 = on_n2.as_pubsub();
+    sub2.set_read_timeout(timeout).unwrap();
+    sub2.subscribe("news").unwrap();
+
+    let mut publisher = cluster.members[0].client();
+    // Two on n1 (the channel and the pattern), one on n2.
+    let n: i64 = publisher.publish("news", "first").unwrap();
+    assert_eq!(n, 3);
+    let numsub: Vec<Value> = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg("news")
+        .arg("none")
+        .query(&mut publisher)
+        .unwrap();
+    assert_eq!(
+        numsub,
+        vec![
+            Value::BulkString(b"news".to_vec()),
+            Value::Int(2),
+            Value::BulkString(b"none".to_vec()),
+            Value::Int(0)
+        ]
+    );
+    let numpat: i64 = redis::cmd("PUBSUB")
+        .arg("NUMPAT")
+        .query(&mut publisher)
+        .unwrap();
+    assert_eq!(numpat, 1);
+    let channels: Vec<String> = redis::cmd("PUBSUB")
+        .arg("CHANNELS")
+        .query(&mut publisher)
+        .unwrap();
+    assert_eq!(
+        channels,
+        vec!["news".to_string()],
+        "one channel, named once"
+    );
+
+    // A pipeline of publishes arrives in order at both nodes.
+    const COUNT: usize = 300;
+    let mut pipe = redis::pipe();
+    for i in 0..COUNT {
+        pipe.publish("news", i.to_string());
+    }
+    let counts: Vec<i64> = pipe.query(&mut publisher).unwrap();
+    assert!(counts.iter().all(|&c| c == 3), "{counts:?}");
+
+    let payload = |m: redis::Msg| -> (String, Option<String>, String) {
+        let pattern = m.from_pattern().then(|| m.get_pattern::<String>().unwrap());
+        (
+            m.get_channel_name().to_string(),
+            pattern,
+            m.get_payload().unwrap(),
+        )
+    };
+    // n1: each message twice, the channel's copy first, as Redis delivers.
+    let mut got = Vec::new();
+    for _ in 0..2 * (COUNT + 1) {
+        got.push(payload(sub1.get_message().expect("n1 receives")));
+    }
+    let mut want = Vec::new();
+    for p in std::iter::once("first".to_string()).chain((0..COUNT).map(|i| i.to_string())) {
+        want.push(("news".to_string(), None, p.clone()));
+        want.push(("news".to_string(), Some("n*".to_string()), p));
+    }
+    assert_eq!(got, want);
+    let got: Vec<String> = (0..=COUNT)
+        .map(|_| payload(sub2.get_message().expect("n2 receives")).2)
+        .collect();
+    let want: Vec<String> = std::iter::once("first".to_string())
+        .chain((0..COUNT).map(|i| i.to_string()))
+        .collect();
+    assert_eq!(got, want, "RESP3 subscriber on n2");
+
+    // n2 is gone: n1's subscribers still count and receive.
+    drop(sub2);
+    drop(on_n2);
+    cluster.crash(2);
+    let n: i64 = publisher.publish("news", "after").unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(payload(sub1.get_message().unwrap()).2, "after");
+}
+
+/// redis-py's Pub/Sub with its subscribers on n1 and its publisher on n0.
+#[test]
+fn redis_py_pubsub_across_nodes() {
+    let cluster = TestCluster::start(3, |_| {});
+    let sub = cluster.members[1].addr.to_string();
+    let publisher = cluster.members[0].addr.to_string();
+    shoal_tests::python_client("pubsub.py", &[&sub, &publisher]);
+}

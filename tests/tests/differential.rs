@@ -9,7 +9,11 @@
 //! - `["!closed"]`: the server must have closed the connection;
 //! - `["!scanall", args...]`: a full `SCAN 0 args...` iteration, compared as a sorted key set;
 //! - `["!sorted", args...]`: a command whose reply is an array or a set in no set order
-//!   (SMEMBERS of a hashtable, SINTER, ...), compared with its elements sorted.
+//!   (SMEMBERS of a hashtable, SINTER, ...), compared with its elements sorted;
+//! - `["!replies", n, args...]`: a command that answers `n` times (SUBSCRIBE a b);
+//! - `["!conn", i]`: the next steps go on the case's connection `i` (opened on first use,
+//!   in the case's protocol), so Pub/Sub can publish on one and read on another;
+//! - `["!read", n]`: read `n` replies that come unasked (published messages).
 //!
 //! `KEYS` replies are compared as sorted sets (Redis's order is unspecified). `CLIENT REPLY
 //! OFF|SKIP` are followed: no reply is read where Redis sends none.
@@ -351,19 +355,32 @@ fn run_case(addr: SocketAddr, resp3: bool, case: Case) -> Vec<(String, String)> 
     );
     drop(setup);
 
-    let mut c = Conn::connect(addr);
-    if resp3 {
-        c.send(&multibulk(&["HELLO", "3"]));
-        let hello = c.read_reply().expect("HELLO 3 reply");
-        assert!(
-            hello.starts_with(b"%"),
-            "HELLO 3 on {addr}: {}",
-            escape(&hello)
-        );
-    }
+    let open = || {
+        let mut c = Conn::connect(addr);
+        if resp3 {
+            c.send(&multibulk(&["HELLO", "3"]));
+            let hello = c.read_reply().expect("HELLO 3 reply");
+            assert!(
+                hello.starts_with(b"%"),
+                "HELLO 3 on {addr}: {}",
+                escape(&hello)
+            );
+        }
+        c
+    };
+    let mut conns = vec![open()];
+    let mut current = 0;
     let mut mode = Reply::On;
     let mut out = Vec::new();
     for (n, step) in case.iter().enumerate() {
+        if step[0] == "!conn" {
+            current = step[1].parse().expect("!conn index");
+            while conns.len() <= current {
+                conns.push(open());
+            }
+            continue;
+        }
+        let c = &mut conns[current];
         let label = format!("step {n}: ")
             + &step
                 .iter()
@@ -383,6 +400,19 @@ fn run_case(addr: SocketAddr, resp3: bool, case: Case) -> Vec<(String, String)> 
                 }
             }
             "!closed" => out.push((label, c.closed())),
+            "!read" => {
+                let n: usize = step[1].parse().expect("!read count");
+                for i in 0..n {
+                    out.push((format!("{label} [reply {i}]"), obs(c.read_reply())));
+                }
+            }
+            "!replies" => {
+                let n: usize = step[1].parse().expect("!replies count");
+                c.send(&multibulk(&step[2..]));
+                for i in 0..n {
+                    out.push((format!("{label} [reply {i}]"), obs(c.read_reply())));
+                }
+            }
             "!sorted" => {
                 c.send(&multibulk(&step[1..]));
                 out.push((label, obs(c.read_reply().map(sorted_array))));
@@ -3646,6 +3676,91 @@ const CONNECTION: &[Case] = &[
     ],
 ];
 
+/// Pub/Sub: subscribers on one connection, publishers on another (`!conn`), the messages
+/// read as they come (`!read`). Not here: SUBSCRIBE inside MULTI (Redis 7 queues it and
+/// its EXEC reply breaks the protocol; Shoal refuses it), UNSUBSCRIBE without arguments
+/// from several channels (the order is the server's dictionary order).
+const PUBSUB: &[Case] = &[
+    &[
+        &["!replies", "2", "SUBSCRIBE", "news", "sport"],
+        &["!replies", "1", "SUBSCRIBE", "news"],
+        &["!replies", "2", "PSUBSCRIBE", "n*", "h?llo"],
+        &["!conn", "1"],
+        &["PUBLISH", "news", "hello"],
+        &["PUBLISH", "sport", "goal"],
+        &["PUBLISH", "nothing", ""],
+        &["PUBLISH", "hello", "x"],
+        &["PUBLISH", "other", "y"],
+        &["!sorted", "PUBSUB", "CHANNELS"],
+        &["PUBSUB", "CHANNELS", "s*"],
+        &["PUBSUB", "CHANNELS", "none*"],
+        &["PUBSUB", "NUMSUB", "news", "sport", "none"],
+        &["PUBSUB", "NUMSUB"],
+        &["PUBSUB", "NUMPAT"],
+        &["!conn", "0"],
+        &["!read", "5"],
+        // Only Pub/Sub commands, PING, QUIT and RESET in RESP2; everything in RESP3.
+        &["GET", "k"],
+        &["CLIENT", "GETNAME"],
+        &["PING"],
+        &["PING", "hi"],
+        &["!replies", "2", "UNSUBSCRIBE", "news", "nope"],
+        &["!replies", "1", "PUNSUBSCRIBE", "n*"],
+        &["!replies", "1", "UNSUBSCRIBE", "sport"],
+        &["!replies", "1", "PUNSUBSCRIBE"],
+        &["GET", "k"],
+        &["PING"],
+        &["!replies", "1", "UNSUBSCRIBE"],
+        &["!replies", "1", "PUNSUBSCRIBE"],
+        &["!replies", "2", "UNSUBSCRIBE", "a", "b"],
+        &["!conn", "1"],
+        &["PUBLISH", "news", "gone"],
+        &["PUBSUB", "NUMPAT"],
+    ],
+    // Shard channels: a name space of their own.
+    &[
+        &["!replies", "2", "SSUBSCRIBE", "s1", "s2"],
+        &["!replies", "1", "SUBSCRIBE", "s1"],
+        &["!conn", "1"],
+        &["SPUBLISH", "s1", "a"],
+        &["PUBLISH", "s2", "b"],
+        &["SPUBLISH", "s2", "c"],
+        &["!sorted", "PUBSUB", "SHARDCHANNELS"],
+        &["PUBSUB", "SHARDCHANNELS", "*2"],
+        &["PUBSUB", "SHARDNUMSUB", "s1", "s3"],
+        &["PUBSUB", "NUMSUB", "s1", "s2"],
+        &["!conn", "0"],
+        &["!read", "2"],
+        &["!replies", "1", "SUNSUBSCRIBE", "s1"],
+        &["!replies", "1", "UNSUBSCRIBE", "s1"],
+        &["!replies", "1", "SUNSUBSCRIBE"],
+        &["!replies", "1", "SUNSUBSCRIBE"],
+    ],
+    // RESET ends every subscription.
+    &[
+        &["!replies", "1", "SUBSCRIBE", "c"],
+        &["RESET"],
+        &["GET", "k"],
+        &["!conn", "1"],
+        &["PUBLISH", "c", "x"],
+        &["PUBSUB", "NUMSUB", "c"],
+    ],
+    // Errors.
+    &[
+        &["SUBSCRIBE"],
+        &["PSUBSCRIBE"],
+        &["SSUBSCRIBE"],
+        &["PUBLISH", "c"],
+        &["SPUBLISH", "c", "m", "x"],
+        &["PUBSUB"],
+        &["PUBSUB", "NOPE"],
+        &["PUBSUB", "NUMPAT", "x"],
+        &["PUBSUB", "HELP", "x"],
+        &["PUBSUB", "HELP"],
+        &["PUBSUB", "CHANNELS", "a", "b"],
+    ],
+];
+
 const INLINE: &[Case] = &[
     &[
         &["!raw", "SET \"a b\" 'c d'\r\n", "1"],
@@ -4165,6 +4280,16 @@ fn connection_matches_redis() {
 #[test]
 fn inline_and_protocol_errors_match_redis() {
     run_family("inline", INLINE);
+}
+
+#[test]
+fn pubsub_matches_redis() {
+    run_family("pubsub", PUBSUB);
+}
+
+#[test]
+fn pubsub_matches_redis_through_a_cluster_node() {
+    run_family_in_cluster("pubsub", PUBSUB);
 }
 
 /// The command tips of COMMAND INFO (its eighth element) match redis-server's for every

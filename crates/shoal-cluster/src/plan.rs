@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use shoal_store::key_slot;
 
-use shoal_engine::cmd::{self, flag, Access, CommandSpec, Merge, Route};
+use shoal_engine::cmd::{self, flag, Access, CommandSpec, Gather, Merge, Route};
 
 /// Where one request runs: the router's decision, made by [`plan`] without any I/O.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +59,13 @@ pub fn plan(
     spec: &CommandSpec,
     args: &[Bytes],
 ) -> Plan {
+    // Pub/Sub reaches whoever is reachable, whatever the node's standing.
+    let pubsub = matches!(
+        spec.route,
+        Route::AllNodes(Gather::Publish | Gather::PubSub)
+    );
     if standing != Standing::Serving
+        && !pubsub
         && !matches!(spec.route, Route::Here | Route::Info | Route::Cluster)
     {
         return match standing {
@@ -71,6 +77,8 @@ pub fn plan(
     match spec.route {
         Route::Here => Plan::Here,
         Route::Split(merge) => Plan::Split(merge),
+        // PUBSUB HELP and the errors are answered here.
+        Route::AllNodes(Gather::PubSub) if !cmd::pubsub_gathers(args) => Plan::Here,
         Route::AllNodes(_) => Plan::AllNodes,
         Route::Exec => Plan::Exec,
         Route::Info if cmd::info_wants_keyspace(args) => Plan::InfoKeyspace,
@@ -157,6 +165,8 @@ pub fn cluster_rule(
         }
     }
     let slot = match spec.route {
+        // Published messages reach the whole cluster, as in Redis Cluster.
+        Route::AllNodes(Gather::Publish) => return ClusterRule::Route,
         Route::AllNodes(_) if spec.flags & flag::WRITE == 0 => return ClusterRule::Local,
         Route::Info => return ClusterRule::Local,
         Route::Exec => one_slot(
@@ -228,7 +238,8 @@ mod tests {
         match (spec.first_key, spec.last_key, spec.step) {
             _ if spec.numkeys > 0 => Class::SameOwner,
             (0, _, _) => match spec.name {
-                "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" => Class::FanOut,
+                "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" | "publish"
+                | "spublish" | "pubsub" => Class::FanOut,
                 "info" => Class::Info,
                 "exec" => Class::Exec,
                 "cluster" => Class::Cluster,
@@ -301,6 +312,7 @@ mod tests {
                 Route::Owner | Route::Watch if positions.is_empty() => Plan::Here,
                 Route::Owner | Route::Watch => Plan::Owned,
                 Route::Split(m) => Plan::Split(m),
+                Route::AllNodes(Gather::PubSub) if !cmd::pubsub_gathers(&here) => Plan::Here,
                 Route::AllNodes(_) => Plan::AllNodes,
                 Route::Exec => Plan::Exec,
             };
@@ -337,7 +349,10 @@ mod tests {
             let joining = plan(&p, 0, Standing::Looking, spec, &here);
             let cut_off = plan(&p, 0, Standing::CutOff, spec, &here);
             match spec.route {
-                Route::Here | Route::Info | Route::Cluster => {
+                Route::Here
+                | Route::Info
+                | Route::Cluster
+                | Route::AllNodes(Gather::Publish | Gather::PubSub) => {
                     assert_eq!(joining, expected_here, "{}", spec.name);
                     assert_eq!(cut_off, expected_here, "{}", spec.name);
                 }
@@ -366,6 +381,22 @@ mod tests {
             plan(&p, 0, Standing::Serving, info, &args(&["INFO", "server"])),
             Plan::Here
         );
+        // PUBSUB's counts come from every node; its HELP and errors from this one.
+        let pubsub = cmd::lookup(b"pubsub").unwrap();
+        for (req, expected) in [
+            (&["PUBSUB", "NUMSUB", "a"][..], Plan::AllNodes),
+            (&["PUBSUB", "channels"], Plan::AllNodes),
+            (&["PUBSUB", "NUMPAT"], Plan::AllNodes),
+            (&["PUBSUB", "NUMPAT", "x"], Plan::Here),
+            (&["PUBSUB", "HELP"], Plan::Here),
+            (&["PUBSUB", "NOPE"], Plan::Here),
+        ] {
+            assert_eq!(
+                plan(&p, 0, Standing::Looking, pubsub, &args(req)),
+                expected,
+                "{req:?}"
+            );
+        }
         // CLUSTER COUNTKEYSINSLOT counts at the slot's owner.
         let cluster = cmd::lookup(b"cluster").unwrap();
         let count = args(&["CLUSTER", "COUNTKEYSINSLOT", &other_slot.to_string()]);
@@ -433,6 +464,15 @@ mod tests {
         assert_eq!(rule("dbsize", &["dbsize"], &[], false), ClusterRule::Local);
         assert_eq!(rule("keys", &["keys", "*"], &[], false), ClusterRule::Local);
         assert_eq!(rule("info", &["info"], &[], false), ClusterRule::Local);
+        // Published messages reach every node; PUBSUB answers for this one, as Redis Cluster.
+        assert_eq!(
+            rule("publish", &["publish", "c", "m"], &[], false),
+            ClusterRule::Route
+        );
+        assert_eq!(
+            rule("pubsub", &["pubsub", "numsub", "c"], &[], false),
+            ClusterRule::Local
+        );
         assert_eq!(
             rule("flushall", &["flushall"], &[], false),
             ClusterRule::Route

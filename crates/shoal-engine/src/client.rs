@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -52,6 +54,9 @@ pub struct ClientInfo {
     /// The worker thread serving the connection (CLIENT LIST's `io-thread`, as Redis 8's;
     /// see `threads`).
     pub io_thread: AtomicUsize,
+    /// Its subscriptions to channels, patterns and shard channels (CLIENT LIST's `sub`,
+    /// `psub`, `ssub`; see `crate::pubsub`).
+    pub subscriptions: [AtomicU32; 3],
 }
 
 /// CLIENT UNBLOCK ... TIMEOUT: the blocked command answers as if its timeout passed.
@@ -149,6 +154,7 @@ impl ClientInfo {
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             io_thread: AtomicUsize::new(0),
+            subscriptions: Default::default(),
         }
     }
 
@@ -156,6 +162,13 @@ impl ClientInfo {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);
         (self.stop)();
+    }
+
+    /// True while it subscribes to something (CLIENT LIST's flag `P`, `TYPE pubsub`).
+    pub fn is_subscriber(&self) -> bool {
+        self.subscriptions
+            .iter()
+            .any(|n| n.load(Ordering::Relaxed) > 0)
     }
 
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline): Redis 7's fields,
@@ -184,18 +197,26 @@ impl ClientInfo {
         // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
         // part still arriving is in qbuf).
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub=0 psub=0 ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
             s(name).unwrap_or_default(),
             now_ms.saturating_sub(self.created_ms) / 1000,
             now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
-            match (multi >= 0, self.blocked.load(Ordering::Relaxed)) {
-                (true, _) => "x",
-                (false, true) => "b",
-                (false, false) => "N",
+            match (
+                multi >= 0,
+                self.blocked.load(Ordering::Relaxed),
+                self.is_subscriber(),
+            ) {
+                (true, _, _) => "x",
+                (false, true, _) => "b",
+                (false, false, true) => "P",
+                (false, false, false) => "N",
             },
+            self.subscriptions[0].load(Ordering::Relaxed),
+            self.subscriptions[1].load(Ordering::Relaxed),
+            self.subscriptions[2].load(Ordering::Relaxed),
             get(&b.qbuf),
             get(&b.qbuf_free),
             get(&b.rbp),

@@ -59,6 +59,8 @@ pub struct Engine {
     pub settings_hook: std::sync::OnceLock<SettingsHook>,
     /// Clients blocked on keys (BLPOP, BZPOPMIN, ...), woken by writes to those keys.
     pub blocked: std::sync::Arc<crate::blocking::Blocked>,
+    /// This node's Pub/Sub subscriptions (SUBSCRIBE, PUBLISH, ...).
+    pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
 }
 
 impl Engine {
@@ -105,6 +107,7 @@ impl Engine {
             latency,
             settings_hook: std::sync::OnceLock::new(),
             blocked: Default::default(),
+            pubsub: Default::default(),
         }
     }
 

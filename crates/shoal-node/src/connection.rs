@@ -265,19 +265,18 @@ pub trait Frontend: Send {
     /// Bytes the request in progress still needs (0 when unknown), to size the next read.
     fn bytes_wanted(&self) -> usize;
 
-    /// The MONITOR feed, once the connection asked for it.
-    fn monitor(&mut self) -> Option<&mut shoal_cluster::monitor::MonitorFeed> {
-        None
+    /// Output the client did not ask for (MONITOR lines, Pub/Sub messages), encoded: the I/O
+    /// loop waits on it beside the socket while it waits for input. Pending for ever when
+    /// there is none to come; `Err` when the feed fell too far behind (the client is closed).
+    /// Cancel safe: nothing is taken unless it is returned.
+    fn next_push(&mut self) -> impl std::future::Future<Output = Result<Bytes, Close>> + Send {
+        std::future::pending()
     }
-}
 
-/// The next MONITOR line for a connection, or never when it does not monitor.
-async fn next_monitor_line(
-    feed: Option<&mut shoal_cluster::monitor::MonitorFeed>,
-) -> Result<Bytes, shoal_cluster::monitor::FeedEnd> {
-    match feed {
-        Some(feed) => feed.next().await,
-        None => std::future::pending().await,
+    /// True while the client subscribes (Pub/Sub): the `pubsub` class of
+    /// `client-output-buffer-limit` applies, and `timeout` does not (as in Redis).
+    fn subscriber(&self) -> bool {
+        false
     }
 }
 
@@ -446,9 +445,11 @@ async fn serve<F: Frontend>(
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
-        let (limit, idle_secs) = node
-            .engine
-            .with_settings(|s| (s.client_output_buffer_limit.normal, s.timeout));
+        let subscriber = frontend.subscriber();
+        let (limit, idle_secs) = node.engine.with_settings(|s| match subscriber {
+            true => (s.client_output_buffer_limit.pubsub, 0),
+            false => (s.client_output_buffer_limit.normal, s.timeout),
+        });
         let policy = WritePolicy {
             idle: (idle_secs > 0).then(|| Duration::from_secs(idle_secs)),
             limit,
@@ -589,15 +590,12 @@ async fn serve<F: Frontend>(
                 Ok(n) => n,
                 Err(e) => return Close::Io(e),
             },
-            line = next_monitor_line(frontend.monitor()) => match line {
-                Ok(line) => {
-                    replies.out.push(line);
+            pushed = frontend.next_push() => match pushed {
+                Ok(bytes) => {
+                    replies.out.push(bytes);
                     continue;
                 }
-                Err(why) => {
-                    tracing::warn!(client = info.id, ?why, "closing a monitor that does not keep up");
-                    return Close::OutputLimit;
-                }
+                Err(why) => return why,
             },
             _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
         };

@@ -173,6 +173,15 @@ impl Frontend for RespFrontend {
                 session.reply_mode = ReplyMode::On;
                 self.skip_pending = true;
             }
+            // Messages published meanwhile (by this very command, too) go before its reply,
+            // as Redis writes them into the output when they are published.
+            if let Some(sub) = &session.pubsub {
+                if let Ok(messages) = sub.mailbox().take(FLUSH_AT) {
+                    for m in messages {
+                        m.reply().encode(session.proto, replies);
+                    }
+                }
+            }
             let later = match outcome {
                 Outcome::Reply(reply) => {
                     if !suppress {
@@ -218,7 +227,31 @@ impl Frontend for RespFrontend {
         self.parser.bytes_wanted()
     }
 
-    fn monitor(&mut self) -> Option<&mut MonitorFeed> {
-        self.monitor.as_mut()
+    async fn next_push(&mut self) -> Result<bytes::Bytes, Close> {
+        if let Some(feed) = self.monitor.as_mut() {
+            return feed.next().await.map_err(|why| {
+                tracing::warn!(
+                    client = self.session.info.id,
+                    ?why,
+                    "closing a monitor that does not keep up"
+                );
+                Close::OutputLimit
+            });
+        }
+        let Some(mailbox) = self.session.pubsub.as_ref().map(|s| s.mailbox().clone()) else {
+            return std::future::pending().await;
+        };
+        let messages = std::future::poll_fn(|cx| mailbox.poll_take(cx, FLUSH_AT))
+            .await
+            .map_err(|_| Close::OutputLimit)?;
+        let mut out = BytesMut::new();
+        for m in messages {
+            m.reply().encode(self.session.proto, &mut out);
+        }
+        Ok(out.freeze())
+    }
+
+    fn subscriber(&self) -> bool {
+        self.session.pubsub.as_ref().is_some_and(|s| s.total() > 0)
     }
 }

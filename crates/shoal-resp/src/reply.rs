@@ -82,6 +82,9 @@ pub enum Reply {
     Verbatim(Bytes),
     /// RESP3 push; an array in RESP2.
     Push(Vec<Reply>),
+    /// Several replies one after another, nested in nothing: a command that answers more
+    /// than once (SUBSCRIBE, one reply per channel). Only at the top of a reply.
+    Seq(Vec<Reply>),
 }
 
 impl Reply {
@@ -106,7 +109,7 @@ impl Reply {
         match self {
             Reply::Simple(t) | Reply::Error(t) => ITEM + t.len(),
             Reply::Bulk(b) | Reply::Verbatim(b) => ITEM + b.len(),
-            Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Seq(items) => {
                 ITEM + items.iter().map(Reply::size_hint).sum::<usize>()
             }
             Reply::Map(pairs) => {
@@ -140,6 +143,11 @@ impl Reply {
             Reply::Array(items) => encode_items(sink, b'*', items, proto),
             Reply::Set(items) => encode_items(sink, if resp3 { b'~' } else { b'*' }, items, proto),
             Reply::Push(items) => encode_items(sink, if resp3 { b'>' } else { b'*' }, items, proto),
+            Reply::Seq(items) => {
+                for item in items {
+                    item.encode(proto, sink);
+                }
+            }
             Reply::Map(pairs) => {
                 if resp3 {
                     put_header(out, b'%', pairs.len() as u64);
@@ -564,6 +572,30 @@ mod tests {
         assert_eq!(&out[..], b"$3\r\nxyz\r\n:1234567890\r\n:-7\r\n");
     }
 
+    #[test]
+    fn a_sequence_is_its_replies_one_after_another() {
+        let push = |ch: &'static str, n| {
+            Reply::Push(vec![
+                Reply::bulk(Bytes::from_static(b"subscribe")),
+                Reply::bulk(Bytes::from_static(ch.as_bytes())),
+                Reply::Int(n),
+            ])
+        };
+        let seq = Reply::Seq(vec![push("a", 1), push("b", 2)]);
+        let mut out = BytesMut::new();
+        seq.encode(Protocol::Resp2, &mut out);
+        assert_eq!(
+            &out[..],
+            b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n"
+        );
+        let mut out = BytesMut::new();
+        seq.encode(Protocol::Resp3, &mut out);
+        assert_eq!(
+            &out[..],
+            b">3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n>3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n"
+        );
+    }
+
     fn sanitized(text: &str) -> String {
         text.replace(['\r', '\n'], " ")
     }
@@ -592,6 +624,7 @@ mod tests {
             ),
             Reply::Double(d) => F2::BulkString(double_text(*d)),
             Reply::Bool(b) => F2::Integer(i64::from(*b)),
+            Reply::Seq(_) => unreachable!("the generators make no Seq"),
         }
     }
 
@@ -646,6 +679,7 @@ mod tests {
                 data: *b,
                 attributes: None,
             },
+            Reply::Seq(_) => unreachable!("the generators make no Seq"),
         }
     }
 

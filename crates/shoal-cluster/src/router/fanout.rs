@@ -1,4 +1,5 @@
-//! Cluster-wide commands: DBSIZE, KEYS, RANDOMKEY, FLUSHALL/FLUSHDB, SCAN and INFO keyspace.
+//! Cluster-wide commands: DBSIZE, KEYS, RANDOMKEY, FLUSHALL/FLUSHDB, SCAN and INFO keyspace;
+//! PUBLISH and PUBSUB's counts, which every node answers for its own subscribers.
 //!
 //! Every member (this node included) runs the command on the part of its local keys it
 //! answers for (a `Scope`: at first "the slots I own"); the replies are merged. When a
@@ -48,8 +49,13 @@ pub fn start(
             spec.name
         )));
     };
+    if how == Gather::Publish {
+        return publish(&node, args, proto, db);
+    }
     Outcome::Later(Box::pin(async move {
         match how {
+            Gather::Publish => unreachable!("answered above"),
+            Gather::PubSub => pubsub(&node, &args, proto, db).await,
             Gather::Scan => scan(&node, &args, proto, db).await,
             Gather::Flush => flush(&node, &args, proto, db).await,
             Gather::Sum | Gather::Concat | Gather::Random => {
@@ -64,6 +70,114 @@ pub fn start(
             }
         }
     }))
+}
+
+/// PUBLISH, SPUBLISH: delivered to this node's subscribers now (so one of this connection
+/// sees it before the reply, as on a single node), then sent to every other member, whose
+/// receivers are added in. Each member's messages from one connection arrive in the order
+/// it published them: they travel on the worker's one link to that member, and the member
+/// runs them in arrival order. A member that cannot be reached (or an older one that does
+/// not know the command) counts no receivers: Pub/Sub is fire and forget, as in Redis.
+fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Outcome {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    let view = cluster.view();
+    let (here, _, _) = serve_command(
+        node,
+        cluster,
+        &view,
+        &cluster.internal,
+        proto,
+        db,
+        None,
+        &args,
+        now_ms(),
+        0,
+    );
+    let local = integer_value(&here).unwrap_or(0);
+    if view.len() <= 1 {
+        return Outcome::Reply(Reply::Int(local));
+    }
+    let node = node.clone();
+    Outcome::Later(Box::pin(async move {
+        let others: Vec<u16> = (0..view.len() as u16).filter(|&m| m != view.me).collect();
+        let asks = others
+            .iter()
+            .map(|&m| ask(&node, &view, m, proto, db, None, &args));
+        let mut total = local;
+        for (&m, r) in others.iter().zip(join_all(asks).await) {
+            match r.map(|b| integer_value(&b)) {
+                Ok(Some(n)) => total += n,
+                Ok(None) => {
+                    tracing::debug!(node = %view.nodes[usize::from(m)].name, "a member did not take a published message")
+                }
+                Err(e) => {
+                    tracing::debug!(node = %view.nodes[usize::from(m)].name, error = %e, "a published message did not reach a member")
+                }
+            }
+        }
+        Bytes::from(format!(":{total}\r\n"))
+    }))
+}
+
+/// PUBSUB CHANNELS, SHARDCHANNELS (the union), NUMSUB, SHARDNUMSUB (the counts added up
+/// per channel) and NUMPAT (the sum: a pattern subscribed on two nodes counts twice) over
+/// every reachable member.
+async fn pubsub(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    let view = cluster.view();
+    let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, db, None, args));
+    let mut replies = Vec::with_capacity(view.len());
+    for r in join_all(asks).await {
+        match r {
+            Ok(b) if is_error(&b) => return b,
+            Ok(b) => replies.push(b),
+            // Subscribers on a member out of reach are not counted.
+            Err(_) => {}
+        }
+    }
+    let sub = &args[1];
+    if sub.eq_ignore_ascii_case(b"numpat") {
+        return sum(&replies);
+    }
+    let mut names: Vec<Bytes> = Vec::new();
+    let mut counts: Vec<i64> = Vec::new();
+    let counting = sub.eq_ignore_ascii_case(b"numsub") || sub.eq_ignore_ascii_case(b"shardnumsub");
+    for r in &replies {
+        let Ok(elements) = array_elements(r) else {
+            return error_bytes("ERR unexpected reply from another node");
+        };
+        if counting {
+            // [channel, count, ...] in the order asked, the same from every member.
+            for (i, e) in elements.iter().enumerate().skip(1).step_by(2) {
+                let n = integer_value(&r[e.clone()]).unwrap_or(0);
+                match counts.get_mut(i / 2) {
+                    Some(c) => *c += n,
+                    None => counts.push(n),
+                }
+            }
+        } else {
+            for e in elements {
+                let name = r.slice(e);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    if counting {
+        let mut out = Vec::with_capacity(2 * counts.len());
+        for (name, n) in args[2..].iter().zip(counts) {
+            out.push(Reply::Bulk(name.clone()));
+            out.push(Reply::Int(n));
+        }
+        return encode(&Reply::Array(out), proto);
+    }
+    let mut out = BytesMut::new();
+    out.put_slice(format!("*{}\r\n", names.len()).as_bytes());
+    for n in names {
+        out.put_slice(&n);
+    }
+    out.freeze()
 }
 
 /// Runs `args` on member `m` with `scope`; `Err` when it cannot be reached.

@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::join_all;
-use shoal_engine::cmd::{self, CommandSpec, Prepared, Route, Session};
+use shoal_engine::cmd::{self, CommandSpec, Gather, Prepared, Route, Session};
 use shoal_resp::Reply;
 use shoal_store::key_slot;
 
@@ -259,8 +259,15 @@ impl InFlight {
     /// Notes a command whose reply is to come and which has not run here, routed by the
     /// view of `epoch`.
     fn note(&mut self, args: &[Bytes], epoch: u64) {
+        let spec = cmd::lookup(&args[0]);
+        if spec
+            .is_some_and(|s| matches!(s.route, Route::AllNodes(Gather::Publish | Gather::PubSub)))
+        {
+            // Pub/Sub touches no key: nothing after it waits for its reply.
+            return;
+        }
         self.since = self.since.min(epoch);
-        match cmd::lookup(&args[0]) {
+        match spec {
             Some(spec) if matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) => {
                 let slots = spec.key_positions(args).map(|p| key_slot(&args[p]));
                 self.slots.extend(slots);

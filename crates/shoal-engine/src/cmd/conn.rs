@@ -11,7 +11,9 @@ use super::{
 use crate::REDIS_VERSION;
 
 pub fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let _ = ctx;
+    if args.len() <= 2 && super::pubsub::in_subscribed_context(ctx.session) {
+        return super::pubsub::subscribed_pong(args);
+    }
     match args.len() {
         1 => Reply::Simple("PONG".into()),
         2 => Reply::Bulk(args[1].clone()),
@@ -132,6 +134,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.multi = None;
     s.watched.clear();
     s.readonly = false;
+    // Every subscription ends (dropping them unsubscribes).
+    s.pubsub = None;
     s.db = 0;
     s.info.db.store(0, Ordering::Relaxed);
     Reply::Simple("RESET".into())
@@ -149,9 +153,9 @@ const CLIENT_HELP: &[&str] = &[
     "    Kill connection made from <ip:port>.",
     "KILL <option> <value> [<option> <value> [...]]",
     "    Kill connections. Options are: ID <id>, ADDR <ip:port>, LADDR <ip:port>,",
-    "    TYPE normal, USER default, SKIPME (YES|NO), MAXAGE <seconds>.",
+    "    TYPE (NORMAL|PUBSUB), USER default, SKIPME (YES|NO), MAXAGE <seconds>.",
     "LIST [options ...]",
-    "    Return information about client connections. Options: TYPE normal, ID <id> [...].",
+    "    Return information about client connections. Options: TYPE (NORMAL|PUBSUB), ID <id> [...].",
     "NO-EVICT (ON|OFF)",
     "    Accepted for compatibility; Shoal never evicts clients.",
     "REPLY (ON|OFF|SKIP)",
@@ -304,6 +308,9 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
+    // TYPE: `Some(Some(subscriber))` for pubsub or normal, `Some(None)` for a type no
+    // client here has.
+    let mut wanted: Option<Option<bool>> = None;
     let mut i = 2;
     while i < args.len() {
         if is(&args[i], "TYPE") && i + 1 < args.len() {
@@ -314,9 +321,15 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     String::from_utf8_lossy(t)
                 ));
             }
-            if !is(t, "NORMAL") {
-                ids = Some(Vec::new());
-            }
+            // Redis's client types: a subscriber is `pubsub`, every other client here
+            // `normal` (no masters or replicas).
+            wanted = Some(if is(t, "PUBSUB") {
+                Some(true)
+            } else if is(t, "NORMAL") {
+                Some(false)
+            } else {
+                None
+            });
             i += 2;
         } else if is(&args[i], "ID") && i + 1 < args.len() {
             let mut list = Vec::new();
@@ -334,7 +347,9 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let mut out = String::new();
     for c in ctx.engine.clients.all() {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
+            || wanted.is_some_and(|t| t != Some(c.is_subscriber()))
+        {
             continue;
         }
         out.push_str(&c.describe(ctx.now_ms, &super::last_command(&c)));
@@ -367,7 +382,8 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let (mut id, mut addr, mut laddr, mut maxage) = (None, None, None, None);
     let mut skipme = true;
-    let mut type_ok = true;
+    // TYPE, as in CLIENT LIST.
+    let mut kind: Option<Option<bool>> = None;
     for pair in args[2..].chunks_exact(2) {
         let (k, v) = (&pair[0], &pair[1]);
         if is(k, "ID") {
@@ -390,7 +406,13 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     String::from_utf8_lossy(v)
                 ));
             }
-            type_ok &= is(v, "NORMAL");
+            kind = if is(v, "PUBSUB") {
+                Some(Some(true))
+            } else if is(v, "NORMAL") {
+                Some(Some(false))
+            } else {
+                Some(None)
+            };
         } else if is(k, "SKIPME") {
             skipme = if is(v, "YES") {
                 true
@@ -406,10 +428,11 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     }
     let mut killed = 0;
-    if type_ok {
+    if kind != Some(None) {
         for c in ctx.engine.clients.all() {
             let age = ctx.now_ms.saturating_sub(c.created_ms) / 1000;
             if id.is_some_and(|id| id != c.id)
+                || kind.is_some_and(|k| k != Some(c.is_subscriber()))
                 || addr.as_ref().is_some_and(|a| *a != c.addr.to_string())
                 || laddr.as_ref().is_some_and(|a| *a != c.laddr.to_string())
                 || maxage.is_some_and(|m| (age as i64) < m)

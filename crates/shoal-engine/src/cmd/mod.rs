@@ -18,6 +18,7 @@ mod keys;
 mod list;
 mod memcache;
 pub mod multi;
+mod pubsub;
 mod server;
 mod set;
 mod sort;
@@ -40,6 +41,7 @@ use crate::hooks::{Host, SlotScope};
 
 pub use cluster::parse_slot;
 pub use conn::sets_reply_mode;
+pub use pubsub::gathers as pubsub_gathers;
 pub use server::{info_wants_keyspace, render_info, Info};
 pub use string::blind_write;
 
@@ -96,6 +98,8 @@ pub mod flag {
     pub const DELTA: u32 = 1 << 11;
     /// Refused inside MULTI, which it ends as failed (SHUTDOWN; Redis's `no-multi`).
     pub const NO_MULTI: u32 = 1 << 12;
+    /// Pub/Sub (Redis's `pubsub` flag).
+    pub const PUBSUB: u32 = 1 << 13;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -109,6 +113,7 @@ pub mod flag {
         (NOAUTH, "no_auth"),
         (BLOCKING, "blocking"),
         (NO_MULTI, "no_multi"),
+        (PUBSUB, "pubsub"),
     ];
 }
 
@@ -183,6 +188,11 @@ pub enum Gather {
     Scan,
     /// FLUSHALL, FLUSHDB: every node must succeed.
     Flush,
+    /// PUBLISH, SPUBLISH: delivered here at once, then on every other reachable node; the
+    /// receivers summed.
+    Publish,
+    /// PUBSUB: every reachable node's channels and counts, merged by subcommand.
+    PubSub,
 }
 
 impl Route {
@@ -212,6 +222,7 @@ impl Route {
             Route::AllNodes(Gather::Flush) => {
                 &["request_policy:all_shards", "response_policy:all_succeeded"]
             }
+            Route::AllNodes(Gather::Publish | Gather::PubSub) => &[],
             Route::Info => &[
                 "nondeterministic_output",
                 "request_policy:all_shards",
@@ -533,6 +544,17 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", "A container for latency diagnostics commands.", server::latency,
         &["doctor", "graph", "history", "histogram", "latest", "reset", "help"]),
     cmd!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Listens for all requests received by the server in real-time.", conn::monitor),
+    // pub/sub (refused inside MULTI, where Redis's replies to them break the protocol)
+    cmd!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "2.0.0", "Listens for messages published to channels.", pubsub::subscribe),
+    cmd!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns.", pubsub::psubscribe),
+    cmd!("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "7.0.0", "Listens for messages published to shard channels.", pubsub::ssubscribe),
+    cmd!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "2.0.0", "Stops listening to messages posted to channels.", pubsub::unsubscribe),
+    cmd!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns.", pubsub::punsubscribe),
+    cmd!("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "7.0.0", "Stops listening to messages posted to shard channels.", pubsub::sunsubscribe),
+    CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", "Posts a message to a channel.", pubsub::publish) },
+    CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("spublish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "7.0.0", "Post a message to a shard channel", pubsub::spublish) },
+    CommandSpec { route: Route::AllNodes(Gather::PubSub), ..cmd!("pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands.", pubsub::pubsub,
+        &["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"]) },
     cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role),
     CommandSpec { route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
@@ -776,6 +798,8 @@ pub struct Session {
     /// A blocked command runs again after a wake-up: keys of another type are waited past
     /// instead of answering WRONGTYPE (Redis keeps such a client blocked).
     pub block_retry: bool,
+    /// Its Pub/Sub subscriptions and mailbox, from its first SUBSCRIBE on (`crate::pubsub`).
+    pub pubsub: Option<crate::pubsub::Subscriber>,
 }
 
 impl Session {
@@ -798,6 +822,7 @@ impl Session {
             block: None,
             no_block: false,
             block_retry: false,
+            pubsub: None,
         }
     }
 }
@@ -909,6 +934,17 @@ fn prepare_found(
             ));
         }
         session.authenticated = true;
+    }
+    // A RESP2 connection that subscribes takes only Pub/Sub commands, PING, QUIT and RESET.
+    if session.pubsub.is_some()
+        && pubsub::in_subscribed_context(session)
+        && !pubsub::allowed_while_subscribed(spec.name)
+    {
+        let name = match sub.checked_sub(1) {
+            Some(i) => format!("{}|{}", spec.name, spec.subcommands[i]),
+            None => spec.name.to_string(),
+        };
+        return Prepared::Done(reject(session, pubsub::refused_while_subscribed(&name)));
     }
     if let Some(reply) = check(spec, args, session) {
         if spec.route == Route::Exec && session.multi.take().is_some() {

@@ -285,8 +285,12 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("evicted_keys:{}", stats.evicted_keys);
                 line!("keyspace_hits:{}", stats.keyspace_hits);
                 line!("keyspace_misses:{}", stats.keyspace_misses);
-                line!("pubsub_channels:0");
-                line!("pubsub_patterns:0");
+                {
+                    use crate::pubsub::Space;
+                    line!("pubsub_channels:{}", node.pubsub.names(Space::Channel));
+                    line!("pubsub_patterns:{}", node.pubsub.names(Space::Pattern));
+                    line!("pubsubshard_channels:{}", node.pubsub.names(Space::Shard));
+                }
                 line!("total_error_replies:{}", node.commands.total_errors());
                 section("Stats", b);
             }

@@ -1,0 +1,549 @@
+//! Pub/Sub: the channels, patterns and shard channels this node's clients subscribe to, and
+//! each subscriber's mailbox of messages not yet written to it.
+//!
+//! PUBLISH (`cmd::pubsub`) puts the message in the [`Mailbox`] of every matching subscriber
+//! at once, under the registry's read lock; the subscriber's connection takes it from there
+//! (it waits in [`Mailbox::poll_take`]) and encodes it in its own protocol. A mailbox is
+//! bounded by the `pubsub` class of `client-output-buffer-limit` (Redis's `32mb 8mb 60`): a
+//! subscriber past the hard limit, or past the soft one for longer than its seconds, is
+//! closed and its messages dropped, as Redis closes it. With no subscription on the node a
+//! PUBLISH is one atomic load. In a cluster the layer above runs PUBLISH on every node; each
+//! delivers to its own subscribers.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use shoal_resp::Reply;
+
+use crate::client::ClientInfo;
+use crate::config::ClassLimit;
+
+/// The three name spaces of subscriptions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    /// SUBSCRIBE / PUBLISH.
+    Channel,
+    /// PSUBSCRIBE: glob patterns over the channels.
+    Pattern,
+    /// SSUBSCRIBE / SPUBLISH (Redis 7's shard channels; in Shoal a separate name space that
+    /// reaches the whole cluster as the plain one does).
+    Shard,
+}
+
+impl Space {
+    fn index(self) -> usize {
+        match self {
+            Space::Channel => 0,
+            Space::Pattern => 1,
+            Space::Shard => 2,
+        }
+    }
+}
+
+/// A message on its way to one subscriber.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// The pattern it matched (a `pmessage`), if it came through one.
+    pub pattern: Option<Bytes>,
+    pub channel: Bytes,
+    pub payload: Bytes,
+    /// Published with SPUBLISH (an `smessage`).
+    pub shard: bool,
+}
+
+/// Bytes a queued message is counted as beyond its data (its framing and bookkeeping).
+const MESSAGE_OVERHEAD: usize = 64;
+
+impl Message {
+    fn size(&self) -> usize {
+        MESSAGE_OVERHEAD
+            + self.channel.len()
+            + self.payload.len()
+            + self.pattern.as_ref().map_or(0, Bytes::len)
+    }
+
+    /// The message as Redis sends it: `message`, `pmessage` or `smessage` (a push in RESP3).
+    pub fn reply(&self) -> Reply {
+        let b = |s: &'static [u8]| Reply::Bulk(Bytes::from_static(s));
+        let mut items = Vec::with_capacity(4);
+        match (&self.pattern, self.shard) {
+            (Some(p), _) => {
+                items.push(b(b"pmessage"));
+                items.push(Reply::Bulk(p.clone()));
+            }
+            (None, true) => items.push(b(b"smessage")),
+            (None, false) => items.push(b(b"message")),
+        }
+        items.push(Reply::Bulk(self.channel.clone()));
+        items.push(Reply::Bulk(self.payload.clone()));
+        Reply::Push(items)
+    }
+}
+
+/// The most a mailbox holds when `client-output-buffer-limit` sets no hard limit for the
+/// `pubsub` class (0 means none in Redis; Shoal still bounds every queue).
+pub const MAILBOX_CEILING: u64 = 1 << 30;
+
+/// Why a mailbox stopped taking messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overflow;
+
+/// One subscribed connection's undelivered messages.
+pub struct Mailbox {
+    client: Arc<ClientInfo>,
+    state: Mutex<MailState>,
+}
+
+#[derive(Default)]
+struct MailState {
+    queue: VecDeque<Message>,
+    bytes: usize,
+    waker: Option<Waker>,
+    /// Past its limits: closed, takes nothing more.
+    overflowed: bool,
+    /// Since when it holds more than the soft limit.
+    over_soft_since: Option<Instant>,
+}
+
+impl Mailbox {
+    fn new(client: Arc<ClientInfo>) -> Mailbox {
+        Mailbox {
+            client,
+            state: Mutex::new(MailState::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MailState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `message` unless that takes the mailbox past `limit`; then the subscriber is
+    /// closed (as Redis closes a client past its output buffer limit) and false returned.
+    fn deliver(&self, message: Message, limit: ClassLimit, now: Instant) -> bool {
+        let mut s = self.lock();
+        if s.overflowed {
+            return false;
+        }
+        let size = message.size();
+        let hard = match limit.hard {
+            0 => MAILBOX_CEILING,
+            h => h.min(MAILBOX_CEILING),
+        };
+        let after = (s.bytes + size) as u64;
+        let soft_expired = match (limit.soft, s.over_soft_since) {
+            (0, _) => false,
+            (soft, _) if after <= soft => {
+                s.over_soft_since = None;
+                false
+            }
+            (_, None) => {
+                s.over_soft_since = Some(now);
+                false
+            }
+            (_, Some(since)) => {
+                now.saturating_duration_since(since) > Duration::from_secs(limit.soft_seconds)
+            }
+        };
+        if after > hard || soft_expired {
+            s.overflowed = true;
+            s.queue = VecDeque::new();
+            s.bytes = 0;
+            let waker = s.waker.take();
+            drop(s);
+            tracing::warn!(
+                client = self.client.id,
+                "closing a subscriber past the pubsub client-output-buffer-limit"
+            );
+            self.client.kill();
+            if let Some(w) = waker {
+                w.wake();
+            }
+            return false;
+        }
+        s.bytes += size;
+        s.queue.push_back(message);
+        let waker = s.waker.take();
+        drop(s);
+        if let Some(w) = waker {
+            w.wake();
+        }
+        true
+    }
+
+    /// Takes the queued messages, up to about `max_bytes` of them (at least one); `Ok` with
+    /// none when the mailbox is empty.
+    pub fn take(&self, max_bytes: usize) -> Result<Vec<Message>, Overflow> {
+        let mut s = self.lock();
+        if s.overflowed {
+            return Err(Overflow);
+        }
+        let mut out = Vec::new();
+        let mut taken = 0;
+        while taken < max_bytes {
+            let Some(m) = s.queue.pop_front() else { break };
+            let size = m.size();
+            taken += size;
+            s.bytes -= size;
+            out.push(m);
+        }
+        if s.queue.is_empty() {
+            s.over_soft_since = None;
+        }
+        Ok(out)
+    }
+
+    /// [`Mailbox::take`] for a connection waiting for its next messages: pending until
+    /// some are queued (cancel safe: nothing is taken unless it is returned).
+    pub fn poll_take(
+        &self,
+        cx: &mut Context<'_>,
+        max_bytes: usize,
+    ) -> Poll<Result<Vec<Message>, Overflow>> {
+        let mut s = self.lock();
+        if s.queue.is_empty() && !s.overflowed {
+            s.waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        drop(s);
+        Poll::Ready(self.take(max_bytes))
+    }
+
+    /// Bytes queued (CLIENT LIST counts them in the output).
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+}
+
+type Subscribers = HashMap<u64, Arc<Mailbox>, foldhash::fast::RandomState>;
+
+/// The subscriptions of one node's clients.
+#[derive(Default)]
+pub struct PubSub {
+    /// Subscriptions of every kind: 0 makes PUBLISH free.
+    count: AtomicUsize,
+    registry: RwLock<[HashMap<Bytes, Subscribers>; 3]>,
+}
+
+impl PubSub {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, [HashMap<Bytes, Subscribers>; 3]> {
+        self.registry.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, [HashMap<Bytes, Subscribers>; 3]> {
+        self.registry.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Delivers `payload` on `channel` (of [`Space::Channel`], or [`Space::Shard`] when
+    /// `shard`) to every subscriber here, within `limit`; the number of subscribers that
+    /// were given it (one per matching pattern of a client too, as Redis counts).
+    pub fn publish(
+        &self,
+        channel: &Bytes,
+        payload: &Bytes,
+        shard: bool,
+        limit: ClassLimit,
+    ) -> usize {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        let now = Instant::now();
+        let registry = self.read();
+        let mut receivers = 0;
+        let space = if shard { Space::Shard } else { Space::Channel };
+        if let Some(subs) = registry[space.index()].get(channel) {
+            for mailbox in subs.values() {
+                let m = Message {
+                    pattern: None,
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                    shard,
+                };
+                mailbox.deliver(m, limit, now);
+                receivers += 1;
+            }
+        }
+        if !shard {
+            for (pattern, subs) in registry[Space::Pattern.index()].iter() {
+                if !shoal_store::glob_match(pattern, channel, false) {
+                    continue;
+                }
+                for mailbox in subs.values() {
+                    let m = Message {
+                        pattern: Some(pattern.clone()),
+                        channel: channel.clone(),
+                        payload: payload.clone(),
+                        shard: false,
+                    };
+                    mailbox.deliver(m, limit, now);
+                    receivers += 1;
+                }
+            }
+        }
+        receivers
+    }
+
+    /// The channels (of `space`: channels or shard channels) with a subscriber here that
+    /// match `pattern` (all when `None`): PUBSUB CHANNELS, SHARDCHANNELS.
+    pub fn channels(&self, space: Space, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.read()[space.index()]
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| shoal_store::glob_match(p, c, false)))
+            .cloned()
+            .collect()
+    }
+
+    /// How many clients here subscribe to `name` in `space` (PUBSUB NUMSUB, SHARDNUMSUB).
+    pub fn subscribers(&self, space: Space, name: &[u8]) -> usize {
+        self.read()[space.index()].get(name).map_or(0, HashMap::len)
+    }
+
+    /// How many distinct names have a subscriber in `space` (PUBSUB NUMPAT for patterns;
+    /// INFO's `pubsub_channels`, `pubsub_patterns`, `pubsubshard_channels`).
+    pub fn names(&self, space: Space) -> usize {
+        self.read()[space.index()].len()
+    }
+
+    fn add(&self, space: Space, name: &Bytes, mailbox: &Arc<Mailbox>) {
+        let mut registry = self.write();
+        registry[space.index()]
+            .entry(name.clone())
+            .or_default()
+            .insert(mailbox.client.id, mailbox.clone());
+        self.count.fetch_add(1, Ordering::Release);
+    }
+
+    fn remove(&self, space: Space, name: &[u8], id: u64) {
+        let mut registry = self.write();
+        let map = &mut registry[space.index()];
+        if let Some(subs) = map.get_mut(name) {
+            if subs.remove(&id).is_some() {
+                self.count.fetch_sub(1, Ordering::Release);
+            }
+            if subs.is_empty() {
+                map.remove(name);
+            }
+        }
+    }
+}
+
+/// One connection's subscriptions (the session holds it from its first SUBSCRIBE): they
+/// end when it is dropped (the connection closed, or RESET).
+pub struct Subscriber {
+    pubsub: Arc<PubSub>,
+    mailbox: Arc<Mailbox>,
+    names: [HashSet<Bytes>; 3],
+}
+
+impl Subscriber {
+    pub fn new(pubsub: Arc<PubSub>, client: Arc<ClientInfo>) -> Subscriber {
+        Subscriber {
+            pubsub,
+            mailbox: Arc::new(Mailbox::new(client)),
+            names: Default::default(),
+        }
+    }
+
+    pub fn mailbox(&self) -> &Arc<Mailbox> {
+        &self.mailbox
+    }
+
+    /// Subscribes to `name` in `space`; false when it was already.
+    pub fn subscribe(&mut self, space: Space, name: &Bytes) -> bool {
+        if !self.names[space.index()].insert(name.clone()) {
+            return false;
+        }
+        self.pubsub.add(space, name, &self.mailbox);
+        self.publish_counts();
+        true
+    }
+
+    /// Unsubscribes from `name` in `space`; false when it was not subscribed.
+    pub fn unsubscribe(&mut self, space: Space, name: &[u8]) -> bool {
+        if !self.names[space.index()].remove(name) {
+            return false;
+        }
+        self.pubsub.remove(space, name, self.mailbox.client.id);
+        self.publish_counts();
+        true
+    }
+
+    /// The names subscribed to in `space`.
+    pub fn subscribed(&self, space: Space) -> Vec<Bytes> {
+        self.names[space.index()].iter().cloned().collect()
+    }
+
+    /// How many names of `space` are subscribed to.
+    pub fn count(&self, space: Space) -> usize {
+        self.names[space.index()].len()
+    }
+
+    /// Subscriptions of every kind.
+    pub fn total(&self) -> usize {
+        self.names.iter().map(HashSet::len).sum()
+    }
+
+    /// CLIENT LIST's `sub`, `psub`, `ssub`.
+    fn publish_counts(&self) {
+        for (i, names) in self.names.iter().enumerate() {
+            self.mailbox.client.subscriptions[i].store(names.len() as u32, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        let id = self.mailbox.client.id;
+        for space in [Space::Channel, Space::Pattern, Space::Shard] {
+            for name in std::mem::take(&mut self.names[space.index()]) {
+                self.pubsub.remove(space, &name, id);
+            }
+        }
+        self.publish_counts();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    fn client(id: u64) -> Arc<ClientInfo> {
+        let reg = crate::client::ClientRegistry::default();
+        let a = SocketAddr::from(([127, 0, 0, 1], 1000 + id as u16));
+        let mut info = reg.register(a, a, Box::new(|| {}));
+        for _ in 1..id {
+            info = reg.register(a, a, Box::new(|| {}));
+        }
+        info
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    const NO_LIMIT: ClassLimit = ClassLimit {
+        hard: 0,
+        soft: 0,
+        soft_seconds: 0,
+    };
+
+    #[test]
+    fn publish_reaches_channels_and_patterns_and_counts_as_redis() {
+        let ps = Arc::new(PubSub::default());
+        assert_eq!(ps.publish(&b("news"), &b("x"), false, NO_LIMIT), 0);
+        let mut one = Subscriber::new(ps.clone(), client(1));
+        let mut two = Subscriber::new(ps.clone(), client(2));
+        assert!(one.subscribe(Space::Channel, &b("news")));
+        assert!(!one.subscribe(Space::Channel, &b("news")), "already");
+        assert!(one.subscribe(Space::Pattern, &b("n*")));
+        assert!(two.subscribe(Space::Pattern, &b("n*")));
+        assert!(two.subscribe(Space::Shard, &b("news")));
+        // One client with a channel and a matching pattern gets it twice.
+        assert_eq!(ps.publish(&b("news"), &b("hi"), false, NO_LIMIT), 3);
+        assert_eq!(ps.publish(&b("news"), &b("s"), true, NO_LIMIT), 1);
+        assert_eq!(ps.publish(&b("other"), &b("x"), false, NO_LIMIT), 0);
+        let got = one.mailbox().take(usize::MAX).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].pattern, None);
+        assert_eq!(got[1].pattern, Some(b("n*")));
+        let got = two.mailbox().take(usize::MAX).unwrap();
+        assert_eq!(got.len(), 2);
+        assert!(got[1].shard && got[1].payload == b("s"));
+        assert_eq!(ps.names(Space::Pattern), 1);
+        assert_eq!(ps.subscribers(Space::Pattern, b"n*"), 2);
+        assert_eq!(ps.channels(Space::Channel, Some(b"ne*")), vec![b("news")]);
+        assert_eq!(one.total(), 2);
+        drop(one);
+        assert_eq!(ps.subscribers(Space::Pattern, b"n*"), 1);
+        assert_eq!(ps.names(Space::Channel), 0);
+        assert!(two.unsubscribe(Space::Shard, b"news"));
+        assert!(!two.unsubscribe(Space::Shard, b"news"));
+        drop(two);
+        assert_eq!(ps.count.load(Ordering::Relaxed), 0);
+        assert_eq!(ps.names(Space::Pattern), 0);
+    }
+
+    #[test]
+    fn a_mailbox_past_its_hard_limit_closes_its_client() {
+        let ps = Arc::new(PubSub::default());
+        let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let k = killed.clone();
+        let reg = crate::client::ClientRegistry::default();
+        let a = SocketAddr::from(([127, 0, 0, 1], 1));
+        let info = reg.register(a, a, Box::new(move || k.store(true, Ordering::Relaxed)));
+        let mut sub = Subscriber::new(ps.clone(), info.clone());
+        sub.subscribe(Space::Channel, &b("c"));
+        let limit = ClassLimit {
+            hard: 1000,
+            soft: 0,
+            soft_seconds: 0,
+        };
+        let payload = Bytes::from(vec![b'x'; 300]);
+        let mut delivered = 0;
+        while !killed.load(Ordering::Relaxed) {
+            ps.publish(&b("c"), &payload, false, limit);
+            delivered += 1;
+            assert!(delivered < 10, "never closed");
+        }
+        assert_eq!(delivered, 3, "two fit in 1000 bytes, the third does not");
+        assert!(info.killed.load(Ordering::Relaxed));
+        assert_eq!(sub.mailbox().take(usize::MAX), Err(Overflow));
+        assert_eq!(sub.mailbox().bytes(), 0, "the messages were dropped");
+    }
+
+    #[test]
+    fn a_mailbox_over_the_soft_limit_for_too_long_closes_its_client() {
+        let m = Mailbox::new(client(1));
+        let limit = ClassLimit {
+            hard: 0,
+            soft: 100,
+            soft_seconds: 2,
+        };
+        let msg = Message {
+            pattern: None,
+            channel: b("c"),
+            payload: Bytes::from(vec![b'x'; 80]),
+            shard: false,
+        };
+        let t0 = Instant::now();
+        assert!(m.deliver(msg.clone(), limit, t0));
+        assert!(
+            m.deliver(msg.clone(), limit, t0),
+            "over soft: the clock starts"
+        );
+        assert!(m.deliver(msg.clone(), limit, t0 + Duration::from_secs(2)));
+        // Taken: under the soft limit again, so the clock starts over.
+        m.take(usize::MAX).unwrap();
+        assert!(m.deliver(msg.clone(), limit, t0 + Duration::from_secs(3)));
+        assert!(m.deliver(msg.clone(), limit, t0 + Duration::from_secs(5)));
+        assert!(!m.deliver(msg, limit, t0 + Duration::from_secs(6)));
+        assert_eq!(m.take(1), Err(Overflow));
+    }
+
+    #[test]
+    fn take_is_bounded_and_poll_waits_for_a_message() {
+        let m = Arc::new(Mailbox::new(client(1)));
+        let msg = Message {
+            pattern: None,
+            channel: b("c"),
+            payload: b("p"),
+            shard: false,
+        };
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(m.poll_take(&mut cx, 1).is_pending());
+        for _ in 0..3 {
+            assert!(m.deliver(msg.clone(), NO_LIMIT, Instant::now()));
+        }
+        match m.poll_take(&mut cx, 1) {
+            Poll::Ready(Ok(v)) => assert_eq!(v.len(), 1, "at least one, no more than the bound"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(m.take(usize::MAX).unwrap().len(), 2);
+        assert_eq!(m.bytes(), 0);
+    }
+}
