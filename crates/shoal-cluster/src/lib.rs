@@ -396,6 +396,9 @@ pub struct ClusterStats {
     pub unowned: AtomicU64,
     /// Forwarded commands that arrived after their sender's deadline, not run.
     pub expired: AtomicU64,
+    /// Published messages that did not reach some member (out of reach, or its link over
+    /// its window of requests): Pub/Sub is fire and forget, but counted.
+    pub pubsub_undelivered: AtomicU64,
     /// The most any sender's clock was seen ahead of this node's (ms), from the deadlines
     /// of forwarded commands (see `peer::sender_lead_ms`).
     pub peer_clock_lead_ms: AtomicU64,
@@ -925,6 +928,10 @@ impl Cluster {
             get(&s.unowned)
         ));
         line(format!("shoal_expired_requests:{}", get(&s.expired)));
+        line(format!(
+            "shoal_pubsub_undelivered:{}",
+            get(&s.pubsub_undelivered)
+        ));
         line(format!(
             "shoal_peer_clock_lead_ms:{}",
             get(&s.peer_clock_lead_ms)

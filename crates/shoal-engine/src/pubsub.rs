@@ -250,6 +250,13 @@ impl PubSub {
         if self.count.load(Ordering::Acquire) == 0 {
             return 0;
         }
+        // Copied once for every receiver: the arguments are slices of the publisher's read
+        // buffer, which a queued message must not keep alive (the mailbox counts only these
+        // bytes).
+        let (channel, payload) = (
+            &Bytes::copy_from_slice(channel),
+            &Bytes::copy_from_slice(payload),
+        );
         let now = Instant::now();
         let registry = self.read();
         let mut receivers = 0;
@@ -353,10 +360,13 @@ impl Subscriber {
 
     /// Subscribes to `name` in `space`; false when it was already.
     pub fn subscribe(&mut self, space: Space, name: &Bytes) -> bool {
-        if !self.names[space.index()].insert(name.clone()) {
+        if self.names[space.index()].contains(name) {
             return false;
         }
-        self.pubsub.add(space, name, &self.mailbox);
+        // Its own copy: the argument is a slice of the connection's read buffer.
+        let name = Bytes::copy_from_slice(name);
+        self.names[space.index()].insert(name.clone());
+        self.pubsub.add(space, &name, &self.mailbox);
         self.publish_counts();
         true
     }
@@ -465,6 +475,22 @@ mod tests {
         drop(two);
         assert_eq!(ps.count.load(Ordering::Relaxed), 0);
         assert_eq!(ps.names(Space::Pattern), 0);
+    }
+
+    #[test]
+    fn a_queued_message_keeps_no_part_of_the_publishers_buffer() {
+        let ps = Arc::new(PubSub::default());
+        let mut sub = Subscriber::new(ps.clone(), client(1));
+        let read_buffer = Bytes::from(vec![b'c'; 1 << 20]);
+        let name = read_buffer.slice(0..1);
+        sub.subscribe(Space::Channel, &name);
+        let inside = |b: &Bytes| read_buffer.as_ptr_range().contains(&b.as_ptr());
+        assert!(sub.subscribed(Space::Channel).iter().all(|n| !inside(n)));
+        let payload = read_buffer.slice(10..20);
+        assert_eq!(ps.publish(&name, &payload, false, NO_LIMIT), 1);
+        let m = sub.mailbox().take(usize::MAX).unwrap().remove(0);
+        assert!(!inside(&m.channel) && !inside(&m.payload));
+        assert_eq!(m.payload, payload);
     }
 
     #[test]

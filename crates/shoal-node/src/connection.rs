@@ -492,6 +492,26 @@ async fn serve<F: Frontend>(
                                 }
                                 break replies.settle(limit.hard).await;
                             }
+                            // Pub/Sub messages (RESP3 pushes) go out while a command
+                            // waits, ahead of its reply, as in Redis.
+                            pushed = frontend.next_push() => match pushed {
+                                Ok(bytes) => {
+                                    replies.out.push(bytes);
+                                    let written = write_out(
+                                        &mut stream,
+                                        &mut replies.out,
+                                        node,
+                                        &info,
+                                        &token,
+                                        stop.as_mut(),
+                                        policy,
+                                    );
+                                    if let Err(c) = written.await {
+                                        return c;
+                                    }
+                                }
+                                Err(why) => return why,
+                            },
                             r = stream.read_buf(&mut input), if watch => match r {
                                 Ok(0) => return Close::Eof,
                                 Ok(n) => {
@@ -573,7 +593,8 @@ async fn serve<F: Frontend>(
         let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
         input.reserve(want);
         info.buffers.set_input(input.len(), input.capacity());
-        let idle_at = (idle_secs > 0)
+        // A subscriber (maybe since this batch) is not closed for being idle, as in Redis.
+        let idle_at = (idle_secs > 0 && !frontend.subscriber())
             .then(|| Instant::now().checked_add(Duration::from_secs(idle_secs)))
             .flatten();
         if let Some(at) = idle_at {

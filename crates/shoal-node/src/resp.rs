@@ -69,6 +69,32 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
         .feed(shoal_cluster::monitor::line(micros, &addr, args));
 }
 
+/// Moves every message waiting in the connection's mailbox (bounded by the pubsub output
+/// limit) into its replies, in order.
+fn drain_messages(session: &Session, replies: &mut Replies) {
+    if let Some(sub) = &session.pubsub {
+        if let Ok(messages) = sub.mailbox().take(usize::MAX) {
+            for m in messages {
+                m.reply().encode(session.proto, replies);
+            }
+        }
+    }
+}
+
+/// SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE.
+fn is_subscribe(name: &[u8]) -> bool {
+    [&b"subscribe"[..], b"psubscribe", b"ssubscribe"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// UNSUBSCRIBE, PUNSUBSCRIBE or SUNSUBSCRIBE.
+fn is_unsubscribe(name: &[u8]) -> bool {
+    [&b"unsubscribe"[..], b"punsubscribe", b"sunsubscribe"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+}
+
 /// Publishes the connection's MULTI queue for CLIENT LIST (`multi`, `multi-mem`, flag `x`)
 /// after `args` ran: it is counted in when it was queued.
 fn publish_multi(session: &Session, args: &[bytes::Bytes]) {
@@ -134,6 +160,8 @@ impl Frontend for RespFrontend {
                 return (processed, Step::Flush);
             }
             processed += 1;
+            // Messages published before this command go out before its reply.
+            drain_messages(&self.session, replies);
             if node.monitors.active() {
                 feed_monitors(node, &self.session, &args);
             }
@@ -167,20 +195,21 @@ impl Frontend for RespFrontend {
             } else {
                 mode_before
             };
-            let suppress =
-                was_skipped || mode != ReplyMode::On || std::mem::take(&mut session.drop_reply);
+            // Pub/Sub's confirmations are sent whatever CLIENT REPLY says, as in Redis.
+            let confirms = is_subscribe(&args[0]) || is_unsubscribe(&args[0]);
+            let suppress = !confirms
+                && (was_skipped
+                    || mode != ReplyMode::On
+                    || std::mem::take(&mut session.drop_reply));
             if session.reply_mode == ReplyMode::Skip {
                 session.reply_mode = ReplyMode::On;
                 self.skip_pending = true;
             }
-            // Messages published meanwhile (by this very command, too) go before its reply,
-            // as Redis writes them into the output when they are published.
-            if let Some(sub) = &session.pubsub {
-                if let Ok(messages) = sub.mailbox().take(FLUSH_AT) {
-                    for m in messages {
-                        m.reply().encode(session.proto, replies);
-                    }
-                }
+            // Messages published while it ran (by this very command, too) go before its
+            // reply, as Redis writes them into the output when they are published; but a
+            // subscription's confirmation comes before the first message it brings.
+            if !is_subscribe(&args[0]) {
+                drain_messages(session, replies);
             }
             let later = match outcome {
                 Outcome::Reply(reply) => {

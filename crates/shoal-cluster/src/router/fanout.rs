@@ -111,7 +111,16 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
                     tracing::debug!(node = %view.nodes[usize::from(m)].name, "a member did not take a published message")
                 }
                 Err(e) => {
-                    tracing::debug!(node = %view.nodes[usize::from(m)].name, error = %e, "a published message did not reach a member")
+                    // Fire and forget, as in Redis, but not silently: a member out of reach
+                    // or a link over its window (`Overloaded`) loses the message there.
+                    let stats = &node.cluster.as_ref().expect("in a cluster").stats;
+                    let n = stats
+                        .pubsub_undelivered
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        + 1;
+                    if n.is_power_of_two() {
+                        tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, undelivered = n, "published messages did not reach a member");
+                    }
                 }
             }
         }
@@ -127,9 +136,12 @@ async fn pubsub(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> 
     let view = cluster.view();
     let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, db, None, args));
     let mut replies = Vec::with_capacity(view.len());
-    for r in join_all(asks).await {
+    for (m, r) in join_all(asks).await.into_iter().enumerate() {
         match r {
-            Ok(b) if is_error(&b) => return b,
+            // This node's own error is the client's (another's: an older version that does
+            // not know PUBSUB, counted as out of reach).
+            Ok(b) if is_error(&b) && m == usize::from(view.me) => return b,
+            Ok(b) if is_error(&b) => {}
             Ok(b) => replies.push(b),
             // Subscribers on a member out of reach are not counted.
             Err(_) => {}

@@ -944,7 +944,11 @@ fn prepare_found(
             Some(i) => format!("{}|{}", spec.name, spec.subcommands[i]),
             None => spec.name.to_string(),
         };
-        return Prepared::Done(reject(session, pubsub::refused_while_subscribed(&name)));
+        let refused = pubsub::refused_while_subscribed(&name);
+        if spec.route == Route::Exec {
+            return Prepared::Done(reject_exec(session, refused));
+        }
+        return Prepared::Done(reject(session, refused));
     }
     if let Some(reply) = check(spec, args, session) {
         if spec.route == Route::Exec && session.multi.take().is_some() {

@@ -1,0 +1,239 @@
+//! Pub/Sub over real sockets, where timing matters: a subscriber that falls behind gets
+//! every message before the reply to its next command, as Redis writes them; a message
+//! never comes before its subscription's confirmation; a RESP3 subscriber gets its
+//! messages while one of its commands is blocked; `timeout` does not close a subscriber;
+//! CLIENT REPLY OFF keeps the confirmations. (The replies themselves are compared with
+//! redis-server in `differential.rs`, clients in `clients.rs` and `cluster.rs`.)
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use redis::{Parser, Value};
+use shoal_tests::{wait_until, TestNode};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A raw connection read value by value with redis-rs's parser.
+struct Raw {
+    s: TcpStream,
+    parser: Parser,
+}
+
+impl Raw {
+    fn open(node: &TestNode) -> Raw {
+        let s = node.raw();
+        s.set_read_timeout(Some(WAIT)).unwrap();
+        Raw {
+            s,
+            parser: Parser::new(),
+        }
+    }
+
+    fn send(&mut self, args: &[&str]) {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        self.s.write_all(&out).unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        self.parser
+            .parse_value(&mut self.s)
+            .expect("a reply within the deadline")
+    }
+}
+
+fn bulk(s: &str) -> Value {
+    Value::BulkString(s.as_bytes().to_vec())
+}
+
+/// The kind of a message or confirmation (`message`, `subscribe`, ...), if it is one.
+fn kind(v: &Value) -> Option<String> {
+    let items = match v {
+        Value::Array(items) => items,
+        Value::Push { kind, .. } => return Some(kind.to_string().to_lowercase()),
+        _ => return None,
+    };
+    match items.first() {
+        Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+        _ => None,
+    }
+}
+
+/// What a push says in RESP3 (`Push { kind, data }`), as the array RESP2 would send.
+fn as_array(v: Value) -> Value {
+    match v {
+        Value::Push { kind, data } => {
+            let mut items = vec![bulk(&kind.to_string().to_lowercase())];
+            items.extend(data);
+            Value::Array(items)
+        }
+        v => v,
+    }
+}
+
+#[test]
+fn a_subscriber_behind_gets_every_message_before_its_next_reply() {
+    let node = TestNode::start();
+    let mut publisher = node.client();
+    let payload = "p".repeat(10 * 1024);
+    for ending in ["UNSUBSCRIBE", "RESET"] {
+        let mut sub = Raw::open(&node);
+        sub.send(&["SUBSCRIBE", "c"]);
+        assert_eq!(kind(&sub.next()).as_deref(), Some("subscribe"));
+        // 700 messages of 10 KB: more than the sockets hold, so most wait in the mailbox.
+        const COUNT: usize = 700;
+        for i in 0..COUNT {
+            let n: i64 = redis::cmd("PUBLISH")
+                .arg("c")
+                .arg(format!("{i}:{payload}"))
+                .query(&mut publisher)
+                .unwrap();
+            assert_eq!(n, 1);
+        }
+        sub.send(&[ending]);
+        for i in 0..COUNT {
+            let v = sub.next();
+            assert_eq!(
+                kind(&v).as_deref(),
+                Some("message"),
+                "{ending}: message {i}"
+            );
+        }
+        let reply = sub.next();
+        match ending {
+            "RESET" => assert_eq!(reply, Value::SimpleString("RESET".into())),
+            _ => assert_eq!(kind(&reply).as_deref(), Some("unsubscribe")),
+        }
+        sub.send(&["PING"]);
+        assert_eq!(sub.next(), Value::SimpleString("PONG".into()));
+    }
+}
+
+#[test]
+fn no_message_comes_before_its_subscriptions_confirmation() {
+    let node = TestNode::start();
+    let url = node.url();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let publishers: Vec<_> = (0..2)
+        .map(|_| {
+            let (url, stop) = (url.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+                let end = Instant::now() + Duration::from_secs(30);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
+                    let _: i64 = redis::cmd("PUBLISH")
+                        .arg("c")
+                        .arg("x")
+                        .query(&mut con)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut sub = Raw::open(&node);
+    for round in 0..500 {
+        sub.send(&["SUBSCRIBE", "c"]);
+        let first = sub.next();
+        assert_eq!(
+            kind(&first).as_deref(),
+            Some("subscribe"),
+            "round {round}: {first:?}"
+        );
+        sub.send(&["UNSUBSCRIBE", "c"]);
+        loop {
+            match kind(&sub.next()).as_deref() {
+                Some("message") => continue,
+                Some("unsubscribe") => break,
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for p in publishers {
+        p.join().unwrap();
+    }
+}
+
+#[test]
+fn a_resp3_subscriber_gets_messages_while_a_command_of_it_is_blocked() {
+    let node = TestNode::start();
+    let mut sub = Raw::open(&node);
+    sub.send(&["HELLO", "3"]);
+    sub.next();
+    sub.send(&["SUBSCRIBE", "c"]);
+    assert_eq!(kind(&sub.next()).as_deref(), Some("subscribe"));
+    sub.send(&["BLPOP", "nokey", "0"]);
+    let mut admin = node.client();
+    assert!(wait_until(WAIT, || {
+        shoal_tests::info_field(&mut admin, "blocked_clients") == "1"
+    }));
+    let n: i64 = redis::cmd("PUBLISH")
+        .arg("c")
+        .arg("hi")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(
+        as_array(sub.next()),
+        Value::Array(vec![bulk("message"), bulk("c"), bulk("hi")]),
+        "the message, while BLPOP still waits"
+    );
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("nokey")
+        .arg("v")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(
+        sub.next(),
+        Value::Array(vec![bulk("nokey"), bulk("v")]),
+        "then BLPOP's reply"
+    );
+}
+
+/// `timeout` closes idle clients, but not subscribers (as in Redis): a normal client idle
+/// past it is closed, while a subscriber idle as long still gets messages.
+#[test]
+fn timeout_does_not_close_a_subscriber() {
+    let node = TestNode::with(|c| c.timeout = 1);
+    let mut sub = Raw::open(&node);
+    sub.send(&["SUBSCRIBE", "quiet"]);
+    assert_eq!(kind(&sub.next()).as_deref(), Some("subscribe"));
+    let mut idle = node.raw();
+    idle.write_all(b"PING\r\n").unwrap();
+    let (_, closed) = shoal_tests::read_to_close(&mut idle, WAIT);
+    assert!(closed, "an idle normal client is closed");
+    let mut publisher = node.client();
+    let n: i64 = redis::cmd("PUBLISH")
+        .arg("quiet")
+        .arg("still")
+        .query(&mut publisher)
+        .unwrap();
+    assert_eq!(n, 1, "the subscriber, idle as long, is still there");
+    assert_eq!(
+        sub.next(),
+        Value::Array(vec![bulk("message"), bulk("quiet"), bulk("still")])
+    );
+}
+
+/// CLIENT REPLY OFF silences replies but not Pub/Sub's confirmations (Redis 7).
+#[test]
+fn client_reply_off_keeps_subscription_confirmations() {
+    let node = TestNode::start();
+    let mut sub = Raw::open(&node);
+    sub.send(&["CLIENT", "REPLY", "OFF"]);
+    sub.send(&["SUBSCRIBE", "a"]);
+    assert_eq!(
+        sub.next(),
+        Value::Array(vec![bulk("subscribe"), bulk("a"), Value::Int(1)])
+    );
+    sub.send(&["UNSUBSCRIBE"]);
+    assert_eq!(
+        sub.next(),
+        Value::Array(vec![bulk("unsubscribe"), bulk("a"), Value::Int(0)])
+    );
+    sub.send(&["CLIENT", "REPLY", "ON"]);
+    assert_eq!(sub.next(), Value::Okay);
+}
