@@ -452,3 +452,79 @@ fn in_a_cluster_a_client_blocked_on_any_node_is_woken_by_a_push_through_any_othe
         assert_eq!(n, 0, "{}", m.name);
     }
 }
+
+/// As in Redis, the clients a write wakes are served before the write answers: once
+/// `LPUSH src e` has replied, a BRPOPLPUSH blocked on `src` has moved `e` to `dst`, so the
+/// writer's next command (pipelined or not) sees `dst` with it and `src` empty. A chain
+/// (the moved element wakes a client blocked on `dst`) is served in the same step.
+#[test]
+fn a_write_answers_after_the_clients_it_woke_were_served() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    for round in 0..100 {
+        let mover = spawn(&node.url(), &["BRPOPLPUSH", "src", "dst", "10"]);
+        assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+        if round % 2 == 0 {
+            assert_eq!(run(&mut admin, "LPUSH src e"), Value::Int(1));
+            assert_eq!(run(&mut admin, "LLEN dst"), Value::Int(1), "round {round}");
+            assert_eq!(run(&mut admin, "LLEN src"), Value::Int(0), "round {round}");
+        } else {
+            // In one pipeline.
+            let got: Vec<Value> = redis::pipe()
+                .cmd("LPUSH")
+                .arg("src")
+                .arg("e")
+                .cmd("LLEN")
+                .arg("dst")
+                .cmd("LLEN")
+                .arg("src")
+                .query(&mut admin)
+                .unwrap();
+            assert_eq!(
+                got,
+                [Value::Int(1), Value::Int(1), Value::Int(0)],
+                "round {round}"
+            );
+        }
+        assert_eq!(answer(mover), bulk("e"));
+        run(&mut admin, "DEL dst");
+    }
+    // A chain: a BLMOVE from a to b, and a BLPOP on b behind it.
+    let mover = spawn(&node.url(), &["BLMOVE", "a", "b", "LEFT", "LEFT", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    let popper = spawn(&node.url(), &["BLPOP", "b", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    assert_eq!(run(&mut admin, "RPUSH a x"), Value::Int(1));
+    assert_eq!(run(&mut admin, "EXISTS a b"), Value::Int(0), "both served");
+    assert_eq!(answer(mover), bulk("x"));
+    assert_eq!(answer(popper), array(&["b", "x"]));
+}
+
+/// The same in a cluster: the client blocked at the key's owner, the writer on another
+/// node, which forwards the push; the owner serves the blocked client before it answers.
+#[test]
+fn in_a_cluster_a_write_answers_after_the_clients_it_woke_were_served() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut writer = cluster.members[0].client();
+    for round in 0..30 {
+        let src = (0..)
+            .map(|i| format!("{{q{round}.{i}}}src"))
+            .find(|k| cluster.owner_index(k) != 0)
+            .unwrap();
+        let dst = src.replace("src", "dst");
+        let owner = &cluster.members[cluster.owner_index(&src)];
+        let mut at_owner = owner.client();
+        let mover = spawn(&owner.url(), &["BRPOPLPUSH", &src, &dst, "10"]);
+        assert!(wait_until(WAIT, || blocked(&mut at_owner) == 1));
+        let got: Vec<Value> = redis::pipe()
+            .cmd("LPUSH")
+            .arg(&src)
+            .arg("e")
+            .cmd("LLEN")
+            .arg(&dst)
+            .query(&mut writer)
+            .unwrap();
+        assert_eq!(got, [Value::Int(1), Value::Int(1)], "round {round}");
+        assert_eq!(answer(mover), bulk("e"));
+    }
+}

@@ -122,6 +122,14 @@ impl PeerHandler for PeerService {
     }
 
     fn handle(&self, conn: &mut PeerConn, sender_view: u64, body: Bytes) -> Handled<Deferred> {
+        // Clients blocked on what a forwarded write writes are served before its answer.
+        let blocked = self.node.engine.blocked.clone();
+        blocked.serving_after(|| self.handle_now(conn, sender_view, body))
+    }
+}
+
+impl PeerService {
+    fn handle_now(&self, conn: &mut PeerConn, sender_view: u64, body: Bytes) -> Handled<Deferred> {
         let node = &self.node;
         let cluster = node
             .cluster

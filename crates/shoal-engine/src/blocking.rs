@@ -10,7 +10,18 @@
 //! push of n elements serves the first n waiters in the order they blocked, as in Redis.
 //! Nothing is polled: with no client blocked, a signal is one atomic load. The blocking
 //! commands' own argument rules (timeouts, waited keys) are in `cmd::wait`.
+//!
+//! As in Redis (`handleClientsBlockedOnKeys`), a write served through
+//! [`Blocked::serving_after`] serves the clients its keys wake itself, before its own reply:
+//! the keys it signals are collected while it runs, then each one's waiters are tried in
+//! the order they blocked, on the writer's thread, with the [`Attempt`] each registered,
+//! until one finds nothing; what a served client's command writes (BLMOVE's destination) is
+//! served in the same loop. So once `LPUSH k x` has answered, a client that was blocked on
+//! `k` has popped `x`, and an `LLEN k` sees it gone. A waiter without an attempt, or whose
+//! attempt cannot run at once (its keys still arriving in a cluster), is woken to try on
+//! its own, as every signal did before.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -51,11 +62,56 @@ struct Queues {
     by_client: HashMap<u64, Arc<Waiter>>,
 }
 
-#[derive(Debug, Default)]
+/// What one try of a blocked client's command gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tried {
+    /// It was served (its reply is where its waiting future will find it).
+    Served,
+    /// Nothing to take: still blocked.
+    Blocked,
+    /// Still blocked, but one of its keys holds something it cannot take (another type):
+    /// the clients behind it may.
+    Passed,
+    /// It cannot be tried here and now (its keys are not owned here, or still arriving):
+    /// the client tries on its own once woken.
+    Later,
+}
+
+/// A blocked client's command, run once more (`prepared`: by its own waiting future, which
+/// made sure its keys are here; otherwise by a writer that woke it). Must not serve twice:
+/// once it answered [`Tried::Served`] it answers so again without running.
+pub type Attempt = Box<dyn FnMut(bool) -> Tried + Send>;
+
+#[derive(Default)]
 struct Waiter {
     /// Signalled since it last cleared it.
     ready: AtomicBool,
     waker: Mutex<Option<Waker>>,
+    /// How a writer tries it; locked while it runs, taken away when the client leaves.
+    attempt: Mutex<Option<Attempt>>,
+}
+
+impl std::fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiter")
+            .field("ready", &self.ready)
+            .finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    /// While this thread runs a command inside [`Blocked::serving_after`]: the keys it
+    /// signalled, to serve once it is done.
+    static READY: RefCell<Option<Vec<Bytes>>> = const { RefCell::new(None) };
+}
+
+/// Ends this thread's collecting of ready keys, also when a command panics.
+struct Collecting;
+
+impl Drop for Collecting {
+    fn drop(&mut self) {
+        READY.with(|r| *r.borrow_mut() = None);
+    }
 }
 
 impl Waiter {
@@ -78,14 +134,92 @@ impl Blocked {
         self.clients.load(Ordering::Relaxed)
     }
 
-    /// Wakes the first client waiting on `key`, if any.
+    /// Wakes the first client waiting on `key`, if any; inside [`Blocked::serving_after`],
+    /// notes the key to serve when the command is done.
     pub fn signal(&self, key: &[u8]) {
         if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let collected = READY.with(|r| match r.borrow_mut().as_mut() {
+            Some(keys) => {
+                if !keys.iter().any(|k| k[..] == *key) {
+                    keys.push(Bytes::copy_from_slice(key));
+                }
+                true
+            }
+            None => false,
+        });
+        if collected {
             return;
         }
         let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(first) = queues.by_key.get(key).and_then(VecDeque::front) {
             first.wake();
+        }
+    }
+
+    /// Runs `command` (a command's execution, which may write), then serves the clients
+    /// blocked on the keys it signalled, as Redis does after each command: see the module
+    /// docs. Nested calls (a served client's own command) leave the serving to the
+    /// outermost.
+    pub fn serving_after<R>(&self, command: impl FnOnce() -> R) -> R {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return command();
+        }
+        let outermost = READY.with(|r| {
+            let mut r = r.borrow_mut();
+            match *r {
+                Some(_) => false,
+                None => {
+                    *r = Some(Vec::new());
+                    true
+                }
+            }
+        });
+        if !outermost {
+            return command();
+        }
+        let _collecting = Collecting;
+        let out = command();
+        loop {
+            let keys = READY.with(|r| r.borrow_mut().as_mut().map(std::mem::take));
+            let Some(keys) = keys.filter(|k| !k.is_empty()) else {
+                break;
+            };
+            for key in keys {
+                self.serve(&key);
+            }
+        }
+        out
+    }
+
+    /// Tries the clients blocked on `key` in the order they blocked, until one is not
+    /// served.
+    fn serve(&self, key: &[u8]) {
+        let waiters: Vec<Arc<Waiter>> = {
+            let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+            match queues.by_key.get(key) {
+                Some(q) => q.iter().cloned().collect(),
+                None => return,
+            }
+        };
+        for w in waiters {
+            let mut attempt = w.attempt.lock().unwrap_or_else(|e| e.into_inner());
+            let tried = match attempt.as_mut() {
+                Some(run) => run(false),
+                // It left, or tries on its own only.
+                None => Tried::Later,
+            };
+            drop(attempt);
+            match tried {
+                Tried::Served => w.wake(),
+                Tried::Passed => {}
+                Tried::Blocked => break,
+                Tried::Later => {
+                    w.wake();
+                    break;
+                }
+            }
         }
     }
 
@@ -171,6 +305,38 @@ impl Registration {
         Signalled { reg: self }
     }
 
+    /// Lets a writer serve this client at once with `attempt` (see [`Blocked::serving_after`]).
+    pub fn set_attempt(&self, attempt: Attempt) {
+        *self
+            .waiter
+            .attempt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(attempt);
+    }
+
+    /// Runs this client's attempt here (`prepared`: its keys are known to be here), unless
+    /// a writer is running it (then this waits for that one). `None` without an attempt.
+    pub fn try_now(&self, prepared: bool) -> Option<Tried> {
+        let mut attempt = self
+            .waiter
+            .attempt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        attempt.as_mut().map(|run| run(prepared))
+    }
+
+    /// No writer serves this client from now on; returns once one that is serving it has
+    /// finished.
+    pub fn withdraw(&self) {
+        drop(
+            self.waiter
+                .attempt
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+    }
+
     /// Passes a signal this client could not use (what it found was taken, or of another
     /// type) to the client behind it on each of its keys.
     pub fn pass_on(&self) {
@@ -194,6 +360,8 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        // No writer serves a client that left (waits for one that is serving it now).
+        self.withdraw();
         let mut queues = self
             .blocked
             .queues
@@ -259,6 +427,76 @@ mod tests {
     fn ready(reg: &Registration) -> bool {
         let mut f = std::pin::pin!(reg.signalled());
         f.as_mut().poll(&mut noop_cx()).is_ready()
+    }
+
+    #[test]
+    fn a_write_serves_its_waiters_in_order_before_it_returns() {
+        use std::sync::atomic::AtomicI64;
+        let b = Arc::new(Blocked::default());
+        let k = Bytes::from_static(b"k");
+        // Two elements in "the list"; each waiter takes one, or finds none.
+        let left = Arc::new(AtomicI64::new(0));
+        let served = Arc::new(Mutex::new(Vec::new()));
+        let waiter = |name: &'static str| {
+            let reg = b.register(std::slice::from_ref(&k), None);
+            let (left, served) = (left.clone(), served.clone());
+            reg.set_attempt(Box::new(move |_| {
+                if left.load(Ordering::SeqCst) == 0 {
+                    return Tried::Blocked;
+                }
+                left.fetch_sub(1, Ordering::SeqCst);
+                served.lock().unwrap().push(name);
+                Tried::Served
+            }));
+            reg
+        };
+        let (one, two, three) = (waiter("one"), waiter("two"), waiter("three"));
+        let got = b.serving_after(|| {
+            left.store(2, Ordering::SeqCst);
+            b.signal(b"k");
+            assert!(
+                served.lock().unwrap().is_empty(),
+                "served after the command"
+            );
+            "reply"
+        });
+        assert_eq!(got, "reply");
+        assert_eq!(*served.lock().unwrap(), ["one", "two"]);
+        assert!(ready(&one) && ready(&two), "the served are woken to answer");
+        assert!(!ready(&three), "the third found nothing and was not woken");
+        drop((one, two));
+        three.clear();
+
+        // A waiter that cannot take what is there is passed over; a chain is served in
+        // the same step: serving the second writes "other", whose waiter is served too.
+        let passed = b.register(std::slice::from_ref(&k), None);
+        passed.set_attempt(Box::new(|_| Tried::Passed));
+        let other = Bytes::from_static(b"other");
+        let on_other = b.register(std::slice::from_ref(&other), None);
+        let o = served.clone();
+        on_other.set_attempt(Box::new(move |_| {
+            o.lock().unwrap().push("on other");
+            Tried::Served
+        }));
+        let chained = b.clone();
+        three.set_attempt(Box::new(move |_| {
+            chained.signal(b"other");
+            Tried::Served
+        }));
+        b.serving_after(|| b.signal(b"k"));
+        assert!(ready(&three) && ready(&on_other));
+        assert_eq!(served.lock().unwrap().last(), Some(&"on other"));
+
+        // Without an attempt (or once it left) a waiter is woken to try on its own.
+        drop((three, on_other));
+        passed.withdraw();
+        passed.clear();
+        b.serving_after(|| b.signal(b"k"));
+        assert!(ready(&passed));
+        // Outside `serving_after` a signal only wakes, as before.
+        passed.clear();
+        b.signal(b"k");
+        assert!(ready(&passed));
     }
 
     #[test]

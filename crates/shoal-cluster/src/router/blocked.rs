@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use shoal_engine::blocking::{Block, Registration};
+use shoal_engine::blocking::{Block, Registration, Tried};
 use shoal_engine::client::{ClientInfo, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use shoal_engine::clock::now_ms;
 use shoal_engine::cmd::wait;
@@ -119,44 +119,57 @@ impl Client {
     }
 }
 
-/// Runs the command once more on this node: on the store alone, or in a cluster as the
-/// owner of its keys (fetching keys still on their way here first, replicating what it
-/// popped).
-async fn attempt(
+/// A served client's reply, put where its waiting future finds it by whoever served it
+/// (the client itself, or a writer that woke it: `shoal_engine::blocking`).
+#[derive(Default)]
+struct Slot {
+    reply: Option<ReplyFuture>,
+    /// Served once: never again, even after the reply was taken.
+    served: bool,
+}
+
+type SharedSlot = Arc<std::sync::Mutex<Slot>>;
+
+fn take_reply(slot: &SharedSlot) -> Option<ReplyFuture> {
+    slot.lock().unwrap_or_else(|e| e.into_inner()).reply.take()
+}
+
+/// Runs the command once more on this node, now: on the store alone, or in a cluster as
+/// the owner of its keys, replicating what it popped. `prepared`: its keys are known to be
+/// here (its own future fetched them); otherwise (a writer serving it) a node that is still
+/// settling answers [`Tried::Later`], and so does one that no longer owns the keys.
+fn run_attempt(
     node: &Arc<Server>,
     client: &Client,
     spec: &'static CommandSpec,
     args: &[Bytes],
     retry: bool,
-) -> Attempt {
+    prepared: bool,
+    slot: &SharedSlot,
+) -> Tried {
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.served {
+        return Tried::Served;
+    }
     let mut session = client.session();
     session.block_retry = retry;
     let proto = client.proto;
     let Some(cluster) = node.cluster.as_ref() else {
         let reply = cmd::run(&**node, &mut session, spec, args, now_ms(), None);
         if session.block.is_some() {
-            return Attempt::Blocked;
+            return still_blocked(node, client, spec, args);
         }
         let bytes = encode(&reply, proto);
-        return Attempt::Served(Box::pin(async move { bytes }));
+        slot.reply = Some(Box::pin(async move { bytes }));
+        slot.served = true;
+        return Tried::Served;
     };
     let view = cluster.view();
-    if plan(&view.placement, view.me, cluster.standing(), spec, args) != Plan::Owned {
-        return Attempt::Moved;
+    if plan(&view.placement, view.me, cluster.standing(), spec, args) != Plan::Owned
+        || (!prepared && !cluster.handoff.settled_in(&view))
+    {
+        return Tried::Later;
     }
-    let mut turn = handoff::KeyTurn::none();
-    if !cluster.handoff.settled_in(&view) {
-        let keys = cmd::db::stored_keys(spec, args, client.db);
-        if let handoff::Before::Wait(wait) = handoff::before(node, cluster, &view, &keys, now_ms())
-        {
-            let fetched;
-            (fetched, turn) = wait.await;
-            if fetched == handoff::Fetched::Unanswered {
-                return Attempt::Blocked;
-            }
-        }
-    }
-    let view = cluster.view();
     let (reply, acks) = run_here(
         node,
         cluster,
@@ -167,19 +180,107 @@ async fn attempt(
         now_ms(),
         None,
     );
-    drop(turn);
     if session.block.is_some() {
-        return Attempt::Blocked;
+        return still_blocked(node, client, spec, args);
     }
     let bytes = encode(&reply, proto);
     let wait = cluster.timeouts.half;
-    Attempt::Served(Box::pin(async move {
+    slot.reply = Some(Box::pin(async move {
         if wait_acks(acks, wait).await {
             bytes
         } else {
             unconfirmed(bytes)
         }
-    }))
+    }));
+    slot.served = true;
+    Tried::Served
+}
+
+/// A try that took nothing: [`Tried::Passed`] when one of its keys holds something (of
+/// another type: the clients behind it may take it), else [`Tried::Blocked`].
+fn still_blocked(node: &Server, client: &Client, spec: &CommandSpec, args: &[Bytes]) -> Tried {
+    let now = now_ms();
+    let held = wait::waited_keys(spec, args, client.db).iter().any(|k| {
+        node.engine
+            .store
+            .read(k, now, shoal_store::Access::Peek, |e| e.is_some())
+    });
+    if held {
+        Tried::Passed
+    } else {
+        Tried::Blocked
+    }
+}
+
+/// Registers how a writer serves this client at once (as Redis serves blocked clients
+/// right after the command that woke them).
+fn let_writers_serve(
+    node: &Arc<Server>,
+    reg: &Registration,
+    client: &Client,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    slot: &SharedSlot,
+) {
+    let node = Arc::downgrade(node);
+    let (client, args, slot) = (client.clone(), args.to_vec(), slot.clone());
+    reg.set_attempt(Box::new(move |prepared| match node.upgrade() {
+        Some(node) => run_attempt(&node, &client, spec, &args, true, prepared, &slot),
+        None => Tried::Later,
+    }));
+}
+
+/// One more try by the client's own future: in a cluster, first waits for keys still on
+/// their way here (in their turn), then runs the attempt as a writer would, but with its
+/// keys known to be here. What it writes (BLMOVE's destination) serves the clients blocked
+/// there.
+async fn attempt(
+    node: &Arc<Server>,
+    reg: &Registration,
+    client: &Client,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    retry: bool,
+    slot: &SharedSlot,
+) -> Attempt {
+    let mut turn = handoff::KeyTurn::none();
+    if let Some(cluster) = node.cluster.as_ref() {
+        let view = cluster.view();
+        if plan(&view.placement, view.me, cluster.standing(), spec, args) != Plan::Owned {
+            return Attempt::Moved;
+        }
+        if !cluster.handoff.settled_in(&view) {
+            let keys = cmd::db::stored_keys(spec, args, client.db);
+            if let handoff::Before::Wait(wait) =
+                handoff::before(node, cluster, &view, &keys, now_ms())
+            {
+                let fetched;
+                (fetched, turn) = wait.await;
+                if fetched == handoff::Fetched::Unanswered {
+                    return Attempt::Blocked;
+                }
+            }
+        }
+    }
+    // Under the registration's lock, so no writer serves it at the same time.
+    let tried = node
+        .engine
+        .blocked
+        .serving_after(|| match reg.try_now(true) {
+            // A writer's attempt is registered after the first try: that one answers the
+            // command's own errors (`retry` false when the command has not run yet).
+            Some(tried) if retry => tried,
+            _ => run_attempt(node, client, spec, args, retry, true, slot),
+        });
+    drop(turn);
+    match tried {
+        Tried::Served => match take_reply(slot) {
+            Some(reply) => Attempt::Served(reply),
+            None => Attempt::Blocked,
+        },
+        Tried::Blocked | Tried::Passed => Attempt::Blocked,
+        Tried::Later => Attempt::Moved,
+    }
 }
 
 /// How a wait here ended.
@@ -194,8 +295,9 @@ enum Waited {
 }
 
 /// Waits on the registration's keys, trying the command again at each signal, until it is
-/// served, `until` passes or the keys move elsewhere. `ran`: the command already ran once
-/// (its errors were answered), so keys of another type are waited past from the first try.
+/// served (by itself, or by the writer that woke it), `until` passes or the keys move
+/// elsewhere. `ran`: the command already ran once (its errors were answered), so keys of
+/// another type are waited past from the first try.
 #[allow(clippy::too_many_arguments)]
 async fn wait_here(
     node: &Arc<Server>,
@@ -206,29 +308,47 @@ async fn wait_here(
     until: Option<Instant>,
     ran: bool,
 ) -> Waited {
+    let slot = SharedSlot::default();
     let mut woken = false;
+    let mut first = true;
     loop {
         // Cleared before looking: a write while looking wakes the wait below at once. (The
         // first look also covers a write between the handler's look and the registration.)
         reg.clear();
-        match attempt(node, client, spec, args, ran || woken).await {
+        if let Some(reply) = take_reply(&slot) {
+            return Waited::Served(reply);
+        }
+        match attempt(node, reg, client, spec, args, ran || woken, &slot).await {
             Attempt::Served(reply) => return Waited::Served(reply),
             Attempt::Moved => return Waited::Moved,
             // A wake-up this client could not use is the next one's.
             Attempt::Blocked if woken => reg.pass_on(),
             Attempt::Blocked => {}
         }
+        if first {
+            let_writers_serve(node, reg, client, spec, args, &slot);
+            first = false;
+        }
         match until {
             Some(at) => {
                 if tokio::time::timeout_at(at, reg.signalled()).await.is_err() {
-                    return Waited::TimedOut;
+                    // A writer may be serving it right now: no more after this one, and
+                    // what it popped is sent, not lost.
+                    reg.withdraw();
+                    return match take_reply(&slot) {
+                        Some(reply) => Waited::Served(reply),
+                        None => Waited::TimedOut,
+                    };
                 }
             }
             None => reg.signalled().await,
         }
         woken = true;
         if let Some(reply) = client.unblocked() {
-            return Waited::Served(Box::pin(async move { reply }));
+            reg.withdraw();
+            return Waited::Served(
+                take_reply(&slot).unwrap_or_else(|| Box::pin(async move { reply })),
+            );
         }
     }
 }

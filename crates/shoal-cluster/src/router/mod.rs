@@ -65,7 +65,11 @@ pub fn dispatch(
 ) -> Outcome {
     // Read before routing: a view change meanwhile then only makes a later command wait.
     let epoch = node.cluster.as_ref().map(|c| c.epoch());
-    let outcome = dispatch_now(node, session, &mut in_flight.order, args, now_ms);
+    // Clients blocked on what it writes are served before its reply, as in Redis.
+    let outcome = node
+        .engine
+        .blocked
+        .serving_after(|| dispatch_now(node, session, &mut in_flight.order, args, now_ms));
     if let (Outcome::Later(_), Some(epoch)) = (&outcome, epoch) {
         in_flight.note(args, epoch);
     }
