@@ -528,3 +528,59 @@ fn in_a_cluster_a_write_answers_after_the_clients_it_woke_were_served() {
         assert_eq!(answer(mover), bulk("e"));
     }
 }
+
+/// A write right behind a CLIENT KILL or CLIENT UNBLOCK (one pipeline) leaves the element:
+/// the writer does not serve a client that is leaving (Redis keeps it too), and the
+/// unblocked one answers nil.
+#[test]
+fn a_write_right_after_kill_or_unblock_pops_nothing_for_that_client() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    for round in 0..20 {
+        let (id, h) = blocked_client(&node.url(), &mut admin, "gone");
+        let got: Vec<Value> = redis::pipe()
+            .cmd("CLIENT")
+            .arg("UNBLOCK")
+            .arg(id)
+            .cmd("RPUSH")
+            .arg("gone")
+            .arg("x")
+            .cmd("LLEN")
+            .arg("gone")
+            .query(&mut admin)
+            .unwrap();
+        assert_eq!(
+            got,
+            [Value::Int(1), Value::Int(1), Value::Int(1)],
+            "round {round}"
+        );
+        assert!(wait_until(WAIT, || h.is_finished()));
+        assert_eq!(h.join().unwrap().unwrap(), Value::Nil, "round {round}");
+        run(&mut admin, "DEL gone");
+
+        let (id, h) = blocked_client(&node.url(), &mut admin, "gone");
+        let got: Vec<Value> = redis::pipe()
+            .cmd("CLIENT")
+            .arg("KILL")
+            .arg("ID")
+            .arg(id)
+            .cmd("RPUSH")
+            .arg("gone")
+            .arg("y")
+            .cmd("LLEN")
+            .arg("gone")
+            .query(&mut admin)
+            .unwrap();
+        assert_eq!(
+            got,
+            [Value::Int(1), Value::Int(1), Value::Int(1)],
+            "round {round}"
+        );
+        assert!(wait_until(WAIT, || h.is_finished()));
+        assert!(
+            h.join().unwrap().is_err(),
+            "the killed client's connection closed"
+        );
+        run(&mut admin, "DEL gone");
+    }
+}

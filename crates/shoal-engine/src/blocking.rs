@@ -75,6 +75,9 @@ pub enum Tried {
     /// It cannot be tried here and now (its keys are not owned here, or still arriving):
     /// the client tries on its own once woken.
     Later,
+    /// Its client is leaving (killed, or CLIENT UNBLOCK): it takes nothing, and the clients
+    /// behind it are tried.
+    Gone,
 }
 
 /// A blocked client's command, run once more (`prepared`: by its own waiting future, which
@@ -89,6 +92,9 @@ struct Waiter {
     waker: Mutex<Option<Waker>>,
     /// How a writer tries it; locked while it runs, taken away when the client leaves.
     attempt: Mutex<Option<Attempt>>,
+    /// A writer served it: the writer went on with the clients behind it, so leaving wakes
+    /// none of them (each would find nothing).
+    served: AtomicBool,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -105,12 +111,22 @@ thread_local! {
     static READY: RefCell<Option<Vec<Bytes>>> = const { RefCell::new(None) };
 }
 
-/// Ends this thread's collecting of ready keys, also when a command panics.
-struct Collecting;
+/// Ends this thread's collecting of ready keys; when a command panicked before they were
+/// served, their first waiters are woken to try on their own.
+struct Collecting<'a>(&'a Blocked);
 
-impl Drop for Collecting {
+impl Drop for Collecting<'_> {
     fn drop(&mut self) {
-        READY.with(|r| *r.borrow_mut() = None);
+        let left = READY.with(|r| r.borrow_mut().take()).unwrap_or_default();
+        if left.is_empty() {
+            return;
+        }
+        let queues = self.0.queues.lock().unwrap_or_else(|e| e.into_inner());
+        for key in left {
+            if let Some(first) = queues.by_key.get(&key).and_then(VecDeque::front) {
+                first.wake();
+            }
+        }
     }
 }
 
@@ -140,6 +156,11 @@ impl Blocked {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
+        let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(first) = queues.by_key.get(key).and_then(VecDeque::front) else {
+            return;
+        };
+        // Inside `serving_after` only the keys someone waits on are noted (a few).
         let collected = READY.with(|r| match r.borrow_mut().as_mut() {
             Some(keys) => {
                 if !keys.iter().any(|k| k[..] == *key) {
@@ -149,11 +170,7 @@ impl Blocked {
             }
             None => false,
         });
-        if collected {
-            return;
-        }
-        let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(first) = queues.by_key.get(key).and_then(VecDeque::front) {
+        if !collected {
             first.wake();
         }
     }
@@ -179,7 +196,7 @@ impl Blocked {
         if !outermost {
             return command();
         }
-        let _collecting = Collecting;
+        let _collecting = Collecting(self);
         let out = command();
         loop {
             let keys = READY.with(|r| r.borrow_mut().as_mut().map(std::mem::take));
@@ -207,13 +224,21 @@ impl Blocked {
             let mut attempt = w.attempt.lock().unwrap_or_else(|e| e.into_inner());
             let tried = match attempt.as_mut() {
                 Some(run) => run(false),
-                // It left, or tries on its own only.
-                None => Tried::Later,
+                // It is leaving, or has not made its first try yet: woken (harmless for
+                // one that leaves, and the other looks again), the next ones are tried.
+                None => {
+                    drop(attempt);
+                    w.wake();
+                    continue;
+                }
             };
             drop(attempt);
             match tried {
-                Tried::Served => w.wake(),
-                Tried::Passed => {}
+                Tried::Served => {
+                    w.served.store(true, Ordering::Release);
+                    w.wake();
+                }
+                Tried::Passed | Tried::Gone => {}
                 Tried::Blocked => break,
                 Tried::Later => {
                     w.wake();
@@ -371,6 +396,8 @@ impl Drop for Registration {
             if let Some(queue) = queues.by_key.get_mut(k) {
                 queue.retain(|w| !Arc::ptr_eq(w, &self.waiter));
                 match queue.front() {
+                    // A writer that served this client tried the next ones already.
+                    Some(_) if self.waiter.served.load(Ordering::Acquire) => {}
                     // What this client was woken for (or left behind) is the next one's.
                     Some(next) => next.wake(),
                     None => {

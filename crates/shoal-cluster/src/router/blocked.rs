@@ -43,6 +43,9 @@ enum Attempt {
     Served(ReplyFuture),
     /// Still nothing.
     Blocked,
+    /// Nothing it can take, but a key holds something (of another type): the clients
+    /// behind it may.
+    Passed,
     /// The keys are no longer owned here.
     Moved,
 }
@@ -224,9 +227,20 @@ fn let_writers_serve(
 ) {
     let node = Arc::downgrade(node);
     let (client, args, slot) = (client.clone(), args.to_vec(), slot.clone());
-    reg.set_attempt(Box::new(move |prepared| match node.upgrade() {
-        Some(node) => run_attempt(&node, &client, spec, &args, true, prepared, &slot),
-        None => Tried::Later,
+    reg.set_attempt(Box::new(move |prepared| {
+        // A client killed or unblocked takes nothing from a writer (it is leaving; CLIENT
+        // UNBLOCK woke it already).
+        if !prepared
+            && !client.internal
+            && (client.info.killed.load(Ordering::Relaxed)
+                || client.info.unblock.load(Ordering::Relaxed) != 0)
+        {
+            return Tried::Gone;
+        }
+        match node.upgrade() {
+            Some(node) => run_attempt(&node, &client, spec, &args, true, prepared, &slot),
+            None => Tried::Later,
+        }
     }));
 }
 
@@ -278,7 +292,8 @@ async fn attempt(
             Some(reply) => Attempt::Served(reply),
             None => Attempt::Blocked,
         },
-        Tried::Blocked | Tried::Passed => Attempt::Blocked,
+        Tried::Blocked | Tried::Gone => Attempt::Blocked,
+        Tried::Passed => Attempt::Passed,
         Tried::Later => Attempt::Moved,
     }
 }
@@ -297,7 +312,8 @@ enum Waited {
 /// Waits on the registration's keys, trying the command again at each signal, until it is
 /// served (by itself, or by the writer that woke it), `until` passes or the keys move
 /// elsewhere. `ran`: the command already ran once (its errors were answered), so keys of
-/// another type are waited past from the first try.
+/// another type are waited past from the first try. However it ends, no writer serves the
+/// client through this wait afterwards, and what one served meanwhile is its reply.
 #[allow(clippy::too_many_arguments)]
 async fn wait_here(
     node: &Arc<Server>,
@@ -309,46 +325,68 @@ async fn wait_here(
     ran: bool,
 ) -> Waited {
     let slot = SharedSlot::default();
+    let waited = wait_until_served(node, reg, client, spec, args, until, ran, &slot).await;
+    reg.withdraw();
+    match (waited, take_reply(&slot)) {
+        (Waited::TimedOut | Waited::Moved, Some(reply)) => Waited::Served(reply),
+        (waited, _) => waited,
+    }
+}
+
+/// [`wait_here`]'s loop.
+#[allow(clippy::too_many_arguments)]
+async fn wait_until_served(
+    node: &Arc<Server>,
+    reg: &Registration,
+    client: &Client,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    until: Option<Instant>,
+    ran: bool,
+    slot: &SharedSlot,
+) -> Waited {
+    // A writer may serve it from the start when its errors were answered already; else
+    // after its first try, which answers them.
+    let mut writers_serve = ran;
+    if writers_serve {
+        let_writers_serve(node, reg, client, spec, args, slot);
+    }
     let mut woken = false;
-    let mut first = true;
     loop {
         // Cleared before looking: a write while looking wakes the wait below at once. (The
         // first look also covers a write between the handler's look and the registration.)
         reg.clear();
-        if let Some(reply) = take_reply(&slot) {
+        if let Some(reply) = take_reply(slot) {
             return Waited::Served(reply);
         }
-        match attempt(node, reg, client, spec, args, ran || woken, &slot).await {
+        match attempt(node, reg, client, spec, args, ran || woken, slot).await {
             Attempt::Served(reply) => return Waited::Served(reply),
             Attempt::Moved => return Waited::Moved,
-            // A wake-up this client could not use is the next one's.
-            Attempt::Blocked if woken => reg.pass_on(),
+            // Something of another type it cannot take: the client behind it may.
+            Attempt::Passed => reg.pass_on(),
             Attempt::Blocked => {}
         }
-        if first {
-            let_writers_serve(node, reg, client, spec, args, &slot);
-            first = false;
+        if !writers_serve {
+            let_writers_serve(node, reg, client, spec, args, slot);
+            writers_serve = true;
         }
         match until {
             Some(at) => {
                 if tokio::time::timeout_at(at, reg.signalled()).await.is_err() {
-                    // A writer may be serving it right now: no more after this one, and
-                    // what it popped is sent, not lost.
-                    reg.withdraw();
-                    return match take_reply(&slot) {
-                        Some(reply) => Waited::Served(reply),
-                        None => Waited::TimedOut,
-                    };
+                    return Waited::TimedOut;
                 }
             }
             None => reg.signalled().await,
         }
         woken = true;
-        if let Some(reply) = client.unblocked() {
+        if !client.internal && client.info.unblock.load(Ordering::Relaxed) != 0 {
+            // No writer serves it from here on (they see the unblock, or have finished);
+            // one that served it before the unblock popped for it: that reply wins.
             reg.withdraw();
-            return Waited::Served(
-                take_reply(&slot).unwrap_or_else(|| Box::pin(async move { reply })),
-            );
+            if let Some(reply) = client.unblocked() {
+                let served = take_reply(slot);
+                return Waited::Served(served.unwrap_or_else(|| Box::pin(async move { reply })));
+            }
         }
     }
 }
