@@ -218,6 +218,34 @@ fn timeout_does_not_close_a_subscriber() {
     );
 }
 
+/// A message a RESP3 subscriber publishes to itself comes after the PUBLISH reply, and after
+/// EXEC's whole reply inside a transaction, as Redis 7.2 sends it (redis/redis#12326).
+#[test]
+fn a_message_published_to_oneself_follows_the_reply() {
+    let node = TestNode::start();
+    let mut c = Raw::open(&node);
+    c.send(&["HELLO", "3"]);
+    c.next();
+    c.send(&["SUBSCRIBE", "c"]);
+    assert_eq!(kind(&c.next()).as_deref(), Some("subscribe"));
+    let message = || Value::Array(vec![bulk("message"), bulk("c"), bulk("m")]);
+    c.send(&["PUBLISH", "c", "m"]);
+    assert_eq!(c.next(), Value::Int(1));
+    assert_eq!(as_array(c.next()), message());
+    c.send(&["MULTI"]);
+    assert_eq!(c.next(), Value::Okay);
+    c.send(&["PUBLISH", "c", "m"]);
+    c.send(&["PING"]);
+    assert_eq!(c.next(), Value::SimpleString("QUEUED".into()));
+    assert_eq!(c.next(), Value::SimpleString("QUEUED".into()));
+    c.send(&["EXEC"]);
+    assert_eq!(
+        c.next(),
+        Value::Array(vec![Value::Int(1), Value::SimpleString("PONG".into())])
+    );
+    assert_eq!(as_array(c.next()), message());
+}
+
 /// CLIENT REPLY OFF silences replies but not Pub/Sub's confirmations (Redis 7).
 #[test]
 fn client_reply_off_keeps_subscription_confirmations() {

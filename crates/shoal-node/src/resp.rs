@@ -81,7 +81,8 @@ fn drain_messages(session: &Session, replies: &mut Replies) {
     }
 }
 
-/// SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE.
+/// SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE (their confirmations are sent whatever CLIENT REPLY
+/// says).
 fn is_subscribe(name: &[u8]) -> bool {
     [&b"subscribe"[..], b"psubscribe", b"ssubscribe"]
         .iter()
@@ -205,10 +206,11 @@ impl Frontend for RespFrontend {
                 session.reply_mode = ReplyMode::On;
                 self.skip_pending = true;
             }
-            // Messages published while it ran (by this very command, too) go before its
-            // reply, as Redis writes them into the output when they are published; but a
-            // subscription's confirmation comes before the first message it brings.
-            if !is_subscribe(&args[0]) {
+            // An UNSUBSCRIBE's confirmation comes after every message that reached the
+            // subscription before it ended (a RESP2 client takes what follows a count of 0 as
+            // replies).
+            let unsubscribing = is_unsubscribe(&args[0]);
+            if unsubscribing {
                 drain_messages(session, replies);
             }
             let later = match outcome {
@@ -242,6 +244,13 @@ impl Frontend for RespFrontend {
                     return (processed, Step::Flush);
                 }
                 replies.push_later(reply);
+            }
+            // Messages published while it ran (by this very command too, or inside its
+            // EXEC) go after its reply, as in Redis 7.2 (redis/redis#12326; 7.0 sent a
+            // PUBLISH's own message first, and inside EXEC's array); a subscription's
+            // confirmation so comes before the first message it brings.
+            if !unsubscribing {
+                drain_messages(session, replies);
             }
             if session.close {
                 return (processed, Step::Close(Close::Quit));
