@@ -55,7 +55,7 @@ pub struct ClientInfo {
     /// see `threads`).
     pub io_thread: AtomicUsize,
     /// Its subscriptions to channels, patterns and shard channels (CLIENT LIST's `sub`,
-    /// `psub`, `ssub`; see `crate::pubsub`).
+    /// `psub`, `ssub`; kept by the Pub/Sub subscriber of the connection).
     pub subscriptions: [AtomicU32; 3],
 }
 
