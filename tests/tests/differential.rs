@@ -3641,6 +3641,8 @@ const CONNECTION: &[Case] = &[
         // What tools send a cache, and the thresholds' names before Redis 7.
         &["CONFIG", "SET", "save", ""],
         &["CONFIG", "GET", "save"],
+        &["CONFIG", "SET", "notify-keyspace-events", ""],
+        &["CONFIG", "GET", "notify-keyspace-events"],
         &["CONFIG", "SET", "appendonly", "no"],
         &["CONFIG", "GET", "appendonly"],
         &["CONFIG", "GET", "hash-max-ziplist-entries"],

@@ -1001,6 +1001,21 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         Some(|_, v| no_persistence(v.eq_ignore_ascii_case("no"))),
     ),
     ("cluster-enabled", |_| "no".into(), None),
+    // Keyspace notifications are not published: off (the default) is taken, a class refused.
+    (
+        "notify-keyspace-events",
+        |_| String::new(),
+        Some(|_, v| {
+            if v.is_empty() {
+                Ok(())
+            } else {
+                Err(
+                    "Shoal does not publish keyspace notifications: only an empty value is taken"
+                        .into(),
+                )
+            }
+        }),
+    ),
 ];
 
 const CONFIG_HELP: &[&str] = &[
