@@ -51,7 +51,7 @@ def sync_checks(sub_addr, pub_addr, protocol):
     assert (m["pattern"], m["channel"], m["data"]) == (f"{ch}*", ch, "hello"), m
 
     assert publisher.pubsub_numsub(ch) == [(ch, 1)]
-    assert publisher.pubsub_numpat() >= 1
+    assert publisher.pubsub_numpat() == 1
     assert ch in publisher.pubsub_channels()
 
     # A handler, as redis-py dispatches them.

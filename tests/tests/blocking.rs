@@ -584,3 +584,33 @@ fn a_write_right_after_kill_or_unblock_pops_nothing_for_that_client() {
         run(&mut admin, "DEL gone");
     }
 }
+
+/// SWAPDB that brings a list to clients blocked on it serves them before its reply, in the
+/// order they blocked, also a client blocked on several keys (Redis's behaviour).
+#[test]
+fn swapdb_serves_the_clients_it_brings_a_list_to() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    run(&mut admin, "SELECT 1");
+    run(&mut admin, "RPUSH k1 a b");
+    run(&mut admin, "SELECT 0");
+    let both = spawn(&node.url(), &["BLPOP", "k1", "k2", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    let one = spawn(&node.url(), &["BLPOP", "k1", "10"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    let got: Vec<Value> = redis::pipe()
+        .cmd("SWAPDB")
+        .arg(0)
+        .arg(1)
+        .cmd("LPUSH")
+        .arg("k2")
+        .arg("x")
+        .cmd("EXISTS")
+        .arg("k1")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(got, [Value::Okay, Value::Int(1), Value::Int(0)]);
+    assert_eq!(answer(both), array(&["k1", "a"]));
+    assert_eq!(answer(one), array(&["k1", "b"]));
+    assert_eq!(run(&mut admin, "LLEN k2"), Value::Int(1));
+}

@@ -101,6 +101,16 @@ fn a_subscriber_behind_gets_every_message_before_its_next_reply() {
                 Some("message"),
                 "{ending}: message {i}"
             );
+            let Value::Array(items) = v else {
+                panic!("{ending}: message {i} is not an array");
+            };
+            let Value::BulkString(payload) = &items[2] else {
+                panic!("{ending}: message {i} has no payload");
+            };
+            assert!(
+                payload.starts_with(format!("{i}:").as_bytes()),
+                "{ending}: message {i} out of order"
+            );
         }
         let reply = sub.next();
         match ending {

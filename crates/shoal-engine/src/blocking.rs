@@ -92,9 +92,10 @@ struct Waiter {
     waker: Mutex<Option<Waker>>,
     /// How a writer tries it; locked while it runs, taken away when the client leaves.
     attempt: Mutex<Option<Attempt>>,
-    /// A writer served it: the writer went on with the clients behind it, so leaving wakes
-    /// none of them (each would find nothing).
-    served: AtomicBool,
+    /// The key a writer served it through: the writer went on with the clients behind it
+    /// there, so leaving wakes none of them on that key (each would find nothing); on its
+    /// other keys the next client is woken as usual.
+    served_on: Mutex<Option<Bytes>>,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -235,7 +236,8 @@ impl Blocked {
             drop(attempt);
             match tried {
                 Tried::Served => {
-                    w.served.store(true, Ordering::Release);
+                    *w.served_on.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(Bytes::copy_from_slice(key));
                     w.wake();
                 }
                 Tried::Passed | Tried::Gone => {}
@@ -257,7 +259,16 @@ impl Blocked {
         let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         for (key, queue) in &queues.by_key {
             if which(key) {
-                if let Some(first) = queue.front() {
+                let collected = READY.with(|r| match r.borrow_mut().as_mut() {
+                    Some(keys) => {
+                        if !keys.contains(key) {
+                            keys.push(key.clone());
+                        }
+                        true
+                    }
+                    None => false,
+                });
+                if let (false, Some(first)) = (collected, queue.front()) {
                     first.wake();
                 }
             }
@@ -387,6 +398,12 @@ impl Drop for Registration {
     fn drop(&mut self) {
         // No writer serves a client that left (waits for one that is serving it now).
         self.withdraw();
+        let served_on = self
+            .waiter
+            .served_on
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         let mut queues = self
             .blocked
             .queues
@@ -396,8 +413,8 @@ impl Drop for Registration {
             if let Some(queue) = queues.by_key.get_mut(k) {
                 queue.retain(|w| !Arc::ptr_eq(w, &self.waiter));
                 match queue.front() {
-                    // A writer that served this client tried the next ones already.
-                    Some(_) if self.waiter.served.load(Ordering::Acquire) => {}
+                    // A writer that served this client here tried the next ones already.
+                    Some(_) if served_on.as_ref() == Some(k) => {}
                     // What this client was woken for (or left behind) is the next one's.
                     Some(next) => next.wake(),
                     None => {

@@ -381,6 +381,15 @@ impl Subscriber {
         true
     }
 
+    /// Ends every subscription (RESET); the mailbox stays for what reached it before.
+    pub fn unsubscribe_all(&mut self) {
+        for space in [Space::Channel, Space::Pattern, Space::Shard] {
+            for name in self.subscribed(space) {
+                self.unsubscribe(space, &name);
+            }
+        }
+    }
+
     /// The names subscribed to in `space`.
     pub fn subscribed(&self, space: Space) -> Vec<Bytes> {
         self.names[space.index()].iter().cloned().collect()

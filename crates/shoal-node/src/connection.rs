@@ -203,6 +203,11 @@ impl Replies {
         self.pending.len()
     }
 
+    /// Something (a reply or a message) waits behind the pending replies.
+    pub fn has_tail(&self) -> bool {
+        !self.tail.is_empty()
+    }
+
     /// Publishes the output's state for CLIENT LIST (`obl`, `oll`, `omem`).
     fn publish(&self, info: &ClientInfo) {
         let out = &self.out;
@@ -271,6 +276,11 @@ pub trait Frontend: Send {
     /// Cancel safe: nothing is taken unless it is returned.
     fn next_push(&mut self) -> impl std::future::Future<Output = Result<Bytes, Close>> + Send {
         std::future::pending()
+    }
+
+    /// True when what `next_push` gives may be written between replies (RESP3 pushes).
+    fn pushes_out_of_band(&self) -> bool {
+        false
     }
 
     /// True while the client subscribes (Pub/Sub): the `pubsub` class of
@@ -492,9 +502,11 @@ async fn serve<F: Frontend>(
                                 }
                                 break replies.settle(limit.hard).await;
                             }
-                            // Pub/Sub messages (RESP3 pushes) go out while a command
-                            // waits, ahead of its reply, as in Redis.
-                            pushed = frontend.next_push() => match pushed {
+                            // Pub/Sub messages go out while a command waits, ahead of its
+                            // reply, as in Redis: only RESP3 pushes (out of band), and only
+                            // while nothing is queued behind the pending replies (a message
+                            // there must not be overtaken).
+                            pushed = frontend.next_push(), if frontend.pushes_out_of_band() && !replies.has_tail() => match pushed {
                                 Ok(bytes) => {
                                     replies.out.push(bytes);
                                     let written = write_out(

@@ -209,7 +209,7 @@ impl Frontend for RespFrontend {
             // An UNSUBSCRIBE's confirmation comes after every message that reached the
             // subscription before it ended (a RESP2 client takes what follows a count of 0 as
             // replies).
-            let unsubscribing = is_unsubscribe(&args[0]);
+            let unsubscribing = is_unsubscribe(&args[0]) || args[0].eq_ignore_ascii_case(b"reset");
             if unsubscribing {
                 drain_messages(session, replies);
             }
@@ -287,6 +287,10 @@ impl Frontend for RespFrontend {
             m.reply().encode(self.session.proto, &mut out);
         }
         Ok(out.freeze())
+    }
+
+    fn pushes_out_of_band(&self) -> bool {
+        self.monitor.is_none() && self.session.proto == shoal_resp::Protocol::Resp3
     }
 
     fn subscriber(&self) -> bool {

@@ -154,6 +154,13 @@ fn run_attempt(
     if slot.served {
         return Tried::Served;
     }
+    // A client killed or unblocked takes nothing (it is leaving; CLIENT UNBLOCK woke it).
+    if !client.internal
+        && (client.info.killed.load(Ordering::Relaxed)
+            || client.info.unblock.load(Ordering::Relaxed) != 0)
+    {
+        return Tried::Gone;
+    }
     let mut session = client.session();
     session.block_retry = retry;
     let proto = client.proto;
@@ -227,20 +234,9 @@ fn let_writers_serve(
 ) {
     let node = Arc::downgrade(node);
     let (client, args, slot) = (client.clone(), args.to_vec(), slot.clone());
-    reg.set_attempt(Box::new(move |prepared| {
-        // A client killed or unblocked takes nothing from a writer (it is leaving; CLIENT
-        // UNBLOCK woke it already).
-        if !prepared
-            && !client.internal
-            && (client.info.killed.load(Ordering::Relaxed)
-                || client.info.unblock.load(Ordering::Relaxed) != 0)
-        {
-            return Tried::Gone;
-        }
-        match node.upgrade() {
-            Some(node) => run_attempt(&node, &client, spec, &args, true, prepared, &slot),
-            None => Tried::Later,
-        }
+    reg.set_attempt(Box::new(move |prepared| match node.upgrade() {
+        Some(node) => run_attempt(&node, &client, spec, &args, true, prepared, &slot),
+        None => Tried::Later,
     }));
 }
 
@@ -323,11 +319,13 @@ async fn wait_here(
     args: &[Bytes],
     until: Option<Instant>,
     ran: bool,
+    slot: &SharedSlot,
+    installed: bool,
 ) -> Waited {
-    let slot = SharedSlot::default();
-    let waited = wait_until_served(node, reg, client, spec, args, until, ran, &slot).await;
+    let waited =
+        wait_until_served(node, reg, client, spec, args, until, ran, slot, installed).await;
     reg.withdraw();
-    match (waited, take_reply(&slot)) {
+    match (waited, take_reply(slot)) {
         (Waited::TimedOut | Waited::Moved, Some(reply)) => Waited::Served(reply),
         (waited, _) => waited,
     }
@@ -344,11 +342,13 @@ async fn wait_until_served(
     until: Option<Instant>,
     ran: bool,
     slot: &SharedSlot,
+    installed: bool,
 ) -> Waited {
-    // A writer may serve it from the start when its errors were answered already; else
-    // after its first try, which answers them.
-    let mut writers_serve = ran;
-    if writers_serve {
+    // A writer may serve it from the start when its errors were answered already (its
+    // attempt `installed` when it registered, or now); else after its first try, which
+    // answers them.
+    let mut writers_serve = ran || installed;
+    if ran && !installed {
         let_writers_serve(node, reg, client, spec, args, slot);
     }
     let mut woken = false;
@@ -358,6 +358,15 @@ async fn wait_until_served(
         reg.clear();
         if let Some(reply) = take_reply(slot) {
             return Waited::Served(reply);
+        }
+        // CLIENT UNBLOCK: no more tries, its own or a writer's (they see the flag, or have
+        // finished); one that served it before the unblock popped for it: that reply wins.
+        if !client.internal && client.info.unblock.load(Ordering::Relaxed) != 0 {
+            reg.withdraw();
+            if let Some(reply) = client.unblocked() {
+                let served = take_reply(slot);
+                return Waited::Served(served.unwrap_or_else(|| Box::pin(async move { reply })));
+            }
         }
         match attempt(node, reg, client, spec, args, ran || woken, slot).await {
             Attempt::Served(reply) => return Waited::Served(reply),
@@ -379,15 +388,6 @@ async fn wait_until_served(
             None => reg.signalled().await,
         }
         woken = true;
-        if !client.internal && client.info.unblock.load(Ordering::Relaxed) != 0 {
-            // No writer serves it from here on (they see the unblock, or have finished);
-            // one that served it before the unblock popped for it: that reply wins.
-            reg.withdraw();
-            if let Some(reply) = client.unblocked() {
-                let served = take_reply(slot);
-                return Waited::Served(served.unwrap_or_else(|| Box::pin(async move { reply })));
-            }
-        }
     }
 }
 
@@ -406,12 +406,15 @@ pub(super) fn single(
 ) -> Outcome {
     let client = Client::of(session);
     let reg = node.engine.blocked.register(&block.keys, client.id());
+    // A writer may serve it from now on, in the order it blocked.
+    let slot = SharedSlot::default();
+    let_writers_serve(node, &reg, &client, spec, args, &slot);
     let shown = ShownBlocked::new(&client.info);
     let (node, args) = (node.clone(), args.to_vec());
     Outcome::Later(Box::pin(async move {
         let _shown = shown;
         let until = deadline_of(block.deadline_ms);
-        let waited = wait_here(&node, &reg, &client, spec, &args, until, true).await;
+        let waited = wait_here(&node, &reg, &client, spec, &args, until, true, &slot, true).await;
         drop(reg);
         match waited {
             Waited::Served(reply) => reply.await,
@@ -484,7 +487,9 @@ pub(super) fn clustered(
                     } else {
                         Some(round_end)
                     };
-                    match wait_here(&node, r, &client, spec, &args, until, ran).await {
+                    let slot = SharedSlot::default();
+                    match wait_here(&node, r, &client, spec, &args, until, ran, &slot, false).await
+                    {
                         Waited::Served(reply) => {
                             drop(reg.take());
                             return reply.await;
@@ -586,10 +591,12 @@ pub fn serve_blocked(
         internal: true,
         no_block: false,
     };
+    let slot = SharedSlot::default();
+    let_writers_serve(node, &reg, &client, spec, args, &slot);
     let (node, args) = (node.clone(), args.to_vec());
     Box::pin(async move {
         let until = deadline_of(block.deadline_ms);
-        let waited = wait_here(&node, &reg, &client, spec, &args, until, true).await;
+        let waited = wait_here(&node, &reg, &client, spec, &args, until, true, &slot, true).await;
         drop(reg);
         match waited {
             Waited::Served(reply) => reply.await,

@@ -105,23 +105,25 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
             .map(|&m| ask(&node, &view, m, proto, db, None, &args));
         let mut total = local;
         for (&m, r) in others.iter().zip(join_all(asks).await) {
-            match r.map(|b| integer_value(&b)) {
-                Ok(Some(n)) => total += n,
-                Ok(None) => {
-                    tracing::debug!(node = %view.nodes[usize::from(m)].name, "a member did not take a published message")
+            let why = match r.map(|b| integer_value(&b)) {
+                Ok(Some(n)) => {
+                    total += n;
+                    continue;
                 }
-                Err(e) => {
-                    // Fire and forget, as in Redis, but not silently: a member out of reach
-                    // or a link over its window (`Overloaded`) loses the message there.
-                    let stats = &node.cluster.as_ref().expect("in a cluster").stats;
-                    let n = stats
-                        .pubsub_undelivered
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                        + 1;
-                    if n.is_power_of_two() {
-                        tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, undelivered = n, "published messages did not reach a member");
-                    }
-                }
+                // It answered without running it (cut off from its cluster, the request
+                // past its deadline, an older version).
+                Ok(None) => "the member did not run it".to_string(),
+                Err(e) => e.to_string(),
+            };
+            // Fire and forget, as in Redis, but not silently: a member out of reach, a link
+            // over its window (`Overloaded`) or a refusal loses it there.
+            let stats = &node.cluster.as_ref().expect("in a cluster").stats;
+            let n = stats
+                .pubsub_undelivered
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            if n.is_power_of_two() {
+                tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %why, undelivered = n, "published messages did not reach a member");
             }
         }
         Bytes::from(format!(":{total}\r\n"))

@@ -134,8 +134,11 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.multi = None;
     s.watched.clear();
     s.readonly = false;
-    // Every subscription ends (dropping them unsubscribes).
-    s.pubsub = None;
+    // Every subscription ends; messages that reached them before are still sent, before
+    // the reply.
+    if let Some(sub) = s.pubsub.as_mut() {
+        sub.unsubscribe_all();
+    }
     s.db = 0;
     s.info.db.store(0, Ordering::Relaxed);
     Reply::Simple("RESET".into())
