@@ -614,3 +614,74 @@ fn swapdb_serves_the_clients_it_brings_a_list_to() {
     assert_eq!(answer(one), array(&["k1", "b"]));
     assert_eq!(run(&mut admin, "LLEN k2"), Value::Int(1));
 }
+
+/// CLIENT PAUSE WRITE holds writes and `may-replicate` commands (PUBLISH, PFCOUNT, an EXEC
+/// with a write) until CLIENT UNPAUSE, counted as blocked, while reads and commands with
+/// errors answer at once; CLIENT PAUSE ALL holds everything until its end, which comes by
+/// itself (Redis 7's `unit/pause` cases).
+#[test]
+fn client_pause_holds_writes_until_unpause_or_its_end() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    run(&mut admin, "SET foo before");
+    run(&mut admin, "PFADD hll a");
+    assert_eq!(run(&mut admin, "CLIENT PAUSE 60000 WRITE"), Value::Okay);
+    assert_eq!(run(&mut admin, "GET foo"), bulk("before"), "reads go on");
+    assert_eq!(
+        redis::cmd("SET").arg("foo").query::<Value>(&mut admin).unwrap_err().to_string(),
+        "An error was signalled by the server - ResponseError: wrong number of arguments for 'set' command",
+        "an error answers at once"
+    );
+    let set = spawn(&node.url(), &["SET", "foo", "after"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    let publish = spawn(&node.url(), &["PUBLISH", "ch", "m"]);
+    let pfcount = spawn(&node.url(), &["PFCOUNT", "hll"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 3));
+    assert_eq!(
+        run(&mut admin, "GET foo"),
+        bulk("before"),
+        "the write waits"
+    );
+    // A transaction with a write waits at EXEC; one that only reads does not.
+    let url = node.url();
+    let tx = std::thread::spawn(move || {
+        let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+        redis::pipe()
+            .atomic()
+            .cmd("INCR")
+            .arg("n")
+            .query::<Value>(&mut con)
+            .unwrap()
+    });
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 4));
+    let reads: Value = redis::pipe()
+        .atomic()
+        .cmd("GET")
+        .arg("foo")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(reads, Value::Array(vec![bulk("before")]));
+    assert_eq!(run(&mut admin, "CLIENT UNPAUSE"), Value::Okay);
+    assert_eq!(answer(set), Value::Okay);
+    assert_eq!(answer(publish), Value::Int(0));
+    assert_eq!(answer(pfcount), Value::Int(1));
+    assert!(wait_until(WAIT, || tx.is_finished()));
+    assert_eq!(tx.join().unwrap(), Value::Array(vec![Value::Int(1)]));
+    assert_eq!(blocked(&mut admin), 0);
+
+    // ALL holds reads too, and ends by itself.
+    assert_eq!(run(&mut admin, "CLIENT PAUSE 300 ALL"), Value::Okay);
+    let get = spawn(&node.url(), &["GET", "foo"]);
+    assert_eq!(answer(get), bulk("after"), "answered once the pause ended");
+    let e = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(10)
+        .arg("SOME")
+        .query::<Value>(&mut admin)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("CLIENT PAUSE mode must be WRITE or ALL"),
+        "{e}"
+    );
+}

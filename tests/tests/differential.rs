@@ -3527,6 +3527,13 @@ const CONNECTION: &[Case] = &[
     // CLIENT SETNAME / GETNAME
     &[
         &["CLIENT", "GETNAME"],
+        &["CLIENT", "PAUSE", "abc"],
+        &["CLIENT", "PAUSE", "-1"],
+        &["CLIENT", "PAUSE", "10", "SOME"],
+        &["CLIENT", "PAUSE", "10", "WRITE", "x"],
+        &["CLIENT", "PAUSE", "0", "WRITE"],
+        &["CLIENT", "UNPAUSE", "x"],
+        &["CLIENT", "UNPAUSE"],
         &["CLIENT", "SETNAME", "worker-1"],
         &["CLIENT", "GETNAME"],
         &["CLIENT", "SETNAME", "a b"],

@@ -59,6 +59,8 @@ pub struct Engine {
     pub settings_hook: std::sync::OnceLock<SettingsHook>,
     /// Clients blocked on keys (BLPOP, BZPOPMIN, ...), woken by writes to those keys.
     pub blocked: std::sync::Arc<crate::blocking::Blocked>,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::Pause,
     /// This node's Pub/Sub subscriptions (SUBSCRIBE, PUBLISH, ...).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
 }
@@ -108,6 +110,7 @@ impl Engine {
             settings_hook: std::sync::OnceLock::new(),
             blocked: Default::default(),
             pubsub: Default::default(),
+            pause: Default::default(),
         }
     }
 

@@ -28,6 +28,7 @@ pub mod latency;
 pub mod longdouble;
 pub mod mc;
 pub mod memory;
+pub mod pause;
 pub mod pubsub;
 pub mod stats;
 

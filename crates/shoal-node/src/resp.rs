@@ -69,6 +69,27 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
         .feed(shoal_cluster::monitor::line(micros, &addr, args));
 }
 
+/// Waits until CLIENT UNPAUSE or the pause's end (Unix ms `end_ms`), counted in INFO's
+/// `blocked_clients` meanwhile; its "reply" is empty (the held command runs after it).
+fn wait_for_unpause(node: Arc<Server>, end_ms: u64) -> shoal_cluster::router::ReplyFuture {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    /// Counts the client as waiting while it lives (also when the client goes away).
+    struct Waiting<'a>(&'a AtomicUsize);
+    impl Drop for Waiting<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Relaxed);
+        }
+    }
+    Box::pin(async move {
+        let pause = &node.engine.pause;
+        pause.waiting.fetch_add(1, Relaxed);
+        let _waiting = Waiting(&pause.waiting);
+        let left = end_ms.saturating_sub(shoal_engine::clock::now_ms());
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(left), pause.ended()).await;
+        bytes::Bytes::new()
+    })
+}
+
 /// Moves every message waiting in the connection's mailbox (bounded by the pubsub output
 /// limit) into its replies, in order.
 fn drain_messages(session: &Session, replies: &mut Replies) {
@@ -158,6 +179,14 @@ impl Frontend for RespFrontend {
             // replica acks hold nothing: their writes are in the store already.
             if self.session.multi.is_none() && must_wait(node, &args, &self.in_flight) {
                 self.held = Some(args);
+                return (processed, Step::Flush);
+            }
+            // CLIENT PAUSE holds it (and what follows it) until the pause ends.
+            if let Some(end) =
+                shoal_engine::cmd::paused_until(&node.engine, &self.session, &args, now)
+            {
+                self.held = Some(args);
+                replies.push_blocked(wait_for_unpause(node.clone(), end));
                 return (processed, Step::Flush);
             }
             processed += 1;

@@ -169,6 +169,10 @@ const CLIENT_HELP: &[&str] = &[
     "    Set client library name or version.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
     "HELP",
     "    Print this help.",
 ];
@@ -215,6 +219,39 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
             *info.name.lock().expect("client name lock poisoned") =
                 Some(args[2].clone()).filter(|n| !n.is_empty());
+            Reply::ok()
+        }
+        b"pause" => {
+            if let Some(r) = arity(args.len() >= 3, "pause") {
+                return r;
+            }
+            if args.len() > 4 {
+                // Redis's row takes any count from 3; its handler refuses more than 4.
+                return Reply::error(format!(
+                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                    String::from_utf8_lossy(&args[1][..args[1].len().min(128)])
+                ));
+            }
+            let mode = match args.get(3) {
+                None => crate::pause::Mode::All,
+                Some(m) if is(m, "WRITE") => crate::pause::Mode::Write,
+                Some(m) if is(m, "ALL") => crate::pause::Mode::All,
+                Some(_) => return err("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+            };
+            let ms = match parse_i64(&args[2]) {
+                Some(n) if n < 0 => return err("ERR timeout is negative"),
+                Some(n) => n as u64,
+                None => return err("ERR timeout is not an integer or out of range"),
+            };
+            let now = crate::clock::now_ms();
+            ctx.engine.pause.pause(mode, now.saturating_add(ms), now);
+            Reply::ok()
+        }
+        b"unpause" => {
+            if let Some(r) = arity(args.len() == 2, "unpause") {
+                return r;
+            }
+            ctx.engine.pause.unpause();
             Reply::ok()
         }
         b"setinfo" => {

@@ -377,7 +377,7 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
     cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
     cmd!("client", -2, LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
-        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "no-evict", "reply", "help"]),
+        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "reply", "help"]),
     // strings
     cmd!("get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", "Returns the string value of a key.", string::get),
     cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", string::set),
@@ -982,6 +982,36 @@ fn prepare_found(
 /// The reply to a command that needs memory when `maxmemory` is reached and nothing can be
 /// evicted.
 pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// The end (Unix ms) of a CLIENT PAUSE that holds `args` back at `now_ms`, if one does: in
+/// mode ALL every known command of the right arity, in mode WRITE the writes and Redis's
+/// `may-replicate` commands (PUBLISH, SPUBLISH, PFCOUNT), and an EXEC with one of those
+/// queued. Errors (unknown command, wrong arity) are answered at once, as in Redis.
+pub fn paused_until(node: &Engine, session: &Session, args: &[Bytes], now_ms: u64) -> Option<u64> {
+    let (mode, end) = node.pause.at(now_ms)?;
+    let spec = lookup_listed(&args[0])?;
+    if (spec.arity > 0 && args.len() != spec.arity as usize)
+        || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
+    {
+        return None;
+    }
+    let replicates = |s: &CommandSpec| {
+        s.flags & WRITE != 0 || matches!(s.name, "publish" | "spublish" | "pfcount")
+    };
+    let held = match mode {
+        crate::pause::Mode::All => true,
+        crate::pause::Mode::Write if spec.route == Route::Exec => {
+            session.multi.as_ref().is_some_and(|tx| {
+                tx.queue
+                    .iter()
+                    .filter_map(|a| lookup(&a[0]))
+                    .any(replicates)
+            })
+        }
+        crate::pause::Mode::Write => replicates(spec),
+    };
+    held.then_some(end)
+}
 
 /// Runs a prepared command on this node's store.
 pub fn run(

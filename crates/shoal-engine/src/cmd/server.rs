@@ -206,7 +206,14 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             "clients" => {
                 line!("connected_clients:{}", node.clients.len());
                 line!("maxclients:{}", settings.maxclients);
-                line!("blocked_clients:{}", node.blocked.clients());
+                line!(
+                    "blocked_clients:{}",
+                    node.blocked.clients()
+                        + node
+                            .pause
+                            .waiting
+                            .load(std::sync::atomic::Ordering::Relaxed)
+                );
                 line!("tracking_clients:0");
                 section("Clients", b);
             }
