@@ -519,6 +519,9 @@ fn encoding(value: &[u8]) -> &'static str {
     }
 }
 
+/// Redis's `OBJ_SHARED_INTEGERS`: the integers it keeps one shared object of.
+const SHARED_INTEGERS: i64 = 10_000;
+
 pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = args[1].to_ascii_lowercase();
     if &sub[..] == b"help" {
@@ -537,18 +540,33 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (store, now) = (&ctx.engine.store, ctx.now_ms);
     let seen = store.read(&args[2], now, Access::Peek, |e| {
         e.map(|e| {
+            let small_int = e.coll.is_none()
+                && encoding(e.value) == "int"
+                && super::parse_i64(e.value).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
             (
                 e.coll
                     .map_or_else(|| encoding(e.value), Collection::encoding),
                 e.access,
+                small_int,
             )
         })
     });
-    let Some((enc, access)) = seen else {
+    let Some((enc, access, small_int)) = seen else {
         return Reply::Nil;
     };
+    // Redis shares the integers 0..9999 (one object, refcount INT_MAX) unless an LRU or LFU
+    // policy with a memory limit needs each value's own access time.
+    let lru_or_lfu = matches!(
+        store.policy(),
+        shoal_store::EvictionPolicy::AllKeysLru
+            | shoal_store::EvictionPolicy::VolatileLru
+            | shoal_store::EvictionPolicy::AllKeysLfu
+            | shoal_store::EvictionPolicy::VolatileLfu
+    );
+    let shared = small_int && (store.maxmemory() == 0 || !lru_or_lfu);
     match &sub[..] {
         b"encoding" => Reply::bulk(enc),
+        b"refcount" if shared => Reply::Int(i64::from(i32::MAX)),
         b"refcount" => Reply::Int(1),
         b"freq" if !lfu => err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
         b"freq" => Reply::Int(i64::from(store.lfu_frequency(access, now))),

@@ -989,6 +989,17 @@ fn object_and_memory_usage() {
     h.check("OBJECT ENCODING r", &bulk("raw"));
     h.check("OBJECT ENCODING missing", NIL);
     h.check("OBJECT REFCOUNT s", &int(1));
+    // A small integer is shared in Redis (refcount INT_MAX), unless an LRU or LFU policy
+    // with a memory limit keeps each value's access time.
+    h.check("SET n 5", OK);
+    h.check("OBJECT REFCOUNT n", &int(1));
+    h.check("CONFIG SET maxmemory-policy noeviction", OK);
+    h.check("OBJECT REFCOUNT n", &int(2147483647));
+    h.check("OBJECT REFCOUNT i", &int(1));
+    h.check("CONFIG SET maxmemory-policy allkeys-lru", OK);
+    h.check("CONFIG SET maxmemory 0", OK);
+    h.check("OBJECT REFCOUNT n", &int(2147483647));
+    h.check("CONFIG SET maxmemory 1gb", OK);
     h.now += 5_000;
     h.check("OBJECT IDLETIME s", &int(5));
     h.check(
