@@ -212,8 +212,9 @@ impl Mailbox {
         Poll::Ready(self.take(max_bytes))
     }
 
-    /// Bytes queued (CLIENT LIST counts them in the output).
-    pub fn bytes(&self) -> usize {
+    /// Bytes queued.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.lock().bytes
     }
 }
@@ -250,23 +251,29 @@ impl PubSub {
         if self.count.load(Ordering::Acquire) == 0 {
             return 0;
         }
-        // Copied once for every receiver: the arguments are slices of the publisher's read
-        // buffer, which a queued message must not keep alive (the mailbox counts only these
-        // bytes).
-        let (channel, payload) = (
-            &Bytes::copy_from_slice(channel),
-            &Bytes::copy_from_slice(payload),
-        );
+        // Copied once, for every receiver, when the first is found: the arguments are slices
+        // of the publisher's read buffer, which a queued message must not keep alive (the
+        // mailbox counts only these bytes).
+        let copied = std::cell::OnceCell::new();
+        let copy = || {
+            copied.get_or_init(|| {
+                (
+                    Bytes::copy_from_slice(channel),
+                    Bytes::copy_from_slice(payload),
+                )
+            })
+        };
         let now = Instant::now();
         let registry = self.read();
         let mut receivers = 0;
         let space = if shard { Space::Shard } else { Space::Channel };
         if let Some(subs) = registry[space.index()].get(channel) {
             for mailbox in subs.values() {
+                let (channel, payload) = copy().clone();
                 let m = Message {
                     pattern: None,
-                    channel: channel.clone(),
-                    payload: payload.clone(),
+                    channel,
+                    payload,
                     shard,
                 };
                 mailbox.deliver(m, limit, now);
@@ -279,10 +286,11 @@ impl PubSub {
                     continue;
                 }
                 for mailbox in subs.values() {
+                    let (channel, payload) = copy().clone();
                     let m = Message {
                         pattern: Some(pattern.clone()),
-                        channel: channel.clone(),
-                        payload: payload.clone(),
+                        channel,
+                        payload,
                         shard: false,
                     };
                     mailbox.deliver(m, limit, now);

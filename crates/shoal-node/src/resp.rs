@@ -102,21 +102,6 @@ fn drain_messages(session: &Session, replies: &mut Replies) {
     }
 }
 
-/// SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE (their confirmations are sent whatever CLIENT REPLY
-/// says).
-fn is_subscribe(name: &[u8]) -> bool {
-    [&b"subscribe"[..], b"psubscribe", b"ssubscribe"]
-        .iter()
-        .any(|n| name.eq_ignore_ascii_case(n))
-}
-
-/// UNSUBSCRIBE, PUNSUBSCRIBE or SUNSUBSCRIBE.
-fn is_unsubscribe(name: &[u8]) -> bool {
-    [&b"unsubscribe"[..], b"punsubscribe", b"sunsubscribe"]
-        .iter()
-        .any(|n| name.eq_ignore_ascii_case(n))
-}
-
 /// Publishes the connection's MULTI queue for CLIENT LIST (`multi`, `multi-mem`, flag `x`)
 /// after `args` ran: it is counted in when it was queued.
 fn publish_multi(session: &Session, args: &[bytes::Bytes]) {
@@ -226,7 +211,8 @@ impl Frontend for RespFrontend {
                 mode_before
             };
             // Pub/Sub's confirmations are sent whatever CLIENT REPLY says, as in Redis.
-            let confirms = is_subscribe(&args[0]) || is_unsubscribe(&args[0]);
+            use shoal_engine::cmd::{subscribes, unsubscribes};
+            let confirms = subscribes(&args[0]) || unsubscribes(&args[0]);
             let suppress = !confirms
                 && (was_skipped
                     || mode != ReplyMode::On
@@ -238,7 +224,7 @@ impl Frontend for RespFrontend {
             // An UNSUBSCRIBE's confirmation comes after every message that reached the
             // subscription before it ended (a RESP2 client takes what follows a count of 0 as
             // replies).
-            let unsubscribing = is_unsubscribe(&args[0]) || args[0].eq_ignore_ascii_case(b"reset");
+            let unsubscribing = unsubscribes(&args[0]) || args[0].eq_ignore_ascii_case(b"reset");
             if unsubscribing {
                 drain_messages(session, replies);
             }

@@ -41,7 +41,7 @@ use crate::hooks::{Host, SlotScope};
 
 pub use cluster::parse_slot;
 pub use conn::sets_reply_mode;
-pub use pubsub::gathers as pubsub_gathers;
+pub use pubsub::{gathers as pubsub_gathers, subscribes, unsubscribes};
 pub use server::{info_wants_keyspace, render_info, Info};
 pub use string::blind_write;
 
@@ -100,6 +100,9 @@ pub mod flag {
     pub const NO_MULTI: u32 = 1 << 12;
     /// Pub/Sub (Redis's `pubsub` flag).
     pub const PUBSUB: u32 = 1 << 13;
+    /// Not a write, but Redis propagates it (PUBLISH, SPUBLISH, PFCOUNT): a CLIENT PAUSE
+    /// WRITE holds it too (Redis's `may-replicate`).
+    pub const MAY_REPLICATE: u32 = 1 << 14;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -114,6 +117,7 @@ pub mod flag {
         (BLOCKING, "blocking"),
         (NO_MULTI, "no_multi"),
         (PUBSUB, "pubsub"),
+        (MAY_REPLICATE, "may_replicate"),
     ];
 }
 
@@ -504,7 +508,7 @@ pub static TABLE: &[CommandSpec] = &[
     movable(cmd!("zintercard", -3, READONLY, (0, 0, 0), "sorted_set", "7.0.0", "Returns the number of members of the intersect of multiple sorted sets.", zcombine::zintercard), 1),
     // HyperLogLog
     cmd!("pfadd", -2, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
-    cmd!("pfcount", -2, READONLY, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
+    cmd!("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
     cmd!("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
@@ -551,8 +555,8 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "2.0.0", "Stops listening to messages posted to channels.", pubsub::unsubscribe),
     cmd!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns.", pubsub::punsubscribe),
     cmd!("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "7.0.0", "Stops listening to messages posted to shard channels.", pubsub::sunsubscribe),
-    CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", "Posts a message to a channel.", pubsub::publish) },
-    CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("spublish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "7.0.0", "Post a message to a shard channel", pubsub::spublish) },
+    CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), "pubsub", "2.0.0", "Posts a message to a channel.", pubsub::publish) },
+    CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), "pubsub", "7.0.0", "Post a message to a shard channel", pubsub::spublish) },
     CommandSpec { route: Route::AllNodes(Gather::PubSub), ..cmd!("pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands.", pubsub::pubsub,
         &["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"]) },
     cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role),
@@ -995,9 +999,7 @@ pub fn paused_until(node: &Engine, session: &Session, args: &[Bytes], now_ms: u6
     {
         return None;
     }
-    let replicates = |s: &CommandSpec| {
-        s.flags & WRITE != 0 || matches!(s.name, "publish" | "spublish" | "pfcount")
-    };
+    let replicates = |s: &CommandSpec| s.flags & (WRITE | MAY_REPLICATE) != 0;
     let held = match mode {
         crate::pause::Mode::All => true,
         crate::pause::Mode::Write if spec.route == Route::Exec => {

@@ -209,18 +209,24 @@ pub fn gathers(args: &[Bytes]) -> bool {
 
 /// Commands a RESP2 connection may run while it subscribes to something (Redis's rule).
 pub fn allowed_while_subscribed(name: &str) -> bool {
-    matches!(
-        name,
-        "ping"
-            | "subscribe"
-            | "ssubscribe"
-            | "psubscribe"
-            | "unsubscribe"
-            | "sunsubscribe"
-            | "punsubscribe"
-            | "quit"
-            | "reset"
-    )
+    matches!(name, "ping" | "quit" | "reset")
+        || subscribes(name.as_bytes())
+        || unsubscribes(name.as_bytes())
+}
+
+/// SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE (case-insensitive): their confirmations are sent
+/// whatever CLIENT REPLY says, before the first message they bring.
+pub fn subscribes(name: &[u8]) -> bool {
+    [&b"subscribe"[..], b"psubscribe", b"ssubscribe"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// UNSUBSCRIBE, PUNSUBSCRIBE or SUNSUBSCRIBE (case-insensitive).
+pub fn unsubscribes(name: &[u8]) -> bool {
+    [&b"unsubscribe"[..], b"punsubscribe", b"sunsubscribe"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
 }
 
 /// The refusal of `name` (`container|sub` for a subcommand) in a RESP2 subscribed context.
