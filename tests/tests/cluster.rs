@@ -1677,6 +1677,10 @@ fn published_messages_reach_subscribers_on_every_node_in_order() {
     let n: i64 = publisher.publish("news", "after").unwrap();
     assert_eq!(n, 2);
     assert_eq!(payload(sub1.get_message().unwrap()).2, "after");
+    let undelivered: u64 = info_field(&mut publisher, "shoal_pubsub_undelivered")
+        .parse()
+        .unwrap();
+    assert!(undelivered >= 1, "the message n2 did not get is counted");
 }
 
 /// redis-py's Pub/Sub with its subscribers on n1 and its publisher on n0.
