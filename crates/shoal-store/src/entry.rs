@@ -536,4 +536,14 @@ mod tests {
         };
         assert_eq!(clock.lru_idle(u32::MAX), 6);
     }
+
+    /// Every collection key pays `CollItem`'s allocation: 88 bytes (jemalloc's 96 class).
+    /// A sorted set's order inline once made it 152 (160): 1.72 times Redis's memory for
+    /// many small hashes.
+    #[test]
+    fn a_collection_key_allocation_stays_small() {
+        assert!(size_of::<Collection>() <= 72, "{}", size_of::<Collection>());
+        assert!(size_of::<CollItem>() <= 88, "{}", size_of::<CollItem>());
+        assert_eq!(size_of::<Item>(), 40);
+    }
 }
