@@ -4,7 +4,7 @@
 //! # Concurrency model
 //! No task owns the store: it is a plain `Send + Sync` structure shared by every runtime
 //! thread. Keys are split over 1024 shards by hash slot (`slot % 1024`), each behind a
-//! `std::sync::Mutex` held only for one short, non-async operation; the figures read on every
+//! `parking_lot::Mutex` held only for one short, non-async operation; the figures read on every
 //! write (`used_memory`, key counts) and the configuration are atomics. Time is passed in as
 //! Unix milliseconds, so tests drive it freely; the LRU/LFU clocks derive from it.
 //!

@@ -5,7 +5,6 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{
     AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed,
 };
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
 use foldhash::fast::FixedState;
@@ -161,7 +160,12 @@ pub struct StoreStats {
 #[repr(align(128))]
 #[derive(Default)]
 struct ShardCell {
-    shard: Mutex<Shard>,
+    /// `parking_lot`'s: with many clients on one hot key the two workers hand this lock
+    /// over all the time, and its spin-then-park costs less there than `std`'s (server CPU
+    /// per request at pipeline 16, five alternating runs: LPUSH 18 % less, SADD 10 % less,
+    /// ZADD 4 % more, HSET, GET and SET even). No poisoning: a closure that panics leaves
+    /// the shard consistent between our own operations, so it keeps serving.
+    shard: parking_lot::Mutex<Shard>,
     /// Copies of the shard's key count and volatile count, written under the lock after
     /// every operation that changed them.
     len: AtomicU32,
@@ -783,13 +787,8 @@ impl Store {
         self.shared.lfu_decay_time.load(Relaxed)
     }
 
-    fn lock(&self, idx: usize) -> MutexGuard<'_, Shard> {
-        // A panic inside a caller's closure poisons the lock; the shard itself is consistent
-        // between our own operations, so keep serving.
-        self.cells[idx]
-            .shard
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self, idx: usize) -> parking_lot::MutexGuard<'_, Shard> {
+        self.cells[idx].shard.lock()
     }
 
     /// Run `f` on shard `idx` under its lock, then publish the shard's changed figures.
@@ -1406,7 +1405,7 @@ struct Published<'a> {
     store: &'a Store,
     cell: &'a ShardCell,
     next_expiry: &'a AtomicU64,
-    shard: MutexGuard<'a, Shard>,
+    shard: parking_lot::MutexGuard<'a, Shard>,
     before: (usize, usize, u64),
 }
 
