@@ -8,7 +8,7 @@
 //!   each holding the field's length, the field and the value (in the entry itself when they
 //!   fit [`INLINE`] bytes, else in one allocation), indexed by a
 //!   `hashbrown::HashTable<u32>` (the store's own layout). A lookup of a short field thus
-//!   reads three cache lines (the control bytes, the index slot, the entry), as Redis's
+//!   reads three cache lines (four for the quarter of entries that straddle two) (the control bytes, the index slot, the entry), as Redis's
 //!   dict does (bucket, entry, key); with the bytes always in an allocation it was four,
 //!   and the fourth was the costliest (perf of SADD at pipeline 16, 100,000 members).
 //!   Removal swaps the last entry in,

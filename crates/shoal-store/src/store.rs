@@ -155,8 +155,8 @@ pub struct StoreStats {
     pub keyspace_misses: u64,
 }
 
-/// A shard with the lock-free hints that let scans, sampling and active expiry skip it without
-/// locking. Aligned so two shards' locks never share a cache line (128: adjacent-line prefetch).
+/// A shard with the lock-free hints that let scans and sampling skip it without locking (active
+/// expiry's is `Store::next_expiry`). Aligned so two shards' locks never share a cache line (128: adjacent-line prefetch).
 #[repr(align(128))]
 #[derive(Default)]
 struct ShardCell {

@@ -62,8 +62,8 @@ pub struct ZSet {
 enum Repr {
     Packed(Vec<Item>),
     Tree {
-        /// Boxed so that a sorted set, and so every collection (`Collection` is as large as
-        /// its largest type), stays 64 bytes: a small hash's key then takes 80 bytes fewer.
+        /// Boxed, so that `Collection` (as large as its largest type) stays 72 bytes: a
+        /// collection key's allocation is then 96 bytes, not 160.
         ordered: Box<Ranked<Item>>,
         scores: HashMap<Arc<[u8]>, f64, FixedState>,
         /// Σ member lengths, for an O(1) byte count.
@@ -165,9 +165,10 @@ impl ZSet {
                 bytes,
             } => {
                 // Per member: an Arc'd copy (16 bytes of counts + malloc's); the order's
-                // chunks (score and Arc per slot); per map bucket (which stays after
-                // removals) the Arc, the score and a control byte.
-                scores.len() * 24 + ordered.heap_bytes() + scores.capacity() * 25 + bytes
+                // chunks (score and Arc per slot) and its boxed head; per map bucket (which
+                // stays after removals) the Arc, the score and a control byte.
+                let head = (std::mem::size_of::<Ranked<Item>>() + 8).next_multiple_of(16);
+                scores.len() * 24 + head + ordered.heap_bytes() + scores.capacity() * 25 + bytes
             }
         }
     }
