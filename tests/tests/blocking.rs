@@ -619,6 +619,32 @@ fn swapdb_serves_the_clients_it_brings_a_list_to() {
 /// with a write) until CLIENT UNPAUSE, counted as blocked, while reads and commands with
 /// errors answer at once; CLIENT PAUSE ALL holds everything until its end, which comes by
 /// itself (Redis 7's `unit/pause` cases).
+/// While clients are paused the keyspace stays as it is, as in Redis 7: a key past its TTL
+/// reads as gone but is not removed or counted in `expired_keys` until the pause ends (Redis's
+/// `unit/pause` "active and passive expires are skipped during client pause").
+#[test]
+fn a_client_pause_keeps_expired_keys_until_it_ends() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    let expired =
+        |con: &mut redis::Connection| -> u64 { info_field(con, "expired_keys").parse().unwrap() };
+    let before = expired(&mut admin);
+    run(&mut admin, "SET foo{t} bar PX 10");
+    run(&mut admin, "SET bar{t} foo PX 10");
+    assert_eq!(run(&mut admin, "CLIENT PAUSE 60000 WRITE"), Value::Okay);
+    assert!(wait_until(WAIT, || run(&mut admin, "GET foo{t}")
+        == Value::Nil
+        && run(&mut admin, "GET bar{t}") == Value::Nil));
+    assert_eq!(run(&mut admin, "DBSIZE"), Value::Int(2), "still stored");
+    assert_eq!(expired(&mut admin), before, "none expired");
+    assert_eq!(run(&mut admin, "EXISTS foo{t}"), Value::Int(0));
+    assert_eq!(run(&mut admin, "CLIENT UNPAUSE"), Value::Okay);
+    assert_eq!(run(&mut admin, "GET foo{t}"), Value::Nil);
+    assert_eq!(run(&mut admin, "GET bar{t}"), Value::Nil);
+    assert_eq!(expired(&mut admin), before + 2);
+    assert_eq!(run(&mut admin, "DBSIZE"), Value::Int(0));
+}
+
 #[test]
 fn client_pause_holds_writes_until_unpause_or_its_end() {
     let node = TestNode::start();

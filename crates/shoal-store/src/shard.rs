@@ -87,6 +87,12 @@ impl Shard {
         Some(i)
     }
 
+    /// Index of `key` if it is live; an expired entry stays (`Store::hold_expiry`).
+    pub(crate) fn find_live(&self, key: &[u8], hash: u64, now_ms: u64) -> Option<usize> {
+        self.find(key, hash)
+            .filter(|&i| !self.items[i].is_expired(now_ms))
+    }
+
     /// Add a new item (the key MUST be absent), dropping its tombstone; returns its index.
     pub(crate) fn insert(&mut self, hasher: &FixedState, hash: u64, item: Item) -> usize {
         if !self.tombs.is_empty() {

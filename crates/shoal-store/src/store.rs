@@ -195,6 +195,9 @@ struct Shared {
     /// A key of a database other than 0 was stored here once (by a command, replication,
     /// hand-off or fetch): listings must then tell the databases apart.
     numbered: AtomicBool,
+    /// Until when (Unix ms) the keyspace stays as it is: no key expires or is evicted
+    /// (`Store::hold_expiry`).
+    held_until: AtomicU64,
 }
 
 /// The versions the writes of one [`record_writes`] call took.
@@ -743,6 +746,7 @@ impl Store {
                 expire_cursor: AtomicUsize::new(0),
                 apply_floor: Default::default(),
                 numbered: AtomicBool::new(false),
+                held_until: AtomicU64::new(0),
             },
         }
     }
@@ -806,8 +810,13 @@ impl Store {
         f: impl FnOnce(Option<Entry<'_>>) -> R,
     ) -> R {
         let hash = self.shared.hasher.hash_one(key);
+        let held = self.held(now_ms);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
-            let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
+            let idx = if held {
+                shard.find_live(key, hash, now_ms)
+            } else {
+                shard.lookup(&shared.hasher, key, hash, now_ms)
+            };
             if access == Access::Read {
                 match idx {
                     Some(_) => shard.stats.hits += 1,
@@ -1094,10 +1103,26 @@ impl Store {
         self.with_shard(shard_of_slot(slot), |shard, _| shard.count_in_slot(slot))
     }
 
+    /// Keeps the keyspace as it is until `until_ms` (Unix ms; 0 ends it at once), as Redis
+    /// does while clients are paused (CLIENT PAUSE): active expiry and eviction stop, and a
+    /// read of an expired key answers as if it were gone but leaves it (it goes, and counts
+    /// in `expired_keys`, on the first access after). Writes still remove what they find
+    /// expired (only writes that are not paused run: a peer's, the Memcached port's).
+    pub fn hold_expiry(&self, until_ms: u64) {
+        self.shared.held_until.store(until_ms, Relaxed);
+    }
+
+    fn held(&self, now_ms: u64) -> bool {
+        now_ms < self.shared.held_until.load(Relaxed)
+    }
+
     /// Active expiry: remove up to about `max_keys` due keys, visiting shards round-robin from
     /// where the previous call stopped, and drop the due tombstones of the shards visited.
-    /// Returns how many keys were removed.
+    /// Returns how many keys were removed (none while [`Store::hold_expiry`] holds).
     pub fn expire_cycle(&self, now_ms: u64, max_keys: usize) -> usize {
+        if self.held(now_ms) {
+            return 0;
+        }
         let start = self.shared.expire_cursor.load(Relaxed) % SHARDS;
         let mut removed = 0;
         for k in 0..SHARDS {
@@ -1142,7 +1167,9 @@ impl Store {
 
     fn evict_until_fits(&self, now_ms: u64, keep: Option<&[u8]>) -> Result<(), OutOfMemory> {
         let max = self.maxmemory();
-        if max == 0 || self.used_memory() <= max {
+        // While held, as Redis while clients are paused: nothing is evicted and the command
+        // goes on (Redis's `isSafeToPerformEvictions`).
+        if max == 0 || self.used_memory() <= max || self.held(now_ms) {
             return Ok(());
         }
         let policy = self.policy();

@@ -129,6 +129,31 @@ fn ttl_expires_lazily_at_the_exact_millisecond() {
 }
 
 #[test]
+fn a_held_keyspace_neither_expires_nor_evicts_until_released() {
+    let s = store();
+    s.set(b"a", b"v", Some(100), 0);
+    s.set(b"b", b"v", Some(100), 0);
+    s.hold_expiry(1_000);
+    // Reads see the key gone, but it stays, uncounted; the cycle removes nothing.
+    assert_eq!(s.get(b"a", 200), None);
+    assert_eq!(s.expire_cycle(200, 100), 0);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s.stats().expired_keys, 0);
+    // No eviction either, and the write that asked goes on.
+    s.set_maxmemory(1);
+    assert!(s.ensure_memory(200).is_ok());
+    assert_eq!(s.len(), 2);
+    s.set_maxmemory(0);
+    // Released (or past its end): the next access and the cycle remove them.
+    s.hold_expiry(0);
+    assert_eq!(s.get(b"a", 200), None);
+    assert_eq!((s.len(), s.stats().expired_keys), (1, 1));
+    s.hold_expiry(300);
+    assert_eq!(s.expire_cycle(300, 100), 1);
+    assert_eq!((s.len(), s.stats().expired_keys), (0, 2));
+}
+
+#[test]
 fn set_expire_and_persist() {
     let s = store();
     s.set(b"a", b"v", None, 0);

@@ -245,6 +245,10 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             };
             let now = crate::clock::now_ms();
             ctx.engine.pause.pause(mode, now.saturating_add(ms), now);
+            // No key expires or is evicted until it ends, as in Redis.
+            if let Some((_, end)) = ctx.engine.pause.at(now) {
+                ctx.engine.store.hold_expiry(end);
+            }
             Reply::ok()
         }
         b"unpause" => {
@@ -252,6 +256,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 return r;
             }
             ctx.engine.pause.unpause();
+            ctx.engine.store.hold_expiry(0);
             Reply::ok()
         }
         b"setinfo" => {
