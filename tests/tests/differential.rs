@@ -4363,6 +4363,63 @@ fn command_tips_match_redis() {
     );
 }
 
+/// The ACL categories of COMMAND INFO (its seventh element) match redis-server's for every
+/// command Shoal has, and a container (CONFIG, CLIENT, ...) has no flags, as in Redis.
+#[test]
+fn command_acl_categories_match_redis() {
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    let connect = |addr: SocketAddr| {
+        redis::Client::open(format!("redis://{addr}/"))
+            .and_then(|c| c.get_connection())
+            .expect("connects")
+    };
+    let (mut r, mut s) = (connect(redis.addr), connect(shoal.addr));
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        redis::Value::SimpleString(t) => t.clone(),
+        other => format!("{other:?}"),
+    };
+    let info = |c: &mut redis::Connection, name: &str| -> Option<(Vec<String>, Vec<String>)> {
+        let v: redis::Value = redis::cmd("COMMAND")
+            .arg("INFO")
+            .arg(name)
+            .query(c)
+            .unwrap();
+        let redis::Value::Array(mut items) = v else {
+            panic!("{v:?}")
+        };
+        let redis::Value::Array(info) = items.remove(0) else {
+            return None;
+        };
+        let list = |v: &redis::Value| match v {
+            redis::Value::Array(xs) | redis::Value::Set(xs) => xs.iter().map(text).collect(),
+            other => panic!("{name}: {other:?}"),
+        };
+        Some((list(&info[2]), list(&info[6])))
+    };
+    let names: Vec<String> = redis::cmd("COMMAND")
+        .arg("LIST")
+        .query::<Vec<String>>(&mut s)
+        .unwrap()
+        .into_iter()
+        .filter(|n| !n.contains('|'))
+        .collect();
+    let mut compared = 0;
+    for name in &names {
+        let Some((redis_flags, want)) = info(&mut r, name) else {
+            continue; // Shoal's own (none of Redis's).
+        };
+        let (flags, got) = info(&mut s, name).expect("listed");
+        assert_eq!(got, want, "{name}'s categories");
+        if redis_flags.is_empty() {
+            assert!(flags.is_empty(), "{name} is a container: {flags:?}");
+        }
+        compared += 1;
+    }
+    assert!(compared > 150, "compared {compared}");
+}
+
 /// What MONITOR shows of a fixed command sequence, without each line's time and client
 /// address: `"SET" "k" ...` per line, up to the closing `ECHO end`.
 fn monitored(addr: SocketAddr) -> Vec<String> {

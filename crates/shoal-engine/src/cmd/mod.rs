@@ -145,6 +145,87 @@ pub struct CommandSpec {
     /// policies, as data). By default from the key specification: keyless rows run here,
     /// keyed rows at the owner of their keys.
     pub route: Route,
+    /// Redis's ACL categories for the row beyond what its flags imply, without the `@`
+    /// (`acl_categories`); empty: its group's (`@string` for a string command, `@keyspace`
+    /// for a generic one).
+    pub acl: &'static [&'static str],
+}
+
+/// Redis's ACL categories, in the order Redis lists them.
+const ACL_CATEGORIES: [&str; 21] = [
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
+/// A command's ACL categories as Redis 7 reports them (COMMAND INFO's seventh element,
+/// `COMMAND LIST FILTERBY ACLCAT`), in Redis's order, without the `@`: the row's own (or its
+/// group's), then those its flags imply (Redis's `setImplicitACLCategories`: `write`, `read`,
+/// `admin` and `dangerous`, `pubsub`, `fast` or else `slow`, `blocking`). A container
+/// (CONFIG, CLIENT, ...) is `slow` alone, its subcommands carry the rest, as in Redis.
+pub fn acl_categories(c: &CommandSpec) -> Vec<&'static str> {
+    if is_container(c) {
+        return vec!["slow"];
+    }
+    let own: &[&str] = if c.acl.is_empty() {
+        match c.group {
+            "generic" => &["keyspace"],
+            "string" => &["string"],
+            "bitmap" => &["bitmap"],
+            "hash" => &["hash"],
+            "list" => &["list"],
+            "set" => &["set"],
+            "sorted_set" => &["sortedset"],
+            "hyperloglog" => &["hyperloglog"],
+            "pubsub" => &["pubsub"],
+            "connection" => &["connection"],
+            "transactions" => &["transaction"],
+            _ => &[],
+        }
+    } else {
+        c.acl
+    };
+    let implied = [
+        (WRITE, "write"),
+        (READONLY, "read"),
+        (ADMIN, "admin"),
+        (ADMIN, "dangerous"),
+        (PUBSUB, "pubsub"),
+        (FAST, "fast"),
+        (BLOCKING, "blocking"),
+    ];
+    let has = |cat: &str| {
+        own.contains(&cat)
+            || implied
+                .iter()
+                .any(|&(bit, name)| name == cat && c.flags & bit != 0)
+            || (cat == "slow" && c.flags & FAST == 0)
+    };
+    ACL_CATEGORIES.into_iter().filter(|cat| has(cat)).collect()
+}
+
+/// A row that only names its subcommands (CONFIG, CLIENT, ...): Redis gives it no flags
+/// and no category but `@slow`. COMMAND, which runs without one, is not.
+pub fn is_container(c: &CommandSpec) -> bool {
+    !c.subcommands.is_empty() && c.name != "command"
 }
 
 /// Where a command runs in a cluster, read by the cluster layer from the command's row.
@@ -359,6 +440,7 @@ macro_rules! cmd {
             subcommands: $subs,
             handler: $handler,
             route: Route::by_keys($f),
+            acl: &[],
         }
     };
 }
@@ -516,8 +598,8 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", "Determines whether one or more keys exist.", keys::exists) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys::touch) },
     cmd!("type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", "Determines the type of value stored at a key.", keys::type_),
-    cmd!("sort", -2, WRITE | DENYOOM, (1, 1, 1), "generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", sort::sort),
-    cmd!("sort_ro", -2, READONLY, (1, 1, 1), "generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", sort::sort_ro),
+CommandSpec { acl: &["set", "sortedset", "list", "dangerous"], ..    cmd!("sort", -2, WRITE | DENYOOM, (1, 1, 1), "generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", sort::sort) },
+CommandSpec { acl: &["set", "sortedset", "list", "dangerous"], ..    cmd!("sort_ro", -2, READONLY, (1, 1, 1), "generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", sort::sort_ro) },
     cmd!("expire", -3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Sets the expiration time of a key in seconds.", keys::expire),
     cmd!("pexpire", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", keys::pexpire),
     cmd!("expireat", -3, WRITE | FAST, (1, 1, 1), "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", keys::expireat),
@@ -531,17 +613,17 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", keys::renamenx),
     cmd!("copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", "Copies the value of a key to a new key.", keys::copy),
     cmd!("move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Moves a key to another database.", db::move_key),
-    cmd!("swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", "Swaps two Redis databases.", db::swapdb),
+CommandSpec { acl: &["keyspace", "dangerous"], ..    cmd!("swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", "Swaps two Redis databases.", db::swapdb) },
     cmd!("object", -2, READONLY, (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", keys::object,
         &["encoding", "freq", "idletime", "refcount", "help"]),
     cmd!("memory", -2, READONLY, (2, 2, 1), "server", "4.0.0", "A container for memory diagnostics commands.", keys::memory,
         &["usage", "stats", "doctor", "malloc-stats", "purge", "help"]),
-    CommandSpec { route: Route::AllNodes(Gather::Concat), ..cmd!("keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns all key names that match a pattern.", keys::keys) },
+    CommandSpec { acl: &["keyspace", "dangerous"], route: Route::AllNodes(Gather::Concat), ..cmd!("keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns all key names that match a pattern.", keys::keys) },
     CommandSpec { route: Route::AllNodes(Gather::Scan), ..cmd!("scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", "Iterates over the key names in the database.", keys::scan) },
     CommandSpec { route: Route::AllNodes(Gather::Random), ..cmd!("randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", "Returns a random key name from the database.", keys::randomkey) },
-    CommandSpec { route: Route::AllNodes(Gather::Sum), ..cmd!("dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", "Returns the number of keys in the database.", keys::dbsize) },
-    CommandSpec { route: Route::AllNodes(Gather::Flush), ..cmd!("flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Remove all keys from the current database.", keys::flush) },
-    CommandSpec { route: Route::AllNodes(Gather::Flush), ..cmd!("flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Removes all keys from all databases.", keys::flush) },
+    CommandSpec { acl: &["keyspace"], route: Route::AllNodes(Gather::Sum), ..cmd!("dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", "Returns the number of keys in the database.", keys::dbsize) },
+    CommandSpec { acl: &["keyspace", "dangerous"], route: Route::AllNodes(Gather::Flush), ..cmd!("flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Remove all keys from the current database.", keys::flush) },
+    CommandSpec { acl: &["keyspace", "dangerous"], route: Route::AllNodes(Gather::Flush), ..cmd!("flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", "Removes all keys from all databases.", keys::flush) },
     // server
     cmd!("slowlog", -2, ADMIN | LOADING | STALE, (0, 0, 0), "server", "2.2.12", "A container for slow log commands.", server::slowlog,
         &["get", "len", "reset", "help"]),
@@ -559,18 +641,18 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), "pubsub", "7.0.0", "Post a message to a shard channel", pubsub::spublish) },
     CommandSpec { route: Route::AllNodes(Gather::PubSub), ..cmd!("pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands.", pubsub::pubsub,
         &["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"]) },
-    cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role),
-    CommandSpec { route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
-    cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
-        &["count", "list", "info", "docs", "getkeys", "help"]),
+CommandSpec { acl: &["admin", "dangerous"], ..    cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
+    CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
+CommandSpec { acl: &["connection"], ..    cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
+        &["count", "list", "info", "docs", "getkeys", "help"]) },
     cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
         &["get", "set", "resetstat", "rewrite", "help"]),
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
         &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "forget", "localkeys", "haskey", "help"]) },
-    cmd!("readonly", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", cluster::readonly),
-    cmd!("readwrite", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-write queries for a connection to a Redis Cluster replica node.", cluster::readwrite),
-    cmd!("asking", 1, FAST, (0, 0, 0), "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect.", cluster::asking),
+CommandSpec { acl: &["connection"], ..    cmd!("readonly", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", cluster::readonly) },
+CommandSpec { acl: &["connection"], ..    cmd!("readwrite", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-write queries for a connection to a Redis Cluster replica node.", cluster::readwrite) },
+CommandSpec { acl: &["connection"], ..    cmd!("asking", 1, FAST, (0, 0, 0), "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect.", cluster::asking) },
     cmd!("time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", "Returns the server time.", server::time),
 ];
 

@@ -417,9 +417,10 @@ fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
 }
 
 fn command_info(c: &CommandSpec) -> Reply {
+    // A container has no flags of its own in Redis (its subcommands have them).
     let mut flags: Vec<Reply> = flag::NAMES
         .iter()
-        .filter(|(bit, _)| c.flags & bit != 0)
+        .filter(|(bit, _)| c.flags & bit != 0 && !super::is_container(c))
         .map(|(_, n)| Reply::Simple((*n).into()))
         .collect();
     // SORT's STORE key is found by reading its options (Redis's `sortGetKeys`).
@@ -520,7 +521,12 @@ fn command_info(c: &CommandSpec) -> Reply {
         Reply::Int(i64::from(c.first_key)),
         Reply::Int(i64::from(c.last_key)),
         Reply::Int(i64::from(c.step)),
-        Reply::Set(vec![Reply::Simple(format!("@{}", c.group).into())]),
+        Reply::Set(
+            super::acl_categories(c)
+                .into_iter()
+                .map(|cat| Reply::Simple(format!("@{cat}").into()))
+                .collect(),
+        ),
         Reply::Array(c.route.tips().iter().map(|t| Reply::bulk(*t)).collect()),
         Reply::Array(key_specs),
         Reply::Array(subs),
@@ -599,22 +605,32 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     return Reply::Array(
                         TABLE
                             .iter()
-                            .filter(|c| is(k, "ACLCAT") && c.group.as_bytes() == &v[..])
+                            .filter(|c| {
+                                is(k, "ACLCAT")
+                                    && super::acl_categories(c)
+                                        .iter()
+                                        .any(|cat| cat.as_bytes() == &v[..])
+                            })
                             .map(|c| Reply::bulk(c.name))
                             .collect(),
                     );
                 }
                 _ => return err(super::ERR_SYNTAX),
             };
+            // Each container's subcommands follow it as `container|sub`, as in Redis.
             Reply::Array(
                 TABLE
                     .iter()
-                    .filter(|c| {
+                    .flat_map(|c| {
+                        std::iter::once(c.name.to_string())
+                            .chain(c.subcommands.iter().map(|s| format!("{}|{s}", c.name)))
+                    })
+                    .filter(|name| {
                         pattern
                             .as_ref()
-                            .is_none_or(|p| glob_match(p, c.name.as_bytes(), true))
+                            .is_none_or(|p| glob_match(p, name.as_bytes(), true))
                     })
-                    .map(|c| Reply::bulk(c.name))
+                    .map(Reply::bulk)
                     .collect(),
             )
         }

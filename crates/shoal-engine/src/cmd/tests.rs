@@ -730,6 +730,27 @@ fn server_commands() {
     assert!(out.contains("$9\r\narguments\r\n"), "{out}");
     let out = h.run("COMMAND LIST FILTERBY PATTERN get*");
     assert!(out.contains("$6\r\ngetdel\r\n"), "{out}");
+    // Subcommands are listed as `container|sub`, as Redis 7 lists them.
+    let out = h.run("COMMAND LIST FILTERBY PATTERN client|l*");
+    assert_eq!(out, "*1\r\n$11\r\nclient|list\r\n");
+    let out = h.run("COMMAND LIST");
+    assert!(out.contains("$10\r\nconfig|get\r\n") && out.contains("$3\r\nget\r\n"));
+    // ACL categories: the row's, then those its flags imply, in Redis's order.
+    let out = h.run("COMMAND INFO get");
+    assert!(
+        out.contains("*3\r\n+@read\r\n+@string\r\n+@fast\r\n"),
+        "{out}"
+    );
+    let out = h.run("COMMAND LIST FILTERBY ACLCAT read");
+    assert!(
+        out.contains("$3\r\nget\r\n") && !out.contains("$3\r\nset\r\n"),
+        "{out}"
+    );
+    let out = h.run("COMMAND LIST FILTERBY ACLCAT dangerous");
+    assert!(
+        out.contains("$4\r\nkeys\r\n") && out.contains("$8\r\nflushall\r\n"),
+        "{out}"
+    );
     let out = h.run("TIME");
     assert!(out.starts_with("*2\r\n$10\r\n"), "{out}");
     let out = h.run("INFO");
