@@ -615,13 +615,10 @@ fn swapdb_serves_the_clients_it_brings_a_list_to() {
     assert_eq!(run(&mut admin, "LLEN k2"), Value::Int(1));
 }
 
-/// CLIENT PAUSE WRITE holds writes and `may-replicate` commands (PUBLISH, PFCOUNT, an EXEC
-/// with a write) until CLIENT UNPAUSE, counted as blocked, while reads and commands with
-/// errors answer at once; CLIENT PAUSE ALL holds everything until its end, which comes by
-/// itself (Redis 7's `unit/pause` cases).
 /// While clients are paused the keyspace stays as it is, as in Redis 7: a key past its TTL
-/// reads as gone but is not removed or counted in `expired_keys` until the pause ends (Redis's
-/// `unit/pause` "active and passive expires are skipped during client pause").
+/// reads as gone (GET, EXISTS, RANDOMKEY) but is not removed or counted in `expired_keys`
+/// until the pause ends (Redis's `unit/pause` "active and passive expires are skipped during
+/// client pause", whose transaction this repeats: the keys cannot expire before the pause).
 #[test]
 fn a_client_pause_keeps_expired_keys_until_it_ends() {
     let node = TestNode::start();
@@ -629,15 +626,31 @@ fn a_client_pause_keeps_expired_keys_until_it_ends() {
     let expired =
         |con: &mut redis::Connection| -> u64 { info_field(con, "expired_keys").parse().unwrap() };
     let before = expired(&mut admin);
-    run(&mut admin, "SET foo{t} bar PX 10");
-    run(&mut admin, "SET bar{t} foo PX 10");
-    assert_eq!(run(&mut admin, "CLIENT PAUSE 60000 WRITE"), Value::Okay);
+    let _: Value = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("foo{t}")
+        .arg("bar")
+        .arg("PX")
+        .arg(10)
+        .cmd("SET")
+        .arg("bar{t}")
+        .arg("foo")
+        .arg("PX")
+        .arg(10)
+        .cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(60000)
+        .arg("WRITE")
+        .query(&mut admin)
+        .unwrap();
     assert!(wait_until(WAIT, || run(&mut admin, "GET foo{t}")
         == Value::Nil
         && run(&mut admin, "GET bar{t}") == Value::Nil));
+    assert_eq!(run(&mut admin, "EXISTS foo{t}"), Value::Int(0));
+    assert_eq!(run(&mut admin, "RANDOMKEY"), Value::Nil);
     assert_eq!(run(&mut admin, "DBSIZE"), Value::Int(2), "still stored");
     assert_eq!(expired(&mut admin), before, "none expired");
-    assert_eq!(run(&mut admin, "EXISTS foo{t}"), Value::Int(0));
     assert_eq!(run(&mut admin, "CLIENT UNPAUSE"), Value::Okay);
     assert_eq!(run(&mut admin, "GET foo{t}"), Value::Nil);
     assert_eq!(run(&mut admin, "GET bar{t}"), Value::Nil);
@@ -645,6 +658,10 @@ fn a_client_pause_keeps_expired_keys_until_it_ends() {
     assert_eq!(run(&mut admin, "DBSIZE"), Value::Int(0));
 }
 
+/// CLIENT PAUSE WRITE holds writes and `may-replicate` commands (PUBLISH, PFCOUNT, an EXEC
+/// with a write) until CLIENT UNPAUSE, counted as blocked, while reads and commands with
+/// errors answer at once; CLIENT PAUSE ALL holds everything until its end, which comes by
+/// itself (Redis 7's `unit/pause` cases).
 #[test]
 fn client_pause_holds_writes_until_unpause_or_its_end() {
     let node = TestNode::start();

@@ -44,8 +44,9 @@ impl Pause {
     }
 
     /// CLIENT PAUSE: pauses `mode` until `end_ms` (the later end and the stricter mode of
-    /// this one and any lasting one).
-    pub fn pause(&self, mode: Mode, end_ms: u64, now_ms: u64) {
+    /// this one and any lasting one). `until` gets the pause's end, under the pause's lock
+    /// (so a racing pause or unpause cannot leave it behind another's).
+    pub fn pause(&self, mode: Mode, end_ms: u64, now_ms: u64, until: impl FnOnce(u64)) {
         let mut s = self.lock();
         if s.mode.is_none() || s.end_ms <= now_ms {
             s.mode = Some(mode);
@@ -54,14 +55,17 @@ impl Pause {
             s.mode = s.mode.max(Some(mode));
             s.end_ms = s.end_ms.max(end_ms);
         }
+        until(s.end_ms);
         self.active.store(true, Ordering::Release);
     }
 
-    /// CLIENT UNPAUSE: ends the pause; the waiting clients go on.
-    pub fn unpause(&self) {
+    /// CLIENT UNPAUSE: ends the pause; the waiting clients go on. `until` gets 0, under the
+    /// pause's lock (see [`Pause::pause`]).
+    pub fn unpause(&self, until: impl FnOnce(u64)) {
         let wakers = {
             let mut s = self.lock();
             s.mode = None;
+            until(0);
             std::mem::take(&mut s.wakers)
         };
         self.active.store(false, Ordering::Release);
@@ -117,8 +121,13 @@ mod tests {
     fn a_pause_keeps_the_later_end_and_stricter_mode_until_unpaused() {
         let p = Pause::default();
         assert_eq!(p.at(0), None);
-        p.pause(Mode::All, 1_000, 0);
-        p.pause(Mode::Write, 5_000, 10);
+        let mut end = 0;
+        p.pause(Mode::All, 1_000, 0, |e| end = e);
+        assert_eq!(end, 1_000);
+        p.pause(Mode::Write, 5_000, 10, |e| end = e);
+        assert_eq!(end, 5_000);
+        p.pause(Mode::Write, 2_000, 20, |e| end = e);
+        assert_eq!(end, 5_000, "a shorter pause does not shorten it");
         assert_eq!(
             p.at(100),
             Some((Mode::All, 5_000)),
@@ -126,13 +135,15 @@ mod tests {
         );
         assert_eq!(p.at(5_000), None, "over at its end");
         // A pause after one that ended starts afresh.
-        p.pause(Mode::Write, 9_000, 6_000);
+        p.pause(Mode::Write, 9_000, 6_000, |e| end = e);
+        assert_eq!(end, 9_000);
         assert_eq!(p.at(6_000), Some((Mode::Write, 9_000)));
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);
         let mut ended = std::pin::pin!(p.ended());
         assert!(ended.as_mut().poll(&mut cx).is_pending());
-        p.unpause();
+        p.unpause(|e| end = e);
+        assert_eq!(end, 0);
         assert!(ended.as_mut().poll(&mut cx).is_ready());
         assert_eq!(p.at(6_000), None);
     }

@@ -982,6 +982,7 @@ impl Store {
 
     /// A random live key, `None` if there is none. Expired keys met on the way are reclaimed.
     pub fn random_key(&self, now_ms: u64) -> Option<Bytes> {
+        let held = self.held(now_ms);
         for _ in 0..64 {
             let idx = self.pick_shard(|c| c.len.load(Relaxed) > 0)?;
             let found = self.with_shard(idx, |shard, shared| {
@@ -990,8 +991,11 @@ impl Store {
                 }
                 let i = rng::below(shard.items.len());
                 if shard.items[i].is_expired(now_ms) {
-                    shard.remove_at(&shared.hasher, i);
-                    shard.stats.expired += 1;
+                    // Held: passed over, not removed (`Store::hold_expiry`).
+                    if !held {
+                        shard.remove_at(&shared.hasher, i);
+                        shard.stats.expired += 1;
+                    }
                     return None;
                 }
                 Some(Bytes::copy_from_slice(shard.items[i].key()))
@@ -1120,9 +1124,7 @@ impl Store {
     /// where the previous call stopped, and drop the due tombstones of the shards visited.
     /// Returns how many keys were removed (none while [`Store::hold_expiry`] holds).
     pub fn expire_cycle(&self, now_ms: u64, max_keys: usize) -> usize {
-        if self.held(now_ms) {
-            return 0;
-        }
+        let held = self.held(now_ms);
         let start = self.shared.expire_cursor.load(Relaxed) % SHARDS;
         let mut removed = 0;
         for k in 0..SHARDS {
@@ -1138,6 +1140,9 @@ impl Store {
             removed += self.with_shard(idx, |shard, shared| {
                 if !shard.tombs.is_empty() {
                     shard.tombs.purge(now_ms);
+                }
+                if held {
+                    return 0;
                 }
                 shard.pop_expired(&shared.hasher, now_ms, max_keys - removed)
             });
@@ -1275,8 +1280,14 @@ impl Store {
     /// also for a removal (its tombstone's), provided tombstones are on.
     pub fn key_state(&self, key: &[u8], now_ms: u64) -> KeyState {
         let hash = self.shared.hasher.hash_one(key);
+        let held = self.held(now_ms);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
-            if let Some(i) = shard.lookup(&shared.hasher, key, hash, now_ms) {
+            let live = if held {
+                shard.find_live(key, hash, now_ms)
+            } else {
+                shard.lookup(&shared.hasher, key, hash, now_ms)
+            };
+            if let Some(i) = live {
                 return live_state(&shard.items[i]);
             }
             if shard.tombs.is_empty() {

@@ -137,6 +137,8 @@ fn a_held_keyspace_neither_expires_nor_evicts_until_released() {
     // Reads see the key gone, but it stays, uncounted; the cycle removes nothing.
     assert_eq!(s.get(b"a", 200), None);
     assert_eq!(s.expire_cycle(200, 100), 0);
+    assert_eq!(s.random_key(200), None);
+    assert!(matches!(s.key_state(b"b", 200), KeyState::Absent));
     assert_eq!(s.len(), 2);
     assert_eq!(s.stats().expired_keys, 0);
     // No eviction either, and the write that asked goes on.

@@ -244,19 +244,21 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 None => return err("ERR timeout is not an integer or out of range"),
             };
             let now = crate::clock::now_ms();
-            ctx.engine.pause.pause(mode, now.saturating_add(ms), now);
             // No key expires or is evicted until it ends, as in Redis.
-            if let Some((_, end)) = ctx.engine.pause.at(now) {
-                ctx.engine.store.hold_expiry(end);
-            }
+            let store = &ctx.engine.store;
+            ctx.engine
+                .pause
+                .pause(mode, now.saturating_add(ms), now, |end| {
+                    store.hold_expiry(end)
+                });
             Reply::ok()
         }
         b"unpause" => {
             if let Some(r) = arity(args.len() == 2, "unpause") {
                 return r;
             }
-            ctx.engine.pause.unpause();
-            ctx.engine.store.hold_expiry(0);
+            let store = &ctx.engine.store;
+            ctx.engine.pause.unpause(|end| store.hold_expiry(end));
             Reply::ok()
         }
         b"setinfo" => {

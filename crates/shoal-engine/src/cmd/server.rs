@@ -416,6 +416,39 @@ fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
     found
 }
 
+/// A subcommand's COMMAND INFO entry (`container|sub`; Shoal keeps no flags, categories or
+/// keys per subcommand).
+fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk(format!("{}|{}", c.name, sub)),
+        Reply::Int(-2),
+        Reply::Set(vec![]),
+        Reply::Int(0),
+        Reply::Int(0),
+        Reply::Int(0),
+        Reply::Set(vec![]),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+    ])
+}
+
+/// COMMAND INFO of one name: a command, or `container|sub` as COMMAND LIST names it.
+fn info_of(name: &[u8]) -> Reply {
+    if let Some(at) = name.iter().position(|&b| b == b'|') {
+        let sub = name[at + 1..].to_ascii_lowercase();
+        return lookup_listed(&name[..at])
+            .and_then(|c| {
+                c.subcommands
+                    .iter()
+                    .find(|s| s.as_bytes() == &sub[..])
+                    .map(|s| sub_info(c, s))
+            })
+            .unwrap_or(Reply::Nil);
+    }
+    lookup_listed(name).map_or(Reply::Nil, command_info)
+}
+
 fn command_info(c: &CommandSpec) -> Reply {
     // A container has no flags of its own in Redis (its subcommands have them).
     let mut flags: Vec<Reply> = flag::NAMES
@@ -496,24 +529,7 @@ fn command_info(c: &CommandSpec) -> Reply {
             ),
         ]));
     }
-    let subs = c
-        .subcommands
-        .iter()
-        .map(|s| {
-            Reply::Array(vec![
-                Reply::bulk(format!("{}|{}", c.name, s)),
-                Reply::Int(-2),
-                Reply::Set(vec![]),
-                Reply::Int(0),
-                Reply::Int(0),
-                Reply::Int(0),
-                Reply::Set(vec![]),
-                Reply::Array(vec![]),
-                Reply::Array(vec![]),
-                Reply::Array(vec![]),
-            ])
-        })
-        .collect();
+    let subs = c.subcommands.iter().map(|s| sub_info(c, s)).collect();
     Reply::Array(vec![
         Reply::bulk(c.name),
         Reply::Int(i64::from(c.arity)),
@@ -635,11 +651,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             )
         }
         b"info" if args.len() == 2 => Reply::Array(TABLE.iter().map(command_info).collect()),
-        b"info" => Reply::Array(
-            named()
-                .map(|c| c.map_or(Reply::Nil, command_info))
-                .collect(),
-        ),
+        b"info" => Reply::Array(args[2..].iter().map(|n| info_of(n)).collect()),
         b"docs" if args.len() == 2 => Reply::Map(
             TABLE
                 .iter()

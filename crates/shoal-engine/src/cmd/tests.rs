@@ -741,6 +741,11 @@ fn server_commands() {
         out.contains("*3\r\n+@read\r\n+@string\r\n+@fast\r\n"),
         "{out}"
     );
+    let out = h.run("COMMAND INFO config|get nosuch|x config|nosuch");
+    assert!(
+        out.starts_with("*3\r\n*10\r\n$10\r\nconfig|get\r\n") && out.ends_with("$-1\r\n$-1\r\n"),
+        "{out}"
+    );
     let out = h.run("COMMAND LIST FILTERBY ACLCAT read");
     assert!(
         out.contains("$3\r\nget\r\n") && !out.contains("$3\r\nset\r\n"),
