@@ -223,7 +223,10 @@ pub fn acl_categories(c: &CommandSpec) -> Vec<&'static str> {
 }
 
 /// A row that only names its subcommands (CONFIG, CLIENT, ...): Redis gives it no flags
-/// and no category but `@slow`. COMMAND, which runs without one, is not.
+/// and no category but `@slow`. COMMAND, which runs without one, is not. (Redis also shows
+/// no key positions for OBJECT and MEMORY, but its subcommands' entries carry them; Shoal
+/// keeps no data per subcommand, so the container's positions stay in COMMAND INFO, where
+/// cluster clients such as redis-py find OBJECT ENCODING's key.)
 pub fn is_container(c: &CommandSpec) -> bool {
     !c.subcommands.is_empty() && c.name != "command"
 }

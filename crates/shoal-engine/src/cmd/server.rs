@@ -460,14 +460,7 @@ fn command_info(c: &CommandSpec) -> Reply {
     if c.numkeys > 0 || matches!(c.name, "sort" | "sort_ro") {
         flags.push(Reply::Simple("movablekeys".into()));
     }
-    // A container's keys are its subcommands' (OBJECT's, MEMORY's): none of its own shown.
-    let container = super::is_container(c);
-    let (first, last, step) = if container {
-        (0, 0, 0)
-    } else {
-        (c.first_key, c.last_key, c.step)
-    };
-    let mut key_specs = if first > 0 {
+    let mut key_specs = if c.first_key > 0 {
         vec![Reply::Map(vec![
             (
                 Reply::bulk("begin_search"),
@@ -541,9 +534,9 @@ fn command_info(c: &CommandSpec) -> Reply {
         Reply::bulk(c.name),
         Reply::Int(i64::from(c.arity)),
         Reply::Set(flags),
-        Reply::Int(i64::from(first)),
-        Reply::Int(i64::from(last)),
-        Reply::Int(i64::from(step)),
+        Reply::Int(i64::from(c.first_key)),
+        Reply::Int(i64::from(c.last_key)),
+        Reply::Int(i64::from(c.step)),
         Reply::Set(
             super::acl_categories(c)
                 .into_iter()
