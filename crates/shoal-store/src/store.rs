@@ -156,7 +156,8 @@ pub struct StoreStats {
 }
 
 /// A shard with the lock-free hints that let scans and sampling skip it without locking (active
-/// expiry's is `Store::next_expiry`). Aligned so two shards' locks never share a cache line (128: adjacent-line prefetch).
+/// expiry's is `Store::next_expiry`). Aligned so two shards' locks never share a cache line
+/// (128: adjacent-line prefetch).
 #[repr(align(128))]
 #[derive(Default)]
 struct ShardCell {
@@ -980,7 +981,8 @@ impl Store {
             .find(|&i| want(&self.cells[i]))
     }
 
-    /// A random live key, `None` if there is none. Expired keys met on the way are reclaimed.
+    /// A random live key, `None` if there is none. Expired keys met on the way are reclaimed
+    /// (passed over while [`Store::hold_expiry`] holds).
     pub fn random_key(&self, now_ms: u64) -> Option<Bytes> {
         let held = self.held(now_ms);
         for _ in 0..64 {
