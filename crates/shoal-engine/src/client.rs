@@ -36,6 +36,8 @@ pub struct ClientInfo {
     /// (`usize::MAX` before the first).
     pub last_cmd: AtomicUsize,
     pub no_evict: AtomicBool,
+    /// CLIENT NO-TOUCH: its commands leave the LRU/LFU clocks of their keys alone.
+    pub no_touch: AtomicBool,
     /// The connection came in on the cluster-client port (Redis Cluster's rules).
     pub redis_cluster: AtomicBool,
     /// Stops the connection (CLIENT KILL calls it); the connection's own stop signal, given
@@ -147,6 +149,7 @@ impl ClientInfo {
             lib_ver: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
             no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
             redis_cluster: AtomicBool::new(false),
             stop,
             killed: AtomicBool::new(false),

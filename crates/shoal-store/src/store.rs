@@ -201,6 +201,29 @@ struct Shared {
     held_until: AtomicU64,
 }
 
+thread_local! {
+    /// Inside [`without_touching`].
+    static UNTOUCHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn untouched() -> bool {
+    UNTOUCHED.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with the keys it reads or writes on this thread keeping their LRU/LFU clocks
+/// (CLIENT NO-TOUCH); hits and misses still count. A key `f` creates starts its clock as
+/// any new key.
+pub fn without_touching<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            UNTOUCHED.with(|u| u.set(self.0));
+        }
+    }
+    let _restore = Restore(UNTOUCHED.with(|u| u.replace(true)));
+    f()
+}
+
 /// The versions the writes of one [`record_writes`] call took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Writes {
@@ -824,7 +847,7 @@ impl Store {
                     None => shard.stats.misses += 1,
                 }
             }
-            if let (Some(i), false) = (idx, access == Access::Peek) {
+            if let (Some(i), false) = (idx, access == Access::Peek || untouched()) {
                 shared.clock(now_ms).touch(&mut shard.items[i].access);
             }
             f(idx.map(|i| {
@@ -850,7 +873,7 @@ impl Store {
                 clock,
             };
             let r = f(&mut slot);
-            if let Some(i) = slot.idx {
+            if let (Some(i), false) = (slot.idx, untouched()) {
                 clock.touch(&mut slot.shard.items[i].access);
             }
             r

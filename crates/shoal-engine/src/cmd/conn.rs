@@ -131,6 +131,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.authenticated = !ctx.engine.requires_auth();
     *s.info.name.lock().expect("client name lock poisoned") = None;
     s.info.no_evict.store(false, Ordering::Relaxed);
+    s.info.no_touch.store(false, Ordering::Relaxed);
     s.multi = None;
     s.watched.clear();
     s.readonly = false;
@@ -161,6 +162,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Return information about client connections. Options: TYPE (NORMAL|PUBSUB), ID <id> [...].",
     "NO-EVICT (ON|OFF)",
     "    Accepted for compatibility; Shoal never evicts clients.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
     "REPLY (ON|OFF|SKIP)",
     "    Control the replies sent to the current connection.",
     "SETNAME <name>",
@@ -319,8 +322,9 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             target.unblock.store(how, Ordering::Relaxed);
             Reply::Int(i64::from(ctx.engine.blocked.unblock(target.id)))
         }
-        b"no-evict" => {
-            if let Some(r) = arity(args.len() == 3, "no-evict") {
+        b"no-evict" | b"no-touch" => {
+            let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+            if let Some(r) = arity(args.len() == 3, &sub) {
                 return r;
             }
             let on = if is(&args[2], "ON") {
@@ -330,7 +334,12 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             } else {
                 return err(ERR_SYNTAX);
             };
-            info.no_evict.store(on, Ordering::Relaxed);
+            let flag = if sub == "no-evict" {
+                &info.no_evict
+            } else {
+                &info.no_touch
+            };
+            flag.store(on, Ordering::Relaxed);
             Reply::ok()
         }
         b"reply" => {

@@ -31,6 +31,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("client|list", "[TYPE NORMAL | MASTER | REPLICA | PUBSUB] [ID client-id [client-id ...]]"),
     ("client|kill", "ip:port | [ID client-id] [TYPE NORMAL | MASTER | SLAVE | REPLICA | PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES | NO] [MAXAGE maxage]"),
     ("client|no-evict", "ON | OFF"),
+    ("client|no-touch", "ON | OFF"),
     ("client|unblock", "client-id [TIMEOUT | ERROR]"),
     ("client|pause", "timeout [WRITE | ALL]"),
     ("client|unpause", ""),

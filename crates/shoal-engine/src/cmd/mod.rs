@@ -466,7 +466,7 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
     cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
     cmd!("client", -2, LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
-        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "reply", "help"]),
+        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "no-touch", "reply", "help"]),
     // strings
     cmd!("get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", "Returns the string value of a key.", string::get),
     cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", string::set),
@@ -1149,7 +1149,12 @@ pub fn run(
         scope,
         keyspace: None,
     };
-    let reply = (spec.handler)(&mut ctx, keyed);
+    // CLIENT NO-TOUCH: the keys it reads or writes keep their LRU/LFU clock (but TOUCH's).
+    let reply = if ctx.session.info.no_touch.load(Relaxed) && spec.name != "touch" {
+        shoal_store::without_touching(|| (spec.handler)(&mut ctx, keyed))
+    } else {
+        (spec.handler)(&mut ctx, keyed)
+    };
     // A write may give a blocked client something to pop (a command that blocked wrote
     // nothing, and must not wake itself).
     if spec.flags & WRITE != 0 && node.blocked.count() > 0 && session.block.is_none() {

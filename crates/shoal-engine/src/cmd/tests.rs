@@ -1062,6 +1062,36 @@ fn object_and_memory_usage() {
     assert!(out.starts_with(':'), "{out}");
 }
 
+/// CLIENT NO-TOUCH (Redis 7.2): reads and writes leave the key's LRU clock alone (OBJECT
+/// IDLETIME keeps growing), TOUCH still touches, OFF and RESET end it.
+#[test]
+fn client_no_touch_leaves_the_access_clock_alone() {
+    let mut h = H::new();
+    h.check("SET k v", OK);
+    h.now += 5_000;
+    h.check("CLIENT NO-TOUCH ON", OK);
+    h.check("GET k", &bulk("v"));
+    h.check("APPEND k w", &int(2));
+    h.check("OBJECT IDLETIME k", &int(5));
+    h.check("TOUCH k", &int(1));
+    h.check("OBJECT IDLETIME k", &int(0));
+    h.now += 3_000;
+    h.check("CLIENT NO-TOUCH OFF", OK);
+    h.check("OBJECT IDLETIME k", &int(3));
+    h.check("GET k", &bulk("vw"));
+    h.check("OBJECT IDLETIME k", &int(0));
+    h.check("CLIENT NO-TOUCH ON", OK);
+    h.check("RESET", "+RESET\r\n");
+    h.now += 2_000;
+    h.check("GET k", &bulk("vw"));
+    h.check("OBJECT IDLETIME k", &int(0));
+    h.check("CLIENT NO-TOUCH MAYBE", "-ERR syntax error\r\n");
+    h.check(
+        "CLIENT NO-TOUCH",
+        "-ERR wrong number of arguments for 'client|no-touch' command\r\n",
+    );
+}
+
 /// Reads, blind writes and other writes are told apart by the row's flag and the arguments.
 #[test]
 fn access_tells_reads_blind_writes_and_other_writes_apart() {
