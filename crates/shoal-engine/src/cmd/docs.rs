@@ -235,6 +235,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("slowlog|len", ""),
     ("slowlog|reset", ""),
     ("slowlog|help", ""),
+    ("lolwut", "[VERSION version]"),
     ("role", ""),
     ("monitor", ""),
     ("subscribe", "channel [channel ...]"),

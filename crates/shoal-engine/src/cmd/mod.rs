@@ -644,6 +644,7 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::AllNodes(Gather::Publish), ..cmd!("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), "pubsub", "7.0.0", "Post a message to a shard channel", pubsub::spublish) },
     CommandSpec { route: Route::AllNodes(Gather::PubSub), ..cmd!("pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands.", pubsub::pubsub,
         &["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"]) },
+    cmd!("lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", "Displays computer art and the Redis version.", server::lolwut),
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
     CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     CommandSpec { acl: &["connection"], ..cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,

@@ -1238,6 +1238,15 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
+/// LOLWUT [VERSION v] [...]: what Redis 7 answers without its art (which only its versions
+/// 5 and 6 draw): the version line.
+pub fn lolwut(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len() >= 3 && is(&args[1], "VERSION") && super::parse_i64(&args[2]).is_none() {
+        return err("ERR value is not an integer or out of range");
+    }
+    Reply::Verbatim(format!("Redis ver. {REDIS_VERSION}\n").into())
+}
+
 /// ROLE: every Shoal node is a primary (its copies are kept by the cluster, not by
 /// replicas attached to it), so it answers as a Redis master without replicas.
 pub fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {

@@ -758,6 +758,13 @@ fn server_commands() {
     );
     let out = h.run("TIME");
     assert!(out.starts_with("*2\r\n$10\r\n"), "{out}");
+    // LOLWUT: Redis 7's answer, the version line (its art is only versions 5's and 6's).
+    h.check("LOLWUT", &bulk("Redis ver. 7.2.4\n"));
+    h.check("LOLWUT VERSION 6 10 10", &bulk("Redis ver. 7.2.4\n"));
+    h.check(
+        "LOLWUT VERSION x",
+        "-ERR value is not an integer or out of range\r\n",
+    );
     let out = h.run("INFO");
     for field in [
         "redis_version:7.2.4",
