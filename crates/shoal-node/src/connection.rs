@@ -464,8 +464,10 @@ async fn serve<F: Frontend>(
             idle: (idle_secs > 0).then(|| Duration::from_secs(idle_secs)),
             limit,
         };
+        let mut batch = 0;
         let closing = loop {
             let (processed, mut step) = frontend.process(node, &mut input, &mut replies, now);
+            batch += processed;
             if processed > 0 {
                 node.engine
                     .stats
@@ -575,6 +577,16 @@ async fn serve<F: Frontend>(
                 Step::Close(c) => break Some(c),
             }
         };
+        // A pipelined batch's replies go out after the other connections this worker found
+        // ready have run theirs, as Redis writes all replies at the end of an event-loop turn:
+        // a client reading many connections (one redis-benchmark, a pooled application) is
+        // then woken once for all of them instead of once per connection (at pipeline 16,
+        // about 30 % less CPU per request with one worker; see the README). One command
+        // alone is answered at once: yielding costs the worker an extra poll of its sockets,
+        // which shows at a few unpipelined clients.
+        if batch > 1 && closing.is_none() && !replies.out.is_empty() {
+            tokio::task::yield_now().await;
+        }
         let written = write_out(
             &mut stream,
             &mut replies.out,
