@@ -139,6 +139,8 @@ pub enum Close {
     Protocol(String),
     OutputLimit,
     Io(std::io::Error),
+    /// Not closed: the connection moves to worker `n` ([`crate::workers::Affinity`]).
+    Move(usize),
 }
 
 /// Replies of one batch, in request order. Replies computed here go straight into `out`;
@@ -288,22 +290,50 @@ pub trait Frontend: Send {
     fn subscriber(&self) -> bool {
         false
     }
+
+    /// True when the connection's state may move to another worker between batches: it
+    /// waits for nothing (no held request, no feed it is subscribed to).
+    fn movable(&self) -> bool {
+        false
+    }
 }
 
-/// Serves one connection with `frontend` until it closes.
-/// `stop` is the connection's stop signal: a child of the node's shutdown token, that CLIENT
-/// KILL also cancels (see `ClientInfo::kill`).
+/// A connection leaving its worker for worker `to` (see [`crate::workers::Affinity`]), with
+/// what it had read and its protocol state; [`run_connection`] continues it there.
+pub struct Moving<F> {
+    pub to: usize,
+    pub stream: shoal_net::TcpStream,
+    pub input: BytesMut,
+    pub frontend: F,
+}
+
+/// Serves one connection with `frontend` until it closes, or until it should move to another
+/// worker: then it returns what the move takes (with `input`, what it read and did not serve
+/// yet; empty for a new connection). `stop` is the connection's stop signal: a child of the
+/// node's shutdown token, that CLIENT KILL also cancels (see `ClientInfo::kill`).
 pub async fn run_connection<F: Frontend>(
     node: Arc<Server>,
-    stream: Stream,
+    mut stream: Stream,
+    mut input: BytesMut,
     info: Arc<ClientInfo>,
     stop: CancellationToken,
-    frontend: F,
-) {
+    mut frontend: F,
+) -> Option<Moving<F>> {
     let _ = stream.tcp().set_nodelay(true);
     let id = info.id;
-    let reason = serve(&node, stream, info, stop, frontend).await;
-    tracing::debug!(client = id, ?reason, "connection closed");
+    let reason = serve(&node, &mut stream, &mut input, info, stop, &mut frontend).await;
+    match (reason, stream) {
+        (Close::Move(to), Stream::Plain(stream)) => Some(Moving {
+            to,
+            stream,
+            input,
+            frontend,
+        }),
+        (reason, _) => {
+            tracing::debug!(client = id, ?reason, "connection closed");
+            None
+        }
+    }
 }
 
 /// Why the stop token fired.
@@ -437,12 +467,18 @@ async fn write_out(
 
 async fn serve<F: Frontend>(
     node: &Arc<Server>,
-    mut stream: Stream,
+    stream: &mut Stream,
+    input: &mut BytesMut,
     info: Arc<ClientInfo>,
     token: CancellationToken,
-    mut frontend: F,
+    frontend: &mut F,
 ) -> Close {
-    let mut input = BytesMut::with_capacity(MIN_READ);
+    if input.capacity() == 0 {
+        *input = BytesMut::with_capacity(MIN_READ);
+    }
+    let workers = crate::workers::count().unwrap_or(1);
+    let movable_stream = matches!(stream, Stream::Plain(_));
+    let mut affinity = crate::workers::Affinity::default();
     let mut replies = Replies {
         out: OutQueue::with_capacity(MIN_READ),
         ..Replies::default()
@@ -466,7 +502,11 @@ async fn serve<F: Frontend>(
         };
         let mut batch = 0;
         let closing = loop {
-            let (processed, mut step) = frontend.process(node, &mut input, &mut replies, now);
+            // The shard hand-overs this batch meets in the store, and only them (other tasks of
+            // this thread ran since the last batch).
+            shoal_store::take_contention();
+            let (processed, mut step) = frontend.process(node, input, &mut replies, now);
+            affinity.observe(processed, shoal_store::take_contention());
             batch += processed;
             if processed > 0 {
                 node.engine
@@ -512,7 +552,7 @@ async fn serve<F: Frontend>(
                                 Ok(bytes) => {
                                     replies.out.push(bytes);
                                     let written = write_out(
-                                        &mut stream,
+                                        stream,
                                         &mut replies.out,
                                         node,
                                         &info,
@@ -526,7 +566,7 @@ async fn serve<F: Frontend>(
                                 }
                                 Err(why) => return why,
                             },
-                            r = stream.read_buf(&mut input), if watch => match r {
+                            r = stream.read_buf(input), if watch => match r {
                                 Ok(0) => return Close::Eof,
                                 Ok(n) => {
                                     node.engine
@@ -568,7 +608,7 @@ async fn serve<F: Frontend>(
             match step {
                 Step::Flush => {
                     let written =
-                        write_out(&mut stream, out, node, &info, &token, stop.as_mut(), policy);
+                        write_out(stream, out, node, &info, &token, stop.as_mut(), policy);
                     if let Err(c) = written.await {
                         return c;
                     }
@@ -588,7 +628,7 @@ async fn serve<F: Frontend>(
             tokio::task::yield_now().await;
         }
         let written = write_out(
-            &mut stream,
+            stream,
             &mut replies.out,
             node,
             &info,
@@ -612,7 +652,21 @@ async fn serve<F: Frontend>(
 
         // Read more.
         if input.is_empty() && input.capacity() > KEEP_CAPACITY {
-            input = BytesMut::with_capacity(MIN_READ);
+            *input = BytesMut::with_capacity(MIN_READ);
+        }
+        // Everything asked so far is answered: the connection may move to the worker of the
+        // key it keeps waiting for.
+        let worker = info.io_thread.load(Ordering::Relaxed);
+        if let Some(to) = affinity.decide(now, worker, workers) {
+            if movable_stream && frontend.movable() {
+                tracing::debug!(
+                    client = info.id,
+                    from = worker,
+                    to,
+                    "moving a connection to its hot key's worker"
+                );
+                return Close::Move(to);
+            }
         }
         let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
         input.reserve(want);
@@ -630,7 +684,7 @@ async fn serve<F: Frontend>(
         let n = tokio::select! {
             biased;
             _ = stop.as_mut() => return stopped(&info),
-            r = stream.read_buf(&mut input) => match r {
+            r = stream.read_buf(input) => match r {
                 Ok(0) => return Close::Eof,
                 Ok(n) => n,
                 Err(e) => return Close::Io(e),

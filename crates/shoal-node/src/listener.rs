@@ -1,10 +1,13 @@
 //! The accept loop, the cron task and graceful shutdown.
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use shoal_net::TcpListener;
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
@@ -14,7 +17,7 @@ use tokio_util::task::TaskTracker;
 use shoal_tls::{Stream, Tls};
 use shoal_wire::{serve_peer, ServeError, ServerConfig};
 
-use crate::connection::run_connection;
+use crate::connection::{run_connection, Frontend, Moving};
 use crate::memcache::McFrontend;
 use crate::resp::RespFrontend;
 use shoal_cluster::membership::{self, GossipStart};
@@ -528,8 +531,8 @@ async fn accept_loop(
         };
         let node = node.clone();
         let tls = tls.clone();
+        let moves = tracker.clone();
         crate::workers::spawn(&tracker, stream, move |stream, worker| async move {
-            let _registered = registered;
             info.io_thread.store(worker, Ordering::Relaxed);
             let stream = match &tls {
                 None => Stream::Plain(stream),
@@ -538,21 +541,73 @@ async fn accept_loop(
                     None => return,
                 },
             };
+            let client = Client {
+                node: node.clone(),
+                info: info.clone(),
+                stop,
+                _registered: registered,
+                tracker: moves,
+            };
             match protocol {
                 Protocol::Resp | Protocol::RespCluster => {
-                    let mut frontend = RespFrontend::new(&node, info.clone());
+                    let mut frontend = RespFrontend::new(&node, info);
                     if matches!(protocol, Protocol::RespCluster) {
                         frontend.redis_cluster();
                     }
-                    run_connection(node.clone(), stream, info, stop, frontend).await;
+                    serve_client(client, stream, BytesMut::new(), frontend).await;
                 }
                 Protocol::Memcache => {
-                    let frontend = McFrontend::new(&node, info.clone());
-                    run_connection(node.clone(), stream, info, stop, frontend).await;
+                    let frontend = McFrontend::new(&node, info);
+                    serve_client(client, stream, BytesMut::new(), frontend).await;
                 }
             }
         });
     }
+}
+
+/// A client connection's identity, kept while it moves between workers.
+struct Client {
+    node: Arc<Server>,
+    info: Arc<shoal_engine::client::ClientInfo>,
+    stop: CancellationToken,
+    /// Frees the client's place when the connection ends (not when it moves).
+    _registered: Registered,
+    tracker: TaskTracker,
+}
+
+/// Serves a client until it closes; when it should move to another worker
+/// ([`crate::workers::Affinity`]), continues it there with what it had read.
+fn serve_client<F: Frontend + 'static>(
+    client: Client,
+    stream: Stream,
+    input: BytesMut,
+    frontend: F,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let moving = run_connection(
+            client.node.clone(),
+            stream,
+            input,
+            client.info.clone(),
+            client.stop.clone(),
+            frontend,
+        )
+        .await;
+        let Some(Moving {
+            to,
+            stream,
+            input,
+            frontend,
+        }) = moving
+        else {
+            return;
+        };
+        let tracker = client.tracker.clone();
+        crate::workers::spawn_on(to, &tracker, stream, move |stream, worker| {
+            client.info.io_thread.store(worker, Ordering::Relaxed);
+            serve_client(client, Stream::Plain(stream), input, frontend)
+        });
+    })
 }
 
 /// Accepts inter-node connections until shutdown; each runs `serve_peer` (handshake with the

@@ -318,6 +318,10 @@ impl Frontend for McFrontend {
     fn bytes_wanted(&self) -> usize {
         self.wanted
     }
+
+    fn movable(&self) -> bool {
+        self.pending.is_none() && self.held.is_none()
+    }
 }
 
 /// What became of a request in a cluster.

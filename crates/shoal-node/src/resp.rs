@@ -311,4 +311,8 @@ impl Frontend for RespFrontend {
     fn subscriber(&self) -> bool {
         self.session.pubsub.as_ref().is_some_and(|s| s.total() > 0)
     }
+
+    fn movable(&self) -> bool {
+        self.held.is_none() && self.monitor.is_none() && !self.subscriber()
+    }
 }

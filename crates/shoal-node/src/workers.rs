@@ -1,6 +1,7 @@
 //! Per-core runtimes (`threads`): the daemon runs one current-thread tokio runtime per worker
-//! thread, and each connection lives on one of them for its whole life, as a memcached
-//! connection lives on one of its worker threads. A request's read, run and reply then never
+//! thread, and each connection lives on one of them, as a memcached connection lives on one
+//! of its worker threads (unless [`Affinity`] moves it to the worker of the hot key it works
+//! on, between two of its requests). A request's read, run and reply then never
 //! wake another thread; with tokio's work-stealing runtime, waking an idle worker for each
 //! new event (`try_to_wake_up`, `futex`) was about a fifth of a node's CPU at 4 clients.
 //!
@@ -112,6 +113,38 @@ where
         tracker.spawn(serve(stream, 0));
         return;
     };
+    let loads: Vec<usize> = w
+        .seats
+        .iter()
+        .map(|s| s.live.load(Ordering::Relaxed))
+        .collect();
+    let index = least_busy(&loads, w.next.fetch_add(1, Ordering::Relaxed));
+    spawn_at(w, index, tracker, stream, serve);
+}
+
+/// Serves `stream` with `serve` on worker `number` (from 1), as [`spawn`] does on the one it
+/// picks: a connection moving to another worker ([`Affinity`]). On the caller's runtime
+/// without workers, or when there is no such worker.
+pub fn spawn_on<F, Fut>(number: usize, tracker: &TaskTracker, stream: TcpStream, serve: F)
+where
+    F: FnOnce(TcpStream, usize) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    match WORKERS.get() {
+        Some(w) if (1..=w.seats.len()).contains(&number) => {
+            spawn_at(w, number - 1, tracker, stream, serve)
+        }
+        _ => {
+            tracker.spawn(serve(stream, 0));
+        }
+    }
+}
+
+fn spawn_at<F, Fut>(w: &Workers, index: usize, tracker: &TaskTracker, stream: TcpStream, serve: F)
+where
+    F: FnOnce(TcpStream, usize) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let detached = match shoal_net::detach(stream) {
         Ok(Ok(d)) => d,
         Ok(Err(e)) => {
@@ -123,12 +156,6 @@ where
             return;
         }
     };
-    let loads: Vec<usize> = w
-        .seats
-        .iter()
-        .map(|s| s.live.load(Ordering::Relaxed))
-        .collect();
-    let index = least_busy(&loads, w.next.fetch_add(1, Ordering::Relaxed));
     let seat = &w.seats[index];
     let number = index + 1;
     let live = Live::new(seat.live.clone());
@@ -151,6 +178,70 @@ fn least_busy(loads: &[usize], from: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// The worker (from 1, of `workers`) that [`Affinity`] sends a hot shard's connections to.
+pub fn home(shard: u16, workers: usize) -> usize {
+    usize::from(shard) % workers.max(1) + 1
+}
+
+/// Commands a connection runs before [`Affinity`] looks at what they met.
+const AFFINITY_WINDOW: u64 = 256;
+/// A window's commands move their connection when at least one in this many took their
+/// shard over from another thread (in one run of hand-overs of one shard).
+const AFFINITY_SHARE: u64 = 16;
+/// A connection moves at most once in this long (ms).
+const AFFINITY_COOLDOWN_MS: u64 = 1_000;
+
+/// Where a connection should be served. A key that connections on several workers work on
+/// at once (one counter, one list, one leaderboard) makes its shard's lock, and its data,
+/// change threads for nearly every command: on two workers one hot key cost a quarter to
+/// half more CPU per request than on one (see the README's Performance). A connection whose
+/// commands keep taking one shard over from another thread moves to that shard's [`home`]
+/// worker, so all the connections of a hot key end up on one thread, as they would on a
+/// single-threaded Redis, while connections spread over many keys stay spread (their
+/// hand-overs are of ever other shards and never add up). Pure: fed with what the store
+/// counted ([`shoal_store::take_contention`]); the I/O loop moves the connection.
+#[derive(Debug, Default)]
+pub struct Affinity {
+    commands: u64,
+    /// Hand-overs of `shard` in this window, since they moved to it.
+    handovers: u32,
+    shard: u16,
+    /// No move before this (Unix ms).
+    settled_until: u64,
+}
+
+impl Affinity {
+    /// Counts a batch of `commands` and the hand-overs they met.
+    pub fn observe(&mut self, commands: u64, met: shoal_store::Contention) {
+        self.commands += commands;
+        if met.handovers > 0 {
+            if met.shard != self.shard {
+                self.handovers = 0;
+                self.shard = met.shard;
+            }
+            self.handovers = self.handovers.saturating_add(met.handovers);
+        }
+    }
+
+    /// At the end of a window of commands: the worker to move to, when the window's
+    /// commands took one shard over often enough and that shard's home is not `worker` (of
+    /// `workers`). Starts a new window.
+    pub fn decide(&mut self, now_ms: u64, worker: usize, workers: usize) -> Option<usize> {
+        if self.commands < AFFINITY_WINDOW {
+            return None;
+        }
+        let hot = u64::from(self.handovers) * AFFINITY_SHARE >= self.commands;
+        let to = home(self.shard, workers);
+        self.commands = 0;
+        self.handovers = 0;
+        if !hot || to == worker || workers < 2 || now_ms < self.settled_until {
+            return None;
+        }
+        self.settled_until = now_ms.saturating_add(AFFINITY_COOLDOWN_MS);
+        Some(to)
+    }
+}
+
 /// One connection counted at its worker while it lives.
 struct Live(Arc<AtomicUsize>);
 
@@ -169,7 +260,60 @@ impl Drop for Live {
 
 #[cfg(test)]
 mod tests {
-    use super::least_busy;
+    use super::{home, least_busy, Affinity, AFFINITY_COOLDOWN_MS, AFFINITY_WINDOW};
+    use shoal_store::Contention;
+
+    fn met(handovers: u32, shard: u16) -> Contention {
+        Contention { handovers, shard }
+    }
+
+    #[test]
+    fn a_connection_that_keeps_waiting_for_one_shard_moves_to_its_home() {
+        let mut a = Affinity::default();
+        // Not before a window's worth of commands.
+        a.observe(AFFINITY_WINDOW - 1, met(200, 7));
+        assert_eq!(a.decide(10_000, 1, 2), None);
+        a.observe(1, met(0, 0));
+        // Shard 7's home of two workers is worker 2.
+        assert_eq!(home(7, 2), 2);
+        assert_eq!(a.decide(10_000, 1, 2), Some(2));
+        // Moved: not again within the cooldown, whatever the commands meet.
+        a.observe(AFFINITY_WINDOW, met(200, 8));
+        assert_eq!(a.decide(10_000 + AFFINITY_COOLDOWN_MS - 1, 2, 2), None);
+        a.observe(AFFINITY_WINDOW, met(200, 8));
+        assert_eq!(a.decide(10_000 + AFFINITY_COOLDOWN_MS, 2, 2), Some(1));
+    }
+
+    #[test]
+    fn rare_or_scattered_handovers_or_the_home_itself_keep_a_connection_where_it_is() {
+        let mut a = Affinity::default();
+        // One hand-over in 17 commands is under the share.
+        a.observe(17 * 20, met(19, 7));
+        assert_eq!(a.decide(0, 1, 2), None);
+        // Hand-overs of ever other shards never add up.
+        for shard in 0..AFFINITY_WINDOW as u16 {
+            a.observe(1, met(1, shard));
+        }
+        assert_eq!(a.decide(0, 1, 2), None);
+        // Already home.
+        a.observe(AFFINITY_WINDOW, met(200, 6));
+        assert_eq!(a.decide(0, 1, 2), None);
+        // One worker: nowhere to go.
+        a.observe(AFFINITY_WINDOW, met(200, 7));
+        assert_eq!(a.decide(0, 1, 1), None);
+        // The window starts again after each decision: the hand-overs above are forgotten.
+        a.observe(AFFINITY_WINDOW, met(1, 7));
+        assert_eq!(a.decide(0, 1, 2), None);
+    }
+
+    #[test]
+    fn homes_spread_shards_over_the_workers() {
+        assert_eq!(home(0, 3), 1);
+        assert_eq!(home(1, 3), 2);
+        assert_eq!(home(5, 3), 3);
+        assert_eq!(home(1023, 1), 1);
+        assert_eq!(home(4, 0), 1);
+    }
 
     #[test]
     fn a_connection_goes_to_the_least_busy_worker_and_ties_go_round() {

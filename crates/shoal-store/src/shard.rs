@@ -59,6 +59,8 @@ pub(crate) struct Shard {
     /// Removed keys, while replication needs them (empty unless the store's tombstone TTL is
     /// set). A key never has both an item and a tombstone: `insert` drops the tombstone.
     pub(crate) tombs: Tombstones,
+    /// The thread that took the lock last ([`crate::Contention`]; 0: none yet).
+    pub(crate) holder: u32,
 }
 
 impl Shard {
@@ -355,6 +357,7 @@ impl Shard {
         *self = Shard {
             stats: self.stats,
             last_version: self.last_version,
+            holder: self.holder,
             ..Shard::default()
         };
     }

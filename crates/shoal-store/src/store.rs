@@ -201,6 +201,65 @@ struct Shared {
     held_until: AtomicU64,
 }
 
+/// The shard locks this thread took over from another thread since [`take_contention`]
+/// last ran: a key that connections on several threads work on at once makes its shard's
+/// lock, and its data, change threads for nearly every command (`shoal_node::workers`
+/// moves such keys' connections to one thread). Only a run of hand-overs of one shard
+/// counts, so keys spread over many shards never add up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Contention {
+    /// Hand-overs of `shard`, counted since they moved to it.
+    pub handovers: u32,
+    /// The shard of the last hand-over (`key_slot % 1024`, see [`shard_of_key`]).
+    pub shard: u16,
+}
+
+impl Contention {
+    /// Counts a hand-over of shard `shard`: one of another shard starts the count again.
+    fn note(self, shard: u16) -> Contention {
+        let handovers = if shard == self.shard {
+            self.handovers
+        } else {
+            0
+        };
+        Contention {
+            handovers: handovers.saturating_add(1),
+            shard,
+        }
+    }
+}
+
+thread_local! {
+    static CONTENTION: std::cell::Cell<Contention> = const {
+        std::cell::Cell::new(Contention { handovers: 0, shard: 0 })
+    };
+    /// This thread's tag in [`Shard::holder`] (0: not drawn yet).
+    static THREAD_TAG: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// This thread's tag, drawn on first use (never 0).
+fn thread_tag() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    THREAD_TAG.with(|t| match t.get() {
+        0 => {
+            let tag = NEXT.fetch_add(1, Relaxed).max(1);
+            t.set(tag);
+            tag
+        }
+        tag => tag,
+    })
+}
+
+/// The hand-overs this thread counted since the last call (and starts a new count).
+pub fn take_contention() -> Contention {
+    CONTENTION.with(|c| c.take())
+}
+
+/// The shard a key lives in, as [`Contention::shard`] names it.
+pub fn shard_of_key(key: &[u8]) -> u16 {
+    shard_of_slot(key_slot(key)) as u16
+}
+
 thread_local! {
     /// Inside [`without_touching`].
     static UNTOUCHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -816,7 +875,15 @@ impl Store {
     }
 
     fn lock(&self, idx: usize) -> parking_lot::MutexGuard<'_, Shard> {
-        self.cells[idx].shard.lock()
+        let mut shard = self.cells[idx].shard.lock();
+        let me = thread_tag();
+        if shard.holder != me {
+            if shard.holder != 0 {
+                CONTENTION.with(|c| c.set(c.get().note(idx as u16)));
+            }
+            shard.holder = me;
+        }
+        shard
     }
 
     /// Run `f` on shard `idx` under its lock, then publish the shard's changed figures.

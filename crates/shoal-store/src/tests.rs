@@ -1511,3 +1511,61 @@ fn an_edit_that_changes_nothing_is_not_recorded() {
     });
     assert_eq!(w.count, 1);
 }
+
+/// A shard taken over from another thread counts as a hand-over for the taking thread, in
+/// a run per shard: again from the same thread counts nothing, another shard starts anew.
+#[test]
+fn a_shard_taken_over_from_another_thread_counts_as_a_handover() {
+    let s = Arc::new(store());
+    let on_other_thread = |key: &'static [u8]| {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            s.set(key, b"v", None, 0);
+        })
+        .join()
+        .expect("writer thread");
+    };
+    take_contention();
+    s.set(b"mine", b"v", None, 0);
+    assert_eq!(
+        take_contention().handovers,
+        0,
+        "a shard no thread held before"
+    );
+    on_other_thread(b"hot");
+    s.get(b"hot", 0);
+    s.get(b"hot", 0);
+    let hot = shard_of_key(b"hot");
+    assert_eq!(
+        take_contention(),
+        Contention {
+            handovers: 1,
+            shard: hot
+        }
+    );
+    on_other_thread(b"hot");
+    s.get(b"hot", 0);
+    on_other_thread(b"hot");
+    s.get(b"hot", 0);
+    assert_eq!(
+        take_contention(),
+        Contention {
+            handovers: 2,
+            shard: hot
+        }
+    );
+    // A run on another shard starts the count again.
+    let cold: &'static [u8] = b"cold";
+    assert_ne!(shard_of_key(cold), hot);
+    on_other_thread(b"hot");
+    s.get(b"hot", 0);
+    on_other_thread(cold);
+    s.get(cold, 0);
+    assert_eq!(
+        take_contention(),
+        Contention {
+            handovers: 1,
+            shard: shard_of_key(cold)
+        }
+    );
+}

@@ -101,6 +101,130 @@ fn threads_sets_the_worker_count() {
     }
 }
 
+/// The `io-thread` of each named connection in CLIENT LIST.
+fn io_threads(client: &mut Client) -> std::collections::HashMap<String, usize> {
+    let list = match client.call(&["CLIENT", "LIST"]) {
+        Resp::Bulk(b) => String::from_utf8(b).expect("CLIENT LIST is text"),
+        other => panic!("CLIENT LIST: {other:?}"),
+    };
+    let field = |line: &str, name: &str| {
+        line.split(' ')
+            .find_map(|f| f.strip_prefix(name))
+            .map(str::to_owned)
+    };
+    list.lines()
+        .filter_map(|line| {
+            let name = field(line, "name=")?;
+            let thread = field(line, "io-thread=")?.parse().ok()?;
+            Some((name, thread))
+        })
+        .collect()
+}
+
+/// Waits until `cond` holds or `within` passes; true if it held.
+fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Connections that work on one key from both workers move to one of them (the key's shard's
+/// home, `shoal_node::workers::Affinity`), so the key stops changing threads for every
+/// command; connections spread over many keys stay where they are. No command is lost or
+/// run twice by a move: each loader's INCRs, pipelined in batches written in two pieces
+/// that split a command, all count.
+#[test]
+fn connections_on_one_hot_key_gather_on_one_worker() {
+    let daemon = Daemon::start(&["--port", "0", "--set", "threads=2"], &[]);
+    let start = |name: &str| {
+        let mut c = daemon.connect();
+        assert_eq!(c.call(&["CLIENT", "SETNAME", name]), Resp::ok());
+        c
+    };
+    // Four loaders on the hot key and two on many keys: accepted in turn, both workers
+    // serve some of each.
+    let hot: Vec<Client> = (0..4).map(|i| start(&format!("hot{i}"))).collect();
+    let spread: Vec<Client> = (0..2).map(|i| start(&format!("spread{i}"))).collect();
+    let mut admin = start("admin");
+    let before = io_threads(&mut admin);
+    let workers: std::collections::HashSet<usize> =
+        (0..4).map(|i| before[&format!("hot{i}")]).collect();
+    assert_eq!(
+        workers.len(),
+        2,
+        "the hot loaders start on both workers: {before:?}"
+    );
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    const BATCH: usize = 32;
+    const MAX_BATCHES: usize = 20_000;
+    let run = |mut c: Client, key: Option<&'static str>| {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sent = 0u64;
+            for round in 0..MAX_BATCHES {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let mut out = Vec::new();
+                for i in 0..BATCH {
+                    let k = match key {
+                        Some(k) => k.to_owned(),
+                        None => format!("spread:{round}:{i}"),
+                    };
+                    encode(&[b"INCR", k.as_bytes()], &mut out);
+                }
+                let cut = out.len() / 2 + 3;
+                c.send_raw(&out[..cut]);
+                c.send_raw(&out[cut..]);
+                for _ in 0..BATCH {
+                    match c.read() {
+                        Resp::Int(_) => {}
+                        other => panic!("INCR: {other:?}"),
+                    }
+                }
+                sent += BATCH as u64;
+            }
+            sent
+        })
+    };
+    let loaders: Vec<_> = hot.into_iter().map(|c| run(c, Some("hot"))).collect();
+    let others: Vec<_> = spread.into_iter().map(|c| run(c, None)).collect();
+    // Until the hot loaders share a worker, or one of them is done (all its batches sent).
+    let mut gathered = false;
+    wait_until(Duration::from_secs(60), || {
+        let now = io_threads(&mut admin);
+        let on: Option<std::collections::HashSet<usize>> = (0..4)
+            .map(|i| now.get(&format!("hot{i}")).copied())
+            .collect();
+        gathered = on.as_ref().is_some_and(|on| on.len() == 1);
+        gathered || on.is_none()
+    });
+    // While every loader still runs.
+    let after = io_threads(&mut admin);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent: u64 = loaders.into_iter().map(|l| l.join().expect("loader")).sum();
+    for o in others {
+        o.join().expect("spread loader");
+    }
+    assert!(gathered, "the hot key's connections stay apart: {after:?}");
+    for i in 0..2 {
+        let name = format!("spread{i}");
+        assert_eq!(
+            before[&name], after[&name],
+            "{name} moved: {before:?} {after:?}"
+        );
+    }
+    assert_eq!(admin.call(&["GET", "hot"]), Resp::bulk(&sent.to_string()));
+}
+
 #[test]
 fn example_config_holds_every_key_at_its_default() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../config/shoal.toml");
