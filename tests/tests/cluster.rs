@@ -1290,19 +1290,26 @@ fn the_status_page_shows_the_cluster_in_chromium() {
         let _: Option<String> = c.get(key(i)).unwrap();
     }
     let addr = cluster.members[0].metrics_addr;
-    let (status, json) = http(addr, b"GET /status.json HTTP/1.1\r\n\r\n");
-    assert_eq!(status, 200);
+    let keys_of = |json: &str| -> u64 {
+        json.split("\"keys\":")
+            .skip(1)
+            .filter_map(|s| s.split(',').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    // Two copies of every key across the three nodes, once the replicas applied the
+    // writes (`write-ack = owner` answers before they do).
+    let mut json = String::new();
+    wait_until(Duration::from_secs(10), || {
+        let (status, body) = http(addr, b"GET /status.json HTTP/1.1\r\n\r\n");
+        assert_eq!(status, 200);
+        json = body;
+        keys_of(&json) == 2 * KEYS as u64
+    });
     for name in ["n0", "n1", "n2"] {
         assert!(json.contains(&format!("\"name\":\"{name}\"")), "{json}");
     }
     assert_eq!(json.matches("\"reachable\":true").count(), 3, "{json}");
-    // Two copies of every key across the three nodes.
-    let keys: u64 = json
-        .split("\"keys\":")
-        .skip(1)
-        .filter_map(|s| s.split(',').next()?.parse::<u64>().ok())
-        .sum();
-    assert_eq!(keys, 2 * KEYS as u64, "{json}");
+    assert_eq!(keys_of(&json), 2 * KEYS as u64, "{json}");
 
     let url = format!("http://{addr}/");
     let dom = chromium(&url, &["--dump-dom"]);
