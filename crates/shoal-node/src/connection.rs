@@ -36,6 +36,8 @@ use shoal_engine::client::ClientInfo;
 use shoal_engine::clock::now_ms;
 use shoal_engine::config::ClassLimit;
 
+use crate::workers::Affinity;
+
 /// Output is written once it reaches this many bytes, even mid-batch.
 pub const FLUSH_AT: usize = 64 * 1024;
 /// Smallest read; larger when a bulk argument in progress needs more (up to `MAX_READ`).
@@ -305,29 +307,43 @@ pub struct Moving<F> {
     pub stream: shoal_net::TcpStream,
     pub input: BytesMut,
     pub frontend: F,
+    /// Moves with the connection: its cooldown holds on the next worker too.
+    pub affinity: Affinity,
 }
 
 /// Serves one connection with `frontend` until it closes, or until it should move to another
 /// worker: then it returns what the move takes (with `input`, what it read and did not serve
-/// yet; empty for a new connection). `stop` is the connection's stop signal: a child of the
-/// node's shutdown token, that CLIENT KILL also cancels (see `ClientInfo::kill`).
+/// yet, and `affinity`, what decided the move; both new for a new connection). `stop` is the
+/// connection's stop signal: a child of the node's shutdown token, that CLIENT KILL also
+/// cancels (see `ClientInfo::kill`).
 pub async fn run_connection<F: Frontend>(
     node: Arc<Server>,
     mut stream: Stream,
     mut input: BytesMut,
+    mut affinity: Affinity,
     info: Arc<ClientInfo>,
     stop: CancellationToken,
     mut frontend: F,
 ) -> Option<Moving<F>> {
     let _ = stream.tcp().set_nodelay(true);
     let id = info.id;
-    let reason = serve(&node, &mut stream, &mut input, info, stop, &mut frontend).await;
+    let reason = serve(
+        &node,
+        &mut stream,
+        &mut input,
+        &mut affinity,
+        info,
+        stop,
+        &mut frontend,
+    )
+    .await;
     match (reason, stream) {
         (Close::Move(to), Stream::Plain(stream)) => Some(Moving {
             to,
             stream,
             input,
             frontend,
+            affinity,
         }),
         (reason, _) => {
             tracing::debug!(client = id, ?reason, "connection closed");
@@ -469,6 +485,7 @@ async fn serve<F: Frontend>(
     node: &Arc<Server>,
     stream: &mut Stream,
     input: &mut BytesMut,
+    affinity: &mut Affinity,
     info: Arc<ClientInfo>,
     token: CancellationToken,
     frontend: &mut F,
@@ -478,7 +495,6 @@ async fn serve<F: Frontend>(
     }
     let workers = crate::workers::count().unwrap_or(1);
     let movable_stream = matches!(stream, Stream::Plain(_));
-    let mut affinity = crate::workers::Affinity::default();
     let mut replies = Replies {
         out: OutQueue::with_capacity(MIN_READ),
         ..Replies::default()

@@ -20,6 +20,7 @@ use shoal_wire::{serve_peer, ServeError, ServerConfig};
 use crate::connection::{run_connection, Frontend, Moving};
 use crate::memcache::McFrontend;
 use crate::resp::RespFrontend;
+use crate::workers::Affinity;
 use shoal_cluster::membership::{self, GossipStart};
 use shoal_cluster::peer::PeerService;
 use shoal_cluster::Server;
@@ -554,11 +555,25 @@ async fn accept_loop(
                     if matches!(protocol, Protocol::RespCluster) {
                         frontend.redis_cluster();
                     }
-                    serve_client(client, stream, BytesMut::new(), frontend).await;
+                    serve_client(
+                        client,
+                        stream,
+                        BytesMut::new(),
+                        Affinity::default(),
+                        frontend,
+                    )
+                    .await;
                 }
                 Protocol::Memcache => {
                     let frontend = McFrontend::new(&node, info);
-                    serve_client(client, stream, BytesMut::new(), frontend).await;
+                    serve_client(
+                        client,
+                        stream,
+                        BytesMut::new(),
+                        Affinity::default(),
+                        frontend,
+                    )
+                    .await;
                 }
             }
         });
@@ -581,6 +596,7 @@ fn serve_client<F: Frontend + 'static>(
     client: Client,
     stream: Stream,
     input: BytesMut,
+    affinity: Affinity,
     frontend: F,
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move {
@@ -588,6 +604,7 @@ fn serve_client<F: Frontend + 'static>(
             client.node.clone(),
             stream,
             input,
+            affinity,
             client.info.clone(),
             client.stop.clone(),
             frontend,
@@ -598,6 +615,7 @@ fn serve_client<F: Frontend + 'static>(
             stream,
             input,
             frontend,
+            affinity,
         }) = moving
         else {
             return;
@@ -605,7 +623,7 @@ fn serve_client<F: Frontend + 'static>(
         let tracker = client.tracker.clone();
         crate::workers::spawn_on(to, &tracker, stream, move |stream, worker| {
             client.info.io_thread.store(worker, Ordering::Relaxed);
-            serve_client(client, Stream::Plain(stream), input, frontend)
+            serve_client(client, Stream::Plain(stream), input, affinity, frontend)
         });
     })
 }
