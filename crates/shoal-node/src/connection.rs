@@ -413,7 +413,9 @@ async fn write_out(
     out.seal();
     let total = out.len();
     let mut watch_stop = !token.is_cancelled();
-    let mut last_progress = Instant::now();
+    // The last write that took bytes, or the socket turning writable: read from the clock
+    // only when a wait starts (`None`: just now), not for every write that does not wait.
+    let mut last_progress: Option<Instant> = None;
     let mut over_soft_since = None;
     loop {
         if out.is_empty() {
@@ -433,7 +435,7 @@ async fn write_out(
                 Ok(0) => return Err(Close::Io(std::io::ErrorKind::WriteZero.into())),
                 Ok(written) => {
                     out.advance(written);
-                    last_progress = Instant::now();
+                    last_progress = None;
                     continue;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -446,7 +448,8 @@ async fn write_out(
         } else {
             over_soft_since = None;
         }
-        let deadline = policy.deadline(last_progress, over_soft_since);
+        let since = *last_progress.get_or_insert_with(Instant::now);
+        let deadline = policy.deadline(since, over_soft_since);
         let until = deadline.as_ref().map(|d| d.0);
         // Every arm is cancel safe: `writable` and `sleep_until` only wait.
         tokio::select! {
@@ -455,7 +458,7 @@ async fn write_out(
             // progress while the session's records drain).
             r = stream.writable() => {
                 r.map_err(Close::Io)?;
-                last_progress = Instant::now();
+                last_progress = None;
             }
             _ = stop.as_mut(), if watch_stop => {
                 if info.killed.load(Ordering::Relaxed) {
