@@ -305,22 +305,27 @@ pub trait Frontend: Send {
 pub struct Moving<F> {
     pub to: usize,
     pub stream: shoal_net::TcpStream,
-    pub input: BytesMut,
+    pub carried: Carried,
     pub frontend: F,
-    /// Moves with the connection: its cooldown holds on the next worker too.
+}
+
+/// What a connection's I/O loop keeps from one worker to the next (new for a new connection).
+#[derive(Default)]
+pub struct Carried {
+    /// What was read and not served yet (at most part of a request).
+    pub input: BytesMut,
+    /// What decides the moves: its cooldown holds on the next worker too.
     pub affinity: Affinity,
 }
 
 /// Serves one connection with `frontend` until it closes, or until it should move to another
-/// worker: then it returns what the move takes (with `input`, what it read and did not serve
-/// yet, and `affinity`, what decided the move; both new for a new connection). `stop` is the
-/// connection's stop signal: a child of the node's shutdown token, that CLIENT KILL also
-/// cancels (see `ClientInfo::kill`).
+/// worker: then it returns what the move takes. `stop` is the connection's stop signal: a
+/// child of the node's shutdown token, that CLIENT KILL also cancels (see
+/// `ClientInfo::kill`).
 pub async fn run_connection<F: Frontend>(
     node: Arc<Server>,
     mut stream: Stream,
-    mut input: BytesMut,
-    mut affinity: Affinity,
+    mut carried: Carried,
     info: Arc<ClientInfo>,
     stop: CancellationToken,
     mut frontend: F,
@@ -330,8 +335,8 @@ pub async fn run_connection<F: Frontend>(
     let reason = serve(
         &node,
         &mut stream,
-        &mut input,
-        &mut affinity,
+        &mut carried.input,
+        &mut carried.affinity,
         info,
         stop,
         &mut frontend,
@@ -341,9 +346,8 @@ pub async fn run_connection<F: Frontend>(
         (Close::Move(to), Stream::Plain(stream)) => Some(Moving {
             to,
             stream,
-            input,
+            carried,
             frontend,
-            affinity,
         }),
         (reason, _) => {
             tracing::debug!(client = id, ?reason, "connection closed");

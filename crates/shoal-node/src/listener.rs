@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use shoal_net::TcpListener;
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
@@ -17,10 +16,9 @@ use tokio_util::task::TaskTracker;
 use shoal_tls::{Stream, Tls};
 use shoal_wire::{serve_peer, ServeError, ServerConfig};
 
-use crate::connection::{run_connection, Frontend, Moving};
+use crate::connection::{run_connection, Carried, Frontend, Moving};
 use crate::memcache::McFrontend;
 use crate::resp::RespFrontend;
-use crate::workers::Affinity;
 use shoal_cluster::membership::{self, GossipStart};
 use shoal_cluster::peer::PeerService;
 use shoal_cluster::Server;
@@ -555,25 +553,11 @@ async fn accept_loop(
                     if matches!(protocol, Protocol::RespCluster) {
                         frontend.redis_cluster();
                     }
-                    serve_client(
-                        client,
-                        stream,
-                        BytesMut::new(),
-                        Affinity::default(),
-                        frontend,
-                    )
-                    .await;
+                    serve_client(client, stream, Carried::default(), frontend).await;
                 }
                 Protocol::Memcache => {
                     let frontend = McFrontend::new(&node, info);
-                    serve_client(
-                        client,
-                        stream,
-                        BytesMut::new(),
-                        Affinity::default(),
-                        frontend,
-                    )
-                    .await;
+                    serve_client(client, stream, Carried::default(), frontend).await;
                 }
             }
         });
@@ -595,16 +579,14 @@ struct Client {
 fn serve_client<F: Frontend + 'static>(
     client: Client,
     stream: Stream,
-    input: BytesMut,
-    affinity: Affinity,
+    carried: Carried,
     frontend: F,
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move {
         let moving = run_connection(
             client.node.clone(),
             stream,
-            input,
-            affinity,
+            carried,
             client.info.clone(),
             client.stop.clone(),
             frontend,
@@ -613,9 +595,8 @@ fn serve_client<F: Frontend + 'static>(
         let Some(Moving {
             to,
             stream,
-            input,
+            carried,
             frontend,
-            affinity,
         }) = moving
         else {
             return;
@@ -623,7 +604,7 @@ fn serve_client<F: Frontend + 'static>(
         let tracker = client.tracker.clone();
         crate::workers::spawn_on(to, &tracker, stream, move |stream, worker| {
             client.info.io_thread.store(worker, Ordering::Relaxed);
-            serve_client(client, Stream::Plain(stream), input, affinity, frontend)
+            serve_client(client, Stream::Plain(stream), carried, frontend)
         });
     })
 }
