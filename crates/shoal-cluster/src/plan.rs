@@ -73,7 +73,6 @@ pub fn plan(
             _ => Plan::TryAgain,
         };
     }
-    let owner_of = |key: &[u8]| placement.owners(key_slot(key))[0];
     match spec.route {
         Route::Here => Plan::Here,
         Route::Split(merge) => Plan::Split(merge),
@@ -102,8 +101,13 @@ pub fn plan(
             let Some(first) = positions.clone().next() else {
                 return Plan::Here;
             };
-            let owners = placement.owners(key_slot(&args[first]));
-            let same = positions.clone().all(|p| owner_of(&args[p]) == owners[0]);
+            // One slot reckoned per key: the first key's decides, the others only compare.
+            let slot = key_slot(&args[first]);
+            let owners = placement.owners(slot);
+            let same = positions.skip(1).all(|p| {
+                let other = key_slot(&args[p]);
+                other == slot || placement.owners(other)[0] == owners[0]
+            });
             match (same, owners[0] == me) {
                 (true, true) => Plan::Owned,
                 _ if spec.route == Route::Watch => Plan::WatchNotOwned,
