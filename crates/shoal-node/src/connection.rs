@@ -645,9 +645,13 @@ async fn serve<F: Frontend>(
         // a client reading many connections (one redis-benchmark, a pooled application) is
         // then woken once for all of them instead of once per connection (at pipeline 16,
         // about 30 % less CPU per request with one worker; see the README). One command
-        // alone is answered at once: yielding costs the worker an extra poll of its sockets,
-        // which shows at a few unpipelined clients.
-        if batch > 1 && closing.is_none() && !replies.out.is_empty() {
+        // alone, or a connection alone on its worker, is answered at once: yielding costs
+        // the worker an extra poll of its sockets, which shows at a few unpipelined clients.
+        if batch > 1
+            && closing.is_none()
+            && !replies.out.is_empty()
+            && crate::workers::shared(info.io_thread.load(Ordering::Relaxed))
+        {
             tokio::task::yield_now().await;
         }
         let written = write_out(

@@ -101,6 +101,14 @@ pub fn count() -> Option<usize> {
     WORKERS.get().map(|w| w.seats.len())
 }
 
+/// True unless worker `number` (from 1) is known to serve one connection alone.
+pub fn shared(number: usize) -> bool {
+    WORKERS
+        .get()
+        .and_then(|w| w.seats.get(number.checked_sub(1)?))
+        .is_none_or(|seat| seat.live.load(Ordering::Relaxed) > 1)
+}
+
 /// Serves the accepted `stream` with `serve` on the worker serving the fewest connections,
 /// tracked by `tracker`; on the caller's runtime without workers (or when the stream cannot
 /// move). `serve` is told the worker's number (from 1; 0 for the caller's runtime).
