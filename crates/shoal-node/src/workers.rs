@@ -201,8 +201,9 @@ const AFFINITY_COOLDOWN_MS: u64 = 1_000;
 
 /// Where a connection should be served. A key that connections on several workers work on
 /// at once (one counter, one list, one leaderboard) makes its shard's lock, and its data,
-/// change threads for nearly every command: on two workers one hot key cost a quarter to
-/// half more CPU per request than on one (see the README's Performance). A connection whose
+/// change threads for nearly every command: at pipeline 16, one hot key cost two workers
+/// up to nearly twice the CPU per request of one (ZADD; HSET a third more, LPUSH even; see
+/// the README's Performance). A connection whose
 /// commands keep taking one shard over from another thread moves to that shard's [`home`]
 /// worker, so all the connections of a hot key end up on one thread, as they would on a
 /// single-threaded Redis, while connections spread over many keys stay spread (their

@@ -61,8 +61,6 @@ pub use list::List;
 pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, split_key, stored_key, SLOTS};
-pub use store::{
-    record_writes, shard_of_key, take_contention, without_touching, Contention, Writes,
-};
+pub use store::{record_writes, take_contention, without_touching, Contention, Writes};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};
 pub use zset::ZSet;

@@ -210,7 +210,7 @@ struct Shared {
 pub struct Contention {
     /// Hand-overs of `shard`, counted since they moved to it.
     pub handovers: u32,
-    /// The shard of the last hand-over (`key_slot % 1024`, see [`shard_of_key`]).
+    /// The shard of the last hand-over (`key_slot % 1024`).
     pub shard: u16,
 }
 
@@ -253,11 +253,6 @@ fn thread_tag() -> u32 {
 /// The hand-overs this thread counted since the last call (and starts a new count).
 pub fn take_contention() -> Contention {
     CONTENTION.with(|c| c.take())
-}
-
-/// The shard a key lives in, as [`Contention::shard`] names it.
-pub fn shard_of_key(key: &[u8]) -> u16 {
-    shard_of_slot(key_slot(key)) as u16
 }
 
 thread_local! {

@@ -1512,6 +1512,11 @@ fn an_edit_that_changes_nothing_is_not_recorded() {
     assert_eq!(w.count, 1);
 }
 
+/// The shard a key lives in, as [`Contention::shard`] names it.
+fn shard_of_key(key: &[u8]) -> u16 {
+    crate::shard::shard_of_slot(key_slot(key)) as u16
+}
+
 /// A shard taken over from another thread counts as a hand-over for the taking thread, in
 /// a run per shard: again from the same thread counts nothing, another shard starts anew.
 #[test]
