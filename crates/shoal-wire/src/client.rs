@@ -5,8 +5,8 @@
 //!
 //! ```text
 //!                   connection up: direct ─────────────────────┐
-//! request() ──lock──┤                                          ├─try_send─> writer task ─> socket
-//!                   no connection: cmd channel ─> owner task ──┘ (bounded)   (batches)
+//! request() ──lock──┤                                          ├─try_push─> writer task ─> socket
+//!                   no connection: cmd channel ─> owner task ──┘ (outbox)    (batches)
 //!     ^
 //!     └── oneshot <── lock: pending table <── reader task <── socket
 //! ```
@@ -14,9 +14,9 @@
 //! "lock" is one `std::sync::Mutex` over the state the handles, the owner and the reader
 //! share: the pending table, the next request id and the current connection's writer.
 //!
-//! **Direct path.** While a connection is up its writer channel is published in the shared
-//! state. `request` then, under the lock, takes an id and enters its reply in the pending
-//! table, and after the lock queues its frame on the writer channel itself; the reader looks
+//! **Direct path.** While a connection is up its outbox (the writer's queue, `writer.rs`) is
+//! published in the shared state. `request` then, under the lock, takes an id and enters
+//! its reply in the pending table, and after the lock queues its frame in the outbox itself; the reader looks
 //! the id up under the same lock and answers the caller. The owner task is on neither leg.
 //!
 //! **Through the owner.** With no connection published (first use, after a loss, during a
@@ -24,17 +24,26 @@
 //! owner connects and runs the handshake, then in one critical section publishes the writer
 //! and moves every queued command to it in order. So whenever a writer is published the
 //! command channel is empty, and a direct request can never overtake a queued one: the
-//! requests of one task reach the writer channel, and so the socket, in the order their
+//! requests of one task reach the outbox, and so the socket, in the order their
 //! futures were first polled (the crate docs spell out that guarantee and its limits).
 //!
-//! **Bounds.** Each request holds a permit of a semaphore sized `max_in_flight` from the
+//! **Bounds.** Each request holds one of `max_in_flight` permits (a counter) from the
 //! start of `request` until its future completes or is dropped; over it `request` fails at
 //! once with [`WireError::Overloaded`]. A request that ends without its answer (timed out,
 //! dropped by its caller) takes its entry out of the pending table as it goes, so the table
 //! never holds more entries than there are permits out and a permit is back the moment its
-//! request ends. The channels are sized `max_in_flight` as well; one that is full anyway
+//! request ends. The command channel and the outbox hold `max_in_flight` as well; one that
+//! is full anyway
 //! (frames of expired requests waiting for a stalled socket, or commands of expired requests
 //! waiting for a slow connect) also answers `Overloaded`.
+//!
+//! **Timeouts.** A request sent straight on a connection carries no timer of its own: the
+//! owner task sweeps the pending table every eighth of `request_timeout` and fails, with
+//! [`WireError::Timeout`], each request that has been in it for more than eight sweeps, so
+//! one times out after `request_timeout` and at most an eighth of it later. A timer per
+//! request cost a clock reading and two timer-wheel operations on every forwarded command.
+//! A request that has to queue for the owner (no connection yet) keeps a timer, since the
+//! owner sweeps nothing while it connects.
 //!
 //! **Failures.** When the reader or writer sees the connection end, the owner withdraws the
 //! writer and fails every request in flight on it with [`WireError::PeerUnavailable`] in
@@ -52,13 +61,13 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use shoal_net::TcpStream;
 use tokio::io::AsyncReadExt;
-use tokio::sync::{mpsc, oneshot, Semaphore, SemaphorePermit};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::frame::{decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, MAX_BODY};
 use crate::handshake::{client_handshake, AuthConfig, HandshakeError};
-use crate::writer::run_writer;
+use crate::writer::{run_writer, Outbox, PushError};
 use crate::Response;
 
 /// How a [`PeerClient`] behaves. Every bound here is per peer.
@@ -223,11 +232,46 @@ struct Link {
 
 type Reply = oneshot::Sender<Result<Response, WireError>>;
 
+/// A request on the current connection awaiting its answer: who waits, and the sweep it
+/// was entered in (see "Timeouts" in the module docs).
+#[derive(Debug)]
+struct Pending {
+    reply: Reply,
+    sweep: u64,
+}
+
+/// A pending request times out at the first sweep more than this many sweeps after it was
+/// entered: `request_timeout` is this many sweep periods.
+const SWEEPS: u64 = 8;
+
+/// Hashes the pending table's keys, request ids, which are sequential and never chosen by
+/// a peer: one multiplication spreads them (SipHash cost a measurable share per request).
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type PendingTable = HashMap<u64, Pending, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// What the handles, the owner and the reader share.
 #[derive(Debug)]
 struct Shared {
     /// Sized `max_in_flight`; a request holds one permit for as long as its future lives.
-    permits: Semaphore,
+    permits: Permits,
     state: Mutex<State>,
     seen: Arc<Seen>,
 }
@@ -238,9 +282,11 @@ struct Shared {
 struct State {
     /// The current connection's writer channel; `Some` only while a connection is up, and
     /// then the owner's command channel is empty (see the module docs).
-    writer: Option<mpsc::Sender<Frame>>,
+    writer: Option<Arc<Outbox>>,
     /// Requests sent on the current connection and not answered yet, by request id.
-    pending: HashMap<u64, Reply>,
+    pending: PendingTable,
+    /// Sweeps of the pending table so far (see "Timeouts" in the module docs).
+    sweep: u64,
     /// Request ids are unique for the life of the client, across connections.
     next_id: u64,
 }
@@ -308,7 +354,8 @@ impl PeerClient {
 
     /// Sends `body` (tagged with the sender's placement `epoch`) and waits for the peer's
     /// response, through this thread's link (see [`use_link`]). Never queues beyond
-    /// `max_in_flight` on the link; never waits beyond `request_timeout`.
+    /// `max_in_flight` on the link; times out after `request_timeout` (at most an eighth
+    /// later, see "Timeouts" in the module docs).
     ///
     /// The request is queued on the first poll, before anything is awaited: the requests of
     /// one task go out, and are handled by the peer, in the order their futures are first
@@ -327,10 +374,14 @@ impl PeerClient {
         let max_in_flight = config.max_in_flight.max(1);
         let (cmd_tx, cmd_rx) = mpsc::channel(max_in_flight);
         let shared = Arc::new(Shared {
-            permits: Semaphore::new(max_in_flight),
+            permits: Permits {
+                out: AtomicUsize::new(0),
+                max: max_in_flight,
+            },
             state: Mutex::new(State {
                 writer: None,
-                pending: HashMap::new(),
+                pending: PendingTable::default(),
+                sweep: 0,
                 next_id: 1,
             }),
             seen: Arc::clone(&self.seen),
@@ -349,8 +400,7 @@ impl PeerClient {
 
 impl Link {
     fn in_flight(&self) -> usize {
-        // The semaphore's size is max_in_flight; permits out = requests in flight.
-        self.cmd_tx.max_capacity() - self.shared.permits.available_permits()
+        self.shared.permits.out.load(Ordering::Relaxed)
     }
 
     async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
@@ -365,7 +415,7 @@ impl Link {
             .shared
             .permits
             .try_acquire()
-            .map_err(|_| WireError::Overloaded)?;
+            .ok_or(WireError::Overloaded)?;
         let (reply, rx) = oneshot::channel();
         let (id, direct) = {
             let mut state = self.shared.state();
@@ -373,7 +423,8 @@ impl Link {
             state.next_id += 1;
             match state.writer.clone() {
                 Some(writer) => {
-                    state.pending.insert(id, reply);
+                    let sweep = state.sweep;
+                    state.pending.insert(id, Pending { reply, sweep });
                     (id, Some((writer, Frame::Request { id, epoch, body })))
                 }
                 None => {
@@ -403,19 +454,25 @@ impl Link {
             answered: false,
             _permit: permit,
         };
+        let direct_sent = direct.is_some();
         if let Some((writer, frame)) = direct {
             // After the lock: this may wake the writer task. Ordering still holds, since the
             // next request of this task starts only after this call.
-            match writer.try_send(frame) {
+            match writer.try_push(frame) {
                 Ok(()) => {}
                 // `waiting` takes the pending entry out as it drops.
-                Err(mpsc::error::TrySendError::Full(_)) => return Err(WireError::Overloaded),
+                Err(PushError::Full) => return Err(WireError::Overloaded),
                 // The writer task ends only when its connection is lost: the owner hears of
                 // it and fails this pending entry with the others.
-                Err(mpsc::error::TrySendError::Closed(_)) => {}
+                Err(PushError::Closed) => {}
             }
         }
-        let result = tokio::time::timeout(self.request_timeout, &mut waiting.rx).await;
+        // Sent straight, the owner's sweep times it out (see "Timeouts" in the module docs).
+        let result = if direct_sent {
+            Ok((&mut waiting.rx).await)
+        } else {
+            tokio::time::timeout(self.request_timeout, &mut waiting.rx).await
+        };
         // Whoever answered (or dropped the reply) took the pending entry out already.
         waiting.answered = result.is_ok();
         match result {
@@ -434,7 +491,35 @@ struct Waiting<'a> {
     id: u64,
     rx: oneshot::Receiver<Result<Response, WireError>>,
     answered: bool,
-    _permit: SemaphorePermit<'a>,
+    _permit: Permit<'a>,
+}
+
+/// The in-flight bound: requests only ever try for a permit, never wait for one, so a
+/// counter does (a semaphore's release took its lock on every request).
+#[derive(Debug)]
+struct Permits {
+    out: AtomicUsize,
+    max: usize,
+}
+
+impl Permits {
+    fn try_acquire(&self) -> Option<Permit<'_>> {
+        let before = self.out.fetch_add(1, Ordering::AcqRel);
+        if before >= self.max {
+            self.out.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Permit(self))
+    }
+}
+
+/// One request's place under [`Permits`]; given back on drop.
+struct Permit<'a>(&'a Permits);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.0.out.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Drop for Waiting<'_> {
@@ -460,7 +545,7 @@ struct Lost {
 /// The owner's hold on the current connection.
 struct Conn {
     generation: u64,
-    writer_tx: mpsc::Sender<Frame>,
+    outbox: Arc<Outbox>,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
 }
@@ -468,6 +553,7 @@ struct Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         // Both halves go at once: the writer may be stuck on a peer that stopped reading.
+        self.outbox.close();
         self.reader.abort();
         self.writer.abort();
     }
@@ -516,11 +602,16 @@ impl Owner {
     }
 
     async fn run(mut self) {
+        let period = (self.config.request_timeout / SWEEPS as u32).max(Duration::from_millis(1));
+        let mut sweeps = tokio::time::interval_at(Instant::now() + period, period);
+        sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 biased;
                 // Cancel safe: mpsc::Receiver::recv. Never `None`: we hold a sender.
                 Some(lost) = self.lost_rx.recv() => self.on_lost(lost),
+                // Cancel safe: Interval::tick.
+                _ = sweeps.tick() => self.sweep(),
                 // Cancel safe: mpsc::Receiver::recv. `None`: every PeerClient is gone.
                 cmd = self.cmd_rx.recv() => match cmd {
                     Some(cmd) => self.submit(cmd).await,
@@ -564,27 +655,34 @@ impl Owner {
             let mut state = self.shared.state();
             // Published and drained in one critical section: requests queue only while no
             // writer is published, so from here on none queue and none are left behind.
-            state.writer = Some(conn.writer_tx.clone());
+            state.writer = Some(Arc::clone(&conn.outbox));
             let mut next = Some(cmd);
             while let Some(cmd) = next {
                 // Checked under the lock, which `Waiting::drop` takes after closing.
                 if !cmd.reply.is_closed() {
                     let id = cmd.id;
-                    state.pending.insert(id, cmd.reply);
+                    let sweep = state.sweep;
+                    state.pending.insert(
+                        id,
+                        Pending {
+                            reply: cmd.reply,
+                            sweep,
+                        },
+                    );
                     let frame = Frame::Request {
                         id,
                         epoch: cmd.epoch,
                         body: cmd.body,
                     };
-                    match conn.writer_tx.try_send(frame) {
+                    match conn.outbox.try_push(frame) {
                         Ok(()) => {}
                         // Sized like the in-flight bound, so this only happens while frames
                         // of requests that already ended still wait for a stalled socket.
-                        Err(mpsc::error::TrySendError::Full(_)) => {
-                            overloaded.extend(state.pending.remove(&id));
+                        Err(PushError::Full) => {
+                            overloaded.extend(state.pending.remove(&id).map(|p| p.reply));
                         }
                         // The writer is gone; its report is on the way and fails this too.
-                        Err(mpsc::error::TrySendError::Closed(_)) => {}
+                        Err(PushError::Closed) => {}
                     }
                 }
                 next = self.cmd_rx.try_recv().ok();
@@ -630,10 +728,11 @@ impl Owner {
         self.generation += 1;
         let generation = self.generation;
         let (rd, wr) = stream.into_split();
-        let (writer_tx, writer_rx) = mpsc::channel(self.config.max_in_flight.max(1));
+        let outbox = Arc::new(Outbox::new(self.config.max_in_flight));
         let lost = self.lost_tx.clone();
+        let queued = Arc::clone(&outbox);
         let writer = tokio::spawn(async move {
-            if run_writer(wr, writer_rx).await.is_err() {
+            if run_writer(wr, &queued).await.is_err() {
                 let error = WireError::PeerUnavailable(Unavailable::ConnectionLost);
                 let _ = lost.send(Lost { generation, error }).await;
             }
@@ -649,10 +748,36 @@ impl Owner {
         ));
         Ok(Conn {
             generation,
-            writer_tx,
+            outbox,
             reader,
             writer,
         })
+    }
+
+    /// Fails, with `Timeout`, every request on the connection that has waited more than
+    /// `SWEEPS` sweeps; its caller's pending entry goes with it.
+    fn sweep(&mut self) {
+        let expired: Vec<Reply> = {
+            let mut state = self.shared.state();
+            state.sweep += 1;
+            let now = state.sweep;
+            if state.pending.is_empty() {
+                return;
+            }
+            let old: Vec<u64> = state
+                .pending
+                .iter()
+                .filter(|(_, p)| now - p.sweep > SWEEPS)
+                .map(|(&id, _)| id)
+                .collect();
+            old.iter()
+                .filter_map(|id| state.pending.remove(id))
+                .map(|p| p.reply)
+                .collect()
+        };
+        for reply in expired {
+            let _ = reply.send(Err(WireError::Timeout));
+        }
     }
 
     fn on_lost(&mut self, lost: Lost) {
@@ -670,7 +795,7 @@ impl Owner {
         let mut failed: Vec<(u64, Reply)> = {
             let mut state = self.shared.state();
             state.writer = None;
-            state.pending.drain().collect()
+            state.pending.drain().map(|(id, p)| (id, p.reply)).collect()
         };
         self.conn = None;
         // In request order: callers woken in that order retry elsewhere in that order, so
@@ -726,8 +851,8 @@ async fn run_reader(
 /// Hands `result` to request `id`'s caller, if it still waits. The reply is sent after the
 /// lock: sending wakes the caller's task.
 fn answer(shared: &Shared, id: u64, result: Result<Response, WireError>) {
-    let reply = shared.state().pending.remove(&id);
-    if let Some(reply) = reply {
-        let _ = reply.send(result);
+    let pending = shared.state().pending.remove(&id);
+    if let Some(pending) = pending {
+        let _ = pending.reply.send(result);
     }
 }

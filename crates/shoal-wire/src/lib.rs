@@ -24,9 +24,10 @@
 //! a pending-request table shared under a short lock (requests matched by id, many in
 //! flight) and queues its frame for the writer, and the reader answers it from the table.
 //! Only while there is no connection do requests queue for the owner, which connects and
-//! then hands them to the writer. The writer drains a bounded channel into a buffer and
-//! issues one `write_all` per drained batch. A semaphore bounds requests in flight (over
-//! it: [`WireError::Overloaded`] at once); each request has a timeout, and one that ends
+//! then hands them to the writer. The writer takes everything queued in a bounded outbox
+//! into a buffer and issues one `write_all` per batch. A counter bounds requests in flight
+//! (over it: [`WireError::Overloaded`] at once); each request has a timeout (a sweep of
+//! the pending table, see the client module), and one that ends
 //! unanswered frees its place at once; connection loss fails everything in flight at once
 //! with [`WireError::PeerUnavailable`] and the next request reconnects (after a short
 //! backoff if the connect failed). Server side ([`serve_peer`]): the calling task reads and
@@ -47,12 +48,12 @@
 //! queues its request before its first await, so "call order" is the order in which the
 //! request futures are first polled (awaiting them one by one, or polling them together
 //! with something like `join_all`, which polls in list order). With the connection up it
-//! queues the frame on the writer channel itself; without, it queues a command for the
-//! owner task, which connects, then moves the queued commands to the writer channel in
+//! queues the frame in the writer's outbox itself; without, it queues a command for the
+//! owner task, which connects, then moves the queued commands to the outbox in
 //! order, and opens the direct way only in the same critical section in which it empties
 //! its queue, so a direct request never overtakes a queued one (a connect in between holds
 //! back the requests behind it, it does not reorder them); the writer encodes frames in
-//! channel order. What is not ordered: requests from different tasks; a request that failed
+//! outbox order. What is not ordered: requests from different tasks; a request that failed
 //! (`Overloaded`, `PeerUnavailable`, `Timeout` before it was sent) while later ones went
 //! through; requests on either side of a reconnect (those on the lost connection may or may
 //! not have run); and responses, which come back in any order, matched by id.

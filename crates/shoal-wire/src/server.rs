@@ -2,7 +2,7 @@
 //!
 //! The calling task reads and decodes requests and calls [`PeerHandler::handle`] for each,
 //! synchronously and in arrival order. A [`Handled::Ready`] response goes straight to the
-//! writer channel; a [`Handled::Later`] future runs as its own task in a `JoinSet` (so slow
+//! writer's outbox; a [`Handled::Later`] future runs as its own task in a `JoinSet` (so slow
 //! requests of one connection wait concurrently, up to `max_in_flight`, and are aborted with
 //! the connection). One writer task batches every response. A request that arrives while
 //! `max_in_flight` futures are pending is answered at once with an Error frame
@@ -17,13 +17,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use shoal_net::TcpStream;
 use tokio::io::AsyncReadExt;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::{decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, MAX_BODY};
 use crate::handshake::{server_handshake, AuthConfig, HandshakeError};
-use crate::writer::run_writer;
+use crate::writer::{run_writer, Outbox};
 use crate::Response;
 
 /// What [`PeerHandler::handle`] made of one request.
@@ -150,8 +150,12 @@ pub async fn serve_peer<H: PeerHandler>(
     let mut rd = rd;
     // Room for every Later response plus a burst of Ready and Overloaded ones; when it is
     // full the read loop waits for the writer.
-    let (out_tx, out_rx) = mpsc::channel::<Frame>(max_in_flight + 64);
-    let writer = tokio::spawn(run_writer(wr, out_rx));
+    let outbox = Arc::new(Outbox::new(max_in_flight + 64));
+    let queued = Arc::clone(&outbox);
+    let writer = tokio::spawn(async move { run_writer(wr, &queued).await });
+    // However this task ends (aborted too), the writer then writes what is queued and closes
+    // the connection.
+    let _closes = CloseOnDrop(Arc::clone(&outbox));
     let permits = Arc::new(Semaphore::new(max_in_flight));
     let mut tasks = JoinSet::new();
     // Tokio task id -> request id, to answer a panicked handler's request.
@@ -162,7 +166,7 @@ pub async fn serve_peer<H: PeerHandler>(
         // Forget finished handlers before taking more: their permits are back already, so
         // without this a busy connection could pile up finished tasks between reaps.
         while let Some(done) = tasks.try_join_next_with_id() {
-            reap(done, &mut request_ids, &out_tx, &peer).await;
+            reap(done, &mut request_ids, &outbox, &peer).await;
         }
         loop {
             let (id, epoch, body) = match decode(&mut buf, &limits) {
@@ -178,7 +182,7 @@ pub async fn serve_peer<H: PeerHandler>(
                     code: ErrorCode::Overloaded,
                     message: format!("more than {max_in_flight} requests in flight"),
                 };
-                if out_tx.send(refusal).await.is_err() {
+                if outbox.push(refusal).await.is_err() {
                     break 'conn Ok(()); // The writer failed: the socket is gone.
                 }
                 continue;
@@ -190,11 +194,11 @@ pub async fn serve_peer<H: PeerHandler>(
                         let permit = Arc::clone(&permits)
                             .try_acquire_owned()
                             .expect("a permit was free above and only this loop takes them");
-                        let out = out_tx.clone();
+                        let out = Arc::clone(&outbox);
                         let task = tasks.spawn(async move {
                             let frame = response_frame(id, fut.await, max_body);
                             // Ignored: the writer is gone only when the connection is.
-                            let _ = out.send(frame).await;
+                            let _ = out.push(frame).await;
                             drop(permit);
                         });
                         request_ids.insert(task.id(), id);
@@ -206,7 +210,7 @@ pub async fn serve_peer<H: PeerHandler>(
                     }
                 };
             // Waits while the writer is behind: reading stops, which pushes back on the peer.
-            if out_tx.send(frame).await.is_err() {
+            if outbox.push(frame).await.is_err() {
                 break 'conn Ok(()); // The writer failed: the socket is gone.
             }
         }
@@ -217,7 +221,7 @@ pub async fn serve_peer<H: PeerHandler>(
             () = shutdown.cancelled() => break Ok(()),
             // Cancel safe: JoinSet::join_next_with_id.
             Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
-                reap(done, &mut request_ids, &out_tx, &peer).await;
+                reap(done, &mut request_ids, &outbox, &peer).await;
             }
             // Cancel safe: read_buf either read into buf or did nothing.
             r = rd.read_buf(&mut buf) => match r {
@@ -230,13 +234,13 @@ pub async fn serve_peer<H: PeerHandler>(
 
     if shutdown.is_cancelled() && end.is_ok() {
         while let Some(done) = tasks.join_next_with_id().await {
-            reap(done, &mut request_ids, &out_tx, &peer).await;
+            reap(done, &mut request_ids, &outbox, &peer).await;
         }
     } else {
         tasks.shutdown().await;
     }
-    drop(out_tx);
-    // The writer ends once the handlers' senders are gone and it has written what they sent.
+    outbox.close();
+    // The writer ends once it has written what the handlers queued.
     let _ = writer.await;
     if let Err(e) = &end {
         tracing::debug!(%peer, error = %e, "inter-node connection ended");
@@ -244,11 +248,20 @@ pub async fn serve_peer<H: PeerHandler>(
     end
 }
 
+/// Closes an outbox when dropped.
+struct CloseOnDrop(Arc<Outbox>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// Forgets a finished handler task; answers its request if the handler panicked.
 async fn reap(
     done: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
     request_ids: &mut HashMap<tokio::task::Id, u64>,
-    out: &mpsc::Sender<Frame>,
+    out: &Outbox,
     peer: &str,
 ) {
     let task = match &done {
@@ -260,7 +273,7 @@ async fn reap(
     };
     if done.is_err() {
         tracing::error!(%peer, request = id, "inter-node request handler panicked");
-        let _ = out.send(handler_failed(id)).await;
+        let _ = out.push(handler_failed(id)).await;
     }
 }
 

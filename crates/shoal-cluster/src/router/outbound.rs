@@ -56,6 +56,9 @@ pub struct FailoverOrder {
 struct OrderState {
     done: std::sync::Mutex<Done>,
     advanced: tokio::sync::Notify,
+    /// Turns in `after_previous` now: only then does a finished turn notify (a notify
+    /// takes the Notify's lock, on every forwarded command otherwise).
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +122,17 @@ impl Turn {
             return;
         }
         let state = &self.state;
+        // Counted before `low` is read below: a turn that finishes after that read sees
+        // the count and notifies (both sides order through `done`'s lock and SeqCst).
+        state.waiting.fetch_add(1, Ordering::SeqCst);
+        // Counted off however the wait ends (its future may be dropped).
+        struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _counted = Counted(&state.waiting);
         let all_done = async {
             loop {
                 let advanced = state.advanced.notified();
@@ -142,7 +156,7 @@ impl Drop for Turn {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .finish(self.seq);
-        if advanced {
+        if advanced && self.state.waiting.load(Ordering::SeqCst) > 0 {
             self.state.advanced.notify_waiters();
         }
     }
