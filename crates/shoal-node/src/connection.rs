@@ -179,6 +179,9 @@ impl Sink for Replies {
     }
 }
 
+/// Replies up to this size are copied into the output rather than queued by reference.
+const COPY_REPLY: usize = 512;
+
 /// Replies waiting per connection before the connection stops reading to drain them.
 pub const MAX_PENDING: usize = 128;
 
@@ -236,7 +239,13 @@ impl Replies {
     async fn settle(&mut self, hard: u64) -> bool {
         self.seal();
         while let Some(bytes) = self.pending.next().await {
-            self.out.push(bytes);
+            // A small reply is copied, so a batch of forwarded replies goes out as one
+            // buffer rather than as many small pieces of one vectored write.
+            if bytes.len() <= COPY_REPLY {
+                self.out.cur.extend_from_slice(&bytes);
+            } else {
+                self.out.push(bytes);
+            }
             if hard > 0 && self.out.len() as u64 > hard {
                 self.pending = FuturesOrdered::new();
                 return false;

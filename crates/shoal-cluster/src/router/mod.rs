@@ -376,7 +376,9 @@ fn route(
         }
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
-            let body = encode_command(proto, session.db, None, args, cluster.deadline_ms(), limit);
+            // The batch's clock reading: one less per forwarded command.
+            let deadline = cluster.deadline_after(now_ms);
+            let body = encode_command(proto, session.db, None, args, deadline, limit);
             let slots = spec
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))

@@ -772,12 +772,32 @@ fn lookup_index(name: &[u8]) -> Option<usize> {
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect()
     });
+    // The last name this thread looked up, as the client spelled it: a request is looked
+    // up a few times on its way (the pipeline check, `prepare`, the in-flight note), and a
+    // pipeline mostly repeats one command.
+    thread_local! {
+        static LAST: std::cell::Cell<([u8; LAST_NAME], u8, Option<usize>)> =
+            const { std::cell::Cell::new(([0; LAST_NAME], u8::MAX, None)) };
+    }
+    let (last, len, found) = LAST.get();
+    if usize::from(len) == name.len() && last[..name.len()] == *name {
+        return found;
+    }
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    index.get(&*lower).copied()
+    let found = index.get(&*lower).copied();
+    if name.len() <= LAST_NAME {
+        let mut copy = [0u8; LAST_NAME];
+        copy[..name.len()].copy_from_slice(name);
+        LAST.set((copy, name.len() as u8, found));
+    }
+    found
 }
+
+/// Longest command name [`lookup_index`] remembers.
+const LAST_NAME: usize = 16;
 
 /// CLIENT REPLY mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1672,6 +1692,30 @@ mod helper_tests {
         assert_eq!(parse_f64(b"0x"), None);
         assert_eq!(parse_f64(b"--1"), None);
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+    }
+
+    #[test]
+    fn lookups_in_any_order_and_case_find_their_rows() {
+        // The remembered last name must never answer for another one.
+        let names: [&[u8]; 9] = [
+            b"GET", b"get", b"SET", b"GET", b"nosuch", b"nosuch", b"GETEX", b"GE", b"",
+        ];
+        for _ in 0..2 {
+            for name in names {
+                let want = TABLE
+                    .iter()
+                    .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name));
+                assert_eq!(
+                    lookup_index(name),
+                    want,
+                    "{}",
+                    String::from_utf8_lossy(name)
+                );
+            }
+        }
+        let long = b"a-command-name-longer-than-sixteen";
+        assert_eq!(lookup_index(long), None);
+        assert_eq!(lookup_index(&long[..16]), None);
     }
 
     #[test]
