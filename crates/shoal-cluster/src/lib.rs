@@ -513,12 +513,7 @@ impl Cluster {
 
     /// The deadline (Unix ms) a COMMAND sent now carries.
     pub fn deadline_ms(&self) -> u64 {
-        self.deadline_after(shoal_engine::clock::now_ms())
-    }
-
-    /// [`Cluster::deadline_ms`] from a clock reading taken just before (a batch's).
-    pub fn deadline_after(&self, now_ms: u64) -> u64 {
-        now_ms + self.timeouts.request.as_millis() as u64
+        shoal_engine::clock::now_ms() + self.timeouts.request.as_millis() as u64
     }
 }
 

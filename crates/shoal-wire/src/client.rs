@@ -40,10 +40,14 @@
 //! **Timeouts.** A request sent straight on a connection carries no timer of its own: the
 //! owner task sweeps the pending table every eighth of `request_timeout` and fails, with
 //! [`WireError::Timeout`], each request that has been in it for more than eight sweeps, so
-//! one times out after `request_timeout` and at most an eighth of it later. A timer per
-//! request cost a clock reading and two timer-wheel operations on every forwarded command.
-//! A request that has to queue for the owner (no connection yet) keeps a timer, since the
-//! owner sweeps nothing while it connects.
+//! one times out after `request_timeout` and about an eighth of it later at most (sweeps
+//! missed while the thread was busy are made up at once, so the age is wall-clock time). A
+//! timer per request cost a clock reading and two timer-wheel operations on every forwarded
+//! command. A request that has to queue for the owner (no connection yet) keeps a timer,
+//! since the owner sweeps nothing while it connects (nothing is pending then: a connection
+//! loss fails everything in flight). Each link's owner wakes for a sweep every eighth of
+//! `request_timeout`, idle or not. When the owner goes (its runtime shut down), it fails
+//! what is in flight.
 //!
 //! **Failures.** When the reader or writer sees the connection end, the owner withdraws the
 //! writer and fails every request in flight on it with [`WireError::PeerUnavailable`] in
@@ -74,7 +78,7 @@ use crate::Response;
 #[derive(Debug, Clone)]
 pub struct PeerConfig {
     /// Requests queued or awaiting a response at once; one more fails with `Overloaded`.
-    /// Also sizes the command and writer channels.
+    /// Also sizes the command channel and the writer's outbox.
     pub max_in_flight: usize,
     /// How long one request may take, from `request` to its response, before `Timeout`.
     pub request_timeout: Duration,
@@ -280,7 +284,7 @@ struct Shared {
 /// few map and channel operations: none awaits, none wakes a task where it can be avoided.
 #[derive(Debug)]
 struct State {
-    /// The current connection's writer channel; `Some` only while a connection is up, and
+    /// The current connection's outbox (its writer's queue); `Some` only while a connection is up, and
     /// then the owner's command channel is empty (see the module docs).
     writer: Option<Arc<Outbox>>,
     /// Requests sent on the current connection and not answered yet, by request id.
@@ -462,9 +466,11 @@ impl Link {
                 Ok(()) => {}
                 // `waiting` takes the pending entry out as it drops.
                 Err(PushError::Full) => return Err(WireError::Overloaded),
-                // The writer task ends only when its connection is lost: the owner hears of
-                // it and fails this pending entry with the others.
-                Err(PushError::Closed) => {}
+                // The writer ended, its connection lost: nothing was sent (`waiting` takes
+                // the pending entry out as it drops).
+                Err(PushError::Closed) => {
+                    return Err(WireError::PeerUnavailable(Unavailable::ConnectionLost))
+                }
             }
         }
         // Sent straight, the owner's sweep times it out (see "Timeouts" in the module docs).
@@ -504,12 +510,12 @@ struct Permits {
 
 impl Permits {
     fn try_acquire(&self) -> Option<Permit<'_>> {
-        let before = self.out.fetch_add(1, Ordering::AcqRel);
-        if before >= self.max {
-            self.out.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        Some(Permit(self))
+        self.out
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |out| {
+                (out < self.max).then_some(out + 1)
+            })
+            .ok()
+            .map(|_| Permit(self))
     }
 }
 
@@ -560,6 +566,8 @@ impl Drop for Conn {
 }
 
 /// The task that owns one peer's connection: connects, publishes it, and drops it.
+/// Dropped (its task ended, or its runtime shut down), it fails what is in flight: a request
+/// sent straight has no timer of its own and would otherwise wait for ever.
 struct Owner {
     addr: SocketAddr,
     auth: AuthConfig,
@@ -604,7 +612,9 @@ impl Owner {
     async fn run(mut self) {
         let period = (self.config.request_timeout / SWEEPS as u32).max(Duration::from_millis(1));
         let mut sweeps = tokio::time::interval_at(Instant::now() + period, period);
-        sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Missed sweeps (a worker busy with a long command) are made up at once, so a
+        // request's age stays wall-clock time.
+        sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         loop {
             tokio::select! {
                 biased;
@@ -755,9 +765,10 @@ impl Owner {
     }
 
     /// Fails, with `Timeout`, every request on the connection that has waited more than
-    /// `SWEEPS` sweeps; its caller's pending entry goes with it.
+    /// `SWEEPS` sweeps, in request order (as [`Owner::lose_connection`]); its caller's
+    /// pending entry goes with it.
     fn sweep(&mut self) {
-        let expired: Vec<Reply> = {
+        let mut expired: Vec<(u64, Reply)> = {
             let mut state = self.shared.state();
             state.sweep += 1;
             let now = state.sweep;
@@ -770,12 +781,12 @@ impl Owner {
                 .filter(|(_, p)| now - p.sweep > SWEEPS)
                 .map(|(&id, _)| id)
                 .collect();
-            old.iter()
-                .filter_map(|id| state.pending.remove(id))
-                .map(|p| p.reply)
+            old.into_iter()
+                .filter_map(|id| state.pending.remove(&id).map(|p| (id, p.reply)))
                 .collect()
         };
-        for reply in expired {
+        expired.sort_unstable_by_key(|(id, _)| *id);
+        for (_, reply) in expired {
             let _ = reply.send(Err(WireError::Timeout));
         }
     }
@@ -804,6 +815,12 @@ impl Owner {
         for (_, reply) in failed {
             let _ = reply.send(Err(err.clone()));
         }
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.lose_connection(WireError::PeerUnavailable(Unavailable::Shutdown));
     }
 }
 

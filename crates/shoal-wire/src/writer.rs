@@ -2,11 +2,12 @@
 //! [`Outbox`] and one task drains it into a buffer and writes each drained batch with one
 //! `write_all`, so a burst of small requests costs one system call instead of one per frame.
 //!
-//! The outbox is a vector behind a lock rather than a channel: a sender pays one uncontended
-//! lock, and wakes the writer only when the outbox was empty; the writer takes everything
-//! queued in one swap. (A bounded channel cost a semaphore permit, a queue slot and a release
+//! The outbox is a queue behind a lock rather than a channel: a sender pays one uncontended
+//! lock, and wakes the writer only when the outbox was empty; the writer takes a batch's
+//! worth of frames (up to `MAX_BATCH_BYTES`) under one lock. (A bounded channel cost a semaphore permit, a queue slot and a release
 //! under the semaphore's lock per frame, a measurable share of a forwarded request.)
 
+use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytes::BytesMut;
@@ -15,8 +16,9 @@ use tokio::sync::Notify;
 
 use crate::frame::Frame;
 
-/// Stop adding frames to a batch once it holds this much: bounds the latency of the first
-/// frame in a batch and the buffer kept between batches.
+/// Stop taking frames for a batch once they hold this much: bounds the latency of the first
+/// frame in a batch and the buffer kept between batches. The rest stay in the outbox, where
+/// they count against its bound.
 const MAX_BATCH_BYTES: usize = 256 * 1024;
 
 /// A buffer that grew past this for one huge frame is dropped after its batch rather than
@@ -36,7 +38,7 @@ pub(crate) struct Outbox {
 
 #[derive(Debug, Default)]
 struct Queued {
-    frames: Vec<Frame>,
+    frames: VecDeque<Frame>,
     closed: bool,
 }
 
@@ -95,7 +97,7 @@ impl Outbox {
         if state.frames.len() >= self.cap {
             return Err((PushError::Full, frame));
         }
-        state.frames.push(frame);
+        state.frames.push_back(frame);
         let first = state.frames.len() == 1;
         drop(state);
         if first {
@@ -111,10 +113,18 @@ impl Outbox {
         self.room.notify_waiters();
     }
 
-    /// Moves every queued frame into `into` (empty); false once closed and empty.
-    fn take(&self, into: &mut Vec<Frame>) -> bool {
+    /// Moves queued frames into `into`, in order, until they hold about `bytes` more; false
+    /// once closed and empty.
+    fn take(&self, into: &mut Vec<Frame>, bytes: usize) -> bool {
         let mut state = self.state();
-        std::mem::swap(&mut state.frames, into);
+        let mut taken = 0;
+        while taken < bytes {
+            let Some(frame) = state.frames.pop_front() else {
+                break;
+            };
+            taken += approximate_len(&frame);
+            into.push(frame);
+        }
         let open = !state.closed || !into.is_empty();
         drop(state);
         if !into.is_empty() {
@@ -148,7 +158,7 @@ where
         let ready = outbox.ready.notified();
         tokio::pin!(ready);
         ready.as_mut().enable();
-        if !outbox.take(&mut frames) {
+        if !outbox.take(&mut frames, MAX_BATCH_BYTES) {
             return Ok(());
         }
         if frames.is_empty() {
@@ -161,7 +171,7 @@ where
         // costs one trip through the scheduler.
         tokio::task::yield_now().await;
         if buf.len() < MAX_BATCH_BYTES {
-            outbox.take(&mut frames);
+            outbox.take(&mut frames, MAX_BATCH_BYTES - buf.len());
             encode_all(&mut frames, &mut buf);
         }
         wr.write_all(&buf).await?;
@@ -172,6 +182,16 @@ where
         if buf.capacity() > KEEP_BUFFER_BYTES {
             buf = BytesMut::with_capacity(16 * 1024);
         }
+    }
+}
+
+/// About the bytes `frame` encodes to (its body, or a header's worth).
+fn approximate_len(frame: &Frame) -> usize {
+    const HEADER: usize = 32;
+    match frame {
+        Frame::Request { body, .. } | Frame::Response { body, .. } => HEADER + body.len(),
+        Frame::Error { message, .. } | Frame::Refused { message, .. } => HEADER + message.len(),
+        _ => HEADER,
     }
 }
 
@@ -193,6 +213,79 @@ mod tests {
 
     use super::*;
     use crate::frame::{decode, FrameLimits};
+
+    fn request(id: u64, len: usize) -> Frame {
+        Frame::Request {
+            id,
+            epoch: 1,
+            body: Bytes::from(vec![0u8; len]),
+        }
+    }
+
+    /// A batch takes frames in order up to about `MAX_BATCH_BYTES`; the rest stay queued,
+    /// counting against the bound, and a full outbox refuses more until a batch is taken.
+    #[test]
+    fn batches_are_bounded_and_the_rest_stays_queued() {
+        let outbox = Outbox::new(8);
+        for id in 0..8 {
+            outbox.try_push(request(id, 100 * 1024)).unwrap();
+        }
+        assert_eq!(outbox.try_push(request(8, 1)), Err(PushError::Full));
+        let mut frames = Vec::new();
+        assert!(outbox.take(&mut frames, MAX_BATCH_BYTES));
+        let ids: Vec<u64> = frames
+            .iter()
+            .map(|f| match f {
+                Frame::Request { id, .. } => *id,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(ids, [0, 1, 2], "about 256 KiB of 100 KiB frames, in order");
+        outbox.try_push(request(8, 1)).unwrap();
+        outbox.close();
+        assert_eq!(outbox.try_push(request(9, 1)), Err(PushError::Closed));
+        frames.clear();
+        assert!(outbox.take(&mut frames, usize::MAX));
+        assert_eq!(
+            frames.len(),
+            6,
+            "what was queued before the close is still written"
+        );
+        frames.clear();
+        assert!(!outbox.take(&mut frames, usize::MAX), "closed and empty");
+    }
+
+    /// A sender that waits for room goes on once the writer takes a batch, and learns of a
+    /// close.
+    #[tokio::test]
+    async fn a_full_outbox_makes_senders_wait_for_room() {
+        let outbox = std::sync::Arc::new(Outbox::new(1));
+        outbox.try_push(request(0, 1)).unwrap();
+        let o = outbox.clone();
+        let waiting = tokio::spawn(async move { o.push(request(1, 1)).await });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "queued past the bound");
+        let mut frames = Vec::new();
+        outbox.take(&mut frames, MAX_BATCH_BYTES);
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("room was made")
+            .unwrap()
+            .unwrap();
+        let o = outbox.clone();
+        let refused = tokio::spawn(async move { o.push(request(2, 1)).await });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        outbox.close();
+        let r = tokio::time::timeout(Duration::from_secs(10), refused)
+            .await
+            .expect("a close wakes the waiting sender")
+            .unwrap();
+        assert_eq!(r, Err(PushError::Closed));
+    }
 
     /// A writer that keeps what it is given until flushed (as a TLS session keeps records
     /// the socket had no room for) gets every batch flushed: the frame arrives with no

@@ -376,9 +376,7 @@ fn route(
         }
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
-            // The batch's clock reading: one less per forwarded command.
-            let deadline = cluster.deadline_after(now_ms);
-            let body = encode_command(proto, session.db, None, args, deadline, limit);
+            let body = encode_command(proto, session.db, None, args, cluster.deadline_ms(), limit);
             let slots = spec
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))

@@ -780,7 +780,7 @@ fn lookup_index(name: &[u8]) -> Option<usize> {
             const { std::cell::Cell::new(([0; LAST_NAME], u8::MAX, None)) };
     }
     let (last, len, found) = LAST.get();
-    if usize::from(len) == name.len() && last[..name.len()] == *name {
+    if name.len() <= LAST_NAME && usize::from(len) == name.len() && last[..name.len()] == *name {
         return found;
     }
     let mut buf = [0u8; 32];
@@ -1716,6 +1716,14 @@ mod helper_tests {
         let long = b"a-command-name-longer-than-sixteen";
         assert_eq!(lookup_index(long), None);
         assert_eq!(lookup_index(&long[..16]), None);
+        // Any length a client can send, on a thread that remembers nothing yet (a review
+        // found the empty memory's length, 255, taken for a remembered one).
+        for len in [255, 256, 17, 1000] {
+            let name = vec![b'x'; len];
+            std::thread::spawn(move || assert_eq!(lookup_index(&name), None))
+                .join()
+                .unwrap();
+        }
     }
 
     #[test]
