@@ -118,10 +118,14 @@ pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         };
         let mut pairs = Vec::with_capacity(h.len());
         for (f, v) in h.iter() {
-            match (charged(budget, f), charged(budget, v)) {
-                (Some(f), Some(v)) => pairs.push((f, v)),
-                _ => return Reply::Nil,
+            // Pushed as built (see `lrange`).
+            if !budget.charge(f.len()) || !budget.charge(v.len()) {
+                return Reply::Nil;
             }
+            pairs.push((
+                Reply::Bulk(Bytes::copy_from_slice(f)),
+                Reply::Bulk(Bytes::copy_from_slice(v)),
+            ));
         }
         pairs_reply(proto, pairs)
     })
@@ -134,10 +138,12 @@ fn keys_or_values(ctx: &mut Ctx<'_>, key: &[u8], values: bool) -> Reply {
         };
         let mut out = Vec::with_capacity(h.len());
         for (f, v) in h.iter() {
-            match charged(budget, if values { v } else { f }) {
-                Some(r) => out.push(r),
-                None => return Reply::Nil,
+            let item = if values { v } else { f };
+            // Pushed as built (see `lrange`).
+            if !budget.charge(item.len()) {
+                return Reply::Nil;
             }
+            out.push(Reply::Bulk(Bytes::copy_from_slice(item)));
         }
         Reply::Array(out)
     })

@@ -53,12 +53,13 @@ fn members_reply<'a>(
     budget: &mut ReplyBudget,
     members: impl Iterator<Item = Member<'a>>,
 ) -> Reply {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(members.size_hint().0);
     for m in members {
-        match charged(budget, m) {
-            Some(r) => out.push(r),
-            None => return Reply::Nil,
+        // Pushed as built (see `lrange`).
+        if !budget.charge(m.len()) {
+            return Reply::Nil;
         }
+        out.push(Reply::Bulk(Bytes::from(m.to_bytes())));
     }
     set_reply(proto, out)
 }
