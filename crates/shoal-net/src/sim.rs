@@ -156,6 +156,11 @@ impl TcpStream {
         self.inner.try_write(buf)
     }
 
+    /// [`TcpStream::try_write_vectored`] with one buffer.
+    pub fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.try_write_vectored(&[IoSlice::new(buf)])
+    }
+
     pub async fn writable(&self) -> io::Result<()> {
         let link = self.link;
         std::future::poll_fn(|cx| {

@@ -31,6 +31,9 @@ impl Stream {
     /// is all taken.
     pub fn try_write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         match self {
+            // One piece (an unpipelined reply, most of the time) as a plain write: the
+            // kernel's writev first copies in the vector.
+            Stream::Plain(s) if bufs.len() == 1 => s.try_write(&bufs[0]),
             Stream::Plain(s) => s.try_write_vectored(bufs),
             Stream::Tls(s) => {
                 let mut cx = Context::from_waker(Waker::noop());
