@@ -16,8 +16,9 @@
 //!
 //! **Direct path.** While a connection is up its outbox (the writer's queue, `writer.rs`) is
 //! published in the shared state. `request` then, under the lock, takes an id and enters
-//! its reply in the pending table, and after the lock queues its frame in the outbox itself; the reader looks
-//! the id up under the same lock and answers the caller. The owner task is on neither leg.
+//! its reply in the pending table, and after the lock queues its frame in the outbox
+//! itself; the reader looks the id up under the same lock and answers the caller. The owner
+//! task is on neither leg.
 //!
 //! **Through the owner.** With no connection published (first use, after a loss, during a
 //! backoff), `request` queues a command on the owner's channel instead, under the lock. The
@@ -33,9 +34,8 @@
 //! dropped by its caller) takes its entry out of the pending table as it goes, so the table
 //! never holds more entries than there are permits out and a permit is back the moment its
 //! request ends. The command channel and the outbox hold `max_in_flight` as well; one that
-//! is full anyway
-//! (frames of expired requests waiting for a stalled socket, or commands of expired requests
-//! waiting for a slow connect) also answers `Overloaded`.
+//! is full anyway (frames of expired requests waiting for a stalled socket, or commands of
+//! expired requests waiting for a slow connect) also answers `Overloaded`.
 //!
 //! **Timeouts.** A request sent straight on a connection carries no timer of its own: the
 //! owner task sweeps the pending table every eighth of `request_timeout` and fails, with
@@ -284,8 +284,8 @@ struct Shared {
 /// few map and channel operations: none awaits, none wakes a task where it can be avoided.
 #[derive(Debug)]
 struct State {
-    /// The current connection's outbox (its writer's queue); `Some` only while a connection is up, and
-    /// then the owner's command channel is empty (see the module docs).
+    /// The current connection's outbox (its writer's queue); `Some` only while a connection
+    /// is up, and then the owner's command channel is empty (see the module docs).
     writer: Option<Arc<Outbox>>,
     /// Requests sent on the current connection and not answered yet, by request id.
     pending: PendingTable,
