@@ -287,14 +287,6 @@ fn marked(body: &Bytes, deadline_ms: u64, mark: u8) -> Bytes {
     b.freeze()
 }
 
-/// The deadline (Unix ms) a COMMAND body carries, if it is one (0: none).
-pub fn deadline_of(body: &[u8]) -> Option<u64> {
-    if body.len() < 18 || body[0] != KIND_COMMAND {
-        return None;
-    }
-    Some(u64::from_be_bytes(body[1..9].try_into().expect("8 bytes")))
-}
-
 /// The resend mark on a COMMAND's protocol byte.
 const RESENT: u8 = 0x40;
 
@@ -983,8 +975,6 @@ mod tests {
                 (Protocol::Resp3, s.cloned(), args.clone())
             );
             assert_eq!((deadline_ms, reply_limit, db), (1234, 99, 7));
-            assert_eq!(deadline_of(&body), Some(1234));
-            assert_eq!(deadline_of(&restamp(&body, 5678)), Some(5678));
             assert!(!failover);
             // A failover copy: a fresh deadline and the mark, the protocol unchanged.
             let Request::Command {

@@ -38,15 +38,12 @@
 //! expired requests waiting for a slow connect) also answers `Overloaded`.
 //!
 //! **Timeouts.** Each request times out `request_timeout` after its first poll (a tokio
-//! timer). Behind that, the owner task sweeps the pending table every eighth of
-//! `request_timeout` and fails, with [`WireError::Timeout`], any request in it for more than
-//! eight sweeps (one whose caller's timer could not fire), and when the owner goes (its
-//! runtime shut down) it fails what is in flight. Leaving the direct requests to the sweep
-//! alone (no timer per request) saved a clock reading and two timer-wheel operations per
-//! forwarded command, but made a request end up to an eighth of the timeout after its
-//! deadline: a copy thawed from a freeze then answered late writes, and the scale-out test's
-//! freeze step failed 4 of 36 runs (two late EXPIRED answers, two acknowledged INCRs lost;
-//! none of 24 with the timer).
+//! timer), and when the owner goes (its runtime shut down) it fails what is in flight.
+//! Timing requests out by a sweep of the pending table instead (no timer per request) saved
+//! a clock reading and two timer-wheel operations per forwarded command, but made a request
+//! end up to an eighth of the timeout after its deadline: a copy thawed from a freeze then
+//! answered late writes, and the scale-out test's freeze step failed 4 of 36 runs (two late
+//! EXPIRED answers, two acknowledged INCRs lost; none of 24 with the timer).
 //!
 //! **Failures.** When the reader or writer sees the connection end, the owner withdraws the
 //! writer and fails every request in flight on it with [`WireError::PeerUnavailable`] in
@@ -235,18 +232,6 @@ struct Link {
 
 type Reply = oneshot::Sender<Result<Response, WireError>>;
 
-/// A request on the current connection awaiting its answer: who waits, and the sweep it
-/// was entered in (see "Timeouts" in the module docs).
-#[derive(Debug)]
-struct Pending {
-    reply: Reply,
-    sweep: u64,
-}
-
-/// A pending request times out at the first sweep more than this many sweeps after it was
-/// entered: `request_timeout` is this many sweep periods.
-const SWEEPS: u64 = 8;
-
 /// Hashes the pending table's keys, request ids, which are sequential and never chosen by
 /// a peer: one multiplication spreads them (SipHash cost a measurable share per request).
 #[derive(Debug, Default, Clone, Copy)]
@@ -268,7 +253,7 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
-type PendingTable = HashMap<u64, Pending, std::hash::BuildHasherDefault<IdHasher>>;
+type PendingTable = HashMap<u64, Reply, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// What the handles, the owner and the reader share.
 #[derive(Debug)]
@@ -288,8 +273,6 @@ struct State {
     writer: Option<Arc<Outbox>>,
     /// Requests sent on the current connection and not answered yet, by request id.
     pending: PendingTable,
-    /// Sweeps of the pending table so far (see "Timeouts" in the module docs).
-    sweep: u64,
     /// Request ids are unique for the life of the client, across connections.
     next_id: u64,
 }
@@ -384,7 +367,6 @@ impl PeerClient {
             state: Mutex::new(State {
                 writer: None,
                 pending: PendingTable::default(),
-                sweep: 0,
                 next_id: 1,
             }),
             seen: Arc::clone(&self.seen),
@@ -426,8 +408,7 @@ impl Link {
             state.next_id += 1;
             match state.writer.clone() {
                 Some(writer) => {
-                    let sweep = state.sweep;
-                    state.pending.insert(id, Pending { reply, sweep });
+                    state.pending.insert(id, reply);
                     (id, Some((writer, Frame::Request { id, epoch, body })))
                 }
                 None => {
@@ -604,18 +585,11 @@ impl Owner {
     }
 
     async fn run(mut self) {
-        let period = (self.config.request_timeout / SWEEPS as u32).max(Duration::from_millis(1));
-        let mut sweeps = tokio::time::interval_at(Instant::now() + period, period);
-        // Missed sweeps (a worker busy with a long command) are made up at once, so a
-        // request's age stays wall-clock time.
-        sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         loop {
             tokio::select! {
                 biased;
                 // Cancel safe: mpsc::Receiver::recv. Never `None`: we hold a sender.
                 Some(lost) = self.lost_rx.recv() => self.on_lost(lost),
-                // Cancel safe: Interval::tick.
-                _ = sweeps.tick() => self.sweep(),
                 // Cancel safe: mpsc::Receiver::recv. `None`: every PeerClient is gone.
                 cmd = self.cmd_rx.recv() => match cmd {
                     Some(cmd) => self.submit(cmd).await,
@@ -665,14 +639,7 @@ impl Owner {
                 // Checked under the lock, which `Waiting::drop` takes after closing.
                 if !cmd.reply.is_closed() {
                     let id = cmd.id;
-                    let sweep = state.sweep;
-                    state.pending.insert(
-                        id,
-                        Pending {
-                            reply: cmd.reply,
-                            sweep,
-                        },
-                    );
+                    state.pending.insert(id, cmd.reply);
                     let frame = Frame::Request {
                         id,
                         epoch: cmd.epoch,
@@ -683,7 +650,7 @@ impl Owner {
                         // Sized like the in-flight bound, so this only happens while frames
                         // of requests that already ended still wait for a stalled socket.
                         Err(PushError::Full) => {
-                            overloaded.extend(state.pending.remove(&id).map(|p| p.reply));
+                            overloaded.extend(state.pending.remove(&id));
                         }
                         // The writer is gone; its report is on the way and fails this too.
                         Err(PushError::Closed) => {}
@@ -758,33 +725,6 @@ impl Owner {
         })
     }
 
-    /// Fails, with `Timeout`, every request on the connection that has waited more than
-    /// `SWEEPS` sweeps, in request order (as [`Owner::lose_connection`]); its caller's
-    /// pending entry goes with it.
-    fn sweep(&mut self) {
-        let mut expired: Vec<(u64, Reply)> = {
-            let mut state = self.shared.state();
-            state.sweep += 1;
-            let now = state.sweep;
-            if state.pending.is_empty() {
-                return;
-            }
-            let old: Vec<u64> = state
-                .pending
-                .iter()
-                .filter(|(_, p)| now - p.sweep > SWEEPS)
-                .map(|(&id, _)| id)
-                .collect();
-            old.into_iter()
-                .filter_map(|id| state.pending.remove(&id).map(|p| (id, p.reply)))
-                .collect()
-        };
-        expired.sort_unstable_by_key(|(id, _)| *id);
-        for (_, reply) in expired {
-            let _ = reply.send(Err(WireError::Timeout));
-        }
-    }
-
     fn on_lost(&mut self, lost: Lost) {
         // A report from a connection already replaced is old news.
         if self.conn.as_ref().map(|c| c.generation) == Some(lost.generation) {
@@ -800,7 +740,7 @@ impl Owner {
         let mut failed: Vec<(u64, Reply)> = {
             let mut state = self.shared.state();
             state.writer = None;
-            state.pending.drain().map(|(id, p)| (id, p.reply)).collect()
+            state.pending.drain().collect()
         };
         self.conn = None;
         // In request order: callers woken in that order retry elsewhere in that order, so
@@ -862,8 +802,8 @@ async fn run_reader(
 /// Hands `result` to request `id`'s caller, if it still waits. The reply is sent after the
 /// lock: sending wakes the caller's task.
 fn answer(shared: &Shared, id: u64, result: Result<Response, WireError>) {
-    let pending = shared.state().pending.remove(&id);
-    if let Some(pending) = pending {
-        let _ = pending.reply.send(result);
+    let reply = shared.state().pending.remove(&id);
+    if let Some(reply) = reply {
+        let _ = reply.send(result);
     }
 }

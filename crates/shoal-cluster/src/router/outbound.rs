@@ -374,20 +374,7 @@ async fn try_copies(
         } else {
             message::restamp(&body, cluster.deadline_ms())
         };
-        let deadline = message::deadline_of(&attempt).filter(|&d| d != 0);
-        let answer = match peer.request(view.id, attempt).await {
-            // An answer that comes after the command's deadline counts as none: the copy
-            // may have run the command in the moment before it (so a write is in doubt, as
-            // after a timeout), and a copy that thawed from a freeze answers a late request
-            // EXPIRED. The wire client's own timeout ends a request up to an eighth of the
-            // inter-node timeout after the deadline (`shoal_wire`'s sweeps); this keeps the
-            // deadline the sender's limit too.
-            Ok(_) if deadline.is_some_and(|d| shoal_engine::clock::now_ms() > d) => {
-                Err(WireError::Timeout)
-            }
-            other => other,
-        };
-        match answer {
+        match peer.request(view.id, attempt).await {
             Ok(response) => {
                 peer.reachable.store(true, Ordering::Relaxed);
                 // A write the owner let expire did not run, but the owner is alive: it goes
