@@ -375,12 +375,7 @@ impl PeerService {
                 {
                     return reply(Bytes::from_static(NOT_A_COPY));
                 }
-                let mut applied = 0u32;
-                for (key, state) in &entries {
-                    if node.engine.store.apply(key, state, now) {
-                        applied += 1;
-                    }
-                }
+                let applied = node.engine.store.apply_all(&entries, now) as u32;
                 cluster
                     .handoff
                     .stats

@@ -18,14 +18,20 @@ use crate::tombstone::Tombstones;
 pub(crate) const SHARDS: usize = 1024;
 
 /// Hash slots per shard (slot / SHARDS indexes [`Shard::slot_counts`]).
-const SLOTS_PER_SHARD: usize = SLOTS as usize / SHARDS;
+pub(crate) const SLOTS_PER_SHARD: usize = SLOTS as usize / SHARDS;
 
 pub(crate) fn shard_of_slot(slot: u16) -> usize {
     usize::from(slot) % SHARDS
 }
 
-fn sub_slot(slot: u16) -> usize {
+/// A slot's place among its shard's slots (`[0, SLOTS_PER_SHARD)`).
+pub(crate) fn sub_slot(slot: u16) -> usize {
     usize::from(slot) / SHARDS
+}
+
+/// The hash slot at `sub` of shard `shard` (the inverse of [`shard_of_slot`], [`sub_slot`]).
+pub(crate) fn slot_at(shard: usize, sub: usize) -> u16 {
+    (sub * SHARDS + shard) as u16
 }
 
 /// Counters that are bumped under the shard lock and summed by `Store::stats`.
@@ -364,6 +370,30 @@ impl Shard {
 
     pub(crate) fn count_in_slot(&self, slot: u16) -> usize {
         self.slot_counts[sub_slot(slot)] as usize
+    }
+
+    /// Forgets every item whose slot `drop` marks (indexed by [`sub_slot`]), in one walk;
+    /// returns how many went.
+    pub(crate) fn drop_sub_slots(
+        &mut self,
+        hasher: &FixedState,
+        drop: &[bool; SLOTS_PER_SHARD],
+    ) -> usize {
+        let wanted = (0..SLOTS_PER_SHARD).any(|sub| drop[sub] && self.slot_counts[sub] > 0);
+        if !wanted {
+            return 0;
+        }
+        let mut dropped = 0;
+        let mut i = 0;
+        while i < self.items.len() {
+            if drop[sub_slot(key_slot(self.items[i].key()))] {
+                self.remove_at(hasher, i);
+                dropped += 1;
+            } else {
+                i += 1;
+            }
+        }
+        dropped
     }
 }
 

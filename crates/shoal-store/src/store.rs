@@ -16,7 +16,7 @@ use crate::hash::Hash;
 use crate::list::List;
 use crate::rng;
 use crate::set::Set;
-use crate::shard::{shard_of_slot, Shard, SHARDS};
+use crate::shard::{shard_of_slot, slot_at, sub_slot, Shard, SHARDS, SLOTS_PER_SHARD};
 use crate::slot::{key_slot, SLOTS};
 use crate::zset::ZSet;
 
@@ -766,6 +766,33 @@ enum Payload<'a> {
     Coll(Collection),
 }
 
+/// A replicated state as [`Store::apply`] takes it: its version, and for a live one the
+/// value with its expiry (`None`: a removal, also what an expired live state amounts to).
+struct Ready<'a> {
+    version: u64,
+    live: Option<(Payload<'a>, u64)>,
+}
+
+impl Ready<'_> {
+    /// Applies the state to `key` in its locked shard; true if it changed anything.
+    fn apply(self, shard: &mut Shard, shared: &Shared, key: &[u8], hash: u64, now_ms: u64) -> bool {
+        shard.observe_version(self.version);
+        let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
+        let mut slot = Slot {
+            shard,
+            shared,
+            key,
+            hash,
+            idx,
+            clock: shared.clock(now_ms),
+        };
+        match self.live {
+            Some((payload, at)) => slot.apply_live(payload, at, self.version),
+            None => slot.apply_removal(self.version),
+        }
+    }
+}
+
 /// A live item's state for replication (its value copied out).
 fn live_state(item: &Item) -> KeyState {
     KeyState::Live {
@@ -1139,25 +1166,59 @@ impl Store {
     /// receiver refuses an older copy of a deleted key). Holds the slot's shard lock while
     /// copying.
     pub fn slot_states(&self, slot: u16, now_ms: u64) -> Vec<(Bytes, KeyState)> {
-        let mut out = Vec::new();
-        if slot >= SLOTS {
-            return out;
-        }
-        self.with_shard(shard_of_slot(slot), |shard, _| {
-            shard.tombs.for_each_due(now_ms, |key, version| {
-                if key_slot(key) == slot {
-                    out.push((Bytes::copy_from_slice(key), KeyState::Deleted { version }));
+        self.slots_states(&[slot], now_ms)
+            .pop()
+            .expect("one list per slot")
+    }
+
+    /// Which walk of the store reads `slot`: [`Store::slots_states`] reads the slots of one
+    /// group in one walk, so a caller handing many slots over asks for a group at a time.
+    pub fn slot_group(slot: u16) -> usize {
+        shard_of_slot(slot)
+    }
+
+    /// [`Store::slot_states`] of each of `slots`, in their order, walking each shard the
+    /// slots live in once (a shard holds [`SLOTS_PER_SHARD`] slots: handing over several of
+    /// one shard reads its keys once, not once per slot). Slots beyond the keyspace get an
+    /// empty list. Holds one shard lock at a time, while copying that shard's slots.
+    pub fn slots_states(&self, slots: &[u16], now_ms: u64) -> Vec<Vec<(Bytes, KeyState)>> {
+        let mut out: Vec<Vec<(Bytes, KeyState)>> = slots.iter().map(|_| Vec::new()).collect();
+        // Positions in `slots`, shard by shard.
+        let mut order: Vec<usize> = (0..slots.len()).filter(|&i| slots[i] < SLOTS).collect();
+        order.sort_unstable_by_key(|&i| (shard_of_slot(slots[i]), i));
+        for group in order.chunk_by(|&a, &b| shard_of_slot(slots[a]) == shard_of_slot(slots[b])) {
+            // Where each of the shard's slots goes (the first position naming it).
+            let mut at = [usize::MAX; SLOTS_PER_SHARD];
+            for &i in group.iter().rev() {
+                at[sub_slot(slots[i])] = i;
+            }
+            self.with_shard(shard_of_slot(slots[group[0]]), |shard, _| {
+                shard.tombs.for_each_due(now_ms, |key, version| {
+                    let i = at[sub_slot(key_slot(key))];
+                    if i != usize::MAX {
+                        out[i].push((Bytes::copy_from_slice(key), KeyState::Deleted { version }));
+                    }
+                });
+                let held = (0..SLOTS_PER_SHARD)
+                    .any(|sub| at[sub] != usize::MAX && shard.slot_counts[sub] > 0);
+                if !held {
+                    return;
+                }
+                for item in &shard.items {
+                    let i = at[sub_slot(key_slot(item.key()))];
+                    if i != usize::MAX && !item.is_expired(now_ms) {
+                        out[i].push((Bytes::copy_from_slice(item.key()), live_state(item)));
+                    }
                 }
             });
-            if shard.count_in_slot(slot) == 0 {
-                return;
-            }
-            for item in &shard.items {
-                if !item.is_expired(now_ms) && key_slot(item.key()) == slot {
-                    out.push((Bytes::copy_from_slice(item.key()), live_state(item)));
+            // A slot named twice gets the same states at each position.
+            for &i in group {
+                let first = at[sub_slot(slots[i])];
+                if first != i {
+                    out[i] = out[first].clone();
                 }
             }
-        });
+        }
         out
     }
 
@@ -1168,22 +1229,32 @@ impl Store {
         if slot >= SLOTS {
             return 0;
         }
+        let mut drop = [false; SLOTS_PER_SHARD];
+        drop[sub_slot(slot)] = true;
         self.with_shard(shard_of_slot(slot), |shard, shared| {
-            if shard.count_in_slot(slot) == 0 {
-                return 0;
-            }
-            let mut dropped = 0;
-            let mut i = 0;
-            while i < shard.items.len() {
-                if key_slot(shard.items[i].key()) == slot {
-                    shard.remove_at(&shared.hasher, i);
-                    dropped += 1;
-                } else {
-                    i += 1;
-                }
-            }
-            dropped
+            shard.drop_sub_slots(&shared.hasher, &drop)
         })
+    }
+
+    /// [`Store::drop_slot`] for every slot `drop` accepts, walking each shard that holds keys
+    /// of them once. Returns how many keys went.
+    pub fn drop_slots(&self, drop: impl Fn(u16) -> bool) -> usize {
+        let mut dropped = 0;
+        for idx in 0..SHARDS {
+            if self.cells[idx].len.load(Relaxed) == 0 {
+                continue;
+            }
+            let mut subs = [false; SLOTS_PER_SHARD];
+            for (sub, d) in subs.iter_mut().enumerate() {
+                *d = drop(slot_at(idx, sub));
+            }
+            if subs.contains(&true) {
+                dropped += self.with_shard(idx, |shard, shared| {
+                    shard.drop_sub_slots(&shared.hasher, &subs)
+                });
+            }
+        }
+        dropped
     }
 
     /// Keys held in hash slot `slot` (including expired ones not yet reclaimed, like `len`).
@@ -1405,14 +1476,64 @@ impl Store {
     /// `used_memory` as a local write does; apply does not evict: run
     /// [`Store::ensure_memory`] as for any write.
     pub fn apply(&self, key: &[u8], state: &KeyState, now_ms: u64) -> bool {
-        let (version, live) = match state {
+        let Some(ready) = self.prepare(key, state, now_ms) else {
+            return false;
+        };
+        let hash = self.shared.hasher.hash_one(key);
+        self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
+            ready.apply(shard, shared, key, hash, now_ms)
+        })
+    }
+
+    /// [`Store::apply`] for each of `entries`, in order, taking a shard's lock once for each
+    /// run of entries in that shard (a hand-off message holds one slot: one lock for all of
+    /// it). Returns how many changed something.
+    pub fn apply_all(&self, entries: &[(Bytes, KeyState)], now_ms: u64) -> usize {
+        let mut applied = 0;
+        let shards: Vec<usize> = entries
+            .iter()
+            .map(|(key, _)| shard_of_slot(key_slot(key)))
+            .collect();
+        let mut start = 0;
+        while start < entries.len() {
+            let idx = shards[start];
+            let end = start + shards[start..].iter().take_while(|&&s| s == idx).count();
+            // Decoded before the lock is taken: a large collection's decoding does not hold
+            // up the shard's other users.
+            let ready: Vec<Option<(Ready<'_>, u64)>> = entries[start..end]
+                .iter()
+                .map(|(key, state)| {
+                    let ready = self.prepare(key, state, now_ms)?;
+                    Some((ready, self.shared.hasher.hash_one(key)))
+                })
+                .collect();
+            self.with_shard(idx, |shard, shared| {
+                for ((key, _), ready) in entries[start..end].iter().zip(ready) {
+                    if let Some((ready, hash)) = ready {
+                        applied += usize::from(ready.apply(shard, shared, key, hash, now_ms));
+                    }
+                }
+            });
+            start = end;
+        }
+        applied
+    }
+
+    /// A replicated state made ready to apply, or `None` when [`Store::apply`] refuses it
+    /// without looking at the key (below the floor, absent, a collection that does not
+    /// decode).
+    fn prepare<'s>(&self, key: &[u8], state: &'s KeyState, now_ms: u64) -> Option<Ready<'s>> {
+        Some(match state {
             KeyState::Live { version, .. } | KeyState::Deleted { version }
                 if *version < self.floor_of(key) =>
             {
-                return false;
+                return None;
             }
-            KeyState::Absent => return false,
-            KeyState::Deleted { version } => (*version, None),
+            KeyState::Absent => return None,
+            KeyState::Deleted { version } => Ready {
+                version: *version,
+                live: None,
+            },
             KeyState::Live {
                 kind,
                 value,
@@ -1424,29 +1545,12 @@ impl Store {
                 let payload = match kind {
                     Kind::String => Payload::Str(value, *flags),
                     // A collection that does not decode is no state at all: refused.
-                    kind => Payload::Coll(match Collection::decode(*kind, value) {
-                        Some(c) => c,
-                        None => return false,
-                    }),
+                    kind => Payload::Coll(Collection::decode(*kind, value)?),
                 };
-                (*version, (!expired).then_some((payload, *expire_at_ms)))
-            }
-        };
-        let hash = self.shared.hasher.hash_one(key);
-        self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
-            shard.observe_version(version);
-            let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
-            let mut slot = Slot {
-                shard,
-                shared,
-                key,
-                hash,
-                idx,
-                clock: shared.clock(now_ms),
-            };
-            match live {
-                Some((payload, at)) => slot.apply_live(payload, at, version),
-                None => slot.apply_removal(version),
+                Ready {
+                    version: *version,
+                    live: (!expired).then_some((payload, *expire_at_ms)),
+                }
             }
         })
     }

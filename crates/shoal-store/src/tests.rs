@@ -784,6 +784,55 @@ fn live(value: &str, version: u64, expire_at_ms: u64) -> KeyState {
     }
 }
 
+/// Applying many states at once, a lock per run of one shard, ends where applying them one
+/// by one does: the same keys, values, versions and count of changes, refusals included.
+#[test]
+fn apply_all_is_apply_of_each_in_order() {
+    let mut entries: Vec<(Bytes, KeyState)> = Vec::new();
+    for i in 0..300u64 {
+        // Runs of one slot (one shard), then keys spread over shards.
+        let key = if i < 100 {
+            format!("{{t}}{i}")
+        } else {
+            format!("k{i}")
+        };
+        let key = Bytes::from(key);
+        entries.push((key.clone(), live("a", 1_000 + i, 0)));
+        match i % 5 {
+            0 => entries.push((key, live("b", 2_000 + i, 0))),
+            1 => entries.push((key, KeyState::Deleted { version: 3_000 + i })),
+            2 => entries.push((key, live("old", 10, 0))),
+            3 => entries.push((key, live("gone", 4_000 + i, 5))),
+            _ => entries.push((key, KeyState::Absent)),
+        }
+    }
+    entries.push((
+        Bytes::from_static(b"{t}bad"),
+        KeyState::Live {
+            kind: Kind::Hash,
+            value: Bytes::from_static(b"not a hash"),
+            flags: 0,
+            expire_at_ms: 0,
+            version: 9_000,
+        },
+    ));
+    entries.push((Bytes::from_static(b"{t}floor"), live("low", 5, 0)));
+    let (one, all) = (replica(), replica());
+    for s in [&one, &all] {
+        s.refuse_versions_below(8);
+    }
+    let each = entries
+        .iter()
+        .filter(|(k, st)| one.apply(k, st, 100))
+        .count();
+    assert_eq!(all.apply_all(&entries, 100), each);
+    assert!(each > 300 && each < entries.len());
+    assert_eq!(all.len(), one.len());
+    for (key, _) in &entries {
+        assert_eq!(all.key_state(key, 100), one.key_state(key, 100), "{key:?}");
+    }
+}
+
 /// A store with tombstones kept for 10 s, as a cluster node runs it.
 fn replica() -> Store {
     let s = store();
@@ -1244,6 +1293,66 @@ fn states_older_than_the_floor_are_refused() {
     );
     assert!(store.apply(b"a", &live("v", 100, 0), 1));
     assert_eq!(store.get(b"a", 1).as_deref(), Some(&b"v"[..]));
+}
+
+/// Slots read or dropped together, one walk per shard, give what each alone gives: every
+/// slot its own keys and tombstones, in the order asked, a slot named twice at both places.
+#[test]
+fn slots_of_one_shard_are_read_and_dropped_together_as_each_alone() {
+    let s = store();
+    s.set_tombstone_ttl(60_000);
+    // Keys of many slots, so that several slots share each shard.
+    for i in 0..20_000u32 {
+        s.set(format!("k{i}").as_bytes(), b"v", None, 0);
+    }
+    for i in 0..2_000u32 {
+        assert!(s.remove(format!("k{i}").as_bytes(), 1));
+    }
+    let a = key_slot(b"k77");
+    let same_shard = (a + 1024) % SLOTS;
+    let other = key_slot(b"k5000");
+    assert_ne!(other % 1024, a % 1024);
+    let asked = [same_shard, a, other, a, SLOTS, key_slot(b"k1")];
+    let together = s.slots_states(&asked, 2);
+    assert_eq!(together.len(), asked.len());
+    let sorted = |mut v: Vec<(Bytes, KeyState)>| {
+        v.sort_by(|x, y| x.0.cmp(&y.0));
+        v
+    };
+    for (slot, states) in asked.iter().zip(&together) {
+        assert_eq!(
+            sorted(states.clone()),
+            sorted(s.slot_states(*slot, 2)),
+            "slot {slot}"
+        );
+        assert!(states.iter().all(|(k, _)| key_slot(k) == *slot));
+    }
+    assert!(!together[1].is_empty());
+    assert!(
+        together[4].is_empty(),
+        "a slot beyond the keyspace holds nothing"
+    );
+    assert!(
+        together[5]
+            .iter()
+            .any(|(_, st)| matches!(st, KeyState::Deleted { .. })),
+        "removals go with their slot"
+    );
+    // Dropping: the chosen slots go, every other key stays.
+    let chosen = [a, same_shard, other];
+    let expect: usize = chosen.iter().map(|&slot| s.count_in_slot(slot)).sum();
+    let before = s.len();
+    assert!(expect > 0);
+    assert_eq!(s.drop_slots(|slot| chosen.contains(&slot)), expect);
+    assert_eq!(s.len(), before - expect);
+    for slot in chosen {
+        assert_eq!(s.count_in_slot(slot), 0);
+    }
+    for i in 2_000..20_000u32 {
+        let key = format!("k{i}");
+        let kept = !chosen.contains(&key_slot(key.as_bytes()));
+        assert_eq!(s.get(key.as_bytes(), 2).is_some(), kept, "{key}");
+    }
 }
 
 #[test]

@@ -55,7 +55,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shoal_store::SLOTS;
 use tokio_util::sync::CancellationToken;
 
 use crate::Server;
@@ -161,12 +160,10 @@ fn forget_foreign_slots(node: &Server, view: &View) {
         return;
     }
     let cluster = node.cluster.as_ref().expect("hand-off runs in a cluster");
-    let mut forgotten = 0;
-    for slot in 0..SLOTS {
-        if !view.owners(slot).contains(&view.me) {
-            forgotten += node.engine.store.drop_slot(slot);
-        }
-    }
+    let forgotten = node
+        .engine
+        .store
+        .drop_slots(|slot| !view.owners(slot).contains(&view.me));
     if forgotten > 0 {
         tracing::info!(keys = forgotten, "forgot keys of slots held elsewhere now");
     }

@@ -1,13 +1,13 @@
 //! The stream: sending each planned slot's keys to its new copies as HANDOFF batches,
 //! paced by `handoff-rate`.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use shoal_store::KeyState;
+use shoal_store::{KeyState, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -61,6 +61,8 @@ pub(super) async fn scan(
         targets.retain(|t| !delivered.contains(&(*slot, t.name.clone(), t.generation)));
     }
     work.retain(|(_, t)| !t.is_empty());
+    // Group by the store's walks: the slots of one group are read in one walk of the store.
+    work.sort_by_key(|(slot, _)| (Store::slot_group(*slot), *slot));
     stats
         .slots_planned
         .store(work.len() as u64, Ordering::Relaxed);
@@ -80,6 +82,8 @@ pub(super) async fn scan(
     let bytes_before = stats.bytes_sent.load(Ordering::Relaxed);
     let mut failed = false;
     let mut last_log = Instant::now();
+    // The states of the rest of the current slot's group, read with it.
+    let mut read_ahead: VecDeque<Vec<(Bytes, KeyState)>> = VecDeque::new();
     for (n, (slot, targets)) in work.iter().enumerate() {
         if stop.is_cancelled() {
             return Scan::Stopped;
@@ -87,7 +91,18 @@ pub(super) async fn scan(
         if cluster.view().id != current.id {
             return Scan::Interrupted;
         }
-        let states = node.engine.store.slot_states(*slot, now_ms());
+        if read_ahead.is_empty() {
+            let group = Store::slot_group(*slot);
+            let slots: Vec<u16> = work[n..]
+                .iter()
+                .map(|(s, _)| *s)
+                .take_while(|s| Store::slot_group(*s) == group)
+                .collect();
+            read_ahead = node.engine.store.slots_states(&slots, now_ms()).into();
+        }
+        let states = read_ahead
+            .pop_front()
+            .expect("one list per slot of the group");
         let mut ok_targets: Vec<&NodeInfo> = targets.iter().collect();
         for batch in batches(&states) {
             let body = encode_handoff(batch.iter().map(|(k, s)| (&k[..], s)));
