@@ -368,7 +368,26 @@ pub struct Slot<'a> {
     clock: Clock,
 }
 
-impl Slot<'_> {
+impl<'a> Slot<'a> {
+    /// `key`'s place in its locked shard; an expired entry is removed first (and counted).
+    fn open(
+        shard: &'a mut Shard,
+        shared: &'a Shared,
+        key: &'a [u8],
+        hash: u64,
+        now_ms: u64,
+    ) -> Slot<'a> {
+        let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
+        Slot {
+            shard,
+            shared,
+            key,
+            hash,
+            idx,
+            clock: shared.clock(now_ms),
+        }
+    }
+
     /// Stores a new item for this slot's key (noting a numbered database's key).
     fn insert_item(&mut self, item: Item) {
         if crate::slot::split_key(self.key).0 != 0 {
@@ -777,15 +796,7 @@ impl Ready<'_> {
     /// Applies the state to `key` in its locked shard; true if it changed anything.
     fn apply(self, shard: &mut Shard, shared: &Shared, key: &[u8], hash: u64, now_ms: u64) -> bool {
         shard.observe_version(self.version);
-        let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
-        let mut slot = Slot {
-            shard,
-            shared,
-            key,
-            hash,
-            idx,
-            clock: shared.clock(now_ms),
-        };
+        let mut slot = Slot::open(shard, shared, key, hash, now_ms);
         match self.live {
             Some((payload, at)) => slot.apply_live(payload, at, self.version),
             None => slot.apply_removal(self.version),
@@ -951,19 +962,10 @@ impl Store {
     pub fn write<R>(&self, key: &[u8], now_ms: u64, f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let hash = self.shared.hasher.hash_one(key);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
-            let clock = shared.clock(now_ms);
-            let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
-            let mut slot = Slot {
-                shard,
-                shared,
-                key,
-                hash,
-                idx,
-                clock,
-            };
+            let mut slot = Slot::open(shard, shared, key, hash, now_ms);
             let r = f(&mut slot);
             if let (Some(i), false) = (slot.idx, untouched()) {
-                clock.touch(&mut slot.shard.items[i].access);
+                slot.clock.touch(&mut slot.shard.items[i].access);
             }
             r
         })
