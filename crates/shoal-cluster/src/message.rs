@@ -22,7 +22,7 @@
 //!                      expire_at_ms u64 (0 = none) · value_len u32 · value
 //!                    | 2 (deleted) · version u64 · key_len u32 · key
 //!              response body: applied u32 · stale u32
-//! 3 HANDOFF    as REPLICATE (a slot handed to a new copy); the same response
+//! 3 HANDOFF    as REPLICATE (slots handed to a new copy); the same response
 //! 4 FETCH      count u32 · count × (key_len u32 · key)
 //!              response body: a REPLICATE body of the keys' states (absent ones left out)
 //! 5 DONE       view u64 · name_len u16 · name

@@ -366,10 +366,10 @@ impl PeerService {
                 reply(Bytes::new())
             }
             Ok(Request::Handoff(entries)) => {
-                // One slot per message. Refused as a whole while this node, settled, holds
-                // no copy of it: the sender counts the send as failed and tries again once
-                // the two views agree (the slot may be on its way here under a view this
-                // node has not heard of yet).
+                // A few slots of one store shard, with the same new copies. Refused as a
+                // whole while this node, settled, holds no copy of one of them: the sender
+                // counts the send as failed and tries again once the two views agree (the
+                // slot may be on its way here under a view this node has not heard of yet).
                 if sender_view != view.id
                     && entries.iter().any(|(key, _)| foreign(cluster, &view, key))
                 {

@@ -84,7 +84,9 @@ pub(super) async fn scan(
     let mut last_log = Instant::now();
     // The states of the rest of the current slot's group, read with it.
     let mut read_ahead: VecDeque<Vec<(Bytes, KeyState)>> = VecDeque::new();
-    for (n, (slot, targets)) in work.iter().enumerate() {
+    let mut n = 0;
+    while n < work.len() {
+        let (slot, targets) = &work[n];
         if stop.is_cancelled() {
             return Scan::Stopped;
         }
@@ -100,9 +102,21 @@ pub(super) async fn scan(
                 .collect();
             read_ahead = node.engine.store.slots_states(&slots, now_ms()).into();
         }
-        let states = read_ahead
-            .pop_front()
-            .expect("one list per slot of the group");
+        // The following slots of the group with the same new copies travel together: one
+        // round trip for them all (a message still holds at most `BATCH_BYTES`).
+        let group = Store::slot_group(*slot);
+        let unit = work[n..]
+            .iter()
+            .take_while(|(s, t)| Store::slot_group(*s) == group && same_copies(t, targets))
+            .count();
+        let mut states = Vec::new();
+        for _ in 0..unit {
+            states.extend(
+                read_ahead
+                    .pop_front()
+                    .expect("one list per slot of the group"),
+            );
+        }
         let mut ok_targets: Vec<&NodeInfo> = targets.iter().collect();
         for batch in batches(&states) {
             let body = encode_handoff(batch.iter().map(|(k, s)| (&k[..], s)));
@@ -144,15 +158,18 @@ pub(super) async fn scan(
         if ok_targets.len() < targets.len() {
             failed = true;
         }
-        for t in ok_targets {
-            delivered.insert((*slot, t.name.clone(), t.generation));
+        for (slot, _) in &work[n..n + unit] {
+            for t in &ok_targets {
+                delivered.insert((*slot, t.name.clone(), t.generation));
+            }
         }
-        stats.slots_sent.fetch_add(1, Ordering::Relaxed);
+        n += unit;
+        stats.slots_sent.fetch_add(unit as u64, Ordering::Relaxed);
         stats
             .slots_pending
-            .store((work.len() - n - 1) as u64, Ordering::Relaxed);
+            .store((work.len() - n) as u64, Ordering::Relaxed);
         let p = progress(
-            n + 1,
+            n,
             work.len(),
             stats.keys_sent.load(Ordering::Relaxed) - keys_before,
             stats.bytes_sent.load(Ordering::Relaxed) - bytes_before,
@@ -166,7 +183,7 @@ pub(super) async fn scan(
         if last_log.elapsed() >= PROGRESS_EVERY {
             last_log = Instant::now();
             tracing::info!(
-                slots_done = n + 1,
+                slots_done = n,
                 slots = work.len(),
                 keys = p.keys,
                 mb = format!("{:.1}", p.bytes as f64 / 1e6),
@@ -196,6 +213,11 @@ pub(super) async fn scan(
     } else {
         Scan::Complete
     }
+}
+
+/// Whether two slots go to the same new copies.
+fn same_copies(a: &[NodeInfo], b: &[NodeInfo]) -> bool {
+    a.len() == b.len() && a.iter().all(|x| b.iter().any(|y| y.same_incarnation(x)))
 }
 
 /// How often a running scan logs its progress.
