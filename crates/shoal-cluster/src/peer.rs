@@ -366,7 +366,7 @@ impl PeerService {
                 reply(Bytes::new())
             }
             Ok(Request::Handoff(entries)) => {
-                // A few slots of one store shard, with the same new copies. Refused as a
+                // Slots with the same new copies (up to 1 MiB of them). Refused as a
                 // whole while this node, settled, holds no copy of one of them: the sender
                 // counts the send as failed and tries again once the two views agree (the
                 // slot may be on its way here under a view this node has not heard of yet).

@@ -86,36 +86,40 @@ pub(super) async fn scan(
     let mut read_ahead: VecDeque<Vec<(Bytes, KeyState)>> = VecDeque::new();
     let mut n = 0;
     while n < work.len() {
-        let (slot, targets) = &work[n];
+        let targets = &work[n].1;
         if stop.is_cancelled() {
             return Scan::Stopped;
         }
         if cluster.view().id != current.id {
             return Scan::Interrupted;
         }
-        if read_ahead.is_empty() {
-            let group = Store::slot_group(*slot);
-            let slots: Vec<u16> = work[n..]
+        // The following slots with the same new copies travel together, up to about one
+        // message (`BATCH_BYTES`): one round trip for them all instead of one per slot.
+        let mut states: Vec<(Bytes, KeyState)> = Vec::new();
+        let mut size = 0;
+        let mut unit = 0;
+        while n + unit < work.len()
+            && same_copies(&work[n + unit].1, targets)
+            && (unit == 0 || size < BATCH_BYTES)
+        {
+            if read_ahead.is_empty() {
+                let group = Store::slot_group(work[n + unit].0);
+                let slots: Vec<u16> = work[n + unit..]
+                    .iter()
+                    .map(|(s, _)| *s)
+                    .take_while(|s| Store::slot_group(*s) == group)
+                    .collect();
+                read_ahead = node.engine.store.slots_states(&slots, now_ms()).into();
+            }
+            let slot_states = read_ahead
+                .pop_front()
+                .expect("one list per slot of the group");
+            size += slot_states
                 .iter()
-                .map(|(s, _)| *s)
-                .take_while(|s| Store::slot_group(*s) == group)
-                .collect();
-            read_ahead = node.engine.store.slots_states(&slots, now_ms()).into();
-        }
-        // The following slots of the group with the same new copies travel together: one
-        // round trip for them all (a message still holds at most `BATCH_BYTES`).
-        let group = Store::slot_group(*slot);
-        let unit = work[n..]
-            .iter()
-            .take_while(|(s, t)| Store::slot_group(*s) == group && same_copies(t, targets))
-            .count();
-        let mut states = Vec::new();
-        for _ in 0..unit {
-            states.extend(
-                read_ahead
-                    .pop_front()
-                    .expect("one list per slot of the group"),
-            );
+                .map(|(k, st)| entry_len(k, st))
+                .sum::<usize>();
+            states.extend(slot_states);
+            unit += 1;
         }
         let mut ok_targets: Vec<&NodeInfo> = targets.iter().collect();
         for batch in batches(&states) {
