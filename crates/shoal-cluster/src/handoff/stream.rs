@@ -82,8 +82,9 @@ pub(super) async fn scan(
     let bytes_before = stats.bytes_sent.load(Ordering::Relaxed);
     let mut failed = false;
     let mut last_log = Instant::now();
-    // The states of the rest of the current slot's group, read with it.
+    // The states of the rest of the current slot's group, read with it, and when.
     let mut read_ahead: VecDeque<Vec<(Bytes, KeyState)>> = VecDeque::new();
+    let mut read_at = Instant::now();
     let mut n = 0;
     while n < work.len() {
         let targets = &work[n].1;
@@ -102,7 +103,10 @@ pub(super) async fn scan(
             && same_copies(&work[n + unit].1, targets)
             && (unit == 0 || size < BATCH_BYTES)
         {
-            if read_ahead.is_empty() {
+            // Read again when the group was read a while ago (a slow `handoff-rate`): a
+            // state held back longer than a tombstone lives could bring a deleted key back.
+            if read_ahead.is_empty() || read_at.elapsed() > READ_AHEAD_FOR {
+                read_at = Instant::now();
                 let group = Store::slot_group(work[n + unit].0);
                 let slots: Vec<u16> = work[n + unit..]
                     .iter()
@@ -218,6 +222,11 @@ pub(super) async fn scan(
         Scan::Complete
     }
 }
+
+/// How long states read ahead for the slots of one store shard are sent as read; older
+/// ones are read again (the time one slot's states waited for their send before the group
+/// was read at once: far below a tombstone's life).
+const READ_AHEAD_FOR: Duration = Duration::from_secs(1);
 
 /// Whether two slots go to the same new copies.
 fn same_copies(a: &[NodeInfo], b: &[NodeInfo]) -> bool {
