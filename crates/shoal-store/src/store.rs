@@ -1488,8 +1488,8 @@ impl Store {
     }
 
     /// [`Store::apply`] for each of `entries`, in order, taking a shard's lock once for each
-    /// run of entries in that shard (a hand-off message holds one slot: one lock for all of
-    /// it). Returns how many changed something.
+    /// run of entries in that shard (a hand-off message lists its slots shard by shard: one
+    /// lock per shard). Returns how many changed something.
     pub fn apply_all(&self, entries: &[(Bytes, KeyState)], now_ms: u64) -> usize {
         let mut applied = 0;
         let shards: Vec<usize> = entries
