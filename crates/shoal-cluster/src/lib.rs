@@ -60,8 +60,10 @@ pub use message::Scope;
 pub use replicate::ReplItem;
 pub use server::Server;
 
-/// Requests in flight to one peer; one more fails at once with an error (never queued).
-pub const PEER_MAX_IN_FLIGHT: usize = 4096;
+/// Requests in flight to one peer, per link (one link per worker thread); one more fails at
+/// once with an error (never queued). 32 connections' full windows of forwarded replies
+/// (`shoal_node`'s `MAX_PENDING`, 512) fit in it.
+pub const PEER_MAX_IN_FLIGHT: usize = 16384;
 
 /// One member as the cluster commands show it.
 #[derive(Clone, Debug)]

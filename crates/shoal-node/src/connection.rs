@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::stream::{FuturesOrdered, StreamExt};
+use futures_util::FutureExt;
 use shoal_resp::reply::Sink;
 use shoal_tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -182,8 +183,11 @@ impl Sink for Replies {
 /// Replies up to this size are copied into the output rather than queued by reference.
 const COPY_REPLY: usize = 512;
 
-/// Replies waiting per connection before the connection stops reading to drain them.
-pub const MAX_PENDING: usize = 128;
+/// Replies waiting per connection before the connection stops reading to drain them (the
+/// older half of them: see the I/O loop). A window of this size takes a whole 512-command
+/// pipeline through a cluster node in one trip to the other nodes; each link to a peer
+/// holds `shoal_cluster::PEER_MAX_IN_FLIGHT` (32 such windows).
+pub const MAX_PENDING: usize = 512;
 
 impl Replies {
     /// Queues a reply that is still to come.
@@ -234,11 +238,15 @@ impl Replies {
         self.len() == 0 && self.pending.is_empty()
     }
 
-    /// Waits for every pending reply, appending each to `out` in order; stops (false) once
-    /// `out` holds more than `hard` bytes (0 = no limit), dropping the rest.
-    async fn settle(&mut self, hard: u64) -> bool {
+    /// Waits for the pending replies until at most `keep` of them are left, appending each
+    /// to `out` in order; stops (false) once `out` holds more than `hard` bytes (0 = no
+    /// limit), dropping the rest.
+    async fn settle(&mut self, hard: u64, keep: usize) -> bool {
         self.seal();
-        while let Some(bytes) = self.pending.next().await {
+        while self.pending.len() > keep {
+            let Some(bytes) = self.pending.next().await else {
+                break;
+            };
             // A small reply is copied, so a batch of forwarded replies goes out as one
             // buffer rather than as many small pieces of one vectored write.
             if bytes.len() <= COPY_REPLY {
@@ -251,7 +259,9 @@ impl Replies {
                 return false;
             }
         }
-        self.blocked = false;
+        if self.pending.is_empty() {
+            self.blocked = false;
+        }
         true
     }
 }
@@ -547,15 +557,44 @@ async fn serve<F: Frontend>(
                     .fetch_add(processed, Ordering::Relaxed);
                 info.last_interaction_ms.store(now, Ordering::Relaxed);
             }
+            // Forwarded requests are on their way: requests the client sent since join them
+            // (read if they are here already, without waiting) rather than waiting a round
+            // trip for these replies first, so a deep pipeline keeps the other nodes busy
+            // instead of crossing to them once per read. Bounded as the batch is: by
+            // `MAX_PENDING` replies (the front end stops there) and `MAX_READ` of input.
+            if matches!(step, Step::NeedInput)
+                && replies.pending() > 0
+                && !replies.blocked
+                && input.len() < MAX_READ
+                && !token.is_cancelled()
+            {
+                input.reserve(MIN_READ);
+                if let Some(Ok(n @ 1..)) = stream.read_buf(input).now_or_never() {
+                    node.engine
+                        .stats
+                        .total_net_input_bytes
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    continue;
+                }
+            }
             if replies.pending() > 0 {
                 // Forwarded requests: wait for their replies (each is bounded by the
-                // inter-node timeout), unless CLIENT KILL comes first.
+                // inter-node timeout), unless CLIENT KILL comes first. When the front end
+                // stopped at a full window (`MAX_PENDING`), only for the older half: the
+                // input left is served while the newer half is still on its way, so a deep
+                // pipeline does not stop and wait once per window.
                 // `settle` is cancel safe: a reply it took is in `out`, the rest still queued.
+                let keep = match step {
+                    Step::Flush if replies.pending() >= MAX_PENDING && !replies.blocked => {
+                        MAX_PENDING / 2
+                    }
+                    _ => 0,
+                };
                 let settled = if token.is_cancelled() {
                     if info.killed.load(Ordering::Relaxed) {
                         return Close::Killed;
                     }
-                    replies.settle(limit.hard).await
+                    replies.settle(limit.hard, 0).await
                 } else {
                     loop {
                         // While a command is blocked the input is read ahead (a bounded
@@ -564,7 +603,7 @@ async fn serve<F: Frontend>(
                         let watch = replies.blocked && input.len() < MAX_READ;
                         tokio::select! {
                             biased;
-                            settled = replies.settle(limit.hard) => break settled,
+                            settled = replies.settle(limit.hard, keep) => break settled,
                             _ = stop.as_mut() => {
                                 if info.killed.load(Ordering::Relaxed) {
                                     return Close::Killed;
@@ -574,7 +613,7 @@ async fn serve<F: Frontend>(
                                 if replies.blocked {
                                     return stopped(&info);
                                 }
-                                break replies.settle(limit.hard).await;
+                                break replies.settle(limit.hard, 0).await;
                             }
                             // Pub/Sub messages go out while a command waits, ahead of its
                             // reply, as in Redis: only RESP3 pushes (out of band), and only
