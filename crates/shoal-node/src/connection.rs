@@ -3,7 +3,10 @@
 //! The loop reads into one buffer, lets the connection's [`Frontend`] parse and execute every
 //! complete request in it, and writes the replies once per batch. Back pressure: while a write
 //! is pending nothing more is read, and the output is flushed whenever it passes `FLUSH_AT`, so
-//! a client that never reads holds at most one batch of replies.
+//! a client that never reads holds at most one batch of replies. Replies still to come from
+//! other nodes form a window of at most `MAX_PENDING`: while it has room, input the client
+//! sent meanwhile is read and served without waiting for them; when full, the loop waits for
+//! its older half.
 //!
 //! Output limits (`client-output-buffer-limit`, normal class): each command gets the bytes
 //! left under the hard limit as its reply budget, and commands whose reply grows with the
