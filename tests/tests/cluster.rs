@@ -351,6 +351,39 @@ fn pipelines_keep_their_order_across_owners() {
     assert_eq!((a.as_str(), b.as_str(), n), ("one", "two", 2));
 }
 
+/// A pipeline far deeper than a connection's window of forwarded replies, sent through a
+/// non-owner by a client that closes its sending side right after (`nc -N`, `redis-cli
+/// --pipe`): every reply comes back, in order, before the node closes, also those of
+/// commands read while forwarded replies were on their way and of the ones after the end
+/// of the input was seen.
+#[test]
+fn a_deep_pipeline_closed_after_sending_gets_every_reply() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut s = std::net::TcpStream::connect(cluster.members[1].addr).unwrap();
+    let n = 3000;
+    let mut request = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..n {
+        let (k, v) = (key(i), format!("value-{i}"));
+        request.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n*2\r\n$3\r\nGET\r\n${}\r\n{k}\r\n",
+                k.len(),
+                v.len(),
+                k.len()
+            )
+            .as_bytes(),
+        );
+        expected.extend_from_slice(format!("+OK\r\n${}\r\n{v}\r\n", v.len()).as_bytes());
+    }
+    send(&mut s, &request);
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let (out, closed) = read_to_close(&mut s, Duration::from_secs(60));
+    assert!(closed, "the node closes after the last reply");
+    assert_eq!(out.len(), expected.len());
+    assert!(out == expected, "replies in order");
+}
+
 /// A read pipelined after FLUSHALL sees the flush on every node, also for keys the node
 /// itself owns (the flush is still on its way to the others when the read arrives).
 #[test]

@@ -546,6 +546,8 @@ async fn serve<F: Frontend>(
             limit,
         };
         let mut batch = 0;
+        // The end of the input, when a read ahead found it (see below).
+        let mut ended = None;
         let closing = loop {
             // The shard hand-overs this batch meets in the store, and only them (other tasks of
             // this thread ran since the last batch).
@@ -572,12 +574,19 @@ async fn serve<F: Frontend>(
                 && !token.is_cancelled()
             {
                 input.reserve(MIN_READ);
-                if let Some(Ok(n @ 1..)) = stream.read_buf(input).now_or_never() {
-                    node.engine
-                        .stats
-                        .total_net_input_bytes
-                        .fetch_add(n as u64, Ordering::Relaxed);
-                    continue;
+                match stream.read_buf(input).now_or_never() {
+                    Some(Ok(0)) => ended = Some(Close::Eof),
+                    Some(Ok(n)) => {
+                        node.engine
+                            .stats
+                            .total_net_input_bytes
+                            .fetch_add(n as u64, Ordering::Relaxed);
+                        continue;
+                    }
+                    // The connection ends once the replies owed are written (as a read
+                    // in the loop below would have found it).
+                    Some(Err(e)) => ended = Some(Close::Io(e)),
+                    None => {}
                 }
             }
             if replies.pending() > 0 {
@@ -667,6 +676,15 @@ async fn serve<F: Frontend>(
                 }
                 // Waiting may have taken a while: later commands need the time of now.
                 now = now_ms();
+                if keep > 0 {
+                    // The newer half is still on its way: serve the input left before
+                    // writing. Nothing is written while replies are pending (a write may
+                    // wait on a client that does not read, and pending requests hold their
+                    // places on the links to other nodes until they are polled): the
+                    // output goes once every reply is in, and the front end stops at
+                    // `FLUSH_AT` of it, so it stays bounded.
+                    continue;
+                }
             }
             replies.publish(&info);
             let out = &mut replies.out;
@@ -687,7 +705,7 @@ async fn serve<F: Frontend>(
                         return c;
                     }
                 }
-                Step::NeedInput => break None,
+                Step::NeedInput => break ended,
                 Step::Close(c) => break Some(c),
             }
         };

@@ -239,7 +239,11 @@ fn cluster_rule_of(
 #[derive(Debug)]
 pub struct InFlight {
     every: bool,
+    /// The slots noted, each once (in `marked`'s bits too, for a test in O(1): a window of
+    /// hundreds of forwarded commands is tested by every command after it).
     slots: Vec<u16>,
+    /// One bit per hash slot, set for those in `slots` (allocated on the first one).
+    marked: Option<Box<[u64; SLOT_WORDS]>>,
     /// The epoch of the oldest view a noted command was routed by (`u64::MAX`: none).
     since: u64,
     order: Order,
@@ -250,14 +254,15 @@ impl Default for InFlight {
         InFlight {
             every: false,
             slots: Vec::new(),
+            marked: None,
             since: u64::MAX,
             order: Order::default(),
         }
     }
 }
 
-/// Slots an [`InFlight`] lists one by one before it counts as every slot.
-const IN_FLIGHT_SLOTS: usize = 1024;
+/// Words of an [`InFlight`]'s slot bits.
+const SLOT_WORDS: usize = shoal_store::SLOTS as usize / 64;
 
 impl InFlight {
     /// Notes a command whose reply is to come and which has not run here, routed by the
@@ -273,11 +278,13 @@ impl InFlight {
         self.since = self.since.min(epoch);
         match spec {
             Some(spec) if matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) => {
-                let slots = spec.key_positions(args).map(|p| key_slot(&args[p]));
-                self.slots.extend(slots);
-                if self.slots.len() > IN_FLIGHT_SLOTS {
-                    self.every = true;
-                    self.slots.clear();
+                let marked = self.marked.get_or_insert_with(|| Box::new([0; SLOT_WORDS]));
+                for slot in spec.key_positions(args).map(|p| key_slot(&args[p])) {
+                    let (word, bit) = (usize::from(slot) / 64, 1u64 << (slot % 64));
+                    if marked[word] & bit == 0 {
+                        marked[word] |= bit;
+                        self.slots.push(slot);
+                    }
                 }
             }
             _ => self.every = true,
@@ -287,13 +294,22 @@ impl InFlight {
     /// Every noted command answered.
     pub fn clear(&mut self) {
         self.every = false;
+        if let Some(marked) = self.marked.as_mut() {
+            for &slot in &self.slots {
+                marked[usize::from(slot) / 64] = 0;
+            }
+        }
         self.slots.clear();
         self.since = u64::MAX;
         self.order.clear();
     }
 
     fn touches(&self, slot: u16) -> bool {
-        self.every || self.slots.contains(&slot)
+        self.every
+            || self
+                .marked
+                .as_ref()
+                .is_some_and(|m| m[usize::from(slot) / 64] & (1 << (slot % 64)) != 0)
     }
 }
 
@@ -519,10 +535,22 @@ mod tests {
         );
         f.clear();
         assert!(!f.touches(key_slot(b"a")));
-        // A huge split counts as every slot rather than growing the list without bound.
-        let keys: Vec<String> = (0..=IN_FLIGHT_SLOTS).map(|i| format!("k{i}")).collect();
+        // Each slot is listed once however many keys are on it (the list is bounded by
+        // the slot count), and clearing forgets every one.
+        let keys: Vec<String> = (0..40_000).map(|i| format!("k{i}")).collect();
         f.note(&argv(&format!("DEL {}", keys.join(" "))), 1);
-        assert!(f.every && f.slots.is_empty());
+        assert!(!f.every);
+        let distinct: std::collections::HashSet<u16> =
+            keys.iter().map(|k| key_slot(k.as_bytes())).collect();
+        assert_eq!(f.slots.len(), distinct.len());
+        assert!(keys.iter().all(|k| f.touches(key_slot(k.as_bytes()))));
+        f.clear();
+        assert!(f.slots.is_empty());
+        assert!(!keys.iter().any(|k| f.touches(key_slot(k.as_bytes()))));
+        f.note(&argv("SET a 1"), 1);
+        f.note(&argv("SET a 2"), 1);
+        assert_eq!(f.slots, [key_slot(b"a")]);
+        assert!(f.touches(key_slot(b"a")) && !f.touches(key_slot(b"b")));
     }
 
     #[test]
