@@ -68,12 +68,7 @@ pub fn start(count: usize) -> std::io::Result<()> {
                 .spawn(move || {
                     // This worker's requests to other nodes go on its own links.
                     shoal_wire::use_link(i);
-                    runtime.block_on(async {
-                        tokio::select! {
-                            () = stop.cancelled() => {}
-                            () = keep_a_timer() => {}
-                        }
-                    })
+                    runtime.block_on(stop.cancelled())
                 })?,
         );
     }
@@ -86,6 +81,18 @@ pub fn start(count: usize) -> std::io::Result<()> {
     WORKERS
         .set(workers)
         .map_err(|_| std::io::Error::other("the worker runtimes are started already"))
+}
+
+/// Keeps a timer on every worker's timer wheel ([`keep_a_timer`]), for a node that
+/// forwards requests to other nodes. Not for a single node: a worker with a timer waits in
+/// `epoll_wait` with a timeout, which arms and cancels a kernel timer each time (a few per
+/// cent of the CPU per unpipelined request), and a single node's requests set no timers.
+pub fn keep_timers() {
+    if let Some(w) = WORKERS.get() {
+        for seat in &w.seats {
+            seat.handle.spawn(keep_a_timer());
+        }
+    }
 }
 
 /// Keeps a timer on the runtime's timer wheel that ends before any inter-node request's
@@ -101,7 +108,7 @@ pub fn start(count: usize) -> std::io::Result<()> {
 /// cluster node. With this timer on the wheel the noted time is at most a tick away, and a
 /// request's timer, which ends later, wakes nothing (a request timeout shorter than the
 /// tick only costs the writes again).
-pub async fn keep_a_timer() {
+async fn keep_a_timer() {
     loop {
         tokio::time::sleep(WHEEL_TICK).await;
     }

@@ -160,6 +160,10 @@ fn main() -> ExitCode {
         eprintln!("shoald: cannot start the worker threads: {e}");
         return ExitCode::FAILURE;
     }
+    if config.gossip() || !config.cluster_nodes.is_empty() {
+        // Forwarded requests set timers: see `keep_timers`.
+        shoal_node::workers::keep_timers();
+    }
     let code = runtime.block_on(run(config, cli.config.map(|p| p.display().to_string())));
     drop(runtime);
     shoal_node::workers::stop();
