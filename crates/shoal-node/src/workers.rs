@@ -116,7 +116,7 @@ async fn keep_a_timer() {
 
 /// The period of [`keep_a_timer`]: shorter than the inter-node request timeouts (seconds by
 /// default), as rare as Redis's 10 Hz cron.
-pub const WHEEL_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+const WHEEL_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Stops the workers' runtimes (their remaining tasks are dropped) and waits for their
 /// threads. Call after the node stopped serving, outside any runtime.
