@@ -175,42 +175,6 @@ fn unauthenticated_clients_are_limited_to_small_requests() {
 }
 
 #[test]
-fn a_client_that_never_reads_cannot_grow_server_memory() {
-    let node = TestNode::start();
-    let mut con = node.client();
-    let value = vec![b'v'; 1 << 20];
-    let _: () = con.set("big", &value).unwrap();
-    let rss_before: u64 = shoal_tests::info_field(&mut con, "used_memory_rss")
-        .parse()
-        .unwrap();
-
-    // Up to 64 MiB of "GET big" requests (7.4 million 1 MiB replies), never reading a reply.
-    let mut s = node.raw();
-    s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
-    let batch = b"GET big\r\n".repeat((1 << 20) / 9);
-    let mut sent_batches = 0;
-    for _ in 0..64 {
-        if s.write_all(&batch).is_err() {
-            break; // the node stopped reading: back pressure works
-        }
-        sent_batches += 1;
-    }
-    assert!(
-        sent_batches < 64,
-        "the node kept reading requests whose replies nobody read"
-    );
-    // Everyone else is still served, and memory did not follow the unread replies.
-    assert_alive(&node);
-    let rss_after: u64 = shoal_tests::info_field(&mut con, "used_memory_rss")
-        .parse()
-        .unwrap();
-    assert!(
-        rss_after < rss_before + (128 << 20),
-        "RSS grew from {rss_before} to {rss_after}"
-    );
-}
-
-#[test]
 fn a_reply_over_the_output_limit_closes_the_client() {
     let node = TestNode::with(|c| c.client_output_buffer_limit.normal.hard = 1 << 20);
     let mut con = node.client();
@@ -250,10 +214,20 @@ fn a_subscriber_that_does_not_read_is_closed_at_its_output_limit() {
         sent += 1;
         assert!(sent < 2_000, "the subscriber was never closed");
     }
-    assert!(sent > 16, "closed after only {sent} messages");
-    // Its connection ends (whatever had reached the socket before is still readable).
-    let (_, closed) = read_to_close(&mut sub, T);
+    // Its connection ends; whatever had reached the socket before is still readable.
+    let (received, closed) = read_to_close(&mut sub, T);
     assert!(closed, "the subscriber's connection must be closed");
+    // What the socket took does not count: the messages that never reached the subscriber
+    // are those the mailbox held at the limit (15 of 64 KB plus the one refused), and at
+    // most one more mailbox's worth the connection had taken but not yet written. How many
+    // the socket took depends on when the subscriber's task ran, so only the unsent count
+    // is asserted.
+    let framed = b"*3\r\n$7\r\nmessage\r\n$5\r\nflood\r\n$65536\r\n".len() + message.len() + 2;
+    let unsent = sent - received.len() / framed;
+    assert!(
+        (16..=33).contains(&unsent),
+        "{unsent} of {sent} messages unsent at the close (the limit is 16)"
+    );
     let clients: String = redis::cmd("CLIENT")
         .arg("LIST")
         .arg("TYPE")

@@ -197,6 +197,44 @@ fn huge_replies_stop_at_the_output_limit() {
     );
 }
 
+/// A client that sends requests and never reads their replies: the server stops reading it
+/// (back pressure) instead of building replies nobody takes, so its memory stays put and the
+/// other clients are served. A process of its own, so RSS is the server's alone.
+#[test]
+fn a_client_that_never_reads_cannot_grow_server_memory() {
+    let daemon = Daemon::start(&["--port", "0"], &[]);
+    let pid = daemon.child.id();
+    let mut c = daemon.connect();
+    assert_eq!(c.call(&["SET", "big", &"v".repeat(1 << 20)]), Resp::ok());
+    let before = peak_rss(pid);
+
+    // Up to 64 MiB of "GET big" requests (7.4 million 1 MiB replies), never reading a reply.
+    let mut s = TcpStream::connect(daemon.addr).expect("connect");
+    s.set_write_timeout(Some(Duration::from_secs(2)))
+        .expect("write timeout");
+    let batch = b"GET big\r\n".repeat((1 << 20) / 9);
+    let mut sent_batches = 0;
+    for _ in 0..64 {
+        if s.write_all(&batch).is_err() {
+            break; // the server stopped reading: back pressure works
+        }
+        sent_batches += 1;
+    }
+    assert!(
+        sent_batches < 64,
+        "the server kept reading requests whose replies nobody read"
+    );
+    // Everyone else is still served, and memory did not follow the unread replies.
+    assert_eq!(c.call(&["STRLEN", "big"]), Resp::Int(1 << 20));
+    let peak = peak_rss(pid);
+    assert!(
+        peak < before + 32 * MB,
+        "peak RSS grew from {} MB to {} MB",
+        before / MB,
+        peak / MB
+    );
+}
+
 /// True while the client with this id is connected (CLIENT LIST).
 fn is_connected(observer: &mut Client, id: i64) -> bool {
     let Resp::Bulk(list) = observer.call(&["CLIENT", "LIST"]) else {
