@@ -60,10 +60,17 @@ pub use message::Scope;
 pub use replicate::ReplItem;
 pub use server::Server;
 
-/// Requests in flight to one peer, per link (one link per worker thread); one more fails at
-/// once with an error (never queued). 32 connections' full windows of forwarded replies
-/// (`shoal_node`'s `MAX_PENDING`, 512) fit in it.
+/// Requests in flight to one peer, per link (one link per worker thread); more wait for a
+/// place, in order (`PEER_MAX_QUEUED`). 32 connections' full windows of forwarded replies
+/// (`shoal_node`'s `MAX_PENDING`, 512) fit in it. A peer's server refuses requests past
+/// its own bound, this same figure (earlier releases: 4,096; see the README on rolling
+/// upgrades).
 pub const PEER_MAX_IN_FLIGHT: usize = 16384;
+
+/// Requests waiting for a place on one link, beyond `PEER_MAX_IN_FLIGHT`; one more fails
+/// with "too many requests in flight". 256 more full client windows: the wait is bounded by
+/// the request timeout anyway (a request that times out queued fails unsent).
+pub const PEER_MAX_QUEUED: usize = 8 * PEER_MAX_IN_FLIGHT;
 
 /// One member as the cluster commands show it.
 #[derive(Clone, Debug)]
@@ -631,6 +638,7 @@ impl Cluster {
         let write_ack = config.write_ack.parse().map_err(ClusterError::Config)?;
         let peer_config = PeerConfig {
             max_in_flight: PEER_MAX_IN_FLIGHT,
+            max_queued: PEER_MAX_QUEUED,
             request_timeout: Duration::from_millis(config.cluster_timeout_ms),
             connect_timeout: Duration::from_millis(config.cluster_timeout_ms.min(500)),
             ..PeerConfig::default()

@@ -28,14 +28,22 @@
 //! requests of one task reach the outbox, and so the socket, in the order their
 //! futures were first polled (the crate docs spell out that guarantee and its limits).
 //!
-//! **Bounds.** Each request holds one of `max_in_flight` permits (a counter) from the
-//! start of `request` until its future completes or is dropped; over it `request` fails at
-//! once with [`WireError::Overloaded`]. A request that ends without its answer (timed out,
-//! dropped by its caller) takes its entry out of the pending table as it goes, so the table
-//! never holds more entries than there are permits out and a permit is back the moment its
-//! request ends. The command channel and the outbox hold `max_in_flight` as well; one that
-//! is full anyway (frames of expired requests waiting for a stalled socket, or commands of
-//! expired requests waiting for a slow connect) also answers `Overloaded`.
+//! **Bounds.** A request sent (on the connection, or queued for the owner) holds one of
+//! `max_in_flight` places (a counter) until its future completes or is dropped. A request
+//! that finds no place, or finds requests already waiting for one, waits in the link's
+//! queue (the backlog, under the lock, first come first served, at most `max_queued`; over
+//! that `request` fails at once with [`WireError::Overloaded`]). Whoever gives a place
+//! back while requests wait sends the oldest of them, under the lock, on the freed place
+//! (`Shared::send_queued`); so a busy link makes requests wait, as a busy Redis makes
+//! clients wait, rather than fail, and the queue keeps first-poll order. A request that
+//! times out still queued was never sent and fails with `Overloaded`. A request that ends
+//! without its answer (timed out, dropped by its caller) takes its entry out of the pending
+//! table as it goes, so the table never holds more entries than there are places out and a
+//! place is back the moment its request ends; one that ends while queued leaves its entry,
+//! marked by its closed reply, to be skipped when reached. The command channel and the
+//! outbox hold `max_in_flight` as well; one that is full anyway (frames of expired requests
+//! waiting for a stalled socket, or commands of expired requests waiting for a slow
+//! connect) answers `Overloaded`.
 //!
 //! **Timeouts.** Each request times out `request_timeout` after its first poll (a tokio
 //! timer), and when the owner goes (its runtime shut down) it fails what is in flight.
@@ -73,9 +81,12 @@ use crate::Response;
 /// How a [`PeerClient`] behaves. Every bound here is per peer.
 #[derive(Debug, Clone)]
 pub struct PeerConfig {
-    /// Requests queued or awaiting a response at once; one more fails with `Overloaded`.
-    /// Also sizes the command channel and the writer's outbox.
+    /// Requests sent (or queued for the connect) and awaiting a response at once; one more
+    /// waits for a place in the link's queue. Also sizes the command channel and the
+    /// writer's outbox.
     pub max_in_flight: usize,
+    /// Requests waiting for a place at once, per link; one more fails with `Overloaded`.
+    pub max_queued: usize,
     /// How long one request may take, from `request` to its response, before `Timeout`.
     pub request_timeout: Duration,
     /// Limit on the TCP connect; kept short because the router fails over on the error.
@@ -94,6 +105,7 @@ impl Default for PeerConfig {
     fn default() -> Self {
         PeerConfig {
             max_in_flight: 1024,
+            max_queued: 8 * 1024,
             request_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_millis(500),
             handshake_timeout: Duration::from_secs(1),
@@ -107,7 +119,8 @@ impl Default for PeerConfig {
 /// flight.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
-    /// `max_in_flight` requests are already in flight to this peer.
+    /// `max_in_flight` requests are already in flight to this peer and `max_queued` wait for
+    /// a place, or the request waited for one until its timeout: it was not sent.
     #[error("too many requests in flight to the peer")]
     Overloaded,
     /// No response within `request_timeout`.
@@ -228,6 +241,7 @@ struct Link {
     cmd_tx: mpsc::Sender<Cmd>,
     request_timeout: Duration,
     max_body: usize,
+    max_queued: usize,
 }
 
 type Reply = oneshot::Sender<Result<Response, WireError>>;
@@ -258,8 +272,15 @@ type PendingTable = HashMap<u64, Reply, std::hash::BuildHasherDefault<IdHasher>>
 /// What the handles, the owner and the reader share.
 #[derive(Debug)]
 struct Shared {
-    /// Sized `max_in_flight`; a request holds one permit for as long as its future lives.
+    /// Sized `max_in_flight`; a sent request holds one place for as long as its future
+    /// lives.
     permits: Permits,
+    /// `State::backlog`'s length, written under the lock, read without it: a request goes
+    /// straight only while none waits, and a place given back is offered to the queue.
+    queued: AtomicUsize,
+    /// The owner's command channel, for queued requests sent while no connection is up
+    /// (weak: the owner ends when the last handle goes).
+    cmd_tx: mpsc::WeakSender<Cmd>,
     state: Mutex<State>,
     seen: Arc<Seen>,
 }
@@ -275,6 +296,9 @@ struct State {
     pending: PendingTable,
     /// Request ids are unique for the life of the client, across connections.
     next_id: u64,
+    /// Requests waiting for a place, oldest first (so in id order); one whose caller has
+    /// gone (reply closed) is skipped when reached.
+    backlog: std::collections::VecDeque<Cmd>,
 }
 
 impl Shared {
@@ -282,6 +306,85 @@ impl Shared {
         // No critical section panics halfway through a change, so the state behind a
         // poisoned lock is consistent: carry on with it.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Gives a sent request's place back; if requests wait, sends the oldest on it.
+    fn release(&self) {
+        // SeqCst with the store in `Link::request`'s queued path (which stores, then tries
+        // for a place): either that request sees this place free, or this sees it queued.
+        self.permits.out.fetch_sub(1, Ordering::SeqCst);
+        if self.queued.load(Ordering::SeqCst) > 0 {
+            let failed = {
+                let mut state = self.state();
+                self.send_queued(&mut state)
+            };
+            fail(failed);
+        }
+    }
+
+    /// Sends queued requests, oldest first, while places are free, under the lock (so a
+    /// request going straight after this cannot overtake one sent here). Returns the
+    /// replies of those that could not be sent, with why, to be answered after the lock.
+    fn send_queued(&self, state: &mut State) -> Vec<(Reply, WireError)> {
+        let mut failed = Vec::new();
+        while let Some(cmd) = state.backlog.front() {
+            // Checked under the lock, which `Waiting::drop` holds while it closes.
+            if cmd.reply.is_closed() {
+                state.backlog.pop_front();
+                continue;
+            }
+            if !self.permits.try_acquire() {
+                break;
+            }
+            let Some(cmd) = state.backlog.pop_front() else {
+                unreachable!("looked at just above")
+            };
+            // The place is the request's now: its `Waiting` gives it back.
+            match state.writer.clone() {
+                Some(writer) => {
+                    let id = cmd.id;
+                    state.pending.insert(id, cmd.reply);
+                    let frame = Frame::Request {
+                        id,
+                        epoch: cmd.epoch,
+                        body: cmd.body,
+                    };
+                    let error = match writer.try_push(frame) {
+                        Ok(()) => continue,
+                        Err(PushError::Full) => WireError::Overloaded,
+                        Err(PushError::Closed) => {
+                            WireError::PeerUnavailable(Unavailable::ConnectionLost)
+                        }
+                    };
+                    if let Some(reply) = state.pending.remove(&id) {
+                        failed.push((reply, error));
+                    }
+                }
+                None => {
+                    let sent = match self.cmd_tx.upgrade() {
+                        Some(tx) => tx.try_send(cmd).map_err(|e| match e {
+                            mpsc::error::TrySendError::Full(cmd) => (cmd, WireError::Overloaded),
+                            mpsc::error::TrySendError::Closed(cmd) => {
+                                (cmd, WireError::PeerUnavailable(Unavailable::Shutdown))
+                            }
+                        }),
+                        None => Err((cmd, WireError::PeerUnavailable(Unavailable::Shutdown))),
+                    };
+                    if let Err((cmd, error)) = sent {
+                        failed.push((cmd.reply, error));
+                    }
+                }
+            }
+        }
+        self.queued.store(state.backlog.len(), Ordering::SeqCst);
+        failed
+    }
+}
+
+/// Answers requests that could not be sent (after the lock: answering wakes their tasks).
+fn fail(failed: Vec<(Reply, WireError)>) {
+    for (reply, error) in failed {
+        let _ = reply.send(Err(error));
     }
 }
 
@@ -338,10 +441,21 @@ impl PeerClient {
             .sum()
     }
 
+    /// Requests waiting for a place on every link right now (those whose callers went may
+    /// count until the queue reaches them).
+    pub fn queued(&self) -> usize {
+        self.links
+            .slots
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(|l| l.shared.queued.load(Ordering::Relaxed))
+            .sum()
+    }
+
     /// Sends `body` (tagged with the sender's placement `epoch`) and waits for the peer's
-    /// response, through this thread's link (see [`use_link`]). Never queues beyond
-    /// `max_in_flight` on the link; times out after `request_timeout` (at most an eighth
-    /// later, see "Timeouts" in the module docs).
+    /// response, through this thread's link (see [`use_link`]). Sends at most
+    /// `max_in_flight` at once on the link, and queues at most `max_queued` more, in order,
+    /// for a place; times out after `request_timeout` (see "Timeouts" in the module docs).
     ///
     /// The request is queued on the first poll, before anything is awaited: the requests of
     /// one task go out, and are handled by the peer, in the order their futures are first
@@ -364,10 +478,13 @@ impl PeerClient {
                 out: AtomicUsize::new(0),
                 max: max_in_flight,
             },
+            queued: AtomicUsize::new(0),
+            cmd_tx: cmd_tx.downgrade(),
             state: Mutex::new(State {
                 writer: None,
                 pending: PendingTable::default(),
                 next_id: 1,
+                backlog: std::collections::VecDeque::new(),
             }),
             seen: Arc::clone(&self.seen),
         });
@@ -376,6 +493,7 @@ impl PeerClient {
             cmd_tx,
             request_timeout: config.request_timeout,
             max_body: config.max_frame.min(MAX_BODY),
+            max_queued: config.max_queued,
         };
         let owner = Owner::new(self.addr, self.links.auth.clone(), config, shared, cmd_rx);
         tokio::spawn(owner.run());
@@ -396,11 +514,13 @@ impl Link {
                 max: self.max_body,
             }));
         }
-        let permit = self
-            .shared
-            .permits
-            .try_acquire()
-            .ok_or(WireError::Overloaded)?;
+        // Straight only while no request waits for a place (a queued one of this task would
+        // be overtaken); this task's own queued requests are seen here, as it queued them.
+        let placed =
+            self.shared.queued.load(Ordering::SeqCst) == 0 && self.shared.permits.try_acquire();
+        if !placed {
+            return self.request_queued(epoch, body).await;
+        }
         let (reply, rx) = oneshot::channel();
         let (id, direct) = {
             let mut state = self.shared.state();
@@ -420,23 +540,30 @@ impl Link {
                         body,
                         reply,
                     };
-                    self.cmd_tx.try_send(cmd).map_err(|e| match e {
-                        // Only with commands of callers that gave up still in it.
-                        mpsc::error::TrySendError::Full(_) => WireError::Overloaded,
-                        mpsc::error::TrySendError::Closed(_) => {
-                            WireError::PeerUnavailable(Unavailable::Shutdown)
+                    match self.cmd_tx.try_send(cmd) {
+                        Ok(()) => (id, None),
+                        Err(e) => {
+                            drop(state);
+                            self.shared.release();
+                            return Err(match e {
+                                // Only with commands of callers that gave up still in it.
+                                mpsc::error::TrySendError::Full(_) => WireError::Overloaded,
+                                mpsc::error::TrySendError::Closed(_) => {
+                                    WireError::PeerUnavailable(Unavailable::Shutdown)
+                                }
+                            });
                         }
-                    })?;
-                    (id, None)
+                    }
                 }
             }
         };
-        let mut waiting = Waiting {
+        let waiting = Waiting {
             shared: &self.shared,
             id,
             rx,
             answered: false,
-            _permit: permit,
+            queued: false,
+            never_sent: false,
         };
         if let Some((writer, frame)) = direct {
             // After the lock: this may wake the writer task. Ordering still holds, since the
@@ -452,31 +579,111 @@ impl Link {
                 }
             }
         }
-        // Every request keeps its own timer (see "Timeouts" in the module docs).
-        let result = tokio::time::timeout(self.request_timeout, &mut waiting.rx).await;
-        // Whoever answered (or dropped the reply) took the pending entry out already.
-        waiting.answered = result.is_ok();
-        match result {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(WireError::PeerUnavailable(Unavailable::Shutdown)),
-            Err(_) => Err(WireError::Timeout),
-        }
+        waiting.wait(self.request_timeout).await
+    }
+
+    /// `request` when no place is free or requests wait for one: queues the request behind
+    /// them (or fails with `Overloaded` if `max_queued` wait), sends what the free places
+    /// allow, and waits.
+    async fn request_queued(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
+        let (reply, rx) = oneshot::channel();
+        let (id, failed) = {
+            let mut state = self.shared.state();
+            // Entries of callers that went are not worth a refusal.
+            while state.backlog.front().is_some_and(|c| c.reply.is_closed()) {
+                state.backlog.pop_front();
+            }
+            if state.backlog.len() >= self.max_queued {
+                self.shared
+                    .queued
+                    .store(state.backlog.len(), Ordering::SeqCst);
+                return Err(WireError::Overloaded);
+            }
+            let id = state.next_id;
+            state.next_id += 1;
+            state.backlog.push_back(Cmd {
+                id,
+                epoch,
+                body,
+                reply,
+            });
+            // Stored before `send_queued` tries for a place (see `Shared::release`).
+            self.shared
+                .queued
+                .store(state.backlog.len(), Ordering::SeqCst);
+            (id, self.shared.send_queued(&mut state))
+        };
+        let waiting = Waiting {
+            shared: &self.shared,
+            id,
+            rx,
+            answered: false,
+            queued: true,
+            never_sent: false,
+        };
+        fail(failed);
+        waiting.wait(self.request_timeout).await
     }
 }
 
-/// One request from the moment it was queued until its future ends: holds its permit and,
-/// if it ends unanswered (timeout, or the caller dropped it), takes its entry out of the
-/// pending table, so neither waits for an answer that may never come.
+/// One request from the moment it was queued until its future ends: holds its place once
+/// sent and, if it ends unanswered (timeout, or the caller dropped it), takes its entry out
+/// of the pending table (or leaves it to be skipped in the backlog), so neither waits for
+/// an answer that may never come.
 struct Waiting<'a> {
     shared: &'a Shared,
     id: u64,
     rx: oneshot::Receiver<Result<Response, WireError>>,
     answered: bool,
-    _permit: Permit<'a>,
+    /// Entered in the backlog (it holds a place only once sent from there).
+    queued: bool,
+    /// Withdrawn while still queued: it holds no place.
+    never_sent: bool,
 }
 
-/// The in-flight bound: requests only ever try for a permit, never wait for one, so a
-/// counter does (a semaphore's release took its lock on every request).
+impl Waiting<'_> {
+    /// Waits for the answer until `timeout` after the first poll (every request keeps its
+    /// own timer, see "Timeouts" in the module docs).
+    async fn wait(mut self, timeout: Duration) -> Result<Response, WireError> {
+        let result = tokio::time::timeout(timeout, &mut self.rx).await;
+        // Whoever answered (or dropped the reply) took the pending entry out already.
+        self.answered = result.is_ok();
+        match result {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(WireError::PeerUnavailable(Unavailable::Shutdown)),
+            Err(_) if self.withdraw() => {
+                self.never_sent = true;
+                Err(WireError::Overloaded)
+            }
+            Err(_) => {
+                self.answered = true; // withdrawn
+                Err(WireError::Timeout)
+            }
+        }
+    }
+
+    /// Ends an unanswered request: closes its reply and takes it out of the pending table,
+    /// under the lock. True if it was still queued, never sent (then it holds no place and
+    /// is skipped when the queue reaches it).
+    fn withdraw(&mut self) -> bool {
+        let entry;
+        {
+            let mut state = self.shared.state();
+            // Closed under the lock, where `send_queued` looks: a queued request is either
+            // sent before this or skipped after.
+            self.rx.close();
+            if self.queued && state.backlog.front().is_some_and(|c| c.id <= self.id) {
+                return true;
+            }
+            entry = state.pending.remove(&self.id);
+        }
+        drop(entry);
+        false
+    }
+}
+
+/// The in-flight bound: a counter (a semaphore's release took its lock on every request);
+/// waiting for a place is the backlog's job, under the state lock.
 #[derive(Debug)]
 struct Permits {
     out: AtomicUsize,
@@ -484,35 +691,22 @@ struct Permits {
 }
 
 impl Permits {
-    fn try_acquire(&self) -> Option<Permit<'_>> {
+    /// Takes a place if one is free; [`Shared::release`] gives it back.
+    fn try_acquire(&self) -> bool {
         self.out
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |out| {
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |out| {
                 (out < self.max).then_some(out + 1)
             })
-            .ok()
-            .map(|_| Permit(self))
-    }
-}
-
-/// One request's place under [`Permits`]; given back on drop.
-struct Permit<'a>(&'a Permits);
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        self.0.out.fetch_sub(1, Ordering::AcqRel);
+            .is_ok()
     }
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        if self.answered {
-            return;
+        if self.never_sent || (!self.answered && self.withdraw()) {
+            return; // never sent: no place to give back
         }
-        // Closed before the lock: the owner checks under the lock that the caller still
-        // waits before it enters a queued request, so it will not enter this one afterwards.
-        self.rx.close();
-        let entry = self.shared.state().pending.remove(&self.id);
-        drop(entry);
+        self.shared.release();
     }
 }
 

@@ -25,9 +25,10 @@
 //! flight) and queues its frame for the writer, and the reader answers it from the table.
 //! Only while there is no connection do requests queue for the owner, which connects and
 //! then hands them to the writer. The writer takes everything queued in a bounded outbox
-//! into a buffer and issues one `write_all` per batch. A counter bounds requests in flight
-//! (over it: [`WireError::Overloaded`] at once); each request has a timeout (a sweep of
-//! the pending table, see the client module), and one that ends
+//! into a buffer and issues one `write_all` per batch. A counter bounds requests in flight;
+//! over it requests wait in the link's queue, in order, and go out as places free (over
+//! the queue's own bound: [`WireError::Overloaded`] at once); each request has a timeout (a
+//! timer of its own, see the client module), and one that ends
 //! unanswered frees its place at once; connection loss fails everything in flight at once
 //! with [`WireError::PeerUnavailable`] and the next request reconnects (after a short
 //! backoff if the connect failed). Server side ([`serve_peer`]): the calling task reads and

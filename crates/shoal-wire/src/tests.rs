@@ -829,8 +829,32 @@ async fn ready_answers_take_no_in_flight_permit() {
     }
 }
 
+/// Polls `fut` once, which must not be ready.
+async fn poll_once<F: Future>(fut: Pin<&mut F>) {
+    tokio::select! {
+        biased;
+        _ = fut => panic!("answered"),
+        () = std::future::ready(()) => {}
+    }
+}
+
+/// Waits (with a deadline) until `client` has `sent` requests in flight and `queued` more
+/// waiting for a place.
+async fn until_placed(client: &PeerClient, sent: usize, queued: usize) {
+    within(Duration::from_secs(10), async {
+        while (client.in_flight(), client.queued()) != (sent, queued) {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+/// Over the in-flight bound requests wait for a place, first come first served, and go out
+/// as places free, as a busy Redis makes its clients wait: none fails, and one task's
+/// requests reach the peer in the order they were first polled.
 #[tokio::test]
-async fn over_the_in_flight_bound_fails_fast_with_overloaded() {
+async fn over_the_in_flight_bound_requests_wait_and_go_in_order() {
+    const N: u64 = 200;
     let (handler, mut arrived, gate) = gated();
     let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
     let client = PeerClient::new(
@@ -841,25 +865,112 @@ async fn over_the_in_flight_bound_fails_fast_with_overloaded() {
             ..config()
         },
     );
+    let c = client.clone();
+    let all = tokio::spawn(async move {
+        let requests = (0..N).map(|i| c.request(i, Bytes::from(i.to_string())));
+        all_in_order(requests.collect()).await
+    });
+    let mut order = Vec::new();
+    for _ in 0..4 {
+        order.push(
+            within(Duration::from_secs(10), arrived.recv())
+                .await
+                .unwrap(),
+        );
+    }
+    until_placed(&client, 4, N as usize - 4).await;
+    assert!(arrived.try_recv().is_err(), "sent past the bound");
+    gate.add_permits(N as usize);
+    let results = within(Duration::from_secs(10), all).await.unwrap();
+    for (i, r) in results.into_iter().enumerate() {
+        let r = r.unwrap_or_else(|e| panic!("request {i}: {e}"));
+        assert_eq!(r.body, Bytes::from(i.to_string()), "answer to request {i}");
+    }
+    while let Ok(epoch) = arrived.try_recv() {
+        order.push(epoch);
+    }
+    assert_eq!(order, (0..N).collect::<Vec<_>>(), "handled out of order");
+    assert_eq!((client.in_flight(), client.queued()), (0, 0));
+}
+
+/// Past the queue's own bound a request fails at once with `Overloaded`, unsent; the
+/// requests in flight and queued are not disturbed.
+#[tokio::test]
+async fn over_the_queue_bound_fails_fast_with_overloaded() {
+    let (handler, mut arrived, gate) = gated();
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_in_flight: 2,
+            max_queued: 3,
+            ..config()
+        },
+    );
     let mut waiting = JoinSet::new();
-    for i in 0..4u64 {
+    for i in 0..5u64 {
         let client = client.clone();
         waiting.spawn(async move { client.request(i, Bytes::from(vec![i as u8])).await });
     }
-    arrivals(&mut arrived, 4).await;
-    assert_eq!(client.in_flight(), 4);
-    let started = Instant::now();
+    arrivals(&mut arrived, 2).await;
+    until_placed(&client, 2, 3).await;
+    // Nothing has been answered (the gate is shut), so this did not wait for a place.
     assert_eq!(
         client.request(9, Bytes::from_static(b"one too many")).await,
         Err(WireError::Overloaded)
     );
-    assert!(started.elapsed() < Duration::from_millis(100));
     gate.add_permits(1000);
     while let Some(done) = waiting.join_next().await {
         done.unwrap().unwrap();
     }
-    assert_eq!(client.in_flight(), 0);
+    assert_eq!(arrived.recv().await, Some(2));
+    assert!(
+        !std::iter::from_fn(|| arrived.try_recv().ok()).any(|e| e == 9),
+        "the refused request was sent"
+    );
+    assert_eq!((client.in_flight(), client.queued()), (0, 0));
     client.request(5, Bytes::new()).await.unwrap();
+}
+
+/// A request that times out while it waits for a place was never sent: it fails with
+/// `Overloaded` (not `Timeout`, which may have run), holds no place, and the queue skips it.
+#[tokio::test]
+async fn a_request_that_times_out_while_queued_was_never_sent() {
+    let (handler, mut arrived, gate) = gated();
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_in_flight: 1,
+            request_timeout: Duration::from_millis(200),
+            ..config()
+        },
+    );
+    // Polled once (sent), then neither polled nor dropped: it holds the only place.
+    let mut first = Box::pin(client.request(0, Bytes::new()));
+    poll_once(first.as_mut()).await;
+    arrivals(&mut arrived, 1).await;
+    // Dropped by its caller while queued.
+    let mut dropped = Box::pin(client.request(1, Bytes::new()));
+    poll_once(dropped.as_mut()).await;
+    assert_eq!((client.in_flight(), client.queued()), (1, 1));
+    drop(dropped);
+    // Times out while queued.
+    assert_eq!(
+        client.request(2, Bytes::new()).await,
+        Err(WireError::Overloaded)
+    );
+    assert_eq!(client.in_flight(), 1);
+    drop(first);
+    assert_eq!((client.in_flight(), client.queued()), (0, 0));
+    gate.add_permits(1000);
+    let r = client.request(3, Bytes::from_static(b"ok")).await.unwrap();
+    assert_eq!(r.body, Bytes::from_static(b"ok"));
+    // The withdrawn requests never reached the peer.
+    assert_eq!(arrived.recv().await, Some(3));
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
