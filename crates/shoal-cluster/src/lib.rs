@@ -1042,13 +1042,17 @@ impl Cluster {
         ));
         line(format!("shoal_sent_on_leaving:{}", get(&s.sent_on_leaving)));
         let mut peers = String::new();
+        let mut queued = String::new();
         for (i, n) in v.nodes.iter().enumerate() {
             if let Some(p) = v.peer(i as u16) {
                 let _ = write!(peers, "{}={},", n.name, p.client.in_flight());
+                let _ = write!(queued, "{}={},", n.name, p.client.queued());
             }
         }
         peers.pop();
+        queued.pop();
         line(format!("shoal_peer_in_flight:{peers}"));
+        line(format!("shoal_peer_queued:{queued}"));
     }
 }
 

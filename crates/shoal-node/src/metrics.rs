@@ -497,13 +497,14 @@ impl Collector for NodeMetrics {
             get(&c.repl_deltas_refetched),
         )?;
         let view = cluster.view();
-        let peers: Vec<(String, u64, u64)> = view
+        let peers: Vec<(String, u64, u64, u64)> = view
             .live_peers()
             .map(|(n, p)| {
                 (
                     n.name.clone(),
                     p.repl_queued_bytes() as u64,
                     p.client.in_flight() as u64,
+                    p.client.queued() as u64,
                 )
             })
             .collect();
@@ -513,7 +514,7 @@ impl Collector for NodeMetrics {
             "Bytes waiting in the replication queue to each peer.",
             MetricType::Gauge,
             "peer",
-            peers.iter().map(|(n, q, _)| (n.as_str(), *q)),
+            peers.iter().map(|(n, q, _, _)| (n.as_str(), *q)),
         )?;
         family(
             &mut e,
@@ -521,7 +522,15 @@ impl Collector for NodeMetrics {
             "Requests to each peer awaiting their answer.",
             MetricType::Gauge,
             "peer",
-            peers.iter().map(|(n, _, f)| (n.as_str(), *f)),
+            peers.iter().map(|(n, _, f, _)| (n.as_str(), *f)),
+        )?;
+        family(
+            &mut e,
+            "shoal_peer_requests_queued",
+            "Requests to each peer waiting for a place on its links (all places in flight).",
+            MetricType::Gauge,
+            "peer",
+            peers.iter().map(|(n, _, _, w)| (n.as_str(), *w)),
         )?;
         {
             let mut m = e.encode_descriptor(

@@ -323,8 +323,12 @@ impl Shared {
     }
 
     /// Sends queued requests, oldest first, while places are free, under the lock (so a
-    /// request going straight after this cannot overtake one sent here). Returns the
-    /// replies of those that could not be sent, with why, to be answered after the lock.
+    /// request going straight after this cannot overtake one sent here). A request the
+    /// connection cannot take now (its outbox full of expired requests' frames, or gone
+    /// before the owner heard; the owner's channel full during a slow connect) goes back to
+    /// the front with its place given back: it waits, as it would for a place, and the next
+    /// release or `Owner::lose_connection` tries again. Returns the replies of those that
+    /// cannot be sent at all (the owner is gone), with why, to be answered after the lock.
     fn send_queued(&self, state: &mut State) -> Vec<(Reply, WireError)> {
         let mut failed = Vec::new();
         while let Some(cmd) = state.backlog.front() {
@@ -340,41 +344,56 @@ impl Shared {
                 unreachable!("looked at just above")
             };
             // The place is the request's now: its `Waiting` gives it back.
-            match state.writer.clone() {
+            let back = match state.writer.clone() {
                 Some(writer) => {
-                    let id = cmd.id;
-                    state.pending.insert(id, cmd.reply);
-                    let frame = Frame::Request {
+                    let Cmd {
                         id,
-                        epoch: cmd.epoch,
-                        body: cmd.body,
-                    };
-                    let error = match writer.try_push(frame) {
-                        Ok(()) => continue,
-                        Err(PushError::Full) => WireError::Overloaded,
-                        Err(PushError::Closed) => {
-                            WireError::PeerUnavailable(Unavailable::ConnectionLost)
+                        epoch,
+                        body,
+                        reply,
+                    } = cmd;
+                    // Entered after the push: the reader looks it up under this lock.
+                    match writer.offer(Frame::Request { id, epoch, body }) {
+                        Ok(()) => {
+                            state.pending.insert(id, reply);
+                            None
                         }
-                    };
-                    if let Some(reply) = state.pending.remove(&id) {
-                        failed.push((reply, error));
-                    }
-                }
-                None => {
-                    let sent = match self.cmd_tx.upgrade() {
-                        Some(tx) => tx.try_send(cmd).map_err(|e| match e {
-                            mpsc::error::TrySendError::Full(cmd) => (cmd, WireError::Overloaded),
-                            mpsc::error::TrySendError::Closed(cmd) => {
-                                (cmd, WireError::PeerUnavailable(Unavailable::Shutdown))
-                            }
+                        Err((_, Frame::Request { id, epoch, body })) => Some(Cmd {
+                            id,
+                            epoch,
+                            body,
+                            reply,
                         }),
-                        None => Err((cmd, WireError::PeerUnavailable(Unavailable::Shutdown))),
-                    };
-                    if let Err((cmd, error)) = sent {
-                        failed.push((cmd.reply, error));
+                        Err((_, other)) => unreachable!("offered a request, got {other:?} back"),
                     }
                 }
+                None => match self.cmd_tx.upgrade() {
+                    Some(tx) => match tx.try_send(cmd) {
+                        Ok(()) => None,
+                        Err(mpsc::error::TrySendError::Full(cmd)) => Some(cmd),
+                        Err(mpsc::error::TrySendError::Closed(cmd)) => {
+                            failed.push((
+                                cmd.reply,
+                                WireError::PeerUnavailable(Unavailable::Shutdown),
+                            ));
+                            None
+                        }
+                    },
+                    None => {
+                        failed.push((cmd.reply, WireError::PeerUnavailable(Unavailable::Shutdown)));
+                        None
+                    }
+                },
+            };
+            if let Some(cmd) = back {
+                state.backlog.push_front(cmd);
+                self.permits.out.fetch_sub(1, Ordering::SeqCst);
+                break;
             }
+        }
+        if state.backlog.is_empty() && state.backlog.capacity() > 1024 {
+            // A burst's queue is not kept for ever (it held up to `max_queued` entries).
+            state.backlog = std::collections::VecDeque::new();
         }
         self.queued.store(state.backlog.len(), Ordering::SeqCst);
         failed
@@ -430,7 +449,8 @@ impl PeerClient {
         self.seen.responses.load(Ordering::Relaxed)
     }
 
-    /// Requests in flight right now on every link: queued or awaiting a response. A request
+    /// Requests in flight right now on every link: sent (or waiting for the connect) and
+    /// awaiting a response; those waiting for a place are [`PeerClient::queued`]. A request
     /// that timed out or was dropped no longer counts.
     pub fn in_flight(&self) -> usize {
         self.links
@@ -823,6 +843,7 @@ impl Owner {
             unreachable!("connected just above")
         };
         let mut overloaded = Vec::new();
+        let unsent;
         {
             let mut state = self.shared.state();
             // Published and drained in one critical section: requests queue only while no
@@ -852,10 +873,14 @@ impl Owner {
                 }
                 next = self.cmd_rx.try_recv().ok();
             }
+            // Requests that found the channel full wait in the backlog; places freed by
+            // commands whose callers went are theirs now.
+            unsent = self.shared.send_queued(&mut state);
         }
         for reply in overloaded {
             let _ = reply.send(Err(WireError::Overloaded));
         }
+        fail(unsent);
     }
 
     async fn connect(&mut self) -> Result<Conn, WireError> {
@@ -931,11 +956,15 @@ impl Owner {
     /// section, so no request can be entered for the connection after the sweep; then drops
     /// the connection.
     fn lose_connection(&mut self, err: WireError) {
-        let mut failed: Vec<(u64, Reply)> = {
+        let (mut failed, unsent): (Vec<(u64, Reply)>, _) = {
             let mut state = self.shared.state();
             state.writer = None;
-            state.pending.drain().collect()
+            let failed = state.pending.drain().collect();
+            // Requests that found the closed outbox wait in the backlog: with a place free
+            // they go to the channel now, and this owner connects again for them.
+            (failed, self.shared.send_queued(&mut state))
         };
+        fail(unsent);
         self.conn = None;
         // In request order: callers woken in that order retry elsewhere in that order, so
         // a pipeline's writes that fail over keep their order.

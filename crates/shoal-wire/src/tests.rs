@@ -1107,6 +1107,52 @@ async fn server_loss_fails_everything_in_flight_at_once_then_reconnects() {
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
 }
 
+/// Requests waiting for a place when the connection is lost were never sent: they wait on
+/// and go out, in order, on the next connection, while those in flight fail.
+#[tokio::test]
+async fn queued_requests_outlive_a_lost_connection_and_go_out_on_the_next() {
+    let (handler, mut arrived, gate) = gated();
+    let server = TestServer::start(good_auth("b"), handler, ServerConfig::default()).await;
+    let client = PeerClient::new(
+        server.addr,
+        good_auth("a"),
+        PeerConfig {
+            max_in_flight: 2,
+            ..config()
+        },
+    );
+    let c = client.clone();
+    let all = tokio::spawn(async move {
+        let requests = (0..5u64).map(|i| c.request(i, Bytes::from(i.to_string())));
+        all_in_order(requests.collect()).await
+    });
+    arrivals(&mut arrived, 2).await;
+    until_placed(&client, 2, 3).await;
+    server.kill_connections();
+    // The gate stays shut until the next connection carries the queued requests, so
+    // nothing is answered on the first.
+    let mut later = Vec::new();
+    for _ in 0..2 {
+        later.push(
+            within(Duration::from_secs(10), arrived.recv())
+                .await
+                .unwrap(),
+        );
+    }
+    gate.add_permits(1000);
+    let results = within(Duration::from_secs(10), all).await.unwrap();
+    let lost = Err(WireError::PeerUnavailable(Unavailable::ConnectionLost));
+    assert_eq!(results[..2], [lost.clone(), lost]);
+    for (i, r) in results.into_iter().enumerate().skip(2) {
+        let r = r.unwrap_or_else(|e| panic!("request {i}: {e}"));
+        assert_eq!(r.body, Bytes::from(i.to_string()), "answer to request {i}");
+    }
+    later.extend(std::iter::from_fn(|| arrived.try_recv().ok()));
+    assert_eq!(later, [2, 3, 4], "sent on the next connection, in order");
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!((client.in_flight(), client.queued()), (0, 0));
+}
+
 /// Answers at once like `Echo`, except epoch 0, which it reports and never answers: a
 /// request that stays in flight until its connection goes.
 struct HangsOnZero {

@@ -89,7 +89,7 @@ impl Outbox {
     }
 
     /// Queues `frame`, or hands it back with the reason it was not queued.
-    fn offer(&self, frame: Frame) -> Result<(), (PushError, Frame)> {
+    pub(crate) fn offer(&self, frame: Frame) -> Result<(), (PushError, Frame)> {
         let mut state = self.state();
         if state.closed {
             return Err((PushError::Closed, frame));
