@@ -1507,6 +1507,110 @@ fn sort_reads_and_stores_only_in_its_keys_slot() {
     );
 }
 
+/// A geospatial index is a sorted set like the others in a cluster: GEOADD reaches the
+/// replica as a delta, GEORADIUS without STORE (a read) sends nothing, with STORE it sends
+/// the stored key, and after the owner's crash the other nodes answer every search as before.
+#[test]
+fn geo_indexes_replicate_and_fail_over() {
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let tag = (0..)
+        .map(|i| format!("{{g{i}}}"))
+        .find(|t| cluster.owner_index(&format!("{t}places")) == 0)
+        .unwrap();
+    let (places, near) = (format!("{tag}places"), format!("{tag}near"));
+    let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    let mut add = redis::cmd("GEOADD");
+    add.arg(&places);
+    for i in 0..300 {
+        add.arg(2.0 + f64::from(i % 20) * 0.01)
+            .arg(48.0 + f64::from(i / 20) * 0.01)
+            .arg(format!("p{i}"));
+    }
+    let n: i64 = add.query(&mut clients[1]).unwrap();
+    assert_eq!(n, 300);
+    let counter = |c: &mut redis::Connection, f: &str| -> u64 { info_field(c, f).parse().unwrap() };
+    let deltas_before = counter(&mut clients[0], "shoal_repl_deltas");
+    for i in 0..20 {
+        let n: i64 = redis::cmd("GEOADD")
+            .arg(&places)
+            .arg(2.5)
+            .arg(48.5 + f64::from(i) * 0.001)
+            .arg(format!("q{i}"))
+            .query(&mut clients[1 + i as usize % 2])
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    let deltas = counter(&mut clients[0], "shoal_repl_deltas") - deltas_before;
+    assert!(deltas >= 20, "only {deltas} of 20 GEOADDs went as deltas");
+    let search = |c: &mut redis::Connection| -> Vec<(String, String)> {
+        redis::cmd("GEOSEARCH")
+            .arg(&places)
+            .arg("FROMLONLAT")
+            .arg(2.1)
+            .arg(48.1)
+            .arg("BYRADIUS")
+            .arg(5)
+            .arg("km")
+            .arg("ASC")
+            .arg("WITHDIST")
+            .query(c)
+            .unwrap()
+    };
+    let want = search(&mut clients[2]);
+    assert!(want.len() > 50, "{} found", want.len());
+    let queued_before = counter(&mut clients[0], "shoal_repl_queued");
+    let found: Vec<String> = redis::cmd("GEORADIUS")
+        .arg(&places)
+        .arg(2.1)
+        .arg(48.1)
+        .arg(5)
+        .arg("km")
+        .query(&mut clients[1])
+        .unwrap();
+    assert_eq!(found.len(), want.len());
+    assert_eq!(
+        counter(&mut clients[0], "shoal_repl_queued"),
+        queued_before,
+        "a GEORADIUS without STORE replicated something"
+    );
+    let stored: i64 = redis::cmd("GEORADIUS")
+        .arg(&places)
+        .arg(2.1)
+        .arg(48.1)
+        .arg(5)
+        .arg("km")
+        .arg("STORE")
+        .arg(&near)
+        .query(&mut clients[2])
+        .unwrap();
+    assert_eq!(stored as usize, want.len());
+    assert_eq!(
+        holders(&mut clients, &near),
+        2,
+        "the stored key is replicated"
+    );
+    drop(clients);
+    cluster.crash(0);
+    for m in cluster.live() {
+        let mut c = m.client();
+        assert_eq!(search(&mut c), want, "GEOSEARCH via {}", m.name);
+        let n: i64 = redis::cmd("ZCARD").arg(&near).query(&mut c).unwrap();
+        assert_eq!(
+            n as usize,
+            want.len(),
+            "ZCARD of the stored key via {}",
+            m.name
+        );
+        let pos: Vec<Option<(f64, f64)>> = redis::cmd("GEOPOS")
+            .arg(&places)
+            .arg("q19")
+            .query(&mut c)
+            .unwrap();
+        let (lon, lat) = pos[0].expect("q19 has a position");
+        assert!((lon - 2.5).abs() < 1e-5 && (lat - 48.519).abs() < 1e-5);
+    }
+}
+
 /// A write of one field of a large collection goes to the replica as its command (a delta),
 /// not as the whole collection; the replica runs it on the same version and ends with the
 /// owner's value (read back after the owner's crash). A delta made on a version the replica

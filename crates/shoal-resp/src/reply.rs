@@ -76,6 +76,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// RESP3 double; a bulk string of the same text in RESP2.
     Double(f64),
+    /// A RESP3 double written as this text (a decimal number, as Redis's "human" long
+    /// double format gives it: GEOPOS); a bulk string of the same text in RESP2.
+    DoubleText(Bytes),
     /// RESP3 boolean; `:1` / `:0` in RESP2.
     Bool(bool),
     /// RESP3 verbatim string of format `txt`; a plain bulk string in RESP2.
@@ -171,6 +174,13 @@ impl Reply {
                     encode_bulk(out, text.as_bytes());
                 }
             }
+            Reply::DoubleText(text) if resp3 => {
+                out.reserve(text.len() + 3);
+                out.put_u8(b',');
+                out.put_slice(text);
+                out.put_slice(b"\r\n");
+            }
+            Reply::DoubleText(text) => encode_bulk(out, text),
             Reply::Bool(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
             Reply::Bool(b) => out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
             Reply::Verbatim(data) if resp3 => {
@@ -611,7 +621,9 @@ mod tests {
             Reply::Simple(s) => F2::SimpleString(sanitized(s).into_bytes()),
             Reply::Error(s) => F2::Error(sanitized(s)),
             Reply::Int(n) => F2::Integer(*n),
-            Reply::Bulk(b) | Reply::Verbatim(b) => F2::BulkString(b.to_vec()),
+            Reply::Bulk(b) | Reply::Verbatim(b) | Reply::DoubleText(b) => {
+                F2::BulkString(b.to_vec())
+            }
             Reply::Nil | Reply::NilArray => F2::Null,
             Reply::Array(v) | Reply::Set(v) | Reply::Push(v) => {
                 F2::Array(v.iter().map(expected2).collect())
@@ -675,6 +687,10 @@ mod tests {
                 data: *d,
                 attributes: None,
             },
+            Reply::DoubleText(t) => F3::Double {
+                data: std::str::from_utf8(t).unwrap().parse().unwrap(),
+                attributes: None,
+            },
             Reply::Bool(b) => F3::Boolean {
                 data: *b,
                 attributes: None,
@@ -694,6 +710,7 @@ mod tests {
             Just(Reply::Nil),
             Just(Reply::NilArray),
             finite.prop_map(Reply::Double),
+            (-180.0f64..180.0).prop_map(|d| Reply::DoubleText(Bytes::from(format!("{d:.17}")))),
             any::<bool>().prop_map(Reply::Bool),
             prop::collection::vec(any::<u8>(), 0..24).prop_map(|v| Reply::Verbatim(Bytes::from(v))),
         ]

@@ -79,6 +79,8 @@ pub fn run_here(
         // A deterministic write that changed nothing (SADD of a member already there, HSET
         // of the same value) has nothing to send: its replicas hold the same state.
         None if may_delta && writes.count == 0 => return (reply, Vec::new()),
+        // SORT or GEORADIUS without STORE: a read, whose key's state the replicas hold.
+        None if cmd::db::writes_nothing(spec, args) => return (reply, Vec::new()),
         None if spec.flags & flag::WRITE != 0 => {
             let keys = cmd::db::stored_keys(spec, args, db);
             let delta = (may_delta && keys.len() == 1)

@@ -69,6 +69,10 @@ pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
                 .map(|w| stored_key(db, &w[1]));
             keys.extend(dst);
         }
+        // GEORADIUS[BYMEMBER] ... STORE / STOREDIST destination (the last one counts).
+        "georadius" | "georadiusbymember" => {
+            keys.extend(super::geo::store_key(args).map(|k| stored_key(db, k)));
+        }
         "copy" if args.len() > 4 => {
             // The last DB option counts, as COPY reads them.
             let mut to = None;
@@ -88,6 +92,17 @@ pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
         _ => {}
     }
     keys
+}
+
+/// True for a request of a write command that writes nothing this time: SORT, GEORADIUS
+/// and GEORADIUSBYMEMBER without STORE (Redis's read forms of them); the cluster then has
+/// no key state to replicate.
+pub fn writes_nothing(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    match spec.name {
+        "sort" => !args.iter().skip(2).any(|a| super::is(a, "STORE")),
+        "georadius" | "georadiusbymember" => super::geo::store_key(args).is_none(),
+        _ => false,
+    }
 }
 
 /// The arguments of `spec` with every key argument stored for database `db` (`db > 0`).

@@ -122,6 +122,16 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("blmpop", "timeout numkeys key [key ...] LEFT | RIGHT [COUNT count]"),
     ("rpoplpush", "source destination"),
     ("zadd", "key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]"),
+    ("geoadd", "key [NX | XX] [CH] longitude latitude member [longitude latitude member ...]"),
+    ("geodist", "key member1 member2 [M | KM | FT | MI]"),
+    ("geohash", "key [member [member ...]]"),
+    ("geopos", "key [member [member ...]]"),
+    ("georadius", "key longitude latitude radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]"),
+    ("georadius_ro", "key longitude latitude radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]"),
+    ("georadiusbymember", "key member radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]"),
+    ("georadiusbymember_ro", "key member radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]"),
+    ("geosearch", "key <FROMMEMBER member | FROMLONLAT longitude latitude> <BYRADIUS radius <M | KM | FT | MI> | BYBOX width height <M | KM | FT | MI>> [ASC | DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]"),
+    ("geosearchstore", "destination source <FROMMEMBER member | FROMLONLAT longitude latitude> <BYRADIUS radius <M | KM | FT | MI> | BYBOX width height <M | KM | FT | MI>> [ASC | DESC] [COUNT count [ANY]] [STOREDIST]"),
     ("zincrby", "key increment member"),
     ("zscore", "key member"),
     ("zmscore", "key member [member ...]"),
@@ -360,11 +370,13 @@ fn is_token(word: &str) -> bool {
         && word.chars().all(|c| c.is_ascii_uppercase() || c == '-')
 }
 
-/// Splits a syntax line into `[`, `]`, `|`, `...` and words.
+/// Splits a syntax line into `[`, `]`, `<`, `>`, `|`, `...` and words.
 fn lex(line: &str) -> Vec<String> {
     let spaced = line
         .replace('[', " [ ")
         .replace(']', " ] ")
+        .replace('<', " < ")
+        .replace('>', " > ")
         .replace('|', " | ");
     spaced.split_whitespace().map(str::to_string).collect()
 }
@@ -409,7 +421,20 @@ fn parse_seq(t: &[String], pos: &mut usize) -> Vec<Arg> {
     let mut seq: Vec<Arg> = Vec::new();
     while let Some(tok) = t.get(*pos) {
         match tok.as_str() {
-            "]" | "|" => break,
+            "]" | "|" | ">" => break,
+            // `<a | b>`: a required group, as the manual writes one inside a line.
+            "<" => {
+                *pos += 1;
+                let alts = parse_alts(t, pos);
+                if t.get(*pos).map(String::as_str) == Some(">") {
+                    *pos += 1;
+                }
+                seq.push(if alts.len() == 1 {
+                    single(alts.into_iter().next().unwrap_or_default())
+                } else {
+                    oneof(alts)
+                });
+            }
             "[" => {
                 *pos += 1;
                 let alts = parse_alts(t, pos);
@@ -444,7 +469,8 @@ fn parse_seq(t: &[String], pos: &mut usize) -> Vec<Arg> {
                 // A token followed by a value word is one argument; alone it is a pure-token.
                 match t.get(*pos) {
                     Some(next)
-                        if !is_token(next) && !matches!(next.as_str(), "[" | "]" | "|" | "...") =>
+                        if !is_token(next)
+                            && !matches!(next.as_str(), "[" | "]" | "<" | ">" | "|" | "...") =>
                     {
                         *pos += 1;
                         let mut arg = Arg::plain(next);

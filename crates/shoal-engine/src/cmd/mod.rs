@@ -12,6 +12,7 @@ mod cluster;
 mod conn;
 pub mod db;
 mod docs;
+mod geo;
 mod hash;
 mod hll;
 mod keys;
@@ -195,6 +196,7 @@ pub fn acl_categories(c: &CommandSpec) -> Vec<&'static str> {
             "set" => &["set"],
             "sorted_set" => &["sortedset"],
             "hyperloglog" => &["hyperloglog"],
+            "geo" => &["geo"],
             "pubsub" => &["pubsub"],
             "connection" => &["connection"],
             "transactions" => &["transaction"],
@@ -591,6 +593,17 @@ pub static TABLE: &[CommandSpec] = &[
     movable(cmd!("zinterstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted_set", "2.0.0", "Stores the intersect of multiple sorted sets in a key.", zcombine::zinterstore), 2),
     movable(cmd!("zdiffstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted_set", "6.2.0", "Stores the difference of multiple sorted sets in a key.", zcombine::zdiffstore), 2),
     movable(cmd!("zintercard", -3, READONLY, (0, 0, 0), "sorted_set", "7.0.0", "Returns the number of members of the intersect of multiple sorted sets.", zcombine::zintercard), 1),
+    // geospatial indexes (sorted sets of geohashes)
+    cmd!("geoadd", -5, WRITE | DENYOOM | DELTA, (1, 1, 1), "geo", "3.2.0", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.", geo::geoadd),
+    cmd!("geodist", -4, READONLY, (1, 1, 1), "geo", "3.2.0", "Returns the distance between two members of a geospatial index.", geo::geodist),
+    cmd!("geohash", -2, READONLY, (1, 1, 1), "geo", "3.2.0", "Returns members from a geospatial index as geohash strings.", geo::geohash),
+    cmd!("geopos", -2, READONLY, (1, 1, 1), "geo", "3.2.0", "Returns the longitude and latitude of members from a geospatial index.", geo::geopos),
+    cmd!("georadius", -6, WRITE | DENYOOM, (1, 1, 1), "geo", "3.2.0", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.", geo::georadius),
+    cmd!("georadius_ro", -6, READONLY, (1, 1, 1), "geo", "3.2.10", "Returns members from a geospatial index that are within a distance from a coordinate.", geo::georadius_ro),
+    cmd!("georadiusbymember", -5, WRITE | DENYOOM, (1, 1, 1), "geo", "3.2.0", "Queries a geospatial index for members within a distance from a member, optionally stores the result.", geo::georadiusbymember),
+    cmd!("georadiusbymember_ro", -5, READONLY, (1, 1, 1), "geo", "3.2.10", "Returns members from a geospatial index that are within a distance from a member.", geo::georadiusbymember_ro),
+    cmd!("geosearch", -7, READONLY, (1, 1, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle.", geo::geosearch),
+    cmd!("geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geo::geosearchstore),
     // HyperLogLog
     cmd!("pfadd", -2, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
     cmd!("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),

@@ -457,7 +457,12 @@ fn command_info(c: &CommandSpec) -> Reply {
         .map(|(_, n)| Reply::Simple((*n).into()))
         .collect();
     // SORT's STORE key is found by reading its options (Redis's `sortGetKeys`).
-    if c.numkeys > 0 || matches!(c.name, "sort" | "sort_ro") {
+    if c.numkeys > 0
+        || matches!(
+            c.name,
+            "sort" | "sort_ro" | "georadius" | "georadiusbymember"
+        )
+    {
         flags.push(Reply::Simple("movablekeys".into()));
     }
     let mut key_specs = if c.first_key > 0 {
@@ -680,6 +685,9 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let mut keys = spec.keys(cmd_args);
             if spec.name == "sort" {
                 keys.extend(sort_store_key(cmd_args).cloned());
+            }
+            if matches!(spec.name, "georadius" | "georadiusbymember") {
+                keys.extend(super::geo::store_key(cmd_args).cloned());
             }
             if keys.is_empty() {
                 return err("ERR Invalid arguments specified for command");
