@@ -367,38 +367,35 @@ pub(crate) mod hash {
         south_west: Hash,
     }
 
-    /// Moves a box along the longitude (odd bits) by `d` (-1 or 1), wrapping.
-    fn move_x(h: Hash, d: i8) -> Hash {
-        let x = h.bits & 0xaaaa_aaaa_aaaa_aaaa;
-        let y = h.bits & 0x5555_5555_5555_5555;
-        let zz = 0x5555_5555_5555_5555u64 >> (64 - u32::from(h.step) * 2);
-        let x = if d > 0 {
-            x.wrapping_add(zz + 1)
+    const ODD: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+
+    /// Moves a box by `d` (-1 or 1), wrapping, along the coordinate whose bits `axis`
+    /// selects: the longitude's (odd bits, Redis's `geohash_move_x`) or the latitude's
+    /// (even bits, `geohash_move_y`).
+    fn shift(h: Hash, d: i8, axis: u64) -> Hash {
+        let width = 64 - u32::from(h.step) * 2;
+        let mine = h.bits & axis;
+        let other = h.bits & !axis;
+        // Ones in the other coordinate's places, so a carry or borrow runs through them.
+        let zz = !axis >> width;
+        let moved = if d > 0 {
+            mine.wrapping_add(zz + 1)
         } else {
-            (x | zz).wrapping_sub(zz + 1)
+            (mine | zz).wrapping_sub(zz + 1)
         };
-        let x = x & (0xaaaa_aaaa_aaaa_aaaau64 >> (64 - u32::from(h.step) * 2));
         Hash {
-            bits: x | y,
+            bits: (moved & (axis >> width)) | other,
             step: h.step,
         }
     }
 
-    /// Moves a box along the latitude (even bits) by `d` (-1 or 1), wrapping.
+    fn move_x(h: Hash, d: i8) -> Hash {
+        shift(h, d, ODD)
+    }
+
     fn move_y(h: Hash, d: i8) -> Hash {
-        let x = h.bits & 0xaaaa_aaaa_aaaa_aaaa;
-        let y = h.bits & 0x5555_5555_5555_5555;
-        let zz = 0xaaaa_aaaa_aaaa_aaaau64 >> (64 - u32::from(h.step) * 2);
-        let y = if d > 0 {
-            y.wrapping_add(zz + 1)
-        } else {
-            (y | zz).wrapping_sub(zz + 1)
-        };
-        let y = y & (0x5555_5555_5555_5555u64 >> (64 - u32::from(h.step) * 2));
-        Hash {
-            bits: x | y,
-            step: h.step,
-        }
+        shift(h, d, EVEN)
     }
 
     fn neighbors(h: Hash) -> Neighbors {
@@ -488,27 +485,28 @@ fn position_reply(score: f64) -> Reply {
     Reply::Array(vec![human(lon), human(lat)])
 }
 
-/// GEOADD key [NX | XX] [CH] longitude latitude member [...].
+/// GEOADD key [NX | XX] [CH] longitude latitude member [...]: as in Redis, the positions
+/// are turned into scores and the command runs as ZADD (with the same key and options).
 pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let (mut nx, mut xx, mut ch) = (false, false, false);
     let mut i = 2;
+    let (mut nx, mut xx) = (false, false);
     while i < args.len() {
         if is(&args[i], "NX") {
             nx = true;
         } else if is(&args[i], "XX") {
             xx = true;
-        } else if is(&args[i], "CH") {
-            ch = true;
-        } else {
+        } else if !is(&args[i], "CH") {
             break;
         }
         i += 1;
     }
     let triples = &args[i..];
-    if triples.is_empty() || !triples.len().is_multiple_of(3) || (nx && xx) {
+    if !triples.len().is_multiple_of(3) || (nx && xx) {
         return err(ERR_SYNTAX);
     }
-    let mut points = Vec::with_capacity(triples.len() / 3);
+    let mut zadd: Vec<Bytes> = Vec::with_capacity(i + triples.len() / 3 * 2);
+    zadd.push(Bytes::from_static(b"ZADD"));
+    zadd.extend(args[1..i].iter().cloned());
     for t in triples.chunks_exact(3) {
         let (lon, lat) = tri!(lon_lat(&t[0], &t[1]));
         let Some(score) = hash::score_of(lon, lat) else {
@@ -516,41 +514,10 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"
             ));
         };
-        points.push((score as f64, &t[2]));
+        zadd.push(Bytes::from(score.to_string()));
+        zadd.push(t[2].clone());
     }
-    let n = points.len();
-    let longest = points.iter().map(|(_, m)| m.len()).max().unwrap_or(0);
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(super::check_kind::<ZSet>(slot));
-        if xx && !slot.exists() {
-            return Reply::Int(0);
-        }
-        slot.edit_zset(
-            || ZSet::for_members(n, longest),
-            |z| {
-                z.prepare(n, longest);
-                let (mut added, mut updated) = (0i64, 0i64);
-                for &(score, member) in &points {
-                    match z.score(member) {
-                        Some(_) if nx => {}
-                        None if xx => {}
-                        Some(cur) => {
-                            if cur != score {
-                                z.insert(member, score);
-                                updated += 1;
-                            }
-                        }
-                        None => {
-                            z.insert(member, score);
-                            added += 1;
-                        }
-                    }
-                }
-                let reply = Reply::Int(if ch { added + updated } else { added });
-                (reply, added + updated > 0)
-            },
-        )
-    })
+    super::zset::zadd(ctx, &zadd)
 }
 
 /// Runs `f` on the sorted set at `key` (`None`: absent); WRONGTYPE for another type.
