@@ -9,10 +9,11 @@
 //! each in score order) are redis-server's. The pure part is [`hash`]; the commands follow.
 
 use bytes::Bytes;
-use shoal_resp::{Protocol, Reply};
+use shoal_resp::Reply;
 use shoal_store::{key_slot, Collection, ZSet};
 
-use super::{db, err, is, parse_f64, parse_i64, tri, Ctx, ReplyBudget, ERR_SYNTAX};
+use super::zset::with_zset;
+use super::{db, err, is, parse_f64, parse_i64, tri, Ctx, ERR_SYNTAX};
 
 /// The geohash arithmetic, as pure functions.
 pub(crate) mod hash {
@@ -518,15 +519,6 @@ pub fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         zadd.push(t[2].clone());
     }
     super::zset::zadd(ctx, &zadd)
-}
-
-/// Runs `f` on the sorted set at `key` (`None`: absent); WRONGTYPE for another type.
-fn with_zset(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    f: impl FnOnce(Option<&ZSet>, &mut ReplyBudget, Protocol) -> Reply,
-) -> Reply {
-    super::with_typed(ctx, key, f)
 }
 
 /// GEODIST key member1 member2 [M | KM | FT | MI].

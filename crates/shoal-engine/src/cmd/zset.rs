@@ -29,7 +29,7 @@ fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
 }
 
 /// Runs `f` on the sorted set at `key` (`None`: absent); WRONGTYPE for another type.
-fn with_zset(
+pub(super) fn with_zset(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     f: impl FnOnce(Option<&ZSet>, &mut ReplyBudget, Protocol) -> Reply,
