@@ -700,3 +700,22 @@ fn redis_py_pubsub() {
     let a = node.addr.to_string();
     shoal_tests::python_client("pubsub.py", &[&a, &a]);
 }
+
+/// LASTSAVE answers the node's start (Shoal keeps no snapshot), as a Redis that never saved
+/// answers its own start: in the past, no earlier than the uptime allows.
+#[test]
+fn lastsave_is_the_start_of_the_node() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let last: i64 = redis::cmd("LASTSAVE").query(&mut con).unwrap();
+    let uptime: i64 = info_field(&mut con, "uptime_in_seconds").parse().unwrap();
+    assert!(last <= now, "LASTSAVE {last} is after now {now}");
+    assert!(
+        last >= now - uptime - 2,
+        "LASTSAVE {last} is before the start ({now} - {uptime} s)"
+    );
+}

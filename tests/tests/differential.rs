@@ -3410,6 +3410,18 @@ const LONG_ARG: &str = "01234567890123456789012345678901234567890123456789012345
                         0123456789012345678901234567890123456789012345678901234567890123456789";
 
 const CONNECTION: &[Case] = &[
+    // Client-side caching is off; no module is loaded, none can be.
+    &[
+        &["CLIENT", "GETREDIR"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "GETREDIR", "x"],
+        &["MODULE", "LIST"],
+        &["MODULE", "LIST", "x"],
+        &["MODULE", "LOAD", "/nonexistent.so"],
+        &["MODULE", "UNLOAD", "foo"],
+        &["MODULE", "FOO"],
+        &["MODULE", "HELP"],
+    ],
     // transactions (WATCH aborts need a second client, covered in tests/clients.rs)
     &[
         &["EXEC"],

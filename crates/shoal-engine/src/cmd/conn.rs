@@ -176,6 +176,11 @@ const CLIENT_HELP: &[&str] = &[
     "    Suspend all, or just write, clients for <timeout> milliseconds.",
     "UNPAUSE",
     "    Stop the current client pause, resuming traffic.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled (always -1:",
+    "    Shoal does not track keys for client-side caching).",
+    "TRACKINGINFO",
+    "    Return information about current client's tracking status (always off).",
     "HELP",
     "    Print this help.",
 ];
@@ -357,6 +362,15 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             };
             Reply::ok()
         }
+        // Client-side caching (CLIENT TRACKING) is not offered: tracking is always off.
+        b"getredir" => arity(args.len() == 2, "getredir").unwrap_or(Reply::Int(-1)),
+        b"trackinginfo" => arity(args.len() == 2, "trackinginfo").unwrap_or_else(|| {
+            Reply::Map(vec![
+                (Reply::bulk("flags"), Reply::Set(vec![Reply::bulk("off")])),
+                (Reply::bulk("redirect"), Reply::Int(-1)),
+                (Reply::bulk("prefixes"), Reply::Array(Vec::new())),
+            ])
+        }),
         b"help" => help_reply(CLIENT_HELP),
         _ => unknown_subcommand("client", &args[1]),
     }

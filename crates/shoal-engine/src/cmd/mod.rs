@@ -468,7 +468,7 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
     cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
     cmd!("client", -2, LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
-        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "no-touch", "reply", "help"]),
+        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "no-touch", "reply", "getredir", "trackinginfo", "help"]),
     // strings
     cmd!("get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", "Returns the string value of a key.", string::get),
     cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", string::set),
@@ -658,6 +658,9 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::AllNodes(Gather::PubSub), ..cmd!("pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands.", pubsub::pubsub,
         &["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"]) },
     cmd!("lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", "Displays computer art and the Redis version.", server::lolwut),
+    cmd!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave),
+    CommandSpec { acl: &["admin", "dangerous"], ..cmd!("module", -2, 0, (0, 0, 0), "server", "4.0.0", "A container for module commands.", server::module,
+        &["list", "load", "loadex", "unload", "help"]) },
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
     CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     CommandSpec { acl: &["connection"], ..cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,

@@ -1248,6 +1248,50 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// LOLWUT [VERSION v] [...]: what Redis 7 answers without its art (which only its versions
 /// 5 and 6 draw): the version line.
+/// LASTSAVE: Shoal keeps no snapshot, so the last "save" is the start, as a Redis that
+/// never saved answers.
+pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    Reply::Int((now_ms() / 1000).saturating_sub(ctx.engine.uptime_secs()) as i64)
+}
+
+const MODULE_HELP: &[&str] = &[
+    "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LIST",
+    "    Return a list of loaded modules.",
+    "LOAD <path> [<arg> ...]",
+    "    Load a module library from <path>, passing to it any optional arguments.",
+    "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+    "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+    "UNLOAD <name>",
+    "    Unload a module.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// MODULE: no module is loaded, and none can be (Redis's answer with
+/// `enable-module-command no`, its default).
+pub fn module(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    match &sub[..] {
+        b"list" if args.len() == 2 => Reply::Array(Vec::new()),
+        b"help" if args.len() == 2 => help_reply(MODULE_HELP),
+        b"list" | b"help" => super::wrong_arity(&format!(
+            "module|{}",
+            String::from_utf8_lossy(&sub)
+        )),
+        b"load" | b"loadex" | b"unload" if args.len() >= 3 => err(
+            "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", \
+             you can run it from a local connection, otherwise you need to set this option in the \
+             configuration file, and then restart the server.",
+        ),
+        b"load" | b"loadex" | b"unload" => super::wrong_arity(&format!(
+            "module|{}",
+            String::from_utf8_lossy(&sub)
+        )),
+        _ => super::unknown_subcommand("module", &args[1]),
+    }
+}
+
 pub fn lolwut(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if args.len() >= 3 && is(&args[1], "VERSION") && super::parse_i64(&args[2]).is_none() {
         return err("ERR value is not an integer or out of range");
