@@ -719,3 +719,60 @@ fn lastsave_is_the_start_of_the_node() {
         "LASTSAVE {last} is before the start ({now} - {uptime} s)"
     );
 }
+
+/// redis-py's `Lock` and `register_script` (EVALSHA, and SCRIPT LOAD when it answers
+/// NOSCRIPT), RESP2 and RESP3.
+#[test]
+fn redis_py_locks_and_scripts_work() {
+    let node = TestNode::start();
+    shoal_tests::python_client("scripts.py", &[&node.addr.to_string()]);
+}
+
+/// A script runs whole, with no other client's command in between on either worker: four
+/// clients incrementing one counter by a read and a write each lose no increment.
+#[test]
+fn scripts_run_atomically() {
+    let node = TestNode::start();
+    const PER: usize = 300;
+    let script = "local v = tonumber(redis.call('GET', KEYS[1]) or '0') \
+                  redis.call('SET', KEYS[1], v + 1) return v + 1";
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let mut con = node.client();
+            std::thread::spawn(move || {
+                for _ in 0..PER {
+                    let _: i64 = redis::cmd("EVAL")
+                        .arg(script)
+                        .arg(1)
+                        .arg("counter")
+                        .query(&mut con)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut con = node.client();
+    let n: i64 = redis::cmd("GET").arg("counter").query(&mut con).unwrap();
+    assert_eq!(n as usize, 4 * PER);
+}
+
+/// A script that never ends is stopped with an error after the time limit, and the node
+/// serves everyone after it.
+#[test]
+fn a_script_that_never_ends_is_stopped() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let r: redis::RedisResult<i64> = redis::cmd("EVAL")
+        .arg("while true do end")
+        .arg(0)
+        .query(&mut con);
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("Script killed by timeout"), "{e}");
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+    let mut other = node.client();
+    let _: () = other.set("after", "1").unwrap();
+}

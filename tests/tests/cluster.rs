@@ -1835,3 +1835,37 @@ fn redis_py_pubsub_across_nodes() {
     let publisher = cluster.members[0].addr.to_string();
     shoal_tests::python_client("pubsub.py", &[&sub, &publisher]);
 }
+
+/// redis-py's `Lock` and `register_script` through one node of a 3-node cluster: scripts
+/// run at their keys' owner, SCRIPT LOAD and FLUSH reach every node, so an EVALSHA
+/// forwarded to another owner finds its script.
+#[test]
+fn redis_py_locks_and_scripts_work_through_a_cluster_node() {
+    let cluster = TestCluster::start(3, |_| {});
+    let owners: std::collections::HashSet<usize> = ["lock:2", "lock:3", "counter:2", "counter:3"]
+        .iter()
+        .map(|k| cluster.owner_index(k))
+        .collect();
+    assert!(
+        owners.iter().any(|&o| o != 0),
+        "some keys are owned by another node"
+    );
+    shoal_tests::python_client("scripts.py", &[&cluster.members[0].addr.to_string()]);
+    // A script's keys in two slots are refused, as Redis Cluster refuses them.
+    let mut c = cluster.members[0].client();
+    let r: redis::RedisResult<i64> = redis::cmd("EVAL")
+        .arg("return 1")
+        .arg(2)
+        .arg("{a}x")
+        .arg("{a}y")
+        .query(&mut c);
+    assert_eq!(r.unwrap(), 1);
+    let e = redis::cmd("EVAL")
+        .arg("return redis.call('GET', 'elsewhere')")
+        .arg(1)
+        .arg("{a}x")
+        .query::<Option<String>>(&mut c)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("non local key"), "{e}");
+}

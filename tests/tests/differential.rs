@@ -4842,6 +4842,89 @@ const GEO: &[Case] = &[
     ],
 ];
 
+/// Lua scripting: results, conversions, redis.call and pcall, errors with their place,
+/// the script cache. Keys share one hash tag, so the cluster run has one owner.
+const SCRIPTING: &[Case] = &[
+    &[
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "return {1, 2, {3, 'x'}, nil, 4}", "0"],
+        &["EVAL", "return 3.99", "0"],
+        &["EVAL", "return -3.99", "0"],
+        &["EVAL", "return true", "0"],
+        &["EVAL", "return false", "0"],
+        &["EVAL", "return nil", "0"],
+        &["EVAL", "return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], #KEYS, #ARGV}", "2", "{s}a", "{s}b", "x", "y"],
+        &["EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", "{s}k", "v"],
+        &["EVAL", "return redis.call('GET', KEYS[1])", "1", "{s}k"],
+        &["EVAL", "return redis.call('GET', KEYS[1])", "1", "{s}missing"],
+        &["EVAL", "return redis.call('GET', KEYS[1]) == false", "1", "{s}missing"],
+        &["EVAL", "return redis.call('INCRBY', KEYS[1], 5)", "1", "{s}n"],
+        &["EVAL", "return redis.call('INCRBYFLOAT', KEYS[1], 1.5)", "1", "{s}n"],
+        &["EVAL", "return redis.call('INCR', KEYS[1])", "1", "{s}k"],
+        &["EVAL", "return redis.pcall('INCR', KEYS[1])", "1", "{s}k"],
+        &["EVAL", "local r = redis.pcall('INCR', KEYS[1]); return r['err']", "1", "{s}k"],
+        &["EVAL", "return redis.call('HSET', KEYS[1], 'a', 1, 'b', 2)", "1", "{s}h"],
+        &["EVAL", "return redis.call('HGETALL', KEYS[1])", "1", "{s}h"],
+        &["EVAL", "redis.call('ZADD', KEYS[1], 1.5, 'm'); return redis.call('ZSCORE', KEYS[1], 'm')", "1", "{s}z"],
+        &["EVAL", "return redis.call('PING')", "0"],
+        &["EVAL", "return redis.call('TYPE', KEYS[1])", "1", "{s}h"],
+        &["EVAL", "return redis.status_reply('FINE')", "0"],
+        &["EVAL", "return redis.error_reply('MY err')", "0"],
+        &["EVAL", "return {err = 'x'}", "0"],
+        &["EVAL", "return {ok = 'y'}", "0"],
+        &["EVAL", "return redis.sha1hex('')", "0"],
+        &["EVAL", "return tonumber(ARGV[1]) + 1", "0", "41"],
+        &["EVAL", "return string.format('%d-%s', 7, 'x')", "0"],
+        &["EVAL", "return table.concat({'a', 'b'}, ',')", "0"],
+        &["EVAL", "return math.floor(7.9)", "0"],
+        &["EVAL", "error('boom')", "0"],
+        &["EVAL", "return x", "0"],
+        &["EVAL", "x = 1", "0"],
+        &["EVAL", "return redis.call('nosuch')", "0"],
+        &["EVAL", "return redis.call('EVAL', 'return 1', 0)", "0"],
+        &["EVAL", "return redis.call()", "0"],
+        &["EVAL", "return redis.call({})", "0"],
+        &["EVAL", "return +", "0"],
+        &["EVAL", "return 1", "-1"],
+        &["EVAL", "return 1", "3", "a"],
+        &["EVAL", "return 1", "x"],
+        &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "{s}k"],
+        &["EVAL_RO", "return redis.call('SET', KEYS[1], 'w')", "1", "{s}k"],
+        &["EVAL", "return redis.call('GET', KEYS[1])", "1", "{s}k"],
+    ],
+    &[
+        &["SCRIPT", "LOAD", "return 'loaded'"],
+        &["EVALSHA", "e3e6bf8e9e5fb5f3f7a0c36b1b3fb4bdbd2e9e44", "0"],
+        &["SCRIPT", "EXISTS", "0a7f1b5ff2d4c7e0c6a2c7e2c0e3a2b1d4f6e7a8"],
+        &["SCRIPT", "LOAD", "return +"],
+        &["EVAL", "return 'cached'", "0"],
+        &["SCRIPT", "FLUSH"],
+        &["SCRIPT", "FLUSH", "ASYNC"],
+        &["SCRIPT", "FLUSH", "BOGUS"],
+        &["SCRIPT", "KILL"],
+        &["SCRIPT", "BOGUS"],
+    ],
+    // redis-py's Lock: EVALSHA first, SCRIPT LOAD on NOSCRIPT, EVALSHA again.
+    &[
+        &["EVALSHA", "b1d5d3e5fa0bd4c83c0ba6d3ec3e3d7a3a1e1f6d", "1", "{s}lock", "t"],
+        &["SCRIPT", "LOAD", "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"],
+        &["SET", "{s}lock", "token"],
+        &["EVALSHA", "4f1b6b2d1e36d5f3b4d1f2b6b7f0b9c4f7ab9c1e", "1", "{s}lock", "token"],
+        &["EVAL", "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", "1", "{s}lock", "token"],
+        &["EXISTS", "{s}lock"],
+    ],
+];
+
+#[test]
+fn scripting_matches_redis() {
+    run_family("scripting", SCRIPTING);
+}
+
+#[test]
+fn scripting_matches_redis_through_a_cluster_node() {
+    run_family_in_cluster("scripting", SCRIPTING);
+}
+
 /// Many points on a grid and around the antimeridian and the poles' limits, searched
 /// without an order (Redis's box order), with COUNT and ANY, by radius and by box, small
 /// and huge (neighbour boxes that coincide are scanned once).

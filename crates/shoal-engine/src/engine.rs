@@ -61,6 +61,8 @@ pub struct Engine {
     pub blocked: std::sync::Arc<crate::blocking::Blocked>,
     /// CLIENT PAUSE.
     pub pause: crate::pause::Pause,
+    /// The Lua scripts loaded (EVAL, SCRIPT LOAD), by SHA1.
+    pub scripts: crate::cmd::Scripts,
     /// This node's Pub/Sub subscriptions (SUBSCRIBE, PUBLISH, ...).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
 }
@@ -109,6 +111,7 @@ impl Engine {
             latency,
             settings_hook: std::sync::OnceLock::new(),
             blocked: Default::default(),
+            scripts: crate::cmd::Scripts::default(),
             pubsub: Default::default(),
             pause: Default::default(),
         }

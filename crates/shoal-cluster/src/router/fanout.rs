@@ -58,6 +58,7 @@ pub fn start(
             Gather::PubSub => pubsub(&node, &args, proto, db).await,
             Gather::Scan => scan(&node, &args, proto, db).await,
             Gather::Flush => flush(&node, &args, proto, db).await,
+            Gather::Everywhere => everywhere(&node, &args, proto, db).await,
             Gather::Sum | Gather::Concat | Gather::Random => {
                 match gather(&node, &args, proto, db).await {
                     Err(e) => e,
@@ -325,6 +326,28 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
     }
     let i = (now_ms() as usize ^ found.len().wrapping_mul(0x9e37_79b9)) % found.len();
     found[i].clone()
+}
+
+/// SCRIPT: every member runs it (a script loaded or flushed everywhere, so an EVALSHA
+/// forwarded to any owner finds it); the answer is this node's, or the first error. A
+/// member out of reach is left out (a script it lacks answers NOSCRIPT there, and the
+/// client loads it again).
+async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    let view = cluster.view();
+    let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, db, None, args));
+    let mut mine = None;
+    for (m, r) in join_all(asks).await.into_iter().enumerate() {
+        match r {
+            Ok(b) if is_error(&b) => return b,
+            Ok(b) if m == usize::from(view.me) => mine = Some(b),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(node = %view.nodes[m].name, error = %e, "a SCRIPT command did not reach a node");
+            }
+        }
+    }
+    mine.unwrap_or_else(|| error_bytes("ERR SCRIPT did not run on this node"))
 }
 
 /// FLUSHALL / FLUSHDB: every member flushes everything it holds. `+OK` only when every

@@ -20,6 +20,7 @@ mod list;
 mod memcache;
 pub mod multi;
 mod pubsub;
+mod script;
 mod server;
 mod set;
 mod sort;
@@ -43,6 +44,7 @@ use crate::hooks::{Host, SlotScope};
 pub use cluster::parse_slot;
 pub use conn::sets_reply_mode;
 pub use pubsub::{gathers as pubsub_gathers, subscribes, unsubscribes};
+pub use script::Scripts;
 pub use server::{info_wants_keyspace, render_info, Info};
 pub use string::blind_write;
 
@@ -268,6 +270,9 @@ pub enum Merge {
 /// How the answers of every node are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gather {
+    /// SCRIPT: run on every node (a script loaded or flushed everywhere), answered with
+    /// this node's reply, or the first error.
+    Everywhere,
     /// DBSIZE: the sum.
     Sum,
     /// KEYS: every node's keys.
@@ -313,6 +318,9 @@ impl Route {
                 &["request_policy:all_shards", "response_policy:all_succeeded"]
             }
             Route::AllNodes(Gather::Publish | Gather::PubSub) => &[],
+            Route::AllNodes(Gather::Everywhere) => {
+                &["request_policy:all_nodes", "response_policy:all_succeeded"]
+            }
             Route::Info => &[
                 "nondeterministic_output",
                 "request_policy:all_shards",
@@ -604,6 +612,13 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("georadiusbymember_ro", -5, READONLY, (1, 1, 1), "geo", "3.2.10", "Returns members from a geospatial index that are within a distance from a member.", geo::georadiusbymember_ro),
     cmd!("geosearch", -7, READONLY, (1, 1, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle.", geo::geosearch),
     cmd!("geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geo::geosearchstore),
+    // scripting
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval", -3, WRITE | NOSCRIPT | STALE | MAY_REPLICATE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script.", script::eval), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha", -3, WRITE | NOSCRIPT | STALE | MAY_REPLICATE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", script::evalsha), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script.", script::eval_ro), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", script::evalsha_ro), 2) },
+    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
+        &["load", "exists", "flush", "kill", "help"]) },
     // HyperLogLog
     cmd!("pfadd", -2, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
     cmd!("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),

@@ -1,0 +1,696 @@
+//! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT LOAD | EXISTS | FLUSH |
+//! KILL | HELP, with Redis's Lua 5.1 and its `redis` API (`call`, `pcall`, `error_reply`,
+//! `status_reply`, `sha1hex`, `log`, ...), its conversions between Lua values and replies,
+//! and its errors (`NOSCRIPT` for an unknown SHA1, which clients such as redis-py's `Lock`
+//! answer with SCRIPT LOAD).
+//!
+//! A script runs whole, with no other client's command in between on any worker, as EXEC's
+//! commands do (`shoal_store::gate`). Each worker thread keeps one Lua state (its compiled
+//! scripts cached by SHA1); the scripts themselves (SHA1 to body) are the engine's
+//! ([`Scripts`]), as Redis's script cache is the server's. The global table is read-only
+//! to scripts, as in Redis 7 (`KEYS` and `ARGV` are set for each call). Unlike Redis, a
+//! script that runs past `busy-reply-threshold` (5 s) is stopped with an error rather than
+//! answering BUSY to everyone until SCRIPT KILL, and a script's Lua heap is bounded
+//! ([`LUA_MEMORY`]); cjson, cmsgpack, bit and struct are not loaded.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
+use shoal_resp::Reply;
+
+use super::{db, err, flag, is, lookup, parse_i64, Ctx, ERR_SYNTAX};
+
+/// How long a script may run before it is stopped (Redis's `busy-reply-threshold`).
+const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
+/// The most a worker's Lua state may allocate.
+pub const LUA_MEMORY: usize = 64 << 20;
+/// Compiled scripts a worker keeps before it starts again from none.
+const COMPILED_MAX: usize = 1024;
+/// The most script bytes the engine keeps (SCRIPT LOAD past it: an error).
+const SCRIPTS_MAX_BYTES: usize = 64 << 20;
+
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// The scripts loaded (by EVAL or SCRIPT LOAD), by lower-case hex SHA1.
+#[derive(Default)]
+pub struct Scripts {
+    bodies: Mutex<HashMap<String, Bytes>>,
+}
+
+impl Scripts {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bytes>> {
+        self.bodies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, sha: &str) -> Option<Bytes> {
+        self.lock().get(sha).cloned()
+    }
+
+    fn add(&self, sha: String, body: Bytes) -> Result<(), Reply> {
+        let mut bodies = self.lock();
+        if !bodies.contains_key(&sha) {
+            let used: usize = bodies.values().map(Bytes::len).sum();
+            if used + body.len() > SCRIPTS_MAX_BYTES {
+                return Err(err(
+                    "ERR the script cache is full (SCRIPT FLUSH empties it)",
+                ));
+            }
+            bodies.insert(sha, body);
+        }
+        Ok(())
+    }
+
+    fn flush(&self) {
+        self.lock().clear();
+    }
+
+    fn contains(&self, sha: &str) -> bool {
+        self.lock().contains_key(sha)
+    }
+}
+
+/// The hex SHA1 of `data`, lower case (Redis's script names and `redis.sha1hex`).
+pub fn sha1_hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+/// One worker's Lua state and its compiled scripts.
+struct Vm {
+    lua: Lua,
+    compiled: HashMap<String, mlua::Function>,
+}
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Redis's sandbox, in Lua: no file or module loading, and a read-only global table.
+const SANDBOX: &str = r#"
+loadfile = nil
+dofile = nil
+require = nil
+module = nil
+setfenv = nil
+getfenv = nil
+newproxy = nil
+local rawset_ = rawset
+setmetatable(_G, {
+  __newindex = function(t, k, v)
+    error("Attempt to modify a readonly table", 2)
+  end,
+  __index = function(t, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end,
+})
+"#;
+
+fn new_vm() -> mlua::Result<Vm> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+        LuaOptions::default(),
+    )?;
+    lua.set_memory_limit(LUA_MEMORY)?;
+    let redis = lua.create_table()?;
+    redis.set(
+        "sha1hex",
+        lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
+    )?;
+    redis.set(
+        "error_reply",
+        lua.create_function(|lua, s: mlua::LuaString| {
+            let t = lua.create_table()?;
+            t.set("err", s)?;
+            Ok(t)
+        })?,
+    )?;
+    redis.set(
+        "status_reply",
+        lua.create_function(|lua, s: mlua::LuaString| {
+            let t = lua.create_table()?;
+            t.set("ok", s)?;
+            Ok(t)
+        })?,
+    )?;
+    redis.set("log", lua.create_function(|_, _: mlua::MultiValue| Ok(()))?)?;
+    redis.set(
+        "setresp",
+        lua.create_function(|_, v: i64| {
+            if v == 2 {
+                Ok(())
+            } else {
+                Err(mlua::Error::RuntimeError(
+                    "RESP version must be 2 in Shoal's scripts".into(),
+                ))
+            }
+        })?,
+    )?;
+    redis.set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
+    redis.set("set_repl", lua.create_function(|_, _: i64| Ok(()))?)?;
+    for (name, v) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
+        redis.set(name, v)?;
+    }
+    redis.set("REDIS_VERSION", crate::REDIS_VERSION)?;
+    let num = crate::REDIS_VERSION
+        .split('.')
+        .map(|p| p.parse::<i64>().unwrap_or(0))
+        .fold(0, |acc, p| acc * 256 + p);
+    redis.set("REDIS_VERSION_NUM", num)?;
+    lua.globals().set("redis", redis)?;
+    lua.load(SANDBOX).set_name("@sandbox").exec()?;
+    Ok(Vm {
+        lua,
+        compiled: HashMap::new(),
+    })
+}
+
+/// The root message of a Lua error (a callback's error is wrapped in its caller's).
+fn message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => message(cause),
+        mlua::Error::RuntimeError(m) | mlua::Error::SyntaxError { message: m, .. } => m.clone(),
+        mlua::Error::MemoryError(_) => "Out of memory: the script's Lua heap is full".into(),
+        mlua::Error::ExternalError(e) => e.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// A reply as a script sees it (Redis's RESP2 conversion).
+fn to_lua(lua: &Lua, reply: Reply) -> mlua::Result<Value> {
+    Ok(match reply {
+        Reply::Int(n) => Value::Number(n as f64),
+        Reply::Bulk(b) | Reply::Verbatim(b) | Reply::DoubleText(b) => {
+            Value::String(lua.create_string(&b)?)
+        }
+        Reply::Double(d) => Value::String(lua.create_string(double_text(d))?),
+        Reply::Nil | Reply::NilArray => Value::Boolean(false),
+        Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
+        Reply::Simple(s) => {
+            let t = lua.create_table()?;
+            t.set("ok", &*s)?;
+            Value::Table(t)
+        }
+        Reply::Error(e) => {
+            let t = lua.create_table()?;
+            t.set("err", &*e)?;
+            Value::Table(t)
+        }
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Seq(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.into_iter().enumerate() {
+                t.raw_set(i + 1, to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+        Reply::Map(pairs) => {
+            let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
+            for (i, (k, v)) in pairs.into_iter().enumerate() {
+                t.raw_set(2 * i + 1, to_lua(lua, k)?)?;
+                t.raw_set(2 * i + 2, to_lua(lua, v)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
+/// A script's result as a reply (Redis's Lua-to-RESP conversion).
+fn to_reply(v: Value, depth: usize) -> Reply {
+    match v {
+        Value::Integer(n) => Reply::Int(n),
+        // Redis truncates toward zero (a C cast).
+        Value::Number(n) => Reply::Int(if n.is_nan() { 0 } else { n as i64 }),
+        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Boolean(true) => Reply::Int(1),
+        Value::Table(t) if depth < 64 => {
+            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                return Reply::Error(String::from_utf8_lossy(&e.as_bytes()).into_owned().into());
+            }
+            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+                return Reply::Simple(String::from_utf8_lossy(&s.as_bytes()).into_owned().into());
+            }
+            let mut out = Vec::new();
+            for i in 1.. {
+                match t.raw_get::<Value>(i) {
+                    Ok(Value::Nil) | Err(_) => break,
+                    Ok(v) => out.push(to_reply(v, depth + 1)),
+                }
+            }
+            Reply::Array(out)
+        }
+        _ => Reply::Nil,
+    }
+}
+
+/// What `redis.call` may run: no command a script may not run, and in a cluster no key
+/// outside the slot of the script's declared keys (the slot its owner serves).
+fn check_call(args: &[Bytes], slot: Option<Option<u16>>, read_only: bool) -> Result<(), String> {
+    let Some(spec) = lookup(&args[0]) else {
+        return Err("ERR Unknown Redis command called from script".into());
+    };
+    if spec.flags & flag::NOSCRIPT != 0 {
+        return Err("ERR This Redis command is not allowed from script".into());
+    }
+    if read_only && spec.flags & flag::WRITE != 0 {
+        return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    if let Some(slot) = slot {
+        let outside = spec
+            .key_positions(args)
+            .any(|i| Some(shoal_store::key_slot(&args[i])) != slot);
+        if outside {
+            return Err(
+                "ERR Script attempted to access a non local key in a cluster node script".into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `body` (named `sha`) with its keys and arguments.
+fn run_script(
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    body: &[u8],
+    keys: &[Bytes],
+    argv: &[Bytes],
+    read_only: bool,
+) -> Reply {
+    // In a cluster a script is run by the owner of its keys, which must share one slot, and
+    // may touch no other key (Redis Cluster's rule); with no key it may touch none.
+    let slot = ctx.host.cluster().map(|_| {
+        let first = keys.first().map(|k| shoal_store::key_slot(k));
+        first
+    });
+    if let Some(first) = slot.flatten() {
+        if keys.iter().any(|k| shoal_store::key_slot(k) != first) {
+            return err("CROSSSLOT Keys in request don't hash to the same slot");
+        }
+    }
+    VM.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            match new_vm() {
+                Ok(vm) => *cell = Some(vm),
+                Err(e) => return Reply::error(format!("ERR cannot start Lua: {}", message(&e))),
+            }
+        }
+        let Some(vm) = cell.as_mut() else {
+            return err("ERR cannot start Lua");
+        };
+        if !vm.compiled.contains_key(sha) {
+            if vm.compiled.len() >= COMPILED_MAX {
+                vm.compiled.clear();
+            }
+            match vm.lua.load(body).set_name("@user_script").into_function() {
+                Ok(f) => {
+                    vm.compiled.insert(sha.to_string(), f);
+                }
+                Err(e) => {
+                    return Reply::error(format!(
+                        "ERR Error compiling script (new function): {}",
+                        message(&e)
+                    ))
+                }
+            }
+        }
+        let Some(f) = vm.compiled.get(sha).cloned() else {
+            return err("ERR script vanished");
+        };
+        let lua = &vm.lua;
+        let started = Instant::now();
+        let _ = lua.set_hook(
+            HookTriggers::new().every_nth_instruction(10_000),
+            move |_, _| {
+                if started.elapsed() > SCRIPT_TIME_LIMIT {
+                    Err(mlua::Error::RuntimeError(
+                        "ERR Script killed by timeout (busy-reply-threshold)".into(),
+                    ))
+                } else {
+                    Ok(VmState::Continue)
+                }
+            },
+        );
+        let ctx = RefCell::new(&mut *ctx);
+        let result = lua.scope(|scope| {
+            let table = |items: &[Bytes]| -> mlua::Result<mlua::Table> {
+                let t = lua.create_table_with_capacity(items.len(), 0)?;
+                for (i, item) in items.iter().enumerate() {
+                    t.raw_set(i + 1, lua.create_string(item)?)?;
+                }
+                Ok(t)
+            };
+            let globals = lua.globals();
+            globals.raw_set("KEYS", table(keys)?)?;
+            globals.raw_set("ARGV", table(argv)?)?;
+            // One call of a command; `raise`: an error reply becomes a Lua error.
+            let call = |lua: &Lua, args: mlua::MultiValue, raise: bool| -> mlua::Result<Value> {
+                let mut cmd: Vec<Bytes> = Vec::with_capacity(args.len());
+                for a in args {
+                    match a {
+                        Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
+                        Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
+                        Value::Number(n) => cmd.push(Bytes::from(lua_number(n))),
+                        _ => {
+                            let e =
+                                "ERR Lua redis lib command arguments must be strings or integers";
+                            return fail(lua, e, raise, sha);
+                        }
+                    }
+                }
+                if cmd.is_empty() {
+                    let e = "ERR Please specify at least one argument for this redis lib call";
+                    return fail(lua, e, raise, sha);
+                }
+                let mut ctx = ctx.borrow_mut();
+                if let Err(e) = check_call(&cmd, slot, read_only) {
+                    return fail(lua, &e, raise, sha);
+                }
+                let no_block = std::mem::replace(&mut ctx.session.no_block, true);
+                let (host, now_ms) = (ctx.host, ctx.now_ms);
+                let reply = super::execute(host, ctx.session, &cmd, now_ms);
+                ctx.session.no_block = no_block;
+                drop(ctx);
+                match reply {
+                    Reply::Error(e) if raise => {
+                        Err(mlua::Error::RuntimeError(located(lua, &e, sha)))
+                    }
+                    other => to_lua(lua, other),
+                }
+            };
+            let redis: mlua::Table = globals.raw_get("redis")?;
+            redis.raw_set(
+                "call",
+                scope.create_function(move |lua, args| call(lua, args, true))?,
+            )?;
+            redis.raw_set(
+                "pcall",
+                scope.create_function(move |lua, args| call(lua, args, false))?,
+            )?;
+            f.call::<Value>(())
+        });
+        lua.remove_hook();
+        match result {
+            Ok(v) => to_reply(v, 0),
+            Err(e) => script_error(&message(&e), sha),
+        }
+    })
+}
+
+/// An error from `redis.call` (raised) or `redis.pcall` (returned as `{err = ...}`).
+fn fail(lua: &Lua, e: &str, raise: bool, sha: &str) -> mlua::Result<Value> {
+    if raise {
+        return Err(mlua::Error::RuntimeError(located(lua, e, sha)));
+    }
+    let t = lua.create_table()?;
+    t.set("err", e)?;
+    Ok(Value::Table(t))
+}
+
+/// A `redis.call` error raised in the script, placed as Redis places it: `<error> script:
+/// <sha1>, on @user_script:<line>.` (the line of the call).
+fn located(lua: &Lua, e: &str, sha: &str) -> String {
+    let line = lua
+        .inspect_stack(1, |d| d.current_line())
+        .flatten()
+        .unwrap_or(0);
+    format!("{e} script: {sha}, on @user_script:{line}.")
+}
+
+/// The reply to a script that ended with an error: a `redis.call` error as placed by
+/// [`located`]; a Lua error (`user_script:<line>: <message>`) with `ERR` and the same
+/// place added; Lua's stack traceback left out.
+fn script_error(m: &str, sha: &str) -> Reply {
+    let m = m.split("\nstack traceback:").next().unwrap_or(m).trim_end();
+    if m.contains(" script: ") && m.ends_with('.') && m.contains(", on @user_script:") {
+        return Reply::Error(m.to_string().into());
+    }
+    let line = m
+        .strip_prefix("user_script:")
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|n| n.parse::<u64>().ok());
+    match line {
+        Some(line) => {
+            Reply::Error(format!("ERR {m} script: {sha}, on @user_script:{line}.").into())
+        }
+        None if m
+            .split(' ')
+            .next()
+            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase())) =>
+        {
+            Reply::Error(m.to_string().into())
+        }
+        None => Reply::Error(format!("ERR {m}").into()),
+    }
+}
+
+/// A Lua number as a command argument, as Redis 7.2 writes it (`fpconv_dtoa`: the shortest
+/// text that reads back the same; Lua's own `%.14g` would lose digits), which is how a
+/// double reply is written.
+fn lua_number(n: f64) -> String {
+    String::from_utf8_lossy(&double_text(n)).into_owned()
+}
+
+/// The text of a double as a RESP2 reply carries it.
+fn double_text(d: f64) -> Vec<u8> {
+    let mut out = bytes::BytesMut::new();
+    Reply::Double(d).encode(shoal_resp::Protocol::Resp2, &mut out);
+    // `$<len>\r\n<text>\r\n`: the text.
+    match out.iter().position(|&c| c == b'\n') {
+        Some(i) => out[i + 1..out.len().saturating_sub(2)].to_vec(),
+        None => out.to_vec(),
+    }
+}
+
+/// The keys and arguments after EVAL's script (or SHA1) and numkeys, with the keys as the
+/// client named them (outside database 0 the command arrives with its keys stored for the
+/// database; the script sees them as given, and its calls store them again).
+fn keys_and_args(args: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
+    let Some(n) = parse_i64(&args[2]) else {
+        return Err(err("ERR value is not an integer or out of range"));
+    };
+    if n < 0 {
+        return Err(err("ERR Number of keys can't be negative"));
+    }
+    let n = n as usize;
+    if n > args.len() - 3 {
+        return Err(err(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let keys = args[3..3 + n]
+        .iter()
+        .map(|k| Bytes::copy_from_slice(db::split_key(k).1))
+        .collect();
+    Ok((keys, args[3 + n..].to_vec()))
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool) -> Reply {
+    let (keys, argv) = match keys_and_args(args) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let scripts = &ctx.engine.scripts;
+    let (sha, body) = if by_sha {
+        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        match scripts.get(&sha) {
+            Some(body) => (sha, body),
+            None => return err(NOSCRIPT),
+        }
+    } else {
+        let sha = sha1_hex(&args[1]);
+        if let Err(e) = scripts.add(sha.clone(), args[1].clone()) {
+            return e;
+        }
+        (sha, args[1].clone())
+    };
+    let engine = ctx.engine;
+    // No other client's command runs while the script does, on any worker (as EXEC).
+    engine
+        .store
+        .exclusive(|| run_script(ctx, &sha, &body, &keys, &argv, read_only))
+}
+
+/// EVAL script numkeys [key ...] [arg ...].
+pub fn eval(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    eval_generic(ctx, args, false, false)
+}
+
+/// EVALSHA sha1 numkeys [key ...] [arg ...].
+pub fn evalsha(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    eval_generic(ctx, args, true, false)
+}
+
+pub fn eval_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    eval_generic(ctx, args, false, true)
+}
+
+pub fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    eval_generic(ctx, args, true, true)
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// SCRIPT LOAD | EXISTS | FLUSH | KILL | HELP.
+pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    let scripts = &ctx.engine.scripts;
+    let arity = |name: &str| super::wrong_arity(&format!("script|{name}"));
+    match &sub[..] {
+        b"load" if args.len() == 3 => {
+            // Compiled first, so a script with a syntax error is refused as Redis does.
+            if let Err(e) = Lua::new()
+                .load(&args[2][..])
+                .set_name("@user_script")
+                .into_function()
+            {
+                return Reply::error(format!(
+                    "ERR Error compiling script (new function): {}",
+                    message(&e)
+                ));
+            }
+            let sha = sha1_hex(&args[2]);
+            if let Err(e) = scripts.add(sha.clone(), args[2].clone()) {
+                return e;
+            }
+            Reply::Bulk(Bytes::from(sha))
+        }
+        b"load" => arity("load"),
+        b"exists" if args.len() >= 3 => Reply::Array(
+            args[2..]
+                .iter()
+                .map(|s| {
+                    let sha = String::from_utf8_lossy(s).to_ascii_lowercase();
+                    Reply::Int(i64::from(scripts.contains(&sha)))
+                })
+                .collect(),
+        ),
+        b"exists" => arity("exists"),
+        b"flush" if args.len() <= 3 => {
+            if args.len() == 3 && !is(&args[2], "ASYNC") && !is(&args[2], "SYNC") {
+                return err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+            }
+            scripts.flush();
+            Reply::ok()
+        }
+        b"flush" => err(ERR_SYNTAX),
+        b"kill" if args.len() == 2 => err("NOTBUSY No scripts in execution right now."),
+        b"kill" => arity("kill"),
+        b"help" if args.len() == 2 => super::conn::help_reply(SCRIPT_HELP),
+        _ => super::unknown_subcommand("script", &args[1]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_is_redis_s() {
+        // `SCRIPT LOAD "return 1"` on redis-server.
+        assert_eq!(
+            sha1_hex(b"return 1"),
+            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        );
+    }
+
+    #[test]
+    fn lua_results_convert_as_redis_converts_them() {
+        let vm = new_vm().unwrap();
+        let eval = |src: &str| to_reply(vm.lua.load(src).eval::<Value>().unwrap(), 0);
+        assert_eq!(eval("return 3.99"), Reply::Int(3));
+        assert_eq!(eval("return -3.99"), Reply::Int(-3));
+        assert_eq!(eval("return 'x'"), Reply::Bulk(Bytes::from_static(b"x")));
+        assert_eq!(eval("return true"), Reply::Int(1));
+        assert_eq!(eval("return false"), Reply::Nil);
+        assert_eq!(eval("return nil"), Reply::Nil);
+        assert_eq!(
+            eval("return {1, 'a', {2}, nil, 5}"),
+            Reply::Array(vec![
+                Reply::Int(1),
+                Reply::Bulk(Bytes::from_static(b"a")),
+                Reply::Array(vec![Reply::Int(2)]),
+            ])
+        );
+        assert_eq!(
+            eval("return redis.status_reply('FINE')"),
+            Reply::Simple("FINE".into())
+        );
+        assert_eq!(
+            eval("return redis.error_reply('BAD x')"),
+            Reply::Error("BAD x".into())
+        );
+        assert_eq!(
+            eval("return redis.sha1hex('return 1')"),
+            Reply::Bulk(Bytes::from_static(
+                b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+            ))
+        );
+    }
+
+    #[test]
+    fn numbers_become_arguments_as_redis_7_2_writes_them() {
+        for (n, want) in [
+            (3.0, "3"),
+            (-2.5, "-2.5"),
+            (0.1, "0.1"),
+            (1e20, "1e+20"),
+            (123456789012345.0, "123456789012345"),
+            (1.0 / 3.0, "0.3333333333333333"),
+        ] {
+            assert_eq!(lua_number(n), want, "{n}");
+        }
+    }
+
+    #[test]
+    fn globals_are_read_only_and_files_are_out_of_reach() {
+        let vm = new_vm().unwrap();
+        let e = vm.lua.load("x = 1").exec().unwrap_err();
+        assert!(
+            message(&e).contains("Attempt to modify a readonly table"),
+            "{e}"
+        );
+        let e = vm.lua.load("return undefined_name").exec().unwrap_err();
+        assert!(
+            message(&e).contains("nonexistent global variable 'undefined_name'"),
+            "{e}"
+        );
+        let e = vm
+            .lua
+            .load("return dofile('/etc/passwd')")
+            .exec()
+            .unwrap_err();
+        assert!(
+            message(&e).contains("nonexistent global variable 'dofile'"),
+            "{e}"
+        );
+    }
+}
