@@ -776,3 +776,37 @@ fn a_script_that_never_ends_is_stopped() {
     let mut other = node.client();
     let _: () = other.set("after", "1").unwrap();
 }
+
+/// A SELECT inside a script changes the script's database only (Redis 7): the caller is
+/// back in its own afterwards; commands that act on the connection are refused.
+#[test]
+fn a_script_s_select_stays_in_the_script() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let r: String = redis::cmd("EVAL")
+        .arg("redis.call('SELECT', 1) return redis.call('SET', KEYS[1], 'in1')")
+        .arg(1)
+        .arg("k")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, "OK");
+    let here: Option<String> = con.get("k").unwrap();
+    assert_eq!(here, None, "the caller is still in database 0");
+    let _: () = redis::cmd("SELECT").arg(1).query(&mut con).unwrap();
+    let there: Option<String> = con.get("k").unwrap();
+    assert_eq!(there.as_deref(), Some("in1"));
+    for call in [
+        "redis.call('QUIT')",
+        "redis.call('CLIENT', 'KILL', 'ID', '1')",
+    ] {
+        let e = redis::cmd("EVAL")
+            .arg(call)
+            .arg(0)
+            .query::<()>(&mut con)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not allowed from script"), "{call}: {e}");
+    }
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+}

@@ -517,10 +517,14 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
         (sha, args[1].clone())
     };
     let engine = ctx.engine;
+    // A SELECT in the script changes the script's database, not its caller's (Redis 7).
+    let db = ctx.session.db;
     // No other client's command runs while the script does, on any worker (as EXEC).
-    engine
+    let reply = engine
         .store
-        .exclusive(|| run_script(ctx, &sha, &body, &keys, &argv, read_only))
+        .exclusive(|| run_script(ctx, &sha, &body, &keys, &argv, read_only));
+    ctx.session.db = db;
+    reply
 }
 
 /// EVAL script numkeys [key ...] [arg ...].
