@@ -3421,6 +3421,11 @@ const CONNECTION: &[Case] = &[
         &["MODULE", "UNLOAD", "foo"],
         &["MODULE", "FOO"],
         &["MODULE", "HELP"],
+        &["CONFIG", "GET", "busy-reply-threshold"],
+        &["CONFIG", "GET", "lua-time-limit"],
+        &["CONFIG", "GET", "dbfilename"],
+        &["CONFIG", "GET", "protected-mode"],
+        &["CONFIG", "GET", "loglevel"],
     ],
     // transactions (WATCH aborts need a second client, covered in tests/clients.rs)
     &[

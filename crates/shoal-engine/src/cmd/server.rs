@@ -1044,6 +1044,35 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         Some(|_, v| no_persistence(v.eq_ignore_ascii_case("no"))),
     ),
     ("cluster-enabled", |_| "no".into(), None),
+    // Read by tools and client libraries; what they mean here.
+    (
+        "loglevel",
+        |c| {
+            match c.log_level.as_str() {
+                "trace" => "debug",
+                "debug" => "verbose",
+                "info" => "notice",
+                _ => "warning",
+            }
+            .into()
+        },
+        None,
+    ),
+    // How long a Lua script may run (it is then stopped: see `cmd::script`).
+    ("busy-reply-threshold", |_| "5000".into(), None),
+    ("lua-time-limit", |_| "5000".into(), None),
+    ("dbfilename", |_| "dump.rdb".into(), None),
+    (
+        "dir",
+        |_| {
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default()
+        },
+        None,
+    ),
+    ("tcp-keepalive", |_| "0".into(), None),
+    ("protected-mode", |_| "no".into(), None),
     // Keyspace notifications are not published: off (the default) is taken, a class refused.
     (
         "notify-keyspace-events",
