@@ -759,18 +759,21 @@ fn scripts_run_atomically() {
     assert_eq!(n as usize, 4 * PER);
 }
 
-/// A script that never ends is stopped with an error after the time limit, and the node
-/// serves everyone after it.
+/// A script that never ends is stopped with an error after the time limit, also one that
+/// catches the error with `pcall` to run on, and the node serves everyone after it.
 #[test]
 fn a_script_that_never_ends_is_stopped() {
     let node = TestNode::start();
     let mut con = node.client();
-    let r: redis::RedisResult<i64> = redis::cmd("EVAL")
-        .arg("while true do end")
-        .arg(0)
-        .query(&mut con);
-    let e = r.unwrap_err().to_string();
-    assert!(e.contains("Script killed by timeout"), "{e}");
+    for script in [
+        "while true do end",
+        "while true do pcall(function() while true do end end) end",
+        "while true do xpcall(function() while true do end end, function(e) return e end) end",
+    ] {
+        let r: redis::RedisResult<i64> = redis::cmd("EVAL").arg(script).arg(0).query(&mut con);
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("Script killed by timeout"), "{script}: {e}");
+    }
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
     assert_eq!(pong, "PONG");
     let mut other = node.client();
@@ -809,4 +812,52 @@ fn a_script_s_select_stays_in_the_script() {
     }
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
     assert_eq!(pong, "PONG");
+}
+
+/// What a script cannot do: run precompiled bytecode, reach the loaders, the shared
+/// libraries' tables or the node's internal commands, or build an unbounded reply.
+#[test]
+fn scripts_stay_in_their_sandbox() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let mut error = |script: &[u8]| -> String {
+        redis::cmd("EVAL")
+            .arg(script)
+            .arg(0)
+            .query::<redis::Value>(&mut con)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(error(b"\x1bLuaQ\x00\x01\x04\x08").contains("Error compiling script"));
+    for script in [
+        "return loadstring('return 1')()",
+        "return string.dump(function() end)",
+        "return setmetatable({}, {})",
+        "return coroutine.create(function() end)",
+        "string.rep = nil",
+        "redis.call = nil",
+        "return redis.call('cluster.floor', '1')",
+        "return redis.call('mc.flush', '0')",
+    ] {
+        let e = error(script.as_bytes());
+        assert!(
+            e.starts_with("An error was signalled") || e.contains("ERR"),
+            "{script}: {e}"
+        );
+    }
+    // A table holding one string many times over, or itself.
+    let e = error(
+        b"local s = string.rep('x', 1000000) local t = {} for i = 1, 100 do t[i] = s end return t",
+    );
+    assert!(e.contains("reply is too large"), "{e}");
+    let e = error(b"local t = {} for i = 1, 100 do t[i] = t end return t");
+    assert!(e.contains("reply is too large"), "{e}");
+    // The node and its Lua are fine after all that.
+    let n: i64 = redis::cmd("EVAL")
+        .arg("return #KEYS")
+        .arg(1)
+        .arg("k")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 1);
 }

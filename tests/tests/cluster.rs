@@ -1868,4 +1868,32 @@ fn redis_py_locks_and_scripts_work_through_a_cluster_node() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("non local key"), "{e}");
+    // Replicas get the declared keys' states: a key of the slot not declared, or a write
+    // with no key, is refused rather than left unreplicated.
+    for (script, want) in [
+        (
+            "return redis.call('SET', '{a}undeclared', 1)",
+            "did not declare",
+        ),
+        (
+            "return redis.call('FLUSHALL')",
+            "not allowed from a script in a Shoal cluster",
+        ),
+    ] {
+        let e = redis::cmd("EVAL")
+            .arg(script)
+            .arg(1)
+            .arg("{a}x")
+            .query::<redis::Value>(&mut c)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{script}: {e}");
+    }
+    let declared: String = redis::cmd("EVAL")
+        .arg("return redis.call('SET', KEYS[1], 'v')")
+        .arg(1)
+        .arg("{a}x")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(declared, "OK");
 }

@@ -4465,6 +4465,8 @@ const GEO: &[Case] = &[
         &["SET", "str", "v"],
         &["GEOADD", "str", "1", "1", "x"],
         &["GEOPOS", "str", "x"],
+        &["GEORADIUS", "str", "200", "0", "1", "km"],
+        &["GEOSEARCH", "str", "BAD"],
         &["GEODIST", "str", "a", "b"],
         &[
             "GEOSEARCH",
@@ -4872,6 +4874,9 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "return redis.call('HGETALL', KEYS[1])", "1", "{s}h"],
         &["EVAL", "redis.call('ZADD', KEYS[1], 1.5, 'm'); return redis.call('ZSCORE', KEYS[1], 'm')", "1", "{s}z"],
         &["EVAL", "return redis.call('PING')", "0"],
+        // A script reads RESP2 replies whatever its caller speaks: pairs come flat.
+        &["EVAL", "return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')", "1", "{s}z"],
+        &["EVAL", "return redis.call('HRANDFIELD', KEYS[1], 1, 'WITHVALUES')", "1", "{s}h1"],
         &["EVAL", "return redis.call('TYPE', KEYS[1])", "1", "{s}h"],
         &["EVAL", "return redis.status_reply('FINE')", "0"],
         &["EVAL", "return redis.error_reply('MY err')", "0"],

@@ -243,7 +243,7 @@ mod tests {
             _ if spec.numkeys > 0 => Class::SameOwner,
             (0, _, _) => match spec.name {
                 "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" | "publish"
-                | "spublish" | "pubsub" => Class::FanOut,
+                | "spublish" | "pubsub" | "script" => Class::FanOut,
                 "info" => Class::Info,
                 "exec" => Class::Exec,
                 "cluster" => Class::Cluster,

@@ -783,6 +783,15 @@ fn points_within(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Found> {
 
 /// GEORADIUS, GEORADIUSBYMEMBER, GEOSEARCH, GEOSEARCHSTORE and the `_RO` forms.
 fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], form: Form) -> Reply {
+    // Redis looks at the source's type before anything else.
+    let src = if form == (Form::Search { store: true }) {
+        &args[2]
+    } else {
+        &args[1]
+    };
+    if super::kind_of(ctx, src).is_some_and(|k| k != shoal_store::Kind::ZSet) {
+        return err(super::ERR_WRONGTYPE);
+    }
     let s = tri!(parse_search(args, form));
     // In a cluster a STORE key must be in the source's slot (GEOSEARCHSTORE's is a key of
     // the row, checked with the others).

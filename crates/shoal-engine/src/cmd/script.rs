@@ -19,10 +19,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use mlua::chunk::ChunkMode;
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use shoal_resp::Reply;
 
-use super::{db, err, flag, is, lookup, parse_i64, Ctx, ERR_SYNTAX};
+use super::{db, err, flag, is, lookup_listed, parse_i64, Ctx, ERR_SYNTAX};
 
 /// How long a script may run before it is stopped (Redis's `busy-reply-threshold`).
 const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
@@ -38,38 +39,47 @@ const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 /// The scripts loaded (by EVAL or SCRIPT LOAD), by lower-case hex SHA1.
 #[derive(Default)]
 pub struct Scripts {
-    bodies: Mutex<HashMap<String, Bytes>>,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    bodies: HashMap<String, Bytes>,
+    /// The bodies' lengths and a little per entry, summed.
+    bytes: usize,
 }
 
 impl Scripts {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bytes>> {
-        self.bodies.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn get(&self, sha: &str) -> Option<Bytes> {
-        self.lock().get(sha).cloned()
+        self.lock().bodies.get(sha).cloned()
     }
 
-    fn add(&self, sha: String, body: Bytes) -> Result<(), Reply> {
-        let mut bodies = self.lock();
-        if !bodies.contains_key(&sha) {
-            let used: usize = bodies.values().map(Bytes::len).sum();
-            if used + body.len() > SCRIPTS_MAX_BYTES {
+    /// Keeps a copy of `body` (not a slice of the request's buffer, which it would pin).
+    fn add(&self, sha: String, body: &[u8]) -> Result<(), Reply> {
+        let mut cache = self.lock();
+        if !cache.bodies.contains_key(&sha) {
+            let size = body.len() + 128;
+            if cache.bytes + size > SCRIPTS_MAX_BYTES {
                 return Err(err(
                     "ERR the script cache is full (SCRIPT FLUSH empties it)",
                 ));
             }
-            bodies.insert(sha, body);
+            cache.bytes += size;
+            cache.bodies.insert(sha, Bytes::copy_from_slice(body));
         }
         Ok(())
     }
 
     fn flush(&self) {
-        self.lock().clear();
+        *self.lock() = Cache::default();
     }
 
     fn contains(&self, sha: &str) -> bool {
-        self.lock().contains_key(sha)
+        self.lock().bodies.contains_key(sha)
     }
 }
 
@@ -81,6 +91,9 @@ pub fn sha1_hex(data: &[u8]) -> String {
 /// One worker's Lua state and its compiled scripts.
 struct Vm {
     lua: Lua,
+    /// The `redis` table behind the read-only view scripts see (`call` and `pcall` are set
+    /// in it for each run).
+    redis: mlua::Table,
     compiled: HashMap<String, mlua::Function>,
 }
 
@@ -88,25 +101,59 @@ thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
 
-/// Redis's sandbox, in Lua: no file or module loading, and a read-only global table.
+/// The sandbox, in Lua. Nothing that loads code (only text is compiled, by the server) or
+/// files, or reaches the state other scripts share: no `load`, `loadstring`, `dofile`,
+/// `string.dump`, `coroutine`, `setmetatable`, `getmetatable`, `rawset`, `collectgarbage`,
+/// `setfenv`, `print`. The library tables are read-only views and the global table is
+/// read-only (Redis 7's rules: a global can be neither created nor read before it exists).
+/// `pcall` and `xpcall` pass the time limit's error on, so a script cannot catch it and run
+/// on.
 const SANDBOX: &str = r#"
-loadfile = nil
-dofile = nil
-require = nil
-module = nil
-setfenv = nil
-getfenv = nil
-newproxy = nil
-local rawset_ = rawset
-setmetatable(_G, {
-  __newindex = function(t, k, v)
-    error("Attempt to modify a readonly table", 2)
-  end,
-  __index = function(t, k)
-    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-  end,
-})
+do
+  local pcall_, xpcall_, killed = pcall, xpcall, __shoal_killed
+  local function check(...)
+    if killed() then error("ERR Script killed by timeout (busy-reply-threshold)", 0) end
+    return ...
+  end
+  pcall = function(...) return check(pcall_(...)) end
+  xpcall = function(...) return check(xpcall_(...)) end
+end
+__shoal_killed = nil
+do
+  local setmetatable_ = setmetatable
+  local function readonly(t)
+    return setmetatable_({}, {
+      __index = t,
+      __newindex = function() error("Attempt to modify a readonly table", 2) end,
+      __metatable = false,
+    })
+  end
+  string.dump = nil
+  string = readonly(string)
+  table = readonly(table)
+  math = readonly(math)
+  redis = readonly(redis)
+  for _, name in ipairs({"load", "loadstring", "loadfile", "dofile", "require", "module",
+      "setfenv", "getfenv", "newproxy", "coroutine", "setmetatable", "getmetatable",
+      "rawset", "collectgarbage", "gcinfo", "print"}) do
+    _G[name] = nil
+  end
+  setmetatable_(_G, {
+    __newindex = function(t, k, v)
+      error("Attempt to modify a readonly table", 2)
+    end,
+    __index = function(t, k)
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end,
+    __metatable = false,
+  })
+end
 "#;
+
+thread_local! {
+    /// Set by the time limit's hook: the running script is past its time.
+    static KILLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 fn new_vm() -> mlua::Result<Vm> {
     let lua = Lua::new_with(
@@ -169,10 +216,15 @@ fn new_vm() -> mlua::Result<Vm> {
         .map(|p| p.parse::<i64>().unwrap_or(0))
         .fold(0, |acc, p| acc * 256 + p);
     redis.set("REDIS_VERSION_NUM", num)?;
-    lua.globals().set("redis", redis)?;
+    lua.globals().set("redis", redis.clone())?;
+    lua.globals().set(
+        "__shoal_killed",
+        lua.create_function(|_, ()| Ok(KILLED.with(std::cell::Cell::get)))?,
+    )?;
     lua.load(SANDBOX).set_name("@sandbox").exec()?;
     Ok(Vm {
         lua,
+        redis,
         compiled: HashMap::new(),
     })
 }
@@ -226,38 +278,61 @@ fn to_lua(lua: &Lua, reply: Reply) -> mlua::Result<Value> {
     })
 }
 
-/// A script's result as a reply (Redis's Lua-to-RESP conversion).
-fn to_reply(v: Value, depth: usize) -> Reply {
-    match v {
+/// The most bytes a script's reply may take while it is converted (a table may hold one
+/// large string many times over, or itself).
+const REPLY_MAX_BYTES: usize = LUA_MEMORY;
+
+/// A script's result as a reply (Redis's Lua-to-RESP conversion), or `None` once it passes
+/// `left` bytes (an element counts 16 besides its data).
+fn to_reply(v: Value, depth: usize, left: &mut usize) -> Option<Reply> {
+    *left = left.checked_sub(16)?;
+    Some(match v {
         Value::Integer(n) => Reply::Int(n),
         // Redis truncates toward zero (a C cast).
         Value::Number(n) => Reply::Int(if n.is_nan() { 0 } else { n as i64 }),
-        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::String(s) => {
+            let b = s.as_bytes();
+            *left = left.checked_sub(b.len())?;
+            Reply::Bulk(Bytes::copy_from_slice(&b))
+        }
         Value::Boolean(true) => Reply::Int(1),
         Value::Table(t) if depth < 64 => {
             if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-                return Reply::Error(String::from_utf8_lossy(&e.as_bytes()).into_owned().into());
+                return Some(Reply::Error(
+                    String::from_utf8_lossy(&e.as_bytes()).into_owned().into(),
+                ));
             }
             if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
-                return Reply::Simple(String::from_utf8_lossy(&s.as_bytes()).into_owned().into());
+                return Some(Reply::Simple(
+                    String::from_utf8_lossy(&s.as_bytes()).into_owned().into(),
+                ));
             }
             let mut out = Vec::new();
             for i in 1.. {
                 match t.raw_get::<Value>(i) {
                     Ok(Value::Nil) | Err(_) => break,
-                    Ok(v) => out.push(to_reply(v, depth + 1)),
+                    Ok(v) => out.push(to_reply(v, depth + 1, left)?),
                 }
             }
             Reply::Array(out)
         }
         _ => Reply::Nil,
-    }
+    })
 }
 
-/// What `redis.call` may run: no command a script may not run, and in a cluster no key
-/// outside the slot of the script's declared keys (the slot its owner serves).
-fn check_call(args: &[Bytes], slot: Option<Option<u16>>, read_only: bool) -> Result<(), String> {
-    let Some(spec) = lookup(&args[0]) else {
+/// [`to_reply`] within [`REPLY_MAX_BYTES`].
+fn result_reply(v: Value) -> Reply {
+    let mut left = REPLY_MAX_BYTES;
+    to_reply(v, 0, &mut left).unwrap_or_else(|| err("ERR the script's reply is too large"))
+}
+
+/// What `redis.call` may run: no command a script may not run (nor the node's internal
+/// ones); in a cluster (`declared`: the script's keys) only commands on declared keys, or
+/// keyless ones that write nothing. Redis Cluster takes any key of the declared keys' slot
+/// and replicates the script's effects; Shoal replicates the declared keys' states, so a key
+/// not declared would reach no replica.
+fn check_call(args: &[Bytes], declared: Option<&[Bytes]>, read_only: bool) -> Result<(), String> {
+    let Some(spec) = lookup_listed(&args[0]) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
     if spec.flags & flag::NOSCRIPT != 0 {
@@ -266,14 +341,26 @@ fn check_call(args: &[Bytes], slot: Option<Option<u16>>, read_only: bool) -> Res
     if read_only && spec.flags & flag::WRITE != 0 {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
-    if let Some(slot) = slot {
-        let outside = spec
-            .key_positions(args)
-            .any(|i| Some(shoal_store::key_slot(&args[i])) != slot);
-        if outside {
-            return Err(
-                "ERR Script attempted to access a non local key in a cluster node script".into(),
-            );
+    if let Some(declared) = declared {
+        let slot = declared.first().map(|k| shoal_store::key_slot(k));
+        let mut keys = spec.key_positions(args).peekable();
+        if keys.peek().is_none() && (spec.flags & flag::WRITE != 0 || spec.name == "select") {
+            return Err("ERR This command is not allowed from a script in a Shoal cluster".into());
+        }
+        for i in keys {
+            if Some(shoal_store::key_slot(&args[i])) != slot {
+                return Err(
+                    "ERR Script attempted to access a non local key in a cluster node script"
+                        .into(),
+                );
+            }
+            if !declared.contains(&args[i]) {
+                return Err(
+                    "ERR Script attempted to access a key it did not declare: in a \
+                            Shoal cluster a script may touch only the keys it names"
+                        .into(),
+                );
+            }
         }
     }
     Ok(())
@@ -289,52 +376,28 @@ fn run_script(
     read_only: bool,
 ) -> Reply {
     // In a cluster a script is run by the owner of its keys, which must share one slot, and
-    // may touch no other key (Redis Cluster's rule); with no key it may touch none.
-    let slot = ctx.host.cluster().map(|_| {
-        let first = keys.first().map(|k| shoal_store::key_slot(k));
-        first
-    });
-    if let Some(first) = slot.flatten() {
-        if keys.iter().any(|k| shoal_store::key_slot(k) != first) {
+    // may touch only them (see `check_call`).
+    let declared = ctx.host.cluster().map(|_| keys);
+    if let (Some(first), Some(_)) = (keys.first(), declared) {
+        let slot = shoal_store::key_slot(first);
+        if keys.iter().any(|k| shoal_store::key_slot(k) != slot) {
             return err("CROSSSLOT Keys in request don't hash to the same slot");
         }
     }
-    VM.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        if cell.is_none() {
-            match new_vm() {
-                Ok(vm) => *cell = Some(vm),
-                Err(e) => return Reply::error(format!("ERR cannot start Lua: {}", message(&e))),
-            }
-        }
-        let Some(vm) = cell.as_mut() else {
-            return err("ERR cannot start Lua");
-        };
-        if !vm.compiled.contains_key(sha) {
-            if vm.compiled.len() >= COMPILED_MAX {
-                vm.compiled.clear();
-            }
-            match vm.lua.load(body).set_name("@user_script").into_function() {
-                Ok(f) => {
-                    vm.compiled.insert(sha.to_string(), f);
-                }
-                Err(e) => {
-                    return Reply::error(format!(
-                        "ERR Error compiling script (new function): {}",
-                        message(&e)
-                    ))
-                }
-            }
-        }
-        let Some(f) = vm.compiled.get(sha).cloned() else {
-            return err("ERR script vanished");
+    with_vm(|vm| {
+        let f = match compiled(vm, sha, body) {
+            Ok(f) => f,
+            Err(e) => return e,
         };
         let lua = &vm.lua;
         let started = Instant::now();
-        let _ = lua.set_hook(
+        KILLED.with(|k| k.set(false));
+        // Global, so every thread's instructions count.
+        let _ = lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(10_000),
             move |_, _| {
                 if started.elapsed() > SCRIPT_TIME_LIMIT {
+                    KILLED.with(|k| k.set(true));
                     Err(mlua::Error::RuntimeError(
                         "ERR Script killed by timeout (busy-reply-threshold)".into(),
                     ))
@@ -375,13 +438,17 @@ fn run_script(
                     return fail(lua, e, raise, sha);
                 }
                 let mut ctx = ctx.borrow_mut();
-                if let Err(e) = check_call(&cmd, slot, read_only) {
+                if let Err(e) = check_call(&cmd, declared, read_only) {
                     return fail(lua, &e, raise, sha);
                 }
+                // Commands answer a script in RESP2 (Redis's default in scripts), whatever
+                // the caller speaks, and never block.
                 let no_block = std::mem::replace(&mut ctx.session.no_block, true);
+                let proto = std::mem::replace(&mut ctx.session.proto, shoal_resp::Protocol::Resp2);
                 let (host, now_ms) = (ctx.host, ctx.now_ms);
                 let reply = super::execute(host, ctx.session, &cmd, now_ms);
                 ctx.session.no_block = no_block;
+                ctx.session.proto = proto;
                 drop(ctx);
                 match reply {
                     Reply::Error(e) if raise => {
@@ -390,7 +457,7 @@ fn run_script(
                     other => to_lua(lua, other),
                 }
             };
-            let redis: mlua::Table = globals.raw_get("redis")?;
+            let redis = &vm.redis;
             redis.raw_set(
                 "call",
                 scope.create_function(move |lua, args| call(lua, args, true))?,
@@ -401,12 +468,81 @@ fn run_script(
             )?;
             f.call::<Value>(())
         });
-        lua.remove_hook();
-        match result {
-            Ok(v) => to_reply(v, 0),
-            Err(e) => script_error(&message(&e), sha),
+        lua.remove_global_hook();
+        let reply = match result {
+            Ok(v) => result_reply(v),
+            Err(e) => {
+                if matches!(root(&e), mlua::Error::MemoryError(_)) {
+                    vm.compiled.clear();
+                }
+                script_error(&message(&e), sha)
+            }
+        };
+        // Lua 5.1 collects when its heap has doubled since its last cycle: past half the
+        // limit that is never. Collect while there is room to.
+        if vm.lua.used_memory() > LUA_MEMORY / 4 {
+            let _ = vm.lua.gc_collect();
+        }
+        reply
+    })
+}
+
+/// Runs `f` on this thread's Lua state, made on first use.
+fn with_vm(f: impl FnOnce(&mut Vm) -> Reply) -> Reply {
+    VM.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            match new_vm() {
+                Ok(vm) => *cell = Some(vm),
+                Err(e) => return Reply::error(format!("ERR cannot start Lua: {}", message(&e))),
+            }
+        }
+        match cell.as_mut() {
+            Some(vm) => f(vm),
+            None => err("ERR cannot start Lua"),
         }
     })
+}
+
+/// The script `sha` compiled on this thread (from text only: a precompiled chunk is
+/// refused, as Redis refuses it), or the compile error as Redis words it.
+fn compiled(vm: &mut Vm, sha: &str, body: &[u8]) -> Result<mlua::Function, Reply> {
+    if let Some(f) = vm.compiled.get(sha) {
+        return Ok(f.clone());
+    }
+    if vm.compiled.len() >= COMPILED_MAX {
+        vm.compiled.clear();
+    }
+    let loaded = vm
+        .lua
+        .load(body)
+        .set_name("@user_script")
+        .set_mode(ChunkMode::Text)
+        .into_function();
+    match loaded {
+        Ok(f) => {
+            vm.compiled.insert(sha.to_string(), f.clone());
+            Ok(f)
+        }
+        Err(e) => {
+            if matches!(root(&e), mlua::Error::MemoryError(_)) {
+                vm.compiled.clear();
+                let _ = vm.lua.gc_collect();
+            }
+            Err(Reply::error(format!(
+                "ERR Error compiling script (new function): {}",
+                message(&e)
+            )))
+        }
+    }
+}
+
+/// The error a callback's error wraps, innermost.
+fn root(e: &mlua::Error) -> &mlua::Error {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => root(cause),
+        other => other,
+    }
 }
 
 /// An error from `redis.call` (raised) or `redis.pcall` (returned as `{err = ...}`).
@@ -511,7 +647,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
         }
     } else {
         let sha = sha1_hex(&args[1]);
-        if let Err(e) = scripts.add(sha.clone(), args[1].clone()) {
+        if let Err(e) = load(scripts, &sha, &args[1]) {
             return e;
         }
         (sha, args[1].clone())
@@ -524,7 +660,24 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
         .store
         .exclusive(|| run_script(ctx, &sha, &body, &keys, &argv, read_only));
     ctx.session.db = db;
+    ctx.session
+        .info
+        .db
+        .store(db, std::sync::atomic::Ordering::Relaxed);
     reply
+}
+
+/// Compiles `body` on this thread and keeps it in the engine's cache: a script with a
+/// syntax error is refused and not kept, as Redis does.
+fn load(scripts: &Scripts, sha: &str, body: &[u8]) -> Result<(), Reply> {
+    let check = with_vm(|vm| match compiled(vm, sha, body) {
+        Ok(_) => Reply::ok(),
+        Err(e) => e,
+    });
+    if matches!(check, Reply::Error(_)) {
+        return Err(check);
+    }
+    scripts.add(sha.to_string(), body)
 }
 
 /// EVAL script numkeys [key ...] [arg ...].
@@ -570,19 +723,8 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let arity = |name: &str| super::wrong_arity(&format!("script|{name}"));
     match &sub[..] {
         b"load" if args.len() == 3 => {
-            // Compiled first, so a script with a syntax error is refused as Redis does.
-            if let Err(e) = Lua::new()
-                .load(&args[2][..])
-                .set_name("@user_script")
-                .into_function()
-            {
-                return Reply::error(format!(
-                    "ERR Error compiling script (new function): {}",
-                    message(&e)
-                ));
-            }
             let sha = sha1_hex(&args[2]);
-            if let Err(e) = scripts.add(sha.clone(), args[2].clone()) {
+            if let Err(e) = load(scripts, &sha, &args[2]) {
                 return e;
             }
             Reply::Bulk(Bytes::from(sha))
@@ -629,7 +771,7 @@ mod tests {
     #[test]
     fn lua_results_convert_as_redis_converts_them() {
         let vm = new_vm().unwrap();
-        let eval = |src: &str| to_reply(vm.lua.load(src).eval::<Value>().unwrap(), 0);
+        let eval = |src: &str| result_reply(vm.lua.load(src).eval::<Value>().unwrap());
         assert_eq!(eval("return 3.99"), Reply::Int(3));
         assert_eq!(eval("return -3.99"), Reply::Int(-3));
         assert_eq!(eval("return 'x'"), Reply::Bulk(Bytes::from_static(b"x")));
@@ -687,14 +829,30 @@ mod tests {
             message(&e).contains("nonexistent global variable 'undefined_name'"),
             "{e}"
         );
-        let e = vm
-            .lua
-            .load("return dofile('/etc/passwd')")
-            .exec()
-            .unwrap_err();
+        for name in [
+            "dofile",
+            "loadstring",
+            "load",
+            "setmetatable",
+            "rawset",
+            "coroutine",
+        ] {
+            let e = vm.lua.load(format!("return {name}")).exec().unwrap_err();
+            assert!(
+                message(&e).contains("nonexistent global variable"),
+                "{name}: {e}"
+            );
+        }
+        let e = vm.lua.load("string.rep = nil").exec().unwrap_err();
         assert!(
-            message(&e).contains("nonexistent global variable 'dofile'"),
+            message(&e).contains("Attempt to modify a readonly table"),
             "{e}"
         );
+        let dump: Value = vm.lua.load("return string.dump").eval().unwrap();
+        assert!(matches!(dump, Value::Nil), "string.dump is gone");
+        // A precompiled chunk is refused.
+        let mut vm = vm;
+        let e = compiled(&mut vm, "x", b"\x1bLuaQ\x00\x01\x04").unwrap_err();
+        assert!(matches!(e, Reply::Error(_)), "{e:?}");
     }
 }
