@@ -861,3 +861,28 @@ fn scripts_stay_in_their_sandbox() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+/// Each `redis.call` inside a script has the caller's whole output budget (its reply goes to
+/// the script): three reads of 600 KB under a 1 MB limit all return their value, and one
+/// read past the limit is an error, never a silent nil.
+#[test]
+fn a_script_s_calls_each_have_the_output_budget() {
+    let node = TestNode::with(|c| c.client_output_buffer_limit.normal.hard = 1 << 20);
+    let mut con = node.client();
+    let _: () = con.set("big", vec![b'v'; 600 * 1024]).unwrap();
+    let n: i64 = redis::cmd("EVAL")
+        .arg("local n = 0 for i = 1, 3 do n = n + #redis.call('MGET', KEYS[1])[1] end return n")
+        .arg(1)
+        .arg("big")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 3 * 600 * 1024);
+    let e = redis::cmd("EVAL")
+        .arg("return #redis.call('MGET', KEYS[1], KEYS[1])")
+        .arg(1)
+        .arg("big")
+        .query::<i64>(&mut con)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("output limit"), "{e}");
+}

@@ -445,11 +445,20 @@ fn run_script(
                 // the caller speaks, and never block.
                 let no_block = std::mem::replace(&mut ctx.session.no_block, true);
                 let proto = std::mem::replace(&mut ctx.session.proto, shoal_resp::Protocol::Resp2);
+                // Each call's reply has the caller's whole output budget (it goes to the
+                // script, not the client); one past it is an error, never a silent nil.
+                let budget = ctx.session.budget;
                 let (host, now_ms) = (ctx.host, ctx.now_ms);
                 let reply = super::execute(host, ctx.session, &cmd, now_ms);
+                let over = ctx.session.budget.exceeded();
+                ctx.session.budget = budget;
                 ctx.session.no_block = no_block;
                 ctx.session.proto = proto;
                 drop(ctx);
+                if over {
+                    let e = "ERR a command's reply in the script passed the client's output limit";
+                    return fail(lua, e, true, sha);
+                }
                 match reply {
                     Reply::Error(e) if raise => {
                         Err(mlua::Error::RuntimeError(located(lua, &e, sha)))
