@@ -62,7 +62,7 @@ pub struct Engine {
     /// CLIENT PAUSE.
     pub pause: crate::pause::Pause,
     /// The Lua scripts loaded (EVAL, SCRIPT LOAD), by SHA1.
-    pub scripts: crate::cmd::Scripts,
+    pub scripts: crate::scripts::Scripts,
     /// This node's Pub/Sub subscriptions (SUBSCRIBE, PUBLISH, ...).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
 }
@@ -111,7 +111,7 @@ impl Engine {
             latency,
             settings_hook: std::sync::OnceLock::new(),
             blocked: Default::default(),
-            scripts: crate::cmd::Scripts::default(),
+            scripts: crate::scripts::Scripts::default(),
             pubsub: Default::default(),
             pause: Default::default(),
         }

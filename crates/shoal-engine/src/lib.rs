@@ -30,6 +30,7 @@ pub mod mc;
 pub mod memory;
 pub mod pause;
 pub mod pubsub;
+pub mod scripts;
 pub mod stats;
 
 pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};

@@ -44,7 +44,6 @@ use crate::hooks::{Host, SlotScope};
 pub use cluster::parse_slot;
 pub use conn::sets_reply_mode;
 pub use pubsub::{gathers as pubsub_gathers, subscribes, unsubscribes};
-pub use script::Scripts;
 pub use server::{info_wants_keyspace, render_info, Info};
 pub use string::blind_write;
 

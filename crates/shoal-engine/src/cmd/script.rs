@@ -8,14 +8,16 @@
 //! commands do (`shoal_store::gate`). Each worker thread keeps one Lua state (its compiled
 //! scripts cached by SHA1); the scripts themselves (SHA1 to body) are the engine's
 //! ([`Scripts`]), as Redis's script cache is the server's. The global table is read-only
-//! to scripts, as in Redis 7 (`KEYS` and `ARGV` are set for each call). Unlike Redis, a
-//! script that runs past `busy-reply-threshold` (5 s) is stopped with an error rather than
-//! answering BUSY to everyone until SCRIPT KILL, and a script's Lua heap is bounded
-//! ([`LUA_MEMORY`]); cjson, cmsgpack, bit and struct are not loaded.
+//! to scripts, as in Redis 7 (`KEYS` and `ARGV` are set for each call); since scripts share
+//! a worker's state, whatever could reach across them or load code is left out (see
+//! [`SANDBOX`]). Unlike Redis, a script that runs past `busy-reply-threshold` (5 s) is
+//! stopped with an error rather than answering BUSY to everyone until SCRIPT KILL, and a
+//! script's Lua heap ([`LUA_MEMORY`]) and reply ([`REPLY_MAX_BYTES`]) are bounded; cjson,
+//! cmsgpack, bit and struct are not loaded. In a cluster a script may touch only the keys
+//! it declares ([`check_call`]).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,6 +26,7 @@ use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use shoal_resp::Reply;
 
 use super::{db, err, flag, is, lookup_listed, parse_i64, Ctx, ERR_SYNTAX};
+use crate::scripts::Scripts;
 
 /// How long a script may run before it is stopped (Redis's `busy-reply-threshold`).
 const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
@@ -31,57 +34,8 @@ const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
 pub const LUA_MEMORY: usize = 64 << 20;
 /// Compiled scripts a worker keeps before it starts again from none.
 const COMPILED_MAX: usize = 1024;
-/// The most script bytes the engine keeps (SCRIPT LOAD past it: an error).
-const SCRIPTS_MAX_BYTES: usize = 64 << 20;
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
-
-/// The scripts loaded (by EVAL or SCRIPT LOAD), by lower-case hex SHA1.
-#[derive(Default)]
-pub struct Scripts {
-    cache: Mutex<Cache>,
-}
-
-#[derive(Default)]
-struct Cache {
-    bodies: HashMap<String, Bytes>,
-    /// The bodies' lengths and a little per entry, summed.
-    bytes: usize,
-}
-
-impl Scripts {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn get(&self, sha: &str) -> Option<Bytes> {
-        self.lock().bodies.get(sha).cloned()
-    }
-
-    /// Keeps a copy of `body` (not a slice of the request's buffer, which it would pin).
-    fn add(&self, sha: String, body: &[u8]) -> Result<(), Reply> {
-        let mut cache = self.lock();
-        if !cache.bodies.contains_key(&sha) {
-            let size = body.len() + 128;
-            if cache.bytes + size > SCRIPTS_MAX_BYTES {
-                return Err(err(
-                    "ERR the script cache is full (SCRIPT FLUSH empties it)",
-                ));
-            }
-            cache.bytes += size;
-            cache.bodies.insert(sha, Bytes::copy_from_slice(body));
-        }
-        Ok(())
-    }
-
-    fn flush(&self) {
-        *self.lock() = Cache::default();
-    }
-
-    fn contains(&self, sha: &str) -> bool {
-        self.lock().bodies.contains_key(sha)
-    }
-}
 
 /// The hex SHA1 of `data`, lower case (Redis's script names and `redis.sha1hex`).
 pub fn sha1_hex(data: &[u8]) -> String {
@@ -686,7 +640,9 @@ fn load(scripts: &Scripts, sha: &str, body: &[u8]) -> Result<(), Reply> {
     if matches!(check, Reply::Error(_)) {
         return Err(check);
     }
-    scripts.add(sha.to_string(), body)
+    scripts
+        .add(sha.to_string(), body)
+        .map_err(|_| err("ERR the script cache is full (SCRIPT FLUSH empties it)"))
 }
 
 /// EVAL script numkeys [key ...] [arg ...].
