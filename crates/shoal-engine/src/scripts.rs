@@ -9,7 +9,7 @@ use bytes::Bytes;
 /// The most script bytes a node keeps.
 const SCRIPTS_MAX_BYTES: usize = 64 << 20;
 
-/// The cache holds [`SCRIPTS_MAX_BYTES`] already.
+/// The cache holds its most already (64 MB of scripts).
 #[derive(Debug)]
 pub struct CacheFull;
 
