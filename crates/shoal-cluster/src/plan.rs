@@ -189,11 +189,7 @@ pub fn cluster_rule(
     let to = primary(slot);
     if to == me {
         ClusterRule::Route
-    } else if readonly
-        && spec.flags & flag::WRITE == 0
-        && spec.route != Route::Exec
-        && holds_copy(slot)
-    {
+    } else if readonly && !cmd::may_write(spec) && spec.route != Route::Exec && holds_copy(slot) {
         ClusterRule::ReadHere
     } else {
         ClusterRule::Moved { slot, to }

@@ -47,7 +47,7 @@ pub fn run_here(
                 };
                 if s.name == "select" {
                     db = cmd::db::after_select(a, db, session.redis_cluster);
-                } else if s.flags & flag::WRITE != 0 {
+                } else if cmd::may_write(s) {
                     keys.extend(cmd::db::stored_keys(s, a, db));
                 }
             }
@@ -81,7 +81,7 @@ pub fn run_here(
         None if may_delta && writes.count == 0 => return (reply, Vec::new()),
         // SORT or GEORADIUS without STORE: a read, whose key's state the replicas hold.
         None if cmd::db::writes_nothing(spec, args) => return (reply, Vec::new()),
-        None if spec.flags & flag::WRITE != 0 => {
+        None if cmd::may_write(spec) => {
             let keys = cmd::db::stored_keys(spec, args, db);
             let delta = (may_delta && keys.len() == 1)
                 .then(|| delta_of(node, spec, args, db, &keys[0], writes, now_ms))

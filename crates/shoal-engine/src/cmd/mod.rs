@@ -68,9 +68,15 @@ pub enum Access {
     Write,
 }
 
+/// Whether a command of row `spec` may change its keys: a write, or a script that may run
+/// writes ([`flag::RUNS_WRITES`]).
+pub const fn may_write(spec: &CommandSpec) -> bool {
+    spec.flags & (flag::WRITE | flag::RUNS_WRITES) != 0
+}
+
 /// The [`Access`] of `args`, a command of row `spec`.
 pub fn access(spec: &CommandSpec, args: &[Bytes]) -> Access {
-    if spec.flags & flag::WRITE == 0 {
+    if !may_write(spec) {
         Access::Read
     } else if blind_write(args) || memcache::blind(args) {
         Access::BlindWrite
@@ -105,6 +111,11 @@ pub mod flag {
     /// Not a write, but Redis propagates it (PUBLISH, SPUBLISH, PFCOUNT): a CLIENT PAUSE
     /// WRITE holds it too (Redis's `may-replicate`).
     pub const MAY_REPLICATE: u32 = 1 << 14;
+    /// Runs other commands, writes among them (EVAL, EVALSHA): the cluster treats it as a
+    /// write of its keys (routed to their owner, never to a copy; the keys replicated after
+    /// it), though COMMAND INFO shows Redis's flags (`may_replicate`, not `write`). Not
+    /// listed in [`NAMES`].
+    pub const RUNS_WRITES: u32 = 1 << 15;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -217,9 +228,10 @@ pub fn acl_categories(c: &CommandSpec) -> Vec<&'static str> {
     ];
     let has = |cat: &str| {
         own.contains(&cat)
-            || implied
-                .iter()
-                .any(|&(bit, name)| name == cat && c.flags & bit != 0)
+            || implied.iter().any(|&(bit, name)| {
+                // Redis leaves scripting commands out of `@read` (EVAL_RO, FCALL_RO).
+                name == cat && c.flags & bit != 0 && !(name == "read" && own.contains(&"scripting"))
+            })
             || (cat == "slow" && c.flags & FAST == 0)
     };
     ACL_CATEGORIES.into_iter().filter(|cat| has(cat)).collect()
@@ -316,10 +328,8 @@ impl Route {
             Route::AllNodes(Gather::Flush) => {
                 &["request_policy:all_shards", "response_policy:all_succeeded"]
             }
-            Route::AllNodes(Gather::Publish | Gather::PubSub) => &[],
-            Route::AllNodes(Gather::Everywhere) => {
-                &["request_policy:all_nodes", "response_policy:all_succeeded"]
-            }
+            // SCRIPT's tips are its subcommands' in Redis 7.2 (none on the container).
+            Route::AllNodes(Gather::Publish | Gather::PubSub | Gather::Everywhere) => &[],
             Route::Info => &[
                 "nondeterministic_output",
                 "request_policy:all_shards",
@@ -612,8 +622,8 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("geosearch", -7, READONLY, (1, 1, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle.", geo::geosearch),
     cmd!("geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geo::geosearchstore),
     // scripting
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval", -3, WRITE | NOSCRIPT | STALE | MAY_REPLICATE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script.", script::eval), 2) },
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha", -3, WRITE | NOSCRIPT | STALE | MAY_REPLICATE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", script::evalsha), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script.", script::eval), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", script::evalsha), 2) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("eval_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script.", script::eval_ro), 2) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", script::evalsha_ro), 2) },
     CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
@@ -672,7 +682,7 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::AllNodes(Gather::PubSub), ..cmd!("pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands.", pubsub::pubsub,
         &["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"]) },
     cmd!("lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", "Displays computer art and the Redis version.", server::lolwut),
-    cmd!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave),
+    CommandSpec { acl: &["admin", "dangerous"], ..cmd!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave) },
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("module", -2, 0, (0, 0, 0), "server", "4.0.0", "A container for module commands.", server::module,
         &["list", "load", "loadex", "unload", "help"]) },
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
