@@ -1568,10 +1568,19 @@ fn geo_indexes_replicate_and_fail_over() {
         .query(&mut clients[1])
         .unwrap();
     assert_eq!(found.len(), want.len());
+    let sorted: Vec<String> = redis::cmd("SORT")
+        .arg(&places)
+        .arg("ALPHA")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(3)
+        .query(&mut clients[1])
+        .unwrap();
+    assert_eq!(sorted, ["p0", "p1", "p10"]);
     assert_eq!(
         counter(&mut clients[0], "shoal_repl_queued"),
         queued_before,
-        "a GEORADIUS without STORE replicated something"
+        "a GEORADIUS or SORT without STORE replicated something"
     );
     let stored: i64 = redis::cmd("GEORADIUS")
         .arg(&places)

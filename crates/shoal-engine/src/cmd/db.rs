@@ -98,11 +98,9 @@ pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
 /// and GEORADIUSBYMEMBER without STORE (Redis's read forms of them); the cluster then has
 /// no key state to replicate.
 pub fn writes_nothing(spec: &CommandSpec, args: &[Bytes]) -> bool {
-    match spec.name {
-        "sort" => !args.iter().skip(2).any(|a| super::is(a, "STORE")),
-        "georadius" | "georadiusbymember" => super::geo::store_key(args).is_none(),
-        _ => false,
-    }
+    // Their STORE key is the one [`stored_keys`] adds to the key positions' keys.
+    matches!(spec.name, "sort" | "georadius" | "georadiusbymember")
+        && stored_keys(spec, args, 0).len() == spec.key_positions(args).count()
 }
 
 /// The arguments of `spec` with every key argument stored for database `db` (`db > 0`).

@@ -122,19 +122,11 @@ fn new_vm() -> mlua::Result<Vm> {
     )?;
     redis.set(
         "error_reply",
-        lua.create_function(|lua, s: mlua::LuaString| {
-            let t = lua.create_table()?;
-            t.set("err", s)?;
-            Ok(t)
-        })?,
+        lua.create_function(|lua, s: mlua::LuaString| tagged(lua, "err", s))?,
     )?;
     redis.set(
         "status_reply",
-        lua.create_function(|lua, s: mlua::LuaString| {
-            let t = lua.create_table()?;
-            t.set("ok", s)?;
-            Ok(t)
-        })?,
+        lua.create_function(|lua, s: mlua::LuaString| tagged(lua, "ok", s))?,
     )?;
     redis.set("log", lua.create_function(|_, _: mlua::MultiValue| Ok(()))?)?;
     redis.set(
@@ -201,19 +193,11 @@ fn to_lua(lua: &Lua, reply: Reply) -> mlua::Result<Value> {
         Reply::Bulk(b) | Reply::Verbatim(b) | Reply::DoubleText(b) => {
             Value::String(lua.create_string(&b)?)
         }
-        Reply::Double(d) => Value::String(lua.create_string(double_text(d))?),
+        Reply::Double(d) => Value::String(lua.create_string(shoal_resp::double_bytes(d))?),
         Reply::Nil | Reply::NilArray => Value::Boolean(false),
         Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
-        Reply::Simple(s) => {
-            let t = lua.create_table()?;
-            t.set("ok", &*s)?;
-            Value::Table(t)
-        }
-        Reply::Error(e) => {
-            let t = lua.create_table()?;
-            t.set("err", &*e)?;
-            Value::Table(t)
-        }
+        Reply::Simple(s) => tagged(lua, "ok", &*s)?,
+        Reply::Error(e) => tagged(lua, "err", &*e)?,
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Seq(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.into_iter().enumerate() {
@@ -379,7 +363,7 @@ fn run_script(
                     match a {
                         Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
                         Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
-                        Value::Number(n) => cmd.push(Bytes::from(lua_number(n))),
+                        Value::Number(n) => cmd.push(lua_number(n)),
                         _ => {
                             let e =
                                 "ERR Lua redis lib command arguments must be strings or integers";
@@ -513,8 +497,13 @@ fn fail(lua: &Lua, e: &str, raise: bool, sha: &str) -> mlua::Result<Value> {
     if raise {
         return Err(mlua::Error::RuntimeError(located(lua, e, sha)));
     }
+    tagged(lua, "err", e)
+}
+
+/// `{ok = text}` or `{err = text}`: a status or an error reply as a script holds it.
+fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value> {
     let t = lua.create_table()?;
-    t.set("err", e)?;
+    t.set(tag, text)?;
     Ok(Value::Table(t))
 }
 
@@ -558,19 +547,8 @@ fn script_error(m: &str, sha: &str) -> Reply {
 /// A Lua number as a command argument, as Redis 7.2 writes it (`fpconv_dtoa`: the shortest
 /// text that reads back the same; Lua's own `%.14g` would lose digits), which is how a
 /// double reply is written.
-fn lua_number(n: f64) -> String {
-    String::from_utf8_lossy(&double_text(n)).into_owned()
-}
-
-/// The text of a double as a RESP2 reply carries it.
-fn double_text(d: f64) -> Vec<u8> {
-    let mut out = bytes::BytesMut::new();
-    Reply::Double(d).encode(shoal_resp::Protocol::Resp2, &mut out);
-    // `$<len>\r\n<text>\r\n`: the text.
-    match out.iter().position(|&c| c == b'\n') {
-        Some(i) => out[i + 1..out.len().saturating_sub(2)].to_vec(),
-        None => out.to_vec(),
-    }
+fn lua_number(n: f64) -> Bytes {
+    shoal_resp::double_bytes(n)
 }
 
 /// The keys and arguments after EVAL's script (or SHA1) and numkeys, with the keys as the
@@ -777,7 +755,7 @@ mod tests {
             (123456789012345.0, "123456789012345"),
             (1.0 / 3.0, "0.3333333333333333"),
         ] {
-            assert_eq!(lua_number(n), want, "{n}");
+            assert_eq!(lua_number(n), want.as_bytes(), "{n}");
         }
     }
 
