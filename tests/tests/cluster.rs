@@ -1836,6 +1836,83 @@ fn published_messages_reach_subscribers_on_every_node_in_order() {
     assert!(undelivered >= 1, "the message n2 did not get is counted");
 }
 
+/// Keyspace notifications in a cluster: every key's events reach the subscribers of every
+/// node once, whichever node the command came through and whichever node owns the key; a
+/// key's expiry is announced by its owner only (its replica's copy expires silently).
+#[test]
+fn keyspace_notifications_reach_every_node_once() {
+    let cluster = TestCluster::start(3, |c| c.notify_keyspace_events = "Eg$x".into());
+    let timeout = Some(Duration::from_secs(10));
+    let mut conns: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    let mut subs: Vec<redis::PubSub<'_>> = conns.iter_mut().map(|c| c.as_pubsub()).collect();
+    for sub in &mut subs {
+        sub.set_read_timeout(timeout).unwrap();
+        sub.psubscribe("__keyevent@0__:*").unwrap();
+    }
+    // Through n0: ten keys set then deleted, twenty that expire; most are owned elsewhere.
+    let mut via_n0 = cluster.members[0].client();
+    let mut pipe = redis::pipe();
+    for i in 0..10 {
+        pipe.set(format!("a{i}"), "v").ignore();
+        pipe.del(format!("a{i}")).ignore();
+    }
+    for i in 0..20 {
+        pipe.cmd("SET")
+            .arg(format!("k{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(200)
+            .ignore();
+    }
+    pipe.query::<()>(&mut via_n0).unwrap();
+    let mut want: Vec<(String, String)> = Vec::new();
+    for i in 0..10 {
+        want.push(("set".into(), format!("a{i}")));
+        want.push(("del".into(), format!("a{i}")));
+    }
+    for i in 0..20 {
+        for event in ["set", "expire", "expired"] {
+            want.push((event.into(), format!("k{i}")));
+        }
+    }
+    want.sort();
+    let event = |m: redis::Msg| -> (String, String) {
+        let channel = m.get_channel_name();
+        let name = channel.rsplit(':').next().unwrap_or_default().to_string();
+        (name, m.get_payload().unwrap())
+    };
+    for (i, sub) in subs.iter_mut().enumerate() {
+        let mut got: Vec<(String, String)> = Vec::new();
+        for _ in 0..want.len() {
+            match sub.get_message() {
+                Ok(m) => got.push(event(m)),
+                Err(e) => panic!("n{i}: {e} after {got:?}"),
+            }
+        }
+        got.sort();
+        assert_eq!(got, want, "n{i}'s subscriber");
+    }
+    // Then only what comes next: nothing was sent twice (each node's events reach the
+    // others in order, so a duplicate would come before these).
+    let mut via_n2 = cluster.members[2].client();
+    let mut pipe = redis::pipe();
+    for i in 0..30 {
+        pipe.set(format!("mark{i}"), "v").ignore();
+    }
+    pipe.query::<()>(&mut via_n2).unwrap();
+    for (i, sub) in subs.iter_mut().enumerate() {
+        let mut got: Vec<(String, String)> = (0..30)
+            .map(|_| event(sub.get_message().expect("a marker within the deadline")))
+            .collect();
+        got.sort();
+        let mut marks: Vec<(String, String)> = (0..30)
+            .map(|k| ("set".to_string(), format!("mark{k}")))
+            .collect();
+        marks.sort();
+        assert_eq!(got, marks, "n{i}'s subscriber got nothing twice");
+    }
+}
+
 /// redis-py's Pub/Sub with its subscribers on n1 and its publisher on n0.
 #[test]
 fn redis_py_pubsub_across_nodes() {

@@ -30,6 +30,7 @@
 //! of the members installs a new one (a new epoch) without touching the router.
 
 mod describe;
+pub mod events;
 pub mod handoff;
 pub mod membership;
 pub mod message;

@@ -230,6 +230,9 @@ pub struct NodeConfig {
     pub shutdown_timeout_ms: u64,
     /// Active expiry cycles per second (Redis's `hz`).
     pub hz: u32,
+    /// The keyspace notifications published, in Redis's letters (`KEA`, `Egx`, ...); empty =
+    /// none, as in Redis (they cost a little on every write).
+    pub notify_keyspace_events: String,
     /// Worker threads that serve connections (memcached's `-t`, Redis's `io-threads` idea);
     /// 0 = one per CPU core. Read at start-up.
     pub threads: usize,
@@ -385,6 +388,7 @@ impl Default for NodeConfig {
             client_output_buffer_limit: OutputBufferLimits::default(),
             shutdown_timeout_ms: 10_000,
             hz: 10,
+            notify_keyspace_events: String::new(),
             threads: 0,
             log_level: "info".into(),
             memcache_port: None,
@@ -447,6 +451,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "client-output-buffer-limit",
     "shutdown-timeout-ms",
     "hz",
+    "notify-keyspace-events",
     "threads",
     "log-level",
     "memcache-port",
@@ -561,6 +566,13 @@ pub fn env_var_name(key: &str) -> String {
 impl NodeConfig {
     /// Checks values that deserialization alone cannot.
     pub fn validate(&self) -> Result<(), String> {
+        if crate::notify::parse(&self.notify_keyspace_events).is_none() {
+            return Err(format!(
+                "invalid notify-keyspace-events '{}': {}",
+                self.notify_keyspace_events,
+                crate::notify::INVALID
+            ));
+        }
         shoal_store::EvictionPolicy::from_str(&self.maxmemory_policy)
             .map_err(|_| format!("invalid maxmemory-policy '{}'", self.maxmemory_policy))?;
         if self.maxmemory_samples == 0 || self.maxmemory_samples > 64 {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
 
+use bytes::Bytes;
 use shoal_resp::Limits;
 use shoal_store::{EvictionPolicy, Store, StoreConfig};
 
@@ -65,6 +66,10 @@ pub struct Engine {
     pub scripts: crate::scripts::Scripts,
     /// This node's Pub/Sub subscriptions (SUBSCRIBE, PUBLISH, ...).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
+    /// The keyspace notifications published (`notify`'s classes; 0: none, the default).
+    notify_flags: std::sync::atomic::AtomicU32,
+    /// Where notifications go beyond this node (set once by the cluster layer).
+    pub event_sink: std::sync::OnceLock<Box<dyn crate::hooks::EventSink>>,
 }
 
 impl Engine {
@@ -90,7 +95,8 @@ impl Engine {
         commands.configure_slowlog(config.slowlog_log_slower_than, config.slowlog_max_len);
         let latency = crate::latency::LatencyMonitor::default();
         latency.configure(config.latency_monitor_threshold);
-        Engine {
+        let notify_flags = crate::notify::parse(&config.notify_keyspace_events).unwrap_or(0);
+        let engine = Engine {
             store,
             clients: ClientRegistry::default(),
             stats: Stats::default(),
@@ -114,6 +120,92 @@ impl Engine {
             scripts: crate::scripts::Scripts::default(),
             pubsub: Default::default(),
             pause: Default::default(),
+            notify_flags: Default::default(),
+            event_sink: std::sync::OnceLock::new(),
+        };
+        engine.set_notify_flags(notify_flags);
+        engine
+    }
+
+    /// Publishes from now on the keyspace notifications of `flags` (`notify::parse`'s).
+    pub fn set_notify_flags(&self, flags: u32) {
+        use crate::notify::{publishes, EVICTED, EXPIRED, KEY_MISS, NEW};
+        use shoal_store::Noted;
+        self.notify_flags.store(flags, Ordering::Relaxed);
+        let mut noted = 0;
+        for (class, kind) in [
+            (EXPIRED, Noted::Expired),
+            (EVICTED, Noted::Evicted),
+            (NEW, Noted::Created),
+            (KEY_MISS, Noted::Missed),
+        ] {
+            if publishes(flags, class) {
+                noted |= kind.bit();
+            }
+        }
+        self.store.note_key_events(noted);
+    }
+
+    /// Publishes the keyspace notification `event` of `class` for the stored key `key`
+    /// (Redis's `notifyKeyspaceEvent`), when that class is on: first whatever the store
+    /// noted (a key this command found expired goes before the command's own event, as in
+    /// Redis). One atomic load when notifications are off.
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        let flags = self.notify_flags.load(Ordering::Relaxed);
+        if !crate::notify::publishes(flags, class) {
+            return;
+        }
+        self.publish_key_events();
+        self.publish_event(flags, event, key);
+    }
+
+    /// Publishes what the store noted since the last call (keys expired, evicted, created,
+    /// missed by a read), oldest first; in a cluster only the keys this node speaks for
+    /// (`EventSink::speaks_for`; a miss is always this node's own). Called after every
+    /// command and expiry round; one atomic load while nothing is noted.
+    pub fn publish_key_events(&self) {
+        use crate::notify::{EVICTED, EXPIRED, KEY_MISS, NEW};
+        let noted = self.store.take_key_events();
+        if noted.is_empty() {
+            return;
+        }
+        let flags = self.notify_flags.load(Ordering::Relaxed);
+        let sink = self.event_sink.get();
+        for (key, what) in noted {
+            let (class, event) = match what {
+                shoal_store::Noted::Expired => (EXPIRED, "expired"),
+                shoal_store::Noted::Evicted => (EVICTED, "evicted"),
+                shoal_store::Noted::Created => (NEW, "new"),
+                shoal_store::Noted::Missed => (KEY_MISS, "keymiss"),
+            };
+            // A read that missed is the node's own, wherever the key lives.
+            let spoken = what == shoal_store::Noted::Missed
+                || sink.is_none_or(|s| s.speaks_for(shoal_store::key_slot(&key)));
+            if crate::notify::publishes(flags, class) && spoken {
+                self.publish_event(flags, event, &key);
+            }
+        }
+    }
+
+    fn publish_event(&self, flags: u32, event: &str, key: &[u8]) {
+        use crate::notify::{keyevent_channel, keyspace_channel, KEYEVENT, KEYSPACE};
+        let (db, name) = shoal_store::split_key(key);
+        let limit = self.with_settings(|s| s.client_output_buffer_limit.pubsub);
+        let sink = self.event_sink.get();
+        let send = |channel: Bytes, message: Bytes| {
+            self.pubsub.publish(&channel, &message, false, limit);
+            if let Some(sink) = sink {
+                sink.publish(channel, message);
+            }
+        };
+        if flags & KEYSPACE != 0 {
+            send(
+                keyspace_channel(db, name),
+                Bytes::copy_from_slice(event.as_bytes()),
+            );
+        }
+        if flags & KEYEVENT != 0 {
+            send(keyevent_channel(db, event), Bytes::copy_from_slice(name));
         }
     }
 

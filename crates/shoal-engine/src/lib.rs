@@ -13,7 +13,7 @@
 //! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping;
 //!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`;
 //!   `cmdstats`: INFO commandstats and errorstats, and the slow log; `latency`: the
-//!   latency monitor (LATENCY).
+//!   latency monitor (LATENCY); `notify`: keyspace notifications' classes and channels.
 
 pub mod blocking;
 pub mod client;
@@ -28,6 +28,7 @@ pub mod latency;
 pub mod longdouble;
 pub mod mc;
 pub mod memory;
+pub mod notify;
 pub mod pause;
 pub mod pubsub;
 pub mod scripts;

@@ -274,6 +274,7 @@ pub async fn start_with(
     node.engine.refresh_memory();
     if node.cluster.is_some() {
         node.engine.store.set_tombstone_ttl(tombstone_ttl.max(1));
+        shoal_cluster::events::start(&node);
     }
     node.engine
         .port
@@ -682,10 +683,18 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         // Expire due keys for at most ~1/4 of the period, as Redis's active expiry cycle.
         let budget = period / 4;
         let started = Instant::now();
-        while node.engine.store.expire_cycle(now, 1000) == 1000 && started.elapsed() < budget {}
+        loop {
+            let removed = node.engine.store.expire_cycle(now, 1000);
+            // Their `expired` notifications, if on (a round's at most 1,000 keys).
+            node.engine.publish_key_events();
+            if removed < 1000 || started.elapsed() >= budget {
+                break;
+            }
+        }
         node.engine.refresh_memory();
         if node.engine.store.maxmemory() > 0 {
             let _ = node.engine.store.ensure_memory(now);
+            node.engine.publish_key_events();
         }
         node.engine.peak_memory(node.engine.used_memory());
         let flush_at = node.engine.flush_at.load(Ordering::Relaxed);

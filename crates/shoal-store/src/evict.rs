@@ -6,6 +6,7 @@ use std::str::FromStr;
 use foldhash::fast::FixedState;
 
 use crate::entry::Clock;
+use crate::noted::{NoteLog, Noted};
 use crate::rng;
 use crate::shard::Shard;
 
@@ -122,6 +123,7 @@ pub(crate) enum Victim {
 pub(crate) fn evict_one(
     shard: &mut Shard,
     hasher: &FixedState,
+    noted: &NoteLog,
     policy: EvictionPolicy,
     clock: &Clock,
     samples: usize,
@@ -176,12 +178,14 @@ pub(crate) fn evict_one(
         return Victim::None;
     };
     let expired = shard.items[idx].is_expired(now);
-    shard.remove_at(hasher, idx);
+    let item = shard.remove_at(hasher, idx);
     if expired {
         shard.stats.expired += 1;
+        noted.note(item.key(), Noted::Expired);
         Victim::Expired
     } else {
         shard.stats.evicted += 1;
+        noted.note(item.key(), Noted::Evicted);
         Victim::Evicted
     }
 }

@@ -16,6 +16,8 @@
 //! - `shard`: a dense `Vec` of entries indexed by a `hashbrown::HashTable<u32>`, a lazily
 //!   validated min-heap of expiry times for active expiry, per-slot key counts, the version
 //!   clock, the shard's tombstones.
+//! - `noted`: keys that expired, were evicted or were created, noted for keyspace
+//!   notifications.
 //! - `tombstone`: bounded, short-lived records of removed keys for replication.
 //! - `evict`: [`EvictionPolicy`] and victim sampling within a shard.
 //! - `store`: [`Store`], the public API.
@@ -24,7 +26,7 @@
 //! Every item carries a version from its shard's hybrid logical clock. A cluster owner reads a
 //! key's [`KeyState`] (value, flags, absolute expiry, version; or the version of its removal)
 //! after a write, and replicas [`Store::apply`] it with last-writer-wins, so late or reordered
-//! messages neither overwrite newer values nor resurrect removed keys. Removals are remembered
+//! messages neither overwrite newer values nor resurrect removed keys. NoteLog are remembered
 //! by tombstones, off on a single node and bounded per shard when on
 //! ([`Store::set_tombstone_ttl`]); they cost the single-node GET/SET path one branch.
 //!
@@ -41,6 +43,7 @@ mod evict;
 pub mod gate;
 mod hash;
 mod list;
+mod noted;
 mod ranked;
 mod rng;
 mod set;
@@ -58,6 +61,7 @@ pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
 pub use hash::{Hash, LISTPACK_ENTRIES, LISTPACK_VALUE};
 pub use list::List;
+pub use noted::{without_noting, Noted};
 pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, split_key, stored_key, SLOTS};

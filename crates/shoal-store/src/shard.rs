@@ -10,6 +10,7 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::entry::Item;
+use crate::noted::{NoteLog, Noted};
 use crate::slot::{key_slot, SLOTS};
 use crate::tombstone::Tombstones;
 
@@ -82,6 +83,7 @@ impl Shard {
     pub(crate) fn lookup(
         &mut self,
         hasher: &FixedState,
+        noted: &NoteLog,
         key: &[u8],
         hash: u64,
         now_ms: u64,
@@ -90,6 +92,7 @@ impl Shard {
         if self.items[i].is_expired(now_ms) {
             self.remove_at(hasher, i);
             self.stats.expired += 1;
+            noted.note(key, Noted::Expired);
             return None;
         }
         Some(i)
@@ -290,7 +293,13 @@ impl Shard {
     }
 
     /// Active expiry: remove up to about `max` due keys; returns how many were removed.
-    pub(crate) fn pop_expired(&mut self, hasher: &FixedState, now_ms: u64, max: usize) -> usize {
+    pub(crate) fn pop_expired(
+        &mut self,
+        hasher: &FixedState,
+        noted: &NoteLog,
+        now_ms: u64,
+        max: usize,
+    ) -> usize {
         let mut removed = 0;
         while removed < max {
             match self.expiry.peek() {
@@ -305,8 +314,9 @@ impl Shard {
                             .map(|&i| i as usize)
                             .find(|&i| items[i].is_expired(now_ms));
                         let Some(idx) = due else { break };
-                        self.remove_at(hasher, idx);
+                        let item = self.remove_at(hasher, idx);
                         self.stats.expired += 1;
+                        noted.note(item.key(), Noted::Expired);
                         removed += 1;
                     }
                 }

@@ -51,9 +51,12 @@ impl Default for StoreConfig {
 pub enum Access {
     /// A command read (GET): touch LRU/LFU and count a keyspace hit or miss.
     Read,
-    /// Touch LRU/LFU only (TOUCH, a read inside a write).
+    /// Touch LRU/LFU only (a read inside a write).
     Touch,
-    /// Neither (TTL, OBJECT, DEBUG).
+    /// Count a keyspace hit or miss, but leave LRU/LFU (EXISTS, TYPE, TTL: Redis's
+    /// `LOOKUP_NOTOUCH`).
+    Inspect,
+    /// Neither (OBJECT, DEBUG, a read inside a write).
     Peek,
 }
 
@@ -199,6 +202,8 @@ struct Shared {
     /// Until when (Unix ms) the keyspace stays as it is: no key expires or is evicted
     /// (`Store::hold_expiry`).
     held_until: AtomicU64,
+    /// Keys expired, evicted, created or missed, while noted (`Store::note_key_events`).
+    noted: crate::noted::NoteLog,
 }
 
 /// The shard locks this thread took over from another thread since [`take_contention`]
@@ -377,7 +382,7 @@ impl<'a> Slot<'a> {
         hash: u64,
         now_ms: u64,
     ) -> Slot<'a> {
-        let idx = shard.lookup(&shared.hasher, key, hash, now_ms);
+        let idx = shard.lookup(&shared.hasher, &shared.noted, key, hash, now_ms);
         Slot {
             shard,
             shared,
@@ -394,6 +399,13 @@ impl<'a> Slot<'a> {
             self.shared.numbered.store(true, Relaxed);
         }
         self.idx = Some(self.shard.insert(&self.shared.hasher, self.hash, item));
+    }
+
+    /// [`Slot::insert_item`] for a command's write, noted as created (a replicated state is
+    /// not: the owner's command noted it).
+    fn create_item(&mut self, item: Item) {
+        self.insert_item(item);
+        self.shared.noted.note(self.key, crate::Noted::Created);
     }
 
     pub fn key(&self) -> &[u8] {
@@ -469,7 +481,7 @@ impl<'a> Slot<'a> {
             if changed && !c.is_empty() {
                 let version = self.shard.next_version(None, now);
                 let item = Item::new_coll(self.key, c, 0, self.clock.initial(), version);
-                self.insert_item(item);
+                self.create_item(item);
             }
             return r;
         };
@@ -568,7 +580,7 @@ impl<'a> Slot<'a> {
             Some(i) => self.shard.replace_coll(i, value, version),
             None => {
                 let item = Item::new_coll(self.key, value, 0, self.clock.initial(), version);
-                self.insert_item(item);
+                self.create_item(item);
             }
         }
     }
@@ -622,7 +634,7 @@ impl<'a> Slot<'a> {
                     self.clock.initial(),
                     version,
                 );
-                self.insert_item(item);
+                self.create_item(item);
             }
         }
     }
@@ -863,6 +875,7 @@ impl Store {
                 apply_floor: Default::default(),
                 numbered: AtomicBool::new(false),
                 held_until: AtomicU64::new(0),
+                noted: Default::default(),
             },
         }
     }
@@ -939,15 +952,19 @@ impl Store {
             let idx = if held {
                 shard.find_live(key, hash, now_ms)
             } else {
-                shard.lookup(&shared.hasher, key, hash, now_ms)
+                shard.lookup(&shared.hasher, &shared.noted, key, hash, now_ms)
             };
-            if access == Access::Read {
+            if matches!(access, Access::Read | Access::Inspect) {
                 match idx {
                     Some(_) => shard.stats.hits += 1,
-                    None => shard.stats.misses += 1,
+                    None => {
+                        shard.stats.misses += 1;
+                        shared.noted.note(key, crate::Noted::Missed);
+                    }
                 }
             }
-            if let (Some(i), false) = (idx, access == Access::Peek || untouched()) {
+            let touches = matches!(access, Access::Read | Access::Touch);
+            if let (Some(i), true) = (idx, touches && !untouched()) {
                 shared.clock(now_ms).touch(&mut shard.items[i].access);
             }
             f(idx.map(|i| {
@@ -1109,8 +1126,9 @@ impl Store {
                 if shard.items[i].is_expired(now_ms) {
                     // Held: passed over, not removed (`Store::hold_expiry`).
                     if !held {
-                        shard.remove_at(&shared.hasher, i);
+                        let item = shard.remove_at(&shared.hasher, i);
                         shard.stats.expired += 1;
+                        shared.noted.note(item.key(), crate::Noted::Expired);
                     }
                     return None;
                 }
@@ -1276,6 +1294,27 @@ impl Store {
         self.shared.held_until.store(until_ms, Relaxed);
     }
 
+    /// Notes, from now on, the changes of the kinds in `mask` (an OR of [`crate::Noted::bit`]s; 0:
+    /// none, the default, which also drops what was noted): keys that expire, are evicted,
+    /// are created by a write ([`Slot`]'s), or that a read misses, for
+    /// [`Store::take_key_events`] (Redis's `expired`, `evicted`, `new` and `keymiss`
+    /// keyspace notifications).
+    pub fn note_key_events(&self, mask: u8) {
+        self.shared.noted.set_mask(mask);
+    }
+
+    /// The changes noted since the last call, oldest first (empty while none are noted). At
+    /// most 65,536 wait; later ones are dropped until this is called
+    /// ([`Store::key_events_dropped`] counts them).
+    pub fn take_key_events(&self) -> Vec<(Bytes, crate::Noted)> {
+        self.shared.noted.take()
+    }
+
+    /// Changes not noted because the log was full.
+    pub fn key_events_dropped(&self) -> u64 {
+        self.shared.noted.dropped()
+    }
+
     fn held(&self, now_ms: u64) -> bool {
         now_ms < self.shared.held_until.load(Relaxed)
     }
@@ -1304,7 +1343,7 @@ impl Store {
                 if held {
                     return 0;
                 }
-                shard.pop_expired(&shared.hasher, now_ms, max_keys - removed)
+                shard.pop_expired(&shared.hasher, &shared.noted, now_ms, max_keys - removed)
             });
             if removed >= max_keys {
                 self.shared.expire_cursor.store(idx, Relaxed);
@@ -1361,7 +1400,15 @@ impl Store {
             };
             let victim = self.with_shard(idx, |shard, shared| {
                 let clock = shared.clock(now_ms);
-                evict_one(shard, &shared.hasher, policy, &clock, samples, keep)
+                evict_one(
+                    shard,
+                    &shared.hasher,
+                    &shared.noted,
+                    policy,
+                    &clock,
+                    samples,
+                    keep,
+                )
             });
             if victim == Victim::None {
                 misses_left -= 1;
@@ -1445,7 +1492,7 @@ impl Store {
             let live = if held {
                 shard.find_live(key, hash, now_ms)
             } else {
-                shard.lookup(&shared.hasher, key, hash, now_ms)
+                shard.lookup(&shared.hasher, &shared.noted, key, hash, now_ms)
             };
             if let Some(i) = live {
                 return live_state(&shard.items[i]);

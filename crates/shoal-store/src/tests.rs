@@ -1683,3 +1683,75 @@ fn a_shard_taken_over_from_another_thread_counts_as_a_handover() {
         }
     );
 }
+
+#[test]
+fn expiries_and_evictions_are_noted_only_while_asked_for() {
+    let s = store();
+    s.set(b"a", b"v", Some(100), 0);
+    assert_eq!(s.get(b"a", 200), None);
+    // Off (the default): expired, but not noted.
+    assert!(s.take_key_events().is_empty());
+    s.note_key_events(Noted::Expired.bit() | Noted::Evicted.bit());
+    // Found expired by a lookup, by a write, by active expiry.
+    s.set(b"b", b"v", Some(100), 0);
+    s.set(b"c", b"v", Some(100), 0);
+    s.set(b"d", b"v", Some(100), 0);
+    assert_eq!(s.get(b"b", 200), None);
+    s.set(b"c", b"new", None, 200);
+    assert_eq!(s.expire_cycle(200, 100), 1);
+    let taken = s.take_key_events();
+    let keys: Vec<(&[u8], Noted)> = taken.iter().map(|(k, r)| (&k[..], *r)).collect();
+    assert_eq!(
+        keys,
+        [
+            (&b"b"[..], Noted::Expired),
+            (&b"c"[..], Noted::Expired),
+            (&b"d"[..], Noted::Expired)
+        ]
+    );
+    assert!(s.take_key_events().is_empty());
+    // Evicted under maxmemory, with the key that was chosen.
+    s.set_maxmemory(1);
+    s.set_policy(EvictionPolicy::AllKeysRandom);
+    assert!(s.ensure_memory(300).is_ok());
+    assert!(s.is_empty());
+    let taken = s.take_key_events();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((&taken[0].0[..], taken[0].1), (&b"c"[..], Noted::Evicted));
+    s.set_maxmemory(0);
+    // Turned off: what waited is dropped, nothing more is noted.
+    s.set(b"e", b"v", Some(100), 0);
+    s.set(b"f", b"v", Some(100), 0);
+    assert_eq!(s.get(b"e", 200), None);
+    s.note_key_events(0);
+    assert_eq!(s.get(b"f", 200), None);
+    assert!(s.take_key_events().is_empty());
+    assert_eq!(s.key_events_dropped(), 0);
+}
+
+#[test]
+fn created_keys_are_noted_when_asked_for() {
+    let s = store();
+    s.note_key_events(Noted::Created.bit());
+    s.set(b"a", b"v", None, 0);
+    // An overwrite creates nothing; a key written after it expired is new again.
+    s.set(b"a", b"w", Some(100), 0);
+    s.set(b"a", b"x", None, 200);
+    // A replicated state is not: its owner's write was.
+    let state = KeyState::Live {
+        kind: Kind::String,
+        value: Bytes::from_static(b"v"),
+        flags: 0,
+        expire_at_ms: 0,
+        version: 1 << 40,
+    };
+    assert!(s.apply(b"b", &state, 200));
+    let taken: Vec<(Bytes, Noted)> = s.take_key_events();
+    assert_eq!(
+        taken,
+        [
+            (Bytes::from_static(b"a"), Noted::Created),
+            (Bytes::from_static(b"a"), Noted::Created)
+        ]
+    );
+}

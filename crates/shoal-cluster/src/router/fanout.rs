@@ -131,6 +131,41 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
     }))
 }
 
+/// Keyspace notifications this node published (`crate::events`), for every other member's
+/// subscribers: one PUBLISH each, in order on each member's link (as `publish` sends
+/// them), the receivers' counts not awaited beyond the answers. One that does not reach a
+/// member is counted in `pubsub_undelivered`, as a PUBLISH's.
+pub async fn publish_to_others(node: &Arc<Server>, events: &[(Bytes, Bytes)]) {
+    let cluster = node.cluster.as_ref().expect("in a cluster");
+    let view = cluster.view();
+    let publish = Bytes::from_static(b"PUBLISH");
+    let asks = (0..view.len() as u16)
+        .filter(|&m| m != view.me)
+        .flat_map(|m| events.iter().map(move |e| (m, e)))
+        .map(|(m, (channel, message))| {
+            let args = [publish.clone(), channel.clone(), message.clone()];
+            let (node, view) = (node.clone(), view.clone());
+            async move { ask(&node, &view, m, Protocol::Resp2, 0, None, &args).await }
+        });
+    let lost = join_all(asks)
+        .await
+        .into_iter()
+        .filter(|r| !matches!(r, Ok(b) if integer_value(b).is_some()))
+        .count();
+    if lost > 0 {
+        let n = cluster
+            .stats
+            .pubsub_undelivered
+            .fetch_add(lost as u64, std::sync::atomic::Ordering::Relaxed)
+            + lost as u64;
+        tracing::debug!(
+            lost,
+            undelivered = n,
+            "keyspace notifications did not reach a member"
+        );
+    }
+}
+
 /// PUBSUB CHANNELS, SHARDCHANNELS (the union), NUMSUB, SHARDNUMSUB (the counts added up
 /// per channel) and NUMPAT (the sum: a pattern subscribed on two nodes counts twice) over
 /// every reachable member.

@@ -7,6 +7,7 @@ use shoal_resp::Reply;
 use shoal_store::Access;
 
 use super::{entry_string, err, int_arg, is, parse_i64, slot_string, tri, Ctx, ERR_SYNTAX};
+use crate::notify::STRING;
 
 const ERR_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 const ERR_BIT: &str = "ERR bit is not an integer or out of range";
@@ -28,17 +29,25 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     let byte = (offset >> 3) as usize;
     let mask = 1u8 << (7 - (offset & 7));
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let held = tri!(slot_string(slot)).and_then(|v| v.get(byte).copied());
+    let (reply, wrote) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        let held = match slot_string(slot) {
+            Ok(v) => v.and_then(|v| v.get(byte).copied()),
+            Err(e) => return (e, false),
+        };
         let old = held.unwrap_or(0);
         let was = u8::from(old & mask != 0);
         // Redis writes only when the string grows or the bit changes.
-        if held.is_none() || was != on {
+        let write = held.is_none() || was != on;
+        if write {
             let new = if on == 1 { old | mask } else { old & !mask };
             slot.overwrite(byte, &[new]);
         }
-        Reply::Int(i64::from(was))
-    })
+        (Reply::Int(i64::from(was)), write)
+    });
+    if wrote {
+        ctx.notify(STRING, "setbit", &args[1]);
+    }
+    reply
 }
 
 pub fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -248,11 +257,14 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let max = out.len();
     let dest = &args[2];
     if out.is_empty() {
-        ctx.engine.store.remove(dest, ctx.now_ms);
+        if ctx.engine.store.remove(dest, ctx.now_ms) {
+            ctx.notify(crate::notify::GENERIC, "del", dest);
+        }
     } else {
         ctx.engine
             .store
             .write(dest, ctx.now_ms, |slot| slot.set(&out, None));
+        ctx.notify(STRING, "set", dest);
     }
     Reply::Int(max as i64)
 }
@@ -498,7 +510,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
         return err("ERR BITFIELD_RO only supports the GET subcommand");
     }
     let need = (highest >> 3) as usize + 1;
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let mut changes = false;
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         // Grown (or created) first to hold every written field, as Redis does even when
         // every write fails; then each field is edited in place, on the bytes it covers.
         if tri!(slot_string(slot)).is_none_or(|v| v.len() < need) {
@@ -520,12 +533,17 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
                 let (reply, changed) = run_field(&mut window[..n], f.offset & 7, f);
                 if changed {
                     slot.overwrite(first, &window[..n]);
+                    changes = true;
                 }
                 reply
             })
             .collect();
         Reply::Array(replies)
-    })
+    });
+    if changes {
+        ctx.notify(STRING, "setbit", &args[1]);
+    }
+    reply
 }
 
 #[cfg(test)]

@@ -172,6 +172,8 @@ pub fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         return Reply::Int(0);
     };
     super::keys::put(ctx, &dst, v);
+    ctx.notify(crate::notify::GENERIC, "move_from", &args[1]);
+    ctx.notify(crate::notify::GENERIC, "move_to", &dst);
     Reply::Int(1)
 }
 
@@ -252,9 +254,12 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
         }
     }
-    for (k, v) in moved {
-        super::keys::put(ctx, &k, v);
-    }
+    // No key is new, as Redis swaps the databases' tables: no `new` event.
+    shoal_store::without_noting(|| {
+        for (k, v) in moved {
+            super::keys::put(ctx, &k, v);
+        }
+    });
     // Clients blocked in either database may have something to pop now (as in Redis).
     ctx.engine
         .blocked

@@ -894,14 +894,19 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], form: Form) -> Reply {
         z.insert(&f.member, if s.store_dist { f.dist } else { f.score });
     }
     let n = z.len() as i64;
-    ctx.engine.store.write(&dst, ctx.now_ms, |slot| {
+    let existed = ctx.engine.store.write(&dst, ctx.now_ms, |slot| {
         if n == 0 {
-            slot.remove();
-            return;
+            return slot.remove();
         }
         slot.set_coll(Collection::ZSet(z));
         slot.set_expire(None);
+        false
     });
+    let event = match form {
+        Form::Search { .. } => "geosearchstore",
+        _ => "georadiusstore",
+    };
+    super::notify_stored(ctx, crate::notify::ZSET, event, &dst, n > 0, existed);
     Reply::Int(n)
 }
 

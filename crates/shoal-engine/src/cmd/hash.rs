@@ -14,6 +14,7 @@ use super::{
     distinct, err, int_arg, is, parse_i64, random_below, scan_reply, tri, wrong_arity, Ctx,
     ReplyBudget, ERR_NOT_FLOAT, ERR_SYNTAX, ERR_WRONGTYPE,
 };
+use crate::notify::HASH;
 
 /// WRONGTYPE unless the key is absent or a hash.
 fn check_slot(slot: &Slot<'_>) -> Result<(), Reply> {
@@ -65,16 +66,19 @@ fn set_pairs(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<i64, Reply
 }
 
 pub fn hset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    Reply::Int(tri!(set_pairs(ctx, args, "hset")))
+    let added = tri!(set_pairs(ctx, args, "hset"));
+    ctx.notify(HASH, "hset", &args[1]);
+    Reply::Int(added)
 }
 
 pub fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     tri!(set_pairs(ctx, args, "hmset"));
+    ctx.notify(HASH, "hset", &args[1]);
     Reply::ok()
 }
 
 pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         let set = slot.edit_hash(|h| {
             let fresh = h.get(&args[2]).is_none();
@@ -84,7 +88,11 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             (fresh, fresh)
         });
         Reply::Int(i64::from(set))
-    })
+    });
+    if let Reply::Int(1) = reply {
+        ctx.notify(HASH, "hset", &args[1]);
+    }
+    reply
 }
 
 pub fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -158,17 +166,23 @@ pub fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, gone) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         if !slot.exists() {
-            return Reply::Int(0);
+            return (Reply::Int(0), false);
         }
         let removed = slot.edit_hash(|h| {
             let n = args[2..].iter().filter(|f| h.remove(f)).count();
             (n as i64, n > 0)
         });
-        Reply::Int(removed)
-    })
+        (Reply::Int(removed), !slot.exists())
+    });
+    if !matches!(reply, Reply::Int(0) | Reply::Error(_)) {
+        super::notify_change(ctx, HASH, "hdel", &args[1], gone);
+    }
+    reply
 }
 
 pub fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -191,7 +205,7 @@ pub fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let by = tri!(int_arg(&args[3]));
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         slot.edit_hash(|h| {
             let current = match h.get(&args[2]) {
@@ -208,7 +222,11 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             h.insert(&args[2], shoal_resp::format_int(next, &mut digits));
             (Reply::Int(next), true)
         })
-    })
+    });
+    if !matches!(reply, Reply::Error(_)) {
+        ctx.notify(HASH, "hincrby", &args[1]);
+    }
+    reply
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -220,7 +238,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         Err(_) => return err(ERR_NOT_FLOAT),
     }
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         slot.edit_hash(|h| {
             let text = match crate::longdouble::incr(h.get(&args[2]), &args[3]) {
@@ -233,7 +251,11 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             h.insert(&args[2], text.as_bytes());
             (Reply::bulk(text), true)
         })
-    })
+    });
+    if !matches!(reply, Reply::Error(_)) {
+        ctx.notify(HASH, "hincrbyfloat", &args[1]);
+    }
+    reply
 }
 
 /// Redis's text for a count of `i64::MIN` (HRANDFIELD, SRANDMEMBER).

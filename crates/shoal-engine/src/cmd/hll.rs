@@ -252,7 +252,7 @@ fn count(regs: &[u8]) -> u64 {
 
 /// PFADD key [element ...]: 1 if a register changed (or the key was created).
 pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let current = tri!(slot_string(slot));
         let (mut regs, created, was_sparse) = match current {
             None => (vec![0u8; REGISTERS], true, true),
@@ -273,7 +273,11 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             slot.set_keep_ttl(&encode(&regs, was_sparse));
         }
         Reply::Int(i64::from(created || changed))
-    })
+    });
+    if let Reply::Int(1) = reply {
+        ctx.notify(crate::notify::STRING, "pfadd", &args[1]);
+    }
+    reply
 }
 
 /// The registers of `key` and whether its value is sparse (`None` when absent), or the
@@ -317,7 +321,8 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     }
     let value = encode(&union, all_sparse);
-    ctx.engine
+    let reply = ctx
+        .engine
         .store
         .write(&args[1], ctx.now_ms, |slot| match slot_string(slot) {
             Err(reply) => reply,
@@ -325,7 +330,11 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 slot.set_keep_ttl(&value);
                 Reply::ok()
             }
-        })
+        });
+    if !matches!(reply, Reply::Error(_)) {
+        ctx.notify(crate::notify::STRING, "pfadd", &args[1]);
+    }
+    reply
 }
 
 #[cfg(test)]

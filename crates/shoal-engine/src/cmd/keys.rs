@@ -8,14 +8,18 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{db, err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::engine::Engine;
+use crate::notify::GENERIC;
 
 pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let store = &ctx.engine.store;
-    let n = args[1..]
-        .iter()
-        .filter(|k| store.remove(k, ctx.now_ms))
-        .count();
-    Reply::Int(n as i64)
+    let mut n = 0;
+    for k in &args[1..] {
+        if store.remove(k, ctx.now_ms) {
+            ctx.notify(GENERIC, "del", k);
+            n += 1;
+        }
+    }
+    Reply::Int(n)
 }
 
 fn count_live(ctx: &Ctx<'_>, keys: &[Bytes], access: Access) -> Reply {
@@ -28,18 +32,18 @@ fn count_live(ctx: &Ctx<'_>, keys: &[Bytes], access: Access) -> Reply {
 }
 
 pub fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    count_live(ctx, &args[1..], Access::Peek)
+    count_live(ctx, &args[1..], Access::Inspect)
 }
 
 pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    count_live(ctx, &args[1..], Access::Touch)
+    count_live(ctx, &args[1..], Access::Read)
 }
 
 pub fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let kind = ctx
         .engine
         .store
-        .read(&args[1], ctx.now_ms, Access::Peek, |e| e.map(|e| e.kind));
+        .read(&args[1], ctx.now_ms, Access::Inspect, |e| e.map(|e| e.kind));
     Reply::Simple(kind.map_or("none", Kind::name).into())
 }
 
@@ -87,7 +91,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], millis: bool, absolute: boo
     let now = ctx.now_ms as i64;
     let changed = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         if !slot.exists() {
-            return false;
+            return None;
         }
         let current = slot.expire_at().map(|t| t as i64);
         let refused = (nx && current.is_some())
@@ -95,16 +99,20 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], millis: bool, absolute: boo
             || (gt && current.is_none_or(|c| when <= c))
             || (lt && current.is_some_and(|c| when >= c));
         if refused {
-            return false;
+            return None;
         }
         if when <= now {
             slot.remove();
+            Some("del")
         } else {
             slot.set_expire(Some(when as u64));
+            Some("expire")
         }
-        true
     });
-    Reply::Int(i64::from(changed))
+    if let Some(event) = changed {
+        ctx.notify(GENERIC, event, &args[1]);
+    }
+    Reply::Int(i64::from(changed.is_some()))
 }
 
 pub fn expire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -126,10 +134,9 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// TTL family: -2 no key, -1 no TTL; seconds are rounded as Redis does ((ms + 500) / 1000).
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], millis: bool, absolute: bool) -> Reply {
     let now = ctx.now_ms;
-    let t = ctx
-        .engine
-        .store
-        .read(&args[1], now, Access::Peek, |e| e.map(|e| e.expire_at_ms));
+    let t = ctx.engine.store.read(&args[1], now, Access::Inspect, |e| {
+        e.map(|e| e.expire_at_ms)
+    });
     Reply::Int(match t {
         None => -2,
         Some(None) => -1,
@@ -164,6 +171,9 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let done = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         slot.expire_at().is_some() && slot.set_expire(None)
     });
+    if done {
+        ctx.notify(GENERIC, "persist", &args[1]);
+    }
     Reply::Int(i64::from(done))
 }
 
@@ -222,6 +232,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Reply {
         Some(v) => put(ctx, dst, v),
         None => return err(ERR_NO_SUCH_KEY),
     }
+    ctx.notify(GENERIC, "rename_from", src);
+    ctx.notify(GENERIC, "rename_to", dst);
     if nx {
         Reply::Int(1)
     } else {
@@ -275,6 +287,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     put(ctx, dst, v);
+    ctx.notify(GENERIC, "copy_to", dst);
     Reply::Int(1)
 }
 

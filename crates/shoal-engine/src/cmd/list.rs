@@ -11,6 +11,8 @@ use shoal_resp::Reply;
 use shoal_store::{Access, Kind, List, Slot};
 
 use super::wait::parse_timeout;
+use crate::notify::LIST;
+
 use super::{
     err, int_arg, is, parse_i64, tri, Ctx, ReplyBudget, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
 };
@@ -35,8 +37,18 @@ enum End {
     Right,
 }
 
+/// The event a push or pop at `end` publishes.
+fn event(end: End, push: bool) -> &'static str {
+    match (end, push) {
+        (End::Left, true) => "lpush",
+        (End::Right, true) => "rpush",
+        (End::Left, false) => "lpop",
+        (End::Right, false) => "rpop",
+    }
+}
+
 fn push(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, only_existing: bool) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         if only_existing && !slot.exists() {
             return Reply::Int(0);
@@ -52,7 +64,11 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, only_existing: bool) -> Rep
             (l.len() as i64, true)
         });
         Reply::Int(len)
-    })
+    });
+    if !matches!(reply, Reply::Int(0) | Reply::Error(_)) {
+        ctx.notify(LIST, event(end, true), &args[1]);
+    }
+    reply
 }
 
 pub fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -85,19 +101,22 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Reply {
     };
     let engine = ctx.engine;
     let budget = &mut ctx.session.budget;
-    engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, gone) = engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         if !slot.exists() {
-            return match count {
+            let reply = match count {
                 None => Reply::Nil,
                 Some(_) => Reply::NilArray,
             };
+            return (reply, false);
         }
         let take = |l: &mut List| match end {
             End::Left => l.pop_front(),
             End::Right => l.pop_back(),
         };
-        match count {
+        let reply = match count {
             None => slot.edit_list(|l| match take(l) {
                 Some(v) => (Reply::Bulk(Bytes::from(v)), true),
                 None => (Reply::Nil, false),
@@ -118,8 +137,20 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> Reply {
                 };
                 (reply, true)
             }),
-        }
-    })
+        };
+        (reply, !slot.exists())
+    });
+    let popped = match (&reply, count) {
+        (Reply::Bulk(_), None) => true,
+        (Reply::Array(a), Some(_)) => !a.is_empty(),
+        // Popped past the output limit (the client is then closed).
+        (Reply::Nil, Some(n)) => n > 0,
+        _ => false,
+    };
+    if popped {
+        super::notify_change(ctx, LIST, event(end, false), &args[1], gone);
+    }
+    reply
 }
 
 pub fn lpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -194,7 +225,7 @@ pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         if !slot.exists() {
             return err(ERR_NO_SUCH_KEY);
@@ -208,42 +239,59 @@ pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
             None => (err("ERR index out of range"), false),
         })
-    })
+    });
+    if !matches!(reply, Reply::Error(_)) {
+        ctx.notify(LIST, "lset", &args[1]);
+    }
+    reply
 }
 
 pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let count = tri!(int_arg(&args[2]));
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, gone) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         if !slot.exists() {
-            return Reply::Int(0);
+            return (Reply::Int(0), false);
         }
         let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
         let removed = slot.edit_list(|l| {
             let n = l.remove_matching(limit, count < 0, |e| e == &args[3][..]);
             (n as i64, n > 0)
         });
-        Reply::Int(removed)
-    })
+        (Reply::Int(removed), !slot.exists())
+    });
+    if !matches!(reply, Reply::Int(0) | Reply::Error(_)) {
+        super::notify_change(ctx, LIST, "lrem", &args[1], gone);
+    }
+    reply
 }
 
 pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let start = tri!(int_arg(&args[2]));
     let end = tri!(int_arg(&args[3]));
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
-        if !slot.exists() {
-            return Reply::ok();
+    let (reply, trimmed, gone) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false, false);
         }
-        slot.edit_list(|l| {
+        if !slot.exists() {
+            return (Reply::ok(), false, false);
+        }
+        let reply = slot.edit_list(|l| {
             let keep = range(l.len(), start, end);
             if keep != Some((0, l.len().saturating_sub(1))) {
                 l.retain_range(keep);
             }
             // A change whatever was trimmed, as Redis signals it (WATCH).
             (Reply::ok(), true)
-        })
-    })
+        });
+        (reply, true, !slot.exists())
+    });
+    if trimmed {
+        super::notify_change(ctx, LIST, "ltrim", &args[1], gone);
+    }
+    reply
 }
 
 pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -254,7 +302,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     } else {
         return err(ERR_SYNTAX);
     };
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         if !slot.exists() {
             return Reply::Int(0);
@@ -267,7 +315,11 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             l.insert(at + usize::from(after), &args[4]);
             (Reply::Int(l.len() as i64), true)
         })
-    })
+    });
+    if matches!(reply, Reply::Int(n) if n > 0) {
+        ctx.notify(LIST, "linsert", &args[1]);
+    }
+    reply
 }
 
 /// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len].
@@ -387,7 +439,7 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
     }
     if src == dst {
         // A rotation, inside the one list (its TTL stays).
-        return store.write(src, now, |slot| {
+        let reply = store.write(src, now, |slot| {
             if slot.kind() != Some(Kind::List) {
                 return Reply::Nil;
             }
@@ -406,21 +458,27 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
                 (Reply::Bulk(Bytes::from(v)), true)
             })
         });
+        if let Reply::Bulk(_) = reply {
+            ctx.notify(LIST, event(to, true), dst);
+            ctx.notify(LIST, event(from, false), src);
+        }
+        return reply;
     }
     let popped = store.write(src, now, |slot| {
         if slot.kind() != Some(Kind::List) {
             return None;
         }
-        slot.edit_list(|l| {
+        let v = slot.edit_list(|l| {
             let v = match from {
                 End::Left => l.pop_front(),
                 End::Right => l.pop_back(),
             };
             let changed = v.is_some();
             (v, changed)
-        })
+        });
+        v.map(|v| (v, !slot.exists()))
     });
-    let Some(v) = popped else {
+    let Some((v, src_gone)) = popped else {
         return Reply::Nil;
     };
     let moved = store.write(dst, now, |slot| {
@@ -452,6 +510,9 @@ fn move_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
         });
         return err(ERR_WRONGTYPE);
     }
+    // Redis's order: the push, the pop, the source's removal.
+    ctx.notify(LIST, event(to, true), dst);
+    super::notify_change(ctx, LIST, event(from, false), src, src_gone);
     Reply::Bulk(Bytes::from(v))
 }
 
@@ -523,12 +584,12 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], end: End, count: u64, flat: bool) -> 
             if let Err(e) = check_slot(slot) {
                 // Woken again: a key that became another type is waited past (Redis keeps
                 // the client blocked).
-                return (!retry).then_some(e);
+                return (!retry).then_some((e, false, false));
             }
             if !slot.exists() {
                 return None;
             }
-            Some(slot.edit_list(|l| {
+            let reply = slot.edit_list(|l| {
                 let mut out = Vec::new();
                 for _ in 0..count.min(l.len() as u64) {
                     let v = match end {
@@ -548,10 +609,14 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], end: End, count: u64, flat: bool) -> 
                     Reply::Array(vec![Reply::Bulk(name), Reply::Array(out)])
                 };
                 (reply, true)
-            }))
+            });
+            Some((reply, true, !slot.exists()))
         });
-        if popped.is_some() {
-            return popped;
+        if let Some((reply, popped, gone)) = popped {
+            if popped {
+                super::notify_change(ctx, LIST, event(end, false), key, gone);
+            }
+            return Some(reply);
         }
     }
     None

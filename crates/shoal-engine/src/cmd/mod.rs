@@ -990,13 +990,51 @@ pub struct Ctx<'a> {
     pub scope: Option<&'a dyn SlotScope>,
     /// Cluster-wide (keys, volatile keys) for INFO keyspace, gathered by the router.
     pub keyspace: Option<(u64, u64)>,
+    /// A replica running its owner's write (`run_replicated`): it publishes no keyspace
+    /// notification (the owner did).
+    pub replica: bool,
 }
 
 impl Ctx<'_> {
+    /// Publishes the keyspace notification `event` of `class` (`crate::notify`) for the
+    /// stored key `key`, where Redis calls `notifyKeyspaceEvent`.
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        if !self.replica {
+            self.engine.notify(class, event, key);
+        }
+    }
+
     /// True if `key` is in this request's scope (always, outside a fan-out).
     pub fn in_scope(&self, key: &[u8]) -> bool {
         self.scope
             .is_none_or(|s| s.includes(shoal_store::key_slot(key)))
+    }
+}
+
+/// A collection write's notifications: `event` of `class` for `key`, then `del` when the
+/// write left the collection empty and so removed the key (`gone`), as Redis publishes them.
+pub(crate) fn notify_change(ctx: &Ctx<'_>, class: u32, event: &str, key: &[u8], gone: bool) {
+    ctx.notify(class, event, key);
+    if gone {
+        ctx.notify(crate::notify::GENERIC, "del", key);
+    }
+}
+
+/// A STORE form's notifications (SINTERSTORE, ZUNIONSTORE, SORT ... STORE, ...): `event` of
+/// `class` for the destination `key` when the result was stored (`stored`: not empty), else
+/// `del` when an empty result removed a key that `existed`.
+pub(crate) fn notify_stored(
+    ctx: &Ctx<'_>,
+    class: u32,
+    event: &str,
+    key: &[u8],
+    stored: bool,
+    existed: bool,
+) {
+    if stored {
+        ctx.notify(class, event, key);
+    } else if existed {
+        ctx.notify(crate::notify::GENERIC, "del", key);
     }
 }
 
@@ -1209,6 +1247,7 @@ pub fn run(
         now_ms,
         scope,
         keyspace: None,
+        replica: false,
     };
     // CLIENT NO-TOUCH: the keys it reads or writes keep their LRU/LFU clock (but TOUCH's).
     let reply = if ctx.session.info.no_touch.load(Relaxed) && spec.name != "touch" {
@@ -1216,6 +1255,9 @@ pub fn run(
     } else {
         (spec.handler)(&mut ctx, keyed)
     };
+    // What the command's lookups found expired, or its writes created, when no event of its
+    // own published them first.
+    node.publish_key_events();
     // A write may give a blocked client something to pop (a command that blocked wrote
     // nothing, and must not wake itself).
     if spec.flags & WRITE != 0 && node.blocked.count() > 0 && session.block.is_none() {
@@ -1334,6 +1376,7 @@ pub fn run_replicated(
         now_ms,
         scope: None,
         keyspace: None,
+        replica: true,
     };
     (spec.handler)(&mut ctx, args)
 }

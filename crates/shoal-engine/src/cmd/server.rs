@@ -1073,19 +1073,19 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ),
     ("tcp-keepalive", |_| "0".into(), None),
     ("protected-mode", |_| "no".into(), None),
-    // Keyspace notifications are not published: off (the default) is taken, a class refused.
+    // Shown in Redis's canonical order (`notify::format`); the engine publishes what it says.
     (
         "notify-keyspace-events",
-        |_| String::new(),
-        Some(|_, v| {
-            if v.is_empty() {
-                Ok(())
-            } else {
-                Err(
-                    "Shoal does not publish keyspace notifications: only an empty value is taken"
-                        .into(),
-                )
-            }
+        |c| {
+            crate::notify::parse(&c.notify_keyspace_events)
+                .map(crate::notify::format)
+                .unwrap_or_default()
+        },
+        Some(|c, v| {
+            crate::notify::parse(v).ok_or(crate::notify::INVALID)?;
+            // Kept as given: Redis's display of `A` hides an `n` that still counts.
+            c.notify_keyspace_events = v.to_string();
+            Ok(())
         }),
     ),
 ];
@@ -1203,6 +1203,7 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             node.commands
                 .configure_slowlog(s.slowlog_log_slower_than, s.slowlog_max_len);
             node.latency.configure(s.latency_monitor_threshold);
+            node.set_notify_flags(crate::notify::parse(&s.notify_keyspace_events).unwrap_or(0));
             Reply::ok()
         }
         Err(e) => Reply::error(e),

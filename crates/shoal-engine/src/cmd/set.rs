@@ -13,6 +13,8 @@ use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
 use shoal_store::{glob_match, Access, Collection, Kind, Member, Set, Slot};
 
+use crate::notify::SET;
+
 use super::{
     distinct, err, int_arg, random_below, scan_reply, tri, Ctx, ReplyBudget, ERR_SYNTAX,
     ERR_WRONGTYPE,
@@ -66,7 +68,7 @@ fn members_reply<'a>(
 
 pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let hint = args.len() - 2;
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         tri!(check_slot(slot));
         let added = slot.edit_set(
             || Set::for_members(&args[2], hint),
@@ -77,21 +79,31 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             },
         );
         Reply::Int(added)
-    })
+    });
+    if !matches!(reply, Reply::Int(0) | Reply::Error(_)) {
+        ctx.notify(SET, "sadd", &args[1]);
+    }
+    reply
 }
 
 pub fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, gone) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         if !slot.exists() {
-            return Reply::Int(0);
+            return (Reply::Int(0), false);
         }
         let removed = slot.edit_set(Set::new, |s| {
             let n = args[2..].iter().filter(|m| s.remove(m)).count();
             (n as i64, n > 0)
         });
-        Reply::Int(removed)
-    })
+        (Reply::Int(removed), !slot.exists())
+    });
+    if !matches!(reply, Reply::Int(0) | Reply::Error(_)) {
+        super::notify_change(ctx, SET, "srem", &args[1], gone);
+    }
+    reply
 }
 
 pub fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -138,14 +150,37 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     let engine = ctx.engine;
     let budget = &mut ctx.session.budget;
-    engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    // (reply, popped any, left the set empty)
+    let (reply, popped, gone) = engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false, false);
+        }
         let Some(len) = slot.set_value().map(Set::len).filter(|&n| n > 0) else {
-            return match count {
+            let reply = match count {
                 None => Reply::Nil,
                 Some(_) => set_reply(proto, Vec::new()),
             };
+            return (reply, false, false);
         };
+        let reply = spop_from(slot, proto, budget, len, count);
+        let popped = count != Some(0);
+        (reply, popped, popped && !slot.exists())
+    });
+    if popped {
+        super::notify_change(ctx, SET, "spop", &args[1], gone);
+    }
+    reply
+}
+
+/// SPOP's pops from a set of `len > 0` members (`count`: its count argument).
+fn spop_from(
+    slot: &mut Slot<'_>,
+    proto: Protocol,
+    budget: &mut ReplyBudget,
+    len: usize,
+    count: Option<u64>,
+) -> Reply {
+    {
         let Some(count) = count else {
             return slot.edit_set(Set::new, |s| {
                 let m = s.nth(random_below(len)).map(Member::to_bytes);
@@ -185,7 +220,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
             (set_reply(proto, out), true)
         })
-    })
+    }
 }
 
 /// SRANDMEMBER key [count]: distinct members for a positive count, repeats for a negative
@@ -256,12 +291,13 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Reply::Int(i64::from(s.is_some_and(|s| s.contains(member))))
         });
     }
-    let removed = store.write(src, now, |slot| {
-        slot.set_value().is_some()
+    let (removed, src_gone) = store.write(src, now, |slot| {
+        let removed = slot.set_value().is_some()
             && slot.edit_set(Set::new, |s| {
                 let r = s.remove(member);
                 (r, r)
-            })
+            });
+        (removed, !slot.exists())
     });
     if !removed {
         return Reply::Int(0);
@@ -269,18 +305,22 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let moved = store.write(dst, now, |slot| {
         // Another writer may have made it another type since the check above.
         if check_slot(slot).is_err() {
-            return false;
+            return None;
         }
-        slot.edit_set(
+        Some(slot.edit_set(
             || Set::for_members(member, 1),
             |s| {
                 let r = s.insert(member);
-                ((), r)
+                (r, r)
             },
-        );
-        true
+        ))
     });
-    if !moved {
+    if let Some(added) = moved {
+        super::notify_change(ctx, SET, "srem", src, src_gone);
+        if added {
+            ctx.notify(SET, "sadd", dst);
+        }
+    } else {
         store.write(src, now, |slot| {
             if check_slot(slot).is_ok() {
                 slot.edit_set(|| Set::for_members(member, 1), |s| ((), s.insert(member)));
@@ -453,10 +493,18 @@ fn combine_store(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> Reply {
         set.insert(m);
     }
     let n = set.len() as i64;
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let existed = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        let existed = slot.exists();
         slot.set_coll(Collection::Set(set));
         slot.set_expire(None);
+        existed
     });
+    let event = match op {
+        Op::Inter => "sinterstore",
+        Op::Union => "sunionstore",
+        Op::Diff => "sdiffstore",
+    };
+    super::notify_stored(ctx, SET, event, &args[1], n > 0, existed);
     Reply::Int(n)
 }
 

@@ -280,10 +280,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Reply {
         Some(dst) => {
             let dst = db::stored_key(ctx.session.db, dst);
             let len = out.len() as i64;
-            ctx.engine.store.write(&dst, ctx.now_ms, |slot| {
+            let existed = ctx.engine.store.write(&dst, ctx.now_ms, |slot| {
                 if out.is_empty() {
-                    slot.remove();
-                    return;
+                    return slot.remove();
                 }
                 let mut list = List::new();
                 for v in &out {
@@ -291,7 +290,16 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Reply {
                 }
                 slot.set_coll(Collection::List(list));
                 slot.set_expire(None);
+                false
             });
+            super::notify_stored(
+                ctx,
+                crate::notify::LIST,
+                "sortstore",
+                &dst,
+                len > 0,
+                existed,
+            );
             Reply::Int(len)
         }
         None => {

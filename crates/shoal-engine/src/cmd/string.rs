@@ -8,6 +8,7 @@ use super::{
     entry_string, err, int_arg, is, parse_i64, slot_string, tri, Ctx, ERR_NOT_FLOAT,
     ERR_NOT_INTEGER, ERR_SYNTAX,
 };
+use crate::notify::{GENERIC, STRING};
 
 const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 const ERR_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
@@ -228,20 +229,35 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         };
         let exists = slot.exists();
         if (nx && exists) || (xx && !exists) {
-            return Ok((false, old));
+            return Ok((false, exists, old));
         }
         match ttl {
             Ttl::Keep => slot.set_keep_ttl(value),
             Ttl::At(at) => slot.set(value, Some(at)),
             Ttl::Default | Ttl::Persist => slot.set(value, None),
         }
-        Ok((true, old))
+        Ok((true, exists, old))
     });
+    if let Ok((true, existed, _)) = set {
+        // A time already past (EXAT, PXAT) stores nothing here; Redis stores the key, then
+        // finds it expired right after the command: its events all the same.
+        let past = matches!(ttl, Ttl::At(at) if at <= ctx.now_ms);
+        if past && !existed {
+            ctx.notify(crate::notify::NEW, "new", &args[1]);
+        }
+        ctx.notify(STRING, "set", &args[1]);
+        if let Ttl::At(_) = ttl {
+            ctx.notify(GENERIC, "expire", &args[1]);
+        }
+        if past {
+            ctx.notify(crate::notify::EXPIRED, "expired", &args[1]);
+        }
+    }
     match set {
         Err(reply) => reply,
-        Ok((_, Some(old))) => bulk_or_nil(old),
-        Ok((true, None)) => Reply::ok(),
-        Ok((false, None)) => Reply::Nil,
+        Ok((_, _, Some(old))) => bulk_or_nil(old),
+        Ok((true, _, None)) => Reply::ok(),
+        Ok((false, _, None)) => Reply::Nil,
     }
 }
 
@@ -254,6 +270,9 @@ pub fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             true
         }
     });
+    if done {
+        ctx.notify(STRING, "set", &args[1]);
+    }
     Reply::Int(i64::from(done))
 }
 
@@ -262,6 +281,8 @@ fn set_with_ttl(ctx: &mut Ctx<'_>, args: &[Bytes], unit: Unit, cmd: &str) -> Rep
     ctx.engine
         .store
         .write(&args[1], ctx.now_ms, |slot| slot.set(&args[3], Some(at)));
+    ctx.notify(STRING, "set", &args[1]);
+    ctx.notify(GENERIC, "expire", &args[1]);
     Reply::ok()
 }
 
@@ -274,19 +295,27 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let old = tri!(slot_string(slot)).map(Bytes::copy_from_slice);
         slot.set(&args[2], None);
         bulk_or_nil(old)
-    })
+    });
+    if !matches!(reply, Reply::Error(_)) {
+        ctx.notify(STRING, "set", &args[1]);
+    }
+    reply
 }
 
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let old = tri!(slot_string(slot)).map(Bytes::copy_from_slice);
         slot.remove();
         bulk_or_nil(old)
-    })
+    });
+    if matches!(reply, Reply::Bulk(_)) {
+        ctx.notify(GENERIC, "del", &args[1]);
+    }
+    reply
 }
 
 pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -294,21 +323,34 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let now = ctx.now_ms;
     let result = ctx.engine.store.write(&args[1], now, |slot| {
         let Some(value) = slot_string(slot)?.map(Bytes::copy_from_slice) else {
-            return Ok(None);
+            return Ok((None, None));
         };
-        match spec.resolve(now, "getex")? {
+        let event = match spec.resolve(now, "getex")? {
+            // A time already past removes the key, as DEL (Redis's `del` event).
+            Ttl::At(at) if at <= now => {
+                slot.set_expire(Some(at));
+                Some((GENERIC, "del"))
+            }
             Ttl::At(at) => {
                 slot.set_expire(Some(at));
+                Some((GENERIC, "expire"))
             }
             Ttl::Persist => {
+                let had = slot.expire_at().is_some();
                 slot.set_expire(None);
+                had.then_some((GENERIC, "persist"))
             }
-            Ttl::Default | Ttl::Keep => {}
-        }
-        Ok(Some(value))
+            Ttl::Default | Ttl::Keep => None,
+        };
+        Ok((Some(value), event))
     });
     match result {
-        Ok(v) => bulk_or_nil(v),
+        Ok((v, event)) => {
+            if let Some((class, event)) = event {
+                ctx.notify(class, event, &args[1]);
+            }
+            bulk_or_nil(v)
+        }
         Err(reply) => reply,
     }
 }
@@ -343,6 +385,7 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         ctx.engine
             .store
             .write(&pair[0], ctx.now_ms, |slot| slot.set(&pair[1], None));
+        ctx.notify(STRING, "set", &pair[0]);
     }
     Reply::ok()
 }
@@ -363,6 +406,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     for pair in args[1..].chunks_exact(2) {
         store.write(&pair[0], ctx.now_ms, |slot| slot.set(&pair[1], None));
+        ctx.notify(STRING, "set", &pair[0]);
     }
     Reply::Int(1)
 }
@@ -375,13 +419,22 @@ fn max_len(ctx: &Ctx<'_>) -> usize {
 pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let limit = max_len(ctx);
     let extra = &args[2];
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         let len = tri!(slot_string(slot)).map_or(0, <[u8]>::len);
         if len + extra.len() > limit {
             return err(ERR_TOO_BIG);
         }
         Reply::Int(slot.append(extra) as i64)
-    })
+    });
+    notify_unless_error(ctx, &reply, STRING, "append", &args[1]);
+    reply
+}
+
+/// Publishes `event` for `key` unless the command answered an error.
+fn notify_unless_error(ctx: &Ctx<'_>, reply: &Reply, class: u32, event: &str, key: &[u8]) {
+    if !matches!(reply, Reply::Error(_)) {
+        ctx.notify(class, event, key);
+    }
 }
 
 pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -396,7 +449,7 @@ pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Reply {
-    ctx.engine.store.write(key, ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(key, ctx.now_ms, |slot| {
         let current = match tri!(slot_string(slot)) {
             None => 0,
             Some(v) => match parse_i64(v) {
@@ -410,7 +463,10 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Reply {
         let mut digits = [0u8; 20];
         slot.set_keep_ttl(shoal_resp::format_int(next, &mut digits));
         Reply::Int(next)
-    })
+    });
+    // INCR, DECR, INCRBY and DECRBY all publish `incrby`, as in Redis.
+    notify_unless_error(ctx, &reply, STRING, "incrby", key);
+    reply
 }
 
 pub fn incr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -435,7 +491,7 @@ pub fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+    let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         // Redis's order: the key's type, its value, then the increment.
         // In long double, as Redis (`crate::longdouble`).
         let text = match crate::longdouble::incr(tri!(slot_string(slot)), &args[2]) {
@@ -447,7 +503,9 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         };
         slot.set_keep_ttl(text.as_bytes());
         Reply::bulk(text)
-    })
+    });
+    notify_unless_error(ctx, &reply, STRING, "incrbyfloat", &args[1]);
+    reply
 }
 
 pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -489,16 +547,26 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let offset = offset as u64;
     let patch = &args[3];
     let limit = max_len(ctx) as u64;
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        let len = tri!(slot_string(slot)).map(<[u8]>::len);
+    let (reply, wrote) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        let len = match slot_string(slot) {
+            Ok(v) => v.map(<[u8]>::len),
+            Err(reply) => return (reply, false),
+        };
         if patch.is_empty() {
-            return Reply::Int(len.unwrap_or(0) as i64);
+            return (Reply::Int(len.unwrap_or(0) as i64), false);
         }
         if offset + patch.len() as u64 > limit {
-            return err(ERR_TOO_BIG);
+            return (err(ERR_TOO_BIG), false);
         }
-        Reply::Int(slot.overwrite(offset as usize, patch) as i64)
-    })
+        (
+            Reply::Int(slot.overwrite(offset as usize, patch) as i64),
+            true,
+        )
+    });
+    if wrote {
+        ctx.notify(STRING, "setrange", &args[1]);
+    }
+    reply
 }
 
 /// The LCS table: at `i * (b.len() + 1) + j`, the length of the LCS of `a[..i]` and

@@ -15,6 +15,8 @@ use bytes::Bytes;
 use shoal_resp::Reply;
 use shoal_store::{Access, Collection, Entry, Kind, ZSet};
 
+use crate::notify::ZSET;
+
 use super::{err, is, parse_f64, parse_i64, tri, Ctx, ERR_SYNTAX, ERR_WRONGTYPE};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -290,10 +292,14 @@ fn generic(ctx: &mut Ctx<'_>, args: &[Bytes], at: usize, op: Op, out: Output) ->
             let dst = &args[1];
             let n = items.len() as i64;
             let now = ctx.now_ms;
+            let event = match op {
+                Op::Union => "zunionstore",
+                Op::Inter => "zinterstore",
+                Op::Diff => "zdiffstore",
+            };
             if items.is_empty() {
-                ctx.engine.store.write(dst, now, |slot| {
-                    slot.remove();
-                });
+                let existed = ctx.engine.store.write(dst, now, |slot| slot.remove());
+                super::notify_stored(ctx, ZSET, event, dst, false, existed);
                 return Reply::Int(0);
             }
             let longest = items.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
@@ -305,6 +311,7 @@ fn generic(ctx: &mut Ctx<'_>, args: &[Bytes], at: usize, op: Op, out: Output) ->
                 slot.set_coll(Collection::ZSet(z));
                 slot.set_expire(None);
             });
+            ctx.notify(ZSET, event, dst);
             Reply::Int(n)
         }
         Output::Reply => {

@@ -13,6 +13,8 @@ use bytes::Bytes;
 use shoal_resp::{Protocol, Reply};
 use shoal_store::{glob_match, Kind, Slot, ZSet};
 
+use crate::notify::ZSET;
+
 use super::{
     distinct, err, int_arg, is, parse_f64, random_below, scan_reply, tri, Ctx, ReplyBudget,
     ERR_SYNTAX, ERR_WRONGTYPE,
@@ -115,11 +117,13 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let n = pairs.len() / 2;
     let longest = pairs.chunks_exact(2).map(|p| p[1].len()).max().unwrap_or(0);
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, changed) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         if xx && !slot.exists() {
             // Nothing to update: no key is created.
-            return if incr { Reply::Nil } else { Reply::Int(0) };
+            return (if incr { Reply::Nil } else { Reply::Int(0) }, false);
         }
         slot.edit_zset(
             || ZSet::for_members(n, longest),
@@ -138,7 +142,8 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                             if incr {
                                 new = cur + score;
                                 if new.is_nan() {
-                                    return (err(ERR_NAN), added + updated > 0);
+                                    let changed = added + updated > 0;
+                                    return ((err(ERR_NAN), changed), changed);
                                 }
                             }
                             if (gt && new <= cur) || (lt && new >= cur) {
@@ -163,10 +168,14 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 } else {
                     Reply::Int(if ch { added + updated } else { added })
                 };
-                (reply, changed)
+                ((reply, changed), changed)
             },
         )
-    })
+    });
+    if changed {
+        ctx.notify(ZSET, if incr { "zincr" } else { "zadd" }, &args[1]);
+    }
+    reply
 }
 
 pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -180,8 +189,10 @@ pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(by) = score_arg(&args[2]) else {
         return err(ERR_NOT_FLOAT);
     };
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, changed) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         let member = &args[3];
         slot.edit_zset(
             || ZSet::for_members(1, member.len()),
@@ -189,17 +200,21 @@ pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 let old = z.score(member);
                 let new = old.unwrap_or(0.0) + by;
                 if new.is_nan() {
-                    return (err(ERR_NAN), false);
+                    return ((err(ERR_NAN), false), false);
                 }
                 // Unchanged scores are no change (WATCH), as in Redis.
                 let changed = old != Some(new);
                 if changed {
                     z.insert(member, new);
                 }
-                (score_reply(new), changed)
+                ((score_reply(new), changed), changed)
             },
         )
-    })
+    });
+    if changed {
+        ctx.notify(ZSET, "zincr", &args[1]);
+    }
+    reply
 }
 
 pub fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -549,10 +564,13 @@ fn range_into(
         z.insert(m, *s);
     }
     let n = z.len() as i64;
-    ctx.engine.store.write(dst, ctx.now_ms, |slot| {
+    let existed = ctx.engine.store.write(dst, ctx.now_ms, |slot| {
+        let existed = slot.exists();
         slot.set_coll(shoal_store::Collection::ZSet(z));
         slot.set_expire(None);
+        existed
     });
+    super::notify_stored(ctx, ZSET, "zrangestore", dst, n > 0, existed);
     Reply::Int(n)
 }
 
@@ -670,17 +688,23 @@ pub fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, gone) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         if !slot.exists() {
-            return Reply::Int(0);
+            return (Reply::Int(0), false);
         }
         let n = slot.edit_zset(ZSet::new, |z| {
             let n = args[2..].iter().filter(|m| z.remove(m)).count();
             (n as i64, n > 0)
         });
-        Reply::Int(n)
-    })
+        (Reply::Int(n), !slot.exists())
+    });
+    if !matches!(reply, Reply::Int(0) | Reply::Error(_)) {
+        super::notify_change(ctx, ZSET, "zrem", &args[1], gone);
+    }
+    reply
 }
 
 /// ZREMRANGEBYRANK / BYSCORE / BYLEX.
@@ -701,10 +725,12 @@ fn remrange(ctx: &mut Ctx<'_>, args: &[Bytes], by: By) -> Reply {
             _ => return err(ERR_RANGE_LEX),
         },
     };
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, gone) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false);
+        }
         if !slot.exists() {
-            return Reply::Int(0);
+            return (Reply::Int(0), false);
         }
         let n = slot.edit_zset(ZSet::new, |z| {
             let doomed: Vec<Vec<u8>> = match &parsed {
@@ -728,8 +754,17 @@ fn remrange(ctx: &mut Ctx<'_>, args: &[Bytes], by: By) -> Reply {
             }
             (doomed.len() as i64, !doomed.is_empty())
         });
-        Reply::Int(n)
-    })
+        (Reply::Int(n), !slot.exists())
+    });
+    if !matches!(reply, Reply::Int(0) | Reply::Error(_)) {
+        let event = match by {
+            By::Rank => "zremrangebyrank",
+            By::Score => "zremrangebyscore",
+            By::Lex => "zremrangebylex",
+        };
+        super::notify_change(ctx, ZSET, event, &args[1], gone);
+    }
+    reply
 }
 
 pub fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -754,13 +789,15 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
         _ => return super::wrong_arity(if highest { "zpopmax" } else { "zpopmin" }),
     };
     let proto = ctx.session.proto;
-    ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        tri!(check_slot(slot));
+    let (reply, popped, gone) = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if let Err(e) = check_slot(slot) {
+            return (e, false, false);
+        }
         if !slot.exists() || count == Some(0) {
-            return Reply::Array(Vec::new());
+            return (Reply::Array(Vec::new()), false, false);
         }
         let n = count.unwrap_or(1);
-        slot.edit_zset(ZSet::new, |z| {
+        let reply = slot.edit_zset(ZSet::new, |z| {
             let mut popped = Vec::new();
             for _ in 0..n.min(z.len() as u64) {
                 let Some((m, s)) = z.pop(highest) else { break };
@@ -783,8 +820,14 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], highest: bool) -> Reply {
                 ),
             };
             (reply, true)
-        })
-    })
+        });
+        (reply, true, !slot.exists())
+    });
+    if popped {
+        let event = if highest { "zpopmax" } else { "zpopmin" };
+        super::notify_change(ctx, ZSET, event, &args[1], gone);
+    }
+    reply
 }
 
 pub fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -833,12 +876,12 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], highest: bool, count: u64, flat: bool
             if let Err(e) = check_slot(slot) {
                 // Woken again: a key that became another type is waited past (Redis keeps
                 // the client blocked).
-                return (!retry).then_some(e);
+                return (!retry).then_some((e, false, false));
             }
             if !slot.exists() {
                 return None;
             }
-            Some(slot.edit_zset(ZSet::new, |z| {
+            let reply = slot.edit_zset(ZSet::new, |z| {
                 let mut out = Vec::new();
                 for _ in 0..count.min(z.len() as u64) {
                     let Some((m, s)) = z.pop(highest) else { break };
@@ -861,10 +904,15 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], highest: bool, count: u64, flat: bool
                     Reply::Array(vec![Reply::Bulk(name), Reply::Array(out)])
                 };
                 (reply, true)
-            }))
+            });
+            Some((reply, true, !slot.exists()))
         });
-        if popped.is_some() {
-            return popped;
+        if let Some((reply, popped, gone)) = popped {
+            if popped {
+                let event = if highest { "zpopmax" } else { "zpopmin" };
+                super::notify_change(ctx, ZSET, event, key, gone);
+            }
+            return Some(reply);
         }
     }
     None
