@@ -1,11 +1,13 @@
 //! Keyspace notifications in a cluster (`shoal_engine::hooks::EventSink`): a key's events
-//! are published by the node where its writes run (its owner), and, for what the store
-//! notes on its own (expired, evicted, new keys), only by the owner of its slot (a replica's
-//! copy expires silently). Each event reaches this node's subscribers at once and every
-//! other member's through a bounded queue that a task empties in batches
-//! (`router::publish_to_others`), so a subscriber on any node hears every key's events,
-//! as on a single Redis.
+//! are published by the node where its command runs (its owner, or the copy standing in for
+//! it), and what the store notes outside any command (active expiry, eviction by the cron)
+//! only by the owner of the key's slot (a replica's copy expires silently). Each event
+//! reaches this node's subscribers at once and every other member's through a bounded queue
+//! per member, emptied in batches by a task of its own (`router::publish_to`), so a member
+//! that is slow or out of reach delays and loses only its own events. A subscriber on any
+//! node so hears every key's events, as on a single Redis.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
@@ -14,16 +16,32 @@ use tokio::sync::mpsc;
 
 use crate::Server;
 
-/// Events waiting for the other members, at most; past it they are dropped and counted in
-/// `pubsub_undelivered` (fire and forget, as Pub/Sub).
+/// Events waiting to be handed to the members' queues, and waiting in each member's queue,
+/// at most; past it they are dropped and counted in `pubsub_undelivered` (fire and forget,
+/// as Pub/Sub).
 pub const MAX_QUEUED: usize = 65_536;
 
-/// Events sent to the other members in one batch at most.
+/// Events sent to a member in one batch at most.
 const BATCH: usize = 256;
+
+type Event = (Bytes, Bytes);
 
 struct Sink {
     node: Weak<Server>,
-    queue: mpsc::Sender<(Bytes, Bytes)>,
+    queue: mpsc::Sender<Event>,
+}
+
+impl Sink {
+    fn count_lost(&self, n: u64) {
+        if let Some(node) = self.node.upgrade() {
+            if let Some(cluster) = &node.cluster {
+                cluster
+                    .stats
+                    .pubsub_undelivered
+                    .fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 impl shoal_engine::hooks::EventSink for Sink {
@@ -40,21 +58,14 @@ impl shoal_engine::hooks::EventSink for Sink {
 
     fn publish(&self, channel: Bytes, message: Bytes) {
         if self.queue.try_send((channel, message)).is_err() {
-            if let Some(node) = self.node.upgrade() {
-                if let Some(cluster) = &node.cluster {
-                    cluster
-                        .stats
-                        .pubsub_undelivered
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-            }
+            self.count_lost(1);
         }
     }
 }
 
-/// Installs the sink on `node`'s engine and starts the task that sends its events to the
-/// other members (until the node shuts down). Call once, on a cluster node, inside the
-/// runtime.
+/// Installs the sink on `node`'s engine and starts the task that hands its events to the
+/// other members' queues (until the node shuts down). Call once, on a cluster node, inside
+/// the runtime.
 pub fn start(node: &Arc<Server>) {
     let (queue, mut events) = mpsc::channel(MAX_QUEUED);
     let sink = Sink {
@@ -66,6 +77,7 @@ pub fn start(node: &Arc<Server>) {
     }
     let node = node.clone();
     tokio::spawn(async move {
+        let mut members: HashMap<String, mpsc::Sender<Event>> = HashMap::new();
         let mut batch = Vec::with_capacity(BATCH);
         loop {
             tokio::select! {
@@ -76,8 +88,47 @@ pub fn start(node: &Arc<Server>) {
                     }
                 }
             }
-            crate::router::publish_to_others(&node, &batch).await;
+            let Some(cluster) = &node.cluster else { return };
+            let view = cluster.view();
+            let others: Vec<&str> = (0..view.len())
+                .filter(|&m| m != usize::from(view.me))
+                .map(|m| view.nodes[m].name.as_str())
+                .collect();
+            // A member that left: its task ends once its queue is empty.
+            members.retain(|name, _| others.contains(&name.as_str()));
+            let mut lost = 0;
+            for name in others {
+                let queue = members
+                    .entry(name.to_string())
+                    .or_insert_with(|| spawn_member(&node, name.to_string()));
+                for e in &batch {
+                    if queue.try_send(e.clone()).is_err() {
+                        lost += 1;
+                    }
+                }
+            }
+            if lost > 0 {
+                cluster
+                    .stats
+                    .pubsub_undelivered
+                    .fetch_add(lost, Ordering::Relaxed);
+            }
             batch.clear();
         }
     });
+}
+
+/// The queue of member `name`'s events and the task that sends them, batch by batch, in
+/// order; it ends when the queue's sender is dropped and the queue is empty.
+fn spawn_member(node: &Arc<Server>, name: String) -> mpsc::Sender<Event> {
+    let (queue, mut events) = mpsc::channel(MAX_QUEUED);
+    let node = node.clone();
+    tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(BATCH);
+        while events.recv_many(&mut batch, BATCH).await > 0 {
+            crate::router::publish_to(&node, &name, &batch).await;
+            batch.clear();
+        }
+    });
+    queue
 }

@@ -148,29 +148,60 @@ impl Engine {
 
     /// Publishes the keyspace notification `event` of `class` for the stored key `key`
     /// (Redis's `notifyKeyspaceEvent`), when that class is on: first whatever the store
-    /// noted (a key this command found expired goes before the command's own event, as in
-    /// Redis). One atomic load when notifications are off.
+    /// noted for the running command (a key it found expired goes before its own event, as
+    /// in Redis). One atomic load when notifications are off.
     pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
         let flags = self.notify_flags.load(Ordering::Relaxed);
         if !crate::notify::publishes(flags, class) {
             return;
         }
-        self.publish_key_events();
+        self.publish_command_notes();
         self.publish_event(flags, event, key);
     }
 
-    /// Publishes what the store noted since the last call (keys expired, evicted, created,
-    /// missed by a read), oldest first; in a cluster only the keys this node speaks for
-    /// (`EventSink::speaks_for`; a miss is always this node's own). Called after every
-    /// command and expiry round; one atomic load while nothing is noted.
-    pub fn publish_key_events(&self) {
-        use crate::notify::{EVICTED, EXPIRED, KEY_MISS, NEW};
-        let noted = self.store.take_key_events();
-        if noted.is_empty() {
-            return;
+    /// Runs `run` as one command for keyspace notifications: what the store notes during it
+    /// (keys expired, evicted, created, missed) is published in its order, before each of
+    /// its events and when it ends (`shoal_store::CommandNotes`). Without notifications, it
+    /// just runs `run`.
+    pub fn as_command<R>(&self, run: impl FnOnce() -> R) -> R {
+        if !self.store.notes_wanted() {
+            return run();
         }
+        let _notes = shoal_store::CommandNotes::begin();
+        let out = run();
+        self.publish_command_notes();
+        out
+    }
+
+    /// Publishes what the store noted for the running command so far (nothing outside one).
+    fn publish_command_notes(&self) {
+        let noted = shoal_store::take_command_notes();
+        if !noted.is_empty() {
+            self.publish_notes(noted, false);
+        }
+    }
+
+    /// Publishes what the store noted outside any command since the last call (active
+    /// expiry, the cron's eviction, a replica's lookups), oldest first; in a cluster only for
+    /// the keys this node speaks for (`EventSink::speaks_for`: a replica's copy expires
+    /// silently). The cron calls it after each expiry round; one atomic load while nothing
+    /// is noted.
+    pub fn publish_key_events(&self) {
+        let noted = self.store.take_key_events();
+        if !noted.is_empty() {
+            self.publish_notes(noted, true);
+        }
+    }
+
+    /// INFO's count of keyspace notifications the store could not note (its logs full).
+    pub fn notes_dropped(&self) -> u64 {
+        self.store.key_events_dropped()
+    }
+
+    fn publish_notes(&self, noted: Vec<(Bytes, shoal_store::Noted)>, owner_only: bool) {
+        use crate::notify::{EVICTED, EXPIRED, KEY_MISS, NEW};
         let flags = self.notify_flags.load(Ordering::Relaxed);
-        let sink = self.event_sink.get();
+        let sink = self.event_sink.get().filter(|_| owner_only);
         for (key, what) in noted {
             let (class, event) = match what {
                 shoal_store::Noted::Expired => (EXPIRED, "expired"),
@@ -178,9 +209,7 @@ impl Engine {
                 shoal_store::Noted::Created => (NEW, "new"),
                 shoal_store::Noted::Missed => (KEY_MISS, "keymiss"),
             };
-            // A read that missed is the node's own, wherever the key lives.
-            let spoken = what == shoal_store::Noted::Missed
-                || sink.is_none_or(|s| s.speaks_for(shoal_store::key_slot(&key)));
+            let spoken = sink.is_none_or(|s| s.speaks_for(shoal_store::key_slot(&key)));
             if crate::notify::publishes(flags, class) && spoken {
                 self.publish_event(flags, event, &key);
             }

@@ -141,11 +141,9 @@ const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
 /// Executes one command, writing its reply to `out`; a multi-key get pauses once `out`
 /// holds `pause_at` bytes.
 pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {
-    let flow = run(node, cmd, now, out, pause_at);
-    // The keyspace notifications of what the store noticed (keys expired, created, missed;
-    // a Memcached write publishes no command event of its own).
-    node.publish_key_events();
-    flow
+    // The keyspace notifications of what the store notes for it (keys expired, created,
+    // missed; a Memcached write publishes no command event of its own).
+    node.as_command(|| run(node, cmd, now, out, pause_at))
 }
 
 fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {

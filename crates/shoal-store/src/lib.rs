@@ -26,7 +26,7 @@
 //! Every item carries a version from its shard's hybrid logical clock. A cluster owner reads a
 //! key's [`KeyState`] (value, flags, absolute expiry, version; or the version of its removal)
 //! after a write, and replicas [`Store::apply`] it with last-writer-wins, so late or reordered
-//! messages neither overwrite newer values nor resurrect removed keys. NoteLog are remembered
+//! messages neither overwrite newer values nor resurrect removed keys. Removals are remembered
 //! by tombstones, off on a single node and bounded per shard when on
 //! ([`Store::set_tombstone_ttl`]); they cost the single-node GET/SET path one branch.
 //!
@@ -61,7 +61,7 @@ pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
 pub use hash::{Hash, LISTPACK_ENTRIES, LISTPACK_VALUE};
 pub use list::List;
-pub use noted::{without_noting, Noted};
+pub use noted::{take_command_notes, without_noting, CommandNotes, Noted};
 pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, split_key, stored_key, SLOTS};

@@ -412,6 +412,18 @@ impl<'a> Slot<'a> {
         self.key
     }
 
+    /// Counts this look at the key as a command's read (Redis's `lookupKeyRead` inside a
+    /// write: GETSET, GETDEL, GETEX, SET ... GET, COPY's source): a keyspace hit or miss,
+    /// and a miss noted for `keymiss`.
+    pub fn count_read(&mut self) {
+        if self.idx.is_some() {
+            self.shard.stats.hits += 1;
+        } else {
+            self.shard.stats.misses += 1;
+            self.shared.noted.note(self.key, crate::Noted::Missed);
+        }
+    }
+
     /// The key's string value: `None` when it is absent or holds another type (check
     /// [`Slot::kind`] to tell them apart).
     pub fn value(&self) -> Option<&[u8]> {
@@ -1303,11 +1315,18 @@ impl Store {
         self.shared.noted.set_mask(mask);
     }
 
-    /// The changes noted since the last call, oldest first (empty while none are noted). At
-    /// most 65,536 wait; later ones are dropped until this is called
+    /// The changes noted outside any command since the last call (active expiry, eviction
+    /// by the cron, a replica's lookups), oldest first; a command's own go to its thread's
+    /// buffer ([`crate::CommandNotes`], [`crate::take_command_notes`]). Empty while none are
+    /// noted. At most 65,536 wait; later ones are dropped until this is called
     /// ([`Store::key_events_dropped`] counts them).
     pub fn take_key_events(&self) -> Vec<(Bytes, crate::Noted)> {
         self.shared.noted.take()
+    }
+
+    /// True while some kind of change is noted (`note_key_events` with a mask not 0).
+    pub fn notes_wanted(&self) -> bool {
+        self.shared.noted.wanted()
     }
 
     /// Changes not noted because the log was full.

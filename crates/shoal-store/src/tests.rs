@@ -1755,3 +1755,36 @@ fn created_keys_are_noted_when_asked_for() {
         ]
     );
 }
+
+#[test]
+fn a_command_s_notes_stay_with_it_and_the_rest_go_to_the_shared_log() {
+    let s = store();
+    s.note_key_events(Noted::Created.bit() | Noted::Missed.bit());
+    assert!(s.notes_wanted());
+    {
+        let _outer = CommandNotes::begin();
+        s.set(b"a", b"v", None, 0);
+        {
+            // A nested command (EXEC's, a script's) shares the buffer.
+            let _inner = CommandNotes::begin();
+            assert_eq!(s.get(b"nope", 0), None);
+        }
+        s.set(b"b", b"v", None, 0);
+        let mine = take_command_notes();
+        let want = [
+            (Bytes::from_static(b"a"), Noted::Created),
+            (Bytes::from_static(b"nope"), Noted::Missed),
+            (Bytes::from_static(b"b"), Noted::Created),
+        ];
+        assert_eq!(mine, want);
+        assert!(take_command_notes().is_empty());
+        assert!(s.take_key_events().is_empty(), "nothing in the shared log");
+    }
+    // Outside any command: the shared log.
+    s.set(b"c", b"v", None, 0);
+    assert!(take_command_notes().is_empty());
+    assert_eq!(
+        s.take_key_events(),
+        [(Bytes::from_static(b"c"), Noted::Created)]
+    );
+}

@@ -131,27 +131,31 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
     }))
 }
 
-/// Keyspace notifications this node published (`crate::events`), for every other member's
-/// subscribers: one PUBLISH each, in order on each member's link (as `publish` sends
-/// them), the receivers' counts not awaited beyond the answers. One that does not reach a
-/// member is counted in `pubsub_undelivered`, as a PUBLISH's.
-pub async fn publish_to_others(node: &Arc<Server>, events: &[(Bytes, Bytes)]) {
+/// Keyspace notifications this node published (`crate::events`), for the subscribers of
+/// the member named `member`: one PUBLISH each, in order on the link (as `publish` sends
+/// them). Those that do not reach it (it left the view, is out of reach, or its link is
+/// over its window) are counted in `pubsub_undelivered`, as a PUBLISH's.
+pub async fn publish_to(node: &Arc<Server>, member: &str, events: &[(Bytes, Bytes)]) {
     let cluster = node.cluster.as_ref().expect("in a cluster");
     let view = cluster.view();
-    let publish = Bytes::from_static(b"PUBLISH");
-    let asks = (0..view.len() as u16)
-        .filter(|&m| m != view.me)
-        .flat_map(|m| events.iter().map(move |e| (m, e)))
-        .map(|(m, (channel, message))| {
-            let args = [publish.clone(), channel.clone(), message.clone()];
-            let (node, view) = (node.clone(), view.clone());
-            async move { ask(&node, &view, m, Protocol::Resp2, 0, None, &args).await }
-        });
-    let lost = join_all(asks)
-        .await
-        .into_iter()
-        .filter(|r| !matches!(r, Ok(b) if integer_value(b).is_some()))
-        .count();
+    let found =
+        (0..view.len() as u16).find(|&m| m != view.me && view.nodes[usize::from(m)].name == member);
+    let lost = match found {
+        None => events.len(),
+        Some(m) => {
+            let publish = Bytes::from_static(b"PUBLISH");
+            let asks = events.iter().map(|(channel, message)| {
+                let args = [publish.clone(), channel.clone(), message.clone()];
+                let (node, view) = (node.clone(), view.clone());
+                async move { ask(&node, &view, m, Protocol::Resp2, 0, None, &args).await }
+            });
+            join_all(asks)
+                .await
+                .into_iter()
+                .filter(|r| !matches!(r, Ok(b) if integer_value(b).is_some()))
+                .count()
+        }
+    };
     if lost > 0 {
         let n = cluster
             .stats
@@ -159,6 +163,7 @@ pub async fn publish_to_others(node: &Arc<Server>, events: &[(Bytes, Bytes)]) {
             .fetch_add(lost as u64, std::sync::atomic::Ordering::Relaxed)
             + lost as u64;
         tracing::debug!(
+            member,
             lost,
             undelivered = n,
             "keyspace notifications did not reach a member"

@@ -185,8 +185,13 @@ pub(super) enum Value {
     Coll(Collection),
 }
 
+/// The value at `key` with its TTL, removed from there if `remove` (RENAME, MOVE); without
+/// `remove` (COPY) a read of the key, counted as Redis counts its source's lookup.
 pub(super) fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
     ctx.engine.store.write(key, ctx.now_ms, |slot| {
+        if !remove {
+            slot.count_read();
+        }
         let value = match slot.coll() {
             Some(c) => Value::Coll(c.clone()),
             None => Value::Str(slot.value()?.to_vec()),
@@ -199,14 +204,20 @@ pub(super) fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
     })
 }
 
-pub(super) fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) {
-    ctx.engine.store.write(key, ctx.now_ms, |slot| match value {
-        Value::Str(v) => slot.set(&v, ttl),
-        Value::Coll(c) => {
-            slot.set_coll(c);
-            slot.set_expire(ttl);
+/// Stores a carried value at `key`; true if a key was there (replaced: Redis deletes and
+/// adds it, a `new` event).
+pub(super) fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) -> bool {
+    ctx.engine.store.write(key, ctx.now_ms, |slot| {
+        let existed = slot.exists();
+        match value {
+            Value::Str(v) => slot.set(&v, ttl),
+            Value::Coll(c) => {
+                slot.set_coll(c);
+                slot.set_expire(ttl);
+            }
         }
-    });
+        existed
+    })
 }
 
 pub(super) fn exists_now(ctx: &Ctx<'_>, key: &[u8]) -> bool {
@@ -228,9 +239,12 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Reply {
     if nx && exists_now(ctx, dst) {
         return Reply::Int(0);
     }
-    match take(ctx, src, true) {
+    let replaced = match take(ctx, src, true) {
         Some(v) => put(ctx, dst, v),
         None => return err(ERR_NO_SUCH_KEY),
+    };
+    if replaced {
+        ctx.notify(crate::notify::NEW, "new", dst);
     }
     ctx.notify(GENERIC, "rename_from", src);
     ctx.notify(GENERIC, "rename_to", dst);
@@ -286,7 +300,9 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !replace && exists_now(ctx, dst) {
         return Reply::Int(0);
     }
-    put(ctx, dst, v);
+    if put(ctx, dst, v) {
+        ctx.notify(crate::notify::NEW, "new", dst);
+    }
     ctx.notify(GENERIC, "copy_to", dst);
     Reply::Int(1)
 }

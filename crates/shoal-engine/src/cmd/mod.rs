@@ -1208,6 +1208,20 @@ pub fn run(
     now_ms: u64,
     scope: Option<&dyn SlotScope>,
 ) -> Reply {
+    // Its keyspace notifications in its order, with what the store notes for it (keys it
+    // finds expired or evicts, creates, misses) and nothing of another thread's.
+    host.engine()
+        .as_command(|| run_command(host, session, spec, args, now_ms, scope))
+}
+
+fn run_command(
+    host: &dyn Host,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+    scope: Option<&dyn SlotScope>,
+) -> Reply {
     use std::sync::atomic::Ordering::Relaxed;
     let node = host.engine();
     let row = stat_row(node, spec, args);
@@ -1255,9 +1269,6 @@ pub fn run(
     } else {
         (spec.handler)(&mut ctx, keyed)
     };
-    // What the command's lookups found expired, or its writes created, when no event of its
-    // own published them first.
-    node.publish_key_events();
     // A write may give a blocked client something to pop (a command that blocked wrote
     // nothing, and must not wake itself).
     if spec.flags & WRITE != 0 && node.blocked.count() > 0 && session.block.is_none() {
@@ -1378,7 +1389,12 @@ pub fn run_replicated(
         keyspace: None,
         replica: true,
     };
-    (spec.handler)(&mut ctx, args)
+    // What the store notes while it runs (a key created, one found expired) is not
+    // published: the owner's command published it.
+    let _notes = shoal_store::CommandNotes::begin();
+    let reply = (spec.handler)(&mut ctx, args);
+    drop(shoal_store::take_command_notes());
+    reply
 }
 
 /// A refused command; inside MULTI it also dooms the transaction, as in Redis.

@@ -299,6 +299,9 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     line!("pubsubshard_channels:{}", node.pubsub.names(Space::Shard));
                 }
                 line!("total_error_replies:{}", node.commands.total_errors());
+                // Expired, evicted, created or missed keys not published (the store's logs
+                // of them were full; see "Keyspace notifications" in the README).
+                line!("shoal_notifications_dropped:{}", node.notes_dropped());
                 section("Stats", b);
             }
             "replication" => {

@@ -302,6 +302,8 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !removed {
         return Reply::Int(0);
     }
+    // Redis's order: the source's events, then the destination's (`new`, `sadd`).
+    super::notify_change(ctx, SET, "srem", src, src_gone);
     let moved = store.write(dst, now, |slot| {
         // Another writer may have made it another type since the check above.
         if check_slot(slot).is_err() {
@@ -316,16 +318,24 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         ))
     });
     if let Some(added) = moved {
-        super::notify_change(ctx, SET, "srem", src, src_gone);
         if added {
             ctx.notify(SET, "sadd", dst);
         }
     } else {
-        store.write(src, now, |slot| {
-            if check_slot(slot).is_ok() {
-                slot.edit_set(|| Set::for_members(member, 1), |s| ((), s.insert(member)));
-            }
+        // The destination became another type meanwhile: the member goes back.
+        let back = store.write(src, now, |slot| {
+            check_slot(slot).is_ok()
+                && slot.edit_set(
+                    || Set::for_members(member, 1),
+                    |s| {
+                        let r = s.insert(member);
+                        (r, r)
+                    },
+                )
         });
+        if back {
+            ctx.notify(SET, "sadd", src);
+        }
         return err(ERR_WRONGTYPE);
     }
     Reply::Int(1)

@@ -222,6 +222,9 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let ttl = tri!(spec.resolve(ctx.now_ms, "set"));
     let value = &args[2];
     let set = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        if want_old {
+            slot.count_read();
+        }
         let old = match want_old.then(|| slot_string(slot)).transpose() {
             Ok(old) => old.map(|v| v.map(Bytes::copy_from_slice)),
             // SET ... GET on another type sets nothing.
@@ -296,6 +299,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        slot.count_read();
         let old = tri!(slot_string(slot)).map(Bytes::copy_from_slice);
         slot.set(&args[2], None);
         bulk_or_nil(old)
@@ -308,6 +312,7 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
+        slot.count_read();
         let old = tri!(slot_string(slot)).map(Bytes::copy_from_slice);
         slot.remove();
         bulk_or_nil(old)
@@ -322,6 +327,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let spec = tri!(parse_ttl_options(args, 2, "getex", |_| false));
     let now = ctx.now_ms;
     let result = ctx.engine.store.write(&args[1], now, |slot| {
+        slot.count_read();
         let Some(value) = slot_string(slot)?.map(Bytes::copy_from_slice) else {
             return Ok((None, None));
         };
