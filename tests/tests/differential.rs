@@ -5760,3 +5760,209 @@ fn monitor_matches_redis() {
     assert_eq!(monitored(shoal.addr), want);
     assert!(want.len() >= 5, "{want:?}");
 }
+
+/// DUMP and RESTORE's checks, in Redis's order and words (the payloads themselves are
+/// compared by `dump_payloads_restore_both_ways`).
+const DUMP_RESTORE: &[Case] = &[&[
+    &["DUMP", "nope"],
+    &["SET", "k", "v"],
+    &["RESTORE", "k", "0", "payload"],
+    &["RESTORE", "k", "0", "payload", "BOGUS"],
+    &["RESTORE", "k2", "abc", "payload"],
+    &["RESTORE", "k2", "-1", "payload"],
+    &["RESTORE", "k2", "0", "payload"],
+    &["RESTORE", "k2", "0", "payload", "REPLACE", "ABSTTL"],
+    &["RESTORE", "k2", "0", "payload", "IDLETIME", "-1"],
+    &["RESTORE", "k2", "0", "payload", "IDLETIME", "x"],
+    &["RESTORE", "k2", "0", "payload", "FREQ", "256"],
+    &["RESTORE", "k2", "0", "payload", "FREQ", "-1"],
+    &[
+        "RESTORE", "k2", "0", "payload", "IDLETIME", "1", "FREQ", "1",
+    ],
+    &[
+        "RESTORE", "k2", "0", "payload", "FREQ", "1", "IDLETIME", "1",
+    ],
+    &["RESTORE", "k2", "0", "payload", "IDLETIME"],
+    &["RESTORE", "k2", "0"],
+    &["EXISTS", "k2"],
+]];
+
+#[test]
+fn dump_and_restore_checks_match_redis() {
+    run_family("dump/restore", DUMP_RESTORE);
+}
+
+/// Every type's DUMP payload, from redis-server RESTOREd into Shoal and from Shoal into
+/// redis-server, gives the same value and keeps its TTL: Redis's compact encodings
+/// (integers, LZF-compressed strings, quicklists of several listpacks, intsets, listpacks,
+/// hash tables, skiplists) and Shoal's plain ones. Then IDLETIME and FREQ set the access
+/// clock Redis's way, and the keyspace events match.
+#[test]
+fn dump_payloads_restore_both_ways() {
+    let redis_server = RedisServer::start();
+    let shoal = TestNode::start();
+    let connect = |addr: SocketAddr| {
+        redis::Client::open(format!("redis://{addr}/"))
+            .and_then(|c| c.get_connection())
+            .expect("connects")
+    };
+    let mut redis_conn = connect(redis_server.addr);
+    let mut shoal_conn = shoal.client();
+    let fill = |c: &mut redis::Connection| {
+        let mut p = redis::pipe();
+        p.cmd("FLUSHALL").ignore();
+        p.set("s_small", "hello").ignore();
+        p.set("s_int", "12345").ignore();
+        p.set("s_neg", "-7").ignore();
+        p.set("s_long_int", "123456789012").ignore();
+        p.set("s_lzf", "a".repeat(5000)).ignore();
+        let noise: Vec<u8> = (0..3000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        p.set("s_noise", noise).ignore();
+        p.set("s_empty", "").ignore();
+        p.rpush("l_small", &["a", "b", "1", "-2"]).ignore();
+        let many: Vec<String> = (0..2000).map(|i| format!("elem{i}").repeat(3)).collect();
+        p.rpush("l_many", many).ignore();
+        p.rpush("l_big_element", &["x".repeat(10_000), "y".to_string()])
+            .ignore();
+        p.sadd("set_int", &[1i64, 2, 3, -100, 70_000, 5_000_000_000])
+            .ignore();
+        p.sadd("set_small", &["a", "b", "c"]).ignore();
+        let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        p.sadd("set_table", &members).ignore();
+        p.hset_multiple("h_small", &[("f1", "v1"), ("f2", "2")])
+            .ignore();
+        let pairs: Vec<(String, String)> = (0..1000)
+            .map(|i| (format!("f{i}"), format!("v{i}")))
+            .collect();
+        p.hset_multiple("h_table", &pairs).ignore();
+        p.hset("h_long_value", "f", "v".repeat(100)).ignore();
+        p.zadd_multiple("z_small", &[(1.0, "a"), (2.5, "b"), (-3.0, "c")])
+            .ignore();
+        p.cmd("ZADD").arg("z_small").arg("+inf").arg("d").ignore();
+        let scored: Vec<(f64, String)> = (0..500)
+            .map(|i| (f64::from(i) * 1.5, format!("m{i}")))
+            .collect();
+        p.zadd_multiple("z_skiplist", &scored).ignore();
+        p.pfadd("hll", &["a", "b", "c"]).ignore();
+        p.cmd("SET")
+            .arg("with_ttl")
+            .arg("v")
+            .arg("PX")
+            .arg(100_000)
+            .ignore();
+        p.query::<()>(c).unwrap();
+    };
+    let content = |c: &mut redis::Connection, k: &str| -> String {
+        let kind: String = redis::cmd("TYPE").arg(k).query(c).unwrap();
+        let v: redis::Value = match kind.as_str() {
+            "string" => redis::cmd("GET").arg(k).query(c).unwrap(),
+            "list" => redis::cmd("LRANGE").arg(k).arg(0).arg(-1).query(c).unwrap(),
+            "set" => {
+                let mut m: Vec<Vec<u8>> = redis::cmd("SMEMBERS").arg(k).query(c).unwrap();
+                m.sort();
+                return format!("set {m:?}");
+            }
+            "hash" => {
+                let mut m: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL").arg(k).query(c).unwrap();
+                m.sort();
+                return format!("hash {m:?}");
+            }
+            "zset" => redis::cmd("ZRANGE")
+                .arg(k)
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query(c)
+                .unwrap(),
+            other => panic!("unexpected type {other}"),
+        };
+        format!("{kind} {v:?}")
+    };
+    for (from_redis, name) in [(true, "redis to shoal"), (false, "shoal to redis")] {
+        let (src, dst) = if from_redis {
+            (&mut redis_conn, &mut shoal_conn)
+        } else {
+            (&mut shoal_conn, &mut redis_conn)
+        };
+        fill(src);
+        redis::cmd("FLUSHALL").query::<()>(dst).unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(src).unwrap();
+        assert_eq!(keys.len(), 20, "{name}: every key filled");
+        for k in &keys {
+            let payload: Vec<u8> = redis::cmd("DUMP").arg(k).query(src).unwrap();
+            let ttl: i64 = redis::cmd("PTTL").arg(k).query(src).unwrap();
+            redis::cmd("RESTORE")
+                .arg(k)
+                .arg(ttl.max(0))
+                .arg(&payload)
+                .query::<()>(dst)
+                .unwrap_or_else(|e| panic!("{name}: RESTORE {k}: {e}"));
+            assert_eq!(content(src, k), content(dst, k), "{name}: {k}");
+            let dst_ttl: i64 = redis::cmd("PTTL").arg(k).query(dst).unwrap();
+            assert_eq!(ttl > 0, dst_ttl > 0, "{name}: {k}'s TTL");
+        }
+        let count: i64 = redis::cmd("PFCOUNT").arg("hll").query(dst).unwrap();
+        assert_eq!(count, 3, "{name}: the HyperLogLog's registers came along");
+    }
+    // IDLETIME (LRU policies) and FREQ (LFU policies) set the access clock, as in Redis; the
+    // same payload (Shoal's, which both take) goes to both servers.
+    let payload: Vec<u8> = redis::cmd("DUMP")
+        .arg("s_small")
+        .query(&mut shoal_conn)
+        .unwrap();
+    for c in [&mut redis_conn, &mut shoal_conn] {
+        redis::cmd("RESTORE")
+            .arg("idle")
+            .arg(0)
+            .arg(&payload)
+            .arg("IDLETIME")
+            .arg(1000)
+            .query::<()>(c)
+            .unwrap();
+        let idle: i64 = redis::cmd("OBJECT")
+            .arg("IDLETIME")
+            .arg("idle")
+            .query(c)
+            .unwrap();
+        assert!((1000..1010).contains(&idle), "{idle}");
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg("allkeys-lfu")
+            .query::<()>(c)
+            .unwrap();
+        redis::cmd("RESTORE")
+            .arg("freq")
+            .arg(0)
+            .arg(&payload)
+            .arg("FREQ")
+            .arg(100)
+            .query::<()>(c)
+            .unwrap();
+        let freq: i64 = redis::cmd("OBJECT")
+            .arg("FREQ")
+            .arg("freq")
+            .query(c)
+            .unwrap();
+        assert_eq!(freq, 100);
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg("noeviction")
+            .query::<()>(c)
+            .unwrap();
+        // An expiry already past stores nothing and removes what it replaces.
+        redis::cmd("RESTORE")
+            .arg("idle")
+            .arg(1)
+            .arg(&payload)
+            .arg("REPLACE")
+            .arg("ABSTTL")
+            .query::<()>(c)
+            .unwrap();
+        let exists: i64 = redis::cmd("EXISTS").arg("idle").query(c).unwrap();
+        assert_eq!(exists, 0);
+    }
+}

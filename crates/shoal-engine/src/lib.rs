@@ -13,7 +13,8 @@
 //! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping;
 //!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`;
 //!   `cmdstats`: INFO commandstats and errorstats, and the slow log; `latency`: the
-//!   latency monitor (LATENCY); `notify`: keyspace notifications' classes and channels.
+//!   latency monitor (LATENCY); `notify`: keyspace notifications' classes and channels;
+//!   `rdb`: DUMP's payload (Redis's RDB form of one value), written and read.
 
 pub mod blocking;
 pub mod client;
@@ -31,6 +32,7 @@ pub mod memory;
 pub mod notify;
 pub mod pause;
 pub mod pubsub;
+pub mod rdb;
 pub mod scripts;
 pub mod stats;
 

@@ -409,6 +409,16 @@ impl Clock {
         }
     }
 
+    /// An LRU access word for a last access `idle_ms` ago (RESTORE ... IDLETIME).
+    pub(crate) fn lru_aged(&self, idle_ms: u64) -> u32 {
+        self.lru_now().wrapping_sub(idle_ms as u32)
+    }
+
+    /// An LFU access word holding `counter`, decayed from now (RESTORE ... FREQ).
+    pub(crate) fn lfu_with(&self, counter: u8) -> u32 {
+        (self.lfu_minutes() << 8) | u32::from(counter)
+    }
+
     /// Milliseconds since the last access (LRU reading).
     pub(crate) fn lru_idle(&self, access: u32) -> u64 {
         u64::from(self.lru_now().wrapping_sub(access))

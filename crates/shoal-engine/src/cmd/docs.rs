@@ -208,6 +208,8 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("renamenx", "key newkey"),
     ("copy", "source destination [DB destination-db] [REPLACE]"),
     ("move", "key db"),
+    ("dump", "key"),
+    ("restore", "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
     ("swapdb", "index1 index2"),
     ("keys", "pattern"),
     ("object", ""),

@@ -307,6 +307,109 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::Int(1)
 }
 
+/// DUMP key: the value in Redis's RDB form (`crate::rdb`), which RESTORE takes here and in
+/// Redis; nil when the key is absent. The payload counts against the reply budget.
+pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let payload = ctx
+        .engine
+        .store
+        .read(&args[1], ctx.now_ms, Access::Read, |e| {
+            e.map(|e| match e.coll {
+                Some(c) => crate::rdb::dump_collection(c),
+                None => crate::rdb::dump_string(e.value),
+            })
+        });
+    match payload {
+        None => Reply::Nil,
+        Some(p) if ctx.session.budget.charge(p.len()) => Reply::Bulk(Bytes::from(p)),
+        // Past the output limit: the connection is closed.
+        Some(_) => Reply::Nil,
+    }
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]: the key
+/// made from a DUMP payload of Redis 6.2 to 7.2 or of Shoal (`crate::rdb`), with Redis's
+/// checks in Redis's order and its errors.
+pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<u64>, Option<u8>) = (None, None);
+    let mut i = 4;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        if is(&args[i], "REPLACE") {
+            replace = true;
+        } else if is(&args[i], "ABSTTL") {
+            absttl = true;
+        } else if is(&args[i], "IDLETIME") && more && freq.is_none() {
+            let n = tri!(int_arg(&args[i + 1]));
+            if n < 0 {
+                return err("ERR Invalid IDLETIME value, must be >= 0");
+            }
+            idle = Some((n as u64).saturating_mul(1000));
+            i += 1;
+        } else if is(&args[i], "FREQ") && more && idle.is_none() {
+            let n = tri!(int_arg(&args[i + 1]));
+            if !(0..=255).contains(&n) {
+                return err("ERR Invalid FREQ value, must be >= 0 and <= 255");
+            }
+            freq = Some(n as u8);
+            i += 1;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    let key = &args[1];
+    if !replace && exists_now(ctx, key) {
+        return err("BUSYKEY Target key name already exists.");
+    }
+    let ttl = tri!(int_arg(&args[2]));
+    if ttl < 0 {
+        return err("ERR Invalid TTL value, must be >= 0");
+    }
+    let max = ctx
+        .engine
+        .with_settings(|s| usize::try_from(s.proto_max_bulk_len.0).unwrap_or(usize::MAX));
+    let value = match crate::rdb::restore(&args[3], max) {
+        Ok(crate::rdb::Value::Str(v)) => Value::Str(v),
+        Ok(crate::rdb::Value::Coll(c)) => Value::Coll(c),
+        Err(e) => return Reply::error(e.to_string()),
+    };
+    let now = ctx.now_ms;
+    let at = match (ttl, absttl) {
+        (0, _) => None,
+        (t, true) => Some(t as u64),
+        (t, false) => Some(now.saturating_add(t as u64)),
+    };
+    if at.is_some_and(|at| at <= now) {
+        // Already expired: nothing is stored, and a key it replaces is gone.
+        if ctx.engine.store.remove(key, now) {
+            ctx.notify(GENERIC, "del", key);
+        }
+        return Reply::ok();
+    }
+    let replaced = shoal_store::without_touching(|| {
+        ctx.engine.store.write(key, now, |slot| {
+            let existed = slot.exists();
+            match value {
+                Value::Str(v) => slot.set(&v, at),
+                Value::Coll(c) => {
+                    slot.set_coll(c);
+                    slot.set_expire(at);
+                }
+            }
+            slot.set_access(idle, freq);
+            existed
+        })
+    });
+    if replaced {
+        // Redis deletes the old key and adds the new one.
+        ctx.notify(crate::notify::NEW, "new", key);
+    }
+    ctx.notify(GENERIC, "restore", key);
+    Reply::ok()
+}
+
 /// Walks the whole keyspace with the store's SCAN cursor.
 /// Every key matching `pattern`, each charged to the reply budget (empty once exceeded).
 fn all_keys(ctx: &mut Ctx<'_>, pattern: &[u8]) -> Vec<Reply> {

@@ -653,6 +653,8 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", keys::renamenx),
     cmd!("copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", "Copies the value of a key to a new key.", keys::copy),
     cmd!("move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Moves a key to another database.", db::move_key),
+    cmd!("dump", 2, READONLY, (1, 1, 1), "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", keys::dump),
+    CommandSpec { acl: &["keyspace", "dangerous"], ..cmd!("restore", -4, WRITE | DENYOOM, (1, 1, 1), "generic", "2.6.0", "Creates a key from the serialized representation of a value.", keys::restore) },
     CommandSpec { acl: &["keyspace", "dangerous"], ..cmd!("swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", "Swaps two Redis databases.", db::swapdb) },
     cmd!("object", -2, READONLY, (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", keys::object,
         &["encoding", "freq", "idletime", "refcount", "help"]),

@@ -1,0 +1,753 @@
+//! Redis's DUMP payload: one value in RDB form, then the RDB version (2 bytes, little endian)
+//! and a CRC-64 (Jones, 8 bytes, little endian) of everything before it. DUMP writes values
+//! in the plain encodings every Redis since 4.0 loads (string, list, set, hash, sorted set
+//! with binary scores) under RDB version 9, so its payloads RESTORE into Redis 6.2 to 7.2;
+//! RESTORE reads what Redis 6.2 to 7.2 DUMP: those, plus strings stored as integers or LZF
+//! compressed, intsets, listpacks (hashes, sets and sorted sets) and quicklists of listpacks
+//! or ziplists, and ziplists (older payloads). Pure functions; every length read from a
+//! payload is checked against what is left of it before anything is allocated.
+
+use shoal_store::{Collection, Hash, List, Set, ZSet};
+
+/// The RDB version DUMP writes (Redis 6.2's: every Redis since restores it).
+pub const WRITTEN_VERSION: u16 = 9;
+/// The newest RDB version RESTORE reads (Redis 7.2's).
+pub const READ_VERSION: u16 = 11;
+
+const TYPE_STRING: u8 = 0;
+const TYPE_LIST: u8 = 1;
+const TYPE_SET: u8 = 2;
+const TYPE_ZSET: u8 = 3;
+const TYPE_HASH: u8 = 4;
+const TYPE_ZSET_2: u8 = 5;
+const TYPE_LIST_ZIPLIST: u8 = 10;
+const TYPE_SET_INTSET: u8 = 11;
+const TYPE_ZSET_ZIPLIST: u8 = 12;
+const TYPE_HASH_ZIPLIST: u8 = 13;
+const TYPE_LIST_QUICKLIST: u8 = 14;
+const TYPE_HASH_LISTPACK: u8 = 16;
+const TYPE_ZSET_LISTPACK: u8 = 17;
+const TYPE_LIST_QUICKLIST_2: u8 = 18;
+const TYPE_SET_LISTPACK: u8 = 20;
+
+/// A value as DUMP takes and RESTORE gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Str(Vec<u8>),
+    Coll(Collection),
+}
+
+/// Why RESTORE refuses a payload (Redis's two errors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    #[error("ERR DUMP payload version or checksum are wrong")]
+    VersionOrChecksum,
+    #[error("ERR Bad data format")]
+    BadFormat,
+}
+
+/// CRC-64 with Jones's polynomial, reflected, as Redis's `crc64` (check value of
+/// "123456789": 0xe9c6d914c4b8d9ca).
+pub fn crc64(data: &[u8]) -> u64 {
+    const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
+    const TABLE: [u64; 256] = {
+        let mut t = [0u64; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut crc = i as u64;
+            let mut bit = 0;
+            while bit < 8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ POLY
+                } else {
+                    crc >> 1
+                };
+                bit += 1;
+            }
+            t[i] = crc;
+            i += 1;
+        }
+        t
+    };
+    data.iter().fold(0u64, |crc, &b| {
+        TABLE[((crc ^ u64::from(b)) & 0xff) as usize] ^ (crc >> 8)
+    })
+}
+
+// ---- DUMP ---------------------------------------------------------------------------------
+
+fn put_len(out: &mut Vec<u8>, n: usize) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.extend_from_slice(&[0x40 | (n >> 8) as u8, n as u8]);
+    } else if let Ok(n) = u32::try_from(n) {
+        out.push(0x80);
+        out.extend_from_slice(&n.to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&(n as u64).to_be_bytes());
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    put_len(out, s.len());
+    out.extend_from_slice(s);
+}
+
+/// The DUMP payload of a string's bytes.
+pub fn dump_string(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 16);
+    out.push(TYPE_STRING);
+    put_str(&mut out, value);
+    seal(out)
+}
+
+/// The DUMP payload of a collection.
+pub fn dump_collection(value: &Collection) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.heap_bytes().saturating_add(16));
+    match value {
+        Collection::List(l) => {
+            out.push(TYPE_LIST);
+            put_len(&mut out, l.len());
+            for e in l.iter() {
+                put_str(&mut out, e);
+            }
+        }
+        Collection::Set(s) => {
+            out.push(TYPE_SET);
+            put_len(&mut out, s.len());
+            for m in s.iter() {
+                put_str(&mut out, &m.to_bytes());
+            }
+        }
+        Collection::Hash(h) => {
+            out.push(TYPE_HASH);
+            put_len(&mut out, h.len());
+            for (f, v) in h.iter() {
+                put_str(&mut out, f);
+                put_str(&mut out, v);
+            }
+        }
+        Collection::ZSet(z) => {
+            out.push(TYPE_ZSET_2);
+            put_len(&mut out, z.len());
+            for (m, s) in z.iter() {
+                put_str(&mut out, m);
+                out.extend_from_slice(&s.to_le_bytes());
+            }
+        }
+    }
+    seal(out)
+}
+
+/// Adds the version and the checksum.
+fn seal(mut out: Vec<u8>) -> Vec<u8> {
+    out.extend_from_slice(&WRITTEN_VERSION.to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+// ---- RESTORE ------------------------------------------------------------------------------
+
+/// The value of a DUMP payload, strings no longer than `max_len` (a decompressed string's
+/// declared length is checked before it is allocated).
+pub fn restore(payload: &[u8], max_len: usize) -> Result<Value, RestoreError> {
+    if payload.len() < 10 {
+        return Err(RestoreError::VersionOrChecksum);
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let crc = u64::from_le_bytes(footer[2..10].try_into().expect("8 bytes"));
+    if version > READ_VERSION || crc64(&payload[..payload.len() - 8]) != crc {
+        return Err(RestoreError::VersionOrChecksum);
+    }
+    let mut r = Reader { b: body, max_len };
+    let value = r.object().ok_or(RestoreError::BadFormat)?;
+    match &value {
+        Value::Coll(c) if c.is_empty() => Err(RestoreError::BadFormat),
+        _ => Ok(value),
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    max_len: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&first, rest) = self.b.split_first()?;
+        self.b = rest;
+        Some(first)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.b.len() {
+            return None;
+        }
+        let (head, rest) = self.b.split_at(n);
+        self.b = rest;
+        Some(head)
+    }
+
+    /// A length, or the special string encoding it announces (`Err`).
+    fn len_or_enc(&mut self) -> Option<Result<usize, u8>> {
+        let first = self.byte()?;
+        Some(match first >> 6 {
+            0 => Ok(usize::from(first & 0x3f)),
+            1 => Ok((usize::from(first & 0x3f) << 8) | usize::from(self.byte()?)),
+            2 => match first {
+                0x80 => Ok(u32::from_be_bytes(self.take(4)?.try_into().ok()?) as usize),
+                0x81 => {
+                    Ok(usize::try_from(u64::from_be_bytes(self.take(8)?.try_into().ok()?)).ok()?)
+                }
+                _ => return None,
+            },
+            _ => Err(first & 0x3f),
+        })
+    }
+
+    fn len(&mut self) -> Option<usize> {
+        self.len_or_enc()?.ok()
+    }
+
+    /// A count of items each at least `min_bytes` long: no more than the bytes left allow.
+    fn count(&mut self, min_bytes: usize) -> Option<usize> {
+        let n = self.len()?;
+        (n.checked_mul(min_bytes)? <= self.b.len()).then_some(n)
+    }
+
+    fn string(&mut self) -> Option<Vec<u8>> {
+        match self.len_or_enc()? {
+            Ok(n) => Some(self.take(n)?.to_vec()),
+            Err(0) => Some((self.byte()? as i8).to_string().into_bytes()),
+            Err(1) => {
+                let v = i16::from_le_bytes(self.take(2)?.try_into().ok()?);
+                Some(v.to_string().into_bytes())
+            }
+            Err(2) => {
+                let v = i32::from_le_bytes(self.take(4)?.try_into().ok()?);
+                Some(v.to_string().into_bytes())
+            }
+            Err(3) => {
+                let clen = self.len()?;
+                let ulen = self.len()?;
+                let packed = self.take(clen)?;
+                lzf_decompress(packed, ulen, self.max_len)
+            }
+            Err(_) => None,
+        }
+    }
+
+    fn object(&mut self) -> Option<Value> {
+        let kind = self.byte()?;
+        let coll = match kind {
+            TYPE_STRING => {
+                let s = self.string()?;
+                return self.b.is_empty().then_some(Value::Str(s));
+            }
+            TYPE_LIST => {
+                let n = self.count(1)?;
+                let mut l = List::new();
+                for _ in 0..n {
+                    l.push_back(&self.string()?);
+                }
+                Collection::List(l)
+            }
+            TYPE_SET => {
+                let n = self.count(1)?;
+                let mut s = Set::new();
+                for _ in 0..n {
+                    s.insert(&self.string()?);
+                }
+                Collection::Set(s)
+            }
+            TYPE_HASH => {
+                let n = self.count(2)?;
+                let mut h = Hash::new();
+                for _ in 0..n {
+                    let f = self.string()?;
+                    let v = self.string()?;
+                    h.insert(&f, &v);
+                }
+                Collection::Hash(h)
+            }
+            TYPE_ZSET | TYPE_ZSET_2 => {
+                let n = self.count(2)?;
+                let mut z = ZSet::new();
+                for _ in 0..n {
+                    let m = self.string()?;
+                    let score = if kind == TYPE_ZSET_2 {
+                        f64::from_le_bytes(self.take(8)?.try_into().ok()?)
+                    } else {
+                        self.old_score()?
+                    };
+                    if score.is_nan() {
+                        return None;
+                    }
+                    z.insert(&m, score);
+                }
+                Collection::ZSet(z)
+            }
+            TYPE_SET_INTSET => {
+                let blob = self.string()?;
+                let mut s = Set::new();
+                for n in intset(&blob)? {
+                    s.insert(n.to_string().as_bytes());
+                }
+                Collection::Set(s)
+            }
+            TYPE_SET_LISTPACK => {
+                let mut s = Set::new();
+                for m in listpack(&self.string()?)? {
+                    s.insert(&m);
+                }
+                Collection::Set(s)
+            }
+            TYPE_HASH_LISTPACK | TYPE_HASH_ZIPLIST => {
+                let blob = self.string()?;
+                let items = if kind == TYPE_HASH_LISTPACK {
+                    listpack(&blob)?
+                } else {
+                    ziplist(&blob)?
+                };
+                if items.len() % 2 != 0 {
+                    return None;
+                }
+                let mut h = Hash::new();
+                for pair in items.chunks_exact(2) {
+                    h.insert(&pair[0], &pair[1]);
+                }
+                Collection::Hash(h)
+            }
+            TYPE_ZSET_LISTPACK | TYPE_ZSET_ZIPLIST => {
+                let blob = self.string()?;
+                let items = if kind == TYPE_ZSET_LISTPACK {
+                    listpack(&blob)?
+                } else {
+                    ziplist(&blob)?
+                };
+                if items.len() % 2 != 0 {
+                    return None;
+                }
+                let mut z = ZSet::new();
+                for pair in items.chunks_exact(2) {
+                    let score: f64 = std::str::from_utf8(&pair[1]).ok()?.parse().ok()?;
+                    if score.is_nan() {
+                        return None;
+                    }
+                    z.insert(&pair[0], score);
+                }
+                Collection::ZSet(z)
+            }
+            TYPE_LIST_ZIPLIST => {
+                let mut l = List::new();
+                for e in ziplist(&self.string()?)? {
+                    l.push_back(&e);
+                }
+                Collection::List(l)
+            }
+            TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+                let nodes = self.count(1)?;
+                let mut l = List::new();
+                for _ in 0..nodes {
+                    // Quicklist 2 says for each node whether it holds one plain element (1)
+                    // or a listpack (2).
+                    let plain = kind == TYPE_LIST_QUICKLIST_2 && self.len()? == 1;
+                    let blob = self.string()?;
+                    if plain {
+                        l.push_back(&blob);
+                        continue;
+                    }
+                    let items = if kind == TYPE_LIST_QUICKLIST_2 {
+                        listpack(&blob)?
+                    } else {
+                        ziplist(&blob)?
+                    };
+                    for e in items {
+                        l.push_back(&e);
+                    }
+                }
+                Collection::List(l)
+            }
+            _ => return None,
+        };
+        self.b.is_empty().then_some(Value::Coll(coll))
+    }
+
+    /// A score of the oldest sorted-set type: a length byte, 253-255 for nan, inf, -inf.
+    fn old_score(&mut self) -> Option<f64> {
+        match self.byte()? {
+            253 => Some(f64::NAN),
+            254 => Some(f64::INFINITY),
+            255 => Some(f64::NEG_INFINITY),
+            n => std::str::from_utf8(self.take(usize::from(n))?)
+                .ok()?
+                .parse()
+                .ok(),
+        }
+    }
+}
+
+/// LZF's decompression (as liblzf, which Redis uses), into exactly `ulen` bytes.
+fn lzf_decompress(input: &[u8], ulen: usize, max_len: usize) -> Option<Vec<u8>> {
+    // A control byte and two more make at most 264 bytes.
+    if ulen > max_len || ulen > input.len().saturating_mul(132) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(ulen);
+    let mut i = 0;
+    while i < input.len() {
+        let ctrl = usize::from(input[i]);
+        i += 1;
+        if ctrl < 32 {
+            let n = ctrl + 1;
+            let lit = input.get(i..i + n)?;
+            if out.len() + n > ulen {
+                return None;
+            }
+            out.extend_from_slice(lit);
+            i += n;
+        } else {
+            let mut n = ctrl >> 5;
+            if n == 7 {
+                n += usize::from(*input.get(i)?);
+                i += 1;
+            }
+            let back = ((ctrl & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
+            i += 1;
+            n += 2;
+            if back > out.len() || out.len() + n > ulen {
+                return None;
+            }
+            let from = out.len() - back;
+            for k in 0..n {
+                let b = out[from + k];
+                out.push(b);
+            }
+        }
+    }
+    (out.len() == ulen).then_some(out)
+}
+
+/// The integers of an intset: its width (2, 4 or 8), its count, then the values.
+fn intset(b: &[u8]) -> Option<Vec<i64>> {
+    let width = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
+    let n = u32::from_le_bytes(b.get(4..8)?.try_into().ok()?) as usize;
+    let body = &b[8..];
+    if !matches!(width, 2 | 4 | 8) || body.len() != n.checked_mul(width)? || n == 0 {
+        return None;
+    }
+    Some(
+        body.chunks_exact(width)
+            .map(|c| match width {
+                2 => i64::from(i16::from_le_bytes([c[0], c[1]])),
+                4 => i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                _ => i64::from_le_bytes(c.try_into().expect("8 bytes")),
+            })
+            .collect(),
+    )
+}
+
+/// The elements of a listpack (Redis 7's compact encoding), integers as their decimal text.
+fn listpack(b: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
+    if total != b.len() || total < 7 {
+        return None;
+    }
+    let mut p = &b[6..];
+    let mut out = Vec::new();
+    loop {
+        let first = *p.first()?;
+        if first == 0xff {
+            return (p.len() == 1).then_some(out);
+        }
+        let (item, used): (Vec<u8>, usize) = if first & 0x80 == 0 {
+            (u64::from(first & 0x7f).to_string().into_bytes(), 1)
+        } else if first & 0xc0 == 0x80 {
+            let n = usize::from(first & 0x3f);
+            (p.get(1..1 + n)?.to_vec(), 1 + n)
+        } else if first & 0xe0 == 0xc0 {
+            let raw = (i64::from(first & 0x1f) << 8) | i64::from(*p.get(1)?);
+            let v = if raw >= 1 << 12 { raw - (1 << 13) } else { raw };
+            (v.to_string().into_bytes(), 2)
+        } else if first & 0xf0 == 0xe0 {
+            let n = (usize::from(first & 0x0f) << 8) | usize::from(*p.get(1)?);
+            (p.get(2..2 + n)?.to_vec(), 2 + n)
+        } else {
+            match first {
+                0xf0 => {
+                    let n = u32::from_le_bytes(p.get(1..5)?.try_into().ok()?) as usize;
+                    (p.get(5..5usize.checked_add(n)?)?.to_vec(), 5 + n)
+                }
+                0xf1..=0xf4 => {
+                    let w = match first {
+                        0xf1 => 2,
+                        0xf2 => 3,
+                        0xf3 => 4,
+                        _ => 8,
+                    };
+                    let bytes = p.get(1..1 + w)?;
+                    let mut buf = [0u8; 8];
+                    buf[..w].copy_from_slice(bytes);
+                    // Sign-extend from the top bit of the field.
+                    let shift = 64 - 8 * w as u32;
+                    let v = (i64::from_le_bytes(buf) << shift) >> shift;
+                    (v.to_string().into_bytes(), 1 + w)
+                }
+                _ => return None,
+            }
+        };
+        // The entry's length again, backwards, in 1 to 5 bytes.
+        let back = match used {
+            0..=127 => 1,
+            128..=16_383 => 2,
+            16_384..=2_097_151 => 3,
+            2_097_152..=268_435_455 => 4,
+            _ => 5,
+        };
+        p = p.get(used + back..)?;
+        out.push(item);
+    }
+}
+
+/// The elements of a ziplist (the compact encoding before Redis 7), integers as text.
+fn ziplist(b: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
+    if total != b.len() || total < 11 {
+        return None;
+    }
+    let mut p = &b[10..];
+    let mut out = Vec::new();
+    loop {
+        let first = *p.first()?;
+        if first == 0xff {
+            return (p.len() == 1).then_some(out);
+        }
+        // The previous entry's length: one byte, or 0xfe and four.
+        let prev = if first < 0xfe { 1 } else { 5 };
+        p = p.get(prev..)?;
+        let enc = *p.first()?;
+        let (item, used): (Vec<u8>, usize) = match enc >> 6 {
+            0 => {
+                let n = usize::from(enc & 0x3f);
+                (p.get(1..1 + n)?.to_vec(), 1 + n)
+            }
+            1 => {
+                let n = (usize::from(enc & 0x3f) << 8) | usize::from(*p.get(1)?);
+                (p.get(2..2 + n)?.to_vec(), 2 + n)
+            }
+            2 => {
+                let n = u32::from_be_bytes(p.get(1..5)?.try_into().ok()?) as usize;
+                (p.get(5..5usize.checked_add(n)?)?.to_vec(), 5 + n)
+            }
+            _ => {
+                let (v, w): (i64, usize) = match enc {
+                    0xc0 => (
+                        i64::from(i16::from_le_bytes(p.get(1..3)?.try_into().ok()?)),
+                        2,
+                    ),
+                    0xd0 => (
+                        i64::from(i32::from_le_bytes(p.get(1..5)?.try_into().ok()?)),
+                        4,
+                    ),
+                    0xe0 => (i64::from_le_bytes(p.get(1..9)?.try_into().ok()?), 8),
+                    0xf0 => {
+                        let bytes = p.get(1..4)?;
+                        let raw = i32::from_le_bytes([0, bytes[0], bytes[1], bytes[2]]) >> 8;
+                        (i64::from(raw), 3)
+                    }
+                    0xfe => (i64::from(*p.get(1)? as i8), 1),
+                    0xf1..=0xfd => (i64::from(enc & 0x0f) - 1, 0),
+                    _ => return None,
+                };
+                (v.to_string().into_bytes(), 1 + w)
+            }
+        };
+        p = p.get(used..)?;
+        out.push(item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc64_is_redis_s() {
+        assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+        assert_eq!(crc64(b""), 0);
+    }
+
+    #[test]
+    fn what_dump_writes_restore_reads() {
+        let big = vec![b'x'; 70_000];
+        for s in [&b""[..], b"v", b"12", &big] {
+            assert_eq!(
+                restore(&dump_string(s), usize::MAX),
+                Ok(Value::Str(s.to_vec()))
+            );
+        }
+        let mut h = Hash::new();
+        h.insert(b"f", b"v");
+        h.insert(b"g", &big);
+        let mut s = Set::new();
+        for m in ["1", "-7", "a"] {
+            s.insert(m.as_bytes());
+        }
+        let mut l = List::new();
+        for e in ["a", "", "c"] {
+            l.push_back(e.as_bytes());
+        }
+        let mut z = ZSet::new();
+        z.insert(b"a", 1.5);
+        z.insert(b"b", f64::NEG_INFINITY);
+        for c in [
+            Collection::Hash(h),
+            Collection::Set(s),
+            Collection::List(l),
+            Collection::ZSet(z),
+        ] {
+            let payload = dump_collection(&c);
+            assert_eq!(restore(&payload, usize::MAX), Ok(Value::Coll(c)));
+        }
+    }
+
+    #[test]
+    fn damaged_payloads_are_refused_with_redis_s_errors() {
+        let good = dump_string(b"value");
+        let mut flipped = good.clone();
+        flipped[2] ^= 1;
+        assert_eq!(
+            restore(&flipped, usize::MAX),
+            Err(RestoreError::VersionOrChecksum)
+        );
+        assert_eq!(
+            restore(b"short", usize::MAX),
+            Err(RestoreError::VersionOrChecksum)
+        );
+        // A newer RDB version than Redis 7.2's.
+        let mut newer = good[..good.len() - 10].to_vec();
+        newer.extend_from_slice(&(READ_VERSION + 1).to_le_bytes());
+        let crc = crc64(&newer);
+        newer.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            restore(&newer, usize::MAX),
+            Err(RestoreError::VersionOrChecksum)
+        );
+        // Sealed but wrong inside: a set claiming more members than bytes, an unknown type,
+        // trailing bytes, a string past the limit.
+        for body in [
+            vec![TYPE_SET, 0x80, 0xff, 0xff, 0xff, 0xff],
+            vec![99, 0],
+            vec![TYPE_STRING, 1, b'a', b'b'],
+            vec![TYPE_SET, 0],
+        ] {
+            assert_eq!(
+                restore(&seal(body), usize::MAX),
+                Err(RestoreError::BadFormat)
+            );
+        }
+        assert_eq!(
+            restore(&dump_string(b"abc"), usize::MAX),
+            Ok(Value::Str(b"abc".to_vec()))
+        );
+    }
+
+    /// Mutated payloads (bytes changed, cut, repeated; then sealed with a good checksum so
+    /// the reader sees them) are read or refused, never a panic; what reads writes back.
+    #[test]
+    fn mutated_payloads_never_panic() {
+        let mut z = ZSet::new();
+        z.insert(b"m", 2.0);
+        let mut lp = vec![0, 0, 0, 0, 2, 0, 0x82, b'a', b'b', 3, 0x05, 1, 0xff];
+        let total = lp.len() as u32;
+        lp[..4].copy_from_slice(&total.to_le_bytes());
+        let mut hash_lp = vec![TYPE_HASH_LISTPACK];
+        put_str(&mut hash_lp, &lp);
+        let mut quick = vec![TYPE_LIST_QUICKLIST_2, 2, 2];
+        put_str(&mut quick, &lp);
+        quick.extend_from_slice(&[1, 1, b'x']);
+        let bases: Vec<Vec<u8>> = vec![
+            dump_string(b"some value"),
+            dump_collection(&Collection::ZSet(z)),
+            seal(hash_lp),
+            seal(quick),
+            seal(vec![TYPE_STRING, 0xc3, 5, 10, 0x00, b'a', 0xe0, 0x00, 0x00]),
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for base in &bases {
+            assert!(restore(base, 1 << 20).is_ok(), "{base:?}");
+            for _ in 0..4000 {
+                let mut body = base[..base.len() - 10].to_vec();
+                for _ in 0..1 + next() % 4 {
+                    let at = (next() as usize) % body.len().max(1);
+                    match next() % 4 {
+                        0 if !body.is_empty() => body[at] = next() as u8,
+                        1 => body.truncate(at),
+                        2 => body.insert(at.min(body.len()), next() as u8),
+                        _ => {
+                            let piece = body[at.min(body.len())..].to_vec();
+                            body.extend_from_slice(&piece);
+                        }
+                    }
+                }
+                if let Ok(v) = restore(&seal(body), 1 << 20) {
+                    let again = match &v {
+                        Value::Str(s) => dump_string(s),
+                        Value::Coll(c) => dump_collection(c),
+                    };
+                    assert_eq!(restore(&again, usize::MAX), Ok(v));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lzf_and_the_compact_encodings_decode() {
+        // "aaaaaaaaaa" as liblzf writes it: one literal, then a back reference of 9.
+        assert_eq!(
+            lzf_decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 10, 100),
+            Some(b"aaaaaaaaaa".to_vec())
+        );
+        assert_eq!(lzf_decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 10, 5), None);
+        assert_eq!(
+            lzf_decompress(&[0x20, 0x05], 3, 100),
+            None,
+            "reference before the start"
+        );
+        // An intset of 16-bit integers 1, -2.
+        let mut is = 2u32.to_le_bytes().to_vec();
+        is.extend_from_slice(&2u32.to_le_bytes());
+        is.extend_from_slice(&1i16.to_le_bytes());
+        is.extend_from_slice(&(-2i16).to_le_bytes());
+        assert_eq!(intset(&is), Some(vec![1, -2]));
+        // A listpack of "ab", 5, -100 (13-bit), 1000 (13-bit), 70000 (24-bit).
+        let mut lp = vec![0, 0, 0, 0, 5, 0];
+        lp.extend_from_slice(&[0x82, b'a', b'b', 3]);
+        lp.extend_from_slice(&[0x05, 1]);
+        let neg = (1i64 << 13) - 100;
+        lp.extend_from_slice(&[0xc0 | (neg >> 8) as u8, neg as u8, 2]);
+        lp.extend_from_slice(&[0xc0 | (1000 >> 8) as u8, (1000 & 0xff) as u8, 2]);
+        lp.extend_from_slice(&[0xf2, 0x70, 0x11, 0x01, 4]);
+        lp.push(0xff);
+        let total = lp.len() as u32;
+        lp[..4].copy_from_slice(&total.to_le_bytes());
+        let items: Vec<String> = listpack(&lp)
+            .unwrap()
+            .into_iter()
+            .map(|b| String::from_utf8(b).unwrap())
+            .collect();
+        assert_eq!(items, ["ab", "5", "-100", "1000", "70000"]);
+        lp.pop();
+        assert_eq!(listpack(&lp), None, "no end mark");
+    }
+}
