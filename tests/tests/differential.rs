@@ -4868,6 +4868,22 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "return redis.call('INCRBY', KEYS[1], 5)", "1", "{s}n"],
         &["EVAL", "return redis.call('INCRBYFLOAT', KEYS[1], 1.5)", "1", "{s}n"],
         &["EVAL", "return redis.call('INCR', KEYS[1])", "1", "{s}k"],
+        // pcall and xpcall catch redis.call's error as its text (Redis 7 raises a string).
+        &[
+            "EVAL",
+            "local ok, e = pcall(redis.call, 'INCR', KEYS[1]); return {tostring(ok), type(e), e}",
+            "1",
+            "{s}k",
+        ],
+        &["EVAL", "local ok, e = pcall(redis.call, 'nosuch'); return e", "0"],
+        &[
+            "EVAL",
+            "local ok, e = xpcall(function() return redis.call('INCR', KEYS[1]) end, function(m) return 'handled: ' .. m end); return {tostring(ok), e}",
+            "1",
+            "{s}k",
+        ],
+        &["EVAL", "local ok, e = pcall(error, 'boom'); return {tostring(ok), e}", "0"],
+        &["EVAL", "local ok, e = pcall(redis.call, 'INCR', KEYS[1]); error(e, 0)", "1", "{s}k"],
         &["EVAL", "return redis.pcall('INCR', KEYS[1])", "1", "{s}k"],
         &["EVAL", "local r = redis.pcall('INCR', KEYS[1]); return r['err']", "1", "{s}k"],
         &["EVAL", "return redis.call('HSET', KEYS[1], 'a', 1, 'b', 2)", "1", "{s}h"],

@@ -64,15 +64,23 @@ thread_local! {
 /// on.
 const SANDBOX: &str = r#"
 do
-  local pcall_, xpcall_, killed = pcall, xpcall, __shoal_killed
-  local function check(...)
+  local pcall_, xpcall_, killed, caught = pcall, xpcall, __shoal_killed, __shoal_caught
+  local function check(ok, ...)
     if killed() then error("ERR Script killed by timeout (busy-reply-threshold)", 0) end
-    return ...
+    if ok then return ok, ... end
+    return ok, caught((...))
   end
   pcall = function(...) return check(pcall_(...)) end
-  xpcall = function(...) return check(xpcall_(...)) end
+  -- An xpcall handler gets redis.call's error as Redis's table, {err = text}.
+  xpcall = function(f, handler, ...)
+    return check(xpcall_(f, function(e)
+      if type(e) == "userdata" then e = {err = caught(e)} end
+      return handler(e)
+    end, ...))
+  end
 end
 __shoal_killed = nil
+__shoal_caught = nil
 do
   local setmetatable_ = setmetatable
   local function readonly(t)
@@ -107,6 +115,9 @@ end
 thread_local! {
     /// Set by the time limit's hook: the running script is past its time.
     static KILLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The last error `redis.call` raised in the running script, and the reply that places
+    /// it (`located`).
+    static RAISED: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
 }
 
 fn new_vm() -> mlua::Result<Vm> {
@@ -166,6 +177,19 @@ fn new_vm() -> mlua::Result<Vm> {
     lua.globals().set(
         "__shoal_killed",
         lua.create_function(|_, ()| Ok(KILLED.with(std::cell::Cell::get)))?,
+    )?;
+    // What `pcall` and `xpcall` catch of an error raised by Rust (`redis.call`'s): its text,
+    // as Redis's scripts catch a string.
+    lua.globals().set(
+        "__shoal_caught",
+        lua.create_function(|lua, e: Value| match e {
+            Value::Error(e) => {
+                // Caught: no longer the error the script ends with.
+                RAISED.with(|r| *r.borrow_mut() = None);
+                Ok(Value::String(lua.create_string(message(&e))?))
+            }
+            other => Ok(other),
+        })?,
     )?;
     lua.load(SANDBOX).set_name("@sandbox").exec()?;
     Ok(Vm {
@@ -330,6 +354,7 @@ fn run_script(
         let lua = &vm.lua;
         let started = Instant::now();
         KILLED.with(|k| k.set(false));
+        RAISED.with(|r| *r.borrow_mut() = None);
         // Global, so every thread's instructions count.
         let _ = lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(10_000),
@@ -356,8 +381,8 @@ fn run_script(
             let globals = lua.globals();
             globals.raw_set("KEYS", table(keys)?)?;
             globals.raw_set("ARGV", table(argv)?)?;
-            // One call of a command; `raise`: an error reply becomes a Lua error.
-            let call = |lua: &Lua, args: mlua::MultiValue, raise: bool| -> mlua::Result<Value> {
+            // One call of a command: its reply, or the error it answered or met (`Err`).
+            let call = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<Result<Value, String>> {
                 let mut cmd: Vec<Bytes> = Vec::with_capacity(args.len());
                 for a in args {
                     match a {
@@ -367,17 +392,17 @@ fn run_script(
                         _ => {
                             let e =
                                 "ERR Lua redis lib command arguments must be strings or integers";
-                            return fail(lua, e, raise, sha);
+                            return Ok(Err(e.into()));
                         }
                     }
                 }
                 if cmd.is_empty() {
                     let e = "ERR Please specify at least one argument for this redis lib call";
-                    return fail(lua, e, raise, sha);
+                    return Ok(Err(e.into()));
                 }
                 let mut ctx = ctx.borrow_mut();
                 if let Err(e) = check_call(&cmd, declared, read_only) {
-                    return fail(lua, &e, raise, sha);
+                    return Ok(Err(e));
                 }
                 // Commands answer a script in RESP2 (Redis's default in scripts), whatever
                 // the caller speaks, and never block.
@@ -395,23 +420,34 @@ fn run_script(
                 drop(ctx);
                 if over {
                     let e = "ERR a command's reply in the script passed the client's output limit";
-                    return fail(lua, e, true, sha);
+                    return Err(mlua::Error::RuntimeError(located(lua, e, sha, 1)));
                 }
                 match reply {
-                    Reply::Error(e) if raise => {
-                        Err(mlua::Error::RuntimeError(located(lua, &e, sha)))
-                    }
-                    other => to_lua(lua, other),
+                    Reply::Error(e) => Ok(Err(e.to_string())),
+                    other => to_lua(lua, other).map(Ok),
                 }
             };
             let redis = &vm.redis;
+            // `redis.call` raises the error it gets; `pcall` catches it as the error's text
+            // (the sandbox's `pcall`), as Redis 7 raises a string. Where it was raised is kept
+            // for the reply if nothing catches it.
             redis.raw_set(
                 "call",
-                scope.create_function(move |lua, args| call(lua, args, true))?,
+                scope.create_function(move |lua, args| match call(lua, args)? {
+                    Ok(v) => Ok(v),
+                    Err(e) => {
+                        let at = located(lua, &e, sha, 1);
+                        RAISED.with(|r| *r.borrow_mut() = Some((e.clone(), at)));
+                        Err(mlua::Error::RuntimeError(e))
+                    }
+                })?,
             )?;
             redis.raw_set(
                 "pcall",
-                scope.create_function(move |lua, args| call(lua, args, false))?,
+                scope.create_function(move |lua, args| match call(lua, args)? {
+                    Ok(v) => Ok(v),
+                    Err(e) => tagged(lua, "err", e),
+                })?,
             )?;
             f.call::<Value>(())
         });
@@ -492,14 +528,6 @@ fn root(e: &mlua::Error) -> &mlua::Error {
     }
 }
 
-/// An error from `redis.call` (raised) or `redis.pcall` (returned as `{err = ...}`).
-fn fail(lua: &Lua, e: &str, raise: bool, sha: &str) -> mlua::Result<Value> {
-    if raise {
-        return Err(mlua::Error::RuntimeError(located(lua, e, sha)));
-    }
-    tagged(lua, "err", e)
-}
-
 /// `{ok = text}` or `{err = text}`: a status or an error reply as a script holds it.
 fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value> {
     let t = lua.create_table()?;
@@ -509,9 +537,9 @@ fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value>
 
 /// A `redis.call` error raised in the script, placed as Redis places it: `<error> script:
 /// <sha1>, on @user_script:<line>.` (the line of the call).
-fn located(lua: &Lua, e: &str, sha: &str) -> String {
+fn located(lua: &Lua, e: &str, sha: &str, level: usize) -> String {
     let line = lua
-        .inspect_stack(1, |d| d.current_line())
+        .inspect_stack(level, |d| d.current_line())
         .flatten()
         .unwrap_or(0);
     format!("{e} script: {sha}, on @user_script:{line}.")
@@ -520,8 +548,19 @@ fn located(lua: &Lua, e: &str, sha: &str) -> String {
 /// The reply to a script that ended with an error: a `redis.call` error as placed by
 /// [`located`]; a Lua error (`user_script:<line>: <message>`) with `ERR` and the same
 /// place added; Lua's stack traceback left out.
-fn script_error(m: &str, sha: &str) -> Reply {
-    let m = m.split("\nstack traceback:").next().unwrap_or(m).trim_end();
+fn script_error(full: &str, sha: &str) -> Reply {
+    let m = full
+        .split("\nstack traceback:")
+        .next()
+        .unwrap_or(full)
+        .trim_end();
+    // A `redis.call` error nothing caught: placed where it was raised.
+    if let Some((_, at)) = RAISED
+        .with(|r| r.borrow_mut().take())
+        .filter(|(e, _)| e == m)
+    {
+        return Reply::Error(at.into());
+    }
     if m.contains(" script: ") && m.ends_with('.') && m.contains(", on @user_script:") {
         return Reply::Error(m.to_string().into());
     }
@@ -529,7 +568,17 @@ fn script_error(m: &str, sha: &str) -> Reply {
         .strip_prefix("user_script:")
         .and_then(|rest| rest.split(':').next())
         .and_then(|n| n.parse::<u64>().ok());
-    match line {
+    // Otherwise the innermost line of the script the traceback names (`error(text, 0)`
+    // raises without a position; Redis's handler finds the line the same way).
+    let traced = || {
+        let trace = full.split_once("\nstack traceback:")?.1;
+        trace.lines().find_map(|l| {
+            let rest = l.trim_start().strip_prefix("user_script:")?;
+            rest.split(':').next()?.parse::<u64>().ok()
+        })
+    };
+    let killed = KILLED.with(std::cell::Cell::get);
+    match line.or_else(|| traced().filter(|_| !killed)) {
         Some(line) => {
             Reply::Error(format!("ERR {m} script: {sha}, on @user_script:{line}.").into())
         }
