@@ -5842,6 +5842,9 @@ fn dump_payloads_restore_both_ways() {
         p.rpush("l_many", many).ignore();
         p.rpush("l_big_element", &["x".repeat(10_000), "y".to_string()])
             .ignore();
+        // An element whose listpack entry is 16,383 bytes: its length backwards takes 3.
+        p.rpush("l_16378", &["z".repeat(16_378), "w".to_string()])
+            .ignore();
         p.sadd("set_int", &[1i64, 2, 3, -100, 70_000, 5_000_000_000])
             .ignore();
         p.sadd("set_small", &["a", "b", "c"]).ignore();
@@ -5905,7 +5908,7 @@ fn dump_payloads_restore_both_ways() {
         fill(src);
         redis::cmd("FLUSHALL").query::<()>(dst).unwrap();
         let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(src).unwrap();
-        assert_eq!(keys.len(), 20, "{name}: every key filled");
+        assert_eq!(keys.len(), 21, "{name}: every key filled");
         for k in &keys {
             let payload: Vec<u8> = redis::cmd("DUMP").arg(k).query(src).unwrap();
             let ttl: i64 = redis::cmd("PTTL").arg(k).query(src).unwrap();
@@ -5943,6 +5946,20 @@ fn dump_payloads_restore_both_ways() {
             .query(c)
             .unwrap();
         assert!((1000..1010).contains(&idle), "{idle}");
+        // REPLACE makes a new key: its clock starts again.
+        redis::cmd("RESTORE")
+            .arg("idle")
+            .arg(0)
+            .arg(&payload)
+            .arg("REPLACE")
+            .query::<()>(c)
+            .unwrap();
+        let idle: i64 = redis::cmd("OBJECT")
+            .arg("IDLETIME")
+            .arg("idle")
+            .query(c)
+            .unwrap();
+        assert!(idle < 10, "{idle}");
         redis::cmd("CONFIG")
             .arg("SET")
             .arg("maxmemory-policy")

@@ -163,7 +163,10 @@ pub fn restore(payload: &[u8], max_len: usize) -> Result<Value, RestoreError> {
     if version > READ_VERSION || crc64(&payload[..payload.len() - 8]) != crc {
         return Err(RestoreError::VersionOrChecksum);
     }
-    let mut r = Reader { b: body, max_len };
+    let mut r = Reader {
+        b: body,
+        budget: max_len,
+    };
     let value = r.object().ok_or(RestoreError::BadFormat)?;
     match &value {
         Value::Coll(c) if c.is_empty() => Err(RestoreError::BadFormat),
@@ -173,7 +176,8 @@ pub fn restore(payload: &[u8], max_len: usize) -> Result<Value, RestoreError> {
 
 struct Reader<'a> {
     b: &'a [u8],
-    max_len: usize,
+    /// Bytes that decompressed strings may still take, all of them together.
+    budget: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -235,7 +239,8 @@ impl<'a> Reader<'a> {
                 let clen = self.len()?;
                 let ulen = self.len()?;
                 let packed = self.take(clen)?;
-                lzf_decompress(packed, ulen, self.max_len)
+                self.budget = self.budget.checked_sub(ulen)?;
+                lzf_decompress(packed, ulen)
             }
             Err(_) => None,
         }
@@ -244,10 +249,7 @@ impl<'a> Reader<'a> {
     fn object(&mut self) -> Option<Value> {
         let kind = self.byte()?;
         let coll = match kind {
-            TYPE_STRING => {
-                let s = self.string()?;
-                return self.b.is_empty().then_some(Value::Str(s));
-            }
+            TYPE_STRING => return Some(Value::Str(self.string()?)),
             TYPE_LIST => {
                 let n = self.count(1)?;
                 let mut l = List::new();
@@ -294,59 +296,44 @@ impl<'a> Reader<'a> {
             TYPE_SET_INTSET => {
                 let blob = self.string()?;
                 let mut s = Set::new();
-                for n in intset(&blob)? {
-                    s.insert(n.to_string().as_bytes());
-                }
+                intset(&blob, |n| {
+                    let mut digits = [0u8; 20];
+                    s.insert(shoal_resp::format_int(n, &mut digits));
+                })?;
                 Collection::Set(s)
             }
             TYPE_SET_LISTPACK => {
                 let mut s = Set::new();
-                for m in listpack(&self.string()?)? {
-                    s.insert(&m);
-                }
+                listpack(&self.string()?, |m| {
+                    s.insert(m);
+                })?;
                 Collection::Set(s)
             }
             TYPE_HASH_LISTPACK | TYPE_HASH_ZIPLIST => {
                 let blob = self.string()?;
-                let items = if kind == TYPE_HASH_LISTPACK {
-                    listpack(&blob)?
-                } else {
-                    ziplist(&blob)?
-                };
-                if items.len() % 2 != 0 {
-                    return None;
-                }
                 let mut h = Hash::new();
-                for pair in items.chunks_exact(2) {
-                    h.insert(&pair[0], &pair[1]);
-                }
+                pairs(&blob, kind == TYPE_HASH_LISTPACK, |f, v| {
+                    h.insert(f, v);
+                    Some(())
+                })?;
                 Collection::Hash(h)
             }
             TYPE_ZSET_LISTPACK | TYPE_ZSET_ZIPLIST => {
                 let blob = self.string()?;
-                let items = if kind == TYPE_ZSET_LISTPACK {
-                    listpack(&blob)?
-                } else {
-                    ziplist(&blob)?
-                };
-                if items.len() % 2 != 0 {
-                    return None;
-                }
                 let mut z = ZSet::new();
-                for pair in items.chunks_exact(2) {
-                    let score: f64 = std::str::from_utf8(&pair[1]).ok()?.parse().ok()?;
+                pairs(&blob, kind == TYPE_ZSET_LISTPACK, |m, score| {
+                    let score: f64 = std::str::from_utf8(score).ok()?.parse().ok()?;
                     if score.is_nan() {
                         return None;
                     }
-                    z.insert(&pair[0], score);
-                }
+                    z.insert(m, score);
+                    Some(())
+                })?;
                 Collection::ZSet(z)
             }
             TYPE_LIST_ZIPLIST => {
                 let mut l = List::new();
-                for e in ziplist(&self.string()?)? {
-                    l.push_back(&e);
-                }
+                ziplist(&self.string()?, |e| l.push_back(e))?;
                 Collection::List(l)
             }
             TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
@@ -355,26 +342,25 @@ impl<'a> Reader<'a> {
                 for _ in 0..nodes {
                     // Quicklist 2 says for each node whether it holds one plain element (1)
                     // or a listpack (2).
-                    let plain = kind == TYPE_LIST_QUICKLIST_2 && self.len()? == 1;
-                    let blob = self.string()?;
-                    if plain {
-                        l.push_back(&blob);
-                        continue;
-                    }
-                    let items = if kind == TYPE_LIST_QUICKLIST_2 {
-                        listpack(&blob)?
+                    let container = if kind == TYPE_LIST_QUICKLIST_2 {
+                        self.len()?
                     } else {
-                        ziplist(&blob)?
+                        2
                     };
-                    for e in items {
-                        l.push_back(&e);
+                    let blob = self.string()?;
+                    match (kind, container) {
+                        (TYPE_LIST_QUICKLIST_2, 1) => l.push_back(&blob),
+                        (TYPE_LIST_QUICKLIST_2, 2) => listpack(&blob, |e| l.push_back(e))?,
+                        (TYPE_LIST_QUICKLIST, _) => ziplist(&blob, |e| l.push_back(e))?,
+                        _ => return None,
                     }
                 }
                 Collection::List(l)
             }
             _ => return None,
         };
-        self.b.is_empty().then_some(Value::Coll(coll))
+        // Bytes after the value are left alone, as Redis leaves them.
+        Some(Value::Coll(coll))
     }
 
     /// A score of the oldest sorted-set type: a length byte, 253-255 for nan, inf, -inf.
@@ -392,9 +378,9 @@ impl<'a> Reader<'a> {
 }
 
 /// LZF's decompression (as liblzf, which Redis uses), into exactly `ulen` bytes.
-fn lzf_decompress(input: &[u8], ulen: usize, max_len: usize) -> Option<Vec<u8>> {
-    // A control byte and two more make at most 264 bytes.
-    if ulen > max_len || ulen > input.len().saturating_mul(132) {
+fn lzf_decompress(input: &[u8], ulen: usize) -> Option<Vec<u8>> {
+    // A back reference of three bytes makes at most 264: no more than 88 times the input.
+    if ulen > input.len().saturating_mul(88) {
         return None;
     }
     let mut out = Vec::with_capacity(ulen);
@@ -432,55 +418,82 @@ fn lzf_decompress(input: &[u8], ulen: usize, max_len: usize) -> Option<Vec<u8>> 
     (out.len() == ulen).then_some(out)
 }
 
-/// The integers of an intset: its width (2, 4 or 8), its count, then the values.
-fn intset(b: &[u8]) -> Option<Vec<i64>> {
+/// The integers of an intset, each passed to `f`: its width (2, 4 or 8), its count, then
+/// the values.
+fn intset(b: &[u8], mut f: impl FnMut(i64)) -> Option<()> {
     let width = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
     let n = u32::from_le_bytes(b.get(4..8)?.try_into().ok()?) as usize;
     let body = &b[8..];
     if !matches!(width, 2 | 4 | 8) || body.len() != n.checked_mul(width)? || n == 0 {
         return None;
     }
-    Some(
-        body.chunks_exact(width)
-            .map(|c| match width {
-                2 => i64::from(i16::from_le_bytes([c[0], c[1]])),
-                4 => i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                _ => i64::from_le_bytes(c.try_into().expect("8 bytes")),
-            })
-            .collect(),
-    )
+    for c in body.chunks_exact(width) {
+        f(match width {
+            2 => i64::from(i16::from_le_bytes([c[0], c[1]])),
+            4 => i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            _ => i64::from_le_bytes(c.try_into().expect("8 bytes")),
+        });
+    }
+    Some(())
 }
 
-/// The elements of a listpack (Redis 7's compact encoding), integers as their decimal text.
-fn listpack(b: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// The elements of a listpack (`packed`) or ziplist taken two by two (a hash's fields and
+/// values, a sorted set's members and scores); `None` for an odd count or when `f` refuses.
+fn pairs(b: &[u8], packed: bool, mut f: impl FnMut(&[u8], &[u8]) -> Option<()>) -> Option<()> {
+    let mut first: Option<Vec<u8>> = None;
+    let mut ok = true;
+    let mut each = |e: &[u8]| match first.take() {
+        None => first = Some(e.to_vec()),
+        Some(a) => ok &= f(&a, e).is_some(),
+    };
+    if packed {
+        listpack(b, &mut each)?;
+    } else {
+        ziplist(b, &mut each)?;
+    }
+    (ok && first.is_none()).then_some(())
+}
+
+/// An integer element as its decimal text, formatted on the stack.
+fn int_element(v: i64, f: &mut impl FnMut(&[u8])) {
+    let mut digits = [0u8; 20];
+    f(shoal_resp::format_int(v, &mut digits));
+}
+
+/// The elements of a listpack (Redis 7's compact encoding), each passed to `f` (integers
+/// as their decimal text); `None` when it does not parse.
+fn listpack(b: &[u8], mut f: impl FnMut(&[u8])) -> Option<()> {
     let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
     if total != b.len() || total < 7 {
         return None;
     }
     let mut p = &b[6..];
-    let mut out = Vec::new();
     loop {
         let first = *p.first()?;
         if first == 0xff {
-            return (p.len() == 1).then_some(out);
+            return (p.len() == 1).then_some(());
         }
-        let (item, used): (Vec<u8>, usize) = if first & 0x80 == 0 {
-            (u64::from(first & 0x7f).to_string().into_bytes(), 1)
+        let used = if first & 0x80 == 0 {
+            int_element(i64::from(first & 0x7f), &mut f);
+            1
         } else if first & 0xc0 == 0x80 {
             let n = usize::from(first & 0x3f);
-            (p.get(1..1 + n)?.to_vec(), 1 + n)
+            f(p.get(1..1 + n)?);
+            1 + n
         } else if first & 0xe0 == 0xc0 {
             let raw = (i64::from(first & 0x1f) << 8) | i64::from(*p.get(1)?);
-            let v = if raw >= 1 << 12 { raw - (1 << 13) } else { raw };
-            (v.to_string().into_bytes(), 2)
+            int_element(if raw >= 1 << 12 { raw - (1 << 13) } else { raw }, &mut f);
+            2
         } else if first & 0xf0 == 0xe0 {
             let n = (usize::from(first & 0x0f) << 8) | usize::from(*p.get(1)?);
-            (p.get(2..2 + n)?.to_vec(), 2 + n)
+            f(p.get(2..2 + n)?);
+            2 + n
         } else {
             match first {
                 0xf0 => {
                     let n = u32::from_le_bytes(p.get(1..5)?.try_into().ok()?) as usize;
-                    (p.get(5..5usize.checked_add(n)?)?.to_vec(), 5 + n)
+                    f(p.get(5..5usize.checked_add(n)?)?);
+                    5 + n
                 }
                 0xf1..=0xf4 => {
                     let w = match first {
@@ -489,59 +502,60 @@ fn listpack(b: &[u8]) -> Option<Vec<Vec<u8>>> {
                         0xf3 => 4,
                         _ => 8,
                     };
-                    let bytes = p.get(1..1 + w)?;
                     let mut buf = [0u8; 8];
-                    buf[..w].copy_from_slice(bytes);
+                    buf[..w].copy_from_slice(p.get(1..1 + w)?);
                     // Sign-extend from the top bit of the field.
                     let shift = 64 - 8 * w as u32;
-                    let v = (i64::from_le_bytes(buf) << shift) >> shift;
-                    (v.to_string().into_bytes(), 1 + w)
+                    int_element((i64::from_le_bytes(buf) << shift) >> shift, &mut f);
+                    1 + w
                 }
                 _ => return None,
             }
         };
-        // The entry's length again, backwards, in 1 to 5 bytes.
+        // The entry's length again, backwards, in 1 to 5 bytes (`lpEncodeBacklen`'s widths).
         let back = match used {
             0..=127 => 1,
-            128..=16_383 => 2,
-            16_384..=2_097_151 => 3,
-            2_097_152..=268_435_455 => 4,
+            128..=16_382 => 2,
+            16_383..=2_097_150 => 3,
+            2_097_151..=268_435_454 => 4,
             _ => 5,
         };
-        p = p.get(used + back..)?;
-        out.push(item);
+        p = p.get(used.checked_add(back)?..)?;
     }
 }
 
-/// The elements of a ziplist (the compact encoding before Redis 7), integers as text.
-fn ziplist(b: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// The elements of a ziplist (the compact encoding before Redis 7), each passed to `f`
+/// (integers as their decimal text); `None` when it does not parse.
+fn ziplist(b: &[u8], mut f: impl FnMut(&[u8])) -> Option<()> {
     let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
     if total != b.len() || total < 11 {
         return None;
     }
     let mut p = &b[10..];
-    let mut out = Vec::new();
     loop {
         let first = *p.first()?;
         if first == 0xff {
-            return (p.len() == 1).then_some(out);
+            return (p.len() == 1).then_some(());
         }
         // The previous entry's length: one byte, or 0xfe and four.
         let prev = if first < 0xfe { 1 } else { 5 };
         p = p.get(prev..)?;
         let enc = *p.first()?;
-        let (item, used): (Vec<u8>, usize) = match enc >> 6 {
+        let used = match enc >> 6 {
             0 => {
                 let n = usize::from(enc & 0x3f);
-                (p.get(1..1 + n)?.to_vec(), 1 + n)
+                f(p.get(1..1 + n)?);
+                1 + n
             }
             1 => {
                 let n = (usize::from(enc & 0x3f) << 8) | usize::from(*p.get(1)?);
-                (p.get(2..2 + n)?.to_vec(), 2 + n)
+                f(p.get(2..2 + n)?);
+                2 + n
             }
             2 => {
                 let n = u32::from_be_bytes(p.get(1..5)?.try_into().ok()?) as usize;
-                (p.get(5..5usize.checked_add(n)?)?.to_vec(), 5 + n)
+                f(p.get(5..5usize.checked_add(n)?)?);
+                5 + n
             }
             _ => {
                 let (v, w): (i64, usize) = match enc {
@@ -563,11 +577,11 @@ fn ziplist(b: &[u8]) -> Option<Vec<Vec<u8>>> {
                     0xf1..=0xfd => (i64::from(enc & 0x0f) - 1, 0),
                     _ => return None,
                 };
-                (v.to_string().into_bytes(), 1 + w)
+                int_element(v, &mut f);
+                1 + w
             }
         };
         p = p.get(used..)?;
-        out.push(item);
     }
 }
 
@@ -638,11 +652,10 @@ mod tests {
             Err(RestoreError::VersionOrChecksum)
         );
         // Sealed but wrong inside: a set claiming more members than bytes, an unknown type,
-        // trailing bytes, a string past the limit.
+        // an empty set.
         for body in [
             vec![TYPE_SET, 0x80, 0xff, 0xff, 0xff, 0xff],
             vec![99, 0],
-            vec![TYPE_STRING, 1, b'a', b'b'],
             vec![TYPE_SET, 0],
         ] {
             assert_eq!(
@@ -654,6 +667,10 @@ mod tests {
             restore(&dump_string(b"abc"), usize::MAX),
             Ok(Value::Str(b"abc".to_vec()))
         );
+        // A compressed string past what the payload may decompress to, all strings together.
+        let lzf = seal(vec![TYPE_STRING, 0xc3, 5, 10, 0x00, b'a', 0xe0, 0x00, 0x00]);
+        assert_eq!(restore(&lzf, 10), Ok(Value::Str(vec![b'a'; 10])));
+        assert_eq!(restore(&lzf, 9), Err(RestoreError::BadFormat));
     }
 
     /// Mutated payloads (bytes changed, cut, repeated; then sealed with a good checksum so
@@ -715,12 +732,16 @@ mod tests {
     fn lzf_and_the_compact_encodings_decode() {
         // "aaaaaaaaaa" as liblzf writes it: one literal, then a back reference of 9.
         assert_eq!(
-            lzf_decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 10, 100),
+            lzf_decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 10),
             Some(b"aaaaaaaaaa".to_vec())
         );
-        assert_eq!(lzf_decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 10, 5), None);
         assert_eq!(
-            lzf_decompress(&[0x20, 0x05], 3, 100),
+            lzf_decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 500),
+            None,
+            "past 88 times"
+        );
+        assert_eq!(
+            lzf_decompress(&[0x20, 0x05], 3),
             None,
             "reference before the start"
         );
@@ -729,7 +750,9 @@ mod tests {
         is.extend_from_slice(&2u32.to_le_bytes());
         is.extend_from_slice(&1i16.to_le_bytes());
         is.extend_from_slice(&(-2i16).to_le_bytes());
-        assert_eq!(intset(&is), Some(vec![1, -2]));
+        let mut got = Vec::new();
+        assert_eq!(intset(&is, |n| got.push(n)), Some(()));
+        assert_eq!(got, [1, -2]);
         // A listpack of "ab", 5, -100 (13-bit), 1000 (13-bit), 70000 (24-bit).
         let mut lp = vec![0, 0, 0, 0, 5, 0];
         lp.extend_from_slice(&[0x82, b'a', b'b', 3]);
@@ -741,13 +764,11 @@ mod tests {
         lp.push(0xff);
         let total = lp.len() as u32;
         lp[..4].copy_from_slice(&total.to_le_bytes());
-        let items: Vec<String> = listpack(&lp)
-            .unwrap()
-            .into_iter()
-            .map(|b| String::from_utf8(b).unwrap())
-            .collect();
+        let mut items: Vec<String> = Vec::new();
+        let parsed = listpack(&lp, |b| items.push(String::from_utf8(b.to_vec()).unwrap()));
+        assert_eq!(parsed, Some(()));
         assert_eq!(items, ["ab", "5", "-100", "1000", "70000"]);
         lp.pop();
-        assert_eq!(listpack(&lp), None, "no end mark");
+        assert_eq!(listpack(&lp, |_| {}), None, "no end mark");
     }
 }

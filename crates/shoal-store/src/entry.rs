@@ -410,8 +410,11 @@ impl Clock {
     }
 
     /// An LRU access word for a last access `idle_ms` ago (RESTORE ... IDLETIME).
+    /// (The clock counts milliseconds in 32 bits: an idle time past about 49 days reads as
+    /// that.)
     pub(crate) fn lru_aged(&self, idle_ms: u64) -> u32 {
-        self.lru_now().wrapping_sub(idle_ms as u32)
+        let idle = u32::try_from(idle_ms).unwrap_or(u32::MAX);
+        self.lru_now().wrapping_sub(idle)
     }
 
     /// An LFU access word holding `counter`, decayed from now (RESTORE ... FREQ).

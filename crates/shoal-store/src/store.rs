@@ -412,18 +412,18 @@ impl<'a> Slot<'a> {
         self.key
     }
 
-    /// Sets the key's access clock as RESTORE's IDLETIME (under an LRU policy: last accessed
-    /// `idle_ms` ago) or FREQ (under an LFU policy: that counter) ask; the other family's
-    /// figure is ignored, as in Redis. Run the write under [`without_touching`] so that its
-    /// end does not touch the key again.
+    /// Sets the key's access clock as a new key's, or as RESTORE's IDLETIME (under any policy
+    /// but LFU: last accessed `idle_ms` ago) or FREQ (under an LFU policy: that counter) ask;
+    /// the other family's figure is ignored, as in Redis. Run the write under
+    /// [`without_touching`] so that its end does not touch the key again.
     pub fn set_access(&mut self, idle_ms: Option<u64>, freq: Option<u8>) {
         let Some(i) = self.idx else { return };
         let access = &mut self.shard.items[i].access;
-        match (self.clock.lfu, idle_ms, freq) {
-            (true, _, Some(f)) => *access = self.clock.lfu_with(f),
-            (false, Some(idle), _) => *access = self.clock.lru_aged(idle),
-            _ => {}
-        }
+        *access = match (self.clock.lfu, idle_ms, freq) {
+            (true, _, Some(f)) => self.clock.lfu_with(f),
+            (false, Some(idle), _) => self.clock.lru_aged(idle),
+            _ => self.clock.initial(),
+        };
     }
 
     /// Counts this look at the key as a command's read (Redis's `lookupKeyRead` inside a

@@ -383,14 +383,18 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     if at.is_some_and(|at| at <= now) {
         // Already expired: nothing is stored, and a key it replaces is gone.
-        if ctx.engine.store.remove(key, now) {
+        if replace && ctx.engine.store.remove(key, now) {
             ctx.notify(GENERIC, "del", key);
         }
         return Reply::ok();
     }
-    let replaced = shoal_store::without_touching(|| {
+    let written = shoal_store::without_touching(|| {
         ctx.engine.store.write(key, now, |slot| {
             let existed = slot.exists();
+            // Checked again under the key's lock: another client may have made it since.
+            if existed && !replace {
+                return None;
+            }
             match value {
                 Value::Str(v) => slot.set(&v, at),
                 Value::Coll(c) => {
@@ -399,9 +403,12 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 }
             }
             slot.set_access(idle, freq);
-            existed
+            Some(existed)
         })
     });
+    let Some(replaced) = written else {
+        return err("BUSYKEY Target key name already exists.");
+    };
     if replaced {
         // Redis deletes the old key and adds the new one.
         ctx.notify(crate::notify::NEW, "new", key);
