@@ -1913,6 +1913,28 @@ fn keyspace_notifications_reach_every_node_once() {
     }
 }
 
+/// CLIENT TRACKING is refused in a cluster, with an error saying why (a key's changes are
+/// seen where it is owned, not where its readers are connected).
+#[test]
+fn client_tracking_is_refused_in_a_cluster() {
+    let cluster = TestCluster::start(2, |_| {});
+    let mut c = cluster.members[0].client();
+    let e = redis::cmd("CLIENT")
+        .arg("TRACKING")
+        .arg("ON")
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("not supported in a Shoal cluster"),
+        "{e}"
+    );
+    let info: Vec<redis::Value> = redis::cmd("CLIENT")
+        .arg("TRACKINGINFO")
+        .query(&mut c)
+        .unwrap();
+    assert!(format!("{info:?}").contains("off"), "{info:?}");
+}
+
 /// redis-py's Pub/Sub with its subscribers on n1 and its publisher on n0.
 #[test]
 fn redis_py_pubsub_across_nodes() {

@@ -5999,3 +5999,142 @@ fn dump_payloads_restore_both_ways() {
         assert_eq!(exists, 0);
     }
 }
+
+/// One client-side caching scenario on the server at `addr`, every reply and push as raw
+/// bytes: invalidations on the reader's own RESP3 connection after another client's writes
+/// (once per read), only the keys a write changed, NOLOOP, FLUSHALL's null, BCAST with
+/// prefixes, OPTIN with CLIENT CACHING, a RESP2 redirect to a subscriber, a key that
+/// expires, CLIENT TRACKINGINFO and GETREDIR, and the option errors. "Nothing arrived" is
+/// shown by the PING that follows (its reply would come after a push).
+fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut a = Conn::connect(addr);
+    let mut b = Conn::connect(addr);
+    let mut r = Conn::connect(addr);
+    let mut c = Conn::connect(addr);
+    let step = |conn: &mut Conn, args: &[&str], replies: usize, out: &mut Vec<String>| {
+        if !args.is_empty() {
+            conn.send(&multibulk(args));
+        }
+        for _ in 0..replies {
+            let reply = conn
+                .read_reply()
+                .unwrap_or_else(|e| format!("<{e}>").into_bytes());
+            out.push(format!("{args:?}: {}", escape(&reply)));
+        }
+    };
+    a.send(&multibulk(&["HELLO", "3"]));
+    a.read_reply().expect("HELLO 3");
+    step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(&mut a, &["GET", "k"], 1, &mut out);
+    step(&mut b, &["SET", "k", "v"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out); // invalidate k
+    step(&mut b, &["SET", "k", "w"], 1, &mut out); // not read again: nothing
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["MGET", "k", "j"], 1, &mut out);
+    step(&mut b, &["DEL", "j", "k"], 1, &mut out); // j did not change
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["GET", "k"], 1, &mut out);
+    step(&mut a, &["SET", "k", "y"], 2, &mut out); // its own write: told too
+    step(&mut a, &["CLIENT", "TRACKINGINFO"], 1, &mut out);
+    step(&mut a, &["CLIENT", "GETREDIR"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "ON", "NOLOOP"], 1, &mut out);
+    step(&mut a, &["GET", "k"], 1, &mut out);
+    step(&mut a, &["SET", "k", "z"], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["GET", "k"], 1, &mut out);
+    step(&mut b, &["FLUSHALL"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out); // a null: everything
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    step(
+        &mut a,
+        &[
+            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:", "PREFIX", "obj",
+        ],
+        1,
+        &mut out,
+    );
+    step(&mut b, &["SET", "user:1", "v"], 1, &mut out);
+    step(&mut b, &["SET", "other", "v"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKINGINFO"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "ON", "OPTIN"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "ON", "OPTIN"], 1, &mut out);
+    step(&mut a, &["GET", "o1"], 1, &mut out);
+    step(&mut a, &["CLIENT", "CACHING", "YES"], 1, &mut out);
+    step(&mut a, &["GET", "o2"], 1, &mut out);
+    step(&mut b, &["MSET", "o1", "1", "o2", "2"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out); // o2 only
+    step(&mut a, &["PING"], 1, &mut out);
+    for bad in [
+        &["CLIENT", "CACHING", "NO"][..],
+        &["CLIENT", "TRACKING", "ON", "OPTIN", "OPTOUT"],
+        &["CLIENT", "TRACKING", "ON", "PREFIX", "x"],
+        &["CLIENT", "TRACKING", "ON", "BCAST", "OPTIN"],
+        &["CLIENT", "TRACKING", "ON", "REDIRECT", "999999"],
+        &["CLIENT", "TRACKING", "ON", "REDIRECT", "x"],
+        &["CLIENT", "TRACKING", "ON", "BOGUS"],
+        &["CLIENT", "TRACKING", "MAYBE"],
+        &["CLIENT", "TRACKING", "OFF"],
+        &["CLIENT", "CACHING", "YES"],
+        &[
+            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "ab", "PREFIX", "a",
+        ],
+        &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "ab"],
+        &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "abc"],
+        &["CLIENT", "TRACKING", "ON"],
+        &["CLIENT", "TRACKING", "OFF"],
+    ] {
+        step(&mut a, bad, 1, &mut out);
+    }
+    // A RESP2 client's invalidations, redirected to a subscriber.
+    r.send(&multibulk(&["CLIENT", "ID"]));
+    let id = String::from_utf8(r.read_reply().unwrap()).unwrap();
+    let id = id.trim().trim_start_matches(':').to_string();
+    step(&mut r, &["SUBSCRIBE", "__redis__:invalidate"], 1, &mut out);
+    c.send(&multibulk(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]));
+    let on = c.read_reply().unwrap();
+    out.push(format!(
+        "CLIENT TRACKING ON REDIRECT <subscriber>: {}",
+        escape(&on)
+    ));
+    step(&mut c, &["GET", "rk"], 1, &mut out);
+    step(&mut b, &["SET", "rk", "v"], 1, &mut out);
+    step(&mut r, &[], 1, &mut out);
+    c.send(&multibulk(&["CLIENT", "GETREDIR"]));
+    let redirect = c.read_reply().unwrap();
+    out.push(format!(
+        "GETREDIR is the subscriber: {}",
+        redirect == format!(":{id}\r\n").into_bytes()
+    ));
+    // A key that expires is invalidated too.
+    step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(&mut b, &["SET", "ek", "v", "PX", "50"], 1, &mut out);
+    step(&mut a, &["GET", "ek"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    out
+}
+
+#[test]
+fn client_tracking_matches_redis() {
+    let redis_server = RedisServer::start();
+    let shoal = TestNode::start();
+    let want = tracking_scenario(redis_server.addr);
+    let got = tracking_scenario(shoal.addr);
+    assert_eq!(want.len(), got.len());
+    let mismatches: Vec<String> = want
+        .iter()
+        .zip(&got)
+        .filter(|(w, g)| w != g)
+        .map(|(w, g)| format!("redis: {w}\n    shoal: {g}"))
+        .collect();
+    eprintln!(
+        "tracking: {} observations, {} mismatches",
+        want.len(),
+        mismatches.len()
+    );
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

@@ -257,6 +257,14 @@ impl ClientRegistry {
     }
 
     /// A snapshot of the connected clients in id order.
+    /// True if client `id` is connected.
+    pub fn contains(&self, id: u64) -> bool {
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&id)
+    }
+
     pub fn all(&self) -> Vec<Arc<ClientInfo>> {
         self.lock().values().cloned().collect()
     }

@@ -70,6 +70,8 @@ pub struct Engine {
     notify_flags: std::sync::atomic::AtomicU32,
     /// Where notifications go beyond this node (set once by the cluster layer).
     pub event_sink: std::sync::OnceLock<Box<dyn crate::hooks::EventSink>>,
+    /// Client-side caching: who tracks which keys (CLIENT TRACKING).
+    pub tracker: std::sync::Arc<crate::tracking::Tracker>,
 }
 
 impl Engine {
@@ -122,6 +124,7 @@ impl Engine {
             pause: Default::default(),
             notify_flags: Default::default(),
             event_sink: std::sync::OnceLock::new(),
+            tracker: Default::default(),
         };
         engine.set_notify_flags(notify_flags);
         engine
@@ -129,10 +132,20 @@ impl Engine {
 
     /// Publishes from now on the keyspace notifications of `flags` (`notify::parse`'s).
     pub fn set_notify_flags(&self, flags: u32) {
+        self.notify_flags.store(flags, Ordering::Relaxed);
+        self.refresh_notes();
+    }
+
+    /// Has the store note what keyspace notifications and client-side caching need (keys
+    /// that expire or are evicted invalidate tracked keys): call when either changes.
+    pub fn refresh_notes(&self) {
         use crate::notify::{publishes, EVICTED, EXPIRED, KEY_MISS, NEW};
         use shoal_store::Noted;
-        self.notify_flags.store(flags, Ordering::Relaxed);
+        let flags = self.notify_flags.load(Ordering::Relaxed);
         let mut noted = 0;
+        if self.tracker.active() {
+            noted |= Noted::Expired.bit() | Noted::Evicted.bit();
+        }
         for (class, kind) in [
             (EXPIRED, Noted::Expired),
             (EVICTED, Noted::Evicted),
@@ -212,6 +225,15 @@ impl Engine {
             let spoken = sink.is_none_or(|s| s.speaks_for(shoal_store::key_slot(&key)));
             if crate::notify::publishes(flags, class) && spoken {
                 self.publish_event(flags, event, &key);
+            }
+            let gone = matches!(
+                what,
+                shoal_store::Noted::Expired | shoal_store::Noted::Evicted
+            );
+            if gone && self.tracker.active() {
+                let limit = self.with_settings(|s| s.client_output_buffer_limit.pubsub);
+                self.tracker
+                    .invalidate(std::slice::from_ref(&key), 0, &self.pubsub, limit);
             }
         }
     }

@@ -14,7 +14,8 @@
 //!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`;
 //!   `cmdstats`: INFO commandstats and errorstats, and the slow log; `latency`: the
 //!   latency monitor (LATENCY); `notify`: keyspace notifications' classes and channels;
-//!   `rdb`: DUMP's payload (Redis's RDB form of one value), written and read.
+//!   `rdb`: DUMP's payload (Redis's RDB form of one value), written and read; `tracking`:
+//!   client-side caching (CLIENT TRACKING), who read what and their invalidations.
 
 pub mod blocking;
 pub mod client;
@@ -35,6 +36,7 @@ pub mod pubsub;
 pub mod rdb;
 pub mod scripts;
 pub mod stats;
+pub mod tracking;
 
 pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};
 pub use engine::Engine;

@@ -53,6 +53,16 @@ pub struct Message {
     pub payload: Bytes,
     /// Published with SPUBLISH (an `smessage`).
     pub shard: bool,
+    /// A client-side caching invalidation (`crate::tracking`) instead of a published message.
+    pub invalidate: Option<Invalidation>,
+}
+
+/// The keys a client-side caching invalidation names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Invalidation {
+    Keys(Vec<Bytes>),
+    /// Every key (FLUSHALL, FLUSHDB): a null.
+    All,
 }
 
 /// Bytes a queued message is counted as beyond its data (its framing and bookkeeping).
@@ -60,15 +70,43 @@ const MESSAGE_OVERHEAD: usize = 64;
 
 impl Message {
     fn size(&self) -> usize {
+        let keys = match &self.invalidate {
+            Some(Invalidation::Keys(k)) => k.iter().map(|k| k.len() + 16).sum(),
+            _ => 0,
+        };
         MESSAGE_OVERHEAD
             + self.channel.len()
             + self.payload.len()
             + self.pattern.as_ref().map_or(0, Bytes::len)
+            + keys
     }
 
-    /// The message as Redis sends it: `message`, `pmessage` or `smessage` (a push in RESP3).
-    pub fn reply(&self) -> Reply {
+    /// An invalidation of client-side caches.
+    pub fn invalidation(what: Invalidation) -> Message {
+        Message {
+            pattern: None,
+            channel: Bytes::from_static(b"__redis__:invalidate"),
+            payload: Bytes::new(),
+            shard: false,
+            invalidate: Some(what),
+        }
+    }
+
+    /// The message as Redis sends it to a client speaking `proto`: `message`, `pmessage` or
+    /// `smessage` (a push in RESP3); an invalidation as `invalidate` and its keys (a null for
+    /// all) in RESP3, as a message on `__redis__:invalidate` in RESP2 (a redirected one).
+    pub fn reply(&self, proto: shoal_resp::Protocol) -> Reply {
         let b = |s: &'static [u8]| Reply::Bulk(Bytes::from_static(s));
+        if let Some(what) = &self.invalidate {
+            let keys = match what {
+                Invalidation::Keys(k) => Reply::Array(k.iter().cloned().map(Reply::Bulk).collect()),
+                Invalidation::All => Reply::Nil,
+            };
+            return Reply::Push(match proto {
+                shoal_resp::Protocol::Resp3 => vec![b(b"invalidate"), keys],
+                _ => vec![b(b"message"), Reply::Bulk(self.channel.clone()), keys],
+            });
+        }
         let mut items = Vec::with_capacity(4);
         match (&self.pattern, self.shard) {
             (Some(p), _) => {
@@ -123,7 +161,7 @@ impl Mailbox {
 
     /// Queues `message` unless that takes the mailbox past `limit`; then the subscriber is
     /// closed (as Redis closes a client past its output buffer limit) and false returned.
-    fn deliver(&self, message: Message, limit: ClassLimit, now: Instant) -> bool {
+    pub(crate) fn deliver(&self, message: Message, limit: ClassLimit, now: Instant) -> bool {
         let mut s = self.lock();
         if s.overflowed {
             return false;
@@ -212,6 +250,11 @@ impl Mailbox {
         Poll::Ready(self.take(max_bytes))
     }
 
+    /// True if its client speaks RESP3 (it can take pushes between replies).
+    pub(crate) fn resp3(&self) -> bool {
+        self.client.resp.load(Ordering::Relaxed) >= 3
+    }
+
     /// Bytes queued.
     #[cfg(test)]
     fn bytes(&self) -> usize {
@@ -275,6 +318,7 @@ impl PubSub {
                     channel,
                     payload,
                     shard,
+                    invalidate: None,
                 };
                 mailbox.deliver(m, limit, now);
                 receivers += 1;
@@ -292,6 +336,7 @@ impl PubSub {
                         channel,
                         payload,
                         shard: false,
+                        invalidate: None,
                     };
                     mailbox.deliver(m, limit, now);
                     receivers += 1;
@@ -314,6 +359,16 @@ impl PubSub {
     /// How many clients here subscribe to `name` in `space` (PUBSUB NUMSUB, SHARDNUMSUB).
     pub fn subscribers(&self, space: Space, name: &[u8]) -> usize {
         self.read()[space.index()].get(name).map_or(0, HashMap::len)
+    }
+
+    /// The mailbox of client `id` if it is subscribed to anything (a CLIENT TRACKING
+    /// redirect's target).
+    pub fn mailbox_of(&self, id: u64) -> Option<Arc<Mailbox>> {
+        let registry = self.read();
+        registry
+            .iter()
+            .flat_map(|space| space.values())
+            .find_map(|subs| subs.get(&id).cloned())
     }
 
     /// How many distinct names have a subscriber in `space` (PUBSUB NUMPAT for patterns;
@@ -551,6 +606,7 @@ mod tests {
             channel: b("c"),
             payload: Bytes::from(vec![b'x'; 80]),
             shard: false,
+            invalidate: None,
         };
         let t0 = Instant::now();
         assert!(m.deliver(msg.clone(), limit, t0));
@@ -575,6 +631,7 @@ mod tests {
             channel: b("c"),
             payload: b("p"),
             shard: false,
+            invalidate: None,
         };
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);

@@ -96,7 +96,7 @@ fn drain_messages(session: &Session, replies: &mut Replies) {
     if let Some(sub) = &session.pubsub {
         if let Ok(messages) = sub.mailbox().take(usize::MAX) {
             for m in messages {
-                m.reply().encode(session.proto, replies);
+                m.reply(session.proto).encode(session.proto, replies);
             }
         }
     }
@@ -299,7 +299,8 @@ impl Frontend for RespFrontend {
             .map_err(|_| Close::OutputLimit)?;
         let mut out = BytesMut::new();
         for m in messages {
-            m.reply().encode(self.session.proto, &mut out);
+            m.reply(self.session.proto)
+                .encode(self.session.proto, &mut out);
         }
         Ok(out.freeze())
     }

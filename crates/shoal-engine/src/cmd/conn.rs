@@ -176,11 +176,15 @@ const CLIENT_HELP: &[&str] = &[
     "    Suspend all, or just write, clients for <timeout> milliseconds.",
     "UNPAUSE",
     "    Stop the current client pause, resuming traffic.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
     "GETREDIR",
-    "    Return the client ID we are redirecting to when tracking is enabled (always -1:",
-    "    Shoal does not track keys for client-side caching).",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "TRACKINGINFO",
-    "    Return information about current client's tracking status (always off).",
+    "    Return information about current client's tracking status.",
     "HELP",
     "    Print this help.",
 ];
@@ -362,18 +366,217 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             };
             Reply::ok()
         }
-        // Client-side caching (CLIENT TRACKING) is not offered: tracking is always off.
-        b"getredir" => arity(args.len() == 2, "getredir").unwrap_or(Reply::Int(-1)),
-        b"trackinginfo" => arity(args.len() == 2, "trackinginfo").unwrap_or_else(|| {
-            Reply::Map(vec![
-                (Reply::bulk("flags"), Reply::Set(vec![Reply::bulk("off")])),
-                (Reply::bulk("redirect"), Reply::Int(-1)),
-                (Reply::bulk("prefixes"), Reply::Array(Vec::new())),
-            ])
+        b"tracking" => match arity(args.len() >= 3, "tracking") {
+            Some(r) => r,
+            None => client_tracking(ctx, args),
+        },
+        b"caching" => match arity(args.len() == 3, "caching") {
+            Some(r) => r,
+            None => client_caching(ctx, &args[2]),
+        },
+        b"getredir" => arity(args.len() == 2, "getredir").unwrap_or_else(|| {
+            Reply::Int(
+                ctx.session
+                    .tracking
+                    .as_ref()
+                    .map_or(-1, |t| t.mode.redirect as i64),
+            )
         }),
+        b"trackinginfo" => {
+            arity(args.len() == 2, "trackinginfo").unwrap_or_else(|| tracking_info(ctx))
+        }
         b"help" => help_reply(CLIENT_HELP),
         _ => unknown_subcommand("client", &args[1]),
     }
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP],
+/// with Redis's checks in Redis's order (`crate::tracking`).
+fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut mode = crate::tracking::Mode::default();
+    let mut i = 3;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        let a = &args[i];
+        if is(a, "REDIRECT") && more {
+            if mode.redirect != 0 {
+                return err("ERR A client can only redirect to a single other client");
+            }
+            let Some(id) = super::parse_i64(&args[i + 1]) else {
+                return err("ERR value is not an integer or out of range");
+            };
+            let exists = id > 0 && ctx.engine.clients.contains(id as u64);
+            if id as u64 != ctx.session.info.id && !exists {
+                return err("ERR The client ID you want redirect to does not exist");
+            }
+            mode.redirect = id as u64;
+            i += 1;
+        } else if is(a, "BCAST") {
+            mode.bcast = true;
+        } else if is(a, "OPTIN") {
+            mode.optin = true;
+        } else if is(a, "OPTOUT") {
+            mode.optout = true;
+        } else if is(a, "NOLOOP") {
+            mode.noloop = true;
+        } else if is(a, "PREFIX") && more {
+            mode.prefixes.push(Bytes::copy_from_slice(&args[i + 1]));
+            i += 1;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        i += 1;
+    }
+    // The options first, then ON or OFF, as Redis reads them.
+    if is(&args[2], "OFF") {
+        ctx.session.tracking = None;
+        ctx.engine.refresh_notes();
+        return Reply::ok();
+    }
+    if !is(&args[2], "ON") {
+        return err(ERR_SYNTAX);
+    }
+    if ctx.host.cluster().is_some() {
+        return err(
+            "ERR CLIENT TRACKING is not supported in a Shoal cluster yet: a key's changes \
+             are seen on its owner, not where its readers are connected",
+        );
+    }
+    if !mode.bcast && !mode.prefixes.is_empty() {
+        return err("ERR PREFIX option requires BCAST mode to be enabled");
+    }
+    if let Some(t) = &ctx.session.tracking {
+        if t.mode.bcast != mode.bcast {
+            return err("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+        }
+    }
+    if mode.bcast && (mode.optin || mode.optout) {
+        return err("ERR OPTIN and OPTOUT are not compatible with BCAST");
+    }
+    if mode.optin && mode.optout {
+        return err("ERR You can't specify both OPTIN mode and OPTOUT mode");
+    }
+    if let Some(t) = &ctx.session.tracking {
+        if (mode.optin && t.mode.optout) || (mode.optout && t.mode.optin) {
+            return err("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+        }
+    }
+    let old: &[Bytes] = ctx
+        .session
+        .tracking
+        .as_ref()
+        .map_or(&[], |t| &t.mode.prefixes);
+    let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+    for (i, p) in mode.prefixes.iter().enumerate() {
+        let overlaps = |q: &Bytes| p != q && (p.starts_with(q) || q.starts_with(p));
+        if let Some(q) = old.iter().find(|q| overlaps(q)) {
+            return Reply::error(format!(
+                "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                text(p),
+                text(q)
+            ));
+        }
+        if let Some(q) = mode.prefixes[i + 1..].iter().find(|q| overlaps(q)) {
+            return Reply::error(format!(
+                "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                text(p),
+                text(q)
+            ));
+        }
+    }
+    // A client turning tracking on again keeps its earlier prefixes.
+    let mut prefixes = old.to_vec();
+    for p in std::mem::take(&mut mode.prefixes) {
+        if !prefixes.contains(&p) {
+            prefixes.push(p);
+        }
+    }
+    mode.prefixes = prefixes;
+    let (engine, info) = (ctx.engine, ctx.session.info.clone());
+    let mailbox = ctx
+        .session
+        .pubsub
+        .get_or_insert_with(|| crate::pubsub::Subscriber::new(engine.pubsub.clone(), info.clone()))
+        .mailbox()
+        .clone();
+    match ctx.session.tracking.as_mut() {
+        Some(t) => t.change(mode, mailbox),
+        None => {
+            let t = crate::tracking::Tracking::new(engine.tracker.clone(), info.id, mode, mailbox);
+            ctx.session.tracking = Some(t);
+        }
+    }
+    engine.refresh_notes();
+    Reply::ok()
+}
+
+/// CLIENT CACHING YES|NO: whether the next command's keys are tracked (OPTIN, OPTOUT).
+fn client_caching(ctx: &mut Ctx<'_>, arg: &[u8]) -> Reply {
+    let Some(t) = ctx.session.tracking.as_mut() else {
+        return err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
+    };
+    if is(arg, "YES") {
+        if !t.mode.optin {
+            return err(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
+        }
+    } else if is(arg, "NO") {
+        if !t.mode.optout {
+            return err(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+        }
+    } else {
+        return err(ERR_SYNTAX);
+    }
+    t.caching = true;
+    Reply::ok()
+}
+
+/// CLIENT TRACKINGINFO: Redis's map of flags, redirect and prefixes.
+fn tracking_info(ctx: &Ctx<'_>) -> Reply {
+    let b = |s: &str| Reply::bulk(s.to_string());
+    let Some(t) = &ctx.session.tracking else {
+        return Reply::Map(vec![
+            (b("flags"), Reply::Set(vec![b("off")])),
+            (b("redirect"), Reply::Int(-1)),
+            (b("prefixes"), Reply::Array(Vec::new())),
+        ]);
+    };
+    let m = &t.mode;
+    let mut flags = vec![b("on")];
+    if m.bcast {
+        flags.push(b("bcast"));
+    }
+    if m.optin {
+        flags.push(b("optin"));
+        if t.caching {
+            flags.push(b("caching-yes"));
+        }
+    }
+    if m.optout {
+        flags.push(b("optout"));
+        if t.caching {
+            flags.push(b("caching-no"));
+        }
+    }
+    if m.noloop {
+        flags.push(b("noloop"));
+    }
+    Reply::Map(vec![
+        (b("flags"), Reply::Set(flags)),
+        (b("redirect"), Reply::Int(m.redirect as i64)),
+        (
+            b("prefixes"),
+            // In byte order, as Redis keeps them (a radix tree).
+            Reply::Array({
+                let mut p = m.prefixes.clone();
+                p.sort();
+                p.into_iter().map(Reply::Bulk).collect()
+            }),
+        ),
+    ])
 }
 
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {

@@ -32,6 +32,8 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("client|kill", "ip:port | [ID client-id] [TYPE NORMAL | MASTER | SLAVE | REPLICA | PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES | NO] [MAXAGE maxage]"),
     ("client|no-evict", "ON | OFF"),
     ("client|no-touch", "ON | OFF"),
+    ("client|tracking", "ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]"),
+    ("client|caching", "YES | NO"),
     ("client|unblock", "client-id [TIMEOUT | ERROR]"),
     ("client|pause", "timeout [WRITE | ALL]"),
     ("client|unpause", ""),

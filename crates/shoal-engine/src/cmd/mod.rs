@@ -485,7 +485,7 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
     cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
     cmd!("client", -2, NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
-        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "no-touch", "reply", "getredir", "trackinginfo", "help"]),
+        &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "no-touch", "reply", "tracking", "caching", "getredir", "trackinginfo", "help"]),
     // strings
     cmd!("get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", "Returns the string value of a key.", string::get),
     cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", string::set),
@@ -950,8 +950,11 @@ pub struct Session {
     /// A blocked command runs again after a wake-up: keys of another type are waited past
     /// instead of answering WRONGTYPE (Redis keeps such a client blocked).
     pub block_retry: bool,
-    /// Its Pub/Sub subscriptions and mailbox, from its first SUBSCRIBE on (`crate::pubsub`).
+    /// Its Pub/Sub subscriptions and mailbox, from its first SUBSCRIBE on (`crate::pubsub`),
+    /// or from CLIENT TRACKING ON (its invalidations come through the mailbox).
     pub pubsub: Option<crate::pubsub::Subscriber>,
+    /// CLIENT TRACKING (`crate::tracking`).
+    pub tracking: Option<crate::tracking::Tracking>,
 }
 
 impl Session {
@@ -975,6 +978,7 @@ impl Session {
             no_block: false,
             block_retry: false,
             pubsub: None,
+            tracking: None,
         }
     }
 }
@@ -1265,12 +1269,22 @@ fn run_command(
         keyspace: None,
         replica: false,
     };
+    // Client-side caching: a write's keys as they were, to tell the ones it changed.
+    let written = (node.tracker.active() && spec.flags & WRITE != 0).then(|| {
+        let keys = db::stored_keys(spec, args, ctx.session.db);
+        let versions: Vec<Option<u64>> =
+            keys.iter().map(|k| key_version(node, k, now_ms)).collect();
+        (keys, versions)
+    });
     // CLIENT NO-TOUCH: the keys it reads or writes keep their LRU/LFU clock (but TOUCH's).
     let reply = if ctx.session.info.no_touch.load(Relaxed) && spec.name != "touch" {
         shoal_store::without_touching(|| (spec.handler)(&mut ctx, keyed))
     } else {
         (spec.handler)(&mut ctx, keyed)
     };
+    if node.tracker.active() {
+        track(node, session, spec, args, written, now_ms);
+    }
     // A write may give a blocked client something to pop (a command that blocked wrote
     // nothing, and must not wake itself).
     if spec.flags & WRITE != 0 && node.blocked.count() > 0 && session.block.is_none() {
@@ -1319,6 +1333,53 @@ fn run_command(
         count_error(node, &reply);
     }
     reply
+}
+
+/// Client-side caching after a command (`crate::tracking`): a write invalidates its keys
+/// for the clients that read them (every key for FLUSHALL, FLUSHDB, SWAPDB); a tracking
+/// client's read remembers its keys; CLIENT CACHING's word lasts one command.
+fn track(
+    node: &Engine,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    written: Option<(Vec<Bytes>, Vec<Option<u64>>)>,
+    now_ms: u64,
+) {
+    let limit = node.with_settings(|s| s.client_output_buffer_limit.pubsub);
+    if matches!(spec.name, "flushall" | "flushdb" | "swapdb") {
+        node.tracker.invalidate_all(&node.pubsub, limit);
+    } else if let Some((keys, before)) = written {
+        // Only the keys it changed, as Redis signals them.
+        let changed: Vec<Bytes> = keys
+            .into_iter()
+            .zip(before)
+            .filter(|(k, v)| key_version(node, k, now_ms) != *v)
+            .map(|(k, _)| k)
+            .collect();
+        if !changed.is_empty() {
+            node.tracker
+                .invalidate(&changed, session.info.id, &node.pubsub, limit);
+        }
+    } else if spec.flags & READONLY != 0 && session.tracking.as_ref().is_some_and(|t| t.remembers())
+    {
+        let keys = db::stored_keys(spec, args, session.db);
+        node.tracker
+            .remember(session.info.id, &keys, &node.pubsub, limit);
+    }
+    if let Some(t) = session.tracking.as_mut() {
+        if spec.name != "client" && session.multi.is_none() {
+            t.caching = false;
+        }
+    }
+}
+
+/// A key's version (it changes with every change of the key), `None` when absent.
+fn key_version(node: &Engine, key: &[u8], now_ms: u64) -> Option<u64> {
+    node.store
+        .read(key, now_ms, shoal_store::Access::Peek, |e| {
+            e.map(|e| e.version)
+        })
 }
 
 /// The statistics row of a command from the table (not an internal one), or of its

@@ -214,7 +214,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                             .waiting
                             .load(std::sync::atomic::Ordering::Relaxed)
                 );
-                line!("tracking_clients:0");
+                line!("tracking_clients:{}", node.tracker.clients());
                 section("Clients", b);
             }
             "memory" => {
@@ -292,6 +292,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("evicted_keys:{}", stats.evicted_keys);
                 line!("keyspace_hits:{}", stats.keyspace_hits);
                 line!("keyspace_misses:{}", stats.keyspace_misses);
+                line!("tracking_total_keys:{}", node.tracker.keys());
                 {
                     use crate::pubsub::Space;
                     line!("pubsub_channels:{}", node.pubsub.names(Space::Channel));

@@ -1,0 +1,244 @@
+//! Client-side caching (Redis 6's CLIENT TRACKING): which tracking clients read which keys,
+//! or watch which key prefixes (BCAST), and the invalidations a change of those keys sends
+//! them. A client's invalidations go to its own connection in RESP3 (`invalidate` pushes),
+//! or, with REDIRECT, to another client's, which in RESP2 gets them as messages on
+//! `__redis__:invalidate` (it must be subscribed), as in Redis. Every hook is one atomic
+//! load while no client tracks.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::config::ClassLimit;
+use crate::pubsub::{Invalidation, Mailbox, Message, PubSub};
+
+/// Keys remembered at most (Redis's `tracking-table-max-keys` default); past it the oldest
+/// remembered are dropped, each with an invalidation, as Redis does.
+pub const MAX_KEYS: usize = 1_000_000;
+
+/// How one client tracks (CLIENT TRACKING's options).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mode {
+    /// Where its invalidations go (a client id); 0: its own connection.
+    pub redirect: u64,
+    pub bcast: bool,
+    pub prefixes: Vec<Bytes>,
+    pub optin: bool,
+    pub optout: bool,
+    pub noloop: bool,
+}
+
+struct Client {
+    mode: Mode,
+    mailbox: Arc<Mailbox>,
+}
+
+#[derive(Default)]
+struct State {
+    clients: HashMap<u64, Client>,
+    /// Default mode: who read each key since its last invalidation.
+    keys: HashMap<Bytes, HashSet<u64>>,
+    /// Keys in the order they were first remembered, to drop the oldest past `MAX_KEYS`.
+    order: std::collections::VecDeque<Bytes>,
+    /// BCAST clients.
+    bcast: HashSet<u64>,
+}
+
+#[derive(Default)]
+pub struct Tracker {
+    state: Mutex<State>,
+    /// Tracking clients: 0 makes every hook free.
+    count: AtomicUsize,
+}
+
+impl Tracker {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True while some client tracks.
+    pub fn active(&self) -> bool {
+        self.count.load(Relaxed) > 0
+    }
+
+    /// Client `id` tracks from now on as `mode`; its own invalidations go to `mailbox`.
+    pub fn enable(&self, id: u64, mode: Mode, mailbox: Arc<Mailbox>) {
+        let mut s = self.lock();
+        if mode.bcast {
+            s.bcast.insert(id);
+        } else {
+            s.bcast.remove(&id);
+        }
+        if s.clients.insert(id, Client { mode, mailbox }).is_none() {
+            self.count.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Client `id` no longer tracks (CLIENT TRACKING OFF, or it went). Its remembered keys
+    /// are forgotten lazily (an invalidation finds it gone).
+    pub fn disable(&self, id: u64) {
+        let mut s = self.lock();
+        s.bcast.remove(&id);
+        if s.clients.remove(&id).is_some() {
+            self.count.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Client `id` read `keys` (stored keys of a read-only command): they are remembered
+    /// for it (default mode).
+    pub fn remember(&self, id: u64, keys: &[Bytes], pubsub: &PubSub, limit: ClassLimit) {
+        let mut s = self.lock();
+        if !s.clients.contains_key(&id) {
+            return;
+        }
+        for k in keys {
+            match s.keys.get_mut(&k[..]) {
+                Some(ids) => {
+                    ids.insert(id);
+                }
+                None => {
+                    let k = Bytes::copy_from_slice(k);
+                    s.keys.insert(k.clone(), HashSet::from([id]));
+                    s.order.push_back(k);
+                }
+            }
+        }
+        // Past the table's bound: the oldest keys go, their readers told.
+        while s.keys.len() > MAX_KEYS {
+            let Some(old) = s.order.pop_front() else {
+                break;
+            };
+            if let Some(ids) = s.keys.remove(&old) {
+                for target in ids {
+                    send(
+                        &s,
+                        target,
+                        Invalidation::Keys(vec![old.clone()]),
+                        pubsub,
+                        limit,
+                    );
+                }
+            }
+        }
+    }
+
+    /// `keys` (as stored) changed, by client `by` (0: not a client's command): every client
+    /// that read one of them since, or watches a prefix of it, is told (but `by` itself
+    /// under NOLOOP).
+    pub fn invalidate(&self, keys: &[Bytes], by: u64, pubsub: &PubSub, limit: ClassLimit) {
+        let mut s = self.lock();
+        for k in keys {
+            let (_, name) = shoal_store::split_key(k);
+            let readers = s.keys.remove(&k[..]).unwrap_or_default();
+            let watchers: Vec<u64> = s
+                .bcast
+                .iter()
+                .copied()
+                .filter(|id| {
+                    s.clients.get(id).is_some_and(|c| {
+                        c.mode.prefixes.is_empty()
+                            || c.mode.prefixes.iter().any(|p| name.starts_with(p))
+                    })
+                })
+                .collect();
+            for target in readers.into_iter().chain(watchers) {
+                let skip = target == by && s.clients.get(&target).is_some_and(|c| c.mode.noloop);
+                if !skip {
+                    let what = Invalidation::Keys(vec![Bytes::copy_from_slice(name)]);
+                    send(&s, target, what, pubsub, limit);
+                }
+            }
+        }
+        if s.keys.is_empty() && !s.order.is_empty() {
+            s.order.clear();
+        }
+    }
+
+    /// Every key changed (FLUSHALL, FLUSHDB): every tracking client is told with a null, and
+    /// the table is emptied.
+    pub fn invalidate_all(&self, pubsub: &PubSub, limit: ClassLimit) {
+        let mut s = self.lock();
+        s.keys.clear();
+        s.order.clear();
+        let ids: Vec<u64> = s.clients.keys().copied().collect();
+        for id in ids {
+            send(&s, id, Invalidation::All, pubsub, limit);
+        }
+    }
+
+    /// Keys remembered (for INFO's `tracking_total_keys`).
+    pub fn keys(&self) -> usize {
+        self.lock().keys.len()
+    }
+
+    /// Clients tracking (INFO's `tracking_clients`).
+    pub fn clients(&self) -> usize {
+        self.count.load(Relaxed)
+    }
+}
+
+/// Sends an invalidation to tracking client `id`: on its connection, or its redirect
+/// target's (subscribed, as Redis asks of a RESP2 target).
+fn send(s: &State, id: u64, what: Invalidation, pubsub: &PubSub, limit: ClassLimit) {
+    let Some(c) = s.clients.get(&id) else { return };
+    // RESP2 cannot push between replies: a RESP2 client is told only through a redirect.
+    let mailbox = match c.mode.redirect {
+        0 => Some(c.mailbox.clone()).filter(|m| m.resp3()),
+        target => pubsub.mailbox_of(target),
+    };
+    if let Some(m) = mailbox {
+        m.deliver(Message::invalidation(what), limit, Instant::now());
+    }
+}
+
+/// A client's tracking, held by its session; dropping it (CLIENT TRACKING OFF, or the
+/// client went) ends it.
+pub struct Tracking {
+    pub mode: Mode,
+    /// CLIENT CACHING YES (OPTIN) or NO (OPTOUT) was given for the next command.
+    pub caching: bool,
+    tracker: Arc<Tracker>,
+    id: u64,
+}
+
+impl Tracking {
+    pub fn new(tracker: Arc<Tracker>, id: u64, mode: Mode, mailbox: Arc<Mailbox>) -> Tracking {
+        tracker.enable(id, mode.clone(), mailbox);
+        Tracking {
+            mode,
+            caching: false,
+            tracker,
+            id,
+        }
+    }
+
+    /// Tracks as `mode` from now on.
+    pub fn change(&mut self, mode: Mode, mailbox: Arc<Mailbox>) {
+        self.tracker.enable(self.id, mode.clone(), mailbox);
+        self.mode = mode;
+    }
+
+    /// True if the keys of the read it just ran are remembered (default mode; OPTIN only
+    /// after CACHING YES, OPTOUT unless after CACHING NO).
+    pub fn remembers(&self) -> bool {
+        let m = &self.mode;
+        if m.bcast {
+            false
+        } else if m.optin {
+            self.caching
+        } else if m.optout {
+            !self.caching
+        } else {
+            true
+        }
+    }
+}
+
+impl Drop for Tracking {
+    fn drop(&mut self) {
+        self.tracker.disable(self.id);
+    }
+}
