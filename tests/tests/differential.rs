@@ -6090,6 +6090,71 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     ] {
         step(&mut a, bad, 1, &mut out);
     }
+    // A TTL set or removed invalidates too; CLIENT CACHING YES covers a whole EXEC.
+    step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(&mut a, &["GET", "t"], 1, &mut out);
+    step(&mut b, &["SET", "t", "v"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["GET", "t"], 1, &mut out);
+    step(&mut b, &["EXPIRE", "t", "100"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["GET", "t"], 1, &mut out);
+    step(&mut b, &["PERSIST", "t"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "ON", "OPTIN"], 1, &mut out);
+    step(&mut a, &["CLIENT", "CACHING", "YES"], 1, &mut out);
+    step(&mut a, &["MULTI"], 1, &mut out);
+    step(&mut a, &["GET", "m1"], 1, &mut out);
+    step(&mut a, &["GET", "m2"], 1, &mut out);
+    step(&mut a, &["EXEC"], 1, &mut out);
+    step(&mut b, &["MSET", "m1", "1", "m2", "2"], 1, &mut out);
+    step(&mut a, &[], 2, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    // RESET ends tracking; BCAST alone watches the empty prefix.
+    step(&mut a, &["RESET"], 1, &mut out);
+    a.send(&multibulk(&["HELLO", "3"]));
+    a.read_reply().expect("HELLO 3");
+    step(&mut a, &["CLIENT", "TRACKINGINFO"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "ON", "BCAST"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKINGINFO"], 1, &mut out);
+    step(
+        &mut a,
+        &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x"],
+        1,
+        &mut out,
+    );
+    step(&mut b, &["SET", "anything", "v"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    step(
+        &mut a,
+        &[
+            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "p", "PREFIX", "p",
+        ],
+        1,
+        &mut out,
+    );
+    step(
+        &mut a,
+        &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "p"],
+        1,
+        &mut out,
+    );
+    step(
+        &mut a,
+        &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "p"],
+        1,
+        &mut out,
+    );
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    // SWAPDB tells nobody (Redis 7.0).
+    step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(&mut a, &["GET", "s"], 1, &mut out);
+    step(&mut b, &["SWAPDB", "0", "1"], 1, &mut out);
+    step(&mut b, &["SWAPDB", "0", "1"], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
     // A RESP2 client's invalidations, redirected to a subscriber.
     r.send(&multibulk(&["CLIENT", "ID"]));
     let id = String::from_utf8(r.read_reply().unwrap()).unwrap();

@@ -578,3 +578,46 @@ fn binary_clients_authenticate_with_sasl_plain() {
     send(&mut s, &bin(0x00, &[], b"k", &[], 0));
     assert_eq!(read_bin(&mut s).1, 0x0001);
 }
+
+/// A RESP3 client tracking keys (client-side caching) is told when a Memcached write
+/// changes one, and when flush_all empties the store.
+#[test]
+fn memcached_writes_invalidate_tracked_keys() {
+    let node = node();
+    let mut reader = node.raw();
+    reader.set_read_timeout(Some(T)).unwrap();
+    let cmd = |s: &mut std::net::TcpStream, args: &[&str], want: &str| {
+        let mut req = format!("*{}\r\n", args.len());
+        for a in args {
+            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        send(s, req.as_bytes());
+        let got = read_exact_by(s, want.len(), T);
+        assert_eq!(String::from_utf8_lossy(&got), want, "{args:?}");
+    };
+    send(&mut reader, b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n");
+    // HELLO's map ends with the modules entry, an empty array.
+    let mut hello = Vec::new();
+    while !hello.ends_with(b"$7\r\nmodules\r\n*0\r\n") {
+        hello.extend(read_exact_by(&mut reader, 1, T));
+    }
+    cmd(&mut reader, &["CLIENT", "TRACKING", "ON"], "+OK\r\n");
+    cmd(&mut reader, &["GET", "mk"], "_\r\n");
+    let mut mc = raw(&node);
+    exchange(&mut mc, "set mk 0 0 1\r\nv\r\n", "STORED\r\n");
+    let push = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\nmk\r\n";
+    assert_eq!(
+        String::from_utf8_lossy(&read_exact_by(&mut reader, push.len(), T)),
+        push
+    );
+    // A get changes nothing: nothing is sent (the PING's answer comes next).
+    cmd(&mut reader, &["GET", "mk"], "$1\r\nv\r\n");
+    exchange(&mut mc, "get mk\r\n", "VALUE mk 0 1\r\nv\r\nEND\r\n");
+    cmd(&mut reader, &["PING"], "+PONG\r\n");
+    exchange(&mut mc, "flush_all\r\n", "OK\r\n");
+    let all = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
+    assert_eq!(
+        String::from_utf8_lossy(&read_exact_by(&mut reader, all.len(), T)),
+        all
+    );
+}

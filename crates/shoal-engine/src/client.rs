@@ -256,15 +256,12 @@ impl ClientRegistry {
         self.lock().remove(&id);
     }
 
-    /// A snapshot of the connected clients in id order.
     /// True if client `id` is connected.
     pub fn contains(&self, id: u64) -> bool {
-        self.clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&id)
+        self.lock().contains_key(&id)
     }
 
+    /// A snapshot of the connected clients in id order.
     pub fn all(&self) -> Vec<Arc<ClientInfo>> {
         self.lock().values().cloned().collect()
     }

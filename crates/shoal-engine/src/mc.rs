@@ -141,9 +141,37 @@ const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
 /// Executes one command, writing its reply to `out`; a multi-key get pauses once `out`
 /// holds `pause_at` bytes.
 pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {
+    // Client-side caching: the keys a Memcached write changes are invalidated as a RESP
+    // write's are (flush_all: every key).
+    let written = match node.tracker.active().then(|| placement(&cmd)) {
+        Some(Placement::Keys { keys, write: true }) => {
+            let marks: Vec<_> = keys
+                .iter()
+                .map(|k| crate::cmd::key_mark(node, k, now))
+                .collect();
+            Some((keys, marks))
+        }
+        Some(Placement::Flush) => Some((Vec::new(), Vec::new())),
+        _ => None,
+    };
     // The keyspace notifications of what the store notes for it (keys expired, created,
     // missed; a Memcached write publishes no command event of its own).
-    node.as_command(|| run(node, cmd, now, out, pause_at))
+    let flow = node.as_command(|| run(node, cmd, now, out, pause_at));
+    if let Some((keys, marks)) = written {
+        let limit = node.with_settings(|s| s.client_output_buffer_limit.pubsub);
+        if keys.is_empty() {
+            node.tracker.invalidate_all(&node.pubsub, limit);
+        } else {
+            let changed: Vec<Bytes> = keys
+                .into_iter()
+                .zip(marks)
+                .filter(|(k, m)| crate::cmd::key_mark(node, k, now) != *m)
+                .map(|(k, _)| k)
+                .collect();
+            node.tracker.invalidate(&changed, 0, &node.pubsub, limit);
+        }
+    }
+    flow
 }
 
 fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {

@@ -92,6 +92,13 @@ impl Message {
         }
     }
 
+    /// False for an invalidation that a connection speaking `proto` with `subscriptions`
+    /// cannot take (it switched to RESP2 since, and is not subscribed: it would read the
+    /// message as a reply).
+    pub fn deliverable(&self, proto: shoal_resp::Protocol, subscriptions: usize) -> bool {
+        self.invalidate.is_none() || proto == shoal_resp::Protocol::Resp3 || subscriptions > 0
+    }
+
     /// The message as Redis sends it to a client speaking `proto`: `message`, `pmessage` or
     /// `smessage` (a push in RESP3); an invalidation as `invalidate` and its keys (a null for
     /// all) in RESP3, as a message on `__redis__:invalidate` in RESP2 (a redirected one).

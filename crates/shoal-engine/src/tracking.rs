@@ -106,6 +106,7 @@ impl Tracker {
                 }
             }
         }
+        compact(&mut s);
         // Past the table's bound: the oldest keys go, their readers told.
         while s.keys.len() > MAX_KEYS {
             let Some(old) = s.order.pop_front() else {
@@ -132,16 +133,22 @@ impl Tracker {
         let mut s = self.lock();
         for k in keys {
             let (_, name) = shoal_store::split_key(k);
-            let readers = s.keys.remove(&k[..]).unwrap_or_default();
+            // A client now in BCAST mode is told through its prefixes only.
+            let readers: Vec<u64> = s
+                .keys
+                .remove(&k[..])
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|id| !s.bcast.contains(id))
+                .collect();
             let watchers: Vec<u64> = s
                 .bcast
                 .iter()
                 .copied()
                 .filter(|id| {
-                    s.clients.get(id).is_some_and(|c| {
-                        c.mode.prefixes.is_empty()
-                            || c.mode.prefixes.iter().any(|p| name.starts_with(p))
-                    })
+                    s.clients
+                        .get(id)
+                        .is_some_and(|c| c.mode.prefixes.iter().any(|p| name.starts_with(p)))
                 })
                 .collect();
             for target in readers.into_iter().chain(watchers) {
@@ -152,9 +159,7 @@ impl Tracker {
                 }
             }
         }
-        if s.keys.is_empty() && !s.order.is_empty() {
-            s.order.clear();
-        }
+        compact(&mut s);
     }
 
     /// Every key changed (FLUSHALL, FLUSHDB): every tracking client is told with a null, and
@@ -178,6 +183,18 @@ impl Tracker {
     pub fn clients(&self) -> usize {
         self.count.load(Relaxed)
     }
+}
+
+/// Drops from `order` the keys no longer remembered (and repeats) once it holds twice as
+/// many as the table, so it stays within a constant of the table's size.
+fn compact(s: &mut State) {
+    if s.order.len() <= 2 * s.keys.len() + 1024 {
+        return;
+    }
+    let mut seen = HashSet::with_capacity(s.keys.len());
+    let keys = &s.keys;
+    s.order
+        .retain(|k| keys.contains_key(k) && seen.insert(k.clone()));
 }
 
 /// Sends an invalidation to tracking client `id`: on its connection, or its redirect

@@ -142,6 +142,10 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     }
     s.db = 0;
     s.info.db.store(0, Ordering::Relaxed);
+    // Client-side caching ends too, as Redis's RESET disables tracking.
+    if s.tracking.take().is_some() {
+        ctx.engine.refresh_notes();
+    }
     Reply::Simple("RESET".into())
 }
 
@@ -468,7 +472,7 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .map_or(&[], |t| &t.mode.prefixes);
     let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
     for (i, p) in mode.prefixes.iter().enumerate() {
-        let overlaps = |q: &Bytes| p != q && (p.starts_with(q) || q.starts_with(p));
+        let overlaps = |q: &Bytes| p.starts_with(q) || q.starts_with(p);
         if let Some(q) = old.iter().find(|q| overlaps(q)) {
             return Reply::error(format!(
                 "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
@@ -483,6 +487,10 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 text(q)
             ));
         }
+    }
+    // BCAST without PREFIX watches the empty prefix (every key), as Redis stores it.
+    if mode.bcast && mode.prefixes.is_empty() && old.is_empty() {
+        mode.prefixes.push(Bytes::new());
     }
     // A client turning tracking on again keeps its earlier prefixes.
     let mut prefixes = old.to_vec();

@@ -955,6 +955,8 @@ pub struct Session {
     pub pubsub: Option<crate::pubsub::Subscriber>,
     /// CLIENT TRACKING (`crate::tracking`).
     pub tracking: Option<crate::tracking::Tracking>,
+    /// Commands running inside this session's current one (EXEC's, a script's).
+    pub depth: u32,
 }
 
 impl Session {
@@ -979,6 +981,7 @@ impl Session {
             block_retry: false,
             pubsub: None,
             tracking: None,
+            depth: 0,
         }
     }
 }
@@ -1269,21 +1272,33 @@ fn run_command(
         keyspace: None,
         replica: false,
     };
-    // Client-side caching: a write's keys as they were, to tell the ones it changed.
+    // Client-side caching: a write's keys as they were, to tell the ones it changed; a
+    // tracking client's read remembers its keys first, so a write racing with it on another
+    // worker is seen (its invalidation then follows the read's reply).
     let written = (node.tracker.active() && spec.flags & WRITE != 0).then(|| {
         let keys = db::stored_keys(spec, args, ctx.session.db);
-        let versions: Vec<Option<u64>> =
-            keys.iter().map(|k| key_version(node, k, now_ms)).collect();
+        let versions: Vec<KeyMark> = keys.iter().map(|k| key_mark(node, k, now_ms)).collect();
         (keys, versions)
     });
+    if node.tracker.active()
+        && spec.flags & READONLY != 0
+        && ctx.session.tracking.as_ref().is_some_and(|t| t.remembers())
+    {
+        let keys = db::stored_keys(spec, args, ctx.session.db);
+        let limit = node.with_settings(|s| s.client_output_buffer_limit.pubsub);
+        node.tracker
+            .remember(ctx.session.info.id, &keys, &node.pubsub, limit);
+    }
+    ctx.session.depth += 1;
     // CLIENT NO-TOUCH: the keys it reads or writes keep their LRU/LFU clock (but TOUCH's).
     let reply = if ctx.session.info.no_touch.load(Relaxed) && spec.name != "touch" {
         shoal_store::without_touching(|| (spec.handler)(&mut ctx, keyed))
     } else {
         (spec.handler)(&mut ctx, keyed)
     };
+    session.depth -= 1;
     if node.tracker.active() {
-        track(node, session, spec, args, written, now_ms);
+        track(node, session, spec, &reply, written, now_ms);
     }
     // A write may give a blocked client something to pop (a command that blocked wrote
     // nothing, and must not wake itself).
@@ -1342,43 +1357,41 @@ fn track(
     node: &Engine,
     session: &mut Session,
     spec: &CommandSpec,
-    args: &[Bytes],
-    written: Option<(Vec<Bytes>, Vec<Option<u64>>)>,
+    reply: &Reply,
+    written: Option<(Vec<Bytes>, Vec<KeyMark>)>,
     now_ms: u64,
 ) {
     let limit = node.with_settings(|s| s.client_output_buffer_limit.pubsub);
-    if matches!(spec.name, "flushall" | "flushdb" | "swapdb") {
+    if matches!(spec.name, "flushall" | "flushdb") && !matches!(reply, Reply::Error(_)) {
         node.tracker.invalidate_all(&node.pubsub, limit);
     } else if let Some((keys, before)) = written {
-        // Only the keys it changed, as Redis signals them.
+        // Only the keys it changed (value, type or TTL), as Redis signals them.
         let changed: Vec<Bytes> = keys
             .into_iter()
             .zip(before)
-            .filter(|(k, v)| key_version(node, k, now_ms) != *v)
+            .filter(|(k, v)| key_mark(node, k, now_ms) != *v)
             .map(|(k, _)| k)
             .collect();
         if !changed.is_empty() {
             node.tracker
                 .invalidate(&changed, session.info.id, &node.pubsub, limit);
         }
-    } else if spec.flags & READONLY != 0 && session.tracking.as_ref().is_some_and(|t| t.remembers())
-    {
-        let keys = db::stored_keys(spec, args, session.db);
-        node.tracker
-            .remember(session.info.id, &keys, &node.pubsub, limit);
     }
+    // CLIENT CACHING's word lasts the next command, EXEC's or a script's inner ones included.
     if let Some(t) = session.tracking.as_mut() {
-        if spec.name != "client" && session.multi.is_none() {
+        if spec.name != "client" && session.depth == 0 && session.multi.is_none() {
             t.caching = false;
         }
     }
 }
 
-/// A key's version (it changes with every change of the key), `None` when absent.
-fn key_version(node: &Engine, key: &[u8], now_ms: u64) -> Option<u64> {
+/// What of a key a change shows in: its version (a new value), its TTL; `None` when absent.
+pub(crate) type KeyMark = Option<(u64, Option<u64>)>;
+
+pub(crate) fn key_mark(node: &Engine, key: &[u8], now_ms: u64) -> KeyMark {
     node.store
         .read(key, now_ms, shoal_store::Access::Peek, |e| {
-            e.map(|e| e.version)
+            e.map(|e| (e.version, e.expire_at_ms))
         })
 }
 
