@@ -1,4 +1,4 @@
-//! Keyspace notifications in a cluster (`shoal_engine::hooks::EventSink`): a key's events
+//! Keyspace notifications in a cluster (`shoal_engine::notify::EventSink`): a key's events
 //! are published by the node where its command runs (its owner, or the copy standing in for
 //! it), and what the store notes outside any command (active expiry, eviction by the cron)
 //! only by the owner of the key's slot (a replica's copy expires silently). Each event
@@ -44,7 +44,7 @@ impl Sink {
     }
 }
 
-impl shoal_engine::hooks::EventSink for Sink {
+impl shoal_engine::notify::EventSink for Sink {
     fn speaks_for(&self, slot: u16) -> bool {
         let Some(node) = self.node.upgrade() else {
             return false;

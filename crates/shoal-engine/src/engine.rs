@@ -69,7 +69,7 @@ pub struct Engine {
     /// The keyspace notifications published (`notify`'s classes; 0: none, the default).
     notify_flags: std::sync::atomic::AtomicU32,
     /// Where notifications go beyond this node (set once by the cluster layer).
-    pub event_sink: std::sync::OnceLock<Box<dyn crate::hooks::EventSink>>,
+    pub event_sink: std::sync::OnceLock<Box<dyn crate::notify::EventSink>>,
     /// Client-side caching: who tracks which keys (CLIENT TRACKING).
     pub tracker: std::sync::Arc<crate::tracking::Tracker>,
 }

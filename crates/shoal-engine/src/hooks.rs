@@ -56,15 +56,3 @@ pub trait Host: Sync {
     /// Asks the node to stop (SHUTDOWN): stop accepting, finish, exit.
     fn shutdown(&self);
 }
-
-/// Where keyspace notifications go beyond this node's own subscribers, and which keys' events
-/// this node speaks for: in a cluster, every member's subscribers hear every key's events,
-/// once, from the key's owner. The cluster layer implements it; a single node has none.
-pub trait EventSink: Send + Sync {
-    /// True if this node publishes the events the store notes for keys of `slot` (expired,
-    /// evicted, new): its owner. A replica's copy expires or is created silently.
-    fn speaks_for(&self, slot: u16) -> bool;
-    /// Delivers one notification to the other members' subscribers (fire and forget, as
-    /// Pub/Sub; it must not block).
-    fn publish(&self, channel: bytes::Bytes, message: bytes::Bytes);
-}

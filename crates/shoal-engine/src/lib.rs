@@ -9,7 +9,8 @@
 //! - `blocking`: which clients wait on which keys (BLPOP and the other blocking commands).
 //! - `engine`: the state every connection shares (store, settings, clients, stats).
 //! - `hooks`: what the engine asks of the layer above it (the cluster for CLUSTER and INFO,
-//!   SHUTDOWN), as traits that layer implements.
+//!   SHUTDOWN), as traits that layer implements (and `notify::EventSink`, where keyspace
+//!   notifications go beyond this node).
 //! - `config`: every setting with its default; `client`: CLIENT LIST/KILL bookkeeping;
 //!   `stats`, `memory` (the allocator's figures and the store's limit), `clock`, `fdlimit`;
 //!   `cmdstats`: INFO commandstats and errorstats, and the slow log; `latency`: the

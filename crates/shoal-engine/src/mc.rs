@@ -147,7 +147,7 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
         Some(Placement::Keys { keys, write: true }) => {
             let marks: Vec<_> = keys
                 .iter()
-                .map(|k| crate::cmd::key_mark(node, k, now))
+                .map(|k| crate::tracking::key_mark(&node.store, k, now))
                 .collect();
             Some((keys, marks))
         }
@@ -165,7 +165,7 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
             let changed: Vec<Bytes> = keys
                 .into_iter()
                 .zip(marks)
-                .filter(|(k, m)| crate::cmd::key_mark(node, k, now) != *m)
+                .filter(|(k, m)| crate::tracking::key_mark(&node.store, k, now) != *m)
                 .map(|(k, _)| k)
                 .collect();
             node.tracker.invalidate(&changed, 0, &node.pubsub, limit);

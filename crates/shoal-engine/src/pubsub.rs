@@ -53,7 +53,7 @@ pub struct Message {
     pub payload: Bytes,
     /// Published with SPUBLISH (an `smessage`).
     pub shard: bool,
-    /// A client-side caching invalidation (`crate::tracking`) instead of a published message.
+    /// A client-side caching invalidation (CLIENT TRACKING) instead of a published message.
     pub invalidate: Option<Invalidation>,
 }
 

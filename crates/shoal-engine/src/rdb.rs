@@ -512,14 +512,8 @@ fn listpack(b: &[u8], mut f: impl FnMut(&[u8])) -> Option<()> {
                 _ => return None,
             }
         };
-        // The entry's length again, backwards, in 1 to 5 bytes (`lpEncodeBacklen`'s widths).
-        let back = match used {
-            0..=127 => 1,
-            128..=16_382 => 2,
-            16_383..=2_097_150 => 3,
-            2_097_151..=268_435_454 => 4,
-            _ => 5,
-        };
+        // The entry's length again, backwards, in 1 to 5 bytes.
+        let back = shoal_store::listpack_backlen(used);
         p = p.get(used.checked_add(back)?..)?;
     }
 }

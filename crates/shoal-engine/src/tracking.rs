@@ -259,3 +259,13 @@ impl Drop for Tracking {
         self.tracker.disable(self.id);
     }
 }
+
+/// What of a key a change shows in: its version (a new value), its TTL; `None` when absent.
+pub type KeyMark = Option<(u64, Option<u64>)>;
+
+/// `key`'s mark now, read without counting or touching it.
+pub fn key_mark(store: &shoal_store::Store, key: &[u8], now_ms: u64) -> KeyMark {
+    store.read(key, now_ms, shoal_store::Access::Peek, |e| {
+        e.map(|e| (e.version, e.expire_at_ms))
+    })
+}

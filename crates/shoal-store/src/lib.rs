@@ -60,7 +60,7 @@ pub use entry::{Collection, Kind, ENTRY_OVERHEAD, MAX_KEY_LEN};
 pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
 pub use hash::{Hash, LISTPACK_ENTRIES, LISTPACK_VALUE};
-pub use list::List;
+pub use list::{listpack_backlen, List};
 pub use noted::{take_command_notes, without_noting, CommandNotes, Noted};
 pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};

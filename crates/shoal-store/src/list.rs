@@ -51,14 +51,19 @@ fn lp_entry_size(v: &[u8]) -> usize {
         None if v.len() <= 4095 => 2 + v.len(),
         None => 5 + v.len(),
     };
-    let back = match enc {
+    enc + listpack_backlen(enc)
+}
+
+/// The bytes a listpack entry of `len` bytes (encoding and data) spends repeating its length
+/// backwards (Redis's `lpEncodeBacklen`).
+pub fn listpack_backlen(len: usize) -> usize {
+    match len {
         0..=127 => 1,
         128..=16_382 => 2,
         16_383..=2_097_150 => 3,
         2_097_151..=268_435_454 => 4,
         _ => 5,
-    };
-    enc + back
+    }
 }
 
 /// A listpack's header and end byte.

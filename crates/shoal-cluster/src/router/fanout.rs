@@ -131,7 +131,7 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
     }))
 }
 
-/// Keyspace notifications this node published (`crate::events`), for the subscribers of
+/// Keyspace notifications this node published (the cluster's event sink), for the subscribers of
 /// the member named `member`: one PUBLISH each, in order on the link (as `publish` sends
 /// them). Those that do not reach it (it left the view, is out of reach, or its link is
 /// over its window) are counted in `pubsub_undelivered`, as a PUBLISH's.

@@ -1277,7 +1277,10 @@ fn run_command(
     // worker is seen (its invalidation then follows the read's reply).
     let written = (node.tracker.active() && spec.flags & WRITE != 0).then(|| {
         let keys = db::stored_keys(spec, args, ctx.session.db);
-        let versions: Vec<KeyMark> = keys.iter().map(|k| key_mark(node, k, now_ms)).collect();
+        let versions: Vec<crate::tracking::KeyMark> = keys
+            .iter()
+            .map(|k| crate::tracking::key_mark(&node.store, k, now_ms))
+            .collect();
         (keys, versions)
     });
     if node.tracker.active()
@@ -1358,7 +1361,7 @@ fn track(
     session: &mut Session,
     spec: &CommandSpec,
     reply: &Reply,
-    written: Option<(Vec<Bytes>, Vec<KeyMark>)>,
+    written: Option<(Vec<Bytes>, Vec<crate::tracking::KeyMark>)>,
     now_ms: u64,
 ) {
     let limit = node.with_settings(|s| s.client_output_buffer_limit.pubsub);
@@ -1369,7 +1372,7 @@ fn track(
         let changed: Vec<Bytes> = keys
             .into_iter()
             .zip(before)
-            .filter(|(k, v)| key_mark(node, k, now_ms) != *v)
+            .filter(|(k, v)| crate::tracking::key_mark(&node.store, k, now_ms) != *v)
             .map(|(k, _)| k)
             .collect();
         if !changed.is_empty() {
@@ -1383,16 +1386,6 @@ fn track(
             t.caching = false;
         }
     }
-}
-
-/// What of a key a change shows in: its version (a new value), its TTL; `None` when absent.
-pub(crate) type KeyMark = Option<(u64, Option<u64>)>;
-
-pub(crate) fn key_mark(node: &Engine, key: &[u8], now_ms: u64) -> KeyMark {
-    node.store
-        .read(key, now_ms, shoal_store::Access::Peek, |e| {
-            e.map(|e| (e.version, e.expire_at_ms))
-        })
 }
 
 /// The statistics row of a command from the table (not an internal one), or of its
