@@ -368,6 +368,15 @@ pub fn action(req: Request, limits: &Limits) -> Action {
     if req.value.len() > limits.max_item_size {
         return Action::Answer(error_response(req.opcode, status::TOO_LARGE, req.opaque));
     }
+    // A STAT group with a space or control byte is no group the text `stats` could name
+    // (it would read back as another): memcached's answer to an unknown group.
+    if req.opcode == STAT && req.key.iter().any(|&b| b <= b' ' || b == 0x7f) {
+        return Action::Answer(error_response(
+            req.opcode,
+            status::KEY_NOT_FOUND,
+            req.opaque,
+        ));
+    }
     let (key, b64) = meta_key(&req.key);
     let mut list: Vec<(u8, Vec<u8>)> = Vec::new();
     if b64 {
@@ -917,6 +926,20 @@ mod tests {
         let limits = text_limits(&Limits::default());
         assert_eq!(parser.parse(&mut text, &limits), Ok(Some(cmd)));
         assert!(text.is_empty());
+    }
+
+    #[test]
+    fn a_stat_group_no_text_stats_could_name_is_not_found() {
+        // Found by `translations_round_trip`: "stats \n" would read back as plain "stats".
+        let limits = Limits::default();
+        for key in [&b"\n"[..], b"a b", b"\x7f"] {
+            let mut buf = BytesMut::from(&frame(op::STAT, &[], key, b"", 0)[..]);
+            let parsed = parse(&mut buf, &limits).unwrap().unwrap();
+            let Action::Answer(bytes) = action(parsed, &limits) else {
+                panic!("{key:?} is answered at once");
+            };
+            assert_eq!(fields(&bytes).1, status::KEY_NOT_FOUND);
+        }
     }
 
     proptest::proptest! {

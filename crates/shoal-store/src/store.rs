@@ -56,6 +56,9 @@ pub enum Access {
     /// Count a keyspace hit or miss, but leave LRU/LFU (EXISTS, TYPE, TTL: Redis's
     /// `LOOKUP_NOTOUCH`).
     Inspect,
+    /// Count a keyspace hit or miss without a `keymiss` or touching (OBJECT: Redis's
+    /// `LOOKUP_NOTOUCH | LOOKUP_NONOTIFY`).
+    Count,
     /// Neither (OBJECT, DEBUG, a read inside a write).
     Peek,
 }
@@ -980,12 +983,14 @@ impl Store {
             } else {
                 shard.lookup(&shared.hasher, &shared.noted, key, hash, now_ms)
             };
-            if matches!(access, Access::Read | Access::Inspect) {
+            if matches!(access, Access::Read | Access::Inspect | Access::Count) {
                 match idx {
                     Some(_) => shard.stats.hits += 1,
                     None => {
                         shard.stats.misses += 1;
-                        shared.noted.note(key, crate::Noted::Missed);
+                        if access != Access::Count {
+                            shared.noted.note(key, crate::Noted::Missed);
+                        }
                     }
                 }
             }

@@ -677,7 +677,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         shoal_store::EvictionPolicy::AllKeysLfu | shoal_store::EvictionPolicy::VolatileLfu
     );
     let (store, now) = (&ctx.engine.store, ctx.now_ms);
-    let seen = store.read(&args[2], now, Access::Peek, |e| {
+    let seen = store.read(&args[2], now, Access::Count, |e| {
         e.map(|e| {
             let small_int = e.coll.is_none()
                 && encoding(e.value) == "int"
