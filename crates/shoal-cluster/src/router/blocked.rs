@@ -68,7 +68,6 @@ struct ShownBlocked(Arc<ClientInfo>);
 
 impl ShownBlocked {
     fn new(info: &Arc<ClientInfo>) -> ShownBlocked {
-        info.unblock.store(0, Ordering::Relaxed);
         info.blocked.store(true, Ordering::Relaxed);
         ShownBlocked(info.clone())
     }
@@ -405,6 +404,9 @@ pub(super) fn single(
     block: Block,
 ) -> Outcome {
     let client = Client::of(session);
+    // A CLIENT UNBLOCK from before this wait is spent; one from the moment the client is
+    // registered (and counts in blocked_clients) on must hold.
+    client.info.unblock.store(0, Ordering::Relaxed);
     let reg = node.engine.blocked.register(&block.keys, client.id());
     // A writer may serve it from now on, in the order it blocked.
     let slot = SharedSlot::default();
@@ -453,6 +455,8 @@ pub(super) fn clustered(
     let mut here = block.is_some();
     // Whether the command ran once already (its errors answered).
     let mut ran = block.is_some();
+    // As in `single`: the flag is cleared before the client can be seen blocked.
+    client.info.unblock.store(0, Ordering::Relaxed);
     let mut reg = Some(
         node.engine
             .blocked
