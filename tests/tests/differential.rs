@@ -6058,6 +6058,16 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     step(&mut b, &["SET", "user:1", "v"], 1, &mut out);
     step(&mut b, &["SET", "other", "v"], 1, &mut out);
     step(&mut a, &[], 1, &mut out);
+    // One push for a prefix's keys changed together, in byte order.
+    step(
+        &mut b,
+        &[
+            "MSET", "user:9", "a", "objB", "b", "user:2", "c", "objA", "d", "other", "e",
+        ],
+        1,
+        &mut out,
+    );
+    step(&mut a, &[], 2, &mut out);
     step(&mut a, &["PING"], 1, &mut out);
     step(&mut a, &["CLIENT", "TRACKINGINFO"], 1, &mut out);
     step(&mut a, &["CLIENT", "TRACKING", "ON", "OPTIN"], 1, &mut out);

@@ -131,6 +131,10 @@ impl Tracker {
     /// under NOLOOP).
     pub fn invalidate(&self, keys: &[Bytes], by: u64, pubsub: &PubSub, limit: ClassLimit) {
         let mut s = self.lock();
+        // BCAST clients get one push per prefix with the prefix's keys in byte order, as
+        // Redis sends them (it gathers them over its event loop's turn, Shoal over a command).
+        let mut broadcast: HashMap<u64, std::collections::BTreeMap<Bytes, Vec<Bytes>>> =
+            HashMap::new();
         for k in keys {
             let (_, name) = shoal_store::split_key(k);
             // A client now in BCAST mode is told through its prefixes only.
@@ -141,22 +145,32 @@ impl Tracker {
                 .into_iter()
                 .filter(|id| !s.bcast.contains(id))
                 .collect();
-            let watchers: Vec<u64> = s
-                .bcast
-                .iter()
-                .copied()
-                .filter(|id| {
-                    s.clients
-                        .get(id)
-                        .is_some_and(|c| c.mode.prefixes.iter().any(|p| name.starts_with(p)))
-                })
-                .collect();
-            for target in readers.into_iter().chain(watchers) {
-                let skip = target == by && s.clients.get(&target).is_some_and(|c| c.mode.noloop);
-                if !skip {
+            for target in readers {
+                if !(target == by && s.clients.get(&target).is_some_and(|c| c.mode.noloop)) {
                     let what = Invalidation::Keys(vec![Bytes::copy_from_slice(name)]);
                     send(&s, target, what, pubsub, limit);
                 }
+            }
+            for id in &s.bcast {
+                let Some(c) = s.clients.get(id) else { continue };
+                if *id == by && c.mode.noloop {
+                    continue;
+                }
+                for p in c.mode.prefixes.iter().filter(|p| name.starts_with(p)) {
+                    broadcast
+                        .entry(*id)
+                        .or_default()
+                        .entry(p.clone())
+                        .or_default()
+                        .push(Bytes::copy_from_slice(name));
+                }
+            }
+        }
+        for (target, prefixes) in broadcast {
+            for (_, mut names) in prefixes {
+                names.sort();
+                names.dedup();
+                send(&s, target, Invalidation::Keys(names), pubsub, limit);
             }
         }
         compact(&mut s);
