@@ -145,10 +145,7 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
     // write's are (flush_all: every key).
     let written = match node.tracker.active().then(|| placement(&cmd)) {
         Some(Placement::Keys { keys, write: true }) => {
-            let marks: Vec<_> = keys
-                .iter()
-                .map(|k| crate::tracking::key_mark(&node.store, k, now))
-                .collect();
+            let marks = crate::tracking::marks(&node.store, &keys, now);
             Some((keys, marks))
         }
         Some(Placement::Flush) => Some((Vec::new(), Vec::new())),
@@ -162,12 +159,7 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
         if keys.is_empty() {
             node.tracker.invalidate_all(&node.pubsub, limit);
         } else {
-            let changed: Vec<Bytes> = keys
-                .into_iter()
-                .zip(marks)
-                .filter(|(k, m)| crate::tracking::key_mark(&node.store, k, now) != *m)
-                .map(|(k, _)| k)
-                .collect();
+            let changed = crate::tracking::changed(&node.store, keys, marks, now);
             node.tracker.invalidate(&changed, 0, &node.pubsub, limit);
         }
     }

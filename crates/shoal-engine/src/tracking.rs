@@ -283,3 +283,22 @@ pub fn key_mark(store: &shoal_store::Store, key: &[u8], now_ms: u64) -> KeyMark 
         e.map(|e| (e.version, e.expire_at_ms))
     })
 }
+
+/// The marks of `keys` now (a write's keys before it runs).
+pub fn marks(store: &shoal_store::Store, keys: &[Bytes], now_ms: u64) -> Vec<KeyMark> {
+    keys.iter().map(|k| key_mark(store, k, now_ms)).collect()
+}
+
+/// Those of `keys` whose mark is no longer `before`'s: the keys a write changed.
+pub fn changed(
+    store: &shoal_store::Store,
+    keys: Vec<Bytes>,
+    before: Vec<KeyMark>,
+    now_ms: u64,
+) -> Vec<Bytes> {
+    keys.into_iter()
+        .zip(before)
+        .filter(|(k, m)| key_mark(store, k, now_ms) != *m)
+        .map(|(k, _)| k)
+        .collect()
+}

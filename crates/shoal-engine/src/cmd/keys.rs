@@ -180,9 +180,17 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// A value of any type with its TTL, as RENAME and COPY carry it.
 pub(super) type Carried = (Value, Option<u64>);
 
-pub(super) enum Value {
-    Str(Vec<u8>),
-    Coll(Collection),
+use crate::rdb::Value;
+
+/// Makes the slot's key `value` with expiry `ttl` (None: none).
+fn place(slot: &mut shoal_store::Slot<'_>, value: Value, ttl: Option<u64>) {
+    match value {
+        Value::Str(v) => slot.set(&v, ttl),
+        Value::Coll(c) => {
+            slot.set_coll(c);
+            slot.set_expire(ttl);
+        }
+    }
 }
 
 /// The value at `key` with its TTL, removed from there if `remove` (RENAME, MOVE); without
@@ -209,13 +217,7 @@ pub(super) fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
 pub(super) fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) -> bool {
     ctx.engine.store.write(key, ctx.now_ms, |slot| {
         let existed = slot.exists();
-        match value {
-            Value::Str(v) => slot.set(&v, ttl),
-            Value::Coll(c) => {
-                slot.set_coll(c);
-                slot.set_expire(ttl);
-            }
-        }
+        place(slot, value, ttl);
         existed
     })
 }
@@ -371,8 +373,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .engine
         .with_settings(|s| usize::try_from(s.proto_max_bulk_len.0).unwrap_or(usize::MAX));
     let value = match crate::rdb::restore(&args[3], max) {
-        Ok(crate::rdb::Value::Str(v)) => Value::Str(v),
-        Ok(crate::rdb::Value::Coll(c)) => Value::Coll(c),
+        Ok(v) => v,
         Err(e) => return Reply::error(e.to_string()),
     };
     let now = ctx.now_ms;
@@ -395,13 +396,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             if existed && !replace {
                 return None;
             }
-            match value {
-                Value::Str(v) => slot.set(&v, at),
-                Value::Coll(c) => {
-                    slot.set_coll(c);
-                    slot.set_expire(at);
-                }
-            }
+            place(slot, value, at);
             slot.set_access(idle, freq);
             Some(existed)
         })

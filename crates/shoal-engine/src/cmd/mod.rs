@@ -1277,11 +1277,8 @@ fn run_command(
     // worker is seen (its invalidation then follows the read's reply).
     let written = (node.tracker.active() && spec.flags & WRITE != 0).then(|| {
         let keys = db::stored_keys(spec, args, ctx.session.db);
-        let versions: Vec<crate::tracking::KeyMark> = keys
-            .iter()
-            .map(|k| crate::tracking::key_mark(&node.store, k, now_ms))
-            .collect();
-        (keys, versions)
+        let marks = crate::tracking::marks(&node.store, &keys, now_ms);
+        (keys, marks)
     });
     if node.tracker.active()
         && spec.flags & READONLY != 0
@@ -1369,12 +1366,7 @@ fn track(
         node.tracker.invalidate_all(&node.pubsub, limit);
     } else if let Some((keys, before)) = written {
         // Only the keys it changed (value, type or TTL), as Redis signals them.
-        let changed: Vec<Bytes> = keys
-            .into_iter()
-            .zip(before)
-            .filter(|(k, v)| crate::tracking::key_mark(&node.store, k, now_ms) != *v)
-            .map(|(k, _)| k)
-            .collect();
+        let changed = crate::tracking::changed(&node.store, keys, before, now_ms);
         if !changed.is_empty() {
             node.tracker
                 .invalidate(&changed, session.info.id, &node.pubsub, limit);
