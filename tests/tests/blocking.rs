@@ -728,3 +728,222 @@ fn client_pause_holds_writes_until_unpause_or_its_end() {
         "{e}"
     );
 }
+
+/// Runs `args` in a thread of its own like [`spawn`], keeping an error reply.
+fn spawn_result(url: &str, args: &[&str]) -> JoinHandle<redis::RedisResult<Value>> {
+    let url = url.to_string();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    std::thread::spawn(move || {
+        let mut con = redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .expect("connects");
+        let mut cmd = redis::cmd(&args[0]);
+        for a in &args[1..] {
+            cmd.arg(a);
+        }
+        cmd.query(&mut con)
+    })
+}
+
+/// XREAD's and XREADGROUP's reply for one key and its entries (id, field, value).
+fn stream_reply(key: &str, entries: &[(&str, &str, &str)]) -> Value {
+    let entries = entries
+        .iter()
+        .map(|(id, f, v)| Value::Array(vec![bulk(id), array(&[f, v])]))
+        .collect();
+    Value::Array(vec![Value::Array(vec![bulk(key), Value::Array(entries)])])
+}
+
+/// XREAD BLOCK and XREADGROUP BLOCK, as in Redis: `$` means the entries added after the
+/// client asked (also when more come before it is served), every XREAD waiting on a stream
+/// gets the new entry, the XREADGROUP clients of one group share the entries in the order
+/// they blocked, a timeout answers nil, and a stream or group that goes away ends the
+/// group readers' wait with Redis 7.2's errors.
+#[test]
+fn stream_readers_wait_for_new_entries() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    run(&mut admin, "XADD s 1-1 old 1");
+    run(&mut admin, "XGROUP CREATE s g $");
+    let r1 = spawn(
+        &node.url(),
+        &["XREAD", "BLOCK", "10000", "STREAMS", "s", "$"],
+    );
+    let r2 = spawn(
+        &node.url(),
+        &[
+            "XREAD", "COUNT", "5", "BLOCK", "0", "STREAMS", "other", "s", "0", "$",
+        ],
+    );
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    let g1 = spawn(
+        &node.url(),
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "BLOCK",
+            "10000",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 3));
+    let g2 = spawn(
+        &node.url(),
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "bob",
+            "BLOCK",
+            "10000",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 4));
+    // One entry: both XREADs and the first group reader get it; the second waits on.
+    run(&mut admin, "XADD s 2-1 a 1");
+    assert_eq!(answer(r1), stream_reply("s", &[("2-1", "a", "1")]));
+    assert_eq!(answer(r2), stream_reply("s", &[("2-1", "a", "1")]));
+    assert_eq!(answer(g1), stream_reply("s", &[("2-1", "a", "1")]));
+    assert!(
+        wait_until(WAIT, || blocked(&mut admin) == 1),
+        "bob still waits"
+    );
+    run(&mut admin, "XADD s 3-1 b 2");
+    assert_eq!(answer(g2), stream_reply("s", &[("3-1", "b", "2")]));
+    // Each entry is pending for the reader it went to.
+    let Value::Array(pending) = run(&mut admin, "XPENDING s g - + 10") else {
+        panic!("XPENDING answers an array");
+    };
+    let owners: Vec<(Value, Value)> = pending
+        .into_iter()
+        .map(|e| match e {
+            Value::Array(f) => (f[0].clone(), f[1].clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        [(bulk("2-1"), bulk("alice")), (bulk("3-1"), bulk("bob"))]
+    );
+
+    // A key of another type is waited past by XREAD; a timeout answers nil.
+    let r3 = spawn(&node.url(), &["XREAD", "BLOCK", "300", "STREAMS", "t", "$"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    run(&mut admin, "SET t x");
+    assert_eq!(answer(r3), Value::Nil);
+
+    // The stream deleted, or the group destroyed, under a waiting group reader.
+    run(&mut admin, "XGROUP CREATE u g $ MKSTREAM");
+    let gone = spawn_result(
+        &node.url(),
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    let destroyed = spawn_result(
+        &node.url(),
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "u",
+            ">",
+        ],
+    );
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    run(&mut admin, "DEL s");
+    run(&mut admin, "XGROUP DESTROY u g");
+    assert!(wait_until(WAIT, || gone.is_finished() && destroyed.is_finished()));
+    let gone = gone.join().unwrap().unwrap_err();
+    assert_eq!(gone.code(), Some("UNBLOCKED"), "{gone}");
+    let destroyed = destroyed.join().unwrap().unwrap_err();
+    assert_eq!(destroyed.code(), Some("NOGROUP"), "{destroyed}");
+    assert!(
+        destroyed
+            .to_string()
+            .contains("blocked on no longer exists"),
+        "{destroyed}"
+    );
+    assert_eq!(blocked(&mut admin), 0);
+}
+
+/// Through a node that does not own the stream, an XREAD BLOCK waits past many forwarded
+/// rounds and gets exactly the entries added after it asked (`$` is resolved once, at the
+/// owner, before the first round), and a group reader is served by an XADD through a third
+/// node.
+#[test]
+fn in_a_cluster_stream_readers_wait_through_any_node() {
+    let c = TestCluster::start(3, |cfg| cfg.cluster_timeout_ms = 300);
+    let key = (0..)
+        .map(|i| format!("events:{i}"))
+        .find(|k| c.owner_index(k) == 1)
+        .unwrap();
+    let mut n0 = c.members[0].client();
+    let mut n2 = c.members[2].client();
+    run(&mut n2, &format!("XADD {key} 1-1 old 1"));
+    run(&mut n2, &format!("XGROUP CREATE {key} g $"));
+    let before = forwarded(&mut n0);
+    let reader = spawn(
+        &c.members[0].url(),
+        &["XREAD", "BLOCK", "10000", "STREAMS", &key, "$"],
+    );
+    assert!(
+        wait_until(WAIT, || forwarded(&mut n0) >= before + 4),
+        "the wait goes on past the first forwarded rounds"
+    );
+    let group = spawn(
+        &c.members[0].url(),
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "10000",
+            "STREAMS",
+            &key,
+            ">",
+        ],
+    );
+    let at = forwarded(&mut n0);
+    assert!(wait_until(WAIT, || forwarded(&mut n0) >= at + 2));
+    assert!(!reader.is_finished() && !group.is_finished());
+    run(&mut n2, &format!("XADD {key} 2-1 new 2"));
+    assert_eq!(answer(reader), stream_reply(&key, &[("2-1", "new", "2")]));
+    assert_eq!(answer(group), stream_reply(&key, &[("2-1", "new", "2")]));
+    // Inside MULTI it answers at once, without the transaction's later write.
+    let mut p = redis::pipe();
+    p.atomic()
+        .cmd("XREAD")
+        .arg("BLOCK")
+        .arg(0)
+        .arg("STREAMS")
+        .arg(&key)
+        .arg("$")
+        .cmd("XADD")
+        .arg(&key)
+        .arg("3-1")
+        .arg("x")
+        .arg("y");
+    let (read, id): (Value, String) = p.query(&mut n0).unwrap();
+    assert_eq!((read, id.as_str()), (Value::Nil, "3-1"));
+}

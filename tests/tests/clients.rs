@@ -728,6 +728,18 @@ fn redis_py_locks_and_scripts_work() {
     shoal_tests::python_client("scripts.py", &[&node.addr.to_string()]);
 }
 
+/// redis-py's stream API as a job queue uses it (XADD, XREAD, XREADGROUP, XACK, XPENDING,
+/// XCLAIM, XAUTOCLAIM, XINFO with Redis 7.2's fields, XTRIM, XDEL), RESP2 and RESP3, on a
+/// single node and through a cluster node that does not own the stream.
+#[test]
+fn redis_py_streams_work() {
+    let node = TestNode::start();
+    shoal_tests::python_client("streams.py", &[&node.addr.to_string()]);
+    let cluster = shoal_tests::TestCluster::start(3, |_| {});
+    let addr = cluster.members[0].addr.to_string();
+    shoal_tests::python_client("streams.py", &[&addr]);
+}
+
 /// A script runs whole, with no other client's command in between on either worker: four
 /// clients incrementing one counter by a read and a write each lose no increment.
 #[test]

@@ -1714,6 +1714,7 @@ fn writes_of_large_collections_replicate_as_deltas() {
         version: u64::MAX >> 2,
         expire_at_ms: 0,
         command: command.freeze(),
+        clock_ms: 0,
     };
     let body =
         shoal_cluster::message::encode_replicate_at(1, [(key.as_bytes(), &delta)].into_iter());
@@ -1733,6 +1734,88 @@ fn writes_of_large_collections_replicate_as_deltas() {
             .query(&mut m.client())
             .unwrap();
         assert_eq!(got, want, "via {}", m.name);
+    }
+}
+
+/// A stream's writes replicate as deltas once it is large: XADD with `*` as the ID it got,
+/// the group commands (XREADGROUP, XCLAIM, XAUTOCLAIM) on the owner's clock, so that after
+/// the owner's crash every survivor holds the very same stream, delivery times, consumers'
+/// seen and active times and counters included (XINFO STREAM FULL compared whole).
+#[test]
+fn streams_replicate_as_deltas_and_survive_the_owner() {
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let key = (0..)
+        .map(|i| format!("stream:{i}"))
+        .find(|k| cluster.owner_index(k) == 0)
+        .unwrap();
+    let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    let counter =
+        |c: &mut redis::Connection, field: &str| -> u64 { info_field(c, field).parse().unwrap() };
+    let cmd = |c: &mut redis::Connection, line: &str| -> redis::Value {
+        let mut parts = line.split(' ');
+        let mut cmd = redis::cmd(parts.next().unwrap());
+        for a in parts {
+            cmd.arg(a);
+        }
+        cmd.query(c).unwrap_or_else(|e| panic!("{line}: {e}"))
+    };
+    cmd(
+        &mut clients[1],
+        &format!("XGROUP CREATE {key} g $ MKSTREAM"),
+    );
+    for i in 0..100 {
+        cmd(
+            &mut clients[i % 3],
+            &format!("XADD {key} * n {i} pad {}", "p".repeat(20)),
+        );
+    }
+    let sent_before = counter(&mut clients[0], "shoal_repl_deltas");
+    for i in 0..60 {
+        let via = &mut clients[i % 3];
+        match i % 6 {
+            0 | 1 => cmd(via, &format!("XADD {key} MAXLEN ~ 1000 * n {i}")),
+            2 => cmd(
+                via,
+                &format!("XREADGROUP GROUP g c{} COUNT 3 STREAMS {key} >", i % 4),
+            ),
+            3 => cmd(via, &format!("XCLAIM {key} g c9 0 0-1 FORCE")),
+            4 => cmd(via, &format!("XAUTOCLAIM {key} g c{} 0 0 COUNT 2", i % 5)),
+            _ => {
+                let first: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg("-")
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(1)
+                    .query(via)
+                    .unwrap();
+                cmd(via, &format!("XACK {key} g {}", first[0].0))
+            }
+        };
+    }
+    let sent = counter(&mut clients[0], "shoal_repl_deltas") - sent_before;
+    assert!(sent >= 50, "only {sent} of 60 writes went as deltas");
+    let refetched: u64 = (1..3)
+        .map(|m| counter(&mut clients[m], "shoal_repl_deltas_refetched"))
+        .sum();
+    assert_eq!(refetched, 0, "every delta ran on its version");
+    let full = |c: &mut redis::Connection| -> redis::Value {
+        redis::cmd("XINFO")
+            .arg("STREAM")
+            .arg(&key)
+            .arg("FULL")
+            .arg("COUNT")
+            .arg(0)
+            .query(c)
+            .unwrap()
+    };
+    let want = full(&mut clients[0]);
+    let len: i64 = redis::cmd("XLEN").arg(&key).query(&mut clients[0]).unwrap();
+    assert!(len >= 120, "{len}");
+    drop(clients);
+    cluster.crash(0);
+    for m in cluster.live() {
+        assert_eq!(full(&mut m.client()), want, "via {}", m.name);
     }
 }
 

@@ -5387,6 +5387,45 @@ const NOTIFICATIONS: &[Case] = &[
         &["!conn", "1"],
         &["PING"],
     ],
+    // Streams' events (`t`), with `new` for the key XGROUP CREATE MKSTREAM makes. (A
+    // consumer that XREADGROUP creates on a stream with nothing to read is Redis 7.2's, not
+    // 7.0's: left out.)
+    &[
+        &["CONFIG", "SET", "notify-keyspace-events", "KEAn"],
+        &["!conn", "1"],
+        &["PSUBSCRIBE", "__key*__:*"],
+        &["!conn", "0"],
+        &["XADD", "s", "1-1", "a", "1"],
+        &["XADD", "s", "MAXLEN", "1", "2-1", "b", "2"],
+        &["XDEL", "s", "2-1"],
+        &["XDEL", "s", "2-1"],
+        &["XGROUP", "CREATE", "s", "g", "0"],
+        &["XGROUP", "CREATECONSUMER", "s", "g", "c"],
+        &["XGROUP", "SETID", "s", "g", "0"],
+        &["XGROUP", "DELCONSUMER", "s", "g", "c"],
+        &["XGROUP", "DESTROY", "s", "g"],
+        &["XSETID", "s", "5-0"],
+        &["XTRIM", "s", "MAXLEN", "0"],
+        &["XADD", "s", "6-0", "x", "y"],
+        &["XTRIM", "s", "MAXLEN", "0"],
+        &["!conn", "1"],
+        &["!read", "26"],
+        &["!conn", "0"],
+        &["XGROUP", "CREATE", "s2", "g", "$", "MKSTREAM"],
+        &["XGROUP", "CREATE", "s2", "g2", "$"],
+        &["XADD", "s2", "1-1", "a", "1"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s2", ">"],
+        &["XCLAIM", "s2", "g", "d", "0", "1-1"],
+        &["XAUTOCLAIM", "s2", "g", "e", "0", "0"],
+        &["XACK", "s2", "g", "1-1"],
+        &["DEL", "s"],
+        &["!conn", "1"],
+        &["!read", "16"],
+        &["!conn", "0"],
+        &["CONFIG", "SET", "notify-keyspace-events", ""],
+        &["!conn", "1"],
+        &["PING"],
+    ],
     // `A` hides `n` in CONFIG GET, but it still counts.
     &[
         &["CONFIG", "SET", "notify-keyspace-events", "AnE"],
@@ -5419,6 +5458,293 @@ const NOTIFICATIONS: &[Case] = &[
         &["CONFIG", "GET", "notify-keyspace-events"],
     ],
 ];
+
+/// Streams: explicit IDs throughout (an automatic ID is the server's clock), and no reply
+/// that shows a time (XPENDING's idle times, XINFO CONSUMERS, XINFO STREAM FULL) or Redis
+/// 7.2's additions (checked in `streams.rs`). Multi-key steps share a hash tag.
+const STREAMS: &[Case] = &[
+    // XADD's IDs and options, XLEN, XRANGE, XREVRANGE
+    &[
+        &["XADD", "s", "1-1", "a", "1"],
+        &["XADD", "s", "1-1", "a", "1"],
+        &["XADD", "s", "1-*", "b", "2"],
+        &["XADD", "s", "2", "c", "3", "d", "4"],
+        &["XADD", "s", "0-0", "a", "1"],
+        &["XADD", "s", "0-*", "a", "1"],
+        &["XADD", "s", "NOMKSTREAM", "5-0", "a", "1"],
+        &["XADD", "nos", "NOMKSTREAM", "5-0", "a", "1"],
+        &["XADD", "s", "MAXLEN", "x", "9-0", "a"],
+        &["XADD", "s", "9-0", "a"],
+        &["XADD", "s", "MAXLEN", "-1", "9-0", "a", "1"],
+        &["XADD", "s", "LIMIT", "5", "9-0", "a", "1"],
+        &["XADD", "s", "MAXLEN", "5", "LIMIT", "5", "9-0", "a", "1"],
+        &["XADD", "s", "MINID", "5", "MAXLEN", "5", "9-0", "a", "1"],
+        &["XADD", "s", "4-x", "a", "1"],
+        &["XADD", "s", "-", "a", "1"],
+        &["XADD", "s", "18446744073709551616-0", "a", "1"],
+        &["XLEN", "s"],
+        &["XLEN", "nos"],
+        &["XRANGE", "s", "-", "+"],
+        &["XRANGE", "s", "-", "+", "COUNT", "1"],
+        &["XRANGE", "s", "-", "+", "COUNT", "0"],
+        &["XRANGE", "s", "-", "+", "COUNT", "-1"],
+        &["XRANGE", "s", "(1-0", "+"],
+        &["XRANGE", "s", "(1-1", "(2-0"],
+        &["XRANGE", "s", "1", "1"],
+        &["XRANGE", "s", "(18446744073709551615-18446744073709551615", "+"],
+        &["XRANGE", "s", "-", "(0-0"],
+        &["XRANGE", "s", "(-", "+"],
+        &["XREVRANGE", "s", "+", "-"],
+        &["XREVRANGE", "s", "+", "-", "COUNT", "2"],
+        &["XREVRANGE", "s", "(2", "-"],
+        &["XRANGE", "s", "x", "+"],
+        &["XRANGE", "s", "-", "+", "foo"],
+        &["XRANGE", "s", "-", "+", "COUNT"],
+        &["XRANGE", "nos", "-", "+"],
+        &["XRANGE", "nos", "-", "+", "COUNT", "0"],
+        &["XINFO", "STREAM", "s"],
+        &["TYPE", "s"],
+        &["OBJECT", "ENCODING", "s"],
+        &["XADD", "s", "18446744073709551615-18446744073709551615", "z", "1"],
+        &["XADD", "s", "*", "z", "1"],
+        &["XADD", "s", "18446744073709551615-*", "z", "1"],
+        &["XLEN", "s"],
+    ],
+    // Types: every stream command on a string, stream-less keys
+    &[
+        &["SET", "str", "x"],
+        &["XADD", "str", "1-1", "a", "1"],
+        &["XLEN", "str"],
+        &["XRANGE", "str", "-", "+"],
+        &["XDEL", "str", "1-1"],
+        &["XTRIM", "str", "MAXLEN", "1"],
+        &["XREAD", "STREAMS", "str", "0"],
+        &["XGROUP", "CREATE", "str", "g", "$"],
+        &["XINFO", "STREAM", "str"],
+        &["XACK", "str", "g", "1-1"],
+        &["XPENDING", "str", "g"],
+        &["XCLAIM", "str", "g", "c", "0", "1-1"],
+        &["XAUTOCLAIM", "str", "g", "c", "0", "0"],
+        &["XSETID", "str", "1-1"],
+        &["XADD", "s", "1-1", "a", "1"],
+        &["GET", "s"],
+        &["LPUSH", "s", "x"],
+        &["!scanall", "TYPE", "stream"],
+        &["XINFO", "STREAM", "nokey"],
+        &["XINFO", "GROUPS", "nokey"],
+        &["XSETID", "nokey", "1-1"],
+        &["XDEL", "nokey", "bad"],
+        &["XTRIM", "nokey", "bad"],
+        &["XACK", "nokey", "g", "bad"],
+    ],
+    // XDEL, XTRIM (exact and approximate, by length and by ID, LIMIT), XSETID
+    &[
+        &["XADD", "s", "1-1", "a", "1"],
+        &["XADD", "s", "1-2", "b", "2"],
+        &["XADD", "s", "2-0", "c", "3"],
+        &["XDEL", "s", "1-1", "9-9"],
+        &["XDEL", "s", "bad"],
+        &["XDEL", "s", "1-1"],
+        &["XRANGE", "s", "-", "+"],
+        &["XINFO", "STREAM", "s"],
+        &["XTRIM", "s", "MAXLEN", "1"],
+        &["XTRIM", "s"],
+        &["XTRIM", "s", "FOO", "1"],
+        &["XTRIM", "s", "MAXLEN", "~", "5", "LIMIT", "-1"],
+        &["XTRIM", "s", "MAXLEN", "1", "LIMIT", "10"],
+        &["XTRIM", "s", "MINID", "x"],
+        &["XRANGE", "s", "-", "+"],
+        &["XINFO", "STREAM", "s"],
+        &["XSETID", "s", "1-0"],
+        &["XSETID", "s", "10-0"],
+        &["XSETID", "s", "10-0", "ENTRIESADDED", "0"],
+        &["XSETID", "s", "10-0", "ENTRIESADDED", "-1"],
+        &["XSETID", "s", "10-0", "ENTRIESADDED", "9", "MAXDELETEDID", "11-0"],
+        &["XSETID", "s", "10-0", "ENTRIESADDED", "9", "MAXDELETEDID", "3-0"],
+        &["XSETID", "s", "10-0", "FOO"],
+        &["XINFO", "STREAM", "s"],
+        &["XADD", "s", "10-0", "a", "1"],
+        &["XADD", "s", "10-*", "a", "1"],
+        &["XDEL", "s", "10-1", "2-0"],
+        &["XLEN", "s"],
+        &["XINFO", "STREAM", "s"],
+        &["XADD", "s", "11-0", "a", "1"],
+        &["XINFO", "STREAM", "s"],
+    ],
+    // Consumer groups: XGROUP, XREADGROUP (new and history), XACK, XPENDING's summary,
+    // XCLAIM, XAUTOCLAIM, XINFO GROUPS (entries-read, lag)
+    &[
+        &["XGROUP", "CREATE", "s", "g", "$"],
+        &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"],
+        &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"],
+        &["XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "x"],
+        &["XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "-2"],
+        &["XGROUP", "CREATE", "s", "g2", "0", "a", "b", "c", "d"],
+        &["XGROUP", "CREATE", "s", "g2", "bad"],
+        &["XGROUP", "CREATE", "s"],
+        &["XGROUP", "FOO", "s", "g"],
+        &["XGROUP", "HELP"],
+        &["XGROUP", "HELP", "x"],
+        &["XADD", "s", "1-1", "a", "1"],
+        &["XADD", "s", "2-1", "b", "2"],
+        &["XADD", "s", "3-1", "c", "3"],
+        &["XADD", "s", "4-1", "d", "4"],
+        &["XGROUP", "CREATE", "s", "g0", "0"],
+        &["XINFO", "GROUPS", "s"],
+        &["XREADGROUP", "GROUP", "g0", "alice", "COUNT", "2", "STREAMS", "s", ">"],
+        &["XREADGROUP", "GROUP", "g0", "bob", "STREAMS", "s", ">"],
+        &["XREADGROUP", "GROUP", "g0", "alice", "STREAMS", "s", ">"],
+        &["XREADGROUP", "GROUP", "g0", "alice", "STREAMS", "s", "0"],
+        &["XREADGROUP", "GROUP", "g0", "alice", "COUNT", "1", "STREAMS", "s", "0"],
+        &["XREADGROUP", "GROUP", "g0", "alice", "STREAMS", "s", "1-1"],
+        &["XINFO", "GROUPS", "s"],
+        &["XPENDING", "s", "g0"],
+        &["XPENDING", "s", "g0", "-", "+", "10", "nobody"],
+        &["XPENDING", "s", "g0", "-", "+", "0"],
+        &["XPENDING", "s", "g0", "IDLE", "100000000", "-", "+", "10"],
+        &["XPENDING", "s", "g0", "IDLE", "10"],
+        &["XPENDING", "s", "g0", "-", "+", "x"],
+        &["XPENDING", "s", "g0", "-", "+"],
+        &["XPENDING", "s", "nog"],
+        &["XPENDING", "nos", "g0"],
+        &["XACK", "s", "g0", "1-1", "9-9"],
+        &["XACK", "s", "g0", "1-1"],
+        &["XACK", "s", "g0", "bad"],
+        &["XACK", "s", "nog", "1-1"],
+        &["XPENDING", "s", "g0"],
+        &["XDEL", "s", "2-1"],
+        &["XREADGROUP", "GROUP", "g0", "alice", "STREAMS", "s", "0"],
+        &["XCLAIM", "s", "g0", "carol", "0", "2-1", "3-1"],
+        &["XPENDING", "s", "g0"],
+        &["XCLAIM", "s", "g0", "carol", "0", "3-1", "JUSTID"],
+        &["XCLAIM", "s", "g0", "carol", "0", "3-1", "RETRYCOUNT", "7", "JUSTID"],
+        &["XCLAIM", "s", "g0", "carol", "0", "4-1", "FORCE"],
+        &["XCLAIM", "s", "g0", "carol", "0", "1-1", "FORCE", "JUSTID"],
+        &["XCLAIM", "s", "g0", "carol", "100000000", "1-1"],
+        &["XPENDING", "s", "g0"],
+        &["XCLAIM", "s", "g0", "carol", "x", "1-1"],
+        &["XCLAIM", "s", "g0", "carol", "0", "1-1", "bogus"],
+        &["XCLAIM", "s", "g0", "carol", "0", "1-1", "IDLE", "x"],
+        &["XCLAIM", "s", "nog", "carol", "0", "1-1"],
+        &["XCLAIM", "s", "g0", "dave", "0", "1-1", "LASTID", "9-9", "JUSTID"],
+        &["XINFO", "GROUPS", "s"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "0", "0", "COUNT", "1"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "0", "0"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "100000000", "0"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "0", "0", "COUNT", "0"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "0", "(1-1", "JUSTID"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "x", "0"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "0", "x"],
+        &["XAUTOCLAIM", "s", "g0", "eve", "0", "0", "foo"],
+        &["XAUTOCLAIM", "s", "nog", "eve", "0", "0"],
+        &["XPENDING", "s", "g0"],
+        &["XGROUP", "DELCONSUMER", "s", "g0", "eve"],
+        &["XGROUP", "DELCONSUMER", "s", "g0", "nobody"],
+        &["XGROUP", "DELCONSUMER", "s", "nog", "eve"],
+        &["XGROUP", "CREATECONSUMER", "s", "g0", "zed"],
+        &["XGROUP", "CREATECONSUMER", "s", "g0", "zed"],
+        &["XPENDING", "s", "g0"],
+        &["XREADGROUP", "GROUP", "g0", "frank", "NOACK", "STREAMS", "s", "0"],
+        &["XADD", "s", "5-1", "e", "5"],
+        &["XREADGROUP", "GROUP", "g0", "frank", "NOACK", "STREAMS", "s", ">"],
+        &["XPENDING", "s", "g0"],
+        &["XINFO", "GROUPS", "s"],
+        &["XGROUP", "SETID", "s", "g0", "$"],
+        &["XINFO", "GROUPS", "s"],
+        &["XGROUP", "SETID", "s", "g0", "-", "ENTRIESREAD", "3"],
+        &["XGROUP", "SETID", "s", "g0", "0", "FOO", "3"],
+        &["XGROUP", "SETID", "s", "nog", "0"],
+        &["XINFO", "GROUPS", "s"],
+        &["XREADGROUP", "GROUP", "g0", "frank", "STREAMS", "s", ">"],
+        &["XINFO", "GROUPS", "s"],
+        &["XGROUP", "DESTROY", "s", "g0"],
+        &["XGROUP", "DESTROY", "s", "g0"],
+        &["XINFO", "GROUPS", "s"],
+        &["XINFO", "CONSUMERS", "s", "nog"],
+        &["XINFO", "CONSUMERS", "s"],
+        &["XINFO", "FOO", "s"],
+        &["XINFO", "HELP"],
+        &["XINFO", "STREAM", "s", "BAD"],
+        &["XGROUP", "CREATE", "nos", "g", "0"],
+    ],
+    // XREAD and XREADGROUP: options, errors, several keys, RESP2 arrays and RESP3 maps
+    &[
+        &["XADD", "{r}a", "1-1", "f", "1"],
+        &["XADD", "{r}a", "2-1", "f", "2"],
+        &["XADD", "{r}b", "3-1", "g", "3"],
+        &["XREAD", "STREAMS", "{r}a", "0"],
+        &["XREAD", "COUNT", "1", "STREAMS", "{r}a", "{r}b", "0", "0"],
+        &["XREAD", "COUNT", "0", "STREAMS", "{r}a", "{r}b", "1-1", "(0"],
+        &["XREAD", "STREAMS", "{r}a", "{r}b", "{r}c", "0", "3-1", "0"],
+        &["XREAD", "STREAMS", "{r}a", "$"],
+        &["XREAD", "STREAMS", "{r}a", ">"],
+        &["XREAD", "STREAMS", "{r}a"],
+        &["XREAD", "STREAMS", "{r}a", "{r}b", "0"],
+        &["XREAD", "STREAMS", "{r}a", "{r}b", "0", "0", "0"],
+        &["XREAD", "GROUP", "g", "c", "STREAMS", "{r}a", "0"],
+        &["XREAD", "NOACK", "STREAMS", "{r}a", "0"],
+        &["XREAD", "COUNT", "x", "STREAMS", "{r}a", "0"],
+        &["XREAD", "BLOCK", "x", "STREAMS", "{r}a", "0"],
+        &["XREAD", "BLOCK", "-1", "STREAMS", "{r}a", "0"],
+        &["XREAD", "FOO", "STREAMS", "{r}a", "0"],
+        &["XREAD", "COUNT", "1"],
+        &["XREAD", "STREAMS", "{r}a", "bad"],
+        &["XREAD", "BLOCK", "10", "STREAMS", "{r}a", "$"],
+        &["XREAD", "COUNT", "1", "BLOCK", "10", "STREAMS", "{r}a", "0"],
+        &["XGROUP", "CREATE", "{r}a", "g", "0"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}a", "{r}b", ">", ">"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}a", "$"],
+        &["XREADGROUP", "GROUP", "nog", "c", "STREAMS", "{r}a", ">"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}zz", ">"],
+        &["XREADGROUP", "STREAMS", "{r}a", "0", "x", "y"],
+        &["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "{r}a", ">", "x"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}a", ">"],
+        &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{r}a", ">"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}a", "0"],
+        &["MULTI"],
+        &["XREAD", "BLOCK", "0", "STREAMS", "{r}a", "$"],
+        &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "{r}a", ">"],
+        &["XADD", "{r}a", "9-1", "f", "9"],
+        &["XREAD", "BLOCK", "0", "STREAMS", "{r}a", "2-1"],
+        &["EXEC"],
+        &["EVAL", "return redis.pcall('XREAD','BLOCK','0','STREAMS',KEYS[1],'$')", "1", "{r}a"],
+        &["EVAL", "return redis.call('XREAD','STREAMS',KEYS[1],'0')", "1", "{r}a"],
+        &["EVAL", "return redis.call('XADD',KEYS[1],'10-1','k','v')", "1", "{r}a"],
+        &["XRANGE", "{r}a", "-", "+"],
+    ],
+    // Approximate trimming removes whole nodes of 100 entries, as Redis's listpacks
+    &[
+        &["EVAL", "for i=1,250 do redis.call('XADD', KEYS[1], i .. '-0', 'f', 'v') end return 1", "1", "t"],
+        &["XTRIM", "t", "MAXLEN", "~", "120"],
+        &["XLEN", "t"],
+        &["XRANGE", "t", "-", "+", "COUNT", "1"],
+        &["XTRIM", "t", "MAXLEN", "~", "0", "LIMIT", "30"],
+        &["XTRIM", "t", "MAXLEN", "=", "120"],
+        &["XRANGE", "t", "-", "+", "COUNT", "1"],
+        &["XADD", "t", "MINID", "~", "200", "251-0", "f", "v"],
+        &["XLEN", "t"],
+        &["XADD", "t", "MINID", "200", "252-0", "f", "v"],
+        &["XLEN", "t"],
+        &["XRANGE", "t", "-", "+", "COUNT", "1"],
+        &["XDEL", "t", "200-0", "201-0"],
+        &["XTRIM", "t", "MAXLEN", "~", "10"],
+        &["XLEN", "t"],
+        &["EVAL", "for i=300,500 do redis.call('XADD', KEYS[1], i .. '-0', 'f', string.rep('x', 30)) end return 1", "1", "t"],
+        &["XTRIM", "t", "MAXLEN", "~", "100"],
+        &["XLEN", "t"],
+        &["XRANGE", "t", "-", "+", "COUNT", "1"],
+    ],
+];
+
+#[test]
+fn streams_match_redis() {
+    run_family("streams", STREAMS);
+}
+
+#[test]
+fn streams_match_redis_through_a_cluster_node() {
+    run_family_in_cluster("streams", STREAMS);
+}
 
 #[test]
 fn keyspace_notifications_match_redis() {
@@ -5865,6 +6191,67 @@ fn dump_payloads_restore_both_ways() {
             .collect();
         p.zadd_multiple("z_skiplist", &scored).ignore();
         p.pfadd("hll", &["a", "b", "c"]).ignore();
+        // A stream of three listpacks (fields shared or not, values long enough for LZF,
+        // deletions), a group with pending entries of two consumers, and an empty stream.
+        for i in 1..=250i64 {
+            let id = format!("{i}-{}", i % 3);
+            if i % 5 == 0 {
+                p.cmd("XADD")
+                    .arg("x_stream")
+                    .arg(&id)
+                    .arg("other")
+                    .arg(-i * 1000)
+                    .ignore();
+            } else {
+                p.cmd("XADD")
+                    .arg("x_stream")
+                    .arg(&id)
+                    .arg("f")
+                    .arg("v".repeat((i % 40) as usize))
+                    .arg("n")
+                    .arg(i)
+                    .ignore();
+            }
+        }
+        p.cmd("XDEL")
+            .arg("x_stream")
+            .arg("5-2")
+            .arg("100-1")
+            .ignore();
+        p.cmd("XGROUP")
+            .arg("CREATE")
+            .arg("x_stream")
+            .arg("g")
+            .arg("0")
+            .ignore();
+        p.cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg("g")
+            .arg("alice")
+            .arg("COUNT")
+            .arg(10)
+            .arg("STREAMS")
+            .arg("x_stream")
+            .arg(">")
+            .ignore();
+        p.cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg("g")
+            .arg("bob")
+            .arg("COUNT")
+            .arg(5)
+            .arg("STREAMS")
+            .arg("x_stream")
+            .arg(">")
+            .ignore();
+        p.cmd("XACK").arg("x_stream").arg("g").arg("3-0").ignore();
+        p.cmd("XGROUP")
+            .arg("CREATE")
+            .arg("x_empty")
+            .arg("g")
+            .arg("$")
+            .arg("MKSTREAM")
+            .ignore();
         p.cmd("SET")
             .arg("with_ttl")
             .arg("v")
@@ -5895,6 +6282,25 @@ fn dump_payloads_restore_both_ways() {
                 .arg("WITHSCORES")
                 .query(c)
                 .unwrap(),
+            "stream" => {
+                let entries: redis::Value = redis::cmd("XRANGE")
+                    .arg(k)
+                    .arg("-")
+                    .arg("+")
+                    .query(c)
+                    .unwrap();
+                let groups: redis::Value =
+                    redis::cmd("XINFO").arg("GROUPS").arg(k).query(c).unwrap();
+                let pending: redis::Value =
+                    redis::cmd("XPENDING").arg(k).arg("g").query(c).unwrap();
+                let info: Vec<redis::Value> =
+                    redis::cmd("XINFO").arg("STREAM").arg(k).query(c).unwrap();
+                // length, last-generated-id, max-deleted-entry-id, entries-added,
+                // recorded-first-entry-id (not the radix tree's sizes)
+                let counters: Vec<&redis::Value> =
+                    [1, 7, 9, 11, 13].iter().map(|&i| &info[i]).collect();
+                return format!("stream {entries:?} {groups:?} {pending:?} {counters:?}");
+            }
             other => panic!("unexpected type {other}"),
         };
         format!("{kind} {v:?}")
@@ -5908,7 +6314,7 @@ fn dump_payloads_restore_both_ways() {
         fill(src);
         redis::cmd("FLUSHALL").query::<()>(dst).unwrap();
         let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(src).unwrap();
-        assert_eq!(keys.len(), 21, "{name}: every key filled");
+        assert_eq!(keys.len(), 23, "{name}: every key filled");
         for k in &keys {
             let payload: Vec<u8> = redis::cmd("DUMP").arg(k).query(src).unwrap();
             let ttl: i64 = redis::cmd("PTTL").arg(k).query(src).unwrap();

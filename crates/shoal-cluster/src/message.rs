@@ -80,6 +80,11 @@ const TAG_LIVE_LIST: u8 = 5;
 const TAG_LIVE_ZSET: u8 = 6;
 /// A delta (REPLICATE_AT only): a command to run on the key's state of version `base`.
 const TAG_DELTA: u8 = 7;
+/// A live stream: TAG_LIVE's layout, the value in `Stream::encode`'s form.
+const TAG_LIVE_STREAM: u8 = 8;
+/// A delta run on the owner's clock (REPLICATE_AT only): TAG_DELTA's layout, then the
+/// owner's Unix ms when the command ran.
+const TAG_DELTA_AT: u8 = 9;
 
 /// One entry of a replication batch (REPLICATE_AT).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +101,10 @@ pub enum Change {
         /// not change the version, so the replica takes it from here.
         expire_at_ms: u64,
         command: Bytes,
+        /// The owner's Unix ms when the command ran, for a command whose result depends on
+        /// the time (a stream's delivery times and idle checks): the replica runs it at that
+        /// time. 0: on the replica's own clock.
+        clock_ms: u64,
     },
 }
 
@@ -103,7 +112,9 @@ pub enum Change {
 pub fn change_len(key: &[u8], change: &Change) -> usize {
     match change {
         Change::State(state) => entry_len(key, state),
-        Change::Delta { command, .. } => 1 + 8 + 4 + key.len() + 8 + 8 + 4 + command.len(),
+        Change::Delta {
+            command, clock_ms, ..
+        } => 1 + 8 + 4 + key.len() + 8 + 8 + 4 + command.len() + 8 * usize::from(*clock_ms != 0),
     }
 }
 
@@ -327,12 +338,21 @@ pub fn encode_replicate_at<'a>(
                 version,
                 expire_at_ms,
                 command,
+                clock_ms,
             } => {
-                put_head(b, TAG_DELTA, *version, key);
+                let tag = if *clock_ms != 0 {
+                    TAG_DELTA_AT
+                } else {
+                    TAG_DELTA
+                };
+                put_head(b, tag, *version, key);
                 b.put_u64(*base);
                 b.put_u64(*expire_at_ms);
                 b.put_u32(command.len() as u32);
                 b.put_slice(command);
+                if *clock_ms != 0 {
+                    b.put_u64(*clock_ms);
+                }
                 true
             }
         },
@@ -558,6 +578,7 @@ fn put_state(b: &mut BytesMut, key: &[u8], state: &KeyState) -> bool {
                 Kind::Set => TAG_LIVE_SET,
                 Kind::List => TAG_LIVE_LIST,
                 Kind::ZSet => TAG_LIVE_ZSET,
+                Kind::Stream => TAG_LIVE_STREAM,
             };
             put_head(b, tag, *version, key);
             b.put_u32(*flags);
@@ -760,22 +781,26 @@ pub fn decode_request(
                 }
                 let key = r.bytes(key_len)?;
                 let state = match tag {
-                    TAG_DELTA if kind == KIND_REPLICATE_AT => {
+                    TAG_DELTA | TAG_DELTA_AT if kind == KIND_REPLICATE_AT => {
                         let base = r.u64()?;
                         let expire_at_ms = r.u64()?;
                         let len = r.u32()? as usize;
+                        let command = r.bytes(len)?;
+                        let clock_ms = if tag == TAG_DELTA_AT { r.u64()? } else { 0 };
                         entries.push((
                             key,
                             Change::Delta {
                                 base,
                                 version,
                                 expire_at_ms,
-                                command: r.bytes(len)?,
+                                command,
+                                clock_ms,
                             },
                         ));
                         continue;
                     }
-                    TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET | TAG_LIVE_LIST | TAG_LIVE_ZSET => {
+                    TAG_LIVE | TAG_LIVE_HASH | TAG_LIVE_SET | TAG_LIVE_LIST | TAG_LIVE_ZSET
+                    | TAG_LIVE_STREAM => {
                         let flags = r.u32()?;
                         let expire_at_ms = r.u64()?;
                         let len = r.u32()? as usize;
@@ -785,6 +810,7 @@ pub fn decode_request(
                                 TAG_LIVE_HASH => Kind::Hash,
                                 TAG_LIVE_SET => Kind::Set,
                                 TAG_LIVE_LIST => Kind::List,
+                                TAG_LIVE_STREAM => Kind::Stream,
                                 _ => Kind::ZSet,
                             },
                             value: r.bytes(len)?,
@@ -1089,6 +1115,7 @@ mod tests {
             version: 9,
             expire_at_ms: 123,
             command: Bytes::from_static(b"*3\r\n$4\r\nHDEL\r\n$1\r\nh\r\n$1\r\nf\r\n"),
+            clock_ms: 0,
         };
         let body = encode_replicate_at(5, [(&b"h"[..], &delta)].into_iter());
         assert_eq!(body.len(), 1 + 8 + 4 + change_len(b"h", &delta));

@@ -596,6 +596,7 @@ fn apply_replicated(
                 version,
                 expire_at_ms,
                 command,
+                clock_ms,
             } => match apply_delta(
                 node,
                 cluster,
@@ -605,6 +606,7 @@ fn apply_replicated(
                 *expire_at_ms,
                 command,
                 now,
+                *clock_ms,
             ) {
                 Some(true) => {
                     cluster
@@ -654,6 +656,7 @@ fn apply_delta(
     expire_at_ms: u64,
     command: &Bytes,
     now: u64,
+    clock_ms: u64,
 ) -> Option<bool> {
     let store = &node.engine.store;
     let held = store.read(key, now, shoal_store::Access::Peek, |e| {
@@ -674,7 +677,9 @@ fn apply_delta(
     let mut session = shoal_engine::cmd::Session::new(cluster.internal.clone(), true);
     session.internal = true;
     let (reply, writes) = shoal_store::record_writes(Some(version), || {
-        shoal_engine::cmd::run_replicated(node, &mut session, spec, &args, now)
+        // A time-dependent command runs on the owner's clock (see `Change::Delta`).
+        let at = if clock_ms != 0 { clock_ms } else { now };
+        shoal_engine::cmd::run_replicated(node, &mut session, spec, &args, at)
     });
     let ran = !matches!(reply, shoal_resp::Reply::Error(_))
         && writes.count == 1

@@ -283,6 +283,16 @@ mod tests {
             (spec.arity.unsigned_abs() as usize).max(3) | 1
         };
         let mut args = vec![Bytes::from(spec.name)];
+        // XREAD's and XREADGROUP's keys follow their STREAMS option.
+        if spec.numkeys == cmd::STREAMS_KEYS {
+            if spec.name == "xreadgroup" {
+                args.extend(["GROUP", "g", "c"].map(Bytes::from));
+            }
+            args.push(Bytes::from("STREAMS"));
+            args.extend((1..3).map(|i| Bytes::from(format!("k{i}{tag}"))));
+            args.extend(["0", "0"].map(Bytes::from));
+            return args;
+        }
         args.extend((1..argc).map(|i| Bytes::from(format!("k{i}{tag}"))));
         // A counted row's keys are the rest of the request.
         let count = usize::from(spec.numkeys);

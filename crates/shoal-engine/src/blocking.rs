@@ -42,6 +42,9 @@ pub struct Block {
     pub deadline_ms: Option<u64>,
     /// The reply when it gives up (a null array, for every blocking command).
     pub timeout_reply: Reply,
+    /// The command to run at each wake-up instead of the one that blocked: XREAD with its
+    /// `$` IDs resolved when it blocked. `None`: the same command.
+    pub args: Option<Vec<bytes::Bytes>>,
 }
 
 /// The clients blocked on keys of one node.

@@ -7,7 +7,7 @@
 //! or ziplists, and ziplists (older payloads). Pure functions; every length read from a
 //! payload is checked against what is left of it before anything is allocated.
 
-use shoal_store::{Collection, Hash, List, Set, ZSet};
+use shoal_store::{Collection, Group, Hash, List, Nack, Set, Stream, StreamId, ZSet};
 
 /// The RDB version DUMP writes (Redis 6.2's: every Redis since restores it).
 pub const WRITTEN_VERSION: u16 = 9;
@@ -28,7 +28,13 @@ const TYPE_LIST_QUICKLIST: u8 = 14;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
+const TYPE_STREAM_LISTPACKS: u8 = 15;
+const TYPE_STREAM_LISTPACKS_2: u8 = 19;
 const TYPE_SET_LISTPACK: u8 = 20;
+const TYPE_STREAM_LISTPACKS_3: u8 = 21;
+/// The RDB version of a stream's payload (Redis 7.0's: its stream type, 19, is read by
+/// every Redis since 7.0).
+const STREAM_VERSION: u16 = 10;
 
 /// A value as DUMP takes and RESTORE gives it.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,6 +135,11 @@ pub fn dump_collection(value: &Collection) -> Vec<u8> {
                 put_str(&mut out, v);
             }
         }
+        Collection::Stream(st) => {
+            out.push(TYPE_STREAM_LISTPACKS_2);
+            put_stream(&mut out, st);
+            return seal_as(out, STREAM_VERSION);
+        }
         Collection::ZSet(z) => {
             out.push(TYPE_ZSET_2);
             put_len(&mut out, z.len());
@@ -142,8 +153,12 @@ pub fn dump_collection(value: &Collection) -> Vec<u8> {
 }
 
 /// Adds the version and the checksum.
-fn seal(mut out: Vec<u8>) -> Vec<u8> {
-    out.extend_from_slice(&WRITTEN_VERSION.to_le_bytes());
+fn seal(out: Vec<u8>) -> Vec<u8> {
+    seal_as(out, WRITTEN_VERSION)
+}
+
+fn seal_as(mut out: Vec<u8>, version: u16) -> Vec<u8> {
+    out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -357,10 +372,134 @@ impl<'a> Reader<'a> {
                 }
                 Collection::List(l)
             }
+            TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
+                Collection::Stream(Box::new(self.stream(kind)?))
+            }
             _ => return None,
         };
         // Bytes after the value are left alone, as Redis leaves them.
         Some(Value::Coll(coll))
+    }
+
+    fn raw_id(&mut self) -> Option<StreamId> {
+        let b = self.take(16)?;
+        Some(StreamId::new(
+            u64::from_be_bytes(b[..8].try_into().ok()?),
+            u64::from_be_bytes(b[8..].try_into().ok()?),
+        ))
+    }
+
+    fn len_id(&mut self) -> Option<StreamId> {
+        Some(StreamId::new(self.len64()?, self.len64()?))
+    }
+
+    /// A length that may use all 64 bits (an ID's parts, a group's `entries_read` of -1).
+    fn len64(&mut self) -> Option<u64> {
+        let first = *self.b.first()?;
+        if first == 0x81 {
+            self.byte()?;
+            return Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?));
+        }
+        self.len().map(|n| n as u64)
+    }
+
+    fn ms_time(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    /// A stream of RDB type 15, 19 or 21 (Redis 5 to 7.2): its listpacks' live entries,
+    /// counters and consumer groups (Redis's `rdbLoadObject`).
+    fn stream(&mut self, kind: u8) -> Option<Stream> {
+        let nodes = self.count(2)?;
+        let mut s = Stream::new();
+        let mut entries = 0u64;
+        for _ in 0..nodes {
+            let master = self.string()?;
+            if master.len() != 16 {
+                return None;
+            }
+            let master = Reader {
+                b: &master,
+                budget: 0,
+            }
+            .raw_id()?;
+            let lp = self.string()?;
+            entries += stream_node(&lp, master, &mut s)?;
+        }
+        let length = self.len64()?;
+        let last_id = self.len_id()?;
+        if length != entries || s.last().is_some_and(|(top, _)| top > last_id) {
+            return None;
+        }
+        let (first_id, max_deleted, added) = if kind == TYPE_STREAM_LISTPACKS {
+            (
+                s.first().map_or(StreamId::MIN, |(id, _)| id),
+                StreamId::MIN,
+                length,
+            )
+        } else {
+            (self.len_id()?, self.len_id()?, self.len64()?)
+        };
+        s.last_id = last_id;
+        s.first_id = first_id;
+        s.max_deleted = max_deleted;
+        s.entries_added = added;
+        let groups = self.count(3)?;
+        for _ in 0..groups {
+            let name = self.string()?;
+            let last = self.len_id()?;
+            let read = if kind == TYPE_STREAM_LISTPACKS {
+                s.entries_up_to(last)
+            } else {
+                self.len64()? as i64
+            };
+            let mut g = Group::new(last, read);
+            let pel = self.count(17)?;
+            for _ in 0..pel {
+                let id = self.raw_id()?;
+                let nack = Nack {
+                    consumer: Box::default(),
+                    delivery_ms: self.ms_time()?,
+                    deliveries: self.len64()?,
+                };
+                if g.pel.insert(id, nack).is_some() {
+                    return None;
+                }
+            }
+            let consumers = self.count(10)?;
+            for _ in 0..consumers {
+                let cname = self.string()?;
+                let seen = self.ms_time()?;
+                let active = if kind == TYPE_STREAM_LISTPACKS_3 {
+                    self.ms_time()? as i64
+                } else {
+                    seen as i64
+                };
+                let (c, created) = g.consumer(&cname, seen);
+                if !created {
+                    return None;
+                }
+                c.active_ms = active;
+                let owned = self.count(16)?;
+                for _ in 0..owned {
+                    let id = self.raw_id()?;
+                    let n = g.pel.get_mut(&id)?;
+                    if !n.consumer.is_empty() {
+                        return None;
+                    }
+                    n.consumer = cname.clone().into();
+                    g.consumers.get_mut(&cname[..])?.pending.insert(id);
+                }
+            }
+            // Every pending entry belongs to a consumer.
+            if g.pel.values().any(|n| n.consumer.is_empty()) {
+                return None;
+            }
+            if !s.create_group(&name, g) {
+                return None;
+            }
+        }
+        Some(s)
     }
 
     /// A score of the oldest sorted-set type: a length byte, 253-255 for nan, inf, -inf.
@@ -435,6 +574,220 @@ fn intset(b: &[u8], mut f: impl FnMut(i64)) -> Option<()> {
         });
     }
     Some(())
+}
+
+/// The live entries of one stream listpack (master entry, then entries delta-encoded from
+/// `master`), appended to `s` in order; how many. `None` when it does not parse, or its IDs
+/// do not rise.
+fn stream_node(lp: &[u8], master: StreamId, s: &mut Stream) -> Option<u64> {
+    let mut elems: Vec<Vec<u8>> = Vec::new();
+    listpack(lp, |e| elems.push(e.to_vec()))?;
+    let int = |e: &Vec<u8>| -> Option<i64> { std::str::from_utf8(e).ok()?.parse().ok() };
+    let mut it = elems.iter();
+    let _count = int(it.next()?)?;
+    let _deleted = int(it.next()?)?;
+    let nfields = usize::try_from(int(it.next()?)?).ok()?;
+    if nfields > elems.len() {
+        return None;
+    }
+    let fields: Vec<&Vec<u8>> = it.by_ref().take(nfields).collect();
+    if fields.len() != nfields || int(it.next()?)? != 0 {
+        return None;
+    }
+    let mut live = 0;
+    while let Some(flags) = it.next() {
+        let flags = int(flags)?;
+        let ms = master.ms.wrapping_add(int(it.next()?)? as u64);
+        let seq = master.seq.wrapping_add(int(it.next()?)? as u64);
+        let mut pairs: Vec<&[u8]> = Vec::new();
+        if flags & 2 != 0 {
+            for f in &fields {
+                pairs.push(f);
+                pairs.push(it.next()?);
+            }
+        } else {
+            let n = usize::try_from(int(it.next()?)?).ok()?;
+            if n > elems.len() {
+                return None;
+            }
+            for _ in 0..2 * n {
+                pairs.push(it.next()?);
+            }
+        }
+        let _lp_count = it.next()?;
+        if flags & 1 != 0 {
+            continue;
+        }
+        let id = StreamId::new(ms, seq);
+        if pairs.is_empty() || s.last().is_some_and(|(top, _)| top >= id) || id.is_zero() {
+            return None;
+        }
+        s.append(id, &pairs);
+        live += 1;
+    }
+    Some(live)
+}
+
+/// Appends one listpack element: a canonical integer as an integer, else a string.
+fn lp_push(out: &mut Vec<u8>, e: &[u8]) {
+    match shoal_resp::string2ll(e).filter(|n| {
+        let mut digits = [0u8; 20];
+        shoal_resp::format_int(*n, &mut digits) == e
+    }) {
+        Some(n) => lp_push_int(out, n),
+        None => {
+            let start = out.len();
+            let n = e.len();
+            if n < 64 {
+                out.push(0x80 | n as u8);
+            } else if n < 4096 {
+                out.extend_from_slice(&[0xe0 | (n >> 8) as u8, n as u8]);
+            } else {
+                out.push(0xf0);
+                out.extend_from_slice(&(n as u32).to_le_bytes());
+            }
+            out.extend_from_slice(e);
+            lp_backlen(out, out.len() - start);
+        }
+    }
+}
+
+fn lp_push_int(out: &mut Vec<u8>, n: i64) {
+    let start = out.len();
+    if (0..=127).contains(&n) {
+        out.push(n as u8);
+    } else if (-4096..4096).contains(&n) {
+        let u = (n as u16) & 0x1fff;
+        out.extend_from_slice(&[0xc0 | (u >> 8) as u8, u as u8]);
+    } else if let Ok(v) = i16::try_from(n) {
+        out.push(0xf1);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else if (-(1 << 23)..(1 << 23)).contains(&n) {
+        out.push(0xf2);
+        out.extend_from_slice(&(n as i32).to_le_bytes()[..3]);
+    } else if let Ok(v) = i32::try_from(n) {
+        out.push(0xf3);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else {
+        out.push(0xf4);
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    lp_backlen(out, out.len() - start);
+}
+
+/// An element's length again, backwards (Redis's `lpEncodeBacklen`).
+fn lp_backlen(out: &mut Vec<u8>, l: usize) {
+    let n = shoal_store::listpack_backlen(l);
+    for i in (0..n).rev() {
+        let b = ((l >> (7 * i)) & 127) as u8;
+        out.push(if i == n - 1 { b } else { b | 128 });
+    }
+}
+
+/// A listpack of the elements `body` writes, which answers how many (header, elements, end
+/// byte).
+fn listpack_of(body: impl FnOnce(&mut Vec<u8>) -> usize) -> Vec<u8> {
+    let mut lp = vec![0u8; 6];
+    let count = body(&mut lp);
+    lp.push(0xff);
+    let total = lp.len() as u32;
+    lp[..4].copy_from_slice(&total.to_le_bytes());
+    lp[4..6].copy_from_slice(&(count.min(65535) as u16).to_le_bytes());
+    lp
+}
+
+fn put_len64(out: &mut Vec<u8>, n: u64) {
+    match usize::try_from(n) {
+        Ok(n) if u32::try_from(n).is_ok() => put_len(out, n),
+        _ => {
+            out.push(0x81);
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+}
+
+fn put_raw_id(out: &mut Vec<u8>, id: StreamId) {
+    out.extend_from_slice(&id.ms.to_be_bytes());
+    out.extend_from_slice(&id.seq.to_be_bytes());
+}
+
+/// A stream as RDB type 19 (Redis 7.0's): its entries in listpacks of up to 100 entries,
+/// each delta-encoded from its first, then the counters and the groups.
+fn put_stream(out: &mut Vec<u8>, s: &Stream) {
+    let all: Vec<(StreamId, &[u8])> = s.range(StreamId::MIN, StreamId::MAX).collect();
+    let chunks: Vec<&[(StreamId, &[u8])]> = all
+        .chunks(shoal_store::STREAM_NODE_MAX_ENTRIES as usize)
+        .collect();
+    put_len(out, chunks.len());
+    for chunk in chunks {
+        let (master, first) = chunk[0];
+        let fields: Vec<&[u8]> = shoal_store::stream_fields(first).step_by(2).collect();
+        let lp = listpack_of(|lp| {
+            let mut count = 4 + fields.len();
+            lp_push_int(lp, chunk.len() as i64);
+            lp_push_int(lp, 0);
+            lp_push_int(lp, fields.len() as i64);
+            for f in &fields {
+                lp_push(lp, f);
+            }
+            lp_push_int(lp, 0);
+            for &(id, packed) in chunk {
+                let own: Vec<&[u8]> = shoal_store::stream_fields(packed).collect();
+                let same = own.len() == 2 * fields.len()
+                    && own.iter().step_by(2).zip(&fields).all(|(a, b)| a == b);
+                lp_push_int(lp, if same { 2 } else { 0 });
+                lp_push_int(lp, id.ms.wrapping_sub(master.ms) as i64);
+                lp_push_int(lp, id.seq.wrapping_sub(master.seq) as i64);
+                if same {
+                    for v in own.iter().skip(1).step_by(2) {
+                        lp_push(lp, v);
+                    }
+                    lp_push_int(lp, fields.len() as i64 + 3);
+                    count += fields.len() + 4;
+                } else {
+                    lp_push_int(lp, (own.len() / 2) as i64);
+                    for e in &own {
+                        lp_push(lp, e);
+                    }
+                    lp_push_int(lp, own.len() as i64 + 4);
+                    count += own.len() + 5;
+                }
+            }
+            count
+        });
+        let mut key = Vec::with_capacity(16);
+        put_raw_id(&mut key, master);
+        put_str(out, &key);
+        put_str(out, &lp);
+    }
+    put_len(out, s.len());
+    for id in [s.last_id, s.first_id, s.max_deleted] {
+        put_len64(out, id.ms);
+        put_len64(out, id.seq);
+    }
+    put_len64(out, s.entries_added);
+    put_len(out, s.groups().len());
+    for (name, g) in s.groups() {
+        put_str(out, name);
+        put_len64(out, g.last_id.ms);
+        put_len64(out, g.last_id.seq);
+        put_len64(out, g.entries_read as u64);
+        put_len(out, g.pel.len());
+        for (id, n) in &g.pel {
+            put_raw_id(out, *id);
+            out.extend_from_slice(&n.delivery_ms.to_le_bytes());
+            put_len64(out, n.deliveries);
+        }
+        put_len(out, g.consumers.len());
+        for (cname, c) in &g.consumers {
+            put_str(out, cname);
+            out.extend_from_slice(&c.seen_ms.to_le_bytes());
+            put_len(out, c.pending.len());
+            for id in &c.pending {
+                put_raw_id(out, *id);
+            }
+        }
+    }
 }
 
 /// The elements of a listpack (`packed`) or ziplist taken two by two (a hash's fields and
@@ -617,8 +970,21 @@ mod tests {
             Collection::Set(s),
             Collection::List(l),
             Collection::ZSet(z),
+            Collection::Stream(Box::new(sample_stream(&big))),
+            Collection::Stream(Box::default()),
         ] {
             let payload = dump_collection(&c);
+            let mut c = c;
+            if let Collection::Stream(st) = &mut c {
+                // RDB type 19 has no consumer's active time: Redis takes its seen time.
+                for name in ["g", "none"] {
+                    if let Some(g) = st.group_mut(name.as_bytes()) {
+                        for c in g.consumers.values_mut() {
+                            c.active_ms = c.seen_ms as i64;
+                        }
+                    }
+                }
+            }
             assert_eq!(restore(&payload, usize::MAX), Ok(Value::Coll(c)));
         }
     }
@@ -669,6 +1035,30 @@ mod tests {
 
     /// Mutated payloads (bytes changed, cut, repeated; then sealed with a good checksum so
     /// the reader sees them) are read or refused, never a panic; what reads writes back.
+    /// 250 entries (three listpacks), fields shared or not, integers and a large value, a
+    /// group with two consumers' pending entries and one without.
+    fn sample_stream(big: &[u8]) -> Stream {
+        let mut st = Stream::new();
+        for i in 1..=250u64 {
+            let n = (i * 7919).to_string();
+            let id = StreamId::new(1_700_000_000_000 + i, i % 3);
+            match i % 5 {
+                0 => st.append(id, &[b"other", n.as_bytes(), b"x", b"-5"]),
+                1 if i == 1 => st.append(id, &[b"f", big]),
+                _ => st.append(id, &[b"f", n.as_bytes()]),
+            }
+        }
+        let mut g = Group::new(StreamId::new(1_700_000_000_010, 1), 10);
+        g.consumer(b"alice", 5);
+        g.consumer(b"bob", 6);
+        g.consumer(b"idle", 7);
+        g.deliver(StreamId::new(1_700_000_000_002, 2), b"alice", 9);
+        g.deliver(StreamId::new(1_700_000_000_003, 0), b"bob", 9);
+        st.create_group(b"g", g);
+        st.create_group(b"none", Group::new(StreamId::MIN, -1));
+        st
+    }
+
     #[test]
     fn mutated_payloads_never_panic() {
         let mut z = ZSet::new();
@@ -684,6 +1074,7 @@ mod tests {
         let bases: Vec<Vec<u8>> = vec![
             dump_string(b"some value"),
             dump_collection(&Collection::ZSet(z)),
+            dump_collection(&Collection::Stream(Box::new(sample_stream(b"v")))),
             seal(hash_lp),
             seal(quick),
             seal(vec![TYPE_STRING, 0xc3, 5, 10, 0x00, b'a', 0xe0, 0x00, 0x00]),

@@ -4,6 +4,7 @@ use crate::hash::Hash;
 use crate::list::List;
 use crate::rng;
 use crate::set::Set;
+use crate::stream::Stream;
 use crate::zset::ZSet;
 
 /// Bytes charged per entry on top of its key and value, for `used_memory` and `maxmemory`.
@@ -33,6 +34,7 @@ pub enum Kind {
     Set,
     List,
     ZSet,
+    Stream,
 }
 
 impl Kind {
@@ -44,6 +46,7 @@ impl Kind {
             Kind::Set => "set",
             Kind::List => "list",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -67,6 +70,7 @@ pub enum Collection {
     Set(Set),
     List(List),
     ZSet(ZSet),
+    Stream(Box<Stream>),
 }
 
 impl Collection {
@@ -76,6 +80,7 @@ impl Collection {
             Collection::Set(_) => Kind::Set,
             Collection::List(_) => Kind::List,
             Collection::ZSet(_) => Kind::ZSet,
+            Collection::Stream(_) => Kind::Stream,
         }
     }
 
@@ -85,6 +90,7 @@ impl Collection {
             Collection::Set(s) => s.is_empty(),
             Collection::List(l) => l.is_empty(),
             Collection::ZSet(z) => z.is_empty(),
+            Collection::Stream(s) => s.is_empty(),
         }
     }
 
@@ -95,6 +101,7 @@ impl Collection {
             Collection::Set(s) => s.encoding(),
             Collection::List(l) => l.encoding(),
             Collection::ZSet(z) => z.encoding(),
+            Collection::Stream(_) => "stream",
         }
     }
 
@@ -104,6 +111,7 @@ impl Collection {
             Collection::Set(s) => s.heap_bytes(),
             Collection::List(l) => l.heap_bytes(),
             Collection::ZSet(z) => z.heap_bytes(),
+            Collection::Stream(s) => std::mem::size_of::<Stream>() + s.heap_bytes(),
         }
     }
 
@@ -114,6 +122,7 @@ impl Collection {
             Collection::Set(s) => s.encode(),
             Collection::List(l) => l.encode(),
             Collection::ZSet(z) => z.encode(),
+            Collection::Stream(s) => s.encode(),
         }
     }
 
@@ -125,6 +134,7 @@ impl Collection {
             Kind::Set => Set::decode(b).map(Collection::Set),
             Kind::List => List::decode(b).map(Collection::List),
             Kind::ZSet => ZSet::decode(b).map(Collection::ZSet),
+            Kind::Stream => Stream::decode(b).map(|s| Collection::Stream(Box::new(s))),
             Kind::String => None,
         }
     }

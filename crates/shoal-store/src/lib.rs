@@ -49,6 +49,7 @@ mod rng;
 mod set;
 mod shard;
 mod store;
+mod stream;
 mod tombstone;
 mod varint;
 mod zset;
@@ -67,4 +68,8 @@ pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, split_key, stored_key, SLOTS};
 pub use store::{record_writes, take_contention, without_touching, Contention, Writes};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};
+pub use stream::{fields as stream_fields, Consumer, Group, Nack, Stream, StreamId, TrimBy};
+pub use stream::{
+    NODE_MAX_BYTES as STREAM_NODE_MAX_BYTES, NODE_MAX_ENTRIES as STREAM_NODE_MAX_ENTRIES,
+};
 pub use zset::ZSet;

@@ -35,7 +35,7 @@ pub struct List {
 
 /// Bytes an element takes in a Redis listpack: an integer in canonical form as an integer
 /// (1 to 9 bytes), a string with a 1-, 2- or 5-byte header; then its back-length.
-fn lp_entry_size(v: &[u8]) -> usize {
+pub(crate) fn lp_entry_size(v: &[u8]) -> usize {
     let int = std::str::from_utf8(v)
         .ok()
         .filter(|t| t.len() <= 20)

@@ -18,6 +18,7 @@ use crate::rng;
 use crate::set::Set;
 use crate::shard::{shard_of_slot, slot_at, sub_slot, Shard, SHARDS, SLOTS_PER_SHARD};
 use crate::slot::{key_slot, SLOTS};
+use crate::stream::Stream;
 use crate::zset::ZSet;
 
 /// Store configuration; every field can be changed at run time through the `Store` setters.
@@ -113,6 +114,14 @@ impl<'a> Entry<'a> {
     pub fn list(&self) -> Option<&'a List> {
         match self.coll {
             Some(Collection::List(l)) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The value, for a stream.
+    pub fn stream(&self) -> Option<&'a Stream> {
+        match self.coll {
+            Some(Collection::Stream(s)) => Some(s),
             _ => None,
         }
     }
@@ -493,6 +502,14 @@ impl<'a> Slot<'a> {
         }
     }
 
+    /// The key's stream, if it holds one.
+    pub fn stream(&self) -> Option<&Stream> {
+        match self.coll() {
+            Some(Collection::Stream(s)) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Edits the key's collection, creating it with `create` (no TTL) when the key is absent;
     /// the caller checked that the key is absent or of `create`'s kind (another value is
     /// replaced rather than panicking). `f` says whether it changed the collection: only a
@@ -591,6 +608,18 @@ impl<'a> Slot<'a> {
             |c| match c {
                 Collection::List(l) => f(l),
                 _ => unreachable!("edit_coll made it a list"),
+            },
+        )
+    }
+
+    /// [`Slot::edit_coll`] for a stream (an absent key starts empty; a stream left empty
+    /// stays, as in Redis).
+    pub fn edit_stream<R>(&mut self, f: impl FnOnce(&mut Stream) -> (R, bool)) -> R {
+        self.edit_coll(
+            || Collection::Stream(Box::default()),
+            |c| match c {
+                Collection::Stream(s) => f(s),
+                _ => unreachable!("edit_coll made it a stream"),
             },
         )
     }

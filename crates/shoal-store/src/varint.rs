@@ -44,6 +44,19 @@ pub(crate) fn get(b: &[u8]) -> (usize, usize) {
     unreachable!("varints in this crate's buffers are written whole")
 }
 
+/// [`get`] for bytes from outside (a replicated value): `None` when the varint is cut short
+/// or longer than a `usize` holds.
+pub(crate) fn checked_get(b: &[u8]) -> Option<(usize, usize)> {
+    let mut n = 0usize;
+    for (i, &byte) in b.iter().enumerate().take(9) {
+        n |= usize::from(byte & 0x7F) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((n, i + 1));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

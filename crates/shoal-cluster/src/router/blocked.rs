@@ -404,6 +404,8 @@ pub(super) fn single(
     block: Block,
 ) -> Outcome {
     let client = Client::of(session);
+    // XREAD's `$` resolved when it blocked (`Block::args`).
+    let args = block.args.as_deref().unwrap_or(args);
     // A CLIENT UNBLOCK from before this wait is spent; one from the moment the client is
     // registered (and counts in blocked_clients) on must hold.
     client.info.unblock.store(0, Ordering::Relaxed);
@@ -438,7 +440,19 @@ pub(super) fn clustered(
     args: &[Bytes],
     block: Option<Block>,
 ) -> Outcome {
+    // Inside a transaction XREAD and XREADGROUP answer at once: without BLOCK, the owner
+    // does (a round of waiting there would let the transaction's later writes in).
+    if session.no_block && block.is_none() {
+        if let Some(once) = wait::without_block(spec, args) {
+            return plain_forward(node, session, spec, &once);
+        }
+    }
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    // XREAD's `$` resolved when it blocked here (`Block::args`).
+    let args = match block.as_ref().and_then(|b| b.args.as_deref()) {
+        Some(again) => again,
+        None => args,
+    };
     let (deadline_ms, timeout_reply) = match &block {
         Some(b) => (b.deadline_ms, b.timeout_reply.clone()),
         None => match wait::timeout_of(spec, args, now_ms()) {
@@ -468,12 +482,15 @@ pub(super) fn clustered(
         false => deadline_of(deadline_ms),
     };
     let chunk = cluster.timeouts.request / 4;
-    let (node, args) = (node.clone(), args.to_vec());
+    let (node, mut args) = (node.clone(), args.to_vec());
     let limit = reply_limit(session);
     Outcome::Later(Box::pin(async move {
         let _shown = shown;
         let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
         let timed_out = encode(&timeout_reply, client.proto);
+        // XREAD's `$` stands for the last IDs when the client asked: resolved once at the
+        // owner before the first forwarded round, so no round reads after later ones.
+        let mut resolve = cmd::stream::last_ids_request(&args);
         loop {
             let started = Instant::now();
             let round_end = deadline.map_or(started + chunk, |d| d.min(started + chunk));
@@ -516,6 +533,35 @@ pub(super) fn clustered(
                         None => cluster.blocked_forwards.acquire().await.ok(),
                     };
                     if let Some(_permit) = permit {
+                        if let Some(req) = resolve.take() {
+                            let body = encode_command(
+                                Protocol::Resp2,
+                                client.db,
+                                None,
+                                &req,
+                                cluster.deadline_ms(),
+                                limit,
+                            );
+                            let slots = (1..req.len())
+                                .map(|i| shoal_store::key_slot(&req[i]))
+                                .collect();
+                            let turn = FailoverOrder::default().turn();
+                            let reply = send_to_copies(
+                                node.clone(),
+                                view.clone(),
+                                owners.clone(),
+                                body,
+                                access,
+                                turn,
+                                slots,
+                            )
+                            .await;
+                            // Not resolved (a key of another type, the owner unreachable):
+                            // the owner answers or resolves `$` in the round itself.
+                            if let Some(resolved) = cmd::stream::with_last_ids(&args, &reply) {
+                                args = resolved;
+                            }
+                        }
                         let wait = round_end.saturating_duration_since(Instant::now());
                         let body = encode_command(
                             client.proto,
@@ -586,6 +632,7 @@ pub fn serve_blocked(
     let Some(spec) = cmd::lookup(&args[0]) else {
         return Box::pin(async move { encode(&block.timeout_reply, proto) });
     };
+    let args = block.args.as_deref().unwrap_or(args);
     let reg = node.engine.blocked.register(&block.keys, None);
     let client = Client {
         info: info.clone(),
@@ -609,14 +656,9 @@ pub fn serve_blocked(
     })
 }
 
-/// `args` with its timeout argument set to `wait` (in seconds, to the millisecond).
+/// `args` with its timeout argument set to `wait` (`wait::with_timeout`).
 fn with_timeout(spec: &CommandSpec, args: &[Bytes], wait: Duration) -> Vec<Bytes> {
-    let mut out = args.to_vec();
-    let at = wait::timeout_at(spec, args);
-    // At least a millisecond: 0 would wait for ever.
-    let ms = wait.as_millis().max(1);
-    out[at] = Bytes::from(format!("{}.{:03}", ms / 1000, ms % 1000));
-    out
+    wait::with_timeout(spec, args, wait.as_millis())
 }
 
 /// Forwards a blocking command unchanged (its timeout did not parse: the owner answers the

@@ -64,6 +64,9 @@ pub fn run_here(
         let reply = cmd::run(node, session, spec, args, now_ms, scope);
         (reply, shoal_store::Writes::default())
     };
+    // What the replicas run in its place, when its own arguments would not give the same
+    // result there (XADD's `*`).
+    let propagate = session.propagate.take();
     // The copies to send to are those of the view the command was routed under (their acks
     // are awaited) and of the view current now, after the write (it may have changed while
     // the command waited for a fetch, or since its batch was read): a hand-off that started
@@ -84,7 +87,10 @@ pub fn run_here(
         None if cmd::may_write(spec) => {
             let keys = cmd::db::stored_keys(spec, args, db);
             let delta = (may_delta && keys.len() == 1)
-                .then(|| delta_of(node, spec, args, db, &keys[0], writes, now_ms))
+                .then(|| {
+                    let args = propagate.as_deref().unwrap_or(args);
+                    delta_of(node, spec, args, db, &keys[0], writes, now_ms)
+                })
                 .flatten();
             (keys, delta)
         }
@@ -149,6 +155,8 @@ fn delta_of(
         version: writes.new,
         expire_at_ms: expire,
         command: command.freeze(),
+        // A stream command's result depends on the time (delivery times, idle checks).
+        clock_ms: if spec.group == "stream" { now_ms } else { 0 },
     })
 }
 

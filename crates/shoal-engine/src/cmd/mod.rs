@@ -24,6 +24,7 @@ mod script;
 mod server;
 mod set;
 mod sort;
+pub mod stream;
 mod string;
 #[cfg(test)]
 mod tests;
@@ -209,6 +210,7 @@ pub fn acl_categories(c: &CommandSpec) -> Vec<&'static str> {
             "sorted_set" => &["sortedset"],
             "hyperloglog" => &["hyperloglog"],
             "geo" => &["geo"],
+            "stream" => &["stream"],
             "pubsub" => &["pubsub"],
             "connection" => &["connection"],
             "transactions" => &["transaction"],
@@ -369,6 +371,7 @@ impl CommandSpec {
             (self.first_key as usize, end)
         };
         let counted = match args.get(usize::from(self.numkeys)) {
+            _ if self.numkeys == STREAMS_KEYS => stream::streams_keys(args).unwrap_or((0, 0)),
             Some(count) if self.numkeys > 0 => match parse_i64(count) {
                 // A count past the end names no keys, as Redis's key specs read it.
                 Some(n) if n > 0 && n as u64 <= (argc - usize::from(self.numkeys) - 1) as u64 => {
@@ -404,6 +407,14 @@ const fn movable(mut spec: CommandSpec, at: u8) -> CommandSpec {
     spec.numkeys = at;
     spec.route = Route::Owner;
     spec
+}
+
+/// [`CommandSpec::numkeys`] of XREAD and XREADGROUP: their keys follow the STREAMS option
+/// (`stream::streams_keys`), routed to their owner.
+pub const STREAMS_KEYS: u8 = u8::MAX;
+
+const fn streams(spec: CommandSpec) -> CommandSpec {
+    movable(spec, STREAMS_KEYS)
 }
 
 /// The key positions of one request (see [`CommandSpec::key_positions`]): a stepped range,
@@ -629,6 +640,23 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
         &["load", "exists", "flush", "kill", "help"]) },
     // HyperLogLog
+    cmd!("xadd", -5, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "stream", "5.0.0", "Appends a new message to a stream. Creates the key if it doesn't exist.", stream::xadd),
+    cmd!("xlen", 2, READONLY | FAST, (1, 1, 1), "stream", "5.0.0", "Return the number of messages in a stream.", stream::xlen),
+    cmd!("xrange", -4, READONLY, (1, 1, 1), "stream", "5.0.0", "Returns the messages from a stream within a range of IDs.", stream::xrange),
+    cmd!("xrevrange", -4, READONLY, (1, 1, 1), "stream", "5.0.0", "Returns the messages from a stream within a range of IDs in reverse order.", stream::xrevrange),
+    cmd!("xdel", -3, WRITE | FAST | DELTA, (1, 1, 1), "stream", "5.0.0", "Returns the number of messages after removing them from a stream.", stream::xdel),
+    cmd!("xtrim", -4, WRITE | DELTA, (1, 1, 1), "stream", "5.0.0", "Deletes messages from the beginning of a stream.", stream::xtrim),
+    cmd!("xsetid", -3, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "stream", "5.0.0", "An internal command for replicating stream values.", stream::xsetid),
+    streams(cmd!("xread", -4, READONLY | BLOCKING, (0, 0, 0), "stream", "5.0.0", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", stream::xread)),
+    streams(cmd!("xreadgroup", -7, WRITE | BLOCKING | DELTA, (0, 0, 0), "stream", "5.0.0", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", stream::xreadgroup)),
+    cmd!("xgroup", -2, WRITE | DELTA, (2, 2, 1), "stream", "5.0.0", "A container for consumer groups commands.", stream::xgroup,
+        &["create", "setid", "destroy", "createconsumer", "delconsumer", "help"]),
+    cmd!("xack", -4, WRITE | FAST | DELTA, (1, 1, 1), "stream", "5.0.0", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", stream::xack),
+    cmd!("xpending", -3, READONLY, (1, 1, 1), "stream", "5.0.0", "Returns the information and entries from a stream consumer group's pending entries list.", stream::xpending),
+    cmd!("xclaim", -6, WRITE | FAST | DELTA, (1, 1, 1), "stream", "5.0.0", "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", stream::xclaim),
+    cmd!("xautoclaim", -6, WRITE | FAST | DELTA, (1, 1, 1), "stream", "6.2.0", "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", stream::xautoclaim),
+    cmd!("xinfo", -2, READONLY, (2, 2, 1), "stream", "5.0.0", "A container for stream introspection commands.", stream::xinfo,
+        &["stream", "groups", "consumers", "help"]),
     cmd!("pfadd", -2, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
     cmd!("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
     cmd!("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge),
@@ -708,6 +736,16 @@ pub static TABLE: &[CommandSpec] = &[
 /// rows like any command; `prepare` answers any other session as for an unknown command, and
 /// COMMAND does not list them.
 pub static INTERNAL: &[CommandSpec] = &[
+    cmd!(
+        "x.lastids",
+        -2,
+        READONLY | FAST,
+        (1, -1, 1),
+        "stream",
+        "0.1.0",
+        "The last IDs of streams, for a blocking XREAD with $ forwarded by another node.",
+        stream::last_ids
+    ),
     cmd!(
         "mc.read",
         -3,
@@ -957,6 +995,12 @@ pub struct Session {
     pub tracking: Option<crate::tracking::Tracking>,
     /// Commands running inside this session's current one (EXEC's, a script's).
     pub depth: u32,
+    /// The running command was called by a script (XREAD's BLOCK is refused there).
+    pub scripted: bool,
+    /// What the replicas should run instead of the command that just ran, when its own
+    /// arguments would give another result there (XADD's `*` becomes the ID it got: Redis's
+    /// `rewriteClientCommandArgument`). Cleared as each command starts.
+    pub propagate: Option<Vec<Bytes>>,
 }
 
 impl Session {
@@ -982,6 +1026,8 @@ impl Session {
             pubsub: None,
             tracking: None,
             depth: 0,
+            scripted: false,
+            propagate: None,
         }
     }
 }
@@ -1217,6 +1263,7 @@ pub fn run(
     now_ms: u64,
     scope: Option<&dyn SlotScope>,
 ) -> Reply {
+    session.propagate = None;
     // Its keyspace notifications in its order, with what the store notes for it (keys it
     // finds expired or evicts, creates, misses) and nothing of another thread's.
     host.engine()
@@ -1813,6 +1860,7 @@ pub fn block_on(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<u64>, now
             keys: keys.to_vec(),
             deadline_ms,
             timeout_reply: Reply::NilArray,
+            args: None,
         });
     }
     now

@@ -412,7 +412,9 @@ fn run_script(
                 // script, not the client); one past it is an error, never a silent nil.
                 let budget = ctx.session.budget;
                 let (host, now_ms) = (ctx.host, ctx.now_ms);
+                let scripted = std::mem::replace(&mut ctx.session.scripted, true);
                 let reply = super::execute(host, ctx.session, &cmd, now_ms);
+                ctx.session.scripted = scripted;
                 let over = ctx.session.budget.exceeded();
                 ctx.session.budget = budget;
                 ctx.session.no_block = no_block;

@@ -509,7 +509,39 @@ fn command_info(c: &CommandSpec) -> Reply {
     } else {
         vec![]
     };
-    if c.numkeys > 0 {
+    if c.numkeys == super::STREAMS_KEYS {
+        // XREAD's and XREADGROUP's keys: half of what follows the STREAMS keyword.
+        let int = |n: i64| Reply::Int(n);
+        key_specs.push(Reply::Map(vec![
+            (
+                Reply::bulk("begin_search"),
+                Reply::Map(vec![
+                    (Reply::bulk("type"), Reply::bulk("keyword")),
+                    (
+                        Reply::bulk("spec"),
+                        Reply::Map(vec![
+                            (Reply::bulk("keyword"), Reply::bulk("STREAMS")),
+                            (Reply::bulk("startfrom"), int(1)),
+                        ]),
+                    ),
+                ]),
+            ),
+            (
+                Reply::bulk("find_keys"),
+                Reply::Map(vec![
+                    (Reply::bulk("type"), Reply::bulk("range")),
+                    (
+                        Reply::bulk("spec"),
+                        Reply::Map(vec![
+                            (Reply::bulk("lastkey"), int(-1)),
+                            (Reply::bulk("keystep"), int(1)),
+                            (Reply::bulk("limit"), int(2)),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]));
+    } else if c.numkeys > 0 {
         let int = |n: i64| Reply::Int(n);
         key_specs.push(Reply::Map(vec![
             (

@@ -16,23 +16,84 @@ pub fn waited_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
     }
 }
 
-/// Where a blocking command's timeout is: first for BLMPOP and BZMPOP, last for the rest.
-pub fn timeout_at(spec: &CommandSpec, args: &[Bytes]) -> usize {
+/// Where a blocking command's timeout is: first for BLMPOP and BZMPOP, BLOCK's argument
+/// for XREAD and XREADGROUP (`None` without BLOCK: they do not block then), last for the
+/// rest.
+pub fn timeout_at(spec: &CommandSpec, args: &[Bytes]) -> Option<usize> {
     match spec.name {
-        "blmpop" | "bzmpop" => 1,
-        _ => args.len() - 1,
+        "blmpop" | "bzmpop" => Some(1),
+        "xread" | "xreadgroup" => block_at(args),
+        _ => Some(args.len() - 1),
     }
 }
 
+/// XREAD's and XREADGROUP's BLOCK argument, before STREAMS.
+fn block_at(args: &[Bytes]) -> Option<usize> {
+    let mut i = 1;
+    while i + 1 < args.len() {
+        let a = &args[i][..];
+        if super::is(a, "BLOCK") {
+            return Some(i + 1);
+        } else if super::is(a, "COUNT") {
+            i += 2;
+        } else if super::is(a, "GROUP") {
+            i += 3;
+        } else if super::is(a, "NOACK") {
+            i += 1;
+        } else {
+            return None;
+        }
+    }
+    None
+}
+
+/// XREAD or XREADGROUP without its BLOCK option (what it does inside a transaction, where
+/// nothing blocks); `None` for the other commands, or without BLOCK.
+pub fn without_block(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<Bytes>> {
+    if !in_ms(spec) {
+        return None;
+    }
+    let at = block_at(args)?;
+    let mut out = args.to_vec();
+    out.drain(at - 1..=at);
+    Some(out)
+}
+
+/// Whether the timeout is in milliseconds (XREAD's BLOCK) rather than seconds.
+fn in_ms(spec: &CommandSpec) -> bool {
+    matches!(spec.name, "xread" | "xreadgroup")
+}
+
 /// A blocking command's deadline (see [`parse_timeout`]) and timeout reply (a null array,
-/// for every blocking command, as Redis), read from its arguments without running it.
+/// for every blocking command, as Redis), read from its arguments without running it; an
+/// error also for XREAD without BLOCK (it answers at once).
 pub fn timeout_of(
     spec: &CommandSpec,
     args: &[Bytes],
     now_ms: u64,
 ) -> Result<(Option<u64>, Reply), Reply> {
-    let deadline = parse_timeout(&args[timeout_at(spec, args)], now_ms)?;
+    let at = timeout_at(spec, args).ok_or_else(|| Reply::error("ERR syntax error"))?;
+    let deadline = if in_ms(spec) {
+        parse_timeout_ms(&args[at], now_ms)?
+    } else {
+        parse_timeout(&args[at], now_ms)?
+    };
     Ok((deadline, Reply::NilArray))
+}
+
+/// `args` with its timeout set to `ms` milliseconds (at least one: 0 waits for ever), in the
+/// unit the command reads (seconds to the millisecond, or XREAD's milliseconds).
+pub fn with_timeout(spec: &CommandSpec, args: &[Bytes], ms: u128) -> Vec<Bytes> {
+    let mut out = args.to_vec();
+    let ms = ms.max(1);
+    if let Some(at) = timeout_at(spec, args) {
+        out[at] = if in_ms(spec) {
+            Bytes::from(ms.to_string())
+        } else {
+            Bytes::from(format!("{}.{:03}", ms / 1000, ms % 1000))
+        };
+    }
+    out
 }
 
 /// A blocking command's timeout argument, as Redis 7.0 reads it (seconds, a float, rounded
@@ -45,6 +106,21 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Reply> {
         .ok_or_else(|| Reply::error("ERR timeout is not a float or out of range"))?;
     let ms = (secs * 1000.0).ceil();
     if !(0.0..9_223_372_036_854_775_808.0).contains(&ms) {
+        return Err(Reply::error("ERR timeout is negative"));
+    }
+    let ms = ms as u64;
+    if ms > i64::MAX as u64 - now_ms {
+        return Err(Reply::error("ERR timeout is out of range"));
+    }
+    Ok((ms > 0).then(|| now_ms + ms))
+}
+
+/// XREAD's and XREADGROUP's BLOCK argument, as Redis reads it (whole milliseconds): the
+/// deadline in Unix ms from `now_ms`, `None` for 0 (no timeout), or Redis's error.
+pub fn parse_timeout_ms(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Reply> {
+    let ms = super::parse_i64(arg)
+        .ok_or_else(|| Reply::error("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
         return Err(Reply::error("ERR timeout is negative"));
     }
     let ms = ms as u64;

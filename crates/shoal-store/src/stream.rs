@@ -1,0 +1,879 @@
+//! Redis's stream value: entries in ID order, the node layout Redis's approximate trimming
+//! works on, and consumer groups with their pending entries.
+//!
+//! Entries live in a `BTreeMap` by ID, each entry's fields and values packed in one
+//! allocation. Redis keeps them in listpacks of at most `stream-node-max-entries` (100)
+//! entries and `stream-node-max-bytes` (4096) bytes; `XTRIM ~` and `XADD ... MAXLEN ~` only
+//! remove whole listpacks, so which entries go depends on where those nodes begin. [`Node`]
+//! keeps that layout (first and last ID, entries counted and live, the listpack's size as
+//! Redis would reckon it), so approximate trimming removes what Redis would.
+//!
+//! The commands' rules (ID parsing, replies, which consumer sees what) are in
+//! `shoal-engine`'s `cmd/stream.rs`; this module holds the value and the operations whose
+//! bookkeeping must stay consistent (Redis's `t_stream.c` counters: `entries_added`,
+//! `max_deleted_entry_id`, `first_id`, a group's `entries_read`).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+
+use crate::list::lp_entry_size;
+use crate::varint;
+
+/// Redis's `stream-node-max-entries` (fixed here).
+pub const NODE_MAX_ENTRIES: u32 = 100;
+/// Redis's `stream-node-max-bytes` (fixed here).
+pub const NODE_MAX_BYTES: usize = 4096;
+
+/// A stream entry's ID: milliseconds and a sequence number, ordered as a pair.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl StreamId {
+    pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
+    pub const MAX: StreamId = StreamId {
+        ms: u64::MAX,
+        seq: u64::MAX,
+    };
+
+    pub const fn new(ms: u64, seq: u64) -> StreamId {
+        StreamId { ms, seq }
+    }
+
+    pub fn is_zero(self) -> bool {
+        self == StreamId::MIN
+    }
+
+    /// The next ID (`None` past the last possible one).
+    pub fn next(self) -> Option<StreamId> {
+        match self.seq.checked_add(1) {
+            Some(seq) => Some(StreamId { ms: self.ms, seq }),
+            None => self.ms.checked_add(1).map(|ms| StreamId { ms, seq: 0 }),
+        }
+    }
+
+    /// The ID before this one (`None` before 0-0).
+    pub fn prev(self) -> Option<StreamId> {
+        match self.seq.checked_sub(1) {
+            Some(seq) => Some(StreamId { ms: self.ms, seq }),
+            None => self
+                .ms
+                .checked_sub(1)
+                .map(|ms| StreamId { ms, seq: u64::MAX }),
+        }
+    }
+}
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+/// How XTRIM and XADD's trimming option choose what to remove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrimBy {
+    /// Keep at most this many entries.
+    MaxLen(u64),
+    /// Remove the entries below this ID.
+    MinId(StreamId),
+}
+
+/// One of Redis's listpack nodes, as far as trimming needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Node {
+    /// The node's master ID (its first entry's, deleted or not).
+    first: StreamId,
+    /// Its last entry's ID, deleted or not.
+    last: StreamId,
+    /// Entries written to it, deleted ones included.
+    count: u32,
+    /// Entries not deleted.
+    live: u32,
+    /// The listpack's size as Redis would reckon it.
+    bytes: u32,
+    /// The master entry's fields (a hash of them): entries with the same fields store only
+    /// their values.
+    master: u64,
+}
+
+/// A pending entry of a group: delivered and not acknowledged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nack {
+    pub consumer: Box<[u8]>,
+    /// Unix ms of the last delivery.
+    pub delivery_ms: u64,
+    pub deliveries: u64,
+}
+
+/// A consumer of a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consumer {
+    /// Unix ms of its last attempted interaction (XREADGROUP, XCLAIM, XAUTOCLAIM).
+    pub seen_ms: u64,
+    /// Unix ms of its last successful one (something read or claimed); -1: never.
+    pub active_ms: i64,
+    /// Its pending entries.
+    pub pending: BTreeSet<StreamId>,
+}
+
+impl Consumer {
+    pub fn new(now_ms: u64) -> Consumer {
+        Consumer {
+            seen_ms: now_ms,
+            active_ms: -1,
+            pending: BTreeSet::new(),
+        }
+    }
+}
+
+/// A consumer group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// The last ID delivered to the group's consumers.
+    pub last_id: StreamId,
+    /// Entries the group read (its logical position); -1: unknown.
+    pub entries_read: i64,
+    /// Every pending entry of the group.
+    pub pel: BTreeMap<StreamId, Nack>,
+    pub consumers: BTreeMap<Box<[u8]>, Consumer>,
+}
+
+impl Group {
+    pub fn new(last_id: StreamId, entries_read: i64) -> Group {
+        Group {
+            last_id,
+            entries_read,
+            pel: BTreeMap::new(),
+            consumers: BTreeMap::new(),
+        }
+    }
+
+    /// The consumer `name`, created if absent; `true` when it was created.
+    pub fn consumer(&mut self, name: &[u8], now_ms: u64) -> (&mut Consumer, bool) {
+        let created = !self.consumers.contains_key(name);
+        let c = self
+            .consumers
+            .entry(name.into())
+            .or_insert_with(|| Consumer::new(now_ms));
+        (c, created)
+    }
+
+    /// Delivers `id` to `consumer` (which must exist): a new pending entry, or one taken over
+    /// from whoever had it, with one delivery at `now_ms` (Redis's XREADGROUP).
+    pub fn deliver(&mut self, id: StreamId, consumer: &[u8], now_ms: u64) {
+        let nack = Nack {
+            consumer: consumer.into(),
+            delivery_ms: now_ms,
+            deliveries: 1,
+        };
+        if let Some(old) = self.pel.insert(id, nack) {
+            if let Some(c) = self.consumers.get_mut(&old.consumer) {
+                c.pending.remove(&id);
+            }
+        }
+        if let Some(c) = self.consumers.get_mut(consumer) {
+            c.pending.insert(id);
+        }
+    }
+
+    /// Moves the pending entry `id` to `consumer` (which must exist), keeping its delivery
+    /// figures (the caller sets them).
+    pub fn reassign(&mut self, id: StreamId, consumer: &[u8]) -> Option<&mut Nack> {
+        let nack = self.pel.get_mut(&id)?;
+        if *nack.consumer != *consumer {
+            if let Some(c) = self.consumers.get_mut(&nack.consumer) {
+                c.pending.remove(&id);
+            }
+            nack.consumer = consumer.into();
+        }
+        if let Some(c) = self.consumers.get_mut(consumer) {
+            c.pending.insert(id);
+        }
+        self.pel.get_mut(&id)
+    }
+
+    /// Acknowledges `id`; whether it was pending.
+    pub fn ack(&mut self, id: StreamId) -> bool {
+        match self.pel.remove(&id) {
+            Some(nack) => {
+                if let Some(c) = self.consumers.get_mut(&nack.consumer) {
+                    c.pending.remove(&id);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes a consumer and its pending entries; how many it had.
+    pub fn remove_consumer(&mut self, name: &[u8]) -> Option<usize> {
+        let c = self.consumers.remove(name)?;
+        for id in &c.pending {
+            self.pel.remove(id);
+        }
+        Some(c.pending.len())
+    }
+}
+
+/// A stream value (see the module documentation).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stream {
+    entries: BTreeMap<StreamId, Box<[u8]>>,
+    nodes: VecDeque<Node>,
+    /// The last ID added (or set by XSETID).
+    pub last_id: StreamId,
+    /// The first entry's ID when the stream was last trimmed or its first entry deleted
+    /// (Redis's `first_id`, XINFO's `recorded-first-entry-id`).
+    pub first_id: StreamId,
+    /// The largest ID XDEL removed.
+    pub max_deleted: StreamId,
+    /// Entries ever added.
+    pub entries_added: u64,
+    groups: BTreeMap<Box<[u8]>, Group>,
+    /// Σ of the entries' packed bytes.
+    bytes: usize,
+}
+
+/// An entry's fields and values, in order (field, value, field, value, ...).
+pub fn fields(packed: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut rest = packed;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (len, n) = varint::get(rest);
+        let (v, tail) = rest[n..].split_at(len);
+        rest = tail;
+        Some(v)
+    })
+}
+
+fn pack(pairs: &[&[u8]]) -> Box<[u8]> {
+    let len = pairs.iter().map(|p| varint::len(p.len()) + p.len()).sum();
+    let mut out = Vec::with_capacity(len);
+    for p in pairs {
+        varint::put(&mut out, p.len());
+        out.extend_from_slice(p);
+    }
+    out.into_boxed_slice()
+}
+
+/// Bytes an integer takes in a listpack, with its back-length.
+fn lp_int_size(n: i64) -> usize {
+    lp_entry_size(n.to_string().as_bytes())
+}
+
+fn hash_fields<'a>(names: impl Iterator<Item = &'a [u8]>) -> u64 {
+    let mut h = foldhash::fast::FixedState::with_seed(0x5eed).build_hasher();
+    for n in names {
+        h.write_usize(n.len());
+        h.write(n);
+    }
+    h.finish()
+}
+
+/// An entry's packed bytes with its ID, as the ranges yield it.
+pub type EntryRef<'a> = (StreamId, &'a [u8]);
+
+impl Stream {
+    pub fn new() -> Stream {
+        Stream::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Never: an empty stream is still a value (unlike an empty list).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Listpack nodes (XINFO's `radix-tree-keys`).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn get(&self, id: StreamId) -> Option<&[u8]> {
+        self.entries.get(&id).map(|b| &b[..])
+    }
+
+    /// The entries from `lo` to `hi`, both included, in order.
+    pub fn range(
+        &self,
+        lo: StreamId,
+        hi: StreamId,
+    ) -> impl DoubleEndedIterator<Item = EntryRef<'_>> + '_ {
+        let r = if lo <= hi {
+            Some(self.entries.range(lo..=hi))
+        } else {
+            None
+        };
+        r.into_iter().flatten().map(|(id, b)| (*id, &b[..]))
+    }
+
+    pub fn first(&self) -> Option<EntryRef<'_>> {
+        self.entries.first_key_value().map(|(id, b)| (*id, &b[..]))
+    }
+
+    pub fn last(&self) -> Option<EntryRef<'_>> {
+        self.entries.last_key_value().map(|(id, b)| (*id, &b[..]))
+    }
+
+    /// Adds an entry (`id` MUST be above [`Stream::last_id`]; `pairs` field, value, ...).
+    pub fn append(&mut self, id: StreamId, pairs: &[&[u8]]) {
+        debug_assert!(id > self.last_id || (self.entries_added == 0 && id > StreamId::MIN));
+        let total: usize = pairs.iter().map(|p| p.len()).sum();
+        let names = || pairs.iter().step_by(2).copied();
+        let fresh = match self.nodes.back() {
+            None => true,
+            Some(n) => n.bytes as usize + total >= NODE_MAX_BYTES || n.count >= NODE_MAX_ENTRIES,
+        };
+        if fresh {
+            // Header and end, count, deleted, field count, fields, terminator.
+            let master =
+                7 + 3 * lp_int_size(0) + names().map(lp_entry_size).sum::<usize>() + lp_int_size(0);
+            self.nodes.push_back(Node {
+                first: id,
+                last: id,
+                count: 0,
+                live: 0,
+                bytes: master as u32,
+                master: hash_fields(names()),
+            });
+        }
+        let node = self.nodes.back_mut().expect("pushed above");
+        let same = node.master == hash_fields(names());
+        let nfields = pairs.len() / 2;
+        let mut size = lp_int_size(0)
+            + lp_int_size(id.ms.wrapping_sub(node.first.ms) as i64)
+            + lp_int_size(id.seq.wrapping_sub(node.first.seq) as i64)
+            + lp_int_size(nfields as i64 * if same { 1 } else { 2 } + 3);
+        if same {
+            size += pairs
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|v| lp_entry_size(v))
+                .sum::<usize>();
+        } else {
+            size +=
+                lp_int_size(nfields as i64) + pairs.iter().map(|v| lp_entry_size(v)).sum::<usize>();
+        }
+        node.bytes = node.bytes.saturating_add(size as u32);
+        node.count += 1;
+        node.live += 1;
+        node.last = id;
+        let packed = pack(pairs);
+        self.bytes += packed.len();
+        self.entries.insert(id, packed);
+        if self.entries.len() == 1 {
+            self.first_id = id;
+        }
+        self.last_id = id;
+        self.entries_added += 1;
+    }
+
+    /// Index of the node holding `id`.
+    fn node_of(&self, id: StreamId) -> Option<usize> {
+        let i = self.nodes.partition_point(|n| n.first <= id);
+        i.checked_sub(1).filter(|&i| self.nodes[i].last >= id)
+    }
+
+    /// Removes one entry as the deletions of XDEL and trimming do (the node keeps its
+    /// place until its last live entry goes); whether it was there.
+    fn remove_entry(&mut self, id: StreamId) -> bool {
+        let Some(b) = self.entries.remove(&id) else {
+            return false;
+        };
+        self.bytes -= b.len();
+        if let Some(i) = self.node_of(id) {
+            self.nodes[i].live -= 1;
+            if self.nodes[i].live == 0 {
+                self.nodes.remove(i);
+            }
+        }
+        true
+    }
+
+    fn record_first(&mut self) {
+        self.first_id = self.entries.keys().next().copied().unwrap_or_default();
+    }
+
+    /// XDEL of one ID: whether it was there. Does not update `first_id` (see
+    /// [`Stream::deleted`]).
+    pub fn delete(&mut self, id: StreamId) -> bool {
+        let gone = self.remove_entry(id);
+        if gone && id > self.max_deleted {
+            self.max_deleted = id;
+        }
+        gone
+    }
+
+    /// After XDEL removed entries: records the new first ID (when the first entry went or
+    /// the stream is empty), as Redis's `xdelCommand`.
+    pub fn deleted(&mut self, first_went: bool) {
+        if self.entries.is_empty() || first_went {
+            self.record_first();
+        }
+    }
+
+    /// Redis's `streamTrim`: removes entries from the head by `by`; with `approx` only whole
+    /// nodes, and at most `limit` entries (0: no limit; nodes whose entries would pass it
+    /// stay). The entries removed.
+    pub fn trim(&mut self, by: TrimBy, approx: bool, limit: u64) -> u64 {
+        let mut deleted = 0u64;
+        while let Some(node) = self.nodes.front() {
+            if let TrimBy::MaxLen(max) = by {
+                if self.entries.len() as u64 <= max {
+                    break;
+                }
+            }
+            let entries = u64::from(node.live);
+            if limit > 0 && deleted + entries > limit {
+                break;
+            }
+            let whole = match by {
+                TrimBy::MaxLen(max) => self.entries.len() as u64 - entries >= max,
+                TrimBy::MinId(min) => node.last < min,
+            };
+            if whole {
+                let (first, last) = (node.first, node.last);
+                let ids: Vec<StreamId> =
+                    self.entries.range(first..=last).map(|(k, _)| *k).collect();
+                for id in ids {
+                    if let Some(b) = self.entries.remove(&id) {
+                        self.bytes -= b.len();
+                    }
+                }
+                self.nodes.pop_front();
+                deleted += entries;
+                continue;
+            }
+            if approx {
+                break;
+            }
+            let (first, last) = (node.first, node.last);
+            let ids: Vec<StreamId> = self.entries.range(first..=last).map(|(k, _)| *k).collect();
+            for id in ids {
+                let stop = match by {
+                    TrimBy::MaxLen(max) => self.entries.len() as u64 <= max,
+                    TrimBy::MinId(min) => id >= min,
+                };
+                if stop {
+                    break;
+                }
+                self.remove_entry(id);
+                deleted += 1;
+            }
+            break;
+        }
+        self.record_first();
+        deleted
+    }
+
+    /// Whether an XDEL may have removed an entry between `start` and the end of the stream
+    /// (Redis's `streamRangeHasTombstones`, `end` open).
+    pub fn has_tombstones_from(&self, start: StreamId) -> bool {
+        // A deletion before the first entry was trimmed away with it.
+        !self.entries.is_empty()
+            && !self.max_deleted.is_zero()
+            && self.first_id <= self.max_deleted
+            && start <= self.max_deleted
+    }
+
+    /// How many entries were added up to and including `id`, when that can be known
+    /// (Redis's `streamEstimateDistanceFromFirstEverEntry`); -1 when not.
+    pub fn entries_up_to(&self, id: StreamId) -> i64 {
+        if self.entries_added == 0 {
+            return 0;
+        }
+        let added = self.entries_added as i64;
+        if self.entries.is_empty() && id <= self.last_id {
+            return added;
+        }
+        match id.cmp(&self.last_id) {
+            std::cmp::Ordering::Equal => return added,
+            std::cmp::Ordering::Greater => return -1,
+            std::cmp::Ordering::Less => {}
+        }
+        if self.max_deleted.is_zero() || self.max_deleted < self.first_id {
+            match id.cmp(&self.first_id) {
+                std::cmp::Ordering::Less => return added - self.entries.len() as i64,
+                std::cmp::Ordering::Equal => return added - self.entries.len() as i64 + 1,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        -1
+    }
+
+    /// A group's lag (entries not yet read by it), when it can be known (Redis's
+    /// `streamReplyWithCGLag`).
+    pub fn lag(&self, g: &Group) -> Option<u64> {
+        if self.entries_added == 0 {
+            return Some(0);
+        }
+        if g.entries_read != -1 && !self.has_tombstones_from(g.last_id) {
+            return Some(self.entries_added.saturating_sub(g.entries_read as u64));
+        }
+        let read = self.entries_up_to(g.last_id);
+        (read != -1).then(|| self.entries_added.saturating_sub(read as u64))
+    }
+
+    /// Moves a group's position past `id`, counting the read (Redis's XREADGROUP).
+    pub fn advance_group(&mut self, name: &[u8], id: StreamId) {
+        let has_tombs = self.has_tombstones_from(id);
+        let estimate = self.entries_up_to(id);
+        let added = self.entries_added;
+        let Some(g) = self.groups.get_mut(name) else {
+            return;
+        };
+        if id > g.last_id {
+            if g.entries_read != -1 && !has_tombs {
+                g.entries_read += 1;
+            } else if added > 0 {
+                g.entries_read = estimate;
+            }
+            g.last_id = id;
+        }
+    }
+
+    pub fn groups(&self) -> &BTreeMap<Box<[u8]>, Group> {
+        &self.groups
+    }
+
+    pub fn group(&self, name: &[u8]) -> Option<&Group> {
+        self.groups.get(name)
+    }
+
+    pub fn group_mut(&mut self, name: &[u8]) -> Option<&mut Group> {
+        self.groups.get_mut(name)
+    }
+
+    /// Creates a group; `false` if it exists.
+    pub fn create_group(&mut self, name: &[u8], group: Group) -> bool {
+        if self.groups.contains_key(name) {
+            return false;
+        }
+        self.groups.insert(name.into(), group);
+        true
+    }
+
+    pub fn destroy_group(&mut self, name: &[u8]) -> bool {
+        self.groups.remove(name).is_some()
+    }
+
+    /// Heap bytes, for `used_memory` and MEMORY USAGE: the entries (their tree slots and
+    /// packed bytes), the nodes, the groups' pending entries and consumers.
+    pub fn heap_bytes(&self) -> usize {
+        let entries = self.entries.len() * 56 + self.bytes;
+        let nodes = self.nodes.capacity() * std::mem::size_of::<Node>();
+        let groups: usize = self
+            .groups
+            .iter()
+            .map(|(name, g)| {
+                let consumers: usize = g
+                    .consumers
+                    .iter()
+                    .map(|(n, c)| 96 + n.len() + c.pending.len() * 24)
+                    .sum();
+                128 + name.len()
+                    + consumers
+                    + g.pel.values().map(|n| 72 + n.consumer.len()).sum::<usize>()
+            })
+            .sum();
+        entries + nodes + groups
+    }
+
+    /// The replication form: every counter, the node layout, the entries and the groups.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.bytes + self.entries.len() * 24);
+        let id = |out: &mut Vec<u8>, id: StreamId| {
+            out.extend_from_slice(&id.ms.to_be_bytes());
+            out.extend_from_slice(&id.seq.to_be_bytes());
+        };
+        let bytes = |out: &mut Vec<u8>, b: &[u8]| {
+            out.extend_from_slice(&(b.len() as u32).to_be_bytes());
+            out.extend_from_slice(b);
+        };
+        let u64 = |out: &mut Vec<u8>, n: u64| out.extend_from_slice(&n.to_be_bytes());
+        id(&mut out, self.last_id);
+        id(&mut out, self.first_id);
+        id(&mut out, self.max_deleted);
+        u64(&mut out, self.entries_added);
+        u64(&mut out, self.nodes.len() as u64);
+        for n in &self.nodes {
+            id(&mut out, n.first);
+            id(&mut out, n.last);
+            u64(&mut out, u64::from(n.count) << 32 | u64::from(n.live));
+            u64(&mut out, u64::from(n.bytes));
+            u64(&mut out, n.master);
+        }
+        u64(&mut out, self.entries.len() as u64);
+        for (k, v) in &self.entries {
+            id(&mut out, *k);
+            bytes(&mut out, v);
+        }
+        u64(&mut out, self.groups.len() as u64);
+        for (name, g) in &self.groups {
+            bytes(&mut out, name);
+            id(&mut out, g.last_id);
+            u64(&mut out, g.entries_read as u64);
+            u64(&mut out, g.consumers.len() as u64);
+            for (cname, c) in &g.consumers {
+                bytes(&mut out, cname);
+                u64(&mut out, c.seen_ms);
+                u64(&mut out, c.active_ms as u64);
+            }
+            u64(&mut out, g.pel.len() as u64);
+            for (k, n) in &g.pel {
+                id(&mut out, *k);
+                bytes(&mut out, &n.consumer);
+                u64(&mut out, n.delivery_ms);
+                u64(&mut out, n.deliveries);
+            }
+        }
+        out
+    }
+
+    /// The stream [`Stream::encode`] wrote, or `None` if `b` is not one.
+    pub fn decode(b: &[u8]) -> Option<Stream> {
+        let mut r = Reader(b);
+        let mut s = Stream {
+            last_id: r.id()?,
+            first_id: r.id()?,
+            max_deleted: r.id()?,
+            entries_added: r.u64()?,
+            ..Stream::default()
+        };
+        let nodes = r.count(40)?;
+        for _ in 0..nodes {
+            let (first, last) = (r.id()?, r.id()?);
+            let counts = r.u64()?;
+            s.nodes.push_back(Node {
+                first,
+                last,
+                count: (counts >> 32) as u32,
+                live: counts as u32,
+                bytes: u32::try_from(r.u64()?).ok()?,
+                master: r.u64()?,
+            });
+        }
+        let entries = r.count(20)?;
+        for _ in 0..entries {
+            let id = r.id()?;
+            let v = r.bytes()?;
+            // The packed form must read back as whole fields.
+            let mut rest = v;
+            let mut n = 0usize;
+            while !rest.is_empty() {
+                let (len, used) = varint::checked_get(rest)?;
+                rest = rest.get(used..)?.get(len..)?;
+                n += 1;
+            }
+            if !n.is_multiple_of(2) || n == 0 {
+                return None;
+            }
+            s.bytes += v.len();
+            if s.entries.insert(id, v.into()).is_some() {
+                return None;
+            }
+        }
+        let groups = r.count(36)?;
+        for _ in 0..groups {
+            let name: Box<[u8]> = r.bytes()?.into();
+            let mut g = Group::new(r.id()?, r.u64()? as i64);
+            let consumers = r.count(20)?;
+            for _ in 0..consumers {
+                let cname: Box<[u8]> = r.bytes()?.into();
+                let mut c = Consumer::new(r.u64()?);
+                c.active_ms = r.u64()? as i64;
+                if g.consumers.insert(cname, c).is_some() {
+                    return None;
+                }
+            }
+            let pel = r.count(36)?;
+            for _ in 0..pel {
+                let id = r.id()?;
+                let consumer: Box<[u8]> = r.bytes()?.into();
+                if !g.consumers.get_mut(&consumer)?.pending.insert(id) {
+                    return None;
+                }
+                let nack = Nack {
+                    consumer,
+                    delivery_ms: r.u64()?,
+                    deliveries: r.u64()?,
+                };
+                if g.pel.insert(id, nack).is_some() {
+                    return None;
+                }
+            }
+            if s.groups.insert(name, g).is_some() {
+                return None;
+            }
+        }
+        r.0.is_empty().then_some(s)
+    }
+}
+
+/// Reads [`Stream::encode`]'s form, every length checked against what is left.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn u64(&mut self) -> Option<u64> {
+        let (n, rest) = self.0.split_first_chunk::<8>()?;
+        self.0 = rest;
+        Some(u64::from_be_bytes(*n))
+    }
+
+    fn id(&mut self) -> Option<StreamId> {
+        Some(StreamId::new(self.u64()?, self.u64()?))
+    }
+
+    /// A count of items of at least `min` bytes each, checked against what is left.
+    fn count(&mut self, min: usize) -> Option<usize> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        (n <= self.0.len() / min).then_some(n)
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let (n, rest) = self.0.split_first_chunk::<4>()?;
+        let n = u32::from_be_bytes(*n) as usize;
+        let (v, rest) = (rest.get(..n)?, rest.get(n..)?);
+        self.0 = rest;
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64, seq: u64) -> StreamId {
+        StreamId::new(ms, seq)
+    }
+
+    fn filled(n: u64) -> Stream {
+        let mut s = Stream::new();
+        for i in 1..=n {
+            s.append(id(i, 0), &[b"f", b"v"]);
+        }
+        s
+    }
+
+    #[test]
+    fn ids_step_and_print_as_redis() {
+        assert_eq!(id(1, u64::MAX).next(), Some(id(2, 0)));
+        assert_eq!(StreamId::MAX.next(), None);
+        assert_eq!(id(2, 0).prev(), Some(id(1, u64::MAX)));
+        assert_eq!(StreamId::MIN.prev(), None);
+        assert_eq!(id(5, 7).to_string(), "5-7");
+    }
+
+    #[test]
+    fn nodes_hold_a_hundred_small_entries() {
+        let s = filled(250);
+        assert_eq!(s.node_count(), 3);
+        assert_eq!(s.len(), 250);
+    }
+
+    #[test]
+    fn approximate_trim_removes_whole_nodes_only() {
+        let mut s = filled(250);
+        // Keeping 120 of 250: the first node (100) can go, the second (100) cannot.
+        assert_eq!(s.trim(TrimBy::MaxLen(120), true, 0), 100);
+        assert_eq!(s.len(), 150);
+        assert_eq!(s.first_id, id(101, 0));
+        // Exact: down to 120.
+        assert_eq!(s.trim(TrimBy::MaxLen(120), false, 0), 30);
+        assert_eq!(s.len(), 120);
+        assert_eq!(s.first().unwrap().0, id(131, 0));
+        // The limit keeps a node whose entries would pass it.
+        let mut s = filled(250);
+        assert_eq!(s.trim(TrimBy::MaxLen(0), true, 150), 100);
+        assert_eq!(s.trim(TrimBy::MinId(id(240, 0)), false, 0), 139);
+        assert_eq!(s.first().unwrap().0, id(240, 0));
+    }
+
+    #[test]
+    fn large_entries_start_nodes_at_the_byte_bound() {
+        let mut s = Stream::new();
+        let v = vec![b'x'; 1000];
+        for i in 1..=10 {
+            s.append(id(i, 0), &[b"f", &v]);
+        }
+        // About four 1,000-byte values fit a 4,096-byte node.
+        assert!(
+            s.node_count() >= 3 && s.node_count() <= 4,
+            "{}",
+            s.node_count()
+        );
+    }
+
+    #[test]
+    fn deletion_counts_as_redis() {
+        let mut s = filled(5);
+        assert!(s.delete(id(3, 0)));
+        assert!(!s.delete(id(3, 0)));
+        s.deleted(false);
+        assert_eq!(s.max_deleted, id(3, 0));
+        assert_eq!(s.first_id, id(1, 0));
+        assert!(s.delete(id(1, 0)));
+        s.deleted(true);
+        assert_eq!(s.first_id, id(2, 0));
+        assert_eq!(s.entries_up_to(id(5, 0)), 5);
+        assert_eq!(s.entries_up_to(id(6, 0)), -1);
+        assert_eq!(s.entries_up_to(id(2, 0)), -1, "a deletion after it");
+        let mut g = Group::new(StreamId::MIN, -1);
+        assert_eq!(s.lag(&g), None);
+        g.last_id = id(5, 0);
+        assert_eq!(s.lag(&g), Some(0));
+        // A stream whose every entry went: the node too.
+        for i in [2, 4, 5] {
+            assert!(s.delete(id(i, 0)));
+        }
+        s.deleted(false);
+        assert_eq!((s.len(), s.node_count(), s.first_id), (0, 0, StreamId::MIN));
+    }
+
+    #[test]
+    fn groups_move_pending_entries_between_consumers() {
+        let mut g = Group::new(StreamId::MIN, 0);
+        g.consumer(b"a", 1);
+        g.consumer(b"b", 1);
+        g.deliver(id(1, 0), b"a", 10);
+        g.deliver(id(2, 0), b"a", 10);
+        g.deliver(id(1, 0), b"b", 20);
+        assert_eq!(g.consumers[&b"a"[..]].pending.len(), 1);
+        assert_eq!(g.consumers[&b"b"[..]].pending.len(), 1);
+        g.reassign(id(2, 0), b"b").unwrap().deliveries += 1;
+        assert_eq!(g.pel[&id(2, 0)].deliveries, 2);
+        assert!(g.consumers[&b"a"[..]].pending.is_empty());
+        assert!(g.ack(id(1, 0)));
+        assert!(!g.ack(id(1, 0)));
+        assert_eq!(g.remove_consumer(b"b"), Some(1));
+        assert!(g.pel.is_empty());
+    }
+
+    #[test]
+    fn the_replication_form_round_trips_and_refuses_garbage() {
+        let mut s = filled(150);
+        s.delete(id(7, 0));
+        let mut g = Group::new(id(3, 0), 3);
+        g.consumer(b"c", 5);
+        g.deliver(id(2, 0), b"c", 6);
+        s.create_group(b"g", g);
+        let b = s.encode();
+        assert_eq!(Stream::decode(&b), Some(s.clone()));
+        for cut in 0..b.len() {
+            assert!(Stream::decode(&b[..cut]).is_none(), "cut at {cut}");
+        }
+        let mut long = b.clone();
+        long.push(0);
+        assert!(Stream::decode(&long).is_none());
+    }
+}
