@@ -36,11 +36,7 @@ pub struct List {
 /// Bytes an element takes in a Redis listpack: an integer in canonical form as an integer
 /// (1 to 9 bytes), a string with a 1-, 2- or 5-byte header; then its back-length.
 pub(crate) fn lp_entry_size(v: &[u8]) -> usize {
-    let int = std::str::from_utf8(v)
-        .ok()
-        .filter(|t| t.len() <= 20)
-        .and_then(|t| t.parse::<i64>().ok().filter(|n| n.to_string() == t));
-    let enc = match int {
+    let enc = match crate::set::canonical_int(v) {
         Some(n) if (0..=127).contains(&n) => 1,
         Some(n) if (-4096..=4095).contains(&n) => 2,
         Some(n) if i16::try_from(n).is_ok() => 3,

@@ -46,8 +46,20 @@ pub fn canonical_int(b: &[u8]) -> Option<i64> {
     if b.is_empty() || b.len() > 20 {
         return None;
     }
-    let n: i64 = std::str::from_utf8(b).ok()?.parse().ok()?;
-    (n.to_string().as_bytes() == b).then_some(n)
+    // Digits only, no sign but a leading minus, no leading zero, no "-0": then the text is
+    // the number's own, and parsing it is the only check left (range).
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    let neg = digits.len() != b.len();
+    match digits {
+        [] => return None,
+        [b'0'] if !neg => return Some(0),
+        [b'0', ..] => return None,
+        _ => {}
+    }
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
 }
 
 impl Set {

@@ -1,12 +1,16 @@
-//! Redis's stream value: entries in ID order, the node layout Redis's approximate trimming
+//! Redis's stream value: entries in ID order, in the nodes Redis's approximate trimming
 //! works on, and consumer groups with their pending entries.
 //!
-//! Entries live in a `BTreeMap` by ID, each entry's fields and values packed in one
-//! allocation. Redis keeps them in listpacks of at most `stream-node-max-entries` (100)
-//! entries and `stream-node-max-bytes` (4096) bytes; `XTRIM ~` and `XADD ... MAXLEN ~` only
-//! remove whole listpacks, so which entries go depends on where those nodes begin. [`Node`]
-//! keeps that layout (first and last ID, entries counted and live, the listpack's size as
-//! Redis would reckon it), so approximate trimming removes what Redis would.
+//! Redis keeps a stream's entries in listpacks of at most `stream-node-max-entries` (100)
+//! entries and `stream-node-max-bytes` (4096) bytes, each delta-encoded from its first
+//! entry's ID; `XTRIM ~` and `XADD ... MAXLEN ~` remove only whole listpacks, so which
+//! entries go depends on where those nodes begin. [`Node`] is such a node: its entries packed
+//! in one buffer (IDs as deltas, fields and values with LEB128 lengths), deleted ones kept in
+//! place with a flag until the node's last live one goes, and the listpack's size as Redis
+//! would reckon it, so nodes start where Redis's would and approximate trimming removes what
+//! Redis would. An entry costs its fields' bytes and about five more (26 bytes of RSS for a
+//! one-field entry against Redis's 21); a lookup by ID is a binary search over the nodes and
+//! a scan of one.
 //!
 //! The commands' rules (ID parsing, replies, which consumer sees what) are in
 //! `shoal-engine`'s `cmd/stream.rs`; this module holds the value and the operations whose
@@ -82,7 +86,11 @@ pub enum TrimBy {
     MinId(StreamId),
 }
 
-/// One of Redis's listpack nodes, as far as trimming needs it.
+/// One of Redis's listpack nodes: the entries from `first` on, packed in one buffer, each
+/// `flags u8 (bit 0: deleted) · ms − first.ms (LEB128) · seq, or seq − first.seq when the
+/// millisecond is first's (LEB128) · fields' length (LEB128) · fields` (each field and value
+/// a LEB128 length and its bytes). A deleted entry keeps its place, as in Redis, until its
+/// node's last live entry goes and the node with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Node {
     /// The node's master ID (its first entry's, deleted or not).
@@ -93,11 +101,123 @@ struct Node {
     count: u32,
     /// Entries not deleted.
     live: u32,
-    /// The listpack's size as Redis would reckon it.
-    bytes: u32,
+    /// The listpack's size as Redis would reckon it (when to start a new node).
+    lp_bytes: u32,
     /// The master entry's fields (a hash of them): entries with the same fields store only
-    /// their values.
+    /// their values in Redis's listpack.
     master: u64,
+    buf: Vec<u8>,
+}
+
+/// One entry of a node's buffer.
+struct Packed {
+    id: StreamId,
+    deleted: bool,
+    /// Where its fields are in the buffer.
+    fields: std::ops::Range<usize>,
+    /// Where the next entry starts.
+    next: usize,
+}
+
+impl Node {
+    /// The entry at `at` (a buffer this module wrote or [`Node::check`]ed).
+    fn entry(&self, at: usize) -> Packed {
+        let b = &self.buf;
+        let deleted = b[at] & 1 != 0;
+        let (dms, n1) = varint::get(&b[at + 1..]);
+        let (seq, n2) = varint::get(&b[at + 1 + n1..]);
+        let (len, n3) = varint::get(&b[at + 1 + n1 + n2..]);
+        let start = at + 1 + n1 + n2 + n3;
+        let ms = self.first.ms + dms as u64;
+        let seq = if dms == 0 {
+            self.first.seq + seq as u64
+        } else {
+            seq as u64
+        };
+        Packed {
+            id: StreamId::new(ms, seq),
+            deleted,
+            fields: start..start + len,
+            next: start + len,
+        }
+    }
+
+    /// Every entry's start, in order.
+    fn offsets(&self) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.count as usize);
+        let mut at = 0;
+        while at < self.buf.len() {
+            out.push(at);
+            at = self.entry(at).next;
+        }
+        out
+    }
+
+    fn push(&mut self, id: StreamId, pairs: &[&[u8]]) {
+        let dms = (id.ms - self.first.ms) as usize;
+        let seq = if dms == 0 {
+            (id.seq - self.first.seq) as usize
+        } else {
+            id.seq as usize
+        };
+        let len: usize = pairs.iter().map(|p| varint::len(p.len()) + p.len()).sum();
+        self.buf
+            .reserve(1 + varint::len(dms) + varint::len(seq) + varint::len(len) + len);
+        self.buf.push(0);
+        varint::put(&mut self.buf, dms);
+        varint::put(&mut self.buf, seq);
+        varint::put(&mut self.buf, len);
+        for p in pairs {
+            varint::put(&mut self.buf, p.len());
+            self.buf.extend_from_slice(p);
+        }
+    }
+
+    /// Whether a buffer from outside (a replicated value) holds whole entries that agree
+    /// with the node's figures: ids rising from `first` to `last` above `after`, `count`
+    /// entries of which `live` are not deleted (at least one), each with fields and values.
+    fn check(&self, after: Option<StreamId>) -> Option<()> {
+        let b = &self.buf;
+        let (mut at, mut count, mut live) = (0usize, 0u32, 0u32);
+        let mut prev = after;
+        while at < b.len() {
+            let flags = b[at];
+            if flags > 1 {
+                return None;
+            }
+            let (dms, n1) = varint::checked_get(b.get(at + 1..)?)?;
+            let (seq, n2) = varint::checked_get(b.get(at + 1 + n1..)?)?;
+            let (len, n3) = varint::checked_get(b.get(at + 1 + n1 + n2..)?)?;
+            let start = at + 1 + n1 + n2 + n3;
+            let fields = b.get(start..start.checked_add(len)?)?;
+            let ms = self.first.ms.checked_add(dms as u64)?;
+            let seq = if dms == 0 {
+                self.first.seq.checked_add(seq as u64)?
+            } else {
+                seq as u64
+            };
+            let id = StreamId::new(ms, seq);
+            if (count == 0 && id != self.first) || prev.is_some_and(|p| p >= id) {
+                return None;
+            }
+            let mut rest = fields;
+            let mut n = 0usize;
+            while !rest.is_empty() {
+                let (l, used) = varint::checked_get(rest)?;
+                rest = rest.get(used..)?.get(l..)?;
+                n += 1;
+            }
+            if n == 0 || !n.is_multiple_of(2) {
+                return None;
+            }
+            prev = Some(id);
+            count += 1;
+            live += u32::from(flags == 0);
+            at = start + len;
+        }
+        (count == self.count && live == self.live && live > 0 && prev == Some(self.last))
+            .then_some(())
+    }
 }
 
 /// A pending entry of a group: delivered and not acknowledged.
@@ -222,8 +342,9 @@ impl Group {
 /// A stream value (see the module documentation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stream {
-    entries: BTreeMap<StreamId, Box<[u8]>>,
     nodes: VecDeque<Node>,
+    /// Live entries.
+    length: usize,
     /// The last ID added (or set by XSETID).
     pub last_id: StreamId,
     /// The first entry's ID when the stream was last trimmed or its first entry deleted
@@ -234,9 +355,23 @@ pub struct Stream {
     /// Entries ever added.
     pub entries_added: u64,
     groups: BTreeMap<Box<[u8]>, Group>,
-    /// Σ of the entries' packed bytes.
-    bytes: usize,
+    /// Σ of the nodes' buffer capacities, kept as they change: `heap_bytes` runs on every
+    /// write (the store's accounting) and must not walk the nodes.
+    buffers: Capacity,
 }
+
+/// Bytes counted for memory accounting only: two streams with the same entries are equal
+/// whatever their buffers' spare room.
+#[derive(Clone, Copy, Debug, Default)]
+struct Capacity(usize);
+
+impl PartialEq for Capacity {
+    fn eq(&self, _: &Capacity) -> bool {
+        true
+    }
+}
+
+impl Eq for Capacity {}
 
 /// An entry's fields and values, in order (field, value, field, value, ...).
 pub fn fields(packed: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
@@ -252,19 +387,18 @@ pub fn fields(packed: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
     })
 }
 
-fn pack(pairs: &[&[u8]]) -> Box<[u8]> {
-    let len = pairs.iter().map(|p| varint::len(p.len()) + p.len()).sum();
-    let mut out = Vec::with_capacity(len);
-    for p in pairs {
-        varint::put(&mut out, p.len());
-        out.extend_from_slice(p);
-    }
-    out.into_boxed_slice()
-}
-
-/// Bytes an integer takes in a listpack, with its back-length.
+/// Bytes an integer takes in a listpack, with its back-length (one byte: the encodings are
+/// at most 9 bytes).
 fn lp_int_size(n: i64) -> usize {
-    lp_entry_size(n.to_string().as_bytes())
+    let enc = match n {
+        0..=127 => 1,
+        -4096..=4095 => 2,
+        _ if i16::try_from(n).is_ok() => 3,
+        -8_388_608..=8_388_607 => 4,
+        _ if i32::try_from(n).is_ok() => 5,
+        _ => 9,
+    };
+    enc + 1
 }
 
 fn hash_fields<'a>(names: impl Iterator<Item = &'a [u8]>) -> u64 {
@@ -276,8 +410,115 @@ fn hash_fields<'a>(names: impl Iterator<Item = &'a [u8]>) -> u64 {
     h.finish()
 }
 
-/// An entry's packed bytes with its ID, as the ranges yield it.
+/// An entry's packed fields with its ID, as the ranges yield it.
 pub type EntryRef<'a> = (StreamId, &'a [u8]);
+
+/// The live entries from `lo` to `hi` (both included), from either end
+/// ([`Stream::range`]).
+pub struct Range<'a> {
+    nodes: &'a VecDeque<Node>,
+    lo: StreamId,
+    hi: StreamId,
+    done: bool,
+    /// The front's node and offset.
+    front: Option<(usize, usize)>,
+    /// The back's node, its entries' offsets, and how many of them are left.
+    back: Option<(usize, Vec<usize>)>,
+}
+
+impl<'a> Range<'a> {
+    /// Takes `id` as yielded: the other end stops before it.
+    fn took(&mut self, id: StreamId, front: bool) {
+        let next = if front { id.next() } else { id.prev() };
+        match next {
+            Some(n) if front => self.lo = n,
+            Some(n) => self.hi = n,
+            None => self.done = true,
+        }
+        if self.lo > self.hi {
+            self.done = true;
+        }
+    }
+}
+
+impl<'a> Iterator for Range<'a> {
+    type Item = EntryRef<'a>;
+
+    fn next(&mut self) -> Option<EntryRef<'a>> {
+        if self.done {
+            return None;
+        }
+        let nodes = self.nodes;
+        let (mut i, mut at) = match self.front {
+            Some(f) => f,
+            None => (nodes.partition_point(|n| n.last < self.lo), 0),
+        };
+        while let Some(node) = nodes.get(i) {
+            if at >= node.buf.len() {
+                (i, at) = (i + 1, 0);
+                continue;
+            }
+            let e = node.entry(at);
+            at = e.next;
+            if e.deleted || e.id < self.lo {
+                continue;
+            }
+            if e.id > self.hi {
+                break;
+            }
+            self.front = Some((i, at));
+            self.took(e.id, true);
+            return Some((e.id, &node.buf[e.fields]));
+        }
+        self.done = true;
+        None
+    }
+}
+
+impl<'a> DoubleEndedIterator for Range<'a> {
+    fn next_back(&mut self) -> Option<EntryRef<'a>> {
+        if self.done {
+            return None;
+        }
+        let nodes = self.nodes;
+        let (mut j, mut offsets) = match self.back.take() {
+            Some(b) => b,
+            None => {
+                let j = nodes.partition_point(|n| n.first <= self.hi);
+                match j.checked_sub(1) {
+                    Some(j) => (j, nodes[j].offsets()),
+                    None => {
+                        self.done = true;
+                        return None;
+                    }
+                }
+            }
+        };
+        loop {
+            let Some(at) = offsets.pop() else {
+                let Some(prev) = j.checked_sub(1) else {
+                    break;
+                };
+                j = prev;
+                offsets = nodes[j].offsets();
+                continue;
+            };
+            let node = &nodes[j];
+            let e = node.entry(at);
+            if e.deleted || e.id > self.hi {
+                continue;
+            }
+            if e.id < self.lo {
+                break;
+            }
+            self.back = Some((j, offsets));
+            self.took(e.id, false);
+            return Some((e.id, &node.buf[e.fields]));
+        }
+        self.done = true;
+        None
+    }
+}
 
 impl Stream {
     pub fn new() -> Stream {
@@ -285,7 +526,7 @@ impl Stream {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.length
     }
 
     /// Never: an empty stream is still a value (unlike an empty list).
@@ -298,42 +539,74 @@ impl Stream {
         self.nodes.len()
     }
 
-    pub fn get(&self, id: StreamId) -> Option<&[u8]> {
-        self.entries.get(&id).map(|b| &b[..])
+    /// Where `id` is: its node and offset, deleted or not.
+    fn find(&self, id: StreamId) -> Option<(usize, usize)> {
+        let i = self
+            .nodes
+            .partition_point(|n| n.first <= id)
+            .checked_sub(1)?;
+        let node = &self.nodes[i];
+        if node.last < id {
+            return None;
+        }
+        let mut at = 0;
+        while at < node.buf.len() {
+            let e = node.entry(at);
+            if e.id == id {
+                return Some((i, at));
+            }
+            if e.id > id {
+                return None;
+            }
+            at = e.next;
+        }
+        None
     }
 
-    /// The entries from `lo` to `hi`, both included, in order.
-    pub fn range(
-        &self,
-        lo: StreamId,
-        hi: StreamId,
-    ) -> impl DoubleEndedIterator<Item = EntryRef<'_>> + '_ {
-        let r = if lo <= hi {
-            Some(self.entries.range(lo..=hi))
-        } else {
-            None
-        };
-        r.into_iter().flatten().map(|(id, b)| (*id, &b[..]))
+    pub fn get(&self, id: StreamId) -> Option<&[u8]> {
+        let (i, at) = self.find(id)?;
+        let node = &self.nodes[i];
+        let e = node.entry(at);
+        (!e.deleted).then(|| &node.buf[e.fields])
+    }
+
+    /// The live entries from `lo` to `hi`, both included, in order (and reversed with
+    /// `.rev()`).
+    pub fn range(&self, lo: StreamId, hi: StreamId) -> Range<'_> {
+        Range {
+            nodes: &self.nodes,
+            lo,
+            hi,
+            done: lo > hi,
+            front: None,
+            back: None,
+        }
     }
 
     pub fn first(&self) -> Option<EntryRef<'_>> {
-        self.entries.first_key_value().map(|(id, b)| (*id, &b[..]))
+        self.range(StreamId::MIN, StreamId::MAX).next()
     }
 
     pub fn last(&self) -> Option<EntryRef<'_>> {
-        self.entries.last_key_value().map(|(id, b)| (*id, &b[..]))
+        self.range(StreamId::MIN, StreamId::MAX).next_back()
     }
 
-    /// Adds an entry (`id` MUST be above [`Stream::last_id`]; `pairs` field, value, ...).
+    /// Adds an entry (`id` MUST be above every entry's; `pairs` field, value, ...).
     pub fn append(&mut self, id: StreamId, pairs: &[&[u8]]) {
-        debug_assert!(id > self.last_id || (self.entries_added == 0 && id > StreamId::MIN));
+        debug_assert!(self.nodes.back().is_none_or(|n| id > n.last));
         let total: usize = pairs.iter().map(|p| p.len()).sum();
         let names = || pairs.iter().step_by(2).copied();
         let fresh = match self.nodes.back() {
             None => true,
-            Some(n) => n.bytes as usize + total >= NODE_MAX_BYTES || n.count >= NODE_MAX_ENTRIES,
+            Some(n) => n.lp_bytes as usize + total >= NODE_MAX_BYTES || n.count >= NODE_MAX_ENTRIES,
         };
         if fresh {
+            // The node before is closed: give its spare room back.
+            if let Some(n) = self.nodes.back_mut() {
+                let before = n.buf.capacity();
+                n.buf.shrink_to_fit();
+                self.buffers.0 -= before - n.buf.capacity();
+            }
             // Header and end, count, deleted, field count, fields, terminator.
             let master =
                 7 + 3 * lp_int_size(0) + names().map(lp_entry_size).sum::<usize>() + lp_int_size(0);
@@ -342,8 +615,9 @@ impl Stream {
                 last: id,
                 count: 0,
                 live: 0,
-                bytes: master as u32,
+                lp_bytes: master as u32,
                 master: hash_fields(names()),
+                buf: Vec::new(),
             });
         }
         let node = self.nodes.back_mut().expect("pushed above");
@@ -364,60 +638,60 @@ impl Stream {
             size +=
                 lp_int_size(nfields as i64) + pairs.iter().map(|v| lp_entry_size(v)).sum::<usize>();
         }
-        node.bytes = node.bytes.saturating_add(size as u32);
+        node.lp_bytes = node.lp_bytes.saturating_add(size as u32);
         node.count += 1;
         node.live += 1;
         node.last = id;
-        let packed = pack(pairs);
-        self.bytes += packed.len();
-        self.entries.insert(id, packed);
-        if self.entries.len() == 1 {
+        let before = node.buf.capacity();
+        node.push(id, pairs);
+        self.buffers.0 += node.buf.capacity() - before;
+        self.length += 1;
+        if self.length == 1 {
             self.first_id = id;
         }
         self.last_id = id;
         self.entries_added += 1;
     }
 
-    /// Index of the node holding `id`.
-    fn node_of(&self, id: StreamId) -> Option<usize> {
-        let i = self.nodes.partition_point(|n| n.first <= id);
-        i.checked_sub(1).filter(|&i| self.nodes[i].last >= id)
-    }
-
-    /// Removes one entry as the deletions of XDEL and trimming do (the node keeps its
-    /// place until its last live entry goes); whether it was there.
-    fn remove_entry(&mut self, id: StreamId) -> bool {
-        let Some(b) = self.entries.remove(&id) else {
-            return false;
-        };
-        self.bytes -= b.len();
-        if let Some(i) = self.node_of(id) {
-            self.nodes[i].live -= 1;
-            if self.nodes[i].live == 0 {
-                self.nodes.remove(i);
-            }
+    /// Marks the entry at node `i`, offset `at` deleted (it must be live); its node goes
+    /// with its last live entry. Whether the node went.
+    fn remove_at(&mut self, i: usize, at: usize) -> bool {
+        let node = &mut self.nodes[i];
+        node.buf[at] |= 1;
+        node.live -= 1;
+        self.length -= 1;
+        if node.live == 0 {
+            self.buffers.0 -= node.buf.capacity();
+            self.nodes.remove(i);
+            return true;
         }
-        true
+        false
     }
 
     fn record_first(&mut self) {
-        self.first_id = self.entries.keys().next().copied().unwrap_or_default();
+        self.first_id = self.first().map_or(StreamId::MIN, |(id, _)| id);
     }
 
     /// XDEL of one ID: whether it was there. Does not update `first_id` (see
     /// [`Stream::deleted`]).
     pub fn delete(&mut self, id: StreamId) -> bool {
-        let gone = self.remove_entry(id);
-        if gone && id > self.max_deleted {
+        let Some((i, at)) = self.find(id) else {
+            return false;
+        };
+        if self.nodes[i].entry(at).deleted {
+            return false;
+        }
+        self.remove_at(i, at);
+        if id > self.max_deleted {
             self.max_deleted = id;
         }
-        gone
+        true
     }
 
     /// After XDEL removed entries: records the new first ID (when the first entry went or
     /// the stream is empty), as Redis's `xdelCommand`.
     pub fn deleted(&mut self, first_went: bool) {
-        if self.entries.is_empty() || first_went {
+        if self.length == 0 || first_went {
             self.record_first();
         }
     }
@@ -429,7 +703,7 @@ impl Stream {
         let mut deleted = 0u64;
         while let Some(node) = self.nodes.front() {
             if let TrimBy::MaxLen(max) = by {
-                if self.entries.len() as u64 <= max {
+                if self.length as u64 <= max {
                     break;
                 }
             }
@@ -438,37 +712,39 @@ impl Stream {
                 break;
             }
             let whole = match by {
-                TrimBy::MaxLen(max) => self.entries.len() as u64 - entries >= max,
+                TrimBy::MaxLen(max) => self.length as u64 - entries >= max,
                 TrimBy::MinId(min) => node.last < min,
             };
             if whole {
-                let (first, last) = (node.first, node.last);
-                let ids: Vec<StreamId> =
-                    self.entries.range(first..=last).map(|(k, _)| *k).collect();
-                for id in ids {
-                    if let Some(b) = self.entries.remove(&id) {
-                        self.bytes -= b.len();
-                    }
+                if let Some(n) = self.nodes.pop_front() {
+                    self.buffers.0 -= n.buf.capacity();
                 }
-                self.nodes.pop_front();
+                self.length -= entries as usize;
                 deleted += entries;
                 continue;
             }
             if approx {
                 break;
             }
-            let (first, last) = (node.first, node.last);
-            let ids: Vec<StreamId> = self.entries.range(first..=last).map(|(k, _)| *k).collect();
-            for id in ids {
+            let mut at = 0;
+            while at < self.nodes[0].buf.len() {
+                let e = self.nodes[0].entry(at);
                 let stop = match by {
-                    TrimBy::MaxLen(max) => self.entries.len() as u64 <= max,
-                    TrimBy::MinId(min) => id >= min,
+                    TrimBy::MaxLen(max) => self.length as u64 <= max,
+                    TrimBy::MinId(min) => e.id >= min,
                 };
                 if stop {
                     break;
                 }
-                self.remove_entry(id);
-                deleted += 1;
+                if !e.deleted {
+                    deleted += 1;
+                    // The node's last live entry (its last entry, deleted, at or past
+                    // MINID): the node goes with it.
+                    if self.remove_at(0, at) {
+                        break;
+                    }
+                }
+                at = e.next;
             }
             break;
         }
@@ -480,7 +756,7 @@ impl Stream {
     /// (Redis's `streamRangeHasTombstones`, `end` open).
     pub fn has_tombstones_from(&self, start: StreamId) -> bool {
         // A deletion before the first entry was trimmed away with it.
-        !self.entries.is_empty()
+        self.length > 0
             && !self.max_deleted.is_zero()
             && self.first_id <= self.max_deleted
             && start <= self.max_deleted
@@ -493,7 +769,7 @@ impl Stream {
             return 0;
         }
         let added = self.entries_added as i64;
-        if self.entries.is_empty() && id <= self.last_id {
+        if self.length == 0 && id <= self.last_id {
             return added;
         }
         match id.cmp(&self.last_id) {
@@ -503,14 +779,13 @@ impl Stream {
         }
         if self.max_deleted.is_zero() || self.max_deleted < self.first_id {
             match id.cmp(&self.first_id) {
-                std::cmp::Ordering::Less => return added - self.entries.len() as i64,
-                std::cmp::Ordering::Equal => return added - self.entries.len() as i64 + 1,
+                std::cmp::Ordering::Less => return added - self.length as i64,
+                std::cmp::Ordering::Equal => return added - self.length as i64 + 1,
                 std::cmp::Ordering::Greater => {}
             }
         }
         -1
     }
-
     /// A group's lag (entries not yet read by it), when it can be known (Redis's
     /// `streamReplyWithCGLag`).
     pub fn lag(&self, g: &Group) -> Option<u64> {
@@ -567,31 +842,28 @@ impl Stream {
         self.groups.remove(name).is_some()
     }
 
-    /// Heap bytes, for `used_memory` and MEMORY USAGE: the entries (their tree slots and
-    /// packed bytes), the nodes, the groups' pending entries and consumers.
+    /// Heap bytes, for `used_memory` and MEMORY USAGE: the nodes' buffers, the groups'
+    /// pending entries and consumers (tree slots estimated). Walks the groups and their
+    /// consumers, not the entries or the pending entries: the store calls it on every write.
     pub fn heap_bytes(&self) -> usize {
-        let entries = self.entries.len() * 56 + self.bytes;
-        let nodes = self.nodes.capacity() * std::mem::size_of::<Node>();
+        let nodes = self.buffers.0 + self.nodes.capacity() * std::mem::size_of::<Node>();
         let groups: usize = self
             .groups
             .iter()
             .map(|(name, g)| {
-                let consumers: usize = g
-                    .consumers
-                    .iter()
-                    .map(|(n, c)| 96 + n.len() + c.pending.len() * 24)
-                    .sum();
-                128 + name.len()
-                    + consumers
-                    + g.pel.values().map(|n| 72 + n.consumer.len()).sum::<usize>()
+                let consumers: usize = g.consumers.keys().map(|n| 96 + n.len()).sum();
+                // Each pending entry: its slot in the group's tree (with the consumer's name,
+                // about 16 bytes) and in its consumer's.
+                128 + name.len() + consumers + g.pel.len() * (72 + 16 + 24)
             })
             .sum();
-        entries + nodes + groups
+        nodes + groups
     }
 
-    /// The replication form: every counter, the node layout, the entries and the groups.
+    /// The replication form: every counter, the nodes with their buffers, and the groups.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.bytes + self.entries.len() * 24);
+        let bufs: usize = self.nodes.iter().map(|n| n.buf.len() + 68).sum();
+        let mut out = Vec::with_capacity(64 + bufs);
         let id = |out: &mut Vec<u8>, id: StreamId| {
             out.extend_from_slice(&id.ms.to_be_bytes());
             out.extend_from_slice(&id.seq.to_be_bytes());
@@ -609,14 +881,10 @@ impl Stream {
         for n in &self.nodes {
             id(&mut out, n.first);
             id(&mut out, n.last);
-            u64(&mut out, u64::from(n.count) << 32 | u64::from(n.live));
-            u64(&mut out, u64::from(n.bytes));
+            u64(&mut out, (u64::from(n.count) << 32) | u64::from(n.live));
+            u64(&mut out, u64::from(n.lp_bytes));
             u64(&mut out, n.master);
-        }
-        u64(&mut out, self.entries.len() as u64);
-        for (k, v) in &self.entries {
-            id(&mut out, *k);
-            bytes(&mut out, v);
+            bytes(&mut out, &n.buf);
         }
         u64(&mut out, self.groups.len() as u64);
         for (name, g) in &self.groups {
@@ -640,7 +908,8 @@ impl Stream {
         out
     }
 
-    /// The stream [`Stream::encode`] wrote, or `None` if `b` is not one.
+    /// The stream [`Stream::encode`] wrote, or `None` if `b` is not one (every node's
+    /// buffer is read through and must agree with its figures).
     pub fn decode(b: &[u8]) -> Option<Stream> {
         let mut r = Reader(b);
         let mut s = Stream {
@@ -650,38 +919,23 @@ impl Stream {
             entries_added: r.u64()?,
             ..Stream::default()
         };
-        let nodes = r.count(40)?;
+        let nodes = r.count(68)?;
         for _ in 0..nodes {
             let (first, last) = (r.id()?, r.id()?);
             let counts = r.u64()?;
-            s.nodes.push_back(Node {
+            let node = Node {
                 first,
                 last,
                 count: (counts >> 32) as u32,
                 live: counts as u32,
-                bytes: u32::try_from(r.u64()?).ok()?,
+                lp_bytes: u32::try_from(r.u64()?).ok()?,
                 master: r.u64()?,
-            });
-        }
-        let entries = r.count(20)?;
-        for _ in 0..entries {
-            let id = r.id()?;
-            let v = r.bytes()?;
-            // The packed form must read back as whole fields.
-            let mut rest = v;
-            let mut n = 0usize;
-            while !rest.is_empty() {
-                let (len, used) = varint::checked_get(rest)?;
-                rest = rest.get(used..)?.get(len..)?;
-                n += 1;
-            }
-            if !n.is_multiple_of(2) || n == 0 {
-                return None;
-            }
-            s.bytes += v.len();
-            if s.entries.insert(id, v.into()).is_some() {
-                return None;
-            }
+                buf: r.bytes()?.to_vec(),
+            };
+            node.check(s.nodes.back().map(|n| n.last))?;
+            s.length += node.live as usize;
+            s.buffers.0 += node.buf.capacity();
+            s.nodes.push_back(node);
         }
         let groups = r.count(36)?;
         for _ in 0..groups {
@@ -857,6 +1111,120 @@ mod tests {
         assert!(!g.ack(id(1, 0)));
         assert_eq!(g.remove_consumer(b"b"), Some(1));
         assert!(g.pel.is_empty());
+    }
+
+    #[test]
+    fn ranges_run_from_either_end_past_deleted_entries() {
+        let mut s = filled(250);
+        for i in [1, 2, 100, 101, 150, 250] {
+            assert!(s.delete(id(i, 0)));
+        }
+        let ids = |it: &mut dyn Iterator<Item = EntryRef<'_>>| -> Vec<u64> {
+            it.map(|(i, _)| i.ms).collect()
+        };
+        let want: Vec<u64> = (3..=249).filter(|i| ![100, 101, 150].contains(i)).collect();
+        assert_eq!(ids(&mut s.range(StreamId::MIN, StreamId::MAX)), want);
+        let mut rev = want.clone();
+        rev.reverse();
+        assert_eq!(ids(&mut s.range(StreamId::MIN, StreamId::MAX).rev()), rev);
+        assert_eq!(ids(&mut s.range(id(99, 0), id(102, 0))), [99, 102]);
+        assert_eq!(ids(&mut s.range(id(99, 0), id(102, 0)).rev()), [102, 99]);
+        // Both ends of one range meet without yielding an entry twice.
+        let mut r = s.range(id(10, 0), id(14, 0));
+        let got = [
+            r.next(),
+            r.next_back(),
+            r.next(),
+            r.next_back(),
+            r.next(),
+            r.next(),
+        ];
+        let got: Vec<Option<u64>> = got.iter().map(|e| e.map(|(i, _)| i.ms)).collect();
+        assert_eq!(
+            got,
+            [Some(10), Some(14), Some(11), Some(13), Some(12), None]
+        );
+        assert_eq!(s.get(id(100, 0)), None, "deleted");
+        assert_eq!(
+            fields(s.get(id(99, 0)).unwrap()).collect::<Vec<_>>(),
+            [b"f", b"v"]
+        );
+        assert_eq!(s.first().unwrap().0, id(3, 0));
+        assert_eq!(s.last().unwrap().0, id(249, 0));
+        assert!(s.range(id(5, 0), id(4, 0)).next().is_none());
+    }
+
+    #[test]
+    fn a_minid_trim_that_takes_a_nodes_last_live_entry_takes_the_node() {
+        let mut s = filled(150);
+        assert!(s.delete(id(100, 0)));
+        for i in 1..=98 {
+            assert!(s.delete(id(i, 0)));
+        }
+        // The first node holds 99 (live) and 100 (deleted, its last): MINID 100 takes 99.
+        assert_eq!(s.trim(TrimBy::MinId(id(100, 0)), false, 0), 1);
+        assert_eq!((s.len(), s.node_count()), (50, 1));
+        assert_eq!(s.first_id, id(101, 0));
+    }
+
+    proptest::proptest! {
+        /// Random appends (one or many fields, values of any size), deletions and exact
+        /// trims agree with a `BTreeMap` model read from both ends, and every state
+        /// survives its replication form.
+        #[test]
+        fn streams_behave_as_an_ordered_map(ops in proptest::collection::vec((0u8..4, 0u64..400, 0usize..3000), 1..300)) {
+            let mut s = Stream::new();
+            let mut model: BTreeMap<StreamId, Vec<Vec<u8>>> = BTreeMap::new();
+            let mut next = 1u64;
+            for (op, n, size) in ops {
+                match op {
+                    0 | 1 => {
+                        let id = StreamId::new(next, n % 3);
+                        next += 1 + n % 2;
+                        let v = vec![b'v'; size % if op == 0 { 40 } else { 3000 }];
+                        let pairs: Vec<Vec<u8>> = if n % 5 == 0 {
+                            vec![b"a".to_vec(), v.clone(), b"b".to_vec(), n.to_string().into_bytes()]
+                        } else {
+                            vec![b"f".to_vec(), v]
+                        };
+                        let refs: Vec<&[u8]> = pairs.iter().map(|p| &p[..]).collect();
+                        s.append(id, &refs);
+                        model.insert(id, pairs);
+                    }
+                    2 => {
+                        let Some(&id) = model.keys().nth(n as usize % model.len().max(1)) else {
+                            continue;
+                        };
+                        proptest::prop_assert!(s.delete(id));
+                        model.remove(&id);
+                        proptest::prop_assert!(!s.delete(id));
+                    }
+                    _ => {
+                        let keep = n as usize % 60;
+                        s.trim(TrimBy::MaxLen(keep as u64), false, 0);
+                        while model.len() > keep {
+                            model.pop_first();
+                        }
+                    }
+                }
+                let want: Vec<(StreamId, Vec<Vec<u8>>)> =
+                    model.iter().map(|(k, v)| (*k, v.clone())).collect();
+                let got: Vec<(StreamId, Vec<Vec<u8>>)> = s
+                    .range(StreamId::MIN, StreamId::MAX)
+                    .map(|(id, p)| (id, fields(p).map(|f| f.to_vec()).collect()))
+                    .collect();
+                proptest::prop_assert_eq!(&got, &want);
+                let mut back: Vec<StreamId> =
+                    s.range(StreamId::MIN, StreamId::MAX).rev().map(|(id, _)| id).collect();
+                back.reverse();
+                proptest::prop_assert_eq!(back, model.keys().copied().collect::<Vec<_>>());
+                proptest::prop_assert_eq!(s.len(), model.len());
+                let capacity: usize = s.nodes.iter().map(|n| n.buf.capacity()).sum();
+                proptest::prop_assert_eq!(s.buffers.0, capacity, "the accounting follows");
+                let again = Stream::decode(&s.encode());
+                proptest::prop_assert_eq!(again.as_ref(), Some(&s));
+            }
+        }
     }
 
     #[test]
