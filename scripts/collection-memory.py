@@ -1,6 +1,6 @@
 """RSS per element of Shoal and redis-server for large collections and many small hashes.
 
-    python3 scripts/collection-memory.py target/release/shoald [hash,set,zintset,list,zset,small-hashes]
+    python3 scripts/collection-memory.py target/release/shoald [hash,set,zintset,list,zset,small-hashes,stream]
 
 Starts a fresh redis-server and a fresh shoald (maxmemory 0) on free loopback ports for each
 data shape, loads it through redis-py pipelines, and prints the resident memory added per
@@ -54,6 +54,10 @@ def load(c, what):
     elif what == "zset":
         for i in range(N):
             pipe.zadd("z", {f"member:{i:08d}": i * 1.5})
+            if i % 10000 == 9999: pipe.execute()
+    elif what == "stream":
+        for i in range(N):
+            pipe.xadd("x", {"job": f"{i:08d}", "state": "queued"})
             if i % 10000 == 9999: pipe.execute()
     elif what == "small-hashes":
         for i in range(100_000):

@@ -1061,6 +1061,16 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("zset-max-listpack-entries", |_| "128".into(), None),
     ("zset-max-listpack-value", |_| "64".into(), None),
     ("list-max-listpack-size", |_| "-2".into(), None),
+    (
+        "stream-node-max-bytes",
+        |_| shoal_store::STREAM_NODE_MAX_BYTES.to_string(),
+        None,
+    ),
+    (
+        "stream-node-max-entries",
+        |_| shoal_store::STREAM_NODE_MAX_ENTRIES.to_string(),
+        None,
+    ),
     // Their names before Redis 7, which Redis 7 still takes.
     ("hash-max-ziplist-entries", |_| "512".into(), None),
     ("hash-max-ziplist-value", |_| "64".into(), None),
