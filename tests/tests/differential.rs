@@ -3044,6 +3044,14 @@ const BITMAPS: &[Case] = &[
 ];
 
 const KEYSPACE: &[Case] = &[
+    // DEBUG is refused, as Redis 7 refuses it by default (enable-debug-command no).
+    &[
+        &["DEBUG", "OBJECT", "x"],
+        &["DEBUG", "SLEEP", "0"],
+        &["DEBUG"],
+        &["CONFIG", "GET", "enable-debug-command"],
+        &["CONFIG", "SET", "enable-debug-command", "yes"],
+    ],
     // OBJECT / MEMORY (values as SET stores them; IDLETIME/FREQ depend on time and policy)
     &[
         &["SET", "i", "12345"],

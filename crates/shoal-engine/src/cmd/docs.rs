@@ -187,6 +187,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("zintercard", "numkeys key [key ...] [LIMIT limit]"),
     ("zrandmember", "key [count [WITHSCORES]]"),
     ("zscan", "key cursor [MATCH pattern] [COUNT count]"),
+    ("debug", ""),
     ("xadd", "key [NOMKSTREAM] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),
     ("xlen", "key"),
     ("xrange", "key start end [COUNT count]"),

@@ -699,6 +699,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["get", "len", "reset", "help"]),
     cmd!("latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", "A container for latency diagnostics commands.", server::latency,
         &["doctor", "graph", "history", "histogram", "latest", "reset", "help"]),
+    cmd!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", "A container for debugging commands.", server::debug),
     cmd!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Listens for all requests received by the server in real-time.", conn::monitor),
     // pub/sub (refused inside MULTI, where Redis's replies to them break the protocol)
     cmd!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "pubsub", "2.0.0", "Listens for messages published to channels.", pubsub::subscribe),

@@ -1052,6 +1052,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("leave-timeout-ms", |c| c.leave_timeout_ms.to_string(), None),
     // Read-only facts clients ask for.
     ("databases", |_| super::db::DATABASES.to_string(), None),
+    ("enable-debug-command", |_| "no".into(), None),
     // The collections' encoding thresholds: Redis's defaults, fixed (README).
     ("hash-max-listpack-entries", |_| "512".into(), None),
     ("hash-max-listpack-value", |_| "64".into(), None),
@@ -1324,6 +1325,16 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// LOLWUT [VERSION v] [...]: what Redis 7 answers without its art (which only its versions
 /// 5 and 6 draw): the version line.
+/// DEBUG: refused, as Redis 7 refuses it by default (`enable-debug-command no`, which Shoal
+/// does not let change: its subcommands reach into Redis's internals).
+pub fn debug(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    Reply::error(
+        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+         you can run it from a local connection, otherwise you need to set this option in the \
+         configuration file, and then restart the server.",
+    )
+}
+
 /// LASTSAVE: Shoal keeps no snapshot, so the last "save" is the start, as a Redis that
 /// never saved answers.
 pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
