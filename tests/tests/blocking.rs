@@ -839,49 +839,54 @@ fn stream_readers_wait_for_new_entries() {
     run(&mut admin, "SET t x");
     assert_eq!(answer(r3), Value::Nil);
 
-    // The stream deleted, or the group destroyed, under a waiting group reader.
+    // The stream deleted (with an XREAD waiting ahead of the group reader: it stays), the
+    // group destroyed, or the key made a string, under a waiting group reader: Redis 7.2
+    // runs the command again, which answers its error.
     run(&mut admin, "XGROUP CREATE u g $ MKSTREAM");
-    let gone = spawn_result(
-        &node.url(),
-        &[
-            "XREADGROUP",
-            "GROUP",
-            "g",
-            "c",
-            "BLOCK",
-            "0",
-            "STREAMS",
-            "s",
-            ">",
-        ],
-    );
-    let destroyed = spawn_result(
-        &node.url(),
-        &[
-            "XREADGROUP",
-            "GROUP",
-            "g",
-            "c",
-            "BLOCK",
-            "0",
-            "STREAMS",
-            "u",
-            ">",
-        ],
-    );
-    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    run(&mut admin, "XGROUP CREATE w g $ MKSTREAM");
+    let xread = spawn(&node.url(), &["XREAD", "BLOCK", "500", "STREAMS", "s", "$"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+    let group_reader = |key: &str| {
+        spawn_result(
+            &node.url(),
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "BLOCK",
+                "0",
+                "STREAMS",
+                key,
+                ">",
+            ],
+        )
+    };
+    let gone = group_reader("s");
+    let destroyed = group_reader("u");
+    let retyped = group_reader("w");
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 4));
     run(&mut admin, "DEL s");
     run(&mut admin, "XGROUP DESTROY u g");
-    assert!(wait_until(WAIT, || gone.is_finished() && destroyed.is_finished()));
-    let gone = gone.join().unwrap().unwrap_err();
-    assert_eq!(gone.code(), Some("UNBLOCKED"), "{gone}");
-    let destroyed = destroyed.join().unwrap().unwrap_err();
-    assert_eq!(destroyed.code(), Some("NOGROUP"), "{destroyed}");
-    assert!(
-        destroyed
-            .to_string()
-            .contains("blocked on no longer exists"),
-        "{destroyed}"
+    run(&mut admin, "SET w x");
+    assert!(wait_until(WAIT, || {
+        gone.is_finished() && destroyed.is_finished() && retyped.is_finished()
+    }));
+    for (h, key) in [(gone, "s"), (destroyed, "u")] {
+        let e = h.join().unwrap().unwrap_err();
+        assert_eq!(e.code(), Some("NOGROUP"), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("No such key '{key}' or consumer group 'g'")),
+            "{e}"
+        );
+    }
+    let e = retyped.join().unwrap().unwrap_err();
+    assert_eq!(e.code(), Some("WRONGTYPE"), "{e}");
+    assert_eq!(
+        answer(xread),
+        Value::Nil,
+        "the XREAD waits on, to its timeout"
     );
     assert_eq!(blocked(&mut admin), 0);
 }

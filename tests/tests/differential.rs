@@ -5468,8 +5468,9 @@ const NOTIFICATIONS: &[Case] = &[
 ];
 
 /// Streams: explicit IDs throughout (an automatic ID is the server's clock), and no reply
-/// that shows a time (XPENDING's idle times, XINFO CONSUMERS, XINFO STREAM FULL) or Redis
-/// 7.2's additions (checked in `streams.rs`). Multi-key steps share a hash tag.
+/// that shows a time (XPENDING's idle times, XINFO CONSUMERS, XINFO STREAM FULL) or differs
+/// between Redis 7.0 and 7.2 (7.2's: `streams_follow_redis_7_2` in the engine's tests,
+/// `tests/clients/streams.py`). Multi-key steps share a hash tag.
 const STREAMS: &[Case] = &[
     // XADD's IDs and options, XLEN, XRANGE, XREVRANGE
     &[
@@ -5543,6 +5544,9 @@ const STREAMS: &[Case] = &[
         &["XSETID", "nokey", "1-1"],
         &["XDEL", "nokey", "bad"],
         &["XTRIM", "nokey", "bad"],
+        &["XTRIM", "nokey", "FOO", "BAR"],
+        &["XTRIM", "nokey", "MAXLEN", "-1"],
+        &["XTRIM", "str", "FOO", "BAR"],
         &["XACK", "nokey", "g", "bad"],
     ],
     // XDEL, XTRIM (exact and approximate, by length and by ID, LIMIT), XSETID
@@ -5563,7 +5567,6 @@ const STREAMS: &[Case] = &[
         &["XTRIM", "s", "MINID", "x"],
         &["XRANGE", "s", "-", "+"],
         &["XINFO", "STREAM", "s"],
-        &["XSETID", "s", "1-0"],
         &["XSETID", "s", "10-0"],
         &["XSETID", "s", "10-0", "ENTRIESADDED", "0"],
         &["XSETID", "s", "10-0", "ENTRIESADDED", "-1"],
@@ -5687,8 +5690,6 @@ const STREAMS: &[Case] = &[
         &["XREAD", "STREAMS", "{r}a", "$"],
         &["XREAD", "STREAMS", "{r}a", ">"],
         &["XREAD", "STREAMS", "{r}a"],
-        &["XREAD", "STREAMS", "{r}a", "{r}b", "0"],
-        &["XREAD", "STREAMS", "{r}a", "{r}b", "0", "0", "0"],
         &["XREAD", "GROUP", "g", "c", "STREAMS", "{r}a", "0"],
         &["XREAD", "NOACK", "STREAMS", "{r}a", "0"],
         &["XREAD", "COUNT", "x", "STREAMS", "{r}a", "0"],
@@ -5705,7 +5706,6 @@ const STREAMS: &[Case] = &[
         &["XREADGROUP", "GROUP", "nog", "c", "STREAMS", "{r}a", ">"],
         &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}zz", ">"],
         &["XREADGROUP", "STREAMS", "{r}a", "0", "x", "y"],
-        &["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "{r}a", ">", "x"],
         &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}a", ">"],
         &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{r}a", ">"],
         &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "{r}a", "0"],

@@ -424,7 +424,7 @@ impl<'a> Reader<'a> {
             }
             .raw_id()?;
             let lp = self.string()?;
-            entries += stream_node(&lp, master, &mut s)?;
+            entries += stream_node(&lp, master, &mut s, &mut self.budget)?;
         }
         let length = self.len64()?;
         let last_id = self.len_id()?;
@@ -579,10 +579,27 @@ fn intset(b: &[u8], mut f: impl FnMut(i64)) -> Option<()> {
 /// The live entries of one stream listpack (master entry, then entries delta-encoded from
 /// `master`), appended to `s` in order; how many. `None` when it does not parse, or its IDs
 /// do not rise.
-fn stream_node(lp: &[u8], master: StreamId, s: &mut Stream) -> Option<u64> {
-    let mut elems: Vec<Vec<u8>> = Vec::new();
-    listpack(lp, |e| elems.push(e.to_vec()))?;
-    let int = |e: &Vec<u8>| -> Option<i64> { std::str::from_utf8(e).ok()?.parse().ok() };
+///
+/// The elements are kept in one buffer with their bounds, each charged to `budget` (the
+/// payload's decompression budget) with its bounds' 16 bytes: a listpack of tiny integers
+/// takes a bounded multiple of its own size, never one allocation per element.
+fn stream_node(lp: &[u8], master: StreamId, s: &mut Stream, budget: &mut usize) -> Option<u64> {
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut bounds: Vec<(usize, usize)> = Vec::new();
+    let mut ok = true;
+    listpack(lp, |e| match budget.checked_sub(e.len() + 16) {
+        Some(left) if ok => {
+            *budget = left;
+            bounds.push((bytes.len(), bytes.len() + e.len()));
+            bytes.extend_from_slice(e);
+        }
+        _ => ok = false,
+    })?;
+    if !ok {
+        return None;
+    }
+    let elems: Vec<&[u8]> = bounds.iter().map(|&(a, b)| &bytes[a..b]).collect();
+    let int = |e: &&[u8]| -> Option<i64> { std::str::from_utf8(e).ok()?.parse().ok() };
     let mut it = elems.iter();
     let _count = int(it.next()?)?;
     let _deleted = int(it.next()?)?;
@@ -590,7 +607,7 @@ fn stream_node(lp: &[u8], master: StreamId, s: &mut Stream) -> Option<u64> {
     if nfields > elems.len() {
         return None;
     }
-    let fields: Vec<&Vec<u8>> = it.by_ref().take(nfields).collect();
+    let fields: Vec<&[u8]> = it.by_ref().take(nfields).copied().collect();
     if fields.len() != nfields || int(it.next()?)? != 0 {
         return None;
     }

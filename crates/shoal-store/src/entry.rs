@@ -84,13 +84,17 @@ impl Collection {
         }
     }
 
+    /// Whether the key holding it goes away: an empty hash, set, list or sorted set, never a
+    /// stream.
     pub fn is_empty(&self) -> bool {
         match self {
             Collection::Hash(h) => h.is_empty(),
             Collection::Set(s) => s.is_empty(),
             Collection::List(l) => l.is_empty(),
             Collection::ZSet(z) => z.is_empty(),
-            Collection::Stream(s) => s.is_empty(),
+            // An empty stream stays a value (XGROUP CREATE MKSTREAM, XDEL of every entry),
+            // as in Redis.
+            Collection::Stream(_) => false,
         }
     }
 

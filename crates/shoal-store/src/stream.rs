@@ -529,9 +529,9 @@ impl Stream {
         self.length
     }
 
-    /// Never: an empty stream is still a value (unlike an empty list).
+    /// No entries (an empty stream is still a value: see `Collection::is_empty`).
     pub fn is_empty(&self) -> bool {
-        false
+        self.length == 0
     }
 
     /// Listpack nodes (XINFO's `radix-tree-keys`).
@@ -581,6 +581,13 @@ impl Stream {
             front: None,
             back: None,
         }
+    }
+
+    /// The last entry's ID, deleted or not: a new entry, or XSETID's last ID, may not go
+    /// below it (Redis checks the last live entry only, which lets a stream hold IDs out of
+    /// order once XSETID went below a deleted one).
+    pub fn last_written(&self) -> Option<StreamId> {
+        self.nodes.back().map(|n| n.last)
     }
 
     pub fn first(&self) -> Option<EntryRef<'_>> {
@@ -650,7 +657,7 @@ impl Stream {
             self.first_id = id;
         }
         self.last_id = id;
-        self.entries_added += 1;
+        self.entries_added = self.entries_added.wrapping_add(1);
     }
 
     /// Marks the entry at node `i`, offset `at` deleted (it must be live); its node goes
@@ -779,8 +786,10 @@ impl Stream {
         }
         if self.max_deleted.is_zero() || self.max_deleted < self.first_id {
             match id.cmp(&self.first_id) {
-                std::cmp::Ordering::Less => return added - self.length as i64,
-                std::cmp::Ordering::Equal => return added - self.length as i64 + 1,
+                std::cmp::Ordering::Less => return added.wrapping_sub(self.length as i64),
+                std::cmp::Ordering::Equal => {
+                    return added.wrapping_sub(self.length as i64).wrapping_add(1)
+                }
                 std::cmp::Ordering::Greater => {}
             }
         }
@@ -788,15 +797,17 @@ impl Stream {
     }
     /// A group's lag (entries not yet read by it), when it can be known (Redis's
     /// `streamReplyWithCGLag`).
-    pub fn lag(&self, g: &Group) -> Option<u64> {
+    /// (Negative when a group was told it read more than was added, as Redis shows it.)
+    pub fn lag(&self, g: &Group) -> Option<i64> {
         if self.entries_added == 0 {
             return Some(0);
         }
+        let added = self.entries_added as i64;
         if g.entries_read != -1 && !self.has_tombstones_from(g.last_id) {
-            return Some(self.entries_added.saturating_sub(g.entries_read as u64));
+            return Some(added.wrapping_sub(g.entries_read));
         }
         let read = self.entries_up_to(g.last_id);
-        (read != -1).then(|| self.entries_added.saturating_sub(read as u64))
+        (read != -1).then(|| added.wrapping_sub(read))
     }
 
     /// Moves a group's position past `id`, counting the read (Redis's XREADGROUP).
@@ -809,7 +820,7 @@ impl Stream {
         };
         if id > g.last_id {
             if g.entries_read != -1 && !has_tombs {
-                g.entries_read += 1;
+                g.entries_read = g.entries_read.wrapping_add(1);
             } else if added > 0 {
                 g.entries_read = estimate;
             }
@@ -936,6 +947,10 @@ impl Stream {
             s.length += node.live as usize;
             s.buffers.0 += node.buf.capacity();
             s.nodes.push_back(node);
+        }
+        // No entry above the last ID (the next one would go below it).
+        if s.nodes.back().is_some_and(|n| n.last > s.last_id) {
+            return None;
         }
         let groups = r.count(36)?;
         for _ in 0..groups {

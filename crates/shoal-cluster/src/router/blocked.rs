@@ -208,6 +208,11 @@ fn run_attempt(
 /// A try that took nothing: [`Tried::Passed`] when one of its keys holds something (of
 /// another type: the clients behind it may take it), else [`Tried::Blocked`].
 fn still_blocked(node: &Server, client: &Client, spec: &CommandSpec, args: &[Bytes]) -> Tried {
+    // A stream reader that found nothing says nothing of the next one (another ID, another
+    // group, or a group reader whose stream went and who must now answer its error).
+    if wait::waits_on_streams(spec) {
+        return Tried::Passed;
+    }
     let now = now_ms();
     let held = wait::waited_keys(spec, args, client.db).iter().any(|k| {
         node.engine
@@ -533,7 +538,7 @@ pub(super) fn clustered(
                         None => cluster.blocked_forwards.acquire().await.ok(),
                     };
                     if let Some(_permit) = permit {
-                        if let Some(req) = resolve.take() {
+                        if let Some(req) = resolve.clone() {
                             let body = encode_command(
                                 Protocol::Resp2,
                                 client.db,
@@ -557,9 +562,11 @@ pub(super) fn clustered(
                             )
                             .await;
                             // Not resolved (a key of another type, the owner unreachable):
-                            // the owner answers or resolves `$` in the round itself.
+                            // the owner answers, or resolves `$` in this round itself, and
+                            // the next round asks again.
                             if let Some(resolved) = cmd::stream::with_last_ids(&args, &reply) {
                                 args = resolved;
+                                resolve = None;
                             }
                         }
                         let wait = round_end.saturating_duration_since(Instant::now());

@@ -284,6 +284,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let now = ctx.now_ms;
     let mut trimmed = false;
     let mut added = None;
+    let mut kept = 0;
     let reply = ctx.engine.store.write(&args[1], now, |slot| {
         tri!(check_slot(slot));
         if !slot.exists() && o.no_mkstream {
@@ -306,15 +307,23 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             if let Some(by) = o.trim {
                 trimmed = s.trim(by, o.approx, o.limit) > 0;
             }
+            kept = s.len();
             added = Some(id);
             (id_reply(id), true)
         })
     });
     if let Some(id) = added {
-        // Replicas add the entry under the ID it got here, not one of their own clock.
-        if o.id != Some((id, true)) {
-            let mut again = args.to_vec();
-            again[o.at] = Bytes::from(id.to_string());
+        // Replicas add the entry under the ID it got here, not one of their own clock, and
+        // trim what was trimmed here.
+        let approx = o.trim.is_some() && o.approx;
+        if o.id != Some((id, true)) || approx {
+            let mut again = if approx {
+                exact_trim(args, &o, kept)
+            } else {
+                args.to_vec()
+            };
+            let at = again.len() - (args.len() - o.at);
+            again[at] = Bytes::from(id.to_string());
             ctx.session.propagate = Some(again);
         }
         ctx.notify(STREAM, "xadd", &args[1]);
@@ -327,30 +336,43 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 pub fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    // Redis looks the key up before it reads the options: a missing key answers 0 whatever.
-    let exists = match super::kind_of(ctx, &args[1]) {
-        None => false,
-        Some(shoal_store::Kind::Stream) => true,
-        Some(_) => return err(ERR_WRONGTYPE),
-    };
-    if !exists {
-        return Reply::Int(0);
-    }
     let o = tri!(add_or_trim_args(args, false));
     let by = o.trim.expect("checked by add_or_trim_args");
+    let mut kept = None;
     let deleted = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
-        if slot.stream().is_none() {
-            return 0;
+        tri!(check_slot(slot));
+        if !slot.exists() {
+            return Reply::Int(0);
         }
         slot.edit_stream(|s| {
             let n = s.trim(by, o.approx, o.limit);
-            (n, n > 0)
+            kept = Some(s.len());
+            (Reply::Int(n as i64), n > 0)
         })
     });
-    if deleted > 0 {
+    if matches!(deleted, Reply::Int(n) if n > 0) {
         ctx.notify(STREAM, "xtrim", &args[1]);
     }
-    Reply::Int(deleted as i64)
+    if let Some(kept) = kept.filter(|_| o.approx) {
+        // Replicas remove what was removed here, whatever their nodes.
+        ctx.session.propagate = Some(exact_trim(args, &o, kept));
+    }
+    deleted
+}
+
+/// XADD's or XTRIM's arguments with an approximate trim made exact: `MAXLEN = <entries
+/// left>`, no LIMIT (Redis's `streamRewriteApproxSpecifier`), so a replica removes the same
+/// entries whatever its nodes' layout. XADD's ID and fields follow.
+fn exact_trim(args: &[Bytes], o: &AddOrTrim, kept: usize) -> Vec<Bytes> {
+    let mut out = vec![args[0].clone(), args[1].clone()];
+    if o.no_mkstream {
+        out.push(Bytes::from_static(b"NOMKSTREAM"));
+    }
+    out.push(Bytes::from_static(b"MAXLEN"));
+    out.push(Bytes::from_static(b"="));
+    out.push(Bytes::from(kept.to_string()));
+    out.extend_from_slice(&args[o.at.min(args.len())..]);
+    out
 }
 
 // ---- Reads --------------------------------------------------------------------------------
@@ -474,24 +496,24 @@ pub fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             return err("ERR no such key");
         }
         slot.edit_stream(|s| {
-            if let Some((top, _)) = s.last() {
-                if id < top {
-                    return (
-                        err("ERR The ID specified in XSETID is smaller than the target stream top item"),
-                        false,
-                    );
-                }
-                if added.is_some_and(|n| (s.len() as u64) > n) {
-                    return (
-                        err("ERR The entries_added specified in XSETID is smaller than the target stream length"),
-                        false,
-                    );
-                }
-            }
-            // Checked after the top item, as redis-server 7.0 answers.
+            // Redis 7.2's order (7.0 had no check against the current max_deleted_entry_id).
             if id < s.max_deleted {
                 return (
                     err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"),
+                    false,
+                );
+            }
+            // The floor is the last entry, deleted or not (Redis: the last live one; below a
+            // deleted one, later entries would come out of order).
+            if s.last_written().is_some_and(|top| id < top) {
+                return (
+                    err("ERR The ID specified in XSETID is smaller than the target stream top item"),
+                    false,
+                );
+            }
+            if !s.is_empty() && added.is_some_and(|n| (s.len() as u64) > n) {
+                return (
+                    err("ERR The entries_added specified in XSETID is smaller than the target stream length"),
                     false,
                 );
             }
@@ -582,10 +604,12 @@ fn read_args<'a>(ctx: &Ctx<'_>, args: &'a [Bytes], group_cmd: bool) -> Result<Re
             streams_at = i + 1;
             let n = args.len() - streams_at;
             if !n.is_multiple_of(2) {
-                // The same text for XREADGROUP, as redis-server 7.0 answers.
-                return Err(err(
-                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-                ));
+                // Redis 7.2's text (7.0 said "XREAD" and '$' for both).
+                return Err(Reply::error(format!(
+                    "ERR Unbalanced '{}' list of streams: for each stream key an ID or '{}' must be specified.",
+                    if group_cmd { "xreadgroup" } else { "xread" },
+                    if group_cmd { '>' } else { '$' }
+                )));
             }
             r.keys = &args[streams_at..streams_at + n / 2];
             r.ids = &args[streams_at + n / 2..];
@@ -742,20 +766,9 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                         None => Err(err(ERR_WRONGTYPE)),
                     },
                 });
-        let found = match found {
-            // The key went, or changed type, while this client waited on it: Redis 7.2
-            // unblocks it so.
-            Ok(None) | Err(_) if ctx.session.block_retry => {
-                return err("UNBLOCKED the stream key no longer exists")
-            }
-            found => tri!(found),
-        };
-        if found != Some(true) {
-            if ctx.session.block_retry {
-                return err(
-                    "NOGROUP the consumer group this client was blocked on no longer exists",
-                );
-            }
+        // (A waiting reader whose stream went, changed type or lost its group answers the
+        // error it now gets: Redis 7.2 runs the command again.)
+        if tri!(found) != Some(true) {
             return Reply::error(format!(
                 "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
                 lossy(super::db::split_key(key).1),
@@ -828,64 +841,78 @@ fn read_group(
     let (c, made) = g.consumer(consumer, now);
     c.seen_ms = now;
     *created = made;
-    let take = if count == 0 { usize::MAX } else { count };
+    let mut left = if count == 0 { usize::MAX } else { count };
+    // Every entry the command takes is taken whatever the reply budget (an entry past it
+    // is delivered all the same and the client is closed, as Redis would close it), so a
+    // replica running the same command takes the same ones. IDs are read in batches, not
+    // collected whole.
+    let mut out = Vec::new();
     match from {
         Start::After(after) => {
             // The consumer's history: its pending entries after `after`.
-            let Some(start) = after.next() else {
-                return (Some(Vec::new()), true);
-            };
-            let ids: Vec<StreamId> = c.pending.range(start..).take(take).copied().collect();
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                match s.get(id) {
-                    Some(packed) => {
-                        let Some(e) = entry_reply(id, packed, budget) else {
-                            return (Some(out), true);
-                        };
-                        out.push(e);
-                        let g = s.group_mut(group).expect("looked up above");
-                        if let Some(n) = g.pel.get_mut(&id) {
-                            n.delivery_ms = now;
-                            n.deliveries += 1;
+            let mut from = after.next();
+            while let Some(at) = from.filter(|_| left > 0) {
+                let batch: Vec<StreamId> = s
+                    .group(group)
+                    .and_then(|g| g.consumers.get(consumer))
+                    .map(|c| c.pending.range(at..).take(left.min(256)).copied().collect())
+                    .unwrap_or_default();
+                if batch.is_empty() {
+                    break;
+                }
+                for id in batch {
+                    left -= 1;
+                    from = id.next();
+                    match s.get(id) {
+                        Some(packed) => {
+                            if let Some(e) = entry_reply(id, packed, budget) {
+                                out.push(e);
+                            }
+                            let g = s.group_mut(group).expect("looked up above");
+                            if let Some(n) = g.pel.get_mut(&id) {
+                                n.delivery_ms = now;
+                                n.deliveries = n.deliveries.saturating_add(1);
+                            }
+                        }
+                        // Deleted since it was delivered: its ID with no fields.
+                        None => {
+                            if budget.charge(40) {
+                                out.push(Reply::Array(vec![id_reply(id), Reply::NilArray]));
+                            }
                         }
                     }
-                    // Deleted since it was delivered: its ID with no fields.
-                    None => out.push(Reply::Array(vec![id_reply(id), Reply::NilArray])),
                 }
             }
             (Some(out), true)
         }
         Start::New => {
-            let last = g.last_id;
-            let Some(start) = last.next() else {
-                return (None, true);
-            };
-            let ids: Vec<StreamId> = s
-                .range(start, StreamId::MAX)
-                .take(take)
-                .map(|(id, _)| id)
-                .collect();
-            if ids.is_empty() {
-                return (None, true);
-            }
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                let packed = s.get(id).expect("listed above");
-                let Some(e) = entry_reply(id, packed, budget) else {
-                    return (Some(out), true);
-                };
-                out.push(e);
-                s.advance_group(group, id);
-                if !noack {
-                    let g = s.group_mut(group).expect("looked up above");
-                    g.deliver(id, consumer, now);
-                    if let Some(c) = g.consumers.get_mut(consumer) {
-                        c.active_ms = now as i64;
+            let mut from = g.last_id.next();
+            let mut any = false;
+            while let Some(at) = from.filter(|_| left > 0) {
+                let batch: Vec<(StreamId, Option<Reply>)> = s
+                    .range(at, StreamId::MAX)
+                    .take(left.min(256))
+                    .map(|(id, packed)| (id, entry_reply(id, packed, budget)))
+                    .collect();
+                if batch.is_empty() {
+                    break;
+                }
+                any = true;
+                for (id, reply) in batch {
+                    left -= 1;
+                    from = id.next();
+                    out.extend(reply);
+                    s.advance_group(group, id);
+                    if !noack {
+                        let g = s.group_mut(group).expect("looked up above");
+                        g.deliver(id, consumer, now);
+                        if let Some(c) = g.consumers.get_mut(consumer) {
+                            c.active_ms = now as i64;
+                        }
                     }
                 }
             }
-            (Some(out), true)
+            (any.then_some(out), true)
         }
     }
 }
@@ -1028,6 +1055,13 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
         }
     }
+    // SETID's ENTRIESREAD is read before the key, as Redis reads it.
+    if &sub[..] == b"setid" && args.len() == 7 {
+        if !is(&args[5], "ENTRIESREAD") {
+            return sub_syntax("XGROUP", &args[1]);
+        }
+        entries_read = tri!(entries_read_arg(&args[6]));
+    }
     let (key, name) = (&args[2], &args[3][..]);
     let client = lossy(super::db::split_key(key).1);
     let now = ctx.now_ms;
@@ -1072,12 +1106,6 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 } else {
                     tri!(parse_id(&args[4], 0, false, false)).0
                 };
-                if args.len() == 7 {
-                    if !is(&args[5], "ENTRIESREAD") {
-                        return sub_syntax("XGROUP", &args[1]);
-                    }
-                    entries_read = tri!(entries_read_arg(&args[6]));
-                }
                 slot.edit_stream(|s| {
                     let g = s.group_mut(name).expect("checked above");
                     g.last_id = id;
@@ -1244,6 +1272,12 @@ pub fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     })
 }
 
+/// Milliseconds since `at` (Redis's `now - delivery_time`, without overflowing on a time
+/// from a payload).
+fn idle_of(now: u64, at: u64) -> i64 {
+    (now as i64).wrapping_sub(at as i64)
+}
+
 /// A long argument with its own error text.
 fn long_arg(arg: &[u8], text: &'static str) -> Result<i64, Reply> {
     parse_i64(arg).ok_or_else(|| err(text))
@@ -1349,7 +1383,7 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 let Some(n) = g.pel.get(&id) else {
                     continue;
                 };
-                if !fresh && min_idle > 0 && (now as i64 - n.delivery_ms as i64) < min_idle {
+                if !fresh && min_idle > 0 && idle_of(now, n.delivery_ms) < min_idle {
                     continue;
                 }
                 let n = g.reassign(id, consumer).expect("pending above");
@@ -1362,14 +1396,14 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 if let Some(c) = g.consumers.get_mut(consumer) {
                     c.active_ms = now as i64;
                 }
+                // Claimed whatever the reply budget (see `read_group`).
                 if justid {
-                    out.push(id_reply(id));
+                    if budget.charge(24) {
+                        out.push(id_reply(id));
+                    }
                 } else {
                     let packed = s.get(id).expect("checked above");
-                    match entry_reply(id, packed, budget) {
-                        Some(e) => out.push(e),
-                        None => return (Reply::Nil, true),
-                    }
+                    out.extend(entry_reply(id, packed, budget));
                 }
             }
             (Reply::Array(out), true)
@@ -1449,12 +1483,14 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 let g = s.group_mut(&args[2]).expect("checked above");
                 if !exists {
                     g.ack(id);
-                    deleted.push(id_reply(id));
+                    if budget.charge(24) {
+                        deleted.push(id_reply(id));
+                    }
                     left -= 1;
                     continue;
                 }
                 let n = &g.pel[&id];
-                if min_idle > 0 && (now as i64 - n.delivery_ms as i64) < min_idle {
+                if min_idle > 0 && idle_of(now, n.delivery_ms) < min_idle {
                     continue;
                 }
                 let n = g.reassign(id, consumer).expect("pending above");
@@ -1465,14 +1501,14 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 if let Some(c) = g.consumers.get_mut(consumer) {
                     c.active_ms = now as i64;
                 }
+                // Claimed whatever the reply budget (see `read_group`).
                 if justid {
-                    out.push(id_reply(id));
+                    if budget.charge(24) {
+                        out.push(id_reply(id));
+                    }
                 } else {
                     let packed = s.get(id).expect("checked above");
-                    match entry_reply(id, packed, budget) {
-                        Some(e) => out.push(e),
-                        None => return (Reply::Nil, true),
-                    }
+                    out.extend(entry_reply(id, packed, budget));
                 }
                 left -= 1;
             }
@@ -1511,8 +1547,8 @@ fn field(name: &'static str, value: Reply) -> (Reply, Reply) {
     (Reply::bulk(name), value)
 }
 
-fn opt_int(n: Option<u64>) -> Reply {
-    n.map_or(Reply::Nil, |n| Reply::Int(n as i64))
+fn opt_int(n: Option<i64>) -> Reply {
+    n.map_or(Reply::Nil, Reply::Int)
 }
 
 fn entries_read(g: &Group) -> Reply {
@@ -1569,7 +1605,7 @@ pub fn xinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                                     Reply::Int(if c.active_ms < 0 {
                                         -1
                                     } else {
-                                        (now as i64 - c.active_ms).max(0)
+                                        (now as i64).wrapping_sub(c.active_ms)
                                     }),
                                 ),
                             ])

@@ -1630,3 +1630,115 @@ fn replicated_deltas_are_checked_before_they_run() {
     assert_eq!(run(&mut h, "HINCRBY h n 2"), Reply::Int(2));
     h.check("HGET h n", &bulk("2"));
 }
+
+/// Streams where Redis 7.2 answers otherwise than the redis-server 7.0 the differential test
+/// runs (its texts from 7.2's `t_stream.c`), and the bookkeeping no reply of 7.0 shows.
+#[test]
+fn streams_follow_redis_7_2() {
+    let mut h = H::new();
+    h.check(
+        "XREAD STREAMS a b 0",
+        "-ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.\r\n",
+    );
+    h.check(
+        "XREADGROUP GROUP g c STREAMS a b 0",
+        "-ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified.\r\n",
+    );
+    // XSETID: the current max_deleted_entry_id is checked first.
+    h.check("XADD s 1-1 f v", &bulk("1-1"));
+    h.check("XADD s 2-0 f v", &bulk("2-0"));
+    h.check("XDEL s 1-1", ":1\r\n");
+    h.check(
+        "XSETID s 1-0",
+        "-ERR The ID specified in XSETID is smaller than current max_deleted_entry_id\r\n",
+    );
+    // Below a deleted last entry: refused (later entries would come out of order).
+    h.check("XDEL s 2-0", ":1\r\n");
+    h.check("XADD s 3-0 f v", &bulk("3-0"));
+    h.check("XDEL s 3-0", ":1\r\n");
+    h.check("XADD s 4-0 f v", &bulk("4-0"));
+    h.check("XSETID s 4-5 MAXDELETEDID 1-0", "+OK\r\n");
+    h.check("XADD s 4-6 f v", &bulk("4-6"));
+    h.check("XLEN s", ":2\r\n");
+    // A group told it read more than was added shows a negative lag, as Redis shows it.
+    h.check("XADD x 1-0 a 1", &bulk("1-0"));
+    h.check("XGROUP CREATE x g $ ENTRIESREAD 5", "+OK\r\n");
+    let groups = h.run("XINFO GROUPS x");
+    assert!(groups.contains("$3\r\nlag\r\n:-4\r\n"), "{groups}");
+    // XREADGROUP creates its consumer even with nothing to read (7.0 did not).
+    h.check("XREADGROUP GROUP g alice STREAMS x >", "*-1\r\n");
+    let consumers = h.run("XINFO CONSUMERS x g");
+    assert!(consumers.contains("$5\r\nalice\r\n"), "{consumers}");
+    assert!(
+        consumers.contains("$8\r\ninactive\r\n:-1\r\n"),
+        "{consumers}"
+    );
+    // XGROUP SETID reads ENTRIESREAD before it looks at the key.
+    h.check(
+        "XGROUP SETID nokey g 0 ENTRIESREAD x",
+        "-ERR value is not an integer or out of range\r\n",
+    );
+    h.check(
+        "XGROUP SETID x nogroup 0 ENTRIESREAD -5",
+        "-ERR value for ENTRIESREAD must be positive or -1\r\n",
+    );
+    // BLOCK given twice: the last one counts, in the command and where the layer above
+    // reads it (`wait`).
+    h.check("XREAD BLOCK 0 BLOCK 7 STREAMS nothing $", "*-1\r\n");
+    let block = h.session.block.take().expect("it waits");
+    assert_eq!(block.deadline_ms, Some(h.now + 7));
+    let args = H::parse(b"*6\r\n$5\r\nXREAD\r\n$5\r\nBLOCK\r\n$1\r\n0\r\n$5\r\nBLOCK\r\n$1\r\n7\r\n$7\r\nSTREAMS\r\n");
+    let spec = super::lookup(b"xread").unwrap();
+    let mut args = args;
+    args.extend(["nothing", "$"].map(Bytes::from));
+    assert_eq!(
+        super::wait::timeout_of(spec, &args, h.now).unwrap().0,
+        Some(h.now + 7)
+    );
+    let once: Vec<Bytes> = super::wait::without_block(spec, &args).unwrap();
+    assert_eq!(once, ["XREAD", "STREAMS", "nothing", "$"].map(Bytes::from));
+}
+
+/// An approximate trim goes to the replicas as the exact trim it made (Redis's
+/// `streamRewriteApproxSpecifier`), and XADD's `*` as the ID it got.
+#[test]
+fn stream_writes_replicate_as_what_they_did() {
+    let mut h = H::new();
+    for i in 1..=250 {
+        h.run(&format!("XADD t {i}-0 f v"));
+    }
+    h.check("XADD t MAXLEN ~ 120 251-0 f v", &bulk("251-0"));
+    let again: Vec<String> = h
+        .session
+        .propagate
+        .take()
+        .expect("rewritten")
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    assert_eq!(
+        again,
+        ["XADD", "t", "MAXLEN", "=", "151", "251-0", "f", "v"]
+    );
+    h.check("XTRIM t MAXLEN ~ 10 LIMIT 100", ":100\r\n");
+    let again: Vec<String> = h
+        .session
+        .propagate
+        .take()
+        .expect("rewritten")
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    assert_eq!(again, ["XTRIM", "t", "MAXLEN", "=", "51"]);
+    let id = h.run("XADD t * f v");
+    let again = h.session.propagate.take().expect("rewritten");
+    assert_eq!(
+        format!("{}\r\n", String::from_utf8_lossy(&again[2])),
+        id[id.find('\n').unwrap() + 1..]
+    );
+    h.run("XADD t 999999999999999-0 f v");
+    assert!(
+        h.session.propagate.is_none(),
+        "an explicit ID goes as it is"
+    );
+}

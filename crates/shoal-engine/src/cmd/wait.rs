@@ -27,13 +27,24 @@ pub fn timeout_at(spec: &CommandSpec, args: &[Bytes]) -> Option<usize> {
     }
 }
 
-/// XREAD's and XREADGROUP's BLOCK argument, before STREAMS.
+/// Whether the command reads streams (XREAD, XREADGROUP): a wake-up that gave one waiter
+/// nothing may still serve the ones behind it.
+pub fn waits_on_streams(spec: &CommandSpec) -> bool {
+    in_ms(spec)
+}
+
+/// XREAD's and XREADGROUP's BLOCK argument before STREAMS: the last one, as Redis reads
+/// its options.
 fn block_at(args: &[Bytes]) -> Option<usize> {
+    let mut at = None;
     let mut i = 1;
     while i + 1 < args.len() {
         let a = &args[i][..];
         if super::is(a, "BLOCK") {
-            return Some(i + 1);
+            at = Some(i + 1);
+            i += 2;
+        } else if super::is(a, "STREAMS") {
+            break;
         } else if super::is(a, "COUNT") {
             i += 2;
         } else if super::is(a, "GROUP") {
@@ -41,10 +52,10 @@ fn block_at(args: &[Bytes]) -> Option<usize> {
         } else if super::is(a, "NOACK") {
             i += 1;
         } else {
-            return None;
+            break;
         }
     }
-    None
+    at
 }
 
 /// XREAD or XREADGROUP without its BLOCK option (what it does inside a transaction, where
@@ -53,9 +64,29 @@ pub fn without_block(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<Bytes>> {
     if !in_ms(spec) {
         return None;
     }
-    let at = block_at(args)?;
-    let mut out = args.to_vec();
-    out.drain(at - 1..=at);
+    block_at(args)?;
+    // Every BLOCK pair before STREAMS goes.
+    let mut out = vec![args[0].clone()];
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i][..];
+        if super::is(a, "STREAMS") {
+            out.extend_from_slice(&args[i..]);
+            break;
+        }
+        let take = if super::is(a, "GROUP") {
+            3
+        } else if super::is(a, "BLOCK") || super::is(a, "COUNT") {
+            2
+        } else {
+            1
+        };
+        let end = (i + take).min(args.len());
+        if !super::is(a, "BLOCK") {
+            out.extend_from_slice(&args[i..end]);
+        }
+        i = end;
+    }
     Some(out)
 }
 
@@ -109,7 +140,7 @@ pub fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Reply> {
         return Err(Reply::error("ERR timeout is negative"));
     }
     let ms = ms as u64;
-    if ms > i64::MAX as u64 - now_ms {
+    if ms > (i64::MAX as u64).saturating_sub(now_ms) {
         return Err(Reply::error("ERR timeout is out of range"));
     }
     Ok((ms > 0).then(|| now_ms + ms))
@@ -124,7 +155,7 @@ pub fn parse_timeout_ms(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Reply> {
         return Err(Reply::error("ERR timeout is negative"));
     }
     let ms = ms as u64;
-    if ms > i64::MAX as u64 - now_ms {
+    if ms > (i64::MAX as u64).saturating_sub(now_ms) {
         return Err(Reply::error("ERR timeout is out of range"));
     }
     Ok((ms > 0).then(|| now_ms + ms))
