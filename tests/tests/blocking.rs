@@ -952,3 +952,54 @@ fn in_a_cluster_stream_readers_wait_through_any_node() {
     let (read, id): (Value, String) = p.query(&mut n0).unwrap();
     assert_eq!((read, id.as_str()), (Value::Nil, "3-1"));
 }
+
+/// Inside MULTI a blocking command answers at once, as in Redis, also in a cluster through
+/// a node that does not own its key: the transaction's own later push does not feed it.
+#[test]
+fn in_a_cluster_a_blocking_command_in_multi_does_not_take_the_transactions_push() {
+    let c = TestCluster::start(3, |_| {});
+    let key = (0..)
+        .map(|i| format!("txq:{i}"))
+        .find(|k| c.owner_index(k) == 1)
+        .unwrap();
+    let mut n0 = c.members[0].client();
+    for round in 0..20 {
+        // Fresh keys each round, in the owner's slot.
+        let (list, zset) = (format!("{{{key}}}:l{round}"), format!("{{{key}}}:z{round}"));
+        let stream = format!("{{{key}}}:s{round}");
+        let mut p = redis::pipe();
+        p.atomic()
+            .cmd("BLPOP")
+            .arg(&list)
+            .arg(0)
+            .cmd("LPUSH")
+            .arg(&list)
+            .arg("v")
+            .cmd("BZPOPMIN")
+            .arg(&zset)
+            .arg(0)
+            .cmd("ZADD")
+            .arg(&zset)
+            .arg(1)
+            .arg("m")
+            .cmd("XREAD")
+            .arg("BLOCK")
+            .arg(0)
+            .arg("STREAMS")
+            .arg(&stream)
+            .arg("$")
+            .cmd("XADD")
+            .arg(&stream)
+            .arg("1-1")
+            .arg("f")
+            .arg("v");
+        let (popped, len, zpopped, added, read, id): (Value, i64, Value, i64, Value, String) =
+            p.query(&mut n0).unwrap();
+        assert_eq!(
+            (popped, zpopped, read),
+            (Value::Nil, Value::Nil, Value::Nil),
+            "round {round}"
+        );
+        assert_eq!((len, added, id.as_str()), (1, 1, "1-1"), "round {round}");
+    }
+}

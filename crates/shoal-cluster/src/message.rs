@@ -16,6 +16,7 @@
 //!              after whatever the owner wrote (whose replication may still arrive)
 //!              scope = 0                          every local key
 //!                    | 1 · n u16 · n × u16 owners · m u16 · m × u16 down
+//!              scope | 2: at once (a blocking command answers as inside MULTI)
 //!              response body: the RESP reply, encoded in `proto`
 //! 2 REPLICATE  count u32 · count × entry
 //!              entry = 1 (live) · version u64 · key_len u32 · key · flags u32 ·
@@ -166,6 +167,8 @@ pub enum Request {
         failover: bool,
         /// Sent again after this node sent it back (`handoff::OTHER_VIEW`).
         resent: bool,
+        /// A blocking command answers at once, as inside MULTI ([`at_once`]).
+        once: bool,
     },
     Replicate(Vec<(Bytes, KeyState)>),
     /// A REPLICATE stamped with the sender's clock when it sent it (Unix ms): the
@@ -266,6 +269,21 @@ pub fn encode_command(
         }
     }
     put_multibulk(&mut b, args);
+    b.freeze()
+}
+
+/// The scope byte's flag for a command to run at once (see [`at_once`]).
+const SCOPE_ONCE: u8 = 2;
+/// Where a COMMAND body's scope byte is: after the kind, deadline, reply limit and proto.
+const SCOPE_AT: usize = 1 + 8 + 8 + 1;
+
+/// A COMMAND body marked to run at once: a blocking command answers as inside MULTI
+/// instead of waiting (a transaction's blocking command sent to its key's owner).
+pub fn at_once(body: Bytes) -> Bytes {
+    let mut b = BytesMut::from(&body[..]);
+    if b.first() == Some(&KIND_COMMAND) && b.len() > SCOPE_AT {
+        b[SCOPE_AT] |= SCOPE_ONCE;
+    }
     b.freeze()
 }
 
@@ -671,7 +689,9 @@ pub fn decode_request(
                 3 => Protocol::Resp3,
                 _ => return Err(MessageError::Field("protocol")),
             };
-            let scope = match r.u8()? {
+            let scope_byte = r.u8()?;
+            let once = scope_byte & SCOPE_ONCE != 0;
+            let scope = match scope_byte & !SCOPE_ONCE {
                 0 => None,
                 1 => Some(ScopeSpec {
                     owners: r.members()?,
@@ -689,6 +709,7 @@ pub fn decode_request(
                 reply_limit,
                 failover,
                 resent,
+                once,
             })
         }
         KIND_FETCH => {
@@ -991,11 +1012,24 @@ mod tests {
                 reply_limit,
                 failover,
                 resent,
+                once,
             } = decode_request(body.clone(), parse_resp).unwrap()
             else {
                 panic!("not a command");
             };
-            assert!(!resent);
+            assert!(!resent && !once);
+            // Marked to run at once: the same command, scope and all.
+            let Request::Command {
+                once,
+                scope: same_scope,
+                args: same_args,
+                ..
+            } = decode_request(at_once(body.clone()), parse_resp).unwrap()
+            else {
+                panic!("not a command");
+            };
+            assert!(once);
+            assert_eq!((same_scope, same_args), (s.cloned(), args.clone()));
             assert_eq!(
                 (proto, scope, got),
                 (Protocol::Resp3, s.cloned(), args.clone())

@@ -174,6 +174,7 @@ impl PeerService {
                 reply_limit,
                 failover,
                 resent,
+                once,
             }) => {
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
@@ -285,6 +286,7 @@ impl PeerService {
                             turn,
                             u64::from(failover),
                             reply_limit,
+                            once,
                         )
                         .await;
                         Response { epoch, body: bytes }
@@ -302,9 +304,10 @@ impl PeerService {
                     now,
                     reply_limit,
                 );
-                if let Some(block) = block {
+                if let Some(block) = block.filter(|_| !once) {
                     // A blocking command that found nothing: it waits here, for the (cut)
-                    // timeout the sender gave it.
+                    // timeout the sender gave it (unless it is to answer at once: then its
+                    // reply is what it answered, as inside MULTI).
                     let wait = serve_blocked(node, &cluster.internal, proto, db, &args, block);
                     return Handled::Later(Box::pin(async move {
                         Response {

@@ -578,6 +578,14 @@ pub(super) fn clustered(
                             cluster.deadline_ms(),
                             limit,
                         );
+                        // Inside a transaction the owner answers at once, as the command
+                        // would here: a round of waiting there would let the
+                        // transaction's own later writes feed it.
+                        let body = if client.no_block {
+                            crate::message::at_once(body)
+                        } else {
+                            body
+                        };
                         let slots = spec
                             .key_positions(&args)
                             .map(|p| shoal_store::key_slot(&args[p]))

@@ -197,13 +197,13 @@ pub fn run_owned(
             // (in arrival order per key), then run the command as a forwarded one runs.
             let node = node.clone();
             let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
-            let db = session.db;
+            let (db, once) = (session.db, session.no_block);
             return Outcome::Later(Box::pin(async move {
                 let (fetched, turn) = wait.await;
                 if fetched == handoff::Fetched::Unanswered && !cmd::runs_in_doubt(&args) {
                     return Bytes::from_static(handoff::UNANSWERED);
                 }
-                serve_after_wait(&node, &view, proto, db, None, &args, turn, 0, limit).await
+                serve_after_wait(&node, &view, proto, db, None, &args, turn, 0, limit, once).await
             }));
         }
     }
@@ -227,6 +227,7 @@ pub async fn serve_body_here(
             scope,
             args,
             reply_limit,
+            once,
             ..
         }) => {
             let mut turn = handoff::KeyTurn::none();
@@ -256,6 +257,7 @@ pub async fn serve_body_here(
                 turn,
                 ahead,
                 reply_limit,
+                once,
             )
             .await
         }
@@ -367,6 +369,7 @@ pub async fn serve_after_wait(
     turn: handoff::KeyTurn,
     ahead: u64,
     reply_limit: u64,
+    once: bool,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     // The view may have changed while waiting: replicate to the copies it names now. A scope
@@ -391,7 +394,7 @@ pub async fn serve_after_wait(
         reply_limit,
     );
     drop(turn);
-    if let Some(block) = block {
+    if let Some(block) = block.filter(|_| !once) {
         return super::serve_blocked(node, &cluster.internal, proto, db, args, block).await;
     }
     if wait_acks(acks, cluster.timeouts.half).await {
