@@ -18,17 +18,11 @@ fn blocked(con: &mut redis::Connection) -> i64 {
 
 /// Runs `args` on a connection of its own to `url`, in a thread (it blocks).
 fn spawn(url: &str, args: &[&str]) -> JoinHandle<Value> {
-    let url = url.to_string();
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let h = spawn_result(url, args);
     std::thread::spawn(move || {
-        let mut con = redis::Client::open(url)
-            .and_then(|c| c.get_connection())
-            .expect("connects");
-        let mut cmd = redis::cmd(&args[0]);
-        for a in &args[1..] {
-            cmd.arg(a);
-        }
-        cmd.query(&mut con).expect("blocking command answers")
+        h.join()
+            .expect("client thread")
+            .expect("blocking command answers")
     })
 }
 
@@ -729,7 +723,7 @@ fn client_pause_holds_writes_until_unpause_or_its_end() {
     );
 }
 
-/// Runs `args` in a thread of its own like [`spawn`], keeping an error reply.
+/// Runs `args` on a connection of its own to `url`, in a thread, keeping an error reply.
 fn spawn_result(url: &str, args: &[&str]) -> JoinHandle<redis::RedisResult<Value>> {
     let url = url.to_string();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();

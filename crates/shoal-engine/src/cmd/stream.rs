@@ -1272,6 +1272,52 @@ pub fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     })
 }
 
+/// How XCLAIM and XAUTOCLAIM take a pending entry.
+struct Claim {
+    /// Its new delivery time.
+    delivery: u64,
+    /// Its delivery count (XCLAIM's RETRYCOUNT); `None`: one more, unless `justid`.
+    deliveries: Option<u64>,
+    justid: bool,
+    now: u64,
+}
+
+impl Claim {
+    /// Moves the pending entry `id` of `group` (it must be pending, and in the stream) to
+    /// `consumer` (which must exist), and adds its reply to `out`. The entry is claimed
+    /// whatever the reply budget (see `read_group`).
+    fn take(
+        &self,
+        s: &mut Stream,
+        group: &[u8],
+        id: StreamId,
+        consumer: &[u8],
+        budget: &mut ReplyBudget,
+        out: &mut Vec<Reply>,
+    ) {
+        let g = s.group_mut(group).expect("the caller found the group");
+        let n = g
+            .reassign(id, consumer)
+            .expect("the caller found it pending");
+        n.delivery_ms = self.delivery;
+        match self.deliveries {
+            Some(d) => n.deliveries = d,
+            None if !self.justid => n.deliveries = n.deliveries.saturating_add(1),
+            None => {}
+        }
+        if let Some(c) = g.consumers.get_mut(consumer) {
+            c.active_ms = self.now as i64;
+        }
+        if self.justid {
+            if budget.charge(24) {
+                out.push(id_reply(id));
+            }
+        } else if let Some(packed) = s.get(id) {
+            out.extend(entry_reply(id, packed, budget));
+        }
+    }
+}
+
 /// Milliseconds since `at` (Redis's `now - delivery_time`, without overflowing on a time
 /// from a payload).
 fn idle_of(now: u64, at: u64) -> i64 {
@@ -1386,25 +1432,14 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 if !fresh && min_idle > 0 && idle_of(now, n.delivery_ms) < min_idle {
                     continue;
                 }
-                let n = g.reassign(id, consumer).expect("pending above");
-                n.delivery_ms = delivery;
-                if retrycount >= 0 {
-                    n.deliveries = retrycount as u64;
-                } else if !justid {
-                    n.deliveries += 1;
-                }
-                if let Some(c) = g.consumers.get_mut(consumer) {
-                    c.active_ms = now as i64;
-                }
-                // Claimed whatever the reply budget (see `read_group`).
-                if justid {
-                    if budget.charge(24) {
-                        out.push(id_reply(id));
-                    }
-                } else {
-                    let packed = s.get(id).expect("checked above");
-                    out.extend(entry_reply(id, packed, budget));
-                }
+                let deliveries = (retrycount >= 0).then_some(retrycount as u64);
+                let claim = Claim {
+                    delivery,
+                    deliveries,
+                    justid,
+                    now,
+                };
+                claim.take(s, &args[2], id, consumer, budget, &mut out);
             }
             (Reply::Array(out), true)
         })
@@ -1493,23 +1528,13 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 if min_idle > 0 && idle_of(now, n.delivery_ms) < min_idle {
                     continue;
                 }
-                let n = g.reassign(id, consumer).expect("pending above");
-                n.delivery_ms = now;
-                if !justid {
-                    n.deliveries += 1;
-                }
-                if let Some(c) = g.consumers.get_mut(consumer) {
-                    c.active_ms = now as i64;
-                }
-                // Claimed whatever the reply budget (see `read_group`).
-                if justid {
-                    if budget.charge(24) {
-                        out.push(id_reply(id));
-                    }
-                } else {
-                    let packed = s.get(id).expect("checked above");
-                    out.extend(entry_reply(id, packed, budget));
-                }
+                let claim = Claim {
+                    delivery: now,
+                    deliveries: None,
+                    justid,
+                    now,
+                };
+                claim.take(s, &args[2], id, consumer, budget, &mut out);
                 left -= 1;
             }
             let cursor = cursor.unwrap_or(StreamId::MIN);

@@ -1707,29 +1707,20 @@ fn stream_writes_replicate_as_what_they_did() {
     for i in 1..=250 {
         h.run(&format!("XADD t {i}-0 f v"));
     }
+    let rewritten = |h: &mut H| -> Vec<String> {
+        let again = h.session.propagate.take().expect("rewritten");
+        again
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
+    };
     h.check("XADD t MAXLEN ~ 120 251-0 f v", &bulk("251-0"));
-    let again: Vec<String> = h
-        .session
-        .propagate
-        .take()
-        .expect("rewritten")
-        .iter()
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
     assert_eq!(
-        again,
+        rewritten(&mut h),
         ["XADD", "t", "MAXLEN", "=", "151", "251-0", "f", "v"]
     );
     h.check("XTRIM t MAXLEN ~ 10 LIMIT 100", ":100\r\n");
-    let again: Vec<String> = h
-        .session
-        .propagate
-        .take()
-        .expect("rewritten")
-        .iter()
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    assert_eq!(again, ["XTRIM", "t", "MAXLEN", "=", "51"]);
+    assert_eq!(rewritten(&mut h), ["XTRIM", "t", "MAXLEN", "=", "51"]);
     let id = h.run("XADD t * f v");
     let again = h.session.propagate.take().expect("rewritten");
     assert_eq!(
