@@ -581,8 +581,9 @@ fn intset(b: &[u8], mut f: impl FnMut(i64)) -> Option<()> {
 /// do not rise.
 ///
 /// The elements are kept in one buffer with their bounds, each charged to `budget` (the
-/// payload's decompression budget) with its bounds' 16 bytes: a listpack of tiny integers
-/// takes a bounded multiple of its own size, never one allocation per element.
+/// payload's decompression budget) with its bounds' 16 bytes while the node is read (and
+/// given back after): a listpack of tiny integers takes a bounded multiple of its own size,
+/// never one allocation per element.
 fn stream_node(lp: &[u8], master: StreamId, s: &mut Stream, budget: &mut usize) -> Option<u64> {
     let mut bytes: Vec<u8> = Vec::new();
     let mut bounds: Vec<(usize, usize)> = Vec::new();
@@ -598,6 +599,8 @@ fn stream_node(lp: &[u8], master: StreamId, s: &mut Stream, budget: &mut usize) 
     if !ok {
         return None;
     }
+    // The buffer goes with this node: what it took is given back for the next one.
+    *budget += bytes.len() + 16 * bounds.len();
     let elems: Vec<&[u8]> = bounds.iter().map(|&(a, b)| &bytes[a..b]).collect();
     let int = |e: &&[u8]| -> Option<i64> { std::str::from_utf8(e).ok()?.parse().ok() };
     let mut it = elems.iter();
@@ -1074,6 +1077,20 @@ mod tests {
         st.create_group(b"g", g);
         st.create_group(b"none", Group::new(StreamId::MIN, -1));
         st
+    }
+
+    #[test]
+    fn a_long_stream_restores_within_a_budget_of_its_own_size() {
+        let mut st = Stream::new();
+        for i in 1..=20_000u64 {
+            st.append(StreamId::new(i, 0), &[b"f", b"1"]);
+        }
+        let payload = dump_collection(&Collection::Stream(Box::new(st.clone())));
+        // Each listpack's elements are held while it is read, then given back.
+        assert_eq!(
+            restore(&payload, 2 * payload.len()),
+            Ok(Value::Coll(Collection::Stream(Box::new(st))))
+        );
     }
 
     #[test]

@@ -45,11 +45,16 @@ pub(crate) fn get(b: &[u8]) -> (usize, usize) {
 }
 
 /// [`get`] for bytes from outside (a replicated value): `None` when the varint is cut short
-/// or longer than a `usize` holds.
+/// or longer than a `usize` (64 bits here) holds.
 pub(crate) fn checked_get(b: &[u8]) -> Option<(usize, usize)> {
     let mut n = 0usize;
-    for (i, &byte) in b.iter().enumerate().take(9) {
-        n |= usize::from(byte & 0x7F) << (7 * i);
+    // Ten bytes at most: the tenth holds the 64th bit alone.
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        let part = usize::from(byte & 0x7F);
+        if i == 9 && part > 1 {
+            return None;
+        }
+        n |= part << (7 * i);
         if byte & 0x80 == 0 {
             return Some((n, i + 1));
         }

@@ -502,6 +502,25 @@ pub(super) fn clustered(
             let view = cluster.view();
             match plan(&view.placement, view.me, cluster.standing(), spec, &args) {
                 Plan::Owned => {
+                    if resolve.is_some() {
+                        // XREAD's `$` resolved here, once its keys are here (a hand-off
+                        // may still bring them), before the first attempt.
+                        let keys = cmd::db::stored_keys(spec, &args, client.db);
+                        if let handoff::Before::Wait(wait) =
+                            handoff::before(&node, cluster, &view, &keys, now_ms())
+                        {
+                            drop(wait.await);
+                        }
+                        if let Some(resolved) = cmd::stream::with_local_last_ids(
+                            &node.engine.store,
+                            &args,
+                            client.db,
+                            now_ms(),
+                        ) {
+                            args = resolved;
+                            resolve = None;
+                        }
+                    }
                     if !here {
                         drop(reg.take());
                         reg = Some(node.engine.blocked.register(&waited, client.id()));

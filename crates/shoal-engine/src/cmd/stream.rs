@@ -939,23 +939,58 @@ pub fn last_ids_request(args: &[Bytes]) -> Option<Vec<Bytes>> {
 /// `args` (an XREAD) with each `$` replaced by its key's last ID from `reply`, the RESP2
 /// reply of [`last_ids_request`]'s command; `None` when the reply is not one.
 pub fn with_last_ids(args: &[Bytes], reply: &[u8]) -> Option<Vec<Bytes>> {
-    let (first, end) = streams_keys(args)?;
     let rest = reply.strip_prefix(b"$")?;
     let line = rest.iter().position(|&b| b == b'\r')?;
     let len: usize = std::str::from_utf8(&rest[..line]).ok()?.parse().ok()?;
-    let text = rest.get(line + 2..line + 2 + len)?;
-    let ids: Vec<&[u8]> = text.split(|&b| b == b' ').collect();
+    let text = rest.get(line + 2..line.checked_add(2 + len)?)?;
+    let ids = text
+        .split(|&b| b == b' ')
+        .map(|id| strict_id(id).ok())
+        .collect::<Option<Vec<StreamId>>>()?;
+    substitute_dollars(args, &ids)
+}
+
+/// `args` (an XREAD) with the `$` of key `i` replaced by `ids[i]`; `None` when the counts
+/// differ.
+fn substitute_dollars(args: &[Bytes], ids: &[StreamId]) -> Option<Vec<Bytes>> {
+    let (first, end) = streams_keys(args)?;
     if ids.len() != end - first {
         return None;
     }
     let mut out = args.to_vec();
-    for (i, id) in ids.into_iter().enumerate() {
-        strict_id(id).ok()?;
+    for (i, id) in ids.iter().enumerate() {
         if out[end + i][..] == *b"$" {
-            out[end + i] = Bytes::copy_from_slice(id);
+            out[end + i] = Bytes::from(id.to_string());
         }
     }
     Some(out)
+}
+
+/// `args` (an XREAD; keys as the client named them, in database `db`) with each `$`
+/// replaced by its key's last ID in this node's store (0-0 for an absent key): for a wait
+/// run here, before its first attempt. `None` when no ID is `$`, or a key holds another
+/// type (the command answers that itself).
+pub fn with_local_last_ids(
+    store: &shoal_store::Store,
+    args: &[Bytes],
+    db: u8,
+    now_ms: u64,
+) -> Option<Vec<Bytes>> {
+    let req = last_ids_request(args)?;
+    let mut ids = Vec::with_capacity(req.len() - 1);
+    for key in &req[1..] {
+        let key = super::db::stored_key(db, key);
+        ids.push(store.read(&key, now_ms, shoal_store::Access::Peek, |e| {
+            match e {
+                None => Some(StreamId::MIN),
+                Some(e) => e
+                    .coll
+                    .and_then(<Stream as super::Typed>::of)
+                    .map(|s| s.last_id),
+            }
+        })?);
+    }
+    substitute_dollars(args, &ids)
 }
 
 /// `x.lastids key [key ...]` (internal, see [`last_ids_request`]): each key's last ID, 0-0
