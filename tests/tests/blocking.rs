@@ -997,3 +997,60 @@ fn in_a_cluster_a_blocking_command_in_multi_does_not_take_the_transactions_push(
         assert_eq!((len, added, id.as_str()), (1, 1, "1-1"), "round {round}");
     }
 }
+
+/// WAIT on a single node (no replicas, as a Redis without any) waits its timeout when a
+/// replica was asked for and answers 0; CLIENT UNBLOCK ends it. In a cluster with
+/// `write-ack = all` every acknowledged write is on all its copies: WAIT answers their
+/// number at once, and WAITAOF too (with no local append-only file).
+#[test]
+fn wait_counts_the_replicas_that_have_the_writes() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    run(&mut admin, "SET k v");
+    let started = std::time::Instant::now();
+    assert_eq!(run(&mut admin, "WAIT 1 300"), Value::Int(0));
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(run(&mut admin, "WAIT 0 0"), Value::Int(0));
+    let forever = spawn(&node.url(), &["WAIT", "1", "0"]);
+    assert!(wait_until(WAIT, || {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).unwrap();
+        list.lines()
+            .any(|l| l.contains("cmd=wait") && l.contains(" flags=b "))
+    }));
+    let id = {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).unwrap();
+        let line = list
+            .lines()
+            .find(|l| l.contains("cmd=wait"))
+            .unwrap()
+            .to_string();
+        line.split(' ')
+            .next()
+            .unwrap()
+            .trim_start_matches("id=")
+            .to_string()
+    };
+    assert_eq!(
+        run(&mut admin, &format!("CLIENT UNBLOCK {id}")),
+        Value::Int(1)
+    );
+    assert_eq!(
+        answer(forever),
+        Value::Int(0),
+        "unblocked as by its timeout"
+    );
+
+    let c = TestCluster::start(3, |cfg| cfg.write_ack = "all".into());
+    let mut n0 = c.members[0].client();
+    run(&mut n0, "SET k v");
+    assert_eq!(run(&mut n0, "WAIT 1 0"), Value::Int(1));
+    assert_eq!(run(&mut n0, "WAIT 2 0"), Value::Int(1), "one replica a key");
+    assert_eq!(
+        run(&mut n0, "WAITAOF 0 1 0"),
+        Value::Array(vec![Value::Int(0), Value::Int(1)])
+    );
+}

@@ -3044,6 +3044,21 @@ const BITMAPS: &[Case] = &[
 ];
 
 const KEYSPACE: &[Case] = &[
+    // WAIT: no replica acknowledges here (a single node, or a cluster node with
+    // write-ack = owner), as a Redis without replicas.
+    &[
+        &["SET", "k", "v"],
+        &["WAIT", "0", "0"],
+        &["WAIT", "1", "10"],
+        &["WAIT", "x", "0"],
+        &["WAIT", "0", "-1"],
+        &["WAIT", "0", "x"],
+        &["WAIT", "1"],
+        &["MULTI"],
+        &["WAIT", "1", "0"],
+        &["EXEC"],
+        &["EVAL", "return redis.call('wait', 1, 0)", "0"],
+    ],
     // DEBUG is refused, as Redis 7 refuses it by default (enable-debug-command no).
     &[
         &["DEBUG", "OBJECT", "x"],

@@ -10,6 +10,11 @@ use super::{Cluster, MemberState};
 use shoal_engine::hooks::{ClusterInfo, SlotNode, SlotRange};
 
 impl ClusterInfo for Cluster {
+    fn acknowledged_replicas(&self) -> Option<i64> {
+        (self.write_ack == crate::WriteAck::All)
+            .then(|| self.view().placement.width().saturating_sub(1) as i64)
+    }
+
     fn slot_ranges(&self) -> Option<Vec<SlotRange>> {
         if !self.accepting.load(Ordering::Acquire) {
             return None;

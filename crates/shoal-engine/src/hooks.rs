@@ -36,6 +36,12 @@ pub trait ClusterInfo: Send + Sync {
     /// suspected, among the members this node needs a majority of. `Err` holds the error
     /// reply's text.
     fn forget(&self, id: &str) -> Result<(), String>;
+    /// WAIT: how many copies besides the owner every write this node answered is known to
+    /// be on (`write-ack = all`: every copy acknowledged it first); `None` when writes are
+    /// acknowledged before their replicas have them.
+    fn acknowledged_replicas(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// The part of the local keys a fan-out's share covers (DBSIZE, KEYS, SCAN, RANDOMKEY run on

@@ -187,6 +187,8 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("zintercard", "numkeys key [key ...] [LIMIT limit]"),
     ("zrandmember", "key [count [WITHSCORES]]"),
     ("zscan", "key cursor [MATCH pattern] [COUNT count]"),
+    ("wait", "numreplicas timeout"),
+    ("waitaof", "numlocal numreplicas timeout"),
     ("debug", ""),
     ("xadd", "key [NOMKSTREAM] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id field value [field value ...]"),
     ("xlen", "key"),

@@ -699,6 +699,8 @@ pub static TABLE: &[CommandSpec] = &[
         &["get", "len", "reset", "help"]),
     cmd!("latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", "A container for latency diagnostics commands.", server::latency,
         &["doctor", "graph", "history", "histogram", "latest", "reset", "help"]),
+    CommandSpec { acl: &["connection"], ..cmd!("wait", 3, NOSCRIPT, (0, 0, 0), "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", server::wait) },
+    CommandSpec { acl: &["connection"], ..cmd!("waitaof", 4, NOSCRIPT, (0, 0, 0), "generic", "7.2.0", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", server::waitaof) },
     cmd!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", "A container for debugging commands.", server::debug),
     cmd!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Listens for all requests received by the server in real-time.", conn::monitor),
     // pub/sub (refused inside MULTI, where Redis's replies to them break the protocol)
