@@ -5764,6 +5764,43 @@ fn streams_match_redis() {
     run_family("streams", STREAMS);
 }
 
+/// Streams in smaller nodes (`stream-node-max-*`, CONFIG SET as in Redis), where approximate
+/// trims cut. One node only: in a cluster each node has its own settings, as in Redis
+/// Cluster, and the keys live on three.
+const STREAM_NODES: &[Case] = &[
+    // Smaller nodes (CONFIG SET, as Redis), then Redis's defaults back.
+    &[
+        &["CONFIG", "GET", "stream-node-max-entries"],
+        &["CONFIG", "GET", "stream-node-max-bytes"],
+        &["CONFIG", "SET", "stream-node-max-entries", "10"],
+        &["CONFIG", "SET", "stream-node-max-entries", "-1"],
+        &["CONFIG", "SET", "stream-node-max-entries", "x"],
+        &["CONFIG", "SET", "stream-node-max-bytes", "x"],
+        &["EVAL", "for i=1,25 do redis.call('XADD', KEYS[1], i .. '-0', 'f', 'v') end return 1", "1", "n"],
+        &["XTRIM", "n", "MAXLEN", "~", "12"],
+        &["XLEN", "n"],
+        &["XADD", "n", "MAXLEN", "~", "1", "26-0", "f", "v"],
+        &["XLEN", "n"],
+        &["CONFIG", "SET", "stream-node-max-bytes", "100"],
+        &["EVAL", "for i=1,30 do redis.call('XADD', KEYS[1], i .. '-0', 'f', string.rep('v', 20)) end return 1", "1", "b"],
+        &["XTRIM", "b", "MAXLEN", "~", "5"],
+        &["XLEN", "b"],
+        &["XRANGE", "b", "-", "+", "COUNT", "1"],
+        &["CONFIG", "SET", "stream-node-max-entries", "0", "stream-node-max-bytes", "0"],
+        &["EVAL", "for i=1,300 do redis.call('XADD', KEYS[1], i .. '-0', 'f', 'v') end return 1", "1", "z"],
+        &["XTRIM", "z", "MAXLEN", "~", "10"],
+        &["XLEN", "z"],
+        &["CONFIG", "SET", "stream-node-max-entries", "100", "stream-node-max-bytes", "4096"],
+        &["CONFIG", "GET", "stream-node-max-entries"],
+        &["CONFIG", "GET", "stream-node-max-bytes"],
+    ],
+];
+
+#[test]
+fn stream_node_settings_match_redis() {
+    run_family("stream nodes", STREAM_NODES);
+}
+
 #[test]
 fn streams_match_redis_through_a_cluster_node() {
     run_family_in_cluster("streams", STREAMS);

@@ -215,6 +215,11 @@ pub struct NodeConfig {
     pub slowlog_log_slower_than: i64,
     /// SLOWLOG keeps this many entries at most.
     pub slowlog_max_len: u64,
+    /// A stream's node takes no more entries once its listpack would pass this many bytes
+    /// (Redis's `stream-node-max-bytes`; 0 = Redis's 1 GB bound).
+    pub stream_node_max_bytes: ByteSize,
+    /// A stream's node takes at most this many entries (0 = no bound but the bytes).
+    pub stream_node_max_entries: u64,
     /// LATENCY samples commands that run at least this many milliseconds; 0 = off.
     pub latency_monitor_threshold: u64,
     /// Largest bulk argument accepted (Redis's `proto-max-bulk-len`).
@@ -381,6 +386,8 @@ impl Default for NodeConfig {
             timeout: 0,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            stream_node_max_bytes: ByteSize(shoal_store::STREAM_NODE_MAX_BYTES as u64),
+            stream_node_max_entries: u64::from(shoal_store::STREAM_NODE_MAX_ENTRIES),
             latency_monitor_threshold: 0,
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,
@@ -444,6 +451,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "timeout",
     "slowlog-log-slower-than",
     "slowlog-max-len",
+    "stream-node-max-bytes",
+    "stream-node-max-entries",
     "latency-monitor-threshold",
     "proto-max-bulk-len",
     "proto-max-multibulk-len",

@@ -68,6 +68,8 @@ pub struct Engine {
     pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
     /// The keyspace notifications published (`notify`'s classes; 0: none, the default).
     notify_flags: std::sync::atomic::AtomicU32,
+    /// `stream-node-max-bytes` and `stream-node-max-entries`, read by every XADD.
+    stream_nodes: (AtomicU64, AtomicU64),
     /// Where notifications go beyond this node (set once by the cluster layer).
     pub event_sink: std::sync::OnceLock<Box<dyn crate::notify::EventSink>>,
     /// Client-side caching: who tracks which keys (CLIENT TRACKING).
@@ -98,6 +100,10 @@ impl Engine {
         let latency = crate::latency::LatencyMonitor::default();
         latency.configure(config.latency_monitor_threshold);
         let notify_flags = crate::notify::parse(&config.notify_keyspace_events).unwrap_or(0);
+        let stream_nodes = (
+            config.stream_node_max_bytes.0,
+            config.stream_node_max_entries,
+        );
         let engine = Engine {
             store,
             clients: ClientRegistry::default(),
@@ -123,11 +129,27 @@ impl Engine {
             pubsub: Default::default(),
             pause: Default::default(),
             notify_flags: Default::default(),
+            stream_nodes: Default::default(),
             event_sink: std::sync::OnceLock::new(),
             tracker: Default::default(),
         };
         engine.set_notify_flags(notify_flags);
+        engine.set_stream_nodes(stream_nodes.0, stream_nodes.1);
         engine
+    }
+
+    /// A stream's nodes from now on: `stream-node-max-bytes`, `stream-node-max-entries`.
+    pub fn set_stream_nodes(&self, bytes: u64, entries: u64) {
+        self.stream_nodes.0.store(bytes, Ordering::Relaxed);
+        self.stream_nodes.1.store(entries, Ordering::Relaxed);
+    }
+
+    /// The bounds of a stream's new nodes (see [`Engine::set_stream_nodes`]).
+    pub fn stream_nodes(&self) -> shoal_store::NodeLimits {
+        shoal_store::NodeLimits::new(
+            self.stream_nodes.0.load(Ordering::Relaxed),
+            self.stream_nodes.1.load(Ordering::Relaxed),
+        )
     }
 
     /// Publishes from now on the keyspace notifications of `flags` (`notify::parse`'s).

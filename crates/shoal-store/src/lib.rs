@@ -68,7 +68,9 @@ pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, split_key, stored_key, SLOTS};
 pub use store::{record_writes, take_contention, without_touching, Contention, Writes};
 pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};
-pub use stream::{fields as stream_fields, Consumer, Group, Nack, Stream, StreamId, TrimBy};
+pub use stream::{
+    fields as stream_fields, Consumer, Group, Nack, NodeLimits, Stream, StreamId, TrimBy,
+};
 pub use stream::{
     NODE_MAX_BYTES as STREAM_NODE_MAX_BYTES, NODE_MAX_ENTRIES as STREAM_NODE_MAX_ENTRIES,
 };

@@ -29,6 +29,45 @@ pub const NODE_MAX_ENTRIES: u32 = 100;
 /// Redis's `stream-node-max-bytes` (fixed here).
 pub const NODE_MAX_BYTES: usize = 4096;
 
+/// Redis's bound on one listpack (`STREAM_LISTPACK_MAX_SIZE`): what `stream-node-max-bytes`
+/// 0, or more than this, means.
+const LISTPACK_MAX_BYTES: u64 = 1 << 30;
+
+/// When a stream starts a new node (Redis's `stream-node-max-bytes` and
+/// `stream-node-max-entries`, read as `streamAppendItem` reads them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLimits {
+    bytes: u64,
+    /// 0: no bound on entries.
+    entries: u64,
+}
+
+impl NodeLimits {
+    pub fn new(bytes: u64, entries: u64) -> NodeLimits {
+        let bytes = if bytes == 0 || bytes > LISTPACK_MAX_BYTES {
+            LISTPACK_MAX_BYTES
+        } else {
+            bytes
+        };
+        NodeLimits { bytes, entries }
+    }
+
+    /// An approximate trim's LIMIT when none is given (Redis: a hundred nodes' entries,
+    /// 10,000 when that is 0 or past a million).
+    pub fn approx_limit(&self) -> u64 {
+        match self.entries.saturating_mul(100) {
+            n @ 1..=1_000_000 => n,
+            _ => 10_000,
+        }
+    }
+}
+
+impl Default for NodeLimits {
+    fn default() -> NodeLimits {
+        NodeLimits::new(NODE_MAX_BYTES as u64, u64::from(NODE_MAX_ENTRIES))
+    }
+}
+
 /// A stream entry's ID: milliseconds and a sequence number, ordered as a pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StreamId {
@@ -622,14 +661,23 @@ impl Stream {
         self.range(StreamId::MIN, StreamId::MAX).next_back()
     }
 
-    /// Adds an entry (`id` MUST be above every entry's; `pairs` field, value, ...).
+    /// Adds an entry (`id` MUST be above every entry's; `pairs` field, value, ...), in nodes
+    /// of Redis's default bounds.
     pub fn append(&mut self, id: StreamId, pairs: &[&[u8]]) {
+        self.append_with(id, pairs, NodeLimits::default());
+    }
+
+    /// [`Stream::append`] with `limits` deciding when a new node starts.
+    pub fn append_with(&mut self, id: StreamId, pairs: &[&[u8]], limits: NodeLimits) {
         debug_assert!(self.nodes.back().is_none_or(|n| id > n.last));
         let total: usize = pairs.iter().map(|p| p.len()).sum();
         let names = || pairs.iter().step_by(2).copied();
         let fresh = match self.nodes.back() {
             None => true,
-            Some(n) => n.lp_bytes as usize + total >= NODE_MAX_BYTES || n.count >= NODE_MAX_ENTRIES,
+            Some(n) => {
+                u64::from(n.lp_bytes) + total as u64 >= limits.bytes
+                    || (limits.entries > 0 && u64::from(n.count) >= limits.entries)
+            }
         };
         if fresh {
             // The node before is closed: give its spare room back.

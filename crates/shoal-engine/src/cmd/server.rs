@@ -1064,13 +1064,19 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("list-max-listpack-size", |_| "-2".into(), None),
     (
         "stream-node-max-bytes",
-        |_| shoal_store::STREAM_NODE_MAX_BYTES.to_string(),
-        None,
+        |c| c.stream_node_max_bytes.0.to_string(),
+        Some(|c, v| {
+            c.stream_node_max_bytes = parse_size(v)?;
+            Ok(())
+        }),
     ),
     (
         "stream-node-max-entries",
-        |_| shoal_store::STREAM_NODE_MAX_ENTRIES.to_string(),
-        None,
+        |c| c.stream_node_max_entries.to_string(),
+        Some(|c, v| {
+            c.stream_node_max_entries = ranged(v, 0, i64::MAX)? as u64;
+            Ok(())
+        }),
     ),
     // Their names before Redis 7, which Redis 7 still takes.
     ("hash-max-ziplist-entries", |_| "512".into(), None),
@@ -1251,6 +1257,7 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
                 .configure_slowlog(s.slowlog_log_slower_than, s.slowlog_max_len);
             node.latency.configure(s.latency_monitor_threshold);
             node.set_notify_flags(crate::notify::parse(&s.notify_keyspace_events).unwrap_or(0));
+            node.set_stream_nodes(s.stream_node_max_bytes.0, s.stream_node_max_entries);
             Reply::ok()
         }
         Err(e) => Reply::error(e),

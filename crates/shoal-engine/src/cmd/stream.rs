@@ -20,8 +20,6 @@ use crate::notify::STREAM;
 const ERR_INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 const ERR_START: &str = "ERR invalid start ID for the interval";
 const ERR_END: &str = "ERR invalid end ID for the interval";
-/// Redis's `stream-node-max-entries` × 100: the default LIMIT of an approximate trim.
-const APPROX_LIMIT: u64 = 100 * shoal_store::STREAM_NODE_MAX_ENTRIES as u64;
 
 impl super::Typed for Stream {
     const KIND: shoal_store::Kind = shoal_store::Kind::Stream;
@@ -173,7 +171,11 @@ struct AddOrTrim {
     at: usize,
 }
 
-fn add_or_trim_args(args: &[Bytes], xadd: bool) -> Result<AddOrTrim, Reply> {
+fn add_or_trim_args(
+    args: &[Bytes],
+    xadd: bool,
+    nodes: shoal_store::NodeLimits,
+) -> Result<AddOrTrim, Reply> {
     let mut o = AddOrTrim {
         trim: None,
         approx: false,
@@ -249,7 +251,7 @@ fn add_or_trim_args(args: &[Bytes], xadd: bool) -> Result<AddOrTrim, Reply> {
             ));
         }
     } else if o.approx {
-        o.limit = APPROX_LIMIT;
+        o.limit = nodes.approx_limit();
     }
     Ok(o)
 }
@@ -269,7 +271,8 @@ fn next_id(last: StreamId, given: Option<(StreamId, bool)>, now_ms: u64) -> Opti
 
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value ...
 pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let o = tri!(add_or_trim_args(args, true));
+    let nodes = ctx.engine.stream_nodes();
+    let o = tri!(add_or_trim_args(args, true, nodes));
     let fields_at = o.at + 1;
     let n = args.len().saturating_sub(fields_at);
     if n < 2 || n % 2 == 1 {
@@ -303,7 +306,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     false,
                 );
             };
-            s.append(id, &pairs);
+            s.append_with(id, &pairs, nodes);
             if let Some(by) = o.trim {
                 trimmed = s.trim(by, o.approx, o.limit) > 0;
             }
@@ -336,7 +339,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 pub fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let o = tri!(add_or_trim_args(args, false));
+    let o = tri!(add_or_trim_args(args, false, ctx.engine.stream_nodes()));
     let by = o.trim.expect("checked by add_or_trim_args");
     let mut kept = None;
     let deleted = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
