@@ -1044,6 +1044,20 @@ const XGROUP_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// A container's subcommand (lower case), checked as Redis 7 checks one before it runs: a
+/// known name (of `table`: name and arity, Redis's convention), then its arity.
+fn subcommand(container: &str, args: &[Bytes], table: &[(&str, i32)]) -> Result<Vec<u8>, Reply> {
+    let sub = args[1].to_ascii_lowercase();
+    let Some(&(_, arity)) = table.iter().find(|(n, _)| n.as_bytes() == &sub[..]) else {
+        return Err(super::unknown_subcommand(container, &args[1]));
+    };
+    let argc = args.len() as i32;
+    if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
+        return Err(super::wrong_arity(&format!("{container}|{}", lossy(&sub))));
+    }
+    Ok(sub)
+}
+
 /// Redis's text for a subcommand whose arguments do not fit it.
 fn sub_syntax(container: &str, sub: &[u8]) -> Reply {
     Reply::error(format!(
@@ -1062,18 +1076,18 @@ fn entries_read_arg(arg: &[u8]) -> Result<i64, Reply> {
 
 /// XGROUP CREATE | SETID | DESTROY | CREATECONSUMER | DELCONSUMER | HELP
 pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let sub = args[1].to_ascii_lowercase();
-    let arity: i32 = match &sub[..] {
-        b"help" => 2,
-        b"create" | b"setid" => -5,
-        b"destroy" => 4,
-        b"createconsumer" | b"delconsumer" => 5,
-        _ => return super::unknown_subcommand("xgroup", &args[1]),
-    };
-    let argc = args.len() as i32;
-    if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
-        return super::wrong_arity(&format!("xgroup|{}", lossy(&sub)));
-    }
+    let sub = tri!(subcommand(
+        "xgroup",
+        args,
+        &[
+            ("help", 2),
+            ("create", -5),
+            ("setid", -5),
+            ("destroy", 4),
+            ("createconsumer", 5),
+            ("delconsumer", 5),
+        ],
+    ));
     if &sub[..] == b"help" {
         return super::conn::help_reply(XGROUP_HELP);
     }
@@ -1624,18 +1638,11 @@ fn entries_read(g: &Group) -> Reply {
 
 /// XINFO STREAM key [FULL [COUNT count]] | GROUPS key | CONSUMERS key group | HELP
 pub fn xinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let sub = args[1].to_ascii_lowercase();
-    let arity: i32 = match &sub[..] {
-        b"help" => 2,
-        b"stream" => -3,
-        b"groups" => 3,
-        b"consumers" => 4,
-        _ => return super::unknown_subcommand("xinfo", &args[1]),
-    };
-    let argc = args.len() as i32;
-    if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
-        return super::wrong_arity(&format!("xinfo|{}", lossy(&sub)));
-    }
+    let sub = tri!(subcommand(
+        "xinfo",
+        args,
+        &[("help", 2), ("stream", -3), ("groups", 3), ("consumers", 4)],
+    ));
     if &sub[..] == b"help" {
         return super::conn::help_reply(XINFO_HELP);
     }
