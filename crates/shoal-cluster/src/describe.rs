@@ -11,8 +11,12 @@ use shoal_engine::hooks::{ClusterInfo, SlotNode, SlotRange};
 
 impl ClusterInfo for Cluster {
     fn acknowledged_replicas(&self) -> Option<i64> {
-        (self.write_ack == crate::WriteAck::All)
-            .then(|| self.view().placement.width().saturating_sub(1) as i64)
+        // With write-ack = all a write waits for the replicas that are reachable: all of
+        // them only when every member is.
+        let view = self.view();
+        let all_reachable = (0..view.len() as u16).all(|m| view.reachable(m));
+        (self.write_ack == crate::WriteAck::All && all_reachable)
+            .then(|| view.placement.width().saturating_sub(1) as i64)
     }
 
     fn slot_ranges(&self) -> Option<Vec<SlotRange>> {

@@ -37,8 +37,8 @@ pub trait ClusterInfo: Send + Sync {
     /// reply's text.
     fn forget(&self, id: &str) -> Result<(), String>;
     /// WAIT: how many copies besides the owner every write this node answered is known to
-    /// be on (`write-ack = all`: every copy acknowledged it first); `None` when writes are
-    /// acknowledged before their replicas have them.
+    /// be on (`write-ack = all` with every member reachable: every copy acknowledged it
+    /// first); `None` when writes may be acknowledged before their replicas have them.
     fn acknowledged_replicas(&self) -> Option<i64> {
         None
     }

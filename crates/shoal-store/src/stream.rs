@@ -52,12 +52,12 @@ impl NodeLimits {
         NodeLimits { bytes, entries }
     }
 
-    /// An approximate trim's LIMIT when none is given (Redis: a hundred nodes' entries,
-    /// 10,000 when that is 0 or past a million).
+    /// An approximate trim's LIMIT when none is given (Redis: a hundred nodes' entries, at
+    /// most a million; 10,000 when nodes have no entry bound).
     pub fn approx_limit(&self) -> u64 {
         match self.entries.saturating_mul(100) {
-            n @ 1..=1_000_000 => n,
-            _ => 10_000,
+            0 => 10_000,
+            n => n.min(1_000_000),
         }
     }
 }
@@ -717,7 +717,9 @@ impl Stream {
             size +=
                 lp_int_size(nfields as i64) + pairs.iter().map(|v| lp_entry_size(v)).sum::<usize>();
         }
-        node.lp_bytes = node.lp_bytes.saturating_add(size as u32);
+        node.lp_bytes = node
+            .lp_bytes
+            .saturating_add(u32::try_from(size).unwrap_or(u32::MAX));
         node.count += 1;
         node.live += 1;
         node.last = id;
@@ -1114,6 +1116,14 @@ mod tests {
         assert_eq!(id(2, 0).prev(), Some(id(1, u64::MAX)));
         assert_eq!(StreamId::MIN.prev(), None);
         assert_eq!(id(5, 7).to_string(), "5-7");
+    }
+
+    #[test]
+    fn an_approximate_trim_s_default_limit_is_redis_s() {
+        assert_eq!(NodeLimits::default().approx_limit(), 10_000);
+        assert_eq!(NodeLimits::new(0, 0).approx_limit(), 10_000);
+        assert_eq!(NodeLimits::new(0, 20_000).approx_limit(), 1_000_000);
+        assert_eq!(NodeLimits::new(0, 7).approx_limit(), 700);
     }
 
     #[test]

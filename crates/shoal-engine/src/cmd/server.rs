@@ -1330,27 +1330,24 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
-/// LOLWUT [VERSION v] [...]: what Redis 7 answers without its art (which only its versions
-/// 5 and 6 draw): the version line.
-/// WAIT numreplicas timeout: how many replicas have every write this connection made. A
-/// single node has none, as a Redis without replicas: 0, after `timeout` ms (0: for ever)
-/// when more were asked for, at once inside MULTI. In a cluster with `write-ack = all`
-/// every acknowledged write is on all its copies already: their number, at once; with
-/// `write-ack = owner` 0, at once (Shoal does not track a connection's writes' replication
-/// to wait on it).
+/// WAIT numreplicas timeout: how many replicas have every write this connection made,
+/// answered at once (Shoal does not hold the connection for it): a single node has none
+/// (0, as a Redis without replicas, which would answer it after `timeout`); a cluster node
+/// with `write-ack = all` and every member reachable the number of a key's replicas (each
+/// acknowledged write went to all of them), else 0.
 pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(wanted) = super::parse_i64(&args[1]) else {
+    let Some(_wanted) = super::parse_i64(&args[1]) else {
         return super::err(super::ERR_NOT_INTEGER);
     };
-    let deadline = match super::wait::parse_timeout_ms(&args[2], ctx.now_ms) {
-        Ok(d) => d,
-        Err(e) => return e,
-    };
-    wait_for_replicas(ctx, wanted, deadline, Reply::Int)
+    if let Err(e) = super::wait::parse_timeout_ms(&args[2], ctx.now_ms) {
+        return e;
+    }
+    Reply::Int(acknowledged_replicas(ctx))
 }
 
 /// WAITAOF numlocal numreplicas timeout (Redis 7.2): no append-only file here, so a local
-/// count is refused as Redis refuses it with `appendonly no`; the replicas as WAIT counts them.
+/// count is refused as Redis refuses it with `appendonly no`; the replicas as WAIT counts
+/// them, at once.
 pub fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // Redis 7.2's checks, in its order.
     let local = match super::parse_i64(&args[1]) {
@@ -1360,47 +1357,28 @@ pub fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         Some(n) => n,
     };
-    let wanted = match super::parse_i64(&args[2]) {
+    match super::parse_i64(&args[2]) {
         None => return super::err(super::ERR_NOT_INTEGER),
         Some(n) if n < 0 => return super::err("ERR value is out of range, must be positive"),
-        Some(n) => n,
-    };
-    let deadline = match super::wait::parse_timeout_ms(&args[3], ctx.now_ms) {
-        Ok(d) => d,
-        Err(e) => return e,
-    };
+        Some(_) => {}
+    }
+    if let Err(e) = super::wait::parse_timeout_ms(&args[3], ctx.now_ms) {
+        return e;
+    }
     if local > 0 {
         return super::err(
             "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
         );
     }
-    wait_for_replicas(ctx, wanted, deadline, |n| {
-        Reply::Array(vec![Reply::Int(0), Reply::Int(n)])
-    })
+    Reply::Array(vec![Reply::Int(0), Reply::Int(acknowledged_replicas(ctx))])
 }
 
-/// The count WAIT and WAITAOF answer (`reply` of it), at once when it is enough (or the
-/// client may not block), else when `deadline` passes (Redis waits so when no replica acks).
-fn wait_for_replicas(
-    ctx: &mut Ctx<'_>,
-    wanted: i64,
-    deadline: Option<u64>,
-    reply: impl Fn(i64) -> Reply,
-) -> Reply {
-    let acked = ctx
-        .host
+/// The replicas WAIT counts (see [`wait`]).
+fn acknowledged_replicas(ctx: &Ctx<'_>) -> i64 {
+    ctx.host
         .cluster()
-        .map_or(Some(0), |c| c.acknowledged_replicas())
-        .unwrap_or(0);
-    if acked >= wanted || ctx.session.no_block || ctx.host.cluster().is_some() {
-        return reply(acked);
-    }
-    let now = reply(acked);
-    let answer = super::block_on(ctx, &[], deadline, now.clone());
-    if let Some(b) = ctx.session.block.as_mut() {
-        b.timeout_reply = now;
-    }
-    answer
+        .and_then(|c| c.acknowledged_replicas())
+        .unwrap_or(0)
 }
 
 /// DEBUG: refused, as Redis 7 refuses it by default (`enable-debug-command no`, which Shoal
@@ -1457,6 +1435,8 @@ pub fn module(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
+/// LOLWUT [VERSION v] [...]: what Redis 7 answers without its art (which only its versions
+/// 5 and 6 draw): the version line.
 pub fn lolwut(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if args.len() >= 3 && is(&args[1], "VERSION") && super::parse_i64(&args[2]).is_none() {
         return err("ERR value is not an integer or out of range");
