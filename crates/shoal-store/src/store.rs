@@ -511,12 +511,13 @@ impl<'a> Slot<'a> {
     }
 
     /// Edits the key's collection, creating it with `create` (no TTL) when the key is absent;
-    /// the caller checked that the key is absent or of `create`'s kind (another value is
+    /// the caller checked that the key is absent or of `kind`, `create`'s (another value is
     /// replaced rather than panicking). `f` says whether it changed the collection: only a
     /// change takes a new version (WATCH and replication see it), and a collection left empty
     /// removes the key, as Redis removes empty collections.
     pub fn edit_coll<R>(
         &mut self,
+        kind: Kind,
         create: impl FnOnce() -> Collection,
         f: impl FnOnce(&mut Collection) -> (R, bool),
     ) -> R {
@@ -531,12 +532,12 @@ impl<'a> Slot<'a> {
             }
             return r;
         };
-        let fresh = create();
-        if self.shard.items[i].kind() != fresh.kind() {
+        // A new value only when the key holds another kind: the usual edit allocates none.
+        if self.shard.items[i].kind() != kind {
             let version = self
                 .shard
                 .next_version(Some(self.shard.items[i].version), now);
-            self.shard.replace_coll(i, fresh, version);
+            self.shard.replace_coll(i, create(), version);
         }
         let mut out = None;
         let mut changed = false;
@@ -563,6 +564,7 @@ impl<'a> Slot<'a> {
     /// [`Slot::edit_coll`] for a hash (an absent key starts empty).
     pub fn edit_hash<R>(&mut self, f: impl FnOnce(&mut Hash) -> (R, bool)) -> R {
         self.edit_coll(
+            Kind::Hash,
             || Collection::Hash(Hash::new()),
             |c| match c {
                 Collection::Hash(h) => f(h),
@@ -578,6 +580,7 @@ impl<'a> Slot<'a> {
         f: impl FnOnce(&mut Set) -> (R, bool),
     ) -> R {
         self.edit_coll(
+            Kind::Set,
             || Collection::Set(create()),
             |c| match c {
                 Collection::Set(s) => f(s),
@@ -593,6 +596,7 @@ impl<'a> Slot<'a> {
         f: impl FnOnce(&mut ZSet) -> (R, bool),
     ) -> R {
         self.edit_coll(
+            Kind::ZSet,
             || Collection::ZSet(create()),
             |c| match c {
                 Collection::ZSet(z) => f(z),
@@ -604,6 +608,7 @@ impl<'a> Slot<'a> {
     /// [`Slot::edit_coll`] for a list (an absent key starts empty).
     pub fn edit_list<R>(&mut self, f: impl FnOnce(&mut List) -> (R, bool)) -> R {
         self.edit_coll(
+            Kind::List,
             || Collection::List(List::new()),
             |c| match c {
                 Collection::List(l) => f(l),
@@ -616,6 +621,7 @@ impl<'a> Slot<'a> {
     /// stays, as in Redis).
     pub fn edit_stream<R>(&mut self, f: impl FnOnce(&mut Stream) -> (R, bool)) -> R {
         self.edit_coll(
+            Kind::Stream,
             || Collection::Stream(Box::default()),
             |c| match c {
                 Collection::Stream(s) => f(s),

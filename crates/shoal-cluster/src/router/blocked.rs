@@ -61,9 +61,6 @@ struct Client {
     internal: bool,
     /// Inside a transaction: answer at once.
     no_block: bool,
-    /// What it answers when its wait ends without a reply (its timeout, CLIENT UNBLOCK's
-    /// TIMEOUT): a null array, WAIT's count.
-    timeout: Reply,
 }
 
 /// Shows a client as blocked (CLIENT LIST's `b`) while it lives.
@@ -91,7 +88,6 @@ impl Client {
             budget: session.budget.left() as u64,
             internal: session.internal,
             no_block: session.no_block,
-            timeout: Reply::NilArray,
         }
     }
 
@@ -118,7 +114,7 @@ impl Client {
             return None;
         }
         match self.info.unblock.swap(0, Ordering::Relaxed) {
-            UNBLOCK_TIMEOUT => Some(encode(&self.timeout, self.proto)),
+            UNBLOCK_TIMEOUT => Some(encode(&Reply::NilArray, self.proto)),
             UNBLOCK_ERROR => Some(error_bytes("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
             _ => None,
         }
@@ -412,8 +408,7 @@ pub(super) fn single(
     args: &[Bytes],
     block: Block,
 ) -> Outcome {
-    let mut client = Client::of(session);
-    client.timeout = block.timeout_reply.clone();
+    let client = Client::of(session);
     // XREAD's `$` resolved when it blocked (`Block::args`).
     let args = block.args.as_deref().unwrap_or(args);
     // A CLIENT UNBLOCK from before this wait is spent; one from the moment the client is
@@ -472,8 +467,7 @@ pub(super) fn clustered(
             Err(_) => return plain_forward(node, session, spec, args),
         },
     };
-    let mut client = Client::of(session);
-    client.timeout = timeout_reply.clone();
+    let client = Client::of(session);
     let waited = wait::waited_keys(spec, args, client.db);
     // Registered on the keys while it waits here; on none while it forwards, for CLIENT
     // UNBLOCK to find it.
@@ -681,7 +675,6 @@ pub fn serve_blocked(
         budget: cmd::FORWARDED_REPLY_MAX as u64,
         internal: true,
         no_block: false,
-        timeout: block.timeout_reply.clone(),
     };
     let slot = SharedSlot::default();
     let_writers_serve(node, &reg, &client, spec, args, &slot);
