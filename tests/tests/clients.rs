@@ -728,6 +728,22 @@ fn redis_py_locks_and_scripts_work() {
     shoal_tests::python_client("scripts.py", &[&node.addr.to_string()]);
 }
 
+/// redis-py's function API (FUNCTION LOAD, FCALL, FCALL_RO, LIST, DUMP, RESTORE, DELETE,
+/// STATS), RESP2 and RESP3: on a single node, loaded through one node of a cluster and
+/// called through all three, and through redis-py's RedisCluster on the cluster-client
+/// port.
+#[test]
+fn redis_py_functions_work() {
+    let node = TestNode::start();
+    shoal_tests::python_client("functions.py", &[&node.addr.to_string()]);
+    let cluster = shoal_tests::TestCluster::start(3, |_| {});
+    let addrs: Vec<String> = cluster.members.iter().map(|m| m.addr.to_string()).collect();
+    let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+    shoal_tests::python_client("functions.py", &addrs);
+    let port = cluster.members[1].cluster_client_addr.to_string();
+    shoal_tests::python_client("functions.py", &["cluster", &port]);
+}
+
 /// redis-py's stream API as a job queue uses it (XADD, XREAD, XREADGROUP, XACK, XPENDING,
 /// XCLAIM, XAUTOCLAIM, XINFO with Redis 7.2's fields, XTRIM, XDEL), RESP2 and RESP3, on a
 /// single node and through a cluster node that does not own the stream.
@@ -872,6 +888,64 @@ fn scripts_stay_in_their_sandbox() {
         .query(&mut con)
         .unwrap();
     assert_eq!(n, 1);
+}
+
+/// What function libraries keep of each worker's Lua heap is bounded (32 MB together): a
+/// library holding 12 MB (its own string: equal strings are one in Lua) loads twice, a
+/// third is refused, and every worker runs the two
+/// loaded ones (each compiles them on first use) across many connections.
+#[test]
+fn function_libraries_keep_a_bounded_lua_heap() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let lib = |i: usize| {
+        format!(
+            "#!lua name=big{i}\nlocal big = ('N{i}'):rep(6 * 1024 * 1024)\n\
+             redis.register_function('len{i}', function() return #big end)"
+        )
+    };
+    for i in 0..2 {
+        let name: String = redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg(lib(i))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(name, format!("big{i}"));
+    }
+    let e = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib(2))
+        .query::<String>(&mut con)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("would keep more than 32 MB of Lua memory"),
+        "{e}"
+    );
+    for _ in 0..8 {
+        let mut c = node.client();
+        for i in 0..2 {
+            let n: i64 = redis::cmd("FCALL")
+                .arg(format!("len{i}"))
+                .arg(0)
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(n, 12 * 1024 * 1024);
+        }
+    }
+    // Replacing one frees its place.
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(lib(1).replace("6 * 1024", "1024"))
+        .query(&mut con)
+        .unwrap();
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib(2))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(name, "big2");
 }
 
 /// Each `redis.call` inside a script has the caller's whole output budget (its reply goes to

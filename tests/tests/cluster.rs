@@ -2094,3 +2094,100 @@ fn redis_py_locks_and_scripts_work_through_a_cluster_node() {
         .unwrap();
     assert_eq!(declared, "OK");
 }
+
+/// Functions in a cluster: FUNCTION LOAD through one node reaches every node, FCALL and
+/// FCALL_RO through any node run at the owner of their keys (which must share a slot), a
+/// function flagged `no-cluster` is refused as Redis Cluster refuses it, and FUNCTION
+/// DELETE and FLUSH reach every node too.
+#[test]
+fn functions_in_a_cluster() {
+    let cluster = shoal_tests::TestCluster::start(3, |_| {});
+    let lib = "#!lua name=acc\n\
+        redis.register_function('add', function(keys, args) \
+            return redis.call('INCRBY', keys[1], args[1]) end)\n\
+        redis.register_function{function_name='peek', flags={'no-writes'}, \
+            callback=function(keys) return redis.call('GET', keys[1]) end}\n\
+        redis.register_function{function_name='single', flags={'no-cluster'}, \
+            callback=function() return 1 end}";
+    let mut n0 = cluster.members[0].client();
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut n0)
+        .unwrap();
+    assert_eq!(name, "acc");
+    // Keys owned by each member, through each member.
+    let mut owned = vec![None; 3];
+    for i in 0.. {
+        let k = format!("acc:{i}");
+        let o = cluster.owner_index(&k);
+        owned[o].get_or_insert(k);
+        if owned.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    for m in &cluster.members {
+        let mut con = m.client();
+        for k in owned.iter().flatten() {
+            let _: i64 = redis::cmd("FCALL")
+                .arg("add")
+                .arg(1)
+                .arg(k)
+                .arg(5)
+                .query(&mut con)
+                .unwrap();
+            let v: String = redis::cmd("FCALL_RO")
+                .arg("peek")
+                .arg(1)
+                .arg(k)
+                .query(&mut con)
+                .unwrap();
+            assert!(v.parse::<i64>().unwrap() % 5 == 0, "{k}: {v}");
+        }
+    }
+    for k in owned.iter().flatten() {
+        let v: i64 = redis::cmd("GET").arg(k).query(&mut n0).unwrap();
+        assert_eq!(v, 15, "{k}: one add through each node");
+    }
+    let e = redis::cmd("FCALL")
+        .arg("single")
+        .arg(0)
+        .query::<i64>(&mut n0)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Can not run script on cluster, 'no-cluster' flag is set."),
+        "{e}"
+    );
+    // Keys of two owners in one call cannot run in one place.
+    let (a, b) = (owned[0].clone().unwrap(), owned[1].clone().unwrap());
+    let e = redis::cmd("FCALL")
+        .arg("add")
+        .arg(2)
+        .arg(&a)
+        .arg(&b)
+        .arg(1)
+        .query::<i64>(&mut n0)
+        .unwrap_err();
+    assert_eq!(e.kind(), redis::ErrorKind::CrossSlot, "{e}");
+    let _: () = redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg("acc")
+        .query(&mut cluster.members[2].client())
+        .unwrap();
+    for m in &cluster.members {
+        let list: Vec<redis::Value> = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .query(&mut m.client())
+            .unwrap();
+        assert!(list.is_empty(), "{} still lists the library", m.name);
+        let e = redis::cmd("FCALL")
+            .arg("add")
+            .arg(1)
+            .arg(&a)
+            .arg(1)
+            .query::<i64>(&mut m.client())
+            .unwrap_err();
+        assert!(e.to_string().contains("Function not found"), "{e}");
+    }
+}

@@ -4929,6 +4929,12 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "error('boom')", "0"],
         &["EVAL", "return x", "0"],
         &["EVAL", "x = 1", "0"],
+        // table.insert, remove and sort write past a read-only table's guard.
+        &["EVAL", "table.insert(_G, 1)", "0"],
+        &["EVAL", "table.insert(redis, 'x')", "0"],
+        &["EVAL", "table.remove(_G)", "0"],
+        &["EVAL", "table.sort(string)", "0"],
+        &["EVAL", "local t = {3, 1, 2} table.sort(t) table.insert(t, 4) table.remove(t, 1) return t", "0"],
         &["EVAL", "return redis.call('nosuch')", "0"],
         &["EVAL", "return redis.call('EVAL', 'return 1', 0)", "0"],
         &["EVAL", "return redis.call()", "0"],
@@ -4963,6 +4969,284 @@ const SCRIPTING: &[Case] = &[
         &["EXISTS", "{s}lock"],
     ],
 ];
+
+/// Redis 7's functions: FUNCTION LOAD's checks and Redis's texts, FCALL and FCALL_RO with
+/// their flags, errors placed in the function, LIST, STATS, DELETE, FLUSH, and EVAL's
+/// `#!lua` line. Each case starts with FUNCTION FLUSH (FLUSHALL keeps libraries). A
+/// library has one function where LIST shows it (Redis lists a library's functions in its
+/// hash order). Left out: a bad function name (redis-server 7.0 words it as a library
+/// name, 7.2 as Shoal does) and `no-cluster` (tested in a cluster, `functions_in_a_cluster`).
+const FUNCTIONS: &[Case] = &[
+    &[
+        &["FUNCTION", "FLUSH"],
+        &["FUNCTION", "LOAD", "#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return args[1] end)"],
+        &["FUNCTION", "LOAD", "#!lua name=mylib\nredis.register_function('other', function(keys, args) return 1 end)"],
+        &["FUNCTION", "LOAD", "#!lua name=lib2\nredis.register_function('myfunc', function(keys, args) return 2 end)"],
+        &["FCALL", "myfunc", "0", "hello"],
+        &["FUNCTION", "LOAD", "return 1"],
+        &["FUNCTION", "LOAD", "#!lua"],
+        &["FUNCTION", "LOAD", "#!lua name=a name=b\n"],
+        &["FUNCTION", "LOAD", "#!lua foo=bar name=x\n"],
+        &["FUNCTION", "LOAD", "#!lua\n"],
+        &["FUNCTION", "LOAD", "#!luax name=x\nredis.register_function('f', function() end)"],
+        &["FUNCTION", "LOAD", "#!lua name=bad-name\n"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\n"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nlocal s = string.format('%d', 1)"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.call('set','a','b')"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.setresp(3)"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function('f3', function() end)\nredis.register_function('f3', function() end)"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name='f4', callback=function() return 4 end, flags={'no-writes','bogus'}}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name='f4', callback=function() return 4 end, description='d', foo=1}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name='f4', callback=function() end, [1]=2}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function('f4')"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function('f4', 'notfn')"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function({}, function() end)"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function('z', function() return 1 end, 'extra')"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function()"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name='q'}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{callback=function() end}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name='q', callback=function() end, flags='no-writes'}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name='q', callback=function() end, description={}}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name={}, callback=function() end}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nredis.register_function{function_name='q', callback=5}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nsyntax error here"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nx = 5"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nerror('boom')"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nlocal x = nil; local y = x.y"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nlocal a = 'x' .. {}"],
+        &["FUNCTION", "LOAD", "#!lua name=x3\nwhile true do end"],
+        &["FUNCTION", "LOAD", "BOGUS", "#!lua name=x3\nredis.register_function('q', function() end)"],
+        &["FUNCTION", "LOAD", "REPLACE"],
+        &["FUNCTION", "LOAD"],
+        &["FUNCTION", "LIST"],
+    ],
+    &[
+        &["FUNCTION", "FLUSH"],
+        &["FUNCTION", "LOAD", "#!lua name=lib1\nlocal function helper(x) return x .. '!' end\nredis.register_function('echo', function(keys, args) return helper(args[1]) end)\nredis.register_function{function_name='ro', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads'}\nredis.register_function{function_name='rw_ro', callback=function(keys, args) return redis.call('set', keys[1], 'v') end, flags={'NO-WRITES'}}\nredis.register_function('setter', function(keys, args) return redis.call('set', keys[1], args[1]) end)\nredis.register_function('glob', function(keys, args) return KEYS end)\nredis.register_function('err', function(keys, args) return redis.call('nosuch') end)\nredis.register_function('lerr', function(keys, args) local x = nil; return x.y end)\nredis.register_function('num', function(keys, args) return #keys * 10 + #args end)\nredis.register_function('perr', function(keys, args) return redis.pcall('incr', keys[1]) end)\nredis.register_function('e2', function(keys, args) return redis.error_reply('MY bad') end)\nredis.register_function('reg', function(keys, args) return redis.register_function('z', function() end) end)\nredis.register_function('newg', function(keys, args) y = 1 end)\nredis.register_function('tbl', function(keys, args) return {keys[1], args[1], 3.7, {ok='fine'}} end)"],
+        &["FCALL", "echo", "0", "hi"],
+        // Function names match ignoring case.
+        &["FCALL", "ECHO", "0", "hi"],
+        &["FUNCTION", "LOAD", "#!lua name=lib1b\nredis.register_function('Echo', function() return 1 end)"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "LIB1B"],
+        &["FCALL", "nosuch", "0"],
+        &["FCALL", "nosuch", "x"],
+        &["FCALL", "echo", "x"],
+        &["FCALL", "echo", "-1"],
+        &["FCALL", "echo", "3", "a"],
+        &["FCALL_RO", "echo", "0", "a"],
+        &["FCALL_RO", "ro", "1", "{f}k"],
+        &["FCALL", "ro", "1", "{f}k"],
+        &["FCALL_RO", "rw_ro", "1", "{f}k"],
+        &["FCALL", "rw_ro", "1", "{f}k"],
+        &["FCALL", "setter", "1", "{f}k", "v"],
+        &["GET", "{f}k"],
+        &["FCALL_RO", "ro", "1", "{f}k"],
+        &["FCALL", "glob", "0"],
+        &["FCALL", "err", "0"],
+        &["FCALL", "lerr", "0"],
+        &["FCALL", "num", "2", "{f}a", "{f}b", "c"],
+        &["FCALL", "perr", "1", "{f}k"],
+        &["FCALL", "e2", "0"],
+        &["FCALL", "reg", "0"],
+        &["FCALL", "newg", "0"],
+        &["FCALL", "tbl", "1", "{f}k", "x"],
+        &["FCALL"],
+        &["FCALL", "echo"],
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "nomatch*"],
+        &["FUNCTION", "LIST", "BOGUS"],
+        &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"],
+        &["FUNCTION", "LIST", "LIBRARYNAME"],
+        &["FUNCTION", "DELETE", "nosuch"],
+        &["FUNCTION", "DELETE"],
+        &["FUNCTION", "DELETE", "lib1"],
+        &["FCALL", "echo", "0", "gone"],
+        &["FUNCTION", "STATS"],
+    ],
+    &[
+        &["FUNCTION", "FLUSH"],
+        &["FUNCTION", "LOAD", "#!lua name=A\nredis.register_function('fa', function() return 'A1' end)"],
+        &["FUNCTION", "LOAD", "#!lua name=B\nredis.register_function{function_name='fb', callback=function() return 'B1' end, flags={'no-writes', 'allow-oom', 'allow-stale', 'allow-cross-slot-keys'}, description='the b'}"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "B"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "b"],
+        &["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "A"],
+        &["!sorted", "FUNCTION", "LIST"],
+        &["FUNCTION", "LOAD", "REPLACE", "#!lua name=A\nredis.register_function('fb', function() return 'A2' end)"],
+        &["FCALL", "fa", "0"],
+        &["FUNCTION", "LOAD", "replace", "#!lua name=A\nredis.register_function('fa2', function() return 'A2' end)"],
+        &["FCALL", "fa", "0"],
+        &["FCALL", "fa2", "0"],
+        &["FCALL_RO", "fb", "0"],
+        &["FUNCTION", "LOAD", "REPLACE", "#!lua name=C\nredis.register_function('fc', function() return 'C' end)\nredis.register_function('fc', function() return 'C' end)"],
+        &["FUNCTION", "KILL"],
+        &["FUNCTION", "FLUSH", "BOGUS"],
+        &["FUNCTION", "FLUSH", "SYNC", "x"],
+        &["FUNCTION", "RESTORE", "bogus"],
+        &["FUNCTION", "RESTORE", "x", "y"],
+        &["FUNCTION", "RESTORE", "a", "b", "c"],
+        &["FUNCTION", "HELP"],
+        &["FUNCTION", "BOGUS"],
+        &["FUNCTION", "FLUSH", "ASYNC"],
+        &["FUNCTION", "LIST"],
+        &["FCALL", "fa2", "0"],
+    ],
+    // EVAL's `#!lua` line: flags, its errors, line numbers kept.
+    &[
+        &["EVAL", "#!lua\nreturn x", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 'b')", "1", "{f}a"],
+        &["EVAL_RO", "#!lua\nreturn 1", "0"],
+        &["EVAL_RO", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "{f}a"],
+        &["EVAL", "#!lua flags=bogus\nreturn 1", "0"],
+        &["EVAL", "#!lua flags=NO-WRITES\nreturn 1", "0"],
+        &["EVAL", "#!lua foo=bar\nreturn 1", "0"],
+        &["EVAL", "#!luax\nreturn 1", "0"],
+        &["EVAL", "#!lua name=x\nreturn 5", "0"],
+        &["EVAL", "#!lua", "0"],
+        &["EVAL", "#!lua flags=no-writes,allow-oom\nreturn 5", "0"],
+        &["EVAL", "#!lua flags=\nreturn 6", "0"],
+        &["SCRIPT", "LOAD", "#!lua flags=bogus\nreturn 1"],
+        &["SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 7"],
+        &["EVALSHA_RO", "699874ad3a279c5fdd0d58c418605cd156ef306f", "0"],
+    ],
+];
+
+/// Functions and flagged scripts past `maxmemory` (one node: the setting is per node).
+const FUNCTIONS_OOM: &[Case] = &[&[
+    &["FUNCTION", "FLUSH"],
+    &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    &["SET", "{f}a", "b"],
+    &["FUNCTION", "LOAD", "#!lua name=oom\nredis.register_function{function_name='ao', callback=function(keys) return redis.call('set', keys[1], 'v') end, flags={'allow-oom'}}\nredis.register_function{function_name='plain', callback=function(keys) return redis.call('set', keys[1], 'v') end}\nredis.register_function{function_name='nw', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}"],
+    &["CONFIG", "SET", "maxmemory", "1"],
+    &["FCALL", "ao", "1", "{f}k"],
+    &["FCALL", "plain", "1", "{f}k"],
+    &["FCALL", "nw", "1", "{f}k"],
+    &["FCALL_RO", "plain", "1", "{f}k"],
+    &["EVAL", "#!lua flags=allow-oom\nreturn redis.call('set', KEYS[1], 'w')", "1", "{f}k"],
+    &["EVAL", "#!lua\nreturn redis.call('set', KEYS[1], 'w')", "1", "{f}k"],
+    &["EVAL_RO", "#!lua\nreturn redis.call('get', KEYS[1])", "1", "{f}k"],
+    &["EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "{f}k"],
+    &["CONFIG", "SET", "maxmemory", "0"],
+    &["GET", "{f}k"],
+]];
+
+#[test]
+fn functions_match_redis() {
+    run_family("functions", FUNCTIONS);
+    run_family("functions past maxmemory", FUNCTIONS_OOM);
+}
+
+#[test]
+fn functions_match_redis_through_a_cluster_node() {
+    run_family_in_cluster("functions", FUNCTIONS);
+}
+
+/// FUNCTION DUMP payloads go both ways: redis-server's (LZF-compressed code) restore into
+/// Shoal and Shoal's into redis-server, with every RESTORE policy, and the functions run
+/// after.
+#[test]
+fn function_dumps_restore_both_ways() {
+    let redis_server = RedisServer::start();
+    let shoal = TestNode::start();
+    let mut redis_conn = redis::Client::open(format!("redis://{}/", redis_server.addr))
+        .and_then(|c| c.get_connection())
+        .expect("connects");
+    let mut shoal_conn = shoal.client();
+    // Long enough for redis-server to compress it.
+    let padding = "-- padding\n".repeat(40);
+    let libs = [
+        format!("#!lua name=one\n{padding}redis.register_function('f1', function() return 'one' end)"),
+        "#!lua name=two\nredis.register_function{function_name='f2', callback=function(keys) return keys[1] end, flags={'no-writes'}, description='second'}".to_string(),
+    ];
+    for con in [&mut redis_conn, &mut shoal_conn] {
+        let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(con).unwrap();
+        for lib in &libs {
+            let _: String = redis::cmd("FUNCTION")
+                .arg("LOAD")
+                .arg(lib)
+                .query(con)
+                .unwrap();
+        }
+    }
+    let dump = |con: &mut redis::Connection| -> Vec<u8> {
+        redis::cmd("FUNCTION").arg("DUMP").query(con).unwrap()
+    };
+    let (from_redis, from_shoal) = (dump(&mut redis_conn), dump(&mut shoal_conn));
+    assert!(
+        from_redis.windows(2).any(|w| w == [0xf5, 0xc3]),
+        "redis-server compressed a library"
+    );
+    for (payload, into, what) in [
+        (
+            &from_redis,
+            &mut shoal_conn,
+            "redis-server's dump into Shoal",
+        ),
+        (
+            &from_shoal,
+            &mut redis_conn,
+            "Shoal's dump into redis-server",
+        ),
+    ] {
+        let restore =
+            |con: &mut redis::Connection, policy: Option<&str>| -> redis::RedisResult<()> {
+                let mut c = redis::cmd("FUNCTION");
+                c.arg("RESTORE").arg(payload.as_slice());
+                if let Some(p) = policy {
+                    c.arg(p);
+                }
+                c.query(con)
+            };
+        let e = restore(into, None).unwrap_err();
+        assert!(
+            e.to_string().contains("already exists"),
+            "{what}: APPEND over the same: {e}"
+        );
+        restore(into, Some("REPLACE")).unwrap_or_else(|e| panic!("{what}: REPLACE: {e}"));
+        let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(into).unwrap();
+        restore(into, None).unwrap_or_else(|e| panic!("{what}: APPEND: {e}"));
+        restore(into, Some("FLUSH")).unwrap_or_else(|e| panic!("{what}: FLUSH: {e}"));
+        let one: String = redis::cmd("FCALL").arg("f1").arg(0).query(into).unwrap();
+        assert_eq!(one, "one", "{what}");
+        let two: String = redis::cmd("FCALL_RO")
+            .arg("f2")
+            .arg(1)
+            .arg("k")
+            .query(into)
+            .unwrap();
+        assert_eq!(two, "k", "{what}");
+        let list: Vec<redis::Value> = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .arg("WITHCODE")
+            .query(into)
+            .unwrap();
+        assert_eq!(list.len(), 2, "{what}");
+        let text = format!("{list:?}");
+        assert!(
+            text.contains("second") && text.contains("no-writes") && text.contains("padding"),
+            "{what}: {text}"
+        );
+    }
+    // A payload altered in one byte is refused, and nothing changes.
+    let mut bad = from_redis.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    let e = redis::cmd("FUNCTION")
+        .arg("RESTORE")
+        .arg(bad)
+        .arg("FLUSH")
+        .query::<()>(&mut shoal_conn)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("payload version or checksum are wrong"),
+        "{e}"
+    );
+    let list: Vec<redis::Value> = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .query(&mut shoal_conn)
+        .unwrap();
+    assert_eq!(list.len(), 2);
+}
 
 #[test]
 fn scripting_matches_redis() {

@@ -394,24 +394,59 @@ fn the_redis_crates_cluster_client_works() {
 
 /// Before a node has heard from a key's owner under its own view, it does not send cluster
 /// clients there (the owner might send them back): it serves the request as the plain port
-/// does, and MOVED follows once the owner has answered under the same view.
+/// does, and MOVED follows once the owner has answered under the same view. Nodes talk from
+/// the start (a starting node asks the others for their function libraries), so the owner
+/// that never confirms is one whose view differs: n1 is configured with two replicas where
+/// the others have one.
 #[test]
 fn no_moved_until_the_owner_confirmed_the_view() {
-    let cluster = TestCluster::start(3, |_| {});
+    let cluster = TestCluster::start(3, |c| {
+        if c.node_name == "n1" {
+            c.replicas = 2;
+        }
+    });
     let mut c = connect(cluster.members[0].cluster_client_addr);
     let map = slots(&mut c);
-    let my_id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap();
-    let foreign = (0..)
-        .map(|i| format!("fresh:{i}"))
-        .find(|k| owner(&map, k, &mut c).1 != my_id)
-        .unwrap();
-    // No request has crossed between the nodes yet: served (forwarded), not MOVED.
-    let first: Option<String> = redis::cmd("GET").arg(&foreign).query(&mut c).unwrap();
-    assert_eq!(first, None);
-    // That forward's answer carried the owner's view: now the client is redirected.
+    let id = |m: usize| -> String {
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut cluster.members[m].client())
+            .unwrap()
+    };
+    let key_of = |m: usize| {
+        let want = id(m);
+        (0..)
+            .map(|i| format!("fresh:{i}"))
+            .find(|k| {
+                owner(
+                    &map,
+                    k,
+                    &mut connect(cluster.members[0].cluster_client_addr),
+                )
+                .1 == want
+            })
+            .unwrap()
+    };
+    // n2 shares n0's view: once a request has crossed, clients are sent there.
+    let same = key_of(2);
+    let _ = redis::cmd("GET").arg(&same).query::<Option<String>>(&mut c);
     let e = redis::cmd("GET")
-        .arg(&foreign)
+        .arg(&same)
         .query::<Option<String>>(&mut c)
         .unwrap_err();
     assert_eq!(e.code(), Some("MOVED"), "{e}");
+    // n1 answers under another view: never MOVED there, however often asked.
+    let other = key_of(1);
+    for _ in 0..3 {
+        let r = redis::cmd("GET")
+            .arg(&other)
+            .query::<Option<String>>(&mut c);
+        if let Err(e) = r {
+            assert_ne!(
+                e.code(),
+                Some("MOVED"),
+                "sent to an owner with another view: {e}"
+            );
+        }
+    }
 }

@@ -32,6 +32,7 @@
 mod describe;
 pub mod events;
 pub mod handoff;
+pub mod libraries;
 pub mod membership;
 pub mod message;
 pub mod monitor;

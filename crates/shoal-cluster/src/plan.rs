@@ -78,6 +78,10 @@ pub fn plan(
         Route::Split(merge) => Plan::Split(merge),
         // PUBSUB HELP and the errors are answered here.
         Route::AllNodes(Gather::PubSub) if !cmd::pubsub_gathers(args) => Plan::Here,
+        // SCRIPT EXISTS, FUNCTION LIST, ... and the errors: this node's.
+        Route::AllNodes(Gather::Everywhere(subs)) if !cmd::names_subcommand(subs, args) => {
+            Plan::Here
+        }
         Route::AllNodes(_) => Plan::AllNodes,
         Route::Exec => Plan::Exec,
         Route::Info if cmd::info_wants_keyspace(args) => Plan::InfoKeyspace,
@@ -239,7 +243,7 @@ mod tests {
             _ if spec.numkeys > 0 => Class::SameOwner,
             (0, _, _) => match spec.name {
                 "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" | "publish"
-                | "spublish" | "pubsub" | "script" => Class::FanOut,
+                | "spublish" | "pubsub" | "script" | "function" => Class::FanOut,
                 "info" => Class::Info,
                 "exec" => Class::Exec,
                 "cluster" => Class::Cluster,
@@ -323,6 +327,11 @@ mod tests {
                 Route::Owner | Route::Watch => Plan::Owned,
                 Route::Split(m) => Plan::Split(m),
                 Route::AllNodes(Gather::PubSub) if !cmd::pubsub_gathers(&here) => Plan::Here,
+                Route::AllNodes(Gather::Everywhere(subs))
+                    if !cmd::names_subcommand(subs, &here) =>
+                {
+                    Plan::Here
+                }
                 Route::AllNodes(_) => Plan::AllNodes,
                 Route::Exec => Plan::Exec,
             };
@@ -417,6 +426,34 @@ mod tests {
                 access: Access::Read
             }
         );
+    }
+
+    /// SCRIPT LOAD | FLUSH and FUNCTION LOAD | DELETE | RESTORE | FLUSH run on every node;
+    /// their other subcommands (and their errors) here.
+    #[test]
+    fn script_and_function_changes_run_everywhere() {
+        let p = three_nodes();
+        for (line, want) in [
+            ("SCRIPT LOAD x", Plan::AllNodes),
+            ("script flush", Plan::AllNodes),
+            ("SCRIPT EXISTS x", Plan::Here),
+            ("SCRIPT KILL", Plan::Here),
+            ("FUNCTION LOAD x", Plan::AllNodes),
+            ("FUNCTION delete x", Plan::AllNodes),
+            ("FUNCTION RESTORE x", Plan::AllNodes),
+            ("FUNCTION FLUSH", Plan::AllNodes),
+            ("FUNCTION LIST", Plan::Here),
+            ("FUNCTION DUMP", Plan::Here),
+            ("FUNCTION STATS", Plan::Here),
+            ("FUNCTION BOGUS", Plan::Here),
+        ] {
+            let a: Vec<Bytes> = line
+                .split(' ')
+                .map(|w| Bytes::from(w.to_string()))
+                .collect();
+            let spec = cmd::lookup(&a[0]).unwrap();
+            assert_eq!(plan(&p, 0, Standing::Serving, spec, &a), want, "{line}");
+        }
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct Engine {
     pub pause: crate::pause::Pause,
     /// The Lua scripts loaded (EVAL, SCRIPT LOAD), by SHA1.
     pub scripts: crate::scripts::Scripts,
+    /// The function libraries loaded (FUNCTION LOAD, RESTORE).
+    pub functions: crate::functions::Functions,
     /// This node's Pub/Sub subscriptions (SUBSCRIBE, PUBLISH, ...).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
     /// The keyspace notifications published (`notify`'s classes; 0: none, the default).
@@ -126,6 +128,7 @@ impl Engine {
             settings_hook: std::sync::OnceLock::new(),
             blocked: Default::default(),
             scripts: crate::scripts::Scripts::default(),
+            functions: crate::functions::Functions::default(),
             pubsub: Default::default(),
             pause: Default::default(),
             notify_flags: Default::default(),

@@ -26,6 +26,7 @@ pub mod cmdstats;
 pub mod config;
 pub mod engine;
 pub mod fdlimit;
+pub mod functions;
 pub mod hooks;
 pub mod latency;
 pub mod longdouble;

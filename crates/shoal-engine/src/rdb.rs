@@ -164,6 +164,54 @@ fn seal_as(mut out: Vec<u8>, version: u16) -> Vec<u8> {
     out
 }
 
+/// Redis's RDB opcode before a function library's code (`RDB_OPCODE_FUNCTION2`).
+const OPCODE_FUNCTION: u8 = 245;
+/// The opcode of Redis 7.0's release candidates' libraries, which Redis no longer reads.
+const OPCODE_FUNCTION_PRE_GA: u8 = 246;
+/// The RDB version FUNCTION DUMP writes (Redis 7.0's, so 7.0 and later restore it).
+const FUNCTION_VERSION: u16 = 10;
+
+/// FUNCTION DUMP's payload: each library's code after the function opcode, then the
+/// version and the checksum.
+pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION);
+        put_str(&mut out, code);
+    }
+    seal_as(out, FUNCTION_VERSION)
+}
+
+/// The libraries' codes in a FUNCTION DUMP payload (Redis's `functionRestoreCommand`), no
+/// more than `max_len` bytes decompressed all together; the errors as Redis words them.
+pub fn restore_functions(payload: &[u8], max_len: usize) -> Result<Vec<Vec<u8>>, String> {
+    let bad = || RestoreError::VersionOrChecksum.to_string();
+    if payload.len() < 10 {
+        return Err(bad());
+    }
+    let (body, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let crc = u64::from_le_bytes(footer[2..10].try_into().expect("8 bytes"));
+    if version > READ_VERSION || crc64(&payload[..payload.len() - 8]) != crc {
+        return Err(bad());
+    }
+    let mut r = Reader {
+        b: body,
+        budget: max_len,
+    };
+    let mut codes = Vec::new();
+    while let Some(kind) = r.byte() {
+        match kind {
+            OPCODE_FUNCTION => {}
+            OPCODE_FUNCTION_PRE_GA => return Err("ERR Pre-GA function format not supported".into()),
+            _ => return Err("ERR given type is not a function".into()),
+        }
+        let code = r.string().ok_or("ERR Failed loading library payload")?;
+        codes.push(code);
+    }
+    Ok(codes)
+}
+
 // ---- RESTORE ------------------------------------------------------------------------------
 
 /// The value of a DUMP payload, strings no longer than `max_len` (a decompressed string's

@@ -1161,6 +1161,107 @@ fn rolling_restart_loses_nothing() {
     );
 }
 
+/// A node that joins (or comes back) has no function libraries of its own: it copies
+/// those of another member (`function.copy` there, FUNCTION RESTORE here), so an FCALL
+/// forwarded to it for the keys it now owns finds its function; a library loaded later
+/// reaches every member, the joiner included; two nodes that crash and come back together
+/// both copy from the one that kept the libraries.
+#[test]
+fn a_joining_node_copies_the_function_libraries() {
+    let _serial = serial();
+    let mut procs = vec![Proc::start("f0", &[])];
+    procs.push(Proc::start("f1", &[procs[0].gossip]));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    let lib = "#!lua name=counters\nredis.register_function('bump', function(keys, args) \
+               return redis.call('INCRBY', keys[1], args[1]) end)";
+    let loaded: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut procs[0].con())
+        .expect("FUNCTION LOAD");
+    assert_eq!(loaded, "counters");
+    procs.push(Proc::start("f2", &[procs[0].gossip]));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    let libraries = |p: &Proc| -> usize {
+        let list: Vec<redis::Value> = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .query(&mut p.con())
+            .expect("FUNCTION LIST");
+        list.len()
+    };
+    wait_until(
+        "the joiner copied the library",
+        SETTLE,
+        &[&procs[2]],
+        || libraries(&procs[2]) == 1,
+    );
+    // Through every node, on keys of every owner (the joiner owns about a third).
+    for (i, p) in procs.iter().enumerate() {
+        let mut con = p.con();
+        for k in 0..30 {
+            let n: i64 = redis::cmd("FCALL")
+                .arg("bump")
+                .arg(1)
+                .arg(format!("fn:{k}"))
+                .arg(i + 1)
+                .query(&mut con)
+                .unwrap_or_else(|e| panic!("FCALL through {} on fn:{k}: {e}", p.name));
+            assert_eq!(
+                n,
+                (1..=i as i64 + 1).sum::<i64>(),
+                "fn:{k} through {}",
+                p.name
+            );
+        }
+    }
+    // A library loaded through the joiner reaches the others.
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("#!lua name=more\nredis.register_function('two', function() return 2 end)")
+        .query(&mut procs[2].con())
+        .expect("FUNCTION LOAD through the joiner");
+    for p in &procs {
+        let two: i64 = redis::cmd("FCALL")
+            .arg("two")
+            .arg(0)
+            .query(&mut p.con())
+            .unwrap();
+        assert_eq!(two, 2, "through {}", p.name);
+        assert_eq!(libraries(p), 2, "{}'s libraries", p.name);
+    }
+    // Two nodes crash and come back together: each copies from the one that kept the
+    // libraries, not from the other (which has none to give while it copies).
+    for i in [1, 2] {
+        procs[i].signal("KILL");
+        // Killed: not a success, but gone.
+        let _ = procs[i].wait_exit(Duration::from_secs(30));
+    }
+    let seed = procs[0].gossip;
+    procs[1] = Proc::start("f1", &[seed]);
+    procs[2] = Proc::start("f2", &[seed]);
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    for p in &procs[1..] {
+        wait_until(
+            "a restarted node copied the libraries",
+            SETTLE,
+            &[p],
+            || libraries(p) == 2,
+        );
+    }
+    for p in &procs {
+        for k in 0..30 {
+            let n: i64 = redis::cmd("FCALL")
+                .arg("bump")
+                .arg(1)
+                .arg(format!("after:{k}"))
+                .arg(2)
+                .query(&mut p.con())
+                .unwrap_or_else(|e| panic!("FCALL through {} after the restarts: {e}", p.name));
+            assert_eq!(n % 2, 0);
+        }
+    }
+}
+
 /// A leave that cannot finish (a hand-off paced to 64 kB/s) ends at `leave-timeout-ms`, or
 /// at once on a second SIGTERM; either way the other nodes keep every key (the first node
 /// holds a copy of each).

@@ -58,7 +58,7 @@ pub fn start(
             Gather::PubSub => pubsub(&node, &args, proto, db).await,
             Gather::Scan => scan(&node, &args, proto, db).await,
             Gather::Flush => flush(&node, &args, proto, db).await,
-            Gather::Everywhere => everywhere(&node, &args, proto, db).await,
+            Gather::Everywhere(_) => everywhere(&node, &args, proto, db).await,
             Gather::Sum | Gather::Concat | Gather::Random => {
                 match gather(&node, &args, proto, db).await {
                     Err(e) => e,
@@ -368,10 +368,11 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
     found[i].clone()
 }
 
-/// SCRIPT: every member runs it (a script loaded or flushed everywhere, so an EVALSHA
-/// forwarded to any owner finds it); the answer is this node's, or the first error. A
-/// member out of reach is left out (a script it lacks answers NOSCRIPT there, and the
-/// client loads it again).
+/// SCRIPT LOAD | FLUSH, FUNCTION LOAD | DELETE | RESTORE | FLUSH: every member runs it (a
+/// script or library loaded or flushed everywhere, so an EVALSHA or FCALL forwarded to any
+/// owner finds it); the answer is this node's, or the first error. A member out of reach is
+/// left out (a script it lacks answers NOSCRIPT there, and the client loads it again; a
+/// library it lacks is copied when it starts again, see `libraries`).
 async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
@@ -383,11 +384,84 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
             Ok(b) if m == usize::from(view.me) => mine = Some(b),
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!(node = %view.nodes[m].name, error = %e, "a SCRIPT command did not reach a node");
+                tracing::warn!(node = %view.nodes[m].name, error = %e, "a SCRIPT or FUNCTION command did not reach a node");
             }
         }
     }
-    mine.unwrap_or_else(|| error_bytes("ERR SCRIPT did not run on this node"))
+    mine.unwrap_or_else(|| error_bytes("ERR the command did not run on this node"))
+}
+
+/// Copies the function libraries of another member into this node (`function.copy` there,
+/// FUNCTION RESTORE ... REPLACE here): true once done, false to be tried again.
+///
+/// It is done when a member that is not copying itself gave its libraries, or when every
+/// other member answered that it is copying too (the whole cluster started again: there is
+/// nothing to copy), or when this node serves alone. A member out of reach, or an answer
+/// that cannot be restored here, leaves it to the next round.
+pub async fn copy_functions(node: &Arc<Server>) -> bool {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return true;
+    };
+    let view = cluster.view();
+    let others: Vec<u16> = (0..view.len() as u16).filter(|&m| m != view.me).collect();
+    if others.is_empty() {
+        // Alone: done once serving alone; a node still joining waits for its cluster.
+        return cluster.accepting.load(std::sync::atomic::Ordering::Acquire);
+    }
+    let ask_copy = [Bytes::from_static(b"function.copy")];
+    let mut all_copying = true;
+    for &m in &others {
+        let reply = match ask(node, &view, m, Protocol::Resp2, 0, None, &ask_copy).await {
+            Ok(r) => r,
+            Err(_) => {
+                all_copying = false;
+                continue;
+            }
+        };
+        if reply.starts_with(b"-LOADING") {
+            continue;
+        }
+        let Some(payload) = bulk_value(&reply) else {
+            // An error: a node of a release without functions has none to give.
+            continue;
+        };
+        let name = &view.nodes[usize::from(m)].name;
+        // A payload without libraries is the version and checksum alone.
+        if payload.len() <= 10 {
+            return true;
+        }
+        let restore = [
+            Bytes::from_static(b"FUNCTION"),
+            Bytes::from_static(b"RESTORE"),
+            payload,
+            Bytes::from_static(b"REPLACE"),
+        ];
+        return match ask(node, &view, view.me, Protocol::Resp2, 0, None, &restore).await {
+            Ok(r) if !is_error(&r) => {
+                tracing::info!(from = %name, "copied the function libraries");
+                true
+            }
+            Ok(r) => {
+                let e = String::from_utf8_lossy(&r).trim_end().to_string();
+                tracing::warn!(from = %name, error = %e, "could not restore the function libraries of another node");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not restore the function libraries");
+                false
+            }
+        };
+    }
+    all_copying
+}
+
+/// The bytes of a RESP bulk string reply.
+fn bulk_value(reply: &Bytes) -> Option<Bytes> {
+    let rest = reply.strip_prefix(b"$")?;
+    let end = rest.iter().position(|&b| b == b'\r')?;
+    let len = usize::try_from(shoal_resp::string2ll(&rest[..end])?).ok()?;
+    let start = 1 + end + 2;
+    (reply.len() >= start + len).then(|| reply.slice(start..start + len))
 }
 
 /// FLUSHALL / FLUSHDB: every member flushes everything it holds. `+OK` only when every

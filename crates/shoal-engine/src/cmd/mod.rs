@@ -12,6 +12,7 @@ mod cluster;
 mod conn;
 pub mod db;
 mod docs;
+mod function;
 mod geo;
 mod hash;
 mod hll;
@@ -283,9 +284,10 @@ pub enum Merge {
 /// How the answers of every node are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gather {
-    /// SCRIPT: run on every node (a script loaded or flushed everywhere), answered with
-    /// this node's reply, or the first error.
-    Everywhere,
+    /// SCRIPT, FUNCTION: these subcommands run on every node (a script or library loaded
+    /// or flushed everywhere), answered with this node's reply, or the first error; the
+    /// others here.
+    Everywhere(&'static [&'static str]),
     /// DBSIZE: the sum.
     Sum,
     /// KEYS: every node's keys.
@@ -331,7 +333,7 @@ impl Route {
                 &["request_policy:all_shards", "response_policy:all_succeeded"]
             }
             // SCRIPT's tips are its subcommands' in Redis 7.2 (none on the container).
-            Route::AllNodes(Gather::Publish | Gather::PubSub | Gather::Everywhere) => &[],
+            Route::AllNodes(Gather::Publish | Gather::PubSub | Gather::Everywhere(_)) => &[],
             Route::Info => &[
                 "nondeterministic_output",
                 "request_policy:all_shards",
@@ -637,8 +639,12 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", script::evalsha), 2) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("eval_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script.", script::eval_ro), 2) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", script::evalsha_ro), 2) },
-    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
+    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "flush"])), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
         &["load", "exists", "flush", "kill", "help"]) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Invokes a function.", function::fcall), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Invokes a read-only function.", function::fcall_ro), 2) },
+    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "delete", "flush", "restore"])), ..cmd!("function", -2, NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", "A container for function commands.", function::function,
+        &["load", "delete", "list", "stats", "kill", "flush", "dump", "restore", "help"]) },
     // HyperLogLog
     cmd!("xadd", -5, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "stream", "5.0.0", "Appends a new message to a stream. Creates the key if it doesn't exist.", stream::xadd),
     cmd!("xlen", 2, READONLY | FAST, (1, 1, 1), "stream", "5.0.0", "Return the number of messages in a stream.", stream::xlen),
@@ -739,6 +745,16 @@ pub static TABLE: &[CommandSpec] = &[
 /// rows like any command; `prepare` answers any other session as for an unknown command, and
 /// COMMAND does not list them.
 pub static INTERNAL: &[CommandSpec] = &[
+    cmd!(
+        "function.copy",
+        1,
+        READONLY | NOSCRIPT,
+        (0, 0, 0),
+        "scripting",
+        "0.1.0",
+        "This node's function libraries, for a node that starts (LOADING while it copies its own).",
+        function::copy
+    ),
     cmd!(
         "x.lastids",
         -2,
@@ -1000,6 +1016,9 @@ pub struct Session {
     pub depth: u32,
     /// The running command was called by a script (XREAD's BLOCK is refused there).
     pub scripted: bool,
+    /// The running command was called by a script flagged `allow-oom`: it skips the
+    /// `maxmemory` check of commands that need memory (the store's own bound still holds).
+    pub allow_oom: bool,
     /// What the replicas should run instead of the command that just ran, when its own
     /// arguments would give another result there (XADD's `*` becomes the ID it got: Redis's
     /// `rewriteClientCommandArgument`). Cleared as each command starts.
@@ -1030,6 +1049,7 @@ impl Session {
             tracking: None,
             depth: 0,
             scripted: false,
+            allow_oom: false,
             propagate: None,
         }
     }
@@ -1287,6 +1307,7 @@ fn run_command(
     // No other thread's EXEC runs while this command does (`shoal_store::gate`).
     let _entered = node.store.enter();
     if spec.flags & DENYOOM != 0
+        && !session.allow_oom
         && node.store.maxmemory() > 0
         && node.store.ensure_memory(now_ms).is_err()
     {
@@ -1564,6 +1585,42 @@ pub fn unknown_subcommand(container: &str, sub: &[u8]) -> Reply {
     Reply::error(format!(
         "ERR unknown subcommand '{sub}'. Try {} HELP.",
         container.to_ascii_uppercase()
+    ))
+}
+
+/// A container's subcommand (lower case), checked as Redis 7 checks one before it runs: a
+/// known name (of `table`: name and arity, Redis's convention), then its arity.
+pub(crate) fn subcommand(
+    container: &str,
+    args: &[Bytes],
+    table: &[(&str, i32)],
+) -> Result<Vec<u8>, Reply> {
+    let sub = args[1].to_ascii_lowercase();
+    let Some(&(_, arity)) = table.iter().find(|(n, _)| n.as_bytes() == &sub[..]) else {
+        return Err(unknown_subcommand(container, &args[1]));
+    };
+    let argc = args.len() as i32;
+    if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
+        return Err(wrong_arity(&format!(
+            "{container}|{}",
+            String::from_utf8_lossy(&sub)
+        )));
+    }
+    Ok(sub)
+}
+
+/// True if `args` name one of `subs` as their subcommand (a [`Gather::Everywhere`] row's
+/// subcommands that run on every node).
+pub fn names_subcommand(subs: &[&str], args: &[Bytes]) -> bool {
+    args.get(1)
+        .is_some_and(|a| subs.iter().any(|s| a.eq_ignore_ascii_case(s.as_bytes())))
+}
+
+/// Redis's text for a subcommand whose arguments do not fit it.
+pub(crate) fn sub_syntax(container: &str, sub: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {container} HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)])
     ))
 }
 

@@ -26,6 +26,7 @@ use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use shoal_resp::Reply;
 
 use super::{db, err, flag, is, lookup_listed, parse_i64, Ctx, ERR_SYNTAX};
+use crate::functions::{self, Library};
 use crate::scripts::Scripts;
 
 /// How long a script may run before it is stopped (Redis's `busy-reply-threshold`).
@@ -34,8 +35,12 @@ const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
 pub const LUA_MEMORY: usize = 64 << 20;
 /// Compiled scripts a worker keeps before it starts again from none.
 const COMPILED_MAX: usize = 1024;
+/// How long a library's code may run while it registers its functions (Redis's).
+const LOAD_TIME_LIMIT: Duration = Duration::from_millis(500);
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+/// The message of a Lua heap that ran out.
+const OUT_OF_MEMORY: &str = "Out of memory: the script's Lua heap is full";
 
 /// The hex SHA1 of `data`, lower case (Redis's script names and `redis.sha1hex`).
 pub fn sha1_hex(data: &[u8]) -> String {
@@ -49,6 +54,15 @@ struct Vm {
     /// in it for each run).
     redis: mlua::Table,
     compiled: HashMap<String, mlua::Function>,
+    /// The globals of library code (Redis's): an empty table whose lookups go to
+    /// `load_api` while a library loads and to the globals after, through `fenv_meta`.
+    fenv: mlua::Table,
+    fenv_meta: mlua::Table,
+    load_api: mlua::Table,
+    /// The libraries compiled on this thread, by library id: their functions by name.
+    libs: HashMap<u64, HashMap<String, mlua::Function>>,
+    /// The libraries' generation `libs` was last checked against.
+    libs_generation: u64,
 }
 
 thread_local! {
@@ -82,14 +96,31 @@ end
 __shoal_killed = nil
 __shoal_caught = nil
 do
-  local setmetatable_ = setmetatable
+  local setmetatable_, error_ = setmetatable, error
+  -- The global table and the libraries' read-only views: `table.insert`, `remove` and
+  -- `sort` write with rawset, past a read-only table's guard, so they refuse these.
+  local protected = setmetatable_({}, {__mode = "k"})
+  protected[_G] = true
   local function readonly(t)
-    return setmetatable_({}, {
+    local view = setmetatable_({}, {
       __index = t,
       __newindex = function() error("Attempt to modify a readonly table", 2) end,
       __metatable = false,
     })
+    protected[view] = true
+    return view
   end
+  -- Refused when it would write (Redis's read-only tables refuse the write itself): a
+  -- removal from an empty array or a sort of fewer than two elements writes nothing.
+  local function guard(t, least)
+    if t ~= nil and protected[t] and #t >= least then
+      error_("Attempt to modify a readonly table", 0)
+    end
+  end
+  local insert_, remove_, sort_ = table.insert, table.remove, table.sort
+  table.insert = function(t, ...) guard(t, 0) return insert_(t, ...) end
+  table.remove = function(t, ...) guard(t, 1) return remove_(t, ...) end
+  table.sort = function(t, ...) guard(t, 2) return sort_(t, ...) end
   string.dump = nil
   string = readonly(string)
   table = readonly(table)
@@ -112,7 +143,33 @@ do
 end
 "#;
 
+/// What library code sees while it loads (Redis's library API): `redis` with
+/// `register_function`, `log` and the constants, nothing else; and the library's globals
+/// (see [`Vm::fenv`]). Run before the sandbox, which takes `setmetatable` away.
+const FUNCTION_ENV: &str = r#"
+local register, redis_ = ...
+local setmetatable_, error_, tostring_ = setmetatable, error, tostring
+local function nonexistent(t, k)
+  error_("Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'", 2)
+end
+local function readonly() error_("Attempt to modify a readonly table", 2) end
+local strict = {__index = nonexistent, __newindex = readonly, __metatable = false}
+local api_redis = {register_function = register, log = redis_.log}
+for _, k in ipairs({"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "REDIS_VERSION",
+    "REDIS_VERSION_NUM"}) do
+  api_redis[k] = redis_[k]
+end
+local api = setmetatable_({redis = setmetatable_(api_redis, strict)}, strict)
+local meta = {__newindex = readonly, __metatable = false}
+return setmetatable_({}, meta), meta, api
+"#;
+
+/// One function a library registered while it loaded.
+type Registered = (functions::Function, mlua::Function);
+
 thread_local! {
+    /// The functions registered so far by the library loading on this thread.
+    static LOADING: RefCell<Option<Vec<Registered>>> = const { RefCell::new(None) };
     /// Set by the time limit's hook: the running script is past its time.
     static KILLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The last error `redis.call` raised in the running script, and the reply that places
@@ -191,12 +248,274 @@ fn new_vm() -> mlua::Result<Vm> {
             other => Ok(other),
         })?,
     )?;
+    let (fenv, fenv_meta, load_api) =
+        lua.load(FUNCTION_ENV)
+            .set_name("@function_env")
+            .call::<(mlua::Table, mlua::Table, mlua::Table)>((
+                lua.create_function(register_function)?,
+                redis.clone(),
+            ))?;
     lua.load(SANDBOX).set_name("@sandbox").exec()?;
+    fenv_meta.raw_set("__index", lua.globals())?;
     Ok(Vm {
         lua,
         redis,
         compiled: HashMap::new(),
+        fenv,
+        fenv_meta,
+        load_api,
+        libs: HashMap::new(),
+        libs_generation: 0,
     })
+}
+
+/// `redis.register_function(name, callback)` or `redis.register_function{function_name =
+/// ..., callback = ..., flags = {...}, description = ...}`, as Redis 7.2 reads them.
+fn register_function(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
+    let fail = |e: &str| Err(mlua::Error::RuntimeError(e.to_string()));
+    if LOADING.with(|l| l.borrow().is_none()) {
+        return fail("redis.register_function can only be called on FUNCTION LOAD command");
+    }
+    // A string, or a number as its text (Lua's `lua_isstring`).
+    let text = |v: Value| -> mlua::Result<Option<String>> {
+        Ok(match v {
+            Value::String(_) | Value::Integer(_) | Value::Number(_) => lua
+                .coerce_string(v)?
+                .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+            _ => None,
+        })
+    };
+    let mut args = args.into_iter();
+    let (first, second) = (args.next(), args.next());
+    if first.is_none() || args.next().is_some() {
+        return fail("wrong number of arguments to redis.register_function");
+    }
+    let (mut name, mut callback, mut description, mut flags) = (None, None, None, 0u8);
+    match (first, second) {
+        (Some(Value::Table(t)), None) => {
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                let Some(key) = text(k)? else {
+                    return fail(
+                        "named argument key given to redis.register_function is not a string",
+                    );
+                };
+                match key.to_ascii_lowercase().as_str() {
+                    "function_name" => match text(v)? {
+                        Some(n) => name = Some(n),
+                        None => return fail("function_name argument given to redis.register_function must be a string"),
+                    },
+                    "description" => match text(v)? {
+                        Some(d) => description = Some(Bytes::from(d)),
+                        None => return fail("description argument given to redis.register_function must be a string"),
+                    },
+                    "callback" => match v {
+                        Value::Function(f) => callback = Some(f),
+                        _ => return fail("callback argument given to redis.register_function must be a function"),
+                    },
+                    "flags" => {
+                        let Value::Table(list) = v else {
+                            return fail("flags argument to redis.register_function must be a table representing function flags");
+                        };
+                        for i in 1.. {
+                            let f = match list.raw_get::<Value>(i)? {
+                                Value::Nil => break,
+                                f => text(f)?,
+                            };
+                            match f.and_then(|f| functions::flag::named(f.as_bytes(), true)) {
+                                Some(bit) => flags |= bit,
+                                None => return fail("unknown flag given"),
+                            }
+                        }
+                    }
+                    _ => return fail("unknown argument given to redis.register_function"),
+                }
+            }
+            if name.is_none() {
+                return fail("redis.register_function must get a function name argument");
+            }
+            if callback.is_none() {
+                return fail("redis.register_function must get a callback argument");
+            }
+        }
+        (Some(_), None) => {
+            return fail("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
+        }
+        (Some(n), Some(f)) => {
+            let Some(n) = text(n)? else {
+                return fail("first argument to redis.register_function must be a string");
+            };
+            let Value::Function(f) = f else {
+                return fail("second argument to redis.register_function must be a function");
+            };
+            (name, callback) = (Some(n), Some(f));
+        }
+        (None, _) => unreachable!("checked above"),
+    }
+    let (Some(name), Some(callback)) = (name, callback) else {
+        unreachable!("both checked above")
+    };
+    if !functions::valid_name(name.as_bytes()) {
+        return fail("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long");
+    }
+    LOADING.with(|l| {
+        let mut l = l.borrow_mut();
+        let registered = l.as_mut().expect("checked above");
+        if registered.iter().any(|(f, _)| f.name == name) {
+            return fail("Function already exists in the library");
+        }
+        let info = functions::Function {
+            name,
+            description,
+            flags,
+        };
+        registered.push((info, callback));
+        Ok(())
+    })
+}
+
+/// Runs a library's code (`body`: after its `#!lua` line) on this thread's Lua state so
+/// that it registers its functions, and keeps them as library `id`; what it registered and
+/// the Lua heap it kept, or Redis's error.
+pub(super) fn load_library(
+    functions: &functions::Functions,
+    id: u64,
+    body: &[u8],
+) -> Result<(Vec<functions::Function>, usize), Reply> {
+    let mut out = Err(err("ERR cannot start Lua"));
+    with_vm(|vm| {
+        forget_dropped(vm, functions);
+        let before = settled_memory(&vm.lua);
+        // Out of memory, the caches were dropped and the heap collected: once more.
+        let compiled = match compile_library(vm, body) {
+            Err(Reply::Error(e)) if e.contains(OUT_OF_MEMORY) => compile_library(vm, body),
+            other => other,
+        };
+        out = compiled.map(|registered| {
+            let mut by_name = HashMap::new();
+            let infos = registered
+                .into_iter()
+                .map(|(info, f)| {
+                    by_name.insert(info.name.clone(), f);
+                    info
+                })
+                .collect();
+            vm.libs.insert(id, by_name);
+            (infos, 0)
+        });
+        if let Ok((_, heap)) = &mut out {
+            *heap = settled_memory(&vm.lua).saturating_sub(before);
+        }
+        Reply::ok()
+    });
+    out
+}
+
+/// Drops this thread's compiled copies of libraries deleted or replaced since it last
+/// looked.
+fn forget_dropped(vm: &mut Vm, functions: &functions::Functions) {
+    let generation = functions.generation();
+    if vm.libs_generation != generation {
+        vm.libs.retain(|id, _| functions.has_id(*id));
+        vm.libs_generation = generation;
+    }
+}
+
+/// The Lua heap in use after a full collection.
+fn settled_memory(lua: &Lua) -> usize {
+    let _ = lua.gc_collect();
+    let _ = lua.gc_collect();
+    lua.used_memory()
+}
+
+/// After the Lua heap ran out: forget the compiled scripts and libraries (compiled again
+/// when next run) and collect, so that what is live is all that stays.
+fn out_of_memory(vm: &mut Vm) {
+    vm.compiled.clear();
+    vm.libs.clear();
+    let _ = vm.lua.gc_collect();
+    let _ = vm.lua.gc_collect();
+}
+
+fn compile_library(vm: &mut Vm, body: &[u8]) -> Result<Vec<Registered>, Reply> {
+    let f = vm
+        .lua
+        .load(body)
+        .set_name("@user_function")
+        .set_mode(ChunkMode::Text)
+        .set_environment(vm.fenv.clone())
+        .into_function()
+        .map_err(|e| {
+            Reply::error(format!(
+                "ERR Error compiling function: {}",
+                without_traceback(&message(&e))
+            ))
+        })?;
+    let lua = &vm.lua;
+    let started = Instant::now();
+    let _ = lua.set_global_hook(
+        HookTriggers::new().every_nth_instruction(100_000),
+        move |_, _| {
+            if started.elapsed() > LOAD_TIME_LIMIT {
+                Err(mlua::Error::RuntimeError("FUNCTION LOAD timeout".into()))
+            } else {
+                Ok(VmState::Continue)
+            }
+        },
+    );
+    let _ = vm.fenv_meta.raw_set("__index", vm.load_api.clone());
+    LOADING.with(|l| *l.borrow_mut() = Some(Vec::new()));
+    let ran = f.call::<()>(());
+    let registered = LOADING.with(|l| l.borrow_mut().take()).unwrap_or_default();
+    let _ = vm.fenv_meta.raw_set("__index", lua.globals());
+    lua.remove_global_hook();
+    if let Err(e) = ran {
+        if matches!(root(&e), mlua::Error::MemoryError(_)) {
+            out_of_memory(vm);
+        }
+        return Err(Reply::error(format!(
+            "ERR Error registering functions: ERR {}",
+            without_traceback(&message(&e))
+        )));
+    }
+    if registered.is_empty() {
+        return Err(err("ERR No functions registered"));
+    }
+    Ok(registered)
+}
+
+/// A Lua error's text without the stack traceback mlua adds.
+fn without_traceback(m: &str) -> &str {
+    m.split("\nstack traceback:").next().unwrap_or(m).trim_end()
+}
+
+/// The function `lib.functions[index]` as compiled on this thread (the library compiled
+/// again here if this thread has not yet, or has dropped it).
+fn library_function(
+    vm: &mut Vm,
+    functions: &functions::Functions,
+    lib: &Library,
+    index: usize,
+) -> Result<mlua::Function, Reply> {
+    forget_dropped(vm, functions);
+    let name = &lib.functions[index].name;
+    if !vm.libs.contains_key(&lib.id) {
+        let meta = functions::metadata(&lib.code).map_err(Reply::error)?;
+        let body = &lib.code[meta.body_at..];
+        // Out of memory, the caches were dropped and the heap collected: once more.
+        let registered = match compile_library(vm, body) {
+            Err(Reply::Error(e)) if e.contains(OUT_OF_MEMORY) => compile_library(vm, body)?,
+            other => other?,
+        };
+        vm.libs.insert(
+            lib.id,
+            registered.into_iter().map(|(i, f)| (i.name, f)).collect(),
+        );
+    }
+    vm.libs[&lib.id]
+        .get(name)
+        .cloned()
+        .ok_or_else(|| err("ERR Function not found"))
 }
 
 /// The root message of a Lua error (a callback's error is wrapped in its caller's).
@@ -204,7 +523,7 @@ fn message(e: &mlua::Error) -> String {
     match e {
         mlua::Error::CallbackError { cause, .. } => message(cause),
         mlua::Error::RuntimeError(m) | mlua::Error::SyntaxError { message: m, .. } => m.clone(),
-        mlua::Error::MemoryError(_) => "Out of memory: the script's Lua heap is full".into(),
+        mlua::Error::MemoryError(_) => OUT_OF_MEMORY.into(),
         mlua::Error::ExternalError(e) => e.to_string(),
         other => other.to_string(),
     }
@@ -328,15 +647,68 @@ fn check_call(args: &[Bytes], declared: Option<&[Bytes]>, read_only: bool) -> Re
     Ok(())
 }
 
-/// Runs `body` (named `sha`) with its keys and arguments.
-fn run_script(
+/// Compiles a function's library on this thread if it has not been yet, before the
+/// function runs alone (compiling runs the library's code, up to half a second).
+pub(super) fn prepare(ctx: &Ctx<'_>, lib: &Library, index: usize) -> Result<(), Reply> {
+    let functions = &ctx.engine.functions;
+    let mut out = Ok(());
+    with_vm(|vm| {
+        out = library_function(vm, functions, lib, index).map(|_| ());
+        Reply::ok()
+    });
+    out
+}
+
+/// What runs: a script (its SHA1 and its code after any `#!lua` line) or a library's
+/// function.
+pub(super) enum Target<'a> {
+    Script { sha: &'a str, body: &'a [u8] },
+    Function { lib: &'a Library, index: usize },
+}
+
+impl Target<'_> {
+    /// The chunk the errors name, and the name they give the script.
+    fn names(&self) -> (&'static str, &str) {
+        match self {
+            Target::Script { sha, .. } => ("user_script", sha),
+            Target::Function { lib, index } => ("user_function", &lib.functions[*index].name),
+        }
+    }
+}
+
+/// How a script or function may run (from its flags).
+#[derive(Clone, Copy)]
+pub(super) struct Allowed {
+    /// Only commands that write nothing.
+    pub read_only: bool,
+    /// Its commands skip the `maxmemory` check (`allow-oom`; the store's own bound holds).
+    pub oom: bool,
+}
+
+impl Allowed {
+    /// `flags`: a function's, or a script's `#!lua` line's (none: Redis's compatibility
+    /// mode); `ro_command`: EVAL_RO, FCALL_RO, ...
+    pub(super) fn from(flags: Option<u8>, ro_command: bool) -> Allowed {
+        use functions::flag::{ALLOW_OOM, NO_WRITES};
+        let f = flags.unwrap_or(0);
+        Allowed {
+            read_only: ro_command || f & NO_WRITES != 0,
+            oom: f & ALLOW_OOM != 0,
+        }
+    }
+}
+
+/// Runs a script or a function with its keys and arguments.
+fn run(
     ctx: &mut Ctx<'_>,
-    sha: &str,
-    body: &[u8],
+    target: Target<'_>,
     keys: &[Bytes],
     argv: &[Bytes],
-    read_only: bool,
+    allowed: Allowed,
 ) -> Reply {
+    let read_only = allowed.read_only;
+    let (chunk, sha) = target.names();
+    let functions = &ctx.engine.functions;
     // In a cluster a script is run by the owner of its keys, which must share one slot, and
     // may touch only them (see `check_call`).
     let declared = ctx.host.cluster().map(|_| keys);
@@ -347,10 +719,15 @@ fn run_script(
         }
     }
     with_vm(|vm| {
-        let f = match compiled(vm, sha, body) {
+        let f = match target {
+            Target::Script { sha, body } => compiled(vm, sha, body),
+            Target::Function { lib, index } => library_function(vm, functions, lib, index),
+        };
+        let f = match f {
             Ok(f) => f,
             Err(e) => return e,
         };
+        let is_function = matches!(target, Target::Function { .. });
         let lua = &vm.lua;
         let started = Instant::now();
         KILLED.with(|k| k.set(false));
@@ -379,8 +756,16 @@ fn run_script(
                 Ok(t)
             };
             let globals = lua.globals();
-            globals.raw_set("KEYS", table(keys)?)?;
-            globals.raw_set("ARGV", table(argv)?)?;
+            // A script's keys and arguments are globals; a function's are its arguments
+            // (and KEYS and ARGV do not exist for it, as in Redis).
+            let (keys, argv) = (table(keys)?, table(argv)?);
+            if is_function {
+                globals.raw_set("KEYS", Value::Nil)?;
+                globals.raw_set("ARGV", Value::Nil)?;
+            } else {
+                globals.raw_set("KEYS", keys.clone())?;
+                globals.raw_set("ARGV", argv.clone())?;
+            }
             // One call of a command: its reply, or the error it answered or met (`Err`).
             let call = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<Result<Value, String>> {
                 let mut cmd: Vec<Bytes> = Vec::with_capacity(args.len());
@@ -413,8 +798,10 @@ fn run_script(
                 let budget = ctx.session.budget;
                 let (host, now_ms) = (ctx.host, ctx.now_ms);
                 let scripted = std::mem::replace(&mut ctx.session.scripted, true);
+                let allow_oom = std::mem::replace(&mut ctx.session.allow_oom, allowed.oom);
                 let reply = super::execute(host, ctx.session, &cmd, now_ms);
                 ctx.session.scripted = scripted;
+                ctx.session.allow_oom = allow_oom;
                 let over = ctx.session.budget.exceeded();
                 ctx.session.budget = budget;
                 ctx.session.no_block = no_block;
@@ -422,7 +809,7 @@ fn run_script(
                 drop(ctx);
                 if over {
                     let e = "ERR a command's reply in the script passed the client's output limit";
-                    return Err(mlua::Error::RuntimeError(located(lua, e, sha, 1)));
+                    return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
                 }
                 match reply {
                     Reply::Error(e) => Ok(Err(e.to_string())),
@@ -438,7 +825,7 @@ fn run_script(
                 scope.create_function(move |lua, args| match call(lua, args)? {
                     Ok(v) => Ok(v),
                     Err(e) => {
-                        let at = located(lua, &e, sha, 1);
+                        let at = located(lua, &e, chunk, sha, 1);
                         RAISED.with(|r| *r.borrow_mut() = Some((e.clone(), at)));
                         Err(mlua::Error::RuntimeError(e))
                     }
@@ -451,16 +838,20 @@ fn run_script(
                     Err(e) => tagged(lua, "err", e),
                 })?,
             )?;
-            f.call::<Value>(())
+            if is_function {
+                f.call::<Value>((keys, argv))
+            } else {
+                f.call::<Value>(())
+            }
         });
         lua.remove_global_hook();
         let reply = match result {
             Ok(v) => result_reply(v),
             Err(e) => {
                 if matches!(root(&e), mlua::Error::MemoryError(_)) {
-                    vm.compiled.clear();
+                    out_of_memory(vm);
                 }
-                script_error(&message(&e), sha)
+                script_error(&message(&e), chunk, sha)
             }
         };
         // Lua 5.1 collects when its heap has doubled since its last cycle: past half the
@@ -538,24 +929,21 @@ fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value>
 }
 
 /// A `redis.call` error raised in the script, placed as Redis places it: `<error> script:
-/// <sha1>, on @user_script:<line>.` (the line of the call).
-fn located(lua: &Lua, e: &str, sha: &str, level: usize) -> String {
+/// <sha1 or function>, on @<chunk>:<line>.` (the line of the call).
+fn located(lua: &Lua, e: &str, chunk: &str, name: &str, level: usize) -> String {
     let line = lua
         .inspect_stack(level, |d| d.current_line())
         .flatten()
         .unwrap_or(0);
-    format!("{e} script: {sha}, on @user_script:{line}.")
+    format!("{e} script: {name}, on @{chunk}:{line}.")
 }
 
 /// The reply to a script that ended with an error: a `redis.call` error as placed by
 /// [`located`]; a Lua error (`user_script:<line>: <message>`) with `ERR` and the same
 /// place added; Lua's stack traceback left out.
-fn script_error(full: &str, sha: &str) -> Reply {
-    let m = full
-        .split("\nstack traceback:")
-        .next()
-        .unwrap_or(full)
-        .trim_end();
+fn script_error(full: &str, chunk: &str, sha: &str) -> Reply {
+    let m = without_traceback(full);
+    let at = format!("{chunk}:");
     // A `redis.call` error nothing caught: placed where it was raised.
     if let Some((_, at)) = RAISED
         .with(|r| r.borrow_mut().take())
@@ -563,11 +951,11 @@ fn script_error(full: &str, sha: &str) -> Reply {
     {
         return Reply::Error(at.into());
     }
-    if m.contains(" script: ") && m.ends_with('.') && m.contains(", on @user_script:") {
+    if m.contains(" script: ") && m.ends_with('.') && m.contains(&format!(", on @{at}")) {
         return Reply::Error(m.to_string().into());
     }
     let line = m
-        .strip_prefix("user_script:")
+        .strip_prefix(&at)
         .and_then(|rest| rest.split(':').next())
         .and_then(|n| n.parse::<u64>().ok());
     // Otherwise the innermost line of the script the traceback names (`error(text, 0)`
@@ -575,15 +963,13 @@ fn script_error(full: &str, sha: &str) -> Reply {
     let traced = || {
         let trace = full.split_once("\nstack traceback:")?.1;
         trace.lines().find_map(|l| {
-            let rest = l.trim_start().strip_prefix("user_script:")?;
+            let rest = l.trim_start().strip_prefix(&at)?;
             rest.split(':').next()?.parse::<u64>().ok()
         })
     };
     let killed = KILLED.with(std::cell::Cell::get);
     match line.or_else(|| traced().filter(|_| !killed)) {
-        Some(line) => {
-            Reply::Error(format!("ERR {m} script: {sha}, on @user_script:{line}.").into())
-        }
+        Some(line) => Reply::Error(format!("ERR {m} script: {sha}, on @{chunk}:{line}.").into()),
         None if m
             .split(' ')
             .next()
@@ -602,12 +988,16 @@ fn lua_number(n: f64) -> Bytes {
     shoal_resp::double_bytes(n)
 }
 
-/// The keys and arguments after EVAL's script (or SHA1) and numkeys, with the keys as the
-/// client named them (outside database 0 the command arrives with its keys stored for the
-/// database; the script sees them as given, and its calls store them again).
-fn keys_and_args(args: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
+/// The keys and arguments after EVAL's script (or SHA1, or FCALL's function) and numkeys,
+/// with the keys as the client named them (outside database 0 the command arrives with its
+/// keys stored for the database; the script sees them as given, and its calls store them
+/// again). `not_integer` is the command's error for a numkeys that is not a number.
+pub(super) fn keys_and_args(
+    args: &[Bytes],
+    not_integer: &'static str,
+) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
     let Some(n) = parse_i64(&args[2]) else {
-        return Err(err("ERR value is not an integer or out of range"));
+        return Err(err(not_integer));
     };
     if n < 0 {
         return Err(err("ERR Number of keys can't be negative"));
@@ -625,8 +1015,8 @@ fn keys_and_args(args: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
     Ok((keys, args[3 + n..].to_vec()))
 }
 
-fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool) -> Reply {
-    let (keys, argv) = match keys_and_args(args) {
+fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro_command: bool) -> Reply {
+    let (keys, argv) = match keys_and_args(args, "ERR value is not an integer or out of range") {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -644,13 +1034,59 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
         }
         (sha, args[1].clone())
     };
+    // Loaded scripts passed this check.
+    let (flags, skip) = functions::shebang(&body).unwrap_or((None, 0));
+    if let Some(refusal) = refused(ctx, flags, ro_command) {
+        return refusal;
+    }
+    let target = Target::Script {
+        sha: &sha,
+        body: &body[skip..],
+    };
+    run_alone(ctx, target, &keys, &argv, Allowed::from(flags, ro_command))
+}
+
+/// Redis's checks of a script's flags before it runs (`scriptPrepareForRun`): `flags` are
+/// a function's, or a script's from its `#!lua` line (none without one: nothing checked).
+pub(super) fn refused(ctx: &mut Ctx<'_>, flags: Option<u8>, ro_command: bool) -> Option<Reply> {
+    use functions::flag::{ALLOW_OOM, NO_CLUSTER, NO_WRITES};
+    let flags = flags?;
+    // Redis counts such a script as a command that needs memory (`scriptFlagsToCmdFlags`),
+    // refused before it runs; then `scriptPrepareForRun`'s checks.
+    let store = &ctx.engine.store;
+    if flags & (ALLOW_OOM | NO_WRITES) == 0
+        && store.maxmemory() > 0
+        && store.ensure_memory(ctx.now_ms).is_err()
+    {
+        return Some(err(super::ERR_OOM));
+    }
+    if flags & NO_CLUSTER != 0 && ctx.host.cluster().is_some() {
+        return Some(err(
+            "ERR Can not run script on cluster, 'no-cluster' flag is set.",
+        ));
+    }
+    if flags & NO_WRITES == 0 && ro_command {
+        return Some(err(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    None
+}
+
+/// Runs a script or function with no other client's command in between on any worker (as
+/// EXEC); a SELECT in it changes its database, not its caller's (Redis 7).
+pub(super) fn run_alone(
+    ctx: &mut Ctx<'_>,
+    target: Target<'_>,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    allowed: Allowed,
+) -> Reply {
     let engine = ctx.engine;
-    // A SELECT in the script changes the script's database, not its caller's (Redis 7).
     let db = ctx.session.db;
-    // No other client's command runs while the script does, on any worker (as EXEC).
     let reply = engine
         .store
-        .exclusive(|| run_script(ctx, &sha, &body, &keys, &argv, read_only));
+        .exclusive(|| run(ctx, target, keys, argv, allowed));
     ctx.session.db = db;
     ctx.session
         .info
@@ -660,9 +1096,10 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, read_only: bool
 }
 
 /// Compiles `body` on this thread and keeps it in the engine's cache: a script with a
-/// syntax error is refused and not kept, as Redis does.
+/// syntax error or a bad `#!lua` line is refused and not kept, as Redis does.
 fn load(scripts: &Scripts, sha: &str, body: &[u8]) -> Result<(), Reply> {
-    let check = with_vm(|vm| match compiled(vm, sha, body) {
+    let skip = functions::shebang(body).map_err(Reply::error)?.1;
+    let check = with_vm(|vm| match compiled(vm, sha, &body[skip..]) {
         Ok(_) => Reply::ok(),
         Err(e) => e,
     });

@@ -13,7 +13,8 @@ use shoal_resp::{Protocol, Reply};
 use shoal_store::{stream_fields, Group, Stream, StreamId, TrimBy};
 
 use super::{
-    err, is, parse_i64, tri, Ctx, ReplyBudget, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE,
+    err, is, parse_i64, sub_syntax, subcommand, tri, Ctx, ReplyBudget, ERR_NOT_INTEGER, ERR_SYNTAX,
+    ERR_WRONGTYPE,
 };
 use crate::notify::STREAM;
 
@@ -1043,28 +1044,6 @@ const XGROUP_HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
-
-/// A container's subcommand (lower case), checked as Redis 7 checks one before it runs: a
-/// known name (of `table`: name and arity, Redis's convention), then its arity.
-fn subcommand(container: &str, args: &[Bytes], table: &[(&str, i32)]) -> Result<Vec<u8>, Reply> {
-    let sub = args[1].to_ascii_lowercase();
-    let Some(&(_, arity)) = table.iter().find(|(n, _)| n.as_bytes() == &sub[..]) else {
-        return Err(super::unknown_subcommand(container, &args[1]));
-    };
-    let argc = args.len() as i32;
-    if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
-        return Err(super::wrong_arity(&format!("{container}|{}", lossy(&sub))));
-    }
-    Ok(sub)
-}
-
-/// Redis's text for a subcommand whose arguments do not fit it.
-fn sub_syntax(container: &str, sub: &[u8]) -> Reply {
-    Reply::error(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {container} HELP.",
-        lossy(&sub[..sub.len().min(128)])
-    ))
-}
 
 fn entries_read_arg(arg: &[u8]) -> Result<i64, Reply> {
     let n = parse_i64(arg).ok_or_else(|| err(ERR_NOT_INTEGER))?;
