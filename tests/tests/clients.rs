@@ -880,6 +880,33 @@ fn scripts_stay_in_their_sandbox() {
     assert!(e.contains("reply is too large"), "{e}");
     let e = error(b"local t = {} for i = 1, 100 do t[i] = t end return t");
     assert!(e.contains("reply is too large"), "{e}");
+    // The bundled libraries bound their nesting: deep input is an error, not a crash.
+    for (script, want) in [
+        (
+            "local t = {} local c = t for i = 1, 100000 do c[1] = {} c = c[1] end return cjson.encode(t)",
+            "excessive nesting (129)",
+        ),
+        (
+            "return cjson.decode(string.rep('[', 100000))",
+            "too many nested data structures (129)",
+        ),
+        (
+            "return cmsgpack.unpack(string.rep(string.char(0x91), 100000) .. string.char(1))",
+            "Too deeply nested data in input.",
+        ),
+    ] {
+        let e = error(script.as_bytes());
+        assert!(e.contains(want), "{script}: {e}");
+    }
+    let depth: i64 = redis::cmd("EVAL")
+        .arg(
+            "local t = 1 for i = 1, 100 do t = {t} end local d = cjson.decode(cjson.encode(t)) \
+              local n = 0 while type(d) == 'table' do d = d[1] n = n + 1 end return n",
+        )
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(depth, 100, "100 levels go both ways");
     // The node and its Lua are fine after all that.
     let n: i64 = redis::cmd("EVAL")
         .arg("return #KEYS")

@@ -18,6 +18,7 @@ mod hash;
 mod hll;
 mod keys;
 mod list;
+mod lua_libs;
 mod memcache;
 pub mod multi;
 mod pubsub;

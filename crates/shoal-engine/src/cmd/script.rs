@@ -12,8 +12,8 @@
 //! a worker's state, whatever could reach across them or load code is left out (see
 //! [`SANDBOX`]). Unlike Redis, a script that runs past `busy-reply-threshold` (5 s) is
 //! stopped with an error rather than answering BUSY to everyone until SCRIPT KILL, and a
-//! script's Lua heap ([`LUA_MEMORY`]) and reply ([`REPLY_MAX_BYTES`]) are bounded; cjson,
-//! cmsgpack, bit and struct are not loaded. In a cluster a script may touch only the keys
+//! script's Lua heap ([`LUA_MEMORY`]) and reply ([`REPLY_MAX_BYTES`]) are bounded. Redis's
+//! bundled libraries (cjson, cmsgpack, bit, struct) are `lua_libs`'. In a cluster a script may touch only the keys
 //! it declares ([`check_call`]).
 
 use std::cell::RefCell;
@@ -126,6 +126,10 @@ do
   table = readonly(table)
   math = readonly(math)
   redis = readonly(redis)
+  cjson = readonly(cjson)
+  cmsgpack = readonly(cmsgpack)
+  bit = readonly(bit)
+  struct = readonly(struct)
   for _, name in ipairs({"load", "loadstring", "loadfile", "dofile", "require", "module",
       "setfenv", "getfenv", "newproxy", "coroutine", "setmetatable", "getmetatable",
       "rawset", "collectgarbage", "gcinfo", "print"}) do
@@ -231,6 +235,7 @@ fn new_vm() -> mlua::Result<Vm> {
         .fold(0, |acc, p| acc * 256 + p);
     redis.set("REDIS_VERSION_NUM", num)?;
     lua.globals().set("redis", redis.clone())?;
+    super::lua_libs::install(&lua)?;
     lua.globals().set(
         "__shoal_killed",
         lua.create_function(|_, ()| Ok(KILLED.with(std::cell::Cell::get)))?,
