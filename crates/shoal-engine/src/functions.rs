@@ -188,7 +188,8 @@ pub struct Functions {
     generation: AtomicU64,
     next_id: AtomicU64,
     /// Set while a cluster node that started copies the libraries of another member: it
-    /// has none of its own to give yet (`cluster::libraries`).
+    /// has none of its own to give yet (`cluster::libraries`). Any change of its libraries
+    /// clears it.
     copying: AtomicBool,
 }
 
@@ -287,8 +288,14 @@ impl Functions {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn changed(&self) {
+    /// After a change of the libraries, `done` if one was made (LOAD, RESTORE, DELETE,
+    /// FLUSH, also by the fan-out of another node's): this node's set is then one others
+    /// may copy.
+    fn changed(&self, done: bool) {
         self.generation.fetch_add(1, Ordering::Release);
+        if done {
+            self.copying.store(false, Ordering::Release);
+        }
     }
 
     /// A number for a new library's `id`.
@@ -332,20 +339,20 @@ impl Functions {
     /// Adds libraries (FUNCTION LOAD: one, `quoted`; FUNCTION RESTORE: a payload's).
     pub fn join(&self, new: Vec<Library>, policy: Policy, quoted: bool) -> Result<(), String> {
         let r = self.lock().join(new, policy, quoted);
-        self.changed();
+        self.changed(r.is_ok());
         r
     }
 
     /// FUNCTION DELETE: false if there is no such library.
     pub fn delete(&self, library: &str) -> bool {
         let found = self.lock().unlink(library).is_some();
-        self.changed();
+        self.changed(found);
         found
     }
 
     pub fn flush(&self) {
         *self.lock() = Registry::default();
-        self.changed();
+        self.changed(true);
     }
 
     /// The number of libraries and of functions.

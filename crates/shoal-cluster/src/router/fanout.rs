@@ -394,10 +394,11 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
 /// Copies the function libraries of another member into this node (`function.copy` there,
 /// FUNCTION RESTORE ... REPLACE here): true once done, false to be tried again.
 ///
-/// It is done when a member that is not copying itself gave its libraries, or when every
-/// other member answered that it is copying too (the whole cluster started again: there is
-/// nothing to copy), or when this node serves alone. A member out of reach, or an answer
-/// that cannot be restored here, leaves it to the next round.
+/// The first member that gives libraries is copied. Done without a copy when every other
+/// member answered and none had any: each was starting too (LOADING: the whole cluster
+/// started again), had none, or is of a release without functions (unknown command); or
+/// when this node serves alone. A member out of reach, another error, or a copy that cannot
+/// be restored here leaves it to the next round.
 pub async fn copy_functions(node: &Arc<Server>) -> bool {
     let Some(cluster) = node.cluster.as_ref() else {
         return true;
@@ -409,27 +410,24 @@ pub async fn copy_functions(node: &Arc<Server>) -> bool {
         return cluster.accepting.load(std::sync::atomic::Ordering::Acquire);
     }
     let ask_copy = [Bytes::from_static(b"function.copy")];
-    let mut all_copying = true;
+    let mut answered = true;
     for &m in &others {
-        let reply = match ask(node, &view, m, Protocol::Resp2, 0, None, &ask_copy).await {
-            Ok(r) => r,
-            Err(_) => {
-                all_copying = false;
-                continue;
-            }
+        let Ok(reply) = ask(node, &view, m, Protocol::Resp2, 0, None, &ask_copy).await else {
+            answered = false;
+            continue;
         };
-        if reply.starts_with(b"-LOADING") {
+        if reply.starts_with(b"-LOADING") || reply.starts_with(b"-ERR unknown command") {
             continue;
         }
         let Some(payload) = bulk_value(&reply) else {
-            // An error: a node of a release without functions has none to give.
+            answered = false;
             continue;
         };
-        let name = &view.nodes[usize::from(m)].name;
         // A payload without libraries is the version and checksum alone.
         if payload.len() <= 10 {
-            return true;
+            continue;
         }
+        let name = &view.nodes[usize::from(m)].name;
         let restore = [
             Bytes::from_static(b"FUNCTION"),
             Bytes::from_static(b"RESTORE"),
@@ -452,7 +450,7 @@ pub async fn copy_functions(node: &Arc<Server>) -> bool {
             }
         };
     }
-    all_copying
+    answered
 }
 
 /// The bytes of a RESP bulk string reply.

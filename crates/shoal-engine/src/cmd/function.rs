@@ -143,10 +143,13 @@ fn load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         Ok(())
     }));
-    let name = library.name.clone();
+    let (name, id) = (library.name.clone(), library.id);
     match functions.join(vec![library], policy, true) {
         Ok(()) => Reply::Bulk(Bytes::from(name)),
-        Err(e) => Reply::error(e),
+        Err(e) => {
+            script::forget_library(id);
+            Reply::error(e)
+        }
     }
 }
 
@@ -263,19 +266,35 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     let functions = &ctx.engine.functions;
     let mut libraries: Vec<Library> = Vec::with_capacity(codes.len());
+    // Compiled on this thread but not kept: forgotten.
+    let forget = |libraries: &[Library]| {
+        for l in libraries {
+            script::forget_library(l.id);
+        }
+    };
     for code in codes {
         // Two libraries of one name in the payload: the second is refused as a LOAD would.
-        let library = tri!(create(functions, &code, |name| {
+        let created = create(functions, &code, |name| {
             if libraries.iter().any(|l| l.name == name) {
                 return Err(Reply::error(format!("ERR Library '{name}' already exists")));
             }
             Ok(())
-        }));
-        libraries.push(library);
+        });
+        match created {
+            Ok(library) => libraries.push(library),
+            Err(e) => {
+                forget(&libraries);
+                return e;
+            }
+        }
     }
+    let ids: Vec<u64> = libraries.iter().map(|l| l.id).collect();
     match functions.join(libraries, policy, false) {
         Ok(()) => Reply::ok(),
-        Err(e) => Reply::error(e),
+        Err(e) => {
+            ids.into_iter().for_each(script::forget_library);
+            Reply::error(e)
+        }
     }
 }
 

@@ -82,6 +82,74 @@ pub(super) fn format_g14(n: f64) -> String {
     }
 }
 
+// ---- table.insert, remove, sort -------------------------------------------------------------
+
+/// `table.insert`, `remove` and `sort` that refuse to write into the tables of `protected`
+/// (the global table and the read-only views: the originals write with rawset, past a
+/// view's guard), as Redis's read-only tables refuse the write itself: a removal from an
+/// empty array or a sort of fewer than two elements writes nothing and is let be. Their
+/// arguments are checked first, with Lua 5.1's errors placed at the caller; then the
+/// originals run.
+pub(super) fn guarded_table_functions(lua: &Lua, protected: Table) -> mlua::Result<Table> {
+    let lib: Table = lua.globals().get("table")?;
+    let out = lua.create_table()?;
+    for (name, least) in [("insert", 0usize), ("remove", 1), ("sort", 2)] {
+        let original: mlua::Function = lib.get(name)?;
+        let protected = protected.clone();
+        let f = function(lua, move |_, args: MultiValue| {
+            let arg = |i: usize| args.get(i).cloned();
+            let got = |i: usize| arg(i).map_or("no value", |v| type_name(&v));
+            let Some(Value::Table(t)) = arg(0) else {
+                return fail(format!(
+                    "bad argument #1 to '{name}' (table expected, got {})",
+                    got(0)
+                ));
+            };
+            let number = |v: &Value| match v {
+                Value::Integer(_) | Value::Number(_) => true,
+                Value::String(s) => s.to_str().is_ok_and(|s| s.trim().parse::<f64>().is_ok()),
+                _ => false,
+            };
+            match name {
+                "insert" => {
+                    if args.len() != 2 && args.len() != 3 {
+                        return fail("wrong number of arguments to 'insert'");
+                    }
+                    if args.len() == 3 && !number(&args[1]) {
+                        return fail(format!(
+                            "bad argument #2 to 'insert' (number expected, got {})",
+                            got(1)
+                        ));
+                    }
+                }
+                "remove" => {
+                    if let Some(v) = arg(1).filter(|v| !v.is_nil() && !number(v)) {
+                        return fail(format!(
+                            "bad argument #2 to 'remove' (number expected, got {})",
+                            type_name(&v)
+                        ));
+                    }
+                }
+                _ => {
+                    if let Some(v) = arg(1).filter(|v| !v.is_nil() && !v.is_function()) {
+                        return fail(format!(
+                            "bad argument #2 to 'sort' (function expected, got {})",
+                            type_name(&v)
+                        ));
+                    }
+                }
+            }
+            if protected.raw_get::<bool>(t.clone())? && t.raw_len() >= least {
+                // Unplaced, as Redis raises it (not a RuntimeError, which `function` places).
+                return Err(mlua::Error::external("Attempt to modify a readonly table"));
+            }
+            original.call::<MultiValue>(args)
+        })?;
+        out.set(name, f)?;
+    }
+    Ok(out)
+}
+
 // ---- cjson ----------------------------------------------------------------------------------
 
 /// The deepest nesting cjson encodes or decodes (Redis's lua-cjson: 1,000; each level is

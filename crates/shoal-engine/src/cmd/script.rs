@@ -95,12 +95,14 @@ do
 end
 __shoal_killed = nil
 __shoal_caught = nil
+local protected, function_tables, guarded = ...
 do
-  local setmetatable_, error_ = setmetatable, error
-  -- The global table and the libraries' read-only views: `table.insert`, `remove` and
-  -- `sort` write with rawset, past a read-only table's guard, so they refuse these.
-  local protected = setmetatable_({}, {__mode = "k"})
+  local setmetatable_ = setmetatable
+  -- The global table, the libraries' read-only views and the function libraries' globals
+  -- and load API: `table.insert`, `remove` and `sort` write with rawset, past a read-only
+  -- table's guard, so they refuse these (`lua_libs::guarded_table_functions`).
   protected[_G] = true
+  for _, t in ipairs(function_tables) do protected[t] = true end
   local function readonly(t)
     local view = setmetatable_({}, {
       __index = t,
@@ -110,17 +112,7 @@ do
     protected[view] = true
     return view
   end
-  -- Refused when it would write (Redis's read-only tables refuse the write itself): a
-  -- removal from an empty array or a sort of fewer than two elements writes nothing.
-  local function guard(t, least)
-    if t ~= nil and protected[t] and #t >= least then
-      error_("Attempt to modify a readonly table", 0)
-    end
-  end
-  local insert_, remove_, sort_ = table.insert, table.remove, table.sort
-  table.insert = function(t, ...) guard(t, 0) return insert_(t, ...) end
-  table.remove = function(t, ...) guard(t, 1) return remove_(t, ...) end
-  table.sort = function(t, ...) guard(t, 2) return sort_(t, ...) end
+  table.insert, table.remove, table.sort = guarded.insert, guarded.remove, guarded.sort
   string.dump = nil
   string = readonly(string)
   table = readonly(table)
@@ -165,7 +157,7 @@ for _, k in ipairs({"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "RE
 end
 local api = setmetatable_({redis = setmetatable_(api_redis, strict)}, strict)
 local meta = {__newindex = readonly, __metatable = false}
-return setmetatable_({}, meta), meta, api
+return setmetatable_({}, meta), meta, api, api_redis
 "#;
 
 /// One function a library registered while it loaded.
@@ -253,14 +245,27 @@ fn new_vm() -> mlua::Result<Vm> {
             other => Ok(other),
         })?,
     )?;
-    let (fenv, fenv_meta, load_api) =
-        lua.load(FUNCTION_ENV)
-            .set_name("@function_env")
-            .call::<(mlua::Table, mlua::Table, mlua::Table)>((
-                lua.create_function(register_function)?,
-                redis.clone(),
-            ))?;
-    lua.load(SANDBOX).set_name("@sandbox").exec()?;
+    let (fenv, fenv_meta, load_api, api_redis) =
+        lua.load(FUNCTION_ENV).set_name("@function_env").call::<(
+            mlua::Table,
+            mlua::Table,
+            mlua::Table,
+            mlua::Table,
+        )>((
+            lua.create_function(register_function)?,
+            redis.clone(),
+        ))?;
+    // The tables `table.insert`, `remove` and `sort` may not write into (weak keys): the
+    // library API and globals too.
+    let protected = lua.create_table()?;
+    let weak = lua.create_table()?;
+    weak.set("__mode", "k")?;
+    protected.set_metatable(Some(weak))?;
+    let guarded = super::lua_libs::guarded_table_functions(&lua, protected.clone())?;
+    let function_tables = lua.create_sequence_from([fenv.clone(), load_api.clone(), api_redis])?;
+    lua.load(SANDBOX)
+        .set_name("@sandbox")
+        .call::<()>((protected, function_tables, guarded))?;
     fenv_meta.raw_set("__index", lua.globals())?;
     Ok(Vm {
         lua,
@@ -390,10 +395,14 @@ pub(super) fn load_library(
     let mut out = Err(err("ERR cannot start Lua"));
     with_vm(|vm| {
         forget_dropped(vm, functions);
-        let before = settled_memory(&vm.lua);
-        // Out of memory, the caches were dropped and the heap collected: once more.
+        let mut before = settled_memory(&vm.lua);
+        // Out of memory, the caches were dropped and the heap collected: once more, measured
+        // from the emptier heap.
         let compiled = match compile_library(vm, body) {
-            Err(Reply::Error(e)) if e.contains(OUT_OF_MEMORY) => compile_library(vm, body),
+            Err(Reply::Error(e)) if e.contains(OUT_OF_MEMORY) => {
+                before = settled_memory(&vm.lua);
+                compile_library(vm, body)
+            }
             other => other,
         };
         out = compiled.map(|registered| {
@@ -414,6 +423,16 @@ pub(super) fn load_library(
         Reply::ok()
     });
     out
+}
+
+/// Drops this thread's compiled copy of library `id` (compiled by FUNCTION LOAD or
+/// RESTORE on this thread, then not kept).
+pub(super) fn forget_library(id: u64) {
+    VM.with(|cell| {
+        if let Some(vm) = cell.borrow_mut().as_mut() {
+            vm.libs.remove(&id);
+        }
+    });
 }
 
 /// Drops this thread's compiled copies of libraries deleted or replaced since it last
@@ -724,6 +743,7 @@ fn run(
         }
     }
     with_vm(|vm| {
+        forget_dropped(vm, functions);
         let f = match target {
             Target::Script { sha, body } => compiled(vm, sha, body),
             Target::Function { lib, index } => library_function(vm, functions, lib, index),
@@ -856,7 +876,7 @@ fn run(
                 if matches!(root(&e), mlua::Error::MemoryError(_)) {
                     out_of_memory(vm);
                 }
-                script_error(&message(&e), chunk, sha)
+                script_error(&with_traceback(&e), chunk, sha)
             }
         };
         // Lua 5.1 collects when its heap has doubled since its last cycle: past half the
@@ -915,6 +935,20 @@ fn compiled(vm: &mut Vm, sha: &str, body: &[u8]) -> Result<mlua::Function, Reply
                 message(&e)
             )))
         }
+    }
+}
+
+/// A Lua error's message followed by the stack traceback of the callback that raised it,
+/// if a Rust function did (a Lua error's message carries its own): where the script was
+/// when it failed.
+fn with_traceback(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { traceback, .. }
+            if traceback.starts_with("stack traceback:") =>
+        {
+            format!("{}\n{traceback}", message(e))
+        }
+        _ => message(e),
     }
 }
 
