@@ -880,6 +880,9 @@ fn scripts_stay_in_their_sandbox() {
     assert!(e.contains("reply is too large"), "{e}");
     let e = error(b"local t = {} for i = 1, 100 do t[i] = t end return t");
     assert!(e.contains("reply is too large"), "{e}");
+    // An encoder's output is bounded like the Lua heap: 400 copies of a 1 MB string.
+    let e = error(b"local s = string.rep('x', 1048576) local t = {} for i = 1, 400 do t[i] = s end return #cjson.encode(t)");
+    assert!(e.contains("Lua heap") || e.contains("memory"), "{e}");
     // The bundled libraries bound their nesting: deep input is an error, not a crash.
     for (script, want) in [
         (
@@ -948,6 +951,15 @@ fn function_libraries_keep_a_bounded_lua_heap() {
     assert!(
         e.contains("would keep more than 32 MB of Lua memory"),
         "{e}"
+    );
+    // INFO memory counts them as Redis does.
+    assert_eq!(
+        shoal_tests::info_field(&mut con, "number_of_libraries"),
+        "2"
+    );
+    assert_eq!(
+        shoal_tests::info_field(&mut con, "number_of_functions"),
+        "2"
     );
     for _ in 0..8 {
         let mut c = node.client();

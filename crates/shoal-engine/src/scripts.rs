@@ -53,6 +53,11 @@ impl Scripts {
         *self.lock() = Cache::default();
     }
 
+    /// The number of scripts kept (INFO's `number_of_cached_scripts`).
+    pub fn count(&self) -> usize {
+        self.lock().bodies.len()
+    }
+
     pub fn contains(&self, sha: &str) -> bool {
         self.lock().bodies.contains_key(sha)
     }

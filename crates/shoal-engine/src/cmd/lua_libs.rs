@@ -61,6 +61,16 @@ where
 /// A number as C's `printf("%.14g")` writes it (lua-cjson's numbers, Lua's `tostring`).
 pub(super) fn format_g14(n: f64) -> String {
     const P: i32 = 14;
+    if !n.is_finite() {
+        return if n.is_nan() {
+            "nan"
+        } else if n > 0.0 {
+            "inf"
+        } else {
+            "-inf"
+        }
+        .into();
+    }
     if n == 0.0 {
         return if n.is_sign_negative() { "-0" } else { "0" }.into();
     }
@@ -239,7 +249,21 @@ fn json_array_len(t: &Table) -> mlua::Result<Option<usize>> {
     Ok((max >= 1.0).then_some(max as usize))
 }
 
+/// The most bytes an encoder (cjson.encode, cmsgpack.pack) writes: its output lives
+/// outside the Lua heap until it is returned, so it has a bound of its own (the Lua heap's).
+const ENCODED_MAX: usize = super::script::LUA_MEMORY;
+
+fn encoded_too_large(out: &[u8]) -> mlua::Result<()> {
+    if out.len() > ENCODED_MAX {
+        return Err(mlua::Error::MemoryError(
+            "the encoded value would pass the Lua heap's 64 MB".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
+    encoded_too_large(out)?;
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(u) if u.0.is_null() => out.extend_from_slice(b"null"),
@@ -274,6 +298,9 @@ fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
                         match &k {
                             Value::String(s) => json_string(&s.as_bytes(), out),
                             Value::Integer(i) => json_string(format_g14(*i as f64).as_bytes(), out),
+                            Value::Number(n) if !n.is_finite() => {
+                                return fail("Cannot serialise number: must not be NaN or Inf")
+                            }
                             Value::Number(n) => json_string(format_g14(*n).as_bytes(), out),
                             other => {
                                 return fail(format!(
@@ -704,6 +731,7 @@ fn mp_array_len(t: &Table) -> mlua::Result<Option<usize>> {
 }
 
 fn mp_encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
+    encoded_too_large(out)?;
     match v {
         Value::String(s) => {
             let b = s.as_bytes();
@@ -1244,6 +1272,9 @@ mod tests {
 
     #[test]
     fn numbers_print_as_c_s_percent_14g() {
+        // Never a panic, whatever the number (an infinite table key reached it once).
+        assert_eq!(format_g14(f64::INFINITY), "inf");
+        assert_eq!(format_g14(f64::NAN), "nan");
         for (n, want) in [
             (1.0, "1"),
             (-1.5, "-1.5"),

@@ -245,6 +245,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     line!("rss_overhead_ratio:{:.2}", ratio(rss, a.resident));
                     line!("rss_overhead_bytes:{}", rss as i64 - a.resident as i64);
                 }
+                line!("number_of_cached_scripts:{}", node.scripts.count());
+                let (libraries, functions) = node.functions.counts();
+                line!("number_of_functions:{functions}");
+                line!("number_of_libraries:{libraries}");
                 line!("maxmemory:{max}");
                 line!("maxmemory_human:{}", human(max));
                 line!("maxmemory_policy:{}", node.store.policy().name());
