@@ -396,15 +396,8 @@ pub(super) fn load_library(
     with_vm(|vm| {
         forget_dropped(vm, functions);
         let mut before = settled_memory(&vm.lua);
-        // Out of memory, the caches were dropped and the heap collected: once more, measured
-        // from the emptier heap.
-        let compiled = match compile_library(vm, body) {
-            Err(Reply::Error(e)) if e.contains(OUT_OF_MEMORY) => {
-                before = settled_memory(&vm.lua);
-                compile_library(vm, body)
-            }
-            other => other,
-        };
+        // A retry is measured from the emptier heap.
+        let compiled = compile_or_retry(vm, body, |vm| before = settled_memory(&vm.lua));
         out = compiled.map(|registered| {
             let mut by_name = HashMap::new();
             let infos = registered
@@ -459,6 +452,22 @@ fn out_of_memory(vm: &mut Vm) {
     vm.libs.clear();
     let _ = vm.lua.gc_collect();
     let _ = vm.lua.gc_collect();
+}
+
+/// [`compile_library`], once more if the Lua heap ran out (the caches were then dropped
+/// and the heap collected), after `again`.
+fn compile_or_retry(
+    vm: &mut Vm,
+    body: &[u8],
+    again: impl FnOnce(&mut Vm),
+) -> Result<Vec<Registered>, Reply> {
+    match compile_library(vm, body) {
+        Err(Reply::Error(e)) if e.contains(OUT_OF_MEMORY) => {
+            again(vm);
+            compile_library(vm, body)
+        }
+        other => other,
+    }
 }
 
 fn compile_library(vm: &mut Vm, body: &[u8]) -> Result<Vec<Registered>, Reply> {
@@ -525,12 +534,7 @@ fn library_function(
     let name = &lib.functions[index].name;
     if !vm.libs.contains_key(&lib.id) {
         let meta = functions::metadata(&lib.code).map_err(Reply::error)?;
-        let body = &lib.code[meta.body_at..];
-        // Out of memory, the caches were dropped and the heap collected: once more.
-        let registered = match compile_library(vm, body) {
-            Err(Reply::Error(e)) if e.contains(OUT_OF_MEMORY) => compile_library(vm, body)?,
-            other => other?,
-        };
+        let registered = compile_or_retry(vm, &lib.code[meta.body_at..], |_| {})?;
         vm.libs.insert(
             lib.id,
             registered.into_iter().map(|(i, f)| (i.name, f)).collect(),
