@@ -1045,3 +1045,37 @@ fn wait_counts_the_replicas_that_have_the_writes() {
         "a write's replica may be the member that is down"
     );
 }
+
+/// A blocked command is checked against its user's ACL again when it wakes (Redis 7.2):
+/// a user that lost the key while it waited gets NOPERM and the pushed element stays. On
+/// a single node and on the cluster node that owns the key (through another node the
+/// check is made before each forwarded round of waiting: see the README).
+#[test]
+fn a_blocked_command_is_checked_again_when_it_wakes() {
+    let single = TestNode::start();
+    let cluster = TestCluster::start(3, |_| {});
+    let key = (0..)
+        .map(|i| format!("q{i}"))
+        .find(|k| cluster.owner_index(k) == 0)
+        .unwrap();
+    for (url, mut admin) in [
+        (single.url(), single.client()),
+        (cluster.members[0].url(), cluster.members[0].client()),
+    ] {
+        run(&mut admin, "ACL SETUSER waiter on >pw ~q* +@all");
+        let before = blocked(&mut admin);
+        let user_url = url.replacen("redis://", "redis://waiter:pw@", 1);
+        let waiting = spawn_result(&user_url, &["BLPOP", &key, "10"]);
+        assert!(
+            wait_until(WAIT, || blocked(&mut admin) > before),
+            "the client blocked"
+        );
+        run(&mut admin, "ACL SETUSER waiter resetkeys ~other*");
+        run(&mut admin, &format!("RPUSH {key} x"));
+        assert!(wait_until(WAIT, || waiting.is_finished()));
+        let e = waiting.join().unwrap().unwrap_err();
+        assert_eq!(e.code(), Some("NOPERM"), "{e}");
+        assert_eq!(run(&mut admin, &format!("LLEN {key}")), Value::Int(1));
+        run(&mut admin, &format!("DEL {key}"));
+    }
+}

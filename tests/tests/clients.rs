@@ -744,6 +744,19 @@ fn redis_py_functions_work() {
     shoal_tests::python_client("functions.py", &["cluster", &port]);
 }
 
+/// ACL users through redis-py (tests/clients/acl.py): made with `acl_setuser`, read back,
+/// logged in with a username and refused what they were not given, in RESP2 and RESP3; on a
+/// single node, and in a cluster, made through one node and used through every node.
+#[test]
+fn redis_py_acl_users_work() {
+    let node = TestNode::start();
+    shoal_tests::python_client("acl.py", &[&node.addr.to_string()]);
+    let cluster = shoal_tests::TestCluster::start(3, |_| {});
+    let addrs: Vec<String> = cluster.members.iter().map(|m| m.addr.to_string()).collect();
+    let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+    shoal_tests::python_client("acl.py", &addrs);
+}
+
 /// redis-py's stream API as a job queue uses it (XADD, XREAD, XREADGROUP, XACK, XPENDING,
 /// XCLAIM, XAUTOCLAIM, XINFO with Redis 7.2's fields, XTRIM, XDEL), RESP2 and RESP3, on a
 /// single node and through a cluster node that does not own the stream.

@@ -2191,3 +2191,88 @@ fn functions_in_a_cluster() {
         assert!(e.to_string().contains("Function not found"), "{e}");
     }
 }
+
+/// ACL users in a cluster: a user from the configuration is known to every node; one made
+/// with ACL SETUSER through one node logs in through every node and one deleted through
+/// another is gone everywhere. A user's commands are checked on the node its client is
+/// connected to, for keys of every owner; a script of a user with restrictions runs where
+/// it can be checked (its keys' owner is the node asked) and is refused elsewhere.
+#[test]
+fn acl_users_in_a_cluster() {
+    let cluster = shoal_tests::TestCluster::start(3, |c| {
+        c.user = vec!["ops on >ops-pw ~* &* +@all -@dangerous".into()];
+    });
+    let login = |i: usize, user: &str, pass: &str| -> redis::RedisResult<redis::Connection> {
+        let url =
+            cluster.members[i]
+                .url()
+                .replacen("redis://", &format!("redis://{user}:{pass}@"), 1);
+        redis::Client::open(url)?.get_connection()
+    };
+    let mut n0 = cluster.members[0].client();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "app", "on", ">pw", "~app:*", "+@all", "-del"])
+        .query(&mut n0)
+        .unwrap();
+    let mut owned = vec![None; 3];
+    for i in 0.. {
+        let k = format!("app:{i}");
+        owned[cluster.owner_index(&k)].get_or_insert(k);
+        if owned.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    let owned: Vec<String> = owned.into_iter().flatten().collect();
+    let script = "return redis.call('del', KEYS[1])";
+    for (i, _) in cluster.members.iter().enumerate() {
+        let mut ops = login(i, "ops", "ops-pw").expect("a configured user logs in everywhere");
+        let e = redis::cmd("FLUSHALL").query::<()>(&mut ops).unwrap_err();
+        assert_eq!(e.code(), Some("NOPERM"), "{e}");
+        let mut app = login(i, "app", "pw").expect("a user made through n0 logs in everywhere");
+        for (owner, k) in owned.iter().enumerate() {
+            let _: () = redis::cmd("SET").arg(k).arg("v").query(&mut app).unwrap();
+            let e = redis::cmd("DEL").arg(k).query::<i64>(&mut app).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("has no permissions to run the 'del' command"),
+                "{e}"
+            );
+            let other = format!("other:{owner}");
+            let e = redis::cmd("GET")
+                .arg(&other)
+                .query::<Option<String>>(&mut app)
+                .unwrap_err();
+            assert_eq!(e.code(), Some("NOPERM"), "{e}");
+            let e = redis::cmd("EVAL")
+                .arg(script)
+                .arg(1)
+                .arg(k)
+                .query::<i64>(&mut app)
+                .unwrap_err();
+            if owner == i {
+                assert!(e.to_string().contains("ACL failure in script"), "{e}");
+            } else {
+                assert!(
+                    e.to_string()
+                        .contains("runs only on the node that owns its keys"),
+                    "{e}"
+                );
+            }
+            // The key is still there: nothing deleted it.
+            let v: Option<String> = redis::cmd("GET").arg(k).query(&mut app).unwrap();
+            assert_eq!(v.as_deref(), Some("v"));
+        }
+    }
+    let mut n1 = cluster.members[1].client();
+    let n: i64 = redis::cmd("ACL")
+        .arg(&["DELUSER", "app"])
+        .query(&mut n1)
+        .unwrap();
+    assert_eq!(n, 1);
+    for i in 0..3 {
+        let e = login(i, "app", "pw")
+            .err()
+            .expect("a deleted user is gone from every node");
+        assert_eq!(e.kind(), redis::ErrorKind::AuthenticationFailed, "{e}");
+    }
+}

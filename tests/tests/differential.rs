@@ -7132,3 +7132,116 @@ fn keyspace_hits_and_misses_count_as_redis() {
     // (redis-server 7.0.15 counts 11 hits and 8 misses here.)
     assert_eq!(counts(shoal.addr), want);
 }
+
+/// ACL users where Redis 7.0 (the reference here) and 7.2 answer alike: the rule errors,
+/// logging in as a user, DRYRUN's errors and yes, GENPASS's bounds, CAT, DELUSER, the
+/// default user's one-argument AUTH, and EXEC's refusal of a queued command whose user lost
+/// it meanwhile. Left out (7.2 changed them): NOPERM and DRYRUN refusal texts, how LIST and
+/// GETUSER write command rules, and new users' `sanitize-payload`. Each case starts by
+/// deleting its users (they outlive FLUSHALL).
+const ACL: &[Case] = &[
+    &[
+        &["ACL", "DELUSER", "u1", "u2"],
+        &["ACL", "WHOAMI"],
+        &["ACL", "USERS"],
+        &["ACL", "GETUSER", "u1"],
+        &["ACL", "SETUSER", "u1", "+nosuch"],
+        &["ACL", "SETUSER", "u1", "+@nosuch"],
+        &["ACL", "SETUSER", "u1", "blah"],
+        &["ACL", "SETUSER", "u1", "%X~a"],
+        &["ACL", "SETUSER", "u1", "#ABC"],
+        &["ACL", "SETUSER", "u1", "-select|0"],
+        &["ACL", "SETUSER", "u1", "+config|nosuch"],
+        &["ACL", "SETUSER", "u1", "allkeys", "~x"],
+        &["ACL", "SETUSER", "u1", "allchannels", "&x"],
+        &["ACL", "SETUSER", "u1", "(+get ~a*", "+set"],
+        &["ACL", "SETUSER", "u1", "(on)"],
+        &["ACL", "SETUSER", "a b"],
+        &["ACL", "USERS"],
+        &["ACL", "SETUSER", "u1", "on", ">p1"],
+        &["ACL", "SETUSER", "u1", "<nope"],
+        &[
+            "ACL",
+            "SETUSER",
+            "u1",
+            "!0000000000000000000000000000000000000000000000000000000000000000",
+        ],
+        &["ACL", "SETUSER", "u2"],
+        &["ACL", "USERS"],
+        &["ACL", "DELUSER", "default"],
+        &["ACL", "DELUSER", "u2", "nobody", "u2"],
+        &["ACL", "USERS"],
+        &["ACL", "CAT"],
+        &["ACL", "CAT", "nosuch"],
+        &["ACL", "GENPASS", "0"],
+        &["ACL", "GENPASS", "4097"],
+        &["ACL", "GENPASS", "x"],
+        &["ACL", "LOAD"],
+        &["ACL", "SAVE"],
+        &["ACL", "LOG", "x"],
+        &["ACL", "FOO"],
+        &["ACL", "DELUSER", "u1"],
+    ],
+    &[
+        &["ACL", "DELUSER", "u1"],
+        &[
+            "ACL",
+            "SETUSER",
+            "u1",
+            "on",
+            ">p1",
+            ">p2",
+            "~k:*",
+            "&c*",
+            "+@read",
+            "+set",
+            "+multi",
+            "+exec",
+            "+select|0",
+        ],
+        &["ACL", "DRYRUN", "u1", "get", "k:1"],
+        &["ACL", "DRYRUN", "u1", "set", "k:1", "v"],
+        &["ACL", "DRYRUN", "u1", "select", "0"],
+        &["ACL", "DRYRUN", "nobody", "get", "k:1"],
+        &["ACL", "DRYRUN", "u1", "nosuch", "x"],
+        &["ACL", "DRYRUN", "u1", "get"],
+        &["AUTH", "x"],
+        &["AUTH", "u1", "wrong"],
+        &["AUTH", "nobody", "p1"],
+        &["ACL", "WHOAMI"],
+        &["AUTH", "u1", "p2"],
+        &["SET", "k:1", "v"],
+        &["GET", "k:1"],
+        &["SELECT", "0"],
+        &["!conn", "1"],
+        &["AUTH", "default", "anything"],
+        &["ACL", "SETUSER", "u1", "<p2"],
+        &["CLIENT", "KILL", "USER", "nobody"],
+        &["!conn", "2"],
+        &["AUTH", "u1", "p2"],
+        &["AUTH", "u1", "p1"],
+        &["MULTI"],
+        &["SET", "k:1", "w"],
+        &["GET", "k:1"],
+        &["!conn", "1"],
+        &["ACL", "SETUSER", "u1", "-set"],
+        &["!conn", "2"],
+        &["EXEC"],
+        &["!conn", "1"],
+        &["ACL", "SETUSER", "u1", "off"],
+        &["!conn", "3"],
+        &["AUTH", "u1", "p1"],
+        &["!conn", "1"],
+        &["ACL", "DELUSER", "u1"],
+    ],
+];
+
+#[test]
+fn acl_users_match_redis() {
+    run_family("acl", ACL);
+}
+
+#[test]
+fn acl_users_match_redis_through_a_cluster_node() {
+    run_family_in_cluster("acl", ACL);
+}

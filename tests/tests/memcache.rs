@@ -534,13 +534,18 @@ fn memccapable_binary_tests_pass() {
 
 /// SASL on the binary protocol: with `requirepass`, only SASL and VERSION pass before PLAIN
 /// authentication with the password (user `default`), anything else is refused and closed
-/// from its header; a wrong password is refused. Without a password SASL is an unknown
-/// command, as in memcached without `-S`.
+/// from its header; a wrong password is refused. An ACL user allowed everything logs in
+/// too, one with restrictions does not (the Memcached commands are not checked one by one).
+/// Without a password SASL is an unknown command, as in memcached without `-S`.
 #[test]
 fn binary_clients_authenticate_with_sasl_plain() {
     let guarded = TestNode::with(|c| {
         c.memcache_port = Some(0);
         c.requirepass = "s3cret".into();
+        c.user = vec![
+            "admin on >adm ~* &* +@all".into(),
+            "limited on >lim ~x:* +@all".into(),
+        ];
     });
     // A request other than SASL or VERSION: refused from its header, and closed (memcached).
     let mut s = raw(&guarded);
@@ -565,6 +570,11 @@ fn binary_clients_authenticate_with_sasl_plain() {
     assert_eq!(read_bin(&mut s).1, 0x0020, "a wrong password");
     send(&mut s, &bin(0x21, &[], b"CRAM-MD5", b"x", 0));
     assert_eq!(read_bin(&mut s).1, 0x0020, "another mechanism");
+    send(&mut s, &bin(0x21, &[], b"PLAIN", b"\0limited\0lim", 0));
+    assert_eq!(read_bin(&mut s).1, 0x0020, "a user with restrictions");
+    let mut admin = raw(&guarded);
+    send(&mut admin, &bin(0x21, &[], b"PLAIN", b"\0admin\0adm", 0));
+    assert_eq!(read_bin(&mut admin).5, b"Authenticated".to_vec());
     send(&mut s, &bin(0x21, &[], b"PLAIN", b"\0default\0s3cret", 0));
     let (_, status, _, _, _, value) = read_bin(&mut s);
     assert_eq!((status, value), (0, b"Authenticated".to_vec()));
@@ -620,4 +630,35 @@ fn memcached_writes_invalidate_tracked_keys() {
         String::from_utf8_lossy(&read_exact_by(&mut reader, all.len(), T)),
         all
     );
+}
+
+/// The Memcached port runs its commands unchecked, so only a user allowed everything may
+/// use it: once the default user is restricted (ACL SETUSER through RESP), a connection
+/// that relied on it is closed at its next request and a new one must log in, which an
+/// unrestricted user can.
+#[test]
+fn a_restricted_default_user_makes_memcached_log_in() {
+    let node = node();
+    let mut before = raw(&node);
+    exchange(&mut before, "set k 0 0 1\r\nv\r\n", "STORED\r\n");
+    let mut resp = node.client();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "default", "resetkeys", "~pub:*"])
+        .query(&mut resp)
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "admin", "on", ">adm", "~*", "&*", "+@all"])
+        .query(&mut resp)
+        .unwrap();
+    send(&mut before, b"get k\r\n");
+    let (reply, closed) = shoal_tests::read_to_close(&mut before, T);
+    assert!(
+        closed,
+        "the connection relying on the default user is closed"
+    );
+    assert!(reply.is_empty(), "{}", String::from_utf8_lossy(&reply));
+    let mut after = raw(&node);
+    exchange(&mut after, "get k\r\n", "CLIENT_ERROR unauthenticated\r\n");
+    exchange(&mut after, "set x 0 0 9\r\nadmin adm\r\n", "STORED\r\n");
+    exchange(&mut after, "get k\r\n", "VALUE k 0 1\r\nv\r\nEND\r\n");
 }

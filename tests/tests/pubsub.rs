@@ -275,3 +275,52 @@ fn client_reply_off_keeps_subscription_confirmations() {
     sub.send(&["CLIENT", "REPLY", "ON"]);
     assert_eq!(sub.next(), Value::Okay);
 }
+
+/// A user whose channel rules no longer allow what it could subscribe to loses its
+/// subscribed connections (Redis closes them); its other connections stay, and a change
+/// that keeps its channels closes nothing.
+#[test]
+fn a_user_that_loses_channels_loses_its_subscribers() {
+    use shoal_tests::{read_exact_by, send};
+    const T: Duration = Duration::from_secs(10);
+    let node = TestNode::start();
+    let mut admin = node.client();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "sub", "on", ">pw", "&news*", "~*", "+@all"])
+        .query(&mut admin)
+        .unwrap();
+    let login = |s: &mut std::net::TcpStream| {
+        send(s, b"*3\r\n$4\r\nAUTH\r\n$3\r\nsub\r\n$2\r\npw\r\n");
+        assert_eq!(read_exact_by(s, 5, T), b"+OK\r\n");
+    };
+    let mut subscriber = node.raw();
+    subscriber.set_read_timeout(Some(T)).unwrap();
+    login(&mut subscriber);
+    send(&mut subscriber, b"*2\r\n$9\r\nSUBSCRIBE\r\n$5\r\nnews1\r\n");
+    let confirm = b"*3\r\n$9\r\nsubscribe\r\n$5\r\nnews1\r\n:1\r\n";
+    assert_eq!(read_exact_by(&mut subscriber, confirm.len(), T), confirm);
+    let mut other = node.raw();
+    other.set_read_timeout(Some(T)).unwrap();
+    login(&mut other);
+    // Channels kept (another pattern added): nothing closes.
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "sub", "&sports*"])
+        .query(&mut admin)
+        .unwrap();
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg("news1")
+        .arg("m")
+        .query(&mut admin)
+        .unwrap();
+    let message = b"*3\r\n$7\r\nmessage\r\n$5\r\nnews1\r\n$1\r\nm\r\n";
+    assert_eq!(read_exact_by(&mut subscriber, message.len(), T), message);
+    // Channels lost: the subscriber is closed, the other connection is not.
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "sub", "resetchannels", "&other"])
+        .query(&mut admin)
+        .unwrap();
+    let (_, closed) = shoal_tests::read_to_close(&mut subscriber, T);
+    assert!(closed, "the subscriber was closed");
+    send(&mut other, b"*1\r\n$4\r\nPING\r\n");
+    assert_eq!(read_exact_by(&mut other, 7, T), b"+PONG\r\n");
+}

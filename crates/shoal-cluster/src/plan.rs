@@ -243,7 +243,7 @@ mod tests {
             _ if spec.numkeys > 0 => Class::SameOwner,
             (0, _, _) => match spec.name {
                 "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" | "publish"
-                | "spublish" | "pubsub" | "script" | "function" => Class::FanOut,
+                | "spublish" | "pubsub" | "script" | "function" | "acl" => Class::FanOut,
                 "info" => Class::Info,
                 "exec" => Class::Exec,
                 "cluster" => Class::Cluster,
@@ -428,8 +428,8 @@ mod tests {
         );
     }
 
-    /// SCRIPT LOAD | FLUSH and FUNCTION LOAD | DELETE | RESTORE | FLUSH run on every node;
-    /// their other subcommands (and their errors) here.
+    /// SCRIPT LOAD | FLUSH, FUNCTION LOAD | DELETE | RESTORE | FLUSH and ACL SETUSER |
+    /// DELUSER run on every node; their other subcommands (and their errors) here.
     #[test]
     fn script_and_function_changes_run_everywhere() {
         let p = three_nodes();
@@ -446,6 +446,11 @@ mod tests {
             ("FUNCTION DUMP", Plan::Here),
             ("FUNCTION STATS", Plan::Here),
             ("FUNCTION BOGUS", Plan::Here),
+            ("ACL SETUSER u on", Plan::AllNodes),
+            ("acl deluser u", Plan::AllNodes),
+            ("ACL GETUSER u", Plan::Here),
+            ("ACL LOG", Plan::Here),
+            ("ACL WHOAMI", Plan::Here),
         ] {
             let a: Vec<Bytes> = line
                 .split(' ')

@@ -30,6 +30,8 @@ pub struct ClientInfo {
     /// The selected database (SELECT).
     pub db: AtomicU8,
     pub name: Mutex<Option<Bytes>>,
+    /// The ACL user it is logged in as (CLIENT LIST's `user=`, CLIENT KILL USER).
+    pub user: Mutex<Bytes>,
     pub lib_name: Mutex<Option<Bytes>>,
     pub lib_ver: Mutex<Option<Bytes>>,
     /// Index in the command table of the last command run, for CLIENT LIST's `cmd=`
@@ -145,6 +147,7 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             db: AtomicU8::new(0),
             name: Mutex::new(None),
+            user: Mutex::new(Bytes::from_static(b"default")),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
@@ -200,7 +203,7 @@ impl ClientInfo {
         // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
         // part still arriving is in qbuf).
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
@@ -227,6 +230,7 @@ impl ClientInfo {
             rbs + obl + omem + multi_mem,
             if obl + omem > 0 { "rw" } else { "r" },
             if cmd.is_empty() { "NULL" } else { cmd },
+            String::from_utf8_lossy(&self.user.lock().expect("client user lock poisoned")),
             self.resp.load(Ordering::Relaxed),
             s(lib_name).unwrap_or_default(),
             s(lib_ver).unwrap_or_default(),

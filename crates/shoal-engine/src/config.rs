@@ -205,8 +205,13 @@ pub struct NodeConfig {
     pub maxmemory_policy: String,
     /// Keys sampled per eviction (Redis's `maxmemory-samples`).
     pub maxmemory_samples: usize,
-    /// Password clients must send with AUTH / HELLO AUTH; empty = no password.
+    /// Password clients must send with AUTH / HELLO AUTH; empty = no password. It is the
+    /// `default` user's password, as in Redis.
     pub requirepass: String,
+    /// ACL users, each `<name> <rule> ...` as after Redis's `user` directive (`alice on
+    /// >secret ~cache:* +@read`); a string or an array of them.
+    #[serde(deserialize_with = "one_or_many")]
+    pub user: Vec<String>,
     /// Connected clients at most; one more gets `-ERR max number of clients reached`.
     pub maxclients: usize,
     /// Close a client idle for this many seconds; 0 = never (Redis's `timeout`).
@@ -354,16 +359,7 @@ pub struct NodeConfig {
 /// Accepts `cluster-nodes` as an array of strings or as one comma/space-separated string
 /// (the form an environment variable or `--set` gives).
 fn node_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum List {
-        One(String),
-        Many(Vec<String>),
-    }
-    let items = match List::deserialize(d)? {
-        List::One(s) => vec![s],
-        List::Many(v) => v,
-    };
+    let items = one_or_many(d)?;
     Ok(items
         .iter()
         .flat_map(|s| s.split([',', ' ']))
@@ -371,6 +367,20 @@ fn node_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect())
+}
+
+/// A string or an array of strings (ACL users: each kept whole).
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum List {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match List::deserialize(d)? {
+        List::One(s) => vec![s],
+        List::Many(v) => v,
+    })
 }
 
 impl Default for NodeConfig {
@@ -382,6 +392,7 @@ impl Default for NodeConfig {
             maxmemory_policy: "allkeys-lru".into(),
             maxmemory_samples: 5,
             requirepass: String::new(),
+            user: Vec::new(),
             maxclients: 10_000,
             timeout: 0,
             slowlog_log_slower_than: 10_000,
@@ -447,6 +458,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "maxmemory-policy",
     "maxmemory-samples",
     "requirepass",
+    "user",
     "maxclients",
     "timeout",
     "slowlog-log-slower-than",
@@ -504,6 +516,7 @@ pub const STRING_KEYS: &[&str] = &[
     "bind",
     "maxmemory-policy",
     "requirepass",
+    "user",
     "client-output-buffer-limit",
     "log-level",
     "tls-cert-file",
@@ -980,6 +993,14 @@ mod tests {
         assert_eq!(c.cluster_nodes.len(), 2);
         let c: NodeConfig = toml::from_str("cluster-nodes = [\"a=127.0.0.1:1@2\"]").unwrap();
         assert_eq!(c.cluster_nodes, vec!["a=127.0.0.1:1@2".to_string()]);
+    }
+
+    #[test]
+    fn users_are_a_string_or_an_array_each_kept_whole() {
+        let c: NodeConfig = toml::from_str("user = \"app on >pw ~a:* +@all\"").unwrap();
+        assert_eq!(c.user, vec!["app on >pw ~a:* +@all".to_string()]);
+        let c: NodeConfig = toml::from_str("user = [\"a on\", \"b off\"]").unwrap();
+        assert_eq!(c.user, vec!["a on".to_string(), "b off".to_string()]);
     }
 
     #[test]

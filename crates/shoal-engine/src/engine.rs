@@ -76,6 +76,9 @@ pub struct Engine {
     pub event_sink: std::sync::OnceLock<Box<dyn crate::notify::EventSink>>,
     /// Client-side caching: who tracks which keys (CLIENT TRACKING).
     pub tracker: std::sync::Arc<crate::tracking::Tracker>,
+    /// The ACL users and log, built on first use from the command table
+    /// (`cmd::acl::registry`).
+    pub acl: std::sync::OnceLock<crate::acl::Registry>,
 }
 
 impl Engine {
@@ -135,6 +138,7 @@ impl Engine {
             stream_nodes: Default::default(),
             event_sink: std::sync::OnceLock::new(),
             tracker: Default::default(),
+            acl: std::sync::OnceLock::new(),
         };
         engine.set_notify_flags(notify_flags);
         engine.set_stream_nodes(stream_nodes.0, stream_nodes.1);
@@ -344,19 +348,6 @@ impl Engine {
         })
     }
 
-    pub fn requires_auth(&self) -> bool {
-        self.with_settings(|s| !s.requirepass.is_empty())
-    }
-
-    /// Checks a user/password pair against `requirepass` (one user, `default`), for every
-    /// front end.
-    pub fn check_password(&self, user: &[u8], pass: &[u8]) -> bool {
-        user == b"default"
-            && self.with_settings(|s| {
-                s.requirepass.is_empty() || same_secret(s.requirepass.as_bytes(), pass)
-            })
-    }
-
     /// Records `used` and returns the peak so far.
     pub fn peak_memory(&self, used: u64) -> u64 {
         self.peak.fetch_max(used, Ordering::Relaxed).max(used)
@@ -365,11 +356,6 @@ impl Engine {
     pub fn uptime_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
     }
-}
-
-/// Compares in time independent of where the first difference is.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn run_id(seed: u64) -> String {

@@ -18,6 +18,7 @@
 //!   `rdb`: DUMP's payload (Redis's RDB form of one value), written and read; `tracking`:
 //!   client-side caching (CLIENT TRACKING), who read what and their invalidations.
 
+pub mod acl;
 pub mod blocking;
 pub mod client;
 pub mod clock;

@@ -32,6 +32,7 @@ pub mod workers;
 
 pub use listener::{start, start_with, Listeners, RunningNode, StartError};
 pub use shoal_cluster::Server;
+pub use shoal_engine::cmd::acl;
 pub use shoal_engine::{
     clock, config, memory, ByteSize, ClassLimit, Engine, NodeConfig, OutputBufferLimits,
     REDIS_VERSION, SHOAL_VERSION,

@@ -14,6 +14,7 @@
 //! responses; with `requirepass` they authenticate with SASL PLAIN. A sibling of `resp`; the
 //! I/O loop is `connection`.
 
+use shoal_engine::cmd::acl;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -58,11 +59,12 @@ impl McFrontend {
     pub fn new(node: &Server, info: Arc<ClientInfo>) -> McFrontend {
         let mut session = Session::new(info, true);
         session.internal = true;
+        session.acl_epoch = acl::registry(&node.engine).epoch();
         McFrontend {
             parser: Parser::new(),
             limits: mc::limits(&node.engine),
             pending: None,
-            auth: node.engine.requires_auth().then(AuthParser::default),
+            auth: acl::memcache_requires_auth(&node.engine).then(AuthParser::default),
             session,
             held: None,
             wanted: 0,
@@ -79,6 +81,11 @@ impl McFrontend {
                 Start::Partial => return Next::Stop(Step::NeedInput),
                 Start::Binary => return self.next_binary(node, input, out),
             }
+        }
+        if self.auth.is_none() && !acl::memcache_still_allowed(&node.engine, &mut self.session) {
+            // Its user was deleted or restricted since it logged in.
+            let why = "the connection's ACL user no longer allows every command".to_owned();
+            return Next::Stop(Step::Close(Close::Protocol(why)));
         }
         if let Some(auth) = self.auth.as_mut() {
             // memcached's `set`-based authentication, before any text request.
@@ -157,7 +164,7 @@ impl McFrontend {
         let pending = match &sasl {
             Sasl::ListMechs(p) | Sasl::Step(p) | Sasl::Auth { then: p, .. } => p.clone(),
         };
-        if !node.engine.requires_auth() {
+        if !acl::memcache_requires_auth(&node.engine) {
             binary::reply(&pending, status::UNKNOWN_COMMAND, b"Unknown command", out);
             return;
         }
@@ -179,9 +186,15 @@ impl McFrontend {
     /// authenticated from then on when they match.
     fn check_password(&mut self, node: &Server, user: &[u8], password: &[u8]) -> bool {
         bump(&node.engine.mc_stats.auth_cmds);
-        let ok = node.engine.check_password(user, password);
+        let ok = acl::check_password(&node.engine, user, password);
         if ok {
             self.auth = None;
+            *self
+                .session
+                .info
+                .user
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = bytes::Bytes::copy_from_slice(user);
         } else {
             bump(&node.engine.mc_stats.auth_errors);
         }

@@ -12,7 +12,7 @@ use shoal_cluster::monitor::MonitorFeed;
 use shoal_cluster::router::{dispatch, must_wait, InFlight, Outcome};
 use shoal_cluster::Server;
 use shoal_engine::client::ClientInfo;
-use shoal_engine::cmd::{ReplyBudget, ReplyMode, Session};
+use shoal_engine::cmd::{acl, ReplyBudget, ReplyMode, Session};
 
 /// The Redis protocol front end.
 pub struct RespFrontend {
@@ -31,8 +31,10 @@ pub struct RespFrontend {
 
 impl RespFrontend {
     pub fn new(node: &Server, info: Arc<ClientInfo>) -> RespFrontend {
+        let mut session = Session::new(info, !acl::requires_auth(&node.engine));
+        acl::start_session(&node.engine, &mut session);
         RespFrontend {
-            session: Session::new(info, !node.engine.requires_auth()),
+            session,
             parser: RequestParser::new(),
             limits: node.engine.limits(),
             skip_pending: false,

@@ -111,6 +111,9 @@ fn load_config(cli: &Cli) -> Result<NodeConfig, String> {
         .try_into()
         .map_err(|e: toml::de::Error| e.to_string())?;
     config.validate()?;
+    if let (_, Some(why)) = shoal_node::acl::build(&config.requirepass, &config.user) {
+        return Err(why);
+    }
     Ok(config)
 }
 
@@ -226,7 +229,7 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
         (None, Some(_)) => "RESP ports",
         (None, None) => "RESP port",
     };
-    if node.node.engine.requires_auth() {
+    if shoal_node::acl::requires_auth(&node.node.engine) {
         tracing::info!("requirepass is set: the {protected} require the password (AUTH; memcached: a set of 'default <password>')");
     } else {
         tracing::info!("no requirepass: the {protected} accept any client");

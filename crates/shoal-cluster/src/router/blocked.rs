@@ -61,6 +61,9 @@ struct Client {
     internal: bool,
     /// Inside a transaction: answer at once.
     no_block: bool,
+    /// Its ACL user, checked again at each attempt (the users may change while it waits).
+    user: Option<Arc<shoal_engine::acl::User>>,
+    acl_epoch: u64,
 }
 
 /// Shows a client as blocked (CLIENT LIST's `b`) while it lives.
@@ -88,6 +91,8 @@ impl Client {
             budget: session.budget.left() as u64,
             internal: session.internal,
             no_block: session.no_block,
+            user: session.user.clone(),
+            acl_epoch: session.acl_epoch,
         }
     }
 
@@ -105,7 +110,17 @@ impl Client {
         s.internal = self.internal;
         s.no_block = self.no_block;
         s.block_retry = true;
+        s.user = self.user.clone();
+        s.acl_epoch = self.acl_epoch;
         s
+    }
+
+    /// The refusal of another attempt when the client's user may no longer run the
+    /// command (Redis 7.2 checks a blocked command again when it wakes).
+    fn refused(&self, node: &Server, args: &[Bytes]) -> Option<Bytes> {
+        self.user.as_ref()?;
+        let reply = cmd::acl::recheck(&node.engine, &mut self.session(), args)?;
+        Some(encode(&reply, self.proto))
     }
 
     /// The reply CLIENT UNBLOCK asked for, if it did.
@@ -159,6 +174,11 @@ fn run_attempt(
             || client.info.unblock.load(Ordering::Relaxed) != 0)
     {
         return Tried::Gone;
+    }
+    if let Some(refused) = client.refused(node, args) {
+        slot.reply = Some(Box::pin(async move { refused }));
+        slot.served = true;
+        return Tried::Served;
     }
     let mut session = client.session();
     session.block_retry = retry;
@@ -497,6 +517,11 @@ pub(super) fn clustered(
         // owner before the first forwarded round, so no round reads after later ones.
         let mut resolve = cmd::stream::last_ids_request(&args);
         loop {
+            if ran {
+                if let Some(refused) = client.refused(&node, &args) {
+                    return refused;
+                }
+            }
             let started = Instant::now();
             let round_end = deadline.map_or(started + chunk, |d| d.min(started + chunk));
             let view = cluster.view();
@@ -675,6 +700,9 @@ pub fn serve_blocked(
         budget: cmd::FORWARDED_REPLY_MAX as u64,
         internal: true,
         no_block: false,
+        // Another node's request: its client's user is checked there.
+        user: None,
+        acl_epoch: 0,
     };
     let slot = SharedSlot::default();
     let_writers_serve(node, &reg, &client, spec, args, &slot);

@@ -391,6 +391,10 @@ fn route(
         Plan::Forward { .. } if spec.flags & cmd::flag::BLOCKING != 0 => {
             blocked::clustered(node, session, spec, args, None)
         }
+        // The owner could not check a script's commands against this client's user.
+        Plan::Forward { .. } if cmd::acl::unchecked_elsewhere(session, spec) => {
+            Outcome::Reply(Reply::error(cmd::acl::SCRIPT_ELSEWHERE))
+        }
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
             let body = encode_command(proto, session.db, None, args, cluster.deadline_ms(), limit);
@@ -489,9 +493,13 @@ fn exec(
     // A blocking command inside a transaction answers at once, as in Redis.
     let no_block = std::mem::replace(&mut session.no_block, true);
     for a in &tx.queue {
-        let outcome = match cmd::lookup(&a[0]) {
-            Some(s) => route(node, cluster, session, order, s, a, now_ms),
-            None => Outcome::Reply(cmd::unknown_command(a)),
+        // The users may have changed since the command was queued (checked here, where the
+        // client is: the owners do not know its user).
+        let refused = cmd::acl::exec_refusal(&node.engine, session, a);
+        let outcome = match (refused, cmd::lookup(&a[0])) {
+            (Some(refused), _) => Outcome::Reply(refused),
+            (None, Some(s)) => route(node, cluster, session, order, s, a, now_ms),
+            (None, None) => Outcome::Reply(cmd::unknown_command(a)),
         };
         parts.push(outcome.into_future(session.proto));
     }

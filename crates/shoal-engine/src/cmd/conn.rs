@@ -30,7 +30,7 @@ const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is dis
 pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (user, pass): (&[u8], &[u8]) = match args.len() {
         2 => {
-            if !ctx.engine.requires_auth() {
+            if super::acl::registry(ctx.engine).default_user().nopass {
                 return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
             }
             (b"default", &args[1])
@@ -38,8 +38,7 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         3 => (&args[1], &args[2]),
         _ => return err(ERR_SYNTAX),
     };
-    if ctx.engine.check_password(user, pass) {
-        ctx.session.authenticated = true;
+    if super::acl::authenticate(ctx.engine, ctx.session, user, pass, &args[0]) {
         Reply::ok()
     } else {
         err(WRONGPASS)
@@ -61,14 +60,13 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     }
     let mut name = None;
+    let mut credentials = None;
     let mut i = 2;
     while i < args.len() {
         let more = args.len() - i - 1;
         if is(&args[i], "AUTH") && more >= 2 {
-            if !ctx.engine.check_password(&args[i + 1], &args[i + 2]) {
-                return err(WRONGPASS);
-            }
-            ctx.session.authenticated = true;
+            // The last AUTH counts, as in Redis.
+            credentials = Some((&args[i + 1], &args[i + 2]));
             i += 3;
         } else if is(&args[i], "SETNAME") && more >= 1 {
             if !valid_name(&args[i + 1]) {
@@ -85,7 +83,12 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ));
         }
     }
-    if !ctx.session.authenticated && ctx.engine.requires_auth() {
+    if let Some((user, pass)) = credentials {
+        if !super::acl::authenticate(ctx.engine, ctx.session, user, pass, &args[0]) {
+            return err(WRONGPASS);
+        }
+    }
+    if !ctx.session.authenticated && super::acl::requires_auth(ctx.engine) {
         return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     ctx.session.authenticated = true;
@@ -128,7 +131,10 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.proto = Protocol::Resp2;
     s.info.resp.store(2, Ordering::Relaxed);
     s.reply_mode = ReplyMode::On;
-    s.authenticated = !ctx.engine.requires_auth();
+    s.authenticated = !super::acl::requires_auth(ctx.engine);
+    if s.user.is_some() {
+        super::acl::start_session(ctx.engine, s);
+    }
     *s.info.name.lock().expect("client name lock poisoned") = None;
     s.info.no_evict.store(false, Ordering::Relaxed);
     s.info.no_touch.store(false, Ordering::Relaxed);
@@ -661,7 +667,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !args.len().is_multiple_of(2) || args.len() < 4 {
         return err(ERR_SYNTAX);
     }
-    let (mut id, mut addr, mut laddr, mut maxage) = (None, None, None, None);
+    let (mut id, mut addr, mut laddr, mut maxage, mut user) = (None, None, None, None, None);
     let mut skipme = true;
     // TYPE, as in CLIENT LIST.
     let mut kind: Option<Option<bool>> = None;
@@ -677,9 +683,10 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         } else if is(k, "LADDR") {
             laddr = Some(String::from_utf8_lossy(v).into_owned());
         } else if is(k, "USER") {
-            if &v[..] != b"default" {
+            if super::acl::registry(ctx.engine).user(v).is_none() {
                 return Reply::error(format!("ERR No such user '{}'", String::from_utf8_lossy(v)));
             }
+            user = Some(v.clone());
         } else if is(k, "TYPE") {
             if !(is(v, "NORMAL") || is(v, "MASTER") || is(v, "REPLICA") || is(v, "PUBSUB")) {
                 return Reply::error(format!(
@@ -717,6 +724,9 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 || addr.as_ref().is_some_and(|a| *a != c.addr.to_string())
                 || laddr.as_ref().is_some_and(|a| *a != c.laddr.to_string())
                 || maxage.is_some_and(|m| (age as i64) < m)
+                || user.as_ref().is_some_and(|u: &Bytes| {
+                    *u != *c.user.lock().expect("client user lock poisoned")
+                })
                 || (skipme && c.id == me)
             {
                 continue;

@@ -7,6 +7,7 @@
 //! `conn` (PING, HELLO, AUTH, CLIENT, ...), `string` (GET, SET, INCR, ...), `keys` (DEL,
 //! EXPIRE, SCAN, ...), `server` (INFO, COMMAND, CONFIG, ...). Error texts are Redis 7's.
 
+pub mod acl;
 mod bitmap;
 mod cluster;
 mod conn;
@@ -167,31 +168,6 @@ pub struct CommandSpec {
     pub acl: &'static [&'static str],
 }
 
-/// Redis's ACL categories, in the order Redis lists them.
-const ACL_CATEGORIES: [&str; 21] = [
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
-
 /// A command's ACL categories as Redis 7 reports them (COMMAND INFO's seventh element,
 /// `COMMAND LIST FILTERBY ACLCAT`), in Redis's order, without the `@`: the row's own (or its
 /// group's), then those its flags imply (Redis's `setImplicitACLCategories`: `write`, `read`,
@@ -238,7 +214,10 @@ pub fn acl_categories(c: &CommandSpec) -> Vec<&'static str> {
             })
             || (cat == "slow" && c.flags & FAST == 0)
     };
-    ACL_CATEGORIES.into_iter().filter(|cat| has(cat)).collect()
+    crate::acl::CATEGORIES
+        .into_iter()
+        .filter(|cat| has(cat))
+        .collect()
 }
 
 /// A row that only names its subcommands (CONFIG, CLIENT, ...): Redis gives it no flags
@@ -731,6 +710,8 @@ pub static TABLE: &[CommandSpec] = &[
         &["count", "list", "info", "docs", "getkeys", "help"]) },
     cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
         &["get", "set", "resetstat", "rewrite", "help"]),
+    CommandSpec { route: Route::AllNodes(Gather::Everywhere(&["setuser", "deluser"])), ..cmd!("acl", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands.", acl::acl,
+        &["cat", "deluser", "dryrun", "genpass", "getuser", "list", "load", "log", "save", "setuser", "users", "whoami", "help"]) },
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
         &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "forget", "localkeys", "haskey", "help"]) },
@@ -1024,6 +1005,11 @@ pub struct Session {
     /// arguments would give another result there (XADD's `*` becomes the ID it got: Redis's
     /// `rewriteClientCommandArgument`). Cleared as each command starts.
     pub propagate: Option<Vec<Bytes>>,
+    /// The ACL user its commands are checked against (`cmd::acl`); `None` for Shoal's own
+    /// sessions (another node's requests, the Memcached front end), which are not checked.
+    pub user: Option<Arc<crate::acl::User>>,
+    /// The users' epoch `user` was read at: when the users changed since, it is read again.
+    pub acl_epoch: u64,
 }
 
 impl Session {
@@ -1052,6 +1038,8 @@ impl Session {
             scripted: false,
             allow_oom: false,
             propagate: None,
+            user: None,
+            acl_epoch: 0,
         }
     }
 }
@@ -1194,7 +1182,7 @@ fn prepare_found(
         return Prepared::Done(reject(session, wrong_arity(spec.name)));
     }
     if !session.authenticated && spec.flags & NOAUTH == 0 {
-        if node.requires_auth() {
+        if acl::requires_auth(node) {
             return Prepared::Done(reject(
                 session,
                 Reply::error("NOAUTH Authentication required."),
@@ -1216,6 +1204,27 @@ fn prepare_found(
             return Prepared::Done(reject_exec(session, refused));
         }
         return Prepared::Done(reject(session, refused));
+    }
+    // The ACL (Redis checks it before its cluster redirections).
+    let context = if session.multi.is_some() {
+        "multi"
+    } else {
+        "toplevel"
+    };
+    if let Some(reply) = acl::refusal(node, session, index, spec, args, context) {
+        if spec.route == Route::Exec {
+            // In MULTI or not, as Redis's `execCommandAbort`.
+            session.multi = None;
+            session.watched.clear();
+            let text = match &reply {
+                Reply::Error(e) => e.to_string(),
+                _ => String::new(),
+            };
+            return Prepared::Done(Reply::error(format!(
+                "EXECABORT Transaction discarded because of: {text}"
+            )));
+        }
+        return Prepared::Done(reject(session, reply));
     }
     if let Some(reply) = check(spec, args, session) {
         if spec.route == Route::Exec && session.multi.take().is_some() {

@@ -120,6 +120,11 @@ fn run_queue(ctx: &mut Ctx<'_>, queue: &[Vec<Bytes>], watched: &[Watched]) -> Re
     // reply stops growing at the first that does not fit (the client is then closed).
     let mut replies = Vec::with_capacity(queue.len());
     for args in queue {
+        // The users may have changed since the command was queued.
+        if let Some(refused) = super::acl::exec_refusal(ctx.engine, ctx.session, args) {
+            replies.push(refused);
+            continue;
+        }
         let before = ctx.session.budget.left();
         // A blocking command inside a transaction answers at once, as in Redis.
         let no_block = std::mem::replace(&mut ctx.session.no_block, true);

@@ -640,12 +640,26 @@ fn result_reply(v: Value) -> Reply {
 /// keyless ones that write nothing. Redis Cluster takes any key of the declared keys' slot
 /// and replicates the script's effects; Shoal replicates the declared keys' states, so a key
 /// not declared would reach no replica.
-fn check_call(args: &[Bytes], declared: Option<&[Bytes]>, read_only: bool) -> Result<(), String> {
+/// `acl` is the caller's ACL check, made where Redis makes it (after NOSCRIPT).
+fn check_call(
+    args: &[Bytes],
+    declared: Option<&[Bytes]>,
+    read_only: bool,
+    acl: impl FnOnce() -> Option<String>,
+) -> Result<(), String> {
     let Some(spec) = lookup_listed(&args[0]) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
     if spec.flags & flag::NOSCRIPT != 0 {
         return Err("ERR This Redis command is not allowed from script".into());
+    }
+    // The arity first (the command answers its error when it runs), as in Redis.
+    let arity_ok = (spec.arity > 0 && args.len() == spec.arity as usize)
+        || (spec.arity < 0 && args.len() >= spec.arity.unsigned_abs() as usize);
+    if arity_ok {
+        if let Some(refused) = acl() {
+            return Err(refused);
+        }
     }
     if read_only && spec.flags & flag::WRITE != 0 {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
@@ -814,8 +828,10 @@ fn run(
                     let e = "ERR Please specify at least one argument for this redis lib call";
                     return Ok(Err(e.into()));
                 }
-                let mut ctx = ctx.borrow_mut();
-                if let Err(e) = check_call(&cmd, declared, read_only) {
+                let mut guard = ctx.borrow_mut();
+                let ctx = &mut **guard;
+                let acl = || super::acl::script_refusal(ctx.engine, ctx.session, &cmd);
+                if let Err(e) = check_call(&cmd, declared, read_only, acl) {
                     return Ok(Err(e));
                 }
                 // Commands answer a script in RESP2 (Redis's default in scripts), whatever
@@ -835,7 +851,7 @@ fn run(
                 ctx.session.budget = budget;
                 ctx.session.no_block = no_block;
                 ctx.session.proto = proto;
-                drop(ctx);
+                drop(guard);
                 if over {
                     let e = "ERR a command's reply in the script passed the client's output limit";
                     return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));

@@ -1,5 +1,6 @@
 //! Server commands: INFO, COMMAND, CONFIG, TIME.
 
+use crate::acl::LogReason;
 use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::atomic::Ordering;
@@ -304,6 +305,23 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     line!("pubsubshard_channels:{}", node.pubsub.names(Space::Shard));
                 }
                 line!("total_error_replies:{}", node.commands.total_errors());
+                // Redis 7.2's ACL refusals, by reason.
+                for reason in [
+                    LogReason::Auth,
+                    LogReason::Command,
+                    LogReason::Key,
+                    LogReason::Channel,
+                ] {
+                    let short = if reason == LogReason::Command {
+                        "cmd"
+                    } else {
+                        reason.name()
+                    };
+                    line!(
+                        "acl_access_denied_{short}:{}",
+                        super::acl::registry(node).denied(reason)
+                    );
+                }
                 // Expired, evicted, created or missed keys not published (the store's logs
                 // of them were full; see "Keyspace notifications" in the README).
                 line!("shoal_notifications_dropped:{}", node.notes_dropped());
@@ -1248,6 +1266,10 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             })?;
         }
         node.update_settings(|settings| *settings = next.clone());
+        // `requirepass` is the default user's password.
+        if names.iter().any(|n| n == "requirepass") {
+            super::acl::registry(node).set_requirepass(&next.requirepass);
+        }
         Ok(next)
     })();
     match result {

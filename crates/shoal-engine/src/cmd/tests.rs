@@ -56,7 +56,8 @@ impl H {
         let engine = Engine::new(cfg, None);
         let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
         let info = engine.clients.register(addr, addr, Box::new(|| {}));
-        let mut session = Session::new(info, !engine.requires_auth());
+        let mut session = Session::new(info, !super::acl::requires_auth(&engine));
+        super::acl::start_session(&engine, &mut session);
         if RESP3.with(Cell::get) {
             session.proto = Protocol::Resp3;
         }
@@ -1732,4 +1733,333 @@ fn stream_writes_replicate_as_what_they_did() {
         h.session.propagate.is_none(),
         "an explicit ID goes as it is"
     );
+}
+
+/// An array of bulk strings, as `ACL USERS` and `ACL LIST` answer.
+fn bulk_array(items: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", items.len());
+    for i in items {
+        out.push_str(&bulk(i));
+    }
+    out
+}
+
+#[test]
+fn acl_setuser_getuser_and_list() {
+    let mut h = H::new();
+    h.check("ACL WHOAMI", &bulk("default"));
+    h.check(
+        "ACL LIST",
+        &bulk_array(&["user default on nopass sanitize-payload ~* &* +@all"]),
+    );
+    h.check("ACL GETUSER nobody", NIL);
+    h.check(
+        "ACL SETUSER alice on >p1 ~cached:* %R~r* &ch* +@string -set +get",
+        OK,
+    );
+    h.check(
+        "ACL GETUSER alice",
+        "*12\r\n$5\r\nflags\r\n*2\r\n$2\r\non\r\n$16\r\nsanitize-payload\r\n$9\r\npasswords\r\n*1\r\n$64\r\nf64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a\r\n$8\r\ncommands\r\n$24\r\n-@all +@string -set +get\r\n$4\r\nkeys\r\n$15\r\n~cached:* %R~r*\r\n$8\r\nchannels\r\n$4\r\n&ch*\r\n$9\r\nselectors\r\n*0\r\n",
+    );
+    // Redis 7.2 keeps the rules as given, without repeats.
+    h.check(
+        "ACL SETUSER alice -@all +client|list +client|list +config|get +config +acl|list -acl",
+        OK,
+    );
+    h.check(
+        "ACL SETUSER alice (+get ~a*) (%W~w*",
+        "-ERR Unmatched parenthesis in acl selector starting at '(%W~w*'.\r\n",
+    );
+    h.check("ACL SETUSER alice \"(+set\" \"%W~w*)\"", OK);
+    h.check(
+        "ACL LIST",
+        &bulk_array(&[
+            "user alice on sanitize-payload #f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a ~cached:* %R~r* resetchannels &ch* -@all +client|list +config -acl (%W~w* resetchannels -@all +set)",
+            "user default on nopass sanitize-payload ~* &* +@all",
+        ]),
+    );
+    h.check("ACL USERS", &bulk_array(&["alice", "default"]));
+    // Refused rules change nothing.
+    h.check(
+        "ACL SETUSER alice off +nosuch",
+        "-ERR Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL\r\n",
+    );
+    h.check(
+        "ACL SETUSER alice blah",
+        "-ERR Error in ACL SETUSER modifier 'blah': Syntax error\r\n",
+    );
+    h.check("ACL SETUSER alice -select|0", "-ERR Error in ACL SETUSER modifier '-select|0': Unknown command or category name in ACL\r\n");
+    h.check("ACL SETUSER alice +config|get|x", "-ERR Error in ACL SETUSER modifier '+config|get|x': Allowing first-arg of a subcommand is not supported\r\n");
+    h.check("ACL SETUSER alice #ABC", "-ERR Error in ACL SETUSER modifier '#ABC': The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters\r\n");
+    h.check("ACL SETUSER alice <nope", "-ERR Error in ACL SETUSER modifier '<nope': The password you are trying to remove from the user does not exist\r\n");
+    h.check("ACL SETUSER alice allkeys ~x", "-ERR Error in ACL SETUSER modifier '~x': Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns\r\n");
+    h.check(
+        "ACL SETUSER alice \"(on)\"",
+        "-ERR Error in ACL SETUSER modifier '(on)': Syntax error\r\n",
+    );
+    h.check(
+        "ACL SETUSER \"a b\"",
+        "-ERR Usernames can't contain spaces or null characters\r\n",
+    );
+    let out = h.run("ACL GETUSER alice");
+    assert!(out.contains("$2\r\non\r\n"), "still on: {out}");
+    h.check("ACL SETUSER newbie", OK);
+    h.check("ACL GETUSER newbie", "*12\r\n$5\r\nflags\r\n*2\r\n$3\r\noff\r\n$16\r\nsanitize-payload\r\n$9\r\npasswords\r\n*0\r\n$8\r\ncommands\r\n$5\r\n-@all\r\n$4\r\nkeys\r\n$0\r\n\r\n$8\r\nchannels\r\n$0\r\n\r\n$9\r\nselectors\r\n*0\r\n");
+    h.check(
+        "ACL DELUSER default",
+        "-ERR The 'default' user cannot be removed\r\n",
+    );
+    h.check("ACL DELUSER newbie nobody alice", &int(2));
+    h.check("ACL USERS", &bulk_array(&["default"]));
+    h.check("ACL LOAD", "-ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.\r\n");
+}
+
+#[test]
+fn acl_cat_genpass_dryrun_and_help() {
+    let mut h = H::new();
+    let out = h.run("ACL CAT");
+    assert!(
+        out.starts_with("*21\r\n$8\r\nkeyspace\r\n$4\r\nread\r\n"),
+        "{out}"
+    );
+    let out = h.run("ACL CAT dangerous");
+    for name in [
+        "flushall",
+        "config|set",
+        "client|kill",
+        "acl|setuser",
+        "keys",
+    ] {
+        assert!(out.contains(&format!("\r\n{name}\r\n")), "{name} in {out}");
+    }
+    assert!(
+        !out.contains("\r\nconfig|help\r\n") && !out.contains("\r\nget\r\n"),
+        "{out}"
+    );
+    h.check("ACL CAT nosuch", "-ERR Unknown category 'nosuch'\r\n");
+    for (bits, len) in [("", 64), ("1", 1), ("5", 2), ("4096", 1024)] {
+        let out = h.run(&format!("ACL GENPASS {bits}"));
+        let hex = out.split("\r\n").nth(1).unwrap();
+        assert_eq!(hex.len(), len, "{out}");
+        assert!(hex
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
+    assert_ne!(h.run("ACL GENPASS"), h.run("ACL GENPASS"));
+    h.check(
+        "ACL GETUSER",
+        "-ERR wrong number of arguments for 'acl|getuser' command\r\n",
+    );
+    h.check(
+        "ACL WHOAMI x",
+        "-ERR wrong number of arguments for 'acl|whoami' command\r\n",
+    );
+    h.check(
+        "ACL CAT a b",
+        "-ERR unknown subcommand or wrong number of arguments for 'CAT'. Try ACL HELP.\r\n",
+    );
+    for bad in ["0", "4097", "-1"] {
+        h.check(&format!("ACL GENPASS {bad}"), "-ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096\r\n");
+    }
+    h.check("ACL GENPASS x", NOT_INT);
+    h.check(
+        "ACL SETUSER bob on >pw ~b:* &news* +@read +set +publish +select|0",
+        OK,
+    );
+    h.check("ACL DRYRUN bob get b:1", OK);
+    h.check("ACL DRYRUN bob set b:1 x", OK);
+    h.check(
+        "ACL DRYRUN bob del b:1",
+        &bulk("User bob has no permissions to run the 'del' command"),
+    );
+    h.check(
+        "ACL DRYRUN bob get a:1",
+        &bulk("User bob has no permissions to access the 'a:1' key"),
+    );
+    h.check(
+        "ACL DRYRUN bob publish other x",
+        &bulk("User bob has no permissions to access the 'other' channel"),
+    );
+    h.check(
+        "ACL DRYRUN bob config get x",
+        &bulk("User bob has no permissions to run the 'config|get' command"),
+    );
+    h.check("ACL DRYRUN bob select 0", OK);
+    h.check(
+        "ACL DRYRUN bob select 1",
+        &bulk("User bob has no permissions to run the 'select' command"),
+    );
+    h.check(
+        "ACL DRYRUN nobody get x",
+        "-ERR User 'nobody' not found\r\n",
+    );
+    h.check(
+        "ACL DRYRUN bob nosuch x",
+        "-ERR Command 'nosuch' not found\r\n",
+    );
+    h.check(
+        "ACL DRYRUN bob client nosuch",
+        "-ERR Command 'client' not found\r\n",
+    );
+    h.check(
+        "ACL DRYRUN bob get",
+        "-ERR wrong number of arguments for 'get' command\r\n",
+    );
+    assert!(h.run("ACL HELP").starts_with("*29\r\n"));
+    h.check(
+        "ACL FOO",
+        "-ERR unknown subcommand 'FOO'. Try ACL HELP.\r\n",
+    );
+}
+
+#[test]
+fn acl_refusals_auth_and_the_log() {
+    let mut h = H::new();
+    h.check(
+        "ACL SETUSER bob on >pw ~b:* %R~r:* &news* +@read +set +multi +exec +eval +sort",
+        OK,
+    );
+    h.check(
+        "AUTH bob wrong",
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    h.check("ACL WHOAMI", &bulk("default"));
+    h.check("AUTH bob pw", OK);
+    h.check("GET b:1", NIL);
+    h.check("GET r:1", NIL);
+    h.check("SET r:1 x", "-NOPERM No permissions to access a key\r\n");
+    h.check("GET a:1", "-NOPERM No permissions to access a key\r\n");
+    h.check(
+        "DEL b:1",
+        "-NOPERM User bob has no permissions to run the 'del' command\r\n",
+    );
+    h.check(
+        "CONFIG GET maxmemory",
+        "-NOPERM User bob has no permissions to run the 'config|get' command\r\n",
+    );
+    h.check(
+        "ACL WHOAMI",
+        "-NOPERM User bob has no permissions to run the 'acl|whoami' command\r\n",
+    );
+    // EXISTS needs neither read nor write: any matching pattern.
+    h.check("EXISTS r:1", &int(0));
+    // SORT's BY and GET patterns read other keys: only for a user that may read every key.
+    h.check("SORT_RO b:l", "*0\r\n");
+    // SORT's STORE key is a key it writes.
+    h.check(
+        "SORT b:l STORE secret",
+        "-NOPERM No permissions to access a key\r\n",
+    );
+    h.check("SORT b:l LIMIT 0 1 STORE b:out", &int(0));
+    // A script's call with too few arguments answers its arity error.
+    let out = h.run("EVAL \"return redis.pcall('publish')\" 0");
+    assert!(out.contains("wrong number of arguments"), "{out}");
+    h.check(
+        "SORT_RO b:l BY w_*",
+        "-ERR BY option of SORT denied due to insufficient ACL permissions.\r\n",
+    );
+    h.check(
+        "SORT_RO b:l GET #",
+        "-ERR GET option of SORT denied due to insufficient ACL permissions.\r\n",
+    );
+    // A script's commands are checked against its caller.
+    h.check(
+        "EVAL \"return redis.pcall('del', KEYS[1])\" 1 b:1",
+        "-ERR ACL failure in script: User bob has no permissions to run the 'del' command\r\n",
+    );
+    let out = h.run("EVAL \"return redis.call('del', KEYS[1])\" 1 b:1");
+    assert!(out.starts_with("-ERR ACL failure in script: User bob has no permissions to run the 'del' command script: "), "{out}");
+    // Refused while queued: the transaction is discarded.
+    h.check("MULTI", OK);
+    h.check(
+        "DEL b:1",
+        "-NOPERM User bob has no permissions to run the 'del' command\r\n",
+    );
+    h.check(
+        "EXEC",
+        "-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    // Allowed while queued, refused at EXEC: the ACL changed in between.
+    h.check("MULTI", OK);
+    h.check("SET b:1 v", "+QUEUED\r\n");
+    h.check("GET b:1", "+QUEUED\r\n");
+    let mut admin = H::new();
+    admin.node = std::mem::replace(&mut h.node, admin.node);
+    admin.check("ACL SETUSER bob -set", OK);
+    h.node = std::mem::replace(&mut admin.node, h.node);
+    h.check("EXEC", "*2\r\n-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: no permission to execute the command or subcommand\r\n$-1\r\n");
+    h.check("AUTH default x", OK);
+    let log = h.run("ACL LOG");
+    // Newest first: the EXEC refusal, the queued DEL, the script's, ...
+    assert!(log.starts_with("*"), "{log}");
+    for needle in [
+        "\r\nmulti\r\n",
+        "\r\nlua\r\n",
+        "\r\ntoplevel\r\n",
+        "\r\nauth\r\n",
+        "\r\nAUTH\r\n",
+        "\r\nkey\r\n",
+        "\r\nr:1\r\n",
+        "\r\nconfig|get\r\n",
+        "user=bob",
+    ] {
+        assert!(log.contains(needle), "{needle:?} in {log}");
+    }
+    let one = h.run("ACL LOG 1");
+    assert!(one.starts_with("*1\r\n*20\r\n$5\r\ncount\r\n"), "{one}");
+    h.check("ACL LOG -1", "*0\r\n");
+    h.check("ACL LOG RESET", OK);
+    h.check("ACL LOG", "*0\r\n");
+    let info = h.run("INFO stats");
+    assert!(info.contains("acl_access_denied_auth:1\r\n"), "{info}");
+    assert!(info.contains("acl_access_denied_key:3\r\n"), "{info}");
+}
+
+#[test]
+fn acl_default_user_and_requirepass() {
+    let mut h = H::with(|c| c.requirepass = "secret".into());
+    h.check("GET k", "-NOAUTH Authentication required.\r\n");
+    h.check("AUTH secret", OK);
+    let out = h.run("ACL LIST");
+    assert!(out.contains("user default on sanitize-payload #2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b ~* &* +@all"), "{out}");
+    h.check("CONFIG SET requirepass \"\"", OK);
+    h.check(
+        "ACL LIST",
+        &bulk_array(&["user default on nopass sanitize-payload ~* &* +@all"]),
+    );
+    h.check("AUTH x", "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n");
+    h.check("CONFIG SET requirepass other", OK);
+    h.check(
+        "AUTH secret",
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    h.check("AUTH other", OK);
+    // A configured default user starts from `reset`; a user is declared once.
+    let mut h = H::with(|c| c.user = vec!["default on nopass +@read".into()]);
+    assert_eq!(
+        super::acl::registry(&h.node.engine)
+            .default_user()
+            .describe(),
+        "user default on nopass sanitize-payload resetchannels -@all +@read"
+    );
+    h.check("GET k", "-NOPERM No permissions to access a key\r\n");
+    h.check(
+        "ACL LIST",
+        "-NOPERM User default has no permissions to run the 'acl|list' command\r\n",
+    );
+    let (_, problem) = super::acl::build("", &["a on".into(), "a off".into()]);
+    assert!(problem.unwrap().contains("Duplicate user found"));
+    // A user from the configuration; the last HELLO AUTH counts.
+    let mut h = H::with(|c| c.user = vec!["app on >s3 ~app:* +@all".into()]);
+    h.check("ACL USERS", &bulk_array(&["app", "default"]));
+    let out = h.run("HELLO 2 AUTH app wrong AUTH app s3");
+    assert!(out.starts_with("*14\r\n"), "{out}");
+    h.check("ACL WHOAMI", &bulk("app"));
+    h.check("GET other", "-NOPERM No permissions to access a key\r\n");
+    assert!(h.run("CLIENT INFO").contains(" user=app "));
+    h.check("CLIENT KILL USER app SKIPME no", &int(1));
+    assert!(h.session.close);
+    assert!(super::acl::build("", &["bad on +nosuch".into()])
+        .1
+        .is_some());
 }
