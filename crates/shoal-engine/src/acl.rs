@@ -850,6 +850,64 @@ pub fn merge_selector_args<A: AsRef<[u8]>>(args: &[A]) -> Result<Vec<Vec<u8>>, V
     }
 }
 
+/// Reads an ACL file (Redis's format: one `user <name> <rule> ...` a line, quoted as in
+/// redis-cli, blank lines skipped) into its users, all or nothing: on an error, every line's
+/// problem, named `<file>:<line>`, as `ACL LOAD` reports them.
+pub fn parse_file(text: &[u8], file: &str, catalog: &Catalog) -> Result<Vec<User>, String> {
+    let mut users: Vec<User> = Vec::new();
+    let mut errors = String::new();
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let at = n + 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Some(words) = shoal_resp::inline::split_args(line) else {
+            errors.push_str(&format!("{file}:{at}: unbalanced quotes in acl line. "));
+            continue;
+        };
+        if !words[0].eq_ignore_ascii_case(b"user") || words.len() < 2 {
+            errors.push_str(&format!("{file}:{at} should start with user keyword. "));
+            continue;
+        }
+        let name = &words[1];
+        if name.iter().any(|&b| b == 0 || b.is_ascii_whitespace()) {
+            let shown = String::from_utf8_lossy(name);
+            errors.push_str(&format!(
+                "{file}:{at}: username '{shown}' contains invalid characters. "
+            ));
+            continue;
+        }
+        if users.iter().any(|u| u.name == name[..]) {
+            let shown = String::from_utf8_lossy(name);
+            errors.push_str(&format!(
+                "WARNING: Duplicate user '{shown}' found on line {at}. "
+            ));
+            continue;
+        }
+        let rules = match merge_selector_args(&words[2..]) {
+            Ok(rules) => rules,
+            Err(open) => {
+                let shown = String::from_utf8_lossy(&open);
+                errors.push_str(&format!(
+                    "{file}:{at}: Unmatched parenthesis in acl selector starting at '{shown}'. "
+                ));
+                continue;
+            }
+        };
+        let mut user = User::new(name, catalog);
+        match rules.iter().try_for_each(|r| user.apply(r, catalog)) {
+            Ok(()) => users.push(user),
+            Err(why) => errors.push_str(&format!("{file}:{at}: {why}. ")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(users)
+    } else {
+        Err(errors)
+    }
+}
+
 /// Why an entry went into the ACL LOG.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogReason {
@@ -1014,6 +1072,32 @@ impl Registry {
         users.insert(name.to_vec(), Arc::new(user));
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Replaces every user with `users` (ACL LOAD); `default` as it starts when they do not
+    /// name it. Returns the names no longer there.
+    pub fn replace_all(&self, users: Vec<User>) -> Vec<Vec<u8>> {
+        let mut fresh: BTreeMap<Vec<u8>, Arc<User>> = users
+            .into_iter()
+            .map(|u| (u.name.clone(), Arc::new(u)))
+            .collect();
+        fresh
+            .entry(b"default".to_vec())
+            .or_insert_with(|| Arc::new(User::default_user(&self.catalog)));
+        let mut current = self.users.write().unwrap_or_else(|e| e.into_inner());
+        let gone = current
+            .keys()
+            .filter(|name| !fresh.contains_key(*name))
+            .cloned()
+            .collect();
+        *current = fresh;
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        gone
+    }
+
+    /// Every user as an ACL file holds it (ACL SAVE): its `ACL LIST` line each.
+    pub fn file_text(&self) -> String {
+        self.read().values().map(|u| u.describe() + "\n").collect()
     }
 
     /// Deletes the users named (never `default`); how many there were.
@@ -1253,6 +1337,32 @@ mod tests {
         assert_eq!(
             merge_selector_args(&["(+get", "~a*"]),
             Err(b"(+get".to_vec())
+        );
+    }
+
+    #[test]
+    fn an_acl_file_loads_whole_or_not_at_all() {
+        let c = catalog();
+        let text =
+            b"user default on nopass ~* &* +@all\n\nuser app on >pw ~a:* \"(+set ~b*)\" +get\r\n";
+        let users = parse_file(text, "users.acl", &c).unwrap();
+        assert_eq!(users.len(), 2);
+        assert_eq!(
+            users[1].describe(),
+            "user app on sanitize-payload #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~a:* resetchannels -@all +get (~b* resetchannels -@all +set)"
+        );
+        let bad = b"user a on\nuser b +nosuch\nfoo\nuser a off\nuser c \"on\n";
+        assert_eq!(
+            parse_file(bad, "f", &c).unwrap_err(),
+            "f:2: Unknown command or category name in ACL. f:3 should start with user keyword. WARNING: Duplicate user 'a' found on line 4. f:5: unbalanced quotes in acl line. "
+        );
+        let r = Registry::new(catalog());
+        r.set_user(b"old", &["on"]).unwrap();
+        let gone = r.replace_all(parse_file(b"user app on", "f", &c).unwrap());
+        assert_eq!(gone, vec![b"old".to_vec()]);
+        assert_eq!(
+            r.file_text(),
+            "user app on sanitize-payload resetchannels -@all\nuser default on nopass sanitize-payload ~* &* +@all\n"
         );
     }
 

@@ -212,6 +212,9 @@ pub struct NodeConfig {
     /// >secret ~cache:* +@read`); a string or an array of them.
     #[serde(deserialize_with = "one_or_many")]
     pub user: Vec<String>,
+    /// An ACL file (Redis's `aclfile`): the users, read at start-up and by ACL LOAD, written
+    /// by ACL SAVE; empty = none. Not together with `user`.
+    pub aclfile: String,
     /// Connected clients at most; one more gets `-ERR max number of clients reached`.
     pub maxclients: usize,
     /// Close a client idle for this many seconds; 0 = never (Redis's `timeout`).
@@ -393,6 +396,7 @@ impl Default for NodeConfig {
             maxmemory_samples: 5,
             requirepass: String::new(),
             user: Vec::new(),
+            aclfile: String::new(),
             maxclients: 10_000,
             timeout: 0,
             slowlog_log_slower_than: 10_000,
@@ -459,6 +463,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "maxmemory-samples",
     "requirepass",
     "user",
+    "aclfile",
     "maxclients",
     "timeout",
     "slowlog-log-slower-than",
@@ -517,6 +522,7 @@ pub const STRING_KEYS: &[&str] = &[
     "maxmemory-policy",
     "requirepass",
     "user",
+    "aclfile",
     "client-output-buffer-limit",
     "log-level",
     "tls-cert-file",
@@ -588,6 +594,9 @@ pub fn env_var_name(key: &str) -> String {
 impl NodeConfig {
     /// Checks values that deserialization alone cannot.
     pub fn validate(&self) -> Result<(), String> {
+        if !self.user.is_empty() && !self.aclfile.is_empty() {
+            return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+        }
         if crate::notify::parse(&self.notify_keyspace_events).is_none() {
             return Err(format!(
                 "invalid notify-keyspace-events '{}': {}",

@@ -187,6 +187,11 @@ pub async fn start_with(
     mut listeners: Listeners,
 ) -> Result<RunningNode, StartError> {
     config.validate().map_err(StartError::Config)?;
+    // The users (configured, or an ACL file's): a refused rule stops the start, as in Redis.
+    let (users, problem) = crate::acl::build(&config.requirepass, &config.user, &config.aclfile);
+    if let Some(why) = problem {
+        return Err(StartError::Config(why));
+    }
     let fit = fdlimit::fit(config.maxclients).map_err(|e| StartError::Config(e.to_string()))?;
     if fit.maxclients < config.maxclients {
         tracing::warn!(
@@ -270,6 +275,8 @@ pub async fn start_with(
     let tombstone_ttl = config.tombstone_ttl_ms;
     let gossip_config = gossip_start.as_ref().map(|_| config.clone());
     let node = Arc::new(Server::new(Engine::new(config, config_file), cluster));
+    // Nothing has read the users yet: the registry just built is the node's.
+    let _ = node.engine.acl.set(users);
     // The first allocator reading is the empty server's resident size.
     node.engine.refresh_memory();
     if node.cluster.is_some() {

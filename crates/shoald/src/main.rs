@@ -111,9 +111,6 @@ fn load_config(cli: &Cli) -> Result<NodeConfig, String> {
         .try_into()
         .map_err(|e: toml::de::Error| e.to_string())?;
     config.validate()?;
-    if let (_, Some(why)) = shoal_node::acl::build(&config.requirepass, &config.user) {
-        return Err(why);
-    }
     Ok(config)
 }
 

@@ -384,6 +384,22 @@ fn other_bad_invocations_are_refused() {
     assert_refused(&["--port", "0", "--set", "hz"], &[], &["KEY=VALUE"]);
     assert_refused(&["--port", "0", "--log-level", "loud"], &[], &["loud"]);
     assert_refused(&["--port", "0", "--set", "hz=0"], &[], &["hz"]);
+    // ACL users: a refused rule, an ACL file that cannot be read, both at once.
+    assert_refused(
+        &["--port", "0", "--set", "user=app on +nosuch"],
+        &[],
+        &["user 'app'", "Unknown command or category name in ACL"],
+    );
+    assert_refused(
+        &["--port", "0", "--set", &format!("aclfile={missing}")],
+        &[],
+        &["Error loading ACLs, opening file", missing],
+    );
+    assert_refused(
+        &["--port", "0", "--set", "user=a on", "--set", "aclfile=x"],
+        &[],
+        &["either an ACL file or declare users"],
+    );
 }
 
 #[test]

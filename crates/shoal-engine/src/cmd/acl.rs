@@ -25,7 +25,7 @@ const LOG_MAX_LEN: usize = 128;
 pub fn registry(node: &Engine) -> &Registry {
     node.acl.get_or_init(|| {
         let settings = node.settings();
-        let (registry, problem) = build(&settings.requirepass, &settings.user);
+        let (registry, problem) = build(&settings.requirepass, &settings.user, &settings.aclfile);
         if let Some(why) = problem {
             tracing::warn!("{why}");
         }
@@ -37,11 +37,15 @@ pub fn registry(node: &Engine) -> &Registry {
 /// the configuration (each `<name> <rule> ...`, as after Redis's `user` directive), and
 /// what was wrong with the first entry refused (left out). As in Redis, `requirepass`
 /// comes first and a `default` entry starts from `reset` (so it decides alone), and a
-/// user may be declared once.
-pub fn build(requirepass: &str, users: &[String]) -> (Registry, Option<String>) {
+/// user may be declared once. With an ACL file (`aclfile`), its users instead.
+pub fn build(requirepass: &str, users: &[String], aclfile: &str) -> (Registry, Option<String>) {
     let registry = Registry::new(catalog());
     if !requirepass.is_empty() {
         registry.set_requirepass(requirepass);
+    }
+    if !aclfile.is_empty() {
+        let problem = load_file(&registry, aclfile).err();
+        return (registry, problem);
     }
     let mut problem = None;
     let mut seen = std::collections::HashSet::new();
@@ -74,6 +78,27 @@ pub fn build(requirepass: &str, users: &[String]) -> (Registry, Option<String>) 
         }
     }
     (registry, problem)
+}
+
+/// Replaces the users with those of the ACL file `path`, all or nothing; the error says why
+/// not (every line's problem).
+fn load_file(registry: &Registry, path: &str) -> Result<Vec<Vec<u8>>, String> {
+    let text = std::fs::read(path)
+        .map_err(|e| format!("Error loading ACLs, opening file '{path}': {e}"))?;
+    let users = acl::parse_file(&text, path, registry.catalog()).map_err(|errors| {
+        format!("{errors}WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+    })?;
+    Ok(registry.replace_all(users))
+}
+
+/// Writes every user to the ACL file `path` (a temporary file beside it, renamed over it,
+/// so a reader never sees half of it).
+fn save_file(registry: &Registry, path: &str) -> std::io::Result<()> {
+    let tmp = format!("{path}.tmp-{}", std::process::id());
+    std::fs::write(&tmp, registry.file_text())?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// The catalog ACL rules are read against: every row clients see, each container's
@@ -409,7 +434,11 @@ fn with_request<T>(
 }
 
 /// The session's user, read again when the users changed since (one atomic load when
-/// they did not). `None` for a session whose commands are not checked (Shoal's own).
+/// they did not), when it has restrictions to check; `None` for a user allowed
+/// everything and for a session whose commands are not checked (Shoal's own).
+///
+/// A command of a user allowed everything costs two atomic loads here (no reference
+/// count is touched: the user is shared by every connection of every worker).
 fn current_user(node: &Engine, session: &mut Session) -> Option<Arc<User>> {
     let user = session.user.as_ref()?;
     let registry = registry(node);
@@ -423,7 +452,7 @@ fn current_user(node: &Engine, session: &mut Session) -> Option<Arc<User>> {
             None => session.close = true,
         }
     }
-    session.user.clone()
+    session.user.as_ref().filter(|u| !u.is_open()).cloned()
 }
 
 /// The error a command refused by the ACL gets, after it was logged; `None` when the
@@ -441,6 +470,14 @@ pub fn refusal(
         Ok(()) => return sort_patterns_refused(&user, index, spec, args),
         Err(refused) => refused,
     };
+    // Redis answers a container's unknown subcommand before the ACL (nothing logged):
+    // redis-py 8 sends `CLIENT MAINT_NOTIFICATIONS` on each RESP3 connection.
+    if refused.reason == LogReason::Command
+        && super::is_container(spec)
+        && !super::names_subcommand(spec.subcommands, args)
+    {
+        return Some(super::unknown_subcommand(spec.name, &args[1]));
+    }
     log(
         node,
         session,
@@ -746,7 +783,31 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 .map(|u| Reply::bulk(u.describe()))
                 .collect(),
         ),
-        (b"load" | b"save", 2) => err(NO_ACL_FILE),
+        (b"load" | b"save", 2) => {
+            let path = ctx.engine.settings().aclfile;
+            if path.is_empty() {
+                return err(NO_ACL_FILE);
+            }
+            if &sub[..] == b"save" {
+                return match save_file(registry, &path) {
+                    Ok(()) => Reply::ok(),
+                    Err(e) => {
+                        tracing::warn!("ACL SAVE to {path}: {e}");
+                        err("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+                    }
+                };
+            }
+            match load_file(registry, &path) {
+                Ok(gone) => {
+                    // The connections of users no longer there end, as in Redis.
+                    for name in &gone {
+                        kill_clients_of(ctx, name, |_| true);
+                    }
+                    Reply::ok()
+                }
+                Err(why) => Reply::error(format!("ERR {why}")),
+            }
+        }
         (b"log", 2 | 3) => acl_log(registry, args.get(2)),
         (b"setuser", 3..) => {
             if args[2].iter().any(|&b| b == 0 || b.is_ascii_whitespace()) {

@@ -852,6 +852,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         }),
     ),
     text!("requirepass", requirepass),
+    ("aclfile", |c| c.aclfile.clone(), None),
     (
         "maxclients",
         |c| c.maxclients.to_string(),

@@ -1933,6 +1933,11 @@ fn acl_refusals_auth_and_the_log() {
         "DEL b:1",
         "-NOPERM User bob has no permissions to run the 'del' command\r\n",
     );
+    // A container's unknown subcommand is answered as such, before the ACL.
+    h.check(
+        "CLIENT MAINT_NOTIFICATIONS ON",
+        "-ERR unknown subcommand 'MAINT_NOTIFICATIONS'. Try CLIENT HELP.\r\n",
+    );
     h.check(
         "CONFIG GET maxmemory",
         "-NOPERM User bob has no permissions to run the 'config|get' command\r\n",
@@ -2047,7 +2052,7 @@ fn acl_default_user_and_requirepass() {
         "ACL LIST",
         "-NOPERM User default has no permissions to run the 'acl|list' command\r\n",
     );
-    let (_, problem) = super::acl::build("", &["a on".into(), "a off".into()]);
+    let (_, problem) = super::acl::build("", &["a on".into(), "a off".into()], "");
     assert!(problem.unwrap().contains("Duplicate user found"));
     // A user from the configuration; the last HELLO AUTH counts.
     let mut h = H::with(|c| c.user = vec!["app on >s3 ~app:* +@all".into()]);
@@ -2059,7 +2064,69 @@ fn acl_default_user_and_requirepass() {
     assert!(h.run("CLIENT INFO").contains(" user=app "));
     h.check("CLIENT KILL USER app SKIPME no", &int(1));
     assert!(h.session.close);
-    assert!(super::acl::build("", &["bad on +nosuch".into()])
+    assert!(super::acl::build("", &["bad on +nosuch".into()], "")
         .1
         .is_some());
+}
+
+#[test]
+fn acl_file_load_and_save() {
+    let path = std::env::temp_dir().join(format!("shoal-acl-{}.acl", std::process::id()));
+    std::fs::write(
+        &path,
+        "user app on >pw ~app:* +@all\nuser default on nopass ~* &* +@all\n",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap().to_string();
+    let mut h = H::with(|c| c.aclfile = file.clone());
+    h.check("ACL USERS", &bulk_array(&["app", "default"]));
+    h.check("CONFIG GET aclfile", &bulk_array(&["aclfile", &file]));
+    h.check("ACL SETUSER ops on >o +@all ~*", OK);
+    h.check("ACL SAVE", OK);
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert!(saved.contains("user ops on sanitize-payload #"), "{saved}");
+    assert!(
+        saved.contains("\nuser default on nopass sanitize-payload ~* &* +@all\n"),
+        "{saved}"
+    );
+    assert!(
+        saved.ends_with('\n') && saved.lines().count() == 3,
+        "{saved}"
+    );
+    // A file with a mistake changes nothing.
+    std::fs::write(&path, "user app on +nosuch\n").unwrap();
+    let out = h.run("ACL LOAD");
+    assert!(
+        out.starts_with(&format!(
+            "-ERR {file}:1: Unknown command or category name in ACL. WARNING: ACL errors detected"
+        )),
+        "{out}"
+    );
+    h.check("ACL USERS", &bulk_array(&["app", "default", "ops"]));
+    // A good one replaces every user; `default` as it starts when the file does not name it.
+    std::fs::write(&path, "user app off\n").unwrap();
+    h.check("ACL LOAD", OK);
+    h.check("ACL USERS", &bulk_array(&["app", "default"]));
+    h.check(
+        "ACL LIST",
+        &bulk_array(&[
+            "user app off sanitize-payload resetchannels -@all",
+            "user default on nopass sanitize-payload ~* &* +@all",
+        ]),
+    );
+    std::fs::remove_file(&path).unwrap();
+    let out = h.run("ACL LOAD");
+    assert!(
+        out.starts_with(&format!("-ERR Error loading ACLs, opening file '{file}'")),
+        "{out}"
+    );
+    let both = NodeConfig {
+        user: vec!["a on".into()],
+        aclfile: file,
+        ..NodeConfig::default()
+    };
+    assert!(both
+        .validate()
+        .unwrap_err()
+        .contains("either an ACL file or declare users"));
 }
