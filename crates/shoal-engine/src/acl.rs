@@ -426,62 +426,67 @@ impl Selector {
         out
     }
 
-    fn keys_text(&self) -> String {
+    /// The key patterns (bytes, as given: a pattern need not be UTF-8).
+    fn keys_text(&self) -> Vec<u8> {
         if self.all_keys {
-            return "~*".into();
+            return b"~*".to_vec();
         }
-        let parts: Vec<String> = self
+        let parts: Vec<Vec<u8>> = self
             .keys
             .iter()
             .map(|k| {
-                let flags = match (k.read, k.write) {
-                    (true, true) => "",
-                    (true, false) => "%R",
-                    _ => "%W",
+                let flags: &[u8] = match (k.read, k.write) {
+                    (true, true) => b"",
+                    (true, false) => b"%R",
+                    _ => b"%W",
                 };
-                format!("{flags}~{}", String::from_utf8_lossy(&k.pattern))
+                [flags, b"~", &k.pattern].concat()
             })
             .collect();
-        parts.join(" ")
+        parts.join(&b' ')
     }
 
-    fn channels_text(&self) -> String {
+    fn channels_text(&self) -> Vec<u8> {
         if self.all_channels {
-            return "&*".into();
+            return b"&*".to_vec();
         }
-        let parts: Vec<String> = self
+        let parts: Vec<Vec<u8>> = self
             .channels
             .iter()
-            .map(|c| format!("&{}", String::from_utf8_lossy(c)))
+            .map(|c| [b"&", &c[..]].concat())
             .collect();
-        parts.join(" ")
+        parts.join(&b' ')
     }
 
     /// The selector as `ACL LIST` writes it: keys, channels, commands.
-    fn describe(&self) -> String {
-        let mut out = String::new();
+    fn describe(&self) -> Vec<u8> {
+        let mut out = Vec::new();
         let keys = self.keys_text();
         if !keys.is_empty() {
-            out.push_str(&keys);
-            out.push(' ');
+            out.extend_from_slice(&keys);
+            out.push(b' ');
         }
         if self.all_channels {
-            out.push_str("&* ");
+            out.extend_from_slice(b"&* ");
         } else {
-            out.push_str("resetchannels ");
+            out.extend_from_slice(b"resetchannels ");
             for c in &self.channels {
-                out.push('&');
-                out.push_str(&String::from_utf8_lossy(c));
-                out.push(' ');
+                out.push(b'&');
+                out.extend_from_slice(c);
+                out.push(b' ');
             }
         }
-        out.push_str(&self.commands_text());
+        out.extend_from_slice(self.commands_text().as_bytes());
         out
     }
 
     /// `ACL GETUSER`'s commands, keys and channels of the selector.
-    pub fn texts(&self) -> [String; 3] {
-        [self.commands_text(), self.keys_text(), self.channels_text()]
+    pub fn texts(&self) -> [Vec<u8>; 3] {
+        [
+            self.commands_text().into_bytes(),
+            self.keys_text(),
+            self.channels_text(),
+        ]
     }
 
     fn check(&self, req: &Request<'_>) -> Result<(), Denied> {
@@ -719,11 +724,10 @@ impl User {
                 }
                 Some(b'(') if op.ends_with(b")") => {
                     let mut selector = Selector::new(catalog);
-                    let inside = &op[1..op.len() - 1];
-                    for rule in inside
-                        .split(|b| b.is_ascii_whitespace())
-                        .filter(|r| !r.is_empty())
-                    {
+                    // Split as Redis's `sdssplitargs` (quotes allowed).
+                    let inside = shoal_resp::inline::split_args(&op[1..op.len() - 1])
+                        .ok_or(RuleError::Syntax)?;
+                    for rule in &inside {
                         selector.apply(rule, catalog)?;
                     }
                     self.selectors.push(selector);
@@ -769,23 +773,24 @@ impl User {
         self.passwords.iter().map(|p| hex(p)).collect()
     }
 
-    /// The user as an `ACL LIST` line (and an ACL file's).
-    pub fn describe(&self) -> String {
-        let mut out = format!("user {}", String::from_utf8_lossy(&self.name));
+    /// The user as an `ACL LIST` line (and an ACL file's): bytes, as its name and
+    /// patterns are.
+    pub fn describe(&self) -> Vec<u8> {
+        let mut out = [b"user ", &self.name[..]].concat();
         for flag in self.flags() {
-            out.push(' ');
-            out.push_str(flag);
+            out.push(b' ');
+            out.extend_from_slice(flag.as_bytes());
         }
         for p in &self.passwords {
-            out.push_str(" #");
-            out.push_str(&hex(p));
+            out.extend_from_slice(b" #");
+            out.extend_from_slice(hex(p).as_bytes());
         }
-        out.push(' ');
-        out.push_str(&self.root.describe());
+        out.push(b' ');
+        out.extend_from_slice(&self.root.describe());
         for s in &self.selectors {
-            out.push_str(" (");
-            out.push_str(&s.describe());
-            out.push(')');
+            out.extend_from_slice(b" (");
+            out.extend_from_slice(&s.describe());
+            out.push(b')');
         }
         out
     }
@@ -866,7 +871,7 @@ pub fn parse_file(text: &[u8], file: &str, catalog: &Catalog) -> Result<Vec<User
             errors.push_str(&format!("{file}:{at}: unbalanced quotes in acl line. "));
             continue;
         };
-        if !words[0].eq_ignore_ascii_case(b"user") || words.len() < 2 {
+        if &words[0][..] != b"user" || words.len() < 2 {
             errors.push_str(&format!("{file}:{at} should start with user keyword. "));
             continue;
         }
@@ -1075,8 +1080,8 @@ impl Registry {
     }
 
     /// Replaces every user with `users` (ACL LOAD); `default` as it starts when they do not
-    /// name it. Returns the names no longer there.
-    pub fn replace_all(&self, users: Vec<User>) -> Vec<Vec<u8>> {
+    /// name it. Returns the users as they were.
+    pub fn replace_all(&self, users: Vec<User>) -> BTreeMap<Vec<u8>, Arc<User>> {
         let mut fresh: BTreeMap<Vec<u8>, Arc<User>> = users
             .into_iter()
             .map(|u| (u.name.clone(), Arc::new(u)))
@@ -1085,19 +1090,21 @@ impl Registry {
             .entry(b"default".to_vec())
             .or_insert_with(|| Arc::new(User::default_user(&self.catalog)));
         let mut current = self.users.write().unwrap_or_else(|e| e.into_inner());
-        let gone = current
-            .keys()
-            .filter(|name| !fresh.contains_key(*name))
-            .cloned()
-            .collect();
-        *current = fresh;
+        let before = std::mem::replace(&mut *current, fresh);
         self.epoch.fetch_add(1, Ordering::AcqRel);
-        gone
+        before
     }
 
     /// Every user as an ACL file holds it (ACL SAVE): its `ACL LIST` line each.
-    pub fn file_text(&self) -> String {
-        self.read().values().map(|u| u.describe() + "\n").collect()
+    pub fn file_text(&self) -> Vec<u8> {
+        self.read()
+            .values()
+            .flat_map(|u| {
+                let mut line = u.describe();
+                line.push(b'\n');
+                line
+            })
+            .collect()
     }
 
     /// Deletes the users named (never `default`); how many there were.
@@ -1178,14 +1185,14 @@ mod tests {
         let u = User::new(b"u", &c);
         assert_eq!(
             u.describe(),
-            "user u off sanitize-payload resetchannels -@all"
+            "user u off sanitize-payload resetchannels -@all".as_bytes()
         );
         assert_eq!(u.check(&cmd(&c, "get", &[])), Err(Denied::Command));
         let d = User::default_user(&c);
         assert!(d.is_open());
         assert_eq!(
             d.describe(),
-            "user default on nopass sanitize-payload ~* &* +@all"
+            "user default on nopass sanitize-payload ~* &* +@all".as_bytes()
         );
         assert!(d.accepts(b"anything"));
     }
@@ -1225,7 +1232,7 @@ mod tests {
     #[test]
     fn keys_need_a_pattern_with_the_access_the_command_needs() {
         let (u, c) = user(&["+@all", "~cache:*", "%R~ro:*", "%W~wo:*"]);
-        assert_eq!(u.root.keys_text(), "~cache:* %R~ro:* %W~wo:*");
+        assert_eq!(u.root.keys_text(), b"~cache:* %R~ro:* %W~wo:*");
         assert!(u.check(&cmd(&c, "get", &[(1, R, b"cache:1")])).is_ok());
         assert!(u.check(&cmd(&c, "get", &[(1, R, b"ro:1")])).is_ok());
         assert_eq!(
@@ -1277,7 +1284,7 @@ mod tests {
         );
         assert_eq!(
             u.describe(),
-            "user u off sanitize-payload ~a* resetchannels -@all +get (~b* resetchannels -@all +set)"
+            "user u off sanitize-payload ~a* resetchannels -@all +get (~b* resetchannels -@all +set)".as_bytes()
         );
     }
 
@@ -1295,6 +1302,16 @@ mod tests {
             u.check(&cmd(&c, "get", &[(1, R, b"k1")])),
             Err(Denied::Key(1))
         );
+    }
+
+    #[test]
+    fn a_selector_is_split_as_redis_splits_arguments() {
+        let (mut u, c) = user(&[]);
+        u.apply(b"(~\"ab\" +get)", &c).unwrap();
+        assert_eq!(u.selectors[0].keys_text(), b"~ab".to_vec());
+        // A pattern holds no whitespace, quoted or not (as in Redis).
+        assert_eq!(u.apply(b"(~\"a b\" +get)", &c), Err(RuleError::Syntax));
+        assert_eq!(u.apply(b"(~\"a +get)", &c), Err(RuleError::Syntax));
     }
 
     #[test]
@@ -1349,7 +1366,11 @@ mod tests {
         assert_eq!(users.len(), 2);
         assert_eq!(
             users[1].describe(),
-            "user app on sanitize-payload #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~a:* resetchannels -@all +get (~b* resetchannels -@all +set)"
+            "user app on sanitize-payload #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~a:* resetchannels -@all +get (~b* resetchannels -@all +set)".as_bytes()
+        );
+        assert!(
+            parse_file(b"USER a on", "f", &c).is_err(),
+            "the keyword is lowercase"
         );
         let bad = b"user a on\nuser b +nosuch\nfoo\nuser a off\nuser c \"on\n";
         assert_eq!(
@@ -1358,11 +1379,14 @@ mod tests {
         );
         let r = Registry::new(catalog());
         r.set_user(b"old", &["on"]).unwrap();
-        let gone = r.replace_all(parse_file(b"user app on", "f", &c).unwrap());
-        assert_eq!(gone, vec![b"old".to_vec()]);
+        let before = r.replace_all(parse_file(b"user app on", "f", &c).unwrap());
+        assert_eq!(
+            before.keys().collect::<Vec<_>>(),
+            vec![&b"default".to_vec(), &b"old".to_vec()]
+        );
         assert_eq!(
             r.file_text(),
-            "user app on sanitize-payload resetchannels -@all\nuser default on nopass sanitize-payload ~* &* +@all\n"
+            "user app on sanitize-payload resetchannels -@all\nuser default on nopass sanitize-payload ~* &* +@all\n".as_bytes()
         );
     }
 

@@ -75,17 +75,17 @@ impl McFrontend {
     /// Reads the next request off `input`, answering those that need no store here
     /// (authentication, SASL, malformed binary requests).
     fn next_request(&mut self, node: &Server, input: &mut BytesMut, out: &mut BytesMut) -> Next {
+        if self.auth.is_none() && !acl::memcache_still_allowed(&node.engine, &mut self.session) {
+            // Its user was deleted or restricted since it logged in (either protocol).
+            let why = "the connection's ACL user no longer allows every command".to_owned();
+            return Next::Stop(Step::Close(Close::Protocol(why)));
+        }
         if self.parser.at_boundary() {
             match binary::start(input) {
                 Start::Text => {}
                 Start::Partial => return Next::Stop(Step::NeedInput),
                 Start::Binary => return self.next_binary(node, input, out),
             }
-        }
-        if self.auth.is_none() && !acl::memcache_still_allowed(&node.engine, &mut self.session) {
-            // Its user was deleted or restricted since it logged in.
-            let why = "the connection's ACL user no longer allows every command".to_owned();
-            return Next::Stop(Step::Close(Close::Protocol(why)));
         }
         if let Some(auth) = self.auth.as_mut() {
             // memcached's `set`-based authentication, before any text request.

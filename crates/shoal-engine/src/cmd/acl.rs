@@ -4,6 +4,7 @@
 //! GETUSER, LIST, LOAD, LOG, SAVE, SETUSER, USERS, WHOAMI, HELP). The rules themselves are
 //! in `crate::acl`.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -82,9 +83,17 @@ pub fn build(requirepass: &str, users: &[String], aclfile: &str) -> (Registry, O
 
 /// Replaces the users with those of the ACL file `path`, all or nothing; the error says why
 /// not (every line's problem).
-fn load_file(registry: &Registry, path: &str) -> Result<Vec<Vec<u8>>, String> {
-    let text = std::fs::read(path)
-        .map_err(|e| format!("Error loading ACLs, opening file '{path}': {e}"))?;
+fn load_file(registry: &Registry, path: &str) -> Result<BTreeMap<Vec<u8>, Arc<User>>, String> {
+    let text = std::fs::read(path).map_err(|e| {
+        // Redis's `strerror` text, without Rust's "(os error n)".
+        let why = e.to_string();
+        let why = why
+            .split(" (os error")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        format!("Error loading ACLs, opening file '{path}': {why}")
+    })?;
     let users = acl::parse_file(&text, path, registry.catalog()).map_err(|errors| {
         format!("{errors}WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
     })?;
@@ -94,11 +103,27 @@ fn load_file(registry: &Registry, path: &str) -> Result<Vec<Vec<u8>>, String> {
 /// Writes every user to the ACL file `path` (a temporary file beside it, renamed over it,
 /// so a reader never sees half of it).
 fn save_file(registry: &Registry, path: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    // One save at a time (each worker may run one).
+    static SAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = SAVING.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = format!("{path}.tmp-{}", std::process::id());
-    std::fs::write(&tmp, registry.file_text())?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
+    let written = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(&registry.file_text())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        // The rename itself is durable once the folder is.
+        let dir = std::path::Path::new(path)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
-    })
+    }
+    written
 }
 
 /// The catalog ACL rules are read against: every row clients see, each container's
@@ -216,6 +241,8 @@ fn key_needs(spec: &CommandSpec, sub: Option<&str>, args: &[Bytes], nth: usize) 
         ("object", _) | ("memory", _) => return NONE,
         ("xgroup", _) => return W,
         ("xinfo", _) => return R,
+        // Redis 7's key spec: RO ACCESS (the group's state is not the key's value).
+        ("xreadgroup", _) => return R,
         _ => {}
     }
     match name {
@@ -374,7 +401,18 @@ fn check(user: &User, index: usize, spec: &CommandSpec, args: &[Bytes]) -> Resul
         return Ok(());
     }
     with_request(index, spec, args, |request, sub| {
-        user.check(request).map_err(|denied| match denied {
+        // A key of database 0 spelled as another database's stored key (`FF DB 00 n ...`,
+        // see `shoal_store::stored_key`) would reach that database, which the user may not
+        // be allowed to select: refused.
+        let disguised = request
+            .keys
+            .iter()
+            .find(|(_, _, key)| shoal_store::split_key(key).0 != 0);
+        let verdict = match disguised {
+            Some(&(at, _, _)) => Err(Denied::Key(at)),
+            None => user.check(request),
+        };
+        verdict.map_err(|denied| match denied {
             Denied::Command => Refusal {
                 reason: LogReason::Command,
                 object: match sub {
@@ -548,7 +586,11 @@ pub fn exec_refusal(node: &Engine, session: &mut Session, args: &[Bytes]) -> Opt
     let index = lookup_index(&args[0]).filter(|&i| i < TABLE.len())?;
     let spec = spec_at(index)?;
     let user = current_user(node, session)?;
-    let refused = check(&user, index, spec, args).err()?;
+    let refused = match check(&user, index, spec, args) {
+        // SORT's BY and GET patterns are checked when it runs, as in Redis.
+        Ok(()) => return sort_patterns_refused(&user, index, spec, args),
+        Err(refused) => refused,
+    };
     let why = match refused.reason {
         LogReason::Command => "no permission to execute the command or subcommand",
         LogReason::Key => "no permission to touch the specified keys",
@@ -601,9 +643,12 @@ pub fn authenticate(
     command: &[u8],
 ) -> bool {
     let registry = registry(node);
+    // The epoch before the user is read: a change in between makes the next command read
+    // the user again.
+    let epoch = registry.epoch();
     match registry.authenticate(name, pass) {
         Some(user) => {
-            session.acl_epoch = registry.epoch();
+            session.acl_epoch = epoch;
             *session.info.user.lock().unwrap_or_else(|e| e.into_inner()) =
                 Bytes::copy_from_slice(&user.name);
             session.user = Some(user);
@@ -780,7 +825,7 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             registry
                 .users()
                 .iter()
-                .map(|u| Reply::bulk(u.describe()))
+                .map(|u| Reply::Bulk(Bytes::from(u.describe())))
                 .collect(),
         ),
         (b"load" | b"save", 2) => {
@@ -798,10 +843,17 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 };
             }
             match load_file(registry, &path) {
-                Ok(gone) => {
-                    // The connections of users no longer there end, as in Redis.
-                    for name in &gone {
-                        kill_clients_of(ctx, name, |_| true);
+                Ok(before) => {
+                    // The connections of users no longer there end, and the subscribers of
+                    // users that lost channels, as in Redis.
+                    for (name, old) in &before {
+                        match registry.user(name) {
+                            None => kill_clients_of(ctx, name, |_| true),
+                            Some(new) if old.loses_channels(&new) => {
+                                kill_clients_of(ctx, name, |c| c.is_subscriber())
+                            }
+                            Some(_) => {}
+                        }
                     }
                     Reply::ok()
                 }
@@ -928,6 +980,7 @@ fn dryrun(registry: &Registry, args: &[Bytes]) -> Reply {
 
 fn getuser(user: &User) -> Reply {
     let s = |t: &str| Reply::bulk(t.to_string());
+    let b = |t: Vec<u8>| Reply::Bulk(Bytes::from(t));
     let [commands, keys, channels] = user.root.texts();
     let selectors = user
         .selectors
@@ -935,9 +988,9 @@ fn getuser(user: &User) -> Reply {
         .map(|sel| {
             let [commands, keys, channels] = sel.texts();
             Reply::Map(vec![
-                (s("commands"), s(&commands)),
-                (s("keys"), s(&keys)),
-                (s("channels"), s(&channels)),
+                (s("commands"), b(commands)),
+                (s("keys"), b(keys)),
+                (s("channels"), b(channels)),
             ])
         })
         .collect();
@@ -950,9 +1003,9 @@ fn getuser(user: &User) -> Reply {
             s("passwords"),
             Reply::Array(user.password_hashes().iter().map(|h| s(h)).collect()),
         ),
-        (s("commands"), s(&commands)),
-        (s("keys"), s(&keys)),
-        (s("channels"), s(&channels)),
+        (s("commands"), b(commands)),
+        (s("keys"), b(keys)),
+        (s("channels"), b(channels)),
         (s("selectors"), Reply::Array(selectors)),
     ])
 }
