@@ -633,6 +633,16 @@ impl User {
         u
     }
 
+    /// Whether a rule of this user looks at keys (a selector without `allkeys`).
+    pub fn checks_keys(&self) -> bool {
+        !(self.root.all_keys && self.selectors.iter().all(|s| s.all_keys))
+    }
+
+    /// Whether a rule of this user looks at channels (a selector without `allchannels`).
+    pub fn checks_channels(&self) -> bool {
+        !(self.root.all_channels && self.selectors.iter().all(|s| s.all_channels))
+    }
+
     /// Whether no command needs checking for this user.
     pub fn is_open(&self) -> bool {
         self.open

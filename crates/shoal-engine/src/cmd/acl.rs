@@ -354,7 +354,7 @@ fn sort_patterns_refused(
             None
         };
         if let Some(e) = refused {
-            if !with_request(index, spec, args, |request, _| {
+            if !with_request(user, index, spec, args, |request, _| {
                 user.reads_every_key(request)
             }) {
                 return Some(err(e));
@@ -400,16 +400,16 @@ fn check(user: &User, index: usize, spec: &CommandSpec, args: &[Bytes]) -> Resul
     if user.is_open() || index >= TABLE.len() || spec.flags & flag::NOAUTH != 0 {
         return Ok(());
     }
-    with_request(index, spec, args, |request, sub| {
-        // A key of database 0 spelled as another database's stored key (`FF DB 00 n ...`,
-        // see `shoal_store::stored_key`) would reach that database, which the user may not
-        // be allowed to select: refused.
-        let disguised = request
-            .keys
-            .iter()
-            .find(|(_, _, key)| shoal_store::split_key(key).0 != 0);
+    // A key of database 0 spelled as another database's stored key (`FF DB 00 n ...`, see
+    // `shoal_store::stored_key`) would reach that database, which the user may not be
+    // allowed to select: refused.
+    let disguised = spec
+        .key_positions(args)
+        .chain(option_keys(spec, args))
+        .find(|&at| shoal_store::split_key(&args[at]).0 != 0);
+    with_request(user, index, spec, args, |request, sub| {
         let verdict = match disguised {
-            Some(&(at, _, _)) => Err(Denied::Key(at)),
+            Some(at) => Err(Denied::Key(at)),
             None => user.check(request),
         };
         verdict.map_err(|denied| match denied {
@@ -434,7 +434,11 @@ fn check(user: &User, index: usize, spec: &CommandSpec, args: &[Bytes]) -> Resul
 
 /// Calls `f` with what `args` (a command of row `spec` at `index`) asks of the ACL, and
 /// its subcommand's name.
+///
+/// Only what the user's rules look at is gathered (a user of `~*` and `&*` has its keys and
+/// channels checked by no rule).
 fn with_request<T>(
+    user: &User,
     index: usize,
     spec: &CommandSpec,
     args: &[Bytes],
@@ -451,13 +455,20 @@ fn with_request<T>(
     };
     let id = row_ids()[index] + sub_at.map_or(0, |i| i + 1);
     let sub = sub_at.map(|i| spec.subcommands[i]);
-    let keys: Vec<(usize, KeyNeeds, &[u8])> = spec
-        .key_positions(args)
-        .chain(option_keys(spec, args))
-        .enumerate()
-        .map(|(nth, at)| (at, key_needs(spec, sub, args, nth), &args[at][..]))
-        .collect();
-    let channels = channels(spec, args);
+    let keys: Vec<(usize, KeyNeeds, &[u8])> = if user.checks_keys() {
+        spec.key_positions(args)
+            .chain(option_keys(spec, args))
+            .enumerate()
+            .map(|(nth, at)| (at, key_needs(spec, sub, args, nth), &args[at][..]))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let channels = if user.checks_channels() {
+        channels(spec, args)
+    } else {
+        Vec::new()
+    };
     let request = Request {
         id,
         first_arg: if spec.subcommands.is_empty() {
@@ -471,14 +482,14 @@ fn with_request<T>(
     f(&request, sub)
 }
 
-/// The session's user, read again when the users changed since (one atomic load when
-/// they did not), when it has restrictions to check; `None` for a user allowed
-/// everything and for a session whose commands are not checked (Shoal's own).
-///
-/// A command of a user allowed everything costs two atomic loads here (no reference
-/// count is touched: the user is shared by every connection of every worker).
-fn current_user(node: &Engine, session: &mut Session) -> Option<Arc<User>> {
-    let user = session.user.as_ref()?;
+/// Reads the session's user again when the users changed since (one atomic load when
+/// they did not). The callers borrow it, never clone it: the user is shared by every
+/// connection of every worker, and a reference count per command would bounce its cache
+/// line between them.
+fn refresh_user(node: &Engine, session: &mut Session) {
+    let Some(user) = session.user.as_ref() else {
+        return;
+    };
     let registry = registry(node);
     let epoch = registry.epoch();
     if session.acl_epoch != epoch {
@@ -490,7 +501,6 @@ fn current_user(node: &Engine, session: &mut Session) -> Option<Arc<User>> {
             None => session.close = true,
         }
     }
-    session.user.as_ref().filter(|u| !u.is_open()).cloned()
 }
 
 /// The error a command refused by the ACL gets, after it was logged; `None` when the
@@ -503,9 +513,10 @@ pub fn refusal(
     args: &[Bytes],
     context: &'static str,
 ) -> Option<Reply> {
-    let user = current_user(node, session)?;
-    let refused = match check(&user, index, spec, args) {
-        Ok(()) => return sort_patterns_refused(&user, index, spec, args),
+    refresh_user(node, session);
+    let user = session.user.as_deref().filter(|u| !u.is_open())?;
+    let refused = match check(user, index, spec, args) {
+        Ok(()) => return sort_patterns_refused(user, index, spec, args),
         Err(refused) => refused,
     };
     // Redis answers a container's unknown subcommand before the ACL (nothing logged):
@@ -585,10 +596,11 @@ pub fn script_refusal(node: &Engine, session: &mut Session, args: &[Bytes]) -> O
 pub fn exec_refusal(node: &Engine, session: &mut Session, args: &[Bytes]) -> Option<Reply> {
     let index = lookup_index(&args[0]).filter(|&i| i < TABLE.len())?;
     let spec = spec_at(index)?;
-    let user = current_user(node, session)?;
-    let refused = match check(&user, index, spec, args) {
+    refresh_user(node, session);
+    let user = session.user.as_deref().filter(|u| !u.is_open())?;
+    let refused = match check(user, index, spec, args) {
         // SORT's BY and GET patterns are checked when it runs, as in Redis.
-        Ok(()) => return sort_patterns_refused(&user, index, spec, args),
+        Ok(()) => return sort_patterns_refused(user, index, spec, args),
         Err(refused) => refused,
     };
     let why = match refused.reason {
