@@ -266,8 +266,15 @@ impl ClientRegistry {
     }
 
     /// A snapshot of the connected clients in id order.
+    /// The connected clients, but those killed and not gone yet (their I/O loop has still
+    /// to notice): Redis unlinks a killed client at once, so CLIENT LIST right after CLIENT
+    /// KILL no longer shows it (redis-py's `test_client_kill_filter_by_addr`).
     pub fn all(&self) -> Vec<Arc<ClientInfo>> {
-        self.lock().values().cloned().collect()
+        self.lock()
+            .values()
+            .filter(|c| !c.killed.load(Ordering::Relaxed))
+            .cloned()
+            .collect()
     }
 
     pub fn len(&self) -> usize {

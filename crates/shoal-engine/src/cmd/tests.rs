@@ -2142,3 +2142,16 @@ fn acl_file_load_and_save() {
         .unwrap_err()
         .contains("either an ACL file or declare users"));
 }
+
+#[test]
+fn a_killed_client_leaves_client_list_at_once() {
+    let mut h = H::new();
+    let addr: SocketAddr = "127.0.0.1:6000".parse().unwrap();
+    let other = h.node.engine.clients.register(addr, addr, Box::new(|| {}));
+    assert!(h.run("CLIENT LIST").contains("addr=127.0.0.1:6000"));
+    h.check("CLIENT KILL ADDR 127.0.0.1:6000", &int(1));
+    // Its connection has not noticed yet: it is still registered, but not listed.
+    assert!(other.killed.load(Ordering::Relaxed));
+    assert!(!h.run("CLIENT LIST").contains("addr=127.0.0.1:6000"));
+    h.check("CLIENT KILL ADDR 127.0.0.1:6000", &int(0));
+}
