@@ -223,6 +223,8 @@ pub struct NodeConfig {
     pub slowlog_log_slower_than: i64,
     /// SLOWLOG keeps this many entries at most.
     pub slowlog_max_len: u64,
+    /// ACL LOG keeps this many entries at most (Redis's `acllog-max-len`).
+    pub acllog_max_len: u64,
     /// A stream's node takes no more entries once its listpack would pass this many bytes
     /// (Redis's `stream-node-max-bytes`; 0 = Redis's 1 GB bound).
     pub stream_node_max_bytes: ByteSize,
@@ -401,6 +403,7 @@ impl Default for NodeConfig {
             timeout: 0,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            acllog_max_len: 128,
             stream_node_max_bytes: ByteSize(shoal_store::STREAM_NODE_MAX_BYTES as u64),
             stream_node_max_entries: u64::from(shoal_store::STREAM_NODE_MAX_ENTRIES),
             latency_monitor_threshold: 0,
@@ -468,6 +471,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "timeout",
     "slowlog-log-slower-than",
     "slowlog-max-len",
+    "acllog-max-len",
     "stream-node-max-bytes",
     "stream-node-max-entries",
     "latency-monitor-threshold",

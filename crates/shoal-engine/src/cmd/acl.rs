@@ -18,9 +18,6 @@ use crate::acl::{self, Catalog, Denied, KeyNeeds, LogEntry, LogReason, Registry,
 use crate::client::ClientInfo;
 use crate::Engine;
 
-/// Redis's `acllog-max-len` default.
-const LOG_MAX_LEN: usize = 128;
-
 /// The node's users: built on first use from the command table, `requirepass` and the
 /// configuration's `user` entries (see [`build`]).
 pub fn registry(node: &Engine) -> &Registry {
@@ -568,13 +565,14 @@ fn log(
         created_ms: now,
         updated_ms: now,
     };
+    let max_len = node.with_settings(|s| usize::try_from(s.acllog_max_len).unwrap_or(usize::MAX));
     let registry = registry(node);
     registry.note_denied(reason);
     registry
         .log
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .add(entry, now, LOG_MAX_LEN);
+        .add(entry, now, max_len);
 }
 
 /// The error of a command a script's caller may not run (`redis.call`), after it was

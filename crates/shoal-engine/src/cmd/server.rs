@@ -902,6 +902,14 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         }),
     ),
     (
+        "acllog-max-len",
+        |c| c.acllog_max_len.to_string(),
+        Some(|c, v| {
+            c.acllog_max_len = ranged(v, 0, i64::MAX)? as u64;
+            Ok(())
+        }),
+    ),
+    (
         "proto-max-bulk-len",
         |c| c.proto_max_bulk_len.0.to_string(),
         Some(|c, v| {

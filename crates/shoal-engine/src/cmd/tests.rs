@@ -2030,6 +2030,20 @@ fn acl_refusals_auth_and_the_log() {
     let info = h.run("INFO stats");
     assert!(info.contains("acl_access_denied_auth:1\r\n"), "{info}");
     assert!(info.contains("acl_access_denied_key:4\r\n"), "{info}");
+    // acllog-max-len bounds it (0: nothing kept).
+    h.check("CONFIG SET acllog-max-len 1", OK);
+    h.check("AUTH bob pw", OK);
+    h.run("GET a:1");
+    h.run("GET a:2");
+    h.check("AUTH default x", OK);
+    let log = h.run("ACL LOG");
+    assert!(log.starts_with("*1\r\n") && log.contains("a:2"), "{log}");
+    h.check("CONFIG SET acllog-max-len 0", OK);
+    h.check("ACL LOG RESET", OK);
+    h.check("AUTH bob pw", OK);
+    h.run("GET a:3");
+    h.check("AUTH default x", OK);
+    h.check("ACL LOG", "*0\r\n");
 }
 
 #[test]
