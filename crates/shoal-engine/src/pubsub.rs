@@ -290,7 +290,8 @@ impl PubSub {
 
     /// Delivers `payload` on `channel` (of [`Space::Channel`], or [`Space::Shard`] when
     /// `shard`) to every subscriber here, within `limit`; the number of subscribers that
-    /// were given it (one per matching pattern of a client too, as Redis counts).
+    /// were given it (one per matching pattern of a client too, as Redis counts; not one
+    /// closed at its output limit, which Redis still counts until it is freed).
     pub fn publish(
         &self,
         channel: &Bytes,
@@ -327,8 +328,8 @@ impl PubSub {
                     shard,
                     invalidate: None,
                 };
-                mailbox.deliver(m, limit, now);
-                receivers += 1;
+                // One closed at its output limit (by this message or before) got nothing.
+                receivers += usize::from(mailbox.deliver(m, limit, now));
             }
         }
         if !shard {
@@ -345,8 +346,7 @@ impl PubSub {
                         shard: false,
                         invalidate: None,
                     };
-                    mailbox.deliver(m, limit, now);
-                    receivers += 1;
+                    receivers += usize::from(mailbox.deliver(m, limit, now));
                 }
             }
         }
