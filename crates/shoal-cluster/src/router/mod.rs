@@ -391,13 +391,13 @@ fn route(
         Plan::Forward { .. } if spec.flags & cmd::flag::BLOCKING != 0 => {
             blocked::clustered(node, session, spec, args, None)
         }
-        // The owner could not check a script's commands against this client's user.
-        Plan::Forward { .. } if cmd::acl::unchecked_elsewhere(session, spec) => {
-            Outcome::Reply(Reply::error(cmd::acl::SCRIPT_ELSEWHERE))
-        }
         Plan::Forward { owners, access } => {
             let limit = reply_limit(session);
-            let body = encode_command(proto, session.db, None, args, cluster.deadline_ms(), limit);
+            // A script of a user with restrictions runs as that user there (`acl.script`), so
+            // its calls are checked as they would be here.
+            let as_user = cmd::acl::runs_as(session, spec, args);
+            let sent = as_user.as_deref().unwrap_or(args);
+            let body = encode_command(proto, session.db, None, sent, cluster.deadline_ms(), limit);
             let slots = spec
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))

@@ -625,15 +625,43 @@ pub fn recheck(node: &Engine, session: &mut Session, args: &[Bytes]) -> Option<R
     refusal(node, session, index, spec, args, "toplevel")
 }
 
-/// The refusal of a script whose keys another node owns, for a user with restrictions.
-pub const SCRIPT_ELSEWHERE: &str = "NOPERM a script of a user with ACL restrictions runs only on the node that owns its keys (the owner cannot check the commands it calls against the user): send it to that node (CLUSTER NODES, or a Redis Cluster client on the cluster-client port)";
+/// What a script (EVAL, EVALSHA, FCALL and their _RO forms) is sent to another node as
+/// when the session's user has restrictions, so that its `redis.call`s are checked there
+/// against that user: `acl.script <user> <command> ...` (`acl.script_ro` for a read-only
+/// one, so it may go where the command could), see [`as_user`]. `None` for any other
+/// command or user.
+pub fn runs_as(session: &Session, spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<Bytes>> {
+    let user = session.user.as_ref().filter(|u| !u.is_open())?;
+    if !spec.acl.contains(&"scripting") || !spec.subcommands.is_empty() {
+        return None;
+    }
+    let row: &'static [u8] = if spec.flags & flag::READONLY != 0 {
+        b"acl.script_ro"
+    } else {
+        b"acl.script"
+    };
+    let head = [Bytes::from_static(row), Bytes::copy_from_slice(&user.name)];
+    Some(head.into_iter().chain(args.iter().cloned()).collect())
+}
 
-/// Whether running `spec` on another node would leave commands unchecked: a script (its
-/// `redis.call`s) of a user with restrictions. The cluster layer refuses to forward it.
-pub fn unchecked_elsewhere(session: &Session, spec: &CommandSpec) -> bool {
-    spec.acl.contains(&"scripting")
-        && spec.subcommands.is_empty()
-        && session.user.as_ref().is_some_and(|u| !u.is_open())
+/// `acl.script <user> <command> ...` (internal: sent by the node the client is on, see
+/// [`runs_as`]): runs the command as `user`, whose ACL the script's calls are checked
+/// against, as on the client's node.
+pub fn as_user(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let registry = registry(ctx.engine);
+    let epoch = registry.epoch();
+    let Some(user) = registry.user(&args[1]) else {
+        return Reply::error(format!(
+            "NOPERM User {} does not exist on this node (ACL users are per node: give every node the same)",
+            text(&args[1])
+        ));
+    };
+    let before = ctx.session.user.replace(user);
+    let before_epoch = std::mem::replace(&mut ctx.session.acl_epoch, epoch);
+    let reply = super::execute(ctx.host, ctx.session, &args[2..], ctx.now_ms);
+    ctx.session.user = before;
+    ctx.session.acl_epoch = before_epoch;
+    reply
 }
 
 /// Whether a new connection must authenticate: the default user has a password or is

@@ -727,6 +727,34 @@ pub static TABLE: &[CommandSpec] = &[
 /// rows like any command; `prepare` answers any other session as for an unknown command, and
 /// COMMAND does not list them.
 pub static INTERNAL: &[CommandSpec] = &[
+    // `acl.script <user> <EVAL|EVALSHA|FCALL> ...` and `acl.script_ro <user> <EVAL_RO|
+    // EVALSHA_RO|FCALL_RO> ...`: the script's keys follow its numkeys, two places further.
+    movable(
+        cmd!(
+            "acl.script",
+            -5,
+            RUNS_WRITES | NOSCRIPT,
+            (0, 0, 0),
+            "scripting",
+            "0.1.0",
+            "A script run as an ACL user (its calls checked against the user), sent by the node its client is on.",
+            acl::as_user
+        ),
+        4
+    ),
+    movable(
+        cmd!(
+            "acl.script_ro",
+            -5,
+            READONLY | NOSCRIPT,
+            (0, 0, 0),
+            "scripting",
+            "0.1.0",
+            "A read-only script run as an ACL user, sent by the node its client is on.",
+            acl::as_user
+        ),
+        4
+    ),
     cmd!(
         "function.copy",
         1,
