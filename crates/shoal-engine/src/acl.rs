@@ -100,18 +100,6 @@ impl Catalog {
         &self.names[id]
     }
 
-    /// The id of subcommand `sub` (any case) of command `id`, if it has one of that name.
-    pub fn sub_id(&self, id: usize, sub: &[u8]) -> Option<usize> {
-        self.subs[id].clone().find(|&s| {
-            self.names[s]
-                .rsplit('|')
-                .next()
-                .unwrap_or("")
-                .as_bytes()
-                .eq_ignore_ascii_case(sub)
-        })
-    }
-
     /// The full names of the commands and subcommands in category `cat`, in catalog order
     /// (`ACL CAT <category>`).
     pub fn in_category(&self, cat: u32) -> impl Iterator<Item = &str> {
