@@ -578,9 +578,7 @@ fn log(
 /// The error of a command a script's caller may not run (`redis.call`), after it was
 /// logged (context `lua`); `None` when it may.
 pub fn script_refusal(node: &Engine, session: &mut Session, args: &[Bytes]) -> Option<String> {
-    let index = lookup_index(&args[0]).filter(|&i| i < TABLE.len())?;
-    let spec = spec_at(index)?;
-    match refusal(node, session, index, spec, args, "lua")? {
+    match refusal_of(node, session, args, "lua")? {
         Reply::Error(e) => Some(format!(
             "ERR ACL failure in script: {}",
             e.strip_prefix("NOPERM ").unwrap_or(&e)
@@ -620,9 +618,18 @@ pub fn exec_refusal(node: &Engine, session: &mut Session, args: &[Bytes]) -> Opt
 /// A blocked command's check when it is tried again (Redis 7.2 checks it each time it
 /// wakes), against its user as the users are now; logged and counted as a refusal.
 pub fn recheck(node: &Engine, session: &mut Session, args: &[Bytes]) -> Option<Reply> {
+    refusal_of(node, session, args, "toplevel")
+}
+
+/// [`refusal`] for `args` as they are (a command clients may send, looked up by name).
+fn refusal_of(
+    node: &Engine,
+    session: &mut Session,
+    args: &[Bytes],
+    context: &'static str,
+) -> Option<Reply> {
     let index = lookup_index(&args[0]).filter(|&i| i < TABLE.len())?;
-    let spec = spec_at(index)?;
-    refusal(node, session, index, spec, args, "toplevel")
+    refusal(node, session, index, spec_at(index)?, args, context)
 }
 
 /// What a script (EVAL, EVALSHA, FCALL and their _RO forms) is sent to another node as
@@ -991,9 +998,7 @@ fn dryrun(registry: &Registry, args: &[Bytes]) -> Reply {
     if super::is_container(spec) && !super::names_subcommand(spec.subcommands, command) {
         return Reply::error(format!("ERR Command '{}' not found", text(&command[0])));
     }
-    if (spec.arity > 0 && command.len() != spec.arity as usize)
-        || (spec.arity < 0 && command.len() < spec.arity.unsigned_abs() as usize)
-    {
+    if !spec.takes(command.len()) {
         return super::wrong_arity(spec.name);
     }
     let who = text(&user.name);

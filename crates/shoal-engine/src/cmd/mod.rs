@@ -334,6 +334,16 @@ impl Route {
 }
 
 impl CommandSpec {
+    /// Whether `n` arguments (the name included) fit the row's arity: exactly `arity`,
+    /// or at least `-arity` when it is negative.
+    pub fn takes(&self, n: usize) -> bool {
+        if self.arity >= 0 {
+            n == self.arity as usize
+        } else {
+            n >= self.arity.unsigned_abs() as usize
+        }
+    }
+
     /// The argument positions of a request's keys, as Redis reads them: the row's (first,
     /// last, step) range (a negative last counts from the end), then the `numkeys` keys
     /// that follow the count at argument [`CommandSpec::numkeys`]. A count that is not a
@@ -1201,9 +1211,7 @@ fn prepare_found(
         index | (sub << LAST_SUB_SHIFT),
         std::sync::atomic::Ordering::Relaxed,
     );
-    if (spec.arity > 0 && args.len() != spec.arity as usize)
-        || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
-    {
+    if !spec.takes(args.len()) {
         if spec.name == "exec" {
             return Prepared::Done(reject_exec(session, wrong_arity(spec.name)));
         }
@@ -1294,9 +1302,7 @@ pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory
 pub fn paused_until(node: &Engine, session: &Session, args: &[Bytes], now_ms: u64) -> Option<u64> {
     let (mode, end) = node.pause.at(now_ms)?;
     let spec = lookup_listed(&args[0])?;
-    if (spec.arity > 0 && args.len() != spec.arity as usize)
-        || (spec.arity < 0 && args.len() < spec.arity.unsigned_abs() as usize)
-    {
+    if !spec.takes(args.len()) {
         return None;
     }
     let replicates = |s: &CommandSpec| s.flags & (WRITE | MAY_REPLICATE) != 0;

@@ -654,9 +654,7 @@ fn check_call(
         return Err("ERR This Redis command is not allowed from script".into());
     }
     // The arity first (the command answers its error when it runs), as in Redis.
-    let arity_ok = (spec.arity > 0 && args.len() == spec.arity as usize)
-        || (spec.arity < 0 && args.len() >= spec.arity.unsigned_abs() as usize);
-    if arity_ok {
+    if spec.takes(args.len()) {
         if let Some(refused) = acl() {
             return Err(refused);
         }

@@ -732,9 +732,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 return err("ERR Invalid command specified");
             };
             let cmd_args = &args[2..];
-            if (spec.arity > 0 && cmd_args.len() != spec.arity as usize)
-                || (spec.arity < 0 && cmd_args.len() < spec.arity.unsigned_abs() as usize)
-            {
+            if !spec.takes(cmd_args.len()) {
                 return err("ERR Invalid number of arguments specified for command");
             }
             if !spec.has_keys() {

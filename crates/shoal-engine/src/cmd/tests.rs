@@ -2169,3 +2169,11 @@ fn a_killed_client_leaves_client_list_at_once() {
     assert!(!h.run("CLIENT LIST").contains("addr=127.0.0.1:6000"));
     h.check("CLIENT KILL ADDR 127.0.0.1:6000", &int(0));
 }
+
+#[test]
+fn every_row_has_an_arity() {
+    // `CommandSpec::takes` reads 0 as "no argument count fits": no row may have it.
+    for spec in super::TABLE.iter().chain(super::INTERNAL) {
+        assert_ne!(spec.arity, 0, "{}", spec.name);
+    }
+}
