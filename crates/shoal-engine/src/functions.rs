@@ -188,9 +188,21 @@ pub struct Functions {
     generation: AtomicU64,
     next_id: AtomicU64,
     /// Set while a cluster node that started copies the libraries of another member: it
-    /// has none of its own to give yet (`cluster::libraries`). Any change of its libraries
-    /// clears it.
+    /// has none of its own to give yet (`cluster::libraries`). Mirrors `Registry::copy`
+    /// (changed under the registry's lock) for a read without the lock.
     copying: AtomicBool,
+}
+
+/// What changed while this node copies another member's libraries: the copy, taken at
+/// some moment before, must not bring back a library deleted since or replace one loaded
+/// since (the fan-out of a LOAD or DELETE through another node can reach this node before
+/// or after the copy's snapshot was taken).
+#[derive(Default)]
+struct Copying {
+    /// Libraries loaded, replaced or deleted since the copy began.
+    touched: std::collections::HashSet<String>,
+    /// Every library was flushed since: the copy brings nothing.
+    flushed: bool,
 }
 
 #[derive(Default)]
@@ -200,9 +212,32 @@ struct Registry {
     functions: HashMap<String, (Arc<Library>, usize)>,
     bytes: usize,
     heap: usize,
+    /// Set while this node copies another member's libraries (see [`Copying`]).
+    copy: Option<Copying>,
 }
 
 impl Registry {
+    /// Drops every library (the copy's state stays).
+    fn clear(&mut self) {
+        let copy = self.copy.take();
+        *self = Registry {
+            copy,
+            ..Registry::default()
+        };
+    }
+
+    /// Notes, while copying, that `names` changed here (or every library, `all`).
+    fn note(&mut self, names: impl IntoIterator<Item = String>, all: bool) {
+        if let Some(c) = &mut self.copy {
+            if all {
+                c.flushed = true;
+                c.touched.clear();
+            } else if !c.flushed {
+                c.touched.extend(names);
+            }
+        }
+    }
+
     fn unlink(&mut self, name: &str) -> Option<Arc<Library>> {
         let lib = self.libraries.remove(name)?;
         for f in &lib.functions {
@@ -228,14 +263,12 @@ impl Registry {
     fn join(&mut self, new: Vec<Library>, policy: Policy, quoted: bool) -> Result<(), String> {
         let mut removed = Vec::new();
         if policy == Policy::Flush {
-            removed.extend(std::mem::take(&mut self.libraries).into_values());
-            self.functions.clear();
-            self.bytes = 0;
-            self.heap = 0;
+            removed.extend(self.libraries.values().cloned());
+            self.clear();
         }
         let undo = |reg: &mut Registry, removed: Vec<Arc<Library>>, e: String| {
             if policy == Policy::Flush {
-                *reg = Registry::default();
+                reg.clear();
             }
             for lib in removed {
                 reg.link(lib);
@@ -276,6 +309,7 @@ impl Registry {
             );
             return undo(self, removed, e);
         }
+        self.note(new.iter().map(|l| l.name.clone()), policy == Policy::Flush);
         for lib in new {
             self.link(Arc::new(lib));
         }
@@ -288,14 +322,10 @@ impl Functions {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// After a change of the libraries, `done` if one was made (LOAD, RESTORE, DELETE,
-    /// FLUSH, also by the fan-out of another node's): this node's set is then one others
-    /// may copy.
-    fn changed(&self, done: bool) {
+    /// After a change of the libraries (LOAD, RESTORE, DELETE, FLUSH, also by the fan-out
+    /// of another node's, or a copy): a worker's compiled copies are stale.
+    fn changed(&self) {
         self.generation.fetch_add(1, Ordering::Release);
-        if done {
-            self.copying.store(false, Ordering::Release);
-        }
     }
 
     /// A number for a new library's `id`.
@@ -313,9 +343,37 @@ impl Functions {
         self.lock().functions.get(&name).cloned()
     }
 
-    /// See [`Functions::copying`]'s field.
+    /// Starts (or ends, without a copy) this node's copy of another member's libraries;
+    /// see [`Functions::copying`]'s field and [`Functions::adopt`].
     pub fn set_copying(&self, copying: bool) {
+        let mut reg = self.lock();
+        reg.copy = copying.then(Copying::default);
         self.copying.store(copying, Ordering::Release);
+    }
+
+    /// Ends this node's copy with `copied`, another member's libraries (from before or
+    /// after changes that reached this node meanwhile): those of them deleted, loaded or
+    /// flushed here since the copy began are left out, and so are those whose functions
+    /// clash with this node's (all of them when the copy was over already). The ids of
+    /// those left out.
+    pub fn adopt(&self, copied: Vec<Library>) -> Vec<u64> {
+        let mut reg = self.lock();
+        let Some(copy) = reg.copy.take() else {
+            return copied.iter().map(|l| l.id).collect();
+        };
+        self.copying.store(false, Ordering::Release);
+        let mut left = Vec::new();
+        for lib in copied {
+            let id = lib.id;
+            if copy.flushed
+                || copy.touched.contains(&lib.name)
+                || reg.join(vec![lib], Policy::Append, false).is_err()
+            {
+                left.push(id);
+            }
+        }
+        self.changed();
+        left
     }
 
     pub fn copying(&self) -> bool {
@@ -338,21 +396,27 @@ impl Functions {
 
     /// Adds libraries (FUNCTION LOAD: one, `quoted`; FUNCTION RESTORE: a payload's).
     pub fn join(&self, new: Vec<Library>, policy: Policy, quoted: bool) -> Result<(), String> {
-        let r = self.lock().join(new, policy, quoted);
-        self.changed(r.is_ok());
+        let mut reg = self.lock();
+        let r = reg.join(new, policy, quoted);
+        self.changed();
         r
     }
 
     /// FUNCTION DELETE: false if there is no such library.
     pub fn delete(&self, library: &str) -> bool {
-        let found = self.lock().unlink(library).is_some();
-        self.changed(found);
+        let mut reg = self.lock();
+        let found = reg.unlink(library).is_some();
+        // Noted even when not here yet: the copy must not bring it.
+        reg.note([library.to_string()], false);
+        self.changed();
         found
     }
 
     pub fn flush(&self) {
-        *self.lock() = Registry::default();
-        self.changed(true);
+        let mut reg = self.lock();
+        reg.clear();
+        reg.note([], true);
+        self.changed();
     }
 
     /// The number of libraries and of functions.
@@ -381,6 +445,54 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_copy_leaves_out_what_changed_here_since_it_began() {
+        let f = Functions::default();
+        let names = |f: &Functions| {
+            let mut n: Vec<String> = f.libraries().iter().map(|l| l.name.clone()).collect();
+            n.sort();
+            n
+        };
+        // Loaded here (by another node's fan-out) while copying; one deleted here that the
+        // copy, taken before, still has; one whose function clashes with a local one.
+        f.set_copying(true);
+        assert!(f.copying());
+        f.join(vec![lib("new", &["n"])], Policy::Append, true)
+            .unwrap();
+        assert!(!f.delete("gone"));
+        let left = f.adopt(vec![
+            lib("old", &["o"]),
+            lib("new", &["n2"]),
+            lib("gone", &["g"]),
+            lib("clash", &["n"]),
+        ]);
+        assert_eq!(left.len(), 3);
+        assert!(!f.copying());
+        assert_eq!(names(&f), ["new", "old"]);
+        assert!(f.function(b"n").is_some() && f.function(b"n2").is_none());
+        // Over already: a late copy adds nothing.
+        assert_eq!(f.adopt(vec![lib("late", &["l"])]).len(), 1);
+        assert_eq!(names(&f), ["new", "old"]);
+        // A flush while copying: the copy brings nothing, what came after stays.
+        let f = Functions::default();
+        f.set_copying(true);
+        f.flush();
+        f.join(vec![lib("after", &["a"])], Policy::Append, true)
+            .unwrap();
+        assert_eq!(f.adopt(vec![lib("before", &["b"])]).len(), 1);
+        assert_eq!(names(&f), ["after"]);
+        // A failed RESTORE FLUSH keeps the libraries and the copy's state.
+        let f = Functions::default();
+        f.join(vec![lib("a", &["x"])], Policy::Append, true)
+            .unwrap();
+        f.set_copying(true);
+        let clash = vec![lib("b", &["y"]), lib("c", &["y"])];
+        assert!(f.join(clash, Policy::Flush, false).is_err());
+        assert_eq!(names(&f), ["a"]);
+        assert!(f.adopt(vec![lib("d", &["z"])]).is_empty());
+        assert_eq!(names(&f), ["a", "d"]);
     }
 
     #[test]

@@ -1162,7 +1162,7 @@ fn rolling_restart_loses_nothing() {
 }
 
 /// A node that joins (or comes back) has no function libraries of its own: it copies
-/// those of another member (`function.copy` there, FUNCTION RESTORE here), so an FCALL
+/// those of another member (`function.copy` there, `function.adopt` here), so an FCALL
 /// forwarded to it for the keys it now owns finds its function; a library loaded later
 /// reaches every member, the joiner included; two nodes that crash and come back together
 /// both copy from the one that kept the libraries.

@@ -370,29 +370,71 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
 
 /// SCRIPT LOAD | FLUSH, FUNCTION LOAD | DELETE | RESTORE | FLUSH: every member runs it (a
 /// script or library loaded or flushed everywhere, so an EVALSHA or FCALL forwarded to any
-/// owner finds it); the answer is this node's, or the first error. A member out of reach is
-/// left out (a script it lacks answers NOSCRIPT there, and the client loads it again; a
-/// library it lacks is copied when it starts again, see `libraries`).
+/// owner finds it). This node first, whose answer is the client's: an error there (a
+/// library that exists, a syntax error) reaches no other member. The others then run it in
+/// the form that makes them agree with this node ([`follow_form`]); the first error of
+/// theirs is the answer. A member out of reach is left out (a script it lacks answers
+/// NOSCRIPT there, and the client loads it again; a library it lacks is copied when it
+/// starts again, see `libraries`).
 async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
-    let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, db, None, args));
-    let mut mine = None;
-    for (m, r) in join_all(asks).await.into_iter().enumerate() {
+    let mine = match ask(node, &view, view.me, proto, db, None, args).await {
+        Ok(b) if is_error(&b) => return b,
+        Ok(b) => b,
+        Err(_) => return error_bytes("ERR the command did not run on this node"),
+    };
+    let (follow, ignored) = follow_form(args);
+    let others = (0..view.len() as u16).filter(|&m| m != view.me);
+    let (view_ref, follow_ref) = (&view, &follow);
+    let asks = others
+        .map(|m| async move { (m, ask(node, view_ref, m, proto, db, None, follow_ref).await) });
+    for (m, r) in join_all(asks).await {
         match r {
-            Ok(b) if is_error(&b) => return b,
-            Ok(b) if m == usize::from(view.me) => mine = Some(b),
+            Ok(b) if is_error(&b) && !ignored.is_some_and(|e| b.starts_with(e)) => return b,
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!(node = %view.nodes[m].name, error = %e, "a SCRIPT or FUNCTION command did not reach a node");
+                tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, "a SCRIPT or FUNCTION command did not reach a node");
             }
         }
     }
-    mine.unwrap_or_else(|| error_bytes("ERR the command did not run on this node"))
+    mine
+}
+
+/// How the other members run a SCRIPT or FUNCTION command that succeeded on this node, and
+/// the error of theirs that means they agree already. A member that started may have
+/// copied a library just loaded here (`libraries`), or not yet have one deleted here:
+/// FUNCTION LOAD and RESTORE replace there (this node checked the names), and a DELETE of
+/// a library a member lacks is no error.
+fn follow_form(args: &[Bytes]) -> (Vec<Bytes>, Option<&'static [u8]>) {
+    let mut follow = args.to_vec();
+    let sub = |name: &str| {
+        args.len() > 1
+            && args[0].eq_ignore_ascii_case(b"function")
+            && args[1].eq_ignore_ascii_case(name.as_bytes())
+    };
+    let replace = Bytes::from_static(b"REPLACE");
+    if sub("load") {
+        // FUNCTION LOAD [REPLACE] code.
+        if !(args.len() > 3 && args[2].eq_ignore_ascii_case(b"replace")) {
+            follow.insert(2, replace);
+        }
+    } else if sub("restore") {
+        // FUNCTION RESTORE payload [FLUSH | APPEND | REPLACE]: APPEND (the default) replaces.
+        match args.get(3) {
+            None => follow.push(replace),
+            Some(p) if p.eq_ignore_ascii_case(b"append") => follow[3] = replace,
+            Some(_) => {}
+        }
+    } else if sub("delete") {
+        return (follow, Some(b"-ERR Library not found"));
+    }
+    (follow, None)
 }
 
 /// Copies the function libraries of another member into this node (`function.copy` there,
-/// FUNCTION RESTORE ... REPLACE here): true once done, false to be tried again.
+/// `function.adopt` here, which leaves out what changed here meanwhile): true once done,
+/// false to be tried again.
 ///
 /// The first member that gives libraries is copied. Done without a copy when every other
 /// member answered and none had any: each was starting too (LOADING: the whole cluster
@@ -428,15 +470,11 @@ pub async fn copy_functions(node: &Arc<Server>) -> bool {
             continue;
         }
         let name = &view.nodes[usize::from(m)].name;
-        let restore = [
-            Bytes::from_static(b"FUNCTION"),
-            Bytes::from_static(b"RESTORE"),
-            payload,
-            Bytes::from_static(b"REPLACE"),
-        ];
-        return match ask(node, &view, view.me, Protocol::Resp2, 0, None, &restore).await {
+        let adopt = [Bytes::from_static(b"function.adopt"), payload];
+        return match ask(node, &view, view.me, Protocol::Resp2, 0, None, &adopt).await {
             Ok(r) if !is_error(&r) => {
-                tracing::info!(from = %name, "copied the function libraries");
+                let n = integer_value(&r).unwrap_or(0);
+                tracing::info!(from = %name, libraries = n, "copied the function libraries");
                 true
             }
             Ok(r) => {
@@ -704,4 +742,65 @@ pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
         let text = cmd::render_info(&node.engine, &info, &sections);
         encode(&Reply::Verbatim(text.into()), proto)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    #[test]
+    fn other_members_follow_this_nodes_library_change() {
+        for (given, follow, ignored) in [
+            (
+                &["FUNCTION", "LOAD", "code"][..],
+                &["FUNCTION", "LOAD", "REPLACE", "code"][..],
+                false,
+            ),
+            (
+                &["function", "load", "replace", "code"],
+                &["function", "load", "replace", "code"],
+                false,
+            ),
+            // The code may be the word itself.
+            (
+                &["FUNCTION", "LOAD", "REPLACE"],
+                &["FUNCTION", "LOAD", "REPLACE", "REPLACE"],
+                false,
+            ),
+            (
+                &["FUNCTION", "RESTORE", "p"],
+                &["FUNCTION", "RESTORE", "p", "REPLACE"],
+                false,
+            ),
+            (
+                &["FUNCTION", "RESTORE", "p", "append"],
+                &["FUNCTION", "RESTORE", "p", "REPLACE"],
+                false,
+            ),
+            (
+                &["FUNCTION", "RESTORE", "p", "FLUSH"],
+                &["FUNCTION", "RESTORE", "p", "FLUSH"],
+                false,
+            ),
+            (
+                &["FUNCTION", "DELETE", "lib"],
+                &["FUNCTION", "DELETE", "lib"],
+                true,
+            ),
+            (&["FUNCTION", "FLUSH"], &["FUNCTION", "FLUSH"], false),
+            (
+                &["SCRIPT", "LOAD", "return 1"],
+                &["SCRIPT", "LOAD", "return 1"],
+                false,
+            ),
+        ] {
+            let (f, i) = follow_form(&args(given));
+            assert_eq!(f, args(follow), "{given:?}");
+            assert_eq!(i.is_some(), ignored, "{given:?}");
+        }
+    }
 }

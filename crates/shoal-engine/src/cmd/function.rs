@@ -257,21 +257,25 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             ),
         };
+    let libraries = tri!(compile_payload(ctx, &args[2]));
+    let ids: Vec<u64> = libraries.iter().map(|l| l.id).collect();
+    match ctx.engine.functions.join(libraries, policy, false) {
+        Ok(()) => Reply::ok(),
+        Err(e) => {
+            ids.into_iter().for_each(script::forget_library);
+            Reply::error(e)
+        }
+    }
+}
+
+/// The libraries of a FUNCTION DUMP payload, compiled on this thread.
+fn compile_payload(ctx: &mut Ctx<'_>, payload: &[u8]) -> Result<Vec<Library>, Reply> {
     let max = ctx
         .engine
         .with_settings(|s| usize::try_from(s.proto_max_bulk_len.0).unwrap_or(usize::MAX));
-    let codes = match crate::rdb::restore_functions(&args[2], max) {
-        Ok(c) => c,
-        Err(e) => return Reply::error(e),
-    };
+    let codes = crate::rdb::restore_functions(payload, max).map_err(Reply::error)?;
     let functions = &ctx.engine.functions;
     let mut libraries: Vec<Library> = Vec::with_capacity(codes.len());
-    // Compiled on this thread but not kept: forgotten.
-    let forget = |libraries: &[Library]| {
-        for l in libraries {
-            script::forget_library(l.id);
-        }
-    };
     for code in codes {
         // Two libraries of one name in the payload: the second is refused as a LOAD would.
         let created = create(functions, &code, |name| {
@@ -283,19 +287,15 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         match created {
             Ok(library) => libraries.push(library),
             Err(e) => {
-                forget(&libraries);
-                return e;
+                // Compiled on this thread but not kept: forgotten.
+                for l in &libraries {
+                    script::forget_library(l.id);
+                }
+                return Err(e);
             }
         }
     }
-    let ids: Vec<u64> = libraries.iter().map(|l| l.id).collect();
-    match functions.join(libraries, policy, false) {
-        Ok(()) => Reply::ok(),
-        Err(e) => {
-            ids.into_iter().for_each(script::forget_library);
-            Reply::error(e)
-        }
-    }
+    Ok(libraries)
 }
 
 /// FCALL function numkeys [key ...] [arg ...].
@@ -339,6 +339,19 @@ pub fn copy(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     Reply::Bulk(Bytes::from(crate::rdb::dump_functions(
         libraries.iter().map(|l| &l.code[..]),
     )))
+}
+
+/// `function.adopt payload` (internal): ends this node's copy of another member's
+/// libraries (`cluster::libraries`) with that member's FUNCTION DUMP payload; what changed
+/// here since the copy began wins ([`crate::functions::Functions::adopt`]). The number of
+/// libraries adopted.
+pub fn adopt(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let libraries = tri!(compile_payload(ctx, &args[1]));
+    let n = libraries.len();
+    let left = ctx.engine.functions.adopt(libraries);
+    let adopted = n - left.len();
+    left.into_iter().for_each(script::forget_library);
+    Reply::Int(adopted as i64)
 }
 
 #[cfg(test)]

@@ -776,6 +776,16 @@ pub static INTERNAL: &[CommandSpec] = &[
         function::copy
     ),
     cmd!(
+        "function.adopt",
+        2,
+        WRITE | NOSCRIPT,
+        (0, 0, 0),
+        "scripting",
+        "0.1.0",
+        "Ends a starting node's copy with another member's libraries (FUNCTION DUMP's payload).",
+        function::adopt
+    ),
+    cmd!(
         "x.lastids",
         -2,
         READONLY | FAST,
