@@ -29,10 +29,10 @@
 //! With a static `cluster-nodes` list the `View` never changes; in gossip mode every change
 //! of the members installs a new one (a new epoch) without touching the router.
 
+pub mod copies;
 mod describe;
 pub mod events;
 pub mod handoff;
-pub mod libraries;
 pub mod membership;
 pub mod message;
 pub mod monitor;

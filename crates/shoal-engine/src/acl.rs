@@ -793,6 +793,31 @@ impl User {
         out
     }
 
+    /// The rules that make a user from `reset` into this one, each a SETUSER argument (a
+    /// selector one, in its parentheses): what another node applies to agree with this
+    /// one. As in ACL LIST, a pattern with a space in it does not survive.
+    pub fn rules(&self) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = vec![b"reset".to_vec()];
+        out.extend(self.flags().into_iter().map(|f| f.as_bytes().to_vec()));
+        out.extend(
+            self.passwords
+                .iter()
+                .map(|p| format!("#{}", hex(p)).into_bytes()),
+        );
+        let root = self.root.describe();
+        out.extend(
+            root.split(|&b| b == b' ')
+                .filter(|w| !w.is_empty())
+                .map(<[u8]>::to_vec),
+        );
+        out.extend(
+            self.selectors
+                .iter()
+                .map(|s| [&b"("[..], &s.describe(), b")"].concat()),
+        );
+        out
+    }
+
     /// Whether a selector that allows the request may also read every key (`allkeys`, or
     /// a `*` pattern with read access): Redis's condition for SORT's BY and GET patterns.
     pub fn reads_every_key(&self, req: &Request<'_>) -> bool {
@@ -1002,6 +1027,20 @@ pub struct Registry {
     pub log: std::sync::Mutex<Log>,
     /// Refusals by reason (INFO's `acl_access_denied_*`), indexed by [`LogReason`].
     denied: [AtomicU64; 4],
+    /// Set while a cluster node that started copies the users of another member; taken
+    /// after `users`' lock, never before it.
+    copying: std::sync::Mutex<Option<Copying>>,
+}
+
+/// What changed while this node copies another member's users: the copy, taken at some
+/// moment before or after, must not bring back a user deleted here since or undo a change
+/// made here since (the fan-out of ACL SETUSER and DELUSER through another node).
+#[derive(Default)]
+struct Copying {
+    /// Users set or deleted since the copy began.
+    touched: std::collections::HashSet<Vec<u8>>,
+    /// Every user was replaced since (ACL LOAD): the copy brings nothing.
+    replaced: bool,
 }
 
 impl Registry {
@@ -1015,7 +1054,59 @@ impl Registry {
             epoch: AtomicU64::new(1),
             log: std::sync::Mutex::new(Log::default()),
             denied: Default::default(),
+            copying: std::sync::Mutex::new(None),
         }
+    }
+
+    fn copy_state(&self) -> std::sync::MutexGuard<'_, Option<Copying>> {
+        self.copying.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes, while copying, that the users `names` (or all, `all`) changed here.
+    fn note<'n>(&self, names: impl IntoIterator<Item = &'n [u8]>, all: bool) {
+        if let Some(c) = &mut *self.copy_state() {
+            if all {
+                c.replaced = true;
+                c.touched.clear();
+            } else if !c.replaced {
+                c.touched.extend(names.into_iter().map(<[u8]>::to_vec));
+            }
+        }
+    }
+
+    /// Starts (or ends, without a copy) this node's copy of another member's users; see
+    /// [`Registry::adopt`].
+    pub fn set_copying(&self, copying: bool) {
+        let _users = self.users.write().unwrap_or_else(|e| e.into_inner());
+        *self.copy_state() = copying.then(Copying::default);
+    }
+
+    /// True while this node copies another member's users (it has none to give).
+    pub fn copying(&self) -> bool {
+        self.copy_state().is_some()
+    }
+
+    /// Ends this node's copy with `copied`, another member's users: those this node knows
+    /// already (from its configuration or ACL file: they win, so a changed configuration
+    /// is not undone by a rolling restart), and those set, deleted or replaced here since
+    /// the copy began, are left out. The names of the users adopted; none when the copy
+    /// was over already.
+    pub fn adopt(&self, copied: Vec<User>) -> Vec<Vec<u8>> {
+        let mut users = self.users.write().unwrap_or_else(|e| e.into_inner());
+        let Some(copy) = self.copy_state().take() else {
+            return Vec::new();
+        };
+        let mut adopted = Vec::new();
+        if !copy.replaced {
+            for user in copied {
+                if !users.contains_key(&user.name) && !copy.touched.contains(&user.name) {
+                    adopted.push(user.name.clone());
+                    users.insert(user.name.clone(), Arc::new(user));
+                }
+            }
+        }
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        adopted
     }
 
     /// Counts a refusal.
@@ -1073,6 +1164,7 @@ impl Registry {
                 .map_err(|e| (String::from_utf8_lossy(rule).into_owned(), e))?;
         }
         users.insert(name.to_vec(), Arc::new(user));
+        self.note([name], false);
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
@@ -1089,6 +1181,7 @@ impl Registry {
             .or_insert_with(|| Arc::new(User::default_user(&self.catalog)));
         let mut current = self.users.write().unwrap_or_else(|e| e.into_inner());
         let before = std::mem::replace(&mut *current, fresh);
+        self.note([], true);
         self.epoch.fetch_add(1, Ordering::AcqRel);
         before
     }
@@ -1109,6 +1202,8 @@ impl Registry {
     pub fn delete(&self, names: &[&[u8]]) -> usize {
         let mut users = self.users.write().unwrap_or_else(|e| e.into_inner());
         let n = names.iter().filter(|n| users.remove(**n).is_some()).count();
+        // Noted even when not here yet: the copy must not bring them.
+        self.note(names.iter().copied(), false);
         self.epoch.fetch_add(1, Ordering::AcqRel);
         n
     }
@@ -1193,6 +1288,94 @@ mod tests {
             "user default on nopass sanitize-payload ~* &* +@all".as_bytes()
         );
         assert!(d.accepts(b"anything"));
+    }
+
+    #[test]
+    fn a_users_rules_make_it_again_from_any_user() {
+        let c = catalog();
+        for rules in [
+            &[
+                "on",
+                ">pw",
+                ">other",
+                "~k*",
+                "%R~r*",
+                "&ch",
+                "+@string",
+                "-set",
+                "+config|get",
+            ][..],
+            &[
+                "on",
+                "nopass",
+                "allkeys",
+                "allchannels",
+                "+@all",
+                "-publish",
+                "(~x* +get)",
+            ],
+            &[
+                "skip-sanitize-payload",
+                "resetchannels",
+                "+select|0",
+                "(%W~w* +set)",
+                "(&c +publish)",
+            ],
+            &[],
+        ] {
+            let (u, _) = user(
+                &merge_selector_args(rules)
+                    .unwrap()
+                    .iter()
+                    .map(|r| std::str::from_utf8(r).unwrap())
+                    .collect::<Vec<_>>(),
+            );
+            // From another user entirely, as a node that had it otherwise.
+            let (mut again, _) = user(&["on", ">x", "~*", "&*", "+@all", "(~y +get)"]);
+            for r in u.rules() {
+                again.apply(&r, &c).unwrap();
+            }
+            assert_eq!(again.describe(), u.describe(), "{rules:?}");
+            assert_eq!(again, u, "{rules:?}");
+        }
+    }
+
+    #[test]
+    fn a_copy_of_users_leaves_out_what_is_known_or_changed_here() {
+        let c = catalog();
+        let reg = Registry::new(catalog());
+        reg.set_user(b"configured", &["on", ">mine"]).unwrap();
+        reg.set_copying(true);
+        assert!(reg.copying());
+        reg.set_user(b"changed", &["on", ">new"]).unwrap();
+        assert_eq!(reg.delete(&[b"deleted"]), 0);
+        let copied = parse_file(
+            b"user default on nopass ~* &* +@all\n\
+              user configured on #0000000000000000000000000000000000000000000000000000000000000000 +@all\n\
+              user changed on >old +@all\n\
+              user deleted on >d +@all\n\
+              user fresh on >f ~* +get\n",
+            "copy",
+            &c,
+        )
+        .unwrap();
+        let epoch = reg.epoch();
+        assert_eq!(reg.adopt(copied.clone()), [b"fresh".to_vec()]);
+        assert!(reg.epoch() > epoch && !reg.copying());
+        assert!(reg.authenticate(b"configured", b"mine").is_some());
+        assert!(reg.authenticate(b"changed", b"new").is_some());
+        assert!(reg.user(b"deleted").is_none());
+        assert!(reg.authenticate(b"fresh", b"f").is_some());
+        assert!(reg.default_user().is_open());
+        // Over already: nothing more.
+        reg.delete(&[b"fresh"]);
+        assert!(reg.adopt(copied.clone()).is_empty());
+        assert!(reg.user(b"fresh").is_none());
+        // An ACL LOAD while copying: the copy brings nothing.
+        reg.set_copying(true);
+        reg.replace_all(Vec::new());
+        assert!(reg.adopt(copied).is_empty());
+        assert!(reg.user(b"fresh").is_none());
     }
 
     #[test]

@@ -1262,6 +1262,102 @@ fn a_joining_node_copies_the_function_libraries() {
     }
 }
 
+/// ACL users made at run time reach a node that joins or comes back (`acl.copy` there,
+/// `acl.adopt` here), so their clients log in through it; a user of a node's own
+/// configuration stays as configured; an ACL SETUSER through one node leaves every node
+/// with the same user, also a node that had it otherwise.
+#[test]
+fn a_joining_node_copies_the_acl_users() {
+    let _serial = serial();
+    let mut procs = vec![Proc::start("u0", &[])];
+    procs.push(Proc::start("u1", &[procs[0].gossip]));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    let acl = |p: &Proc, args: &[&str]| -> redis::RedisResult<redis::Value> {
+        redis::cmd("ACL").arg(args).query(&mut p.con())
+    };
+    let logs_in = |p: &Proc, user: &str, pass: &str| -> bool {
+        let url = format!("redis://{user}:{pass}@{}/", p.resp);
+        redis::Client::open(url)
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok()
+    };
+    let line = |p: &Proc, user: &str| -> Option<String> {
+        let list: Vec<String> = redis::cmd("ACL")
+            .arg("LIST")
+            .query(&mut p.con())
+            .expect("ACL LIST");
+        list.into_iter()
+            .find(|l| l.starts_with(&format!("user {user} ")))
+    };
+    acl(
+        &procs[0],
+        &["SETUSER", "alice", "on", ">pw", "~app:*", "+@all"],
+    )
+    .unwrap();
+    // A joiner configured with a user of its own name "carol", unknown to the others.
+    procs.push(Proc::start_with(
+        "u2",
+        &[procs[0].gossip],
+        SECRET,
+        &["user=carol on >mine ~* +@all"],
+    ));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    wait_until("the joiner copied the users", SETTLE, &[&procs[2]], || {
+        line(&procs[2], "alice").is_some()
+    });
+    assert!(
+        logs_in(&procs[2], "alice", "pw"),
+        "alice through the joiner"
+    );
+    assert!(logs_in(&procs[2], "carol", "mine"));
+    assert!(
+        !logs_in(&procs[0], "carol", "mine"),
+        "carol is the joiner's own"
+    );
+    // Rules added through one node leave every node with the same user: carol's rules
+    // through u0, which lacked her, make her there as on u2 after the change.
+    acl(&procs[2], &["SETUSER", "alice", ">pw2", "-flushall"]).unwrap();
+    acl(&procs[0], &["SETUSER", "carol", ">theirs"]).unwrap();
+    for user in ["alice", "carol"] {
+        let lines: Vec<Option<String>> = procs.iter().map(|p| line(p, user)).collect();
+        assert!(lines[0].is_some(), "{user}: {lines:?}");
+        assert!(lines.iter().all(|l| *l == lines[0]), "{user}: {lines:?}");
+    }
+    for p in &procs {
+        assert!(
+            logs_in(p, "alice", "pw2") && logs_in(p, "alice", "pw"),
+            "{}",
+            p.name
+        );
+        // Made from nothing on u0 (off, no commands), so off everywhere now.
+        assert!(!logs_in(p, "carol", "mine"), "{}", p.name);
+    }
+    // A node that crashes misses users made and deleted meanwhile, and copies them when
+    // it comes back: a deleted one does not come back with it.
+    procs[1].signal("KILL");
+    let _ = procs[1].wait_exit(Duration::from_secs(30));
+    acl(&procs[0], &["SETUSER", "bob", "on", ">b", "+ping"]).unwrap();
+    acl(&procs[2], &["DELUSER", "alice"]).unwrap();
+    procs[1] = Proc::start("u1", &[procs[0].gossip]);
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    wait_until(
+        "the restarted node copied the users",
+        SETTLE,
+        &[&procs[1]],
+        || line(&procs[1], "bob").is_some(),
+    );
+    assert!(logs_in(&procs[1], "bob", "b"));
+    for p in &procs {
+        assert!(
+            !logs_in(p, "alice", "pw2"),
+            "alice deleted, through {}",
+            p.name
+        );
+        assert_eq!(line(p, "bob"), line(&procs[0], "bob"), "{}", p.name);
+    }
+}
+
 /// A leave that cannot finish (a hand-off paced to 64 kB/s) ends at `leave-timeout-ms`, or
 /// at once on a second SIGTERM; either way the other nodes keep every key (the first node
 /// holds a copy of each).

@@ -368,14 +368,15 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
     found[i].clone()
 }
 
-/// SCRIPT LOAD | FLUSH, FUNCTION LOAD | DELETE | RESTORE | FLUSH: every member runs it (a
-/// script or library loaded or flushed everywhere, so an EVALSHA or FCALL forwarded to any
-/// owner finds it). This node first, whose answer is the client's: an error there (a
-/// library that exists, a syntax error) reaches no other member. The others then run it in
-/// the form that makes them agree with this node ([`follow_form`]); the first error of
-/// theirs is the answer. A member out of reach is left out (a script it lacks answers
-/// NOSCRIPT there, and the client loads it again; a library it lacks is copied when it
-/// starts again, see `libraries`).
+/// SCRIPT LOAD | FLUSH, FUNCTION LOAD | DELETE | RESTORE | FLUSH, ACL SETUSER | DELUSER:
+/// every member runs it (a script or library loaded or flushed everywhere, so an EVALSHA
+/// or FCALL forwarded to any owner finds it; a user known to every node). This node first,
+/// whose answer is the client's: an error there (a library that exists, a syntax error, a
+/// refused rule) reaches no other member. The others then run it in the form that makes
+/// them agree with this node ([`follow_form`]; after ACL SETUSER, the user's whole rules
+/// as this node has them); the first error of theirs is the answer. A member out of reach
+/// is left out (a script it lacks answers NOSCRIPT there, and the client loads it again; a
+/// library or user it lacks is copied when it starts again, see `copies`).
 async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
@@ -384,7 +385,20 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
         Ok(b) => b,
         Err(_) => return error_bytes("ERR the command did not run on this node"),
     };
-    let (follow, ignored) = follow_form(args);
+    let (mut follow, ignored) = follow_form(args);
+    if is_sub(args, "acl", "setuser") {
+        let ask_rules = [Bytes::from_static(b"acl.rules"), args[2].clone()];
+        if let Ok(rules) = ask(node, &view, view.me, Protocol::Resp2, 0, None, &ask_rules).await {
+            if let Ok(elements) = array_elements(&rules) {
+                follow.truncate(3);
+                follow.extend(
+                    elements
+                        .into_iter()
+                        .filter_map(|e| bulk_value(&rules.slice(e))),
+                );
+            }
+        }
+    }
     let others = (0..view.len() as u16).filter(|&m| m != view.me);
     let (view_ref, follow_ref) = (&view, &follow);
     let asks = others
@@ -394,7 +408,7 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
             Ok(b) if is_error(&b) && !ignored.is_some_and(|e| b.starts_with(e)) => return b,
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, "a SCRIPT or FUNCTION command did not reach a node");
+                tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, "a SCRIPT, FUNCTION or ACL command did not reach a node");
             }
         }
     }
@@ -403,16 +417,12 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
 
 /// How the other members run a SCRIPT or FUNCTION command that succeeded on this node, and
 /// the error of theirs that means they agree already. A member that started may have
-/// copied a library just loaded here (`libraries`), or not yet have one deleted here:
+/// copied a library just loaded here (`copies`), or not yet have one deleted here:
 /// FUNCTION LOAD and RESTORE replace there (this node checked the names), and a DELETE of
 /// a library a member lacks is no error.
 fn follow_form(args: &[Bytes]) -> (Vec<Bytes>, Option<&'static [u8]>) {
     let mut follow = args.to_vec();
-    let sub = |name: &str| {
-        args.len() > 1
-            && args[0].eq_ignore_ascii_case(b"function")
-            && args[1].eq_ignore_ascii_case(name.as_bytes())
-    };
+    let sub = |name: &str| is_sub(args, "function", name);
     let replace = Bytes::from_static(b"REPLACE");
     if sub("load") {
         // FUNCTION LOAD [REPLACE] code.
@@ -432,16 +442,53 @@ fn follow_form(args: &[Bytes]) -> (Vec<Bytes>, Option<&'static [u8]>) {
     (follow, None)
 }
 
-/// Copies the function libraries of another member into this node (`function.copy` there,
-/// `function.adopt` here, which leaves out what changed here meanwhile): true once done,
-/// false to be tried again.
+/// True if `args` are the command `container` with subcommand `sub`.
+fn is_sub(args: &[Bytes], container: &str, sub: &str) -> bool {
+    args.len() > 1
+        && args[0].eq_ignore_ascii_case(container.as_bytes())
+        && args[1].eq_ignore_ascii_case(sub.as_bytes())
+}
+
+/// What a node that starts in a cluster copies from another member (`copies`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Copied {
+    /// The function libraries (FUNCTION DUMP's payload).
+    Functions,
+    /// The ACL users (an ACL file's text).
+    Users,
+}
+
+impl Copied {
+    /// The internal commands that ask a member for its copy, and that adopt it here.
+    fn commands(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Copied::Functions => (b"function.copy", b"function.adopt"),
+            Copied::Users => (b"acl.copy", b"acl.adopt"),
+        }
+    }
+
+    /// True if a member's copy holds nothing to take: a FUNCTION DUMP payload of no
+    /// library is its version and checksum alone; users are there beside `default`.
+    fn is_empty(self, payload: &[u8]) -> bool {
+        match self {
+            Copied::Functions => payload.len() <= 10,
+            Copied::Users => payload
+                .split(|&b| b == b'\n')
+                .all(|line| line.is_empty() || line.starts_with(b"user default ")),
+        }
+    }
+}
+
+/// Copies the function libraries or the users of another member into this node (an
+/// internal `function.copy` or `acl.copy` there, `function.adopt` or `acl.adopt` here,
+/// which leave out what changed here meanwhile): true once done, false to be tried again.
 ///
-/// The first member that gives libraries is copied. Done without a copy when every other
-/// member answered and none had any: each was starting too (LOADING: the whole cluster
-/// started again), had none, or is of a release without functions (unknown command); or
-/// when this node serves alone. A member out of reach, another error, or a copy that cannot
-/// be restored here leaves it to the next round.
-pub async fn copy_functions(node: &Arc<Server>) -> bool {
+/// The first member that has some is copied. Done without a copy when every other member
+/// answered and none had any: each was starting too (LOADING: the whole cluster started
+/// again), had none, or is of a release without them (unknown command); or when this node
+/// serves alone. A member out of reach, another error, or a copy that cannot be adopted
+/// here leaves it to the next round.
+pub async fn copy_from_member(node: &Arc<Server>, what: Copied) -> bool {
     let Some(cluster) = node.cluster.as_ref() else {
         return true;
     };
@@ -451,7 +498,8 @@ pub async fn copy_functions(node: &Arc<Server>) -> bool {
         // Alone: done once serving alone; a node still joining waits for its cluster.
         return cluster.accepting.load(std::sync::atomic::Ordering::Acquire);
     }
-    let ask_copy = [Bytes::from_static(b"function.copy")];
+    let (copy, adopt) = what.commands();
+    let ask_copy = [Bytes::from_static(copy)];
     let mut answered = true;
     for &m in &others {
         let Ok(reply) = ask(node, &view, m, Protocol::Resp2, 0, None, &ask_copy).await else {
@@ -465,25 +513,24 @@ pub async fn copy_functions(node: &Arc<Server>) -> bool {
             answered = false;
             continue;
         };
-        // A payload without libraries is the version and checksum alone.
-        if payload.len() <= 10 {
+        if what.is_empty(&payload) {
             continue;
         }
         let name = &view.nodes[usize::from(m)].name;
-        let adopt = [Bytes::from_static(b"function.adopt"), payload];
+        let adopt = [Bytes::from_static(adopt), payload];
         return match ask(node, &view, view.me, Protocol::Resp2, 0, None, &adopt).await {
             Ok(r) if !is_error(&r) => {
                 let n = integer_value(&r).unwrap_or(0);
-                tracing::info!(from = %name, libraries = n, "copied the function libraries");
+                tracing::info!(from = %name, ?what, adopted = n, "copied from another node");
                 true
             }
             Ok(r) => {
                 let e = String::from_utf8_lossy(&r).trim_end().to_string();
-                tracing::warn!(from = %name, error = %e, "could not restore the function libraries of another node");
+                tracing::warn!(from = %name, ?what, error = %e, "could not adopt another node's copy");
                 false
             }
             Err(e) => {
-                tracing::warn!(error = %e, "could not restore the function libraries");
+                tracing::warn!(?what, error = %e, "could not adopt another node's copy");
                 false
             }
         };

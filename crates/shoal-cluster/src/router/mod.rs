@@ -29,7 +29,7 @@ mod outcome;
 mod split;
 
 pub use blocked::serve_blocked;
-pub use fanout::{copy_functions, publish_to};
+pub use fanout::{copy_from_member, publish_to, Copied};
 pub use local::{
     command_keys, order_failover, parse_command, serve_after_wait, serve_command,
     serve_part_blocking,

@@ -659,7 +659,7 @@ pub fn as_user(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let epoch = registry.epoch();
     let Some(user) = registry.user(&args[1]) else {
         return Reply::error(format!(
-            "NOPERM User {} does not exist on this node (ACL users are per node: give every node the same)",
+            "NOPERM User {} does not exist on this node (a node that started may not have copied it yet)",
             text(&args[1])
         ));
     };
@@ -669,6 +669,43 @@ pub fn as_user(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     ctx.session.user = before;
     ctx.session.acl_epoch = before_epoch;
     reply
+}
+
+/// `acl.copy` (internal): this node's users for a node that starts (`cluster::copies`),
+/// as an ACL file holds them; `LOADING` while this node is copying them itself.
+pub fn copy(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let registry = registry(ctx.engine);
+    if registry.copying() {
+        return err("LOADING this node is copying its users");
+    }
+    Reply::Bulk(Bytes::from(registry.file_text()))
+}
+
+/// `acl.adopt <text>` (internal): ends this node's copy of another member's users with
+/// that member's `acl.copy` text; the users this node knows already, or that changed here
+/// since the copy began, stay as they are ([`acl::Registry::adopt`]). The number adopted.
+pub fn adopt(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let registry = registry(ctx.engine);
+    match acl::parse_file(&args[1], "copy", registry.catalog()) {
+        Ok(users) => Reply::Int(registry.adopt(users).len() as i64),
+        Err(e) => Reply::error(format!("ERR the copied users were refused: {e}")),
+    }
+}
+
+/// `acl.rules <user>` (internal): the SETUSER rules that make the user from `reset` as it
+/// is here, or nil. After an ACL SETUSER here, the other members apply them instead of the
+/// client's rules (`router::fanout`), so a member that lacked the user, or had it
+/// otherwise, agrees with this node.
+pub fn rules(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    match registry(ctx.engine).user(&args[1]) {
+        Some(u) => Reply::Array(
+            u.rules()
+                .into_iter()
+                .map(|r| Reply::Bulk(Bytes::from(r)))
+                .collect(),
+        ),
+        None => Reply::Nil,
+    }
 }
 
 /// Whether a new connection must authenticate: the default user has a password or is

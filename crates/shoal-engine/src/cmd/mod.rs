@@ -766,6 +766,36 @@ pub static INTERNAL: &[CommandSpec] = &[
         4
     ),
     cmd!(
+        "acl.copy",
+        1,
+        READONLY | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        "server",
+        "0.1.0",
+        "This node's users as an ACL file holds them, for a node that starts (LOADING while it copies its own).",
+        acl::copy
+    ),
+    cmd!(
+        "acl.adopt",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        "server",
+        "0.1.0",
+        "Ends a starting node's copy with another member's users (acl.copy's text).",
+        acl::adopt
+    ),
+    cmd!(
+        "acl.rules",
+        2,
+        READONLY | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        "server",
+        "0.1.0",
+        "A user's rules from reset, for the other members to set it as this node has it after an ACL SETUSER.",
+        acl::rules
+    ),
+    cmd!(
         "function.copy",
         1,
         READONLY | NOSCRIPT,
