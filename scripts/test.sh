@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Shoal's whole test suite: installs what the tests need (redis-cli from redis-tools,
 # redis-server for the differential test that compares Shoal's replies with Redis's,
-# memccapable from libmemcached-tools for the Memcached front end, the SASL PLAIN plugin
+# memccapable from libmemcached-tools for the Memcached front end, memcached for the
+# differential test that compares the Memcached port's replies with memcached's, the SASL PLAIN plugin
 # (libsasl2-modules) for pylibmc's binary-protocol authentication, Python 3 and Node.js with
 # the clients the cluster-client tests drive: redis-py, pymemcache and pylibmc from PyPI,
 # ioredis and node-redis from npm into tests/clients/node_modules),
@@ -10,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
-  || ! command -v memccapable >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 \
+  || ! command -v memccapable >/dev/null 2>&1 || ! command -v memcached >/dev/null 2>&1 \
+  || ! command -v chromium >/dev/null 2>&1 \
   || ! command -v openssl >/dev/null 2>&1 \
   || ! compgen -G '/usr/lib/*/sasl2/libplain.so*' >/dev/null; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -18,7 +20,7 @@ if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/nul
   # chromium: the status page's test renders it headless; openssl: the TLS tests make
   # their certificates with it.
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-tools redis-server libmemcached-tools \
-    libsasl2-modules chromium openssl >/dev/null
+    memcached libsasl2-modules chromium openssl >/dev/null
 fi
 
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1 \

@@ -19,9 +19,7 @@ use libfuzzer_sys::fuzz_target;
 use shoal_memcache::{Command, Limits, Parser};
 
 fn key_ok(key: &[u8], limits: &Limits) -> bool {
-    !key.is_empty()
-        && key.len() <= limits.max_key_len
-        && key.iter().all(|&b| b > 0x20 && b != 0x7f)
+    !key.is_empty() && key.len() <= limits.max_key_len && key.iter().all(|&b| b > 0x20 && b != 0x7f)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -34,14 +32,16 @@ fuzz_target!(|data: &[u8]| {
         Limits {
             max_key_len: 8,
             max_line_len: 64,
-            max_item_size: 32,
+            max_get_line_len: 96,
+            max_item_size: 96,
             max_keys: 4,
         }
     } else {
         Limits::default()
     };
     let max_chunk = 256;
-    let bound = limits.max_line_len + 2 + limits.max_item_size + 2 + max_chunk;
+    let bound =
+        limits.max_line_len.max(limits.max_get_line_len) + 2 + limits.max_item_size + 2 + max_chunk;
 
     let mut parser = Parser::new();
     let mut buf = BytesMut::new();
@@ -93,6 +93,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(buf.len() <= fed, "consumed more than fed");
         }
         assert!(buf.len() <= bound, "buffer unbounded: {}", buf.len());
-        assert!(payload <= fed - buf.len(), "payload larger than consumed bytes");
+        assert!(
+            payload <= fed - buf.len(),
+            "payload larger than consumed bytes"
+        );
     }
 });

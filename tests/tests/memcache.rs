@@ -125,7 +125,8 @@ fn incr_decr_touch_and_errors() {
         "incr word 1\r\n",
         "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
     );
-    exchange(&mut s, "get n\r\n", "VALUE n 5 1\r\n0\r\nEND\r\n");
+    // A shorter number keeps the value's length with spaces, as memcached writes it in place.
+    exchange(&mut s, "get n\r\n", "VALUE n 5 2\r\n0 \r\nEND\r\n");
     exchange(&mut s, "touch n 100\r\n", "TOUCHED\r\n");
     exchange(&mut s, "touch missing 100\r\n", "NOT_FOUND\r\n");
     let mut con = node.client();
@@ -517,13 +518,15 @@ fn the_binary_protocol_speaks_the_same_keyspace() {
     assert_eq!(read_bin(&mut s).5, b"1.6.21".to_vec());
     send(&mut s, &bin(0x55, &[], &[], &[], 0));
     assert_eq!(read_bin(&mut s).1, 0x0081);
-    // A body over the limit is refused from its header, and the connection closes.
-    let mut huge = bin(0x01, &set_extras(0, 0), b"big", &[], 0);
-    huge[8..12].copy_from_slice(&(64u32 << 20).to_be_bytes());
-    send(&mut s, &huge);
-    let (reply, closed) = shoal_tests::read_to_close(&mut s, T);
-    assert_eq!(&reply[6..8], &[0x00, 0x03], "status Too large");
-    assert!(closed);
+    // A body over the limit is refused from its header and skipped as it comes, as
+    // memcached swallows it: the connection goes on.
+    let huge = bin(0x01, &set_extras(0, 0), b"big", &vec![b'v'; 3 << 20], 0);
+    send(&mut s, &huge[..24]);
+    let r = read_bin(&mut s);
+    assert_eq!(r.1, 0x0003, "status Too large");
+    send(&mut s, &huge[24..]);
+    send(&mut s, &bin(0x0a, &[], &[], &[], 0));
+    assert_eq!(read_bin(&mut s).1, 0, "the NOOP after it");
 }
 
 #[test]

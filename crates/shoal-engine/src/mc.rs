@@ -197,8 +197,11 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
                     StoreMode::Replace | StoreMode::Append | StoreMode::Prepend if !exists => {
                         return Status::NotStored
                     }
-                    // Nothing to append to in a key of another type (a RESP hash).
-                    StoreMode::Append | StoreMode::Prepend if slot.value().is_none() => {
+                    // Nothing to append to in a key of another type (a RESP hash), nor past
+                    // the item size.
+                    StoreMode::Append | StoreMode::Prepend
+                        if !joined_fits(node, slot, &key, data.len()) =>
+                    {
                         return Status::NotStored
                     }
                     StoreMode::Cas if !exists => return Status::NotFound,
@@ -449,6 +452,16 @@ pub fn run_tunneled(
 
 /// incr/decr on a slot: Ok(None) for a missing key, Err for a non-numeric value. Incr wraps
 /// at 2^64 and decr stops at 0, as in Memcached; flags and TTL stay.
+/// Whether `slot` holds a string that `more` bytes appended or prepended leave within the
+/// item size (memcached answers NOT_STORED when the joined item cannot be allocated).
+fn joined_fits(node: &Engine, slot: &shoal_store::Slot<'_>, key: &[u8], more: usize) -> bool {
+    let Some(value) = slot.value() else {
+        return false;
+    };
+    let flags = slot.flags().unwrap_or(0);
+    shoal_memcache::item_fits(&limits(node), key.len(), flags, value.len() + more)
+}
+
 fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Option<u64>, ()> {
     let Some(value) = slot.value() else {
         return Ok(None);
@@ -459,7 +472,13 @@ fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Opt
     } else {
         current.saturating_sub(delta)
     };
-    slot.set_keep_ttl(next.to_string().as_bytes());
+    // memcached writes a number no longer than the value in place, padded with spaces to
+    // the value's length (`do_add_delta`): 100 decremented reads back "99 ".
+    let mut text = next.to_string().into_bytes();
+    if text.len() < value.len() {
+        text.resize(value.len(), b' ');
+    }
+    slot.set_keep_ttl(&text);
     Ok(Some(next))
 }
 
@@ -813,19 +832,22 @@ fn meta_set(
     ) else {
         return;
     };
-    let mode = match flags.token(b'M').map(|t| t.to_ascii_uppercase()) {
+    // Upper case only, as memcached reads them.
+    let mode = match flags.token(b'M') {
         None => StoreMode::Set,
-        Some(m) => match m.as_slice() {
-            b"S" => StoreMode::Set,
-            b"E" => StoreMode::Add,
-            b"A" => StoreMode::Append,
-            b"P" => StoreMode::Prepend,
-            b"R" => StoreMode::Replace,
-            _ => {
-                out.extend_from_slice(b"CLIENT_ERROR invalid mode for ms M token\r\n");
-                return;
-            }
-        },
+        Some(m) if m.len() != 1 => {
+            out.extend_from_slice(b"CLIENT_ERROR incorrect length for M token\r\n");
+            return;
+        }
+        Some(b"S") => StoreMode::Set,
+        Some(b"E") => StoreMode::Add,
+        Some(b"A") => StoreMode::Append,
+        Some(b"P") => StoreMode::Prepend,
+        Some(b"R") => StoreMode::Replace,
+        Some(_) => {
+            out.extend_from_slice(b"CLIENT_ERROR invalid mode for ms M token\r\n");
+            return;
+        }
     };
     bump(&node.mc_stats.cmd_set);
     if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() {
@@ -840,7 +862,11 @@ fn meta_set(
             (_, Some(c)) if slot.version() != Some(c) => "EX",
             (StoreMode::Add, _) if exists => "NS",
             (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, _) if !exists => "NS",
-            (StoreMode::Append | StoreMode::Prepend, _) if slot.value().is_none() => "NS",
+            (StoreMode::Append | StoreMode::Prepend, _)
+                if !joined_fits(node, slot, &key, data.len()) =>
+            {
+                "NS"
+            }
             _ => "HD",
         };
         if code == "HD" {
@@ -911,8 +937,12 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
     };
     let incr = match flags.token(b'M') {
         None => true,
-        Some(b"I" | b"i" | b"+") => true,
-        Some(b"D" | b"d" | b"-") => false,
+        Some(m) if m.len() != 1 => {
+            out.extend_from_slice(b"CLIENT_ERROR incorrect length for M token\r\n");
+            return;
+        }
+        Some(b"I" | b"+") => true,
+        Some(b"D" | b"-") => false,
         Some(_) => {
             out.extend_from_slice(b"CLIENT_ERROR invalid mode for ma M token\r\n");
             return;
@@ -920,14 +950,20 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
     };
     let delta = delta.unwrap_or(1);
     node.store.write(&key, now, |slot| {
+        // The counter's value, as `v` returns it (the number, not the stored text, which
+        // keeps its length with spaces; see `arith`).
+        let mut number = None;
         let code = if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
             // A RESP collection: not found, and not replaced by a vivified counter.
             "NF"
         } else if !slot.exists() {
             match vivify {
                 Some(t) => {
-                    let start = initial.unwrap_or(0).to_string();
-                    slot.set_with_flags(start.as_bytes(), expire_at(t, now), 0);
+                    let start = initial.unwrap_or(0);
+                    number = Some(start);
+                    // A T flag's TTL wins over N's, as memcached sets it on the new item.
+                    let at = expire_at(ttl.unwrap_or(t), now);
+                    slot.set_with_flags(start.to_string().as_bytes(), at, 0);
                     "HD"
                 }
                 None => "NF",
@@ -936,7 +972,8 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
             "EX"
         } else {
             match arith(slot, incr, delta) {
-                Ok(_) => {
+                Ok(n) => {
+                    number = n;
                     if let Some(t) = ttl {
                         slot.set_expire(expire_at(t, now));
                     }
@@ -957,8 +994,10 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
         }
         let view = item_view(slot, &key);
         let ret = return_flags(flags, view.as_ref(), now);
-        match (code, view.as_ref()) {
-            ("HD", Some(v)) if flags.has(b'v') => write_meta(out, "VA", Some(v.value), &ret),
+        match (code, number) {
+            ("HD", Some(n)) if flags.has(b'v') => {
+                write_meta(out, "VA", Some(n.to_string().as_bytes()), &ret)
+            }
             _ => write_meta(out, code, None, &ret),
         }
     });

@@ -160,12 +160,15 @@ pub struct Request {
     pub value: Bytes,
 }
 
-/// A request whose framing cannot be trusted (or whose body is over the limit): the node
-/// writes `response` and closes, as the stream cannot be read further.
+/// A request the node answers `response` without running it: one whose framing cannot be
+/// trusted, after which the node closes, as the stream cannot be read further; or one whose
+/// body is over the limit, which the node skips (`skip`: the request's bytes in all, header
+/// included, to discard as they arrive, never buffered) and goes on, as memcached swallows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fatal {
     pub response: Bytes,
     pub reason: &'static str,
+    pub skip: Option<usize>,
 }
 
 /// The largest body a request may declare: the largest item, the longest key, extras.
@@ -215,6 +218,7 @@ pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, F
     let fatal = |status, reason| Fatal {
         response: error_response(opcode, status, opaque),
         reason,
+        skip: None,
     };
     if h[0] != REQUEST_MAGIC {
         return Err(fatal(status::INVALID_ARGUMENTS, "bad magic byte"));
@@ -222,17 +226,17 @@ pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, F
     let key_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
     let extras_len = usize::from(h[4]);
     let body_len = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
-    if body_len > max_body(limits) {
-        return Err(fatal(
-            status::TOO_LARGE,
-            "binary request body over the limit",
-        ));
-    }
     if key_len + extras_len > body_len {
         return Err(fatal(
             status::INVALID_ARGUMENTS,
             "binary request key and extras longer than its body",
         ));
+    }
+    if body_len > max_body(limits) {
+        return Err(Fatal {
+            skip: Some(HEADER_LEN + body_len),
+            ..fatal(status::TOO_LARGE, "binary request body over the limit")
+        });
     }
     if input.len() < HEADER_LEN + body_len {
         return Ok(None);
@@ -365,7 +369,13 @@ pub fn action(req: Request, limits: &Limits) -> Action {
     {
         return invalid();
     }
-    if req.value.len() > limits.max_item_size {
+    // Set, add and replace carry the client flags first in their extras.
+    let client_flags = if req.extras.len() == 8 {
+        u32_at(&req.extras, 0)
+    } else {
+        0
+    };
+    if valued && !crate::item_fits(limits, req.key.len(), client_flags, req.value.len()) {
         return Action::Answer(error_response(req.opcode, status::TOO_LARGE, req.opaque));
     }
     // A STAT group with a space or control byte is no group the text `stats` could name
@@ -558,12 +568,13 @@ fn error_of(p: &Pending, line: &[u8], out: &mut BytesMut) -> bool {
         };
         (status, t)
     } else if let Some(t) = line.strip_prefix(b"CLIENT_ERROR ") {
-        let status = if t.starts_with(b"cannot increment or decrement") {
-            status::NON_NUMERIC
+        if t.starts_with(b"cannot increment or decrement") {
+            // memcached's binary text for it.
+            let text = status::text(status::NON_NUMERIC).as_bytes();
+            (status::NON_NUMERIC, text)
         } else {
-            status::INVALID_ARGUMENTS
-        };
-        (status, t)
+            (status::INVALID_ARGUMENTS, t)
+        }
     } else if line == b"ERROR" {
         (status::UNKNOWN_COMMAND, &b"Unknown command"[..])
     } else {
@@ -838,16 +849,18 @@ mod tests {
             (op::SET, 7, &b"key"[..], &b"value"[..])
         );
         assert_eq!(&r.extras[..], &[0, 0, 0, 5, 0, 0, 0, 0]);
-        // A body over the limit is refused from its header alone.
+        // A body over the limit is refused from its header alone, to be skipped.
         let mut huge = frame(op::SET, &[0; 8], b"k", b"", 0);
         huge[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
         let e = parse(&mut BytesMut::from(&huge[..]), &Limits::default()).unwrap_err();
         assert_eq!(fields(&e.response).1, status::TOO_LARGE);
+        assert_eq!(e.skip, Some(HEADER_LEN + u32::MAX as usize));
         // Key and extras longer than the body: the framing is broken.
         let mut bad = frame(op::GET, &[], b"k", b"", 0);
         bad[2..4].copy_from_slice(&100u16.to_be_bytes());
         let e = parse(&mut BytesMut::from(&bad[..]), &Limits::default()).unwrap_err();
         assert_eq!(fields(&e.response).1, status::INVALID_ARGUMENTS);
+        assert_eq!(e.skip, None);
         assert_eq!(wanted(&req), req.len());
         assert_eq!(wanted(&req[..10]), 0);
     }
@@ -1016,6 +1029,20 @@ mod tests {
         assert_eq!(
             status_of(frame(op::APPEND, &[], b"k", &big, 0)),
             status::TOO_LARGE
+        );
+        // As memcached counts an item: 1 MiB of data is too large with its key and header.
+        let mib = vec![b'v'; 1024 * 1024];
+        assert_eq!(
+            status_of(frame(op::SET, &[0; 8], b"k", &mib, 0)),
+            status::TOO_LARGE
+        );
+        let fits = vec![b'v'; 1024 * 1024 - 48 - 2 - 2 - 8];
+        let runs = action(parsed(&frame(op::SET, &[0; 8], b"k", &fits, 0)), &limits);
+        assert!(matches!(runs, Action::Run(Command::MetaSet { .. }, _)));
+        assert_eq!(
+            status_of(frame(op::SET, &[0, 0, 0, 1, 0, 0, 0, 0], b"k", &fits, 0)),
+            status::TOO_LARGE,
+            "four bytes of client flags"
         );
         // SASL goes to the node.
         let auth = frame(op::SASL_AUTH, &[], b"PLAIN", b"\0user\0pw", 0);

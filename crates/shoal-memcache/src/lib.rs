@@ -30,17 +30,19 @@
 //! Deliberately different:
 //! - a storage command rejected after its `<bytes>` was read (bad key, bad number, bad meta
 //!   flag) has its data block swallowed too; memcached would parse that data as commands;
-//! - one line limit ([`Limits::max_line_len`]) for every command, and a key-count limit for
-//!   gets ([`Limits::max_keys`]); memcached bounds non-get lines at 2 KiB and gets not at all;
+//! - a line limit ([`Limits::max_line_len`], 64 KiB; [`Limits::max_get_line_len`], 2 MiB, for
+//!   gets) and a key-count limit for gets ([`Limits::max_keys`]); memcached bounds non-get
+//!   lines at 2 KiB and gets not at all;
 //! - the connection-fatal "line too long" gets a `CLIENT_ERROR line too long` reply before
 //!   the close (memcached 1.6 closes silently);
-//! - a binary request whose body is over the limit, or whose framing is broken, is answered
-//!   with an error and the connection closed (memcached swallows the body and goes on);
+//! - a binary request whose framing is broken is answered with an error and the connection
+//!   closed (one whose body is over the limit is answered and skipped, as memcached does);
 //! - not parsed (answered `ERROR`): `shutdown`,
 //!   `slabs`, `lru`, `lru_crawler`, `watch`, `extstore`, `bget`, `misbehave`; an HTTP request
 //!   line is not special-cased (memcached closes the connection).
-//! - `noreply` is not attached to errors: memcached suppresses error replies of a `noreply`
-//!   request (except meta-set errors); the node always sees the error and decides.
+//! - `noreply` is not attached to a [`ParseError`]: the node asks [`Parser::is_quiet`]
+//!   whether memcached would have answered it (a classic command's errors go unanswered
+//!   with `noreply`, a meta command's are answered).
 
 pub mod auth;
 pub mod base64;
@@ -50,4 +52,4 @@ pub mod parser;
 pub mod reply;
 
 pub use command::{Command, MetaFlags, StoreMode};
-pub use parser::{Limits, ParseError, Parser};
+pub use parser::{item_fits, Limits, ParseError, Parser};

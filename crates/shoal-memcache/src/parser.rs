@@ -28,13 +28,16 @@ use crate::command::{Command, MetaFlags, StoreMode};
 pub struct Limits {
     /// Longest key (memcached `KEY_MAX_LENGTH`, 250).
     pub max_key_len: usize,
-    /// Longest command line, without its line end (64 KiB). memcached closes a connection that
-    /// sends 2 KiB without a newline unless the line starts with `get `/`gets ` (multi-key gets
-    /// are unbounded there); one bound for every command is simpler and still lets a get carry
-    /// thousands of keys.
+    /// Longest command line, without its line end (64 KiB), but for gets. memcached closes a
+    /// connection that sends 2 KiB without a newline unless the line starts with `get `/`gets `
+    /// (multi-key gets are unbounded there).
     pub max_line_len: usize,
-    /// Largest data block accepted (memcached `-I`, 1 MiB); larger blocks are swallowed and
-    /// answered `SERVER_ERROR object too large for cache`.
+    /// Longest get/gets/gat/gats line (2 MiB: 8,000 keys of the longest length, pymemcache's
+    /// and libmemcached's multi-gets send them on one line however many keys they name).
+    pub max_get_line_len: usize,
+    /// Largest item accepted (memcached `-I`, 1 MiB), counted as memcached counts it: the
+    /// data block with its key and memcached's own item header ([`item_fits`]); larger blocks
+    /// are swallowed and answered `SERVER_ERROR object too large for cache`.
     pub max_item_size: usize,
     /// Most keys in one get/gets/gat/gats line (not in memcached, where only the line length
     /// bounds them): caps the per-request work and the `Vec` of keys.
@@ -46,10 +49,26 @@ impl Default for Limits {
         Limits {
             max_key_len: 250,
             max_line_len: 64 * 1024,
+            max_get_line_len: 2 * 1024 * 1024,
             max_item_size: 1024 * 1024,
-            max_keys: 4096,
+            max_keys: 100_000,
         }
     }
+}
+
+/// Whether an item of this key length, client flags and data length fits `max_item_size`
+/// as memcached counts it (`item_size_ok`): its 48-byte item header, the key and its NUL,
+/// 4 bytes of client flags unless they are 0, the data and its `\r\n`, the 8-byte CAS. So
+/// a 1 MiB limit takes a value somewhat smaller than 1 MiB, as in memcached.
+pub fn item_fits(limits: &Limits, key_len: usize, flags: u32, data_len: usize) -> bool {
+    const ITEM_HEADER: usize = 48;
+    const CAS: usize = 8;
+    let flags_len = if flags == 0 { 0 } else { 4 };
+    ITEM_HEADER
+        .saturating_add(key_len + 1 + flags_len)
+        .saturating_add(data_len.saturating_add(2))
+        .saturating_add(CAS)
+        <= limits.max_item_size
 }
 
 /// A request the node must answer with an error. [`ParseError::reply`] gives memcached's
@@ -112,6 +131,10 @@ pub struct Parser {
     /// Bytes at the front of the buffer already searched for `\n` without finding it, so a
     /// slowly arriving line is scanned once, not once per read.
     scanned: usize,
+    /// The last command line read was a classic command (storage, delete, incr/decr, touch,
+    /// flush_all, verbosity, cache_memlimit) ending in `noreply`: memcached answers its errors
+    /// with nothing too ([`Parser::is_quiet`]).
+    noreply_line: bool,
 }
 
 #[derive(Debug, Default)]
@@ -142,6 +165,17 @@ enum Pending {
 }
 
 impl Pending {
+    /// Whether its item, with a data block of `len` bytes, fits [`Limits::max_item_size`].
+    fn fits(&self, limits: &Limits, len: usize) -> bool {
+        match self {
+            Pending::Store { key, flags, .. } => item_fits(limits, key.len(), *flags, len),
+            Pending::Meta { key, flags } => {
+                let client_flags = flags.token(b'F').and_then(parse_u32).unwrap_or(0);
+                item_fits(limits, key.len(), client_flags, len)
+            }
+        }
+    }
+
     fn complete(self, data: Bytes) -> Command {
         match self {
             Pending::Store {
@@ -183,6 +217,13 @@ impl Parser {
 
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether `error`, just returned by [`Parser::parse`], goes unanswered: memcached's
+    /// `noreply` silences a classic command's errors as well as its replies (not `ERROR`
+    /// for a command it could not read, nor a meta command's errors).
+    pub fn is_quiet(&self, error: &ParseError) -> bool {
+        self.noreply_line && !matches!(error, ParseError::UnknownCommand | ParseError::LineTooLong)
     }
 
     /// Parses the next complete command at the front of `buf`, consuming its bytes.
@@ -252,12 +293,22 @@ impl Parser {
         limits: &Limits,
     ) -> Result<Option<LineOutcome>, ParseError> {
         let start = self.scanned.min(buf.len());
+        // The longest line this one may be: a get's is longer.
+        let max_len = |buf: &[u8]| {
+            if is_get_line(buf) {
+                limits.max_get_line_len.max(limits.max_line_len)
+            } else {
+                limits.max_line_len
+            }
+        };
         let nl = match buf[start..].iter().position(|&b| b == b'\n') {
             Some(i) => start + i,
             None => {
                 self.scanned = buf.len();
                 // A line of exactly the limit may be waiting for the '\n' after its '\r'.
-                if buf.len() > limits.max_line_len.saturating_add(1) {
+                if buf.len() > limits.max_line_len.saturating_add(1)
+                    && buf.len() > max_len(buf).saturating_add(1)
+                {
                     return Err(ParseError::LineTooLong);
                 }
                 return Ok(None);
@@ -270,12 +321,45 @@ impl Parser {
         } else {
             nl
         };
-        if end > limits.max_line_len {
+        if end > limits.max_line_len && end > max_len(&buf[..end]) {
             return Err(ParseError::LineTooLong);
         }
         let line = buf.split_to(nl + 1).freeze().slice(..end);
+        self.noreply_line = classic_noreply(&line);
         interpret(&line, limits).map(Some)
     }
+}
+
+/// Whether `line` (or its start) is a get/gets/gat/gats line, whose length has its own limit.
+fn is_get_line(line: &[u8]) -> bool {
+    let at = line.iter().position(|&b| b != b' ').unwrap_or(line.len());
+    let word = &line[at..];
+    [&b"get "[..], b"gets ", b"gat ", b"gats "]
+        .iter()
+        .any(|w| word.starts_with(w))
+}
+
+/// Whether `line` is a classic command ending in `noreply` (see `Parser::noreply_line`).
+fn classic_noreply(line: &[u8]) -> bool {
+    let mut words = line.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    let first = words.next().unwrap_or_default();
+    let classic = matches!(
+        first,
+        b"set"
+            | b"add"
+            | b"replace"
+            | b"append"
+            | b"prepend"
+            | b"cas"
+            | b"delete"
+            | b"incr"
+            | b"decr"
+            | b"touch"
+            | b"flush_all"
+            | b"verbosity"
+            | b"cache_memlimit"
+    );
+    classic && words.next_back() == Some(&b"noreply"[..])
 }
 
 /// The tokens of a command line: `(start, end)` offsets into it.
@@ -565,7 +649,7 @@ fn with_data_block(
     limits: &Limits,
 ) -> Result<LineOutcome, ParseError> {
     match parsed {
-        Ok((pending, len)) if len <= limits.max_item_size => Ok(LineOutcome::Data(pending, len)),
+        Ok((pending, len)) if pending.fits(limits, len) => Ok(LineOutcome::Data(pending, len)),
         Ok((_, len)) => Ok(LineOutcome::Swallow(len + 2, ParseError::TooLarge)),
         Err(e) => match len {
             Some(n) => Ok(LineOutcome::Swallow(n + 2, e)),

@@ -588,8 +588,9 @@ fn rejected_storage_lines_swallow_their_block() {
 
 #[test]
 fn too_large_is_swallowed_in_one_buffer() {
+    // An 8-byte value with a 1-byte key and memcached's item overhead (see `item_fits`).
     let limits = Limits {
-        max_item_size: 8,
+        max_item_size: 48 + 2 + 10 + 8,
         ..Limits::default()
     };
     let (out, left) = run(
@@ -645,6 +646,7 @@ fn too_large_swallow_never_buffers() {
 fn line_too_long_closes() {
     let limits = Limits {
         max_line_len: 16,
+        max_get_line_len: 16,
         ..Limits::default()
     };
     // Without a newline: detected as soon as the buffer passes the limit.
@@ -666,6 +668,83 @@ fn line_too_long_closes() {
         out[..],
         [Ok(Command::Get { .. }), Ok(Command::MetaNoop)]
     ));
+}
+
+#[test]
+fn a_get_line_may_be_longer_than_others() {
+    let limits = Limits {
+        max_line_len: 16,
+        max_get_line_len: 32,
+        ..Limits::default()
+    };
+    let long_get = b"get aaaaaaaaaa bbbbbbbbbb cccccc\r\n";
+    assert_eq!(long_get.len() - 2, 32);
+    for line in [
+        &long_get[..],
+        b"  gets aaaaaaaaaa bbbbbbbbbb cc\r\n",
+        b"gat 1 aaaaaaaaaa bbbbbbbbbbbbb\r\n",
+    ] {
+        let (out, left) = run(line, &limits);
+        assert!(matches!(out[..], [Ok(Command::Get { .. })]), "{out:?}");
+        assert_eq!(left, 0);
+    }
+    // Arriving a byte at a time: not too long before its newline.
+    let out = chunked(long_get, &[1], &limits);
+    assert!(matches!(out[..], [Ok(Command::Get { .. })]), "{out:?}");
+    for line in [
+        &b"get aaaaaaaaaa bbbbbbbbbb ccccccc\r\n"[..],
+        b"delete aaaaaaaaaaaaa\r\n",
+        b"getx aaaaaaaaaaaaaaa\r\n",
+    ] {
+        let (out, _) = run(line, &limits);
+        assert_eq!(out, vec![Err(ParseError::LineTooLong)], "{line:?}");
+    }
+    let mut p = Parser::new();
+    let mut buf = BytesMut::from(&b"delete aaaaaaaaaaa"[..]);
+    assert_eq!(p.parse(&mut buf, &limits), Err(ParseError::LineTooLong));
+    let mut buf = BytesMut::from(&b"get aaaaaaaaaaaaaa"[..]);
+    assert_eq!(Parser::new().parse(&mut buf, &limits), Ok(None));
+}
+
+#[test]
+fn noreply_silences_a_classic_commands_errors() {
+    let limits = Limits::default();
+    let cases: [(&[u8], bool); 11] = [
+        (b"delete k 5 noreply\r\n", true),
+        (b"delete k 5\r\n", false),
+        (b"incr k abc noreply\r\n", true),
+        (b"flush_all abc noreply\r\n", true),
+        (b"set k abc 0 1 noreply\r\na\r\n", true),
+        (b"set k 0 0 3 noreply\r\nhello\r\n", true),
+        (b"set k 0 0 2000000 noreply\r\n", true),
+        // The delta is `noreply`: memcached took it as the flag too.
+        (b"incr k noreply\r\n", true),
+        // A command memcached could not read: ERROR all the same.
+        (b"incr noreply\r\n", false),
+        // A meta command's errors are answered: its quiet mode is the q flag.
+        (b"mg k !x q\r\n", false),
+        (b"ms k abc noreply\r\nhi\r\n", false),
+    ];
+    for (input, quiet) in cases {
+        let mut p = Parser::new();
+        let mut buf = BytesMut::from(input);
+        let e = loop {
+            match p.parse(&mut buf, &limits) {
+                Err(e) => break e,
+                Ok(None) => {
+                    // The too-large block: swallowed as it comes.
+                    buf.extend_from_slice(&vec![b'a'; 2_000_002]);
+                }
+                Ok(Some(c)) => panic!("{input:?}: {c:?}"),
+            }
+        };
+        assert_eq!(
+            p.is_quiet(&e),
+            quiet,
+            "{:?}: {e}",
+            String::from_utf8_lossy(input)
+        );
+    }
 }
 
 #[test]
@@ -917,7 +996,13 @@ proptest! {
         ]),
         sizes in proptest::collection::vec(1usize..32, 1..6),
     ) {
-        let limits = Limits { max_key_len: 8, max_line_len: 64, max_item_size: 16, max_keys: 4 };
+        let limits = Limits {
+            max_key_len: 8,
+            max_line_len: 64,
+            max_get_line_len: 96,
+            max_item_size: 80,
+            max_keys: 4,
+        };
         let mut stream = prefix.to_vec();
         stream.extend_from_slice(&input);
         let mut p = Parser::new();
@@ -939,8 +1024,8 @@ proptest! {
                 }
                 prop_assert!(buf.len() <= before);
             }
-            // Never more buffered than one line plus one accepted block plus one chunk.
-            prop_assert!(buf.len() <= 64 + 2 + 16 + 2 + 32);
+            // Never more buffered than one (get) line plus one accepted block plus one chunk.
+            prop_assert!(buf.len() <= 96 + 2 + 80 + 2 + 32);
         }
     }
 }

@@ -18,7 +18,7 @@ use shoal_engine::cmd::acl;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use futures_util::future::join_all;
 use shoal_memcache::auth::{AuthParser, AuthStep, AUTH_FAILURE};
 use shoal_memcache::binary::{self, Action, Sasl, Start};
@@ -51,6 +51,9 @@ pub struct McFrontend {
     held: Option<(Command, Form)>,
     /// Bytes the binary request in progress needs in all (0 when none is in progress).
     wanted: usize,
+    /// Bytes still to discard of a binary request refused from its header (too large), as
+    /// memcached swallows it: they are dropped as they arrive, never buffered.
+    skip: usize,
     /// The slots the requests whose replies are still to come touch (not run here yet).
     in_flight: InFlight,
 }
@@ -68,6 +71,7 @@ impl McFrontend {
             session,
             held: None,
             wanted: 0,
+            skip: 0,
             in_flight: InFlight::default(),
         }
     }
@@ -79,6 +83,14 @@ impl McFrontend {
             // Its user was deleted or restricted since it logged in (either protocol).
             let why = "the connection's ACL user no longer allows every command".to_owned();
             return Next::Stop(Step::Close(Close::Protocol(why)));
+        }
+        if self.skip > 0 {
+            let n = self.skip.min(input.len());
+            input.advance(n);
+            self.skip -= n;
+            if self.skip > 0 {
+                return Next::Stop(Step::NeedInput);
+            }
         }
         if self.parser.at_boundary() {
             match binary::start(input) {
@@ -111,7 +123,9 @@ impl McFrontend {
             Ok(Some(cmd)) => Next::Request(cmd, Form::Text),
             Ok(None) => Next::Stop(Step::NeedInput),
             Err(e) => {
-                reply::error(out, &e);
+                if !self.parser.is_quiet(&e) {
+                    reply::error(out, &e);
+                }
                 if e.closes() {
                     return Next::Stop(Step::Close(Close::Protocol(e.to_string())));
                 }
@@ -140,6 +154,12 @@ impl McFrontend {
             }
             Err(fatal) => {
                 out.extend_from_slice(&fatal.response);
+                if let Some(skip) = fatal.skip {
+                    // Too large: skipped as it arrives, and the connection goes on.
+                    self.skip = skip;
+                    self.wanted = 0;
+                    return Next::Answered;
+                }
                 return Next::Stop(Step::Close(Close::Protocol(fatal.reason.to_owned())));
             }
         };

@@ -1,0 +1,276 @@
+//! Shoal's Memcached port against a real memcached 1.6, byte for byte: the same requests to
+//! both, the replies compared. memcached listens on a Unix socket in a temporary directory
+//! (it cannot be asked for a free TCP port and tell it back); Shoal on 127.0.0.1:0.
+//! `.ci/run` installs memcached; a missing one fails the test rather than skipping it.
+//!
+//! Each case runs on a fresh pair of connections after a `flush_all`; a text case ends with
+//! `mn` (whose `MN` closes the replies), a binary one with a NOOP.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use shoal_tests::TestNode;
+
+const T: Duration = Duration::from_secs(10);
+
+/// A memcached on a Unix socket, killed when dropped.
+struct Memcached {
+    child: Child,
+    socket: std::path::PathBuf,
+    dir: std::path::PathBuf,
+}
+
+impl Memcached {
+    fn start() -> Memcached {
+        let dir = std::env::temp_dir().join(format!("shoal-mc-diff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let socket = dir.join("memcached.sock");
+        let mut cmd = Command::new("memcached");
+        cmd.arg("-s")
+            .arg(&socket)
+            .args(["-a", "0700", "-m", "64", "-U", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // memcached refuses to run as root unless told which user to be.
+        if is_root() {
+            cmd.args(["-u", "root"]);
+        }
+        let child = cmd
+            .spawn()
+            .expect("memcached (apt-get install memcached; scripts/test.sh does)");
+        let m = Memcached { child, socket, dir };
+        let end = Instant::now() + T;
+        while UnixStream::connect(&m.socket).is_err() {
+            assert!(
+                Instant::now() < end,
+                "memcached did not listen within {T:?}"
+            );
+            std::thread::yield_now();
+        }
+        m
+    }
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0\n"))
+        .unwrap_or(false)
+}
+
+/// Reads until `done` holds for what came, or fails after [`T`].
+fn read_until<R: Read + ?Sized>(s: &mut R, what: &str, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let end = Instant::now() + T;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while !done(&out) {
+        assert!(
+            Instant::now() < end,
+            "{what}: no end of replies in {T:?}: {:?}",
+            String::from_utf8_lossy(&out)
+        );
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+    out
+}
+
+/// True once `out` ends with the response to a binary NOOP.
+fn ends_with_noop(out: &[u8]) -> bool {
+    let mut at = 0;
+    while out.len() >= at + 24 {
+        let body = u32::from_be_bytes([out[at + 8], out[at + 9], out[at + 10], out[at + 11]]);
+        let next = at + 24 + body as usize;
+        if out[at + 1] == 0x0a && next == out.len() {
+            return true;
+        }
+        at = next;
+    }
+    false
+}
+
+/// Sends `input` to both servers (after a flush) and returns their replies.
+fn both(node: &TestNode, mc: &Memcached, input: &[u8], binary: bool) -> (Vec<u8>, Vec<u8>) {
+    let mut tail = input.to_vec();
+    if binary {
+        tail.extend_from_slice(&shoal_tests::bin(0x0a, &[], &[], &[], 0));
+    } else {
+        tail.extend_from_slice(b"mn\r\n");
+    }
+    let done = |out: &[u8]| {
+        if binary {
+            ends_with_noop(out)
+        } else {
+            out.ends_with(b"MN\r\n")
+        }
+    };
+    let connect = || {
+        let shoal =
+            std::net::TcpStream::connect(node.memcache_addr.expect("memcache port")).unwrap();
+        shoal
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let memcached = UnixStream::connect(&mc.socket).unwrap();
+        memcached
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        (shoal, memcached)
+    };
+    // On connections of their own: memcached keeps a connection to the protocol of its
+    // first byte.
+    let (mut shoal, mut memcached) = connect();
+    for s in [&mut shoal as &mut dyn ReadWrite, &mut memcached] {
+        s.write_all(b"flush_all\r\nmn\r\n").unwrap();
+        read_until(s, "flush_all", |o| o.ends_with(b"MN\r\n"));
+    }
+    let (mut shoal, mut memcached) = connect();
+    // Written from another thread: a large request must not wait for its replies to be read.
+    let (a, b) = std::thread::scope(|scope| {
+        let mut w1 = shoal.try_clone().unwrap();
+        let mut w2 = memcached.try_clone().unwrap();
+        let t1 = &tail;
+        scope.spawn(move || w1.write_all(t1).unwrap());
+        scope.spawn(move || w2.write_all(t1).unwrap());
+        (
+            read_until(&mut shoal, "shoal", done),
+            read_until(&mut memcached, "memcached", done),
+        )
+    });
+    (a, b)
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+fn show(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    if s.len() > 600 {
+        format!("{}...({} bytes)", &s[..600], s.len())
+    } else {
+        s.into_owned()
+    }
+}
+
+#[track_caller]
+fn same(node: &TestNode, mc: &Memcached, name: &str, input: &[u8], binary: bool) {
+    let (shoal, memcached) = both(node, mc, input, binary);
+    assert!(
+        shoal == memcached,
+        "{name}: Shoal answered\n{}\nmemcached answered\n{}",
+        show(&shoal),
+        show(&memcached)
+    );
+}
+
+#[test]
+fn the_memcached_port_answers_as_memcached_does() {
+    let node = TestNode::with(|c| c.memcache_port = Some(0));
+    let mc = Memcached::start();
+    let mut text: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "storage and retrieval",
+            b"set a 5 0 2\r\nhi\r\nadd a 0 0 1\r\nx\r\nreplace b 0 0 1\r\nx\r\nappend a 0 0 1\r\n!\r\n\
+              prepend a 0 0 1\r\n<\r\nget a b a\r\ndelete a\r\ndelete a\r\ndelete a 0\r\nget a\r\n"
+                .to_vec(),
+        ),
+        (
+            "counters, their overflow and the length they keep",
+            b"set n 0 0 3\r\n100\r\ndecr n 1\r\nget n\r\nincr n 1\r\nget n\r\ndecr n 1000\r\nget n\r\n\
+              set m 0 0 20\r\n18446744073709551615\r\nincr m 1\r\nget m\r\nset s 0 0 3\r\n007\r\n\
+              incr s 1\r\nget s\r\nset t 0 0 1\r\nx\r\nincr t 1\r\nincr nope 1\r\n"
+                .to_vec(),
+        ),
+        // (Not `set k abc 0 1 noreply\r\na\r\n`: Shoal swallows the data block of a line it
+        // refuses, where memcached runs it as a command; see shoal-memcache's docs.)
+        (
+            "noreply silences errors too",
+            b"delete k 5 noreply\r\nflush_all abc noreply\r\nincr k abc noreply\r\n\
+              set k 0 0 3 noreply\r\nhello\r\n"
+                .to_vec(),
+        ),
+        (
+            "meta modes are upper case",
+            b"ms k 2 Ms\r\nhi\r\nms k 2 MS\r\nhi\r\nms k 2 M\r\nhi\r\nms k 2 MA\r\n!!\r\nmg k v\r\n\
+              set c 0 0 2\r\n10\r\nma c Mi v\r\nma c MD v\r\nma c M+ v\r\nmg c v s\r\n\
+              ma v N0 J5 T100 t v\r\n"
+                .to_vec(),
+        ),
+        (
+            "touch and gat",
+            b"set k 0 0 1\r\nx\r\ntouch k 100\r\ntouch nope 100\r\ngat 100 k nope\r\n".to_vec(),
+        ),
+    ];
+    // An item at memcached's size limit, counted with its key and header: 1 MiB of data is
+    // too large; what fits cannot grow past it by append.
+    let mut big = b"set big 0 0 1048576\r\n".to_vec();
+    big.extend(std::iter::repeat_n(b'v', 1_048_576));
+    big.extend_from_slice(b"\r\nget big\r\nset big 0 0 1000000\r\n");
+    big.extend(std::iter::repeat_n(b'v', 1_000_000));
+    big.extend_from_slice(b"\r\nappend big 0 0 100000\r\n");
+    big.extend(std::iter::repeat_n(b'w', 100_000));
+    big.extend_from_slice(b"\r\nmg big s\r\nset big 0 0 2000000 noreply\r\n");
+    big.extend(std::iter::repeat_n(b'v', 2_000_000));
+    big.extend_from_slice(b"\r\n");
+    text.push(("the item size limit", big));
+    // A multi-get far longer than other lines may be (pymemcache's get_many sends one line).
+    let mut many = b"set key-0000 0 0 1\r\na\r\nset key-1999 0 0 1\r\nb\r\nget".to_vec();
+    for i in 0..2000 {
+        many.extend_from_slice(format!(" key-{i:04}{}", "x".repeat(60)).as_bytes());
+        if i == 0 || i == 1999 {
+            many.extend_from_slice(format!(" key-{i:04}").as_bytes());
+        }
+    }
+    many.extend_from_slice(b"\r\n");
+    assert!(many.len() > 128 * 1024);
+    text.push(("a multi-get line of 130 KB", many));
+    for (name, input) in &text {
+        same(&node, &mc, name, input, false);
+    }
+
+    // Binary: a value too large is answered and skipped, and the connection goes on.
+    let mut too_large = shoal_tests::bin(0x01, &[0; 8], b"k", &vec![b'v'; 1_100_000], 0);
+    too_large.extend(shoal_tests::bin(0x00, &[], b"k", &[], 0));
+    too_large.extend(shoal_tests::bin(0x01, &[0; 8], b"k", b"ok", 0));
+    too_large.extend(shoal_tests::bin(0x00, &[], b"k", &[], 0));
+    // INCREMENT of a value that is no number.
+    let arith = [
+        &1u64.to_be_bytes()[..],
+        &0u64.to_be_bytes(),
+        &0u32.to_be_bytes(),
+    ]
+    .concat();
+    too_large.extend(shoal_tests::bin(0x05, &arith, b"k", &[], 0));
+    let (shoal, memcached) = both(&node, &mc, &too_large, true);
+    // The CAS of the stored item differs: compare all but the successful SET's header.
+    let strip_cas = |mut b: Vec<u8>| {
+        let mut at = 0;
+        while b.len() >= at + 24 {
+            b[at + 16..at + 24].fill(0);
+            let body = u32::from_be_bytes([b[at + 8], b[at + 9], b[at + 10], b[at + 11]]);
+            at += 24 + body as usize;
+        }
+        b
+    };
+    assert_eq!(
+        strip_cas(shoal),
+        strip_cas(memcached),
+        "a binary SET too large, then GET, SET, GET, INCREMENT and NOOP"
+    );
+}
