@@ -4976,6 +4976,34 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", "1", "{s}lock", "token"],
         &["EXISTS", "{s}lock"],
     ],
+    // RESP3 inside scripts (redis.setresp(3)) and the RESP3 shapes a script may return.
+    &[
+        &["HSET", "{s}h", "f", "v"],
+        &["ZADD", "{s}z", "1.5", "a"],
+        &["SADD", "{s}set", "m"],
+        &["EVAL", "return {double=3.5}", "0"],
+        &["EVAL", "return {double=3}", "0"],
+        &["EVAL", "return {map={a=1}}", "0"],
+        &["EVAL", "return {set={a=true}}", "0"],
+        &["EVAL", "return {big_number='123456789012345678901234567890'}", "0"],
+        &["EVAL", "return {verbatim_string={format='txt', string='hi'}}", "0"],
+        &["EVAL", "redis.setresp(3); return redis.call('HGETALL', KEYS[1])", "1", "{s}h"],
+        &["EVAL", "redis.setresp(3); return redis.call('HGETALL', KEYS[1])['map']['f']", "1", "{s}h"],
+        &["EVAL", "redis.setresp(3); return redis.call('SMEMBERS', KEYS[1])", "1", "{s}set"],
+        &["EVAL", "redis.setresp(3); return redis.call('ZSCORE', KEYS[1], 'a')", "1", "{s}z"],
+        &["EVAL", "redis.setresp(3); return redis.call('ZSCORE', KEYS[1], 'a')['double'] * 2", "1", "{s}z"],
+        &["EVAL", "redis.setresp(3); return redis.call('GET', KEYS[1]) == nil", "1", "{s}missing"],
+        &["EVAL", "redis.setresp(3); return redis.call('EXISTS', KEYS[1])", "1", "{s}h"],
+        &["EVAL", "redis.setresp(3); return false", "0"],
+        &["EVAL", "redis.setresp(3); return true", "0"],
+        &["EVAL", "redis.setresp(3); redis.setresp(2); return redis.call('HGETALL', KEYS[1])", "1", "{s}h"],
+        &["EVAL", "return redis.call('HGETALL', KEYS[1])", "1", "{s}h"],
+        &["EVAL", "redis.setresp(4)", "0"],
+        &["EVAL", "redis.setresp()", "0"],
+        &["EVAL", "redis.setresp('3'); return true", "0"],
+        &["EVAL", "return redis.breakpoint()", "0"],
+        &["EVAL", "redis.debug('x'); return 1", "0"],
+    ],
 ];
 
 /// Redis 7's functions: FUNCTION LOAD's checks and Redis's texts, FCALL and FCALL_RO with
@@ -7233,6 +7261,28 @@ const ACL: &[Case] = &[
         &["AUTH", "u1", "p1"],
         &["!conn", "1"],
         &["ACL", "DELUSER", "u1"],
+    ],
+    // redis.acl_check_cmd: the script's caller's permissions, nothing logged.
+    &[
+        &[
+            "ACL", "SETUSER", "lim", "reset", "on", "nopass", "~k*", "+eval", "+get",
+        ],
+        &["EVAL", "return redis.acl_check_cmd('set', 'x', 'v')", "0"],
+        &["!conn", "1"],
+        &["AUTH", "lim", "x"],
+        &["EVAL", "return redis.acl_check_cmd('get', 'k1')", "0"],
+        &["EVAL", "return redis.acl_check_cmd('get', 'other')", "0"],
+        &["EVAL", "return redis.acl_check_cmd('set', 'k', 'v')", "0"],
+        &[
+            "EVAL",
+            "return redis.acl_check_cmd('config', 'get', 'x')",
+            "0",
+        ],
+        &["EVAL", "return redis.acl_check_cmd('config', 'nosub')", "0"],
+        &["EVAL", "return redis.acl_check_cmd('nosuch')", "0"],
+        &["EVAL", "return redis.acl_check_cmd()", "0"],
+        &["!conn", "0"],
+        &["ACL", "DELUSER", "lim"],
     ],
 ];
 

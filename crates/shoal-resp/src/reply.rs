@@ -14,6 +14,7 @@
 //! Double    ,text\r\n                $len\r\ntext\r\n
 //! Bool      #t\r\n / #f\r\n          :1\r\n / :0\r\n
 //! Verbatim  =len+4\r\ntxt:<bytes>\r\n  $len\r\n<bytes>\r\n
+//! BigNumber (digits\r\n               $len\r\ndigits\r\n
 //! Push      >n\r\n<items>            *n\r\n<items>
 //! ```
 //!
@@ -83,6 +84,9 @@ pub enum Reply {
     Bool(bool),
     /// RESP3 verbatim string of format `txt`; a plain bulk string in RESP2.
     Verbatim(Bytes),
+    /// RESP3 big number (a script's `{big_number = "..."}`); a bulk string in RESP2. A `\r`
+    /// or `\n` in the text is sent as a space.
+    BigNumber(Bytes),
     /// RESP3 push; an array in RESP2.
     Push(Vec<Reply>),
     /// Several replies one after another, nested in nothing: a command that answers more
@@ -111,7 +115,7 @@ impl Reply {
         const ITEM: usize = std::mem::size_of::<Reply>() + 16;
         match self {
             Reply::Simple(t) | Reply::Error(t) => ITEM + t.len(),
-            Reply::Bulk(b) | Reply::Verbatim(b) => ITEM + b.len(),
+            Reply::Bulk(b) | Reply::Verbatim(b) | Reply::BigNumber(b) => ITEM + b.len(),
             Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Seq(items) => {
                 ITEM + items.iter().map(Reply::size_hint).sum::<usize>()
             }
@@ -191,6 +195,8 @@ impl Reply {
                 out.put_slice(b"\r\n");
             }
             Reply::Verbatim(data) => encode_bulk(out, data),
+            Reply::BigNumber(text) if resp3 => encode_line(out, b'(', text),
+            Reply::BigNumber(text) => encode_bulk(out, text),
         }
     }
 }
@@ -621,7 +627,7 @@ mod tests {
             Reply::Simple(s) => F2::SimpleString(sanitized(s).into_bytes()),
             Reply::Error(s) => F2::Error(sanitized(s)),
             Reply::Int(n) => F2::Integer(*n),
-            Reply::Bulk(b) | Reply::Verbatim(b) | Reply::DoubleText(b) => {
+            Reply::Bulk(b) | Reply::Verbatim(b) | Reply::DoubleText(b) | Reply::BigNumber(b) => {
                 F2::BulkString(b.to_vec())
             }
             Reply::Nil | Reply::NilArray => F2::Null,
@@ -695,6 +701,10 @@ mod tests {
                 data: *b,
                 attributes: None,
             },
+            Reply::BigNumber(b) => F3::BigNumber {
+                data: b.to_vec(),
+                attributes: None,
+            },
             Reply::Seq(_) => unreachable!("the generators make no Seq"),
         }
     }
@@ -712,6 +722,7 @@ mod tests {
             finite.prop_map(Reply::Double),
             (-180.0f64..180.0).prop_map(|d| Reply::DoubleText(Bytes::from(format!("{d:.17}")))),
             any::<bool>().prop_map(Reply::Bool),
+            "-?[1-9][0-9]{0,40}".prop_map(|s| Reply::BigNumber(Bytes::from(s))),
             prop::collection::vec(any::<u8>(), 0..24).prop_map(|v| Reply::Verbatim(Bytes::from(v))),
         ]
     }

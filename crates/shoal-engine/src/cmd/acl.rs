@@ -587,6 +587,22 @@ pub fn script_refusal(node: &Engine, session: &mut Session, args: &[Bytes]) -> O
     }
 }
 
+/// `redis.acl_check_cmd`: whether the session's user may run `args` (nothing logged), or
+/// `None` for a command this node does not know (nor a container's subcommand).
+pub fn may_run(node: &Engine, session: &mut Session, args: &[Bytes]) -> Option<bool> {
+    let index = lookup_index(&args[0]).filter(|&i| i < TABLE.len())?;
+    let spec = spec_at(index)?;
+    if !spec.subcommands.is_empty() && args.len() > 1 {
+        let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        spec.subcommands.iter().find(|s| **s == sub)?;
+    }
+    refresh_user(node, session);
+    match session.user.as_deref().filter(|u| !u.is_open()) {
+        Some(user) => Some(check(user, index, spec, args).is_ok()),
+        None => Some(true),
+    }
+}
+
 /// The reply of a queued command EXEC may no longer run (the users changed since it was
 /// queued), after it was logged (context `multi`); `None` when it may run.
 pub fn exec_refusal(node: &Engine, session: &mut Session, args: &[Bytes]) -> Option<Reply> {

@@ -171,6 +171,9 @@ thread_local! {
     /// The last error `redis.call` raised in the running script, and the reply that places
     /// it (`located`).
     static RAISED: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+    /// The running script asked for RESP3 (`redis.setresp(3)`): commands answer it in RESP3,
+    /// converted to Lua as Redis 7 does, and its booleans reply as RESP3 booleans.
+    static RESP3: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn new_vm() -> mlua::Result<Vm> {
@@ -195,15 +198,33 @@ fn new_vm() -> mlua::Result<Vm> {
     redis.set("log", lua.create_function(|_, _: mlua::MultiValue| Ok(()))?)?;
     redis.set(
         "setresp",
-        lua.create_function(|_, v: i64| {
-            if v == 2 {
-                Ok(())
-            } else {
-                Err(mlua::Error::RuntimeError(
-                    "RESP version must be 2 in Shoal's scripts".into(),
-                ))
+        lua.create_function(|lua, args: mlua::MultiValue| {
+            let fail = |e: &str| Err(mlua::Error::RuntimeError(e.to_string()));
+            if args.len() != 1 {
+                return fail("redis.setresp() requires one argument.");
+            }
+            // Lua's tonumber, truncated as Redis's C cast does.
+            let v = lua
+                .coerce_number(args.into_iter().next().unwrap_or(Value::Nil))?
+                .map_or(0, |n| n as i64);
+            match v {
+                2 | 3 => {
+                    RESP3.with(|r| r.set(v == 3));
+                    Ok(())
+                }
+                _ => fail("RESP version must be 2 or 3."),
             }
         })?,
+    )?;
+    // The debugger's calls, outside a debugging session (Shoal has none): no breakpoint, no
+    // output.
+    redis.set(
+        "breakpoint",
+        lua.create_function(|_, _: mlua::MultiValue| Ok(false))?,
+    )?;
+    redis.set(
+        "debug",
+        lua.create_function(|_, _: mlua::MultiValue| Ok(()))?,
     )?;
     redis.set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
     redis.set("set_repl", lua.create_function(|_, _: i64| Ok(()))?)?;
@@ -557,30 +578,71 @@ fn message(e: &mlua::Error) -> String {
     }
 }
 
-/// A reply as a script sees it (Redis's RESP2 conversion).
-fn to_lua(lua: &Lua, reply: Reply) -> mlua::Result<Value> {
+/// A reply as a script sees it: Redis's RESP2 conversion, or with `resp3` (the script
+/// called `redis.setresp(3)`) Redis 7's RESP3 one: a map is `{map = {k = v}}`, a set
+/// `{set = {member = true}}`, a double `{double = n}`, a big number `{big_number = "..."}`,
+/// a verbatim string `{verbatim_string = {format = "txt", string = "..."}}`, null `nil`, a
+/// boolean a Lua boolean.
+fn to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
+    let field = |name: &str, v: Value| -> mlua::Result<Value> {
+        let t = lua.create_table_with_capacity(0, 1)?;
+        t.raw_set(name, v)?;
+        Ok(Value::Table(t))
+    };
     Ok(match reply {
         Reply::Int(n) => Value::Number(n as f64),
-        Reply::Bulk(b) | Reply::Verbatim(b) | Reply::DoubleText(b) => {
+        Reply::Double(d) if resp3 => field("double", Value::Number(d))?,
+        Reply::DoubleText(b) if resp3 => {
+            let d = std::str::from_utf8(&b).ok().and_then(|t| t.parse().ok());
+            field("double", Value::Number(d.unwrap_or(f64::NAN)))?
+        }
+        Reply::BigNumber(b) if resp3 => field("big_number", Value::String(lua.create_string(&b)?))?,
+        Reply::Verbatim(b) if resp3 => {
+            let v = lua.create_table_with_capacity(0, 2)?;
+            v.raw_set("format", "txt")?;
+            v.raw_set("string", lua.create_string(&b)?)?;
+            field("verbatim_string", Value::Table(v))?
+        }
+        Reply::Bulk(b) | Reply::Verbatim(b) | Reply::DoubleText(b) | Reply::BigNumber(b) => {
             Value::String(lua.create_string(&b)?)
         }
         Reply::Double(d) => Value::String(lua.create_string(shoal_resp::double_bytes(d))?),
+        Reply::Nil | Reply::NilArray if resp3 => Value::Nil,
         Reply::Nil | Reply::NilArray => Value::Boolean(false),
+        Reply::Bool(b) if resp3 => Value::Boolean(b),
         Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
         Reply::Simple(s) => tagged(lua, "ok", &*s)?,
         Reply::Error(e) => tagged(lua, "err", &*e)?,
+        Reply::Set(items) if resp3 => {
+            let t = lua.create_table_with_capacity(0, items.len())?;
+            for item in items {
+                let k = to_lua(lua, item, resp3)?;
+                // A member Lua cannot key a table by (nil, NaN) is left out, as Lua's own
+                // settable would refuse it.
+                let _ = t.raw_set(k, true);
+            }
+            field("set", Value::Table(t))?
+        }
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Seq(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.into_iter().enumerate() {
-                t.raw_set(i + 1, to_lua(lua, item)?)?;
+                t.raw_set(i + 1, to_lua(lua, item, resp3)?)?;
             }
             Value::Table(t)
+        }
+        Reply::Map(pairs) if resp3 => {
+            let t = lua.create_table_with_capacity(0, pairs.len())?;
+            for (k, v) in pairs {
+                let (k, v) = (to_lua(lua, k, resp3)?, to_lua(lua, v, resp3)?);
+                let _ = t.raw_set(k, v);
+            }
+            field("map", Value::Table(t))?
         }
         Reply::Map(pairs) => {
             let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
             for (i, (k, v)) in pairs.into_iter().enumerate() {
-                t.raw_set(2 * i + 1, to_lua(lua, k)?)?;
-                t.raw_set(2 * i + 2, to_lua(lua, v)?)?;
+                t.raw_set(2 * i + 1, to_lua(lua, k, resp3)?)?;
+                t.raw_set(2 * i + 2, to_lua(lua, v, resp3)?)?;
             }
             Value::Table(t)
         }
@@ -592,35 +654,73 @@ fn to_lua(lua: &Lua, reply: Reply) -> mlua::Result<Value> {
 const REPLY_MAX_BYTES: usize = LUA_MEMORY;
 
 /// A script's result as a reply (Redis's Lua-to-RESP conversion), or `None` once it passes
-/// `left` bytes (an element counts 16 besides its data).
-fn to_reply(v: Value, depth: usize, left: &mut usize) -> Option<Reply> {
+/// `left` bytes (an element counts 16 besides its data). A table's `err`, `ok`, `double`,
+/// `big_number`, `verbatim_string`, `map` and `set` fields make those replies, in Redis's
+/// order; a boolean is a RESP3 boolean when the script asked for RESP3 (`resp3`), else true
+/// is 1 and false nil, as in Redis.
+fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Reply> {
     *left = left.checked_sub(16)?;
+    let text = |s: &mlua::LuaString, left: &mut usize| -> Option<Bytes> {
+        let b = s.as_bytes();
+        *left = left.checked_sub(b.len())?;
+        Some(Bytes::copy_from_slice(&b))
+    };
     Some(match v {
         Value::Integer(n) => Reply::Int(n),
         // Redis truncates toward zero (a C cast).
         Value::Number(n) => Reply::Int(if n.is_nan() { 0 } else { n as i64 }),
-        Value::String(s) => {
-            let b = s.as_bytes();
-            *left = left.checked_sub(b.len())?;
-            Reply::Bulk(Bytes::copy_from_slice(&b))
-        }
+        Value::String(s) => Reply::Bulk(text(&s, left)?),
+        Value::Boolean(b) if resp3 => Reply::Bool(b),
         Value::Boolean(true) => Reply::Int(1),
         Value::Table(t) if depth < 64 => {
-            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+            let get = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
+            if let Value::String(e) = get("err") {
                 return Some(Reply::Error(
                     String::from_utf8_lossy(&e.as_bytes()).into_owned().into(),
                 ));
             }
-            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+            if let Value::String(s) = get("ok") {
                 return Some(Reply::Simple(
                     String::from_utf8_lossy(&s.as_bytes()).into_owned().into(),
                 ));
+            }
+            match get("double") {
+                Value::Number(d) => return Some(Reply::Double(d)),
+                Value::Integer(n) => return Some(Reply::Double(n as f64)),
+                _ => {}
+            }
+            if let Value::String(n) = get("big_number") {
+                return Some(Reply::BigNumber(text(&n, left)?));
+            }
+            if let Value::Table(v) = get("verbatim_string") {
+                let format = v.raw_get::<Value>("format").unwrap_or(Value::Nil);
+                let string = v.raw_get::<Value>("string").unwrap_or(Value::Nil);
+                if let (Value::String(_), Value::String(s)) = (format, string) {
+                    return Some(Reply::Verbatim(text(&s, left)?));
+                }
+            }
+            if let Value::Table(m) = get("map") {
+                let mut pairs = Vec::new();
+                for pair in m.pairs::<Value, Value>() {
+                    let (k, v) = pair.ok()?;
+                    let k = to_reply(k, depth + 1, left, resp3)?;
+                    pairs.push((k, to_reply(v, depth + 1, left, resp3)?));
+                }
+                return Some(Reply::Map(pairs));
+            }
+            if let Value::Table(set) = get("set") {
+                let mut members = Vec::new();
+                for pair in set.pairs::<Value, Value>() {
+                    let (k, _) = pair.ok()?;
+                    members.push(to_reply(k, depth + 1, left, resp3)?);
+                }
+                return Some(Reply::Set(members));
             }
             let mut out = Vec::new();
             for i in 1.. {
                 match t.raw_get::<Value>(i) {
                     Ok(Value::Nil) | Err(_) => break,
-                    Ok(v) => out.push(to_reply(v, depth + 1, left)?),
+                    Ok(v) => out.push(to_reply(v, depth + 1, left, resp3)?),
                 }
             }
             Reply::Array(out)
@@ -632,7 +732,8 @@ fn to_reply(v: Value, depth: usize, left: &mut usize) -> Option<Reply> {
 /// [`to_reply`] within [`REPLY_MAX_BYTES`].
 fn result_reply(v: Value) -> Reply {
     let mut left = REPLY_MAX_BYTES;
-    to_reply(v, 0, &mut left).unwrap_or_else(|| err("ERR the script's reply is too large"))
+    let resp3 = RESP3.with(std::cell::Cell::get);
+    to_reply(v, 0, &mut left, resp3).unwrap_or_else(|| err("ERR the script's reply is too large"))
 }
 
 /// What `redis.call` may run: no command a script may not run (nor the node's internal
@@ -773,6 +874,7 @@ fn run(
         let started = Instant::now();
         KILLED.with(|k| k.set(false));
         RAISED.with(|r| *r.borrow_mut() = None);
+        RESP3.with(|r| r.set(false));
         // Global, so every thread's instructions count.
         let _ = lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(10_000),
@@ -832,10 +934,16 @@ fn run(
                 if let Err(e) = check_call(&cmd, declared, read_only, acl) {
                     return Ok(Err(e));
                 }
-                // Commands answer a script in RESP2 (Redis's default in scripts), whatever
-                // the caller speaks, and never block.
+                // Commands answer a script in RESP2 (Redis's default in scripts) unless it
+                // asked for RESP3, whatever the caller speaks, and never block.
+                let resp3 = RESP3.with(std::cell::Cell::get);
+                let script_proto = if resp3 {
+                    shoal_resp::Protocol::Resp3
+                } else {
+                    shoal_resp::Protocol::Resp2
+                };
                 let no_block = std::mem::replace(&mut ctx.session.no_block, true);
-                let proto = std::mem::replace(&mut ctx.session.proto, shoal_resp::Protocol::Resp2);
+                let proto = std::mem::replace(&mut ctx.session.proto, script_proto);
                 // Each call's reply has the caller's whole output budget (it goes to the
                 // script, not the client); one past it is an error, never a silent nil.
                 let budget = ctx.session.budget;
@@ -856,10 +964,37 @@ fn run(
                 }
                 match reply {
                     Reply::Error(e) => Ok(Err(e.to_string())),
-                    other => to_lua(lua, other).map(Ok),
+                    other => to_lua(lua, other, resp3).map(Ok),
                 }
             };
+            // `redis.acl_check_cmd(command, ...)`: whether the script's caller may run it.
+            let acl_check = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<bool> {
+                let mut cmd: Vec<Bytes> = Vec::with_capacity(args.len());
+                for a in args {
+                    match a {
+                        Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
+                        Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
+                        Value::Number(n) => cmd.push(lua_number(n)),
+                        _ => {
+                            let e =
+                                "ERR Lua redis lib command arguments must be strings or integers";
+                            return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
+                        }
+                    }
+                }
+                if cmd.is_empty() {
+                    let e = "ERR Please specify at least one argument for this redis lib call";
+                    return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
+                }
+                let mut guard = ctx.borrow_mut();
+                let ctx = &mut **guard;
+                super::acl::may_run(ctx.engine, ctx.session, &cmd).ok_or_else(|| {
+                    let e = "ERR Invalid command passed to redis.acl_check_cmd()";
+                    mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1))
+                })
+            };
             let redis = &vm.redis;
+            redis.raw_set("acl_check_cmd", scope.create_function(acl_check)?)?;
             // `redis.call` raises the error it gets; `pcall` catches it as the error's text
             // (the sandbox's `pcall`), as Redis 7 raises a string. Where it was raised is kept
             // for the reply if nothing catches it.
