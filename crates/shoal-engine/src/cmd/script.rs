@@ -911,23 +911,10 @@ fn run(
             }
             // One call of a command: its reply, or the error it answered or met (`Err`).
             let call = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<Result<Value, String>> {
-                let mut cmd: Vec<Bytes> = Vec::with_capacity(args.len());
-                for a in args {
-                    match a {
-                        Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
-                        Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
-                        Value::Number(n) => cmd.push(lua_number(n)),
-                        _ => {
-                            let e =
-                                "ERR Lua redis lib command arguments must be strings or integers";
-                            return Ok(Err(e.into()));
-                        }
-                    }
-                }
-                if cmd.is_empty() {
-                    let e = "ERR Please specify at least one argument for this redis lib call";
-                    return Ok(Err(e.into()));
-                }
+                let cmd = match command_args(args) {
+                    Ok(cmd) => cmd,
+                    Err(e) => return Ok(Err(e.into())),
+                };
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 let acl = || super::acl::script_refusal(ctx.engine, ctx.session, &cmd);
@@ -969,23 +956,8 @@ fn run(
             };
             // `redis.acl_check_cmd(command, ...)`: whether the script's caller may run it.
             let acl_check = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<bool> {
-                let mut cmd: Vec<Bytes> = Vec::with_capacity(args.len());
-                for a in args {
-                    match a {
-                        Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
-                        Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
-                        Value::Number(n) => cmd.push(lua_number(n)),
-                        _ => {
-                            let e =
-                                "ERR Lua redis lib command arguments must be strings or integers";
-                            return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
-                        }
-                    }
-                }
-                if cmd.is_empty() {
-                    let e = "ERR Please specify at least one argument for this redis lib call";
-                    return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
-                }
+                let cmd = command_args(args)
+                    .map_err(|e| mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)))?;
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 super::acl::may_run(ctx.engine, ctx.session, &cmd).ok_or_else(|| {
@@ -1039,6 +1011,24 @@ fn run(
         }
         reply
     })
+}
+
+/// The command a script passes `redis.call` (or `pcall`, `acl_check_cmd`), as Redis reads
+/// its arguments: strings, and numbers as Redis 7.2 writes them.
+fn command_args(args: mlua::MultiValue) -> Result<Vec<Bytes>, &'static str> {
+    let mut cmd: Vec<Bytes> = Vec::with_capacity(args.len());
+    for a in args {
+        match a {
+            Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
+            Value::Number(n) => cmd.push(lua_number(n)),
+            _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    if cmd.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    Ok(cmd)
 }
 
 /// Runs `f` on this thread's Lua state, made on first use.
