@@ -125,8 +125,8 @@ fn incr_decr_touch_and_errors() {
         "incr word 1\r\n",
         "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
     );
-    // A shorter number keeps the value's length with spaces, as memcached writes it in place.
-    exchange(&mut s, "get n\r\n", "VALUE n 5 2\r\n0 \r\nEND\r\n");
+    // The number alone (memcached would pad it with spaces to the old length: see README).
+    exchange(&mut s, "get n\r\n", "VALUE n 5 1\r\n0\r\nEND\r\n");
     exchange(&mut s, "touch n 100\r\n", "TOUCHED\r\n");
     exchange(&mut s, "touch missing 100\r\n", "NOT_FOUND\r\n");
     let mut con = node.client();
@@ -222,6 +222,11 @@ fn one_keyspace_for_both_protocols() {
         "get counter\r\n",
         "VALUE counter 0 1\r\n3\r\nEND\r\n",
     );
+    // A counter a memcached decr made shorter stays a number INCR takes.
+    exchange(&mut s, "set c 0 0 3\r\n100\r\n", "STORED\r\n");
+    exchange(&mut s, "decr c 1\r\n", "99\r\n");
+    let n: i64 = con.incr("c", 1).unwrap();
+    assert_eq!(n, 100);
     exchange(&mut s, "flush_all\r\n", "OK\r\n");
     let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert_eq!(size, 0);

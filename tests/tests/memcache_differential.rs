@@ -191,10 +191,12 @@ fn the_memcached_port_answers_as_memcached_does() {
                 .to_vec(),
         ),
         (
-            "counters, their overflow and the length they keep",
-            b"set n 0 0 3\r\n100\r\ndecr n 1\r\nget n\r\nincr n 1\r\nget n\r\ndecr n 1000\r\nget n\r\n\
-              set m 0 0 20\r\n18446744073709551615\r\nincr m 1\r\nget m\r\nset s 0 0 3\r\n007\r\n\
-              incr s 1\r\nget s\r\nset t 0 0 1\r\nx\r\nincr t 1\r\nincr nope 1\r\n"
+            // (A value a counter makes shorter is read back only through Shoal's own tests:
+            // memcached pads it with spaces, Shoal does not; see the README.)
+            "counters and their overflow",
+            b"set n 0 0 2\r\n99\r\nincr n 1\r\nget n\r\ndecr n 1\r\ndecr n 1000\r\n\
+              set m 0 0 20\r\n18446744073709551615\r\nincr m 1\r\nset s 0 0 3\r\n007\r\n\
+              incr s 1\r\nset t 0 0 1\r\nx\r\nincr t 1\r\nincr nope 1\r\n"
                 .to_vec(),
         ),
         // (Not `set k abc 0 1 noreply\r\na\r\n`: Shoal swallows the data block of a line it
@@ -208,7 +210,7 @@ fn the_memcached_port_answers_as_memcached_does() {
         (
             "meta modes are upper case",
             b"ms k 2 Ms\r\nhi\r\nms k 2 MS\r\nhi\r\nms k 2 M\r\nhi\r\nms k 2 MA\r\n!!\r\nmg k v\r\n\
-              set c 0 0 2\r\n10\r\nma c Mi v\r\nma c MD v\r\nma c M+ v\r\nmg c v s\r\n\
+              set c 0 0 2\r\n10\r\nma c Mi v\r\nma c MD v\r\nma c M+ v\r\n\
               ma v N0 J5 T100 t v\r\n"
                 .to_vec(),
         ),

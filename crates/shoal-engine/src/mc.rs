@@ -450,8 +450,6 @@ pub fn run_tunneled(
     out.freeze()
 }
 
-/// incr/decr on a slot: Ok(None) for a missing key, Err for a non-numeric value. Incr wraps
-/// at 2^64 and decr stops at 0, as in Memcached; flags and TTL stay.
 /// Whether `slot` holds a string that `more` bytes appended or prepended leave within the
 /// item size (memcached answers NOT_STORED when the joined item cannot be allocated).
 fn joined_fits(node: &Engine, slot: &shoal_store::Slot<'_>, key: &[u8], more: usize) -> bool {
@@ -462,6 +460,8 @@ fn joined_fits(node: &Engine, slot: &shoal_store::Slot<'_>, key: &[u8], more: us
     shoal_memcache::item_fits(&limits(node), key.len(), flags, value.len() + more)
 }
 
+/// incr/decr on a slot: Ok(None) for a missing key, Err for a non-numeric value. Incr wraps
+/// at 2^64 and decr stops at 0, as in Memcached; flags and TTL stay.
 fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Option<u64>, ()> {
     let Some(value) = slot.value() else {
         return Ok(None);
@@ -472,13 +472,10 @@ fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Opt
     } else {
         current.saturating_sub(delta)
     };
-    // memcached writes a number no longer than the value in place, padded with spaces to
-    // the value's length (`do_add_delta`): 100 decremented reads back "99 ".
-    let mut text = next.to_string().into_bytes();
-    if text.len() < value.len() {
-        text.resize(value.len(), b' ');
-    }
-    slot.set_keep_ttl(&text);
+    // Written as the number alone. memcached rewrites a number no longer than the value in
+    // place, padded with spaces to the value's length ("99 " after 100 is decremented); here
+    // the key is shared with the Redis protocol, whose INCR refuses such a value.
+    slot.set_keep_ttl(next.to_string().as_bytes());
     Ok(Some(next))
 }
 
