@@ -404,23 +404,30 @@ impl Selector {
         Ok(())
     }
 
-    fn commands_text(&self) -> String {
-        let mut out = String::from(if self.all_commands { "+@all" } else { "-@all" });
-        for (allow, rule) in &self.rules {
-            out.push(' ');
-            out.push(if *allow { '+' } else { '-' });
-            out.push_str(rule);
-        }
-        out
+    /// The command rules, one a word.
+    fn command_words(&self) -> Vec<Vec<u8>> {
+        let first: &[u8] = if self.all_commands {
+            b"+@all"
+        } else {
+            b"-@all"
+        };
+        std::iter::once(first.to_vec())
+            .chain(self.rules.iter().map(|(allow, rule)| {
+                [if *allow { &b"+"[..] } else { b"-" }, rule.as_bytes()].concat()
+            }))
+            .collect()
     }
 
-    /// The key patterns (bytes, as given: a pattern need not be UTF-8).
-    fn keys_text(&self) -> Vec<u8> {
+    fn commands_text(&self) -> String {
+        String::from_utf8_lossy(&self.command_words().join(&b' ')).into_owned()
+    }
+
+    /// The key patterns, one a word (bytes, as given: a pattern need not be UTF-8).
+    fn key_words(&self) -> Vec<Vec<u8>> {
         if self.all_keys {
-            return b"~*".to_vec();
+            return vec![b"~*".to_vec()];
         }
-        let parts: Vec<Vec<u8>> = self
-            .keys
+        self.keys
             .iter()
             .map(|k| {
                 let flags: &[u8] = match (k.read, k.write) {
@@ -430,8 +437,11 @@ impl Selector {
                 };
                 [flags, b"~", &k.pattern].concat()
             })
-            .collect();
-        parts.join(&b' ')
+            .collect()
+    }
+
+    fn keys_text(&self) -> Vec<u8> {
+        self.key_words().join(&b' ')
     }
 
     fn channels_text(&self) -> Vec<u8> {
@@ -446,26 +456,23 @@ impl Selector {
         parts.join(&b' ')
     }
 
+    /// The selector's rules, one a word: keys, channels, commands. Joined with spaces, what
+    /// `ACL LIST` writes.
+    fn words(&self) -> Vec<Vec<u8>> {
+        let mut out = self.key_words();
+        if self.all_channels {
+            out.push(b"&*".to_vec());
+        } else {
+            out.push(b"resetchannels".to_vec());
+            out.extend(self.channels.iter().map(|c| [b"&", &c[..]].concat()));
+        }
+        out.extend(self.command_words());
+        out
+    }
+
     /// The selector as `ACL LIST` writes it: keys, channels, commands.
     fn describe(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        let keys = self.keys_text();
-        if !keys.is_empty() {
-            out.extend_from_slice(&keys);
-            out.push(b' ');
-        }
-        if self.all_channels {
-            out.extend_from_slice(b"&* ");
-        } else {
-            out.extend_from_slice(b"resetchannels ");
-            for c in &self.channels {
-                out.push(b'&');
-                out.extend_from_slice(c);
-                out.push(b' ');
-            }
-        }
-        out.extend_from_slice(self.commands_text().as_bytes());
-        out
+        self.words().join(&b' ')
     }
 
     /// `ACL GETUSER`'s commands, keys and channels of the selector.
@@ -794,8 +801,9 @@ impl User {
     }
 
     /// The rules that make a user from `reset` into this one, each a SETUSER argument (a
-    /// selector one, in its parentheses): what another node applies to agree with this
-    /// one. As in ACL LIST, a pattern with a space in it does not survive.
+    /// selector one in its parentheses, its words quoted as SETUSER splits them, so a
+    /// pattern with a quote in it survives): what another node applies to agree with this
+    /// one.
     pub fn rules(&self) -> Vec<Vec<u8>> {
         let mut out: Vec<Vec<u8>> = vec![b"reset".to_vec()];
         out.extend(self.flags().into_iter().map(|f| f.as_bytes().to_vec()));
@@ -804,18 +812,21 @@ impl User {
                 .iter()
                 .map(|p| format!("#{}", hex(p)).into_bytes()),
         );
-        let root = self.root.describe();
-        out.extend(
-            root.split(|&b| b == b' ')
-                .filter(|w| !w.is_empty())
-                .map(<[u8]>::to_vec),
-        );
-        out.extend(
-            self.selectors
-                .iter()
-                .map(|s| [&b"("[..], &s.describe(), b")"].concat()),
-        );
+        out.extend(self.root.words());
+        out.extend(self.selectors.iter().map(|s| {
+            let words: Vec<Vec<u8>> = s.words().iter().map(|w| quoted(w)).collect();
+            [&b"("[..], &words.join(&b' '), b")"].concat()
+        }));
         out
+    }
+
+    /// The user as one line of words quoted as an ACL file's (and redis-cli's) are read:
+    /// `user <name> <rule> ...` from [`User::rules`], whatever bytes its name and patterns
+    /// hold. What a starting node copies ([`Registry::copy_text`]).
+    pub fn copy_line(&self) -> Vec<u8> {
+        let mut words = vec![b"user".to_vec(), quoted(&self.name)];
+        words.extend(self.rules().iter().map(|r| quoted(r)));
+        words.join(&b' ')
     }
 
     /// Whether a selector that allows the request may also read every key (`allkeys`, or
@@ -876,6 +887,28 @@ pub fn merge_selector_args<A: AsRef<[u8]>>(args: &[A]) -> Result<Vec<Vec<u8>>, V
         Some((_, first)) => Err(first.to_vec()),
         None => Ok(out),
     }
+}
+
+/// `word` as `split_args` reads it back: as it is when it is plain printable text, else in
+/// double quotes with `\"`, `\\` and `\xHH` escapes.
+fn quoted(word: &[u8]) -> Vec<u8> {
+    let plain = !word.is_empty()
+        && word
+            .iter()
+            .all(|&b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'\\'));
+    if plain {
+        return word.to_vec();
+    }
+    let mut out = vec![b'"'];
+    for &b in word {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            b' '..=b'~' => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+    out
 }
 
 /// Reads an ACL file (Redis's format: one `user <name> <rule> ...` a line, quoted as in
@@ -1186,6 +1219,19 @@ impl Registry {
         before
     }
 
+    /// Every user as [`User::copy_line`] writes it, a line each: what `acl.copy` gives a
+    /// starting node, read back whatever bytes names and patterns hold.
+    pub fn copy_text(&self) -> Vec<u8> {
+        self.read()
+            .values()
+            .flat_map(|u| {
+                let mut line = u.copy_line();
+                line.push(b'\n');
+                line
+            })
+            .collect()
+    }
+
     /// Every user as an ACL file holds it (ACL SAVE): its `ACL LIST` line each.
     pub fn file_text(&self) -> Vec<u8> {
         self.read()
@@ -1337,6 +1383,36 @@ mod tests {
             }
             assert_eq!(again.describe(), u.describe(), "{rules:?}");
             assert_eq!(again, u, "{rules:?}");
+        }
+    }
+
+    #[test]
+    fn a_copied_user_reads_back_exactly_whatever_its_bytes() {
+        let c = catalog();
+        let odd: &[(&[u8], &[&[u8]])] = &[
+            (b"a\"b", &[b"on", b">pw", b"+get"]),
+            (b"it's", &[b"on", b"~it's*", b"%R~back\\slash", b"&ch\"an"]),
+            (
+                b"\xff\x01bin",
+                &[b"on", b"~\x01\xfe*", b"(\"~q'*\" +get)", b"(~x +set)"],
+            ),
+            (b"plain", &[b"nopass", b"allkeys", b"+@all"]),
+        ];
+        for (name, rules) in odd {
+            let mut u = User::new(name, &c);
+            for r in merge_selector_args(rules).unwrap() {
+                u.apply(&r, &c).unwrap();
+            }
+            let line = u.copy_line();
+            let back = parse_file(&line, "copy", &c)
+                .unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(&line)));
+            assert_eq!(back, [u.clone()], "{}", String::from_utf8_lossy(&line));
+            // And as SETUSER arguments from any user (what acl.follow sends).
+            let (mut again, _) = user(&["on", "~other", "(~y +get)"]);
+            for r in u.rules() {
+                again.apply(&r, &c).unwrap();
+            }
+            assert_eq!(again.rules(), u.rules());
         }
     }
 

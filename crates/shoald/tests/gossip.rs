@@ -1315,29 +1315,38 @@ fn a_joining_node_copies_the_acl_users() {
         !logs_in(&procs[0], "carol", "mine"),
         "carol is the joiner's own"
     );
-    // Rules added through one node leave every node with the same user: carol's rules
-    // through u0, which lacked her, make her there as on u2 after the change.
-    acl(&procs[2], &["SETUSER", "alice", ">pw2", "-flushall"]).unwrap();
+    // Rules given through one node reach every node: a node that has the user applies
+    // them as given (alice, everywhere); one that lacks it takes the user whole as the
+    // node asked has it (carol, configured on u2 only: u0 made her from the rules, off, and
+    // u1 took that; u2 added the password to its own).
+    acl(
+        &procs[2],
+        &["SETUSER", "alice", ">pw2", "-flushall", "(~x* +get)"],
+    )
+    .unwrap();
     acl(&procs[0], &["SETUSER", "carol", ">theirs"]).unwrap();
-    for user in ["alice", "carol"] {
-        let lines: Vec<Option<String>> = procs.iter().map(|p| line(p, user)).collect();
-        assert!(lines[0].is_some(), "{user}: {lines:?}");
-        assert!(lines.iter().all(|l| *l == lines[0]), "{user}: {lines:?}");
-    }
+    let lines: Vec<Option<String>> = procs.iter().map(|p| line(p, "alice")).collect();
+    assert!(lines[0].is_some(), "{lines:?}");
+    assert!(lines.iter().all(|l| *l == lines[0]), "alice: {lines:?}");
+    assert_eq!(line(&procs[0], "carol"), line(&procs[1], "carol"));
+    assert_ne!(line(&procs[0], "carol"), line(&procs[2], "carol"));
     for p in &procs {
         assert!(
             logs_in(p, "alice", "pw2") && logs_in(p, "alice", "pw"),
             "{}",
             p.name
         );
-        // Made from nothing on u0 (off, no commands), so off everywhere now.
-        assert!(!logs_in(p, "carol", "mine"), "{}", p.name);
     }
+    assert!(!logs_in(&procs[0], "carol", "theirs") && !logs_in(&procs[1], "carol", "theirs"));
+    assert!(logs_in(&procs[2], "carol", "theirs") && logs_in(&procs[2], "carol", "mine"));
     // A node that crashes misses users made and deleted meanwhile, and copies them when
     // it comes back: a deleted one does not come back with it.
     procs[1].signal("KILL");
     let _ = procs[1].wait_exit(Duration::from_secs(30));
     acl(&procs[0], &["SETUSER", "bob", "on", ">b", "+ping"]).unwrap();
+    // Quotes in a name and in patterns, a selector's too: copied exactly.
+    let erin = ["SETUSER", "e'rin", "on", ">e", "~it's*", "(\"~q'*\" +get)"];
+    acl(&procs[0], &erin).unwrap();
     acl(&procs[2], &["DELUSER", "alice"]).unwrap();
     procs[1] = Proc::start("u1", &[procs[0].gossip]);
     wait_settled(&procs.iter().collect::<Vec<_>>());
@@ -1348,6 +1357,13 @@ fn a_joining_node_copies_the_acl_users() {
         || line(&procs[1], "bob").is_some(),
     );
     assert!(logs_in(&procs[1], "bob", "b"));
+    let erin = line(&procs[0], "e'rin");
+    assert!(
+        erin.as_deref()
+            .is_some_and(|l| l.contains("~it's*") && l.contains("(~q'*")),
+        "{erin:?}"
+    );
+    assert_eq!(line(&procs[1], "e'rin"), erin);
     for p in &procs {
         assert!(
             !logs_in(p, "alice", "pw2"),

@@ -373,8 +373,9 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
 /// or FCALL forwarded to any owner finds it; a user known to every node). This node first,
 /// whose answer is the client's: an error there (a library that exists, a syntax error, a
 /// refused rule) reaches no other member. The others then run it in the form that makes
-/// them agree with this node ([`follow_form`]; after ACL SETUSER, the user's whole rules
-/// as this node has them); the first error of theirs is the answer. A member out of reach
+/// them agree with this node ([`follow_form`]; an ACL SETUSER goes as `acl.follow`, with
+/// the user's whole rules as this node has them for a member that lacks the user); the
+/// first error of theirs is the answer. A member out of reach
 /// is left out (a script it lacks answers NOSCRIPT there, and the client loads it again; a
 /// library or user it lacks is copied when it starts again, see `copies`).
 async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
@@ -387,10 +388,19 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
     };
     let (mut follow, ignored) = follow_form(args);
     if is_sub(args, "acl", "setuser") {
+        // A member that has the user applies the client's rules, as this node did (two
+        // SETUSERs through two nodes at once then add up alike everywhere); one that lacks
+        // it (it was out of reach, or is copying) takes the whole user as this node has it.
         let ask_rules = [Bytes::from_static(b"acl.rules"), args[2].clone()];
         if let Ok(rules) = ask(node, &view, view.me, Protocol::Resp2, 0, None, &ask_rules).await {
             if let Ok(elements) = array_elements(&rules) {
-                follow.truncate(3);
+                let client_rules = &args[3..];
+                follow = vec![
+                    Bytes::from_static(b"acl.follow"),
+                    args[2].clone(),
+                    Bytes::from(client_rules.len().to_string()),
+                ];
+                follow.extend(client_rules.iter().cloned());
                 follow.extend(
                     elements
                         .into_iter()
@@ -401,8 +411,15 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
     }
     let others = (0..view.len() as u16).filter(|&m| m != view.me);
     let (view_ref, follow_ref) = (&view, &follow);
-    let asks = others
-        .map(|m| async move { (m, ask(node, view_ref, m, proto, db, None, follow_ref).await) });
+    let asks = others.map(|m| async move {
+        let mut r = ask(node, view_ref, m, proto, db, None, follow_ref).await;
+        // A member of an earlier release knows no `acl.follow`: the client's command then.
+        if follow_ref[0] != args[0] && matches!(&r, Ok(b) if b.starts_with(b"-ERR unknown command"))
+        {
+            r = ask(node, view_ref, m, proto, db, None, args).await;
+        }
+        (m, r)
+    });
     for (m, r) in join_all(asks).await {
         match r {
             Ok(b) if is_error(&b) && !ignored.is_some_and(|e| b.starts_with(e)) => return b,

@@ -694,18 +694,50 @@ pub fn copy(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if registry.copying() {
         return err("LOADING this node is copying its users");
     }
-    Reply::Bulk(Bytes::from(registry.file_text()))
+    Reply::Bulk(Bytes::from(registry.copy_text()))
 }
 
 /// `acl.adopt <text>` (internal): ends this node's copy of another member's users with
 /// that member's `acl.copy` text; the users this node knows already, or that changed here
-/// since the copy began, stay as they are ([`acl::Registry::adopt`]). The number adopted.
+/// since the copy began, stay as they are ([`acl::Registry::adopt`]). A user this node
+/// cannot read (a rule of a later release) is left out, and logged; the others are taken.
+/// The number adopted.
 pub fn adopt(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let registry = registry(ctx.engine);
-    match acl::parse_file(&args[1], "copy", registry.catalog()) {
-        Ok(users) => Reply::Int(registry.adopt(users).len() as i64),
-        Err(e) => Reply::error(format!("ERR the copied users were refused: {e}")),
+    let mut users = Vec::new();
+    for line in args[1].split(|&b| b == b'\n') {
+        match acl::parse_file(line, "copy", registry.catalog()) {
+            Ok(read) => users.extend(read),
+            Err(e) => tracing::warn!(error = %e, "a copied ACL user was left out"),
+        }
     }
+    Reply::Int(registry.adopt(users).len() as i64)
+}
+
+/// `acl.follow <user> <n> <n client rules> <whole rules>` (internal): another node's ACL
+/// SETUSER, run here as the client's rules when this node has the user, else as the whole
+/// user that node has (from `reset`, [`rules`]), so a node that lacked the user does not
+/// make it from a few rules alone. Answers as ACL SETUSER.
+pub fn follow(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let n = super::parse_i64(&args[2])
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| 3 + n <= args.len());
+    let Some(n) = n else {
+        return err("ERR bad acl.follow from another node");
+    };
+    let (client, whole) = args[3..].split_at(n);
+    let rules = if registry(ctx.engine).user(&args[1]).is_some() {
+        client
+    } else {
+        whole
+    };
+    let setuser = [
+        Bytes::from_static(b"ACL"),
+        Bytes::from_static(b"SETUSER"),
+        args[1].clone(),
+    ];
+    let command: Vec<Bytes> = setuser.into_iter().chain(rules.iter().cloned()).collect();
+    acl(ctx, &command)
 }
 
 /// `acl.rules <user>` (internal): the SETUSER rules that make the user from `reset` as it

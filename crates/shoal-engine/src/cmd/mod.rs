@@ -786,6 +786,16 @@ pub static INTERNAL: &[CommandSpec] = &[
         acl::adopt
     ),
     cmd!(
+        "acl.follow",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        "server",
+        "0.1.0",
+        "Another node's ACL SETUSER: the client's rules where the user exists, the whole user where it does not.",
+        acl::follow
+    ),
+    cmd!(
         "acl.rules",
         2,
         READONLY | NOSCRIPT | LOADING | STALE,
