@@ -748,6 +748,38 @@ fn stream_reply(key: &str, entries: &[(&str, &str, &str)]) -> Value {
     Value::Array(vec![Value::Array(vec![bulk(key), Value::Array(entries)])])
 }
 
+/// XREAD BLOCK with `$` in a numbered database wakes for a new entry, on one node and
+/// through a cluster node (the command it ran again at each wake-up had its keys prefixed
+/// twice and waited for ever: Redis's own test suite found it).
+#[test]
+fn a_stream_reader_in_a_numbered_database_wakes() {
+    let node = TestNode::start();
+    let c = TestCluster::start(3, |cfg| cfg.cluster_timeout_ms = 300);
+    let key = (0..)
+        .map(|i| format!("events:{i}"))
+        .find(|k| c.owner_index(k) == 1)
+        .unwrap();
+    for (url, other) in [
+        (node.url(), node.url()),
+        (c.members[0].url(), c.members[2].url()),
+    ] {
+        let in_db = format!("{url}9");
+        let mut writer = redis::Client::open(format!("{other}9"))
+            .and_then(|c| c.get_connection())
+            .unwrap();
+        let mut admin = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .unwrap();
+        let reader = spawn(&in_db, &["XREAD", "BLOCK", "10000", "STREAMS", &key, "$"]);
+        assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
+        run(&mut writer, &format!("XADD {key} 5-1 new 1"));
+        assert_eq!(answer(reader), stream_reply(&key, &[("5-1", "new", "1")]));
+        // Database 0 holds no such stream.
+        let len: i64 = redis::cmd("XLEN").arg(&key).query(&mut admin).unwrap();
+        assert_eq!(len, 0);
+    }
+}
+
 /// XREAD BLOCK and XREADGROUP BLOCK, as in Redis: `$` means the entries added after the
 /// client asked (also when more come before it is served), every XREAD waiting on a stream
 /// gets the new entry, the XREADGROUP clients of one group share the entries in the order

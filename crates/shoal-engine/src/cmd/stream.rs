@@ -737,12 +737,15 @@ pub fn xread(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let deadline = r.block.expect("checked above");
     if resolved && !ctx.session.no_block {
-        // The wait reads after the IDs `$` stood for now, not after later ones.
+        // The wait reads after the IDs `$` stood for now, not after later ones. The command
+        // is run again as the client sent it: its keys without a numbered database's
+        // prefix, which each run adds (kept, they were prefixed twice and never woke).
         let mut again = args.to_vec();
         for (i, id) in from.iter().enumerate() {
             if let Some(id) = id {
                 again[r.ids_at + i] = Bytes::from(id.to_string());
             }
+            again[r.ids_at - r.keys.len() + i] = client_key(&r.keys[i]);
         }
         super::block_on(ctx, r.keys, deadline, Reply::NilArray);
         if let Some(b) = ctx.session.block.as_mut() {
