@@ -748,6 +748,61 @@ fn stream_reply(key: &str, entries: &[(&str, &str, &str)]) -> Value {
     Value::Array(vec![Value::Array(vec![bulk(key), Value::Array(entries)])])
 }
 
+/// A flush ends a group reader's wait with NOGROUP, as DEL does (Redis 7.2's
+/// `signalDeletedKeyAsReady`): FLUSHALL, FLUSHDB of a numbered database, Memcached's
+/// flush_all. A list reader waits on, and takes what comes after the flush.
+#[test]
+fn a_flush_ends_the_wait_of_group_readers() {
+    let node = TestNode::with(|c| c.memcache_port = Some(0));
+    let mut admin = node.client();
+    type Flush<'a> = &'a dyn Fn(&mut redis::Connection);
+    let flushes: [(&str, Flush); 3] = [
+        ("", &|c| {
+            run(c, "FLUSHALL");
+        }),
+        ("9", &|c| {
+            run(c, "SELECT 9");
+            run(c, "FLUSHDB");
+            run(c, "SELECT 0");
+        }),
+        ("", &|_| {
+            let mut s = std::net::TcpStream::connect(node.memcache_addr.unwrap()).unwrap();
+            send(&mut s, b"flush_all\r\n");
+            assert_eq!(read_exact_by(&mut s, 4, WAIT), b"OK\r\n");
+        }),
+    ];
+    for (db, flush) in flushes {
+        let url = format!("{}{db}", node.url());
+        let mut con = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .unwrap();
+        run(&mut con, "XGROUP CREATE ms g $ MKSTREAM");
+        let group = spawn_result(
+            &url,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "BLOCK",
+                "0",
+                "STREAMS",
+                "ms",
+                ">",
+            ],
+        );
+        let list = spawn(&url, &["BLPOP", "q", "0"]);
+        assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+        flush(&mut admin);
+        assert!(wait_until(WAIT, || group.is_finished()), "flush {db:?}");
+        let e = group.join().unwrap().unwrap_err();
+        assert_eq!(e.code(), Some("NOGROUP"), "{e}");
+        assert!(!list.is_finished());
+        run(&mut con, "RPUSH q after");
+        assert_eq!(answer(list), Value::Array(vec![bulk("q"), bulk("after")]));
+    }
+}
+
 /// XREAD BLOCK with `$` in a numbered database wakes for a new entry, on one node and
 /// through a cluster node (the command it ran again at each wake-up had its keys prefixed
 /// twice and waited for ever: Redis's own test suite found it).

@@ -505,6 +505,8 @@ fn flush_all(node: &Engine, delay: i64, now: u64) {
         // delayed flush is cancelled.
         node.flush_at.store(0, Relaxed);
         node.store.clear();
+        // As FLUSHALL: the Redis clients blocked on keys that are gone try again.
+        node.blocked.signal_where(|_| true);
         // In a cluster, replication of writes from before the flush must not bring keys back
         // (as FLUSHALL).
         node.store.raise_floor(now << 12);

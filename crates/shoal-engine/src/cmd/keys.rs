@@ -585,9 +585,16 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         ctx.engine
             .store
             .raise_db_floor(ctx.session.db, ctx.now_ms << 12);
+        let flushed = ctx.session.db;
+        ctx.engine
+            .blocked
+            .signal_where(|k| db::split_key(k).0 == flushed);
         return Reply::ok();
     }
     ctx.engine.store.clear();
+    // The clients blocked on keys that are gone try again, as after a DEL (Redis's
+    // `signalDeletedKeyAsReady`): a group reader answers NOGROUP, the others wait on.
+    ctx.engine.blocked.signal_where(|_| true);
     // In a cluster, replication messages of writes from before the flush may still be on
     // their way: they must not bring keys back (a single node receives none). The node that
     // ran FLUSHALL then raises every node's floor to the greatest one (`cluster.floor`);
