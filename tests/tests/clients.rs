@@ -873,10 +873,12 @@ fn scripts_stay_in_their_sandbox() {
     for script in [
         "return loadstring('return 1')()",
         "return string.dump(function() end)",
-        "return setmetatable({}, {})",
+        "return setmetatable(redis, {})",
         "return coroutine.create(function() end)",
         "string.rep = nil",
         "redis.call = nil",
+        "redis = 1",
+        "cjson = nil",
         "return redis.call('cluster.floor', '1')",
         "return redis.call('mc.flush', '0')",
     ] {

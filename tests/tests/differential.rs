@@ -5003,6 +5003,15 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "redis.setresp('3'); return true", "0"],
         &["EVAL", "return redis.breakpoint()", "0"],
         &["EVAL", "redis.debug('x'); return 1", "0"],
+        // Globals cannot be replaced; a script's own tables may have metatables, which the
+        // reply conversion does not call.
+        &["EVAL", "redis = 1", "0"],
+        &["EVAL", "cjson = nil", "0"],
+        &["EVAL", "return type(redis)", "0"],
+        &["EVAL", "local a = {} setmetatable(a, {__index = function() foo() end}) return a", "0"],
+        &["EVAL", "local a = {} setmetatable(a, {__index = function() redis.call('set', KEYS[1], 'x') end}) return {a, 1}", "1", "{s}m"],
+        &["GET", "{s}m"],
+        &["EVAL", "return getmetatable(setmetatable({}, {x = 1})).x", "0"],
     ],
 ];
 

@@ -122,17 +122,30 @@ do
   cmsgpack = readonly(cmsgpack)
   bit = readonly(bit)
   struct = readonly(struct)
+  local rawset_, next_ = rawset, next
   for _, name in ipairs({"load", "loadstring", "loadfile", "dofile", "require", "module",
-      "setfenv", "getfenv", "newproxy", "coroutine", "setmetatable", "getmetatable",
-      "rawset", "collectgarbage", "gcinfo", "print"}) do
+      "setfenv", "getfenv", "newproxy", "coroutine", "rawset", "collectgarbage", "gcinfo",
+      "print"}) do
     _G[name] = nil
   end
-  setmetatable_(_G, {
-    __newindex = function(t, k, v)
-      error("Attempt to modify a readonly table", 2)
-    end,
+  -- Strings' metatable is every script's: getmetatable("") cannot reach it.
+  getmetatable("").__metatable = false
+  -- The globals live in a table of their own behind an empty _G, so a script can neither
+  -- add one nor replace one (`redis = 1` would break every later script on this worker).
+  local G, globals = _G, {}
+  for k, v in next_, G do globals[k] = v end
+  for k in next_, globals do rawset_(G, k, nil) end
+  protected[globals] = true
+  setmetatable_(globals, {
     __index = function(t, k)
       error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end,
+    __metatable = false,
+  })
+  setmetatable_(G, {
+    __index = globals,
+    __newindex = function(t, k, v)
+      error("Attempt to modify a readonly table", 2)
     end,
     __metatable = false,
   })
@@ -1442,14 +1455,33 @@ mod tests {
             message(&e).contains("nonexistent global variable 'undefined_name'"),
             "{e}"
         );
-        for name in [
-            "dofile",
-            "loadstring",
-            "load",
-            "setmetatable",
-            "rawset",
-            "coroutine",
+        // An existing global cannot be replaced either (it was, and broke every later
+        // script of the worker: Redis's test suite).
+        for script in ["redis = 1", "cjson = nil", "_G.string = 1", "pcall = print"] {
+            let e = vm.lua.load(script).exec().unwrap_err();
+            assert!(
+                message(&e).contains("Attempt to modify a readonly table")
+                    || message(&e).contains("nonexistent global variable"),
+                "{script}: {e}"
+            );
+        }
+        let kind: String = vm.lua.load("return type(redis)").eval().unwrap();
+        assert_eq!(kind, "table");
+        // A script's own tables may have metatables, as in Redis; the shared ones may not.
+        let v: i64 = vm
+            .lua
+            .load("local t = setmetatable({}, {__index = function() return 7 end}) return t.x")
+            .eval()
+            .unwrap();
+        assert_eq!(v, 7);
+        for script in [
+            "setmetatable(_G, {})",
+            "setmetatable(redis, {})",
+            "getmetatable('').__index = {}",
         ] {
+            assert!(vm.lua.load(script).exec().is_err(), "{script}");
+        }
+        for name in ["dofile", "loadstring", "load", "rawset", "coroutine"] {
             let e = vm.lua.load(format!("return {name}")).exec().unwrap_err();
             assert!(
                 message(&e).contains("nonexistent global variable"),
