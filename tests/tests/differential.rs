@@ -3607,6 +3607,10 @@ const CONNECTION: &[Case] = &[
         &["CLIENT", "REPLY", "SKIP"],
         &["INCR", "k"],
         &["GET", "k"],
+        // ON right after SKIP answers (it ends the skip before it replies).
+        &["CLIENT", "REPLY", "SKIP"],
+        &["CLIENT", "REPLY", "ON"],
+        &["PING"],
         &["CLIENT", "REPLY", "FOO"],
         &["CLIENT", "REPLY"],
         &["CLIENT", "REPLY", "ON", "x"],

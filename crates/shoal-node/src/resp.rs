@@ -204,10 +204,12 @@ impl Frontend for RespFrontend {
                 );
                 return (processed, Step::Close(Close::OutputLimit));
             }
-            // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not);
-            // any other command by the mode it found, so an EXEC that runs a queued CLIENT
-            // REPLY OFF still sends its own reply, as in Redis.
-            let mode = if shoal_engine::cmd::sets_reply_mode(&args) {
+            // CLIENT REPLY itself answers by the mode it sets (ON replies, OFF/SKIP do not),
+            // also right after a SKIP (Redis clears the skip before ON replies); any other
+            // command by the mode it found, so an EXEC that runs a queued CLIENT REPLY OFF
+            // still sends its own reply, as in Redis.
+            let sets_mode = shoal_engine::cmd::sets_reply_mode(&args);
+            let mode = if sets_mode {
                 session.reply_mode
             } else {
                 mode_before
@@ -216,7 +218,7 @@ impl Frontend for RespFrontend {
             use shoal_engine::cmd::{subscribes, unsubscribes};
             let confirms = subscribes(&args[0]) || unsubscribes(&args[0]);
             let suppress = !confirms
-                && (was_skipped
+                && ((was_skipped && !sets_mode)
                     || mode != ReplyMode::On
                     || std::mem::take(&mut session.drop_reply));
             if session.reply_mode == ReplyMode::Skip {
