@@ -748,6 +748,57 @@ fn stream_reply(key: &str, entries: &[(&str, &str, &str)]) -> Value {
     Value::Array(vec![Value::Array(vec![bulk(key), Value::Array(entries)])])
 }
 
+/// A blocking command that waited is one call in INFO commandstats, however many times it
+/// tried (Redis's test suite counted three), and its error at the end is the call's failure.
+#[test]
+fn a_command_that_waited_is_one_call() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    run(&mut admin, "CONFIG RESETSTAT");
+    run(&mut admin, "XGROUP CREATE s g $ MKSTREAM");
+    let list = spawn(&node.url(), &["BLPOP", "q", "0"]);
+    let group = spawn_result(
+        &node.url(),
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
+    // A write to another key of the list's does not serve it, but wakes it to look.
+    run(&mut admin, "RPUSH other x");
+    run(&mut admin, "XADD elsewhere * f v");
+    run(&mut admin, "RPUSH q a");
+    answer(list);
+    run(&mut admin, "XGROUP DESTROY s g");
+    assert!(wait_until(WAIT, || group.is_finished()));
+    assert!(group.join().unwrap().is_err());
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut admin)
+        .unwrap();
+    let row = |name: &str| {
+        stats
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+            .unwrap_or_else(|| panic!("no {name} in {stats}"))
+            .to_string()
+    };
+    assert!(row("blpop").contains(":calls=1,"), "{}", row("blpop"));
+    let xreadgroup = row("xreadgroup");
+    assert!(
+        xreadgroup.contains(":calls=1,") && xreadgroup.ends_with("failed_calls=1"),
+        "{xreadgroup}"
+    );
+}
+
 /// A flush ends a group reader's wait with NOGROUP, as DEL does (Redis 7.2's
 /// `signalDeletedKeyAsReady`): FLUSHALL, FLUSHDB of a numbered database, Memcached's
 /// flush_all. A list reader waits on, and takes what comes after the flush.

@@ -1486,7 +1486,12 @@ fn run_command(
         // A subcommand's arity is checked by its handler here, before Redis would run it.
         row.rejected.fetch_add(1, Relaxed);
     } else if let Some(row) = row {
-        row.record(usec);
+        // A blocked command's later attempts are the same call, counted once when it first
+        // ran (Redis counts a blocking command that waited once); an error it ends with
+        // counts as the call's failure.
+        if !session.block_retry {
+            row.record(usec);
+        }
         if let Reply::Error(_) = &reply {
             row.failed.fetch_add(1, Relaxed);
         }
