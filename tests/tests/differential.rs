@@ -5016,6 +5016,28 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "local a = {} setmetatable(a, {__index = function() redis.call('set', KEYS[1], 'x') end}) return {a, 1}", "1", "{s}m"],
         &["GET", "{s}m"],
         &["EVAL", "return getmetatable(setmetatable({}, {x = 1})).x", "0"],
+        // Redis's texts: arity before NOSCRIPT, error_reply's code, the helpers' arguments.
+        &["EVAL", "return redis.call('get')", "0"],
+        &["EVAL", "return redis.call('subscribe')", "0"],
+        &["EVAL", "return redis.call('subscribe', 'a')", "0"],
+        &["EVAL", "return redis.pcall('get')", "0"],
+        &["EVAL", "return redis.error_reply('MYERR')", "0"],
+        &["EVAL", "return redis.error_reply('MY ERR x')", "0"],
+        &["EVAL", "return redis.error_reply('-X y')", "0"],
+        &["EVAL", "return redis.error_reply('')", "0"],
+        &["EVAL", "local t = redis.error_reply('') return t['err']", "0"],
+        &["EVAL", "return redis.error_reply()", "0"],
+        &["EVAL", "return redis.error_reply(1)", "0"],
+        &["EVAL", "return redis.status_reply()", "0"],
+        &["EVAL", "return redis.status_reply('fine')", "0"],
+        &["EVAL", "return {err = 'MYERR'}", "0"],
+        &["EVAL", "return redis.sha1hex()", "0"],
+        &["EVAL", "return redis.sha1hex(1, 2)", "0"],
+        &["EVAL", "return redis.sha1hex(12)", "0"],
+        // A set sorted BY a constant in a script comes out sorted (ALPHA), as in Redis.
+        &["SADD", "{s}myset", "c", "b", "a", "aa", "azz", "aaa"],
+        &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_')", "1", "{s}myset"],
+        &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_', 'desc', 'limit', '1', '3')", "1", "{s}myset"],
     ],
 ];
 

@@ -198,15 +198,32 @@ fn new_vm() -> mlua::Result<Vm> {
     let redis = lua.create_table()?;
     redis.set(
         "sha1hex",
-        lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
+        lua.create_function(|lua, args: mlua::MultiValue| {
+            let text = match &args.iter().collect::<Vec<_>>()[..] {
+                [one] => lua.coerce_string((*one).clone())?,
+                _ => None,
+            };
+            match text {
+                Some(s) => Ok(sha1_hex(&s.as_bytes())),
+                None => Err(mlua::Error::RuntimeError(
+                    "wrong number of arguments".into(),
+                )),
+            }
+        })?,
     )?;
     redis.set(
         "error_reply",
-        lua.create_function(|lua, s: mlua::LuaString| tagged(lua, "err", s))?,
+        lua.create_function(|lua, args: mlua::MultiValue| match one_string(&args) {
+            Some(s) => tagged(lua, "err", error_text(&s.as_bytes())),
+            None => tagged(lua, "err", WRONG_REPLY_ARGS),
+        })?,
     )?;
     redis.set(
         "status_reply",
-        lua.create_function(|lua, s: mlua::LuaString| tagged(lua, "ok", s))?,
+        lua.create_function(|lua, args: mlua::MultiValue| match one_string(&args) {
+            Some(s) => tagged(lua, "ok", s),
+            None => tagged(lua, "err", WRONG_REPLY_ARGS),
+        })?,
     )?;
     redis.set("log", lua.create_function(|_, _: mlua::MultiValue| Ok(()))?)?;
     redis.set(
@@ -764,14 +781,15 @@ fn check_call(
     let Some(spec) = lookup_listed(&args[0]) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
+    // The arity first, then whether a script may run it, then the ACL, as in Redis.
+    if !spec.takes(args.len()) {
+        return Err("ERR Wrong number of args calling Redis command from script".into());
+    }
     if spec.flags & flag::NOSCRIPT != 0 {
         return Err("ERR This Redis command is not allowed from script".into());
     }
-    // The arity first (the command answers its error when it runs), as in Redis.
-    if spec.takes(args.len()) {
-        if let Some(refused) = acl() {
-            return Err(refused);
-        }
+    if let Some(refused) = acl() {
+        return Err(refused);
     }
     if read_only && spec.flags & flag::WRITE != 0 {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
@@ -1117,6 +1135,33 @@ fn root(e: &mlua::Error) -> &mlua::Error {
 }
 
 /// `{ok = text}` or `{err = text}`: a status or an error reply as a script holds it.
+/// What `redis.error_reply` and `status_reply` return (not raise) for anything but one
+/// string, as Redis does.
+const WRONG_REPLY_ARGS: &str = "ERR wrong number or type of arguments";
+
+/// The one string argument of `args` (a Lua string, not a number), if that is what it is.
+fn one_string(args: &mlua::MultiValue) -> Option<mlua::LuaString> {
+    match &args.iter().collect::<Vec<_>>()[..] {
+        [Value::String(s)] => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// `redis.error_reply`'s text as Redis 7 makes it (`luaPushErrorBuff`): its first word is
+/// the code when there are two or more (a leading `-` dropped), else the code is `ERR`;
+/// line ends trimmed from the message. `'MYERR'` is `ERR MYERR`, `''` is `ERR `.
+fn error_text(given: &[u8]) -> mlua::BString {
+    let rest = given.strip_prefix(b"-").unwrap_or(given);
+    let (code, msg) = match rest.iter().position(|&b| b == b' ') {
+        Some(sp) => (&rest[..sp], &rest[sp + 1..]),
+        None => (&b"ERR"[..], rest),
+    };
+    let trim = |b: &u8| *b == b'\r' || *b == b'\n';
+    let start = msg.iter().position(|b| !trim(b)).unwrap_or(msg.len());
+    let end = msg.iter().rposition(|b| !trim(b)).map_or(start, |e| e + 1);
+    [code, b" ", &msg[start..end]].concat().into()
+}
+
 fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value> {
     let t = lua.create_table()?;
     t.set(tag, text)?;

@@ -176,8 +176,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Reply {
             Ok((e.kind, elements))
         });
     let (kind, mut elements) = tri!(value);
-    // A set stored without an order is sorted, so every copy stores the same list.
-    if o.dont_sort && kind == Kind::Set && o.store.is_some() {
+    // A set stored, or read by a script, without an order is sorted, so every copy stores
+    // the same list and a script sees one order (Redis's rule).
+    if o.dont_sort && kind == Kind::Set && (o.store.is_some() || ctx.session.scripted) {
         o.dont_sort = false;
         o.alpha = true;
         o.by = None;
