@@ -3607,6 +3607,10 @@ const CONNECTION: &[Case] = &[
         &["CLIENT", "REPLY", "SKIP"],
         &["INCR", "k"],
         &["GET", "k"],
+        &["CLIENT", "KILL"],
+        &["CLIENT", "KILL", "ID"],
+        &["CLIENT", "KILL", "ID", "x"],
+        &["CLIENT", "KILL", "SKIPME"],
         // ON right after SKIP answers (it ends the skip before it replies).
         &["CLIENT", "REPLY", "SKIP"],
         &["CLIENT", "REPLY", "ON"],
@@ -5038,6 +5042,9 @@ const SCRIPTING: &[Case] = &[
         &["SADD", "{s}myset", "c", "b", "a", "aa", "azz", "aaa"],
         &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_')", "1", "{s}myset"],
         &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_', 'desc', 'limit', '1', '3')", "1", "{s}myset"],
+        &["COMMAND", "GETKEYS", "EVAL", "return 1", "0"],
+        &["COMMAND", "GETKEYS", "EVAL", "return 1", "1", "{s}k"],
+        &["COMMAND", "GETKEYS", "FCALL", "f", "0"],
     ],
 ];
 

@@ -647,6 +647,9 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let me = ctx.session.info.id;
+    if args.len() < 3 {
+        return wrong_arity("client|kill");
+    }
     if args.len() == 3 {
         // Old form: CLIENT KILL addr:port.
         let addr = String::from_utf8_lossy(&args[2]);
