@@ -7130,6 +7130,40 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     step(&mut b, &["SET", "ek", "v", "PX", "50"], 1, &mut out);
     step(&mut a, &["GET", "ek"], 1, &mut out);
     step(&mut a, &[], 1, &mut out);
+    // A RESP3 client whose redirect target went is told so when an invalidation comes.
+    let mut d = Conn::connect(addr);
+    let mut e = Conn::connect(addr);
+    d.send(&multibulk(&["HELLO", "3"]));
+    d.read_reply().expect("HELLO 3");
+    e.send(&multibulk(&["CLIENT", "ID"]));
+    let gone = String::from_utf8(e.read_reply().unwrap()).unwrap();
+    let gone = gone.trim().trim_start_matches(':').to_string();
+    d.send(&multibulk(&["CLIENT", "TRACKING", "ON", "REDIRECT", &gone]));
+    let on = d.read_reply().unwrap();
+    out.push(format!("CLIENT TRACKING ON REDIRECT <id>: {}", escape(&on)));
+    step(&mut d, &["GET", "bk"], 1, &mut out);
+    step(&mut e, &["QUIT"], 1, &mut out);
+    drop(e);
+    // Gone from the server's client list before the write.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        a.send(&multibulk(&["CLIENT", "LIST", "ID", &gone]));
+        let list = a.read_reply().unwrap();
+        if !String::from_utf8_lossy(&list).contains(&format!("id={gone} ")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "client {gone} never went");
+        std::thread::yield_now();
+    }
+    step(&mut b, &["SET", "bk", "v"], 1, &mut out);
+    d.send(&multibulk(&["PING"]));
+    for _ in 0..2 {
+        let reply = String::from_utf8(d.read_reply().unwrap()).unwrap();
+        out.push(format!(
+            "after the redirect went: {}",
+            reply.replace(&gone, "<id>")
+        ));
+    }
     out
 }
 

@@ -63,6 +63,9 @@ pub enum Invalidation {
     Keys(Vec<Bytes>),
     /// Every key (FLUSHALL, FLUSHDB): a null.
     All,
+    /// Not an invalidation: the tracking client's redirect target (this id) is gone, so
+    /// its invalidations reach nobody (RESP3 `tracking-redir-broken`, to the client itself).
+    RedirBroken(u64),
 }
 
 /// Bytes a queued message is counted as beyond its data (its framing and bookkeeping).
@@ -108,6 +111,10 @@ impl Message {
             let keys = match what {
                 Invalidation::Keys(k) => Reply::Array(k.iter().cloned().map(Reply::Bulk).collect()),
                 Invalidation::All => Reply::Nil,
+                Invalidation::RedirBroken(id) => {
+                    let id = i64::try_from(*id).unwrap_or(i64::MAX);
+                    return Reply::Push(vec![b(b"tracking-redir-broken"), Reply::Int(id)]);
+                }
             };
             return Reply::Push(match proto {
                 shoal_resp::Protocol::Resp3 => vec![b(b"invalidate"), keys],

@@ -216,9 +216,16 @@ fn compact(s: &mut State) {
 fn send(s: &State, id: u64, what: Invalidation, pubsub: &PubSub, limit: ClassLimit) {
     let Some(c) = s.clients.get(&id) else { return };
     // RESP2 cannot push between replies: a RESP2 client is told only through a redirect.
-    let mailbox = match c.mode.redirect {
-        0 => Some(c.mailbox.clone()).filter(|m| m.resp3()),
-        target => pubsub.mailbox_of(target),
+    let (mailbox, what) = match c.mode.redirect {
+        0 => (Some(c.mailbox.clone()).filter(|m| m.resp3()), what),
+        target => match pubsub.mailbox_of(target) {
+            Some(m) => (Some(m), what),
+            // The target is gone: a RESP3 client is told so instead, as Redis tells it.
+            None => (
+                Some(c.mailbox.clone()).filter(|m| m.resp3()),
+                Invalidation::RedirBroken(target),
+            ),
+        },
     };
     if let Some(m) = mailbox {
         m.deliver(Message::invalidation(what), limit, Instant::now());
