@@ -6604,6 +6604,13 @@ fn monitored(addr: SocketAddr) -> Vec<String> {
         &["NOSUCHCOMMAND", "x"],
         &["ECHO", "\u{1}\u{7f}é"],
         &["MSET", "a", "1", "b", "2"],
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], ARGV[1]) return redis.call('get', KEYS[1])",
+            "1",
+            "foo",
+            "bar",
+        ],
         &["ECHO", "end"],
     ] {
         c.send(&multibulk(step));
@@ -6618,6 +6625,12 @@ fn monitored(addr: SocketAddr) -> Vec<String> {
             .map_or(text.as_str(), |(_, rest)| rest)
             .trim_end()
             .to_string();
+        // A script's calls are shown as the client `lua`.
+        let args = if text.contains(" lua] ") {
+            format!("lua {args}")
+        } else {
+            args
+        };
         let done = args == "\"ECHO\" \"end\"";
         lines.push(args);
         if done {

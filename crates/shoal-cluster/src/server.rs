@@ -42,4 +42,11 @@ impl Host for Server {
     fn shutdown(&self) {
         self.shutdown.cancel();
     }
+
+    fn monitor(&self, addr: &str, args: &[bytes::Bytes]) {
+        if self.monitors.active() {
+            let micros = shoal_engine::clock::now_us();
+            self.monitors.feed(crate::monitor::line(micros, addr, args));
+        }
+    }
 }

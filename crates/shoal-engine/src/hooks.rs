@@ -61,4 +61,7 @@ pub trait Host: Sync {
     fn cluster(&self) -> Option<&dyn ClusterInfo>;
     /// Asks the node to stop (SHUTDOWN): stop accepting, finish, exit.
     fn shutdown(&self);
+    /// Shows a command run on behalf of `addr` (a script's calls: `lua`) to the node's
+    /// MONITOR clients, if any.
+    fn monitor(&self, _addr: &str, _args: &[bytes::Bytes]) {}
 }

@@ -952,6 +952,8 @@ fn run(
                 if let Err(e) = check_call(&cmd, declared, read_only, acl) {
                     return Ok(Err(e));
                 }
+                // MONITOR shows a script's calls after its EVAL or FCALL, as `[0 lua]`.
+                ctx.host.monitor("lua", &cmd);
                 // Commands answer a script in RESP2 (Redis's default in scripts) unless it
                 // asked for RESP3, whatever the caller speaks, and never block.
                 let resp3 = RESP3.with(std::cell::Cell::get);
