@@ -7080,6 +7080,13 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     a.read_reply().expect("HELLO 3");
     step(&mut a, &["CLIENT", "TRACKINGINFO"], 1, &mut out);
     step(&mut a, &["CLIENT", "TRACKING", "ON", "BCAST"], 1, &mut out);
+    // INFO's tracking counts: BCAST alone watches one prefix, the empty one.
+    b.send(&multibulk(&["INFO", "stats"]));
+    let info = String::from_utf8(b.read_reply().unwrap()).unwrap();
+    for field in ["tracking_total_prefixes:", "tracking_total_items:"] {
+        let line = info.lines().find(|l| l.starts_with(field));
+        out.push(format!("INFO {field} {line:?}"));
+    }
     step(&mut a, &["CLIENT", "TRACKINGINFO"], 1, &mut out);
     step(
         &mut a,

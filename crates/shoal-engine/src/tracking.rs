@@ -193,6 +193,24 @@ impl Tracker {
         self.lock().keys.len()
     }
 
+    /// Keys remembered, counted once per client that read them (INFO's
+    /// `tracking_total_items`).
+    pub fn items(&self) -> usize {
+        self.lock().keys.values().map(HashSet::len).sum()
+    }
+
+    /// Distinct prefixes BCAST clients watch (INFO's `tracking_total_prefixes`).
+    pub fn prefixes(&self) -> usize {
+        let s = self.lock();
+        let all: HashSet<&Bytes> = s
+            .bcast
+            .iter()
+            .filter_map(|id| s.clients.get(id))
+            .flat_map(|c| c.mode.prefixes.iter())
+            .collect();
+        all.len()
+    }
+
     /// Clients tracking (INFO's `tracking_clients`).
     pub fn clients(&self) -> usize {
         self.count.load(Relaxed)

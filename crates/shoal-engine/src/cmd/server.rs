@@ -253,6 +253,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("maxmemory:{max}");
                 line!("maxmemory_human:{}", human(max));
                 line!("maxmemory_policy:{}", node.store.policy().name());
+                // Values are freed as they are removed (nothing waits for a lazy free), and
+                // no replication or AOF buffer sits outside `maxmemory`.
+                line!("lazyfree_pending_objects:0");
+                line!("mem_not_counted_for_evict:0");
                 line!("mem_fragmentation_ratio:{:.2}", ratio(rss, used));
                 line!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
                 line!(
@@ -298,6 +302,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("keyspace_hits:{}", stats.keyspace_hits);
                 line!("keyspace_misses:{}", stats.keyspace_misses);
                 line!("tracking_total_keys:{}", node.tracker.keys());
+                line!("tracking_total_items:{}", node.tracker.items());
+                line!("tracking_total_prefixes:{}", node.tracker.prefixes());
+                // No MIGRATE: no sockets kept for it.
+                line!("migrate_cached_sockets:0");
                 {
                     use crate::pubsub::Space;
                     line!("pubsub_channels:{}", node.pubsub.names(Space::Channel));
