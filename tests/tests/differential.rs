@@ -7184,6 +7184,38 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
             reply.replace(&gone, "<id>")
         ));
     }
+    // The table's bound: past it a key goes (Redis picks one at random), its reader told.
+    step(
+        &mut b,
+        &["CONFIG", "GET", "tracking-table-max-keys"],
+        1,
+        &mut out,
+    );
+    let mut f = Conn::connect(addr);
+    f.send(&multibulk(&["HELLO", "3"]));
+    f.read_reply().expect("HELLO 3");
+    step(&mut f, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(
+        &mut b,
+        &["CONFIG", "SET", "tracking-table-max-keys", "1"],
+        1,
+        &mut out,
+    );
+    step(&mut f, &["GET", "x1"], 1, &mut out);
+    // GET x2's reply and the push, in either order (Redis pushes first).
+    f.send(&multibulk(&["GET", "x2"]));
+    let mut two: Vec<String> = (0..2)
+        .map(|_| String::from_utf8(f.read_reply().unwrap()).unwrap())
+        .map(|r| r.replace("x1", "xN").replace("x2", "xN"))
+        .collect();
+    two.sort();
+    out.push(format!("a key dropped: {two:?}"));
+    step(
+        &mut b,
+        &["CONFIG", "SET", "tracking-table-max-keys", "1000000"],
+        1,
+        &mut out,
+    );
     out
 }
 

@@ -225,6 +225,9 @@ pub struct NodeConfig {
     pub slowlog_max_len: u64,
     /// ACL LOG keeps this many entries at most (Redis's `acllog-max-len`).
     pub acllog_max_len: u64,
+    /// Keys client-side caching remembers at most (Redis's `tracking-table-max-keys`; past
+    /// it the oldest are dropped, their readers told; 0 = no bound, as in Redis).
+    pub tracking_table_max_keys: u64,
     /// A stream's node takes no more entries once its listpack would pass this many bytes
     /// (Redis's `stream-node-max-bytes`; 0 = Redis's 1 GB bound).
     pub stream_node_max_bytes: ByteSize,
@@ -406,6 +409,7 @@ impl Default for NodeConfig {
             acllog_max_len: 128,
             stream_node_max_bytes: ByteSize(shoal_store::STREAM_NODE_MAX_BYTES as u64),
             stream_node_max_entries: u64::from(shoal_store::STREAM_NODE_MAX_ENTRIES),
+            tracking_table_max_keys: crate::tracking::MAX_KEYS as u64,
             latency_monitor_threshold: 0,
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,
@@ -472,6 +476,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "slowlog-log-slower-than",
     "slowlog-max-len",
     "acllog-max-len",
+    "tracking-table-max-keys",
     "stream-node-max-bytes",
     "stream-node-max-entries",
     "latency-monitor-threshold",

@@ -15,8 +15,8 @@ use bytes::Bytes;
 use crate::config::ClassLimit;
 use crate::pubsub::{Invalidation, Mailbox, Message, PubSub};
 
-/// Keys remembered at most (Redis's `tracking-table-max-keys` default); past it the oldest
-/// remembered are dropped, each with an invalidation, as Redis does.
+/// Keys remembered at most by default (Redis's `tracking-table-max-keys`); past the setting
+/// the oldest remembered are dropped, each with an invalidation, as Redis does.
 pub const MAX_KEYS: usize = 1_000_000;
 
 /// How one client tracks (CLIENT TRACKING's options).
@@ -89,7 +89,19 @@ impl Tracker {
 
     /// Client `id` read `keys` (stored keys of a read-only command): they are remembered
     /// for it (default mode).
-    pub fn remember(&self, id: u64, keys: &[Bytes], pubsub: &PubSub, limit: ClassLimit) {
+    /// Past `max_keys` remembered (0: no bound), the oldest go, their readers told.
+    pub fn remember(
+        &self,
+        id: u64,
+        keys: &[Bytes],
+        max_keys: u64,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) {
+        let max_keys = match usize::try_from(max_keys) {
+            Ok(0) | Err(_) => usize::MAX,
+            Ok(n) => n,
+        };
         let mut s = self.lock();
         if !s.clients.contains_key(&id) {
             return;
@@ -108,7 +120,7 @@ impl Tracker {
         }
         compact(&mut s);
         // Past the table's bound: the oldest keys go, their readers told.
-        while s.keys.len() > MAX_KEYS {
+        while s.keys.len() > max_keys {
             let Some(old) = s.order.pop_front() else {
                 break;
             };

@@ -1450,9 +1450,14 @@ fn run_command(
         && ctx.session.tracking.as_ref().is_some_and(|t| t.remembers())
     {
         let keys = db::stored_keys(spec, args, ctx.session.db);
-        let limit = node.with_settings(|s| s.client_output_buffer_limit.pubsub);
+        let (limit, max_keys) = node.with_settings(|s| {
+            (
+                s.client_output_buffer_limit.pubsub,
+                s.tracking_table_max_keys,
+            )
+        });
         node.tracker
-            .remember(ctx.session.info.id, &keys, &node.pubsub, limit);
+            .remember(ctx.session.info.id, &keys, max_keys, &node.pubsub, limit);
     }
     ctx.session.depth += 1;
     // CLIENT NO-TOUCH: the keys it reads or writes keep their LRU/LFU clock (but TOUCH's).

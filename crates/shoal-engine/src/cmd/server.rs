@@ -913,6 +913,14 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         }),
     ),
     (
+        "tracking-table-max-keys",
+        |c| c.tracking_table_max_keys.to_string(),
+        Some(|c, v| {
+            c.tracking_table_max_keys = ranged(v, 0, i64::MAX)? as u64;
+            Ok(())
+        }),
+    ),
+    (
         "acllog-max-len",
         |c| c.acllog_max_len.to_string(),
         Some(|c, v| {
