@@ -739,6 +739,24 @@ fn spawn_result(url: &str, args: &[&str]) -> JoinHandle<redis::RedisResult<Value
     })
 }
 
+/// Consumer `c` of group `g` waiting for new entries of `key`, for ever.
+fn group_reader(url: &str, key: &str) -> JoinHandle<redis::RedisResult<Value>> {
+    spawn_result(
+        url,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            key,
+            ">",
+        ],
+    )
+}
+
 /// XREAD's and XREADGROUP's reply for one key and its entries (id, field, value).
 fn stream_reply(key: &str, entries: &[(&str, &str, &str)]) -> Value {
     let entries = entries
@@ -757,20 +775,7 @@ fn a_command_that_waited_is_one_call() {
     run(&mut admin, "CONFIG RESETSTAT");
     run(&mut admin, "XGROUP CREATE s g $ MKSTREAM");
     let list = spawn(&node.url(), &["BLPOP", "q", "0"]);
-    let group = spawn_result(
-        &node.url(),
-        &[
-            "XREADGROUP",
-            "GROUP",
-            "g",
-            "c",
-            "BLOCK",
-            "0",
-            "STREAMS",
-            "s",
-            ">",
-        ],
-    );
+    let group = group_reader(&node.url(), "s");
     assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
     // A write to another key of the list's does not serve it, but wakes it to look.
     run(&mut admin, "RPUSH other x");
@@ -828,20 +833,7 @@ fn a_flush_ends_the_wait_of_group_readers() {
             .and_then(|c| c.get_connection())
             .unwrap();
         run(&mut con, "XGROUP CREATE ms g $ MKSTREAM");
-        let group = spawn_result(
-            &url,
-            &[
-                "XREADGROUP",
-                "GROUP",
-                "g",
-                "c",
-                "BLOCK",
-                "0",
-                "STREAMS",
-                "ms",
-                ">",
-            ],
-        );
+        let group = group_reader(&url, "ms");
         let list = spawn(&url, &["BLPOP", "q", "0"]);
         assert!(wait_until(WAIT, || blocked(&mut admin) == 2));
         flush(&mut admin);
@@ -978,25 +970,9 @@ fn stream_readers_wait_for_new_entries() {
     run(&mut admin, "XGROUP CREATE w g $ MKSTREAM");
     let xread = spawn(&node.url(), &["XREAD", "BLOCK", "500", "STREAMS", "s", "$"]);
     assert!(wait_until(WAIT, || blocked(&mut admin) == 1));
-    let group_reader = |key: &str| {
-        spawn_result(
-            &node.url(),
-            &[
-                "XREADGROUP",
-                "GROUP",
-                "g",
-                "c",
-                "BLOCK",
-                "0",
-                "STREAMS",
-                key,
-                ">",
-            ],
-        )
-    };
-    let gone = group_reader("s");
-    let destroyed = group_reader("u");
-    let retyped = group_reader("w");
+    let gone = group_reader(&node.url(), "s");
+    let destroyed = group_reader(&node.url(), "u");
+    let retyped = group_reader(&node.url(), "w");
     assert!(wait_until(WAIT, || blocked(&mut admin) == 4));
     run(&mut admin, "DEL s");
     run(&mut admin, "XGROUP DESTROY u g");

@@ -409,7 +409,7 @@ impl Default for NodeConfig {
             acllog_max_len: 128,
             stream_node_max_bytes: ByteSize(shoal_store::STREAM_NODE_MAX_BYTES as u64),
             stream_node_max_entries: u64::from(shoal_store::STREAM_NODE_MAX_ENTRIES),
-            tracking_table_max_keys: crate::tracking::MAX_KEYS as u64,
+            tracking_table_max_keys: 1_000_000,
             latency_monitor_threshold: 0,
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,

@@ -15,10 +15,6 @@ use bytes::Bytes;
 use crate::config::ClassLimit;
 use crate::pubsub::{Invalidation, Mailbox, Message, PubSub};
 
-/// Keys remembered at most by default (Redis's `tracking-table-max-keys`); past the setting
-/// the oldest remembered are dropped, each with an invalidation, as Redis does.
-pub const MAX_KEYS: usize = 1_000_000;
-
 /// How one client tracks (CLIENT TRACKING's options).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Mode {
@@ -41,7 +37,8 @@ struct State {
     clients: HashMap<u64, Client>,
     /// Default mode: who read each key since its last invalidation.
     keys: HashMap<Bytes, HashSet<u64>>,
-    /// Keys in the order they were first remembered, to drop the oldest past `MAX_KEYS`.
+    /// Keys in the order they were first remembered, to drop the oldest past the bound
+    /// (`tracking-table-max-keys`; past it each goes with an invalidation, as in Redis).
     order: std::collections::VecDeque<Bytes>,
     /// BCAST clients.
     bcast: HashSet<u64>,
