@@ -362,6 +362,24 @@ fn stats_report_the_fields_exporters_read() {
     ] {
         stat(field);
     }
+    // `stats settings`: the limits in memcached's names (exporters read them).
+    send(&mut s, b"stats settings\r\n");
+    let mut text = String::new();
+    while !text.ends_with("END\r\n") {
+        let chunk = read_exact_by(&mut s, 1, T);
+        assert!(!chunk.is_empty(), "stats settings did not end");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    for (name, want) in [
+        ("maxbytes", "52428800"),
+        ("item_size_max", "1048576"),
+        ("cas_enabled", "yes"),
+        ("evictions", "on"),
+    ] {
+        let line = format!("STAT {name} {want}\r\n");
+        assert!(text.contains(&line), "{line:?} in {text}");
+    }
+    assert!(text.contains("STAT maxconns "), "{text}");
 }
 
 #[test]

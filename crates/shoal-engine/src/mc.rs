@@ -516,6 +516,49 @@ fn flush_all(node: &Engine, delay: i64, now: u64) {
     }
 }
 
+/// `stats settings`: memcached's names for what this node's settings amount to (exporters
+/// read `maxbytes`, `maxconns` and `item_size_max`); the slab allocator's have no
+/// counterpart here and are left out.
+fn settings(node: &Engine, out: &mut BytesMut) {
+    let (maxbytes, maxconns, port, threads, policy, item_max) = node.with_settings(|c| {
+        (
+            c.maxmemory.0,
+            c.maxclients,
+            c.memcache_port.unwrap_or(0),
+            c.threads,
+            c.maxmemory_policy.clone(),
+            c.memcache_max_item_size.0,
+        )
+    });
+    let auth = if crate::cmd::acl::memcache_requires_auth(node) {
+        "yes"
+    } else {
+        "no"
+    };
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        threads
+    };
+    reply::stat(out, "maxbytes", maxbytes);
+    reply::stat(out, "maxconns", maxconns);
+    reply::stat(out, "tcpport", port);
+    reply::stat(out, "udpport", 0);
+    reply::stat(out, "verbosity", 0);
+    reply::stat(
+        out,
+        "evictions",
+        if policy == "noeviction" { "off" } else { "on" },
+    );
+    reply::stat(out, "num_threads", threads);
+    reply::stat(out, "cas_enabled", "yes");
+    reply::stat(out, "binding_protocol", "auto-negotiate");
+    reply::stat(out, "auth_enabled_sasl", auth);
+    reply::stat(out, "auth_enabled_ascii", auth);
+    reply::stat(out, "item_size_max", item_max);
+    reply::end(out);
+}
+
 fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     match arg {
         None => {}
@@ -523,7 +566,11 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
             reply::end(out);
             return;
         }
-        Some(b"settings" | b"items" | b"slabs" | b"sizes" | b"conns") => {
+        Some(b"settings") => {
+            settings(node, out);
+            return;
+        }
+        Some(b"items" | b"slabs" | b"sizes" | b"conns") => {
             reply::end(out);
             return;
         }
