@@ -7184,6 +7184,12 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
             reply.replace(&gone, "<id>")
         ));
     }
+    d.send(&multibulk(&["CLIENT", "TRACKINGINFO"]));
+    let info = String::from_utf8(d.read_reply().unwrap()).unwrap();
+    out.push(format!(
+        "TRACKINGINFO, redirect gone: {}",
+        info.replace(&gone, "<id>")
+    ));
     // The table's bound: past it a key goes (Redis picks one at random), its reader told.
     step(
         &mut b,

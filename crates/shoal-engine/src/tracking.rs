@@ -30,6 +30,10 @@ pub struct Mode {
 struct Client {
     mode: Mode,
     mailbox: Arc<Mailbox>,
+    /// Its redirect target disconnected ([`Tracker::client_gone`]).
+    target_gone: bool,
+    /// An invalidation found the target gone: CLIENT TRACKINGINFO's `broken_redirect`.
+    broken: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -69,9 +73,35 @@ impl Tracker {
         } else {
             s.bcast.remove(&id);
         }
-        if s.clients.insert(id, Client { mode, mailbox }).is_none() {
+        let client = Client {
+            mode,
+            mailbox,
+            target_gone: false,
+            broken: Default::default(),
+        };
+        if s.clients.insert(id, client).is_none() {
             self.count.fetch_add(1, Relaxed);
         }
+    }
+
+    /// Client `id` disconnected: the clients redirecting to it have nowhere to send to.
+    pub fn client_gone(&self, id: u64) {
+        if !self.active() {
+            return;
+        }
+        for c in self.lock().clients.values_mut() {
+            if c.mode.redirect == id {
+                c.target_gone = true;
+            }
+        }
+    }
+
+    /// Whether client `id`'s redirect was found broken (CLIENT TRACKINGINFO).
+    pub fn redirect_broken(&self, id: u64) -> bool {
+        self.lock()
+            .clients
+            .get(&id)
+            .is_some_and(|c| c.broken.load(Relaxed))
     }
 
     /// Client `id` no longer tracks (CLIENT TRACKING OFF, or it went). Its remembered keys
@@ -248,10 +278,15 @@ fn send(s: &State, id: u64, what: Invalidation, pubsub: &PubSub, limit: ClassLim
         target => match pubsub.mailbox_of(target) {
             Some(m) => (Some(m), what),
             // The target is gone: a RESP3 client is told so instead, as Redis tells it.
-            None => (
-                Some(c.mailbox.clone()).filter(|m| m.resp3()),
-                Invalidation::RedirBroken(target),
-            ),
+            None if c.target_gone => {
+                c.broken.store(true, Relaxed);
+                (
+                    Some(c.mailbox.clone()).filter(|m| m.resp3()),
+                    Invalidation::RedirBroken(target),
+                )
+            }
+            // Connected but subscribed to nothing: it has no mailbox to take it (README).
+            None => (None, what),
         },
     };
     if let Some(m) = mailbox {

@@ -446,6 +446,7 @@ struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         self.node.engine.clients.unregister(self.id);
+        self.node.engine.tracker.client_gone(self.id);
     }
 }
 

@@ -578,6 +578,9 @@ fn tracking_info(ctx: &Ctx<'_>) -> Reply {
     if m.noloop {
         flags.push(b("noloop"));
     }
+    if ctx.engine.tracker.redirect_broken(ctx.session.info.id) {
+        flags.push(b("broken_redirect"));
+    }
     Reply::Map(vec![
         (b("flags"), Reply::Set(flags)),
         (b("redirect"), Reply::Int(m.redirect as i64)),
