@@ -871,7 +871,8 @@ fn scripts_stay_in_their_sandbox() {
     };
     assert!(error(b"\x1bLuaQ\x00\x01\x04\x08").contains("Error compiling script"));
     for script in [
-        "return loadstring('return 1')()",
+        // Text may be loaded (as in Redis), a precompiled chunk not: nil, then called.
+        "return loadstring('\\27Lua')()",
         "return string.dump(function() end)",
         "return setmetatable(redis, {})",
         "return coroutine.create(function() end)",

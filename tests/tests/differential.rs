@@ -5042,6 +5042,13 @@ const SCRIPTING: &[Case] = &[
         &["SADD", "{s}myset", "c", "b", "a", "aa", "azz", "aaa"],
         &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_')", "1", "{s}myset"],
         &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_', 'desc', 'limit', '1', '3')", "1", "{s}myset"],
+        // loadstring: text only, errors as Lua gives them.
+        &["EVAL", "return loadstring('return 7')()", "0"],
+        &["EVAL", "local f, e = loadstring('return +') return {tostring(f), e}", "0"],
+        &["EVAL", "local f, e = loadstring('return +', 'mine') return {tostring(f), e}", "0"],
+        &["EVAL", "return loadstring('\\27Lua')", "0"],
+        &["EVAL", "local f = loadstring('return redis.call(\"ping\")') return f()", "0"],
+        &["EVAL", "local f = loadstring('x = 1') return pcall(f)", "0"],
         &["COMMAND", "GETKEYS", "EVAL", "return 1", "0"],
         &["COMMAND", "GETKEYS", "EVAL", "return 1", "1", "{s}k"],
         &["COMMAND", "GETKEYS", "FCALL", "f", "0"],
