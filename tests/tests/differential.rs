@@ -5438,6 +5438,9 @@ const LUA_LIBS: &[Case] = &[&[
     &["EVAL", "return {struct.unpack('!8 b d', struct.pack('!8 b d', 1, 2.5))}", "0"],
     &["EVAL", "return struct.pack('B', 300)", "0"],
     &["EVAL", "return struct.pack('b', -129)", "0"],
+    // Maps past Lua's ~8,000 references held at once.
+    &["EVAL", "local t = {} for i = 1, 10000 do t[tostring(i)] = i end return #cmsgpack.pack(t)", "0"],
+    &["EVAL", "local t = {} for i = 1, 20000 do t[tostring(i)] = i end local o = cmsgpack.unpack_one(cmsgpack.pack(t)) return o", "0"],
 ]];
 
 #[test]

@@ -759,14 +759,18 @@ fn mp_encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
                 }
             }
             None => {
-                let pairs: Vec<(Value, Value)> = t
-                    .clone()
-                    .pairs::<Value, Value>()
-                    .collect::<mlua::Result<_>>()?;
-                mp_len(pairs.len(), 0x80, 15, [0xde, 0xdf], out);
-                for (k, val) in &pairs {
-                    mp_encode(k, level + 1, out)?;
-                    mp_encode(val, level + 1, out)?;
+                // Counted, then encoded pair by pair: holding every key and value at once
+                // takes a slot each of Lua's reference stack, which runs out near 8,000.
+                let mut len = 0;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    pair?;
+                    len += 1;
+                }
+                mp_len(len, 0x80, 15, [0xde, 0xdf], out);
+                for pair in t.clone().pairs::<Value, Value>() {
+                    let (k, val) = pair?;
+                    mp_encode(&k, level + 1, out)?;
+                    mp_encode(&val, level + 1, out)?;
                 }
             }
         },
