@@ -689,18 +689,24 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 [f, k, v] if is(f, "FILTERBY") && is(k, "PATTERN") => Some(v.clone()),
                 [f, k, v] if is(f, "FILTERBY") && (is(k, "ACLCAT") || is(k, "MODULE")) => {
                     let v = v.to_ascii_lowercase();
-                    return Reply::Array(
-                        TABLE
-                            .iter()
-                            .filter(|c| {
-                                is(k, "ACLCAT")
-                                    && super::acl_categories(c)
-                                        .iter()
-                                        .any(|cat| cat.as_bytes() == &v[..])
-                            })
-                            .map(|c| Reply::bulk(c.name))
-                            .collect(),
-                    );
+                    if !is(k, "ACLCAT") {
+                        return Reply::Array(Vec::new());
+                    }
+                    let has = |cats: &[&str]| cats.iter().any(|cat| cat.as_bytes() == &v[..]);
+                    // A container's subcommands by their own categories, as `container|sub`,
+                    // after it (listed itself by its own), as Redis 7 lists them.
+                    let mut out = Vec::new();
+                    for c in TABLE {
+                        if has(&super::acl_categories(c)) {
+                            out.push(Reply::bulk(c.name));
+                        }
+                        for sub in c.subcommands {
+                            if has(&super::acl::sub_categories(c, sub)) {
+                                out.push(Reply::bulk(format!("{}|{sub}", c.name)));
+                            }
+                        }
+                    }
+                    return Reply::Array(out);
                 }
                 _ => return err(super::ERR_SYNTAX),
             };

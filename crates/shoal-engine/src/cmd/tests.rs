@@ -752,6 +752,14 @@ fn server_commands() {
         out.contains("$3\r\nget\r\n") && !out.contains("$3\r\nset\r\n"),
         "{out}"
     );
+    // A container's subcommands by their own categories (the container by its own).
+    let out = h.run("COMMAND LIST FILTERBY ACLCAT scripting");
+    assert!(
+        out.contains("$13\r\nfunction|load\r\n")
+            && out.contains("$11\r\nscript|kill\r\n")
+            && out.contains("$4\r\neval\r\n"),
+        "{out}"
+    );
     let out = h.run("COMMAND LIST FILTERBY ACLCAT dangerous");
     assert!(
         out.contains("$4\r\nkeys\r\n") && out.contains("$8\r\nflushall\r\n"),
