@@ -132,6 +132,29 @@ do
   end
   -- Strings' metatable is every script's: getmetatable("") cannot reach it.
   getmetatable("").__metatable = false
+  -- A shared table's metatable cannot be changed, with Redis's words for it, and reads as
+  -- an empty read-only table (Redis gives its own read-only one).
+  local getmetatable_ = getmetatable
+  local hidden = readonly({})
+  local pcall_ = pcall
+  local gsub = string.gsub
+  setmetatable = function(...)
+    local t = ...
+    if type(t) == "table" and getmetatable_(t) == false then
+      error("Attempt to modify a readonly table", 0)
+    end
+    local ok, r = pcall_(setmetatable_, ...)
+    if not ok then
+      r = gsub(gsub(r, "^sandbox:%d+: ", ""), "to '%?'", "to 'setmetatable'")
+      error(r, 2)
+    end
+    return r
+  end
+  getmetatable = function(t)
+    local mt = getmetatable_(t)
+    if mt == false then return hidden end
+    return mt
+  end
   -- The globals live in a table of their own behind an empty _G, so a script can neither
   -- add one nor replace one (`redis = 1` would break every later script on this worker).
   local G, globals = _G, {}
