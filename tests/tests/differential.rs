@@ -3919,9 +3919,17 @@ fn introspect(addr: SocketAddr) -> Introspection {
         .map(|pair| String::from_utf8_lossy(bulk_payload(&pair[0]).unwrap()).into_owned())
         .filter(|name| name != "db.0")
         .collect();
-    // LATENCY HISTOGRAM: which commands, and their calls (the buckets depend on timing).
-    let histogram = array_elements(&call(&["LATENCY", "HISTOGRAM", "set", "incr", "get"]))
-        .expect("LATENCY HISTOGRAM is an array in RESP2");
+    // LATENCY HISTOGRAM: which commands, and their calls (the buckets depend on timing); a
+    // container stands for its subcommands.
+    let histogram = array_elements(&call(&[
+        "LATENCY",
+        "HISTOGRAM",
+        "set",
+        "incr",
+        "get",
+        "config",
+    ]))
+    .expect("LATENCY HISTOGRAM is an array in RESP2");
     let histogram: Vec<String> = histogram
         .chunks(2)
         .map(|pair| {

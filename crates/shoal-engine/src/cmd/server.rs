@@ -1600,11 +1600,14 @@ pub fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// as Redis gives them.
 fn latency_histogram(node: &Engine, names: &[Bytes]) -> Reply {
     use crate::cmdstats::LatencyHistogram;
+    // A container's name stands for its subcommands too (`client` for `client|id`, ...).
     let wanted = |name: &str| {
+        let container = name.split_once('|').map(|(c, _)| c);
         names.is_empty()
-            || names
-                .iter()
-                .any(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+            || names.iter().any(|n| {
+                n.eq_ignore_ascii_case(name.as_bytes())
+                    || container.is_some_and(|c| n.eq_ignore_ascii_case(c.as_bytes()))
+            })
     };
     let mut out = Vec::new();
     for r in node.commands.totals() {
