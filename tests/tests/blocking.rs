@@ -812,7 +812,7 @@ fn a_flush_ends_the_wait_of_group_readers() {
     let node = TestNode::with(|c| c.memcache_port = Some(0));
     let mut admin = node.client();
     type Flush<'a> = &'a dyn Fn(&mut redis::Connection);
-    let flushes: [(&str, Flush); 3] = [
+    let flushes: [(&str, Flush); 4] = [
         ("", &|c| {
             run(c, "FLUSHALL");
         }),
@@ -824,6 +824,12 @@ fn a_flush_ends_the_wait_of_group_readers() {
         ("", &|_| {
             let mut s = std::net::TcpStream::connect(node.memcache_addr.unwrap()).unwrap();
             send(&mut s, b"flush_all\r\n");
+            assert_eq!(read_exact_by(&mut s, 4, WAIT), b"OK\r\n");
+        }),
+        // A delayed one, carried out by the node's cron a second later.
+        ("", &|_| {
+            let mut s = std::net::TcpStream::connect(node.memcache_addr.unwrap()).unwrap();
+            send(&mut s, b"flush_all 1\r\n");
             assert_eq!(read_exact_by(&mut s, 4, WAIT), b"OK\r\n");
         }),
     ];

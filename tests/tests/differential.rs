@@ -3615,6 +3615,10 @@ const CONNECTION: &[Case] = &[
         &["CLIENT", "REPLY", "SKIP"],
         &["CLIENT", "REPLY", "ON"],
         &["PING"],
+        // An erroneous CLIENT REPLY after SKIP is the skipped command.
+        &["CLIENT", "REPLY", "SKIP"],
+        &["CLIENT", "REPLY", "NOPE"],
+        &["PING"],
         &["CLIENT", "REPLY", "FOO"],
         &["CLIENT", "REPLY"],
         &["CLIENT", "REPLY", "ON", "x"],
@@ -5028,6 +5032,11 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "local a = {} setmetatable(a, {__index = function() redis.call('set', KEYS[1], 'x') end}) return {a, 1}", "1", "{s}m"],
         &["GET", "{s}m"],
         &["EVAL", "return getmetatable(setmetatable({}, {x = 1})).x", "0"],
+        &["EVAL", "KEYS = {'x'}", "1", "{s}k"],
+        &["EVAL", "ARGV = nil", "1", "{s}k"],
+        &["EVAL", "return #KEYS", "1", "{s}k"],
+        &["EVAL", "return getmetatable('').__index.upper('a')", "0"],
+        &["EVAL", "return redis.sha1hex({})", "0"],
         &["EVAL", "setmetatable(_G, {})", "0"],
         &["EVAL", "setmetatable(redis, {})", "0"],
         &["EVAL", "return type(getmetatable(_G))", "0"],
@@ -7242,6 +7251,20 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
         .collect();
     two.sort();
     out.push(format!("a key dropped: {two:?}"));
+    // The same in a numbered database: the key as the client names it.
+    let mut g = Conn::connect(addr);
+    g.send(&multibulk(&["HELLO", "3"]));
+    g.read_reply().expect("HELLO 3");
+    step(&mut g, &["SELECT", "9"], 1, &mut out);
+    step(&mut g, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(&mut g, &["GET", "y1"], 1, &mut out);
+    g.send(&multibulk(&["GET", "y2"]));
+    let mut two: Vec<String> = (0..2)
+        .map(|_| String::from_utf8_lossy(&g.read_reply().unwrap()).into_owned())
+        .map(|r| r.replace("y1", "yN").replace("y2", "yN"))
+        .collect();
+    two.sort();
+    out.push(format!("a key dropped in db 9: {two:?}"));
     step(
         &mut b,
         &["CONFIG", "SET", "tracking-table-max-keys", "1000000"],

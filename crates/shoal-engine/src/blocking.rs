@@ -22,7 +22,7 @@
 //! its own, as every signal did before.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -260,22 +260,30 @@ impl Blocked {
             return;
         }
         let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        for (key, queue) in &queues.by_key {
-            if which(key) {
-                let collected = READY.with(|r| match r.borrow_mut().as_mut() {
-                    Some(keys) => {
-                        if !keys.contains(key) {
+        READY.with(|r| {
+            let mut ready = r.borrow_mut();
+            // Inside `serving_after`: noted once each (a flush may pick every waited key:
+            // a set, not a scan of the list per key).
+            let mut noted: Option<HashSet<Bytes>> =
+                ready.as_ref().map(|keys| keys.iter().cloned().collect());
+            for (key, queue) in &queues.by_key {
+                if !which(key) {
+                    continue;
+                }
+                match (ready.as_mut(), noted.as_mut()) {
+                    (Some(keys), Some(noted)) => {
+                        if noted.insert(key.clone()) {
                             keys.push(key.clone());
                         }
-                        true
                     }
-                    None => false,
-                });
-                if let (false, Some(first)) = (collected, queue.front()) {
-                    first.wake();
+                    _ => {
+                        if let Some(first) = queue.front() {
+                            first.wake();
+                        }
+                    }
                 }
             }
-        }
+        });
     }
 
     /// Wakes client `id`'s wait, if it has one (CLIENT UNBLOCK; the client's `unblock`

@@ -152,14 +152,11 @@ impl Tracker {
                 break;
             };
             if let Some(ids) = s.keys.remove(&old) {
+                // The client's key, without a numbered database's prefix.
+                let name = Bytes::copy_from_slice(shoal_store::split_key(&old).1);
                 for target in ids {
-                    send(
-                        &s,
-                        target,
-                        Invalidation::Keys(vec![old.clone()]),
-                        pubsub,
-                        limit,
-                    );
+                    let what = Invalidation::Keys(vec![name.clone()]);
+                    send(&s, target, what, pubsub, limit);
                 }
             }
         }

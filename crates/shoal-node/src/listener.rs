@@ -713,8 +713,10 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         if flush_at != 0 && now >= flush_at {
             node.engine.flush_at.store(0, Ordering::Relaxed);
             node.engine.store.clear();
-            // As an immediate flush: no replicated write from before it brings a key back.
+            // As an immediate flush: no replicated write from before it brings a key back,
+            // and the clients blocked on keys it removed try again.
             node.engine.store.refuse_versions_below(flush_at << 12);
+            node.engine.blocked.signal_where(|_| true);
         }
         drop(entered);
         if now.saturating_sub(last_sample) >= 100 {

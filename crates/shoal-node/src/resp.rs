@@ -209,6 +209,9 @@ impl Frontend for RespFrontend {
             // command by the mode it found, so an EXEC that runs a queued CLIENT REPLY OFF
             // still sends its own reply, as in Redis.
             let sets_mode = shoal_engine::cmd::sets_reply_mode(&args);
+            // Only a valid CLIENT REPLY ON ends a SKIP before its own reply (an erroneous
+            // CLIENT REPLY is the skipped command, as in Redis).
+            let turns_on = sets_mode && args.len() == 3 && args[2].eq_ignore_ascii_case(b"on");
             let mode = if sets_mode {
                 session.reply_mode
             } else {
@@ -218,7 +221,7 @@ impl Frontend for RespFrontend {
             use shoal_engine::cmd::{subscribes, unsubscribes};
             let confirms = subscribes(&args[0]) || unsubscribes(&args[0]);
             let suppress = !confirms
-                && ((was_skipped && !sets_mode)
+                && ((was_skipped && !turns_on)
                     || mode != ReplyMode::On
                     || std::mem::take(&mut session.drop_reply));
             if session.reply_mode == ReplyMode::Skip {

@@ -513,12 +513,17 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .get_or_insert_with(|| crate::pubsub::Subscriber::new(engine.pubsub.clone(), info.clone()))
         .mailbox()
         .clone();
+    let redirect = mode.redirect;
     match ctx.session.tracking.as_mut() {
         Some(t) => t.change(mode, mailbox),
         None => {
             let t = crate::tracking::Tracking::new(engine.tracker.clone(), info.id, mode, mailbox);
             ctx.session.tracking = Some(t);
         }
+    }
+    // A target that went between the check above and now was not seen going: told again.
+    if redirect != 0 && !engine.clients.contains(redirect) {
+        engine.tracker.client_gone(redirect);
     }
     engine.refresh_notes();
     Reply::ok()

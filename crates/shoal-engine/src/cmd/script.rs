@@ -63,17 +63,21 @@ struct Vm {
     libs: HashMap<u64, HashMap<String, mlua::Function>>,
     /// The libraries' generation `libs` was last checked against.
     libs_generation: u64,
+    /// The table the globals live in behind the empty `_G` (the sandbox's): KEYS and ARGV
+    /// are set there for each run, so a script cannot assign them either.
+    globals: mlua::Table,
 }
 
 thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
 
-/// The sandbox, in Lua. Nothing that loads code (only text is compiled, by the server) or
-/// files, or reaches the state other scripts share: no `load`, `loadstring`, `dofile`,
-/// `string.dump`, `coroutine`, `setmetatable`, `getmetatable`, `rawset`, `collectgarbage`,
-/// `setfenv`, `print`. The library tables are read-only views and the global table is
-/// read-only (Redis 7's rules: a global can be neither created nor read before it exists).
+/// The sandbox, in Lua. Nothing that loads code but text (`loadstring` compiles text only)
+/// or files, or reaches the state other scripts share: no `load`, `dofile`, `string.dump`,
+/// `coroutine`, `rawset`, `collectgarbage`, `setfenv`, `print`; `setmetatable` and
+/// `getmetatable` reach a script's own tables only. The library tables are read-only views
+/// and the globals sit behind an empty, read-only `_G` (Redis 7's rules: a global can be
+/// neither created, replaced nor read before it exists).
 /// `pcall` and `xpcall` pass the time limit's error on, so a script cannot catch it and run
 /// on.
 const SANDBOX: &str = r#"
@@ -136,6 +140,7 @@ do
   -- an empty read-only table (Redis gives its own read-only one).
   local getmetatable_ = getmetatable
   local hidden = readonly({})
+  local string_meta = readonly({__index = string})
   local pcall_ = pcall
   local gsub = string.gsub
   setmetatable = function(...)
@@ -151,6 +156,7 @@ do
     return r
   end
   getmetatable = function(t)
+    if type(t) == "string" then return string_meta end
     local mt = getmetatable_(t)
     if mt == false then return hidden end
     return mt
@@ -174,12 +180,13 @@ do
     end,
     __metatable = false,
   })
+  return globals
 end
 "#;
 
 /// What library code sees while it loads (Redis's library API): `redis` with
 /// `register_function`, `log` and the constants, nothing else; and the library's globals
-/// (see [`Vm::fenv`]). Run before the sandbox, which takes `setmetatable` away.
+/// (see [`Vm::fenv`]). Run before the sandbox, which wraps `setmetatable`.
 const FUNCTION_ENV: &str = r#"
 local register, redis_ = ...
 local setmetatable_, error_, tostring_ = setmetatable, error, tostring
@@ -224,13 +231,13 @@ fn new_vm() -> mlua::Result<Vm> {
     redis.set(
         "sha1hex",
         lua.create_function(|lua, args: mlua::MultiValue| {
-            let text = match &args.iter().collect::<Vec<_>>()[..] {
-                [one] => lua.coerce_string((*one).clone())?,
-                _ => None,
-            };
-            match text {
-                Some(s) => Ok(sha1_hex(&s.as_bytes())),
-                None => Err(mlua::Error::RuntimeError(
+            match &args.iter().collect::<Vec<_>>()[..] {
+                // What is no string hashes as "", as Redis's NULL of length 0 does.
+                [one] => Ok(match lua.coerce_string((*one).clone())? {
+                    Some(s) => sha1_hex(&s.as_bytes()),
+                    None => sha1_hex(b""),
+                }),
+                _ => Err(mlua::Error::RuntimeError(
                     "wrong number of arguments".into(),
                 )),
             }
@@ -318,10 +325,13 @@ fn new_vm() -> mlua::Result<Vm> {
                 if code.first() == Some(&0x1b) {
                     return Ok((None, Some("binary chunks are not loaded".to_string())));
                 }
-                let name = name.map_or_else(
-                    || String::from_utf8_lossy(&code).into_owned(),
-                    |n| String::from_utf8_lossy(&n.as_bytes()).into_owned(),
-                );
+                // A chunk name ends at a NUL (Lua's C strings).
+                let name = match &name {
+                    Some(n) => n.as_bytes().to_vec(),
+                    None => code.clone(),
+                };
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                let name = String::from_utf8_lossy(&name[..end]).into_owned();
                 let chunk = lua.load(code).set_mode(ChunkMode::Text).set_name(name);
                 match chunk.into_function() {
                     Ok(f) => Ok((Some(f), None)),
@@ -361,9 +371,10 @@ fn new_vm() -> mlua::Result<Vm> {
     protected.set_metatable(Some(weak))?;
     let guarded = super::lua_libs::guarded_table_functions(&lua, protected.clone())?;
     let function_tables = lua.create_sequence_from([fenv.clone(), load_api.clone(), api_redis])?;
-    lua.load(SANDBOX)
+    let globals = lua
+        .load(SANDBOX)
         .set_name("@sandbox")
-        .call::<()>((protected, function_tables, guarded))?;
+        .call::<mlua::Table>((protected, function_tables, guarded))?;
     fenv_meta.raw_set("__index", lua.globals())?;
     Ok(Vm {
         lua,
@@ -374,6 +385,7 @@ fn new_vm() -> mlua::Result<Vm> {
         load_api,
         libs: HashMap::new(),
         libs_generation: 0,
+        globals,
     })
 }
 
@@ -976,7 +988,7 @@ fn run(
                 }
                 Ok(t)
             };
-            let globals = lua.globals();
+            let globals = &vm.globals;
             // A script's keys and arguments are globals; a function's are its arguments
             // (and KEYS and ARGV do not exist for it, as in Redis).
             let (keys, argv) = (table(keys)?, table(argv)?);
@@ -1551,7 +1563,13 @@ mod tests {
         );
         // An existing global cannot be replaced either (it was, and broke every later
         // script of the worker: Redis's test suite).
-        for script in ["redis = 1", "cjson = nil", "_G.string = 1", "pcall = print"] {
+        for script in [
+            "redis = 1",
+            "cjson = nil",
+            "_G.string = 1",
+            "pcall = tostring",
+            "KEYS = {}",
+        ] {
             let e = vm.lua.load(script).exec().unwrap_err();
             assert!(
                 message(&e).contains("Attempt to modify a readonly table")
