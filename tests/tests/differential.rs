@@ -5077,6 +5077,7 @@ const SCRIPTING: &[Case] = &[
         &["COMMAND", "GETKEYS", "EVAL", "return 1", "0"],
         &["COMMAND", "GETKEYS", "EVAL", "return 1", "1", "{s}k"],
         &["COMMAND", "GETKEYS", "FCALL", "f", "0"],
+        &["COMMAND", "GETKEYS", "EVAL", "return 1", "abc"],
     ],
 ];
 
