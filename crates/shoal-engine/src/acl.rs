@@ -638,6 +638,12 @@ impl User {
         !(self.root.all_channels && self.selectors.iter().all(|s| s.all_channels))
     }
 
+    /// Whether anyone may use it with no password and do everything: the default user of a
+    /// node whose Memcached port asks for no authentication.
+    pub fn lets_anyone_in(&self) -> bool {
+        self.enabled && self.nopass && self.is_open()
+    }
+
     /// Whether no command needs checking for this user.
     pub fn is_open(&self) -> bool {
         self.open

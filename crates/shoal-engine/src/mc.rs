@@ -530,11 +530,12 @@ fn settings(node: &Engine, out: &mut BytesMut) {
             c.memcache_max_item_size.0,
         )
     });
-    let auth = if crate::cmd::acl::memcache_requires_auth(node) {
-        "yes"
-    } else {
-        "no"
-    };
+    // The users as the node built them (at start); mc names no command-layer module.
+    let open = node
+        .acl
+        .get()
+        .is_none_or(|r| r.default_user().lets_anyone_in());
+    let auth = if !open { "yes" } else { "no" };
     let threads = if threads == 0 {
         std::thread::available_parallelism().map_or(1, usize::from)
     } else {

@@ -800,8 +800,7 @@ pub fn authenticate(
 /// Whether a Memcached connection must log in: unless the default user is on, has no
 /// password and may do everything (Memcached's commands are not checked one by one).
 pub fn memcache_requires_auth(node: &Engine) -> bool {
-    let default = registry(node).default_user();
-    !(default.enabled && default.nopass && default.is_open())
+    !registry(node).default_user().lets_anyone_in()
 }
 
 /// Whether a Memcached connection may go on after the users changed (one atomic load when
