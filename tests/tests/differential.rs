@@ -7226,6 +7226,25 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
         "TRACKINGINFO, redirect gone: {}",
         info.replace(&gone, "<id>")
     ));
+    // An EXEC's writes reach a BCAST client as one push per prefix, as Redis gathers them.
+    let mut h = Conn::connect(addr);
+    h.send(&multibulk(&["HELLO", "3"]));
+    h.read_reply().expect("HELLO 3");
+    step(
+        &mut h,
+        &[
+            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a:", "PREFIX", "b:",
+        ],
+        1,
+        &mut out,
+    );
+    step(&mut b, &["MULTI"], 1, &mut out);
+    step(&mut b, &["INCR", "a:1"], 1, &mut out);
+    step(&mut b, &["INCR", "a:2"], 1, &mut out);
+    step(&mut b, &["INCR", "b:1"], 1, &mut out);
+    step(&mut b, &["INCR", "a:1"], 1, &mut out);
+    step(&mut b, &["EXEC"], 1, &mut out);
+    step(&mut h, &["PING"], 3, &mut out);
     // The table's bound: past it a key goes (Redis picks one at random), its reader told.
     step(
         &mut b,

@@ -1084,6 +1084,10 @@ pub struct Session {
     pub tracking: Option<crate::tracking::Tracking>,
     /// Commands running inside this session's current one (EXEC's, a script's).
     pub depth: u32,
+    /// Keys the commands inside the current EXEC or script changed, whose client-side
+    /// caching invalidations go out together when it ends (BCAST clients get one push per
+    /// prefix, as Redis gathers them over its event loop's turn).
+    pub changed_inside: Vec<Bytes>,
     /// The running command was called by a script (XREAD's BLOCK is refused there).
     pub scripted: bool,
     /// The running command was called by a script flagged `allow-oom`: it skips the
@@ -1123,6 +1127,7 @@ impl Session {
             pubsub: None,
             tracking: None,
             depth: 0,
+            changed_inside: Vec::new(),
             scripted: false,
             allow_oom: false,
             propagate: None,
@@ -1539,9 +1544,25 @@ fn track(
     let limit = node.with_settings(|s| s.client_output_buffer_limit.pubsub);
     if matches!(spec.name, "flushall" | "flushdb") && !matches!(reply, Reply::Error(_)) {
         node.tracker.invalidate_all(&node.pubsub, limit);
-    } else if let Some((keys, before)) = written {
-        // Only the keys it changed (value, type or TTL), as Redis signals them.
-        let changed = crate::tracking::changed(&node.store, keys, before, now_ms);
+    } else {
+        // Only the keys it changed (value, type or TTL), as Redis signals them; inside an
+        // EXEC or a script, kept until it ends.
+        let mut changed = match written {
+            Some((keys, before)) => crate::tracking::changed(&node.store, keys, before, now_ms),
+            None => Vec::new(),
+        };
+        if session.depth > 0 {
+            session.changed_inside.append(&mut changed);
+            return;
+        }
+        if !session.changed_inside.is_empty() {
+            let mut all = std::mem::take(&mut session.changed_inside);
+            all.append(&mut changed);
+            // A key changed twice is told once.
+            let mut seen = std::collections::HashSet::new();
+            all.retain(|k| seen.insert(k.clone()));
+            changed = all;
+        }
         if !changed.is_empty() {
             node.tracker
                 .invalidate(&changed, session.info.id, &node.pubsub, limit);
