@@ -761,7 +761,12 @@ fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Rep
         Value::String(s) => Reply::Bulk(text(&s, left)?),
         Value::Boolean(b) if resp3 => Reply::Bool(b),
         Value::Boolean(true) => Reply::Int(1),
-        Value::Table(t) if depth < 64 => {
+        // Nested past what the reply's encoder should recurse into: Redis's error where its
+        // Lua stack gives out (at ~8,000 levels there; here at 64), not a silent nil.
+        Value::Table(_) if depth >= REPLY_MAX_DEPTH => {
+            Reply::Error("ERR reached lua stack limit".into())
+        }
+        Value::Table(t) => {
             let get = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
             if let Value::String(e) = get("err") {
                 return Some(Reply::Error(
@@ -817,6 +822,11 @@ fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Rep
         _ => Reply::Nil,
     })
 }
+
+/// Tables nested deeper than this in a script's reply end in an error element. Every level
+/// is a call on a worker's stack here (converting, encoding, dropping the reply): a first try
+/// at 1,000 overflowed a debug build's worker stack at 2,000 levels asked.
+const REPLY_MAX_DEPTH: usize = 64;
 
 /// [`to_reply`] within [`REPLY_MAX_BYTES`].
 fn result_reply(v: Value) -> Reply {

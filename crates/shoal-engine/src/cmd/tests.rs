@@ -2189,3 +2189,22 @@ fn every_row_has_an_arity() {
         assert_ne!(spec.arity, 0, "{}", spec.name);
     }
 }
+
+/// A script's reply nested deeper than the converter goes ends in Redis's error element
+/// (where Redis's Lua stack gives out), not a nil, and nothing overflows a worker's stack.
+#[test]
+fn a_script_reply_nested_too_deep_ends_in_an_error() {
+    let mut h = H::new();
+    for depth in [100, 100_000] {
+        let out = h.run(&format!(
+            "EVAL \"local a = {{}} local b = a for i = 1, {depth} do b[1] = {{}} b = b[1] end return a\" 0"
+        ));
+        assert!(out.starts_with("*1\r\n*1\r\n"), "{out}");
+        assert!(out.ends_with("-ERR reached lua stack limit\r\n"), "{out}");
+    }
+    // Shallower than the bound: every level, as in Redis.
+    let out = h.run(
+        "EVAL \"local a = {} local b = a for i = 1, 10 do b[1] = {} b = b[1] end return a\" 0",
+    );
+    assert_eq!(out, format!("{}*0\r\n", "*1\r\n".repeat(10)));
+}
