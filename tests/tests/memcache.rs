@@ -319,6 +319,18 @@ fn meta_commands() {
     );
 }
 
+/// The lines a `stats` request (`request` without its line end) answers, up to its END.
+fn stats(s: &mut std::net::TcpStream, request: &str) -> String {
+    send(s, format!("{request}\r\n").as_bytes());
+    let mut text = String::new();
+    while !text.ends_with("END\r\n") {
+        let chunk = read_exact_by(s, 1, T);
+        assert!(!chunk.is_empty(), "{request} did not end");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    text
+}
+
 #[test]
 fn stats_report_the_fields_exporters_read() {
     let node = node();
@@ -329,13 +341,7 @@ fn stats_report_the_fields_exporters_read() {
         "get a\r\nget b\r\n",
         "VALUE a 0 1\r\n1\r\nEND\r\nEND\r\n",
     );
-    send(&mut s, b"stats\r\n");
-    let mut text = String::new();
-    while !text.ends_with("END\r\n") {
-        let chunk = read_exact_by(&mut s, 1, T);
-        assert!(!chunk.is_empty(), "stats did not end");
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let text = stats(&mut s, "stats");
     let stat = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("STAT {name} ")))
@@ -363,13 +369,7 @@ fn stats_report_the_fields_exporters_read() {
         stat(field);
     }
     // `stats settings`: the limits in memcached's names (exporters read them).
-    send(&mut s, b"stats settings\r\n");
-    let mut text = String::new();
-    while !text.ends_with("END\r\n") {
-        let chunk = read_exact_by(&mut s, 1, T);
-        assert!(!chunk.is_empty(), "stats settings did not end");
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let text = stats(&mut s, "stats settings");
     for (name, want) in [
         ("maxbytes", "52428800"),
         ("item_size_max", "1048576"),

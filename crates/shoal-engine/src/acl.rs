@@ -14,6 +14,8 @@ use std::sync::{Arc, RwLock};
 
 use shoal_store::glob::glob_match;
 
+use crate::copying::ChangedSince;
+
 /// Redis's ACL categories, in the order Redis lists them (`ACL CAT`).
 pub const CATEGORIES: [&str; 21] = [
     "keyspace",
@@ -1066,20 +1068,11 @@ pub struct Registry {
     pub log: std::sync::Mutex<Log>,
     /// Refusals by reason (INFO's `acl_access_denied_*`), indexed by [`LogReason`].
     denied: [AtomicU64; 4],
-    /// Set while a cluster node that started copies the users of another member; taken
-    /// after `users`' lock, never before it.
-    copying: std::sync::Mutex<Option<Copying>>,
-}
-
-/// What changed while this node copies another member's users: the copy, taken at some
-/// moment before or after, must not bring back a user deleted here since or undo a change
-/// made here since (the fan-out of ACL SETUSER and DELUSER through another node).
-#[derive(Default)]
-struct Copying {
-    /// Users set or deleted since the copy began.
-    touched: std::collections::HashSet<Vec<u8>>,
-    /// Every user was replaced since (ACL LOAD): the copy brings nothing.
-    replaced: bool,
+    /// Set while a cluster node that started copies the users of another member: the users
+    /// set, deleted or replaced (ACL LOAD) here since, which the copy must not undo (the
+    /// fan-out of ACL SETUSER and DELUSER through another node). Taken after `users`' lock,
+    /// never before it.
+    copying: std::sync::Mutex<Option<ChangedSince<Vec<u8>>>>,
 }
 
 impl Registry {
@@ -1097,19 +1090,14 @@ impl Registry {
         }
     }
 
-    fn copy_state(&self) -> std::sync::MutexGuard<'_, Option<Copying>> {
+    fn copy_state(&self) -> std::sync::MutexGuard<'_, Option<ChangedSince<Vec<u8>>>> {
         self.copying.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Notes, while copying, that the users `names` (or all, `all`) changed here.
     fn note<'n>(&self, names: impl IntoIterator<Item = &'n [u8]>, all: bool) {
         if let Some(c) = &mut *self.copy_state() {
-            if all {
-                c.replaced = true;
-                c.touched.clear();
-            } else if !c.replaced {
-                c.touched.extend(names.into_iter().map(<[u8]>::to_vec));
-            }
+            c.note(names.into_iter().map(<[u8]>::to_vec), all);
         }
     }
 
@@ -1117,7 +1105,7 @@ impl Registry {
     /// [`Registry::adopt`].
     pub fn set_copying(&self, copying: bool) {
         let _users = self.users.write().unwrap_or_else(|e| e.into_inner());
-        *self.copy_state() = copying.then(Copying::default);
+        *self.copy_state() = copying.then(ChangedSince::default);
     }
 
     /// True while this node copies another member's users (it has none to give).
@@ -1136,12 +1124,10 @@ impl Registry {
             return Vec::new();
         };
         let mut adopted = Vec::new();
-        if !copy.replaced {
-            for user in copied {
-                if !users.contains_key(&user.name) && !copy.touched.contains(&user.name) {
-                    adopted.push(user.name.clone());
-                    users.insert(user.name.clone(), Arc::new(user));
-                }
+        for user in copied {
+            if !users.contains_key(&user.name) && copy.untouched(&user.name[..]) {
+                adopted.push(user.name.clone());
+                users.insert(user.name.clone(), Arc::new(user));
             }
         }
         self.epoch.fetch_add(1, Ordering::AcqRel);
@@ -1228,26 +1214,24 @@ impl Registry {
     /// Every user as [`User::copy_line`] writes it, a line each: what `acl.copy` gives a
     /// starting node, read back whatever bytes names and patterns hold.
     pub fn copy_text(&self) -> Vec<u8> {
+        self.lines(User::copy_line)
+    }
+
+    /// Every user as `line` writes it, a line each.
+    fn lines(&self, line: impl Fn(&User) -> Vec<u8>) -> Vec<u8> {
         self.read()
             .values()
             .flat_map(|u| {
-                let mut line = u.copy_line();
-                line.push(b'\n');
-                line
+                let mut l = line(u);
+                l.push(b'\n');
+                l
             })
             .collect()
     }
 
     /// Every user as an ACL file holds it (ACL SAVE): its `ACL LIST` line each.
     pub fn file_text(&self) -> Vec<u8> {
-        self.read()
-            .values()
-            .flat_map(|u| {
-                let mut line = u.describe();
-                line.push(b'\n');
-                line
-            })
-            .collect()
+        self.lines(User::describe)
     }
 
     /// Deletes the users named (never `default`); how many there were.

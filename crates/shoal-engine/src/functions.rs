@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use shoal_resp::inline::split_args;
 
+use crate::copying::ChangedSince;
+
 /// The most library code a node keeps, all libraries together.
 const LIBRARIES_MAX_BYTES: usize = 64 << 20;
 /// The most Lua heap the libraries may keep once loaded, all together, on each worker
@@ -193,18 +195,6 @@ pub struct Functions {
     copying: AtomicBool,
 }
 
-/// What changed while this node copies another member's libraries: the copy, taken at
-/// some moment before, must not bring back a library deleted since or replace one loaded
-/// since (the fan-out of a LOAD or DELETE through another node can reach this node before
-/// or after the copy's snapshot was taken).
-#[derive(Default)]
-struct Copying {
-    /// Libraries loaded, replaced or deleted since the copy began.
-    touched: std::collections::HashSet<String>,
-    /// Every library was flushed since: the copy brings nothing.
-    flushed: bool,
-}
-
 #[derive(Default)]
 struct Registry {
     libraries: BTreeMap<String, Arc<Library>>,
@@ -213,7 +203,10 @@ struct Registry {
     bytes: usize,
     heap: usize,
     /// Set while this node copies another member's libraries (see [`Copying`]).
-    copy: Option<Copying>,
+    /// Libraries loaded, replaced or deleted (or all flushed) since the copy began: a LOAD
+    /// or DELETE through another node may reach this node before or after the copy's
+    /// snapshot was taken.
+    copy: Option<ChangedSince<String>>,
 }
 
 impl Registry {
@@ -229,12 +222,7 @@ impl Registry {
     /// Notes, while copying, that `names` changed here (or every library, `all`).
     fn note(&mut self, names: impl IntoIterator<Item = String>, all: bool) {
         if let Some(c) = &mut self.copy {
-            if all {
-                c.flushed = true;
-                c.touched.clear();
-            } else if !c.flushed {
-                c.touched.extend(names);
-            }
+            c.note(names, all);
         }
     }
 
@@ -347,7 +335,7 @@ impl Functions {
     /// see [`Functions::copying`]'s field and [`Functions::adopt`].
     pub fn set_copying(&self, copying: bool) {
         let mut reg = self.lock();
-        reg.copy = copying.then(Copying::default);
+        reg.copy = copying.then(ChangedSince::default);
         self.copying.store(copying, Ordering::Release);
     }
 
@@ -365,10 +353,7 @@ impl Functions {
         let mut left = Vec::new();
         for lib in copied {
             let id = lib.id;
-            if copy.flushed
-                || copy.touched.contains(&lib.name)
-                || reg.join(vec![lib], Policy::Append, false).is_err()
-            {
+            if !copy.untouched(&lib.name) || reg.join(vec![lib], Policy::Append, false).is_err() {
                 left.push(id);
             }
         }

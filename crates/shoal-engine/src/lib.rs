@@ -25,6 +25,7 @@ pub mod clock;
 pub mod cmd;
 pub mod cmdstats;
 pub mod config;
+pub mod copying;
 pub mod engine;
 pub mod fdlimit;
 pub mod functions;
