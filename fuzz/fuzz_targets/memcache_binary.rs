@@ -89,7 +89,9 @@ fuzz_target!(|data: &[u8]| {
                 Ok(Some(req)) => req,
             };
             match binary::action(req, &limits) {
-                Action::Answer(bytes) => assert!(whole_responses(&bytes)),
+                Action::Answer(bytes) | Action::Refuse(bytes, _) => {
+                    assert!(whole_responses(&bytes))
+                }
                 Action::Sasl(Sasl::ListMechs(p) | Sasl::Step(p) | Sasl::Auth { then: p, .. }) => {
                     let mut out = BytesMut::new();
                     binary::reply(&p, 0, b"PLAIN", &mut out);

@@ -322,6 +322,21 @@ fn client_unblock_ends_a_wait_as_a_timeout_or_an_error() {
     let e = h.join().unwrap().unwrap_err();
     assert_eq!(e.code(), Some("UNBLOCKED"), "{e}");
     assert_eq!(blocked(&mut admin), 0);
+    // Counted as Redis counts it: an error reply, and a failed call of BLPOP.
+    let info: String = redis::cmd("INFO")
+        .arg("errorstats")
+        .query(&mut admin)
+        .unwrap();
+    assert!(info.contains("errorstat_UNBLOCKED:count=1"), "{info}");
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut admin)
+        .unwrap();
+    let blpop = info.lines().find(|l| l.starts_with("cmdstat_blpop:"));
+    assert!(
+        blpop.is_some_and(|l| l.contains("failed_calls=1")),
+        "{info}"
+    );
     let e = redis::cmd("CLIENT")
         .arg("UNBLOCK")
         .arg(id)

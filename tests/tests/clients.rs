@@ -800,27 +800,6 @@ fn scripts_run_atomically() {
     assert_eq!(n as usize, 4 * PER);
 }
 
-/// A script that never ends is stopped with an error after the time limit, also one that
-/// catches the error with `pcall` to run on, and the node serves everyone after it.
-#[test]
-fn a_script_that_never_ends_is_stopped() {
-    let node = TestNode::start();
-    let mut con = node.client();
-    for script in [
-        "while true do end",
-        "while true do pcall(function() while true do end end) end",
-        "while true do xpcall(function() while true do end end, function(e) return e end) end",
-    ] {
-        let r: redis::RedisResult<i64> = redis::cmd("EVAL").arg(script).arg(0).query(&mut con);
-        let e = r.unwrap_err().to_string();
-        assert!(e.contains("Script killed by timeout"), "{script}: {e}");
-    }
-    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
-    assert_eq!(pong, "PONG");
-    let mut other = node.client();
-    let _: () = other.set("after", "1").unwrap();
-}
-
 /// A SELECT inside a script changes the script's database only (Redis 7): the caller is
 /// back in its own afterwards; commands that act on the connection are refused.
 #[test]

@@ -164,6 +164,29 @@ fn oversized_items_are_refused_after_their_data() {
     exchange(&mut s, "get big\r\n", "END\r\n");
 }
 
+/// An HTTP request line sent to the Memcached port is hung up on without a reply, as
+/// memcached does (a web page cannot script the cache across protocols); an unknown command
+/// that is no HTTP line is still answered ERROR.
+#[test]
+fn an_http_request_line_is_hung_up_on() {
+    let node = node();
+    for line in [
+        "GET / HTTP/1.0\r\n",
+        "PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n",
+        "DELETE HTTP/1.1\r\n",
+    ] {
+        let mut s = raw(&node);
+        send(&mut s, line.as_bytes());
+        let (reply, closed) = shoal_tests::read_to_close(&mut s, T);
+        assert!(
+            reply.is_empty() && closed,
+            "{line:?}: {reply:?}, closed {closed}"
+        );
+    }
+    let mut s = raw(&node);
+    exchange(&mut s, "bogus HTTP\r\n", "ERROR\r\n");
+}
+
 #[test]
 fn expiry_times_follow_memcached() {
     let node = node();

@@ -215,6 +215,16 @@ fn the_memcached_port_answers_as_memcached_does() {
                 .to_vec(),
         ),
         (
+            // memcached checks the flags token by token (the first bad one decides the error),
+            // and md and ma answer any flag they cannot read alike.
+            "meta flag errors",
+            b"mg foo m o o o o\r\nms k 2 m o o\r\nhi\r\nmg foo v v\r\nmd foo x x\r\n\
+              md foo q q\r\nma foo z\r\nma foo Dx\r\nmd foo Tx\r\nma foo J-1\r\n\
+              ma foo Mincr\r\nmd foo b\r\nmd foo C\r\nma foo T99999999999\r\n\
+              mg foo Tx v\r\nma foo N5 J3 v\r\nmd Zm9v b\r\n"
+                .to_vec(),
+        ),
+        (
             "touch and gat",
             b"set k 0 0 1\r\nx\r\ntouch k 100\r\ntouch nope 100\r\ngat 100 k nope\r\n".to_vec(),
         ),
@@ -231,6 +241,22 @@ fn the_memcached_port_answers_as_memcached_does() {
     big.extend(std::iter::repeat_n(b'v', 2_000_000));
     big.extend_from_slice(b"\r\n");
     text.push(("the item size limit", big));
+    // A set or ms too large takes the old value away (memcached unlinks it: a client told
+    // its write failed must not read the value it meant to replace); add, append keep it.
+    let mut stale = Vec::new();
+    for (write, key) in [
+        ("set k1 0 0 2000000", "k1"),
+        ("add k2 0 0 2000000", "k2"),
+        ("append k3 0 0 2000000", "k3"),
+        ("ms k4 2000000", "k4"),
+        ("ms azU= 2000000 b", "k5"),
+        ("set k6 0 0 2000000 noreply", "k6"),
+    ] {
+        stale.extend_from_slice(format!("set {key} 0 0 3\r\nold\r\n{write}\r\n").as_bytes());
+        stale.extend(std::iter::repeat_n(b'v', 2_000_000));
+        stale.extend_from_slice(format!("\r\nget {key}\r\n").as_bytes());
+    }
+    text.push(("a write too large and the old value", stale));
     // A multi-get far longer than other lines may be (pymemcache's get_many sends one line).
     let mut many = b"set key-0000 0 0 1\r\na\r\nset key-1999 0 0 1\r\nb\r\nget".to_vec();
     for i in 0..2000 {
@@ -259,6 +285,12 @@ fn the_memcached_port_answers_as_memcached_does() {
     ]
     .concat();
     too_large.extend(shoal_tests::bin(0x05, &arith, b"k", &[], 0));
+    // A SET too large takes the old value away (far over the limit, and just over it).
+    for size in [1_100_000, 1_048_576] {
+        too_large.extend(shoal_tests::bin(0x01, &[0; 8], b"s", b"old", 0));
+        too_large.extend(shoal_tests::bin(0x01, &[0; 8], b"s", &vec![b'v'; size], 0));
+        too_large.extend(shoal_tests::bin(0x00, &[], b"s", &[], 0));
+    }
     let (shoal, memcached) = both(&node, &mc, &too_large, true);
     // The CAS of the stored item differs: compare all but the successful SET's header.
     let strip_cas = |mut b: Vec<u8>| {
@@ -273,6 +305,6 @@ fn the_memcached_port_answers_as_memcached_does() {
     assert_eq!(
         strip_cas(shoal),
         strip_cas(memcached),
-        "a binary SET too large, then GET, SET, GET, INCREMENT and NOOP"
+        "a binary SET too large, then GET, SET, GET, INCREMENT, SETs too large and NOOP"
     );
 }

@@ -205,6 +205,14 @@ pub struct NodeConfig {
     pub maxmemory_policy: String,
     /// Keys sampled per eviction (Redis's `maxmemory-samples`).
     pub maxmemory_samples: usize,
+    /// The LFU policies' counter: how slowly it grows (Redis's `lfu-log-factor`).
+    pub lfu_log_factor: u32,
+    /// The LFU policies' counter: minutes per halving step (Redis's `lfu-decay-time`).
+    pub lfu_decay_time: u32,
+    /// Redis's parameters that change nothing here, as CONFIG SET left them
+    /// (`cmd::inert`); not a configuration key.
+    #[serde(skip)]
+    pub inert: std::collections::BTreeMap<String, String>,
     /// Password clients must send with AUTH / HELLO AUTH; empty = no password. It is the
     /// `default` user's password, as in Redis.
     pub requirepass: String,
@@ -235,6 +243,10 @@ pub struct NodeConfig {
     pub stream_node_max_entries: u64,
     /// LATENCY samples commands that run at least this many milliseconds; 0 = off.
     pub latency_monitor_threshold: u64,
+    /// A script that runs this many milliseconds becomes busy: the other clients are
+    /// answered BUSY and SCRIPT KILL may stop it (Redis's `busy-reply-threshold`, alias
+    /// `lua-time-limit`; see `crate::busy`).
+    pub busy_reply_threshold: u64,
     /// Largest bulk argument accepted (Redis's `proto-max-bulk-len`).
     pub proto_max_bulk_len: ByteSize,
     /// Most arguments in one command (Redis's fixed 1,048,576, here configurable).
@@ -399,6 +411,9 @@ impl Default for NodeConfig {
             maxmemory: ByteSize(1024 * 1024 * 1024),
             maxmemory_policy: "allkeys-lru".into(),
             maxmemory_samples: 5,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            inert: Default::default(),
             requirepass: String::new(),
             user: Vec::new(),
             aclfile: String::new(),
@@ -411,6 +426,7 @@ impl Default for NodeConfig {
             stream_node_max_entries: u64::from(shoal_store::STREAM_NODE_MAX_ENTRIES),
             tracking_table_max_keys: 1_000_000,
             latency_monitor_threshold: 0,
+            busy_reply_threshold: 5000,
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,
             proto_inline_max_size: ByteSize(64 * 1024),
@@ -468,6 +484,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "lfu-log-factor",
+    "lfu-decay-time",
     "requirepass",
     "user",
     "aclfile",
@@ -480,6 +498,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "stream-node-max-bytes",
     "stream-node-max-entries",
     "latency-monitor-threshold",
+    "busy-reply-threshold",
     "proto-max-bulk-len",
     "proto-max-multibulk-len",
     "proto-inline-max-size",

@@ -66,6 +66,8 @@ pub struct Engine {
     pub scripts: crate::scripts::Scripts,
     /// The function libraries loaded (FUNCTION LOAD, RESTORE).
     pub functions: crate::functions::Functions,
+    /// The script or function running now, as the others see it (BUSY, SCRIPT KILL).
+    pub running: crate::busy::Running,
     /// This node's Pub/Sub subscriptions (SUBSCRIBE, PUBLISH, ...).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSub>,
     /// The keyspace notifications published (`notify`'s classes; 0: none, the default).
@@ -97,7 +99,8 @@ impl Engine {
             maxmemory: config.maxmemory.0,
             policy,
             samples: config.maxmemory_samples,
-            ..StoreConfig::default()
+            lfu_log_factor: config.lfu_log_factor,
+            lfu_decay_time: config.lfu_decay_time,
         });
         let started_unix_ms = now_ms();
         let commands = crate::cmdstats::CommandStats::default();
@@ -132,6 +135,7 @@ impl Engine {
             blocked: Default::default(),
             scripts: crate::scripts::Scripts::default(),
             functions: crate::functions::Functions::default(),
+            running: Default::default(),
             pubsub: Default::default(),
             pause: Default::default(),
             notify_flags: Default::default(),

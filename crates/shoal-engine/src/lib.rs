@@ -20,6 +20,7 @@
 
 pub mod acl;
 pub mod blocking;
+pub mod busy;
 pub mod client;
 pub mod clock;
 pub mod cmd;

@@ -305,9 +305,6 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         }
         Command::MetaNoop => reply::meta(out, "MN", None, &[]),
         Command::MetaDebug { key } => meta_debug(node, &key, now, out),
-        Command::MetaGet { flags, .. } | Command::MetaSet { flags, .. } if !known_flags(&flags) => {
-            out.extend_from_slice(b"CLIENT_ERROR invalid flag\r\n");
-        }
         Command::MetaGet { key, flags } => meta_get(node, key, &flags, now, out),
         Command::MetaSet { key, data, flags } => meta_set(node, key, data, &flags, now, out),
         Command::MetaDelete { key, flags } => meta_delete(node, key, &flags, now, out),
@@ -663,14 +660,6 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
 }
 
 // ---- Meta commands -------------------------------------------------------------------
-
-/// The flag letters memcached 1.6.18 accepts on `mg` and `ms` (measured: every other letter
-/// gets `CLIENT_ERROR invalid flag` there; `md` and `ma` accept any letter).
-const MG_MS_FLAGS: &[u8] = b"bcfhklqstuvCDFIJLMNOPRT";
-
-fn known_flags(flags: &MetaFlags) -> bool {
-    flags.items.iter().all(|(f, _)| MG_MS_FLAGS.contains(f))
-}
 
 /// The key a meta command names: base64-decoded when the `b` flag is given.
 fn meta_key(key: Bytes, flags: &MetaFlags, out: &mut BytesMut) -> Option<Bytes> {

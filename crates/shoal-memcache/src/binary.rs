@@ -164,11 +164,15 @@ pub struct Request {
 /// trusted, after which the node closes, as the stream cannot be read further; or one whose
 /// body is over the limit, which the node skips (`skip`: the request's bytes in all, header
 /// included, to discard as they arrive, never buffered) and goes on, as memcached swallows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fatal {
     pub response: Bytes,
     pub reason: &'static str,
     pub skip: Option<usize>,
+    /// A SET too large: the delete of its key's old value, when the key has arrived with
+    /// the header, for the node to run (memcached unlinks it, so a client told its write
+    /// failed does not read the value it meant to replace).
+    pub stale: Option<Box<Command>>,
 }
 
 /// The largest body a request may declare: the largest item, the longest key, extras.
@@ -219,6 +223,7 @@ pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, F
         response: error_response(opcode, status, opaque),
         reason,
         skip: None,
+        stale: None,
     };
     if h[0] != REQUEST_MAGIC {
         return Err(fatal(status::INVALID_ARGUMENTS, "bad magic byte"));
@@ -233,8 +238,17 @@ pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, F
         ));
     }
     if body_len > max_body(limits) {
+        let key_at = HEADER_LEN + extras_len;
+        let stale = (matches!(opcode, op::SET | op::SETQ)
+            && (1..=limits.max_key_len).contains(&key_len)
+            && input.len() >= key_at + key_len)
+            .then(|| {
+                let key = Bytes::copy_from_slice(&input[key_at..key_at + key_len]);
+                Box::new(stale_delete(&key))
+            });
         return Err(Fatal {
             skip: Some(HEADER_LEN + body_len),
+            stale,
             ..fatal(status::TOO_LARGE, "binary request body over the limit")
         });
     }
@@ -288,6 +302,9 @@ pub enum Action {
     Run(Command, Pending),
     /// Answer these bytes now (an invalid or unknown request).
     Answer(Bytes),
+    /// Answer these bytes now, then run this delete (answered by nothing): a SET too large
+    /// takes the key's old value away, as memcached does.
+    Refuse(Bytes, Command),
     Sasl(Sasl),
 }
 
@@ -296,6 +313,12 @@ fn flags(list: Vec<(u8, Vec<u8>)>) -> MetaFlags {
     MetaFlags {
         items: list.into_iter().map(|(f, t)| (f, Bytes::from(t))).collect(),
     }
+}
+
+/// The delete of `key`'s old value after a SET too large (see [`Action::Refuse`]).
+fn stale_delete(key: &Bytes) -> Command {
+    let (key, base64) = meta_key(key);
+    crate::command::forget_stale(key, base64)
 }
 
 /// The key as a meta command names it, and whether it went base64 (`b`): the text protocol
@@ -376,7 +399,11 @@ pub fn action(req: Request, limits: &Limits) -> Action {
         0
     };
     if valued && !crate::item_fits(limits, req.key.len(), client_flags, req.value.len()) {
-        return Action::Answer(error_response(req.opcode, status::TOO_LARGE, req.opaque));
+        let response = error_response(req.opcode, status::TOO_LARGE, req.opaque);
+        if matches!(req.opcode, SET | SETQ) {
+            return Action::Refuse(response, stale_delete(&req.key));
+        }
+        return Action::Answer(response);
     }
     // A STAT group with a space or control byte is no group the text `stats` could name
     // (it would read back as another): memcached's answer to an unknown group.
@@ -987,7 +1014,9 @@ mod tests {
                         proptest::prop_assert!(out.is_empty() || out[0] == RESPONSE_MAGIC);
                     }
                 }
-                Action::Answer(bytes) => proptest::prop_assert_eq!(bytes[0], RESPONSE_MAGIC),
+                Action::Answer(bytes) | Action::Refuse(bytes, _) => {
+                    proptest::prop_assert_eq!(bytes[0], RESPONSE_MAGIC)
+                }
                 Action::Sasl(_) => proptest::prop_assert!(false, "no SASL opcode was sent"),
             }
         }
@@ -998,6 +1027,8 @@ mod tests {
         let limits = Limits::default();
         let status_of = |req: Vec<u8>| match action(parsed(&req), &limits) {
             Action::Answer(b) => fields(&b).1,
+            // A SET too large also deletes the key's old value.
+            Action::Refuse(b, Command::Delete { key, noreply: true }) if key == "k" => fields(&b).1,
             other => panic!("{other:?}"),
         };
         assert_eq!(

@@ -90,6 +90,10 @@ pub enum ParseError {
     /// No line end within `max_line_len` bytes: connection-fatal.
     #[error("CLIENT_ERROR line too long")]
     LineTooLong,
+    /// An unknown command whose last token starts with `HTTP/`: closed without a reply,
+    /// as memcached does.
+    #[error("an HTTP request line")]
+    HttpRequest,
     /// Other client errors, with memcached's texts (`invalid numeric delta argument`,
     /// `invalid exptime argument`, `duplicate flag`, ...).
     #[error("CLIENT_ERROR {0}")]
@@ -108,7 +112,13 @@ impl ParseError {
     /// command boundary). memcached 1.6 closes without a reply in that case; sending the
     /// reply first does no harm and tells a human what happened.
     pub fn closes(&self) -> bool {
-        matches!(self, ParseError::LineTooLong)
+        matches!(self, ParseError::LineTooLong | ParseError::HttpRequest)
+    }
+
+    /// Whether the connection is closed without any reply (memcached's answer to an HTTP
+    /// request line).
+    pub fn silent(&self) -> bool {
+        matches!(self, ParseError::HttpRequest)
     }
 }
 
@@ -135,6 +145,9 @@ pub struct Parser {
     /// flush_all, verbosity, cache_memlimit) ending in `noreply`: memcached answers its errors
     /// with nothing too ([`Parser::is_quiet`]).
     noreply_line: bool,
+    /// The key whose old value a too-large `set` or `ms` just refused must go
+    /// ([`Parser::take_stale`]).
+    stale: Option<Command>,
 }
 
 #[derive(Debug, Default)]
@@ -143,8 +156,13 @@ enum State {
     Line,
     /// The command line is consumed; the data block (`len` bytes plus `\r\n`) is awaited.
     Data { pending: Pending, len: usize },
-    /// Discarding `remaining` more bytes of a rejected data block, then `error` is returned.
-    Swallow { remaining: usize, error: ParseError },
+    /// Discarding `remaining` more bytes of a rejected data block, then `error` is returned
+    /// (and `stale` kept for [`Parser::take_stale`]).
+    Swallow {
+        remaining: usize,
+        error: ParseError,
+        stale: Option<Command>,
+    },
 }
 
 /// A storage command whose line is parsed, waiting for its data block.
@@ -172,6 +190,24 @@ impl Pending {
             Pending::Meta { key, flags } => {
                 let client_flags = flags.token(b'F').and_then(parse_u32).unwrap_or(0);
                 item_fits(limits, key.len(), client_flags, len)
+            }
+        }
+    }
+
+    /// The delete of the key whose old value goes when this command's block is too large: memcached
+    /// unlinks it after a failed `set` or `ms` (any mode), so that a client told its write
+    /// failed does not read the value it meant to replace; not after add, replace, cas,
+    /// append or prepend.
+    fn stale_delete(&self) -> Option<Command> {
+        match self {
+            Pending::Store {
+                mode: StoreMode::Set,
+                key,
+                ..
+            } => Some(crate::command::forget_stale(key.clone(), false)),
+            Pending::Store { .. } => None,
+            Pending::Meta { key, flags } => {
+                Some(crate::command::forget_stale(key.clone(), flags.has(b'b')))
             }
         }
     }
@@ -204,8 +240,8 @@ enum LineOutcome {
     Done(Command),
     /// Read a data block of this length (plus `\r\n`), then complete the command.
     Data(Pending, usize),
-    /// Discard this many bytes, then report the error.
-    Swallow(usize, ParseError),
+    /// Discard this many bytes, then report the error (and the stale key, if any).
+    Swallow(usize, ParseError, Option<Command>),
 }
 
 impl Parser {
@@ -222,8 +258,16 @@ impl Parser {
     /// Whether `error`, just returned by [`Parser::parse`], goes unanswered: memcached's
     /// `noreply` silences a classic command's errors as well as its replies (not `ERROR`
     /// for a command it could not read, nor a meta command's errors).
+    /// After [`ParseError::TooLarge`]: the delete, answered by nothing, of the key whose old
+    /// value must go (a `set` or `ms`, as memcached unlinks it), for the node to run next.
+    pub fn take_stale(&mut self) -> Option<Command> {
+        self.stale.take()
+    }
+
     pub fn is_quiet(&self, error: &ParseError) -> bool {
-        self.noreply_line && !matches!(error, ParseError::UnknownCommand | ParseError::LineTooLong)
+        error.silent()
+            || (self.noreply_line
+                && !matches!(error, ParseError::UnknownCommand | ParseError::LineTooLong))
     }
 
     /// Parses the next complete command at the front of `buf`, consuming its bytes.
@@ -251,8 +295,12 @@ impl Parser {
                         LineOutcome::Data(pending, len) => {
                             self.state = State::Data { pending, len };
                         }
-                        LineOutcome::Swallow(remaining, error) => {
-                            self.state = State::Swallow { remaining, error };
+                        LineOutcome::Swallow(remaining, error, stale) => {
+                            self.state = State::Swallow {
+                                remaining,
+                                error,
+                                stale,
+                            };
                         }
                     }
                 }
@@ -272,14 +320,23 @@ impl Parser {
                     buf.advance(2);
                     return Ok(Some(pending.complete(data)));
                 }
-                State::Swallow { remaining, error } => {
+                State::Swallow {
+                    remaining,
+                    error,
+                    stale,
+                } => {
                     let n = remaining.min(buf.len());
                     buf.advance(n);
                     let remaining = remaining - n;
                     if remaining > 0 {
-                        self.state = State::Swallow { remaining, error };
+                        self.state = State::Swallow {
+                            remaining,
+                            error,
+                            stale,
+                        };
                         return Ok(None);
                     }
+                    self.stale = stale;
                     return Err(error);
                 }
             }
@@ -536,7 +593,18 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
                 return Err(ParseError::UnknownCommand);
             }
             let key = key(&t, 1, limits)?;
-            let flags = meta_flags(&t, 2)?;
+            let md_or_ma = t.get(0) != b"mg";
+            // memcached's md and ma say this for any flag they cannot read.
+            let unreadable = ParseError::Client("invalid or duplicate flag");
+            let flags = meta_flags(&t, 2).map_err(|e| match e {
+                ParseError::Client("duplicate flag" | "invalid flag") if md_or_ma => {
+                    unreadable.clone()
+                }
+                e => e,
+            })?;
+            if md_or_ma && !tokens_readable(&key, &flags) {
+                return Err(unreadable);
+            }
             done(match t.get(0) {
                 b"mg" => Command::MetaGet { key, flags },
                 b"md" => Command::MetaDelete { key, flags },
@@ -551,6 +619,9 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             done(Command::MetaDebug { key })
         }
         b"ms" => meta_set(&t, limits),
+        // An HTTP request line (`GET / HTTP/1.0`): memcached hangs up without a word, so a
+        // web request sent to the cache port (cross-protocol scripting) gets nothing back.
+        _ if t.get(t.len() - 1).starts_with(b"HTTP/") => Err(ParseError::HttpRequest),
         _ => Err(ParseError::UnknownCommand),
     }
 }
@@ -650,9 +721,13 @@ fn with_data_block(
 ) -> Result<LineOutcome, ParseError> {
     match parsed {
         Ok((pending, len)) if pending.fits(limits, len) => Ok(LineOutcome::Data(pending, len)),
-        Ok((_, len)) => Ok(LineOutcome::Swallow(len + 2, ParseError::TooLarge)),
+        Ok((pending, len)) => Ok(LineOutcome::Swallow(
+            len + 2,
+            ParseError::TooLarge,
+            pending.stale_delete(),
+        )),
         Err(e) => match len {
-            Some(n) => Ok(LineOutcome::Swallow(n + 2, e)),
+            Some(n) => Ok(LineOutcome::Swallow(n + 2, e, None)),
             None => Err(e),
         },
     }
@@ -672,6 +747,24 @@ fn key(t: &Tokens<'_>, i: usize, limits: &Limits) -> Result<Bytes, ParseError> {
 
 /// Meta flags from token `from` on (memcached's `_meta_flag_preparse` checks that do not
 /// depend on the command).
+/// The flag letters memcached 1.6.18's meta commands take (`_meta_flag_preparse`, shared by
+/// all four); any other is `invalid flag`, checked token by token with the duplicates, so
+/// the first bad token decides the error.
+const META_FLAGS: &[u8] = b"bcfhklqstuvCDFIJLMNOPRT";
+
+/// Whether memcached's `_meta_flag_preparse` reads every flag's token: numbers where it
+/// wants them (N, T, R signed, C, J, D unsigned), a one-letter M, a key that
+/// decodes with `b`.
+fn tokens_readable(key: &[u8], flags: &MetaFlags) -> bool {
+    flags.items.iter().all(|(f, _)| match f {
+        b'N' | b'T' | b'R' => matches!(flags.number::<i64>(*f), Some(Ok(_))),
+        b'C' | b'J' | b'D' => matches!(flags.number::<u64>(*f), Some(Ok(_))),
+        b'M' => flags.token(b'M').is_some_and(|t| t.len() == 1),
+        b'b' => crate::base64::decode(key).is_some_and(|k| !k.is_empty()),
+        _ => true,
+    })
+}
+
 fn meta_flags(t: &Tokens<'_>, from: usize) -> Result<MetaFlags, ParseError> {
     if t.overflow || t.len().saturating_sub(from) > MAX_META_FLAGS {
         return Err(ParseError::Client("options flags are too long"));
@@ -692,6 +785,9 @@ fn meta_flags(t: &Tokens<'_>, from: usize) -> Result<MetaFlags, ParseError> {
         }
         if std::mem::replace(&mut seen[usize::from(f)], true) {
             return Err(ParseError::Client("duplicate flag"));
+        }
+        if !META_FLAGS.contains(&f) {
+            return Err(ParseError::Client("invalid flag"));
         }
         // memcached counts the flag letter in the limit.
         if f == b'O' && tok.len() > MAX_OPAQUE_LEN {

@@ -411,9 +411,19 @@ fn error_replies() {
         ),
         (b"mg k v v\r\n", b"CLIENT_ERROR duplicate flag\r\n".to_vec()),
         (b"mg k 1\r\n", b"CLIENT_ERROR invalid flag\r\n".to_vec()),
+        // md and ma answer any flag they cannot read alike (memcached 1.6.18).
         (
             b"md k \xff\r\n",
+            b"CLIENT_ERROR invalid or duplicate flag\r\n".to_vec(),
+        ),
+        (
+            b"mg k \xff\r\n",
             b"CLIENT_ERROR duplicate flag\r\n".to_vec(),
+        ),
+        (b"mg k m v v\r\n", b"CLIENT_ERROR invalid flag\r\n".to_vec()),
+        (
+            b"ma k Dx\r\n",
+            b"CLIENT_ERROR invalid or duplicate flag\r\n".to_vec(),
         ),
         (
             b"mg k O12345678901234567890123456789012\r\n",
@@ -860,8 +870,9 @@ fn arb_token() -> impl Strategy<Value = Bytes> {
 }
 
 fn arb_meta_flags() -> impl Strategy<Value = MetaFlags> {
+    // The letters memcached takes whose tokens it does not read (any token round-trips).
     proptest::collection::btree_map(
-        proptest::sample::select(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".to_vec()),
+        proptest::sample::select(b"cfhklqstuvILOP".to_vec()),
         arb_token(),
         0..6,
     )

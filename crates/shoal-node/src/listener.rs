@@ -61,7 +61,9 @@ pub struct RunningNode {
 
 impl RunningNode {
     /// Stops accepting, lets connections answer what they already read, then closes them.
+    /// A script still running is stopped (as SHUTDOWN NOSAVE stops it).
     pub fn shutdown(&self) {
+        self.node.engine.running.abort();
         self.shutdown.cancel();
     }
 

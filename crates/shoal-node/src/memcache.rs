@@ -129,6 +129,10 @@ impl McFrontend {
                 if e.closes() {
                     return Next::Stop(Step::Close(Close::Protocol(e.to_string())));
                 }
+                // A `set` or `ms` too large also takes the key's old value away.
+                if let Some(delete) = self.parser.take_stale() {
+                    return Next::Request(delete, Form::Text);
+                }
                 Next::Answered
             }
         }
@@ -155,9 +159,13 @@ impl McFrontend {
             Err(fatal) => {
                 out.extend_from_slice(&fatal.response);
                 if let Some(skip) = fatal.skip {
-                    // Too large: skipped as it arrives, and the connection goes on.
+                    // Too large: skipped as it arrives, and the connection goes on; a SET
+                    // also takes the key's old value away.
                     self.skip = skip;
                     self.wanted = 0;
+                    if let Some(delete) = fatal.stale {
+                        return Next::Request(*delete, Form::Text);
+                    }
                     return Next::Answered;
                 }
                 return Next::Stop(Step::Close(Close::Protocol(fatal.reason.to_owned())));
@@ -169,6 +177,10 @@ impl McFrontend {
             Action::Answer(bytes) => {
                 out.extend_from_slice(&bytes);
                 Next::Answered
+            }
+            Action::Refuse(bytes, delete) => {
+                out.extend_from_slice(&bytes);
+                Next::Request(delete, Form::Text)
             }
             Action::Sasl(sasl) => {
                 self.sasl(node, sasl, out);

@@ -14,10 +14,17 @@
 //! least one of them sees the other. Callers enter only at the top of a command, holding no
 //! other lock a transaction could need (`cmd::run` in the engine), so a waiting command
 //! cannot block the transaction it waits for.
+//!
+//! A script that runs past Redis's `busy-reply-threshold` is a transaction the others stop
+//! waiting for: [`Gate::enter_unless`] and [`Gate::exclusive_unless`] give up while the
+//! caller's `busy` test holds, so the command is answered BUSY instead (the engine's
+//! `busy` module), as Redis answers the clients it reads while a script runs long.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
-use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use parking_lot::Mutex;
 
 /// Counter slots per gate; threads beyond it share slots (still correct, a little slower).
 const SLOTS: usize = 64;
@@ -40,6 +47,9 @@ pub struct Gate {
     /// the commands kept out wait on.
     running: Mutex<()>,
 }
+
+/// How often a command kept out looks again whether the transaction became a busy script.
+const BUSY_POLL: Duration = Duration::from_millis(10);
 
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
@@ -92,12 +102,21 @@ impl Gate {
     /// Enters the gate for one command: at once, unless a transaction of another thread
     /// waits or runs, then once it ended.
     pub fn enter(&self) -> Entered<'_> {
+        match self.enter_unless(&|| false) {
+            Some(entered) => entered,
+            None => unreachable!("never busy"),
+        }
+    }
+
+    /// As [`Gate::enter`], but `None` as soon as `busy()` holds while a transaction of
+    /// another thread keeps this one out (a script past its time: the caller answers BUSY).
+    pub fn enter_unless(&self, busy: &dyn Fn() -> bool) -> Option<Entered<'_>> {
         if EXCLUSIVE.with(Cell::get) == self.addr() {
             // The transaction's own commands.
-            return Entered {
+            return Some(Entered {
                 slot: None,
                 _this_thread: std::marker::PhantomData,
-            };
+            });
         }
         let slot = self.my_slot();
         let depth = DEPTH.with(|d| {
@@ -110,13 +129,30 @@ impl Gate {
             // Nested in a command of this thread that is inside already: a transaction
             // waiting for it must not be waited for.
             if depth > 0 || !self.pending.0.load(SeqCst) {
-                return Entered {
+                return Some(Entered {
                     slot: Some(slot),
                     _this_thread: std::marker::PhantomData,
-                };
+                });
             }
             slot.fetch_sub(1, SeqCst);
-            drop(self.running.lock().unwrap_or_else(PoisonError::into_inner));
+            if !self.wait_unless(busy) {
+                DEPTH.with(|d| d.set(depth));
+                return None;
+            }
+        }
+    }
+
+    /// Waits for the transaction under way to end: true when it did, false as soon as
+    /// `busy()` holds.
+    fn wait_unless(&self, busy: &dyn Fn() -> bool) -> bool {
+        loop {
+            if busy() {
+                return false;
+            }
+            if let Some(running) = self.running.try_lock_for(BUSY_POLL) {
+                drop(running);
+                return true;
+            }
         }
     }
 
@@ -146,15 +182,32 @@ impl Gate {
     /// to leave (each is one command's work on the store) and keeps the others out until
     /// `f` returns. Called from inside a command (EXEC), whose own entry does not count.
     pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        match self.exclusive_unless(&|| false, f) {
+            Some(r) => r,
+            None => unreachable!("never busy"),
+        }
+    }
+
+    /// As [`Gate::exclusive`], but `None` (and `f` not run) as soon as `busy()` holds while
+    /// another thread's transaction keeps this one waiting.
+    pub fn exclusive_unless<R>(&self, busy: &dyn Fn() -> bool, f: impl FnOnce() -> R) -> Option<R> {
         if EXCLUSIVE.with(Cell::get) == self.addr() {
-            return f();
+            return Some(f());
         }
         // This thread's own entries stop counting while it waits: another transaction
         // waiting for them would otherwise wait for this one, which waits for it.
         let own = self.my_slot();
         let depth = DEPTH.with(Cell::get);
         own.fetch_sub(depth, SeqCst);
-        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let running = loop {
+            if let Some(running) = self.running.try_lock_for(BUSY_POLL) {
+                break running;
+            }
+            if busy() {
+                own.fetch_add(depth, SeqCst);
+                return None;
+            }
+        };
         self.pending.0.store(true, SeqCst);
         // Commands inside are one command's work each, mostly microseconds; a long one
         // (KEYS over a large store) is waited for sleeping, not spinning.
@@ -196,7 +249,7 @@ impl Gate {
         let result = f();
         drop(undo);
         drop(running);
-        result
+        Some(result)
     }
 }
 
@@ -269,6 +322,43 @@ mod tests {
         t.join().unwrap();
         assert!(gate.try_enter().is_some());
         assert!(gate.slots.iter().all(|s| s.0.load(SeqCst) == 0));
+    }
+
+    /// A command or a transaction kept out by a busy transaction gives up once the caller's
+    /// test says busy (and enters normally after), leaving the gate's counts as they were.
+    #[test]
+    fn a_busy_transaction_turns_the_waiting_away() {
+        let gate = Arc::new(Gate::default());
+        let busy = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let g = gate.clone();
+        let script = std::thread::spawn(move || {
+            g.exclusive(|| {
+                tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+            })
+        });
+        rx.recv().unwrap();
+        let b = busy.clone();
+        let is_busy = move || b.load(SeqCst);
+        // A command that waits gives up once the script turns busy.
+        let (gate2, is_busy2) = (gate.clone(), is_busy.clone());
+        let waiter = std::thread::spawn(move || {
+            let entered = gate2.enter_unless(&is_busy2).is_some();
+            let exclusive = gate2.exclusive_unless(&is_busy2, || ()).is_some();
+            (entered, exclusive, DEPTH.with(Cell::get))
+        });
+        busy.store(true, SeqCst);
+        assert_eq!(waiter.join().unwrap(), (false, false, 0));
+        busy.store(false, SeqCst);
+        go_tx.send(()).unwrap();
+        script.join().unwrap();
+        // Not busy and nothing under way: both go in.
+        assert!(gate.enter_unless(&is_busy).is_some());
+        assert_eq!(gate.exclusive_unless(&is_busy, || 7), Some(7));
+        assert!(gate.slots.iter().all(|s| s.0.load(SeqCst) == 0));
+        assert!(!gate.pending.0.load(SeqCst));
     }
 
     /// Two threads running transactions at once take turns (neither waits for the other's

@@ -918,6 +918,18 @@ impl Store {
         self.gate.exclusive(f)
     }
 
+    /// [`Store::enter`], giving up (`None`) once `busy()` holds while another thread's
+    /// transaction keeps this command out (a script past its time: see [`crate::gate`]).
+    pub fn enter_unless(&self, busy: &dyn Fn() -> bool) -> Option<crate::gate::Entered<'_>> {
+        self.gate.enter_unless(busy)
+    }
+
+    /// [`Store::exclusive`], giving up (`None`, `f` not run) once `busy()` holds while
+    /// another thread's transaction keeps this one waiting.
+    pub fn exclusive_unless<R>(&self, busy: &dyn Fn() -> bool, f: impl FnOnce() -> R) -> Option<R> {
+        self.gate.exclusive_unless(busy, f)
+    }
+
     pub fn new(config: StoreConfig) -> Store {
         let cells: Box<[ShardCell]> = (0..SHARDS).map(|_| ShardCell::default()).collect();
         Store {

@@ -771,3 +771,181 @@ fn a_cluster_survives_sigkill_of_one_of_three_processes() {
     let mut c = allowed.connect();
     assert_eq!(c.call(&["PING"]), Resp::Simple("PONG".into()));
 }
+
+// ---- a busy script ----------------------------------------------------------------------
+
+/// Polls PING on `client` until it is answered BUSY (a script is past its threshold);
+/// returns the error's text.
+fn busy_error(client: &mut Client) -> String {
+    let mut text = String::new();
+    let seen = wait_until(Duration::from_secs(20), || match client.call(&["PING"]) {
+        Resp::Error(e) if e.starts_with("BUSY ") => {
+            text = e;
+            true
+        }
+        _ => false,
+    });
+    assert!(seen, "no BUSY while the script runs");
+    text
+}
+
+/// Sends `args` on a connection of its own, named `name`, on the other worker than `near`'s
+/// (`threads = 2`: a script holds its own worker's connections until it ends, as Redis's
+/// one thread holds everyone), and reads the reply in a thread.
+fn call_in_thread(
+    daemon: &Daemon,
+    near: &mut Client,
+    name: &str,
+    args: &'static [&'static str],
+) -> std::thread::JoinHandle<Resp> {
+    // A new connection goes to the worker serving the fewest; one just closed may still
+    // count there for a moment, so connect again until it is the other.
+    let mut client = None;
+    let apart = wait_until(Duration::from_secs(10), || {
+        let mut c = daemon.connect();
+        assert_eq!(c.call(&["CLIENT", "SETNAME", name]), Resp::ok());
+        let threads = io_threads(near);
+        let other_worker = threads.get(name) != threads.get("near");
+        if other_worker {
+            client = Some(c);
+        }
+        other_worker
+    });
+    assert!(apart, "a connection on the other worker");
+    let mut client = client.expect("kept");
+    std::thread::spawn(move || client.call(args))
+}
+
+/// A script past `busy-reply-threshold` keeps running, as in Redis: the other clients are
+/// answered BUSY (but for MULTI, DISCARD, SCRIPT KILL, ...), SCRIPT KILL stops one that has
+/// not written (also one that catches errors with `pcall`), one that wrote is UNKILLABLE
+/// and runs to its end, FUNCTION KILL and STATS do the same for functions, and SHUTDOWN
+/// needs NOSAVE, which ends the script and the node.
+#[test]
+fn a_busy_script_answers_others_busy_until_script_kill() {
+    let mut daemon = Daemon::start(&["--port", "0", "--set", "threads=2"], &[]);
+    let mut other = daemon.connect();
+    assert_eq!(other.call(&["CLIENT", "SETNAME", "near"]), Resp::ok());
+    assert_eq!(
+        other.call(&["CONFIG", "SET", "lua-time-limit", "50"]),
+        Resp::ok()
+    );
+    let is_error = |r: &Resp, prefix: &str| matches!(r, Resp::Error(e) if e.starts_with(prefix));
+    for script in [
+        &["EVAL", "while true do end", "0"][..],
+        &[
+            "EVAL",
+            "while true do pcall(function() while true do end end) end",
+            "0",
+        ],
+    ] {
+        let script: &'static [&'static str] = Box::leak(script.to_vec().into_boxed_slice());
+        let run = call_in_thread(&daemon, &mut other, "script", script);
+        let busy = busy_error(&mut other);
+        assert!(
+            busy.contains("You can only call SCRIPT KILL or SHUTDOWN NOSAVE"),
+            "{busy}"
+        );
+        // Redis lets MULTI and DISCARD through; what would be queued is refused.
+        assert_eq!(other.call(&["MULTI"]), Resp::ok());
+        let r = other.call(&["SET", "k", "v"]);
+        assert!(is_error(&r, "BUSY "), "{r:?}");
+        assert_eq!(other.call(&["DISCARD"]), Resp::ok());
+        let r = other.call(&["FUNCTION", "KILL"]);
+        assert!(is_error(&r, "BUSY "), "FUNCTION KILL of a script: {r:?}");
+        let r = other.call(&["SHUTDOWN"]);
+        assert!(is_error(&r, "BUSY "), "SHUTDOWN without NOSAVE: {r:?}");
+        assert_eq!(other.call(&["SCRIPT", "KILL"]), Resp::ok());
+        let r = run.join().unwrap();
+        assert!(
+            is_error(&r, "ERR Script killed by user with SCRIPT KILL"),
+            "{r:?}"
+        );
+        assert_eq!(other.call(&["PING"]), Resp::Simple("PONG".into()));
+    }
+    let r = other.call(&["SCRIPT", "KILL"]);
+    assert!(is_error(&r, "NOTBUSY "), "{r:?}");
+
+    // A script that wrote runs to its end (about 1.5 s by the server's clock).
+    let run = call_in_thread(
+        &daemon,
+        &mut other,
+        "writer",
+        &[
+            "EVAL",
+            "redis.call('SET', 'written', '1') \
+             local t = redis.call('TIME') \
+             while true do \
+               local n = redis.call('TIME') \
+               if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 1500000 then break end \
+             end \
+             return 'done'",
+            "0",
+        ],
+    );
+    busy_error(&mut other);
+    let r = other.call(&["SCRIPT", "KILL"]);
+    assert!(is_error(&r, "UNKILLABLE "), "{r:?}");
+    assert_eq!(run.join().unwrap(), Resp::bulk("done"));
+    assert_eq!(other.call(&["GET", "written"]), Resp::bulk("1"));
+
+    // A function: FUNCTION STATS shows it, SCRIPT KILL names FUNCTION KILL, which stops it.
+    let lib =
+        "#!lua name=spinlib\nredis.register_function('spin', function() while true do end end)";
+    assert_eq!(
+        other.call(&["FUNCTION", "LOAD", lib]),
+        Resp::bulk("spinlib")
+    );
+    let run = call_in_thread(&daemon, &mut other, "fcall", &["FCALL", "spin", "0"]);
+    let busy = busy_error(&mut other);
+    assert!(busy.contains("You can only call FUNCTION KILL"), "{busy}");
+    let stats = other.call(&["FUNCTION", "STATS"]);
+    let Resp::Array(fields) = &stats else {
+        panic!("FUNCTION STATS: {stats:?}")
+    };
+    let Some(Resp::Array(running)) = fields.get(1) else {
+        panic!("running_script: {stats:?}")
+    };
+    assert_eq!(fields[0], Resp::bulk("running_script"));
+    assert_eq!(
+        running[..4],
+        [
+            Resp::bulk("name"),
+            Resp::bulk("spin"),
+            Resp::bulk("command"),
+            Resp::Array(vec![
+                Resp::bulk("FCALL"),
+                Resp::bulk("spin"),
+                Resp::bulk("0")
+            ]),
+        ]
+    );
+    assert_eq!(running[4], Resp::bulk("duration_ms"));
+    assert!(matches!(running[5], Resp::Int(ms) if ms >= 50), "{stats:?}");
+    let r = other.call(&["SCRIPT", "KILL"]);
+    assert!(is_error(&r, "BUSY "), "SCRIPT KILL of a function: {r:?}");
+    assert_eq!(other.call(&["FUNCTION", "KILL"]), Resp::ok());
+    let r = run.join().unwrap();
+    assert!(is_error(&r, "ERR Script killed by user"), "{r:?}");
+
+    // SHUTDOWN NOSAVE ends a script that wrote, and the node.
+    let run = call_in_thread(
+        &daemon,
+        &mut other,
+        "last",
+        &[
+            "EVAL",
+            "redis.call('SET', 'w2', '1') while true do end",
+            "0",
+        ],
+    );
+    busy_error(&mut other);
+    let mut out = Vec::new();
+    encode(&[b"SHUTDOWN", b"NOSAVE"], &mut out);
+    other.send_raw(&out);
+    assert!(daemon.wait_exit(Duration::from_secs(20)).success());
+    assert!(
+        matches!(run.join().unwrap(), Resp::Error(_)),
+        "the script ended with an error"
+    );
+}

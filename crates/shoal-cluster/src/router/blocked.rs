@@ -110,6 +110,7 @@ impl Client {
         s.internal = self.internal;
         s.no_block = self.no_block;
         s.block_retry = true;
+        s.blocked_attempt = true;
         s.user = self.user.clone();
         s.acl_epoch = self.acl_epoch;
         s
@@ -123,14 +124,19 @@ impl Client {
         Some(encode(&reply, self.proto))
     }
 
-    /// The reply CLIENT UNBLOCK asked for, if it did.
-    fn unblocked(&self) -> Option<Bytes> {
+    /// The reply CLIENT UNBLOCK asked for, if it did; its error counts as a failed call of
+    /// the command (`spec`, `args`) in INFO, as in Redis.
+    fn unblocked(&self, node: &Server, spec: &CommandSpec, args: &[Bytes]) -> Option<Bytes> {
         if self.internal {
             return None;
         }
         match self.info.unblock.swap(0, Ordering::Relaxed) {
             UNBLOCK_TIMEOUT => Some(encode(&Reply::NilArray, self.proto)),
-            UNBLOCK_ERROR => Some(error_bytes("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
+            UNBLOCK_ERROR => {
+                let text = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+                cmd::count_failed(&node.engine, spec, args, text);
+                Some(error_bytes(text))
+            }
             _ => None,
         }
     }
@@ -387,7 +393,7 @@ async fn wait_until_served(
         // finished); one that served it before the unblock popped for it: that reply wins.
         if !client.internal && client.info.unblock.load(Ordering::Relaxed) != 0 {
             reg.withdraw();
-            if let Some(reply) = client.unblocked() {
+            if let Some(reply) = client.unblocked(node, spec, args) {
                 let served = take_reply(slot);
                 return Waited::Served(served.unwrap_or_else(|| Box::pin(async move { reply })));
             }
@@ -653,7 +659,7 @@ pub(super) fn clustered(
                 }
                 _ => return error_bytes("TRYAGAIN the cluster is changing; retry in a moment"),
             }
-            if let Some(reply) = client.unblocked() {
+            if let Some(reply) = client.unblocked(&node, spec, &args) {
                 return reply;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -87,17 +87,31 @@ pub fn function(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 (Reply::bulk("libraries_count"), Reply::Int(libraries as i64)),
                 (Reply::bulk("functions_count"), Reply::Int(count as i64)),
             ]);
+            // The script running now: seen only once it is busy (it keeps the others out
+            // until then, FUNCTION STATS included).
+            let running = match ctx.engine.running.about() {
+                None => Reply::Nil,
+                Some((name, command, ms)) => Reply::Map(vec![
+                    (Reply::bulk("name"), Reply::bulk(name)),
+                    (
+                        Reply::bulk("command"),
+                        Reply::Array(command.into_iter().map(Reply::Bulk).collect()),
+                    ),
+                    (Reply::bulk("duration_ms"), Reply::Int(ms as i64)),
+                ]),
+            };
             Reply::Map(vec![
-                // A function runs with every other client held (see `script`), so none is
-                // ever seen running.
-                (Reply::bulk("running_script"), Reply::Nil),
+                (Reply::bulk("running_script"), running),
                 (
                     Reply::bulk("engines"),
                     Reply::Map(vec![(Reply::bulk("LUA"), lua)]),
                 ),
             ])
         }
-        b"kill" => err("NOTBUSY No scripts in execution right now."),
+        b"kill" => match ctx.engine.running.kill(true) {
+            Ok(()) => Reply::ok(),
+            Err(e) => err(e),
+        },
         b"flush" => {
             if args.len() > 3 {
                 return sub_syntax("FUNCTION", &args[1]);
@@ -324,7 +338,7 @@ fn call(ctx: &mut Ctx<'_>, args: &[Bytes], ro_command: bool) -> Reply {
     tri!(script::prepare(ctx, &lib, index));
     let target = Target::Function { lib: &lib, index };
     let allowed = script::Allowed::from(Some(flags), ro_command);
-    script::run_alone(ctx, target, &keys, &argv, allowed)
+    script::run_alone(ctx, target, args, &keys, &argv, allowed)
 }
 
 /// `function.copy` (internal): another node's copy of this node's libraries, FUNCTION

@@ -17,6 +17,7 @@ mod function;
 mod geo;
 mod hash;
 mod hll;
+mod inert;
 mod keys;
 mod list;
 mod lua_libs;
@@ -120,6 +121,8 @@ pub mod flag {
     /// it), though COMMAND INFO shows Redis's flags (`may_replicate`, not `write`). Not
     /// listed in [`NAMES`].
     pub const RUNS_WRITES: u32 = 1 << 15;
+    /// Runs while a script is busy (Redis's `allow-busy`): see [`super::allowed_while_busy`].
+    pub const ALLOW_BUSY: u32 = 1 << 16;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -135,6 +138,7 @@ pub mod flag {
         (NO_MULTI, "no_multi"),
         (PUBSUB, "pubsub"),
         (MAY_REPLICATE, "may_replicate"),
+        (ALLOW_BUSY, "allow_busy"),
     ];
 }
 
@@ -477,16 +481,16 @@ pub static TABLE: &[CommandSpec] = &[
     // connection
     cmd!("ping", -1, FAST | STALE, (0, 0, 0), "connection", "1.0.0", "Returns the server's liveliness response.", conn::ping),
     cmd!("echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", "Returns the given string.", conn::echo),
-    cmd!("hello", -1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.0.0", "Handshakes with the Redis server.", conn::hello),
-    cmd!("auth", -2, FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Authenticates the connection.", conn::auth),
+    cmd!("hello", -1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "6.0.0", "Handshakes with the Redis server.", conn::hello),
+    cmd!("auth", -2, FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", "Authenticates the connection.", conn::auth),
     cmd!("select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Changes the selected database.", db::select),
-    cmd!("quit", -1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
-    cmd!("reset", 1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
-    cmd!("multi", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "1.2.0", "Starts a transaction.", multi::multi),
+    cmd!("quit", -1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
+    cmd!("reset", 1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
+    cmd!("multi", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "1.2.0", "Starts a transaction.", multi::multi),
     CommandSpec { route: Route::Exec, ..cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE, (0, 0, 0), "transactions", "1.2.0", "Executes all commands in a transaction.", multi::exec) },
-    cmd!("discard", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.0.0", "Discards a transaction.", multi::discard),
-    CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
-    cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
+    cmd!("discard", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.0.0", "Discards a transaction.", multi::discard),
+    CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
+    cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
     cmd!("client", -2, NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "2.4.0", "A container for client connection commands.", conn::client,
         &["id", "setname", "getname", "setinfo", "info", "list", "kill", "unblock", "pause", "unpause", "no-evict", "no-touch", "reply", "tracking", "caching", "getredir", "trackinginfo", "help"]),
     // strings
@@ -722,7 +726,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["get", "set", "resetstat", "rewrite", "help"]),
     CommandSpec { route: Route::AllNodes(Gather::Everywhere(&["setuser", "deluser"])), ..cmd!("acl", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands.", acl::acl,
         &["cat", "deluser", "dryrun", "genpass", "getuser", "list", "load", "log", "save", "setuser", "users", "whoami", "help"]) },
-    cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
+    cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
         &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "forget", "localkeys", "haskey", "help"]) },
     CommandSpec { acl: &["connection"], ..cmd!("readonly", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", cluster::readonly) },
@@ -1077,6 +1081,9 @@ pub struct Session {
     /// A blocked command runs again after a wake-up: keys of another type are waited past
     /// instead of answering WRONGTYPE (Redis keeps such a client blocked).
     pub block_retry: bool,
+    /// A blocked client's attempt: it waits out a busy script instead of answering BUSY
+    /// (Redis serves its blocked clients once the script ended).
+    pub blocked_attempt: bool,
     /// Its Pub/Sub subscriptions and mailbox, from its first SUBSCRIBE on (`crate::pubsub`),
     /// or from CLIENT TRACKING ON (its invalidations come through the mailbox).
     pub pubsub: Option<crate::pubsub::Subscriber>,
@@ -1124,6 +1131,7 @@ impl Session {
             block: None,
             no_block: false,
             block_retry: false,
+            blocked_attempt: false,
             pubsub: None,
             tracking: None,
             depth: 0,
@@ -1339,11 +1347,28 @@ fn prepare_found(
     {
         return Prepared::Done(reject(session, Reply::error(ERR_OOM)));
     }
+    // While a script is busy, what would be queued is refused as it would be run.
+    if session.multi.is_some() && spec.flags & NOQUEUE == 0 && !allowed_while_busy(spec, args) {
+        if let Some(busy) = node.running.busy_reply() {
+            return Prepared::Done(reject(session, err(busy)));
+        }
+    }
     if let Some(tx) = session.multi.as_mut().filter(|_| spec.flags & NOQUEUE == 0) {
         tx.queue.push(args.to_vec());
         return Prepared::Done(Reply::Simple("QUEUED".into()));
     }
     Prepared::Run(spec)
+}
+
+/// Whether a command runs while a script is busy (Redis's `allow-busy`): the rows flagged
+/// [`ALLOW_BUSY`], and SCRIPT KILL, FUNCTION KILL and FUNCTION STATS of their containers.
+pub fn allowed_while_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    spec.flags & ALLOW_BUSY != 0
+        || match spec.name {
+            "script" => names_subcommand(&["kill"], args),
+            "function" => names_subcommand(&["kill", "stats"], args),
+            _ => false,
+        }
 }
 
 /// The reply to a command that needs memory when `maxmemory` is reached and nothing can be
@@ -1403,8 +1428,19 @@ fn run_command(
     use std::sync::atomic::Ordering::Relaxed;
     let node = host.engine();
     let row = stat_row(node, spec, args);
-    // No other thread's EXEC runs while this command does (`shoal_store::gate`).
-    let _entered = node.store.enter();
+    // No other thread's EXEC or script runs while this command does (`shoal_store::gate`);
+    // a script busy past its threshold answers BUSY instead, but for the few Redis lets
+    // through, which then run beside it (`crate::busy`).
+    let busy = || !session.blocked_attempt && node.running.is_busy();
+    let _entered = match node.store.enter_unless(&busy) {
+        Some(entered) => Some(entered),
+        None if allowed_while_busy(spec, args) => None,
+        None => {
+            let reply = err(node.running.busy_reply().unwrap_or(crate::busy::BUSY_EVAL));
+            count_error(node, &reply);
+            return reject(session, reply);
+        }
+    };
     if spec.flags & DENYOOM != 0
         && !session.allow_oom
         && node.store.maxmemory() > 0
@@ -1606,6 +1642,16 @@ fn stat_row<'a>(
 }
 
 /// Counts an error reply in INFO errorstats.
+/// A command that ended in an error outside its run (a blocked one that CLIENT UNBLOCK ...
+/// ERROR ended): a failed call and an error reply in INFO, as Redis counts it.
+pub fn count_failed(node: &Engine, spec: &CommandSpec, args: &[Bytes], text: &str) {
+    if let Some(row) = stat_row(node, spec, args) {
+        row.failed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    node.commands.error(text);
+}
+
 fn count_error(node: &Engine, reply: &Reply) {
     if let Reply::Error(text) = reply {
         node.commands.error(text);

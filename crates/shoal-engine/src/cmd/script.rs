@@ -10,9 +10,9 @@
 //! ([`Scripts`]), as Redis's script cache is the server's. The global table is read-only
 //! to scripts, as in Redis 7 (`KEYS` and `ARGV` are set for each call); since scripts share
 //! a worker's state, whatever could reach across them or load code is left out (see
-//! [`SANDBOX`]). Unlike Redis, a script that runs past `busy-reply-threshold` (5 s) is
-//! stopped with an error rather than answering BUSY to everyone until SCRIPT KILL, and a
-//! script's Lua heap ([`LUA_MEMORY`]) and reply ([`REPLY_MAX_BYTES`]) are bounded. Redis's
+//! [`SANDBOX`]). A script that runs past `busy-reply-threshold` keeps running while the
+//! others are answered BUSY, until it ends or SCRIPT KILL stops it ([`crate::busy`]), as in
+//! Redis; a script's Lua heap ([`LUA_MEMORY`]) and reply ([`REPLY_MAX_BYTES`]) are bounded. Redis's
 //! bundled libraries (cjson, cmsgpack, bit, struct) are `lua_libs`'. In a cluster a script may touch only the keys
 //! it declares ([`check_call`]).
 
@@ -29,8 +29,6 @@ use super::{db, err, flag, is, lookup_listed, parse_i64, Ctx, ERR_SYNTAX};
 use crate::functions::{self, Library};
 use crate::scripts::Scripts;
 
-/// How long a script may run before it is stopped (Redis's `busy-reply-threshold`).
-const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
 /// The most a worker's Lua state may allocate.
 pub const LUA_MEMORY: usize = 64 << 20;
 /// Compiled scripts a worker keeps before it starts again from none.
@@ -78,13 +76,13 @@ thread_local! {
 /// `getmetatable` reach a script's own tables only. The library tables are read-only views
 /// and the globals sit behind an empty, read-only `_G` (Redis 7's rules: a global can be
 /// neither created, replaced nor read before it exists).
-/// `pcall` and `xpcall` pass the time limit's error on, so a script cannot catch it and run
+/// `pcall` and `xpcall` pass SCRIPT KILL's error on, so a script cannot catch it and run
 /// on.
 const SANDBOX: &str = r#"
 do
   local pcall_, xpcall_, killed, caught = pcall, xpcall, __shoal_killed, __shoal_caught
   local function check(ok, ...)
-    if killed() then error("ERR Script killed by timeout (busy-reply-threshold)", 0) end
+    if killed() then error("ERR Script killed by user with SCRIPT KILL...", 0) end
     if ok then return ok, ... end
     return ok, caught((...))
   end
@@ -211,7 +209,7 @@ type Registered = (functions::Function, mlua::Function);
 thread_local! {
     /// The functions registered so far by the library loading on this thread.
     static LOADING: RefCell<Option<Vec<Registered>>> = const { RefCell::new(None) };
-    /// Set by the time limit's hook: the running script is past its time.
+    /// Set by the hook that ends a script SCRIPT KILL or SHUTDOWN stopped.
     static KILLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The last error `redis.call` raised in the running script, and the reply that places
     /// it (`located`).
@@ -975,20 +973,26 @@ fn run(
         KILLED.with(|k| k.set(false));
         RAISED.with(|r| *r.borrow_mut() = None);
         RESP3.with(|r| r.set(false));
+        // Past the threshold the others are answered BUSY; SCRIPT KILL or SHUTDOWN ends it.
+        let running = ctx.engine.running.clone();
+        let threshold = Duration::from_millis(ctx.engine.with_settings(|s| s.busy_reply_threshold));
         // Global, so every thread's instructions count.
         let _ = lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(10_000),
             move |_, _| {
-                if started.elapsed() > SCRIPT_TIME_LIMIT {
+                if running.killed() {
                     KILLED.with(|k| k.set(true));
-                    Err(mlua::Error::RuntimeError(
-                        "ERR Script killed by timeout (busy-reply-threshold)".into(),
-                    ))
-                } else {
-                    Ok(VmState::Continue)
+                    return Err(mlua::Error::RuntimeError(
+                        crate::busy::KILLED_BY_USER.into(),
+                    ));
                 }
+                if started.elapsed() >= threshold {
+                    running.turn_busy();
+                }
+                Ok(VmState::Continue)
             },
         );
+        let running = &ctx.engine.running;
         let ctx = RefCell::new(&mut *ctx);
         let result = lua.scope(|scope| {
             let table = |items: &[Bytes]| -> mlua::Result<mlua::Table> {
@@ -1020,6 +1024,14 @@ fn run(
                 let acl = || super::acl::script_refusal(ctx.engine, ctx.session, &cmd);
                 if let Err(e) = check_call(&cmd, declared, read_only, acl) {
                     return Ok(Err(e));
+                }
+                // A write and SCRIPT KILL exclude each other: a killed script writes no more.
+                let writes = lookup_listed(&cmd[0]).is_some_and(|s| s.flags & flag::WRITE != 0);
+                if writes && !running.may_write() {
+                    KILLED.with(|k| k.set(true));
+                    return Err(mlua::Error::RuntimeError(
+                        crate::busy::KILLED_BY_USER.into(),
+                    ));
                 }
                 // MONITOR shows a script's calls after its EVAL or FCALL, as `[0 lua]`.
                 ctx.host.monitor("lua", &cmd);
@@ -1354,7 +1366,14 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro_command: boo
         sha: &sha,
         body: &body[skip..],
     };
-    run_alone(ctx, target, &keys, &argv, Allowed::from(flags, ro_command))
+    run_alone(
+        ctx,
+        target,
+        args,
+        &keys,
+        &argv,
+        Allowed::from(flags, ro_command),
+    )
 }
 
 /// Redis's checks of a script's flags before it runs (`scriptPrepareForRun`): `flags` are
@@ -1386,18 +1405,33 @@ pub(super) fn refused(ctx: &mut Ctx<'_>, flags: Option<u8>, ro_command: bool) ->
 
 /// Runs a script or function with no other client's command in between on any worker (as
 /// EXEC); a SELECT in it changes its database, not its caller's (Redis 7).
+/// Another script busy past its threshold answers it BUSY instead (`crate::busy`); `command`
+/// is the caller's, for FUNCTION STATS.
 pub(super) fn run_alone(
     ctx: &mut Ctx<'_>,
     target: Target<'_>,
+    command: &[Bytes],
     keys: &[Bytes],
     argv: &[Bytes],
     allowed: Allowed,
 ) -> Reply {
     let engine = ctx.engine;
     let db = ctx.session.db;
-    let reply = engine
-        .store
-        .exclusive(|| run(ctx, target, keys, argv, allowed));
+    let busy = || engine.running.is_busy();
+    let reply = engine.store.exclusive_unless(&busy, || {
+        let (function, name) = match target {
+            Target::Script { sha, .. } => (false, format!("f_{sha}")),
+            Target::Function { lib, index } => (true, lib.functions[index].name.clone()),
+        };
+        let _run = engine.running.start(function, name, command.to_vec());
+        run(ctx, target, keys, argv, allowed)
+    });
+    let reply = reply.unwrap_or_else(|| {
+        err(engine
+            .running
+            .busy_reply()
+            .unwrap_or(crate::busy::BUSY_EVAL))
+    });
     ctx.session.db = db;
     ctx.session
         .info
@@ -1490,7 +1524,10 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Reply::ok()
         }
         b"flush" => err(ERR_SYNTAX),
-        b"kill" if args.len() == 2 => err("NOTBUSY No scripts in execution right now."),
+        b"kill" if args.len() == 2 => match ctx.engine.running.kill(false) {
+            Ok(()) => Reply::ok(),
+            Err(e) => err(e),
+        },
         b"kill" => arity("kill"),
         b"help" if args.len() == 2 => super::conn::help_reply(SCRIPT_HELP),
         _ => super::unknown_subcommand("script", &args[1]),

@@ -23,11 +23,13 @@ use crate::{REDIS_VERSION, SHOAL_VERSION};
 /// nothing on disk, so SAVE/NOSAVE change nothing; the caller's connection closes without a
 /// reply, as Redis's does.
 pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let mut abort = false;
+    let (mut abort, mut nosave) = (false, false);
     for a in &args[1..] {
         if is(a, "ABORT") {
             abort = true;
-        } else if !(is(a, "NOSAVE") || is(a, "SAVE") || is(a, "NOW") || is(a, "FORCE")) {
+        } else if is(a, "NOSAVE") {
+            nosave = true;
+        } else if !(is(a, "SAVE") || is(a, "NOW") || is(a, "FORCE")) {
             return err(super::ERR_SYNTAX);
         }
     }
@@ -37,6 +39,13 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         } else {
             err(super::ERR_SYNTAX)
         };
+    }
+    // A busy script: only SHUTDOWN NOSAVE, which ends it, as in Redis.
+    if let Some(busy) = ctx.engine.running.busy_reply() {
+        if !nosave {
+            return err(busy);
+        }
+        ctx.engine.running.abort();
     }
     tracing::warn!(client = ctx.session.info.id, "SHUTDOWN requested");
     ctx.host.shutdown();
@@ -220,6 +229,9 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             }
             "memory" => {
                 let (rss, _, _) = crate::stats::process_usage();
+                // Read now, not the cron's last sample (up to 1/hz old): a client that
+                // writes and then reads INFO sees what it wrote, as in Redis.
+                node.refresh_memory();
                 let used = node.used_memory();
                 let max = node.with_settings(|s| s.maxmemory.0);
                 let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 1.0 };
@@ -868,6 +880,33 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             Ok(())
         }),
     ),
+    (
+        "lfu-log-factor",
+        |c| c.lfu_log_factor.to_string(),
+        Some(|c, v| {
+            c.lfu_log_factor = ranged(v, 0, i64::from(i32::MAX))? as u32;
+            Ok(())
+        }),
+    ),
+    (
+        "lfu-decay-time",
+        |c| c.lfu_decay_time.to_string(),
+        Some(|c, v| {
+            c.lfu_decay_time = ranged(v, 0, i64::from(i32::MAX))? as u32;
+            Ok(())
+        }),
+    ),
+    // Redis's name for `shutdown-timeout-ms`, in seconds.
+    (
+        "shutdown-timeout",
+        |c| (c.shutdown_timeout_ms / 1000).to_string(),
+        Some(|c, v| {
+            c.shutdown_timeout_ms = ranged(v, 0, i64::from(i32::MAX))? as u64 * 1000;
+            Ok(())
+        }),
+    ),
+    // Redis's name for the worker threads.
+    ("io-threads", |c| c.threads.to_string(), None),
     text!("requirepass", requirepass),
     ("aclfile", |c| c.aclfile.clone(), None),
     (
@@ -1167,9 +1206,23 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         },
         None,
     ),
-    // How long a Lua script may run (it is then stopped: see `cmd::script`).
-    ("busy-reply-threshold", |_| "5000".into(), None),
-    ("lua-time-limit", |_| "5000".into(), None),
+    // How long a script runs before the others are answered BUSY (`crate::busy`).
+    (
+        "busy-reply-threshold",
+        |c| c.busy_reply_threshold.to_string(),
+        Some(|c, v| {
+            c.busy_reply_threshold = ranged(v, 0, i64::MAX)? as u64;
+            Ok(())
+        }),
+    ),
+    (
+        "lua-time-limit",
+        |c| c.busy_reply_threshold.to_string(),
+        Some(|c, v| {
+            c.busy_reply_threshold = ranged(v, 0, i64::MAX)? as u64;
+            Ok(())
+        }),
+    ),
     ("dbfilename", |_| "dump.rdb".into(), None),
     (
         "dir",
@@ -1224,19 +1277,27 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let mut seen = std::collections::HashSet::new();
             for p in &args[2..] {
                 let is_glob = p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
-                for (name, get, _) in PARAMS {
+                let inert = super::inert::names().filter_map(|name| {
+                    let value = super::inert::get(&settings.inert, name)?;
+                    Some((name, value))
+                });
+                let rows = PARAMS
+                    .iter()
+                    .map(|(name, get, _)| (*name, get(&settings)))
+                    .chain(inert);
+                for (name, value) in rows {
                     let hit = if is_glob {
                         glob_match(p, name.as_bytes(), true)
                     } else {
                         p.eq_ignore_ascii_case(name.as_bytes())
                     };
-                    if hit && seen.insert(*name) {
+                    if hit && seen.insert(name) {
                         let shown = if is_glob {
-                            Reply::bulk(*name)
+                            Reply::bulk(name)
                         } else {
                             Reply::Bulk(p.clone())
                         };
-                        out.push((shown, Reply::bulk(get(&settings))));
+                        out.push((shown, Reply::bulk(value)));
                     }
                 }
             }
@@ -1276,10 +1337,25 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             let typed = String::from_utf8_lossy(&pair[0]).into_owned();
             let name = typed.to_ascii_lowercase();
             let value = String::from_utf8_lossy(&pair[1]).into_owned();
-            let Some((_, _, setter)) = PARAMS.iter().find(|(n, _, _)| *n == name) else {
-                return Err(format!(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '{typed}'"
-                ));
+            let row = PARAMS.iter().find(|(n, _, _)| *n == name);
+            if row.is_none() {
+                // One of Redis's that changes nothing here: checked and kept.
+                let Some((canonical, _, kind)) = super::inert::find(&name) else {
+                    return Err(format!(
+                        "ERR Unknown option or number of arguments for CONFIG SET - '{typed}'"
+                    ));
+                };
+                if !seen.insert(canonical.to_string()) {
+                    return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+                }
+                let value = super::inert::check(*kind, &value).map_err(|why| {
+                    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
+                })?;
+                next.inert.insert(canonical.to_string(), value);
+                continue;
+            }
+            let Some((_, _, setter)) = row else {
+                unreachable!("found above")
             };
             if !seen.insert(name.clone()) {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
@@ -1313,6 +1389,8 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
                 node.store.set_policy(p);
             }
             node.store.set_samples(s.maxmemory_samples);
+            node.store.set_lfu_log_factor(s.lfu_log_factor);
+            node.store.set_lfu_decay_time(s.lfu_decay_time);
             node.commands
                 .configure_slowlog(s.slowlog_log_slower_than, s.slowlog_max_len);
             node.latency.configure(s.latency_monitor_threshold);

@@ -1,0 +1,249 @@
+//! The script or function that runs now, as the other clients see it (Redis's
+//! `busy-reply-threshold`).
+//!
+//! A script runs with every other command kept out (`shoal_store::gate`). Past the
+//! threshold it keeps running, as in Redis, and becomes *busy*: the commands kept out stop
+//! waiting and are answered [`BUSY_EVAL`] or [`BUSY_FUNCTION`], but for the few Redis lets
+//! through (`allow_busy` in the command table: SCRIPT KILL, FUNCTION KILL and STATS,
+//! SHUTDOWN, AUTH, ...). SCRIPT KILL / FUNCTION KILL stop a busy script that has not
+//! written ([`Running::kill`]); one that has is UNKILLABLE, and only SHUTDOWN ends it
+//! ([`Running::abort`]). A write and a kill exclude each other through one atomic state, so
+//! a script is never killed after a write it made.
+//!
+//! Unlike Redis, whose one thread answers the others while it runs a script, the clients
+//! served by the worker thread that runs it wait until it ends (each worker serves its own
+//! connections); the others are answered BUSY.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+/// The answer to a command kept out by a busy script (EVAL's kind).
+pub const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// The answer to a command kept out by a busy function.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+/// SCRIPT KILL of a script that wrote.
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands \
+     against the dataset. You can either wait the script termination or kill the server in a \
+     hard way using the SHUTDOWN NOSAVE command.";
+/// SCRIPT KILL with no script running (past its threshold).
+pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+/// What a killed script ends with.
+pub const KILLED_BY_USER: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+const RUNNING: u8 = 1;
+const FUNCTION: u8 = 1 << 1;
+const BUSY: u8 = 1 << 2;
+const WROTE: u8 = 1 << 3;
+const KILLED: u8 = 1 << 4;
+
+/// See the module docs. One per engine (one script runs at a time); clones share it (the
+/// running script's hook holds one).
+#[derive(Default, Clone)]
+pub struct Running(Arc<State>);
+
+#[derive(Default)]
+struct State {
+    state: AtomicU8,
+    /// The node stops: a script busy now or later is ended ([`Running::abort`]).
+    stopping: AtomicBool,
+    /// What FUNCTION STATS shows of it: its name, its command, when it started.
+    about: Mutex<Option<(String, Vec<Bytes>, Instant)>>,
+}
+
+/// A script's run; it ends when this is dropped.
+#[must_use]
+pub struct Run<'a>(&'a Running);
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+             .0
+            .about
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+        self.0 .0.state.store(0, SeqCst);
+    }
+}
+
+/// What SCRIPT KILL (`by_function_kill` false) or FUNCTION KILL does to the script in
+/// `state`: the state to set, or the error to answer (Redis's `scriptKill`).
+pub fn kill_decision(state: u8, by_function_kill: bool) -> Result<u8, &'static str> {
+    if state & BUSY == 0 {
+        return Err(NOTBUSY);
+    }
+    if state & WROTE != 0 {
+        return Err(UNKILLABLE);
+    }
+    match (state & FUNCTION != 0, by_function_kill) {
+        (true, false) => Err(BUSY_FUNCTION),
+        (false, true) => Err(BUSY_EVAL),
+        _ => Ok(state | KILLED),
+    }
+}
+
+impl Running {
+    /// A script (`function` false) or function starts: `name` and `command` for FUNCTION
+    /// STATS.
+    pub fn start(&self, function: bool, name: String, command: Vec<Bytes>) -> Run<'_> {
+        *self.0.about.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((name, command, Instant::now()));
+        let kind = if function {
+            RUNNING | FUNCTION
+        } else {
+            RUNNING
+        };
+        self.0.state.store(kind, SeqCst);
+        Run(self)
+    }
+
+    /// The script ran past the threshold: the others are answered BUSY from now on (and
+    /// it ends if the node stops).
+    pub fn turn_busy(&self) {
+        self.0.state.fetch_or(BUSY, SeqCst);
+        if self.0.stopping.load(SeqCst) {
+            self.0.state.fetch_or(KILLED | WROTE, SeqCst);
+        }
+    }
+
+    /// The answer to a command kept out now, `None` unless a script is busy.
+    pub fn busy_reply(&self) -> Option<&'static str> {
+        let state = self.0.state.load(SeqCst);
+        if state & BUSY == 0 {
+            None
+        } else if state & FUNCTION != 0 {
+            Some(BUSY_FUNCTION)
+        } else {
+            Some(BUSY_EVAL)
+        }
+    }
+
+    /// True while a script is busy.
+    pub fn is_busy(&self) -> bool {
+        self.0.state.load(SeqCst) & BUSY != 0
+    }
+
+    /// The running script is about to write: false (and nothing to write) when it was
+    /// killed, so a kill never follows a write.
+    pub fn may_write(&self) -> bool {
+        let mut state = self.0.state.load(SeqCst);
+        loop {
+            if state & KILLED != 0 {
+                return false;
+            }
+            if state & WROTE != 0 || state & RUNNING == 0 {
+                return true;
+            }
+            match self
+                .0
+                .state
+                .compare_exchange(state, state | WROTE, SeqCst, SeqCst)
+            {
+                Ok(_) => return true,
+                Err(now) => state = now,
+            }
+        }
+    }
+
+    /// True once the running script was killed (its hook then ends it).
+    pub fn killed(&self) -> bool {
+        self.0.state.load(SeqCst) & KILLED != 0
+    }
+
+    /// SCRIPT KILL (`by_function_kill` false) or FUNCTION KILL: `Err` holds the answer.
+    pub fn kill(&self, by_function_kill: bool) -> Result<(), &'static str> {
+        let mut state = self.0.state.load(SeqCst);
+        loop {
+            let next = kill_decision(state, by_function_kill)?;
+            match self.0.state.compare_exchange(state, next, SeqCst, SeqCst) {
+                Ok(_) => return Ok(()),
+                Err(now) => state = now,
+            }
+        }
+    }
+
+    /// The node stops (SHUTDOWN NOSAVE, SIGTERM): a script busy now, or once it is, ends at
+    /// its next check, written or not; one that ends within the threshold runs whole.
+    pub fn abort(&self) {
+        self.0.stopping.store(true, SeqCst);
+        if self.0.state.load(SeqCst) & BUSY != 0 {
+            self.0.state.fetch_or(KILLED | WROTE, SeqCst);
+        }
+    }
+
+    /// FUNCTION STATS's `running_script`: the name, the command and how long it has run
+    /// (ms), while a script runs.
+    pub fn about(&self) -> Option<(String, Vec<Bytes>, u64)> {
+        let about = self.0.about.lock().unwrap_or_else(PoisonError::into_inner);
+        let (name, command, started) = about.as_ref()?;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Some((name.clone(), command.clone(), ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_follows_redis() {
+        assert_eq!(kill_decision(0, false), Err(NOTBUSY));
+        assert_eq!(kill_decision(RUNNING, false), Err(NOTBUSY));
+        assert_eq!(
+            kill_decision(RUNNING | BUSY, false),
+            Ok(RUNNING | BUSY | KILLED)
+        );
+        assert_eq!(
+            kill_decision(RUNNING | BUSY | WROTE, false),
+            Err(UNKILLABLE)
+        );
+        assert_eq!(
+            kill_decision(RUNNING | BUSY | FUNCTION, false),
+            Err(BUSY_FUNCTION)
+        );
+        assert_eq!(kill_decision(RUNNING | BUSY, true), Err(BUSY_EVAL));
+        assert!(kill_decision(RUNNING | BUSY | FUNCTION, true).is_ok());
+        // A function that wrote: UNKILLABLE before the kind's error, as in Redis.
+        assert_eq!(
+            kill_decision(RUNNING | BUSY | FUNCTION | WROTE, false),
+            Err(UNKILLABLE)
+        );
+    }
+
+    #[test]
+    fn a_write_and_a_kill_exclude_each_other() {
+        let r = Running::default();
+        assert_eq!(r.busy_reply(), None);
+        {
+            let _run = r.start(false, "f_x".into(), vec![]);
+            assert_eq!(r.busy_reply(), None);
+            r.turn_busy();
+            assert_eq!(r.busy_reply(), Some(BUSY_EVAL));
+            assert_eq!(r.kill(false), Ok(()));
+            assert!(r.killed());
+            assert!(!r.may_write(), "killed: no write");
+        }
+        assert_eq!(r.busy_reply(), None);
+        assert_eq!(r.about(), None);
+        let _run = r.start(true, "lib_fn".into(), vec![Bytes::from("fcall")]);
+        assert!(r.may_write());
+        r.turn_busy();
+        assert_eq!(r.busy_reply(), Some(BUSY_FUNCTION));
+        assert_eq!(r.kill(true), Err(UNKILLABLE));
+        assert!(!r.killed());
+        r.abort();
+        assert!(r.killed());
+        assert_eq!(r.about().map(|a| a.0), Some("lib_fn".to_string()));
+        drop(_run);
+        // Stopping: a script within its threshold runs on; once busy it ends.
+        let _run = r.start(false, "f_y".into(), vec![]);
+        assert!(!r.killed());
+        r.turn_busy();
+        assert!(r.killed());
+    }
+}
