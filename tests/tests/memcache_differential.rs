@@ -225,6 +225,20 @@ fn the_memcached_port_answers_as_memcached_does() {
                 .to_vec(),
         ),
         (
+            // The meta protocol's stale-while-revalidate: `md I` marks stale (X), the first
+            // reader wins the recache (W), the others see Z; a vivified miss and a TTL under
+            // `R` win once; a `ms I` with an older CAS stores a stale value; a plain set ends
+            // it all. ms returns only c (0 when nothing was stored), k and O.
+            "stale-while-revalidate",
+            b"set inv 0 0 3\r\nmoo\r\nmd inv I T30\r\nmg inv s v\r\nmg inv s v\r\n\
+              ms inv 1 I T90 C1\r\nf\r\nmg inv s v\r\nms inv 3 T90\r\nnew\r\nmg inv s v\r\n\
+              mg nw v N30\r\nmg nw s v N30\r\nms r1 2 T10\r\nab\r\nmg r1 v R30\r\n\
+              mg r1 v R30\r\nmg r1 v R5\r\nms r2 2 T100\r\nab\r\nmg r2 v R30\r\n\
+              md nope I\r\nset e 0 0 1\r\n1\r\nms e 2 c C99 k Oab s t f\r\nhi\r\n\
+              ms e2 2 c C5 k\r\nhi\r\nms e 2 k s t f T50 F3 O1\r\nhi\r\n"
+                .to_vec(),
+        ),
+        (
             "touch and gat",
             b"set k 0 0 1\r\nx\r\ntouch k 100\r\ntouch nope 100\r\ngat 100 k nope\r\n".to_vec(),
         ),

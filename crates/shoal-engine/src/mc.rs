@@ -796,10 +796,14 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
     let Ok(vivify) = meta_number::<i64>(flags, b'N', out) else {
         return;
     };
+    let Ok(recache) = meta_number::<i64>(flags, b'R', out) else {
+        return;
+    };
     let st = &node.mc_stats;
     bump(&st.cmd_get);
     node.store.write(&key, now, |slot| {
         let mut won = false;
+        let mut created = false;
         if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
             // A RESP collection: a miss, neither touched nor replaced by a vivified item.
             bump(&st.get_misses);
@@ -819,6 +823,7 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
                 Some(ttl) => {
                     slot.set_with_flags(b"", expire_at(ttl, now), 0);
                     won = true;
+                    created = true;
                 }
                 None => {
                     if !flags.has(b'q') {
@@ -834,6 +839,20 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
             bump(&st.cmd_touch);
             slot.set_expire(expire_at(ttl, now));
         }
+        // Stale-while-revalidate: a TTL under `R` seconds wins the recache once, as does a
+        // stale item's first reader (and a vivified miss); who comes after a win sees Z.
+        let marks = slot.marks();
+        let recache_at = recache.and_then(|r| expire_at(r, now));
+        if let (Some(at), Some(r)) = (slot.expire_at(), recache_at) {
+            won |= !marks.token_sent && !created && at < r;
+        }
+        won |= marks.stale && !marks.token_sent;
+        if won {
+            slot.set_marks(shoal_store::Marks {
+                token_sent: true,
+                ..marks
+            });
+        }
         let Some(view) = item_view(slot, &key) else {
             // Touched with a past time: gone now.
             if !flags.has(b'q') {
@@ -842,8 +861,11 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
             return;
         };
         let mut ret = return_flags(flags, Some(&view), now);
-        if won {
-            ret.push((b'W', Vec::new()));
+        // Memcached's order: Z, X, then W.
+        for (flag, shown) in [(b'Z', marks.token_sent), (b'X', marks.stale), (b'W', won)] {
+            if shown {
+                ret.push((flag, Vec::new()));
+            }
         }
         let code = if flags.has(b'v') { "VA" } else { "HD" };
         write_meta(out, code, flags.has(b'v').then_some(view.value), &ret);
@@ -893,8 +915,13 @@ fn meta_set(
     let at = ttl.and_then(|t| expire_at(t, now));
     node.store.write(&key, now, |slot| {
         let exists = slot.exists();
+        // `I` with a CAS older than the item's: stored, but as stale, keeping the item's TTL
+        // and whether a win was handed out (memcached's `CAS_STALE`).
+        let stale_write =
+            flags.has(b'I') && compare.is_some_and(|c| slot.version().is_some_and(|v| c < v));
         let code = match (mode, compare) {
             (_, Some(_)) if !exists => "NF",
+            (_, Some(_)) if stale_write => "HD",
             (_, Some(c)) if slot.version() != Some(c) => "EX",
             (StoreMode::Add, _) if exists => "NS",
             (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, _) if !exists => "NS",
@@ -905,7 +932,16 @@ fn meta_set(
             }
             _ => "HD",
         };
-        if code == "HD" {
+        if code == "HD" && stale_write {
+            let token_sent = slot.marks().token_sent;
+            let kept = slot.expire_at();
+            slot.set_with_flags(&data, kept, client_flags.unwrap_or(0));
+            slot.set_marks(shoal_store::Marks {
+                stale: true,
+                token_sent,
+            });
+            bump(&node.mc_stats.total_items);
+        } else if code == "HD" {
             match mode {
                 StoreMode::Append => {
                     slot.append(&data);
@@ -920,8 +956,18 @@ fn meta_set(
         if code == "HD" && flags.has(b'q') {
             return;
         }
-        let view = item_view(slot, &key);
-        let ret = return_flags(flags, view.as_ref(), now);
+        // What memcached's ms returns: the new item's CAS (0 when nothing was stored), the
+        // key and the opaque, whatever the outcome; no other flag.
+        let cas = if code == "HD" { slot.version() } else { None };
+        let mut ret = Vec::new();
+        for (f, token) in &flags.items {
+            match f {
+                b'c' => ret.push((b'c', cas.unwrap_or(0).to_string().into_bytes())),
+                b'k' => push_key(&mut ret, flags, &key),
+                b'O' => ret.push((b'O', token.to_vec())),
+                _ => {}
+            }
+        }
         write_meta(out, code, None, &ret);
     });
 }
@@ -930,13 +976,29 @@ fn meta_delete(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
-    let Ok(compare) = meta_number::<u64>(flags, b'C', out) else {
+    let (Ok(compare), Ok(ttl)) = (
+        meta_number::<u64>(flags, b'C', out),
+        meta_number::<i64>(flags, b'T', out),
+    ) else {
         return;
     };
     node.store.write(&key, now, |slot| {
         let code = match compare {
             _ if !slot.exists() => "NF",
             Some(c) if slot.version() != Some(c) => "EX",
+            // `I`: not deleted but marked stale, with a new CAS (and `T`'s TTL), and the
+            // next reader wins its recache (memcached's stale-while-revalidate).
+            _ if flags.has(b'I') => {
+                if let Some(t) = ttl {
+                    slot.set_expire(expire_at(t, now));
+                }
+                slot.renew_version();
+                slot.set_marks(shoal_store::Marks {
+                    stale: true,
+                    token_sent: false,
+                });
+                "HD"
+            }
             _ => {
                 slot.remove();
                 "HD"

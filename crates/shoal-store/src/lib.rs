@@ -58,6 +58,32 @@ mod zset;
 mod tests;
 
 pub use entry::{Collection, Kind, ENTRY_OVERHEAD, MAX_KEY_LEN};
+
+/// Memcached's revalidation marks of an item (its `ITEM_STALE` and `ITEM_TOKEN_SENT`), for
+/// the meta protocol's stale-while-revalidate: `md ... I` marks an item stale, and the first
+/// `mg` to see it (or a vivified miss, or a TTL under `R`) is told it won the right to
+/// recache it, the others that someone did. Kept beside the items for the few that have any
+/// ([`Slot::marks`]); a new value has none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// Invalidated (`md I`, or a `ms I` with an older CAS): served, flagged `X`.
+    pub stale: bool,
+    /// A client was handed the win (`W`); the others see `Z`.
+    pub token_sent: bool,
+}
+
+impl Marks {
+    fn bits(self) -> u8 {
+        u8::from(self.stale) | (u8::from(self.token_sent) << 1)
+    }
+
+    fn from_bits(bits: u8) -> Marks {
+        Marks {
+            stale: bits & 1 != 0,
+            token_sent: bits & 2 != 0,
+        }
+    }
+}
 pub use evict::{EvictionPolicy, ParsePolicyError};
 pub use glob::glob_match;
 pub use hash::{Hash, LISTPACK_ENTRIES, LISTPACK_VALUE};

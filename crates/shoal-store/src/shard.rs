@@ -68,7 +68,15 @@ pub(crate) struct Shard {
     pub(crate) tombs: Tombstones,
     /// The thread that took the lock last ([`crate::Contention`]; 0: none yet).
     pub(crate) holder: u32,
+    /// Memcached's revalidation marks ([`crate::Marks`]) of the few items that have any, by
+    /// key hash: `(version, marks)`, valid while the item keeps that version (so any new
+    /// value clears them, and a removed key's entry is ignored, then dropped).
+    pub(crate) marks: hashbrown::HashMap<u64, (u64, u8), FixedState>,
 }
+
+/// Most items with [`crate::Marks`] per shard; past it the marks of items no longer there
+/// (or changed) are dropped, then, if still full, all (a mark lost reads as a fresh item).
+pub(crate) const MARKS_MAX: usize = 256;
 
 impl Shard {
     /// Index of `key`, expired or not.
@@ -376,6 +384,20 @@ impl Shard {
             holder: self.holder,
             ..Shard::default()
         };
+    }
+
+    /// Drops the marks of items no longer there or changed since; all of them if that
+    /// leaves the table full (see [`MARKS_MAX`]).
+    pub(crate) fn prune_marks(&mut self) {
+        let (items, table) = (&self.items, &self.table);
+        self.marks.retain(|&hash, &mut (version, _)| {
+            table
+                .iter_hash(hash)
+                .any(|&i| items[i as usize].version == version)
+        });
+        if self.marks.len() >= MARKS_MAX {
+            self.marks.clear();
+        }
     }
 
     pub(crate) fn count_in_slot(&self, slot: u16) -> usize {

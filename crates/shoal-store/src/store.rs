@@ -466,6 +466,42 @@ impl<'a> Slot<'a> {
         self.idx.is_some()
     }
 
+    /// Memcached's revalidation marks of the key's current value (none for a new value).
+    pub fn marks(&self) -> crate::Marks {
+        let Some(i) = self.idx else {
+            return crate::Marks::default();
+        };
+        let version = self.shard.items[i].version;
+        match self.shard.marks.get(&self.hash) {
+            Some(&(v, bits)) if v == version => crate::Marks::from_bits(bits),
+            _ => crate::Marks::default(),
+        }
+    }
+
+    /// Sets the marks of the key's current value (nothing for an absent key).
+    pub fn set_marks(&mut self, marks: crate::Marks) {
+        let Some(i) = self.idx else { return };
+        let version = self.shard.items[i].version;
+        let table = &mut self.shard.marks;
+        if marks == crate::Marks::default() {
+            table.remove(&self.hash);
+            return;
+        }
+        if table.len() >= crate::shard::MARKS_MAX && !table.contains_key(&self.hash) {
+            self.shard.prune_marks();
+        }
+        self.shard.marks.insert(self.hash, (version, marks.bits()));
+    }
+
+    /// Gives the key's value a new version (a new CAS unique) without changing it, as
+    /// memcached's `md ... I` does when it marks an item stale.
+    pub fn renew_version(&mut self) {
+        let Some(i) = self.idx else { return };
+        let now = self.clock.now_ms;
+        let old = self.shard.items[i].version;
+        self.shard.items[i].version = self.shard.next_version(Some(old), now);
+    }
+
     /// The key's version: it changes with every change of the key.
     pub fn version(&self) -> Option<u64> {
         self.idx.map(|i| self.shard.items[i].version)
@@ -1006,6 +1042,12 @@ impl Store {
             shard.holder = me;
         }
         shard
+    }
+
+    /// How many items of shard `idx` have revalidation marks kept (tests).
+    #[cfg(test)]
+    pub(crate) fn marks_held(&self, idx: usize) -> usize {
+        self.with_shard(idx, |shard, _| shard.marks.len())
     }
 
     /// Run `f` on shard `idx` under its lock, then publish the shard's changed figures.

@@ -1788,3 +1788,51 @@ fn a_command_s_notes_stay_with_it_and_the_rest_go_to_the_shared_log() {
         [(Bytes::from_static(b"c"), Noted::Created)]
     );
 }
+
+/// Memcached's revalidation marks belong to the value they were set on: a TTL change keeps
+/// them, a new version (a new value, or `renew_version`) before they are set again clears
+/// them, and a shard full of marks drops those of keys that are gone.
+#[test]
+fn marks_follow_the_value_they_were_set_on() {
+    let s = store();
+    let stale = Marks {
+        stale: true,
+        token_sent: false,
+    };
+    s.set(b"k", b"v", None, 1_000);
+    s.write(b"k", 1_000, |slot| {
+        assert_eq!(slot.marks(), Marks::default());
+        slot.renew_version();
+        slot.set_marks(stale);
+        assert_eq!(slot.marks(), stale);
+        slot.set_expire(Some(60_000));
+    });
+    assert_eq!(
+        s.write(b"k", 1_001, |slot| slot.marks()),
+        stale,
+        "kept by a TTL change"
+    );
+    s.set(b"k", b"new", None, 1_002);
+    assert_eq!(
+        s.write(b"k", 1_003, |slot| slot.marks()),
+        Marks::default(),
+        "a new value"
+    );
+    s.write(b"absent", 1_004, |slot| slot.set_marks(stale));
+    assert_eq!(
+        s.write(b"absent", 1_005, |slot| slot.marks()),
+        Marks::default()
+    );
+    // Many marked keys in one shard, then removed: the table stays bounded.
+    let keys: Vec<Vec<u8>> = (0..20_000)
+        .map(|i| format!("{{t}}{i}").into_bytes())
+        .collect();
+    for k in &keys {
+        s.set(k, b"v", None, 2_000);
+        s.write(k, 2_000, |slot| slot.set_marks(stale));
+        s.remove(k, 2_000);
+    }
+    let shard = usize::from(shard_of_key(b"{t}"));
+    let held = s.marks_held(shard);
+    assert!(held <= crate::shard::MARKS_MAX, "{held}");
+}
