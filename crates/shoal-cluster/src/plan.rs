@@ -437,7 +437,7 @@ mod tests {
             ("SCRIPT LOAD x", Plan::AllNodes),
             ("script flush", Plan::AllNodes),
             ("SCRIPT EXISTS x", Plan::Here),
-            ("SCRIPT KILL", Plan::Here),
+            ("SCRIPT KILL", Plan::AllNodes),
             ("FUNCTION LOAD x", Plan::AllNodes),
             ("FUNCTION delete x", Plan::AllNodes),
             ("FUNCTION RESTORE x", Plan::AllNodes),

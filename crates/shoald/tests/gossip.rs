@@ -1262,6 +1262,85 @@ fn a_joining_node_copies_the_function_libraries() {
     }
 }
 
+/// A script busy on the owner of its keys (which need not be the node its client asked) is
+/// stopped by SCRIPT KILL sent to any node: the kill goes to every member, and answers OK
+/// when one of them stopped its script, NOTBUSY when none runs one.
+#[test]
+fn script_kill_through_any_node_stops_a_busy_script() {
+    let _serial = serial();
+    let extra = ["threads=4", "busy-reply-threshold=50"];
+    let mut procs = vec![Proc::start_with("k0", &[], SECRET, &extra)];
+    procs.push(Proc::start_with("k1", &[procs[0].gossip], SECRET, &extra));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    // A short read timeout: a connection that lands on the worker running the script waits
+    // for it (Shoal's workers each serve their own connections), so another is tried.
+    let quick = |p: &Proc| -> Option<redis::Connection> {
+        let client = redis::Client::open(format!("redis://{}/", p.resp)).ok()?;
+        let con = client
+            .get_connection_with_timeout(Duration::from_secs(1))
+            .ok()?;
+        con.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        Some(con)
+    };
+    // Killed through the node that does not run it, then through the one that does.
+    for through_owner in [false, true] {
+        let mut con = procs[0].con();
+        let run = thread::spawn(move || {
+            redis::cmd("EVAL")
+                .arg("redis.call('GET', KEYS[1]) while true do end")
+                .arg(1)
+                .arg("busy")
+                .query::<String>(&mut con)
+                .map_err(|e| e.to_string())
+        });
+        let busy = |p: &Proc| {
+            let Some(mut con) = quick(p) else {
+                return false;
+            };
+            let r: redis::RedisResult<String> = redis::cmd("PING").query(&mut con);
+            matches!(r, Err(e) if e.code() == Some("BUSY"))
+        };
+        let mut owner = 0;
+        wait_until(
+            "the owner is busy",
+            SETTLE,
+            &[&procs[0], &procs[1]],
+            || match procs.iter().position(busy) {
+                Some(i) => {
+                    owner = i;
+                    true
+                }
+                None => false,
+            },
+        );
+        let asked = &procs[if through_owner { owner } else { 1 - owner }];
+        let mut killed = None;
+        wait_until("SCRIPT KILL answered", SETTLE, &[asked], || {
+            match quick(asked)
+                .map(|mut con| redis::cmd("SCRIPT").arg("KILL").query::<String>(&mut con))
+            {
+                None => false,
+                Some(Ok(ok)) => {
+                    killed = Some(ok);
+                    true
+                }
+                // A connection on a worker, or a link to the owner, held by the script:
+                // another connection is tried.
+                Some(Err(e)) => {
+                    let held = e.is_timeout() || e.to_string().contains("did not answer");
+                    assert!(held, "SCRIPT KILL through {}: {e}", asked.name);
+                    false
+                }
+            }
+        });
+        assert_eq!(killed.as_deref(), Some("OK"));
+        let e = run.join().unwrap().unwrap_err();
+        assert!(e.contains("Script killed by user"), "{e}");
+    }
+    let r: redis::RedisResult<String> = redis::cmd("SCRIPT").arg("KILL").query(&mut procs[0].con());
+    assert_eq!(r.unwrap_err().code(), Some("NOTBUSY"));
+}
+
 /// ACL users made at run time reach a node that joins or comes back (`acl.copy` there,
 /// `acl.adopt` here), so their clients log in through it; a user of a node's own
 /// configuration stays as configured; an ACL SETUSER through one node leaves every node

@@ -381,6 +381,9 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
 async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
+    if is_sub(args, "script", "kill") || is_sub(args, "function", "kill") {
+        return kill_anywhere(node, &view, args, proto, db).await;
+    }
     let mine = match ask(node, &view, view.me, proto, db, None, args).await {
         Ok(b) if is_error(&b) => return b,
         Ok(b) => b,
@@ -430,6 +433,43 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
         }
     }
     mine
+}
+
+/// SCRIPT KILL / FUNCTION KILL on every member: a script runs on the owner of its keys,
+/// which need not be the node the client asks. OK when one member killed its script (Redis
+/// Cluster's `one_succeeded`), else the first refusal other than NOTBUSY (UNKILLABLE, BUSY
+/// for the other kind); else, when a member did not answer in time, an error saying so (its
+/// link may be served by the very worker that runs its script, which answers nothing until
+/// the script ends: a new connection usually takes another link); else NOTBUSY.
+async fn kill_anywhere(
+    node: &Arc<Server>,
+    view: &Arc<View>,
+    args: &[Bytes],
+    proto: Protocol,
+    db: u8,
+) -> Bytes {
+    let asks = (0..view.len() as u16).map(|m| ask(node, view, m, proto, db, None, args));
+    let results = join_all(asks).await;
+    let unreached = results.iter().any(Result::is_err);
+    let replies: Vec<Bytes> = results.into_iter().flatten().collect();
+    let refusal = |b: &&Bytes| is_error(b) && !b.starts_with(b"-NOTBUSY");
+    if let Some(reply) = replies
+        .iter()
+        .find(|b| !is_error(b))
+        .or_else(|| replies.iter().find(refusal))
+    {
+        return reply.clone();
+    }
+    if unreached {
+        return error_bytes(
+            "ERR a node did not answer the kill in time (a busy script may hold its link); \
+             try again on a new connection",
+        );
+    }
+    replies
+        .first()
+        .cloned()
+        .unwrap_or_else(|| error_bytes("NOTBUSY No scripts in execution right now."))
 }
 
 /// How the other members run a SCRIPT or FUNCTION command that succeeded on this node, and

@@ -633,11 +633,11 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", script::evalsha), 2) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("eval_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script.", script::eval_ro), 2) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", script::evalsha_ro), 2) },
-    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "flush"])), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
+    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "flush", "kill"])), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
         &["load", "exists", "flush", "kill", "help"]) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Invokes a function.", function::fcall), 2) },
     CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Invokes a read-only function.", function::fcall_ro), 2) },
-    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "delete", "flush", "restore"])), ..cmd!("function", -2, NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", "A container for function commands.", function::function,
+    CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "delete", "flush", "restore", "kill"])), ..cmd!("function", -2, NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", "A container for function commands.", function::function,
         &["load", "delete", "list", "stats", "kill", "flush", "dump", "restore", "help"]) },
     // HyperLogLog
     cmd!("xadd", -5, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "stream", "5.0.0", "Appends a new message to a stream. Creates the key if it doesn't exist.", stream::xadd),
