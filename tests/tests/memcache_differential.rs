@@ -265,6 +265,9 @@ fn the_memcached_port_answers_as_memcached_does() {
         ("ms k4 2000000", "k4"),
         ("ms azU= 2000000 b", "k5"),
         ("set k6 0 0 2000000 noreply", "k6"),
+        // A base64 key with a space, and one that does not decode: nothing but the error.
+        ("ms YSBi 2000000 b", "k7"),
+        ("ms !!!! 2000000 b", "k8"),
     ] {
         stale.extend_from_slice(format!("set {key} 0 0 3\r\nold\r\n{write}\r\n").as_bytes());
         stale.extend(std::iter::repeat_n(b'v', 2_000_000));
@@ -299,6 +302,14 @@ fn the_memcached_port_answers_as_memcached_does() {
     ]
     .concat();
     too_large.extend(shoal_tests::bin(0x05, &arith, b"k", &[], 0));
+    // A SET too large of a key no text command can name answers nothing more.
+    too_large.extend(shoal_tests::bin(
+        0x01,
+        &[0; 8],
+        b"a b",
+        &vec![b'v'; 2_000_000],
+        0,
+    ));
     // A SET too large takes the old value away (far over the limit, and just over it).
     for size in [1_100_000, 1_048_576] {
         too_large.extend(shoal_tests::bin(0x01, &[0; 8], b"s", b"old", 0));

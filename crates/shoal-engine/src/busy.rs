@@ -53,6 +53,8 @@ struct State {
     stopping: AtomicBool,
     /// What FUNCTION STATS shows of it: its name, its command, when it started.
     about: Mutex<Option<(String, Vec<Bytes>, Instant)>>,
+    /// The thread running it, once it is busy (new connections are served elsewhere).
+    thread: Mutex<Option<std::thread::ThreadId>>,
 }
 
 /// A script's run; it ends when this is dropped.
@@ -61,13 +63,10 @@ pub struct Run<'a>(&'a Running);
 
 impl Drop for Run<'_> {
     fn drop(&mut self) {
-        *self
-            .0
-             .0
-            .about
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = None;
-        self.0 .0.state.store(0, SeqCst);
+        let state = &self.0 .0;
+        *state.about.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *state.thread.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        state.state.store(0, SeqCst);
     }
 }
 
@@ -105,7 +104,10 @@ impl Running {
     /// The script ran past the threshold: the others are answered BUSY from now on (and
     /// it ends if the node stops).
     pub fn turn_busy(&self) {
-        self.0.state.fetch_or(BUSY, SeqCst);
+        if self.0.state.fetch_or(BUSY, SeqCst) & BUSY == 0 {
+            let me = std::thread::current().id();
+            *self.0.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(me);
+        }
         if self.0.stopping.load(SeqCst) {
             self.0.state.fetch_or(KILLED | WROTE, SeqCst);
         }
@@ -121,6 +123,14 @@ impl Running {
         } else {
             Some(BUSY_EVAL)
         }
+    }
+
+    /// The thread running the busy script, if one is busy.
+    pub fn busy_thread(&self) -> Option<std::thread::ThreadId> {
+        if !self.is_busy() {
+            return None;
+        }
+        *self.0.thread.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// True while a script is busy.

@@ -137,6 +137,8 @@ fn outcome(
 
 /// Memcached's answer when memory is full and nothing may be evicted.
 const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
+/// The answer while a Redis script runs past its threshold (`crate::busy`).
+pub const BUSY: &[u8] = b"SERVER_ERROR busy: a Redis script is running\r\n";
 
 /// Executes one command, writing its reply to `out`; a multi-key get pauses once `out`
 /// holds `pause_at` bytes.
@@ -168,8 +170,16 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
 
 fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {
     let store = &node.store;
-    // Not inside another client's EXEC (`shoal_store::gate`).
-    let _entered = store.enter();
+    // Not inside another client's EXEC or script (`shoal_store::gate`); a script past its
+    // threshold is answered with an error rather than waited for (`crate::busy`), as the
+    // worker serves other connections too.
+    let busy = || node.running.is_busy();
+    let Some(_entered) = store.enter_unless(&busy) else {
+        if !quiet(&cmd) {
+            out.extend_from_slice(BUSY);
+        }
+        return Flow::Continue;
+    };
     let st = &node.mc_stats;
     match cmd {
         Command::Store {
@@ -527,6 +537,8 @@ fn settings(node: &Engine, out: &mut BytesMut) {
             c.memcache_max_item_size.0,
         )
     });
+    let (bind, idle_timeout, tls) =
+        node.with_settings(|c| (c.bind.clone(), c.timeout, c.tls_memcache));
     // The users as the node built them (at start); mc names no command-layer module.
     let open = node
         .acl
@@ -542,18 +554,25 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     reply::stat(out, "maxconns", maxconns);
     reply::stat(out, "tcpport", port);
     reply::stat(out, "udpport", 0);
+    reply::stat(out, "inter", bind);
     reply::stat(out, "verbosity", 0);
     reply::stat(
         out,
         "evictions",
         if policy == "noeviction" { "off" } else { "on" },
     );
+    reply::stat(out, "domain_socket", "NULL");
+    reply::stat(out, "shutdown_command", "no");
     reply::stat(out, "num_threads", threads);
+    reply::stat(out, "detail_enabled", "no");
     reply::stat(out, "cas_enabled", "yes");
     reply::stat(out, "binding_protocol", "auto-negotiate");
     reply::stat(out, "auth_enabled_sasl", auth);
     reply::stat(out, "auth_enabled_ascii", auth);
     reply::stat(out, "item_size_max", item_max);
+    reply::stat(out, "flush_enabled", "yes");
+    reply::stat(out, "idle_timeout", idle_timeout);
+    reply::stat(out, "ssl_enabled", if tls { "yes" } else { "no" });
     reply::end(out);
 }
 
@@ -847,8 +866,9 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
             won |= !marks.token_sent && !created && at < r;
         }
         won |= marks.stale && !marks.token_sent;
+        // No room to note the win (many at once): later readers may win too.
         if won {
-            slot.set_marks(shoal_store::Marks {
+            let _ = slot.set_marks(shoal_store::Marks {
                 token_sent: true,
                 ..marks
             });
@@ -936,10 +956,13 @@ fn meta_set(
             let token_sent = slot.marks().token_sent;
             let kept = slot.expire_at();
             slot.set_with_flags(&data, kept, client_flags.unwrap_or(0));
-            slot.set_marks(shoal_store::Marks {
+            let marked = slot.set_marks(shoal_store::Marks {
                 stale: true,
                 token_sent,
             });
+            if !marked {
+                slot.remove();
+            }
             bump(&node.mc_stats.total_items);
         } else if code == "HD" {
             match mode {
@@ -993,10 +1016,14 @@ fn meta_delete(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut
                     slot.set_expire(expire_at(t, now));
                 }
                 slot.renew_version();
-                slot.set_marks(shoal_store::Marks {
+                let kept = slot.set_marks(shoal_store::Marks {
                     stale: true,
                     token_sent: false,
                 });
+                // No room to mark it (many invalidated at once): deleted, a safe miss.
+                if !kept {
+                    slot.remove();
+                }
                 "HD"
             }
             _ => {

@@ -238,14 +238,18 @@ pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, F
         ));
     }
     if body_len > max_body(limits) {
+        // A SET's key names the old value to delete: waited for (it follows the header and
+        // extras, at most a few hundred bytes), whatever the segments it arrives in.
         let key_at = HEADER_LEN + extras_len;
-        let stale = (matches!(opcode, op::SET | op::SETQ)
-            && (1..=limits.max_key_len).contains(&key_len)
-            && input.len() >= key_at + key_len)
-            .then(|| {
-                let key = Bytes::copy_from_slice(&input[key_at..key_at + key_len]);
-                Box::new(stale_delete(&key))
-            });
+        let names_stale =
+            matches!(opcode, op::SET | op::SETQ) && (1..=limits.max_key_len).contains(&key_len);
+        if names_stale && input.len() < key_at + key_len {
+            return Ok(None);
+        }
+        let stale = names_stale.then(|| {
+            let key = Bytes::copy_from_slice(&input[key_at..key_at + key_len]);
+            Box::new(stale_delete(&key))
+        });
         return Err(Fatal {
             skip: Some(HEADER_LEN + body_len),
             stale,
@@ -318,7 +322,8 @@ fn flags(list: Vec<(u8, Vec<u8>)>) -> MetaFlags {
 /// The delete of `key`'s old value after a SET too large (see [`Action::Refuse`]).
 fn stale_delete(key: &Bytes) -> Command {
     let (key, base64) = meta_key(key);
-    crate::command::forget_stale(key, base64)
+    // `meta_key`'s base64 always decodes (to the key, never empty here); a no-op otherwise.
+    crate::command::forget_stale(key, base64).unwrap_or(Command::MetaNoop)
 }
 
 /// The key as a meta command names it, and whether it went base64 (`b`): the text protocol
@@ -882,6 +887,26 @@ mod tests {
         let e = parse(&mut BytesMut::from(&huge[..]), &Limits::default()).unwrap_err();
         assert_eq!(fields(&e.response).1, status::TOO_LARGE);
         assert_eq!(e.skip, Some(HEADER_LEN + u32::MAX as usize));
+        // A SET's key names the old value to delete: until it has arrived, nothing is
+        // decided; a GET too large names none.
+        assert!(matches!(
+            e.stale.as_deref(),
+            Some(Command::Delete { key, noreply: true }) if key == "k"
+        ));
+        assert_eq!(
+            parse(&mut BytesMut::from(&huge[..24]), &Limits::default()),
+            Ok(None)
+        );
+        assert_eq!(
+            parse(&mut BytesMut::from(&huge[..32]), &Limits::default()),
+            Ok(None)
+        );
+        let e = parse(&mut BytesMut::from(&huge[..33]), &Limits::default()).unwrap_err();
+        assert!(e.stale.is_some() && e.skip.is_some());
+        let mut get = frame(op::GET, &[], b"k", b"", 0);
+        get[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
+        let e = parse(&mut BytesMut::from(&get[..24]), &Limits::default()).unwrap_err();
+        assert_eq!((e.stale, e.skip.is_some()), (None, true));
         // Key and extras longer than the body: the framing is broken.
         let mut bad = frame(op::GET, &[], b"k", b"", 0);
         bad[2..4].copy_from_slice(&100u16.to_be_bytes());

@@ -116,26 +116,18 @@ pub struct MetaFlags {
 }
 
 /// The delete that takes away the old value of `key` after a `set` of it failed as too
-/// large (memcached unlinks it then), answered by nothing; `base64` when the key is in
-/// base64 (a meta key's `b`). A key that a text command cannot name (spaces, control
-/// bytes) goes as `md <base64> b q`, which still answers `NF` when the key is absent.
-pub fn forget_stale(key: Bytes, base64: bool) -> Command {
-    let text_safe = |k: &[u8]| !k.is_empty() && k.iter().all(|&b| b > b' ' && b != 0x7f);
+/// large (memcached unlinks it then), for the node to run without a reply; `base64` when
+/// the key is in base64 (a meta key's `b`, or a binary key no text command could name), as
+/// `md <key> b`. `None` for a base64 key that does not decode: no item has it.
+pub fn forget_stale(key: Bytes, base64: bool) -> Option<Command> {
     if !base64 {
-        return Command::Delete { key, noreply: true };
+        return Some(Command::Delete { key, noreply: true });
     }
-    match crate::base64::decode(&key) {
-        Some(raw) if text_safe(&raw) => Command::Delete {
-            key: Bytes::from(raw),
-            noreply: true,
-        },
-        _ => {
-            let flags = MetaFlags {
-                items: vec![(b'b', Bytes::new()), (b'q', Bytes::new())],
-            };
-            Command::MetaDelete { key, flags }
-        }
-    }
+    crate::base64::decode(&key).filter(|k| !k.is_empty())?;
+    let flags = MetaFlags {
+        items: vec![(b'b', Bytes::new()), (b'q', Bytes::new())],
+    };
+    Some(Command::MetaDelete { key, flags })
 }
 
 impl MetaFlags {

@@ -204,10 +204,10 @@ impl Pending {
                 mode: StoreMode::Set,
                 key,
                 ..
-            } => Some(crate::command::forget_stale(key.clone(), false)),
+            } => crate::command::forget_stale(key.clone(), false),
             Pending::Store { .. } => None,
             Pending::Meta { key, flags } => {
-                Some(crate::command::forget_stale(key.clone(), flags.has(b'b')))
+                crate::command::forget_stale(key.clone(), flags.has(b'b'))
             }
         }
     }
@@ -704,6 +704,10 @@ fn meta_set(t: &Tokens<'_>, limits: &Limits) -> Result<LineOutcome, ParseError> 
     let parsed: Result<(Pending, usize), ParseError> = (|| {
         let key = key(t, 1, limits)?;
         let flags = meta_flags(t, 3)?;
+        // memcached decodes a `b` key while it reads the flags, before the size check.
+        if flags.has(b'b') && crate::base64::decode(&key).is_none_or(|k| k.is_empty()) {
+            return Err(ParseError::Client("error decoding key"));
+        }
         Ok((Pending::Meta { key, flags }, len))
     })();
     with_data_block(parsed, Some(len), limits)

@@ -521,7 +521,7 @@ async fn accept_loop(
             };
             // A TLS client is simply closed: it could not read a plain refusal.
             if tls.is_none() {
-                crate::workers::spawn(&tracker, stream, move |mut stream, _| async move {
+                crate::workers::spawn(&tracker, stream, None, move |mut stream, _| async move {
                     let _ = stream.write_all(refusal).await;
                 });
             }
@@ -543,7 +543,9 @@ async fn accept_loop(
         let node = node.clone();
         let tls = tls.clone();
         let moves = tracker.clone();
-        crate::workers::spawn(&tracker, stream, move |stream, worker| async move {
+        // Not on a worker a busy script holds: a client may be there to kill it.
+        let stuck = node.engine.running.busy_thread();
+        crate::workers::spawn(&tracker, stream, stuck, move |stream, worker| async move {
             info.io_thread.store(worker, Ordering::Relaxed);
             let stream = match &tls {
                 None => Stream::Plain(stream),
@@ -661,7 +663,7 @@ async fn peer_accept_loop(
             config.clone(),
             shutdown.child_token(),
         );
-        crate::workers::spawn(&tracker, stream, move |stream, _| async move {
+        crate::workers::spawn(&tracker, stream, None, move |stream, _| async move {
             if let Err(e) = serve_peer(stream, &auth, service, &config, stop).await {
                 match e {
                     ServeError::Handshake(h) if h.is_refusal() => {

@@ -131,7 +131,7 @@ impl McFrontend {
                 }
                 // A `set` or `ms` too large also takes the key's old value away.
                 if let Some(delete) = self.parser.take_stale() {
-                    return Next::Request(delete, Form::Text);
+                    return Next::Request(delete, Form::Silent);
                 }
                 Next::Answered
             }
@@ -164,7 +164,7 @@ impl McFrontend {
                     self.skip = skip;
                     self.wanted = 0;
                     if let Some(delete) = fatal.stale {
-                        return Next::Request(*delete, Form::Text);
+                        return Next::Request(*delete, Form::Silent);
                     }
                     return Next::Answered;
                 }
@@ -180,7 +180,7 @@ impl McFrontend {
             }
             Action::Refuse(bytes, delete) => {
                 out.extend_from_slice(&bytes);
-                Next::Request(delete, Form::Text)
+                Next::Request(delete, Form::Silent)
             }
             Action::Sasl(sasl) => {
                 self.sasl(node, sasl, out);
@@ -255,6 +255,18 @@ impl McFrontend {
             (Answer::Here(cmd), Form::Text) => {
                 execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)
             }
+            (Answer::Here(cmd), Form::Silent) => {
+                execute(&node.engine, cmd, now, &mut BytesMut::new(), usize::MAX)
+            }
+            (Answer::Now(_), Form::Silent) => Flow::Continue,
+            (Answer::Later(f), Form::Silent) => {
+                // In its turn, so what follows is answered after it ran.
+                replies.push_later(Box::pin(async move {
+                    f.await;
+                    Bytes::new()
+                }));
+                Flow::Continue
+            }
             (Answer::Here(cmd), Form::Binary(p)) => {
                 // One key at most: the reply is bounded by one value.
                 let mut text = BytesMut::new();
@@ -292,6 +304,9 @@ impl McFrontend {
 enum Form {
     /// The text protocol's bytes, as they are.
     Text,
+    /// None: a request run for its effect alone (the delete of the old value a too-large
+    /// `set` leaves, which memcached does without a word).
+    Silent,
     /// Turned into the binary response to this request.
     Binary(binary::Pending),
 }
@@ -318,8 +333,13 @@ impl Frontend for McFrontend {
         }
         self.limits = mc::limits(&node.engine);
         if let Some(get) = self.pending.take() {
-            // The rest of a multi-get, not inside another client's EXEC (`mc::execute`).
-            let entered = node.engine.store.enter();
+            // The rest of a multi-get, not inside another client's EXEC (`mc::execute`); a
+            // busy script ends it with an error rather than holding this worker.
+            let busy = || node.engine.running.is_busy();
+            let Some(entered) = node.engine.store.enter_unless(&busy) else {
+                replies.buf().extend_from_slice(mc::BUSY);
+                return (processed, Step::Flush);
+            };
             let flow = get_keys(&node.engine, get, now, replies.buf(), FLUSH_AT);
             drop(entered);
             if let Flow::Paused(get) = flow {

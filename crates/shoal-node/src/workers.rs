@@ -39,6 +39,8 @@ struct Workers {
 
 struct Seat {
     handle: Handle,
+    /// Its thread, which a busy script may hold ([`spawn`] then sends no one there).
+    thread: std::thread::ThreadId,
     /// Connections this worker serves now.
     live: Arc<AtomicUsize>,
 }
@@ -57,20 +59,21 @@ pub fn start(count: usize) -> std::io::Result<()> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let handle = runtime.handle().clone();
+        let stop = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("shoal-worker-{i}"))
+            .spawn(move || {
+                // This worker's requests to other nodes go on its own links.
+                shoal_wire::use_link(i);
+                runtime.block_on(stop.cancelled())
+            })?;
         seats.push(Seat {
-            handle: runtime.handle().clone(),
+            handle,
+            thread: thread.thread().id(),
             live: Arc::default(),
         });
-        let stop = stop.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("shoal-worker-{i}"))
-                .spawn(move || {
-                    // This worker's requests to other nodes go on its own links.
-                    shoal_wire::use_link(i);
-                    runtime.block_on(stop.cancelled())
-                })?,
-        );
+        threads.push(thread);
     }
     let workers = Workers {
         seats,
@@ -147,8 +150,15 @@ pub fn shared(number: usize) -> bool {
 /// Serves the accepted `stream` with `serve` on the worker serving the fewest connections,
 /// tracked by `tracker`; on the caller's runtime without workers (or when the stream cannot
 /// move). `serve` is told the worker's number (from 1; 0 for the caller's runtime).
-pub fn spawn<F, Fut>(tracker: &TaskTracker, stream: TcpStream, serve: F)
-where
+/// `stuck`: the thread a busy script holds (its connections wait for the script), which
+/// gets no new connection; with no other worker the caller's runtime (the main thread)
+/// serves it, so a client can still send SCRIPT KILL.
+pub fn spawn<F, Fut>(
+    tracker: &TaskTracker,
+    stream: TcpStream,
+    stuck: Option<std::thread::ThreadId>,
+    serve: F,
+) where
     F: FnOnce(TcpStream, usize) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
@@ -156,13 +166,17 @@ where
         tracker.spawn(serve(stream, 0));
         return;
     };
-    let loads: Vec<usize> = w
+    let loads: Vec<Option<usize>> = w
         .seats
         .iter()
-        .map(|s| s.live.load(Ordering::Relaxed))
+        .map(|s| (Some(s.thread) != stuck).then(|| s.live.load(Ordering::Relaxed)))
         .collect();
-    let index = least_busy(&loads, w.next.fetch_add(1, Ordering::Relaxed));
-    spawn_at(w, index, tracker, stream, serve);
+    match least_busy(&loads, w.next.fetch_add(1, Ordering::Relaxed)) {
+        Some(index) => spawn_at(w, index, tracker, stream, serve),
+        None => {
+            tracker.spawn(serve(stream, 0));
+        }
+    }
 }
 
 /// Serves `stream` with `serve` on worker `number` (from 1), as [`spawn`] does on the one it
@@ -211,14 +225,16 @@ where
     }));
 }
 
-/// The seat with the fewest connections; among equals the first at or after `from`
-/// (modulo their number), so that ties go round (pure).
-fn least_busy(loads: &[usize], from: usize) -> usize {
+/// The seat with the fewest connections among those open (`Some`); among equals the first
+/// at or after `from` (modulo their number), so that ties go round; `None` when none is
+/// open (pure).
+fn least_busy(loads: &[Option<usize>], from: usize) -> Option<usize> {
     let n = loads.len();
     (0..n)
         .map(|i| (from + i) % n)
-        .min_by_key(|&i| loads[i])
-        .unwrap_or(0)
+        .filter_map(|i| loads[i].map(|load| (i, load)))
+        .min_by_key(|&(_, load)| load)
+        .map(|(i, _)| i)
 }
 
 /// The worker (from 1, of `workers`) that [`Affinity`] sends a hot shard's connections to.
@@ -361,12 +377,17 @@ mod tests {
 
     #[test]
     fn a_connection_goes_to_the_least_busy_worker_and_ties_go_round() {
-        assert_eq!(least_busy(&[3, 1, 2], 0), 1);
-        assert_eq!(least_busy(&[3, 1, 2], 2), 1);
-        assert_eq!(least_busy(&[0, 0, 0], 0), 0);
-        assert_eq!(least_busy(&[0, 0, 0], 1), 1);
-        assert_eq!(least_busy(&[0, 0, 0], 5), 2);
-        assert_eq!(least_busy(&[1, 0, 0], 0), 1);
-        assert_eq!(least_busy(&[0], 7), 0);
+        let open = |loads: &[usize]| loads.iter().map(|&l| Some(l)).collect::<Vec<_>>();
+        assert_eq!(least_busy(&open(&[3, 1, 2]), 0), Some(1));
+        assert_eq!(least_busy(&open(&[3, 1, 2]), 2), Some(1));
+        assert_eq!(least_busy(&open(&[0, 0, 0]), 0), Some(0));
+        assert_eq!(least_busy(&open(&[0, 0, 0]), 1), Some(1));
+        assert_eq!(least_busy(&open(&[0, 0, 0]), 5), Some(2));
+        assert_eq!(least_busy(&open(&[1, 0, 0]), 0), Some(1));
+        assert_eq!(least_busy(&open(&[0]), 7), Some(0));
+        // The worker a busy script holds is passed over, however idle; none left: none.
+        assert_eq!(least_busy(&[Some(5), None, Some(9)], 0), Some(0));
+        assert_eq!(least_busy(&[None, Some(7)], 0), Some(1));
+        assert_eq!(least_busy(&[None], 0), None);
     }
 }

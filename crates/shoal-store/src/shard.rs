@@ -75,7 +75,8 @@ pub(crate) struct Shard {
 }
 
 /// Most items with [`crate::Marks`] per shard; past it the marks of items no longer there
-/// (or changed) are dropped, then, if still full, all (a mark lost reads as a fresh item).
+/// (or changed) are dropped, and if that frees none, no new mark is taken
+/// ([`crate::Slot::set_marks`] says so, and the caller deletes the item instead).
 pub(crate) const MARKS_MAX: usize = 256;
 
 impl Shard {
@@ -386,8 +387,7 @@ impl Shard {
         };
     }
 
-    /// Drops the marks of items no longer there or changed since; all of them if that
-    /// leaves the table full (see [`MARKS_MAX`]).
+    /// Drops the marks of items no longer there or changed since (see [`MARKS_MAX`]).
     pub(crate) fn prune_marks(&mut self) {
         let (items, table) = (&self.items, &self.table);
         self.marks.retain(|&hash, &mut (version, _)| {
@@ -395,9 +395,6 @@ impl Shard {
                 .iter_hash(hash)
                 .any(|&i| items[i as usize].version == version)
         });
-        if self.marks.len() >= MARKS_MAX {
-            self.marks.clear();
-        }
     }
 
     pub(crate) fn count_in_slot(&self, slot: u16) -> usize {

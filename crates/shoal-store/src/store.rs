@@ -478,19 +478,28 @@ impl<'a> Slot<'a> {
         }
     }
 
-    /// Sets the marks of the key's current value (nothing for an absent key).
-    pub fn set_marks(&mut self, marks: crate::Marks) {
-        let Some(i) = self.idx else { return };
+    /// Sets the marks of the key's current value (nothing for an absent key); false when
+    /// its shard holds as many marked items as it may (the marks are not kept: a stale
+    /// value should then go, as a miss is safe where a stale value read as fresh is not).
+    pub fn set_marks(&mut self, marks: crate::Marks) -> bool {
+        let Some(i) = self.idx else { return true };
         let version = self.shard.items[i].version;
-        let table = &mut self.shard.marks;
         if marks == crate::Marks::default() {
-            table.remove(&self.hash);
-            return;
+            self.shard.marks.remove(&self.hash);
+            return true;
         }
-        if table.len() >= crate::shard::MARKS_MAX && !table.contains_key(&self.hash) {
+        let hash = self.hash;
+        let full = |s: &crate::shard::Shard| {
+            s.marks.len() >= crate::shard::MARKS_MAX && !s.marks.contains_key(&hash)
+        };
+        if full(self.shard) {
             self.shard.prune_marks();
+            if full(self.shard) {
+                return false;
+            }
         }
-        self.shard.marks.insert(self.hash, (version, marks.bits()));
+        self.shard.marks.insert(hash, (version, marks.bits()));
+        true
     }
 
     /// Gives the key's value a new version (a new CAS unique) without changing it, as

@@ -1835,4 +1835,19 @@ fn marks_follow_the_value_they_were_set_on() {
     let shard = usize::from(shard_of_key(b"{t}"));
     let held = s.marks_held(shard);
     assert!(held <= crate::shard::MARKS_MAX, "{held}");
+    // Live marked keys fill it: one more is refused (the caller deletes instead), and the
+    // marks already there stay.
+    let live: Vec<Vec<u8>> = (0..crate::shard::MARKS_MAX + 1)
+        .map(|i| format!("{{t}}live{i}").into_bytes())
+        .collect();
+    let kept: Vec<bool> = live
+        .iter()
+        .map(|k| {
+            s.set(k, b"v", None, 3_000);
+            s.write(k, 3_000, |slot| slot.set_marks(stale))
+        })
+        .collect();
+    assert!(kept[..crate::shard::MARKS_MAX].iter().all(|&k| k));
+    assert!(!kept[crate::shard::MARKS_MAX], "full");
+    assert_eq!(s.write(&live[0], 3_001, |slot| slot.marks()), stale);
 }

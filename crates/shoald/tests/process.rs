@@ -949,3 +949,80 @@ fn a_busy_script_answers_others_busy_until_script_kill() {
         "the script ended with an error"
     );
 }
+
+/// With one worker, held whole by a busy script: a new connection is served by the main
+/// thread instead, so a client can still get in and kill the script; there, EXEC is
+/// refused as Redis refuses it (EXECABORT, the transaction ended), FUNCTION STATS answers
+/// BUSY for a script (not a function), and a Memcached request gets an error instead of
+/// waiting. The connections of the held worker wait, and are answered once it is free.
+#[test]
+fn a_busy_script_leaves_new_connections_a_way_in() {
+    let daemon = Daemon::start(
+        &["--port", "0", "--memcache-port", "0", "--set", "threads=1"],
+        &[],
+    );
+    let mc_addr = daemon.memcache_addr();
+    let mut other = daemon.connect();
+    assert_eq!(
+        other.call(&["CONFIG", "SET", "busy-reply-threshold", "50"]),
+        Resp::ok()
+    );
+    let mut held_mc = std::net::TcpStream::connect(mc_addr).unwrap();
+    held_mc.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut script = daemon.connect();
+    let run = std::thread::spawn(move || script.call(&["EVAL", "while true do end", "0"]));
+    // A connection made once the script is busy answers BUSY at once.
+    let mut fresh = None;
+    let busy = wait_until(Duration::from_secs(20), || {
+        let mut c = daemon.connect();
+        c.reader
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut out = Vec::new();
+        encode(&[b"PING"], &mut out);
+        c.send_raw(&out);
+        match c.try_read() {
+            Ok(Some(Resp::Error(e))) if e.starts_with("BUSY ") => {
+                fresh = Some(c);
+                true
+            }
+            _ => false,
+        }
+    });
+    assert!(busy, "a new connection gets in while the script runs");
+    let mut c = fresh.unwrap();
+    c.reader
+        .get_ref()
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .unwrap();
+    // The held worker's Memcached client waits; a new one is answered an error.
+    held_mc.write_all(b"get foo\r\n").unwrap();
+    let mut mc = std::net::TcpStream::connect(mc_addr).unwrap();
+    mc.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    mc.write_all(b"get foo\r\n").unwrap();
+    let mut line = [0u8; 64];
+    let n = mc.read(&mut line).unwrap();
+    assert!(
+        line[..n].starts_with(b"SERVER_ERROR busy"),
+        "{:?}",
+        &line[..n]
+    );
+    assert_eq!(c.call(&["MULTI"]), Resp::ok());
+    assert!(matches!(c.call(&["INCR", "x"]), Resp::Error(e) if e.starts_with("BUSY ")));
+    let exec = c.call(&["EXEC"]);
+    assert!(
+        matches!(&exec, Resp::Error(e) if e.starts_with("EXECABORT Transaction discarded because of: BUSY ")),
+        "{exec:?}"
+    );
+    assert_eq!(
+        c.call(&["DISCARD"]),
+        Resp::Error("ERR DISCARD without MULTI".into())
+    );
+    assert!(matches!(c.call(&["FUNCTION", "STATS"]), Resp::Error(e) if e.starts_with("BUSY ")));
+    assert_eq!(c.call(&["SCRIPT", "KILL"]), Resp::ok());
+    assert!(matches!(run.join().unwrap(), Resp::Error(e) if e.contains("killed by user")));
+    let n = held_mc.read(&mut line).unwrap();
+    assert_eq!(&line[..n], b"END\r\n", "answered once the worker is free");
+    assert_eq!(other.call(&["PING"]), Resp::Simple("PONG".into()));
+}

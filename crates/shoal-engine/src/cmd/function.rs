@@ -82,6 +82,10 @@ pub fn function(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         b"list" => list(ctx, args),
         b"stats" => {
+            // A busy EVAL (not a function): Redis answers BUSY (`functionStatsCommand`).
+            if ctx.engine.running.busy_reply() == Some(crate::busy::BUSY_EVAL) {
+                return err(crate::busy::BUSY_EVAL);
+            }
             let (libraries, count) = functions.counts();
             let lua = Reply::Map(vec![
                 (Reply::bulk("libraries_count"), Reply::Int(libraries as i64)),

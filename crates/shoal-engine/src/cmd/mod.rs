@@ -1436,8 +1436,15 @@ fn run_command(
         Some(entered) => Some(entered),
         None if allowed_while_busy(spec, args) => None,
         None => {
+            if let Some(row) = row {
+                row.rejected.fetch_add(1, Relaxed);
+            }
             let reply = err(node.running.busy_reply().unwrap_or(crate::busy::BUSY_EVAL));
             count_error(node, &reply);
+            // EXEC is refused whole and ends the transaction, as Redis's `rejectCommand`.
+            if spec.route == Route::Exec {
+                return reject_exec(session, reply);
+            }
             return reject(session, reply);
         }
     };

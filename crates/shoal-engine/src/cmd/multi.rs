@@ -105,10 +105,21 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     }
     // As in Redis, no other client's command runs between the WATCH check and the last
     // queued command, on any worker thread.
+    // A script busy past its threshold discards it, as Redis rejects EXEC then.
     let engine = ctx.engine;
+    let busy = || engine.running.is_busy();
     engine
         .store
-        .exclusive(|| run_queue(ctx, &tx.queue, &watched))
+        .exclusive_unless(&busy, || run_queue(ctx, &tx.queue, &watched))
+        .unwrap_or_else(|| {
+            let busy = engine
+                .running
+                .busy_reply()
+                .unwrap_or(crate::busy::BUSY_EVAL);
+            Reply::error(format!(
+                "EXECABORT Transaction discarded because of: {busy}"
+            ))
+        })
 }
 
 fn run_queue(ctx: &mut Ctx<'_>, queue: &[Vec<Bytes>], watched: &[Watched]) -> Reply {
