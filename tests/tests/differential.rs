@@ -5526,7 +5526,16 @@ const LUA_LIBS: &[Case] = &[&[
     &["EVAL", "return struct.pack('b', -129)", "0"],
     // Maps past Lua's ~8,000 references held at once.
     &["EVAL", "local t = {} for i = 1, 10000 do t[tostring(i)] = i end return #cmsgpack.pack(t)", "0"],
-    &["EVAL", "local t = {} for i = 1, 20000 do t[tostring(i)] = i end local o = cmsgpack.unpack_one(cmsgpack.pack(t)) return o", "0"],
+    &["EVAL", "local t = {} for i = 1, 20000 do t[tostring(i)] = i end local o = cmsgpack.unpack_one(cmsgpack.pack(t)) return o", "0"],    // cjson's settings (each script sets them back: Redis keeps them for the next script,
+    // Shoal for the running one only). Redis's own "JSON smoke test".
+    &["EVAL", "local some_map = {s1=\"Some string\", n1=100, a1={\"Some\",\"String\",\"Array\"}, nil1=nil, b1=true, b2=false} local encoded = cjson.encode(some_map) local decoded = cjson.decode(encoded) assert(table.concat(some_map) == table.concat(decoded)) cjson.encode_keep_buffer(false) encoded = cjson.encode(some_map) decoded = cjson.decode(encoded) assert(table.concat(some_map) == table.concat(decoded)) local table1 = {one=\"one\", [1]=\"one\"} encoded = cjson.encode(table1) decoded = cjson.decode(encoded) assert(decoded[\"one\"] == table1[\"one\"]) assert(decoded[\"1\"] == table1[1]) local array1 = {[1]=\"one\", [2]=\"two\", [3]=\"three\"} encoded = cjson.encode(array1) decoded = cjson.decode(encoded) assert(table.concat(array1) == table.concat(decoded)) local invalid_map = {} invalid_map[false] = \"false\" local ok, encoded = pcall(cjson.encode, invalid_map) assert(ok == false) cjson.encode_max_depth(1) ok, encoded = pcall(cjson.encode, some_map) assert(ok == false) cjson.decode_max_depth(1) ok, decoded = pcall(cjson.decode, '{\"obj\": {\"array\": [1,2,3,4]}}') assert(ok == false) cjson.encode_max_depth(1000) cjson.decode_max_depth(1000) cjson.encode_keep_buffer(true) return \"OK\"", "0"],
+    &["EVAL", "local r = {cjson.encode_sparse_array(true, 3, 5)} local e = cjson.encode({[1]=1,[20]=2}) cjson.encode_sparse_array(false, 2, 10) return {r[2], r[3], e, cjson.encode_sparse_array()}", "0"],
+    &["EVAL", "return cjson.encode_max_depth(0)", "0"],
+    &["EVAL", "return cjson.encode_max_depth('a')", "0"],
+    &["EVAL", "local d = cjson.encode_max_depth(2.7) cjson.encode_max_depth(1000) return d", "0"],
+    &["EVAL", "return cjson.encode_keep_buffer('x')", "0"],
+    &["EVAL", "return cjson.encode_keep_buffer(1)", "0"],
+    &["EVAL", "return {cjson.decode_max_depth(), cjson.encode_max_depth(), cjson.encode_keep_buffer()}", "0"],
 ]];
 
 #[test]

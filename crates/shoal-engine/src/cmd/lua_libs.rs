@@ -3,8 +3,12 @@
 //! `unpack_one`, `unpack_limit`), `bit` (LuaBitOp 1.0: `tobit`, `tohex`, `bnot`, `band`,
 //! `bor`, `bxor`, `lshift`, `rshift`, `arshift`, `rol`, `ror`, `bswap`) and `struct`
 //! (lua-struct 0.2: `pack`, `unpack`, `size`), written here on mlua. Their output and
-//! errors are byte for byte Redis's (the differential test compares); cjson's settings
-//! functions (`encode_max_depth`, ...) are not offered.
+//! errors are byte for byte Redis's (the differential test compares). cjson's settings
+//! `encode_max_depth`, `decode_max_depth`, `encode_sparse_array` and `encode_keep_buffer`
+//! (which changes no output) are there, for the running script only: each script starts
+//! with lua-cjson's defaults (in Redis they last for the server's Lua state, and one
+//! script's change reaches the next); `encode_number_precision` and the invalid-number
+//! settings are not.
 //!
 //! Every length read from an input is checked against the bytes left before anything is
 //! allocated, and nesting is bounded, so no script input can make these allocate without
@@ -166,6 +170,164 @@ pub(super) fn guarded_table_functions(lua: &Lua, protected: Table) -> mlua::Resu
 /// a Rust call here, on a worker's 2 MB stack).
 const JSON_MAX_DEPTH: usize = 128;
 
+/// cjson's settings for the running script (lua-cjson's `json_config_t`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct JsonConfig {
+    encode_max_depth: i64,
+    decode_max_depth: i64,
+    keep_buffer: bool,
+    sparse_convert: bool,
+    sparse_ratio: i64,
+    sparse_safe: i64,
+}
+
+/// lua-cjson's defaults.
+const JSON_DEFAULTS: JsonConfig = JsonConfig {
+    encode_max_depth: 1000,
+    decode_max_depth: 1000,
+    keep_buffer: true,
+    sparse_convert: false,
+    sparse_ratio: 2,
+    sparse_safe: 10,
+};
+
+thread_local! {
+    static JSON: std::cell::Cell<JsonConfig> = const { std::cell::Cell::new(JSON_DEFAULTS) };
+}
+
+/// Back to lua-cjson's defaults, before each script.
+pub(super) fn reset_settings() {
+    JSON.with(|j| j.set(JSON_DEFAULTS));
+}
+
+fn json_config() -> JsonConfig {
+    JSON.with(std::cell::Cell::get)
+}
+
+/// The deepest a value may nest for this script: its setting, within Shoal's bound.
+fn json_depth(setting: i64) -> usize {
+    usize::try_from(setting).map_or(JSON_MAX_DEPTH, |d| d.min(JSON_MAX_DEPTH))
+}
+
+/// An integer setting argument: absent, or within `min..=max` (lua-cjson's
+/// `json_integer_option`: `luaL_checkinteger`, which truncates, then the bounds).
+fn int_option(
+    name: &str,
+    arg: Option<Value>,
+    n: usize,
+    min: i64,
+    max: i64,
+) -> mlua::Result<Option<i64>> {
+    let v = match arg {
+        None | Some(Value::Nil) => return Ok(None),
+        Some(Value::Integer(i)) => i,
+        Some(Value::Number(f)) => f as i64,
+        Some(Value::String(s)) if s.to_str().is_ok_and(|t| t.trim().parse::<f64>().is_ok()) => {
+            s.to_str()?.trim().parse::<f64>().unwrap_or(0.0) as i64
+        }
+        Some(other) => {
+            return fail(format!(
+                "bad argument #{n} to '{name}' (number expected, got {})",
+                other.type_name()
+            ))
+        }
+    };
+    if (min..=max).contains(&v) {
+        Ok(Some(v))
+    } else {
+        fail(format!(
+            "bad argument #{n} to '{name}' (expected integer between {min} and {max})"
+        ))
+    }
+}
+
+/// A boolean setting argument (lua-cjson's `json_enum_option` with `off`/`on`).
+fn bool_option(name: &str, arg: Option<Value>, n: usize) -> mlua::Result<Option<bool>> {
+    match arg {
+        None | Some(Value::Nil) => Ok(None),
+        Some(Value::Boolean(b)) => Ok(Some(b)),
+        Some(Value::String(s)) => match &s.as_bytes()[..] {
+            b"on" => Ok(Some(true)),
+            b"off" => Ok(Some(false)),
+            other => fail(format!(
+                "bad argument #{n} to '{name}' (invalid option '{}')",
+                String::from_utf8_lossy(other)
+            )),
+        },
+        // A number reads as its text (Lua 5.1's `luaL_checkoption`).
+        Some(Value::Integer(i)) => fail(format!(
+            "bad argument #{n} to '{name}' (invalid option '{i}')"
+        )),
+        Some(Value::Number(f)) => fail(format!(
+            "bad argument #{n} to '{name}' (invalid option '{}')",
+            format_g14(f)
+        )),
+        Some(other) => fail(format!(
+            "bad argument #{n} to '{name}' (string expected, got {})",
+            other.type_name()
+        )),
+    }
+}
+
+/// cjson's settings functions: each sets what it is given and returns the setting.
+fn cjson_settings(lua: &Lua, t: &Table) -> mlua::Result<()> {
+    const INT_MAX: i64 = i32::MAX as i64;
+    t.set(
+        "encode_max_depth",
+        function(lua, |_, n: Option<Value>| {
+            let mut c = json_config();
+            if let Some(n) = int_option("encode_max_depth", n, 1, 1, INT_MAX)? {
+                c.encode_max_depth = n;
+                JSON.with(|j| j.set(c));
+            }
+            Ok(c.encode_max_depth)
+        })?,
+    )?;
+    t.set(
+        "decode_max_depth",
+        function(lua, |_, n: Option<Value>| {
+            let mut c = json_config();
+            if let Some(n) = int_option("decode_max_depth", n, 1, 1, INT_MAX)? {
+                c.decode_max_depth = n;
+                JSON.with(|j| j.set(c));
+            }
+            Ok(c.decode_max_depth)
+        })?,
+    )?;
+    t.set(
+        "encode_keep_buffer",
+        function(lua, |_, b: Option<Value>| {
+            let mut c = json_config();
+            if let Some(b) = bool_option("encode_keep_buffer", b, 1)? {
+                c.keep_buffer = b;
+                JSON.with(|j| j.set(c));
+            }
+            Ok(c.keep_buffer)
+        })?,
+    )?;
+    t.set(
+        "encode_sparse_array",
+        function(
+            lua,
+            |_, (convert, ratio, safe): (Option<Value>, Option<Value>, Option<Value>)| {
+                let mut c = json_config();
+                if let Some(b) = bool_option("encode_sparse_array", convert, 1)? {
+                    c.sparse_convert = b;
+                }
+                if let Some(r) = int_option("encode_sparse_array", ratio, 2, 0, INT_MAX)? {
+                    c.sparse_ratio = r;
+                }
+                if let Some(s) = int_option("encode_sparse_array", safe, 3, 0, INT_MAX)? {
+                    c.sparse_safe = s;
+                }
+                JSON.with(|j| j.set(c));
+                Ok((c.sparse_convert, c.sparse_ratio, c.sparse_safe))
+            },
+        )?,
+    )?;
+    Ok(())
+}
+
 fn cjson(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set(
@@ -193,6 +355,7 @@ fn cjson(lua: &Lua) -> mlua::Result<Table> {
         "null",
         Value::LightUserData(mlua::LightUserData(std::ptr::null_mut())),
     )?;
+    cjson_settings(lua, &t)?;
     t.set("_NAME", "cjson")?;
     t.set("_VERSION", "2.1.0")?;
     Ok(t)
@@ -242,8 +405,16 @@ fn json_array_len(t: &Table) -> mlua::Result<Option<usize>> {
         max = max.max(k);
         items += 1;
     }
-    // Excessively sparse (lua-cjson's defaults: ratio 2, safe 10).
-    if max > (items as f64) * 2.0 && max > 10.0 {
+    // Excessively sparse (lua-cjson's defaults: ratio 2, safe 10; ratio 0 never): an
+    // error, or an object when `encode_sparse_array` says convert.
+    let c = json_config();
+    if c.sparse_ratio > 0
+        && max > (items as f64) * c.sparse_ratio as f64
+        && max > c.sparse_safe as f64
+    {
+        if c.sparse_convert {
+            return Ok(None);
+        }
         return fail("Cannot serialise table: excessively sparse array");
     }
     Ok((max >= 1.0).then_some(max as usize))
@@ -272,7 +443,7 @@ fn json_encode(v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
         Value::Number(n) => json_number(*n, out)?,
         Value::String(s) => json_string(&s.as_bytes(), out),
         Value::Table(t) => {
-            if depth > JSON_MAX_DEPTH {
+            if depth > json_depth(json_config().encode_max_depth) {
                 return fail(format!("Cannot serialise, excessive nesting ({depth})"));
             }
             match json_array_len(t)? {
@@ -386,7 +557,7 @@ impl JsonParser<'_> {
             return self.expected("value");
         };
         match c {
-            b'{' | b'[' if depth > JSON_MAX_DEPTH => fail(format!(
+            b'{' | b'[' if depth > json_depth(json_config().decode_max_depth) => fail(format!(
                 "Found too many nested data structures ({depth}) at character {}",
                 start + 1
             )),

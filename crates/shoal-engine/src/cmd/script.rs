@@ -973,6 +973,7 @@ fn run(
         KILLED.with(|k| k.set(false));
         RAISED.with(|r| *r.borrow_mut() = None);
         RESP3.with(|r| r.set(false));
+        super::lua_libs::reset_settings();
         // Past the threshold the others are answered BUSY; SCRIPT KILL or SHUTDOWN ends it.
         let running = ctx.engine.running.clone();
         let threshold = Duration::from_millis(ctx.engine.with_settings(|s| s.busy_reply_threshold));

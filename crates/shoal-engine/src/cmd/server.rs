@@ -390,15 +390,28 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             }
             "latencystats" => {
                 use crate::cmdstats::LatencyHistogram;
-                for r in node.commands.totals().into_iter().filter(|r| r.calls > 0) {
-                    let p = |q| LatencyHistogram::percentile(&r.latency, q).unwrap_or(0);
-                    line!(
-                        "latency_percentiles_usec_{}:p50={}.000,p99={}.000,p99.9={}.000",
-                        r.name,
-                        p(50.0),
-                        p(99.0),
-                        p(99.9)
-                    );
+                // Redis's `latency-tracking` and `latency-tracking-info-percentiles`.
+                let (tracking, percentiles) = node.with_settings(|s| {
+                    let get = |name| super::inert::get(&s.inert, name).unwrap_or_default();
+                    (
+                        get("latency-tracking"),
+                        get("latency-tracking-info-percentiles"),
+                    )
+                });
+                let percentiles: Vec<(&str, f64)> = percentiles
+                    .split_ascii_whitespace()
+                    .filter_map(|p| Some((p, p.parse().ok()?)))
+                    .collect();
+                let rows = node.commands.totals().into_iter().filter(|r| r.calls > 0);
+                for r in rows.filter(|_| tracking == "yes") {
+                    let shown: Vec<String> = percentiles
+                        .iter()
+                        .map(|&(label, q)| {
+                            let v = LatencyHistogram::percentile(&r.latency, q).unwrap_or(0);
+                            format!("p{label}={v}.000")
+                        })
+                        .collect();
+                    line!("latency_percentiles_usec_{}:{}", r.name, shown.join(","));
                 }
                 section("Latencystats", b);
             }

@@ -798,6 +798,37 @@ fn server_commands() {
     );
 }
 
+/// INFO latencystats follows Redis's `latency-tracking` and its percentiles.
+#[test]
+fn latency_tracking_shapes_info_latencystats() {
+    let mut h = H::new();
+    h.check("SET k v", OK);
+    let out = h.run("INFO latencystats");
+    assert!(out.contains("latency_percentiles_usec_set:p50="), "{out}");
+    assert!(
+        out.contains(",p99.9="),
+        "Redis's default percentiles: {out}"
+    );
+    h.check(
+        "CONFIG SET latency-tracking-info-percentiles \"0 50.0 100\"",
+        OK,
+    );
+    let out = h.run("INFO latencystats");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("latency_percentiles_usec_set:"));
+    let fields: Vec<&str> = line
+        .unwrap_or_default()
+        .split([':', ','])
+        .skip(1)
+        .map(|f| f.split('=').next().unwrap_or_default())
+        .collect();
+    assert_eq!(fields, ["p0", "p50", "p100"], "{out}");
+    h.check("CONFIG SET latency-tracking no", OK);
+    let out = h.run("INFO latencystats");
+    assert!(!out.contains("latency_percentiles_usec"), "{out}");
+}
+
 #[test]
 fn config_get_set() {
     let mut h = H::new();
