@@ -272,28 +272,24 @@ fn bool_option(name: &str, arg: Option<Value>, n: usize) -> mlua::Result<Option<
 /// cjson's settings functions: each sets what it is given and returns the setting.
 fn cjson_settings(lua: &Lua, t: &Table) -> mlua::Result<()> {
     const INT_MAX: i64 = i32::MAX as i64;
-    t.set(
-        "encode_max_depth",
-        function(lua, |_, n: Option<Value>| {
-            let mut c = json_config();
-            if let Some(n) = int_option("encode_max_depth", n, 1, 1, INT_MAX)? {
-                c.encode_max_depth = n;
-                JSON.with(|j| j.set(c));
-            }
-            Ok(c.encode_max_depth)
-        })?,
-    )?;
-    t.set(
-        "decode_max_depth",
-        function(lua, |_, n: Option<Value>| {
-            let mut c = json_config();
-            if let Some(n) = int_option("decode_max_depth", n, 1, 1, INT_MAX)? {
-                c.decode_max_depth = n;
-                JSON.with(|j| j.set(c));
-            }
-            Ok(c.decode_max_depth)
-        })?,
-    )?;
+    type Field = fn(&mut JsonConfig) -> &mut i64;
+    let depths: [(&'static str, Field); 2] = [
+        ("encode_max_depth", |c| &mut c.encode_max_depth),
+        ("decode_max_depth", |c| &mut c.decode_max_depth),
+    ];
+    for (name, field) in depths {
+        t.set(
+            name,
+            function(lua, move |_, n: Option<Value>| {
+                let mut c = json_config();
+                if let Some(n) = int_option(name, n, 1, 1, INT_MAX)? {
+                    *field(&mut c) = n;
+                    JSON.with(|j| j.set(c));
+                }
+                Ok(*field(&mut c))
+            })?,
+        )?;
+    }
     t.set(
         "encode_keep_buffer",
         function(lua, |_, b: Option<Value>| {
