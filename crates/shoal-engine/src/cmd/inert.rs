@@ -35,6 +35,9 @@ pub enum Kind {
     Text,
     /// Not changed at run time, in Redis either.
     Immutable,
+    /// Only its default is taken: another value would promise a protection Shoal does not
+    /// give (the text says what to use instead).
+    DefaultOnly(&'static str),
 }
 
 use Kind::*;
@@ -119,7 +122,11 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("maxmemory-clients", "0", MemoryOrPercent),
     ("maxmemory-eviction-tenacity", "10", Int(0, 100)),
     ("min-replicas-max-lag", "10", Int(0, INT_MAX)),
-    ("min-replicas-to-write", "0", Int(0, INT_MAX)),
+    (
+        "min-replicas-to-write",
+        "0",
+        DefaultOnly("Shoal refuses no write for want of replicas: use write-ack = all"),
+    ),
     ("no-appendfsync-on-rewrite", "no", Bool),
     (
         "oom-score-adj",
@@ -324,6 +331,10 @@ pub fn check(kind: Kind, value: &str) -> Result<String, String> {
         }
         Text => Ok(value.to_string()),
         Immutable => Err("can't set immutable config".into()),
+        DefaultOnly(why) => match int(value) {
+            Some(0) => Ok("0".into()),
+            _ => Err(why.into()),
+        },
     }
 }
 
@@ -362,6 +373,8 @@ mod tests {
             check(Immutable, "x"),
             Err("can't set immutable config".into())
         );
+        assert_eq!(check(DefaultOnly("no"), "0"), Ok("0".into()));
+        assert_eq!(check(DefaultOnly("no"), "1"), Err("no".into()));
     }
 
     #[test]
