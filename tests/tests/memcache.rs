@@ -162,6 +162,10 @@ fn oversized_items_are_refused_after_their_data() {
         "SERVER_ERROR object too large for cache\r\n",
     );
     exchange(&mut s, "get big\r\n", "END\r\n");
+    // Counted as memcached counts it.
+    let text = stats(&mut s, "stats");
+    assert!(text.contains("STAT store_too_large 1\r\n"), "{text}");
+    assert!(text.contains("STAT store_no_memory 0\r\n"), "{text}");
 }
 
 /// An HTTP request line sent to the Memcached port is hung up on without a reply, as

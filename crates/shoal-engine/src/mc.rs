@@ -137,6 +137,12 @@ fn outcome(
 
 /// Memcached's answer when memory is full and nothing may be evicted.
 const OOM: &[u8] = b"SERVER_ERROR out of memory storing object\r\n";
+/// Answers a write refused for want of memory, and counts it.
+fn no_memory(node: &Engine, out: &mut BytesMut) {
+    bump(&node.mc_stats.store_no_memory);
+    out.extend_from_slice(OOM);
+}
+
 /// The answer while a Redis script runs past its threshold (`crate::busy`).
 pub const BUSY: &[u8] = b"SERVER_ERROR busy: a Redis script is running\r\n";
 
@@ -194,7 +200,7 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
             bump(&st.cmd_set);
             if store.maxmemory() > 0 && store.ensure_memory(now).is_err() {
                 if !noreply {
-                    out.extend_from_slice(OOM);
+                    no_memory(node, out);
                 }
                 return Flow::Continue;
             }
@@ -675,6 +681,8 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     reply::stat(out, "evicted_unfetched", 0);
     reply::stat(out, "evictions", store.evicted_keys);
     reply::stat(out, "reclaimed", store.expired_keys);
+    reply::stat(out, "store_too_large", v(&s.store_too_large));
+    reply::stat(out, "store_no_memory", v(&s.store_no_memory));
     reply::end(out);
 }
 
@@ -836,7 +844,7 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
             match vivify {
                 // Vivify on miss: an empty item with that TTL; this client wins the recache.
                 Some(_) if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() => {
-                    out.extend_from_slice(OOM);
+                    no_memory(node, out);
                     return;
                 }
                 Some(ttl) => {
@@ -929,7 +937,7 @@ fn meta_set(
     };
     bump(&node.mc_stats.cmd_set);
     if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() {
-        out.extend_from_slice(OOM);
+        no_memory(node, out);
         return;
     }
     let at = ttl.and_then(|t| expire_at(t, now));

@@ -79,6 +79,10 @@ pub struct McStats {
     pub total_items: AtomicU64,
     pub auth_cmds: AtomicU64,
     pub auth_errors: AtomicU64,
+    /// Writes refused as larger than the item size limit (memcached's `store_too_large`).
+    pub store_too_large: AtomicU64,
+    /// Writes refused for want of memory (memcached's `store_no_memory`).
+    pub store_no_memory: AtomicU64,
 }
 
 impl McStats {
@@ -113,6 +117,8 @@ impl McStats {
             &self.total_items,
             &self.auth_cmds,
             &self.auth_errors,
+            &self.store_too_large,
+            &self.store_no_memory,
         ] {
             c.store(0, Relaxed);
         }

@@ -123,6 +123,9 @@ impl McFrontend {
             Ok(Some(cmd)) => Next::Request(cmd, Form::Text),
             Ok(None) => Next::Stop(Step::NeedInput),
             Err(e) => {
+                if e == shoal_memcache::ParseError::TooLarge {
+                    bump(&node.engine.mc_stats.store_too_large);
+                }
                 if !self.parser.is_quiet(&e) {
                     reply::error(out, &e);
                 }
@@ -159,6 +162,7 @@ impl McFrontend {
             Err(fatal) => {
                 out.extend_from_slice(&fatal.response);
                 if let Some(skip) = fatal.skip {
+                    bump(&node.engine.mc_stats.store_too_large);
                     // Too large: skipped as it arrives, and the connection goes on; a SET
                     // also takes the key's old value away.
                     self.skip = skip;
@@ -179,6 +183,7 @@ impl McFrontend {
                 Next::Answered
             }
             Action::Refuse(bytes, delete) => {
+                bump(&node.engine.mc_stats.store_too_large);
                 out.extend_from_slice(&bytes);
                 Next::Request(delete, Form::Silent)
             }
