@@ -4,11 +4,11 @@
 //! `bor`, `bxor`, `lshift`, `rshift`, `arshift`, `rol`, `ror`, `bswap`) and `struct`
 //! (lua-struct 0.2: `pack`, `unpack`, `size`), written here on mlua. Their output and
 //! errors are byte for byte Redis's (the differential test compares). cjson's settings
-//! `encode_max_depth`, `decode_max_depth`, `encode_sparse_array` and `encode_keep_buffer`
-//! (which changes no output) are there, for the running script only: each script starts
-//! with lua-cjson's defaults (in Redis they last for the server's Lua state, and one
-//! script's change reaches the next); `encode_number_precision` and the invalid-number
-//! settings are not.
+//! `encode_max_depth`, `decode_max_depth`, `encode_sparse_array`, `encode_number_precision`,
+//! `encode_invalid_numbers`, `decode_invalid_numbers` (kept, but the decoder reads JSON
+//! numbers only either way) and `encode_keep_buffer` (which changes no output) are there,
+//! for the running script only: each script starts with lua-cjson's defaults (in Redis
+//! they last for the server's Lua state, and one script's change reaches the next).
 //!
 //! Every length read from an input is checked against the bytes left before anything is
 //! allocated, and nesting is bounded, so no script input can make these allocate without
@@ -64,7 +64,12 @@ where
 
 /// A number as C's `printf("%.14g")` writes it (lua-cjson's numbers, Lua's `tostring`).
 pub(super) fn format_g14(n: f64) -> String {
-    const P: i32 = 14;
+    format_g(n, 14)
+}
+
+/// A number as C's `printf("%.<p>g")` writes it (`p` at least 1).
+fn format_g(n: f64, p: i32) -> String {
+    let p = p.max(1);
     if !n.is_finite() {
         return if n.is_nan() {
             "nan"
@@ -78,7 +83,7 @@ pub(super) fn format_g14(n: f64) -> String {
     if n == 0.0 {
         return if n.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    let sci = format!("{:.*e}", (P - 1) as usize, n);
+    let sci = format!("{:.*e}", (p - 1) as usize, n);
     let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
     let exp: i32 = exp.parse().expect("a decimal exponent");
     let trim = |s: &str| -> String {
@@ -88,11 +93,11 @@ pub(super) fn format_g14(n: f64) -> String {
             s.to_string()
         }
     };
-    if !(-4..P).contains(&exp) {
+    if !(-4..p).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
     } else {
-        trim(&format!("{:.*}", (P - 1 - exp) as usize, n))
+        trim(&format!("{:.*}", (p - 1 - exp) as usize, n))
     }
 }
 
@@ -179,6 +184,11 @@ struct JsonConfig {
     sparse_convert: bool,
     sparse_ratio: i64,
     sparse_safe: i64,
+    /// `%.<precision>g`.
+    precision: i64,
+    /// NaN and infinities: refused (0), written as C writes them (1), or `null` (2).
+    invalid_numbers: usize,
+    decode_invalid: bool,
 }
 
 /// lua-cjson's defaults.
@@ -189,6 +199,9 @@ const JSON_DEFAULTS: JsonConfig = JsonConfig {
     sparse_convert: false,
     sparse_ratio: 2,
     sparse_safe: 10,
+    precision: 14,
+    invalid_numbers: 0,
+    decode_invalid: true,
 };
 
 thread_local! {
@@ -243,15 +256,28 @@ fn int_option(
 
 /// A boolean setting argument (lua-cjson's `json_enum_option` with `off`/`on`).
 fn bool_option(name: &str, arg: Option<Value>, n: usize) -> mlua::Result<Option<bool>> {
+    Ok(enum_option(name, arg, n, &["off", "on"])?.map(|i| i == 1))
+}
+
+/// An option of lua-cjson's `json_enum_option`: `false`/`true` for the first two, or one of
+/// `options` by name; its index.
+fn enum_option(
+    name: &str,
+    arg: Option<Value>,
+    n: usize,
+    options: &[&str],
+) -> mlua::Result<Option<usize>> {
     match arg {
         None | Some(Value::Nil) => Ok(None),
-        Some(Value::Boolean(b)) => Ok(Some(b)),
-        Some(Value::String(s)) => match &s.as_bytes()[..] {
-            b"on" => Ok(Some(true)),
-            b"off" => Ok(Some(false)),
-            other => fail(format!(
+        Some(Value::Boolean(b)) => Ok(Some(usize::from(b))),
+        Some(Value::String(s)) => match options
+            .iter()
+            .position(|o| o.as_bytes() == &s.as_bytes()[..])
+        {
+            Some(i) => Ok(Some(i)),
+            None => fail(format!(
                 "bad argument #{n} to '{name}' (invalid option '{}')",
-                String::from_utf8_lossy(other)
+                String::from_utf8_lossy(&s.as_bytes())
             )),
         },
         // A number reads as its text (Lua 5.1's `luaL_checkoption`).
@@ -290,6 +316,43 @@ fn cjson_settings(lua: &Lua, t: &Table) -> mlua::Result<()> {
             })?,
         )?;
     }
+    t.set(
+        "encode_number_precision",
+        function(lua, |_, n: Option<Value>| {
+            let mut c = json_config();
+            if let Some(n) = int_option("encode_number_precision", n, 1, 1, 14)? {
+                c.precision = n;
+                JSON.with(|j| j.set(c));
+            }
+            Ok(c.precision)
+        })?,
+    )?;
+    t.set(
+        "encode_invalid_numbers",
+        function(lua, |lua, v: Option<Value>| {
+            let mut c = json_config();
+            let options = ["off", "on", "null"];
+            if let Some(i) = enum_option("encode_invalid_numbers", v, 1, &options)? {
+                c.invalid_numbers = i;
+                JSON.with(|j| j.set(c));
+            }
+            Ok(match c.invalid_numbers {
+                2 => Value::String(lua.create_string("null")?),
+                i => Value::Boolean(i == 1),
+            })
+        })?,
+    )?;
+    t.set(
+        "decode_invalid_numbers",
+        function(lua, |_, b: Option<Value>| {
+            let mut c = json_config();
+            if let Some(b) = bool_option("decode_invalid_numbers", b, 1)? {
+                c.decode_invalid = b;
+                JSON.with(|j| j.set(c));
+            }
+            Ok(c.decode_invalid)
+        })?,
+    )?;
     t.set(
         "encode_keep_buffer",
         function(lua, |_, b: Option<Value>| {
@@ -377,10 +440,19 @@ fn json_string(s: &[u8], out: &mut Vec<u8>) {
 }
 
 fn json_number(n: f64, out: &mut Vec<u8>) -> mlua::Result<()> {
+    let c = json_config();
     if !n.is_finite() {
-        return fail("Cannot serialise number: must not be NaN or Inf");
+        match c.invalid_numbers {
+            0 => return fail("Cannot serialise number: must not be NaN or Inf"),
+            2 => {
+                out.extend_from_slice(b"null");
+                return Ok(());
+            }
+            _ => {}
+        }
     }
-    out.extend_from_slice(format_g14(n).as_bytes());
+    let precision = i32::try_from(c.precision).unwrap_or(14);
+    out.extend_from_slice(format_g(n, precision).as_bytes());
     Ok(())
 }
 
