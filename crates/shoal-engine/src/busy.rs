@@ -12,7 +12,8 @@
 //!
 //! Unlike Redis, whose one thread answers the others while it runs a script, the clients
 //! served by the worker thread that runs it wait until it ends (each worker serves its own
-//! connections); the others are answered BUSY.
+//! connections); the others are answered BUSY, and new connections are served elsewhere
+//! ([`Running::busy_thread`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -51,10 +52,17 @@ struct State {
     state: AtomicU8,
     /// The node stops: a script busy now or later is ended ([`Running::abort`]).
     stopping: AtomicBool,
-    /// What FUNCTION STATS shows of it: its name, its command, when it started.
-    about: Mutex<Option<(String, Vec<Bytes>, Instant)>>,
-    /// The thread running it, once it is busy (new connections are served elsewhere).
-    thread: Mutex<Option<std::thread::ThreadId>>,
+    /// What the others may ask of it while it runs.
+    about: Mutex<Option<About>>,
+}
+
+/// The running script, for FUNCTION STATS (name, command, start) and the listener (the
+/// thread running it, once it is busy: new connections are served elsewhere).
+struct About {
+    name: String,
+    command: Vec<Bytes>,
+    started: Instant,
+    thread: Option<std::thread::ThreadId>,
 }
 
 /// A script's run; it ends when this is dropped.
@@ -65,7 +73,6 @@ impl Drop for Run<'_> {
     fn drop(&mut self) {
         let state = &self.0 .0;
         *state.about.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        *state.thread.lock().unwrap_or_else(PoisonError::into_inner) = None;
         state.state.store(0, SeqCst);
     }
 }
@@ -90,8 +97,12 @@ impl Running {
     /// A script (`function` false) or function starts: `name` and `command` for FUNCTION
     /// STATS.
     pub fn start(&self, function: bool, name: String, command: Vec<Bytes>) -> Run<'_> {
-        *self.0.about.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((name, command, Instant::now()));
+        *self.0.about.lock().unwrap_or_else(PoisonError::into_inner) = Some(About {
+            name,
+            command,
+            started: Instant::now(),
+            thread: None,
+        });
         let kind = if function {
             RUNNING | FUNCTION
         } else {
@@ -105,8 +116,10 @@ impl Running {
     /// it ends if the node stops).
     pub fn turn_busy(&self) {
         if self.0.state.fetch_or(BUSY, SeqCst) & BUSY == 0 {
-            let me = std::thread::current().id();
-            *self.0.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(me);
+            let mut about = self.0.about.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(about) = about.as_mut() {
+                about.thread = Some(std::thread::current().id());
+            }
         }
         if self.0.stopping.load(SeqCst) {
             self.0.state.fetch_or(KILLED | WROTE, SeqCst);
@@ -125,12 +138,19 @@ impl Running {
         }
     }
 
+    /// The answer to a command a script kept out: BUSY for its kind (for EVAL's when the
+    /// script has just ended).
+    pub fn refusal(&self) -> &'static str {
+        self.busy_reply().unwrap_or(BUSY_EVAL)
+    }
+
     /// The thread running the busy script, if one is busy.
     pub fn busy_thread(&self) -> Option<std::thread::ThreadId> {
         if !self.is_busy() {
             return None;
         }
-        *self.0.thread.lock().unwrap_or_else(PoisonError::into_inner)
+        let about = self.0.about.lock().unwrap_or_else(PoisonError::into_inner);
+        about.as_ref()?.thread
     }
 
     /// True while a script is busy.
@@ -190,9 +210,9 @@ impl Running {
     /// (ms), while a script runs.
     pub fn about(&self) -> Option<(String, Vec<Bytes>, u64)> {
         let about = self.0.about.lock().unwrap_or_else(PoisonError::into_inner);
-        let (name, command, started) = about.as_ref()?;
-        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Some((name.clone(), command.clone(), ms))
+        let about = about.as_ref()?;
+        let ms = u64::try_from(about.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Some((about.name.clone(), about.command.clone(), ms))
     }
 }
 

@@ -469,7 +469,7 @@ async fn kill_anywhere(
     replies
         .first()
         .cloned()
-        .unwrap_or_else(|| error_bytes("NOTBUSY No scripts in execution right now."))
+        .unwrap_or_else(|| error_bytes(shoal_engine::busy::NOTBUSY))
 }
 
 /// How the other members run a SCRIPT or FUNCTION command that succeeded on this node, and

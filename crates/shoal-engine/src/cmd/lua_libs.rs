@@ -298,17 +298,19 @@ fn enum_option(
 /// cjson's settings functions: each sets what it is given and returns the setting.
 fn cjson_settings(lua: &Lua, t: &Table) -> mlua::Result<()> {
     const INT_MAX: i64 = i32::MAX as i64;
-    type Field = fn(&mut JsonConfig) -> &mut i64;
-    let depths: [(&'static str, Field); 2] = [
-        ("encode_max_depth", |c| &mut c.encode_max_depth),
-        ("decode_max_depth", |c| &mut c.decode_max_depth),
+    // One integer setting each: its name, its field, its greatest value (lua-cjson's).
+    type IntField = fn(&mut JsonConfig) -> &mut i64;
+    let ints: [(&'static str, IntField, i64); 3] = [
+        ("encode_max_depth", |c| &mut c.encode_max_depth, INT_MAX),
+        ("decode_max_depth", |c| &mut c.decode_max_depth, INT_MAX),
+        ("encode_number_precision", |c| &mut c.precision, 14),
     ];
-    for (name, field) in depths {
+    for (name, field, max) in ints {
         t.set(
             name,
             function(lua, move |_, n: Option<Value>| {
                 let mut c = json_config();
-                if let Some(n) = int_option(name, n, 1, 1, INT_MAX)? {
+                if let Some(n) = int_option(name, n, 1, 1, max)? {
                     *field(&mut c) = n;
                     JSON.with(|j| j.set(c));
                 }
@@ -316,17 +318,26 @@ fn cjson_settings(lua: &Lua, t: &Table) -> mlua::Result<()> {
             })?,
         )?;
     }
-    t.set(
-        "encode_number_precision",
-        function(lua, |_, n: Option<Value>| {
-            let mut c = json_config();
-            if let Some(n) = int_option("encode_number_precision", n, 1, 1, 14)? {
-                c.precision = n;
-                JSON.with(|j| j.set(c));
-            }
-            Ok(c.precision)
-        })?,
-    )?;
+    // One on/off setting each (`decode_invalid_numbers` and `encode_keep_buffer` are kept
+    // and answered; neither changes what Shoal's cjson writes or reads).
+    type BoolField = fn(&mut JsonConfig) -> &mut bool;
+    let bools: [(&'static str, BoolField); 2] = [
+        ("decode_invalid_numbers", |c| &mut c.decode_invalid),
+        ("encode_keep_buffer", |c| &mut c.keep_buffer),
+    ];
+    for (name, field) in bools {
+        t.set(
+            name,
+            function(lua, move |_, b: Option<Value>| {
+                let mut c = json_config();
+                if let Some(b) = bool_option(name, b, 1)? {
+                    *field(&mut c) = b;
+                    JSON.with(|j| j.set(c));
+                }
+                Ok(*field(&mut c))
+            })?,
+        )?;
+    }
     t.set(
         "encode_invalid_numbers",
         function(lua, |lua, v: Option<Value>| {
@@ -340,28 +351,6 @@ fn cjson_settings(lua: &Lua, t: &Table) -> mlua::Result<()> {
                 2 => Value::String(lua.create_string("null")?),
                 i => Value::Boolean(i == 1),
             })
-        })?,
-    )?;
-    t.set(
-        "decode_invalid_numbers",
-        function(lua, |_, b: Option<Value>| {
-            let mut c = json_config();
-            if let Some(b) = bool_option("decode_invalid_numbers", b, 1)? {
-                c.decode_invalid = b;
-                JSON.with(|j| j.set(c));
-            }
-            Ok(c.decode_invalid)
-        })?,
-    )?;
-    t.set(
-        "encode_keep_buffer",
-        function(lua, |_, b: Option<Value>| {
-            let mut c = json_config();
-            if let Some(b) = bool_option("encode_keep_buffer", b, 1)? {
-                c.keep_buffer = b;
-                JSON.with(|j| j.set(c));
-            }
-            Ok(c.keep_buffer)
         })?,
     )?;
     t.set(

@@ -1439,7 +1439,7 @@ fn run_command(
             if let Some(row) = row {
                 row.rejected.fetch_add(1, Relaxed);
             }
-            let reply = err(node.running.busy_reply().unwrap_or(crate::busy::BUSY_EVAL));
+            let reply = err(node.running.refusal());
             count_error(node, &reply);
             // EXEC is refused whole and ends the transaction, as Redis's `rejectCommand`.
             if spec.route == Route::Exec {

@@ -112,10 +112,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
         .store
         .exclusive_unless(&busy, || run_queue(ctx, &tx.queue, &watched))
         .unwrap_or_else(|| {
-            let busy = engine
-                .running
-                .busy_reply()
-                .unwrap_or(crate::busy::BUSY_EVAL);
+            let busy = engine.running.refusal();
             Reply::error(format!(
                 "EXECABORT Transaction discarded because of: {busy}"
             ))

@@ -25,7 +25,7 @@ use mlua::chunk::ChunkMode;
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use shoal_resp::Reply;
 
-use super::{db, err, flag, is, lookup_listed, parse_i64, Ctx, ERR_SYNTAX};
+use super::{db, err, flag, is, lookup_listed, parse_i64, CommandSpec, Ctx, ERR_SYNTAX};
 use crate::functions::{self, Library};
 use crate::scripts::Scripts;
 
@@ -838,13 +838,14 @@ fn result_reply(v: Value) -> Reply {
 /// keyless ones that write nothing. Redis Cluster takes any key of the declared keys' slot
 /// and replicates the script's effects; Shoal replicates the declared keys' states, so a key
 /// not declared would reach no replica.
-/// `acl` is the caller's ACL check, made where Redis makes it (after NOSCRIPT).
+/// `acl` is the caller's ACL check, made where Redis makes it (after NOSCRIPT). `Ok` holds
+/// the command's row.
 fn check_call(
     args: &[Bytes],
     declared: Option<&[Bytes]>,
     read_only: bool,
     acl: impl FnOnce() -> Option<String>,
-) -> Result<(), String> {
+) -> Result<&'static CommandSpec, String> {
     let Some(spec) = lookup_listed(&args[0]) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
@@ -883,7 +884,7 @@ fn check_call(
             }
         }
     }
-    Ok(())
+    Ok(spec)
 }
 
 /// Compiles a function's library on this thread if it has not been yet, before the
@@ -1023,12 +1024,12 @@ fn run(
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 let acl = || super::acl::script_refusal(ctx.engine, ctx.session, &cmd);
-                if let Err(e) = check_call(&cmd, declared, read_only, acl) {
-                    return Ok(Err(e));
-                }
+                let spec = match check_call(&cmd, declared, read_only, acl) {
+                    Ok(spec) => spec,
+                    Err(e) => return Ok(Err(e)),
+                };
                 // A write and SCRIPT KILL exclude each other: a killed script writes no more.
-                let writes = lookup_listed(&cmd[0]).is_some_and(|s| s.flags & flag::WRITE != 0);
-                if writes && !running.may_write() {
+                if spec.flags & flag::WRITE != 0 && !running.may_write() {
                     KILLED.with(|k| k.set(true));
                     return Err(mlua::Error::RuntimeError(
                         crate::busy::KILLED_BY_USER.into(),
@@ -1427,12 +1428,7 @@ pub(super) fn run_alone(
         let _run = engine.running.start(function, name, command.to_vec());
         run(ctx, target, keys, argv, allowed)
     });
-    let reply = reply.unwrap_or_else(|| {
-        err(engine
-            .running
-            .busy_reply()
-            .unwrap_or(crate::busy::BUSY_EVAL))
-    });
+    let reply = reply.unwrap_or_else(|| err(engine.running.refusal()));
     ctx.session.db = db;
     ctx.session
         .info

@@ -838,6 +838,12 @@ fn no_persistence(off: bool) -> Result<(), String> {
     }
 }
 
+/// `busy-reply-threshold` and its alias `lua-time-limit`.
+fn set_busy_reply_threshold(c: &mut NodeConfig, v: &str) -> Result<(), String> {
+    c.busy_reply_threshold = ranged(v, 0, i64::MAX)? as u64;
+    Ok(())
+}
+
 fn parse_num<T: FromStr>(v: &str) -> Result<T, String> {
     v.parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())
@@ -1223,18 +1229,12 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     (
         "busy-reply-threshold",
         |c| c.busy_reply_threshold.to_string(),
-        Some(|c, v| {
-            c.busy_reply_threshold = ranged(v, 0, i64::MAX)? as u64;
-            Ok(())
-        }),
+        Some(set_busy_reply_threshold),
     ),
     (
         "lua-time-limit",
         |c| c.busy_reply_threshold.to_string(),
-        Some(|c, v| {
-            c.busy_reply_threshold = ranged(v, 0, i64::MAX)? as u64;
-            Ok(())
-        }),
+        Some(set_busy_reply_threshold),
     ),
     ("dbfilename", |_| "dump.rdb".into(), None),
     (
@@ -1290,15 +1290,13 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let mut seen = std::collections::HashSet::new();
             for p in &args[2..] {
                 let is_glob = p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
-                let inert = super::inert::names().filter_map(|name| {
-                    let value = super::inert::get(&settings.inert, name)?;
-                    Some((name, value))
-                });
+                // Shoal's rows with their getters, then Redis's idle ones (`inert`); a
+                // value is read only for a name that matches.
                 let rows = PARAMS
                     .iter()
-                    .map(|(name, get, _)| (*name, get(&settings)))
-                    .chain(inert);
-                for (name, value) in rows {
+                    .map(|(name, get, _)| (*name, Some(get)))
+                    .chain(super::inert::names().map(|name| (name, None)));
+                for (name, get) in rows {
                     let hit = if is_glob {
                         glob_match(p, name.as_bytes(), true)
                     } else {
@@ -1309,6 +1307,10 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                             Reply::bulk(name)
                         } else {
                             Reply::Bulk(p.clone())
+                        };
+                        let value = match get {
+                            Some(get) => get(&settings),
+                            None => super::inert::get(&settings.inert, name).unwrap_or_default(),
                         };
                         out.push((shown, Reply::bulk(value)));
                     }
@@ -1350,8 +1352,7 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             let typed = String::from_utf8_lossy(&pair[0]).into_owned();
             let name = typed.to_ascii_lowercase();
             let value = String::from_utf8_lossy(&pair[1]).into_owned();
-            let row = PARAMS.iter().find(|(n, _, _)| *n == name);
-            if row.is_none() {
+            let Some((_, _, setter)) = PARAMS.iter().find(|(n, _, _)| *n == name) else {
                 // One of Redis's that changes nothing here: checked and kept.
                 let Some((canonical, _, kind)) = super::inert::find(&name) else {
                     return Err(format!(
@@ -1366,9 +1367,6 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
                 })?;
                 next.inert.insert(canonical.to_string(), value);
                 continue;
-            }
-            let Some((_, _, setter)) = row else {
-                unreachable!("found above")
             };
             if !seen.insert(name.clone()) {
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
