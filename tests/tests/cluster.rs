@@ -686,6 +686,22 @@ fn cluster_commands_describe_the_cluster() {
         .query(&mut c)
         .unwrap();
     assert_eq!(slot, 3443, "Redis's example");
+    // RESET is refused with the reason; a bad mode is a syntax error, as in Redis.
+    let e = redis::cmd("CLUSTER")
+        .arg("RESET")
+        .arg("HARD")
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("CLUSTER RESET is not supported"),
+        "{e}"
+    );
+    let e = redis::cmd("CLUSTER")
+        .arg("RESET")
+        .arg("sideways")
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("syntax error"), "{e}");
     // COUNTKEYSINSLOT is answered by the slot's owner, whichever node is asked.
     for i in 0..20 {
         let _: () = c.set(format!("{{user1000}}.{i}"), i).unwrap();

@@ -4957,6 +4957,11 @@ const GEO: &[Case] = &[
 const SCRIPTING: &[Case] = &[
     &[
         &["EVAL", "return 1", "0"],
+        // Refused in a script by the subcommand (CLUSTER RESET) or the whole container.
+        &["EVAL", "return redis.call('cluster', 'reset', 'hard')", "0"],
+        &["EVAL", "return redis.call('module', 'list')", "0"],
+        &["EVAL", "return loadstring(string.dump(function() return 1 end))()", "0"],
+        &["EVAL", "return type(string.dump(function() return 1 end))", "0"],
         &["EVAL", "return {1, 2, {3, 'x'}, nil, 4}", "0"],
         &["EVAL", "return 3.99", "0"],
         &["EVAL", "return -3.99", "0"],

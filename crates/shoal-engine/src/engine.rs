@@ -313,8 +313,11 @@ impl Engine {
         };
         self.memory.record(&sample);
         let base = self.memory.base_held.load(Ordering::Relaxed);
-        let limit = crate::memory::store_limit(maxmemory, self.store.used_memory(), &sample, base);
+        let store = self.store.used_memory();
+        let limit = crate::memory::store_limit(maxmemory, store, &sample, base);
         self.store.set_maxmemory(limit);
+        self.store
+            .set_overfull(crate::memory::overfull(maxmemory, store, &sample));
     }
 
     /// A copy of the current settings.

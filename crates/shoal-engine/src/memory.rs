@@ -92,6 +92,14 @@ pub fn store_limit(maxmemory: u64, store: u64, sample: &MemorySample, base: u64)
     (limit.max(1.0) as u64).min(maxmemory)
 }
 
+/// Whether what the allocator handed out besides the keys' `store` bytes exceeds
+/// `maxmemory` (0: no limit) on its own, as when `maxmemory` is set below the empty
+/// server's size: Redis's `used_memory` then stays over the limit whatever it evicts, and
+/// it answers commands that need memory OOM (pure).
+pub fn overfull(maxmemory: u64, store: u64, sample: &MemorySample) -> bool {
+    maxmemory > 0 && sample.allocated.saturating_sub(store) > maxmemory
+}
+
 /// The latest allocator reading and the figures derived from it, for INFO.
 #[derive(Default)]
 pub struct MemoryState {
@@ -199,5 +207,17 @@ mod tests {
                 "k {k}: store {limit}, fits {fits}"
             );
         }
+    }
+
+    #[test]
+    fn overfull_when_the_rest_of_the_process_alone_passes_the_limit() {
+        // 4 MB besides the keys: a 1 MB limit can never be met, a 64 MB one can.
+        assert!(overfull(MB, 0, &at(4 * MB, 5 * MB)));
+        assert!(overfull(MB, 2 * MB, &at(6 * MB, 7 * MB)));
+        assert!(!overfull(64 * MB, 40 * MB, &at(44 * MB, 50 * MB)));
+        // Over by the keys only: eviction helps, not overfull.
+        assert!(!overfull(64 * MB, 66 * MB, &at(70 * MB, 72 * MB)));
+        // No limit.
+        assert!(!overfull(0, 0, &at(4 * MB, 5 * MB)));
     }
 }

@@ -194,6 +194,9 @@ struct Shared {
     /// collide.
     hasher: FixedState,
     maxmemory: AtomicU64,
+    /// What the process holds besides the keys exceeds `maxmemory` on its own
+    /// ([`Store::set_overfull`]).
+    overfull: AtomicBool,
     policy: AtomicU8,
     samples: AtomicUsize,
     lfu_log_factor: AtomicU32,
@@ -984,6 +987,7 @@ impl Store {
             shared: Shared {
                 hasher: FixedState::with_seed(crate::rng::seed()),
                 maxmemory: AtomicU64::new(config.maxmemory),
+                overfull: AtomicBool::new(false),
                 policy: AtomicU8::new(config.policy as u8),
                 samples: AtomicUsize::new(config.samples),
                 lfu_log_factor: AtomicU32::new(config.lfu_log_factor),
@@ -1007,6 +1011,14 @@ impl Store {
 
     pub fn maxmemory(&self) -> u64 {
         self.shared.maxmemory.load(Relaxed)
+    }
+
+    /// Whether the process's memory besides the keys (buffers, scripts, tables; the caller
+    /// reads the allocator) exceeds `maxmemory` by itself: then, as in Redis whose
+    /// `used_memory` counts them, no eviction can bring memory under the limit, and
+    /// [`Store::ensure_memory`] evicts what it can and answers out of memory.
+    pub fn set_overfull(&self, overfull: bool) {
+        self.shared.overfull.store(overfull, Relaxed);
     }
 
     pub fn set_policy(&self, p: EvictionPolicy) {
@@ -1494,7 +1506,8 @@ impl Store {
 
     /// Evict keys by the policy until `used_memory <= maxmemory` (no-op when maxmemory is 0).
     /// Call before executing a write, as Redis does. `Err` for `noeviction`, for volatile
-    /// policies without volatile keys, or when nothing more can be evicted.
+    /// policies without volatile keys, or when nothing more can be evicted (all of it when
+    /// [`Store::set_overfull`] says the rest of the process is over the limit alone).
     pub fn ensure_memory(&self, now_ms: u64) -> Result<(), OutOfMemory> {
         self.evict_until_fits(now_ms, None)
     }
@@ -1507,9 +1520,10 @@ impl Store {
 
     fn evict_until_fits(&self, now_ms: u64, keep: Option<&[u8]>) -> Result<(), OutOfMemory> {
         let max = self.maxmemory();
+        let over = |store: &Self| store.shared.overfull.load(Relaxed) || store.used_memory() > max;
         // While held, as Redis while clients are paused: nothing is evicted and the command
         // goes on (Redis's `isSafeToPerformEvictions`).
-        if max == 0 || self.used_memory() <= max || self.held(now_ms) {
+        if max == 0 || !over(self) || self.held(now_ms) {
             return Ok(());
         }
         let policy = self.policy();
@@ -1521,7 +1535,7 @@ impl Store {
         // Bounds so a wrong figure or a racing writer cannot keep us here forever.
         let mut rounds_left = self.len() + SHARDS;
         let mut misses_left = 64;
-        while self.used_memory() > max {
+        while over(self) {
             if rounds_left == 0 || misses_left == 0 {
                 return Err(OutOfMemory);
             }

@@ -356,6 +356,41 @@ fn noeviction_reports_oom_and_keeps_keys() {
     );
 }
 
+/// The rest of the process alone over the limit (`maxmemory` below the empty server's
+/// size): as in Redis, every key the policy may take goes, and the answer is still OOM;
+/// with nothing to evict, OOM at once; back under, writes go on.
+#[test]
+fn overfull_evicts_what_it_may_and_reports_oom() {
+    let s = eviction_setup(EvictionPolicy::AllKeysLru, 10);
+    s.set_maxmemory(1 << 30);
+    s.set_overfull(true);
+    assert_eq!(s.ensure_memory(0), Err(OutOfMemory));
+    assert_eq!(s.len(), 0);
+    assert_eq!(s.ensure_memory(0), Err(OutOfMemory));
+    s.set_overfull(false);
+    assert_eq!(s.ensure_memory(0), Ok(()));
+
+    let s = eviction_setup(EvictionPolicy::VolatileLru, 4);
+    s.write(&tagged(0), 0, |slot| slot.set_expire(Some(5000)));
+    s.set_maxmemory(1 << 30);
+    s.set_overfull(true);
+    assert_eq!(s.ensure_memory(10), Err(OutOfMemory));
+    assert_eq!(
+        (s.len(), s.volatile_len()),
+        (3, 0),
+        "only the volatile key goes"
+    );
+
+    let s = eviction_setup(EvictionPolicy::NoEviction, 4);
+    s.set_maxmemory(1 << 30);
+    s.set_overfull(true);
+    assert_eq!(s.ensure_memory(0), Err(OutOfMemory));
+    assert_eq!(s.len(), 4);
+    // No limit: nothing is over it.
+    s.set_maxmemory(0);
+    assert_eq!(s.ensure_memory(0), Ok(()));
+}
+
 #[test]
 fn allkeys_policies_hold_the_limit_and_admit_every_set() {
     for policy in [

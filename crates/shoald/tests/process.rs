@@ -1026,3 +1026,42 @@ fn a_busy_script_leaves_new_connections_a_way_in() {
     assert_eq!(&line[..n], b"END\r\n", "answered once the worker is free");
     assert_eq!(other.call(&["PING"]), Resp::Simple("PONG".into()));
 }
+
+/// `maxmemory` below what the empty server itself holds (allocator statistics: a `shoald`
+/// process), as `CONFIG SET maxmemory 1`: Redis's `used_memory` stays over the limit
+/// whatever it evicts, so with a policy that evicts every key goes and commands that need
+/// memory (SET, a script without `no-writes`, a write in a script) are answered OOM, while
+/// reads, DEL and `no-writes` scripts run; the replies are Redis 7.0's.
+#[test]
+fn a_maxmemory_below_the_empty_servers_size_refuses_writes_as_redis_does() {
+    let daemon = Daemon::start(&["--port", "0", "--set", "threads=1"], &[]);
+    let mut c = daemon.connect();
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]),
+        Resp::ok()
+    );
+    assert_eq!(c.call(&["SET", "a", "b"]), Resp::ok());
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "1"]), Resp::ok());
+    assert_eq!(c.call(&["SET", "k", "v"]), Resp::Error(oom.into()));
+    assert_eq!(c.call(&["DBSIZE"]), Resp::Int(0), "every key evicted");
+    assert_eq!(c.call(&["GET", "a"]), Resp::Nil);
+    assert_eq!(
+        c.call(&["EVAL", "#!lua\nreturn 1", "0"]),
+        Resp::Error(oom.into())
+    );
+    assert_eq!(
+        c.call(&["EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "k"]),
+        Resp::Error(format!(
+            "{oom} script: ee5bed0f6963e93a14eebfb64f07c299c1b4313f, on @user_script:1."
+        ))
+    );
+    assert_eq!(
+        c.call(&["EVAL", "#!lua flags=no-writes\nreturn 2", "0"]),
+        Resp::Int(2)
+    );
+    assert_eq!(c.call(&["DEL", "a"]), Resp::Int(0));
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "0"]), Resp::ok());
+    assert_eq!(c.call(&["SET", "k", "v"]), Resp::ok());
+    assert_eq!(c.call(&["GET", "k"]), Resp::bulk("v"));
+}

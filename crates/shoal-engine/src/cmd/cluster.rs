@@ -32,6 +32,8 @@ const HELP: &[&str] = &[
     "NODES",
     "    Return cluster configuration seen by node. Output format:",
     "    <id> <ip:port@cport> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "RESET [HARD|SOFT]",
+    "    Not supported: a Shoal node's members are those its seeds and gossip find.",
     "SHARDS",
     "    Return information about slot range mappings and the nodes serving them.",
     "SLOTS",
@@ -44,6 +46,10 @@ const HELP: &[&str] = &[
     "HELP",
     "    Print this help.",
 ];
+
+/// CLUSTER RESET's answer in a cluster.
+const ERR_RESET: &str = "ERR CLUSTER RESET is not supported: a Shoal node's members are those \
+     its seeds and gossip find (to take a node out, stop it)";
 
 /// A slot number argument, as Redis's `getSlotOrReply` accepts it.
 pub fn parse_slot(arg: &[u8]) -> Option<u16> {
@@ -58,6 +64,7 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         | b"localkeys" => args.len() == 2,
         b"keyslot" | b"countkeysinslot" | b"haskey" | b"forget" => args.len() == 3,
         b"getkeysinslot" => args.len() == 4,
+        b"reset" => args.len() <= 3,
         _ => return unknown_subcommand("cluster", &args[1]),
     };
     if !arity_ok {
@@ -69,6 +76,15 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(cluster) = ctx.host.cluster() else {
         return err("ERR This instance has cluster support disabled");
     };
+    if &sub[..] == b"reset" {
+        // CLUSTER RESET [HARD | SOFT]: Redis Cluster's node forgets its members and slots;
+        // a Shoal node's members are whoever its seeds and gossip find.
+        return match args.get(2).map(|a| a.to_ascii_lowercase()) {
+            None => err(ERR_RESET),
+            Some(mode) if mode == b"hard" || mode == b"soft" => err(ERR_RESET),
+            Some(_) => err(super::ERR_SYNTAX),
+        };
+    }
     match &sub[..] {
         b"keyslot" => Reply::Int(i64::from(key_slot(&args[2]))),
         // Redis's checks: an integer first, then the range.

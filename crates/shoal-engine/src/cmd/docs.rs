@@ -284,6 +284,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("cluster|countkeysinslot", "slot"),
     ("cluster|getkeysinslot", "slot count"),
     ("cluster|forget", "node-id"),
+    ("cluster|reset", "[HARD | SOFT]"),
     ("cluster|localkeys", ""),
     ("cluster|haskey", "key"),
     ("cluster|help", ""),

@@ -716,7 +716,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"]) },
     cmd!("lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", "Displays computer art and the Redis version.", server::lolwut),
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave) },
-    CommandSpec { acl: &["admin", "dangerous"], ..cmd!("module", -2, 0, (0, 0, 0), "server", "4.0.0", "A container for module commands.", server::module,
+    CommandSpec { acl: &["admin", "dangerous"], ..cmd!("module", -2, NOSCRIPT, (0, 0, 0), "server", "4.0.0", "A container for module commands.", server::module,
         &["list", "load", "loadex", "unload", "help"]) },
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
     CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
@@ -728,7 +728,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["cat", "deluser", "dryrun", "genpass", "getuser", "list", "load", "log", "save", "setuser", "users", "whoami", "help"]) },
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
-        &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "forget", "localkeys", "haskey", "help"]) },
+        &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "forget", "reset", "localkeys", "haskey", "help"]) },
     CommandSpec { acl: &["connection"], ..cmd!("readonly", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", cluster::readonly) },
     CommandSpec { acl: &["connection"], ..cmd!("readwrite", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-write queries for a connection to a Redis Cluster replica node.", cluster::readwrite) },
     CommandSpec { acl: &["connection"], ..cmd!("asking", 1, FAST, (0, 0, 0), "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect.", cluster::asking) },
@@ -1369,6 +1369,12 @@ pub fn allowed_while_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
             "function" => names_subcommand(&["kill", "stats"], args),
             _ => false,
         }
+}
+
+/// A subcommand a script may not run though its container's others may (Redis's
+/// `noscript` on the subcommand): CLUSTER RESET.
+pub fn noscript_subcommand(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    spec.name == "cluster" && names_subcommand(&["reset"], args)
 }
 
 /// The reply to a command that needs memory when `maxmemory` is reached and nothing can be
