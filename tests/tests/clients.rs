@@ -405,6 +405,13 @@ fn client_list_shows_the_buffers_as_they_are() {
         ("0", "-1", "N")
     );
     assert!(f["rbs"].parse::<u64>().unwrap() > 0, "{f:?}");
+    // The asking connection's own command is in its query buffer while it runs, as in
+    // Redis: `*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n`, 26 bytes.
+    let own: String = redis::cmd("CLIENT")
+        .arg("INFO")
+        .query(&mut watcher)
+        .unwrap();
+    assert!(own.contains(" qbuf=26 "), "{own}");
 
     // A command half sent waits in the query buffer.
     send(&mut a, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhel");

@@ -70,8 +70,9 @@ pub const UNBLOCK_ERROR: u8 = 2;
 
 /// What CLIENT LIST shows of a connection's buffers, published by its I/O loop (each read
 /// and each write) and its front end (each command), with Redis's meanings:
-/// - `qbuf`: bytes read and not parsed yet (a command still arriving); `qbuf_free`: the
-///   input buffer's room left; `rbs`: its size; `rbp`: the most it held after the last read;
+/// - `qbuf`: bytes in the input buffer: while a batch runs, all it read (the running command
+///   included, as in Redis), else those not parsed yet (a command still arriving);
+///   `qbuf_free`: the input buffer's room left; `rbs`: its size; `rbp`: the most it held after the last read;
 /// - `obl`: bytes in the buffer small replies are appended to; `oll`: reply chunks queued
 ///   behind it (large values, and replies still to come from other nodes); `omem`: their
 ///   bytes;

@@ -798,6 +798,9 @@ async fn serve<F: Frontend>(
             .stats
             .total_net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
+        // While the batch runs, qbuf counts all of it, as Redis's query buffer holds the
+        // commands it is running (CLIENT LIST shows its own command's bytes there).
+        info.buffers.set_input(input.len(), input.capacity());
         info.buffers
             .rbp
             .store(input.len() as u64, Ordering::Relaxed);
