@@ -11,36 +11,63 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     pub total_net_input_bytes: AtomicU64,
     pub total_net_output_bytes: AtomicU64,
-    /// Instantaneous ops/sec, sampled by the cron task (Redis keeps 16 samples; so do we).
-    pub ops_samples: Mutex<OpsSamples>,
+    /// Instantaneous commands, input bytes and output bytes per second, sampled by the cron
+    /// task (Redis's `instantaneous_*`: 16 samples each).
+    rates: Mutex<[Rate; 3]>,
 }
 
-#[derive(Default)]
-pub struct OpsSamples {
+/// The rate of a growing count: the mean of its last 16 samples per second (pure).
+#[derive(Default, Clone, Copy)]
+pub struct Rate {
     last_ms: u64,
-    last_ops: u64,
+    last: u64,
     samples: [u64; 16],
     next: usize,
 }
 
-impl Stats {
-    /// Records one ops/sec sample; called by the cron task.
-    pub fn sample_ops(&self, now_ms: u64) {
-        let ops = self.total_commands_processed.load(Ordering::Relaxed);
-        let mut s = self.ops_samples.lock().expect("ops sample lock poisoned");
-        if s.last_ms != 0 && now_ms > s.last_ms {
-            let rate = (ops - s.last_ops) * 1000 / (now_ms - s.last_ms);
-            let i = s.next;
-            s.samples[i] = rate;
-            s.next = (i + 1) % s.samples.len();
+impl Rate {
+    /// Takes one sample: the count is `value` at `now_ms` (a count that went down, reset by
+    /// CONFIG RESETSTAT, samples 0).
+    pub fn record(&mut self, value: u64, now_ms: u64) {
+        if self.last_ms != 0 && now_ms > self.last_ms {
+            let rate = value.saturating_sub(self.last) * 1000 / (now_ms - self.last_ms);
+            self.samples[self.next] = rate;
+            self.next = (self.next + 1) % self.samples.len();
         }
-        s.last_ms = now_ms;
-        s.last_ops = ops;
+        self.last_ms = now_ms;
+        self.last = value;
     }
 
+    /// Per second, over the samples taken.
+    pub fn per_second(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / self.samples.len() as u64
+    }
+}
+
+impl Stats {
+    /// Records one sample of each rate; called by the cron task.
+    pub fn sample_rates(&self, now_ms: u64) {
+        let counts = [
+            &self.total_commands_processed,
+            &self.total_net_input_bytes,
+            &self.total_net_output_bytes,
+        ];
+        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        for (rate, count) in rates.iter_mut().zip(counts) {
+            rate.record(count.load(Ordering::Relaxed), now_ms);
+        }
+    }
+
+    /// `instantaneous_ops_per_sec`.
     pub fn instantaneous_ops(&self) -> u64 {
-        let s = self.ops_samples.lock().expect("ops sample lock poisoned");
-        s.samples.iter().sum::<u64>() / s.samples.len() as u64
+        self.rates.lock().unwrap_or_else(|e| e.into_inner())[0].per_second()
+    }
+
+    /// `instantaneous_input_kbps` and `instantaneous_output_kbps` (KiB per second).
+    pub fn instantaneous_kbps(&self) -> (f64, f64) {
+        let rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        let kbps = |r: &Rate| r.per_second() as f64 / 1024.0;
+        (kbps(&rates[1]), kbps(&rates[2]))
     }
 
     pub fn reset(&self) {
@@ -149,4 +176,29 @@ pub fn process_usage() -> (u64, f64, f64) {
         })
         .map_or((0.0, 0.0), |(u, s)| (u / 100.0, s / 100.0));
     (rss, user, sys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rate;
+
+    #[test]
+    fn a_rate_is_the_mean_of_its_last_sixteen_samples_per_second() {
+        let mut r = Rate::default();
+        r.record(0, 1_000);
+        assert_eq!(r.per_second(), 0, "one reading is no sample");
+        // 1,600 in 100 ms: 16,000 a second, one sample of 16.
+        r.record(1_600, 1_100);
+        assert_eq!(r.per_second(), 1_000);
+        for i in 2..=17 {
+            r.record(1_600 * i, 1_000 + 100 * i);
+        }
+        assert_eq!(r.per_second(), 16_000, "the oldest samples give way");
+        // A count reset (CONFIG RESETSTAT) samples 0, not a wrapped figure.
+        r.record(0, 2_800);
+        assert_eq!(r.per_second(), 15_000);
+        // A clock that did not move takes no sample.
+        r.record(5, 2_800);
+        assert_eq!(r.per_second(), 15_000);
+    }
 }

@@ -724,7 +724,7 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         }
         drop(entered);
         if now.saturating_sub(last_sample) >= 100 {
-            node.engine.stats.sample_ops(now);
+            node.engine.stats.sample_rates(now);
             last_sample = now;
         }
     }

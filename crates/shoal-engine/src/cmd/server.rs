@@ -280,10 +280,25 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             "persistence" => {
                 line!("loading:0");
                 line!("async_loading:0");
+                // Nothing is ever saved (a cache): no save ran, so none failed.
                 line!("rdb_changes_since_last_save:0");
                 line!("rdb_bgsave_in_progress:0");
+                line!(
+                    "rdb_last_save_time:{}",
+                    (now_ms() / 1000).saturating_sub(node.uptime_secs())
+                );
+                line!("rdb_last_bgsave_status:ok");
+                line!("rdb_last_bgsave_time_sec:-1");
+                line!("rdb_current_bgsave_time_sec:-1");
+                line!("rdb_saves:0");
                 line!("aof_enabled:0");
                 line!("aof_rewrite_in_progress:0");
+                line!("aof_rewrite_scheduled:0");
+                line!("aof_last_rewrite_time_sec:-1");
+                line!("aof_current_rewrite_time_sec:-1");
+                line!("aof_last_bgrewrite_status:ok");
+                line!("aof_rewrites:0");
+                line!("aof_last_write_status:ok");
                 section("Persistence", b);
             }
             "stats" => {
@@ -297,6 +312,9 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     s.total_commands_processed.load(Ordering::Relaxed)
                 );
                 line!("instantaneous_ops_per_sec:{}", s.instantaneous_ops());
+                let (input_kbps, output_kbps) = s.instantaneous_kbps();
+                line!("instantaneous_input_kbps:{input_kbps:.2}");
+                line!("instantaneous_output_kbps:{output_kbps:.2}");
                 line!(
                     "total_net_input_bytes:{}",
                     s.total_net_input_bytes.load(Ordering::Relaxed)

@@ -787,6 +787,11 @@ fn server_commands() {
         "connected_clients:1",
         "total_commands_processed:",
         "instantaneous_ops_per_sec:",
+        "instantaneous_input_kbps:0.00\r\n",
+        "instantaneous_output_kbps:0.00\r\n",
+        "rdb_last_bgsave_status:ok\r\n",
+        "rdb_saves:0\r\n",
+        "aof_last_write_status:ok\r\n",
         "cluster_enabled:0",
     ] {
         assert!(out.contains(field), "INFO lacks {field}");
