@@ -5308,6 +5308,46 @@ const FUNCTIONS_OOM: &[Case] = &[&[
     &["GET", "{f}k"],
 ]];
 
+/// `min-replicas-to-write` on one node, which has no replicas: writes are refused, reads
+/// and `no-writes` scripts run, a transaction with a write is refused at queue time, a
+/// script's write is an error inside it (Redis's scripting suite's "not enough good
+/// replicas").
+const MIN_REPLICAS: &[Case] = &[&[
+    &["FUNCTION", "FLUSH"],
+    &["SET", "{r}x", "some value"],
+    &["FUNCTION", "LOAD", "#!lua name=mr\nredis.register_function('w', function(keys) return redis.call('set', keys[1], 'f') end)\nredis.register_function{function_name='r', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}"],
+    &["CONFIG", "SET", "min-replicas-to-write", "1"],
+    &["CONFIG", "GET", "min-replicas-to-write"],
+    &["CONFIG", "GET", "min-slaves-to-write"],
+    &["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "{r}x"],
+    &["EVAL", "return redis.call('get', KEYS[1])", "1", "{r}x"],
+    &["EVAL", "#!lua\nreturn redis.call('get', KEYS[1])", "1", "{r}x"],
+    &["EVAL", "return redis.call('set', KEYS[1], 1)", "1", "{r}x"],
+    &["FCALL", "w", "1", "{r}x"],
+    &["FCALL", "r", "1", "{r}x"],
+    &["SET", "{r}x", "2"],
+    &["INCR", "{r}n"],
+    &["DEL", "{r}x"],
+    &["GET", "{r}x"],
+    &["MULTI"],
+    &["GET", "{r}x"],
+    &["SET", "{r}y", "1"],
+    &["EXEC"],
+    &["MULTI"],
+    &["GET", "{r}x"],
+    &["EXEC"],
+    &["CONFIG", "SET", "min-replicas-to-write", "-1"],
+    &["CONFIG", "SET", "min-slaves-to-write", "0"],
+    &["SET", "{r}x", "3"],
+    &["GET", "{r}x"],
+    &["FUNCTION", "FLUSH"],
+]];
+
+#[test]
+fn min_replicas_to_write_matches_redis() {
+    run_family("min-replicas-to-write", MIN_REPLICAS);
+}
+
 #[test]
 fn functions_match_redis() {
     run_family("functions", FUNCTIONS);

@@ -321,6 +321,9 @@ pub struct NodeConfig {
     /// When a write is acknowledged: `owner` (once applied at the owner; replicas follow
     /// asynchronously) or `all` (once every reachable replica applied it too).
     pub write_ack: String,
+    /// Writes are refused (`NOREPLICAS`) while fewer than this many of the key's replicas
+    /// are reachable (Redis's `min-replicas-to-write`; a single node has none). 0 = never.
+    pub min_replicas_to_write: u32,
     /// How long a request to another node may take before it counts as failed and the
     /// router tries the next copy.
     pub cluster_timeout_ms: u64,
@@ -456,6 +459,7 @@ impl Default for NodeConfig {
             cluster_nodes: Vec::new(),
             replicas: 1,
             write_ack: "owner".into(),
+            min_replicas_to_write: 0,
             cluster_timeout_ms: 1000,
             tombstone_ttl_ms: 60_000,
             cluster_mode: "off".into(),
@@ -528,6 +532,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "cluster-nodes",
     "replicas",
     "write-ack",
+    "min-replicas-to-write",
     "cluster-timeout-ms",
     "tombstone-ttl-ms",
     "cluster-mode",

@@ -74,6 +74,8 @@ pub struct Engine {
     notify_flags: std::sync::atomic::AtomicU32,
     /// `stream-node-max-bytes` and `stream-node-max-entries`, read by every XADD.
     stream_nodes: (AtomicU64, AtomicU64),
+    /// `min-replicas-to-write`, read by every write.
+    min_replicas: std::sync::atomic::AtomicU32,
     /// Where notifications go beyond this node (set once by the cluster layer).
     pub event_sink: std::sync::OnceLock<Box<dyn crate::notify::EventSink>>,
     /// Client-side caching: who tracks which keys (CLIENT TRACKING).
@@ -140,13 +142,26 @@ impl Engine {
             pause: Default::default(),
             notify_flags: Default::default(),
             stream_nodes: Default::default(),
+            min_replicas: Default::default(),
             event_sink: std::sync::OnceLock::new(),
             tracker: Default::default(),
             acl: std::sync::OnceLock::new(),
         };
         engine.set_notify_flags(notify_flags);
         engine.set_stream_nodes(stream_nodes.0, stream_nodes.1);
+        engine.set_min_replicas(engine.with_settings(|s| s.min_replicas_to_write));
         engine
+    }
+
+    /// Writes need this many reachable replicas of their key from now on
+    /// (`min-replicas-to-write`; 0: none).
+    pub fn set_min_replicas(&self, n: u32) {
+        self.min_replicas.store(n, Ordering::Relaxed);
+    }
+
+    /// See [`Engine::set_min_replicas`].
+    pub fn min_replicas(&self) -> u32 {
+        self.min_replicas.load(Ordering::Relaxed)
     }
 
     /// A stream's nodes from now on: `stream-node-max-bytes`, `stream-node-max-entries`.

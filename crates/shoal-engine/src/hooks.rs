@@ -42,6 +42,12 @@ pub trait ClusterInfo: Send + Sync {
     fn acknowledged_replicas(&self) -> Option<i64> {
         None
     }
+    /// `min-replicas-to-write`: how many copies of `slot` besides the one here this node
+    /// reaches now (Redis's "good replicas"); `None` (a keyless write): the fewest over the
+    /// slots this node holds a copy of.
+    fn good_replicas(&self, _slot: Option<u16>) -> usize {
+        0
+    }
 }
 
 /// The part of the local keys a fan-out's share covers (DBSIZE, KEYS, SCAN, RANDOMKEY run on

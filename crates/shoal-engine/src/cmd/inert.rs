@@ -35,9 +35,6 @@ pub enum Kind {
     Text,
     /// Not changed at run time, in Redis either.
     Immutable,
-    /// Only its default is taken: another value would promise a protection Shoal does not
-    /// give (the text says what to use instead).
-    DefaultOnly(&'static str),
 }
 
 use Kind::*;
@@ -122,11 +119,6 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("maxmemory-clients", "0", MemoryOrPercent),
     ("maxmemory-eviction-tenacity", "10", Int(0, 100)),
     ("min-replicas-max-lag", "10", Int(0, INT_MAX)),
-    (
-        "min-replicas-to-write",
-        "0",
-        DefaultOnly("Shoal refuses no write for want of replicas: use write-ack = all"),
-    ),
     ("no-appendfsync-on-rewrite", "no", Bool),
     (
         "oom-score-adj",
@@ -208,7 +200,6 @@ pub const ALIASES: &[(&str, &str)] = &[
         "cluster-replica-validity-factor",
     ),
     ("min-slaves-max-lag", "min-replicas-max-lag"),
-    ("min-slaves-to-write", "min-replicas-to-write"),
     ("repl-ping-slave-period", "repl-ping-replica-period"),
     ("slave-announce-ip", "replica-announce-ip"),
     ("slave-announce-port", "replica-announce-port"),
@@ -331,10 +322,6 @@ pub fn check(kind: Kind, value: &str) -> Result<String, String> {
         }
         Text => Ok(value.to_string()),
         Immutable => Err("can't set immutable config".into()),
-        DefaultOnly(why) => match int(value) {
-            Some(0) => Ok("0".into()),
-            _ => Err(why.into()),
-        },
     }
 }
 
@@ -373,8 +360,6 @@ mod tests {
             check(Immutable, "x"),
             Err("can't set immutable config".into())
         );
-        assert_eq!(check(DefaultOnly("no"), "0"), Ok("0".into()));
-        assert_eq!(check(DefaultOnly("no"), "1"), Err("no".into()));
     }
 
     #[test]

@@ -1347,6 +1347,16 @@ fn prepare_found(
     {
         return Prepared::Done(reject(session, Reply::error(ERR_OOM)));
     }
+    // Too few replicas (`min-replicas-to-write`): a write is not queued, as Redis refuses it
+    // then. Known here on a single node only (it has none); in a cluster the key's owner
+    // decides, and EXEC checks again.
+    if session.multi.is_some()
+        && spec.flags & WRITE != 0
+        && node.min_replicas() > 0
+        && node.with_settings(|s| !s.gossip() && s.cluster_nodes.is_empty())
+    {
+        return Prepared::Done(reject(session, err(ERR_NOREPLICAS)));
+    }
     // While a script is busy, what would be queued is refused as it would be run.
     if session.multi.is_some() && spec.flags & NOQUEUE == 0 && !allowed_while_busy(spec, args) {
         if let Some(busy) = node.running.busy_reply() {
@@ -1375,6 +1385,23 @@ pub fn allowed_while_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
 /// `noscript` on the subcommand): CLUSTER RESET.
 pub fn noscript_subcommand(spec: &CommandSpec, args: &[Bytes]) -> bool {
     spec.name == "cluster" && names_subcommand(&["reset"], args)
+}
+
+/// The reply to a write while fewer of its key's replicas are reachable than
+/// `min-replicas-to-write` asks.
+pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Whether a write of `key` (keyless: `None`) must be refused for want of replicas: fewer
+/// of the key's copies elsewhere are reachable than `min-replicas-to-write` (Redis's
+/// `checkGoodReplicasStatus`; a single node has none).
+pub(crate) fn lacks_replicas(host: &dyn Host, key: Option<&[u8]>) -> bool {
+    let wanted = host.engine().min_replicas();
+    wanted > 0 && {
+        let good = host
+            .cluster()
+            .map_or(0, |c| c.good_replicas(key.map(shoal_store::key_slot)));
+        good < wanted as usize
+    }
 }
 
 /// The reply to a command that needs memory when `maxmemory` is reached and nothing can be
@@ -1463,6 +1490,17 @@ fn run_command(
             row.rejected.fetch_add(1, Relaxed);
         }
         let reply = Reply::error(ERR_OOM);
+        count_error(node, &reply);
+        return reject(session, reply);
+    }
+    if spec.flags & WRITE != 0
+        && node.min_replicas() > 0
+        && lacks_replicas(host, spec.key_positions(args).next().map(|i| &args[i][..]))
+    {
+        if let Some(row) = row {
+            row.rejected.fetch_add(1, Relaxed);
+        }
+        let reply = err(ERR_NOREPLICAS);
         count_error(node, &reply);
         return reject(session, reply);
     }

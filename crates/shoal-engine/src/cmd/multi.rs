@@ -12,7 +12,7 @@ use bytes::Bytes;
 use shoal_resp::Reply;
 use shoal_store::{Access, Kind};
 
-use super::{err, execute, flag, lookup, Ctx, ERR_OOM};
+use super::{err, execute, flag, lookup, Ctx, ERR_NOREPLICAS, ERR_OOM};
 
 /// A transaction being queued.
 #[derive(Default)]
@@ -102,6 +102,21 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
         return Reply::error(format!(
             "EXECABORT Transaction discarded because of: {ERR_OOM}"
         ));
+    }
+    // Too few replicas for its first write's key (`min-replicas-to-write`): discarded whole
+    // too.
+    if ctx.engine.min_replicas() > 0 {
+        let first_write = tx.queue.iter().find_map(|a| {
+            let spec = lookup(&a[0]).filter(|s| s.flags & flag::WRITE != 0)?;
+            Some(spec.key_positions(a).next().map(|i| a[i].clone()))
+        });
+        if let Some(key) = first_write {
+            if super::lacks_replicas(ctx.host, key.as_deref()) {
+                return Reply::error(format!(
+                    "EXECABORT Transaction discarded because of: {ERR_NOREPLICAS}"
+                ));
+            }
+        }
     }
     // As in Redis, no other client's command runs between the WATCH check and the last
     // queued command, on any worker thread.

@@ -1140,6 +1140,23 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("replicas", |c| c.replicas.to_string(), None),
     ("write-ack", |c| c.write_ack.clone(), None),
     (
+        "min-replicas-to-write",
+        |c| c.min_replicas_to_write.to_string(),
+        Some(|c, v| {
+            c.min_replicas_to_write = ranged(v, 0, i64::from(i32::MAX))? as u32;
+            Ok(())
+        }),
+    ),
+    // Redis's older name for it.
+    (
+        "min-slaves-to-write",
+        |c| c.min_replicas_to_write.to_string(),
+        Some(|c, v| {
+            c.min_replicas_to_write = ranged(v, 0, i64::from(i32::MAX))? as u32;
+            Ok(())
+        }),
+    ),
+    (
         "cluster-timeout-ms",
         |c| c.cluster_timeout_ms.to_string(),
         None,
@@ -1425,6 +1442,7 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             node.latency.configure(s.latency_monitor_threshold);
             node.set_notify_flags(crate::notify::parse(&s.notify_keyspace_events).unwrap_or(0));
             node.set_stream_nodes(s.stream_node_max_bytes.0, s.stream_node_max_entries);
+            node.set_min_replicas(s.min_replicas_to_write);
             Reply::ok()
         }
         Err(e) => Reply::error(e),

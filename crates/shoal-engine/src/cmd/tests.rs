@@ -875,13 +875,19 @@ fn config_get_set() {
         "CONFIG SET NOSUCH 1",
         "-ERR Unknown option or number of arguments for CONFIG SET - 'NOSUCH'\r\n",
     );
-    // A Redis parameter that would promise what Shoal does not do takes its default only.
-    h.check("CONFIG SET min-replicas-to-write 0", OK);
+    // min-replicas-to-write, also by its older name: a single node has no replica, so a
+    // write is refused while it asks for one.
+    h.check("CONFIG SET min-slaves-to-write 1", OK);
     h.check(
-        "CONFIG SET min-slaves-to-write 1",
-        "-ERR CONFIG SET failed (possibly related to argument 'min-slaves-to-write') - Shoal \
-         refuses no write for want of replicas: use write-ack = all\r\n",
+        "CONFIG GET min-replicas-to-write",
+        &format!("*2\r\n{}{}", bulk("min-replicas-to-write"), bulk("1")),
     );
+    h.check(
+        "SET k v",
+        "-NOREPLICAS Not enough good replicas to write.\r\n",
+    );
+    h.check("CONFIG SET min-replicas-to-write 0", OK);
+    h.check("SET k v", OK);
     h.check(
         "CONFIG GET MAXMEMORY",
         &format!("*2\r\n{}{}", bulk("MAXMEMORY"), bulk("10485760")),
