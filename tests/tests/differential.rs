@@ -3512,6 +3512,17 @@ const CONNECTION: &[Case] = &[
     ],
     // transactions (WATCH aborts need a second client, covered in tests/clients.rs)
     &[
+        // A protected command is refused before it is queued, which discards the whole.
+        &["MULTI"],
+        &["DEBUG", "ERROR", "x"],
+        &["SET", "pt", "1"],
+        &["EXEC"],
+        &["GET", "pt"],
+        &["MULTI"],
+        &["MODULE", "LOAD", "/nonexistent.so"],
+        &["MODULE", "LIST"],
+        &["EXEC"],
+        &["MODULE", "LOAD"],
         &["EXEC"],
         &["DISCARD"],
         &["MULTI"],

@@ -718,6 +718,11 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave) },
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("module", -2, NOSCRIPT, (0, 0, 0), "server", "4.0.0", "A container for module commands.", server::module,
         &["list", "load", "loadex", "unload", "help"]) },
+    cmd!("save", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk.", server::save),
+    cmd!("bgsave", -1, ADMIN | NOSCRIPT, (0, 0, 0), "server", "1.0.0", "Asynchronously saves the database(s) to disk.", server::save),
+    cmd!("bgrewriteaof", 1, ADMIN | NOSCRIPT, (0, 0, 0), "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", server::save),
+    cmd!("replicaof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", server::replicaof),
+    cmd!("slaveof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", server::replicaof),
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
     CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     CommandSpec { acl: &["connection"], ..cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
@@ -1279,6 +1284,12 @@ fn prepare_found(
             return Prepared::Done(reject_exec(session, wrong_arity(spec.name)));
         }
         return Prepared::Done(reject(session, wrong_arity(spec.name)));
+    }
+    // DEBUG and MODULE LOAD are refused before anything else, as Redis refuses its
+    // protected commands: inside MULTI too, which the refusal then discards.
+    if let Some(reply) = server::protected_refusal(spec, args) {
+        count_error(node, &reply);
+        return Prepared::Done(reject(session, reply));
     }
     if !session.authenticated && spec.flags & NOAUTH == 0 {
         if acl::requires_auth(node) {

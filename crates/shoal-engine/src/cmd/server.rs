@@ -1568,12 +1568,66 @@ fn acknowledged_replicas(ctx: &Ctx<'_>) -> i64 {
 
 /// DEBUG: refused, as Redis 7 refuses it by default (`enable-debug-command no`, which Shoal
 /// does not let change: its subcommands reach into Redis's internals).
+const ERR_DEBUG: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is \
+     set to \"local\", you can run it from a local connection, otherwise you need to set this \
+     option in the configuration file, and then restart the server.";
+
+/// MODULE LOAD, LOADEX and UNLOAD: refused, as Redis 7 refuses them by default
+/// (`enable-module-command no`).
+const ERR_MODULE: &str = "ERR MODULE command not allowed. If the enable-module-command option \
+     is set to \"local\", you can run it from a local connection, otherwise you need to set \
+     this option in the configuration file, and then restart the server.";
+
+/// Redis's protected commands, refused before they are queued or run (Redis's
+/// `processCommand`): DEBUG, and MODULE LOAD / LOADEX / UNLOAD with their arguments.
+pub fn protected_refusal(spec: &CommandSpec, args: &[Bytes]) -> Option<Reply> {
+    match spec.name {
+        "debug" => Some(err(ERR_DEBUG)),
+        "module"
+            if args.len() >= 3 && super::names_subcommand(&["load", "loadex", "unload"], args) =>
+        {
+            Some(err(ERR_MODULE))
+        }
+        _ => None,
+    }
+}
+
+/// DEBUG (refused before it gets here: [`protected_refusal`]).
 pub fn debug(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    Reply::error(
-        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
-         you can run it from a local connection, otherwise you need to set this option in the \
-         configuration file, and then restart the server.",
-    )
+    err(ERR_DEBUG)
+}
+
+/// SAVE, BGSAVE [SCHEDULE] and BGREWRITEAOF: Shoal keeps nothing on disk (a cache; its
+/// copies live on other nodes), so it says so rather than answer as if a snapshot were made.
+pub fn save(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+    if (name == "BGSAVE" && args.len() == 2 && !is(&args[1], "SCHEDULE")) || args.len() > 2 {
+        return err(super::ERR_SYNTAX);
+    }
+    Reply::error(format!(
+        "ERR {name} is not supported: Shoal keeps nothing on disk (its copies are on other nodes)"
+    ))
+}
+
+/// REPLICAOF / SLAVEOF: every Shoal node is a primary. `NO ONE` is what it is already (OK,
+/// as a Redis master answers); following another server is not something a node does (its
+/// copies are kept by its cluster), so that is refused, after Redis's checks of the port.
+/// In a cluster, Redis Cluster's refusal.
+pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.host.cluster().is_some() {
+        return err("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    if is(&args[1], "NO") && is(&args[2], "ONE") {
+        return Reply::ok();
+    }
+    match super::parse_i64(&args[2]) {
+        None => err(super::ERR_NOT_INTEGER),
+        Some(p) if !(0..=65535).contains(&p) => err("ERR Invalid master port"),
+        Some(_) => err(
+            "ERR REPLICAOF is not supported: a Shoal node keeps its copies on the other members \
+             of its cluster (cluster-nodes, cluster-seeds), not on attached replicas",
+        ),
+    }
 }
 
 /// LASTSAVE: Shoal keeps no snapshot, so the last "save" is the start, as a Redis that
@@ -1603,19 +1657,13 @@ pub fn module(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     match &sub[..] {
         b"list" if args.len() == 2 => Reply::Array(Vec::new()),
         b"help" if args.len() == 2 => help_reply(MODULE_HELP),
-        b"list" | b"help" => super::wrong_arity(&format!(
-            "module|{}",
-            String::from_utf8_lossy(&sub)
-        )),
-        b"load" | b"loadex" | b"unload" if args.len() >= 3 => err(
-            "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", \
-             you can run it from a local connection, otherwise you need to set this option in the \
-             configuration file, and then restart the server.",
-        ),
-        b"load" | b"loadex" | b"unload" => super::wrong_arity(&format!(
-            "module|{}",
-            String::from_utf8_lossy(&sub)
-        )),
+        b"list" | b"help" => {
+            super::wrong_arity(&format!("module|{}", String::from_utf8_lossy(&sub)))
+        }
+        b"load" | b"loadex" | b"unload" if args.len() >= 3 => err(ERR_MODULE),
+        b"load" | b"loadex" | b"unload" => {
+            super::wrong_arity(&format!("module|{}", String::from_utf8_lossy(&sub)))
+        }
         _ => super::unknown_subcommand("module", &args[1]),
     }
 }

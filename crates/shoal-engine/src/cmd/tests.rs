@@ -774,6 +774,29 @@ fn server_commands() {
         "LOLWUT VERSION x",
         "-ERR value is not an integer or out of range\r\n",
     );
+    // Nothing is kept on disk, and a node follows no other server: said so.
+    for save in ["SAVE", "BGSAVE", "BGSAVE SCHEDULE", "BGREWRITEAOF"] {
+        let name = save.split(' ').next().unwrap();
+        h.check(
+            save,
+            &format!(
+                "-ERR {name} is not supported: Shoal keeps nothing on disk (its copies are on \
+                 other nodes)\r\n"
+            ),
+        );
+    }
+    h.check("BGSAVE NOW", "-ERR syntax error\r\n");
+    h.check("MULTI", OK);
+    h.check("SAVE", "-ERR Command not allowed inside a transaction\r\n");
+    h.check("DISCARD", OK);
+    h.check("REPLICAOF NO ONE", OK);
+    h.check("SLAVEOF no one", OK);
+    h.check("REPLICAOF localhost 70000", "-ERR Invalid master port\r\n");
+    h.check(
+        "REPLICAOF localhost 6379",
+        "-ERR REPLICAOF is not supported: a Shoal node keeps its copies on the other members of \
+         its cluster (cluster-nodes, cluster-seeds), not on attached replicas\r\n",
+    );
     let out = h.run("INFO");
     for field in [
         "redis_version:7.2.4",
