@@ -302,6 +302,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("command|info", "[command-name [command-name ...]]"),
     ("command|docs", "[command-name [command-name ...]]"),
     ("command|getkeys", "command [arg [arg ...]]"),
+    ("command|getkeysandflags", "command [arg [arg ...]]"),
     ("command|help", ""),
     ("config", ""),
     ("config|get", "parameter [parameter ...]"),

@@ -19,6 +19,8 @@ mod hash;
 mod hll;
 mod inert;
 mod keys;
+mod keyspecs;
+mod keyspecs_table;
 mod list;
 mod lua_libs;
 mod memcache;
@@ -726,7 +728,7 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
     CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     CommandSpec { acl: &["connection"], ..cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
-        &["count", "list", "info", "docs", "getkeys", "help"]) },
+        &["count", "list", "info", "docs", "getkeys", "getkeysandflags", "help"]) },
     cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
         &["get", "set", "resetstat", "rewrite", "help"]),
     CommandSpec { route: Route::AllNodes(Gather::Everywhere(&["setuser", "deluser"])), ..cmd!("acl", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands.", acl::acl,

@@ -714,6 +714,8 @@ const COMMAND_HELP: &[&str] = &[
     "    Return documentation details about multiple commands.",
     "GETKEYS <full-command>",
     "    Return the keys from a full command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full command.",
     "HELP",
     "    Print this help.",
 ];
@@ -784,16 +786,20 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 .map(|c| (Reply::bulk(c.name), command_docs(c)))
                 .collect(),
         ),
-        b"getkeys" if args.len() >= 3 => {
+        b"getkeys" | b"getkeysandflags" if args.len() >= 3 => {
             let Some(spec) = lookup_listed(&args[2]) else {
                 return err("ERR Invalid command specified");
             };
             let cmd_args = &args[2..];
+            // Redis's order: keys at all, then the arity.
+            if !spec.has_keys() {
+                return err("ERR The command has no key arguments");
+            }
             if !spec.takes(cmd_args.len()) {
                 return err("ERR Invalid number of arguments specified for command");
             }
-            if !spec.has_keys() {
-                return err("ERR The command has no key arguments");
+            if sub.eq_ignore_ascii_case(b"getkeysandflags") {
+                return keys_and_flags(spec, cmd_args);
             }
             let mut keys = spec.keys(cmd_args);
             if spec.name == "sort" {
@@ -813,12 +819,50 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
         }
         b"help" => help_reply(COMMAND_HELP),
-        b"count" | b"getkeys" => wrong_arity(&format!(
+        b"count" | b"getkeys" | b"getkeysandflags" => wrong_arity(&format!(
             "command|{}",
             String::from_utf8_lossy(&sub.to_ascii_lowercase())
         )),
         _ => unknown_subcommand("command", sub),
     }
+}
+
+/// COMMAND GETKEYSANDFLAGS: each key with what the command does to it (Redis's key
+/// specifications, `keyspecs`); a command without them, Shoal's own, lists its keys with no
+/// flags.
+fn keys_and_flags(spec: &CommandSpec, cmd_args: &[Bytes]) -> Reply {
+    let name = match cmd_args.get(1) {
+        Some(sub) if !spec.subcommands.is_empty() => {
+            format!(
+                "{}|{}",
+                spec.name,
+                String::from_utf8_lossy(sub).to_ascii_lowercase()
+            )
+        }
+        _ => spec.name.to_string(),
+    };
+    let found = super::keyspecs::keys_and_flags(&name, cmd_args)
+        .unwrap_or_else(|| spec.key_positions(cmd_args).map(|i| (i, 0)).collect());
+    if found.is_empty() {
+        // Scripts and functions may name no key (Redis's `no_mandatory_keys`).
+        if spec.acl.contains(&"scripting") {
+            return Reply::Array(Vec::new());
+        }
+        return err("ERR Invalid arguments specified for command");
+    }
+    Reply::Array(
+        found
+            .into_iter()
+            .map(|(at, flags)| {
+                let names = super::keyspecs::flag::NAMES
+                    .iter()
+                    .filter(|(bit, _)| flags & bit != 0)
+                    .map(|(_, n)| Reply::Simple((*n).into()))
+                    .collect();
+                Reply::Array(vec![Reply::Bulk(cmd_args[at].clone()), Reply::Set(names)])
+            })
+            .collect(),
+    )
 }
 
 // ---- CONFIG --------------------------------------------------------------------------
