@@ -5484,6 +5484,30 @@ const GETKEYSANDFLAGS: &[Case] = &[&[
     &["COMMAND", "GETKEYSANDFLAGS", "sintercard", "2", "a", "b"],
     &["COMMAND", "GETKEYSANDFLAGS", "lcs", "a", "b"],
     &["COMMAND", "GETKEYSANDFLAGS", "spublish", "ch", "m"],
+    &[
+        "COMMAND",
+        "GETKEYSANDFLAGS",
+        "migrate",
+        "h",
+        "1",
+        "k",
+        "0",
+        "5",
+    ],
+    &[
+        "COMMAND",
+        "GETKEYSANDFLAGS",
+        "migrate",
+        "h",
+        "1",
+        "",
+        "0",
+        "5",
+        "COPY",
+        "KEYS",
+        "k1",
+        "k2",
+    ],
     &["COMMAND", "GETKEYSANDFLAGS", "time", "x"],
     &["COMMAND", "GETKEYSANDFLAGS", "nosuch", "k"],
     &["COMMAND", "GETKEYSANDFLAGS"],
@@ -7804,4 +7828,220 @@ fn acl_users_match_redis() {
 #[test]
 fn acl_users_match_redis_through_a_cluster_node() {
     run_family_in_cluster("acl", ACL);
+}
+
+/// MIGRATE from Shoal into redis-server and back: the keys go with their TTLs (COPY keeps
+/// them here, REPLACE overwrites there), the target's refusals and authentication are
+/// Redis's, and the errors of a bad call are redis-server's own for the same call.
+#[test]
+fn migrate_moves_keys_to_redis_and_back() {
+    let redis_server = RedisServer::start();
+    let shoal = TestNode::start();
+    let mut r = redis::Client::open(format!("redis://{}/", redis_server.addr))
+        .and_then(|c| c.get_connection())
+        .expect("connects");
+    let mut s = shoal.client();
+    let port = redis_server.addr.port().to_string();
+    let q = |con: &mut redis::Connection, args: &[&str]| -> redis::Value {
+        let mut c = redis::cmd(args[0]);
+        for a in &args[1..] {
+            c.arg(*a);
+        }
+        c.query(con)
+            .unwrap_or_else(|e| redis::Value::SimpleString(format!("error: {e}")))
+    };
+    let ok = redis::Value::Okay;
+    for (k, v) in [("a", "1"), ("b", "2")] {
+        q(&mut s, &["SET", k, v]);
+    }
+    q(&mut s, &["EXPIRE", "b", "100"]);
+    q(&mut s, &["RPUSH", "l", "x", "y"]);
+    q(&mut s, &["HSET", "h", "f", "v"]);
+    assert_eq!(
+        q(&mut s, &["MIGRATE", "127.0.0.1", &port, "a", "0", "5000"]),
+        ok
+    );
+    assert_eq!(q(&mut s, &["EXISTS", "a"]), redis::Value::Int(0));
+    assert_eq!(
+        q(&mut r, &["GET", "a"]),
+        redis::Value::BulkString(b"1".to_vec())
+    );
+    let all = [
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "b",
+        "l",
+        "h",
+        "gone",
+    ];
+    assert_eq!(q(&mut s, &all), ok);
+    assert_eq!(q(&mut s, &["EXISTS", "b", "l", "h"]), redis::Value::Int(0));
+    let redis::Value::Int(ttl) = q(&mut r, &["TTL", "b"]) else {
+        panic!("TTL")
+    };
+    assert!((1..=100).contains(&ttl), "{ttl}");
+    assert_eq!(
+        q(&mut r, &["LRANGE", "l", "0", "-1"]),
+        redis::Value::Array(vec![
+            redis::Value::BulkString(b"x".to_vec()),
+            redis::Value::BulkString(b"y".to_vec())
+        ])
+    );
+    assert_eq!(
+        q(&mut r, &["HGET", "h", "f"]),
+        redis::Value::BulkString(b"v".to_vec())
+    );
+    // The key exists there: the target's refusal, and the key stays here.
+    q(&mut s, &["SET", "a", "2"]);
+    let refused = q(&mut s, &["MIGRATE", "127.0.0.1", &port, "a", "0", "5000"]);
+    assert!(
+        format!("{refused:?}").contains("Target instance replied with error: BUSYKEY"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        q(&mut s, &["GET", "a"]),
+        redis::Value::BulkString(b"2".to_vec())
+    );
+    let copy = [
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "a",
+        "0",
+        "5000",
+        "COPY",
+        "REPLACE",
+    ];
+    assert_eq!(q(&mut s, &copy), ok);
+    assert_eq!(
+        q(&mut s, &["GET", "a"]),
+        redis::Value::BulkString(b"2".to_vec())
+    );
+    assert_eq!(
+        q(&mut r, &["GET", "a"]),
+        redis::Value::BulkString(b"2".to_vec())
+    );
+    assert_eq!(
+        q(
+            &mut s,
+            &["MIGRATE", "127.0.0.1", &port, "gone", "0", "5000"]
+        ),
+        redis::Value::SimpleString("NOKEY".into())
+    );
+    // And back: redis-server's MIGRATE into Shoal.
+    let shoal_port = shoal.addr.port().to_string();
+    assert_eq!(
+        q(
+            &mut r,
+            &["MIGRATE", "127.0.0.1", &shoal_port, "l", "0", "5000"]
+        ),
+        ok
+    );
+    assert_eq!(q(&mut s, &["LLEN", "l"]), redis::Value::Int(2));
+    // A password on the target: wrong, then right (AUTH and AUTH2).
+    q(&mut r, &["CONFIG", "SET", "requirepass", "pw"]);
+    q(&mut s, &["SET", "p", "1"]);
+    let wrong = q(
+        &mut s,
+        &[
+            "MIGRATE",
+            "127.0.0.1",
+            &port,
+            "p",
+            "0",
+            "5000",
+            "AUTH",
+            "no",
+        ],
+    );
+    assert!(
+        format!("{wrong:?}").contains("replied with error: WRONGPASS"),
+        "{wrong:?}"
+    );
+    assert_eq!(q(&mut s, &["EXISTS", "p"]), redis::Value::Int(1), "kept");
+    let right = [
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "p",
+        "0",
+        "5000",
+        "AUTH2",
+        "default",
+        "pw",
+    ];
+    assert_eq!(q(&mut s, &right), ok);
+    assert_eq!(q(&mut s, &["EXISTS", "p"]), redis::Value::Int(0));
+    q(&mut r, &["AUTH", "pw"]);
+    q(&mut r, &["CONFIG", "SET", "requirepass", ""]);
+    // Bad calls: the same answers as redis-server's own MIGRATE.
+    let closed = {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        l.local_addr().unwrap().port().to_string()
+    };
+    q(&mut s, &["SET", "a", "3"]);
+    q(&mut r, &["SET", "a", "3"]);
+    for call in [
+        &["MIGRATE", "127.0.0.1", &closed, "a", "0", "500"][..],
+        &["MIGRATE", "127.0.0.1", &port, "a", "0", "5000", "KEYS", "b"],
+        &["MIGRATE", "127.0.0.1", &port, "a", "x", "5000"],
+        &["MIGRATE", "127.0.0.1", &port, "a", "0", "soon"],
+        &["MIGRATE", "127.0.0.1", &port, "a", "0", "5000", "BOGUS"],
+        &["MIGRATE", "127.0.0.1", &port, "a", "0", "5000", "AUTH"],
+        &["MIGRATE", "127.0.0.1", &port, "a"],
+    ] {
+        assert_eq!(q(&mut s, call), q(&mut r, call), "{call:?}");
+    }
+    // COMMAND GETKEYS finds MIGRATE's keys as Redis does.
+    let getkeys = [
+        "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "AUTH", "KEYS", "KEYS", "k1", "k2",
+    ];
+    assert_eq!(q(&mut s, &getkeys), q(&mut r, &getkeys));
+}
+
+/// MIGRATE through any node of a cluster: it runs on the key's owner, and the key is gone
+/// from every copy afterwards (its replica too, so no failover brings it back).
+#[test]
+fn migrate_through_a_cluster_node_removes_every_copy() {
+    let redis_server = RedisServer::start();
+    let cluster = shoal_tests::TestCluster::start(3, |c| c.write_ack = "all".into());
+    let mut r = redis::Client::open(format!("redis://{}/", redis_server.addr))
+        .and_then(|c| c.get_connection())
+        .expect("connects");
+    let port = redis_server.addr.port().to_string();
+    let mut c = cluster.members[0].client();
+    for i in 0..20 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("m{i}"))
+            .arg(i)
+            .query(&mut c)
+            .unwrap();
+    }
+    for i in 0..20 {
+        let key = format!("m{i}");
+        let reply: String = redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(&port)
+            .arg(&key)
+            .arg(0)
+            .arg(5000)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(reply, "OK", "{key}");
+        let there: Option<i64> = redis::cmd("GET").arg(&key).query(&mut r).unwrap();
+        assert_eq!(there, Some(i));
+        for m in &cluster.members {
+            let n: i64 = redis::cmd("CLUSTER")
+                .arg("HASKEY")
+                .arg(&key)
+                .query(&mut m.client())
+                .unwrap();
+            assert_eq!(n, 0, "{key} still on {}", m.name);
+        }
+    }
 }

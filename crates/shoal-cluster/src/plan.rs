@@ -297,6 +297,12 @@ mod tests {
             args.extend(["0", "0"].map(Bytes::from));
             return args;
         }
+        // MIGRATE's follow its KEYS option.
+        if spec.numkeys == cmd::MIGRATE_KEYS {
+            args.extend(["h", "1", "", "0", "5000", "KEYS"].map(Bytes::from));
+            args.extend((1..3).map(|i| Bytes::from(format!("k{i}{tag}"))));
+            return args;
+        }
         args.extend((1..argc).map(|i| Bytes::from(format!("k{i}{tag}"))));
         // A counted row's keys are the rest of the request.
         let count = usize::from(spec.numkeys);

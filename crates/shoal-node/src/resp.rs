@@ -67,8 +67,9 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
     }
     let micros = shoal_engine::clock::now_us();
     let addr = session.info.addr.to_string();
+    let shown = shoal_engine::cmd::shown_args(spec, args);
     node.monitors
-        .feed(shoal_cluster::monitor::line(micros, &addr, args));
+        .feed(shoal_cluster::monitor::line(micros, &addr, &shown));
 }
 
 /// Waits until CLIENT UNPAUSE or the pause's end (Unix ms `end_ms`), counted in INFO's

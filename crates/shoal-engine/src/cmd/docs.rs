@@ -256,6 +256,7 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("copy", "source destination [DB destination-db] [REPLACE]"),
     ("move", "key db"),
     ("dump", "key"),
+    ("migrate", "host port <key | \"\"> destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]"),
     ("restore", "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
     ("swapdb", "index1 index2"),
     ("keys", "pattern"),

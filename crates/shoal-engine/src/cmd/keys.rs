@@ -926,3 +926,327 @@ fn memory_doctor(node: &Engine) -> String {
         issues.join("\n\n")
     )
 }
+
+// ---- MIGRATE -------------------------------------------------------------------------
+
+/// MIGRATE's keys, as positions in `args` (`first..end`): the key argument, or with the KEYS
+/// option every argument after it (Redis's `migrateGetKeys`: AUTH's and AUTH2's arguments
+/// are skipped on the way). `None` for KEYS with a key argument that is not empty.
+pub fn migrate_keys(args: &[Bytes]) -> Option<(usize, usize)> {
+    let mut i = 6;
+    while i < args.len() {
+        let a = &args[i];
+        if is(a, "KEYS") {
+            return args[3].is_empty().then_some((i + 1, args.len()));
+        } else if is(a, "AUTH") {
+            i += 1;
+        } else if is(a, "AUTH2") {
+            i += 2;
+        }
+        i += 1;
+    }
+    Some((3, 4.min(args.len())))
+}
+
+/// MIGRATE's arguments as the slow log and MONITOR show them: AUTH's and AUTH2's passwords
+/// (and AUTH2's user name) `(redacted)`, as Redis shows them.
+pub fn migrate_redacted(args: &[Bytes]) -> Vec<Bytes> {
+    let mut shown = args.to_vec();
+    let mut i = 6;
+    while i < shown.len() {
+        let hidden = if is(&shown[i], "KEYS") {
+            break;
+        } else if is(&shown[i], "AUTH") {
+            1
+        } else if is(&shown[i], "AUTH2") {
+            2
+        } else {
+            0
+        };
+        for a in shown.iter_mut().skip(i + 1).take(hidden) {
+            *a = Bytes::from_static(b"(redacted)");
+        }
+        i += hidden + 1;
+    }
+    shown
+}
+
+/// Longest reply line MIGRATE reads from its target (as Redis's).
+const MIGRATE_LINE: usize = 1024;
+
+/// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2
+/// username password] [KEYS key ...]: sends the keys to another Redis (or Shoal) as
+/// RESTOREs, over a connection of its own, and deletes those it took unless COPY, as
+/// Redis's `migrateCommand` (its checks, replies and one retry after a broken connection).
+/// Like Redis's, it holds its thread until the target answered or `timeout` ms passed.
+pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let (mut copy, mut replace) = (false, false);
+    let mut auth: Option<(Option<&Bytes>, &Bytes)> = None;
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let a = &args[j];
+        if is(a, "COPY") {
+            copy = true;
+        } else if is(a, "REPLACE") {
+            replace = true;
+        } else if is(a, "AUTH") && more >= 1 {
+            auth = Some((None, &args[j + 1]));
+            j += 1;
+        } else if is(a, "AUTH2") && more >= 2 {
+            auth = Some((Some(&args[j + 1]), &args[j + 2]));
+            j += 2;
+        } else if is(a, "KEYS") {
+            if !args[3].is_empty() {
+                return err(
+                    "ERR When using MIGRATE KEYS option, the key argument must be set \
+                     to the empty string",
+                );
+            }
+            break;
+        } else {
+            return err(ERR_SYNTAX);
+        }
+        j += 1;
+    }
+    let (Some(timeout), Some(dbid)) = (super::parse_i64(&args[5]), super::parse_i64(&args[4]))
+    else {
+        return err(super::ERR_NOT_INTEGER);
+    };
+    let timeout =
+        std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    let (first, end) = migrate_keys(args).unwrap_or((3, 4));
+    // The keys that are here, each with its TTL and DUMP payload.
+    let store = &ctx.engine.store;
+    let now = ctx.now_ms;
+    let found: Vec<(&Bytes, u64, Vec<u8>)> = args[first..end]
+        .iter()
+        .filter_map(|k| {
+            store.read(k, now, Access::Read, |e| {
+                e.map(|e| {
+                    let payload = match e.coll {
+                        Some(c) => crate::rdb::dump_collection(c),
+                        None => crate::rdb::dump_string(e.value),
+                    };
+                    let ttl = e.expire_at_ms.map_or(0, |at| at.saturating_sub(now).max(1));
+                    (k, ttl, payload)
+                })
+            })
+        })
+        .collect();
+    if found.is_empty() {
+        return Reply::Simple("NOKEY".into());
+    }
+    // AUTH, SELECT, then one RESTORE a key, sent at once; the replies read in turn.
+    let mut request = Vec::new();
+    let mut encode = |parts: &[&[u8]]| {
+        request.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
+        for p in parts {
+            request.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
+            request.extend_from_slice(p);
+            request.extend_from_slice(b"\r\n");
+        }
+    };
+    match auth {
+        Some((Some(user), pass)) => encode(&[b"AUTH", user, pass]),
+        Some((None, pass)) => encode(&[b"AUTH", pass]),
+        None => {}
+    }
+    encode(&[b"SELECT", dbid.to_string().as_bytes()]);
+    for (key, ttl, payload) in &found {
+        // The key as the client named it (without its database's prefix here).
+        let name = db::split_key(key).1;
+        let ttl = ttl.to_string();
+        let mut parts: Vec<&[u8]> = vec![b"RESTORE", name, ttl.as_bytes(), payload];
+        if replace {
+            parts.push(b"REPLACE");
+        }
+        encode(&parts);
+    }
+    let header = usize::from(auth.is_some()) + 1;
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    let port: u16 = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    // One retry when the connection broke before any RESTORE was answered, but not after
+    // a timeout (Redis retries a cached connection the target may have closed).
+    let mut outcome = migrate_exchange(&host, port, &request, header, found.len(), timeout);
+    let retry = match &outcome {
+        Err(MigrateIo::Write { timed_out }) => !timed_out,
+        Err(MigrateIo::Read { timed_out, lines }) => !timed_out && lines.len() <= header,
+        _ => false,
+    };
+    if retry {
+        outcome = migrate_exchange(&host, port, &request, header, found.len(), timeout);
+    }
+    let (lines, failure) = match outcome {
+        Ok(lines) => (lines, None),
+        Err(MigrateIo::Connect) => {
+            return err("IOERR error or timeout connecting to the client");
+        }
+        Err(MigrateIo::Write { .. }) => {
+            return err("IOERR error or timeout writing to target instance");
+        }
+        Err(MigrateIo::Read { lines, .. }) => (
+            lines,
+            Some(err("IOERR error or timeout reading to target instance")),
+        ),
+    };
+    // The first error the target answered (AUTH's, SELECT's, then a RESTORE's) is the
+    // reply; each key whose RESTORE was answered OK goes (unless COPY) all the same.
+    let (head, restores) = lines.split_at(header.min(lines.len()));
+    let target_error = head
+        .iter()
+        .chain(restores)
+        .find(|l| l.first() == Some(&b'-'))
+        .map(|l| {
+            Reply::error(format!(
+                "ERR Target instance replied with error: {}",
+                String::from_utf8_lossy(&l[1..])
+            ))
+        });
+    let head_failed = head.iter().any(|l| l.first() == Some(&b'-'));
+    if !copy && !head_failed {
+        for ((key, _, _), line) in found.iter().zip(restores) {
+            if line.first() != Some(&b'-') && store.remove(key, now) {
+                ctx.notify(GENERIC, "del", key);
+            }
+        }
+    }
+    target_error.or(failure).unwrap_or_else(Reply::ok)
+}
+
+/// How MIGRATE's exchange with its target failed.
+enum MigrateIo {
+    /// No connection in time (or no such host).
+    Connect,
+    /// The request could not be sent whole.
+    Write { timed_out: bool },
+    /// A reply did not come: the lines read before it.
+    Read {
+        timed_out: bool,
+        lines: Vec<Vec<u8>>,
+    },
+}
+
+/// Connects to `host:port`, sends `request` and reads `header + keys` reply lines, each
+/// bounded by [`MIGRATE_LINE`], every step within `timeout`.
+fn migrate_exchange(
+    host: &str,
+    port: u16,
+    request: &[u8],
+    header: usize,
+    keys: usize,
+    timeout: std::time::Duration,
+) -> Result<Vec<Vec<u8>>, MigrateIo> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::ToSocketAddrs;
+    let timed_out = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        )
+    };
+    let addr = (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or(MigrateIo::Connect)?;
+    // Redis connects without waiting and only a connection not made in time fails here; a
+    // refused one fails at the write.
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+        if timed_out(&e) {
+            MigrateIo::Connect
+        } else {
+            MigrateIo::Write { timed_out: false }
+        }
+    })?;
+    let _ = stream.set_nodelay(true);
+    stream
+        .set_write_timeout(Some(timeout))
+        .and_then(|()| stream.set_read_timeout(Some(timeout)))
+        .map_err(|_| MigrateIo::Connect)?;
+    stream.write_all(request).map_err(|e| MigrateIo::Write {
+        timed_out: timed_out(&e),
+    })?;
+    let mut reader = BufReader::new(stream);
+    let mut lines = Vec::with_capacity(header + keys);
+    for _ in 0..header + keys {
+        let mut line = Vec::new();
+        let read = (&mut reader)
+            .take(MIGRATE_LINE as u64)
+            .read_until(b'\n', &mut line);
+        match read {
+            Ok(n) if n > 0 && line.ends_with(b"\n") => {
+                line.truncate(line.len() - 1);
+                if line.ends_with(b"\r") {
+                    line.truncate(line.len() - 1);
+                }
+                lines.push(line);
+            }
+            Ok(_) => {
+                return Err(MigrateIo::Read {
+                    timed_out: false,
+                    lines,
+                })
+            }
+            Err(e) => {
+                return Err(MigrateIo::Read {
+                    timed_out: timed_out(&e),
+                    lines,
+                })
+            }
+        }
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod migrate_tests {
+    use super::{migrate_keys, migrate_redacted};
+    use bytes::Bytes;
+
+    fn args(line: &str) -> Vec<Bytes> {
+        line.split(' ')
+            .map(|a| {
+                Bytes::from(if a == "''" {
+                    String::new()
+                } else {
+                    a.to_string()
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn migrate_finds_its_keys_and_hides_its_passwords() {
+        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 5")), Some((3, 4)));
+        assert_eq!(
+            migrate_keys(&args("MIGRATE h 1 '' 0 5 AUTH KEYS KEYS a b")),
+            Some((9, 11)),
+            "AUTH's password is no keyword"
+        );
+        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 5 KEYS a")), None);
+        let shown = migrate_redacted(&args("MIGRATE h 1 '' 0 5 AUTH2 u p COPY KEYS AUTH x"));
+        let shown: Vec<&[u8]> = shown.iter().map(|b| &b[..]).collect();
+        assert_eq!(
+            shown,
+            [
+                &b"MIGRATE"[..],
+                b"h",
+                b"1",
+                b"",
+                b"0",
+                b"5",
+                b"AUTH2",
+                b"(redacted)",
+                b"(redacted)",
+                b"COPY",
+                b"KEYS",
+                b"AUTH",
+                b"x"
+            ]
+        );
+    }
+}

@@ -89,6 +89,11 @@ pub fn keys_and_flags(name: &str, args: &[Bytes]) -> Option<Vec<(usize, u16)>> {
         "set" => return Some(vec![(1, set_flags(args))]),
         "bitfield" => return Some(vec![(1, bitfield_flags(args))]),
         "sort" | "sort_ro" => return Some(sort_keys(name, args)),
+        "migrate" => {
+            let (first, end) = super::keys::migrate_keys(args).unwrap_or((0, 0));
+            let flags = flag::RW | flag::ACCESS | flag::DELETE;
+            return Some((first..end).map(|i| (i, flags)).collect());
+        }
         _ => {}
     }
     Some(by_specs(specs, args).unwrap_or_default())

@@ -357,7 +357,7 @@ impl CommandSpec {
     /// error); no allocation.
     pub fn key_positions(&self, args: &[Bytes]) -> KeyPositions {
         let argc = args.len();
-        let fixed = if self.first_key <= 0 {
+        let fixed = if self.first_key <= 0 || self.numkeys == MIGRATE_KEYS {
             (0, 0)
         } else {
             let last = if self.last_key < 0 {
@@ -370,6 +370,7 @@ impl CommandSpec {
         };
         let counted = match args.get(usize::from(self.numkeys)) {
             _ if self.numkeys == STREAMS_KEYS => stream::streams_keys(args).unwrap_or((0, 0)),
+            _ if self.numkeys == MIGRATE_KEYS => keys::migrate_keys(args).unwrap_or((0, 0)),
             Some(count) if self.numkeys > 0 => match parse_i64(count) {
                 // A count past the end names no keys, as Redis's key specs read it.
                 Some(n) if n > 0 && n as u64 <= (argc - usize::from(self.numkeys) - 1) as u64 => {
@@ -410,6 +411,14 @@ const fn movable(mut spec: CommandSpec, at: u8) -> CommandSpec {
 /// [`CommandSpec::numkeys`] of XREAD and XREADGROUP: their keys follow the STREAMS option
 /// (`stream::streams_keys`), routed to their owner.
 pub const STREAMS_KEYS: u8 = u8::MAX;
+
+/// [`CommandSpec::numkeys`] of MIGRATE: its key argument, or the keys after its KEYS option
+/// (`keys::migrate_keys`), routed to their owner.
+pub const MIGRATE_KEYS: u8 = u8::MAX - 1;
+
+const fn migrating(spec: CommandSpec) -> CommandSpec {
+    movable(spec, MIGRATE_KEYS)
+}
 
 const fn streams(spec: CommandSpec) -> CommandSpec {
     movable(spec, STREAMS_KEYS)
@@ -684,6 +693,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", "Copies the value of a key to a new key.", keys::copy),
     cmd!("move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", "Moves a key to another database.", db::move_key),
     cmd!("dump", 2, READONLY, (1, 1, 1), "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", keys::dump),
+    CommandSpec { acl: &["keyspace", "dangerous"], ..migrating(cmd!("migrate", -6, WRITE, (3, 3, 1), "generic", "2.6.0", "Atomically transfers a key from one Redis instance to another.", keys::migrate)) },
     CommandSpec { acl: &["keyspace", "dangerous"], ..cmd!("restore", -4, WRITE | DENYOOM, (1, 1, 1), "generic", "2.6.0", "Creates a key from the serialized representation of a value.", keys::restore) },
     CommandSpec { acl: &["keyspace", "dangerous"], ..cmd!("swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", "Swaps two Redis databases.", db::swapdb) },
     cmd!("object", -2, READONLY, (2, 2, 1), "generic", "2.2.3", "A container for object introspection commands.", keys::object,
@@ -1394,6 +1404,16 @@ pub fn allowed_while_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
         }
 }
 
+/// A command's arguments as the slow log and MONITOR show them: MIGRATE's passwords
+/// redacted, as Redis redacts them.
+pub fn shown_args<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> std::borrow::Cow<'a, [Bytes]> {
+    if spec.name == "migrate" {
+        std::borrow::Cow::Owned(keys::migrate_redacted(args))
+    } else {
+        std::borrow::Cow::Borrowed(args)
+    }
+}
+
 /// A subcommand a script may not run though its container's others may (Redis's
 /// `noscript` on the subcommand): CLUSTER RESET.
 pub fn noscript_subcommand(spec: &CommandSpec, args: &[Bytes]) -> bool {
@@ -1612,7 +1632,7 @@ fn run_command(
                 id: 0,
                 unix_secs: crate::clock::now_ms() / 1000,
                 usec,
-                args: crate::cmdstats::slowlog_args(args),
+                args: crate::cmdstats::slowlog_args(&shown_args(spec, args)),
                 peer: session.info.addr.to_string(),
                 name: session
                     .info

@@ -582,8 +582,14 @@ fn command_info(c: &CommandSpec) -> Reply {
     } else {
         vec![]
     };
-    if c.numkeys == super::STREAMS_KEYS {
-        // XREAD's and XREADGROUP's keys: half of what follows the STREAMS keyword.
+    if c.numkeys == super::STREAMS_KEYS || c.numkeys == super::MIGRATE_KEYS {
+        // XREAD's and XREADGROUP's keys: half of what follows the STREAMS keyword; MIGRATE's
+        // what follows KEYS, searched from its end.
+        let (keyword, startfrom, limit) = if c.numkeys == super::STREAMS_KEYS {
+            ("STREAMS", 1, 2)
+        } else {
+            ("KEYS", -2, 0)
+        };
         let int = |n: i64| Reply::Int(n);
         key_specs.push(Reply::Map(vec![
             (
@@ -593,8 +599,8 @@ fn command_info(c: &CommandSpec) -> Reply {
                     (
                         Reply::bulk("spec"),
                         Reply::Map(vec![
-                            (Reply::bulk("keyword"), Reply::bulk("STREAMS")),
-                            (Reply::bulk("startfrom"), int(1)),
+                            (Reply::bulk("keyword"), Reply::bulk(keyword)),
+                            (Reply::bulk("startfrom"), int(startfrom)),
                         ]),
                     ),
                 ]),
@@ -608,7 +614,7 @@ fn command_info(c: &CommandSpec) -> Reply {
                         Reply::Map(vec![
                             (Reply::bulk("lastkey"), int(-1)),
                             (Reply::bulk("keystep"), int(1)),
-                            (Reply::bulk("limit"), int(2)),
+                            (Reply::bulk("limit"), int(limit)),
                         ]),
                     ),
                 ]),
