@@ -19,22 +19,10 @@ impl ClusterInfo for Cluster {
             .then(|| view.placement.width().saturating_sub(1) as i64)
     }
 
-    fn good_replicas(&self, slot: Option<u16>) -> usize {
-        let view = self.view();
-        let good = |s: u16| {
-            let owners = view.placement.owners(s);
-            owners
-                .contains(&view.me)
-                .then(|| good_copies(owners, view.me, |m| view.reachable(m)))
-        };
-        match slot {
-            // A copy elsewhere answers the key's write: count from the copies' side.
-            Some(s) => good(s).unwrap_or_else(|| {
-                let owners = view.placement.owners(s);
-                good_copies(owners, view.me, |m| view.reachable(m)).saturating_sub(1)
-            }),
-            None => (0..SLOTS).filter_map(good).min().unwrap_or(0),
-        }
+    fn good_replicas(&self, _slot: Option<u16>) -> usize {
+        // Every slot has as many copies as the placement is wide: `replicas` plus one, at
+        // most the members the view holds (gossip drops a member declared down).
+        self.view().placement.width().saturating_sub(1)
     }
 
     fn slot_ranges(&self) -> Option<Vec<SlotRange>> {
@@ -220,25 +208,5 @@ impl ClusterInfo for Cluster {
         self.handoff.forget(&row.info.name, &view);
         self.handoff.reevaluate(self);
         Ok(())
-    }
-}
-
-/// The copies in `owners` (a slot's, owner first) other than `me` that are `reachable`: the
-/// "good replicas" of `min-replicas-to-write` (pure).
-fn good_copies(owners: &[u16], me: u16, reachable: impl Fn(u16) -> bool) -> usize {
-    owners.iter().filter(|&&m| m != me && reachable(m)).count()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::good_copies;
-
-    #[test]
-    fn good_replicas_are_the_other_copies_reachable() {
-        let up = |_| true;
-        assert_eq!(good_copies(&[0, 1, 2], 0, up), 2);
-        assert_eq!(good_copies(&[1, 0], 0, up), 1, "the owner elsewhere counts");
-        assert_eq!(good_copies(&[0, 1, 2], 0, |m| m != 2), 1);
-        assert_eq!(good_copies(&[0], 0, up), 0, "replicas = 0");
     }
 }

@@ -331,8 +331,10 @@ impl Engine {
         let store = self.store.used_memory();
         let limit = crate::memory::store_limit(maxmemory, store, &sample, base);
         self.store.set_maxmemory(limit);
-        self.store
-            .set_overfull(crate::memory::overfull(maxmemory, store, &sample));
+        self.store.set_overfull(crate::memory::overfull(
+            maxmemory,
+            self.memory.base_allocated.load(Ordering::Relaxed),
+        ));
     }
 
     /// A copy of the current settings.

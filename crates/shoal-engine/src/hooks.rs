@@ -42,9 +42,9 @@ pub trait ClusterInfo: Send + Sync {
     fn acknowledged_replicas(&self) -> Option<i64> {
         None
     }
-    /// `min-replicas-to-write`: how many copies of `slot` besides the one here this node
-    /// reaches now (Redis's "good replicas"); `None` (a keyless write): the fewest over the
-    /// slots this node holds a copy of.
+    /// `min-replicas-to-write`: how many copies of `slot` (`None`: of any slot) the
+    /// cluster keeps besides the owner's, among the members its view holds as up (Redis's
+    /// "good replicas").
     fn good_replicas(&self, _slot: Option<u16>) -> usize {
         0
     }

@@ -92,12 +92,13 @@ pub fn store_limit(maxmemory: u64, store: u64, sample: &MemorySample, base: u64)
     (limit.max(1.0) as u64).min(maxmemory)
 }
 
-/// Whether what the allocator handed out besides the keys' `store` bytes exceeds
-/// `maxmemory` (0: no limit) on its own, as when `maxmemory` is set below the empty
-/// server's size: Redis's `used_memory` then stays over the limit whatever it evicts, and
-/// it answers commands that need memory OOM (pure).
-pub fn overfull(maxmemory: u64, store: u64, sample: &MemorySample) -> bool {
-    maxmemory > 0 && sample.allocated.saturating_sub(store) > maxmemory
+/// Whether `maxmemory` (0: no limit) is below what the empty server's allocator had handed
+/// out when the node started (`empty`): Redis's `used_memory` then stays over the limit
+/// whatever it evicts, and it answers commands that need memory OOM. Only the empty
+/// server's size counts, not what connections hold since: their buffers come and go, and
+/// an outage for a burst of idle clients would be worse than a limit passed (pure).
+pub fn overfull(maxmemory: u64, empty: u64) -> bool {
+    maxmemory > 0 && empty > maxmemory
 }
 
 /// The latest allocator reading and the figures derived from it, for INFO.
@@ -109,6 +110,8 @@ pub struct MemoryState {
     pub metadata: AtomicU64,
     /// The allocator's `active + metadata` when the node started (the empty server's).
     pub base_held: AtomicU64,
+    /// The allocator's `allocated` when the node started (the empty server's).
+    pub base_allocated: AtomicU64,
     /// False until the first reading (no allocator installed: stays false).
     pub sampled: std::sync::atomic::AtomicBool,
 }
@@ -122,6 +125,7 @@ impl MemoryState {
         self.metadata.store(s.metadata, Relaxed);
         if !self.sampled.swap(true, Relaxed) {
             self.base_held.store(s.active + s.metadata, Relaxed);
+            self.base_allocated.store(s.allocated, Relaxed);
         }
     }
 
@@ -210,14 +214,12 @@ mod tests {
     }
 
     #[test]
-    fn overfull_when_the_rest_of_the_process_alone_passes_the_limit() {
-        // 4 MB besides the keys: a 1 MB limit can never be met, a 64 MB one can.
-        assert!(overfull(MB, 0, &at(4 * MB, 5 * MB)));
-        assert!(overfull(MB, 2 * MB, &at(6 * MB, 7 * MB)));
-        assert!(!overfull(64 * MB, 40 * MB, &at(44 * MB, 50 * MB)));
-        // Over by the keys only: eviction helps, not overfull.
-        assert!(!overfull(64 * MB, 66 * MB, &at(70 * MB, 72 * MB)));
+    fn overfull_when_the_empty_server_alone_passes_the_limit() {
+        // The empty server took 4 MB: a 1 MB limit can never be met, a 64 MB one can.
+        assert!(overfull(MB, 4 * MB));
+        assert!(!overfull(64 * MB, 4 * MB));
+        assert!(!overfull(4 * MB, 4 * MB));
         // No limit.
-        assert!(!overfull(0, 0, &at(4 * MB, 5 * MB)));
+        assert!(!overfull(0, 4 * MB));
     }
 }

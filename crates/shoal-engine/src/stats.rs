@@ -80,6 +80,7 @@ impl Stats {
         ] {
             c.store(0, Ordering::Relaxed);
         }
+        *self.rates.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
     }
 }
 

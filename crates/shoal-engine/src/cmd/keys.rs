@@ -931,13 +931,17 @@ fn memory_doctor(node: &Engine) -> String {
 
 /// MIGRATE's keys, as positions in `args` (`first..end`): the key argument, or with the KEYS
 /// option every argument after it (Redis's `migrateGetKeys`: AUTH's and AUTH2's arguments
-/// are skipped on the way). `None` for KEYS with a key argument that is not empty.
-pub fn migrate_keys(args: &[Bytes]) -> Option<(usize, usize)> {
+/// are skipped on the way; KEYS with a key argument that is not empty names none, an empty
+/// range).
+pub fn migrate_keys(args: &[Bytes]) -> (usize, usize) {
     let mut i = 6;
     while i < args.len() {
         let a = &args[i];
         if is(a, "KEYS") {
-            return args[3].is_empty().then_some((i + 1, args.len()));
+            if !args[3].is_empty() {
+                return (0, 0);
+            }
+            return (i + 1, args.len());
         } else if is(a, "AUTH") {
             i += 1;
         } else if is(a, "AUTH2") {
@@ -945,7 +949,7 @@ pub fn migrate_keys(args: &[Bytes]) -> Option<(usize, usize)> {
         }
         i += 1;
     }
-    Some((3, 4.min(args.len())))
+    (3, 4.min(args.len()))
 }
 
 /// MIGRATE's arguments as the slow log and MONITOR show them: AUTH's and AUTH2's passwords
@@ -1015,7 +1019,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     let timeout =
         std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
-    let (first, end) = migrate_keys(args).unwrap_or((3, 4));
+    let (first, end) = migrate_keys(args);
     // The keys that are here, each with its TTL and DUMP payload.
     let store = &ctx.engine.store;
     let now = ctx.now_ms;
@@ -1221,13 +1225,13 @@ mod migrate_tests {
 
     #[test]
     fn migrate_finds_its_keys_and_hides_its_passwords() {
-        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 5")), Some((3, 4)));
+        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 5")), (3, 4));
         assert_eq!(
             migrate_keys(&args("MIGRATE h 1 '' 0 5 AUTH KEYS KEYS a b")),
-            Some((9, 11)),
+            (9, 11),
             "AUTH's password is no keyword"
         );
-        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 5 KEYS a")), None);
+        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 5 KEYS a")), (0, 0));
         let shown = migrate_redacted(&args("MIGRATE h 1 '' 0 5 AUTH2 u p COPY KEYS AUTH x"));
         let shown: Vec<&[u8]> = shown.iter().map(|b| &b[..]).collect();
         assert_eq!(

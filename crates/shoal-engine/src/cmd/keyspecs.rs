@@ -90,7 +90,7 @@ pub fn keys_and_flags(name: &str, args: &[Bytes]) -> Option<Vec<(usize, u16)>> {
         "bitfield" => return Some(vec![(1, bitfield_flags(args))]),
         "sort" | "sort_ro" => return Some(sort_keys(name, args)),
         "migrate" => {
-            let (first, end) = super::keys::migrate_keys(args).unwrap_or((0, 0));
+            let (first, end) = super::keys::migrate_keys(args);
             let flags = flag::RW | flag::ACCESS | flag::DELETE;
             return Some((first..end).map(|i| (i, flags)).collect());
         }
@@ -156,13 +156,11 @@ fn by_specs(specs: &[KeySpec], args: &[Bytes]) -> Option<Vec<(usize, u16)>> {
                 if at >= argc {
                     return None;
                 }
-                let n: i64 = std::str::from_utf8(&args[at as usize])
-                    .ok()?
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 0)?;
+                // Redis's integer syntax; a count past the arguments fails below (and
+                // cannot overflow: it is bounded first).
+                let n = super::parse_i64(&args[at as usize]).filter(|&n| n >= 0)?;
                 let first = first + i64::from(firstkey);
-                (first, first + n - 1, i64::from(step))
+                (first, first + n.min(argc) - 1, i64::from(step))
             }
             Find::Unknown => return None,
         };
@@ -302,6 +300,8 @@ mod tests {
         // A bad key count, or keys past the end: none.
         assert_eq!(named("zunionstore", "zunionstore d x a"), []);
         assert_eq!(named("zunionstore", "zunionstore d 5 a"), []);
+        assert_eq!(named("zunionstore", "zunionstore d +2 a b"), []);
+        assert_eq!(named("eval", "eval x 9223372036854775807 a"), []);
         // A Pub/Sub channel is not a key.
         assert_eq!(named("spublish", "spublish ch msg"), []);
         assert_eq!(keys_and_flags("ping", &args("ping")), None);

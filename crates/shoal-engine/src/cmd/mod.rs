@@ -370,7 +370,7 @@ impl CommandSpec {
         };
         let counted = match args.get(usize::from(self.numkeys)) {
             _ if self.numkeys == STREAMS_KEYS => stream::streams_keys(args).unwrap_or((0, 0)),
-            _ if self.numkeys == MIGRATE_KEYS => keys::migrate_keys(args).unwrap_or((0, 0)),
+            _ if self.numkeys == MIGRATE_KEYS => keys::migrate_keys(args),
             Some(count) if self.numkeys > 0 => match parse_i64(count) {
                 // A count past the end names no keys, as Redis's key specs read it.
                 Some(n) if n > 0 && n as u64 <= (argc - usize::from(self.numkeys) - 1) as u64 => {
@@ -1526,8 +1526,11 @@ fn run_command(
         count_error(node, &reply);
         return reject(session, reply);
     }
+    // Not Shoal's own rows (`INTERNAL`: a flush's version floor, Memcached requests, which
+    // memcached has no such setting for).
     if spec.flags & WRITE != 0
         && node.min_replicas() > 0
+        && !INTERNAL.iter().any(|row| std::ptr::eq(row, spec))
         && lacks_replicas(host, spec.key_positions(args).next().map(|i| &args[i][..]))
     {
         if let Some(row) = row {

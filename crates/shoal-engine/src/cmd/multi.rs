@@ -103,19 +103,22 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
             "EXECABORT Transaction discarded because of: {ERR_OOM}"
         ));
     }
-    // Too few replicas for its first write's key (`min-replicas-to-write`): discarded whole
-    // too.
+    // Too few replicas for any of its writes (`min-replicas-to-write`): discarded whole
+    // too, never run in part.
     if ctx.engine.min_replicas() > 0 {
-        let first_write = tx.queue.iter().find_map(|a| {
-            let spec = lookup(&a[0]).filter(|s| s.flags & flag::WRITE != 0)?;
-            Some(spec.key_positions(a).next().map(|i| a[i].clone()))
+        let lacking = tx.queue.iter().any(|a| {
+            lookup(&a[0]).is_some_and(|spec| {
+                spec.flags & flag::WRITE != 0
+                    && super::lacks_replicas(
+                        ctx.host,
+                        spec.key_positions(a).next().map(|i| &a[i][..]),
+                    )
+            })
         });
-        if let Some(key) = first_write {
-            if super::lacks_replicas(ctx.host, key.as_deref()) {
-                return Reply::error(format!(
-                    "EXECABORT Transaction discarded because of: {ERR_NOREPLICAS}"
-                ));
-            }
+        if lacking {
+            return Reply::error(format!(
+                "EXECABORT Transaction discarded because of: {ERR_NOREPLICAS}"
+            ));
         }
     }
     // As in Redis, no other client's command runs between the WATCH check and the last

@@ -370,6 +370,11 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 // master_repl_offset); Shoal's own replication is in INFO cluster.
                 line!("role:master");
                 line!("connected_slaves:0");
+                // With min-replicas-to-write on, the copies it counts (Redis's line).
+                if node.min_replicas() > 0 {
+                    let good = info.cluster.map_or(0, |c| c.good_replicas(None));
+                    line!("min_slaves_good_slaves:{good}");
+                }
                 line!("master_failover_state:no-failover");
                 line!("master_replid:{}", node.run_id);
                 line!("master_replid2:0000000000000000000000000000000000000000");
@@ -1492,7 +1497,10 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             node.latency.configure(s.latency_monitor_threshold);
             node.set_notify_flags(crate::notify::parse(&s.notify_keyspace_events).unwrap_or(0));
             node.set_stream_nodes(s.stream_node_max_bytes.0, s.stream_node_max_entries);
-            node.set_min_replicas(s.min_replicas_to_write);
+            // Redis checks nothing with min-replicas-max-lag 0.
+            let no_lag =
+                super::inert::get(&s.inert, "min-replicas-max-lag").as_deref() == Some("0");
+            node.set_min_replicas(if no_lag { 0 } else { s.min_replicas_to_write });
             Reply::ok()
         }
         Err(e) => Reply::error(e),
