@@ -923,6 +923,12 @@ fn parse_num<T: FromStr>(v: &str) -> Result<T, String> {
 }
 
 /// An integer within `min..=max`, refused with Redis's words otherwise.
+/// `min-replicas-to-write` (and its older name).
+fn set_min_replicas(c: &mut NodeConfig, v: &str) -> Result<(), String> {
+    c.min_replicas_to_write = ranged(v, 0, i64::from(i32::MAX))? as u32;
+    Ok(())
+}
+
 fn ranged(v: &str, min: i64, max: i64) -> Result<i64, String> {
     let n: i64 = parse_num(v)?;
     if (min..=max).contains(&n) {
@@ -1197,19 +1203,13 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     (
         "min-replicas-to-write",
         |c| c.min_replicas_to_write.to_string(),
-        Some(|c, v| {
-            c.min_replicas_to_write = ranged(v, 0, i64::from(i32::MAX))? as u32;
-            Ok(())
-        }),
+        Some(set_min_replicas),
     ),
     // Redis's older name for it.
     (
         "min-slaves-to-write",
         |c| c.min_replicas_to_write.to_string(),
-        Some(|c, v| {
-            c.min_replicas_to_write = ranged(v, 0, i64::from(i32::MAX))? as u32;
-            Ok(())
-        }),
+        Some(set_min_replicas),
     ),
     (
         "cluster-timeout-ms",
