@@ -420,6 +420,22 @@ fn client_list_shows_the_buffers_as_they_are() {
     assert_eq!(read_exact_by(&mut a, 5, deadline), b"+OK\r\n");
     assert!(wait_until(deadline, || fields(&mut watcher, id)["qbuf"] == "0"));
 
+    // A blocked command is no longer in the query buffer (Redis trimmed it).
+    send(&mut a, b"BLPOP qlist 0\r\n");
+    assert!(wait_until(deadline, || {
+        let f = fields(&mut watcher, id);
+        f["flags"] == "b" && f["qbuf"] == "0"
+    }));
+    let _: () = redis::cmd("RPUSH")
+        .arg("qlist")
+        .arg("x")
+        .query(&mut watcher)
+        .unwrap();
+    assert_eq!(
+        read_exact_by(&mut a, 22, deadline),
+        b"*2\r\n$5\r\nqlist\r\n$1\r\nx\r\n"
+    );
+
     // A transaction's queue.
     send(&mut a, b"MULTI\r\nSET k v\r\nGET k\r\n");
     assert_eq!(

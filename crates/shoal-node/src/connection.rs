@@ -590,6 +590,9 @@ async fn serve<F: Frontend>(
                 }
             }
             if replies.pending() > 0 {
+                // While it waits (a blocked command, replies from other nodes), the input
+                // left is what Redis's trimmed query buffer would hold.
+                info.buffers.set_input(input.len(), input.capacity());
                 // Forwarded requests: wait for their replies (each is bounded by the
                 // inter-node timeout), unless CLIENT KILL comes first. When the front end
                 // stopped at a full window (`MAX_PENDING`), only for the older half: the
