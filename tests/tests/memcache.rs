@@ -721,3 +721,37 @@ fn a_restricted_default_user_makes_memcached_log_in() {
     exchange(&mut after, "set x 0 0 9\r\nadmin adm\r\n", "STORED\r\n");
     exchange(&mut after, "get k\r\n", "VALUE k 0 1\r\nv\r\nEND\r\n");
 }
+
+/// `memcache-disable-flush-all` (memcached's `-F`): flush_all is counted and refused, in
+/// text (`CLIENT_ERROR flush_all not allowed`, nothing with noreply) and binary (memcached's
+/// AUTH_ERROR), and the keys stay; `stats settings` says so; RESP's FLUSHALL still works.
+#[test]
+fn flush_all_can_be_disabled_as_memcached_dash_f() {
+    let node = TestNode::with(|c| {
+        c.memcache_port = Some(0);
+        c.memcache_disable_flush_all = true;
+    });
+    let mut s = raw(&node);
+    exchange(&mut s, "set k 0 0 1\r\nx\r\n", "STORED\r\n");
+    exchange(
+        &mut s,
+        "flush_all\r\n",
+        "CLIENT_ERROR flush_all not allowed\r\n",
+    );
+    exchange(&mut s, "flush_all 0 noreply\r\nmn\r\n", "MN\r\n");
+    exchange(&mut s, "get k\r\n", "VALUE k 0 1\r\nx\r\nEND\r\n");
+    send(&mut s, b"stats settings\r\n");
+    let settings = shoal_tests::read_until_end(&mut s, T);
+    assert!(settings.contains("STAT flush_enabled no\r\n"), "{settings}");
+    send(&mut s, b"stats\r\n");
+    let stats = shoal_tests::read_until_end(&mut s, T);
+    assert!(stats.contains("STAT cmd_flush 2\r\n"), "{stats}");
+    let mut b = raw(&node);
+    send(&mut b, &bin(0x08, &[], b"", b"", 0));
+    let (op, status, ..) = read_bin(&mut b);
+    assert_eq!((op, status), (0x08, 0x20), "binary FLUSH: AUTH_ERROR");
+    exchange(&mut s, "get k\r\n", "VALUE k 0 1\r\nx\r\nEND\r\n");
+    let mut c = node.client();
+    let () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    exchange(&mut s, "get k\r\n", "END\r\n");
+}

@@ -561,3 +561,21 @@ fn the_password_guards_every_nodes_memcached_port() {
         shoal_tests::python_client("mc_auth.py", &[&m.memcache_addr.to_string(), "s3cret"]);
     }
 }
+
+/// flush_all disabled (`memcache-disable-flush-all`, memcached's `-F`) is refused through
+/// every node of a cluster, and no node's keys go.
+#[test]
+fn a_disabled_flush_all_is_refused_through_any_node() {
+    let c = TestCluster::start(3, |c| c.memcache_disable_flush_all = true);
+    let mut first = raw(c.members[0].memcache_addr);
+    exchange(&mut first, "set fk 0 0 1\r\nx\r\n", "STORED\r\n");
+    for m in &c.members {
+        let mut s = raw(m.memcache_addr);
+        exchange(
+            &mut s,
+            "flush_all\r\n",
+            "CLIENT_ERROR flush_all not allowed\r\n",
+        );
+        exchange(&mut s, "get fk\r\n", "VALUE fk 0 1\r\nx\r\nEND\r\n");
+    }
+}

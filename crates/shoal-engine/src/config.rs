@@ -271,6 +271,9 @@ pub struct NodeConfig {
     /// Port of the Memcached text protocol listener (on `bind`); absent = no Memcached
     /// listener, 0 = any free port. Memcached's own default is 11211.
     pub memcache_port: Option<u16>,
+    /// Memcached's `flush_all` answers `CLIENT_ERROR flush_all not allowed` (memcached's
+    /// `-F`, `--disable-flush-all`); RESP's FLUSHALL is not affected.
+    pub memcache_disable_flush_all: bool,
     /// Port of the HTTP listener for Prometheus metrics (`/metrics`) and the health checks
     /// (`/healthz`, `/readyz`), on `bind`; absent = none, 0 = any free port.
     pub metrics_port: Option<u16>,
@@ -440,6 +443,7 @@ impl Default for NodeConfig {
             threads: 0,
             log_level: "info".into(),
             memcache_port: None,
+            memcache_disable_flush_all: false,
             metrics_port: None,
             memcache_max_item_size: ByteSize(1024 * 1024),
             tls_port: None,
@@ -513,6 +517,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "threads",
     "log-level",
     "memcache-port",
+    "memcache-disable-flush-all",
     "metrics-port",
     "memcache-max-item-size",
     "tls-port",
@@ -578,6 +583,7 @@ pub const STRING_KEYS: &[&str] = &[
 
 /// Keys whose values are booleans (`true`/`yes`, `false`/`no` in the environment and flags).
 pub const BOOL_KEYS: &[&str] = &[
+    "memcache-disable-flush-all",
     "cluster-bootstrap",
     "allow-weak-cluster-secret",
     "tls-cluster",

@@ -304,6 +304,13 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         }
         Command::FlushAll { delay, noreply } => {
             bump(&st.cmd_flush);
+            // Counted, then refused, as memcached's -F.
+            if node.with_settings(|s| s.memcache_disable_flush_all) {
+                if !noreply {
+                    out.extend_from_slice(b"CLIENT_ERROR flush_all not allowed\r\n");
+                }
+                return Flow::Continue;
+            }
             flush_all(node, delay, now);
             status(out, noreply, Status::Ok);
         }
@@ -576,7 +583,8 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     reply::stat(out, "auth_enabled_sasl", auth);
     reply::stat(out, "auth_enabled_ascii", auth);
     reply::stat(out, "item_size_max", item_max);
-    reply::stat(out, "flush_enabled", "yes");
+    let enabled = !node.with_settings(|s| s.memcache_disable_flush_all);
+    reply::stat(out, "flush_enabled", if enabled { "yes" } else { "no" });
     reply::stat(out, "idle_timeout", idle_timeout);
     reply::stat(out, "ssl_enabled", if tls { "yes" } else { "no" });
     reply::end(out);

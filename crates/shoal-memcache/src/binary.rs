@@ -604,6 +604,12 @@ fn error_of(p: &Pending, line: &[u8], out: &mut BytesMut) -> bool {
             // memcached's binary text for it.
             let text = status::text(status::NON_NUMERIC).as_bytes();
             (status::NON_NUMERIC, text)
+        } else if t.starts_with(b"flush_all not allowed") {
+            // memcached's binary answer to a disabled flush (`-F`).
+            (
+                status::AUTH_ERROR,
+                status::text(status::AUTH_ERROR).as_bytes(),
+            )
         } else {
             (status::INVALID_ARGUMENTS, t)
         }

@@ -413,7 +413,10 @@ impl McFrontend {
         let quiet = mc::quiet(&cmd);
         let (args, keys, write) = match (mc::placement(&cmd), &cmd) {
             (Placement::Keys { keys, write }, _) => (mc::tunnel(&cmd, &keys, write), keys, write),
-            (Placement::Flush, &Command::FlushAll { delay, noreply }) => {
+            // Refused here when flush_all is disabled (`memcache-disable-flush-all`).
+            (Placement::Flush, &Command::FlushAll { delay, noreply })
+                if !node.engine.with_settings(|s| s.memcache_disable_flush_all) =>
+            {
                 (mc::tunnel_flush(delay, noreply, now), Vec::new(), true)
             }
             (Placement::Here, Command::Stats { arg: None }) => {
