@@ -19,7 +19,7 @@ impl ClusterInfo for Cluster {
             .then(|| view.placement.width().saturating_sub(1) as i64)
     }
 
-    fn good_replicas(&self, _slot: Option<u16>) -> usize {
+    fn good_replicas(&self) -> usize {
         // Every slot has as many copies as the placement is wide: `replicas` plus one, at
         // most the members the view holds (gossip drops a member declared down).
         self.view().placement.width().saturating_sub(1)

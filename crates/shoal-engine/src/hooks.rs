@@ -42,10 +42,10 @@ pub trait ClusterInfo: Send + Sync {
     fn acknowledged_replicas(&self) -> Option<i64> {
         None
     }
-    /// `min-replicas-to-write`: how many copies of `slot` (`None`: of any slot) the
-    /// cluster keeps besides the owner's, among the members its view holds as up (Redis's
-    /// "good replicas").
-    fn good_replicas(&self, _slot: Option<u16>) -> usize {
+    /// `min-replicas-to-write`: how many copies of a key the cluster keeps besides the
+    /// owner's, among the members its view holds as up (Redis's "good replicas"; the same
+    /// for every slot).
+    fn good_replicas(&self) -> usize {
         0
     }
 }

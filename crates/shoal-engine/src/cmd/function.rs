@@ -335,8 +335,7 @@ fn call(ctx: &mut Ctx<'_>, args: &[Bytes], ro_command: bool) -> Reply {
         "ERR Bad number of keys provided"
     ));
     let flags = lib.functions[index].flags;
-    let first_key = keys.first().map(|k| &k[..]);
-    if let Some(refusal) = script::refused(ctx, Some(flags), ro_command, first_key) {
+    if let Some(refusal) = script::refused(ctx, Some(flags), ro_command) {
         return refusal;
     }
     // Compiled here first if need be, not while every other client waits.

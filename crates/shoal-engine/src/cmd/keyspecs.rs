@@ -108,6 +108,10 @@ fn by_specs(specs: &[KeySpec], args: &[Bytes]) -> Option<Vec<(usize, u16)>> {
         if spec.flags & flag::NOT_KEY != 0 {
             continue;
         }
+        // Only the command's own rule knows these keys or their flags.
+        if spec.flags & (flag::INCOMPLETE | flag::VARIABLE_FLAGS) != 0 {
+            return None;
+        }
         let first = match spec.begin {
             Begin::Index(pos) => i64::from(pos),
             Begin::Keyword(word, from) => {
@@ -164,9 +168,6 @@ fn by_specs(specs: &[KeySpec], args: &[Bytes]) -> Option<Vec<(usize, u16)>> {
             }
             Find::Unknown => return None,
         };
-        if spec.flags & flag::INCOMPLETE != 0 || spec.flags & flag::VARIABLE_FLAGS != 0 {
-            return None;
-        }
         if last >= argc || last < first || first >= argc || step < 1 {
             return None;
         }

@@ -1424,17 +1424,12 @@ pub fn noscript_subcommand(spec: &CommandSpec, args: &[Bytes]) -> bool {
 /// `min-replicas-to-write` asks.
 pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
-/// Whether a write of `key` (keyless: `None`) must be refused for want of replicas: fewer
-/// of the key's copies elsewhere are reachable than `min-replicas-to-write` (Redis's
+/// Whether a write must be refused for want of replicas: the cluster keeps fewer copies of
+/// a key besides the owner's than `min-replicas-to-write` (Redis's
 /// `checkGoodReplicasStatus`; a single node has none).
-pub(crate) fn lacks_replicas(host: &dyn Host, key: Option<&[u8]>) -> bool {
+pub(crate) fn lacks_replicas(host: &dyn Host) -> bool {
     let wanted = host.engine().min_replicas();
-    wanted > 0 && {
-        let good = host
-            .cluster()
-            .map_or(0, |c| c.good_replicas(key.map(shoal_store::key_slot)));
-        good < wanted as usize
-    }
+    wanted > 0 && host.cluster().map_or(0, |c| c.good_replicas()) < wanted as usize
 }
 
 /// The reply to a command that needs memory when `maxmemory` is reached and nothing can be
@@ -1531,7 +1526,7 @@ fn run_command(
     if spec.flags & WRITE != 0
         && node.min_replicas() > 0
         && !INTERNAL.iter().any(|row| std::ptr::eq(row, spec))
-        && lacks_replicas(host, spec.key_positions(args).next().map(|i| &args[i][..]))
+        && lacks_replicas(host)
     {
         if let Some(row) = row {
             row.rejected.fetch_add(1, Relaxed);

@@ -103,23 +103,17 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
             "EXECABORT Transaction discarded because of: {ERR_OOM}"
         ));
     }
-    // Too few replicas for any of its writes (`min-replicas-to-write`): discarded whole
-    // too, never run in part.
-    if ctx.engine.min_replicas() > 0 {
-        let lacking = tx.queue.iter().any(|a| {
-            lookup(&a[0]).is_some_and(|spec| {
-                spec.flags & flag::WRITE != 0
-                    && super::lacks_replicas(
-                        ctx.host,
-                        spec.key_positions(a).next().map(|i| &a[i][..]),
-                    )
-            })
-        });
-        if lacking {
-            return Reply::error(format!(
-                "EXECABORT Transaction discarded because of: {ERR_NOREPLICAS}"
-            ));
-        }
+    // Too few replicas for its writes (`min-replicas-to-write`): discarded whole too, never
+    // run in part.
+    let writes = || {
+        tx.queue
+            .iter()
+            .any(|a| lookup(&a[0]).is_some_and(|spec| spec.flags & flag::WRITE != 0))
+    };
+    if super::lacks_replicas(ctx.host) && writes() {
+        return Reply::error(format!(
+            "EXECABORT Transaction discarded because of: {ERR_NOREPLICAS}"
+        ));
     }
     // As in Redis, no other client's command runs between the WATCH check and the last
     // queued command, on any worker thread.

@@ -1362,7 +1362,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro_command: boo
     };
     // Loaded scripts passed this check.
     let (flags, skip) = functions::shebang(&body).unwrap_or((None, 0));
-    if let Some(refusal) = refused(ctx, flags, ro_command, keys.first().map(|k| &k[..])) {
+    if let Some(refusal) = refused(ctx, flags, ro_command) {
         return refusal;
     }
     let target = Target::Script {
@@ -1380,14 +1380,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro_command: boo
 }
 
 /// Redis's checks of a script's flags before it runs (`scriptPrepareForRun`): `flags` are
-/// a function's, or a script's from its `#!lua` line (none without one: nothing checked);
-/// `first_key` places the replicas `min-replicas-to-write` counts.
-pub(super) fn refused(
-    ctx: &mut Ctx<'_>,
-    flags: Option<u8>,
-    ro_command: bool,
-    first_key: Option<&[u8]>,
-) -> Option<Reply> {
+/// a function's, or a script's from its `#!lua` line (none without one: nothing checked).
+pub(super) fn refused(ctx: &mut Ctx<'_>, flags: Option<u8>, ro_command: bool) -> Option<Reply> {
     use functions::flag::{ALLOW_OOM, NO_CLUSTER, NO_WRITES};
     let flags = flags?;
     // Redis counts such a script as a command that needs memory (`scriptFlagsToCmdFlags`),
@@ -1404,8 +1398,8 @@ pub(super) fn refused(
             "ERR Can not run script on cluster, 'no-cluster' flag is set.",
         ));
     }
-    // A script that may write needs the replicas a write needs (its first key's).
-    if flags & NO_WRITES == 0 && super::lacks_replicas(ctx.host, first_key) {
+    // A script that may write needs the replicas a write needs.
+    if flags & NO_WRITES == 0 && super::lacks_replicas(ctx.host) {
         return Some(err(super::ERR_NOREPLICAS));
     }
     if flags & NO_WRITES == 0 && ro_command {

@@ -372,7 +372,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("connected_slaves:0");
                 // With min-replicas-to-write on, the copies it counts (Redis's line).
                 if node.min_replicas() > 0 {
-                    let good = info.cluster.map_or(0, |c| c.good_replicas(None));
+                    let good = info.cluster.map_or(0, |c| c.good_replicas());
                     line!("min_slaves_good_slaves:{good}");
                 }
                 line!("master_failover_state:no-failover");
