@@ -668,7 +668,8 @@ fn a_client_pause_keeps_expired_keys_until_it_ends() {
 }
 
 /// CLIENT PAUSE WRITE holds writes and `may-replicate` commands (PUBLISH, PFCOUNT, an EXEC
-/// with a write) until CLIENT UNPAUSE, counted as blocked, while reads and commands with
+/// with a write, a script not declared `no-writes`) until CLIENT UNPAUSE, counted as
+/// blocked, while reads, read-only scripts and commands with
 /// errors answer at once; CLIENT PAUSE ALL holds everything until its end, which comes by
 /// itself (Redis 7's `unit/pause` cases).
 #[test]
@@ -677,6 +678,14 @@ fn client_pause_holds_writes_until_unpause_or_its_end() {
     let mut admin = node.client();
     run(&mut admin, "SET foo before");
     run(&mut admin, "PFADD hll a");
+    let library = "#!lua name=lib\nredis.register_function{function_name='ro', \
+                   callback=function() return 'ro' end, flags={'no-writes'}}";
+    let loaded: Value = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(library)
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(loaded, bulk("lib"));
     assert_eq!(run(&mut admin, "CLIENT PAUSE 60000 WRITE"), Value::Okay);
     assert_eq!(run(&mut admin, "GET foo"), bulk("before"), "reads go on");
     assert_eq!(
@@ -689,6 +698,23 @@ fn client_pause_holds_writes_until_unpause_or_its_end() {
     let publish = spawn(&node.url(), &["PUBLISH", "ch", "m"]);
     let pfcount = spawn(&node.url(), &["PFCOUNT", "hll"]);
     assert!(wait_until(WAIT, || blocked(&mut admin) == 3));
+    // A script may write unless it says otherwise (Redis 7's `unit/pause` cases).
+    let script = spawn(&node.url(), &["EVAL", "return 1", "0"]);
+    let shebang = spawn(&node.url(), &["EVAL", "#!lua\nreturn 2", "0"]);
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 5));
+    let read_only: Value = redis::cmd("EVAL")
+        .arg("#!lua flags=no-writes\nreturn redis.call('get', 'foo')")
+        .arg(0)
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(read_only, bulk("before"));
+    assert_eq!(run(&mut admin, "FCALL ro 0"), bulk("ro"));
+    let eval_ro: Value = redis::cmd("EVAL_RO")
+        .arg("return 3")
+        .arg(0)
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(eval_ro, Value::Int(3));
     assert_eq!(
         run(&mut admin, "GET foo"),
         bulk("before"),
@@ -705,7 +731,7 @@ fn client_pause_holds_writes_until_unpause_or_its_end() {
             .query::<Value>(&mut con)
             .unwrap()
     });
-    assert!(wait_until(WAIT, || blocked(&mut admin) == 4));
+    assert!(wait_until(WAIT, || blocked(&mut admin) == 6));
     let reads: Value = redis::pipe()
         .atomic()
         .cmd("GET")
@@ -717,6 +743,8 @@ fn client_pause_holds_writes_until_unpause_or_its_end() {
     assert_eq!(answer(set), Value::Okay);
     assert_eq!(answer(publish), Value::Int(0));
     assert_eq!(answer(pfcount), Value::Int(1));
+    assert_eq!(answer(script), Value::Int(1));
+    assert_eq!(answer(shebang), Value::Int(2));
     assert!(wait_until(WAIT, || tx.is_finished()));
     assert_eq!(tx.join().unwrap(), Value::Array(vec![Value::Int(1)]));
     assert_eq!(blocked(&mut admin), 0);

@@ -5049,6 +5049,11 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "return 1", "x"],
         &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "{s}k"],
         &["EVAL_RO", "return redis.call('SET', KEYS[1], 'w')", "1", "{s}k"],
+        // may-replicate commands count as writes in a read-only script.
+        &["EVAL_RO", "return redis.call('publish', 'ch', 'msg')", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn redis.call('publish', 'ch', 'msg')", "0"],
+        &["EVAL", "return redis.call('publish', 'ch', 'msg')", "0"],
+        &["EVAL_RO", "return redis.call('pfcount', KEYS[1])", "1", "{s}h"],
         &["EVAL", "return redis.call('GET', KEYS[1])", "1", "{s}k"],
     ],
     &[

@@ -381,7 +381,25 @@ fn stats_report_the_fields_exporters_read() {
     assert_eq!(stat("get_misses"), "1");
     assert_eq!(stat("cmd_set"), "1");
     assert_eq!(stat("limit_maxbytes"), "1073741824");
-    exchange(&mut s, "stats cachedump 1 1\r\n", "END\r\n");
+    // Every item is in class 1 (no slab classes here), which cachedump lists.
+    exchange(
+        &mut s,
+        "stats cachedump 1 1\r\n",
+        "ITEM a [1 b; 0 s]\r\nEND\r\n",
+    );
+    exchange(&mut s, "stats cachedump 2 0\r\n", "END\r\n");
+    exchange(
+        &mut s,
+        "stats cachedump 64 1\r\n",
+        "CLIENT_ERROR Illegal slab id\r\n",
+    );
+    exchange(
+        &mut s,
+        "stats cachedump 1\r\n",
+        "CLIENT_ERROR bad command line\r\n",
+    );
+    let items = stats(&mut s, "stats items");
+    assert!(items.contains("STAT items:1:number 1\r\n"), "{items}");
     exchange(&mut s, "cache_memlimit 50\r\n", "OK\r\n");
     assert_eq!(node.engine().store.maxmemory(), 50 << 20);
     for field in [
@@ -412,6 +430,75 @@ fn stats_report_the_fields_exporters_read() {
         assert!(text.contains(&line), "{line:?} in {text}");
     }
     assert!(text.contains("STAT maxconns "), "{text}");
+}
+
+/// One reply line (up to its `\r\n`).
+fn reply_line(s: &mut std::net::TcpStream, request: &str) -> String {
+    send(s, request.as_bytes());
+    let mut line = String::new();
+    while !line.ends_with("\r\n") {
+        let chunk = read_exact_by(s, 1, T);
+        assert!(!chunk.is_empty(), "{request:?} got no whole line: {line:?}");
+        line.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    line
+}
+
+/// `mg`'s `h` (read before?) and `l` (seconds since the last access) tell the item's state
+/// before this read, and `u` leaves both as they were, as memcached's `t/metaget.t` checks.
+#[test]
+fn meta_get_tells_whether_and_when_an_item_was_read() {
+    let node = node();
+    let mut s = raw(&node);
+    exchange(&mut s, "ms hit 3 T100\r\nhit\r\n", "HD\r\n");
+    exchange(&mut s, "mg hit h\r\n", "HD h0\r\n");
+    exchange(&mut s, "mg hit h\r\n", "HD h1\r\n");
+    exchange(&mut s, "ms hit 3 T100\r\nnew\r\n", "HD\r\n");
+    exchange(&mut s, "mg hit h\r\n", "HD h0\r\n");
+    exchange(&mut s, "ms nu 3 T100\r\nhit\r\n", "HD\r\n");
+    exchange(&mut s, "mg nu u h\r\n", "HD h0\r\n");
+    exchange(&mut s, "mg nu h\r\n", "HD h0\r\n");
+    exchange(&mut s, "mg nu u h\r\n", "HD h1\r\n");
+    // A plain get counts as a read too, and me shows it.
+    exchange(&mut s, "set g 0 0 1\r\nx\r\n", "STORED\r\n");
+    assert!(reply_line(&mut s, "me g\r\n").contains(" fetch=no "));
+    exchange(&mut s, "get g\r\n", "VALUE g 0 1\r\nx\r\nEND\r\n");
+    exchange(&mut s, "mg g h\r\n", "HD h1\r\n");
+    // `l`: reads with `u` do not reset it, so it grows to a second; a plain read resets it.
+    let idle = |s: &mut std::net::TcpStream, req: &str| -> u64 {
+        let line = reply_line(s, req);
+        line.trim_end()
+            .strip_prefix("HD l")
+            .unwrap_or_else(|| panic!("{req:?} answered {line:?}"))
+            .parse()
+            .unwrap()
+    };
+    exchange(&mut s, "ms la 2 T100\r\nla\r\n", "HD\r\n");
+    assert!(
+        wait_until(Duration::from_secs(5), || idle(&mut s, "mg la u l\r\n")
+            >= 1),
+        "l never reached a second"
+    );
+    assert!(idle(&mut s, "mg la l\r\n") >= 1);
+    assert_eq!(idle(&mut s, "mg la u l\r\n"), 0);
+}
+
+/// CAS uniques differ between keys, also for keys written in the same millisecond (memcached's
+/// `t/cas.t` checks two keys set in a row).
+#[test]
+fn cas_uniques_differ_between_keys() {
+    let node = node();
+    let mut s = raw(&node);
+    let mut all = std::collections::HashSet::new();
+    for i in 0..20 {
+        exchange(&mut s, &format!("set c{i} 0 0 1\r\nx\r\n"), "STORED\r\n");
+    }
+    for i in 0..20 {
+        assert!(
+            all.insert(cas_of(&mut s, &format!("c{i}"))),
+            "c{i}'s CAS repeats"
+        );
+    }
 }
 
 #[test]

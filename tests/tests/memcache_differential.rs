@@ -24,7 +24,10 @@ struct Memcached {
 
 impl Memcached {
     fn start() -> Memcached {
-        let dir = std::env::temp_dir().join(format!("shoal-mc-diff-{}", std::process::id()));
+        // One directory per server: the tests run in parallel.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("shoal-mc-diff-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temporary directory");
         let socket = dir.join("memcached.sock");
         let mut cmd = Command::new("memcached");
@@ -242,6 +245,14 @@ fn the_memcached_port_answers_as_memcached_does() {
             "touch and gat",
             b"set k 0 0 1\r\nx\r\ntouch k 100\r\ntouch nope 100\r\ngat 100 k nope\r\n".to_vec(),
         ),
+        (
+            // `h`: read before this request? `u` leaves the item's state as it was.
+            "hit before",
+            b"ms hf 3 T100\r\nhit\r\nmg hf s t h\r\nmg hf s t h\r\nms hf 3 T100\r\nnew\r\n\
+              mg hf h\r\nms nu 3 T100\r\nhit\r\nmg nu s t u h\r\nmg nu s t h\r\n\
+              mg nu s t u h\r\nset g 0 0 1\r\nx\r\nget g\r\nmg g h\r\n"
+                .to_vec(),
+        ),
     ];
     // An item at memcached's size limit, counted with its key and header: 1 MiB of data is
     // too large; what fits cannot grow past it by append.
@@ -331,5 +342,50 @@ fn the_memcached_port_answers_as_memcached_does() {
         strip_cas(shoal),
         strip_cas(memcached),
         "a binary SET too large, then GET, SET, GET, INCREMENT, SETs too large and NOOP"
+    );
+}
+
+/// `stats` gives memcached's general fields, in memcached's order: all but `libevent` (where
+/// Shoal names its own version) and the LRU crawler's and maintainer's, which memcached also
+/// leaves out when those are off (Shoal has neither).
+#[test]
+fn stats_names_memcacheds_fields_in_its_order() {
+    let node = TestNode::with(|c| c.memcache_port = Some(0));
+    let mc = Memcached::start();
+    let (shoal, memcached) = both(&node, &mc, b"stats\r\n", false);
+    let names = |out: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter_map(|l| l.strip_prefix("STAT "))
+            .map(|l| l.split(' ').next().unwrap_or_default().to_string())
+            .collect()
+    };
+    let crawler = [
+        "lru_crawler_running",
+        "lru_crawler_starts",
+        "lru_maintainer_juggles",
+        "evicted_active",
+        "moves_to_cold",
+        "moves_to_warm",
+        "moves_within_lru",
+        "direct_reclaims",
+        "lru_bumps_dropped",
+    ];
+    let want: Vec<String> = names(&memcached)
+        .into_iter()
+        .filter(|n| !crawler.contains(&n.as_str()))
+        .map(|n| {
+            if n == "libevent" {
+                "shoal_version".into()
+            } else {
+                n
+            }
+        })
+        .collect();
+    assert_eq!(names(&shoal), want);
+    assert_eq!(
+        want.len(),
+        83,
+        "memcached 1.6.18 without its crawler has 83"
     );
 }

@@ -98,6 +98,7 @@ pub fn get_keys(
                     };
                     let flags = slot.flags().unwrap_or(0);
                     slot.set_expire(expire_at(exptime, now));
+                    slot.note_fetch();
                     let cas = slot.version().unwrap_or(0);
                     reply::value(out, key, flags, &value, with_cas.then_some(cas));
                     true
@@ -187,6 +188,9 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         return Flow::Continue;
     };
     let st = &node.mc_stats;
+    if cmd.is_meta() {
+        bump(&st.cmd_meta);
+    }
     match cmd {
         Command::Store {
             mode,
@@ -590,23 +594,126 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     reply::end(out);
 }
 
+/// Memcached's slab classes (`stats cachedump`'s ids are below it).
+const SLAB_CLASSES: u32 = 64;
+
+/// Most bytes of `stats cachedump`'s answer, as memcached.
+const CACHEDUMP_MAX: usize = 2 * 1024 * 1024;
+
+/// `stats items`: Shoal has no slab classes, so every item is in class 1 (the class
+/// `stats cachedump` lists), and memcached's LRU segments and crawler figures are 0.
+fn items(node: &Engine, out: &mut BytesMut) {
+    let store = node.store.stats();
+    if store.keys > 0 {
+        let base = node.mc_stats.store_base();
+        let since = |now: u64, then: u64| now.saturating_sub(then);
+        let outofmemory = node.mc_stats.store_no_memory.load(Relaxed);
+        for (name, n) in [
+            ("number", store.keys),
+            ("number_hot", 0),
+            ("number_warm", 0),
+            ("number_cold", store.keys),
+            ("age_hot", 0),
+            ("age_warm", 0),
+            ("age", 0),
+            ("mem_requested", store.used_memory),
+            ("evicted", since(store.evicted_keys, base.evicted_keys)),
+            ("evicted_nonzero", 0),
+            ("evicted_time", 0),
+            ("outofmemory", outofmemory),
+            ("tailrepairs", 0),
+            ("reclaimed", since(store.expired_keys, base.expired_keys)),
+            (
+                "expired_unfetched",
+                since(store.expired_unfetched, base.expired_unfetched),
+            ),
+            (
+                "evicted_unfetched",
+                since(store.evicted_unfetched, base.evicted_unfetched),
+            ),
+            ("evicted_active", 0),
+        ] {
+            reply::stat(out, &format!("items:1:{name}"), n);
+        }
+    }
+    reply::end(out);
+}
+
+/// `stats cachedump <class> <limit>`: `ITEM <key> [<bytes> b; <expiry> s]` for up to `limit`
+/// items (0: all) of class 1, every Memcached-visible item (see [`items`]), at most 2 MB of
+/// it; nothing for another class.
+fn cachedump(node: &Engine, arg: &[u8], now: u64, out: &mut BytesMut) {
+    let words: Vec<&[u8]> = arg
+        .split(|&b| b == b' ')
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.len() < 3 {
+        out.extend_from_slice(b"CLIENT_ERROR bad command line\r\n");
+        return;
+    }
+    let number = |w: &[u8]| std::str::from_utf8(w).ok()?.parse::<u32>().ok();
+    let (Some(class), Some(limit)) = (number(words[1]), number(words[2])) else {
+        out.extend_from_slice(b"CLIENT_ERROR bad command line format\r\n");
+        return;
+    };
+    if class >= SLAB_CLASSES {
+        out.extend_from_slice(b"CLIENT_ERROR Illegal slab id\r\n");
+        return;
+    }
+    let start = out.len();
+    let mut shown = 0u32;
+    let mut full = false;
+    if class == 1 {
+        let mut cursor = 0;
+        loop {
+            cursor = node.store.scan(cursor, 128, now, |key, e| {
+                let (db, _) = shoal_store::split_key(key);
+                let wanted = limit == 0 || shown < limit;
+                if full || !wanted || db != 0 || e.kind != shoal_store::Kind::String {
+                    return;
+                }
+                let line = format!(
+                    "ITEM {} [{} b; {} s]\r\n",
+                    String::from_utf8_lossy(key),
+                    e.value.len(),
+                    e.expire_at_ms.map_or(0, |at| at / 1000)
+                );
+                if out.len() - start + line.len() + 5 > CACHEDUMP_MAX {
+                    full = true;
+                    return;
+                }
+                out.extend_from_slice(line.as_bytes());
+                shown += 1;
+            });
+            if cursor == 0 || full || (limit != 0 && shown >= limit) {
+                break;
+            }
+        }
+    }
+    reply::end(out);
+}
+
 fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     match arg {
         None => {}
         Some(a) if a.starts_with(b"cachedump") => {
-            reply::end(out);
+            cachedump(node, a, now, out);
+            return;
+        }
+        Some(b"items") => {
+            items(node, out);
             return;
         }
         Some(b"settings") => {
             settings(node, out);
             return;
         }
-        Some(b"items" | b"slabs" | b"sizes" | b"conns") => {
+        Some(b"slabs" | b"sizes" | b"conns") => {
             reply::end(out);
             return;
         }
         Some(b"reset") => {
-            node.mc_stats.reset();
+            node.mc_stats.reset(node.store.stats());
             out.extend_from_slice(b"RESET\r\n");
             return;
         }
@@ -616,13 +723,21 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
         }
     }
     let s = &node.mc_stats;
+    // The store's counters since the last `stats reset` (CONFIG RESETSTAT zeroes them too).
     let store = node.store.stats();
+    let base = s.store_base();
+    let since = |now: u64, then: u64| now.saturating_sub(then);
     let (user, sys) = crate::stats::cpu_times();
     let v = |c: &AtomicU64| c.load(Relaxed);
+    let clients = node.clients.all();
+    let buffers = |f: fn(&crate::client::Buffers) -> u64| -> u64 {
+        clients.iter().map(|c| f(&c.buffers)).sum()
+    };
     reply::stat(out, "pid", std::process::id());
     reply::stat(out, "uptime", node.uptime_secs());
     reply::stat(out, "time", now / 1000);
     reply::stat(out, "version", MEMCACHED_VERSION);
+    // Where memcached names its libevent.
     reply::stat(out, "shoal_version", crate::SHOAL_VERSION);
     reply::stat(out, "pointer_size", usize::BITS);
     reply::stat(out, "rusage_user", format!("{user:.6}"));
@@ -640,17 +755,44 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
         node.stats.rejected_connections.load(Relaxed),
     );
     reply::stat(out, "connection_structures", node.clients.len());
+    // Replies waiting to be written, and the connections' input buffers.
+    reply::stat(out, "response_obj_oom", 0);
+    reply::stat(out, "response_obj_count", buffers(|b| b.oll.load(Relaxed)));
+    reply::stat(
+        out,
+        "response_obj_bytes",
+        buffers(|b| b.obl.load(Relaxed) + b.omem.load(Relaxed)),
+    );
+    reply::stat(
+        out,
+        "read_buf_count",
+        buffers(|b| u64::from(b.rbs.load(Relaxed) > 0)),
+    );
+    reply::stat(out, "read_buf_bytes", buffers(|b| b.rbs.load(Relaxed)));
+    reply::stat(
+        out,
+        "read_buf_bytes_free",
+        buffers(|b| b.qbuf_free.load(Relaxed)),
+    );
+    reply::stat(out, "read_buf_oom", 0);
+    reply::stat(out, "reserved_fds", crate::fdlimit::RESERVED_FDS);
     for (name, c) in [
         ("cmd_get", &s.cmd_get),
         ("cmd_set", &s.cmd_set),
         ("cmd_flush", &s.cmd_flush),
         ("cmd_touch", &s.cmd_touch),
+        ("cmd_meta", &s.cmd_meta),
         ("get_hits", &s.get_hits),
         ("get_misses", &s.get_misses),
     ] {
         reply::stat(out, name, v(c));
     }
-    reply::stat(out, "get_expired", 0);
+    reply::stat(
+        out,
+        "get_expired",
+        since(store.expired_on_access, base.expired_on_access),
+    );
+    // A flush removes the items at once: no later read finds one.
     reply::stat(out, "get_flushed", 0);
     for (name, c) in [
         ("delete_misses", &s.delete_misses),
@@ -664,6 +806,8 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
         ("cas_badval", &s.cas_badval),
         ("touch_hits", &s.touch_hits),
         ("touch_misses", &s.touch_misses),
+        ("store_too_large", &s.store_too_large),
+        ("store_no_memory", &s.store_no_memory),
         ("auth_cmds", &s.auth_cmds),
         ("auth_errors", &s.auth_errors),
     ] {
@@ -681,16 +825,69 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     );
     reply::stat(out, "limit_maxbytes", node.with_settings(|s| s.maxmemory.0));
     reply::stat(out, "accepting_conns", 1);
+    // Shoal never stops listening: a connection past maxclients is refused.
+    reply::stat(out, "listen_disabled_num", 0);
+    reply::stat(out, "time_in_listen_disabled_us", 0);
     reply::stat(out, "threads", node.threads.load(Relaxed));
+    reply::stat(out, "conn_yields", 0);
+    // The key index: its room as a power of two, its bytes; it grows shard by shard, never
+    // all at once.
+    let power = store
+        .index_capacity
+        .max(1)
+        .next_power_of_two()
+        .trailing_zeros();
+    reply::stat(out, "hash_power_level", power);
+    reply::stat(out, "hash_bytes", store.index_bytes);
+    reply::stat(out, "hash_is_expanding", 0);
+    // No slabs, no LRU crawler, no watchers: memcached's counters of those stay 0.
+    for name in [
+        "slab_reassign_rescues",
+        "slab_reassign_chunk_rescues",
+        "slab_reassign_evictions_nomem",
+        "slab_reassign_inline_reclaim",
+        "slab_reassign_busy_items",
+        "slab_reassign_busy_deletes",
+        "slab_reassign_running",
+        "slabs_moved",
+        "malloc_fails",
+        "log_worker_dropped",
+        "log_worker_written",
+        "log_watcher_skipped",
+        "log_watcher_sent",
+        "log_watchers",
+        "unexpected_napi_ids",
+        "round_robin_fallback",
+    ] {
+        reply::stat(out, name, 0);
+    }
     reply::stat(out, "bytes", store.used_memory);
     reply::stat(out, "curr_items", store.keys);
     reply::stat(out, "total_items", v(&s.total_items));
-    reply::stat(out, "expired_unfetched", 0);
-    reply::stat(out, "evicted_unfetched", 0);
-    reply::stat(out, "evictions", store.evicted_keys);
-    reply::stat(out, "reclaimed", store.expired_keys);
-    reply::stat(out, "store_too_large", v(&s.store_too_large));
-    reply::stat(out, "store_no_memory", v(&s.store_no_memory));
+    reply::stat(out, "slab_global_page_pool", 0);
+    reply::stat(
+        out,
+        "expired_unfetched",
+        since(store.expired_unfetched, base.expired_unfetched),
+    );
+    reply::stat(
+        out,
+        "evicted_unfetched",
+        since(store.evicted_unfetched, base.evicted_unfetched),
+    );
+    reply::stat(
+        out,
+        "evictions",
+        since(store.evicted_keys, base.evicted_keys),
+    );
+    reply::stat(
+        out,
+        "reclaimed",
+        since(store.expired_keys, base.expired_keys),
+    );
+    reply::stat(out, "crawler_reclaimed", 0);
+    reply::stat(out, "crawler_items_checked", 0);
+    reply::stat(out, "lrutail_reflocked", 0);
     reply::end(out);
 }
 
@@ -750,6 +947,9 @@ struct ItemView<'a> {
     flags: u32,
     cas: u64,
     expire_at: Option<u64>,
+    /// Read since it was set (`h`), and last accessed this long ago (`l`).
+    fetched: bool,
+    idle_ms: u64,
 }
 
 /// What a meta reply may echo about the key in `slot`, if it exists.
@@ -760,6 +960,8 @@ fn item_view<'a>(slot: &'a shoal_store::Slot<'_>, key: &'a [u8]) -> Option<ItemV
         flags: slot.flags().unwrap_or(0),
         cas: slot.version().unwrap_or(0),
         expire_at: slot.expire_at(),
+        fetched: slot.fetched().unwrap_or(false),
+        idle_ms: slot.idle_ms().unwrap_or(0),
     })
 }
 
@@ -782,8 +984,8 @@ fn return_flags(req: &MetaFlags, item: Option<&ItemView<'_>>, now: u64) -> Vec<(
                     .to_string()
                     .into_bytes(),
             }),
-            (b'h', Some(_)) => Some(b"0".to_vec()),
-            (b'l', Some(_)) => Some(b"0".to_vec()),
+            (b'h', Some(i)) => Some(if i.fetched { b"1" } else { b"0" }.to_vec()),
+            (b'l', Some(i)) => Some((i.idle_ms / 1000).to_string().into_bytes()),
             _ => None,
         };
         if let Some(t) = t {
@@ -836,14 +1038,34 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
     };
     let st = &node.mc_stats;
     bump(&st.cmd_get);
-    node.store.write(&key, now, |slot| {
+    // `u`: the item keeps its place in the LRU, its access time and its fetched state.
+    if flags.has(b'u') {
+        shoal_store::without_touching(|| {
+            meta_get_item(node, &key, flags, now, out, (touch, vivify, recache))
+        });
+    } else {
+        meta_get_item(node, &key, flags, now, out, (touch, vivify, recache));
+    }
+}
+
+/// `mg`'s work under the key's lock; `h` and `l` tell the item's state before this read.
+fn meta_get_item(
+    node: &Engine,
+    key: &[u8],
+    flags: &MetaFlags,
+    now: u64,
+    out: &mut BytesMut,
+    (touch, vivify, recache): (Option<i64>, Option<i64>, Option<i64>),
+) {
+    let st = &node.mc_stats;
+    node.store.write(key, now, |slot| {
         let mut won = false;
         let mut created = false;
         if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
             // A RESP collection: a miss, neither touched nor replaced by a vivified item.
             bump(&st.get_misses);
             if !flags.has(b'q') {
-                write_meta(out, "EN", None, &miss_flags(flags, &key));
+                write_meta(out, "EN", None, &miss_flags(flags, key));
             }
             return;
         }
@@ -862,7 +1084,7 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
                 }
                 None => {
                     if !flags.has(b'q') {
-                        write_meta(out, "EN", None, &miss_flags(flags, &key));
+                        write_meta(out, "EN", None, &miss_flags(flags, key));
                     }
                     return;
                 }
@@ -889,10 +1111,10 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
                 ..marks
             });
         }
-        let Some(view) = item_view(slot, &key) else {
+        let Some(view) = item_view(slot, key) else {
             // Touched with a past time: gone now.
             if !flags.has(b'q') {
-                write_meta(out, "EN", None, &miss_flags(flags, &key));
+                write_meta(out, "EN", None, &miss_flags(flags, key));
             }
             return;
         };
@@ -905,6 +1127,7 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
         }
         let code = if flags.has(b'v') { "VA" } else { "HD" };
         write_meta(out, code, flags.has(b'v').then_some(view.value), &ret);
+        slot.note_fetch();
     });
 }
 
@@ -1151,9 +1374,11 @@ fn meta_debug(node: &Engine, key: &[u8], now: u64, out: &mut BytesMut) {
                 .expire_at_ms
                 .map_or(-1, |at| at.saturating_sub(now).div_ceil(1000) as i64);
             format!(
-                "ME {} exp={exp} la=0 cas={} fetch=no cls=1 size={}\r\n",
+                "ME {} exp={exp} la={} cas={} fetch={} cls=1 size={}\r\n",
                 String::from_utf8_lossy(key),
+                node.store.idle_ms(e.access, now) / 1000,
                 e.version,
+                if e.fetched { "yes" } else { "no" },
                 key.len() + e.value.len()
             )
         })

@@ -1,7 +1,7 @@
 //! CLIENT PAUSE: this node's clients' commands wait until CLIENT UNPAUSE or the pause's end
 //! (Redis's `pauseClients`): every command in mode ALL, in mode WRITE the writes and the
-//! commands Redis marks `may-replicate` (PUBLISH, SPUBLISH, PFCOUNT, an EXEC with a write
-//! queued). A new pause while one lasts keeps the later end and the stricter mode, as in
+//! commands Redis marks `may-replicate` (PUBLISH, SPUBLISH, PFCOUNT, EVAL, EVALSHA or FCALL
+//! of a script or function not declared `no-writes`, an EXEC with one of those queued). A new pause while one lasts keeps the later end and the stricter mode, as in
 //! Redis. The front end holds a paused command (and those behind it) and waits on
 //! [`Pause::ended`]; with no pause a command pays one atomic load.
 

@@ -91,6 +91,8 @@ pub struct McStats {
     pub cmd_set: AtomicU64,
     pub cmd_flush: AtomicU64,
     pub cmd_touch: AtomicU64,
+    /// Meta commands (`mg`, `ms`, `md`, `ma`, `mn`, `me`).
+    pub cmd_meta: AtomicU64,
     pub get_hits: AtomicU64,
     pub get_misses: AtomicU64,
     pub delete_hits: AtomicU64,
@@ -111,6 +113,9 @@ pub struct McStats {
     pub store_too_large: AtomicU64,
     /// Writes refused for want of memory (memcached's `store_no_memory`).
     pub store_no_memory: AtomicU64,
+    /// The store's counters at the last `stats reset` (what `stats` shows of them is the
+    /// difference).
+    store_base: std::sync::Mutex<shoal_store::StoreStats>,
 }
 
 impl McStats {
@@ -123,12 +128,25 @@ impl McStats {
         }
     }
 
-    pub fn reset(&self) {
+    /// The store's counters at the last reset (zero if none).
+    pub fn store_base(&self) -> shoal_store::StoreStats {
+        *self.store_base.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The store's counters were zeroed (CONFIG RESETSTAT): they count from zero again.
+    pub fn store_counters_zeroed(&self) {
+        *self.store_base.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
+    }
+
+    /// `stats reset`: zeroes the counters; the store's (`store`, now) count from here.
+    pub fn reset(&self, store: shoal_store::StoreStats) {
+        *self.store_base.lock().unwrap_or_else(|e| e.into_inner()) = store;
         for c in [
             &self.cmd_get,
             &self.cmd_set,
             &self.cmd_flush,
             &self.cmd_touch,
+            &self.cmd_meta,
             &self.get_hits,
             &self.get_misses,
             &self.delete_hits,

@@ -159,6 +159,19 @@ impl MetaFlags {
 }
 
 impl Command {
+    /// A meta command (`mg`, `ms`, `md`, `ma`, `mn`, `me`: memcached's `cmd_meta`).
+    pub fn is_meta(&self) -> bool {
+        matches!(
+            self,
+            Command::MetaGet { .. }
+                | Command::MetaSet { .. }
+                | Command::MetaDelete { .. }
+                | Command::MetaArith { .. }
+                | Command::MetaNoop
+                | Command::MetaDebug { .. }
+        )
+    }
+
     /// Renders the command as a client would send it (canonical form: single spaces, `\r\n`).
     /// Parsing the output gives back an equal command. Useful to forward a request to a peer
     /// speaking the same protocol, and for tests.

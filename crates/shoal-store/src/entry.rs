@@ -23,8 +23,15 @@ pub const ENTRY_OVERHEAD: usize = 64;
 /// Marks, in `Item::meta`, that 4 bytes of client flags follow the key in `data`.
 const HAS_FLAGS: u32 = 1 << 31;
 
-/// Longest key an item can hold (the top bit of `meta` is the flags marker).
-pub const MAX_KEY_LEN: usize = (HAS_FLAGS - 1) as usize;
+/// Marks, in `Item::meta`, that the item was read since its value was last set (memcached's
+/// `ITEM_FETCHED`: `mg`'s `h` flag, `expired_unfetched`, `evicted_unfetched`).
+const FETCHED: u32 = 1 << 30;
+
+/// Longest key an item can hold (1 GiB - 1; the top two bits of `meta` are markers).
+pub const MAX_KEY_LEN: usize = (FETCHED - 1) as usize;
+
+/// The bits of `Item::meta` that are not the key length.
+const MARKERS: u32 = HAS_FLAGS | FETCHED;
 
 /// The type of a key's value, as TYPE names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +159,8 @@ impl Collection {
 /// RESP-only data (flags 0) pays nothing for them.
 pub(crate) struct Item {
     data: Data,
-    /// Key length in the low 31 bits; `HAS_FLAGS` when client flags follow the key.
+    /// Key length in the low 30 bits; `HAS_FLAGS` when client flags follow the key,
+    /// `FETCHED` once the value was read.
     meta: u32,
     /// LRU: the low 32 bits of the last access in Unix ms (wrapping, ~49 days). LFU: Redis's
     /// layout, `(minutes & 0xFFFF) << 8 | log counter`. Reinterpreted when the policy changes,
@@ -169,8 +177,8 @@ pub(crate) struct Item {
 fn build(key: &[u8], flags: u32, value: &[u8]) -> (Box<[u8]>, u32) {
     let key_len = u32::try_from(key.len())
         .ok()
-        .filter(|&n| n < HAS_FLAGS)
-        .expect("keys are bounded by proto-max-bulk-len, at most 2 GiB - 1");
+        .filter(|&n| n as usize <= MAX_KEY_LEN)
+        .expect("commands refuse keys longer than MAX_KEY_LEN");
     let extra = if flags != 0 { 4 } else { 0 };
     let mut data = Vec::with_capacity(key.len() + extra + value.len());
     data.extend_from_slice(key);
@@ -220,8 +228,22 @@ impl Item {
         }
     }
 
+    /// Whether the value was read since it was last set (memcached's `ITEM_FETCHED`).
+    pub(crate) fn fetched(&self) -> bool {
+        self.meta & FETCHED != 0
+    }
+
+    /// Notes a read of the value ([`Item::fetched`] until the next new value).
+    pub(crate) fn set_fetched(&mut self, fetched: bool) {
+        if fetched {
+            self.meta |= FETCHED;
+        } else {
+            self.meta &= !FETCHED;
+        }
+    }
+
     fn key_len(&self) -> usize {
-        (self.meta & !HAS_FLAGS) as usize
+        (self.meta & !MARKERS) as usize
     }
 
     fn value_start(&self) -> usize {
@@ -317,6 +339,7 @@ impl Item {
             flags: self.flags(),
             charge: self.charge(),
             access: self.access,
+            fetched: self.fetched(),
             kind: self.kind(),
             coll: self.coll(),
         }
@@ -441,16 +464,31 @@ impl Clock {
         u64::from(self.lru_now().wrapping_sub(access))
     }
 
-    /// The LFU counter after decay (Redis `LFUDecrAndReturn`).
-    pub(crate) fn lfu_decayed(&self, access: u32) -> u32 {
+    /// Milliseconds since the access `access` records: exact under LRU, whole minutes under
+    /// LFU (its word keeps the minute of the last access).
+    pub(crate) fn idle_ms(&self, access: u32) -> u64 {
+        if self.lfu {
+            u64::from(self.lfu_elapsed(access)) * 60_000
+        } else {
+            self.lru_idle(access)
+        }
+    }
+
+    /// Minutes since the access an LFU word records (Redis `LFUTimeElapsed`).
+    fn lfu_elapsed(&self, access: u32) -> u32 {
         let last = (access >> 8) & 0xFFFF;
-        let counter = access & 0xFF;
         let now = self.lfu_minutes();
-        let elapsed = if now >= last {
+        if now >= last {
             now - last
         } else {
             65535 - last + now
-        };
+        }
+    }
+
+    /// The LFU counter after decay (Redis `LFUDecrAndReturn`).
+    pub(crate) fn lfu_decayed(&self, access: u32) -> u32 {
+        let counter = access & 0xFF;
+        let elapsed = self.lfu_elapsed(access);
         let periods = elapsed.checked_div(self.lfu_decay_time).unwrap_or(0);
         counter.saturating_sub(periods)
     }

@@ -180,11 +180,11 @@ pub(crate) fn evict_one(
     let expired = shard.items[idx].is_expired(now);
     let item = shard.remove_at(hasher, idx);
     if expired {
-        shard.stats.expired += 1;
+        shard.stats.count_expired(&item);
         noted.note(item.key(), Noted::Expired);
         Victim::Expired
     } else {
-        shard.stats.evicted += 1;
+        shard.stats.count_evicted(&item);
         noted.note(item.key(), Noted::Evicted);
         Victim::Evicted
     }

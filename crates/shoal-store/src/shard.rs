@@ -42,6 +42,26 @@ pub(crate) struct ShardStats {
     pub(crate) evicted: u64,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
+    /// Of `expired`, the keys found expired by a command's lookup (memcached's `get_expired`).
+    pub(crate) expired_on_access: u64,
+    /// Of `expired` and `evicted`, the items never read (memcached's `expired_unfetched`,
+    /// `evicted_unfetched`).
+    pub(crate) expired_unfetched: u64,
+    pub(crate) evicted_unfetched: u64,
+}
+
+impl ShardStats {
+    /// Counts `item`, just removed as expired.
+    pub(crate) fn count_expired(&mut self, item: &Item) {
+        self.expired += 1;
+        self.expired_unfetched += u64::from(!item.fetched());
+    }
+
+    /// Counts `item`, just evicted.
+    pub(crate) fn count_evicted(&mut self, item: &Item) {
+        self.evicted += 1;
+        self.evicted_unfetched += u64::from(!item.fetched());
+    }
 }
 
 #[derive(Default)]
@@ -63,6 +83,9 @@ pub(crate) struct Shard {
     pub(crate) stats: ShardStats,
     /// The last version handed out or seen in a replicated state (see `next_version`).
     last_version: u64,
+    /// This shard's place in the low bits of a version taken from the clock
+    /// ([`Shard::with_index`]), so two shards' first writes in one millisecond differ.
+    spread: u64,
     /// Removed keys, while replication needs them (empty unless the store's tombstone TTL is
     /// set). A key never has both an item and a tombstone: `insert` drops the tombstone.
     pub(crate) tombs: Tombstones,
@@ -80,6 +103,21 @@ pub(crate) struct Shard {
 pub(crate) const MARKS_MAX: usize = 256;
 
 impl Shard {
+    /// Shard `idx` of the store, empty. Its versions start at `(ms << 12) | idx << 2`: keys in
+    /// different shards written in the same millisecond get different versions, as memcached's
+    /// CAS uniques differ between keys (a key's own versions grow either way).
+    pub(crate) fn with_index(idx: usize) -> Shard {
+        Shard {
+            spread: ((idx % SHARDS) as u64) << 2,
+            ..Shard::default()
+        }
+    }
+
+    /// The key index's room (keys it takes before it grows) and its size in bytes.
+    pub(crate) fn index_size(&self) -> (usize, usize) {
+        (self.table.capacity(), self.table.allocation_size())
+    }
+
     /// Index of `key`, expired or not.
     pub(crate) fn find(&self, key: &[u8], hash: u64) -> Option<usize> {
         let items = &self.items;
@@ -99,8 +137,9 @@ impl Shard {
     ) -> Option<usize> {
         let i = self.find(key, hash)?;
         if self.items[i].is_expired(now_ms) {
-            self.remove_at(hasher, i);
-            self.stats.expired += 1;
+            let item = self.remove_at(hasher, i);
+            self.stats.count_expired(&item);
+            self.stats.expired_on_access += 1;
             noted.note(key, Noted::Expired);
             return None;
         }
@@ -181,6 +220,7 @@ impl Shard {
         self.used -= item.charge();
         item.replace_value(value, flags);
         item.version = version;
+        item.set_fetched(false);
         self.used += item.charge();
     }
 
@@ -190,6 +230,7 @@ impl Shard {
         self.used -= item.charge();
         item.replace_with_coll(value);
         item.version = version;
+        item.set_fetched(false);
         self.used += item.charge();
     }
 
@@ -201,6 +242,7 @@ impl Shard {
         self.used -= item.charge();
         f(item);
         item.version = version;
+        item.set_fetched(false);
         self.used += item.charge();
     }
 
@@ -228,7 +270,7 @@ impl Shard {
                 v
             }
             None => {
-                let v = (self.last_version + 1).max(now_ms << 12);
+                let v = (self.last_version + 1).max((now_ms << 12) | self.spread);
                 self.last_version = v;
                 v
             }
@@ -324,7 +366,7 @@ impl Shard {
                             .find(|&i| items[i].is_expired(now_ms));
                         let Some(idx) = due else { break };
                         let item = self.remove_at(hasher, idx);
-                        self.stats.expired += 1;
+                        self.stats.count_expired(&item);
                         noted.note(item.key(), Noted::Expired);
                         removed += 1;
                     }
@@ -382,6 +424,7 @@ impl Shard {
         *self = Shard {
             stats: self.stats,
             last_version: self.last_version,
+            spread: self.spread,
             holder: self.holder,
             ..Shard::default()
         };

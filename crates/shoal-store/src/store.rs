@@ -79,6 +79,8 @@ pub struct Entry<'a> {
     /// The raw access word (LRU clock or LFU counter); read it with
     /// [`Store::idle_ms`] / [`Store::lfu_frequency`].
     pub access: u32,
+    /// Whether the value was read since it was set (memcached's `ITEM_FETCHED`).
+    pub fetched: bool,
     /// The value's type; `value` is empty for a collection.
     pub kind: Kind,
     /// The value, for a collection.
@@ -168,6 +170,14 @@ pub struct StoreStats {
     pub evicted_keys: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
+    /// Of `expired_keys`, those a command's lookup found expired.
+    pub expired_on_access: u64,
+    /// Of `expired_keys` and `evicted_keys`, the keys never read since their last value.
+    pub expired_unfetched: u64,
+    pub evicted_unfetched: u64,
+    /// The key index: room for this many keys before it grows, in this many bytes.
+    pub index_capacity: u64,
+    pub index_bytes: u64,
 }
 
 /// A shard with the lock-free hints that let scans and sampling skip it without locking (active
@@ -512,6 +522,26 @@ impl<'a> Slot<'a> {
         let now = self.clock.now_ms;
         let old = self.shard.items[i].version;
         self.shard.items[i].version = self.shard.next_version(Some(old), now);
+    }
+
+    /// Whether the key's value was read since it was set (memcached's `h` meta flag).
+    pub fn fetched(&self) -> Option<bool> {
+        self.idx.map(|i| self.shard.items[i].fetched())
+    }
+
+    /// Counts this look at the key as a read of its value ([`Slot::fetched`] from now on),
+    /// unless the write runs [`without_touching`].
+    pub fn note_fetch(&mut self) {
+        if let (Some(i), false) = (self.idx, untouched()) {
+            self.shard.items[i].set_fetched(true);
+        }
+    }
+
+    /// Milliseconds since the key was last accessed (memcached's `l` meta flag, OBJECT
+    /// IDLETIME), as its clock tells: to the minute under an LFU policy.
+    pub fn idle_ms(&self) -> Option<u64> {
+        self.idx
+            .map(|i| self.clock.idle_ms(self.shard.items[i].access))
     }
 
     /// The key's version: it changes with every change of the key.
@@ -979,7 +1009,12 @@ impl Store {
     }
 
     pub fn new(config: StoreConfig) -> Store {
-        let cells: Box<[ShardCell]> = (0..SHARDS).map(|_| ShardCell::default()).collect();
+        let cells: Box<[ShardCell]> = (0..SHARDS)
+            .map(|i| ShardCell {
+                shard: parking_lot::Mutex::new(Shard::with_index(i)),
+                ..ShardCell::default()
+            })
+            .collect();
         Store {
             cells,
             next_expiry: (0..SHARDS).map(|_| AtomicU64::new(u64::MAX)).collect(),
@@ -1106,7 +1141,9 @@ impl Store {
             }
             let touches = matches!(access, Access::Read | Access::Touch);
             if let (Some(i), true) = (idx, touches && !untouched()) {
-                shared.clock(now_ms).touch(&mut shard.items[i].access);
+                let item = &mut shard.items[i];
+                shared.clock(now_ms).touch(&mut item.access);
+                item.set_fetched(true);
             }
             f(idx.map(|i| {
                 let item = &shard.items[i];
@@ -1268,7 +1305,7 @@ impl Store {
                     // Held: passed over, not removed (`Store::hold_expiry`).
                     if !held {
                         let item = shard.remove_at(&shared.hasher, i);
-                        shard.stats.expired += 1;
+                        shard.stats.count_expired(&item);
                         shared.noted.note(item.key(), crate::Noted::Expired);
                     }
                     return None;
@@ -1580,19 +1617,27 @@ impl Store {
             ..StoreStats::default()
         };
         for idx in 0..SHARDS {
-            let s = self.lock(idx).stats;
+            let (s, (capacity, bytes)) = {
+                let shard = self.lock(idx);
+                (shard.stats, shard.index_size())
+            };
             stats.expired_keys += s.expired;
             stats.evicted_keys += s.evicted;
             stats.keyspace_hits += s.hits;
             stats.keyspace_misses += s.misses;
+            stats.expired_on_access += s.expired_on_access;
+            stats.expired_unfetched += s.expired_unfetched;
+            stats.evicted_unfetched += s.evicted_unfetched;
+            stats.index_capacity += capacity as u64;
+            stats.index_bytes += bytes as u64;
         }
         stats
     }
 
-    /// Milliseconds since the last access, from an entry's access word read under an LRU
-    /// policy (OBJECT IDLETIME).
+    /// Milliseconds since the last access, from an entry's access word (OBJECT IDLETIME,
+    /// under an LRU policy; to the minute under LFU).
     pub fn idle_ms(&self, access: u32, now_ms: u64) -> u64 {
-        self.shared.clock(now_ms).lru_idle(access)
+        self.shared.clock(now_ms).idle_ms(access)
     }
 
     /// The decayed logarithmic access counter, from an entry's access word read under an LFU

@@ -211,6 +211,74 @@ fn expire_cycle_reclaims_untouched_keys() {
     assert_eq!(st.used_memory, persistent);
 }
 
+/// Memcached's item states: a value is "fetched" once read (not by the write that set it),
+/// until a new value; expired and evicted items never read are counted apart, and so are
+/// the keys a lookup found expired (`get_expired`).
+#[test]
+fn fetched_state_and_the_counters_of_unread_items() {
+    let s = store();
+    let fetched = |s: &Store, key: &[u8]| s.write(key, 0, |slot| slot.fetched());
+    s.set(b"a", b"1", Some(1000), 0);
+    assert_eq!(fetched(&s, b"a"), Some(false), "a write is no read");
+    assert!(s.get(b"a", 1).is_some());
+    assert_eq!(fetched(&s, b"a"), Some(true));
+    s.set(b"a", b"2", Some(1000), 2);
+    assert_eq!(fetched(&s, b"a"), Some(false), "a new value is unread");
+    s.write(b"a", 3, |slot| slot.note_fetch());
+    assert_eq!(fetched(&s, b"a"), Some(true));
+    // Under without_touching (memcached's `u`) a read leaves the state as it was.
+    s.set(b"u", b"1", Some(1000), 0);
+    without_touching(|| {
+        assert!(s.get(b"u", 1).is_some());
+        s.write(b"u", 1, |slot| slot.note_fetch());
+    });
+    assert_eq!(fetched(&s, b"u"), Some(false));
+    assert_eq!(fetched(&s, b"none"), None);
+    // "a" (read) and "u" (never read) expire; the lookup of "u" finds it expired.
+    assert_eq!(s.get(b"u", 1000), None);
+    assert_eq!(s.expire_cycle(1000, usize::MAX), 1);
+    let st = s.stats();
+    assert_eq!(st.expired_keys, 2);
+    assert_eq!(st.expired_on_access, 1);
+    assert_eq!(st.expired_unfetched, 1);
+    assert!(st.index_capacity >= 2 && st.index_bytes > 0);
+    // Eviction counts an unread victim as such.
+    let s = eviction_setup(EvictionPolicy::AllKeysLru, 3);
+    squeeze_one(&s);
+    s.ensure_memory(10).unwrap();
+    let st = s.stats();
+    assert_eq!((st.evicted_keys, st.evicted_unfetched), (1, 1));
+}
+
+/// The last access, in milliseconds (memcached's `l`): a write or a read sets it.
+#[test]
+fn idle_time_counts_from_the_last_access() {
+    let s = store();
+    s.set(b"k", b"v", None, 1_000);
+    assert_eq!(s.write(b"k", 3_500, |slot| slot.idle_ms()), Some(2_500));
+    // That write touched it; a read under without_touching does not.
+    without_touching(|| s.get(b"k", 9_000));
+    assert_eq!(s.write(b"k", 9_000, |slot| slot.idle_ms()), Some(5_500));
+    assert_eq!(s.write(b"none", 0, |slot| slot.idle_ms()), None);
+}
+
+/// Versions (memcached's CAS uniques) of different keys differ even when written in the same
+/// millisecond, as memcached's do; a key's own still grow.
+#[test]
+fn keys_written_in_one_millisecond_get_different_versions() {
+    let s = store();
+    let version = |key: &[u8]| s.write(key, 7, |slot| slot.version()).unwrap();
+    let mut seen = HashSet::new();
+    for i in 0..20 {
+        let key = format!("key:{i}").into_bytes();
+        s.set(&key, b"v", None, 7);
+        assert!(seen.insert(version(&key)), "key:{i} repeats a version");
+    }
+    let before = version(b"key:0");
+    s.set(b"key:0", b"w", None, 7);
+    assert!(version(b"key:0") > before);
+}
+
 #[test]
 fn accounting_returns_to_zero() {
     let s = store();

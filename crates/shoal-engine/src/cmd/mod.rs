@@ -1447,17 +1447,20 @@ pub fn paused_until(node: &Engine, session: &Session, args: &[Bytes], now_ms: u6
         return None;
     }
     let replicates = |s: &CommandSpec| s.flags & (WRITE | MAY_REPLICATE) != 0;
+    // EVAL, EVALSHA, FCALL: may-replicate unless the script or function says `no-writes`.
+    let runs_writes = |s: &CommandSpec, a: &[Bytes]| {
+        s.flags & RUNS_WRITES != 0 && !script::declares_no_writes(node, a)
+    };
     let held = match mode {
         crate::pause::Mode::All => true,
         crate::pause::Mode::Write if spec.route == Route::Exec => {
             session.multi.as_ref().is_some_and(|tx| {
                 tx.queue
                     .iter()
-                    .filter_map(|a| lookup(&a[0]))
-                    .any(replicates)
+                    .any(|a| lookup(&a[0]).is_some_and(|s| replicates(s) || runs_writes(s, a)))
             })
         }
-        crate::pause::Mode::Write => replicates(spec),
+        crate::pause::Mode::Write => replicates(spec) || runs_writes(spec, args),
     };
     held.then_some(end)
 }
@@ -1536,6 +1539,15 @@ fn run_command(
         return reject(session, reply);
     }
     let started = std::time::Instant::now();
+    // The store holds keys up to MAX_KEY_LEN (1 GiB - 1); only a proto-max-bulk-len raised
+    // past it lets a longer one in.
+    let too_long = |a: &Bytes| a.len() > shoal_store::MAX_KEY_LEN;
+    if spec.has_keys()
+        && args.iter().any(too_long)
+        && spec.key_positions(args).any(|i| too_long(&args[i]))
+    {
+        return reject(session, err("ERR key too long"));
+    }
     // In a numbered database the keys are stored under its prefix (`db`).
     let in_db;
     let keyed = if session.db != 0 && spec.has_keys() {

@@ -860,7 +860,9 @@ fn check_call(
     if let Some(refused) = acl() {
         return Err(refused);
     }
-    if read_only && spec.flags & flag::WRITE != 0 {
+    // Redis counts `may-replicate` commands (PUBLISH, PFCOUNT, ...) as writes here, so a
+    // read-only script may run while CLIENT PAUSE WRITE holds writes back.
+    if read_only && spec.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
     if let Some(declared) = declared {
@@ -1456,6 +1458,32 @@ fn load(scripts: &Scripts, sha: &str, body: &[u8]) -> Result<(), Reply> {
     scripts
         .add(sha.to_string(), body)
         .map_err(|_| err("ERR the script cache is full (SCRIPT FLUSH empties it)"))
+}
+
+/// Whether EVAL, EVALSHA or FCALL `args` runs a script or function declared `no-writes`
+/// (Redis's `evalGetCommandFlags`, `fcallGetCommandFlags`: such a call is no
+/// `may-replicate` command, so CLIENT PAUSE WRITE lets it run). A script without a `#!lua`
+/// line, or one not loaded, may write.
+pub fn declares_no_writes(node: &crate::Engine, args: &[Bytes]) -> bool {
+    let Some(name) = args.first() else {
+        return false;
+    };
+    let flags = if name.eq_ignore_ascii_case(b"fcall") {
+        args.get(1)
+            .and_then(|f| node.functions.function(f))
+            .map(|(lib, index)| lib.functions[index].flags)
+    } else if name.eq_ignore_ascii_case(b"evalsha") {
+        args.get(1)
+            .and_then(|sha| {
+                node.scripts
+                    .get(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+            })
+            .and_then(|body| functions::shebang(&body).ok()?.0)
+    } else {
+        args.get(1)
+            .and_then(|body| functions::shebang(body).ok()?.0)
+    };
+    flags.is_some_and(|f| f & functions::flag::NO_WRITES != 0)
 }
 
 /// EVAL script numkeys [key ...] [arg ...].

@@ -1414,6 +1414,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         b"resetstat" if args.len() == 2 => {
             ctx.engine.stats.reset();
             ctx.engine.store.reset_stats();
+            ctx.engine.mc_stats.store_counters_zeroed();
             ctx.engine.commands.reset();
             Reply::ok()
         }
