@@ -1030,3 +1030,110 @@ fn a_script_s_calls_each_have_the_output_budget() {
         .to_string();
     assert!(e.contains("output limit"), "{e}");
 }
+
+/// UNLINK and FLUSHALL ASYNC free large values on a background thread (Redis's lazy free):
+/// the keys are gone at once, INFO counts what was handed over (`lazyfree_pending_objects`)
+/// and freed (`lazyfreed_objects`); a small value is freed at once; DEL and FLUSHALL do the
+/// same under `lazyfree-lazy-user-del` and `lazyfree-lazy-user-flush`.
+#[test]
+fn unlink_and_async_flushes_free_large_values_in_the_background() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let freed = |con: &mut redis::Connection, n: u64| {
+        wait_until(Duration::from_secs(10), || {
+            info_field(con, "lazyfreed_objects") == n.to_string()
+                && info_field(con, "lazyfree_pending_objects") == "0"
+        })
+    };
+    let big_set = |con: &mut redis::Connection, key: &str| {
+        let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        let added: i64 = con.sadd(key, &members).unwrap();
+        assert_eq!(added, 1000);
+    };
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    big_set(&mut con, "big");
+    let _: () = con.set("small", "v").unwrap();
+    let n: i64 = redis::cmd("UNLINK")
+        .arg("big")
+        .arg("small")
+        .arg("none")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(con.exists::<_, i64>("big").unwrap(), 0, "gone at once");
+    assert!(
+        freed(&mut con, 1),
+        "the large set is freed in the background"
+    );
+    // A small value is freed at once, a large one by DEL too only when asked.
+    big_set(&mut con, "big");
+    let _: i64 = con.del("big").unwrap();
+    assert!(freed(&mut con, 1));
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("lazyfree-lazy-user-del")
+        .arg("yes")
+        .query(&mut con)
+        .unwrap();
+    big_set(&mut con, "big");
+    let _: i64 = con.del("big").unwrap();
+    assert!(freed(&mut con, 2));
+    // A flush: every key, at once.
+    for i in 0..10 {
+        let _: () = con.set(format!("k{i}"), i).unwrap();
+    }
+    let _: () = redis::cmd("FLUSHALL").arg("ASYNC").query(&mut con).unwrap();
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap(), 0);
+    assert!(freed(&mut con, 12));
+    let _: () = con.set("k", 1).unwrap();
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    assert!(freed(&mut con, 12), "a plain FLUSHALL frees at once");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("lazyfree-lazy-user-flush")
+        .arg("yes")
+        .query(&mut con)
+        .unwrap();
+    let _: () = con.set("k", 1).unwrap();
+    let _: () = redis::cmd("FLUSHDB").query(&mut con).unwrap();
+    assert!(freed(&mut con, 13));
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(info_field(&mut con, "lazyfreed_objects"), "0");
+}
+
+/// Over `maxmemory`, keys are evicted before any command, a read too, as Redis's
+/// `processCommand` does: here the limit is passed under `noeviction` (nothing may go), then
+/// the policy allows eviction, and the next read (DBSIZE) makes room first.
+#[test]
+fn a_read_over_the_memory_limit_evicts_first() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let value = "x".repeat(1000);
+    for i in 0..200 {
+        let _: () = con.set(format!("k{i}"), &value).unwrap();
+    }
+    let config = |con: &mut redis::Connection, name: &str, value: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(con)
+            .unwrap();
+    };
+    config(&mut con, "maxmemory-policy", "noeviction");
+    config(&mut con, "maxmemory", "100000");
+    let refused = con.set::<_, _, ()>("more", "v").unwrap_err();
+    assert!(refused.to_string().contains("OOM"), "{refused}");
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap(), 200);
+    config(&mut con, "maxmemory-policy", "allkeys-random");
+    let left: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert!(left < 200, "DBSIZE evicted nothing first: {left} keys");
+    let evicted: i64 = info_field(&mut con, "evicted_keys").parse().unwrap();
+    assert_eq!(evicted, 200 - left);
+}

@@ -7448,6 +7448,28 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     step(&mut a, &["GET", "t"], 1, &mut out);
     step(&mut b, &["PERSIST", "t"], 1, &mut out);
     step(&mut a, &[], 1, &mut out);
+    // A read inside a script remembers the script's declared keys, not its own; a script
+    // that only writes, and a read-only one by itself, remember nothing (numbered database).
+    step(&mut a, &["SELECT", "9"], 1, &mut out);
+    step(&mut b, &["SELECT", "9"], 1, &mut out);
+    let write = "return redis.call('set', KEYS[1], 'x')";
+    step(&mut a, &["EVAL", write, "2", "s1", "s2"], 1, &mut out);
+    step(&mut b, &["MSET", "s1", "1", "s2", "1"], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    let read = "return redis.call('get', 's3')";
+    step(&mut a, &["EVAL", read, "2", "s1", "s2"], 1, &mut out);
+    step(&mut b, &["MSET", "s2", "2", "s1", "2"], 1, &mut out);
+    step(&mut a, &[], 2, &mut out);
+    step(
+        &mut a,
+        &["EVAL_RO", "return redis.call('ping')", "2", "s1", "s2"],
+        1,
+        &mut out,
+    );
+    step(&mut b, &["MSET", "s2", "3", "s1", "3"], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["SELECT", "0"], 1, &mut out);
+    step(&mut b, &["SELECT", "0"], 1, &mut out);
     step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
     step(&mut a, &["CLIENT", "TRACKING", "ON", "OPTIN"], 1, &mut out);
     step(&mut a, &["CLIENT", "CACHING", "YES"], 1, &mut out);

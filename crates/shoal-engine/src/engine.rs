@@ -43,6 +43,8 @@ pub struct Engine {
     peak: AtomicU64,
     /// Memcached `stats` counters.
     pub mc_stats: McStats,
+    /// Frees large removed values off the workers (UNLINK, FLUSHALL ASYNC).
+    pub lazyfree: crate::lazyfree::LazyFree,
     /// Unix ms of a delayed Memcached `flush_all` (0 = none); the cron task carries it out.
     pub flush_at: AtomicU64,
     /// The I/O threads serving clients (memcached's `threads` stat); set by the listener.
@@ -127,6 +129,7 @@ impl Engine {
             run_id: run_id(started_unix_ms),
             peak: AtomicU64::new(0),
             mc_stats: Default::default(),
+            lazyfree: Default::default(),
             flush_at: AtomicU64::new(0),
             threads: AtomicU64::new(1),
             memory: crate::memory::MemoryState::default(),

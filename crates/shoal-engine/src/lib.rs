@@ -32,6 +32,7 @@ pub mod fdlimit;
 pub mod functions;
 pub mod hooks;
 pub mod latency;
+pub mod lazyfree;
 pub mod longdouble;
 pub mod mc;
 pub mod memory;

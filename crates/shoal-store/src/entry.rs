@@ -126,6 +126,20 @@ impl Collection {
         }
     }
 
+    /// What freeing it costs, in Redis's units (`lazyfreeGetFreeEffort`): 1 for a compact
+    /// encoding (one allocation), else about one per element.
+    pub fn free_effort(&self) -> usize {
+        let compact = matches!(self.encoding(), "listpack" | "intset");
+        match self {
+            _ if compact => 1,
+            Collection::Hash(h) => h.len(),
+            Collection::Set(s) => s.len(),
+            Collection::List(l) => l.len(),
+            Collection::ZSet(z) => z.len(),
+            Collection::Stream(s) => s.len(),
+        }
+    }
+
     /// The replication form ([`Hash::encode`], [`Set::encode`], [`List::encode`]).
     pub fn encode(&self) -> Vec<u8> {
         match self {
@@ -270,6 +284,11 @@ impl Item {
             Data::Bytes(_) => Kind::String,
             Data::Coll(c) => c.value.kind(),
         }
+    }
+
+    /// What freeing the item costs ([`Collection::free_effort`]; 1 for a string).
+    pub(crate) fn free_effort(&self) -> usize {
+        self.coll().map_or(1, Collection::free_effort)
     }
 
     pub(crate) fn coll(&self) -> Option<&Collection> {

@@ -93,7 +93,9 @@ pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, split_key, stored_key, SLOTS};
 pub use store::{record_writes, take_contention, without_touching, Contention, Writes};
-pub use store::{Access, Entry, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats};
+pub use store::{
+    Access, Entry, Garbage, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats,
+};
 pub use stream::{
     fields as stream_fields, Consumer, Group, Nack, NodeLimits, Stream, StreamId, TrimBy,
 };

@@ -160,6 +160,42 @@ pub enum KeyState {
 #[error("OOM command not allowed when used memory > 'maxmemory'.")]
 pub struct OutOfMemory;
 
+/// Items removed from the store and not freed yet ([`Store::take`],
+/// [`Store::clear_into_garbage`]): dropping it frees them, on whichever thread drops it.
+#[derive(Default)]
+pub struct Garbage {
+    /// One key's item ([`Store::take`], without an allocation of its own).
+    one: Option<Item>,
+    items: Vec<Vec<Item>>,
+    keys: usize,
+    effort: usize,
+}
+
+impl Garbage {
+    /// The garbage of `parts` in one.
+    pub fn join(parts: Vec<Garbage>) -> Garbage {
+        let mut all = Garbage::default();
+        for part in parts {
+            all.keys += part.keys;
+            all.effort += part.effort;
+            all.items.extend(part.items);
+            all.items.extend(part.one.map(|item| vec![item]));
+        }
+        all
+    }
+
+    /// The keys it holds.
+    pub fn keys(&self) -> usize {
+        self.keys
+    }
+
+    /// What freeing it costs, in Redis's units (one per element of a large collection, 1
+    /// for a string or a compact collection).
+    pub fn effort(&self) -> usize {
+        self.effort
+    }
+}
+
 /// Figures for `INFO` (`keyspace_hits`, `expired_keys`, ...).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StoreStats {
@@ -803,11 +839,15 @@ impl<'a> Slot<'a> {
     /// True if a key was removed. With tombstones on (see [`Store::set_tombstone_ttl`]) the
     /// removal is recorded at a fresh version, which [`Store::key_state`] then reports.
     pub fn remove(&mut self) -> bool {
-        let Some(i) = self.idx.take() else {
-            return false;
-        };
+        self.take().is_some()
+    }
+
+    /// [`Slot::remove`], handing the removed item over to be freed by the caller (UNLINK frees
+    /// a large one on another thread).
+    pub fn take(&mut self) -> Option<Garbage> {
+        let i = self.idx.take()?;
         let old = self.shard.items[i].version;
-        self.shard.remove_at(&self.shared.hasher, i);
+        let item = self.shard.remove_at(&self.shared.hasher, i);
         let ttl = self.shared.tombstone_ttl.load(Relaxed);
         if ttl != 0 {
             let now = self.clock.now_ms;
@@ -816,7 +856,12 @@ impl<'a> Slot<'a> {
                 .tombs
                 .record(self.key, self.hash, version, now, ttl);
         }
-        true
+        Some(Garbage {
+            effort: item.free_effort(),
+            keys: 1,
+            one: Some(item),
+            items: Vec::new(),
+        })
     }
 
     /// Appends to the value without copying it (APPEND); an absent key is created with
@@ -1184,6 +1229,11 @@ impl Store {
         self.write(key, now_ms, |slot| slot.remove())
     }
 
+    /// [`Store::remove`], handing the removed item over to be freed by the caller.
+    pub fn take(&self, key: &[u8], now_ms: u64) -> Option<Garbage> {
+        self.write(key, now_ms, |slot| slot.take())
+    }
+
     /// Drops `key`'s item without a tombstone or a version (a replica's copy it cannot
     /// trust: the state fetched next, at any version, takes its place).
     pub fn forget(&self, key: &[u8]) -> bool {
@@ -1218,6 +1268,25 @@ impl Store {
         for idx in 0..SHARDS {
             self.with_shard(idx, |shard, _| shard.clear());
         }
+    }
+
+    /// [`Store::clear`], handing every removed item over to be freed by the caller (FLUSHALL
+    /// ASYNC): each shard's lock is held only to move its items out.
+    pub fn clear_into_garbage(&self) -> Garbage {
+        let mut garbage = Garbage::default();
+        for idx in 0..SHARDS {
+            let items = self.with_shard(idx, |shard, _| {
+                let items = std::mem::take(&mut shard.items);
+                shard.clear();
+                items
+            });
+            if !items.is_empty() {
+                garbage.keys += items.len();
+                garbage.effort += items.iter().map(Item::free_effort).sum::<usize>();
+                garbage.items.push(items);
+            }
+        }
+        garbage
     }
 
     /// One step of a `SCAN`. A full iteration (cursor 0 until 0 comes back) returns every key

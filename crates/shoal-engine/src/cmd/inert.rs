@@ -4,9 +4,10 @@
 //! repl-backlog-size`), and a CONFIG SET naming one among others fails whole in Redis if
 //! any is unknown; so CONFIG GET shows Redis 7's default or the value last set, and CONFIG
 //! SET checks the value as Redis does and keeps it, with no other effect (README). The
-//! ones Redis cannot change at run time are refused as it refuses them. Two of them do act,
+//! ones Redis cannot change at run time are refused as it refuses them. Some of them do act,
 //! read where they apply: `latency-tracking` and `latency-tracking-info-percentiles` shape
-//! INFO latencystats (`server`). Parameters whose
+//! INFO latencystats (`server`), `lazyfree-lazy-user-del` and `lazyfree-lazy-user-flush`
+//! make DEL and FLUSHALL/FLUSHDB free lazily (`keys`). Parameters whose
 //! Redis meaning Shoal has are real settings in `server`'s table instead; TLS and ACL ones
 //! that would suggest a security setting that is not applied are left unknown.
 

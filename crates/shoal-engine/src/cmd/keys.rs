@@ -10,14 +10,35 @@ use super::{db, err, int_arg, is, tri, Ctx, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::engine::Engine;
 use crate::notify::GENERIC;
 
+/// DEL key [key ...]: as UNLINK under `lazyfree-lazy-user-del yes`.
 pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    delete(ctx, args, lazy_setting(ctx, "lazyfree-lazy-user-del"))
+}
+
+/// UNLINK key [key ...]: the keys go at once; a large value is freed on another thread
+/// (`crate::lazyfree`).
+pub fn unlink(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    delete(ctx, args, true)
+}
+
+/// Whether the lazy free setting `name` (`lazyfree-lazy-user-del`, `-user-flush`) is on.
+fn lazy_setting(ctx: &Ctx<'_>, name: &str) -> bool {
+    ctx.engine
+        .with_settings(|s| super::inert::get(&s.inert, name).as_deref() == Some("yes"))
+}
+
+fn delete(ctx: &mut Ctx<'_>, args: &[Bytes], lazily: bool) -> Reply {
     let store = &ctx.engine.store;
     let mut n = 0;
     for k in &args[1..] {
-        if store.remove(k, ctx.now_ms) {
-            ctx.notify(GENERIC, "del", k);
-            n += 1;
+        let Some(garbage) = store.take(k, ctx.now_ms) else {
+            continue;
+        };
+        if lazily {
+            ctx.engine.lazyfree.free(garbage, false);
         }
+        ctx.notify(GENERIC, "del", k);
+        n += 1;
     }
     Reply::Int(n)
 }
@@ -570,17 +591,26 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     }
 }
 
+/// FLUSHALL, FLUSHDB [ASYNC | SYNC]: ASYNC (or no option under `lazyfree-lazy-user-flush
+/// yes`) frees the keys' memory on another thread (`crate::lazyfree`).
 pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    match args.get(1) {
-        None => {}
-        Some(a) if args.len() == 2 && (is(a, "ASYNC") || is(a, "SYNC")) => {}
+    let lazily = match args.get(1) {
+        None => lazy_setting(ctx, "lazyfree-lazy-user-flush"),
+        Some(a) if args.len() == 2 && is(a, "ASYNC") => true,
+        Some(a) if args.len() == 2 && is(a, "SYNC") => false,
         Some(_) => return err(ERR_SYNTAX),
-    }
+    };
     if is(&args[0], "FLUSHDB") && ctx.engine.numbered_dbs() {
         // One database of several: its keys only, and its floor only (the others' states
         // are still taken).
+        let mut garbage = Vec::new();
         for k in db::keys_of(ctx, ctx.session.db) {
-            ctx.engine.store.remove(&k, ctx.now_ms);
+            garbage.extend(ctx.engine.store.take(&k, ctx.now_ms));
+        }
+        if lazily {
+            ctx.engine
+                .lazyfree
+                .free(shoal_store::Garbage::join(garbage), true);
         }
         ctx.engine
             .store
@@ -591,7 +621,12 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             .signal_where(|k| db::split_key(k).0 == flushed);
         return Reply::ok();
     }
-    ctx.engine.store.clear();
+    if lazily {
+        let garbage = ctx.engine.store.clear_into_garbage();
+        ctx.engine.lazyfree.free(garbage, true);
+    } else {
+        ctx.engine.store.clear();
+    }
     // The clients blocked on keys that are gone try again, as after a DEL (Redis's
     // `signalDeletedKeyAsReady`): a group reader answers NOGROUP, the others wait on.
     ctx.engine.blocked.signal_where(|_| true);

@@ -673,7 +673,7 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
-    CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::del) },
+    CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::unlink) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", "Determines whether one or more keys exist.", keys::exists) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys::touch) },
     cmd!("type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", "Determines the type of value stored at a key.", keys::type_),
@@ -1114,6 +1114,9 @@ pub struct Session {
     pub changed_inside: Vec<Bytes>,
     /// The running command was called by a script (XREAD's BLOCK is refused there).
     pub scripted: bool,
+    /// The keys the running script declared (stored form): what a read inside it makes a
+    /// tracking client remember, as in Redis 7.
+    pub script_keys: Vec<Bytes>,
     /// The running command was called by a script flagged `allow-oom`: it skips the
     /// `maxmemory` check of commands that need memory (the store's own bound still holds).
     pub allow_oom: bool,
@@ -1154,6 +1157,7 @@ impl Session {
             depth: 0,
             changed_inside: Vec::new(),
             scripted: false,
+            script_keys: Vec::new(),
             allow_oom: false,
             propagate: None,
             user: None,
@@ -1512,11 +1516,8 @@ fn run_command(
             return reject(session, reply);
         }
     };
-    if spec.flags & DENYOOM != 0
-        && !session.allow_oom
-        && node.store.maxmemory() > 0
-        && node.store.ensure_memory(now_ms).is_err()
-    {
+    let needs_memory = spec.flags & DENYOOM != 0 && !session.allow_oom;
+    if needs_memory && node.store.maxmemory() > 0 && node.store.ensure_memory(now_ms).is_err() {
         if let Some(row) = row {
             row.rejected.fetch_add(1, Relaxed);
         }
@@ -1563,6 +1564,17 @@ fn run_command(
     } else {
         args
     };
+    // Over `maxmemory`, keys are evicted before every command a client sends, as Redis's
+    // `processCommand` does (so a tracking client's invalidation for an evicted key comes
+    // before the reply), but for the first key the command names: a GET right after its SET
+    // must find it, where Redis's LRU pool would not pick the newest key either (a shard's
+    // few samples might).
+    if !needs_memory && session.depth == 0 && node.store.maxmemory() > 0 {
+        let _ = match spec.key_positions(keyed).next() {
+            Some(i) => node.store.ensure_memory_keep(now_ms, &keyed[i]),
+            None => node.store.ensure_memory(now_ms),
+        };
+    }
     let mut ctx = Ctx {
         engine: node,
         host,
@@ -1580,11 +1592,19 @@ fn run_command(
         let marks = crate::tracking::marks(&node.store, &keys, now_ms);
         (keys, marks)
     });
+    // A read-only script remembers nothing by itself: a read inside any script remembers
+    // the script's declared keys instead of its own (Redis's `call`).
+    let ro_script = matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
     if node.tracker.active()
         && spec.flags & READONLY != 0
+        && !ro_script
         && ctx.session.tracking.as_ref().is_some_and(|t| t.remembers())
     {
-        let keys = db::stored_keys(spec, args, ctx.session.db);
+        let keys = if ctx.session.scripted {
+            ctx.session.script_keys.clone()
+        } else {
+            db::stored_keys(spec, args, ctx.session.db)
+        };
         let (limit, max_keys) = node.with_settings(|s| {
             (
                 s.client_output_buffer_limit.pubsub,

@@ -265,9 +265,8 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("maxmemory:{max}");
                 line!("maxmemory_human:{}", human(max));
                 line!("maxmemory_policy:{}", node.store.policy().name());
-                // Values are freed as they are removed (nothing waits for a lazy free), and
-                // no replication or AOF buffer sits outside `maxmemory`.
-                line!("lazyfree_pending_objects:0");
+                // Keys removed whose memory a background thread has still to free
+                // (`crate::lazyfree`); no replication or AOF buffer sits outside `maxmemory`.
                 line!("mem_not_counted_for_evict:0");
                 line!("mem_fragmentation_ratio:{:.2}", ratio(rss, used));
                 line!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
@@ -275,6 +274,8 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     "mem_allocator:{}",
                     crate::memory::allocator().map_or_else(|| "libc".to_owned(), |a| a.name())
                 );
+                line!("lazyfree_pending_objects:{}", node.lazyfree.pending());
+                line!("lazyfreed_objects:{}", node.lazyfree.freed());
                 section("Memory", b);
             }
             "persistence" => {
@@ -1415,6 +1416,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ctx.engine.stats.reset();
             ctx.engine.store.reset_stats();
             ctx.engine.mc_stats.store_counters_zeroed();
+            ctx.engine.lazyfree.reset();
             ctx.engine.commands.reset();
             Reply::ok()
         }
