@@ -3456,6 +3456,18 @@ const CONNECTION: &[Case] = &[
         &["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"],
         &["CONFIG", "GET", "lazyfree-lazy-user-del"],
         &["CONFIG", "SET", "lazyfree-lazy-user-del", "no"],
+        // Hidden ones: shown when named, never for a pattern.
+        &["CONFIG", "GET", "key-load-delay"],
+        &["CONFIG", "GET", "key-load*"],
+        &["CONFIG", "SET", "watchdog-period", "-1"],
+        &[
+            "CONFIG",
+            "SET",
+            "loading-process-events-interval-bytes",
+            "1023",
+        ],
+        &["CONFIG", "GET", "use-exit-on-panic"],
+        &["CONFIG", "GET", "rdb-key-save-delay"],
         &["CONFIG", "SET", "repl-backlog-size", "2mb"],
         &["CONFIG", "GET", "repl-backlog-size"],
         &["CONFIG", "SET", "repl-backlog-size", "1mb"],

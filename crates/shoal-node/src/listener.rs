@@ -704,6 +704,11 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
                 break;
             }
         }
+        // LATENCY's `expire-cycle` event, as Redis's active expiry records it.
+        let usec = started.elapsed().as_micros() as u64;
+        node.engine
+            .latency
+            .observe("expire-cycle", usec, || now / 1000);
         node.engine.refresh_memory();
         // The store notes expiries for client-side caching only while a client tracks (the
         // last one may have gone without turning it off).

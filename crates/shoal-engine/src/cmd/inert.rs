@@ -41,6 +41,17 @@ pub enum Kind {
 use Kind::*;
 
 const INT_MAX: i64 = i32::MAX as i64;
+const INT_MIN: i64 = i32::MIN as i64;
+
+/// Redis's hidden parameters (`HIDDEN_CONFIG`): CONFIG GET shows them when named, not for a
+/// pattern.
+pub const HIDDEN: &[&str] = &[
+    "key-load-delay",
+    "loading-process-events-interval-bytes",
+    "rdb-key-save-delay",
+    "use-exit-on-panic",
+    "watchdog-period",
+];
 
 /// Each parameter: its name, Redis 7's default (as CONFIG GET shows it) and its values.
 pub const PARAMS: &[(&str, &str, Kind)] = &[
@@ -102,6 +113,7 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("ignore-warnings", "", Immutable),
     ("io-threads-do-reads", "no", Immutable),
     ("jemalloc-bg-thread", "yes", Bool),
+    ("key-load-delay", "0", Int(INT_MIN, INT_MAX)),
     ("latency-tracking", "yes", Bool),
     (
         "latency-tracking-info-percentiles",
@@ -114,6 +126,11 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("lazyfree-lazy-user-del", "no", Bool),
     ("lazyfree-lazy-user-flush", "no", Bool),
     ("list-compress-depth", "0", Int(0, INT_MAX)),
+    (
+        "loading-process-events-interval-bytes",
+        "2097152",
+        Int(1024, INT_MAX),
+    ),
     ("logfile", "", Immutable),
     ("masterauth", "", Text),
     ("masteruser", "", Text),
@@ -139,6 +156,7 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
         Enum(&["ignore", "panic", "panic-on-replicas"]),
     ),
     ("rdb-del-sync-files", "no", Bool),
+    ("rdb-key-save-delay", "0", Int(INT_MIN, INT_MAX)),
     ("rdb-save-incremental-fsync", "yes", Bool),
     ("rdbchecksum", "yes", Immutable),
     ("rdbcompression", "yes", Bool),
@@ -191,6 +209,8 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("tcp-backlog", "511", Immutable),
     ("unixsocket", "", Immutable),
     ("unixsocketperm", "0", Immutable),
+    ("use-exit-on-panic", "no", Bool),
+    ("watchdog-period", "0", Int(0, INT_MAX)),
 ];
 
 /// Redis's older names, which CONFIG GET lists too and which set the same value.

@@ -1389,7 +1389,8 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     .chain(super::inert::names().map(|name| (name, None)));
                 for (name, get) in rows {
                     let hit = if is_glob {
-                        glob_match(p, name.as_bytes(), true)
+                        !super::inert::HIDDEN.contains(&name)
+                            && glob_match(p, name.as_bytes(), true)
                     } else {
                         p.eq_ignore_ascii_case(name.as_bytes())
                     };
