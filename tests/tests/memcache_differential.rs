@@ -250,7 +250,8 @@ fn the_memcached_port_answers_as_memcached_does() {
             "hit before",
             b"ms hf 3 T100\r\nhit\r\nmg hf s t h\r\nmg hf s t h\r\nms hf 3 T100\r\nnew\r\n\
               mg hf h\r\nms nu 3 T100\r\nhit\r\nmg nu s t u h\r\nmg nu s t h\r\n\
-              mg nu s t u h\r\nset g 0 0 1\r\nx\r\nget g\r\nmg g h\r\n"
+              mg nu s t u h\r\nset g 0 0 1\r\nx\r\nget g\r\nmg g h\r\n\
+              set t 0 0 1\r\nx\r\ntouch t 100\r\nmg t h\r\n"
                 .to_vec(),
         ),
     ];

@@ -190,6 +190,22 @@ impl<'de> Deserialize<'de> for OutputBufferLimits {
     }
 }
 
+/// The largest `proto-max-bulk-len`: any argument, a numbered database's 4-byte prefix
+/// added, still fits a key the store can hold (1 GiB less 5 bytes).
+pub const MAX_BULK_LEN: u64 = shoal_store::MAX_KEY_LEN as u64 - 4;
+
+/// A `proto-max-bulk-len` Shoal can take: at least 1 KB, at most [`MAX_BULK_LEN`] (Redis
+/// takes more; a larger argument could not be a key here).
+pub fn check_bulk_len(n: u64) -> Result<(), String> {
+    if n < 1024 {
+        return Err("must be a memory value of at least 1024".into());
+    }
+    if n > MAX_BULK_LEN {
+        return Err(format!("must be at most {MAX_BULK_LEN} (1gb less 5 bytes)"));
+    }
+    Ok(())
+}
+
 /// Every setting of one node. Field docs say why the default is what it is.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
@@ -654,10 +670,8 @@ impl NodeConfig {
         if self.timeout > i32::MAX as u64 {
             return Err("timeout must be between 0 and 2147483647".into());
         }
-        if self.proto_max_bulk_len.0 < 1024
-            || self.proto_max_bulk_len.0 > shoal_store::MAX_KEY_LEN as u64
-        {
-            return Err("proto-max-bulk-len must be between 1kb and 2gb - 1".into());
+        if let Err(e) = check_bulk_len(self.proto_max_bulk_len.0) {
+            return Err(format!("proto-max-bulk-len {e}"));
         }
         if self.proto_max_multibulk_len == 0 {
             return Err("proto-max-multibulk-len must be at least 1".into());
@@ -931,6 +945,21 @@ mod tests {
         assert!("12xb".parse::<ByteSize>().is_err());
         assert!("gb".parse::<ByteSize>().is_err());
         assert!("99999999999999999999gb".parse::<ByteSize>().is_err());
+    }
+
+    /// proto-max-bulk-len stops where an argument could no longer be a key of the store.
+    #[test]
+    fn the_bulk_length_bound_keeps_every_argument_a_possible_key() {
+        assert!(check_bulk_len(1023).is_err());
+        assert!(check_bulk_len(1024).is_ok());
+        assert!(check_bulk_len(MAX_BULK_LEN).is_ok());
+        assert!(check_bulk_len(MAX_BULK_LEN + 1).is_err());
+        assert_eq!(MAX_BULK_LEN as usize + 4, shoal_store::MAX_KEY_LEN);
+        let config = NodeConfig {
+            proto_max_bulk_len: ByteSize(1 << 30),
+            ..NodeConfig::default()
+        };
+        assert!(config.validate().is_err());
     }
 
     #[test]

@@ -300,8 +300,13 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         } => {
             bump(&st.cmd_touch);
             // A key of another type (a RESP collection) is not found, and keeps its TTL.
+            // memcached's touch fetches the item (`mg`'s `h` says so after it).
             let touched = store.write(&key, now, |slot| {
-                slot.value().is_some() && slot.set_expire(expire_at(exptime, now))
+                let touched = slot.value().is_some() && slot.set_expire(expire_at(exptime, now));
+                if touched {
+                    slot.note_fetch();
+                }
+                touched
             });
             let counters = (&st.touch_hits, &st.touch_misses);
             outcome(out, noreply, touched, counters, Status::Touched);

@@ -127,14 +127,15 @@ impl Collection {
     }
 
     /// What freeing it costs, in Redis's units (`lazyfreeGetFreeEffort`): 1 for a compact
-    /// encoding (one allocation), else about one per element.
+    /// encoding (one allocation), a list's chunks (Redis's quicklist nodes), else one per
+    /// element (a stream's entries, where Redis counts its radix tree's nodes).
     pub fn free_effort(&self) -> usize {
         let compact = matches!(self.encoding(), "listpack" | "intset");
         match self {
             _ if compact => 1,
             Collection::Hash(h) => h.len(),
             Collection::Set(s) => s.len(),
-            Collection::List(l) => l.len(),
+            Collection::List(l) => l.chunks(),
             Collection::ZSet(z) => z.len(),
             Collection::Stream(s) => s.len(),
         }

@@ -227,6 +227,11 @@ impl List {
         self.len == 0
     }
 
+    /// Its packed chunks (Redis's quicklist nodes).
+    pub fn chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
     /// Redis's name for the encoding (OBJECT ENCODING).
     pub fn encoding(&self) -> &'static str {
         if self.quicklist {

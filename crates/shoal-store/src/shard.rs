@@ -105,7 +105,8 @@ pub(crate) const MARKS_MAX: usize = 256;
 impl Shard {
     /// Shard `idx` of the store, empty. Its versions start at `(ms << 12) | idx << 2`: keys in
     /// different shards written in the same millisecond get different versions, as memcached's
-    /// CAS uniques differ between keys (a key's own versions grow either way).
+    /// CAS uniques differ between keys, unless a shard's fifth write in that millisecond
+    /// reaches the next shard's start (a key's own versions grow either way).
     pub(crate) fn with_index(idx: usize) -> Shard {
         Shard {
             spread: ((idx % SHARDS) as u64) << 2,

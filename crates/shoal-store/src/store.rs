@@ -166,22 +166,22 @@ pub struct OutOfMemory;
 pub struct Garbage {
     /// One key's item ([`Store::take`], without an allocation of its own).
     one: Option<Item>,
-    items: Vec<Vec<Item>>,
+    /// Items gathered one by one ([`Garbage::push`]).
+    items: Vec<Item>,
+    /// Whole shards' items ([`Store::clear_into_garbage`]).
+    chunks: Vec<Vec<Item>>,
     keys: usize,
     effort: usize,
 }
 
 impl Garbage {
-    /// The garbage of `parts` in one.
-    pub fn join(parts: Vec<Garbage>) -> Garbage {
-        let mut all = Garbage::default();
-        for part in parts {
-            all.keys += part.keys;
-            all.effort += part.effort;
-            all.items.extend(part.items);
-            all.items.extend(part.one.map(|item| vec![item]));
-        }
-        all
+    /// Adds `other`'s items to these.
+    pub fn push(&mut self, other: Garbage) {
+        self.keys += other.keys;
+        self.effort += other.effort;
+        self.items.extend(other.one);
+        self.items.extend(other.items);
+        self.chunks.extend(other.chunks);
     }
 
     /// The keys it holds.
@@ -860,7 +860,7 @@ impl<'a> Slot<'a> {
             effort: item.free_effort(),
             keys: 1,
             one: Some(item),
-            items: Vec::new(),
+            ..Garbage::default()
         })
     }
 
@@ -1271,7 +1271,8 @@ impl Store {
     }
 
     /// [`Store::clear`], handing every removed item over to be freed by the caller (FLUSHALL
-    /// ASYNC): each shard's lock is held only to move its items out.
+    /// ASYNC): each shard's lock is held only to move its items out. Its effort is counted
+    /// as one per key (a flush is freed in the background whatever it costs).
     pub fn clear_into_garbage(&self) -> Garbage {
         let mut garbage = Garbage::default();
         for idx in 0..SHARDS {
@@ -1282,8 +1283,8 @@ impl Store {
             });
             if !items.is_empty() {
                 garbage.keys += items.len();
-                garbage.effort += items.iter().map(Item::free_effort).sum::<usize>();
-                garbage.items.push(items);
+                garbage.effort += items.len();
+                garbage.chunks.push(items);
             }
         }
         garbage
@@ -1624,6 +1625,15 @@ impl Store {
         self.evict_until_fits(now_ms, Some(keep))
     }
 
+    /// Whether the store is over `maxmemory` now (a command would evict first), unless a
+    /// pause holds eviction back.
+    pub fn over_budget(&self, now_ms: u64) -> bool {
+        let max = self.maxmemory();
+        max > 0
+            && (self.shared.overfull.load(Relaxed) || self.used_memory() > max)
+            && !self.held(now_ms)
+    }
+
     fn evict_until_fits(&self, now_ms: u64, keep: Option<&[u8]>) -> Result<(), OutOfMemory> {
         let max = self.maxmemory();
         let over = |store: &Self| store.shared.overfull.load(Relaxed) || store.used_memory() > max;
@@ -1633,10 +1643,20 @@ impl Store {
             return Ok(());
         }
         let policy = self.policy();
-        if policy == EvictionPolicy::NoEviction {
+        let volatile = policy.is_volatile();
+        // Nothing the policy may take: fail at once, not after a search (every command of a
+        // store that stays over its limit comes here).
+        let candidates = if volatile {
+            self.volatile_len()
+        } else {
+            self.len()
+        };
+        if policy == EvictionPolicy::NoEviction
+            || candidates == 0
+            || (keep.is_some() && self.len() == 1)
+        {
             return Err(OutOfMemory);
         }
-        let volatile = policy.is_volatile();
         let samples = self.samples();
         // Bounds so a wrong figure or a racing writer cannot keep us here forever.
         let mut rounds_left = self.len() + SHARDS;

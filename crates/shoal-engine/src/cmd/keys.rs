@@ -603,15 +603,14 @@ pub fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if is(&args[0], "FLUSHDB") && ctx.engine.numbered_dbs() {
         // One database of several: its keys only, and its floor only (the others' states
         // are still taken).
-        let mut garbage = Vec::new();
+        let mut garbage = shoal_store::Garbage::default();
         for k in db::keys_of(ctx, ctx.session.db) {
-            garbage.extend(ctx.engine.store.take(&k, ctx.now_ms));
+            match ctx.engine.store.take(&k, ctx.now_ms) {
+                Some(g) if lazily => garbage.push(g),
+                _ => {}
+            }
         }
-        if lazily {
-            ctx.engine
-                .lazyfree
-                .free(shoal_store::Garbage::join(garbage), true);
-        }
+        ctx.engine.lazyfree.free(garbage, true);
         ctx.engine
             .store
             .raise_db_floor(ctx.session.db, ctx.now_ms << 12);

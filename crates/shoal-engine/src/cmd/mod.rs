@@ -1114,9 +1114,6 @@ pub struct Session {
     pub changed_inside: Vec<Bytes>,
     /// The running command was called by a script (XREAD's BLOCK is refused there).
     pub scripted: bool,
-    /// The keys the running script declared (stored form): what a read inside it makes a
-    /// tracking client remember, as in Redis 7.
-    pub script_keys: Vec<Bytes>,
     /// The running command was called by a script flagged `allow-oom`: it skips the
     /// `maxmemory` check of commands that need memory (the store's own bound still holds).
     pub allow_oom: bool,
@@ -1157,7 +1154,6 @@ impl Session {
             depth: 0,
             changed_inside: Vec::new(),
             scripted: false,
-            script_keys: Vec::new(),
             allow_oom: false,
             propagate: None,
             user: None,
@@ -1540,15 +1536,6 @@ fn run_command(
         return reject(session, reply);
     }
     let started = std::time::Instant::now();
-    // The store holds keys up to MAX_KEY_LEN (1 GiB - 1); only a proto-max-bulk-len raised
-    // past it lets a longer one in.
-    let too_long = |a: &Bytes| a.len() > shoal_store::MAX_KEY_LEN;
-    if spec.has_keys()
-        && args.iter().any(too_long)
-        && spec.key_positions(args).any(|i| too_long(&args[i]))
-    {
-        return reject(session, err("ERR key too long"));
-    }
     // In a numbered database the keys are stored under its prefix (`db`).
     let in_db;
     let keyed = if session.db != 0 && spec.has_keys() {
@@ -1569,7 +1556,7 @@ fn run_command(
     // before the reply), but for the first key the command names: a GET right after its SET
     // must find it, where Redis's LRU pool would not pick the newest key either (a shard's
     // few samples might).
-    if !needs_memory && session.depth == 0 && node.store.maxmemory() > 0 {
+    if !needs_memory && session.depth == 0 && node.store.over_budget(now_ms) {
         let _ = match spec.key_positions(keyed).next() {
             Some(i) => node.store.ensure_memory_keep(now_ms, &keyed[i]),
             None => node.store.ensure_memory(now_ms),
@@ -1592,19 +1579,15 @@ fn run_command(
         let marks = crate::tracking::marks(&node.store, &keys, now_ms);
         (keys, marks)
     });
-    // A read-only script remembers nothing by itself: a read inside any script remembers
-    // the script's declared keys instead of its own (Redis's `call`).
+    // A read-only script remembers nothing by itself, only the keys its reads read (Redis
+    // 7.2's `call`; 7.0 remembered the script's declared keys).
     let ro_script = matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
     if node.tracker.active()
         && spec.flags & READONLY != 0
         && !ro_script
         && ctx.session.tracking.as_ref().is_some_and(|t| t.remembers())
     {
-        let keys = if ctx.session.scripted {
-            ctx.session.script_keys.clone()
-        } else {
-            db::stored_keys(spec, args, ctx.session.db)
-        };
+        let keys = db::stored_keys(spec, args, ctx.session.db);
         let (limit, max_keys) = node.with_settings(|s| {
             (
                 s.client_output_buffer_limit.pubsub,

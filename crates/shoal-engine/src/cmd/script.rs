@@ -949,22 +949,6 @@ fn run(
     argv: &[Bytes],
     allowed: Allowed,
 ) -> Reply {
-    // What a read inside it makes a tracking caller remember (`super::run_command`).
-    let db = ctx.session.db;
-    let stored = keys.iter().map(|k| db::stored_key(db, k)).collect();
-    let outer = std::mem::replace(&mut ctx.session.script_keys, stored);
-    let reply = run_script(ctx, target, keys, argv, allowed);
-    ctx.session.script_keys = outer;
-    reply
-}
-
-fn run_script(
-    ctx: &mut Ctx<'_>,
-    target: Target<'_>,
-    keys: &[Bytes],
-    argv: &[Bytes],
-    allowed: Allowed,
-) -> Reply {
     let read_only = allowed.read_only;
     let (chunk, sha) = target.names();
     let functions = &ctx.engine.functions;

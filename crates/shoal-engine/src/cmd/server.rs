@@ -1077,9 +1077,7 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| c.proto_max_bulk_len.0.to_string(),
         Some(|c, v| {
             let n = parse_size(v)?;
-            if n.0 < 1024 {
-                return Err("argument must be a memory value of at least 1024".into());
-            }
+            crate::config::check_bulk_len(n.0).map_err(|e| format!("argument {e}"))?;
             c.proto_max_bulk_len = n;
             Ok(())
         }),

@@ -877,6 +877,11 @@ fn config_get_set() {
         "-ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'\r\n",
     );
     h.check(
+        "CONFIG SET proto-max-bulk-len 1gb",
+        "-ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be at most 1073741819 (1gb less 5 bytes)\r\n",
+    );
+    h.check("CONFIG SET proto-max-bulk-len 1073741819", OK);
+    h.check(
         "CONFIG SET port 1",
         "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config\r\n",
     );
