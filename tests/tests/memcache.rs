@@ -842,3 +842,26 @@ fn flush_all_can_be_disabled_as_memcached_dash_f() {
     let () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
     exchange(&mut s, "get k\r\n", "END\r\n");
 }
+
+/// With `timeout` set (memcached's `-o idle_timeout`), `stats` counts the connections it
+/// closed as `idle_kicks`, as memcached does.
+#[test]
+fn stats_count_connections_closed_for_idleness() {
+    let node = TestNode::with(|c| {
+        c.memcache_port = Some(0);
+        c.timeout = 1;
+    });
+    let mut idle = raw(&node);
+    let text = stats(&mut idle, "stats");
+    assert!(text.contains("STAT idle_kicks 0\r\n"), "{text}");
+    // Nothing sent: the node closes it after a second.
+    let (rest, closed) = shoal_tests::read_to_close(&mut idle, T);
+    assert!(closed && rest.is_empty(), "{rest:?}");
+    let mut fresh = raw(&node);
+    let text = stats(&mut fresh, "stats");
+    assert!(text.contains("STAT idle_kicks 1\r\n"), "{text}");
+    // Without a timeout memcached leaves the field out.
+    let plain = TestNode::with(|c| c.memcache_port = Some(0));
+    let text = stats(&mut raw(&plain), "stats");
+    assert!(!text.contains("idle_kicks"), "{text}");
+}

@@ -818,6 +818,9 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     ] {
         reply::stat(out, name, v(c));
     }
+    if node.with_settings(|c| c.timeout) > 0 {
+        reply::stat(out, "idle_kicks", v(&s.idle_kicks));
+    }
     reply::stat(
         out,
         "bytes_read",

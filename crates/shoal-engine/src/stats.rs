@@ -111,6 +111,8 @@ pub struct McStats {
     pub auth_errors: AtomicU64,
     /// Writes refused as larger than the item size limit (memcached's `store_too_large`).
     pub store_too_large: AtomicU64,
+    /// Connections `timeout` closed, on either port (memcached's `idle_kicks`).
+    pub idle_kicks: AtomicU64,
     /// Writes refused for want of memory (memcached's `store_no_memory`).
     pub store_no_memory: AtomicU64,
     /// The store's counters at the last `stats reset` (what `stats` shows of them is the
@@ -165,6 +167,7 @@ impl McStats {
             &self.auth_errors,
             &self.store_too_large,
             &self.store_no_memory,
+            &self.idle_kicks,
         ] {
             c.store(0, Relaxed);
         }

@@ -372,6 +372,12 @@ pub async fn run_connection<F: Frontend>(
             frontend,
         }),
         (reason, _) => {
+            if matches!(reason, Close::Idle) {
+                node.engine
+                    .mc_stats
+                    .idle_kicks
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             tracing::debug!(client = id, ?reason, "connection closed");
             None
         }
