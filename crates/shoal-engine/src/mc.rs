@@ -82,7 +82,7 @@ pub fn get_keys(
         let with_cas = get.with_cas;
         let hit = match get.touch {
             // A key of another type than string (written through RESP) reads as a miss.
-            None => store.read(key, now, Access::Read, |e| {
+            None => store.read(key, now, Access::Fetch, |e| {
                 e.filter(|e| e.kind == shoal_store::Kind::String)
                     .map(|e| {
                         let cas = with_cas.then_some(e.version);

@@ -211,16 +211,19 @@ fn expire_cycle_reclaims_untouched_keys() {
     assert_eq!(st.used_memory, persistent);
 }
 
-/// Memcached's item states: a value is "fetched" once read (not by the write that set it),
-/// until a new value; expired and evicted items never read are counted apart, and so are
-/// the keys a lookup found expired (`get_expired`).
+/// Memcached's item states: a value is "fetched" once a Memcached read read it (not by the
+/// write that set it, nor a RESP read), until a new value; expired and evicted items never
+/// read are counted apart, and so are the keys a lookup found expired (`get_expired`).
 #[test]
 fn fetched_state_and_the_counters_of_unread_items() {
     let s = store();
     let fetched = |s: &Store, key: &[u8]| s.write(key, 0, |slot| slot.fetched());
+    let fetch = |s: &Store, key: &[u8], now| s.read(key, now, Access::Fetch, |e| e.is_some());
     s.set(b"a", b"1", Some(1000), 0);
     assert_eq!(fetched(&s, b"a"), Some(false), "a write is no read");
     assert!(s.get(b"a", 1).is_some());
+    assert_eq!(fetched(&s, b"a"), Some(false), "nor a RESP read");
+    assert!(fetch(&s, b"a", 1));
     assert_eq!(fetched(&s, b"a"), Some(true));
     s.set(b"a", b"2", Some(1000), 2);
     assert_eq!(fetched(&s, b"a"), Some(false), "a new value is unread");
@@ -229,7 +232,7 @@ fn fetched_state_and_the_counters_of_unread_items() {
     // Under without_touching (memcached's `u`) a read leaves the state as it was.
     s.set(b"u", b"1", Some(1000), 0);
     without_touching(|| {
-        assert!(s.get(b"u", 1).is_some());
+        assert!(fetch(&s, b"u", 1));
         s.write(b"u", 1, |slot| slot.note_fetch());
     });
     assert_eq!(fetched(&s, b"u"), Some(false));
