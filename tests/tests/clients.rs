@@ -496,12 +496,7 @@ fn the_latency_monitor_samples_a_slow_command() {
         }
         let () = pipe.query(&mut c).unwrap();
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("latency-monitor-threshold")
-        .arg(1)
-        .query(&mut c)
-        .unwrap();
+    config_set(&mut c, "latency-monitor-threshold", "1");
     let keys: Vec<String> = c.keys("*").unwrap();
     assert_eq!(keys.len(), 50_000);
     // MEMORY STATS counts them, and the connections' buffers.
@@ -551,12 +546,7 @@ fn the_latency_monitor_samples_a_slow_command() {
 fn the_latency_monitor_samples_a_slow_expiry_round() {
     let node = TestNode::start();
     let mut c = node.client();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("latency-monitor-threshold")
-        .arg(1)
-        .query(&mut c)
-        .unwrap();
+    config_set(&mut c, "latency-monitor-threshold", "1");
     for chunk in 0..100 {
         let mut pipe = redis::pipe();
         for i in 0..1000 {
@@ -697,12 +687,7 @@ fn exec_out_of_memory_discards_a_writing_transaction_whole() {
     let node = TestNode::start();
     let mut con = node.client();
     let mut admin = node.client();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("noeviction")
-        .query(&mut admin)
-        .unwrap();
+    config_set(&mut admin, "maxmemory-policy", "noeviction");
     let _: () = con.set("x", "0").unwrap();
     let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
     for c in [
@@ -712,12 +697,7 @@ fn exec_out_of_memory_discards_a_writing_transaction_whole() {
         let queued: String = c.query(&mut con).unwrap();
         assert_eq!(queued, "QUEUED");
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg("1")
-        .query(&mut admin)
-        .unwrap();
+    config_set(&mut admin, "maxmemory", "1");
     let e = redis::cmd("EXEC").query::<Value>(&mut con).unwrap_err();
     assert_eq!(e.code(), Some("EXECABORT"), "{e}");
     assert!(
@@ -725,12 +705,7 @@ fn exec_out_of_memory_discards_a_writing_transaction_whole() {
             .contains("Transaction discarded because of: OOM command not allowed"),
         "{e}"
     );
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg("0")
-        .query(&mut admin)
-        .unwrap();
+    config_set(&mut admin, "maxmemory", "0");
     let x: String = con.get("x").unwrap();
     assert_eq!(x, "0", "nothing of the discarded transaction ran");
     // The connection is out of MULTI: a command runs at once.
@@ -1111,12 +1086,7 @@ fn unlink_and_async_flushes_free_large_values_in_the_background() {
     big_set(&mut con, "big");
     let _: i64 = con.del("big").unwrap();
     assert!(freed(&mut con, 1));
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("lazyfree-lazy-user-del")
-        .arg("yes")
-        .query(&mut con)
-        .unwrap();
+    config_set(&mut con, "lazyfree-lazy-user-del", "yes");
     big_set(&mut con, "big");
     let _: i64 = con.del("big").unwrap();
     assert!(freed(&mut con, 2));
@@ -1130,12 +1100,7 @@ fn unlink_and_async_flushes_free_large_values_in_the_background() {
     let _: () = con.set("k", 1).unwrap();
     let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
     assert!(freed(&mut con, 12), "a plain FLUSHALL frees at once");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("lazyfree-lazy-user-flush")
-        .arg("yes")
-        .query(&mut con)
-        .unwrap();
+    config_set(&mut con, "lazyfree-lazy-user-flush", "yes");
     let _: () = con.set("k", 1).unwrap();
     let _: () = redis::cmd("FLUSHDB").query(&mut con).unwrap();
     assert!(freed(&mut con, 13));
@@ -1157,22 +1122,24 @@ fn a_read_over_the_memory_limit_evicts_first() {
     for i in 0..200 {
         let _: () = con.set(format!("k{i}"), &value).unwrap();
     }
-    let config = |con: &mut redis::Connection, name: &str, value: &str| {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(name)
-            .arg(value)
-            .query(con)
-            .unwrap();
-    };
-    config(&mut con, "maxmemory-policy", "noeviction");
-    config(&mut con, "maxmemory", "100000");
+    config_set(&mut con, "maxmemory-policy", "noeviction");
+    config_set(&mut con, "maxmemory", "100000");
     let refused = con.set::<_, _, ()>("more", "v").unwrap_err();
     assert!(refused.to_string().contains("OOM"), "{refused}");
     assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap(), 200);
-    config(&mut con, "maxmemory-policy", "allkeys-random");
+    config_set(&mut con, "maxmemory-policy", "allkeys-random");
     let left: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert!(left < 200, "DBSIZE evicted nothing first: {left} keys");
     let evicted: i64 = info_field(&mut con, "evicted_keys").parse().unwrap();
     assert_eq!(evicted, 200 - left);
+}
+
+/// CONFIG SET `name` `value`, which must succeed.
+fn config_set(con: &mut redis::Connection, name: &str, value: &str) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(con)
+        .unwrap_or_else(|e| panic!("CONFIG SET {name} {value}: {e}"));
 }

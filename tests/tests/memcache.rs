@@ -346,16 +346,21 @@ fn meta_commands() {
     );
 }
 
-/// The lines a `stats` request (`request` without its line end) answers, up to its END.
-fn stats(s: &mut std::net::TcpStream, request: &str) -> String {
-    send(s, format!("{request}\r\n").as_bytes());
+/// What `request` is answered, byte by byte up to `end`.
+fn answer_up_to(s: &mut std::net::TcpStream, request: &str, end: &str) -> String {
+    send(s, request.as_bytes());
     let mut text = String::new();
-    while !text.ends_with("END\r\n") {
+    while !text.ends_with(end) {
         let chunk = read_exact_by(s, 1, T);
-        assert!(!chunk.is_empty(), "{request} did not end");
+        assert!(!chunk.is_empty(), "{request:?} got no {end:?}: {text:?}");
         text.push_str(&String::from_utf8_lossy(&chunk));
     }
     text
+}
+
+/// The lines a `stats` request (`request` without its line end) answers, up to its END.
+fn stats(s: &mut std::net::TcpStream, request: &str) -> String {
+    answer_up_to(s, &format!("{request}\r\n"), "END\r\n")
 }
 
 #[test]
@@ -434,14 +439,7 @@ fn stats_report_the_fields_exporters_read() {
 
 /// One reply line (up to its `\r\n`).
 fn reply_line(s: &mut std::net::TcpStream, request: &str) -> String {
-    send(s, request.as_bytes());
-    let mut line = String::new();
-    while !line.ends_with("\r\n") {
-        let chunk = read_exact_by(s, 1, T);
-        assert!(!chunk.is_empty(), "{request:?} got no whole line: {line:?}");
-        line.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    line
+    answer_up_to(s, request, "\r\n")
 }
 
 /// `mg`'s `h` (read before?) and `l` (seconds since the last access) tell the item's state

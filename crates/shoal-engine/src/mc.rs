@@ -873,26 +873,22 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     reply::stat(out, "curr_items", store.keys);
     reply::stat(out, "total_items", v(&s.total_items));
     reply::stat(out, "slab_global_page_pool", 0);
-    reply::stat(
-        out,
-        "expired_unfetched",
-        since(store.expired_unfetched, base.expired_unfetched),
-    );
-    reply::stat(
-        out,
-        "evicted_unfetched",
-        since(store.evicted_unfetched, base.evicted_unfetched),
-    );
-    reply::stat(
-        out,
-        "evictions",
-        since(store.evicted_keys, base.evicted_keys),
-    );
-    reply::stat(
-        out,
-        "reclaimed",
-        since(store.expired_keys, base.expired_keys),
-    );
+    for (name, now, then) in [
+        (
+            "expired_unfetched",
+            store.expired_unfetched,
+            base.expired_unfetched,
+        ),
+        (
+            "evicted_unfetched",
+            store.evicted_unfetched,
+            base.evicted_unfetched,
+        ),
+        ("evictions", store.evicted_keys, base.evicted_keys),
+        ("reclaimed", store.expired_keys, base.expired_keys),
+    ] {
+        reply::stat(out, name, since(now, then));
+    }
     reply::stat(out, "crawler_reclaimed", 0);
     reply::stat(out, "crawler_items_checked", 0);
     reply::stat(out, "lrutail_reflocked", 0);
