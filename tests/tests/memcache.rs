@@ -863,3 +863,41 @@ fn stats_count_connections_closed_for_idleness() {
     let text = stats(&mut raw(&plain), "stats");
     assert!(!text.contains("idle_kicks"), "{text}");
 }
+
+/// `lru_crawler metadump all` lists every item in memcached's format (what memcached-tool's
+/// `dump` and `keys` read), streamed in pieces past the output bound, then END; class
+/// lists name class 1 or answer an empty dump, a bad one BADCLASS.
+#[test]
+fn lru_crawler_metadump_lists_every_item() {
+    let node = node();
+    let mut s = raw(&node);
+    let mut load = String::new();
+    for i in 0..5000 {
+        load.push_str(&format!("set key/{i:05} 0 0 1 noreply\r\nx\r\n"));
+    }
+    send(&mut s, load.as_bytes());
+    exchange(
+        &mut s,
+        "get key/00007\r\n",
+        "VALUE key/00007 0 1\r\nx\r\nEND\r\n",
+    );
+    let dump = answer_up_to(&mut s, "lru_crawler metadump all\r\n", "END\r\n");
+    let lines: Vec<&str> = dump.lines().filter(|l| l.starts_with("key=")).collect();
+    assert_eq!(lines.len(), 5000);
+    let seven = lines
+        .iter()
+        .find(|l| l.starts_with("key=key%2F00007 "))
+        .expect("key/00007 listed, uri-encoded");
+    assert!(
+        seven.contains(" exp=-1 ") && seven.contains(" fetch=yes cls=1 size="),
+        "{seven}"
+    );
+    assert!(lines.iter().filter(|l| l.contains(" fetch=no ")).count() == 4999);
+    exchange(&mut s, "lru_crawler metadump 2,3\r\n", "END\r\n");
+    exchange(
+        &mut s,
+        "lru_crawler metadump 99\r\n",
+        "BADCLASS invalid class id\r\n",
+    );
+    exchange(&mut s, "lru_crawler crawl all\r\n", "ERROR\r\n");
+}

@@ -61,6 +61,8 @@ pub struct PendingGet {
     next: usize,
     with_cas: bool,
     touch: Option<i64>,
+    /// `lru_crawler metadump` instead: the store scan's cursor to go on from.
+    dump: Option<u64>,
 }
 
 /// Writes the values of `get.keys[get.next..]`, pausing once the output passes `pause_at`.
@@ -71,6 +73,9 @@ pub fn get_keys(
     out: &mut BytesMut,
     pause_at: usize,
 ) -> Flow {
+    if let Some(cursor) = get.dump {
+        return metadump(node, cursor, now, out, pause_at);
+    }
     let (store, st) = (&node.store, &node.mc_stats);
     while get.next < get.keys.len() {
         if out.len() >= pause_at {
@@ -260,6 +265,7 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
                 next: 0,
                 with_cas,
                 touch,
+                dump: None,
             };
             return get_keys(node, get, now, out, pause_at);
         }
@@ -337,6 +343,20 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         }
         Command::MetaNoop => reply::meta(out, "MN", None, &[]),
         Command::MetaDebug { key } => meta_debug(node, &key, now, out),
+        Command::MetaDump { classes } => {
+            // Every item is in class 1 (see `items`); memcached's class ids run to 63.
+            let ids: Option<Vec<u32>> = std::str::from_utf8(&classes).ok().and_then(|c| {
+                c.split(',')
+                    .map(|id| id.parse().ok().filter(|&id| id < SLAB_CLASSES))
+                    .collect()
+            });
+            match ids {
+                _ if &classes[..] == b"all" => return metadump(node, 0, now, out, pause_at),
+                Some(ids) if ids.contains(&1) => return metadump(node, 0, now, out, pause_at),
+                Some(_) => reply::end(out),
+                None => out.extend_from_slice(b"BADCLASS invalid class id\r\n"),
+            }
+        }
         Command::MetaGet { key, flags } => meta_get(node, key, &flags, now, out),
         Command::MetaSet { key, data, flags } => meta_set(node, key, data, &flags, now, out),
         Command::MetaDelete { key, flags } => meta_delete(node, key, &flags, now, out),
@@ -401,6 +421,8 @@ pub fn placement(cmd: &Command) -> Placement {
         | Command::MetaDelete { key, flags }
         | Command::MetaArith { key, flags } => meta(key, flags, true),
         Command::MetaDebug { key } => one(key, false),
+        // This node's items (memcached's are its own too).
+        Command::MetaDump { .. } => Placement::Here,
         Command::FlushAll { .. } => Placement::Flush,
         Command::Version
         | Command::Verbosity { .. }
@@ -642,6 +664,56 @@ fn items(node: &Engine, out: &mut BytesMut) {
         }
     }
     reply::end(out);
+}
+
+/// `lru_crawler metadump`'s lines from the store scan's `cursor` on, memcached's format
+/// (`key=<uri-encoded> exp=<unix s | -1> la=<unix s> cas=<n> fetch=<yes|no> cls=1
+/// size=<bytes>`, each ending in a bare newline), pausing once the output passes
+/// `pause_at`; END after the last.
+fn metadump(node: &Engine, mut cursor: u64, now: u64, out: &mut BytesMut, pause_at: usize) -> Flow {
+    let store = &node.store;
+    loop {
+        cursor = store.scan(cursor, 64, now, |key, e| {
+            let (db, _) = shoal_store::split_key(key);
+            if db != 0 || e.kind != shoal_store::Kind::String {
+                return;
+            }
+            out.extend_from_slice(b"key=");
+            for &b in key {
+                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                    out.extend_from_slice(&[b]);
+                } else {
+                    out.extend_from_slice(format!("%{b:02X}").as_bytes());
+                }
+            }
+            let exp = e.expire_at_ms.map_or(-1, |at| (at / 1000) as i64);
+            let la = now.saturating_sub(store.idle_ms(e.access, now)) / 1000;
+            // memcached's item size: its 48-byte header, the CAS, the key and its NUL,
+            // the value and its CRLF.
+            let size = 48 + 8 + key.len() + 1 + e.value.len() + 2;
+            let fetch = if e.fetched { "yes" } else { "no" };
+            out.extend_from_slice(
+                format!(
+                    " exp={exp} la={la} cas={} fetch={fetch} cls=1 size={size}\n",
+                    e.version
+                )
+                .as_bytes(),
+            );
+        });
+        if cursor == 0 {
+            reply::end(out);
+            return Flow::Continue;
+        }
+        if out.len() >= pause_at {
+            return Flow::Paused(PendingGet {
+                keys: Vec::new(),
+                next: 0,
+                with_cas: false,
+                touch: None,
+                dump: Some(cursor),
+            });
+        }
+    }
 }
 
 /// `stats cachedump <class> <limit>`: `ITEM <key> [<bytes> b; <expiry> s]` for up to `limit`

@@ -100,6 +100,8 @@ pub enum Command {
     MetaNoop,
     /// `me <key>`
     MetaDebug { key: Bytes },
+    /// `lru_crawler metadump <all | class[,class...]>`: one line per item, then END.
+    MetaDump { classes: Bytes },
 }
 
 /// Meta-command flags: single letters, each optionally followed by a token (e.g. `T30`,
@@ -298,6 +300,10 @@ impl Command {
             Command::MetaDebug { key } => {
                 out.put_slice(b"me ");
                 out.put_slice(key);
+            }
+            Command::MetaDump { classes } => {
+                out.put_slice(b"lru_crawler metadump ");
+                out.put_slice(classes);
             }
         }
         out.put_slice(b"\r\n");

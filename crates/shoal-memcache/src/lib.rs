@@ -38,7 +38,8 @@
 //! - a binary request whose framing is broken is answered with an error and the connection
 //!   closed (one whose body is over the limit is answered and skipped, as memcached does);
 //! - not parsed (answered `ERROR`): `shutdown`,
-//!   `slabs`, `lru`, `lru_crawler`, `watch`, `extstore`, `bget`, `misbehave`; an HTTP request
+//!   `slabs`, `lru`, `lru_crawler` (but its `metadump`), `watch`, `extstore`, `bget`,
+//!   `misbehave`; an HTTP request
 //!   line is not special-cased (memcached closes the connection).
 //! - `noreply` is not attached to a [`ParseError`]: the node asks [`Parser::is_quiet`]
 //!   whether memcached would have answered it (a classic command's errors go unanswered

@@ -559,6 +559,14 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             done(Command::FlushAll { delay, noreply })
         }
         b"version" => done(Command::Version),
+        // Of memcached's LRU crawler, only the dump of every item's metadata (what
+        // memcached-tool's `dump` and `keys` read).
+        b"lru_crawler" if t.len() == 3 && t.get(1) == b"metadump" => {
+            let (s, e) = t.spans[2];
+            done(Command::MetaDump {
+                classes: line.slice(s..e),
+            })
+        }
         b"quit" => done(Command::Quit),
         b"cache_memlimit" => {
             t.want(1, 2)?;

@@ -243,6 +243,12 @@ fn arith_touch_flush() {
 #[test]
 fn admin_commands() {
     assert_eq!(one(b"version\r\n"), Command::Version);
+    assert_eq!(
+        one(b"lru_crawler metadump all\r\n"),
+        Command::MetaDump {
+            classes: Bytes::from_static(b"all")
+        }
+    );
     assert_eq!(one(b"quit\r\n"), Command::Quit);
     assert_eq!(
         one(b"cache_memlimit 50 noreply\r\n"),
