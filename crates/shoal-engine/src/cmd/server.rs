@@ -1444,7 +1444,7 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             let typed = String::from_utf8_lossy(&pair[0]).into_owned();
             let name = typed.to_ascii_lowercase();
             let value = String::from_utf8_lossy(&pair[1]).into_owned();
-            let Some((_, _, setter)) = PARAMS.iter().find(|(n, _, _)| *n == name) else {
+            let Some((_, get, setter)) = PARAMS.iter().find(|(n, _, _)| *n == name) else {
                 // One of Redis's that changes nothing here: checked and kept.
                 let Some((canonical, _, kind)) = super::inert::find(&name) else {
                     return Err(format!(
@@ -1465,6 +1465,12 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             }
             names.push(name.clone());
             let Some(set) = setter else {
+                // Its value as it is changes nothing, so it is taken (Redis can change `port`
+                // and `bind`, and tools write back what CONFIG GET * showed).
+                if get(&next) == value {
+                    names.pop();
+                    continue;
+                }
                 return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
             };
             set(&mut next, &value).map_err(|why| {

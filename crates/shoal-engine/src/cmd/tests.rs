@@ -881,6 +881,14 @@ fn config_get_set() {
         "-ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be at most 1073741819 (1gb less 5 bytes)\r\n",
     );
     h.check("CONFIG SET proto-max-bulk-len 1073741819", OK);
+    // A parameter Shoal cannot change is taken at the value it has (a no-op), as tools
+    // that write back CONFIG GET * need; any other value is refused.
+    let threads = h.node.engine.with_settings(|c| c.threads).to_string();
+    h.check(&format!("CONFIG SET threads {threads}"), OK);
+    h.check(
+        "CONFIG SET threads 77",
+        "-ERR CONFIG SET failed (possibly related to argument 'threads') - can't set immutable config\r\n",
+    );
     h.check(
         "CONFIG SET port 1",
         "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config\r\n",
