@@ -666,6 +666,11 @@ fn items(node: &Engine, out: &mut BytesMut) {
     reply::end(out);
 }
 
+/// Whether the stored `key` is an item the Memcached protocol sees: a string of database 0.
+fn memcached_item(key: &[u8], e: &shoal_store::Entry<'_>) -> bool {
+    shoal_store::split_key(key).0 == 0 && e.kind == shoal_store::Kind::String
+}
+
 /// `lru_crawler metadump`'s lines from the store scan's `cursor` on, memcached's format
 /// (`key=<uri-encoded> exp=<unix s | -1> la=<unix s> cas=<n> fetch=<yes|no> cls=1
 /// size=<bytes>`, each ending in a bare newline), pausing once the output passes
@@ -674,8 +679,7 @@ fn metadump(node: &Engine, mut cursor: u64, now: u64, out: &mut BytesMut, pause_
     let store = &node.store;
     loop {
         cursor = store.scan(cursor, 64, now, |key, e| {
-            let (db, _) = shoal_store::split_key(key);
-            if db != 0 || e.kind != shoal_store::Kind::String {
+            if !memcached_item(key, &e) {
                 return;
             }
             out.extend_from_slice(b"key=");
@@ -744,9 +748,8 @@ fn cachedump(node: &Engine, arg: &[u8], now: u64, out: &mut BytesMut) {
         let mut cursor = 0;
         loop {
             cursor = node.store.scan(cursor, 128, now, |key, e| {
-                let (db, _) = shoal_store::split_key(key);
                 let wanted = limit == 0 || shown < limit;
-                if full || !wanted || db != 0 || e.kind != shoal_store::Kind::String {
+                if full || !wanted || !memcached_item(key, &e) {
                     return;
                 }
                 let line = format!(

@@ -1644,13 +1644,13 @@ impl Store {
     }
 
     fn evict_until_fits(&self, now_ms: u64, keep: Option<&[u8]>) -> Result<(), OutOfMemory> {
-        let max = self.maxmemory();
-        let over = |store: &Self| store.shared.overfull.load(Relaxed) || store.used_memory() > max;
         // While held, as Redis while clients are paused: nothing is evicted and the command
         // goes on (Redis's `isSafeToPerformEvictions`).
-        if max == 0 || !over(self) || self.held(now_ms) {
+        if !self.over_budget(now_ms) {
             return Ok(());
         }
+        let max = self.maxmemory();
+        let over = |store: &Self| store.shared.overfull.load(Relaxed) || store.used_memory() > max;
         let policy = self.policy();
         let volatile = policy.is_volatile();
         // Nothing the policy may take: fail at once, not after a search (every command of a
