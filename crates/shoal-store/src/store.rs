@@ -899,6 +899,26 @@ impl<'a> Slot<'a> {
         self.shard.items[i].value().len()
     }
 
+    /// Writes `bytes` over a string value's bytes from `offset`, in place and keeping its
+    /// version: for a change that leaves what the value means as it was (a HyperLogLog's
+    /// cached count, which Redis's PFCOUNT writes back). Its copies elsewhere may keep the
+    /// bytes as they were. False, and nothing changes, when the key is absent, not a
+    /// string, or the bytes would pass the value's end.
+    pub fn patch(&mut self, offset: usize, bytes: &[u8]) -> bool {
+        let Some(i) = self.idx else {
+            return false;
+        };
+        let item = &mut self.shard.items[i];
+        let fits = offset
+            .checked_add(bytes.len())
+            .is_some_and(|end| end <= item.value().len());
+        if item.kind() != Kind::String || !fits {
+            return false;
+        }
+        item.overwrite(offset, bytes);
+        true
+    }
+
     /// Edit the value in place (APPEND, SETRANGE). An absent key gets created with an empty
     /// value and no TTL; an existing key keeps its TTL and flags. If `f` panics nothing
     /// changes.

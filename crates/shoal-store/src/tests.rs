@@ -61,6 +61,37 @@ fn set_get_overwrite_remove() {
 }
 
 #[test]
+fn patch_rewrites_bytes_in_place_and_keeps_the_version() {
+    let s = store();
+    assert!(!s.write(b"absent", 0, |slot| slot.patch(0, b"x")));
+    assert_eq!(s.get(b"absent", 0), None);
+    s.set(b"k", b"abcdef", Some(5_000), 1);
+    let before = s.write(b"k", 2, |slot| slot.version());
+    let used = s.used_memory();
+    assert!(s.write(b"k", 2, |slot| slot.patch(2, b"XY")));
+    assert!(s.write(b"k", 2, |slot| slot.patch(4, b"ef")));
+    // Past the end: refused, nothing changes.
+    assert!(!s.write(b"k", 2, |slot| slot.patch(5, b"gh")));
+    assert!(!s.write(b"k", 2, |slot| slot.patch(usize::MAX, b"g")));
+    let after = s.write(b"k", 3, |slot| {
+        (
+            slot.value().map(<[u8]>::to_vec),
+            slot.version(),
+            slot.expire_at(),
+        )
+    });
+    assert_eq!(after, (Some(b"abXYef".to_vec()), before, Some(5_000)));
+    assert_eq!(s.used_memory(), used);
+    // Not a string: refused.
+    hset(&s, b"h", b"field", b"value", 3);
+    assert!(!s.write(b"h", 3, |slot| slot.patch(0, b"x")));
+    assert_eq!(
+        hash_pairs(&s, b"h"),
+        Some(vec![(b"field".to_vec(), b"value".to_vec())])
+    );
+}
+
+#[test]
 fn write_slot_operations() {
     let s = store();
     let r = s.write(b"k", 0, |slot| {

@@ -10,7 +10,9 @@
 //! hold. A changed sparse value is written out again from its registers, in the shortest
 //! runs (Redis edits it in place; the two agree in the cases the differential test
 //! compares). PFMERGE writes a sparse result when every input was sparse, as Redis.
-//! PFCOUNT computes the count each time and does not write the cache back.
+//! PFCOUNT of one key answers from the cached count while it is valid, and otherwise
+//! counts and writes the count into the cache (in place, the key's version kept: the
+//! registers did not change), as Redis; of several keys it counts their union each time.
 
 use bytes::Bytes;
 use shoal_resp::Reply;
@@ -67,13 +69,19 @@ fn pattern(element: &[u8]) -> (usize, u8) {
 /// The registers of a HyperLogLog value, one byte each; or Redis's error: WRONGTYPE for a
 /// header that is not one, INVALIDOBJ for sparse runs that do not cover the registers.
 fn registers(value: &[u8]) -> Result<Vec<u8>, &'static str> {
-    if value.len() < HEADER || &value[..4] != b"HYLL" || value[4] > 1 {
-        return Err(ERR_INVALID);
-    }
-    if value[4] == 0 && value.len() != DENSE_SIZE {
+    if !header_ok(value) {
         return Err(ERR_INVALID);
     }
     decode(value).ok_or(ERR_CORRUPT)
+}
+
+/// Whether `value` has a HyperLogLog's header, and a dense one its size (Redis's
+/// `isHLLObjectOrReply`).
+fn header_ok(value: &[u8]) -> bool {
+    value.len() >= HEADER
+        && &value[..4] == b"HYLL"
+        && value[4] <= 1
+        && (value[4] == 1 || value.len() == DENSE_SIZE)
 }
 
 /// The registers of a value whose header was checked; `None` for corrupt sparse runs.
@@ -177,6 +185,19 @@ fn encode(regs: &[u8], was_sparse: bool) -> Vec<u8> {
     }
 }
 
+/// `new`, a value written over `old`, with `old`'s cached count kept and marked stale, as
+/// Redis marks the cache of a value it changes in place (a new value's is zero).
+fn stale_cache_of(old: Option<&[u8]>, mut new: Vec<u8>) -> Vec<u8> {
+    let kept = old.filter(|o| header_ok(o)).and_then(|o| o.get(8..HEADER));
+    if let (Some(cache), Some(to)) = (kept, new.get_mut(8..HEADER)) {
+        to.copy_from_slice(cache);
+    }
+    if let Some(last) = new.get_mut(HEADER - 1) {
+        *last |= 0x80;
+    }
+    new
+}
+
 /// Whether a checked HyperLogLog value is sparse.
 fn is_sparse(value: &[u8]) -> bool {
     value.get(4) == Some(&1)
@@ -270,7 +291,8 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
         }
         if created || changed {
-            slot.set_keep_ttl(&encode(&regs, was_sparse));
+            let value = stale_cache_of(current, encode(&regs, was_sparse));
+            slot.set_keep_ttl(&value);
         }
         Reply::Int(i64::from(created || changed))
     });
@@ -294,8 +316,31 @@ fn read_registers(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<(Vec<u8>, bool)>, 
         })
 }
 
+/// The count a value's header caches, if it is valid (the top bit of its last byte clear).
+fn cached_count(value: &[u8]) -> Option<u64> {
+    let cache: [u8; 8] = value.get(8..HEADER)?.try_into().ok()?;
+    (cache[7] & 0x80 == 0).then(|| u64::from_le_bytes(cache))
+}
+
 /// PFCOUNT key [key ...]: the count of one, or of the union of several.
 pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if let [_, key] = args {
+        return ctx.engine.store.write(key, ctx.now_ms, |slot| {
+            slot.count_read();
+            let Some(v) = tri!(slot_string(slot)) else {
+                return Reply::Int(0);
+            };
+            if let Some(n) = cached_count(v).filter(|_| header_ok(v)) {
+                return Reply::Int(n as i64);
+            }
+            let n = match registers(v) {
+                Ok(regs) => count(&regs),
+                Err(text) => return err(text),
+            };
+            slot.patch(8, &n.to_le_bytes());
+            Reply::Int(n as i64)
+        });
+    }
     let mut union = vec![0u8; REGISTERS];
     for key in &args[1..] {
         if let Some((regs, _)) = tri!(read_registers(ctx, key)) {
@@ -326,7 +371,8 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .store
         .write(&args[1], ctx.now_ms, |slot| match slot_string(slot) {
             Err(reply) => reply,
-            Ok(_) => {
+            Ok(old) => {
+                let value = stale_cache_of(old, value);
                 slot.set_keep_ttl(&value);
                 Reply::ok()
             }
