@@ -4110,6 +4110,83 @@ fn introspect(addr: SocketAddr) -> Introspection {
     )
 }
 
+/// INFO errorstats, total_error_replies and the calls, refusals and failures of INFO
+/// commandstats after scripts whose commands fail: an error a command answered inside a
+/// script is counted once, where the command answered it, and the script's EVAL counts a
+/// failed call when it replies with it (raised by `redis.call` or returned from
+/// `redis.pcall`); one the script makes itself (`redis.error_reply`, bad arguments to
+/// `redis.call`) is counted when the script replies with it; a refusal of the call (a
+/// write in a read-only script) is counted where it is refused, even when `pcall` catches
+/// it (Redis unit/scripting "Consistent eval error reporting").
+#[test]
+fn script_errors_are_counted_once_as_redis() {
+    fn stats(addr: SocketAddr) -> (Vec<String>, String, String, Vec<String>) {
+        let mut c = Conn::connect(addr);
+        let mut call = |args: &[&str]| -> Vec<u8> {
+            c.send(&multibulk(args));
+            c.read_reply().expect("a reply")
+        };
+        let mut replies = Vec::new();
+        call(&["CONFIG", "RESETSTAT"]);
+        call(&["SET", "s", "x"]);
+        for script in [
+            "return redis.call('incr', KEYS[1])",
+            "return redis.pcall('incr', KEYS[1])",
+            "local t = redis.pcall('incr', KEYS[1]) return t['err']",
+            "return {redis.pcall('incr', KEYS[1])}",
+            "return {redis.pcall('incr', KEYS[1]), redis.pcall('incr', KEYS[1])}",
+            "return {redis.error_reply('NESTED failure'), 1}",
+            "return redis.error_reply('MY failure')",
+            "return redis.call('incr')",
+            "return redis.call({})",
+            "return redis.pcall('nosuchcommand')",
+            "return redis.call('nosuchcommand')",
+        ] {
+            replies.push(escape(&call(&["EVAL", script, "1", "s"])));
+        }
+        for script in [
+            "return redis.call('set', KEYS[1], 'y')",
+            "local t = redis.pcall('set', KEYS[1], 'y') return 'caught'",
+        ] {
+            replies.push(escape(&call(&["EVAL_RO", script, "1", "s"])));
+        }
+        let text = |reply: Vec<u8>| -> String {
+            String::from_utf8_lossy(bulk_payload(&reply).expect("a bulk reply")).into_owned()
+        };
+        let errors = text(call(&["INFO", "errorstats"]));
+        let total = text(call(&["INFO", "stats"]))
+            .lines()
+            .find(|l| l.starts_with("total_error_replies:"))
+            .unwrap_or("no total_error_replies")
+            .to_string();
+        let commands = text(call(&["INFO", "commandstats"]))
+            .lines()
+            .filter_map(|l| {
+                let (name, fields) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+                let kept: Vec<&str> = fields
+                    .split(',')
+                    .filter(|f| {
+                        ["calls=", "rejected_calls=", "failed_calls="]
+                            .iter()
+                            .any(|p| f.starts_with(p))
+                    })
+                    .collect();
+                Some(format!("{name} {}", kept.join(",")))
+            })
+            .collect::<std::collections::BTreeSet<String>>()
+            .into_iter()
+            .collect();
+        (replies, errors, total, commands)
+    }
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    let (want, got) = (stats(redis.addr), stats(shoal.addr));
+    assert_eq!(got.0, want.0, "replies");
+    assert_eq!(got.1, want.1, "errorstats");
+    assert_eq!(got.2, want.2, "total_error_replies");
+    assert_eq!(got.3, want.3, "commandstats");
+}
+
 /// INFO commandstats, errorstats and total_error_replies, the commands SLOWLOG keeps, and
 /// ROLE, after the same commands on redis-server and on Shoal: calls, refusals before a
 /// command runs (arity, unknown subcommand) and errors while it runs count alike.

@@ -1605,6 +1605,8 @@ fn run_command(
         (spec.handler)(&mut ctx, keyed)
     };
     session.depth -= 1;
+    // The errors a script's reply holds (none for any other command).
+    let script_errors = script::take_reply_errors();
     if node.tracker.active() {
         track(node, session, spec, &reply, written, now_ms);
     }
@@ -1635,8 +1637,13 @@ fn run_command(
         if !session.block_retry {
             row.record(usec);
         }
-        if let Reply::Error(_) = &reply {
-            row.failed.fetch_add(1, Relaxed);
+        // A script's reply fails its call once for an error the script made, and once
+        // more for each error inside it that a command answered, as Redis counts.
+        let failed =
+            u64::from(matches!(reply, Reply::Error(_)) || !script_errors.nested.is_empty())
+                + u64::from(script_errors.nested_counted);
+        if failed > 0 {
+            row.failed.fetch_add(failed, Relaxed);
         }
         // EXEC, AUTH and HELLO stay out of the slow log (Redis's `no-slowlog`): EXEC's
         // commands are logged one by one, the other two carry passwords.
@@ -1657,8 +1664,14 @@ fn run_command(
             });
         }
     }
+    // An error a command answered inside a script was counted when it answered.
     if let Reply::Error(_) = &reply {
-        count_error(node, &reply);
+        if !script_errors.counted {
+            count_error(node, &reply);
+        }
+    }
+    for e in &script_errors.nested {
+        node.commands.error(e);
     }
     reply
 }

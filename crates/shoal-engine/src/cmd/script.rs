@@ -213,10 +213,48 @@ thread_local! {
     static KILLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The last error `redis.call` raised in the running script, and the reply that places
     /// it (`located`).
-    static RAISED: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+    static RAISED: RefCell<Option<(String, String, bool)>> = const { RefCell::new(None) };
+    /// What the ending script's reply holds that INFO counts: [`take_reply_errors`].
+    static REPLY_ERRORS: RefCell<ReplyErrors> = const {
+        RefCell::new(ReplyErrors { counted: false, nested_counted: 0, nested: Vec::new() })
+    };
     /// The running script asked for RESP3 (`redis.setresp(3)`): commands answer it in RESP3,
     /// converted to Lua as Redis 7 does, and its booleans reply as RESP3 booleans.
     static RESP3: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The errors in a script's reply, as Redis's `luaReplyToRedisReply` counts them in INFO.
+/// An error a command answered was counted in errorstats when it answered (Redis's
+/// `ignore_err_stats_update`); the script's EVAL or FCALL counts a failed call for it, once
+/// per such error. An error the script made itself is counted when the script replies
+/// with it, and its EVAL or FCALL fails once.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ReplyErrors {
+    /// The reply is an error a command answered (counted already).
+    pub counted: bool,
+    /// Errors inside the reply (an array's elements) that commands answered.
+    pub nested_counted: u32,
+    /// Errors inside the reply that the script made (`redis.error_reply`, `{err = ...}`).
+    pub nested: Vec<String>,
+}
+
+/// The [`ReplyErrors`] of the script that just ended on this thread (none after any other
+/// command).
+pub fn take_reply_errors() -> ReplyErrors {
+    REPLY_ERRORS.with(|e| std::mem::take(&mut *e.borrow_mut()))
+}
+
+/// Field Redis sets in the error table of a command's error reply, which INFO errorstats
+/// counted when the command answered it.
+const COUNTED_FIELD: &str = "ignore_err_stats_update";
+
+/// The Lua error table of a command's error reply `e`, counted already (see
+/// [`COUNTED_FIELD`]).
+fn counted_error(lua: &Lua, e: impl mlua::IntoLua) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.set("err", e)?;
+    t.set(COUNTED_FIELD, true)?;
+    Ok(Value::Table(t))
 }
 
 fn new_vm() -> mlua::Result<Vm> {
@@ -700,7 +738,7 @@ fn to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
         Reply::Bool(b) if resp3 => Value::Boolean(b),
         Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
         Reply::Simple(s) => tagged(lua, "ok", &*s)?,
-        Reply::Error(e) => tagged(lua, "err", &*e)?,
+        Reply::Error(e) => counted_error(lua, &*e)?,
         Reply::Set(items) if resp3 => {
             let t = lua.create_table_with_capacity(0, items.len())?;
             for item in items {
@@ -768,6 +806,15 @@ fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Rep
         Value::Table(t) => {
             let get = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
             if let Value::String(e) = get("err") {
+                let counted = get(COUNTED_FIELD) == Value::Boolean(true);
+                REPLY_ERRORS.with(|r| {
+                    let mut r = r.borrow_mut();
+                    match (depth, counted) {
+                        (0, counted) => r.counted = counted,
+                        (_, true) => r.nested_counted += 1,
+                        (_, false) => r.nested.push(String::from_utf8_lossy(&e.as_bytes()).into()),
+                    }
+                });
                 return Some(Reply::Error(
                     String::from_utf8_lossy(&e.as_bytes()).into_owned().into(),
                 ));
@@ -976,6 +1023,7 @@ fn run(
         let started = Instant::now();
         KILLED.with(|k| k.set(false));
         RAISED.with(|r| *r.borrow_mut() = None);
+        REPLY_ERRORS.with(|e| *e.borrow_mut() = ReplyErrors::default());
         RESP3.with(|r| r.set(false));
         super::lua_libs::reset_settings();
         // Past the threshold the others are answered BUSY; SCRIPT KILL or SHUTDOWN ends it.
@@ -1019,17 +1067,31 @@ fn run(
                 globals.raw_set("ARGV", argv.clone())?;
             }
             // One call of a command: its reply, or the error it answered or met (`Err`).
-            let call = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<Result<Value, String>> {
+            // `true` with an error: it was counted in INFO errorstats already.
+            let call = |lua: &Lua,
+                        args: mlua::MultiValue|
+             -> mlua::Result<Result<Value, (String, bool)>> {
                 let cmd = match command_args(args) {
                     Ok(cmd) => cmd,
-                    Err(e) => return Ok(Err(e.into())),
+                    Err(e) => return Ok(Err((e.into(), false))),
                 };
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 let acl = || super::acl::script_refusal(ctx.engine, ctx.session, &cmd);
                 let spec = match check_call(&cmd, declared, read_only, acl) {
                     Ok(spec) => spec,
-                    Err(e) => return Ok(Err(e)),
+                    Err(e) => {
+                        // Counted where it is refused, as Redis's `scriptCall`: an error,
+                        // and a rejected call of a known command.
+                        ctx.engine.commands.error(&e);
+                        let row = super::lookup(&cmd[0])
+                            .and_then(|spec| super::stat_row(ctx.engine, spec, &cmd));
+                        if let Some(row) = row {
+                            row.rejected
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        return Ok(Err((e, true)));
+                    }
                 };
                 // A write and SCRIPT KILL exclude each other: a killed script writes no more.
                 if spec.flags & flag::WRITE != 0 && !running.may_write() {
@@ -1069,7 +1131,7 @@ fn run(
                     return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
                 }
                 match reply {
-                    Reply::Error(e) => Ok(Err(e.to_string())),
+                    Reply::Error(e) => Ok(Err((e.to_string(), true))),
                     other => to_lua(lua, other, resp3).map(Ok),
                 }
             };
@@ -1093,9 +1155,9 @@ fn run(
                 "call",
                 scope.create_function(move |lua, args| match call(lua, args)? {
                     Ok(v) => Ok(v),
-                    Err(e) => {
+                    Err((e, counted)) => {
                         let at = located(lua, &e, chunk, sha, 1);
-                        RAISED.with(|r| *r.borrow_mut() = Some((e.clone(), at)));
+                        RAISED.with(|r| *r.borrow_mut() = Some((e.clone(), at, counted)));
                         Err(mlua::Error::RuntimeError(e))
                     }
                 })?,
@@ -1104,7 +1166,8 @@ fn run(
                 "pcall",
                 scope.create_function(move |lua, args| match call(lua, args)? {
                     Ok(v) => Ok(v),
-                    Err(e) => tagged(lua, "err", e),
+                    Err((e, true)) => counted_error(lua, e),
+                    Err((e, false)) => tagged(lua, "err", e),
                 })?,
             )?;
             if is_function {
@@ -1273,10 +1336,11 @@ fn script_error(full: &str, chunk: &str, sha: &str) -> Reply {
     let m = without_traceback(full);
     let at = format!("{chunk}:");
     // A `redis.call` error nothing caught: placed where it was raised.
-    if let Some((_, at)) = RAISED
+    if let Some((_, at, counted)) = RAISED
         .with(|r| r.borrow_mut().take())
-        .filter(|(e, _)| e == m)
+        .filter(|(e, _, _)| e == m)
     {
+        REPLY_ERRORS.with(|e| e.borrow_mut().counted = counted);
         return Reply::Error(at.into());
     }
     if m.contains(" script: ") && m.ends_with('.') && m.contains(&format!(", on @{at}")) {
