@@ -3,7 +3,9 @@
 //!
 //! One bounded queue and one sender task per peer. The task takes whatever is queued (up to
 //! `BATCH_BYTES`), sends it as one REPLICATE message, waits for the answer, and repeats, so
-//! batches grow with the load and one peer never has more than one batch in flight. The
+//! batches grow with the load and one peer never has more than one batch in flight. A small
+//! batch that no client waits for lingers a millisecond first, for more to join it
+//! ([`lingers`]), as Redis writes its replication stream once per event-loop turn. The
 //! queue is bounded in items and in bytes; when full, the state is dropped and counted
 //! (`shoal_repl_dropped`): a slow or dead replica never blocks or grows the owner. The
 //! receiver applies each state with last-writer-wins on versions (`Store::apply`), so a
@@ -33,6 +35,18 @@ const QUEUE_ITEMS: usize = 65_536;
 const QUEUE_BYTES: usize = 64 << 20;
 /// Largest batch sent at once (a single larger state goes alone).
 const BATCH_BYTES: usize = 1 << 20;
+/// How long a small batch nobody waits for lingers for more states to join it.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
+/// Batches of at least this many bytes go at once.
+const LINGER_BELOW: usize = 64 << 10;
+
+/// Whether a batch of `bytes` lingers ([`LINGER`]) before it goes: only a small one that
+/// nobody waits for (no `write-ack = all` write, no barrier) and that has not lingered yet.
+/// Unpipelined writes otherwise go a few at a time, and each batch costs its replica a
+/// wake-up, a read and an answer, and this node another for the answer.
+fn lingers(bytes: usize, waited_for: bool, lingered: bool) -> bool {
+    bytes > 0 && bytes < LINGER_BELOW && !waited_for && !lingered
+}
 
 /// One key's change (its state, or a delta) on its way to one replica.
 pub struct ReplItem {
@@ -164,20 +178,30 @@ async fn run(
         // Collect a batch; a barrier ends it (what follows it goes in the next one).
         let mut size = 0;
         let mut next = Some(first);
-        while let Some(msg) = next.take() {
-            match msg {
-                Msg::Item(item) => {
-                    size += change_len(&item.key, &item.change);
-                    batch.push(item);
+        let mut lingered = false;
+        loop {
+            while let Some(msg) = next.take() {
+                match msg {
+                    Msg::Item(item) => {
+                        size += change_len(&item.key, &item.change);
+                        batch.push(item);
+                    }
+                    Msg::Barrier(done) => {
+                        barriers.push(done);
+                        break;
+                    }
                 }
-                Msg::Barrier(done) => {
-                    barriers.push(done);
-                    break;
+                if size < BATCH_BYTES {
+                    next = rx.try_recv().ok();
                 }
             }
-            if size < BATCH_BYTES {
-                next = rx.try_recv().ok();
+            let waited_for = !barriers.is_empty() || batch.iter().any(|i| i.ack.is_some());
+            if !lingers(size, waited_for, lingered) {
+                break;
             }
+            lingered = true;
+            tokio::time::sleep(LINGER).await;
+            next = rx.try_recv().ok();
         }
         if !batch.is_empty() {
             bytes.fetch_sub(size, Ordering::Relaxed);
@@ -366,3 +390,20 @@ pub fn unconfirmed(reply: Bytes) -> Bytes {
 
 const UNCONFIRMED: &[u8] = b"-NOREPLICAS Not enough good replicas to write: it ran on the key's \
 owner, but a replica did not confirm it in time (it may have one copy only)\r\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_small_batch_nobody_waits_for_lingers_once() {
+        assert!(lingers(100, false, false));
+        assert!(lingers(LINGER_BELOW - 1, false, false));
+        // Lingered already, large enough, or waited for (write-ack = all, a barrier): goes.
+        assert!(!lingers(100, false, true));
+        assert!(!lingers(LINGER_BELOW, false, false));
+        assert!(!lingers(100, true, false));
+        // Nothing to send (only a barrier): nothing to linger for.
+        assert!(!lingers(0, false, false));
+    }
+}
