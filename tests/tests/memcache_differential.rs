@@ -205,6 +205,17 @@ fn the_memcached_port_answers_as_memcached_does() {
         // (Not `set k abc 0 1 noreply\r\na\r\n`: Shoal swallows the data block of a line it
         // refuses, where memcached runs it as a command; see shoal-memcache's docs.)
         (
+            // Shoal's one class as memcached's: automove is taken (a level past 2 is an
+            // unknown command there), a reassign names a class that is not there or the same
+            // one twice; fresh memcached has no spare pages.
+            "slabs",
+            b"slabs automove 1\r\nslabs automove 0 noreply\r\nslabs automove 3\r\n\
+              slabs automove x\r\nslabs automove ratio 0.8\r\nslabs automove ratio\r\n\
+              slabs reassign 1 1\r\nslabs reassign 1 70\r\nslabs reassign -1 1\r\n\
+              slabs reassign a 1\r\nslabs reassign 1\r\nslabs foo\r\nslabs\r\n"
+                .to_vec(),
+        ),
+        (
             "noreply silences errors too",
             b"delete k 5 noreply\r\nflush_all abc noreply\r\nincr k abc noreply\r\n\
               set k 0 0 3 noreply\r\nhello\r\n"
@@ -344,6 +355,43 @@ fn the_memcached_port_answers_as_memcached_does() {
         strip_cas(memcached),
         "a binary SET too large, then GET, SET, GET, INCREMENT, SETs too large and NOOP"
     );
+}
+
+/// `stats slabs` names memcached's fields in its order, empty and with items (Shoal's items
+/// are all in class 1), and counts the items and the sets in them as memcached does, so
+/// `memcached-tool`'s display shows them.
+#[test]
+fn stats_slabs_names_memcacheds_fields() {
+    let node = TestNode::with(|c| c.memcache_port = Some(0));
+    let mc = Memcached::start();
+    let fields = |out: &[u8]| -> Vec<(String, String)> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter_map(|l| l.strip_prefix("STAT "))
+            .map(|l| {
+                let (name, value) = l.split_once(' ').unwrap_or((l, ""));
+                (name.to_string(), value.to_string())
+            })
+            .collect()
+    };
+    let names = |f: &[(String, String)]| f.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    let (shoal, memcached) = both(&node, &mc, b"stats slabs\r\n", false);
+    assert_eq!(names(&fields(&shoal)), names(&fields(&memcached)));
+    assert_eq!(
+        fields(&shoal),
+        vec![
+            ("active_slabs".into(), "0".into()),
+            ("total_malloced".into(), "0".into())
+        ]
+    );
+    let input = b"set a 0 0 1\r\nx\r\nset b 0 0 2\r\nyy\r\nget a\r\nstats slabs\r\n";
+    let (shoal, memcached) = both(&node, &mc, input, false);
+    let (shoal, memcached) = (fields(&shoal), fields(&memcached));
+    assert_eq!(names(&shoal), names(&memcached));
+    for name in ["1:used_chunks", "1:cmd_set", "1:get_hits", "active_slabs"] {
+        let value = |f: &[(String, String)]| f.iter().find(|(n, _)| n == name).cloned();
+        assert_eq!(value(&shoal), value(&memcached), "{name}");
+    }
 }
 
 /// `stats` gives memcached's general fields, in memcached's order: all but `libevent` (where

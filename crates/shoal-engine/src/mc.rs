@@ -331,6 +331,13 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         }
         Command::Version => reply::version(out, MEMCACHED_VERSION),
         Command::Verbosity { noreply } => status(out, noreply, Status::Ok),
+        Command::Slabs(slabs) => {
+            let quiet = matches!(slabs, shoal_memcache::Slabs::Automove { noreply: true, .. });
+            if !quiet {
+                out.extend_from_slice(slabs.answer().as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+        }
         Command::Stats { arg } => stats(node, arg.as_deref(), now, out),
         Command::Quit => return Flow::Close,
         Command::CacheMemlimit { megabytes, noreply } => {
@@ -429,6 +436,7 @@ pub fn placement(cmd: &Command) -> Placement {
         | Command::Stats { .. }
         | Command::Quit
         | Command::CacheMemlimit { .. }
+        | Command::Slabs(_)
         | Command::MetaNoop => Placement::Here,
     }
 }
@@ -467,7 +475,8 @@ pub fn quiet(cmd: &Command) -> bool {
         | Command::Touch { noreply, .. }
         | Command::FlushAll { noreply, .. }
         | Command::Verbosity { noreply }
-        | Command::CacheMemlimit { noreply, .. } => *noreply,
+        | Command::CacheMemlimit { noreply, .. }
+        | Command::Slabs(shoal_memcache::Slabs::Automove { noreply, .. }) => *noreply,
         _ => false,
     }
 }
@@ -666,6 +675,47 @@ fn items(node: &Engine, out: &mut BytesMut) {
     reply::end(out);
 }
 
+/// memcached's slab page (1 MB), for `stats slabs`' pages.
+const SLAB_PAGE: u64 = 1 << 20;
+
+/// `stats slabs`: Shoal's items as memcached's one class 1 (see [`items`]): its chunk is the
+/// bytes the store counts per item on average (key, value and the entry), its pages the 1 MB
+/// pages those bytes would fill, its per-class counters the node's (all in the one class);
+/// `active_slabs` and `total_malloced` (those pages' bytes) close it, as in memcached.
+fn slabs(node: &Engine, out: &mut BytesMut) {
+    let store = node.store.stats();
+    let s = &node.mc_stats;
+    let v = |c: &AtomicU64| c.load(Relaxed);
+    let pages = store.used_memory.div_ceil(SLAB_PAGE);
+    if let Some(chunk) = store.used_memory.checked_div(store.keys) {
+        let chunk = chunk.max(1);
+        let per_page = (SLAB_PAGE / chunk).max(1);
+        let total = pages * per_page;
+        for (name, n) in [
+            ("chunk_size", chunk),
+            ("chunks_per_page", per_page),
+            ("total_pages", pages),
+            ("total_chunks", total),
+            ("used_chunks", store.keys),
+            ("free_chunks", total.saturating_sub(store.keys)),
+            ("free_chunks_end", 0),
+            ("get_hits", v(&s.get_hits)),
+            ("cmd_set", v(&s.cmd_set)),
+            ("delete_hits", v(&s.delete_hits)),
+            ("incr_hits", v(&s.incr_hits)),
+            ("decr_hits", v(&s.decr_hits)),
+            ("cas_hits", v(&s.cas_hits)),
+            ("cas_badval", v(&s.cas_badval)),
+            ("touch_hits", v(&s.touch_hits)),
+        ] {
+            reply::stat(out, &format!("1:{name}"), n);
+        }
+    }
+    reply::stat(out, "active_slabs", u64::from(store.keys > 0));
+    reply::stat(out, "total_malloced", pages * SLAB_PAGE);
+    reply::end(out);
+}
+
 /// Whether the stored `key` is an item the Memcached protocol sees: a string of database 0.
 fn memcached_item(key: &[u8], e: &shoal_store::Entry<'_>) -> bool {
     shoal_store::split_key(key).0 == 0 && e.kind == shoal_store::Kind::String
@@ -788,7 +838,11 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
             settings(node, out);
             return;
         }
-        Some(b"slabs" | b"sizes" | b"conns") => {
+        Some(b"slabs") => {
+            slabs(node, out);
+            return;
+        }
+        Some(b"sizes" | b"conns") => {
             reply::end(out);
             return;
         }

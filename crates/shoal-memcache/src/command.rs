@@ -31,6 +31,30 @@ impl StoreMode {
     }
 }
 
+/// The `slabs` subcommands (see [`Command::Slabs`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slabs {
+    /// `slabs automove <level> [noreply]`, level 0, 1 or 2.
+    Automove { level: u8, noreply: bool },
+    /// `slabs reassign <src> <dst>`.
+    Reassign { src: i32, dst: i32 },
+}
+
+impl Slabs {
+    /// memcached's answer, as if its only class were 1 (`do_slabs_reassign`: the same class
+    /// twice is SAME; classes 0, the page pool, and 1 exist but have no page to spare).
+    pub fn answer(&self) -> &'static str {
+        match *self {
+            Slabs::Automove { .. } => "OK",
+            Slabs::Reassign { src, dst } if src == dst => "SAME src and dst class are identical",
+            Slabs::Reassign { src, dst } if (0..=1).contains(&src) && (0..=1).contains(&dst) => {
+                "NOSPARE source class has no spare pages"
+            }
+            Slabs::Reassign { .. } => "BADCLASS invalid src or dst class id",
+        }
+    }
+}
+
 /// One Memcached text-protocol request.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -84,6 +108,10 @@ pub enum Command {
     Quit,
     /// `cache_memlimit <megabytes> [noreply]`: change the memory limit.
     CacheMemlimit { megabytes: u64, noreply: bool },
+    /// `slabs automove <0|1|2> [noreply]` and `slabs reassign <src> <dst>`: Shoal has no slab
+    /// classes (its items are all memcached's class 1), so automove is taken and changes
+    /// nothing, and a reassign names the same class twice or a class that is not there.
+    Slabs(Slabs),
     /// `mg <key> <flags>*`
     MetaGet { key: Bytes, flags: MetaFlags },
     /// `ms <key> <datalen> <flags>*\r\n<data>\r\n`
@@ -284,6 +312,13 @@ impl Command {
                 if *noreply {
                     out.put_slice(b" noreply");
                 }
+            }
+            Command::Slabs(Slabs::Automove { level, noreply: nr }) => {
+                out.put_slice(format!("slabs automove {level}").as_bytes());
+                noreply(out, *nr);
+            }
+            Command::Slabs(Slabs::Reassign { src, dst }) => {
+                out.put_slice(format!("slabs reassign {src} {dst}").as_bytes());
             }
             Command::MetaGet { key, flags } => meta(out, b"mg", key, flags),
             Command::MetaSet { key, data, flags } => {

@@ -52,5 +52,5 @@ pub mod command;
 pub mod parser;
 pub mod reply;
 
-pub use command::{Command, MetaFlags, StoreMode};
+pub use command::{Command, MetaFlags, Slabs, StoreMode};
 pub use parser::{item_fits, Limits, ParseError, Parser};

@@ -21,7 +21,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::command::{Command, MetaFlags, StoreMode};
+use crate::command::{Command, MetaFlags, Slabs, StoreMode};
 
 /// Upper bounds on what a client can make the server buffer. Defaults are memcached 1.6's.
 #[derive(Clone, Debug)]
@@ -574,6 +574,31 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             let megabytes = parse_u64(t.get(1)).ok_or(ParseError::BadCommandLine)?;
             done(Command::CacheMemlimit { megabytes, noreply })
         }
+        b"slabs" if t.len() == 4 && t.get(1) == b"reassign" => {
+            // `strtol` into an int32, as memcached's `safe_strtol`.
+            let class = |w: &[u8]| std::str::from_utf8(w).ok()?.parse::<i32>().ok();
+            match (class(t.get(2)), class(t.get(3))) {
+                (Some(src), Some(dst)) => done(Command::Slabs(Slabs::Reassign { src, dst })),
+                _ => Err(ParseError::BadCommandLine),
+            }
+        }
+        // memcached's `slabs automove ratio <r>` changes a setting Shoal does not have: as
+        // memcached, it needs the ratio, and is then taken.
+        b"slabs" if t.len() >= 3 && t.get(1) == b"automove" => {
+            let noreply = t.noreply();
+            let level = match t.get(2) {
+                b"ratio" if t.len() >= 4 && ratio(t.get(3)).is_some() => 0,
+                b"ratio" => return Err(ParseError::UnknownCommand),
+                w => parse_u32(w).ok_or(ParseError::BadCommandLine)?,
+            };
+            if level > 2 {
+                return Err(ParseError::UnknownCommand);
+            }
+            done(Command::Slabs(Slabs::Automove {
+                level: level as u8,
+                noreply,
+            }))
+        }
         b"verbosity" => {
             t.want(1, 2)?;
             let noreply = t.noreply();
@@ -844,6 +869,11 @@ pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
         (false, d) => digits_value(d),
         (true, _) => None,
     }
+}
+
+/// A decimal fraction (`slabs automove ratio`), as `strtod` reads one.
+fn ratio(s: &[u8]) -> Option<f64> {
+    std::str::from_utf8(s).ok()?.parse::<f64>().ok()
 }
 
 /// A 32-bit unsigned decimal (client flags, verbosity level); above `u32::MAX` is an error.

@@ -269,6 +269,33 @@ fn admin_commands() {
         one(b"verbosity noreply\r\n"),
         Command::Verbosity { noreply: true }
     );
+    assert_eq!(
+        one(b"slabs automove 2 noreply\r\n"),
+        Command::Slabs(Slabs::Automove {
+            level: 2,
+            noreply: true
+        })
+    );
+    let reassign = one(b"slabs reassign -1 1\r\n");
+    assert_eq!(
+        reassign,
+        Command::Slabs(Slabs::Reassign { src: -1, dst: 1 })
+    );
+    let mut encoded = BytesMut::new();
+    reassign.encode(&mut encoded);
+    assert_eq!(&encoded[..], b"slabs reassign -1 1\r\n");
+    assert_eq!(
+        Slabs::Reassign { src: 1, dst: 1 }.answer(),
+        "SAME src and dst class are identical"
+    );
+    assert_eq!(
+        Slabs::Reassign { src: 0, dst: 1 }.answer(),
+        "NOSPARE source class has no spare pages"
+    );
+    assert_eq!(
+        Slabs::Reassign { src: 2, dst: 1 }.answer(),
+        "BADCLASS invalid src or dst class id"
+    );
     assert_eq!(one(b"stats\r\n"), Command::Stats { arg: None });
     assert_eq!(
         one(b"stats settings\r\n"),
