@@ -44,6 +44,11 @@ struct RedisServer {
 
 impl RedisServer {
     fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// A redis-server with `extra` arguments (`--enable-debug-command yes`).
+    fn start_with(extra: &[&str]) -> RedisServer {
         let port = {
             let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
             l.local_addr().unwrap().port()
@@ -61,6 +66,7 @@ impl RedisServer {
                 "--protected-mode",
                 "no",
             ])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -556,7 +562,10 @@ fn same_ttl(label: &str, want: &str, got: &str) -> bool {
 }
 
 fn compare_family(family: &str, cases: &[Case], shoal_addr: SocketAddr) {
-    let redis = RedisServer::start();
+    compare_family_with(family, cases, shoal_addr, RedisServer::start());
+}
+
+fn compare_family_with(family: &str, cases: &[Case], shoal_addr: SocketAddr, redis: RedisServer) {
     let mut mismatches = Vec::new();
     let mut compared = 0;
     for (i, case) in cases.iter().enumerate() {
@@ -6911,6 +6920,91 @@ fn large_geo_matches_redis() {
 #[test]
 fn large_geo_matches_redis_through_a_cluster_node() {
     run_family_in_cluster("large geo", &[large_geo()]);
+}
+
+/// DEBUG where `enable-debug-command` lets it run (both servers with `yes`): its test
+/// replies of every type in RESP2 and RESP3 (but RESP3's attribute, which Shoal leaves out),
+/// ERROR, SLEEP, SET-ACTIVE-EXPIRE, OBJECT and DIGEST-VALUE of a missing key, and the
+/// errors of unknown and malformed subcommands.
+const DEBUG: &[Case] = &[&[
+    &["DEBUG", "PROTOCOL", "string"],
+    &["DEBUG", "PROTOCOL", "integer"],
+    &["DEBUG", "PROTOCOL", "double"],
+    &["DEBUG", "PROTOCOL", "bignum"],
+    &["DEBUG", "PROTOCOL", "null"],
+    &["DEBUG", "PROTOCOL", "array"],
+    &["DEBUG", "PROTOCOL", "set"],
+    &["DEBUG", "PROTOCOL", "map"],
+    &["DEBUG", "PROTOCOL", "push"],
+    &["DEBUG", "PROTOCOL", "verbatim"],
+    &["DEBUG", "PROTOCOL", "true"],
+    &["DEBUG", "PROTOCOL", "FALSE"],
+    &["DEBUG", "PROTOCOL", "nosuchtype"],
+    &["DEBUG", "ERROR", "LOADING fake message"],
+    &["DEBUG", "ERROR", "-ERR with a dash"],
+    &["DEBUG", "SLEEP", "0"],
+    &["DEBUG", "SLEEP", "0.01"],
+    &["DEBUG", "SET-ACTIVE-EXPIRE", "0"],
+    &["SET", "k", "v", "PX", "1"],
+    &["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
+    &["DEBUG", "OBJECT", "missing"],
+    &["DEBUG", "DIGEST-VALUE", "missing"],
+    &["DEBUG", "NOSUCHTHING"],
+    &["DEBUG", "ERROR"],
+    &["DEBUG"],
+]];
+
+#[test]
+fn debug_matches_redis_where_enabled() {
+    let shoal = TestNode::with(|c| c.enable_debug_command = "yes".into());
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    compare_family_with("debug", DEBUG, shoal.addr, redis);
+    // Shoal's own figures: DEBUG OBJECT's fields as Redis names them, DIGEST stable while
+    // nothing changes and zeros for an empty node (as Redis's), DIGEST-VALUE per key.
+    let mut c = Conn::connect(shoal.addr);
+    let mut call = |args: &[&str]| -> String {
+        c.send(&multibulk(args));
+        String::from_utf8_lossy(&c.read_reply().expect("a reply")).into_owned()
+    };
+    call(&["FLUSHALL"]);
+    assert_eq!(
+        call(&["DEBUG", "DIGEST"]),
+        format!("+{}\r\n", "0".repeat(40))
+    );
+    call(&["RPUSH", "l", "a", "b", "c"]);
+    call(&["SET", "n", "12345"]);
+    let object = call(&["DEBUG", "OBJECT", "l"]);
+    for field in [
+        "+Value at:0x",
+        " refcount:1 encoding:listpack serializedlength:",
+        " lru:",
+        " lru_seconds_idle:",
+        " ql_nodes:1 ql_avg_node:3.00 ",
+    ] {
+        assert!(object.contains(field), "{field:?} in {object:?}");
+    }
+    assert!(call(&["DEBUG", "OBJECT", "n"]).contains(" encoding:int "));
+    let digest = call(&["DEBUG", "DIGEST"]);
+    assert_eq!(digest.len(), 43, "{digest:?}");
+    assert_eq!(call(&["DEBUG", "DIGEST"]), digest);
+    let values = call(&["DEBUG", "DIGEST-VALUE", "l", "n", "missing"]);
+    assert!(values.starts_with("*3\r\n+"), "{values:?}");
+    assert!(
+        values.ends_with(&format!("+{}\r\n", "0".repeat(40))),
+        "{values:?}"
+    );
+    call(&["RPUSH", "l", "d"]);
+    assert_ne!(call(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(
+        call(&["DEBUG", "PANIC"]),
+        "-ERR DEBUG PANIC is not supported by Shoal\r\n"
+    );
+    // Off (the default): refused as by Redis's default, which the other families' servers
+    // run with.
+    run_family(
+        "debug refused",
+        &[&[&["DEBUG", "PROTOCOL", "string"], &["DEBUG", "HELP"]]],
+    );
 }
 
 #[test]

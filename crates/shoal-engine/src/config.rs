@@ -287,6 +287,9 @@ pub struct NodeConfig {
     /// Port of the Memcached text protocol listener (on `bind`); absent = no Memcached
     /// listener, 0 = any free port. Memcached's own default is 11211.
     pub memcache_port: Option<u16>,
+    /// Who may run DEBUG, as Redis's `enable-debug-command`: `no` (nobody, the default),
+    /// `yes` (every client), `local` (clients on a loopback address).
+    pub enable_debug_command: String,
     /// Memcached's `flush_all` answers `CLIENT_ERROR flush_all not allowed` (memcached's
     /// `-F`, `--disable-flush-all`); RESP's FLUSHALL is not affected.
     pub memcache_disable_flush_all: bool,
@@ -460,6 +463,7 @@ impl Default for NodeConfig {
             log_level: "info".into(),
             memcache_port: None,
             memcache_disable_flush_all: false,
+            enable_debug_command: "no".into(),
             metrics_port: None,
             memcache_max_item_size: ByteSize(1024 * 1024),
             tls_port: None,
@@ -534,6 +538,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "log-level",
     "memcache-port",
     "memcache-disable-flush-all",
+    "enable-debug-command",
     "metrics-port",
     "memcache-max-item-size",
     "tls-port",
@@ -579,6 +584,7 @@ pub const STRING_KEYS: &[&str] = &[
     "aclfile",
     "client-output-buffer-limit",
     "log-level",
+    "enable-debug-command",
     "tls-cert-file",
     "tls-key-file",
     "tls-client-cert-file",
@@ -692,6 +698,12 @@ impl NodeConfig {
         match self.log_level.as_str() {
             "error" | "warn" | "info" | "debug" | "trace" => {}
             other => return Err(format!("invalid log-level '{other}'")),
+        }
+        if !matches!(self.enable_debug_command.as_str(), "no" | "yes" | "local") {
+            return Err(format!(
+                "invalid enable-debug-command '{}': no, yes or local",
+                self.enable_debug_command
+            ));
         }
         WriteAck::from_str(&self.write_ack)?;
         if !matches!(

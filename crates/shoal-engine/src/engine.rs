@@ -54,6 +54,8 @@ pub struct Engine {
     /// A database other than 0 was selected, moved to or swapped once: from then on the
     /// commands that count or list keys sort them by database (`cmd::db`).
     pub numbered_dbs: std::sync::atomic::AtomicBool,
+    /// The cron's active expiry is off (`DEBUG SET-ACTIVE-EXPIRE 0`): keys expire when read.
+    pub active_expire_off: std::sync::atomic::AtomicBool,
     /// Per-command counters, error counts and the slow log.
     pub commands: crate::cmdstats::CommandStats,
     /// The latency monitor's events.
@@ -134,6 +136,7 @@ impl Engine {
             threads: AtomicU64::new(1),
             memory: crate::memory::MemoryState::default(),
             numbered_dbs: std::sync::atomic::AtomicBool::new(false),
+            active_expire_off: std::sync::atomic::AtomicBool::new(false),
             commands,
             latency,
             settings_hook: std::sync::OnceLock::new(),

@@ -696,12 +696,19 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         // Expire due keys for at most ~1/4 of the period, as Redis's active expiry cycle.
         let budget = period / 4;
         let started = Instant::now();
-        loop {
-            let removed = node.engine.store.expire_cycle(now, 1000);
-            // Their `expired` notifications, if on (a round's at most 1,000 keys).
-            node.engine.publish_key_events();
-            if removed < 1000 || started.elapsed() >= budget {
-                break;
+        // (Off after DEBUG SET-ACTIVE-EXPIRE 0: keys then expire when read.)
+        let active_expire = !node
+            .engine
+            .active_expire_off
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if active_expire {
+            loop {
+                let removed = node.engine.store.expire_cycle(now, 1000);
+                // Their `expired` notifications, if on (a round's at most 1,000 keys).
+                node.engine.publish_key_events();
+                if removed < 1000 || started.elapsed() >= budget {
+                    break;
+                }
             }
         }
         // LATENCY's `expire-cycle` event, as Redis's active expiry records it.

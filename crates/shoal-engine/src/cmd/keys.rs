@@ -684,7 +684,7 @@ const OBJECT_HELP: &[&str] = &[
 /// OBJECT ENCODING's answer for a string value, by Redis's rules for a value as SET stores
 /// it: a decimal that fits an i64 is `int`, up to 44 bytes `embstr`, else `raw`. (Redis also
 /// reports `raw` for a short value edited by APPEND or SETRANGE; Shoal does not track that.)
-fn encoding(value: &[u8]) -> &'static str {
+pub(super) fn encoding(value: &[u8]) -> &'static str {
     if value.len() <= 20 && super::parse_i64(value).is_some() {
         "int"
     } else if value.len() <= 44 {

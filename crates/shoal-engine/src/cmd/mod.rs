@@ -1299,7 +1299,9 @@ fn prepare_found(
     }
     // DEBUG and MODULE LOAD are refused before anything else, as Redis refuses its
     // protected commands: inside MULTI too, which the refusal then discards.
-    if let Some(reply) = server::protected_refusal(spec, args) {
+    let debug =
+        node.with_settings(|s| server::debug_allowed(&s.enable_debug_command, session.info.addr));
+    if let Some(reply) = server::protected_refusal(spec, args, debug) {
         count_error(node, &reply);
         return Prepared::Done(reject(session, reply));
     }

@@ -1255,7 +1255,11 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
     ("leave-timeout-ms", |c| c.leave_timeout_ms.to_string(), None),
     // Read-only facts clients ask for.
     ("databases", |_| super::db::DATABASES.to_string(), None),
-    ("enable-debug-command", |_| "no".into(), None),
+    (
+        "enable-debug-command",
+        |c| c.enable_debug_command.clone(),
+        None,
+    ),
     // The collections' encoding thresholds: Redis's defaults, fixed (README).
     ("hash-max-listpack-entries", |_| "512".into(), None),
     ("hash-max-listpack-value", |_| "64".into(), None),
@@ -1632,8 +1636,7 @@ fn acknowledged_replicas(ctx: &Ctx<'_>) -> i64 {
         .unwrap_or(0)
 }
 
-/// DEBUG: refused, as Redis 7 refuses it by default (`enable-debug-command no`, which Shoal
-/// does not let change: its subcommands reach into Redis's internals).
+/// DEBUG: refused unless `enable-debug-command` allows it, as Redis 7 (`no` by default).
 const ERR_DEBUG: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is \
      set to \"local\", you can run it from a local connection, otherwise you need to set this \
      option in the configuration file, and then restart the server.";
@@ -1644,11 +1647,22 @@ const ERR_MODULE: &str = "ERR MODULE command not allowed. If the enable-module-c
      is set to \"local\", you can run it from a local connection, otherwise you need to set \
      this option in the configuration file, and then restart the server.";
 
+/// Whether a client at `peer` may run DEBUG under `enable-debug-command` `setting` (`yes`,
+/// `local`: from a loopback address, as Redis's `islocalClient`; else `no`).
+pub fn debug_allowed(setting: &str, peer: std::net::SocketAddr) -> bool {
+    match setting {
+        "yes" => true,
+        "local" => peer.ip().is_loopback(),
+        _ => false,
+    }
+}
+
 /// Redis's protected commands, refused before they are queued or run (Redis's
-/// `processCommand`): DEBUG, and MODULE LOAD / LOADEX / UNLOAD with their arguments.
-pub fn protected_refusal(spec: &CommandSpec, args: &[Bytes]) -> Option<Reply> {
+/// `processCommand`): DEBUG unless `debug` (see [`debug_allowed`]), and MODULE LOAD /
+/// LOADEX / UNLOAD with their arguments.
+pub fn protected_refusal(spec: &CommandSpec, args: &[Bytes], debug: bool) -> Option<Reply> {
     match spec.name {
-        "debug" => Some(err(ERR_DEBUG)),
+        "debug" if !debug => Some(err(ERR_DEBUG)),
         "module"
             if args.len() >= 3 && super::names_subcommand(&["load", "loadex", "unload"], args) =>
         {
@@ -1658,9 +1672,231 @@ pub fn protected_refusal(spec: &CommandSpec, args: &[Bytes]) -> Option<Reply> {
     }
 }
 
-/// DEBUG (refused before it gets here: [`protected_refusal`]).
-pub fn debug(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    err(ERR_DEBUG)
+const DEBUG_HELP: &[&str] = &[
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
+    "ERROR <string>",
+    "    Return a Redis protocol error with <string> as message.",
+    "OBJECT <key>",
+    "    Show low level info about the `key` and associated value.",
+    "PROTOCOL <type>",
+    "    Reply with a test value of the specified type. <type> can be: string,",
+    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+    "    true, false.",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Setting it to 0 disables expiring keys in background when they are not",
+    "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+    "    default.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "JMAP, LOG <message>, CHANGE-REPL-ID, RELOAD",
+    "    Accepted and change nothing (Shoal keeps nothing on disk: RELOAD leaves the",
+    "    data as it is).",
+    "HELP",
+    "    Print this help.",
+];
+
+/// DEBUG, where `enable-debug-command` lets it run ([`protected_refusal`]): the subcommands
+/// client test suites use (ERROR, SLEEP, OBJECT, PROTOCOL, DIGEST, SET-ACTIVE-EXPIRE), and
+/// no-ops for those about Redis's persistence and internals; the ones that crash or restart
+/// a server are refused.
+pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    let arity = |n: usize| args.len() == n;
+    match &sub[..] {
+        b"help" if arity(2) => help_reply(DEBUG_HELP),
+        b"error" if arity(3) => {
+            // As Redis's `addReplyError`, the text as it is (a leading '-' stays).
+            Reply::error(String::from_utf8_lossy(&args[2]).into_owned())
+        }
+        b"sleep" if arity(3) => {
+            // Redis reads it with `atof`: what is not a number sleeps 0 s.
+            let secs = std::str::from_utf8(&args[2])
+                .ok()
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .unwrap_or(0.0);
+            // The whole node stops, as Redis's one thread does: no other worker runs a
+            // command meanwhile.
+            ctx.engine.store.exclusive(|| {
+                std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e6)));
+            });
+            Reply::ok()
+        }
+        b"object" if arity(3) => debug_object(ctx, &args[2]),
+        b"protocol" if arity(3) => debug_protocol(&args[2], ctx.session.proto),
+        b"set-active-expire" if arity(3) => {
+            let off = args[2][..] == *b"0";
+            ctx.engine.active_expire_off.store(off, Ordering::Relaxed);
+            Reply::ok()
+        }
+        b"digest" if arity(2) => {
+            let mut digest = [0u8; 20];
+            let mut cursor = 0;
+            loop {
+                cursor = ctx.engine.store.scan(cursor, 256, ctx.now_ms, |key, e| {
+                    let value = match e.coll {
+                        Some(c) => crate::rdb::dump_collection(c),
+                        None => crate::rdb::dump_string(e.value),
+                    };
+                    xor_into(&mut digest, &key_digest(key, &value, e.expire_at_ms));
+                });
+                if cursor == 0 {
+                    break;
+                }
+            }
+            Reply::Simple(hex(&digest).into())
+        }
+        b"digest-value" => Reply::Array(
+            args[2..]
+                .iter()
+                .map(|key| {
+                    let value =
+                        ctx.engine
+                            .store
+                            .read(key, ctx.now_ms, shoal_store::Access::Peek, |e| {
+                                e.map(|e| match e.coll {
+                                    Some(c) => crate::rdb::dump_collection(c),
+                                    None => crate::rdb::dump_string(e.value),
+                                })
+                            });
+                    let digest = value.map_or([0u8; 20], |v| key_digest(b"", &v, None));
+                    Reply::Simple(hex(&digest).into())
+                })
+                .collect(),
+        ),
+        b"jmap" | b"change-repl-id" | b"reload" if arity(2) => Reply::ok(),
+        b"log" if arity(3) => Reply::ok(),
+        b"segfault" | b"panic" | b"restart" | b"crash-and-recover" | b"oom" | b"assert" => {
+            Reply::error(format!(
+                "ERR DEBUG {} is not supported by Shoal",
+                String::from_utf8_lossy(&sub).to_ascii_uppercase()
+            ))
+        }
+        _ => Reply::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(&args[1][..args[1].len().min(128)])
+        )),
+    }
+}
+
+/// A key's digest for DEBUG DIGEST: SHA-1 over its name, its value's DUMP form and its
+/// expiry; the dataset's is every key's XORed, so the order keys are met in does not
+/// count (as Redis's, though Redis hashes its own serialisation: the hex differs).
+fn key_digest(key: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> [u8; 20] {
+    let mut data = Vec::with_capacity(key.len() + value.len() + 12);
+    data.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    data.extend_from_slice(key);
+    data.extend_from_slice(value);
+    data.extend_from_slice(&expire_at_ms.unwrap_or(0).to_be_bytes());
+    let hex_digest = super::script::sha1_hex(&data);
+    let mut out = [0u8; 20];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex_digest[2 * i..2 * i + 2], 16).unwrap_or(0);
+    }
+    out
+}
+
+fn xor_into(acc: &mut [u8; 20], d: &[u8; 20]) {
+    for (a, b) in acc.iter_mut().zip(d) {
+        *a ^= b;
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::with_capacity(40), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// DEBUG OBJECT key: Redis's line (`Value at`, `refcount`, `encoding`, `serializedlength`,
+/// the value's RDB size here from its DUMP form, `lru`, `lru_seconds_idle`; a list's
+/// quicklist figures from its chunks).
+fn debug_object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
+    let store = &ctx.engine.store;
+    let now = ctx.now_ms;
+    let seen = store.read(key, now, shoal_store::Access::Peek, |e| {
+        e.map(|e| {
+            let (encoding, dumped, list) = match e.coll {
+                Some(c) => {
+                    let list = match c {
+                        shoal_store::Collection::List(l) => {
+                            Some((l.chunks(), l.len(), c.heap_bytes()))
+                        }
+                        _ => None,
+                    };
+                    (c.encoding(), crate::rdb::dump_collection(c).len(), list)
+                }
+                None => (
+                    super::keys::encoding(e.value),
+                    crate::rdb::dump_string(e.value).len(),
+                    None,
+                ),
+            };
+            (encoding, dumped, list, e.access, e.version)
+        })
+    });
+    let Some((encoding, dumped, list, access, version)) = seen else {
+        return err("ERR no such key");
+    };
+    let idle_s = store.idle_ms(access, now) / 1000;
+    let lru = (now / 1000).saturating_sub(idle_s) & 0xFF_FFFF;
+    // The DUMP form's type byte, RDB version and CRC are not the value's.
+    let serialized = dumped.saturating_sub(11);
+    let mut line = format!(
+        "Value at:0x{:012x} refcount:1 encoding:{encoding} serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle_s}",
+        version & 0xFFFF_FFFF_FFFF
+    );
+    if let Some((nodes, len, bytes)) = list {
+        let avg = if nodes > 0 {
+            len as f64 / nodes as f64
+        } else {
+            0.0
+        };
+        let _ = write!(
+            line,
+            " ql_nodes:{nodes} ql_avg_node:{avg:.2} ql_listpack_max:-2 ql_compressed:0 ql_uncompressed_size:{bytes}"
+        );
+    }
+    Reply::Simple(line.into())
+}
+
+/// DEBUG PROTOCOL type: Redis's test value of each reply type, in the client's protocol
+/// (an attribute is not sent: only the reply that follows it in Redis).
+fn debug_protocol(name: &[u8], proto: shoal_resp::Protocol) -> Reply {
+    let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
+    match &name.to_ascii_lowercase()[..] {
+        b"string" => Reply::Bulk(Bytes::from_static(b"Hello World")),
+        b"integer" => Reply::Int(12345),
+        // Redis's test value, not π.
+        b"double" => Reply::DoubleText(Bytes::from_static(b"3.141")),
+        b"bignum" => Reply::BigNumber(Bytes::from_static(b"1234567999999999999999999999999999999")),
+        b"null" => Reply::Nil,
+        b"array" => Reply::Array(ints()),
+        b"set" => Reply::Set(ints()),
+        b"map" => Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect()),
+        b"attrib" => Reply::Bulk(Bytes::from_static(b"Some real reply following the attribute")),
+        b"push" if proto == shoal_resp::Protocol::Resp2 => {
+            err("ERR RESP2 is not supported by this command")
+        }
+        b"push" => Reply::Seq(vec![
+            Reply::Push(vec![
+                Reply::Bulk(Bytes::from_static(b"server-cpu-usage")),
+                Reply::Int(42),
+            ]),
+            Reply::Bulk(Bytes::from_static(b"Some real reply following the push reply")),
+        ]),
+        b"verbatim" => Reply::Verbatim(Bytes::from_static(b"This is a verbatim\nstring")),
+        b"true" => Reply::Bool(true),
+        b"false" => Reply::Bool(false),
+        _ => err(
+            "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ),
+    }
 }
 
 /// SAVE, BGSAVE [SCHEDULE] and BGREWRITEAOF: Shoal keeps nothing on disk (a cache; its
