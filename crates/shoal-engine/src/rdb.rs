@@ -101,6 +101,14 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
+/// The DUMP payload of a stored key's value, a string or a collection.
+pub fn dump_entry(e: &shoal_store::Entry<'_>) -> Vec<u8> {
+    match e.coll {
+        Some(c) => dump_collection(c),
+        None => dump_string(e.value),
+    }
+}
+
 /// The DUMP payload of a string's bytes.
 pub fn dump_string(value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len() + 16);

@@ -337,10 +337,7 @@ pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .engine
         .store
         .read(&args[1], ctx.now_ms, Access::Read, |e| {
-            e.map(|e| match e.coll {
-                Some(c) => crate::rdb::dump_collection(c),
-                None => crate::rdb::dump_string(e.value),
-            })
+            e.map(|e| crate::rdb::dump_entry(&e))
         });
     match payload {
         None => Reply::Nil,
@@ -1062,10 +1059,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .filter_map(|k| {
             store.read(k, now, Access::Read, |e| {
                 e.map(|e| {
-                    let payload = match e.coll {
-                        Some(c) => crate::rdb::dump_collection(c),
-                        None => crate::rdb::dump_string(e.value),
-                    };
+                    let payload = crate::rdb::dump_entry(&e);
                     let ttl = e.expire_at_ms.map_or(0, |at| at.saturating_sub(now).max(1));
                     (k, ttl, payload)
                 })

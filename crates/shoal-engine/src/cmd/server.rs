@@ -1738,10 +1738,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let mut cursor = 0;
             loop {
                 cursor = ctx.engine.store.scan(cursor, 256, ctx.now_ms, |key, e| {
-                    let value = match e.coll {
-                        Some(c) => crate::rdb::dump_collection(c),
-                        None => crate::rdb::dump_string(e.value),
-                    };
+                    let value = crate::rdb::dump_entry(&e);
                     xor_into(&mut digest, &key_digest(key, &value, e.expire_at_ms));
                 });
                 if cursor == 0 {
@@ -1758,10 +1755,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                         ctx.engine
                             .store
                             .read(key, ctx.now_ms, shoal_store::Access::Peek, |e| {
-                                e.map(|e| match e.coll {
-                                    Some(c) => crate::rdb::dump_collection(c),
-                                    None => crate::rdb::dump_string(e.value),
-                                })
+                                e.map(|e| crate::rdb::dump_entry(&e))
                             });
                     let digest = value.map_or([0u8; 20], |v| key_digest(b"", &v, None));
                     Reply::Simple(hex(&digest).into())
