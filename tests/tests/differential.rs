@@ -6984,6 +6984,13 @@ fn debug_matches_redis_where_enabled() {
         assert!(object.contains(field), "{field:?} in {object:?}");
     }
     assert!(call(&["DEBUG", "OBJECT", "n"]).contains(" encoding:int "));
+    // In a numbered database, its own keys.
+    call(&["SELECT", "3"]);
+    call(&["HSET", "h", "f", "v"]);
+    assert!(call(&["DEBUG", "OBJECT", "h"]).contains(" encoding:listpack "));
+    assert_eq!(call(&["DEBUG", "OBJECT", "n"]), "-ERR no such key\r\n");
+    call(&["DEL", "h"]);
+    call(&["SELECT", "0"]);
     let digest = call(&["DEBUG", "DIGEST"]);
     assert_eq!(digest.len(), 43, "{digest:?}");
     assert_eq!(call(&["DEBUG", "DIGEST"]), digest);

@@ -563,7 +563,9 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 
 pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     match ctx.scope {
-        None if ctx.engine.numbered_dbs() => Reply::Int(db::count_of(ctx, ctx.session.db) as i64),
+        None if ctx.engine.numbered_dbs() => {
+            Reply::Int(db::stored_count_of(ctx, ctx.session.db) as i64)
+        }
         None => Reply::Int(ctx.engine.store.len() as i64),
         Some(scope) if ctx.engine.numbered_dbs() => {
             // A slot holds every database's keys: count the client's.

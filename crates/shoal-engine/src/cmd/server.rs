@@ -1726,7 +1726,11 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             });
             Reply::ok()
         }
-        b"object" if arity(3) => debug_object(ctx, &args[2]),
+        b"object" if arity(3) => {
+            // DEBUG names no key to the router: the client's database is added here.
+            let key = super::db::stored_key(ctx.session.db, &args[2]);
+            debug_object(ctx, &key)
+        }
         b"protocol" if arity(3) => debug_protocol(&args[2], ctx.session.proto),
         b"set-active-expire" if arity(3) => {
             let off = args[2][..] == *b"0";
@@ -1750,11 +1754,12 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         b"digest-value" => Reply::Array(
             args[2..]
                 .iter()
+                .map(|key| super::db::stored_key(ctx.session.db, key))
                 .map(|key| {
                     let value =
                         ctx.engine
                             .store
-                            .read(key, ctx.now_ms, shoal_store::Access::Peek, |e| {
+                            .read(&key, ctx.now_ms, shoal_store::Access::Peek, |e| {
                                 e.map(|e| crate::rdb::dump_entry(&e))
                             });
                     let digest = value.map_or([0u8; 20], |v| key_digest(b"", &v, None));

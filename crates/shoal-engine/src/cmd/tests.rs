@@ -500,6 +500,23 @@ fn expire_family() {
     h.check("EXISTS k", &int(0));
 }
 
+/// DBSIZE counts a key whose time passed until something reclaims it, as Redis's does, in
+/// database 0 (the store's total) and in a numbered one (a walk) alike.
+#[test]
+fn dbsize_counts_expired_keys_not_yet_reclaimed() {
+    let mut h = H::new();
+    for db in ["0", "1"] {
+        h.check(&format!("SELECT {db}"), OK);
+        h.check("SET k v PX 100", OK);
+        h.check("SET other v", OK);
+        h.now += 100;
+        h.check("DBSIZE", &int(2));
+        h.check("GET k", NIL);
+        h.check("DBSIZE", &int(1));
+        h.check("FLUSHDB", OK);
+    }
+}
+
 #[test]
 fn ttl_expires_lazily_at_the_millisecond() {
     let mut h = H::new();
