@@ -211,6 +211,12 @@ impl Proc {
         log[log.len().saturating_sub(30)..].to_vec()
     }
 
+    /// Whether any line the process logged so far contains `text` (not only the last
+    /// lines: a loaded machine logs more after it).
+    fn logged(&self, text: &str) -> bool {
+        self.log.lock().unwrap().iter().any(|l| l.contains(text))
+    }
+
     /// The metrics port's address, from the log (started with `metrics-port=0`).
     fn metrics(&self) -> SocketAddr {
         let find = || {
@@ -1043,13 +1049,7 @@ fn scale_out_crash_restart_and_leave_lose_nothing() {
         n1.wait_exit(Duration::from_secs(90)),
         "a leaving node exits cleanly"
     );
-    assert!(
-        n1.tail()
-            .iter()
-            .any(|l| l.contains("hand-off complete: leaving")),
-        "{:?}",
-        n1.tail()
-    );
+    assert!(n1.logged("hand-off complete: leaving"), "{:?}", n1.tail());
     wait_settled(&[&n0, &n2, &n3]);
     let results: Vec<LoadResult> = loads.into_iter().map(Load::finish).collect();
     for (i, r) in results.iter().enumerate() {
@@ -1898,10 +1898,7 @@ fn a_node_whose_only_seed_is_itself_does_not_serve_alone() {
         .arg("v")
         .query(&mut first.con())
         .expect("SET on a bootstrapped node");
-    assert!(first
-        .tail()
-        .iter()
-        .any(|l| l.contains("starting a new cluster")));
+    assert!(first.logged("starting a new cluster"), "{:?}", first.tail());
 }
 
 /// Figures for the README: a 4th node joins a 3-node cluster holding `SHOAL_FIGURES_KEYS`
