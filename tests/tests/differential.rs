@@ -6922,6 +6922,60 @@ fn large_geo_matches_redis_through_a_cluster_node() {
     run_family_in_cluster("large geo", &[large_geo()]);
 }
 
+/// `rdb_changes_since_last_save` (Redis's `dirty`) grows as Redis's does for writes of
+/// whole keys: one per SET, INCR, key MSET sets, key DEL removes, TTL set or removed, and
+/// nothing for a SETBIT or BITFIELD that changes no bit or a DEL of a missing key (Redis
+/// unit/bitops "SETBIT/BITFIELD only increase dirty when the value changed"). (Collections
+/// count one per key written where Redis counts elements.)
+#[test]
+fn changes_since_last_save_count_as_redis() {
+    fn deltas(addr: SocketAddr) -> Vec<i64> {
+        let mut c = Conn::connect(addr);
+        let mut call = |args: &[&str]| -> Vec<u8> {
+            c.send(&multibulk(args));
+            c.read_reply().expect("a reply")
+        };
+        let dirty = |info: Vec<u8>| -> i64 {
+            let text = String::from_utf8_lossy(bulk_payload(&info).expect("INFO")).into_owned();
+            text.lines()
+                .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+                .expect("the field")
+                .trim()
+                .parse()
+                .expect("a number")
+        };
+        let steps: &[&[&str]] = &[
+            &["SET", "a", "1"],
+            &["SET", "a", "1"],
+            &["INCR", "a"],
+            &["MSET", "x", "1", "y", "2"],
+            &["DEL", "x", "y", "missing"],
+            &["DEL", "missing"],
+            &["EXPIRE", "a", "100"],
+            &["PERSIST", "a"],
+            &["SETBIT", "bits", "0", "0"],
+            &["SETBIT", "bits", "0", "0"],
+            &["SETBIT", "bits", "0", "1"],
+            &["BITFIELD", "bf", "SET", "i5", "0", "0"],
+            &["BITFIELD", "bf", "SET", "i5", "0", "0"],
+            &["BITFIELD", "bf", "SET", "i5", "0", "1"],
+            &["GET", "a"],
+            &["APPEND", "a", "x"],
+            &["GETDEL", "a"],
+        ];
+        let mut out = Vec::new();
+        for step in steps {
+            let before = dirty(call(&["INFO", "persistence"]));
+            drop(call(step));
+            out.push(dirty(call(&["INFO", "persistence"])) - before);
+        }
+        out
+    }
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    assert_eq!(deltas(shoal.addr), deltas(redis.addr));
+}
+
 /// DEBUG where `enable-debug-command` lets it run (both servers with `yes`): its test
 /// replies of every type in RESP2 and RESP3 (but RESP3's attribute, which Shoal leaves out),
 /// ERROR, SLEEP, SET-ACTIVE-EXPIRE, OBJECT and DIGEST-VALUE of a missing key, and the

@@ -48,6 +48,9 @@ pub(crate) struct ShardStats {
     /// `evicted_unfetched`).
     pub(crate) expired_unfetched: u64,
     pub(crate) evicted_unfetched: u64,
+    /// Writes that changed a key's value, TTL or presence here, one per key a command
+    /// changed (Redis's `dirty`, which INFO shows as `rdb_changes_since_last_save`).
+    pub(crate) changes: u64,
 }
 
 impl ShardStats {

@@ -215,6 +215,10 @@ pub struct StoreStats {
     /// Of `expired_keys` and `evicted_keys`, the keys never read since their last value.
     pub expired_unfetched: u64,
     pub evicted_unfetched: u64,
+    /// Changes of a key's value, TTL or presence since the start: every write that took a
+    /// new version, every TTL set or removed, every key removed by a command (Redis's
+    /// `dirty`, counted per key rather than per element).
+    pub changes: u64,
     /// The key index: room for this many keys before it grows, in this many bytes.
     pub index_capacity: u64,
     pub index_bytes: u64,
@@ -436,6 +440,9 @@ pub struct Slot<'a> {
     hash: u64,
     idx: Option<usize>,
     clock: Clock,
+    /// A TTL was set or removed, or the key removed (a new value shows in the shard's
+    /// version clock): [`Store::write`] counts the change.
+    changed: bool,
 }
 
 impl<'a> Slot<'a> {
@@ -455,6 +462,7 @@ impl<'a> Slot<'a> {
             hash,
             idx,
             clock: shared.clock(now_ms),
+            changed: false,
         }
     }
 
@@ -835,6 +843,7 @@ impl<'a> Slot<'a> {
             at => {
                 let at = at.unwrap_or(0);
                 self.shard.set_expire(&self.shared.hasher, i, self.hash, at);
+                self.changed = true;
             }
         }
         true
@@ -860,6 +869,7 @@ impl<'a> Slot<'a> {
                 .tombs
                 .record(self.key, self.hash, version, now, ttl);
         }
+        self.changed = true;
         Some(Garbage {
             effort: item.free_effort(),
             keys: 1,
@@ -1231,10 +1241,15 @@ impl Store {
     pub fn write<R>(&self, key: &[u8], now_ms: u64, f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let hash = self.shared.hasher.hash_one(key);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
+            let versions = shard.clock();
             let mut slot = Slot::open(shard, shared, key, hash, now_ms);
             let r = f(&mut slot);
             if let (Some(i), false) = (slot.idx, untouched()) {
                 slot.clock.touch(&mut slot.shard.items[i].access);
+            }
+            // One change per key a command changed, however many steps it took.
+            if slot.changed || slot.shard.clock() != versions {
+                slot.shard.stats.changes += 1;
             }
             r
         })
@@ -1746,6 +1761,7 @@ impl Store {
             stats.expired_on_access += s.expired_on_access;
             stats.expired_unfetched += s.expired_unfetched;
             stats.evicted_unfetched += s.evicted_unfetched;
+            stats.changes += s.changes;
             stats.index_capacity += capacity as u64;
             stats.index_bytes += bytes as u64;
         }

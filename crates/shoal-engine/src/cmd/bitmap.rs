@@ -461,7 +461,8 @@ fn field_value(v: &[u8], offset: u64, f: &Field) -> i64 {
 }
 
 /// Runs one BITFIELD operation on `v`, whose bit `offset` is the field's first: the reply,
-/// and whether `v` changed.
+/// and whether `v` changed (a SET of the value there, an INCRBY of 0, change nothing, as
+/// Redis counts them).
 fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, bool) {
     let old = field_value(v, offset, f);
     let (fits, answer_new) = match f.op {
@@ -475,7 +476,7 @@ fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, bool) {
         Err(n) => n,
     };
     set_bits(v, offset, f.bits, new as u64);
-    (Reply::Int(if answer_new { new } else { old }), true)
+    (Reply::Int(if answer_new { new } else { old }), new != old)
 }
 
 pub fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -516,6 +517,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
         // every write fails; then each field is edited in place, on the bytes it covers.
         if tri!(slot_string(slot)).is_none_or(|v| v.len() < need) {
             slot.overwrite(need - 1, &[0]);
+            changes = true;
         }
         let replies = fields
             .iter()

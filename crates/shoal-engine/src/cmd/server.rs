@@ -281,8 +281,9 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             "persistence" => {
                 line!("loading:0");
                 line!("async_loading:0");
-                // Nothing is ever saved (a cache): no save ran, so none failed.
-                line!("rdb_changes_since_last_save:0");
+                // Nothing is ever saved (a cache): no save ran, so none failed, and every
+                // change since the start counts.
+                line!("rdb_changes_since_last_save:{}", node.store.stats().changes);
                 line!("rdb_bgsave_in_progress:0");
                 line!(
                     "rdb_last_save_time:{}",
