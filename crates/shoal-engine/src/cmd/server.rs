@@ -1693,7 +1693,7 @@ const DEBUG_HELP: &[&str] = &[
     "    default.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
-    "JMAP, LOG <message>, CHANGE-REPL-ID, RELOAD",
+    "JMAP, LOG <message>, CHANGE-REPL-ID, RELOAD, QUICKLIST-PACKED-THRESHOLD <size>",
     "    Accepted and change nothing (Shoal keeps nothing on disk: RELOAD leaves the",
     "    data as it is).",
     "HELP",
@@ -1769,6 +1769,15 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 .collect(),
         ),
         b"jmap" | b"change-repl-id" | b"reload" if arity(2) => Reply::ok(),
+        // Redis's threshold past which a list element gets a quicklist node of its own:
+        // Shoal's list chunks have no such nodes, so it is checked and changes nothing.
+        b"quicklist-packed-threshold" if arity(3) => {
+            match crate::config::ByteSize::from_str(&String::from_utf8_lossy(&args[2])) {
+                // Redis's `quicklistisSetPackedThreshold`: 0 is its default again.
+                Ok(b) if b.0 <= (1 << 32) - (1 << 20) => Reply::ok(),
+                _ => err("ERR argument must be a memory value bigger than 1 and smaller than 4gb"),
+            }
+        }
         b"log" if arity(3) => Reply::ok(),
         b"segfault" | b"panic" | b"restart" | b"crash-and-recover" | b"oom" | b"assert" => {
             Reply::error(format!(
