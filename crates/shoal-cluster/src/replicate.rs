@@ -40,12 +40,12 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 /// Batches of at least this many bytes go at once.
 const LINGER_BELOW: usize = 64 << 10;
 
-/// Whether a batch of `bytes` lingers ([`LINGER`]) before it goes: only a small one that
-/// nobody waits for (no `write-ack = all` write, no barrier) and that has not lingered yet.
-/// Unpipelined writes otherwise go a few at a time, and each batch costs its replica a
-/// wake-up, a read and an answer, and this node another for the answer.
-fn lingers(bytes: usize, waited_for: bool, lingered: bool) -> bool {
-    bytes > 0 && bytes < LINGER_BELOW && !waited_for && !lingered
+/// Whether a batch of `bytes` waits for more (up to [`LINGER`] from when it started to)
+/// before it goes: only a small one that nobody waits for (no `write-ack = all` write, no
+/// barrier). Unpipelined writes otherwise go a few at a time, and each batch costs its
+/// replica a wake-up, a read and an answer, and this node another for the answer.
+fn lingers(bytes: usize, waited_for: bool) -> bool {
+    bytes > 0 && bytes < LINGER_BELOW && !waited_for
 }
 
 /// One key's change (its state, or a delta) on its way to one replica.
@@ -178,12 +178,17 @@ async fn run(
         // Collect a batch; a barrier ends it (what follows it goes in the next one).
         let mut size = 0;
         let mut next = Some(first);
-        let mut lingered = false;
+        let mut waited_for = false;
+        // One timer for the batch's whole linger (armed when it starts to linger).
+        let linger = tokio::time::sleep(LINGER);
+        tokio::pin!(linger);
+        let mut lingering = false;
         loop {
             while let Some(msg) = next.take() {
                 match msg {
                     Msg::Item(item) => {
                         size += change_len(&item.key, &item.change);
+                        waited_for |= item.ack.is_some();
                         batch.push(item);
                     }
                     Msg::Barrier(done) => {
@@ -195,13 +200,22 @@ async fn run(
                     next = rx.try_recv().ok();
                 }
             }
-            let waited_for = !barriers.is_empty() || batch.iter().any(|i| i.ack.is_some());
-            if !lingers(size, waited_for, lingered) {
+            // Whatever joined while it lingered is judged too: a write someone waits for,
+            // or a barrier, ends the wait at once.
+            if !lingers(size, waited_for || !barriers.is_empty()) {
                 break;
             }
-            lingered = true;
-            tokio::time::sleep(LINGER).await;
-            next = rx.try_recv().ok();
+            if !lingering {
+                lingering = true;
+                linger.as_mut().reset(tokio::time::Instant::now() + LINGER);
+            }
+            tokio::select! {
+                msg = rx.recv() => match msg {
+                    Some(msg) => next = Some(msg),
+                    None => break,
+                },
+                _ = linger.as_mut() => break,
+            }
         }
         if !batch.is_empty() {
             bytes.fetch_sub(size, Ordering::Relaxed);
@@ -396,14 +410,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_small_batch_nobody_waits_for_lingers_once() {
-        assert!(lingers(100, false, false));
-        assert!(lingers(LINGER_BELOW - 1, false, false));
-        // Lingered already, large enough, or waited for (write-ack = all, a barrier): goes.
-        assert!(!lingers(100, false, true));
-        assert!(!lingers(LINGER_BELOW, false, false));
-        assert!(!lingers(100, true, false));
+    fn only_a_small_batch_nobody_waits_for_lingers() {
+        assert!(lingers(100, false));
+        assert!(lingers(LINGER_BELOW - 1, false));
+        // Large enough, or waited for (write-ack = all, a barrier): goes.
+        assert!(!lingers(LINGER_BELOW, false));
+        assert!(!lingers(100, true));
         // Nothing to send (only a barrier): nothing to linger for.
-        assert!(!lingers(0, false, false));
+        assert!(!lingers(0, false));
     }
 }
