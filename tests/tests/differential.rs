@@ -4138,6 +4138,8 @@ fn script_errors_are_counted_once_as_redis() {
         let mut replies = Vec::new();
         call(&["CONFIG", "RESETSTAT"]);
         call(&["SET", "s", "x"]);
+        // A protected command refused (DEBUG under `enable-debug-command no`): one error.
+        replies.push(escape(&call(&["DEBUG", "HELP"])));
         for script in [
             "return redis.call('incr', KEYS[1])",
             "return redis.pcall('incr', KEYS[1])",
@@ -6962,6 +6964,12 @@ fn changes_since_last_save_count_as_redis() {
             &["GET", "a"],
             &["APPEND", "a", "x"],
             &["GETDEL", "a"],
+            // A collection write that changes nothing counts nothing.
+            &["SADD", "set", "m"],
+            &["SADD", "set", "m"],
+            &["SREM", "set", "missing"],
+            &["ZADD", "z", "1", "m"],
+            &["ZADD", "z", "1", "m"],
         ];
         let mut out = Vec::new();
         for step in steps {

@@ -690,7 +690,8 @@ fn slabs(node: &Engine, out: &mut BytesMut) {
     if let Some(chunk) = store.used_memory.checked_div(store.keys) {
         let chunk = chunk.max(1);
         let per_page = (SLAB_PAGE / chunk).max(1);
-        let total = pages * per_page;
+        // Never fewer chunks than items (large items round the pages down).
+        let total = (pages * per_page).max(store.keys);
         for (name, n) in [
             ("chunk_size", chunk),
             ("chunks_per_page", per_page),

@@ -86,6 +86,9 @@ pub(crate) struct Shard {
     pub(crate) stats: ShardStats,
     /// The last version handed out or seen in a replicated state (see `next_version`).
     last_version: u64,
+    /// Versions handed out for writes that stood (`next_version`, less the ones an edit
+    /// that changed nothing gave back): what [`crate::Store::write`] counts changes by.
+    pub(crate) bumps: u64,
     /// This shard's place in the low bits of a version taken from the clock
     /// ([`Shard::with_index`]), so two shards' first writes in one millisecond differ.
     spread: u64,
@@ -256,6 +259,7 @@ impl Shard {
     /// `old` is the key's version before this write (`None`: a new key), noted for
     /// [`crate::record_writes`]; a version forced there is taken instead of the clock's.
     pub(crate) fn next_version(&mut self, old: Option<u64>, now_ms: u64) -> u64 {
+        self.bumps += 1;
         let forced = RECORDING.with(|r| {
             let mut rec = r.get();
             let forced = if rec.on { rec.forced.take() } else { None };

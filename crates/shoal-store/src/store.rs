@@ -680,6 +680,7 @@ impl<'a> Slot<'a> {
         if !changed {
             // Nothing changed: the key keeps its version, and the write is not one.
             self.shard.items[i].version = before;
+            self.shard.bumps -= 1;
             crate::shard::unnote_version();
         } else if self.shard.items[i].coll().is_some_and(Collection::is_empty) {
             self.remove();
@@ -926,6 +927,8 @@ impl<'a> Slot<'a> {
             return false;
         }
         item.overwrite(offset, bytes);
+        // A change for `rdb_changes_since_last_save` (Redis counts PFCOUNT's write-back).
+        self.changed = true;
         true
     }
 
@@ -1241,14 +1244,14 @@ impl Store {
     pub fn write<R>(&self, key: &[u8], now_ms: u64, f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let hash = self.shared.hasher.hash_one(key);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
-            let versions = shard.clock();
+            let bumps = shard.bumps;
             let mut slot = Slot::open(shard, shared, key, hash, now_ms);
             let r = f(&mut slot);
             if let (Some(i), false) = (slot.idx, untouched()) {
                 slot.clock.touch(&mut slot.shard.items[i].access);
             }
             // One change per key a command changed, however many steps it took.
-            if slot.changed || slot.shard.clock() != versions {
+            if slot.changed || slot.shard.bumps != bumps {
                 slot.shard.stats.changes += 1;
             }
             r
@@ -1998,10 +2001,15 @@ impl Store {
         self.shared.apply_floor[0].load(Relaxed)
     }
 
-    /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT).
+    /// Zeroes the expired/evicted/hit/miss counters (CONFIG RESETSTAT); the count of changes
+    /// stays, as Redis's `dirty` does.
     pub fn reset_stats(&self) {
         for idx in 0..SHARDS {
-            self.lock(idx).stats = Default::default();
+            let mut shard = self.lock(idx);
+            shard.stats = crate::shard::ShardStats {
+                changes: shard.stats.changes,
+                ..Default::default()
+            };
         }
     }
 }

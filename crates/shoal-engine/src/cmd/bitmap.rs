@@ -461,22 +461,25 @@ fn field_value(v: &[u8], offset: u64, f: &Field) -> i64 {
 }
 
 /// Runs one BITFIELD operation on `v`, whose bit `offset` is the field's first: the reply,
-/// and whether `v` changed (a SET of the value there, an INCRBY of 0, change nothing, as
-/// Redis counts them).
-fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, bool) {
+/// and for a write that ran, whether `v` changed (a SET of the value there, an INCRBY of 0,
+/// change nothing, as Redis counts them); `None` for a GET or a write OVERFLOW FAIL refused.
+fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, Option<bool>) {
     let old = field_value(v, offset, f);
     let (fits, answer_new) = match f.op {
-        FieldOp::Get => return (Reply::Int(old), false),
+        FieldOp::Get => return (Reply::Int(old), None),
         FieldOp::Set(x) => (add_in_field(x, 0, f.bits, f.signed, f.overflow), false),
         FieldOp::IncrBy(x) => (add_in_field(old, x, f.bits, f.signed, f.overflow), true),
     };
     let new = match fits {
         Ok(n) => n,
-        Err(_) if f.overflow == Overflow::Fail => return (Reply::Nil, false),
+        Err(_) if f.overflow == Overflow::Fail => return (Reply::Nil, None),
         Err(n) => n,
     };
     set_bits(v, offset, f.bits, new as u64);
-    (Reply::Int(if answer_new { new } else { old }), new != old)
+    (
+        Reply::Int(if answer_new { new } else { old }),
+        Some(new != old),
+    )
 }
 
 pub fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -512,12 +515,13 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
     }
     let need = (highest >> 3) as usize + 1;
     let mut changes = false;
+    let mut grown = false;
     let reply = ctx.engine.store.write(&args[1], ctx.now_ms, |slot| {
         // Grown (or created) first to hold every written field, as Redis does even when
         // every write fails; then each field is edited in place, on the bytes it covers.
         if tri!(slot_string(slot)).is_none_or(|v| v.len() < need) {
             slot.overwrite(need - 1, &[0]);
-            changes = true;
+            grown = true;
         }
         let replies = fields
             .iter()
@@ -532,11 +536,12 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
                         window[..end - first].copy_from_slice(&v[first..end]);
                     }
                 }
-                let (reply, changed) = run_field(&mut window[..n], f.offset & 7, f);
-                if changed {
+                let (reply, wrote) = run_field(&mut window[..n], f.offset & 7, f);
+                if wrote == Some(true) {
                     slot.overwrite(first, &window[..n]);
-                    changes = true;
                 }
+                // Redis's `dirty || oldval != newval`, for each write that ran.
+                changes |= wrote.is_some_and(|changed| changed || grown);
                 reply
             })
             .collect();

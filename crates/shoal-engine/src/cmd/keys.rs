@@ -573,7 +573,9 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
             let mut n = 0usize;
             for s in (0..shoal_store::SLOTS).filter(|&s| scope.includes(s)) {
                 if ctx.engine.store.count_in_slot(s) > 0 {
-                    ctx.engine.store.for_each_in_slot(s, ctx.now_ms, |k, _| {
+                    // At time 0 nothing is expired: expired keys not yet reclaimed count,
+                    // as in database 0 and in Redis.
+                    ctx.engine.store.for_each_in_slot(s, 0, |k, _| {
                         n += usize::from(db::split_key(k).0 == db);
                     });
                 }

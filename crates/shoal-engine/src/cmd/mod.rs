@@ -1299,10 +1299,11 @@ fn prepare_found(
     }
     // DEBUG and MODULE LOAD are refused before anything else, as Redis refuses its
     // protected commands: inside MULTI too, which the refusal then discards.
-    let debug =
-        node.with_settings(|s| server::debug_allowed(&s.enable_debug_command, session.info.addr));
+    // (Counted as an error by the caller, `prepare_checked`, as every refusal here.)
+    let debug = spec.name == "debug"
+        && node
+            .with_settings(|s| server::debug_allowed(&s.enable_debug_command, session.info.addr));
     if let Some(reply) = server::protected_refusal(spec, args, debug) {
-        count_error(node, &reply);
         return Prepared::Done(reject(session, reply));
     }
     if !session.authenticated && spec.flags & NOAUTH == 0 {

@@ -801,7 +801,11 @@ fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Rep
         // Nested past what the reply's encoder should recurse into: Redis's error where its
         // Lua stack gives out (at ~8,000 levels there; here at 64), not a silent nil.
         Value::Table(_) if depth >= REPLY_MAX_DEPTH => {
-            Reply::Error("ERR reached lua stack limit".into())
+            let e = "ERR reached lua stack limit";
+            if depth > 0 {
+                REPLY_ERRORS.with(|r| r.borrow_mut().nested.push(e.into()));
+            }
+            Reply::Error(e.into())
         }
         Value::Table(t) => {
             let get = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
@@ -878,7 +882,11 @@ const REPLY_MAX_DEPTH: usize = 64;
 fn result_reply(v: Value) -> Reply {
     let mut left = REPLY_MAX_BYTES;
     let resp3 = RESP3.with(std::cell::Cell::get);
-    to_reply(v, 0, &mut left, resp3).unwrap_or_else(|| err("ERR the script's reply is too large"))
+    to_reply(v, 0, &mut left, resp3).unwrap_or_else(|| {
+        // The errors met on the way are not in the reply: only this one is.
+        REPLY_ERRORS.with(|e| *e.borrow_mut() = ReplyErrors::default());
+        err("ERR the script's reply is too large")
+    })
 }
 
 /// What `redis.call` may run: no command a script may not run (nor the node's internal

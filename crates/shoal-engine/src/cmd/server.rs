@@ -1653,7 +1653,7 @@ const ERR_MODULE: &str = "ERR MODULE command not allowed. If the enable-module-c
 pub fn debug_allowed(setting: &str, peer: std::net::SocketAddr) -> bool {
     match setting {
         "yes" => true,
-        "local" => peer.ip().is_loopback(),
+        "local" => peer.ip().to_canonical().is_loopback(),
         _ => false,
     }
 }
@@ -1734,7 +1734,12 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         b"protocol" if arity(3) => debug_protocol(&args[2], ctx.session.proto),
         b"set-active-expire" if arity(3) => {
-            let off = args[2][..] == *b"0";
+            // Redis reads it with `atoi`: 0, or what is not a number, turns it off.
+            let off = std::str::from_utf8(&args[2])
+                .ok()
+                .and_then(|s| s.trim().parse::<i64>().ok())
+                .unwrap_or(0)
+                == 0;
             ctx.engine.active_expire_off.store(off, Ordering::Relaxed);
             Reply::ok()
         }
