@@ -212,7 +212,8 @@ fn the_memcached_port_answers_as_memcached_does() {
             b"slabs automove 1\r\nslabs automove 0 noreply\r\nslabs automove 3\r\n\
               slabs automove x\r\nslabs automove ratio 0.8\r\nslabs automove ratio\r\n\
               slabs reassign 1 1\r\nslabs reassign 1 70\r\nslabs reassign -1 1\r\n\
-              slabs reassign a 1\r\nslabs reassign 1\r\nslabs foo\r\nslabs\r\n"
+              slabs reassign a 1\r\nslabs reassign 1\r\nslabs foo\r\nslabs\r\n\
+              slabs automove 5 noreply\r\nslabs automove x noreply\r\n"
                 .to_vec(),
         ),
         (

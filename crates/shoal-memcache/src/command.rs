@@ -34,8 +34,8 @@ impl StoreMode {
 /// The `slabs` subcommands (see [`Command::Slabs`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Slabs {
-    /// `slabs automove <level> [noreply]`, level 0, 1 or 2.
-    Automove { level: u8, noreply: bool },
+    /// `slabs automove <level> [noreply]` (memcached takes 0, 1 or 2).
+    Automove { level: u32, noreply: bool },
     /// `slabs reassign <src> <dst>`.
     Reassign { src: i32, dst: i32 },
 }
@@ -45,7 +45,8 @@ impl Slabs {
     /// twice is SAME; classes 0, the page pool, and 1 exist but have no page to spare).
     pub fn answer(&self) -> &'static str {
         match *self {
-            Slabs::Automove { .. } => "OK",
+            Slabs::Automove { level, .. } if level <= 2 => "OK",
+            Slabs::Automove { .. } => "ERROR",
             Slabs::Reassign { src, dst } if src == dst => "SAME src and dst class are identical",
             Slabs::Reassign { src, dst } if (0..=1).contains(&src) && (0..=1).contains(&dst) => {
                 "NOSPARE source class has no spare pages"

@@ -415,7 +415,7 @@ fn classic_noreply(line: &[u8]) -> bool {
             | b"flush_all"
             | b"verbosity"
             | b"cache_memlimit"
-    );
+    ) || (first == b"slabs" && words.clone().next() == Some(&b"automove"[..]));
     classic && words.next_back() == Some(&b"noreply"[..])
 }
 
@@ -591,13 +591,7 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
                 b"ratio" => return Err(ParseError::UnknownCommand),
                 w => parse_u32(w).ok_or(ParseError::BadCommandLine)?,
             };
-            if level > 2 {
-                return Err(ParseError::UnknownCommand);
-            }
-            done(Command::Slabs(Slabs::Automove {
-                level: level as u8,
-                noreply,
-            }))
+            done(Command::Slabs(Slabs::Automove { level, noreply }))
         }
         b"verbosity" => {
             t.want(1, 2)?;

@@ -276,6 +276,14 @@ fn admin_commands() {
             noreply: true
         })
     );
+    assert_eq!(
+        Slabs::Automove {
+            level: 3,
+            noreply: false
+        }
+        .answer(),
+        "ERROR"
+    );
     let reassign = one(b"slabs reassign -1 1\r\n");
     assert_eq!(
         reassign,
