@@ -440,8 +440,8 @@ pub struct Slot<'a> {
     hash: u64,
     idx: Option<usize>,
     clock: Clock,
-    /// A TTL was set or removed, or the key removed (a new value shows in the shard's
-    /// version clock): [`Store::write`] counts the change.
+    /// A TTL was set or removed, the key removed or its bytes patched (a new value shows in
+    /// the shard's `bumps`): [`Store::write`] counts the change.
     changed: bool,
 }
 
