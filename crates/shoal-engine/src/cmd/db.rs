@@ -178,10 +178,15 @@ pub fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// Calls `f` with every stored key of database `db` (their bytes as stored).
-pub fn each_key_of(ctx: &Ctx<'_>, db: u8, mut f: impl FnMut(&[u8])) {
+pub fn each_key_of(ctx: &Ctx<'_>, db: u8, f: impl FnMut(&[u8])) {
+    walk(ctx, db, ctx.now_ms, f);
+}
+
+/// Calls `f` with every key of database `db` live at `now_ms` (0: every stored key).
+fn walk(ctx: &Ctx<'_>, db: u8, now_ms: u64, mut f: impl FnMut(&[u8])) {
     let mut cursor = 0;
     loop {
-        cursor = ctx.engine.store.scan(cursor, 4096, ctx.now_ms, |k, _| {
+        cursor = ctx.engine.store.scan(cursor, 4096, now_ms, |k, _| {
             if split_key(k).0 == db {
                 f(k);
             }
@@ -210,16 +215,8 @@ pub fn count_of(ctx: &Ctx<'_>, db: u8) -> usize {
 /// DBSIZE counts them (and as DBSIZE of database 0 counts, from the store's total).
 pub fn stored_count_of(ctx: &Ctx<'_>, db: u8) -> usize {
     let mut n = 0;
-    let mut cursor = 0;
-    loop {
-        // At time 0 nothing is expired: the walk passes every stored key.
-        cursor = ctx.engine.store.scan(cursor, 4096, 0, |k, _| {
-            n += usize::from(split_key(k).0 == db);
-        });
-        if cursor == 0 {
-            return n;
-        }
-    }
+    walk(ctx, db, 0, |_| n += 1);
+    n
 }
 
 /// A random key of database `db`: random keys of the keyspace until one is there, then a

@@ -1806,12 +1806,7 @@ fn key_digest(key: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> [u8; 20] {
     data.extend_from_slice(key);
     data.extend_from_slice(value);
     data.extend_from_slice(&expire_at_ms.unwrap_or(0).to_be_bytes());
-    let hex_digest = super::script::sha1_hex(&data);
-    let mut out = [0u8; 20];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex_digest[2 * i..2 * i + 2], 16).unwrap_or(0);
-    }
-    out
+    sha1_smol::Sha1::from(&data).digest().bytes()
 }
 
 fn xor_into(acc: &mut [u8; 20], d: &[u8; 20]) {
