@@ -479,6 +479,74 @@ fn client_list_shows_the_buffers_as_they_are() {
     }));
 }
 
+/// A connection idle for two seconds gives its buffers back, as Redis frees an idle client's
+/// query buffer: CLIENT LIST shows `qbuf=0 qbuf-free=0 rbs=0`, on the RESP and the Memcached
+/// port. The next requests (larger than the first small read) are served whole, and the
+/// buffers come back.
+#[test]
+fn an_idle_client_gives_its_buffers_back() {
+    use shoal_tests::{read_exact_by, send};
+    let node = TestNode::with(|c| c.memcache_port = Some(0));
+    let mut watcher = node.client();
+    let deadline = Duration::from_secs(15);
+    // CLIENT LIST's fields of the connection whose local port is `port`.
+    let mut fields = |port: u16| -> std::collections::HashMap<String, String> {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut watcher)
+            .unwrap();
+        let line = list
+            .lines()
+            .find(|l| l.contains(&format!("addr=127.0.0.1:{port} ")))
+            .unwrap_or_else(|| panic!("no client from port {port} in {list}"))
+            .to_string();
+        line.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let trimmed = |f: &std::collections::HashMap<String, String>| {
+        (
+            f["qbuf"].as_str(),
+            f["qbuf-free"].as_str(),
+            f["rbs"].as_str(),
+        ) == ("0", "0", "0")
+    };
+    let value = "v".repeat(300);
+
+    let mut r = node.raw();
+    send(&mut r, b"PING\r\n");
+    assert_eq!(read_exact_by(&mut r, 7, deadline), b"+PONG\r\n");
+    let rport = r.local_addr().unwrap().port();
+    assert!(fields(rport)["rbs"].parse::<u64>().unwrap() > 0);
+    assert!(wait_until(deadline, || trimmed(&fields(rport))));
+    let f = fields(rport);
+    assert!(f["idle"].parse::<u64>().unwrap() >= 2, "{f:?}");
+    let set = format!(
+        "*3\r\n$3\r\nSET\r\n$4\r\nidle\r\n$300\r\n{value}\r\n*2\r\n$3\r\nGET\r\n$4\r\nidle\r\n"
+    );
+    send(&mut r, set.as_bytes());
+    let want = format!("+OK\r\n$300\r\n{value}\r\n");
+    assert_eq!(read_exact_by(&mut r, want.len(), deadline), want.as_bytes());
+    assert!(fields(rport)["rbs"].parse::<u64>().unwrap() > 0);
+
+    let mut m = std::net::TcpStream::connect(node.memcache_addr.unwrap()).unwrap();
+    send(&mut m, b"version\r\n");
+    let mut version = Vec::new();
+    while !version.ends_with(b"\r\n") {
+        version.extend(read_exact_by(&mut m, 1, deadline));
+    }
+    assert!(version.starts_with(b"VERSION "), "{version:?}");
+    let mport = m.local_addr().unwrap().port();
+    assert!(wait_until(deadline, || trimmed(&fields(mport))));
+    send(
+        &mut m,
+        format!("set mc 0 0 300\r\n{value}\r\nget mc\r\n").as_bytes(),
+    );
+    let want = format!("STORED\r\nVALUE mc 0 300\r\n{value}\r\nEND\r\n");
+    assert_eq!(read_exact_by(&mut m, want.len(), deadline), want.as_bytes());
+}
+
 /// The latency monitor samples a command that runs past `latency-monitor-threshold`: KEYS
 /// over 50,000 keys takes well over a millisecond, so it shows in LATENCY LATEST, HISTORY,
 /// DOCTOR and GRAPH; RESET forgets it.

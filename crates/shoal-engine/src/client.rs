@@ -15,8 +15,28 @@ use bytes::Bytes;
 
 use crate::clock::now_ms;
 
-/// How CLIENT KILL stops a connection (the engine has no runtime: the front end says how).
-pub type StopFn = Box<dyn Fn() + Send + Sync>;
+/// What the engine asks of a connection's I/O loop, through the [`SignalFn`] it registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// CLIENT KILL: close at the next turn.
+    Stop,
+    /// Idle for [`TRIM_IDLE_MS`]: give the empty input and output buffers back.
+    Trim,
+}
+
+/// How the engine signals a connection (it has no runtime: the front end says how).
+pub type SignalFn = Box<dyn Fn(Signal) + Send + Sync>;
+
+/// A connection idle this long gives its buffers back, as Redis frees an idle client's query
+/// buffer after 2 s (`clientsCronResizeQueryBuffer`).
+pub const TRIM_IDLE_MS: u64 = 2000;
+
+/// Whether a connection last active at `last_ms`, holding `buffer_bytes` of buffers, is asked
+/// to give them back at `now_ms`: idle for [`TRIM_IDLE_MS`] and not blocked (a blocked command
+/// ends with a reply that needs the output buffer).
+pub fn trim_due(last_ms: u64, now_ms: u64, buffer_bytes: u64, blocked: bool) -> bool {
+    !blocked && buffer_bytes > 0 && now_ms.saturating_sub(last_ms) >= TRIM_IDLE_MS
+}
 
 /// What other tasks may read of one connection.
 pub struct ClientInfo {
@@ -42,9 +62,9 @@ pub struct ClientInfo {
     pub no_touch: AtomicBool,
     /// The connection came in on the cluster-client port (Redis Cluster's rules).
     pub redis_cluster: AtomicBool,
-    /// Stops the connection (CLIENT KILL calls it); the connection's own stop signal, given
-    /// by the front end that registered it.
-    stop: StopFn,
+    /// Signals the connection (CLIENT KILL stops it, the cron asks an idle one to trim its
+    /// buffers); given by the front end that registered it.
+    signal: SignalFn,
     /// Set by CLIENT KILL: a killed connection drops even the replies it has not sent, a
     /// connection stopped by shutdown delivers them first.
     pub killed: AtomicBool,
@@ -133,11 +153,11 @@ impl ClientInfo {
             0,
             unspecified,
             unspecified,
-            Box::new(|| {}),
+            Box::new(|_| {}),
         ))
     }
 
-    fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, stop: StopFn) -> ClientInfo {
+    fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, signal: SignalFn) -> ClientInfo {
         let now = now_ms();
         ClientInfo {
             id,
@@ -155,7 +175,7 @@ impl ClientInfo {
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
             redis_cluster: AtomicBool::new(false),
-            stop,
+            signal,
             killed: AtomicBool::new(false),
             buffers: Buffers::default(),
             blocked: AtomicBool::new(false),
@@ -168,7 +188,18 @@ impl ClientInfo {
     /// CLIENT KILL: close the connection at its next turn, unsent replies dropped.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);
-        (self.stop)();
+        (self.signal)(Signal::Stop);
+    }
+
+    /// True when the cron should ask it to give its buffers back ([`trim_due`]).
+    fn wants_trim(&self, now_ms: u64) -> bool {
+        let rbs = self.buffers.rbs.load(Ordering::Relaxed);
+        trim_due(
+            self.last_interaction_ms.load(Ordering::Relaxed),
+            now_ms,
+            rbs,
+            self.blocked.load(Ordering::Relaxed),
+        )
     }
 
     /// True while it subscribes to something (CLIENT LIST's flag `P`, `TYPE pubsub`).
@@ -249,10 +280,15 @@ pub struct ClientRegistry {
 
 impl ClientRegistry {
     /// Registers a new connection and returns its shared info; ids start at 1 and only grow.
-    /// `stop` stops the connection (for CLIENT KILL).
-    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, stop: StopFn) -> Arc<ClientInfo> {
+    /// `signal` reaches the connection's I/O loop (CLIENT KILL, trimming when idle).
+    pub fn register(
+        &self,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        signal: SignalFn,
+    ) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let info = Arc::new(ClientInfo::new(id, addr, laddr, stop));
+        let info = Arc::new(ClientInfo::new(id, addr, laddr, signal));
         self.lock().insert(id, info.clone());
         info
     }
@@ -282,11 +318,79 @@ impl ClientRegistry {
         self.lock().len()
     }
 
+    /// Asks each connection idle for [`TRIM_IDLE_MS`] that still holds buffers to give them
+    /// back (the cron's once a second, as Redis's `clientsCron`); returns how many were asked.
+    pub fn trim_idle(&self, now_ms: u64) -> usize {
+        let clients = self.lock();
+        let mut asked = 0;
+        for c in clients.values().filter(|c| c.wants_trim(now_ms)) {
+            (c.signal)(Signal::Trim);
+            asked += 1;
+        }
+        asked
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<ClientInfo>>> {
         self.clients.lock().expect("client registry lock poisoned")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trim_is_due_for_an_idle_client_holding_buffers() {
+        assert!(trim_due(1_000, 1_000 + TRIM_IDLE_MS, 16_384, false));
+        assert!(
+            !trim_due(1_000, 999 + TRIM_IDLE_MS, 16_384, false),
+            "not idle long enough"
+        );
+        assert!(
+            !trim_due(1_000, 1_000 + TRIM_IDLE_MS, 0, false),
+            "nothing to give back"
+        );
+        assert!(
+            !trim_due(1_000, 1_000 + TRIM_IDLE_MS, 16_384, true),
+            "blocked"
+        );
+        // A clock that went back is no idleness.
+        assert!(!trim_due(5_000, 1_000, 16_384, false));
+    }
+
+    #[test]
+    fn the_registry_asks_only_idle_clients_with_buffers() {
+        let reg = ClientRegistry::default();
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let asked = Arc::new(AtomicU64::new(0));
+        let mut infos = Vec::new();
+        for _ in 0..3 {
+            let asked = asked.clone();
+            infos.push(reg.register(
+                addr,
+                addr,
+                Box::new(move |s| {
+                    if s == Signal::Trim {
+                        asked.fetch_add(1, Ordering::Relaxed);
+                    }
+                }),
+            ));
+        }
+        let now = infos[0].last_interaction_ms.load(Ordering::Relaxed) + TRIM_IDLE_MS;
+        // 0 holds buffers and is idle, 1 gave them back, 2 was active a moment ago.
+        infos[0].buffers.set_input(0, 16_384);
+        infos[2].buffers.set_input(0, 16_384);
+        infos[2]
+            .last_interaction_ms
+            .store(now - 1, Ordering::Relaxed);
+        assert_eq!(reg.trim_idle(now), 1);
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+        // CLIENT KILL is the other signal, not a trim.
+        infos[1].kill();
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
     }
 }

@@ -510,9 +510,9 @@ mod tests {
     fn client(id: u64) -> Arc<ClientInfo> {
         let reg = crate::client::ClientRegistry::default();
         let a = SocketAddr::from(([127, 0, 0, 1], 1000 + id as u16));
-        let mut info = reg.register(a, a, Box::new(|| {}));
+        let mut info = reg.register(a, a, Box::new(|_| {}));
         for _ in 1..id {
-            info = reg.register(a, a, Box::new(|| {}));
+            info = reg.register(a, a, Box::new(|_| {}));
         }
         info
     }
@@ -586,7 +586,7 @@ mod tests {
         let k = killed.clone();
         let reg = crate::client::ClientRegistry::default();
         let a = SocketAddr::from(([127, 0, 0, 1], 1));
-        let info = reg.register(a, a, Box::new(move || k.store(true, Ordering::Relaxed)));
+        let info = reg.register(a, a, Box::new(move |_| k.store(true, Ordering::Relaxed)));
         let mut sub = Subscriber::new(ps.clone(), info.clone());
         sub.subscribe(Space::Channel, &b("c"));
         let limit = ClassLimit {

@@ -31,6 +31,7 @@ use futures_util::FutureExt;
 use shoal_resp::reply::Sink;
 use shoal_tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
@@ -222,6 +223,17 @@ impl Replies {
         !self.tail.is_empty()
     }
 
+    /// Gives back the empty buffers (an idle connection's: Redis keeps 0 bytes of query
+    /// buffer for an idle client, memcached returns its read buffer to the thread's pool).
+    fn trim(&mut self) {
+        if self.out.is_empty() {
+            self.out = OutQueue::default();
+        }
+        if self.tail.is_empty() {
+            self.tail = BytesMut::new();
+        }
+    }
+
     /// Publishes the output's state for CLIENT LIST (`obl`, `oll`, `omem`).
     fn publish(&self, info: &ClientInfo) {
         let out = &self.out;
@@ -350,6 +362,7 @@ pub async fn run_connection<F: Frontend>(
     mut carried: Carried,
     info: Arc<ClientInfo>,
     stop: CancellationToken,
+    trim: &Notify,
     mut frontend: F,
 ) -> Option<Moving<F>> {
     let _ = stream.tcp().set_nodelay(true);
@@ -357,10 +370,10 @@ pub async fn run_connection<F: Frontend>(
     let reason = serve(
         &node,
         &mut stream,
-        &mut carried.input,
-        &mut carried.affinity,
+        &mut carried,
         info,
         stop,
+        trim,
         &mut frontend,
     )
     .await;
@@ -519,12 +532,13 @@ async fn write_out(
 async fn serve<F: Frontend>(
     node: &Arc<Server>,
     stream: &mut Stream,
-    input: &mut BytesMut,
-    affinity: &mut Affinity,
+    carried: &mut Carried,
     info: Arc<ClientInfo>,
     token: CancellationToken,
+    trim: &Notify,
     frontend: &mut F,
 ) -> Close {
+    let Carried { input, affinity } = carried;
     if input.capacity() == 0 {
         *input = BytesMut::with_capacity(MIN_READ);
     }
@@ -539,6 +553,11 @@ async fn serve<F: Frontend>(
     tokio::pin!(stop);
     let idle = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(idle);
+    // The cron's ask to give the buffers back (see `Replies::trim`); registered once, as `stop`.
+    let trim_asked = trim.notified();
+    tokio::pin!(trim_asked);
+    // The buffers were given back: the next read takes what arrived into a small buffer.
+    let mut trimmed = false;
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
@@ -773,8 +792,10 @@ async fn serve<F: Frontend>(
                 return Close::Move(to);
             }
         }
-        let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
-        input.reserve(want);
+        if !trimmed {
+            let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
+            input.reserve(want);
+        }
         info.buffers.set_input(input.len(), input.capacity());
         // A subscriber (maybe since this batch) is not closed for being idle, as in Redis.
         let idle_at = (idle_secs > 0 && !frontend.subscriber())
@@ -802,7 +823,23 @@ async fn serve<F: Frontend>(
                 Err(why) => return why,
             },
             _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
+            // Idle for a while (`shoal_engine::client::TRIM_IDLE_MS`): give back the
+            // buffers, as Redis frees an idle client's query buffer.
+            _ = trim_asked.as_mut() => {
+                trim_asked.set(trim.notified());
+                if input.is_empty() {
+                    *input = BytesMut::new();
+                    trimmed = true;
+                }
+                replies.trim();
+                continue;
+            }
         };
+        if trimmed {
+            // Active again: the next reads and replies get their usual room.
+            trimmed = false;
+            replies.out.cur.reserve(MIN_READ);
+        }
         node.engine
             .stats
             .total_net_input_bytes

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use shoal_net::TcpListener;
 use tokio::io::AsyncWriteExt;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -23,6 +24,7 @@ use shoal_cluster::membership::{self, GossipStart};
 use shoal_cluster::peer::PeerService;
 use shoal_cluster::Server;
 use shoal_cluster::{Cluster, NodeInfo};
+use shoal_engine::client::Signal;
 use shoal_engine::clock::now_ms;
 use shoal_engine::config::NodeConfig;
 use shoal_engine::engine::Engine;
@@ -529,11 +531,16 @@ async fn accept_loop(
         }
         let laddr = stream.local_addr().unwrap_or(addr);
         let stop = shutdown.child_token();
-        let kill = stop.clone();
-        let info = node
-            .engine
-            .clients
-            .register(addr, laddr, Box::new(move || kill.cancel()));
+        let trim = Arc::new(Notify::new());
+        let (kill, trimmer) = (stop.clone(), trim.clone());
+        let info = node.engine.clients.register(
+            addr,
+            laddr,
+            Box::new(move |signal| match signal {
+                Signal::Stop => kill.cancel(),
+                Signal::Trim => trimmer.notify_one(),
+            }),
+        );
         // Frees the client's place however the task ends (a panic included), or when it
         // never runs (the connection could not move to a worker).
         let registered = Registered {
@@ -558,6 +565,7 @@ async fn accept_loop(
                 node: node.clone(),
                 info: info.clone(),
                 stop,
+                trim,
                 _registered: registered,
                 tracker: moves,
             };
@@ -583,6 +591,8 @@ struct Client {
     node: Arc<Server>,
     info: Arc<shoal_engine::client::ClientInfo>,
     stop: CancellationToken,
+    /// Woken when the connection has been idle a while: it gives its buffers back.
+    trim: Arc<Notify>,
     /// Frees the client's place when the connection ends (not when it moves).
     _registered: Registered,
     tracker: TaskTracker,
@@ -603,6 +613,7 @@ fn serve_client<F: Frontend + 'static>(
             carried,
             client.info.clone(),
             client.stop.clone(),
+            &client.trim,
             frontend,
         )
         .await;
@@ -679,6 +690,7 @@ async fn peer_accept_loop(
 /// Background work at `hz`: active expiry, eviction after a lowered maxmemory, stats.
 async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
     let mut last_sample = 0u64;
+    let mut last_trim = 0u64;
     loop {
         let period =
             Duration::from_millis(1000 / u64::from(node.engine.with_settings(|s| s.hz).max(1)));
@@ -725,6 +737,11 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
             node.engine.publish_key_events();
         }
         node.engine.peak_memory(node.engine.used_memory());
+        // Connections idle for a while give their buffers back (Redis's clientsCron).
+        if now.saturating_sub(last_trim) >= 1000 {
+            node.engine.clients.trim_idle(now);
+            last_trim = now;
+        }
         let flush_at = node.engine.flush_at.load(Ordering::Relaxed);
         if flush_at != 0 && now >= flush_at {
             node.engine.flush_at.store(0, Ordering::Relaxed);

@@ -55,7 +55,7 @@ impl H {
         f(&mut cfg);
         let engine = Engine::new(cfg, None);
         let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
-        let info = engine.clients.register(addr, addr, Box::new(|| {}));
+        let info = engine.clients.register(addr, addr, Box::new(|_| {}));
         let mut session = Session::new(info, !super::acl::requires_auth(&engine));
         super::acl::start_session(&engine, &mut session);
         if RESP3.with(Cell::get) {
@@ -2280,7 +2280,7 @@ fn acl_file_load_and_save() {
 fn a_killed_client_leaves_client_list_at_once() {
     let mut h = H::new();
     let addr: SocketAddr = "127.0.0.1:6000".parse().unwrap();
-    let other = h.node.engine.clients.register(addr, addr, Box::new(|| {}));
+    let other = h.node.engine.clients.register(addr, addr, Box::new(|_| {}));
     assert!(h.run("CLIENT LIST").contains("addr=127.0.0.1:6000"));
     h.check("CLIENT KILL ADDR 127.0.0.1:6000", &int(1));
     // Its connection has not noticed yet: it is still registered, but not listed.
