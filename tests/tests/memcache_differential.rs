@@ -439,3 +439,80 @@ fn stats_names_memcacheds_fields_in_its_order() {
         "memcached 1.6.18 without its crawler has 83"
     );
 }
+
+/// `stats detail on|off|dump` counts gets (and their hits), sets and deletes per key prefix
+/// as memcached does, over the text and the binary protocol; `stats reset` forgets them, and
+/// `stats settings` shows the switch.
+#[test]
+fn stats_detail_counts_prefixes_as_memcached_does() {
+    let node = TestNode::with(|c| c.memcache_port = Some(0));
+    let mc = Memcached::start();
+    same(
+        &node,
+        &mc,
+        "stats detail over text",
+        b"stats detail dump\r\nstats detail\r\nstats detail bogus\r\nstats detail on\r\n\
+          set foo:1 0 0 1\r\nx\r\nadd foo:1 0 0 1\r\ny\r\nset plain 0 0 1\r\nz\r\n\
+          get foo:1 foo:2 plain\r\ngat 0 foo:1\r\ndelete foo:3\r\ndelete foo:1\r\n\
+          incr foo:4 1\r\ntouch foo:1 10\r\nstats detail dump\r\nstats reset\r\n\
+          stats detail dump\r\nget foo:1\r\nstats detail off\r\nget foo:1\r\nset foo:2 0 0 1\r\nx\r\n\
+          stats detail dump\r\n",
+        false,
+    );
+    let detail = |out: &[u8]| {
+        String::from_utf8_lossy(out)
+            .lines()
+            .find(|l| l.starts_with("STAT detail_enabled "))
+            .map(str::to_string)
+    };
+    let (shoal, memcached) = both(&node, &mc, b"stats detail on\r\nstats settings\r\n", false);
+    assert_eq!(detail(&shoal), Some("STAT detail_enabled yes".into()));
+    assert_eq!(detail(&shoal), detail(&memcached));
+
+    // Binary: STAT `detail on` and `detail off` answer the end of the stats alone, `detail
+    // dump` one stat named `detailed` holding the text dump. SET's CAS differs: compared
+    // without the headers' CAS.
+    let stat = |group: &[u8]| shoal_tests::bin(0x10, &[], group, &[], 0);
+    let mut input = stat(b"reset");
+    input.extend(stat(b"detail on"));
+    input.extend(shoal_tests::bin(0x01, &[0; 8], b"bin:1", b"v", 0));
+    input.extend(shoal_tests::bin(0x00, &[], b"bin:1", &[], 0));
+    input.extend(shoal_tests::bin(0x00, &[], b"bin:2", &[], 0));
+    input.extend(shoal_tests::bin(0x04, &[], b"bin:2", &[], 0));
+    input.extend(stat(b"detail dump"));
+    input.extend(stat(b"detail off"));
+    input.extend(stat(b"detail bogus"));
+    let (shoal, memcached) = both(&node, &mc, &input, true);
+    let strip_cas = |mut b: Vec<u8>| {
+        let mut at = 0;
+        while b.len() >= at + 24 {
+            b[at + 16..at + 24].fill(0);
+            let body = u32::from_be_bytes([b[at + 8], b[at + 9], b[at + 10], b[at + 11]]);
+            at += 24 + body as usize;
+        }
+        b
+    };
+    let dump = b"PREFIX bin get 2 hit 1 set 1 del 1\r\nEND\r\n";
+    assert!(
+        shoal.windows(dump.len()).any(|w| w == dump),
+        "{}",
+        show(&shoal)
+    );
+    assert_eq!(
+        strip_cas(shoal),
+        strip_cas(memcached),
+        "binary STAT detail on, SET, GETs, DELETE, STAT detail dump, off, bogus"
+    );
+
+    // Shoal also counts the meta commands (its binary protocol runs through them; memcached
+    // 1.6 leaves `mg`, `ms`, `md` out).
+    let input = b"stats reset\r\nstats detail on\r\nms m:1 1\r\nx\r\nmg m:1 v\r\nmg m:2 v\r\n\
+                  md m:1\r\nstats detail dump\r\nstats detail off\r\n";
+    let (shoal, _) = both(&node, &mc, input, false);
+    let want = b"PREFIX m get 2 hit 1 set 1 del 1\r\nEND\r\n";
+    assert!(
+        shoal.windows(want.len()).any(|w| w == want),
+        "{}",
+        show(&shoal)
+    );
+}

@@ -38,6 +38,7 @@ pub mod mc;
 pub mod memory;
 pub mod notify;
 pub mod pause;
+pub mod prefixes;
 pub mod pubsub;
 pub mod rdb;
 pub mod scripts;

@@ -16,6 +16,7 @@ use shoal_memcache::{Command, MetaFlags, StoreMode};
 use shoal_store::Access;
 
 use crate::engine::Engine;
+use crate::prefixes::Op;
 
 /// The Memcached release whose protocol behaviour Shoal follows (`version`, `stats`).
 pub const MEMCACHED_VERSION: &str = "1.6.21";
@@ -111,6 +112,7 @@ pub fn get_keys(
             }
         };
         bump(if hit { &st.get_hits } else { &st.get_misses });
+        st.prefixes.record(key, Op::Get { hit });
         if get.touch.is_some() {
             bump(if hit {
                 &st.touch_hits
@@ -207,6 +209,8 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
             noreply,
         } => {
             bump(&st.cmd_set);
+            // Counted before it is tried, as memcached counts it.
+            st.prefixes.record(&key, Op::Set);
             if store.maxmemory() > 0 && store.ensure_memory(now).is_err() {
                 if !noreply {
                     no_memory(node, out);
@@ -270,6 +274,7 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
             return get_keys(node, get, now, out, pause_at);
         }
         Command::Delete { key, noreply } => {
+            st.prefixes.record(&key, Op::Delete);
             let deleted = store.remove(&key, now);
             let counters = (&st.delete_hits, &st.delete_misses);
             outcome(out, noreply, deleted, counters, Status::Deleted);
@@ -617,7 +622,8 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     reply::stat(out, "domain_socket", "NULL");
     reply::stat(out, "shutdown_command", "no");
     reply::stat(out, "num_threads", threads);
-    reply::stat(out, "detail_enabled", "no");
+    let detail = node.mc_stats.prefixes.enabled();
+    reply::stat(out, "detail_enabled", if detail { "yes" } else { "no" });
     reply::stat(out, "cas_enabled", "yes");
     reply::stat(out, "binding_protocol", "auto-negotiate");
     reply::stat(out, "auth_enabled_sasl", auth);
@@ -824,6 +830,23 @@ fn cachedump(node: &Engine, arg: &[u8], now: u64, out: &mut BytesMut) {
     reply::end(out);
 }
 
+/// `stats detail on|off|dump` (`arg` is `detail` and what follows), as memcached answers it.
+fn detail(node: &Engine, arg: &[u8], out: &mut BytesMut) {
+    let prefixes = &node.mc_stats.prefixes;
+    match arg.split(|&b| b == b' ').filter(|w| !w.is_empty()).nth(1) {
+        Some(b"on") => {
+            prefixes.set_enabled(true);
+            out.extend_from_slice(b"OK\r\n");
+        }
+        Some(b"off") => {
+            prefixes.set_enabled(false);
+            out.extend_from_slice(b"OK\r\n");
+        }
+        Some(b"dump") => prefixes.dump(out),
+        _ => out.extend_from_slice(b"CLIENT_ERROR usage: stats detail on|off|dump\r\n"),
+    }
+}
+
 fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     match arg {
         None => {}
@@ -841,6 +864,10 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
         }
         Some(b"slabs") => {
             slabs(node, out);
+            return;
+        }
+        Some(a) if a.starts_with(b"detail") && a.get(6).is_none_or(|&b| b == b' ') => {
+            detail(node, a, out);
             return;
         }
         Some(b"sizes" | b"conns") => {
@@ -1198,6 +1225,7 @@ fn meta_get_item(
         if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
             // A RESP collection: a miss, neither touched nor replaced by a vivified item.
             bump(&st.get_misses);
+            st.prefixes.record(key, Op::Get { hit: false });
             if !flags.has(b'q') {
                 write_meta(out, "EN", None, &miss_flags(flags, key));
             }
@@ -1205,6 +1233,7 @@ fn meta_get_item(
         }
         if !slot.exists() {
             bump(&st.get_misses);
+            st.prefixes.record(key, Op::Get { hit: false });
             match vivify {
                 // Vivify on miss: an empty item with that TTL; this client wins the recache.
                 Some(_) if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() => {
@@ -1225,6 +1254,7 @@ fn meta_get_item(
             }
         } else {
             bump(&st.get_hits);
+            st.prefixes.record(key, Op::Get { hit: true });
         }
         if let Some(ttl) = touch {
             bump(&st.cmd_touch);
@@ -1276,6 +1306,7 @@ fn meta_set(
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
+    node.mc_stats.prefixes.record(&key, Op::Set);
     let (Ok(client_flags), Ok(ttl), Ok(compare)) = (
         meta_number::<u32>(flags, b'F', out),
         meta_number::<i64>(flags, b'T', out),
@@ -1372,6 +1403,7 @@ fn meta_delete(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
+    node.mc_stats.prefixes.record(&key, Op::Delete);
     let (Ok(compare), Ok(ttl)) = (
         meta_number::<u64>(flags, b'C', out),
         meta_number::<i64>(flags, b'T', out),

@@ -118,6 +118,8 @@ pub struct McStats {
     /// The store's counters at the last `stats reset` (what `stats` shows of them is the
     /// difference).
     store_base: std::sync::Mutex<shoal_store::StoreStats>,
+    /// `stats detail`: counts per key prefix, while on.
+    pub prefixes: crate::prefixes::PrefixStats,
 }
 
 impl McStats {
@@ -143,6 +145,7 @@ impl McStats {
     /// `stats reset`: zeroes the counters; the store's (`store`, now) count from here.
     pub fn reset(&self, store: shoal_store::StoreStats) {
         *self.store_base.lock().unwrap_or_else(|e| e.into_inner()) = store;
+        self.prefixes.clear();
         for c in [
             &self.cmd_get,
             &self.cmd_set,

@@ -281,7 +281,8 @@ pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, F
 pub struct Pending {
     pub opcode: u8,
     pub opaque: u32,
-    /// The key, for the responses that carry it (GETK, GATK and their quiet forms).
+    /// The key, for the responses that carry it (GETK, GATK and their quiet forms), and
+    /// STAT's `detail dump`, whose response differs.
     pub key: Bytes,
 }
 
@@ -354,6 +355,7 @@ pub fn action(req: Request, limits: &Limits) -> Action {
         opaque: req.opaque,
         key: match req.opcode {
             GETK | GETKQ | GATK | GATKQ => req.key.clone(),
+            STAT if &req.key[..] == b"detail dump" => req.key.clone(),
             _ => Bytes::new(),
         },
     };
@@ -412,7 +414,11 @@ pub fn action(req: Request, limits: &Limits) -> Action {
     }
     // A STAT group with a space or control byte is no group the text `stats` could name
     // (it would read back as another): memcached's answer to an unknown group.
-    if req.opcode == STAT && req.key.iter().any(|&b| b <= b' ' || b == 0x7f) {
+    let detail = [&b"detail on"[..], b"detail off", b"detail dump"];
+    if req.opcode == STAT
+        && !detail.contains(&&req.key[..])
+        && req.key.iter().any(|&b| b <= b' ' || b == 0x7f)
+    {
         return Action::Answer(error_response(
             req.opcode,
             status::KEY_NOT_FOUND,
@@ -771,8 +777,14 @@ pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
             let v = line.strip_prefix(b"VERSION ").unwrap_or(line);
             ok(out, 0, &[], &[], v);
         }
+        // `stats detail dump`: the text dump as the value of one stat, as memcached sends it.
+        STAT if &p.key[..] == b"detail dump" => {
+            ok(out, 0, &[], b"detailed", reply);
+            ok(out, 0, &[], &[], &[]);
+        }
         STAT => {
-            // One response per `STAT name value` line, then an empty one for END.
+            // One response per `STAT name value` line, then an empty one for END (`stats
+            // detail on|off` answer OK: the empty one alone).
             for stat in reply.split(|&b| b == b'\n') {
                 let stat = stat.strip_suffix(b"\r").unwrap_or(stat);
                 if let Some(s) = stat.strip_prefix(b"STAT ") {
