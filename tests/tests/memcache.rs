@@ -901,3 +901,68 @@ fn lru_crawler_metadump_lists_every_item() {
     );
     exchange(&mut s, "lru_crawler crawl all\r\n", "ERROR\r\n");
 }
+
+/// `stats conns` lists the listening sockets and the connections by descriptor, in
+/// memcached's lines: the descriptor is the one CLIENT LIST shows as `fd`, and a request
+/// half sent shows as `conn_nread`, the connection asking as `conn_parse_cmd`.
+#[test]
+fn stats_conns_lists_the_sockets_as_memcached_does() {
+    let node = node();
+    let mc = node.memcache_addr.unwrap();
+    let mut a = raw(&node);
+    send(&mut a, b"set foo 0 0 6\r\n");
+    let a_port = a.local_addr().unwrap().port();
+    let mut b = raw(&node);
+    let b_port = b.local_addr().unwrap().port();
+    let mut stats = || {
+        send(&mut b, b"stats conns\r\n");
+        shoal_tests::read_until_end(&mut b, T)
+    };
+    // `<fd>:<name> <value>` of the entry whose `addr` is `addr`.
+    let entry = |stats: &str, addr: &str| -> std::collections::HashMap<String, String> {
+        let fd = stats
+            .lines()
+            .find_map(|l| {
+                let (fd, rest) = l.strip_prefix("STAT ")?.split_once(':')?;
+                (rest == format!("addr tcp:{addr}")).then(|| fd.to_string())
+            })
+            .unwrap_or_else(|| panic!("no entry for {addr} in {stats}"));
+        stats
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("STAT {fd}:")))
+            .filter_map(|l| l.split_once(' '))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain([("fd".to_string(), fd.clone())])
+            .collect()
+    };
+    let mut seen = String::new();
+    assert!(
+        wait_until(T, || {
+            seen = stats();
+            entry(&seen, &format!("127.0.0.1:{a_port}"))["state"] == "conn_nread"
+        }),
+        "{seen}"
+    );
+    let listening = entry(&seen, &mc.to_string());
+    assert_eq!(listening["state"], "conn_listening");
+    assert!(!listening.contains_key("listen_addr"));
+    let a_entry = entry(&seen, &format!("127.0.0.1:{a_port}"));
+    assert_eq!(a_entry["listen_addr"], format!("tcp:{mc}"));
+    assert!(a_entry["secs_since_last_cmd"].parse::<u64>().is_ok());
+    let b_entry = entry(&seen, &format!("127.0.0.1:{b_port}"));
+    assert_eq!(b_entry["state"], "conn_parse_cmd");
+    // The descriptor is CLIENT LIST's `fd`.
+    let mut con = node.client();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!("addr=127.0.0.1:{a_port} ")))
+        .unwrap();
+    assert!(line.contains(&format!(" fd={} ", a_entry["fd"])), "{line}");
+    // The rest of the request: it is stored, and the connection waits for the next.
+    exchange(&mut a, "fooval\r\n", "STORED\r\n");
+    assert!(wait_until(T, || {
+        let now = stats();
+        entry(&now, &format!("127.0.0.1:{a_port}"))["state"] == "conn_waiting"
+    }));
+}

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +43,8 @@ pub struct ClientInfo {
     pub id: u64,
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
+    /// The socket's descriptor (-1 until the front end sets it, or where there is none).
+    pub fd: AtomicI32,
     pub created_ms: u64,
     pub last_interaction_ms: AtomicU64,
     /// 2 or 3.
@@ -108,6 +110,8 @@ pub struct Buffers {
     pub omem: AtomicU64,
     pub multi: AtomicI64,
     pub multi_mem: AtomicU64,
+    /// Part of a request is in and its front end awaits the rest (memcached's `conn_nread`).
+    pub awaiting: AtomicBool,
 }
 
 impl Default for Buffers {
@@ -122,6 +126,7 @@ impl Default for Buffers {
             omem: AtomicU64::new(0),
             multi: AtomicI64::new(-1),
             multi_mem: AtomicU64::new(0),
+            awaiting: AtomicBool::new(false),
         }
     }
 }
@@ -163,6 +168,7 @@ impl ClientInfo {
             id,
             addr,
             laddr,
+            fd: AtomicI32::new(-1),
             created_ms: now,
             last_interaction_ms: AtomicU64::new(now),
             resp: AtomicU8::new(2),
@@ -235,10 +241,11 @@ impl ClientInfo {
         // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
         // part still arriving is in qbuf).
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
+            self.fd.load(Ordering::Relaxed),
             s(name).unwrap_or_default(),
             now_ms.saturating_sub(self.created_ms) / 1000,
             now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
@@ -276,6 +283,9 @@ impl ClientInfo {
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    /// The client ports' listening sockets: descriptor and address (memcached's `stats
+    /// conns` lists them).
+    listeners: Mutex<Vec<(i32, SocketAddr)>>,
 }
 
 impl ClientRegistry {
@@ -316,6 +326,22 @@ impl ClientRegistry {
 
     pub fn len(&self) -> usize {
         self.lock().len()
+    }
+
+    /// Notes a listening socket (see `listeners`).
+    pub fn add_listener(&self, fd: i32, addr: SocketAddr) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((fd, addr));
+    }
+
+    /// The listening sockets: descriptor and address.
+    pub fn listeners(&self) -> Vec<(i32, SocketAddr)> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Asks each connection idle for [`TRIM_IDLE_MS`] that still holds buffers to give them

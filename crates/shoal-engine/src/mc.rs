@@ -830,6 +830,56 @@ fn cachedump(node: &Engine, arg: &[u8], now: u64, out: &mut BytesMut) {
     reply::end(out);
 }
 
+/// memcached's name for what a connection is doing, from what its I/O loop last published:
+/// `awaiting` the rest of a request it has part of, `running` what it read (its batch: the
+/// connection asking is one), `output` bytes waiting to be written.
+fn conn_state(awaiting: bool, running: bool, output: u64) -> &'static str {
+    match () {
+        _ if awaiting => "conn_nread",
+        _ if running => "conn_parse_cmd",
+        _ if output > 0 => "conn_mwrite",
+        _ => "conn_waiting",
+    }
+}
+
+/// `stats conns`: the listening sockets, then the connections, by descriptor, in memcached's
+/// lines (`<fd>:addr`, `listen_addr`, `state`, `secs_since_last_cmd`), on either port.
+fn conns(node: &Engine, now: u64, out: &mut BytesMut) {
+    let mut lines: Vec<(i32, String)> = node
+        .clients
+        .listeners()
+        .into_iter()
+        .map(|(fd, addr)| {
+            let uptime = node.uptime_secs();
+            let text = format!(
+                "STAT {fd}:addr tcp:{addr}\r\nSTAT {fd}:state conn_listening\r\nSTAT {fd}:secs_since_last_cmd {uptime}\r\n"
+            );
+            (fd, text)
+        })
+        .collect();
+    for c in node.clients.all() {
+        let fd = c.fd.load(Relaxed);
+        let b = &c.buffers;
+        // While its batch runs, qbuf holds all the connection read (see `Buffers`).
+        let state = conn_state(
+            b.awaiting.load(Relaxed),
+            b.qbuf.load(Relaxed) > 0,
+            b.obl.load(Relaxed) + b.omem.load(Relaxed),
+        );
+        let idle = now.saturating_sub(c.last_interaction_ms.load(Relaxed)) / 1000;
+        let text = format!(
+            "STAT {fd}:addr tcp:{}\r\nSTAT {fd}:listen_addr tcp:{}\r\nSTAT {fd}:state {state}\r\nSTAT {fd}:secs_since_last_cmd {idle}\r\n",
+            c.addr, c.laddr
+        );
+        lines.push((fd, text));
+    }
+    lines.sort_by_key(|(fd, _)| *fd);
+    for (_, text) in lines {
+        out.extend_from_slice(text.as_bytes());
+    }
+    reply::end(out);
+}
+
 /// `stats detail on|off|dump` (`arg` is `detail` and what follows), as memcached answers it.
 fn detail(node: &Engine, arg: &[u8], out: &mut BytesMut) {
     let prefixes = &node.mc_stats.prefixes;
@@ -870,7 +920,11 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
             detail(node, a, out);
             return;
         }
-        Some(b"sizes" | b"conns") => {
+        Some(b"conns") => {
+            conns(node, now, out);
+            return;
+        }
+        Some(b"sizes") => {
             reply::end(out);
             return;
         }
@@ -1558,6 +1612,22 @@ fn meta_debug(node: &Engine, key: &[u8], now: u64, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_state_is_named_as_memcached_names_it() {
+        assert_eq!(conn_state(false, false, 0), "conn_waiting");
+        assert_eq!(
+            conn_state(false, true, 0),
+            "conn_parse_cmd",
+            "running its batch"
+        );
+        assert_eq!(
+            conn_state(true, false, 0),
+            "conn_nread",
+            "a request half in"
+        );
+        assert_eq!(conn_state(false, false, 5), "conn_mwrite");
+    }
 
     fn parse(text: &str) -> Command {
         let mut buf = BytesMut::from(text);

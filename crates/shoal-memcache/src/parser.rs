@@ -255,6 +255,17 @@ impl Parser {
         Self::default()
     }
 
+    /// Bytes still to come of the request in progress, when [`Parser::parse`] stopped with
+    /// `buffered` bytes left in its buffer: the rest of a data block (one being discarded
+    /// too), 0 between requests or within a command line.
+    pub fn wanted(&self, buffered: usize) -> usize {
+        match &self.state {
+            State::Line => 0,
+            State::Data { len, .. } => (len + 2).saturating_sub(buffered),
+            State::Swallow { remaining, .. } => remaining.saturating_sub(buffered),
+        }
+    }
+
     /// Whether `error`, just returned by [`Parser::parse`], goes unanswered: memcached's
     /// `noreply` silences a classic command's errors as well as its replies (not `ERROR`
     /// for a command it could not read, nor a meta command's errors).

@@ -1081,3 +1081,20 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn wanted_is_the_rest_of_a_data_block() {
+    let limits = Limits::default();
+    let mut p = Parser::new();
+    let mut buf = BytesMut::from(&b"set k 0 0 10\r\n0123"[..]);
+    assert!(p.parse(&mut buf, &limits).unwrap().is_none());
+    // 10 bytes and the CRLF, 4 of them in.
+    assert_eq!(p.wanted(buf.len()), 8);
+    buf.extend_from_slice(b"456789\r\n");
+    assert!(p.parse(&mut buf, &limits).unwrap().is_some());
+    assert_eq!(p.wanted(buf.len()), 0);
+    // Within a command line nothing is known.
+    let mut buf = BytesMut::from(&b"get so"[..]);
+    assert!(p.parse(&mut buf, &limits).unwrap().is_none());
+    assert_eq!(p.wanted(buf.len()), 0);
+}

@@ -52,6 +52,19 @@ pub fn attach(stream: Detached) -> std::io::Result<TcpStream> {
     match stream {}
 }
 
+/// The OS's descriptor of a socket, as Redis's CLIENT LIST `fd` and memcached's `stats conns`
+/// show it (-1 in the simulation, whose sockets have none).
+#[cfg(not(feature = "sim"))]
+pub fn fd_of<T: std::os::fd::AsRawFd>(socket: &T) -> i32 {
+    socket.as_raw_fd()
+}
+
+/// See the non-simulated `fd_of`: -1.
+#[cfg(feature = "sim")]
+pub fn fd_of<T>(_: &T) -> i32 {
+    -1
+}
+
 /// Fills `buf` with random bytes: the OS's (`getrandom`), or in the simulation bytes drawn
 /// from its seed (see [`seed`]), so that a run does not depend on the OS.
 pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {

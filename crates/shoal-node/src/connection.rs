@@ -792,11 +792,14 @@ async fn serve<F: Frontend>(
                 return Close::Move(to);
             }
         }
+        let wanted = frontend.bytes_wanted();
         if !trimmed {
-            let want = frontend.bytes_wanted().clamp(MIN_READ, MAX_READ);
-            input.reserve(want);
+            input.reserve(wanted.clamp(MIN_READ, MAX_READ));
         }
         info.buffers.set_input(input.len(), input.capacity());
+        info.buffers
+            .awaiting
+            .store(wanted > 0 || !input.is_empty(), Ordering::Relaxed);
         // A subscriber (maybe since this batch) is not closed for being idle, as in Redis.
         let idle_at = (idle_secs > 0 && !frontend.subscriber())
             .then(|| Instant::now().checked_add(Duration::from_secs(idle_secs)))

@@ -488,6 +488,10 @@ async fn accept_loop(
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
+    if let Ok(addr) = listener.local_addr() {
+        let fd = shoal_net::fd_of(&listener);
+        node.engine.clients.add_listener(fd, addr);
+    }
     let mut failures = AcceptFailures::default();
     loop {
         let accepted = tokio::select! {
@@ -541,6 +545,7 @@ async fn accept_loop(
                 Signal::Trim => trimmer.notify_one(),
             }),
         );
+        info.fd.store(shoal_net::fd_of(&stream), Ordering::Relaxed);
         // Frees the client's place however the task ends (a panic included), or when it
         // never runs (the connection could not move to a worker).
         let registered = Registered {

@@ -120,8 +120,14 @@ impl McFrontend {
             return Next::Answered;
         }
         match self.parser.parse(input, &self.limits) {
-            Ok(Some(cmd)) => Next::Request(cmd, Form::Text),
-            Ok(None) => Next::Stop(Step::NeedInput),
+            Ok(Some(cmd)) => {
+                self.wanted = 0;
+                Next::Request(cmd, Form::Text)
+            }
+            Ok(None) => {
+                self.wanted = self.parser.wanted(input.len());
+                Next::Stop(Step::NeedInput)
+            }
             Err(e) => {
                 if e == shoal_memcache::ParseError::TooLarge {
                     bump(&node.engine.mc_stats.store_too_large);
