@@ -421,9 +421,12 @@ async fn wait_until_served(
     }
 }
 
-/// When a block ends (Unix ms), as the runtime's clock reads it.
+/// When a block ends (Unix ms), as the runtime's clock reads it: a millisecond after it,
+/// since both Unix ms readings (the deadline's, taken when the command was read, and now)
+/// are truncated, and a client must never see its timeout answered early (it measured up to
+/// a millisecond short before).
 fn deadline_of(deadline_ms: Option<u64>) -> Option<Instant> {
-    deadline_ms.map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now_ms())))
+    deadline_ms.map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now_ms()) + 1))
 }
 
 /// A single node's blocked command.
