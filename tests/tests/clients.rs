@@ -308,6 +308,34 @@ fn idle_clients_are_closed_after_timeout() {
     assert!(closed, "idle client was not closed");
 }
 
+/// `timeout` past the idle trim (2 s): a client idle after a whole request, and one that
+/// sent part of a request and stopped, on either port, are closed (the trim neither restarts
+/// the idle clock nor keeps a half-sent request alive).
+#[test]
+fn idle_clients_are_closed_after_a_timeout_longer_than_the_trim() {
+    let node = TestNode::with(|c| {
+        c.timeout = 3;
+        c.memcache_port = Some(0);
+    });
+    let mut whole = node.raw();
+    shoal_tests::send(&mut whole, b"PING\r\n");
+    let mut half = node.raw();
+    shoal_tests::send(&mut half, b"*2\r\n$3\r\nGET");
+    let mut mc = std::net::TcpStream::connect(node.memcache_addr.unwrap()).unwrap();
+    shoal_tests::send(&mut mc, b"set k 0 0 10\r\nabc");
+    let deadline = Duration::from_secs(20);
+    let (bytes, closed) = shoal_tests::read_to_close(&mut whole, deadline);
+    assert_eq!((bytes.as_slice(), closed), (&b"+PONG\r\n"[..], true));
+    assert_eq!(
+        shoal_tests::read_to_close(&mut half, deadline),
+        (Vec::new(), true)
+    );
+    assert_eq!(
+        shoal_tests::read_to_close(&mut mc, deadline),
+        (Vec::new(), true)
+    );
+}
+
 #[test]
 fn client_reply_off_and_skip() {
     let node = TestNode::start();

@@ -459,6 +459,20 @@ fn stats_detail_counts_prefixes_as_memcached_does() {
           stats detail dump\r\n",
         false,
     );
+    // A set refused as too large counts as that set, and the removal of its old value as
+    // nothing.
+    let mut too_large =
+        b"stats reset\r\nstats detail on\r\nset big:1 0 0 1\r\nx\r\nset big:1 0 0 1100000\r\n"
+            .to_vec();
+    too_large.extend(vec![b'v'; 1_100_000]);
+    too_large.extend_from_slice(b"\r\nget big:1\r\nstats detail dump\r\nstats detail off\r\n");
+    same(
+        &node,
+        &mc,
+        "a set too large under stats detail",
+        &too_large,
+        false,
+    );
     let detail = |out: &[u8]| {
         String::from_utf8_lossy(out)
             .lines()
@@ -482,6 +496,7 @@ fn stats_detail_counts_prefixes_as_memcached_does() {
     input.extend(stat(b"detail dump"));
     input.extend(stat(b"detail off"));
     input.extend(stat(b"detail bogus"));
+    input.extend(stat(b"detail"));
     let (shoal, memcached) = both(&node, &mc, &input, true);
     let strip_cas = |mut b: Vec<u8>| {
         let mut at = 0;

@@ -32,10 +32,11 @@ pub type SignalFn = Box<dyn Fn(Signal) + Send + Sync>;
 pub const TRIM_IDLE_MS: u64 = 2000;
 
 /// Whether a connection last active at `last_ms`, holding `buffer_bytes` of buffers, is asked
-/// to give them back at `now_ms`: idle for [`TRIM_IDLE_MS`] and not blocked (a blocked command
-/// ends with a reply that needs the output buffer).
-pub fn trim_due(last_ms: u64, now_ms: u64, buffer_bytes: u64, blocked: bool) -> bool {
-    !blocked && buffer_bytes > 0 && now_ms.saturating_sub(last_ms) >= TRIM_IDLE_MS
+/// to give them back at `now_ms`: idle for [`TRIM_IDLE_MS`] and not `busy` (blocked: its
+/// command ends with a reply that needs the output buffer; or holding part of a request,
+/// whose buffer is not empty).
+pub fn trim_due(last_ms: u64, now_ms: u64, buffer_bytes: u64, busy: bool) -> bool {
+    !busy && buffer_bytes > 0 && now_ms.saturating_sub(last_ms) >= TRIM_IDLE_MS
 }
 
 /// What other tasks may read of one connection.
@@ -200,11 +201,13 @@ impl ClientInfo {
     /// True when the cron should ask it to give its buffers back ([`trim_due`]).
     fn wants_trim(&self, now_ms: u64) -> bool {
         let rbs = self.buffers.rbs.load(Ordering::Relaxed);
+        let busy =
+            self.blocked.load(Ordering::Relaxed) || self.buffers.qbuf.load(Ordering::Relaxed) > 0;
         trim_due(
             self.last_interaction_ms.load(Ordering::Relaxed),
             now_ms,
             rbs,
-            self.blocked.load(Ordering::Relaxed),
+            busy,
         )
     }
 

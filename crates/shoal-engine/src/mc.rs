@@ -830,15 +830,40 @@ fn cachedump(node: &Engine, arg: &[u8], now: u64, out: &mut BytesMut) {
     reply::end(out);
 }
 
+/// A `set` refused as too large, whose stale value `forget` removes: counted for `stats
+/// detail` as the set memcached counts before it tries a store (the removal, run
+/// [`crate::prefixes::muted`], counts nothing).
+pub fn count_refused_set(node: &Engine, forget: &Command) {
+    let key = match forget {
+        Command::Delete { key, .. } => Some(key.clone()),
+        Command::MetaDelete { key, flags } if flags.has(b'b') => {
+            shoal_memcache::base64::decode(key).map(Bytes::from)
+        }
+        _ => None,
+    };
+    if let Some(key) = key {
+        node.mc_stats.prefixes.record(&key, Op::Set);
+    }
+}
+
 /// memcached's name for what a connection is doing, from what its I/O loop last published:
 /// `awaiting` the rest of a request it has part of, `running` what it read (its batch: the
 /// connection asking is one), `output` bytes waiting to be written.
 fn conn_state(awaiting: bool, running: bool, output: u64) -> &'static str {
     match () {
+        // First: a batch's replies waiting on a slow reader (its input is still published).
+        _ if output > 0 => "conn_mwrite",
         _ if awaiting => "conn_nread",
         _ if running => "conn_parse_cmd",
-        _ if output > 0 => "conn_mwrite",
         _ => "conn_waiting",
+    }
+}
+
+/// memcached's text of a TCP address: `tcp:1.2.3.4:11211`, `tcp6:[::1]:11211`.
+fn tcp_text(addr: std::net::SocketAddr) -> String {
+    match addr {
+        std::net::SocketAddr::V4(_) => format!("tcp:{addr}"),
+        std::net::SocketAddr::V6(_) => format!("tcp6:{addr}"),
     }
 }
 
@@ -851,8 +876,9 @@ fn conns(node: &Engine, now: u64, out: &mut BytesMut) {
         .into_iter()
         .map(|(fd, addr)| {
             let uptime = node.uptime_secs();
+            let addr = tcp_text(addr);
             let text = format!(
-                "STAT {fd}:addr tcp:{addr}\r\nSTAT {fd}:state conn_listening\r\nSTAT {fd}:secs_since_last_cmd {uptime}\r\n"
+                "STAT {fd}:addr {addr}\r\nSTAT {fd}:state conn_listening\r\nSTAT {fd}:secs_since_last_cmd {uptime}\r\n"
             );
             (fd, text)
         })
@@ -868,8 +894,9 @@ fn conns(node: &Engine, now: u64, out: &mut BytesMut) {
         );
         let idle = now.saturating_sub(c.last_interaction_ms.load(Relaxed)) / 1000;
         let text = format!(
-            "STAT {fd}:addr tcp:{}\r\nSTAT {fd}:listen_addr tcp:{}\r\nSTAT {fd}:state {state}\r\nSTAT {fd}:secs_since_last_cmd {idle}\r\n",
-            c.addr, c.laddr
+            "STAT {fd}:addr {}\r\nSTAT {fd}:listen_addr {}\r\nSTAT {fd}:state {state}\r\nSTAT {fd}:secs_since_last_cmd {idle}\r\n",
+            tcp_text(c.addr),
+            tcp_text(c.laddr)
         );
         lines.push((fd, text));
     }
@@ -1273,13 +1300,14 @@ fn meta_get_item(
     (touch, vivify, recache): (Option<i64>, Option<i64>, Option<i64>),
 ) {
     let st = &node.mc_stats;
+    // Counted for `stats detail` once the key's lock is released.
+    let mut hit = false;
     node.store.write(key, now, |slot| {
         let mut won = false;
         let mut created = false;
         if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
             // A RESP collection: a miss, neither touched nor replaced by a vivified item.
             bump(&st.get_misses);
-            st.prefixes.record(key, Op::Get { hit: false });
             if !flags.has(b'q') {
                 write_meta(out, "EN", None, &miss_flags(flags, key));
             }
@@ -1287,7 +1315,6 @@ fn meta_get_item(
         }
         if !slot.exists() {
             bump(&st.get_misses);
-            st.prefixes.record(key, Op::Get { hit: false });
             match vivify {
                 // Vivify on miss: an empty item with that TTL; this client wins the recache.
                 Some(_) if node.store.maxmemory() > 0 && node.store.ensure_memory(now).is_err() => {
@@ -1308,7 +1335,7 @@ fn meta_get_item(
             }
         } else {
             bump(&st.get_hits);
-            st.prefixes.record(key, Op::Get { hit: true });
+            hit = true;
         }
         if let Some(ttl) = touch {
             bump(&st.cmd_touch);
@@ -1347,6 +1374,7 @@ fn meta_get_item(
         write_meta(out, code, flags.has(b'v').then_some(view.value), &ret);
         slot.note_fetch();
     });
+    st.prefixes.record(key, Op::Get { hit });
 }
 
 fn meta_set(
@@ -1627,6 +1655,14 @@ mod tests {
             "a request half in"
         );
         assert_eq!(conn_state(false, false, 5), "conn_mwrite");
+        assert_eq!(
+            conn_state(false, true, 5),
+            "conn_mwrite",
+            "its replies wait"
+        );
+        let v6: std::net::SocketAddr = "[::1]:11211".parse().unwrap();
+        assert_eq!(tcp_text(v6), "tcp6:[::1]:11211");
+        assert_eq!(tcp_text("127.0.0.1:1".parse().unwrap()), "tcp:127.0.0.1:1");
     }
 
     fn parse(text: &str) -> Command {

@@ -678,8 +678,8 @@ pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
         };
         put_response(out, p.opcode, status, p.opaque, 0, &[], key, text);
     };
-    if p.opcode == STAT && line == b"ERROR" {
-        // An unknown stats group (memcached: not found).
+    if p.opcode == STAT && (line == b"ERROR" || line.starts_with(b"CLIENT_ERROR")) {
+        // An unknown stats group, or `detail` without on/off/dump (memcached: not found).
         return fail(out, status::KEY_NOT_FOUND, &[]);
     }
     if error_of(p, line, out) {

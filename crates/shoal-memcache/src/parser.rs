@@ -256,13 +256,13 @@ impl Parser {
     }
 
     /// Bytes still to come of the request in progress, when [`Parser::parse`] stopped with
-    /// `buffered` bytes left in its buffer: the rest of a data block (one being discarded
-    /// too), 0 between requests or within a command line.
+    /// `buffered` bytes left in its buffer: the rest of a data block, 0 between requests,
+    /// within a command line, or while a refused block is discarded (that goes through the
+    /// smallest reads, as memcached swallows it through its read buffer).
     pub fn wanted(&self, buffered: usize) -> usize {
         match &self.state {
-            State::Line => 0,
             State::Data { len, .. } => (len + 2).saturating_sub(buffered),
-            State::Swallow { remaining, .. } => remaining.saturating_sub(buffered),
+            State::Line | State::Swallow { .. } => 0,
         }
     }
 

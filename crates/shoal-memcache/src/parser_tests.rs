@@ -1097,4 +1097,10 @@ fn wanted_is_the_rest_of_a_data_block() {
     let mut buf = BytesMut::from(&b"get so"[..]);
     assert!(p.parse(&mut buf, &limits).unwrap().is_none());
     assert_eq!(p.wanted(buf.len()), 0);
+    // A block refused as too large is discarded through small reads, not one sized to it.
+    let mut p = Parser::new();
+    let mut buf = BytesMut::from(&b"set k 0 0 2000000\r\nab"[..]);
+    assert_eq!(p.parse(&mut buf, &limits).unwrap(), None, "swallowing");
+    assert!(matches!(p.state, State::Swallow { .. }));
+    assert_eq!(p.wanted(buf.len()), 0);
 }

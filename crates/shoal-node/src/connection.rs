@@ -809,35 +809,40 @@ async fn serve<F: Frontend>(
         }
         // All arms are cancel safe: read_buf reads nothing if another arm wins. The stop
         // signal goes first: a client killed while its next request was arriving must not
-        // be served it (as the check above, for a stop that came earlier).
-        let n = tokio::select! {
-            biased;
-            _ = stop.as_mut() => return stopped(&info),
-            r = stream.read_buf(input) => match r {
-                Ok(0) => return Close::Eof,
-                Ok(n) => n,
-                Err(e) => return Close::Io(e),
-            },
-            pushed = frontend.next_push() => match pushed {
-                Ok(bytes) => {
-                    replies.out.push(bytes);
-                    continue;
+        // be served it (as the check above, for a stop that came earlier). A trim waits on
+        // with the same idle deadline (`timeout` counts from the last interaction).
+        let n = loop {
+            tokio::select! {
+                biased;
+                _ = stop.as_mut() => return stopped(&info),
+                r = stream.read_buf(input) => match r {
+                    Ok(0) => return Close::Eof,
+                    Ok(n) => break Some(n),
+                    Err(e) => return Close::Io(e),
+                },
+                pushed = frontend.next_push() => match pushed {
+                    Ok(bytes) => {
+                        replies.out.push(bytes);
+                        break None;
+                    }
+                    Err(why) => return why,
+                },
+                _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
+                // Idle for a while (`shoal_engine::client::TRIM_IDLE_MS`): give back the
+                // buffers, as Redis frees an idle client's query buffer.
+                _ = trim_asked.as_mut() => {
+                    trim_asked.set(trim.notified());
+                    if input.is_empty() {
+                        *input = BytesMut::new();
+                        trimmed = true;
+                        info.buffers.set_input(0, 0);
+                    }
+                    replies.trim();
                 }
-                Err(why) => return why,
-            },
-            _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
-            // Idle for a while (`shoal_engine::client::TRIM_IDLE_MS`): give back the
-            // buffers, as Redis frees an idle client's query buffer.
-            _ = trim_asked.as_mut() => {
-                trim_asked.set(trim.notified());
-                if input.is_empty() {
-                    *input = BytesMut::new();
-                    trimmed = true;
-                }
-                replies.trim();
-                continue;
             }
         };
+        // A message to send (Pub/Sub, MONITOR): written by the loop's next turn.
+        let Some(n) = n else { continue };
         if trimmed {
             // Active again: the next reads and replies get their usual room.
             trimmed = false;

@@ -266,9 +266,9 @@ impl McFrontend {
             (Answer::Here(cmd), Form::Text) => {
                 execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)
             }
-            (Answer::Here(cmd), Form::Silent) => {
+            (Answer::Here(cmd), Form::Silent) => shoal_engine::prefixes::muted(|| {
                 execute(&node.engine, cmd, now, &mut BytesMut::new(), usize::MAX)
-            }
+            }),
             (Answer::Now(_), Form::Silent) => Flow::Continue,
             (Answer::Later(f), Form::Silent) => {
                 // In its turn, so what follows is answered after it ran.
@@ -362,6 +362,11 @@ impl Frontend for McFrontend {
             let (cmd, form) = match self.held.take() {
                 Some(held) => held,
                 None => match self.next_request(node, input, replies.buf()) {
+                    Next::Request(cmd, Form::Silent) => {
+                        // The removal of a too-large set's stale value (counted once, here).
+                        mc::count_refused_set(&node.engine, &cmd);
+                        (cmd, Form::Silent)
+                    }
                     Next::Request(cmd, form) => (cmd, form),
                     Next::Answered => {
                         processed += 1;
