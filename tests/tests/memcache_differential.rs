@@ -171,6 +171,18 @@ fn show(b: &[u8]) -> String {
     }
 }
 
+/// Binary responses with their headers' CAS zeroed (a stored item's CAS differs between
+/// the servers).
+fn strip_cas(mut b: Vec<u8>) -> Vec<u8> {
+    let mut at = 0;
+    while b.len() >= at + 24 {
+        b[at + 16..at + 24].fill(0);
+        let body = u32::from_be_bytes([b[at + 8], b[at + 9], b[at + 10], b[at + 11]]);
+        at += 24 + body as usize;
+    }
+    b
+}
+
 #[track_caller]
 fn same(node: &TestNode, mc: &Memcached, name: &str, input: &[u8], binary: bool) {
     let (shoal, memcached) = both(node, mc, input, binary);
@@ -342,15 +354,6 @@ fn the_memcached_port_answers_as_memcached_does() {
     }
     let (shoal, memcached) = both(&node, &mc, &too_large, true);
     // The CAS of the stored item differs: compare all but the successful SET's header.
-    let strip_cas = |mut b: Vec<u8>| {
-        let mut at = 0;
-        while b.len() >= at + 24 {
-            b[at + 16..at + 24].fill(0);
-            let body = u32::from_be_bytes([b[at + 8], b[at + 9], b[at + 10], b[at + 11]]);
-            at += 24 + body as usize;
-        }
-        b
-    };
     assert_eq!(
         strip_cas(shoal),
         strip_cas(memcached),
@@ -498,15 +501,6 @@ fn stats_detail_counts_prefixes_as_memcached_does() {
     input.extend(stat(b"detail bogus"));
     input.extend(stat(b"detail"));
     let (shoal, memcached) = both(&node, &mc, &input, true);
-    let strip_cas = |mut b: Vec<u8>| {
-        let mut at = 0;
-        while b.len() >= at + 24 {
-            b[at + 16..at + 24].fill(0);
-            let body = u32::from_be_bytes([b[at + 8], b[at + 9], b[at + 10], b[at + 11]]);
-            at += 24 + body as usize;
-        }
-        b
-    };
     let dump = b"PREFIX bin get 2 hit 1 set 1 del 1\r\nEND\r\n";
     assert!(
         shoal.windows(dump.len()).any(|w| w == dump),
