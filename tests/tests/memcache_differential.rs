@@ -441,6 +441,16 @@ fn stats_names_memcacheds_fields_in_its_order() {
         83,
         "memcached 1.6.18 without its crawler has 83"
     );
+    // Item sizes are not tracked, as memcached's default (`track_sizes no`); Shoal cannot
+    // turn it on. (memcached 1.6.18 answers sizes_enable and sizes_disable without END;
+    // Shoal ends them, so a client reading to END does not wait for ever.)
+    same(&node, &mc, "stats sizes", b"stats sizes\r\n", false);
+    let input = b"stats sizes_enable\r\nstats sizes_disable\r\nstats settings\r\n";
+    let (shoal, _) = both(&node, &mc, input, false);
+    let text = String::from_utf8_lossy(&shoal);
+    let want = "STAT sizes_status error\r\nSTAT sizes_error not_supported\r\nEND\r\nSTAT sizes_status disabled\r\nEND\r\n";
+    assert!(text.starts_with(want), "{text}");
+    assert!(text.contains("STAT track_sizes no\r\n"), "{text}");
 }
 
 /// `stats detail on|off|dump` counts gets (and their hits), sets and deletes per key prefix

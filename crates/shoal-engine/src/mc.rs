@@ -632,6 +632,7 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     let enabled = !node.with_settings(|s| s.memcache_disable_flush_all);
     reply::stat(out, "flush_enabled", if enabled { "yes" } else { "no" });
     reply::stat(out, "idle_timeout", idle_timeout);
+    reply::stat(out, "track_sizes", "no");
     reply::stat(out, "ssl_enabled", if tls { "yes" } else { "no" });
     reply::end(out);
 }
@@ -951,7 +952,15 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
             conns(node, now, out);
             return;
         }
-        Some(b"sizes") => {
+        // memcached without `-o track_sizes`; Shoal keeps no histogram of item sizes.
+        Some(b"sizes" | b"sizes_disable") => {
+            reply::stat(out, "sizes_status", "disabled");
+            reply::end(out);
+            return;
+        }
+        Some(b"sizes_enable") => {
+            reply::stat(out, "sizes_status", "error");
+            reply::stat(out, "sizes_error", "not_supported");
             reply::end(out);
             return;
         }
