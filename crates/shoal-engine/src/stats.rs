@@ -177,6 +177,20 @@ impl McStats {
     }
 }
 
+/// The machine's memory in bytes (`MemTotal` of /proc/meminfo, Redis's
+/// `total_system_memory`), if it can be read.
+pub fn system_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_total(&info)
+}
+
+/// `MemTotal:   24576000 kB` -> bytes.
+fn parse_mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
 /// User and system CPU seconds of this process.
 pub fn cpu_times() -> (f64, f64) {
     let (_, user, sys) = process_usage();
@@ -205,7 +219,15 @@ pub fn process_usage() -> (u64, f64, f64) {
 
 #[cfg(test)]
 mod tests {
-    use super::Rate;
+    use super::{parse_mem_total, Rate};
+
+    #[test]
+    fn total_memory_is_memtotal_in_bytes() {
+        let info = "MemTotal:       24576000 kB\nMemFree:  100 kB\n";
+        assert_eq!(parse_mem_total(info), Some(24_576_000 * 1024));
+        assert_eq!(parse_mem_total("MemFree: 1 kB\n"), None);
+        assert_eq!(parse_mem_total("MemTotal: lots kB\n"), None);
+    }
 
     #[test]
     fn a_rate_is_the_mean_of_its_last_sixteen_samples_per_second() {

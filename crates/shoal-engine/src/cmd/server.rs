@@ -197,6 +197,8 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
                 line!("arch_bits:{}", usize::BITS);
                 line!("multiplexing_api:epoll");
+                // Rust's `Instant` reads CLOCK_MONOTONIC.
+                line!("monotonic_clock:POSIX clock_gettime");
                 line!("process_id:{}", std::process::id());
                 line!("run_id:{}", node.run_id);
                 line!("tcp_port:{}", node.port.load(Ordering::Relaxed));
@@ -204,6 +206,9 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("uptime_in_seconds:{uptime}");
                 line!("uptime_in_days:{}", uptime / 86400);
                 line!("hz:{}", settings.hz);
+                line!("configured_hz:{}", settings.hz);
+                // Redis's LRU clock: seconds, 24 bits (OBJECT IDLETIME's unit).
+                line!("lru_clock:{}", (now_ms() / 1000) & 0xff_ffff);
                 line!(
                     "executable:{}",
                     std::env::current_exe()
@@ -211,11 +216,26 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                         .unwrap_or_default()
                 );
                 line!("config_file:{}", node.config_file.as_deref().unwrap_or(""));
+                line!("process_supervised:no");
                 section("Server", b);
             }
             "clients" => {
+                let clients = node.clients.all();
                 line!("connected_clients:{}", node.clients.len());
                 line!("maxclients:{}", settings.maxclients);
+                // The largest buffers a client holds now (Redis: the peaks of the last
+                // seconds): its input buffer, its replies waiting.
+                let most = |f: &dyn Fn(&crate::client::Buffers) -> u64| {
+                    clients.iter().map(|c| f(&c.buffers)).max().unwrap_or(0)
+                };
+                line!(
+                    "client_recent_max_input_buffer:{}",
+                    most(&|b| b.rbs.load(Ordering::Relaxed))
+                );
+                line!(
+                    "client_recent_max_output_buffer:{}",
+                    most(&|b| b.obl.load(Ordering::Relaxed) + b.omem.load(Ordering::Relaxed))
+                );
                 line!(
                     "blocked_clients:{}",
                     node.blocked.clients()
@@ -239,7 +259,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("used_memory_human:{}", human(used));
                 line!("used_memory_rss:{rss}");
                 line!("used_memory_rss_human:{}", human(rss));
-                line!("used_memory_peak:{}", node.peak_memory(used));
+                let peak = node.peak_memory(used);
+                line!("used_memory_peak:{peak}");
+                line!("used_memory_peak_human:{}", human(peak));
+                line!("used_memory_peak_perc:{:.2}%", ratio(used, peak) * 100.0);
                 line!("used_memory_dataset:{}", stats.used_memory);
                 if let Some(a) = node.memory.sample() {
                     line!("allocator_allocated:{}", a.allocated);
@@ -258,6 +281,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     line!("rss_overhead_ratio:{:.2}", ratio(rss, a.resident));
                     line!("rss_overhead_bytes:{}", rss as i64 - a.resident as i64);
                 }
+                if let Some(total) = crate::stats::system_memory() {
+                    line!("total_system_memory:{total}");
+                    line!("total_system_memory_human:{}", human(total));
+                }
                 line!("number_of_cached_scripts:{}", node.scripts.count());
                 let (libraries, functions) = node.functions.counts();
                 line!("number_of_functions:{functions}");
@@ -274,6 +301,26 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     "mem_allocator:{}",
                     crate::memory::allocator().map_or_else(|| "libc".to_owned(), |a| a.name())
                 );
+                // Clients' buffers (CLIENT LIST's tot-mem, summed); no replica, replication
+                // backlog, AOF or cluster bus buffers exist.
+                let clients: u64 = node
+                    .clients
+                    .all()
+                    .iter()
+                    .map(|c| {
+                        let b = &c.buffers;
+                        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+                        get(&b.rbs) + get(&b.obl) + get(&b.omem) + get(&b.multi_mem)
+                    })
+                    .sum();
+                line!("mem_clients_slaves:0");
+                line!("mem_clients_normal:{clients}");
+                line!("mem_cluster_links:0");
+                line!("mem_aof_buffer:0");
+                line!("mem_replication_backlog:0");
+                line!("mem_total_replication_buffers:0");
+                // No active defragmentation (eviction bounds the allocator's pages instead).
+                line!("active_defrag_running:0");
                 line!("lazyfree_pending_objects:{}", node.lazyfree.pending());
                 line!("lazyfreed_objects:{}", node.lazyfree.freed());
                 section("Memory", b);
@@ -301,6 +348,20 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 line!("aof_last_bgrewrite_status:ok");
                 line!("aof_rewrites:0");
                 line!("aof_last_write_status:ok");
+                line!("aof_rewrites_consecutive_failures:0");
+                // Nothing forks (no save, no rewrite) and nothing was loaded.
+                line!("rdb_last_cow_size:0");
+                line!("aof_last_cow_size:0");
+                line!("module_fork_in_progress:0");
+                line!("module_fork_last_cow_size:0");
+                line!("current_cow_peak:0");
+                line!("current_cow_size:0");
+                line!("current_cow_size_age:0");
+                line!("current_fork_perc:0.00");
+                line!("current_save_keys_processed:0");
+                line!("current_save_keys_total:0");
+                line!("rdb_last_load_keys_expired:0");
+                line!("rdb_last_load_keys_loaded:0");
                 section("Persistence", b);
             }
             "stats" => {
@@ -331,11 +392,31 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 );
                 line!("expired_keys:{}", stats.expired_keys);
                 line!("evicted_keys:{}", stats.evicted_keys);
+                // Clients are never evicted (`maxmemory-clients` is not enforced).
+                line!("evicted_clients:0");
                 line!("keyspace_hits:{}", stats.keyspace_hits);
                 line!("keyspace_misses:{}", stats.keyspace_misses);
                 line!("tracking_total_keys:{}", node.tracker.keys());
                 line!("tracking_total_items:{}", node.tracker.items());
                 line!("tracking_total_prefixes:{}", node.tracker.prefixes());
+                // No fork, no Redis replication (Shoal's own is in INFO cluster), no
+                // defragmentation, no RESTORE payload sanitization: their counters stay 0.
+                line!("latest_fork_usec:0");
+                line!("total_forks:0");
+                line!("sync_full:0");
+                line!("sync_partial_ok:0");
+                line!("sync_partial_err:0");
+                line!("total_net_repl_input_bytes:0");
+                line!("total_net_repl_output_bytes:0");
+                line!("instantaneous_input_repl_kbps:0.00");
+                line!("instantaneous_output_repl_kbps:0.00");
+                line!("active_defrag_hits:0");
+                line!("active_defrag_misses:0");
+                line!("active_defrag_key_hits:0");
+                line!("active_defrag_key_misses:0");
+                line!("total_active_defrag_time:0");
+                line!("current_active_defrag_time:0");
+                line!("dump_payload_sanitizations:0");
                 // No MIGRATE: no sockets kept for it.
                 line!("migrate_cached_sockets:0");
                 {
@@ -392,6 +473,9 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 let (_, user, sys) = crate::stats::process_usage();
                 line!("used_cpu_sys:{sys:.6}");
                 line!("used_cpu_user:{user:.6}");
+                // No child processes (nothing forks).
+                line!("used_cpu_sys_children:0.000000");
+                line!("used_cpu_user_children:0.000000");
                 section("CPU", b);
             }
             "commandstats" => {
