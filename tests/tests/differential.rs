@@ -4265,7 +4265,7 @@ fn info_names_the_fields_redis_gives() {
     };
     let (want, got) = (names(redis.addr), names(shoal.addr));
     // Redis internals without a counterpart: its build, its I/O threads' and event loop's
-    // counters, its active expiry's sampling figures, its eviction timing, the main thread's
+    // counters, its active expiry's stale-keys estimate, its eviction timing, the main thread's
     // CPU (Shoal's workers all serve clients), the Lua VM's memory, Redis Cluster's bus
     // links, 7.0's replica key tracking, and the overhead and startup figures of its own
     // allocations.
@@ -4281,8 +4281,6 @@ fn info_names_the_fields_redis_gives() {
         "reply_buffer_expands",
         "reply_buffer_shrinks",
         "expired_stale_perc",
-        "expired_time_cap_reached_count",
-        "expire_cycle_cpu_milliseconds",
         "total_eviction_exceeded_time",
         "current_eviction_exceeded_time",
         "used_cpu_sys_main_thread",

@@ -11,6 +11,11 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     pub total_net_input_bytes: AtomicU64,
     pub total_net_output_bytes: AtomicU64,
+    /// Time the cron's active expiry took, in µs (Redis's `expire_cycle_cpu_milliseconds`).
+    pub expire_cycle_us: AtomicU64,
+    /// Active expiry rounds that stopped at their time budget with keys left to remove
+    /// (Redis's `expired_time_cap_reached_count`).
+    pub expire_time_cap_reached: AtomicU64,
     /// Instantaneous commands, input bytes and output bytes per second, sampled by the cron
     /// task (Redis's `instantaneous_*`: 16 samples each).
     rates: Mutex<[Rate; 3]>,
@@ -77,6 +82,8 @@ impl Stats {
             &self.rejected_connections,
             &self.total_net_input_bytes,
             &self.total_net_output_bytes,
+            &self.expire_cycle_us,
+            &self.expire_time_cap_reached,
         ] {
             c.store(0, Ordering::Relaxed);
         }

@@ -723,13 +723,26 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
                 let removed = node.engine.store.expire_cycle(now, 1000);
                 // Their `expired` notifications, if on (a round's at most 1,000 keys).
                 node.engine.publish_key_events();
-                if removed < 1000 || started.elapsed() >= budget {
+                if removed < 1000 {
+                    break;
+                }
+                if started.elapsed() >= budget {
+                    node.engine
+                        .stats
+                        .expire_time_cap_reached
+                        .fetch_add(1, Ordering::Relaxed);
                     break;
                 }
             }
         }
         // LATENCY's `expire-cycle` event, as Redis's active expiry records it.
         let usec = started.elapsed().as_micros() as u64;
+        if active_expire {
+            node.engine
+                .stats
+                .expire_cycle_us
+                .fetch_add(usec, Ordering::Relaxed);
+        }
         node.engine
             .latency
             .observe("expire-cycle", usec, || now / 1000);

@@ -391,6 +391,14 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     s.rejected_connections.load(Ordering::Relaxed)
                 );
                 line!("expired_keys:{}", stats.expired_keys);
+                line!(
+                    "expired_time_cap_reached_count:{}",
+                    s.expire_time_cap_reached.load(Ordering::Relaxed)
+                );
+                line!(
+                    "expire_cycle_cpu_milliseconds:{}",
+                    s.expire_cycle_us.load(Ordering::Relaxed) / 1000
+                );
                 line!("evicted_keys:{}", stats.evicted_keys);
                 // Clients are never evicted (`maxmemory-clients` is not enforced).
                 line!("evicted_clients:0");
