@@ -561,10 +561,14 @@ async fn accept_loop(
             info.io_thread.store(worker, Ordering::Relaxed);
             let stream = match &tls {
                 None => Stream::Plain(stream),
-                Some(tls) => match crate::tls::accept(tls, stream, &stop, info.id).await {
-                    Some(stream) => stream,
-                    None => return,
-                },
+                // Boxed: the handshake's state would otherwise size every connection's
+                // task, TLS or not, for its whole life (1,664 bytes against 256).
+                Some(tls) => {
+                    match Box::pin(crate::tls::accept(tls, stream, &stop, info.id)).await {
+                        Some(stream) => stream,
+                        None => return,
+                    }
+                }
             };
             let client = Client {
                 node: node.clone(),
