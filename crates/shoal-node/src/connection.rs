@@ -19,6 +19,7 @@
 //! loop are siblings: `resp` (Redis protocol) and `memcache`.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -355,44 +356,51 @@ pub struct Carried {
 /// Serves one connection with `frontend` until it closes, or until it should move to another
 /// worker: then it returns what the move takes. `stop` is the connection's stop signal: a
 /// child of the node's shutdown token, that CLIENT KILL also cancels (see
-/// `ClientInfo::kill`).
-pub async fn run_connection<F: Frontend>(
+/// `ClientInfo::kill`); `trim` the cron's ask to give the buffers back.
+///
+/// Not an `async fn`: its parameters would be kept twice in the future (as arguments and as
+/// the locals they move to), the front end among them, for the connection's whole life; the
+/// `async move` block uses them in place.
+#[allow(clippy::manual_async_fn)]
+pub fn run_connection<F: Frontend>(
     node: Arc<Server>,
     mut stream: Stream,
     mut carried: Carried,
     info: Arc<ClientInfo>,
     stop: CancellationToken,
-    trim: &Notify,
+    trim: Arc<Notify>,
     mut frontend: F,
-) -> Option<Moving<F>> {
-    let _ = stream.tcp().set_nodelay(true);
-    let id = info.id;
-    let reason = serve(
-        &node,
-        &mut stream,
-        &mut carried,
-        info,
-        stop,
-        trim,
-        &mut frontend,
-    )
-    .await;
-    match (reason, stream) {
-        (Close::Move(to), Stream::Plain(stream)) => Some(Moving {
-            to,
-            stream,
-            carried,
-            frontend,
-        }),
-        (reason, _) => {
-            if matches!(reason, Close::Idle) {
-                node.engine
-                    .mc_stats
-                    .idle_kicks
-                    .fetch_add(1, Ordering::Relaxed);
+) -> impl Future<Output = Option<Moving<F>>> + Send {
+    async move {
+        let _ = stream.tcp().set_nodelay(true);
+        let id = info.id;
+        let reason = serve(
+            &node,
+            &mut stream,
+            &mut carried,
+            info,
+            stop,
+            &trim,
+            &mut frontend,
+        )
+        .await;
+        match (reason, stream) {
+            (Close::Move(to), Stream::Plain(stream)) => Some(Moving {
+                to,
+                stream,
+                carried,
+                frontend,
+            }),
+            (reason, _) => {
+                if matches!(reason, Close::Idle) {
+                    node.engine
+                        .mc_stats
+                        .idle_kicks
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                tracing::debug!(client = id, ?reason, "connection closed");
+                None
             }
-            tracing::debug!(client = id, ?reason, "connection closed");
-            None
         }
     }
 }

@@ -615,17 +615,19 @@ fn serve_client<F: Frontend + 'static>(
     carried: Carried,
     frontend: F,
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    // Boxed on its own and made here: moved into the block below, the stream, the front end
+    // and what was read would stay in the block's state too, beside the future's own copy.
+    let connection = Box::pin(run_connection(
+        client.node.clone(),
+        stream,
+        carried,
+        client.info.clone(),
+        client.stop.clone(),
+        client.trim.clone(),
+        frontend,
+    ));
     Box::pin(async move {
-        let moving = run_connection(
-            client.node.clone(),
-            stream,
-            carried,
-            client.info.clone(),
-            client.stop.clone(),
-            &client.trim,
-            frontend,
-        )
-        .await;
+        let moving = connection.await;
         let Some(Moving {
             to,
             stream,
