@@ -578,19 +578,22 @@ async fn accept_loop(
                 _registered: registered,
                 tracker: moves,
             };
-            match protocol {
+            // The front end moves into the connection's own future: made in a scope that
+            // ends before the wait, so this task does not keep room for it as well.
+            let connection = match protocol {
                 Protocol::Resp | Protocol::RespCluster => {
                     let mut frontend = RespFrontend::new(&node, info);
                     if matches!(protocol, Protocol::RespCluster) {
                         frontend.redis_cluster();
                     }
-                    serve_client(client, stream, Carried::default(), frontend).await;
+                    serve_client(client, stream, Carried::default(), frontend)
                 }
                 Protocol::Memcache => {
                     let frontend = McFrontend::new(&node, info);
-                    serve_client(client, stream, Carried::default(), frontend).await;
+                    serve_client(client, stream, Carried::default(), frontend)
                 }
-            }
+            };
+            connection.await;
         });
     }
 }
