@@ -641,7 +641,11 @@ fn serve_client<F: Frontend + 'static>(
             return;
         };
         let tracker = client.tracker.clone();
+        // Boxed: the new worker's task keeps what its closure took for as long as the
+        // connection lives there, so that is a pointer, not the front end.
+        let parts = Box::new((client, carried, frontend));
         crate::workers::spawn_on(to, &tracker, stream, move |stream, worker| {
+            let (client, carried, frontend) = *parts;
             client.info.io_thread.store(worker, Ordering::Relaxed);
             serve_client(client, Stream::Plain(stream), carried, frontend)
         });
