@@ -141,6 +141,12 @@ impl Buffers {
         self.rbs.store(capacity as u64, Ordering::Relaxed);
     }
 
+    /// Bytes the connection holds in its buffers and MULTI queue (CLIENT LIST's `tot-mem`).
+    pub fn total(&self) -> u64 {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        get(&self.rbs) + get(&self.obl) + get(&self.omem) + get(&self.multi_mem)
+    }
+
     /// The output: `buffered` bytes in the small-reply buffer, then `chunks` chunks of
     /// `chunk_bytes` bytes.
     pub fn set_output(&self, buffered: usize, chunks: usize, chunk_bytes: usize) {
@@ -269,7 +275,7 @@ impl ClientInfo {
             get(&b.qbuf_free),
             get(&b.rbp),
             get(&b.oll),
-            rbs + obl + omem + multi_mem,
+            b.total(),
             if obl + omem > 0 { "rw" } else { "r" },
             if cmd.is_empty() { "NULL" } else { cmd },
             String::from_utf8_lossy(&self.user.lock().expect("client user lock poisoned")),

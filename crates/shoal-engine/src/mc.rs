@@ -837,9 +837,7 @@ fn cachedump(node: &Engine, arg: &[u8], now: u64, out: &mut BytesMut) {
 pub fn count_refused_set(node: &Engine, forget: &Command) {
     let key = match forget {
         Command::Delete { key, .. } => Some(key.clone()),
-        Command::MetaDelete { key, flags } if flags.has(b'b') => {
-            shoal_memcache::base64::decode(key).map(Bytes::from)
-        }
+        Command::MetaDelete { key, flags } => meta_key(key.clone(), flags, &mut BytesMut::new()),
         _ => None,
     };
     if let Some(key) = key {

@@ -303,16 +303,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 );
                 // Clients' buffers (CLIENT LIST's tot-mem, summed); no replica, replication
                 // backlog, AOF or cluster bus buffers exist.
-                let clients: u64 = node
-                    .clients
-                    .all()
-                    .iter()
-                    .map(|c| {
-                        let b = &c.buffers;
-                        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-                        get(&b.rbs) + get(&b.obl) + get(&b.omem) + get(&b.multi_mem)
-                    })
-                    .sum();
+                let clients: u64 = node.clients.all().iter().map(|c| c.buffers.total()).sum();
                 line!("mem_clients_slaves:0");
                 line!("mem_clients_normal:{clients}");
                 line!("mem_cluster_links:0");
