@@ -711,7 +711,12 @@ mod tests {
 
     /// Replies that can be map keys and set members (redis-protocol hashes them).
     fn arb_scalar() -> impl Strategy<Value = Reply> {
-        let finite = any::<f64>().prop_filter("NaN never compares equal", |d| !d.is_nan());
+        // NaN never compares equal, and redis-protocol hashes a double by its bits but
+        // compares it with `==`: -0.0 and 0.0 as two keys of a map (or members of a set)
+        // merge or not by bucket luck. -0.0 itself is covered by double_text_round_trips.
+        let finite = any::<f64>()
+            .prop_filter("NaN never compares equal", |d| !d.is_nan())
+            .prop_map(|d| if d == 0.0 { 0.0 } else { d });
         prop_oneof![
             "[ -~\r\n]{0,12}".prop_map(|s| Reply::Simple(s.into())),
             "[A-Z]{1,8} [ -~\r\n]{0,12}".prop_map(|s| Reply::Error(s.into())),
