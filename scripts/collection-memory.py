@@ -1,10 +1,12 @@
 """RSS per element of Shoal and redis-server for large collections and many small hashes.
 
-    python3 scripts/collection-memory.py target/release/shoald [hash,set,zintset,list,zset,small-hashes,stream]
+    python3 scripts/collection-memory.py target/release/shoald [hash,set,zintset,list,zset,small-hashes,stream,strings,volatile-strings]
 
 Starts a fresh redis-server and a fresh shoald (maxmemory 0) on free loopback ports for each
 data shape, loads it through redis-py pipelines, and prints the resident memory added per
-element and the ratio (README, "Memory", "Collections"). Needs redis-server and redis-py.
+element and the ratio (README, "Memory", "Collections"). `strings` are the yardstick's keys
+(`key:%012d`, 100-byte values), `volatile-strings` the same with `EX 3600`: one key an
+element. Needs redis-server and redis-py.
 """
 import os, socket, subprocess, sys, time
 import redis
@@ -58,6 +60,11 @@ def load(c, what):
     elif what == "stream":
         for i in range(N):
             pipe.xadd("x", {"job": f"{i:08d}", "state": "queued"})
+            if i % 10000 == 9999: pipe.execute()
+    elif what in ("strings", "volatile-strings"):
+        ex = 3600 if what == "volatile-strings" else None
+        for i in range(N):
+            pipe.set(f"key:{i:012d}", "x" * 100, ex=ex)
             if i % 10000 == 9999: pipe.execute()
     elif what == "small-hashes":
         for i in range(100_000):

@@ -152,7 +152,7 @@ pub(crate) fn evict_one(
                 EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
                     255 - u64::from(clock.lfu_decayed(item.access))
                 }
-                EvictionPolicy::VolatileTtl => u64::MAX - 1 - item.expire_at_ms,
+                EvictionPolicy::VolatileTtl => u64::MAX - 1 - item.expire_at_ms(),
                 _ => 0,
             }
         };

@@ -168,9 +168,10 @@ impl Shard {
         let idx32 = u32::try_from(idx).expect("a shard holds fewer than 2^32 keys");
         self.used += item.charge();
         self.slot_counts[sub_slot(key_slot(item.key()))] += 1;
-        if item.expire_at_ms != 0 {
+        let at = item.expire_at_ms();
+        if at != 0 {
             self.volatile += 1;
-            self.push_expiry(hasher, item.expire_at_ms, hash);
+            self.push_expiry(hasher, at, hash);
         }
         self.items.push(item);
         let items = &self.items;
@@ -208,7 +209,7 @@ impl Shard {
             self.table
                 .shrink_to(len * 2, |&i| hasher.hash_one(items[i as usize].key()));
         }
-        if item.expire_at_ms != 0 {
+        if item.expire_at_ms() != 0 {
             self.volatile -= 1;
         }
         item
@@ -306,11 +307,11 @@ impl Shard {
 
     /// Set the TTL of the item at `idx` (0 = none).
     pub(crate) fn set_expire(&mut self, hasher: &FixedState, idx: usize, hash: u64, at: u64) {
-        let old = self.items[idx].expire_at_ms;
+        let old = self.items[idx].expire_at_ms();
         if old == at {
             return;
         }
-        self.items[idx].expire_at_ms = at;
+        self.items[idx].set_expire_at_ms(at);
         match (old, at) {
             (0, _) => self.volatile += 1,
             (_, 0) => self.volatile -= 1,
@@ -334,8 +335,9 @@ impl Shard {
         heap.extend(
             self.items
                 .iter()
-                .filter(|it| it.expire_at_ms != 0)
-                .map(|it| Reverse((it.expire_at_ms, hasher.hash_one(it.key())))),
+                .map(|it| (it.expire_at_ms(), it))
+                .filter(|&(at, _)| at != 0)
+                .map(|(at, it)| Reverse((at, hasher.hash_one(it.key())))),
         );
         self.expiry = BinaryHeap::from(heap);
     }
@@ -393,7 +395,7 @@ impl Shard {
         let mut found = 0;
         let mut visit = |hash: u64, f: &mut dyn FnMut(usize)| {
             for &i in self.table.iter_hash(hash) {
-                if self.items[i as usize].expire_at_ms != 0 {
+                if self.items[i as usize].expire_at_ms() != 0 {
                     f(i as usize);
                     found += 1;
                 }
@@ -415,7 +417,7 @@ impl Shard {
             let mut taken = 0;
             for k in 0..len {
                 let i = (start + k) % len;
-                if self.items[i].expire_at_ms != 0 {
+                if self.items[i].expire_at_ms() != 0 {
                     f(i);
                     taken += 1;
                     if taken >= samples.max(1) {

@@ -960,7 +960,7 @@ impl Slot<'_> {
                     Payload::Coll(c) => item.coll() == Some(c),
                 };
                 if version < item.version
-                    || (version == item.version && same && item.expire_at_ms == at)
+                    || (version == item.version && same && item.expire_at_ms() == at)
                 {
                     return false;
                 }
@@ -1049,7 +1049,7 @@ fn live_state(item: &Item) -> KeyState {
             None => Bytes::copy_from_slice(item.value()),
         },
         flags: item.flags(),
-        expire_at_ms: item.expire_at_ms,
+        expire_at_ms: item.expire_at_ms(),
         version: item.version,
     }
 }

@@ -1585,8 +1585,8 @@ fn hash_pairs(s: &Store, key: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
 }
 
 #[test]
-fn an_item_stays_40_bytes_with_collections() {
-    assert_eq!(std::mem::size_of::<crate::entry::Item>(), 40);
+fn an_item_stays_24_bytes_with_collections() {
+    assert_eq!(std::mem::size_of::<crate::entry::Item>(), 24);
 }
 
 #[test]
