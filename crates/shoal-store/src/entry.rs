@@ -468,9 +468,12 @@ impl Item {
     /// (SETRANGE), in place.
     pub(crate) fn overwrite(&mut self, offset: usize, bytes: &[u8]) {
         let len = self.string_len();
-        let at = self.value_start() + offset;
-        if len < at + bytes.len() {
-            self.resize_payload(at + bytes.len());
+        let end = (self.value_start().checked_add(offset))
+            .and_then(|at| at.checked_add(bytes.len()))
+            .expect("SETRANGE's offset is bounded by proto-max-bulk-len");
+        let at = end - bytes.len();
+        if len < end {
+            self.resize_payload(end);
         }
         if let Some(b) = self.payload_mut() {
             b[at..at + bytes.len()].copy_from_slice(bytes);

@@ -169,14 +169,16 @@ impl Shard {
         self.used += item.charge();
         self.slot_counts[sub_slot(key_slot(item.key()))] += 1;
         let at = item.expire_at_ms();
-        if at != 0 {
-            self.volatile += 1;
-            self.push_expiry(hasher, at, hash);
-        }
         self.items.push(item);
         let items = &self.items;
         self.table
             .insert_unique(hash, idx32, |&i| hasher.hash_one(items[i as usize].key()));
+        // After the item is in: the push may rebuild the heap, which keeps only entries
+        // of items it finds.
+        if at != 0 {
+            self.volatile += 1;
+            self.push_expiry(at, hash);
+        }
         idx
     }
 
@@ -306,7 +308,7 @@ impl Shard {
     }
 
     /// Set the TTL of the item at `idx` (0 = none).
-    pub(crate) fn set_expire(&mut self, hasher: &FixedState, idx: usize, hash: u64, at: u64) {
+    pub(crate) fn set_expire(&mut self, idx: usize, hash: u64, at: u64) {
         let old = self.items[idx].expire_at_ms();
         if old == at {
             return;
@@ -318,27 +320,30 @@ impl Shard {
             _ => {}
         }
         if at != 0 {
-            self.push_expiry(hasher, at, hash);
+            self.push_expiry(at, hash);
         }
     }
 
-    fn push_expiry(&mut self, hasher: &FixedState, at: u64, hash: u64) {
+    fn push_expiry(&mut self, at: u64, hash: u64) {
         self.expiry.push(Reverse((at, hash)));
         if self.expiry.len() > 2 * self.volatile + 64 {
-            self.rebuild_expiry(hasher);
+            self.rebuild_expiry();
         }
     }
 
-    fn rebuild_expiry(&mut self, hasher: &FixedState) {
+    /// Drops the heap's stale entries: those no item's expiry time matches any more, and
+    /// repeats. Every volatile item has an entry (`insert` and `set_expire` push one), so
+    /// what is kept still covers them all. It looks up the heap's entries rather than walking
+    /// the items, which would read every item's allocation for its time.
+    fn rebuild_expiry(&mut self) {
         let mut heap = std::mem::take(&mut self.expiry).into_vec();
-        heap.clear();
-        heap.extend(
-            self.items
-                .iter()
-                .map(|it| (it.expire_at_ms(), it))
-                .filter(|&(at, _)| at != 0)
-                .map(|(at, it)| Reverse((at, hasher.hash_one(it.key())))),
-        );
+        heap.sort_unstable();
+        heap.dedup();
+        heap.retain(|&Reverse((at, hash))| {
+            self.table
+                .iter_hash(hash)
+                .any(|&i| self.items[i as usize].expire_at_ms() == at)
+        });
         self.expiry = BinaryHeap::from(heap);
     }
 

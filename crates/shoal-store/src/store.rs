@@ -803,7 +803,6 @@ impl<'a> Slot<'a> {
 
     /// Writes the value; `None` keeps the current flags / TTL (or 0 for a new key).
     fn put(&mut self, value: &[u8], flags: Option<u32>, at: Option<u64>) {
-        let hasher = &self.shared.hasher;
         let now = self.clock.now_ms;
         match self.idx {
             Some(i) => {
@@ -812,7 +811,7 @@ impl<'a> Slot<'a> {
                     .next_version(Some(self.shard.items[i].version), now);
                 self.shard.replace_value(i, value, flags, version);
                 if let Some(at) = at {
-                    self.shard.set_expire(hasher, i, self.hash, at);
+                    self.shard.set_expire(i, self.hash, at);
                 }
             }
             None => {
@@ -843,7 +842,7 @@ impl<'a> Slot<'a> {
             }
             at => {
                 let at = at.unwrap_or(0);
-                self.shard.set_expire(&self.shared.hasher, i, self.hash, at);
+                self.shard.set_expire(i, self.hash, at);
                 self.changed = true;
             }
         }
@@ -946,7 +945,6 @@ impl<'a> Slot<'a> {
 /// Replicated states (see [`Store::apply`]).
 impl Slot<'_> {
     fn apply_live(&mut self, payload: Payload<'_>, at: u64, version: u64) -> bool {
-        let hasher = &self.shared.hasher;
         let now = self.clock.now_ms;
         match self.idx {
             Some(i) => {
@@ -970,7 +968,7 @@ impl Slot<'_> {
                     }
                     Payload::Coll(c) => self.shard.replace_coll(i, c, version),
                 }
-                self.shard.set_expire(hasher, i, self.hash, at);
+                self.shard.set_expire(i, self.hash, at);
                 self.clock.touch(&mut self.shard.items[i].access);
             }
             None => {

@@ -1988,3 +1988,75 @@ fn marks_follow_the_value_they_were_set_on() {
     assert!(!kept[crate::shard::MARKS_MAX], "full");
     assert_eq!(s.write(&live[0], 3_001, |slot| slot.marks()), stale);
 }
+
+/// Byte and TTL accounting through every edit of a string: `used_memory` stays the sum of the
+/// entries' charges and `volatile_len` the keys with a TTL, and both go back to 0 (found by a
+/// review of the 24-byte record, whose expiry time moved into the allocation).
+#[test]
+fn accounting_holds_through_ttls_appends_overwrites_and_persist() {
+    let s = store();
+    let mut rng = TestRng(11);
+    let mut keys = Vec::new();
+    for i in 0..3000 {
+        let key = format!("rk:{i}").into_bytes();
+        let value = vec![b'v'; rng.below(200) as usize];
+        let ttl = (rng.below(2) == 0).then(|| 1_000_000 + rng.below(1000));
+        s.set(&key, &value, ttl, 0);
+        keys.push(key);
+    }
+    for (n, key) in keys.iter().enumerate() {
+        s.write(key, 0, |slot| match n % 7 {
+            0 => {
+                let _ = slot.append(b"tail");
+            }
+            1 => {
+                let _ = slot.overwrite(300, b"X");
+            }
+            2 => {
+                let _ = slot.set_expire(Some(9_000_000));
+            }
+            3 => {
+                let _ = slot.set_expire(None);
+            }
+            4 => slot.set_keep_ttl(b"short"),
+            5 => {
+                slot.set_expire(Some(7_000_000));
+                slot.set_expire(None);
+                let _ = slot.append(b"z");
+            }
+            _ => slot.set(b"fresh", Some(8_000_000)),
+        });
+    }
+    let (mut sum, mut vol) = (0, 0);
+    for key in &keys {
+        s.read(key, 0, Access::Peek, |e| {
+            let e = e.expect("present");
+            sum += e.charge;
+            vol += usize::from(e.expire_at_ms.is_some());
+        });
+    }
+    assert_eq!((s.used_memory(), s.volatile_len()), (sum, vol));
+    assert!(vol > 0 && vol < keys.len());
+    for key in &keys {
+        s.remove(key, 0);
+    }
+    assert_eq!((s.len(), s.volatile_len(), s.used_memory()), (0, 0, 0));
+}
+
+/// A key inserted with a TTL while its shard's expiry heap is due for a rebuild (stale
+/// entries from removed keys) keeps its entry, so active expiry finds it. `insert` pushed the
+/// entry before the item, and the rebuild, which keeps entries of items it finds, dropped it.
+#[test]
+fn a_key_inserted_during_an_expiry_rebuild_is_actively_expired() {
+    let s = store();
+    for i in 0..100 {
+        s.set(&tagged(i), b"x", Some(1_000_000), 0);
+    }
+    for i in 1..100 {
+        s.remove(&tagged(i), 0);
+    }
+    s.set(b"{t}new", b"x", Some(50), 0);
+    assert_eq!(s.volatile_len(), 2);
+    let n = s.expire_cycle(60, usize::MAX);
+    assert_eq!((n, s.len()), (1, 1), "the new key was not actively expired");
+}

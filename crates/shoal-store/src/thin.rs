@@ -32,6 +32,7 @@ fn header_len(len: usize) -> usize {
 /// Writes the header for `len` and `mark` into `out` (at least [`header_len`] bytes);
 /// returns its size.
 fn write_header(len: usize, mark: bool, out: &mut [u8]) -> usize {
+    assert!(len as u64 >> 62 == 0, "a length fits the header's 62 bits");
     let mark = if mark { MARK } else { 0 };
     if len < SHORT_MAX {
         out[..4].copy_from_slice(&(len as u32 | mark).to_le_bytes());
@@ -61,7 +62,10 @@ fn read_header(first: [u8; 4], rest: impl FnOnce() -> [u8; 4]) -> (usize, usize,
 /// The allocation for `len` bytes and their header. Alignment 2 keeps the low bit free for
 /// the tag (every allocator here gives 8 or more anyway).
 fn layout(len: usize) -> Layout {
-    Layout::from_size_align(header_len(len) + len, 2).expect("a string's size fits a layout")
+    header_len(len)
+        .checked_add(len)
+        .and_then(|size| Layout::from_size_align(size, 2).ok())
+        .expect("a string's size fits a layout")
 }
 
 /// Set in the pointer of a boxed `T`.
@@ -305,6 +309,13 @@ mod tests {
         t.resize(0);
         assert_eq!(t.as_bytes(), Some(&b""[..]));
         assert!(t.marked());
+    }
+
+    #[test]
+    #[should_panic(expected = "a string's size fits a layout")]
+    fn a_size_past_the_address_space_panics_before_allocating() {
+        let mut t: Thin<u64> = Thin::bytes(&[b"abc"], false);
+        t.resize(usize::MAX - 3);
     }
 
     #[test]
