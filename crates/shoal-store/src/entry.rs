@@ -608,6 +608,109 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// An edit of an item, for the model test below.
+    #[derive(Clone, Debug)]
+    enum Edit {
+        Append(Vec<u8>),
+        Overwrite(usize, Vec<u8>),
+        Replace(Vec<u8>, Option<u32>),
+        Expire(u64),
+        ToCollection,
+    }
+
+    fn arb_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            4 => prop::collection::vec(any::<u8>(), 0..40),
+            1 => prop::collection::vec(any::<u8>(), 100..5_000),
+        ]
+    }
+
+    fn arb_edit() -> impl Strategy<Value = Edit> {
+        prop_oneof![
+            arb_bytes().prop_map(Edit::Append),
+            (0usize..300, arb_bytes()).prop_map(|(o, b)| Edit::Overwrite(o, b)),
+            (
+                arb_bytes(),
+                prop::option::of(prop_oneof![Just(0u32), any::<u32>()])
+            )
+                .prop_map(|(v, f)| Edit::Replace(v, f)),
+            prop_oneof![Just(0u64), 1u64..u64::MAX].prop_map(Edit::Expire),
+            Just(Edit::ToCollection),
+        ]
+    }
+
+    /// What an item should hold: `(value, flags, expiry, is a collection)`.
+    type Model = (Vec<u8>, u32, u64, bool);
+
+    fn check(it: &Item, key: &[u8], m: &Model) -> Result<(), TestCaseError> {
+        let (value, flags, at, coll) = m;
+        prop_assert_eq!(it.key(), key);
+        prop_assert_eq!(it.value(), &value[..]);
+        prop_assert_eq!(it.flags(), *flags);
+        prop_assert_eq!(it.expire_at_ms(), *at);
+        prop_assert_eq!(it.kind() == Kind::String, !coll);
+        if !coll {
+            let extra = if *flags != 0 { 4 } else { 0 };
+            let charge = key.len() + extra + value.len() + ENTRY_OVERHEAD;
+            prop_assert_eq!(it.charge(), charge as u64);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 256 }))]
+        /// Any sequence of edits keeps the key, value, flags and expiry time a plain model
+        /// holds (the record's allocation: its length header, flags and expiry trailer).
+        #[test]
+        fn edits_agree_with_a_model(
+            key in prop::collection::vec(any::<u8>(), 0..24),
+            value in arb_bytes(),
+            flags in prop_oneof![Just(0u32), any::<u32>()],
+            at in prop_oneof![Just(0u64), 1u64..u64::MAX],
+            edits in prop::collection::vec(arb_edit(), 0..24),
+        ) {
+            let mut it = Item::new(&key, &value, flags, at, 0, 1);
+            let mut m: Model = (value, flags, at, false);
+            check(&it, &key, &m)?;
+            for e in edits {
+                match e {
+                    Edit::Append(b) => {
+                        it.append(&b);
+                        if m.3 {
+                            m = (Vec::new(), 0, m.2, false);
+                        }
+                        m.0.extend_from_slice(&b);
+                    }
+                    Edit::Overwrite(o, b) => {
+                        it.overwrite(o, &b);
+                        if m.3 {
+                            m = (Vec::new(), 0, m.2, false);
+                        }
+                        if m.0.len() < o + b.len() {
+                            m.0.resize(o + b.len(), 0);
+                        }
+                        m.0[o..o + b.len()].copy_from_slice(&b);
+                    }
+                    Edit::Replace(v, f) => {
+                        it.replace_value(&v, f);
+                        let flags = f.unwrap_or(if m.3 { 0 } else { m.1 });
+                        m = (v, flags, m.2, false);
+                    }
+                    Edit::Expire(a) => {
+                        it.set_expire_at_ms(a);
+                        m.2 = a;
+                    }
+                    Edit::ToCollection => {
+                        it.replace_with_coll(Collection::List(List::default()));
+                        m = (Vec::new(), 0, m.2, true);
+                    }
+                }
+                check(&it, &key, &m)?;
+            }
+        }
+    }
 
     #[test]
     fn item_layout_and_accessors() {
