@@ -1,7 +1,7 @@
 //! [`Thin`]: an item's one allocation behind one pointer, 8 bytes where a boxed slice takes
 //! 16: a string's bytes with their length (and one bit of its owner's, the mark) in front of
 //! them, or a boxed value of another type, told apart by the pointer's low bit. It is what
-//! keeps [`crate::entry::Item`] at 24 bytes.
+//! keeps the store's per-key record (`entry.rs`) at 24 bytes.
 //!
 //! The only `unsafe` code of the store lives here; every block says why it holds.
 
