@@ -397,7 +397,7 @@ impl Item {
 
     /// Makes a collection an empty string, to edit as one (callers check the type before;
     /// this only keeps a missed check from panicking). Returns the string's payload length.
-    fn string_len(&mut self) -> usize {
+    fn make_string(&mut self) -> usize {
         if let Some(c) = self.data.as_boxed() {
             let (data, meta) = build(&c.key, 0, b"", c.expire_at_ms);
             self.data = data;
@@ -457,7 +457,7 @@ impl Item {
     /// Appends to the value in place: the allocation is grown (realloc, often without a copy:
     /// large blocks are remapped), not rebuilt, so repeated appends stay cheap.
     pub(crate) fn append(&mut self, extra: &[u8]) {
-        let len = self.string_len();
+        let len = self.make_string();
         self.resize_payload(len + extra.len());
         if let Some(b) = self.payload_mut() {
             b[len..].copy_from_slice(extra);
@@ -467,7 +467,7 @@ impl Item {
     /// Writes `bytes` at `offset` of the value, zero-padding it first when it is shorter
     /// (SETRANGE), in place.
     pub(crate) fn overwrite(&mut self, offset: usize, bytes: &[u8]) {
-        let len = self.string_len();
+        let len = self.make_string();
         let end = (self.value_start().checked_add(offset))
             .and_then(|at| at.checked_add(bytes.len()))
             .expect("SETRANGE's offset is bounded by proto-max-bulk-len");

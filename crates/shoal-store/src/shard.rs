@@ -332,7 +332,7 @@ impl Shard {
     }
 
     /// Drops the heap's stale entries: those no item's expiry time matches any more, and
-    /// repeats. Every volatile item has an entry (`insert` and `set_expire` push one), so
+    /// duplicates. Every volatile item has an entry (`insert` and `set_expire` push one), so
     /// what is kept still covers them all. It looks up the heap's entries rather than walking
     /// the items, which would read every item's allocation for its time.
     fn rebuild_expiry(&mut self) {
