@@ -23,6 +23,11 @@ use shoal_cluster::message::{
 use shoal_store::{Collection, KeyState, Kind};
 
 fuzz_target!(|data: &[u8]| {
+    // The look ahead's key is a slice of the body, or nothing.
+    if let Some(key) = shoal_cluster::message::peek_command_key(data) {
+        let range = data.as_ptr_range();
+        assert!(range.start <= key.as_ptr() && key.as_ptr_range().end <= range.end);
+    }
     let body = Bytes::copy_from_slice(data);
     // The RESP part of a COMMAND is not this target's business (request_parser has it).
     match decode_request(body, |_| Ok(Vec::new())) {

@@ -10,12 +10,15 @@
 //! bytes 1..5 give the chunk sizes the rest is fed in (cycled), the rest is the stream.
 //! Invariants: no panic; the parser never consumes more than it was fed; every request it
 //! returns is non-empty, has at most `max_args` arguments, and its argument bytes fit in what
-//! was consumed.
+//! was consumed. The look ahead (`peek_keys`) over the whole stream: no panic, keys are
+//! slices of the stream, and each is the second argument of the request the parser returns
+//! in its turn (fed the stream at once, default limits), passing over one-argument ones, up
+//! to a request the parser refuses.
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use shoal_resp::{Limits, RequestParser};
+use shoal_resp::{peek_keys, Limits, RequestParser};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 5 {
@@ -36,6 +39,8 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Limits::default()
     };
+
+    check_peek(stream);
 
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::new();
@@ -71,3 +76,28 @@ fuzz_target!(|data: &[u8]| {
         );
     }
 });
+
+/// `peek_keys` against the parser fed the stream at once.
+fn check_peek(stream: &[u8]) {
+    let mut out: [&[u8]; 8] = [&[]; 8];
+    let n = peek_keys(stream, &mut out);
+    let range = stream.as_ptr_range();
+    for key in &out[..n] {
+        assert!(range.start <= key.as_ptr() && key.as_ptr_range().end <= range.end);
+    }
+    let mut parser = RequestParser::new();
+    let mut buf = BytesMut::from(stream);
+    let mut seen = 0;
+    while seen < n {
+        let args = match parser.parse(&mut buf, &Limits::default(), true) {
+            Ok(Some(args)) => args,
+            // A request past a limit (a hint may have looked at it; the connection closes).
+            Err(_) => return,
+            Ok(None) => panic!("peek_keys saw {n} keys, the parser found {seen} complete"),
+        };
+        if args.len() >= 2 {
+            assert_eq!(&args[1][..], out[seen], "peek_keys saw another key");
+            seen += 1;
+        }
+    }
+}

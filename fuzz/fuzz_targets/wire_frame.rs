@@ -14,12 +14,16 @@
 //! so mutations reach the payload parsers without first guessing the magic.
 //! Invariants: no panic; `Ok(None)` consumes nothing; a decoded frame consumed exactly its
 //! header plus a payload within the limit for its kind; re-encoding a decoded frame gives
-//! back exactly the bytes it was decoded from (the encoding is canonical).
+//! back exactly the bytes it was decoded from (the encoding is canonical). The look ahead
+//! (`peek_request_bodies`) over the whole stream: each body it sees, decode (default limits)
+//! reads as the same request, in turn.
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use shoal_wire::{decode, FrameLimits, HEADER_LEN, MAGIC, PROTOCOL_VERSION};
+use shoal_wire::{
+    decode, peek_request_bodies, Frame, FrameLimits, HEADER_LEN, MAGIC, PROTOCOL_VERSION,
+};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 5 {
@@ -43,6 +47,8 @@ fuzz_target!(|data: &[u8]| {
     } else {
         FrameLimits::default()
     };
+
+    check_peek(stream);
 
     let mut buf = BytesMut::new();
     let mut pos = 0usize;
@@ -101,4 +107,17 @@ fn structured(mut input: &[u8]) -> Vec<u8> {
         input = &input[take..];
     }
     out
+}
+
+/// `peek_request_bodies` against `decode` fed the stream at once.
+fn check_peek(stream: &[u8]) {
+    let mut bodies: [&[u8]; 8] = [&[]; 8];
+    let n = peek_request_bodies(stream, &mut bodies);
+    let mut buf = BytesMut::from(stream);
+    for body in &bodies[..n] {
+        match decode(&mut buf, &FrameLimits::default()) {
+            Ok(Some(Frame::Request { body: got, .. })) => assert_eq!(&got[..], *body),
+            other => panic!("peek_request_bodies saw a request, decode gave {other:?}"),
+        }
+    }
 }

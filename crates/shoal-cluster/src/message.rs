@@ -272,6 +272,20 @@ pub fn encode_command(
     b.freeze()
 }
 
+/// The first key of a COMMAND body in database 0 scoped to every local key (a command
+/// forwarded to its key's owner): its command's second argument
+/// ([`shoal_resp::peek_keys`]). `None` for any other body. A look ahead only: the body is
+/// checked in full when it is read.
+pub fn peek_command_key(body: &[u8]) -> Option<&[u8]> {
+    let proto = *body.get(SCOPE_AT - 1)?;
+    let scope = *body.get(SCOPE_AT)?;
+    if body[0] != KIND_COMMAND || proto & DB_BITS != 0 || scope & !SCOPE_ONCE != 0 {
+        return None;
+    }
+    let mut key: [&[u8]; 1] = [&[]];
+    (shoal_resp::peek_keys(&body[SCOPE_AT + 1..], &mut key) == 1).then_some(key[0])
+}
+
 /// The scope byte's flag for a command to run at once (see [`at_once`]).
 const SCOPE_ONCE: u8 = 2;
 /// Where a COMMAND body's scope byte is: after the kind, deadline, reply limit and proto.

@@ -25,7 +25,8 @@ use shoal_store::KeyState;
 use super::handoff::{self, Before, Fetched};
 use super::message::{
     decode_request, decode_states, encode_fetch, encode_relay_answer, encode_relay_failure,
-    encode_relayed, encode_replicate, encode_replicate_result, Change, RelayFailure, Request,
+    encode_relayed, encode_replicate, encode_replicate_result, peek_command_key, Change,
+    RelayFailure, Request,
 };
 use super::replicate::{replicate_keys, unconfirmed, wait_acks};
 use super::router::{
@@ -118,6 +119,23 @@ impl PeerHandler for PeerService {
             name: peer_node.to_owned(),
             sent_back: HashMap::new(),
             relayed: HashMap::new(),
+        }
+    }
+
+    /// The keys of the commands about to run here start loading side by side
+    /// ([`shoal_store::Store::prefetch`]).
+    fn look_ahead(&self, bodies: &[&[u8]]) {
+        let mut keys: [&[u8]; shoal_store::PREFETCH_MAX] = [&[]; shoal_store::PREFETCH_MAX];
+        let mut n = 0;
+        for key in bodies.iter().filter_map(|b| peek_command_key(b)) {
+            keys[n] = key;
+            n += 1;
+            if n == keys.len() {
+                break;
+            }
+        }
+        if n > 1 {
+            self.node.engine.store.prefetch(&keys[..n]);
         }
     }
 

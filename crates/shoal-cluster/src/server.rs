@@ -28,6 +28,29 @@ impl Server {
             monitors: Default::default(),
         }
     }
+
+    /// Starts loading the data of `keys` (database 0's), the keys of a client's requests
+    /// about to run ([`shoal_store::Store::prefetch`]). In a cluster only those whose slot
+    /// this node owns: the others are sent to their owners, which look ahead themselves
+    /// (`PeerService::look_ahead`).
+    pub fn prefetch(&self, keys: &[&[u8]]) {
+        let Some(cluster) = &self.cluster else {
+            self.engine.store.prefetch(keys);
+            return;
+        };
+        let view = cluster.view_now();
+        let mut mine: [&[u8]; shoal_store::PREFETCH_MAX] = [&[]; shoal_store::PREFETCH_MAX];
+        let mut n = 0;
+        for &key in keys.iter().take(mine.len()) {
+            if view.placement.owners(shoal_store::key_slot(key)).first() == Some(&view.me) {
+                mine[n] = key;
+                n += 1;
+            }
+        }
+        if n > 1 {
+            self.engine.store.prefetch(&mine[..n]);
+        }
+    }
 }
 
 impl Host for Server {

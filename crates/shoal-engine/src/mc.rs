@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use bytes::{Bytes, BytesMut};
 use shoal_memcache::reply::{self, Status};
 use shoal_memcache::{Command, MetaFlags, StoreMode};
-use shoal_store::Access;
+use shoal_store::{Access, PREFETCH_MAX};
 
 use crate::engine::Engine;
 use crate::prefixes::Op;
@@ -78,9 +78,14 @@ pub fn get_keys(
         return metadump(node, cursor, now, out, pause_at);
     }
     let (store, st) = (&node.store, &node.mc_stats);
+    let first = get.next;
     while get.next < get.keys.len() {
         if out.len() >= pause_at {
             return Flow::Paused(get);
+        }
+        // The next keys' loads start side by side, a batch at a time.
+        if (get.next - first).is_multiple_of(PREFETCH_MAX) && get.keys.len() - get.next > 1 {
+            store.prefetch(&get.keys[get.next..]);
         }
         let key = &get.keys[get.next];
         get.next += 1;

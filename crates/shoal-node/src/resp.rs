@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use shoal_resp::{Limits, Reply, RequestParser};
+use shoal_store::PREFETCH_MAX;
 
 use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
 use shoal_cluster::monitor::MonitorFeed;
@@ -27,6 +28,8 @@ pub struct RespFrontend {
     in_flight: InFlight,
     /// This connection's MONITOR feed, once it asked for one.
     monitor: Option<MonitorFeed>,
+    /// Requests still to run whose keys were prefetched ([`Server::prefetch`]).
+    prefetched: usize,
 }
 
 impl RespFrontend {
@@ -41,6 +44,7 @@ impl RespFrontend {
             held: None,
             in_flight: InFlight::default(),
             monitor: None,
+            prefetched: 0,
         }
     }
 }
@@ -147,6 +151,20 @@ impl Frontend for RespFrontend {
             self.in_flight.clear();
         }
         loop {
+            // Before a pipeline's requests run, the loads of their keys start side by side,
+            // a batch at a time, so their lookups wait for memory once rather than in turn.
+            if self.prefetched == 0
+                && self.held.is_none()
+                && self.session.db == 0
+                && self.parser.at_request_start()
+            {
+                let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+                let n = shoal_resp::peek_keys(input, &mut keys);
+                if n > 1 {
+                    node.prefetch(&keys[..n]);
+                }
+                self.prefetched = n;
+            }
             let parsed = match self.held.take() {
                 Some(args) => Ok(Some(args)),
                 None => self
@@ -178,6 +196,7 @@ impl Frontend for RespFrontend {
                 return (processed, Step::Flush);
             }
             processed += 1;
+            self.prefetched = self.prefetched.saturating_sub(1);
             // Messages published before this command go out before its reply.
             drain_messages(&self.session, replies);
             if node.monitors.active() {

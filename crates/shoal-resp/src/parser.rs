@@ -204,6 +204,12 @@ impl RequestParser {
         }
     }
 
+    /// True between requests: the next byte of the buffer starts a new one (what
+    /// [`peek_keys`] needs).
+    pub fn at_request_start(&self) -> bool {
+        self.remaining == 0
+    }
+
     /// Bytes the in-progress bulk argument still needs, including its trailing `\r\n`, as of
     /// the last `parse` call that returned `Ok(None)`; 0 when unknown. The caller may reserve
     /// `min(this, its own cap)`; it is a client's claim, not a promise.
@@ -254,6 +260,66 @@ impl RequestParser {
             }
         }
     }
+}
+
+/// Requests [`peek_keys`] walks over at most, past the one it takes a key from.
+const PEEK_MAX_ARGS: usize = 64;
+
+/// The second argument (the first key of most commands) of each complete multibulk request
+/// at the front of `buf`, put in `out` in order while it has room; returns how many it put.
+/// A look ahead for prefetching, not a parse: nothing is consumed or checked against limits
+/// (the parser does that when the requests run), a request of one argument is passed over,
+/// and the walk stops at the first request that is not a complete, well-formed multibulk
+/// request (inline, cut short, malformed) or that has more than [`PEEK_MAX_ARGS`]
+/// arguments (after its key). Reads only `buf`'s bytes; allocates nothing.
+pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> usize {
+    /// The number after `mark` on the line at `at`, and where the next line starts.
+    fn header(buf: &[u8], at: usize, mark: u8) -> Option<(usize, usize)> {
+        let rest = buf.get(at..)?;
+        if rest.first() != Some(&mark) {
+            return None;
+        }
+        // A number of fewer than 21 bytes (string2ll's bound), then "\r\n".
+        let nl = rest.iter().take(24).position(|&b| b == b'\r')?;
+        if rest.get(nl + 1) != Some(&b'\n') {
+            return None;
+        }
+        let n = usize::try_from(string2ll(&rest[1..nl])?).ok()?;
+        Some((n, at + nl + 2))
+    }
+    let mut at = 0;
+    let mut put = 0;
+    while put < out.len() {
+        let Some((count, mut next)) = header(buf, at, b'*') else {
+            break;
+        };
+        if count == 0 {
+            break;
+        }
+        let mut key = None;
+        for i in 0..count.min(PEEK_MAX_ARGS + 2) {
+            let Some((len, start)) = header(buf, next, b'$') else {
+                return put;
+            };
+            let end = match start.checked_add(len) {
+                Some(end) if end.saturating_add(2) <= buf.len() => end,
+                _ => return put,
+            };
+            if i == 1 {
+                key = Some(&buf[start..end]);
+            }
+            next = end + 2;
+        }
+        if let Some(key) = key {
+            out[put] = key;
+            put += 1;
+        }
+        if count > PEEK_MAX_ARGS + 2 {
+            break;
+        }
+        at = next;
+    }
+    put
 }
 
 /// Redis `string2ll` (util.c): optional `-`, then `0` alone or a digit 1-9 followed by digits;
@@ -733,6 +799,33 @@ mod tests {
         prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..8)
     }
 
+    #[test]
+    fn peek_keys_passes_over_one_argument_requests_and_stops_at_the_rest() {
+        let mut input = multibulk(&[b"GET", b"k1"]);
+        input.extend(multibulk(&[b"PING"]));
+        input.extend(multibulk(&[b"SET", b"k2", b"v"]));
+        input.extend(b"GET inline\r\n");
+        input.extend(multibulk(&[b"GET", b"k3"]));
+        let mut out: [&[u8]; 8] = [&[]; 8];
+        let n = peek_keys(&input, &mut out);
+        assert_eq!(&out[..n], &[&b"k1"[..], b"k2"]);
+        // Room for one: one.
+        assert_eq!(peek_keys(&input, &mut out[..1]), 1);
+        // A request of more than PEEK_MAX_ARGS arguments is the last one looked at.
+        let mut long: Vec<&[u8]> = vec![b"MSET"];
+        long.extend(std::iter::repeat_n(&b"x"[..], PEEK_MAX_ARGS + 2));
+        let mut input = multibulk(&long);
+        input.extend(multibulk(&[b"GET", b"k4"]));
+        assert_eq!(peek_keys(&input, &mut out), 1);
+        // A bulk length past the buffer, or a malformed header: nothing.
+        assert_eq!(
+            peek_keys(b"*2\r\n$3\r\nGET\r\n$99999\r\nk\r\n", &mut out),
+            0
+        );
+        assert_eq!(peek_keys(b"*2\r\n$3\r\nGET\r\n$-1\r\n", &mut out), 0);
+        assert_eq!(peek_keys(b"*x\r\n", &mut out), 0);
+    }
+
     proptest! {
         #[test]
         fn round_trip_with_random_chunks(
@@ -749,6 +842,45 @@ mod tests {
             let (got, left) = parse_chunked(&input, &cuts, &Limits::default());
             prop_assert_eq!(got, reqs);
             prop_assert_eq!(left, 0);
+        }
+
+        #[test]
+        fn peek_keys_sees_what_the_parser_parses(
+            reqs in prop::collection::vec(arb_args(), 0..20),
+            cut in any::<prop::sample::Index>(),
+            room in 0usize..20,
+        ) {
+            let mut input = Vec::new();
+            for r in &reqs {
+                let refs: Vec<&[u8]> = r.iter().map(|a| &a[..]).collect();
+                input.extend(multibulk(&refs));
+            }
+            // Cut anywhere: only the requests complete before the cut are seen.
+            let input = &input[..cut.index(input.len() + 1)];
+            let parsed = parse_all(input, &Limits::default(), true).unwrap();
+            let want: Vec<Vec<u8>> = parsed
+                .iter()
+                .filter(|args| args.len() >= 2)
+                .map(|args| args[1].clone())
+                .take(room)
+                .collect();
+            let mut out: Vec<&[u8]> = vec![&[]; room];
+            let n = peek_keys(input, &mut out);
+            let got: Vec<Vec<u8>> = out[..n].iter().map(|k| k.to_vec()).collect();
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn peek_keys_never_panics_and_returns_slices_of_the_input(
+            input in prop::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let mut out: [&[u8]; 4] = [&[]; 4];
+            let n = peek_keys(&input, &mut out);
+            prop_assert!(n <= 4);
+            let range = input.as_ptr_range();
+            for k in &out[..n] {
+                prop_assert!(range.start <= k.as_ptr() && k.as_ptr_range().end <= range.end);
+            }
         }
 
         #[test]

@@ -247,6 +247,14 @@ impl Item {
         }
     }
 
+    /// Starts loading the item's allocation (its first two cache lines: the header, key and
+    /// the start of the value) without waiting for it.
+    pub(crate) fn hint(&self) {
+        let at = self.data.addr();
+        crate::hint::prefetch(at);
+        crate::hint::prefetch(at.wrapping_add(64));
+    }
+
     /// Whether the value was read since it was last set (memcached's `ITEM_FETCHED`).
     pub(crate) fn fetched(&self) -> bool {
         self.meta & FETCHED != 0

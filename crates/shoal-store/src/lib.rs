@@ -11,7 +11,7 @@
 //! # Layout
 //! - [`slot`]: CRC16 key -> hash slot with `{hash tag}`s, as Redis Cluster computes it.
 //! - [`glob`]: Redis `stringmatchlen` for `KEYS`/`SCAN MATCH`.
-//! - `entry`: the 40-byte per-key record (one allocation holding key then value, TTL, access
+//! - `entry`: the 24-byte per-key record (one allocation holding key then value, TTL, access
 //!   word, version) and the LRU/LFU clock.
 //! - `shard`: a dense `Vec` of entries indexed by a `hashbrown::HashTable<u32>`, a lazily
 //!   validated min-heap of expiry times for active expiry, per-slot key counts, the version
@@ -42,6 +42,10 @@ mod entry;
 mod evict;
 pub mod gate;
 mod hash;
+// With `thin`, the modules allowed `unsafe` code (the workspace denies it elsewhere): one
+// prefetch intrinsic.
+#[allow(unsafe_code)]
+mod hint;
 mod list;
 mod noted;
 mod ranked;
@@ -95,7 +99,9 @@ pub use noted::{take_command_notes, without_noting, CommandNotes, Noted};
 pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
 pub use slot::{key_slot, split_key, stored_key, SLOTS};
-pub use store::{record_writes, take_contention, without_touching, Contention, Writes};
+pub use store::{
+    record_writes, take_contention, without_touching, Contention, Writes, PREFETCH_MAX,
+};
 pub use store::{
     Access, Entry, Garbage, KeyState, OutOfMemory, Slot, Store, StoreConfig, StoreStats,
 };

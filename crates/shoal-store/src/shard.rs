@@ -36,12 +36,15 @@ pub(crate) fn slot_at(shard: usize, sub: usize) -> u16 {
 }
 
 /// Counters that are bumped under the shard lock and summed by `Store::stats`.
+/// In declaration order (`repr(C)`): the two every read bumps first, near the hot fields
+/// of [`Shard`].
 #[derive(Default, Clone, Copy)]
+#[repr(C)]
 pub(crate) struct ShardStats {
-    pub(crate) expired: u64,
-    pub(crate) evicted: u64,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
+    pub(crate) expired: u64,
+    pub(crate) evicted: u64,
     /// Of `expired`, the keys found expired by a command's lookup (memcached's `get_expired`).
     pub(crate) expired_on_access: u64,
     /// Of `expired` and `evicted`, the items never read (memcached's `expired_unfetched`,
@@ -67,22 +70,22 @@ impl ShardStats {
     }
 }
 
+/// Fields in declaration order (`repr(C)`): what every lookup touches (the lock before
+/// them, the items, the index, the counters a read bumps) in the cell's first two cache
+/// lines, which `Store::prefetch` loads; the rest after.
 #[derive(Default)]
+#[repr(C)]
 pub(crate) struct Shard {
     /// Dense storage: removal is `swap_remove`, random sampling is a random index.
     pub(crate) items: Vec<Item>,
-    /// Indices into `items`, hashed by key.
-    table: HashTable<u32>,
-    /// `(expire_at_ms, key hash)` of volatile keys, min first. Items go stale when a key is
-    /// removed or its TTL changes; they are checked on pop and the heap is rebuilt when stale
-    /// items outnumber live ones.
-    expiry: BinaryHeap<Reverse<(u64, u64)>>,
+    /// The thread that took the lock last ([`crate::Contention`]; 0: none yet).
+    pub(crate) holder: u32,
     /// Items with a TTL.
     pub(crate) volatile: usize,
     /// Σ `Item::charge` of `items`.
     pub(crate) used: u64,
-    /// Keys per hash slot held by this shard (indexed by slot / SHARDS), for `COUNTKEYSINSLOT`.
-    pub(crate) slot_counts: [u32; SLOTS_PER_SHARD],
+    /// Indices into `items`, hashed by key.
+    table: HashTable<u32>,
     pub(crate) stats: ShardStats,
     /// The last version handed out or seen in a replicated state (see `next_version`).
     last_version: u64,
@@ -95,8 +98,12 @@ pub(crate) struct Shard {
     /// Removed keys, while replication needs them (empty unless the store's tombstone TTL is
     /// set). A key never has both an item and a tombstone: `insert` drops the tombstone.
     pub(crate) tombs: Tombstones,
-    /// The thread that took the lock last ([`crate::Contention`]; 0: none yet).
-    pub(crate) holder: u32,
+    /// `(expire_at_ms, key hash)` of volatile keys, min first. Items go stale when a key is
+    /// removed or its TTL changes; they are checked on pop and the heap is rebuilt when stale
+    /// items outnumber live ones.
+    expiry: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Keys per hash slot held by this shard (indexed by slot / SHARDS), for `COUNTKEYSINSLOT`.
+    pub(crate) slot_counts: [u32; SLOTS_PER_SHARD],
     /// Memcached's revalidation marks ([`crate::Marks`]) of the few items that have any, by
     /// key hash: `(version, marks)`, valid while the item keeps that version (so any new
     /// value clears them, and a removed key's entry is ignored, then dropped).
@@ -131,6 +138,29 @@ impl Shard {
         self.table
             .find(hash, |&i| items[i as usize].key() == key)
             .map(|&i| i as usize)
+    }
+
+    /// Where a key of this hash likely is (the first entry whose hash bits match; the key
+    /// is not compared, which would wait for its allocation), with the load of its record
+    /// started: the first step of [`crate::Store::prefetch`].
+    pub(crate) fn hint_record(&self, hash: u64) -> Option<u32> {
+        let items = &self.items;
+        self.table
+            .find(hash, |&i| {
+                if let Some(item) = items.get(i as usize) {
+                    crate::hint::prefetch(item);
+                }
+                true
+            })
+            .copied()
+    }
+
+    /// Starts the load of the allocation of the item at `idx` (whose record
+    /// [`Shard::hint_record`] asked for): the second step of [`crate::Store::prefetch`].
+    pub(crate) fn hint_data(&self, idx: u32) {
+        if let Some(item) = self.items.get(idx as usize) {
+            item.hint();
+        }
     }
 
     /// Index of `key` if it is live; an expired entry is removed and counted as expired.

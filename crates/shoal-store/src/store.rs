@@ -242,6 +242,9 @@ struct ShardCell {
     volatile: AtomicU32,
 }
 
+/// Most keys [`Store::prefetch`] looks at in one call.
+pub const PREFETCH_MAX: usize = 16;
+
 /// State shared by all shards.
 struct Shared {
     /// Keyed by a random seed per store (`rng::seed`), so clients cannot pick keys that
@@ -1180,6 +1183,12 @@ impl Store {
         shard
     }
 
+    /// The lock of `key`'s shard, taken (tests).
+    #[cfg(test)]
+    pub(crate) fn lock_shard_of(&self, key: &[u8]) -> parking_lot::MutexGuard<'_, Shard> {
+        self.cells[shard_of_slot(key_slot(key))].shard.lock()
+    }
+
     /// How many items of shard `idx` have revalidation marks kept (tests).
     #[cfg(test)]
     pub(crate) fn marks_held(&self, idx: usize) -> usize {
@@ -1190,6 +1199,46 @@ impl Store {
     fn with_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Shared) -> R) -> R {
         let mut guard = Published::new(self, idx);
         f(&mut guard.shard, &self.shared)
+    }
+
+    /// Starts loading what commands on `keys` (stored keys, as in [`Store::read`]) will
+    /// read, the keys' loads side by side: their shards, index entries, records and
+    /// allocations. A key's lookup otherwise waits for each of these in turn, a cache miss
+    /// each once the keys outgrow the CPU's caches, and most of a pipelined GET's time.
+    /// A hint for a batch of commands about to run: it changes nothing, and skips a key whose
+    /// shard is busy or was met before in `keys`. Looks at the first [`PREFETCH_MAX`] keys.
+    pub fn prefetch<K: AsRef<[u8]>>(&self, keys: &[K]) {
+        let keys = &keys[..keys.len().min(PREFETCH_MAX)];
+        let mut at = [(0usize, 0u64); PREFETCH_MAX];
+        for (key, at) in keys.iter().zip(&mut at) {
+            let key = key.as_ref();
+            let idx = shard_of_slot(key_slot(key));
+            // The lock and the fields a lookup or a write touches (`Shard`'s order).
+            let cell = &self.cells[idx] as *const ShardCell;
+            crate::hint::prefetch(cell);
+            crate::hint::prefetch(cell.wrapping_byte_add(64));
+            crate::hint::prefetch(cell.wrapping_byte_add(128));
+            *at = (idx, self.shared.hasher.hash_one(key));
+        }
+        // Every lock first, held to the end: taking one is a full fence on x86, which would
+        // make each key's index loads wait for the previous key's. `try_lock` never waits,
+        // so holding several cannot deadlock (a shard met twice is skipped the second time).
+        let mut held: [Option<parking_lot::MutexGuard<'_, Shard>>; PREFETCH_MAX] =
+            Default::default();
+        for (&(idx, _), held) in at.iter().zip(&mut held).take(keys.len()) {
+            *held = self.cells[idx].shard.try_lock();
+        }
+        let mut found = [None; PREFETCH_MAX];
+        for ((&(_, hash), held), found) in at.iter().zip(&held).zip(&mut found) {
+            if let Some(shard) = held {
+                *found = shard.hint_record(hash);
+            }
+        }
+        for (held, found) in held.iter().zip(found) {
+            if let (Some(shard), Some(i)) = (held, found) {
+                shard.hint_data(i);
+            }
+        }
     }
 
     /// Look `key` up and pass its live entry (or `None`) to `f`.

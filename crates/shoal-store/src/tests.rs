@@ -296,6 +296,58 @@ fn idle_time_counts_from_the_last_access() {
     assert_eq!(s.write(b"none", 0, |slot| slot.idle_ms()), None);
 }
 
+/// `prefetch` is a hint: it counts no hit or miss, touches no key, expires nothing, returns
+/// while another thread holds one of the shards, and copes with keys sharing a shard, absent
+/// keys, collections and more keys than it looks at.
+#[test]
+fn prefetch_changes_nothing() {
+    let s = store();
+    for i in 0..40 {
+        s.set(format!("k{i}").as_bytes(), b"v", None, 1_000);
+    }
+    s.set(b"soon", b"v", Some(2_000), 1_000);
+    s.write(b"h", 1_000, |slot| {
+        let mut h = Hash::default();
+        h.insert(b"f", b"v");
+        slot.set_coll(Collection::Hash(h));
+    });
+    let names: Vec<Vec<u8>> = (0..40)
+        .map(|i| format!("k{i}").into_bytes())
+        .chain([b"soon".to_vec(), b"h".to_vec(), b"absent".to_vec()])
+        .chain((0..4).map(tagged))
+        .collect();
+    let keys: Vec<&[u8]> = names.iter().map(|k| &k[..]).collect();
+    let before = s.stats();
+    // One shard held elsewhere for the whole call.
+    let guard = s.lock_shard_of(b"k3");
+    std::thread::scope(|t| {
+        t.spawn(|| {
+            s.prefetch(&keys);
+            s.prefetch(&keys[keys.len() - 6..]);
+        });
+    });
+    drop(guard);
+    let after = s.stats();
+    assert_eq!(
+        (
+            after.keyspace_hits,
+            after.keyspace_misses,
+            after.expired_keys,
+            after.keys
+        ),
+        (
+            before.keyspace_hits,
+            before.keyspace_misses,
+            before.expired_keys,
+            before.keys
+        )
+    );
+    // Nothing was touched: the idle times still count from the writes.
+    assert_eq!(s.write(b"k0", 3_000, |slot| slot.idle_ms()), Some(2_000));
+    assert_eq!(s.write(b"h", 3_000, |slot| slot.idle_ms()), Some(2_000));
+    assert_eq!(s.get(b"k39", 1_500).as_deref(), Some(&b"v"[..]));
+}
+
 /// Versions (memcached's CAS uniques) of different keys differ even when written in the same
 /// millisecond, as memcached's do; a key's own still grow.
 #[test]

@@ -187,6 +187,12 @@ impl<T> Thin<T> {
         write_header(len, mark, out);
     }
 
+    /// Where the allocation starts (its header, or the boxed value), without reading it:
+    /// for [`crate::hint::prefetch`].
+    pub(crate) fn addr(&self) -> *const u8 {
+        self.ptr.as_ptr().map_addr(|a| a & !TAG).cast_const()
+    }
+
     pub(crate) fn as_boxed(&self) -> Option<&T> {
         // SAFETY: a tagged pointer came from `Box::into_raw` and is owned by `self`.
         self.is_boxed().then(|| unsafe { &*self.boxed_ptr() })

@@ -537,6 +537,40 @@ fn take_message(p: &mut BytesMut) -> Option<String> {
     Some(message)
 }
 
+/// The bodies (after the epoch) of the complete Request frames at the front of `buf`, put in
+/// `out` in order while it has room; returns how many. Stops at any other frame, at one not
+/// all in `buf`, or at a header [`decode`] would refuse for its magic, version or id. A
+/// look ahead for [`crate::PeerHandler::look_ahead`]: it consumes nothing and allocates
+/// nothing; each frame is checked in full by [`decode`] when it is read.
+pub fn peek_request_bodies<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> usize {
+    let mut at = 0;
+    let mut put = 0;
+    while put < out.len() {
+        let Some(header) = buf.get(at..).and_then(|b| b.get(..HEADER_LEN)) else {
+            break;
+        };
+        if header[..2] != MAGIC
+            || header[2] != PROTOCOL_VERSION
+            || header[3] != FrameKind::Request as u8
+            || header[4..12] == [0; 8]
+        {
+            break;
+        }
+        let len = u32::from_be_bytes(header[12..16].try_into().expect("4-byte slice")) as usize;
+        let start = at + HEADER_LEN;
+        let Some(payload) = start.checked_add(len).and_then(|end| buf.get(start..end)) else {
+            break;
+        };
+        let Some(body) = payload.get(EPOCH_LEN..) else {
+            break;
+        };
+        out[put] = body;
+        put += 1;
+        at = start + len;
+    }
+    put
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,6 +611,78 @@ mod tests {
         assert_eq!(&b[16..24], &9u64.to_be_bytes());
         assert_eq!(&b[24..], b"*1\r\n$4\r\nPING\r\n");
         assert_eq!(enc(&Frame::Welcome)[..], header(1, 0x04, 0, 0)[..]);
+    }
+
+    #[test]
+    fn peek_request_bodies_sees_the_complete_requests_in_front() {
+        let request = |id: u64, body: &'static [u8]| {
+            enc(&Frame::Request {
+                id,
+                epoch: 7,
+                body: Bytes::from_static(body),
+            })
+        };
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&request(1, b"one"));
+        buf.extend_from_slice(&request(2, b""));
+        buf.extend_from_slice(&request(3, b"three"));
+        {
+            let mut out: [&[u8]; 4] = [&[]; 4];
+            assert_eq!(peek_request_bodies(&buf, &mut out), 3);
+            assert_eq!(&out[..3], &[&b"one"[..], b"", b"three"]);
+            // No more than room for; nothing from a frame cut short.
+            assert_eq!(peek_request_bodies(&buf, &mut out[..2]), 2);
+            assert_eq!(peek_request_bodies(&buf[..buf.len() - 1], &mut out), 2);
+        }
+        // It stops at another kind of frame, and consumed nothing: decode reads them all.
+        buf.extend_from_slice(&enc(&Frame::Welcome));
+        buf.extend_from_slice(&request(4, b"four"));
+        assert_eq!(peek_request_bodies(&buf, &mut [&[][..]; 4]), 3);
+        let mut decoded = 0;
+        while decode(&mut buf, &lim()).unwrap().is_some() {
+            decoded += 1;
+        }
+        assert_eq!(decoded, 5);
+        // Garbage: nothing.
+        assert_eq!(peek_request_bodies(b"XX\x01\x10", &mut [&[][..]; 4]), 0);
+    }
+
+    proptest::proptest! {
+        /// Frames (requests among others), cut anywhere, maybe with one byte changed:
+        /// every body the look ahead sees, decode reads as the same request, in order.
+        #[test]
+        fn peek_request_bodies_agrees_with_decode(
+            frames in proptest::collection::vec(
+                (proptest::prelude::any::<bool>(), 1u64..4, proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20)),
+                0..8,
+            ),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+            flip in proptest::option::of((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>())),
+        ) {
+            let mut bytes = Vec::new();
+            for (request, id, body) in &frames {
+                let frame = if *request {
+                    Frame::Request { id: *id, epoch: 7, body: Bytes::from(body.clone()) }
+                } else {
+                    Frame::Response { id: *id, epoch: 7, body: Bytes::from(body.clone()) }
+                };
+                bytes.extend_from_slice(&enc(&frame));
+            }
+            bytes.truncate(cut.index(bytes.len() + 1));
+            if let (Some((at, byte)), false) = (flip, bytes.is_empty()) {
+                let at = at.index(bytes.len());
+                bytes[at] = byte;
+            }
+            let mut out: [&[u8]; 8] = [&[]; 8];
+            let n = peek_request_bodies(&bytes, &mut out);
+            let mut buf = BytesMut::from(&bytes[..]);
+            for body in &out[..n] {
+                match decode(&mut buf, &lim()) {
+                    Ok(Some(Frame::Request { body: got, .. })) => proptest::prop_assert_eq!(&got[..], *body),
+                    other => proptest::prop_assert!(false, "decode gave {:?}", other),
+                }
+            }
+        }
     }
 
     /// The example in docs/wire.md, byte for byte.

@@ -79,11 +79,11 @@ use bytes::Bytes;
 
 pub use client::{set_links, use_link, PeerClient, PeerConfig, Unavailable, WireError};
 pub use frame::{
-    decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, RefuseReason, HEADER_LEN, MAGIC,
-    PROTOCOL_VERSION,
+    decode, peek_request_bodies, ErrorCode, Frame, FrameError, FrameKind, FrameLimits,
+    RefuseReason, HEADER_LEN, MAGIC, PROTOCOL_VERSION,
 };
 pub use handshake::{probe, AuthConfig, HandshakeError};
-pub use server::{serve_peer, Handled, PeerHandler, ServeError, ServerConfig};
+pub use server::{serve_peer, Handled, PeerHandler, ServeError, ServerConfig, LOOK_AHEAD_MAX};
 
 /// The answer to one request: the responder's placement epoch (so the sender learns it is
 /// behind) and the opaque body (RESP reply bytes, for the node).

@@ -21,7 +21,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::frame::{decode, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, MAX_BODY};
+use crate::frame::{
+    decode, peek_request_bodies, ErrorCode, Frame, FrameError, FrameKind, FrameLimits, MAX_BODY,
+};
 use crate::handshake::{server_handshake, AuthConfig, HandshakeError};
 use crate::writer::{run_writer, Outbox};
 use crate::Response;
@@ -68,7 +70,18 @@ pub trait PeerHandler: Send + Sync + 'static {
     /// A panic, in `handle` or in the future, is answered with an Error frame
     /// (`ErrorCode::Internal`) and the connection carries on.
     fn handle(&self, conn: &mut Self::Conn, epoch: u64, body: Bytes) -> Handled<Self::Fut>;
+
+    /// Shown the bodies of the next requests of a connection (up to [`LOOK_AHEAD_MAX`] of
+    /// those already read, in order) before [`handle`](Self::handle) gets them one by one:
+    /// a chance to start loading what they will need. A hint: it MUST NOT change what
+    /// handling them does. By default nothing.
+    fn look_ahead(&self, bodies: &[&[u8]]) {
+        let _ = bodies;
+    }
 }
+
+/// Most requests [`PeerHandler::look_ahead`] is shown at once.
+pub const LOOK_AHEAD_MAX: usize = 16;
 
 /// How [`serve_peer`] behaves, per connection.
 #[derive(Debug, Clone)]
@@ -161,6 +174,8 @@ pub async fn serve_peer<H: PeerHandler>(
     // Tokio task id -> request id, to answer a panicked handler's request.
     let mut request_ids = HashMap::new();
     let mut buf = established.read_buf;
+    // Requests read whose bodies the handler was shown (`look_ahead`) and not yet handed.
+    let mut ahead = 0;
 
     let end: Result<(), ServeError> = 'conn: loop {
         // Forget finished handlers before taking more: their permits are back already, so
@@ -169,8 +184,21 @@ pub async fn serve_peer<H: PeerHandler>(
             reap(done, &mut request_ids, &outbox, &peer).await;
         }
         loop {
+            // Every LOOK_AHEAD_MAX requests, the handler sees the next ones read.
+            if ahead == 0 {
+                let mut bodies: [&[u8]; LOOK_AHEAD_MAX] = [&[]; LOOK_AHEAD_MAX];
+                ahead = peek_request_bodies(&buf, &mut bodies);
+                if ahead > 1 {
+                    let _ = catch_unwind(AssertUnwindSafe(|| {
+                        handler.look_ahead(&bodies[..ahead]);
+                    }));
+                }
+            }
             let (id, epoch, body) = match decode(&mut buf, &limits) {
-                Ok(Some(Frame::Request { id, epoch, body })) => (id, epoch, body),
+                Ok(Some(Frame::Request { id, epoch, body })) => {
+                    ahead = ahead.saturating_sub(1);
+                    (id, epoch, body)
+                }
                 Ok(Some(other)) => break 'conn Err(ServeError::UnexpectedFrame(other.kind())),
                 Ok(None) => break,
                 Err(e) => break 'conn Err(ServeError::Frame(e)),
