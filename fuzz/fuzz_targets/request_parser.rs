@@ -11,14 +11,14 @@
 //! Invariants: no panic; the parser never consumes more than it was fed; every request it
 //! returns is non-empty, has at most `max_args` arguments, and its argument bytes fit in what
 //! was consumed. The look ahead (`peek_keys`) over the whole stream: no panic, keys are
-//! slices of the stream, and each is the second argument of the request the parser returns
-//! in its turn (fed the stream at once, default limits), passing over one-argument ones, up
-//! to a request the parser refuses.
+//! slices of the stream, and they are the second arguments (of up to `PEEK_MAX_KEY` bytes)
+//! of the requests it walked, as the parser returns them (fed the stream at once, default
+//! limits), up to a request the parser refuses.
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use shoal_resp::{peek_keys, Limits, RequestParser};
+use shoal_resp::{peek_keys, Limits, RequestParser, PEEK_MAX_KEY};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 5 {
@@ -80,24 +80,26 @@ fuzz_target!(|data: &[u8]| {
 /// `peek_keys` against the parser fed the stream at once.
 fn check_peek(stream: &[u8]) {
     let mut out: [&[u8]; 8] = [&[]; 8];
-    let n = peek_keys(stream, &mut out);
+    let seen = peek_keys(stream, &mut out);
+    assert!(seen.keys <= seen.requests && seen.requests <= out.len());
     let range = stream.as_ptr_range();
-    for key in &out[..n] {
+    for key in &out[..seen.keys] {
         assert!(range.start <= key.as_ptr() && key.as_ptr_range().end <= range.end);
     }
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::from(stream);
-    let mut seen = 0;
-    while seen < n {
+    let mut keys = 0;
+    for request in 0..seen.requests {
         let args = match parser.parse(&mut buf, &Limits::default(), true) {
             Ok(Some(args)) => args,
             // A request past a limit (a hint may have looked at it; the connection closes).
             Err(_) => return,
-            Ok(None) => panic!("peek_keys saw {n} keys, the parser found {seen} complete"),
+            Ok(None) => panic!("peek_keys walked {seen:?}, the parser found {request} complete"),
         };
-        if args.len() >= 2 {
-            assert_eq!(&args[1][..], out[seen], "peek_keys saw another key");
-            seen += 1;
+        if args.len() >= 2 && args[1].len() <= PEEK_MAX_KEY {
+            assert_eq!(&args[1][..], out[keys], "peek_keys saw another key");
+            keys += 1;
         }
     }
+    assert_eq!(keys, seen.keys, "peek_keys saw keys the parser did not");
 }

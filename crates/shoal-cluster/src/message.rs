@@ -283,7 +283,7 @@ pub fn peek_command_key(body: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let mut key: [&[u8]; 1] = [&[]];
-    (shoal_resp::peek_keys(&body[SCOPE_AT + 1..], &mut key) == 1).then_some(key[0])
+    (shoal_resp::peek_keys(&body[SCOPE_AT + 1..], &mut key).keys == 1).then_some(key[0])
 }
 
 /// The scope byte's flag for a command to run at once (see [`at_once`]).

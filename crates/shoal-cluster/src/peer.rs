@@ -598,7 +598,17 @@ fn apply_replicated(
     let mut refetch: std::collections::HashSet<Bytes> = std::collections::HashSet::new();
     // Only a sender with another view can name a slot this node is no copy of.
     let check = sender_view != view.id;
-    for (key, change) in entries {
+    for (i, (key, change)) in entries.iter().enumerate() {
+        // The next keys' loads start side by side, a batch at a time.
+        if i % shoal_store::PREFETCH_MAX == 0 && entries.len() - i > 1 {
+            let mut keys: [&[u8]; shoal_store::PREFETCH_MAX] = [&[]; shoal_store::PREFETCH_MAX];
+            let next = entries[i..].iter().take(keys.len());
+            let n = next.len();
+            for (slot, (key, _)) in keys.iter_mut().zip(next) {
+                *slot = key;
+            }
+            node.engine.store.prefetch(&keys[..n]);
+        }
         if check && foreign(cluster, view, key) {
             cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);
             stale += 1;

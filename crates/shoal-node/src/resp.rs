@@ -28,7 +28,7 @@ pub struct RespFrontend {
     in_flight: InFlight,
     /// This connection's MONITOR feed, once it asked for one.
     monitor: Option<MonitorFeed>,
-    /// Requests still to run whose keys were prefetched ([`Server::prefetch`]).
+    /// Requests looked at for their keys ([`Server::prefetch`]) and still to run.
     prefetched: usize,
 }
 
@@ -152,18 +152,18 @@ impl Frontend for RespFrontend {
         }
         loop {
             // Before a pipeline's requests run, the loads of their keys start side by side,
-            // a batch at a time, so their lookups wait for memory once rather than in turn.
+            // 16 requests at a time, so their lookups wait for memory once rather than in turn.
             if self.prefetched == 0
                 && self.held.is_none()
                 && self.session.db == 0
                 && self.parser.at_request_start()
             {
                 let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
-                let n = shoal_resp::peek_keys(input, &mut keys);
-                if n > 1 {
-                    node.prefetch(&keys[..n]);
+                let seen = shoal_resp::peek_keys(input, &mut keys);
+                if seen.keys > 1 {
+                    node.prefetch(&keys[..seen.keys]);
                 }
-                self.prefetched = n;
+                self.prefetched = seen.requests;
             }
             let parsed = match self.held.take() {
                 Some(args) => Ok(Some(args)),

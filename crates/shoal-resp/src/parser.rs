@@ -262,17 +262,32 @@ impl RequestParser {
     }
 }
 
-/// Requests [`peek_keys`] walks over at most, past the one it takes a key from.
+/// Arguments of one request [`peek_keys`] walks over at most, past its key.
 const PEEK_MAX_ARGS: usize = 64;
 
-/// The second argument (the first key of most commands) of each complete multibulk request
-/// at the front of `buf`, put in `out` in order while it has room; returns how many it put.
-/// A look ahead for prefetching, not a parse: nothing is consumed or checked against limits
-/// (the parser does that when the requests run), a request of one argument is passed over,
-/// and the walk stops at the first request that is not a complete, well-formed multibulk
-/// request (inline, cut short, malformed) or that has more than [`PEEK_MAX_ARGS`]
-/// arguments (after its key). Reads only `buf`'s bytes; allocates nothing.
-pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> usize {
+/// Longest second argument [`peek_keys`] takes for a key (a longer one is most likely a
+/// payload, ECHO's say, not worth hashing twice).
+pub const PEEK_MAX_KEY: usize = 512;
+
+/// What [`peek_keys`] saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peeked {
+    /// Keys put in `out`.
+    pub keys: usize,
+    /// Complete requests walked over (those keys are theirs): the requests the caller has
+    /// looked at, to run before it looks again.
+    pub requests: usize,
+}
+
+/// The second argument (the first key of most commands) of each of the complete multibulk
+/// requests at the front of `buf`, up to `out.len()` requests, put in `out` in order. A look
+/// ahead for prefetching, not a parse: nothing is consumed or checked against limits (the
+/// parser does that when the requests run). A request of one argument, or whose second is
+/// longer than [`PEEK_MAX_KEY`], is walked over without a key; the walk stops at the first
+/// request that is not a complete, well-formed multibulk request (inline, cut short,
+/// malformed) and after one of more than [`PEEK_MAX_ARGS`] arguments past its key. So it
+/// reads at most `out.len()` requests' headers, allocates nothing, and only `buf`'s bytes.
+pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> Peeked {
     /// The number after `mark` on the line at `at`, and where the next line starts.
     fn header(buf: &[u8], at: usize, mark: u8) -> Option<(usize, usize)> {
         let rest = buf.get(at..)?;
@@ -288,8 +303,8 @@ pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> usize {
         Some((n, at + nl + 2))
     }
     let mut at = 0;
-    let mut put = 0;
-    while put < out.len() {
+    let mut seen = Peeked::default();
+    while seen.requests < out.len() {
         let Some((count, mut next)) = header(buf, at, b'*') else {
             break;
         };
@@ -299,27 +314,28 @@ pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> usize {
         let mut key = None;
         for i in 0..count.min(PEEK_MAX_ARGS + 2) {
             let Some((len, start)) = header(buf, next, b'$') else {
-                return put;
+                return seen;
             };
             let end = match start.checked_add(len) {
                 Some(end) if end.saturating_add(2) <= buf.len() => end,
-                _ => return put,
+                _ => return seen,
             };
-            if i == 1 {
+            if i == 1 && len <= PEEK_MAX_KEY {
                 key = Some(&buf[start..end]);
             }
             next = end + 2;
         }
         if let Some(key) = key {
-            out[put] = key;
-            put += 1;
+            out[seen.keys] = key;
+            seen.keys += 1;
         }
+        seen.requests += 1;
         if count > PEEK_MAX_ARGS + 2 {
             break;
         }
         at = next;
     }
-    put
+    seen
 }
 
 /// Redis `string2ll` (util.c): optional `-`, then `0` alone or a digit 1-9 followed by digits;
@@ -807,23 +823,76 @@ mod tests {
         input.extend(b"GET inline\r\n");
         input.extend(multibulk(&[b"GET", b"k3"]));
         let mut out: [&[u8]; 8] = [&[]; 8];
-        let n = peek_keys(&input, &mut out);
-        assert_eq!(&out[..n], &[&b"k1"[..], b"k2"]);
-        // Room for one: one.
-        assert_eq!(peek_keys(&input, &mut out[..1]), 1);
+        let seen = peek_keys(&input, &mut out);
+        assert_eq!(
+            seen,
+            Peeked {
+                keys: 2,
+                requests: 3
+            }
+        );
+        assert_eq!(&out[..2], &[&b"k1"[..], b"k2"]);
+        // Room for two requests: two requests, one key.
+        assert_eq!(
+            peek_keys(&input, &mut out[..2]),
+            Peeked {
+                keys: 1,
+                requests: 2
+            }
+        );
         // A request of more than PEEK_MAX_ARGS arguments is the last one looked at.
         let mut long: Vec<&[u8]> = vec![b"MSET"];
         long.extend(std::iter::repeat_n(&b"x"[..], PEEK_MAX_ARGS + 2));
         let mut input = multibulk(&long);
         input.extend(multibulk(&[b"GET", b"k4"]));
-        assert_eq!(peek_keys(&input, &mut out), 1);
+        assert_eq!(
+            peek_keys(&input, &mut out),
+            Peeked {
+                keys: 1,
+                requests: 1
+            }
+        );
+        // A second argument too long to be worth it: no key, but the walk goes on.
+        let payload = vec![b'x'; PEEK_MAX_KEY + 1];
+        let mut input = multibulk(&[b"ECHO", &payload]);
+        input.extend(multibulk(&[b"GET", b"k5"]));
+        assert_eq!(
+            peek_keys(&input, &mut out),
+            Peeked {
+                keys: 1,
+                requests: 2
+            }
+        );
+        assert_eq!(out[0], b"k5");
         // A bulk length past the buffer, or a malformed header: nothing.
+        let none = Peeked::default();
         assert_eq!(
             peek_keys(b"*2\r\n$3\r\nGET\r\n$99999\r\nk\r\n", &mut out),
-            0
+            none
         );
-        assert_eq!(peek_keys(b"*2\r\n$3\r\nGET\r\n$-1\r\n", &mut out), 0);
-        assert_eq!(peek_keys(b"*x\r\n", &mut out), 0);
+        assert_eq!(peek_keys(b"*2\r\n$3\r\nGET\r\n$-1\r\n", &mut out), none);
+        assert_eq!(peek_keys(b"*x\r\n", &mut out), none);
+    }
+
+    /// However many keyless requests a buffer holds, a look walks at most `out.len()` of
+    /// them (a walk to the end on every request would be quadratic in the buffer).
+    #[test]
+    fn peek_keys_walks_no_further_than_its_room() {
+        let ping = multibulk(&[b"PING"]);
+        let input: Vec<u8> = ping
+            .iter()
+            .copied()
+            .cycle()
+            .take(ping.len() * 1000)
+            .collect();
+        let mut out: [&[u8]; 16] = [&[]; 16];
+        assert_eq!(
+            peek_keys(&input, &mut out),
+            Peeked {
+                keys: 0,
+                requests: 16
+            }
+        );
     }
 
     proptest! {
@@ -860,14 +929,15 @@ mod tests {
             let parsed = parse_all(input, &Limits::default(), true).unwrap();
             let want: Vec<Vec<u8>> = parsed
                 .iter()
+                .take(room)
                 .filter(|args| args.len() >= 2)
                 .map(|args| args[1].clone())
-                .take(room)
                 .collect();
             let mut out: Vec<&[u8]> = vec![&[]; room];
-            let n = peek_keys(input, &mut out);
-            let got: Vec<Vec<u8>> = out[..n].iter().map(|k| k.to_vec()).collect();
+            let seen = peek_keys(input, &mut out);
+            let got: Vec<Vec<u8>> = out[..seen.keys].iter().map(|k| k.to_vec()).collect();
             prop_assert_eq!(got, want);
+            prop_assert_eq!(seen.requests, parsed.len().min(room));
         }
 
         #[test]
@@ -875,10 +945,10 @@ mod tests {
             input in prop::collection::vec(any::<u8>(), 0..200),
         ) {
             let mut out: [&[u8]; 4] = [&[]; 4];
-            let n = peek_keys(&input, &mut out);
-            prop_assert!(n <= 4);
+            let seen = peek_keys(&input, &mut out);
+            prop_assert!(seen.keys <= seen.requests && seen.requests <= 4);
             let range = input.as_ptr_range();
-            for k in &out[..n] {
+            for k in &out[..seen.keys] {
                 prop_assert!(range.start <= k.as_ptr() && k.as_ptr_range().end <= range.end);
             }
         }

@@ -71,8 +71,9 @@ impl ShardStats {
 }
 
 /// Fields in declaration order (`repr(C)`): what every lookup touches (the lock before
-/// them, the items, the index, the counters a read bumps) in the cell's first two cache
-/// lines, which `Store::prefetch` loads; the rest after.
+/// them, the items, the index, the counters a read bumps) and then what a write of an
+/// existing key does (the version clock, the tombstones' check) in the cell's first three
+/// cache lines, which `Store::prefetch` loads; the rest after.
 #[derive(Default)]
 #[repr(C)]
 pub(crate) struct Shard {

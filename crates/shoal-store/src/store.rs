@@ -1206,7 +1206,7 @@ impl Store {
     /// allocations. A key's lookup otherwise waits for each of these in turn, a cache miss
     /// each once the keys outgrow the CPU's caches, and most of a pipelined GET's time.
     /// A hint for a batch of commands about to run: it changes nothing, and skips a key whose
-    /// shard is busy or was met before in `keys`. Looks at the first [`PREFETCH_MAX`] keys.
+    /// shard another thread holds. Looks at the first [`PREFETCH_MAX`] keys.
     pub fn prefetch<K: AsRef<[u8]>>(&self, keys: &[K]) {
         let keys = &keys[..keys.len().min(PREFETCH_MAX)];
         let mut at = [(0usize, 0u64); PREFETCH_MAX];
@@ -1222,20 +1222,28 @@ impl Store {
         }
         // Every lock first, held to the end: taking one is a full fence on x86, which would
         // make each key's index loads wait for the previous key's. `try_lock` never waits,
-        // so holding several cannot deadlock (a shard met twice is skipped the second time).
+        // so holding several cannot deadlock. A key whose shard an earlier key's guard holds
+        // (keys of one hash tag) uses that guard: `via[k]` is the guard key k reads through.
         let mut held: [Option<parking_lot::MutexGuard<'_, Shard>>; PREFETCH_MAX] =
             Default::default();
-        for (&(idx, _), held) in at.iter().zip(&mut held).take(keys.len()) {
-            *held = self.cells[idx].shard.try_lock();
-        }
-        let mut found = [None; PREFETCH_MAX];
-        for ((&(_, hash), held), found) in at.iter().zip(&held).zip(&mut found) {
-            if let Some(shard) = held {
-                *found = shard.hint_record(hash);
+        let mut via = [0; PREFETCH_MAX];
+        for k in 0..keys.len() {
+            let idx = at[k].0;
+            via[k] = k;
+            if let Some(j) = (0..k).find(|&j| at[j].0 == idx && held[via[j]].is_some()) {
+                via[k] = via[j];
+            } else {
+                held[k] = self.cells[idx].shard.try_lock();
             }
         }
-        for (held, found) in held.iter().zip(found) {
-            if let (Some(shard), Some(i)) = (held, found) {
+        let mut found = [None; PREFETCH_MAX];
+        for k in 0..keys.len() {
+            if let Some(shard) = &held[via[k]] {
+                found[k] = shard.hint_record(at[k].1);
+            }
+        }
+        for k in 0..keys.len() {
+            if let (Some(shard), Some(i)) = (&held[via[k]], found[k]) {
                 shard.hint_data(i);
             }
         }
