@@ -822,6 +822,11 @@ pub fn decode_request(
                         let len = r.u32()? as usize;
                         let command = r.bytes(len)?;
                         let clock_ms = if tag == TAG_DELTA_AT { r.u64()? } else { 0 };
+                        // A delta without a clock is tag 7: one form for each (the encoding
+                        // is canonical, as the fuzz target checks).
+                        if tag == TAG_DELTA_AT && clock_ms == 0 {
+                            return Err(MessageError::Field("clock"));
+                        }
                         entries.push((
                             key,
                             Change::Delta {
@@ -1181,6 +1186,17 @@ mod tests {
         plain[0] = KIND_REPLICATE;
         plain.drain(1..9);
         assert!(decode_request(Bytes::from(plain), parse_resp).is_err());
+        // A clocked delta (tag 9) whose clock is 0 is refused: that delta is a tag 7.
+        let mut zero = body.to_vec();
+        zero[1 + 8 + 4] = TAG_DELTA_AT;
+        zero.extend_from_slice(&0u64.to_be_bytes());
+        assert_eq!(
+            decode_request(Bytes::from(zero.clone()), parse_resp),
+            Err(MessageError::Field("clock"))
+        );
+        let n = zero.len();
+        zero[n - 1] = 1;
+        assert!(decode_request(Bytes::from(zero), parse_resp).is_ok());
     }
 
     #[test]

@@ -285,8 +285,9 @@ pub struct Peeked {
 /// parser does that when the requests run). A request of one argument, or whose second is
 /// longer than [`PEEK_MAX_KEY`], is walked over without a key; the walk stops at the first
 /// request that is not a complete, well-formed multibulk request (inline, cut short,
-/// malformed) and after one of more than [`PEEK_MAX_ARGS`] arguments past its key. So it
-/// reads at most `out.len()` requests' headers, allocates nothing, and only `buf`'s bytes.
+/// malformed) or that has more than [`PEEK_MAX_ARGS`] arguments past its key (not looked
+/// into). So it reads at most `out.len()` requests' headers of a bounded size each,
+/// allocates nothing, and reads only `buf`'s bytes.
 pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> Peeked {
     /// The number after `mark` on the line at `at`, and where the next line starts.
     fn header(buf: &[u8], at: usize, mark: u8) -> Option<(usize, usize)> {
@@ -311,8 +312,11 @@ pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> Peeked {
         if count == 0 {
             break;
         }
+        if count > PEEK_MAX_ARGS + 2 {
+            break;
+        }
         let mut key = None;
-        for i in 0..count.min(PEEK_MAX_ARGS + 2) {
+        for i in 0..count {
             let Some((len, start)) = header(buf, next, b'$') else {
                 return seen;
             };
@@ -330,9 +334,6 @@ pub fn peek_keys<'a>(buf: &'a [u8], out: &mut [&'a [u8]]) -> Peeked {
             seen.keys += 1;
         }
         seen.requests += 1;
-        if count > PEEK_MAX_ARGS + 2 {
-            break;
-        }
         at = next;
     }
     seen
@@ -840,13 +841,33 @@ mod tests {
                 requests: 2
             }
         );
-        // A request of more than PEEK_MAX_ARGS arguments is the last one looked at.
-        let mut long: Vec<&[u8]> = vec![b"MSET"];
-        long.extend(std::iter::repeat_n(&b"x"[..], PEEK_MAX_ARGS + 2));
-        let mut input = multibulk(&long);
-        input.extend(multibulk(&[b"GET", b"k4"]));
+        // A request of more than PEEK_MAX_ARGS arguments past its key ends the walk, not
+        // looked into (complete or not); one of exactly that many is walked.
+        let mut long: Vec<&[u8]> = vec![b"MSET", b"k4"];
+        long.extend(std::iter::repeat_n(&b"x"[..], PEEK_MAX_ARGS));
+        let mut input = multibulk(&[b"GET", b"k3"]);
+        input.extend(multibulk(&long));
         assert_eq!(
             peek_keys(&input, &mut out),
+            Peeked {
+                keys: 2,
+                requests: 2
+            }
+        );
+        long.push(b"x");
+        let mut input = multibulk(&[b"GET", b"k3"]);
+        input.extend(multibulk(&long));
+        input.extend(multibulk(&[b"GET", b"k5"]));
+        assert_eq!(
+            peek_keys(&input, &mut out),
+            Peeked {
+                keys: 1,
+                requests: 1
+            }
+        );
+        let cut = &input[..input.len() / 2];
+        assert_eq!(
+            peek_keys(cut, &mut out),
             Peeked {
                 keys: 1,
                 requests: 1
