@@ -818,6 +818,7 @@ mod tests {
 
     #[test]
     fn peek_keys_passes_over_one_argument_requests_and_stops_at_the_rest() {
+        let peeked = |keys, requests| Peeked { keys, requests };
         let mut input = multibulk(&[b"GET", b"k1"]);
         input.extend(multibulk(&[b"PING"]));
         input.extend(multibulk(&[b"SET", b"k2", b"v"]));
@@ -825,65 +826,29 @@ mod tests {
         input.extend(multibulk(&[b"GET", b"k3"]));
         let mut out: [&[u8]; 8] = [&[]; 8];
         let seen = peek_keys(&input, &mut out);
-        assert_eq!(
-            seen,
-            Peeked {
-                keys: 2,
-                requests: 3
-            }
-        );
+        assert_eq!(seen, peeked(2, 3));
         assert_eq!(&out[..2], &[&b"k1"[..], b"k2"]);
         // Room for two requests: two requests, one key.
-        assert_eq!(
-            peek_keys(&input, &mut out[..2]),
-            Peeked {
-                keys: 1,
-                requests: 2
-            }
-        );
+        assert_eq!(peek_keys(&input, &mut out[..2]), peeked(1, 2));
         // A request of more than PEEK_MAX_ARGS arguments past its key ends the walk, not
         // looked into (complete or not); one of exactly that many is walked.
         let mut long: Vec<&[u8]> = vec![b"MSET", b"k4"];
         long.extend(std::iter::repeat_n(&b"x"[..], PEEK_MAX_ARGS));
         let mut input = multibulk(&[b"GET", b"k3"]);
         input.extend(multibulk(&long));
-        assert_eq!(
-            peek_keys(&input, &mut out),
-            Peeked {
-                keys: 2,
-                requests: 2
-            }
-        );
+        assert_eq!(peek_keys(&input, &mut out), peeked(2, 2));
         long.push(b"x");
         let mut input = multibulk(&[b"GET", b"k3"]);
         input.extend(multibulk(&long));
         input.extend(multibulk(&[b"GET", b"k5"]));
-        assert_eq!(
-            peek_keys(&input, &mut out),
-            Peeked {
-                keys: 1,
-                requests: 1
-            }
-        );
+        assert_eq!(peek_keys(&input, &mut out), peeked(1, 1));
         let cut = &input[..input.len() / 2];
-        assert_eq!(
-            peek_keys(cut, &mut out),
-            Peeked {
-                keys: 1,
-                requests: 1
-            }
-        );
+        assert_eq!(peek_keys(cut, &mut out), peeked(1, 1));
         // A second argument too long to be worth it: no key, but the walk goes on.
         let payload = vec![b'x'; PEEK_MAX_KEY + 1];
         let mut input = multibulk(&[b"ECHO", &payload]);
         input.extend(multibulk(&[b"GET", b"k5"]));
-        assert_eq!(
-            peek_keys(&input, &mut out),
-            Peeked {
-                keys: 1,
-                requests: 2
-            }
-        );
+        assert_eq!(peek_keys(&input, &mut out), peeked(1, 2));
         assert_eq!(out[0], b"k5");
         // A bulk length past the buffer, or a malformed header: nothing.
         let none = Peeked::default();
