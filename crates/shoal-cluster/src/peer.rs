@@ -125,18 +125,8 @@ impl PeerHandler for PeerService {
     /// The keys of the commands about to run here start loading side by side
     /// ([`shoal_store::Store::prefetch`]).
     fn look_ahead(&self, bodies: &[&[u8]]) {
-        let mut keys: [&[u8]; shoal_store::PREFETCH_MAX] = [&[]; shoal_store::PREFETCH_MAX];
-        let mut n = 0;
-        for key in bodies.iter().filter_map(|b| peek_command_key(b)) {
-            keys[n] = key;
-            n += 1;
-            if n == keys.len() {
-                break;
-            }
-        }
-        if n > 1 {
-            self.node.engine.store.prefetch(&keys[..n]);
-        }
+        let keys = bodies.iter().filter_map(|b| peek_command_key(b));
+        self.node.engine.store.prefetch(keys);
     }
 
     fn handle(&self, conn: &mut PeerConn, sender_view: u64, body: Bytes) -> Handled<Deferred> {
@@ -600,14 +590,9 @@ fn apply_replicated(
     let check = sender_view != view.id;
     for (i, (key, change)) in entries.iter().enumerate() {
         // The next keys' loads start side by side, a batch at a time.
-        if i % shoal_store::PREFETCH_MAX == 0 && entries.len() - i > 1 {
-            let mut keys: [&[u8]; shoal_store::PREFETCH_MAX] = [&[]; shoal_store::PREFETCH_MAX];
-            let next = entries[i..].iter().take(keys.len());
-            let n = next.len();
-            for (slot, (key, _)) in keys.iter_mut().zip(next) {
-                *slot = key;
-            }
-            node.engine.store.prefetch(&keys[..n]);
+        if i % shoal_store::PREFETCH_MAX == 0 {
+            let keys = entries[i..].iter().map(|(key, _)| &key[..]);
+            node.engine.store.prefetch(keys);
         }
         if check && foreign(cluster, view, key) {
             cluster.stats.repl_foreign.fetch_add(1, Ordering::Relaxed);

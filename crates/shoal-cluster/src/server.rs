@@ -35,21 +35,14 @@ impl Server {
     /// (`PeerService::look_ahead`).
     pub fn prefetch(&self, keys: &[&[u8]]) {
         let Some(cluster) = &self.cluster else {
-            self.engine.store.prefetch(keys);
+            self.engine.store.prefetch(keys.iter().copied());
             return;
         };
         let view = cluster.view_now();
-        let mut mine: [&[u8]; shoal_store::PREFETCH_MAX] = [&[]; shoal_store::PREFETCH_MAX];
-        let mut n = 0;
-        for &key in keys.iter().take(mine.len()) {
-            if view.placement.owners(shoal_store::key_slot(key)).first() == Some(&view.me) {
-                mine[n] = key;
-                n += 1;
-            }
-        }
-        if n > 1 {
-            self.engine.store.prefetch(&mine[..n]);
-        }
+        let mine = keys.iter().copied().filter(|key| {
+            view.placement.owners(shoal_store::key_slot(key)).first() == Some(&view.me)
+        });
+        self.engine.store.prefetch(mine);
     }
 }
 

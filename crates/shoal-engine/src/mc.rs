@@ -84,8 +84,8 @@ pub fn get_keys(
             return Flow::Paused(get);
         }
         // The next keys' loads start side by side, a batch at a time.
-        if (get.next - first).is_multiple_of(PREFETCH_MAX) && get.keys.len() - get.next > 1 {
-            store.prefetch(&get.keys[get.next..]);
+        if (get.next - first).is_multiple_of(PREFETCH_MAX) {
+            store.prefetch(get.keys[get.next..].iter().map(|k| &k[..]));
         }
         let key = &get.keys[get.next];
         get.next += 1;

@@ -160,9 +160,7 @@ impl Frontend for RespFrontend {
             {
                 let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
                 let seen = shoal_resp::peek_keys(input, &mut keys);
-                if seen.keys > 1 {
-                    node.prefetch(&keys[..seen.keys]);
-                }
+                node.prefetch(&keys[..seen.keys]);
                 self.prefetched = seen.requests;
             }
             let parsed = match self.held.take() {

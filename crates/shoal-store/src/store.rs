@@ -1206,12 +1206,20 @@ impl Store {
     /// allocations. A key's lookup otherwise waits for each of these in turn, a cache miss
     /// each once the keys outgrow the CPU's caches, and most of a pipelined GET's time.
     /// A hint for a batch of commands about to run: it changes nothing, and skips a key whose
-    /// shard another thread holds. Looks at the first [`PREFETCH_MAX`] keys.
-    pub fn prefetch<K: AsRef<[u8]>>(&self, keys: &[K]) {
-        let keys = &keys[..keys.len().min(PREFETCH_MAX)];
+    /// shard another thread holds. Looks at the first [`PREFETCH_MAX`] keys, and at none when
+    /// there is only one (nothing to overlap its loads with).
+    pub fn prefetch<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) {
+        let mut list: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+        let mut n = 0;
+        for (slot, key) in list.iter_mut().zip(keys) {
+            *slot = key;
+            n += 1;
+        }
+        if n < 2 {
+            return;
+        }
         let mut at = [(0usize, 0u64); PREFETCH_MAX];
-        for (key, at) in keys.iter().zip(&mut at) {
-            let key = key.as_ref();
+        for (&key, at) in list[..n].iter().zip(&mut at) {
             let idx = shard_of_slot(key_slot(key));
             // The lock and the fields a lookup or a write touches (`Shard`'s order).
             let cell = &self.cells[idx] as *const ShardCell;
@@ -1227,7 +1235,7 @@ impl Store {
         let mut held: [Option<parking_lot::MutexGuard<'_, Shard>>; PREFETCH_MAX] =
             Default::default();
         let mut via = [0; PREFETCH_MAX];
-        for k in 0..keys.len() {
+        for k in 0..n {
             let idx = at[k].0;
             via[k] = k;
             if let Some(j) = (0..k).find(|&j| at[j].0 == idx && held[via[j]].is_some()) {
@@ -1237,12 +1245,12 @@ impl Store {
             }
         }
         let mut found = [None; PREFETCH_MAX];
-        for k in 0..keys.len() {
+        for k in 0..n {
             if let Some(shard) = &held[via[k]] {
                 found[k] = shard.hint_record(at[k].1);
             }
         }
-        for k in 0..keys.len() {
+        for k in 0..n {
             if let (Some(shard), Some(i)) = (&held[via[k]], found[k]) {
                 shard.hint_data(i);
             }

@@ -322,8 +322,9 @@ fn prefetch_changes_nothing() {
     let guard = s.lock_shard_of(b"k3");
     std::thread::scope(|t| {
         t.spawn(|| {
-            s.prefetch(&keys);
-            s.prefetch(&keys[keys.len() - 6..]);
+            s.prefetch(keys.iter().copied());
+            s.prefetch(keys[keys.len() - 6..].iter().copied());
+            s.prefetch([&b"k0"[..]]);
         });
     });
     drop(guard);

@@ -72,7 +72,8 @@ pub trait PeerHandler: Send + Sync + 'static {
     fn handle(&self, conn: &mut Self::Conn, epoch: u64, body: Bytes) -> Handled<Self::Fut>;
 
     /// Shown the bodies of the next requests of a connection (up to [`LOOK_AHEAD_MAX`] of
-    /// those already read, in order) before [`handle`](Self::handle) gets them one by one:
+    /// those already read, in order; only when there are two or more) before
+    /// [`handle`](Self::handle) gets them one by one:
     /// a chance to start loading what they will need. A hint: it MUST NOT change what
     /// handling them does. By default nothing.
     fn look_ahead(&self, bodies: &[&[u8]]) {

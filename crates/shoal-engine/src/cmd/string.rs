@@ -368,8 +368,8 @@ pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let mut values = Vec::with_capacity(args.len() - 1);
     for (i, k) in args[1..].iter().enumerate() {
         // The next keys' loads start side by side, a batch at a time.
-        if i % PREFETCH_MAX == 0 && args.len() - 1 - i > 1 {
-            store.prefetch(&args[1 + i..]);
+        if i % PREFETCH_MAX == 0 {
+            store.prefetch(args[1 + i..].iter().map(|k| &k[..]));
         }
         // Another type reads as nil, as in Redis.
         let value = store.read(k, ctx.now_ms, Access::Read, |e| {
