@@ -204,6 +204,11 @@ impl ClientInfo {
         (self.signal)(Signal::Stop);
     }
 
+    /// Shutdown: close the connection once it has answered what it read.
+    pub fn stop(&self) {
+        (self.signal)(Signal::Stop);
+    }
+
     /// True when the cron should ask it to give its buffers back ([`trim_due`]).
     fn wants_trim(&self, now_ms: u64) -> bool {
         let rbs = self.buffers.rbs.load(Ordering::Relaxed);

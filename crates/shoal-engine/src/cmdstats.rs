@@ -180,8 +180,8 @@ pub struct RowTotals {
     pub latency: Vec<u64>,
 }
 
-/// This thread's shard.
-fn shard() -> usize {
+/// This thread's shard (of [`SHARDS`]; the INFO stats' counters use it too).
+pub(crate) fn shard() -> usize {
     use std::sync::atomic::AtomicUsize;
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {

@@ -22,6 +22,37 @@ use crate::stats::{McStats, Stats};
 pub type SettingsHook =
     Box<dyn Fn(&[String], &NodeConfig) -> Result<(), (String, String)> + Send + Sync>;
 
+/// What a connection reads of the settings for every batch, read from them again only once
+/// they changed: one load of the settings' version instead of taking their lock, whose line
+/// every reader writes (two workers reading it per batch moved it between their cores).
+pub struct Snapshot<T> {
+    /// The settings' version when `value` was read.
+    version: u64,
+    value: Option<T>,
+}
+
+impl<T> Default for Snapshot<T> {
+    fn default() -> Self {
+        Snapshot {
+            version: 0,
+            value: None,
+        }
+    }
+}
+
+impl<T> Snapshot<T> {
+    /// What `read` gives of the settings in force now. Pass the same `read` every time: its
+    /// answer is kept until the settings change.
+    pub fn get(&mut self, engine: &Engine, read: impl FnOnce(&NodeConfig) -> T) -> &T {
+        let version = engine.settings_version.load(Ordering::Acquire);
+        if self.version != version {
+            self.value = None;
+            self.version = version;
+        }
+        self.value.get_or_insert_with(|| engine.with_settings(read))
+    }
+}
+
 /// The shared state of one node.
 pub struct Engine {
     pub store: Store,
@@ -30,6 +61,8 @@ pub struct Engine {
     /// The effective settings, as CONFIG GET shows them; CONFIG SET writes here and into the
     /// parts that hold a copy (store limits).
     settings: RwLock<NodeConfig>,
+    /// Moves on every change of `settings` (see [`Snapshot`]); starts at 1.
+    settings_version: AtomicU64,
     /// Held by each writer of `settings` for its whole change.
     writers: std::sync::Mutex<()>,
     pub started: Instant,
@@ -124,6 +157,7 @@ impl Engine {
             stats: Stats::default(),
             port: AtomicU64::new(u64::from(config.port)),
             settings: RwLock::new(config),
+            settings_version: AtomicU64::new(1),
             writers: std::sync::Mutex::new(()),
             started: Instant::now(),
             started_unix_ms,
@@ -359,7 +393,11 @@ impl Engine {
     /// Changes the settings; the closure validates and may refuse. Hold
     /// [`Engine::settings_writer`] around a read-change-commit that spans calls.
     pub fn update_settings<R>(&self, f: impl FnOnce(&mut NodeConfig) -> R) -> R {
-        f(&mut self.settings.write().expect("settings lock poisoned"))
+        let mut settings = self.settings.write().expect("settings lock poisoned");
+        let r = f(&mut settings);
+        // Under the write lock: a reader that sees the new version reads the new settings.
+        self.settings_version.fetch_add(1, Ordering::Release);
+        r
     }
 
     /// Serializes the writers of settings (CONFIG SET, memcached's `cache_memlimit`), so one
@@ -370,12 +408,17 @@ impl Engine {
 
     /// The protocol limits in force now.
     pub fn limits(&self) -> Limits {
-        self.with_settings(|s| Limits {
-            max_bulk_len: usize::try_from(s.proto_max_bulk_len.0).unwrap_or(usize::MAX),
-            max_args: s.proto_max_multibulk_len,
-            max_inline_len: usize::try_from(s.proto_inline_max_size.0).unwrap_or(usize::MAX),
+        self.with_settings(Engine::limits_of)
+    }
+
+    /// The protocol limits of `settings`.
+    pub fn limits_of(settings: &NodeConfig) -> Limits {
+        Limits {
+            max_bulk_len: usize::try_from(settings.proto_max_bulk_len.0).unwrap_or(usize::MAX),
+            max_args: settings.proto_max_multibulk_len,
+            max_inline_len: usize::try_from(settings.proto_inline_max_size.0).unwrap_or(usize::MAX),
             ..Limits::default()
-        })
+        }
     }
 
     /// Records `used` and returns the peak so far.
@@ -400,4 +443,29 @@ fn run_id(seed: u64) -> String {
     }
     out.truncate(40);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Engine, Snapshot};
+    use crate::config::NodeConfig;
+
+    #[test]
+    fn a_snapshot_reads_the_settings_again_only_after_they_changed() {
+        let engine = Engine::new(NodeConfig::default(), None);
+        let mut snapshot = Snapshot::default();
+        let mut reads = 0;
+        let mut timeout = |engine: &Engine, snapshot: &mut Snapshot<u64>| {
+            *snapshot.get(engine, |s| {
+                reads += 1;
+                s.timeout
+            })
+        };
+        let first = timeout(&engine, &mut snapshot);
+        assert_eq!(timeout(&engine, &mut snapshot), first);
+        engine.update_settings(|s| s.timeout = first + 7);
+        assert_eq!(timeout(&engine, &mut snapshot), first + 7);
+        assert_eq!(timeout(&engine, &mut snapshot), first + 7);
+        assert_eq!(reads, 2, "read once, and once after the change");
+    }
 }

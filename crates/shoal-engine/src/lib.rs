@@ -46,7 +46,7 @@ pub mod stats;
 pub mod tracking;
 
 pub use config::{ByteSize, ClassLimit, NodeConfig, OutputBufferLimits};
-pub use engine::Engine;
+pub use engine::{Engine, Snapshot};
 
 /// The Redis release whose behaviour Shoal follows; INFO and HELLO report it.
 pub const REDIS_VERSION: &str = "7.2.4";

@@ -41,10 +41,15 @@ pub fn expire_at(exptime: i64, now_ms: u64) -> Option<u64> {
 
 /// The request limits of the Memcached protocol on `node` (its `memcache-max-item-size`).
 pub fn limits(node: &Engine) -> shoal_memcache::Limits {
-    node.with_settings(|s| shoal_memcache::Limits {
-        max_item_size: usize::try_from(s.memcache_max_item_size.0).unwrap_or(usize::MAX),
+    node.with_settings(limits_of)
+}
+
+/// The request limits of the Memcached protocol under `settings`.
+pub fn limits_of(settings: &crate::NodeConfig) -> shoal_memcache::Limits {
+    shoal_memcache::Limits {
+        max_item_size: usize::try_from(settings.memcache_max_item_size.0).unwrap_or(usize::MAX),
         ..shoal_memcache::Limits::default()
-    })
+    }
 }
 
 /// What the front end does after a command.
@@ -1071,15 +1076,11 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
     if node.with_settings(|c| c.timeout) > 0 {
         reply::stat(out, "idle_kicks", v(&s.idle_kicks));
     }
-    reply::stat(
-        out,
-        "bytes_read",
-        node.stats.total_net_input_bytes.load(Relaxed),
-    );
+    reply::stat(out, "bytes_read", node.stats.total_net_input_bytes.get());
     reply::stat(
         out,
         "bytes_written",
-        node.stats.total_net_output_bytes.load(Relaxed),
+        node.stats.total_net_output_bytes.get(),
     );
     reply::stat(out, "limit_maxbytes", node.with_settings(|s| s.maxmemory.0));
     reply::stat(out, "accepting_conns", 1);

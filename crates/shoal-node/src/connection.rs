@@ -21,7 +21,6 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io::IoSlice;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,16 +31,17 @@ use futures_util::FutureExt;
 use shoal_resp::reply::Sink;
 use shoal_tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
 use shoal_cluster::router::ReplyFuture;
 use shoal_cluster::Server;
 use shoal_engine::client::ClientInfo;
 use shoal_engine::clock::now_ms;
 use shoal_engine::config::ClassLimit;
+use shoal_engine::Snapshot;
 
+use crate::signals::{Signals, STOP, TRIM};
 use crate::workers::Affinity;
 
 /// Output is written once it reaches this many bytes, even mid-batch.
@@ -354,9 +354,10 @@ pub struct Carried {
 }
 
 /// Serves one connection with `frontend` until it closes, or until it should move to another
-/// worker: then it returns what the move takes. `stop` is the connection's stop signal: a
-/// child of the node's shutdown token, that CLIENT KILL also cancels (see
-/// `ClientInfo::kill`); `trim` the cron's ask to give the buffers back.
+/// worker: then it returns what the move takes. `stop` is a child of the node's shutdown
+/// token, that CLIENT KILL also cancels (see `ClientInfo::kill`); `signals` carry the same
+/// stop (the node's shutdown raises it in every connection) and the cron's ask to give the
+/// buffers back, and are what the connection watches.
 ///
 /// Not an `async fn`: its parameters would be kept twice in the future (as arguments and as
 /// the locals they move to), the front end among them, for the connection's whole life; the
@@ -368,7 +369,7 @@ pub fn run_connection<F: Frontend>(
     mut carried: Carried,
     info: Arc<ClientInfo>,
     stop: CancellationToken,
-    trim: Arc<Notify>,
+    signals: Arc<Signals>,
     mut frontend: F,
 ) -> impl Future<Output = Option<Moving<F>>> + Send {
     async move {
@@ -379,8 +380,8 @@ pub fn run_connection<F: Frontend>(
             &mut stream,
             &mut carried,
             info,
-            stop,
-            &trim,
+            &stop,
+            &signals,
             &mut frontend,
         )
         .await;
@@ -405,7 +406,7 @@ pub fn run_connection<F: Frontend>(
     }
 }
 
-/// Why the stop token fired.
+/// Why the connection was told to stop.
 fn stopped(info: &ClientInfo) -> Close {
     if info.killed.load(Ordering::Relaxed) {
         Close::Killed
@@ -456,8 +457,7 @@ async fn write_out(
     out: &mut OutQueue,
     node: &Server,
     info: &ClientInfo,
-    token: &CancellationToken,
-    mut stop: Pin<&mut WaitForCancellationFutureOwned>,
+    signals: &Signals,
     policy: WritePolicy,
 ) -> Result<(), Close> {
     if out.is_empty() {
@@ -465,7 +465,7 @@ async fn write_out(
     }
     out.seal();
     let total = out.len();
-    let mut watch_stop = !token.is_cancelled();
+    let mut watch_stop = !signals.is_raised(STOP);
     // The last write that took bytes, or the socket turning writable: read from the clock
     // only when a wait starts (`None`: just now), not for every write that does not wait.
     let mut last_progress: Option<Instant> = None;
@@ -513,7 +513,7 @@ async fn write_out(
                 r.map_err(Close::Io)?;
                 last_progress = None;
             }
-            _ = stop.as_mut(), if watch_stop => {
+            _ = signals.raised(STOP), if watch_stop => {
                 if info.killed.load(Ordering::Relaxed) {
                     return Err(Close::Killed);
                 }
@@ -526,10 +526,7 @@ async fn write_out(
             }
         }
     }
-    node.engine
-        .stats
-        .total_net_output_bytes
-        .fetch_add(total as u64, Ordering::Relaxed);
+    node.engine.stats.total_net_output_bytes.add(total as u64);
     out.clear();
     if out.cur.capacity() > KEEP_CAPACITY {
         out.cur = BytesMut::with_capacity(MIN_READ);
@@ -542,8 +539,8 @@ async fn serve<F: Frontend>(
     stream: &mut Stream,
     carried: &mut Carried,
     info: Arc<ClientInfo>,
-    token: CancellationToken,
-    trim: &Notify,
+    token: &CancellationToken,
+    signals: &Signals,
     frontend: &mut F,
 ) -> Close {
     let Carried { input, affinity } = carried;
@@ -556,24 +553,28 @@ async fn serve<F: Frontend>(
         out: OutQueue::with_capacity(MIN_READ),
         ..Replies::default()
     };
-    // Registered once per connection: polling it is cheaper than a new future per read.
-    let stop = token.clone().cancelled_owned();
-    tokio::pin!(stop);
+    // Raises wake this task from now on. A shutdown that came before this connection was in
+    // the registry to be told (or before it moved here) shows on the token.
+    signals.watch().await;
+    if token.is_cancelled() {
+        return stopped(&info);
+    }
     let idle = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(idle);
-    // The cron's ask to give the buffers back (see `Replies::trim`); registered once, as `stop`.
-    let trim_asked = trim.notified();
-    tokio::pin!(trim_asked);
     // The buffers were given back: the next read takes what arrived into a small buffer.
     let mut trimmed = false;
+    let mut settings = Snapshot::default();
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
-        let subscriber = frontend.subscriber();
-        let (limit, idle_secs) = node.engine.with_settings(|s| match subscriber {
-            true => (s.client_output_buffer_limit.pubsub, 0),
-            false => (s.client_output_buffer_limit.normal, s.timeout),
+        let (normal, pubsub, timeout) = *settings.get(&node.engine, |s| {
+            let limits = &s.client_output_buffer_limit;
+            (limits.normal, limits.pubsub, s.timeout)
         });
+        let (limit, idle_secs) = match frontend.subscriber() {
+            true => (pubsub, 0),
+            false => (normal, timeout),
+        };
         let policy = WritePolicy {
             idle: (idle_secs > 0).then(|| Duration::from_secs(idle_secs)),
             limit,
@@ -589,10 +590,7 @@ async fn serve<F: Frontend>(
             affinity.observe(processed, shoal_store::take_contention());
             batch += processed;
             if processed > 0 {
-                node.engine
-                    .stats
-                    .total_commands_processed
-                    .fetch_add(processed, Ordering::Relaxed);
+                node.engine.stats.total_commands_processed.add(processed);
                 info.last_interaction_ms.store(now, Ordering::Relaxed);
             }
             // Forwarded requests are on their way: requests the client sent since join them
@@ -604,16 +602,13 @@ async fn serve<F: Frontend>(
                 && replies.pending() > 0
                 && !replies.blocked
                 && input.len() < MAX_READ
-                && !token.is_cancelled()
+                && !signals.is_raised(STOP)
             {
                 input.reserve(MIN_READ);
                 match stream.read_buf(input).now_or_never() {
                     Some(Ok(0)) => ended = Some(Close::Eof),
                     Some(Ok(n)) => {
-                        node.engine
-                            .stats
-                            .total_net_input_bytes
-                            .fetch_add(n as u64, Ordering::Relaxed);
+                        node.engine.stats.total_net_input_bytes.add(n as u64);
                         continue;
                     }
                     // The connection ends once the replies owed are written (as a read
@@ -638,7 +633,7 @@ async fn serve<F: Frontend>(
                     }
                     _ => 0,
                 };
-                let settled = if token.is_cancelled() {
+                let settled = if signals.is_raised(STOP) {
                     if info.killed.load(Ordering::Relaxed) {
                         return Close::Killed;
                     }
@@ -652,7 +647,7 @@ async fn serve<F: Frontend>(
                         tokio::select! {
                             biased;
                             settled = replies.settle(limit.hard, keep) => break settled,
-                            _ = stop.as_mut() => {
+                            _ = signals.raised(STOP) => {
                                 if info.killed.load(Ordering::Relaxed) {
                                     return Close::Killed;
                                 }
@@ -675,8 +670,7 @@ async fn serve<F: Frontend>(
                                         &mut replies.out,
                                         node,
                                         &info,
-                                        &token,
-                                        stop.as_mut(),
+                                        signals,
                                         policy,
                                     );
                                     if let Err(c) = written.await {
@@ -691,7 +685,7 @@ async fn serve<F: Frontend>(
                                     node.engine
                                         .stats
                                         .total_net_input_bytes
-                                        .fetch_add(n as u64, Ordering::Relaxed);
+                                        .add(n as u64);
                                     // What was read ahead is served next, without waiting
                                     // for more input.
                                     if matches!(step, Step::NeedInput) {
@@ -735,8 +729,7 @@ async fn serve<F: Frontend>(
             }
             match step {
                 Step::Flush => {
-                    let written =
-                        write_out(stream, out, node, &info, &token, stop.as_mut(), policy);
+                    let written = write_out(stream, out, node, &info, signals, policy);
                     if let Err(c) = written.await {
                         return c;
                     }
@@ -759,15 +752,7 @@ async fn serve<F: Frontend>(
         {
             tokio::task::yield_now().await;
         }
-        let written = write_out(
-            stream,
-            &mut replies.out,
-            node,
-            &info,
-            &token,
-            stop.as_mut(),
-            policy,
-        );
+        let written = write_out(stream, &mut replies.out, node, &info, signals, policy);
         if let Err(c) = written.await {
             return c;
         }
@@ -778,7 +763,7 @@ async fn serve<F: Frontend>(
             let _ = tokio::time::timeout(CLOSE_WAIT, stream.shutdown()).await;
             return c;
         }
-        if token.is_cancelled() {
+        if signals.is_raised(STOP) {
             return stopped(&info);
         }
 
@@ -822,7 +807,7 @@ async fn serve<F: Frontend>(
         let n = loop {
             tokio::select! {
                 biased;
-                _ = stop.as_mut() => return stopped(&info),
+                _ = signals.raised(STOP) => return stopped(&info),
                 r = stream.read_buf(input) => match r {
                     Ok(0) => return Close::Eof,
                     Ok(n) => break Some(n),
@@ -838,8 +823,8 @@ async fn serve<F: Frontend>(
                 _ = idle.as_mut(), if idle_at.is_some() => return Close::Idle,
                 // Idle for a while (`shoal_engine::client::TRIM_IDLE_MS`): give back the
                 // buffers, as Redis frees an idle client's query buffer.
-                _ = trim_asked.as_mut() => {
-                    trim_asked.set(trim.notified());
+                _ = signals.raised(TRIM) => {
+                    signals.take(TRIM);
                     if input.is_empty() {
                         *input = BytesMut::new();
                         trimmed = true;
@@ -856,10 +841,7 @@ async fn serve<F: Frontend>(
             trimmed = false;
             replies.out.cur.reserve(MIN_READ);
         }
-        node.engine
-            .stats
-            .total_net_input_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        node.engine.stats.total_net_input_bytes.add(n as u64);
         // While the batch runs, qbuf counts all of it, as Redis's query buffer holds the
         // commands it is running (CLIENT LIST shows its own command's bytes there).
         info.buffers.set_input(input.len(), input.capacity());

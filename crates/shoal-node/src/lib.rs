@@ -26,6 +26,7 @@ pub mod listener;
 pub mod memcache;
 pub mod metrics;
 pub mod resp;
+pub mod signals;
 pub mod status;
 pub mod tls;
 pub mod workers;

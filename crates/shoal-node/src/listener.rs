@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use shoal_net::TcpListener;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -20,6 +19,7 @@ use shoal_wire::{serve_peer, ServeError, ServerConfig};
 use crate::connection::{run_connection, Carried, Frontend, Moving};
 use crate::memcache::McFrontend;
 use crate::resp::RespFrontend;
+use crate::signals::{self, Signals};
 use shoal_cluster::membership::{self, GossipStart};
 use shoal_cluster::peer::PeerService;
 use shoal_cluster::Server;
@@ -395,6 +395,17 @@ async fn serve(
     } = listeners;
     let tracker = TaskTracker::new();
     tracker.spawn(run_cron(node.clone(), shutdown.clone()));
+    // Connections watch their own signals, not the shutdown token: tell each one (one that
+    // registers after this sees the token when it starts).
+    tracker.spawn({
+        let (node, shutdown) = (node.clone(), shutdown.clone());
+        async move {
+            shutdown.cancelled().await;
+            for client in node.engine.clients.all() {
+                client.stop();
+            }
+        }
+    });
     if let Some(l) = metrics {
         tracker.spawn(crate::metrics::serve(node.clone(), l, shutdown.clone()));
     }
@@ -535,14 +546,17 @@ async fn accept_loop(
         }
         let laddr = stream.local_addr().unwrap_or(addr);
         let stop = shutdown.child_token();
-        let trim = Arc::new(Notify::new());
-        let (kill, trimmer) = (stop.clone(), trim.clone());
+        let signals = Arc::new(Signals::default());
+        let (kill, raise) = (stop.clone(), signals.clone());
         let info = node.engine.clients.register(
             addr,
             laddr,
             Box::new(move |signal| match signal {
-                Signal::Stop => kill.cancel(),
-                Signal::Trim => trimmer.notify_one(),
+                Signal::Stop => {
+                    raise.raise(signals::STOP);
+                    kill.cancel();
+                }
+                Signal::Trim => raise.raise(signals::TRIM),
             }),
         );
         info.fd.store(shoal_net::fd_of(&stream), Ordering::Relaxed);
@@ -574,7 +588,7 @@ async fn accept_loop(
                 node: node.clone(),
                 info: info.clone(),
                 stop,
-                trim,
+                signals,
                 _registered: registered,
                 tracker: moves,
             };
@@ -603,8 +617,8 @@ struct Client {
     node: Arc<Server>,
     info: Arc<shoal_engine::client::ClientInfo>,
     stop: CancellationToken,
-    /// Woken when the connection has been idle a while: it gives its buffers back.
-    trim: Arc<Notify>,
+    /// Its stop, and the cron's ask to give the buffers back when idle a while.
+    signals: Arc<Signals>,
     /// Frees the client's place when the connection ends (not when it moves).
     _registered: Registered,
     tracker: TaskTracker,
@@ -626,7 +640,7 @@ fn serve_client<F: Frontend + 'static>(
         carried,
         client.info.clone(),
         client.stop.clone(),
-        client.trim.clone(),
+        client.signals.clone(),
         frontend,
     ));
     Box::pin(async move {

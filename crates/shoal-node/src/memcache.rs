@@ -33,12 +33,17 @@ use shoal_cluster::Server;
 use shoal_engine::client::ClientInfo;
 use shoal_engine::cmd::{ReplyBudget, Session};
 use shoal_engine::mc::{self, bump, execute, get_keys, Flow, PendingGet, Placement};
+use shoal_engine::Snapshot;
 use shoal_store::key_slot;
 
 /// The Memcached front end of one connection.
 pub struct McFrontend {
     parser: Parser,
     limits: Limits,
+    /// The normal clients' hard output limit, as of this batch.
+    hard: u64,
+    /// The limits and `hard` as of the last batch.
+    settings: Snapshot<(Limits, u64)>,
     /// A multi-key get paused to flush its output.
     pending: Option<PendingGet>,
     /// While the connection has not authenticated (`requirepass` is set): memcached's
@@ -66,6 +71,8 @@ impl McFrontend {
         McFrontend {
             parser: Parser::new(),
             limits: mc::limits(&node.engine),
+            hard: 0,
+            settings: Snapshot::default(),
             pending: None,
             auth: acl::memcache_requires_auth(&node.engine).then(AuthParser::default),
             session,
@@ -342,7 +349,11 @@ impl Frontend for McFrontend {
         if replies.pending() == 0 {
             self.in_flight.clear();
         }
-        self.limits = mc::limits(&node.engine);
+        let (limits, hard) = self.settings.get(&node.engine, |s| {
+            (mc::limits_of(s), s.client_output_buffer_limit.normal.hard)
+        });
+        self.hard = *hard;
+        self.limits.clone_from(limits);
         if let Some(get) = self.pending.take() {
             // The rest of a multi-get, not inside another client's EXEC (`mc::execute`); a
             // busy script ends it with an error rather than holding this worker.
@@ -448,7 +459,7 @@ impl McFrontend {
             if keys.len() > 1 {
                 // Split by copies; the parts share the reply budget.
                 let groups = group_by_copies(node, &keys);
-                self.session.budget = budget(node, queued, groups.len());
+                self.session.budget = budget(self.hard, queued, groups.len());
                 let get = Get {
                     with_cas: *with_cas,
                     touch: *touch,
@@ -467,7 +478,7 @@ impl McFrontend {
                 }));
             }
         }
-        self.session.budget = budget(node, queued, 1);
+        self.session.budget = budget(self.hard, queued, 1);
         match dispatch(node, &mut self.session, &mut self.in_flight, &args, now) {
             Outcome::Reply(r) => Answer::Now(reply_bytes(r, quiet)),
             Outcome::Later(f) => Answer::Later(in_mc(f, quiet)),
@@ -594,12 +605,9 @@ impl McFrontend {
     }
 }
 
-/// What the next reply may take under the client's hard output limit (as RESP's), with
-/// `queued` bytes held already, shared by `parts` parts.
-fn budget(node: &Server, queued: usize, parts: usize) -> ReplyBudget {
-    let hard = node
-        .engine
-        .with_settings(|s| s.client_output_buffer_limit.normal.hard);
+/// What the next reply may take under the client's hard output limit `hard` (as RESP's),
+/// with `queued` bytes held already, shared by `parts` parts.
+fn budget(hard: u64, queued: usize, parts: usize) -> ReplyBudget {
     match hard {
         0 => ReplyBudget::new(0),
         h => ReplyBudget::new((h.saturating_sub(queued as u64) / parts.max(1) as u64).max(1)),

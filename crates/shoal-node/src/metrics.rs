@@ -369,19 +369,19 @@ impl Collector for NodeMetrics {
             &mut e,
             "shoal_requests",
             "Requests read from clients (forwarded ones included).",
-            get(&s.total_commands_processed),
+            s.total_commands_processed.get(),
         )?;
         counter(
             &mut e,
             "shoal_net_input_bytes",
             "Bytes read from clients.",
-            get(&s.total_net_input_bytes),
+            s.total_net_input_bytes.get(),
         )?;
         counter(
             &mut e,
             "shoal_net_output_bytes",
             "Bytes written to clients.",
-            get(&s.total_net_output_bytes),
+            s.total_net_output_bytes.get(),
         )?;
 
         let Some(cluster) = node.cluster.as_ref() else {

@@ -14,12 +14,15 @@ use shoal_cluster::router::{dispatch, must_wait, InFlight, Outcome};
 use shoal_cluster::Server;
 use shoal_engine::client::ClientInfo;
 use shoal_engine::cmd::{acl, ReplyBudget, ReplyMode, Session};
+use shoal_engine::{Engine, Snapshot};
 
 /// The Redis protocol front end.
 pub struct RespFrontend {
     session: Session,
     parser: RequestParser,
     limits: Limits,
+    /// The protocol limits and the normal clients' hard output limit, as of the last batch.
+    settings: Snapshot<(Limits, u64)>,
     /// CLIENT REPLY SKIP was the previous command: drop this command's reply.
     skip_pending: bool,
     /// A parsed command held back until the forwarded replies before it are in.
@@ -40,6 +43,7 @@ impl RespFrontend {
             session,
             parser: RequestParser::new(),
             limits: node.engine.limits(),
+            settings: Snapshot::default(),
             skip_pending: false,
             held: None,
             in_flight: InFlight::default(),
@@ -142,10 +146,14 @@ impl Frontend for RespFrontend {
         replies: &mut Replies,
         now: u64,
     ) -> (u64, Step) {
-        self.limits = node.engine.limits();
-        let hard = node
-            .engine
-            .with_settings(|s| s.client_output_buffer_limit.normal.hard);
+        let (limits, hard) = self.settings.get(&node.engine, |s| {
+            (
+                Engine::limits_of(s),
+                s.client_output_buffer_limit.normal.hard,
+            )
+        });
+        let hard = *hard;
+        self.limits.clone_from(limits);
         let mut processed = 0;
         if replies.pending() == 0 {
             self.in_flight.clear();

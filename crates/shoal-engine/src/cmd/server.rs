@@ -363,20 +363,14 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 );
                 line!(
                     "total_commands_processed:{}",
-                    s.total_commands_processed.load(Ordering::Relaxed)
+                    s.total_commands_processed.get()
                 );
                 line!("instantaneous_ops_per_sec:{}", s.instantaneous_ops());
                 let (input_kbps, output_kbps) = s.instantaneous_kbps();
                 line!("instantaneous_input_kbps:{input_kbps:.2}");
                 line!("instantaneous_output_kbps:{output_kbps:.2}");
-                line!(
-                    "total_net_input_bytes:{}",
-                    s.total_net_input_bytes.load(Ordering::Relaxed)
-                );
-                line!(
-                    "total_net_output_bytes:{}",
-                    s.total_net_output_bytes.load(Ordering::Relaxed)
-                );
+                line!("total_net_input_bytes:{}", s.total_net_input_bytes.get());
+                line!("total_net_output_bytes:{}", s.total_net_output_bytes.get());
                 line!(
                     "rejected_connections:{}",
                     s.rejected_connections.load(Ordering::Relaxed)
