@@ -18,7 +18,8 @@ use crate::clock::now_ms;
 /// What the engine asks of a connection's I/O loop, through the [`SignalFn`] it registered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Signal {
-    /// CLIENT KILL: close at the next turn.
+    /// CLIENT KILL (`ClientInfo::kill`) or the node's shutdown (`ClientInfo::stop`): close
+    /// at the next turn.
     Stop,
     /// Idle for [`TRIM_IDLE_MS`]: give the empty input and output buffers back.
     Trim,

@@ -501,6 +501,10 @@ async fn write_out(
         } else {
             over_soft_since = None;
         }
+        // Killed while this batch ran: its unsent replies are dropped, not waited for.
+        if info.killed.load(Ordering::Relaxed) {
+            return Err(Close::Killed);
+        }
         let since = *last_progress.get_or_insert_with(Instant::now);
         let deadline = policy.deadline(since, over_soft_since);
         let until = deadline.as_ref().map(|d| d.0);
@@ -636,6 +640,10 @@ async fn serve<F: Frontend>(
                 let settled = if signals.is_raised(STOP) {
                     if info.killed.load(Ordering::Relaxed) {
                         return Close::Killed;
+                    }
+                    // Shutting down: a blocked client is closed at once (as below).
+                    if replies.blocked {
+                        return stopped(&info);
                     }
                     replies.settle(limit.hard, 0).await
                 } else {

@@ -1515,8 +1515,8 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// Applies every pair or none (Redis 7 semantics), then pushes the result into the store.
 fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
     // One writer at a time: the settings are read, what lives above the engine is applied
-    // (TLS files, read without holding the settings lock, which every connection takes once
-    // per batch), then the result is committed.
+    // (TLS files, read without holding the settings lock, which every connection takes
+    // when the settings' version moved), then the result is committed.
     let _one_writer = node.settings_writer();
     let result = (|| {
         let mut next = node.settings();
