@@ -82,6 +82,31 @@ fn pipelining_ten_thousand_commands() {
     assert_eq!(size, 5_000);
 }
 
+/// A pipeline on a numbered database: its keys are looked ahead at under the database's
+/// prefix, and every reply is the value set there (keys of all sizes around the look-ahead's
+/// 512-byte bound), with nothing in database 0.
+#[test]
+fn pipelining_in_a_numbered_database() {
+    let node = TestNode::start();
+    let mut con = node.client();
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut con).unwrap();
+    let key = |i: usize| format!("{i}:{}", "k".repeat(i % 7 * 100));
+    let mut pipe = redis::pipe();
+    for i in 0..2_000 {
+        pipe.cmd("SET").arg(key(i)).arg(i).ignore();
+    }
+    for i in 0..2_000 {
+        pipe.cmd("GET").arg(key(i));
+    }
+    let values: Vec<i64> = pipe.query(&mut con).unwrap();
+    assert_eq!(values, (0..2_000).collect::<Vec<i64>>());
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 2_000);
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 0);
+}
+
 #[test]
 fn keys_and_values_are_binary_safe() {
     let node = TestNode::start();

@@ -98,7 +98,7 @@ pub use list::{listpack_backlen, List};
 pub use noted::{take_command_notes, without_noting, CommandNotes, Noted};
 pub use rng::{random_u64, set_seed_source};
 pub use set::{canonical_int, Member, Set};
-pub use slot::{key_slot, split_key, stored_key, SLOTS};
+pub use slot::{key_slot, push_stored_key, split_key, stored_key, SLOTS};
 pub use store::{
     record_writes, take_contention, without_touching, Contention, Writes, PREFETCH_MAX,
 };

@@ -89,10 +89,18 @@ pub fn stored_key(db: u8, key: &[u8]) -> bytes::Bytes {
         return bytes::Bytes::copy_from_slice(key);
     }
     let mut b = Vec::with_capacity(4 + key.len());
-    b.extend_from_slice(&DB_MARK);
-    b.push(db);
-    b.extend_from_slice(key);
+    push_stored_key(&mut b, db, key);
     b.into()
+}
+
+/// Appends the key as stored for database `db` to `out` (4 bytes more than `key` for a
+/// numbered database).
+pub fn push_stored_key(out: &mut Vec<u8>, db: u8, key: &[u8]) {
+    if db != 0 {
+        out.extend_from_slice(&DB_MARK);
+        out.push(db);
+    }
+    out.extend_from_slice(key);
 }
 
 /// The database and the client's key of a stored key.
@@ -117,6 +125,17 @@ fn hash_tag(key: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pushed_stored_keys_are_the_stored_keys_side_by_side() {
+        let mut out = Vec::new();
+        push_stored_key(&mut out, 0, b"a");
+        push_stored_key(&mut out, 7, b"bc");
+        let mut want = stored_key(0, b"a").to_vec();
+        want.extend_from_slice(&stored_key(7, b"bc"));
+        assert_eq!(out, want);
+        assert_eq!(split_key(&out[1..]), (7, &b"bc"[..]));
+    }
 
     #[test]
     fn crc16_check_value() {
