@@ -29,11 +29,17 @@ impl Server {
         }
     }
 
-    /// Starts loading the data of `keys` (database 0's), the keys of a client's requests
+    /// Starts loading the data of `keys` (as stored: a numbered database's with its prefix),
+    /// the keys of a client's requests
     /// about to run ([`shoal_store::Store::prefetch`]). In a cluster only those whose slot
     /// this node owns: the others are sent to their owners, which look ahead themselves
     /// (`PeerService::look_ahead`).
     pub fn prefetch(&self, keys: &[&[u8]]) {
+        // One key has nothing to overlap with: spare an unpipelined request the view and
+        // its slot (`Store::prefetch` would return at once too).
+        if keys.len() < 2 {
+            return;
+        }
         let Some(cluster) = &self.cluster else {
             self.engine.store.prefetch(keys.iter().copied());
             return;
