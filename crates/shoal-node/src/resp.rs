@@ -64,8 +64,6 @@ impl RespFrontend {
     }
 }
 
-/// Shows a client's command to the node's monitors, as Redis does: known commands that are
-/// not administrative (CONFIG, MONITOR, SHUTDOWN, ... stay out), the time it arrived.
 /// Prefetches `keys` of database `db`: a numbered database's keys are stored under its
 /// prefix (`shoal_store::stored_key`), laid here side by side in one buffer.
 fn prefetch_in(node: &Server, db: u8, keys: &[&[u8]]) {
@@ -92,6 +90,8 @@ fn prefetch_in(node: &Server, db: u8, keys: &[&[u8]]) {
     node.prefetch(&slices[..n]);
 }
 
+/// Shows a client's command to the node's monitors, as Redis does: known commands that are
+/// not administrative (CONFIG, MONITOR, SHUTDOWN, ... stay out), the time it arrived.
 fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
     let Some(spec) = shoal_engine::cmd::lookup_listed(&args[0]) else {
         return;
