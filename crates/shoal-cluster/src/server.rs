@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 use super::Cluster;
 use shoal_engine::engine::Engine;
 use shoal_engine::hooks::{ClusterInfo, Host};
+use shoal_store::PREFETCH_MAX;
 
 /// One node: the engine commands run on, plus where they run in a cluster.
 pub struct Server {
@@ -29,17 +30,39 @@ impl Server {
         }
     }
 
-    /// Starts loading the data of `keys` (as stored: a numbered database's with its prefix),
-    /// the keys of a client's requests
-    /// about to run ([`shoal_store::Store::prefetch`]). In a cluster only those whose slot
-    /// this node owns: the others are sent to their owners, which look ahead themselves
-    /// (`PeerService::look_ahead`).
-    pub fn prefetch(&self, keys: &[&[u8]]) {
-        // One key has nothing to overlap with: spare an unpipelined request the view and
-        // its slot (`Store::prefetch` would return at once too).
+    /// Starts loading the data of `keys` of database `db`, the keys of a client's requests
+    /// about to run ([`shoal_store::Store::prefetch`], at most its `PREFETCH_MAX`). In a
+    /// cluster only those whose slot this node owns: the others are sent to their owners,
+    /// which look ahead themselves (`PeerService::look_ahead`).
+    pub fn prefetch(&self, db: u8, keys: &[&[u8]]) {
+        // One key has nothing to overlap with: spare an unpipelined request the view, its
+        // slot and a numbered database's buffer.
         if keys.len() < 2 {
             return;
         }
+        if db == 0 {
+            return self.prefetch_stored(keys);
+        }
+        // A numbered database's keys are stored under its prefix: their stored forms side
+        // by side in one buffer.
+        let n = keys.len().min(PREFETCH_MAX);
+        let mut buf = Vec::with_capacity(keys[..n].iter().map(|k| k.len() + 4).sum());
+        let mut ends = [0; PREFETCH_MAX];
+        for (end, key) in ends.iter_mut().zip(&keys[..n]) {
+            shoal_store::push_stored_key(&mut buf, db, key);
+            *end = buf.len();
+        }
+        let mut stored: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+        let mut start = 0;
+        for (key, &end) in stored.iter_mut().zip(&ends[..n]) {
+            *key = &buf[start..end];
+            start = end;
+        }
+        self.prefetch_stored(&stored[..n]);
+    }
+
+    /// [`Server::prefetch`] of keys as stored.
+    fn prefetch_stored(&self, keys: &[&[u8]]) {
         let Some(cluster) = &self.cluster else {
             self.engine.store.prefetch(keys.iter().copied());
             return;

@@ -64,32 +64,6 @@ impl RespFrontend {
     }
 }
 
-/// Prefetches `keys` of database `db`: a numbered database's keys are stored under its
-/// prefix (`shoal_store::stored_key`), laid here side by side in one buffer.
-fn prefetch_in(node: &Server, db: u8, keys: &[&[u8]]) {
-    if db == 0 {
-        node.prefetch(keys);
-        return;
-    }
-    if keys.len() < 2 {
-        return; // nothing to overlap with (as `Store::prefetch` says)
-    }
-    let mut stored = Vec::with_capacity(keys.iter().map(|k| k.len() + 4).sum());
-    let mut ends = [0; PREFETCH_MAX];
-    for (end, key) in ends.iter_mut().zip(keys) {
-        shoal_store::push_stored_key(&mut stored, db, key);
-        *end = stored.len();
-    }
-    let n = keys.len().min(PREFETCH_MAX);
-    let mut slices: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
-    let mut start = 0;
-    for (slice, &end) in slices.iter_mut().zip(&ends).take(n) {
-        *slice = &stored[start..end];
-        start = end;
-    }
-    node.prefetch(&slices[..n]);
-}
-
 /// Shows a client's command to the node's monitors, as Redis does: known commands that are
 /// not administrative (CONFIG, MONITOR, SHUTDOWN, ... stay out), the time it arrived.
 fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
@@ -190,7 +164,7 @@ impl Frontend for RespFrontend {
             if self.prefetched == 0 && self.held.is_none() && self.parser.at_request_start() {
                 let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
                 let seen = shoal_resp::peek_keys(input, &mut keys);
-                prefetch_in(node, self.session.db, &keys[..seen.keys]);
+                node.prefetch(self.session.db, &keys[..seen.keys]);
                 self.prefetched = seen.requests;
             }
             let parsed = match self.held.take() {
