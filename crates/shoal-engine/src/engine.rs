@@ -151,6 +151,7 @@ impl Engine {
             config.stream_node_max_bytes.0,
             config.stream_node_max_entries,
         );
+        crate::clock::calibrate();
         let engine = Engine {
             store,
             clients: ClientRegistry::default(),

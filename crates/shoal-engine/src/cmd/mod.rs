@@ -1538,7 +1538,7 @@ fn run_command(
         count_error(node, &reply);
         return reject(session, reply);
     }
-    let started = std::time::Instant::now();
+    let started = crate::clock::Tick::now();
     // In a numbered database the keys are stored under its prefix (`db`).
     let in_db;
     let keyed = if session.db != 0 && spec.has_keys() {
@@ -1621,7 +1621,7 @@ fn run_command(
             node.blocked.signal(&k);
         }
     }
-    let usec = started.elapsed().as_micros() as u64;
+    let usec = started.elapsed_us();
     let event = if spec.flags & FAST != 0 {
         "fast-command"
     } else {
