@@ -145,7 +145,8 @@ fn delta_of(
     let args = if db == 0 {
         args
     } else {
-        stored_args = cmd::db::rewrite(spec, args, db);
+        // (Its keys fitted: the command ran.)
+        stored_args = cmd::db::rewrite(spec, args, db)?;
         &stored_args[..]
     };
     let mut command = BytesMut::with_capacity(size);

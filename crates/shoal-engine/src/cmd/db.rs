@@ -103,13 +103,17 @@ pub fn writes_nothing(spec: &CommandSpec, args: &[Bytes]) -> bool {
         && stored_keys(spec, args, 0).len() == spec.key_positions(args).count()
 }
 
-/// The arguments of `spec` with every key argument stored for database `db` (`db > 0`).
-pub fn rewrite(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
+/// The arguments of `spec` with every key argument stored for database `db` (`db > 0`), or
+/// `None` when the prefix would push a key past what the store holds.
+pub fn rewrite(spec: &CommandSpec, args: &[Bytes], db: u8) -> Option<Vec<Bytes>> {
     let mut out = args.to_vec();
     for i in spec.key_positions(args) {
+        if args[i].len() > shoal_store::MAX_KEY_LEN - 4 {
+            return None;
+        }
         out[i] = stored_key(db, &args[i]);
     }
-    out
+    Some(out)
 }
 
 /// An `int` argument as Redis's `getIntFromObjectOrReply` reads it: `msg` (or Redis's
@@ -362,5 +366,48 @@ mod tests {
         assert_eq!(split_key(b"plain"), (0, &b"plain"[..]));
         assert_eq!(split_key(&[0xFF, 0xDB, 0x00]), (0, &[0xFF, 0xDB, 0x00][..]));
         assert_eq!(split_key(&[0xFF, 0xDB, 0x00, 0, b'k']).0, 0);
+    }
+
+    fn args(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    /// Exactly the key arguments get the database's prefix, also past the 64th argument
+    /// (MSET's keys are every other one) and for a command whose keys are not all first.
+    #[test]
+    fn rewrite_prefixes_exactly_the_keys() {
+        let mset = super::super::lookup(b"mset").unwrap();
+        let mut words = vec!["MSET".to_string()];
+        for i in 0..100 {
+            words.push(format!("k{i}"));
+            words.push(format!("v{i}"));
+        }
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let given = args(&words);
+        let out = rewrite(mset, &given, 3).unwrap();
+        assert_eq!(out.len(), given.len());
+        for (i, (o, a)) in out.iter().zip(&given).enumerate() {
+            if i % 2 == 1 {
+                assert_eq!(o[..], stored_key(3, a)[..], "argument {i}");
+            } else {
+                assert_eq!(o, a, "argument {i}");
+            }
+        }
+        let zunion = super::super::lookup(b"zunionstore").unwrap();
+        let given = args(&["ZUNIONSTORE", "dst", "2", "a", "b", "WEIGHTS", "1", "2"]);
+        let out = rewrite(zunion, &given, 1).unwrap();
+        let keyed: Vec<bool> = out.iter().zip(&given).map(|(o, a)| o != a).collect();
+        assert_eq!(keyed, [false, true, false, true, true, false, false, false]);
+    }
+
+    #[test]
+    fn rewrite_refuses_a_key_the_prefix_makes_too_long() {
+        let get = super::super::lookup(b"get").unwrap();
+        // Zeroed, so the gibibyte is never touched; refused before anything is copied.
+        let long = Bytes::from(vec![0u8; shoal_store::MAX_KEY_LEN - 3]);
+        assert!(rewrite(get, &[Bytes::from_static(b"GET"), long], 1).is_none());
+        let set = super::super::lookup(b"set").unwrap();
+        let ok = rewrite(set, &args(&["SET", "k", "v"]), 1).unwrap();
+        assert_eq!(ok[1][..], stored_key(1, b"k")[..]);
     }
 }

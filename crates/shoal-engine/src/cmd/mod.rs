@@ -1542,14 +1542,10 @@ fn run_command(
     // In a numbered database the keys are stored under its prefix (`db`).
     let in_db;
     let keyed = if session.db != 0 && spec.has_keys() {
-        // The prefix must not push a key past what the store holds.
-        let too_long = spec
-            .key_positions(args)
-            .any(|i| args[i].len() > shoal_store::MAX_KEY_LEN - 4);
-        if too_long {
+        let Some(rewritten) = db::rewrite(spec, args, session.db) else {
             return reject(session, err("ERR key too long for a numbered database"));
-        }
-        in_db = db::rewrite(spec, args, session.db);
+        };
+        in_db = rewritten;
         &in_db[..]
     } else {
         args
