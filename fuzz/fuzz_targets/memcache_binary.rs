@@ -13,7 +13,7 @@
 //! waits for more than one request's declared length within the body limit; every request
 //! is either answered at once or becomes a command whose text the text parser reads back
 //! whole and equal; every response to any reply text (truncated ones included) is whole
-//! binary responses.
+//! binary responses; the look-ahead over plain gets (`peek_get_keys`) agrees with the reader.
 #![no_main]
 
 use bytes::BytesMut;
@@ -77,6 +77,12 @@ fuzz_target!(|data: &[u8]| {
         }
         pos = end;
         loop {
+            // The look-ahead reads only whole requests: the first key it gives is the
+            // request's that parses next, when that is a plain get.
+            let mut keys: [&[u8]; 16] = [&[]; 16];
+            let (seen, found) = binary::peek_get_keys(&buf, &mut keys);
+            assert!(found <= seen && seen <= keys.len());
+            let first_key = (found > 0).then(|| bytes::Bytes::copy_from_slice(keys[0]));
             let req = match binary::parse(&mut buf, &limits) {
                 Ok(None) => {
                     assert!(buf.len() < binary::HEADER_LEN + 1024 + 250 + 20 + 1);
@@ -88,6 +94,9 @@ fuzz_target!(|data: &[u8]| {
                 }
                 Ok(Some(req)) => req,
             };
+            if seen > 0 && binary::plain_get(req.opcode) && !req.key.is_empty() {
+                assert_eq!(first_key.as_deref(), Some(&req.key[..]));
+            }
             match binary::action(req, &limits) {
                 Action::Answer(bytes) | Action::Refuse(bytes, _) => {
                     assert!(whole_responses(&bytes))
@@ -95,6 +104,18 @@ fuzz_target!(|data: &[u8]| {
                 Action::Sasl(Sasl::ListMechs(p) | Sasl::Step(p) | Sasl::Auth { then: p, .. }) => {
                     let mut out = BytesMut::new();
                     binary::reply(&p, 0, b"PLAIN", &mut out);
+                    assert!(whole_responses(&out));
+                }
+                Action::Get { key, pending } => {
+                    let cmd = binary::get_command(&key);
+                    let mut text = BytesMut::new();
+                    cmd.encode(&mut text);
+                    let mut parser = Parser::new();
+                    let parsed = parser.parse(&mut text, &binary::text_limits(&limits));
+                    assert_eq!(parsed, Ok(Some(cmd)));
+                    let mut out = BytesMut::new();
+                    binary::get_response(&pending, Some((7, 9, &key)), &mut out);
+                    binary::get_response(&pending, None, &mut out);
                     assert!(whole_responses(&out));
                 }
                 Action::Run(cmd, pending) => {

@@ -535,3 +535,56 @@ fn stats_detail_counts_prefixes_as_memcached_does() {
         show(&shoal)
     );
 }
+
+/// A binary client's multi-get (pylibmc's, libmemcached's): a pipeline of GET, GETQ, GETK
+/// and GETKQ over hits and misses, keys any bytes, ended by a NOOP, longer than one
+/// look-ahead of 16 requests; answered byte for byte as memcached answers it (but the CAS),
+/// and counted in `cmd_get`, `get_hits` and `get_misses` as memcached counts it.
+#[test]
+fn binary_get_pipelines_answer_as_memcached_does() {
+    let node = TestNode::with(|c| c.memcache_port = Some(0));
+    let mc = Memcached::start();
+    let key = |i: usize| match i % 7 {
+        3 => format!("with space {i}").into_bytes(),
+        5 => format!("ctl\x01{i}").into_bytes(),
+        _ => format!("key:{i}").into_bytes(),
+    };
+    let mut input = Vec::new();
+    for i in (0..60).filter(|i| i % 3 != 0) {
+        let flags = (i as u32 * 7919).to_be_bytes();
+        let extras = [&flags[..], &0u32.to_be_bytes()].concat();
+        // SETQ: answered only when it fails.
+        let value = format!("value {i}").repeat(i % 5 + 1);
+        input.extend(shoal_tests::bin(
+            0x11,
+            &extras,
+            &key(i),
+            value.as_bytes(),
+            0,
+        ));
+    }
+    for i in 0..60 {
+        let opcode = [0x00, 0x09, 0x0c, 0x0d][i % 4];
+        input.extend(shoal_tests::bin(opcode, &[], &key(i), &[], 0));
+    }
+    let (shoal, memcached) = both(&node, &mc, &input, true);
+    assert_eq!(
+        strip_cas(shoal.clone()),
+        strip_cas(memcached),
+        "binary gets: Shoal answered\n{}",
+        show(&shoal)
+    );
+    let (shoal, memcached) = both(&node, &mc, b"stats\r\n", false);
+    let stat = |out: &[u8], name: &str| -> Option<u64> {
+        let text = String::from_utf8_lossy(out).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("STAT {name} ")).map(str::to_owned))?
+            .parse()
+            .ok()
+    };
+    for name in ["cmd_get", "get_hits", "get_misses"] {
+        let theirs = stat(&memcached, name);
+        assert!(theirs.is_some(), "memcached's stats have {name}");
+        assert_eq!(stat(&shoal, name), theirs, "{name}");
+    }
+}

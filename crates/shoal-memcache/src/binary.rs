@@ -25,6 +25,12 @@
 //! owner in a cluster), and [`respond`] turns the meta reply into the binary response. Keys
 //! that the text protocol cannot carry (spaces, control bytes) travel base64-encoded (`b`).
 //! SASL (`LIST_MECHS`, `AUTH` with `PLAIN`) is left to the node, which knows the password.
+//!
+//! The plain gets (GET, GETQ, GETK, GETKQ; a client's multi-get is a pipeline of them) are
+//! the one exception, for their cost: [`action`] gives them as [`Action::Get`], which the
+//! node answers from its store with [`get_response`] (the text `get`'s semantics), looking
+//! ahead at a pipeline's keys with [`peek_get_keys`], or sends where the key is read as
+//! [`get_command`]'s `mg`, whose reply [`respond`] answers with the same response.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -305,6 +311,13 @@ pub enum Sasl {
 pub enum Action {
     /// Run `Command` (as any text request) and answer [`respond`] with its reply.
     Run(Command, Pending),
+    /// GET, GETQ, GETK or GETKQ of `key` (as it came, any bytes): memcached's plain get,
+    /// answered by [`get_response`] where the key is read here, or run as
+    /// [`get_command`]'s `mg` where it travels (a cluster's other node).
+    Get {
+        key: Bytes,
+        pending: Pending,
+    },
     /// Answer these bytes now (an invalid or unknown request).
     Answer(Bytes),
     /// Answer these bytes now, then run this delete (answered by nothing): a SET too large
@@ -425,6 +438,12 @@ pub fn action(req: Request, limits: &Limits) -> Action {
             req.opaque,
         ));
     }
+    if plain_get(req.opcode) {
+        return Action::Get {
+            key: req.key,
+            pending,
+        };
+    }
     let (key, b64) = meta_key(&req.key);
     let mut list: Vec<(u8, Vec<u8>)> = Vec::new();
     if b64 {
@@ -541,6 +560,97 @@ pub fn action(req: Request, limits: &Limits) -> Action {
         _ => return invalid(),
     };
     Action::Run(command, pending)
+}
+
+/// GET, GETQ, GETK and GETKQ: a key's value, flags and CAS, and nothing else.
+pub fn plain_get(opcode: u8) -> bool {
+    matches!(opcode, op::GET | op::GETQ | op::GETK | op::GETKQ)
+}
+
+/// The meta command that does what the plain get of `key` ([`Action::Get`]) does, for a
+/// request that travels as text (to a cluster's other node): `mg <key> v f c`, with the
+/// key in base64 when the text protocol cannot carry it.
+pub fn get_command(key: &Bytes) -> Command {
+    let (key, b64) = meta_key(key);
+    let mut list: Vec<(u8, Vec<u8>)> = Vec::with_capacity(4);
+    if b64 {
+        list.push((b'b', Vec::new()));
+    }
+    list.extend([(b'v', vec![]), (b'f', vec![]), (b'c', vec![])]);
+    Command::MetaGet {
+        key,
+        flags: flags(list),
+    }
+}
+
+/// The response to the plain get `p` ([`Action::Get`]) or to a GAT: the item's client flags, CAS and
+/// value when `found`; on a miss KEY_NOT_FOUND, or nothing from the quiet forms. GETK and
+/// GETKQ carry the key (a miss's response carries it instead of a text).
+pub fn get_response(p: &Pending, found: Option<(u32, u64, &[u8])>, out: &mut BytesMut) {
+    match found {
+        Some((flags, cas, value)) => put_response(
+            out,
+            p.opcode,
+            status::NO_ERROR,
+            p.opaque,
+            cas,
+            &flags.to_be_bytes(),
+            &p.key,
+            value,
+        ),
+        // (Also GATQ and GATKQ, whose hits `respond` answers here too.)
+        None if matches!(p.opcode, op::GETQ | op::GETKQ | op::GATQ | op::GATKQ) => {}
+        None => {
+            let text = if p.key.is_empty() {
+                status::text(status::KEY_NOT_FOUND).as_bytes()
+            } else {
+                &[]
+            };
+            put_response(
+                out,
+                p.opcode,
+                status::KEY_NOT_FOUND,
+                p.opaque,
+                0,
+                &[],
+                &p.key,
+                text,
+            );
+        }
+    }
+}
+
+/// The keys of the plain gets ([`plain_get`]) among the whole binary requests at the front
+/// of `input`, into `out` (a pipeline's GETKQ ... NOOP): `(requests looked at, keys)`. Reads
+/// only the buffer and allocates nothing; stops at anything that is not a whole binary
+/// request, and passes over the other opcodes.
+pub fn peek_get_keys<'a>(input: &'a [u8], out: &mut [&'a [u8]]) -> (usize, usize) {
+    let (mut at, mut requests, mut keys) = (0, 0, 0);
+    while requests < out.len() {
+        let Some(h) = input.get(at..at + HEADER_LEN) else {
+            break;
+        };
+        if h[0] != REQUEST_MAGIC {
+            break;
+        }
+        let key_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let extras_len = usize::from(h[4]);
+        let body = u32_at(h, 8) as usize;
+        let Some(end) = (at + HEADER_LEN).checked_add(body) else {
+            break;
+        };
+        if end > input.len() || key_len + extras_len > body {
+            break;
+        }
+        if plain_get(h[1]) && key_len > 0 {
+            let key_at = at + HEADER_LEN + extras_len;
+            out[keys] = &input[key_at..key_at + key_len];
+            keys += 1;
+        }
+        requests += 1;
+        at = end;
+    }
+    (requests, keys)
 }
 
 /// Writes one response.
@@ -701,10 +811,9 @@ pub fn respond(p: &Pending, reply: &[u8], out: &mut BytesMut) {
                 };
                 let flags = token(flags_after(2), b'f') as u32;
                 let cas = token(flags_after(2), b'c');
-                ok(out, cas, &flags.to_be_bytes(), &p.key, &rest[..len]);
+                get_response(p, Some((flags, cas, &rest[..len])), out);
             }
-            b"EN" if quiet => {}
-            b"EN" => fail(out, status::KEY_NOT_FOUND, &p.key),
+            b"EN" => get_response(p, None, out),
             _ => fail(out, status::INTERNAL_ERROR, &[]),
         },
         // As memcached: a touch answers the item's flags and CAS, not its value.
@@ -856,9 +965,11 @@ mod tests {
         )
     }
 
+    /// The command a request runs as (a plain get: the `mg` it travels as).
     fn run(bytes: &[u8]) -> (Command, Pending) {
         match action(parsed(bytes), &Limits::default()) {
             Action::Run(c, p) => (c, p),
+            Action::Get { key, pending } => (get_command(&key), pending),
             other => panic!("not a command: {other:?}"),
         }
     }
@@ -1045,22 +1156,29 @@ mod tests {
             let req = frame(opcode, &extras, &key, &value, cas);
             let mut buf = BytesMut::from(&req[..]);
             let parsed = parse(&mut buf, &limits).unwrap().unwrap();
-            match action(parsed, &limits) {
-                Action::Run(cmd, pending) => {
-                    let mut text = BytesMut::new();
-                    cmd.encode(&mut text);
-                    let mut parser = crate::Parser::new();
-                    let back = parser.parse(&mut text, &text_limits(&limits));
-                    proptest::prop_assert_eq!(back, Ok(Some(cmd)));
-                    for reply in ["VA 2 f1 c2\r\nhi\r\n", "EN\r\n", "HD c1\r\n", "NS\r\n", "VA"] {
-                        let out = respond_to(&pending, reply);
-                        proptest::prop_assert!(out.is_empty() || out[0] == RESPONSE_MAGIC);
-                    }
-                }
+            let run = match action(parsed, &limits) {
+                // A plain get travels as its `mg` in a cluster.
+                Action::Get { key, pending } => Some((get_command(&key), pending)),
+                Action::Run(cmd, pending) => Some((cmd, pending)),
                 Action::Answer(bytes) | Action::Refuse(bytes, _) => {
-                    proptest::prop_assert_eq!(bytes[0], RESPONSE_MAGIC)
+                    proptest::prop_assert_eq!(bytes[0], RESPONSE_MAGIC);
+                    None
                 }
-                Action::Sasl(_) => proptest::prop_assert!(false, "no SASL opcode was sent"),
+                Action::Sasl(_) => {
+                    proptest::prop_assert!(false, "no SASL opcode was sent");
+                    None
+                }
+            };
+            if let Some((cmd, pending)) = run {
+                let mut text = BytesMut::new();
+                cmd.encode(&mut text);
+                let mut parser = crate::Parser::new();
+                let back = parser.parse(&mut text, &text_limits(&limits));
+                proptest::prop_assert_eq!(back, Ok(Some(cmd)));
+                for reply in ["VA 2 f1 c2\r\nhi\r\n", "EN\r\n", "HD c1\r\n", "NS\r\n", "VA"] {
+                    let out = respond_to(&pending, reply);
+                    proptest::prop_assert!(out.is_empty() || out[0] == RESPONSE_MAGIC);
+                }
             }
         }
     }
@@ -1240,5 +1358,66 @@ mod tests {
         assert_eq!(key, b"version".to_vec());
         let (_, _, _, _, key, value) = fields(&out[second..]);
         assert!(key.is_empty() && value.is_empty());
+    }
+
+    /// A plain get is answered from the item itself, as its `mg` reply would be.
+    #[test]
+    fn plain_gets_are_answered_from_the_item() {
+        for opcode in [op::GET, op::GETQ, op::GETK, op::GETKQ] {
+            let Action::Get { key, pending } = action(
+                parsed(&frame(opcode, &[], b"k", &[], 0)),
+                &Limits::default(),
+            ) else {
+                panic!("opcode {opcode:#x} is a plain get");
+            };
+            assert_eq!(&key[..], b"k");
+            let mut out = BytesMut::new();
+            get_response(&pending, Some((9, 77, b"hi")), &mut out);
+            assert_eq!(out, respond_to(&pending, "VA 2 f9 c77\r\nhi\r\n"));
+            let (o, s, cas, extras, shown, value) = fields(&out);
+            assert_eq!((o, s, cas, &value[..]), (opcode, 0, 77, &b"hi"[..]));
+            assert_eq!(extras, 9u32.to_be_bytes());
+            let keyed = matches!(opcode, op::GETK | op::GETKQ);
+            assert_eq!(shown, if keyed { &b"k"[..] } else { b"" });
+            let mut miss = BytesMut::new();
+            get_response(&pending, None, &mut miss);
+            assert_eq!(miss, respond_to(&pending, "EN\r\n"));
+            let quiet = matches!(opcode, op::GETQ | op::GETKQ);
+            assert_eq!(miss.is_empty(), quiet, "opcode {opcode:#x}");
+        }
+        // Any key bytes; in a cluster it travels in base64.
+        let Action::Get { key, .. } = action(
+            parsed(&frame(op::GETKQ, &[], b"a b\x01", &[], 0)),
+            &Limits::default(),
+        ) else {
+            panic!("a plain get");
+        };
+        assert_eq!(&key[..], b"a b\x01");
+        assert_eq!(text(&get_command(&key)), "mg YSBiAQ== b v f c\r\n");
+    }
+
+    /// The look-ahead gives the plain gets' keys of the whole requests at the front, in
+    /// order, passes over other opcodes, and stops at a request not all in.
+    #[test]
+    fn the_look_ahead_reads_whole_requests_only() {
+        let mut input = Vec::new();
+        input.extend(frame(op::GETKQ, &[], b"a", &[], 0));
+        input.extend(frame(op::SET, &[0; 8], b"s", b"v", 0));
+        input.extend(frame(op::GETQ, &[], b"bb", &[], 0));
+        input.extend(frame(op::NOOP, &[], b"", &[], 0));
+        let whole = input.len();
+        input.extend(frame(op::GET, &[], b"ccc", &[], 0));
+        let mut keys: [&[u8]; 16] = [&[]; 16];
+        assert_eq!(peek_get_keys(&input, &mut keys), (5, 3));
+        assert_eq!(keys[..3], [&b"a"[..], b"bb", b"ccc"]);
+        assert_eq!(peek_get_keys(&input[..input.len() - 1], &mut keys), (4, 2));
+        assert_eq!(peek_get_keys(&input[..whole + 23], &mut keys), (4, 2));
+        let mut two: [&[u8]; 2] = [&[]; 2];
+        assert_eq!(peek_get_keys(&input, &mut two), (2, 1));
+        assert_eq!(peek_get_keys(b"get a\r\n", &mut keys), (0, 0));
+        // A header whose key and extras overrun its body: no request to look at.
+        let mut bad = frame(op::GET, &[], b"key", &[], 0);
+        bad[11] = 1;
+        assert_eq!(peek_get_keys(&bad, &mut keys), (0, 0));
     }
 }

@@ -11,7 +11,9 @@
 //!
 //! Binary-protocol requests (first byte `0x80`) become the meta command that does the same
 //! (`shoal_memcache::binary`), run the same way, and their replies are turned into binary
-//! responses; with `requirepass` they authenticate with SASL PLAIN. A sibling of `resp`; the
+//! responses, but the plain gets (GET, GETQ, GETK, GETKQ) of keys read here, answered from
+//! the store (`get_here`); with `requirepass` they authenticate with SASL PLAIN. A
+//! sibling of `resp`; the
 //! I/O loop is `connection`.
 
 use shoal_engine::cmd::acl;
@@ -34,7 +36,7 @@ use shoal_engine::client::ClientInfo;
 use shoal_engine::cmd::{ReplyBudget, Session};
 use shoal_engine::mc::{self, bump, execute, get_keys, Flow, PendingGet, Placement};
 use shoal_engine::Snapshot;
-use shoal_store::key_slot;
+use shoal_store::{key_slot, PREFETCH_MAX};
 
 /// The Memcached front end of one connection.
 pub struct McFrontend {
@@ -61,6 +63,9 @@ pub struct McFrontend {
     skip: usize,
     /// The slots the requests whose replies are still to come touch (not run here yet).
     in_flight: InFlight,
+    /// Binary requests looked at for their keys ([`binary::peek_get_keys`]) and still to
+    /// read.
+    prefetched: usize,
 }
 
 impl McFrontend {
@@ -80,6 +85,7 @@ impl McFrontend {
             wanted: 0,
             skip: 0,
             in_flight: InFlight::default(),
+            prefetched: 0,
         }
     }
 
@@ -191,6 +197,7 @@ impl McFrontend {
         self.wanted = 0;
         match binary::action(req, &self.limits) {
             Action::Run(cmd, pending) => Next::Request(cmd, Form::Binary(pending)),
+            Action::Get { key, pending } => Next::Get(key, pending),
             Action::Answer(bytes) => {
                 out.extend_from_slice(&bytes);
                 Next::Answered
@@ -285,6 +292,10 @@ impl McFrontend {
                 }));
                 Flow::Continue
             }
+            (Answer::Here(_), Form::BinaryGet(p, key)) => {
+                get_here(node, &key, &p, replies.buf(), now);
+                Flow::Continue
+            }
             (Answer::Here(cmd), Form::Binary(p)) => {
                 // One key at most: the reply is bounded by one value.
                 let mut text = BytesMut::new();
@@ -296,7 +307,7 @@ impl McFrontend {
                 replies.put_shared(&bytes);
                 Flow::Continue
             }
-            (Answer::Now(bytes), Form::Binary(p)) => {
+            (Answer::Now(bytes), Form::Binary(p) | Form::BinaryGet(p, _)) => {
                 binary::respond(&p, &bytes, replies.buf());
                 Flow::Continue
             }
@@ -304,7 +315,7 @@ impl McFrontend {
                 replies.push_later(f);
                 Flow::Continue
             }
-            (Answer::Later(f), Form::Binary(p)) => {
+            (Answer::Later(f), Form::Binary(p) | Form::BinaryGet(p, _)) => {
                 replies.push_later(Box::pin(async move {
                     let text = f.await;
                     let mut out = BytesMut::new();
@@ -327,11 +338,16 @@ enum Form {
     Silent,
     /// Turned into the binary response to this request.
     Binary(binary::Pending),
+    /// A binary plain get of this key: where the key is read here, its response is written
+    /// straight from the store ([`get_here`]); elsewhere as [`Form::Binary`].
+    BinaryGet(binary::Pending, Bytes),
 }
 
 /// The next request off the input.
 enum Next {
     Request(Command, Form),
+    /// A binary plain get (GET, GETQ, GETK, GETKQ) of this key.
+    Get(Bytes, binary::Pending),
     /// A request answered already (authentication, SASL, an invalid binary request).
     Answered,
     Stop(Step),
@@ -370,9 +386,40 @@ impl Frontend for McFrontend {
             }
         }
         loop {
-            let (cmd, form) = match self.held.take() {
-                Some(held) => held,
-                None => match self.next_request(node, input, replies.buf()) {
+            // A pipeline of binary gets (GETKQ ... NOOP, a client's multi-get): the loads
+            // of their keys start side by side, 16 requests at a time (`Server::prefetch`).
+            if self.prefetched == 0
+                && self.held.is_none()
+                && self.auth.is_none()
+                && self.skip == 0
+                && self.parser.at_boundary()
+            {
+                let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+                let (seen, found) = binary::peek_get_keys(input, &mut keys);
+                node.prefetch(0, &keys[..found]);
+                self.prefetched = seen;
+            }
+            let next = match self.held.take() {
+                Some(held) => Ok(held),
+                None => {
+                    self.prefetched = self.prefetched.saturating_sub(1);
+                    Err(self.next_request(node, input, replies.buf()))
+                }
+            };
+            let (cmd, form) = match next {
+                Ok(held) => held,
+                Err(next) => match next {
+                    Next::Get(key, pending) if node.cluster.is_none() => {
+                        processed += 1;
+                        get_here(node, &key, &pending, replies.buf(), now);
+                        if replies.len() >= FLUSH_AT {
+                            return (processed, Step::Flush);
+                        }
+                        continue;
+                    }
+                    Next::Get(key, pending) => {
+                        (binary::get_command(&key), Form::BinaryGet(pending, key))
+                    }
                     Next::Request(cmd, Form::Silent) => {
                         // The removal of a too-large set's stale value (counted once, here).
                         mc::count_refused_set(&node.engine, &cmd);
@@ -386,7 +433,10 @@ impl Frontend for McFrontend {
                         }
                         continue;
                     }
-                    Next::Stop(step) => return (processed, step),
+                    Next::Stop(step) => {
+                        self.prefetched = 0;
+                        return (processed, step);
+                    }
                 },
             };
             let Some(flow) = self.submit(node, cmd, form, replies, now) else {
@@ -413,6 +463,15 @@ impl Frontend for McFrontend {
 
     fn movable(&self) -> bool {
         self.pending.is_none() && self.held.is_none()
+    }
+}
+
+/// Answers the binary plain get `p` of `key` from this node's store.
+fn get_here(node: &Server, key: &[u8], p: &binary::Pending, out: &mut BytesMut, now: u64) {
+    if !mc::get_one(&node.engine, key, now, |found| {
+        binary::get_response(p, found, out)
+    }) {
+        binary::respond(p, mc::BUSY, out);
     }
 }
 
