@@ -14,9 +14,10 @@ pub fn value(out: &mut BytesMut, key: &[u8], flags: u32, data: &[u8], cas: Optio
     out.reserve(key.len() + data.len() + 64);
     out.put_slice(b"VALUE ");
     out.put_slice(key);
-    put_fmt(out, format_args!(" {flags} {}", data.len()));
+    put_number(out, b' ', u64::from(flags));
+    put_number(out, b' ', data.len() as u64);
     if let Some(cas) = cas {
-        put_fmt(out, format_args!(" {cas}"));
+        put_number(out, b' ', cas);
     }
     out.put_slice(b"\r\n");
     out.put_slice(data);
@@ -103,7 +104,8 @@ pub fn status(out: &mut BytesMut, s: Status) {
 
 /// `<n>\r\n` (the new value after incr/decr).
 pub fn number(out: &mut BytesMut, n: u64) {
-    put_fmt(out, format_args!("{n}\r\n"));
+    out.put_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.put_slice(b"\r\n");
 }
 
 /// `VERSION <v>\r\n`
@@ -129,7 +131,7 @@ pub fn error(out: &mut BytesMut, e: &ParseError) {
 pub fn meta(out: &mut BytesMut, code: &str, value: Option<&[u8]>, flags: &[(u8, &[u8])]) {
     out.put_slice(code.as_bytes());
     if let Some(v) = value {
-        put_fmt(out, format_args!(" {}", v.len()));
+        put_number(out, b' ', v.len() as u64);
     }
     for (letter, token) in flags {
         out.put_u8(b' ');
@@ -141,6 +143,12 @@ pub fn meta(out: &mut BytesMut, code: &str, value: Option<&[u8]>, flags: &[(u8, 
         out.put_slice(v);
         out.put_slice(b"\r\n");
     }
+}
+
+/// `sep` and the decimal digits of `n` (the reply lines every get writes: no formatter).
+fn put_number(out: &mut BytesMut, sep: u8, n: u64) {
+    out.put_u8(sep);
+    out.put_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 fn put_fmt(out: &mut BytesMut, args: std::fmt::Arguments<'_>) {
