@@ -135,9 +135,10 @@ pub fn get_keys(
     Flow::Continue
 }
 
-/// The get of one key a binary GET, GETQ, GETK or GETKQ makes (memcached's plain get, as
-/// the text `get` of one key: counted in `cmd_get` and the hits or misses, a key of another
-/// type reads as a miss): `answer` is given the item's client flags, CAS and value under
+/// The get of one key a binary GET, GETQ, GETK or GETKQ makes on a single node (memcached's
+/// plain get, as the text `get` of one key: counted in `cmd_get` and the hits or misses, and
+/// in INFO's keyspace hits and misses; a key of another type reads as a miss): `answer` is
+/// given the item's client flags, CAS and value under
 /// the key's lock, or `None`. False, with `answer` not called, when a Redis script is
 /// running past its threshold (the caller answers [`BUSY`]).
 pub fn get_one(
@@ -146,21 +147,23 @@ pub fn get_one(
     now: u64,
     answer: impl FnOnce(Option<(u32, u64, &[u8])>),
 ) -> bool {
-    let busy = || node.running.is_busy();
-    let Some(_entered) = node.store.enter_unless(&busy) else {
-        return false;
-    };
-    let st = &node.mc_stats;
-    bump(&st.cmd_get);
-    // The keyspace notifications of what the store notes (a key found expired).
+    // The keyspace notifications of what the store notes (a key found expired, a miss),
+    // published once out of the gate, as `execute` does.
     let hit = node.as_command(|| {
-        node.store.read(key, now, Access::Fetch, |e| {
+        let busy = || node.running.is_busy();
+        let _entered = node.store.enter_unless(&busy)?;
+        Some(node.store.read(key, now, Access::Fetch, |e| {
             let found = e.filter(|e| e.kind == shoal_store::Kind::String);
             let hit = found.is_some();
             answer(found.map(|e| (e.flags, e.version, e.value)));
             hit
-        })
+        }))
     });
+    let Some(hit) = hit else {
+        return false;
+    };
+    let st = &node.mc_stats;
+    bump(&st.cmd_get);
     bump(if hit { &st.get_hits } else { &st.get_misses });
     st.prefixes.record(key, Op::Get { hit });
     true

@@ -27,9 +27,9 @@
 //! SASL (`LIST_MECHS`, `AUTH` with `PLAIN`) is left to the node, which knows the password.
 //!
 //! The plain gets (GET, GETQ, GETK, GETKQ; a client's multi-get is a pipeline of them) are
-//! the one exception, for their cost: [`action`] gives them as [`Action::Get`], which the
-//! node answers from its store with [`get_response`] (the text `get`'s semantics), looking
-//! ahead at a pipeline's keys with [`peek_get_keys`], or sends where the key is read as
+//! the one exception, for their cost: [`action`] gives them as [`Action::Get`], which a
+//! single node answers from its store with [`get_response`] (the text `get`'s semantics),
+//! looking ahead at a pipeline's keys with [`peek_get_keys`]; a cluster node routes it as
 //! [`get_command`]'s `mg`, whose reply [`respond`] answers with the same response.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -312,8 +312,8 @@ pub enum Action {
     /// Run `Command` (as any text request) and answer [`respond`] with its reply.
     Run(Command, Pending),
     /// GET, GETQ, GETK or GETKQ of `key` (as it came, any bytes): memcached's plain get,
-    /// answered by [`get_response`] where the key is read here, or run as
-    /// [`get_command`]'s `mg` where it travels (a cluster's other node).
+    /// answered by [`get_response`] from a single node's store, or run as
+    /// [`get_command`]'s `mg` where it travels (through a cluster's router).
     Get {
         key: Bytes,
         pending: Pending,
@@ -568,7 +568,7 @@ pub fn plain_get(opcode: u8) -> bool {
 }
 
 /// The meta command that does what the plain get of `key` ([`Action::Get`]) does, for a
-/// request that travels as text (to a cluster's other node): `mg <key> v f c`, with the
+/// request that a cluster's router places (it may travel as text): `mg <key> v f c`, with the
 /// key in base64 when the text protocol cannot carry it.
 pub fn get_command(key: &Bytes) -> Command {
     let (key, b64) = meta_key(key);

@@ -11,7 +11,7 @@
 //!
 //! Binary-protocol requests (first byte `0x80`) become the meta command that does the same
 //! (`shoal_memcache::binary`), run the same way, and their replies are turned into binary
-//! responses, but the plain gets (GET, GETQ, GETK, GETKQ) of keys read here, answered from
+//! responses, but on a single node the plain gets (GET, GETQ, GETK, GETKQ), answered from
 //! the store (`get_here`); with `requirepass` they authenticate with SASL PLAIN. A
 //! sibling of `resp`; the
 //! I/O loop is `connection`.
@@ -292,10 +292,6 @@ impl McFrontend {
                 }));
                 Flow::Continue
             }
-            (Answer::Here(_), Form::BinaryGet(p, key)) => {
-                get_here(node, &key, &p, replies.buf(), now);
-                Flow::Continue
-            }
             (Answer::Here(cmd), Form::Binary(p)) => {
                 // One key at most: the reply is bounded by one value.
                 let mut text = BytesMut::new();
@@ -307,7 +303,7 @@ impl McFrontend {
                 replies.put_shared(&bytes);
                 Flow::Continue
             }
-            (Answer::Now(bytes), Form::Binary(p) | Form::BinaryGet(p, _)) => {
+            (Answer::Now(bytes), Form::Binary(p)) => {
                 binary::respond(&p, &bytes, replies.buf());
                 Flow::Continue
             }
@@ -315,7 +311,7 @@ impl McFrontend {
                 replies.push_later(f);
                 Flow::Continue
             }
-            (Answer::Later(f), Form::Binary(p) | Form::BinaryGet(p, _)) => {
+            (Answer::Later(f), Form::Binary(p)) => {
                 replies.push_later(Box::pin(async move {
                     let text = f.await;
                     let mut out = BytesMut::new();
@@ -338,9 +334,6 @@ enum Form {
     Silent,
     /// Turned into the binary response to this request.
     Binary(binary::Pending),
-    /// A binary plain get of this key: where the key is read here, its response is written
-    /// straight from the store ([`get_here`]); elsewhere as [`Form::Binary`].
-    BinaryGet(binary::Pending, Bytes),
 }
 
 /// The next request off the input.
@@ -417,9 +410,10 @@ impl Frontend for McFrontend {
                         }
                         continue;
                     }
-                    Next::Get(key, pending) => {
-                        (binary::get_command(&key), Form::BinaryGet(pending, key))
-                    }
+                    // In a cluster through the router, as its `mg` (also for a key owned here:
+                    // the router orders it after the connection's forwarded writes and waits
+                    // for a hand-off's fetch).
+                    Next::Get(key, pending) => (binary::get_command(&key), Form::Binary(pending)),
                     Next::Request(cmd, Form::Silent) => {
                         // The removal of a too-large set's stale value (counted once, here).
                         mc::count_refused_set(&node.engine, &cmd);
