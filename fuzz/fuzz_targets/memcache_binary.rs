@@ -116,12 +116,6 @@ fuzz_target!(|data: &[u8]| {
                     let mut out = BytesMut::new();
                     binary::get_response(&pending, Some((7, 9, &key)), &mut out);
                     binary::get_response(&pending, None, &mut out);
-                    // As one of a run read as one `gets`, whatever that reply is.
-                    let run = [(key.clone(), pending.clone()), (key, pending)];
-                    for reply in REPLIES {
-                        binary::gets_response(&run, reply, &mut out);
-                    }
-                    binary::gets_response(&run, b"VALUE k 1 2 3\r\nhi\r\nEND\r\n", &mut out);
                     assert!(whole_responses(&out));
                 }
                 Action::Run(cmd, pending) => {

@@ -29,10 +29,8 @@
 //! The plain gets (GET, GETQ, GETK, GETKQ; a client's multi-get is a pipeline of them) are
 //! the one exception, for their cost: [`action`] gives them as [`Action::Get`], which a
 //! single node answers from its store with [`get_response`] (the text `get`'s semantics),
-//! looking ahead at a pipeline's keys with [`peek_get_keys`]; a cluster node routes a run
-//! of them ([`text_safe_get_at`]) as one text `gets` and answers each from its reply
-//! ([`gets_response`]), and any other as [`get_command`]'s `mg`, whose reply [`respond`]
-//! answers with the same response.
+//! looking ahead at a pipeline's keys with [`peek_get_keys`]; a cluster node routes it as
+//! [`get_command`]'s `mg`, whose reply [`respond`] answers with the same response.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -345,7 +343,7 @@ fn stale_delete(key: &Bytes) -> Command {
 /// The key as a meta command names it, and whether it went base64 (`b`): the text protocol
 /// cannot carry spaces or control bytes.
 fn meta_key(key: &Bytes) -> (Bytes, bool) {
-    if text_safe_key(key) {
+    if key.iter().all(|&b| b > b' ' && b != 0x7f) {
         (key.clone(), false)
     } else {
         (Bytes::from(crate::base64::encode(key)), true)
@@ -619,63 +617,6 @@ pub fn get_response(p: &Pending, found: Option<(u32, u64, &[u8])>, out: &mut Byt
                 text,
             );
         }
-    }
-}
-
-/// True when a text request can name `key` as it is (no space, control byte or DEL).
-pub fn text_safe_key(key: &[u8]) -> bool {
-    key.iter().all(|&b| b > b' ' && b != 0x7f)
-}
-
-/// True when the request at the front of `input` is all in and is a plain get that
-/// [`action`] gives as [`Action::Get`] (raw bytes, no extras, a key of 1 to `max_key_len`
-/// bytes that a text request can name as it is): a cluster node reads a run of them as one
-/// text `gets` ([`gets_response`]).
-pub fn text_safe_get_at(input: &[u8], max_key_len: usize) -> bool {
-    let Some(h) = input.get(..HEADER_LEN) else {
-        return false;
-    };
-    let key_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    let body = u32_at(h, 8) as usize;
-    h[0] == REQUEST_MAGIC
-        && plain_get(h[1])
-        && h[4] == 0
-        && h[5] == 0
-        && body == key_len
-        && (1..=max_key_len).contains(&key_len)
-        && input
-            .get(HEADER_LEN..HEADER_LEN + key_len)
-            .is_some_and(text_safe_key)
-}
-
-/// The responses to a run of plain gets ([`Action::Get`], each with its key) read as one
-/// text `gets` of their keys in order, from that `gets`'s `reply`: each request its hit or
-/// miss, in order. A reply that is not a get reply (an error line) answers each request
-/// as [`respond`] answers that line.
-pub fn gets_response(requests: &[(Bytes, Pending)], reply: &[u8], out: &mut BytesMut) {
-    let Some(blocks) = crate::reply::value_blocks(reply) else {
-        for (_, p) in requests {
-            respond(p, reply, out);
-        }
-        return;
-    };
-    let mut blocks = blocks.iter().peekable();
-    for (key, p) in requests {
-        // The hits are in the keys' order: a block is the next request's, or that one missed.
-        let hit = blocks
-            .next_if(|b| reply[b.key.clone()] == key[..])
-            .and_then(|b| {
-                // `VALUE <key> <flags> <bytes> <cas>\r\n<data>\r\n`
-                let block = &reply[b.block.clone()];
-                let line_end = block.windows(2).position(|w| w == b"\r\n")?;
-                let mut fields = block[..line_end].split(|&b| b == b' ').skip(2);
-                let mut number =
-                    || -> Option<u64> { std::str::from_utf8(fields.next()?).ok()?.parse().ok() };
-                let (flags, len, cas) = (number()?, number()?, number().unwrap_or(0));
-                let data = block.get(line_end + 2..line_end + 2 + usize::try_from(len).ok()?)?;
-                Some((u32::try_from(flags).ok()?, cas, data))
-            });
-        get_response(p, hit, out);
     }
 }
 
@@ -1478,75 +1419,5 @@ mod tests {
         let mut bad = frame(op::GET, &[], b"key", &[], 0);
         bad[11] = 1;
         assert_eq!(peek_get_keys(&bad, &mut keys), (0, 0));
-    }
-
-    /// A run of plain gets read as one `gets`: each request its hit or miss, in order (a
-    /// repeated key hit twice); an error line answers each request.
-    #[test]
-    fn a_run_of_gets_is_answered_from_one_gets_reply() {
-        let request = |opcode: u8, key: &'static [u8]| {
-            let Action::Get { key, pending } =
-                action(parsed(&frame(opcode, &[], key, &[], 0)), &Limits::default())
-            else {
-                panic!("a plain get");
-            };
-            (key, pending)
-        };
-        let run = [
-            request(op::GETK, b"a"),
-            request(op::GETQ, b"missing"),
-            request(op::GET, b"b"),
-            request(op::GETKQ, b"a"),
-            request(op::GETK, b"gone"),
-        ];
-        let reply =
-            b"VALUE a 5 2 11\r\nhi\r\nVALUE b 0 0 12\r\n\r\nVALUE a 5 2 11\r\nhi\r\nEND\r\n";
-        let mut out = BytesMut::new();
-        gets_response(&run, reply, &mut out);
-        let mut want = BytesMut::new();
-        get_response(&run[0].1, Some((5, 11, b"hi")), &mut want);
-        get_response(&run[2].1, Some((0, 12, b"")), &mut want);
-        get_response(&run[3].1, Some((5, 11, b"hi")), &mut want);
-        get_response(&run[4].1, None, &mut want);
-        assert_eq!(out, want);
-        let mut out = BytesMut::new();
-        gets_response(&run, b"SERVER_ERROR busy\r\n", &mut out);
-        let mut rest = &out[..];
-        for (_, p) in &run {
-            let (opcode, status, ..) = fields(&rest[..HEADER_LEN + u32_at(rest, 8) as usize]);
-            assert_eq!((opcode, status), (p.opcode, status::INTERNAL_ERROR));
-            rest = &rest[HEADER_LEN + u32_at(rest, 8) as usize..];
-        }
-        assert!(rest.is_empty());
-    }
-
-    #[test]
-    fn only_whole_valid_text_safe_plain_gets_join_a_run() {
-        let max = Limits::default().max_key_len;
-        let get = frame(op::GETKQ, &[], b"k", &[], 0);
-        assert!(text_safe_get_at(&get, max));
-        assert!(!text_safe_get_at(&get[..get.len() - 1], max));
-        assert!(!text_safe_get_at(
-            &frame(op::GETKQ, &[], b"a b", &[], 0),
-            max
-        ));
-        assert!(!text_safe_get_at(&frame(op::GETKQ, &[], b"", &[], 0), max));
-        assert!(!text_safe_get_at(
-            &frame(op::GETKQ, &[], b"k", b"v", 0),
-            max
-        ));
-        assert!(!text_safe_get_at(
-            &frame(op::GAT, &[0; 4], b"k", &[], 0),
-            max
-        ));
-        assert!(!text_safe_get_at(
-            &frame(op::SET, &[0; 8], b"k", b"v", 0),
-            max
-        ));
-        assert!(!text_safe_get_at(
-            &frame(op::GET, &[], &[b'k'; 251], &[], 0),
-            max
-        ));
-        assert!(!text_safe_get_at(b"get k\r\n", max));
     }
 }

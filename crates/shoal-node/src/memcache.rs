@@ -11,8 +11,8 @@
 //!
 //! Binary-protocol requests (first byte `0x80`) become the meta command that does the same
 //! (`shoal_memcache::binary`), run the same way, and their replies are turned into binary
-//! responses, but the plain gets (GET, GETQ, GETK, GETKQ): a single node answers them
-//! from the store (`get_here`), a cluster node reads a run of them as one `gets`; with `requirepass` they authenticate with SASL PLAIN. A
+//! responses, but on a single node the plain gets (GET, GETQ, GETK, GETKQ), answered from
+//! the store (`get_here`); with `requirepass` they authenticate with SASL PLAIN. A
 //! sibling of `resp`; the
 //! I/O loop is `connection`.
 
@@ -66,8 +66,6 @@ pub struct McFrontend {
     /// Binary requests looked at for their keys ([`binary::peek_get_keys`]) and still to
     /// read.
     prefetched: usize,
-    /// A request read after a run of binary gets that was not one (see `process`).
-    deferred: Option<Next>,
 }
 
 impl McFrontend {
@@ -88,7 +86,6 @@ impl McFrontend {
             skip: 0,
             in_flight: InFlight::default(),
             prefetched: 0,
-            deferred: None,
         }
     }
 
@@ -314,26 +311,6 @@ impl McFrontend {
                 replies.push_later(f);
                 Flow::Continue
             }
-            (Answer::Here(cmd), Form::BinaryGets(run)) => {
-                // (A cluster routes a get; the reply is bounded by the run's values.)
-                let mut text = BytesMut::new();
-                let flow = execute(&node.engine, cmd, now, &mut text, usize::MAX);
-                binary::gets_response(&run, &text, replies.buf());
-                flow
-            }
-            (Answer::Now(bytes), Form::BinaryGets(run)) => {
-                binary::gets_response(&run, &bytes, replies.buf());
-                Flow::Continue
-            }
-            (Answer::Later(f), Form::BinaryGets(run)) => {
-                replies.push_later(Box::pin(async move {
-                    let text = f.await;
-                    let mut out = BytesMut::new();
-                    binary::gets_response(&run, &text, &mut out);
-                    out.freeze()
-                }));
-                Flow::Continue
-            }
             (Answer::Later(f), Form::Binary(p)) => {
                 replies.push_later(Box::pin(async move {
                     let text = f.await;
@@ -348,9 +325,6 @@ impl McFrontend {
     }
 }
 
-/// The most binary plain gets read as one `gets` in a cluster.
-const MAX_GET_RUN: usize = 256;
-
 /// How a request's reply goes back.
 enum Form {
     /// The text protocol's bytes, as they are.
@@ -360,9 +334,6 @@ enum Form {
     Silent,
     /// Turned into the binary response to this request.
     Binary(binary::Pending),
-    /// A run of binary plain gets read as one `gets` of their keys (in a cluster): each
-    /// answered from it ([`binary::gets_response`]).
-    BinaryGets(Vec<(Bytes, binary::Pending)>),
 }
 
 /// The next request off the input.
@@ -421,13 +392,9 @@ impl Frontend for McFrontend {
                 node.prefetch(0, &keys[..found]);
                 self.prefetched = seen;
             }
-            let next = match (self.held.take(), self.deferred.take()) {
-                (Some(held), deferred) => {
-                    self.deferred = deferred;
-                    Ok(held)
-                }
-                (None, Some(deferred)) => Err(deferred),
-                (None, None) => {
+            let next = match self.held.take() {
+                Some(held) => Ok(held),
+                None => {
                     self.prefetched = self.prefetched.saturating_sub(1);
                     Err(self.next_request(node, input, replies.buf()))
                 }
@@ -443,34 +410,9 @@ impl Frontend for McFrontend {
                         }
                         continue;
                     }
-                    // In a cluster through the router (also for a key owned here: the router
-                    // orders it after the connection's forwarded writes and waits for a
-                    // hand-off's fetch): with the plain gets after it, as one `gets`, split
-                    // by owners as a text multi-get is; a key no text request can name as
-                    // its `mg`.
-                    Next::Get(key, pending) if binary::text_safe_key(&key) => {
-                        let mut run = vec![(key, pending)];
-                        while run.len() < MAX_GET_RUN
-                            && binary::text_safe_get_at(input, self.limits.max_key_len)
-                        {
-                            self.prefetched = self.prefetched.saturating_sub(1);
-                            match self.next_binary(node, input, replies.buf()) {
-                                Next::Get(key, pending) => run.push((key, pending)),
-                                // (Not reached: a whole, valid plain get reads as one.)
-                                other => {
-                                    self.deferred = Some(other);
-                                    break;
-                                }
-                            }
-                        }
-                        let keys = run.iter().map(|(key, _)| key.clone()).collect();
-                        let gets = Command::Get {
-                            keys,
-                            with_cas: true,
-                            touch: None,
-                        };
-                        (gets, Form::BinaryGets(run))
-                    }
+                    // In a cluster through the router, as its `mg` (also for a key owned here:
+                    // the router orders it after the connection's forwarded writes and waits
+                    // for a hand-off's fetch).
                     Next::Get(key, pending) => (binary::get_command(&key), Form::Binary(pending)),
                     Next::Request(cmd, Form::Silent) => {
                         // The removal of a too-large set's stale value (counted once, here).
@@ -491,14 +433,10 @@ impl Frontend for McFrontend {
                     }
                 },
             };
-            let requests = match &form {
-                Form::BinaryGets(run) => run.len() as u64,
-                _ => 1,
-            };
             let Some(flow) = self.submit(node, cmd, form, replies, now) else {
                 return (processed, Step::Flush);
             };
-            processed += requests;
+            processed += 1;
             match flow {
                 Flow::Continue => {}
                 Flow::Close => return (processed, Step::Close(Close::Quit)),
@@ -518,7 +456,7 @@ impl Frontend for McFrontend {
     }
 
     fn movable(&self) -> bool {
-        self.pending.is_none() && self.held.is_none() && self.deferred.is_none()
+        self.pending.is_none() && self.held.is_none()
     }
 }
 
