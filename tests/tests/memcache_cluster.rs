@@ -579,3 +579,100 @@ fn a_disabled_flush_all_is_refused_through_any_node() {
         exchange(&mut s, "get fk\r\n", "VALUE fk 0 1\r\nx\r\nEND\r\n");
     }
 }
+
+/// A binary client's multi-get through any node (pylibmc's: GETKQ ... NOOP, here every plain
+/// get form over keys of every owner): each request answered in order, with its own hit or
+/// miss, flags, CAS and key; a key no text request can name, a repeated key (a hit both
+/// times) and a SET in the middle (answered in its place, and read back by the GET after it)
+/// keep their places.
+#[test]
+fn a_binary_multi_get_through_any_node_answers_each_request_in_order() {
+    let c = TestCluster::start(3, |_| {});
+    let mut keys: Vec<Vec<u8>> = (0..40).map(|i| format!("bmg:{i}").into_bytes()).collect();
+    keys.insert(17, b"bmg with space".to_vec());
+    // Stored (twice: the second value counts), so both of its reads hit.
+    keys.insert(31, b"bmg:4".to_vec());
+    // Every third key is not stored; the others with their own flags and CAS.
+    let mut stored = std::collections::HashMap::new();
+    let mut s = raw(c.members[0].memcache_addr);
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| i % 3 != 0) {
+        let flags = 1000 + i as u32;
+        let extras = [flags.to_be_bytes(), 0u32.to_be_bytes()].concat();
+        let value = format!("value of {i}").into_bytes();
+        send(&mut s, &bin(0x01, &extras, key, &value, 0));
+        let (_, status, cas, ..) = read_bin(&mut s);
+        assert_eq!(status, 0, "set {key:?}");
+        stored.insert(key.clone(), (flags, cas, value));
+    }
+    let get_ops = [0x00u8, 0x09, 0x0c, 0x0d];
+    for m in &c.members {
+        let mut s = raw(m.memcache_addr);
+        let mut pipeline = Vec::new();
+        let mut want = Vec::new();
+        let mut set_at = 0;
+        type Stored = std::collections::HashMap<Vec<u8>, (u32, u64, Vec<u8>)>;
+        let expect_get = |i: usize, key: &[u8], stored: &Stored| {
+            let op = get_ops[i % 4];
+            let keyed = op == 0x0c || op == 0x0d;
+            let shown = if keyed { key.to_vec() } else { Vec::new() };
+            match stored.get(key) {
+                Some((flags, cas, value)) => Some((
+                    op,
+                    0,
+                    *cas,
+                    flags.to_be_bytes().to_vec(),
+                    shown,
+                    value.clone(),
+                )),
+                None if op == 0x09 || op == 0x0d => None,
+                None if keyed => Some((op, 1, 0, Vec::new(), shown, Vec::new())),
+                None => Some((op, 1, 0, Vec::new(), shown, b"Not found".to_vec())),
+            }
+        };
+        for (i, key) in keys.iter().enumerate() {
+            pipeline.extend(bin(get_ops[i % 4], &[], key, &[], 0));
+            want.extend(expect_get(i, key, &stored));
+            if i == 25 {
+                set_at = want.len();
+                // A SET of a key read earlier in the pipeline, and the GET right after it.
+                let extras = [7u32.to_be_bytes(), 0u32.to_be_bytes()].concat();
+                pipeline.extend(bin(0x01, &extras, &keys[2], b"new", 0));
+                pipeline.extend(bin(0x00, &[], &keys[2], &[], 0));
+            }
+        }
+        pipeline.extend(bin(0x0a, &[], &[], &[], 0));
+        send(&mut s, &pipeline);
+        let mut got = Vec::new();
+        loop {
+            let r = read_bin(&mut s);
+            if r.0 == 0x0a {
+                break;
+            }
+            got.push(r);
+        }
+        // The SET's response (with its new CAS), then the GET's, which reads what it wrote.
+        // Right after the responses to the first 26 requests.
+        assert_eq!(got.get(set_at).map(|r| r.0), Some(0x01), "the SET's place");
+        let (_, status, new_cas, ..) = got[set_at].clone();
+        assert_eq!(status, 0, "the SET via {}", m.name);
+        let after = got[set_at + 1].clone();
+        assert_eq!(
+            (after.0, after.1, after.2, &after.3[..], &after.5[..]),
+            (0x00, 0, new_cas, &7u32.to_be_bytes()[..], &b"new"[..]),
+            "the GET after the SET via {}",
+            m.name
+        );
+        got.drain(set_at..set_at + 2);
+        assert_eq!(got.len(), want.len(), "responses via {}", m.name);
+        for (n, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "response {n} via {}", m.name);
+        }
+        // Put the key back as the next node expects it.
+        let (flags, _, value) = stored[&keys[2]].clone();
+        let extras = [flags.to_be_bytes(), 0u32.to_be_bytes()].concat();
+        send(&mut s, &bin(0x01, &extras, &keys[2], &value, 0));
+        let (_, status, cas, ..) = read_bin(&mut s);
+        assert_eq!(status, 0);
+        stored.insert(keys[2].clone(), (flags, cas, value));
+    }
+}
