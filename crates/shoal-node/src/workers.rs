@@ -86,7 +86,7 @@ pub fn start(count: usize) -> std::io::Result<()> {
         .map_err(|_| std::io::Error::other("the worker runtimes are started already"))
 }
 
-/// Keeps a timer on every worker's timer wheel ([`keep_a_timer`]), for a node that
+/// Keeps a timer on every worker's timer wheel (`keep_a_timer`), for a node that
 /// forwards requests to other nodes. Not for a single node: a worker with a timer waits in
 /// `epoll_wait` with a timeout, which arms and cancels a kernel timer each time (a few per
 /// cent of the CPU per unpipelined request), and a single node's requests set no timers.
