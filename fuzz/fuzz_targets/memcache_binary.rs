@@ -116,6 +116,11 @@ fuzz_target!(|data: &[u8]| {
                     let mut out = BytesMut::new();
                     binary::get_response(&pending, Some((7, 9, &key)), &mut out);
                     binary::get_response(&pending, None, &mut out);
+                    // As a cluster node answers it from its text `gets`, whatever the reply.
+                    for reply in REPLIES {
+                        binary::gets_response(&pending, &key, reply, &mut out);
+                    }
+                    binary::gets_response(&pending, &key, b"VALUE k 1 2 3\r\nhi\r\nEND\r\n", &mut out);
                     assert!(whole_responses(&out));
                 }
                 Action::Run(cmd, pending) => {

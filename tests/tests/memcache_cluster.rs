@@ -676,3 +676,28 @@ fn a_binary_multi_get_through_any_node_answers_each_request_in_order() {
         stored.insert(keys[2].clone(), (flags, cas, value));
     }
 }
+
+/// A binary GET is memcached's plain get on any node: it reads a stale item (after `md ...
+/// I`) without taking its recache win, which the next `mg` then wins, as on a single node
+/// and in memcached (a binary get answered as an `mg` took the win itself).
+#[test]
+fn a_binary_get_leaves_a_stale_items_win_to_the_next_mg() {
+    let c = TestCluster::start(3, |_| {});
+    for (n, key) in one_key_per_owner(&c, "stale").iter().enumerate() {
+        // Through a node that does not own it, and through its owner.
+        for via in [(n + 1) % 3, n] {
+            let mut text = raw(c.members[via].memcache_addr);
+            exchange(
+                &mut text,
+                &format!("set {key} 0 0 1\r\nv\r\n"),
+                "STORED\r\n",
+            );
+            exchange(&mut text, &format!("md {key} I\r\n"), "HD\r\n");
+            let mut binary = raw(c.members[via].memcache_addr);
+            send(&mut binary, &bin(0x00, &[], key.as_bytes(), &[], 0));
+            let (_, status, _, _, _, value) = read_bin(&mut binary);
+            assert_eq!((status, &value[..]), (0, &b"v"[..]), "{key} via {via}");
+            exchange(&mut text, &format!("mg {key} v\r\n"), "VA 1 X W\r\nv\r\n");
+        }
+    }
+}

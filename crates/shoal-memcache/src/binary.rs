@@ -30,7 +30,9 @@
 //! the one exception, for their cost: [`action`] gives them as [`Action::Get`], which a
 //! single node answers from its store with [`get_response`] (the text `get`'s semantics),
 //! looking ahead at a pipeline's keys with [`peek_get_keys`]; a cluster node routes it as
-//! [`get_command`]'s `mg`, whose reply [`respond`] answers with the same response.
+//! the text `gets` of its key and answers from that reply ([`gets_response`]), or, for a
+//! key no text request can name ([`text_safe_key`]), as [`get_command`]'s `mg`, whose
+//! reply [`respond`] answers with the same response.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -312,8 +314,8 @@ pub enum Action {
     /// Run `Command` (as any text request) and answer [`respond`] with its reply.
     Run(Command, Pending),
     /// GET, GETQ, GETK or GETKQ of `key` (as it came, any bytes): memcached's plain get,
-    /// answered by [`get_response`] from a single node's store, or run as
-    /// [`get_command`]'s `mg` where it travels (through a cluster's router).
+    /// answered by [`get_response`] from a single node's store, or routed by a cluster node
+    /// as a text `gets` ([`gets_response`]) or [`get_command`]'s `mg`.
     Get {
         key: Bytes,
         pending: Pending,
@@ -343,7 +345,7 @@ fn stale_delete(key: &Bytes) -> Command {
 /// The key as a meta command names it, and whether it went base64 (`b`): the text protocol
 /// cannot carry spaces or control bytes.
 fn meta_key(key: &Bytes) -> (Bytes, bool) {
-    if key.iter().all(|&b| b > b' ' && b != 0x7f) {
+    if text_safe_key(key) {
         (key.clone(), false)
     } else {
         (Bytes::from(crate::base64::encode(key)), true)
@@ -618,6 +620,43 @@ pub fn get_response(p: &Pending, found: Option<(u32, u64, &[u8])>, out: &mut Byt
             );
         }
     }
+}
+
+/// True when a text request can name `key` as it is (no space, control byte or DEL).
+pub fn text_safe_key(key: &[u8]) -> bool {
+    key.iter().all(|&b| b > b' ' && b != 0x7f)
+}
+
+/// The response to the plain get `p` of `key` from the reply of the text `gets <key>` it
+/// was routed as (a cluster node's; [`text_safe_key`] keys only): its hit or miss, as
+/// [`get_response`] gives them; a reply that is not a get reply (an error line) answered
+/// as [`respond`] answers that line.
+pub fn gets_response(p: &Pending, key: &[u8], reply: &[u8], out: &mut BytesMut) {
+    let Some(blocks) = crate::reply::value_blocks(reply) else {
+        return respond(p, reply, out);
+    };
+    let hit = match &blocks[..] {
+        [] => None,
+        [b] if reply[b.key.clone()] == *key => {
+            // `VALUE <key> <flags> <bytes> <cas>\r\n<data>\r\n`
+            let block = &reply[b.block.clone()];
+            let line_end = block.windows(2).position(|w| w == b"\r\n");
+            let hit = line_end.and_then(|end| {
+                let mut fields = block[..end].split(|&b| b == b' ').skip(2);
+                let mut number =
+                    || -> Option<u64> { std::str::from_utf8(fields.next()?).ok()?.parse().ok() };
+                let (flags, len, cas) = (number()?, number()?, number()?);
+                let data = block.get(end + 2..end.checked_add(2 + usize::try_from(len).ok()?)?)?;
+                Some((u32::try_from(flags).ok()?, cas, data))
+            });
+            match hit {
+                Some(hit) => Some(hit),
+                None => return respond(p, b"SERVER_ERROR malformed get reply", out),
+            }
+        }
+        _ => return respond(p, b"SERVER_ERROR get reply for another key", out),
+    };
+    get_response(p, hit, out);
 }
 
 /// The keys of the plain gets ([`plain_get`]) among the whole binary requests at the front
@@ -1419,5 +1458,49 @@ mod tests {
         let mut bad = frame(op::GET, &[], b"key", &[], 0);
         bad[11] = 1;
         assert_eq!(peek_get_keys(&bad, &mut keys), (0, 0));
+    }
+
+    /// A plain get routed as a text `gets` of its key is answered from that reply as from
+    /// the item; an error line or a reply for another key answers an error.
+    #[test]
+    fn a_plain_get_is_answered_from_its_gets_reply() {
+        for opcode in [op::GET, op::GETQ, op::GETK, op::GETKQ] {
+            let Action::Get { key, pending } = action(
+                parsed(&frame(opcode, &[], b"k", &[], 0)),
+                &Limits::default(),
+            ) else {
+                panic!("a plain get");
+            };
+            let answer = |reply: &[u8]| {
+                let mut out = BytesMut::new();
+                gets_response(&pending, &key, reply, &mut out);
+                out
+            };
+            let mut hit = BytesMut::new();
+            get_response(&pending, Some((5, 77, b"hi")), &mut hit);
+            assert_eq!(answer(b"VALUE k 5 2 77\r\nhi\r\nEND\r\n"), hit);
+            let mut miss = BytesMut::new();
+            get_response(&pending, None, &mut miss);
+            assert_eq!(answer(b"END\r\n"), miss);
+            for bad in [
+                &b"SERVER_ERROR out of memory storing object\r\n"[..],
+                b"VALUE other 5 2 77\r\nhi\r\nEND\r\n",
+                b"VALUE k 5 2\r\nhi\r\nEND\r\n",
+                b"VALUE k 5 2 77\r\nhi\r\nVALUE k 5 2 77\r\nhi\r\nEND\r\n",
+                b"",
+            ] {
+                let (o, s, ..) = fields(&answer(bad));
+                assert_eq!(o, opcode);
+                assert_ne!(s, status::NO_ERROR, "{:?}", String::from_utf8_lossy(bad));
+                assert_ne!(
+                    s,
+                    status::KEY_NOT_FOUND,
+                    "{:?}",
+                    String::from_utf8_lossy(bad)
+                );
+            }
+        }
+        assert!(text_safe_key(b"k:1"));
+        assert!(!text_safe_key(b"a b") && !text_safe_key(b"a\x01") && !text_safe_key(b"\x7f"));
     }
 }

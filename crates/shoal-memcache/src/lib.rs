@@ -18,8 +18,8 @@
 //!   unauthenticated connection must pass before the [`Parser`] sees its requests.
 //! - [`binary`]: the binary protocol (first byte `0x80`): its frame reader (lengths checked
 //!   before buffering), the translation of each request into the meta command that does the
-//!   same, and of the meta reply into the binary response (a single node answers the plain
-//!   gets from the item itself); SASL PLAIN is left to the node.
+//!   same, and of the meta reply into the binary response (the plain gets are memcached's
+//!   plain get: from the item itself, or a text `gets`); SASL PLAIN is left to the node.
 //!
 //! Compatible with memcached 1.6 (`proto_text.c`): command words (lowercase, case-sensitive),
 //! tokenization (runs of spaces, `\r\n` or bare `\n`), token counts (`ERROR` when wrong),

@@ -11,10 +11,10 @@
 //!
 //! Binary-protocol requests (first byte `0x80`) become the meta command that does the same
 //! (`shoal_memcache::binary`), run the same way, and their replies are turned into binary
-//! responses, but on a single node the plain gets (GET, GETQ, GETK, GETKQ), answered from
-//! the store (`get_here`); with `requirepass` they authenticate with SASL PLAIN. A
-//! sibling of `resp`; the
-//! I/O loop is `connection`.
+//! responses, but the plain gets (GET, GETQ, GETK, GETKQ): a single node answers them from
+//! the store (`get_here`), a cluster node routes each as the text `gets` of its key. With
+//! `requirepass` binary clients authenticate with SASL PLAIN. A sibling of `resp`; the I/O
+//! loop is `connection`.
 
 use shoal_engine::cmd::acl;
 use std::collections::HashMap;
@@ -311,6 +311,26 @@ impl McFrontend {
                 replies.push_later(f);
                 Flow::Continue
             }
+            (Answer::Here(cmd), Form::BinaryGet(p, key)) => {
+                // One key: the reply is bounded by one value.
+                let mut text = BytesMut::new();
+                let flow = execute(&node.engine, cmd, now, &mut text, usize::MAX);
+                binary::gets_response(&p, &key, &text, replies.buf());
+                flow
+            }
+            (Answer::Now(bytes), Form::BinaryGet(p, key)) => {
+                binary::gets_response(&p, &key, &bytes, replies.buf());
+                Flow::Continue
+            }
+            (Answer::Later(f), Form::BinaryGet(p, key)) => {
+                replies.push_later(Box::pin(async move {
+                    let text = f.await;
+                    let mut out = BytesMut::new();
+                    binary::gets_response(&p, &key, &text, &mut out);
+                    out.freeze()
+                }));
+                Flow::Continue
+            }
             (Answer::Later(f), Form::Binary(p)) => {
                 replies.push_later(Box::pin(async move {
                     let text = f.await;
@@ -334,6 +354,9 @@ enum Form {
     Silent,
     /// Turned into the binary response to this request.
     Binary(binary::Pending),
+    /// A binary plain get of this key run as a text `gets` of it: answered from that
+    /// reply ([`binary::gets_response`]).
+    BinaryGet(binary::Pending, Bytes),
 }
 
 /// The next request off the input.
@@ -410,9 +433,18 @@ impl Frontend for McFrontend {
                         }
                         continue;
                     }
-                    // In a cluster through the router, as its `mg` (also for a key owned here:
-                    // the router orders it after the connection's forwarded writes and waits
-                    // for a hand-off's fetch).
+                    // In a cluster through the router (also for a key owned here: the router
+                    // orders it after the connection's forwarded writes and waits for a
+                    // hand-off's fetch), as the text `gets` of its key, so the owner reads it
+                    // as a single node does; a key no text request can name as its `mg`.
+                    Next::Get(key, pending) if binary::text_safe_key(&key) => {
+                        let gets = Command::Get {
+                            keys: vec![key.clone()],
+                            with_cas: true,
+                            touch: None,
+                        };
+                        (gets, Form::BinaryGet(pending, key))
+                    }
                     Next::Get(key, pending) => (binary::get_command(&key), Form::Binary(pending)),
                     Next::Request(cmd, Form::Silent) => {
                         // The removal of a too-large set's stale value (counted once, here).
