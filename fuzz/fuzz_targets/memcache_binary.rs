@@ -116,8 +116,21 @@ fuzz_target!(|data: &[u8]| {
                     let mut out = BytesMut::new();
                     binary::get_response(&pending, Some((7, 9, &key)), &mut out);
                     binary::get_response(&pending, None, &mut out);
-                    // As a cluster node answers it from its text `gets`, whatever the reply.
-                    for reply in REPLIES {
+                    // As a cluster node routes it: its text `gets` reads back whole and equal,
+                    // and is answered from any reply (this input's own bytes included).
+                    if binary::text_safe_key(&key) {
+                        let gets = shoal_memcache::Command::Get {
+                            keys: vec![key.clone()],
+                            with_cas: true,
+                            touch: None,
+                        };
+                        let mut text = BytesMut::new();
+                        gets.encode(&mut text);
+                        let mut parser = Parser::new();
+                        let parsed = parser.parse(&mut text, &binary::text_limits(&limits));
+                        assert_eq!(parsed, Ok(Some(gets)));
+                    }
+                    for reply in REPLIES.iter().copied().chain([stream]) {
                         binary::gets_response(&pending, &key, reply, &mut out);
                     }
                     binary::gets_response(&pending, &key, b"VALUE k 1 2 3\r\nhi\r\nEND\r\n", &mut out);

@@ -646,7 +646,8 @@ pub fn gets_response(p: &Pending, key: &[u8], reply: &[u8], out: &mut BytesMut) 
                 let mut number =
                     || -> Option<u64> { std::str::from_utf8(fields.next()?).ok()?.parse().ok() };
                 let (flags, len, cas) = (number()?, number()?, number()?);
-                let data = block.get(end + 2..end.checked_add(2 + usize::try_from(len).ok()?)?)?;
+                let len = usize::try_from(len).ok()?;
+                let data = block.get(end + 2..end.checked_add(2)?.checked_add(len)?)?;
                 Some((u32::try_from(flags).ok()?, cas, data))
             });
             match hit {
@@ -1500,6 +1501,19 @@ mod tests {
                 );
             }
         }
+        // The `gets` a cluster node routes reads back whole and equal.
+        let gets = Command::Get {
+            keys: vec![Bytes::from_static(b"k:1")],
+            with_cas: true,
+            touch: None,
+        };
+        assert_eq!(text(&gets), "gets k:1\r\n");
+        let mut wire = BytesMut::from(text(&gets).as_bytes());
+        let limits = text_limits(&Limits::default());
+        assert_eq!(
+            crate::Parser::new().parse(&mut wire, &limits),
+            Ok(Some(gets))
+        );
         assert!(text_safe_key(b"k:1"));
         assert!(!text_safe_key(b"a b") && !text_safe_key(b"a\x01") && !text_safe_key(b"\x7f"));
     }
