@@ -415,55 +415,55 @@ impl Frontend for McFrontend {
                 node.prefetch(0, &keys[..found]);
                 self.prefetched = seen;
             }
-            let next = match self.held.take() {
-                Some(held) => Ok(held),
+            let (cmd, form) = match self.held.take() {
+                Some(held) => held,
                 None => {
                     self.prefetched = self.prefetched.saturating_sub(1);
-                    Err(self.next_request(node, input, replies.buf()))
+                    match self.next_request(node, input, replies.buf()) {
+                        Next::Get(key, pending) if node.cluster.is_none() => {
+                            processed += 1;
+                            get_here(node, &key, &pending, replies.buf(), now);
+                            if replies.len() >= FLUSH_AT {
+                                return (processed, Step::Flush);
+                            }
+                            continue;
+                        }
+                        // In a cluster through the router (also for a key owned here: the
+                        // router orders it after the connection's forwarded writes and waits
+                        // for a hand-off's fetch), as the text `gets` of its key, so the owner
+                        // reads it as a single node does; a key no text request can name as
+                        // its `mg`.
+                        Next::Get(key, pending) if binary::text_safe_key(&key) => {
+                            let gets = Command::Get {
+                                keys: vec![key.clone()],
+                                with_cas: true,
+                                touch: None,
+                            };
+                            (gets, Form::BinaryGet(pending, key))
+                        }
+                        Next::Get(key, pending) => {
+                            (binary::get_command(&key), Form::Binary(pending))
+                        }
+                        Next::Request(cmd, Form::Silent) => {
+                            // The removal of a too-large set's stale value (counted once,
+                            // here).
+                            mc::count_refused_set(&node.engine, &cmd);
+                            (cmd, Form::Silent)
+                        }
+                        Next::Request(cmd, form) => (cmd, form),
+                        Next::Answered => {
+                            processed += 1;
+                            if replies.len() >= FLUSH_AT {
+                                return (processed, Step::Flush);
+                            }
+                            continue;
+                        }
+                        Next::Stop(step) => {
+                            self.prefetched = 0;
+                            return (processed, step);
+                        }
+                    }
                 }
-            };
-            let (cmd, form) = match next {
-                Ok(held) => held,
-                Err(next) => match next {
-                    Next::Get(key, pending) if node.cluster.is_none() => {
-                        processed += 1;
-                        get_here(node, &key, &pending, replies.buf(), now);
-                        if replies.len() >= FLUSH_AT {
-                            return (processed, Step::Flush);
-                        }
-                        continue;
-                    }
-                    // In a cluster through the router (also for a key owned here: the router
-                    // orders it after the connection's forwarded writes and waits for a
-                    // hand-off's fetch), as the text `gets` of its key, so the owner reads it
-                    // as a single node does; a key no text request can name as its `mg`.
-                    Next::Get(key, pending) if binary::text_safe_key(&key) => {
-                        let gets = Command::Get {
-                            keys: vec![key.clone()],
-                            with_cas: true,
-                            touch: None,
-                        };
-                        (gets, Form::BinaryGet(pending, key))
-                    }
-                    Next::Get(key, pending) => (binary::get_command(&key), Form::Binary(pending)),
-                    Next::Request(cmd, Form::Silent) => {
-                        // The removal of a too-large set's stale value (counted once, here).
-                        mc::count_refused_set(&node.engine, &cmd);
-                        (cmd, Form::Silent)
-                    }
-                    Next::Request(cmd, form) => (cmd, form),
-                    Next::Answered => {
-                        processed += 1;
-                        if replies.len() >= FLUSH_AT {
-                            return (processed, Step::Flush);
-                        }
-                        continue;
-                    }
-                    Next::Stop(step) => {
-                        self.prefetched = 0;
-                        return (processed, step);
-                    }
-                },
             };
             let Some(flow) = self.submit(node, cmd, form, replies, now) else {
                 return (processed, Step::Flush);
