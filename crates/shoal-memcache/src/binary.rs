@@ -1400,16 +1400,19 @@ mod tests {
         assert!(key.is_empty() && value.is_empty());
     }
 
+    /// The key and pending response of a plain get request of `key`.
+    fn plain_get_of(opcode: u8, key: &[u8]) -> (Bytes, Pending) {
+        match action(parsed(&frame(opcode, &[], key, &[], 0)), &Limits::default()) {
+            Action::Get { key, pending } => (key, pending),
+            other => panic!("opcode {opcode:#x} is a plain get: {other:?}"),
+        }
+    }
+
     /// A plain get is answered from the item itself, as its `mg` reply would be.
     #[test]
     fn plain_gets_are_answered_from_the_item() {
         for opcode in [op::GET, op::GETQ, op::GETK, op::GETKQ] {
-            let Action::Get { key, pending } = action(
-                parsed(&frame(opcode, &[], b"k", &[], 0)),
-                &Limits::default(),
-            ) else {
-                panic!("opcode {opcode:#x} is a plain get");
-            };
+            let (key, pending) = plain_get_of(opcode, b"k");
             assert_eq!(&key[..], b"k");
             let mut out = BytesMut::new();
             get_response(&pending, Some((9, 77, b"hi")), &mut out);
@@ -1426,12 +1429,7 @@ mod tests {
             assert_eq!(miss.is_empty(), quiet, "opcode {opcode:#x}");
         }
         // Any key bytes; in a cluster it travels in base64.
-        let Action::Get { key, .. } = action(
-            parsed(&frame(op::GETKQ, &[], b"a b\x01", &[], 0)),
-            &Limits::default(),
-        ) else {
-            panic!("a plain get");
-        };
+        let (key, _) = plain_get_of(op::GETKQ, b"a b\x01");
         assert_eq!(&key[..], b"a b\x01");
         assert_eq!(text(&get_command(&key)), "mg YSBiAQ== b v f c\r\n");
     }
@@ -1466,12 +1464,7 @@ mod tests {
     #[test]
     fn a_plain_get_is_answered_from_its_gets_reply() {
         for opcode in [op::GET, op::GETQ, op::GETK, op::GETKQ] {
-            let Action::Get { key, pending } = action(
-                parsed(&frame(opcode, &[], b"k", &[], 0)),
-                &Limits::default(),
-            ) else {
-                panic!("a plain get");
-            };
+            let (key, pending) = plain_get_of(opcode, b"k");
             let answer = |reply: &[u8]| {
                 let mut out = BytesMut::new();
                 gets_response(&pending, &key, reply, &mut out);
