@@ -405,6 +405,7 @@ impl Frontend for McFrontend {
             // A pipeline of binary gets (GETKQ ... NOOP, a client's multi-get): the loads
             // of their keys start side by side, 16 requests at a time (`Server::prefetch`).
             if self.prefetched == 0
+                && input.first() == Some(&binary::REQUEST_MAGIC)
                 && self.held.is_none()
                 && self.auth.is_none()
                 && self.skip == 0
