@@ -138,9 +138,9 @@ pub fn get_keys(
 /// The get of one key a binary GET, GETQ, GETK or GETKQ makes on a single node (memcached's
 /// plain get, as the text `get` of one key: counted in `cmd_get` and the hits or misses, and
 /// in INFO's keyspace hits and misses; a key of another type reads as a miss): `answer` is
-/// given the item's client flags, CAS and value under
-/// the key's lock, or `None`. False, with `answer` not called, when a Redis script is
-/// running past its threshold (the caller answers [`BUSY`]).
+/// given the item's client flags, CAS and value under the key's lock, or `None`. False, with
+/// `answer` not called, when a Redis script is running past its threshold (the caller
+/// answers [`BUSY`]).
 pub fn get_one(
     node: &Engine,
     key: &[u8],
