@@ -454,11 +454,10 @@ pub fn action(req: Request, limits: &Limits) -> Action {
     let num = |n: u64| n.to_string().into_bytes();
     let x = &req.extras;
     let command = match req.opcode {
-        GET | GETQ | GETK | GETKQ | GAT | GATQ | GATK | GATKQ => {
+        // (The plain gets were given as `Action::Get` above.)
+        GAT | GATQ | GATK | GATKQ => {
             list.extend([(b'v', vec![]), (b'f', vec![]), (b'c', vec![])]);
-            if !x.is_empty() {
-                list.push((b'T', num(u64::from(u32_at(x, 0)))));
-            }
+            list.push((b'T', num(u64::from(u32_at(x, 0)))));
             Command::MetaGet {
                 key,
                 flags: flags(list),
