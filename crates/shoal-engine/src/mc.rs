@@ -97,14 +97,10 @@ pub fn get_keys(
         bump(&st.cmd_get);
         let with_cas = get.with_cas;
         let hit = match get.touch {
-            // A key of another type than string (written through RESP) reads as a miss.
-            None => store.read(key, now, Access::Fetch, |e| {
-                e.filter(|e| e.kind == shoal_store::Kind::String)
-                    .map(|e| {
-                        let cas = with_cas.then_some(e.version);
-                        reply::value(out, key, e.flags, e.value, cas);
-                    })
-                    .is_some()
+            None => read_item(node, key, now, |found| {
+                if let Some((flags, cas, value)) = found {
+                    reply::value(out, key, flags, value, with_cas.then_some(cas));
+                }
             }),
             Some(exptime) => {
                 bump(&st.cmd_touch);
@@ -135,6 +131,23 @@ pub fn get_keys(
     Flow::Continue
 }
 
+/// Reads `key` as a Memcached get does: `answer` is given the item's client flags, CAS and
+/// value under the key's lock, or `None` (a key of another type than string, written through
+/// RESP, reads as a miss); true for a hit.
+fn read_item(
+    node: &Engine,
+    key: &[u8],
+    now: u64,
+    answer: impl FnOnce(Option<(u32, u64, &[u8])>),
+) -> bool {
+    node.store.read(key, now, Access::Fetch, |e| {
+        let found = e.filter(|e| e.kind == shoal_store::Kind::String);
+        let hit = found.is_some();
+        answer(found.map(|e| (e.flags, e.version, e.value)));
+        hit
+    })
+}
+
 /// The get of one key a binary GET, GETQ, GETK or GETKQ makes on a single node (memcached's
 /// plain get, as the text `get` of one key: counted in `cmd_get` and the hits or misses, and
 /// in INFO's keyspace hits and misses; a key of another type reads as a miss): `answer` is
@@ -152,12 +165,7 @@ pub fn get_one(
     let hit = node.as_command(|| {
         let busy = || node.running.is_busy();
         let _entered = node.store.enter_unless(&busy)?;
-        Some(node.store.read(key, now, Access::Fetch, |e| {
-            let found = e.filter(|e| e.kind == shoal_store::Kind::String);
-            let hit = found.is_some();
-            answer(found.map(|e| (e.flags, e.version, e.value)));
-            hit
-        }))
+        Some(read_item(node, key, now, answer))
     });
     let Some(hit) = hit else {
         return false;
