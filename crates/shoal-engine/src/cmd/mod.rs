@@ -966,11 +966,12 @@ fn lookup_index(name: &[u8]) -> Option<usize> {
     // up a few times on its way (the pipeline check, `prepare`, the in-flight note), and a
     // pipeline mostly repeats one command.
     thread_local! {
-        static LAST: std::cell::Cell<([u8; LAST_NAME], u8, Option<usize>)> =
-            const { std::cell::Cell::new(([0; LAST_NAME], u8::MAX, None)) };
+        static LAST: std::cell::Cell<(Option<NameKey>, Option<usize>)> =
+            const { std::cell::Cell::new((None, None)) };
     }
-    let (last, len, found) = LAST.get();
-    if name.len() <= LAST_NAME && usize::from(len) == name.len() && last[..name.len()] == *name {
+    let key = NameKey::of(name);
+    let (last, found) = LAST.get();
+    if key.is_some() && key == last {
         return found;
     }
     let mut buf = [0u8; 32];
@@ -978,16 +979,39 @@ fn lookup_index(name: &[u8]) -> Option<usize> {
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
     let found = index.get(&*lower).copied();
-    if name.len() <= LAST_NAME {
-        let mut copy = [0u8; LAST_NAME];
-        copy[..name.len()].copy_from_slice(name);
-        LAST.set((copy, name.len() as u8, found));
+    if key.is_some() {
+        LAST.set((key, found));
     }
     found
 }
 
-/// Longest command name [`lookup_index`] remembers.
-const LAST_NAME: usize = 16;
+/// A command name of at most 16 bytes as two words and its length, which tell it from any
+/// other such name: [`lookup_index`] compares the name it remembers so, in a few
+/// instructions (a slice comparison calls `memcmp`, a few percent of a pipelined GET).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct NameKey(u64, u64, usize);
+
+impl NameKey {
+    /// Names of 8 to 16 bytes as their first and last eight (overlapping), 4 to 7 as their
+    /// first and last four, shorter ones byte by byte; `None` past 16 bytes.
+    fn of(name: &[u8]) -> Option<NameKey> {
+        let n = name.len();
+        let word = |b: &[u8]| b.iter().rev().fold(0u64, |w, &x| w << 8 | u64::from(x));
+        let (a, b) = match n {
+            17.. => return None,
+            8.. => (
+                u64::from_le_bytes(name[..8].try_into().ok()?),
+                u64::from_le_bytes(name[n - 8..].try_into().ok()?),
+            ),
+            4.. => (
+                u64::from(u32::from_le_bytes(name[..4].try_into().ok()?)),
+                u64::from(u32::from_le_bytes(name[n - 4..].try_into().ok()?)),
+            ),
+            _ => (word(name), 0),
+        };
+        Some(NameKey(a, b, n))
+    }
+}
 
 /// CLIENT REPLY mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -2271,6 +2295,45 @@ mod helper_tests {
             std::thread::spawn(move || assert_eq!(lookup_index(&name), None))
                 .join()
                 .unwrap();
+        }
+    }
+
+    /// Two names of at most 16 bytes have the same key only if they are the same bytes:
+    /// every length, a difference in each position, and every table name against every
+    /// other (in every case spelling a client may use).
+    #[test]
+    fn name_keys_tell_names_apart() {
+        for n in 0..=16usize {
+            let base: Vec<u8> = (0..n as u8).map(|i| b'a' + i).collect();
+            let key = NameKey::of(&base).expect("16 bytes or fewer");
+            assert_eq!(NameKey::of(&base), Some(key));
+            for at in 0..n {
+                let mut other = base.clone();
+                other[at] ^= 0x20;
+                assert_ne!(NameKey::of(&other), Some(key), "{n} bytes, byte {at}");
+            }
+            // A zero byte is not padding: longer by a zero differs.
+            let mut longer = base.clone();
+            longer.push(0);
+            assert_ne!(NameKey::of(&longer), Some(key));
+        }
+        assert_eq!(NameKey::of(&[b'x'; 17]), None);
+        let names: Vec<Vec<u8>> = TABLE
+            .iter()
+            .chain(INTERNAL)
+            .flat_map(|c| {
+                [
+                    c.name.as_bytes().to_vec(),
+                    c.name.to_ascii_uppercase().into_bytes(),
+                ]
+            })
+            .filter(|n| n.len() <= 16)
+            .collect();
+        let mut keys = std::collections::HashMap::new();
+        for name in &names {
+            if let Some(seen) = keys.insert(NameKey::of(name), name) {
+                assert_eq!(seen, name, "two names, one key");
+            }
         }
     }
 
