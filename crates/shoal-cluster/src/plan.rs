@@ -9,6 +9,13 @@ use shoal_store::key_slot;
 
 use shoal_engine::cmd::{self, flag, Access, CommandSpec, Gather, Merge, Route};
 
+/// A key's copies (member indices, owner first): kept inline, as a forwarded command's
+/// copies and slots were two allocations of their own.
+pub type Copies = smallvec::SmallVec<[u16; 4]>;
+
+/// The hash slots of a command's keys, inline as [`Copies`].
+pub type Slots = smallvec::SmallVec<[u16; 4]>;
+
 /// Where one request runs: the router's decision, made by [`plan`] without any I/O.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Plan {
@@ -18,7 +25,7 @@ pub enum Plan {
     Owned,
     /// To the key's copies, owner first (the next copy when the owner cannot be reached and
     /// `access` allows it: `router::on_failure`).
-    Forward { owners: Vec<u16>, access: Access },
+    Forward { owners: Copies, access: Access },
     /// Split by owner, the parts run in parallel and merged.
     Split(Merge),
     /// To every node, the answers gathered (DBSIZE, KEYS, SCAN, ...).
@@ -94,7 +101,7 @@ pub fn plan(
             let slot = at_owner.then(|| cmd::parse_slot(&args[2])).flatten();
             match slot.map(|slot| placement.owners(slot)) {
                 Some(owners) if owners[0] != me => Plan::Forward {
-                    owners: owners.to_vec(),
+                    owners: Copies::from_slice(owners),
                     access: Access::Read,
                 },
                 _ => Plan::Here,
@@ -116,7 +123,7 @@ pub fn plan(
                 (true, true) => Plan::Owned,
                 _ if spec.route == Route::Watch => Plan::WatchNotOwned,
                 (true, false) => Plan::Forward {
-                    owners: owners.to_vec(),
+                    owners: Copies::from_slice(owners),
                     access: cmd::access(spec, args),
                 },
                 (false, _) => Plan::CrossSlot,
@@ -349,7 +356,7 @@ mod tests {
             );
             let expected_there = match spec.route {
                 Route::Owner if !positions.is_empty() => Plan::Forward {
-                    owners: p.owners(other_slot).to_vec(),
+                    owners: Copies::from_slice(p.owners(other_slot)),
                     access: cmd::access(spec, &there),
                 },
                 Route::Watch => Plan::WatchNotOwned,
@@ -428,7 +435,7 @@ mod tests {
         assert_eq!(
             plan(&p, 0, Standing::Serving, cluster, &count),
             Plan::Forward {
-                owners: p.owners(other_slot).to_vec(),
+                owners: Copies::from_slice(p.owners(other_slot)),
                 access: Access::Read
             }
         );

@@ -397,7 +397,9 @@ fn route(
             // its calls are checked as they would be here.
             let as_user = cmd::acl::runs_as(session, spec, args);
             let sent = as_user.as_deref().unwrap_or(args);
-            let body = encode_command(proto, session.db, None, sent, cluster.deadline_ms(), limit);
+            // The deadline counts from the batch's clock reading (`now_ms`), not a new one.
+            let deadline = now_ms + cluster.timeouts.request.as_millis() as u64;
+            let body = encode_command(proto, session.db, None, sent, deadline, limit);
             let slots = spec
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))

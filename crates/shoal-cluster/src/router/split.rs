@@ -13,6 +13,7 @@ use super::local::run_owned;
 use super::outbound::{send_in_turn, send_to_copies, share_copies, FailoverOrder, Turn};
 use super::outcome::{error_bytes, reply_limit, Outcome, ReplyFuture};
 use crate::message::encode_command;
+use crate::plan::{Copies, Slots};
 use crate::{handoff, Server, View};
 
 /// MGET, MSET, DEL, UNLINK, EXISTS, TOUCH: one part per set of copies, run at once, merged
@@ -48,7 +49,7 @@ pub fn split(
             return run_owned(node, cluster, &view, session, spec, args, now_ms);
         }
         let part = Part {
-            owners: owners.to_vec(),
+            owners: Copies::from_slice(owners),
             args: args.to_vec(),
             step,
             merge,
@@ -75,7 +76,7 @@ pub fn split(
             run_owned(node, cluster, &view, session, spec, &sub, now_ms).into_future(proto)
         } else {
             let part = Part {
-                owners: owners.to_vec(),
+                owners: Copies::from_slice(owners),
                 access: cmd::access(spec, &sub),
                 args: sub,
                 step,
@@ -99,7 +100,7 @@ pub fn split(
 /// The keys of a split command that share their copies on other nodes, as a command of
 /// their own.
 struct Part {
-    owners: Vec<u16>,
+    owners: Copies,
     /// The command name, then the part's keys (with their values: `step` arguments a key).
     args: Vec<Bytes>,
     step: usize,
@@ -125,7 +126,7 @@ impl Part {
     async fn send(self, node: Arc<Server>, view: Arc<View>, mut turn: Turn) -> Bytes {
         let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
         let keys = (self.args.len() - 1) / self.step;
-        let slots: Vec<u16> = (0..keys)
+        let slots: Slots = (0..keys)
             .map(|i| key_slot(&self.args[1 + i * self.step]))
             .collect();
         let body = self.encode(&self.args, cluster.deadline_ms(), self.reply_limit);
@@ -168,11 +169,11 @@ impl Part {
                 send_to_copies(
                     node.clone(),
                     view.clone(),
-                    view.owners(slot).to_vec(),
+                    Copies::from_slice(view.owners(slot)),
                     self.encode(&one, cluster.deadline_ms(), limit),
                     self.access,
                     order.turn(),
-                    vec![slot],
+                    Slots::from_slice(&[slot]),
                 )
             })
             .collect();
