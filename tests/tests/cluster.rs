@@ -1974,6 +1974,72 @@ fn published_messages_reach_subscribers_on_every_node_in_order() {
     assert!(undelivered >= 1, "the message n2 did not get is counted");
 }
 
+/// What a script publishes reaches the subscribers of every node once, wherever the script
+/// runs (at the owner of its key, this node or another), and counts the receivers of the node
+/// that ran it, as Redis Cluster's PUBLISH counts its node's (a script's PUBLISH reached
+/// only its own node's subscribers: Redis's test suite through a cluster node). A
+/// transaction's PUBLISH goes through the fan-out, once too.
+#[test]
+fn what_scripts_and_transactions_publish_reaches_every_node_once() {
+    let cluster = TestCluster::start(3, |_| {});
+    let timeout = Some(Duration::from_secs(10));
+    let mut conns: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    let mut subs: Vec<redis::PubSub<'_>> = conns.iter_mut().map(|c| c.as_pubsub()).collect();
+    for sub in &mut subs {
+        sub.set_read_timeout(timeout).unwrap();
+        sub.subscribe("news").unwrap();
+    }
+    let mut c = cluster.members[0].client();
+    let elsewhere = (0..)
+        .map(|i| format!("s{i}"))
+        .find(|k| cluster.owner_index(k) != 0)
+        .unwrap();
+    let here = (0..)
+        .map(|i| format!("s{i}"))
+        .find(|k| cluster.owner_index(k) == 0)
+        .unwrap();
+    let mut want = Vec::new();
+    for (k, message) in [
+        (&elsewhere, "by a script elsewhere"),
+        (&here, "by a script here"),
+    ] {
+        let n: i64 = redis::cmd("EVAL")
+            .arg("return redis.call('PUBLISH', 'news', ARGV[1])")
+            .arg(1)
+            .arg(k)
+            .arg(message)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 1, "{message}: the subscriber of the node that ran it");
+        want.push(message.to_string());
+    }
+    let counts: (i64,) = redis::pipe()
+        .atomic()
+        .publish("news", "by a transaction")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(counts, (3,));
+    want.push("by a transaction".into());
+    want.sort();
+    for (i, sub) in subs.iter_mut().enumerate() {
+        let mut got: Vec<String> = (0..want.len())
+            .map(|_| match sub.get_message() {
+                Ok(m) => m.get_payload().unwrap(),
+                Err(e) => panic!("n{i}: {e}"),
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "n{i}");
+    }
+    // Once: the next message each subscriber gets is the next one published.
+    let n: i64 = c.publish("news", "last").unwrap();
+    assert_eq!(n, 3);
+    for (i, sub) in subs.iter_mut().enumerate() {
+        let m: String = sub.get_message().unwrap().get_payload().unwrap();
+        assert_eq!(m, "last", "n{i}");
+    }
+}
+
 /// Keyspace notifications in a cluster: every key's events reach the subscribers of every
 /// node once, whichever node the command came through and whichever node owns the key; a
 /// key's expiry is announced by its owner only (its replica's copy expires silently).

@@ -5,7 +5,9 @@
 //! reaches this node's subscribers at once and every other member's through a bounded queue
 //! per member, emptied in batches by a task of its own (`router::publish_to`), so a member
 //! that is slow or out of reach delays and loses only its own events. A subscriber on any
-//! node so hears every key's events, as on a single Redis.
+//! node so hears every key's events, as on a single Redis. What a script publishes
+//! (`shoal_engine::cmd::pubsub`) goes the same way, since a script runs where its keys are,
+//! not through the router's fan-out.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -24,7 +26,8 @@ pub const MAX_QUEUED: usize = 65_536;
 /// Events sent to a member in one batch at most.
 const BATCH: usize = 256;
 
-type Event = (Bytes, Bytes);
+/// A message for the other members: (shard channel, channel, message).
+pub(crate) type Event = (bool, Bytes, Bytes);
 
 struct Sink {
     node: Weak<Server>,
@@ -56,8 +59,8 @@ impl shoal_engine::notify::EventSink for Sink {
         view.owners(slot).first() == Some(&view.me)
     }
 
-    fn publish(&self, channel: Bytes, message: Bytes) {
-        if self.queue.try_send((channel, message)).is_err() {
+    fn publish(&self, shard: bool, channel: Bytes, message: Bytes) {
+        if self.queue.try_send((shard, channel, message)).is_err() {
             self.count_lost(1);
         }
     }

@@ -335,7 +335,7 @@ impl Engine {
         let send = |channel: Bytes, message: Bytes| {
             self.pubsub.publish(&channel, &message, false, limit);
             if let Some(sink) = sink {
-                sink.publish(channel, message);
+                sink.publish(false, channel, message);
             }
         };
         if flags & KEYSPACE != 0 {

@@ -124,9 +124,10 @@ pub trait EventSink: Send + Sync {
     /// True if this node publishes the events the store notes for keys of `slot` (expired,
     /// evicted, new): its owner. A replica's copy expires or is created silently.
     fn speaks_for(&self, slot: u16) -> bool;
-    /// Delivers one notification to the other members' subscribers (fire and forget, as
-    /// Pub/Sub; it must not block).
-    fn publish(&self, channel: bytes::Bytes, message: bytes::Bytes);
+    /// Delivers one message to the other members' subscribers of `channel` (a shard channel
+    /// if `shard`): a notification, or what a script or a transaction published (fire and
+    /// forget, as Pub/Sub; it must not block).
+    fn publish(&self, shard: bool, channel: bytes::Bytes, message: bytes::Bytes);
 }
 
 #[cfg(test)]

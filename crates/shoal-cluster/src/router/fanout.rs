@@ -131,11 +131,11 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
     }))
 }
 
-/// Keyspace notifications this node published (the cluster's event sink), for the subscribers of
-/// the member named `member`: one PUBLISH each, in order on the link (as `publish` sends
-/// them). Those that do not reach it (it left the view, is out of reach, or its link is
+/// Keyspace notifications this node published, and messages its scripts published (the
+/// cluster's event sink), for the subscribers of the member named `member`: one PUBLISH (or
+/// SPUBLISH) each, in order on the link (as `publish` sends them). Those that do not reach it (it left the view, is out of reach, or its link is
 /// over its window) are counted in `pubsub_undelivered`, as a PUBLISH's.
-pub async fn publish_to(node: &Arc<Server>, member: &str, events: &[(Bytes, Bytes)]) {
+pub async fn publish_to(node: &Arc<Server>, member: &str, events: &[crate::events::Event]) {
     let cluster = node.cluster.as_ref().expect("in a cluster");
     let view = cluster.view();
     let found =
@@ -143,9 +143,9 @@ pub async fn publish_to(node: &Arc<Server>, member: &str, events: &[(Bytes, Byte
     let lost = match found {
         None => events.len(),
         Some(m) => {
-            let publish = Bytes::from_static(b"PUBLISH");
-            let asks = events.iter().map(|(channel, message)| {
-                let args = [publish.clone(), channel.clone(), message.clone()];
+            let asks = events.iter().map(|(shard, channel, message)| {
+                let publish = Bytes::from_static(if *shard { b"SPUBLISH" } else { b"PUBLISH" });
+                let args = [publish, channel.clone(), message.clone()];
                 let (node, view) = (node.clone(), view.clone());
                 async move { ask(&node, &view, m, Protocol::Resp2, 0, None, &args).await }
             });
