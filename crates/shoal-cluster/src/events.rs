@@ -27,7 +27,7 @@ pub const MAX_QUEUED: usize = 65_536;
 const BATCH: usize = 256;
 
 /// A message for the other members: (shard channel, channel, message).
-pub(crate) type Event = (bool, Bytes, Bytes);
+type Event = (bool, Bytes, Bytes);
 
 struct Sink {
     node: Weak<Server>,

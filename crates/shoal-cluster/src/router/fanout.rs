@@ -132,10 +132,11 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
 }
 
 /// Keyspace notifications this node published, and messages its scripts published (the
-/// cluster's event sink), for the subscribers of the member named `member`: one PUBLISH (or
-/// SPUBLISH) each, in order on the link (as `publish` sends them). Those that do not reach it (it left the view, is out of reach, or its link is
-/// over its window) are counted in `pubsub_undelivered`, as a PUBLISH's.
-pub async fn publish_to(node: &Arc<Server>, member: &str, events: &[crate::events::Event]) {
+/// cluster's event sink; each is (shard channel, channel, message)), for the subscribers of
+/// the member named `member`: one PUBLISH (or SPUBLISH) each, in order on the link (as
+/// `publish` sends them). Those that do not reach it (it left the view, is out of reach, or
+/// its link is over its window) are counted in `pubsub_undelivered`, as a PUBLISH's.
+pub async fn publish_to(node: &Arc<Server>, member: &str, events: &[(bool, Bytes, Bytes)]) {
     let cluster = node.cluster.as_ref().expect("in a cluster");
     let view = cluster.view();
     let found =
