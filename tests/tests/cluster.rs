@@ -1974,6 +1974,41 @@ fn published_messages_reach_subscribers_on_every_node_in_order() {
     assert!(undelivered >= 1, "the message n2 did not get is counted");
 }
 
+/// DEBUG OBJECT and DIGEST-VALUE of a key another node owns answer from the owner's copy
+/// through any node, as on a single node (they answered `ERR no such key` and a digest of
+/// nothing from a node without a copy: Redis's test suite through a cluster node).
+#[test]
+fn debug_of_a_key_answers_from_its_owner() {
+    let cluster = TestCluster::start(3, |c| c.enable_debug_command = "yes".into());
+    let k = (0..)
+        .map(|i| format!("dbg:{i}"))
+        .find(|k| cluster.owner_index(k) != 0 && haskey(&mut cluster.members[0].client(), k) == 0)
+        .unwrap();
+    let mut c = cluster.members[0].client();
+    let _: () = c.hset(&k, "foo", "bar").unwrap();
+    let object: String = redis::cmd("DEBUG")
+        .arg("OBJECT")
+        .arg(&k)
+        .query(&mut c)
+        .unwrap();
+    assert!(object.contains("encoding:listpack"), "{object}");
+    let mut at_owner = cluster.members[cluster.owner_index(&k)].client();
+    let digest = |c: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("DEBUG")
+            .arg("DIGEST-VALUE")
+            .arg(&k)
+            .query(c)
+            .unwrap()
+    };
+    let here = digest(&mut c);
+    assert_ne!(
+        here,
+        vec!["0".repeat(40)],
+        "the digest of a value, not of nothing"
+    );
+    assert_eq!(here, digest(&mut at_owner));
+}
+
 /// What a script publishes reaches the subscribers of every node once, wherever the script
 /// runs (at the owner of its key, this node or another), and counts the receivers of the node
 /// that ran it, as Redis Cluster's PUBLISH counts its node's (a script's PUBLISH reached

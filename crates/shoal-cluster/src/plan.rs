@@ -81,7 +81,14 @@ pub fn plan(
         };
     }
     match spec.route {
-        Route::Here => Plan::Here,
+        // DEBUG OBJECT and DIGEST-VALUE of one key look at it where it is, as on one node.
+        Route::Here => match debug_key(spec, args).map(|k| placement.owners(key_slot(k))) {
+            Some(owners) if owners[0] != me => Plan::Forward {
+                owners: Copies::from_slice(owners),
+                access: Access::Read,
+            },
+            _ => Plan::Here,
+        },
         Route::Split(merge) => Plan::Split(merge),
         // PUBSUB HELP and the errors are answered here.
         Route::AllNodes(Gather::PubSub) if !cmd::pubsub_gathers(args) => Plan::Here,
@@ -207,9 +214,64 @@ pub fn cluster_rule(
     }
 }
 
+/// The key of `DEBUG OBJECT <key>` or `DEBUG DIGEST-VALUE <key>` (one key): its row names no
+/// key (DEBUG's subcommands are not in Redis's key specifications), so routing asks here.
+fn debug_key<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<&'a Bytes> {
+    let sub = args.get(1)?;
+    let keyed = sub.eq_ignore_ascii_case(b"object") || sub.eq_ignore_ascii_case(b"digest-value");
+    (spec.name == "debug" && args.len() == 3 && keyed).then(|| &args[2])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_of_one_key_goes_to_its_owner() {
+        let p = three_nodes();
+        let debug = cmd::lookup(b"debug").unwrap();
+        let args =
+            |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
+        let (mine, other) = (tag(&p, true), tag(&p, false));
+        let owners = Copies::from_slice(p.owners(key_slot(other.as_bytes())));
+        for sub in ["OBJECT", "object", "DIGEST-VALUE"] {
+            assert_eq!(
+                plan(
+                    &p,
+                    0,
+                    Standing::Serving,
+                    debug,
+                    &args(&format!("DEBUG {sub} {other}"))
+                ),
+                Plan::Forward {
+                    owners: owners.clone(),
+                    access: Access::Read
+                },
+                "{sub}"
+            );
+            assert_eq!(
+                plan(
+                    &p,
+                    0,
+                    Standing::Serving,
+                    debug,
+                    &args(&format!("DEBUG {sub} {mine}"))
+                ),
+                Plan::Here
+            );
+        }
+        for here in [
+            format!("DEBUG DIGEST-VALUE {other} {mine}"),
+            "DEBUG SLEEP 0".into(),
+            "DEBUG DIGEST".into(),
+        ] {
+            assert_eq!(
+                plan(&p, 0, Standing::Serving, debug, &args(&here)),
+                Plan::Here,
+                "{here}"
+            );
+        }
+    }
 
     /// How a command is routed.
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
