@@ -8,6 +8,8 @@
 //! cargo +nightly fuzz run cluster_message -- -max_len=4096
 //! ```
 //!
+//! Also a forwarded transaction's arguments (`decode_transaction`).
+//!
 //! Invariants: no panic on any body; every key and value decoded is a slice within the
 //! input; a REPLICATE, REPLICATE_AT or HANDOFF that decodes encodes back to the same bytes,
 //! and so does a RELAY or RELAYED, whose inner request is never another relay.
@@ -27,6 +29,17 @@ fuzz_target!(|data: &[u8]| {
     if let Some(key) = shoal_cluster::message::peek_command_key(data) {
         let range = data.as_ptr_range();
         assert!(range.start <= key.as_ptr() && key.as_ptr_range().end <= range.end);
+    }
+    // A forwarded transaction's arguments (the input split at spaces, after its name):
+    // decoded without a panic, and what decodes encodes back to the same arguments.
+    let args: Vec<Bytes> = std::iter::once(&shoal_cluster::message::TRANSACTION[..])
+        .chain(data.split(|&b| b == b' '))
+        .map(Bytes::copy_from_slice)
+        .collect();
+    if let Some(queue) = shoal_cluster::message::decode_transaction(&args) {
+        let again = shoal_cluster::message::encode_transaction(&queue);
+        assert_eq!(again.len(), args.len());
+        assert!(queue.iter().all(|c| !c.is_empty()));
     }
     let body = Bytes::copy_from_slice(data);
     // The RESP part of a COMMAND is not this target's business (request_parser has it).
@@ -67,14 +80,22 @@ fuzz_target!(|data: &[u8]| {
             addr,
             inner,
         }) => {
-            assert!(!matches!(inner.first(), None | Some(&KIND_RELAY) | Some(&KIND_RELAYED)));
+            assert!(!matches!(
+                inner.first(),
+                None | Some(&KIND_RELAY) | Some(&KIND_RELAYED)
+            ));
             // The address's text need not be canonical ("1.2.3.4:05"): only the name and
             // the request must come back as they were.
             let again = encode_relay(&target, addr, &inner);
-            assert!(again.ends_with(&inner) && again[..3 + target.len()] == data[..3 + target.len()]);
+            assert!(
+                again.ends_with(&inner) && again[..3 + target.len()] == data[..3 + target.len()]
+            );
         }
         Ok(Request::Relayed { origin, inner }) => {
-            assert!(!matches!(inner.first(), None | Some(&KIND_RELAY) | Some(&KIND_RELAYED)));
+            assert!(!matches!(
+                inner.first(),
+                None | Some(&KIND_RELAY) | Some(&KIND_RELAYED)
+            ));
             assert_eq!(&encode_relayed(&origin, &inner)[..], data);
         }
         Ok(Request::Fetch(keys)) => {

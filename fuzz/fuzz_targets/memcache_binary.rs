@@ -133,7 +133,12 @@ fuzz_target!(|data: &[u8]| {
                     for reply in REPLIES.iter().copied().chain([stream]) {
                         binary::gets_response(&pending, &key, reply, &mut out);
                     }
-                    binary::gets_response(&pending, &key, b"VALUE k 1 2 3\r\nhi\r\nEND\r\n", &mut out);
+                    binary::gets_response(
+                        &pending,
+                        &key,
+                        b"VALUE k 1 2 3\r\nhi\r\nEND\r\n",
+                        &mut out,
+                    );
                     assert!(whole_responses(&out));
                 }
                 Action::Run(cmd, pending) => {

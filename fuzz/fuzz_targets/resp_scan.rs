@@ -24,11 +24,19 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(value_len(value), Ok(Some(n)), "not found again alone");
         // Every strict prefix is incomplete; checking a few keeps the run linear.
         for cut in [0, 1, n / 2, n - 1] {
-            assert_eq!(value_len(&value[..cut.min(n - 1)]), Ok(None), "prefix {cut}");
+            assert_eq!(
+                value_len(&value[..cut.min(n - 1)]),
+                Ok(None),
+                "prefix {cut}"
+            );
         }
     }
     if let Ok(elements) = array_elements(data) {
-        assert_eq!(len, Ok(Some(data.len())), "elements of something not one value");
+        assert_eq!(
+            len,
+            Ok(Some(data.len())),
+            "elements of something not one value"
+        );
         let (count, header) = aggregate_header(data)
             .expect("array_elements read its header")
             .expect("array_elements found an aggregate");
@@ -42,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(pos, data.len(), "elements do not reach the end");
     }
     if integer_value(data).is_some() {
-        assert_eq!(len, Ok(Some(data.len())), "integer of something not one value");
+        assert_eq!(
+            len,
+            Ok(Some(data.len())),
+            "integer of something not one value"
+        );
     }
     let _ = is_error(data);
 });

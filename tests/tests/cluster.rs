@@ -1974,6 +1974,71 @@ fn published_messages_reach_subscribers_on_every_node_in_order() {
     assert!(undelivered >= 1, "the message n2 did not get is counted");
 }
 
+/// A transaction whose keys are all another node's runs there whole, as its EXEC: a client
+/// blocked on one of its keys sees it done, not half done (it ran command by command through
+/// the connected node, and the blocked client popped what the transaction deleted later:
+/// Redis's test suite through a cluster node), and its writes reach the replica.
+#[test]
+fn a_transaction_on_another_nodes_keys_runs_there_whole() {
+    let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let tag = (0..)
+        .map(|i| format!("{{tx{i}}}"))
+        .find(|t| cluster.owner_index(t) != 0)
+        .unwrap();
+    let owner = cluster.owner_index(&tag);
+    let list = format!("{tag}list");
+    let blocked = {
+        let mut c = cluster.members[0].client();
+        let list = list.clone();
+        std::thread::spawn(move || -> Vec<String> {
+            redis::cmd("BLPOP").arg(&list).arg(0).query(&mut c).unwrap()
+        })
+    };
+    let mut at_owner = cluster.members[owner].client();
+    let mut c = cluster.members[0].client();
+    let waits = |c: &mut redis::Connection| info_field(c, "blocked_clients") == "1";
+    assert!(
+        wait_until(Duration::from_secs(10), || waits(&mut c)),
+        "BLPOP waits"
+    );
+    let (pushed, deleted, again): (i64, i64, i64) = redis::pipe()
+        .atomic()
+        .cmd("LPUSH")
+        .arg(&list)
+        .arg("a")
+        .arg("b")
+        .arg("c")
+        .del(&list)
+        .cmd("LPUSH")
+        .arg(&list)
+        .arg("new")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((pushed, deleted, again), (3, 1, 1));
+    assert_eq!(
+        blocked.join().unwrap(),
+        vec![list.clone(), "new".to_string()]
+    );
+    // A transaction's reads see its own writes, and its writes are on both copies.
+    let counter = format!("{tag}n");
+    let (set, incr, got): (String, i64, String) = redis::pipe()
+        .atomic()
+        .set(&counter, 1)
+        .incr(&counter, 1)
+        .get(&counter)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((set.as_str(), incr, got.as_str()), ("OK", 2, "2"));
+    let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    assert_eq!(holders(&mut clients, &counter), 2);
+    // The owner ran it as a transaction (its EXEC counted there).
+    let execs = |c: &mut redis::Connection| -> bool {
+        let stats: redis::InfoDict = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+        stats.get::<String>("cmdstat_exec").is_some()
+    };
+    assert!(execs(&mut at_owner));
+}
+
 /// DEBUG OBJECT and DIGEST-VALUE of a key another node owns answer from the owner's copy
 /// through any node, as on a single node (they answered `ERR no such key` and a digest of
 /// nothing from a node without a copy: Redis's test suite through a cluster node).

@@ -239,6 +239,43 @@ pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
     }
 }
 
+/// The name of an internal command: a client's MULTI ... EXEC whose keys all have the same
+/// copies on another node, sent whole to their owner (`router::exec`) and run there as the
+/// client's transaction, isolated, as EXEC runs on one node. Only another node's request
+/// can carry it (`local::serve_command`); a client's command of that name is unknown.
+pub const TRANSACTION: &[u8] = b"shoal.exec";
+
+/// The arguments of a [`TRANSACTION`] for `queue`: its name, then each queued command as
+/// its argument count and its arguments.
+pub fn encode_transaction(queue: &[Vec<Bytes>]) -> Vec<Bytes> {
+    let mut args = Vec::with_capacity(1 + queue.iter().map(|a| 1 + a.len()).sum::<usize>());
+    args.push(Bytes::from_static(TRANSACTION));
+    for command in queue {
+        args.push(Bytes::from(command.len().to_string()));
+        args.extend(command.iter().cloned());
+    }
+    args
+}
+
+/// The queued commands of a [`TRANSACTION`]'s arguments, or `None` if they are not one (a
+/// count that is not a number, zero, or past the arguments left).
+pub fn decode_transaction(args: &[Bytes]) -> Option<Vec<Vec<Bytes>>> {
+    let (name, mut rest) = args.split_first()?;
+    if name[..] != *TRANSACTION {
+        return None;
+    }
+    let mut queue = Vec::new();
+    while let Some((count, after)) = rest.split_first() {
+        let n: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
+        if n == 0 || n > after.len() {
+            return None;
+        }
+        queue.push(after[..n].to_vec());
+        rest = &after[n..];
+    }
+    Some(queue)
+}
+
 /// A COMMAND body carrying `deadline_ms` (Unix ms; see `Cluster::deadline_ms`) and the
 /// sender's `reply_limit` (0 = none but the frame's), to run in database `db` (0-15, in the
 /// protocol byte's bits 2-5).
@@ -903,6 +940,26 @@ pub fn decode_replicate_result(body: &[u8]) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transactions_round_trip_and_malformed_ones_are_refused() {
+        let b =
+            |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
+        let queue = vec![b("SET k 1"), b("INCR k"), b("MSET a 1 b 2"), b("PING")];
+        let args = encode_transaction(&queue);
+        assert_eq!(args[0], TRANSACTION);
+        assert_eq!(decode_transaction(&args), Some(queue));
+        assert_eq!(decode_transaction(&encode_transaction(&[])), Some(vec![]));
+        for bad in [
+            "shoal.exec 3 SET k",
+            "shoal.exec 0",
+            "shoal.exec x GET",
+            "shoal.exec -1 GET",
+            "EXEC 1 GET",
+        ] {
+            assert_eq!(decode_transaction(&b(bad)), None, "{bad}");
+        }
+    }
 
     fn parse_resp(b: Bytes) -> Result<Vec<Bytes>, String> {
         let mut buf = BytesMut::from(&b[..]);

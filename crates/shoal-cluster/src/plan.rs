@@ -214,6 +214,33 @@ pub fn cluster_rule(
     }
 }
 
+/// Where a client's transaction can run whole on another node: when every queued command
+/// is on keys (routed to their owner or split by owner, nothing node-wide or connection-wide
+/// such as SELECT or PING) and every key's slot has the same copies, owned by another node:
+/// those copies and the slots. `None` otherwise (it then runs here, or command by command).
+pub fn transaction_elsewhere(
+    placement: &shoal_ring::Placement,
+    me: u16,
+    queue: &[Vec<Bytes>],
+) -> Option<(Copies, Slots)> {
+    let mut slots = Slots::new();
+    for args in queue {
+        let spec = cmd::lookup(args.first()?)?;
+        if !matches!(spec.route, Route::Owner | Route::Split(_)) {
+            return None;
+        }
+        for p in spec.key_positions(args) {
+            let slot = key_slot(&args[p]);
+            if !slots.contains(&slot) {
+                slots.push(slot);
+            }
+        }
+    }
+    let owners = placement.owners(*slots.first()?);
+    let shared = slots.iter().all(|&s| placement.owners(s) == owners);
+    (shared && owners[0] != me).then(|| (Copies::from_slice(owners), slots))
+}
+
 /// The key of `DEBUG OBJECT <key>` or `DEBUG DIGEST-VALUE <key>` (one key): its row names no
 /// key (DEBUG's subcommands are not in Redis's key specifications), so routing asks here.
 fn debug_key<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<&'a Bytes> {
@@ -225,6 +252,46 @@ fn debug_key<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<&'a Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transaction_goes_whole_only_to_one_other_owner() {
+        let p = three_nodes();
+        let q = |cmds: &[&str]| -> Vec<Vec<Bytes>> {
+            cmds.iter()
+                .map(|c| c.split(' ').map(|a| Bytes::from(a.to_string())).collect())
+                .collect()
+        };
+        let (mine, other) = (tag(&p, true), tag(&p, false));
+        let elsewhere = q(&[
+            &format!("SET {other}a 1"),
+            &format!("INCR {other}b"),
+            &format!("MSET {other}c 1 {other}d 2"),
+            &format!("LPUSH {other}l x"),
+        ]);
+        let (owners, slots) = transaction_elsewhere(&p, 0, &elsewhere).expect("one other owner");
+        let slot = key_slot(other.as_bytes());
+        assert_eq!(&owners[..], p.owners(slot));
+        assert_eq!(&slots[..], [slot]);
+        // Two nodes' keys, this node's keys, no key, or a command that is not on keys.
+        let third = (0..)
+            .map(|i| format!("{{u{i}}}"))
+            .find(|t| {
+                let o = p.owners(key_slot(t.as_bytes()));
+                o[0] != 0 && o != p.owners(slot)
+            })
+            .unwrap();
+        for queue in [
+            q(&[&format!("SET {other}a 1"), &format!("SET {third}a 1")]),
+            q(&[&format!("SET {mine}a 1")]),
+            q(&[]),
+            q(&[&format!("SET {other}a 1"), "PING"]),
+            q(&[&format!("SET {other}a 1"), "SELECT 1"]),
+            q(&[&format!("SET {other}a 1"), "FLUSHALL"]),
+            q(&[&format!("SET {other}a 1"), "NOSUCH x"]),
+        ] {
+            assert_eq!(transaction_elsewhere(&p, 0, &queue), None, "{queue:?}");
+        }
+    }
 
     #[test]
     fn debug_of_one_key_goes_to_its_owner() {

@@ -164,6 +164,13 @@ fn delta_of(
 /// The keys a command names (by its key specification), as stored for database `db`, if
 /// it is a known command.
 pub fn command_keys(args: &[Bytes], db: u8) -> Option<Vec<Bytes>> {
+    if let Some(queue) = crate::message::decode_transaction(args) {
+        // A forwarded transaction (`message::TRANSACTION`): its commands' keys.
+        let keys = queue
+            .iter()
+            .filter_map(|a| Some(cmd::db::stored_keys(cmd::lookup(a.first()?)?, a, db)));
+        return Some(keys.flatten().collect());
+    }
     Some(cmd::db::stored_keys(cmd::lookup(args.first()?)?, args, db))
 }
 
@@ -342,6 +349,25 @@ pub fn serve_command(
         session.budget = cmd::ReplyBudget::new(reply_limit.min(cmd::FORWARDED_REPLY_MAX as u64));
     }
     let scope = scope.map(|s| Scope::new(s, view.clone()));
+    // A client's transaction sent whole (`message::TRANSACTION`): run as its EXEC here.
+    let exec = [Bytes::from_static(b"EXEC")];
+    let args = match crate::message::decode_transaction(args) {
+        Some(queue) => {
+            session.multi = Some(cmd::multi::Multi {
+                queue,
+                dirty: false,
+            });
+            &exec[..]
+        }
+        None if args
+            .first()
+            .is_some_and(|a| a[..] == *crate::message::TRANSACTION) =>
+        {
+            let reply = Reply::error("ERR malformed forwarded transaction");
+            return (encode(&reply, proto), Vec::new(), None);
+        }
+        None => args,
+    };
     let (reply, acks) = match cmd::prepare(&node.engine, &mut session, args) {
         Prepared::Done(reply) => (reply, Vec::new()),
         Prepared::Run(spec) => {

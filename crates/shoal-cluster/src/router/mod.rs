@@ -47,7 +47,7 @@ use shoal_resp::Reply;
 use shoal_store::key_slot;
 
 use crate::message::encode_command;
-use crate::plan::{cluster_rule, plan, ClusterRule, Plan, Standing};
+use crate::plan::{cluster_rule, plan, transaction_elsewhere, ClusterRule, Plan, Standing};
 use crate::{handoff, Cluster, Server, View};
 use local::{run_here, run_owned};
 use outbound::{forward, FailoverOrder as Order};
@@ -490,6 +490,33 @@ fn exec(
     let watched = std::mem::take(&mut session.watched);
     if cmd::multi::watched_changed(&node.engine, &watched, now_ms) {
         return Outcome::Reply(Reply::NilArray);
+    }
+    // Every queued command on keys whose copies are one other node's: the transaction goes
+    // there whole and runs as its EXEC, isolated as on one node (command by command, below,
+    // another client's commands could run in between, and a client blocked on a key saw
+    // the transaction half done). The users are checked here, where the client is.
+    let whole = transaction_elsewhere(&view.placement, view.me, &tx.queue).filter(|_| {
+        settled
+            && watched.is_empty()
+            && tx
+                .queue
+                .iter()
+                .all(|a| cmd::acl::exec_refusal(&node.engine, session, a).is_none())
+    });
+    if let Some((owners, slots)) = whole {
+        let args = crate::message::encode_transaction(&tx.queue);
+        let deadline = now_ms + cluster.timeouts.request.as_millis() as u64;
+        let limit = reply_limit(session);
+        let body = encode_command(session.proto, session.db, None, &args, deadline, limit);
+        return forward(
+            node,
+            view,
+            owners,
+            body,
+            cmd::Access::Write,
+            order.turn(),
+            slots,
+        );
     }
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
     // A blocking command inside a transaction answers at once, as in Redis.
