@@ -2031,6 +2031,35 @@ fn a_transaction_on_another_nodes_keys_runs_there_whole() {
     assert_eq!((set.as_str(), incr, got.as_str()), ("OK", 2, "2"));
     let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
     assert_eq!(holders(&mut clients, &counter), 2);
+    // A restricted user's script in a transaction keeps its checks: such a transaction runs
+    // command by command, the script as that user at the owner (a review found the whole
+    // transaction running it as the owner's unrestricted session).
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("limited")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("+@all")
+        .arg("-set")
+        .query(&mut c)
+        .unwrap();
+    let mut limited = cluster.members[0].client();
+    let _: () = redis::cmd("AUTH")
+        .arg("limited")
+        .arg("pw")
+        .query(&mut limited)
+        .unwrap();
+    let scripted = format!("{tag}scripted");
+    let _: redis::RedisResult<redis::Value> = redis::pipe()
+        .atomic()
+        .cmd("EVAL")
+        .arg("return redis.call('SET', KEYS[1], 'x')")
+        .arg(1)
+        .arg(&scripted)
+        .query(&mut limited);
+    let set: Option<String> = c.get(&scripted).unwrap();
+    assert_eq!(set, None, "the script's SET is refused");
     // The owner ran it as a transaction (its EXEC counted there).
     let execs = |c: &mut redis::Connection| -> bool {
         let stats: redis::InfoDict = redis::cmd("INFO").arg("commandstats").query(c).unwrap();

@@ -434,6 +434,10 @@ fn route(
     }
 }
 
+/// Bytes of queued arguments past which a transaction is not sent whole to another node (it
+/// then runs command by command): one request of the inter-node link holds it all.
+const WHOLE_TRANSACTION_MAX: usize = 64 << 20;
+
 /// EXEC in a cluster: a transaction whose commands all run here executes as on a single
 /// node (alone, `shoal_store::gate`); otherwise each queued command is routed on its own
 /// (in order, without isolation) and the replies are gathered into EXEC's array.
@@ -491,40 +495,57 @@ fn exec(
     if cmd::multi::watched_changed(&node.engine, &watched, now_ms) {
         return Outcome::Reply(Reply::NilArray);
     }
+    // The users may have changed since the commands were queued (checked here, where the
+    // client is: the owners do not know its user).
+    let refusals: Vec<Option<Reply>> = tx
+        .queue
+        .iter()
+        .map(|a| cmd::acl::exec_refusal(&node.engine, session, a))
+        .collect();
     // Every queued command on keys whose copies are one other node's: the transaction goes
     // there whole and runs as its EXEC, isolated as on one node (command by command, below,
     // another client's commands could run in between, and a client blocked on a key saw
-    // the transaction half done). The users are checked here, where the client is.
+    // the transaction half done). Not when a script in it would run as a restricted user
+    // (`acl::runs_as`: the owner's session has no user), nor past the protocol's limits as
+    // one request.
+    let limits = node.engine.limits();
+    let within_limits = || {
+        let count: usize = tx.queue.iter().map(|a| 1 + a.len()).sum();
+        let bytes: usize = tx.queue.iter().flatten().map(|a| a.len() + 16).sum();
+        count < limits.max_args && bytes <= WHOLE_TRANSACTION_MAX
+    };
+    let as_user = || {
+        tx.queue
+            .iter()
+            .any(|a| cmd::lookup(&a[0]).is_some_and(|s| cmd::acl::runs_as(session, s, a).is_some()))
+    };
     let whole = transaction_elsewhere(&view.placement, view.me, &tx.queue).filter(|_| {
         settled
             && watched.is_empty()
-            && tx
-                .queue
-                .iter()
-                .all(|a| cmd::acl::exec_refusal(&node.engine, session, a).is_none())
+            && refusals.iter().all(Option::is_none)
+            && within_limits()
+            && !as_user()
     });
     if let Some((owners, slots)) = whole {
         let args = crate::message::encode_transaction(&tx.queue);
         let deadline = now_ms + cluster.timeouts.request.as_millis() as u64;
         let limit = reply_limit(session);
         let body = encode_command(session.proto, session.db, None, &args, deadline, limit);
-        return forward(
-            node,
-            view,
-            owners,
-            body,
-            cmd::Access::Write,
-            order.turn(),
-            slots,
-        );
+        // A transaction of reads may be answered by another copy, as a read.
+        let writes = tx
+            .queue
+            .iter()
+            .any(|a| cmd::lookup(&a[0]).is_none_or(cmd::may_write));
+        let access = match writes {
+            true => cmd::Access::Write,
+            false => cmd::Access::Read,
+        };
+        return forward(node, view, owners, body, access, order.turn(), slots);
     }
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
     // A blocking command inside a transaction answers at once, as in Redis.
     let no_block = std::mem::replace(&mut session.no_block, true);
-    for a in &tx.queue {
-        // The users may have changed since the command was queued (checked here, where the
-        // client is: the owners do not know its user).
-        let refused = cmd::acl::exec_refusal(&node.engine, session, a);
+    for (a, refused) in tx.queue.iter().zip(refusals) {
         let outcome = match (refused, cmd::lookup(&a[0])) {
             (Some(refused), _) => Outcome::Reply(refused),
             (None, Some(s)) => route(node, cluster, session, order, s, a, now_ms),
