@@ -439,8 +439,10 @@ fn route(
 const WHOLE_TRANSACTION_MAX: usize = 64 << 20;
 
 /// EXEC in a cluster: a transaction whose commands all run here executes as on a single
-/// node (alone, `shoal_store::gate`); otherwise each queued command is routed on its own
-/// (in order, without isolation) and the replies are gathered into EXEC's array.
+/// node (alone, `shoal_store::gate`); one whose keys all have the same copies on another node
+/// is sent there whole and executes there so ([`transaction_elsewhere`]); otherwise each
+/// queued command is routed on its own (in order, without isolation) and the replies are
+/// gathered into EXEC's array.
 fn exec(
     node: &Arc<Server>,
     cluster: &Cluster,
