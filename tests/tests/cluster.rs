@@ -14,6 +14,25 @@ fn key(i: usize) -> String {
     format!("key:{i}")
 }
 
+/// The first of the names `name(0)`, `name(1)`, ... that `ok` takes (a key on the node a
+/// test needs).
+fn first_name(name: impl Fn(usize) -> String, mut ok: impl FnMut(&str) -> bool) -> String {
+    (0..).map(name).find(|n| ok(n)).unwrap()
+}
+
+/// A subscriber on each connection, subscribed by `how`, whose reads give up after 10 s.
+fn subscribers(
+    conns: &mut [redis::Connection],
+    how: impl Fn(&mut redis::PubSub<'_>) -> redis::RedisResult<()>,
+) -> Vec<redis::PubSub<'_>> {
+    let mut subs: Vec<redis::PubSub<'_>> = conns.iter_mut().map(|c| c.as_pubsub()).collect();
+    for sub in &mut subs {
+        sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        how(sub).unwrap();
+    }
+    subs
+}
+
 /// The id of the node that owns `k`'s slot, from CLUSTER NODES and CLUSTER KEYSLOT.
 fn owner_of(c: &mut redis::Connection, k: &str) -> String {
     let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(c).unwrap();
@@ -1562,10 +1581,10 @@ fn sort_reads_and_stores_only_in_its_keys_slot() {
 #[test]
 fn geo_indexes_replicate_and_fail_over() {
     let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
-    let tag = (0..)
-        .map(|i| format!("{{g{i}}}"))
-        .find(|t| cluster.owner_index(&format!("{t}places")) == 0)
-        .unwrap();
+    let tag = first_name(
+        |i| format!("{{g{i}}}"),
+        |t| cluster.owner_index(&format!("{t}places")) == 0,
+    );
     let (places, near) = (format!("{tag}places"), format!("{tag}near"));
     let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
     let mut add = redis::cmd("GEOADD");
@@ -1676,10 +1695,7 @@ fn geo_indexes_replicate_and_fail_over() {
 #[test]
 fn writes_of_large_collections_replicate_as_deltas() {
     let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
-    let key = (0..)
-        .map(|i| format!("big:{i}"))
-        .find(|k| cluster.owner_index(k) == 0)
-        .unwrap();
+    let key = first_name(|i| format!("big:{i}"), |k| cluster.owner_index(k) == 0);
     let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
     let mut hset = redis::cmd("HSET");
     hset.arg(&key);
@@ -1793,10 +1809,7 @@ fn writes_of_large_collections_replicate_as_deltas() {
 #[test]
 fn streams_replicate_as_deltas_and_survive_the_owner() {
     let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
-    let key = (0..)
-        .map(|i| format!("stream:{i}"))
-        .find(|k| cluster.owner_index(k) == 0)
-        .unwrap();
+    let key = first_name(|i| format!("stream:{i}"), |k| cluster.owner_index(k) == 0);
     let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
     let counter =
         |c: &mut redis::Connection, field: &str| -> u64 { info_field(c, field).parse().unwrap() };
@@ -1981,10 +1994,7 @@ fn published_messages_reach_subscribers_on_every_node_in_order() {
 #[test]
 fn a_transaction_on_another_nodes_keys_runs_there_whole() {
     let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
-    let tag = (0..)
-        .map(|i| format!("{{tx{i}}}"))
-        .find(|t| cluster.owner_index(t) != 0)
-        .unwrap();
+    let tag = first_name(|i| format!("{{tx{i}}}"), |t| cluster.owner_index(t) != 0);
     let owner = cluster.owner_index(&tag);
     let list = format!("{tag}list");
     let blocked = {
@@ -2074,10 +2084,10 @@ fn a_transaction_on_another_nodes_keys_runs_there_whole() {
 #[test]
 fn debug_of_a_key_answers_from_its_owner() {
     let cluster = TestCluster::start(3, |c| c.enable_debug_command = "yes".into());
-    let k = (0..)
-        .map(|i| format!("dbg:{i}"))
-        .find(|k| cluster.owner_index(k) != 0 && haskey(&mut cluster.members[0].client(), k) == 0)
-        .unwrap();
+    let k = first_name(
+        |i| format!("dbg:{i}"),
+        |k| cluster.owner_index(k) != 0 && haskey(&mut cluster.members[0].client(), k) == 0,
+    );
     let mut c = cluster.members[0].client();
     let _: () = c.hset(&k, "foo", "bar").unwrap();
     let object: String = redis::cmd("DEBUG")
@@ -2111,22 +2121,11 @@ fn debug_of_a_key_answers_from_its_owner() {
 #[test]
 fn what_scripts_and_transactions_publish_reaches_every_node_once() {
     let cluster = TestCluster::start(3, |_| {});
-    let timeout = Some(Duration::from_secs(10));
     let mut conns: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
-    let mut subs: Vec<redis::PubSub<'_>> = conns.iter_mut().map(|c| c.as_pubsub()).collect();
-    for sub in &mut subs {
-        sub.set_read_timeout(timeout).unwrap();
-        sub.subscribe("news").unwrap();
-    }
+    let mut subs = subscribers(&mut conns, |sub| sub.subscribe("news"));
     let mut c = cluster.members[0].client();
-    let elsewhere = (0..)
-        .map(|i| format!("s{i}"))
-        .find(|k| cluster.owner_index(k) != 0)
-        .unwrap();
-    let here = (0..)
-        .map(|i| format!("s{i}"))
-        .find(|k| cluster.owner_index(k) == 0)
-        .unwrap();
+    let elsewhere = first_name(|i| format!("s{i}"), |k| cluster.owner_index(k) != 0);
+    let here = first_name(|i| format!("s{i}"), |k| cluster.owner_index(k) == 0);
     let mut want = Vec::new();
     for (k, message) in [
         (&elsewhere, "by a script elsewhere"),
@@ -2175,13 +2174,8 @@ fn what_scripts_and_transactions_publish_reaches_every_node_once() {
 #[test]
 fn keyspace_notifications_reach_every_node_once() {
     let cluster = TestCluster::start(3, |c| c.notify_keyspace_events = "Eg$x".into());
-    let timeout = Some(Duration::from_secs(10));
     let mut conns: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
-    let mut subs: Vec<redis::PubSub<'_>> = conns.iter_mut().map(|c| c.as_pubsub()).collect();
-    for sub in &mut subs {
-        sub.set_read_timeout(timeout).unwrap();
-        sub.psubscribe("__keyevent@0__:*").unwrap();
-    }
+    let mut subs = subscribers(&mut conns, |sub| sub.psubscribe("__keyevent@0__:*"));
     // Through n0: ten keys set then deleted, twenty that expire; most are owned elsewhere.
     let mut via_n0 = cluster.members[0].client();
     let mut pipe = redis::pipe();
@@ -2348,10 +2342,7 @@ fn redis_py_locks_and_scripts_work_through_a_cluster_node() {
 #[test]
 fn a_write_slower_than_the_request_timeout_runs_once() {
     let cluster = TestCluster::start(3, |c| c.cluster_timeout_ms = 300);
-    let k = (0..)
-        .map(|i| format!("slow:{i}"))
-        .find(|k| cluster.owner_index(k) != 0)
-        .unwrap();
+    let k = first_name(|i| format!("slow:{i}"), |k| cluster.owner_index(k) != 0);
     let owner = cluster.owner_index(&k);
     let mut c = cluster.members[0].client();
     let _: () = c.set(&k, 7).unwrap();

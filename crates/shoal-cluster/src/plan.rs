@@ -253,14 +253,17 @@ fn debug_key<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<&'a Bytes> {
 mod tests {
     use super::*;
 
+    /// A request's arguments, from a line of words.
+    fn argv(line: &str) -> Vec<Bytes> {
+        line.split(' ')
+            .map(|w| Bytes::from(w.to_string()))
+            .collect()
+    }
+
     #[test]
     fn a_transaction_goes_whole_only_to_one_other_owner() {
         let p = three_nodes();
-        let q = |cmds: &[&str]| -> Vec<Vec<Bytes>> {
-            cmds.iter()
-                .map(|c| c.split(' ').map(|a| Bytes::from(a.to_string())).collect())
-                .collect()
-        };
+        let q = |cmds: &[&str]| -> Vec<Vec<Bytes>> { cmds.iter().map(|c| argv(c)).collect() };
         let (mine, other) = (tag(&p, true), tag(&p, false));
         let elsewhere = q(&[
             &format!("SET {other}a 1"),
@@ -297,8 +300,6 @@ mod tests {
     fn debug_of_one_key_goes_to_its_owner() {
         let p = three_nodes();
         let debug = cmd::lookup(b"debug").unwrap();
-        let args =
-            |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
         let (mine, other) = (tag(&p, true), tag(&p, false));
         let owners = Copies::from_slice(p.owners(key_slot(other.as_bytes())));
         for sub in ["OBJECT", "object", "DIGEST-VALUE"] {
@@ -308,7 +309,7 @@ mod tests {
                     0,
                     Standing::Serving,
                     debug,
-                    &args(&format!("DEBUG {sub} {other}"))
+                    &argv(&format!("DEBUG {sub} {other}"))
                 ),
                 Plan::Forward {
                     owners: owners.clone(),
@@ -322,7 +323,7 @@ mod tests {
                     0,
                     Standing::Serving,
                     debug,
-                    &args(&format!("DEBUG {sub} {mine}"))
+                    &argv(&format!("DEBUG {sub} {mine}"))
                 ),
                 Plan::Here
             );
@@ -333,7 +334,7 @@ mod tests {
             "DEBUG DIGEST".into(),
         ] {
             assert_eq!(
-                plan(&p, 0, Standing::Serving, debug, &args(&here)),
+                plan(&p, 0, Standing::Serving, debug, &argv(&here)),
                 Plan::Here,
                 "{here}"
             );
@@ -594,10 +595,7 @@ mod tests {
             ("ACL LOG", Plan::Here),
             ("ACL WHOAMI", Plan::Here),
         ] {
-            let a: Vec<Bytes> = line
-                .split(' ')
-                .map(|w| Bytes::from(w.to_string()))
-                .collect();
+            let a = argv(line);
             let spec = cmd::lookup(&a[0]).unwrap();
             assert_eq!(plan(&p, 0, Standing::Serving, spec, &a), want, "{line}");
         }

@@ -116,10 +116,12 @@ fn publish_in(ctx: &mut Ctx<'_>, args: &[Bytes], shard: bool) -> Reply {
         .engine
         .with_settings(|s| s.client_output_buffer_limit.pubsub);
     let n = ctx.engine.pubsub.publish(&args[1], &args[2], shard, limit);
-    // Inside a script or a transaction the command runs where its keys are, not through
-    // the router's fan-out: in a cluster the message goes on to the other members'
-    // subscribers as keyspace notifications do, and counts this node's receivers only, as
-    // Redis Cluster's PUBLISH does (a script's PUBLISH reached only this node's before).
+    // Called by a script (which runs with `no_block`, as EXEC's commands do) the command
+    // runs where the script's keys are, not through the router's fan-out (a transaction's
+    // PUBLISH never runs inside a cluster node's EXEC: the router sends it out alone): in a
+    // cluster the message goes on to the other members' subscribers as keyspace
+    // notifications do, and counts this node's receivers only, as Redis Cluster's PUBLISH
+    // does (a script's PUBLISH reached only this node's before).
     if ctx.session.no_block && !ctx.replica {
         if let Some(sink) = ctx.engine.event_sink.get() {
             sink.publish(shard, args[1].clone(), args[2].clone());
