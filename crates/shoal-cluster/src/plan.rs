@@ -241,6 +241,21 @@ pub fn transaction_elsewhere(
     (shared && owners[0] != me).then(|| (Copies::from_slice(owners), slots))
 }
 
+/// How a transaction sent whole fails over: as a read when no queued command may write
+/// (another copy may answer it), else as a write.
+pub fn transaction_access(queue: &[Vec<Bytes>]) -> Access {
+    let writes = queue.iter().any(|a| {
+        a.first()
+            .and_then(|n| cmd::lookup(n))
+            .is_none_or(cmd::may_write)
+    });
+    if writes {
+        Access::Write
+    } else {
+        Access::Read
+    }
+}
+
 /// The key of `DEBUG OBJECT <key>` or `DEBUG DIGEST-VALUE <key>` (one key): its row names no
 /// key (DEBUG's subcommands are not in Redis's key specifications), so routing asks here.
 fn debug_key<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<&'a Bytes> {
@@ -283,6 +298,12 @@ mod tests {
                 o[0] != 0 && o != p.owners(slot)
             })
             .unwrap();
+        // Reads fail over as reads; one write (or a script that may write) makes it a write.
+        let reads = q(&[&format!("GET {other}a"), &format!("LRANGE {other}l 0 -1")]);
+        assert_eq!(transaction_access(&reads), Access::Read);
+        assert_eq!(transaction_access(&elsewhere), Access::Write);
+        let script = q(&[&format!("GET {other}a"), &format!("EVAL x 1 {other}a")]);
+        assert_eq!(transaction_access(&script), Access::Write);
         for queue in [
             q(&[&format!("SET {other}a 1"), &format!("SET {third}a 1")]),
             q(&[&format!("SET {mine}a 1")]),

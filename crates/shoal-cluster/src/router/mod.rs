@@ -47,7 +47,9 @@ use shoal_resp::Reply;
 use shoal_store::key_slot;
 
 use crate::message::encode_command;
-use crate::plan::{cluster_rule, plan, transaction_elsewhere, ClusterRule, Plan, Standing};
+use crate::plan::{
+    cluster_rule, plan, transaction_access, transaction_elsewhere, ClusterRule, Plan, Standing,
+};
 use crate::{handoff, Cluster, Server, View};
 use local::{run_here, run_owned};
 use outbound::{forward, FailoverOrder as Order};
@@ -533,15 +535,7 @@ fn exec(
         let deadline = now_ms + cluster.timeouts.request.as_millis() as u64;
         let limit = reply_limit(session);
         let body = encode_command(session.proto, session.db, None, &args, deadline, limit);
-        // A transaction of reads may be answered by another copy, as a read.
-        let writes = tx
-            .queue
-            .iter()
-            .any(|a| cmd::lookup(&a[0]).is_none_or(cmd::may_write));
-        let access = match writes {
-            true => cmd::Access::Write,
-            false => cmd::Access::Read,
-        };
+        let access = transaction_access(&tx.queue);
         return forward(node, view, owners, body, access, order.turn(), slots);
     }
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
