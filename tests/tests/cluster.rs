@@ -2078,6 +2078,139 @@ fn a_transaction_on_another_nodes_keys_runs_there_whole() {
     assert!(execs(&mut at_owner));
 }
 
+/// WATCH of a key another node owns works through any node, as on a single node: what the
+/// key held is read at its owner, and the transaction goes there whole with it, so another
+/// client's change through any node in between aborts it (a null EXEC), and optimistic
+/// increments from two nodes add up. (WATCH answered an error for such a key: Redis's
+/// test suite through a cluster node.)
+#[test]
+fn watch_of_another_nodes_key_works_through_any_node() {
+    let cluster = TestCluster::start(3, |_| {});
+    let tag = first_name(|i| format!("{{w{i}}}"), |t| cluster.owner_index(t) != 0);
+    let owner = cluster.owner_index(&tag);
+    let third = (1..3).find(|&i| i != owner).unwrap();
+    let k = format!("{tag}k");
+    let mut c = cluster.members[0].client();
+    let mut at_owner = cluster.members[owner].client();
+    let mut at_third = cluster.members[third].client();
+    // EXEC of a transaction setting `k` to `value`, after WATCH k and then, if given, a
+    // SET of `k` through another client.
+    let watched_set = |c: &mut redis::Connection,
+                       between: Option<(&mut redis::Connection, &str)>,
+                       value: &str|
+     -> Option<(String,)> {
+        let _: () = redis::cmd("WATCH").arg(&k).query(c).unwrap();
+        if let Some((other, v)) = between {
+            let _: () = other.set(&k, v).unwrap();
+        }
+        redis::pipe().atomic().set(&k, value).query(c).unwrap()
+    };
+    let _: () = c.set(&k, "1").unwrap();
+    assert_eq!(watched_set(&mut c, None, "2"), Some(("OK".into(),)));
+    assert_eq!(at_owner.get::<_, String>(&k).unwrap(), "2");
+    // Changed in between through the owner, through a third node, or rewritten with the
+    // same value: aborted, and the change stands.
+    let aborted = watched_set(&mut c, Some((&mut at_owner, "3")), "x");
+    assert_eq!(aborted, None);
+    let aborted = watched_set(&mut c, Some((&mut at_third, "4")), "x");
+    assert_eq!(aborted, None);
+    let aborted = watched_set(&mut c, Some((&mut at_third, "4")), "x");
+    assert_eq!(aborted, None, "the same value written again is a change");
+    assert_eq!(at_owner.get::<_, String>(&k).unwrap(), "4");
+    // A key created after WATCH is a change; one deleted, too.
+    let fresh = format!("{tag}fresh");
+    let _: () = redis::cmd("WATCH").arg(&fresh).query(&mut c).unwrap();
+    let _: () = at_third.set(&fresh, "x").unwrap();
+    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    assert_eq!(aborted, None);
+    let _: () = redis::cmd("WATCH").arg(&fresh).query(&mut c).unwrap();
+    let _: () = at_owner.del(&fresh).unwrap();
+    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    assert_eq!(aborted, None);
+    // WATCH, MULTI and EXEC in one write: EXEC waits for what the key held.
+    let (watch, multi, queued, exec): (String, String, String, Vec<String>) = redis::pipe()
+        .cmd("WATCH")
+        .arg(&k)
+        .cmd("MULTI")
+        .cmd("SET")
+        .arg(&k)
+        .arg("5")
+        .cmd("EXEC")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        (watch.as_str(), multi.as_str(), queued.as_str(), exec),
+        ("OK", "OK", "QUEUED", vec!["OK".to_string()])
+    );
+    // The watched key is the one of the selected database.
+    let _: () = redis::cmd("SELECT").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
+    let _: () = at_owner.set(&k, "db0").unwrap();
+    let done: Option<(String,)> = redis::pipe().atomic().set(&k, "db1").query(&mut c).unwrap();
+    assert_eq!(
+        done,
+        Some(("OK".into(),)),
+        "a change in database 0 is another key"
+    );
+    let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
+    let _: () = redis::cmd("SELECT").arg(1).query(&mut at_third).unwrap();
+    let _: () = at_third.set(&k, "changed").unwrap();
+    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    assert_eq!(aborted, None);
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    // A watched key of one node and a transaction on another's (or this node's) keys cannot
+    // be checked in one step: refused, nothing run.
+    let elsewhere = first_name(|i| format!("e{i}"), |e| cluster.owner_index(e) != owner);
+    let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
+    let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&elsewhere)
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    let refused: redis::RedisResult<Value> = redis::cmd("EXEC").query(&mut c);
+    let e = refused.unwrap_err();
+    assert!(
+        e.kind() == redis::ErrorKind::ExecAbortError && e.to_string().contains("CROSSSLOT"),
+        "{e}"
+    );
+    assert_eq!(c.exists::<_, i64>(&elsewhere).unwrap(), 0);
+    // Optimistic increments (WATCH, GET, MULTI, SET, EXEC, again when aborted) from two
+    // nodes at once lose none.
+    let counter = format!("{tag}counter");
+    let _: () = c.set(&counter, 0).unwrap();
+    let per_client = 40;
+    let workers: Vec<_> = [0, third]
+        .into_iter()
+        .map(|m| {
+            let mut c = cluster.members[m].client();
+            let counter = counter.clone();
+            std::thread::spawn(move || -> usize {
+                let (mut done, mut attempts) = (0, 0);
+                while done < per_client && attempts < 100 * per_client {
+                    attempts += 1;
+                    let _: () = redis::cmd("WATCH").arg(&counter).query(&mut c).unwrap();
+                    let n: i64 = c.get(&counter).unwrap();
+                    let set: Option<(String,)> = redis::pipe()
+                        .atomic()
+                        .set(&counter, n + 1)
+                        .query(&mut c)
+                        .unwrap();
+                    done += usize::from(set.is_some());
+                }
+                done
+            })
+        })
+        .collect();
+    let done: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(done, 2 * per_client);
+    let total: i64 = at_owner.get(&counter).unwrap();
+    assert_eq!(
+        total as usize, done,
+        "every committed increment counted once"
+    );
+}
+
 /// DEBUG OBJECT and DIGEST-VALUE of a key another node owns answer from the owner's copy
 /// through any node, as on a single node (they answered `ERR no such key` and a digest of
 /// nothing from a node without a copy: Redis's test suite through a cluster node).

@@ -52,6 +52,8 @@
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use shoal_engine::cmd;
+use shoal_engine::cmd::multi::Snapshot;
 use shoal_resp::{format_int, Protocol};
 use shoal_store::{KeyState, Kind, MAX_KEY_LEN};
 
@@ -245,11 +247,44 @@ pub fn put_multibulk(dst: &mut BytesMut, args: &[Bytes]) {
 /// can carry it (`local::serve_command`); a client's command of that name is unknown.
 pub const TRANSACTION: &[u8] = b"shoal.exec";
 
-/// The arguments of a [`TRANSACTION`] for `queue`: its name, then each queued command as
-/// its argument count and its arguments.
-pub fn encode_transaction(queue: &[Vec<Bytes>]) -> Vec<Bytes> {
-    let mut args = Vec::with_capacity(1 + queue.iter().map(|a| 1 + a.len()).sum::<usize>());
-    args.push(Bytes::from_static(TRANSACTION));
+/// The name of [`TRANSACTION`] for one that WATCHes keys: then the number of watched keys,
+/// each key (as stored, in its database) with what it held at WATCH time
+/// (`cmd::multi::snapshot_bytes`), then the queued commands as in [`TRANSACTION`]. The
+/// owner aborts it (a null reply) when one of them changed, as EXEC does. A node that does
+/// not know the name answers it as an unknown command, so nothing runs.
+pub const WATCHING_TRANSACTION: &[u8] = b"shoal.exec.watch";
+
+/// A client's transaction sent whole ([`TRANSACTION`], [`WATCHING_TRANSACTION`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transaction {
+    pub queue: Vec<Vec<Bytes>>,
+    /// The watched keys (as stored) and what each held at WATCH time.
+    pub watched: Vec<(Bytes, Option<Snapshot>)>,
+}
+
+/// True if `name` is the name of a transaction sent whole.
+pub fn is_transaction(name: &[u8]) -> bool {
+    name == TRANSACTION || name == WATCHING_TRANSACTION
+}
+
+/// The arguments of a transaction sent whole: its name, the watched keys if any, then each
+/// queued command as its argument count and its arguments.
+pub fn encode_transaction(tx: &Transaction) -> Vec<Bytes> {
+    let (queue, watched) = (&tx.queue, &tx.watched);
+    let size = 2 + 2 * watched.len() + queue.iter().map(|a| 1 + a.len()).sum::<usize>();
+    let mut args = Vec::with_capacity(size);
+    if watched.is_empty() {
+        args.push(Bytes::from_static(TRANSACTION));
+    } else {
+        args.push(Bytes::from_static(WATCHING_TRANSACTION));
+        args.push(Bytes::from(watched.len().to_string()));
+        for (key, seen) in watched {
+            let mut b = Vec::with_capacity(cmd::multi::SNAPSHOT_LEN);
+            cmd::multi::snapshot_bytes(*seen, &mut b);
+            args.push(key.clone());
+            args.push(b.into());
+        }
+    }
     for command in queue {
         args.push(Bytes::from(command.len().to_string()));
         args.extend(command.iter().cloned());
@@ -257,23 +292,35 @@ pub fn encode_transaction(queue: &[Vec<Bytes>]) -> Vec<Bytes> {
     args
 }
 
-/// The queued commands of a [`TRANSACTION`]'s arguments, or `None` if they are not one (a
-/// count that is not a number, zero, or past the arguments left).
-pub fn decode_transaction(args: &[Bytes]) -> Option<Vec<Vec<Bytes>>> {
+/// The transaction of a transaction's arguments, or `None` if they are not one (a count
+/// that is not a number, zero, or past the arguments left; a snapshot that is not one).
+pub fn decode_transaction(args: &[Bytes]) -> Option<Transaction> {
     let (name, mut rest) = args.split_first()?;
-    if name[..] != *TRANSACTION {
+    let count = |b: &Bytes| -> Option<usize> { std::str::from_utf8(b).ok()?.parse().ok() };
+    let mut watched = Vec::new();
+    if name[..] == *WATCHING_TRANSACTION {
+        let (n, after) = rest.split_first()?;
+        let n = count(n)?;
+        if n == 0 || n > after.len() / 2 {
+            return None;
+        }
+        for pair in after[..2 * n].chunks_exact(2) {
+            watched.push((pair[0].clone(), cmd::multi::snapshot_from(&pair[1])?));
+        }
+        rest = &after[2 * n..];
+    } else if name[..] != *TRANSACTION {
         return None;
     }
     let mut queue = Vec::new();
-    while let Some((count, after)) = rest.split_first() {
-        let n: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
+    while let Some((n, after)) = rest.split_first() {
+        let n = count(n)?;
         if n == 0 || n > after.len() {
             return None;
         }
         queue.push(after[..n].to_vec());
         rest = &after[n..];
     }
-    Some(queue)
+    Some(Transaction { queue, watched })
 }
 
 /// A COMMAND body carrying `deadline_ms` (Unix ms; see `Cluster::deadline_ms`) and the
@@ -946,19 +993,62 @@ mod tests {
         let b =
             |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
         let queue = vec![b("SET k 1"), b("INCR k"), b("MSET a 1 b 2"), b("PING")];
-        let args = encode_transaction(&queue);
+        let tx =
+            |queue: &[Vec<Bytes>], watched: &[(&str, Option<cmd::multi::Snapshot>)]| Transaction {
+                queue: queue.to_vec(),
+                watched: watched
+                    .iter()
+                    .map(|(k, s)| (Bytes::from(k.to_string()), *s))
+                    .collect(),
+            };
+        let plain = tx(&queue, &[]);
+        let args = encode_transaction(&plain);
         assert_eq!(args[0], TRANSACTION);
-        assert_eq!(decode_transaction(&args), Some(queue));
-        assert_eq!(decode_transaction(&encode_transaction(&[])), Some(vec![]));
+        assert_eq!(decode_transaction(&args), Some(plain));
+        let empty = tx(&[], &[]);
+        assert_eq!(decode_transaction(&encode_transaction(&empty)), Some(empty));
+        // Watched keys: absent, with and without an expiry; with or without commands.
+        let watched = [
+            ("w", None),
+            ("x", Some((Kind::Hash, 42 << 12, None))),
+            ("y", Some((Kind::Stream, 7, Some(1_700_000_000_000)))),
+        ];
+        for queue in [&queue[..], &[]] {
+            let watching = tx(queue, &watched);
+            let args = encode_transaction(&watching);
+            assert_eq!(args[0], WATCHING_TRANSACTION);
+            assert!(is_transaction(&args[0]) && is_transaction(TRANSACTION));
+            assert_eq!(decode_transaction(&args), Some(watching));
+        }
+        // A line of words, SNAP standing for a snapshot of no key.
+        let line = |s: &str| -> Vec<Bytes> {
+            let mut snap = Vec::new();
+            cmd::multi::snapshot_bytes(None, &mut snap);
+            b(s).into_iter()
+                .map(|w| match &w[..] {
+                    b"SNAP" => Bytes::from(snap.clone()),
+                    _ => w,
+                })
+                .collect()
+        };
         for bad in [
             "shoal.exec 3 SET k",
             "shoal.exec 0",
             "shoal.exec x GET",
             "shoal.exec -1 GET",
             "EXEC 1 GET",
+            "shoal.exec.watch 0 1 PING",
+            "shoal.exec.watch 1 w",
+            "shoal.exec.watch 1 w short 1 PING",
+            "shoal.exec.watch 2 w SNAP 1 PING",
+            "shoal.exec.watch 1 w SNAP 2 PING",
         ] {
-            assert_eq!(decode_transaction(&b(bad)), None, "{bad}");
+            assert_eq!(decode_transaction(&line(bad)), None, "{bad}");
         }
+        assert_eq!(
+            decode_transaction(&line("shoal.exec.watch 1 w SNAP 1 PING")),
+            Some(tx(&[b("PING")], &[("w", None)]))
+        );
     }
 
     fn parse_resp(b: Bytes) -> Result<Vec<Bytes>, String> {

@@ -40,8 +40,9 @@ pub enum Plan {
     ClusterDown,
     /// A command that must be atomic names keys of different owners.
     CrossSlot,
-    /// WATCH of a key this node does not own.
-    WatchNotOwned,
+    /// WATCH of a key this node does not own: what each key holds is read where it is
+    /// owned, and EXEC compares it there.
+    WatchElsewhere,
 }
 
 /// Whether a node takes commands on keys.
@@ -128,7 +129,7 @@ pub fn plan(
             });
             match (same, owners[0] == me) {
                 (true, true) => Plan::Owned,
-                _ if spec.route == Route::Watch => Plan::WatchNotOwned,
+                _ if spec.route == Route::Watch => Plan::WatchElsewhere,
                 (true, false) => Plan::Forward {
                     owners: Copies::from_slice(owners),
                     access: cmd::access(spec, args),
@@ -218,6 +219,7 @@ pub fn cluster_rule(
 /// is on keys (routed to their owner or split by owner, nothing node-wide or connection-wide
 /// such as SELECT or PING) and every key's slot has the same copies, owned by another node:
 /// those copies and the slots. `None` otherwise (it then runs here, or command by command).
+/// The keys the transaction WATCHes come as one more queued WATCH: they must be there too.
 pub fn transaction_elsewhere(
     placement: &shoal_ring::Placement,
     me: u16,
@@ -226,7 +228,8 @@ pub fn transaction_elsewhere(
     let mut slots = Slots::new();
     for args in queue {
         let spec = cmd::lookup(args.first()?)?;
-        if !matches!(spec.route, Route::Owner | Route::Split(_)) {
+        // (WATCH's keys: the watched keys EXEC checks, given as one WATCH.)
+        if !matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) {
             return None;
         }
         for p in spec.key_positions(args) {
@@ -304,7 +307,20 @@ mod tests {
         assert_eq!(transaction_access(&elsewhere), Access::Write);
         let script = q(&[&format!("GET {other}a"), &format!("EVAL x 1 {other}a")]);
         assert_eq!(transaction_access(&script), Access::Write);
+        // Watched keys go with it (a queue of nothing but them too), or keep it here.
+        let watched = q(&[
+            &format!("SET {other}a 1"),
+            &format!("WATCH {other}w {other}v"),
+        ]);
+        assert_eq!(
+            transaction_elsewhere(&p, 0, &watched).map(|(o, _)| o),
+            Some(owners.clone())
+        );
+        let only_watched = q(&[&format!("WATCH {other}w")]);
+        assert!(transaction_elsewhere(&p, 0, &only_watched).is_some());
         for queue in [
+            q(&[&format!("SET {other}a 1"), &format!("WATCH {mine}w")]),
+            q(&[&format!("SET {other}a 1"), &format!("WATCH {third}w")]),
             q(&[&format!("SET {other}a 1"), &format!("SET {third}a 1")]),
             q(&[&format!("SET {mine}a 1")]),
             q(&[]),
@@ -510,7 +526,7 @@ mod tests {
                     owners: Copies::from_slice(p.owners(other_slot)),
                     access: cmd::access(spec, &there),
                 },
-                Route::Watch => Plan::WatchNotOwned,
+                Route::Watch => Plan::WatchElsewhere,
                 _ => expected_here.clone(),
             };
             assert_eq!(

@@ -185,7 +185,9 @@ impl Frontend for RespFrontend {
             // fetch), or a FLUSHALL is: a command on keys owned here waits for them, so a
             // pipeline's commands on one key take effect in order. Replies that only wait for
             // replica acks hold nothing: their writes are in the store already.
-            if self.session.multi.is_none() && must_wait(node, &args, &self.in_flight) {
+            if (self.session.multi.is_none() || self.in_flight.watching())
+                && must_wait(node, &args, &self.in_flight)
+            {
                 self.held = Some(args);
                 return (processed, Step::Flush);
             }

@@ -164,9 +164,10 @@ fn delta_of(
 /// The keys a command names (by its key specification), as stored for database `db`, if
 /// it is a known command.
 pub fn command_keys(args: &[Bytes], db: u8) -> Option<Vec<Bytes>> {
-    if let Some(queue) = crate::message::decode_transaction(args) {
+    if let Some(tx) = crate::message::decode_transaction(args) {
         // A forwarded transaction (`message::TRANSACTION`): its commands' keys.
-        let keys = queue
+        let keys = tx
+            .queue
             .iter()
             .filter_map(|a| Some(cmd::db::stored_keys(cmd::lookup(a.first()?)?, a, db)));
         return Some(keys.flatten().collect());
@@ -352,16 +353,23 @@ pub fn serve_command(
     // A client's transaction sent whole (`message::TRANSACTION`): run as its EXEC here.
     let exec = [Bytes::from_static(b"EXEC")];
     let args = match crate::message::decode_transaction(args) {
-        Some(queue) => {
+        Some(tx) => {
             session.multi = Some(cmd::multi::Multi {
-                queue,
+                queue: tx.queue,
                 dirty: false,
             });
+            // What its watched keys held at WATCH time, on the client's node: compared
+            // here, where EXEC runs.
+            session.watched = tx
+                .watched
+                .into_iter()
+                .map(|(key, seen)| (key, cmd::multi::Seen::Now(seen)))
+                .collect();
             &exec[..]
         }
         None if args
             .first()
-            .is_some_and(|a| a[..] == *crate::message::TRANSACTION) =>
+            .is_some_and(|a| crate::message::is_transaction(a)) =>
         {
             let reply = Reply::error("ERR malformed forwarded transaction");
             return (encode(&reply, proto), Vec::new(), None);

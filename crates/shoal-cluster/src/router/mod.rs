@@ -27,6 +27,7 @@ mod local;
 mod outbound;
 mod outcome;
 mod split;
+mod watch;
 
 pub use blocked::serve_blocked;
 pub use fanout::{copy_from_member, publish_to, Copied};
@@ -250,6 +251,8 @@ pub struct InFlight {
     /// The epoch of the oldest view a noted command was routed by (`u64::MAX`: none).
     since: u64,
     order: Order,
+    /// A WATCH is reading what its keys hold on another node: EXEC waits for it.
+    watching: bool,
 }
 
 impl Default for InFlight {
@@ -260,6 +263,7 @@ impl Default for InFlight {
             marked: None,
             since: u64::MAX,
             order: Order::default(),
+            watching: false,
         }
     }
 }
@@ -279,6 +283,7 @@ impl InFlight {
             return;
         }
         self.since = self.since.min(epoch);
+        self.watching |= spec.is_some_and(|s| s.route == Route::Watch);
         match spec {
             Some(spec) if matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) => {
                 let marked = self.marked.get_or_insert_with(|| Box::new([0; SLOT_WORDS]));
@@ -305,6 +310,13 @@ impl InFlight {
         self.slots.clear();
         self.since = u64::MAX;
         self.order.clear();
+        self.watching = false;
+    }
+
+    /// A WATCH's snapshots are still to come (then even a queued command asks
+    /// [`must_wait`], so EXEC waits for them).
+    pub fn watching(&self) -> bool {
+        self.watching
     }
 
     fn touches(&self, slot: u16) -> bool {
@@ -354,10 +366,10 @@ fn holds(
             let slot = key_slot(&args[p]);
             in_flight.touches(slot) && waits_on(slot)
         }),
+        // EXEC compares what its WATCHed keys held: it waits for their snapshots.
+        Route::Exec => in_flight.every || in_flight.watching,
         // Keyless writes and cluster-wide ones wait only behind a cluster-wide command.
-        Route::Here | Route::AllNodes(_) | Route::Info | Route::Exec | Route::Cluster => {
-            in_flight.every
-        }
+        Route::Here | Route::AllNodes(_) | Route::Info | Route::Cluster => in_flight.every,
     }
 }
 
@@ -429,10 +441,7 @@ fn route(
              atomic; keep them together with a {{hash tag}}",
             spec.name.to_ascii_uppercase()
         ))),
-        Plan::WatchNotOwned => Outcome::Reply(Reply::error(
-            "ERR WATCH is supported only for keys this node owns in a Shoal cluster \
-             (see CLUSTER KEYSLOT and CLUSTER NODES)",
-        )),
+        Plan::WatchElsewhere => watch::watch(node, cluster, session, order, args, now_ms),
     }
 }
 
@@ -488,17 +497,23 @@ fn exec(
         })
     };
     let settled = cluster.handoff.settled_in(&view);
-    if tx.dirty || (tx.queue.iter().all(runs_here) && (settled || !arriving())) {
+    // WATCHed keys owned here are compared on this store (those read on another node too:
+    // copies hold the same versions).
+    let watched_here = || {
+        session
+            .watched
+            .iter()
+            .all(|(k, _)| view.owner_of(k) == view.me)
+    };
+    if tx.dirty || (tx.queue.iter().all(runs_here) && watched_here() && (settled || !arriving())) {
         // Every queued command runs here: as EXEC on a single node, the queued writes
         // replicated after it.
         let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
         return with_acks(reply, session.proto, acks, cluster.timeouts.half);
     }
+    let all_watched_here = watched_here();
     let tx = session.multi.take().expect("checked above");
     let watched = std::mem::take(&mut session.watched);
-    if cmd::multi::watched_changed(&node.engine, &watched, now_ms) {
-        return Outcome::Reply(Reply::NilArray);
-    }
     // The users may have changed since the commands were queued (checked here, where the
     // client is: the owners do not know its user).
     let refusals: Vec<Option<Reply>> = tx
@@ -514,7 +529,7 @@ fn exec(
     // one request.
     let limits = node.engine.limits();
     let within_limits = || {
-        let count: usize = tx.queue.iter().map(|a| 1 + a.len()).sum();
+        let count: usize = tx.queue.iter().map(|a| 1 + a.len()).sum::<usize>() + 2 * watched.len();
         let bytes: usize = tx.queue.iter().flatten().map(|a| a.len() + 16).sum();
         count < limits.max_args && bytes <= WHOLE_TRANSACTION_MAX
     };
@@ -523,20 +538,59 @@ fn exec(
             .iter()
             .any(|a| cmd::lookup(&a[0]).is_some_and(|s| cmd::acl::runs_as(session, s, a).is_some()))
     };
-    let whole = transaction_elsewhere(&view.placement, view.me, &tx.queue).filter(|_| {
-        settled
-            && watched.is_empty()
-            && refusals.iter().all(Option::is_none)
-            && within_limits()
-            && !as_user()
+    // The WATCHed keys must be there too (given as one more queued WATCH): they are
+    // compared where it runs.
+    let placed = match watched.is_empty() {
+        true => std::borrow::Cow::Borrowed(&tx.queue),
+        false => {
+            let mut placed = tx.queue.clone();
+            let keys = watched.iter().map(|(k, _)| k.clone());
+            placed.push(
+                std::iter::once(Bytes::from_static(b"WATCH"))
+                    .chain(keys)
+                    .collect(),
+            );
+            std::borrow::Cow::Owned(placed)
+        }
+    };
+    let whole = transaction_elsewhere(&view.placement, view.me, &placed).filter(|_| {
+        settled && refusals.iter().all(Option::is_none) && within_limits() && !as_user()
     });
     if let Some((owners, slots)) = whole {
-        let args = crate::message::encode_transaction(&tx.queue);
+        // What each watched key held; a WATCH that got no answer counts as a change.
+        let seen: Option<Vec<_>> = watched
+            .iter()
+            .map(|(k, seen)| Some((k.clone(), seen.get()?)))
+            .collect();
+        let Some(watched) = seen else {
+            return Outcome::Reply(Reply::NilArray);
+        };
+        let tx = crate::message::Transaction {
+            queue: tx.queue,
+            watched,
+        };
+        let args = crate::message::encode_transaction(&tx);
         let deadline = now_ms + cluster.timeouts.request.as_millis() as u64;
         let limit = reply_limit(session);
         let body = encode_command(session.proto, session.db, None, &args, deadline, limit);
         let access = transaction_access(&tx.queue);
         return forward(node, view, owners, body, access, order.turn(), slots);
+    }
+    if !all_watched_here {
+        // Watched keys of another node, and the transaction cannot go there whole: its
+        // check and its commands could not be one step. While the cluster settles that
+        // passes (abort, so the client tries again); otherwise it is refused.
+        if !settled {
+            return Outcome::Reply(Reply::NilArray);
+        }
+        return Outcome::Reply(Reply::error(
+            "EXECABORT Transaction discarded because of: CROSSSLOT WATCHed keys another \
+             node owns are checked only in a transaction of commands on keys of that node \
+             (a {hash tag} keeps keys together)",
+        ));
+    }
+    if cmd::multi::watched_changed(&node.engine, &watched, now_ms) {
+        return Outcome::Reply(Reply::NilArray);
     }
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
     // A blocking command inside a transaction answers at once, as in Redis.

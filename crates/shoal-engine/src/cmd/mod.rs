@@ -847,6 +847,16 @@ pub static INTERNAL: &[CommandSpec] = &[
         function::adopt
     ),
     cmd!(
+        "multi.snapshot",
+        -2,
+        READONLY | FAST,
+        (1, -1, 1),
+        "transactions",
+        "0.1.0",
+        "What keys hold now (type, version, expiry), for a WATCH on a node that does not own them.",
+        multi::snapshots
+    ),
+    cmd!(
         "x.lastids",
         -2,
         READONLY | FAST,

@@ -22,12 +22,77 @@ pub struct Multi {
     pub dirty: bool,
 }
 
-/// A watched key and what it held at WATCH time.
-pub type Watched = (Bytes, Option<Snapshot>);
+/// A watched key (as stored: in its database) and what it held at WATCH time.
+pub type Watched = (Bytes, Seen);
 
 /// A watched key's type, version and expiry: every write of a value takes a new version, so
-/// a key rewritten with the very same value aborts the transaction too, as in Redis.
+/// a key rewritten with the very same value aborts the transaction too, as in Redis. Copies
+/// of a key hold the same version, so a snapshot read on one copy is compared on another.
 pub type Snapshot = (Kind, u64, Option<u64>);
+
+/// What a watched key held at WATCH time.
+#[derive(Debug, Clone)]
+pub enum Seen {
+    /// Read here.
+    Now(Option<Snapshot>),
+    /// Read on the node that owns the key (in a cluster): filled when its answer comes;
+    /// empty when it never came (WATCH failed), which counts as a change.
+    Arriving(std::sync::Arc<std::sync::OnceLock<Option<Snapshot>>>),
+}
+
+impl Seen {
+    /// The snapshot, once known.
+    pub fn get(&self) -> Option<Option<Snapshot>> {
+        match self {
+            Seen::Now(s) => Some(*s),
+            Seen::Arriving(cell) => cell.get().copied(),
+        }
+    }
+}
+
+/// The bytes of a snapshot as one node sends it to another ([`SNAPSHOT_LEN`] of them): the
+/// type (0 for no key), the version and the expiry (`u64::MAX` for none), big-endian.
+pub fn snapshot_bytes(seen: Option<Snapshot>, out: &mut Vec<u8>) {
+    let (kind, version, expiry) = match seen {
+        None => (0, 0, u64::MAX),
+        Some((kind, version, expiry)) => (
+            1 + KINDS.iter().position(|&k| k == kind).unwrap_or(0) as u8,
+            version,
+            expiry.unwrap_or(u64::MAX),
+        ),
+    };
+    out.push(kind);
+    out.extend_from_slice(&version.to_be_bytes());
+    out.extend_from_slice(&expiry.to_be_bytes());
+}
+
+/// The snapshot [`snapshot_bytes`] wrote, if `b` is one.
+pub fn snapshot_from(b: &[u8]) -> Option<Option<Snapshot>> {
+    let b: &[u8; SNAPSHOT_LEN] = b.try_into().ok()?;
+    let word = |at: usize| u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let (version, expiry) = (word(1), word(9));
+    match b[0] {
+        0 => Some(None),
+        k => Some(Some((
+            *KINDS.get(usize::from(k) - 1)?,
+            version,
+            (expiry != u64::MAX).then_some(expiry),
+        ))),
+    }
+}
+
+/// The length of a snapshot's bytes ([`snapshot_bytes`]).
+pub const SNAPSHOT_LEN: usize = 17;
+
+/// The types in the order their snapshot byte (less one) names them.
+const KINDS: [Kind; 6] = [
+    Kind::String,
+    Kind::Hash,
+    Kind::Set,
+    Kind::List,
+    Kind::ZSet,
+    Kind::Stream,
+];
 
 pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     if ctx.session.multi.is_some() {
@@ -59,7 +124,18 @@ fn snapshot_at(node: &crate::engine::Engine, key: &[u8], now_ms: u64) -> Option<
 pub fn watched_changed(node: &crate::engine::Engine, watched: &[Watched], now_ms: u64) -> bool {
     watched
         .iter()
-        .any(|(k, seen)| snapshot_at(node, k, now_ms) != *seen)
+        .any(|(k, seen)| seen.get() != Some(snapshot_at(node, k, now_ms)))
+}
+
+/// `multi.snapshot key [key ...]` (internal): each key's [`Snapshot`] as [`snapshot_bytes`]
+/// writes it, one after the other in a bulk string, for a WATCH on a node that does not
+/// own the keys.
+pub fn snapshots(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut out = Vec::with_capacity(SNAPSHOT_LEN * (args.len() - 1));
+    for key in &args[1..] {
+        snapshot_bytes(snapshot(ctx, key), &mut out);
+    }
+    Reply::Bulk(out.into())
 }
 
 pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -71,7 +147,7 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             continue;
         }
         let seen = snapshot(ctx, key);
-        ctx.session.watched.push((key.clone(), seen));
+        ctx.session.watched.push((key.clone(), Seen::Now(seen)));
     }
     Reply::ok()
 }
