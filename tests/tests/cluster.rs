@@ -2127,6 +2127,29 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let _: () = at_owner.del(&fresh).unwrap();
     let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
     assert_eq!(aborted, None);
+    // Several keys in one WATCH: a change of any aborts; keys of every node are read (one
+    // request per owner).
+    let k2 = format!("{tag}k2");
+    let _: () = redis::cmd("WATCH")
+        .arg(&fresh)
+        .arg(&k)
+        .arg(&k2)
+        .query(&mut c)
+        .unwrap();
+    let _: () = at_third.set(&k2, "x").unwrap();
+    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    assert_eq!(aborted, None);
+    let mine = first_name(|i| format!("m{i}"), |m| cluster.owner_index(m) == 0);
+    let theirs = first_name(|i| format!("t{i}"), |t| cluster.owner_index(t) == third);
+    let watch: String = redis::cmd("WATCH")
+        .arg(&mine)
+        .arg(&k)
+        .arg(&theirs)
+        .arg(&k2)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(watch, "OK");
+    let _: () = redis::cmd("UNWATCH").query(&mut c).unwrap();
     // WATCH, MULTI and EXEC in one write: EXEC waits for what the key held.
     let (watch, multi, queued, exec): (String, String, String, Vec<String>) = redis::pipe()
         .cmd("WATCH")
