@@ -2322,6 +2322,37 @@ fn what_scripts_and_transactions_publish_reaches_every_node_once() {
         let m: String = sub.get_message().unwrap().get_payload().unwrap();
         assert_eq!(m, "last", "n{i}");
     }
+    // A script's SPUBLISH: a shard message on every node, once (a shard subscriber of each
+    // node, over the plain connection: the redis crate has no SSUBSCRIBE).
+    let mut shard_subs: Vec<redis::Connection> =
+        cluster.members.iter().map(|m| m.client()).collect();
+    for sub in &mut shard_subs {
+        sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let confirmed: Vec<Value> = redis::cmd("SSUBSCRIBE").arg("sh").query(sub).unwrap();
+        assert_eq!(confirmed.len(), 3);
+    }
+    let n: i64 = redis::cmd("EVAL")
+        .arg("return redis.call('SPUBLISH', 'sh', ARGV[1])")
+        .arg(1)
+        .arg(&elsewhere)
+        .arg("shard news")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1, "the shard subscriber of the node that ran it");
+    let n: i64 = redis::cmd("SPUBLISH")
+        .arg("sh")
+        .arg("after")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 3);
+    for (i, sub) in shard_subs.iter_mut().enumerate() {
+        let mut got: Vec<Vec<String>> = (0..2)
+            .map(|_| redis::from_redis_value(&sub.recv_response().unwrap()).unwrap())
+            .collect();
+        got.sort();
+        let m = |text: &str| vec!["smessage".to_string(), "sh".into(), text.into()];
+        assert_eq!(got, [m("after"), m("shard news")], "n{i}");
+    }
 }
 
 /// Keyspace notifications in a cluster: every key's events reach the subscribers of every
