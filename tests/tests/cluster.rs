@@ -2127,6 +2127,21 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let _: () = at_owner.del(&fresh).unwrap();
     let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
     assert_eq!(aborted, None);
+    // Redis's own tests' form: WATCH x, MULTI, PING, EXEC (PING goes along).
+    let pinged = |c: &mut redis::Connection| -> Option<(String, String)> {
+        redis::pipe()
+            .atomic()
+            .ping()
+            .cmd("ECHO")
+            .arg("hi")
+            .query(c)
+            .unwrap()
+    };
+    let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
+    assert_eq!(pinged(&mut c), Some(("PONG".into(), "hi".into())));
+    let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
+    let _: () = at_third.set(&k, "4").unwrap();
+    assert_eq!(pinged(&mut c), None);
     // Several keys in one WATCH: a change of any aborts; keys of every node are read (one
     // request per owner).
     let k2 = format!("{tag}k2");

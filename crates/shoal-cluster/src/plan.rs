@@ -217,8 +217,9 @@ pub fn cluster_rule(
 
 /// Where a client's transaction can run whole on another node: when every queued command
 /// is on keys (routed to their owner or split by owner, nothing node-wide or connection-wide
-/// such as SELECT or PING) and every key's slot has the same copies, owned by another node:
-/// those copies and the slots. `None` otherwise (it then runs here, or command by command).
+/// such as SELECT or FLUSHALL; PING and ECHO may come along, `flag::ANYWHERE`) and every
+/// key's slot has the same copies, owned by another node: those copies and the slots.
+/// `None` otherwise (it then runs here, or command by command).
 /// The keys the transaction WATCHes come as one more queued WATCH: they must be there too.
 pub fn transaction_elsewhere(
     placement: &shoal_ring::Placement,
@@ -229,6 +230,9 @@ pub fn transaction_elsewhere(
     for args in queue {
         let spec = cmd::lookup(args.first()?)?;
         // (WATCH's keys: the watched keys EXEC checks, given as one WATCH.)
+        if spec.flags & flag::ANYWHERE != 0 {
+            continue;
+        }
         if !matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) {
             return None;
         }
@@ -318,13 +322,17 @@ mod tests {
         );
         let only_watched = q(&[&format!("WATCH {other}w")]);
         assert!(transaction_elsewhere(&p, 0, &only_watched).is_some());
+        // PING and ECHO come along (Redis's tests: WATCH x, MULTI, PING, EXEC), but make no
+        // transaction go elsewhere by themselves.
+        let pinged = q(&["PING", &format!("WATCH {other}w"), "ECHO hi", "PING x"]);
+        assert!(transaction_elsewhere(&p, 0, &pinged).is_some());
         for queue in [
             q(&[&format!("SET {other}a 1"), &format!("WATCH {mine}w")]),
             q(&[&format!("SET {other}a 1"), &format!("WATCH {third}w")]),
             q(&[&format!("SET {other}a 1"), &format!("SET {third}a 1")]),
             q(&[&format!("SET {mine}a 1")]),
             q(&[]),
-            q(&[&format!("SET {other}a 1"), "PING"]),
+            q(&["PING", "ECHO x"]),
             q(&[&format!("SET {other}a 1"), "SELECT 1"]),
             q(&[&format!("SET {other}a 1"), "FLUSHALL"]),
             q(&[&format!("SET {other}a 1"), "NOSUCH x"]),

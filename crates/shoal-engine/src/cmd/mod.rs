@@ -125,6 +125,10 @@ pub mod flag {
     pub const RUNS_WRITES: u32 = 1 << 15;
     /// Runs while a script is busy (Redis's `allow-busy`): see [`super::allowed_while_busy`].
     pub const ALLOW_BUSY: u32 = 1 << 16;
+    /// Names no key, answers the same on any node and changes nothing of its connection
+    /// (PING, ECHO): a cluster may run it inside a transaction sent whole to another node.
+    /// Not listed in [`NAMES`].
+    pub const ANYWHERE: u32 = 1 << 17;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -490,8 +494,8 @@ use flag::*;
 /// Every supported command. Adding one: a row here and a handler in its family's module.
 pub static TABLE: &[CommandSpec] = &[
     // connection
-    cmd!("ping", -1, FAST | STALE, (0, 0, 0), "connection", "1.0.0", "Returns the server's liveliness response.", conn::ping),
-    cmd!("echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", "Returns the given string.", conn::echo),
+    cmd!("ping", -1, FAST | STALE | ANYWHERE, (0, 0, 0), "connection", "1.0.0", "Returns the server's liveliness response.", conn::ping),
+    cmd!("echo", 2, FAST | STALE | ANYWHERE, (0, 0, 0), "connection", "1.0.0", "Returns the given string.", conn::echo),
     cmd!("hello", -1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "6.0.0", "Handshakes with the Redis server.", conn::hello),
     cmd!("auth", -2, FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", "Authenticates the connection.", conn::auth),
     cmd!("select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Changes the selected database.", db::select),
