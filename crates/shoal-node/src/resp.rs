@@ -199,6 +199,19 @@ impl Frontend for RespFrontend {
                 replies.push_blocked(wait_for_unpause(node.clone(), end));
                 return (processed, Step::Flush);
             }
+            // An EXEC whose WATCHed keys another node owns, and which cannot run there, reads
+            // them there again first (held meanwhile).
+            if let Some(reading) = shoal_cluster::router::before_exec(
+                node,
+                &mut self.session,
+                &mut self.in_flight,
+                &args,
+                now,
+            ) {
+                self.held = Some(args);
+                replies.push_later(reading);
+                return (processed, Step::Flush);
+            }
             processed += 1;
             self.prefetched = self.prefetched.saturating_sub(1);
             // Messages published before this command go out before its reply.

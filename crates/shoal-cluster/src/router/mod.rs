@@ -37,6 +37,7 @@ pub use local::{
 };
 pub use outbound::{fails_over, share_copies, FailoverOrder};
 pub use outcome::{encode, error_bytes, Outcome, ReplyFuture};
+pub use watch::before_exec;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -576,20 +577,36 @@ fn exec(
         let access = transaction_access(&tx.queue);
         return forward(node, view, owners, body, access, order.turn(), slots);
     }
-    if !all_watched_here {
-        // Watched keys of another node, and the transaction cannot go there whole: its
-        // check and its commands could not be one step. While the cluster settles that
-        // passes (abort, so the client tries again); otherwise it is refused.
-        if !settled {
-            return Outcome::Reply(Reply::NilArray);
+    // Watched keys of another node, and the transaction cannot go there whole: they were
+    // read there again just before (`watch::before_exec`) and are compared here, then the
+    // queue runs command by command, without isolation. While the cluster settles it is
+    // aborted (the client tries again).
+    let (here, elsewhere): (Vec<_>, Vec<_>) = watched
+        .into_iter()
+        .partition(|(k, _)| all_watched_here || view.owner_of(k) == view.me);
+    for (_, seen) in &elsewhere {
+        match seen {
+            _ if !settled => return Outcome::Reply(Reply::NilArray),
+            cmd::multi::Seen::Reread { then, now } => {
+                if now.get() != Some(then) {
+                    return Outcome::Reply(Reply::NilArray);
+                }
+            }
+            // Read at WATCH time but not again: the transaction could have gone there whole
+            // but for a command the user may not run, a script of a restricted user or its
+            // size (so `before_exec` did not read it).
+            cmd::multi::Seen::Arriving(cell) if cell.get().is_some() => {
+                return Outcome::Reply(Reply::error(
+                    "EXECABORT Transaction discarded because of: CROSSSLOT WATCHed keys \
+                     another node owns could not be checked with this transaction",
+                ));
+            }
+            // Its WATCH got no answer, or it was watched here and its slot moved since:
+            // counted as a change.
+            _ => return Outcome::Reply(Reply::NilArray),
         }
-        return Outcome::Reply(Reply::error(
-            "EXECABORT Transaction discarded because of: CROSSSLOT WATCHed keys another \
-             node owns are checked only in a transaction of commands on keys of that node \
-             (a {hash tag} keeps keys together)",
-        ));
     }
-    if cmd::multi::watched_changed(&node.engine, &watched, now_ms) {
+    if cmd::multi::watched_changed(&node.engine, &here, now_ms) {
         return Outcome::Reply(Reply::NilArray);
     }
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());

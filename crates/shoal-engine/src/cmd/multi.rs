@@ -38,14 +38,22 @@ pub enum Seen {
     /// Read on the node that owns the key (in a cluster): filled when its answer comes;
     /// empty when it never came (WATCH failed), which counts as a change.
     Arriving(std::sync::Arc<std::sync::OnceLock<Option<Snapshot>>>),
+    /// Read on the owner at WATCH time (`then`) and read there again just before an EXEC
+    /// that cannot run there (`now`, filled when the answer comes): the key changed if they
+    /// differ.
+    Reread {
+        then: Option<Snapshot>,
+        now: std::sync::Arc<std::sync::OnceLock<Option<Snapshot>>>,
+    },
 }
 
 impl Seen {
-    /// The snapshot, once known.
+    /// The snapshot taken at WATCH time, once known.
     pub fn get(&self) -> Option<Option<Snapshot>> {
         match self {
             Seen::Now(s) => Some(*s),
             Seen::Arriving(cell) => cell.get().copied(),
+            Seen::Reread { then, .. } => Some(*then),
         }
     }
 }
