@@ -339,6 +339,38 @@ fn cluster_wide_commands_fan_out() {
         let r: Option<String> = redis::cmd("RANDOMKEY").query(c).unwrap();
         assert_eq!(r, None);
     }
+    // Fewer keys than COUNT, on every node: one SCAN call returns them all and cursor 0,
+    // as one Redis does (redis-py's own test); past COUNT the walk goes on in later calls.
+    let few: Vec<String> = (0..3)
+        .flat_map(|n| {
+            let on = |t: &str| cluster.owner_index(t) == n;
+            [
+                first_name(|i| format!("f{i}"), on),
+                first_name(|i| format!("g{i}"), on),
+            ]
+        })
+        .collect();
+    for k in &few {
+        let _: () = clients[0].set(k, 1).unwrap();
+    }
+    for c in &mut clients {
+        let (cursor, keys): (u64, Vec<String>) = redis::cmd("SCAN").arg(0).query(c).unwrap();
+        assert_eq!(cursor, 0);
+        assert_eq!(
+            keys.into_iter().collect::<BTreeSet<_>>(),
+            few.iter().cloned().collect::<BTreeSet<_>>()
+        );
+        let (cursor, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(0)
+            .arg("COUNT")
+            .arg(1)
+            .query(c)
+            .unwrap();
+        assert!(
+            cursor != 0 && !keys.is_empty() && keys.len() < few.len(),
+            "{cursor} {keys:?}"
+        );
+    }
 }
 
 /// A pipeline mixing keys of every owner is answered in order.

@@ -9,7 +9,9 @@
 //!
 //! SCAN walks node by node: the cursor holds the member whose slots are being walked
 //! (bits 42..52), the member standing in for it when it is down plus one (bits 52..62, 0 =
-//! itself), and that node's own store cursor (bits 0..42).
+//! itself), and that node's own store cursor (bits 0..42). A call whose member's walk ends
+//! with fewer keys than its COUNT goes on to the next member, so a keyspace smaller than
+//! COUNT comes back in one call with cursor 0, as from one Redis.
 
 use std::sync::Arc;
 
@@ -693,6 +695,16 @@ async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> By
         return scan_reply(0, b"*0\r\n");
     }
     let mut sub: Vec<Bytes> = args.to_vec();
+    // The keys gathered so far (each an encoded element), and how many a call should have
+    // (its COUNT; Redis's default 10).
+    let want = scan_count(args);
+    let (mut gathered, mut n) = (BytesMut::new(), 0usize);
+    let answer = |cursor: u64, gathered: &BytesMut, n: usize| {
+        let mut keys = BytesMut::with_capacity(gathered.len() + 16);
+        keys.put_slice(format!("*{n}\r\n").as_bytes());
+        keys.put_slice(gathered);
+        scan_reply(cursor, &keys)
+    };
     loop {
         let (who, scope) = if stand_in == 0 {
             (
@@ -718,6 +730,13 @@ async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> By
                 let Some((next, keys)) = split_scan_reply(&reply) else {
                     return error_bytes("ERR unexpected SCAN reply from another node");
                 };
+                let Ok(elements) = array_elements(keys) else {
+                    return error_bytes("ERR unexpected SCAN reply from another node");
+                };
+                n += elements.len();
+                for e in elements {
+                    gathered.put_slice(&keys[e]);
+                }
                 if next != 0 {
                     local = next;
                 } else {
@@ -732,13 +751,17 @@ async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> By
                         }
                     }
                     if target >= members {
-                        return scan_reply(0, keys);
+                        return answer(0, &gathered, n);
                     }
                 }
                 let c = local
                     | (u64::from(target) << LOCAL_BITS)
                     | (u64::from(stand_in) << (LOCAL_BITS + MEMBER_BITS));
-                return scan_reply(c, keys);
+                // A member's walk ended short of COUNT: on to the next one in this call.
+                if local == 0 && n < want {
+                    continue;
+                }
+                return answer(c, &gathered, n);
             }
             Err(e) if fails_over(&e, true) && stand_in == 0 => {
                 // The target is down: walk its slots on the other members instead, if they
@@ -760,6 +783,22 @@ async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> By
             }
         }
     }
+}
+
+/// SCAN's COUNT (the last one given; 10 without one, as in Redis).
+fn scan_count(args: &[Bytes]) -> usize {
+    let mut count = 10;
+    for pair in args.get(2..).unwrap_or(&[]).chunks_exact(2) {
+        if pair[0].eq_ignore_ascii_case(b"count") {
+            if let Some(n) = std::str::from_utf8(&pair[1])
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok())
+            {
+                count = n;
+            }
+        }
+    }
+    count
 }
 
 /// The stand-in after `current` (member index + 1, 0 = none left), skipping `target`.
