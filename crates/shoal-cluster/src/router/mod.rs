@@ -23,6 +23,7 @@
 
 mod blocked;
 mod fanout;
+mod gather;
 mod local;
 mod outbound;
 mod outcome;
@@ -436,6 +437,9 @@ fn route(
             } else {
                 CLUSTER_DOWN
             }))
+        }
+        Plan::CrossSlot if gather::gathers(spec) => {
+            gather::gather(node, cluster, session, order, spec, args, now_ms)
         }
         Plan::CrossSlot => Outcome::Reply(Reply::error(format!(
             "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
