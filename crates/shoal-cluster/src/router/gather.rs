@@ -202,3 +202,14 @@ mod tests {
         }
     }
 }
+#[cfg(test)]
+mod listing {
+    #[test]
+    fn list_gathered() {
+        for s in shoal_engine::cmd::TABLE {
+            if super::gathers(s) && (s.last_key != s.first_key || s.numkeys != 0) {
+                eprintln!("GATHERS {} flags={:x}", s.name, s.flags);
+            }
+        }
+    }
+}
