@@ -2334,6 +2334,88 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     );
 }
 
+/// SORT ... STORE and GEORADIUS ... STORE run when the destination has the source's owner,
+/// in another slot too (they asked for one slot, unlike every other command of several
+/// keys: redis-py's own GEORADIUS STORE tests through a cluster node), are refused with
+/// CROSSSLOT across owners, and the destination reaches its replica.
+#[test]
+fn store_destinations_need_the_sources_owner_not_its_slot() {
+    let cluster = TestCluster::start(3, |_| {});
+    let owner = cluster.owner_index("src");
+    let slot = |k: &str| shoal_store::key_slot(k.as_bytes());
+    let same = first_name(
+        |i| format!("dst{i}"),
+        |k| cluster.owner_index(k) == owner && slot(k) != slot("src"),
+    );
+    let other = first_name(|i| format!("dst{i}"), |k| cluster.owner_index(k) != owner);
+    let mut c = cluster.members[0].client();
+    let _: () = redis::cmd("RPUSH")
+        .arg("src")
+        .arg(3)
+        .arg(1)
+        .arg(2)
+        .query(&mut c)
+        .unwrap();
+    let n: i64 = redis::cmd("SORT")
+        .arg("src")
+        .arg("STORE")
+        .arg(&same)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 3);
+    let sorted: Vec<i64> = c.lrange(&same, 0, -1).unwrap();
+    assert_eq!(sorted, [1, 2, 3]);
+    let mut clients: Vec<redis::Connection> = cluster.members.iter().map(|m| m.client()).collect();
+    assert!(
+        wait_until(Duration::from_secs(10), || holders(&mut clients, &same)
+            == 2),
+        "the destination reaches its replica"
+    );
+    let e = redis::cmd("SORT")
+        .arg("src")
+        .arg("STORE")
+        .arg(&other)
+        .query::<i64>(&mut c)
+        .unwrap_err();
+    assert_eq!(e.kind(), redis::ErrorKind::CrossSlot, "{e}");
+    let geo = first_name(|i| format!("geo{i}"), |k| cluster.owner_index(k) == owner);
+    let near = first_name(
+        |i| format!("near{i}"),
+        |k| cluster.owner_index(k) == owner && slot(k) != slot(&geo),
+    );
+    let _: () = redis::cmd("GEOADD")
+        .arg(&geo)
+        .arg(2.19)
+        .arg(41.43)
+        .arg("p1")
+        .query(&mut c)
+        .unwrap();
+    for (cmd, args) in [
+        ("GEORADIUS", vec!["2.191", "41.433", "1000", "m"]),
+        ("GEORADIUSBYMEMBER", vec!["p1", "1000", "m"]),
+    ] {
+        for store in ["STORE", "STOREDIST"] {
+            let n: i64 = redis::cmd(cmd)
+                .arg(&geo)
+                .arg(&args)
+                .arg(store)
+                .arg(&near)
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(n, 1, "{cmd} {store}");
+        }
+    }
+    // A script may still name only the keys it declares (the destination too).
+    let e = redis::cmd("EVAL")
+        .arg("return redis.call('SORT', KEYS[1], 'STORE', ARGV[1])")
+        .arg(1)
+        .arg("src")
+        .arg(&same)
+        .query::<i64>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("Script attempted to access"), "{e}");
+}
+
 /// DEBUG OBJECT and DIGEST-VALUE of a key another node owns answer from the owner's copy
 /// through any node, as on a single node (they answered `ERR no such key` and a digest of
 /// nothing from a node without a copy: Redis's test suite through a cluster node).

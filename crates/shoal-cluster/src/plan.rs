@@ -123,10 +123,13 @@ pub fn plan(
             // One slot reckoned per key: the first key's decides, the others only compare.
             let slot = key_slot(&args[first]);
             let owners = placement.owners(slot);
-            let same = positions.skip(1).all(|p| {
-                let other = key_slot(&args[p]);
+            let same_owner = |key: &[u8]| {
+                let other = key_slot(key);
                 other == slot || placement.owners(other)[0] == owners[0]
-            });
+            };
+            // A STORE destination outside the key specification (SORT, GEORADIUS) too.
+            let same = positions.skip(1).all(|p| same_owner(&args[p]))
+                && cmd::db::store_key(spec, args).is_none_or(|k| same_owner(k));
             match (same, owners[0] == me) {
                 (true, true) => Plan::Owned,
                 _ if spec.route == Route::Watch => Plan::WatchElsewhere,

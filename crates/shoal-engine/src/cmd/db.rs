@@ -59,19 +59,8 @@ pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
                 keys.push(stored_key(to, &args[1]));
             }
         }
-        // SORT ... STORE destination (the last STORE counts, as SORT reads them).
-        "sort" => {
-            let dst = args
-                .windows(2)
-                .skip(2)
-                .filter(|w| super::is(&w[0], "STORE"))
-                .last()
-                .map(|w| stored_key(db, &w[1]));
-            keys.extend(dst);
-        }
-        // GEORADIUS[BYMEMBER] ... STORE / STOREDIST destination (the last one counts).
-        "georadius" | "georadiusbymember" => {
-            keys.extend(super::geo::store_key(args).map(|k| stored_key(db, k)));
+        "sort" | "georadius" | "georadiusbymember" => {
+            keys.extend(store_key(spec, args).map(|k| stored_key(db, k)));
         }
         "copy" if args.len() > 4 => {
             // The last DB option counts, as COPY reads them.
@@ -92,6 +81,22 @@ pub fn stored_keys(spec: &CommandSpec, args: &[Bytes], db: u8) -> Vec<Bytes> {
         _ => {}
     }
     keys
+}
+
+/// The destination a request names outside its row's key specification: SORT's STORE (the
+/// last one counts, as SORT reads them) and GEORADIUS[BYMEMBER]'s STORE or STOREDIST (the
+/// last one counts). A cluster places it with the other keys (`plan`) and replicates it.
+pub fn store_key<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<&'a Bytes> {
+    match spec.name {
+        "sort" => args
+            .windows(2)
+            .skip(2)
+            .filter(|w| super::is(&w[0], "STORE"))
+            .last()
+            .map(|w| &w[1]),
+        "georadius" | "georadiusbymember" => super::geo::store_key(args),
+        _ => None,
+    }
 }
 
 /// True for a request of a write command that writes nothing this time: SORT, GEORADIUS

@@ -793,10 +793,11 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], form: Form) -> Reply {
         return err(super::ERR_WRONGTYPE);
     }
     let s = tri!(parse_search(args, form));
-    // In a cluster a STORE key must be in the source's slot (GEOSEARCHSTORE's is a key of
-    // the row, checked with the others).
+    // On the cluster-client port a STORE key must be in the source's slot, as in Redis
+    // Cluster (GEOSEARCHSTORE's is a key of the row, checked with the others); elsewhere the
+    // router sent it to the owner of both keys (`db::store_key`).
     if let (Some(dst), Form::Radius { .. } | Form::ByMember { .. }) = (s.store, form) {
-        if ctx.host.cluster().is_some() && key_slot(dst) != key_slot(s.src) {
+        if ctx.session.redis_cluster && key_slot(dst) != key_slot(s.src) {
             return err("CROSSSLOT Keys in request don't hash to the same slot");
         }
     }

@@ -926,14 +926,18 @@ fn check_call(
         if keys.peek().is_none() && (spec.flags & flag::WRITE != 0 || spec.name == "select") {
             return Err("ERR This command is not allowed from a script in a Shoal cluster".into());
         }
-        for i in keys {
-            if Some(shoal_store::key_slot(&args[i])) != slot {
+        // Its keys, and a destination outside its key specification (SORT ... STORE).
+        let named = keys
+            .map(|i| &args[i])
+            .chain(super::db::store_key(spec, args));
+        for key in named {
+            if Some(shoal_store::key_slot(key)) != slot {
                 return Err(
                     "ERR Script attempted to access a non local key in a cluster node script"
                         .into(),
                 );
             }
-            if !declared.contains(&args[i]) {
+            if !declared.contains(key) {
                 return Err(
                     "ERR Script attempted to access a key it did not declare: in a \
                             Shoal cluster a script may touch only the keys it names"

@@ -111,8 +111,10 @@ fn parse<'a>(ctx: &Ctx<'_>, args: &'a [Bytes], readonly: bool) -> Result<Options
         }
         j += 1;
     }
+    // Redis Cluster's rule on the cluster-client port; elsewhere the router sent it to the
+    // owner of both keys (`db::store_key`).
     if let Some(dst) = o.store {
-        if cluster && key_slot(dst) != slot {
+        if ctx.session.redis_cluster && key_slot(dst) != slot {
             return Err(err("CROSSSLOT Keys in request don't hash to the same slot"));
         }
     }
