@@ -2110,6 +2110,15 @@ fn a_transaction_on_another_nodes_keys_runs_there_whole() {
     assert!(execs(&mut at_owner));
 }
 
+/// EXEC's reply to a transaction of one SET (`None`: aborted by a WATCH).
+fn set_in_transaction(
+    c: &mut redis::Connection,
+    key: impl redis::ToRedisArgs,
+    value: impl redis::ToRedisArgs,
+) -> Option<(String,)> {
+    redis::pipe().atomic().set(key, value).query(c).unwrap()
+}
+
 /// WATCH of a key another node owns works through any node, as on a single node: what the
 /// key held is read at its owner, and the transaction goes there whole with it, so another
 /// client's change through any node in between aborts it (a null EXEC), and optimistic
@@ -2135,7 +2144,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
         if let Some((other, v)) = between {
             let _: () = other.set(&k, v).unwrap();
         }
-        redis::pipe().atomic().set(&k, value).query(c).unwrap()
+        set_in_transaction(c, &k, value)
     };
     let _: () = c.set(&k, "1").unwrap();
     assert_eq!(watched_set(&mut c, None, "2"), Some(("OK".into(),)));
@@ -2153,11 +2162,11 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let fresh = format!("{tag}fresh");
     let _: () = redis::cmd("WATCH").arg(&fresh).query(&mut c).unwrap();
     let _: () = at_third.set(&fresh, "x").unwrap();
-    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    let aborted: Option<(String,)> = set_in_transaction(&mut c, &k, "x");
     assert_eq!(aborted, None);
     let _: () = redis::cmd("WATCH").arg(&fresh).query(&mut c).unwrap();
     let _: () = at_owner.del(&fresh).unwrap();
-    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    let aborted: Option<(String,)> = set_in_transaction(&mut c, &k, "x");
     assert_eq!(aborted, None);
     // Redis's own tests' form: WATCH x, MULTI, PING, EXEC (PING goes along).
     let pinged = |c: &mut redis::Connection| -> Option<(String, String)> {
@@ -2184,7 +2193,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
         .query(&mut c)
         .unwrap();
     let _: () = at_third.set(&k2, "x").unwrap();
-    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    let aborted: Option<(String,)> = set_in_transaction(&mut c, &k, "x");
     assert_eq!(aborted, None);
     let mine = first_name(|i| format!("m{i}"), |m| cluster.owner_index(m) == 0);
     let theirs = first_name(|i| format!("t{i}"), |t| cluster.owner_index(t) == third);
@@ -2216,7 +2225,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let _: () = redis::cmd("SELECT").arg(1).query(&mut c).unwrap();
     let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
     let _: () = at_owner.set(&k, "db0").unwrap();
-    let done: Option<(String,)> = redis::pipe().atomic().set(&k, "db1").query(&mut c).unwrap();
+    let done: Option<(String,)> = set_in_transaction(&mut c, &k, "db1");
     assert_eq!(
         done,
         Some(("OK".into(),)),
@@ -2225,7 +2234,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
     let _: () = redis::cmd("SELECT").arg(1).query(&mut at_third).unwrap();
     let _: () = at_third.set(&k, "changed").unwrap();
-    let aborted: Option<(String,)> = redis::pipe().atomic().set(&k, "x").query(&mut c).unwrap();
+    let aborted: Option<(String,)> = set_in_transaction(&mut c, &k, "x");
     assert_eq!(aborted, None);
     let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
     // Watched keys of two nodes and a transaction on a third's (redis-py's own test of
@@ -2240,11 +2249,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
         if let Some(other) = change {
             let _: () = other.set(&k, "changed").unwrap();
         }
-        let done: Option<(String,)> = redis::pipe()
-            .atomic()
-            .set(&elsewhere, "x")
-            .query(c)
-            .unwrap();
+        let done: Option<(String,)> = set_in_transaction(c, &elsewhere, "x");
         done
     };
     assert_eq!(across(&mut c, None), Some(("OK".into(),)));
@@ -2257,11 +2262,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let _: () = redis::cmd("SELECT").arg(2).query(&mut c).unwrap();
     let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
     let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
-    let done: Option<(String,)> = redis::pipe()
-        .atomic()
-        .set(&elsewhere, "y")
-        .query(&mut c)
-        .unwrap();
+    let done: Option<(String,)> = set_in_transaction(&mut c, &elsewhere, "y");
     assert_eq!(done, Some(("OK".into(),)));
     let _: () = redis::cmd("SELECT").arg(2).query(&mut c).unwrap();
     let _: () = redis::cmd("WATCH").arg(&k).query(&mut c).unwrap();
@@ -2269,11 +2270,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let _: () = at_owner.set(&k, "in db 2").unwrap();
     let _: () = redis::cmd("SELECT").arg(0).query(&mut at_owner).unwrap();
     let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
-    let done: Option<(String,)> = redis::pipe()
-        .atomic()
-        .set(&elsewhere, "z")
-        .query(&mut c)
-        .unwrap();
+    let done: Option<(String,)> = set_in_transaction(&mut c, &elsewhere, "z");
     assert_eq!(done, None);
     assert_eq!(c.get::<_, String>(&elsewhere).unwrap(), "y");
     let _: () = redis::cmd("WATCH")
@@ -2282,11 +2279,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
         .query(&mut c)
         .unwrap();
     let _: () = at_owner.set(&local, "changed").unwrap();
-    let done: Option<(String,)> = redis::pipe()
-        .atomic()
-        .set(&elsewhere, "z")
-        .query(&mut c)
-        .unwrap();
+    let done: Option<(String,)> = set_in_transaction(&mut c, &elsewhere, "z");
     assert_eq!(done, None);
     // An empty transaction too.
     let _: () = redis::cmd("WATCH")
@@ -2314,11 +2307,7 @@ fn watch_of_another_nodes_key_works_through_any_node() {
                     attempts += 1;
                     let _: () = redis::cmd("WATCH").arg(&counter).query(&mut c).unwrap();
                     let n: i64 = c.get(&counter).unwrap();
-                    let set: Option<(String,)> = redis::pipe()
-                        .atomic()
-                        .set(&counter, n + 1)
-                        .query(&mut c)
-                        .unwrap();
+                    let set: Option<(String,)> = set_in_transaction(&mut c, &counter, n + 1);
                     done += usize::from(set.is_some());
                 }
                 done
