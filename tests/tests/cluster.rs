@@ -1554,11 +1554,16 @@ fn numbered_databases_are_placed_replicated_and_failed_over_like_database_0() {
     }
 }
 
-/// SORT in a cluster: BY, GET and STORE keys must be in the sorted key's slot (Redis
-/// Cluster's rule), so the owner holds them; a tagged pattern works through any node.
+/// SORT in a cluster: BY and GET keys must be in the sorted key's slot (Redis Cluster's
+/// rule) and a STORE key on its owner, so the owner holds them; a tagged pattern works
+/// through any node.
 #[test]
 fn sort_reads_and_stores_only_in_its_keys_slot() {
     let cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let elsewhere = first_name(
+        |i| format!("elsewhere{i}"),
+        |k| cluster.owner_index(k) != cluster.owner_index("{u}l"),
+    );
     let mut c = cluster.members[0].client();
     let _: i64 = redis::cmd("RPUSH")
         .arg("{u}l")
@@ -1584,7 +1589,10 @@ fn sort_reads_and_stores_only_in_its_keys_slot() {
             vec!["{u}l", "GET", "w_*"],
             "GET option of SORT denied in Cluster mode",
         ),
-        (vec!["{u}l", "STORE", "elsewhere"], "hash to the same slot"),
+        (
+            vec!["{u}l", "STORE", &elsewhere],
+            "owned by different nodes",
+        ),
     ] {
         let e = redis::cmd("SORT")
             .arg(&args)
