@@ -22,8 +22,17 @@ use super::Order;
 use crate::{Cluster, Server};
 
 /// Whether a command on keys of several owners may run by gathering them: it reads only,
-/// does not block, and is not a script (which could name other keys).
-pub(super) fn gathers(spec: &CommandSpec) -> bool {
+/// does not block, is not a script (which could name other keys), and names at most
+/// [`MAX_KEYS`] keys (each is one request to its owner).
+pub(super) fn gathers(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    gathers_row(spec) && spec.key_positions(args).nth(MAX_KEYS).is_none()
+}
+
+/// Keys a gathered command may name at most; one with more answers CROSSSLOT.
+pub(super) const MAX_KEYS: usize = 1024;
+
+/// [`gathers`]' rule on the row alone.
+fn gathers_row(spec: &CommandSpec) -> bool {
     spec.route == Route::Owner
         && !cmd::may_write(spec)
         && spec.flags & flag::BLOCKING == 0
@@ -41,12 +50,12 @@ pub(super) fn gather(
     now_ms: u64,
 ) -> Outcome {
     let dump = cmd::lookup(b"dump").expect("a table row");
-    let mut keys: Vec<Bytes> = Vec::new();
-    for p in spec.key_positions(args) {
-        if !keys.contains(&args[p]) {
-            keys.push(args[p].clone());
-        }
-    }
+    let mut seen = std::collections::HashSet::new();
+    let keys: Vec<Bytes> = spec
+        .key_positions(args)
+        .filter(|&p| seen.insert(&args[p]))
+        .map(|p| args[p].clone())
+        .collect();
     let mut parts = Vec::with_capacity(keys.len());
     for key in &keys {
         let request = [Bytes::from_static(b"DUMP"), key.clone()];
@@ -109,8 +118,14 @@ impl Host for Scratch {
 
 impl Scratch {
     fn new() -> Scratch {
+        // No memory limit: an eviction would drop a gathered key (the DUMP replies are
+        // bounded by the forwarded reply limit).
+        let config = shoal_engine::config::NodeConfig {
+            maxmemory: shoal_engine::config::ByteSize(0),
+            ..Default::default()
+        };
         Scratch {
-            engine: Engine::new(Default::default(), None),
+            engine: Engine::new(config, None),
         }
     }
 
@@ -176,7 +191,7 @@ mod tests {
 
     #[test]
     fn only_reads_that_do_not_block_gather() {
-        let g = |name: &str| gathers(cmd::lookup(name.as_bytes()).unwrap());
+        let g = |name: &str| gathers_row(cmd::lookup(name.as_bytes()).unwrap());
         for yes in [
             "sunion",
             "sinter",
@@ -203,7 +218,7 @@ mod tests {
         // Every row of several keys that gathers, so that a new one is a choice.
         let several: Vec<&str> = cmd::TABLE
             .iter()
-            .filter(|s| gathers(s) && (s.last_key != s.first_key || s.numkeys != 0))
+            .filter(|s| gathers_row(s) && (s.last_key != s.first_key || s.numkeys != 0))
             .map(|s| s.name)
             .collect();
         let listed = [
@@ -219,5 +234,14 @@ mod tests {
             "pfcount",
         ];
         assert_eq!(several, listed);
+        // At most MAX_KEYS keys (one request each).
+        let sunion = cmd::lookup(b"sunion").unwrap();
+        let with = |n: usize| -> Vec<Bytes> {
+            std::iter::once(Bytes::from_static(b"SUNION"))
+                .chain((0..n).map(|i| Bytes::from(format!("k{i}"))))
+                .collect()
+        };
+        assert!(gathers(sunion, &with(MAX_KEYS)));
+        assert!(!gathers(sunion, &with(MAX_KEYS + 1)));
     }
 }

@@ -438,7 +438,7 @@ fn route(
                 CLUSTER_DOWN
             }))
         }
-        Plan::CrossSlot if gather::gathers(spec) => {
+        Plan::CrossSlot if gather::gathers(spec, args) => {
             gather::gather(node, cluster, session, order, spec, args, now_ms)
         }
         Plan::CrossSlot => Outcome::Reply(Reply::error(format!(
