@@ -253,7 +253,8 @@ pub struct InFlight {
     /// The epoch of the oldest view a noted command was routed by (`u64::MAX`: none).
     since: u64,
     order: Order,
-    /// A WATCH is reading what its keys hold on another node: EXEC waits for it.
+    /// A WATCH is reading what its keys hold on another node (or EXEC reads them again,
+    /// `watch::before_exec`): EXEC waits for every reply before it.
     watching: bool,
 }
 

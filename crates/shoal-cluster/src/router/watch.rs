@@ -184,7 +184,10 @@ pub fn before_exec(
         let then = seen.get().flatten();
         *seen = Seen::Reread { then, now };
     }
-    // A reading that fails leaves its keys unread: EXEC then aborts.
+    // A reading that fails leaves its keys unread: EXEC then aborts. EXEC waits until every
+    // reply before it is in (`must_wait`), the readings' too, also when the connection
+    // settles only half of a full window of replies.
+    in_flight.watching = true;
     let read = readings.send(node, cluster, session, &mut in_flight.order, now_ms);
     Some(Box::pin(async move {
         read.await;
