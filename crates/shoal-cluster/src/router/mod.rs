@@ -18,7 +18,8 @@
 //! Modules: the decision itself is `crate::plan` (pure); `local` runs a command here (the
 //! one entry: `local::run_here`); `outbound` sends it to the copies of its keys; `split`
 //! splits a multi-key command by owner and merges the parts; `fanout` runs the all-node
-//! commands; `outcome` is the reply type and its encoding helpers.
+//! commands; `gather` runs a read of several owners' keys on a scratch store; `watch` is
+//! WATCH of another node's keys; `outcome` is the reply type and its encoding helpers.
 //! EXEC stays here beside `route`, which it calls for each queued command.
 
 mod blocked;
