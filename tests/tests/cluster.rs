@@ -2289,6 +2289,22 @@ fn watch_of_another_nodes_key_works_through_any_node() {
     let _: () = at_owner.set(&local, "changed").unwrap();
     let done: Option<(String,)> = set_in_transaction(&mut c, &elsewhere, "z");
     assert_eq!(done, None);
+    // Behind a deep pipeline of forwarded reads (more than a connection's window of 512
+    // replies) EXEC still waits for its second reading of the watched keys.
+    let _: () = redis::cmd("WATCH")
+        .arg(&k)
+        .arg(&local)
+        .query(&mut c)
+        .unwrap();
+    let mut deep = redis::pipe();
+    for _ in 0..2000 {
+        deep.get(&k).ignore();
+    }
+    deep.cmd("MULTI").ignore();
+    deep.cmd("SET").arg(&elsewhere).arg("deep").ignore();
+    deep.cmd("EXEC");
+    let (exec,): (Option<Vec<String>>,) = deep.query(&mut c).unwrap();
+    assert_eq!(exec, Some(vec!["OK".to_string()]));
     // An empty transaction too.
     let _: () = redis::cmd("WATCH")
         .arg(&k)
