@@ -222,30 +222,32 @@ pub fn cluster_rule(
 /// is on keys (routed to their owner or split by owner, nothing node-wide or connection-wide
 /// such as SELECT or FLUSHALL; PING and ECHO may come along, `flag::ANYWHERE`) and every
 /// key's slot has the same copies, owned by another node: those copies and the slots.
-/// `None` otherwise (it then runs here, or command by command).
-/// The keys the transaction WATCHes come as one more queued WATCH: they must be there too.
-pub fn transaction_elsewhere(
+/// `None` otherwise (it then runs here, or command by command). The keys the transaction
+/// WATCHes (`watched`, as stored) are compared where it runs: they must be there too.
+pub fn transaction_elsewhere<'a>(
     placement: &shoal_ring::Placement,
     me: u16,
     queue: &[Vec<Bytes>],
+    watched: impl IntoIterator<Item = &'a Bytes>,
 ) -> Option<(Copies, Slots)> {
     let mut slots = Slots::new();
+    let mut note = |key: &[u8]| {
+        let slot = key_slot(key);
+        if !slots.contains(&slot) {
+            slots.push(slot);
+        }
+    };
     for args in queue {
         let spec = cmd::lookup(args.first()?)?;
-        // (WATCH's keys: the watched keys EXEC checks, given as one WATCH.)
         if spec.flags & flag::ANYWHERE != 0 {
             continue;
         }
-        if !matches!(spec.route, Route::Owner | Route::Split(_) | Route::Watch) {
+        if !matches!(spec.route, Route::Owner | Route::Split(_)) {
             return None;
         }
-        for p in spec.key_positions(args) {
-            let slot = key_slot(&args[p]);
-            if !slots.contains(&slot) {
-                slots.push(slot);
-            }
-        }
+        spec.key_positions(args).for_each(|p| note(&args[p]));
     }
+    watched.into_iter().for_each(|k| note(k));
     let owners = placement.owners(*slots.first()?);
     let shared = slots.iter().all(|&s| placement.owners(s) == owners);
     (shared && owners[0] != me).then(|| (Copies::from_slice(owners), slots))
@@ -296,7 +298,9 @@ mod tests {
             &format!("MSET {other}c 1 {other}d 2"),
             &format!("LPUSH {other}l x"),
         ]);
-        let (owners, slots) = transaction_elsewhere(&p, 0, &elsewhere).expect("one other owner");
+        let none = || std::iter::empty::<&Bytes>();
+        let (owners, slots) =
+            transaction_elsewhere(&p, 0, &elsewhere, none()).expect("one other owner");
         let slot = key_slot(other.as_bytes());
         assert_eq!(&owners[..], p.owners(slot));
         assert_eq!(&slots[..], [slot]);
@@ -315,23 +319,25 @@ mod tests {
         let script = q(&[&format!("GET {other}a"), &format!("EVAL x 1 {other}a")]);
         assert_eq!(transaction_access(&script), Access::Write);
         // Watched keys go with it (a queue of nothing but them too), or keep it here.
-        let watched = q(&[
-            &format!("SET {other}a 1"),
-            &format!("WATCH {other}w {other}v"),
-        ]);
+        let keys = |ks: &[&String]| -> Vec<Bytes> {
+            let named = ks.iter().enumerate();
+            named
+                .map(|(i, k)| Bytes::from(format!("{k}w{i}")))
+                .collect()
+        };
+        let set = q(&[&format!("SET {other}a 1")]);
         assert_eq!(
-            transaction_elsewhere(&p, 0, &watched).map(|(o, _)| o),
+            transaction_elsewhere(&p, 0, &set, &keys(&[&other, &other])).map(|(o, _)| o),
             Some(owners.clone())
         );
-        let only_watched = q(&[&format!("WATCH {other}w")]);
-        assert!(transaction_elsewhere(&p, 0, &only_watched).is_some());
+        assert!(transaction_elsewhere(&p, 0, &[], &keys(&[&other])).is_some());
         // PING and ECHO come along (Redis's tests: WATCH x, MULTI, PING, EXEC), but make no
         // transaction go elsewhere by themselves.
-        let pinged = q(&["PING", &format!("WATCH {other}w"), "ECHO hi", "PING x"]);
-        assert!(transaction_elsewhere(&p, 0, &pinged).is_some());
+        let pinged = q(&["PING", "ECHO hi", "PING x"]);
+        assert!(transaction_elsewhere(&p, 0, &pinged, &keys(&[&other])).is_some());
+        assert_eq!(transaction_elsewhere(&p, 0, &set, &keys(&[&mine])), None);
+        assert_eq!(transaction_elsewhere(&p, 0, &set, &keys(&[&third])), None);
         for queue in [
-            q(&[&format!("SET {other}a 1"), &format!("WATCH {mine}w")]),
-            q(&[&format!("SET {other}a 1"), &format!("WATCH {third}w")]),
             q(&[&format!("SET {other}a 1"), &format!("SET {third}a 1")]),
             q(&[&format!("SET {mine}a 1")]),
             q(&[]),
@@ -340,7 +346,11 @@ mod tests {
             q(&[&format!("SET {other}a 1"), "FLUSHALL"]),
             q(&[&format!("SET {other}a 1"), "NOSUCH x"]),
         ] {
-            assert_eq!(transaction_elsewhere(&p, 0, &queue), None, "{queue:?}");
+            assert_eq!(
+                transaction_elsewhere(&p, 0, &queue, none()),
+                None,
+                "{queue:?}"
+            );
         }
     }
 

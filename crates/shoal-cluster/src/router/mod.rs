@@ -506,19 +506,17 @@ fn exec(
     let settled = cluster.handoff.settled_in(&view);
     // WATCHed keys owned here are compared on this store (those read on another node too:
     // copies hold the same versions).
-    let watched_here = || {
-        session
-            .watched
-            .iter()
-            .all(|(k, _)| view.owner_of(k) == view.me)
-    };
-    if tx.dirty || (tx.queue.iter().all(runs_here) && watched_here() && (settled || !arriving())) {
+    let all_watched_here = session
+        .watched
+        .iter()
+        .all(|(k, _)| view.owner_of(k) == view.me);
+    if tx.dirty || (tx.queue.iter().all(runs_here) && all_watched_here && (settled || !arriving()))
+    {
         // Every queued command runs here: as EXEC on a single node, the queued writes
         // replicated after it.
         let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
         return with_acks(reply, session.proto, acks, cluster.timeouts.half);
     }
-    let all_watched_here = watched_here();
     let tx = session.multi.take().expect("checked above");
     let watched = std::mem::take(&mut session.watched);
     // The users may have changed since the commands were queued (checked here, where the
@@ -545,22 +543,9 @@ fn exec(
             .iter()
             .any(|a| cmd::lookup(&a[0]).is_some_and(|s| cmd::acl::runs_as(session, s, a).is_some()))
     };
-    // The WATCHed keys must be there too (given as one more queued WATCH): they are
-    // compared where it runs.
-    let placed = match watched.is_empty() {
-        true => std::borrow::Cow::Borrowed(&tx.queue),
-        false => {
-            let mut placed = tx.queue.clone();
-            let keys = watched.iter().map(|(k, _)| k.clone());
-            placed.push(
-                std::iter::once(Bytes::from_static(b"WATCH"))
-                    .chain(keys)
-                    .collect(),
-            );
-            std::borrow::Cow::Owned(placed)
-        }
-    };
-    let whole = transaction_elsewhere(&view.placement, view.me, &placed).filter(|_| {
+    // The WATCHed keys must be there too: they are compared where it runs.
+    let keys = watched.iter().map(|(k, _)| k);
+    let whole = transaction_elsewhere(&view.placement, view.me, &tx.queue, keys).filter(|_| {
         settled && refusals.iter().all(Option::is_none) && within_limits() && !as_user()
     });
     if let Some((owners, slots)) = whole {

@@ -29,7 +29,7 @@ pub(super) fn watch(
     now_ms: u64,
 ) -> Outcome {
     if session.multi.is_some() {
-        return Outcome::Reply(Reply::error("ERR WATCH inside MULTI is not allowed"));
+        return Outcome::Reply(Reply::error(cmd::multi::ERR_WATCH_IN_MULTI));
     }
     // The keys not watched yet.
     let view = cluster.view();
@@ -163,14 +163,8 @@ pub fn before_exec(
     if !session.watched.iter().any(elsewhere) {
         return None;
     }
-    let mut placed = tx.queue.clone();
-    let keys = session.watched.iter().map(|(k, _)| k.clone());
-    placed.push(
-        std::iter::once(Bytes::from_static(b"WATCH"))
-            .chain(keys)
-            .collect(),
-    );
-    if crate::plan::transaction_elsewhere(&view.placement, view.me, &placed).is_some() {
+    let keys = session.watched.iter().map(|(k, _)| k);
+    if crate::plan::transaction_elsewhere(&view.placement, view.me, &tx.queue, keys).is_some() {
         return None;
     }
     let mut readings = Readings::default();

@@ -146,9 +146,12 @@ pub fn snapshots(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::Bulk(out.into())
 }
 
+/// WATCH's answer inside MULTI (here and in a cluster's WATCH of another node's keys).
+pub const ERR_WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+
 pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if ctx.session.multi.is_some() {
-        return err("ERR WATCH inside MULTI is not allowed");
+        return err(ERR_WATCH_IN_MULTI);
     }
     for key in &args[1..] {
         if ctx.session.watched.iter().any(|(k, _)| k == key) {
