@@ -413,13 +413,26 @@ pub fn memccapable(addr: SocketAddr, mode: &str) {
 /// exits 0 and prints `ok` (the scripts' packages are installed by `scripts/test.sh`).
 #[track_caller]
 pub fn python_client(script: &str, args: &[&str]) {
+    run_client("python3", script, args);
+}
+
+/// Runs `tests/clients/<script>` with Node.js (the clients `scripts/test.sh` installs into
+/// `tests/clients/node_modules`); it must exit 0 and print exactly `ok`.
+#[track_caller]
+pub fn node_client(script: &str, args: &[&str]) {
+    run_client("node", script, args);
+}
+
+/// Runs `program tests/clients/<script> args...`: it must exit 0 and print exactly `ok`.
+#[track_caller]
+fn run_client(program: &str, script: &str, args: &[&str]) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
-    let out = std::process::Command::new("python3")
+    let out = std::process::Command::new(program)
         .arg(script)
         .args(args)
         .current_dir(dir)
         .output()
-        .expect("python3 must be installed");
+        .unwrap_or_else(|e| panic!("{program} must be installed: {e}"));
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{script} failed:\n{text}");

@@ -2622,19 +2622,29 @@ fn keyspace_notifications_reach_every_node_once() {
     }
 }
 
-/// CLIENT TRACKING is refused in a cluster, with an error saying why (a key's changes are
-/// seen where it is owned, not where its readers are connected).
+/// Client-side caching through a cluster node with a real client library: node-redis's
+/// cache (RESP3, CLIENT TRACKING ON) reads through n0 while another client writes through
+/// n1, three rounds of 60 keys on every owner: each write's invalidation reaches the cache
+/// (it reads the new value), reads between writes are cache hits, and a FLUSHALL empties
+/// it. BCAST is refused, with the reason.
 #[test]
-fn client_tracking_is_refused_in_a_cluster() {
-    let cluster = TestCluster::start(2, |_| {});
+fn node_redis_client_side_cache_through_a_cluster_node() {
+    let cluster = TestCluster::start(3, |_| {});
+    let (reader, writer) = (
+        cluster.members[0].addr.to_string(),
+        cluster.members[1].addr.to_string(),
+    );
+    shoal_tests::node_client("csc.js", &[&reader, &writer]);
     let mut c = cluster.members[0].client();
     let e = redis::cmd("CLIENT")
         .arg("TRACKING")
         .arg("ON")
+        .arg("BCAST")
         .query::<()>(&mut c)
         .unwrap_err();
     assert!(
-        e.to_string().contains("not supported in a Shoal cluster"),
+        e.to_string()
+            .contains("BCAST is not supported in a Shoal cluster"),
         "{e}"
     );
     let info: Vec<redis::Value> = redis::cmd("CLIENT")
@@ -2642,6 +2652,61 @@ fn client_tracking_is_refused_in_a_cluster() {
         .query(&mut c)
         .unwrap();
     assert!(format!("{info:?}").contains("off"), "{info:?}");
+}
+
+/// A tracking client whose reads of a key go to another copy when the key's owner stops
+/// answering is told to drop everything (a null invalidation): the new copy does not know
+/// what it read, and would not tell it of the next change (its node notices the owner's
+/// connections ending, or its read failing over, whichever comes first). What it reads
+/// there is remembered again: a write through another node reaches it.
+#[test]
+fn a_tracking_client_is_flushed_when_its_reads_move_to_another_copy() {
+    // Writes wait for the replica, which has the value when the owner is gone.
+    let mut cluster = TestCluster::start(3, |c| c.write_ack = "all".into());
+    let k = first_name(|i| format!("moving{i}"), |n| cluster.owner_index(n) == 2);
+    let mut c = cluster.members[0].client();
+    let _: () = c.set(&k, "before").unwrap();
+    let mut a = std::net::TcpStream::connect(cluster.members[0].addr).unwrap();
+    let read = |a: &mut std::net::TcpStream, want: &str| -> String {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let found = wait_until(Duration::from_secs(10), || {
+            a.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            if let Ok(n) = std::io::Read::read(a, &mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            String::from_utf8_lossy(&got).contains(want)
+        });
+        let text = String::from_utf8_lossy(&got).into_owned();
+        assert!(found, "waited for {want:?}, got {text:?}");
+        text
+    };
+    send(&mut a, b"HELLO 3\r\nCLIENT TRACKING ON\r\n");
+    read(&mut a, "+OK\r\n");
+    send(&mut a, format!("GET {k}\r\nPING\r\n").as_bytes());
+    let got = read(&mut a, "+PONG\r\n");
+    assert!(
+        got.contains("before") && !got.contains("invalidate"),
+        "{got:?}"
+    );
+    cluster.crash(2);
+    // The read goes to the key's replica (n0 or n1) and answers; a null comes.
+    send(&mut a, format!("GET {k}\r\nPING\r\n").as_bytes());
+    let null = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
+    let mut got = read(&mut a, "+PONG\r\n");
+    if !got.contains(null) {
+        got += &read(&mut a, null);
+    }
+    assert!(got.contains("$6\r\nbefore\r\n"), "the reply: {got:?}");
+    // Read there again, then changed through n1: told.
+    send(&mut a, format!("GET {k}\r\nPING\r\n").as_bytes());
+    read(&mut a, "+PONG\r\n");
+    let mut via_n1 = cluster.members[1].client();
+    let _: () = via_n1.set(&k, "after").unwrap();
+    read(
+        &mut a,
+        &format!("invalidate\r\n*1\r\n${}\r\n{k}\r\n", k.len()),
+    );
 }
 
 /// redis-py's Pub/Sub with its subscribers on n1 and its publisher on n0.

@@ -7783,6 +7783,36 @@ fn dump_payloads_restore_both_ways() {
     }
 }
 
+/// One step of a tracking scenario: sends `args` (none: only reads) and notes the next
+/// `replies` replies or pushes, as raw bytes.
+fn step(conn: &mut Conn, args: &[&str], replies: usize, out: &mut Vec<String>) {
+    if !args.is_empty() {
+        conn.send(&multibulk(args));
+    }
+    for _ in 0..replies {
+        let reply = conn
+            .read_reply()
+            .unwrap_or_else(|e| format!("<{e}>").into_bytes());
+        out.push(format!("{args:?}: {}", escape(&reply)));
+    }
+}
+
+/// Subscribes `r` to `__redis__:invalidate` and has `c` track with its invalidations
+/// redirected to `r`; returns `r`'s client id.
+fn redirect_to_subscriber(r: &mut Conn, c: &mut Conn, out: &mut Vec<String>) -> String {
+    r.send(&multibulk(&["CLIENT", "ID"]));
+    let id = String::from_utf8(r.read_reply().unwrap()).unwrap();
+    let id = id.trim().trim_start_matches(':').to_string();
+    step(r, &["SUBSCRIBE", "__redis__:invalidate"], 1, out);
+    c.send(&multibulk(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]));
+    let on = c.read_reply().unwrap();
+    out.push(format!(
+        "CLIENT TRACKING ON REDIRECT <subscriber>: {}",
+        escape(&on)
+    ));
+    id
+}
+
 /// One client-side caching scenario on the server at `addr`, every reply and push as raw
 /// bytes: invalidations on the reader's own RESP3 connection after another client's writes
 /// (once per read), only the keys a write changed, NOLOOP, FLUSHALL's null, BCAST with
@@ -7795,17 +7825,6 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     let mut b = Conn::connect(addr);
     let mut r = Conn::connect(addr);
     let mut c = Conn::connect(addr);
-    let step = |conn: &mut Conn, args: &[&str], replies: usize, out: &mut Vec<String>| {
-        if !args.is_empty() {
-            conn.send(&multibulk(args));
-        }
-        for _ in 0..replies {
-            let reply = conn
-                .read_reply()
-                .unwrap_or_else(|e| format!("<{e}>").into_bytes());
-            out.push(format!("{args:?}: {}", escape(&reply)));
-        }
-    };
     a.send(&multibulk(&["HELLO", "3"]));
     a.read_reply().expect("HELLO 3");
     step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
@@ -7975,16 +7994,7 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     step(&mut a, &["PING"], 1, &mut out);
     step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
     // A RESP2 client's invalidations, redirected to a subscriber.
-    r.send(&multibulk(&["CLIENT", "ID"]));
-    let id = String::from_utf8(r.read_reply().unwrap()).unwrap();
-    let id = id.trim().trim_start_matches(':').to_string();
-    step(&mut r, &["SUBSCRIBE", "__redis__:invalidate"], 1, &mut out);
-    c.send(&multibulk(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]));
-    let on = c.read_reply().unwrap();
-    out.push(format!(
-        "CLIENT TRACKING ON REDIRECT <subscriber>: {}",
-        escape(&on)
-    ));
+    let id = redirect_to_subscriber(&mut r, &mut c, &mut out);
     step(&mut c, &["GET", "rk"], 1, &mut out);
     step(&mut b, &["SET", "rk", "v"], 1, &mut out);
     step(&mut r, &[], 1, &mut out);
@@ -8149,19 +8159,153 @@ fn client_tracking_matches_redis() {
     let shoal = TestNode::start();
     let want = tracking_scenario(redis_server.addr);
     let got = tracking_scenario(shoal.addr);
+    same_observations("tracking", &want, &got);
+}
+
+/// Fails unless `got` (Shoal's) is `want` (Redis's), line by line, listing each mismatch.
+fn same_observations(what: &str, want: &[String], got: &[String]) {
     assert_eq!(want.len(), got.len());
     let mismatches: Vec<String> = want
         .iter()
-        .zip(&got)
+        .zip(got)
         .filter(|(w, g)| w != g)
         .map(|(w, g)| format!("redis: {w}\n    shoal: {g}"))
         .collect();
     eprintln!(
-        "tracking: {} observations, {} mismatches",
+        "{what}: {} observations, {} mismatches",
         want.len(),
         mismatches.len()
     );
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// Client-side caching with the reader on one node and the writer on another: the same
+/// steps as on one Redis give the same replies and pushes. `k` names a key's stand-in:
+/// through a cluster a name another node owns (`o` + n: owned by the reader's node).
+/// "Nothing arrived" is shown by the PING that follows, as above.
+fn cluster_tracking_scenario(
+    reader: SocketAddr,
+    writer: SocketAddr,
+    k: &dyn Fn(&str) -> String,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut a = Conn::connect(reader);
+    let mut b = Conn::connect(writer);
+    let mut r = Conn::connect(reader);
+    let mut c = Conn::connect(reader);
+    let (k1, k2, k3, local) = (k("k1"), k("k2"), k("k3"), k("o1"));
+    let (t, o1, o2, m1, m2, rk) = (k("t"), k("p1"), k("p2"), k("{m}1"), k("{m}2"), k("rk"));
+    a.send(&multibulk(&["HELLO", "3"]));
+    a.read_reply().expect("HELLO 3");
+    step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(&mut a, &["GET", &k1], 1, &mut out);
+    step(&mut b, &["SET", &k1, "v"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out); // invalidate k1
+    step(&mut b, &["SET", &k1, "w"], 1, &mut out); // not read again: nothing
+    step(&mut a, &["PING"], 1, &mut out);
+    // A key this node owns, and a read of keys of two owners.
+    step(&mut a, &["GET", &local], 1, &mut out);
+    step(&mut b, &["SET", &local, "v"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["MGET", &k1, &k2, &k3], 1, &mut out);
+    step(&mut b, &["DEL", &k2, &k1], 1, &mut out); // k2 did not change
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut b, &["SET", &k3, "x"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    // Its own write: told after the reply; under NOLOOP not at all.
+    step(&mut a, &["GET", &k1], 1, &mut out);
+    step(&mut a, &["SET", &k1, "y"], 2, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "ON", "NOLOOP"], 1, &mut out);
+    step(&mut a, &["GET", &k1], 1, &mut out);
+    step(&mut a, &["SET", &k1, "z"], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut b, &["SET", &k1, "from b"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    // OPTIN: only the read after CLIENT CACHING YES.
+    step(&mut a, &["CLIENT", "TRACKING", "ON", "OPTIN"], 1, &mut out);
+    step(&mut a, &["GET", &o1], 1, &mut out);
+    step(&mut a, &["CLIENT", "CACHING", "YES"], 1, &mut out);
+    step(&mut a, &["GET", &o2], 1, &mut out);
+    step(&mut b, &["MSET", &o1, "1", &o2, "2"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out); // o2 only
+    step(&mut a, &["PING"], 1, &mut out);
+    // CLIENT CACHING YES covers a whole EXEC (its keys on one other node).
+    step(&mut a, &["CLIENT", "CACHING", "YES"], 1, &mut out);
+    step(&mut a, &["MULTI"], 1, &mut out);
+    step(&mut a, &["GET", &m1], 1, &mut out);
+    step(&mut a, &["GET", &m2], 1, &mut out);
+    step(&mut a, &["EXEC"], 1, &mut out);
+    step(&mut b, &["MSET", &m1, "1", &m2, "2"], 1, &mut out);
+    step(&mut a, &[], 2, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    // A TTL set or removed invalidates too.
+    step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+    step(&mut a, &["GET", &t], 1, &mut out);
+    step(&mut b, &["SET", &t, "v"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["GET", &t], 1, &mut out);
+    step(&mut b, &["EXPIRE", &t, "100"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["GET", &t], 1, &mut out);
+    step(&mut b, &["PERSIST", &t], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    // A key that expires at its owner.
+    step(&mut b, &["SET", &t, "v", "PX", "50"], 1, &mut out);
+    step(&mut a, &["GET", &t], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    // A numbered database.
+    step(&mut a, &["SELECT", "9"], 1, &mut out);
+    step(&mut b, &["SELECT", "9"], 1, &mut out);
+    step(&mut a, &["GET", &k2], 1, &mut out);
+    step(&mut b, &["SET", &k2, "in 9"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut b, &["SELECT", "0"], 1, &mut out);
+    step(&mut b, &["SET", &k2, "in 0"], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
+    // A RESP2 client's invalidations, redirected to a subscriber.
+    redirect_to_subscriber(&mut r, &mut c, &mut out);
+    step(&mut c, &["GET", &rk], 1, &mut out);
+    step(&mut b, &["SET", &rk, "v"], 1, &mut out);
+    step(&mut r, &[], 1, &mut out);
+    out
+}
+
+/// [`cluster_tracking_scenario`] through n0 of a 3-node cluster (no replicas: a replica's
+/// own expiry would tell its readers too), writes through n1, compared with one Redis.
+#[test]
+fn client_tracking_through_a_cluster_matches_redis() {
+    let redis_server = RedisServer::start();
+    let cluster = shoal_tests::TestCluster::start(3, |c| c.replicas = 0);
+    // Each stand-in's name: the first `name`, `name.1`, ... another node owns (`o`
+    // names: n0 owns it).
+    let names: std::collections::HashMap<&str, String> = [
+        "k1", "k2", "k3", "o1", "t", "p1", "p2", "{m}1", "{m}2", "rk",
+    ]
+    .into_iter()
+    .map(|base| {
+        let local = base.starts_with('o');
+        let name = (0..)
+            .map(|i| match base.strip_prefix("{m}") {
+                Some(rest) => format!("{{m{i}}}{rest}"),
+                None => format!("{base}.{i}"),
+            })
+            .find(|n| (cluster.owner_index(n) == 0) == local)
+            .unwrap();
+        (base, name)
+    })
+    .collect();
+    let k = |base: &str| names[base].clone();
+    let want = cluster_tracking_scenario(redis_server.addr, redis_server.addr, &k);
+    let got = cluster_tracking_scenario(cluster.members[0].addr, cluster.members[1].addr, &k);
+    same_observations("cluster tracking", &want, &got);
+    // The pushes were real: the reader was told of other nodes' writes.
+    assert!(
+        got.iter().filter(|l| l.contains("invalidate")).count() >= 10,
+        "{got:#?}"
+    );
 }
 
 /// `keyspace_hits` and `keyspace_misses` count the same lookups as Redis's: reads, EXISTS,

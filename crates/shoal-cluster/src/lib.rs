@@ -33,6 +33,7 @@ pub mod copies;
 mod describe;
 pub mod events;
 pub mod handoff;
+pub mod invalidations;
 pub mod membership;
 pub mod message;
 pub mod monitor;

@@ -59,6 +59,7 @@ use shoal_store::{KeyState, Kind, MAX_KEY_LEN};
 
 use super::View;
 use shoal_engine::config::MAX_CLUSTER_NODES;
+pub use shoal_engine::tracking::Origin;
 
 pub const KIND_COMMAND: u8 = 1;
 pub const KIND_REPLICATE: u8 = 2;
@@ -171,6 +172,8 @@ pub enum Request {
         resent: bool,
         /// A blocking command answers at once, as inside MULTI ([`at_once`]).
         once: bool,
+        /// Sent for a tracking client of the sender ([`from_origin`]).
+        origin: Option<Origin>,
     },
     Replicate(Vec<(Bytes, KeyState)>),
     /// A REPLICATE stamped with the sender's clock when it sent it (Unix ms): the
@@ -372,6 +375,31 @@ pub fn peek_command_key(body: &[u8]) -> Option<&[u8]> {
 
 /// The scope byte's flag for a command to run at once (see [`at_once`]).
 const SCOPE_ONCE: u8 = 2;
+/// The scope byte's flag for a command sent for a tracking client ([`from_origin`]).
+const SCOPE_ORIGIN: u8 = 4;
+
+/// A COMMAND body (of scope 0, every local key) sent for `origin`, a tracking client of the
+/// sender (`shoal_engine::tracking`): the receiver remembers the sender as a reader of what
+/// it reads when `origin.tracks`, and names the client in the invalidations of what it
+/// changes. Any other body comes back as it is.
+pub fn from_origin(body: Bytes, origin: &Origin) -> Bytes {
+    if body.first() != Some(&KIND_COMMAND)
+        || body.len() <= SCOPE_AT
+        || body[SCOPE_AT] & !SCOPE_ONCE != 0
+    {
+        return body;
+    }
+    let name = &origin.member.as_bytes()[..origin.member.len().min(MAX_NODE_NAME)];
+    let mut b = BytesMut::with_capacity(body.len() + 11 + name.len());
+    b.put_slice(&body[..=SCOPE_AT]);
+    b[SCOPE_AT] |= SCOPE_ORIGIN;
+    b.put_u64(origin.client);
+    b.put_u8(u8::from(origin.tracks));
+    b.put_u16(name.len() as u16);
+    b.put_slice(name);
+    b.put_slice(&body[SCOPE_AT + 1..]);
+    b.freeze()
+}
 /// Where a COMMAND body's scope byte is: after the kind, deadline, reply limit and proto.
 const SCOPE_AT: usize = 1 + 8 + 8 + 1;
 
@@ -789,13 +817,34 @@ pub fn decode_request(
             };
             let scope_byte = r.u8()?;
             let once = scope_byte & SCOPE_ONCE != 0;
-            let scope = match scope_byte & !SCOPE_ONCE {
+            let scope = match scope_byte & !(SCOPE_ONCE | SCOPE_ORIGIN) {
                 0 => None,
                 1 => Some(ScopeSpec {
                     owners: r.members()?,
                     down: r.members()?,
                 }),
                 _ => return Err(MessageError::Field("scope")),
+            };
+            let origin = if scope_byte & SCOPE_ORIGIN != 0 {
+                let client = r.u64()?;
+                let tracks = match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(MessageError::Field("origin")),
+                };
+                let len = usize::from(r.u16()?);
+                if len == 0 || len > MAX_NODE_NAME {
+                    return Err(MessageError::Field("node name"));
+                }
+                let name = String::from_utf8(r.bytes(len)?.to_vec())
+                    .map_err(|_| MessageError::Field("node name"))?;
+                Some(Origin {
+                    member: name.into(),
+                    client,
+                    tracks,
+                })
+            } else {
+                None
             };
             let args = parse(r.buf).map_err(MessageError::Command)?;
             Ok(Request::Command {
@@ -808,6 +857,7 @@ pub fn decode_request(
                 failover,
                 resent,
                 once,
+                origin,
             })
         }
         KIND_FETCH => {
@@ -1179,11 +1229,12 @@ mod tests {
                 failover,
                 resent,
                 once,
+                origin,
             } = decode_request(body.clone(), parse_resp).unwrap()
             else {
                 panic!("not a command");
             };
-            assert!(!resent && !once);
+            assert!(!resent && !once && origin.is_none());
             // Marked to run at once: the same command, scope and all.
             let Request::Command {
                 once,
@@ -1246,6 +1297,54 @@ mod tests {
                 (later, resent, db, again),
                 (7000, false, 7, Protocol::Resp3)
             );
+        }
+    }
+
+    #[test]
+    fn a_tracking_clients_command_carries_its_origin() {
+        let args: Vec<Bytes> = vec!["GET".into(), "k".into()];
+        let origin = Origin {
+            member: "n1".into(),
+            client: 42,
+            tracks: true,
+        };
+        let body = encode_command(Protocol::Resp3, 3, None, &args, 1234, 99);
+        let carried = from_origin(body.clone(), &origin);
+        // With the other marks too: run at once, a failover copy.
+        let marked = restamp(&at_once(carried.clone()), 5678);
+        for (b, once, failover) in [(carried, false, false), (marked, true, true)] {
+            let Request::Command {
+                origin: got,
+                args: same,
+                db,
+                once: o,
+                failover: f,
+                deadline_ms,
+                ..
+            } = decode_request(b, parse_resp).unwrap()
+            else {
+                panic!("not a command");
+            };
+            assert_eq!(got.as_ref(), Some(&origin));
+            assert_eq!((same, db, o, f), (args.clone(), 3, once, failover));
+            assert_eq!(deadline_ms, if failover { 5678 } else { 1234 });
+        }
+        // A fan-out part (a scope) is not marked.
+        let scope = ScopeSpec {
+            owners: vec![1],
+            down: vec![],
+        };
+        let part = encode_command(Protocol::Resp2, 0, Some(&scope), &args, 0, 0);
+        assert_eq!(from_origin(part.clone(), &origin), part);
+        // Bad origins: a tracks byte other than 0 and 1, an empty or cut name.
+        let good = from_origin(body, &origin);
+        let at = SCOPE_AT + 1;
+        let mut bad_tracks = good.to_vec();
+        bad_tracks[at + 8] = 2;
+        let mut empty_name = good.to_vec();
+        empty_name[at + 9..at + 11].copy_from_slice(&[0, 0]);
+        for bad in [bad_tracks, empty_name, good[..at + 12].to_vec()] {
+            assert!(decode_request(Bytes::from(bad), parse_resp).is_err());
         }
     }
 

@@ -183,6 +183,7 @@ impl PeerService {
                 failover,
                 resent,
                 once,
+                origin,
             }) => {
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
@@ -295,6 +296,7 @@ impl PeerService {
                             u64::from(failover),
                             reply_limit,
                             once,
+                            origin,
                         )
                         .await;
                         Response { epoch, body: bytes }
@@ -311,6 +313,7 @@ impl PeerService {
                     &args,
                     now,
                     reply_limit,
+                    origin,
                 );
                 if let Some(block) = block.filter(|_| !once) {
                     // A blocking command that found nothing: it waits here, for the (cut)

@@ -322,7 +322,7 @@ impl Engine {
             if gone && self.tracker.active() {
                 let limit = self.with_settings(|s| s.client_output_buffer_limit.pubsub);
                 self.tracker
-                    .invalidate(std::slice::from_ref(&key), 0, &self.pubsub, limit);
+                    .invalidate(std::slice::from_ref(&key), 0, None, &self.pubsub, limit);
             }
         }
     }

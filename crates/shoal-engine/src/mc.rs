@@ -228,7 +228,8 @@ pub fn execute(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_
             node.tracker.invalidate_all(&node.pubsub, limit);
         } else {
             let changed = crate::tracking::changed(&node.store, keys, marks, now);
-            node.tracker.invalidate(&changed, 0, &node.pubsub, limit);
+            node.tracker
+                .invalidate(&changed, 0, None, &node.pubsub, limit);
         }
     }
     flow

@@ -4,6 +4,17 @@
 //! or, with REDIRECT, to another client's, which in RESP2 gets them as messages on
 //! `__redis__:invalidate` (it must be subscribed), as in Redis. Every hook is one atomic
 //! load while no client tracks.
+//!
+//! In a cluster a key's changes happen at its owner, so a client's reads of keys another
+//! node owns are remembered twice: here, for the client, when the read's reply arrives
+//! ([`Tracker::arrived`]); and at the owner, for this node as a whole (a *member reader*,
+//! [`Origin`]), before the read runs there. The owner's invalidations for a member reader go
+//! to that member through the cluster layer ([`RemoteSink`]), which hands them to this
+//! node's tracker ([`Tracker::invalidated_elsewhere`]) to tell its own clients. An
+//! invalidation that arrives before the reply it follows (two connections) is remembered a
+//! while ([`RECENT`]) so that reply is followed by it too; what cannot be told for sure (a
+//! lost batch, a view change) ends in a flush of every tracking client (a null), which
+//! Redis's clients read as "drop everything".
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -27,9 +38,44 @@ pub struct Mode {
     pub noloop: bool,
 }
 
+/// Who made a change, or who reads, when it came from another node's client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The member its client is connected to.
+    pub member: Arc<str>,
+    /// The client's id on that member.
+    pub client: u64,
+    /// The client tracks what this command reads (default mode): the member is remembered as
+    /// a reader of its keys here.
+    pub tracks: bool,
+}
+
+/// Where this node's invalidations for another member's readers go (the cluster layer's
+/// queues; set once).
+pub trait RemoteSink: Send + Sync {
+    /// `key` (as stored) changed, by client `by` of `member` (0: by anyone else).
+    fn invalidate(&self, member: &str, key: Bytes, by: u64);
+    /// Everything `member` read here is void (FLUSHALL, or its table entry was dropped).
+    fn flush(&self, member: &str);
+}
+
+/// Invalidations from other nodes remembered, at most, for the replies still on their way
+/// that they may have overtaken (past it a reply of a read sent before the oldest is
+/// followed by an invalidation of its keys anyway); and their keys' bytes at most.
+pub const RECENT: usize = 4096;
+const RECENT_BYTES: usize = 1 << 20;
+
+/// Where a tracking client's invalidations go.
+enum To {
+    /// A client of this node.
+    Mailbox(Arc<Mailbox>),
+    /// Another member (its clients' reads of keys this node owns).
+    Member(Arc<str>),
+}
+
 struct Client {
     mode: Mode,
-    mailbox: Arc<Mailbox>,
+    to: To,
     /// Its redirect target disconnected ([`Tracker::client_gone`]).
     target_gone: bool,
     /// An invalidation found the target gone: CLIENT TRACKINGINFO's `broken_redirect`.
@@ -46,13 +92,30 @@ struct State {
     order: std::collections::VecDeque<Bytes>,
     /// BCAST clients.
     bcast: HashSet<u64>,
+    /// The ids of the members reading here (their entries in `clients`).
+    members: HashMap<Arc<str>, u64>,
+    next_member: u64,
+    /// Invalidations from other nodes, numbered, the latest [`RECENT`] (stored keys), and
+    /// their keys' bytes.
+    recent: std::collections::VecDeque<(u64, Bytes)>,
+    recent_bytes: usize,
+    /// The number of the last invalidation from another node (or flush).
+    seq: u64,
+    /// The number of the last flush (every key void).
+    flushed_at: u64,
 }
+
+/// Member readers' ids: above any client id.
+const MEMBER_IDS: u64 = 1 << 62;
 
 #[derive(Default)]
 pub struct Tracker {
     state: Mutex<State>,
-    /// Tracking clients: 0 makes every hook free.
+    /// Tracking clients and member readers: 0 makes every hook free.
     count: AtomicUsize,
+    /// Member readers (in `count`, not in INFO's `tracking_clients`).
+    member_count: AtomicUsize,
+    sink: std::sync::OnceLock<Box<dyn RemoteSink>>,
 }
 
 impl Tracker {
@@ -75,7 +138,7 @@ impl Tracker {
         }
         let client = Client {
             mode,
-            mailbox,
+            to: To::Mailbox(mailbox),
             target_gone: false,
             broken: Default::default(),
         };
@@ -114,6 +177,11 @@ impl Tracker {
         }
     }
 
+    /// Sets where invalidations for other members go (once; the cluster layer).
+    pub fn set_sink(&self, sink: Box<dyn RemoteSink>) {
+        let _ = self.sink.set(sink);
+    }
+
     /// Client `id` read `keys` (stored keys of a read-only command): they are remembered
     /// for it (default mode).
     /// Past `max_keys` remembered (0: no bound), the oldest go, their readers told.
@@ -125,11 +193,188 @@ impl Tracker {
         pubsub: &PubSub,
         limit: ClassLimit,
     ) {
+        let mut s = self.lock();
+        self.remember_locked(&mut s, id, keys, max_keys, pubsub, limit);
+    }
+
+    /// Another member's client read `keys` here (`origin.tracks`): the member is remembered
+    /// as their reader, as a client would be. True if the member reads here from now on
+    /// (the engine then notes expiries and evictions: `Engine::refresh_notes`).
+    pub fn remember_for(
+        &self,
+        member: &Arc<str>,
+        keys: &[Bytes],
+        max_keys: u64,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) -> bool {
+        let mut s = self.lock();
+        let mut new = false;
+        let id = match s.members.get(member) {
+            Some(&id) => id,
+            None => {
+                new = true;
+                let id = MEMBER_IDS + s.next_member;
+                s.next_member += 1;
+                s.members.insert(member.clone(), id);
+                let client = Client {
+                    mode: Mode::default(),
+                    to: To::Member(member.clone()),
+                    target_gone: false,
+                    broken: Default::default(),
+                };
+                s.clients.insert(id, client);
+                self.count.fetch_add(1, Relaxed);
+                self.member_count.fetch_add(1, Relaxed);
+                id
+            }
+        };
+        self.remember_locked(&mut s, id, keys, max_keys, pubsub, limit);
+        new
+    }
+
+    /// Member `member` left the cluster: what it read here is forgotten (lazily).
+    pub fn forget_member(&self, member: &str) {
+        let mut s = self.lock();
+        if let Some(id) = s.members.remove(member) {
+            s.clients.remove(&id);
+            self.count.fetch_sub(1, Relaxed);
+            self.member_count.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// The number of the latest invalidation from another node: a forwarded read sent now
+    /// passes it to [`Tracker::arrived`] with its reply.
+    pub fn seq(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// The reply of client `id`'s forwarded read of `keys` (stored) arrived, the read sent
+    /// when [`Tracker::seq`] was `since`: the keys are remembered for the client, and those
+    /// an invalidation from another node named since (all of them after a flush, or when
+    /// that is no longer known) are returned: their invalidation may have come before the
+    /// reply, and must follow it. Returned only for a client told on its own connection,
+    /// which sends them right behind the reply; one that redirects is told here.
+    pub fn arrived(
+        &self,
+        id: u64,
+        keys: &[Bytes],
+        since: u64,
+        max_keys: u64,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) -> Vec<Bytes> {
+        let mut s = self.lock();
+        let Some(c) = s.clients.get(&id) else {
+            return Vec::new();
+        };
+        let redirects = c.mode.redirect != 0;
+        self.remember_locked(&mut s, id, keys, max_keys, pubsub, limit);
+        if s.seq == since {
+            return Vec::new();
+        }
+        let unknown = s.flushed_at > since || s.recent.front().is_none_or(|(n, _)| *n > since + 1);
+        let overtaken: Vec<Bytes> = keys
+            .iter()
+            .filter(|k| {
+                unknown
+                    || s.recent
+                        .iter()
+                        .rev()
+                        .take_while(|(n, _)| *n > since)
+                        .any(|(_, r)| r == *k)
+            })
+            .cloned()
+            .collect();
+        if overtaken.is_empty() {
+            return overtaken;
+        }
+        // Told now, so forgotten again.
+        for k in &overtaken {
+            if let Some(ids) = s.keys.get_mut(&k[..]) {
+                ids.remove(&id);
+                if ids.is_empty() {
+                    s.keys.remove(&k[..]);
+                }
+            }
+        }
+        let names: Vec<Bytes> = overtaken
+            .iter()
+            .map(|k| Bytes::copy_from_slice(shoal_store::split_key(k).1))
+            .collect();
+        if redirects {
+            send(self, &s, id, Invalidation::Keys(names), pubsub, limit);
+            return Vec::new();
+        }
+        names
+    }
+
+    /// Another node's invalidations for this node's readers: each (stored key, the client
+    /// of this node that made the change or 0) is told to the clients here that read it.
+    pub fn invalidated_elsewhere(
+        &self,
+        changes: &[(Bytes, u64)],
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) {
+        for (key, by) in changes {
+            {
+                let mut s = self.lock();
+                s.seq += 1;
+                let n = s.seq;
+                s.recent_bytes += key.len();
+                s.recent.push_back((n, Bytes::copy_from_slice(key)));
+                while s.recent.len() > RECENT || s.recent_bytes > RECENT_BYTES {
+                    let Some((_, old)) = s.recent.pop_front() else {
+                        break;
+                    };
+                    s.recent_bytes -= old.len();
+                }
+            }
+            self.invalidate(std::slice::from_ref(key), *by, None, pubsub, limit);
+        }
+    }
+
+    /// Every read of another node's keys may be void (a batch of invalidations was lost,
+    /// the view changed): every tracking client is told with a null, as after a FLUSHALL.
+    pub fn flushed_elsewhere(&self, pubsub: &PubSub, limit: ClassLimit) {
+        let mut s = self.lock();
+        s.seq += 1;
+        s.flushed_at = s.seq;
+        s.recent.clear();
+        s.recent_bytes = 0;
+        if self.clients() == 0 {
+            return;
+        }
+        // The clients' reads are forgotten; the other members' stay (their owners are here).
+        s.keys.retain(|_, ids| {
+            ids.retain(|id| *id >= MEMBER_IDS);
+            !ids.is_empty()
+        });
+        let ids: Vec<u64> = s
+            .clients
+            .keys()
+            .copied()
+            .filter(|id| *id < MEMBER_IDS)
+            .collect();
+        for id in ids {
+            send(self, &s, id, Invalidation::All, pubsub, limit);
+        }
+    }
+
+    fn remember_locked(
+        &self,
+        s: &mut State,
+        id: u64,
+        keys: &[Bytes],
+        max_keys: u64,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) {
         let max_keys = match usize::try_from(max_keys) {
             Ok(0) | Err(_) => usize::MAX,
             Ok(n) => n,
         };
-        let mut s = self.lock();
         if !s.clients.contains_key(&id) {
             return;
         }
@@ -145,27 +390,32 @@ impl Tracker {
                 }
             }
         }
-        compact(&mut s);
+        compact(s);
         // Past the table's bound: the oldest keys go, their readers told.
         while s.keys.len() > max_keys {
             let Some(old) = s.order.pop_front() else {
                 break;
             };
             if let Some(ids) = s.keys.remove(&old) {
-                // The client's key, without a numbered database's prefix.
-                let name = Bytes::copy_from_slice(shoal_store::split_key(&old).1);
                 for target in ids {
-                    let what = Invalidation::Keys(vec![name.clone()]);
-                    send(&s, target, what, pubsub, limit);
+                    tell(self, s, target, &old, 0, None, pubsub, limit);
                 }
             }
         }
     }
 
-    /// `keys` (as stored) changed, by client `by` (0: not a client's command): every client
-    /// that read one of them since, or watches a prefix of it, is told (but `by` itself
-    /// under NOLOOP).
-    pub fn invalidate(&self, keys: &[Bytes], by: u64, pubsub: &PubSub, limit: ClassLimit) {
+    /// `keys` (as stored) changed, by client `by` (0: not a client's command) of member
+    /// `by_member` (`None`: of this node): every client that read one of them since, or
+    /// watches a prefix of it, is told (but `by` itself under NOLOOP), and every member
+    /// whose clients read it.
+    pub fn invalidate(
+        &self,
+        keys: &[Bytes],
+        by: u64,
+        by_member: Option<&str>,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) {
         let mut s = self.lock();
         // BCAST clients get one push per prefix with the prefix's keys in byte order, as
         // Redis sends them (it gathers them over its event loop's turn, Shoal over a command).
@@ -181,15 +431,15 @@ impl Tracker {
                 .into_iter()
                 .filter(|id| !s.bcast.contains(id))
                 .collect();
+            let by_here = if by_member.is_none() { by } else { 0 };
             for target in readers {
-                if !(target == by && s.clients.get(&target).is_some_and(|c| c.mode.noloop)) {
-                    let what = Invalidation::Keys(vec![Bytes::copy_from_slice(name)]);
-                    send(&s, target, what, pubsub, limit);
+                if !(target == by_here && s.clients.get(&target).is_some_and(|c| c.mode.noloop)) {
+                    tell(self, &s, target, k, by, by_member, pubsub, limit);
                 }
             }
             for id in &s.bcast {
                 let Some(c) = s.clients.get(id) else { continue };
-                if *id == by && c.mode.noloop {
+                if *id == by_here && c.mode.noloop {
                     continue;
                 }
                 for p in c.mode.prefixes.iter().filter(|p| name.starts_with(p)) {
@@ -206,7 +456,7 @@ impl Tracker {
             for (_, mut names) in prefixes {
                 names.sort();
                 names.dedup();
-                send(&s, target, Invalidation::Keys(names), pubsub, limit);
+                send(self, &s, target, Invalidation::Keys(names), pubsub, limit);
             }
         }
         compact(&mut s);
@@ -220,7 +470,7 @@ impl Tracker {
         s.order.clear();
         let ids: Vec<u64> = s.clients.keys().copied().collect();
         for id in ids {
-            send(&s, id, Invalidation::All, pubsub, limit);
+            send(self, &s, id, Invalidation::All, pubsub, limit);
         }
     }
 
@@ -249,7 +499,7 @@ impl Tracker {
 
     /// Clients tracking (INFO's `tracking_clients`).
     pub fn clients(&self) -> usize {
-        self.count.load(Relaxed)
+        self.count.load(Relaxed) - self.member_count.load(Relaxed)
     }
 }
 
@@ -265,20 +515,60 @@ fn compact(s: &mut State) {
         .retain(|k| keys.contains_key(k) && seen.insert(k.clone()));
 }
 
+/// Tells reader `id` that stored key `key` changed by client `by` of `by_member` (`None`:
+/// this node's): a client gets the key's name, a member the stored key (and `by` when the
+/// change came from one of its clients, for NOLOOP there).
+#[allow(clippy::too_many_arguments)]
+fn tell(
+    t: &Tracker,
+    s: &State,
+    id: u64,
+    key: &Bytes,
+    by: u64,
+    by_member: Option<&str>,
+    pubsub: &PubSub,
+    limit: ClassLimit,
+) {
+    match s.clients.get(&id).map(|c| &c.to) {
+        Some(To::Member(m)) => {
+            if let Some(sink) = t.sink.get() {
+                let by = if by_member == Some(&**m) { by } else { 0 };
+                sink.invalidate(m, key.clone(), by);
+            }
+        }
+        Some(To::Mailbox(_)) => {
+            // The client's key, without a numbered database's prefix.
+            let name = Bytes::copy_from_slice(shoal_store::split_key(key).1);
+            send(t, s, id, Invalidation::Keys(vec![name]), pubsub, limit);
+        }
+        None => {}
+    }
+}
+
 /// Sends an invalidation to tracking client `id`: on its connection, or its redirect
-/// target's (subscribed, as Redis asks of a RESP2 target).
-fn send(s: &State, id: u64, what: Invalidation, pubsub: &PubSub, limit: ClassLimit) {
+/// target's (subscribed, as Redis asks of a RESP2 target). A member reader is sent only
+/// flushes this way ([`tell`] sends it keys).
+fn send(t: &Tracker, s: &State, id: u64, what: Invalidation, pubsub: &PubSub, limit: ClassLimit) {
     let Some(c) = s.clients.get(&id) else { return };
+    let own = match &c.to {
+        To::Mailbox(m) => m,
+        To::Member(member) => {
+            if let (Invalidation::All, Some(sink)) = (&what, t.sink.get()) {
+                sink.flush(member);
+            }
+            return;
+        }
+    };
     // RESP2 cannot push between replies: a RESP2 client is told only through a redirect.
     let (mailbox, what) = match c.mode.redirect {
-        0 => (Some(c.mailbox.clone()).filter(|m| m.resp3()), what),
+        0 => (Some(own.clone()).filter(|m| m.resp3()), what),
         target => match pubsub.mailbox_of(target) {
             Some(m) => (Some(m), what),
             // The target is gone: a RESP3 client is told so instead, as Redis tells it.
             None if c.target_gone => {
                 c.broken.store(true, Relaxed);
                 (
-                    Some(c.mailbox.clone()).filter(|m| m.resp3()),
+                    Some(own.clone()).filter(|m| m.resp3()),
                     Invalidation::RedirBroken(target),
                 )
             }
@@ -367,4 +657,146 @@ pub fn changed(
         .filter(|(k, m)| key_mark(store, k, now_ms) != *m)
         .map(|(k, _)| k)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientInfo;
+    use crate::pubsub::Subscriber;
+
+    /// What the tracker sent to other members, as text.
+    #[derive(Default)]
+    struct Sent(Arc<Mutex<Vec<String>>>);
+
+    impl RemoteSink for Sent {
+        fn invalidate(&self, member: &str, key: Bytes, by: u64) {
+            let key = String::from_utf8_lossy(&key).into_owned();
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{member} {key} by {by}"));
+        }
+        fn flush(&self, member: &str) {
+            self.0.lock().unwrap().push(format!("{member} flush"));
+        }
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    /// A RESP3 client's mailbox, and what it holds (invalidations as text).
+    fn mailbox(ps: &Arc<PubSub>) -> Arc<Mailbox> {
+        let info = ClientInfo::internal();
+        info.resp.store(3, Relaxed);
+        Subscriber::new(ps.clone(), info).mailbox().clone()
+    }
+
+    fn told(m: &Mailbox) -> Vec<String> {
+        m.take(usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|m| format!("{:?}", m.reply(shoal_resp::Protocol::Resp3)))
+            .collect()
+    }
+
+    fn tracker() -> (Tracker, Arc<Mutex<Vec<String>>>, Arc<PubSub>) {
+        let t = Tracker::default();
+        let sent = Sent::default();
+        let log = sent.0.clone();
+        t.set_sink(Box::new(sent));
+        (t, log, Arc::new(PubSub::default()))
+    }
+
+    const LIMIT: ClassLimit = ClassLimit {
+        hard: 0,
+        soft: 0,
+        soft_seconds: 0,
+    };
+
+    #[test]
+    fn a_members_reads_are_told_to_it_with_the_writer_for_noloop() {
+        let (t, sent, ps) = tracker();
+        let n1: Arc<str> = "n1".into();
+        assert!(t.remember_for(&n1, &[b("a"), b("b")], 0, &ps, LIMIT));
+        assert!(
+            !t.remember_for(&n1, &[b("c")], 0, &ps, LIMIT),
+            "known already"
+        );
+        assert!(t.active());
+        assert_eq!(t.clients(), 0, "a member is not a tracking client");
+        // Changed by client 7 of n1 (named for its NOLOOP), then by a client of n2 and of
+        // this node (named 0), then again: told once per read.
+        t.invalidate(&[b("a")], 7, Some("n1"), &ps, LIMIT);
+        t.invalidate(&[b("b")], 7, Some("n2"), &ps, LIMIT);
+        t.invalidate(&[b("c")], 9, None, &ps, LIMIT);
+        t.invalidate(&[b("a"), b("b"), b("c")], 9, None, &ps, LIMIT);
+        assert_eq!(
+            *sent.lock().unwrap(),
+            ["n1 a by 7", "n1 b by 0", "n1 c by 0"]
+        );
+        // A FLUSHALL flushes it; once it left it hears nothing more.
+        t.remember_for(&n1, &[b("d")], 0, &ps, LIMIT);
+        t.invalidate_all(&ps, LIMIT);
+        assert_eq!(sent.lock().unwrap().last().unwrap(), "n1 flush");
+        t.remember_for(&n1, &[b("e")], 0, &ps, LIMIT);
+        t.forget_member("n1");
+        assert!(!t.active());
+        t.invalidate(&[b("e")], 0, None, &ps, LIMIT);
+        assert_eq!(sent.lock().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_reply_overtaken_by_its_invalidation_is_followed_by_it() {
+        let (t, _, ps) = tracker();
+        let m = mailbox(&ps);
+        t.enable(1, Mode::default(), m.clone());
+        // Sent, then an invalidation of one of its keys came first: that key is told with
+        // the reply (returned), and not remembered; the other is.
+        let since = t.seq();
+        t.invalidated_elsewhere(&[(b("a"), 0), (b("z"), 0)], &ps, LIMIT);
+        assert!(told(&m).is_empty(), "nobody read them yet");
+        let overtaken = t.arrived(1, &[b("a"), b("b")], since, 0, &ps, LIMIT);
+        assert_eq!(overtaken, [b("a")]);
+        assert_eq!(t.keys(), 1);
+        // Nothing came between: nothing to add.
+        let since = t.seq();
+        assert!(t.arrived(1, &[b("c")], since, 0, &ps, LIMIT).is_empty());
+        // Later invalidations reach the mailbox as usual, by NOLOOP's rule for its own.
+        t.invalidated_elsewhere(&[(b("b"), 0)], &ps, LIMIT);
+        assert_eq!(told(&m).len(), 1);
+        // A flush since it was sent: every key of the reply.
+        let since = t.seq();
+        t.flushed_elsewhere(&ps, LIMIT);
+        assert_eq!(told(&m).len(), 1, "the flush itself: a null");
+        assert_eq!(t.keys(), 0);
+        let overtaken = t.arrived(1, &[b("x"), b("y")], since, 0, &ps, LIMIT);
+        assert_eq!(overtaken, [b("x"), b("y")]);
+        // More invalidations since than are remembered: every key too.
+        let since = t.seq();
+        let many: Vec<(Bytes, u64)> = (0..RECENT + 1).map(|i| (b(&format!("k{i}")), 0)).collect();
+        t.invalidated_elsewhere(&many, &ps, LIMIT);
+        assert_eq!(t.arrived(1, &[b("q")], since, 0, &ps, LIMIT), [b("q")]);
+        // The keys of a numbered database come back without its prefix.
+        let stored = shoal_store::stored_key(3, b"n");
+        let since = t.seq();
+        t.invalidated_elsewhere(&[(stored.clone(), 0)], &ps, LIMIT);
+        assert_eq!(t.arrived(1, &[stored], since, 0, &ps, LIMIT), [b("n")]);
+    }
+
+    #[test]
+    fn a_flush_keeps_what_other_members_read_here() {
+        let (t, sent, ps) = tracker();
+        let m = mailbox(&ps);
+        t.enable(1, Mode::default(), m.clone());
+        t.remember(1, &[b("a")], 0, &ps, LIMIT);
+        t.remember_for(&"n1".into(), &[b("a")], 0, &ps, LIMIT);
+        t.flushed_elsewhere(&ps, LIMIT);
+        assert_eq!(told(&m).len(), 1);
+        assert!(sent.lock().unwrap().is_empty(), "n1 is not flushed");
+        t.invalidate(&[b("a")], 0, None, &ps, LIMIT);
+        assert_eq!(*sent.lock().unwrap(), ["n1 a by 0"]);
+        assert!(told(&m).is_empty(), "the client's read was forgotten");
+    }
 }

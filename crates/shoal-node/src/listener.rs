@@ -286,6 +286,7 @@ pub async fn start_with(
     if node.cluster.is_some() {
         node.engine.store.set_tombstone_ttl(tombstone_ttl.max(1));
         shoal_cluster::events::start(&node);
+        shoal_cluster::invalidations::start(&node);
         shoal_cluster::copies::start(&node);
     }
     node.engine

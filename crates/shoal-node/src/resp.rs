@@ -33,6 +33,8 @@ pub struct RespFrontend {
     monitor: Option<MonitorFeed>,
     /// Requests looked at for their keys ([`Server::prefetch`]) and still to run.
     prefetched: usize,
+    /// A cluster node: a tracking client's invalidations must not overtake replies to come.
+    clustered: bool,
 }
 
 impl RespFrontend {
@@ -49,6 +51,7 @@ impl RespFrontend {
             in_flight: InFlight::default(),
             monitor: None,
             prefetched: 0,
+            clustered: node.cluster.is_some(),
         }
     }
 }
@@ -350,7 +353,11 @@ impl Frontend for RespFrontend {
     }
 
     fn pushes_out_of_band(&self) -> bool {
-        self.monitor.is_none() && self.session.proto == shoal_resp::Protocol::Resp3
+        // In a cluster a tracking client's invalidation may concern a read whose reply is
+        // still to come (forwarded): it waits behind the replies, as Redis sends it after.
+        self.monitor.is_none()
+            && self.session.proto == shoal_resp::Protocol::Resp3
+            && !(self.clustered && self.session.tracking.is_some())
     }
 
     fn subscriber(&self) -> bool {

@@ -232,6 +232,8 @@ struct Seen {
     peer_epoch: AtomicU64,
     /// Responses received so far (error frames included), on every connection.
     responses: AtomicU64,
+    /// Connections that ended (the peer closed them, or they failed) so far.
+    lost: AtomicU64,
 }
 
 /// One connection's worth of a client: its shared state and its owner's command channel.
@@ -447,6 +449,13 @@ impl PeerClient {
     /// an earlier reading shows the peer reached in between, whatever asked it.
     pub fn responses(&self) -> u64 {
         self.seen.responses.load(Ordering::Relaxed)
+    }
+
+    /// How many of its connections to the peer ended so far (noticed as they end, requests
+    /// or not: a peer that restarted closed them): one that grew since an earlier reading
+    /// shows the peer may have lost what it knew of this node's requests.
+    pub fn connections_lost(&self) -> u64 {
+        self.seen.lost.load(Ordering::Relaxed)
     }
 
     /// Requests in flight right now on every link: sent (or waiting for the connect) and
@@ -1019,6 +1028,7 @@ async fn run_reader(
             Ok(_) => {}
         }
     };
+    shared.seen.lost.fetch_add(1, Ordering::Relaxed);
     let _ = lost.send(Lost { generation, error }).await;
 }
 

@@ -95,6 +95,7 @@ fn publish(node: &Arc<Server>, args: Vec<Bytes>, proto: Protocol, db: u8) -> Out
         &args,
         now_ms(),
         0,
+        None,
     );
     let local = integer_value(&here).unwrap_or(0);
     if view.len() <= 1 {
@@ -275,6 +276,7 @@ async fn ask(
             args,
             now_ms(),
             0,
+            None,
         );
         return Ok(bytes);
     }

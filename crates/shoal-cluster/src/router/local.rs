@@ -207,12 +207,18 @@ pub fn run_owned(
             let node = node.clone();
             let (proto, args, limit) = (session.proto, args.to_vec(), reply_limit(session));
             let (db, once) = (session.db, session.no_block);
+            // A tracking client's read remembers this node as the reader, as another node's
+            // would (`super::tracked`).
+            let origin = super::tracked::origin(cluster, session, super::tracked::reads(spec));
             return Outcome::Later(Box::pin(async move {
                 let (fetched, turn) = wait.await;
                 if fetched == handoff::Fetched::Unanswered && !cmd::runs_in_doubt(&args) {
                     return Bytes::from_static(handoff::UNANSWERED);
                 }
-                serve_after_wait(&node, &view, proto, db, None, &args, turn, 0, limit, once).await
+                serve_after_wait(
+                    &node, &view, proto, db, None, &args, turn, 0, limit, once, origin,
+                )
+                .await
             }));
         }
     }
@@ -237,6 +243,7 @@ pub async fn serve_body_here(
             args,
             reply_limit,
             once,
+            origin,
             ..
         }) => {
             let mut turn = handoff::KeyTurn::none();
@@ -267,6 +274,7 @@ pub async fn serve_body_here(
                 ahead,
                 reply_limit,
                 once,
+                origin,
             )
             .await
         }
@@ -312,6 +320,7 @@ pub async fn serve_part_blocking(
             &args,
             shoal_engine::clock::now_ms(),
             0,
+            None,
         );
         bytes
     });
@@ -334,10 +343,12 @@ pub fn serve_command(
     args: &[Bytes],
     now_ms: u64,
     reply_limit: u64,
+    origin: Option<crate::message::Origin>,
 ) -> (Bytes, Acks, Option<shoal_engine::blocking::Block>) {
     let mut session = Session::new(info.clone(), true);
     session.proto = proto;
     session.db = db;
+    session.origin = origin;
     if db != 0 {
         // A client of another node selected it: this node's listings sort by database too.
         node.engine
@@ -405,6 +416,7 @@ pub async fn serve_after_wait(
     ahead: u64,
     reply_limit: u64,
     once: bool,
+    origin: Option<crate::message::Origin>,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     // The view may have changed while waiting: replicate to the copies it names now. A scope
@@ -427,6 +439,7 @@ pub async fn serve_after_wait(
         args,
         shoal_engine::clock::now_ms() + ahead,
         reply_limit,
+        origin,
     );
     drop(turn);
     if let Some(block) = block.filter(|_| !once) {

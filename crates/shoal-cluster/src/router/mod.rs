@@ -29,6 +29,7 @@ mod local;
 mod outbound;
 mod outcome;
 mod split;
+mod tracked;
 mod watch;
 
 pub use blocked::serve_blocked;
@@ -72,11 +73,26 @@ pub fn dispatch(
 ) -> Outcome {
     // Read before routing: a view change meanwhile then only makes a later command wait.
     let epoch = node.cluster.as_ref().map(|c| c.epoch());
+    // A tracking client's read of keys another node may own: remembered when it arrives.
+    let tracked = node
+        .cluster
+        .as_ref()
+        .and_then(|_| tracked::read_keys(node, session, args));
     // Clients blocked on what it writes are served before its reply, as in Redis.
     let outcome = node
         .engine
         .blocked
         .serving_after(|| dispatch_now(node, session, &mut in_flight.order, args, now_ms));
+    if let Some(t) = session.tracking.as_mut() {
+        // CLIENT CACHING's word lasts one command (a forwarded one too; EXEC's inner ones).
+        if session.multi.is_none() && !args[0].eq_ignore_ascii_case(b"client") {
+            t.caching = false;
+        }
+    }
+    let outcome = match (outcome, tracked) {
+        (Outcome::Later(reply), Some(t)) => Outcome::Later(t.arrival(node, session, reply)),
+        (outcome, _) => outcome,
+    };
     if let (Outcome::Later(_), Some(epoch)) = (&outcome, epoch) {
         in_flight.note(args, epoch);
     }
@@ -223,6 +239,11 @@ fn cluster_rule_of(
         |slot| view.primary(slot),
         |slot| view.owners(slot).contains(&view.me),
     );
+    // A replica's copy changes by replication, which tells no tracking client: a tracking
+    // client's READONLY read goes to the primary, which does.
+    if rule == ClusterRule::ReadHere && session.tracking.is_some() {
+        return ClusterRule::Route;
+    }
     if rule == ClusterRule::ReadHere {
         let keys = spec.key_positions(args).map(|p| &args[p]);
         if !handoff::missing(node, cluster, view, keys, now_ms).is_empty() {
@@ -418,6 +439,7 @@ fn route(
             // The deadline counts from the batch's clock reading (`now_ms`), not a new one.
             let deadline = now_ms + cluster.timeouts.request.as_millis() as u64;
             let body = encode_command(proto, session.db, None, sent, deadline, limit);
+            let body = tracked::carry(cluster, session, tracked::reads(spec), body);
             let slots = spec
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))
@@ -565,6 +587,11 @@ fn exec(
         let deadline = now_ms + cluster.timeouts.request.as_millis() as u64;
         let limit = reply_limit(session);
         let body = encode_command(session.proto, session.db, None, &args, deadline, limit);
+        let reads = tx
+            .queue
+            .iter()
+            .any(|a| cmd::lookup(&a[0]).is_some_and(tracked::reads));
+        let body = tracked::carry(cluster, session, reads, body);
         let access = transaction_access(&tx.queue);
         return forward(node, view, owners, body, access, order.turn(), slots);
     }

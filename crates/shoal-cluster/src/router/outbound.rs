@@ -387,7 +387,12 @@ async fn try_copies(
         };
         match peer.request(view.id, attempt).await {
             Ok(response) => {
-                peer.reachable.store(true, Ordering::Relaxed);
+                // (Read first: a store on every request would dirty the line for every core.)
+                if !peer.reachable.load(Ordering::Relaxed)
+                    && !peer.reachable.swap(true, Ordering::Relaxed)
+                {
+                    crate::invalidations::route_changed(node);
+                }
                 // A write the owner let expire did not run, but the owner is alive: it goes
                 // back to the client as TRYAGAIN, not to a second writer.
                 let next_copy = handoff::try_next_copy(&response.body)
@@ -414,7 +419,9 @@ async fn try_copies(
                 let then = on_failure(&e, access, cluster.mode == crate::Mode::Gossip);
                 if then != OnFailure::Fail {
                     peer.forwards.unreachable.fetch_add(1, Ordering::Relaxed);
-                    peer.reachable.store(false, Ordering::Relaxed);
+                    if peer.reachable.swap(false, Ordering::Relaxed) {
+                        crate::invalidations::route_changed(node);
+                    }
                 }
                 match then {
                     OnFailure::NextCopy => {

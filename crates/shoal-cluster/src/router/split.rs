@@ -57,6 +57,7 @@ pub fn split(
             proto,
             db: session.db,
             reply_limit: reply_limit(session),
+            origin: super::tracked::origin(cluster, session, super::tracked::reads(spec)),
         };
         return Outcome::Later(Box::pin(part.send(
             node.clone(),
@@ -84,6 +85,7 @@ pub fn split(
                 proto,
                 db: session.db,
                 reply_limit: reply_limit(session),
+                origin: super::tracked::origin(cluster, session, super::tracked::reads(spec)),
             };
             Box::pin(part.send(node.clone(), view.clone(), order.turn()))
         };
@@ -109,6 +111,8 @@ struct Part {
     proto: shoal_resp::Protocol,
     db: u8,
     reply_limit: u64,
+    /// The client tracks (`super::tracked`).
+    origin: Option<crate::message::Origin>,
 }
 
 impl Part {
@@ -184,7 +188,11 @@ impl Part {
     }
 
     fn encode(&self, args: &[Bytes], deadline_ms: u64, reply_limit: u64) -> Bytes {
-        encode_command(self.proto, self.db, None, args, deadline_ms, reply_limit)
+        let body = encode_command(self.proto, self.db, None, args, deadline_ms, reply_limit);
+        match &self.origin {
+            Some(o) => crate::message::from_origin(body, o),
+            None => body,
+        }
     }
 }
 

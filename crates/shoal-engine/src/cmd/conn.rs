@@ -446,10 +446,11 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !is(&args[2], "ON") {
         return err(ERR_SYNTAX);
     }
-    if ctx.host.cluster().is_some() {
+    // BCAST would need every change of every node (README, Client-side caching).
+    if mode.bcast && ctx.host.cluster().is_some() {
         return err(
-            "ERR CLIENT TRACKING is not supported in a Shoal cluster yet: a key's changes \
-             are seen on its owner, not where its readers are connected",
+            "ERR CLIENT TRACKING BCAST is not supported in a Shoal cluster: a key's changes \
+             are seen on its owner only; track the keys read (without BCAST) instead",
         );
     }
     if !mode.bcast && !mode.prefixes.is_empty() {
@@ -766,5 +767,43 @@ pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
         return Reply::error("ERR MONITOR isn't allowed for DENY BLOCKING client");
     }
     ctx.session.monitor = true;
+    Reply::ok()
+}
+
+/// `tracking.invalidate by key [by key ...]` (internal): another node's invalidations for
+/// this node's tracking clients (`crate::tracking`): each stored key changed, by this
+/// node's client `by` (0: by another).
+pub fn tracking_invalidate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len().is_multiple_of(2) {
+        return wrong_arity("tracking.invalidate");
+    }
+    let mut changes = Vec::with_capacity(args.len() / 2);
+    for pair in args[1..].chunks_exact(2) {
+        let Some(by) = std::str::from_utf8(&pair[0])
+            .ok()
+            .and_then(|t| t.parse().ok())
+        else {
+            return err("ERR tracking.invalidate: bad client id");
+        };
+        changes.push((pair[1].clone(), by));
+    }
+    let limit = ctx
+        .engine
+        .with_settings(|s| s.client_output_buffer_limit.pubsub);
+    ctx.engine
+        .tracker
+        .invalidated_elsewhere(&changes, &ctx.engine.pubsub, limit);
+    Reply::ok()
+}
+
+/// `tracking.flush` (internal): another node lost track of what this node's clients read
+/// there: every tracking client here is told to drop everything.
+pub fn tracking_flush(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let limit = ctx
+        .engine
+        .with_settings(|s| s.client_output_buffer_limit.pubsub);
+    ctx.engine
+        .tracker
+        .flushed_elsewhere(&ctx.engine.pubsub, limit);
     Reply::ok()
 }

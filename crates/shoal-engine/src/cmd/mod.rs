@@ -861,6 +861,26 @@ pub static INTERNAL: &[CommandSpec] = &[
         multi::snapshots
     ),
     cmd!(
+        "tracking.invalidate",
+        -3,
+        FAST | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        "connection",
+        "0.1.0",
+        "Another node's client-side caching invalidations for this node's tracking clients.",
+        conn::tracking_invalidate
+    ),
+    cmd!(
+        "tracking.flush",
+        1,
+        FAST | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        "connection",
+        "0.1.0",
+        "Another node lost track of this node's clients' reads: they drop every cached key.",
+        conn::tracking_flush
+    ),
+    cmd!(
         "x.lastids",
         -2,
         READONLY | FAST,
@@ -1144,6 +1164,9 @@ pub struct Session {
     pub pubsub: Option<crate::pubsub::Subscriber>,
     /// CLIENT TRACKING (`crate::tracking`).
     pub tracking: Option<crate::tracking::Tracking>,
+    /// Sent by another node for a client of its own that tracks (`crate::tracking`): its
+    /// reads remember that node, its changes name that client.
+    pub origin: Option<crate::tracking::Origin>,
     /// Commands running inside this session's current one (EXEC's, a script's).
     pub depth: u32,
     /// Keys the commands inside the current EXEC or script changed, whose client-side
@@ -1189,6 +1212,7 @@ impl Session {
             blocked_attempt: false,
             pubsub: None,
             tracking: None,
+            origin: None,
             depth: 0,
             changed_inside: Vec::new(),
             scripted: false,
@@ -1634,6 +1658,24 @@ fn run_command(
         node.tracker
             .remember(ctx.session.info.id, &keys, max_keys, &node.pubsub, limit);
     }
+    // Another node's tracking client reads: that node is remembered as the keys' reader.
+    if let Some(origin) = ctx.session.origin.as_ref() {
+        if origin.tracks && spec.flags & READONLY != 0 && !ro_script {
+            let keys = db::stored_keys(spec, args, ctx.session.db);
+            let (limit, max_keys) = node.with_settings(|s| {
+                (
+                    s.client_output_buffer_limit.pubsub,
+                    s.tracking_table_max_keys,
+                )
+            });
+            if node
+                .tracker
+                .remember_for(&origin.member, &keys, max_keys, &node.pubsub, limit)
+            {
+                node.refresh_notes();
+            }
+        }
+    }
     ctx.session.depth += 1;
     // CLIENT NO-TOUCH: the keys it reads or writes keep their LRU/LFU clock (but TOUCH's).
     let reply = if ctx.session.info.no_touch.load(Relaxed) && spec.name != "touch" {
@@ -1747,8 +1789,12 @@ fn track(
             changed = all;
         }
         if !changed.is_empty() {
+            let (by, member) = match &session.origin {
+                Some(o) => (o.client, Some(&*o.member)),
+                None => (session.info.id, None),
+            };
             node.tracker
-                .invalidate(&changed, session.info.id, &node.pubsub, limit);
+                .invalidate(&changed, by, member, &node.pubsub, limit);
         }
     }
     // CLIENT CACHING's word lasts the next command, EXEC's or a script's inner ones included.

@@ -1,0 +1,263 @@
+//! Client-side caching in a cluster (`shoal_engine::tracking`): the invalidations this node,
+//! as the owner of keys, owes the other members whose tracking clients read them, and the
+//! flushes that stand in for what cannot be told for sure.
+//!
+//! - Each invalidation goes to a bounded queue per member, emptied in batches by a task of
+//!   its own (`tracking.invalidate by key ...`, internal), in order. A batch that is lost (the
+//!   queue was full, the member did not answer) is replaced by a flush (`tracking.flush`:
+//!   every tracking client there drops everything), tried until the member takes it or
+//!   leaves the cluster.
+//! - This node flushes its own tracking clients when the view's placement changes (a key's
+//!   new owner does not know who read it), when a member becomes reachable or unreachable
+//!   (reads and writes may then go to another copy): [`route_changed`], and when a
+//!   connection to a member ends (it may have restarted, forgetting who read what; checked
+//!   every [`RETRY`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use shoal_resp::Protocol;
+use tokio::sync::mpsc;
+
+use crate::message::encode_command;
+use crate::Server;
+
+/// Invalidations waiting to be handed to the members' queues, and waiting in each member's
+/// queue, at most; past it the member is flushed instead.
+pub const MAX_QUEUED: usize = 65_536;
+
+/// Invalidations sent to a member in one request at most.
+const BATCH: usize = 256;
+
+/// How often a flush a member did not take is tried again.
+const RETRY: Duration = Duration::from_millis(500);
+
+#[derive(Clone, Debug)]
+enum Item {
+    /// A key it read changed, by its client `by` (0: another).
+    Key { key: Bytes, by: u64 },
+    /// Everything it read here is void.
+    Flush,
+}
+
+struct Sink {
+    node: Weak<Server>,
+    queue: mpsc::Sender<(Arc<str>, Item)>,
+    /// Members whose invalidations the queue above could not take: flushed instead.
+    lost: Arc<Mutex<Vec<Arc<str>>>>,
+}
+
+impl Sink {
+    fn put(&self, member: &str, item: Item) {
+        let member: Arc<str> = member.into();
+        if let Err(e) = self.queue.try_send((member, item)) {
+            let (member, _) = e.into_inner();
+            let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+            if !lost.contains(&member) {
+                lost.push(member);
+            }
+        }
+    }
+}
+
+impl shoal_engine::tracking::RemoteSink for Sink {
+    fn invalidate(&self, member: &str, key: Bytes, by: u64) {
+        if self.node.strong_count() > 0 {
+            self.put(member, Item::Key { key, by });
+        }
+    }
+
+    fn flush(&self, member: &str) {
+        self.put(member, Item::Flush);
+    }
+}
+
+/// Installs the sink on `node`'s tracker and starts the tasks that deliver its invalidations
+/// and flush this node's own tracking clients when the placement changes (until the node
+/// shuts down). Call once, on a cluster node, inside the runtime.
+pub fn start(node: &Arc<Server>) {
+    let Some(cluster) = &node.cluster else { return };
+    let (queue, mut items) = mpsc::channel(MAX_QUEUED);
+    let lost = Arc::new(Mutex::new(Vec::new()));
+    node.engine.tracker.set_sink(Box::new(Sink {
+        node: Arc::downgrade(node),
+        queue,
+        lost: lost.clone(),
+    }));
+    // A key's new owner does not know who read it: this node's readers drop everything.
+    let mut changes = cluster.subscribe();
+    let watcher = node.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = watcher.shutdown.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+            route_changed(&watcher);
+        }
+    });
+    let node = node.clone();
+    tokio::spawn(async move {
+        let mut members: HashMap<Arc<str>, mpsc::Sender<Item>> = HashMap::new();
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut tick = tokio::time::interval(RETRY);
+        let mut lost_links = 0;
+        loop {
+            let ticked = tokio::select! {
+                _ = node.shutdown.cancelled() => return,
+                n = items.recv_many(&mut batch, BATCH) => if n == 0 { return } else { false },
+                _ = tick.tick() => true,
+            };
+            let Some(cluster) = &node.cluster else { return };
+            let view = cluster.view();
+            if ticked {
+                // A connection to a member ended: it may have restarted and forgotten what
+                // this node's clients read there.
+                let now: u64 = (0..view.len() as u16)
+                    .filter_map(|m| view.peer(m))
+                    .map(|p| p.client.connections_lost())
+                    .sum();
+                if now > lost_links {
+                    route_changed(&node);
+                }
+                lost_links = now;
+            }
+            let in_view = |name: &str| view.nodes.iter().any(|n| n.name == name);
+            // A member that left: what it read here is forgotten, its task ends.
+            members.retain(|name, _| {
+                let stays = in_view(name);
+                if !stays {
+                    node.engine.tracker.forget_member(name);
+                }
+                stays
+            });
+            let owed: Vec<Arc<str>> =
+                std::mem::take(&mut *lost.lock().unwrap_or_else(|e| e.into_inner()));
+            let flushes = owed.into_iter().map(|m| (m, Item::Flush));
+            for (member, item) in batch.drain(..).chain(flushes) {
+                if !in_view(&member) {
+                    node.engine.tracker.forget_member(&member);
+                    continue;
+                }
+                let queue = members
+                    .entry(member.clone())
+                    .or_insert_with(|| spawn_member(&node, member.clone()));
+                if queue.try_send(item).is_err() {
+                    // Its queue is full: a flush once it has room.
+                    let mut lost = lost.lock().unwrap_or_else(|e| e.into_inner());
+                    if !lost.contains(&member) {
+                        lost.push(member);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The queue of member `name`'s invalidations and the task that sends them, batch by batch,
+/// in order; it ends when the queue's sender is dropped and the queue is empty.
+fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
+    let (queue, mut items) = mpsc::channel(MAX_QUEUED);
+    let node = node.clone();
+    tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(BATCH);
+        // A batch was lost: the member flushes before it hears of anything else.
+        let mut owes_flush = false;
+        loop {
+            let n = if owes_flush {
+                // Nothing new within a while: the flush is tried again alone.
+                tokio::time::timeout(RETRY, items.recv_many(&mut batch, BATCH))
+                    .await
+                    .unwrap_or(1)
+            } else {
+                items.recv_many(&mut batch, BATCH).await
+            };
+            if n == 0 {
+                return;
+            }
+            if owes_flush || batch.iter().any(|i| matches!(i, Item::Flush)) {
+                // A flush covers every invalidation before and with it.
+                owes_flush = !send(&node, &name, Tell::Flush).await;
+                batch.clear();
+                continue;
+            }
+            let changes = batch
+                .drain(..)
+                .filter_map(|item| match item {
+                    Item::Key { key, by } => Some((key, by)),
+                    Item::Flush => None,
+                })
+                .collect();
+            owes_flush = !send(&node, &name, Tell::Changes(changes)).await;
+        }
+    });
+    queue
+}
+
+/// What a member is told.
+enum Tell {
+    /// (stored key, its client that changed it or 0): `tracking.invalidate`.
+    Changes(Vec<(Bytes, u64)>),
+    /// `tracking.flush`.
+    Flush,
+}
+
+/// Tells member `name` (this node too: one of its clients read on another copy here);
+/// true if it took it.
+async fn send(node: &Arc<Server>, name: &str, tell: Tell) -> bool {
+    let Some(cluster) = &node.cluster else {
+        return false;
+    };
+    let view = cluster.view();
+    let Some(m) = (0..view.len() as u16).find(|&m| view.nodes[usize::from(m)].name == name) else {
+        // It left: nothing to tell.
+        return true;
+    };
+    if m == view.me {
+        let (engine, limit) = (&node.engine, pubsub_limit(node));
+        match tell {
+            Tell::Changes(c) => engine
+                .tracker
+                .invalidated_elsewhere(&c, &engine.pubsub, limit),
+            Tell::Flush => engine.tracker.flushed_elsewhere(&engine.pubsub, limit),
+        }
+        return true;
+    }
+    let Some(peer) = view.peer(m) else {
+        return false;
+    };
+    let args = match tell {
+        Tell::Flush => vec![Bytes::from_static(b"tracking.flush")],
+        Tell::Changes(changes) => {
+            let mut args = Vec::with_capacity(1 + 2 * changes.len());
+            args.push(Bytes::from_static(b"tracking.invalidate"));
+            for (key, by) in changes {
+                args.push(Bytes::from(by.to_string()));
+                args.push(key);
+            }
+            args
+        }
+    };
+    let body = encode_command(Protocol::Resp2, 0, None, &args, cluster.deadline_ms(), 0);
+    matches!(peer.request(view.id, body).await, Ok(r) if r.body.starts_with(b"+OK"))
+}
+
+/// Where this node's requests for some keys go may have changed (a new placement, a member
+/// reached again or no longer): its tracking clients drop everything they cached, since
+/// the copy they read from may not tell them of the next change.
+/// A read on its way learns of it too (`Tracker::arrived`).
+pub fn route_changed(node: &Server) {
+    let limit = pubsub_limit(node);
+    node.engine
+        .tracker
+        .flushed_elsewhere(&node.engine.pubsub, limit);
+}
+
+/// The `pubsub` class of `client-output-buffer-limit`, which a client's invalidations count
+/// against.
+fn pubsub_limit(node: &Server) -> shoal_engine::config::ClassLimit {
+    node.engine
+        .with_settings(|s| s.client_output_buffer_limit.pubsub)
+}
