@@ -25,6 +25,8 @@
 //!   of those the links have not reached for a while, so that the cluster does without them.
 //! - `describe`: CLUSTER INFO / NODES and INFO's cluster section.
 //! - `monitor`: MONITOR's lines and their bounded broadcast to the monitoring connections.
+//! - `events`, `invalidations`: what the owner of keys tells the other members: keyspace
+//!   notifications, and CLIENT TRACKING's invalidations for their clients' reads.
 //!
 //! With a static `cluster-nodes` list the `View` never changes; in gossip mode every change
 //! of the members installs a new one (a new epoch) without touching the router.

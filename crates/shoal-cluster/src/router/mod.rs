@@ -19,7 +19,8 @@
 //! one entry: `local::run_here`); `outbound` sends it to the copies of its keys; `split`
 //! splits a multi-key command by owner and merges the parts; `fanout` runs the all-node
 //! commands; `gather` runs a read of several owners' keys on a scratch store; `watch` is
-//! WATCH of another node's keys; `outcome` is the reply type and its encoding helpers.
+//! WATCH of another node's keys; `tracked` is what a tracking client's commands carry and
+//! remember (CLIENT TRACKING); `outcome` is the reply type and its encoding helpers.
 //! EXEC stays here beside `route`, which it calls for each queued command.
 
 mod blocked;
