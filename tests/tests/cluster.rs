@@ -2626,7 +2626,7 @@ fn keyspace_notifications_reach_every_node_once() {
 /// cache (RESP3, CLIENT TRACKING ON) reads through n0 while another client writes through
 /// n1, three rounds of 60 keys on every owner: each write's invalidation reaches the cache
 /// (it reads the new value), reads between writes are cache hits, and a FLUSHALL empties
-/// it. BCAST is refused, with the reason.
+/// it.
 #[test]
 fn node_redis_client_side_cache_through_a_cluster_node() {
     let cluster = TestCluster::start(3, |_| {});
@@ -2635,23 +2635,6 @@ fn node_redis_client_side_cache_through_a_cluster_node() {
         cluster.members[1].addr.to_string(),
     );
     shoal_tests::node_client("csc.js", &[&reader, &writer]);
-    let mut c = cluster.members[0].client();
-    let e = redis::cmd("CLIENT")
-        .arg("TRACKING")
-        .arg("ON")
-        .arg("BCAST")
-        .query::<()>(&mut c)
-        .unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("BCAST is not supported in a Shoal cluster"),
-        "{e}"
-    );
-    let info: Vec<redis::Value> = redis::cmd("CLIENT")
-        .arg("TRACKINGINFO")
-        .query(&mut c)
-        .unwrap();
-    assert!(format!("{info:?}").contains("off"), "{info:?}");
 }
 
 /// A tracking client whose reads of a key go to another copy when the key's owner stops

@@ -8256,6 +8256,32 @@ fn cluster_tracking_scenario(
     step(&mut b, &["SET", &t, "v", "PX", "50"], 1, &mut out);
     step(&mut a, &["GET", &t], 1, &mut out);
     step(&mut a, &[], 1, &mut out);
+    // BCAST: every change under its prefixes, whichever node owns the key (each write
+    // alone: several keys of one write on different owners come in one push per owner).
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    let on = [
+        "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:", "PREFIX", "obj",
+    ];
+    step(&mut a, &on, 1, &mut out);
+    for (key, told) in [("user:1", 1), ("other", 0), ("objA", 1), ("user:22", 1)] {
+        step(&mut b, &["SET", key, "v"], 1, &mut out);
+        step(&mut a, &[], told, &mut out);
+    }
+    step(&mut a, &["PING"], 1, &mut out);
+    step(&mut a, &["SET", "user:3", "mine"], 2, &mut out); // its own write, after the reply
+    step(
+        &mut a,
+        &["CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"],
+        1,
+        &mut out,
+    );
+    step(&mut a, &["SET", "user:3", "again"], 1, &mut out);
+    step(&mut b, &["DEL", "objA"], 1, &mut out);
+    // Twice: BCAST alone added the empty prefix beside `obj`, one push per prefix.
+    step(&mut a, &[], 2, &mut out);
+    step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+    step(&mut b, &["SET", "user:1", "w"], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
     // A numbered database.
     step(&mut a, &["SELECT", "9"], 1, &mut out);
     step(&mut b, &["SELECT", "9"], 1, &mut out);

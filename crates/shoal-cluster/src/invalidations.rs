@@ -12,6 +12,11 @@
 //!   (reads and writes may then go to another copy): [`route_changed`], and when a
 //!   connection to a member ends (it may have restarted, forgetting who read what; checked
 //!   every [`RETRY`]).
+//! - BCAST: the prefixes this node's BCAST clients watch go to every other member
+//!   (`tracking.bcast`, internal), again whenever they change, a member joins, or a
+//!   connection to it ended; each member then tells this node of every change under them.
+//!   CLIENT TRACKING ON ... BCAST answers once the reachable members have them
+//!   ([`Registered::wait`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -40,6 +45,55 @@ enum Item {
     Key { key: Bytes, by: u64 },
     /// Everything it read here is void.
     Flush,
+    /// This node's BCAST clients watch these prefixes.
+    Prefixes(Vec<Bytes>),
+    /// Not for a member: this node's BCAST prefixes changed.
+    Wake,
+}
+
+/// Which BCAST prefixes of this node each member has taken (`Cluster::bcast`).
+#[derive(Debug, Default)]
+pub struct Registered {
+    taken: Mutex<HashMap<Arc<str>, Vec<Bytes>>>,
+    changed: tokio::sync::Notify,
+}
+
+impl Registered {
+    fn taken(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Vec<Bytes>>> {
+        self.taken.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True if `member` has `prefixes` (none taken counts as none).
+    fn has(&self, member: &str, prefixes: &[Bytes]) -> bool {
+        self.taken()
+            .get(member)
+            .map_or(prefixes.is_empty(), |p| p == prefixes)
+    }
+
+    /// Waits until every reachable member has this node's current BCAST prefixes, at most
+    /// `limit` (a member that does not answer in time hears of them a moment later).
+    pub async fn wait(&self, node: &Server, limit: Duration) {
+        let Some(cluster) = &node.cluster else { return };
+        let all_have = || {
+            let want = node.engine.tracker.bcast_prefixes();
+            let view = cluster.view();
+            (0..view.len() as u16)
+                .filter(|&m| m != view.me && view.reachable(m))
+                .all(|m| self.has(&view.nodes[usize::from(m)].name, &want))
+        };
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                let changed = self.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                if all_have() {
+                    return;
+                }
+                changed.await;
+            }
+        })
+        .await;
+    }
 }
 
 struct Sink {
@@ -71,6 +125,11 @@ impl shoal_engine::tracking::RemoteSink for Sink {
 
     fn flush(&self, member: &str) {
         self.put(member, Item::Flush);
+    }
+
+    fn prefixes_changed(&self) {
+        // A full queue is emptied soon: the next tick looks again.
+        let _ = self.queue.try_send((Arc::from(""), Item::Wake));
     }
 }
 
@@ -121,9 +180,19 @@ pub fn start(node: &Arc<Server>) {
                     .sum();
                 if now > lost_links {
                     route_changed(&node);
+                    // A member that restarted has none of this node's BCAST prefixes.
+                    cluster.bcast.taken().clear();
                 }
                 lost_links = now;
             }
+            // Each member that lacks this node's current BCAST prefixes is sent them.
+            let want = node.engine.tracker.bcast_prefixes();
+            let lacking: Vec<(Arc<str>, Item)> = (0..view.len())
+                .filter(|&m| m != usize::from(view.me))
+                .map(|m| view.nodes[m].name.as_str())
+                .filter(|name| !cluster.bcast.has(name, &want))
+                .map(|name| (Arc::from(name), Item::Prefixes(want.clone())))
+                .collect();
             let in_view = |name: &str| view.nodes.iter().any(|n| n.name == name);
             // A member that left: what it read here is forgotten, its task ends.
             members.retain(|name, _| {
@@ -136,7 +205,10 @@ pub fn start(node: &Arc<Server>) {
             let owed: Vec<Arc<str>> =
                 std::mem::take(&mut *lost.lock().unwrap_or_else(|e| e.into_inner()));
             let flushes = owed.into_iter().map(|m| (m, Item::Flush));
-            for (member, item) in batch.drain(..).chain(flushes) {
+            for (member, item) in batch.drain(..).chain(flushes).chain(lacking) {
+                if matches!(item, Item::Wake) {
+                    continue;
+                }
                 if !in_view(&member) {
                     node.engine.tracker.forget_member(&member);
                     continue;
@@ -177,6 +249,22 @@ fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
             if n == 0 {
                 return;
             }
+            // The latest prefixes sent first: they are the member's whole set.
+            if let Some(prefixes) = batch.iter().rev().find_map(|i| match i {
+                Item::Prefixes(p) => Some(p.clone()),
+                _ => None,
+            }) {
+                if send(&node, &name, Tell::Prefixes(prefixes.clone())).await {
+                    if let Some(cluster) = &node.cluster {
+                        cluster.bcast.taken().insert(name.clone(), prefixes);
+                        cluster.bcast.changed.notify_waiters();
+                    }
+                }
+                batch.retain(|i| !matches!(i, Item::Prefixes(_)));
+                if batch.is_empty() && !owes_flush {
+                    continue;
+                }
+            }
             if owes_flush || batch.iter().any(|i| matches!(i, Item::Flush)) {
                 // A flush covers every invalidation before and with it.
                 owes_flush = !send(&node, &name, Tell::Flush).await;
@@ -187,7 +275,7 @@ fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
                 .drain(..)
                 .filter_map(|item| match item {
                     Item::Key { key, by } => Some((key, by)),
-                    Item::Flush => None,
+                    _ => None,
                 })
                 .collect();
             owes_flush = !send(&node, &name, Tell::Changes(changes)).await;
@@ -202,6 +290,8 @@ enum Tell {
     Changes(Vec<(Bytes, u64)>),
     /// `tracking.flush`.
     Flush,
+    /// `tracking.bcast`: this node's BCAST prefixes.
+    Prefixes(Vec<Bytes>),
 }
 
 /// Tells member `name` (this node too: one of its clients read on another copy here);
@@ -222,6 +312,8 @@ async fn send(node: &Arc<Server>, name: &str, tell: Tell) -> bool {
                 .tracker
                 .invalidated_elsewhere(&c, &engine.pubsub, limit),
             Tell::Flush => engine.tracker.flushed_elsewhere(&engine.pubsub, limit),
+            // Its own clients are told by its own tracker.
+            Tell::Prefixes(_) => {}
         }
         return true;
     }
@@ -230,6 +322,13 @@ async fn send(node: &Arc<Server>, name: &str, tell: Tell) -> bool {
     };
     let args = match tell {
         Tell::Flush => vec![Bytes::from_static(b"tracking.flush")],
+        Tell::Prefixes(prefixes) => {
+            let me = Bytes::copy_from_slice(view.myself.name.as_bytes());
+            [Bytes::from_static(b"tracking.bcast"), me]
+                .into_iter()
+                .chain(prefixes)
+                .collect()
+        }
         Tell::Changes(changes) => {
             let mut args = Vec::with_capacity(1 + 2 * changes.len());
             args.push(Bytes::from_static(b"tracking.invalidate"));

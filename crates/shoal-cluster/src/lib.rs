@@ -466,6 +466,8 @@ pub struct Cluster {
     /// Why a starting gossip node has not joined yet (shown in INFO and logged); `None` once
     /// it joined, or before the first diagnosis.
     pub join_problem: Mutex<Option<String>>,
+    /// Which members have this node's BCAST tracking prefixes (`invalidations`).
+    pub bcast: invalidations::Registered,
     /// The latest gossip membership (gossip mode).
     membership: Mutex<Option<shoal_gossip::Membership>>,
     /// This node's own state (gossip mode).
@@ -678,6 +680,7 @@ impl Cluster {
             accepting: AtomicBool::new(true),
             timeouts: Timeouts::new(config.cluster_timeout_ms),
             join_problem: Mutex::new(None),
+            bcast: Default::default(),
             membership: Mutex::new(None),
             local_state: Mutex::new(MemberState::Joining),
             blocked_forwards: tokio::sync::Semaphore::new(BLOCKED_FORWARDS),

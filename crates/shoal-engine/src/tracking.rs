@@ -57,6 +57,9 @@ pub trait RemoteSink: Send + Sync {
     fn invalidate(&self, member: &str, key: Bytes, by: u64);
     /// Everything `member` read here is void (FLUSHALL, or its table entry was dropped).
     fn flush(&self, member: &str);
+    /// The prefixes this node's BCAST clients watch changed ([`Tracker::bcast_prefixes`]):
+    /// the other members are to learn them.
+    fn prefixes_changed(&self);
 }
 
 /// Invalidations from other nodes remembered, at most, for the replies still on their way
@@ -94,6 +97,8 @@ struct State {
     bcast: HashSet<u64>,
     /// The ids of the members reading here (their entries in `clients`).
     members: HashMap<Arc<str>, u64>,
+    /// The prefixes each member's BCAST clients watch (by the member's id).
+    member_prefixes: HashMap<u64, Vec<Bytes>>,
     next_member: u64,
     /// Invalidations from other nodes, numbered, the latest [`RECENT`] (stored keys), and
     /// their keys' bytes.
@@ -131,11 +136,11 @@ impl Tracker {
     /// Client `id` tracks from now on as `mode`; its own invalidations go to `mailbox`.
     pub fn enable(&self, id: u64, mode: Mode, mailbox: Arc<Mailbox>) {
         let mut s = self.lock();
-        if mode.bcast {
-            s.bcast.insert(id);
+        let was_bcast = if mode.bcast {
+            !s.bcast.insert(id)
         } else {
-            s.bcast.remove(&id);
-        }
+            s.bcast.remove(&id)
+        };
         let client = Client {
             mode,
             to: To::Mailbox(mailbox),
@@ -144,6 +149,9 @@ impl Tracker {
         };
         if s.clients.insert(id, client).is_none() {
             self.count.fetch_add(1, Relaxed);
+        }
+        if s.clients[&id].mode.bcast || was_bcast {
+            self.prefixes_changed();
         }
     }
 
@@ -171,7 +179,9 @@ impl Tracker {
     /// are forgotten lazily (an invalidation finds it gone).
     pub fn disable(&self, id: u64) {
         let mut s = self.lock();
-        s.bcast.remove(&id);
+        if s.bcast.remove(&id) {
+            self.prefixes_changed();
+        }
         if s.clients.remove(&id).is_some() {
             self.count.fetch_sub(1, Relaxed);
         }
@@ -180,6 +190,61 @@ impl Tracker {
     /// Sets where invalidations for other members go (once; the cluster layer).
     pub fn set_sink(&self, sink: Box<dyn RemoteSink>) {
         let _ = self.sink.set(sink);
+    }
+
+    fn prefixes_changed(&self) {
+        if let Some(sink) = self.sink.get() {
+            sink.prefixes_changed();
+        }
+    }
+
+    /// Every prefix this node's BCAST clients watch, in byte order, once each (the empty
+    /// one: every key).
+    pub fn bcast_prefixes(&self) -> Vec<Bytes> {
+        let s = self.lock();
+        let mut all: Vec<Bytes> = s
+            .bcast
+            .iter()
+            .filter_map(|id| s.clients.get(id))
+            .flat_map(|c| c.mode.prefixes.iter().cloned())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Member `member`'s BCAST clients watch `prefixes` (all of them; none: it has none):
+    /// every change of a key under one of them here is told to it. True if the member is
+    /// new here (see [`Tracker::remember_for`]).
+    pub fn set_member_prefixes(&self, member: &Arc<str>, prefixes: Vec<Bytes>) -> bool {
+        let mut s = self.lock();
+        let (id, new) = self.member_id(&mut s, member);
+        if prefixes.is_empty() {
+            s.member_prefixes.remove(&id);
+        } else {
+            s.member_prefixes.insert(id, prefixes);
+        }
+        new
+    }
+
+    /// Member `member`'s id here, and whether it was new.
+    fn member_id(&self, s: &mut State, member: &Arc<str>) -> (u64, bool) {
+        if let Some(&id) = s.members.get(member) {
+            return (id, false);
+        }
+        let id = MEMBER_IDS + s.next_member;
+        s.next_member += 1;
+        s.members.insert(member.clone(), id);
+        let client = Client {
+            mode: Mode::default(),
+            to: To::Member(member.clone()),
+            target_gone: false,
+            broken: Default::default(),
+        };
+        s.clients.insert(id, client);
+        self.count.fetch_add(1, Relaxed);
+        self.member_count.fetch_add(1, Relaxed);
+        (id, true)
     }
 
     /// Client `id` read `keys` (stored keys of a read-only command): they are remembered
@@ -209,26 +274,7 @@ impl Tracker {
         limit: ClassLimit,
     ) -> bool {
         let mut s = self.lock();
-        let mut new = false;
-        let id = match s.members.get(member) {
-            Some(&id) => id,
-            None => {
-                new = true;
-                let id = MEMBER_IDS + s.next_member;
-                s.next_member += 1;
-                s.members.insert(member.clone(), id);
-                let client = Client {
-                    mode: Mode::default(),
-                    to: To::Member(member.clone()),
-                    target_gone: false,
-                    broken: Default::default(),
-                };
-                s.clients.insert(id, client);
-                self.count.fetch_add(1, Relaxed);
-                self.member_count.fetch_add(1, Relaxed);
-                id
-            }
-        };
+        let (id, new) = self.member_id(&mut s, member);
         self.remember_locked(&mut s, id, keys, max_keys, pubsub, limit);
         new
     }
@@ -238,6 +284,7 @@ impl Tracker {
         let mut s = self.lock();
         if let Some(id) = s.members.remove(member) {
             s.clients.remove(&id);
+            s.member_prefixes.remove(&id);
             self.count.fetch_sub(1, Relaxed);
             self.member_count.fetch_sub(1, Relaxed);
         }
@@ -311,13 +358,15 @@ impl Tracker {
 
     /// Another node's invalidations for this node's readers: each (stored key, the client
     /// of this node that made the change or 0) is told to the clients here that read it.
+    /// Consecutive changes by the same client go as one change of their keys (a BCAST
+    /// client gets one push per prefix for them).
     pub fn invalidated_elsewhere(
         &self,
         changes: &[(Bytes, u64)],
         pubsub: &PubSub,
         limit: ClassLimit,
     ) {
-        for (key, by) in changes {
+        for (key, _) in changes {
             {
                 let mut s = self.lock();
                 s.seq += 1;
@@ -331,7 +380,10 @@ impl Tracker {
                     s.recent_bytes -= old.len();
                 }
             }
-            self.invalidate(std::slice::from_ref(key), *by, None, pubsub, limit);
+        }
+        for run in changes.chunk_by(|a, b| a.1 == b.1) {
+            let keys: Vec<Bytes> = run.iter().map(|(k, _)| k.clone()).collect();
+            self.invalidate(&keys, run[0].1, None, pubsub, limit);
         }
     }
 
@@ -432,10 +484,24 @@ impl Tracker {
                 .filter(|id| !s.bcast.contains(id))
                 .collect();
             let by_here = if by_member.is_none() { by } else { 0 };
+            // A member is told once, whether its clients read the key or watch its prefix.
+            let mut members: Vec<u64> = Vec::new();
             for target in readers {
-                if !(target == by_here && s.clients.get(&target).is_some_and(|c| c.mode.noloop)) {
+                if target >= MEMBER_IDS {
+                    members.push(target);
+                } else if !(target == by_here
+                    && s.clients.get(&target).is_some_and(|c| c.mode.noloop))
+                {
                     tell(self, &s, target, k, by, by_member, pubsub, limit);
                 }
+            }
+            for (id, prefixes) in &s.member_prefixes {
+                if prefixes.iter().any(|p| name.starts_with(p)) && !members.contains(id) {
+                    members.push(*id);
+                }
+            }
+            for target in members {
+                tell(self, &s, target, k, by, by_member, pubsub, limit);
             }
             for id in &s.bcast {
                 let Some(c) = s.clients.get(id) else { continue };
@@ -680,6 +746,9 @@ mod tests {
         fn flush(&self, member: &str) {
             self.0.lock().unwrap().push(format!("{member} flush"));
         }
+        fn prefixes_changed(&self) {
+            self.0.lock().unwrap().push("prefixes".into());
+        }
     }
 
     fn b(s: &str) -> Bytes {
@@ -783,6 +852,42 @@ mod tests {
         let since = t.seq();
         t.invalidated_elsewhere(&[(stored.clone(), 0)], &ps, LIMIT);
         assert_eq!(t.arrived(1, &[stored], since, 0, &ps, LIMIT), [b("n")]);
+    }
+
+    #[test]
+    fn a_members_prefixes_tell_it_of_every_change_under_them_once() {
+        let (t, sent, ps) = tracker();
+        let n1: Arc<str> = "n1".into();
+        assert!(t.set_member_prefixes(&n1, vec![b("user:"), b("user:1")]));
+        t.remember_for(&n1, &[b("user:12")], 0, &ps, LIMIT);
+        // Read and under two prefixes: told once; under none: not at all.
+        t.invalidate(&[b("user:12"), b("other")], 3, Some("n1"), &ps, LIMIT);
+        assert_eq!(*sent.lock().unwrap(), ["n1 user:12 by 3"]);
+        // Its BCAST clients went: nothing more.
+        assert!(!t.set_member_prefixes(&n1, Vec::new()));
+        t.invalidate(&[b("user:9")], 0, None, &ps, LIMIT);
+        assert_eq!(sent.lock().unwrap().len(), 1);
+        // This node's own BCAST clients' prefixes, for the other members, once each.
+        let m = mailbox(&ps);
+        let bcast = |prefixes: &[&str]| Mode {
+            bcast: true,
+            prefixes: prefixes.iter().map(|p| b(p)).collect(),
+            ..Mode::default()
+        };
+        t.enable(1, bcast(&["b", "a"]), m.clone());
+        t.enable(2, bcast(&["a", ""]), m);
+        assert_eq!(t.bcast_prefixes(), [b(""), b("a"), b("b")]);
+        assert_eq!(
+            sent.lock()
+                .unwrap()
+                .iter()
+                .filter(|s| *s == "prefixes")
+                .count(),
+            2
+        );
+        t.disable(1);
+        assert_eq!(t.bcast_prefixes(), [b(""), b("a")]);
+        assert_eq!(sent.lock().unwrap().last().unwrap(), "prefixes");
     }
 
     #[test]

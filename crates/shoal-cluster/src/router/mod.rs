@@ -92,7 +92,7 @@ pub fn dispatch(
     }
     let outcome = match (outcome, tracked) {
         (Outcome::Later(reply), Some(t)) => Outcome::Later(t.arrival(node, session, reply)),
-        (outcome, _) => outcome,
+        (outcome, _) => tracked::registered(node, session, args, outcome),
     };
     if let (Outcome::Later(_), Some(epoch)) = (&outcome, epoch) {
         in_flight.note(args, epoch);

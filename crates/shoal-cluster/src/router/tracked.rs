@@ -1,7 +1,8 @@
 //! A tracking client's commands in a cluster (`shoal_engine::tracking`): what a command
 //! sent to another node carries for it ([`carry`]: the client, and whether the owner is to
-//! remember this node as a reader of what it reads), and the client's reads remembered here
-//! when their replies arrive ([`Tracked::arrival`]).
+//! remember this node as a reader of what it reads), the client's reads remembered here
+//! when their replies arrive ([`Tracked::arrival`]), and CLIENT TRACKING ... BCAST
+//! answering once the other members know its prefixes ([`registered`]).
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use shoal_engine::cmd::{self, flag::READONLY, CommandSpec, Route, Session};
 use shoal_engine::pubsub::{Invalidation, Message};
 use shoal_resp::{is_error, Protocol};
 
-use super::outcome::ReplyFuture;
+use super::outcome::{Outcome, ReplyFuture};
 use crate::message::{from_origin, Origin};
 use crate::{Cluster, Server};
 
@@ -114,4 +115,33 @@ impl Tracked {
             out.freeze()
         })
     }
+}
+
+/// How long CLIENT TRACKING ... BCAST waits for the reachable members to take its prefixes.
+const REGISTER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `outcome` of `args`; for a CLIENT TRACKING that left the client in BCAST mode, it comes
+/// once the reachable members have this node's prefixes, so a change anywhere right after
+/// the reply is told to it (`crate::invalidations`).
+pub(super) fn registered(
+    node: &Arc<Server>,
+    session: &Session,
+    args: &[Bytes],
+    outcome: Outcome,
+) -> Outcome {
+    let bcast = session.tracking.as_ref().is_some_and(|t| t.mode.bcast);
+    let tracking = args.len() > 2
+        && args[0].eq_ignore_ascii_case(b"client")
+        && args[1].eq_ignore_ascii_case(b"tracking");
+    if !bcast || !tracking || node.cluster.is_none() {
+        return outcome;
+    }
+    let reply = outcome.into_future(session.proto);
+    let node = node.clone();
+    Outcome::Later(Box::pin(async move {
+        if let Some(cluster) = &node.cluster {
+            cluster.bcast.wait(&node, REGISTER_WAIT).await;
+        }
+        reply.await
+    }))
 }

@@ -446,13 +446,6 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !is(&args[2], "ON") {
         return err(ERR_SYNTAX);
     }
-    // BCAST would need every change of every node (README, Client-side caching).
-    if mode.bcast && ctx.host.cluster().is_some() {
-        return err(
-            "ERR CLIENT TRACKING BCAST is not supported in a Shoal cluster: a key's changes \
-             are seen on its owner only; track the keys read (without BCAST) instead",
-        );
-    }
     if !mode.bcast && !mode.prefixes.is_empty() {
         return err("ERR PREFIX option requires BCAST mode to be enabled");
     }
@@ -495,8 +488,9 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ));
         }
     }
-    // BCAST without PREFIX watches the empty prefix (every key), as Redis stores it.
-    if mode.bcast && mode.prefixes.is_empty() && old.is_empty() {
+    // BCAST without PREFIX watches the empty prefix (every key), as Redis stores it: also
+    // beside prefixes it had (Redis's `enableTracking` adds it unchecked).
+    if mode.bcast && mode.prefixes.is_empty() {
         mode.prefixes.push(Bytes::new());
     }
     // A client turning tracking on again keeps its earlier prefixes.
@@ -805,5 +799,23 @@ pub fn tracking_flush(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.engine
         .tracker
         .flushed_elsewhere(&ctx.engine.pubsub, limit);
+    Reply::ok()
+}
+
+/// `tracking.bcast member [prefix ...]` (internal): the prefixes member `member`'s BCAST
+/// clients watch, all of them (none: it has no BCAST client any more); every change of a
+/// key under one of them here is told to that member (`crate::tracking`).
+pub fn tracking_bcast(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let member: std::sync::Arc<str> = match std::str::from_utf8(&args[1]) {
+        Ok(m) if !m.is_empty() => m.into(),
+        _ => return err("ERR tracking.bcast: bad member name"),
+    };
+    if ctx
+        .engine
+        .tracker
+        .set_member_prefixes(&member, args[2..].to_vec())
+    {
+        ctx.engine.refresh_notes();
+    }
     Reply::ok()
 }

@@ -871,6 +871,16 @@ pub static INTERNAL: &[CommandSpec] = &[
         conn::tracking_invalidate
     ),
     cmd!(
+        "tracking.bcast",
+        -2,
+        FAST | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        "connection",
+        "0.1.0",
+        "The key prefixes another node's BCAST tracking clients watch: changes under them are told to it.",
+        conn::tracking_bcast
+    ),
+    cmd!(
         "tracking.flush",
         1,
         FAST | NOSCRIPT | LOADING | STALE,
