@@ -1262,6 +1262,68 @@ fn a_joining_node_copies_the_function_libraries() {
     }
 }
 
+/// A tracking client is told to drop everything (a null invalidation) when a node joins:
+/// its keys' new owners do not know what it read. What it reads after the join is told
+/// again when it changes, through whichever node writes it.
+#[test]
+fn a_tracking_client_is_flushed_when_a_node_joins() {
+    let _serial = serial();
+    let mut procs = vec![Proc::start("c0", &[])];
+    procs.push(Proc::start("c1", &[procs[0].gossip]));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    let mut a = std::net::TcpStream::connect(procs[0].resp).expect("connect");
+    a.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut got = Vec::new();
+    // Reads what comes until `want` is in it (what came before stays in `got`).
+    let mut read_until = |a: &mut std::net::TcpStream, want: &str, procs: &[&Proc]| {
+        let mut buf = [0u8; 4096];
+        wait_until(want, SETTLE, procs, || {
+            if let Ok(n) = std::io::Read::read(a, &mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            String::from_utf8_lossy(&got).contains(want)
+        });
+        let text = String::from_utf8_lossy(&got).into_owned();
+        got.clear();
+        text
+    };
+    std::io::Write::write_all(&mut a, b"HELLO 3\r\nCLIENT TRACKING ON\r\nPING\r\n").unwrap();
+    read_until(&mut a, "+PONG\r\n", &[&procs[0]]);
+    let keys: Vec<String> = (0..20).map(|i| format!("tracked:{i}")).collect();
+    let gets: String = keys.iter().map(|k| format!("GET {k}\r\n")).collect();
+    std::io::Write::write_all(&mut a, format!("{gets}PING\r\n").as_bytes()).unwrap();
+    let replies = read_until(&mut a, "+PONG\r\n", &[&procs[0]]);
+    assert!(!replies.contains("invalidate"), "{replies:?}");
+    procs.push(Proc::start("c2", &[procs[0].gossip]));
+    wait_settled(&procs.iter().collect::<Vec<_>>());
+    let all: Vec<&Proc> = procs.iter().collect();
+    read_until(&mut a, ">2\r\n$10\r\ninvalidate\r\n_\r\n", &all);
+    // Read again under the new view, then written through the joiner: told per key.
+    std::io::Write::write_all(&mut a, format!("{gets}PING\r\n").as_bytes()).unwrap();
+    read_until(&mut a, "+PONG\r\n", &all);
+    let mut via_joiner = procs[2].con();
+    for k in &keys {
+        let _: () = redis::cmd("SET")
+            .arg(k)
+            .arg("v")
+            .query(&mut via_joiner)
+            .unwrap();
+    }
+    let mut told = String::new();
+    let mut buf = [0u8; 4096];
+    // (A null tells it too: one more view change after the settling would send one.)
+    wait_until("every key's invalidation", SETTLE, &all, || {
+        if let Ok(n) = std::io::Read::read(&mut a, &mut buf) {
+            told.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        told.contains("invalidate\r\n_\r\n")
+            || keys
+                .iter()
+                .all(|k| told.contains(&format!("${}\r\n{k}\r\n", k.len())))
+    });
+}
+
 /// A script busy on the owner of its keys (which need not be the node its client asked) is
 /// stopped by SCRIPT KILL sent to any node: the kill goes to every member, and answers OK
 /// when one of them stopped its script, NOTBUSY when none runs one.
