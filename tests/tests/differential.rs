@@ -7913,6 +7913,19 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     step(&mut a, &["GET", "t"], 1, &mut out);
     step(&mut b, &["PERSIST", "t"], 1, &mut out);
     step(&mut a, &[], 1, &mut out);
+    // A read after a write in the same transaction is not invalidated by that write, but
+    // is remembered.
+    for args in [
+        &["MULTI"][..],
+        &["SET", "t", "x"],
+        &["GET", "t"],
+        &["EXEC"],
+        &["PING"],
+    ] {
+        step(&mut a, args, 1, &mut out);
+    }
+    step(&mut b, &["SET", "t", "y"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
     // A script that only writes, and a read-only one by itself, remember nothing (numbered
     // database). What a read inside a script remembers changed in Redis 7.2 (the keys it
     // reads, not the script's declared ones): `script_reads_are_tracked_as_redis_7_2`.
@@ -8252,6 +8265,25 @@ fn cluster_tracking_scenario(
     step(&mut a, &["GET", &t], 1, &mut out);
     step(&mut b, &["PERSIST", &t], 1, &mut out);
     step(&mut a, &[], 1, &mut out);
+    // A read after a write in the same transaction (sent whole to the keys' owner) is not
+    // invalidated by that write, but is remembered.
+    for args in [
+        &["MULTI"][..],
+        &["SET", &m1, "x"],
+        &["GET", &m1],
+        &["EXEC"],
+        &["PING"],
+    ] {
+        step(&mut a, args, 1, &mut out);
+    }
+    step(&mut b, &["SET", &m1, "y"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    // FLUSHALL through another node: one null (every node flushes).
+    step(&mut a, &["GET", &k1], 1, &mut out);
+    step(&mut a, &["GET", &local], 1, &mut out);
+    step(&mut b, &["FLUSHALL"], 1, &mut out);
+    step(&mut a, &[], 1, &mut out);
+    step(&mut a, &["PING"], 1, &mut out);
     // A key that expires at its owner.
     step(&mut b, &["SET", &t, "v", "PX", "50"], 1, &mut out);
     step(&mut a, &["GET", &t], 1, &mut out);

@@ -83,6 +83,9 @@ struct Client {
     target_gone: bool,
     /// An invalidation found the target gone: CLIENT TRACKINGINFO's `broken_redirect`.
     broken: std::sync::atomic::AtomicBool,
+    /// It read something since its last null ([`Tracker::flushed_elsewhere`] skips it
+    /// otherwise: a FLUSHALL's null comes from every node that flushed).
+    dirty: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -108,6 +111,16 @@ struct State {
     seq: u64,
     /// The number of the last flush (every key void).
     flushed_at: u64,
+}
+
+/// Which of a change's clients [`Tracker::invalidate_parts`] tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parts {
+    /// Those that read the keys (and the members whose clients did).
+    Readers,
+    /// Those that watch their prefixes (BCAST; and the members whose clients do).
+    Prefixes,
+    Both,
 }
 
 /// Member readers' ids: above any client id.
@@ -146,6 +159,7 @@ impl Tracker {
             to: To::Mailbox(mailbox),
             target_gone: false,
             broken: Default::default(),
+            dirty: std::sync::atomic::AtomicBool::new(true),
         };
         if s.clients.insert(id, client).is_none() {
             self.count.fetch_add(1, Relaxed);
@@ -240,6 +254,7 @@ impl Tracker {
             to: To::Member(member.clone()),
             target_gone: false,
             broken: Default::default(),
+            dirty: std::sync::atomic::AtomicBool::new(true),
         };
         s.clients.insert(id, client);
         self.count.fetch_add(1, Relaxed);
@@ -403,11 +418,13 @@ impl Tracker {
             ids.retain(|id| *id >= MEMBER_IDS);
             !ids.is_empty()
         });
+        // Not again to a client that read nothing since its last null (a FLUSHALL's nulls
+        // come from every node), but always to a BCAST one (its reads are not seen here).
         let ids: Vec<u64> = s
             .clients
-            .keys()
-            .copied()
-            .filter(|id| *id < MEMBER_IDS)
+            .iter()
+            .filter(|(id, c)| **id < MEMBER_IDS && (c.mode.bcast || c.dirty.swap(false, Relaxed)))
+            .map(|(id, _)| *id)
             .collect();
         for id in ids {
             send(self, &s, id, Invalidation::All, pubsub, limit);
@@ -427,9 +444,10 @@ impl Tracker {
             Ok(0) | Err(_) => usize::MAX,
             Ok(n) => n,
         };
-        if !s.clients.contains_key(&id) {
+        let Some(c) = s.clients.get(&id) else {
             return;
-        }
+        };
+        c.dirty.store(true, Relaxed);
         for k in keys {
             match s.keys.get_mut(&k[..]) {
                 Some(ids) => {
@@ -468,6 +486,28 @@ impl Tracker {
         pubsub: &PubSub,
         limit: ClassLimit,
     ) {
+        self.invalidate_parts(keys, by, by_member, Parts::Both, pubsub, limit);
+    }
+
+    /// [`Tracker::invalidate`], for the clients (and members) that read the keys, or for
+    /// those that watch their prefixes (BCAST), or both: inside an EXEC or a script the
+    /// readers are told as each command changes a key, as in Redis (a read after the write
+    /// in the same transaction is not invalidated by it), and the BCAST clients once at its
+    /// end, one push per prefix.
+    pub fn invalidate_parts(
+        &self,
+        keys: &[Bytes],
+        by: u64,
+        by_member: Option<&str>,
+        parts: Parts,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) {
+        let (readers_too, prefixes_too) = match parts {
+            Parts::Readers => (true, false),
+            Parts::Prefixes => (false, true),
+            Parts::Both => (true, true),
+        };
         let mut s = self.lock();
         // BCAST clients get one push per prefix with the prefix's keys in byte order, as
         // Redis sends them (it gathers them over its event loop's turn, Shoal over a command).
@@ -475,33 +515,48 @@ impl Tracker {
             HashMap::new();
         for k in keys {
             let (_, name) = shoal_store::split_key(k);
-            // A client now in BCAST mode is told through its prefixes only.
-            let readers: Vec<u64> = s
-                .keys
-                .remove(&k[..])
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|id| !s.bcast.contains(id))
-                .collect();
             let by_here = if by_member.is_none() { by } else { 0 };
-            // A member is told once, whether its clients read the key or watch its prefix.
+            // A member is told once, whether its clients read the key or watch its prefix
+            // (then with the prefixes).
+            let watches = |s: &State, id: &u64| {
+                s.member_prefixes
+                    .get(id)
+                    .is_some_and(|ps| ps.iter().any(|p| name.starts_with(p)))
+            };
             let mut members: Vec<u64> = Vec::new();
-            for target in readers {
-                if target >= MEMBER_IDS {
-                    members.push(target);
-                } else if !(target == by_here
-                    && s.clients.get(&target).is_some_and(|c| c.mode.noloop))
-                {
-                    tell(self, &s, target, k, by, by_member, pubsub, limit);
+            if readers_too {
+                // A client now in BCAST mode is told through its prefixes only.
+                let readers: Vec<u64> = s
+                    .keys
+                    .remove(&k[..])
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|id| !s.bcast.contains(id))
+                    .collect();
+                for target in readers {
+                    if target >= MEMBER_IDS {
+                        if !watches(&s, &target) {
+                            members.push(target);
+                        }
+                    } else if !(target == by_here
+                        && s.clients.get(&target).is_some_and(|c| c.mode.noloop))
+                    {
+                        tell(self, &s, target, k, by, by_member, pubsub, limit);
+                    }
                 }
             }
-            for (id, prefixes) in &s.member_prefixes {
-                if prefixes.iter().any(|p| name.starts_with(p)) && !members.contains(id) {
-                    members.push(*id);
+            if prefixes_too {
+                for id in s.member_prefixes.keys() {
+                    if watches(&s, id) && !members.contains(id) {
+                        members.push(*id);
+                    }
                 }
             }
             for target in members {
                 tell(self, &s, target, k, by, by_member, pubsub, limit);
+            }
+            if !prefixes_too {
+                continue;
             }
             for id in &s.bcast {
                 let Some(c) = s.clients.get(id) else { continue };
@@ -529,12 +584,22 @@ impl Tracker {
     }
 
     /// Every key changed (FLUSHALL, FLUSHDB): every tracking client is told with a null, and
-    /// the table is emptied.
+    /// the table is emptied. In a cluster (a sink is set) every node that flushed tells, so
+    /// a client that read nothing since its last null is not told again (but a BCAST one).
     pub fn invalidate_all(&self, pubsub: &PubSub, limit: ClassLimit) {
         let mut s = self.lock();
         s.keys.clear();
         s.order.clear();
-        let ids: Vec<u64> = s.clients.keys().copied().collect();
+        let clustered = self.sink.get().is_some();
+        let ids: Vec<u64> = s
+            .clients
+            .iter()
+            .filter(|(_, c)| {
+                let dirty = c.dirty.swap(false, Relaxed);
+                !clustered || dirty || c.mode.bcast || matches!(c.to, To::Member(_))
+            })
+            .map(|(id, _)| *id)
+            .collect();
         for id in ids {
             send(self, &s, id, Invalidation::All, pubsub, limit);
         }

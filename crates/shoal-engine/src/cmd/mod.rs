@@ -1780,31 +1780,42 @@ fn track(
     if matches!(spec.name, "flushall" | "flushdb") && !matches!(reply, Reply::Error(_)) {
         node.tracker.invalidate_all(&node.pubsub, limit);
     } else {
-        // Only the keys it changed (value, type or TTL), as Redis signals them; inside an
-        // EXEC or a script, kept until it ends.
-        let mut changed = match written {
+        // Only the keys it changed (value, type or TTL), as Redis signals them. Inside an
+        // EXEC or a script their readers are told now (a read after the write in the same
+        // transaction is not invalidated by it, as in Redis), BCAST clients when it ends
+        // (one push per prefix for the whole of it).
+        let changed = match written {
             Some((keys, before)) => crate::tracking::changed(&node.store, keys, before, now_ms),
             None => Vec::new(),
         };
+        let (by, member) = match &session.origin {
+            Some(o) => (o.client, Some(&*o.member)),
+            None => (session.info.id, None),
+        };
+        use crate::tracking::Parts;
+        let tell = |keys: &[Bytes], parts| {
+            if !keys.is_empty() {
+                node.tracker
+                    .invalidate_parts(keys, by, member, parts, &node.pubsub, limit);
+            }
+        };
         if session.depth > 0 {
-            session.changed_inside.append(&mut changed);
+            tell(&changed, Parts::Readers);
+            session.changed_inside.extend(changed);
             return;
         }
-        if !session.changed_inside.is_empty() {
-            let mut all = std::mem::take(&mut session.changed_inside);
-            all.append(&mut changed);
+        if session.changed_inside.is_empty() {
+            tell(&changed, Parts::Both);
+        } else {
+            let mut inside = std::mem::take(&mut session.changed_inside);
             // A key changed twice is told once.
-            let mut seen = std::collections::HashSet::new();
-            all.retain(|k| seen.insert(k.clone()));
-            changed = all;
-        }
-        if !changed.is_empty() {
-            let (by, member) = match &session.origin {
-                Some(o) => (o.client, Some(&*o.member)),
-                None => (session.info.id, None),
-            };
-            node.tracker
-                .invalidate(&changed, by, member, &node.pubsub, limit);
+            let mut seen: std::collections::HashSet<Bytes> = std::collections::HashSet::new();
+            inside.retain(|k| seen.insert(k.clone()));
+            // Its own keys that no command inside changed: their readers now.
+            let own: Vec<Bytes> = changed.into_iter().filter(|k| !seen.contains(k)).collect();
+            tell(&own, Parts::Readers);
+            inside.extend(own);
+            tell(&inside, Parts::Prefixes);
         }
     }
     // CLIENT CACHING's word lasts the next command, EXEC's or a script's inner ones included.
