@@ -8133,6 +8133,51 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
 /// Redis 7.2 (redis/redis#11770): a read inside a script remembers the keys that read reads,
 /// not the keys the script declared (7.0's rule, so no differential case against the 7.0
 /// reference here); a read-only script itself remembers nothing.
+/// Lowering `tracking-table-max-keys` with CONFIG SET evicts the oldest remembered keys
+/// soon after (the cron, as Redis's), each with an invalidation to its reader, though no
+/// key is read since (Redis's tracking unit waits for them).
+#[test]
+fn a_lowered_tracking_table_bound_evicts_with_invalidations() {
+    let node = TestNode::start();
+    let mut a = Conn::connect(node.addr);
+    let mut b = Conn::connect(node.addr);
+    let call = |c: &mut Conn, args: &[&str]| {
+        c.send(&multibulk(args));
+        escape(&c.read_reply().expect("a reply"))
+    };
+    call(&mut a, &["HELLO", "3"]);
+    assert_eq!(call(&mut a, &["CLIENT", "TRACKING", "ON"]), "+OK\\r\\n");
+    for k in ["e1", "e2", "e3"] {
+        call(&mut a, &["GET", k]);
+    }
+    let keys = |b: &mut Conn| {
+        b.send(&multibulk(&["INFO", "stats"]));
+        let info = String::from_utf8(b.read_reply().unwrap()).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("tracking_total_keys:"))
+            .map(|n| n.trim().to_string())
+    };
+    assert_eq!(keys(&mut b).as_deref(), Some("3"));
+    assert_eq!(
+        call(&mut b, &["CONFIG", "SET", "tracking-table-max-keys", "1"]),
+        "+OK\\r\\n"
+    );
+    // The two oldest, one push each, without a command from the reader.
+    let mut told = Vec::new();
+    for _ in 0..2 {
+        told.push(escape(&a.read_reply().expect("an invalidation")));
+    }
+    assert_eq!(
+        told,
+        [
+            ">2\\r\\n$10\\r\\ninvalidate\\r\\n*1\\r\\n$2\\r\\ne1\\r\\n",
+            ">2\\r\\n$10\\r\\ninvalidate\\r\\n*1\\r\\n$2\\r\\ne2\\r\\n"
+        ]
+    );
+    assert_eq!(keys(&mut b).as_deref(), Some("1"));
+    call(&mut b, &["CONFIG", "SET", "tracking-table-max-keys", "0"]);
+}
+
 #[test]
 fn script_reads_are_tracked_as_redis_7_2() {
     let node = TestNode::start();

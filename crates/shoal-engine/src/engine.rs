@@ -295,6 +295,21 @@ impl Engine {
         }
     }
 
+    /// Client-side caching's table back within `tracking-table-max-keys` (lowered by CONFIG
+    /// SET since a key was last remembered): the oldest keys go, their readers told. The
+    /// cron calls it; one atomic load while no client tracks.
+    pub fn trim_tracking(&self) {
+        if self.tracker.active() {
+            let (limit, max_keys) = self.with_settings(|s| {
+                (
+                    s.client_output_buffer_limit.pubsub,
+                    s.tracking_table_max_keys,
+                )
+            });
+            self.tracker.trim(max_keys, &self.pubsub, limit);
+        }
+    }
+
     /// INFO's count of keyspace notifications the store could not note (its logs full).
     pub fn notes_dropped(&self) -> u64 {
         self.store.key_events_dropped()

@@ -440,10 +440,6 @@ impl Tracker {
         pubsub: &PubSub,
         limit: ClassLimit,
     ) {
-        let max_keys = match usize::try_from(max_keys) {
-            Ok(0) | Err(_) => usize::MAX,
-            Ok(n) => n,
-        };
         let Some(c) = s.clients.get(&id) else {
             return;
         };
@@ -461,7 +457,23 @@ impl Tracker {
             }
         }
         compact(s);
-        // Past the table's bound: the oldest keys go, their readers told.
+        self.evict_past(s, max_keys, pubsub, limit);
+    }
+
+    /// Past `max_keys` remembered (`tracking-table-max-keys`, 0: no bound), the oldest keys
+    /// go, their readers told; for a bound lowered by CONFIG SET, the cron calls it.
+    pub fn trim(&self, max_keys: u64, pubsub: &PubSub, limit: ClassLimit) {
+        if self.active() {
+            let mut s = self.lock();
+            self.evict_past(&mut s, max_keys, pubsub, limit);
+        }
+    }
+
+    fn evict_past(&self, s: &mut State, max_keys: u64, pubsub: &PubSub, limit: ClassLimit) {
+        let max_keys = match usize::try_from(max_keys) {
+            Ok(0) | Err(_) => usize::MAX,
+            Ok(n) => n,
+        };
         while s.keys.len() > max_keys {
             let Some(old) = s.order.pop_front() else {
                 break;

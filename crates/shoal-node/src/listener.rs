@@ -778,6 +778,7 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         // The store notes expiries for client-side caching only while a client tracks (the
         // last one may have gone without turning it off).
         node.engine.refresh_notes();
+        node.engine.trim_tracking();
         if node.engine.store.maxmemory() > 0 {
             let _ = node.engine.store.ensure_memory(now);
             node.engine.publish_key_events();
