@@ -185,9 +185,16 @@ pub fn start(node: &Arc<Server>) {
                 }
                 lost_links = now;
             }
-            // Each member that lacks this node's current BCAST prefixes is sent them.
-            let want = node.engine.tracker.bcast_prefixes();
+            // Each member that lacks this node's current BCAST prefixes is sent them (when
+            // they changed, and on each tick until it took them).
+            let woken = ticked || batch.iter().any(|(_, i)| matches!(i, Item::Wake));
+            let want = if woken {
+                node.engine.tracker.bcast_prefixes()
+            } else {
+                Vec::new()
+            };
             let lacking: Vec<(Arc<str>, Item)> = (0..view.len())
+                .filter(|_| woken)
                 .filter(|&m| m != usize::from(view.me))
                 .map(|m| view.nodes[m].name.as_str())
                 .filter(|name| !cluster.bcast.has(name, &want))
