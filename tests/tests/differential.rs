@@ -8022,6 +8022,31 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     step(&mut b, &["SET", "ek", "v", "PX", "50"], 1, &mut out);
     step(&mut a, &["GET", "ek"], 1, &mut out);
     step(&mut a, &[], 1, &mut out);
+    // A redirect to a RESP3 client subscribed to nothing: it gets the pushes.
+    let mut t3 = Conn::connect(addr);
+    let mut c3 = Conn::connect(addr);
+    t3.send(&multibulk(&["HELLO", "3"]));
+    t3.read_reply().expect("HELLO 3");
+    t3.send(&multibulk(&["CLIENT", "ID"]));
+    let t3_id = String::from_utf8(t3.read_reply().unwrap()).unwrap();
+    let t3_id = t3_id.trim().trim_start_matches(':').to_string();
+    c3.send(&multibulk(&[
+        "CLIENT", "TRACKING", "ON", "REDIRECT", &t3_id,
+    ]));
+    out.push(format!(
+        "CLIENT TRACKING ON REDIRECT <RESP3 client>: {}",
+        escape(&c3.read_reply().unwrap())
+    ));
+    step(&mut c3, &["GET", "r3"], 1, &mut out);
+    step(&mut b, &["SET", "r3", "v"], 1, &mut out);
+    step(&mut t3, &[], 1, &mut out);
+    step(&mut t3, &["PING"], 1, &mut out);
+    // Back to RESP2 and subscribed to nothing, it gets nothing (it would read a reply).
+    t3.send(&multibulk(&["HELLO", "2"]));
+    t3.read_reply().expect("HELLO 2");
+    step(&mut c3, &["GET", "r3"], 1, &mut out);
+    step(&mut b, &["SET", "r3", "w"], 1, &mut out);
+    step(&mut t3, &["PING"], 1, &mut out);
     // A RESP3 client whose redirect target went is told so when an invalidation comes.
     let mut d = Conn::connect(addr);
     let mut e = Conn::connect(addr);
@@ -8053,14 +8078,14 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
         let reply = String::from_utf8(d.read_reply().unwrap()).unwrap();
         out.push(format!(
             "after the redirect went: {}",
-            reply.replace(&gone, "<id>")
+            reply.replace(&format!(":{gone}\r\n"), ":<id>\r\n")
         ));
     }
     d.send(&multibulk(&["CLIENT", "TRACKINGINFO"]));
     let info = String::from_utf8(d.read_reply().unwrap()).unwrap();
     out.push(format!(
         "TRACKINGINFO, redirect gone: {}",
-        info.replace(&gone, "<id>")
+        info.replace(&format!(":{gone}\r\n"), ":<id>\r\n")
     ));
     // An EXEC's writes reach a BCAST client as one push per prefix, as Redis gathers them.
     let mut h = Conn::connect(addr);
@@ -8133,6 +8158,37 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
 /// Redis 7.2 (redis/redis#11770): a read inside a script remembers the keys that read reads,
 /// not the keys the script declared (7.0's rule, so no differential case against the 7.0
 /// reference here); a read-only script itself remembers nothing.
+/// FLUSHALL while no client tracks still empties the table of remembered keys, as Redis
+/// frees it: a client that tracks again later is not told of a key it read before.
+#[test]
+fn flushall_forgets_keys_read_by_clients_that_stopped_tracking() {
+    let scenario = |addr: SocketAddr| {
+        let mut out = Vec::new();
+        let (mut a, mut b) = (Conn::connect(addr), Conn::connect(addr));
+        step(&mut a, &["HELLO", "3"], 1, &mut out);
+        out.clear();
+        for args in [
+            &["CLIENT", "TRACKING", "ON"][..],
+            &["GET", "z"],
+            &["CLIENT", "TRACKING", "OFF"],
+        ] {
+            step(&mut a, args, 1, &mut out);
+        }
+        step(&mut b, &["FLUSHALL"], 1, &mut out);
+        step(&mut a, &["CLIENT", "TRACKING", "ON"], 1, &mut out);
+        step(&mut b, &["SET", "z", "1"], 1, &mut out);
+        step(&mut a, &["PING"], 1, &mut out);
+        out
+    };
+    let redis_server = RedisServer::start();
+    let shoal = TestNode::start();
+    same_observations(
+        "flushall untracked",
+        &scenario(redis_server.addr),
+        &scenario(shoal.addr),
+    );
+}
+
 /// Lowering `tracking-table-max-keys` with CONFIG SET evicts the oldest remembered keys
 /// soon after (the cron, as Redis's), each with an invalidation to its reader, though no
 /// key is read since (Redis's tracking unit waits for them).

@@ -148,6 +148,9 @@ pub struct Overflow;
 pub struct Mailbox {
     client: Arc<ClientInfo>,
     state: Mutex<MailState>,
+    /// Something is queued or it overflowed: [`Mailbox::take`] looks (every RESP3 client has
+    /// a mailbox, and a connection asks it before and after each command).
+    has_mail: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -166,6 +169,7 @@ impl Mailbox {
         Mailbox {
             client,
             state: Mutex::new(MailState::default()),
+            has_mail: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -202,6 +206,7 @@ impl Mailbox {
         };
         if after > hard || soft_expired {
             s.overflowed = true;
+            self.has_mail.store(true, Ordering::Release);
             s.queue = VecDeque::new();
             s.bytes = 0;
             let waker = s.waker.take();
@@ -218,6 +223,7 @@ impl Mailbox {
         }
         s.bytes += size;
         s.queue.push_back(message);
+        self.has_mail.store(true, Ordering::Release);
         let waker = s.waker.take();
         drop(s);
         if let Some(w) = waker {
@@ -229,6 +235,10 @@ impl Mailbox {
     /// Takes the queued messages, up to about `max_bytes` of them (at least one); `Ok` with
     /// none when the mailbox is empty.
     pub fn take(&self, max_bytes: usize) -> Result<Vec<Message>, Overflow> {
+        // (A message queued meanwhile is taken by the next call, or wakes `poll_take`.)
+        if !self.has_mail.load(Ordering::Acquire) {
+            return Ok(Vec::new());
+        }
         let mut s = self.lock();
         if s.overflowed {
             return Err(Overflow);
@@ -244,6 +254,7 @@ impl Mailbox {
         }
         if s.queue.is_empty() {
             s.over_soft_since = None;
+            self.has_mail.store(false, Ordering::Release);
         }
         Ok(out)
     }
@@ -284,6 +295,9 @@ pub struct PubSub {
     /// Subscriptions of every kind: 0 makes PUBLISH free.
     count: AtomicUsize,
     registry: RwLock<[HashMap<Bytes, Subscribers>; 3]>,
+    /// The mailboxes of RESP3 clients by id, subscribed or not: a CLIENT TRACKING
+    /// redirect's target may be any RESP3 client, as in Redis ([`Subscriber::as_target`]).
+    resp3: RwLock<Subscribers>,
 }
 
 impl PubSub {
@@ -375,14 +389,22 @@ impl PubSub {
         self.read()[space.index()].get(name).map_or(0, HashMap::len)
     }
 
-    /// The mailbox of client `id` if it is subscribed to anything (a CLIENT TRACKING
-    /// redirect's target).
+    /// The mailbox of client `id` if it is subscribed to anything, or speaks RESP3 (a
+    /// CLIENT TRACKING redirect's target; a RESP2 one would read a message as a reply).
     pub fn mailbox_of(&self, id: u64) -> Option<Arc<Mailbox>> {
-        let registry = self.read();
-        registry
+        let subscribed = self
+            .read()
             .iter()
             .flat_map(|space| space.values())
-            .find_map(|subs| subs.get(&id).cloned())
+            .find_map(|subs| subs.get(&id).cloned());
+        subscribed.or_else(|| {
+            self.resp3
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&id)
+                .filter(|m| m.resp3())
+                .cloned()
+        })
     }
 
     /// How many distinct names have a subscriber in `space` (PUBSUB NUMPAT for patterns;
@@ -420,6 +442,8 @@ pub struct Subscriber {
     pubsub: Arc<PubSub>,
     mailbox: Arc<Mailbox>,
     names: [HashSet<Bytes>; 3],
+    /// Registered as a RESP3 client ([`Subscriber::as_target`]).
+    target: bool,
 }
 
 impl Subscriber {
@@ -428,6 +452,20 @@ impl Subscriber {
             pubsub,
             mailbox: Arc::new(Mailbox::new(client)),
             names: Default::default(),
+            target: false,
+        }
+    }
+
+    /// The client speaks RESP3 (HELLO 3): other clients' CLIENT TRACKING ... REDIRECT may
+    /// name it, subscribed or not ([`PubSub::mailbox_of`]); until the client goes.
+    pub fn as_target(&mut self) {
+        if !std::mem::replace(&mut self.target, true) {
+            let id = self.mailbox.client.id;
+            self.pubsub
+                .resp3
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, self.mailbox.clone());
         }
     }
 
@@ -493,6 +531,13 @@ impl Subscriber {
 impl Drop for Subscriber {
     fn drop(&mut self) {
         let id = self.mailbox.client.id;
+        if self.target {
+            self.pubsub
+                .resp3
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+        }
         for space in [Space::Channel, Space::Pattern, Space::Shard] {
             for name in std::mem::take(&mut self.names[space.index()]) {
                 self.pubsub.remove(space, &name, id);

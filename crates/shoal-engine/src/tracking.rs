@@ -617,6 +617,13 @@ impl Tracker {
         }
     }
 
+    /// Forgets every remembered key, telling nobody (FLUSHALL while no client tracks).
+    pub fn forget_all(&self) {
+        let mut s = self.lock();
+        s.keys.clear();
+        s.order.clear();
+    }
+
     /// Keys remembered (for INFO's `tracking_total_keys`).
     pub fn keys(&self) -> usize {
         self.lock().keys.len()

@@ -103,6 +103,14 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         ctx.session.proto = p;
         let n = if p == Protocol::Resp3 { 3 } else { 2 };
         ctx.session.info.resp.store(n, Ordering::Relaxed);
+        if p == Protocol::Resp3 {
+            // Any RESP3 client may be a tracking redirect's target, as in Redis.
+            let (engine, info) = (ctx.engine, ctx.session.info.clone());
+            ctx.session
+                .pubsub
+                .get_or_insert_with(|| crate::pubsub::Subscriber::new(engine.pubsub.clone(), info))
+                .as_target();
+        }
     }
     let proto_num = if ctx.session.proto == Protocol::Resp3 {
         3

@@ -1698,6 +1698,10 @@ fn run_command(
     let script_errors = script::take_reply_errors();
     if node.tracker.active() {
         track(node, session, spec, &reply, written, now_ms);
+    } else if matches!(spec.name, "flushall" | "flushdb") {
+        // Keys remembered for clients that stopped tracking since go too, as Redis frees
+        // its whole table (they would tell a client that tracks again later).
+        node.tracker.forget_all();
     }
     // A write may give a blocked client something to pop (a command that blocked wrote
     // nothing, and must not wake itself).
