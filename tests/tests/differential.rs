@@ -8158,6 +8158,57 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
 /// Redis 7.2 (redis/redis#11770): a read inside a script remembers the keys that read reads,
 /// not the keys the script declared (7.0's rule, so no differential case against the 7.0
 /// reference here); a read-only script itself remembers nothing.
+/// A key evicted to make room before a tracking client's command is invalidated before that
+/// command's reply, as Redis evicts before it runs a command (its tracking unit's
+/// "invalidation message of eviction keys should be before response").
+#[test]
+fn an_eviction_before_a_command_is_told_before_its_reply() {
+    let node = TestNode::start();
+    let mut a = Conn::connect(node.addr);
+    let mut b = Conn::connect(node.addr);
+    let call = |c: &mut Conn, args: &[&str]| {
+        c.send(&multibulk(args));
+        escape(&c.read_reply().expect("a reply"))
+    };
+    call(&mut a, &["HELLO", "3"]);
+    assert_eq!(call(&mut a, &["CLIENT", "TRACKING", "ON"]), "+OK\\r\\n");
+    b.send(&multibulk(&["INFO", "memory"]));
+    let info = String::from_utf8(b.read_reply().unwrap()).unwrap();
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("used_memory");
+    let limit = (used + 100 * 1024).to_string();
+    assert_eq!(
+        call(&mut b, &["CONFIG", "SET", "maxmemory", &limit]),
+        "+OK\\r\\n"
+    );
+    let policy = ["CONFIG", "SET", "maxmemory-policy", "volatile-random"];
+    assert_eq!(call(&mut b, &policy), "+OK\\r\\n");
+    assert_eq!(
+        call(&mut a, &["SETEX", "volatile-key", "10000", "x"]),
+        "+OK\\r\\n"
+    );
+    assert_eq!(call(&mut a, &["GET", "volatile-key"]), "$1\\r\\nx\\r\\n");
+    // About 200 KB: past the limit, so the next command evicts the volatile key first.
+    assert_eq!(
+        call(&mut a, &["SETBIT", "big-key", "1600000", "0"]),
+        ":0\\r\\n"
+    );
+    a.send(&multibulk(&["GETBIT", "big-key", "0"]));
+    let first = escape(&a.read_reply().expect("the push"));
+    let second = escape(&a.read_reply().expect("the reply"));
+    assert_eq!(
+        (first.as_str(), second.as_str()),
+        (
+            ">2\\r\\n$10\\r\\ninvalidate\\r\\n*1\\r\\n$12\\r\\nvolatile-key\\r\\n",
+            ":0\\r\\n"
+        )
+    );
+    call(&mut b, &["CONFIG", "SET", "maxmemory", "0"]);
+}
+
 /// FLUSHALL while no client tracks still empties the table of remembered keys, as Redis
 /// frees it: a client that tracks again later is not told of a key it read before.
 #[test]

@@ -217,7 +217,9 @@ impl Frontend for RespFrontend {
             }
             processed += 1;
             self.prefetched = self.prefetched.saturating_sub(1);
-            // Messages published before this command go out before its reply.
+            // Messages published before this command go out before its reply (among them
+            // the invalidations of keys evicted to make room for it).
+            shoal_engine::cmd::evict_before(&node.engine, &self.session, &args, now);
             drain_messages(&self.session, replies);
             if node.monitors.active() {
                 feed_monitors(node, &self.session, &args);

@@ -1511,6 +1511,27 @@ pub(crate) fn lacks_replicas(host: &dyn Host) -> bool {
 /// evicted.
 pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
+/// Over `maxmemory`, while some client tracks, keys are evicted before a client's command
+/// is run (keeping its first key, as `run` does), as Redis's `processCommand` evicts
+/// before `call`: their invalidations are then in the mailbox before the command's reply
+/// is, and the connection sends them first (a tracking client must not cache a value its
+/// reply shows as gone).
+pub fn evict_before(node: &Engine, session: &Session, args: &[Bytes], now_ms: u64) {
+    if !node.tracker.active() || node.store.maxmemory() == 0 || !node.store.over_budget(now_ms) {
+        return;
+    }
+    let Some(spec) = lookup(&args[0]) else {
+        return;
+    };
+    let first = db::stored_keys(spec, args, session.db).into_iter().next();
+    node.as_command(|| {
+        let _ = match &first {
+            Some(k) => node.store.ensure_memory_keep(now_ms, k),
+            None => node.store.ensure_memory(now_ms),
+        };
+    });
+}
+
 /// The end (Unix ms) of a CLIENT PAUSE that holds `args` back at `now_ms`, if one does: in
 /// mode ALL every known command of the right arity, in mode WRITE the writes and Redis's
 /// `may-replicate` commands (PUBLISH, SPUBLISH, PFCOUNT), and an EXEC with one of those
