@@ -7148,7 +7148,8 @@ fn changes_since_last_save_count_as_redis() {
 
 /// DEBUG where `enable-debug-command` lets it run (both servers with `yes`): its test
 /// replies of every type in RESP2 and RESP3 (but RESP3's attribute, which Shoal leaves out),
-/// ERROR, SLEEP, SET-ACTIVE-EXPIRE, OBJECT and DIGEST-VALUE of a missing key, and the
+/// ERROR, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, OBJECT and DIGEST-VALUE of a missing key,
+/// and the
 /// errors of unknown and malformed subcommands.
 const DEBUG: &[Case] = &[&[
     &["DEBUG", "PROTOCOL", "string"],
@@ -7171,6 +7172,8 @@ const DEBUG: &[Case] = &[&[
     &["DEBUG", "SET-ACTIVE-EXPIRE", "0"],
     &["SET", "k", "v", "PX", "1"],
     &["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
+    &["DEBUG", "PAUSE-CRON", "1"],
+    &["DEBUG", "PAUSE-CRON", "0"],
     &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "1b"],
     &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "0"],
     &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "5gb"],
@@ -7195,6 +7198,29 @@ fn debug_matches_redis_where_enabled() {
         String::from_utf8_lossy(&c.read_reply().expect("a reply")).into_owned()
     };
     call(&["FLUSHALL"]);
+    // PAUSE-CRON 1 stops active expiry (a key past its TTL stays until read or resumed).
+    let expired = |call: &mut dyn FnMut(&[&str]) -> String| -> u64 {
+        call(&["INFO", "stats"])
+            .lines()
+            .find_map(|l| l.strip_prefix("expired_keys:"))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("expired_keys")
+    };
+    call(&["DEBUG", "PAUSE-CRON", "1"]);
+    let before = expired(&mut call);
+    call(&["SET", "paused", "v", "PX", "1"]);
+    call(&["DEBUG", "SLEEP", "0.3"]);
+    assert_eq!(
+        expired(&mut call),
+        before,
+        "the cron expired a key while paused"
+    );
+    call(&["DEBUG", "PAUSE-CRON", "0"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while expired(&mut call) == before {
+        assert!(Instant::now() < deadline, "the cron did not resume");
+        std::thread::yield_now();
+    }
     assert_eq!(
         call(&["DEBUG", "DIGEST"]),
         format!("+{}\r\n", "0".repeat(40))

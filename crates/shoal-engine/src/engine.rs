@@ -89,6 +89,8 @@ pub struct Engine {
     pub numbered_dbs: std::sync::atomic::AtomicBool,
     /// The cron's active expiry is off (`DEBUG SET-ACTIVE-EXPIRE 0`): keys expire when read.
     pub active_expire_off: std::sync::atomic::AtomicBool,
+    /// The cron does nothing (`DEBUG PAUSE-CRON 1`).
+    pub cron_paused: std::sync::atomic::AtomicBool,
     /// Per-command counters, error counts and the slow log.
     pub commands: crate::cmdstats::CommandStats,
     /// The latency monitor's events.
@@ -172,6 +174,7 @@ impl Engine {
             memory: crate::memory::MemoryState::default(),
             numbered_dbs: std::sync::atomic::AtomicBool::new(false),
             active_expire_off: std::sync::atomic::AtomicBool::new(false),
+            cron_paused: std::sync::atomic::AtomicBool::new(false),
             commands,
             latency,
             settings_hook: std::sync::OnceLock::new(),

@@ -732,6 +732,14 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
             _ = tokio::time::sleep(period) => {}
         }
         let now = now_ms();
+        // DEBUG PAUSE-CRON 1: nothing until it is 0 again.
+        if node
+            .engine
+            .cron_paused
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            continue;
+        }
         // Not inside a transaction (EXEC runs alone, `shoal_store::gate`): this round's
         // expiry, eviction and delayed flush wait for the next one then, and this thread,
         // which also runs gossip, never waits for one.

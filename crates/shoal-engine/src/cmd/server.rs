@@ -1764,6 +1764,8 @@ const DEBUG_HELP: &[&str] = &[
     "    Reply with a test value of the specified type. <type> can be: string,",
     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
     "    true, false.",
+    "PAUSE-CRON <0|1>",
+    "    Stop periodic cron job processing.",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -1778,7 +1780,8 @@ const DEBUG_HELP: &[&str] = &[
 ];
 
 /// DEBUG, where `enable-debug-command` lets it run ([`protected_refusal`]): the subcommands
-/// client test suites use (ERROR, SLEEP, OBJECT, PROTOCOL, DIGEST, SET-ACTIVE-EXPIRE), and
+/// client test suites use (ERROR, SLEEP, OBJECT, PROTOCOL, DIGEST, SET-ACTIVE-EXPIRE,
+/// PAUSE-CRON), and
 /// no-ops for those about Redis's persistence and internals; the ones that crash or restart
 /// a server are refused.
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -1810,14 +1813,18 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             debug_object(ctx, &key)
         }
         b"protocol" if arity(3) => debug_protocol(&args[2], ctx.session.proto),
-        b"set-active-expire" if arity(3) => {
-            // Redis reads it with `atoi`: 0, or what is not a number, turns it off.
-            let off = std::str::from_utf8(&args[2])
+        b"set-active-expire" | b"pause-cron" if arity(3) => {
+            // Redis reads it with `atoi`: 0, or what is not a number, is 0.
+            let zero = std::str::from_utf8(&args[2])
                 .ok()
                 .and_then(|s| s.trim().parse::<i64>().ok())
                 .unwrap_or(0)
                 == 0;
-            ctx.engine.active_expire_off.store(off, Ordering::Relaxed);
+            if sub == b"pause-cron" {
+                ctx.engine.cron_paused.store(!zero, Ordering::Relaxed);
+            } else {
+                ctx.engine.active_expire_off.store(zero, Ordering::Relaxed);
+            }
             Reply::ok()
         }
         b"digest" if arity(2) => {
