@@ -8181,23 +8181,29 @@ fn tracking_scenario(addr: SocketAddr) -> Vec<String> {
     out
 }
 
-/// Redis 7.2 (redis/redis#11770): a read inside a script remembers the keys that read reads,
-/// not the keys the script declared (7.0's rule, so no differential case against the 7.0
-/// reference here); a read-only script itself remembers nothing.
+/// A node, a RESP3 client `a` that tracks (default mode) and another client `b`.
+fn tracking_pair() -> (TestNode, Conn, Conn) {
+    let node = TestNode::start();
+    let mut a = Conn::connect(node.addr);
+    let b = Conn::connect(node.addr);
+    reply_of(&mut a, &["HELLO", "3"]);
+    assert_eq!(reply_of(&mut a, &["CLIENT", "TRACKING", "ON"]), "+OK\\r\\n");
+    (node, a, b)
+}
+
+/// Sends `args` on `c`; its reply, escaped.
+fn reply_of(c: &mut Conn, args: &[&str]) -> String {
+    c.send(&multibulk(args));
+    escape(&c.read_reply().expect("a reply"))
+}
+
 /// A key evicted to make room before a tracking client's command is invalidated before that
 /// command's reply, as Redis evicts before it runs a command (its tracking unit's
 /// "invalidation message of eviction keys should be before response").
 #[test]
 fn an_eviction_before_a_command_is_told_before_its_reply() {
-    let node = TestNode::start();
-    let mut a = Conn::connect(node.addr);
-    let mut b = Conn::connect(node.addr);
-    let call = |c: &mut Conn, args: &[&str]| {
-        c.send(&multibulk(args));
-        escape(&c.read_reply().expect("a reply"))
-    };
-    call(&mut a, &["HELLO", "3"]);
-    assert_eq!(call(&mut a, &["CLIENT", "TRACKING", "ON"]), "+OK\\r\\n");
+    let (_node, mut a, mut b) = tracking_pair();
+    let call = reply_of;
     b.send(&multibulk(&["INFO", "memory"]));
     let info = String::from_utf8(b.read_reply().unwrap()).unwrap();
     let used: u64 = info
@@ -8271,15 +8277,8 @@ fn flushall_forgets_keys_read_by_clients_that_stopped_tracking() {
 /// key is read since (Redis's tracking unit waits for them).
 #[test]
 fn a_lowered_tracking_table_bound_evicts_with_invalidations() {
-    let node = TestNode::start();
-    let mut a = Conn::connect(node.addr);
-    let mut b = Conn::connect(node.addr);
-    let call = |c: &mut Conn, args: &[&str]| {
-        c.send(&multibulk(args));
-        escape(&c.read_reply().expect("a reply"))
-    };
-    call(&mut a, &["HELLO", "3"]);
-    assert_eq!(call(&mut a, &["CLIENT", "TRACKING", "ON"]), "+OK\\r\\n");
+    let (_node, mut a, mut b) = tracking_pair();
+    let call = reply_of;
     for k in ["e1", "e2", "e3"] {
         call(&mut a, &["GET", k]);
     }
@@ -8311,17 +8310,13 @@ fn a_lowered_tracking_table_bound_evicts_with_invalidations() {
     call(&mut b, &["CONFIG", "SET", "tracking-table-max-keys", "0"]);
 }
 
+/// Redis 7.2 (redis/redis#11770): a read inside a script remembers the keys that read reads,
+/// not the keys the script declared (7.0's rule, so no differential case against the 7.0
+/// reference here); a read-only script itself remembers nothing.
 #[test]
 fn script_reads_are_tracked_as_redis_7_2() {
-    let node = TestNode::start();
-    let mut a = Conn::connect(node.addr);
-    let mut b = Conn::connect(node.addr);
-    let call = |c: &mut Conn, args: &[&str]| {
-        c.send(&multibulk(args));
-        escape(&c.read_reply().expect("a reply"))
-    };
-    call(&mut a, &["HELLO", "3"]);
-    assert_eq!(call(&mut a, &["CLIENT", "TRACKING", "ON"]), "+OK\\r\\n");
+    let (_node, mut a, mut b) = tracking_pair();
+    let call = reply_of;
     let read = "return redis.call('get', 's3')";
     assert_eq!(call(&mut a, &["EVAL", read, "2", "s1", "s2"]), "_\\r\\n");
     assert_eq!(
