@@ -19,7 +19,7 @@
 //!   ([`Registered::wait`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -97,7 +97,6 @@ impl Registered {
 }
 
 struct Sink {
-    node: Weak<Server>,
     queue: mpsc::Sender<(Arc<str>, Item)>,
     /// Members whose invalidations the queue above could not take: flushed instead.
     lost: Arc<Mutex<Vec<Arc<str>>>>,
@@ -118,9 +117,7 @@ impl Sink {
 
 impl shoal_engine::tracking::RemoteSink for Sink {
     fn invalidate(&self, member: &str, key: Bytes, by: u64) {
-        if self.node.strong_count() > 0 {
-            self.put(member, Item::Key { key, by });
-        }
+        self.put(member, Item::Key { key, by });
     }
 
     fn flush(&self, member: &str) {
@@ -141,7 +138,6 @@ pub fn start(node: &Arc<Server>) {
     let (queue, mut items) = mpsc::channel(MAX_QUEUED);
     let lost = Arc::new(Mutex::new(Vec::new()));
     node.engine.tracker.set_sink(Box::new(Sink {
-        node: Arc::downgrade(node),
         queue,
         lost: lost.clone(),
     }));

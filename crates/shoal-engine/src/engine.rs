@@ -303,14 +303,20 @@ impl Engine {
     /// cron calls it; one atomic load while no client tracks.
     pub fn trim_tracking(&self) {
         if self.tracker.active() {
-            let (limit, max_keys) = self.with_settings(|s| {
-                (
-                    s.client_output_buffer_limit.pubsub,
-                    s.tracking_table_max_keys,
-                )
-            });
+            let (limit, max_keys) = self.tracking_limits();
             self.tracker.trim(max_keys, &self.pubsub, limit);
         }
+    }
+
+    /// What bounds client-side caching: the `pubsub` output limit its invalidations count
+    /// against, and `tracking-table-max-keys`.
+    pub fn tracking_limits(&self) -> (crate::config::ClassLimit, u64) {
+        self.with_settings(|s| {
+            (
+                s.client_output_buffer_limit.pubsub,
+                s.tracking_table_max_keys,
+            )
+        })
     }
 
     /// INFO's count of keyspace notifications the store could not note (its logs full).

@@ -95,12 +95,7 @@ impl Tracked {
                 return reply;
             }
             let engine = &node.engine;
-            let (limit, max_keys) = engine.with_settings(|s| {
-                (
-                    s.client_output_buffer_limit.pubsub,
-                    s.tracking_table_max_keys,
-                )
-            });
+            let (limit, max_keys) = engine.tracking_limits();
             let overtaken =
                 engine
                     .tracker

@@ -1680,12 +1680,7 @@ fn run_command(
         && ctx.session.tracking.as_ref().is_some_and(|t| t.remembers())
     {
         let keys = db::stored_keys(spec, args, ctx.session.db);
-        let (limit, max_keys) = node.with_settings(|s| {
-            (
-                s.client_output_buffer_limit.pubsub,
-                s.tracking_table_max_keys,
-            )
-        });
+        let (limit, max_keys) = node.tracking_limits();
         node.tracker
             .remember(ctx.session.info.id, &keys, max_keys, &node.pubsub, limit);
     }
@@ -1693,12 +1688,7 @@ fn run_command(
     if let Some(origin) = ctx.session.origin.as_ref() {
         if origin.tracks && spec.flags & READONLY != 0 && !ro_script {
             let keys = db::stored_keys(spec, args, ctx.session.db);
-            let (limit, max_keys) = node.with_settings(|s| {
-                (
-                    s.client_output_buffer_limit.pubsub,
-                    s.tracking_table_max_keys,
-                )
-            });
+            let (limit, max_keys) = node.tracking_limits();
             if node
                 .tracker
                 .remember_for(&origin.member, &keys, max_keys, &node.pubsub, limit)
