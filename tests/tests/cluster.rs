@@ -2692,6 +2692,57 @@ fn a_tracking_client_is_flushed_when_its_reads_move_to_another_copy() {
     );
 }
 
+/// BCAST turned off and on again at once: the reply to ON waits until the other members
+/// have the prefixes again, though the set they last took (before OFF's empty one, still
+/// on its way) is equal to it, so the next write through another owner is told. (Redis's
+/// tracking unit through n0 hung on it now and then: the ON answered at once, the members
+/// dropped the prefixes when OFF's arrived and were sent them again only at the next
+/// half-second tick, after the write.) n1 sleeps (DEBUG SLEEP) while OFF's set is on its
+/// way to it, so that it is still there when ON comes.
+#[test]
+fn bcast_off_and_on_again_is_told_of_the_next_write() {
+    let cluster = TestCluster::start(3, |c| {
+        c.replicas = 0;
+        c.enable_debug_command = "yes".into();
+    });
+    let mut got = Vec::new();
+    let mut read = |a: &mut std::net::TcpStream, want: &str| {
+        let mut buf = [0u8; 4096];
+        let found = wait_until(Duration::from_secs(5), || {
+            a.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            if let Ok(n) = std::io::Read::read(a, &mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            String::from_utf8_lossy(&got).contains(want)
+        });
+        let text = String::from_utf8_lossy(&got).into_owned();
+        assert!(found, "waited for {want:?}, got {text:?}");
+        got.clear();
+    };
+    let mut a = std::net::TcpStream::connect(cluster.members[0].addr).unwrap();
+    let mut sleeper = std::net::TcpStream::connect(cluster.members[1].addr).unwrap();
+    send(&mut a, b"HELLO 3\r\nCLIENT TRACKING ON BCAST\r\n");
+    read(&mut a, "+OK\r\n");
+    let mut writer = cluster.members[1].client();
+    for round in 0..8 {
+        let k = first_name(
+            |i| format!("bcast{round}.{i}"),
+            |n| cluster.owner_index(n) == 1,
+        );
+        send(&mut sleeper, b"DEBUG SLEEP 0.2\r\n");
+        send(&mut a, b"CLIENT TRACKING OFF\r\n");
+        read(&mut a, "+OK\r\n");
+        send(&mut a, b"CLIENT TRACKING ON BCAST\r\n");
+        read(&mut a, "+OK\r\n");
+        let _: () = writer.set(&k, round).unwrap();
+        read(
+            &mut a,
+            &format!("invalidate\r\n*1\r\n${}\r\n{k}\r\n", k.len()),
+        );
+        read(&mut sleeper, "+OK\r\n");
+    }
+}
+
 /// redis-py's Pub/Sub with its subscribers on n1 and its publisher on n0.
 #[test]
 fn redis_py_pubsub_across_nodes() {

@@ -8310,6 +8310,88 @@ fn a_lowered_tracking_table_bound_evicts_with_invalidations() {
     call(&mut b, &["CONFIG", "SET", "tracking-table-max-keys", "0"]);
 }
 
+/// A `tracking-table-max-keys` lowered while the cron is paused takes effect before the next
+/// client command, also one only queued in a MULTI, whose QUEUED follows the invalidation
+/// (Redis's tracking unit's "Regression test for #11715"); and before a command of another
+/// client, whose reply then follows it on the redirect target.
+#[test]
+fn a_lowered_tracking_table_bound_applies_before_the_next_command() {
+    let scenario = |addr: SocketAddr| {
+        let mut out = Vec::new();
+        let (mut a, mut b, mut r) = (
+            Conn::connect(addr),
+            Conn::connect(addr),
+            Conn::connect(addr),
+        );
+        step(
+            &mut b,
+            &["CONFIG", "SET", "tracking-table-max-keys", "2"],
+            1,
+            &mut out,
+        );
+        step(&mut b, &["DEBUG", "PAUSE-CRON", "1"], 1, &mut out);
+        step(&mut a, &["HELLO", "3"], 1, &mut Vec::new());
+        for args in [
+            &["CLIENT", "TRACKING", "ON"][..],
+            &["MGET", "1{tag}", "2{tag}"],
+            &["MULTI"],
+        ] {
+            step(&mut a, args, 1, &mut out);
+        }
+        step(
+            &mut b,
+            &["CONFIG", "SET", "tracking-table-max-keys", "1"],
+            1,
+            &mut out,
+        );
+        // The invalidation of the oldest key, then QUEUED.
+        step(&mut a, &["PING"], 2, &mut out);
+        step(&mut a, &["EXEC"], 1, &mut out);
+        // Redirected to a subscriber: 2{tag}, 3{tag}, 4{tag} remembered, the bound lowered
+        // to one, and the two oldest told to the subscriber once another client's command
+        // comes.
+        step(
+            &mut b,
+            &["CONFIG", "SET", "tracking-table-max-keys", "3"],
+            1,
+            &mut out,
+        );
+        step(&mut a, &["CLIENT", "TRACKING", "OFF"], 1, &mut out);
+        redirect_to_subscriber(&mut r, &mut a, &mut out);
+        step(&mut a, &["MGET", "3{tag}", "4{tag}"], 1, &mut out);
+        step(
+            &mut b,
+            &["CONFIG", "SET", "tracking-table-max-keys", "1"],
+            1,
+            &mut out,
+        );
+        step(&mut b, &["PING"], 1, &mut out);
+        step(&mut r, &[], 2, &mut out);
+        step(&mut b, &["DEBUG", "PAUSE-CRON", "0"], 1, &mut out);
+        step(
+            &mut b,
+            &["CONFIG", "SET", "tracking-table-max-keys", "0"],
+            1,
+            &mut out,
+        );
+        // Which keys go is Redis's random pick (Shoal's are the oldest): not compared.
+        out.iter()
+            .map(|o| {
+                (1..=4).fold(o.clone(), |o, n| {
+                    o.replace(&format!("{n}{{tag}}"), "?{tag}")
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let redis_server = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let shoal = TestNode::with(|c| c.enable_debug_command = "yes".into());
+    same_observations(
+        "lowered tracking bound",
+        &scenario(redis_server.addr),
+        &scenario(shoal.addr),
+    );
+}
+
 /// Redis 7.2 (redis/redis#11770): a read inside a script remembers the keys that read reads,
 /// not the keys the script declared (7.0's rule, so no differential case against the 7.0
 /// reference here); a read-only script itself remembers nothing.

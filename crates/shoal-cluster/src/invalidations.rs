@@ -19,6 +19,7 @@
 //!   ([`Registered::wait`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,41 +46,52 @@ enum Item {
     Key { key: Bytes, by: u64 },
     /// Everything it read here is void.
     Flush,
-    /// This node's BCAST clients watch these prefixes.
-    Prefixes(Vec<Bytes>),
+    /// This node's BCAST clients watch these prefixes (as of this generation of them).
+    Prefixes(u64, Vec<Bytes>),
     /// Not for a member: this node's BCAST prefixes changed.
     Wake,
 }
 
-/// Which BCAST prefixes of this node each member has taken (`Cluster::bcast`).
+/// Which BCAST prefixes of this node each member has taken (`Cluster::bcast`), by
+/// generation: every change of this node's prefixes takes a new one, so a member that took
+/// an older set equal to the current one (BCAST off, then on again, while the "off" is on
+/// its way) still counts as lacking them.
 #[derive(Debug, Default)]
 pub struct Registered {
-    taken: Mutex<HashMap<Arc<str>, Vec<Bytes>>>,
+    taken: Mutex<HashMap<Arc<str>, Taken>>,
     changed: tokio::sync::Notify,
+    /// The generation of this node's BCAST prefixes (bumped by the tracker's sink).
+    generation: Arc<AtomicU64>,
 }
 
+/// What a member took: the generation and the prefixes.
+type Taken = (u64, Vec<Bytes>);
+
 impl Registered {
-    fn taken(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Vec<Bytes>>> {
+    fn taken(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Taken>> {
         self.taken.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// True if `member` has `prefixes` (none taken counts as none).
-    fn has(&self, member: &str, prefixes: &[Bytes]) -> bool {
+    /// True if `member` took generation `generation` of the prefixes or a later one; one
+    /// that took none (or is forgotten: its link ended) has them if they are `none`.
+    fn has(&self, member: &str, generation: u64, none: bool) -> bool {
         self.taken()
             .get(member)
-            .map_or(prefixes.is_empty(), |p| p == prefixes)
+            .map_or(none, |(g, _)| *g >= generation)
     }
 
     /// Waits until every reachable member has this node's current BCAST prefixes, at most
     /// `limit` (a member that does not answer in time hears of them a moment later).
     pub async fn wait(&self, node: &Server, limit: Duration) {
         let Some(cluster) = &node.cluster else { return };
+        // Read before the prefixes: they are then at least this generation's.
+        let generation = self.generation.load(Ordering::Acquire);
+        let none = node.engine.tracker.bcast_prefixes().is_empty();
         let all_have = || {
-            let want = node.engine.tracker.bcast_prefixes();
             let view = cluster.view();
             (0..view.len() as u16)
                 .filter(|&m| m != view.me && view.reachable(m))
-                .all(|m| self.has(&view.nodes[usize::from(m)].name, &want))
+                .all(|m| self.has(&view.nodes[usize::from(m)].name, generation, none))
         };
         let _ = tokio::time::timeout(limit, async {
             loop {
@@ -98,6 +110,8 @@ impl Registered {
 
 struct Sink {
     queue: mpsc::Sender<(Arc<str>, Item)>,
+    /// `Registered::generation`.
+    generation: Arc<AtomicU64>,
     /// Members whose invalidations the queue above could not take: flushed instead.
     lost: Arc<Mutex<Vec<Arc<str>>>>,
 }
@@ -125,6 +139,7 @@ impl shoal_engine::tracking::RemoteSink for Sink {
     }
 
     fn prefixes_changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
         // A full queue is emptied soon: the next tick looks again.
         let _ = self.queue.try_send((Arc::from(""), Item::Wake));
     }
@@ -139,6 +154,7 @@ pub fn start(node: &Arc<Server>) {
     let lost = Arc::new(Mutex::new(Vec::new()));
     node.engine.tracker.set_sink(Box::new(Sink {
         queue,
+        generation: cluster.bcast.generation.clone(),
         lost: lost.clone(),
     }));
     // A key's new owner does not know who read it: this node's readers drop everything.
@@ -184,6 +200,8 @@ pub fn start(node: &Arc<Server>) {
             // Each member that lacks this node's current BCAST prefixes is sent them (when
             // they changed, and on each tick until it took them).
             let woken = ticked || batch.iter().any(|(_, i)| matches!(i, Item::Wake));
+            // The generation read first: the prefixes read after are at least its.
+            let generation = cluster.bcast.generation.load(Ordering::Acquire);
             let want = if woken {
                 node.engine.tracker.bcast_prefixes()
             } else {
@@ -193,8 +211,8 @@ pub fn start(node: &Arc<Server>) {
                 .filter(|_| woken)
                 .filter(|&m| m != usize::from(view.me))
                 .map(|m| view.nodes[m].name.as_str())
-                .filter(|name| !cluster.bcast.has(name, &want))
-                .map(|name| (Arc::from(name), Item::Prefixes(want.clone())))
+                .filter(|name| !cluster.bcast.has(name, generation, want.is_empty()))
+                .map(|name| (Arc::from(name), Item::Prefixes(generation, want.clone())))
                 .collect();
             let in_view = |name: &str| view.nodes.iter().any(|n| n.name == name);
             // A member that left: what it read here is forgotten, its task ends.
@@ -253,17 +271,21 @@ fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
                 return;
             }
             // The latest prefixes sent first: they are the member's whole set.
-            if let Some(prefixes) = batch.iter().rev().find_map(|i| match i {
-                Item::Prefixes(p) => Some(p.clone()),
+            if let Some((generation, prefixes)) = batch.iter().rev().find_map(|i| match i {
+                Item::Prefixes(g, p) => Some((*g, p.clone())),
                 _ => None,
             }) {
                 if send(&node, &name, Tell::Prefixes(prefixes.clone())).await {
                     if let Some(cluster) = &node.cluster {
-                        cluster.bcast.taken().insert(name.clone(), prefixes);
+                        let mut taken = cluster.bcast.taken();
+                        if taken.get(&name).is_none_or(|(had, _)| *had <= generation) {
+                            taken.insert(name.clone(), (generation, prefixes));
+                        }
+                        drop(taken);
                         cluster.bcast.changed.notify_waiters();
                     }
                 }
-                batch.retain(|i| !matches!(i, Item::Prefixes(_)));
+                batch.retain(|i| !matches!(i, Item::Prefixes(..)));
                 if batch.is_empty() && !owes_flush {
                     continue;
                 }

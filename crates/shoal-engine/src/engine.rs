@@ -308,6 +308,16 @@ impl Engine {
         }
     }
 
+    /// [`Engine::trim_tracking`] if `tracking-table-max-keys` was set since the last trim;
+    /// two atomic loads otherwise. Called before each client command, as Redis's
+    /// `processCommand` calls `trackingLimitUsedSlots`: the evicted keys' invalidations then
+    /// precede its reply, also when the command is only queued (MULTI) or the cron paused.
+    pub fn trim_tracking_if_set(&self) {
+        if self.tracker.active() && self.tracker.bound_was_set() {
+            self.trim_tracking();
+        }
+    }
+
     /// What bounds client-side caching: the `pubsub` output limit its invalidations count
     /// against, and `tracking-table-max-keys`.
     pub fn tracking_limits(&self) -> (crate::config::ClassLimit, u64) {

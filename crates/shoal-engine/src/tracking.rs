@@ -133,6 +133,9 @@ pub struct Tracker {
     count: AtomicUsize,
     /// Member readers (in `count`, not in INFO's `tracking_clients`).
     member_count: AtomicUsize,
+    /// `tracking-table-max-keys` was set since the table was last trimmed to it: the table
+    /// may hold more ([`Tracker::bound_was_set`]).
+    bound_set: std::sync::atomic::AtomicBool,
     sink: std::sync::OnceLock<Box<dyn RemoteSink>>,
 }
 
@@ -465,8 +468,20 @@ impl Tracker {
     pub fn trim(&self, max_keys: u64, pubsub: &PubSub, limit: ClassLimit) {
         if self.active() {
             let mut s = self.lock();
+            self.bound_set.store(false, Relaxed);
             self.evict_past(&mut s, max_keys, pubsub, limit);
         }
+    }
+
+    /// `tracking-table-max-keys` was set (CONFIG SET): the table is trimmed to it before the
+    /// next client command (`Engine::trim_tracking_if_set`) or by the cron.
+    pub fn bound_set(&self) {
+        self.bound_set.store(true, Relaxed);
+    }
+
+    /// Whether `tracking-table-max-keys` was set since the table was last trimmed.
+    pub fn bound_was_set(&self) -> bool {
+        self.bound_set.load(Relaxed)
     }
 
     fn evict_past(&self, s: &mut State, max_keys: u64, pubsub: &PubSub, limit: ClassLimit) {

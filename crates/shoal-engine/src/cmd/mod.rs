@@ -1511,13 +1511,17 @@ pub(crate) fn lacks_replicas(host: &dyn Host) -> bool {
 /// evicted.
 pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
-/// Over `maxmemory`, while some client tracks, keys are evicted before a client's command
-/// is run (keeping its first key, as `run` does), as Redis's `processCommand` evicts
-/// before `call`: their invalidations are then in the mailbox before the command's reply
-/// is, and the connection sends them first (a tracking client must not cache a value its
-/// reply shows as gone).
+/// While some client tracks, what Redis's `processCommand` evicts before `call`: keys of
+/// the tracking table past a `tracking-table-max-keys` set since, and over `maxmemory` keys
+/// of the store (keeping the command's first key, as `run` does). Their invalidations are
+/// then in the mailbox before the command's reply is, and the connection sends them first
+/// (a tracking client must not cache a value its reply shows as gone).
 pub fn evict_before(node: &Engine, session: &Session, args: &[Bytes], now_ms: u64) {
-    if !node.tracker.active() || node.store.maxmemory() == 0 || !node.store.over_budget(now_ms) {
+    if !node.tracker.active() {
+        return;
+    }
+    node.trim_tracking_if_set();
+    if node.store.maxmemory() == 0 || !node.store.over_budget(now_ms) {
         return;
     }
     let Some(spec) = lookup(&args[0]) else {

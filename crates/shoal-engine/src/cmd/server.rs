@@ -1567,6 +1567,9 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             })?;
         }
         node.update_settings(|settings| *settings = next.clone());
+        if names.iter().any(|n| n == "tracking-table-max-keys") {
+            node.tracker.bound_set();
+        }
         // `requirepass` is the default user's password.
         if names.iter().any(|n| n == "requirepass") {
             super::acl::registry(node).set_requirepass(&next.requirepass);
