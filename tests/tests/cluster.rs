@@ -2692,6 +2692,58 @@ fn a_tracking_client_is_flushed_when_its_reads_move_to_another_copy() {
     );
 }
 
+/// A write through another node answers once the reader's node has the invalidation, as
+/// Redis sends it before the write's reply: a tracking client that asks anything after the
+/// write was answered gets the push first (a client-side cache that then reads the key
+/// misses rather than serving the old value). Keys of each owner, the writer on n1, default
+/// mode and BCAST.
+#[test]
+fn an_invalidation_precedes_the_reply_to_a_command_sent_after_the_write() {
+    let cluster = TestCluster::start(3, |c| c.replicas = 0);
+    let mut a = std::net::TcpStream::connect(cluster.members[0].addr).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let read_until = |a: &mut std::net::TcpStream, end: &str| -> String {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).ends_with(end) {
+            let n = std::io::Read::read(a, &mut buf).expect("a reply within 10 s");
+            assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    send(&mut a, b"HELLO 3\r\nCLIENT TRACKING ON\r\n");
+    read_until(&mut a, "+OK\r\n");
+    let mut writer = cluster.members[1].client();
+    for bcast in [false, true] {
+        if bcast {
+            send(
+                &mut a,
+                b"CLIENT TRACKING OFF\r\nCLIENT TRACKING ON BCAST\r\n",
+            );
+            read_until(&mut a, "+OK\r\n+OK\r\n");
+        }
+        for round in 0..30 {
+            let owner = round % 3;
+            let k = first_name(
+                |i| format!("before{bcast}.{round}.{i}"),
+                |n| cluster.owner_index(n) == owner,
+            );
+            send(&mut a, format!("GET {k}\r\n").as_bytes());
+            read_until(&mut a, "_\r\n");
+            let _: () = writer.set(&k, round).unwrap();
+            send(&mut a, b"PING\r\n");
+            let got = read_until(&mut a, "+PONG\r\n");
+            let push = format!(">2\r\n$10\r\ninvalidate\r\n*1\r\n${}\r\n{k}\r\n", k.len());
+            assert_eq!(
+                got,
+                format!("{push}+PONG\r\n"),
+                "owner n{owner}, bcast {bcast}"
+            );
+        }
+    }
+}
+
 /// BCAST turned off and on again at once: the reply to ON waits until the other members
 /// have the prefixes again, though the set they last took (before OFF's empty one, still
 /// on its way) is equal to it, so the next write through another owner is told. (Redis's

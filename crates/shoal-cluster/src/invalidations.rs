@@ -7,6 +7,10 @@
 //!   queue was full, the member did not answer) is replaced by a flush (`tracking.flush`:
 //!   every tracking client there drops everything), tried until the member takes it or
 //!   leaves the cluster.
+//! - The write that caused them answers once the members took them ([`telling`]: its reply
+//!   waits as for `write-ack = all`), as Redis has sent its invalidations before a write's
+//!   reply; at most [`Timeouts::half`](crate::Timeouts) halved, and not for one that was
+//!   lost (its flush follows).
 //! - This node flushes its own tracking clients when the view's placement changes (a key's
 //!   new owner does not know who read it), when a member becomes reachable or unreachable
 //!   (reads and writes may then go to another copy): [`route_changed`], and when a
@@ -18,6 +22,7 @@
 //!   CLIENT TRACKING ON ... BCAST answers once the reachable members have them
 //!   ([`Registered::wait`]).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,9 +30,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use shoal_resp::Protocol;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::message::encode_command;
+use crate::replicate::Ack;
 use crate::Server;
 
 /// Invalidations waiting to be handed to the members' queues, and waiting in each member's
@@ -40,16 +46,60 @@ const BATCH: usize = 256;
 /// How often a flush a member did not take is tried again.
 const RETRY: Duration = Duration::from_millis(500);
 
-#[derive(Clone, Debug)]
 enum Item {
-    /// A key it read changed, by its client `by` (0: another).
-    Key { key: Bytes, by: u64 },
-    /// Everything it read here is void.
-    Flush,
+    /// A key it read changed, by its client `by` (0: another); the write waits for it.
+    Key {
+        key: Bytes,
+        by: u64,
+        told: Option<Told>,
+    },
+    /// Everything it read here is void (the write that voided it may wait for it).
+    Flush(Option<Told>),
     /// This node's BCAST clients watch these prefixes (as of this generation of them).
     Prefixes(u64, Vec<Bytes>),
     /// Not for a member: this node's BCAST prefixes changed.
     Wake,
+}
+
+/// A write's wait for a member to take an invalidation (or flush) it caused: resolved as
+/// applied when dropped, that is once the batch holding it was taken, sent in vain, or
+/// lost (then its member is flushed instead), or [`TOLD_WAIT`] passed.
+struct Told(Option<oneshot::Sender<Ack>>);
+
+impl Drop for Told {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(Ack::Applied);
+        }
+    }
+}
+
+thread_local! {
+    /// While [`telling`] runs a command on this thread: the waits of the invalidations it
+    /// queued for other members.
+    static TOLD: RefCell<Option<Vec<oneshot::Receiver<Ack>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (a command that may write) and returns with its result one receiver per
+/// invalidation it queued for another member, resolved (as [`Ack::Applied`]) once that
+/// member took it (see [`Told`]): a write's reply that waits for them follows every push
+/// it caused on other nodes, as in Redis. Nested calls keep their own.
+pub fn telling<R>(f: impl FnOnce() -> R) -> (R, Vec<oneshot::Receiver<Ack>>) {
+    let outer = TOLD.with(|t| t.borrow_mut().replace(Vec::new()));
+    let r = f();
+    let told = TOLD.with(|t| std::mem::replace(&mut *t.borrow_mut(), outer));
+    (r, told.unwrap_or_default())
+}
+
+/// A wait for the item being queued, if a command under [`telling`] runs on this thread.
+fn told() -> Option<Told> {
+    TOLD.with(|t| {
+        t.borrow_mut().as_mut().map(|waits| {
+            let (tx, rx) = oneshot::channel();
+            waits.push(rx);
+            Told(Some(tx))
+        })
+    })
 }
 
 /// Which BCAST prefixes of this node each member has taken (`Cluster::bcast`), by
@@ -131,11 +181,12 @@ impl Sink {
 
 impl shoal_engine::tracking::RemoteSink for Sink {
     fn invalidate(&self, member: &str, key: Bytes, by: u64) {
-        self.put(member, Item::Key { key, by });
+        let told = told();
+        self.put(member, Item::Key { key, by, told });
     }
 
     fn flush(&self, member: &str) {
-        self.put(member, Item::Flush);
+        self.put(member, Item::Flush(told()));
     }
 
     fn prefixes_changed(&self) {
@@ -225,7 +276,7 @@ pub fn start(node: &Arc<Server>) {
             });
             let owed: Vec<Arc<str>> =
                 std::mem::take(&mut *lost.lock().unwrap_or_else(|e| e.into_inner()));
-            let flushes = owed.into_iter().map(|m| (m, Item::Flush));
+            let flushes = owed.into_iter().map(|m| (m, Item::Flush(None)));
             for (member, item) in batch.drain(..).chain(flushes).chain(lacking) {
                 if matches!(item, Item::Wake) {
                     continue;
@@ -290,23 +341,59 @@ fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
                     continue;
                 }
             }
-            if owes_flush || batch.iter().any(|i| matches!(i, Item::Flush)) {
-                // A flush covers every invalidation before and with it.
-                owes_flush = !send(&node, &name, Tell::Flush).await;
-                batch.clear();
-                continue;
+            let mut waits = Vec::new();
+            let mut changes = Vec::with_capacity(batch.len());
+            let mut flushes = owes_flush;
+            for item in batch.drain(..) {
+                match item {
+                    Item::Key { key, by, told } => {
+                        changes.push((key, by));
+                        waits.extend(told);
+                    }
+                    Item::Flush(told) => {
+                        flushes = true;
+                        waits.extend(told);
+                    }
+                    Item::Prefixes(..) | Item::Wake => {}
+                }
             }
-            let changes = batch
-                .drain(..)
-                .filter_map(|item| match item {
-                    Item::Key { key, by } => Some((key, by)),
-                    _ => None,
-                })
-                .collect();
-            owes_flush = !send(&node, &name, Tell::Changes(changes)).await;
+            // A flush covers every invalidation before and with it.
+            let tell = if flushes {
+                Tell::Flush
+            } else {
+                Tell::Changes(changes)
+            };
+            owes_flush = !send_waited(&node, &name, tell, waits).await;
         }
     });
     queue
+}
+
+/// How long a write waits at most for a member to take its invalidations; then it answers
+/// (the member is flushed if the batch is lost): a fraction of [`Timeouts::half`](crate::Timeouts),
+/// within which a waiting write must answer.
+fn told_wait(node: &Server) -> Duration {
+    node.cluster
+        .as_ref()
+        .map_or(Duration::ZERO, |c| c.timeouts.half / 2)
+}
+
+/// [`send`], and the writes waiting for it (`waits`) let go once it is done, or after
+/// [`told_wait`] while it goes on.
+async fn send_waited(node: &Arc<Server>, name: &str, tell: Tell, waits: Vec<Told>) -> bool {
+    if waits.is_empty() {
+        return send(node, name, tell).await;
+    }
+    let sending = send(node, name, tell);
+    tokio::pin!(sending);
+    let mut waits = Some(waits);
+    tokio::select! {
+        taken = &mut sending => taken,
+        _ = tokio::time::sleep(told_wait(node)) => {
+            drop(waits.take());
+            sending.await
+        }
+    }
 }
 
 /// What a member is told.

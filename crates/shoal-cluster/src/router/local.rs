@@ -23,9 +23,33 @@ use crate::{handoff, Cluster, Server, View};
 /// wrote for that key's other copies (the keys at the command's key positions when it
 /// writes; for EXEC, the keys of the queued writes). Every command that runs here in a
 /// cluster runs through this function (save MSET's odd-count error, which writes nothing).
-/// Returns the reply and, with `write-ack = all`, the replicas' acks to wait for.
+/// Returns the reply and what it is to wait for: with `write-ack = all` the replicas'
+/// acks, and while some client tracks, the other members' taking of the invalidations it
+/// caused (`invalidations::telling`), so that its reply follows them as in Redis.
 #[allow(clippy::too_many_arguments)]
 pub fn run_here(
+    node: &Server,
+    cluster: &Cluster,
+    view: &View,
+    session: &mut Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    now_ms: u64,
+    scope: Option<&dyn SlotScope>,
+) -> (Reply, Acks) {
+    let run =
+        |session: &mut Session| run_untold(node, cluster, view, session, spec, args, now_ms, scope);
+    if !node.engine.tracker.active() {
+        return run(session);
+    }
+    let ((reply, mut acks), told) = crate::invalidations::telling(|| run(session));
+    acks.extend(told);
+    (reply, acks)
+}
+
+/// [`run_here`] but for the invalidations' waits.
+#[allow(clippy::too_many_arguments)]
+fn run_untold(
     node: &Server,
     cluster: &Cluster,
     view: &View,
