@@ -8,9 +8,10 @@
 //!   every tracking client there drops everything), tried until the member takes it or
 //!   leaves the cluster.
 //! - The write that caused them answers once the members took them ([`telling`]: its reply
-//!   waits as for `write-ack = all`), as Redis has sent its invalidations before a write's
-//!   reply; at most [`Timeouts::half`](crate::Timeouts) halved, and not for one that was
-//!   lost (its flush follows).
+//!   waits beside the replicas' acks of `write-ack = all`, `replicate::wait_acks`), as Redis
+//!   has sent its invalidations before a write's reply; at most half of
+//!   [`Timeouts::half`](crate::Timeouts), and never failing the write (a lost batch's
+//!   member is flushed instead).
 //! - This node flushes its own tracking clients when the view's placement changes (a key's
 //!   new owner does not know who read it), when a member becomes reachable or unreachable
 //!   (reads and writes may then go to another copy): [`route_changed`], and when a
@@ -33,7 +34,6 @@ use shoal_resp::Protocol;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::message::encode_command;
-use crate::replicate::Ack;
 use crate::Server;
 
 /// Invalidations waiting to be handed to the members' queues, and waiting in each member's
@@ -61,43 +61,53 @@ enum Item {
     Wake,
 }
 
-/// A write's wait for a member to take an invalidation (or flush) it caused: resolved as
-/// applied when dropped, that is once the batch holding it was taken, sent in vain, or
-/// lost (then its member is flushed instead), or [`TOLD_WAIT`] passed.
-struct Told(Option<oneshot::Sender<Ack>>);
+/// A write's wait for a member to take an invalidation (or flush) it caused: its receiver
+/// resolves when this is dropped, that is once the batch holding it was sent (taken or
+/// not: a batch the member did not take is followed by a flush), or the item was lost
+/// (the member is flushed instead).
+type Told = oneshot::Sender<()>;
 
-impl Drop for Told {
-    fn drop(&mut self) {
-        if let Some(tx) = self.0.take() {
-            let _ = tx.send(Ack::Applied);
-        }
-    }
-}
+/// Each member's wait of the last item queued for it by the command running on this thread.
+type Waits = Vec<(Arc<str>, oneshot::Receiver<()>)>;
 
 thread_local! {
-    /// While [`telling`] runs a command on this thread: the waits of the invalidations it
-    /// queued for other members.
-    static TOLD: RefCell<Option<Vec<oneshot::Receiver<Ack>>>> = const { RefCell::new(None) };
+    /// While [`telling`] runs a command on this thread: its waits.
+    static TOLD: RefCell<Option<Waits>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` (a command that may write) and returns with its result one receiver per
-/// invalidation it queued for another member, resolved (as [`Ack::Applied`]) once that
-/// member took it (see [`Told`]): a write's reply that waits for them follows every push
-/// it caused on other nodes, as in Redis. Nested calls keep their own.
-pub fn telling<R>(f: impl FnOnce() -> R) -> (R, Vec<oneshot::Receiver<Ack>>) {
-    let outer = TOLD.with(|t| t.borrow_mut().replace(Vec::new()));
+/// Runs `f` (a command that may write) and returns with its result a receiver per member
+/// it queued invalidations for, resolved once that member took them (see [`Told`]): a
+/// write's reply that waits for them follows every push it caused on other nodes, as in
+/// Redis. Nested calls keep their own; a panic in `f` leaves the outer call's as they were.
+pub fn telling<R>(f: impl FnOnce() -> R) -> (R, Vec<oneshot::Receiver<()>>) {
+    /// Puts the outer call's waits back, also when `f` panics.
+    struct Outer(Option<Option<Waits>>);
+    impl Drop for Outer {
+        fn drop(&mut self) {
+            if let Some(outer) = self.0.take() {
+                TOLD.with(|t| *t.borrow_mut() = outer);
+            }
+        }
+    }
+    let mut outer = Outer(Some(TOLD.with(|t| t.borrow_mut().replace(Vec::new()))));
     let r = f();
-    let told = TOLD.with(|t| std::mem::replace(&mut *t.borrow_mut(), outer));
-    (r, told.unwrap_or_default())
+    let outer = outer.0.take().expect("set above");
+    let waits = TOLD.with(|t| std::mem::replace(&mut *t.borrow_mut(), outer));
+    let waits = waits.unwrap_or_default();
+    (r, waits.into_iter().map(|(_, rx)| rx).collect())
 }
 
-/// A wait for the item being queued, if a command under [`telling`] runs on this thread.
-fn told() -> Option<Told> {
+/// A wait for the item being queued for `member`, if a command under [`telling`] runs on
+/// this thread. The member's queue goes in order, so only its last item is waited for.
+fn told(member: &str) -> Option<Told> {
     TOLD.with(|t| {
         t.borrow_mut().as_mut().map(|waits| {
             let (tx, rx) = oneshot::channel();
-            waits.push(rx);
-            Told(Some(tx))
+            match waits.iter_mut().find(|(m, _)| &**m == member) {
+                Some((_, last)) => *last = rx,
+                None => waits.push((member.into(), rx)),
+            }
+            tx
         })
     })
 }
@@ -181,12 +191,12 @@ impl Sink {
 
 impl shoal_engine::tracking::RemoteSink for Sink {
     fn invalidate(&self, member: &str, key: Bytes, by: u64) {
-        let told = told();
+        let told = told(member);
         self.put(member, Item::Key { key, by, told });
     }
 
     fn flush(&self, member: &str) {
-        self.put(member, Item::Flush(told()));
+        self.put(member, Item::Flush(told(member)));
     }
 
     fn prefixes_changed(&self) {
@@ -363,37 +373,12 @@ fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
             } else {
                 Tell::Changes(changes)
             };
-            owes_flush = !send_waited(&node, &name, tell, waits).await;
+            owes_flush = !send(&node, &name, tell).await;
+            // Sent (or not taken: a flush follows): the writes waiting for it answer.
+            drop(waits);
         }
     });
     queue
-}
-
-/// How long a write waits at most for a member to take its invalidations; then it answers
-/// (the member is flushed if the batch is lost): a fraction of [`Timeouts::half`](crate::Timeouts),
-/// within which a waiting write must answer.
-fn told_wait(node: &Server) -> Duration {
-    node.cluster
-        .as_ref()
-        .map_or(Duration::ZERO, |c| c.timeouts.half / 2)
-}
-
-/// [`send`], and the writes waiting for it (`waits`) let go once it is done, or after
-/// [`told_wait`] while it goes on.
-async fn send_waited(node: &Arc<Server>, name: &str, tell: Tell, waits: Vec<Told>) -> bool {
-    if waits.is_empty() {
-        return send(node, name, tell).await;
-    }
-    let sending = send(node, name, tell);
-    tokio::pin!(sending);
-    let mut waits = Some(waits);
-    tokio::select! {
-        taken = &mut sending => taken,
-        _ = tokio::time::sleep(told_wait(node)) => {
-            drop(waits.take());
-            sending.await
-        }
-    }
 }
 
 /// What a member is told.

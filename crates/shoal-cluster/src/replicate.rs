@@ -285,7 +285,21 @@ async fn send_batch(
 }
 
 /// The replicas' acks of a write (with `write-ack = all`).
-pub type Acks = Vec<oneshot::Receiver<Ack>>;
+/// What a write's reply waits for ([`wait_acks`]).
+#[derive(Default)]
+pub struct Acks {
+    /// With `write-ack = all`: one per state queued for a replica.
+    pub replicas: Vec<oneshot::Receiver<Ack>>,
+    /// While clients track: one per member told of its invalidations
+    /// (`invalidations::telling`); never a reason to fail the write.
+    pub told: Vec<oneshot::Receiver<()>>,
+}
+
+impl Acks {
+    pub fn is_empty(&self) -> bool {
+        self.replicas.is_empty() && self.told.is_empty()
+    }
+}
 
 /// After a write ran here: queues the resulting state of each of `keys` for the key's other
 /// copies under `view` (the view the command was routed under) and under `now` (the view
@@ -310,7 +324,7 @@ pub fn replicate_keys<'a>(
 ) -> Acks {
     let mut acks = Vec::new();
     if view.placement.width() < 2 && now.placement.width() < 2 {
-        return acks;
+        return Acks::default();
     }
     let same = std::ptr::eq(view, now) || view.id == now.id;
     for key in keys {
@@ -368,7 +382,10 @@ pub fn replicate_keys<'a>(
             }
         }
     }
-    acks
+    Acks {
+        replicas: acks,
+        told: Vec::new(),
+    }
 }
 
 /// Waits for every replica's answer, at most `wait` (half the inter-node timeout,
@@ -376,19 +393,35 @@ pub fn replicate_keys<'a>(
 /// node give up on the owner). True if every replica applied the write or is gone; false if
 /// one may be alive without it (it refused it, failed, or did not answer in time), and a
 /// read that fails over to it could then miss the write: the client is told
-/// ([`unconfirmed`]).
+/// ([`unconfirmed`]). Beside them, the members told of the write's invalidations, at most
+/// `wait / 2` from now, whatever becomes of them (a member that did not take them in time
+/// is flushed if its batch is lost: the write stands).
 pub async fn wait_acks(acks: Acks, wait: std::time::Duration) -> bool {
-    if acks.is_empty() {
-        return true;
-    }
-    let all = async {
-        let mut confirmed = true;
-        for ack in acks {
-            confirmed &= matches!(ack.await, Ok(Ack::Applied | Ack::Gone));
+    let Acks { replicas, told } = acks;
+    let replicas = async {
+        if replicas.is_empty() {
+            return true;
         }
-        confirmed
+        let all = async {
+            let mut confirmed = true;
+            for ack in replicas {
+                confirmed &= matches!(ack.await, Ok(Ack::Applied | Ack::Gone));
+            }
+            confirmed
+        };
+        tokio::time::timeout(wait, all).await.unwrap_or(false)
     };
-    tokio::time::timeout(wait, all).await.unwrap_or(false)
+    let told = async {
+        if !told.is_empty() {
+            let all = async {
+                for member in told {
+                    let _ = member.await;
+                }
+            };
+            let _ = tokio::time::timeout(wait / 2, all).await;
+        }
+    };
+    tokio::join!(replicas, told).0
 }
 
 /// The reply to a write with `write-ack = all` that a replica did not confirm

@@ -124,6 +124,11 @@ pub struct Engine {
     pub acl: std::sync::OnceLock<crate::acl::Registry>,
 }
 
+/// Keys of the tracking table a client command drops at most before it runs, while the
+/// table is past a lowered `tracking-table-max-keys` (the cron drops the rest; Redis's
+/// `trackingLimitUsedSlots` starts at 100 a command and raises its effort while over).
+pub const TRIM_PER_COMMAND: usize = 1000;
+
 impl Engine {
     /// Whether keys of databases other than 0 may exist here (one was selected, moved to or
     /// swapped, or the store took such a key, also from another node): the commands that
@@ -303,18 +308,27 @@ impl Engine {
     /// cron calls it; one atomic load while no client tracks.
     pub fn trim_tracking(&self) {
         if self.tracker.active() {
+            // The count first: the settings read after are at least that setting's.
+            let bound = self.tracker.bound_sets_now();
             let (limit, max_keys) = self.tracking_limits();
-            self.tracker.trim(max_keys, &self.pubsub, limit);
+            self.tracker
+                .trim(bound, max_keys, usize::MAX, &self.pubsub, limit);
         }
     }
 
-    /// [`Engine::trim_tracking`] if `tracking-table-max-keys` was set since the last trim;
-    /// two atomic loads otherwise. Called before each client command, as Redis's
-    /// `processCommand` calls `trackingLimitUsedSlots`: the evicted keys' invalidations then
-    /// precede its reply, also when the command is only queued (MULTI) or the cron paused.
+    /// While `tracking-table-max-keys` was set and the table is not yet within it, drops up
+    /// to [`TRIM_PER_COMMAND`] of its oldest keys; one or two atomic loads otherwise. Called
+    /// before each client command, as Redis's `processCommand` calls
+    /// `trackingLimitUsedSlots`: the evicted keys' invalidations then precede its reply,
+    /// also when the command is only queued (MULTI) or the cron paused.
     pub fn trim_tracking_if_set(&self) {
-        if self.tracker.active() && self.tracker.bound_was_set() {
-            self.trim_tracking();
+        if !self.tracker.active() {
+            return;
+        }
+        if let Some(bound) = self.tracker.bound_pending() {
+            let (limit, max_keys) = self.tracking_limits();
+            self.tracker
+                .trim(bound, max_keys, TRIM_PER_COMMAND, &self.pubsub, limit);
         }
     }
 

@@ -17,7 +17,9 @@
 //! Redis's clients read as "drop everything".
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -133,9 +135,11 @@ pub struct Tracker {
     count: AtomicUsize,
     /// Member readers (in `count`, not in INFO's `tracking_clients`).
     member_count: AtomicUsize,
-    /// `tracking-table-max-keys` was set since the table was last trimmed to it: the table
-    /// may hold more ([`Tracker::bound_was_set`]).
-    bound_set: std::sync::atomic::AtomicBool,
+    /// How many times `tracking-table-max-keys` was set ([`Tracker::bound_set`]), and which
+    /// of those the table was last brought within ([`Tracker::trim`]): while they differ
+    /// the table may hold more than its bound ([`Tracker::bound_pending`]).
+    bound_sets: AtomicU64,
+    bound_met: AtomicU64,
     sink: std::sync::OnceLock<Box<dyn RemoteSink>>,
 }
 
@@ -460,36 +464,67 @@ impl Tracker {
             }
         }
         compact(s);
-        self.evict_past(s, max_keys, pubsub, limit);
+        self.evict_past(s, max_keys, usize::MAX, pubsub, limit);
     }
 
     /// Past `max_keys` remembered (`tracking-table-max-keys`, 0: no bound), the oldest keys
-    /// go, their readers told; for a bound lowered by CONFIG SET, the cron calls it.
-    pub fn trim(&self, max_keys: u64, pubsub: &PubSub, limit: ClassLimit) {
+    /// go, their readers told, `at_most` of them; for a bound lowered by CONFIG SET, the
+    /// cron and each client command call it. `bound` is [`Tracker::bound_pending`]'s (or
+    /// [`Tracker::bound_sets_now`]'s), read before `max_keys`: once the table is within
+    /// `max_keys`, that setting counts as met.
+    pub fn trim(
+        &self,
+        bound: u64,
+        max_keys: u64,
+        at_most: usize,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) {
         if self.active() {
             let mut s = self.lock();
-            self.bound_set.store(false, Relaxed);
-            self.evict_past(&mut s, max_keys, pubsub, limit);
+            if self.evict_past(&mut s, max_keys, at_most, pubsub, limit) {
+                self.bound_met.fetch_max(bound, Release);
+            }
         }
     }
 
-    /// `tracking-table-max-keys` was set (CONFIG SET): the table is trimmed to it before the
-    /// next client command (`Engine::trim_tracking_if_set`) or by the cron.
+    /// `tracking-table-max-keys` was set (CONFIG SET, after the new settings are in): the
+    /// table is trimmed to it before the next client commands (`Engine::trim_tracking_if_set`)
+    /// and by the cron.
     pub fn bound_set(&self) {
-        self.bound_set.store(true, Relaxed);
+        self.bound_sets.fetch_add(1, Release);
     }
 
-    /// Whether `tracking-table-max-keys` was set since the table was last trimmed.
-    pub fn bound_was_set(&self) -> bool {
-        self.bound_set.load(Relaxed)
+    /// The setting of `tracking-table-max-keys` (a count, for [`Tracker::trim`]) the table
+    /// may not be within yet, if any: one atomic load or two.
+    pub fn bound_pending(&self) -> Option<u64> {
+        let sets = self.bound_sets.load(Acquire);
+        (sets != self.bound_met.load(Acquire)).then_some(sets)
     }
 
-    fn evict_past(&self, s: &mut State, max_keys: u64, pubsub: &PubSub, limit: ClassLimit) {
+    /// The settings of `tracking-table-max-keys` so far (for [`Tracker::trim`] by the cron).
+    pub fn bound_sets_now(&self) -> u64 {
+        self.bound_sets.load(Acquire)
+    }
+
+    /// Drops the oldest keys past `max_keys`, `at_most` of them; true if the table is then
+    /// within it.
+    fn evict_past(
+        &self,
+        s: &mut State,
+        max_keys: u64,
+        at_most: usize,
+        pubsub: &PubSub,
+        limit: ClassLimit,
+    ) -> bool {
         let max_keys = match usize::try_from(max_keys) {
             Ok(0) | Err(_) => usize::MAX,
             Ok(n) => n,
         };
-        while s.keys.len() > max_keys {
+        for _ in 0..at_most {
+            if s.keys.len() <= max_keys {
+                break;
+            }
             let Some(old) = s.order.pop_front() else {
                 break;
             };
@@ -499,6 +534,7 @@ impl Tracker {
                 }
             }
         }
+        s.keys.len() <= max_keys
     }
 
     /// `keys` (as stored) changed, by client `by` (0: not a client's command) of member
@@ -1002,5 +1038,30 @@ mod tests {
         t.invalidate(&[b("a")], 0, None, &ps, LIMIT);
         assert_eq!(*sent.lock().unwrap(), ["n1 a by 0"]);
         assert!(told(&m).is_empty(), "the client's read was forgotten");
+    }
+
+    #[test]
+    fn a_lowered_bound_is_pending_until_the_table_is_within_it() {
+        let (t, _, ps) = tracker();
+        let m = mailbox(&ps);
+        t.enable(1, Mode::default(), m.clone());
+        t.remember(1, &[b("a"), b("b"), b("c")], 0, &ps, LIMIT);
+        assert_eq!(t.bound_pending(), None);
+        // Set to 1 (twice: the count is of settings): pending until within it.
+        t.bound_set();
+        t.bound_set();
+        let bound = t.bound_pending().expect("pending");
+        t.trim(bound, 1, 1, &ps, LIMIT);
+        assert_eq!(told(&m).len(), 1, "one key per call at most");
+        assert_eq!(t.bound_pending(), Some(bound));
+        t.trim(bound, 1, 1, &ps, LIMIT);
+        assert_eq!(told(&m).len(), 1);
+        assert_eq!((t.keys(), t.bound_pending()), (1, None));
+        // A trim that read an older setting does not meet a newer one.
+        t.bound_set();
+        t.trim(bound, 1, usize::MAX, &ps, LIMIT);
+        assert_eq!(t.bound_pending(), Some(bound + 1));
+        t.trim(bound + 1, 1, usize::MAX, &ps, LIMIT);
+        assert_eq!(t.bound_pending(), None);
     }
 }

@@ -43,7 +43,7 @@ pub fn run_here(
         return run(session);
     }
     let ((reply, mut acks), told) = crate::invalidations::telling(|| run(session));
-    acks.extend(told);
+    acks.told = told;
     (reply, acks)
 }
 
@@ -98,16 +98,16 @@ fn run_untold(
     // send it to the slot's new copies.
     let now_view = cluster.view_now();
     if view.placement.width() < 2 && now_view.placement.width() < 2 {
-        return (reply, Vec::new());
+        return (reply, Acks::default());
     }
     // What to send: the queued writes' keys (EXEC), or the command's, with its delta.
     let (keys, delta) = match queued {
         Some(keys) => (keys, None),
         // A deterministic write that changed nothing (SADD of a member already there, HSET
         // of the same value) has nothing to send: its replicas hold the same state.
-        None if may_delta && writes.count == 0 => return (reply, Vec::new()),
+        None if may_delta && writes.count == 0 => return (reply, Acks::default()),
         // SORT or GEORADIUS without STORE: a read, whose key's state the replicas hold.
-        None if cmd::db::writes_nothing(spec, args) => return (reply, Vec::new()),
+        None if cmd::db::writes_nothing(spec, args) => return (reply, Acks::default()),
         None if cmd::may_write(spec) => {
             let keys = cmd::db::stored_keys(spec, args, db);
             let delta = (may_delta && keys.len() == 1)
@@ -118,7 +118,7 @@ fn run_untold(
                 .flatten();
             (keys, delta)
         }
-        None => return (reply, Vec::new()),
+        None => return (reply, Acks::default()),
     };
     let delta = delta.map(|d| (&keys[0], d));
     let acks = replicate_keys(
@@ -407,12 +407,12 @@ pub fn serve_command(
             .is_some_and(|a| crate::message::is_transaction(a)) =>
         {
             let reply = Reply::error("ERR malformed forwarded transaction");
-            return (encode(&reply, proto), Vec::new(), None);
+            return (encode(&reply, proto), Acks::default(), None);
         }
         None => args,
     };
     let (reply, acks) = match cmd::prepare(&node.engine, &mut session, args) {
-        Prepared::Done(reply) => (reply, Vec::new()),
+        Prepared::Done(reply) => (reply, Acks::default()),
         Prepared::Run(spec) => {
             let scope = scope.as_ref().map(|s| s as &dyn SlotScope);
             run_here(node, cluster, view, &mut session, spec, args, now_ms, scope)
