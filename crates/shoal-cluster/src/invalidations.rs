@@ -57,8 +57,6 @@ enum Item {
     Flush(Option<Told>),
     /// This node's BCAST clients watch these prefixes (as of this generation of them).
     Prefixes(u64, Vec<Bytes>),
-    /// Not for a member: this node's BCAST prefixes changed.
-    Wake,
 }
 
 /// A write's wait for a member to take an invalidation (or flush) it caused: its receiver
@@ -122,6 +120,8 @@ pub struct Registered {
     changed: tokio::sync::Notify,
     /// The generation of this node's BCAST prefixes (bumped by the tracker's sink).
     generation: Arc<AtomicU64>,
+    /// Woken by the sink when the prefixes change: the members are to learn them.
+    changed_here: Arc<tokio::sync::Notify>,
 }
 
 /// What a member took: the generation and the prefixes.
@@ -170,8 +170,9 @@ impl Registered {
 
 struct Sink {
     queue: mpsc::Sender<(Arc<str>, Item)>,
-    /// `Registered::generation`.
+    /// `Registered::generation` and `changed_here`.
     generation: Arc<AtomicU64>,
+    changed_here: Arc<tokio::sync::Notify>,
     /// Members whose invalidations the queue above could not take: flushed instead.
     lost: Arc<Mutex<Vec<Arc<str>>>>,
 }
@@ -201,8 +202,7 @@ impl shoal_engine::tracking::RemoteSink for Sink {
 
     fn prefixes_changed(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
-        // A full queue is emptied soon: the next tick looks again.
-        let _ = self.queue.try_send((Arc::from(""), Item::Wake));
+        self.changed_here.notify_one();
     }
 }
 
@@ -216,6 +216,7 @@ pub fn start(node: &Arc<Server>) {
     node.engine.tracker.set_sink(Box::new(Sink {
         queue,
         generation: cluster.bcast.generation.clone(),
+        changed_here: cluster.bcast.changed_here.clone(),
         lost: lost.clone(),
     }));
     // A key's new owner does not know who read it: this node's readers drop everything.
@@ -230,6 +231,7 @@ pub fn start(node: &Arc<Server>) {
             route_changed(&watcher);
         }
     });
+    let changed_here = cluster.bcast.changed_here.clone();
     let node = node.clone();
     tokio::spawn(async move {
         let mut members: HashMap<Arc<str>, mpsc::Sender<Item>> = HashMap::new();
@@ -237,10 +239,12 @@ pub fn start(node: &Arc<Server>) {
         let mut tick = tokio::time::interval(RETRY);
         let mut lost_links = 0;
         loop {
-            let ticked = tokio::select! {
+            // (ticked, this node's BCAST prefixes changed)
+            let (ticked, changed) = tokio::select! {
                 _ = node.shutdown.cancelled() => return,
-                n = items.recv_many(&mut batch, BATCH) => if n == 0 { return } else { false },
-                _ = tick.tick() => true,
+                n = items.recv_many(&mut batch, BATCH) => if n == 0 { return } else { (false, false) },
+                _ = changed_here.notified() => (false, true),
+                _ = tick.tick() => (true, false),
             };
             let Some(cluster) = &node.cluster else { return };
             let view = cluster.view();
@@ -260,7 +264,7 @@ pub fn start(node: &Arc<Server>) {
             }
             // Each member that lacks this node's current BCAST prefixes is sent them (when
             // they changed, and on each tick until it took them).
-            let woken = ticked || batch.iter().any(|(_, i)| matches!(i, Item::Wake));
+            let woken = ticked || changed;
             // The generation read first: the prefixes read after are at least its.
             let generation = cluster.bcast.generation.load(Ordering::Acquire);
             let want = if woken {
@@ -288,9 +292,6 @@ pub fn start(node: &Arc<Server>) {
                 std::mem::take(&mut *lost.lock().unwrap_or_else(|e| e.into_inner()));
             let flushes = owed.into_iter().map(|m| (m, Item::Flush(None)));
             for (member, item) in batch.drain(..).chain(flushes).chain(lacking) {
-                if matches!(item, Item::Wake) {
-                    continue;
-                }
                 if !in_view(&member) {
                     node.engine.tracker.forget_member(&member);
                     continue;
@@ -364,7 +365,7 @@ fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
                         flushes = true;
                         waits.extend(told);
                     }
-                    Item::Prefixes(..) | Item::Wake => {}
+                    Item::Prefixes(..) => {}
                 }
             }
             // A flush covers every invalidation before and with it.
