@@ -2637,6 +2637,22 @@ fn node_redis_client_side_cache_through_a_cluster_node() {
     shoal_tests::node_client("csc.js", &[&reader, &writer]);
 }
 
+/// What `a` sends until it has sent `want` (10 s at most, else the test fails), all of it.
+fn read_for(a: &mut std::net::TcpStream, want: &str) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let found = wait_until(Duration::from_secs(10), || {
+        a.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        if let Ok(n) = std::io::Read::read(a, &mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&got).contains(want)
+    });
+    let text = String::from_utf8_lossy(&got).into_owned();
+    assert!(found, "waited for {want:?}, got {text:?}");
+    text
+}
+
 /// A tracking client whose reads of a key go to another copy when the key's owner stops
 /// answering is told to drop everything (a null invalidation): the new copy does not know
 /// what it read, and would not tell it of the next change (its node notices the owner's
@@ -2650,20 +2666,7 @@ fn a_tracking_client_is_flushed_when_its_reads_move_to_another_copy() {
     let mut c = cluster.members[0].client();
     let _: () = c.set(&k, "before").unwrap();
     let mut a = std::net::TcpStream::connect(cluster.members[0].addr).unwrap();
-    let read = |a: &mut std::net::TcpStream, want: &str| -> String {
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        let found = wait_until(Duration::from_secs(10), || {
-            a.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-            if let Ok(n) = std::io::Read::read(a, &mut buf) {
-                got.extend_from_slice(&buf[..n]);
-            }
-            String::from_utf8_lossy(&got).contains(want)
-        });
-        let text = String::from_utf8_lossy(&got).into_owned();
-        assert!(found, "waited for {want:?}, got {text:?}");
-        text
-    };
+    let read = read_for;
     send(&mut a, b"HELLO 3\r\nCLIENT TRACKING ON\r\n");
     read(&mut a, "+OK\r\n");
     send(&mut a, format!("GET {k}\r\nPING\r\n").as_bytes());
@@ -2763,20 +2766,7 @@ fn bcast_off_and_on_again_is_told_of_the_next_write() {
         c.replicas = 0;
         c.enable_debug_command = "yes".into();
     });
-    let mut got = Vec::new();
-    let mut read = |a: &mut std::net::TcpStream, want: &str| {
-        let mut buf = [0u8; 4096];
-        let found = wait_until(Duration::from_secs(5), || {
-            a.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-            if let Ok(n) = std::io::Read::read(a, &mut buf) {
-                got.extend_from_slice(&buf[..n]);
-            }
-            String::from_utf8_lossy(&got).contains(want)
-        });
-        let text = String::from_utf8_lossy(&got).into_owned();
-        assert!(found, "waited for {want:?}, got {text:?}");
-        got.clear();
-    };
+    let read = read_for;
     let mut a = std::net::TcpStream::connect(cluster.members[0].addr).unwrap();
     let mut sleeper = std::net::TcpStream::connect(cluster.members[1].addr).unwrap();
     send(&mut a, b"HELLO 3\r\nCLIENT TRACKING ON BCAST\r\n");
