@@ -8392,6 +8392,96 @@ fn a_lowered_tracking_table_bound_applies_before_the_next_command() {
     );
 }
 
+/// CLIENT LIST's `flags=` and `redir=` as Redis shows them: every flag that applies, in
+/// Redis's order (`P`, `x`, `t`, `R`, `B`, `e`, `T`), `N` for none, and the tracking
+/// redirect's target id (-1 for none). The target's id is shown as `<r>`.
+#[test]
+fn client_list_flags_and_redir_match_redis() {
+    let scenario = |addr: SocketAddr| {
+        let mut out = Vec::new();
+        let (mut c, mut o, mut w) = (
+            Conn::connect(addr),
+            Conn::connect(addr),
+            Conn::connect(addr),
+        );
+        let id_of = |c: &mut Conn| {
+            let id = reply_of(c, &["CLIENT", "ID"]);
+            id.trim_start_matches(':')
+                .trim_end_matches("\\r\\n")
+                .to_string()
+        };
+        let cid = id_of(&mut c);
+        let mut r = Conn::connect(addr);
+        let rid = id_of(&mut r);
+        let look = |o: &mut Conn, out: &mut Vec<String>, what: &str| {
+            o.send(&multibulk(&["CLIENT", "LIST", "ID", &cid]));
+            let line = String::from_utf8(o.read_reply().unwrap()).unwrap();
+            let field = |name: &str| {
+                line.split_whitespace()
+                    .find_map(|f| f.strip_prefix(name))
+                    .unwrap_or("?")
+                    .replace(&rid, "<r>")
+            };
+            out.push(format!(
+                "{what}: flags={} redir={}",
+                field("flags="),
+                field("redir=")
+            ));
+        };
+        look(&mut o, &mut out, "new");
+        reply_of(&mut c, &["CLIENT", "TRACKING", "ON"]);
+        look(&mut o, &mut out, "tracking");
+        reply_of(&mut c, &["CLIENT", "TRACKING", "ON", "REDIRECT", &rid]);
+        look(&mut o, &mut out, "redirect");
+        reply_of(&mut c, &["GET", "flagged"]);
+        drop(r);
+        // The target gone: the next invalidation finds it so (`R`).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            reply_of(&mut w, &["SET", "flagged", "1"]);
+            reply_of(&mut c, &["GET", "flagged"]);
+            o.send(&multibulk(&["CLIENT", "LIST", "ID", &cid]));
+            let line = String::from_utf8(o.read_reply().unwrap()).unwrap();
+            if line.contains("flags=tR ") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "never broken: {line}");
+        }
+        look(&mut o, &mut out, "broken");
+        reply_of(&mut c, &["CLIENT", "TRACKING", "OFF"]);
+        look(&mut o, &mut out, "off");
+        reply_of(&mut c, &["HELLO", "3"]);
+        reply_of(&mut c, &["CLIENT", "TRACKING", "ON", "BCAST"]);
+        look(&mut o, &mut out, "bcast");
+        reply_of(&mut c, &["CLIENT", "NO-EVICT", "ON"]);
+        look(&mut o, &mut out, "no-evict");
+        reply_of(&mut c, &["SUBSCRIBE", "ch"]);
+        reply_of(&mut c, &["MULTI"]);
+        look(&mut o, &mut out, "subscribed, multi");
+        // (RESET turns NO-EVICT off since Redis 7.2, as Shoal: not compared with 7.0.)
+        reply_of(&mut c, &["DISCARD"]);
+        reply_of(&mut c, &["CLIENT", "NO-EVICT", "OFF"]);
+        reply_of(&mut c, &["RESET"]);
+        look(&mut o, &mut out, "reset");
+        out
+    };
+    let redis_server = RedisServer::start();
+    let shoal = TestNode::start();
+    same_observations(
+        "client flags",
+        &scenario(redis_server.addr),
+        &scenario(shoal.addr),
+    );
+    // Redis 7.2's NO-TOUCH (`T`, last), which RESET turns off with NO-EVICT.
+    let mut c = Conn::connect(shoal.addr);
+    for on in ["NO-EVICT", "NO-TOUCH"] {
+        reply_of(&mut c, &["CLIENT", on, "ON"]);
+    }
+    assert!(reply_of(&mut c, &["CLIENT", "INFO"]).contains(" flags=eT "));
+    reply_of(&mut c, &["RESET"]);
+    assert!(reply_of(&mut c, &["CLIENT", "INFO"]).contains(" flags=N "));
+}
+
 /// Redis 7.2 (redis/redis#11770): a read inside a script remembers the keys that read reads,
 /// not the keys the script declared (7.0's rule, so no differential case against the 7.0
 /// reference here); a read-only script itself remembers nothing.

@@ -40,6 +40,11 @@ pub fn trim_due(last_ms: u64, now_ms: u64, buffer_bytes: u64, busy: bool) -> boo
     !busy && buffer_bytes > 0 && now_ms.saturating_sub(last_ms) >= TRIM_IDLE_MS
 }
 
+/// [`ClientInfo::tracking`]: the client tracks (CLIENT LIST's flag `t`).
+pub const TRACKING: u8 = 1;
+/// [`ClientInfo::tracking`]: in BCAST mode (flag `B`).
+pub const TRACKING_BCAST: u8 = 2;
+
 /// What other tasks may read of one connection.
 pub struct ClientInfo {
     pub id: u64,
@@ -64,6 +69,10 @@ pub struct ClientInfo {
     pub no_evict: AtomicBool,
     /// CLIENT NO-TOUCH: its commands leave the LRU/LFU clocks of their keys alone.
     pub no_touch: AtomicBool,
+    /// CLIENT TRACKING as CLIENT LIST shows it: [`TRACKING`] and [`TRACKING_BCAST`] bits,
+    /// and the redirect target (0: none; `redir=` shows it while tracking).
+    pub tracking: AtomicU8,
+    pub redirect: AtomicU64,
     /// The connection came in on the cluster-client port (Redis Cluster's rules).
     pub redis_cluster: AtomicBool,
     /// Signals the connection (CLIENT KILL stops it, the cron asks an idle one to trim its
@@ -188,6 +197,8 @@ impl ClientInfo {
             last_cmd: AtomicUsize::new(usize::MAX),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
+            tracking: AtomicU8::new(0),
+            redirect: AtomicU64::new(0),
             redis_cluster: AtomicBool::new(false),
             signal,
             killed: AtomicBool::new(false),
@@ -230,10 +241,36 @@ impl ClientInfo {
             .any(|n| n.load(Ordering::Relaxed) > 0)
     }
 
+    /// CLIENT LIST's flags, in Redis's order (`P` subscribed, `x` in MULTI, `b` blocked, `t`
+    /// tracking, `R` its redirect target gone, `B` BCAST, `e` NO-EVICT, `T` NO-TOUCH), or
+    /// `N` for none.
+    fn flags(&self, multi: bool, redirect_broken: bool) -> String {
+        let tracking = self.tracking.load(Ordering::Relaxed);
+        let flags: String = [
+            (self.is_subscriber(), 'P'),
+            (multi, 'x'),
+            (self.blocked.load(Ordering::Relaxed), 'b'),
+            (tracking & TRACKING != 0, 't'),
+            (redirect_broken, 'R'),
+            (tracking & TRACKING_BCAST != 0, 'B'),
+            (self.no_evict.load(Ordering::Relaxed), 'e'),
+            (self.no_touch.load(Ordering::Relaxed), 'T'),
+        ]
+        .into_iter()
+        .filter_map(|(on, flag)| on.then_some(flag))
+        .collect();
+        if flags.is_empty() {
+            "N".into()
+        } else {
+            flags
+        }
+    }
+
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline): Redis 7's fields,
     /// then Redis 8's `io-thread`; `last_cmd` is the name of the command at `self.last_cmd` in the
-    /// command table (the caller looks it up: the table lives above this module).
-    pub fn describe(&self, now_ms: u64, last_cmd: &str) -> String {
+    /// command table, `redirect_broken` whether its tracking's redirect target was found gone
+    /// (the caller looks them up: the table and the tracker live above this module).
+    pub fn describe(&self, now_ms: u64, last_cmd: &str, redirect_broken: bool) -> String {
         let name = self.name.lock().expect("client name lock poisoned").clone();
         let lib_name = self
             .lib_name
@@ -256,7 +293,7 @@ impl ClientInfo {
         // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
         // part still arriving is in qbuf).
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
@@ -264,16 +301,7 @@ impl ClientInfo {
             s(name).unwrap_or_default(),
             now_ms.saturating_sub(self.created_ms) / 1000,
             now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
-            match (
-                multi >= 0,
-                self.blocked.load(Ordering::Relaxed),
-                self.is_subscriber(),
-            ) {
-                (true, _, _) => "x",
-                (false, true, _) => "b",
-                (false, false, true) => "P",
-                (false, false, false) => "N",
-            },
+            self.flags(multi >= 0, redirect_broken),
             self.subscriptions[0].load(Ordering::Relaxed),
             self.subscriptions[1].load(Ordering::Relaxed),
             self.subscriptions[2].load(Ordering::Relaxed),
@@ -285,6 +313,11 @@ impl ClientInfo {
             if obl + omem > 0 { "rw" } else { "r" },
             if cmd.is_empty() { "NULL" } else { cmd },
             String::from_utf8_lossy(&self.user.lock().expect("client user lock poisoned")),
+            // The target's id while tracking (0 without one), -1 while not, as Redis.
+            match self.tracking.load(Ordering::Relaxed) {
+                0 => -1,
+                _ => self.redirect.load(Ordering::Relaxed) as i64,
+            },
             self.resp.load(Ordering::Relaxed),
             s(lib_name).unwrap_or_default(),
             s(lib_ver).unwrap_or_default(),

@@ -558,9 +558,7 @@ fn log(
         context,
         object,
         username: String::from_utf8_lossy(user).into_owned(),
-        client_info: session
-            .info
-            .describe(now, &super::last_command(&session.info)),
+        client_info: super::describe_client(node, &session.info, now),
         entry_id: 0,
         created_ms: now,
         updated_ms: now,

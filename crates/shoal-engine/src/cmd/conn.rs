@@ -157,6 +157,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.db = 0;
     s.info.db.store(0, Ordering::Relaxed);
     // Client-side caching ends too, as Redis's RESET disables tracking.
+    publish_tracking(&s.info, None);
     if s.tracking.take().is_some() {
         ctx.engine.refresh_notes();
     }
@@ -319,7 +320,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Reply::Verbatim(
                 format!(
                     "{}\n",
-                    info.describe(ctx.now_ms, &super::last_command(&info))
+                    super::describe_client(ctx.engine, &info, ctx.now_ms)
                 )
                 .into(),
             )
@@ -408,6 +409,15 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
+/// What CLIENT LIST shows of a client's tracking (`mode`, or none).
+fn publish_tracking(info: &crate::client::ClientInfo, mode: Option<&crate::tracking::Mode>) {
+    use crate::client::{TRACKING, TRACKING_BCAST};
+    let bits = mode.map_or(0, |m| TRACKING | if m.bcast { TRACKING_BCAST } else { 0 });
+    info.tracking.store(bits, Ordering::Relaxed);
+    info.redirect
+        .store(mode.map_or(0, |m| m.redirect), Ordering::Relaxed);
+}
+
 /// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP],
 /// with Redis's checks in Redis's order (`crate::tracking`).
 fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -447,6 +457,7 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     // The options first, then ON or OFF, as Redis reads them.
     if is(&args[2], "OFF") {
+        publish_tracking(&ctx.session.info, None);
         ctx.session.tracking = None;
         ctx.engine.refresh_notes();
         return Reply::ok();
@@ -517,6 +528,7 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .mailbox()
         .clone();
     let redirect = mode.redirect;
+    publish_tracking(&info, Some(&mode));
     match ctx.session.tracking.as_mut() {
         Some(t) => t.change(mode, mailbox),
         None => {
@@ -650,7 +662,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         {
             continue;
         }
-        out.push_str(&c.describe(ctx.now_ms, &super::last_command(&c)));
+        out.push_str(&super::describe_client(ctx.engine, &c, ctx.now_ms));
         out.push('\n');
     }
     Reply::Verbatim(out.into())

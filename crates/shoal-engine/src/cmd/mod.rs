@@ -962,6 +962,14 @@ fn spec_at(index: usize) -> Option<&'static CommandSpec> {
         .or_else(|| INTERNAL.get(index.checked_sub(TABLE.len())?))
 }
 
+/// A client's CLIENT LIST / CLIENT INFO line, with what the engine knows of it (its last
+/// command's name, whether its tracking redirect was found broken).
+pub fn describe_client(engine: &Engine, info: &ClientInfo, now_ms: u64) -> String {
+    let tracks = info.tracking.load(std::sync::atomic::Ordering::Relaxed) != 0;
+    let broken = tracks && engine.tracker.redirect_broken(info.id);
+    info.describe(now_ms, &last_command(info), broken)
+}
+
 /// The name of the last command a client ran ("" before its first), with its subcommand
 /// as Redis 7 shows it in CLIENT LIST (`client|list`).
 pub fn last_command(info: &ClientInfo) -> String {
