@@ -8393,7 +8393,7 @@ fn a_lowered_tracking_table_bound_applies_before_the_next_command() {
 }
 
 /// CLIENT LIST's `flags=` and `redir=` as Redis shows them: every flag that applies, in
-/// Redis's order (`P`, `x`, `t`, `R`, `B`, `e`, `T`), `N` for none, and the tracking
+/// Redis's order (`O`, `P`, `x`, `t`, `R`, `B`, `e`, `T`), `N` for none, and the tracking
 /// redirect's target id (-1 for none). The target's id is shown as `<r>`.
 #[test]
 fn client_list_flags_and_redir_match_redis() {
@@ -8463,6 +8463,8 @@ fn client_list_flags_and_redir_match_redis() {
         reply_of(&mut c, &["CLIENT", "NO-EVICT", "OFF"]);
         reply_of(&mut c, &["RESET"]);
         look(&mut o, &mut out, "reset");
+        reply_of(&mut c, &["MONITOR"]);
+        look(&mut o, &mut out, "monitor");
         out
     };
     let redis_server = RedisServer::start();

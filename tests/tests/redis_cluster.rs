@@ -166,6 +166,9 @@ fn cluster_port_redirects_and_plain_port_serves_everything() {
     let (mut moved, mut served, mut replica_reads) = (0, 0, 0);
     let mut ro = connect(me.cluster_client_addr);
     let _: () = redis::cmd("READONLY").query(&mut ro).unwrap();
+    // CLIENT LIST's flag `r`, as Redis's.
+    let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut ro).unwrap();
+    assert!(info.contains(" flags=r "), "{info}");
     for k in &keys {
         let (addr, id) = owner(&map, k, &mut c);
         let slot: i64 = redis::cmd("CLUSTER")
@@ -213,6 +216,8 @@ fn cluster_port_redirects_and_plain_port_serves_everything() {
     );
     // RESET ends READONLY: a key held here as a copy only is MOVED again.
     let _: String = redis::cmd("RESET").query(&mut ro).unwrap();
+    let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut ro).unwrap();
+    assert!(info.contains(" flags=N "), "{info}");
     let copy = keys
         .iter()
         .find(|k| {

@@ -40,10 +40,14 @@ pub fn trim_due(last_ms: u64, now_ms: u64, buffer_bytes: u64, busy: bool) -> boo
     !busy && buffer_bytes > 0 && now_ms.saturating_sub(last_ms) >= TRIM_IDLE_MS
 }
 
-/// [`ClientInfo::tracking`]: the client tracks (CLIENT LIST's flag `t`).
+/// [`ClientInfo::modes`]: the client tracks (CLIENT LIST's flag `t`).
 pub const TRACKING: u8 = 1;
-/// [`ClientInfo::tracking`]: in BCAST mode (flag `B`).
+/// [`ClientInfo::modes`]: tracking in BCAST mode (flag `B`).
 pub const TRACKING_BCAST: u8 = 2;
+/// [`ClientInfo::modes`]: a MONITOR (flag `O`).
+pub const MONITOR: u8 = 4;
+/// [`ClientInfo::modes`]: READONLY on a cluster (flag `r`).
+pub const READONLY: u8 = 8;
 
 /// What other tasks may read of one connection.
 pub struct ClientInfo {
@@ -69,9 +73,10 @@ pub struct ClientInfo {
     pub no_evict: AtomicBool,
     /// CLIENT NO-TOUCH: its commands leave the LRU/LFU clocks of their keys alone.
     pub no_touch: AtomicBool,
-    /// CLIENT TRACKING as CLIENT LIST shows it: [`TRACKING`] and [`TRACKING_BCAST`] bits,
-    /// and the redirect target (0: none; `redir=` shows it while tracking).
-    pub tracking: AtomicU8,
+    /// Modes CLIENT LIST shows as flags: [`TRACKING`], [`TRACKING_BCAST`], [`MONITOR`],
+    /// [`READONLY`] bits ([`ClientInfo::set_mode`]); and the tracking's redirect target (0:
+    /// none; `redir=` shows it while tracking).
+    pub modes: AtomicU8,
     pub redirect: AtomicU64,
     /// The connection came in on the cluster-client port (Redis Cluster's rules).
     pub redis_cluster: AtomicBool,
@@ -197,7 +202,7 @@ impl ClientInfo {
             last_cmd: AtomicUsize::new(usize::MAX),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
-            tracking: AtomicU8::new(0),
+            modes: AtomicU8::new(0),
             redirect: AtomicU64::new(0),
             redis_cluster: AtomicBool::new(false),
             signal,
@@ -241,18 +246,29 @@ impl ClientInfo {
             .any(|n| n.load(Ordering::Relaxed) > 0)
     }
 
-    /// CLIENT LIST's flags, in Redis's order (`P` subscribed, `x` in MULTI, `b` blocked, `t`
-    /// tracking, `R` its redirect target gone, `B` BCAST, `e` NO-EVICT, `T` NO-TOUCH), or
-    /// `N` for none.
+    /// Turns the [`ClientInfo::modes`] bits `bits` on or off.
+    pub fn set_mode(&self, bits: u8, on: bool) {
+        if on {
+            self.modes.fetch_or(bits, Ordering::Relaxed);
+        } else {
+            self.modes.fetch_and(!bits, Ordering::Relaxed);
+        }
+    }
+
+    /// CLIENT LIST's flags, in Redis's order (`O` MONITOR, `P` subscribed, `x` in MULTI, `b`
+    /// blocked, `t` tracking, `R` its redirect target gone, `B` BCAST, `r` READONLY, `e`
+    /// NO-EVICT, `T` NO-TOUCH), or `N` for none.
     fn flags(&self, multi: bool, redirect_broken: bool) -> String {
-        let tracking = self.tracking.load(Ordering::Relaxed);
+        let modes = self.modes.load(Ordering::Relaxed);
         let flags: String = [
+            (modes & MONITOR != 0, 'O'),
             (self.is_subscriber(), 'P'),
             (multi, 'x'),
             (self.blocked.load(Ordering::Relaxed), 'b'),
-            (tracking & TRACKING != 0, 't'),
+            (modes & TRACKING != 0, 't'),
             (redirect_broken, 'R'),
-            (tracking & TRACKING_BCAST != 0, 'B'),
+            (modes & TRACKING_BCAST != 0, 'B'),
+            (modes & READONLY != 0, 'r'),
             (self.no_evict.load(Ordering::Relaxed), 'e'),
             (self.no_touch.load(Ordering::Relaxed), 'T'),
         ]
@@ -314,7 +330,7 @@ impl ClientInfo {
             if cmd.is_empty() { "NULL" } else { cmd },
             String::from_utf8_lossy(&self.user.lock().expect("client user lock poisoned")),
             // The target's id while tracking (0 without one), -1 while not, as Redis.
-            match self.tracking.load(Ordering::Relaxed) {
+            match self.modes.load(Ordering::Relaxed) & TRACKING {
                 0 => -1,
                 _ => self.redirect.load(Ordering::Relaxed) as i64,
             },

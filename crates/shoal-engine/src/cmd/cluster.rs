@@ -238,6 +238,7 @@ fn set_readonly(ctx: &mut Ctx<'_>, on: bool) -> Reply {
         return err("ERR This instance has cluster support disabled");
     }
     ctx.session.readonly = on;
+    ctx.session.info.set_mode(crate::client::READONLY, on);
     Reply::ok()
 }
 

@@ -149,6 +149,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     s.multi = None;
     s.watched.clear();
     s.readonly = false;
+    s.info
+        .set_mode(crate::client::READONLY | crate::client::MONITOR, false);
     // Every subscription ends; messages that reached them before are still sent, before
     // the reply.
     if let Some(sub) = s.pubsub.as_mut() {
@@ -412,8 +414,10 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// What CLIENT LIST shows of a client's tracking (`mode`, or none).
 fn publish_tracking(info: &crate::client::ClientInfo, mode: Option<&crate::tracking::Mode>) {
     use crate::client::{TRACKING, TRACKING_BCAST};
-    let bits = mode.map_or(0, |m| TRACKING | if m.bcast { TRACKING_BCAST } else { 0 });
-    info.tracking.store(bits, Ordering::Relaxed);
+    info.set_mode(TRACKING | TRACKING_BCAST, false);
+    if let Some(m) = mode {
+        info.set_mode(TRACKING | if m.bcast { TRACKING_BCAST } else { 0 }, true);
+    }
     info.redirect
         .store(mode.map_or(0, |m| m.redirect), Ordering::Relaxed);
 }
@@ -781,6 +785,7 @@ pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
         return Reply::error("ERR MONITOR isn't allowed for DENY BLOCKING client");
     }
     ctx.session.monitor = true;
+    ctx.session.info.set_mode(crate::client::MONITOR, true);
     Reply::ok()
 }
 

@@ -965,7 +965,8 @@ fn spec_at(index: usize) -> Option<&'static CommandSpec> {
 /// A client's CLIENT LIST / CLIENT INFO line, with what the engine knows of it (its last
 /// command's name, whether its tracking redirect was found broken).
 pub fn describe_client(engine: &Engine, info: &ClientInfo, now_ms: u64) -> String {
-    let tracks = info.tracking.load(std::sync::atomic::Ordering::Relaxed) != 0;
+    let modes = info.modes.load(std::sync::atomic::Ordering::Relaxed);
+    let tracks = modes & crate::client::TRACKING != 0;
     let broken = tracks && engine.tracker.redirect_broken(info.id);
     info.describe(now_ms, &last_command(info), broken)
 }
