@@ -235,6 +235,8 @@ pub static SYNTAX: &[(&str, &str)] = &[
     ("pfadd", "key [element [element ...]]"),
     ("pfcount", "key [key ...]"),
     ("pfmerge", "destkey [sourcekey [sourcekey ...]]"),
+    ("pfdebug", "subcommand key"),
+    ("pfselftest", ""),
     ("del", "key [key ...]"),
     ("unlink", "key [key ...]"),
     ("exists", "key [key ...]"),

@@ -383,9 +383,128 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     reply
 }
 
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key: Redis's look inside a HyperLogLog value
+/// (its registers, which turns a sparse one dense as in Redis; its sparse runs as
+/// `z:len`, `Z:len`, `v:value,len`; its encoding), or TODENSE (1 if it was sparse). The key
+/// and its value are checked before the subcommand, as Redis does.
+pub fn pfdebug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let sub = args[1].to_ascii_lowercase();
+    ctx.engine.store.write(&args[2], ctx.now_ms, |slot| {
+        let v = match slot_string(slot) {
+            Err(reply) => return reply,
+            Ok(None) => return err("ERR The specified key does not exist"),
+            Ok(Some(v)) if !header_ok(v) => return err(ERR_INVALID),
+            Ok(Some(v)) => v,
+        };
+        let sparse = is_sparse(v);
+        match &sub[..] {
+            b"getreg" | b"todense" => {
+                let Some(regs) = decode(v) else {
+                    return err(ERR_CORRUPT);
+                };
+                if sparse {
+                    // Dense from now on, the cached count kept (Redis's `hllSparseToDense`).
+                    let mut value = dense(&regs);
+                    value[8..HEADER].copy_from_slice(&v[8..HEADER]);
+                    slot.set_keep_ttl(&value);
+                }
+                if sub == b"todense" {
+                    Reply::Int(i64::from(sparse))
+                } else {
+                    Reply::Array(regs.into_iter().map(|r| Reply::Int(r.into())).collect())
+                }
+            }
+            b"decode" if !sparse => err("ERR HLL encoding is not sparse"),
+            b"decode" => Reply::Bulk(Bytes::from(sparse_runs(&v[HEADER..]))),
+            b"encoding" => Reply::Simple(if sparse { "sparse" } else { "dense" }.into()),
+            _ => Reply::error(format!(
+                "ERR Unknown PFDEBUG subcommand '{}'",
+                String::from_utf8_lossy(&args[1])
+            )),
+        }
+    })
+}
+
+/// A sparse value's runs as PFDEBUG DECODE shows them: `z:len` (ZERO), `Z:len` (XZERO),
+/// `v:value,len` (VAL), space-separated; a cut XZERO ends it.
+fn sparse_runs(body: &[u8]) -> String {
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let op = body[i];
+        if op & 0xC0 == 0 {
+            runs.push(format!("z:{}", (op & 0x3F) + 1));
+            i += 1;
+        } else if op & 0xC0 == 0x40 {
+            let Some(&next) = body.get(i + 1) else { break };
+            runs.push(format!(
+                "Z:{}",
+                (usize::from(op & 0x3F) << 8 | usize::from(next)) + 1
+            ));
+            i += 2;
+        } else {
+            runs.push(format!("v:{},{}", ((op >> 2) & 0x1F) + 1, (op & 0x3) + 1));
+            i += 1;
+        }
+    }
+    runs.join(" ")
+}
+
+/// PFSELFTEST: checks the register layouts (dense and sparse round trips of varied
+/// registers) and the estimate's error at growing counts (within five standard errors,
+/// 1.04/sqrt(16,384) each); OK, or Redis's `TESTFAILED` error saying which failed.
+pub fn pfselftest(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let mut regs = vec![0u8; REGISTERS];
+    for round in 0..8usize {
+        for (i, r) in regs.iter_mut().enumerate() {
+            *r = ((i * 31 + round * 17) % 64) as u8;
+        }
+        if registers(&dense(&regs)).as_deref() != Ok(&regs[..]) {
+            return err("TESTFAILED Register error in the dense layout");
+        }
+        // Few enough set (one in 97, up to 32) for the sparse form.
+        let few: Vec<u8> = regs
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| if i % 97 == 0 { r % 33 } else { 0 })
+            .collect();
+        if sparse(&few).and_then(|v| registers(&v).ok()).as_deref() != Some(&few[..]) {
+            return err("TESTFAILED Register error in the sparse layout");
+        }
+    }
+    let mut regs = vec![0u8; REGISTERS];
+    let max_error = 5.0 * 1.04 / (REGISTERS as f64).sqrt();
+    let mut next_check = 10u64;
+    for n in 1..=100_000u64 {
+        let (i, v) = pattern(&n.to_le_bytes());
+        regs[i] = regs[i].max(v);
+        if n == next_check {
+            next_check *= 10;
+            let got = count(&regs) as f64;
+            let error = (got - n as f64).abs() / n as f64;
+            // Small counts are exact or nearly: one off is allowed.
+            if error > max_error && (got - n as f64).abs() > 1.0 {
+                return Reply::error(format!(
+                    "TESTFAILED Too big error. card:{n} abserr:{}",
+                    (got - n as f64).abs()
+                ));
+            }
+        }
+    }
+    Reply::ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sparse_runs_read_as_redis_decodes_them() {
+        // ZERO of 3, VAL 2 x1, XZERO of 300, VAL 32 x4.
+        let body = [0x02, 0x84, 0x41, 0x2B, 0xFF];
+        assert_eq!(sparse_runs(&body), "z:3 v:2,1 Z:300 v:32,4");
+        assert_eq!(sparse_runs(&[0x41]), "", "a cut XZERO ends it");
+    }
 
     #[test]
     fn registers_round_trip_through_the_dense_layout() {

@@ -675,6 +675,8 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("pfadd", -2, WRITE | DENYOOM | FAST | DELTA, (1, 1, 1), "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
     cmd!("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
     cmd!("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge),
+    cmd!("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), "hyperloglog", "2.8.9", "Internal commands for debugging HyperLogLog values", hll::pfdebug),
+    cmd!("pfselftest", 1, ADMIN, (0, 0, 0), "hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values", hll::pfselftest),
     // keyspace
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", "Deletes one or more keys.", keys::del) },
     CommandSpec { route: Route::Split(Merge::Sum), ..cmd!("unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", "Asynchronously deletes one or more keys.", keys::unlink) },
