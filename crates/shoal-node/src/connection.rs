@@ -760,6 +760,9 @@ async fn serve<F: Frontend>(
         {
             tokio::task::yield_now().await;
         }
+        // What is left of the input is in CLIENT LIST before the replies go: a client that
+        // has them and asks finds its commands gone from `qbuf`, as in Redis.
+        info.buffers.set_input(input.len(), input.capacity());
         let written = write_out(stream, &mut replies.out, node, &info, signals, policy);
         if let Err(c) = written.await {
             return c;
