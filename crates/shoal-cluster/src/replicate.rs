@@ -296,6 +296,14 @@ pub struct Acks {
 }
 
 impl Acks {
+    /// Only the members told of invalidations.
+    pub fn told(told: Vec<oneshot::Receiver<()>>) -> Acks {
+        Acks {
+            replicas: Vec::new(),
+            told,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.replicas.is_empty() && self.told.is_empty()
     }

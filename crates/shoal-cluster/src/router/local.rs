@@ -37,28 +37,6 @@ pub fn run_here(
     now_ms: u64,
     scope: Option<&dyn SlotScope>,
 ) -> (Reply, Acks) {
-    let run =
-        |session: &mut Session| run_untold(node, cluster, view, session, spec, args, now_ms, scope);
-    if !node.engine.tracker.active() {
-        return run(session);
-    }
-    let ((reply, mut acks), told) = crate::invalidations::telling(|| run(session));
-    acks.told = told;
-    (reply, acks)
-}
-
-/// [`run_here`] but for the invalidations' waits.
-#[allow(clippy::too_many_arguments)]
-fn run_untold(
-    node: &Server,
-    cluster: &Cluster,
-    view: &View,
-    session: &mut Session,
-    spec: &CommandSpec,
-    args: &[Bytes],
-    now_ms: u64,
-    scope: Option<&dyn SlotScope>,
-) -> (Reply, Acks) {
     // EXEC writes what its queue writes; read the queue before EXEC takes it (each
     // command in the database selected when it runs: a queued SELECT changes it).
     let queued: Option<Vec<Bytes>> = (spec.route == Route::Exec).then(|| {
@@ -82,11 +60,19 @@ fn run_untold(
     // A deterministic write of one key notes the versions it takes: one write on a live key
     // can go to the replicas as its command (a delta) instead of the key's state.
     let may_delta = spec.flags & flag::DELTA != 0 && session.multi.is_none();
-    let (reply, writes) = if may_delta {
-        shoal_store::record_writes(None, || cmd::run(node, session, spec, args, now_ms, scope))
+    let run = |session: &mut Session| {
+        if may_delta {
+            shoal_store::record_writes(None, || cmd::run(node, session, spec, args, now_ms, scope))
+        } else {
+            let reply = cmd::run(node, session, spec, args, now_ms, scope);
+            (reply, shoal_store::Writes::default())
+        }
+    };
+    // While some client tracks, the members told of what it changed (see above).
+    let ((reply, writes), told) = if node.engine.tracker.active() {
+        crate::invalidations::telling(|| run(session))
     } else {
-        let reply = cmd::run(node, session, spec, args, now_ms, scope);
-        (reply, shoal_store::Writes::default())
+        (run(session), Vec::new())
     };
     // What the replicas run in its place, when its own arguments would not give the same
     // result there (XADD's `*`).
@@ -98,16 +84,16 @@ fn run_untold(
     // send it to the slot's new copies.
     let now_view = cluster.view_now();
     if view.placement.width() < 2 && now_view.placement.width() < 2 {
-        return (reply, Acks::default());
+        return (reply, Acks::told(told));
     }
     // What to send: the queued writes' keys (EXEC), or the command's, with its delta.
     let (keys, delta) = match queued {
         Some(keys) => (keys, None),
         // A deterministic write that changed nothing (SADD of a member already there, HSET
         // of the same value) has nothing to send: its replicas hold the same state.
-        None if may_delta && writes.count == 0 => return (reply, Acks::default()),
+        None if may_delta && writes.count == 0 => return (reply, Acks::told(told)),
         // SORT or GEORADIUS without STORE: a read, whose key's state the replicas hold.
-        None if cmd::db::writes_nothing(spec, args) => return (reply, Acks::default()),
+        None if cmd::db::writes_nothing(spec, args) => return (reply, Acks::told(told)),
         None if cmd::may_write(spec) => {
             let keys = cmd::db::stored_keys(spec, args, db);
             let delta = (may_delta && keys.len() == 1)
@@ -118,10 +104,10 @@ fn run_untold(
                 .flatten();
             (keys, delta)
         }
-        None => return (reply, Acks::default()),
+        None => return (reply, Acks::told(told)),
     };
     let delta = delta.map(|d| (&keys[0], d));
-    let acks = replicate_keys(
+    let mut acks = replicate_keys(
         node,
         view,
         &now_view,
@@ -131,6 +117,7 @@ fn run_untold(
         cluster.write_ack == WriteAck::All,
         delta,
     );
+    acks.told = told;
     (reply, acks)
 }
 
