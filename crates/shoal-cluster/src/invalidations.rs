@@ -458,3 +458,34 @@ fn pubsub_limit(node: &Server) -> shoal_engine::config::ClassLimit {
     node.engine
         .with_settings(|s| s.client_output_buffer_limit.pubsub)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn telling_waits_once_per_member_keeps_nesting_apart_and_survives_a_panic() {
+        assert!(told("n1").is_none(), "nothing is captured outside telling");
+        let ((), outer) = telling(|| {
+            // Two items for n1 (only the last is waited for), one for n2.
+            let first = told("n1").expect("captured");
+            let _ = told("n2");
+            let (inner_kept, inner) = telling(|| told("n3"));
+            assert_eq!(inner.len(), 1, "the inner call's own");
+            drop(inner_kept);
+            let last = told("n1");
+            // The replaced wait's sender has no receiver left; the last one has.
+            assert!(first.is_closed());
+            assert!(last.is_some_and(|t| !t.is_closed()));
+        });
+        assert_eq!(outer.len(), 2, "n1 and n2, not n3");
+        let panicked = std::panic::catch_unwind(|| {
+            telling(|| {
+                let _ = told("n1");
+                panic!("a command that panics");
+            })
+        });
+        assert!(panicked.is_err());
+        assert!(told("n1").is_none(), "the capture ended with the panic");
+    }
+}
