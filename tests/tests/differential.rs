@@ -8293,13 +8293,7 @@ fn flushall_forgets_keys_read_by_clients_that_stopped_tracking() {
         step(&mut a, &["PING"], 1, &mut out);
         out
     };
-    let redis_server = RedisServer::start();
-    let shoal = TestNode::start();
-    same_observations(
-        "flushall untracked",
-        &scenario(redis_server.addr),
-        &scenario(shoal.addr),
-    );
+    scenario_matches_redis("flushall untracked", false, scenario);
 }
 
 /// Lowering `tracking-table-max-keys` with CONFIG SET evicts the oldest remembered keys
@@ -8413,13 +8407,7 @@ fn a_lowered_tracking_table_bound_applies_before_the_next_command() {
             })
             .collect::<Vec<_>>()
     };
-    let redis_server = RedisServer::start_with(&["--enable-debug-command", "yes"]);
-    let shoal = TestNode::with(|c| c.enable_debug_command = "yes".into());
-    same_observations(
-        "lowered tracking bound",
-        &scenario(redis_server.addr),
-        &scenario(shoal.addr),
-    );
+    scenario_matches_redis("lowered tracking bound", true, scenario);
 }
 
 /// CLIENT LIST's `flags=` and `redir=` as Redis shows them: every flag that applies, in
@@ -8497,13 +8485,7 @@ fn client_list_flags_and_redir_match_redis() {
         look(&mut o, &mut out, "monitor");
         out
     };
-    let redis_server = RedisServer::start();
-    let shoal = TestNode::start();
-    same_observations(
-        "client flags",
-        &scenario(redis_server.addr),
-        &scenario(shoal.addr),
-    );
+    let shoal = scenario_matches_redis("client flags", false, scenario);
     // Redis 7.2's NO-TOUCH (`T`, last), which RESET turns off with NO-EVICT.
     let mut c = Conn::connect(shoal.addr);
     for on in ["NO-EVICT", "NO-TOUCH"] {
@@ -8545,11 +8527,27 @@ fn script_reads_are_tracked_as_redis_7_2() {
 
 #[test]
 fn client_tracking_matches_redis() {
-    let redis_server = RedisServer::start();
-    let shoal = TestNode::start();
-    let want = tracking_scenario(redis_server.addr);
-    let got = tracking_scenario(shoal.addr);
-    same_observations("tracking", &want, &got);
+    scenario_matches_redis("tracking", false, tracking_scenario);
+}
+
+/// Runs `scenario` on a fresh redis-server and a fresh Shoal node (DEBUG allowed on both
+/// with `debug`) and compares what each saw ([`same_observations`]); returns the Shoal node
+/// for checks of its own.
+fn scenario_matches_redis(
+    what: &str,
+    debug: bool,
+    scenario: impl Fn(SocketAddr) -> Vec<String>,
+) -> TestNode {
+    let (redis_server, shoal) = if debug {
+        (
+            RedisServer::start_with(&["--enable-debug-command", "yes"]),
+            TestNode::with(|c| c.enable_debug_command = "yes".into()),
+        )
+    } else {
+        (RedisServer::start(), TestNode::start())
+    };
+    same_observations(what, &scenario(redis_server.addr), &scenario(shoal.addr));
+    shoal
 }
 
 /// Fails unless `got` (Shoal's) is `want` (Redis's), line by line, listing each mismatch.

@@ -110,13 +110,12 @@ fn told(member: &str) -> Option<Told> {
     })
 }
 
-/// Which BCAST prefixes of this node each member has taken (`Cluster::bcast`), by
-/// generation: every change of this node's prefixes takes a new one, so a member that took
+/// Which generation of this node's BCAST prefixes each member has taken (`Cluster::bcast`): every change of this node's prefixes takes a new one, so a member that took
 /// an older set equal to the current one (BCAST off, then on again, while the "off" is on
 /// its way) still counts as lacking them.
 #[derive(Debug, Default)]
 pub struct Registered {
-    taken: Mutex<HashMap<Arc<str>, Taken>>,
+    taken: Mutex<HashMap<Arc<str>, u64>>,
     changed: tokio::sync::Notify,
     /// The generation of this node's BCAST prefixes (bumped by the tracker's sink).
     generation: Arc<AtomicU64>,
@@ -124,20 +123,15 @@ pub struct Registered {
     changed_here: Arc<tokio::sync::Notify>,
 }
 
-/// What a member took: the generation and the prefixes.
-type Taken = (u64, Vec<Bytes>);
-
 impl Registered {
-    fn taken(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Taken>> {
+    fn taken(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, u64>> {
         self.taken.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// True if `member` took generation `generation` of the prefixes or a later one; one
     /// that took none (or is forgotten: its link ended) has them if they are `none`.
     fn has(&self, member: &str, generation: u64, none: bool) -> bool {
-        self.taken()
-            .get(member)
-            .map_or(none, |(g, _)| *g >= generation)
+        self.taken().get(member).map_or(none, |g| *g >= generation)
     }
 
     /// Waits until every reachable member has this node's current BCAST prefixes, at most
@@ -337,12 +331,11 @@ fn spawn_member(node: &Arc<Server>, name: Arc<str>) -> mpsc::Sender<Item> {
                 Item::Prefixes(g, p) => Some((*g, p.clone())),
                 _ => None,
             }) {
-                if send(&node, &name, Tell::Prefixes(prefixes.clone())).await {
+                if send(&node, &name, Tell::Prefixes(prefixes)).await {
                     if let Some(cluster) = &node.cluster {
                         let mut taken = cluster.bcast.taken();
-                        if taken.get(&name).is_none_or(|(had, _)| *had <= generation) {
-                            taken.insert(name.clone(), (generation, prefixes));
-                        }
+                        let had = taken.entry(name.clone()).or_insert(generation);
+                        *had = (*had).max(generation);
                         drop(taken);
                         cluster.bcast.changed.notify_waiters();
                     }
