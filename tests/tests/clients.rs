@@ -1264,3 +1264,88 @@ fn config_set(con: &mut redis::Connection, name: &str, value: &str) {
         .query(con)
         .unwrap_or_else(|e| panic!("CONFIG SET {name} {value}: {e}"));
 }
+
+/// A fresh directory for a test's Unix sockets (its paths stay well within a socket
+/// address's 107 bytes).
+fn socket_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("shoal-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    dir
+}
+
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .expect("socket file")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// `unixsocket` and `memcache-unixsocket`: redis-py, pymemcache and pylibmc (text and
+/// binary) on the sockets, each reading what the others wrote, CLIENT LIST's `U` and
+/// `<path>:0` addresses, CLIENT KILL ADDR; the files take their permissions and go when the
+/// node stops.
+#[test]
+fn unix_sockets_serve_redis_and_memcached_clients() {
+    let dir = socket_dir("unix-clients");
+    let (resp, mc) = (dir.join("shoal.sock"), dir.join("memcached.sock"));
+    let node = TestNode::with(|c| {
+        c.unixsocket = resp.to_str().unwrap().into();
+        c.unixsocketperm = "770".parse().unwrap();
+        c.memcache_unixsocket = mc.to_str().unwrap().into();
+    });
+    assert_eq!(mode_of(&resp), 0o770);
+    assert_eq!(mode_of(&mc), 0o700, "memcached's -a default");
+    let port = node.addr.port().to_string();
+    shoal_tests::python_client(
+        "unix.py",
+        &[resp.to_str().unwrap(), mc.to_str().unwrap(), &port],
+    );
+    node.stop();
+    assert!(!resp.exists() && !mc.exists(), "the socket files stay");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A socket file left at the path (a node that was killed) is replaced, as Redis and
+/// memcached replace it; any other file there is refused and left as it was.
+#[test]
+fn a_stale_socket_file_is_replaced_and_another_file_refused() {
+    use std::io::{Read, Write};
+    let dir = socket_dir("unix-stale");
+    let path = dir.join("shoal.sock");
+    drop(std::os::unix::net::UnixListener::bind(&path).expect("a socket file"));
+    assert!(path.exists() && std::os::unix::net::UnixStream::connect(&path).is_err());
+    let node = TestNode::with(|c| c.unixsocket = path.to_str().unwrap().into());
+    let mut s = std::os::unix::net::UnixStream::connect(&path).expect("the node listens");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"PING\r\n").unwrap();
+    let mut reply = [0u8; 7];
+    s.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"+PONG\r\n");
+    node.stop();
+    assert!(!path.exists());
+
+    std::fs::write(&path, b"not a socket").unwrap();
+    let config = shoal_node::NodeConfig {
+        port: 0,
+        unixsocket: path.to_str().unwrap().into(),
+        ..Default::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let refused = runtime
+        .block_on(shoal_node::start(config, None))
+        .err()
+        .expect("a node must not start over a file that is not a socket")
+        .to_string();
+    assert!(
+        refused.contains(path.to_str().unwrap()) && refused.contains("not a socket"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"not a socket");
+    let _ = std::fs::remove_dir_all(&dir);
+}

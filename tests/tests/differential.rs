@@ -213,8 +213,45 @@ fn escape(b: &[u8]) -> String {
 
 /// A raw connection with a buffer, reading exactly one reply at a time.
 struct Conn {
-    s: TcpStream,
+    s: Socket,
     buf: Vec<u8>,
+}
+
+/// A connection over TCP or a Unix socket.
+enum Socket {
+    Tcp(TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Socket {
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.set_read_timeout(t),
+            Socket::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.read(buf),
+            Socket::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.write(buf),
+            Socket::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Conn {
@@ -222,7 +259,19 @@ impl Conn {
         let s = TcpStream::connect(addr).expect("connect");
         s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
         s.set_nodelay(true).unwrap();
-        Conn { s, buf: Vec::new() }
+        Conn {
+            s: Socket::Tcp(s),
+            buf: Vec::new(),
+        }
+    }
+
+    fn connect_unix(path: &std::path::Path) -> Conn {
+        let s = std::os::unix::net::UnixStream::connect(path).expect("connect");
+        s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        Conn {
+            s: Socket::Unix(s),
+            buf: Vec::new(),
+        }
     }
 
     fn send(&mut self, bytes: &[u8]) {
@@ -8413,6 +8462,83 @@ fn a_lowered_tracking_table_bound_applies_before_the_next_command() {
 /// CLIENT LIST's `flags=` and `redir=` as Redis shows them: every flag that applies, in
 /// Redis's order (`O`, `P`, `x`, `t`, `R`, `B`, `e`, `T`), `N` for none, and the tracking
 /// redirect's target id (-1 for none). The target's id is shown as `<r>`.
+/// A client on the Unix socket (`unixsocket`, `unixsocketperm`) as Redis shows and treats
+/// it: the file's permissions, CLIENT INFO's `<path>:0` addresses and flag `U`, CONFIG GET,
+/// MONITOR's `unix:<path>`, CLIENT KILL ADDR in both forms, and the file gone after SHUTDOWN.
+#[test]
+fn unix_socket_clients_match_redis() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("shoal-diff-unix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = |addr: SocketAddr, path: &std::path::Path| {
+        let text = path.to_str().unwrap();
+        let masked = |s: String| s.replace(text, "<path>");
+        let mut out = Vec::new();
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        out.push(format!("mode {:o}", mode & 0o777));
+        let (mut u, mut t) = (Conn::connect_unix(path), Conn::connect(addr));
+        out.push(reply_of(&mut u, &["SET", "k", "v"]));
+        out.push(reply_of(&mut t, &["GET", "k"]));
+        let fields = |c: &mut Conn| {
+            let line = reply_of(c, &["CLIENT", "INFO"]);
+            let shown: Vec<&str> = line
+                .split_whitespace()
+                .filter(|f| {
+                    ["addr=", "laddr=", "flags="]
+                        .iter()
+                        .any(|n| f.starts_with(n))
+                })
+                .collect();
+            shown.join(" ")
+        };
+        out.push(masked(fields(&mut u)));
+        let tcp = fields(&mut t);
+        out.push(tcp.split(' ').next_back().unwrap().to_string());
+        out.push(masked(reply_of(&mut t, &["CONFIG", "GET", "unixsocket"])));
+        out.push(reply_of(&mut t, &["CONFIG", "GET", "unixsocketperm"]));
+        let mut m = Conn::connect(addr);
+        out.push(reply_of(&mut m, &["MONITOR"]));
+        reply_of(&mut u, &["GET", "k"]);
+        let fed = escape(&m.read_reply().unwrap());
+        out.push(masked(
+            fed.split_once(' ').map_or(fed.clone(), |(_, l)| l.into()),
+        ));
+        let addr_of_unix = format!("{text}:0");
+        out.push(reply_of(&mut t, &["CLIENT", "KILL", "ADDR", &addr_of_unix]));
+        out.push(u.closed());
+        let mut u = Conn::connect_unix(path);
+        out.push(reply_of(&mut u, &["PING"]));
+        out.push(reply_of(&mut t, &["CLIENT", "KILL", &addr_of_unix]));
+        out.push(u.closed());
+        t.send(&multibulk(&["SHUTDOWN", "NOSAVE"]));
+        out.push(t.closed());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while path.exists() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        out.push(format!("file there after SHUTDOWN: {}", path.exists()));
+        out
+    };
+    let (redis_path, shoal_path) = (dir.join("redis.sock"), dir.join("shoal.sock"));
+    let redis_server = RedisServer::start_with(&[
+        "--unixsocket",
+        redis_path.to_str().unwrap(),
+        "--unixsocketperm",
+        "700",
+    ]);
+    let shoal = TestNode::with(|c| {
+        c.unixsocket = shoal_path.to_str().unwrap().into();
+        c.unixsocketperm = "700".parse().unwrap();
+    });
+    same_observations(
+        "unix socket",
+        &scenario(redis_server.addr, &redis_path),
+        &scenario(shoal.addr, &shoal_path),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn client_list_flags_and_redir_match_redis() {
     let scenario = |addr: SocketAddr| {

@@ -588,3 +588,73 @@ fn binary_get_pipelines_answer_as_memcached_does() {
         assert_eq!(stat(&shoal, name), theirs, "{name}");
     }
 }
+
+/// Shoal's `memcache-unixsocket` against memcached's `-s`: the same requests on both
+/// sockets, text and binary, the same replies; the socket's permissions (`-a` 0700 by
+/// default) and `stats conns`' lines for the socket and its client (fds and seconds masked).
+#[test]
+fn the_unix_socket_answers_as_memcached_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let mc = Memcached::start();
+    let path = mc.dir.join("shoal.sock");
+    let node = TestNode::with(|c| c.memcache_unixsocket = path.to_str().unwrap().into());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), mode(&mc.socket));
+    let ask = |socket: &std::path::Path, input: &[u8], done: &dyn Fn(&[u8]) -> bool| {
+        let mut s = UnixStream::connect(socket).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        s.write_all(input).unwrap();
+        read_until(&mut s, "reply", done)
+    };
+    let text = b"flush_all\r\nset a 0 0 1\r\nb\r\nget a\r\nmn\r\n";
+    let ends_mn = |o: &[u8]| o.ends_with(b"MN\r\n");
+    assert_eq!(
+        show(&ask(&path, text, &ends_mn)),
+        show(&ask(&mc.socket, text, &ends_mn))
+    );
+    let mut binary = shoal_tests::bin(0x00, &[], b"a", &[], 0);
+    binary.extend_from_slice(&shoal_tests::bin(0x0a, &[], &[], &[], 0));
+    assert_eq!(
+        strip_cas(ask(&path, &binary, &ends_with_noop)),
+        strip_cas(ask(&mc.socket, &binary, &ends_with_noop))
+    );
+    // The lines of `stats conns` about the socket: its listener (memcached cuts a long
+    // path short there: a prefix of the path counts as the path), and the asking client.
+    let conns = |socket: &std::path::Path| {
+        let out = ask(socket, b"stats conns\r\n", &|o| o.ends_with(b"END\r\n"));
+        let text = String::from_utf8(out).unwrap();
+        let unix = format!("unix:{}", socket.to_str().unwrap());
+        let lines: Vec<(i32, String, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let (fd, rest) = l.strip_prefix("STAT ")?.split_once(':')?;
+                let (field, value) = rest.split_once(' ')?;
+                let value = if value.len() > 5 && unix.starts_with(value) {
+                    "unix:<path>".to_string()
+                } else {
+                    value.to_string()
+                };
+                Some((fd.parse().ok()?, field.to_string(), value))
+            })
+            .collect();
+        let on_socket: Vec<i32> = lines
+            .iter()
+            .filter(|(_, _, v)| v == "unix:<path>")
+            .map(|(fd, _, _)| *fd)
+            .collect();
+        lines
+            .into_iter()
+            .filter(|(fd, field, _)| on_socket.contains(fd) && field != "secs_since_last_cmd")
+            .map(|(fd, field, value)| {
+                let nth = on_socket.iter().position(|&f| f == fd).unwrap();
+                format!("{nth}:{field} {value}")
+            })
+            .collect::<Vec<_>>()
+    };
+    let want = conns(&mc.socket);
+    assert!(want.len() >= 4, "{want:?}");
+    assert_eq!(conns(&path), want);
+    drop(node);
+    assert!(!path.exists());
+}

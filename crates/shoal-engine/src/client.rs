@@ -40,6 +40,62 @@ pub fn trim_due(last_ms: u64, now_ms: u64, buffer_bytes: u64, busy: bool) -> boo
     !busy && buffer_bytes > 0 && now_ms.saturating_sub(last_ms) >= TRIM_IDLE_MS
 }
 
+/// Where a client is connected: a TCP address, or a Unix socket (Redis's `unixsocket`,
+/// memcached's `-s`), known by the listening socket's path on both ends as in Redis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientAddr {
+    Tcp(SocketAddr),
+    Unix(Arc<str>),
+}
+
+impl ClientAddr {
+    /// On this machine: a loopback address or a Unix socket (Redis's `islocalClient`).
+    pub fn is_local(&self) -> bool {
+        match self {
+            ClientAddr::Tcp(a) => a.ip().to_canonical().is_loopback(),
+            ClientAddr::Unix(_) => true,
+        }
+    }
+
+    pub fn is_unix(&self) -> bool {
+        matches!(self, ClientAddr::Unix(_))
+    }
+
+    /// As MONITOR shows the client: `ip:port`, or `unix:<path>` (Redis's form).
+    pub fn monitor_text(&self) -> String {
+        match self {
+            ClientAddr::Tcp(a) => a.to_string(),
+            ClientAddr::Unix(path) => format!("unix:{path}"),
+        }
+    }
+
+    /// As memcached's `stats conns` shows it: `tcp:ip:port`, `tcp6:[ip]:port`, `unix:<path>`.
+    pub fn memcached_text(&self) -> String {
+        match self {
+            ClientAddr::Tcp(a @ SocketAddr::V4(_)) => format!("tcp:{a}"),
+            ClientAddr::Tcp(a) => format!("tcp6:{a}"),
+            ClientAddr::Unix(path) => format!("unix:{path}"),
+        }
+    }
+}
+
+/// CLIENT LIST's `addr=` / `laddr=` and CLIENT KILL's ADDR: `ip:port`, or `<path>:0` for a
+/// Unix socket, as Redis writes them.
+impl std::fmt::Display for ClientAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientAddr::Tcp(a) => a.fmt(f),
+            ClientAddr::Unix(path) => write!(f, "{path}:0"),
+        }
+    }
+}
+
+impl From<SocketAddr> for ClientAddr {
+    fn from(a: SocketAddr) -> ClientAddr {
+        ClientAddr::Tcp(a)
+    }
+}
+
 /// [`ClientInfo::modes`]: the client tracks (CLIENT LIST's flag `t`).
 pub const TRACKING: u8 = 1;
 /// [`ClientInfo::modes`]: tracking in BCAST mode (flag `B`).
@@ -52,8 +108,8 @@ pub const READONLY: u8 = 8;
 /// What other tasks may read of one connection.
 pub struct ClientInfo {
     pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
+    pub addr: ClientAddr,
+    pub laddr: ClientAddr,
     /// The socket's descriptor (-1 until the front end sets it, or where there is none).
     pub fd: AtomicI32,
     pub created_ms: u64,
@@ -175,16 +231,16 @@ impl ClientInfo {
     /// The pseudo-client that runs requests arriving from other nodes (never registered, so
     /// CLIENT LIST and CLIENT KILL do not see it).
     pub fn internal() -> Arc<ClientInfo> {
-        let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+        let unspecified = ClientAddr::Tcp(SocketAddr::from(([0, 0, 0, 0], 0)));
         Arc::new(ClientInfo::new(
             0,
-            unspecified,
+            unspecified.clone(),
             unspecified,
             Box::new(|_| {}),
         ))
     }
 
-    fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, signal: SignalFn) -> ClientInfo {
+    fn new(id: u64, addr: ClientAddr, laddr: ClientAddr, signal: SignalFn) -> ClientInfo {
         let now = now_ms();
         ClientInfo {
             id,
@@ -256,8 +312,8 @@ impl ClientInfo {
     }
 
     /// CLIENT LIST's flags, in Redis's order (`O` MONITOR, `P` subscribed, `x` in MULTI, `b`
-    /// blocked, `t` tracking, `R` its redirect target gone, `B` BCAST, `r` READONLY, `e`
-    /// NO-EVICT, `T` NO-TOUCH), or `N` for none.
+    /// blocked, `t` tracking, `R` its redirect target gone, `B` BCAST, `U` on a Unix socket,
+    /// `r` READONLY, `e` NO-EVICT, `T` NO-TOUCH), or `N` for none.
     fn flags(&self, multi: bool, redirect_broken: bool) -> String {
         let modes = self.modes.load(Ordering::Relaxed);
         let flags: String = [
@@ -268,6 +324,7 @@ impl ClientInfo {
             (modes & TRACKING != 0, 't'),
             (redirect_broken, 'R'),
             (modes & TRACKING_BCAST != 0, 'B'),
+            (self.addr.is_unix(), 'U'),
             (modes & READONLY != 0, 'r'),
             (self.no_evict.load(Ordering::Relaxed), 'e'),
             (self.no_touch.load(Ordering::Relaxed), 'T'),
@@ -349,7 +406,7 @@ pub struct ClientRegistry {
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
     /// The client ports' listening sockets: descriptor and address (memcached's `stats
     /// conns` lists them).
-    listeners: Mutex<Vec<(i32, SocketAddr)>>,
+    listeners: Mutex<Vec<(i32, ClientAddr)>>,
 }
 
 impl ClientRegistry {
@@ -357,12 +414,12 @@ impl ClientRegistry {
     /// `signal` reaches the connection's I/O loop (CLIENT KILL, trimming when idle).
     pub fn register(
         &self,
-        addr: SocketAddr,
-        laddr: SocketAddr,
+        addr: impl Into<ClientAddr>,
+        laddr: impl Into<ClientAddr>,
         signal: SignalFn,
     ) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let info = Arc::new(ClientInfo::new(id, addr, laddr, signal));
+        let info = Arc::new(ClientInfo::new(id, addr.into(), laddr.into(), signal));
         self.lock().insert(id, info.clone());
         info
     }
@@ -393,15 +450,15 @@ impl ClientRegistry {
     }
 
     /// Notes a listening socket (see `listeners`).
-    pub fn add_listener(&self, fd: i32, addr: SocketAddr) {
+    pub fn add_listener(&self, fd: i32, addr: impl Into<ClientAddr>) {
         self.listeners
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((fd, addr));
+            .push((fd, addr.into()));
     }
 
     /// The listening sockets: descriptor and address.
-    pub fn listeners(&self) -> Vec<(i32, SocketAddr)> {
+    pub fn listeners(&self) -> Vec<(i32, ClientAddr)> {
         self.listeners
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -432,6 +489,23 @@ impl ClientRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_address_reads_as_redis_and_memcached_write_it() {
+        let v4 = ClientAddr::from(SocketAddr::from(([127, 0, 0, 1], 1)));
+        let v6 = ClientAddr::from("[::1]:11211".parse::<SocketAddr>().unwrap());
+        let unix = ClientAddr::Unix("/run/shoal.sock".into());
+        assert_eq!(v4.to_string(), "127.0.0.1:1");
+        assert_eq!(unix.to_string(), "/run/shoal.sock:0");
+        assert_eq!(v4.monitor_text(), "127.0.0.1:1");
+        assert_eq!(unix.monitor_text(), "unix:/run/shoal.sock");
+        assert_eq!(v4.memcached_text(), "tcp:127.0.0.1:1");
+        assert_eq!(v6.memcached_text(), "tcp6:[::1]:11211");
+        assert_eq!(unix.memcached_text(), "unix:/run/shoal.sock");
+        assert!(v4.is_local() && v6.is_local() && unix.is_local());
+        assert!(!ClientAddr::from(SocketAddr::from(([10, 0, 0, 1], 1))).is_local());
+        assert!(unix.is_unix() && !v4.is_unix());
+    }
 
     #[test]
     fn trim_is_due_for_an_idle_client_holding_buffers() {

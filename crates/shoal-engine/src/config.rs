@@ -287,6 +287,17 @@ pub struct NodeConfig {
     /// Port of the Memcached text protocol listener (on `bind`); absent = no Memcached
     /// listener, 0 = any free port. Memcached's own default is 11211.
     pub memcache_port: Option<u16>,
+    /// Path of a Unix socket that serves RESP beside `port` (Redis's `unixsocket`); empty =
+    /// none. A socket file left at the path is replaced; the file goes when the node stops.
+    pub unixsocket: String,
+    /// Permissions of `unixsocket`, in octal as Redis writes them (`700`); 0 = as the umask
+    /// leaves them (Redis's `unixsocketperm`).
+    pub unixsocketperm: SocketPerm,
+    /// Path of a Unix socket that serves the Memcached protocols (memcached's `-s`), beside
+    /// or without `memcache-port`; empty = none.
+    pub memcache_unixsocket: String,
+    /// Permissions of `memcache-unixsocket` (memcached's `-a`, 0700 by default there too).
+    pub memcache_unixsocketperm: SocketPerm,
     /// Who may run DEBUG, as Redis's `enable-debug-command`: `no` (nobody, the default),
     /// `yes` (every client), `local` (clients on a loopback address).
     pub enable_debug_command: String,
@@ -414,6 +425,56 @@ fn node_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         .collect())
 }
 
+/// Longest Unix socket path (`sun_path` less its terminating NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// A Unix socket's permission bits, written in octal as Redis's `unixsocketperm` and
+/// memcached's `-a` take them (`700`, `0770`; a number in the TOML file is read the same way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SocketPerm(pub u32);
+
+impl std::str::FromStr for SocketPerm {
+    type Err = String;
+
+    fn from_str(v: &str) -> Result<SocketPerm, String> {
+        match u32::from_str_radix(v, 8) {
+            Ok(bits) if bits <= 0o777 && !v.starts_with(['+', '-']) => Ok(SocketPerm(bits)),
+            _ => Err(format!(
+                "invalid socket permissions '{v}': octal digits, at most 777"
+            )),
+        }
+    }
+}
+
+/// As Redis's CONFIG GET shows it: octal digits without a leading zero (`700`, `0`).
+impl std::fmt::Display for SocketPerm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:o}", self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for SocketPerm {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = SocketPerm;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("octal permission digits such as 700")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// A string or an array of strings (ACL users: each kept whole).
 fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
@@ -462,6 +523,10 @@ impl Default for NodeConfig {
             threads: 0,
             log_level: "info".into(),
             memcache_port: None,
+            unixsocket: String::new(),
+            unixsocketperm: SocketPerm(0),
+            memcache_unixsocket: String::new(),
+            memcache_unixsocketperm: SocketPerm(0o700),
             memcache_disable_flush_all: false,
             enable_debug_command: "no".into(),
             metrics_port: None,
@@ -537,6 +602,10 @@ pub const CONFIG_KEYS: &[&str] = &[
     "threads",
     "log-level",
     "memcache-port",
+    "unixsocket",
+    "unixsocketperm",
+    "memcache-unixsocket",
+    "memcache-unixsocketperm",
     "memcache-disable-flush-all",
     "enable-debug-command",
     "metrics-port",
@@ -584,6 +653,8 @@ pub const STRING_KEYS: &[&str] = &[
     "aclfile",
     "client-output-buffer-limit",
     "log-level",
+    "unixsocket",
+    "memcache-unixsocket",
     "enable-debug-command",
     "tls-cert-file",
     "tls-key-file",
@@ -704,6 +775,21 @@ impl NodeConfig {
                 "invalid enable-debug-command '{}': no, yes or local",
                 self.enable_debug_command
             ));
+        }
+        for (key, path) in [
+            ("unixsocket", &self.unixsocket),
+            ("memcache-unixsocket", &self.memcache_unixsocket),
+        ] {
+            // A socket address holds 107 bytes of path and its NUL.
+            if path.len() > MAX_SOCKET_PATH {
+                return Err(format!(
+                    "{key} is {} bytes long, more than a Unix socket's {MAX_SOCKET_PATH}",
+                    path.len()
+                ));
+            }
+        }
+        if !self.unixsocket.is_empty() && self.unixsocket == self.memcache_unixsocket {
+            return Err("unixsocket and memcache-unixsocket must be different paths".into());
         }
         WriteAck::from_str(&self.write_ack)?;
         if !matches!(
@@ -1011,6 +1097,49 @@ mod tests {
             .unwrap_err()
             .starts_with("Error in hard"));
         assert!(d.apply("").is_err());
+    }
+
+    #[test]
+    fn socket_permissions_are_octal_as_redis_writes_them() {
+        assert_eq!("700".parse::<SocketPerm>(), Ok(SocketPerm(0o700)));
+        assert_eq!("0770".parse::<SocketPerm>(), Ok(SocketPerm(0o770)));
+        assert_eq!("0".parse::<SocketPerm>(), Ok(SocketPerm(0)));
+        for bad in ["800", "1777", "-1", "+7", "rwx", ""] {
+            assert!(bad.parse::<SocketPerm>().is_err(), "{bad}");
+        }
+        assert_eq!(SocketPerm(0o700).to_string(), "700");
+        assert_eq!(SocketPerm(0).to_string(), "0");
+        // A number in the file reads as the same digits in octal.
+        let table: toml::Table = "unixsocketperm = 770\nmemcache-unixsocketperm = \"755\""
+            .parse()
+            .unwrap();
+        let c: NodeConfig = toml::Value::Table(table).try_into().unwrap();
+        assert_eq!(c.unixsocketperm, SocketPerm(0o770));
+        assert_eq!(c.memcache_unixsocketperm, SocketPerm(0o755));
+        assert_eq!(
+            NodeConfig::default().memcache_unixsocketperm,
+            SocketPerm(0o700)
+        );
+    }
+
+    #[test]
+    fn socket_paths_fit_a_socket_address_and_differ() {
+        let long = NodeConfig {
+            unixsocket: "/".repeat(MAX_SOCKET_PATH + 1),
+            ..NodeConfig::default()
+        };
+        assert!(long.validate().unwrap_err().contains("unixsocket"));
+        let fits = NodeConfig {
+            unixsocket: "/".repeat(MAX_SOCKET_PATH),
+            ..NodeConfig::default()
+        };
+        assert!(fits.validate().is_ok());
+        let same = NodeConfig {
+            unixsocket: "/tmp/a.sock".into(),
+            memcache_unixsocket: "/tmp/a.sock".into(),
+            ..NodeConfig::default()
+        };
+        assert!(same.validate().is_err());
     }
 
     #[test]

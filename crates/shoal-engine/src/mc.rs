@@ -912,13 +912,6 @@ fn conn_state(awaiting: bool, running: bool, output: u64) -> &'static str {
 }
 
 /// memcached's text of a TCP address: `tcp:1.2.3.4:11211`, `tcp6:[::1]:11211`.
-fn tcp_text(addr: std::net::SocketAddr) -> String {
-    match addr {
-        std::net::SocketAddr::V4(_) => format!("tcp:{addr}"),
-        std::net::SocketAddr::V6(_) => format!("tcp6:{addr}"),
-    }
-}
-
 /// `stats conns`: the listening sockets, then the connections, by descriptor, in memcached's
 /// lines (`<fd>:addr`, `listen_addr`, `state`, `secs_since_last_cmd`), on either port.
 fn conns(node: &Engine, now: u64, out: &mut BytesMut) {
@@ -928,7 +921,7 @@ fn conns(node: &Engine, now: u64, out: &mut BytesMut) {
         .into_iter()
         .map(|(fd, addr)| {
             let uptime = node.uptime_secs();
-            let addr = tcp_text(addr);
+            let addr = addr.memcached_text();
             let text = format!(
                 "STAT {fd}:addr {addr}\r\nSTAT {fd}:state conn_listening\r\nSTAT {fd}:secs_since_last_cmd {uptime}\r\n"
             );
@@ -947,8 +940,14 @@ fn conns(node: &Engine, now: u64, out: &mut BytesMut) {
         let idle = now.saturating_sub(c.last_interaction_ms.load(Relaxed)) / 1000;
         let text = format!(
             "STAT {fd}:addr {}\r\nSTAT {fd}:listen_addr {}\r\nSTAT {fd}:state {state}\r\nSTAT {fd}:secs_since_last_cmd {idle}\r\n",
-            tcp_text(c.addr),
-            tcp_text(c.laddr)
+            // memcached shows a Unix socket's client as an address of no family (accept
+            // names no peer there) and the socket's path as where it listens.
+            if c.addr.is_unix() {
+                "?:<AF 0>".to_string()
+            } else {
+                c.addr.memcached_text()
+            },
+            c.laddr.memcached_text()
         );
         lines.push((fd, text));
     }
@@ -1716,9 +1715,6 @@ mod tests {
             "conn_mwrite",
             "its replies wait"
         );
-        let v6: std::net::SocketAddr = "[::1]:11211".parse().unwrap();
-        assert_eq!(tcp_text(v6), "tcp6:[::1]:11211");
-        assert_eq!(tcp_text("127.0.0.1:1".parse().unwrap()), "tcp:127.0.0.1:1");
     }
 
     fn parse(text: &str) -> Command {

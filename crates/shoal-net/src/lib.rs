@@ -23,6 +23,9 @@ pub use tokio::net::{lookup_host, tcp, TcpListener, TcpStream, UdpSocket};
 
 #[cfg(feature = "sim")]
 mod sim;
+/// Unix sockets are tokio's in every build (clients on this machine: the simulation has none).
+pub use tokio::net::{unix, UnixListener, UnixStream};
+
 #[cfg(feature = "sim")]
 pub use sim::{faults, lookup_host, seed, splitmix64, tcp, TcpListener, TcpStream, UdpSocket};
 

@@ -339,7 +339,8 @@ pub trait Frontend: Send {
 /// what it had read and its protocol state; [`run_connection`] continues it there.
 pub struct Moving<F> {
     pub to: usize,
-    pub stream: shoal_net::TcpStream,
+    /// TCP or a Unix socket (a TLS session does not move).
+    pub stream: Stream,
     pub carried: Carried,
     pub frontend: F,
 }
@@ -373,7 +374,9 @@ pub fn run_connection<F: Frontend>(
     mut frontend: F,
 ) -> impl Future<Output = Option<Moving<F>>> + Send {
     async move {
-        let _ = stream.tcp().set_nodelay(true);
+        if let Some(tcp) = stream.tcp() {
+            let _ = tcp.set_nodelay(true);
+        }
         let id = info.id;
         let reason = serve(
             &node,
@@ -386,7 +389,7 @@ pub fn run_connection<F: Frontend>(
         )
         .await;
         match (reason, stream) {
-            (Close::Move(to), Stream::Plain(stream)) => Some(Moving {
+            (Close::Move(to), stream @ (Stream::Plain(_) | Stream::Unix(_))) => Some(Moving {
                 to,
                 stream,
                 carried,
@@ -552,7 +555,7 @@ async fn serve<F: Frontend>(
         *input = BytesMut::with_capacity(MIN_READ);
     }
     let workers = crate::workers::count().unwrap_or(1);
-    let movable_stream = matches!(stream, Stream::Plain(_));
+    let movable_stream = matches!(stream, Stream::Plain(_) | Stream::Unix(_));
     let mut replies = Replies {
         out: OutQueue::with_capacity(MIN_READ),
         ..Replies::default()

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shoal_net::TcpListener;
+use shoal_net::{TcpListener, UnixListener};
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +24,7 @@ use shoal_cluster::membership::{self, GossipStart};
 use shoal_cluster::peer::PeerService;
 use shoal_cluster::Server;
 use shoal_cluster::{Cluster, NodeInfo};
-use shoal_engine::client::Signal;
+use shoal_engine::client::{ClientAddr, Signal};
 use shoal_engine::clock::now_ms;
 use shoal_engine::config::NodeConfig;
 use shoal_engine::engine::Engine;
@@ -222,6 +222,10 @@ pub async fn start_with(
     }
     let tls = crate::tls::load(&config).map_err(StartError::Config)?;
     let link_tls = tls.clone().filter(|_| config.tls_cluster);
+    let unix = UnixSockets {
+        resp: bind_unix(&config.unixsocket, config.unixsocketperm)?,
+        memcache: bind_unix(&config.memcache_unixsocket, config.memcache_unixsocketperm)?,
+    };
     let mut gossip_start = None;
     let cluster = if config.gossip() {
         let (Some(cluster_addr), Some(socket)) = (cluster_addr, listeners.gossip.take()) else {
@@ -311,7 +315,13 @@ pub async fn start_with(
         memcache: tls.clone().filter(|_| tls_memcache),
         cluster_client: tls.filter(|_| tls_cluster),
     };
-    let task = tokio::spawn(serve(node.clone(), listeners, secured, shutdown.clone()));
+    let task = tokio::spawn(serve(
+        node.clone(),
+        listeners,
+        unix,
+        secured,
+        shutdown.clone(),
+    ));
     Ok(RunningNode {
         node,
         local_addr,
@@ -356,6 +366,125 @@ fn announce_ip(config: &NodeConfig) -> Result<IpAddr, String> {
         })
 }
 
+/// The Unix sockets `unixsocket` and `memcache-unixsocket` ask for.
+struct UnixSockets {
+    resp: Option<ClientListener>,
+    memcache: Option<ClientListener>,
+}
+
+/// Binds a Unix socket at `path` (none when empty) with permissions `perm` (0: as the umask
+/// leaves them). A socket file already there (a node that did not stop cleanly) is replaced,
+/// as Redis and memcached replace it; another kind of file is left alone and refused.
+fn bind_unix(
+    path: &str,
+    perm: shoal_engine::config::SocketPerm,
+) -> Result<Option<ClientListener>, StartError> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+    if path.is_empty() {
+        return Ok(None);
+    }
+    let failed = |source| StartError::Bind {
+        addr: path.to_string(),
+        source,
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path).map_err(failed)?,
+        Ok(_) => {
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the path exists and is not a socket",
+            )))
+        }
+        Err(_) => {}
+    }
+    let listener = UnixListener::bind(path).map_err(failed)?;
+    if perm.0 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm.0)).map_err(failed)?;
+    }
+    let made = std::fs::symlink_metadata(path).map_err(failed)?;
+    Ok(Some(ClientListener::Unix {
+        listener,
+        file: SocketFile {
+            path: path.into(),
+            id: (made.dev(), made.ino()),
+        },
+    }))
+}
+
+/// A Unix socket's file, removed when its listener closes (as Redis removes it on
+/// shutdown) unless another socket took the path meanwhile.
+struct SocketFile {
+    path: Arc<str>,
+    /// Device and inode of the socket bound.
+    id: (u64, u64),
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        let path = &*self.path;
+        if std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.id) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A client listener: TCP, or a Unix socket.
+enum ClientListener {
+    Tcp(TcpListener),
+    Unix {
+        listener: UnixListener,
+        file: SocketFile,
+    },
+}
+
+/// An accepted client connection: its stream, descriptor, and both ends' addresses.
+struct Accepted {
+    stream: Stream,
+    fd: i32,
+    addr: ClientAddr,
+    laddr: ClientAddr,
+}
+
+impl ClientListener {
+    /// The listening socket's descriptor and address, for memcached's `stats conns`.
+    fn describe(&self) -> Option<(i32, ClientAddr)> {
+        match self {
+            ClientListener::Tcp(l) => l.local_addr().ok().map(|a| (shoal_net::fd_of(l), a.into())),
+            ClientListener::Unix { listener, file } => Some((
+                shoal_net::fd_of(listener),
+                ClientAddr::Unix(file.path.clone()),
+            )),
+        }
+    }
+
+    async fn accept(&self) -> std::io::Result<Accepted> {
+        match self {
+            ClientListener::Tcp(l) => {
+                let (stream, addr) = l.accept().await?;
+                let laddr = stream.local_addr().unwrap_or(addr);
+                Ok(Accepted {
+                    fd: shoal_net::fd_of(&stream),
+                    stream: Stream::Plain(stream),
+                    addr: addr.into(),
+                    laddr: laddr.into(),
+                })
+            }
+            // Both ends are known by the listening socket's path, as in Redis.
+            ClientListener::Unix { listener, file } => {
+                let (stream, _) = listener.accept().await?;
+                let path = ClientAddr::Unix(file.path.clone());
+                Ok(Accepted {
+                    fd: shoal_net::fd_of(&stream),
+                    stream: Stream::Unix(stream),
+                    addr: path.clone(),
+                    laddr: path,
+                })
+            }
+        }
+    }
+}
+
 fn local(l: &TcpListener) -> Result<SocketAddr, StartError> {
     l.local_addr().map_err(|source| StartError::Bind {
         addr: "listener".into(),
@@ -382,6 +511,7 @@ struct Secured {
 async fn serve(
     node: Arc<Server>,
     listeners: Listeners,
+    unix: UnixSockets,
     secured: Secured,
     shutdown: CancellationToken,
 ) {
@@ -417,25 +547,38 @@ async fn serve(
     if let Some(l) = memcache {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
         let tls = secured.memcache;
+        let l = ClientListener::Tcp(l);
         tracker
             .spawn(async move { accept_loop(node, l, Protocol::Memcache, tls, shutdown, t).await });
+    }
+    // Unix sockets are plain: TLS is for the network.
+    for (l, protocol) in [
+        (unix.resp, Protocol::Resp),
+        (unix.memcache, Protocol::Memcache),
+    ] {
+        if let Some(l) = l {
+            let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
+            tracker.spawn(async move { accept_loop(node, l, protocol, None, shutdown, t).await });
+        }
     }
     if let Some(l) = cluster_client {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
         let tls = secured.cluster_client;
+        let l = ClientListener::Tcp(l);
         tracker.spawn(async move {
             accept_loop(node, l, Protocol::RespCluster, tls, shutdown, t).await
         });
     }
     if let (Some(l), Some(tls)) = (tls, secured.tls_port) {
         let (node, shutdown, t) = (node.clone(), shutdown.clone(), tracker.clone());
+        let l = ClientListener::Tcp(l);
         tracker.spawn(
             async move { accept_loop(node, l, Protocol::Resp, Some(tls), shutdown, t).await },
         );
     }
     accept_loop(
         node.clone(),
-        listener,
+        ClientListener::Tcp(listener),
         Protocol::Resp,
         None,
         shutdown,
@@ -494,14 +637,13 @@ impl AcceptFailures {
 /// each connection's TLS handshake runs in its own task before it is served.
 async fn accept_loop(
     node: Arc<Server>,
-    listener: TcpListener,
+    listener: ClientListener,
     protocol: Protocol,
     tls: Option<Tls>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
-    if let Ok(addr) = listener.local_addr() {
-        let fd = shoal_net::fd_of(&listener);
+    if let Some((fd, addr)) = listener.describe() {
         node.engine.clients.add_listener(fd, addr);
     }
     let mut failures = AcceptFailures::default();
@@ -511,7 +653,12 @@ async fn accept_loop(
             _ = shutdown.cancelled() => break,
             r = listener.accept() => r,
         };
-        let (stream, addr) = match accepted {
+        let Accepted {
+            stream,
+            fd,
+            addr,
+            laddr,
+        } = match accepted {
             Ok(a) => a,
             Err(e) => {
                 // Out of file descriptors and the like: back off briefly instead of spinning,
@@ -545,7 +692,6 @@ async fn accept_loop(
             }
             continue;
         }
-        let laddr = stream.local_addr().unwrap_or(addr);
         let stop = shutdown.child_token();
         let signals = Arc::new(Signals::default());
         let (kill, raise) = (stop.clone(), signals.clone());
@@ -560,7 +706,7 @@ async fn accept_loop(
                 Signal::Trim => raise.raise(signals::TRIM),
             }),
         );
-        info.fd.store(shoal_net::fd_of(&stream), Ordering::Relaxed);
+        info.fd.store(fd, Ordering::Relaxed);
         // Frees the client's place however the task ends (a panic included), or when it
         // never runs (the connection could not move to a worker).
         let registered = Registered {
@@ -574,16 +720,16 @@ async fn accept_loop(
         let stuck = node.engine.running.busy_thread();
         crate::workers::spawn(&tracker, stream, stuck, move |stream, worker| async move {
             info.io_thread.store(worker, Ordering::Relaxed);
-            let stream = match &tls {
-                None => Stream::Plain(stream),
+            let stream = match (&tls, stream) {
                 // Boxed: the handshake's state would otherwise size every connection's
                 // task, TLS or not, for its whole life (1,664 bytes against 256).
-                Some(tls) => {
-                    match Box::pin(crate::tls::accept(tls, stream, &stop, info.id)).await {
+                (Some(tls), Stream::Plain(tcp)) => {
+                    match Box::pin(crate::tls::accept(tls, tcp, &stop, info.id)).await {
                         Some(stream) => stream,
                         None => return,
                     }
                 }
+                (_, stream) => stream,
             };
             let client = Client {
                 node: node.clone(),
@@ -662,7 +808,7 @@ fn serve_client<F: Frontend + 'static>(
         crate::workers::spawn_on(to, &tracker, stream, move |stream, worker| {
             let (client, carried, frontend) = *parts;
             client.info.io_thread.store(worker, Ordering::Relaxed);
-            serve_client(client, Stream::Plain(stream), carried, frontend)
+            serve_client(client, stream, carried, frontend)
         });
     })
 }

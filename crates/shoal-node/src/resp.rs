@@ -77,7 +77,7 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
         return;
     }
     let micros = shoal_engine::clock::now_us();
-    let addr = session.info.addr.to_string();
+    let addr = session.info.addr.monitor_text();
     let shown = shoal_engine::cmd::shown_args(spec, args);
     node.monitors
         .feed(shoal_cluster::monitor::line(micros, &addr, &shown));

@@ -23,11 +23,63 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use shoal_net::TcpStream;
+use shoal_tls::Stream;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 static WORKERS: OnceLock<Workers> = OnceLock::new();
+
+/// A connection that can leave the runtime that accepted it for a worker's.
+pub trait Movable: Sized + Send + 'static {
+    type Detached: Send + 'static;
+    /// Takes it off its runtime's I/O driver (`Err` with it when it cannot move: a simulated
+    /// socket, a TLS session); the inner error is the OS's.
+    fn detach(self) -> Result<std::io::Result<Self::Detached>, Box<Self>>;
+    /// Registers a detached connection with the current runtime (call inside it).
+    fn attach(detached: Self::Detached) -> std::io::Result<Self>;
+}
+
+impl Movable for TcpStream {
+    type Detached = shoal_net::Detached;
+
+    fn detach(self) -> Result<std::io::Result<Self::Detached>, Box<Self>> {
+        shoal_net::detach(self)
+    }
+
+    fn attach(detached: Self::Detached) -> std::io::Result<Self> {
+        shoal_net::attach(detached)
+    }
+}
+
+/// A client's [`Stream`] off its runtime: TCP or a Unix socket (a TLS session stays where
+/// its handshake ran).
+pub enum DetachedStream {
+    Tcp(shoal_net::Detached),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Movable for Stream {
+    type Detached = DetachedStream;
+
+    fn detach(self) -> Result<std::io::Result<DetachedStream>, Box<Self>> {
+        match self {
+            Stream::Plain(s) => match shoal_net::detach(s) {
+                Ok(d) => Ok(d.map(DetachedStream::Tcp)),
+                Err(s) => Err(Box::new(Stream::Plain(*s))),
+            },
+            Stream::Unix(s) => Ok(s.into_std().map(DetachedStream::Unix)),
+            tls @ Stream::Tls(_) => Err(Box::new(tls)),
+        }
+    }
+
+    fn attach(detached: DetachedStream) -> std::io::Result<Self> {
+        match detached {
+            DetachedStream::Tcp(s) => shoal_net::attach(s).map(Stream::Plain),
+            DetachedStream::Unix(s) => shoal_net::UnixStream::from_std(s).map(Stream::Unix),
+        }
+    }
+}
 
 struct Workers {
     seats: Vec<Seat>,
@@ -153,13 +205,13 @@ pub fn shared(number: usize) -> bool {
 /// `stuck`: the thread a busy script holds (its connections wait for the script), which
 /// gets no new connection; with no other worker the caller's runtime (the main thread)
 /// serves it, so a client can still send SCRIPT KILL.
-pub fn spawn<F, Fut>(
+pub fn spawn<S: Movable, F, Fut>(
     tracker: &TaskTracker,
-    stream: TcpStream,
+    stream: S,
     stuck: Option<std::thread::ThreadId>,
     serve: F,
 ) where
-    F: FnOnce(TcpStream, usize) -> Fut + Send + 'static,
+    F: FnOnce(S, usize) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let Some(w) = WORKERS.get() else {
@@ -182,9 +234,9 @@ pub fn spawn<F, Fut>(
 /// Serves `stream` with `serve` on worker `number` (from 1), as [`spawn`] does on the one it
 /// picks: a connection moving to another worker ([`Affinity`]). On the caller's runtime
 /// without workers, or when there is no such worker.
-pub fn spawn_on<F, Fut>(number: usize, tracker: &TaskTracker, stream: TcpStream, serve: F)
+pub fn spawn_on<S: Movable, F, Fut>(number: usize, tracker: &TaskTracker, stream: S, serve: F)
 where
-    F: FnOnce(TcpStream, usize) -> Fut + Send + 'static,
+    F: FnOnce(S, usize) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     match WORKERS.get() {
@@ -197,12 +249,17 @@ where
     }
 }
 
-fn spawn_at<F, Fut>(w: &Workers, index: usize, tracker: &TaskTracker, stream: TcpStream, serve: F)
-where
-    F: FnOnce(TcpStream, usize) -> Fut + Send + 'static,
+fn spawn_at<S: Movable, F, Fut>(
+    w: &Workers,
+    index: usize,
+    tracker: &TaskTracker,
+    stream: S,
+    serve: F,
+) where
+    F: FnOnce(S, usize) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let detached = match shoal_net::detach(stream) {
+    let detached = match stream.detach() {
         Ok(Ok(d)) => d,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "cannot hand a connection to a worker; closed");
@@ -218,7 +275,7 @@ where
     let live = Live::new(seat.live.clone());
     seat.handle.spawn(tracker.track_future(async move {
         let _live = live;
-        match shoal_net::attach(detached) {
+        match S::attach(detached) {
             Ok(stream) => serve(stream, number).await,
             Err(e) => tracing::warn!(error = %e, "a worker cannot take a connection; closed"),
         }

@@ -1,4 +1,5 @@
-//! A connection that is plain TCP or TLS over TCP, with the operations Shoal's I/O loops use:
+//! A connection that is plain TCP, TLS over TCP or a Unix socket, with the operations Shoal's
+//! I/O loops use:
 //! reads and writes as any tokio stream, a non-blocking vectored write with a readiness wait
 //! (the client loop's fast path), and halves for the inter-node reader and writer tasks.
 
@@ -7,22 +8,25 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use shoal_net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use shoal_net::TcpStream;
+use shoal_net::{unix, TcpStream, UnixStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::TlsStream;
 
-/// Plain TCP, or TLS (either side of the handshake) over TCP.
+/// Plain TCP, TLS (either side of the handshake) over TCP, or a Unix socket (a client on
+/// this machine: Redis's `unixsocket`, memcached's `-s`).
 pub enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
+    Unix(UnixStream),
 }
 
 impl Stream {
-    /// The TCP socket underneath.
-    pub fn tcp(&self) -> &TcpStream {
+    /// The TCP socket underneath, if it is one.
+    pub fn tcp(&self) -> Option<&TcpStream> {
         match self {
-            Stream::Plain(s) => s,
-            Stream::Tls(s) => s.get_ref().0,
+            Stream::Plain(s) => Some(s),
+            Stream::Tls(s) => Some(s.get_ref().0),
+            Stream::Unix(_) => None,
         }
     }
 
@@ -35,6 +39,8 @@ impl Stream {
             // kernel's writev first copies in the vector.
             Stream::Plain(s) if bufs.len() == 1 => s.try_write(&bufs[0]),
             Stream::Plain(s) => s.try_write_vectored(bufs),
+            Stream::Unix(s) if bufs.len() == 1 => s.try_write(&bufs[0]),
+            Stream::Unix(s) => s.try_write_vectored(bufs),
             Stream::Tls(s) => {
                 let mut cx = Context::from_waker(Waker::noop());
                 match Pin::new(&mut **s).poll_write_vectored(&mut cx, bufs) {
@@ -49,7 +55,7 @@ impl Stream {
     /// (wait with [`Stream::writable`] and call again). Plain TCP holds nothing.
     pub fn try_flush(&mut self) -> io::Result<bool> {
         match self {
-            Stream::Plain(_) => Ok(true),
+            Stream::Plain(_) | Stream::Unix(_) => Ok(true),
             Stream::Tls(s) => {
                 let mut cx = Context::from_waker(Waker::noop());
                 match Pin::new(&mut **s).poll_flush(&mut cx) {
@@ -62,7 +68,11 @@ impl Stream {
 
     /// Waits until the socket can take more bytes.
     pub async fn writable(&self) -> io::Result<()> {
-        self.tcp().writable().await
+        match self {
+            Stream::Plain(s) => s.writable().await,
+            Stream::Tls(s) => s.get_ref().0.writable().await,
+            Stream::Unix(s) => s.writable().await,
+        }
     }
 
     /// Read and write halves for two tasks: the socket's own halves for plain TCP, a
@@ -76,6 +86,10 @@ impl Stream {
             Stream::Tls(s) => {
                 let (r, w) = tokio::io::split(s);
                 (ReadHalf::Tls(r), WriteHalf::Tls(w))
+            }
+            Stream::Unix(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Unix(r), WriteHalf::Unix(w))
             }
         }
     }
@@ -96,6 +110,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -109,6 +124,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
@@ -120,6 +136,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write_vectored(cx, bufs),
+            Stream::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -131,6 +148,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
+            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
@@ -138,6 +156,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_shutdown(cx),
+            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }
@@ -146,12 +165,14 @@ impl AsyncWrite for Stream {
 pub enum ReadHalf {
     Plain(OwnedReadHalf),
     Tls(tokio::io::ReadHalf<Box<TlsStream<TcpStream>>>),
+    Unix(unix::OwnedReadHalf),
 }
 
 /// The write half of a [`Stream`].
 pub enum WriteHalf {
     Plain(OwnedWriteHalf),
     Tls(tokio::io::WriteHalf<Box<TlsStream<TcpStream>>>),
+    Unix(unix::OwnedWriteHalf),
 }
 
 impl AsyncRead for ReadHalf {
@@ -163,6 +184,7 @@ impl AsyncRead for ReadHalf {
         match self.get_mut() {
             ReadHalf::Plain(s) => Pin::new(s).poll_read(cx, buf),
             ReadHalf::Tls(s) => Pin::new(s).poll_read(cx, buf),
+            ReadHalf::Unix(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -176,6 +198,7 @@ impl AsyncWrite for WriteHalf {
         match self.get_mut() {
             WriteHalf::Plain(s) => Pin::new(s).poll_write(cx, buf),
             WriteHalf::Tls(s) => Pin::new(s).poll_write(cx, buf),
+            WriteHalf::Unix(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
@@ -183,6 +206,7 @@ impl AsyncWrite for WriteHalf {
         match self.get_mut() {
             WriteHalf::Plain(s) => Pin::new(s).poll_flush(cx),
             WriteHalf::Tls(s) => Pin::new(s).poll_flush(cx),
+            WriteHalf::Unix(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
@@ -190,6 +214,7 @@ impl AsyncWrite for WriteHalf {
         match self.get_mut() {
             WriteHalf::Plain(s) => Pin::new(s).poll_shutdown(cx),
             WriteHalf::Tls(s) => Pin::new(s).poll_shutdown(cx),
+            WriteHalf::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

@@ -1065,3 +1065,65 @@ fn a_maxmemory_below_the_empty_servers_size_refuses_writes_as_redis_does() {
     assert_eq!(c.call(&["SET", "k", "v"]), Resp::ok());
     assert_eq!(c.call(&["GET", "k"]), Resp::bulk("v"));
 }
+
+/// Connections on the Unix sockets (`unixsocket`, `memcache-unixsocket`) are handed to the
+/// workers like TCP ones (each worker serves some), answer there, and the files go when
+/// SIGTERM stops the daemon.
+#[test]
+fn unix_socket_connections_are_served_by_the_workers() {
+    let dir = std::env::temp_dir().join(format!("shoald-unix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (resp, mc) = (dir.join("r.sock"), dir.join("m.sock"));
+    let set_resp = format!("unixsocket={}", resp.display());
+    let set_mc = format!("memcache-unixsocket={}", mc.display());
+    let mut daemon = Daemon::start(
+        &[
+            "--port",
+            "0",
+            "--set",
+            "threads=2",
+            "--set",
+            &set_resp,
+            "--set",
+            &set_mc,
+        ],
+        &[],
+    );
+    let ask = |path: &std::path::Path, request: &[u8], end: &[u8]| {
+        let mut s = std::os::unix::net::UnixStream::connect(path).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(request).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.ends_with(end) {
+            let n = s.read(&mut buf).expect("a reply within 10 s");
+            assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        (s, got)
+    };
+    let clients: Vec<_> = (0..4)
+        .map(|i| {
+            let name = format!("CLIENT SETNAME unix{i}\r\n");
+            ask(&resp, name.as_bytes(), b"+OK\r\n").0
+        })
+        .collect();
+    let mut admin = daemon.connect();
+    let threads = io_threads(&mut admin);
+    let served: std::collections::HashSet<usize> =
+        (0..4).map(|i| threads[&format!("unix{i}")]).collect();
+    assert_eq!(
+        served,
+        [1, 2].into(),
+        "both workers serve Unix clients: {threads:?}"
+    );
+    let (_, reply) = ask(&mc, b"set k 0 0 2\r\nhi\r\nget k\r\n", b"END\r\n");
+    assert_eq!(reply, b"STORED\r\nVALUE k 0 2\r\nhi\r\nEND\r\n");
+    assert_eq!(admin.call(&["GET", "k"]), Resp::bulk("hi"));
+    drop(clients);
+    daemon.signal("TERM");
+    assert!(daemon.wait_exit(Duration::from_secs(20)).success());
+    assert!(!resp.exists() && !mc.exists(), "the socket files stay");
+    let _ = std::fs::remove_dir_all(&dir);
+}

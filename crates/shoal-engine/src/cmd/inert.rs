@@ -207,8 +207,6 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("syslog-facility", "local0", Immutable),
     ("syslog-ident", "redis", Immutable),
     ("tcp-backlog", "511", Immutable),
-    ("unixsocket", "", Immutable),
-    ("unixsocketperm", "0", Immutable),
     ("use-exit-on-panic", "no", Bool),
     ("watchdog-period", "0", Int(0, INT_MAX)),
 ];

@@ -1385,7 +1385,7 @@ fn prepare_found(
     // (Counted as an error by the caller, `prepare_checked`, as every refusal here.)
     let debug = spec.name == "debug"
         && node
-            .with_settings(|s| server::debug_allowed(&s.enable_debug_command, session.info.addr));
+            .with_settings(|s| server::debug_allowed(&s.enable_debug_command, &session.info.addr));
     if let Some(reply) = server::protected_refusal(spec, args, debug) {
         return Prepared::Done(reject(session, reply));
     }

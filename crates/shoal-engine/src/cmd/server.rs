@@ -1220,6 +1220,18 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| c.metrics_port.map(|p| p.to_string()).unwrap_or_default(),
         None,
     ),
+    ("unixsocket", |c| c.unixsocket.clone(), None),
+    ("unixsocketperm", |c| c.unixsocketperm.to_string(), None),
+    (
+        "memcache-unixsocket",
+        |c| c.memcache_unixsocket.clone(),
+        None,
+    ),
+    (
+        "memcache-unixsocketperm",
+        |c| c.memcache_unixsocketperm.to_string(),
+        None,
+    ),
     (
         "memcache-max-item-size",
         |c| c.memcache_max_item_size.0.to_string(),
@@ -1730,10 +1742,10 @@ const ERR_MODULE: &str = "ERR MODULE command not allowed. If the enable-module-c
 
 /// Whether a client at `peer` may run DEBUG under `enable-debug-command` `setting` (`yes`,
 /// `local`: from a loopback address, as Redis's `islocalClient`; else `no`).
-pub fn debug_allowed(setting: &str, peer: std::net::SocketAddr) -> bool {
+pub fn debug_allowed(setting: &str, peer: &crate::client::ClientAddr) -> bool {
     match setting {
         "yes" => true,
-        "local" => peer.ip().to_canonical().is_loopback(),
+        "local" => peer.is_local(),
         _ => false,
     }
 }
