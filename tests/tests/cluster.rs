@@ -3118,3 +3118,48 @@ fn acl_users_in_a_cluster() {
         assert_eq!(e.kind(), redis::ErrorKind::AuthenticationFailed, "{e}");
     }
 }
+
+/// A client on a cluster node's Unix sockets (`unixsocket`, `memcache-unixsocket`) reaches
+/// every key wherever it is owned, as one on its TCP ports: written through n0's sockets,
+/// RESP and Memcached, read through every node's TCP port.
+#[test]
+fn unix_socket_clients_reach_every_owner() {
+    use std::io::{Read, Write};
+    let dir = std::env::temp_dir().join(format!("shoal-cluster-unix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: String| dir.join(name).to_str().unwrap().to_string();
+    let cluster = TestCluster::start(3, |c| {
+        c.unixsocket = path(format!("{}.sock", c.node_name));
+        c.memcache_unixsocket = path(format!("{}-mc.sock", c.node_name));
+    });
+    let mut resp = redis::Client::open(format!("redis+unix://{}", path("n0.sock".into())))
+        .and_then(|c| c.get_connection())
+        .expect("redis client on n0's socket");
+    let mut mc = std::os::unix::net::UnixStream::connect(path("n0-mc.sock".into())).unwrap();
+    mc.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let keys: Vec<String> = (0..30).map(|i| format!("unix:{i}")).collect();
+    let owners: std::collections::HashSet<usize> =
+        keys.iter().map(|k| cluster.owner_index(k)).collect();
+    assert_eq!(owners.len(), 3, "the keys must have every owner");
+    for (i, k) in keys.iter().enumerate() {
+        if i % 2 == 0 {
+            let _: () = redis::cmd("SET").arg(k).arg(i).query(&mut resp).unwrap();
+        } else {
+            let value = i.to_string();
+            write!(mc, "set {k} 0 0 {}\r\n{value}\r\n", value.len()).unwrap();
+            let mut stored = [0u8; 8];
+            mc.read_exact(&mut stored).unwrap();
+            assert_eq!(&stored, b"STORED\r\n", "{k}");
+        }
+    }
+    for member in &cluster.members {
+        let mut c = member.client();
+        for (i, k) in keys.iter().enumerate() {
+            let got: Option<String> = redis::cmd("GET").arg(k).query(&mut c).unwrap();
+            assert_eq!(got, Some(i.to_string()), "{k} through {}", member.name);
+        }
+    }
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
+}
