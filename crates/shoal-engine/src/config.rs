@@ -168,26 +168,45 @@ impl fmt::Display for OutputBufferLimits {
 
 impl<'de> Deserialize<'de> for OutputBufferLimits {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = OutputBufferLimits;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("\"<class> <hard> <soft> <soft-seconds>\" groups, or a size")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                self.visit_str(&v.to_string())
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                self.visit_str(&v.to_string())
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        text_or_number(
+            d,
+            "\"<class> <hard> <soft> <soft-seconds>\" groups, or a size",
+            |v| {
                 OutputBufferLimits::default()
                     .apply(v)
-                    .map_err(|e| E::custom(format!("client-output-buffer-limit: {e}")))
-            }
-        }
-        d.deserialize_any(V)
+                    .map_err(|e| format!("client-output-buffer-limit: {e}"))
+            },
+        )
     }
+}
+
+/// Deserializes a setting that may be written as text or as a number (`700` or `"0770"`),
+/// a number read as its decimal text; `parse` reads the text.
+fn text_or_number<'de, D: Deserializer<'de>, T>(
+    d: D,
+    expecting: &'static str,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<T, D::Error> {
+    struct V<T> {
+        expecting: &'static str,
+        parse: fn(&str) -> Result<T, String>,
+    }
+    impl<T> Visitor<'_> for V<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+            self.visit_str(&v.to_string())
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+            self.visit_str(&v.to_string())
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            (self.parse)(v).map_err(E::custom)
+        }
+    }
+    d.deserialize_any(V { expecting, parse })
 }
 
 /// The largest `proto-max-bulk-len`: any argument, a numbered database's 4-byte prefix
@@ -455,23 +474,7 @@ impl std::fmt::Display for SocketPerm {
 
 impl<'de> Deserialize<'de> for SocketPerm {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = SocketPerm;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("octal permission digits such as 700")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                self.visit_str(&v.to_string())
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                self.visit_str(&v.to_string())
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                v.parse().map_err(E::custom)
-            }
-        }
-        d.deserialize_any(V)
+        text_or_number(d, "octal permission digits such as 700", str::parse)
     }
 }
 
