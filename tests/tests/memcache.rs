@@ -945,6 +945,11 @@ fn stats_conns_lists_the_sockets_as_memcached_does() {
     );
     let listening = entry(&seen, &mc.to_string());
     assert_eq!(listening["state"], "conn_listening");
+    // Only the Memcached listeners: a tool that looks for the listening port finds this one.
+    assert!(
+        !seen.contains(&format!("addr tcp:{}\r\n", node.addr)),
+        "the RESP port is listed: {seen}"
+    );
     assert!(!listening.contains_key("listen_addr"));
     let a_entry = entry(&seen, &format!("127.0.0.1:{a_port}"));
     assert_eq!(a_entry["listen_addr"], format!("tcp:{mc}"));

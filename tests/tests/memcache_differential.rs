@@ -652,6 +652,20 @@ fn the_unix_socket_answers_as_memcached_does() {
             })
             .collect::<Vec<_>>()
     };
+    // `stats settings`' lines for the socket (`-s`) and its permissions (`-a`).
+    let settings = |socket: &std::path::Path| {
+        let out = ask(socket, b"stats settings\r\n", &|o| o.ends_with(b"END\r\n"));
+        let name = socket.to_str().unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("STAT domain_socket ") || l.starts_with("STAT umask "))
+            .map(|l| l.replace(name, "<path>"))
+            .collect::<Vec<_>>()
+    };
+    let want = settings(&mc.socket);
+    assert_eq!(want.len(), 2, "{want:?}");
+    assert_eq!(settings(&path), want);
     let want = conns(&mc.socket);
     assert!(want.len() >= 4, "{want:?}");
     assert_eq!(conns(&path), want);

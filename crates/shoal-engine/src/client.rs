@@ -404,8 +404,8 @@ impl ClientInfo {
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
-    /// The client ports' listening sockets: descriptor and address (memcached's `stats
-    /// conns` lists them).
+    /// The Memcached protocol's listening sockets (TCP and Unix): descriptor and address
+    /// (memcached's `stats conns` lists them).
     listeners: Mutex<Vec<(i32, ClientAddr)>>,
 }
 

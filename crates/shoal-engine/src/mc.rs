@@ -650,6 +650,8 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     });
     let (bind, idle_timeout, tls) =
         node.with_settings(|c| (c.bind.clone(), c.timeout, c.tls_memcache));
+    let (socket, perm) =
+        node.with_settings(|c| (c.memcache_unixsocket.clone(), c.memcache_unixsocketperm));
     // The users as the node built them (at start); mc names no command-layer module.
     let open = node
         .acl
@@ -672,7 +674,14 @@ fn settings(node: &Engine, out: &mut BytesMut) {
         "evictions",
         if policy == "noeviction" { "off" } else { "on" },
     );
-    reply::stat(out, "domain_socket", "NULL");
+    // memcached's `-s` and `-a` (its umask line is the socket's permissions, in octal).
+    let socket = if socket.is_empty() {
+        "NULL".into()
+    } else {
+        socket
+    };
+    reply::stat(out, "domain_socket", socket);
+    reply::stat(out, "umask", perm);
     reply::stat(out, "shutdown_command", "no");
     reply::stat(out, "num_threads", threads);
     let detail = node.mc_stats.prefixes.enabled();

@@ -643,7 +643,8 @@ async fn accept_loop(
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
-    if let Some((fd, addr)) = listener.describe() {
+    // Memcached's `stats conns` lists its own listening sockets (not the RESP ones).
+    if let (Protocol::Memcache, Some((fd, addr))) = (protocol, listener.describe()) {
         node.engine.clients.add_listener(fd, addr);
     }
     let mut failures = AcceptFailures::default();

@@ -215,6 +215,15 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
             over_tls(settings.tls_memcache)
         );
     }
+    if !settings.unixsocket.is_empty() {
+        tracing::info!("RESP listening on Unix socket {}", settings.unixsocket);
+    }
+    if !settings.memcache_unixsocket.is_empty() {
+        tracing::info!(
+            "memcached protocol listening on Unix socket {}",
+            settings.memcache_unixsocket
+        );
+    }
     if let Some(addr) = node.cluster_client_addr {
         tracing::info!(
             "Redis Cluster clients listening on {addr}{} (cluster-client-port: MOVED, CROSSSLOT)",

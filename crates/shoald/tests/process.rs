@@ -1090,6 +1090,11 @@ fn unix_socket_connections_are_served_by_the_workers() {
         ],
         &[],
     );
+    daemon.wait_line(&format!("RESP listening on Unix socket {}", resp.display()));
+    daemon.wait_line(&format!(
+        "memcached protocol listening on Unix socket {}",
+        mc.display()
+    ));
     let ask = |path: &std::path::Path, request: &[u8], end: &[u8]| {
         let mut s = std::os::unix::net::UnixStream::connect(path).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
