@@ -214,6 +214,11 @@ fn the_memcached_port_answers_as_memcached_does() {
               incr s 1\r\nset t 0 0 1\r\nx\r\nincr t 1\r\nincr nope 1\r\n"
                 .to_vec(),
         ),
+        (
+            // Without memcached's -A, shutdown is refused, whatever follows it.
+            "shutdown not enabled",
+            b"shutdown\r\nshutdown graceful\r\nshutdown x y\r\n".to_vec(),
+        ),
         // (Not `set k abc 0 1 noreply\r\na\r\n`: Shoal swallows the data block of a line it
         // refuses, where memcached runs it as a command; see shoal-memcache's docs.)
         (

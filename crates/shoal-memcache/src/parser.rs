@@ -94,6 +94,10 @@ pub enum ParseError {
     /// as memcached does.
     #[error("an HTTP request line")]
     HttpRequest,
+    /// `shutdown`: memcached's answer without `-A` (`shutdown_command no` in `stats
+    /// settings`); Shoal stops by SIGTERM or Redis's SHUTDOWN.
+    #[error("ERROR: shutdown not enabled")]
+    ShutdownDisabled,
     /// Other client errors, with memcached's texts (`invalid numeric delta argument`,
     /// `invalid exptime argument`, `duplicate flag`, ...).
     #[error("CLIENT_ERROR {0}")]
@@ -579,6 +583,7 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             })
         }
         b"quit" => done(Command::Quit),
+        b"shutdown" => Err(ParseError::ShutdownDisabled),
         b"cache_memlimit" => {
             t.want(1, 2)?;
             let noreply = t.noreply();
