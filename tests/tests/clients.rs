@@ -1349,3 +1349,46 @@ fn a_stale_socket_file_is_replaced_and_another_file_refused() {
     assert_eq!(std::fs::read(&path).unwrap(), b"not a socket");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A client that writes a whole pipeline before it reads any reply (hiredis's throughput
+/// test, redis-py's pipelines) is read and served on while its replies wait, as Redis reads
+/// on: stopping to read would leave both ends waiting for the other for ever. On Unix
+/// sockets, whose buffers hold far less than the pipeline and its replies, in both
+/// protocols; the writes would time out on a node that stopped reading.
+#[test]
+fn a_pipeline_written_before_any_reply_is_read_is_served() {
+    use std::io::{Read, Write};
+    let dir = socket_dir("unix-pipeline");
+    let (resp, mc) = (dir.join("r.sock"), dir.join("m.sock"));
+    let node = TestNode::with(|c| {
+        c.unixsocket = resp.to_str().unwrap().into();
+        c.memcache_unixsocket = mc.to_str().unwrap().into();
+    });
+    let value = "v".repeat(5_000);
+    let key = "k".repeat(240);
+    let mut con = node.client();
+    let _: () = con.set(&key, &value).unwrap();
+    // Writes `requests` whole (each write may wait 10 s at most), then reads `expected`
+    // bytes of replies.
+    let round_trip = |path: &std::path::Path, requests: Vec<u8>, expected: usize| {
+        let mut s = std::os::unix::net::UnixStream::connect(path).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(&requests)
+            .expect("the node reads the pipeline while its replies wait");
+        let mut got = vec![0u8; expected];
+        s.read_exact(&mut got).expect("every reply");
+        got
+    };
+    const N: usize = 3_000;
+    let get = format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len());
+    let reply = format!("${}\r\n{value}\r\n", value.len());
+    let got = round_trip(&resp, get.repeat(N).into_bytes(), reply.len() * N);
+    assert!(got.chunks(reply.len()).all(|r| r == reply.as_bytes()));
+    let get = format!("get {key}\r\n");
+    let reply = format!("VALUE {key} 0 {}\r\n{value}\r\nEND\r\n", value.len());
+    let got = round_trip(&mc, get.repeat(N).into_bytes(), reply.len() * N);
+    assert!(got.chunks(reply.len()).all(|r| r == reply.as_bytes()));
+    drop(node);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -68,6 +68,50 @@ pub fn fd_of<T>(_: &T) -> i32 {
     -1
 }
 
+/// Waits until `$stream` can take more bytes (`Ok(None)`) or input arrived, which is read
+/// into `$buf` (`Ok(Some(n))`, 0 at its end): a connection whose client does not read its
+/// replies yet reads on meanwhile. Both waits take `&self`, so one poll serves both.
+macro_rules! writable_or_read {
+    ($stream:expr, $buf:expr) => {
+        std::future::poll_fn(|cx| loop {
+            match $stream.poll_read_ready(cx) {
+                std::task::Poll::Ready(Ok(())) => match $stream.try_read_buf($buf) {
+                    Ok(n) => return std::task::Poll::Ready(Ok(Some(n))),
+                    // Readiness was stale (and is cleared now): poll again, to wait.
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return std::task::Poll::Ready(Err(e)),
+                },
+                std::task::Poll::Ready(Err(e)) => return std::task::Poll::Ready(Err(e)),
+                std::task::Poll::Pending => {}
+            }
+            return $stream.poll_write_ready(cx).map_ok(|()| None);
+        })
+        .await
+    };
+}
+
+/// [`writable_or_read!`] on a TCP stream; the simulation's only waits to write.
+pub async fn tcp_writable_or_read(
+    stream: &TcpStream,
+    buf: &mut bytes::BytesMut,
+) -> std::io::Result<Option<usize>> {
+    #[cfg(not(feature = "sim"))]
+    return writable_or_read!(stream, buf);
+    #[cfg(feature = "sim")]
+    {
+        let _ = buf;
+        stream.writable().await.map(|()| None)
+    }
+}
+
+/// [`writable_or_read!`] on a Unix socket.
+pub async fn unix_writable_or_read(
+    stream: &UnixStream,
+    buf: &mut bytes::BytesMut,
+) -> std::io::Result<Option<usize>> {
+    writable_or_read!(stream, buf)
+}
+
 /// Fills `buf` with random bytes: the OS's (`getrandom`), or in the simulation bytes drawn
 /// from its seed (see [`seed`]), so that a run does not depend on the OS.
 pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {

@@ -1,9 +1,12 @@
 //! One client connection: read, parse, execute, reply — for every protocol front end.
 //!
 //! The loop reads into one buffer, lets the connection's [`Frontend`] parse and execute every
-//! complete request in it, and writes the replies once per batch. Back pressure: while a write
-//! is pending nothing more is read, and the output is flushed whenever it passes `FLUSH_AT`, so
-//! a client that never reads holds at most one batch of replies. Replies still to come from
+//! complete request in it, and writes the replies once per batch, whenever they pass
+//! `FLUSH_AT`. A client that does not read its replies while it sends more (a client library
+//! that writes a whole pipeline before reading: hiredis, redis-py's pipelines) is read and
+//! served on while its output waits, as Redis reads on, up to the output's hard limit (then
+//! it is closed, as Redis closes it), and up to `MAX_READ` of input at a time: stopping
+//! to read would leave both ends waiting for the other for ever. Replies still to come from
 //! other nodes form a window of at most `MAX_PENDING`: while it has room, input the client
 //! sent meanwhile is read and served without waiting for them; when full, the loop waits for
 //! its older half.
@@ -164,6 +167,9 @@ pub struct Replies {
     /// connection is watched for the client going away, which drops the wait (so it pops
     /// nothing for a client that is gone).
     blocked: bool,
+    /// Output bytes left unsent by the last write (its client did not read them yet):
+    /// `FLUSH_AT` counts the replies made since ([`Replies::fresh`]).
+    unsent: usize,
 }
 
 /// Replies are encoded into `out`, or into `tail` behind a pending reply.
@@ -248,6 +254,12 @@ impl Replies {
     /// Bytes held, ready or not.
     pub fn len(&self) -> usize {
         self.out.len() + self.tail.len()
+    }
+
+    /// Bytes of replies made since the output was last written (what `FLUSH_AT` bounds):
+    /// output a client has not read yet does not stop the next batch.
+    pub fn fresh(&self) -> usize {
+        self.len().saturating_sub(self.unsent)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -449,12 +461,36 @@ impl WritePolicy {
     }
 }
 
+/// What [`write_out`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Written {
+    /// Every byte went out.
+    All,
+    /// The client sent more while its output waited: read into the input, to be served
+    /// before the rest of the output is written.
+    MoreInput,
+}
+
+/// A client's wait to read its output, kept across [`write_out`]'s returns for more input.
+#[derive(Default)]
+struct Stalled {
+    /// The last write that took bytes, the socket turning writable or input arriving: read
+    /// from the clock only when a wait starts (`None`: just now).
+    last_progress: Option<Instant>,
+    /// Since when the unsent output has been above the soft limit.
+    over_soft_since: Option<Instant>,
+}
+
 /// Writes `out` and empties it, with vectored writes straight from its chunks. Tries a plain
 /// non-blocking write first (the common case: the socket has room); only a client that is
 /// slow to read makes it wait, and then a CLIENT KILL interrupts the wait while a shutdown
 /// does not: replies already computed are delivered (the listener's shutdown deadline bounds
 /// how long a slow reader can hold the exit). `timeout` and the soft output limit close a
 /// client whose reading stalls. Over TLS, the bytes the session kept back are sent too.
+/// With `input`, what the client sends while it waits is read into it, below `MAX_READ`
+/// and while the output is under the hard limit, and the write returns to have it served
+/// ([`Written::MoreInput`], the rest of `out` kept).
+#[allow(clippy::too_many_arguments)]
 async fn write_out(
     stream: &mut Stream,
     out: &mut OutQueue,
@@ -462,17 +498,15 @@ async fn write_out(
     info: &ClientInfo,
     signals: &Signals,
     policy: WritePolicy,
-) -> Result<(), Close> {
+    stalled: &mut Stalled,
+    mut input: Option<&mut BytesMut>,
+) -> Result<Written, Close> {
     if out.is_empty() {
-        return Ok(());
+        *stalled = Stalled::default();
+        return Ok(Written::All);
     }
     out.seal();
-    let total = out.len();
     let mut watch_stop = !signals.is_raised(STOP);
-    // The last write that took bytes, or the socket turning writable: read from the clock
-    // only when a wait starts (`None`: just now), not for every write that does not wait.
-    let mut last_progress: Option<Instant> = None;
-    let mut over_soft_since = None;
     loop {
         if out.is_empty() {
             // Plain TCP holds nothing back; TLS may still hold encrypted records.
@@ -491,7 +525,8 @@ async fn write_out(
                 Ok(0) => return Err(Close::Io(std::io::ErrorKind::WriteZero.into())),
                 Ok(written) => {
                     out.advance(written);
-                    last_progress = None;
+                    node.engine.stats.total_net_output_bytes.add(written as u64);
+                    stalled.last_progress = None;
                     continue;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -500,26 +535,39 @@ async fn write_out(
         }
         let soft = policy.limit.soft;
         if soft > 0 && out.len() as u64 > soft {
-            over_soft_since.get_or_insert_with(Instant::now);
+            stalled.over_soft_since.get_or_insert_with(Instant::now);
         } else {
-            over_soft_since = None;
+            stalled.over_soft_since = None;
         }
         // Killed while this batch ran: its unsent replies are dropped, not waited for.
         if info.killed.load(Ordering::Relaxed) {
             return Err(Close::Killed);
         }
-        let since = *last_progress.get_or_insert_with(Instant::now);
-        let deadline = policy.deadline(since, over_soft_since);
+        let since = *stalled.last_progress.get_or_insert_with(Instant::now);
+        let deadline = policy.deadline(since, stalled.over_soft_since);
         let until = deadline.as_ref().map(|d| d.0);
-        // Every arm is cancel safe: `writable` and `sleep_until` only wait.
+        let hard = policy.limit.hard;
+        let room = hard == 0 || (out.len() as u64) < hard;
+        let mut ahead = input.as_deref_mut().filter(|i| room && i.len() < MAX_READ);
+        if let Some(i) = ahead.as_deref_mut() {
+            i.reserve(MIN_READ);
+        }
+        // Every arm is cancel safe: `writable_or_read` reads nothing unless it returns, and
+        // `sleep_until` only waits.
         tokio::select! {
             biased;
             // The socket took bytes: the client reads (over TLS this is the only sign of
-            // progress while the session's records drain).
-            r = stream.writable() => {
-                r.map_err(Close::Io)?;
-                last_progress = None;
-            }
+            // progress while the session's records drain); or the client sent more.
+            r = stream.writable_or_read(ahead) => match r.map_err(Close::Io)? {
+                None => stalled.last_progress = None,
+                // The input ended: the output still goes, then the next read finds the end.
+                Some(0) => input = None,
+                Some(n) => {
+                    node.engine.stats.total_net_input_bytes.add(n as u64);
+                    stalled.last_progress = None;
+                    return Ok(Written::MoreInput);
+                }
+            },
             _ = signals.raised(STOP), if watch_stop => {
                 if info.killed.load(Ordering::Relaxed) {
                     return Err(Close::Killed);
@@ -533,12 +581,12 @@ async fn write_out(
             }
         }
     }
-    node.engine.stats.total_net_output_bytes.add(total as u64);
     out.clear();
     if out.cur.capacity() > KEEP_CAPACITY {
         out.cur = BytesMut::with_capacity(MIN_READ);
     }
-    Ok(())
+    *stalled = Stalled::default();
+    Ok(Written::All)
 }
 
 async fn serve<F: Frontend>(
@@ -571,6 +619,7 @@ async fn serve<F: Frontend>(
     // The buffers were given back: the next read takes what arrived into a small buffer.
     let mut trimmed = false;
     let mut settings = Snapshot::default();
+    let mut stalled = Stalled::default();
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
@@ -683,6 +732,8 @@ async fn serve<F: Frontend>(
                                         &info,
                                         signals,
                                         policy,
+                                        &mut stalled,
+                                        None,
                                     );
                                     if let Err(c) = written.await {
                                         return c;
@@ -740,9 +791,21 @@ async fn serve<F: Frontend>(
             }
             match step {
                 Step::Flush => {
-                    let written = write_out(stream, out, node, &info, signals, policy);
-                    if let Err(c) = written.await {
-                        return c;
+                    let written = write_out(
+                        stream,
+                        out,
+                        node,
+                        &info,
+                        signals,
+                        policy,
+                        &mut stalled,
+                        Some(input),
+                    );
+                    // With more input, the batch goes on; the output left waits for it.
+                    match written.await {
+                        Ok(Written::All) => replies.unsent = 0,
+                        Ok(Written::MoreInput) => replies.unsent = replies.out.len(),
+                        Err(c) => return c,
                     }
                 }
                 Step::NeedInput => break ended,
@@ -766,9 +829,27 @@ async fn serve<F: Frontend>(
         // What is left of the input is in CLIENT LIST before the replies go: a client that
         // has them and asks finds its commands gone from `qbuf`, as in Redis.
         info.buffers.set_input(input.len(), input.capacity());
-        let written = write_out(stream, &mut replies.out, node, &info, signals, policy);
-        if let Err(c) = written.await {
-            return c;
+        let written = write_out(
+            stream,
+            &mut replies.out,
+            node,
+            &info,
+            signals,
+            policy,
+            &mut stalled,
+            closing.is_none().then_some(&mut *input),
+        );
+        match written.await {
+            Ok(Written::All) => replies.unsent = 0,
+            // The client sent more while its output waited: served before the rest goes.
+            Ok(Written::MoreInput) => {
+                replies.unsent = replies.out.len();
+                info.buffers
+                    .rbp
+                    .store(input.len() as u64, Ordering::Relaxed);
+                continue;
+            }
+            Err(c) => return c,
         }
         replies.publish(&info);
         if let Some(c) = closing {

@@ -424,7 +424,7 @@ impl Frontend for McFrontend {
                         Next::Get(key, pending) if node.cluster.is_none() => {
                             processed += 1;
                             get_here(node, &key, &pending, replies.buf(), now);
-                            if replies.len() >= FLUSH_AT {
+                            if replies.fresh() >= FLUSH_AT {
                                 return (processed, Step::Flush);
                             }
                             continue;
@@ -454,7 +454,7 @@ impl Frontend for McFrontend {
                         Next::Request(cmd, form) => (cmd, form),
                         Next::Answered => {
                             processed += 1;
-                            if replies.len() >= FLUSH_AT {
+                            if replies.fresh() >= FLUSH_AT {
                                 return (processed, Step::Flush);
                             }
                             continue;
@@ -478,7 +478,7 @@ impl Frontend for McFrontend {
                     return (processed, Step::Flush);
                 }
             }
-            if replies.len() >= FLUSH_AT || replies.pending() >= MAX_PENDING {
+            if replies.fresh() >= FLUSH_AT || replies.pending() >= MAX_PENDING {
                 return (processed, Step::Flush);
             }
         }

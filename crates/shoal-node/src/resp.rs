@@ -319,7 +319,7 @@ impl Frontend for RespFrontend {
             if session.close {
                 return (processed, Step::Close(Close::Quit));
             }
-            if replies.len() >= FLUSH_AT || replies.pending() >= MAX_PENDING {
+            if replies.fresh() >= FLUSH_AT || replies.pending() >= MAX_PENDING {
                 return (processed, Step::Flush);
             }
         }

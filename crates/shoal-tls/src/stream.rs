@@ -75,6 +75,20 @@ impl Stream {
         }
     }
 
+    /// Waits until the socket can take more bytes (`Ok(None)`) or, when `input` is given,
+    /// input arrived, which is read into it (`Ok(Some(n))`, 0 at its end). Over TLS (a
+    /// record's bytes are not its data) and in the simulation it only waits to write.
+    pub async fn writable_or_read(
+        &self,
+        input: Option<&mut bytes::BytesMut>,
+    ) -> io::Result<Option<usize>> {
+        match (self, input) {
+            (Stream::Plain(s), Some(buf)) => shoal_net::tcp_writable_or_read(s, buf).await,
+            (Stream::Unix(s), Some(buf)) => shoal_net::unix_writable_or_read(s, buf).await,
+            (s, _) => s.writable().await.map(|()| None),
+        }
+    }
+
     /// Read and write halves for two tasks: the socket's own halves for plain TCP, a
     /// shared session for TLS.
     pub fn into_split(self) -> (ReadHalf, WriteHalf) {
