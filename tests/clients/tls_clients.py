@@ -7,6 +7,9 @@
     python3 tls_clients.py reload PLAIN TLS DIR      CONFIG SET of tls-* files takes effect
     python3 tls_clients.py link HOST:PORT DIR        an inter-node port refuses TLS without a
                                                      client certificate
+    python3 tls_clients.py pipeline HOST:PORT DIR    a redis-py pipeline far larger than the
+                                                     sockets' buffers, written whole before its
+                                                     replies are read
 
 DIR holds ca.crt, client.crt/key (signed by ca) and, for `reload`, ca2.crt, node2.crt/key
 and client2.crt/key signed by ca2. Prints `ok` when every check passed.
@@ -176,6 +179,20 @@ def check_reload(plain_addr, tls_addr, d):
     assert tls_redis(tls_addr, d, ca="ca2", client="client").ping()
 
 
+def check_pipeline(addr, d):
+    # redis-py writes a pipeline whole (sendall) before it reads a reply: the node must read
+    # on while the replies wait, or both ends wait for ever (the socket timeout ends it).
+    r = tls_redis(addr, d)
+    key = "k" * 240
+    r.set(key, "v" * 500)
+    n = 40_000
+    pipe = r.pipeline(transaction=False)
+    for _ in range(n):
+        pipe.get(key)
+    replies = pipe.execute()
+    assert len(replies) == n and all(v == b"v" * 500 for v in replies)
+
+
 def main():
     mode = sys.argv[1]
     if mode == "redis":
@@ -186,6 +203,8 @@ def main():
         check_link_needs_certificate(sys.argv[2], sys.argv[3])
     elif mode == "memcache":
         check_memcache(sys.argv[2], sys.argv[3])
+    elif mode == "pipeline":
+        check_pipeline(sys.argv[2], sys.argv[3])
     elif mode == "reload":
         check_reload(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

@@ -31,6 +31,21 @@ fn redis_cli_tls(
     (out.status.success(), text.trim_end().to_owned())
 }
 
+/// A redis-py pipeline of 40,000 GETs (10 MB of commands, 20 MB of replies, more than the
+/// sockets' buffers hold) written whole before it reads over TLS: the node reads on while
+/// the replies wait (see `a_pipeline_written_before_any_reply_is_read_is_served`).
+#[test]
+fn a_tls_pipeline_written_before_any_reply_is_read_is_served() {
+    let certs = TestCerts::make("pipeline");
+    let node = TestNode::with(|c| {
+        certs.configure(c);
+        c.tls_port = Some(0);
+    });
+    let tls = node.tls_addr.expect("tls-port listener").to_string();
+    let dir = certs.dir.to_string_lossy().into_owned();
+    python_client("tls_clients.py", &["pipeline", &tls, &dir]);
+}
+
 #[test]
 fn tls_port_and_memcache_port_serve_real_clients() {
     let certs = TestCerts::make("port");

@@ -104,6 +104,21 @@ pub async fn tcp_writable_or_read(
     }
 }
 
+/// Polls whether `stream` can take more bytes. The simulation's streams are not polled so
+/// (their callers check [`SIMULATED`] first): there it answers ready.
+pub fn poll_write_ready(
+    stream: &TcpStream,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<std::io::Result<()>> {
+    #[cfg(not(feature = "sim"))]
+    return stream.poll_write_ready(cx);
+    #[cfg(feature = "sim")]
+    {
+        let _ = (stream, cx);
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// [`writable_or_read!`] on a Unix socket.
 pub async fn unix_writable_or_read(
     stream: &UnixStream,

@@ -12,6 +12,9 @@ use shoal_net::{unix, TcpStream, UnixStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::TlsStream;
 
+/// Most bytes of a TLS session's data [`Stream::writable_or_read`] takes at a time.
+const TLS_READ_AHEAD: usize = 16 * 1024;
+
 /// Plain TCP, TLS (either side of the handshake) over TCP, or a Unix socket (a client on
 /// this machine: Redis's `unixsocket`, memcached's `-s`).
 pub enum Stream {
@@ -76,15 +79,32 @@ impl Stream {
     }
 
     /// Waits until the socket can take more bytes (`Ok(None)`) or, when `input` is given,
-    /// input arrived, which is read into it (`Ok(Some(n))`, 0 at its end). Over TLS (a
-    /// record's bytes are not its data) and in the simulation it only waits to write.
+    /// input arrived, which is read into it (`Ok(Some(n))`, 0 at its end). In the
+    /// simulation a TLS stream only waits to write.
     pub async fn writable_or_read(
-        &self,
+        &mut self,
         input: Option<&mut bytes::BytesMut>,
     ) -> io::Result<Option<usize>> {
         match (self, input) {
             (Stream::Plain(s), Some(buf)) => shoal_net::tcp_writable_or_read(s, buf).await,
             (Stream::Unix(s), Some(buf)) => shoal_net::unix_writable_or_read(s, buf).await,
+            (Stream::Tls(s), Some(buf)) if !shoal_net::SIMULATED => {
+                // The session's data, not the socket's readiness: a record may be partial.
+                std::future::poll_fn(|cx| {
+                    let mut chunk = [0u8; TLS_READ_AHEAD];
+                    let mut read = ReadBuf::new(&mut chunk);
+                    match Pin::new(&mut **s).poll_read(cx, &mut read) {
+                        Poll::Ready(Ok(())) => {
+                            buf.extend_from_slice(read.filled());
+                            return Poll::Ready(Ok(Some(read.filled().len())));
+                        }
+                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                        Poll::Pending => {}
+                    }
+                    shoal_net::poll_write_ready(s.get_ref().0, cx).map_ok(|()| None)
+                })
+                .await
+            }
             (s, _) => s.writable().await.map(|()| None),
         }
     }
