@@ -1354,7 +1354,8 @@ fn a_stale_socket_file_is_replaced_and_another_file_refused() {
 /// test, redis-py's pipelines) is read and served on while its replies wait, as Redis reads
 /// on: stopping to read would leave both ends waiting for the other for ever. On Unix
 /// sockets, whose buffers hold far less than the pipeline and its replies, in both
-/// protocols; the writes would time out on a node that stopped reading.
+/// protocols; the writes would time out on a node that stopped reading (or that stopped
+/// at 1 MiB of input it read and did not serve).
 #[test]
 fn a_pipeline_written_before_any_reply_is_read_is_served() {
     use std::io::{Read, Write};
@@ -1380,7 +1381,9 @@ fn a_pipeline_written_before_any_reply_is_read_is_served() {
         s.read_exact(&mut got).expect("every reply");
         got
     };
-    const N: usize = 3_000;
+    // 1.6 MB of requests: more than a read takes at once (1 MiB), so the node also serves
+    // input it holds while the output waits, not only what it reads then.
+    const N: usize = 6_000;
     let get = format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len());
     let reply = format!("${}\r\n{value}\r\n", value.len());
     let got = round_trip(&resp, get.repeat(N).into_bytes(), reply.len() * N);

@@ -5,8 +5,8 @@
 //! `FLUSH_AT`. A client that does not read its replies while it sends more (a client library
 //! that writes a whole pipeline before reading: hiredis, redis-py's pipelines) is read and
 //! served on while its output waits, as Redis reads on, up to the output's hard limit (then
-//! it is closed, as Redis closes it), and up to `MAX_READ` of input at a time: stopping
-//! to read would leave both ends waiting for the other for ever. Replies still to come from
+//! it is closed, as Redis closes it): stopping to read would leave both ends waiting for the
+//! other for ever. Replies still to come from
 //! other nodes form a window of at most `MAX_PENDING`: while it has room, input the client
 //! sent meanwhile is read and served without waiting for them; when full, the loop waits for
 //! its older half.
@@ -466,9 +466,20 @@ impl WritePolicy {
 enum Written {
     /// Every byte went out.
     All,
-    /// The client sent more while its output waited: read into the input, to be served
-    /// before the rest of the output is written.
+    /// The rest waits for the client to read, and there is input to serve meanwhile: the
+    /// input held ([`Meanwhile::Serve`]), or what the client sent since
+    /// ([`Meanwhile::Read`]). The output left is kept, to go after.
     MoreInput,
+}
+
+/// What a connection does while its output waits for the client to read ([`write_out`]).
+enum Meanwhile<'a> {
+    /// Nothing: it closes after this output, or replies from other nodes are still due.
+    Wait,
+    /// Read what the client sends into its input (which holds no whole request).
+    Read(&'a mut BytesMut),
+    /// Serve the input it holds (the batch stopped at `FLUSH_AT` with requests left).
+    Serve,
 }
 
 /// A client's wait to read its output, kept across [`write_out`]'s returns for more input.
@@ -487,9 +498,10 @@ struct Stalled {
 /// does not: replies already computed are delivered (the listener's shutdown deadline bounds
 /// how long a slow reader can hold the exit). `timeout` and the soft output limit close a
 /// client whose reading stalls. Over TLS, the bytes the session kept back are sent too.
-/// With `input`, what the client sends while it waits is read into it, below `MAX_READ`
-/// and while the output is under the hard limit, and the write returns to have it served
-/// ([`Written::MoreInput`], the rest of `out` kept).
+/// While the output is under the hard limit, input is served `meanwhile` (see [`Meanwhile`]):
+/// the write then returns ([`Written::MoreInput`], the rest of `out` kept), as Redis reads
+/// and runs a client's commands while its replies queue. (Only the parser's request limits
+/// bound what is read: the input holds no whole request then.)
 #[allow(clippy::too_many_arguments)]
 async fn write_out(
     stream: &mut Stream,
@@ -499,8 +511,13 @@ async fn write_out(
     signals: &Signals,
     policy: WritePolicy,
     stalled: &mut Stalled,
-    mut input: Option<&mut BytesMut>,
+    meanwhile: Meanwhile<'_>,
 ) -> Result<Written, Close> {
+    let (serve, mut input) = match meanwhile {
+        Meanwhile::Wait => (false, None),
+        Meanwhile::Read(input) => (false, Some(input)),
+        Meanwhile::Serve => (true, None),
+    };
     if out.is_empty() {
         *stalled = Stalled::default();
         return Ok(Written::All);
@@ -548,7 +565,10 @@ async fn write_out(
         let until = deadline.as_ref().map(|d| d.0);
         let hard = policy.limit.hard;
         let room = hard == 0 || (out.len() as u64) < hard;
-        let mut ahead = input.as_deref_mut().filter(|i| room && i.len() < MAX_READ);
+        if serve && room {
+            return Ok(Written::MoreInput);
+        }
+        let mut ahead = input.as_deref_mut().filter(|_| room);
         if let Some(i) = ahead.as_deref_mut() {
             i.reserve(MIN_READ);
         }
@@ -733,7 +753,7 @@ async fn serve<F: Frontend>(
                                         signals,
                                         policy,
                                         &mut stalled,
-                                        None,
+                                        Meanwhile::Wait,
                                     );
                                     if let Err(c) = written.await {
                                         return c;
@@ -791,6 +811,12 @@ async fn serve<F: Frontend>(
             }
             match step {
                 Step::Flush => {
+                    // (A batch that served nothing would only stop again: it reads instead.)
+                    let meanwhile = if input.is_empty() || processed == 0 {
+                        Meanwhile::Read(input)
+                    } else {
+                        Meanwhile::Serve
+                    };
                     let written = write_out(
                         stream,
                         out,
@@ -799,7 +825,7 @@ async fn serve<F: Frontend>(
                         signals,
                         policy,
                         &mut stalled,
-                        Some(input),
+                        meanwhile,
                     );
                     // With more input, the batch goes on; the output left waits for it.
                     match written.await {
@@ -837,7 +863,10 @@ async fn serve<F: Frontend>(
             signals,
             policy,
             &mut stalled,
-            closing.is_none().then_some(&mut *input),
+            match closing {
+                None => Meanwhile::Read(input),
+                Some(_) => Meanwhile::Wait,
+            },
         );
         match written.await {
             Ok(Written::All) => replies.unsent = 0,
