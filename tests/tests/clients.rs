@@ -1386,8 +1386,22 @@ fn a_pipeline_written_before_any_reply_is_read_is_served() {
     const N: usize = 6_000;
     let get = format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len());
     let reply = format!("${}\r\n{value}\r\n", value.len());
-    let got = round_trip(&resp, get.repeat(N).into_bytes(), reply.len() * N);
-    assert!(got.chunks(reply.len()).all(|r| r == reply.as_bytes()));
+    // Then a 3 MB value, arriving while the GETs' replies wait: read on past 1 MiB.
+    let big = "b".repeat(3 << 20);
+    let mut requests = get.repeat(N).into_bytes();
+    requests.extend_from_slice(
+        format!(
+            "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n{big}\r\n",
+            big.len()
+        )
+        .as_bytes(),
+    );
+    let got = round_trip(&resp, requests, reply.len() * N + 5);
+    let (gets, set) = got.split_at(reply.len() * N);
+    assert!(gets.chunks(reply.len()).all(|r| r == reply.as_bytes()));
+    assert_eq!(set, b"+OK\r\n");
+    let stored: String = con.get("big").unwrap();
+    assert_eq!(stored.len(), big.len());
     let get = format!("get {key}\r\n");
     let reply = format!("VALUE {key} 0 {}\r\n{value}\r\nEND\r\n", value.len());
     let got = round_trip(&mc, get.repeat(N).into_bytes(), reply.len() * N);
