@@ -476,8 +476,10 @@ enum Written {
 enum Meanwhile<'a> {
     /// Nothing: it closes after this output, or replies from other nodes are still due.
     Wait,
-    /// Read what the client sends into its input (which holds no whole request).
-    Read(&'a mut BytesMut),
+    /// Read what the client sends into its input while it holds less than the bound: none
+    /// when the input holds no whole request (only the parser's request limits bound it
+    /// then), `MAX_READ` when it may.
+    Read(&'a mut BytesMut, usize),
     /// Serve the input it holds (the batch stopped at `FLUSH_AT` with requests left).
     Serve,
 }
@@ -500,8 +502,7 @@ struct Stalled {
 /// client whose reading stalls. Over TLS, the bytes the session kept back are sent too.
 /// While the output is under the hard limit, input is served `meanwhile` (see [`Meanwhile`]):
 /// the write then returns ([`Written::MoreInput`], the rest of `out` kept), as Redis reads
-/// and runs a client's commands while its replies queue. (Only the parser's request limits
-/// bound what is read: the input holds no whole request then.)
+/// and runs a client's commands while its replies queue.
 #[allow(clippy::too_many_arguments)]
 async fn write_out(
     stream: &mut Stream,
@@ -513,10 +514,10 @@ async fn write_out(
     stalled: &mut Stalled,
     meanwhile: Meanwhile<'_>,
 ) -> Result<Written, Close> {
-    let (serve, mut input) = match meanwhile {
-        Meanwhile::Wait => (false, None),
-        Meanwhile::Read(input) => (false, Some(input)),
-        Meanwhile::Serve => (true, None),
+    let (serve, mut input, bound) = match meanwhile {
+        Meanwhile::Wait => (false, None, 0),
+        Meanwhile::Read(input, bound) => (false, Some(input), bound),
+        Meanwhile::Serve => (true, None, 0),
     };
     if out.is_empty() {
         *stalled = Stalled::default();
@@ -568,7 +569,7 @@ async fn write_out(
         if serve && room {
             return Ok(Written::MoreInput);
         }
-        let mut ahead = input.as_deref_mut().filter(|_| room);
+        let mut ahead = input.as_deref_mut().filter(|i| room && i.len() < bound);
         if let Some(i) = ahead.as_deref_mut() {
             i.reserve(MIN_READ);
         }
@@ -799,6 +800,7 @@ async fn serve<F: Frontend>(
                 }
             }
             replies.publish(&info);
+            let progressed = processed > 0 || replies.fresh() > 0;
             let out = &mut replies.out;
             if limit.hard > 0 && out.len() as u64 > limit.hard {
                 tracing::warn!(
@@ -811,11 +813,15 @@ async fn serve<F: Frontend>(
             }
             match step {
                 Step::Flush => {
-                    // (A batch that served nothing would only stop again: it reads instead.)
-                    let meanwhile = if input.is_empty() || processed == 0 {
-                        Meanwhile::Read(input)
-                    } else {
+                    // Serving on while a batch makes progress (requests served, or a paused
+                    // multi-get's values); one that made none would only stop again: it reads
+                    // instead, up to `MAX_READ` (the input may hold whole requests).
+                    let meanwhile = if input.is_empty() {
+                        Meanwhile::Read(input, usize::MAX)
+                    } else if progressed {
                         Meanwhile::Serve
+                    } else {
+                        Meanwhile::Read(input, MAX_READ)
                     };
                     let written = write_out(
                         stream,
@@ -863,8 +869,9 @@ async fn serve<F: Frontend>(
             signals,
             policy,
             &mut stalled,
+            // The input holds no whole request here (the batch wanted more).
             match closing {
-                None => Meanwhile::Read(input),
+                None => Meanwhile::Read(input, usize::MAX),
                 Some(_) => Meanwhile::Wait,
             },
         );
