@@ -494,6 +494,15 @@ struct Stalled {
     over_soft_since: Option<Instant>,
 }
 
+/// The connection [`write_out`] writes for: its node (the byte counters), its entry in the
+/// registry (CLIENT KILL) and its signals (a stop).
+#[derive(Clone, Copy)]
+struct Conn<'a> {
+    node: &'a Server,
+    info: &'a ClientInfo,
+    signals: &'a Signals,
+}
+
 /// Writes `out` and empties it, with vectored writes straight from its chunks. Tries a plain
 /// non-blocking write first (the common case: the socket has room); only a client that is
 /// slow to read makes it wait, and then a CLIENT KILL interrupts the wait while a shutdown
@@ -503,17 +512,19 @@ struct Stalled {
 /// While the output is under the hard limit, input is served `meanwhile` (see [`Meanwhile`]):
 /// the write then returns ([`Written::MoreInput`], the rest of `out` kept), as Redis reads
 /// and runs a client's commands while its replies queue.
-#[allow(clippy::too_many_arguments)]
 async fn write_out(
     stream: &mut Stream,
     out: &mut OutQueue,
-    node: &Server,
-    info: &ClientInfo,
-    signals: &Signals,
+    conn: Conn<'_>,
     policy: WritePolicy,
     stalled: &mut Stalled,
     meanwhile: Meanwhile<'_>,
 ) -> Result<Written, Close> {
+    let Conn {
+        node,
+        info,
+        signals,
+    } = conn;
     let (serve, mut input, bound) = match meanwhile {
         Meanwhile::Wait => (false, None, 0),
         Meanwhile::Read(input, bound) => (false, Some(input), bound),
@@ -641,6 +652,11 @@ async fn serve<F: Frontend>(
     let mut trimmed = false;
     let mut settings = Snapshot::default();
     let mut stalled = Stalled::default();
+    let conn = Conn {
+        node,
+        info: &info,
+        signals,
+    };
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
@@ -749,9 +765,7 @@ async fn serve<F: Frontend>(
                                     let written = write_out(
                                         stream,
                                         &mut replies.out,
-                                        node,
-                                        &info,
-                                        signals,
+                                        conn,
                                         policy,
                                         &mut stalled,
                                         Meanwhile::Wait,
@@ -823,16 +837,7 @@ async fn serve<F: Frontend>(
                     } else {
                         Meanwhile::Read(input, MAX_READ)
                     };
-                    let written = write_out(
-                        stream,
-                        out,
-                        node,
-                        &info,
-                        signals,
-                        policy,
-                        &mut stalled,
-                        meanwhile,
-                    );
+                    let written = write_out(stream, out, conn, policy, &mut stalled, meanwhile);
                     // With more input, the batch goes on; the output left waits for it.
                     match written.await {
                         Ok(Written::All) => replies.unsent = 0,
@@ -864,9 +869,7 @@ async fn serve<F: Frontend>(
         let written = write_out(
             stream,
             &mut replies.out,
-            node,
-            &info,
-            signals,
+            conn,
             policy,
             &mut stalled,
             // The input holds no whole request here (the batch wanted more).
