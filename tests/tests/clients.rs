@@ -1409,3 +1409,36 @@ fn a_pipeline_written_before_any_reply_is_read_is_served() {
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With `requirepass`, the Unix sockets ask for the password as the TCP ports do: RESP
+/// answers NOAUTH until AUTH, Memcached `CLIENT_ERROR unauthenticated`.
+#[test]
+fn unix_sockets_require_the_password() {
+    use std::io::{Read, Write};
+    let dir = socket_dir("unix-auth");
+    let (resp, mc) = (dir.join("r.sock"), dir.join("m.sock"));
+    let node = TestNode::with(|c| {
+        c.requirepass = "s3cret".into();
+        c.unixsocket = resp.to_str().unwrap().into();
+        c.memcache_unixsocket = mc.to_str().unwrap().into();
+    });
+    let exchange = |s: &mut std::os::unix::net::UnixStream, request: &str, reply: &str| {
+        s.write_all(request.as_bytes()).unwrap();
+        let mut got = vec![0u8; reply.len()];
+        s.read_exact(&mut got).unwrap();
+        assert_eq!(String::from_utf8_lossy(&got), reply, "{request:?}");
+    };
+    let connect = |path: &std::path::Path| {
+        let s = std::os::unix::net::UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    };
+    let mut r = connect(&resp);
+    exchange(&mut r, "PING\r\n", "-NOAUTH Authentication required.\r\n");
+    exchange(&mut r, "AUTH s3cret\r\n", "+OK\r\n");
+    exchange(&mut r, "PING\r\n", "+PONG\r\n");
+    let mut m = connect(&mc);
+    exchange(&mut m, "get k\r\n", "CLIENT_ERROR unauthenticated\r\n");
+    drop(node);
+    let _ = std::fs::remove_dir_all(&dir);
+}

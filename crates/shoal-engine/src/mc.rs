@@ -920,9 +920,10 @@ fn conn_state(awaiting: bool, running: bool, output: u64) -> &'static str {
     }
 }
 
-/// memcached's text of a TCP address: `tcp:1.2.3.4:11211`, `tcp6:[::1]:11211`.
 /// `stats conns`: the listening sockets, then the connections, by descriptor, in memcached's
-/// lines (`<fd>:addr`, `listen_addr`, `state`, `secs_since_last_cmd`), on either port.
+/// lines (`<fd>:addr`, `listen_addr`, `state`, `secs_since_last_cmd`; addresses as
+/// `ClientAddr::memcached_text` writes them), the Memcached listeners' and every
+/// connection's of either protocol.
 fn conns(node: &Engine, now: u64, out: &mut BytesMut) {
     let mut lines: Vec<(i32, String)> = node
         .clients

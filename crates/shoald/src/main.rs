@@ -230,10 +230,17 @@ async fn run(config: NodeConfig, file: Option<String>) -> ExitCode {
             over_tls(settings.tls_cluster)
         );
     }
-    let protected = match (node.memcache_addr, node.cluster_client_addr) {
-        (Some(_), _) => "RESP and memcached ports",
-        (None, Some(_)) => "RESP ports",
-        (None, None) => "RESP port",
+    let memcached = node.memcache_addr.is_some() || !settings.memcache_unixsocket.is_empty();
+    let sockets = !settings.unixsocket.is_empty() || !settings.memcache_unixsocket.is_empty();
+    let protected = match (memcached, node.cluster_client_addr.is_some()) {
+        (true, _) => "RESP and memcached ports",
+        (false, true) => "RESP ports",
+        (false, false) => "RESP port",
+    };
+    let protected = if sockets {
+        format!("{protected} and Unix sockets")
+    } else {
+        protected.to_string()
     };
     if shoal_node::acl::requires_auth(&node.node.engine) {
         tracing::info!("requirepass is set: the {protected} require the password (AUTH; memcached: a set of 'default <password>')");

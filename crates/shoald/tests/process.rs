@@ -1095,6 +1095,9 @@ fn unix_socket_connections_are_served_by_the_workers() {
         "memcached protocol listening on Unix socket {}",
         mc.display()
     ));
+    daemon.wait_line(
+        "no requirepass: the RESP and memcached ports and Unix sockets accept any client",
+    );
     let ask = |path: &std::path::Path, request: &[u8], end: &[u8]| {
         let mut s = std::os::unix::net::UnixStream::connect(path).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -1741,7 +1741,8 @@ const ERR_MODULE: &str = "ERR MODULE command not allowed. If the enable-module-c
      this option in the configuration file, and then restart the server.";
 
 /// Whether a client at `peer` may run DEBUG under `enable-debug-command` `setting` (`yes`,
-/// `local`: from a loopback address, as Redis's `islocalClient`; else `no`).
+/// `local`: from a loopback address or a Unix socket, as Redis's `islocalClient`; else
+/// `no`).
 pub fn debug_allowed(setting: &str, peer: &crate::client::ClientAddr) -> bool {
     match setting {
         "yes" => true,
