@@ -1274,6 +1274,22 @@ fn socket_dir(test: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A node with both Unix sockets (`r.sock` for RESP, `m.sock` for Memcached) in a fresh
+/// directory, its settings otherwise changed by `f`; with the two paths.
+fn unix_node(
+    test: &str,
+    f: impl FnOnce(&mut shoal_node::NodeConfig),
+) -> (TestNode, std::path::PathBuf, std::path::PathBuf) {
+    let dir = socket_dir(test);
+    let (resp, mc) = (dir.join("r.sock"), dir.join("m.sock"));
+    let node = TestNode::with(|c| {
+        c.unixsocket = resp.to_str().unwrap().into();
+        c.memcache_unixsocket = mc.to_str().unwrap().into();
+        f(c);
+    });
+    (node, resp, mc)
+}
+
 fn mode_of(path: &std::path::Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
@@ -1289,12 +1305,8 @@ fn mode_of(path: &std::path::Path) -> u32 {
 /// node stops.
 #[test]
 fn unix_sockets_serve_redis_and_memcached_clients() {
-    let dir = socket_dir("unix-clients");
-    let (resp, mc) = (dir.join("shoal.sock"), dir.join("memcached.sock"));
-    let node = TestNode::with(|c| {
-        c.unixsocket = resp.to_str().unwrap().into();
+    let (node, resp, mc) = unix_node("unix-clients", |c| {
         c.unixsocketperm = "770".parse().unwrap();
-        c.memcache_unixsocket = mc.to_str().unwrap().into();
     });
     assert_eq!(mode_of(&resp), 0o770);
     assert_eq!(mode_of(&mc), 0o700, "memcached's -a default");
@@ -1305,7 +1317,7 @@ fn unix_sockets_serve_redis_and_memcached_clients() {
     );
     node.stop();
     assert!(!resp.exists() && !mc.exists(), "the socket files stay");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(resp.parent().unwrap());
 }
 
 /// A socket file left at the path (a node that was killed) is replaced, as Redis and
@@ -1359,12 +1371,7 @@ fn a_stale_socket_file_is_replaced_and_another_file_refused() {
 #[test]
 fn a_pipeline_written_before_any_reply_is_read_is_served() {
     use std::io::{Read, Write};
-    let dir = socket_dir("unix-pipeline");
-    let (resp, mc) = (dir.join("r.sock"), dir.join("m.sock"));
-    let node = TestNode::with(|c| {
-        c.unixsocket = resp.to_str().unwrap().into();
-        c.memcache_unixsocket = mc.to_str().unwrap().into();
-    });
+    let (node, resp, mc) = unix_node("unix-pipeline", |_| {});
     let value = "v".repeat(5_000);
     let key = "k".repeat(240);
     let mut con = node.client();
@@ -1407,7 +1414,7 @@ fn a_pipeline_written_before_any_reply_is_read_is_served() {
     let got = round_trip(&mc, get.repeat(N).into_bytes(), reply.len() * N);
     assert!(got.chunks(reply.len()).all(|r| r == reply.as_bytes()));
     drop(node);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(resp.parent().unwrap());
 }
 
 /// With `requirepass`, the Unix sockets ask for the password as the TCP ports do: RESP
@@ -1415,13 +1422,7 @@ fn a_pipeline_written_before_any_reply_is_read_is_served() {
 #[test]
 fn unix_sockets_require_the_password() {
     use std::io::{Read, Write};
-    let dir = socket_dir("unix-auth");
-    let (resp, mc) = (dir.join("r.sock"), dir.join("m.sock"));
-    let node = TestNode::with(|c| {
-        c.requirepass = "s3cret".into();
-        c.unixsocket = resp.to_str().unwrap().into();
-        c.memcache_unixsocket = mc.to_str().unwrap().into();
-    });
+    let (node, resp, mc) = unix_node("unix-auth", |c| c.requirepass = "s3cret".into());
     let exchange = |s: &mut std::os::unix::net::UnixStream, request: &str, reply: &str| {
         s.write_all(request.as_bytes()).unwrap();
         let mut got = vec![0u8; reply.len()];
@@ -1440,5 +1441,5 @@ fn unix_sockets_require_the_password() {
     let mut m = connect(&mc);
     exchange(&mut m, "get k\r\n", "CLIENT_ERROR unauthenticated\r\n");
     drop(node);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(resp.parent().unwrap());
 }
