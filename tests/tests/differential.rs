@@ -320,16 +320,34 @@ impl Conn {
         if !self.buf.is_empty() {
             return format!("open, unread: {}", escape(&self.buf));
         }
+        let mut extra = Vec::new();
+        let verdict = self.read_to_close(|bytes| extra.extend_from_slice(bytes));
+        if extra.is_empty() {
+            verdict
+        } else {
+            format!("{verdict}, after extra bytes: {}", escape(&extra))
+        }
+    }
+
+    /// "closed" once the peer closed the connection, whatever it sent before (discarded),
+    /// "open" if it has not within `CLOSE_TIMEOUT`.
+    fn drained_to_close(&mut self) -> String {
+        self.buf.clear();
+        self.read_to_close(|_| {})
+    }
+
+    /// Reads until the peer closes ("closed") or `CLOSE_TIMEOUT` passes ("open"), giving
+    /// what arrives to `seen`.
+    fn read_to_close(&mut self, mut seen: impl FnMut(&[u8])) -> String {
         let end = Instant::now() + CLOSE_TIMEOUT;
         self.s
             .set_read_timeout(Some(Duration::from_millis(100)))
             .unwrap();
-        let mut chunk = [0u8; 4096];
-        let mut extra = Vec::new();
+        let mut chunk = vec![0u8; 1 << 16];
         let verdict = loop {
             match self.s.read(&mut chunk) {
                 Ok(0) => break "closed".to_string(),
-                Ok(n) => extra.extend_from_slice(&chunk[..n]),
+                Ok(n) => seen(&chunk[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                     break "closed".to_string()
                 }
@@ -345,11 +363,7 @@ impl Conn {
             }
         };
         self.s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
-        if extra.is_empty() {
-            verdict
-        } else {
-            format!("{verdict}, after extra bytes: {}", escape(&extra))
-        }
+        verdict
     }
 }
 
@@ -8537,6 +8551,96 @@ fn unix_socket_clients_match_redis() {
         &scenario(shoal.addr, &shoal_path),
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `maxmemory-clients`: the clients holding the most memory are closed once all clients
+/// together hold more (a request arriving, replies a client does not read), NO-EVICT
+/// clients never, though their memory counts; INFO counts the evicted; CONFIG takes sizes and
+/// percentages with Redis's errors.
+#[test]
+fn client_eviction_matches_redis() {
+    let scenario = |addr: SocketAddr| {
+        let mut out = Vec::new();
+        let evicted = |c: &mut Conn| {
+            let info = reply_of(c, &["INFO", "stats"]);
+            info.split("\\r\\n")
+                .find(|l| l.starts_with("evicted_clients:"))
+                .unwrap_or("no evicted_clients")
+                .to_string()
+        };
+        let mut o = Conn::connect(addr);
+        out.push(reply_of(&mut o, &["CONFIG", "GET", "maxmemory-clients"]));
+        for v in ["10%", "101%", "-1", "1k", "1mb"] {
+            out.push(reply_of(&mut o, &["CONFIG", "SET", "maxmemory-clients", v]));
+            out.push(reply_of(&mut o, &["CONFIG", "GET", "maxmemory-clients"]));
+        }
+        // Half of a 3 MB value arrives: the one client over the limit goes, the rest stay.
+        let half_set = |c: &mut Conn| {
+            c.send(b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$3000000\r\n");
+            c.send(&vec![b'x'; 1_500_000]);
+        };
+        let mut a = Conn::connect(addr);
+        half_set(&mut a);
+        out.push(format!("arriving value: {}", a.drained_to_close()));
+        out.push(reply_of(&mut o, &["PING"]));
+        out.push(evicted(&mut o));
+        // Replies a client does not read: 20 MB of a 100 KB value.
+        out.push(reply_of(&mut o, &["SET", "v", &"y".repeat(100_000)]));
+        let mut c = Conn::connect(addr);
+        for _ in 0..200 {
+            c.send(b"GET v\r\n");
+        }
+        // (Redis runs all 200 before it writes; Shoal writes as it goes, so its output
+        // passes the limit once the socket's buffers are full: read nothing until then.)
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while evicted(&mut o) != "evicted_clients:2" {
+            assert!(
+                Instant::now() < deadline,
+                "the client not reading was not evicted"
+            );
+            std::thread::yield_now();
+        }
+        out.push(format!("unread replies: {}", c.drained_to_close()));
+        out.push(reply_of(&mut o, &["PING"]));
+        // A NO-EVICT client stays, and while it holds more than the limit the others go.
+        let mut n = Conn::connect(addr);
+        out.push(reply_of(&mut n, &["CLIENT", "NO-EVICT", "on"]));
+        half_set(&mut n);
+        out.push(format!("observer: {}", o.drained_to_close()));
+        n.send(&vec![b'x'; 1_500_000]);
+        n.send(b"\r\n");
+        out.push(escape(&n.read_reply().unwrap_or_else(|e| e.into_bytes())));
+        // Its buffer given back, a new client is safe.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info = reply_of(&mut n, &["CLIENT", "INFO"]);
+            let mem: u64 = info
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("tot-mem="))
+                .and_then(|v| v.parse().ok())
+                .expect("CLIENT INFO has tot-mem");
+            if mem < 1 << 20 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the buffer stays at {mem} bytes");
+            std::thread::yield_now();
+        }
+        let mut p = Conn::connect(addr);
+        out.push(reply_of(&mut p, &["STRLEN", "big"]));
+        out.push(evicted(&mut p));
+        out.push(reply_of(
+            &mut p,
+            &["CONFIG", "SET", "maxmemory-clients", "0"],
+        ));
+        out
+    };
+    let redis = RedisServer::start_with(&["--maxmemory-clients", "1mb"]);
+    let shoal = TestNode::with(|c| c.maxmemory_clients = "1mb".parse().unwrap());
+    same_observations(
+        "client eviction",
+        &scenario(redis.addr),
+        &scenario(shoal.addr),
+    );
 }
 
 #[test]

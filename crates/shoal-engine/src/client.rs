@@ -144,6 +144,8 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// The connection's buffers and transaction, as it last published them.
     pub buffers: Buffers,
+    /// Its bytes in the registry's sum of all clients' memory ([`ClientRegistry::account`]).
+    counted: AtomicU64,
     /// A blocking command of this client is waiting (CLIENT LIST's flag `b`).
     pub blocked: AtomicBool,
     /// CLIENT UNBLOCK asked its wait to end: [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`]
@@ -264,6 +266,7 @@ impl ClientInfo {
             signal,
             killed: AtomicBool::new(false),
             buffers: Buffers::default(),
+            counted: AtomicU64::new(0),
             blocked: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             io_thread: AtomicUsize::new(0),
@@ -399,11 +402,45 @@ impl ClientInfo {
     }
 }
 
+/// One client's memory, as [`to_evict`] weighs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub id: u64,
+    pub bytes: u64,
+    /// False under CLIENT NO-EVICT ON: its memory counts, it is never closed for it.
+    pub evictable: bool,
+}
+
+/// The clients to close so that the rest hold at most `limit` bytes together: the largest
+/// evictable ones first (Redis evicts from its largest memory bucket down), as many as it
+/// takes; all evictable ones when even that is not enough (the NO-EVICT clients' memory
+/// counts, as in Redis). Ties go to the older client.
+pub fn to_evict(limit: u64, mut clients: Vec<Held>) -> Vec<u64> {
+    let mut sum: u64 = clients.iter().map(|c| c.bytes).sum();
+    if sum <= limit {
+        return Vec::new();
+    }
+    clients.retain(|c| c.evictable);
+    clients.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.id.cmp(&b.id)));
+    let mut out = Vec::new();
+    for c in clients {
+        if sum <= limit {
+            break;
+        }
+        sum -= c.bytes;
+        out.push(c.id);
+    }
+    out
+}
+
 /// All connected clients, by id.
 #[derive(Default)]
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    /// The clients' memory (CLIENT LIST's `tot-mem`) summed, as they last accounted it
+    /// ([`ClientRegistry::account`]), for `maxmemory-clients`.
+    memory: AtomicU64,
     /// The Memcached protocol's listening sockets (TCP and Unix): descriptor and address
     /// (memcached's `stats conns` lists them).
     listeners: Mutex<Vec<(i32, ClientAddr)>>,
@@ -425,7 +462,59 @@ impl ClientRegistry {
     }
 
     pub fn unregister(&self, id: u64) {
-        self.lock().remove(&id);
+        if let Some(c) = self.lock().remove(&id) {
+            let counted = c.counted.swap(0, Ordering::Relaxed);
+            self.memory.fetch_sub(counted, Ordering::Relaxed);
+        }
+    }
+
+    /// Brings the sum of the clients' memory up to date with what `info` last published;
+    /// true when it grew past `limit` (`maxmemory-clients` in bytes, 0 = none): then
+    /// [`ClientRegistry::evict`] is due. Cheap when nothing changed (a few relaxed loads), so
+    /// the I/O loops call it whenever they publish their buffers.
+    pub fn account(&self, info: &ClientInfo, limit: u64) -> bool {
+        let now = info.buffers.total();
+        let old = info.counted.swap(now, Ordering::Relaxed);
+        if now > old {
+            let sum = self.memory.fetch_add(now - old, Ordering::Relaxed) + (now - old);
+            limit > 0 && sum > limit
+        } else {
+            if now < old {
+                self.memory.fetch_sub(old - now, Ordering::Relaxed);
+            }
+            false
+        }
+    }
+
+    /// The clients' memory, summed (INFO's `mem_clients_normal`).
+    pub fn memory(&self) -> u64 {
+        self.memory.load(Ordering::Relaxed)
+    }
+
+    /// Redis's client eviction: closes the clients that hold the most memory, largest
+    /// first, until what the clients hold together is within `limit` ([`to_evict`]); returns
+    /// them (closed as by CLIENT KILL: their unsent replies dropped). Clients already
+    /// closing do not count. Takes the registry's lock once, so two connections that both
+    /// found the sum over the limit do not close twice as many.
+    pub fn evict(&self, limit: u64) -> Vec<Arc<ClientInfo>> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        let clients = self.lock();
+        let held: Vec<Held> = clients
+            .values()
+            .filter(|c| !c.killed.load(Ordering::Relaxed))
+            .map(|c| Held {
+                id: c.id,
+                bytes: c.counted.load(Ordering::Relaxed),
+                evictable: !c.no_evict.load(Ordering::Relaxed),
+            })
+            .collect();
+        to_evict(limit, held)
+            .into_iter()
+            .filter_map(|id| clients.get(&id).cloned())
+            .inspect(|c| c.kill())
+            .collect()
     }
 
     /// True if client `id` is connected.
@@ -489,6 +578,66 @@ impl ClientRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn held(id: u64, bytes: u64, evictable: bool) -> Held {
+        Held {
+            id,
+            bytes,
+            evictable,
+        }
+    }
+
+    #[test]
+    fn eviction_closes_the_largest_clients_until_the_rest_fit() {
+        let clients = vec![
+            held(1, 100, true),
+            held(2, 900, true),
+            held(3, 500, true),
+            held(4, 500, true),
+        ];
+        // Within the limit: nobody.
+        assert_eq!(to_evict(2000, clients.clone()), Vec::<u64>::new());
+        // 2000 held, 1500 allowed: the largest alone is enough.
+        assert_eq!(to_evict(1500, clients.clone()), vec![2]);
+        // 1000 allowed: the largest, then the older of two equal ones.
+        assert_eq!(to_evict(1000, clients.clone()), vec![2, 3]);
+        assert_eq!(to_evict(0, clients.clone()), vec![2, 3, 4, 1]);
+        // A NO-EVICT client is never closed, but what it holds counts: the others go.
+        let clients = vec![held(1, 50, true), held(2, 5000, false), held(3, 60, true)];
+        assert_eq!(to_evict(1000, clients), vec![3, 1]);
+    }
+
+    #[test]
+    fn the_registry_sums_what_clients_account_and_evicts_over_the_limit() {
+        let reg = ClientRegistry::default();
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let a = reg.register(addr, addr, Box::new(|_| {}));
+        let b = reg.register(addr, addr, Box::new(|_| {}));
+        let c = reg.register(addr, addr, Box::new(|_| {}));
+        c.no_evict.store(true, Ordering::Relaxed);
+        a.buffers.set_input(0, 16_384);
+        assert!(!reg.account(&a, 0), "no limit, never over");
+        assert!(!reg.account(&a, 20_000));
+        b.buffers.set_output(0, 1, 30_000);
+        assert!(reg.account(&b, 40_000), "46,384 held, over 40,000");
+        assert_eq!(reg.memory(), 46_384);
+        // Accounting again with nothing changed: no growth, so nothing is due.
+        assert!(!reg.account(&b, 40_000));
+        c.buffers.set_input(0, 1000);
+        assert!(reg.account(&c, 40_000));
+        let evicted: Vec<u64> = reg.evict(40_000).iter().map(|c| c.id).collect();
+        assert_eq!(evicted, vec![b.id]);
+        assert!(b.killed.load(Ordering::Relaxed));
+        // A killed client no longer counts for the next pass, and its memory goes with it.
+        assert!(reg.evict(40_000).is_empty());
+        reg.unregister(b.id);
+        assert_eq!(reg.memory(), 17_384);
+        // Shrinking gives the bytes back.
+        a.buffers.set_input(0, 0);
+        assert!(!reg.account(&a, 40_000));
+        assert_eq!(reg.memory(), 1000);
+        assert!(reg.evict(0).is_empty(), "0 is no limit");
+    }
 
     #[test]
     fn an_address_reads_as_redis_and_memcached_write_it() {

@@ -291,6 +291,9 @@ pub struct NodeConfig {
     /// Unsent reply bytes a client may hold before it is disconnected, per class (Redis's
     /// form). Enforced while a reply is produced, so no reply grows past it.
     pub client_output_buffer_limit: OutputBufferLimits,
+    /// What all clients' buffers may hold together before the largest are closed (Redis's
+    /// `maxmemory-clients`): a size or a percentage of `maxmemory`; 0 = no limit.
+    pub maxmemory_clients: ClientMemoryLimit,
     /// How long SIGTERM/SIGINT waits for connections to answer what they already read.
     pub shutdown_timeout_ms: u64,
     /// Active expiry cycles per second (Redis's `hz`).
@@ -447,6 +450,83 @@ fn node_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
 /// Longest Unix socket path (`sun_path` less its terminating NUL).
 pub const MAX_SOCKET_PATH: usize = 107;
 
+/// The least [`ClientMemoryLimit::bytes`] gives when set: Redis's floor, so that a tiny
+/// setting cannot close every client, the one that would fix it included.
+pub const MIN_CLIENT_MEMORY_LIMIT: u64 = 128 * 1024;
+
+/// Redis's `maxmemory-clients`: what the clients' buffers may hold together before the
+/// largest are closed (`crate::client::ClientRegistry::evict`): a size, or a percentage of
+/// `maxmemory` (`10%`); 0 = no limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientMemoryLimit {
+    Bytes(u64),
+    Percent(u8),
+}
+
+impl Default for ClientMemoryLimit {
+    fn default() -> Self {
+        ClientMemoryLimit::Bytes(0)
+    }
+}
+
+impl ClientMemoryLimit {
+    /// The limit in bytes with `maxmemory` (Redis's `getClientEvictionLimit`): 0 = none (0,
+    /// or a percentage without `maxmemory`), else at least [`MIN_CLIENT_MEMORY_LIMIT`].
+    pub fn bytes(self, maxmemory: u64) -> u64 {
+        let limit = match self {
+            ClientMemoryLimit::Bytes(b) => b,
+            ClientMemoryLimit::Percent(p) => {
+                (u128::from(maxmemory) * u128::from(p) / 100).min(u128::from(u64::MAX)) as u64
+            }
+        };
+        if limit == 0 {
+            0
+        } else {
+            limit.max(MIN_CLIENT_MEMORY_LIMIT)
+        }
+    }
+}
+
+impl FromStr for ClientMemoryLimit {
+    type Err = String;
+
+    /// As Redis's CONFIG SET takes it, with its error texts.
+    fn from_str(v: &str) -> Result<Self, String> {
+        match v.strip_suffix('%') {
+            Some(p) if p.starts_with(['+', '-']) => {
+                Err("argument must be a memory or percent value".into())
+            }
+            Some(p) => match p.parse::<u64>() {
+                Ok(n) if n <= 100 => Ok(ClientMemoryLimit::Percent(n as u8)),
+                Ok(_) => Err("percentage argument must be less or equal to 100".into()),
+                Err(_) => Err("argument must be a memory or percent value".into()),
+            },
+            None => v
+                .parse::<ByteSize>()
+                .map(|b| ClientMemoryLimit::Bytes(b.0))
+                .map_err(|_| "argument must be a memory or percent value".into()),
+        }
+    }
+}
+
+/// As Redis's CONFIG GET shows it: bytes, or the percentage with its sign (`10%`).
+impl fmt::Display for ClientMemoryLimit {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            ClientMemoryLimit::Bytes(b) => write!(f, "{b}"),
+            ClientMemoryLimit::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ClientMemoryLimit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text_or_number(d, "a size such as 64mb, or a percentage such as 10%", |v| {
+            v.parse().map_err(|e| format!("maxmemory-clients: {e}"))
+        })
+    }
+}
+
 /// A Unix socket's permission bits, written in octal as Redis's `unixsocketperm` and
 /// memcached's `-a` take them (`700`, `0770`; a number in the TOML file is read the same way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -520,6 +600,7 @@ impl Default for NodeConfig {
             proto_max_multibulk_len: 1024 * 1024,
             proto_inline_max_size: ByteSize(64 * 1024),
             client_output_buffer_limit: OutputBufferLimits::default(),
+            maxmemory_clients: ClientMemoryLimit::default(),
             shutdown_timeout_ms: 10_000,
             hz: 10,
             notify_keyspace_events: String::new(),
@@ -599,6 +680,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "proto-max-multibulk-len",
     "proto-inline-max-size",
     "client-output-buffer-limit",
+    "maxmemory-clients",
     "shutdown-timeout-ms",
     "hz",
     "notify-keyspace-events",
@@ -655,6 +737,7 @@ pub const STRING_KEYS: &[&str] = &[
     "user",
     "aclfile",
     "client-output-buffer-limit",
+    "maxmemory-clients",
     "log-level",
     "unixsocket",
     "memcache-unixsocket",
@@ -1123,6 +1206,43 @@ mod tests {
             NodeConfig::default().memcache_unixsocketperm,
             SocketPerm(0o700)
         );
+    }
+
+    #[test]
+    fn the_client_memory_limit_reads_and_applies_as_redis_s() {
+        use ClientMemoryLimit::*;
+        assert_eq!("0".parse(), Ok(Bytes(0)));
+        assert_eq!("1k".parse(), Ok(Bytes(1000)));
+        assert_eq!("1mb".parse(), Ok(Bytes(1 << 20)));
+        assert_eq!("10%".parse(), Ok(Percent(10)));
+        assert_eq!("100%".parse(), Ok(Percent(100)));
+        assert_eq!(
+            "101%".parse::<ClientMemoryLimit>(),
+            Err("percentage argument must be less or equal to 100".into())
+        );
+        for bad in ["-1", "-1%", "+5%", "%", "x%", "1xb", ""] {
+            assert_eq!(
+                bad.parse::<ClientMemoryLimit>(),
+                Err("argument must be a memory or percent value".into()),
+                "{bad}"
+            );
+        }
+        assert_eq!(Bytes(1000).to_string(), "1000");
+        assert_eq!(Percent(10).to_string(), "10%");
+        // 0 and a percentage without maxmemory: no limit; else at least 128 KiB.
+        assert_eq!(Bytes(0).bytes(1 << 30), 0);
+        assert_eq!(Percent(10).bytes(0), 0);
+        assert_eq!(Percent(0).bytes(1 << 30), 0);
+        assert_eq!(Percent(10).bytes(10 << 20), 1 << 20);
+        assert_eq!(Percent(100).bytes(u64::MAX), u64::MAX);
+        assert_eq!(Bytes(1000).bytes(0), MIN_CLIENT_MEMORY_LIMIT);
+        assert_eq!(Bytes(5 << 20).bytes(0), 5 << 20);
+        let table: toml::Table = "maxmemory-clients = \"5%\"".parse().unwrap();
+        let c: NodeConfig = toml::Value::Table(table).try_into().unwrap();
+        assert_eq!(c.maxmemory_clients, Percent(5));
+        let table: toml::Table = "maxmemory-clients = 1048576".parse().unwrap();
+        let c: NodeConfig = toml::Value::Table(table).try_into().unwrap();
+        assert_eq!(c.maxmemory_clients, Bytes(1 << 20));
     }
 
     #[test]

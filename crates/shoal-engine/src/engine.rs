@@ -470,6 +470,32 @@ impl Engine {
         }
     }
 
+    /// `maxmemory-clients` in bytes now (0 = none; see `ClientMemoryLimit::bytes`).
+    pub fn client_memory_limit_of(settings: &NodeConfig) -> u64 {
+        settings.maxmemory_clients.bytes(settings.maxmemory.0)
+    }
+
+    /// Redis's client eviction, when the clients' memory passed `limit`: closes the largest
+    /// (`ClientRegistry::evict`), counts them (INFO's `evicted_clients`) and logs each.
+    pub fn evict_clients(&self, limit: u64) {
+        let evicted = self.clients.evict(limit);
+        if evicted.is_empty() {
+            return;
+        }
+        self.stats
+            .evicted_clients
+            .fetch_add(evicted.len() as u64, Ordering::Relaxed);
+        let now = crate::clock::now_ms();
+        for c in evicted {
+            tracing::info!(
+                client = c.id,
+                "Evicting client: {} (maxmemory-clients is {limit} bytes, the clients hold {})",
+                c.describe(now, "", false),
+                self.clients.memory()
+            );
+        }
+    }
+
     /// Records `used` and returns the peak so far.
     pub fn peak_memory(&self, used: u64) -> u64 {
         self.peak.fetch_max(used, Ordering::Relaxed).max(used)

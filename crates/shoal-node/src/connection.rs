@@ -42,6 +42,7 @@ use shoal_cluster::Server;
 use shoal_engine::client::ClientInfo;
 use shoal_engine::clock::now_ms;
 use shoal_engine::config::ClassLimit;
+use shoal_engine::engine::Engine;
 use shoal_engine::Snapshot;
 
 use crate::signals::{Signals, STOP, TRIM};
@@ -421,6 +422,15 @@ pub fn run_connection<F: Frontend>(
     }
 }
 
+/// Adds what the client's buffers hold now, as just published, to the clients' memory; past
+/// `maxmemory-clients` (`limit`, 0 = none) the largest clients are closed, as Redis evicts
+/// them (this one may be among them: its loop then finds itself killed, as by CLIENT KILL).
+fn account(node: &Server, info: &ClientInfo, limit: u64) {
+    if node.engine.clients.account(info, limit) {
+        node.engine.evict_clients(limit);
+    }
+}
+
 /// Why the connection was told to stop.
 fn stopped(info: &ClientInfo) -> Close {
     if info.killed.load(Ordering::Relaxed) {
@@ -660,9 +670,10 @@ async fn serve<F: Frontend>(
     loop {
         // Answer every complete request already read, with one clock reading per batch.
         let mut now = now_ms();
-        let (normal, pubsub, timeout) = *settings.get(&node.engine, |s| {
+        let (normal, pubsub, timeout, clients_limit) = *settings.get(&node.engine, |s| {
             let limits = &s.client_output_buffer_limit;
-            (limits.normal, limits.pubsub, s.timeout)
+            let clients = Engine::client_memory_limit_of(s);
+            (limits.normal, limits.pubsub, s.timeout, clients)
         });
         let (limit, idle_secs) = match frontend.subscriber() {
             true => (pubsub, 0),
@@ -814,6 +825,7 @@ async fn serve<F: Frontend>(
                 }
             }
             replies.publish(&info);
+            account(node, &info, clients_limit);
             let progressed = processed > 0 || replies.fresh() > 0;
             let out = &mut replies.out;
             if limit.hard > 0 && out.len() as u64 > limit.hard {
@@ -891,6 +903,7 @@ async fn serve<F: Frontend>(
             Err(c) => return c,
         }
         replies.publish(&info);
+        account(node, &info, clients_limit);
         if let Some(c) = closing {
             // TLS sends close_notify here, which a client that stopped reading never takes:
             // bounded, so the slot is freed anyway.
@@ -924,6 +937,7 @@ async fn serve<F: Frontend>(
             input.reserve(wanted.clamp(MIN_READ, MAX_READ));
         }
         info.buffers.set_input(input.len(), input.capacity());
+        account(node, &info, clients_limit);
         info.buffers
             .awaiting
             .store(wanted > 0 || !input.is_empty(), Ordering::Relaxed);

@@ -114,6 +114,17 @@ fn peak_rss(pid: u32) -> u64 {
     status_kb(pid, "VmHWM:") * 1024
 }
 
+/// The process's peak RSS is less than `bytes` above `before` (an earlier [`peak_rss`]).
+fn assert_rss_grew_less_than(pid: u32, before: u64, bytes: u64) {
+    let peak = peak_rss(pid);
+    assert!(
+        peak < before + bytes,
+        "peak RSS grew from {} MB to {} MB",
+        before / MB,
+        peak / MB
+    );
+}
+
 fn status_kb(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
     status
@@ -178,13 +189,7 @@ fn huge_replies_stop_at_the_output_limit() {
         assert_closed_by_server(&mut greedy);
     }
 
-    let peak = peak_rss(pid);
-    assert!(
-        peak < before + 150 * MB,
-        "peak RSS grew from {} MB to {} MB",
-        before / MB,
-        peak / MB
-    );
+    assert_rss_grew_less_than(pid, before, 150 * MB);
     // The server is fine and the data intact.
     assert_eq!(c.call(&["STRLEN", "amp"]), Resp::Int(100 * MB as i64));
     assert_eq!(
@@ -223,29 +228,56 @@ fn a_client_that_never_reads_is_closed_at_its_output_limit() {
     s.set_write_timeout(Some(Duration::from_secs(10)))
         .expect("write timeout");
     let batch = b"GET big\r\n".repeat((1 << 20) / 9);
-    let mut refused = None;
-    for _ in 0..64 {
-        if let Err(e) = s.write_all(&batch) {
-            refused = Some(e.kind());
-            break;
-        }
+    if let Err(e) = write_until_refused(&mut s, &batch, 64) {
+        panic!("the client was not closed at its output limit: {e}");
     }
-    assert!(
-        matches!(
-            refused,
-            Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe)
-        ),
-        "the client was not closed at its output limit: {refused:?}"
-    );
     // Everyone else is still served, and memory stayed within the limit (and one value).
     assert_eq!(c.call(&["STRLEN", "big"]), Resp::Int(1 << 20));
-    let peak = peak_rss(pid);
+    assert_rss_grew_less_than(pid, before, 48 * MB);
+}
+
+/// `maxmemory-clients` bounds what clients hold while it grows, not a cron tick later: a
+/// client sending a 512 MB value as fast as loopback takes it is evicted once the clients
+/// hold 4 MB (Redis checks at every read), and the server's memory grows by about that.
+#[test]
+fn a_request_growing_past_maxmemory_clients_is_evicted_as_it_arrives() {
+    let daemon = Daemon::start(&["--port", "0", "--set", "maxmemory-clients=4mb"], &[]);
+    let pid = daemon.child.id();
+    let mut c = daemon.connect();
+    assert_eq!(c.config_get("maxmemory-clients"), "4194304");
+    let before = peak_rss(pid);
+    let mut s = TcpStream::connect(daemon.addr).expect("connect");
+    s.set_write_timeout(Some(Duration::from_secs(10)))
+        .expect("write timeout");
+    s.write_all(b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$536870000\r\n")
+        .expect("write the header");
+    if let Err(e) = write_until_refused(&mut s, &vec![b'x'; 1 << 20], 512) {
+        panic!("the client was not evicted: {e}");
+    }
+    let Resp::Bulk(stats) = c.call(&["INFO", "stats"]) else {
+        panic!("INFO is not a bulk string");
+    };
     assert!(
-        peak < before + 48 * MB,
-        "peak RSS grew from {} MB to {} MB",
-        before / MB,
-        peak / MB
+        String::from_utf8_lossy(&stats).contains("evicted_clients:1\r\n"),
+        "{}",
+        String::from_utf8_lossy(&stats)
     );
+    assert_eq!(c.call(&["EXISTS", "big"]), Resp::Int(0));
+    assert_rss_grew_less_than(pid, before, 24 * MB);
+}
+
+/// Writes `bytes` up to `times` times; Ok once the server closed the connection (a reset or
+/// a broken pipe), else what happened instead.
+fn write_until_refused(s: &mut TcpStream, bytes: &[u8], times: usize) -> Result<(), String> {
+    for _ in 0..times {
+        if let Err(e) = s.write_all(bytes) {
+            return match e.kind() {
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => Ok(()),
+                _ => Err(format!("the write failed otherwise: {e}")),
+            };
+        }
+    }
+    Err(format!("all {times} writes went through"))
 }
 
 /// True while the client with this id is connected (CLIENT LIST).

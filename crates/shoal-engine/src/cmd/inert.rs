@@ -28,8 +28,6 @@ pub enum Kind {
     Flags(&'static [&'static str]),
     /// Percentiles, space-separated, each 0 to 100.
     Percentiles,
-    /// A size, or a percentage up to 100 (`maxmemory-clients`).
-    MemoryOrPercent,
     /// Three integers (`oom-score-adj-values`).
     ThreeInts,
     /// Any text.
@@ -134,7 +132,6 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("logfile", "", Immutable),
     ("masterauth", "", Text),
     ("masteruser", "", Text),
-    ("maxmemory-clients", "0", MemoryOrPercent),
     ("maxmemory-eviction-tenacity", "10", Int(0, 100)),
     ("min-replicas-max-lag", "10", Int(0, INT_MAX)),
     ("no-appendfsync-on-rewrite", "no", Bool),
@@ -316,16 +313,6 @@ pub fn check(kind: Kind, value: &str) -> Result<String, String> {
                 None => Err("Invalid latency-tracking-info-percentiles parameters".into()),
             }
         }
-        MemoryOrPercent => match value.strip_suffix('%') {
-            Some(p) => match int(p) {
-                Some(n) if (0..=100).contains(&n) => Ok(format!("{n}%")),
-                Some(n) if n > 100 => {
-                    Err("percentage argument must be less or equal to 100".into())
-                }
-                _ => Err("argument must be a memory or percent value".into()),
-            },
-            None => memory(value),
-        },
         ThreeInts => {
             let parts: Vec<&str> = value.split_ascii_whitespace().collect();
             if parts.len() != 3 {
@@ -360,11 +347,6 @@ mod tests {
         assert_eq!(
             check(Memory, "1x"),
             Err("argument must be a memory value".into())
-        );
-        assert_eq!(check(MemoryOrPercent, "10%"), Ok("10%".into()));
-        assert_eq!(
-            check(MemoryOrPercent, "200%"),
-            Err("percentage argument must be less or equal to 100".into())
         );
         assert_eq!(
             check(Flags(&["default", "nosave", "now"]), "NOSAVE now"),

@@ -385,8 +385,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     s.expire_cycle_us.load(Ordering::Relaxed) / 1000
                 );
                 line!("evicted_keys:{}", stats.evicted_keys);
-                // Clients are never evicted (`maxmemory-clients` is not enforced).
-                line!("evicted_clients:0");
+                line!(
+                    "evicted_clients:{}",
+                    s.evicted_clients.load(Ordering::Relaxed)
+                );
                 line!("keyspace_hits:{}", stats.keyspace_hits);
                 line!("keyspace_misses:{}", stats.keyspace_misses);
                 line!("tracking_total_keys:{}", node.tracker.keys());
@@ -1185,6 +1187,15 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| c.client_output_buffer_limit.to_string(),
         Some(|c, v| {
             c.client_output_buffer_limit = c.client_output_buffer_limit.apply(v)?;
+            Ok(())
+        }),
+    ),
+    // Enforced by the connections (`crate::client::ClientRegistry::evict`).
+    (
+        "maxmemory-clients",
+        |c| c.maxmemory_clients.to_string(),
+        Some(|c, v| {
+            c.maxmemory_clients = v.parse()?;
             Ok(())
         }),
     ),
