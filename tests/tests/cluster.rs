@@ -786,6 +786,43 @@ fn cluster_commands_describe_the_cluster() {
         .query::<String>(&mut c)
         .unwrap_err();
     assert!(e.to_string().contains("syntax error"), "{e}");
+    // Every member is a master without replicas or failure reports; others are unknown.
+    for line in &lines {
+        let member = line.split(' ').next().unwrap();
+        for sub in ["REPLICAS", "SLAVES"] {
+            let r: Vec<String> = redis::cmd("CLUSTER")
+                .arg(sub)
+                .arg(member)
+                .query(&mut c)
+                .unwrap();
+            assert!(r.is_empty(), "{sub} {member}: {r:?}");
+        }
+        let n: i64 = redis::cmd("CLUSTER")
+            .arg("COUNT-FAILURE-REPORTS")
+            .arg(member)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 0);
+    }
+    let e = redis::cmd("CLUSTER")
+        .arg("REPLICAS")
+        .arg("0123")
+        .query::<Vec<String>>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("Unknown node 0123"), "{e}");
+    // Redis Cluster's administration is refused with the reason.
+    for (sub, args) in [
+        ("ADDSLOTS", &["1"][..]),
+        ("meet", &["127.0.0.1", "7000"][..]),
+    ] {
+        let e = redis::cmd("CLUSTER")
+            .arg(sub)
+            .arg(args)
+            .query::<String>(&mut c)
+            .unwrap_err();
+        let want = format!("CLUSTER {} is not supported: ", sub.to_ascii_uppercase());
+        assert!(e.to_string().contains(&want), "{e}");
+    }
     // COUNTKEYSINSLOT is answered by the slot's owner, whichever node is asked.
     for i in 0..20 {
         let _: () = c.set(format!("{{user1000}}.{i}"), i).unwrap();

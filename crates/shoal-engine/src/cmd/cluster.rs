@@ -1,5 +1,7 @@
 //! CLUSTER: the cluster as Redis Cluster clients and tools read it (SLOTS, SHARDS, NODES,
-//! INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT), FORGET, plus two Shoal
+//! INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT, REPLICAS, SLAVES,
+//! COUNT-FAILURE-REPORTS), FORGET, Redis Cluster's administration refused with the reason
+//! (ADDSLOTS, MEET, FAILOVER, ...: Shoal places slots and finds members itself), plus two Shoal
 //! introspection subcommands about this node's own memory (LOCALKEYS, HASKEY); and the
 //! connection commands of Redis Cluster clients (READONLY, READWRITE, ASKING). The router
 //! sends COUNTKEYSINSLOT and GETKEYSINSLOT to the slot's owner; everything else here
@@ -32,6 +34,12 @@ const HELP: &[&str] = &[
     "NODES",
     "    Return cluster configuration seen by node. Output format:",
     "    <id> <ip:port@cport> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "REPLICAS <node-id>",
+    "    Return <node-id> replicas (none: every node is a master, replica copies are per slot).",
+    "SLAVES <node-id>",
+    "    (Deprecated) Alias for REPLICAS.",
+    "COUNT-FAILURE-REPORTS <node-id>",
+    "    Return the number of failure reports for <node-id> (none: SWIM gossip has its own).",
     "RESET [HARD|SOFT]",
     "    Not supported: a Shoal node's members are those its seeds and gossip find.",
     "SHARDS",
@@ -51,6 +59,25 @@ const HELP: &[&str] = &[
 const ERR_RESET: &str = "ERR CLUSTER RESET is not supported: a Shoal node's members are those \
      its seeds and gossip find (to take a node out, stop it)";
 
+/// Why Redis Cluster's administration subcommands do not apply to a Shoal cluster, if `sub`
+/// (lowercase) is one: Shoal places the slots and finds the members itself.
+fn unsupported(sub: &[u8]) -> Option<&'static str> {
+    Some(match sub {
+        b"addslots" | b"addslotsrange" | b"delslots" | b"delslotsrange" | b"flushslots"
+        | b"setslot" | b"bumpepoch" | b"set-config-epoch" => {
+            "Shoal places every slot itself (rendezvous hashing over the members)"
+        }
+        b"meet" => "nodes join through cluster-seeds or cluster-nodes",
+        b"replicate" | b"failover" => {
+            "every node is a master holding replica copies of other nodes' slots, and a \
+             dead owner's slots fail over by themselves"
+        }
+        b"saveconfig" => "Shoal keeps no cluster configuration on disk",
+        b"links" => "the links to other nodes are in INFO cluster and the metrics",
+        _ => return None,
+    })
+}
+
 /// A slot number argument, as Redis's `getSlotOrReply` accepts it.
 pub fn parse_slot(arg: &[u8]) -> Option<u16> {
     let n = super::parse_i64(arg)?;
@@ -62,10 +89,25 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let arity_ok = match &sub[..] {
         b"info" | b"nodes" | b"myid" | b"myshardid" | b"slots" | b"shards" | b"help"
         | b"localkeys" => args.len() == 2,
-        b"keyslot" | b"countkeysinslot" | b"haskey" | b"forget" => args.len() == 3,
+        b"keyslot"
+        | b"countkeysinslot"
+        | b"haskey"
+        | b"forget"
+        | b"replicas"
+        | b"slaves"
+        | b"count-failure-reports" => args.len() == 3,
         b"getkeysinslot" => args.len() == 4,
         b"reset" => args.len() <= 3,
-        _ => return unknown_subcommand("cluster", &args[1]),
+        other => match unsupported(other) {
+            Some(why) if ctx.host.cluster().is_some() => {
+                return Reply::error(format!(
+                    "ERR CLUSTER {} is not supported: {why}",
+                    String::from_utf8_lossy(&args[1]).to_ascii_uppercase()
+                ))
+            }
+            Some(_) => return err("ERR This instance has cluster support disabled"),
+            None => return unknown_subcommand("cluster", &args[1]),
+        },
     };
     if !arity_ok {
         return wrong_arity(&format!("cluster|{}", String::from_utf8_lossy(&sub)));
@@ -148,6 +190,19 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         },
         b"info" => Reply::Verbatim(cluster.cluster_info().into()),
         b"nodes" => Reply::Verbatim(cluster.cluster_nodes(ctx.now_ms).into()),
+        // Known members have no replicas and no failure reports; others are unknown, with
+        // Redis's error.
+        b"replicas" | b"slaves" | b"count-failure-reports" => {
+            let id = String::from_utf8_lossy(&args[2]);
+            let nodes = cluster.cluster_nodes(ctx.now_ms);
+            if !nodes.lines().any(|l| l.split(' ').next() == Some(&*id)) {
+                return Reply::error(format!("ERR Unknown node {id}"));
+            }
+            match &sub[..] {
+                b"count-failure-reports" => Reply::Int(0),
+                _ => Reply::Array(Vec::new()),
+            }
+        }
         b"forget" => match cluster.forget(&String::from_utf8_lossy(&args[2])) {
             Ok(()) => Reply::ok(),
             Err(text) => Reply::error(text),

@@ -751,7 +751,7 @@ pub static TABLE: &[CommandSpec] = &[
         &["cat", "deluser", "dryrun", "genpass", "getuser", "list", "load", "log", "save", "setuser", "users", "whoami", "help"]) },
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
     CommandSpec { route: Route::Cluster, ..cmd!("cluster", -2, LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster::cluster,
-        &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "forget", "reset", "localkeys", "haskey", "help"]) },
+        &["info", "nodes", "slots", "shards", "myid", "myshardid", "keyslot", "countkeysinslot", "getkeysinslot", "replicas", "slaves", "count-failure-reports", "forget", "reset", "localkeys", "haskey", "help"]) },
     CommandSpec { acl: &["connection"], ..cmd!("readonly", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", cluster::readonly) },
     CommandSpec { acl: &["connection"], ..cmd!("readwrite", 1, FAST | LOADING | STALE, (0, 0, 0), "cluster", "3.0.0", "Enables read-write queries for a connection to a Redis Cluster replica node.", cluster::readwrite) },
     CommandSpec { acl: &["connection"], ..cmd!("asking", 1, FAST, (0, 0, 0), "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect.", cluster::asking) },

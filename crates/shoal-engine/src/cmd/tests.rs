@@ -716,6 +716,32 @@ fn client_subcommands() {
     assert!(h.run("CLIENT HELP").starts_with('*'));
 }
 
+/// Without a cluster, CLUSTER's subcommands, Redis Cluster's administration among them,
+/// answer as a Redis started without `cluster-enabled`.
+#[test]
+fn cluster_subcommands_on_a_single_node() {
+    let mut h = H::new();
+    let disabled = "-ERR This instance has cluster support disabled\r\n";
+    for c in [
+        "CLUSTER INFO",
+        "CLUSTER REPLICAS abc",
+        "CLUSTER SLAVES abc",
+        "CLUSTER COUNT-FAILURE-REPORTS abc",
+        "CLUSTER ADDSLOTS 1",
+        "CLUSTER MEET 127.0.0.1 7000",
+    ] {
+        h.check(c, disabled);
+    }
+    h.check(
+        "CLUSTER REPLICAS",
+        "-ERR wrong number of arguments for 'cluster|replicas' command\r\n",
+    );
+    h.check(
+        "CLUSTER NOSUCH",
+        "-ERR unknown subcommand 'NOSUCH'. Try CLUSTER HELP.\r\n",
+    );
+}
+
 #[test]
 fn server_commands() {
     let mut h = H::new();
