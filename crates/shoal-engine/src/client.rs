@@ -186,6 +186,13 @@ pub struct Buffers {
     pub multi_mem: AtomicU64,
     /// Part of a request is in and its front end awaits the rest (memcached's `conn_nread`).
     pub awaiting: AtomicBool,
+    /// Bytes the request in progress still needs (0: none or unknown): the input counts at
+    /// most its bytes and these for `maxmemory-clients`, not the room a growing buffer
+    /// reserved past them (never written, so not resident).
+    pub wanted: AtomicU64,
+    /// Bytes of Pub/Sub messages and invalidations waiting in its mailbox for the
+    /// connection to take them (Redis keeps them in the output buffer: part of `tot-mem`).
+    pub mailbox: AtomicU64,
 }
 
 impl Default for Buffers {
@@ -201,6 +208,8 @@ impl Default for Buffers {
             multi: AtomicI64::new(-1),
             multi_mem: AtomicU64::new(0),
             awaiting: AtomicBool::new(false),
+            wanted: AtomicU64::new(0),
+            mailbox: AtomicU64::new(0),
         }
     }
 }
@@ -214,10 +223,16 @@ impl Buffers {
         self.rbs.store(capacity as u64, Ordering::Relaxed);
     }
 
-    /// Bytes the connection holds in its buffers and MULTI queue (CLIENT LIST's `tot-mem`).
+    /// Bytes the connection holds in its buffers, MULTI queue and mailbox (CLIENT LIST's
+    /// `tot-mem`): its input buffer's size, or while a request arrives the bytes in and still
+    /// wanted if less (see `wanted`).
     pub fn total(&self) -> u64 {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        get(&self.rbs) + get(&self.obl) + get(&self.omem) + get(&self.multi_mem)
+        let input = match get(&self.wanted) {
+            0 => get(&self.rbs),
+            wanted => get(&self.rbs).min(get(&self.qbuf) + wanted),
+        };
+        input + get(&self.obl) + get(&self.omem) + get(&self.multi_mem) + get(&self.mailbox)
     }
 
     /// The output: `buffered` bytes in the small-reply buffer, then `chunks` chunks of
@@ -411,20 +426,21 @@ pub struct Held {
     pub evictable: bool,
 }
 
-/// The clients to close so that the rest hold at most `limit` bytes together: the largest
+/// The clients to close so that the rest hold less than `limit` bytes together (Redis
+/// evicts while they hold the limit or more): the largest
 /// evictable ones first (Redis evicts from its largest memory bucket down), as many as it
 /// takes; all evictable ones when even that is not enough (the NO-EVICT clients' memory
 /// counts, as in Redis). Ties go to the older client.
 pub fn to_evict(limit: u64, mut clients: Vec<Held>) -> Vec<u64> {
     let mut sum: u64 = clients.iter().map(|c| c.bytes).sum();
-    if sum <= limit {
+    if sum < limit {
         return Vec::new();
     }
     clients.retain(|c| c.evictable);
     clients.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.id.cmp(&b.id)));
     let mut out = Vec::new();
     for c in clients {
-        if sum <= limit {
+        if sum < limit {
             break;
         }
         sum -= c.bytes;
@@ -441,6 +457,8 @@ pub struct ClientRegistry {
     /// The clients' memory (CLIENT LIST's `tot-mem`) summed, as they last accounted it
     /// ([`ClientRegistry::account`]), for `maxmemory-clients`.
     memory: AtomicU64,
+    /// Clients closed for `maxmemory-clients` (INFO's `evicted_clients`).
+    evicted: AtomicU64,
     /// The Memcached protocol's listening sockets (TCP and Unix): descriptor and address
     /// (memcached's `stats conns` lists them).
     listeners: Mutex<Vec<(i32, ClientAddr)>>,
@@ -477,7 +495,7 @@ impl ClientRegistry {
         let old = info.counted.swap(now, Ordering::Relaxed);
         if now > old {
             let sum = self.memory.fetch_add(now - old, Ordering::Relaxed) + (now - old);
-            limit > 0 && sum > limit
+            limit > 0 && sum >= limit
         } else {
             if now < old {
                 self.memory.fetch_sub(old - now, Ordering::Relaxed);
@@ -486,13 +504,55 @@ impl ClientRegistry {
         }
     }
 
-    /// The clients' memory, summed (INFO's `mem_clients_normal`).
+    /// Accounts every client as it is now (the cron's pass: what grew or shrank without its
+    /// I/O loop accounting it, such as while the limit was off); true when the sum is at
+    /// `limit` or more (0: none).
+    pub fn account_all(&self, limit: u64) -> bool {
+        for c in self.lock().values() {
+            self.account(c, 0);
+        }
+        limit > 0 && self.memory() >= limit
+    }
+
+    /// The clients' memory, summed as they accounted it.
     pub fn memory(&self) -> u64 {
         self.memory.load(Ordering::Relaxed)
     }
 
+    /// Clients evicted so far (INFO's `evicted_clients`).
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_evicted(&self) {
+        self.evicted.store(0, Ordering::Relaxed);
+    }
+
+    /// Redis's client eviction, once the clients' memory reached `limit` ([`account`]
+    /// said so): closes the largest ([`ClientRegistry::evict`]), counts and logs them.
+    ///
+    /// [`account`]: ClientRegistry::account
+    pub fn evict_over(&self, limit: u64) {
+        let evicted = self.evict(limit);
+        if evicted.is_empty() {
+            return;
+        }
+        self.evicted
+            .fetch_add(evicted.len() as u64, Ordering::Relaxed);
+        let now = crate::clock::now_ms();
+        for c in evicted {
+            tracing::info!(
+                client = c.id,
+                "Evicting client: {} (maxmemory-clients is {limit} bytes, the clients hold {})",
+                c.describe(now, "", false),
+                self.memory()
+            );
+        }
+    }
+
     /// Redis's client eviction: closes the clients that hold the most memory, largest
-    /// first, until what the clients hold together is within `limit` ([`to_evict`]); returns
+    /// first, until what the clients hold together is under `limit` ([`to_evict`]); returns
     /// them (closed as by CLIENT KILL: their unsent replies dropped). Clients already
     /// closing do not count. Takes the registry's lock once, so two connections that both
     /// found the sum over the limit do not close twice as many.
@@ -595,8 +655,9 @@ mod tests {
             held(3, 500, true),
             held(4, 500, true),
         ];
-        // Within the limit: nobody.
-        assert_eq!(to_evict(2000, clients.clone()), Vec::<u64>::new());
+        // Under the limit: nobody; at it, as in Redis, the largest.
+        assert_eq!(to_evict(2001, clients.clone()), Vec::<u64>::new());
+        assert_eq!(to_evict(2000, clients.clone()), vec![2]);
         // 2000 held, 1500 allowed: the largest alone is enough.
         assert_eq!(to_evict(1500, clients.clone()), vec![2]);
         // 1000 allowed: the largest, then the older of two equal ones.
@@ -637,6 +698,17 @@ mod tests {
         assert!(!reg.account(&a, 40_000));
         assert_eq!(reg.memory(), 1000);
         assert!(reg.evict(0).is_empty(), "0 is no limit");
+        // A request arriving counts its bytes and those still wanted, not the room reserved
+        // past them; a mailbox's messages count.
+        a.buffers.set_input(10_000, 65_536);
+        a.buffers.wanted.store(5_000, Ordering::Relaxed);
+        assert_eq!(a.buffers.total(), 15_000);
+        a.buffers.mailbox.store(700, Ordering::Relaxed);
+        assert_eq!(a.buffers.total(), 15_700);
+        // What changed without being accounted is taken by the cron's pass.
+        assert!(reg.account_all(16_000), "16,700 held");
+        assert_eq!(reg.memory(), 16_700);
+        assert!(!reg.account_all(0));
     }
 
     #[test]

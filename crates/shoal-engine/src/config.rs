@@ -497,6 +497,8 @@ impl FromStr for ClientMemoryLimit {
                 Err("argument must be a memory or percent value".into())
             }
             Some(p) => match p.parse::<u64>() {
+                // 0% is no limit, shown as Redis shows it: 0.
+                Ok(0) => Ok(ClientMemoryLimit::Bytes(0)),
                 Ok(n) if n <= 100 => Ok(ClientMemoryLimit::Percent(n as u8)),
                 Ok(_) => Err("percentage argument must be less or equal to 100".into()),
                 Err(_) => Err("argument must be a memory or percent value".into()),
@@ -1216,6 +1218,7 @@ mod tests {
         assert_eq!("1mb".parse(), Ok(Bytes(1 << 20)));
         assert_eq!("10%".parse(), Ok(Percent(10)));
         assert_eq!("100%".parse(), Ok(Percent(100)));
+        assert_eq!("0%".parse(), Ok(Bytes(0)), "Redis shows 0");
         assert_eq!(
             "101%".parse::<ClientMemoryLimit>(),
             Err("percentage argument must be less or equal to 100".into())

@@ -378,10 +378,15 @@ impl Engine {
     fn publish_event(&self, flags: u32, event: &str, key: &[u8]) {
         use crate::notify::{keyevent_channel, keyspace_channel, KEYEVENT, KEYSPACE};
         let (db, name) = shoal_store::split_key(key);
-        let limit = self.with_settings(|s| s.client_output_buffer_limit.pubsub);
+        let (limit, clients) = self.with_settings(|s| {
+            let clients = Engine::client_memory_limit_of(s);
+            (s.client_output_buffer_limit.pubsub, clients)
+        });
         let sink = self.event_sink.get();
         let send = |channel: Bytes, message: Bytes| {
-            self.pubsub.publish(&channel, &message, false, limit);
+            let accounting = (&self.clients, clients);
+            self.pubsub
+                .publish(&channel, &message, false, limit, accounting);
             if let Some(sink) = sink {
                 sink.publish(false, channel, message);
             }
@@ -473,27 +478,6 @@ impl Engine {
     /// `maxmemory-clients` in bytes now (0 = none; see `ClientMemoryLimit::bytes`).
     pub fn client_memory_limit_of(settings: &NodeConfig) -> u64 {
         settings.maxmemory_clients.bytes(settings.maxmemory.0)
-    }
-
-    /// Redis's client eviction, when the clients' memory passed `limit`: closes the largest
-    /// (`ClientRegistry::evict`), counts them (INFO's `evicted_clients`) and logs each.
-    pub fn evict_clients(&self, limit: u64) {
-        let evicted = self.clients.evict(limit);
-        if evicted.is_empty() {
-            return;
-        }
-        self.stats
-            .evicted_clients
-            .fetch_add(evicted.len() as u64, Ordering::Relaxed);
-        let now = crate::clock::now_ms();
-        for c in evicted {
-            tracing::info!(
-                client = c.id,
-                "Evicting client: {} (maxmemory-clients is {limit} bytes, the clients hold {})",
-                c.describe(now, "", false),
-                self.clients.memory()
-            );
-        }
     }
 
     /// Records `used` and returns the peak so far.

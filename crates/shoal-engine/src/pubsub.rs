@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use shoal_resp::Reply;
 
-use crate::client::ClientInfo;
+use crate::client::{ClientInfo, ClientRegistry};
 use crate::config::ClassLimit;
 
 /// The three name spaces of subscriptions.
@@ -144,6 +144,10 @@ pub const MAILBOX_CEILING: u64 = 1 << 30;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overflow;
 
+/// Where a delivery accounts the subscriber's memory: the clients and `maxmemory-clients` in
+/// bytes (0: off, nothing accounted).
+pub type Accounting<'a> = (&'a ClientRegistry, u64);
+
 /// One subscribed connection's undelivered messages.
 pub struct Mailbox {
     client: Arc<ClientInfo>,
@@ -175,6 +179,20 @@ impl Mailbox {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MailState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Shows the bytes queued in the client's buffers (`tot-mem`, `maxmemory-clients`).
+    fn publish_bytes(&self, bytes: usize) {
+        self.client
+            .buffers
+            .mailbox
+            .store(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Accounts the subscriber's memory after a delivery (see `ClientRegistry::account`);
+    /// true when the clients' memory reached `limit` (`maxmemory-clients` in bytes).
+    fn account(&self, clients: &ClientRegistry, limit: u64) -> bool {
+        limit > 0 && clients.account(&self.client, limit)
     }
 
     /// Queues `message` unless that takes the mailbox past `limit`; then the subscriber is
@@ -209,6 +227,7 @@ impl Mailbox {
             self.has_mail.store(true, Ordering::Release);
             s.queue = VecDeque::new();
             s.bytes = 0;
+            self.publish_bytes(0);
             let waker = s.waker.take();
             drop(s);
             tracing::warn!(
@@ -222,6 +241,7 @@ impl Mailbox {
             return false;
         }
         s.bytes += size;
+        self.publish_bytes(s.bytes);
         s.queue.push_back(message);
         self.has_mail.store(true, Ordering::Release);
         let waker = s.waker.take();
@@ -252,6 +272,7 @@ impl Mailbox {
             s.bytes -= size;
             out.push(m);
         }
+        self.publish_bytes(s.bytes);
         if s.queue.is_empty() {
             s.over_soft_since = None;
             self.has_mail.store(false, Ordering::Release);
@@ -319,6 +340,7 @@ impl PubSub {
         payload: &Bytes,
         shard: bool,
         limit: ClassLimit,
+        clients: Accounting<'_>,
     ) -> usize {
         if self.count.load(Ordering::Acquire) == 0 {
             return 0;
@@ -338,6 +360,8 @@ impl PubSub {
         let now = Instant::now();
         let registry = self.read();
         let mut receivers = 0;
+        // The subscribers' memory reached `maxmemory-clients`: evict once the lock is let go.
+        let mut over = false;
         let space = if shard { Space::Shard } else { Space::Channel };
         if let Some(subs) = registry[space.index()].get(channel) {
             for mailbox in subs.values() {
@@ -350,7 +374,10 @@ impl PubSub {
                     invalidate: None,
                 };
                 // One closed at its output limit (by this message or before) got nothing.
-                receivers += usize::from(mailbox.deliver(m, limit, now));
+                if mailbox.deliver(m, limit, now) {
+                    receivers += 1;
+                    over |= mailbox.account(clients.0, clients.1);
+                }
             }
         }
         if !shard {
@@ -367,9 +394,16 @@ impl PubSub {
                         shard: false,
                         invalidate: None,
                     };
-                    receivers += usize::from(mailbox.deliver(m, limit, now));
+                    if mailbox.deliver(m, limit, now) {
+                        receivers += 1;
+                        over |= mailbox.account(clients.0, clients.1);
+                    }
                 }
             }
+        }
+        drop(registry);
+        if over {
+            clients.0.evict_over(clients.1);
         }
         receivers
     }
@@ -575,7 +609,16 @@ mod tests {
     #[test]
     fn publish_reaches_channels_and_patterns_and_counts_as_redis() {
         let ps = Arc::new(PubSub::default());
-        assert_eq!(ps.publish(&b("news"), &b("x"), false, NO_LIMIT), 0);
+        assert_eq!(
+            ps.publish(
+                &b("news"),
+                &b("x"),
+                false,
+                NO_LIMIT,
+                (&ClientRegistry::default(), 0)
+            ),
+            0
+        );
         let mut one = Subscriber::new(ps.clone(), client(1));
         let mut two = Subscriber::new(ps.clone(), client(2));
         assert!(one.subscribe(Space::Channel, &b("news")));
@@ -584,9 +627,36 @@ mod tests {
         assert!(two.subscribe(Space::Pattern, &b("n*")));
         assert!(two.subscribe(Space::Shard, &b("news")));
         // One client with a channel and a matching pattern gets it twice.
-        assert_eq!(ps.publish(&b("news"), &b("hi"), false, NO_LIMIT), 3);
-        assert_eq!(ps.publish(&b("news"), &b("s"), true, NO_LIMIT), 1);
-        assert_eq!(ps.publish(&b("other"), &b("x"), false, NO_LIMIT), 0);
+        assert_eq!(
+            ps.publish(
+                &b("news"),
+                &b("hi"),
+                false,
+                NO_LIMIT,
+                (&ClientRegistry::default(), 0)
+            ),
+            3
+        );
+        assert_eq!(
+            ps.publish(
+                &b("news"),
+                &b("s"),
+                true,
+                NO_LIMIT,
+                (&ClientRegistry::default(), 0)
+            ),
+            1
+        );
+        assert_eq!(
+            ps.publish(
+                &b("other"),
+                &b("x"),
+                false,
+                NO_LIMIT,
+                (&ClientRegistry::default(), 0)
+            ),
+            0
+        );
         let got = one.mailbox().take(usize::MAX).unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].pattern, None);
@@ -618,7 +688,16 @@ mod tests {
         let inside = |b: &Bytes| read_buffer.as_ptr_range().contains(&b.as_ptr());
         assert!(sub.subscribed(Space::Channel).iter().all(|n| !inside(n)));
         let payload = read_buffer.slice(10..20);
-        assert_eq!(ps.publish(&name, &payload, false, NO_LIMIT), 1);
+        assert_eq!(
+            ps.publish(
+                &name,
+                &payload,
+                false,
+                NO_LIMIT,
+                (&ClientRegistry::default(), 0)
+            ),
+            1
+        );
         let m = sub.mailbox().take(usize::MAX).unwrap().remove(0);
         assert!(!inside(&m.channel) && !inside(&m.payload));
         assert_eq!(m.payload, payload);
@@ -642,7 +721,13 @@ mod tests {
         let payload = Bytes::from(vec![b'x'; 300]);
         let mut delivered = 0;
         while !killed.load(Ordering::Relaxed) {
-            ps.publish(&b("c"), &payload, false, limit);
+            ps.publish(
+                &b("c"),
+                &payload,
+                false,
+                limit,
+                (&ClientRegistry::default(), 0),
+            );
             delivered += 1;
             assert!(delivered < 10, "never closed");
         }

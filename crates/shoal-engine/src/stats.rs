@@ -44,8 +44,6 @@ pub struct Stats {
     pub total_commands_processed: Counter,
     pub total_connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
-    /// Clients closed for `maxmemory-clients` (Redis's `evicted_clients`).
-    pub evicted_clients: AtomicU64,
     pub total_net_input_bytes: Counter,
     pub total_net_output_bytes: Counter,
     /// Time the cron's active expiry took, in µs (Redis's `expire_cycle_cpu_milliseconds`).
@@ -123,7 +121,6 @@ impl Stats {
         for c in [
             &self.total_connections_received,
             &self.rejected_connections,
-            &self.evicted_clients,
             &self.expire_cycle_us,
             &self.expire_time_cap_reached,
         ] {

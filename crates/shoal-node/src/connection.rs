@@ -426,8 +426,8 @@ pub fn run_connection<F: Frontend>(
 /// `maxmemory-clients` (`limit`, 0 = none) the largest clients are closed, as Redis evicts
 /// them (this one may be among them: its loop then finds itself killed, as by CLIENT KILL).
 fn account(node: &Server, info: &ClientInfo, limit: u64) {
-    if node.engine.clients.account(info, limit) {
-        node.engine.evict_clients(limit);
+    if limit > 0 && node.engine.clients.account(info, limit) {
+        node.engine.clients.evict_over(limit);
     }
 }
 
@@ -687,6 +687,11 @@ async fn serve<F: Frontend>(
         // The end of the input, when a read ahead found it (see below).
         let mut ended = None;
         let closing = loop {
+            // Evicted (`maxmemory-clients`) or killed while its batch ran: the requests it
+            // holds are not served, as Redis stops before a client's next command.
+            if info.killed.load(Ordering::Relaxed) {
+                return Close::Killed;
+            }
             // The shard hand-overs this batch meets in the store, and only them (other tasks of
             // this thread ran since the last batch).
             shoal_store::take_contention();
@@ -794,6 +799,8 @@ async fn serve<F: Frontend>(
                                         .stats
                                         .total_net_input_bytes
                                         .add(n as u64);
+                                    info.buffers.set_input(input.len(), input.capacity());
+                                    account(node, &info, clients_limit);
                                     // What was read ahead is served next, without waiting
                                     // for more input.
                                     if matches!(step, Step::NeedInput) {
@@ -937,6 +944,7 @@ async fn serve<F: Frontend>(
             input.reserve(wanted.clamp(MIN_READ, MAX_READ));
         }
         info.buffers.set_input(input.len(), input.capacity());
+        info.buffers.wanted.store(wanted as u64, Ordering::Relaxed);
         account(node, &info, clients_limit);
         info.buffers
             .awaiting
@@ -979,6 +987,7 @@ async fn serve<F: Frontend>(
                         info.buffers.set_input(0, 0);
                     }
                     replies.trim();
+                    account(node, &info, clients_limit);
                 }
             }
         };

@@ -944,11 +944,12 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
             node.engine.clients.trim_idle(now);
             last_trim = now;
         }
-        // `maxmemory-clients` set lower (or `maxmemory` for a percentage) since the clients
-        // last grew: they are evicted here, as Redis's next event-loop turn would.
+        // `maxmemory-clients`: every client accounted as it is now (what changed while the
+        // limit was off, or without its I/O loop accounting it), and evicted if over, as
+        // Redis's clientsCron and next event-loop turn would.
         let limit = node.engine.with_settings(Engine::client_memory_limit_of);
-        if limit > 0 && node.engine.clients.memory() > limit {
-            node.engine.evict_clients(limit);
+        if limit > 0 && node.engine.clients.account_all(limit) {
+            node.engine.clients.evict_over(limit);
         }
         let flush_at = node.engine.flush_at.load(Ordering::Relaxed);
         if flush_at != 0 && now >= flush_at {

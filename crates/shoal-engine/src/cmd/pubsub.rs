@@ -112,10 +112,15 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn publish_in(ctx: &mut Ctx<'_>, args: &[Bytes], shard: bool) -> Reply {
-    let limit = ctx
+    let (limit, clients) = ctx.engine.with_settings(|s| {
+        let clients = crate::engine::Engine::client_memory_limit_of(s);
+        (s.client_output_buffer_limit.pubsub, clients)
+    });
+    let accounting = (&ctx.engine.clients, clients);
+    let n = ctx
         .engine
-        .with_settings(|s| s.client_output_buffer_limit.pubsub);
-    let n = ctx.engine.pubsub.publish(&args[1], &args[2], shard, limit);
+        .pubsub
+        .publish(&args[1], &args[2], shard, limit, accounting);
     // Called by a script (which runs with `no_block`, as EXEC's commands do) the command
     // runs where the script's keys are, not through the router's fan-out (a transaction's
     // PUBLISH never runs inside a cluster node's EXEC: the router sends it out alone): in a

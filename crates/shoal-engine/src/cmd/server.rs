@@ -385,10 +385,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                     s.expire_cycle_us.load(Ordering::Relaxed) / 1000
                 );
                 line!("evicted_keys:{}", stats.evicted_keys);
-                line!(
-                    "evicted_clients:{}",
-                    s.evicted_clients.load(Ordering::Relaxed)
-                );
+                line!("evicted_clients:{}", node.clients.evicted());
                 line!("keyspace_hits:{}", stats.keyspace_hits);
                 line!("keyspace_misses:{}", stats.keyspace_misses);
                 line!("tracking_total_keys:{}", node.tracker.keys());
@@ -1518,6 +1515,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         b"resetstat" if args.len() == 2 => {
             ctx.engine.stats.reset();
+            ctx.engine.clients.reset_evicted();
             ctx.engine.store.reset_stats();
             ctx.engine.mc_stats.store_counters_zeroed();
             ctx.engine.lazyfree.reset();
