@@ -8554,7 +8554,8 @@ fn unix_socket_clients_match_redis() {
 }
 
 /// `maxmemory-clients`: the clients holding the most memory are closed once all clients
-/// together hold more (a request arriving, replies a client does not read), NO-EVICT
+/// together hold more (a request arriving, replies a client does not read, messages waiting
+/// for a subscriber, a MULTI queue), NO-EVICT
 /// clients never, though their memory counts; INFO counts the evicted; CONFIG takes sizes and
 /// percentages with Redis's errors.
 #[test]
@@ -8692,6 +8693,26 @@ fn client_eviction_matches_redis() {
             &["CONFIG", "SET", "maxmemory-clients", "300kb"],
         ));
         out.push(format!("limit lowered: {}", h.drained_to_close()));
+        out.push(evicted(&mut p));
+        // Commands queued in MULTI count.
+        out.push(reply_of(
+            &mut p,
+            &["CONFIG", "SET", "maxmemory-clients", "1mb"],
+        ));
+        let mut m = Conn::connect(addr);
+        out.push(reply_of(&mut m, &["MULTI"]));
+        let value = "q".repeat(100_000);
+        let mut queued = 0;
+        for i in 0..40 {
+            m.send(&multibulk(&["SET", &format!("mk{i}"), &value]));
+            match m.read_reply() {
+                Ok(r) if r == b"+QUEUED\r\n" => queued += 1,
+                _ => break,
+            }
+        }
+        out.push(format!("queued fewer than 40: {}", queued < 40));
+        out.push(format!("transaction: {}", m.drained_to_close()));
+        out.push(reply_of(&mut p, &["EXISTS", "mk0"]));
         out.push(evicted(&mut p));
         out.push(reply_of(
             &mut p,
