@@ -8694,11 +8694,19 @@ fn client_eviction_matches_redis() {
         ));
         out.push(format!("limit lowered: {}", h.drained_to_close()));
         out.push(evicted(&mut p));
-        // Commands queued in MULTI count.
+        // A request that fits is served: what arrives counts, not the room reserved for it.
         out.push(reply_of(
             &mut p,
             &["CONFIG", "SET", "maxmemory-clients", "1mb"],
         ));
+        let mut w = Conn::connect(addr);
+        let fits = "f".repeat(700_000);
+        let served = (0..20)
+            .filter(|i| reply_of(&mut w, &["SET", &format!("fit{i}"), &fits]) == "+OK\\r\\n")
+            .count();
+        out.push(format!("700 KB SETs served: {served}"));
+        drop(w);
+        // Commands queued in MULTI count.
         let mut m = Conn::connect(addr);
         out.push(reply_of(&mut m, &["MULTI"]));
         let value = "q".repeat(100_000);
