@@ -584,6 +584,13 @@ impl Drop for Subscriber {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No `maxmemory-clients`: deliveries account nothing.
+    fn off() -> Accounting<'static> {
+        static NO_CLIENTS: std::sync::LazyLock<ClientRegistry> =
+            std::sync::LazyLock::new(ClientRegistry::default);
+        (&NO_CLIENTS, 0)
+    }
     use std::net::SocketAddr;
 
     fn client(id: u64) -> Arc<ClientInfo> {
@@ -609,16 +616,7 @@ mod tests {
     #[test]
     fn publish_reaches_channels_and_patterns_and_counts_as_redis() {
         let ps = Arc::new(PubSub::default());
-        assert_eq!(
-            ps.publish(
-                &b("news"),
-                &b("x"),
-                false,
-                NO_LIMIT,
-                (&ClientRegistry::default(), 0)
-            ),
-            0
-        );
+        assert_eq!(ps.publish(&b("news"), &b("x"), false, NO_LIMIT, off()), 0);
         let mut one = Subscriber::new(ps.clone(), client(1));
         let mut two = Subscriber::new(ps.clone(), client(2));
         assert!(one.subscribe(Space::Channel, &b("news")));
@@ -627,36 +625,9 @@ mod tests {
         assert!(two.subscribe(Space::Pattern, &b("n*")));
         assert!(two.subscribe(Space::Shard, &b("news")));
         // One client with a channel and a matching pattern gets it twice.
-        assert_eq!(
-            ps.publish(
-                &b("news"),
-                &b("hi"),
-                false,
-                NO_LIMIT,
-                (&ClientRegistry::default(), 0)
-            ),
-            3
-        );
-        assert_eq!(
-            ps.publish(
-                &b("news"),
-                &b("s"),
-                true,
-                NO_LIMIT,
-                (&ClientRegistry::default(), 0)
-            ),
-            1
-        );
-        assert_eq!(
-            ps.publish(
-                &b("other"),
-                &b("x"),
-                false,
-                NO_LIMIT,
-                (&ClientRegistry::default(), 0)
-            ),
-            0
-        );
+        assert_eq!(ps.publish(&b("news"), &b("hi"), false, NO_LIMIT, off()), 3);
+        assert_eq!(ps.publish(&b("news"), &b("s"), true, NO_LIMIT, off()), 1);
+        assert_eq!(ps.publish(&b("other"), &b("x"), false, NO_LIMIT, off()), 0);
         let got = one.mailbox().take(usize::MAX).unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].pattern, None);
@@ -688,16 +659,7 @@ mod tests {
         let inside = |b: &Bytes| read_buffer.as_ptr_range().contains(&b.as_ptr());
         assert!(sub.subscribed(Space::Channel).iter().all(|n| !inside(n)));
         let payload = read_buffer.slice(10..20);
-        assert_eq!(
-            ps.publish(
-                &name,
-                &payload,
-                false,
-                NO_LIMIT,
-                (&ClientRegistry::default(), 0)
-            ),
-            1
-        );
+        assert_eq!(ps.publish(&name, &payload, false, NO_LIMIT, off()), 1);
         let m = sub.mailbox().take(usize::MAX).unwrap().remove(0);
         assert!(!inside(&m.channel) && !inside(&m.payload));
         assert_eq!(m.payload, payload);
@@ -721,13 +683,7 @@ mod tests {
         let payload = Bytes::from(vec![b'x'; 300]);
         let mut delivered = 0;
         while !killed.load(Ordering::Relaxed) {
-            ps.publish(
-                &b("c"),
-                &payload,
-                false,
-                limit,
-                (&ClientRegistry::default(), 0),
-            );
+            ps.publish(&b("c"), &payload, false, limit, off());
             delivered += 1;
             assert!(delivered < 10, "never closed");
         }
