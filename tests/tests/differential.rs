@@ -8555,7 +8555,7 @@ fn unix_socket_clients_match_redis() {
 
 /// `maxmemory-clients`: the clients holding the most memory are closed once all clients
 /// together hold more (a request arriving, replies a client does not read, messages waiting
-/// for a subscriber, a MULTI queue), NO-EVICT
+/// for a subscriber, a MULTI queue, watched keys and subscriptions), NO-EVICT
 /// clients never, though their memory counts; INFO counts the evicted; CONFIG takes sizes and
 /// percentages with Redis's errors.
 #[test]
@@ -8721,6 +8721,23 @@ fn client_eviction_matches_redis() {
         out.push(format!("queued fewer than 40: {}", queued < 40));
         out.push(format!("transaction: {}", m.drained_to_close()));
         out.push(reply_of(&mut p, &["EXISTS", "mk0"]));
+        out.push(evicted(&mut p));
+        // Watched keys and subscriptions count, per entry (Redis's 200 KB test).
+        out.push(reply_of(
+            &mut p,
+            &["CONFIG", "SET", "maxmemory-clients", "200000"],
+        ));
+        for (what, command) in [("watch", "WATCH"), ("subscribe", "SUBSCRIBE")] {
+            let mut k = Conn::connect(addr);
+            let kept = (0..20_000).take_while(|j| {
+                k.send(&multibulk(&[command, &format!("{what}:{j}")]));
+                k.read_reply().is_ok()
+            });
+            out.push(format!(
+                "{what}: evicted before 20,000: {}",
+                kept.count() < 20_000
+            ));
+        }
         out.push(evicted(&mut p));
         out.push(reply_of(
             &mut p,

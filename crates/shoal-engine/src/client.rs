@@ -164,6 +164,11 @@ pub const UNBLOCK_TIMEOUT: u8 = 1;
 /// CLIENT UNBLOCK ... ERROR: the blocked command answers `-UNBLOCKED`.
 pub const UNBLOCK_ERROR: u8 = 2;
 
+/// What one watched key, subscription or BCAST prefix counts in a client's memory: about
+/// what its entries take in the connection's and the registries' tables (the name is
+/// counted once more only where it is not shared).
+pub const STATE_ENTRY_BYTES: u64 = 64;
+
 /// What CLIENT LIST shows of a connection's buffers, published by its I/O loop (each read
 /// and each write) and its front end (each command), with Redis's meanings:
 /// - `qbuf`: bytes in the input buffer: while a batch runs, all it read (the running command
@@ -193,6 +198,9 @@ pub struct Buffers {
     /// Bytes of Pub/Sub messages and invalidations waiting in its mailbox for the
     /// connection to take them (Redis keeps them in the output buffer: part of `tot-mem`).
     pub mailbox: AtomicU64,
+    /// Its watched keys, subscriptions and BCAST prefixes, [`STATE_ENTRY_BYTES`] each (as
+    /// Redis counts them in a client's memory: per entry, not the names).
+    pub state: AtomicU64,
 }
 
 impl Default for Buffers {
@@ -210,6 +218,7 @@ impl Default for Buffers {
             awaiting: AtomicBool::new(false),
             wanted: AtomicU64::new(0),
             mailbox: AtomicU64::new(0),
+            state: AtomicU64::new(0),
         }
     }
 }
@@ -223,8 +232,8 @@ impl Buffers {
         self.rbs.store(capacity as u64, Ordering::Relaxed);
     }
 
-    /// Bytes the connection holds in its buffers, MULTI queue and mailbox (CLIENT LIST's
-    /// `tot-mem`): its input buffer's size, or while a request arrives the bytes in and still
+    /// Bytes the connection holds in its buffers, MULTI queue, mailbox and state (CLIENT
+    /// LIST's `tot-mem`): its input buffer's size, or while a request arrives the bytes in and still
     /// wanted if less (see `wanted`).
     pub fn total(&self) -> u64 {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -232,7 +241,20 @@ impl Buffers {
             0 => get(&self.rbs),
             wanted => get(&self.rbs).min(get(&self.qbuf) + wanted),
         };
-        input + get(&self.obl) + get(&self.omem) + get(&self.multi_mem) + get(&self.mailbox)
+        input
+            + get(&self.obl)
+            + get(&self.omem)
+            + get(&self.multi_mem)
+            + get(&self.mailbox)
+            + get(&self.state)
+    }
+
+    /// Notes the connection's state entries (watched keys, subscriptions, prefixes).
+    pub fn set_state_entries(&self, entries: usize) {
+        let bytes = entries as u64 * STATE_ENTRY_BYTES;
+        if self.state.load(Ordering::Relaxed) != bytes {
+            self.state.store(bytes, Ordering::Relaxed);
+        }
     }
 
     /// The output: `buffered` bytes in the small-reply buffer, then `chunks` chunks of

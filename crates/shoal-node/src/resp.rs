@@ -141,6 +141,24 @@ fn publish_multi(session: &Session, args: &[bytes::Bytes]) {
     }
 }
 
+/// Publishes how many watched keys, subscriptions and BCAST prefixes the connection holds
+/// (`tot-mem`, `maxmemory-clients`; each a few loads).
+fn publish_state(session: &Session) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let subscriptions: u32 = session
+        .info
+        .subscriptions
+        .iter()
+        .map(|n| n.load(Relaxed))
+        .sum();
+    let prefixes = session
+        .tracking
+        .as_ref()
+        .map_or(0, |t| t.mode.prefixes.len());
+    let entries = session.watched.len() + subscriptions as usize + prefixes;
+    session.info.buffers.set_state_entries(entries);
+}
+
 impl Frontend for RespFrontend {
     fn process(
         &mut self,
@@ -233,6 +251,7 @@ impl Frontend for RespFrontend {
             };
             let outcome = dispatch(node, session, &mut self.in_flight, &args, now);
             publish_multi(session, &args);
+            publish_state(session);
             if std::mem::take(&mut session.monitor) {
                 self.monitor = Some(node.monitors.subscribe());
             } else if self.monitor.is_some() && args[0].eq_ignore_ascii_case(b"reset") {
