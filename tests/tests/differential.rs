@@ -8692,6 +8692,10 @@ fn client_eviction_matches_redis() {
             &mut p,
             &["CONFIG", "SET", "maxmemory-clients", "300kb"],
         ));
+        // Gone before the next command, as in Redis's "decrease maxmemory-clients causes
+        // client eviction".
+        let listed = reply_of(&mut p, &["CLIENT", "LIST"]).contains("qbuf=59");
+        out.push(format!("listed after the limit was lowered: {listed}"));
         out.push(format!("limit lowered: {}", h.drained_to_close()));
         out.push(evicted(&mut p));
         // A request that fits is served: what arrives counts, not the room reserved for it.

@@ -832,7 +832,6 @@ async fn serve<F: Frontend>(
                 }
             }
             replies.publish(&info);
-            account(node, &info, clients_limit);
             let progressed = processed > 0 || replies.fresh() > 0;
             let out = &mut replies.out;
             if limit.hard > 0 && out.len() as u64 > limit.hard {
@@ -844,6 +843,9 @@ async fn serve<F: Frontend>(
                 out.clear();
                 break Some(Close::OutputLimit);
             }
+            // (After the output limit, which takes precedence, as in Redis: a client closed
+            // for it is not evicted as well.)
+            account(node, &info, clients_limit);
             match step {
                 Step::Flush => {
                     // Serving on while a batch makes progress (requests served, or a paused

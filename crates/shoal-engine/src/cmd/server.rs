@@ -1615,6 +1615,12 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             let no_lag =
                 super::inert::get(&s.inert, "min-replicas-max-lag").as_deref() == Some("0");
             node.set_min_replicas(if no_lag { 0 } else { s.min_replicas_to_write });
+            // A lower `maxmemory-clients` (or `maxmemory` under a percentage) evicts before
+            // the next command, as Redis's next event-loop turn does.
+            let clients_limit = Engine::client_memory_limit_of(&s);
+            if clients_limit > 0 && node.clients.account_all(clients_limit) {
+                node.clients.evict_over(clients_limit);
+            }
             Reply::ok()
         }
         Err(e) => Reply::error(e),
