@@ -509,8 +509,10 @@ impl ClientRegistry {
     }
 
     /// Brings the sum of the clients' memory up to date with what `info` last published;
-    /// true when it grew past `limit` (`maxmemory-clients` in bytes, 0 = none): then
-    /// [`ClientRegistry::evict`] is due. Cheap when nothing changed (a few relaxed loads), so
+    /// true when it grew to `limit` or past it (`maxmemory-clients` in bytes, 0 = none): then
+    /// [`ClientRegistry::evict`] is due. Concurrent calls may leave the sum off for a moment
+    /// (each swap's delta lands on its own), never the eviction, which weighs each client's
+    /// own figure. Cheap when nothing changed (a few relaxed loads), so
     /// the I/O loops call it whenever they publish their buffers.
     pub fn account(&self, info: &ClientInfo, limit: u64) -> bool {
         let now = info.buffers.total();
