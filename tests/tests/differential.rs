@@ -8747,6 +8747,42 @@ fn client_eviction_matches_redis() {
             &mut p,
             &["CONFIG", "SET", "maxmemory-clients", "0"],
         ));
+        // The arguments of a request still arriving: CLIENT LIST's argv-mem, and they count.
+        let mut g = Conn::connect(addr);
+        out.push(reply_of(&mut g, &["CLIENT", "SETNAME", "arriving"]));
+        let big = vec![b'x'; 600_000];
+        g.send(b"*7\r\n$4\r\nMSET\r\n$1\r\na\r\n$600000\r\n");
+        g.send(&big);
+        g.send(b"\r\n$1\r\nb\r\n$600000\r\n");
+        g.send(&big);
+        g.send(b"\r\n$1\r\nc\r\n$600000\r\n");
+        g.send(&big[..100_000]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let argv_mem = loop {
+            let list = reply_of(&mut p, &["CLIENT", "LIST"]);
+            let line = list.split("\\n").find(|l| l.contains("name=arriving"));
+            let field = line.and_then(|l| {
+                l.split_whitespace()
+                    .find_map(|f| f.strip_prefix("argv-mem="))
+                    .map(str::to_owned)
+            });
+            match field {
+                Some(v) if v == "1200007" => break v,
+                Some(v) if Instant::now() >= deadline => break v,
+                None if Instant::now() >= deadline => break "not listed".into(),
+                _ => std::thread::sleep(Duration::from_millis(10)),
+            }
+        };
+        out.push(format!("argv-mem of MSET's two values in: {argv_mem}"));
+        out.push(reply_of(
+            &mut p,
+            &["CONFIG", "SET", "maxmemory-clients", "1mb"],
+        ));
+        out.push(format!("arguments arriving: {}", g.drained_to_close()));
+        out.push(reply_of(
+            &mut p,
+            &["CONFIG", "SET", "maxmemory-clients", "0"],
+        ));
         out
     };
     let redis = RedisServer::start_with(&["--maxmemory-clients", "1mb"]);

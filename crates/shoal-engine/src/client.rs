@@ -198,6 +198,9 @@ pub struct Buffers {
     /// Bytes of Pub/Sub messages and invalidations waiting in its mailbox for the
     /// connection to take them (Redis keeps them in the output buffer: part of `tot-mem`).
     pub mailbox: AtomicU64,
+    /// The arguments of the request in progress already taken out of the input (CLIENT
+    /// LIST's `argv-mem`; the bulk still arriving is in `qbuf`).
+    pub argv_mem: AtomicU64,
     /// Its watched keys, subscriptions and BCAST prefixes, [`STATE_ENTRY_BYTES`] each (as
     /// Redis counts them in a client's memory: per entry, not the names).
     pub state: AtomicU64,
@@ -219,6 +222,7 @@ impl Default for Buffers {
             wanted: AtomicU64::new(0),
             mailbox: AtomicU64::new(0),
             state: AtomicU64::new(0),
+            argv_mem: AtomicU64::new(0),
         }
     }
 }
@@ -242,6 +246,7 @@ impl Buffers {
             wanted => get(&self.rbs).min(get(&self.qbuf) + wanted),
         };
         input
+            + get(&self.argv_mem)
             + get(&self.obl)
             + get(&self.omem)
             + get(&self.multi_mem)
@@ -403,10 +408,9 @@ impl ClientInfo {
         let (obl, omem, multi_mem, rbs) =
             (get(&b.obl), get(&b.omem), get(&b.multi_mem), get(&b.rbs));
         let db = self.db.load(Ordering::Relaxed);
-        // argv-mem stays 0: a command's arguments are taken only once it arrived whole (the
-        // part still arriving is in qbuf).
+        let argv_mem = get(&b.argv_mem);
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={db} sub={} psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={argv_mem} multi-mem={multi_mem} rbs={rbs} rbp={} obl={obl} oll={} omem={omem} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,

@@ -196,7 +196,16 @@ impl Frontend for RespFrontend {
             };
             let args = match parsed {
                 Ok(Some(args)) => args,
-                Ok(None) => return (processed, Step::NeedInput),
+                Ok(None) => {
+                    // The arguments of a request still arriving (CLIENT LIST's `argv-mem`,
+                    // `maxmemory-clients`).
+                    let held = self.parser.held_bytes() as u64;
+                    let argv_mem = &self.session.info.buffers.argv_mem;
+                    if argv_mem.load(std::sync::atomic::Ordering::Relaxed) != held {
+                        argv_mem.store(held, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    return (processed, Step::NeedInput);
+                }
                 Err(e) => {
                     Reply::error(e.to_string()).encode(self.session.proto, replies);
                     return (processed, Step::Close(Close::Protocol(e.to_string())));

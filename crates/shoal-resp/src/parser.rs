@@ -89,6 +89,9 @@ pub struct RequestParser {
     scanned: usize,
     /// What the current bulk still needed when `parse` last returned `Ok(None)`.
     wanted: usize,
+    /// Bytes of `args` (Redis's `argv-mem`: arguments of the request in progress, already
+    /// taken out of the buffer).
+    held: usize,
 }
 
 impl RequestParser {
@@ -153,6 +156,7 @@ impl RequestParser {
                 let count = count as usize;
                 self.remaining = count;
                 self.args = Vec::with_capacity(count.min(MAX_PREALLOC_ARGS));
+                self.held = 0;
                 self.bulk_len = None;
             }
 
@@ -196,10 +200,12 @@ impl RequestParser {
                 let arg = buf.split_to(len).freeze();
                 // Redis skips the two bytes after the payload without checking them.
                 buf.advance(2);
+                self.held += arg.len();
                 self.args.push(arg);
                 self.bulk_len = None;
                 self.remaining -= 1;
             }
+            self.held = 0;
             return Ok(Some(std::mem::take(&mut self.args)));
         }
     }
@@ -208,6 +214,12 @@ impl RequestParser {
     /// [`peek_keys`] needs).
     pub fn at_request_start(&self) -> bool {
         self.remaining == 0
+    }
+
+    /// Bytes of the arguments of the request in progress already taken out of the buffer
+    /// (Redis's `argv-mem`; 0 between requests).
+    pub fn held_bytes(&self) -> usize {
+        self.held
     }
 
     /// Bytes the in-progress bulk argument still needs, including its trailing `\r\n`, as of
@@ -691,6 +703,22 @@ mod tests {
         let mut buf = BytesMut::from(&b"*1048576\r\n"[..]);
         assert_eq!(p.parse(&mut buf, &Limits::default(), true).unwrap(), None);
         assert!(p.args.capacity() <= MAX_PREALLOC_ARGS);
+    }
+
+    #[test]
+    fn held_bytes_count_the_arguments_taken_so_far() {
+        let mut p = RequestParser::new();
+        let l = Limits::default();
+        let mut buf = BytesMut::from(&b"*3\r\n$3\r\nSET\r\n$2\r\nab\r\n$5\r\nxy"[..]);
+        assert_eq!(p.parse(&mut buf, &l, true).unwrap(), None);
+        assert_eq!(
+            p.held_bytes(),
+            5,
+            "SET and ab, not the value still arriving"
+        );
+        buf.extend_from_slice(b"zvw\r\n");
+        assert!(p.parse(&mut buf, &l, true).unwrap().is_some());
+        assert_eq!(p.held_bytes(), 0);
     }
 
     #[test]
