@@ -8794,6 +8794,54 @@ fn client_eviction_matches_redis() {
     );
 }
 
+/// `client-query-buffer-limit`: a request passing it closes its client without a reply,
+/// one still under it waits for the rest; CONFIG's bounds and errors as Redis's.
+#[test]
+fn client_query_buffer_limit_matches_redis() {
+    let scenario = |addr: SocketAddr| {
+        let mut out = Vec::new();
+        let mut p = Conn::connect(addr);
+        for v in ["1k", "abc", "1mb"] {
+            out.push(reply_of(
+                &mut p,
+                &["CONFIG", "SET", "client-query-buffer-limit", v],
+            ));
+        }
+        out.push(reply_of(
+            &mut p,
+            &["CONFIG", "GET", "client-query-buffer-limit"],
+        ));
+        let mut big = Conn::connect(addr);
+        big.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n");
+        big.send(&vec![b'x'; 2_000_000]);
+        big.send(b"\r\n");
+        out.push(format!("a 2 MB value: {}", big.drained_to_close()));
+        out.push(reply_of(&mut p, &["EXISTS", "k"]));
+        // 900 KB of a 2 MB value: kept, and served once the rest comes.
+        let mut part = Conn::connect(addr);
+        part.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n");
+        part.send(&vec![b'x'; 900_000]);
+        out.push(reply_of(
+            &mut p,
+            &["CONFIG", "SET", "client-query-buffer-limit", "1gb"],
+        ));
+        part.send(&vec![b'x'; 1_100_000]);
+        part.send(b"\r\n");
+        out.push(escape(
+            &part.read_reply().unwrap_or_else(|e| e.into_bytes()),
+        ));
+        out.push(reply_of(&mut p, &["STRLEN", "k"]));
+        out
+    };
+    let redis = RedisServer::start();
+    let shoal = TestNode::with(|_| {});
+    same_observations(
+        "client-query-buffer-limit",
+        &scenario(redis.addr),
+        &scenario(shoal.addr),
+    );
+}
+
 #[test]
 fn client_list_flags_and_redir_match_redis() {
     let scenario = |addr: SocketAddr| {

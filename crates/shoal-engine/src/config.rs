@@ -288,6 +288,10 @@ pub struct NodeConfig {
     pub proto_max_multibulk_len: usize,
     /// Longest inline command line (Redis's PROTO_INLINE_MAX_SIZE, 64 KiB).
     pub proto_inline_max_size: ByteSize,
+    /// What a request still arriving may hold (its bytes in the input and the arguments
+    /// already parsed) before its client is closed (Redis's `client-query-buffer-limit`,
+    /// 1 GB; at least 1 MB).
+    pub client_query_buffer_limit: ByteSize,
     /// Unsent reply bytes a client may hold before it is disconnected, per class (Redis's
     /// form). Enforced while a reply is produced, so no reply grows past it.
     pub client_output_buffer_limit: OutputBufferLimits,
@@ -601,6 +605,7 @@ impl Default for NodeConfig {
             proto_max_bulk_len: ByteSize(512 * 1024 * 1024),
             proto_max_multibulk_len: 1024 * 1024,
             proto_inline_max_size: ByteSize(64 * 1024),
+            client_query_buffer_limit: ByteSize(1024 * 1024 * 1024),
             client_output_buffer_limit: OutputBufferLimits::default(),
             maxmemory_clients: ClientMemoryLimit::default(),
             shutdown_timeout_ms: 10_000,
@@ -681,6 +686,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "proto-max-bulk-len",
     "proto-max-multibulk-len",
     "proto-inline-max-size",
+    "client-query-buffer-limit",
     "client-output-buffer-limit",
     "maxmemory-clients",
     "shutdown-timeout-ms",

@@ -150,6 +150,8 @@ pub enum Close {
     /// A protocol violation; the error reply was already written.
     Protocol(String),
     OutputLimit,
+    /// A request still arriving passed `client-query-buffer-limit` (no reply, as Redis).
+    QueryLimit,
     Io(std::io::Error),
     /// Not closed: the connection moves to worker `n` ([`crate::workers::Affinity`]).
     Move(usize),

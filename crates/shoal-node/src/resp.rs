@@ -21,8 +21,9 @@ pub struct RespFrontend {
     session: Session,
     parser: RequestParser,
     limits: Limits,
-    /// The protocol limits and the normal clients' hard output limit, as of the last batch.
-    settings: Snapshot<(Limits, u64)>,
+    /// The protocol limits, the normal clients' hard output limit and
+    /// `client-query-buffer-limit`, as of the last batch.
+    settings: Snapshot<(Limits, u64, u64)>,
     /// CLIENT REPLY SKIP was the previous command: drop this command's reply.
     skip_pending: bool,
     /// A parsed command held back until the forwarded replies before it are in.
@@ -167,13 +168,14 @@ impl Frontend for RespFrontend {
         replies: &mut Replies,
         now: u64,
     ) -> (u64, Step) {
-        let (limits, hard) = self.settings.get(&node.engine, |s| {
+        let (limits, hard, query_limit) = self.settings.get(&node.engine, |s| {
             (
                 Engine::limits_of(s),
                 s.client_output_buffer_limit.normal.hard,
+                s.client_query_buffer_limit.0,
             )
         });
-        let hard = *hard;
+        let (hard, query_limit) = (*hard, *query_limit);
         self.limits.clone_from(limits);
         let mut processed = 0;
         if replies.pending() == 0 {
@@ -203,6 +205,18 @@ impl Frontend for RespFrontend {
                     let argv_mem = &self.session.info.buffers.argv_mem;
                     if argv_mem.load(std::sync::atomic::Ordering::Relaxed) != held {
                         argv_mem.store(held, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    // Past `client-query-buffer-limit` the client is closed without a reply,
+                    // as Redis closes it (which counts the input alone; the arguments taken
+                    // from it count too here, so no request grows without bound).
+                    let holds = held + input.len() as u64;
+                    if holds > query_limit {
+                        tracing::warn!(
+                            client = self.session.info.id,
+                            holds,
+                            "closing a client that reached client-query-buffer-limit"
+                        );
+                        return (processed, Step::Close(Close::QueryLimit));
                     }
                     return (processed, Step::NeedInput);
                 }

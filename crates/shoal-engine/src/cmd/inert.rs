@@ -81,7 +81,6 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("bgsave_cpulist", "", Immutable),
     ("bind-source-addr", "", Text),
     ("bio_cpulist", "", Immutable),
-    ("client-query-buffer-limit", "1073741824", Memory),
     ("cluster-allow-pubsubshard-when-down", "yes", Bool),
     ("cluster-allow-reads-when-down", "no", Bool),
     ("cluster-allow-replica-migration", "yes", Bool),

@@ -1018,6 +1018,9 @@ fn ranged(v: &str, min: i64, max: i64) -> Result<i64, String> {
     }
 }
 
+/// The least `client-query-buffer-limit` CONFIG SET takes (Redis's 1 MB).
+const MIN_QUERY_BUFFER_LIMIT: u64 = 1024 * 1024;
+
 fn parse_size(v: &str) -> Result<ByteSize, String> {
     v.parse()
         .map_err(|_| "argument must be a memory value".to_string())
@@ -1184,6 +1187,22 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| c.client_output_buffer_limit.to_string(),
         Some(|c, v| {
             c.client_output_buffer_limit = c.client_output_buffer_limit.apply(v)?;
+            Ok(())
+        }),
+    ),
+    // Enforced by the RESP front end while a request arrives.
+    (
+        "client-query-buffer-limit",
+        |c| c.client_query_buffer_limit.0.to_string(),
+        Some(|c, v| {
+            let size = parse_size(v)?;
+            if !(MIN_QUERY_BUFFER_LIMIT..=i64::MAX as u64).contains(&size.0) {
+                return Err(format!(
+                    "argument must be between {MIN_QUERY_BUFFER_LIMIT} and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.client_query_buffer_limit = size;
             Ok(())
         }),
     ),
