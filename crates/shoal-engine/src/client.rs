@@ -513,23 +513,14 @@ impl ClientRegistry {
     }
 
     /// Brings the sum of the clients' memory up to date with what `info` last published;
-    /// true when it grew to `limit` or past it (`maxmemory-clients` in bytes, 0 = none): then
-    /// [`ClientRegistry::evict`] is due. Concurrent calls may leave the sum off for a moment
-    /// (each swap's delta lands on its own), never the eviction, which weighs each client's
-    /// own figure. Cheap when nothing changed (a few relaxed loads), so
-    /// the I/O loops call it whenever they publish their buffers.
+    /// true when it grew to `limit` or past it (`maxmemory-clients` in bytes): then
+    /// [`ClientRegistry::evict_over`] is due. With no limit (0) nothing is summed, so the
+    /// I/O loops call it whenever they publish their buffers at no cost by default (the cron's
+    /// [`ClientRegistry::account_all`] catches up once a limit is set). Concurrent calls may
+    /// leave the sum off for a moment (each swap's delta lands on its own), never the
+    /// eviction, which weighs each client's own figure.
     pub fn account(&self, info: &ClientInfo, limit: u64) -> bool {
-        let now = info.buffers.total();
-        let old = info.counted.swap(now, Ordering::Relaxed);
-        if now > old {
-            let sum = self.memory.fetch_add(now - old, Ordering::Relaxed) + (now - old);
-            limit > 0 && sum >= limit
-        } else {
-            if now < old {
-                self.memory.fetch_sub(old - now, Ordering::Relaxed);
-            }
-            false
-        }
+        limit > 0 && self.sync(info).is_some_and(|sum| sum >= limit)
     }
 
     /// Accounts every client as it is now (the cron's pass: what grew or shrank without its
@@ -537,9 +528,23 @@ impl ClientRegistry {
     /// `limit` or more (0: none).
     pub fn account_all(&self, limit: u64) -> bool {
         for c in self.lock().values() {
-            self.account(c, 0);
+            self.sync(c);
         }
         limit > 0 && self.memory() >= limit
+    }
+
+    /// Moves `info`'s share of the sum to what its buffers hold now; the sum, when it grew.
+    fn sync(&self, info: &ClientInfo) -> Option<u64> {
+        let now = info.buffers.total();
+        let old = info.counted.swap(now, Ordering::Relaxed);
+        if now > old {
+            Some(self.memory.fetch_add(now - old, Ordering::Relaxed) + (now - old))
+        } else {
+            if now < old {
+                self.memory.fetch_sub(old - now, Ordering::Relaxed);
+            }
+            None
+        }
     }
 
     /// The clients' memory, summed as they accounted it.

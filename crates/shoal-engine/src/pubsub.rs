@@ -189,12 +189,6 @@ impl Mailbox {
             .store(bytes as u64, Ordering::Relaxed);
     }
 
-    /// Accounts the subscriber's memory after a delivery (see `ClientRegistry::account`);
-    /// true when the clients' memory reached `limit` (`maxmemory-clients` in bytes).
-    fn account(&self, clients: &ClientRegistry, limit: u64) -> bool {
-        limit > 0 && clients.account(&self.client, limit)
-    }
-
     /// Queues `message` unless that takes the mailbox past `limit`; then the subscriber is
     /// closed (as Redis closes a client past its output buffer limit) and false returned.
     pub(crate) fn deliver(&self, message: Message, limit: ClassLimit, now: Instant) -> bool {
@@ -376,7 +370,7 @@ impl PubSub {
                 // One closed at its output limit (by this message or before) got nothing.
                 if mailbox.deliver(m, limit, now) {
                     receivers += 1;
-                    over |= mailbox.account(clients.0, clients.1);
+                    over |= clients.0.account(&mailbox.client, clients.1);
                 }
             }
         }
@@ -396,7 +390,7 @@ impl PubSub {
                     };
                     if mailbox.deliver(m, limit, now) {
                         receivers += 1;
-                        over |= mailbox.account(clients.0, clients.1);
+                        over |= clients.0.account(&mailbox.client, clients.1);
                     }
                 }
             }

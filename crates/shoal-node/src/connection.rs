@@ -428,7 +428,7 @@ pub fn run_connection<F: Frontend>(
 /// `maxmemory-clients` (`limit`, 0 = none) the largest clients are closed, as Redis evicts
 /// them (this one may be among them: its loop then finds itself killed, as by CLIENT KILL).
 fn account(node: &Server, info: &ClientInfo, limit: u64) {
-    if limit > 0 && node.engine.clients.account(info, limit) {
+    if node.engine.clients.account(info, limit) {
         node.engine.clients.evict_over(limit);
     }
 }
