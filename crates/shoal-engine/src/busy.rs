@@ -10,14 +10,18 @@
 //! ([`Running::abort`]). A write and a kill exclude each other through one atomic state, so
 //! a script is never killed after a write it made.
 //!
-//! Unlike Redis, whose one thread answers the others while it runs a script, the clients
-//! served by the worker thread that runs it wait until it ends (each worker serves its own
-//! connections); the others are answered BUSY, and new connections are served elsewhere
+//! Unlike Redis, whose one thread answers the others while it runs a script, a worker
+//! thread serves many connections, which wait while it runs one. So a client's script that
+//! runs [`MOVE_AFTER`] without having changed anything stops and runs again, from the start,
+//! on a thread of its own while its worker serves the others ([`ScriptMove`]; the front end
+//! moves it): nothing tells the two runs apart but the time they took. One that changed
+//! something first runs to its end where it is, and the clients served by its worker wait
+//! until it ends; the others are answered BUSY, and new connections are served elsewhere
 //! ([`Running::busy_thread`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -35,6 +39,37 @@ pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 /// What a killed script ends with.
 pub const KILLED_BY_USER: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// How long a client's script runs on its connection's worker, changing nothing, before it
+/// stops there to run again on a thread of its own (sooner when `busy-reply-threshold` is
+/// shorter). At most this much of a long script's work is done twice.
+pub const MOVE_AFTER: Duration = Duration::from_millis(100);
+
+/// Where a script may run, as the front end says before each command (`Session`'s
+/// `script_move`) and the script answers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScriptMove {
+    /// It runs to its end where it is (inside a transaction, for another node, in a
+    /// cluster).
+    #[default]
+    Stay,
+    /// The front end can run it again elsewhere: a script that runs long without effects
+    /// ([`stops_to_move`]) stops, its reply to be ignored, and says `Stopped`.
+    May,
+    /// It stopped to move: the front end runs the command again with `Again`.
+    Stopped { started: Instant },
+    /// Run again after it stopped: it runs to its end, its time counted from its first
+    /// start (`busy-reply-threshold`, FUNCTION STATS).
+    Again { started: Instant },
+}
+
+/// Whether a script that may move stops to move, after running `elapsed` (pure): past
+/// [`MOVE_AFTER`], or the busy threshold when that is shorter (so it is never seen busy
+/// before it moves), unless it had an effect a second run would repeat (`effects`: a
+/// write, a message published, an error counted).
+pub fn stops_to_move(elapsed: Duration, threshold: Duration, effects: bool) -> bool {
+    !effects && elapsed >= MOVE_AFTER.min(threshold)
+}
 
 const RUNNING: u8 = 1;
 const FUNCTION: u8 = 1 << 1;
@@ -94,13 +129,19 @@ pub fn kill_decision(state: u8, by_function_kill: bool) -> Result<u8, &'static s
 }
 
 impl Running {
-    /// A script (`function` false) or function starts: `name` and `command` for FUNCTION
-    /// STATS.
-    pub fn start(&self, function: bool, name: String, command: Vec<Bytes>) -> Run<'_> {
+    /// A script (`function` false) or function starts (`started`: when its first run
+    /// started, for one that moved): `name` and `command` for FUNCTION STATS.
+    pub fn start(
+        &self,
+        function: bool,
+        name: String,
+        command: Vec<Bytes>,
+        started: Instant,
+    ) -> Run<'_> {
         *self.0.about.lock().unwrap_or_else(PoisonError::into_inner) = Some(About {
             name,
             command,
-            started: Instant::now(),
+            started,
             thread: None,
         });
         let kind = if function {
@@ -221,6 +262,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_script_moves_when_it_ran_long_without_effects() {
+        let ms = Duration::from_millis;
+        let threshold = ms(5_000);
+        assert!(!stops_to_move(ms(0), threshold, false));
+        assert!(!stops_to_move(MOVE_AFTER - ms(1), threshold, false));
+        assert!(stops_to_move(MOVE_AFTER, threshold, false));
+        assert!(!stops_to_move(ms(10_000), threshold, true), "it wrote");
+        // A threshold shorter than MOVE_AFTER: it moves before anyone sees it busy.
+        assert!(stops_to_move(ms(10), ms(10), false));
+        assert!(!stops_to_move(ms(9), ms(10), false));
+    }
+
+    #[test]
     fn kill_follows_redis() {
         assert_eq!(kill_decision(0, false), Err(NOTBUSY));
         assert_eq!(kill_decision(RUNNING, false), Err(NOTBUSY));
@@ -250,7 +304,7 @@ mod tests {
         let r = Running::default();
         assert_eq!(r.busy_reply(), None);
         {
-            let _run = r.start(false, "f_x".into(), vec![]);
+            let _run = r.start(false, "f_x".into(), vec![], Instant::now());
             assert_eq!(r.busy_reply(), None);
             r.turn_busy();
             assert_eq!(r.busy_reply(), Some(BUSY_EVAL));
@@ -260,7 +314,12 @@ mod tests {
         }
         assert_eq!(r.busy_reply(), None);
         assert_eq!(r.about(), None);
-        let _run = r.start(true, "lib_fn".into(), vec![Bytes::from("fcall")]);
+        let _run = r.start(
+            true,
+            "lib_fn".into(),
+            vec![Bytes::from("fcall")],
+            Instant::now(),
+        );
         assert!(r.may_write());
         r.turn_busy();
         assert_eq!(r.busy_reply(), Some(BUSY_FUNCTION));
@@ -271,7 +330,7 @@ mod tests {
         assert_eq!(r.about().map(|a| a.0), Some("lib_fn".to_string()));
         drop(_run);
         // Stopping: a script within its threshold runs on; once busy it ends.
-        let _run = r.start(false, "f_y".into(), vec![]);
+        let _run = r.start(false, "f_y".into(), vec![], Instant::now());
         assert!(!r.killed());
         r.turn_busy();
         assert!(r.killed());

@@ -16,6 +16,8 @@
 //!   scrape time, and the health checks.
 //!
 //! - `workers`: the daemon's per-core runtimes; accept loops hand each connection to one.
+//! - `moved`: the thread a client's long script moves to, so that its worker serves the
+//!   others meanwhile.
 //!
 //! Task model: one tokio task per connection plus one cron task; shared state is behind
 //! short `std::sync` locks and atomics, never held across an `.await`. In the daemon each
@@ -25,6 +27,7 @@ pub mod connection;
 pub mod listener;
 pub mod memcache;
 pub mod metrics;
+pub mod moved;
 pub mod resp;
 pub mod signals;
 pub mod status;

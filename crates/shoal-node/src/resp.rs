@@ -12,6 +12,7 @@ use crate::connection::{Close, Frontend, Replies, Step, FLUSH_AT, MAX_PENDING};
 use shoal_cluster::monitor::MonitorFeed;
 use shoal_cluster::router::{dispatch, must_wait, InFlight, Outcome};
 use shoal_cluster::Server;
+use shoal_engine::busy::ScriptMove;
 use shoal_engine::client::ClientInfo;
 use shoal_engine::cmd::{acl, ReplyBudget, ReplyMode, Session};
 use shoal_engine::{Engine, Snapshot};
@@ -36,6 +37,9 @@ pub struct RespFrontend {
     prefetched: usize,
     /// A cluster node: a tracking client's invalidations must not overtake replies to come.
     clustered: bool,
+    /// The session is away with a moved script (`crate::moved`): it comes back here with
+    /// the script's reply, before the next command runs.
+    away: Option<Arc<std::sync::Mutex<Option<crate::moved::Returned>>>>,
 }
 
 impl RespFrontend {
@@ -53,6 +57,7 @@ impl RespFrontend {
             monitor: None,
             prefetched: 0,
             clustered: node.cluster.is_some(),
+            away: None,
         }
     }
 }
@@ -178,6 +183,25 @@ impl Frontend for RespFrontend {
         let (hard, query_limit) = (*hard, *query_limit);
         self.limits.clone_from(limits);
         let mut processed = 0;
+        // A moved script's session is back (its reply was the blocked one, so it is in).
+        if let Some(away) = self.away.take() {
+            let back = away.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let Some(back) = back else {
+                tracing::warn!(
+                    client = self.session.info.id,
+                    "a moved script's session was lost; closing"
+                );
+                return (0, Step::Close(Close::Killed));
+            };
+            self.session = back.session;
+            if back.over_limit {
+                tracing::warn!(
+                    client = self.session.info.id,
+                    "reply would pass the client output buffer limit, closing"
+                );
+                return (0, Step::Close(Close::OutputLimit));
+            }
+        }
         if replies.pending() == 0 {
             self.in_flight.clear();
         }
@@ -272,7 +296,22 @@ impl Frontend for RespFrontend {
                 0 => ReplyBudget::new(0),
                 h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
             };
+            // A client's script on a single node may move when it runs long (`crate::moved`).
+            if !self.clustered {
+                session.script_move = ScriptMove::May;
+            }
+            let caching = session.tracking.as_ref().map(|t| t.caching);
             let outcome = dispatch(node, session, &mut self.in_flight, &args, now);
+            let moving = match std::mem::take(&mut session.script_move) {
+                ScriptMove::Stopped { started } => {
+                    // CLIENT CACHING YES holds for the run that counts.
+                    if let (Some(t), Some(caching)) = (session.tracking.as_mut(), caching) {
+                        t.caching = caching;
+                    }
+                    Some(started)
+                }
+                _ => None,
+            };
             publish_multi(session, &args);
             publish_state(session);
             if std::mem::take(&mut session.monitor) {
@@ -320,6 +359,25 @@ impl Frontend for RespFrontend {
                 drain_messages(session, replies);
             }
             let later = match outcome {
+                // Its first run's reply is no answer: the session goes with the command to
+                // run again on the scripts' thread, and a stand-in stays until it is back.
+                _ if moving.is_some() => {
+                    let mut stand_in = Session::new(session.info.clone(), session.authenticated);
+                    stand_in.proto = session.proto;
+                    let session = std::mem::replace(session, stand_in);
+                    let slot = Arc::new(std::sync::Mutex::new(None));
+                    self.away = Some(slot.clone());
+                    let (node, args) = (node.clone(), args.clone());
+                    let started = moving.unwrap_or_else(std::time::Instant::now);
+                    let reply: shoal_cluster::router::ReplyFuture = Box::pin(async move {
+                        let returned =
+                            crate::moved::run_elsewhere(node, session, args, started).await;
+                        let reply = returned.as_ref().map(|r| r.reply.clone());
+                        *slot.lock().unwrap_or_else(|e| e.into_inner()) = returned;
+                        reply.unwrap_or_default()
+                    });
+                    Some(reply)
+                }
                 Outcome::Reply(reply) => {
                     if !suppress {
                         reply.encode(session.proto, replies);
@@ -343,9 +401,9 @@ impl Frontend for RespFrontend {
                 } else {
                     reply
                 };
-                if blocking {
+                if blocking || moving.is_some() {
                     // A blocked client's next commands wait until it is served, as in Redis
-                    // (they must not overtake it).
+                    // (they must not overtake it); a moved script's, for its session.
                     replies.push_blocked(reply);
                     return (processed, Step::Flush);
                 }
@@ -409,6 +467,6 @@ impl Frontend for RespFrontend {
     }
 
     fn movable(&self) -> bool {
-        self.held.is_none() && self.monitor.is_none() && !self.subscriber()
+        self.held.is_none() && self.monitor.is_none() && !self.subscriber() && self.away.is_none()
     }
 }

@@ -950,11 +950,12 @@ fn a_busy_script_answers_others_busy_until_script_kill() {
     );
 }
 
-/// With one worker, held whole by a busy script: a new connection is served by the main
-/// thread instead, so a client can still get in and kill the script; there, EXEC is
-/// refused as Redis refuses it (EXECABORT, the transaction ended), FUNCTION STATS answers
-/// BUSY for a script (not a function), and a Memcached request gets an error instead of
-/// waiting. The connections of the held worker wait, and are answered once it is free.
+/// With one worker, held whole by a busy script that wrote before it ran long (so it did
+/// not move: `a_long_script_moves_off_its_worker`): a new connection is served by the main
+/// thread instead, so a client can still get in; there, EXEC is refused as Redis refuses
+/// it (EXECABORT, the transaction ended), FUNCTION STATS answers BUSY for a script (not a
+/// function), and a Memcached request gets an error instead of waiting. The connections of
+/// the held worker wait, and are answered once it is free.
 #[test]
 fn a_busy_script_leaves_new_connections_a_way_in() {
     let daemon = Daemon::start(
@@ -970,7 +971,20 @@ fn a_busy_script_leaves_new_connections_a_way_in() {
     let mut held_mc = std::net::TcpStream::connect(mc_addr).unwrap();
     held_mc.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
     let mut script = daemon.connect();
-    let run = std::thread::spawn(move || script.call(&["EVAL", "while true do end", "0"]));
+    // Written first, then about 1.5 s by the server's clock.
+    let run = std::thread::spawn(move || {
+        script.call(&[
+            "EVAL",
+            "redis.call('SET', 'written', '1') \
+             local t = redis.call('TIME') \
+             while true do \
+               local n = redis.call('TIME') \
+               if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 1500000 then break end \
+             end \
+             return 'done'",
+            "0",
+        ])
+    });
     // A connection made once the script is busy answers BUSY at once.
     let mut fresh = None;
     let busy = wait_until(Duration::from_secs(20), || {
@@ -1020,11 +1034,121 @@ fn a_busy_script_leaves_new_connections_a_way_in() {
         Resp::Error("ERR DISCARD without MULTI".into())
     );
     assert!(matches!(c.call(&["FUNCTION", "STATS"]), Resp::Error(e) if e.starts_with("BUSY ")));
-    assert_eq!(c.call(&["SCRIPT", "KILL"]), Resp::ok());
-    assert!(matches!(run.join().unwrap(), Resp::Error(e) if e.contains("killed by user")));
+    assert!(matches!(c.call(&["SCRIPT", "KILL"]), Resp::Error(e) if e.starts_with("UNKILLABLE ")));
+    assert_eq!(run.join().unwrap(), Resp::bulk("done"));
     let n = held_mc.read(&mut line).unwrap();
     assert_eq!(&line[..n], b"END\r\n", "answered once the worker is free");
     assert_eq!(other.call(&["PING"]), Resp::Simple("PONG".into()));
+}
+
+/// A client's script that runs long without having changed anything stops on its worker
+/// and runs again, from the start, on a thread of its own (`shoal_node::moved`): with one
+/// worker, the clients that worker serves are answered meanwhile (BUSY once the script is
+/// busy, as Redis answers everyone), also a Memcached client; SCRIPT KILL from one of them
+/// stops it. The moved client's session comes back with the reply: its database, its
+/// name, and the commands it pipelined behind the script, answered in order after it. A
+/// moved script that ends replies as it would have, counted once in INFO commandstats.
+#[test]
+fn a_long_script_moves_off_its_worker() {
+    let daemon = Daemon::start(
+        &["--port", "0", "--memcache-port", "0", "--set", "threads=1"],
+        &[],
+    );
+    // Connected before the script: all on the one worker.
+    let mut other = daemon.connect();
+    let mut held_mc = std::net::TcpStream::connect(daemon.memcache_addr()).unwrap();
+    held_mc.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut script = daemon.connect();
+    assert_eq!(script.call(&["CLIENT", "SETNAME", "mover"]), Resp::ok());
+    assert_eq!(script.call(&["SELECT", "3"]), Resp::ok());
+    assert_eq!(script.call(&["SET", "k", "in-3"]), Resp::ok());
+    let threads = io_threads(&mut other);
+    assert_eq!(threads.get("mover"), Some(&1), "{threads:?}");
+
+    // One that ends: about 300 ms of reads by the server's clock, then its reply.
+    assert_eq!(other.call(&["CONFIG", "RESETSTAT"]), Resp::ok());
+    let r = script.call(&[
+        "EVAL",
+        "local t = redis.call('TIME') \
+         while true do \
+           local n = redis.call('TIME') \
+           if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 300000 then break end \
+         end \
+         return redis.call('GET', KEYS[1])",
+        "1",
+        "k",
+    ]);
+    assert_eq!(r, Resp::bulk("in-3"));
+    let stats = match other.call(&["INFO", "commandstats"]) {
+        Resp::Bulk(b) => String::from_utf8(b).unwrap(),
+        r => panic!("INFO: {r:?}"),
+    };
+    assert!(
+        stats.contains("cmdstat_eval:calls=1,"),
+        "counted once: {stats}"
+    );
+    assert_eq!(
+        script.call(&["GET", "k"]),
+        Resp::bulk("in-3"),
+        "still in db 3"
+    );
+
+    // One that runs for ever, with a PING pipelined behind it.
+    assert_eq!(
+        other.call(&["CONFIG", "SET", "busy-reply-threshold", "50"]),
+        Resp::ok()
+    );
+    let mut out = Vec::new();
+    encode(&[b"EVAL", b"while true do end", b"0"], &mut out);
+    encode(&[b"PING"], &mut out);
+    script.send_raw(&out);
+    // Served by the held worker, answered all the same.
+    let busy = busy_error(&mut other);
+    assert!(busy.contains("SCRIPT KILL"), "{busy}");
+    held_mc.write_all(b"get foo\r\n").unwrap();
+    let mut line = [0u8; 64];
+    let n = held_mc.read(&mut line).unwrap();
+    assert!(
+        line[..n].starts_with(b"SERVER_ERROR busy"),
+        "{:?}",
+        String::from_utf8_lossy(&line[..n])
+    );
+    assert_eq!(other.call(&["SCRIPT", "KILL"]), Resp::ok());
+    let killed = script.read();
+    assert!(
+        matches!(&killed, Resp::Error(e) if e.starts_with("ERR Script killed by user")),
+        "{killed:?}"
+    );
+    assert_eq!(script.read(), Resp::Simple("PONG".into()));
+    assert_eq!(
+        script.call(&["GET", "k"]),
+        Resp::bulk("in-3"),
+        "still in db 3"
+    );
+    assert_eq!(script.call(&["CLIENT", "GETNAME"]), Resp::bulk("mover"));
+    held_mc.write_all(b"get foo\r\n").unwrap();
+    let n = held_mc.read(&mut line).unwrap();
+    assert_eq!(&line[..n], b"END\r\n");
+
+    // A function moves too, and FUNCTION KILL stops it.
+    let lib =
+        "#!lua name=spinlib\nredis.register_function('spin', function() while true do end end)";
+    assert_eq!(
+        other.call(&["FUNCTION", "LOAD", lib]),
+        Resp::bulk("spinlib")
+    );
+    let mut out = Vec::new();
+    encode(&[b"FCALL", b"spin", b"0"], &mut out);
+    script.send_raw(&out);
+    let busy = busy_error(&mut other);
+    assert!(busy.contains("FUNCTION KILL"), "{busy}");
+    assert_eq!(other.call(&["FUNCTION", "KILL"]), Resp::ok());
+    let killed = script.read();
+    assert!(
+        matches!(&killed, Resp::Error(e) if e.starts_with("ERR Script killed by user")),
+        "{killed:?}"
+    );
+    assert_eq!(script.call(&["GET", "k"]), Resp::bulk("in-3"));
 }
 
 /// `maxmemory` below what the empty server itself holds (allocator statistics: a `shoald`

@@ -1208,6 +1208,9 @@ pub struct Session {
     pub user: Option<Arc<crate::acl::User>>,
     /// The users' epoch `user` was read at: when the users changed since, it is read again.
     pub acl_epoch: u64,
+    /// Whether a script that runs long may stop to run again elsewhere, and whether it did
+    /// (`crate::busy::ScriptMove`; the front end's to set and read).
+    pub script_move: crate::busy::ScriptMove,
 }
 
 impl Session {
@@ -1241,6 +1244,7 @@ impl Session {
             propagate: None,
             user: None,
             acl_epoch: 0,
+            script_move: crate::busy::ScriptMove::Stay,
         }
     }
 }
@@ -1722,6 +1726,11 @@ fn run_command(
     session.depth -= 1;
     // The errors a script's reply holds (none for any other command).
     let script_errors = script::take_reply_errors();
+    // A script that stopped to run again elsewhere (`crate::busy::ScriptMove`) changed
+    // nothing: its run there is the call counted.
+    if matches!(session.script_move, crate::busy::ScriptMove::Stopped { .. }) {
+        return reply;
+    }
     if node.tracker.active() {
         track(node, session, spec, &reply, written, now_ms);
     } else if matches!(spec.name, "flushall" | "flushdb") {

@@ -16,7 +16,7 @@
 //! bundled libraries (cjson, cmsgpack, bit, struct) are `lua_libs`'. In a cluster a script may touch only the keys
 //! it declares ([`check_call`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,7 @@ use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use shoal_resp::Reply;
 
 use super::{db, err, flag, is, lookup_listed, parse_i64, CommandSpec, Ctx, ERR_SYNTAX};
+use crate::busy::ScriptMove;
 use crate::functions::{self, Library};
 use crate::scripts::Scripts;
 
@@ -211,6 +212,12 @@ thread_local! {
     static LOADING: RefCell<Option<Vec<Registered>>> = const { RefCell::new(None) };
     /// Set by the hook that ends a script SCRIPT KILL or SHUTDOWN stopped.
     static KILLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set with `KILLED` by the hook that stops a script to run again elsewhere
+    /// (`crate::busy::ScriptMove`).
+    static MOVED: Cell<bool> = const { Cell::new(false) };
+    /// The running script did something a second run would do again: wrote, published, had
+    /// an error counted (`crate::busy::stops_to_move`).
+    static EFFECTS: Cell<bool> = const { Cell::new(false) };
     /// The last error `redis.call` raised in the running script, and the reply that places
     /// it (`located`).
     static RAISED: RefCell<Option<(String, String, bool)>> = const { RefCell::new(None) };
@@ -1007,6 +1014,8 @@ fn run(
     keys: &[Bytes],
     argv: &[Bytes],
     allowed: Allowed,
+    started: Instant,
+    may_move: bool,
 ) -> Reply {
     let read_only = allowed.read_only;
     let (chunk, sha) = target.names();
@@ -1032,8 +1041,9 @@ fn run(
         };
         let is_function = matches!(target, Target::Function { .. });
         let lua = &vm.lua;
-        let started = Instant::now();
         KILLED.with(|k| k.set(false));
+        MOVED.with(|m| m.set(false));
+        EFFECTS.with(|e| e.set(false));
         RAISED.with(|r| *r.borrow_mut() = None);
         REPLY_ERRORS.with(|e| *e.borrow_mut() = ReplyErrors::default());
         RESP3.with(|r| r.set(false));
@@ -1051,7 +1061,16 @@ fn run(
                         crate::busy::KILLED_BY_USER.into(),
                     ));
                 }
-                if started.elapsed() >= threshold {
+                let elapsed = started.elapsed();
+                if may_move
+                    && crate::busy::stops_to_move(elapsed, threshold, EFFECTS.with(Cell::get))
+                {
+                    // Ended as a kill is (`pcall` passes it on); run again elsewhere.
+                    MOVED.with(|m| m.set(true));
+                    KILLED.with(|k| k.set(true));
+                    return Err(mlua::Error::RuntimeError("ERR script moved".into()));
+                }
+                if elapsed >= threshold {
                     running.turn_busy();
                 }
                 Ok(VmState::Continue)
@@ -1095,6 +1114,7 @@ fn run(
                     Err(e) => {
                         // Counted where it is refused, as Redis's `scriptCall`: an error,
                         // and a rejected call of a known command.
+                        EFFECTS.with(|e| e.set(true));
                         ctx.engine.commands.error(&e);
                         let row = super::lookup(&cmd[0])
                             .and_then(|spec| super::stat_row(ctx.engine, spec, &cmd));
@@ -1105,6 +1125,9 @@ fn run(
                         return Ok(Err((e, true)));
                     }
                 };
+                if spec.flags & (flag::WRITE | flag::PUBSUB | flag::MAY_REPLICATE) != 0 {
+                    EFFECTS.with(|e| e.set(true));
+                }
                 // A write and SCRIPT KILL exclude each other: a killed script writes no more.
                 if spec.flags & flag::WRITE != 0 && !running.may_write() {
                     KILLED.with(|k| k.set(true));
@@ -1143,7 +1166,10 @@ fn run(
                     return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
                 }
                 match reply {
-                    Reply::Error(e) => Ok(Err((e.to_string(), true))),
+                    Reply::Error(e) => {
+                        EFFECTS.with(|e| e.set(true));
+                        Ok(Err((e.to_string(), true)))
+                    }
                     other => to_lua(lua, other, resp3).map(Ok),
                 }
             };
@@ -1189,6 +1215,13 @@ fn run(
             }
         });
         lua.remove_global_hook();
+        if MOVED.with(Cell::get) {
+            // Its reply goes nowhere: the front end runs it again elsewhere.
+            RAISED.with(|r| *r.borrow_mut() = None);
+            REPLY_ERRORS.with(|e| *e.borrow_mut() = ReplyErrors::default());
+            ctx.borrow_mut().session.script_move = ScriptMove::Stopped { started };
+            return Reply::Nil;
+        }
         let reply = match result {
             Ok(v) => result_reply(v),
             Err(e) => {
@@ -1502,14 +1535,23 @@ pub(super) fn run_alone(
 ) -> Reply {
     let engine = ctx.engine;
     let db = ctx.session.db;
+    // A client's own script (not one inside EXEC) may stop to run again elsewhere; one
+    // that did counts its time from its first start.
+    let (started, may_move) = match ctx.session.script_move {
+        ScriptMove::Again { started } => (started, false),
+        ScriptMove::May => (Instant::now(), ctx.session.depth == 1),
+        _ => (Instant::now(), false),
+    };
     let busy = || engine.running.is_busy();
     let reply = engine.store.exclusive_unless(&busy, || {
         let (function, name) = match target {
             Target::Script { sha, .. } => (false, format!("f_{sha}")),
             Target::Function { lib, index } => (true, lib.functions[index].name.clone()),
         };
-        let _run = engine.running.start(function, name, command.to_vec());
-        run(ctx, target, keys, argv, allowed)
+        let _run = engine
+            .running
+            .start(function, name, command.to_vec(), started);
+        run(ctx, target, keys, argv, allowed, started, may_move)
     });
     let reply = reply.unwrap_or_else(|| err(engine.running.refusal()));
     ctx.session.db = db;
