@@ -938,7 +938,7 @@ async fn serve<F: Frontend>(
                     client = info.id,
                     from = worker,
                     to,
-                    "moving a connection to its hot key's worker"
+                    "moving a connection to the worker of its hot key or transactions"
                 );
                 return Close::Move(to);
             }

@@ -1,7 +1,7 @@
 //! Per-core runtimes (`threads`): the daemon runs one current-thread tokio runtime per worker
 //! thread, and each connection lives on one of them, as a memcached connection lives on one
 //! of its worker threads (unless [`Affinity`] moves it to the worker of the hot key it works
-//! on, between two of its requests). A request's read, run and reply then never
+//! on, or of transactions, between two of its requests). A request's read, run and reply then never
 //! wake another thread; with tokio's work-stealing runtime, waking an idle worker for each
 //! new event (`try_to_wake_up`, `futex`) was about a fifth of a node's CPU at 4 clients.
 //!
@@ -299,6 +299,9 @@ pub fn home(shard: u16, workers: usize) -> usize {
     usize::from(shard) % workers.max(1) + 1
 }
 
+/// The worker [`Affinity`] sends the connections that often run transactions to.
+pub const TRANSACTIONS_HOME: usize = 1;
+
 /// Commands a connection runs before [`Affinity`] looks at what they met.
 const AFFINITY_WINDOW: u64 = 256;
 /// A window's commands move their connection when at least one in this many took their
@@ -315,13 +318,20 @@ const AFFINITY_COOLDOWN_MS: u64 = 1_000;
 /// commands keep taking one shard over from another thread moves to that shard's [`home`]
 /// worker, so all the connections of a hot key end up on one thread, as they would on a
 /// single-threaded Redis, while connections spread over many keys stay spread (their
-/// hand-overs are of ever other shards and never add up). Pure: fed with what the store
+/// hand-overs are of ever other shards and never add up). Transactions (EXEC, scripts)
+/// keep every other thread out while they run (`shoal_store::gate`), so two workers that
+/// run them side by side wake each other for each one: scripts from 50 clients on two
+/// workers cost three times the CPU of Redis's, most of it in `futex` wake-ups. A
+/// connection whose commands are often transactions moves to [`TRANSACTIONS_HOME`], where
+/// they run one after another without waking anyone. Pure: fed with what the store
 /// counted ([`shoal_store::take_contention`]); the I/O loop moves the connection.
 #[derive(Debug, Default)]
 pub struct Affinity {
     commands: u64,
     /// Hand-overs of `shard` in this window, since they moved to it.
     handovers: u32,
+    /// Transactions this window's commands ran.
+    exclusive: u32,
     shard: u16,
     /// No move before this (Unix ms).
     settled_until: u64,
@@ -331,6 +341,7 @@ impl Affinity {
     /// Counts a batch of `commands` and the hand-overs they met.
     pub fn observe(&mut self, commands: u64, met: shoal_store::Contention) {
         self.commands += commands;
+        self.exclusive = self.exclusive.saturating_add(met.exclusive);
         if met.handovers > 0 {
             if met.shard != self.shard {
                 self.handovers = 0;
@@ -341,17 +352,23 @@ impl Affinity {
     }
 
     /// At the end of a window of commands: the worker to move to, when the window's
-    /// commands took one shard over often enough and that shard's home is not `worker` (of
+    /// commands ran transactions often enough ([`TRANSACTIONS_HOME`]), or else took one
+    /// shard over often enough (that shard's [`home`]), and that is not `worker` (of
     /// `workers`). Starts a new window.
     pub fn decide(&mut self, now_ms: u64, worker: usize, workers: usize) -> Option<usize> {
         if self.commands < AFFINITY_WINDOW {
             return None;
         }
+        let transactions = u64::from(self.exclusive) * AFFINITY_SHARE >= self.commands;
         let hot = u64::from(self.handovers) * AFFINITY_SHARE >= self.commands;
-        let to = home(self.shard, workers);
+        let to = match transactions {
+            true => TRANSACTIONS_HOME,
+            false => home(self.shard, workers),
+        };
         self.commands = 0;
         self.handovers = 0;
-        if !hot || to == worker || workers < 2 || now_ms < self.settled_until {
+        self.exclusive = 0;
+        if !(transactions || hot) || to == worker || workers < 2 || now_ms < self.settled_until {
             return None;
         }
         self.settled_until = now_ms.saturating_add(AFFINITY_COOLDOWN_MS);
@@ -377,11 +394,43 @@ impl Drop for Live {
 
 #[cfg(test)]
 mod tests {
-    use super::{home, least_busy, Affinity, AFFINITY_COOLDOWN_MS, AFFINITY_WINDOW};
+    use super::{
+        home, least_busy, Affinity, AFFINITY_COOLDOWN_MS, AFFINITY_WINDOW, TRANSACTIONS_HOME,
+    };
     use shoal_store::Contention;
 
     fn met(handovers: u32, shard: u16) -> Contention {
-        Contention { handovers, shard }
+        Contention {
+            handovers,
+            shard,
+            exclusive: 0,
+        }
+    }
+
+    fn ran(exclusive: u32) -> Contention {
+        Contention {
+            exclusive,
+            ..Contention::default()
+        }
+    }
+
+    #[test]
+    fn a_connection_that_often_runs_transactions_moves_to_their_home() {
+        let mut a = Affinity::default();
+        a.observe(AFFINITY_WINDOW, ran(AFFINITY_WINDOW as u32 / 16));
+        assert_eq!(a.decide(10_000, 2, 2), Some(TRANSACTIONS_HOME));
+        // Ahead of a hot shard whose home is elsewhere.
+        a.observe(AFFINITY_WINDOW, met(200, 7));
+        a.observe(0, ran(AFFINITY_WINDOW as u32));
+        assert_eq!(a.decide(20_000, 2, 2), Some(TRANSACTIONS_HOME));
+        // Home already, or too few of them: it stays.
+        a.observe(AFFINITY_WINDOW, ran(AFFINITY_WINDOW as u32));
+        assert_eq!(a.decide(30_000, TRANSACTIONS_HOME, 2), None);
+        a.observe(AFFINITY_WINDOW, ran(AFFINITY_WINDOW as u32 / 16 - 1));
+        assert_eq!(a.decide(40_000, 2, 2), None);
+        // One worker: nowhere to go.
+        a.observe(AFFINITY_WINDOW, ran(AFFINITY_WINDOW as u32));
+        assert_eq!(a.decide(50_000, 1, 1), None);
     }
 
     #[test]

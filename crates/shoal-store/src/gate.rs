@@ -61,6 +61,13 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     /// The gate whose transaction this thread runs now (its address), 0 for none.
     static EXCLUSIVE: Cell<usize> = const { Cell::new(0) };
+    /// Transactions this thread ran since [`take_exclusive`].
+    static RAN: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The transactions this thread ran since the last call (`crate::take_contention`).
+pub fn take_exclusive() -> u32 {
+    RAN.with(Cell::take)
 }
 
 impl Default for Gate {
@@ -240,6 +247,7 @@ impl Gate {
             }
         }
         let before = EXCLUSIVE.with(|e| e.replace(self.addr()));
+        RAN.with(|r| r.set(r.get().saturating_add(1)));
         let undo = Exclusive {
             gate: self,
             own,

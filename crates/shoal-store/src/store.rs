@@ -289,6 +289,9 @@ pub struct Contention {
     pub handovers: u32,
     /// The shard of the last hand-over (`key_slot % 1024`).
     pub shard: u16,
+    /// Transactions (EXEC, scripts) this thread ran with every other thread kept out
+    /// ([`crate::gate`]): threads that run them side by side keep waking each other.
+    pub exclusive: u32,
 }
 
 impl Contention {
@@ -302,13 +305,14 @@ impl Contention {
         Contention {
             handovers: handovers.saturating_add(1),
             shard,
+            exclusive: self.exclusive,
         }
     }
 }
 
 thread_local! {
     static CONTENTION: std::cell::Cell<Contention> = const {
-        std::cell::Cell::new(Contention { handovers: 0, shard: 0 })
+        std::cell::Cell::new(Contention { handovers: 0, shard: 0, exclusive: 0 })
     };
     /// This thread's tag in [`Shard::holder`] (0: not drawn yet).
     static THREAD_TAG: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -327,9 +331,13 @@ fn thread_tag() -> u32 {
     })
 }
 
-/// The hand-overs this thread counted since the last call (and starts a new count).
+/// The hand-overs and transactions this thread counted since the last call (and starts
+/// a new count).
 pub fn take_contention() -> Contention {
-    CONTENTION.with(|c| c.take())
+    Contention {
+        exclusive: crate::gate::take_exclusive(),
+        ..CONTENTION.with(|c| c.take())
+    }
 }
 
 thread_local! {

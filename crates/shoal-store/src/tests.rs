@@ -1844,7 +1844,8 @@ fn a_shard_taken_over_from_another_thread_counts_as_a_handover() {
         take_contention(),
         Contention {
             handovers: 1,
-            shard: hot
+            shard: hot,
+            exclusive: 0
         }
     );
     on_other_thread(b"hot");
@@ -1855,7 +1856,8 @@ fn a_shard_taken_over_from_another_thread_counts_as_a_handover() {
         take_contention(),
         Contention {
             handovers: 2,
-            shard: hot
+            shard: hot,
+            exclusive: 0
         }
     );
     // A run on another shard starts the count again.
@@ -1869,9 +1871,15 @@ fn a_shard_taken_over_from_another_thread_counts_as_a_handover() {
         take_contention(),
         Contention {
             handovers: 1,
-            shard: shard_of_key(cold)
+            shard: shard_of_key(cold),
+            exclusive: 0
         }
     );
+    // A transaction (EXEC, a script) counts as this thread's.
+    s.exclusive(|| s.get(b"mine", 0));
+    s.exclusive(|| ());
+    assert_eq!(take_contention().exclusive, 2);
+    assert_eq!(take_contention().exclusive, 0, "counted once");
 }
 
 #[test]

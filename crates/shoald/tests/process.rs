@@ -227,6 +227,121 @@ fn connections_on_one_hot_key_gather_on_one_worker() {
     assert_eq!(admin.call(&["GET", "hot"]), Resp::bulk(&sent.to_string()));
 }
 
+/// Transactions (scripts, EXEC) keep every other worker out while they run, so clients
+/// that keep running them gather on one worker (`workers::TRANSACTIONS_HOME`), where they
+/// do not wake each other, while clients of plain commands stay where they were; nothing
+/// is lost on the way.
+#[test]
+fn connections_running_transactions_gather_on_one_worker() {
+    let daemon = Daemon::start(&["--port", "0", "--set", "threads=2"], &[]);
+    let start = |name: &str| {
+        let mut c = daemon.connect();
+        assert_eq!(c.call(&["CLIENT", "SETNAME", name]), Resp::ok());
+        c
+    };
+    // Two clients of scripts, two of MULTI/EXEC, two of plain INCRs: accepted in turn, both
+    // workers serve some of each kind.
+    let tx: Vec<Client> = (0..4).map(|i| start(&format!("tx{i}"))).collect();
+    let plain: Vec<Client> = (0..2).map(|i| start(&format!("plain{i}"))).collect();
+    let mut admin = start("admin");
+    let before = io_threads(&mut admin);
+    let workers: std::collections::HashSet<usize> =
+        (0..4).map(|i| before[&format!("tx{i}")]).collect();
+    assert_eq!(workers.len(), 2, "on both workers at first: {before:?}");
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    const MAX_ROUNDS: usize = 200_000;
+    // Each client INCRs keys of its own, one per round, so no key is hot.
+    let run = |mut c: Client, name: String, kind: usize| {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut rounds = 0u64;
+            for round in 0..MAX_ROUNDS {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let key = format!("{name}:{}", round % 1000);
+                let mut out = Vec::new();
+                match kind {
+                    0 => encode(
+                        &[
+                            b"EVAL",
+                            b"return redis.call('INCR', KEYS[1])",
+                            b"1",
+                            key.as_bytes(),
+                        ],
+                        &mut out,
+                    ),
+                    1 => {
+                        encode(&[b"MULTI"], &mut out);
+                        encode(&[b"INCR", key.as_bytes()], &mut out);
+                        encode(&[b"EXEC"], &mut out);
+                    }
+                    _ => encode(&[b"INCR", key.as_bytes()], &mut out),
+                }
+                c.send_raw(&out);
+                let last = match kind {
+                    1 => {
+                        assert_eq!(c.read(), Resp::ok());
+                        assert_eq!(c.read(), Resp::Simple("QUEUED".into()));
+                        match c.read() {
+                            Resp::Array(mut a) if a.len() == 1 => a.remove(0),
+                            other => panic!("EXEC: {other:?}"),
+                        }
+                    }
+                    _ => c.read(),
+                };
+                assert!(matches!(last, Resp::Int(_)), "{name}: {last:?}");
+                rounds += 1;
+            }
+            (name, rounds)
+        })
+    };
+    let mut loaders: Vec<_> = tx
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| run(c, format!("tx{i}"), i % 2))
+        .collect();
+    loaders.extend(
+        plain
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| run(c, format!("plain{i}"), 2)),
+    );
+    let mut gathered = false;
+    wait_until(Duration::from_secs(60), || {
+        let now = io_threads(&mut admin);
+        let on: Option<std::collections::HashSet<usize>> = (0..4)
+            .map(|i| now.get(&format!("tx{i}")).copied())
+            .collect();
+        gathered = on.as_ref().is_some_and(|on| on == &[1].into());
+        gathered || on.is_none()
+    });
+    let after = io_threads(&mut admin);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let done: Vec<(String, u64)> = loaders
+        .into_iter()
+        .map(|l| l.join().expect("loader"))
+        .collect();
+    assert!(gathered, "the transactions' clients stay apart: {after:?}");
+    for i in 0..2 {
+        let name = format!("plain{i}");
+        assert_eq!(
+            before[&name], after[&name],
+            "{name} moved: {before:?} {after:?}"
+        );
+    }
+    // Every INCR counted once: each key holds the rounds that named it.
+    for (name, rounds) in done {
+        let expect = rounds / 1000 + u64::from(rounds % 1000 > 0);
+        assert_eq!(
+            admin.call(&["GET", &format!("{name}:0")]),
+            Resp::bulk(&expect.to_string()),
+            "{name} after {rounds} rounds"
+        );
+    }
+}
+
 #[test]
 fn example_config_holds_every_key_at_its_default() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../config/shoal.toml");
