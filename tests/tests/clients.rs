@@ -1037,6 +1037,10 @@ fn scripts_stay_in_their_sandbox() {
     // An encoder's output is bounded like the Lua heap: 400 copies of a 1 MB string.
     let e = error(b"local s = string.rep('x', 1048576) local t = {} for i = 1, 400 do t[i] = s end return #cjson.encode(t)");
     assert!(e.contains("Lua heap") || e.contains("memory"), "{e}");
+    // A script runs under the Lua heap's limit (its small setup does not).
+    let e =
+        error(b"local t = {} for i = 1, 200 do t[i] = string.rep('x', 1048576) .. i end return #t");
+    assert!(e.contains("memory"), "{e}");
     // The bundled libraries bound their nesting: deep input is an error, not a crash.
     for (script, want) in [
         (

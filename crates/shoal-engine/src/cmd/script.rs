@@ -32,6 +32,9 @@ use crate::scripts::Scripts;
 
 /// The most a worker's Lua state may allocate.
 pub const LUA_MEMORY: usize = 64 << 20;
+/// A script's keys and arguments are set up in Lua without [`LUA_MEMORY`]'s guard when
+/// they take at most this much (each counted with 32 bytes more).
+const SETUP_UNGUARDED: usize = 64 << 10;
 /// Compiled scripts a worker keeps before it starts again from none.
 const COMPILED_MAX: usize = 1024;
 /// How long a library's code may run while it registers its functions (Redis's).
@@ -1078,6 +1081,12 @@ fn run(
         );
         let running = &ctx.engine.running;
         let ctx = RefCell::new(&mut *ctx);
+        // Under a memory limit mlua guards each call into Lua that may allocate with a
+        // protected call of two new C closures: garbage for the collector, a few per
+        // argument and callback set up here. The script's own small setup runs without the
+        // limit (bounded by `SETUP_UNGUARDED`), the script under it.
+        let setup: usize = keys.iter().chain(argv).map(|a| a.len() + 32).sum();
+        let unguarded = setup <= SETUP_UNGUARDED && lua.set_memory_limit(0).is_ok();
         let result = lua.scope(|scope| {
             let table = |items: &[Bytes]| -> mlua::Result<mlua::Table> {
                 let t = lua.create_table_with_capacity(items.len(), 0)?;
@@ -1208,12 +1217,19 @@ fn run(
                     Err((e, false)) => tagged(lua, "err", e),
                 })?,
             )?;
+            if unguarded {
+                lua.set_memory_limit(LUA_MEMORY)?;
+            }
             if is_function {
                 f.call::<Value>((keys, argv))
             } else {
                 f.call::<Value>(())
             }
         });
+        if unguarded {
+            // Also when the setup failed before the script ran.
+            let _ = lua.set_memory_limit(LUA_MEMORY);
+        }
         lua.remove_global_hook();
         if MOVED.with(Cell::get) {
             // Its reply goes nowhere: the front end runs it again elsewhere.
