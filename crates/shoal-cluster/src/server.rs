@@ -94,4 +94,8 @@ impl Host for Server {
             self.monitors.feed(crate::monitor::line(micros, addr, args));
         }
     }
+
+    fn monitoring(&self) -> bool {
+        self.monitors.active()
+    }
 }

@@ -56,11 +56,24 @@ pub enum ScriptMove {
     /// The front end can run it again elsewhere: a script that runs long without effects
     /// ([`stops_to_move`]) stops, its reply to be ignored, and says `Stopped`.
     May,
-    /// It stopped to move: the front end runs the command again with `Again`.
-    Stopped { started: Instant },
-    /// Run again after it stopped: it runs to its end, its time counted from its first
-    /// start (`busy-reply-threshold`, FUNCTION STATS).
-    Again { started: Instant },
+    /// It stopped to move after running `ran`: the front end runs the command again with
+    /// `Again`.
+    Stopped { ran: Duration },
+    /// Run again after it stopped: it runs to its end, its time counted with the `ran` of
+    /// its first run (`busy-reply-threshold`, FUNCTION STATS).
+    Again { ran: Duration },
+    /// Run again, it found a CLIENT PAUSE that holds it until `until_ms` (Unix ms), which
+    /// came in between its two runs: the front end waits for the pause to end and runs it
+    /// `Again`, as a paused client's command waits.
+    Held { ran: Duration, until_ms: u64 },
+}
+
+impl ScriptMove {
+    /// The script did not run (it stopped to move, or found a pause): its reply is no
+    /// answer, and its call is not counted.
+    pub fn set_aside(&self) -> bool {
+        matches!(self, ScriptMove::Stopped { .. } | ScriptMove::Held { .. })
+    }
 }
 
 /// Whether a script that may move stops to move, after running `elapsed` (pure): past

@@ -256,6 +256,11 @@ impl Engine {
         self.store.note_key_events(noted);
     }
 
+    /// True when some class of keyspace notifications is on (`notify-keyspace-events`).
+    pub fn notifications_on(&self) -> bool {
+        self.notify_flags.load(Ordering::Relaxed) != 0
+    }
+
     /// Publishes the keyspace notification `event` of `class` for the stored key `key`
     /// (Redis's `notifyKeyspaceEvent`), when that class is on: first whatever the store
     /// noted for the running command (a key it found expired goes before its own event, as

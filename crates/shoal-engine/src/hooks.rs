@@ -70,4 +70,8 @@ pub trait Host: Sync {
     /// Shows a command run on behalf of `addr` (a script's calls: `lua`) to the node's
     /// MONITOR clients, if any.
     fn monitor(&self, _addr: &str, _args: &[bytes::Bytes]) {}
+    /// True while MONITOR clients would be shown what [`Host::monitor`] is given.
+    fn monitoring(&self) -> bool {
+        false
+    }
 }

@@ -67,38 +67,51 @@ fn thread() -> Option<&'static mpsc::Sender<Job>> {
         .as_ref()
 }
 
-/// Runs the command of a script that stopped to move (`args`, `started` as its first run
-/// said) again on the scripts' thread, with the client's `session`; `None` if the session
-/// was lost on the way (the thread ended), and the client must be closed.
+/// Runs the command of a script that stopped to move (`args`, after running `ran`) again
+/// on the scripts' thread, with the client's `session`; `None` if the session was lost on
+/// the way (the thread ended), and the client must be closed. A CLIENT PAUSE that came in
+/// between the two runs holds it until the pause ends.
 pub async fn run_elsewhere(
     node: Arc<Server>,
     mut session: Session,
     args: Vec<Bytes>,
-    started: std::time::Instant,
+    ran: std::time::Duration,
 ) -> Option<Returned> {
-    session.script_move = ScriptMove::Again { started };
-    let Some(thread) = thread() else {
-        return Some(run(&node, session, &args));
-    };
-    let (done, returned) = oneshot::channel();
-    let job = Job {
-        node,
-        session,
-        args,
-        done,
-    };
-    if let Err(mpsc::error::SendError(job)) = thread.send(job).await {
-        // No thread any more: where it is, as before.
-        return Some(run(&job.node, job.session, &job.args));
+    session.script_move = ScriptMove::Again { ran };
+    loop {
+        let returned = match thread() {
+            Some(thread) => {
+                let (done, returned) = oneshot::channel();
+                let job = Job {
+                    node: node.clone(),
+                    session,
+                    args: args.clone(),
+                    done,
+                };
+                match thread.send(job).await {
+                    Ok(()) => returned.await.ok()?,
+                    // No thread any more: where it is, as before.
+                    Err(mpsc::error::SendError(job)) => run(&node, job.session, &args),
+                }
+            }
+            None => run(&node, session, &args),
+        };
+        let ScriptMove::Held { ran, until_ms } = returned.session.script_move else {
+            return Some(returned);
+        };
+        crate::resp::wait_for_unpause(node.clone(), until_ms).await;
+        session = returned.session;
+        session.script_move = ScriptMove::Again { ran };
     }
-    returned.await.ok()
 }
 
 /// Runs the command to its end on this thread.
 fn run(node: &Arc<Server>, mut session: Session, args: &[Bytes]) -> Returned {
     let now = shoal_engine::clock::now_ms();
     let outcome = dispatch(node, &mut session, &mut InFlight::default(), args, now);
-    session.script_move = ScriptMove::Stay;
+    if !session.script_move.set_aside() {
+        session.script_move = ScriptMove::Stay;
+    }
     let reply = match outcome {
         Outcome::Reply(reply) => reply,
         // A single node's script answers at once (it cannot block).

@@ -91,7 +91,10 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
 
 /// Waits until CLIENT UNPAUSE or the pause's end (Unix ms `end_ms`), counted in INFO's
 /// `blocked_clients` meanwhile; its "reply" is empty (the held command runs after it).
-fn wait_for_unpause(node: Arc<Server>, end_ms: u64) -> shoal_cluster::router::ReplyFuture {
+pub(crate) fn wait_for_unpause(
+    node: Arc<Server>,
+    end_ms: u64,
+) -> shoal_cluster::router::ReplyFuture {
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     /// Counts the client as waiting while it lives (also when the client goes away).
     struct Waiting<'a>(&'a AtomicUsize);
@@ -303,12 +306,12 @@ impl Frontend for RespFrontend {
             let caching = session.tracking.as_ref().map(|t| t.caching);
             let outcome = dispatch(node, session, &mut self.in_flight, &args, now);
             let moving = match std::mem::take(&mut session.script_move) {
-                ScriptMove::Stopped { started } => {
+                ScriptMove::Stopped { ran } => {
                     // CLIENT CACHING YES holds for the run that counts.
                     if let (Some(t), Some(caching)) = (session.tracking.as_mut(), caching) {
                         t.caching = caching;
                     }
-                    Some(started)
+                    Some(ran)
                 }
                 _ => None,
             };
@@ -368,10 +371,9 @@ impl Frontend for RespFrontend {
                     let slot = Arc::new(std::sync::Mutex::new(None));
                     self.away = Some(slot.clone());
                     let (node, args) = (node.clone(), args.clone());
-                    let started = moving.unwrap_or_else(std::time::Instant::now);
+                    let ran = moving.unwrap_or_default();
                     let reply: shoal_cluster::router::ReplyFuture = Box::pin(async move {
-                        let returned =
-                            crate::moved::run_elsewhere(node, session, args, started).await;
+                        let returned = crate::moved::run_elsewhere(node, session, args, ran).await;
                         let reply = returned.as_ref().map(|r| r.reply.clone());
                         *slot.lock().unwrap_or_else(|e| e.into_inner()) = returned;
                         reply.unwrap_or_default()

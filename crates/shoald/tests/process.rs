@@ -1194,13 +1194,33 @@ fn a_long_script_moves_off_its_worker() {
         "k",
     ]);
     assert_eq!(r, Resp::bulk("in-3"));
+    // Stopping to move runs nothing more, not even an `xpcall` handler (Lua 5.1 calls it
+    // before the error unwinds): the handler's write would be made twice.
+    let r = script.call(&[
+        "EVAL",
+        "return xpcall(function() \
+           local t = redis.call('TIME') \
+           while true do \
+             local n = redis.call('TIME') \
+             if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 300000 then break end \
+           end \
+           return 1 \
+         end, function(e) redis.call('INCR', 'handled') return e end)",
+        "0",
+    ]);
+    assert_eq!(r, Resp::Int(1), "xpcall's true");
+    assert_eq!(
+        script.call(&["GET", "handled"]),
+        Resp::Nil,
+        "the handler never ran"
+    );
     let stats = match other.call(&["INFO", "commandstats"]) {
         Resp::Bulk(b) => String::from_utf8(b).unwrap(),
         r => panic!("INFO: {r:?}"),
     };
     assert!(
-        stats.contains("cmdstat_eval:calls=1,"),
-        "counted once: {stats}"
+        stats.contains("cmdstat_eval:calls=2,"),
+        "each counted once: {stats}"
     );
     assert_eq!(
         script.call(&["GET", "k"]),
@@ -1264,6 +1284,89 @@ fn a_long_script_moves_off_its_worker() {
         "{killed:?}"
     );
     assert_eq!(script.call(&["GET", "k"]), Resp::bulk("in-3"));
+}
+
+/// A CLIENT PAUSE WRITE that gets in between a moved script's two runs holds the second
+/// run until the pause ends, as it holds any command that may write: nothing the script
+/// writes lands inside an acknowledged pause (the script either wrote before the pause's
+/// OK, or after CLIENT UNPAUSE).
+#[test]
+fn a_pause_between_a_moved_script_s_runs_holds_it() {
+    let daemon = Daemon::start(&["--port", "0", "--set", "threads=2"], &[]);
+    let mut script = daemon.connect();
+    let mut pauser = daemon.connect();
+    let mut admin = daemon.connect();
+    let unix_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    // About 450 ms of reads, then a write stamped with the server's clock (ms).
+    let mut out = Vec::new();
+    encode(
+        &[
+            b"EVAL",
+            b"local t = redis.call('TIME') \
+              while true do \
+                local n = redis.call('TIME') \
+                if (n[1] - t[1]) * 1000000 + (n[2] - t[2]) > 450000 then break end \
+              end \
+              local n = redis.call('TIME') \
+              redis.call('SET', 'stamp', n[1] * 1000 + math.floor(n[2] / 1000)) \
+              return 'done'",
+            b"0",
+        ],
+        &mut out,
+    );
+    script.send_raw(&out);
+    // While its first run holds the store (or before it starts).
+    assert_eq!(
+        pauser.call(&["CLIENT", "PAUSE", "60000", "WRITE"]),
+        Resp::ok()
+    );
+    let paused_at = unix_ms();
+    // Long enough for the script to end if nothing held it.
+    script
+        .reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let stamp = |admin: &mut Client| match admin.call(&["GET", "stamp"]) {
+        Resp::Bulk(b) => String::from_utf8(b).unwrap().parse::<i64>().unwrap(),
+        r => panic!("stamp: {r:?}"),
+    };
+    match script.try_read() {
+        Ok(Some(r)) => {
+            // It ended: then it wrote before the pause was acknowledged.
+            assert_eq!(r, Resp::bulk("done"));
+            let at = stamp(&mut admin);
+            assert!(
+                at <= paused_at,
+                "written at {at}, inside the pause from {paused_at}"
+            );
+        }
+        _ => {
+            assert_eq!(
+                admin.call(&["GET", "stamp"]),
+                Resp::Nil,
+                "held: nothing written"
+            );
+            let unpaused_at = unix_ms();
+            assert_eq!(admin.call(&["CLIENT", "UNPAUSE"]), Resp::ok());
+            script
+                .reader
+                .get_ref()
+                .set_read_timeout(Some(IO_TIMEOUT))
+                .unwrap();
+            assert_eq!(script.read(), Resp::bulk("done"));
+            let at = stamp(&mut admin);
+            assert!(
+                at >= unpaused_at,
+                "written at {at}, before the unpause at {unpaused_at}"
+            );
+        }
+    }
 }
 
 /// `maxmemory` below what the empty server itself holds (allocator statistics: a `shoald`

@@ -1728,7 +1728,7 @@ fn run_command(
     let script_errors = script::take_reply_errors();
     // A script that stopped to run again elsewhere (`crate::busy::ScriptMove`) changed
     // nothing: its run there is the call counted.
-    if matches!(session.script_move, crate::busy::ScriptMove::Stopped { .. }) {
+    if session.script_move.set_aside() {
         return reply;
     }
     if node.tracker.active() {

@@ -1115,6 +1115,11 @@ fn run(
                     Ok(cmd) => cmd,
                     Err(e) => return Ok(Err((e.into(), false))),
                 };
+                // Stopping to move: nothing more runs, not even from an `xpcall` handler,
+                // which Lua 5.1 calls before the error unwinds.
+                if MOVED.with(Cell::get) {
+                    return Err(mlua::Error::RuntimeError("ERR script moved".into()));
+                }
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 let acl = || super::acl::script_refusal(ctx.engine, ctx.session, &cmd);
@@ -1134,7 +1139,12 @@ fn run(
                         return Ok(Err((e, true)));
                     }
                 };
-                if spec.flags & (flag::WRITE | flag::PUBSUB | flag::MAY_REPLICATE) != 0 {
+                // What a second run would do again where others see it: a write, a
+                // message, a keyspace notification, a MONITOR line.
+                if spec.flags & (flag::WRITE | flag::PUBSUB | flag::MAY_REPLICATE) != 0
+                    || (spec.has_keys() && ctx.engine.notifications_on())
+                    || ctx.host.monitoring()
+                {
                     EFFECTS.with(|e| e.set(true));
                 }
                 // A write and SCRIPT KILL exclude each other: a killed script writes no more.
@@ -1235,7 +1245,10 @@ fn run(
             // Its reply goes nowhere: the front end runs it again elsewhere.
             RAISED.with(|r| *r.borrow_mut() = None);
             REPLY_ERRORS.with(|e| *e.borrow_mut() = ReplyErrors::default());
-            ctx.borrow_mut().session.script_move = ScriptMove::Stopped { started };
+            debug_assert!(!EFFECTS.with(Cell::get), "a moved script had an effect");
+            ctx.borrow_mut().session.script_move = ScriptMove::Stopped {
+                ran: started.elapsed(),
+            };
             return Reply::Nil;
         }
         let reply = match result {
@@ -1553,13 +1566,22 @@ pub(super) fn run_alone(
     let db = ctx.session.db;
     // A client's own script (not one inside EXEC) may stop to run again elsewhere; one
     // that did counts its time from its first start.
-    let (started, may_move) = match ctx.session.script_move {
-        ScriptMove::Again { started } => (started, false),
-        ScriptMove::May => (Instant::now(), ctx.session.depth == 1),
-        _ => (Instant::now(), false),
+    let now = Instant::now();
+    let (started, may_move, again) = match ctx.session.script_move {
+        ScriptMove::Again { ran } => (now.checked_sub(ran).unwrap_or(now), false, Some(ran)),
+        ScriptMove::May => (now, ctx.session.depth == 1, None),
+        _ => (now, false, None),
     };
     let busy = || engine.running.is_busy();
     let reply = engine.store.exclusive_unless(&busy, || {
+        // A CLIENT PAUSE that came in between its two runs holds it now, as it holds any
+        // command that may write (checked inside the gate, which a PAUSE enters too).
+        if let Some(ran) = again {
+            if let Some(until_ms) = super::paused_until(engine, ctx.session, command, ctx.now_ms) {
+                ctx.session.script_move = ScriptMove::Held { ran, until_ms };
+                return Reply::Nil;
+            }
+        }
         let (function, name) = match target {
             Target::Script { sha, .. } => (false, format!("f_{sha}")),
             Target::Function { lib, index } => (true, lib.functions[index].name.clone()),
