@@ -1227,6 +1227,40 @@ fn a_long_script_moves_off_its_worker() {
         Resp::bulk("in-3"),
         "still in db 3"
     );
+    // With keyspace notifications on, a key read publishes (a key miss here): the script
+    // stays where it is, so each of its reads counts once.
+    assert_eq!(
+        other.call(&["CONFIG", "SET", "notify-keyspace-events", "Km"]),
+        Resp::ok()
+    );
+    assert_eq!(other.call(&["CONFIG", "RESETSTAT"]), Resp::ok());
+    let r = script.call(&[
+        "EVAL",
+        "local n = 0 \
+         local t = redis.call('TIME') \
+         while true do \
+           redis.call('GET', 'nokey') n = n + 1 \
+           local now = redis.call('TIME') \
+           if (now[1] - t[1]) * 1000000 + (now[2] - t[2]) > 300000 then break end \
+         end \
+         return n",
+        "0",
+    ]);
+    let Resp::Int(reads) = r else {
+        panic!("EVAL: {r:?}")
+    };
+    let stats = match other.call(&["INFO", "stats"]) {
+        Resp::Bulk(b) => String::from_utf8(b).unwrap(),
+        r => panic!("INFO: {r:?}"),
+    };
+    assert!(
+        stats.contains(&format!("keyspace_misses:{reads}\r\n")),
+        "{reads} reads: {stats}"
+    );
+    assert_eq!(
+        other.call(&["CONFIG", "SET", "notify-keyspace-events", ""]),
+        Resp::ok()
+    );
 
     // One that runs for ever, with a PING pipelined behind it.
     assert_eq!(
