@@ -44,11 +44,14 @@ def main():
         detail = r.xpending_range(key, "workers", min="-", max="+", count=10)
         assert [d["message_id"] for d in detail] == b_ids, detail
         assert all(d["consumer"] == "b" and d["times_delivered"] == 1 for d in detail), detail
-        time.sleep(0.05)
+        # Idle times are the subject here, so time must pass: b's jobs idle 500 ms, and the
+        # one XCLAIM takes is idle again for far less than 400 ms when XAUTOCLAIM comes
+        # (a 20 ms margin failed once on a loaded machine).
+        time.sleep(0.5)
         # b stalled: a claims its oldest job, then XAUTOCLAIM takes the rest.
-        claimed = r.xclaim(key, "workers", "a", min_idle_time=20, message_ids=[b_ids[0]])
+        claimed = r.xclaim(key, "workers", "a", min_idle_time=400, message_ids=[b_ids[0]])
         assert [c[0] for c in claimed] == [b_ids[0]], claimed
-        cursor, moved, deleted = r.xautoclaim(key, "workers", "a", min_idle_time=20, count=10)
+        cursor, moved, deleted = r.xautoclaim(key, "workers", "a", min_idle_time=400, count=10)
         assert [m[0] for m in moved] == b_ids[1:] and cursor == "0-0" and deleted == [], moved
         detail = r.xpending_range(key, "workers", min="-", max="+", count=10)
         assert all(d["consumer"] == "a" and d["times_delivered"] == 2 for d in detail), detail
