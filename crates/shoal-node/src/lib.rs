@@ -17,7 +17,7 @@
 //!
 //! - `workers`: the daemon's per-core runtimes; accept loops hand each connection to one.
 //! - `moved`: the thread a client's long script moves to, so that its worker serves the
-//!   others meanwhile.
+//!   others meanwhile; `paused`: what CLIENT PAUSE holds waits there.
 //!
 //! Task model: one tokio task per connection plus one cron task; shared state is behind
 //! short `std::sync` locks and atomics, never held across an `.await`. In the daemon each
@@ -28,6 +28,7 @@ pub mod listener;
 pub mod memcache;
 pub mod metrics;
 pub mod moved;
+pub mod paused;
 pub mod resp;
 pub mod signals;
 pub mod status;

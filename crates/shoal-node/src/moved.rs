@@ -99,7 +99,7 @@ pub async fn run_elsewhere(
         let ScriptMove::Held { ran, until_ms } = returned.session.script_move else {
             return Some(returned);
         };
-        crate::resp::wait_for_unpause(node.clone(), until_ms).await;
+        crate::paused::wait_for_unpause(node.clone(), until_ms).await;
         session = returned.session;
         session.script_move = ScriptMove::Again { ran };
     }

@@ -89,30 +89,6 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
         .feed(shoal_cluster::monitor::line(micros, &addr, &shown));
 }
 
-/// Waits until CLIENT UNPAUSE or the pause's end (Unix ms `end_ms`), counted in INFO's
-/// `blocked_clients` meanwhile; its "reply" is empty (the held command runs after it).
-pub(crate) fn wait_for_unpause(
-    node: Arc<Server>,
-    end_ms: u64,
-) -> shoal_cluster::router::ReplyFuture {
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-    /// Counts the client as waiting while it lives (also when the client goes away).
-    struct Waiting<'a>(&'a AtomicUsize);
-    impl Drop for Waiting<'_> {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Relaxed);
-        }
-    }
-    Box::pin(async move {
-        let pause = &node.engine.pause;
-        pause.waiting.fetch_add(1, Relaxed);
-        let _waiting = Waiting(&pause.waiting);
-        let left = end_ms.saturating_sub(shoal_engine::clock::now_ms());
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(left), pause.ended()).await;
-        bytes::Bytes::new()
-    })
-}
-
 /// Moves every message waiting in the connection's mailbox (bounded by the pubsub output
 /// limit) into its replies, in order.
 fn drain_messages(session: &Session, replies: &mut Replies) {
@@ -267,7 +243,7 @@ impl Frontend for RespFrontend {
                 shoal_engine::cmd::paused_until(&node.engine, &self.session, &args, now)
             {
                 self.held = Some(args);
-                replies.push_blocked(wait_for_unpause(node.clone(), end));
+                replies.push_blocked(crate::paused::wait_for_unpause(node.clone(), end));
                 return (processed, Step::Flush);
             }
             // An EXEC whose WATCHed keys another node owns, and which cannot run there, reads

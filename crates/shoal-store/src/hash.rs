@@ -1,7 +1,7 @@
 //! Redis's hash value: fields mapped to values, in one of Redis's two encodings.
 //!
-//! - `listpack` while small (at most [`LISTPACK_ENTRIES`] fields, none of its fields or
-//!   values longer than [`LISTPACK_VALUE`] bytes, Redis's `hash-max-listpack-*` defaults):
+//! - `listpack` while small (at most [`HASH_ENTRIES`] fields, none of its fields or values
+//!   longer than [`HASH_VALUE`] bytes: `hash-max-listpack-*`, 512 and 64 by default):
 //!   one buffer of length-prefixed fields and values in insertion order, searched linearly,
 //!   as Redis does. Replies list fields in that order, as Redis's do.
 //! - `hashtable` beyond (converted once, never back, as Redis): a dense `Vec` of entries,
@@ -23,15 +23,17 @@
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
+use crate::encoding::{HASH_ENTRIES, HASH_VALUE};
+
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::varint;
 
 /// Redis's `hash-max-listpack-entries` default.
-pub const LISTPACK_ENTRIES: usize = 512;
+pub const LISTPACK_ENTRIES: usize = crate::encoding::DEFAULTS[0];
 /// Redis's `hash-max-listpack-value` default.
-pub const LISTPACK_VALUE: usize = 64;
+pub const LISTPACK_VALUE: usize = crate::encoding::DEFAULTS[1];
 
 /// The process's hash seed for fields: random per process, so field names cannot be chosen
 /// to collide.
@@ -220,7 +222,7 @@ impl Hash {
     /// Sets `field` to `value`; true if the field is new. A field already there keeps its
     /// place in a listpack, as Redis's does.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        self.insert_limited(field, value, LISTPACK_ENTRIES, LISTPACK_VALUE)
+        self.insert_limited(field, value, HASH_ENTRIES.get(), HASH_VALUE.get())
     }
 
     /// [`Hash::insert`] with a listpack's limits given (a set's members live in a hash with
@@ -348,7 +350,7 @@ impl Hash {
     /// arguments before it writes (even fields already there, or a write that then sets
     /// nothing).
     pub fn prepare(&mut self, pairs: usize, longest: usize) {
-        if pairs > LISTPACK_ENTRIES || longest > LISTPACK_VALUE {
+        if pairs > HASH_ENTRIES.get() || longest > HASH_VALUE.get() {
             self.convert();
         }
     }

@@ -38,6 +38,7 @@
 pub mod glob;
 pub mod slot;
 
+pub mod encoding;
 mod entry;
 mod evict;
 pub mod gate;

@@ -1,10 +1,10 @@
 //! Redis's set value, in Redis 7.2's three encodings:
 //!
 //! - `intset` while every member is an integer in canonical form and there are at most
-//!   [`INTSET_ENTRIES`] of them: a sorted `Vec<i64>`, so members list in ascending order, as
+//!   [`SET_INTSET_ENTRIES`] of them (512 by default; `crate::encoding`): a sorted `Vec<i64>`, so members list in ascending order, as
 //!   Redis's do;
-//! - `listpack` while small (at most [`LISTPACK_ENTRIES`] members of at most
-//!   [`LISTPACK_VALUE`] bytes): members in insertion order, searched linearly;
+//! - `listpack` while small (at most [`SET_ENTRIES`] members of at most [`SET_VALUE`]
+//!   bytes, 128 and 64 by default): members in insertion order, searched linearly;
 //! - `hashtable` beyond (for good).
 //!
 //! The listpack and the table are a [`Hash`]'s with empty values (one more byte per
@@ -12,14 +12,15 @@
 //! encoding's byte, a count, then each member with a 4-byte length; decoding checks every
 //! length against the bytes left before it copies anything, and rebuilds the same encoding.
 
+use crate::encoding::{SET_ENTRIES, SET_INTSET_ENTRIES, SET_VALUE};
 use crate::hash::Hash;
 
 /// Redis's `set-max-intset-entries` default.
-pub const INTSET_ENTRIES: usize = 512;
-/// Redis's `set-max-listpack-entries` default.
-pub const LISTPACK_ENTRIES: usize = 128;
+#[cfg(test)]
+const INTSET_ENTRIES: usize = crate::encoding::DEFAULTS[2];
 /// Redis's `set-max-listpack-value` default.
-pub const LISTPACK_VALUE: usize = 64;
+#[cfg(test)]
+const LISTPACK_VALUE: usize = crate::encoding::DEFAULTS[4];
 
 /// A set value (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,11 +75,11 @@ impl Set {
     /// an intset for an integer when the hint fits one, else a listpack when it fits one,
     /// else a table.
     pub fn for_members(first: &[u8], size_hint: usize) -> Set {
-        if canonical_int(first).is_some() && size_hint <= INTSET_ENTRIES {
+        if canonical_int(first).is_some() && size_hint <= SET_INTSET_ENTRIES.get() {
             return Set::new();
         }
         let mut members = Hash::new();
-        if size_hint > LISTPACK_ENTRIES {
+        if size_hint > SET_ENTRIES.get() {
             members.prepare(usize::MAX, 0);
         }
         Set {
@@ -90,8 +91,8 @@ impl Set {
     /// becomes a table when they cannot fit its encoding.
     pub fn prepare(&mut self, size_hint: usize) {
         let convert = match &self.repr {
-            Repr::Ints(_) => size_hint > INTSET_ENTRIES,
-            Repr::Members(h) => h.encoding() == "listpack" && size_hint > LISTPACK_ENTRIES,
+            Repr::Ints(_) => size_hint > SET_INTSET_ENTRIES.get(),
+            Repr::Members(h) => h.encoding() == "listpack" && size_hint > SET_ENTRIES.get(),
         };
         if convert {
             self.make_table();
@@ -111,15 +112,15 @@ impl Set {
             Repr::Members(h) => h,
             Repr::Ints(ints) => {
                 let mut h = Hash::new();
-                if ints.len() > LISTPACK_ENTRIES {
+                if ints.len() > SET_ENTRIES.get() {
                     h.prepare(usize::MAX, 0);
                 }
                 for n in ints {
                     h.insert_limited(
                         n.to_string().as_bytes(),
                         b"",
-                        LISTPACK_ENTRIES,
-                        LISTPACK_VALUE,
+                        SET_ENTRIES.get(),
+                        SET_VALUE.get(),
                     );
                 }
                 h
@@ -169,13 +170,13 @@ impl Set {
                         return false;
                     };
                     v.insert(at, n);
-                    if v.len() > INTSET_ENTRIES {
+                    if v.len() > SET_INTSET_ENTRIES.get() {
                         self.make_table();
                     }
                     return true;
                 }
                 None => {
-                    let fits = v.len() < LISTPACK_ENTRIES && member.len() <= LISTPACK_VALUE;
+                    let fits = v.len() < SET_ENTRIES.get() && member.len() <= SET_VALUE.get();
                     let members = self.take_members();
                     self.repr = Repr::Members(members);
                     if !fits {
@@ -190,7 +191,7 @@ impl Set {
         if h.get(member).is_some() {
             return false;
         }
-        h.insert_limited(member, b"", LISTPACK_ENTRIES, LISTPACK_VALUE)
+        h.insert_limited(member, b"", SET_ENTRIES.get(), SET_VALUE.get())
     }
 
     /// Removes `member`; true if it was there.

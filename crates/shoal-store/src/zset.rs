@@ -1,7 +1,7 @@
 //! Redis's sorted set value, in Redis 7.2's two encodings:
 //!
-//! - `listpack` while small (at most [`LISTPACK_ENTRIES`] members of at most
-//!   [`LISTPACK_VALUE`] bytes): a `Vec` sorted by (score, member), searched linearly;
+//! - `listpack` while small (at most [`ZSET_ENTRIES`] members of at most [`ZSET_VALUE`]
+//!   bytes, 128 and 64 by default; `crate::encoding`): a `Vec` sorted by (score, member), searched linearly;
 //! - `skiplist` beyond (for good): an ordered set of (score, member) beside a map from member
 //!   to score, the member's bytes shared between the two (`Arc`), as Redis shares one string
 //!   between its skiplist and its dict. The order is a [`Ranked`] set, which knows positions
@@ -18,13 +18,16 @@ use std::sync::Arc;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
+use crate::encoding::{ZSET_ENTRIES, ZSET_VALUE};
 use crate::hash::field_hasher;
 use crate::ranked::Ranked;
 
 /// Redis's `zset-max-listpack-entries` default.
-pub const LISTPACK_ENTRIES: usize = 128;
+#[cfg(test)]
+const LISTPACK_ENTRIES: usize = crate::encoding::DEFAULTS[5];
 /// Redis's `zset-max-listpack-value` default.
-pub const LISTPACK_VALUE: usize = 64;
+#[cfg(test)]
+const LISTPACK_VALUE: usize = crate::encoding::DEFAULTS[6];
 
 /// A score in the order Redis gives them (no NaN; -0 equals 0).
 #[derive(Clone, Copy, Debug)]
@@ -108,7 +111,7 @@ impl ZSet {
     /// Before adding `size_hint` members whose longest is `longest` bytes: becomes a skiplist
     /// when they cannot fit a listpack (Redis's `zsetTypeMaybeConvert`).
     pub fn prepare(&mut self, size_hint: usize, longest: usize) {
-        if size_hint > LISTPACK_ENTRIES || longest > LISTPACK_VALUE {
+        if size_hint > ZSET_ENTRIES.get() || longest > ZSET_VALUE.get() {
             self.convert();
         }
     }
@@ -184,7 +187,7 @@ impl ZSet {
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         if let Repr::Packed(v) = &self.repr {
             let new = !v.iter().any(|(_, m)| &m[..] == member);
-            if member.len() > LISTPACK_VALUE || (new && v.len() >= LISTPACK_ENTRIES) {
+            if member.len() > ZSET_VALUE.get() || (new && v.len() >= ZSET_ENTRIES.get()) {
                 self.convert();
             }
         }

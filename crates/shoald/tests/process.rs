@@ -1403,6 +1403,81 @@ fn a_pause_between_a_moved_script_s_runs_holds_it() {
     }
 }
 
+/// The collections' encoding thresholds are Redis's settings: CONFIG SET changes how large
+/// a hash, set or sorted set grows packed (under the names before Redis 7 too), for later
+/// writes; `list-max-listpack-size` is kept and shown (lists keep 8 KB nodes). A process of
+/// its own: the thresholds are the whole process's, as Redis's are its server's.
+#[test]
+fn collections_follow_their_encoding_thresholds() {
+    let daemon = Daemon::start(&["--port", "0"], &[]);
+    let mut c = daemon.connect();
+    let encoding = |c: &mut Client, key: &str| c.call(&["OBJECT", "ENCODING", key]);
+    let set = |c: &mut Client, name: &str, value: &str| {
+        assert_eq!(
+            c.call(&["CONFIG", "SET", name, value]),
+            Resp::ok(),
+            "{name}"
+        );
+    };
+    // Sorted sets: with no room in a listpack, the first member makes a skiplist.
+    set(&mut c, "zset-max-ziplist-entries", "0");
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "zset-max-listpack-entries"]),
+        Resp::Array(vec![
+            Resp::bulk("zset-max-listpack-entries"),
+            Resp::bulk("0")
+        ])
+    );
+    c.call(&["ZADD", "z", "1", "a"]);
+    assert_eq!(encoding(&mut c, "z"), Resp::bulk("skiplist"));
+    set(&mut c, "zset-max-listpack-entries", "128");
+    set(&mut c, "zset-max-listpack-value", "4");
+    c.call(&["ZADD", "z2", "1", "abcd"]);
+    assert_eq!(encoding(&mut c, "z2"), Resp::bulk("listpack"));
+    c.call(&["ZADD", "z2", "2", "abcde"]);
+    assert_eq!(encoding(&mut c, "z2"), Resp::bulk("skiplist"));
+    // Hashes: two fields fit, a third converts; a longer value fits under a larger limit
+    // (a size, as Redis takes it).
+    set(&mut c, "hash-max-listpack-entries", "2");
+    c.call(&["HSET", "h", "a", "1", "b", "2"]);
+    assert_eq!(encoding(&mut c, "h"), Resp::bulk("listpack"));
+    c.call(&["HSET", "h", "c", "3"]);
+    assert_eq!(encoding(&mut c, "h"), Resp::bulk("hashtable"));
+    set(&mut c, "hash-max-ziplist-value", "1kb");
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "hash-max-listpack-value"]),
+        Resp::Array(vec![
+            Resp::bulk("hash-max-listpack-value"),
+            Resp::bulk("1024")
+        ])
+    );
+    let long = "x".repeat(500);
+    c.call(&["HSET", "h2", "f", &long]);
+    assert_eq!(encoding(&mut c, "h2"), Resp::bulk("listpack"));
+    // Sets: an intset of two, a listpack of one.
+    set(&mut c, "set-max-intset-entries", "2");
+    c.call(&["SADD", "s", "1", "2"]);
+    assert_eq!(encoding(&mut c, "s"), Resp::bulk("intset"));
+    c.call(&["SADD", "s", "3"]);
+    assert_eq!(encoding(&mut c, "s"), Resp::bulk("hashtable"));
+    set(&mut c, "set-max-listpack-entries", "1");
+    c.call(&["SADD", "s2", "a"]);
+    assert_eq!(encoding(&mut c, "s2"), Resp::bulk("listpack"));
+    c.call(&["SADD", "s2", "b"]);
+    assert_eq!(encoding(&mut c, "s2"), Resp::bulk("hashtable"));
+    // Lists: kept and shown.
+    set(&mut c, "list-max-ziplist-size", "5");
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "list-max-listpack-size"]),
+        Resp::Array(vec![Resp::bulk("list-max-listpack-size"), Resp::bulk("5")])
+    );
+    // What is there stays as it is; back to the defaults, new ones are packed again.
+    set(&mut c, "hash-max-listpack-entries", "512");
+    assert_eq!(encoding(&mut c, "h"), Resp::bulk("hashtable"));
+    c.call(&["HSET", "h3", "a", "1", "b", "2", "c", "3"]);
+    assert_eq!(encoding(&mut c, "h3"), Resp::bulk("listpack"));
+}
+
 /// `maxmemory` below what the empty server itself holds (allocator statistics: a `shoald`
 /// process), as `CONFIG SET maxmemory 1`: Redis's `used_memory` stays over the limit
 /// whatever it evicts, so with a policy that evicts every key goes and commands that need

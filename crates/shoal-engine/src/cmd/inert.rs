@@ -7,7 +7,9 @@
 //! ones Redis cannot change at run time are refused as it refuses them. Some of them do act,
 //! read where they apply: `latency-tracking` and `latency-tracking-info-percentiles` shape
 //! INFO latencystats (`server`), `lazyfree-lazy-user-del` and `lazyfree-lazy-user-flush`
-//! make DEL and FLUSHALL/FLUSHDB free lazily (`keys`). Parameters whose
+//! make DEL and FLUSHALL/FLUSHDB free lazily (`keys`), and the collections' encoding
+//! thresholds (`hash-max-listpack-entries`, ...) go to the store ([`apply_encodings`]; not
+//! `list-max-listpack-size`: a list's nodes are 8 KB). Parameters whose
 //! Redis meaning Shoal has are real settings in `server`'s table instead; TLS and ACL ones
 //! that would suggest a security setting that is not applied are left unknown.
 
@@ -106,8 +108,12 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("dynamic-hz", "yes", Bool),
     ("enable-module-command", "no", Immutable),
     ("enable-protected-configs", "no", Immutable),
+    // The collections' encoding thresholds act (`shoal_store::encoding`, `apply_encodings`),
+    // but for lists': their nodes are 8 KB (`-2`) whatever this says.
+    ("hash-max-listpack-entries", "512", Int(0, i64::MAX)),
+    ("hash-max-listpack-value", "64", Memory),
     ("hll-sparse-max-bytes", "3000", Memory),
-    ("ignore-warnings", "", Immutable),
+    ("ignore-warnings", "", Text),
     ("io-threads-do-reads", "no", Immutable),
     ("jemalloc-bg-thread", "yes", Bool),
     ("key-load-delay", "0", Int(INT_MIN, INT_MAX)),
@@ -123,6 +129,7 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("lazyfree-lazy-user-del", "no", Bool),
     ("lazyfree-lazy-user-flush", "no", Bool),
     ("list-compress-depth", "0", Int(0, INT_MAX)),
+    ("list-max-listpack-size", "-2", Int(INT_MIN, INT_MAX)),
     (
         "loading-process-events-interval-bytes",
         "2097152",
@@ -185,6 +192,9 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
         Enum(&["no", "yes", "clients"]),
     ),
     ("server_cpulist", "", Immutable),
+    ("set-max-intset-entries", "512", Int(0, i64::MAX)),
+    ("set-max-listpack-entries", "128", Int(0, i64::MAX)),
+    ("set-max-listpack-value", "64", Memory),
     ("set-proc-title", "yes", Immutable),
     (
         "shutdown-on-sigint",
@@ -205,7 +215,28 @@ pub const PARAMS: &[(&str, &str, Kind)] = &[
     ("tcp-backlog", "511", Immutable),
     ("use-exit-on-panic", "no", Bool),
     ("watchdog-period", "0", Int(0, INT_MAX)),
+    ("zset-max-listpack-entries", "128", Int(0, i64::MAX)),
+    ("zset-max-listpack-value", "64", Memory),
 ];
+
+/// The collections' encoding thresholds in `set` (or their defaults), handed to the store
+/// (`shoal_store::encoding`): after a CONFIG SET that named one.
+pub fn apply_encodings(set: &BTreeMap<String, String>) {
+    use shoal_store::encoding::*;
+    for (name, threshold) in [
+        ("hash-max-listpack-entries", &HASH_ENTRIES),
+        ("hash-max-listpack-value", &HASH_VALUE),
+        ("set-max-intset-entries", &SET_INTSET_ENTRIES),
+        ("set-max-listpack-entries", &SET_ENTRIES),
+        ("set-max-listpack-value", &SET_VALUE),
+        ("zset-max-listpack-entries", &ZSET_ENTRIES),
+        ("zset-max-listpack-value", &ZSET_VALUE),
+    ] {
+        if let Some(n) = get(set, name).and_then(|v| v.parse::<u64>().ok()) {
+            threshold.set(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+    }
+}
 
 /// Redis's older names, which CONFIG GET lists too and which set the same value.
 pub const ALIASES: &[(&str, &str)] = &[
@@ -224,6 +255,11 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("slave-read-only", "replica-read-only"),
     ("slave-serve-stale-data", "replica-serve-stale-data"),
     ("slaveof", "replicaof"),
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
 ];
 
 /// The parameter `name` (lower case; an alias gives its canonical row) names.

@@ -1377,15 +1377,6 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| c.enable_debug_command.clone(),
         None,
     ),
-    // The collections' encoding thresholds: Redis's defaults, fixed (README).
-    ("hash-max-listpack-entries", |_| "512".into(), None),
-    ("hash-max-listpack-value", |_| "64".into(), None),
-    ("set-max-intset-entries", |_| "512".into(), None),
-    ("set-max-listpack-entries", |_| "128".into(), None),
-    ("set-max-listpack-value", |_| "64".into(), None),
-    ("zset-max-listpack-entries", |_| "128".into(), None),
-    ("zset-max-listpack-value", |_| "64".into(), None),
-    ("list-max-listpack-size", |_| "-2".into(), None),
     (
         "stream-node-max-bytes",
         |c| c.stream_node_max_bytes.0.to_string(),
@@ -1402,12 +1393,6 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
             Ok(())
         }),
     ),
-    // Their names before Redis 7, which Redis 7 still takes.
-    ("hash-max-ziplist-entries", |_| "512".into(), None),
-    ("hash-max-ziplist-value", |_| "64".into(), None),
-    ("zset-max-ziplist-entries", |_| "128".into(), None),
-    ("zset-max-ziplist-value", |_| "64".into(), None),
-    ("list-max-ziplist-size", |_| "-2".into(), None),
     // No persistence: turning it off (what tools send to a cache) is taken, turning it on
     // refused.
     (
@@ -1630,6 +1615,7 @@ fn config_set(node: &Engine, pairs: &[Bytes]) -> Reply {
             node.latency.configure(s.latency_monitor_threshold);
             node.set_notify_flags(crate::notify::parse(&s.notify_keyspace_events).unwrap_or(0));
             node.set_stream_nodes(s.stream_node_max_bytes.0, s.stream_node_max_entries);
+            super::inert::apply_encodings(&s.inert);
             // Redis checks nothing with min-replicas-max-lag 0.
             let no_lag =
                 super::inert::get(&s.inert, "min-replicas-max-lag").as_deref() == Some("0");

@@ -1737,9 +1737,19 @@ fn config_shows_the_collections_thresholds() {
         "CONFIG GET list-max-listpack-size",
         &format!("*2\r\n{}{}", bulk("list-max-listpack-size"), bulk("-2")),
     );
+    // Under the names before Redis 7 too. (Setting them changes the whole process's
+    // collections: `collections_follow_their_encoding_thresholds`, a `shoald` process.)
     h.check(
-        "CONFIG SET zset-max-listpack-entries 64",
-        "-ERR CONFIG SET failed (possibly related to argument 'zset-max-listpack-entries') - can't set immutable config\r\n",
+        "CONFIG GET zset-max-ziplist-entries",
+        &format!("*2\r\n{}{}", bulk("zset-max-ziplist-entries"), bulk("128")),
+    );
+    h.check(
+        "CONFIG SET hash-max-listpack-entries -1",
+        "-ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-entries') - argument must be between 0 and 9223372036854775807 inclusive\r\n",
+    );
+    h.check(
+        "CONFIG SET hash-max-listpack-value -1",
+        "-ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-value') - argument must be a memory value\r\n",
     );
 }
 
