@@ -193,6 +193,8 @@ impl Frontend for RespFrontend {
                 node.prefetch(self.session.db, &keys[..seen.keys]);
                 self.prefetched = seen.requests;
             }
+            // What the request holds so far, to tell a whole request past the limit.
+            let (before, held_before) = (input.len(), self.parser.held_bytes());
             let parsed = match self.held.take() {
                 Some(args) => Ok(Some(args)),
                 None => self
@@ -200,6 +202,19 @@ impl Frontend for RespFrontend {
                     .parse(input, &self.limits, self.session.authenticated),
             };
             let args = match parsed {
+                // A request past `client-query-buffer-limit` that the last read completed
+                // (a read takes up to 1 MB): closed as one still arriving is, as Redis
+                // closes a client whose query buffer passed the limit after a read.
+                Ok(Some(_))
+                    if (before + held_before) as u64 > query_limit
+                        && (before - input.len() + held_before) as u64 > query_limit =>
+                {
+                    tracing::warn!(
+                        client = self.session.info.id,
+                        "closing a client that reached client-query-buffer-limit"
+                    );
+                    return (processed, Step::Close(Close::QueryLimit));
+                }
                 Ok(Some(args)) => args,
                 Ok(None) => {
                     // The arguments of a request still arriving (CLIENT LIST's `argv-mem`,
