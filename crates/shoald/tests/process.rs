@@ -143,24 +143,9 @@ fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
 #[test]
 fn connections_on_one_hot_key_gather_on_one_worker() {
     let daemon = Daemon::start(&["--port", "0", "--set", "threads=2"], &[]);
-    let start = |name: &str| {
-        let mut c = daemon.connect();
-        assert_eq!(c.call(&["CLIENT", "SETNAME", name]), Resp::ok());
-        c
-    };
-    // Four loaders on the hot key and two on many keys: accepted in turn, both workers
-    // serve some of each.
-    let hot: Vec<Client> = (0..4).map(|i| start(&format!("hot{i}"))).collect();
-    let spread: Vec<Client> = (0..2).map(|i| start(&format!("spread{i}"))).collect();
-    let mut admin = start("admin");
+    // Four loaders on the hot key and two on many keys.
+    let (hot, spread, mut admin) = named_on_two_workers(&daemon, "hot", "spread");
     let before = io_threads(&mut admin);
-    let workers: std::collections::HashSet<usize> =
-        (0..4).map(|i| before[&format!("hot{i}")]).collect();
-    assert_eq!(
-        workers.len(),
-        2,
-        "the hot loaders start on both workers: {before:?}"
-    );
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Small batches: the workers then take the key's shard from each other often enough
@@ -168,33 +153,24 @@ fn connections_on_one_hot_key_gather_on_one_worker() {
     const BATCH: usize = 4;
     const MAX_BATCHES: usize = 500_000;
     let run = |mut c: Client, key: Option<&'static str>| {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut sent = 0u64;
-            for round in 0..MAX_BATCHES {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                let mut out = Vec::new();
-                for i in 0..BATCH {
-                    let k = match key {
-                        Some(k) => k.to_owned(),
-                        None => format!("spread:{round}:{i}"),
-                    };
-                    encode(&[b"INCR", k.as_bytes()], &mut out);
-                }
-                let cut = out.len() / 2 + 3;
-                c.send_raw(&out[..cut]);
-                c.send_raw(&out[cut..]);
-                for _ in 0..BATCH {
-                    match c.read() {
-                        Resp::Int(_) => {}
-                        other => panic!("INCR: {other:?}"),
-                    }
-                }
-                sent += BATCH as u64;
+        until_stopped(&stop, MAX_BATCHES, move |round| {
+            let mut out = Vec::new();
+            for i in 0..BATCH {
+                let k = match key {
+                    Some(k) => k.to_owned(),
+                    None => format!("spread:{round}:{i}"),
+                };
+                encode(&[b"INCR", k.as_bytes()], &mut out);
             }
-            sent
+            let cut = out.len() / 2 + 3;
+            c.send_raw(&out[..cut]);
+            c.send_raw(&out[cut..]);
+            for _ in 0..BATCH {
+                match c.read() {
+                    Resp::Int(_) => {}
+                    other => panic!("INCR: {other:?}"),
+                }
+            }
         })
     };
     let loaders: Vec<_> = hot.into_iter().map(|c| run(c, Some("hot"))).collect();
@@ -202,17 +178,17 @@ fn connections_on_one_hot_key_gather_on_one_worker() {
     // Until the hot loaders share a worker, or one of them is done (all its batches sent).
     let mut gathered = false;
     wait_until(Duration::from_secs(60), || {
-        let now = io_threads(&mut admin);
-        let on: Option<std::collections::HashSet<usize>> = (0..4)
-            .map(|i| now.get(&format!("hot{i}")).copied())
-            .collect();
+        let on = workers_of(&mut admin, "hot");
         gathered = on.as_ref().is_some_and(|on| on.len() == 1);
         gathered || on.is_none()
     });
     // While every loader still runs.
     let after = io_threads(&mut admin);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let sent: u64 = loaders.into_iter().map(|l| l.join().expect("loader")).sum();
+    let sent: u64 = loaders
+        .into_iter()
+        .map(|l| l.join().expect("loader") * BATCH as u64)
+        .sum();
     for o in others {
         o.join().expect("spread loader");
     }
@@ -227,6 +203,61 @@ fn connections_on_one_hot_key_gather_on_one_worker() {
     assert_eq!(admin.call(&["GET", "hot"]), Resp::bulk(&sent.to_string()));
 }
 
+/// Connections named `<movers>0..3` and `<stayers>0..1`, then `admin`, on a daemon with two
+/// workers: accepted in turn, so both workers serve some movers (checked).
+fn named_on_two_workers(
+    daemon: &Daemon,
+    movers: &str,
+    stayers: &str,
+) -> (Vec<Client>, Vec<Client>, Client) {
+    let start = |name: &str| {
+        let mut c = daemon.connect();
+        assert_eq!(c.call(&["CLIENT", "SETNAME", name]), Resp::ok());
+        c
+    };
+    let moving: Vec<Client> = (0..4).map(|i| start(&format!("{movers}{i}"))).collect();
+    let staying: Vec<Client> = (0..2).map(|i| start(&format!("{stayers}{i}"))).collect();
+    let mut admin = start("admin");
+    let before = io_threads(&mut admin);
+    let workers: std::collections::HashSet<usize> =
+        (0..4).map(|i| before[&format!("{movers}{i}")]).collect();
+    assert_eq!(
+        workers.len(),
+        2,
+        "{movers} start on both workers: {before:?}"
+    );
+    (moving, staying, admin)
+}
+
+/// Runs `step` with each round's number on a thread of its own, until `stop` is set or
+/// `max` rounds ran; joins with the rounds run.
+fn until_stopped(
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    max: usize,
+    mut step: impl FnMut(usize) + Send + 'static,
+) -> std::thread::JoinHandle<u64> {
+    let stop = stop.clone();
+    std::thread::spawn(move || {
+        let mut rounds = 0;
+        for round in 0..max {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            step(round);
+            rounds += 1;
+        }
+        rounds
+    })
+}
+
+/// The workers the connections named `<prefix>0..3` are on now; `None` once one is gone.
+fn workers_of(admin: &mut Client, prefix: &str) -> Option<std::collections::HashSet<usize>> {
+    let now = io_threads(admin);
+    (0..4)
+        .map(|i| now.get(&format!("{prefix}{i}")).copied())
+        .collect()
+}
+
 /// Transactions (scripts, EXEC) keep every other worker out while they run, so clients
 /// that keep running them gather on one worker (`workers::TRANSACTIONS_HOME`), where they
 /// do not wake each other, while clients of plain commands stay where they were; nothing
@@ -234,32 +265,17 @@ fn connections_on_one_hot_key_gather_on_one_worker() {
 #[test]
 fn connections_running_transactions_gather_on_one_worker() {
     let daemon = Daemon::start(&["--port", "0", "--set", "threads=2"], &[]);
-    let start = |name: &str| {
-        let mut c = daemon.connect();
-        assert_eq!(c.call(&["CLIENT", "SETNAME", name]), Resp::ok());
-        c
-    };
-    // Two clients of scripts, two of MULTI/EXEC, two of plain INCRs: accepted in turn, both
-    // workers serve some of each kind.
-    let tx: Vec<Client> = (0..4).map(|i| start(&format!("tx{i}"))).collect();
-    let plain: Vec<Client> = (0..2).map(|i| start(&format!("plain{i}"))).collect();
-    let mut admin = start("admin");
+    // Two clients of scripts, two of MULTI/EXEC, two of plain INCRs.
+    let (tx, plain, mut admin) = named_on_two_workers(&daemon, "tx", "plain");
     let before = io_threads(&mut admin);
-    let workers: std::collections::HashSet<usize> =
-        (0..4).map(|i| before[&format!("tx{i}")]).collect();
-    assert_eq!(workers.len(), 2, "on both workers at first: {before:?}");
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     const MAX_ROUNDS: usize = 200_000;
     // Each client INCRs keys of its own, one per round, so no key is hot.
     let run = |mut c: Client, name: String, kind: usize| {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut rounds = 0u64;
-            for round in 0..MAX_ROUNDS {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
+        let rounds = until_stopped(&stop, MAX_ROUNDS, {
+            let name = name.clone();
+            move |round| {
                 let key = format!("{name}:{}", round % 1000);
                 let mut out = Vec::new();
                 match kind {
@@ -292,10 +308,9 @@ fn connections_running_transactions_gather_on_one_worker() {
                     _ => c.read(),
                 };
                 assert!(matches!(last, Resp::Int(_)), "{name}: {last:?}");
-                rounds += 1;
             }
-            (name, rounds)
-        })
+        });
+        (name, rounds)
     };
     let mut loaders: Vec<_> = tx
         .into_iter()
@@ -310,10 +325,7 @@ fn connections_running_transactions_gather_on_one_worker() {
     );
     let mut gathered = false;
     wait_until(Duration::from_secs(60), || {
-        let now = io_threads(&mut admin);
-        let on: Option<std::collections::HashSet<usize>> = (0..4)
-            .map(|i| now.get(&format!("tx{i}")).copied())
-            .collect();
+        let on = workers_of(&mut admin, "tx");
         gathered = on.as_ref().is_some_and(|on| on == &[1].into());
         gathered || on.is_none()
     });
@@ -321,7 +333,7 @@ fn connections_running_transactions_gather_on_one_worker() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let done: Vec<(String, u64)> = loaders
         .into_iter()
-        .map(|l| l.join().expect("loader"))
+        .map(|(name, l)| (name, l.join().expect("loader")))
         .collect();
     assert!(gathered, "the transactions' clients stay apart: {after:?}");
     for i in 0..2 {
