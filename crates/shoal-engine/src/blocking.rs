@@ -154,6 +154,16 @@ impl Blocked {
         self.clients.load(Ordering::Relaxed)
     }
 
+    /// The keys some client waits on (INFO's `total_blocking_keys`; a key of each database
+    /// counts apart, as Redis counts them per database).
+    pub fn keys(&self) -> usize {
+        self.queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_key
+            .len()
+    }
+
     /// Wakes the first client waiting on `key`, if any; inside [`Blocked::serving_after`],
     /// notes the key to serve when the command is done.
     pub fn signal(&self, key: &[u8]) {

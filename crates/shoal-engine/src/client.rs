@@ -157,6 +157,8 @@ pub struct ClientInfo {
     /// Its subscriptions to channels, patterns and shard channels (CLIENT LIST's `sub`,
     /// `psub`, `ssub`; kept by the Pub/Sub subscriber of the connection).
     pub subscriptions: [AtomicU32; 3],
+    /// Keys it WATCHes (INFO's `watching_clients`; published by its front end).
+    pub watching: AtomicU32,
 }
 
 /// CLIENT UNBLOCK ... TIMEOUT: the blocked command answers as if its timeout passed.
@@ -313,6 +315,7 @@ impl ClientInfo {
             unblock: AtomicU8::new(0),
             io_thread: AtomicUsize::new(0),
             subscriptions: Default::default(),
+            watching: AtomicU32::new(0),
         }
     }
 

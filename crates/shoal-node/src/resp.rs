@@ -142,6 +142,10 @@ fn publish_state(session: &Session) {
         .map_or(0, |t| t.mode.prefixes.len());
     let entries = session.watched.len() + subscriptions as usize + prefixes;
     session.info.buffers.set_state_entries(entries);
+    let watching = session.watched.len() as u32;
+    if session.info.watching.load(Relaxed) != watching {
+        session.info.watching.store(watching, Relaxed);
+    }
 }
 
 impl Frontend for RespFrontend {

@@ -1490,6 +1490,51 @@ fn collections_follow_their_encoding_thresholds() {
     assert_eq!(encoding(&mut c, "h3"), Resp::bulk("listpack"));
 }
 
+/// INFO clients counts, as Redis 7.2 does, the clients subscribed to anything, the clients
+/// watching keys and the keys clients wait on.
+#[test]
+fn info_clients_counts_subscribers_watchers_and_blocking_keys() {
+    let daemon = Daemon::start(&["--port", "0"], &[]);
+    let mut admin = daemon.connect();
+    let field = |admin: &mut Client, name: &str| -> Option<String> {
+        let text = match admin.call(&["INFO", "clients"]) {
+            Resp::Bulk(b) => String::from_utf8(b).unwrap(),
+            r => panic!("INFO: {r:?}"),
+        };
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_owned))
+    };
+    assert_eq!(field(&mut admin, "pubsub_clients").as_deref(), Some("0"));
+    let mut sub = daemon.connect();
+    let mut out = Vec::new();
+    encode(&[b"SUBSCRIBE", b"ch"], &mut out);
+    sub.send_raw(&out);
+    assert!(matches!(sub.read(), Resp::Array(_)), "subscribed");
+    let mut watcher = daemon.connect();
+    assert_eq!(watcher.call(&["WATCH", "a", "b"]), Resp::ok());
+    let mut blocker = daemon.connect();
+    let mut out = Vec::new();
+    encode(&[b"BLPOP", b"l1", b"l2", b"0"], &mut out);
+    blocker.send_raw(&out);
+    let seen = wait_until(Duration::from_secs(10), || {
+        field(&mut admin, "total_blocking_keys").as_deref() == Some("2")
+    });
+    assert!(seen, "two keys waited on");
+    assert_eq!(field(&mut admin, "pubsub_clients").as_deref(), Some("1"));
+    assert_eq!(field(&mut admin, "watching_clients").as_deref(), Some("1"));
+    assert_eq!(watcher.call(&["UNWATCH"]), Resp::ok());
+    assert_eq!(field(&mut admin, "watching_clients").as_deref(), Some("0"));
+    assert_eq!(admin.call(&["LPUSH", "l1", "x"]), Resp::Int(1));
+    assert_eq!(
+        blocker.read(),
+        Resp::Array(vec![Resp::bulk("l1"), Resp::bulk("x")])
+    );
+    assert_eq!(
+        field(&mut admin, "total_blocking_keys").as_deref(),
+        Some("0")
+    );
+}
+
 /// `maxmemory` below what the empty server itself holds (allocator statistics: a `shoald`
 /// process), as `CONFIG SET maxmemory 1`: Redis's `used_memory` stays over the limit
 /// whatever it evicts, so with a policy that evicts every key goes and commands that need

@@ -245,6 +245,25 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                             .load(std::sync::atomic::Ordering::Relaxed)
                 );
                 line!("tracking_clients:{}", node.tracker.clients());
+                // Redis 7.2's: clients subscribed to anything, clients watching keys, keys
+                // clients wait on.
+                let subscribed = |c: &crate::client::ClientInfo| {
+                    c.subscriptions
+                        .iter()
+                        .any(|n| n.load(Ordering::Relaxed) > 0)
+                };
+                line!(
+                    "pubsub_clients:{}",
+                    clients.iter().filter(|c| subscribed(c)).count()
+                );
+                line!(
+                    "watching_clients:{}",
+                    clients
+                        .iter()
+                        .filter(|c| c.watching.load(Ordering::Relaxed) > 0)
+                        .count()
+                );
+                line!("total_blocking_keys:{}", node.blocked.keys());
                 section("Clients", b);
             }
             "memory" => {
