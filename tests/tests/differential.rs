@@ -47,8 +47,21 @@ impl RedisServer {
         RedisServer::start_with(&[])
     }
 
-    /// A redis-server with `extra` arguments (`--enable-debug-command yes`).
+    /// A redis-server with `extra` arguments (`--enable-debug-command yes`). The free port
+    /// it is given may be taken by another process before it binds it (tests and servers
+    /// start side by side): then it exits, or the process answering there is not it, and
+    /// another port is tried.
     fn start_with(extra: &[&str]) -> RedisServer {
+        for _ in 0..5 {
+            if let Some(server) = RedisServer::try_start(extra) {
+                return server;
+            }
+        }
+        panic!("redis-server did not start on any of five free ports");
+    }
+
+    /// One try of [`RedisServer::start_with`]: `None` when the port was lost.
+    fn try_start(extra: &[&str]) -> Option<RedisServer> {
         let port = {
             let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
             l.local_addr().unwrap().port()
@@ -83,8 +96,14 @@ impl RedisServer {
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Some(status) = server.child.try_wait().expect("redis-server status") {
-                panic!("redis-server exited early ({status}) on port {port}");
+            if server
+                .child
+                .try_wait()
+                .expect("redis-server status")
+                .is_some()
+            {
+                // It could not bind its port (another process took it).
+                return None;
             }
             if TcpStream::connect_timeout(&server.addr, Duration::from_millis(200)).is_ok() {
                 break;
@@ -111,7 +130,13 @@ impl RedisServer {
                 "redis-server never answered PONG"
             );
         }
-        server
+        // The process answering is this redis-server, not another that took the port.
+        let mut c = Conn::connect(server.addr);
+        c.send(&multibulk(&["INFO", "server"]));
+        let info = c.read_reply().unwrap_or_default();
+        let pid = format!("process_id:{}\r\n", server.child.id());
+        let ours = String::from_utf8_lossy(&info).contains(&pid);
+        ours.then_some(server)
     }
 }
 
