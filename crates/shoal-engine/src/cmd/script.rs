@@ -35,6 +35,8 @@ pub const LUA_MEMORY: usize = 64 << 20;
 /// A script's keys and arguments are set up in Lua without [`LUA_MEMORY`]'s guard when
 /// they take at most this much (each counted with 32 bytes more).
 const SETUP_UNGUARDED: usize = 64 << 10;
+/// The error that unwinds a script stopping to move (its reply goes nowhere).
+const MOVING: &str = "ERR script moved";
 /// Compiled scripts a worker keeps before it starts again from none.
 const COMPILED_MAX: usize = 1024;
 /// How long a library's code may run while it registers its functions (Redis's).
@@ -1071,7 +1073,7 @@ fn run(
                     // Ended as a kill is (`pcall` passes it on); run again elsewhere.
                     MOVED.with(|m| m.set(true));
                     KILLED.with(|k| k.set(true));
-                    return Err(mlua::Error::RuntimeError("ERR script moved".into()));
+                    return Err(mlua::Error::RuntimeError(MOVING.into()));
                 }
                 if elapsed >= threshold {
                     running.turn_busy();
@@ -1118,7 +1120,7 @@ fn run(
                 // Stopping to move: nothing more runs, not even from an `xpcall` handler,
                 // which Lua 5.1 calls before the error unwinds.
                 if MOVED.with(Cell::get) {
-                    return Err(mlua::Error::RuntimeError("ERR script moved".into()));
+                    return Err(mlua::Error::RuntimeError(MOVING.into()));
                 }
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
