@@ -2083,7 +2083,7 @@ pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// LASTSAVE: Shoal keeps no snapshot, so the last "save" is the start, as a Redis that
 /// never saved answers.
 pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    Reply::Int((now_ms() / 1000).saturating_sub(ctx.engine.uptime_secs()) as i64)
+    Reply::Int((ctx.engine.started_unix_ms / 1000) as i64)
 }
 
 const MODULE_HELP: &[&str] = &[
