@@ -1,6 +1,6 @@
 //! Fuzz target for the message bodies inside inter-node Request frames
 //! (`shoal_cluster::message`: COMMAND, REPLICATE, REPLICATE_AT, HANDOFF, FETCH, DONE,
-//! RELAY, RELAYED; `docs/wire.md`), and RELAY's response body.
+//! RELAY, RELAYED, BATCH; `docs/wire.md`), and RELAY's and BATCH's response bodies.
 //!
 //! Run (from the repository root, needs nightly and cargo-fuzz):
 //!
@@ -12,15 +12,17 @@
 //!
 //! Invariants: no panic on any body; every key and value decoded is a slice within the
 //! input; a REPLICATE, REPLICATE_AT or HANDOFF that decodes encodes back to the same bytes,
-//! and so does a RELAY or RELAYED, whose inner request is never another relay.
+//! and so does a RELAY or RELAYED, whose inner request is never another relay, and a BATCH,
+//! whose parts are COMMANDs; a BATCH answer that decodes encodes back to the same bytes.
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use shoal_cluster::message::{
-    decode_relay_response, decode_request, encode_handoff, encode_relay, encode_relay_answer,
-    encode_relayed, encode_replicate, encode_replicate_at, Change, Request, KIND_RELAY,
-    KIND_RELAYED,
+    decode_batch_answer, decode_relay_response, decode_request, encode_batch,
+    encode_batch_answer, encode_handoff, encode_relay, encode_relay_answer, encode_relayed,
+    encode_replicate, encode_replicate_at, BatchAnswer, Change, Request, KIND_COMMAND,
+    KIND_RELAY, KIND_RELAYED, MAX_BATCH,
 };
 use shoal_store::{Collection, KeyState, Kind};
 
@@ -111,7 +113,21 @@ fuzz_target!(|data: &[u8]| {
         Ok(Request::Fetch(keys)) => {
             assert!(keys.iter().map(|k| k.len()).sum::<usize>() <= data.len());
         }
+        Ok(Request::Batch(parts)) => {
+            assert!(!parts.is_empty() && parts.len() <= MAX_BATCH);
+            assert!(parts.iter().all(|p| p.first() == Some(&KIND_COMMAND)));
+            assert_eq!(&encode_batch(&parts)[..], data);
+        }
         _ => {}
+    }
+    // The same bytes as a BATCH's answer, for as many commands as it says.
+    if data.len() >= 4 {
+        let count = u32::from_be_bytes([data[0], data[1], data[2], data[3]]) as usize;
+        if let BatchAnswer::Parts(parts) = decode_batch_answer(Bytes::copy_from_slice(data), count)
+        {
+            assert_eq!(parts.len(), count);
+            assert_eq!(&encode_batch_answer(&parts)[..], data);
+        }
     }
     // The same bytes as a relay's response: the target's answer or a failure, never a
     // panic; an answer re-encodes to the same bytes.

@@ -402,6 +402,140 @@ fn pipelines_keep_their_order_across_owners() {
     assert_eq!((a.as_str(), b.as_str(), n), ("one", "two", 2));
 }
 
+/// A pipeline's commands for one node travel together (BATCH requests) and still take
+/// effect in the client's order, also around commands that go on their own (a value too
+/// long to join a batch, a write split across owners), which close the open batches.
+#[test]
+fn pipelined_commands_for_one_node_travel_in_batches_in_order() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[1].client();
+    let me = my_id(&mut c);
+    // Keys other nodes own, so that every command on them is forwarded.
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("batch:{i}"))
+        .filter(|k| owner_of(&mut c, k) != me)
+        .take(100)
+        .collect();
+    let big = "b".repeat(20_000);
+    let mut pipe = redis::pipe();
+    let mut expected = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let other = &keys[(i + 37) % keys.len()];
+        pipe.set(k, "a").ignore();
+        pipe.get(k);
+        expected.push("a".to_string());
+        // Alone (past a batch part's size): the GET after it must not overtake it.
+        pipe.set(k, &big).ignore();
+        pipe.strlen(k);
+        expected.push(big.len().to_string());
+        // Split by owner when the two keys' owners differ.
+        pipe.mset(&[(k.as_str(), "c"), (other.as_str(), "d")])
+            .ignore();
+        pipe.get(k);
+        expected.push("c".to_string());
+        pipe.incr(format!("{k}:n"), 1).ignore();
+        pipe.incr(format!("{k}:n"), 1);
+        expected.push("2".to_string());
+    }
+    let replies: Vec<String> = pipe.query(&mut c).unwrap();
+    assert!(replies == expected, "replies in the client's order");
+    let stat = |c: &mut redis::Connection, f: &str| -> u64 { info_field(c, f).parse().unwrap() };
+    let (batches, batched) = (
+        stat(&mut c, "shoal_forward_batches"),
+        stat(&mut c, "shoal_forward_batched"),
+    );
+    assert!(
+        batches > 0 && batched >= 2 * batches,
+        "{batches} batches of {batched}"
+    );
+    let served: u64 = [0, 2]
+        .iter()
+        .map(|&n| stat(&mut cluster.members[n].client(), "shoal_batches_served"))
+        .sum();
+    assert_eq!(served, batches, "each batch is served once");
+}
+
+/// A batch whose replies pass 16 MB is answered in part: the commands after that were not
+/// run there and go again alone, in order, so that every answer fits one frame.
+#[test]
+fn a_batch_of_large_replies_is_answered_in_part_and_the_rest_goes_alone() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[1].client();
+    let me = my_id(&mut c);
+    let first = first_name(|i| format!("large:{i}"), |k| owner_of(&mut c, k) != me);
+    let owner = owner_of(&mut c, &first);
+    // Keys of one other node, so that every command below joins one batch.
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("large:{i}"))
+        .filter(|k| owner_of(&mut c, k) == owner)
+        .take(24)
+        .collect();
+    let value = |i: usize| format!("{i:08}").repeat(128 * 1024);
+    for (i, k) in keys.iter().enumerate() {
+        let _: () = c.set(k, value(i)).unwrap();
+    }
+    let mut pipe = redis::pipe();
+    for (i, k) in keys.iter().enumerate() {
+        pipe.get(k);
+        pipe.set(k, i).ignore();
+        pipe.get(k);
+    }
+    let replies: Vec<String> = pipe.query(&mut c).unwrap();
+    let expected: Vec<String> = (0..keys.len())
+        .flat_map(|i| [value(i), i.to_string()])
+        .collect();
+    assert!(replies == expected, "every reply, in order");
+    let full: u64 = info_field(&mut c, "shoal_forward_batch_full")
+        .parse()
+        .unwrap();
+    assert!(full > 0, "the batch's answer was full");
+}
+
+/// A client blocked on the key's owner is served as soon as a batched write gives it
+/// something, before the next command of the batch runs, as after each command of a
+/// pipeline on one node (Redis serves blocked clients after every command).
+#[test]
+fn a_batched_write_serves_blocked_clients_before_the_next_command() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[1].client();
+    let me = my_id(&mut c);
+    let q = first_name(|i| format!("queue:{i}"), |k| owner_of(&mut c, k) != me);
+    let owner_id = owner_of(&mut c, &q);
+    let owner = (0..3)
+        .find(|&n| my_id(&mut cluster.members[n].client()) == owner_id)
+        .unwrap();
+    let mut waiter = cluster.members[owner].client();
+    let blpop = std::thread::spawn({
+        let q = q.clone();
+        move || -> Option<(String, String)> {
+            redis::cmd("BLPOP")
+                .arg(&q)
+                .arg(10)
+                .query(&mut waiter)
+                .unwrap()
+        }
+    });
+    let mut watch = cluster.members[owner].client();
+    assert!(
+        wait_until(Duration::from_secs(10), || info_field(
+            &mut watch,
+            "blocked_clients"
+        ) == "1"),
+        "the waiter blocks"
+    );
+    let (pushed, popped): (i64, Option<String>) = redis::pipe()
+        .rpush(&q, "x")
+        .lpop(&q, None)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        (pushed, popped),
+        (1, None),
+        "the blocked client took it first"
+    );
+    assert_eq!(blpop.join().unwrap(), Some((q.clone(), "x".to_string())));
+}
+
 /// A pipeline far deeper than a connection's window of forwarded replies, sent through a
 /// non-owner by a client that closes its sending side right after (`nc -N`, `redis-cli
 /// --pipe`): every reply comes back, in order, before the node closes, also those of

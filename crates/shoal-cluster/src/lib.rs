@@ -177,6 +177,9 @@ pub struct Peer {
     pub reachable: AtomicBool,
     /// Commands forwarded to it, by outcome.
     pub forwards: ForwardOutcomes,
+    /// It answered a BATCH as a message of unknown kind (a node of an earlier release):
+    /// commands go to it one request each.
+    pub no_batches: AtomicBool,
 }
 
 /// Commands forwarded to one peer, by outcome (the metrics' `shoal_forward_outcomes`).
@@ -333,6 +336,11 @@ impl View {
             .map(|p| &**p)
     }
 
+    /// [`View::peer`], shared.
+    pub fn peer_shared(&self, member: u16) -> Option<&Arc<Peer>> {
+        self.peers.get(usize::from(member)).and_then(Option::as_ref)
+    }
+
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
@@ -353,6 +361,15 @@ impl View {
 pub struct ClusterStats {
     /// Commands (or parts of split commands) sent to another node.
     pub forwarded: AtomicU64,
+    /// BATCH requests sent (commands of one client's pipeline for one node, together) and
+    /// the commands they carried (also counted in `forwarded`).
+    pub batches_sent: AtomicU64,
+    pub batched: AtomicU64,
+    /// Batched commands the receiver did not run because the batch's answer was full
+    /// (`message::BATCH_FULL`), sent again alone.
+    pub batch_full: AtomicU64,
+    /// BATCH requests served for other nodes (their commands count in `served`).
+    pub batches_served: AtomicU64,
     /// Requests to a copy that failed (unreachable, timeout) and went to the next copy.
     pub failovers: AtomicU64,
     /// Requests that reached no copy at all.
@@ -779,6 +796,7 @@ impl Cluster {
                     repl,
                     reachable: AtomicBool::new(true),
                     forwards: ForwardOutcomes::default(),
+                    no_batches: AtomicBool::new(false),
                 })
             })
             .clone()
@@ -1008,6 +1026,10 @@ impl Cluster {
         ));
         line(format!("shoal_forwarded:{}", get(&s.forwarded)));
         line(format!("shoal_served_for_peers:{}", get(&s.served)));
+        line(format!("shoal_forward_batches:{}", get(&s.batches_sent)));
+        line(format!("shoal_forward_batched:{}", get(&s.batched)));
+        line(format!("shoal_forward_batch_full:{}", get(&s.batch_full)));
+        line(format!("shoal_batches_served:{}", get(&s.batches_served)));
         line(format!("shoal_failovers:{}", get(&s.failovers)));
         line(format!("shoal_unreachable:{}", get(&s.unreachable)));
         line(format!(

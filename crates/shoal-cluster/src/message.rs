@@ -36,6 +36,10 @@
 //!                           | 1 · failure u8 · text        (`RelayFailure`)
 //! 8 RELAYED    origin_len u16 · origin · inner request body (not 7 or 8)
 //!              response body: the inner request's
+//! 9 BATCH      count u32 (1..=MAX_BATCH) · count × (len u32 · COMMAND body)
+//!              commands of one client's pipeline for this node, run in order as if
+//!              each came in a request of its own
+//!              response body: count u32 · count × (len u32 · that COMMAND's response body)
 //! ```
 //!
 //! A scope restricts the key-enumerating commands of a fan-out (DBSIZE, KEYS, SCAN,
@@ -69,6 +73,9 @@ pub const KIND_DONE: u8 = 5;
 pub const KIND_REPLICATE_AT: u8 = 6;
 pub const KIND_RELAY: u8 = 7;
 pub const KIND_RELAYED: u8 = 8;
+pub const KIND_BATCH: u8 = 9;
+/// Most commands one BATCH carries.
+pub const MAX_BATCH: usize = 1024;
 /// Longest node name a RELAY or RELAYED body may carry.
 pub const MAX_NODE_NAME: usize = 255;
 
@@ -205,6 +212,9 @@ pub enum Request {
         origin: String,
         inner: Bytes,
     },
+    /// Commands of one client's pipeline for this node (COMMAND bodies, left undecoded),
+    /// to run in order as if each had come in a request of its own.
+    Batch(Vec<Bytes>),
 }
 
 /// Why a body could not be decoded (the peer runs another version, or is broken).
@@ -1020,9 +1030,88 @@ pub fn decode_request(
                 _ => Request::Replicate(states),
             })
         }
+        KIND_BATCH => {
+            let parts = get_parts(&mut r)?;
+            if parts.iter().any(|p| p.first() != Some(&KIND_COMMAND)) {
+                return Err(MessageError::Field("batch part"));
+            }
+            Ok(Request::Batch(parts))
+        }
         k => Err(MessageError::Kind(k)),
     }
 }
+
+/// A BATCH of COMMAND bodies (at most [`MAX_BATCH`]).
+pub fn encode_batch(bodies: &[Bytes]) -> Bytes {
+    let mut out = BytesMut::with_capacity(5 + bodies.iter().map(|b| 4 + b.len()).sum::<usize>());
+    out.put_u8(KIND_BATCH);
+    put_parts(&mut out, bodies);
+    out.freeze()
+}
+
+/// A BATCH's response body: each command's response body, in order.
+pub fn encode_batch_answer(bodies: &[Bytes]) -> Bytes {
+    let mut out = BytesMut::with_capacity(4 + bodies.iter().map(|b| 4 + b.len()).sum::<usize>());
+    put_parts(&mut out, bodies);
+    out.freeze()
+}
+
+fn put_parts(out: &mut BytesMut, bodies: &[Bytes]) {
+    out.put_u32(bodies.len() as u32);
+    for b in bodies {
+        out.put_u32(b.len() as u32);
+        out.put_slice(b);
+    }
+}
+
+/// Reads `count u32 · count × (len u32 · bytes)` to the end of `r` (zero-copy slices).
+fn get_parts(r: &mut Reader) -> Result<Vec<Bytes>, MessageError> {
+    let count = r.u32()? as usize;
+    // Each part takes at least its length's 4 bytes: a count beyond that is a lie.
+    if count == 0 || count > MAX_BATCH || count > r.buf.remaining() / 4 {
+        return Err(MessageError::Field("batch count"));
+    }
+    let mut parts = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = r.u32()? as usize;
+        parts.push(r.bytes(len)?);
+    }
+    if r.buf.has_remaining() {
+        return Err(MessageError::Field("trailing bytes"));
+    }
+    Ok(parts)
+}
+
+/// A BATCH command's answer when the batch's answer was full: the receiver did not run it,
+/// and the sender sends it again alone (after the connection's earlier commands).
+pub const BATCH_FULL: &[u8] = b"-TRYAGAIN the batch's answer was full; send the command alone\r\n";
+
+/// What a BATCH's sender got back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BatchAnswer {
+    /// Each command's response body, in order.
+    Parts(Vec<Bytes>),
+    /// The receiver does not know BATCH (a node of an earlier release answers its kind as
+    /// a bad message): it ran none of them, and they may be sent one by one.
+    Unknown,
+    /// Anything else: the receiver may have run them, the answers are lost.
+    Malformed,
+}
+
+/// Decodes a BATCH's response body, which must answer `count` commands.
+pub fn decode_batch_answer(body: Bytes, count: usize) -> BatchAnswer {
+    if body.starts_with(UNKNOWN_KIND_ANSWER) {
+        return BatchAnswer::Unknown;
+    }
+    match get_parts(&mut Reader { buf: body }) {
+        Ok(parts) if parts.len() == count => BatchAnswer::Parts(parts),
+        _ => BatchAnswer::Malformed,
+    }
+}
+
+/// How a node answers a body it cannot decode (`peer`): an earlier release's answer to a
+/// BATCH starts so (its kind unknown there).
+pub const UNKNOWN_KIND_ANSWER: &[u8] = b"-ERR bad inter-node message: unknown message kind";
 
 /// Decodes a REPLICATE response: (applied, stale).
 pub fn decode_replicate_result(body: &[u8]) -> Option<(u32, u32)> {
@@ -1037,6 +1126,90 @@ pub fn decode_replicate_result(body: &[u8]) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_round_trip_and_malformed_ones_are_refused() {
+        let args =
+            |s: &str| -> Vec<Bytes> { s.split(' ').map(|a| Bytes::from(a.to_string())).collect() };
+        let bodies: Vec<Bytes> = ["SET k 1", "GET k", "INCR n"]
+            .iter()
+            .map(|c| encode_command(Protocol::Resp2, 0, None, &args(c), 7, 0))
+            .collect();
+        let batch = encode_batch(&bodies);
+        assert_eq!(
+            decode_request(batch.clone(), |_| Ok(Vec::new())),
+            Ok(Request::Batch(bodies.clone()))
+        );
+        // Bad counts, lengths, trailing bytes, and parts that are not COMMANDs.
+        let raw = |count: u32, parts: &[&[u8]], tail: &[u8]| {
+            let mut b = vec![KIND_BATCH];
+            b.extend_from_slice(&count.to_be_bytes());
+            for p in parts {
+                b.extend_from_slice(&(p.len() as u32).to_be_bytes());
+                b.extend_from_slice(p);
+            }
+            b.extend_from_slice(tail);
+            decode_request(Bytes::from(b), |_| Ok(Vec::new()))
+        };
+        let cmd = &bodies[1][..];
+        assert!(raw(1, &[cmd], &[]).is_ok());
+        assert!(raw(0, &[], &[]).is_err(), "an empty batch");
+        assert!(raw(2, &[cmd], &[]).is_err(), "a count past the parts");
+        assert!(
+            raw(u32::MAX, &[cmd], &[]).is_err(),
+            "a count past the bytes"
+        );
+        assert!(raw(1, &[cmd], b"x").is_err(), "trailing bytes");
+        assert!(
+            raw(1, &[&cmd[..cmd.len() - 1]], b"").is_ok(),
+            "a part is opaque here"
+        );
+        assert!(
+            raw(1, &[&batch[..]], &[]).is_err(),
+            "a batch inside a batch"
+        );
+        assert!(raw(1, &[b""], &[]).is_err(), "an empty part");
+        let mut long = vec![KIND_BATCH];
+        long.extend_from_slice(&(MAX_BATCH as u32 + 1).to_be_bytes());
+        for _ in 0..=MAX_BATCH {
+            long.extend_from_slice(&(cmd.len() as u32).to_be_bytes());
+            long.extend_from_slice(cmd);
+        }
+        assert!(decode_request(Bytes::from(long), |_| Ok(Vec::new())).is_err());
+        // A truncated length prefix.
+        let mut cut = batch.to_vec();
+        cut.truncate(7);
+        assert!(decode_request(Bytes::from(cut), |_| Ok(Vec::new())).is_err());
+    }
+
+    #[test]
+    fn batch_answers_are_read_and_an_earlier_release_is_told_apart() {
+        let replies = [
+            Bytes::from_static(b"+OK\r\n"),
+            Bytes::from_static(b"$1\r\n1\r\n"),
+        ];
+        let answer = encode_batch_answer(&replies);
+        assert_eq!(
+            decode_batch_answer(answer.clone(), 2),
+            BatchAnswer::Parts(replies.to_vec())
+        );
+        assert_eq!(
+            decode_batch_answer(answer.clone(), 3),
+            BatchAnswer::Malformed
+        );
+        assert_eq!(
+            decode_batch_answer(answer.slice(..answer.len() - 1), 2),
+            BatchAnswer::Malformed
+        );
+        // What a node that does not know BATCH answers (`peer`): none of it ran.
+        let old = crate::router::error_bytes(&format!(
+            "ERR bad inter-node message: {}",
+            MessageError::Kind(KIND_BATCH)
+        ));
+        assert_eq!(decode_batch_answer(old, 2), BatchAnswer::Unknown);
+        let other = crate::router::error_bytes("ERR bad inter-node message: message truncated");
+        assert_eq!(decode_batch_answer(other, 2), BatchAnswer::Malformed);
+    }
 
     #[test]
     fn transactions_round_trip_and_malformed_ones_are_refused() {

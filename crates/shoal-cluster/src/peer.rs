@@ -20,15 +20,15 @@ use tokio::time::Instant;
 use bytes::Bytes;
 use shoal_wire::{Handled, PeerHandler, Response};
 
-use shoal_store::KeyState;
+use shoal_store::{KeyState, PREFETCH_MAX};
 
 use super::handoff::{self, Before, Fetched};
 use super::message::{
-    decode_request, decode_states, encode_fetch, encode_relay_answer, encode_relay_failure,
-    encode_relayed, encode_replicate, encode_replicate_result, peek_command_key, Change,
-    RelayFailure, Request,
+    decode_request, decode_states, encode_batch_answer, encode_fetch, encode_relay_answer,
+    encode_relay_failure, encode_relayed, encode_replicate, encode_replicate_result,
+    peek_command_key, Change, RelayFailure, Request, BATCH_FULL, KIND_BATCH,
 };
-use super::replicate::{replicate_keys, unconfirmed, wait_acks};
+use super::replicate::{replicate_keys, unconfirmed, unconfirmed_len, wait_acks};
 use super::router::{
     command_keys, error_bytes, order_failover, parse_command, serve_after_wait, serve_blocked,
     serve_command, serve_part_blocking,
@@ -36,7 +36,7 @@ use super::router::{
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
-use shoal_engine::cmd::runs_in_doubt;
+use shoal_engine::cmd::{runs_in_doubt, FORWARDED_REPLY_MAX};
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
@@ -104,6 +104,12 @@ pub struct PeerConn {
     /// The requests another member relays here from members whose own link to this node is
     /// cut (`relay`), each origin served as a link of its own, by name.
     relayed: HashMap<String, PeerConn>,
+    /// While a BATCH's command runs: the most reply bytes it may make (its share of the
+    /// batch's answer, which one frame carries), or 0.
+    reply_cap: u64,
+    /// Set by a command whose answer waits for its replicas' acks: its reply's size, known
+    /// already (a BATCH counts it in its answer at once).
+    acked_reply: Option<usize>,
 }
 
 /// Origins one link relays for at most (a member relays for members of the cluster; a
@@ -119,6 +125,8 @@ impl PeerHandler for PeerService {
             name: peer_node.to_owned(),
             sent_back: HashMap::new(),
             relayed: HashMap::new(),
+            reply_cap: 0,
+            acked_reply: None,
         }
     }
 
@@ -130,13 +138,131 @@ impl PeerHandler for PeerService {
     }
 
     fn handle(&self, conn: &mut PeerConn, sender_view: u64, body: Bytes) -> Handled<Deferred> {
+        if body.first() == Some(&KIND_BATCH) {
+            return self.handle_batch(conn, sender_view, body);
+        }
         // Clients blocked on what a forwarded write writes are served before its answer.
         let blocked = self.node.engine.blocked.clone();
         blocked.serving_after(|| self.handle_now(conn, sender_view, body))
     }
 }
 
+/// Reply bytes of a BATCH's answer past which its remaining commands are not run but
+/// answered [`BATCH_FULL`] (sent again alone): with the last one run, which may make up to
+/// what is left of `FORWARDED_REPLY_MAX`, the answer fits one frame.
+const BATCH_ANSWER_SOFT: usize = 16 << 20;
+
 impl PeerService {
+    /// A BATCH: its commands are handled in order, each as if it had come in a request of
+    /// its own (clients blocked on what one writes are served before the next runs, as
+    /// after each command of a pipeline on a single node), and answered together once the
+    /// last has its answer.
+    fn handle_batch(
+        &self,
+        conn: &mut PeerConn,
+        sender_view: u64,
+        body: Bytes,
+    ) -> Handled<Deferred> {
+        let node = &self.node;
+        let cluster = node
+            .cluster
+            .as_ref()
+            .expect("peer service runs in a cluster");
+        let parts = match decode_request(body, |_| Ok(Vec::new())) {
+            Ok(Request::Batch(parts)) => parts,
+            other => {
+                let e = other
+                    .err()
+                    .map_or_else(|| "not a batch".to_owned(), |e| e.to_string());
+                tracing::warn!(error = %e, "bad inter-node message");
+                return Handled::Ready(Response {
+                    epoch: cluster.view().id,
+                    body: error_bytes(&format!("ERR bad inter-node message: {e}")),
+                });
+            }
+        };
+        cluster.stats.batches_served.fetch_add(1, Ordering::Relaxed);
+        let mut answers = Vec::with_capacity(parts.len());
+        let mut all_ready = true;
+        // Reply bytes the answer holds or may hold (a reply still to come counts as much as
+        // it may make): past BATCH_ANSWER_SOFT the rest are not run but sent back to go
+        // alone, so that the answer fits one frame.
+        let mut used = 0usize;
+        for (i, part) in parts.iter().cloned().enumerate() {
+            if used >= BATCH_ANSWER_SOFT {
+                answers.push(Handled::Ready(Response {
+                    epoch: cluster.view().id,
+                    body: Bytes::from_static(BATCH_FULL),
+                }));
+                continue;
+            }
+            // The keys of the next few start loading side by side, as for requests of their
+            // own (`look_ahead`).
+            if i % PREFETCH_MAX == 0 {
+                let mut next: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+                let mut n = 0;
+                for (slot, b) in next.iter_mut().zip(&parts[i..]) {
+                    *slot = b;
+                    n += 1;
+                }
+                self.look_ahead(&next[..n]);
+            }
+            let cap = FORWARDED_REPLY_MAX - used;
+            conn.reply_cap = cap as u64;
+            conn.acked_reply = None;
+            // One command's panic is its own error answer, as for a request of its own.
+            let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.handle(conn, sender_view, part)
+            }))
+            .unwrap_or_else(|_| {
+                Handled::Ready(Response {
+                    epoch: cluster.view().id,
+                    body: error_bytes("ERR internal error running a forwarded command"),
+                })
+            });
+            conn.reply_cap = 0;
+            used += match &handled {
+                Handled::Ready(r) => r.body.len(),
+                Handled::Later(_) => conn.acked_reply.take().unwrap_or(cap),
+            };
+            all_ready &= matches!(handled, Handled::Ready(_));
+            answers.push(handled);
+        }
+        if all_ready {
+            let mut epoch = 0;
+            let bodies: Vec<Bytes> = answers
+                .into_iter()
+                .map(|h| match h {
+                    Handled::Ready(r) => {
+                        epoch = r.epoch;
+                        r.body
+                    }
+                    Handled::Later(_) => error_bytes("ERR internal error"),
+                })
+                .collect();
+            return Handled::Ready(Response {
+                epoch,
+                body: encode_batch_answer(&bodies),
+            });
+        }
+        Handled::Later(Box::pin(async move {
+            let mut epoch = 0;
+            let mut bodies = Vec::with_capacity(answers.len());
+            for h in answers {
+                let r = match h {
+                    Handled::Ready(r) => r,
+                    Handled::Later(f) => f.await,
+                };
+                epoch = r.epoch;
+                bodies.push(r.body);
+            }
+            Response {
+                epoch,
+                body: encode_batch_answer(&bodies),
+            }
+        }))
+    }
+
     fn handle_now(&self, conn: &mut PeerConn, sender_view: u64, body: Bytes) -> Handled<Deferred> {
         let node = &self.node;
         let cluster = node
@@ -185,6 +311,12 @@ impl PeerService {
                 once,
                 origin,
             }) => {
+                // Inside a BATCH, its share of the batch's answer (`handle_batch`).
+                let reply_limit = match (reply_limit, conn.reply_cap) {
+                    (limit, 0) => limit,
+                    (0, cap) => cap,
+                    (limit, cap) => limit.min(cap),
+                };
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
@@ -330,6 +462,7 @@ impl PeerService {
                 if acks.is_empty() {
                     reply(bytes)
                 } else {
+                    conn.acked_reply = Some(bytes.len().max(unconfirmed_len()));
                     let ack_wait = cluster.timeouts.half;
                     Handled::Later(Box::pin(async move {
                         let body = if wait_acks(acks, ack_wait).await {
@@ -474,6 +607,8 @@ impl PeerService {
                     .or_insert_with_key(|origin| self.connect(origin));
                 self.handle(sub, sender_view, inner)
             }
+            // Only a request of its own is a batch (`handle`), not one inside another.
+            Ok(Request::Batch(_)) => reply(error_bytes("ERR bad inter-node message: nested batch")),
             Err(e) => {
                 tracing::warn!(error = %e, "bad inter-node message");
                 reply(error_bytes(&format!("ERR bad inter-node message: {e}")))
@@ -909,6 +1044,8 @@ mod tests {
             name: "n1".into(),
             sent_back: HashMap::new(),
             relayed: HashMap::new(),
+            reply_cap: 0,
+            acked_reply: None,
         };
         let hold = Duration::from_secs(3);
         let k = [Bytes::from_static(b"k")];

@@ -58,7 +58,7 @@ use crate::plan::{
 };
 use crate::{handoff, Cluster, Server, View};
 use local::{run_here, run_owned};
-use outbound::{forward, FailoverOrder as Order};
+use outbound::{forward, forward_batched, FailoverOrder as Order};
 use outcome::{reply_limit, with_acks};
 use shoal_engine::hooks::SlotScope;
 
@@ -79,11 +79,17 @@ pub fn dispatch(
         .cluster
         .as_ref()
         .and_then(|_| tracked::read_keys(node, session, args));
+    let joined = in_flight.order.batches.joined;
     // Clients blocked on what it writes are served before its reply, as in Redis.
     let outcome = node
         .engine
         .blocked
         .serving_after(|| dispatch_now(node, session, &mut in_flight.order, args, now_ms));
+    // A reply to come that is not in a batch (forwarded alone, split, fanned out, blocked)
+    // closes the open batches: nothing routed after it may reach a node before it.
+    if matches!(outcome, Outcome::Later(_)) && in_flight.order.batches.joined == joined {
+        in_flight.order.batches.close();
+    }
     if let Some(t) = session.tracking.as_mut() {
         // CLIENT CACHING's word lasts one command (a forwarded one too; EXEC's inner ones).
         if session.multi.is_none() && !args[0].eq_ignore_ascii_case(b"client") {
@@ -445,7 +451,7 @@ fn route(
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))
                 .collect();
-            forward(node, view, owners, body, access, order.turn(), slots)
+            forward_batched(node, view, owners, body, access, order, slots)
         }
         Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
         Plan::AllNodes => fanout::start(node, cluster, spec, args, proto, session.db),
@@ -631,6 +637,9 @@ fn exec(
     let mut parts: Vec<ReplyFuture> = Vec::with_capacity(tx.queue.len());
     // A blocking command inside a transaction answers at once, as in Redis.
     let no_block = std::mem::replace(&mut session.no_block, true);
+    // Each forwarded command goes alone, in order with the fan-outs among them.
+    order.batches.close();
+    let held = std::mem::replace(&mut order.batches.held, true);
     for (a, refused) in tx.queue.iter().zip(refusals) {
         let outcome = match (refused, cmd::lookup(&a[0])) {
             (Some(refused), _) => Outcome::Reply(refused),
@@ -639,6 +648,7 @@ fn exec(
         };
         parts.push(outcome.into_future(session.proto));
     }
+    order.batches.held = held;
     session.no_block = no_block;
     let n = parts.len();
     Outcome::Later(Box::pin(async move {

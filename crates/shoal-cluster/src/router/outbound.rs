@@ -34,6 +34,300 @@ pub fn forward(
     )))
 }
 
+/// [`forward`], first in a batch of the connection's commands for the key's first copy
+/// ([`Batches`]) when it can go in one.
+pub fn forward_batched(
+    node: &Arc<Server>,
+    view: Arc<View>,
+    owners: Copies,
+    body: Bytes,
+    access: Access,
+    order: &mut FailoverOrder,
+    slots: Slots,
+) -> Outcome {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    let part = view
+        .peer_shared(owners[0])
+        .and_then(|peer| order.batches.join(peer, &cluster.stats, view.id, &body));
+    let Some(part) = part else {
+        return forward(node, view, owners, body, access, order.turn(), slots);
+    };
+    let (node, mut turn) = (node.clone(), order.turn());
+    Outcome::Later(Box::pin(async move {
+        // The answer of a copy that ran it (counted by the batch): no failover to prepare
+        // for, so the future stays small and the rest comes only when needed.
+        match part.answer().await {
+            Ok(r) if final_answer(&r.body) => r.body,
+            Ok(r) if r.body.starts_with(message::BATCH_FULL) => {
+                // Not run there: alone, after the connection's earlier commands (those after
+                // it in the batch come back so too, and wait for it in turn).
+                let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+                cluster.stats.batch_full.fetch_add(1, Ordering::Relaxed);
+                turn.after_previous(cluster.timeouts.request).await;
+                let rest = send_from(node, view, owners, body, access, &mut turn, slots, None);
+                Box::pin(rest).await
+            }
+            first => {
+                let rest = send_from(
+                    node,
+                    view,
+                    owners,
+                    body,
+                    access,
+                    &mut turn,
+                    slots,
+                    Some(first),
+                );
+                Box::pin(rest).await
+            }
+        }
+    }))
+}
+
+/// Commands one batch takes at most (at most `message::MAX_BATCH`), and bytes of their
+/// bodies: a 16-deep pipeline of 50 clients on one worker fills a few hundred places.
+const BATCH_COMMANDS: usize = 256;
+const BATCH_BYTES: usize = 256 << 10;
+/// A command whose body is longer goes in a request of its own (its copy into a batch
+/// would cost more than the request).
+const BATCH_PART_MAX: usize = 16 << 10;
+
+/// The batches one connection's forwarded commands join: the commands of a pipeline that go
+/// to one node travel in one BATCH request (`message`) and come back in one response, so
+/// that the link's per-request work (its place in the pending table, a timer, a frame on
+/// each side, a wake-up for the answer) is paid once per batch instead of once per command.
+///
+/// A batch is open from its first command until it is sent, which is when the first of its
+/// commands' reply futures is first polled: after the connection routed the requests it had
+/// read, as a forwarded command alone is sent on its first poll. So a batch holds the
+/// commands for its node that were routed before then, in order, and goes out where its
+/// first command would have gone alone. Any other command of the connection that will
+/// answer later (a command forwarded on its own, split, fanned out, blocked) closes the open
+/// batches first (`close`): commands after it start new ones, so nothing sent after it in
+/// a batch reaches a node before it. The receiver handles a batch's commands in order, each
+/// as a request of its own.
+///
+/// A failed batch fails each of its commands, which then go on to the next copy (or answer
+/// an error) exactly as a command sent alone would after the same failure (`try_copies`).
+#[derive(Default)]
+pub struct Batches {
+    open: Vec<OpenBatch>,
+    /// Commands that joined a batch so far (so the router tells whether one did).
+    pub joined: u64,
+    /// No command joins a batch meanwhile (an EXEC routing its queue command by command,
+    /// whose fan-outs and local commands would otherwise not close them).
+    pub held: bool,
+}
+
+impl std::fmt::Debug for Batches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batches")
+            .field("open", &self.open.len())
+            .finish()
+    }
+}
+
+struct OpenBatch {
+    peer: Arc<crate::Peer>,
+    view_id: u64,
+    /// The bodies joined so far; taken (`None`) when the batch is sent.
+    bodies: Arc<std::sync::Mutex<Option<Vec<Bytes>>>>,
+    answer: BatchFuture,
+    count: usize,
+    bytes: usize,
+}
+
+/// Each command's answer, in order.
+type Answers = Arc<Vec<Result<shoal_wire::Response, WireError>>>;
+type BatchFuture = futures_util::future::Shared<
+    std::pin::Pin<Box<dyn std::future::Future<Output = Answers> + Send>>,
+>;
+
+/// One command's place in a batch.
+pub struct Part {
+    answer: BatchFuture,
+    index: usize,
+}
+
+impl Part {
+    /// The command's answer (its batch is sent by the first of its commands to ask).
+    pub async fn answer(self) -> Result<shoal_wire::Response, WireError> {
+        let answers = self.answer.await;
+        answers
+            .get(self.index)
+            .cloned()
+            .unwrap_or_else(|| Err(WireError::Timeout))
+    }
+}
+
+impl OpenBatch {
+    fn sent(&self) -> bool {
+        self.bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
+
+impl Batches {
+    /// `body`'s place in the open batch for `peer` (a new one if none has room), or `None`
+    /// when it goes alone: too long, or `peer` does not take batches.
+    pub fn join(
+        &mut self,
+        peer: &Arc<crate::Peer>,
+        stats: &Arc<crate::ClusterStats>,
+        view_id: u64,
+        body: &Bytes,
+    ) -> Option<Part> {
+        if self.held || body.len() > BATCH_PART_MAX || peer.no_batches.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.open.retain(|b| !b.sent());
+        // Only the peer's newest batch takes more: one that a newer batch follows is sent
+        // first, and a command joining it would overtake those in the newer one.
+        let fits = |b: &OpenBatch| {
+            b.view_id == view_id && b.count < BATCH_COMMANDS && b.bytes + body.len() <= BATCH_BYTES
+        };
+        let newest = self.open.iter().rposition(|b| Arc::ptr_eq(&b.peer, peer));
+        let at = match newest.filter(|&at| fits(&self.open[at])) {
+            Some(at) => at,
+            None => {
+                self.open
+                    .push(OpenBatch::new(peer.clone(), stats.clone(), view_id));
+                self.open.len() - 1
+            }
+        };
+        let batch = &mut self.open[at];
+        batch
+            .bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()?
+            .push(body.clone());
+        batch.count += 1;
+        batch.bytes += body.len();
+        self.joined += 1;
+        Some(Part {
+            answer: batch.answer.clone(),
+            index: batch.count - 1,
+        })
+    }
+
+    /// Closes the open batches: commands routed from now on start new ones.
+    pub fn close(&mut self) {
+        self.open.clear();
+    }
+}
+
+impl OpenBatch {
+    fn new(peer: Arc<crate::Peer>, stats: Arc<crate::ClusterStats>, view_id: u64) -> OpenBatch {
+        let bodies = Arc::new(std::sync::Mutex::new(Some(Vec::new())));
+        let answer = {
+            let (bodies, peer) = (bodies.clone(), peer.clone());
+            let send: std::pin::Pin<Box<dyn std::future::Future<Output = Answers> + Send>> =
+                Box::pin(async move {
+                    let taken = bodies.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    let taken = taken.unwrap_or_default();
+                    Arc::new(send_counted(&peer, &stats, view_id, taken).await)
+                });
+            futures_util::FutureExt::shared(send)
+        };
+        OpenBatch {
+            peer,
+            view_id,
+            bodies,
+            answer,
+            count: 0,
+            bytes: 0,
+        }
+    }
+}
+
+/// An answer that goes to the client as it is: not one asking for the next copy or for
+/// the command again (`handoff`).
+fn final_answer(body: &[u8]) -> bool {
+    !handoff::try_next_copy(body)
+        && !body.starts_with(handoff::OTHER_VIEW)
+        && !body.starts_with(message::BATCH_FULL)
+}
+
+/// [`send_batch`], counted: every command as forwarded, and those whose copy answered
+/// (not asking for the next copy) as answered, once for the batch; `try_copies` counts
+/// the rest of a command's way.
+async fn send_counted(
+    peer: &crate::Peer,
+    stats: &crate::ClusterStats,
+    view_id: u64,
+    bodies: Vec<Bytes>,
+) -> Vec<Result<shoal_wire::Response, WireError>> {
+    let n = bodies.len() as u64;
+    stats.forwarded.fetch_add(n, Ordering::Relaxed);
+    if n > 1 {
+        stats.batches_sent.fetch_add(1, Ordering::Relaxed);
+        stats.batched.fetch_add(n, Ordering::Relaxed);
+    }
+    let answers = send_batch(peer, view_id, bodies).await;
+    let answered = answers
+        .iter()
+        .filter(|a| {
+            a.as_ref().is_ok_and(|r| {
+                !handoff::try_next_copy(&r.body) && !r.body.starts_with(message::BATCH_FULL)
+            })
+        })
+        .count() as u64;
+    if answered > 0 {
+        peer.forwards
+            .answered
+            .fetch_add(answered, Ordering::Relaxed);
+        // (Read first: a store on every batch would dirty the line for every core.)
+        if !peer.reachable.load(Ordering::Relaxed) {
+            peer.reachable.store(true, Ordering::Relaxed);
+        }
+    }
+    answers
+}
+
+/// Sends `bodies` to `peer`: one alone as itself, more as a BATCH; each body's answer.
+async fn send_batch(
+    peer: &crate::Peer,
+    view_id: u64,
+    bodies: Vec<Bytes>,
+) -> Vec<Result<shoal_wire::Response, WireError>> {
+    if bodies.len() < 2 {
+        let mut answers = Vec::with_capacity(1);
+        for body in bodies {
+            answers.push(peer.request(view_id, body).await);
+        }
+        return answers;
+    }
+    let count = bodies.len();
+    let response = match peer.request(view_id, message::encode_batch(&bodies)).await {
+        Ok(response) => response,
+        Err(e) => return vec![Err(e); count],
+    };
+    let epoch = response.epoch;
+    match message::decode_batch_answer(response.body, count) {
+        message::BatchAnswer::Parts(parts) => parts
+            .into_iter()
+            .map(|body| Ok(shoal_wire::Response { epoch, body }))
+            .collect(),
+        // A node of an earlier release ran none of them: one request each, in order (a
+        // request joins its link's queue on its first poll, and `join_all` polls in order).
+        message::BatchAnswer::Unknown => {
+            peer.no_batches.store(true, Ordering::Relaxed);
+            futures_util::future::join_all(bodies.into_iter().map(|b| peer.request(view_id, b)))
+                .await
+        }
+        message::BatchAnswer::Malformed => vec![
+            Err(WireError::Remote {
+                code: ErrorCode::Internal,
+                message: "the answer to a batch of commands could not be read".into(),
+            });
+            count
+        ],
+    }
+}
+
 /// The order in which one connection's forwarded commands may go on to a next copy.
 ///
 /// A command's first attempt leaves in the order the client sent it (the wire client queues
@@ -50,6 +344,8 @@ pub fn forward(
 pub struct FailoverOrder {
     next: u64,
     state: Option<Arc<OrderState>>,
+    /// The batches the connection's forwarded commands join.
+    pub batches: Batches,
 }
 
 /// The finished turns of one [`FailoverOrder`].
@@ -102,6 +398,7 @@ impl FailoverOrder {
     pub fn clear(&mut self) {
         self.state = None;
         self.next = 0;
+        self.batches.close();
     }
 }
 
@@ -288,6 +585,22 @@ pub async fn send_in_turn(
     turn: &mut Turn,
     slots: Slots,
 ) -> Bytes {
+    send_from(node, view, owners, body, access, turn, slots, None).await
+}
+
+/// [`send_in_turn`], where `first` is the first copy's answer when it was asked already
+/// (in a batch).
+#[allow(clippy::too_many_arguments)]
+async fn send_from(
+    node: Arc<Server>,
+    view: Arc<View>,
+    owners: Copies,
+    body: Bytes,
+    access: Access,
+    turn: &mut Turn,
+    slots: Slots,
+    mut first: Option<Result<shoal_wire::Response, WireError>>,
+) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let (mut view, mut owners, mut body) = (view, owners, body);
     // Read once a copy sent the command back (rarely): a clock reading per forwarded
@@ -296,7 +609,17 @@ pub async fn send_in_turn(
     let mut pause = std::time::Duration::from_millis(10);
     loop {
         let mut by = None;
-        let reply = try_copies(&node, &view, &owners, body.clone(), access, turn, &mut by).await;
+        let reply = try_copies(
+            &node,
+            &view,
+            &owners,
+            body.clone(),
+            access,
+            turn,
+            &mut by,
+            first.take(),
+        )
+        .await;
         if slots.is_empty() || !reply.starts_with(handoff::OTHER_VIEW) {
             return reply;
         }
@@ -354,7 +677,9 @@ pub fn share_copies(view: &View, slots: &[u16]) -> bool {
     }
 }
 
-/// One pass of [`send_to_copies`] over `owners`.
+/// One pass of [`send_to_copies`] over `owners`; `first` is the first copy's answer when it
+/// was asked already.
+#[allow(clippy::too_many_arguments)]
 async fn try_copies(
     node: &Arc<Server>,
     view: &Arc<View>,
@@ -363,9 +688,12 @@ async fn try_copies(
     access: Access,
     turn: &mut Turn,
     answered_by: &mut Option<u16>,
+    mut first: Option<Result<shoal_wire::Response, WireError>>,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let mut last_error = String::new();
+    // The first copy was asked in a batch, which counted it (`send_counted`).
+    let batched = first.is_some();
     for (i, &m) in owners.iter().enumerate() {
         if i > 0 {
             cluster.stats.failovers.fetch_add(1, Ordering::Relaxed);
@@ -377,7 +705,10 @@ async fn try_copies(
             return serve_body_here(node, view, body, u64::from(i > 0)).await;
         }
         let Some(peer) = view.peer(m) else { continue };
-        cluster.stats.forwarded.fetch_add(1, Ordering::Relaxed);
+        let counted = batched && i == 0;
+        if !counted {
+            cluster.stats.forwarded.fetch_add(1, Ordering::Relaxed);
+        }
         let name = &view.nodes[usize::from(m)].name;
         // A later attempt gets a deadline of its own.
         let attempt = if i == 0 {
@@ -385,7 +716,11 @@ async fn try_copies(
         } else {
             message::restamp(&body, cluster.deadline_ms())
         };
-        match peer.request(view.id, attempt).await {
+        let answer = match first.take().filter(|_| i == 0) {
+            Some(answer) => answer,
+            None => peer.request(view.id, attempt).await,
+        };
+        match answer {
             Ok(response) => {
                 // (Read first: a store on every request would dirty the line for every core.)
                 if !peer.reachable.load(Ordering::Relaxed)
@@ -397,12 +732,12 @@ async fn try_copies(
                 // back to the client as TRYAGAIN, not to a second writer.
                 let next_copy = handoff::try_next_copy(&response.body)
                     && (access == Access::Read || !response.body.starts_with(handoff::EXPIRED));
-                let outcome = if next_copy {
-                    &peer.forwards.next_copy
-                } else {
-                    &peer.forwards.answered
-                };
-                outcome.fetch_add(1, Ordering::Relaxed);
+                if next_copy {
+                    peer.forwards.next_copy.fetch_add(1, Ordering::Relaxed);
+                } else if !counted || handoff::try_next_copy(&response.body) {
+                    // (A write's EXPIRED answer is final but was not counted as answered.)
+                    peer.forwards.answered.fetch_add(1, Ordering::Relaxed);
+                }
                 if next_copy && i + 1 < owners.len() {
                     // A copy that is starting, or that got the request too late: the next
                     // copy has the key.
