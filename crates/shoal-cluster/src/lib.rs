@@ -177,9 +177,20 @@ pub struct Peer {
     pub reachable: AtomicBool,
     /// Commands forwarded to it, by outcome.
     pub forwards: ForwardOutcomes,
-    /// It answered a BATCH as a message of unknown kind (a node of an earlier release):
-    /// commands go to it one request each.
-    pub no_batches: AtomicBool,
+    /// Whether it takes BATCH requests ([`batching`]): a node of an
+    /// earlier release does not, and gets one request per command.
+    pub batches: std::sync::atomic::AtomicU8,
+}
+
+/// Whether a member takes BATCH requests ([`Peer::batches`]; `router::outbound::Batches`).
+pub mod batching {
+    /// Not known yet: no probe answered.
+    pub const UNKNOWN: u8 = 0;
+    /// A probe is on its way.
+    pub const PROBING: u8 = 1;
+    pub const YES: u8 = 2;
+    /// It answered as a node of an earlier release.
+    pub const NO: u8 = 3;
 }
 
 /// Commands forwarded to one peer, by outcome (the metrics' `shoal_forward_outcomes`).
@@ -361,12 +372,13 @@ impl View {
 pub struct ClusterStats {
     /// Commands (or parts of split commands) sent to another node.
     pub forwarded: AtomicU64,
-    /// BATCH requests sent (commands of one client's pipeline for one node, together) and
-    /// the commands they carried (also counted in `forwarded`).
+    /// BATCH requests sent (commands of one client's pipeline for one node, together; a
+    /// member's probe too) and the commands they carried (also counted in `forwarded`, but
+    /// for the probes' PINGs).
     pub batches_sent: AtomicU64,
     pub batched: AtomicU64,
-    /// Batched commands the receiver did not run because the batch's answer was full
-    /// (`message::BATCH_FULL`), sent again alone.
+    /// Batched commands the receiver did not run because the batch's answer was full,
+    /// sent again alone.
     pub batch_full: AtomicU64,
     /// BATCH requests served for other nodes (their commands count in `served`).
     pub batches_served: AtomicU64,
@@ -796,7 +808,7 @@ impl Cluster {
                     repl,
                     reachable: AtomicBool::new(true),
                     forwards: ForwardOutcomes::default(),
-                    no_batches: AtomicBool::new(false),
+                    batches: Default::default(),
                 })
             })
             .clone()
@@ -1029,6 +1041,13 @@ impl Cluster {
         line(format!("shoal_forward_batches:{}", get(&s.batches_sent)));
         line(format!("shoal_forward_batched:{}", get(&s.batched)));
         line(format!("shoal_forward_batch_full:{}", get(&s.batch_full)));
+        let batching = v
+            .peers
+            .iter()
+            .flatten()
+            .filter(|p| p.batches.load(Ordering::Relaxed) == batching::YES)
+            .count();
+        line(format!("shoal_peers_taking_batches:{batching}"));
         line(format!("shoal_batches_served:{}", get(&s.batches_served)));
         line(format!("shoal_failovers:{}", get(&s.failovers)));
         line(format!("shoal_unreachable:{}", get(&s.unreachable)));

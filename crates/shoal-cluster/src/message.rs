@@ -39,7 +39,9 @@
 //! 9 BATCH      count u32 (1..=MAX_BATCH) · count × (len u32 · COMMAND body)
 //!              commands of one client's pipeline for this node, run in order as if
 //!              each came in a request of its own
-//!              response body: count u32 · count × (len u32 · that COMMAND's response body)
+//!              response body: count u32 · count × (status u8 · len u32 · body): status 0,
+//!              that COMMAND's response body; status 1 (len 0), not run: the answer was
+//!              full (16 MiB), the sender sends it again alone
 //! ```
 //!
 //! A scope restricts the key-enumerating commands of a fan-out (DBSIZE, KEYS, SCAN,
@@ -1049,12 +1051,35 @@ pub fn encode_batch(bodies: &[Bytes]) -> Bytes {
     out.freeze()
 }
 
-/// A BATCH's response body: each command's response body, in order.
-pub fn encode_batch_answer(bodies: &[Bytes]) -> Bytes {
-    let mut out = BytesMut::with_capacity(4 + bodies.iter().map(|b| 4 + b.len()).sum::<usize>());
-    put_parts(&mut out, bodies);
+/// A BATCH's response body: each command's response body in order, or `None` for one the
+/// receiver did not run (the answer was full).
+pub fn encode_batch_answer(answers: &[Option<Bytes>]) -> Bytes {
+    let len: usize = answers
+        .iter()
+        .map(|a| 5 + a.as_ref().map_or(0, Bytes::len))
+        .sum();
+    let mut out = BytesMut::with_capacity(4 + len);
+    out.put_u32(answers.len() as u32);
+    for a in answers {
+        match a {
+            Some(body) => {
+                out.put_u8(ANSWER_RAN);
+                out.put_u32(body.len() as u32);
+                out.put_slice(body);
+            }
+            None => {
+                out.put_u8(ANSWER_NOT_RUN);
+                out.put_u32(0);
+            }
+        }
+    }
     out.freeze()
 }
+
+/// A BATCH answer's status byte: the command ran, its response body follows.
+const ANSWER_RAN: u8 = 0;
+/// The command did not run: the batch's answer was full (its body is empty).
+const ANSWER_NOT_RUN: u8 = 1;
 
 fn put_parts(out: &mut BytesMut, bodies: &[Bytes]) {
     out.put_u32(bodies.len() as u32);
@@ -1082,15 +1107,12 @@ fn get_parts(r: &mut Reader) -> Result<Vec<Bytes>, MessageError> {
     Ok(parts)
 }
 
-/// A BATCH command's answer when the batch's answer was full: the receiver did not run it,
-/// and the sender sends it again alone (after the connection's earlier commands).
-pub const BATCH_FULL: &[u8] = b"-TRYAGAIN the batch's answer was full; send the command alone\r\n";
-
 /// What a BATCH's sender got back.
 #[derive(Debug, PartialEq, Eq)]
 pub enum BatchAnswer {
-    /// Each command's response body, in order.
-    Parts(Vec<Bytes>),
+    /// Each command's response body, in order; `None` for one the receiver did not run
+    /// because the batch's answer was full (it sends it again alone).
+    Parts(Vec<Option<Bytes>>),
     /// The receiver does not know BATCH (a node of an earlier release answers its kind as
     /// a bad message): it ran none of them, and they may be sent one by one.
     Unknown,
@@ -1103,9 +1125,28 @@ pub fn decode_batch_answer(body: Bytes, count: usize) -> BatchAnswer {
     if body.starts_with(UNKNOWN_KIND_ANSWER) {
         return BatchAnswer::Unknown;
     }
-    match get_parts(&mut Reader { buf: body }) {
-        Ok(parts) if parts.len() == count => BatchAnswer::Parts(parts),
-        _ => BatchAnswer::Malformed,
+    let read = |r: &mut Reader| -> Result<Vec<Option<Bytes>>, MessageError> {
+        if r.u32()? as usize != count || count > r.buf.remaining() / 5 {
+            return Err(MessageError::Field("batch count"));
+        }
+        let mut parts = Vec::with_capacity(count);
+        for _ in 0..count {
+            let status = r.u8()?;
+            let len = r.u32()? as usize;
+            parts.push(match status {
+                ANSWER_RAN => Some(r.bytes(len)?),
+                ANSWER_NOT_RUN if len == 0 => None,
+                _ => return Err(MessageError::Field("batch answer")),
+            });
+        }
+        if r.buf.has_remaining() {
+            return Err(MessageError::Field("trailing bytes"));
+        }
+        Ok(parts)
+    };
+    match read(&mut Reader { buf: body }) {
+        Ok(parts) => BatchAnswer::Parts(parts),
+        Err(_) => BatchAnswer::Malformed,
     }
 }
 
@@ -1185,20 +1226,30 @@ mod tests {
     #[test]
     fn batch_answers_are_read_and_an_earlier_release_is_told_apart() {
         let replies = [
-            Bytes::from_static(b"+OK\r\n"),
-            Bytes::from_static(b"$1\r\n1\r\n"),
+            Some(Bytes::from_static(b"+OK\r\n")),
+            None,
+            Some(Bytes::from_static(b"$1\r\n1\r\n")),
         ];
         let answer = encode_batch_answer(&replies);
         assert_eq!(
-            decode_batch_answer(answer.clone(), 2),
+            decode_batch_answer(answer.clone(), 3),
             BatchAnswer::Parts(replies.to_vec())
         );
+        let malformed = |b: &[u8], count| decode_batch_answer(Bytes::copy_from_slice(b), count);
+        assert_eq!(malformed(&answer, 2), BatchAnswer::Malformed);
         assert_eq!(
-            decode_batch_answer(answer.clone(), 3),
+            malformed(&answer[..answer.len() - 1], 3),
             BatchAnswer::Malformed
         );
+        let mut trailing = answer.to_vec();
+        trailing.push(0);
+        assert_eq!(malformed(&trailing, 3), BatchAnswer::Malformed);
+        // A status other than ran / not run, and a not-run answer with a body.
+        let mut bad = answer.to_vec();
+        bad[4] = 2;
+        assert_eq!(malformed(&bad, 3), BatchAnswer::Malformed);
         assert_eq!(
-            decode_batch_answer(answer.slice(..answer.len() - 1), 2),
+            malformed(&[0, 0, 0, 1, 1, 0, 0, 0, 1, b'x'], 1),
             BatchAnswer::Malformed
         );
         // What a node that does not know BATCH answers (`peer`): none of it ran.
@@ -1635,8 +1686,8 @@ mod tests {
         b.put_u32(u32::MAX);
         assert!(decode_request(b.freeze(), parse_resp).is_err());
         assert_eq!(
-            decode_request(Bytes::from_static(&[9]), parse_resp),
-            Err(MessageError::Kind(9))
+            decode_request(Bytes::from_static(&[10]), parse_resp),
+            Err(MessageError::Kind(10))
         );
         assert_eq!(
             decode_request(Bytes::new(), parse_resp),

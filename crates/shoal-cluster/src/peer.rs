@@ -26,7 +26,7 @@ use super::handoff::{self, Before, Fetched};
 use super::message::{
     decode_request, decode_states, encode_batch_answer, encode_fetch, encode_relay_answer,
     encode_relay_failure, encode_relayed, encode_replicate, encode_replicate_result,
-    peek_command_key, Change, RelayFailure, Request, BATCH_FULL, KIND_BATCH,
+    peek_command_key, Change, RelayFailure, Request, KIND_BATCH,
 };
 use super::replicate::{replicate_keys, unconfirmed, unconfirmed_len, wait_acks};
 use super::router::{
@@ -104,9 +104,6 @@ pub struct PeerConn {
     /// The requests another member relays here from members whose own link to this node is
     /// cut (`relay`), each origin served as a link of its own, by name.
     relayed: HashMap<String, PeerConn>,
-    /// While a BATCH's command runs: the most reply bytes it may make (its share of the
-    /// batch's answer, which one frame carries), or 0.
-    reply_cap: u64,
     /// Set by a command whose answer waits for its replicas' acks: its reply's size, known
     /// already (a BATCH counts it in its answer at once).
     acked_reply: Option<usize>,
@@ -125,7 +122,6 @@ impl PeerHandler for PeerService {
             name: peer_node.to_owned(),
             sent_back: HashMap::new(),
             relayed: HashMap::new(),
-            reply_cap: 0,
             acked_reply: None,
         }
     }
@@ -148,8 +144,9 @@ impl PeerHandler for PeerService {
 }
 
 /// Reply bytes of a BATCH's answer past which its remaining commands are not run but
-/// answered [`BATCH_FULL`] (sent again alone): with the last one run, which may make up to
-/// what is left of `FORWARDED_REPLY_MAX`, the answer fits one frame.
+/// answered "not run" (sent again alone): with the last one run, whose reply may be as long
+/// as one may be (`FORWARDED_REPLY_MAX`), the answer fits one frame (`shoal_wire`'s data
+/// payload limit has room for both).
 const BATCH_ANSWER_SOFT: usize = 16 << 20;
 
 impl PeerService {
@@ -182,18 +179,25 @@ impl PeerService {
             }
         };
         cluster.stats.batches_served.fetch_add(1, Ordering::Relaxed);
-        let mut answers = Vec::with_capacity(parts.len());
-        let mut all_ready = true;
+        let hold = 3 * cluster.timeouts.request;
+        let mut answers: Vec<Option<Handled<Deferred>>> = Vec::with_capacity(parts.len());
         // Reply bytes the answer holds or may hold (a reply still to come counts as much as
-        // it may make): past BATCH_ANSWER_SOFT the rest are not run but sent back to go
-        // alone, so that the answer fits one frame.
+        // it may make): past BATCH_ANSWER_SOFT the rest do not run.
         let mut used = 0usize;
         for (i, part) in parts.iter().cloned().enumerate() {
             if used >= BATCH_ANSWER_SOFT {
-                answers.push(Handled::Ready(Response {
-                    epoch: cluster.view().id,
-                    body: Bytes::from_static(BATCH_FULL),
-                }));
+                // Sent back: the sender sends it again alone, and until it comes the link's
+                // later commands on its slots are sent back too (as for another view), so
+                // none of those already on their way overtakes it.
+                let keys = decode_request(part, |b| parse_command(node, b))
+                    .ok()
+                    .and_then(|r| match r {
+                        Request::Command { args, db, .. } => command_keys(&args, db),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                send_back(conn, &keys, hold);
+                answers.push(None);
                 continue;
             }
             // The keys of the next few start loading side by side, as for requests of their
@@ -207,8 +211,6 @@ impl PeerService {
                 }
                 self.look_ahead(&next[..n]);
             }
-            let cap = FORWARDED_REPLY_MAX - used;
-            conn.reply_cap = cap as u64;
             conn.acked_reply = None;
             // One command's panic is its own error answer, as for a request of its own.
             let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -220,24 +222,24 @@ impl PeerService {
                     body: error_bytes("ERR internal error running a forwarded command"),
                 })
             });
-            conn.reply_cap = 0;
             used += match &handled {
                 Handled::Ready(r) => r.body.len(),
-                Handled::Later(_) => conn.acked_reply.take().unwrap_or(cap),
+                // Its reply is to come (after a fetch, say): it may be as long as one may be.
+                Handled::Later(_) => conn.acked_reply.take().unwrap_or(FORWARDED_REPLY_MAX),
             };
-            all_ready &= matches!(handled, Handled::Ready(_));
-            answers.push(handled);
+            answers.push(Some(handled));
         }
-        if all_ready {
-            let mut epoch = 0;
-            let bodies: Vec<Bytes> = answers
+        let epoch = cluster.view().id;
+        if answers
+            .iter()
+            .all(|a| !matches!(a, Some(Handled::Later(_))))
+        {
+            let bodies: Vec<Option<Bytes>> = answers
                 .into_iter()
-                .map(|h| match h {
-                    Handled::Ready(r) => {
-                        epoch = r.epoch;
-                        r.body
-                    }
-                    Handled::Later(_) => error_bytes("ERR internal error"),
+                .map(|a| match a {
+                    Some(Handled::Ready(r)) => Some(r.body),
+                    Some(Handled::Later(_)) => Some(error_bytes("ERR internal error")),
+                    None => None,
                 })
                 .collect();
             return Handled::Ready(Response {
@@ -245,17 +247,16 @@ impl PeerService {
                 body: encode_batch_answer(&bodies),
             });
         }
+        // The answers still to come wait side by side (each its own timeout, as alone).
         Handled::Later(Box::pin(async move {
-            let mut epoch = 0;
-            let mut bodies = Vec::with_capacity(answers.len());
-            for h in answers {
-                let r = match h {
-                    Handled::Ready(r) => r,
-                    Handled::Later(f) => f.await,
-                };
-                epoch = r.epoch;
-                bodies.push(r.body);
-            }
+            let bodies = futures_util::future::join_all(answers.into_iter().map(|a| async {
+                match a {
+                    Some(Handled::Ready(r)) => Some(r.body),
+                    Some(Handled::Later(f)) => Some(f.await.body),
+                    None => None,
+                }
+            }))
+            .await;
             Response {
                 epoch,
                 body: encode_batch_answer(&bodies),
@@ -311,12 +312,6 @@ impl PeerService {
                 once,
                 origin,
             }) => {
-                // Inside a BATCH, its share of the batch's answer (`handle_batch`).
-                let reply_limit = match (reply_limit, conn.reply_cap) {
-                    (limit, 0) => limit,
-                    (0, cap) => cap,
-                    (limit, cap) => limit.min(cap),
-                };
                 // A failover runs a millisecond ahead (see `message`).
                 let now = now + u64::from(failover);
                 cluster.stats.served.fetch_add(1, Ordering::Relaxed);
@@ -1044,7 +1039,6 @@ mod tests {
             name: "n1".into(),
             sent_back: HashMap::new(),
             relayed: HashMap::new(),
-            reply_cap: 0,
             acked_reply: None,
         };
         let hold = Duration::from_secs(3);

@@ -396,6 +396,30 @@ impl Collector for NodeMetrics {
         )?;
         counter(
             &mut e,
+            "shoal_forward_batches",
+            "BATCH requests sent: a connection's commands for one node, together.",
+            get(&c.batches_sent),
+        )?;
+        counter(
+            &mut e,
+            "shoal_forward_batched",
+            "Forwarded commands sent in BATCH requests.",
+            get(&c.batched),
+        )?;
+        counter(
+            &mut e,
+            "shoal_forward_batch_full",
+            "Batched commands the receiver left to go alone (the batch's answer was full).",
+            get(&c.batch_full),
+        )?;
+        counter(
+            &mut e,
+            "shoal_batches_served",
+            "BATCH requests served for other nodes.",
+            get(&c.batches_served),
+        )?;
+        counter(
+            &mut e,
             "shoal_forward_failovers",
             "Forwarded requests that went on to the next copy.",
             get(&c.failovers),

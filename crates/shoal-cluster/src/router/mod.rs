@@ -79,16 +79,21 @@ pub fn dispatch(
         .cluster
         .as_ref()
         .and_then(|_| tracked::read_keys(node, session, args));
-    let joined = in_flight.order.batches.joined;
+    let (joined, alone) = (
+        in_flight.order.batches.joined,
+        in_flight.order.batches.alone,
+    );
     // Clients blocked on what it writes are served before its reply, as in Redis.
     let outcome = node
         .engine
         .blocked
         .serving_after(|| dispatch_now(node, session, &mut in_flight.order, args, now_ms));
-    // A reply to come that is not in a batch (forwarded alone, split, fanned out, blocked)
-    // closes the open batches: nothing routed after it may reach a node before it.
-    if matches!(outcome, Outcome::Later(_)) && in_flight.order.batches.joined == joined {
-        in_flight.order.batches.close();
+    // A reply to come that is not all in batches (forwarded alone, split, fanned out,
+    // blocked) closes the open batches: nothing routed after it may reach a node before it.
+    let batches = &mut in_flight.order.batches;
+    if matches!(outcome, Outcome::Later(_)) && (batches.joined == joined || batches.alone != alone)
+    {
+        batches.close();
     }
     if let Some(t) = session.tracking.as_mut() {
         // CLIENT CACHING's word lasts one command (a forwarded one too; EXEC's inner ones).

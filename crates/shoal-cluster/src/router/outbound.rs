@@ -12,7 +12,7 @@ use shoal_wire::{ErrorCode, WireError};
 use super::local::serve_body_here;
 use super::outcome::{error_bytes, Outcome};
 use crate::plan::{Copies, Slots};
-use crate::{handoff, message, Server, View};
+use crate::{batching, handoff, message, Server, View};
 
 pub fn forward(
     node: &Arc<Server>,
@@ -46,51 +46,50 @@ pub fn forward_batched(
     slots: Slots,
 ) -> Outcome {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    // While keys move, an owner may fetch a key before it runs a command, and a reply to
+    // come ends its batch (`peer::handle_batch`): commands go alone then.
     let part = view
         .peer_shared(owners[0])
-        .and_then(|peer| order.batches.join(peer, &cluster.stats, view.id, &body));
+        .filter(|_| cluster.handoff.settled_in(&view))
+        .and_then(|peer| order.batches.join(node, peer, view.id, &body));
     let Some(part) = part else {
         return forward(node, view, owners, body, access, order.turn(), slots);
     };
-    let (node, mut turn) = (node.clone(), order.turn());
+    let (node, mut turn) = (node.clone(), order.turn_in_batch());
     Outcome::Later(Box::pin(async move {
         // The answer of a copy that ran it (counted by the batch): no failover to prepare
         // for, so the future stays small and the rest comes only when needed.
-        match part.answer().await {
-            Ok(r) if final_answer(&r.body) => r.body,
-            Ok(r) if r.body.starts_with(message::BATCH_FULL) => {
-                // Not run there: alone, after the connection's earlier commands (those after
-                // it in the batch come back so too, and wait for it in turn).
+        let first = match part.answer().await {
+            PartAnswer::Answered(Ok(r)) if final_answer(&r.body) => return r.body,
+            PartAnswer::Answered(first) => Some(first),
+            PartAnswer::NotRun => {
+                // The batch's answer was full: alone, after the connection's earlier commands,
+                // marked as sent again (the copy sends back the link's later commands on its
+                // slots until it comes).
                 let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
                 cluster.stats.batch_full.fetch_add(1, Ordering::Relaxed);
                 turn.after_previous(cluster.timeouts.request).await;
-                let rest = send_from(node, view, owners, body, access, &mut turn, slots, None);
-                Box::pin(rest).await
+                let again = message::redate(&body, cluster.deadline_ms(), true);
+                let rest = send_from(node, view, owners, again, access, &mut turn, slots, None);
+                return Box::pin(rest).await;
             }
-            first => {
-                let rest = send_from(
-                    node,
-                    view,
-                    owners,
-                    body,
-                    access,
-                    &mut turn,
-                    slots,
-                    Some(first),
-                );
-                Box::pin(rest).await
-            }
-        }
+        };
+        let rest = send_from(node, view, owners, body, access, &mut turn, slots, first);
+        Box::pin(rest).await
     }))
 }
 
 /// Commands one batch takes at most (at most `message::MAX_BATCH`), and bytes of their
-/// bodies: a 16-deep pipeline of 50 clients on one worker fills a few hundred places.
+/// bodies (a batch is one connection's: a 16-deep pipeline through a node of three fills
+/// five or six places for each other node).
 const BATCH_COMMANDS: usize = 256;
 const BATCH_BYTES: usize = 256 << 10;
 /// A command whose body is longer goes in a request of its own (its copy into a batch
 /// would cost more than the request).
 const BATCH_PART_MAX: usize = 16 << 10;
+/// A batched reply at least this long is copied out of the batch's answer, so that the
+/// connection holding it (a client that reads slowly) does not hold the whole answer.
+const BATCH_REPLY_COPY: usize = 4 << 10;
 
 /// The batches one connection's forwarded commands join: the commands of a pipeline that go
 /// to one node travel in one BATCH request (`message`) and come back in one response, so
@@ -102,18 +101,28 @@ const BATCH_PART_MAX: usize = 16 << 10;
 /// read, as a forwarded command alone is sent on its first poll. So a batch holds the
 /// commands for its node that were routed before then, in order, and goes out where its
 /// first command would have gone alone. Any other command of the connection that will
-/// answer later (a command forwarded on its own, split, fanned out, blocked) closes the open
-/// batches first (`close`): commands after it start new ones, so nothing sent after it in
-/// a batch reaches a node before it. The receiver handles a batch's commands in order, each
-/// as a request of its own.
+/// answer later and did not go in a batch alone (forwarded alone, split, fanned out,
+/// blocked) closes the open batches (`close`, called by the router): commands after it
+/// start new ones, so nothing sent after it in a batch reaches a node before it. Only the
+/// newest batch for a node takes more commands. The receiver handles a batch's commands in
+/// order, each as a request of its own.
 ///
 /// A failed batch fails each of its commands, which then go on to the next copy (or answer
 /// an error) exactly as a command sent alone would after the same failure (`try_copies`).
+/// A command the receiver did not run (the batch's answer was full) is sent again alone,
+/// after the connection's earlier commands; the receiver sends back the link's commands on
+/// its slots meanwhile (as for another view), so none overtakes it.
+///
+/// A member gets batches once it answered one (a probe of one PING, sent when a command
+/// first could join a batch for it): a node of an earlier release answers the probe as a
+/// message of unknown kind, and gets one request per command.
 #[derive(Default)]
 pub struct Batches {
     open: Vec<OpenBatch>,
-    /// Commands that joined a batch so far (so the router tells whether one did).
+    /// Commands that joined a batch so far, and forwarded commands that went alone (what
+    /// the router compares to tell whether a command closes the batches).
     pub joined: u64,
+    pub alone: u64,
     /// No command joins a batch meanwhile (an EXEC routing its queue command by command,
     /// whose fan-outs and local commands would otherwise not close them).
     pub held: bool,
@@ -130,15 +139,29 @@ impl std::fmt::Debug for Batches {
 struct OpenBatch {
     peer: Arc<crate::Peer>,
     view_id: u64,
-    /// The bodies joined so far; taken (`None`) when the batch is sent.
-    bodies: Arc<std::sync::Mutex<Option<Vec<Bytes>>>>,
-    answer: BatchFuture,
+    /// The bodies joined so far and the batch's answer (which each joining command takes a
+    /// handle of); taken (`None`) when the batch is sent, so the answer is not kept here.
+    slot: Arc<std::sync::Mutex<Option<Joinable>>>,
     count: usize,
     bytes: usize,
 }
 
+struct Joinable {
+    bodies: Vec<Bytes>,
+    answer: BatchFuture,
+}
+
+/// What one command of a batch got back.
+#[derive(Clone, Debug)]
+pub enum PartAnswer {
+    /// The copy's answer, or the batch's failure.
+    Answered(Result<shoal_wire::Response, WireError>),
+    /// The copy did not run it: the batch's answer was full.
+    NotRun,
+}
+
 /// Each command's answer, in order.
-type Answers = Arc<Vec<Result<shoal_wire::Response, WireError>>>;
+type Answers = Arc<Vec<PartAnswer>>;
 type BatchFuture = futures_util::future::Shared<
     std::pin::Pin<Box<dyn std::future::Future<Output = Answers> + Send>>,
 >;
@@ -151,35 +174,37 @@ pub struct Part {
 
 impl Part {
     /// The command's answer (its batch is sent by the first of its commands to ask).
-    pub async fn answer(self) -> Result<shoal_wire::Response, WireError> {
+    pub async fn answer(self) -> PartAnswer {
         let answers = self.answer.await;
-        answers
-            .get(self.index)
-            .cloned()
-            .unwrap_or_else(|| Err(WireError::Timeout))
-    }
-}
-
-impl OpenBatch {
-    fn sent(&self) -> bool {
-        self.bodies
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+        match answers.get(self.index) {
+            // A long reply is copied out, so that it alone is held while it waits for its
+            // client (the answer's other replies are freed as they are).
+            Some(PartAnswer::Answered(Ok(r))) if r.body.len() >= BATCH_REPLY_COPY => {
+                PartAnswer::Answered(Ok(shoal_wire::Response {
+                    epoch: r.epoch,
+                    body: Bytes::copy_from_slice(&r.body),
+                }))
+            }
+            Some(answer) => answer.clone(),
+            None => PartAnswer::Answered(Err(WireError::Remote {
+                code: ErrorCode::Internal,
+                message: "a batch answered fewer commands than it carried".into(),
+            })),
+        }
     }
 }
 
 impl Batches {
     /// `body`'s place in the open batch for `peer` (a new one if none has room), or `None`
-    /// when it goes alone: too long, or `peer` does not take batches.
+    /// when it goes alone: too long, or `peer` does not take batches (yet).
     pub fn join(
         &mut self,
+        node: &Arc<Server>,
         peer: &Arc<crate::Peer>,
-        stats: &Arc<crate::ClusterStats>,
         view_id: u64,
         body: &Bytes,
     ) -> Option<Part> {
-        if self.held || body.len() > BATCH_PART_MAX || peer.no_batches.load(Ordering::Relaxed) {
+        if self.held || body.len() > BATCH_PART_MAX || !takes_batches(node, peer, view_id) {
             return None;
         }
         self.open.retain(|b| !b.sent());
@@ -193,22 +218,22 @@ impl Batches {
             Some(at) => at,
             None => {
                 self.open
-                    .push(OpenBatch::new(peer.clone(), stats.clone(), view_id));
+                    .push(OpenBatch::new(node.clone(), peer.clone(), view_id));
                 self.open.len() - 1
             }
         };
         let batch = &mut self.open[at];
-        batch
-            .bodies
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()?
-            .push(body.clone());
+        let answer = {
+            let mut slot = batch.slot.lock().unwrap_or_else(|e| e.into_inner());
+            let joinable = slot.as_mut()?;
+            joinable.bodies.push(body.clone());
+            joinable.answer.clone()
+        };
         batch.count += 1;
         batch.bytes += body.len();
         self.joined += 1;
         Some(Part {
-            answer: batch.answer.clone(),
+            answer,
             index: batch.count - 1,
         })
     }
@@ -220,111 +245,170 @@ impl Batches {
 }
 
 impl OpenBatch {
-    fn new(peer: Arc<crate::Peer>, stats: Arc<crate::ClusterStats>, view_id: u64) -> OpenBatch {
-        let bodies = Arc::new(std::sync::Mutex::new(Some(Vec::new())));
-        let answer = {
-            let (bodies, peer) = (bodies.clone(), peer.clone());
-            let send: std::pin::Pin<Box<dyn std::future::Future<Output = Answers> + Send>> =
-                Box::pin(async move {
-                    let taken = bodies.lock().unwrap_or_else(|e| e.into_inner()).take();
-                    let taken = taken.unwrap_or_default();
-                    Arc::new(send_counted(&peer, &stats, view_id, taken).await)
-                });
-            futures_util::FutureExt::shared(send)
+    fn new(node: Arc<Server>, peer: Arc<crate::Peer>, view_id: u64) -> OpenBatch {
+        let slot = Arc::new(std::sync::Mutex::new(None));
+        let send: std::pin::Pin<Box<dyn std::future::Future<Output = Answers> + Send>> = {
+            let (slot, peer) = (slot.clone(), peer.clone());
+            Box::pin(async move {
+                // Sent: nothing joins any more, and the batch's own handle of this future
+                // goes (its commands hold theirs).
+                let taken: Option<Joinable> = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let bodies = taken.map(|j| j.bodies).unwrap_or_default();
+                Arc::new(send_counted(&node, &peer, view_id, bodies).await)
+            })
         };
+        let answer = futures_util::FutureExt::shared(send);
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(Joinable {
+            bodies: Vec::new(),
+            answer,
+        });
         OpenBatch {
             peer,
             view_id,
-            bodies,
-            answer,
+            slot,
             count: 0,
             bytes: 0,
         }
     }
+
+    fn sent(&self) -> bool {
+        self.slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
+
+/// True if `peer` takes batches; if not known yet, a probe goes (one at a time).
+fn takes_batches(node: &Arc<Server>, peer: &Arc<crate::Peer>, view_id: u64) -> bool {
+    match peer.batches.load(Ordering::Relaxed) {
+        batching::YES => true,
+        batching::UNKNOWN => {
+            if peer
+                .batches
+                .compare_exchange(
+                    batching::UNKNOWN,
+                    batching::PROBING,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                tokio::spawn(probe(node.clone(), peer.clone(), view_id));
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// Asks `peer` a BATCH of one PING: it takes batches if it answers one.
+async fn probe(node: Arc<Server>, peer: Arc<crate::Peer>, view_id: u64) {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    let ping = [Bytes::from_static(b"PING")];
+    let body = message::encode_command(
+        shoal_resp::Protocol::Resp2,
+        0,
+        None,
+        &ping,
+        cluster.deadline_ms(),
+        0,
+    );
+    cluster.stats.batches_sent.fetch_add(1, Ordering::Relaxed);
+    cluster.stats.batched.fetch_add(1, Ordering::Relaxed);
+    let state = match peer.request(view_id, message::encode_batch(&[body])).await {
+        Ok(r) => match message::decode_batch_answer(r.body, 1) {
+            message::BatchAnswer::Parts(_) => batching::YES,
+            _ => batching::NO,
+        },
+        // Asked again when a command next could join a batch.
+        Err(_) => batching::UNKNOWN,
+    };
+    peer.batches.store(state, Ordering::Relaxed);
 }
 
 /// An answer that goes to the client as it is: not one asking for the next copy or for
 /// the command again (`handoff`).
 fn final_answer(body: &[u8]) -> bool {
-    !handoff::try_next_copy(body)
-        && !body.starts_with(handoff::OTHER_VIEW)
-        && !body.starts_with(message::BATCH_FULL)
+    !handoff::try_next_copy(body) && !body.starts_with(handoff::OTHER_VIEW)
 }
 
 /// [`send_batch`], counted: every command as forwarded, and those whose copy answered
 /// (not asking for the next copy) as answered, once for the batch; `try_copies` counts
 /// the rest of a command's way.
 async fn send_counted(
+    node: &Arc<Server>,
     peer: &crate::Peer,
-    stats: &crate::ClusterStats,
     view_id: u64,
     bodies: Vec<Bytes>,
-) -> Vec<Result<shoal_wire::Response, WireError>> {
+) -> Vec<PartAnswer> {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let n = bodies.len() as u64;
-    stats.forwarded.fetch_add(n, Ordering::Relaxed);
+    cluster.stats.forwarded.fetch_add(n, Ordering::Relaxed);
     if n > 1 {
-        stats.batches_sent.fetch_add(1, Ordering::Relaxed);
-        stats.batched.fetch_add(n, Ordering::Relaxed);
+        cluster.stats.batches_sent.fetch_add(1, Ordering::Relaxed);
+        cluster.stats.batched.fetch_add(n, Ordering::Relaxed);
     }
     let answers = send_batch(peer, view_id, bodies).await;
     let answered = answers
         .iter()
-        .filter(|a| {
-            a.as_ref().is_ok_and(|r| {
-                !handoff::try_next_copy(&r.body) && !r.body.starts_with(message::BATCH_FULL)
-            })
-        })
+        .filter(|a| matches!(a, PartAnswer::Answered(Ok(r)) if !handoff::try_next_copy(&r.body)))
         .count() as u64;
     if answered > 0 {
         peer.forwards
             .answered
             .fetch_add(answered, Ordering::Relaxed);
         // (Read first: a store on every batch would dirty the line for every core.)
-        if !peer.reachable.load(Ordering::Relaxed) {
-            peer.reachable.store(true, Ordering::Relaxed);
+        if !peer.reachable.load(Ordering::Relaxed) && !peer.reachable.swap(true, Ordering::Relaxed)
+        {
+            crate::invalidations::route_changed(node);
         }
     }
     answers
 }
 
 /// Sends `bodies` to `peer`: one alone as itself, more as a BATCH; each body's answer.
-async fn send_batch(
-    peer: &crate::Peer,
-    view_id: u64,
-    bodies: Vec<Bytes>,
-) -> Vec<Result<shoal_wire::Response, WireError>> {
+async fn send_batch(peer: &crate::Peer, view_id: u64, bodies: Vec<Bytes>) -> Vec<PartAnswer> {
     if bodies.len() < 2 {
         let mut answers = Vec::with_capacity(1);
         for body in bodies {
-            answers.push(peer.request(view_id, body).await);
+            answers.push(PartAnswer::Answered(peer.request(view_id, body).await));
         }
         return answers;
     }
     let count = bodies.len();
     let response = match peer.request(view_id, message::encode_batch(&bodies)).await {
         Ok(response) => response,
-        Err(e) => return vec![Err(e); count],
+        Err(e) => return vec![PartAnswer::Answered(Err(e)); count],
     };
     let epoch = response.epoch;
+    let failed = |text: &str| {
+        vec![
+            PartAnswer::Answered(Ok(shoal_wire::Response {
+                epoch,
+                body: error_bytes(text),
+            }));
+            count
+        ]
+    };
     match message::decode_batch_answer(response.body, count) {
         message::BatchAnswer::Parts(parts) => parts
             .into_iter()
-            .map(|body| Ok(shoal_wire::Response { epoch, body }))
+            .map(|part| match part {
+                Some(body) => PartAnswer::Answered(Ok(shoal_wire::Response { epoch, body })),
+                None => PartAnswer::NotRun,
+            })
             .collect(),
-        // A node of an earlier release ran none of them: one request each, in order (a
-        // request joins its link's queue on its first poll, and `join_all` polls in order).
+        // It answered the probe, and now does not know BATCH (it went back to an earlier
+        // release): none of them ran. Sent again one by one they could be overtaken by the
+        // connection's later commands already on their way, so they fail, as retryable.
         message::BatchAnswer::Unknown => {
-            peer.no_batches.store(true, Ordering::Relaxed);
-            futures_util::future::join_all(bodies.into_iter().map(|b| peer.request(view_id, b)))
-                .await
+            peer.batches.store(batching::NO, Ordering::Relaxed);
+            failed("TRYAGAIN the key's owner no longer takes batches of commands; it ran none")
         }
-        message::BatchAnswer::Malformed => vec![
-            Err(WireError::Remote {
-                code: ErrorCode::Internal,
-                message: "the answer to a batch of commands could not be read".into(),
-            });
-            count
-        ],
+        message::BatchAnswer::Malformed => {
+            failed("ERR the answer to a batch of commands could not be read; they may have run")
+        }
     }
 }
 
@@ -384,6 +468,12 @@ impl Done {
 impl FailoverOrder {
     /// The place of the next forwarded command.
     pub fn turn(&mut self) -> Turn {
+        self.batches.alone += 1;
+        self.turn_in_batch()
+    }
+
+    /// [`FailoverOrder::turn`] of a command that joined a batch.
+    fn turn_in_batch(&mut self) -> Turn {
         let state = self.state.get_or_insert_with(Default::default).clone();
         let seq = self.next;
         self.next += 1;

@@ -183,6 +183,8 @@ pub fn before_exec(
     // settles only half of a full window of replies.
     in_flight.watching = true;
     let read = readings.send(node, cluster, session, &mut in_flight.order, now_ms);
+    // Not routed by `dispatch`, which closes the batches after a reply to come.
+    in_flight.order.batches.close();
     Some(Box::pin(async move {
         read.await;
         Bytes::new()
