@@ -1,6 +1,7 @@
 //! Fuzz target for the message bodies inside inter-node Request frames
 //! (`shoal_cluster::message`: COMMAND, REPLICATE, REPLICATE_AT, HANDOFF, FETCH, DONE,
-//! RELAY, RELAYED, BATCH; `docs/wire.md`), and RELAY's and BATCH's response bodies.
+//! RELAY, RELAYED, BATCH, CONTINUE; `docs/wire.md`), and RELAY's and BATCH's response
+//! bodies.
 //!
 //! Run (from the repository root, needs nightly and cargo-fuzz):
 //!
@@ -13,16 +14,17 @@
 //! Invariants: no panic on any body; every key and value decoded is a slice within the
 //! input; a REPLICATE, REPLICATE_AT or HANDOFF that decodes encodes back to the same bytes,
 //! and so does a RELAY or RELAYED, whose inner request is never another relay, and a BATCH,
-//! whose parts are COMMANDs; a BATCH answer that decodes encodes back to the same bytes.
+//! whose parts are COMMANDs, and a CONTINUE; a BATCH answer that decodes encodes back to
+//! the same bytes.
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use shoal_cluster::message::{
     decode_batch_answer, decode_relay_response, decode_request, encode_batch,
-    encode_batch_answer, encode_handoff, encode_relay, encode_relay_answer, encode_relayed,
-    encode_replicate, encode_replicate_at, BatchAnswer, Change, Request, KIND_COMMAND,
-    KIND_RELAY, KIND_RELAYED, MAX_BATCH,
+    encode_batch_answer, encode_continue, encode_handoff, encode_relay, encode_relay_answer,
+    encode_relayed, encode_replicate, encode_replicate_at, BatchAnswer, Change, Request,
+    KIND_COMMAND, KIND_RELAY, KIND_RELAYED, MAX_BATCH,
 };
 use shoal_store::{Collection, KeyState, Kind};
 
@@ -118,15 +120,22 @@ fuzz_target!(|data: &[u8]| {
             assert!(parts.iter().all(|p| p.first() == Some(&KIND_COMMAND)));
             assert_eq!(&encode_batch(&parts)[..], data);
         }
+        Ok(Request::Continue(more)) => {
+            assert_ne!(more, 0);
+            assert_eq!(&encode_continue(more)[..], data);
+        }
         _ => {}
     }
-    // The same bytes as a BATCH's answer, for as many commands as it says.
-    if data.len() >= 4 {
-        let count = u32::from_be_bytes([data[0], data[1], data[2], data[3]]) as usize;
-        if let BatchAnswer::Parts(parts) = decode_batch_answer(Bytes::copy_from_slice(data), count)
-        {
-            assert_eq!(parts.len(), count);
-            assert_eq!(&encode_batch_answer(&parts)[..], data);
+    // The same bytes as a BATCH's answer, expected to hold the replies it says it holds
+    // (all of them when it gives no token), or one more.
+    if data.len() >= 12 {
+        let count = u32::from_be_bytes([data[8], data[9], data[10], data[11]]) as usize;
+        for left in [count, count + 1] {
+            let answer = decode_batch_answer(Bytes::copy_from_slice(data), left);
+            if let BatchAnswer::Replies { replies, more } = answer {
+                assert!(replies.len() == left || more != 0);
+                assert_eq!(&encode_batch_answer(more, &replies)[..], data);
+            }
         }
     }
     // The same bytes as a relay's response: the target's answer or a failure, never a

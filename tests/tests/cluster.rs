@@ -472,11 +472,11 @@ fn pipelined_commands_for_one_node_travel_in_batches_in_order() {
     assert_eq!(served, batches, "each batch is served once");
 }
 
-/// A batch whose replies pass 16 MB is answered in part: the commands after that were not
-/// run there and go again alone, in order, so that every answer fits one frame; commands
-/// of the next batch on their slots, already there, wait for them (sent back meanwhile).
+/// A batch whose replies pass 16 MB is answered in pieces (each fits a frame; the sender
+/// asks for the next with CONTINUE), every reply in order, also with the next batch
+/// already on its way behind it.
 #[test]
-fn a_batch_of_large_replies_is_answered_in_part_and_the_rest_goes_alone() {
+fn a_batch_of_large_replies_is_answered_in_pieces() {
     let cluster = TestCluster::start(3, |_| {});
     let mut c = cluster.members[1].client();
     let me = my_id(&mut c);
@@ -502,8 +502,8 @@ fn a_batch_of_large_replies_is_answered_in_part_and_the_rest_goes_alone() {
         pipe.get(k);
         expected.extend([value(i), i.to_string()]);
     }
-    // Past a batch's 256 commands: the next batch is on its way before the last writes
-    // above (not run in the first) come again.
+    // Past a batch's 256 commands: the next batch is on its way before the first answer's
+    // last piece has come.
     for _ in 0..300 {
         pipe.exists(&keys[0]);
         expected.push("1".into());
@@ -515,10 +515,10 @@ fn a_batch_of_large_replies_is_answered_in_part_and_the_rest_goes_alone() {
     expected.push("end".into());
     let replies: Vec<String> = pipe.query(&mut c).unwrap();
     assert!(replies == expected, "every reply, in order");
-    let full: u64 = info_field(&mut c, "shoal_forward_batch_full")
+    let pieces: u64 = info_field(&mut c, "shoal_forward_batch_continued")
         .parse()
         .unwrap();
-    assert!(full > 0, "the batch's answer was full");
+    assert!(pieces > 0, "the answer came in pieces");
 }
 
 /// A client blocked on the key's owner is served as soon as a batched write gives it
@@ -1518,7 +1518,10 @@ fn metrics_are_scraped_and_parsed_and_probes_answer() {
     for (metric, field) in [
         ("shoal_forward_batches_total", "shoal_forward_batches"),
         ("shoal_forward_batched_total", "shoal_forward_batched"),
-        ("shoal_forward_batch_full_total", "shoal_forward_batch_full"),
+        (
+            "shoal_forward_batch_continued_total",
+            "shoal_forward_batch_continued",
+        ),
         ("shoal_batches_served_total", "shoal_batches_served"),
     ] {
         let info: f64 = info_field(&mut c0, field).parse().unwrap();

@@ -180,6 +180,8 @@ pub struct Peer {
     /// Whether it takes BATCH requests ([`batching`]): a node of an
     /// earlier release does not, and gets one request per command.
     pub batches: std::sync::atomic::AtomicU8,
+    /// Unix ms before which it is not asked again whether it takes batches.
+    pub probe_after_ms: AtomicU64,
 }
 
 /// Whether a member takes BATCH requests ([`Peer::batches`]; `router::outbound::Batches`).
@@ -377,9 +379,8 @@ pub struct ClusterStats {
     /// for the probes' PINGs).
     pub batches_sent: AtomicU64,
     pub batched: AtomicU64,
-    /// Batched commands the receiver did not run because the batch's answer was full,
-    /// sent again alone.
-    pub batch_full: AtomicU64,
+    /// CONTINUE requests sent: a batch whose answer came in pieces (`message`).
+    pub batch_continued: AtomicU64,
     /// BATCH requests served for other nodes (their commands count in `served`).
     pub batches_served: AtomicU64,
     /// Requests to a copy that failed (unreachable, timeout) and went to the next copy.
@@ -809,6 +810,7 @@ impl Cluster {
                     reachable: AtomicBool::new(true),
                     forwards: ForwardOutcomes::default(),
                     batches: Default::default(),
+                    probe_after_ms: AtomicU64::new(0),
                 })
             })
             .clone()
@@ -1040,7 +1042,10 @@ impl Cluster {
         line(format!("shoal_served_for_peers:{}", get(&s.served)));
         line(format!("shoal_forward_batches:{}", get(&s.batches_sent)));
         line(format!("shoal_forward_batched:{}", get(&s.batched)));
-        line(format!("shoal_forward_batch_full:{}", get(&s.batch_full)));
+        line(format!(
+            "shoal_forward_batch_continued:{}",
+            get(&s.batch_continued)
+        ));
         let batching = v
             .peers
             .iter()

@@ -39,9 +39,12 @@
 //! 9 BATCH      count u32 (1..=MAX_BATCH) · count × (len u32 · COMMAND body)
 //!              commands of one client's pipeline for this node, run in order as if
 //!              each came in a request of its own
-//!              response body: count u32 · count × (status u8 · len u32 · body): status 0,
-//!              that COMMAND's response body; status 1 (len 0), not run: the answer was
-//!              full (16 MiB), the sender sends it again alone
+//!              response body: an ANSWER: more u64 · count u32 · count × (len u32 · that
+//!              COMMAND's response body), the first `count` of the batch's answers in
+//!              order; more = 0 when that is all, else the token to CONTINUE with (the
+//!              rest ran too: only their replies wait, so that each answer fits a frame)
+//! 10 CONTINUE  more u64 (a token an ANSWER gave)
+//!              response body: an ANSWER of the next replies of that batch
 //! ```
 //!
 //! A scope restricts the key-enumerating commands of a fan-out (DBSIZE, KEYS, SCAN,
@@ -76,6 +79,7 @@ pub const KIND_REPLICATE_AT: u8 = 6;
 pub const KIND_RELAY: u8 = 7;
 pub const KIND_RELAYED: u8 = 8;
 pub const KIND_BATCH: u8 = 9;
+pub const KIND_CONTINUE: u8 = 10;
 /// Most commands one BATCH carries.
 pub const MAX_BATCH: usize = 1024;
 /// Longest node name a RELAY or RELAYED body may carry.
@@ -217,6 +221,8 @@ pub enum Request {
     /// Commands of one client's pipeline for this node (COMMAND bodies, left undecoded),
     /// to run in order as if each had come in a request of its own.
     Batch(Vec<Bytes>),
+    /// The next replies of a batch whose ANSWER gave this token.
+    Continue(u64),
 }
 
 /// Why a body could not be decoded (the peer runs another version, or is broken).
@@ -1039,6 +1045,13 @@ pub fn decode_request(
             }
             Ok(Request::Batch(parts))
         }
+        KIND_CONTINUE => {
+            let more = r.u64()?;
+            if r.buf.has_remaining() || more == 0 {
+                return Err(MessageError::Field("continue"));
+            }
+            Ok(Request::Continue(more))
+        }
         k => Err(MessageError::Kind(k)),
     }
 }
@@ -1051,35 +1064,23 @@ pub fn encode_batch(bodies: &[Bytes]) -> Bytes {
     out.freeze()
 }
 
-/// A BATCH's response body: each command's response body in order, or `None` for one the
-/// receiver did not run (the answer was full).
-pub fn encode_batch_answer(answers: &[Option<Bytes>]) -> Bytes {
-    let len: usize = answers
-        .iter()
-        .map(|a| 5 + a.as_ref().map_or(0, Bytes::len))
-        .sum();
-    let mut out = BytesMut::with_capacity(4 + len);
-    out.put_u32(answers.len() as u32);
-    for a in answers {
-        match a {
-            Some(body) => {
-                out.put_u8(ANSWER_RAN);
-                out.put_u32(body.len() as u32);
-                out.put_slice(body);
-            }
-            None => {
-                out.put_u8(ANSWER_NOT_RUN);
-                out.put_u32(0);
-            }
-        }
-    }
+/// An ANSWER (to a BATCH or a CONTINUE): `replies`, the next of the batch's in order, and
+/// `more`, the token to ask for the rest with (0: none).
+pub fn encode_batch_answer(more: u64, replies: &[Bytes]) -> Bytes {
+    let len: usize = replies.iter().map(|r| 4 + r.len()).sum();
+    let mut out = BytesMut::with_capacity(12 + len);
+    out.put_u64(more);
+    put_parts(&mut out, replies);
     out.freeze()
 }
 
-/// A BATCH answer's status byte: the command ran, its response body follows.
-const ANSWER_RAN: u8 = 0;
-/// The command did not run: the batch's answer was full (its body is empty).
-const ANSWER_NOT_RUN: u8 = 1;
+/// A CONTINUE body: the rest of the replies `more` stands for.
+pub fn encode_continue(more: u64) -> Bytes {
+    let mut out = BytesMut::with_capacity(9);
+    out.put_u8(KIND_CONTINUE);
+    out.put_u64(more);
+    out.freeze()
+}
 
 fn put_parts(out: &mut BytesMut, bodies: &[Bytes]) {
     out.put_u32(bodies.len() as u32);
@@ -1089,7 +1090,8 @@ fn put_parts(out: &mut BytesMut, bodies: &[Bytes]) {
     }
 }
 
-/// Reads `count u32 · count × (len u32 · bytes)` to the end of `r` (zero-copy slices).
+/// Reads `count u32 · count × (len u32 · bytes)` to the end of `r` (zero-copy slices;
+/// 1 to MAX_BATCH of them).
 fn get_parts(r: &mut Reader) -> Result<Vec<Bytes>, MessageError> {
     let count = r.u32()? as usize;
     // Each part takes at least its length's 4 bytes: a count beyond that is a lie.
@@ -1107,45 +1109,37 @@ fn get_parts(r: &mut Reader) -> Result<Vec<Bytes>, MessageError> {
     Ok(parts)
 }
 
-/// What a BATCH's sender got back.
+/// What a BATCH's (or a CONTINUE's) sender got back.
 #[derive(Debug, PartialEq, Eq)]
 pub enum BatchAnswer {
-    /// Each command's response body, in order; `None` for one the receiver did not run
-    /// because the batch's answer was full (it sends it again alone).
-    Parts(Vec<Option<Bytes>>),
+    /// The next replies in order (zero-copy slices of the body), and the token for the
+    /// rest (0: none).
+    Replies { replies: Vec<Bytes>, more: u64 },
     /// The receiver does not know BATCH (a node of an earlier release answers its kind as
-    /// a bad message): it ran none of them, and they may be sent one by one.
+    /// a bad message): it ran none of them.
     Unknown,
     /// Anything else: the receiver may have run them, the answers are lost.
     Malformed,
 }
 
-/// Decodes a BATCH's response body, which must answer `count` commands.
-pub fn decode_batch_answer(body: Bytes, count: usize) -> BatchAnswer {
+/// Decodes an ANSWER that holds at most `left` replies (those of the batch not had yet),
+/// all of them when it says there is no more.
+pub fn decode_batch_answer(body: Bytes, left: usize) -> BatchAnswer {
     if body.starts_with(UNKNOWN_KIND_ANSWER) {
         return BatchAnswer::Unknown;
     }
-    let read = |r: &mut Reader| -> Result<Vec<Option<Bytes>>, MessageError> {
-        if r.u32()? as usize != count || count > r.buf.remaining() / 5 {
-            return Err(MessageError::Field("batch count"));
+    let mut r = Reader { buf: body };
+    let read = |r: &mut Reader| -> Result<(u64, Vec<Bytes>), MessageError> {
+        let more = r.u64()?;
+        let replies = get_parts(r)?;
+        let whole = replies.len() == left;
+        if replies.len() > left || (more == 0) != whole {
+            return Err(MessageError::Field("batch answer count"));
         }
-        let mut parts = Vec::with_capacity(count);
-        for _ in 0..count {
-            let status = r.u8()?;
-            let len = r.u32()? as usize;
-            parts.push(match status {
-                ANSWER_RAN => Some(r.bytes(len)?),
-                ANSWER_NOT_RUN if len == 0 => None,
-                _ => return Err(MessageError::Field("batch answer")),
-            });
-        }
-        if r.buf.has_remaining() {
-            return Err(MessageError::Field("trailing bytes"));
-        }
-        Ok(parts)
+        Ok((more, replies))
     };
-    match read(&mut Reader { buf: body }) {
-        Ok(parts) => BatchAnswer::Parts(parts),
+    match read(&mut r) {
+        Ok((more, replies)) => BatchAnswer::Replies { replies, more },
         Err(_) => BatchAnswer::Malformed,
     }
 }
@@ -1226,32 +1220,41 @@ mod tests {
     #[test]
     fn batch_answers_are_read_and_an_earlier_release_is_told_apart() {
         let replies = [
-            Some(Bytes::from_static(b"+OK\r\n")),
-            None,
-            Some(Bytes::from_static(b"$1\r\n1\r\n")),
+            Bytes::from_static(b"+OK\r\n"),
+            Bytes::from_static(b"$1\r\n1\r\n"),
         ];
-        let answer = encode_batch_answer(&replies);
-        assert_eq!(
-            decode_batch_answer(answer.clone(), 3),
-            BatchAnswer::Parts(replies.to_vec())
-        );
-        let malformed = |b: &[u8], count| decode_batch_answer(Bytes::copy_from_slice(b), count);
-        assert_eq!(malformed(&answer, 2), BatchAnswer::Malformed);
-        assert_eq!(
-            malformed(&answer[..answer.len() - 1], 3),
-            BatchAnswer::Malformed
-        );
-        let mut trailing = answer.to_vec();
+        // All of a batch's replies, and the first of three with a token for the rest.
+        let all = encode_batch_answer(0, &replies);
+        let want = |more| BatchAnswer::Replies {
+            replies: replies.to_vec(),
+            more,
+        };
+        assert_eq!(decode_batch_answer(all.clone(), 2), want(0));
+        let part = encode_batch_answer(7, &replies);
+        assert_eq!(decode_batch_answer(part.clone(), 3), want(7));
+        let read = |b: &[u8], left| decode_batch_answer(Bytes::copy_from_slice(b), left);
+        // Fewer than left without a token, as many as left with one, more than left.
+        assert_eq!(read(&all, 3), BatchAnswer::Malformed);
+        assert_eq!(read(&part, 2), BatchAnswer::Malformed);
+        assert_eq!(read(&all, 1), BatchAnswer::Malformed);
+        assert_eq!(read(&all[..all.len() - 1], 2), BatchAnswer::Malformed);
+        let mut trailing = all.to_vec();
         trailing.push(0);
-        assert_eq!(malformed(&trailing, 3), BatchAnswer::Malformed);
-        // A status other than ran / not run, and a not-run answer with a body.
-        let mut bad = answer.to_vec();
-        bad[4] = 2;
-        assert_eq!(malformed(&bad, 3), BatchAnswer::Malformed);
+        assert_eq!(read(&trailing, 2), BatchAnswer::Malformed);
         assert_eq!(
-            malformed(&[0, 0, 0, 1, 1, 0, 0, 0, 1, b'x'], 1),
-            BatchAnswer::Malformed
+            read(&all[..12], 0),
+            BatchAnswer::Malformed,
+            "an empty answer"
         );
+        // CONTINUE: a token, nothing else.
+        assert_eq!(
+            decode_request(encode_continue(7), |_| Ok(Vec::new())),
+            Ok(Request::Continue(7))
+        );
+        assert!(decode_request(encode_continue(0), |_| Ok(Vec::new())).is_err());
+        let mut long = encode_continue(7).to_vec();
+        long.push(1);
+        assert!(decode_request(Bytes::from(long), |_| Ok(Vec::new())).is_err());
         // What a node that does not know BATCH answers (`peer`): none of it ran.
         let old = crate::router::error_bytes(&format!(
             "ERR bad inter-node message: {}",
@@ -1686,8 +1689,8 @@ mod tests {
         b.put_u32(u32::MAX);
         assert!(decode_request(b.freeze(), parse_resp).is_err());
         assert_eq!(
-            decode_request(Bytes::from_static(&[10]), parse_resp),
-            Err(MessageError::Kind(10))
+            decode_request(Bytes::from_static(&[11]), parse_resp),
+            Err(MessageError::Kind(11))
         );
         assert_eq!(
             decode_request(Bytes::new(), parse_resp),

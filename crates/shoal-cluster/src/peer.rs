@@ -28,7 +28,7 @@ use super::message::{
     encode_relay_failure, encode_relayed, encode_replicate, encode_replicate_result,
     peek_command_key, Change, RelayFailure, Request, KIND_BATCH,
 };
-use super::replicate::{replicate_keys, unconfirmed, unconfirmed_len, wait_acks};
+use super::replicate::{replicate_keys, unconfirmed, wait_acks};
 use super::router::{
     command_keys, error_bytes, order_failover, parse_command, serve_after_wait, serve_blocked,
     serve_command, serve_part_blocking,
@@ -36,7 +36,7 @@ use super::router::{
 use super::View;
 use crate::{Cluster, Server};
 use shoal_engine::clock::now_ms;
-use shoal_engine::cmd::{runs_in_doubt, FORWARDED_REPLY_MAX};
+use shoal_engine::cmd::runs_in_doubt;
 
 /// Serves the inter-node requests of one node.
 pub struct PeerService {
@@ -45,6 +45,8 @@ pub struct PeerService {
     /// gone here and not yet at the sender, or joined there and not yet here), by name and
     /// cluster address; at most [`MAX_STRANGERS`].
     strangers: std::sync::Mutex<HashMap<(String, std::net::SocketAddr), shoal_wire::PeerClient>>,
+    /// Batches' replies waiting for their senders' CONTINUE.
+    held: Arc<HeldAnswers>,
 }
 
 /// Links to members outside the view a node keeps for relaying at most.
@@ -55,6 +57,7 @@ impl PeerService {
         PeerService {
             node,
             strangers: std::sync::Mutex::new(HashMap::new()),
+            held: Arc::default(),
         }
     }
 
@@ -104,9 +107,6 @@ pub struct PeerConn {
     /// The requests another member relays here from members whose own link to this node is
     /// cut (`relay`), each origin served as a link of its own, by name.
     relayed: HashMap<String, PeerConn>,
-    /// Set by a command whose answer waits for its replicas' acks: its reply's size, known
-    /// already (a BATCH counts it in its answer at once).
-    acked_reply: Option<usize>,
 }
 
 /// Origins one link relays for at most (a member relays for members of the cluster; a
@@ -122,7 +122,6 @@ impl PeerHandler for PeerService {
             name: peer_node.to_owned(),
             sent_back: HashMap::new(),
             relayed: HashMap::new(),
-            acked_reply: None,
         }
     }
 
@@ -143,11 +142,61 @@ impl PeerHandler for PeerService {
     }
 }
 
-/// Reply bytes of a BATCH's answer past which its remaining commands are not run but
-/// answered "not run" (sent again alone): with the last one run, whose reply may be as long
-/// as one may be (`FORWARDED_REPLY_MAX`), the answer fits one frame (`shoal_wire`'s data
-/// payload limit has room for both).
-const BATCH_ANSWER_SOFT: usize = 16 << 20;
+/// The replies of a batch that did not fit its ANSWER, until the sender asks for them with
+/// CONTINUE (`message`): every command of a batch runs, and its answer goes in pieces of
+/// at most [`ANSWER_PIECE`] (or one reply), so that each fits a frame.
+#[derive(Default)]
+pub struct HeldAnswers {
+    next: std::sync::atomic::AtomicU64,
+    held: std::sync::Mutex<HashMap<u64, (Instant, std::collections::VecDeque<Bytes>)>>,
+}
+
+/// Reply bytes of one ANSWER, but for one reply alone (which may be as long as a frame
+/// carries).
+const ANSWER_PIECE: usize = 16 << 20;
+
+impl HeldAnswers {
+    /// The ANSWER of a batch's `replies`: the first piece, the rest held for `hold` (a
+    /// sender that does not ask by then has given up).
+    fn answer(&self, replies: Vec<Bytes>, hold: Duration) -> Bytes {
+        let mut replies: std::collections::VecDeque<Bytes> = replies.into();
+        let piece = take_piece(&mut replies);
+        if replies.is_empty() {
+            return encode_batch_answer(0, &piece);
+        }
+        let token = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|_, (since, _)| since.elapsed() < hold);
+        held.insert(token, (Instant::now(), replies));
+        encode_batch_answer(token, &piece)
+    }
+
+    /// The next piece of the replies `token` holds, or `None` if they are gone.
+    fn next_piece(&self, token: u64) -> Option<Bytes> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, replies) = held.get_mut(&token)?;
+        let piece = take_piece(replies);
+        if replies.is_empty() {
+            held.remove(&token);
+            return Some(encode_batch_answer(0, &piece));
+        }
+        Some(encode_batch_answer(token, &piece))
+    }
+}
+
+/// The first replies of `replies` up to [`ANSWER_PIECE`] bytes (at least one).
+fn take_piece(replies: &mut std::collections::VecDeque<Bytes>) -> Vec<Bytes> {
+    let mut piece = Vec::new();
+    let mut bytes = 0;
+    while let Some(r) = replies.front() {
+        if !piece.is_empty() && bytes + r.len() > ANSWER_PIECE {
+            break;
+        }
+        bytes += r.len();
+        piece.extend(replies.pop_front());
+    }
+    piece
+}
 
 impl PeerService {
     /// A BATCH: its commands are handled in order, each as if it had come in a request of
@@ -179,27 +228,8 @@ impl PeerService {
             }
         };
         cluster.stats.batches_served.fetch_add(1, Ordering::Relaxed);
-        let hold = 3 * cluster.timeouts.request;
-        let mut answers: Vec<Option<Handled<Deferred>>> = Vec::with_capacity(parts.len());
-        // Reply bytes the answer holds or may hold (a reply still to come counts as much as
-        // it may make): past BATCH_ANSWER_SOFT the rest do not run.
-        let mut used = 0usize;
+        let mut answers = Vec::with_capacity(parts.len());
         for (i, part) in parts.iter().cloned().enumerate() {
-            if used >= BATCH_ANSWER_SOFT {
-                // Sent back: the sender sends it again alone, and until it comes the link's
-                // later commands on its slots are sent back too (as for another view), so
-                // none of those already on their way overtakes it.
-                let keys = decode_request(part, |b| parse_command(node, b))
-                    .ok()
-                    .and_then(|r| match r {
-                        Request::Command { args, db, .. } => command_keys(&args, db),
-                        _ => None,
-                    })
-                    .unwrap_or_default();
-                send_back(conn, &keys, hold);
-                answers.push(None);
-                continue;
-            }
             // The keys of the next few start loading side by side, as for requests of their
             // own (`look_ahead`).
             if i % PREFETCH_MAX == 0 {
@@ -211,7 +241,6 @@ impl PeerService {
                 }
                 self.look_ahead(&next[..n]);
             }
-            conn.acked_reply = None;
             // One command's panic is its own error answer, as for a request of its own.
             let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.handle(conn, sender_view, part)
@@ -222,44 +251,35 @@ impl PeerService {
                     body: error_bytes("ERR internal error running a forwarded command"),
                 })
             });
-            used += match &handled {
-                Handled::Ready(r) => r.body.len(),
-                // Its reply is to come (after a fetch, say): it may be as long as one may be.
-                Handled::Later(_) => conn.acked_reply.take().unwrap_or(FORWARDED_REPLY_MAX),
-            };
-            answers.push(Some(handled));
+            answers.push(handled);
         }
         let epoch = cluster.view().id;
-        if answers
-            .iter()
-            .all(|a| !matches!(a, Some(Handled::Later(_))))
-        {
-            let bodies: Vec<Option<Bytes>> = answers
+        let (held, hold) = (self.held.clone(), 3 * cluster.timeouts.request);
+        if answers.iter().all(|a| matches!(a, Handled::Ready(_))) {
+            let replies = answers
                 .into_iter()
                 .map(|a| match a {
-                    Some(Handled::Ready(r)) => Some(r.body),
-                    Some(Handled::Later(_)) => Some(error_bytes("ERR internal error")),
-                    None => None,
+                    Handled::Ready(r) => r.body,
+                    Handled::Later(_) => error_bytes("ERR internal error"),
                 })
                 .collect();
             return Handled::Ready(Response {
                 epoch,
-                body: encode_batch_answer(&bodies),
+                body: held.answer(replies, hold),
             });
         }
-        // The answers still to come wait side by side (each its own timeout, as alone).
+        // The replies still to come wait side by side (each its own timeout, as alone).
         Handled::Later(Box::pin(async move {
-            let bodies = futures_util::future::join_all(answers.into_iter().map(|a| async {
+            let replies = futures_util::future::join_all(answers.into_iter().map(|a| async {
                 match a {
-                    Some(Handled::Ready(r)) => Some(r.body),
-                    Some(Handled::Later(f)) => Some(f.await.body),
-                    None => None,
+                    Handled::Ready(r) => r.body,
+                    Handled::Later(f) => f.await.body,
                 }
             }))
             .await;
             Response {
                 epoch,
-                body: encode_batch_answer(&bodies),
+                body: held.answer(replies, hold),
             }
         }))
     }
@@ -457,7 +477,6 @@ impl PeerService {
                 if acks.is_empty() {
                     reply(bytes)
                 } else {
-                    conn.acked_reply = Some(bytes.len().max(unconfirmed_len()));
                     let ack_wait = cluster.timeouts.half;
                     Handled::Later(Box::pin(async move {
                         let body = if wait_acks(acks, ack_wait).await {
@@ -604,6 +623,12 @@ impl PeerService {
             }
             // Only a request of its own is a batch (`handle`), not one inside another.
             Ok(Request::Batch(_)) => reply(error_bytes("ERR bad inter-node message: nested batch")),
+            Ok(Request::Continue(token)) => match self.held.next_piece(token) {
+                Some(body) => reply(body),
+                None => reply(error_bytes(
+                    "ERR the replies of that batch of commands are no longer held here",
+                )),
+            },
             Err(e) => {
                 tracing::warn!(error = %e, "bad inter-node message");
                 reply(error_bytes(&format!("ERR bad inter-node message: {e}")))
@@ -1031,6 +1056,58 @@ fn not_here(node: &Server, view: &View, keys: &[Bytes], now: u64) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_batch_answer_past_a_piece_is_held_and_given_in_order() {
+        use crate::message::{decode_batch_answer, BatchAnswer};
+        let held = HeldAnswers::default();
+        let hold = Duration::from_secs(60);
+        let reply = |i: u8, len: usize| Bytes::from(vec![i; len]);
+        // Small replies: one answer, nothing held.
+        let small = vec![reply(1, 10), reply(2, 10)];
+        let answer = held.answer(small.clone(), hold);
+        assert_eq!(
+            decode_batch_answer(answer, 2),
+            BatchAnswer::Replies {
+                replies: small,
+                more: 0
+            }
+        );
+        // 10 MB each: a piece holds one (two would pass 16 MB), and one longer than a piece
+        // goes alone in its own.
+        let big = vec![
+            reply(1, 10 << 20),
+            reply(2, 10 << 20),
+            reply(3, 20 << 20),
+            reply(4, 1),
+        ];
+        let mut got = Vec::new();
+        let mut body = held.answer(big.clone(), hold);
+        loop {
+            let BatchAnswer::Replies { replies, more } = decode_batch_answer(body, 4 - got.len())
+            else {
+                panic!("an answer");
+            };
+            assert!(
+                replies.len() == 1 || replies.iter().map(Bytes::len).sum::<usize>() <= 16 << 20
+            );
+            got.extend(replies);
+            if more == 0 {
+                break;
+            }
+            body = held.next_piece(more).expect("held");
+        }
+        assert_eq!(got, big);
+        assert!(held.held.lock().unwrap().is_empty(), "nothing left held");
+        assert_eq!(held.next_piece(12345), None);
+        // A sender that never asks: dropped once `hold` passed (at the next answer held).
+        let body = held.answer(vec![reply(1, 10 << 20), reply(2, 10 << 20)], Duration::ZERO);
+        assert!(
+            matches!(decode_batch_answer(body, 2), BatchAnswer::Replies { more, .. } if more != 0)
+        );
+        held.answer(vec![reply(1, 10 << 20), reply(2, 10 << 20)], Duration::ZERO);
+        assert_eq!(held.held.lock().unwrap().len(), 1, "the older one is gone");
+    }
+
     /// `SET k a; SET k b` on one link, the first sent back: the second is sent back too
     /// until the first comes again, so it cannot overtake it; other slots go on.
     #[test]
@@ -1039,7 +1116,6 @@ mod tests {
             name: "n1".into(),
             sent_back: HashMap::new(),
             relayed: HashMap::new(),
-            acked_reply: None,
         };
         let hold = Duration::from_secs(3);
         let k = [Bytes::from_static(b"k")];

@@ -443,11 +443,6 @@ pub fn unconfirmed(reply: Bytes) -> Bytes {
     Bytes::from_static(UNCONFIRMED)
 }
 
-/// The longest reply [`unconfirmed`] makes of a short one.
-pub fn unconfirmed_len() -> usize {
-    UNCONFIRMED.len()
-}
-
 const UNCONFIRMED: &[u8] = b"-NOREPLICAS Not enough good replicas to write: it ran on the key's \
 owner, but a replica did not confirm it in time (it may have one copy only)\r\n";
 

@@ -408,9 +408,9 @@ impl Collector for NodeMetrics {
         )?;
         counter(
             &mut e,
-            "shoal_forward_batch_full",
-            "Batched commands the receiver left to go alone (the batch's answer was full).",
-            get(&c.batch_full),
+            "shoal_forward_batch_continued",
+            "CONTINUE requests sent: batches whose answer came in pieces.",
+            get(&c.batch_continued),
         )?;
         counter(
             &mut e,

@@ -58,9 +58,8 @@ pub const MAX_MESSAGE_LEN: usize = 256;
 const EPOCH_LEN: usize = 8;
 
 /// Default largest Request/Response payload: Redis's largest bulk string (512 MiB) plus 64 KiB
-/// for the rest of the command and the epoch, plus 16 MiB for the other replies of a batch's
-/// answer (`shoal-cluster` stops running a batch's commands once their replies pass that).
-pub const DEFAULT_MAX_DATA_PAYLOAD: usize = 512 * 1024 * 1024 + 16 * 1024 * 1024 + 64 * 1024;
+/// for the rest of the command and the epoch.
+pub const DEFAULT_MAX_DATA_PAYLOAD: usize = 512 * 1024 * 1024 + 64 * 1024;
 
 /// Default largest payload of every other kind (handshake, Refused, Error): these are small
 /// by construction, so a peer that is not yet authenticated cannot make us buffer more.

@@ -45,12 +45,8 @@ pub fn forward_batched(
     order: &mut FailoverOrder,
     slots: Slots,
 ) -> Outcome {
-    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
-    // While keys move, an owner may fetch a key before it runs a command, and a reply to
-    // come ends its batch (`peer::handle_batch`): commands go alone then.
     let part = view
         .peer_shared(owners[0])
-        .filter(|_| cluster.handoff.settled_in(&view))
         .and_then(|peer| order.batches.join(node, peer, view.id, &body));
     let Some(part) = part else {
         return forward(node, view, owners, body, access, order.turn(), slots);
@@ -60,21 +56,19 @@ pub fn forward_batched(
         // The answer of a copy that ran it (counted by the batch): no failover to prepare
         // for, so the future stays small and the rest comes only when needed.
         let first = match part.answer().await {
-            PartAnswer::Answered(Ok(r)) if final_answer(&r.body) => return r.body,
-            PartAnswer::Answered(first) => Some(first),
-            PartAnswer::NotRun => {
-                // The batch's answer was full: alone, after the connection's earlier commands,
-                // marked as sent again (the copy sends back the link's later commands on its
-                // slots until it comes).
-                let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
-                cluster.stats.batch_full.fetch_add(1, Ordering::Relaxed);
-                turn.after_previous(cluster.timeouts.request).await;
-                let again = message::redate(&body, cluster.deadline_ms(), true);
-                let rest = send_from(node, view, owners, again, access, &mut turn, slots, None);
-                return Box::pin(rest).await;
-            }
+            Ok(r) if final_answer(&r.body) => return r.body,
+            first => first,
         };
-        let rest = send_from(node, view, owners, body, access, &mut turn, slots, first);
+        let rest = send_from(
+            node,
+            view,
+            owners,
+            body,
+            access,
+            &mut turn,
+            slots,
+            Some(first),
+        );
         Box::pin(rest).await
     }))
 }
@@ -87,9 +81,6 @@ const BATCH_BYTES: usize = 256 << 10;
 /// A command whose body is longer goes in a request of its own (its copy into a batch
 /// would cost more than the request).
 const BATCH_PART_MAX: usize = 16 << 10;
-/// A batched reply at least this long is copied out of the batch's answer, so that the
-/// connection holding it (a client that reads slowly) does not hold the whole answer.
-const BATCH_REPLY_COPY: usize = 4 << 10;
 
 /// The batches one connection's forwarded commands join: the commands of a pipeline that go
 /// to one node travel in one BATCH request (`message`) and come back in one response, so
@@ -101,21 +92,19 @@ const BATCH_REPLY_COPY: usize = 4 << 10;
 /// read, as a forwarded command alone is sent on its first poll. So a batch holds the
 /// commands for its node that were routed before then, in order, and goes out where its
 /// first command would have gone alone. Any other command of the connection that will
-/// answer later and did not go in a batch alone (forwarded alone, split, fanned out,
+/// answer later and did not go in batches alone (forwarded alone, split, fanned out,
 /// blocked) closes the open batches (`close`, called by the router): commands after it
 /// start new ones, so nothing sent after it in a batch reaches a node before it. Only the
-/// newest batch for a node takes more commands. The receiver handles a batch's commands in
-/// order, each as a request of its own.
+/// newest batch for a node takes more commands. The receiver runs every command of a batch
+/// in order, each as a request of its own, and answers in pieces that each fit a frame
+/// (CONTINUE asks for the next).
 ///
 /// A failed batch fails each of its commands, which then go on to the next copy (or answer
 /// an error) exactly as a command sent alone would after the same failure (`try_copies`).
-/// A command the receiver did not run (the batch's answer was full) is sent again alone,
-/// after the connection's earlier commands; the receiver sends back the link's commands on
-/// its slots meanwhile (as for another view), so none overtakes it.
 ///
 /// A member gets batches once it answered one (a probe of one PING, sent when a command
 /// first could join a batch for it): a node of an earlier release answers the probe as a
-/// message of unknown kind, and gets one request per command.
+/// message of unknown kind, gets one request per command, and is asked again a minute later.
 #[derive(Default)]
 pub struct Batches {
     open: Vec<OpenBatch>,
@@ -139,31 +128,23 @@ impl std::fmt::Debug for Batches {
 struct OpenBatch {
     peer: Arc<crate::Peer>,
     view_id: u64,
-    /// The bodies joined so far and the batch's answer (which each joining command takes a
-    /// handle of); taken (`None`) when the batch is sent, so the answer is not kept here.
-    slot: Arc<std::sync::Mutex<Option<Joinable>>>,
+    /// The bodies joined so far; taken (`None`) when the batch is sent.
+    bodies: Arc<std::sync::Mutex<Option<Vec<Bytes>>>>,
+    /// The batch's answer, of which each joining command takes a handle; the batch lets
+    /// go of its own handle when it is sent (its commands hold theirs).
+    answer: Arc<std::sync::Mutex<Option<BatchFuture>>>,
     count: usize,
     bytes: usize,
 }
 
-struct Joinable {
-    bodies: Vec<Bytes>,
-    answer: BatchFuture,
+/// Each command's answer, in order, and the bytes of the answers the batch got.
+struct Answers {
+    replies: Vec<Result<shoal_wire::Response, WireError>>,
+    bytes: usize,
 }
 
-/// What one command of a batch got back.
-#[derive(Clone, Debug)]
-pub enum PartAnswer {
-    /// The copy's answer, or the batch's failure.
-    Answered(Result<shoal_wire::Response, WireError>),
-    /// The copy did not run it: the batch's answer was full.
-    NotRun,
-}
-
-/// Each command's answer, in order.
-type Answers = Arc<Vec<PartAnswer>>;
 type BatchFuture = futures_util::future::Shared<
-    std::pin::Pin<Box<dyn std::future::Future<Output = Answers> + Send>>,
+    std::pin::Pin<Box<dyn std::future::Future<Output = Arc<Answers>> + Send>>,
 >;
 
 /// One command's place in a batch.
@@ -174,22 +155,20 @@ pub struct Part {
 
 impl Part {
     /// The command's answer (its batch is sent by the first of its commands to ask).
-    pub async fn answer(self) -> PartAnswer {
+    pub async fn answer(self) -> Result<shoal_wire::Response, WireError> {
         let answers = self.answer.await;
-        match answers.get(self.index) {
-            // A long reply is copied out, so that it alone is held while it waits for its
-            // client (the answer's other replies are freed as they are).
-            Some(PartAnswer::Answered(Ok(r))) if r.body.len() >= BATCH_REPLY_COPY => {
-                PartAnswer::Answered(Ok(shoal_wire::Response {
-                    epoch: r.epoch,
-                    body: Bytes::copy_from_slice(&r.body),
-                }))
-            }
+        match answers.replies.get(self.index) {
+            // A reply that is less than half of the answer's bytes is copied out, so that a
+            // client slow to read it does not hold the whole answer (a slice would).
+            Some(Ok(r)) if r.body.len() * 2 < answers.bytes => Ok(shoal_wire::Response {
+                epoch: r.epoch,
+                body: Bytes::copy_from_slice(&r.body),
+            }),
             Some(answer) => answer.clone(),
-            None => PartAnswer::Answered(Err(WireError::Remote {
+            None => Err(WireError::Remote {
                 code: ErrorCode::Internal,
                 message: "a batch answered fewer commands than it carried".into(),
-            })),
+            }),
         }
     }
 }
@@ -223,12 +202,17 @@ impl Batches {
             }
         };
         let batch = &mut self.open[at];
-        let answer = {
-            let mut slot = batch.slot.lock().unwrap_or_else(|e| e.into_inner());
-            let joinable = slot.as_mut()?;
-            joinable.bodies.push(body.clone());
-            joinable.answer.clone()
-        };
+        let answer = batch
+            .answer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        batch
+            .bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()?
+            .push(body.clone());
         batch.count += 1;
         batch.bytes += body.len();
         self.joined += 1;
@@ -246,60 +230,70 @@ impl Batches {
 
 impl OpenBatch {
     fn new(node: Arc<Server>, peer: Arc<crate::Peer>, view_id: u64) -> OpenBatch {
-        let slot = Arc::new(std::sync::Mutex::new(None));
-        let send: std::pin::Pin<Box<dyn std::future::Future<Output = Answers> + Send>> = {
-            let (slot, peer) = (slot.clone(), peer.clone());
+        let bodies = Arc::new(std::sync::Mutex::new(Some(Vec::new())));
+        let answer = Arc::new(std::sync::Mutex::new(None));
+        let send: std::pin::Pin<Box<dyn std::future::Future<Output = Arc<Answers>> + Send>> = {
+            let (bodies, handle, peer) = (bodies.clone(), Arc::downgrade(&answer), peer.clone());
             Box::pin(async move {
                 // Sent: nothing joins any more, and the batch's own handle of this future
-                // goes (its commands hold theirs).
-                let taken: Option<Joinable> = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                let bodies = taken.map(|j| j.bodies).unwrap_or_default();
-                Arc::new(send_counted(&node, &peer, view_id, bodies).await)
+                // goes (a weak reference: the handle must not keep this future alive).
+                let taken = bodies.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(handle) = handle.upgrade() {
+                    handle.lock().unwrap_or_else(|e| e.into_inner()).take();
+                }
+                Arc::new(send_counted(&node, &peer, view_id, taken.unwrap_or_default()).await)
             })
         };
-        let answer = futures_util::FutureExt::shared(send);
-        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(Joinable {
-            bodies: Vec::new(),
-            answer,
-        });
+        *answer.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(futures_util::FutureExt::shared(send));
         OpenBatch {
             peer,
             view_id,
-            slot,
+            bodies,
+            answer,
             count: 0,
             bytes: 0,
         }
     }
 
     fn sent(&self) -> bool {
-        self.slot
+        self.bodies
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_none()
     }
 }
 
-/// True if `peer` takes batches; if not known yet, a probe goes (one at a time).
+/// How long a member that answered as an earlier release gets no batches, and how long one
+/// whose probe failed waits before the next.
+const PROBE_AGAIN_AFTER_NO_MS: u64 = 60_000;
+const PROBE_AGAIN_AFTER_ERROR_MS: u64 = 1_000;
+
+/// True if `peer` takes batches; if not known (or not for a while), a probe goes (one at a
+/// time).
 fn takes_batches(node: &Arc<Server>, peer: &Arc<crate::Peer>, view_id: u64) -> bool {
-    match peer.batches.load(Ordering::Relaxed) {
-        batching::YES => true,
-        batching::UNKNOWN => {
-            if peer
-                .batches
-                .compare_exchange(
-                    batching::UNKNOWN,
-                    batching::PROBING,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-            {
-                tokio::spawn(probe(node.clone(), peer.clone(), view_id));
-            }
-            false
-        }
-        _ => false,
+    let state = peer.batches.load(Ordering::Relaxed);
+    if state == batching::YES {
+        return true;
     }
+    if state == batching::PROBING
+        || shoal_engine::clock::now_ms() < peer.probe_after_ms.load(Ordering::Relaxed)
+    {
+        return false;
+    }
+    let probing = peer
+        .batches
+        .compare_exchange(
+            state,
+            batching::PROBING,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )
+        .is_ok();
+    if probing {
+        tokio::spawn(probe(node.clone(), peer.clone(), view_id));
+    }
+    false
 }
 
 /// Asks `peer` a BATCH of one PING: it takes batches if it answers one.
@@ -314,16 +308,19 @@ async fn probe(node: Arc<Server>, peer: Arc<crate::Peer>, view_id: u64) {
         cluster.deadline_ms(),
         0,
     );
-    cluster.stats.batches_sent.fetch_add(1, Ordering::Relaxed);
-    cluster.stats.batched.fetch_add(1, Ordering::Relaxed);
-    let state = match peer.request(view_id, message::encode_batch(&[body])).await {
-        Ok(r) => match message::decode_batch_answer(r.body, 1) {
-            message::BatchAnswer::Parts(_) => batching::YES,
-            _ => batching::NO,
-        },
-        // Asked again when a command next could join a batch.
-        Err(_) => batching::UNKNOWN,
+    let (state, again_in) = match peer.request(view_id, message::encode_batch(&[body])).await {
+        Ok(r) => {
+            cluster.stats.batches_sent.fetch_add(1, Ordering::Relaxed);
+            cluster.stats.batched.fetch_add(1, Ordering::Relaxed);
+            match message::decode_batch_answer(r.body, 1) {
+                message::BatchAnswer::Replies { .. } => (batching::YES, 0),
+                _ => (batching::NO, PROBE_AGAIN_AFTER_NO_MS),
+            }
+        }
+        Err(_) => (batching::UNKNOWN, PROBE_AGAIN_AFTER_ERROR_MS),
     };
+    let after = shoal_engine::clock::now_ms() + again_in;
+    peer.probe_after_ms.store(after, Ordering::Relaxed);
     peer.batches.store(state, Ordering::Relaxed);
 }
 
@@ -341,7 +338,7 @@ async fn send_counted(
     peer: &crate::Peer,
     view_id: u64,
     bodies: Vec<Bytes>,
-) -> Vec<PartAnswer> {
+) -> Answers {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let n = bodies.len() as u64;
     cluster.stats.forwarded.fetch_add(n, Ordering::Relaxed);
@@ -349,10 +346,11 @@ async fn send_counted(
         cluster.stats.batches_sent.fetch_add(1, Ordering::Relaxed);
         cluster.stats.batched.fetch_add(n, Ordering::Relaxed);
     }
-    let answers = send_batch(peer, view_id, bodies).await;
+    let answers = send_batch(cluster, peer, view_id, bodies).await;
     let answered = answers
+        .replies
         .iter()
-        .filter(|a| matches!(a, PartAnswer::Answered(Ok(r)) if !handoff::try_next_copy(&r.body)))
+        .filter(|a| a.as_ref().is_ok_and(|r| !handoff::try_next_copy(&r.body)))
         .count() as u64;
     if answered > 0 {
         peer.forwards
@@ -367,49 +365,79 @@ async fn send_counted(
     answers
 }
 
-/// Sends `bodies` to `peer`: one alone as itself, more as a BATCH; each body's answer.
-async fn send_batch(peer: &crate::Peer, view_id: u64, bodies: Vec<Bytes>) -> Vec<PartAnswer> {
-    if bodies.len() < 2 {
-        let mut answers = Vec::with_capacity(1);
-        for body in bodies {
-            answers.push(PartAnswer::Answered(peer.request(view_id, body).await));
-        }
-        return answers;
-    }
+/// Sends `bodies` to `peer`: one alone as itself, more as a BATCH (and its CONTINUEs);
+/// each body's answer.
+async fn send_batch(
+    cluster: &crate::Cluster,
+    peer: &crate::Peer,
+    view_id: u64,
+    bodies: Vec<Bytes>,
+) -> Answers {
     let count = bodies.len();
-    let response = match peer.request(view_id, message::encode_batch(&bodies)).await {
-        Ok(response) => response,
-        Err(e) => return vec![PartAnswer::Answered(Err(e)); count],
-    };
-    let epoch = response.epoch;
-    let failed = |text: &str| {
-        vec![
-            PartAnswer::Answered(Ok(shoal_wire::Response {
-                epoch,
-                body: error_bytes(text),
-            }));
-            count
-        ]
-    };
-    match message::decode_batch_answer(response.body, count) {
-        message::BatchAnswer::Parts(parts) => parts
-            .into_iter()
-            .map(|part| match part {
-                Some(body) => PartAnswer::Answered(Ok(shoal_wire::Response { epoch, body })),
-                None => PartAnswer::NotRun,
-            })
-            .collect(),
-        // It answered the probe, and now does not know BATCH (it went back to an earlier
-        // release): none of them ran. Sent again one by one they could be overtaken by the
-        // connection's later commands already on their way, so they fail, as retryable.
-        message::BatchAnswer::Unknown => {
-            peer.batches.store(batching::NO, Ordering::Relaxed);
-            failed("TRYAGAIN the key's owner no longer takes batches of commands; it ran none")
+    if count < 2 {
+        let mut replies = Vec::with_capacity(1);
+        for body in bodies {
+            replies.push(peer.request(view_id, body).await);
         }
-        message::BatchAnswer::Malformed => {
-            failed("ERR the answer to a batch of commands could not be read; they may have run")
+        let bytes = replies.iter().flatten().map(|r| r.body.len()).sum();
+        return Answers { replies, bytes };
+    }
+    let mut replies = Vec::with_capacity(count);
+    let mut bytes = 0;
+    let mut request = message::encode_batch(&bodies);
+    let error = loop {
+        let response = match peer.request(view_id, request).await {
+            Ok(response) => response,
+            // Those not answered yet fail as a request alone would (they ran if an earlier
+            // piece came: a write answers that it may have run).
+            Err(e) => break Err(e),
+        };
+        let epoch = response.epoch;
+        bytes += response.body.len();
+        match message::decode_batch_answer(response.body, count - replies.len()) {
+            message::BatchAnswer::Replies { replies: got, more } => {
+                replies.extend(
+                    got.into_iter()
+                        .map(|body| Ok(shoal_wire::Response { epoch, body })),
+                );
+                if more == 0 {
+                    return Answers { replies, bytes };
+                }
+                cluster
+                    .stats
+                    .batch_continued
+                    .fetch_add(1, Ordering::Relaxed);
+                request = message::encode_continue(more);
+            }
+            // It answered the probe, and now does not know BATCH (it went back to an
+            // earlier release): none of them ran; retryable.
+            message::BatchAnswer::Unknown => {
+                peer.batches.store(batching::UNKNOWN, Ordering::Relaxed);
+                break Ok((
+                    epoch,
+                    "TRYAGAIN the key's owner no longer takes batches of commands; it ran none",
+                ));
+            }
+            message::BatchAnswer::Malformed => {
+                break Ok((
+                    epoch,
+                    "ERR the answer to a batch of commands could not be read; they may have run",
+                ));
+            }
+        }
+    };
+    let left = count - replies.len();
+    match error {
+        Err(e) => replies.extend(std::iter::repeat_n(Err(e), left)),
+        Ok((epoch, text)) => {
+            let body = error_bytes(text);
+            replies.extend(std::iter::repeat_n(
+                Ok(shoal_wire::Response { epoch, body }),
+                left,
+            ));
         }
     }
+    Answers { replies, bytes }
 }
 
 /// The order in which one connection's forwarded commands may go on to a next copy.
