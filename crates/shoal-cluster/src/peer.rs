@@ -144,11 +144,31 @@ impl PeerHandler for PeerService {
 
 /// The replies of a batch that did not fit its ANSWER, until the sender asks for them with
 /// CONTINUE (`message`): every command of a batch runs, and its answer goes in pieces of
-/// at most [`ANSWER_PIECE`] (or one reply), so that each fits a frame.
-#[derive(Default)]
+/// at most [`ANSWER_PIECE`] (or one reply), so that each fits a frame. Held for the member
+/// that sent the batch, under a token that starts at a random number (a CONTINUE meant for
+/// an earlier process at this address finds nothing), for `hold` since the last piece went:
+/// what a sender that went away left is dropped at the next call.
 pub struct HeldAnswers {
     next: std::sync::atomic::AtomicU64,
-    held: std::sync::Mutex<HashMap<u64, (Instant, std::collections::VecDeque<Bytes>)>>,
+    held: std::sync::Mutex<HashMap<u64, Held>>,
+}
+
+struct Held {
+    sender: String,
+    since: Instant,
+    replies: std::collections::VecDeque<Bytes>,
+}
+
+impl Default for HeldAnswers {
+    fn default() -> HeldAnswers {
+        let mut start = [0u8; 8];
+        // Without randomness (it never fails on Linux) tokens start at 1.
+        let _ = shoal_net::fill_random(&mut start);
+        HeldAnswers {
+            next: std::sync::atomic::AtomicU64::new(u64::from_le_bytes(start) >> 1),
+            held: std::sync::Mutex::default(),
+        }
+    }
 }
 
 /// Reply bytes of one ANSWER, but for one reply alone (which may be as long as a frame
@@ -156,30 +176,41 @@ pub struct HeldAnswers {
 const ANSWER_PIECE: usize = 16 << 20;
 
 impl HeldAnswers {
-    /// The ANSWER of a batch's `replies`: the first piece, the rest held for `hold` (a
-    /// sender that does not ask by then has given up).
-    fn answer(&self, replies: Vec<Bytes>, hold: Duration) -> Bytes {
+    /// The ANSWER of a batch's `replies` for `sender`: the first piece, the rest held for
+    /// `hold` (a sender that does not ask by then has given up).
+    fn answer(&self, sender: &str, replies: Vec<Bytes>, hold: Duration) -> Bytes {
         let mut replies: std::collections::VecDeque<Bytes> = replies.into();
         let piece = take_piece(&mut replies);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|_, h| h.since.elapsed() < hold);
         if replies.is_empty() {
             return encode_batch_answer(0, &piece);
         }
-        let token = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        held.retain(|_, (since, _)| since.elapsed() < hold);
-        held.insert(token, (Instant::now(), replies));
+        let token = self.next.fetch_add(1, Ordering::Relaxed).max(1);
+        let sender = sender.to_owned();
+        let since = Instant::now();
+        held.insert(
+            token,
+            Held {
+                sender,
+                since,
+                replies,
+            },
+        );
         encode_batch_answer(token, &piece)
     }
 
-    /// The next piece of the replies `token` holds, or `None` if they are gone.
-    fn next_piece(&self, token: u64) -> Option<Bytes> {
+    /// The next piece of the replies `token` holds for `sender`, or `None` if they are gone.
+    fn next_piece(&self, sender: &str, token: u64, hold: Duration) -> Option<Bytes> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let (_, replies) = held.get_mut(&token)?;
-        let piece = take_piece(replies);
-        if replies.is_empty() {
+        held.retain(|_, h| h.since.elapsed() < hold);
+        let h = held.get_mut(&token).filter(|h| h.sender == sender)?;
+        let piece = take_piece(&mut h.replies);
+        if h.replies.is_empty() {
             held.remove(&token);
             return Some(encode_batch_answer(0, &piece));
         }
+        h.since = Instant::now();
         Some(encode_batch_answer(token, &piece))
     }
 }
@@ -255,6 +286,7 @@ impl PeerService {
         }
         let epoch = cluster.view().id;
         let (held, hold) = (self.held.clone(), 3 * cluster.timeouts.request);
+        let sender = conn.name.clone();
         if answers.iter().all(|a| matches!(a, Handled::Ready(_))) {
             let replies = answers
                 .into_iter()
@@ -265,7 +297,7 @@ impl PeerService {
                 .collect();
             return Handled::Ready(Response {
                 epoch,
-                body: held.answer(replies, hold),
+                body: held.answer(&sender, replies, hold),
             });
         }
         // The replies still to come wait side by side (each its own timeout, as alone).
@@ -279,7 +311,7 @@ impl PeerService {
             .await;
             Response {
                 epoch,
-                body: held.answer(replies, hold),
+                body: held.answer(&sender, replies, hold),
             }
         }))
     }
@@ -623,12 +655,17 @@ impl PeerService {
             }
             // Only a request of its own is a batch (`handle`), not one inside another.
             Ok(Request::Batch(_)) => reply(error_bytes("ERR bad inter-node message: nested batch")),
-            Ok(Request::Continue(token)) => match self.held.next_piece(token) {
-                Some(body) => reply(body),
-                None => reply(error_bytes(
-                    "ERR the replies of that batch of commands are no longer held here",
-                )),
-            },
+            Ok(Request::Continue(token)) => {
+                match self
+                    .held
+                    .next_piece(&conn.name, token, 3 * cluster.timeouts.request)
+                {
+                    Some(body) => reply(body),
+                    None => reply(error_bytes(
+                        "ERR the replies of that batch of commands are no longer held here",
+                    )),
+                }
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "bad inter-node message");
                 reply(error_bytes(&format!("ERR bad inter-node message: {e}")))
@@ -1061,10 +1098,11 @@ mod tests {
         use crate::message::{decode_batch_answer, BatchAnswer};
         let held = HeldAnswers::default();
         let hold = Duration::from_secs(60);
+        let n1 = "n1";
         let reply = |i: u8, len: usize| Bytes::from(vec![i; len]);
         // Small replies: one answer, nothing held.
         let small = vec![reply(1, 10), reply(2, 10)];
-        let answer = held.answer(small.clone(), hold);
+        let answer = held.answer(n1, small.clone(), hold);
         assert_eq!(
             decode_batch_answer(answer, 2),
             BatchAnswer::Replies {
@@ -1081,7 +1119,7 @@ mod tests {
             reply(4, 1),
         ];
         let mut got = Vec::new();
-        let mut body = held.answer(big.clone(), hold);
+        let mut body = held.answer(n1, big.clone(), hold);
         loop {
             let BatchAnswer::Replies { replies, more } = decode_batch_answer(body, 4 - got.len())
             else {
@@ -1094,18 +1132,30 @@ mod tests {
             if more == 0 {
                 break;
             }
-            body = held.next_piece(more).expect("held");
+            // Only for the member that sent the batch.
+            assert_eq!(held.next_piece("n2", more, hold), None);
+            body = held.next_piece(n1, more, hold).expect("held");
         }
         assert_eq!(got, big);
         assert!(held.held.lock().unwrap().is_empty(), "nothing left held");
-        assert_eq!(held.next_piece(12345), None);
+        assert_eq!(held.next_piece(n1, 12345, hold), None);
         // A sender that never asks: dropped once `hold` passed (at the next answer held).
-        let body = held.answer(vec![reply(1, 10 << 20), reply(2, 10 << 20)], Duration::ZERO);
+        let two = || vec![reply(1, 10 << 20), reply(2, 10 << 20)];
+        let body = held.answer(n1, two(), Duration::ZERO);
         assert!(
             matches!(decode_batch_answer(body, 2), BatchAnswer::Replies { more, .. } if more != 0)
         );
-        held.answer(vec![reply(1, 10 << 20), reply(2, 10 << 20)], Duration::ZERO);
+        held.answer(n1, two(), Duration::ZERO);
         assert_eq!(held.held.lock().unwrap().len(), 1, "the older one is gone");
+        let BatchAnswer::Replies { more, .. } =
+            decode_batch_answer(held.answer(n1, two(), hold), 2)
+        else {
+            panic!("an answer");
+        };
+        assert!(
+            held.next_piece(n1, more, Duration::ZERO).is_none(),
+            "expired"
+        );
     }
 
     /// `SET k a; SET k b` on one link, the first sent back: the second is sent back too

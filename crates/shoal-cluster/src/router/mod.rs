@@ -456,7 +456,12 @@ fn route(
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))
                 .collect();
-            forward_batched(node, view, owners, body, access, order, slots)
+            if spec.group == "scripting" {
+                // A script may run long: alone, it holds up no other command's reply.
+                forward(node, view, owners, body, access, order.turn(), slots)
+            } else {
+                forward_batched(node, view, owners, body, access, order, slots)
+            }
         }
         Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
         Plan::AllNodes => fanout::start(node, cluster, spec, args, proto, session.db),

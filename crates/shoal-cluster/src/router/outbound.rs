@@ -81,6 +81,9 @@ const BATCH_BYTES: usize = 256 << 10;
 /// A command whose body is longer goes in a request of its own (its copy into a batch
 /// would cost more than the request).
 const BATCH_PART_MAX: usize = 16 << 10;
+/// Replies up to this long are copied into the connection's output when their turn comes
+/// (`shoal_node::connection`'s `COPY_REPLY`).
+const COPIED_ANYWAY: usize = 512;
 
 /// The batches one connection's forwarded commands join: the commands of a pipeline that go
 /// to one node travel in one BATCH request (`message`) and come back in one response, so
@@ -100,7 +103,10 @@ const BATCH_PART_MAX: usize = 16 << 10;
 /// (CONTINUE asks for the next).
 ///
 /// A failed batch fails each of its commands, which then go on to the next copy (or answer
-/// an error) exactly as a command sent alone would after the same failure (`try_copies`).
+/// an error) as a command sent alone would after the same failure (`try_copies`); once a
+/// piece of its answer came they all ran, and a later failure counts for the rest as a
+/// copy that took a command and did not answer in time. Scripts go alone (they may run
+/// long, and every reply of a batch waits for its last).
 ///
 /// A member gets batches once it answered one (a probe of one PING, sent when a command
 /// first could join a batch for it): a node of an earlier release answers the probe as a
@@ -159,11 +165,14 @@ impl Part {
         let answers = self.answer.await;
         match answers.replies.get(self.index) {
             // A reply that is less than half of the answer's bytes is copied out, so that a
-            // client slow to read it does not hold the whole answer (a slice would).
-            Some(Ok(r)) if r.body.len() * 2 < answers.bytes => Ok(shoal_wire::Response {
-                epoch: r.epoch,
-                body: Bytes::copy_from_slice(&r.body),
-            }),
+            // client slow to read it does not hold the whole answer (a slice would); but for
+            // a short one, which the connection copies into its output anyway.
+            Some(Ok(r)) if r.body.len() > COPIED_ANYWAY && r.body.len() * 2 < answers.bytes => {
+                Ok(shoal_wire::Response {
+                    epoch: r.epoch,
+                    body: Bytes::copy_from_slice(&r.body),
+                })
+            }
             Some(answer) => answer.clone(),
             None => Err(WireError::Remote {
                 code: ErrorCode::Internal,
@@ -352,6 +361,7 @@ async fn send_counted(
         .iter()
         .filter(|a| a.as_ref().is_ok_and(|r| !handoff::try_next_copy(&r.body)))
         .count() as u64;
+    // (A batch an earlier release refused counts as answered: its commands answer.)
     if answered > 0 {
         peer.forwards
             .answered
@@ -385,21 +395,24 @@ async fn send_batch(
     let mut replies = Vec::with_capacity(count);
     let mut bytes = 0;
     let mut request = message::encode_batch(&bodies);
-    let error = loop {
+    // Once a piece of the answer came, every command of the batch ran: if the rest is lost,
+    // each answers as a command alone whose copy took it and did not answer in time (a
+    // read goes to the next copy, a write says it may have run).
+    let lost = WireError::Timeout;
+    let failure: Result<(u64, &str), WireError> = loop {
         let response = match peer.request(view_id, request).await {
             Ok(response) => response,
-            // Those not answered yet fail as a request alone would (they ran if an earlier
-            // piece came: a write answers that it may have run).
+            Err(_) if !replies.is_empty() => break Err(lost),
             Err(e) => break Err(e),
         };
         let epoch = response.epoch;
         bytes += response.body.len();
         match message::decode_batch_answer(response.body, count - replies.len()) {
             message::BatchAnswer::Replies { replies: got, more } => {
-                replies.extend(
-                    got.into_iter()
-                        .map(|body| Ok(shoal_wire::Response { epoch, body })),
-                );
+                let got = got
+                    .into_iter()
+                    .map(|body| Ok(shoal_wire::Response { epoch, body }));
+                replies.extend(got);
                 if more == 0 {
                     return Answers { replies, bytes };
                 }
@@ -411,30 +424,23 @@ async fn send_batch(
             }
             // It answered the probe, and now does not know BATCH (it went back to an
             // earlier release): none of them ran; retryable.
-            message::BatchAnswer::Unknown => {
+            message::BatchAnswer::Unknown if replies.is_empty() => {
                 peer.batches.store(batching::UNKNOWN, Ordering::Relaxed);
                 break Ok((
                     epoch,
                     "TRYAGAIN the key's owner no longer takes batches of commands; it ran none",
                 ));
             }
-            message::BatchAnswer::Malformed => {
-                break Ok((
-                    epoch,
-                    "ERR the answer to a batch of commands could not be read; they may have run",
-                ));
-            }
+            _ => break Err(lost),
         }
     };
     let left = count - replies.len();
-    match error {
+    match failure {
         Err(e) => replies.extend(std::iter::repeat_n(Err(e), left)),
         Ok((epoch, text)) => {
             let body = error_bytes(text);
-            replies.extend(std::iter::repeat_n(
-                Ok(shoal_wire::Response { epoch, body }),
-                left,
-            ));
+            let answer = Ok(shoal_wire::Response { epoch, body });
+            replies.extend(std::iter::repeat_n(answer, left));
         }
     }
     Answers { replies, bytes }
