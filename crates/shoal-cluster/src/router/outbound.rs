@@ -136,9 +136,12 @@ struct OpenBatch {
     view_id: u64,
     /// The bodies joined so far; taken (`None`) when the batch is sent.
     bodies: Arc<std::sync::Mutex<Option<Vec<Bytes>>>>,
-    /// The batch's answer, of which each joining command takes a handle; the batch lets
-    /// go of its own handle when it is sent (its commands hold theirs).
-    answer: Arc<std::sync::Mutex<Option<BatchFuture>>>,
+    /// Set when the batch is sent (read without taking the lock).
+    sent: Arc<std::sync::atomic::AtomicBool>,
+    /// The batch's answer until its first command takes it; then a weak handle, from which
+    /// each later command takes one (only the commands hold the answer alive).
+    first: Option<BatchFuture>,
+    weak: Option<futures_util::future::WeakShared<BatchSend>>,
     count: usize,
     bytes: usize,
 }
@@ -149,9 +152,8 @@ struct Answers {
     bytes: usize,
 }
 
-type BatchFuture = futures_util::future::Shared<
-    std::pin::Pin<Box<dyn std::future::Future<Output = Arc<Answers>> + Send>>,
->;
+type BatchSend = std::pin::Pin<Box<dyn std::future::Future<Output = Arc<Answers>> + Send>>;
+type BatchFuture = futures_util::future::Shared<BatchSend>;
 
 /// One command's place in a batch.
 pub struct Part {
@@ -195,27 +197,30 @@ impl Batches {
         if self.held || body.len() > BATCH_PART_MAX || !takes_batches(node, peer, view_id) {
             return None;
         }
-        self.open.retain(|b| !b.sent());
         // Only the peer's newest batch takes more: one that a newer batch follows is sent
         // first, and a command joining it would overtake those in the newer one.
         let fits = |b: &OpenBatch| {
-            b.view_id == view_id && b.count < BATCH_COMMANDS && b.bytes + body.len() <= BATCH_BYTES
+            !b.sent.load(Ordering::Relaxed)
+                && b.view_id == view_id
+                && b.count < BATCH_COMMANDS
+                && b.bytes + body.len() <= BATCH_BYTES
         };
         let newest = self.open.iter().rposition(|b| Arc::ptr_eq(&b.peer, peer));
         let at = match newest.filter(|&at| fits(&self.open[at])) {
             Some(at) => at,
             None => {
+                self.open.retain(|b| !b.sent.load(Ordering::Relaxed));
                 self.open
                     .push(OpenBatch::new(node.clone(), peer.clone(), view_id));
                 self.open.len() - 1
             }
         };
         let batch = &mut self.open[at];
-        let answer = batch
-            .answer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()?;
+        let answer = match batch.first.take() {
+            Some(answer) => answer,
+            // (Gone only if every command of it was dropped: then it was never sent.)
+            None => batch.weak.as_ref()?.upgrade()?,
+        };
         batch
             .bodies
             .lock()
@@ -240,36 +245,27 @@ impl Batches {
 impl OpenBatch {
     fn new(node: Arc<Server>, peer: Arc<crate::Peer>, view_id: u64) -> OpenBatch {
         let bodies = Arc::new(std::sync::Mutex::new(Some(Vec::new())));
-        let answer = Arc::new(std::sync::Mutex::new(None));
-        let send: std::pin::Pin<Box<dyn std::future::Future<Output = Arc<Answers>> + Send>> = {
-            let (bodies, handle, peer) = (bodies.clone(), Arc::downgrade(&answer), peer.clone());
+        let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let send: BatchSend = {
+            let (bodies, sent, peer) = (bodies.clone(), sent.clone(), peer.clone());
             Box::pin(async move {
-                // Sent: nothing joins any more, and the batch's own handle of this future
-                // goes (a weak reference: the handle must not keep this future alive).
+                // Sent: nothing joins any more.
                 let taken = bodies.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some(handle) = handle.upgrade() {
-                    handle.lock().unwrap_or_else(|e| e.into_inner()).take();
-                }
+                sent.store(true, Ordering::Relaxed);
                 Arc::new(send_counted(&node, &peer, view_id, taken.unwrap_or_default()).await)
             })
         };
-        *answer.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(futures_util::FutureExt::shared(send));
+        let answer = futures_util::FutureExt::shared(send);
         OpenBatch {
             peer,
             view_id,
             bodies,
-            answer,
+            sent,
+            weak: answer.downgrade(),
+            first: Some(answer),
             count: 0,
             bytes: 0,
         }
-    }
-
-    fn sent(&self) -> bool {
-        self.bodies
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
     }
 }
 
