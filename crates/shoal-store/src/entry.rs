@@ -443,6 +443,7 @@ impl Item {
             charge: self.charge(),
             access: self.access,
             fetched: self.fetched(),
+            edited: self.edited(),
             kind: self.kind(),
             coll: self.coll(),
         }
@@ -463,17 +464,32 @@ impl Item {
     }
 
     /// Appends to the value in place: the allocation is grown (realloc, often without a copy:
-    /// large blocks are remapped), not rebuilt, so repeated appends stay cheap.
+    /// large blocks are remapped), not rebuilt, so repeated appends stay cheap. The value is
+    /// [`Item::edited`] after.
     pub(crate) fn append(&mut self, extra: &[u8]) {
         let len = self.make_string();
         self.resize_payload(len + extra.len());
         if let Some(b) = self.payload_mut() {
             b[len..].copy_from_slice(extra);
         }
+        self.data.set_note(true);
+    }
+
+    /// Whether the string was edited in place (APPEND, SETRANGE, the bit commands) since its
+    /// value was last set: Redis keeps such a string `raw`, whatever it holds, until a new
+    /// value replaces it (OBJECT ENCODING). False for a collection.
+    pub(crate) fn edited(&self) -> bool {
+        self.data.noted()
+    }
+
+    /// Marks the string [`Item::edited`] (a bit command that found its bits already set
+    /// edits nothing, but Redis made its value `raw` all the same).
+    pub(crate) fn set_edited(&mut self) {
+        self.data.set_note(true);
     }
 
     /// Writes `bytes` at `offset` of the value, zero-padding it first when it is shorter
-    /// (SETRANGE), in place.
+    /// (SETRANGE), in place. The value is [`Item::edited`] after.
     pub(crate) fn overwrite(&mut self, offset: usize, bytes: &[u8]) {
         let len = self.make_string();
         let end = (self.value_start().checked_add(offset))
@@ -486,10 +502,11 @@ impl Item {
         if let Some(b) = self.payload_mut() {
             b[at..at + bytes.len()].copy_from_slice(bytes);
         }
+        self.data.set_note(true);
     }
 
     /// Replace the value, and the flags when `flags` is `Some`; reuses the allocation when the
-    /// layout is unchanged.
+    /// layout is unchanged. A new value is not [`Item::edited`].
     pub(crate) fn replace_value(&mut self, value: &[u8], flags: Option<u32>) {
         let flags = flags.unwrap_or_else(|| self.flags());
         let start = self.value_start();
@@ -501,6 +518,7 @@ impl Item {
                     data[k..k + 4].copy_from_slice(&flags.to_be_bytes());
                 }
                 data[start..].copy_from_slice(value);
+                self.data.set_note(false);
             }
             _ => {
                 let (data, meta) = build(self.key(), flags, value, self.expire_at_ms());
@@ -753,6 +771,28 @@ mod tests {
         it.overwrite(6, b"!");
         assert_eq!(it.value(), b"aXYd\0\0!");
         assert_eq!(it.charge(), (3 + 4 + 7 + ENTRY_OVERHEAD) as u64);
+    }
+
+    #[test]
+    fn edits_in_place_are_noted_until_a_new_value() {
+        let mut it = Item::new(b"key", b"12", 0, 0, 0, 1);
+        assert!(!it.edited());
+        it.append(b"3");
+        assert!(it.edited());
+        it.set_expire_at_ms(1_700_000_000_123);
+        assert!(it.edited(), "a TTL keeps the note");
+        // The same length (rewritten in place) and another one (rebuilt) both clear it.
+        it.replace_value(b"456", None);
+        assert!(!it.edited());
+        it.overwrite(0, b"7");
+        assert!(it.edited());
+        it.replace_value(b"1", Some(5));
+        assert!(!it.edited());
+        it.set_edited();
+        assert!(it.edited() && it.value() == b"1" && it.flags() == 5);
+        assert_eq!(it.expire_at(), Some(1_700_000_000_123));
+        let coll = Item::new_coll(b"h", Collection::Hash(Hash::default()), 0, 0, 1);
+        assert!(!coll.edited());
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub struct Entry<'a> {
     pub access: u32,
     /// Whether the value was read since it was set (memcached's `ITEM_FETCHED`).
     pub fetched: bool,
+    /// Whether the string was edited in place since its value was set (APPEND, SETRANGE,
+    /// the bit commands): OBJECT ENCODING `raw`, as Redis.
+    pub edited: bool,
     /// The value's type; `value` is empty for a collection.
     pub kind: Kind,
     /// The value, for a collection.
@@ -918,6 +921,24 @@ impl<'a> Slot<'a> {
         self.shard
             .edit(i, self.clock.now_ms, |item| item.overwrite(offset, bytes));
         self.shard.items[i].value().len()
+    }
+
+    /// Whether the key's string was edited in place since its value was set
+    /// ([`Entry::edited`]); false for an absent key or a collection.
+    pub fn edited(&self) -> bool {
+        self.idx.is_some_and(|i| self.shard.items[i].edited())
+    }
+
+    /// Notes that a string was edited in place (OBJECT ENCODING then `raw`, as Redis), for a
+    /// bit command that found what it writes already there. Nothing else changes; nothing
+    /// happens to an absent key or a collection.
+    pub fn set_edited(&mut self) {
+        if let Some(i) = self.idx {
+            let item = &mut self.shard.items[i];
+            if item.kind() == Kind::String {
+                item.set_edited();
+            }
+        }
     }
 
     /// Writes `bytes` over a string value's bytes from `offset`, in place and keeping its

@@ -1,6 +1,6 @@
 //! [`Thin`]: an item's one allocation behind one pointer, 8 bytes where a boxed slice takes
-//! 16: a string's bytes with their length (and one bit of its owner's, the mark) in front of
-//! them, or a boxed value of another type, told apart by the pointer's low bit. It is what
+//! 16: a string's bytes with their length (and two bits of its owner's, the mark and the
+//! note) in front of them, or a boxed value of another type, told apart by the pointer's low bit. It is what
 //! keeps the store's per-key record (`entry.rs`) at 24 bytes.
 //!
 //! The only `unsafe` code of the store lives here; every block says why it holds.
@@ -10,15 +10,31 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 /// A length below this takes a 4-byte header (a `u32`, little-endian: the length, [`MARK`],
-/// [`LONG`] clear); a longer one (1 GiB and more) an 8-byte one: the high bits of the length
-/// with [`LONG`] and the mark, then the low 32 bits.
-const SHORT_MAX: usize = 1 << 30;
+/// [`NOTE`], [`LONG`] clear); a longer one (512 MiB and more) an 8-byte one: the high bits of
+/// the length with [`LONG`], the mark and the note, then the low 32 bits.
+const SHORT_MAX: usize = 1 << 29;
 
 /// In the header's first word: the header is 8 bytes.
 const LONG: u32 = 1 << 31;
 
-/// In the header's first word: the owner's one bit ([`Thin::marked`]).
+/// In the header's first word: the owner's first bit ([`Thin::marked`]).
 const MARK: u32 = 1 << 30;
+
+/// In the header's first word: the owner's second bit ([`Thin::noted`]).
+const NOTE: u32 = 1 << 29;
+
+/// The owner's two bits of a header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Bits {
+    mark: bool,
+    note: bool,
+}
+
+impl Bits {
+    fn word(self) -> u32 {
+        (if self.mark { MARK } else { 0 }) | if self.note { NOTE } else { 0 }
+    }
+}
 
 /// The header's size for `len` bytes.
 fn header_len(len: usize) -> usize {
@@ -29,34 +45,37 @@ fn header_len(len: usize) -> usize {
     }
 }
 
-/// Writes the header for `len` and `mark` into `out` (at least [`header_len`] bytes);
+/// Writes the header for `len` and `bits` into `out` (at least [`header_len`] bytes);
 /// returns its size.
-fn write_header(len: usize, mark: bool, out: &mut [u8]) -> usize {
-    assert!(len as u64 >> 62 == 0, "a length fits the header's 62 bits");
-    let mark = if mark { MARK } else { 0 };
+fn write_header(len: usize, bits: Bits, out: &mut [u8]) -> usize {
+    assert!(len as u64 >> 61 == 0, "a length fits the header's 61 bits");
+    let bits = bits.word();
     if len < SHORT_MAX {
-        out[..4].copy_from_slice(&(len as u32 | mark).to_le_bytes());
+        out[..4].copy_from_slice(&(len as u32 | bits).to_le_bytes());
         4
     } else {
         let len = len as u64;
-        out[..4].copy_from_slice(&((len >> 32) as u32 | LONG | mark).to_le_bytes());
+        out[..4].copy_from_slice(&((len >> 32) as u32 | LONG | bits).to_le_bytes());
         out[4..8].copy_from_slice(&(len as u32).to_le_bytes());
         8
     }
 }
 
-/// Reads a header: `(length, header size, mark)`. `first` is the header's first 4 bytes,
+/// Reads a header: `(length, header size, bits)`. `first` is the header's first 4 bytes,
 /// `rest` reads the next 4 (only called for a long header).
-fn read_header(first: [u8; 4], rest: impl FnOnce() -> [u8; 4]) -> (usize, usize, bool) {
+fn read_header(first: [u8; 4], rest: impl FnOnce() -> [u8; 4]) -> (usize, usize, Bits) {
     let first = u32::from_le_bytes(first);
-    let mark = first & MARK != 0;
-    let high = first & !(LONG | MARK);
+    let bits = Bits {
+        mark: first & MARK != 0,
+        note: first & NOTE != 0,
+    };
+    let high = first & !(LONG | MARK | NOTE);
     if first & LONG == 0 {
-        return (high as usize, 4, mark);
+        return (high as usize, 4, bits);
     }
     let low = u32::from_le_bytes(rest());
     let len = (u64::from(high) << 32) | u64::from(low);
-    (usize::try_from(len).unwrap_or(usize::MAX), 8, mark)
+    (usize::try_from(len).unwrap_or(usize::MAX), 8, bits)
 }
 
 /// The allocation for `len` bytes and their header. Alignment 2 keeps the low bit free for
@@ -84,10 +103,10 @@ unsafe impl<T: Send> Send for Thin<T> {}
 unsafe impl<T: Sync> Sync for Thin<T> {}
 
 impl<T> Thin<T> {
-    /// The bytes of `parts`, one after the other, and the mark.
+    /// The bytes of `parts`, one after the other, and the mark (the note clear).
     pub(crate) fn bytes(parts: &[&[u8]], mark: bool) -> Thin<T> {
         let len = parts.iter().map(|p| p.len()).sum();
-        let mut thin = Thin::zeroed(len, mark);
+        let mut thin = Thin::zeroed(len, Bits { mark, note: false });
         let out = thin.as_bytes_mut().expect("made as bytes");
         let mut at = 0;
         for p in parts {
@@ -98,7 +117,7 @@ impl<T> Thin<T> {
     }
 
     /// `len` zero bytes.
-    fn zeroed(len: usize, mark: bool) -> Thin<T> {
+    fn zeroed(len: usize, bits: Bits) -> Thin<T> {
         let layout = layout(len);
         // SAFETY: the layout's size is at least 4 (the header), never zero.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
@@ -107,7 +126,7 @@ impl<T> Thin<T> {
         };
         // SAFETY: the allocation holds `layout.size()` initialized (zeroed) bytes.
         let head = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), header_len(len)) };
-        write_header(len, mark, head);
+        write_header(len, bits, head);
         Thin {
             ptr,
             _owns: PhantomData,
@@ -140,8 +159,8 @@ impl<T> Thin<T> {
         self.ptr.as_ptr().map_addr(|a| a & !TAG).cast::<T>()
     }
 
-    /// `(length, header size, mark)` of the bytes; only for bytes.
-    fn header(&self) -> (usize, usize, bool) {
+    /// `(length, header size, bits)` of the bytes; only for bytes.
+    fn header(&self) -> (usize, usize, Bits) {
         let p = self.ptr.as_ptr();
         // SAFETY: bytes start with a header of at least 4 bytes, and a long header (top bit
         // of the first 4 set) has 8.
@@ -173,18 +192,33 @@ impl<T> Thin<T> {
 
     /// The mark the bytes were made or last marked with; false for a box.
     pub(crate) fn marked(&self) -> bool {
-        !self.is_boxed() && self.header().2
+        !self.is_boxed() && self.header().2.mark
     }
 
     /// Sets the mark of bytes (a box has none).
     pub(crate) fn set_mark(&mut self, mark: bool) {
+        self.set_bits(|b| b.mark = mark);
+    }
+
+    /// The note the bytes were last given (clear when made); false for a box.
+    pub(crate) fn noted(&self) -> bool {
+        !self.is_boxed() && self.header().2.note
+    }
+
+    /// Sets the note of bytes (a box has none).
+    pub(crate) fn set_note(&mut self, note: bool) {
+        self.set_bits(|b| b.note = note);
+    }
+
+    fn set_bits(&mut self, change: impl FnOnce(&mut Bits)) {
         if self.is_boxed() {
             return;
         }
-        let (len, head, _) = self.header();
+        let (len, head, mut bits) = self.header();
+        change(&mut bits);
         // SAFETY: bytes start with a header of `head` bytes, owned by `self`.
         let out = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), head) };
-        write_header(len, mark, out);
+        write_header(len, bits, out);
     }
 
     /// Where the allocation starts (its header, or the boxed value), without reading it:
@@ -208,10 +242,10 @@ impl<T> Thin<T> {
     /// bytes.
     pub(crate) fn resize(&mut self, new_len: usize) {
         assert!(!self.is_boxed(), "resize is for bytes");
-        let (len, head, mark) = self.header();
+        let (len, head, bits) = self.header();
         if header_len(new_len) != head {
-            // Crossing 1 GiB: the header changes size, so the bytes move.
-            let mut next = Thin::zeroed(new_len, mark);
+            // Crossing 512 MiB: the header changes size, so the bytes move.
+            let mut next = Thin::zeroed(new_len, bits);
             let keep = len.min(new_len);
             let src = &self.as_bytes().expect("bytes")[..keep];
             next.as_bytes_mut().expect("bytes")[..keep].copy_from_slice(src);
@@ -233,7 +267,7 @@ impl<T> Thin<T> {
                 ptr.as_ptr().add(head + len).write_bytes(0, new_len - len);
             }
             let out = std::slice::from_raw_parts_mut(ptr.as_ptr(), head);
-            write_header(new_len, mark, out);
+            write_header(new_len, bits, out);
         }
     }
 }
@@ -266,14 +300,16 @@ mod tests {
             SHORT_MAX,
             3 << 31,
             (1 << 40) + 7,
+            (1 << 61) - 1,
         ] {
-            for mark in [false, true] {
+            for (mark, note) in [(false, false), (true, false), (false, true), (true, true)] {
+                let bits = Bits { mark, note };
                 let mut buf = [0u8; 8];
-                let n = write_header(len, mark, &mut buf);
+                let n = write_header(len, bits, &mut buf);
                 assert_eq!(n, header_len(len));
                 let first = buf[..4].try_into().unwrap();
                 let rest = || buf[4..8].try_into().unwrap();
-                assert_eq!(read_header(first, rest), (len, n, mark), "{len}");
+                assert_eq!(read_header(first, rest), (len, n, bits), "{len}");
             }
         }
     }
@@ -286,13 +322,20 @@ mod tests {
         assert_eq!(t.as_bytes(), Some(&b"keyvalue"[..]));
         assert!(t.as_boxed().is_none());
         assert!(!t.marked());
+        assert!(!t.noted());
         t.set_mark(true);
         assert!(t.marked());
+        assert!(!t.noted(), "the two bits are apart");
+        t.set_note(true);
+        t.set_mark(false);
+        assert!(t.noted() && !t.marked());
+        t.set_mark(true);
         assert_eq!(t.as_bytes(), Some(&b"keyvalue"[..]));
         let mut b: Thin<u64> = Thin::boxed(Box::new(7));
         assert!(b.as_bytes().is_none());
         b.set_mark(true);
-        assert!(!b.marked());
+        b.set_note(true);
+        assert!(!b.marked() && !b.noted());
         *b.as_boxed_mut().unwrap() += 1;
         assert_eq!(b.as_boxed(), Some(&8));
         let empty: Thin<u64> = Thin::bytes(&[], true);
@@ -303,8 +346,9 @@ mod tests {
     #[test]
     fn resize_grows_with_zeros_and_cuts() {
         let mut t: Thin<u64> = Thin::bytes(&[b"abc"], true);
+        t.set_note(true);
         t.resize(6);
-        assert!(t.marked());
+        assert!(t.marked() && t.noted(), "resizing keeps the bits");
         assert_eq!(t.as_bytes(), Some(&b"abc\0\0\0"[..]));
         t.as_bytes_mut().unwrap()[5] = b'z';
         t.resize(100_000);
@@ -314,7 +358,7 @@ mod tests {
         assert_eq!(t.as_bytes(), Some(&b"ab"[..]));
         t.resize(0);
         assert_eq!(t.as_bytes(), Some(&b""[..]));
-        assert!(t.marked());
+        assert!(t.marked() && t.noted());
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let new = if on == 1 { old | mask } else { old & !mask };
             slot.overwrite(byte, &[new]);
         }
+        // Redis makes the value `raw` even when the bit was already set.
+        slot.set_edited();
         (Reply::Int(i64::from(was)), write)
     });
     if wrote {
@@ -261,9 +263,11 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ctx.notify(crate::notify::GENERIC, "del", dest);
         }
     } else {
-        ctx.engine
-            .store
-            .write(dest, ctx.now_ms, |slot| slot.set(&out, None));
+        ctx.engine.store.write(dest, ctx.now_ms, |slot| {
+            slot.set(&out, None);
+            // Redis's BITOP stores a `raw` string, however short.
+            slot.set_edited();
+        });
         ctx.notify(STRING, "set", dest);
     }
     Reply::Int(max as i64)
@@ -523,6 +527,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Reply
             slot.overwrite(need - 1, &[0]);
             grown = true;
         }
+        // `raw` from here, whatever the writes do, as in Redis.
+        slot.set_edited();
         let replies = fields
             .iter()
             .map(|f| {

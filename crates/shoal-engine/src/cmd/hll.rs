@@ -294,6 +294,8 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let value = stale_cache_of(current, encode(&regs, was_sparse));
             slot.set_keep_ttl(&value);
         }
+        // A HyperLogLog is a `raw` string in Redis (made so, and unshared when added to).
+        slot.set_edited();
         Reply::Int(i64::from(created || changed))
     });
     if let Reply::Int(1) = reply {
@@ -374,6 +376,7 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Ok(old) => {
                 let value = stale_cache_of(old, value);
                 slot.set_keep_ttl(&value);
+                slot.set_edited();
                 Reply::ok()
             }
         });
@@ -407,6 +410,7 @@ pub fn pfdebug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     let mut value = dense(&regs);
                     value[8..HEADER].copy_from_slice(&v[8..HEADER]);
                     slot.set_keep_ttl(&value);
+                    slot.set_edited();
                 }
                 if sub == b"todense" {
                     Reply::Int(i64::from(sparse))

@@ -198,8 +198,9 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::Int(i64::from(done))
 }
 
-/// A value of any type with its TTL, as RENAME and COPY carry it.
-pub(super) type Carried = (Value, Option<u64>);
+/// A value of any type with its TTL and whether it was edited in place (a `raw` string: Redis
+/// moves and copies the object, its encoding with it), as RENAME, COPY and MOVE carry it.
+pub(super) type Carried = (Value, Option<u64>, bool);
 
 use crate::rdb::Value;
 
@@ -225,7 +226,7 @@ pub(super) fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
             Some(c) => Value::Coll(c.clone()),
             None => Value::Str(slot.value()?.to_vec()),
         };
-        let v = (value, slot.expire_at());
+        let v = (value, slot.expire_at(), slot.edited());
         if remove {
             slot.remove();
         }
@@ -235,10 +236,13 @@ pub(super) fn take(ctx: &Ctx<'_>, key: &[u8], remove: bool) -> Option<Carried> {
 
 /// Stores a carried value at `key`; true if a key was there (replaced: Redis deletes and
 /// adds it, a `new` event).
-pub(super) fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl): Carried) -> bool {
+pub(super) fn put(ctx: &Ctx<'_>, key: &[u8], (value, ttl, edited): Carried) -> bool {
     ctx.engine.store.write(key, ctx.now_ms, |slot| {
         let existed = slot.exists();
         place(slot, value, ttl);
+        if edited {
+            slot.set_edited();
+        }
         existed
     })
 }
@@ -682,11 +686,13 @@ const OBJECT_HELP: &[&str] = &[
     "    Print this help.",
 ];
 
-/// OBJECT ENCODING's answer for a string value, by Redis's rules for a value as SET stores
-/// it: a decimal that fits an i64 is `int`, up to 44 bytes `embstr`, else `raw`. (Redis also
-/// reports `raw` for a short value edited by APPEND or SETRANGE; Shoal does not track that.)
-pub(super) fn encoding(value: &[u8]) -> &'static str {
-    if value.len() <= 20 && super::parse_i64(value).is_some() {
+/// OBJECT ENCODING's answer for a string value, by Redis's rules: a value as SET stores it
+/// is `int` when it is a decimal that fits an i64, up to 44 bytes `embstr`, else `raw`; one
+/// `edited` in place since (APPEND, SETRANGE, the bit commands, HyperLogLogs) is `raw`.
+pub(super) fn encoding(value: &[u8], edited: bool) -> &'static str {
+    if edited {
+        "raw"
+    } else if value.len() <= 20 && super::parse_i64(value).is_some() {
         "int"
     } else if value.len() <= 44 {
         "embstr"
@@ -717,11 +723,11 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let seen = store.read(&args[2], now, Access::Count, |e| {
         e.map(|e| {
             let small_int = e.coll.is_none()
-                && encoding(e.value) == "int"
+                && encoding(e.value, e.edited) == "int"
                 && super::parse_i64(e.value).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
             (
                 e.coll
-                    .map_or_else(|| encoding(e.value), Collection::encoding),
+                    .map_or_else(|| encoding(e.value, e.edited), Collection::encoding),
                 e.access,
                 small_int,
             )

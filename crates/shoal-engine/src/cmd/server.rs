@@ -1980,7 +1980,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
                     (c.encoding(), crate::rdb::dump_collection(c).len(), list)
                 }
                 None => (
-                    super::keys::encoding(e.value),
+                    super::keys::encoding(e.value, e.edited),
                     crate::rdb::dump_string(e.value).len(),
                     None,
                 ),
