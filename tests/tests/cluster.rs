@@ -417,6 +417,31 @@ fn until_batching(c: &mut redis::Connection) {
     assert!(up, "both members take batches");
 }
 
+/// INFO clients' `cluster_connections` counts the inter-node connections open now, both
+/// ways: a node that forwarded to both others holds its own to each, and each of them one
+/// from it at least; a member that crashes takes its connections with it.
+#[test]
+fn info_counts_the_cluster_connections_open() {
+    let mut cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[1].client();
+    until_batching(&mut c);
+    let open = |c: &mut redis::Connection| -> u64 {
+        info_field(c, "cluster_connections").parse().unwrap()
+    };
+    let before = open(&mut c);
+    assert!(before >= 2, "links to both others: {before}");
+    for n in [0, 2] {
+        let theirs = open(&mut cluster.members[n].client());
+        assert!(theirs >= 1, "n{n} holds n1's link: {theirs}");
+    }
+    cluster.crash(2);
+    let fewer = wait_until(Duration::from_secs(10), || open(&mut c) < before);
+    assert!(
+        fewer,
+        "the crashed member's connections are no longer counted"
+    );
+}
+
 /// A pipeline's commands for one node travel together (BATCH requests) and still take
 /// effect in the client's order, also around commands that go on their own (a value too
 /// long to join a batch, a write split across owners), which close the open batches.

@@ -4465,8 +4465,6 @@ fn info_names_the_fields_redis_gives() {
         "used_memory_scripts_eval",
         "used_memory_scripts_human",
         "used_memory_functions",
-        "cluster_connections",
-        "clients_in_timeout_table",
         "slave_expires_tracked_keys",
         "unexpected_error_replies",
         "used_memory_overhead",

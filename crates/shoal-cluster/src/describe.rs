@@ -19,6 +19,15 @@ impl ClusterInfo for Cluster {
             .then(|| view.placement.width().saturating_sub(1) as i64)
     }
 
+    fn connections(&self) -> u64 {
+        let made: u64 = self
+            .view()
+            .live_peers()
+            .map(|(_, p)| p.client.connections_open())
+            .sum();
+        made + self.stats.inbound_links.load(Ordering::Relaxed)
+    }
+
     fn good_replicas(&self) -> usize {
         // Every slot has as many copies as the placement is wide: `replicas` plus one, at
         // most the members the view holds (gossip drops a member declared down).

@@ -372,6 +372,9 @@ impl View {
 /// Counters behind INFO's cluster section.
 #[derive(Default)]
 pub struct ClusterStats {
+    /// Inter-node connections other members made to this node, open now (with the ones
+    /// this node made, INFO's `cluster_connections`).
+    pub inbound_links: AtomicU64,
     /// Commands (or parts of split commands) sent to another node.
     pub forwarded: AtomicU64,
     /// BATCH requests sent (commands of one client's pipeline for one node, together; a

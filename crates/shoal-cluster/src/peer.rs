@@ -107,6 +107,42 @@ pub struct PeerConn {
     /// The requests another member relays here from members whose own link to this node is
     /// cut (`relay`), each origin served as a link of its own, by name.
     relayed: HashMap<String, PeerConn>,
+    /// Counts the connection in `ClusterStats::inbound_links` while it is open (a relayed
+    /// origin's state is no connection: `None`).
+    _inbound: Option<Inbound>,
+}
+
+impl PeerConn {
+    /// The state of a link (or a relayed origin's) from the node named `name`, counted as
+    /// no connection.
+    fn named(name: &str) -> PeerConn {
+        PeerConn {
+            name: name.to_owned(),
+            sent_back: HashMap::new(),
+            relayed: HashMap::new(),
+            _inbound: None,
+        }
+    }
+}
+
+/// An inter-node connection this node accepted, counted in `ClusterStats::inbound_links`
+/// until it is dropped.
+struct Inbound(Arc<Server>);
+
+impl Inbound {
+    fn new(node: &Arc<Server>) -> Option<Inbound> {
+        let cluster = node.cluster.as_ref()?;
+        cluster.stats.inbound_links.fetch_add(1, Ordering::Relaxed);
+        Some(Inbound(node.clone()))
+    }
+}
+
+impl Drop for Inbound {
+    fn drop(&mut self) {
+        if let Some(cluster) = &self.0.cluster {
+            cluster.stats.inbound_links.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Origins one link relays for at most (a member relays for members of the cluster; a
@@ -119,9 +155,8 @@ impl PeerHandler for PeerService {
 
     fn connect(&self, peer_node: &str) -> PeerConn {
         PeerConn {
-            name: peer_node.to_owned(),
-            sent_back: HashMap::new(),
-            relayed: HashMap::new(),
+            _inbound: Inbound::new(&self.node),
+            ..PeerConn::named(peer_node)
         }
     }
 
@@ -650,7 +685,7 @@ impl PeerService {
                 let sub = conn
                     .relayed
                     .entry(origin)
-                    .or_insert_with_key(|origin| self.connect(origin));
+                    .or_insert_with_key(|origin| PeerConn::named(origin));
                 self.handle(sub, sender_view, inner)
             }
             // Only a request of its own is a batch (`handle`), not one inside another.
@@ -1162,11 +1197,7 @@ mod tests {
     /// until the first comes again, so it cannot overtake it; other slots go on.
     #[test]
     fn a_links_commands_on_a_slot_sent_back_wait_for_it() {
-        let mut conn = PeerConn {
-            name: "n1".into(),
-            sent_back: HashMap::new(),
-            relayed: HashMap::new(),
-        };
+        let mut conn = PeerConn::named("n1");
         let hold = Duration::from_secs(3);
         let k = [Bytes::from_static(b"k")];
         let other = [Bytes::from_static(b"other")];

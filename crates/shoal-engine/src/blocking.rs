@@ -54,7 +54,30 @@ pub struct Blocked {
     count: AtomicUsize,
     /// How many of them are this node's clients (not other nodes' forwarded attempts).
     clients: AtomicUsize,
+    /// How many of this node's clients wait with a timeout.
+    timed: AtomicUsize,
     queues: Mutex<Queues>,
+}
+
+/// How a client waits, as INFO tells it: with a timeout (Redis's `clients_in_timeout_table`)
+/// or for ever, and whether the deletion of a key it waits on is to wake it (Redis 7.2's
+/// XREADGROUP, whose reader then gets an error: `total_blocking_keys_on_nokey`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Waits {
+    pub timed: bool,
+    pub on_nokey: bool,
+}
+
+impl Waits {
+    /// How the blocking command `args` waits, given when it gives up (`None`: never).
+    pub fn of(args: &[Bytes], deadline_ms: Option<u64>) -> Waits {
+        Waits {
+            timed: deadline_ms.is_some(),
+            on_nokey: args
+                .first()
+                .is_some_and(|c| c.eq_ignore_ascii_case(b"xreadgroup")),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -99,6 +122,8 @@ struct Waiter {
     /// there, so leaving wakes none of them on that key (each would find nothing); on its
     /// other keys the next client is woken as usual.
     served_on: Mutex<Option<Bytes>>,
+    /// Its client is to be woken when a key it waits on is deleted ([`Waits::on_nokey`]).
+    on_nokey: bool,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -162,6 +187,23 @@ impl Blocked {
             .unwrap_or_else(|e| e.into_inner())
             .by_key
             .len()
+    }
+
+    /// The keys some client waits on that the key's deletion is to wake (INFO's
+    /// `total_blocking_keys_on_nokey`, Redis 7.2: XREADGROUP's).
+    pub fn keys_on_nokey(&self) -> usize {
+        self.queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_key
+            .values()
+            .filter(|q| q.iter().any(|w| w.on_nokey))
+            .count()
+    }
+
+    /// This node's clients that wait with a timeout (INFO's `clients_in_timeout_table`).
+    pub fn timed_clients(&self) -> usize {
+        self.timed.load(Ordering::Relaxed)
     }
 
     /// Wakes the first client waiting on `key`, if any; inside [`Blocked::serving_after`],
@@ -313,7 +355,20 @@ impl Blocked {
     /// that waits elsewhere, known here for CLIENT UNBLOCK). `client` is its id, `None` for
     /// a request another node sent.
     pub fn register(self: &Arc<Self>, keys: &[Bytes], client: Option<u64>) -> Registration {
-        let waiter = Arc::new(Waiter::default());
+        self.register_as(keys, client, Waits::default())
+    }
+
+    /// [`Blocked::register`], for a client that waits as `waits` says.
+    pub fn register_as(
+        self: &Arc<Self>,
+        keys: &[Bytes],
+        client: Option<u64>,
+        waits: Waits,
+    ) -> Registration {
+        let waiter = Arc::new(Waiter {
+            on_nokey: waits.on_nokey,
+            ..Waiter::default()
+        });
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let mut unique: Vec<Bytes> = Vec::with_capacity(keys.len());
         for k in keys {
@@ -326,15 +381,20 @@ impl Blocked {
                 unique.push(k.clone());
             }
         }
+        let timed = client.is_some() && waits.timed;
         if let Some(id) = client {
             queues.by_client.insert(id, waiter.clone());
             self.clients.fetch_add(1, Ordering::Relaxed);
+        }
+        if timed {
+            self.timed.fetch_add(1, Ordering::Relaxed);
         }
         self.count.fetch_add(1, Ordering::AcqRel);
         Registration {
             blocked: self.clone(),
             keys: unique,
             client,
+            timed,
             waiter,
         }
     }
@@ -347,6 +407,8 @@ pub struct Registration {
     blocked: Arc<Blocked>,
     keys: Vec<Bytes>,
     client: Option<u64>,
+    /// Counted in [`Blocked::timed_clients`].
+    timed: bool,
     waiter: Arc<Waiter>,
 }
 
@@ -453,6 +515,9 @@ impl Drop for Registration {
             {
                 queues.by_client.remove(&id);
             }
+        }
+        if self.timed {
+            self.blocked.timed.fetch_sub(1, Ordering::Relaxed);
         }
         self.blocked.count.fetch_sub(1, Ordering::AcqRel);
     }

@@ -42,6 +42,11 @@ pub trait ClusterInfo: Send + Sync {
     fn acknowledged_replicas(&self) -> Option<i64> {
         None
     }
+    /// INFO's `cluster_connections`: the inter-node connections open now, made by this node
+    /// or accepted from the others.
+    fn connections(&self) -> u64 {
+        0
+    }
     /// `min-replicas-to-write`: how many copies of a key the cluster keeps besides the
     /// owner's, among the members its view holds as up (Redis's "good replicas"; the same
     /// for every slot).

@@ -234,6 +234,27 @@ struct Seen {
     responses: AtomicU64,
     /// Connections that ended (the peer closed them, or they failed) so far.
     lost: AtomicU64,
+    /// Connections made (their handshake done) so far, and those of them closed since
+    /// (ended, or dropped by their owner): the difference is those open now.
+    made: AtomicU64,
+    closed: AtomicU64,
+}
+
+/// Counts a connection in [`Seen::made`] while its reader lives, in [`Seen::closed`] once
+/// it ends or is aborted.
+struct Open(Arc<Shared>);
+
+impl Open {
+    fn new(shared: &Arc<Shared>) -> Open {
+        shared.seen.made.fetch_add(1, Ordering::Release);
+        Open(Arc::clone(shared))
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.seen.closed.fetch_add(1, Ordering::Release);
+    }
 }
 
 /// One connection's worth of a client: its shared state and its owner's command channel.
@@ -456,6 +477,16 @@ impl PeerClient {
     /// shows the peer may have lost what it knew of this node's requests.
     pub fn connections_lost(&self) -> u64 {
         self.seen.lost.load(Ordering::Relaxed)
+    }
+
+    /// How many connections to the peer are open now (INFO's `cluster_connections`).
+    pub fn connections_open(&self) -> u64 {
+        // `closed` first: a connection counts in `made` before it can count in `closed`.
+        let closed = self.seen.closed.load(Ordering::Acquire);
+        self.seen
+            .made
+            .load(Ordering::Acquire)
+            .saturating_sub(closed)
     }
 
     /// Requests in flight right now on every link: sent (or waiting for the connect) and
@@ -1001,6 +1032,7 @@ async fn run_reader(
     shared: Arc<Shared>,
     lost: mpsc::Sender<Lost>,
 ) {
+    let _open = Open::new(&shared);
     let error = loop {
         match decode(&mut buf, &limits) {
             Ok(Some(Frame::Response { id, epoch, body })) => {

@@ -1491,7 +1491,9 @@ fn collections_follow_their_encoding_thresholds() {
 }
 
 /// INFO clients counts, as Redis 7.2 does, the clients subscribed to anything, the clients
-/// watching keys and the keys clients wait on.
+/// watching keys, the keys clients wait on (and those an XREADGROUP waits on, which their
+/// deletion wakes), the blocked clients with a timeout; a single node has no cluster
+/// connections.
 #[test]
 fn info_clients_counts_subscribers_watchers_and_blocking_keys() {
     let daemon = Daemon::start(&["--port", "0"], &[]);
@@ -1505,6 +1507,14 @@ fn info_clients_counts_subscribers_watchers_and_blocking_keys() {
             .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_owned))
     };
     assert_eq!(field(&mut admin, "pubsub_clients").as_deref(), Some("0"));
+    assert_eq!(
+        field(&mut admin, "cluster_connections").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        field(&mut admin, "clients_in_timeout_table").as_deref(),
+        Some("0")
+    );
     let mut sub = daemon.connect();
     let mut out = Vec::new();
     encode(&[b"SUBSCRIBE", b"ch"], &mut out);
@@ -1520,6 +1530,74 @@ fn info_clients_counts_subscribers_watchers_and_blocking_keys() {
         field(&mut admin, "total_blocking_keys").as_deref() == Some("2")
     });
     assert!(seen, "two keys waited on");
+    // Waiting for ever is not in the timeout table; a timeout is.
+    assert_eq!(
+        field(&mut admin, "clients_in_timeout_table").as_deref(),
+        Some("0")
+    );
+    let mut timed = daemon.connect();
+    let mut out = Vec::new();
+    encode(&[b"BLPOP", b"l3", b"100"], &mut out);
+    timed.send_raw(&out);
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            field(&mut admin, "clients_in_timeout_table").as_deref() == Some("1")
+        }),
+        "a client waits with a timeout"
+    );
+    assert_eq!(
+        field(&mut admin, "total_blocking_keys_on_nokey").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        admin.call(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+        Resp::ok()
+    );
+    let mut reader = daemon.connect();
+    let mut out = Vec::new();
+    encode(
+        &[
+            b"XREADGROUP",
+            b"GROUP",
+            b"g",
+            b"c",
+            b"BLOCK",
+            b"0",
+            b"STREAMS",
+            b"s",
+            b">",
+        ],
+        &mut out,
+    );
+    reader.send_raw(&out);
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            field(&mut admin, "total_blocking_keys_on_nokey").as_deref() == Some("1")
+        }),
+        "a group reader waits on a key its deletion wakes"
+    );
+    assert_eq!(
+        field(&mut admin, "total_blocking_keys").as_deref(),
+        Some("4")
+    );
+    assert_eq!(admin.call(&["DEL", "s"]), Resp::Int(1));
+    assert!(
+        matches!(reader.read(), Resp::Error(_)),
+        "woken by the deletion"
+    );
+    assert_eq!(admin.call(&["LPUSH", "l3", "y"]), Resp::Int(1));
+    assert_eq!(
+        timed.read(),
+        Resp::Array(vec![Resp::bulk("l3"), Resp::bulk("y")])
+    );
+    assert_eq!(
+        field(&mut admin, "clients_in_timeout_table").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        field(&mut admin, "total_blocking_keys_on_nokey").as_deref(),
+        Some("0")
+    );
     assert_eq!(field(&mut admin, "pubsub_clients").as_deref(), Some("1"));
     assert_eq!(field(&mut admin, "watching_clients").as_deref(), Some("1"));
     assert_eq!(watcher.call(&["UNWATCH"]), Resp::ok());

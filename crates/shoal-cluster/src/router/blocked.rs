@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use shoal_engine::blocking::{Block, Registration, Tried};
+use shoal_engine::blocking::{Block, Registration, Tried, Waits};
 use shoal_engine::client::{ClientInfo, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use shoal_engine::clock::now_ms;
 use shoal_engine::cmd::wait;
@@ -443,7 +443,11 @@ pub(super) fn single(
     // A CLIENT UNBLOCK from before this wait is spent; one from the moment the client is
     // registered (and counts in blocked_clients) on must hold.
     client.info.unblock.store(0, Ordering::Relaxed);
-    let reg = node.engine.blocked.register(&block.keys, client.id());
+    let waits = Waits::of(args, block.deadline_ms);
+    let reg = node
+        .engine
+        .blocked
+        .register_as(&block.keys, client.id(), waits);
     // A writer may serve it from now on, in the order it blocked.
     let slot = SharedSlot::default();
     let_writers_serve(node, &reg, &client, spec, args, &slot);
@@ -505,11 +509,12 @@ pub(super) fn clustered(
     let mut ran = block.is_some();
     // As in `single`: the flag is cleared before the client can be seen blocked.
     client.info.unblock.store(0, Ordering::Relaxed);
-    let mut reg = Some(
-        node.engine
-            .blocked
-            .register(if here { &waited[..] } else { &[] }, client.id()),
-    );
+    let waits = Waits::of(args, deadline_ms);
+    let mut reg = Some(node.engine.blocked.register_as(
+        if here { &waited[..] } else { &[] },
+        client.id(),
+        waits,
+    ));
     let shown = ShownBlocked::new(&client.info);
     let deadline = match client.no_block {
         true => Some(Instant::now()),
@@ -557,7 +562,7 @@ pub(super) fn clustered(
                     }
                     if !here {
                         drop(reg.take());
-                        reg = Some(node.engine.blocked.register(&waited, client.id()));
+                        reg = Some(node.engine.blocked.register_as(&waited, client.id(), waits));
                         here = true;
                     }
                     let r = reg.as_ref().expect("registered above");
@@ -579,7 +584,7 @@ pub(super) fn clustered(
                 Plan::Forward { owners, access } => {
                     if here {
                         drop(reg.take());
-                        reg = Some(node.engine.blocked.register(&[], client.id()));
+                        reg = Some(node.engine.blocked.register_as(&[], client.id(), waits));
                         here = false;
                     }
                     // A permit first: past BLOCKED_FORWARDS clients wait their turn.
@@ -701,7 +706,10 @@ pub fn serve_blocked(
         return Box::pin(async move { encode(&block.timeout_reply, proto) });
     };
     let args = block.args.as_deref().unwrap_or(args);
-    let reg = node.engine.blocked.register(&block.keys, None);
+    let reg =
+        node.engine
+            .blocked
+            .register_as(&block.keys, None, Waits::of(args, block.deadline_ms));
     let client = Client {
         info: info.clone(),
         proto,

@@ -222,6 +222,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             "clients" => {
                 let clients = node.clients.all();
                 line!("connected_clients:{}", node.clients.len());
+                line!(
+                    "cluster_connections:{}",
+                    cluster.map_or(0, |c| c.connections())
+                );
                 line!("maxclients:{}", settings.maxclients);
                 // The largest buffers a client holds now (Redis: the peaks of the last
                 // seconds): its input buffer, its replies waiting.
@@ -263,7 +267,12 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                         .filter(|c| c.watching.load(Ordering::Relaxed) > 0)
                         .count()
                 );
+                line!("clients_in_timeout_table:{}", node.blocked.timed_clients());
                 line!("total_blocking_keys:{}", node.blocked.keys());
+                line!(
+                    "total_blocking_keys_on_nokey:{}",
+                    node.blocked.keys_on_nokey()
+                );
                 section("Clients", b);
             }
             "memory" => {
