@@ -2870,6 +2870,75 @@ fn keyspace_notifications_reach_every_node_once() {
     }
 }
 
+/// `CONFIG SET notify-keyspace-events` through one node turns the events on on every
+/// member before it answers (they are heard on every node, so the setting is the
+/// cluster's): a subscriber on that node then hears the events of keys the other nodes own,
+/// as on a single Redis. Any other setting of the same CONFIG SET stays that node's, as in
+/// Redis Cluster.
+#[test]
+fn config_set_of_keyspace_events_reaches_every_member() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let me = my_id(&mut c);
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("ev:{i}"))
+        .filter(|k| owner_of(&mut c, k) != me)
+        .take(10)
+        .collect();
+    let get = |c: &mut redis::Connection, name: &str| -> String {
+        let kv: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(c).unwrap();
+        kv[1].clone()
+    };
+    let before = get(&mut cluster.members[1].client(), "maxmemory-samples");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-samples")
+        .arg("7")
+        .arg("notify-keyspace-events")
+        .arg("KEA")
+        .query(&mut c)
+        .unwrap();
+    for m in &cluster.members {
+        let mut mc = m.client();
+        assert_eq!(get(&mut mc, "notify-keyspace-events"), "AKE", "{}", m.name);
+    }
+    assert_eq!(get(&mut c, "maxmemory-samples"), "7");
+    assert_eq!(
+        get(&mut cluster.members[1].client(), "maxmemory-samples"),
+        before,
+        "another setting stays the node's"
+    );
+    let mut sub_conn = cluster.members[0].client();
+    let mut sub = sub_conn.as_pubsub();
+    sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    sub.psubscribe("__keyevent@0__:set").unwrap();
+    for k in &keys {
+        let _: () = c.set(k, "v").unwrap();
+    }
+    let mut got: Vec<String> = (0..keys.len())
+        .map(|_| sub.get_message().unwrap().get_payload().unwrap())
+        .collect();
+    got.sort();
+    let mut want = keys.clone();
+    want.sort();
+    assert_eq!(got, want, "the events of keys the other nodes own");
+    // Off again, everywhere.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("")
+        .query(&mut c)
+        .unwrap();
+    for m in &cluster.members {
+        assert_eq!(
+            get(&mut m.client(), "notify-keyspace-events"),
+            "",
+            "{}",
+            m.name
+        );
+    }
+}
+
 /// Client-side caching through a cluster node with a real client library: node-redis's
 /// cache (RESP3, CLIENT TRACKING ON) reads through n0 while another client writes through
 /// n1, three rounds of 60 keys on every owner: each write's invalidation reaches the cache

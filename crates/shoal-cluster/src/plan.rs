@@ -67,6 +67,15 @@ pub fn plan(
     spec: &CommandSpec,
     args: &[Bytes],
 ) -> Plan {
+    // A CONFIG SET of a setting every member shares goes to them while this node serves;
+    // the rest of CONFIG, and any CONFIG while it does not, is this node's.
+    if let Route::AllNodes(Gather::Setting(names)) = spec.route {
+        return if standing == Standing::Serving && cmd::sets_any(names, args) {
+            Plan::AllNodes
+        } else {
+            Plan::Here
+        };
+    }
     // Pub/Sub reaches whoever is reachable, whatever the node's standing.
     let pubsub = matches!(
         spec.route,
@@ -438,7 +447,7 @@ mod tests {
             _ if spec.numkeys > 0 => Class::SameOwner,
             (0, _, _) => match spec.name {
                 "dbsize" | "keys" | "scan" | "randomkey" | "flushall" | "flushdb" | "publish"
-                | "spublish" | "pubsub" | "script" | "function" | "acl" => Class::FanOut,
+                | "spublish" | "pubsub" | "script" | "function" | "acl" | "config" => Class::FanOut,
                 "info" => Class::Info,
                 "exec" => Class::Exec,
                 "cluster" => Class::Cluster,
@@ -533,6 +542,9 @@ mod tests {
                 {
                     Plan::Here
                 }
+                Route::AllNodes(Gather::Setting(names)) if !cmd::sets_any(names, &here) => {
+                    Plan::Here
+                }
                 Route::AllNodes(_) => Plan::AllNodes,
                 Route::Exec => Plan::Exec,
             };
@@ -572,7 +584,7 @@ mod tests {
                 Route::Here
                 | Route::Info
                 | Route::Cluster
-                | Route::AllNodes(Gather::Publish | Gather::PubSub) => {
+                | Route::AllNodes(Gather::Publish | Gather::PubSub | Gather::Setting(_)) => {
                     assert_eq!(joining, expected_here, "{}", spec.name);
                     assert_eq!(cut_off, expected_here, "{}", spec.name);
                 }
@@ -656,6 +668,35 @@ mod tests {
             let a = argv(line);
             let spec = cmd::lookup(&a[0]).unwrap();
             assert_eq!(plan(&p, 0, Standing::Serving, spec, &a), want, "{line}");
+        }
+    }
+
+    /// CONFIG SET of `notify-keyspace-events` (alone or among other settings, in any case)
+    /// runs on every node while this one serves; any other CONFIG here, and any while it
+    /// joins or is cut off.
+    #[test]
+    fn config_set_of_a_shared_setting_runs_everywhere() {
+        let p = three_nodes();
+        for (line, want) in [
+            ("CONFIG SET notify-keyspace-events KEA", Plan::AllNodes),
+            (
+                "config set maxmemory 1mb NOTIFY-KEYSPACE-EVENTS Ex",
+                Plan::AllNodes,
+            ),
+            ("CONFIG SET maxmemory 1mb", Plan::Here),
+            ("CONFIG SET maxmemory notify-keyspace-events", Plan::Here),
+            ("CONFIG GET notify-keyspace-events", Plan::Here),
+            ("CONFIG SET notify-keyspace-events", Plan::Here),
+            ("CONFIG RESETSTAT", Plan::Here),
+        ] {
+            let a = argv(line);
+            let spec = cmd::lookup(&a[0]).unwrap();
+            assert_eq!(plan(&p, 0, Standing::Serving, spec, &a), want, "{line}");
+        }
+        let a = argv("CONFIG SET notify-keyspace-events KEA");
+        let spec = cmd::lookup(&a[0]).unwrap();
+        for standing in [Standing::Looking, Standing::CutOff] {
+            assert_eq!(plan(&p, 0, standing, spec, &a), Plan::Here, "{standing:?}");
         }
     }
 

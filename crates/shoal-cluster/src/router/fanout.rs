@@ -61,6 +61,7 @@ pub fn start(
             Gather::Scan => scan(&node, &args, proto, db).await,
             Gather::Flush => flush(&node, &args, proto, db).await,
             Gather::Everywhere(_) => everywhere(&node, &args, proto, db).await,
+            Gather::Setting(names) => setting(&node, &args, names, proto, db).await,
             Gather::Sum | Gather::Concat | Gather::Random => {
                 match gather(&node, &args, proto, db).await {
                     Err(e) => e,
@@ -434,6 +435,52 @@ async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8)
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, "a SCRIPT, FUNCTION or ACL command did not reach a node");
+            }
+        }
+    }
+    mine
+}
+
+/// CONFIG SET of settings every member shares ([`Gather::Setting`]): the whole command
+/// here; then, once it took them, `names`' settings with the client's values on every other
+/// member, each waited for (so an event right after the reply is published wherever its key
+/// is). This node's reply, or the first error a member gave; a member out of reach keeps
+/// its setting (logged).
+async fn setting(
+    node: &Arc<Server>,
+    args: &[Bytes],
+    names: &[&str],
+    proto: Protocol,
+    db: u8,
+) -> Bytes {
+    let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
+    let view = cluster.view();
+    let mine = match ask(node, &view, view.me, proto, db, None, args).await {
+        Ok(b) if is_error(&b) => return b,
+        Ok(b) => b,
+        Err(_) => return error_bytes("ERR the command did not run on this node"),
+    };
+    let mut follow = vec![args[0].clone(), args[1].clone()];
+    for pair in args[2..].chunks(2) {
+        if let [name, value] = pair {
+            if names
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+            {
+                follow.extend([name.clone(), value.clone()]);
+            }
+        }
+    }
+    let others = (0..view.len() as u16).filter(|&m| m != view.me);
+    let (view_ref, follow_ref) = (&view, &follow);
+    let asks = others
+        .map(|m| async move { (m, ask(node, view_ref, m, proto, db, None, follow_ref).await) });
+    for (m, r) in join_all(asks).await {
+        match r {
+            Ok(b) if is_error(&b) => return b,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, "a CONFIG SET of a shared setting did not reach a node");
             }
         }
     }

@@ -293,6 +293,12 @@ pub enum Gather {
     Publish,
     /// PUBSUB: every reachable node's channels and counts, merged by subcommand.
     PubSub,
+    /// CONFIG SET of these settings, whose effect is the cluster's (keyspace notifications
+    /// are heard on every node, whichever node a key's events come from): the whole
+    /// command here, then these settings on every other member, answered with this node's
+    /// reply or the first error. Any other CONFIG SET is this node's alone, as in Redis
+    /// Cluster.
+    Setting(&'static [&'static str]),
 }
 
 impl Route {
@@ -323,7 +329,9 @@ impl Route {
                 &["request_policy:all_shards", "response_policy:all_succeeded"]
             }
             // SCRIPT's tips are its subcommands' in Redis 7.2 (none on the container).
-            Route::AllNodes(Gather::Publish | Gather::PubSub | Gather::Everywhere(_)) => &[],
+            Route::AllNodes(
+                Gather::Publish | Gather::PubSub | Gather::Everywhere(_) | Gather::Setting(_),
+            ) => &[],
             Route::Info => &[
                 "nondeterministic_output",
                 "request_policy:all_shards",
@@ -745,8 +753,8 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     CommandSpec { acl: &["connection"], ..cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
         &["count", "list", "info", "docs", "getkeys", "getkeysandflags", "help"]) },
-    cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
-        &["get", "set", "resetstat", "rewrite", "help"]),
+    CommandSpec { route: Route::AllNodes(Gather::Setting(&["notify-keyspace-events"])), ..cmd!("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", "A container for server configuration commands.", server::config,
+        &["get", "set", "resetstat", "rewrite", "help"]) },
     CommandSpec { route: Route::AllNodes(Gather::Everywhere(&["setuser", "deluser"])), ..cmd!("acl", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands.", acl::acl,
         &["cat", "deluser", "dryrun", "genpass", "getuser", "list", "load", "log", "save", "setuser", "users", "whoami", "help"]) },
     cmd!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", server::shutdown),
@@ -2031,6 +2039,18 @@ pub(crate) fn subcommand(
         )));
     }
     Ok(sub)
+}
+
+/// True if `args` are a CONFIG SET of one of `names` (a [`Gather::Setting`] row's settings,
+/// which run on every node), in any case.
+pub fn sets_any(names: &[&str], args: &[Bytes]) -> bool {
+    args.len() > 3
+        && args[1].eq_ignore_ascii_case(b"set")
+        && args[2..].chunks(2).any(|pair| {
+            names
+                .iter()
+                .any(|n| pair[0].eq_ignore_ascii_case(n.as_bytes()))
+        })
 }
 
 /// True if `args` name one of `subs` as their subcommand (a [`Gather::Everywhere`] row's
