@@ -1054,7 +1054,7 @@ async fn run_reader(
             Ok(None) => {}
             Err(e) => break WireError::Frame(e),
         }
-        buf.reserve(16 * 1024);
+        crate::frame::prepare_read(&mut buf);
         match rd.read_buf(&mut buf).await {
             Ok(0) | Err(_) => break WireError::PeerUnavailable(Unavailable::ConnectionLost),
             Ok(_) => {}

@@ -403,6 +403,26 @@ fn put_name(dst: &mut BytesMut, name: &str) {
     dst.put_slice(name.as_bytes());
 }
 
+/// Bytes a connection's read buffer asks for before each read.
+pub const READ_CHUNK: usize = 16 * 1024;
+
+/// Room a connection's read buffer keeps at most between frames: past it, the buffer is
+/// made anew at [`READ_CHUNK`] (what it holds, less than half of this, copied), so a link
+/// that once carried a large frame (a replicated 512 MB value) does not keep its memory:
+/// the frame's bodies share the buffer's allocation, which the old buffer kept for good.
+pub const READ_KEEP_MAX: usize = 1 << 20;
+
+/// Makes `buf` ready for the next read: [`READ_CHUNK`] of room, and a fresh buffer when it
+/// holds more room than [`READ_KEEP_MAX`] for less than half of that of bytes.
+pub fn prepare_read(buf: &mut BytesMut) {
+    if buf.capacity() > READ_KEEP_MAX && buf.len() < READ_KEEP_MAX / 2 {
+        let mut fresh = BytesMut::with_capacity(buf.len() + READ_CHUNK);
+        fresh.extend_from_slice(buf);
+        *buf = fresh;
+    }
+    buf.reserve(READ_CHUNK);
+}
+
 /// Decodes the next complete frame at the front of `buf`, consuming exactly its bytes.
 ///
 /// `Ok(None)`: more bytes are needed; nothing was consumed, call again after the next read.
@@ -580,6 +600,57 @@ mod tests {
         let mut b = BytesMut::new();
         frame.encode(&mut b).unwrap();
         b
+    }
+
+    /// After a large frame, the read buffer is made anew (what follows the frame kept), and
+    /// the frame's body no longer shares an allocation with it; a buffer in the middle of a
+    /// large frame, or a small one, keeps its room.
+    #[test]
+    fn a_read_buffer_a_large_frame_grew_is_made_anew() {
+        let big = Frame::Request {
+            id: 1,
+            epoch: 2,
+            body: Bytes::from(vec![7u8; 8 << 20]),
+        };
+        let mut buf = enc(&big);
+        buf.extend_from_slice(
+            &enc(&Frame::Request {
+                id: 3,
+                epoch: 0,
+                body: Bytes::from_static(b"next"),
+            })[..5],
+        );
+        let limits = FrameLimits::default();
+        let Some(Frame::Request { body, .. }) = decode(&mut buf, &limits).unwrap() else {
+            panic!("the large frame");
+        };
+        assert!(buf.capacity() > READ_KEEP_MAX, "the old buffer's room");
+        let at = body.as_ptr() as usize;
+        prepare_read(&mut buf);
+        assert!(buf.capacity() <= 5 + 2 * READ_CHUNK, "{}", buf.capacity());
+        assert_eq!(
+            &buf[..],
+            &enc(&Frame::Request {
+                id: 3,
+                epoch: 0,
+                body: Bytes::from_static(b"next")
+            })[..5]
+        );
+        let start = buf.as_ptr() as usize;
+        assert!(
+            start + buf.capacity() <= at || start >= at + body.len(),
+            "apart"
+        );
+        // Half a large frame stays where it is.
+        let mut half = BytesMut::with_capacity(4 << 20);
+        half.extend_from_slice(&vec![1u8; 3 << 20]);
+        let (at, cap) = (half.as_ptr(), half.capacity());
+        prepare_read(&mut half);
+        assert_eq!((half.as_ptr(), half.capacity()), (at, cap));
+        // A small buffer only gets its room.
+        let mut small = BytesMut::new();
+        prepare_read(&mut small);
+        assert!(small.capacity() >= READ_CHUNK);
     }
 
     fn header(version: u8, kind: u8, id: u64, len: u32) -> BytesMut {

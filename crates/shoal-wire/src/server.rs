@@ -243,8 +243,9 @@ pub async fn serve_peer<H: PeerHandler>(
                 break 'conn Ok(()); // The writer failed: the socket is gone.
             }
         }
-        // A no-op while there is room; otherwise reclaims consumed space or grows.
-        buf.reserve(16 * 1024);
+        // A no-op while there is room; otherwise reclaims consumed space or grows (and a
+        // buffer a large frame grew is made anew).
+        crate::frame::prepare_read(&mut buf);
         tokio::select! {
             biased;
             () = shutdown.cancelled() => break Ok(()),
