@@ -3633,6 +3633,24 @@ const LONG_ARG: &str = "01234567890123456789012345678901234567890123456789012345
                         0123456789012345678901234567890123456789012345678901234567890123456789";
 
 const CONNECTION: &[Case] = &[
+    // A subcommand's own arity is checked before it runs, and before it is queued: in MULTI
+    // the transaction is then discarded (EXECABORT), as Redis does.
+    &[
+        &["OBJECT", "HELP", "x"],
+        &["CONFIG", "GET"],
+        &["CONFIG", "SET", "maxmemory-samples"],
+        &["MEMORY", "USAGE"],
+        &["CLIENT", "ID", "x"],
+        &["SCRIPT", "FLUSH", "ASYNC", "x"],
+        &["MULTI"],
+        &["CONFIG", "SET", "+"],
+        &["SET", "a", "1"],
+        &["EXEC"],
+        &["GET", "a"],
+        &["MULTI"],
+        &["OBJECT", "ENCODING"],
+        &["EXEC"],
+    ],
     // Client-side caching is off; no module is loaded, none can be.
     &[
         &["CLIENT", "GETREDIR"],

@@ -370,6 +370,139 @@ pub fn syntax(name: &str) -> Option<&'static str> {
     SYNTAX.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
+/// Each subcommand's arity, as Redis's COMMAND INFO gives it (`container|sub`, sorted; 7.0's
+/// numbers, with 7.2's for what changed: COMMAND GETKEYS and GETKEYSANDFLAGS take a command
+/// alone, and CLIENT SETINFO, NO-TOUCH and CLUSTER MYSHARDID are 7.2's):
+/// checked before the subcommand runs or is queued in MULTI, as Redis checks it, with its
+/// error (`ERR wrong number of arguments for 'config|set' command`). Shoal's own
+/// subcommands (CLUSTER HASKEY, LOCALKEYS) check their arguments themselves.
+const SUBCOMMAND_ARITY: &[(&str, i32)] = &[
+    ("acl|cat", -2),
+    ("acl|deluser", -3),
+    ("acl|dryrun", -4),
+    ("acl|genpass", -2),
+    ("acl|getuser", 3),
+    ("acl|help", 2),
+    ("acl|list", 2),
+    ("acl|load", 2),
+    ("acl|log", -2),
+    ("acl|save", 2),
+    ("acl|setuser", -3),
+    ("acl|users", 2),
+    ("acl|whoami", 2),
+    ("client|caching", 3),
+    ("client|getname", 2),
+    ("client|getredir", 2),
+    ("client|help", 2),
+    ("client|id", 2),
+    ("client|info", 2),
+    ("client|kill", -3),
+    ("client|list", -2),
+    ("client|no-evict", 3),
+    ("client|no-touch", 3),
+    ("client|pause", -3),
+    ("client|reply", 3),
+    ("client|setinfo", 4),
+    ("client|setname", 3),
+    ("client|tracking", -3),
+    ("client|trackinginfo", 2),
+    ("client|unblock", -3),
+    ("client|unpause", 2),
+    ("cluster|count-failure-reports", 3),
+    ("cluster|countkeysinslot", 3),
+    ("cluster|forget", 3),
+    ("cluster|getkeysinslot", 4),
+    ("cluster|help", 2),
+    ("cluster|info", 2),
+    ("cluster|keyslot", 3),
+    ("cluster|myid", 2),
+    ("cluster|myshardid", 2),
+    ("cluster|nodes", 2),
+    ("cluster|replicas", 3),
+    ("cluster|reset", -2),
+    ("cluster|shards", 2),
+    ("cluster|slaves", 3),
+    ("cluster|slots", 2),
+    ("command|count", 2),
+    ("command|docs", -2),
+    ("command|getkeys", -3),
+    ("command|getkeysandflags", -3),
+    ("command|help", 2),
+    ("command|info", -2),
+    ("command|list", -2),
+    ("config|get", -3),
+    ("config|help", 2),
+    ("config|resetstat", 2),
+    ("config|rewrite", 2),
+    ("config|set", -4),
+    ("function|delete", 3),
+    ("function|dump", 2),
+    ("function|flush", -2),
+    ("function|help", 2),
+    ("function|kill", 2),
+    ("function|list", -2),
+    ("function|load", -3),
+    ("function|restore", -3),
+    ("function|stats", 2),
+    ("latency|doctor", 2),
+    ("latency|graph", 3),
+    ("latency|help", 2),
+    ("latency|histogram", -2),
+    ("latency|history", 3),
+    ("latency|latest", 2),
+    ("latency|reset", -2),
+    ("memory|doctor", 2),
+    ("memory|help", 2),
+    ("memory|malloc-stats", 2),
+    ("memory|purge", 2),
+    ("memory|stats", 2),
+    ("memory|usage", -3),
+    ("module|help", 2),
+    ("module|list", 2),
+    ("module|load", -3),
+    ("module|loadex", -3),
+    ("module|unload", 3),
+    ("object|encoding", 3),
+    ("object|freq", 3),
+    ("object|help", 2),
+    ("object|idletime", 3),
+    ("object|refcount", 3),
+    ("pubsub|channels", -2),
+    ("pubsub|help", 2),
+    ("pubsub|numpat", 2),
+    ("pubsub|numsub", -2),
+    ("pubsub|shardchannels", -2),
+    ("pubsub|shardnumsub", -2),
+    ("script|exists", -3),
+    ("script|flush", -2),
+    ("script|help", 2),
+    ("script|kill", 2),
+    ("script|load", 3),
+    ("slowlog|get", -2),
+    ("slowlog|help", 2),
+    ("slowlog|len", 2),
+    ("slowlog|reset", 2),
+    ("xgroup|create", -5),
+    ("xgroup|createconsumer", 5),
+    ("xgroup|delconsumer", 5),
+    ("xgroup|destroy", 4),
+    ("xgroup|help", 2),
+    ("xgroup|setid", -5),
+    ("xinfo|consumers", 4),
+    ("xinfo|groups", 3),
+    ("xinfo|help", 2),
+    ("xinfo|stream", -3),
+];
+
+/// The arity of `container|sub` (Redis's sign rule: negative = at least that many), if
+/// known.
+pub fn subcommand_arity(full: &str) -> Option<i32> {
+    SUBCOMMAND_ARITY
+        .binary_search_by(|(n, _)| n.cmp(&full))
+        .ok()
+        .map(|i| SUBCOMMAND_ARITY[i].1)
+}
+
 /// One documented argument, as COMMAND DOCS describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arg {
@@ -588,6 +721,32 @@ fn parse_seq(t: &[String], pos: &mut usize) -> Vec<Arg> {
 mod tests {
     use super::*;
     use crate::cmd::TABLE;
+
+    /// The subcommand arities are sorted (they are searched), each names a subcommand of
+    /// the table, and every subcommand of the table but Shoal's own has one.
+    #[test]
+    fn every_subcommand_has_redis_s_arity() {
+        assert!(
+            SUBCOMMAND_ARITY.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted"
+        );
+        let listed: Vec<String> = TABLE
+            .iter()
+            .flat_map(|c| c.subcommands.iter().map(move |s| format!("{}|{s}", c.name)))
+            .collect();
+        for (name, _) in SUBCOMMAND_ARITY {
+            assert!(listed.iter().any(|l| l == name), "{name}");
+        }
+        let own = ["cluster|haskey", "cluster|localkeys"];
+        for name in &listed {
+            assert!(
+                subcommand_arity(name).is_some() || own.contains(&name.as_str()),
+                "{name}"
+            );
+        }
+        assert_eq!(subcommand_arity("config|set"), Some(-4));
+        assert_eq!(subcommand_arity("object|help"), Some(2));
+    }
 
     #[test]
     fn every_command_and_subcommand_is_documented() {

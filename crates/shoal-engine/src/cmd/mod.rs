@@ -355,11 +355,7 @@ impl CommandSpec {
     /// Whether `n` arguments (the name included) fit the row's arity: exactly `arity`,
     /// or at least `-arity` when it is negative.
     pub fn takes(&self, n: usize) -> bool {
-        if self.arity >= 0 {
-            n == self.arity as usize
-        } else {
-            n >= self.arity.unsigned_abs() as usize
-        }
+        arity_takes(self.arity, n)
     }
 
     /// The argument positions of a request's keys, as Redis reads them: the row's (first,
@@ -1392,6 +1388,13 @@ fn prepare_found(
         }
         return Prepared::Done(reject(session, wrong_arity(spec.name)));
     }
+    // A subcommand's own arity, as Redis checks it before running or queueing it.
+    if sub > 0 {
+        let full = format!("{}|{}", spec.name, spec.subcommands[sub - 1]);
+        if docs::subcommand_arity(&full).is_some_and(|a| !arity_takes(a, args.len())) {
+            return Prepared::Done(reject(session, wrong_arity(&full)));
+        }
+    }
     // DEBUG and MODULE LOAD are refused before anything else, as Redis refuses its
     // protected commands: inside MULTI too, which the refusal then discards.
     // (Counted as an error by the caller, `prepare_checked`, as every refusal here.)
@@ -2001,6 +2004,16 @@ pub fn unknown_command(args: &[Bytes]) -> Reply {
     Reply::error(format!(
         "ERR unknown command '{name}', with args beginning with: {list}"
     ))
+}
+
+/// Whether `n` arguments (the name included) fit `arity`: exactly that many, or (negative)
+/// at least its absolute value, as Redis's arities read.
+pub fn arity_takes(arity: i32, n: usize) -> bool {
+    if arity >= 0 {
+        n == arity as usize
+    } else {
+        n >= arity.unsigned_abs() as usize
+    }
 }
 
 pub fn wrong_arity(name: &str) -> Reply {

@@ -25,7 +25,7 @@ use mlua::chunk::ChunkMode;
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use shoal_resp::Reply;
 
-use super::{db, err, flag, is, lookup_listed, parse_i64, CommandSpec, Ctx, ERR_SYNTAX};
+use super::{db, err, flag, is, lookup_listed, parse_i64, CommandSpec, Ctx};
 use crate::busy::ScriptMove;
 use crate::functions::{self, Library};
 use crate::scripts::Scripts;
@@ -1704,14 +1704,16 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 .collect(),
         ),
         b"exists" => arity("exists"),
-        b"flush" if args.len() <= 3 => {
-            if args.len() == 3 && !is(&args[2], "ASYNC") && !is(&args[2], "SYNC") {
+        b"flush" => {
+            // Redis's one error for a third argument that is no mode and for any fourth.
+            if args.len() > 3
+                || (args.len() == 3 && !is(&args[2], "ASYNC") && !is(&args[2], "SYNC"))
+            {
                 return err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
             }
             scripts.flush();
             Reply::ok()
         }
-        b"flush" => err(ERR_SYNTAX),
         b"kill" if args.len() == 2 => match ctx.engine.running.kill(false) {
             Ok(()) => Reply::ok(),
             Err(e) => err(e),
