@@ -2009,6 +2009,30 @@ const DATABASES_IN_A_CLUSTER: &[Case] = &[&[
 ]];
 
 const ZSETS: &[Case] = &[
+    // Scores, weights and bounds read as Redis reads them: a number past a double's range, or
+    // too small for one and not zero, is no float for a score or a weight (`inf` written
+    // so is); a bound takes it (strtod without the range check), and blanks alone are no
+    // bound.
+    &[
+        &["ZADD", "fz", "1e309", "a"],
+        &["ZADD", "fz", "-1e309", "a"],
+        &["ZADD", "fz", "1e-400", "a"],
+        &["ZADD", "fz", "0e-400", "a"],
+        &["ZADD", "fz", "1e-300", "b"],
+        &["ZADD", "fz", "inf", "c", "-inf", "d"],
+        &["ZINCRBY", "fz", "1e309", "a"],
+        &["ZINCRBY", "fz", "0x1p-2000", "a"],
+        &["ZRANGE", "fz", "0", "-1", "WITHSCORES"],
+        &["ZCOUNT", "fz", " ", " "],
+        &["ZCOUNT", "fz", "", ""],
+        &["ZCOUNT", "fz", "  0", "1e309"],
+        &["ZCOUNT", "fz", "(", "+inf"],
+        &["ZRANGEBYSCORE", "fz", "-1e309", "1e-400"],
+        &["ZUNIONSTORE", "{fz}u", "1", "fz", "WEIGHTS", "1e309"],
+        &["ZUNIONSTORE", "{fz}u", "1", "fz", "WEIGHTS", "1e-400"],
+        &["ZADD", "fz", "0x10", "e"],
+        &["ZSCORE", "fz", "e"],
+    ],
     // Lex ranges over members of different scores: Redis leaves them unspecified, but a
     // listpack answers from a walk from its first (or last) member, and so does Shoal.
     &[
@@ -3233,6 +3257,10 @@ const KEYSPACE: &[Case] = &[
         &["OBJECT", "ENCODING"],
         &["MEMORY", "USAGE", "missing"],
         &["MEMORY", "USAGE", "s", "BOGUS"],
+        &["MEMORY", "USAGE", "s", "SAMPLES", "-1"],
+        &["MEMORY", "USAGE", "s", "SAMPLES", "x"],
+        &["MEMORY", "USAGE", "missing", "SAMPLES", "0", "SAMPLES", "5"],
+        &["MEMORY", "USAGE", "missing", "SAMPLES"],
     ],
     // OBJECT ENCODING of strings edited in place: `raw` after APPEND, SETRANGE and the bit
     // commands (even one that changes nothing), HyperLogLogs, BITOP's result, carried by
@@ -3636,6 +3664,12 @@ const CONNECTION: &[Case] = &[
     // A subcommand's own arity is checked before it runs, and before it is queued: in MULTI
     // the transaction is then discarded (EXECABORT), as Redis does.
     &[
+        &["CLIENT", "LIST", "TYPE", "normal", "ID", "1"],
+        &["CLIENT", "LIST", "ID", "0", "-5"],
+        &["CLIENT", "LIST", "ID", "x"],
+        &["CLIENT", "LIST", "TYPE"],
+        &["CLIENT", "LIST", "TYPE", "bogus"],
+        &["CLIENT", "LIST", "BOGUS"],
         &["OBJECT", "HELP", "x"],
         &["CONFIG", "GET"],
         &["CONFIG", "SET", "maxmemory-samples"],

@@ -625,39 +625,36 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // TYPE: `Some(Some(subscriber))` for pubsub or normal, `Some(None)` for a type no
     // client here has.
     let mut wanted: Option<Option<bool>> = None;
-    let mut i = 2;
-    while i < args.len() {
-        if is(&args[i], "TYPE") && i + 1 < args.len() {
-            let t = &args[i + 1];
-            if !(is(t, "NORMAL") || is(t, "MASTER") || is(t, "REPLICA") || is(t, "PUBSUB")) {
-                return Reply::error(format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(t)
-                ));
-            }
-            // Redis's client types: a subscriber is `pubsub`, every other client here
-            // `normal` (no masters or replicas).
-            wanted = Some(if is(t, "PUBSUB") {
-                Some(true)
-            } else if is(t, "NORMAL") {
-                Some(false)
-            } else {
-                None
-            });
-            i += 2;
-        } else if is(&args[i], "ID") && i + 1 < args.len() {
-            let mut list = Vec::new();
-            for a in &args[i + 1..] {
-                match parse_i64(a).filter(|&n| n > 0) {
-                    Some(n) => list.push(n as u64),
-                    None => return err("ERR Invalid client ID"),
-                }
-            }
-            ids = Some(list);
-            i = args.len();
-        } else {
-            return err(ERR_SYNTAX);
+    // Redis's forms: `TYPE type` alone, or `ID id [id ...]`.
+    if args.len() == 4 && is(&args[2], "TYPE") {
+        let t = &args[3];
+        if !(is(t, "NORMAL") || is(t, "MASTER") || is(t, "REPLICA") || is(t, "PUBSUB")) {
+            return Reply::error(format!(
+                "ERR Unknown client type '{}'",
+                String::from_utf8_lossy(t)
+            ));
         }
+        // Redis's client types: a subscriber is `pubsub`, every other client here
+        // `normal` (no masters or replicas).
+        wanted = Some(if is(t, "PUBSUB") {
+            Some(true)
+        } else if is(t, "NORMAL") {
+            Some(false)
+        } else {
+            None
+        });
+    } else if args.len() > 3 && is(&args[2], "ID") {
+        let mut list = Vec::new();
+        for a in &args[3..] {
+            match parse_i64(a) {
+                // An id no client has (0, negative) matches none, as in Redis.
+                Some(n) => list.extend(u64::try_from(n).ok()),
+                None => return err("ERR Invalid client ID"),
+            }
+        }
+        ids = Some(list);
+    } else if args.len() != 2 {
+        return err(ERR_SYNTAX);
     }
     let mut out = String::new();
     for c in ctx.engine.clients.all() {

@@ -13,7 +13,7 @@ use shoal_resp::Reply;
 use shoal_store::{key_slot, Collection, ZSet};
 
 use super::zset::with_zset;
-use super::{db, err, is, parse_f64, parse_i64, tri, Ctx, ERR_SYNTAX};
+use super::{db, err, is, parse_double, parse_i64, tri, Ctx, ERR_SYNTAX};
 
 /// The geohash arithmetic, as pure functions.
 pub(crate) mod hash {
@@ -431,7 +431,7 @@ fn unit(arg: &[u8]) -> Result<f64, Reply> {
 
 /// A double argument, or `ERR <what>` (Redis's `getDoubleFromObjectOrReply`).
 fn double(arg: &[u8], what: &'static str) -> Result<f64, Reply> {
-    parse_f64(arg).ok_or_else(|| err(what))
+    parse_double(arg).ok_or_else(|| err(what))
 }
 
 const ERR_FLOAT: &str = "ERR value is not a valid float";

@@ -795,12 +795,18 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             if args.len() < 3 {
                 return super::wrong_arity("memory|usage");
             }
-            match &args[3..] {
-                [] => {}
-                [k, v] if is(k, "SAMPLES") => {
-                    tri!(int_arg(v));
+            // `SAMPLES n`, as often as given; a negative count is a syntax error, as in
+            // Redis (the count changes nothing here: the size is the key's own count).
+            let mut rest = args[3..].chunks(2);
+            for pair in &mut rest {
+                match pair {
+                    [k, v] if is(k, "SAMPLES") => {
+                        if tri!(int_arg(v)) < 0 {
+                            return err(ERR_SYNTAX);
+                        }
+                    }
+                    _ => return err(ERR_SYNTAX),
                 }
-                _ => return err(ERR_SYNTAX),
             }
             ctx.engine
                 .store

@@ -2265,6 +2265,39 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
+/// Parses a double as Redis's `string2d` (`strtod` over the whole string, for scores,
+/// weights, coordinates, distances) accepts it: [`parse_f64`]'s forms, but a number past a
+/// double's range (`1e309`: `inf` only when written so) or one too small for it that is not
+/// zero (`1e-400`) is refused, as `strtod`'s ERANGE makes Redis refuse it.
+pub fn parse_double(b: &[u8]) -> Option<f64> {
+    let v = parse_f64(b)?;
+    let text = b
+        .strip_prefix(b"-")
+        .or_else(|| b.strip_prefix(b"+"))
+        .unwrap_or(b);
+    let hex = text.len() > 1 && text[0] == b'0' && (text[1] | 0x20) == b'x';
+    if v.is_infinite() {
+        let written = text.eq_ignore_ascii_case(b"inf") || text.eq_ignore_ascii_case(b"infinity");
+        return written.then_some(v);
+    }
+    if v == 0.0 {
+        // The digits before the exponent: any but zero makes a number that underflowed.
+        let (digits, marker) = if hex {
+            (&text[2..], b'p')
+        } else {
+            (text, b'e')
+        };
+        let mantissa = digits
+            .split(|&c| (c | 0x20) == marker)
+            .next()
+            .unwrap_or_default();
+        if mantissa.iter().any(|&c| c.is_ascii_hexdigit() && c != b'0') {
+            return None;
+        }
+    }
+    Some(v)
+}
+
 /// The part of a C99 hex float after `0x`: hex digits, an optional `.` and fraction digits,
 /// an optional binary exponent `p[+-]digits`.
 fn parse_hex_float(h: &str) -> Option<f64> {
@@ -2417,6 +2450,23 @@ mod helper_tests {
         assert_eq!(parse_f64(b"0x"), None);
         assert_eq!(parse_f64(b"--1"), None);
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        // A double as Redis's string2d reads it: out of range is refused, written inf is not.
+        assert_eq!(parse_f64(b"1e309"), Some(f64::INFINITY));
+        assert_eq!(parse_double(b"1e309"), None);
+        assert_eq!(parse_double(b"-1e309"), None);
+        assert_eq!(parse_double(b"0x1p2000"), None);
+        assert_eq!(parse_double(b"1e-400"), None);
+        assert_eq!(parse_double(b"-0.0001e-400"), None);
+        assert_eq!(parse_double(b"0x1p-2000"), None);
+        assert_eq!(parse_double(b"0e-400"), Some(0.0));
+        assert_eq!(parse_double(b"0.000"), Some(0.0));
+        assert_eq!(parse_double(b"-0"), Some(-0.0));
+        assert_eq!(parse_double(b"0x0p5"), Some(0.0));
+        assert_eq!(parse_double(b"1e-310"), Some(1e-310));
+        assert_eq!(parse_double(b"inf"), Some(f64::INFINITY));
+        assert_eq!(parse_double(b"-Infinity"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_double(b"1.5e3"), Some(1500.0));
+        assert_eq!(parse_double(b"nan"), None);
     }
 
     #[test]

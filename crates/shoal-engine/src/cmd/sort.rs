@@ -16,7 +16,7 @@ use shoal_resp::Reply;
 use shoal_store::{key_slot, Access, Collection, Kind, List};
 
 use super::{
-    db, err, is, parse_f64, parse_i64, tri, Ctx, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE,
+    db, err, is, parse_double, parse_i64, tri, Ctx, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE,
 };
 
 /// The parsed options of one SORT.
@@ -208,7 +208,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Reply {
                     item.by = by;
                 }
             } else if let Some(v) = by {
-                match parse_f64(&v).filter(|s| !s.is_nan()) {
+                match parse_double(&v) {
                     Some(s) => item.score = s,
                     None if v.is_empty() => {}
                     None => bad_score = true,

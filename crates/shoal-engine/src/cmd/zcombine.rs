@@ -17,7 +17,7 @@ use shoal_store::{Access, Collection, Entry, Kind, ZSet};
 
 use crate::notify::ZSET;
 
-use super::{err, is, parse_f64, parse_i64, tri, Ctx, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{err, is, parse_double, parse_i64, tri, Ctx, ERR_SYNTAX, ERR_WRONGTYPE};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -163,7 +163,7 @@ fn parse<'a>(
         let weighted = op != Op::Diff && out != Output::Cardinality;
         if weighted && remaining > n && is(a, "WEIGHTS") {
             for (w, arg) in req.weights.iter_mut().zip(&args[i + 1..]) {
-                *w = parse_f64(arg).ok_or_else(|| err("ERR weight value is not a float"))?;
+                *w = parse_double(arg).ok_or_else(|| err("ERR weight value is not a float"))?;
             }
             i += 1 + n;
         } else if weighted && remaining >= 2 && is(a, "AGGREGATE") {

@@ -44,9 +44,9 @@ fn score_reply(s: f64) -> Reply {
     Reply::Double(s)
 }
 
-/// A score argument (ZADD, ZINCRBY): Redis's strtod, no NaN.
+/// A score argument (ZADD, ZINCRBY): Redis's `string2d` (no NaN, nothing out of range).
 fn score_arg(arg: &[u8]) -> Option<f64> {
-    parse_f64(arg).filter(|f| !f.is_nan())
+    super::parse_double(arg)
 }
 
 /// Members (with their scores when asked) as a reply: RESP3 pairs for WITHSCORES.
@@ -253,12 +253,12 @@ fn score_bound(arg: &[u8]) -> Option<Bound> {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
     };
-    // strtod, as Redis reads a bound: leading blanks skipped, nothing at all is 0.
-    let text = text.trim_ascii_start();
+    // strtod, as Redis reads a bound: nothing at all is 0, leading blanks are skipped, but
+    // blanks alone are no number.
     let value = if text.is_empty() {
         0.0
     } else {
-        parse_f64(text).filter(|v| !v.is_nan())?
+        parse_f64(text.trim_ascii_start()).filter(|v| !v.is_nan())?
     };
     Some(Bound { value, exclusive })
 }
