@@ -2937,6 +2937,32 @@ fn config_set_of_keyspace_events_reaches_every_member() {
             m.name
         );
     }
+    // Inside a transaction CONFIG is the node's alone, run in its place: a key of this node
+    // written after it in the same transaction publishes its event.
+    let local = (0..)
+        .map(|i| format!("here:{i}"))
+        .find(|k| owner_of(&mut c, k) == me)
+        .unwrap();
+    let (ok, set, got): (String, String, Vec<String>) = redis::pipe()
+        .atomic()
+        .cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("E$")
+        .set(&local, "v")
+        .cmd("CONFIG")
+        .arg("GET")
+        .arg("notify-keyspace-events")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((ok.as_str(), set.as_str()), ("OK", "OK"));
+    assert_eq!(got, ["notify-keyspace-events", "$E"]);
+    let event: String = sub.get_message().unwrap().get_payload().unwrap();
+    assert_eq!(event, local, "the transaction's write after its CONFIG SET");
+    assert_eq!(
+        get(&mut cluster.members[1].client(), "notify-keyspace-events"),
+        ""
+    );
 }
 
 /// Client-side caching through a cluster node with a real client library: node-redis's

@@ -3591,6 +3591,18 @@ const KEYSPACE: &[Case] = &[
         &["SELECT", "00"],
         &["GET", "k"],
     ],
+    // SORT reads its values with strtod: leading blanks taken, any ERANGE (a subnormal
+    // too) or anything left over refused.
+    &[
+        &["RPUSH", "{s}f", " 5", "1"],
+        &["SORT", "{s}f"],
+        &["RPUSH", "{s}g", "1e-320", "1"],
+        &["SORT", "{s}g"],
+        &["RPUSH", "{s}h", "1e309", "1"],
+        &["SORT", "{s}h"],
+        &["RPUSH", "{s}i", "5 ", "1"],
+        &["SORT", "{s}i"],
+    ],
     &[
         &["RPUSH", "{s}l", "3", "1", "2", "10", "-1.5"],
         &["SORT", "{s}l"],
@@ -3669,9 +3681,13 @@ const CONNECTION: &[Case] = &[
         &["CLIENT", "LIST", "ID", "x"],
         &["CLIENT", "LIST", "TYPE"],
         &["CLIENT", "LIST", "TYPE", "bogus"],
+        &["CLIENT", "LIST", "TYPE", "slave"],
+        &["CLIENT", "LIST", "TYPE", "replica"],
         &["CLIENT", "LIST", "BOGUS"],
         &["OBJECT", "HELP", "x"],
         &["CONFIG", "GET"],
+        &["EVAL", "return redis.call('object', 'encoding')", "0"],
+        &["EVAL", "return redis.call('config', 'get')", "0"],
         &["CONFIG", "SET", "maxmemory-samples"],
         &["MEMORY", "USAGE"],
         &["CLIENT", "ID", "x"],

@@ -315,6 +315,23 @@ impl Frame {
     /// Fails (writing nothing) only for what cannot be framed: a name over
     /// [`MAX_NAME_LEN`] bytes or a body over [`MAX_BODY`]. Messages over
     /// [`MAX_MESSAGE_LEN`] bytes are cut, never refused.
+    /// [`Frame::encode`], but for a data frame whose body is [`WRITE_APART`] or longer: its
+    /// head (header and epoch) only, the body returned to be written right after it, so a
+    /// large body (a replicated 512 MB value) is not copied once more into the writer's
+    /// buffer.
+    pub fn encode_head(&self, dst: &mut BytesMut) -> Result<Option<Bytes>, FrameError> {
+        match self {
+            Frame::Request { id, epoch, body } | Frame::Response { id, epoch, body }
+                if body.len() >= WRITE_APART && body.len() <= MAX_BODY =>
+            {
+                put_header(dst, self.kind(), *id, EPOCH_LEN + body.len());
+                dst.put_u64(*epoch);
+                Ok(Some(body.clone()))
+            }
+            _ => self.encode(dst).map(|()| None),
+        }
+    }
+
     pub fn encode(&self, dst: &mut BytesMut) -> Result<(), FrameError> {
         let kind = self.kind();
         let name_err = FrameError::Malformed {
@@ -402,6 +419,10 @@ fn put_name(dst: &mut BytesMut, name: &str) {
     dst.put_u8(name.len() as u8);
     dst.put_slice(name.as_bytes());
 }
+
+/// Data frames' bodies this long or longer are written after their head instead of being
+/// copied into the writer's buffer ([`Frame::encode_head`]).
+pub const WRITE_APART: usize = 64 * 1024;
 
 /// Bytes a connection's read buffer asks for before each read.
 pub const READ_CHUNK: usize = 16 * 1024;

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 
@@ -153,6 +153,8 @@ where
 {
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut frames = Vec::new();
+    // Large bodies written after the bytes `buf` held when their frame's head was encoded.
+    let mut apart: Vec<(usize, Bytes)> = Vec::new();
     loop {
         // Registered before looking, so a frame queued after the look wakes this.
         let ready = outbox.ready.notified();
@@ -165,16 +167,22 @@ where
             ready.await;
             continue;
         }
-        encode_all(&mut frames, &mut buf);
+        encode_all(&mut frames, &mut buf, &mut apart);
         // Let the tasks that are ready to run go first: under load they are the ones about
         // to queue more frames, which then share this batch's system call. Idle, the yield
         // costs one trip through the scheduler.
         tokio::task::yield_now().await;
         if buf.len() < MAX_BATCH_BYTES {
             outbox.take(&mut frames, MAX_BATCH_BYTES - buf.len());
-            encode_all(&mut frames, &mut buf);
+            encode_all(&mut frames, &mut buf, &mut apart);
         }
-        wr.write_all(&buf).await?;
+        let mut at = 0;
+        for (end, body) in apart.drain(..) {
+            wr.write_all(&buf[at..end]).await?;
+            wr.write_all(&body).await?;
+            at = end;
+        }
+        wr.write_all(&buf[at..]).await?;
         // Over TLS, records may still wait in the session after `write_all` (the socket was
         // full); without a flush they would wait for the next frame. Free on plain TCP.
         wr.flush().await?;
@@ -195,11 +203,17 @@ fn approximate_len(frame: &Frame) -> usize {
     }
 }
 
-/// Encodes and empties `frames` (its capacity is kept for the next batch).
-fn encode_all(frames: &mut Vec<Frame>, buf: &mut BytesMut) {
+/// Encodes and empties `frames` (its capacity is kept for the next batch); a large body is
+/// not copied but noted in `apart`, to be written once `buf` is written up to where its
+/// frame's head ends.
+fn encode_all(frames: &mut Vec<Frame>, buf: &mut BytesMut, apart: &mut Vec<(usize, Bytes)>) {
     for frame in frames.drain(..) {
-        if let Err(e) = frame.encode(buf) {
-            tracing::error!(error = %e, kind = ?frame.kind(), "dropping a frame that cannot be encoded");
+        match frame.encode_head(buf) {
+            Ok(Some(body)) => apart.push((buf.len(), body)),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, kind = ?frame.kind(), "dropping a frame that cannot be encoded");
+            }
         }
     }
 }
@@ -212,7 +226,7 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     use super::*;
-    use crate::frame::{decode, FrameLimits};
+    use crate::frame::{decode, FrameLimits, WRITE_APART};
 
     fn request(id: u64, len: usize) -> Frame {
         Frame::Request {
@@ -285,6 +299,57 @@ mod tests {
             .expect("a close wakes the waiting sender")
             .unwrap();
         assert_eq!(r, Err(PushError::Closed));
+    }
+
+    /// Large bodies, written after their frames' heads rather than copied into the batch's
+    /// buffer, arrive whole and in order among small frames.
+    #[tokio::test]
+    async fn large_bodies_written_apart_arrive_in_order() {
+        let (near, mut far) = tokio::io::duplex(1 << 16);
+        let outbox = std::sync::Arc::new(Outbox::new(16));
+        let o = outbox.clone();
+        let writer = tokio::spawn(async move { run_writer(near, &o).await });
+        let sizes = [
+            5,
+            WRITE_APART,
+            3,
+            WRITE_APART * 3 + 1,
+            0,
+            70_000,
+            WRITE_APART - 1,
+        ];
+        let body = |i: usize, len: usize| Bytes::from(vec![i as u8; len]);
+        for (i, &len) in sizes.iter().enumerate() {
+            let frame = Frame::Response {
+                id: i as u64 + 1,
+                epoch: 9,
+                body: body(i, len),
+            };
+            outbox.push(frame).await.unwrap();
+        }
+        outbox.close();
+        let mut buf = BytesMut::new();
+        let mut got = Vec::new();
+        let limits = FrameLimits::default();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while got.len() < sizes.len() {
+                match decode(&mut buf, &limits).unwrap() {
+                    Some(f) => got.push(f),
+                    None => assert!(far.read_buf(&mut buf).await.unwrap() > 0, "closed early"),
+                }
+            }
+        })
+        .await
+        .expect("every frame within the deadline");
+        for (i, (f, &len)) in got.iter().zip(&sizes).enumerate() {
+            let want = Frame::Response {
+                id: i as u64 + 1,
+                epoch: 9,
+                body: body(i, len),
+            };
+            assert!(*f == want, "frame {i}");
+        }
+        writer.await.unwrap().unwrap();
     }
 
     /// A writer that keeps what it is given until flushed (as a TLS session keeps records

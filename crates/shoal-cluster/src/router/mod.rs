@@ -515,7 +515,8 @@ fn exec(
             return true;
         };
         match s.route {
-            Route::Here | Route::Cluster => true,
+            // CONFIG, a shared setting's SET too: inside a transaction the node's alone.
+            Route::Here | Route::Cluster | Route::AllNodes(Gather::Setting(_)) => true,
             Route::Exec | Route::AllNodes(_) | Route::Info => false,
             Route::Owner | Route::Split(_) | Route::Watch => {
                 s.key_positions(a).all(|p| view.owner_of(&a[p]) == view.me)
@@ -653,6 +654,11 @@ fn exec(
     for (a, refused) in tx.queue.iter().zip(refusals) {
         let outcome = match (refused, cmd::lookup(&a[0])) {
             (Some(refused), _) => Outcome::Reply(refused),
+            // Here and now, in its place among the commands run here (a fan-out would run
+            // after them).
+            (None, Some(s)) if matches!(s.route, Route::AllNodes(Gather::Setting(_))) => {
+                Outcome::Reply(run_here(node, cluster, &view, session, s, a, now_ms, None).0)
+            }
             (None, Some(s)) => route(node, cluster, session, order, s, a, now_ms),
             (None, None) => Outcome::Reply(cmd::unknown_command(a)),
         };

@@ -628,7 +628,8 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // Redis's forms: `TYPE type` alone, or `ID id [id ...]`.
     if args.len() == 4 && is(&args[2], "TYPE") {
         let t = &args[3];
-        if !(is(t, "NORMAL") || is(t, "MASTER") || is(t, "REPLICA") || is(t, "PUBSUB")) {
+        let known = ["NORMAL", "MASTER", "REPLICA", "SLAVE", "PUBSUB"];
+        if !known.iter().any(|k| is(t, k)) {
             return Reply::error(format!(
                 "ERR Unknown client type '{}'",
                 String::from_utf8_lossy(t)
@@ -656,14 +657,22 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     } else if args.len() != 2 {
         return err(ERR_SYNTAX);
     }
+    let all = ctx.engine.clients.all();
+    // ID's clients in the order named, as often as named (Redis's); else every client.
+    let listed: Vec<&std::sync::Arc<crate::client::ClientInfo>> = match &ids {
+        Some(ids) => {
+            let by_id: std::collections::HashMap<u64, &std::sync::Arc<crate::client::ClientInfo>> =
+                all.iter().map(|c| (c.id, c)).collect();
+            ids.iter().filter_map(|id| by_id.get(id).copied()).collect()
+        }
+        None => all.iter().collect(),
+    };
     let mut out = String::new();
-    for c in ctx.engine.clients.all() {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
-            || wanted.is_some_and(|t| t != Some(c.is_subscriber()))
-        {
+    for c in listed {
+        if wanted.is_some_and(|t| t != Some(c.is_subscriber())) {
             continue;
         }
-        out.push_str(&super::describe_client(ctx.engine, &c, ctx.now_ms));
+        out.push_str(&super::describe_client(ctx.engine, c, ctx.now_ms));
         out.push('\n');
     }
     Reply::Verbatim(out.into())

@@ -332,7 +332,15 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let Some(v) = tri!(slot_string(slot)) else {
                 return Reply::Int(0);
             };
-            if let Some(n) = cached_count(v).filter(|_| header_ok(v)) {
+            if !header_ok(v) {
+                return err(ERR_INVALID);
+            }
+            // Redis unshares the value first: `raw` from here (OBJECT ENCODING).
+            slot.set_edited();
+            let Some(v) = slot.value() else {
+                return Reply::Int(0);
+            };
+            if let Some(n) = cached_count(v) {
                 return Reply::Int(n as i64);
             }
             let n = match registers(v) {
@@ -397,7 +405,11 @@ pub fn pfdebug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Err(reply) => return reply,
             Ok(None) => return err("ERR The specified key does not exist"),
             Ok(Some(v)) if !header_ok(v) => return err(ERR_INVALID),
-            Ok(Some(v)) => v,
+            Ok(Some(_)) => {
+                // Redis unshares the value before any subcommand: `raw` from here.
+                slot.set_edited();
+                slot.value().unwrap_or_default()
+            }
         };
         let sparse = is_sparse(v);
         match &sub[..] {

@@ -1390,8 +1390,7 @@ fn prepare_found(
     }
     // A subcommand's own arity, as Redis checks it before running or queueing it.
     if sub > 0 {
-        let full = format!("{}|{}", spec.name, spec.subcommands[sub - 1]);
-        if docs::subcommand_arity(&full).is_some_and(|a| !arity_takes(a, args.len())) {
+        if let Some(full) = subcommand_misfit(spec, args) {
             return Prepared::Done(reject(session, wrong_arity(&full)));
         }
     }
@@ -2006,6 +2005,20 @@ pub fn unknown_command(args: &[Bytes]) -> Reply {
     ))
 }
 
+/// The full name (`config|set`) of the subcommand `args` name when its own arity refuses
+/// them (Redis checks it with the command's, before anything else).
+pub(crate) fn subcommand_misfit(spec: &CommandSpec, args: &[Bytes]) -> Option<String> {
+    let sub = args.get(1)?;
+    let name = spec
+        .subcommands
+        .iter()
+        .find(|s| sub.eq_ignore_ascii_case(s.as_bytes()))?;
+    let full = format!("{}|{name}", spec.name);
+    docs::subcommand_arity(&full)
+        .filter(|&a| !arity_takes(a, args.len()))
+        .map(|_| full)
+}
+
 /// Whether `n` arguments (the name included) fit `arity`: exactly that many, or (negative)
 /// at least its absolute value, as Redis's arities read.
 pub fn arity_takes(arity: i32, n: usize) -> bool {
@@ -2302,7 +2315,7 @@ pub fn parse_double(b: &[u8]) -> Option<f64> {
 /// an optional binary exponent `p[+-]digits`.
 fn parse_hex_float(h: &str) -> Option<f64> {
     let (mantissa, exp) = match h.split_once('p') {
-        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        Some((m, e)) => (m, hex_exponent(e)?),
         None => (h, 0),
     };
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -2318,7 +2331,35 @@ fn parse_hex_float(h: &str) -> Option<f64> {
         v += f64::from(c.to_digit(16)?) * scale;
         scale /= 16.0;
     }
-    Some(v * 2f64.powi(exp))
+    // Scaled in steps: 2^exp alone is 0 or inf past a double's range, where the product
+    // need not be (0x0.001p1030 is 2^1018; 0x1p-1074 the least subnormal).
+    let mut exp = exp;
+    while exp != 0 && v != 0.0 && v.is_finite() {
+        let step = exp.clamp(-1000, 1000);
+        v *= 2f64.powi(step);
+        exp -= step;
+    }
+    Some(v)
+}
+
+/// A hex float's binary exponent (`[+-]digits`), as strtod reads one too long for any
+/// double: saturated, so it makes `inf` or 0.
+fn hex_exponent(e: &str) -> Option<i32> {
+    let (neg, digits) = match e.as_bytes().first() {
+        Some(b'-') => (true, &e[1..]),
+        Some(b'+') => (false, &e[1..]),
+        _ => (false, e),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n = digits
+        .bytes()
+        .fold(0i32, |n, b| {
+            n.saturating_mul(10).saturating_add(i32::from(b - b'0'))
+        })
+        .min(100_000);
+    Some(if neg { -n } else { n })
 }
 
 /// The integer argument or Redis's "not an integer" error reply.
@@ -2467,6 +2508,15 @@ mod helper_tests {
         assert_eq!(parse_double(b"-Infinity"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_double(b"1.5e3"), Some(1500.0));
         assert_eq!(parse_double(b"nan"), None);
+        // Hex exponents past a double's own range, scaled in steps, as strtod reads them.
+        assert_eq!(parse_f64(b"0x1p-1074"), Some(f64::from_bits(1)));
+        assert_eq!(parse_double(b"0x1p-1074"), Some(f64::from_bits(1)));
+        assert_eq!(parse_f64(b"0x0.001p1030"), Some(2f64.powi(1018)));
+        assert_eq!(parse_f64(b"0x1p99999999999"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"0x1p-99999999999"), Some(0.0));
+        assert_eq!(parse_f64(b"0x1p+3"), Some(8.0));
+        assert_eq!(parse_f64(b"0x1p"), None);
+        assert_eq!(parse_f64(b"0x1p-"), None);
     }
 
     #[test]

@@ -918,7 +918,7 @@ fn check_call(
         return Err("ERR Unknown Redis command called from script".into());
     };
     // The arity first, then whether a script may run it, then the ACL, as in Redis.
-    if !spec.takes(args.len()) {
+    if !spec.takes(args.len()) || super::subcommand_misfit(spec, args).is_some() {
         return Err("ERR Wrong number of args calling Redis command from script".into());
     }
     if spec.flags & flag::NOSCRIPT != 0 || super::noscript_subcommand(spec, args) {

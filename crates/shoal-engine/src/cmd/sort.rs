@@ -208,7 +208,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> Reply {
                     item.by = by;
                 }
             } else if let Some(v) = by {
-                match parse_double(&v) {
+                match sort_score(&v) {
                     Some(s) => item.score = s,
                     None if v.is_empty() => {}
                     None => bad_score = true,
@@ -328,6 +328,14 @@ pub fn sort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// SORT_RO: SORT without STORE.
 pub fn sort_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     sort_generic(ctx, args, true)
+}
+
+/// A value SORT orders by, as Redis reads it (`strtod`, then refused for anything left over,
+/// any ERANGE (a subnormal result too) or NaN): leading blanks skipped; past a double's range,
+/// too small for a normal one, or not a number, `None`.
+fn sort_score(v: &[u8]) -> Option<f64> {
+    let s = parse_double(v.trim_ascii_start())?;
+    (s == 0.0 || s.is_infinite() || s.abs() >= f64::MIN_POSITIVE).then_some(s)
 }
 
 #[cfg(test)]
