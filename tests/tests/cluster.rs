@@ -2965,6 +2965,79 @@ fn config_set_of_keyspace_events_reaches_every_member() {
     );
 }
 
+/// A transaction that runs command by command (keys of several owners) makes a FLUSHALL and
+/// a FUNCTION LOAD in its place: the commands after them see them, on this node's keys as on
+/// the others' (before, the fan-out ran after this node's own commands, and `MULTI;
+/// FLUSHALL; SET k v; EXEC` left `k` flushed).
+#[test]
+fn a_transaction_across_owners_makes_cluster_wide_changes_in_place() {
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let me = my_id(&mut c);
+    let mine = |c: &mut redis::Connection, owned: bool, p: &str| -> String {
+        (0..)
+            .map(|i| format!("{p}:{i}"))
+            .find(|k| (owner_of(c, k) == me) == owned)
+            .unwrap()
+    };
+    let (here, there, later) = (
+        mine(&mut c, true, "here"),
+        mine(&mut c, false, "there"),
+        mine(&mut c, false, "later"),
+    );
+    let _: () = c.set(&there, "old").unwrap();
+    let lib = "#!lua name=inplace\nredis.register_function('inplace', function(keys) return redis.call('GET', keys[1]) end)";
+    let (flushed, set_here, set_later, loaded, called): (
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+    ) = redis::pipe()
+        .atomic()
+        .cmd("FLUSHALL")
+        .set(&here, "v")
+        .set(&later, "w")
+        .cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .cmd("FCALL")
+        .arg("inplace")
+        .arg(1)
+        .arg(&here)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        (
+            flushed.as_str(),
+            set_here.as_str(),
+            set_later.as_str(),
+            loaded.as_str()
+        ),
+        ("OK", "OK", "OK", "inplace")
+    );
+    assert_eq!(
+        called.as_deref(),
+        Some("v"),
+        "the function loaded before it"
+    );
+    for m in &cluster.members {
+        let mut mc = m.client();
+        let got: (Option<String>, Option<String>, Option<String>) = redis::pipe()
+            .get(&here)
+            .get(&later)
+            .get(&there)
+            .query(&mut mc)
+            .unwrap();
+        assert_eq!(
+            got,
+            (Some("v".into()), Some("w".into()), None),
+            "through {}",
+            m.name
+        );
+    }
+}
+
 /// Client-side caching through a cluster node with a real client library: node-redis's
 /// cache (RESP3, CLIENT TRACKING ON) reads through n0 while another client writes through
 /// n1, three rounds of 60 keys on every owner: each write's invalidation reaches the cache

@@ -59,8 +59,8 @@ pub fn start(
             Gather::Publish => unreachable!("answered above"),
             Gather::PubSub => pubsub(&node, &args, proto, db).await,
             Gather::Scan => scan(&node, &args, proto, db).await,
-            Gather::Flush => flush(&node, &args, proto, db).await,
-            Gather::Everywhere(_) => everywhere(&node, &args, proto, db).await,
+            Gather::Flush => flush(&node, &args, proto, db, None).await,
+            Gather::Everywhere(_) => everywhere(&node, &args, proto, db, None).await,
             Gather::Setting(names) => setting(&node, &args, names, proto, db).await,
             Gather::Sum | Gather::Concat | Gather::Random => {
                 match gather(&node, &args, proto, db).await {
@@ -74,6 +74,46 @@ pub fn start(
             }
         }
     }))
+}
+
+/// Whether `args` (of row `spec`) is a cluster-wide change a transaction run command by
+/// command makes in its place: FLUSHALL, FLUSHDB, SCRIPT LOAD | FLUSH, FUNCTION LOAD | ...,
+/// ACL SETUSER | DELUSER. Run as a fan-out, it would take effect after the transaction's
+/// commands run on this node (so `MULTI; FLUSHALL; SET k v; EXEC` lost `k`); run here
+/// first ([`after_here`]), only the other members wait.
+pub fn changes_in_place(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    match spec.route {
+        Route::AllNodes(Gather::Flush) => true,
+        Route::AllNodes(Gather::Everywhere(subs)) => {
+            cmd::names_subcommand(subs, args)
+                && !is_sub(args, "script", "kill")
+                && !is_sub(args, "function", "kill")
+        }
+        _ => false,
+    }
+}
+
+/// The rest of a [`changes_in_place`] command that ran here already and answered `mine`: the
+/// other members, combined with it as the fan-out would.
+pub fn after_here(
+    node: &Arc<Server>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    proto: Protocol,
+    db: u8,
+    mine: Bytes,
+) -> Outcome {
+    let node = node.clone();
+    let args = args.to_vec();
+    match spec.route {
+        Route::AllNodes(Gather::Flush) => Outcome::Later(Box::pin(async move {
+            flush(&node, &args, proto, db, Some(mine)).await
+        })),
+        Route::AllNodes(Gather::Everywhere(_)) => Outcome::Later(Box::pin(async move {
+            everywhere(&node, &args, proto, db, Some(mine)).await
+        })),
+        _ => Outcome::Later(Box::pin(async move { mine })),
+    }
 }
 
 /// PUBLISH, SPUBLISH: delivered to this node's subscribers now (so one of this connection
@@ -384,13 +424,23 @@ fn pick_random(replies: &[Bytes], proto: Protocol) -> Bytes {
 /// first error of theirs is the answer. A member out of reach
 /// is left out (a script it lacks answers NOSCRIPT there, and the client loads it again; a
 /// library or user it lacks is copied when it starts again, see `copies`).
-async fn everywhere(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
+async fn everywhere(
+    node: &Arc<Server>,
+    args: &[Bytes],
+    proto: Protocol,
+    db: u8,
+    ran_here: Option<Bytes>,
+) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
     if is_sub(args, "script", "kill") || is_sub(args, "function", "kill") {
         return kill_anywhere(node, &view, args, proto, db).await;
     }
-    let mine = match ask(node, &view, view.me, proto, db, None, args).await {
+    let mine = match ran_here {
+        Some(b) => Ok(b),
+        None => ask(node, &view, view.me, proto, db, None, args).await,
+    };
+    let mine = match mine {
         Ok(b) if is_error(&b) => return b,
         Ok(b) => b,
         Err(_) => return error_bytes("ERR the command did not run on this node"),
@@ -667,10 +717,25 @@ fn bulk_value(reply: &Bytes) -> Option<Bytes> {
 /// members' clocks differ (a node behind would otherwise write below a replica's floor, one
 /// ahead replicate pre-flush writes above it). Memcached's flush_all has one round: a delayed
 /// one flushes every node at the same absolute time, its floor.
-async fn flush(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
+async fn flush(
+    node: &Arc<Server>,
+    args: &[Bytes],
+    proto: Protocol,
+    db: u8,
+    ran_here: Option<Bytes>,
+) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
-    let asks = (0..view.len() as u16).map(|m| ask(node, &view, m, proto, db, None, args));
+    let view_ref = &view;
+    let asks = (0..view.len() as u16).map(|m| {
+        let here = ran_here.clone().filter(|_| m == view_ref.me);
+        async move {
+            match here {
+                Some(b) => Ok(b),
+                None => ask(node, view_ref, m, proto, db, None, args).await,
+            }
+        }
+    });
     let results = join_all(asks).await;
     let mut missed = Vec::new();
     for (m, r) in results.into_iter().enumerate() {

@@ -659,6 +659,16 @@ fn exec(
             (None, Some(s)) if matches!(s.route, Route::AllNodes(Gather::Setting(_))) => {
                 Outcome::Reply(run_here(node, cluster, &view, session, s, a, now_ms, None).0)
             }
+            // A cluster-wide change takes effect here in its place, then on the others.
+            (None, Some(s))
+                if fanout::changes_in_place(s, a)
+                    && plan(&view.placement, view.me, cluster.standing(), s, a)
+                        == Plan::AllNodes =>
+            {
+                let (local, _) = run_here(node, cluster, &view, session, s, a, now_ms, None);
+                let mine = encode(&local, session.proto);
+                fanout::after_here(node, s, a, session.proto, session.db, mine)
+            }
             (None, Some(s)) => route(node, cluster, session, order, s, a, now_ms),
             (None, None) => Outcome::Reply(cmd::unknown_command(a)),
         };
