@@ -613,6 +613,22 @@ fn exec(
         let access = transaction_access(&tx.queue);
         return forward(node, view, owners, body, access, order.turn(), slots);
     }
+    // A FLUSHALL or FLUSHDB with a write after it cannot run command by command: the other
+    // members flush only once this node's commands ran and replicated, so such a write
+    // could lose its copies (Redis Cluster refuses a transaction across slots outright).
+    let mut flushed = false;
+    for a in &tx.queue {
+        let Some(s) = cmd::lookup(&a[0]) else {
+            continue;
+        };
+        if flushed && cmd::may_write(s) {
+            return Outcome::Reply(Reply::error(
+                "EXECABORT Transaction discarded because of: CROSSSLOT a write after \
+                 FLUSHALL or FLUSHDB in a transaction across owners",
+            ));
+        }
+        flushed |= matches!(s.route, Route::AllNodes(Gather::Flush));
+    }
     // Watched keys of another node, and the transaction cannot go there whole: they were
     // read there again just before (`watch::before_exec`) and are compared here, then the
     // queue runs command by command, without isolation. While the cluster settles it is
@@ -651,7 +667,10 @@ fn exec(
     // Each forwarded command goes alone, in order with the fan-outs among them.
     order.batches.close();
     let held = std::mem::replace(&mut order.batches.held, true);
-    for (a, refused) in tx.queue.iter().zip(refusals) {
+    for a in &tx.queue {
+        // Checked at its turn: an ACL SETUSER or AUTH before it in the queue counts, as in
+        // Redis.
+        let refused = cmd::acl::exec_refusal(&node.engine, session, a);
         let outcome = match (refused, cmd::lookup(&a[0])) {
             (Some(refused), _) => Outcome::Reply(refused),
             // Here and now, in its place among the commands run here (a fan-out would run
