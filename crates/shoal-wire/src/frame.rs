@@ -324,8 +324,7 @@ impl Frame {
             Frame::Request { id, epoch, body } | Frame::Response { id, epoch, body }
                 if body.len() >= WRITE_APART && body.len() <= MAX_BODY =>
             {
-                put_header(dst, self.kind(), *id, EPOCH_LEN + body.len());
-                dst.put_u64(*epoch);
+                put_data_head(dst, self.kind(), *id, *epoch, body.len());
                 Ok(Some(body.clone()))
             }
             _ => self.encode(dst).map(|()| None),
@@ -377,8 +376,7 @@ impl Frame {
                         max: MAX_BODY + EPOCH_LEN,
                     });
                 }
-                put_header(dst, kind, *id, EPOCH_LEN + body.len());
-                dst.put_u64(*epoch);
+                put_data_head(dst, kind, *id, *epoch, body.len());
                 dst.put_slice(body);
             }
             Frame::Error { id, code, message } => {
@@ -412,6 +410,12 @@ fn put_header(dst: &mut BytesMut, kind: FrameKind, id: u64, payload_len: usize) 
     dst.put_u64(id);
     // Callers checked payload_len against MAX_BODY / the name and message caps.
     dst.put_u32(payload_len as u32);
+}
+
+/// A data frame's header and epoch, for a body of `len` bytes (checked against MAX_BODY).
+fn put_data_head(dst: &mut BytesMut, kind: FrameKind, id: u64, epoch: u64, len: usize) {
+    put_header(dst, kind, id, EPOCH_LEN + len);
+    dst.put_u64(epoch);
 }
 
 fn put_name(dst: &mut BytesMut, name: &str) {

@@ -436,14 +436,9 @@ async fn everywhere(
     if is_sub(args, "script", "kill") || is_sub(args, "function", "kill") {
         return kill_anywhere(node, &view, args, proto, db).await;
     }
-    let mine = match ran_here {
-        Some(b) => Ok(b),
-        None => ask(node, &view, view.me, proto, db, None, args).await,
-    };
-    let mine = match mine {
-        Ok(b) if is_error(&b) => return b,
+    let mine = match here_first(node, &view, args, proto, db, ran_here).await {
         Ok(b) => b,
-        Err(_) => return error_bytes("ERR the command did not run on this node"),
+        Err(reply) => return reply,
     };
     let (mut follow, ignored) = follow_form(args);
     if is_sub(args, "acl", "setuser") {
@@ -468,27 +463,64 @@ async fn everywhere(
             }
         }
     }
+    match on_others(node, &view, args, &follow, ignored, proto, db).await {
+        Some(refused) => refused,
+        None => mine,
+    }
+}
+
+/// This node's answer to `args` (`ran_here` when it ran in its place already, else asked
+/// now): `Err` with the reply to give when it is an error or did not run.
+async fn here_first(
+    node: &Arc<Server>,
+    view: &Arc<View>,
+    args: &[Bytes],
+    proto: Protocol,
+    db: u8,
+    ran_here: Option<Bytes>,
+) -> Result<Bytes, Bytes> {
+    let mine = match ran_here {
+        Some(b) => Ok(b),
+        None => ask(node, view, view.me, proto, db, None, args).await,
+    };
+    match mine {
+        Ok(b) if is_error(&b) => Err(b),
+        Ok(b) => Ok(b),
+        Err(_) => Err(error_bytes("ERR the command did not run on this node")),
+    }
+}
+
+/// `follow` (what the client's `args` became for the others) on every other member, side by
+/// side: the first error one gives (but one starting with `ignored`), if any; a member out
+/// of reach is logged and left out. A member of an earlier release that knows no internal
+/// `follow` command (`acl.follow`) gets the client's command.
+async fn on_others(
+    node: &Arc<Server>,
+    view: &Arc<View>,
+    args: &[Bytes],
+    follow: &[Bytes],
+    ignored: Option<&[u8]>,
+    proto: Protocol,
+    db: u8,
+) -> Option<Bytes> {
     let others = (0..view.len() as u16).filter(|&m| m != view.me);
-    let (view_ref, follow_ref) = (&view, &follow);
     let asks = others.map(|m| async move {
-        let mut r = ask(node, view_ref, m, proto, db, None, follow_ref).await;
-        // A member of an earlier release knows no `acl.follow`: the client's command then.
-        if follow_ref[0] != args[0] && matches!(&r, Ok(b) if b.starts_with(b"-ERR unknown command"))
-        {
-            r = ask(node, view_ref, m, proto, db, None, args).await;
+        let mut r = ask(node, view, m, proto, db, None, follow).await;
+        if follow[0] != args[0] && matches!(&r, Ok(b) if b.starts_with(b"-ERR unknown command")) {
+            r = ask(node, view, m, proto, db, None, args).await;
         }
         (m, r)
     });
     for (m, r) in join_all(asks).await {
         match r {
-            Ok(b) if is_error(&b) && !ignored.is_some_and(|e| b.starts_with(e)) => return b,
+            Ok(b) if is_error(&b) && !ignored.is_some_and(|e| b.starts_with(e)) => return Some(b),
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, "a SCRIPT, FUNCTION or ACL command did not reach a node");
+                tracing::warn!(node = %view.nodes[usize::from(m)].name, command = %String::from_utf8_lossy(&args[0]), error = %e, "a cluster-wide change did not reach a node");
             }
         }
     }
-    mine
+    None
 }
 
 /// CONFIG SET of settings every member shares ([`Gather::Setting`]): the whole command
@@ -505,10 +537,9 @@ async fn setting(
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
-    let mine = match ask(node, &view, view.me, proto, db, None, args).await {
-        Ok(b) if is_error(&b) => return b,
+    let mine = match here_first(node, &view, args, proto, db, None).await {
         Ok(b) => b,
-        Err(_) => return error_bytes("ERR the command did not run on this node"),
+        Err(reply) => return reply,
     };
     let mut follow = vec![args[0].clone(), args[1].clone()];
     for pair in args[2..].chunks(2) {
@@ -521,20 +552,10 @@ async fn setting(
             }
         }
     }
-    let others = (0..view.len() as u16).filter(|&m| m != view.me);
-    let (view_ref, follow_ref) = (&view, &follow);
-    let asks = others
-        .map(|m| async move { (m, ask(node, view_ref, m, proto, db, None, follow_ref).await) });
-    for (m, r) in join_all(asks).await {
-        match r {
-            Ok(b) if is_error(&b) => return b,
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(node = %view.nodes[usize::from(m)].name, error = %e, "a CONFIG SET of a shared setting did not reach a node");
-            }
-        }
+    match on_others(node, &view, args, &follow, None, proto, db).await {
+        Some(refused) => refused,
+        None => mine,
     }
-    mine
 }
 
 /// SCRIPT KILL / FUNCTION KILL on every member: a script runs on the owner of its keys,

@@ -495,10 +495,14 @@ const SUBCOMMAND_ARITY: &[(&str, i32)] = &[
 ];
 
 /// The arity of `container|sub` (Redis's sign rule: negative = at least that many), if
-/// known.
-pub fn subcommand_arity(full: &str) -> Option<i32> {
+/// known. Looked up without making the name (no container's name begins another's, and `|`
+/// sorts after every character of a name, so the table's order is (container, sub)'s).
+pub fn subcommand_arity(container: &str, sub: &str) -> Option<i32> {
     SUBCOMMAND_ARITY
-        .binary_search_by(|(n, _)| n.cmp(&full))
+        .binary_search_by(|(n, _)| {
+            let (c, s) = n.split_once('|').unwrap_or((n, ""));
+            (c, s).cmp(&(container, sub))
+        })
         .ok()
         .map(|i| SUBCOMMAND_ARITY[i].1)
 }
@@ -739,13 +743,15 @@ mod tests {
         }
         let own = ["cluster|haskey", "cluster|localkeys"];
         for name in &listed {
+            let (c, s) = name.split_once('|').unwrap();
             assert!(
-                subcommand_arity(name).is_some() || own.contains(&name.as_str()),
+                subcommand_arity(c, s).is_some() || own.contains(&name.as_str()),
                 "{name}"
             );
         }
-        assert_eq!(subcommand_arity("config|set"), Some(-4));
-        assert_eq!(subcommand_arity("object|help"), Some(2));
+        assert_eq!(subcommand_arity("config", "set"), Some(-4));
+        assert_eq!(subcommand_arity("object", "help"), Some(2));
+        assert_eq!(subcommand_arity("object", "nosuch"), None);
     }
 
     #[test]

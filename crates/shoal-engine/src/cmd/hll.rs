@@ -343,10 +343,11 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             if let Some(n) = cached_count(v) {
                 return Reply::Int(n as i64);
             }
-            let n = match registers(v) {
-                Ok(regs) => count(&regs),
-                Err(text) => return err(text),
+            // The header was checked above.
+            let Some(regs) = decode(v) else {
+                return err(ERR_CORRUPT);
             };
+            let n = count(&regs);
             slot.patch(8, &n.to_le_bytes());
             Reply::Int(n as i64)
         });

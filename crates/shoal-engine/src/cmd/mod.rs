@@ -1389,10 +1389,8 @@ fn prepare_found(
         return Prepared::Done(reject(session, wrong_arity(spec.name)));
     }
     // A subcommand's own arity, as Redis checks it before running or queueing it.
-    if sub > 0 {
-        if let Some(full) = subcommand_misfit(spec, args) {
-            return Prepared::Done(reject(session, wrong_arity(&full)));
-        }
+    if let Some(full) = subcommand_misfit(spec, args) {
+        return Prepared::Done(reject(session, wrong_arity(&full)));
     }
     // DEBUG and MODULE LOAD are refused before anything else, as Redis refuses its
     // protected commands: inside MULTI too, which the refusal then discards.
@@ -2013,10 +2011,9 @@ pub(crate) fn subcommand_misfit(spec: &CommandSpec, args: &[Bytes]) -> Option<St
         .subcommands
         .iter()
         .find(|s| sub.eq_ignore_ascii_case(s.as_bytes()))?;
-    let full = format!("{}|{name}", spec.name);
-    docs::subcommand_arity(&full)
+    docs::subcommand_arity(spec.name, name)
         .filter(|&a| !arity_takes(a, args.len()))
-        .map(|_| full)
+        .map(|_| format!("{}|{name}", spec.name))
 }
 
 /// Whether `n` arguments (the name included) fit `arity`: exactly that many, or (negative)

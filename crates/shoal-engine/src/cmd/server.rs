@@ -607,10 +607,9 @@ fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
 /// A subcommand's COMMAND INFO entry (`container|sub`; Shoal keeps no flags, categories or
 /// keys per subcommand).
 fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
-    let full = format!("{}|{}", c.name, sub);
-    let arity = super::docs::subcommand_arity(&full).unwrap_or(-2);
+    let arity = super::docs::subcommand_arity(c.name, sub).unwrap_or(-2);
     Reply::Array(vec![
-        Reply::bulk(full),
+        Reply::bulk(format!("{}|{}", c.name, sub)),
         Reply::Int(i64::from(arity)),
         Reply::Set(vec![]),
         Reply::Int(0),
