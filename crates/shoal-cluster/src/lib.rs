@@ -34,6 +34,7 @@
 pub mod copies;
 mod describe;
 pub mod events;
+pub mod fence;
 pub mod handoff;
 pub mod invalidations;
 pub mod membership;
@@ -838,6 +839,8 @@ impl Cluster {
             // Cut off or not, before the view is visible.
             self.handoff.members_changed(&view);
         }
+        // A node that rejoined after a pause is a joiner: it fetches before it serves.
+        self.handoff.fence.installed(view.myself.generation);
         self.view_id.store(view.id, Ordering::Relaxed);
         self.view.store(view.clone());
         if view.id != old.id {
@@ -1040,6 +1043,14 @@ impl Cluster {
         line(format!(
             "shoal_cut_off:{}",
             u8::from(self.handoff.is_cut_off())
+        ));
+        line(format!(
+            "shoal_pauses:{}",
+            self.handoff.fence.stalls.load(Ordering::Relaxed)
+        ));
+        line(format!(
+            "shoal_paused_unconfirmed:{}",
+            u8::from(self.handoff.fence.fenced())
         ));
         line(format!("shoal_forwarded:{}", get(&s.forwarded)));
         line(format!("shoal_served_for_peers:{}", get(&s.served)));

@@ -209,6 +209,9 @@ pub fn start(
     if let Err(e) = handle.hold_declarations_while(cluster.handoff.cut_off_flag()) {
         tracing::error!(error = %e, "gossip would declare members down while cut off");
     }
+    if let Err(e) = handle.hold_declarations_while(cluster.handoff.fence.held.clone()) {
+        tracing::error!(error = %e, "gossip would declare members down after a pause");
+    }
     let _ = cluster.gossip.set(handle);
     {
         let node = node.clone();
@@ -237,6 +240,10 @@ pub fn start(
     }
     tokio::spawn(super::handoff::run(node.clone(), shutdown.clone(), settled));
     tokio::spawn(super::reach::run(node.clone(), shutdown.clone()));
+    // The simulation's time is its own: no pulse of real time there.
+    if !shoal_net::SIMULATED {
+        crate::fence::spawn_pulse(&cluster.handoff.fence);
+    }
     if !cluster.accepting.load(Ordering::Acquire) {
         tokio::spawn(watch_join(
             node.clone(),

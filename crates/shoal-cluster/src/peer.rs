@@ -367,6 +367,9 @@ impl PeerService {
         }
         let epoch = view.id;
         let now = now_ms();
+        cluster.handoff.fence.check(now);
+        // A large request's sender waits longer for it, and so may it run later.
+        let allowance = shoal_wire::transfer_allowance(body.len()).as_millis() as u64;
         let reply = |body: Bytes| Handled::Ready(Response { epoch, body });
         match decode_request(body, |b| parse_command(node, b)) {
             // A fan-out's part (KEYS, SCAN, DBSIZE, RANDOMKEY over a scope) may walk the
@@ -408,19 +411,23 @@ impl PeerService {
                     &conn.name,
                     sender_lead_ms(deadline_ms, timeout, now),
                 );
-                if deadline_ms != 0 && now > deadline_ms {
+                if deadline_ms != 0 && now > deadline_ms + allowance {
                     // The sender gave up on this node (it was frozen, or far behind) and
                     // asked the next copy: running this now could apply a write twice.
                     let n = cluster.stats.expired.fetch_add(1, Ordering::Relaxed) + 1;
                     if n.is_power_of_two() {
                         tracing::warn!(
                             expired = n,
-                            late_ms = now - deadline_ms,
+                            late_ms = now - deadline_ms - allowance,
                             "forwarded commands arrived after their deadline and were not run \
                              (this node stalled, or clocks differ by more than cluster-timeout-ms)"
                         );
                     }
                     return reply(Bytes::from_static(handoff::EXPIRED));
+                }
+                if cluster.handoff.fence.fenced() {
+                    // This process stood still: it may or may not have been declared down.
+                    return reply(Bytes::from_static(handoff::PAUSED));
                 }
                 if cluster.handoff.is_cut_off() {
                     // This node reaches no majority of its cluster: the sender is one of
@@ -648,7 +655,9 @@ impl PeerService {
                 }
                 let client = self.relay_link(cluster, &view, &target, addr);
                 let body = encode_relayed(&conn.name, &inner);
-                let wait = cluster.timeouts.request * 3 / 4;
+                // A large request's sender waits its transfer allowance longer, and so may we.
+                let wait =
+                    cluster.timeouts.request * 3 / 4 + shoal_wire::transfer_allowance(inner.len());
                 let mut sent: Pin<Box<dyn Future<Output = _> + Send>> =
                     Box::pin(tokio::time::timeout(wait, async move {
                         client.request(sender_view, body).await

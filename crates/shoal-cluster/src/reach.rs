@@ -45,6 +45,8 @@ use crate::{Cluster, Server};
 
 /// How often each other member is probed.
 pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+/// How often while this node's view waits to be confirmed after a pause (`fence`).
+const FENCED_PROBE_EVERY: Duration = Duration::from_millis(100);
 /// How long a refused member that gossip no longer lists is still probed (so that a
 /// member whose firewall is fixed later can come back); then it is forgotten.
 const FORGET_REFUSED_AFTER: Duration = Duration::from_secs(600);
@@ -195,6 +197,11 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
+            // A pause of the process: a round at once, to confirm the view (`fence`), and
+            // rounds at a quicker pace until one does: once it has rejoined, the others
+            // send it commands that it refuses until then.
+            _ = cluster.handoff.fence.seen.notified() => {}
+            _ = tokio::time::sleep(FENCED_PROBE_EVERY), if cluster.handoff.fence.fenced() => {}
         }
         let up = follow_membership(cluster, &mut tracked, start.elapsed());
         tokio::select! {
@@ -374,6 +381,7 @@ async fn probe_all(
     after: Duration,
 ) {
     let view = cluster.view();
+    let round = cluster.handoff.fence.now_ms();
     let probes = tracked.iter_mut().map(|(name, t)| {
         let link = view.link_at(name, t.cluster).cloned();
         let client = match &link {
@@ -398,16 +406,27 @@ async fn probe_all(
             let responses = client.responses();
             let probe = Probe::of(&result, responses > t.responses);
             t.responses = responses;
+            // Whether the member answered from the same view (it places keys as this node
+            // does), if it answered.
+            let answer = result.as_ref().ok().map(|r| r.epoch == id);
             // What CLUSTER NODES (`fail?`) and MOVED's choice of copy go by, as a request's
             // outcome would set it.
             if let Some(p) = link {
                 p.reachable
                     .store(probe == Probe::Answered, Ordering::Relaxed);
             }
-            (name, t, probe)
+            (name, t, probe, answer)
         }
     });
-    for (name, t, probe) in futures_util::future::join_all(probes).await {
+    let (mut agreeing, mut differing) = (0, 0);
+    for (name, t, probe, answer) in futures_util::future::join_all(probes).await {
+        if view.nodes.iter().any(|n| &n.name == name) {
+            match answer {
+                Some(true) => agreeing += 1,
+                Some(false) => differing += 1,
+                None => {}
+            }
+        }
         let before = t.reach;
         t.reach = next(before, probe, start.elapsed(), after);
         match (before, t.reach) {
@@ -425,6 +444,15 @@ async fn probe_all(
             ),
             _ => {}
         }
+    }
+    // After a pause, a majority that answered from this node's view lifts the fence (and
+    // the node may settle now: the hand-off's reports may all have come while it was fenced).
+    let fence = &cluster.handoff.fence;
+    if fence.fenced()
+        && crate::fence::confirms(view.nodes.len(), agreeing, view.is_member(), differing)
+        && fence.confirmed(round)
+    {
+        cluster.handoff.reevaluate(cluster);
     }
 }
 

@@ -293,6 +293,9 @@ pub struct Acks {
     /// While clients track: one per member told of its invalidations
     /// (`invalidations::telling`); never a reason to fail the write.
     pub told: Vec<oneshot::Receiver<()>>,
+    /// Bytes of the states `replicas` wait for: a large one gets the time to travel
+    /// ([`wait_acks`]).
+    pub bytes: usize,
 }
 
 impl Acks {
@@ -301,6 +304,7 @@ impl Acks {
         Acks {
             replicas: Vec::new(),
             told,
+            bytes: 0,
         }
     }
 
@@ -331,6 +335,7 @@ pub fn replicate_keys<'a>(
     delta: Option<(&Bytes, Change)>,
 ) -> Acks {
     let mut acks = Vec::new();
+    let mut bytes = 0;
     if view.placement.width() < 2 && now.placement.width() < 2 {
         return Acks::default();
     }
@@ -352,6 +357,10 @@ pub fn replicate_keys<'a>(
                 Change::State(state)
             }
         };
+        // Counted once, however many replicas it goes to: they take it side by side.
+        if want_ack {
+            bytes += change_len(key, &change);
+        }
         let mut send = |peer: &crate::Peer| {
             let ack = want_ack.then(|| {
                 let (tx, rx) = oneshot::channel();
@@ -393,6 +402,7 @@ pub fn replicate_keys<'a>(
     Acks {
         replicas: acks,
         told: Vec::new(),
+        bytes,
     }
 }
 
@@ -405,7 +415,14 @@ pub fn replicate_keys<'a>(
 /// `wait / 2` from now, whatever becomes of them (a member that did not take them in time
 /// is flushed if its batch is lost: the write stands).
 pub async fn wait_acks(acks: Acks, wait: std::time::Duration) -> bool {
-    let Acks { replicas, told } = acks;
+    let Acks {
+        replicas,
+        told,
+        bytes,
+    } = acks;
+    // A large state gets half its transfer allowance more: the forwarding node, whose
+    // timer has the whole allowance for the request that carried it, still waits.
+    let wait = wait + shoal_wire::transfer_allowance(bytes) / 2;
     let replicas = async {
         if replicas.is_empty() {
             return true;

@@ -62,8 +62,8 @@ impl GossipHandle {
     /// still go down. The cluster sets it while this node is cut off from the majority: on
     /// that side of a partition it would declare the majority down, and when the partition
     /// heals that news would make every member of the majority rejoin under a new
-    /// generation (and be refilled), instead of only this node. Fails fast as
-    /// [`GossipHandle::set_state`] does.
+    /// generation (and be refilled), instead of only this node. Called again, it holds
+    /// while any of the flags is set. Fails fast as [`GossipHandle::set_state`] does.
     pub fn hold_declarations_while(&self, flag: Arc<AtomicBool>) -> Result<(), GossipError> {
         self.try_send(GossipCmd::HoldDeclarations(flag))
     }
@@ -144,7 +144,7 @@ impl Gossip {
             stats: stats.clone(),
             max_datagram: auth.max_datagram(),
             leave_drain: config.leave_drain,
-            hold: None,
+            hold: Vec::new(),
             refused: HashSet::new(),
         };
         tokio::spawn(async move {
@@ -215,8 +215,8 @@ struct Owner {
     stats: Arc<GossipStats>,
     max_datagram: usize,
     leave_drain: Duration,
-    /// While set, no member is declared down here (`hold_declarations_while`).
-    hold: Option<Arc<AtomicBool>>,
+    /// While one is set, no member is declared down here (`hold_declarations_while`).
+    hold: Vec<Arc<AtomicBool>>,
     /// Gossip addresses whose datagrams are dropped both ways (`refuse`).
     refused: HashSet<SocketAddr>,
 }
@@ -244,7 +244,7 @@ impl Owner {
                 // Cancel safe: a timer, recreated each turn from the heap's head.
                 _ = tokio::time::sleep_until(deadline) => {
                     let now = self.now();
-                    let hold = self.hold.as_ref().is_some_and(|h| h.load(Ordering::Acquire));
+                    let hold = self.hold.iter().any(|h| h.load(Ordering::Acquire));
                     self.core.hold_declarations(hold, now);
                     self.core.handle_timers(now);
                 }
@@ -264,7 +264,7 @@ impl Owner {
                 cmd = cmds.recv() => match cmd {
                     Some(GossipCmd::SetState(state)) => self.core.set_state(state),
                     Some(GossipCmd::Seeds(seeds)) => self.core.set_seeds(seeds),
-                    Some(GossipCmd::HoldDeclarations(flag)) => self.hold = Some(flag),
+                    Some(GossipCmd::HoldDeclarations(flag)) => self.hold.push(flag),
                     Some(GossipCmd::Refuse(addrs)) => self.refused = addrs,
                     Some(GossipCmd::Leave(done)) => {
                         self.leave(&shutdown).await;

@@ -322,6 +322,25 @@ struct State {
     /// Requests waiting for a place, oldest first (so in id order); one whose caller has
     /// gone (reply closed) is skipped when reached.
     backlog: std::collections::VecDeque<Cmd>,
+    /// The answer (request id, payload length) whose frame is arriving, if it is at least
+    /// [`ARRIVING_MIN`] long: its request's timer gets the [`transfer_allowance`] of it.
+    arriving: Option<(u64, usize)>,
+}
+
+/// Frames at least this long are noted while they arrive ([`State::arriving`]).
+const ARRIVING_MIN: usize = 1 << 20;
+
+/// Bytes per second a request's timer allows for moving and handling its payload, beyond
+/// `request_timeout` ([`transfer_allowance`]).
+pub const ALLOWANCE_RATE: u64 = 32 << 20;
+
+/// The time a request or answer of `len` bytes gets beyond `request_timeout` (and the
+/// receiver beyond the request's deadline): `len` at [`ALLOWANCE_RATE`], 16 s for 512 MiB,
+/// nothing worth counting for a small one. A 512 MB SET through a node that does not own
+/// the key took most of the one-second timeout on loopback, and failed under load; a link
+/// much slower than loopback could not carry it in time at all.
+pub fn transfer_allowance(len: usize) -> Duration {
+    Duration::from_micros((len as u64).saturating_mul(1_000_000) / ALLOWANCE_RATE)
 }
 
 impl Shared {
@@ -545,6 +564,7 @@ impl PeerClient {
                 pending: PendingTable::default(),
                 next_id: 1,
                 backlog: std::collections::VecDeque::new(),
+                arriving: None,
             }),
             seen: Arc::clone(&self.seen),
         });
@@ -567,6 +587,7 @@ impl Link {
     }
 
     async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
+        let timeout = self.request_timeout + transfer_allowance(body.len());
         if body.len() > self.max_body {
             return Err(WireError::Frame(FrameError::TooLarge {
                 kind: FrameKind::Request,
@@ -579,7 +600,7 @@ impl Link {
         let placed =
             self.shared.queued.load(Ordering::SeqCst) == 0 && self.shared.permits.try_acquire();
         if !placed {
-            return self.request_queued(epoch, body).await;
+            return self.request_queued(epoch, body, timeout).await;
         }
         let (reply, rx) = oneshot::channel();
         let (id, direct) = {
@@ -639,13 +660,18 @@ impl Link {
                 }
             }
         }
-        waiting.wait(self.request_timeout).await
+        waiting.wait(timeout).await
     }
 
     /// `request` when no place is free or requests wait for one: queues the request behind
     /// them (or fails with `Overloaded` if `max_queued` wait), sends what the free places
     /// allow, and waits.
-    async fn request_queued(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
+    async fn request_queued(
+        &self,
+        epoch: u64,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<Response, WireError> {
         let (reply, rx) = oneshot::channel();
         let (id, failed) = {
             let mut state = self.shared.state();
@@ -682,7 +708,7 @@ impl Link {
             never_sent: false,
         };
         fail(failed);
-        waiting.wait(self.request_timeout).await
+        waiting.wait(timeout).await
     }
 }
 
@@ -703,9 +729,16 @@ struct Waiting<'a> {
 
 impl Waiting<'_> {
     /// Waits for the answer until `timeout` after the first poll (every request keeps its
-    /// own timer, see "Timeouts" in the module docs).
+    /// own timer, see "Timeouts" in the module docs), and, if its large answer is arriving
+    /// then, for that answer's [`transfer_allowance`] more.
     async fn wait(mut self, timeout: Duration) -> Result<Response, WireError> {
-        let result = tokio::time::timeout(timeout, &mut self.rx).await;
+        let mut result = tokio::time::timeout(timeout, &mut self.rx).await;
+        if result.is_err() {
+            let arriving = self.shared.state().arriving;
+            if let Some((_, len)) = arriving.filter(|&(id, _)| id == self.id) {
+                result = tokio::time::timeout(transfer_allowance(len), &mut self.rx).await;
+            }
+        }
         // Whoever answered (or dropped the reply) took the pending entry out already.
         self.answered = result.is_ok();
         match result {
@@ -1033,6 +1066,8 @@ async fn run_reader(
     lost: mpsc::Sender<Lost>,
 ) {
     let _open = Open::new(&shared);
+    // The arriving answer last noted in the shared state.
+    let mut noted = None;
     let error = loop {
         match decode(&mut buf, &limits) {
             Ok(Some(Frame::Response { id, epoch, body })) => {
@@ -1051,7 +1086,7 @@ async fn run_reader(
                     "unexpected frame from peer; dropping the connection");
                 break WireError::PeerUnavailable(Unavailable::ConnectionLost);
             }
-            Ok(None) => {}
+            Ok(None) => note_arriving(&shared, &buf, &mut noted),
             Err(e) => break WireError::Frame(e),
         }
         crate::frame::prepare_read(&mut buf);
@@ -1062,6 +1097,20 @@ async fn run_reader(
     };
     shared.seen.lost.fetch_add(1, Ordering::Relaxed);
     let _ = lost.send(Lost { generation, error }).await;
+}
+
+/// Notes in the shared state which answer is arriving when the head of a frame of at least
+/// [`ARRIVING_MIN`] bytes is in `buf` (its body not yet whole), once per frame.
+fn note_arriving(shared: &Shared, buf: &[u8], noted: &mut Option<(u64, usize)>) {
+    let now = buf.get(..crate::frame::HEADER_LEN).and_then(|head| {
+        let id = u64::from_be_bytes(head[4..12].try_into().expect("8-byte slice"));
+        let len = u32::from_be_bytes(head[12..16].try_into().expect("4-byte slice")) as usize;
+        (len >= ARRIVING_MIN).then_some((id, len))
+    });
+    if now != *noted {
+        *noted = now;
+        shared.state().arriving = now;
+    }
 }
 
 /// Hands `result` to request `id`'s caller, if it still waits. The reply is sent after the

@@ -77,7 +77,9 @@ mod tests;
 
 use bytes::Bytes;
 
-pub use client::{set_links, use_link, PeerClient, PeerConfig, Unavailable, WireError};
+pub use client::{
+    set_links, transfer_allowance, use_link, PeerClient, PeerConfig, Unavailable, WireError,
+};
 pub use frame::{
     decode, peek_request_bodies, ErrorCode, Frame, FrameError, FrameKind, FrameLimits,
     RefuseReason, HEADER_LEN, MAGIC, PROTOCOL_VERSION,

@@ -322,8 +322,15 @@ fn fill(p: &Proc, n: u64) {
     let () = pipe.query(&mut con).expect("fill counters");
 }
 
+/// Milliseconds since the first call (the loads' clock, to order their answers).
+fn since_first_load() -> u64 {
+    static FIRST: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    FIRST.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
 /// Every counter holds its start value plus the acknowledged INCRs of `loads` (plus at most
-/// one per INCR whose outcome the client could not know).
+/// one per INCR whose outcome the client could not know); no two acknowledged INCRs of a
+/// counter answered the same value, and none answered more than the final value.
 fn check_counters(p: &Proc, loads: &[&LoadResult]) {
     let mut con = p.con();
     let mut pipe = redis::pipe();
@@ -339,6 +346,23 @@ fn check_counters(p: &Proc, loads: &[&LoadResult]) {
             .map(|r| r.unsure.iter().filter(|&&u| u == c).count() as i64)
             .sum::<i64>();
         let v = v.unwrap_or_else(|| panic!("counter ctr:{c} lost"));
+        let mut answers: Vec<(i64, u64, &str)> = loads
+            .iter()
+            .flat_map(|r| {
+                r.answers
+                    .get(&c)
+                    .into_iter()
+                    .flatten()
+                    .map(|&(n, at)| (n, at, r.tag.as_str()))
+            })
+            .collect();
+        answers.sort_unstable();
+        let alike = answers.windows(2).any(|w| w[0].0 == w[1].0);
+        let above = answers.last().is_some_and(|a| a.0 > v);
+        assert!(
+            !alike && !above,
+            "ctr:{c} = {v}: acknowledged INCRs answered (value, ms, load) {answers:?}"
+        );
         assert!(
             v >= COUNTER_START + acked && v <= COUNTER_START + acked + unsure,
             "ctr:{c} = {v}, expected {} (+ at most {unsure})",
@@ -448,6 +472,10 @@ struct LoadResult {
     /// Acknowledged INCRs per counter, and counters whose INCR had an unknown outcome.
     incrs: HashMap<u64, i64>,
     unsure: Vec<u64>,
+    /// Each acknowledged INCR's answer per counter, with when it came (ms since the test
+    /// binary's first load): two answers alike, or a final value below the highest, mean a
+    /// write was lost or ran on an old value.
+    answers: HashMap<u64, Vec<(i64, u64)>>,
     /// `ord:{tag}:{c}` keys: the last round whose pipelined `SET a; SET b` was acknowledged,
     /// and the rounds whose pair got an error (either write may have run).
     ordered: HashMap<u64, u64>,
@@ -550,7 +578,13 @@ impl Load {
                             r.errors.push(format!("MSET then SET: {:?}", (a, b)));
                         }
                         match got.pop().map(|v| redis::from_redis_value::<i64>(&v)) {
-                            Some(Ok(_)) => *r.incrs.entry(counter).or_default() += 1,
+                            Some(Ok(n)) => {
+                                *r.incrs.entry(counter).or_default() += 1;
+                                r.answers
+                                    .entry(counter)
+                                    .or_default()
+                                    .push((n, since_first_load()));
+                            }
                             other => {
                                 r.unsure.push(counter);
                                 r.errors.push(format!("INCR: {other:?}"));
@@ -667,13 +701,15 @@ const KILL_DOUBT: &[&str] = &["may have run", "the key's other copies did not an
 /// In-doubt errors while a node is frozen, before it is declared down: writes to its keys
 /// answer TRYAGAIN (or, sent before it froze, "may have run"), those of keys it is a
 /// replica of NOREPLICAS, a read whose fetch it did not answer TRYAGAIN, and the thawed
-/// node, until it hears the others are up, CLUSTERDOWN.
+/// node, until it hears the others are up, CLUSTERDOWN; forwarded to it, until a majority
+/// confirmed its view, a write answers that it was paused (TRYAGAIN).
 const FREEZE_DOUBT: &[&str] = &[
     "may have run",
     "the key's copy",
     "the key's other copies did not answer",
     "NOREPLICAS",
     "The cluster is down",
+    "this node was paused",
 ];
 
 fn check_load_with(what: &str, r: &LoadResult, doubt: Option<&[&str]>) {
@@ -1745,6 +1781,105 @@ fn a_read_whose_fetch_gets_no_answer_is_not_nil() {
         assert_eq!(v.as_deref(), Some("v"), "{k}, acknowledged, is lost");
     }
     assert_eq!(verify(&n2, KEYS), (0, 0), "read after the thaw");
+}
+
+/// A node paused (SIGSTOP) until the others declared it down wakes with its old view: it
+/// counts itself the owner of its keys and reaches everyone. What it finds on waking (here
+/// a pipeline of GETs sent while it was stopped) must not be served from its copies, which
+/// writes through the others have overtaken meanwhile: its pulse thread saw the pause, so
+/// it answers CLUSTERDOWN until a majority confirms its view (after it rejoined, its keys
+/// are fetched from their copies first). Every reply is the new value or an error, never
+/// the old one, and the node serves the new values once it has rejoined.
+#[test]
+fn a_node_paused_past_failure_detection_serves_no_stale_value() {
+    use std::io::{Read, Write};
+    let _serial = serial();
+    let n0 = Proc::start("p0", &[]);
+    let n1 = Proc::start("p1", &[n0.gossip]);
+    let n2 = Proc::start("p2", &[n0.gossip]);
+    wait_settled(&[&n0, &n1, &n2]);
+    const KEYS: u64 = 300;
+    let k = |i: u64| format!("paused:{i}");
+    let mut pipe = redis::pipe();
+    for i in 0..KEYS {
+        pipe.cmd("SET").arg(k(i)).arg("old").ignore();
+    }
+    let () = pipe.query(&mut n0.con()).expect("write the old values");
+    let mut s = std::net::TcpStream::connect(n2.resp).expect("connect p2");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let gets: Vec<u8> = (0..KEYS)
+        .flat_map(|i| {
+            let key = k(i);
+            format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len()).into_bytes()
+        })
+        .collect();
+    // Reads the replies to one pipeline of GETs: (new values, errors); an old value fails.
+    let read_replies = |s: &mut std::net::TcpStream, round: &str| {
+        let (mut fresh, mut errors, mut replies) = (0u64, 0u64, 0u64);
+        let mut buf: Vec<u8> = Vec::new();
+        let mut pos = 0;
+        while replies < KEYS {
+            let line_end = buf[pos..].windows(2).position(|w| w == b"\r\n");
+            let whole = line_end.and_then(|end| {
+                let line = &buf[pos..pos + end];
+                if let Some(len) = line.strip_prefix(b"$").filter(|l| l != b"-1") {
+                    let len: usize = std::str::from_utf8(len).unwrap().parse().unwrap();
+                    (buf.len() >= pos + end + 2 + len + 2).then_some((end, end + 4 + len))
+                } else {
+                    Some((end, end + 2))
+                }
+            });
+            let Some((end, total)) = whole else {
+                let mut chunk = [0u8; 65536];
+                let n = s.read(&mut chunk).expect("read replies");
+                assert!(n > 0, "p2 closed the connection");
+                buf.extend_from_slice(&chunk[..n]);
+                continue;
+            };
+            let line = &buf[pos..pos + end];
+            match line {
+                b"$3" => {
+                    let v = String::from_utf8_lossy(&buf[pos + end + 2..pos + end + 5]);
+                    assert_ne!(
+                        v, "old",
+                        "{round}: p2 served a value overwritten while it was paused"
+                    );
+                    assert_eq!(v, "new", "{round}");
+                    fresh += 1;
+                }
+                b"$-1" => panic!("{round}: nil for a key that exists"),
+                l if l.starts_with(b"-") => errors += 1,
+                l => panic!("{round}: unexpected reply {:?}", String::from_utf8_lossy(l)),
+            }
+            pos += total;
+            replies += 1;
+        }
+        (fresh, errors)
+    };
+    n2.signal("STOP");
+    wait_until("p2 declared down", SETTLE, &[&n0, &n1], || {
+        [&n0, &n1]
+            .iter()
+            .all(|p| p.info().get("shoal_members").map(String::as_str) == Some("2"))
+    });
+    let mut pipe = redis::pipe();
+    for i in 0..KEYS {
+        pipe.cmd("SET").arg(k(i)).arg("new").ignore();
+    }
+    let () = pipe.query(&mut n0.con()).expect("write the new values");
+    // Waiting in p2's socket when it wakes.
+    s.write_all(&gets).expect("send the GETs");
+    n2.signal("CONT");
+    let (fresh, errors) = read_replies(&mut s, "on waking");
+    println!("on waking: {fresh} new values, {errors} errors");
+    wait_until("p2 serves every key", SETTLE, &[&n0, &n1, &n2], || {
+        s.write_all(&gets).expect("send the GETs");
+        let (fresh, _) = read_replies(&mut s, "after waking");
+        fresh == KEYS
+    });
+    assert!(n2.stat("shoal_pauses") >= 1, "p2 saw no pause");
+    wait_settled(&[&n0, &n1, &n2]);
+    assert_eq!(n2.stat("shoal_paused_unconfirmed"), 0);
 }
 
 /// Losing half of a cluster at once leaves the survivors cut off (CLUSTERDOWN on keys) until

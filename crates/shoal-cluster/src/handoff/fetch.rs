@@ -374,12 +374,26 @@ pub const UNANSWERED: &[u8] =
 /// without it, so the sender tries the next copy (Redis Cluster's text).
 pub const CUT_OFF: &[u8] = b"-CLUSTERDOWN The cluster is down\r\n";
 
+/// The reply of a node whose process stood still and whose view no majority has confirmed
+/// since (`crate::fence`) to a forwarded command. It ran nothing, but may not have been
+/// declared down (a pause shorter than failure detection): as with [`EXPIRED`], a read goes
+/// to the next copy and a write back to the client, never to a second writer.
+pub const PAUSED: &[u8] =
+    b"-TRYAGAIN this node was paused and waits for its cluster to confirm its view\r\n";
+
 /// True for the replies that tell the sender to try the next copy.
 pub fn try_next_copy(body: &[u8]) -> bool {
     body.starts_with(NOT_HERE)
         || body.starts_with(EXPIRED)
         || body.starts_with(LEAVING)
         || body.starts_with(CUT_OFF)
+        || body.starts_with(PAUSED)
+}
+
+/// True for the replies of a copy that ran nothing and may still be its key's writer: a
+/// write is not sent on to the next copy ([`EXPIRED`], [`PAUSED`]).
+pub fn owner_may_write(body: &[u8]) -> bool {
+    body.starts_with(EXPIRED) || body.starts_with(PAUSED)
 }
 
 /// True if a copy that failed a FETCH with `e` is taken as gone, with nothing more to learn

@@ -42,8 +42,8 @@ mod settle;
 mod stream;
 
 pub use fetch::{
-    before, fetch, missing, try_next_copy, Before, Fetched, KeyTurn, CUT_OFF, EXPIRED, LEAVING,
-    NOT_HERE, OTHER_VIEW, UNANSWERED,
+    before, fetch, missing, owner_may_write, try_next_copy, Before, Fetched, KeyTurn, CUT_OFF,
+    EXPIRED, LEAVING, NOT_HERE, OTHER_VIEW, PAUSED, UNANSWERED,
 };
 pub use settle::{Handoff, HandoffStats};
 

@@ -96,6 +96,9 @@ pub struct Handoff {
     /// Shared with gossip, which declares nobody down while it is set
     /// (`GossipHandle::hold_declarations_while`).
     cut_off: Arc<AtomicBool>,
+    /// A pause of the whole process not yet confirmed away: it counts as cut off
+    /// (`crate::fence`).
+    pub fence: Arc<crate::fence::Fence>,
     /// Wakes the hand-off task (the node settled, or started accepting).
     pub(super) wake: Notify,
     pub(super) rate: u64,
@@ -127,6 +130,7 @@ impl Handoff {
             settled_for: AtomicU64::new(0),
             settled_view: watch::channel(0).0,
             cut_off: Arc::new(AtomicBool::new(false)),
+            fence: Arc::default(),
             wake: Notify::new(),
             rate: config.handoff_rate.0.max(1),
             stats: HandoffStats::default(),
@@ -145,9 +149,10 @@ impl Handoff {
     }
 
     /// True when this node reaches no majority of the members it last settled with
-    /// ([`cut_off`]).
+    /// ([`cut_off`]), or its process stood still and no majority has confirmed its view
+    /// since (`crate::fence`).
     pub fn is_cut_off(&self) -> bool {
-        self.cut_off.load(Ordering::Acquire)
+        self.cut_off.load(Ordering::Acquire) || self.fence.fenced()
     }
 
     /// The flag behind [`Handoff::is_cut_off`], for gossip to follow.

@@ -73,7 +73,11 @@ pub fn dispatch(
     now_ms: u64,
 ) -> Outcome {
     // Read before routing: a view change meanwhile then only makes a later command wait.
-    let epoch = node.cluster.as_ref().map(|c| c.epoch());
+    let epoch = node.cluster.as_ref().map(|c| {
+        // A process that stood still serves nothing until its view is confirmed.
+        c.handoff.fence.check(now_ms);
+        c.epoch()
+    });
     // A tracking client's read of keys another node may own: remembered when it arrives.
     let tracked = node
         .cluster

@@ -848,10 +848,11 @@ async fn try_copies(
                 {
                     crate::invalidations::route_changed(node);
                 }
-                // A write the owner let expire did not run, but the owner is alive: it goes
-                // back to the client as TRYAGAIN, not to a second writer.
+                // A write the owner let expire, or refused as it waits to be confirmed after a
+                // pause, did not run, but the owner is alive: it goes back to the client as
+                // TRYAGAIN, not to a second writer.
                 let next_copy = handoff::try_next_copy(&response.body)
-                    && (access == Access::Read || !response.body.starts_with(handoff::EXPIRED));
+                    && (access == Access::Read || !handoff::owner_may_write(&response.body));
                 if next_copy {
                     peer.forwards.next_copy.fetch_add(1, Ordering::Relaxed);
                 } else if !counted || handoff::try_next_copy(&response.body) {
