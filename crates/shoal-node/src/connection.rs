@@ -85,6 +85,30 @@ impl OutQueue {
         self.len() == 0
     }
 
+    /// True when the output is over the hard limit `hard` (0: none) beyond its largest
+    /// value: one value (shared with the store, not copied) always goes out, as a value
+    /// that could be written can be read back. Redis leaves normal clients unlimited;
+    /// a 300 MB value stored under the default 256 MB limit closed its reader before.
+    pub fn over(&self, hard: u64) -> bool {
+        hard > 0 && self.beyond_largest(hard) > hard
+    }
+
+    /// True while more requests may be served before this output is written: it is below
+    /// the hard limit `hard` (0: none) beyond its largest value.
+    pub fn room(&self, hard: u64) -> bool {
+        hard == 0 || self.beyond_largest(hard) < hard
+    }
+
+    /// The output's length, less its largest value's once it reaches `hard` (only then are
+    /// the values looked at).
+    pub fn beyond_largest(&self, hard: u64) -> u64 {
+        let len = self.len() as u64;
+        if len < hard {
+            return len;
+        }
+        len - self.chunks.iter().map(Bytes::len).max().unwrap_or(0) as u64
+    }
+
     /// Queues `data` as it is, after everything appended so far.
     pub fn push(&mut self, data: Bytes) {
         self.seal();
@@ -259,6 +283,12 @@ impl Replies {
         self.out.len() + self.tail.len()
     }
 
+    /// Bytes held that count against the hard output limit `hard`: all but the largest
+    /// value once the output reaches it ([`OutQueue::over`]). What the next reply may take.
+    pub fn held(&self, hard: u64) -> usize {
+        self.out.beyond_largest(hard) as usize + self.tail.len()
+    }
+
     /// Bytes of replies made since the output was last written (what `FLUSH_AT` bounds):
     /// output a client has not read yet does not stop the next batch.
     pub fn fresh(&self) -> usize {
@@ -285,7 +315,7 @@ impl Replies {
             } else {
                 self.out.push(bytes);
             }
-            if hard > 0 && self.out.len() as u64 > hard {
+            if self.out.over(hard) {
                 self.pending = FuturesOrdered::new();
                 return false;
             }
@@ -588,7 +618,7 @@ async fn write_out(
         let deadline = policy.deadline(since, stalled.over_soft_since);
         let until = deadline.as_ref().map(|d| d.0);
         let hard = policy.limit.hard;
-        let room = hard == 0 || (out.len() as u64) < hard;
+        let room = out.room(hard);
         if serve && room {
             return Ok(Written::MoreInput);
         }
@@ -698,6 +728,11 @@ async fn serve<F: Frontend>(
             // this thread ran since the last batch).
             shoal_store::take_contention();
             let (processed, mut step) = frontend.process(node, input, &mut replies, now);
+            // A large request that ran gives its buffer back before its reply goes: the
+            // memory is free for the next command of any client (its eviction reads it).
+            if input.is_empty() && input.capacity() > KEEP_CAPACITY {
+                *input = BytesMut::with_capacity(MIN_READ);
+            }
             affinity.observe(processed, shoal_store::take_contention());
             batch += processed;
             if processed > 0 {
@@ -836,7 +871,7 @@ async fn serve<F: Frontend>(
             replies.publish(&info);
             let progressed = processed > 0 || replies.fresh() > 0;
             let out = &mut replies.out;
-            if limit.hard > 0 && out.len() as u64 > limit.hard {
+            if out.over(limit.hard) {
                 tracing::warn!(
                     client = info.id,
                     bytes = out.len(),

@@ -287,6 +287,13 @@ pub async fn start_with(
     let _ = node.engine.acl.set(users);
     // The first allocator reading is the empty server's resident size.
     node.engine.refresh_memory();
+    // Eviction reads the memory again first (`Store::set_remeasure`).
+    let weak = Arc::downgrade(&node);
+    node.engine.store.set_remeasure(Box::new(move || {
+        if let Some(node) = weak.upgrade() {
+            node.engine.refresh_memory();
+        }
+    }));
     if node.cluster.is_some() {
         node.engine.store.set_tombstone_ttl(tombstone_ttl.max(1));
         shoal_cluster::events::start(&node);

@@ -269,7 +269,7 @@ impl McFrontend {
         now: u64,
     ) -> Option<Flow> {
         let answer = match node.cluster {
-            Some(_) => self.route(node, cmd, replies.len(), now),
+            Some(_) => self.route(node, cmd, replies.held(self.hard), now),
             None => Answer::Here(cmd),
         };
         let flow = match (answer, form) {

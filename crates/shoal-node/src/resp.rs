@@ -292,7 +292,7 @@ impl Frontend for RespFrontend {
             let mode_before = session.reply_mode;
             session.budget = match hard {
                 0 => ReplyBudget::new(0),
-                h => ReplyBudget::new(h.saturating_sub(replies.len() as u64).max(1)),
+                h => ReplyBudget::new(h.saturating_sub(replies.held(h) as u64).max(1)),
             };
             // A client's script on a single node may move when it runs long (`crate::moved`).
             if !self.clustered {

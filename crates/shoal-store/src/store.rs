@@ -279,7 +279,17 @@ struct Shared {
     held_until: AtomicU64,
     /// Keys expired, evicted, created or missed, while noted (`Store::note_key_events`).
     noted: crate::noted::NoteLog,
+    /// Reads the process's memory again and sets `maxmemory` from it (the engine's, see
+    /// [`Store::set_remeasure`]); when it last ran (Unix ms).
+    remeasure: std::sync::OnceLock<Remeasure>,
+    remeasured_at: AtomicU64,
 }
+
+/// Re-reads the process's memory and sets the store's limit ([`Store::set_remeasure`]).
+pub type Remeasure = Box<dyn Fn() + Send + Sync>;
+
+/// Least time between two remeasures before evicting (ms).
+const REMEASURE_EVERY_MS: u64 = 10;
 
 /// The shard locks this thread took over from another thread since [`take_contention`]
 /// last ran: a key that connections on several threads work on at once makes its shard's
@@ -1148,6 +1158,8 @@ impl Store {
                 numbered: AtomicBool::new(false),
                 held_until: AtomicU64::new(0),
                 noted: Default::default(),
+                remeasure: std::sync::OnceLock::new(),
+                remeasured_at: AtomicU64::new(0),
             },
         }
     }
@@ -1164,6 +1176,35 @@ impl Store {
     /// reads the allocator) exceeds `maxmemory` by itself: then, as in Redis whose
     /// `used_memory` counts them, no eviction can bring memory under the limit, and
     /// [`Store::ensure_memory`] evicts what it can and answers out of memory.
+    /// Installs what reads the process's memory again before the store evicts (once).
+    /// The limit comes from a reading at `hz` of everything the allocator handed out, and
+    /// what is not keys (a connection's 300 MB request, freed once it ran) may be gone by
+    /// the next write: evicting by the old reading threw away the very value that request
+    /// wrote, with memory to spare. At most one reading per [`REMEASURE_EVERY_MS`].
+    pub fn set_remeasure(&self, remeasure: Remeasure) {
+        let _ = self.shared.remeasure.set(remeasure);
+    }
+
+    /// Runs the remeasure if one is installed and none ran in the last
+    /// [`REMEASURE_EVERY_MS`]; true if it ran.
+    fn remeasured(&self, now_ms: u64) -> bool {
+        let Some(remeasure) = self.shared.remeasure.get() else {
+            return false;
+        };
+        let last = self.shared.remeasured_at.load(Relaxed);
+        if now_ms < last.saturating_add(REMEASURE_EVERY_MS)
+            || self
+                .shared
+                .remeasured_at
+                .compare_exchange(last, now_ms, Relaxed, Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        remeasure();
+        true
+    }
+
     pub fn set_overfull(&self, overfull: bool) {
         self.shared.overfull.store(overfull, Relaxed);
     }
@@ -1777,6 +1818,10 @@ impl Store {
         // While held, as Redis while clients are paused: nothing is evicted and the command
         // goes on (Redis's `isSafeToPerformEvictions`).
         if !self.over_budget(now_ms) {
+            return Ok(());
+        }
+        // Over by the last reading: read again before throwing keys away.
+        if self.remeasured(now_ms) && !self.over_budget(now_ms) {
             return Ok(());
         }
         let max = self.maxmemory();

@@ -176,6 +176,12 @@ fn huge_replies_stop_at_the_output_limit() {
         ]),
         Resp::ok()
     );
+    // One value past the limit still goes out whole (it is the store's, not copied): a
+    // value that could be written can be read back.
+    match c.call(&["GET", "amp"]) {
+        Resp::Bulk(v) => assert_eq!(v.len() as u64, 100 * MB),
+        other => panic!("GET amp over an 8 MB limit: {other:?}"),
+    }
     let before = peak_rss(pid);
 
     // A 100 MB value named ten times, a 10 KB one 100,000 times: 1 GB replies each.
@@ -200,6 +206,57 @@ fn huge_replies_stop_at_the_output_limit() {
         c.config_get("client-output-buffer-limit"),
         "normal 8388608 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
     );
+}
+
+/// The store's limit comes from a reading of everything the allocator handed out, taken at
+/// `hz` (and by CONFIG SET maxmemory): one taken while a large request sat in its
+/// connection's buffer left the store little room, and the value that request wrote was
+/// evicted by the next command, with that buffer long freed (a 300 MB SET under the default
+/// 1 GB limit read back nil). Eviction now reads the memory again first.
+#[test]
+fn a_large_write_is_not_evicted_for_its_own_request_buffer() {
+    // The cron reads the memory once a second (`hz` 1): the reading of CONFIG SET below
+    // stands until a command remeasures.
+    let daemon = Daemon::start(&["--port", "0", "--maxmemory", "0", "--set", "hz=1"], &[]);
+    let mut c = daemon.connect();
+    let used = |c: &mut Client| -> u64 {
+        let Resp::Bulk(info) = c.call(&["INFO", "memory"]) else {
+            panic!("INFO memory");
+        };
+        let info = String::from_utf8(info).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .expect("used_memory")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let empty = used(&mut c);
+    const N: usize = 48 << 20;
+    // The whole request but its last bytes: it waits in the connection's buffer.
+    let mut big = daemon.connect();
+    let mut request = Vec::new();
+    encode(&[b"SET", b"big", &vec![b'v'; N]], &mut request);
+    let (head, tail) = request.split_at(request.len() - 3);
+    big.send_raw(head);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while used(&mut c) < empty + N as u64 {
+        assert!(Instant::now() < deadline, "the request never arrived");
+    }
+    // A limit read now leaves the store half the value's room beside that buffer.
+    let limit = used(&mut c) + N as u64 / 2;
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory", &limit.to_string()]),
+        Resp::ok()
+    );
+    big.send_raw(tail);
+    assert_eq!(big.read(), Resp::ok());
+    // Its connection gave the buffer back before the reply went.
+    assert!(used(&mut c) < limit, "the request's buffer is still held");
+    // The next write evicts if the store is over its limit: by a fresh reading, it is not.
+    assert_eq!(c.call(&["SET", "small", "v"]), Resp::ok());
+    assert_eq!(c.call(&["STRLEN", "big"]), Resp::Int(N as i64));
+    assert_eq!(c.call(&["DBSIZE"]), Resp::Int(2));
 }
 
 /// A client that sends requests and never reads their replies is read on, as Redis reads on
