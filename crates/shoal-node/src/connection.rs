@@ -902,6 +902,9 @@ async fn serve<F: Frontend>(
                         Ok(Written::MoreInput) => replies.unsent = replies.out.len(),
                         Err(c) => return c,
                     }
+                    // The write may have waited (a slow reader, a process stopped meanwhile:
+                    // the fence reads the pause from this time).
+                    now = now_ms();
                 }
                 Step::NeedInput => break ended,
                 Step::Close(c) => break Some(c),
