@@ -10,6 +10,8 @@
 //!   lost, no stale value served, and writes to its keys answer TRYAGAIN (or "may have run")
 //!   until it is declared down, rather than get a second writer.
 //! - `rolling_restart_loses_nothing`: (d) each of 3 nodes restarted in turn.
+//! - `a_node_paused_past_failure_detection_serves_no_stale_value`: a node stopped until
+//!   declared down serves none of its old values on waking (the pause fence).
 //! - `wrong_secret_or_cluster_name_never_joins`: (e).
 //!
 //! Every port is picked by the kernel (port 0) and read back from the daemon's log. The
