@@ -1172,10 +1172,6 @@ impl Store {
         self.shared.maxmemory.load(Relaxed)
     }
 
-    /// Whether the process's memory besides the keys (buffers, scripts, tables; the caller
-    /// reads the allocator) exceeds `maxmemory` by itself: then, as in Redis whose
-    /// `used_memory` counts them, no eviction can bring memory under the limit, and
-    /// [`Store::ensure_memory`] evicts what it can and answers out of memory.
     /// Installs what reads the process's memory again before the store evicts (once).
     /// The limit comes from a reading at `hz` of everything the allocator handed out, and
     /// what is not keys (a connection's 300 MB request, freed once it ran) may be gone by
@@ -1205,6 +1201,10 @@ impl Store {
         true
     }
 
+    /// Whether the process's memory besides the keys (buffers, scripts, tables; the caller
+    /// reads the allocator) exceeds `maxmemory` by itself: then, as in Redis whose
+    /// `used_memory` counts them, no eviction can bring memory under the limit, and
+    /// [`Store::ensure_memory`] evicts what it can and answers out of memory.
     pub fn set_overfull(&self, overfull: bool) {
         self.shared.overfull.store(overfull, Relaxed);
     }
