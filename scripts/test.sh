@@ -13,14 +13,14 @@ cd "$(dirname "$0")/.."
 if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
   || ! command -v memccapable >/dev/null 2>&1 || ! command -v memcached >/dev/null 2>&1 \
   || ! command -v chromium >/dev/null 2>&1 \
-  || ! command -v openssl >/dev/null 2>&1 \
+  || ! command -v openssl >/dev/null 2>&1 || ! command -v ss >/dev/null 2>&1 \
   || ! compgen -G '/usr/lib/*/sasl2/libplain.so*' >/dev/null; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   # chromium: the status page's test renders it headless; openssl: the TLS tests make
-  # their certificates with it.
+  # their certificates with it; iproute2's ss shows a listener's queue size.
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-tools redis-server libmemcached-tools \
-    memcached libsasl2-modules chromium openssl >/dev/null
+    memcached libsasl2-modules chromium openssl iproute2 >/dev/null
 fi
 
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1 \

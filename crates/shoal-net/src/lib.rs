@@ -29,6 +29,41 @@ pub use tokio::net::{unix, UnixListener, UnixStream};
 #[cfg(feature = "sim")]
 pub use sim::{faults, lookup_host, seed, splitmix64, tcp, TcpListener, TcpStream, UdpSocket};
 
+/// Binds a listener on `addr` (`host:port`, the first address it resolves to that binds)
+/// with a listen queue of `backlog` connections (the kernel caps it at `somaxconn`). Tokio's
+/// `TcpListener::bind` asks for 128, as the standard library does: 5,000 clients
+/// connecting at once overflowed it, and each dropped connect waited a second for its SYN
+/// to be sent again. The simulation's listeners have no queue to size.
+pub async fn listen(addr: &str, backlog: u32) -> std::io::Result<TcpListener> {
+    #[cfg(not(feature = "sim"))]
+    {
+        let mut last = None;
+        for at in lookup_host(addr).await? {
+            let socket = if at.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()?
+            } else {
+                tokio::net::TcpSocket::new_v6()?
+            };
+            socket.set_reuseaddr(true)?;
+            match socket.bind(at).and_then(|()| socket.listen(backlog)) {
+                Ok(listener) => return Ok(listener),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the address resolved to nothing",
+            )
+        }))
+    }
+    #[cfg(feature = "sim")]
+    {
+        let _ = backlog;
+        TcpListener::bind(addr).await
+    }
+}
+
 /// A connection taken off the runtime that accepted it, to be served on another runtime
 /// (the daemon's per-core workers): [`detach`] it on the first, [`attach`] it inside the
 /// second. The simulation's connections cannot move (`detach` hands them back).

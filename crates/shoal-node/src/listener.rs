@@ -87,10 +87,14 @@ impl RunningNode {
     }
 }
 
+/// The listen queue of every TCP listener: Redis's `tcp-backlog` default (511), which
+/// CONFIG GET shows.
+const TCP_BACKLOG: u32 = 511;
+
 /// Binds `bind:port` for `what` (named in the error).
 async fn bind(host: &str, port: u16) -> Result<(TcpListener, SocketAddr), StartError> {
     let addr = format!("{host}:{port}");
-    let listener = TcpListener::bind(&addr)
+    let listener = shoal_net::listen(&addr, TCP_BACKLOG)
         .await
         .map_err(|source| StartError::Bind {
             addr: addr.clone(),

@@ -329,7 +329,10 @@ impl Frontend for RespFrontend {
             // also right after a SKIP (Redis clears the skip before ON replies); any other
             // command by the mode it found, so an EXEC that runs a queued CLIENT REPLY OFF
             // still sends its own reply, as in Redis.
-            let sets_mode = shoal_engine::cmd::sets_reply_mode(&args);
+            // RESET turns replies back on before its own (`+RESET` after CLIENT REPLY OFF),
+            // as Redis's `clearClientConnectionState` does; a SKIP still takes it.
+            let sets_mode = shoal_engine::cmd::sets_reply_mode(&args)
+                || (args.len() == 1 && args[0].eq_ignore_ascii_case(b"reset"));
             // Only a valid CLIENT REPLY ON ends a SKIP before its own reply (an erroneous
             // CLIENT REPLY is the skipped command, as in Redis).
             let turns_on = sets_mode && args.len() == 3 && args[2].eq_ignore_ascii_case(b"on");

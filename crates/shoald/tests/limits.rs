@@ -259,6 +259,37 @@ fn a_large_write_is_not_evicted_for_its_own_request_buffer() {
     assert_eq!(c.call(&["DBSIZE"]), Resp::Int(2));
 }
 
+/// Every listener queues `tcp-backlog` (511, what CONFIG GET shows) connections not yet
+/// accepted, as Redis's do, not the 128 that tokio's and the standard library's `bind` ask
+/// for: 5,000 clients connecting at once overflowed that, and each dropped connect waited
+/// a second. (`ss` shows a listener's queue size as its Send-Q; the kernel caps it at
+/// `net.core.somaxconn`.)
+#[test]
+fn listeners_queue_tcp_backlog_connections() {
+    let daemon = Daemon::start(&["--port", "0", "--memcache-port", "0"], &[]);
+    let mut c = daemon.connect();
+    assert_eq!(c.config_get("tcp-backlog"), "511");
+    let somaxconn: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .expect("somaxconn")
+        .trim()
+        .parse()
+        .unwrap();
+    for addr in [daemon.addr, daemon.memcache_addr()] {
+        let out = std::process::Command::new("ss")
+            .args(["-ltnH", &format!("sport = :{}", addr.port())])
+            .output()
+            .expect("ss (iproute2) runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let queue: u32 = text
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_else(|| panic!("a listening socket on {addr}: {text:?}"))
+            .parse()
+            .unwrap();
+        assert_eq!(queue, 511.min(somaxconn), "{addr}: {text}");
+    }
+}
+
 /// A client that sends requests and never reads their replies is read on, as Redis reads on
 /// (a client that writes a whole pipeline before it reads must not wait for ever, see
 /// `a_pipeline_written_before_any_reply_is_read_is_served`), until its unsent output
