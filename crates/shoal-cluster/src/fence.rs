@@ -28,7 +28,7 @@
 //! armed by the first pulse: in the whole-cluster simulation, whose time is simulated, no
 //! pulse runs and nothing is fenced.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -52,9 +52,6 @@ pub struct Fence {
     pub stalls: AtomicU64,
     /// Woken when a pause is seen: the link probes go out at once.
     pub seen: Notify,
-    /// Set while fenced, for gossip to follow: a fenced node declares nobody down (its
-    /// suspicion timers ran late as it woke; `GossipHandle::hold_declarations_while`).
-    pub held: Arc<AtomicBool>,
     /// This node's generation in its current view, and when the last pause was seen.
     generation: AtomicU64,
     stalled_generation: AtomicU64,
@@ -68,7 +65,6 @@ impl Default for Fence {
             stalled: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
             seen: Notify::new(),
-            held: Arc::default(),
             generation: AtomicU64::new(0),
             stalled_generation: AtomicU64::new(0),
         }
@@ -107,7 +103,6 @@ impl Fence {
         self.stalled_generation
             .store(self.generation.load(Ordering::Acquire), Ordering::Release);
         let before = self.stalled.fetch_max(now, Ordering::AcqRel);
-        self.held.store(true, Ordering::Release);
         if before == 0 {
             self.stalls.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
@@ -164,14 +159,6 @@ impl Fence {
             .is_ok();
         if lifted {
             tracing::info!("a majority of the cluster confirmed this node's view after its pause");
-            // Follows `stalled`, also if a pause came meanwhile.
-            loop {
-                let fenced = self.fenced();
-                self.held.store(fenced, Ordering::Release);
-                if self.fenced() == fenced {
-                    break;
-                }
-            }
         }
         lifted
     }
@@ -278,10 +265,8 @@ mod tests {
         f.stalled.store(seen + 2 + 1, Ordering::Release);
         assert!(!f.confirmed(seen), "a round begun before the second pause");
         let seen = seen + 2;
-        assert!(f.held.load(Ordering::Acquire));
         assert!(f.confirmed(seen));
         assert!(!f.fenced());
-        assert!(!f.held.load(Ordering::Acquire));
         assert!(!f.confirmed(seen), "nothing left to lift");
     }
 
@@ -299,6 +284,5 @@ mod tests {
         assert!(f.fenced());
         assert!(f.installed(8), "rejoined");
         assert!(!f.fenced());
-        assert!(!f.held.load(Ordering::Acquire));
     }
 }

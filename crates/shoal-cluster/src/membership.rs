@@ -206,11 +206,14 @@ pub fn start(
         shutdown.clone(),
     );
     // The queue is empty this early: this cannot fail.
-    if let Err(e) = handle.hold_declarations_while(cluster.handoff.cut_off_flag()) {
+    // Cut off, or fenced after a pause (`crate::fence`): `Handoff::is_cut_off` says both.
+    let (cut_off, fence) = (
+        cluster.handoff.cut_off_flag(),
+        cluster.handoff.fence.clone(),
+    );
+    let held = move || cut_off.load(Ordering::Acquire) || fence.fenced();
+    if let Err(e) = handle.hold_declarations_while(held) {
         tracing::error!(error = %e, "gossip would declare members down while cut off");
-    }
-    if let Err(e) = handle.hold_declarations_while(cluster.handoff.fence.held.clone()) {
-        tracing::error!(error = %e, "gossip would declare members down after a pause");
     }
     let _ = cluster.gossip.set(handle);
     {

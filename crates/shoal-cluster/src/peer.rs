@@ -368,8 +368,7 @@ impl PeerService {
         let epoch = view.id;
         let now = now_ms();
         cluster.handoff.fence.check(now);
-        // A large request's sender waits longer for it, and so may it run later.
-        let allowance = shoal_wire::transfer_allowance(body.len()).as_millis() as u64;
+        let body_len = body.len();
         let reply = |body: Bytes| Handled::Ready(Response { epoch, body });
         match decode_request(body, |b| parse_command(node, b)) {
             // A fan-out's part (KEYS, SCAN, DBSIZE, RANDOMKEY over a scope) may walk the
@@ -411,14 +410,16 @@ impl PeerService {
                     &conn.name,
                     sender_lead_ms(deadline_ms, timeout, now),
                 );
-                if deadline_ms != 0 && now > deadline_ms + allowance {
+                // A large request's sender waits longer for it, and so may it run later.
+                let allowance = || shoal_wire::transfer_allowance(body_len).as_millis() as u64;
+                if deadline_ms != 0 && now > deadline_ms && now > deadline_ms + allowance() {
                     // The sender gave up on this node (it was frozen, or far behind) and
                     // asked the next copy: running this now could apply a write twice.
                     let n = cluster.stats.expired.fetch_add(1, Ordering::Relaxed) + 1;
                     if n.is_power_of_two() {
                         tracing::warn!(
                             expired = n,
-                            late_ms = now - deadline_ms - allowance,
+                            late_ms = now - deadline_ms - allowance(),
                             "forwarded commands arrived after their deadline and were not run \
                              (this node stalled, or clocks differ by more than cluster-timeout-ms)"
                         );

@@ -2,7 +2,6 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,14 +18,23 @@ use crate::metadata::NodeState;
 use crate::stats::{inc, GossipStats};
 use crate::GossipError;
 
+/// What [`GossipHandle::hold_declarations_while`] asks.
+struct Hold(Box<dyn Fn() -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hold")
+    }
+}
+
 /// Commands for the owner task.
 #[derive(Debug)]
 enum GossipCmd {
     SetState(NodeState),
     /// Newly resolved seed addresses (from the resolver task).
     Seeds(Vec<SocketAddr>),
-    /// While the flag is set, this node declares no member down.
-    HoldDeclarations(Arc<AtomicBool>),
+    /// While it says so, this node declares no member down.
+    HoldDeclarations(Hold),
     /// Datagrams from and to these addresses are dropped (replaces the previous set).
     Refuse(HashSet<SocketAddr>),
     /// Leave the cluster, drain, stop; answered when the task is about to exit.
@@ -57,15 +65,19 @@ impl GossipHandle {
         })
     }
 
-    /// While `flag` is set, this node declares no member down: its suspicions stay
-    /// suspicions (they still show in the membership), and members declared down by others
-    /// still go down. The cluster sets it while this node is cut off from the majority: on
-    /// that side of a partition it would declare the majority down, and when the partition
-    /// heals that news would make every member of the majority rejoin under a new
-    /// generation (and be refilled), instead of only this node. Called again, it holds
-    /// while any of the flags is set. Fails fast as [`GossipHandle::set_state`] does.
-    pub fn hold_declarations_while(&self, flag: Arc<AtomicBool>) -> Result<(), GossipError> {
-        self.try_send(GossipCmd::HoldDeclarations(flag))
+    /// While `hold` answers true (asked at each turn of the timers), this node declares no
+    /// member down: its suspicions stay suspicions (they still show in the membership), and
+    /// members declared down by others still go down. The cluster holds while this node is
+    /// cut off from the majority: on that side of a partition it would declare the majority
+    /// down, and when the partition heals that news would make every member of the majority
+    /// rejoin under a new generation (and be refilled), instead of only this node; and
+    /// while a pause of its process waits to be confirmed (its timers ran late). Fails fast
+    /// as [`GossipHandle::set_state`] does.
+    pub fn hold_declarations_while(
+        &self,
+        hold: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Result<(), GossipError> {
+        self.try_send(GossipCmd::HoldDeclarations(Hold(Box::new(hold))))
     }
 
     /// Drops every datagram from and to `addrs` (gossip addresses), replacing the previous
@@ -144,7 +156,7 @@ impl Gossip {
             stats: stats.clone(),
             max_datagram: auth.max_datagram(),
             leave_drain: config.leave_drain,
-            hold: Vec::new(),
+            hold: None,
             refused: HashSet::new(),
         };
         tokio::spawn(async move {
@@ -215,8 +227,8 @@ struct Owner {
     stats: Arc<GossipStats>,
     max_datagram: usize,
     leave_drain: Duration,
-    /// While one is set, no member is declared down here (`hold_declarations_while`).
-    hold: Vec<Arc<AtomicBool>>,
+    /// While it answers true, no member is declared down here (`hold_declarations_while`).
+    hold: Option<Hold>,
     /// Gossip addresses whose datagrams are dropped both ways (`refuse`).
     refused: HashSet<SocketAddr>,
 }
@@ -244,7 +256,7 @@ impl Owner {
                 // Cancel safe: a timer, recreated each turn from the heap's head.
                 _ = tokio::time::sleep_until(deadline) => {
                     let now = self.now();
-                    let hold = self.hold.iter().any(|h| h.load(Ordering::Acquire));
+                    let hold = self.hold.as_ref().is_some_and(|h| (h.0)());
                     self.core.hold_declarations(hold, now);
                     self.core.handle_timers(now);
                 }
@@ -264,7 +276,7 @@ impl Owner {
                 cmd = cmds.recv() => match cmd {
                     Some(GossipCmd::SetState(state)) => self.core.set_state(state),
                     Some(GossipCmd::Seeds(seeds)) => self.core.set_seeds(seeds),
-                    Some(GossipCmd::HoldDeclarations(flag)) => self.hold.push(flag),
+                    Some(GossipCmd::HoldDeclarations(hold)) => self.hold = Some(hold),
                     Some(GossipCmd::Refuse(addrs)) => self.refused = addrs,
                     Some(GossipCmd::Leave(done)) => {
                         self.leave(&shutdown).await;

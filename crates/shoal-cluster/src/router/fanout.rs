@@ -463,10 +463,9 @@ async fn everywhere(
             }
         }
     }
-    match on_others(node, &view, args, &follow, ignored, proto, db).await {
-        Some(refused) => refused,
-        None => mine,
-    }
+    on_others(node, &view, args, &follow, ignored, proto, db)
+        .await
+        .unwrap_or(mine)
 }
 
 /// This node's answer to `args` (`ran_here` when it ran in its place already, else asked
@@ -552,10 +551,9 @@ async fn setting(
             }
         }
     }
-    match on_others(node, &view, args, &follow, None, proto, db).await {
-        Some(refused) => refused,
-        None => mine,
-    }
+    on_others(node, &view, args, &follow, None, proto, db)
+        .await
+        .unwrap_or(mine)
 }
 
 /// SCRIPT KILL / FUNCTION KILL on every member: a script runs on the owner of its keys,
