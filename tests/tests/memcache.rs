@@ -198,12 +198,16 @@ fn expiry_times_follow_memcached() {
     exchange(&mut s, "set neg 0 -1 1\r\nx\r\n", "STORED\r\n");
     exchange(&mut s, "get neg\r\n", "END\r\n");
     exchange(&mut s, "set rel 0 100 1\r\nx\r\n", "STORED\r\n");
-    let far_future = 4_000_000_000u64; // an absolute Unix time (> 30 days)
+    let far_future = 2_000_000_000u64; // an absolute Unix time (> 30 days), in 2033
     exchange(
         &mut s,
         &format!("set abs 0 {far_future} 1\r\nx\r\n"),
         "STORED\r\n",
     );
+    // Past 32 bits a time wraps, as memcached reads it into an `int32_t`: 4,000,000,000 is
+    // negative there, so the item is gone at once.
+    exchange(&mut s, "set wraps 0 4000000000 1\r\nx\r\n", "STORED\r\n");
+    exchange(&mut s, "get wraps\r\n", "END\r\n");
     exchange(&mut s, "set past 0 1000000000 1\r\nx\r\n", "STORED\r\n");
     exchange(&mut s, "get past\r\n", "END\r\n");
     let mut con = node.client();

@@ -275,6 +275,17 @@ fn the_memcached_port_answers_as_memcached_does() {
             b"set k 0 0 1\r\nx\r\ntouch k 100\r\ntouch nope 100\r\ngat 100 k nope\r\n".to_vec(),
         ),
         (
+            // memcached reads a text time into 32 bits: libmemcached's -1 ("do not keep", as
+            // pylibmc sends Django's timeout 0) is 4294967295 on the wire, -1 again there.
+            "times wrap to 32 bits",
+            b"set a 0 4294967295 1\r\nx\r\nget a\r\nset b 0 2147483648 1\r\nx\r\nget b\r\n\
+              set w 0 -4294967295 1\r\nx\r\nget w\r\nset e 0 0 1\r\nx\r\n\
+              touch e 4294967295\r\nget e\r\nset g 0 0 1\r\nx\r\ngat 4294967295 g\r\nget g\r\n\
+              ms m 1 T4294967295\r\nx\r\nmg m v\r\nset t 0 0 1\r\nx\r\nmg t T4294967295 v\r\n\
+              mg t v\r\nmg z T-1 v\r\nset y 0 0 1\r\nx\r\nmg y T-1 v\r\nmg y v\r\n"
+                .to_vec(),
+        ),
+        (
             // `h`: read before this request? `u` leaves the item's state as it was.
             "hit before",
             b"ms hf 3 T100\r\nhit\r\nmg hf s t h\r\nmg hf s t h\r\nms hf 3 T100\r\nnew\r\n\

@@ -1402,9 +1402,15 @@ fn meta_get_item(
             bump(&st.get_hits);
             hit = true;
         }
-        if let Some(ttl) = touch {
+        // A touch to a time already past answers the value first, as memcached does, and
+        // then the item is gone.
+        let touched = touch.map(|ttl| expire_at(ttl, now));
+        let gone_after = touched.is_some_and(|at| at.is_some_and(|at| at <= now));
+        if let Some(at) = touched {
             bump(&st.cmd_touch);
-            slot.set_expire(expire_at(ttl, now));
+            if !gone_after {
+                slot.set_expire(at);
+            }
         }
         // Stale-while-revalidate: a TTL under `R` seconds wins the recache once, as does a
         // stale item's first reader (and a vivified miss); who comes after a win sees Z.
@@ -1438,6 +1444,9 @@ fn meta_get_item(
         let code = if flags.has(b'v') { "VA" } else { "HD" };
         write_meta(out, code, flags.has(b'v').then_some(view.value), &ret);
         slot.note_fetch();
+        if gone_after {
+            slot.set_expire(Some(0));
+        }
     });
     st.prefixes.record(key, Op::Get { hit });
 }

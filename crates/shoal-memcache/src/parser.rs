@@ -555,7 +555,7 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             t.want(2, 3)?;
             let noreply = t.noreply();
             let key = key(&t, 1, limits)?;
-            let exptime = parse_i64(t.get(2)).ok_or(ParseError::Client(INVALID_EXPTIME))?;
+            let exptime = parse_exptime(t.get(2)).ok_or(ParseError::Client(INVALID_EXPTIME))?;
             done(Command::Touch {
                 key,
                 exptime,
@@ -569,7 +569,7 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             let delay = if t.len() - 1 == usize::from(noreply) {
                 0
             } else {
-                parse_i64(t.get(1)).ok_or(ParseError::Client("invalid exptime argument"))?
+                parse_exptime(t.get(1)).ok_or(ParseError::Client(INVALID_EXPTIME))?
             };
             done(Command::FlushAll { delay, noreply })
         }
@@ -681,7 +681,7 @@ fn get(
         return Err(ParseError::UnknownCommand);
     }
     let touch = if touch {
-        Some(parse_i64(t.get(1)).ok_or(ParseError::Client(INVALID_EXPTIME))?)
+        Some(parse_exptime(t.get(1)).ok_or(ParseError::Client(INVALID_EXPTIME))?)
     } else {
         None
     };
@@ -715,7 +715,7 @@ fn store(t: &Tokens<'_>, limits: &Limits, mode: StoreMode) -> Result<LineOutcome
         // memcached's order: key, then flags/exptime/bytes, then cas unique.
         let key = key(t, 1, limits)?;
         let flags = parse_u32(t.get(2)).ok_or(ParseError::BadCommandLine)?;
-        let exptime = parse_i64(t.get(3)).ok_or(ParseError::BadCommandLine)?;
+        let exptime = parse_exptime(t.get(3)).ok_or(ParseError::BadCommandLine)?;
         let len = len.ok_or(ParseError::BadCommandLine)?;
         let cas = if is_cas {
             parse_u64(t.get(5)).ok_or(ParseError::BadCommandLine)?
@@ -841,7 +841,15 @@ fn meta_flags(t: &Tokens<'_>, from: usize) -> Result<MetaFlags, ParseError> {
             return Err(ParseError::Client("opaque token too long"));
         }
         let (s, e) = t.spans[i];
-        items.push((f, t.line.slice(s + 1..e)));
+        let mut value = t.line.slice(s + 1..e);
+        // A time (T, N, R) wraps to 32 bits as memcached's does (`parse_exptime`). (The
+        // binary protocol's translations to meta commands give times inside that range.)
+        if matches!(f, b'T' | b'N' | b'R') {
+            if let Some(v) = parse_i64(&value).filter(|&v| v != i64::from(v as i32)) {
+                value = Bytes::from((v as i32).to_string());
+            }
+        }
+        items.push((f, value));
     }
     Ok(MetaFlags { items })
 }
@@ -900,6 +908,14 @@ pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
     } else {
         i64::try_from(v).ok()
     }
+}
+
+/// A text command's time (exptime, touch, gat, a flush_all delay, a meta T/N/R): memcached
+/// reads it with `safe_strtol` into an `int32_t`, so a number past the 32-bit range wraps
+/// (libmemcached sends -1, "already expired", as `4294967295`, which is -1 again) and
+/// only one past the 64-bit range is refused.
+pub(crate) fn parse_exptime(s: &[u8]) -> Option<i64> {
+    parse_i64(s).map(|v| i64::from(v as i32))
 }
 
 #[cfg(test)]

@@ -240,6 +240,50 @@ fn arith_touch_flush() {
     assert_eq!(one(b"flush_all -1 noreply\r\n"), flush(-1, true));
 }
 
+/// memcached reads every text time into an `int32_t` (`safe_strtol`): libmemcached's -1
+/// ("do not keep"), sent as `4294967295`, is -1 again; past the 64-bit range is an error.
+#[test]
+fn text_times_wrap_to_32_bits_as_in_memcached() {
+    let set = |line: &'static [u8]| match one(line) {
+        Command::Store { exptime, .. } => exptime,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(set(b"set a 0 4294967295 1\r\nx\r\n"), -1);
+    assert_eq!(set(b"set a 0 2147483648 1\r\nx\r\n"), i64::from(i32::MIN));
+    assert_eq!(set(b"set a 0 -4294967295 1\r\nx\r\n"), 1);
+    assert_eq!(set(b"set a 0 2147483647 1\r\nx\r\n"), i64::from(i32::MAX));
+    assert_eq!(
+        err(b"set a 0 9223372036854775808 1\r\nx\r\n"),
+        ParseError::BadCommandLine
+    );
+    assert_eq!(
+        one(b"touch k 4294967295\r\n"),
+        Command::Touch {
+            key: b(b"k"),
+            exptime: -1,
+            noreply: false
+        }
+    );
+    match one(b"gat 4294967296 k\r\n") {
+        Command::Get { touch, .. } => assert_eq!(touch, Some(0)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        one(b"flush_all 4294967295\r\n"),
+        Command::FlushAll {
+            delay: -1,
+            noreply: false
+        }
+    );
+    assert_eq!(
+        one(b"mg k T4294967295 N4294967306 R30 v\r\n"),
+        Command::MetaGet {
+            key: b(b"k"),
+            flags: flags(&[(b'T', b"-1"), (b'N', b"10"), (b'R', b"30"), (b'v', b"")]),
+        }
+    );
+}
+
 #[test]
 fn admin_commands() {
     assert_eq!(one(b"version\r\n"), Command::Version);
@@ -900,6 +944,11 @@ fn long_line_is_scanned_once() {
     assert!(matches!(&out[..], [Ok(Command::Get { keys, .. })] if keys.len() == 4000));
 }
 
+/// A time as a text command carries it: memcached's `int32_t` (`parse_exptime`).
+fn text_time() -> impl Strategy<Value = i64> {
+    any::<i32>().prop_map(i64::from)
+}
+
 fn arb_key() -> impl Strategy<Value = Bytes> {
     proptest::collection::vec(0x21u8..=0xff, 1..20)
         .prop_filter("no DEL", |k| !k.contains(&0x7f))
@@ -944,7 +993,7 @@ fn arb_command() -> impl Strategy<Value = Command> {
             mode,
             arb_key(),
             any::<u32>(),
-            any::<i64>(),
+            text_time(),
             arb_data(),
             any::<u64>(),
             any::<bool>()
@@ -963,7 +1012,7 @@ fn arb_command() -> impl Strategy<Value = Command> {
         (
             proptest::collection::vec(arb_key(), 1..6),
             any::<bool>(),
-            proptest::option::of(any::<i64>())
+            proptest::option::of(text_time())
         )
             .prop_map(|(keys, with_cas, touch)| Command::Get {
                 keys,
@@ -979,14 +1028,14 @@ fn arb_command() -> impl Strategy<Value = Command> {
                 noreply
             }
         ),
-        (arb_key(), any::<i64>(), any::<bool>()).prop_map(|(key, exptime, noreply)| {
+        (arb_key(), text_time(), any::<bool>()).prop_map(|(key, exptime, noreply)| {
             Command::Touch {
                 key,
                 exptime,
                 noreply,
             }
         }),
-        (any::<i64>(), any::<bool>())
+        (text_time(), any::<bool>())
             .prop_map(|(delay, noreply)| Command::FlushAll { delay, noreply }),
         Just(Command::Version),
         any::<bool>().prop_map(|noreply| Command::Verbosity { noreply }),
