@@ -390,6 +390,29 @@ fn stats_report_the_fields_exporters_read() {
     assert_eq!(stat("get_misses"), "1");
     assert_eq!(stat("cmd_set"), "1");
     assert_eq!(stat("limit_maxbytes"), "1073741824");
+    // With no maxmemory, the machine's memory (memcached always has a limit, and tools take
+    // `limit_maxbytes - bytes` as the room left: 0 made memcstat --analyze wrap around).
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory", "0"])
+        .query(&mut node.client())
+        .expect("CONFIG SET");
+    let unlimited = stats(&mut s, "stats");
+    let limit: u64 = unlimited
+        .lines()
+        .find_map(|l| l.strip_prefix("STAT limit_maxbytes "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("limit_maxbytes");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("/proc/meminfo");
+    let total_kb: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .expect("MemTotal");
+    assert_eq!(limit, total_kb * 1024);
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory", "1gb"])
+        .query(&mut node.client())
+        .expect("CONFIG SET");
     // Every item is in class 1 (no slab classes here), which cachedump lists.
     exchange(
         &mut s,
@@ -897,6 +920,22 @@ fn lru_crawler_metadump_lists_every_item() {
         "{seven}"
     );
     assert!(lines.iter().filter(|l| l.contains(" fetch=no ")).count() == 4999);
+    // Sizes as memcached 1.6.18 gives them for these items (its `ITEM_ntotal`: the client
+    // flags take 4 bytes unless they are 0), in the dump and in `me`.
+    exchange(
+        &mut s,
+        "set zz1 5 0 10\r\n0123456789\r\nset zz0 0 0 10\r\n0123456789\r\n",
+        "STORED\r\nSTORED\r\n",
+    );
+    let dump = answer_up_to(&mut s, "lru_crawler metadump all\r\n", "END\r\n");
+    let size_of = |key: &str| {
+        let line = dump.lines().find(|l| l.starts_with(&format!("key={key} ")));
+        line.and_then(|l| l.rsplit(' ').next()).map(str::to_owned)
+    };
+    assert_eq!(size_of("zz1").as_deref(), Some("size=76"), "{dump}");
+    assert_eq!(size_of("zz0").as_deref(), Some("size=72"), "{dump}");
+    assert!(reply_line(&mut s, "me zz1\r\n").ends_with(" size=76\r\n"));
+    assert!(reply_line(&mut s, "me zz0\r\n").ends_with(" size=72\r\n"));
     exchange(&mut s, "lru_crawler metadump 2,3\r\n", "END\r\n");
     exchange(
         &mut s,

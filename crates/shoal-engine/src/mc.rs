@@ -634,6 +634,16 @@ fn flush_all(node: &Engine, delay: i64, now: u64) {
     }
 }
 
+/// memcached's memory limit for `maxmemory`: with none (0), the machine's memory. memcached
+/// always has one (`-m 0` is refused), and tools take `limit_maxbytes - bytes` as the room
+/// left (`memcstat --analyze` printed 18446744073674682878 bytes free for a limit of 0).
+fn maxbytes_of(maxmemory: u64) -> u64 {
+    match maxmemory {
+        0 => crate::stats::system_memory().unwrap_or(u64::from(u32::MAX)),
+        m => m,
+    }
+}
+
 /// `stats settings`: memcached's names for what this node's settings amount to (exporters
 /// read `maxbytes`, `maxconns` and `item_size_max`); the slab allocator's have no
 /// counterpart here and are left out.
@@ -663,7 +673,7 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     } else {
         threads
     };
-    reply::stat(out, "maxbytes", maxbytes);
+    reply::stat(out, "maxbytes", maxbytes_of(maxbytes));
     reply::stat(out, "maxconns", maxconns);
     reply::stat(out, "tcpport", port);
     reply::stat(out, "udpport", 0);
@@ -791,6 +801,13 @@ fn memcached_item(key: &[u8], e: &shoal_store::Entry<'_>) -> bool {
     shoal_store::split_key(key).0 == 0 && e.kind == shoal_store::Kind::String
 }
 
+/// memcached's size of an item (`ITEM_ntotal`), as its dumps and `me` show it: the 48-byte
+/// header, the CAS, the key and its NUL, the value and its CRLF, and the client flags
+/// unless they are 0.
+fn item_size(key: &[u8], e: &shoal_store::Entry<'_>) -> usize {
+    48 + 8 + key.len() + 1 + e.value.len() + 2 + if e.flags != 0 { 4 } else { 0 }
+}
+
 /// `lru_crawler metadump`'s lines from the store scan's `cursor` on, memcached's format
 /// (`key=<uri-encoded> exp=<unix s | -1> la=<unix s> cas=<n> fetch=<yes|no> cls=1
 /// size=<bytes>`, each ending in a bare newline), pausing once the output passes
@@ -812,9 +829,7 @@ fn metadump(node: &Engine, mut cursor: u64, now: u64, out: &mut BytesMut, pause_
             }
             let exp = e.expire_at_ms.map_or(-1, |at| (at / 1000) as i64);
             let la = now.saturating_sub(store.idle_ms(e.access, now)) / 1000;
-            // memcached's item size: its 48-byte header, the CAS, the key and its NUL,
-            // the value and its CRLF.
-            let size = 48 + 8 + key.len() + 1 + e.value.len() + 2;
+            let size = item_size(key, &e);
             let fetch = if e.fetched { "yes" } else { "no" };
             out.extend_from_slice(
                 format!(
@@ -1134,7 +1149,8 @@ fn stats(node: &Engine, arg: Option<&[u8]>, now: u64, out: &mut BytesMut) {
         "bytes_written",
         node.stats.total_net_output_bytes.get(),
     );
-    reply::stat(out, "limit_maxbytes", node.with_settings(|s| s.maxmemory.0));
+    let maxmemory = node.with_settings(|s| s.maxmemory.0);
+    reply::stat(out, "limit_maxbytes", maxbytes_of(maxmemory));
     reply::stat(out, "accepting_conns", 1);
     // Shoal never stops listening: a connection past maxclients is refused.
     reply::stat(out, "listen_disabled_num", 0);
@@ -1701,7 +1717,7 @@ fn meta_debug(node: &Engine, key: &[u8], now: u64, out: &mut BytesMut) {
                 node.store.idle_ms(e.access, now) / 1000,
                 e.version,
                 if e.fetched { "yes" } else { "no" },
-                key.len() + e.value.len()
+                item_size(key, &e)
             )
         })
     });

@@ -284,6 +284,21 @@ pub fn parse(input: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, F
     }))
 }
 
+/// The groups a binary STAT may name (the empty one is the general stats).
+const BINARY_STAT_GROUPS: &[&[u8]] = &[
+    b"",
+    b"reset",
+    b"settings",
+    b"detail on",
+    b"detail off",
+    b"detail dump",
+    b"items",
+    b"slabs",
+    b"sizes",
+    b"sizes_enable",
+    b"sizes_disable",
+];
+
 /// What a response needs to know of its request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
@@ -427,13 +442,10 @@ pub fn action(req: Request, limits: &Limits) -> Action {
         }
         return Action::Answer(response);
     }
-    // A STAT group with a space or control byte is no group the text `stats` could name
-    // (it would read back as another): memcached's answer to an unknown group.
-    let detail = [&b"detail on"[..], b"detail off", b"detail dump"];
-    if req.opcode == STAT
-        && !detail.contains(&&req.key[..])
-        && req.key.iter().any(|&b| b <= b' ' || b == 0x7f)
-    {
+    // The STAT groups memcached's binary protocol serves (`process_bin_stat`, `get_stats`);
+    // any other (`conns`, which only the text `stats` has, or a name the text could read
+    // back as another) is memcached's answer to an unknown group.
+    if req.opcode == STAT && !BINARY_STAT_GROUPS.contains(&&req.key[..]) {
         return Action::Answer(error_response(
             req.opcode,
             status::KEY_NOT_FOUND,
