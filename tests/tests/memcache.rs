@@ -208,6 +208,16 @@ fn expiry_times_follow_memcached() {
     // negative there, so the item is gone at once.
     exchange(&mut s, "set wraps 0 4000000000 1\r\nx\r\n", "STORED\r\n");
     exchange(&mut s, "get wraps\r\n", "END\r\n");
+    // A gats to a past time (libmemcached's -1) answers the item with its CAS, then it is
+    // gone.
+    exchange(&mut s, "set gc 3 0 1\r\nx\r\n", "STORED\r\n");
+    let gets = answer_up_to(&mut s, "gets gc\r\n", "END\r\n");
+    assert!(gets.starts_with("VALUE gc 3 1 ") && !gets.starts_with("VALUE gc 3 1 0\r\n"));
+    assert_eq!(
+        answer_up_to(&mut s, "gats 4294967295 gc\r\n", "END\r\n"),
+        gets
+    );
+    exchange(&mut s, "get gc\r\n", "END\r\n");
     exchange(&mut s, "set past 0 1000000000 1\r\nx\r\n", "STORED\r\n");
     exchange(&mut s, "get past\r\n", "END\r\n");
     let mut con = node.client();

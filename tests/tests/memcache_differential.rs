@@ -282,7 +282,10 @@ fn the_memcached_port_answers_as_memcached_does() {
               set w 0 -4294967295 1\r\nx\r\nget w\r\nset e 0 0 1\r\nx\r\n\
               touch e 4294967295\r\nget e\r\nset g 0 0 1\r\nx\r\ngat 4294967295 g\r\nget g\r\n\
               ms m 1 T4294967295\r\nx\r\nmg m v\r\nset t 0 0 1\r\nx\r\nmg t T4294967295 v\r\n\
-              mg t v\r\nmg z T-1 v\r\nset y 0 0 1\r\nx\r\nmg y T-1 v\r\nmg y v\r\n"
+              mg t v\r\nmg z T-1 v\r\nset y 0 0 1\r\nx\r\nmg y T-1 v\r\nmg y v\r\n\
+              set r 0 0 1\r\nx\r\nmg r T-1 R30 v\r\nmg r v\r\nmg nv N-1 v\r\nmg nv v\r\n\
+              set tb 0 5\t 1\r\nx\r\ntouch tb \t5\r\ngat \t5 tb\r\nflush_all 4294967295 noreply\r\n\
+              get tb\r\n"
                 .to_vec(),
         ),
         (

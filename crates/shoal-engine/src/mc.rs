@@ -109,9 +109,11 @@ pub fn get_keys(
                         return false;
                     };
                     let flags = slot.flags().unwrap_or(0);
-                    slot.set_expire(expire_at(exptime, now));
-                    slot.note_fetch();
+                    // Read before the touch, which drops an item touched to a past time
+                    // (libmemcached's -1) and keeps the CAS of any other.
                     let cas = slot.version().unwrap_or(0);
+                    slot.note_fetch();
+                    slot.set_expire(expire_at(exptime, now));
                     reply::value(out, key, flags, &value, with_cas.then_some(cas));
                     true
                 })
@@ -1386,6 +1388,8 @@ fn meta_get_item(
     node.store.write(key, now, |slot| {
         let mut won = false;
         let mut created = false;
+        let past = |at: Option<u64>| at.is_some_and(|at| at <= now);
+        let mut vivified_past = false;
         if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
             // A RESP collection: a miss, neither touched nor replaced by a vivified item.
             bump(&st.get_misses);
@@ -1403,7 +1407,9 @@ fn meta_get_item(
                     return;
                 }
                 Some(ttl) => {
-                    slot.set_with_flags(b"", expire_at(ttl, now), 0);
+                    let at = expire_at(ttl, now);
+                    vivified_past = past(at);
+                    slot.set_with_flags(b"", if vivified_past { Some(now + 1) } else { at }, 0);
                     won = true;
                     created = true;
                 }
@@ -1418,15 +1424,18 @@ fn meta_get_item(
             bump(&st.get_hits);
             hit = true;
         }
-        // A touch to a time already past answers the value first, as memcached does, and
+        // A touch (or a vivified miss) to a time already past answers as an item about to
+        // expire (its value, `t` 0 or 1, the recache won under `R`), as memcached does, and
         // then the item is gone.
         let touched = touch.map(|ttl| expire_at(ttl, now));
-        let gone_after = touched.is_some_and(|at| at.is_some_and(|at| at <= now));
-        if let Some(at) = touched {
+        let gone_after = past(touched.flatten()) || vivified_past;
+        if touched.is_some() {
             bump(&st.cmd_touch);
-            if !gone_after {
-                slot.set_expire(at);
-            }
+        }
+        if gone_after {
+            slot.set_expire(Some(now + 1));
+        } else if let Some(at) = touched {
+            slot.set_expire(at);
         }
         // Stale-while-revalidate: a TTL under `R` seconds wins the recache once, as does a
         // stale item's first reader (and a vivified miss); who comes after a win sees Z.
@@ -1444,7 +1453,8 @@ fn meta_get_item(
             });
         }
         let Some(view) = item_view(slot, key) else {
-            // Touched with a past time: gone now.
+            // (Not reached: the item was there or was vivified, and a past time waits
+            // until after the reply.)
             if !flags.has(b'q') {
                 write_meta(out, "EN", None, &miss_flags(flags, key));
             }

@@ -467,18 +467,14 @@ pub fn action(req: Request, limits: &Limits) -> Action {
     // A binary expiry is unsigned; the text it travels as reads a time as memcached's
     // `int32_t` (`parser::parse_exptime`), so one past that range (an absolute Unix time
     // after January 2038, far future either way) is given as the last time it holds.
-    let time = |n: u32| {
-        i32::try_from(n)
-            .unwrap_or(i32::MAX)
-            .to_string()
-            .into_bytes()
-    };
+    let time = |n: u32| i64::from(i32::try_from(n).unwrap_or(i32::MAX));
+    let time_token = |n: u32| time(n).to_string().into_bytes();
     let x = &req.extras;
     let command = match req.opcode {
         // (The plain gets were given as `Action::Get` above.)
         GAT | GATQ | GATK | GATKQ => {
             list.extend([(b'v', vec![]), (b'f', vec![]), (b'c', vec![])]);
-            list.push((b'T', time(u32_at(x, 0))));
+            list.push((b'T', time_token(u32_at(x, 0))));
             Command::MetaGet {
                 key,
                 flags: flags(list),
@@ -487,7 +483,7 @@ pub fn action(req: Request, limits: &Limits) -> Action {
         TOUCH => {
             // As memcached, a touch answers the item's flags and CAS, not its value.
             list.extend([(b'f', vec![]), (b'c', vec![])]);
-            list.push((b'T', time(u32_at(x, 0))));
+            list.push((b'T', time_token(u32_at(x, 0))));
             Command::MetaGet {
                 key,
                 flags: flags(list),
@@ -504,7 +500,7 @@ pub fn action(req: Request, limits: &Limits) -> Action {
             list.push((b'M', mode.to_vec()));
             if !x.is_empty() {
                 list.push((b'F', num(u64::from(u32_at(x, 0)))));
-                list.push((b'T', time(u32_at(x, 4))));
+                list.push((b'T', time_token(u32_at(x, 4))));
             }
             if req.cas != 0 {
                 list.push((b'C', num(req.cas)));
@@ -533,7 +529,7 @@ pub fn action(req: Request, limits: &Limits) -> Action {
             let exptime = u32_at(x, 16);
             if exptime != u32::MAX {
                 list.push((b'J', num(u64_at(x, 8))));
-                list.push((b'N', time(exptime)));
+                list.push((b'N', time_token(exptime)));
             }
             if req.cas != 0 {
                 list.push((b'C', num(req.cas)));
@@ -545,11 +541,8 @@ pub fn action(req: Request, limits: &Limits) -> Action {
             }
         }
         FLUSH | FLUSHQ => Command::FlushAll {
-            delay: if x.is_empty() {
-                0
-            } else {
-                i64::from(u32_at(x, 0))
-            },
+            // (Every node reads the delay again as text: `mc::tunnel_flush`.)
+            delay: if x.is_empty() { 0 } else { time(u32_at(x, 0)) },
             noreply: false,
         },
         VERBOSITY => Command::Verbosity { noreply: false },

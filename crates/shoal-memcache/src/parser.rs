@@ -842,11 +842,12 @@ fn meta_flags(t: &Tokens<'_>, from: usize) -> Result<MetaFlags, ParseError> {
         }
         let (s, e) = t.spans[i];
         let mut value = t.line.slice(s + 1..e);
-        // A time (T, N, R) wraps to 32 bits as memcached's does (`parse_exptime`). (The
-        // binary protocol's translations to meta commands give times inside that range.)
+        // A time (T, N, R) is read as memcached reads it (`parse_exptime`); the token is
+        // rewritten only when that differs from its digits. (The binary protocol's
+        // translations to meta commands give times inside 32 bits.)
         if matches!(f, b'T' | b'N' | b'R') {
-            if let Some(v) = parse_i64(&value).filter(|&v| v != i64::from(v as i32)) {
-                value = Bytes::from((v as i32).to_string());
+            if let Some(v) = parse_exptime(&value).filter(|&v| parse_i64(&value) != Some(v)) {
+                value = Bytes::from(v.to_string());
             }
         }
         items.push((f, value));
@@ -912,10 +913,12 @@ pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
 
 /// A text command's time (exptime, touch, gat, a flush_all delay, a meta T/N/R): memcached
 /// reads it with `safe_strtol` into an `int32_t`, so a number past the 32-bit range wraps
-/// (libmemcached sends -1, "already expired", as `4294967295`, which is -1 again) and
-/// only one past the 64-bit range is refused.
+/// (libmemcached sends -1, "already expired", as `4294967295`, which is -1 again), only
+/// one past the 64-bit range is refused, and tabs around it are taken.
 pub(crate) fn parse_exptime(s: &[u8]) -> Option<i64> {
-    parse_i64(s).map(|v| i64::from(v as i32))
+    // `strtol` skips white space before the number and `safe_strtol` takes it after (a
+    // token ends at a space, not at a tab).
+    parse_i64(s.trim_ascii()).map(|v| i64::from(v as i32))
 }
 
 #[cfg(test)]
