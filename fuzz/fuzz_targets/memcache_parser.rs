@@ -75,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
                     | Command::MetaGet { key, .. }
                     | Command::MetaDelete { key, .. }
                     | Command::MetaArith { key, .. }
-                    | Command::MetaDebug { key } => {
+                    | Command::MetaDebug { key, .. } => {
                         assert!(key_ok(key, &limits), "bad key accepted");
                         payload += key.len();
                     }

@@ -930,6 +930,14 @@ fn lru_crawler_metadump_lists_every_item() {
         "{seven}"
     );
     assert!(lines.iter().filter(|l| l.contains(" fetch=no ")).count() == 4999);
+    // `me <key> b` reads a base64 key (memcached's `me aw== b` after `ms aw== 1 b`), and
+    // shows it as given.
+    exchange(&mut s, "ms aw== 1 b\r\nx\r\n", "HD\r\n");
+    let me = reply_line(&mut s, "me aw== b\r\n");
+    assert!(
+        me.starts_with("ME aw== exp=-1 ") && me.ends_with(" size=61\r\n"),
+        "{me}"
+    );
     // Sizes as memcached 1.6.18 gives them for these items (its `ITEM_ntotal`: the client
     // flags take 4 bytes unless they are 0), in the dump and in `me`.
     exchange(

@@ -275,6 +275,11 @@ fn the_memcached_port_answers_as_memcached_does() {
             b"set k 0 0 1\r\nx\r\ntouch k 100\r\ntouch nope 100\r\ngat 100 k nope\r\n".to_vec(),
         ),
         (
+            // (A hit's line holds times and a CAS, which differ: memcache.rs checks one.)
+            "me with a base64 key",
+            b"me Zm9v b\r\nme !!!! b\r\nme Zm9v\r\n".to_vec(),
+        ),
+        (
             // memcached reads a text time into 32 bits: libmemcached's -1 ("do not keep", as
             // pylibmc sends Django's timeout 0) is 4294967295 on the wire, -1 again there.
             "times wrap to 32 bits",

@@ -409,7 +409,7 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
             status(out, noreply, Status::Ok);
         }
         Command::MetaNoop => reply::meta(out, "MN", None, &[]),
-        Command::MetaDebug { key } => meta_debug(node, &key, now, out),
+        Command::MetaDebug { key, b64 } => meta_debug(node, key, b64, now, out),
         Command::MetaDump { classes } => {
             // Every item is in class 1 (see `items`); memcached's class ids run to 63.
             let ids: Option<Vec<u32>> = std::str::from_utf8(&classes).ok().and_then(|c| {
@@ -487,7 +487,16 @@ pub fn placement(cmd: &Command) -> Placement {
         Command::MetaSet { key, flags, .. }
         | Command::MetaDelete { key, flags }
         | Command::MetaArith { key, flags } => meta(key, flags, true),
-        Command::MetaDebug { key } => one(key, false),
+        Command::MetaDebug { key, b64 } => {
+            let b = MetaFlags {
+                items: if *b64 {
+                    vec![(b'b', Bytes::new())]
+                } else {
+                    vec![]
+                },
+            };
+            meta(key, &b, false)
+        }
         // This node's items (memcached's are its own too).
         Command::MetaDump { .. } => Placement::Here,
         Command::FlushAll { .. } => Placement::Flush,
@@ -1715,7 +1724,21 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
     });
 }
 
-fn meta_debug(node: &Engine, key: &[u8], now: u64, out: &mut BytesMut) {
+/// `me`: memcached's debug line of an item; a base64 key (`b64`) is shown as given.
+fn meta_debug(node: &Engine, key: Bytes, b64: bool, now: u64, out: &mut BytesMut) {
+    let shown = key.clone();
+    let key = if b64 {
+        match shoal_memcache::base64::decode(&key) {
+            Some(k) if !k.is_empty() => Bytes::from(k),
+            _ => {
+                out.extend_from_slice(b"CLIENT_ERROR bad command line format\r\n");
+                return;
+            }
+        }
+    } else {
+        key
+    };
+    let key = &key[..];
     let line = node.store.read(key, now, Access::Peek, |e| {
         e.map(|e| {
             let exp = e
@@ -1723,7 +1746,7 @@ fn meta_debug(node: &Engine, key: &[u8], now: u64, out: &mut BytesMut) {
                 .map_or(-1, |at| at.saturating_sub(now).div_ceil(1000) as i64);
             format!(
                 "ME {} exp={exp} la={} cas={} fetch={} cls=1 size={}\r\n",
-                String::from_utf8_lossy(key),
+                String::from_utf8_lossy(&shown),
                 node.store.idle_ms(e.access, now) / 1000,
                 e.version,
                 if e.fetched { "yes" } else { "no" },

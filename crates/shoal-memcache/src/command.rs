@@ -127,8 +127,8 @@ pub enum Command {
     MetaArith { key: Bytes, flags: MetaFlags },
     /// `mn`
     MetaNoop,
-    /// `me <key>`
-    MetaDebug { key: Bytes },
+    /// `me <key> [b]`: with `b` (`b64`), the key as given is base64.
+    MetaDebug { key: Bytes, b64: bool },
     /// `lru_crawler metadump <all | class[,class...]>`: one line per item, then END.
     MetaDump { classes: Bytes },
 }
@@ -333,9 +333,12 @@ impl Command {
             Command::MetaDelete { key, flags } => meta(out, b"md", key, flags),
             Command::MetaArith { key, flags } => meta(out, b"ma", key, flags),
             Command::MetaNoop => out.put_slice(b"mn"),
-            Command::MetaDebug { key } => {
+            Command::MetaDebug { key, b64 } => {
                 out.put_slice(b"me ");
                 out.put_slice(key);
+                if *b64 {
+                    out.put_slice(b" b");
+                }
             }
             Command::MetaDump { classes } => {
                 out.put_slice(b"lru_crawler metadump ");

@@ -659,7 +659,9 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
                 return Err(ParseError::BadCommandLine);
             }
             let key = key(&t, 1, limits)?;
-            done(Command::MetaDebug { key })
+            // memcached: a base64 key when the token after it is `b` (any others ignored).
+            let b64 = t.len() >= 3 && t.get(2) == b"b";
+            done(Command::MetaDebug { key, b64 })
         }
         b"ms" => meta_set(&t, limits),
         // An HTTP request line (`GET / HTTP/1.0`): memcached hangs up without a word, so a

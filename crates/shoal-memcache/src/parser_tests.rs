@@ -423,7 +423,20 @@ fn meta_commands() {
         }
     );
     assert_eq!(one(b"mn\r\n"), Command::MetaNoop);
-    assert_eq!(one(b"me foo\r\n"), Command::MetaDebug { key: b(b"foo") });
+    assert_eq!(
+        one(b"me foo\r\n"),
+        Command::MetaDebug {
+            key: b(b"foo"),
+            b64: false
+        }
+    );
+    assert_eq!(
+        one(b"me Zm9v b x\r\n"),
+        Command::MetaDebug {
+            key: b(b"Zm9v"),
+            b64: true
+        }
+    );
     let Command::MetaGet { flags: f, .. } = one(b"mg k T30 Nx\r\n") else {
         panic!("mg")
     };
@@ -1050,7 +1063,7 @@ fn arb_command() -> impl Strategy<Value = Command> {
         (arb_key(), arb_meta_flags()).prop_map(|(key, flags)| Command::MetaDelete { key, flags }),
         (arb_key(), arb_meta_flags()).prop_map(|(key, flags)| Command::MetaArith { key, flags }),
         Just(Command::MetaNoop),
-        arb_key().prop_map(|key| Command::MetaDebug { key }),
+        (arb_key(), any::<bool>()).prop_map(|(key, b64)| Command::MetaDebug { key, b64 }),
     ]
 }
 
