@@ -285,6 +285,29 @@ fn cross_owner_atomic_commands_are_refused_clearly() {
         .query::<i64>(&mut c)
         .unwrap_err();
     assert_eq!(e.code(), Some("CROSSSLOT"), "{e}");
+    // Counted as Redis counts a refusal: the command's rejected_calls, the error's
+    // errorstat and total_error_replies (rq's workers swallow the LMOVE's error; only
+    // these show it).
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+    for _ in 0..3 {
+        let e = redis::cmd("LMOVE")
+            .arg(&first)
+            .arg(&other)
+            .arg("LEFT")
+            .arg("RIGHT")
+            .query::<Option<String>>(&mut c)
+            .unwrap_err();
+        assert_eq!(e.code(), Some("CROSSSLOT"), "{e}");
+    }
+    let info: String = redis::cmd("INFO").arg("everything").query(&mut c).unwrap();
+    for line in [
+        "errorstat_CROSSSLOT:count=3",
+        "total_error_replies:3",
+        "cmdstat_lmove:calls=0,",
+    ] {
+        assert!(info.contains(line), "{line} in {info}");
+    }
+    assert!(info.contains(",rejected_calls=3,failed_calls=0"), "{info}");
     // Same hash tag, same slot: fine from every node.
     for (i, m) in cluster.members.iter().enumerate() {
         let mut c = m.client();

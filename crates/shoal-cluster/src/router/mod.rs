@@ -477,20 +477,26 @@ fn route(
             if spec.route == Route::Exec && session.multi.take().is_some() {
                 session.watched.clear();
             }
-            Outcome::Reply(Reply::error(if refused == Plan::TryAgain {
+            let text = if refused == Plan::TryAgain {
                 "TRYAGAIN this node is joining the cluster; retry in a moment"
             } else {
                 CLUSTER_DOWN
-            }))
+            };
+            cmd::count_rejected(&node.engine, spec, args, text);
+            Outcome::Reply(Reply::error(text))
         }
         Plan::CrossSlot if gather::gathers(spec, args) => {
             gather::gather(node, cluster, session, order, spec, args, now_ms)
         }
-        Plan::CrossSlot => Outcome::Reply(Reply::error(format!(
-            "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
-             atomic; keep them together with a {{hash tag}}",
-            spec.name.to_ascii_uppercase()
-        ))),
+        Plan::CrossSlot => {
+            let text = format!(
+                "CROSSSLOT Keys in request are owned by different nodes, so {} cannot be \
+                 atomic; keep them together with a {{hash tag}}",
+                spec.name.to_ascii_uppercase()
+            );
+            cmd::count_rejected(&node.engine, spec, args, &text);
+            Outcome::Reply(Reply::error(text))
+        }
         Plan::WatchElsewhere => watch::watch(node, cluster, session, order, args, now_ms),
     }
 }

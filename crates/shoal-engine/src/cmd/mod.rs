@@ -1350,13 +1350,8 @@ pub fn prepare_checked(
         return Prepared::Done(reject(session, reply));
     };
     let prepared = prepare_found(node, session, args, check, index, spec);
-    if let Prepared::Done(reply @ Reply::Error(_)) = &prepared {
-        // Refused before it ran: Redis's `rejected_calls`.
-        if let Some(row) = stat_row(node, spec, args) {
-            row.rejected
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        count_error(node, reply);
+    if let Prepared::Done(Reply::Error(text)) = &prepared {
+        count_rejected(node, spec, args, text);
     }
     prepared
 }
@@ -1908,6 +1903,16 @@ fn stat_row<'a>(
 pub fn count_failed(node: &Engine, spec: &CommandSpec, args: &[Bytes], text: &str) {
     if let Some(row) = stat_row(node, spec, args) {
         row.failed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    node.commands.error(text);
+}
+
+/// A command refused before it ran (here, or by the cluster's routing: CROSSSLOT, TRYAGAIN,
+/// CLUSTERDOWN): Redis's `rejected_calls` and an error reply in INFO.
+pub fn count_rejected(node: &Engine, spec: &CommandSpec, args: &[Bytes], text: &str) {
+    if let Some(row) = stat_row(node, spec, args) {
+        row.rejected
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     node.commands.error(text);
