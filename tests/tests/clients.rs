@@ -365,30 +365,26 @@ fn idle_clients_are_closed_after_a_timeout_longer_than_the_trim() {
 fn client_reply_off_and_skip() {
     let node = TestNode::start();
     let mut raw = node.raw();
-    shoal_tests::send(
-        &mut raw,
+    let mut exchange = |request: &[u8], want: &[u8]| {
+        shoal_tests::send(&mut raw, request);
+        let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+    };
+    exchange(
         b"CLIENT REPLY OFF\r\nSET a 1\r\nCLIENT REPLY ON\r\nGET a\r\nCLIENT REPLY SKIP\r\nGET a\r\nPING\r\n",
+        b"+OK\r\n$1\r\n1\r\n+PONG\r\n",
     );
-    let want = b"+OK\r\n$1\r\n1\r\n+PONG\r\n";
-    let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
-    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
     // Queued in MULTI, CLIENT REPLY OFF takes effect after EXEC, whose reply is still sent.
-    shoal_tests::send(
-        &mut raw,
+    exchange(
         b"MULTI\r\nCLIENT REPLY OFF\r\nEXEC\r\nPING\r\nCLIENT REPLY ON\r\n",
+        b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n+OK\r\n",
     );
-    let want = b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n+OK\r\n";
-    let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
-    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
     // RESET turns replies back on and answers (a client library recovers a connection so);
     // after a SKIP, the RESET is the skipped command (Redis 7.0.15's replies).
-    shoal_tests::send(
-        &mut raw,
+    exchange(
         b"CLIENT REPLY OFF\r\nRESET\r\nPING\r\nCLIENT REPLY SKIP\r\nRESET\r\nPING\r\n",
+        b"+RESET\r\n+PONG\r\n+PONG\r\n",
     );
-    let want = b"+RESET\r\n+PONG\r\n+PONG\r\n";
-    let got = shoal_tests::read_exact_by(&mut raw, want.len(), Duration::from_secs(5));
-    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
 }
 
 #[test]
