@@ -6,7 +6,10 @@
 //!   to score, the member's bytes shared between the two (`Arc`), as Redis shares one string
 //!   between its skiplist and its dict. The order is a [`Ranked`] set, which knows positions
 //!   as Redis's skiplist does with its spans: a rank (ZRANK, ZRANGE by index, ZCOUNT, the
-//!   start of a score range) takes O(log n), not a walk.
+//!   start of a score range) takes O(log n), not a walk. The map is [`Scores`]: dense
+//!   entries that a score change leaves in place and a removal fills with the last, so a
+//!   ZSCAN that walks them from the end returns every member that stayed, whatever its
+//!   score did meanwhile (a walk by rank missed a member whose score rose past the cursor).
 //!
 //! Members are ordered by score, then by their bytes; scores are never NaN, and -0 and 0
 //! compare equal, as in Redis. The replication form is the encoding's byte, a count, then
@@ -15,8 +18,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use foldhash::fast::FixedState;
-use hashbrown::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 
 use crate::encoding::{ZSET_ENTRIES, ZSET_VALUE};
 use crate::hash::field_hasher;
@@ -68,10 +72,111 @@ enum Repr {
         /// Boxed, so that `Collection` (as large as its largest type) stays 72 bytes: a
         /// collection key's allocation is then 96 bytes, not 160.
         ordered: Box<Ranked<Item>>,
-        scores: HashMap<Arc<[u8]>, f64, FixedState>,
+        scores: Scores,
         /// Σ member lengths, for an O(1) byte count.
         bytes: usize,
     },
+}
+
+/// A skiplist's member → score map: a dense `Vec` of entries indexed by a
+/// `HashTable<u32>` (the layout of `crate::hash`'s tables). A score change leaves an entry
+/// where it is; a removal moves the last entry into the hole, so a walk from the last entry
+/// down (ZSCAN, whose cursor counts the entries still to visit) returns every member present
+/// throughout, as Redis's dict scan does.
+#[derive(Clone, Debug, Default)]
+struct Scores {
+    entries: Vec<(Arc<[u8]>, f64)>,
+    index: HashTable<u32>,
+}
+
+impl Scores {
+    fn with_capacity(n: usize) -> Scores {
+        Scores {
+            entries: Vec::with_capacity(n),
+            index: HashTable::with_capacity(n),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Places held, for the byte accounting: entries (24 bytes) and index slots (4 bytes and
+    /// a control byte).
+    fn heap_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<(Arc<[u8]>, f64)>()
+            + self.index.capacity() * 5
+    }
+
+    fn find(&self, member: &[u8]) -> Option<usize> {
+        let h = field_hasher().hash_one(member);
+        let entries = &self.entries;
+        self.index
+            .find(h, |&i| &entries[i as usize].0[..] == member)
+            .map(|&i| i as usize)
+    }
+
+    fn get(&self, member: &[u8]) -> Option<f64> {
+        self.find(member).map(|i| self.entries[i].1)
+    }
+
+    /// Sets the score of a member that is there; its entry (member bytes and old score).
+    fn set(&mut self, member: &[u8], score: f64) -> Option<(Arc<[u8]>, f64)> {
+        let i = self.find(member)?;
+        let e = &mut self.entries[i];
+        let old = std::mem::replace(&mut e.1, score);
+        Some((e.0.clone(), old))
+    }
+
+    /// Adds a member that is not there.
+    fn insert_new(&mut self, member: Arc<[u8]>, score: f64) {
+        let hasher = field_hasher();
+        let h = hasher.hash_one(&member[..]);
+        let i = u32::try_from(self.entries.len()).expect("a sorted set holds fewer than 2^32");
+        self.entries.push((member, score));
+        let entries = &self.entries;
+        self.index
+            .insert_unique(h, i, |&j| hasher.hash_one(&entries[j as usize].0[..]));
+    }
+
+    /// Removes `member`: its entry, the last entry taking its place.
+    fn remove(&mut self, member: &[u8]) -> Option<(Arc<[u8]>, f64)> {
+        let hasher = field_hasher();
+        let h = hasher.hash_one(member);
+        let entries = &self.entries;
+        let found = self
+            .index
+            .find_entry(h, |&i| &entries[i as usize].0[..] == member)
+            .ok()?;
+        let (i, _) = found.remove();
+        let i = i as usize;
+        let last = self.entries.len() - 1;
+        if i != last {
+            // The last entry moves into the hole: repoint its index slot.
+            let moved = hasher.hash_one(&self.entries[last].0[..]);
+            if let Some(slot) = self.index.find_mut(moved, |&j| j as usize == last) {
+                *slot = i as u32;
+            }
+        }
+        let removed = self.entries.swap_remove(i);
+        if self.entries.capacity() > 64 && self.entries.len() < self.entries.capacity() / 4 {
+            self.shrink();
+        }
+        Some(removed)
+    }
+
+    fn shrink(&mut self) {
+        let n = self.entries.len() * 2;
+        self.entries.shrink_to(n);
+        let (hasher, entries) = (field_hasher(), &self.entries);
+        self.index
+            .shrink_to(n, |&j| hasher.hash_one(&entries[j as usize].0[..]));
+    }
+
+    /// The `i`th entry (`i < len`), in the order a removal keeps dense.
+    fn nth(&self, i: usize) -> Option<(&[u8], f64)> {
+        self.entries.get(i).map(|(m, s)| (&m[..], *s))
+    }
 }
 
 /// Equal when they hold the same members with the same scores.
@@ -121,10 +226,10 @@ impl ZSet {
             return;
         };
         let items = std::mem::take(items);
-        let mut scores = HashMap::with_capacity_and_hasher(items.len(), field_hasher());
+        let mut scores = Scores::with_capacity(items.len());
         let mut bytes = 0;
         for (s, m) in &items {
-            scores.insert(m.clone(), s.0);
+            scores.insert_new(m.clone(), s.0);
             bytes += m.len();
         }
         self.repr = Repr::Tree {
@@ -168,10 +273,10 @@ impl ZSet {
                 bytes,
             } => {
                 // Per member: an Arc'd copy (16 bytes of counts + malloc's); the order's
-                // chunks (score and Arc per slot) and its boxed head; per map bucket (which
-                // stays after removals) the Arc, the score and a control byte.
+                // chunks (score and Arc per slot) and its boxed head; the map's entries and
+                // index slots (which stay after removals, until it shrinks).
                 let head = (std::mem::size_of::<Ranked<Item>>() + 8).next_multiple_of(16);
-                scores.len() * 24 + head + ordered.heap_bytes() + scores.capacity() * 25 + bytes
+                scores.len() * 24 + head + ordered.heap_bytes() + scores.heap_bytes() + bytes
             }
         }
     }
@@ -179,7 +284,7 @@ impl ZSet {
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
             Repr::Packed(v) => v.iter().find(|(_, m)| &m[..] == member).map(|(s, _)| s.0),
-            Repr::Tree { scores, .. } => scores.get(member).copied(),
+            Repr::Tree { scores, .. } => scores.get(member),
         }
     }
 
@@ -197,10 +302,8 @@ impl ZSet {
             ordered, scores, ..
         } = &mut self.repr
         {
-            if let Some((m, s)) = scores.get_key_value_mut(member) {
-                let old = *s;
-                *s = score;
-                let was = (Score(old), m.clone());
+            if let Some((m, old)) = scores.set(member, score) {
+                let was = (Score(old), m);
                 ordered.remove(&was);
                 ordered.insert((Score(score), was.1));
                 return Some(old);
@@ -221,7 +324,7 @@ impl ZSet {
                 bytes,
             } => {
                 let m: Arc<[u8]> = Arc::from(member);
-                scores.insert(m.clone(), score);
+                scores.insert_new(m.clone(), score);
                 ordered.insert((Score(score), m));
                 *bytes += member.len();
             }
@@ -241,12 +344,9 @@ impl ZSet {
                 scores,
                 bytes,
             } => {
-                let (m, s) = scores.remove_entry(member)?;
+                let (m, s) = scores.remove(member)?;
                 ordered.remove(&(Score(s), m));
                 *bytes -= member.len();
-                if scores.capacity() > 64 && scores.len() < scores.capacity() / 4 {
-                    scores.shrink_to(scores.len() * 2);
-                }
                 Some(s)
             }
         }
@@ -337,6 +437,15 @@ impl ZSet {
         }
     }
 
+    /// The `i`th member of a skiplist's map in its entry order (`i < len`: what ZSCAN walks
+    /// from the end, see [`Scores`]); a listpack's in ascending order.
+    pub fn nth_entry(&self, i: usize) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Packed(v) => v.get(i).map(|(s, m)| (&m[..], s.0)),
+            Repr::Tree { scores, .. } => scores.nth(i),
+        }
+    }
+
     /// The 0-based rank of `member` in ascending order (O(log n) in a skiplist).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.repr {
@@ -344,7 +453,7 @@ impl ZSet {
             Repr::Tree {
                 ordered, scores, ..
             } => {
-                let s = Score(*scores.get(member)?);
+                let s = Score(scores.get(member)?);
                 Some(ordered.rank_by(|(x, m)| (*x, &m[..]) < (s, member)))
             }
         }
@@ -361,9 +470,6 @@ impl ZSet {
             let (s, m) = ordered.pop(highest)?;
             scores.remove(&m[..]);
             *bytes -= m.len();
-            if scores.capacity() > 64 && scores.len() < scores.capacity() / 4 {
-                scores.shrink_to(scores.len() * 2);
-            }
             return Some((m.to_vec(), s.0));
         }
         let (m, s) = {

@@ -1502,6 +1502,60 @@ fn sscan_of_a_table_returns_every_member_that_stays() {
 }
 
 #[test]
+fn zscan_of_a_skiplist_returns_every_member_that_stays() {
+    // fakeredis's `test_zscan_reports_the_score_a_member_has_when_it_is_returned`: a scan by
+    // rank lost a member whose score rose past the cursor, and the member a new lower score
+    // pushed up a rank.
+    let mut h = H::new();
+    for i in 0..600 {
+        h.exec(&["ZADD", "z", &i.to_string(), &format!("m{i:03}")]);
+    }
+    h.check("OBJECT ENCODING z", &bulk("skiplist"));
+    let mut seen = std::collections::HashMap::new();
+    let mut cursor = "0".to_string();
+    let mut rounds = 0;
+    loop {
+        let items = bulks(&h.exec(&["ZSCAN", "z", &cursor, "COUNT", "10"]));
+        cursor = String::from_utf8(items[0].clone()).unwrap();
+        for pair in items[1..].chunks(2) {
+            seen.insert(pair[0].clone(), pair[1].clone());
+        }
+        // Every round: one member's score jumps to the top, a new member comes in below
+        // all, and one removed member makes room for the last entry.
+        h.exec(&[
+            "ZADD",
+            "z",
+            &(5000 + rounds).to_string(),
+            &format!("m{rounds:03}"),
+        ]);
+        h.exec(&[
+            "ZADD",
+            "z",
+            &(-1 - rounds).to_string(),
+            &format!("new{rounds}"),
+        ]);
+        h.exec(&["ZREM", "z", &format!("m{:03}", 599 - rounds)]);
+        rounds += 1;
+        assert!(rounds < 200, "the scan ends");
+        if cursor == "0" {
+            break;
+        }
+    }
+    // The members never removed were all returned, each with a score it had.
+    for i in 0..(600 - rounds) {
+        let m = format!("m{i:03}");
+        let score = seen
+            .get(m.as_bytes())
+            .unwrap_or_else(|| panic!("{m} missing"));
+        let score: i64 = std::str::from_utf8(score).unwrap().parse().unwrap();
+        assert!(
+            score == i as i64 || score == 5000 + i as i64,
+            "{m} scored {score}"
+        );
+    }
+}
+
+#[test]
 fn set_algebra_copies_only_its_result() {
     let mut h = H::new();
     for i in 0..3000 {

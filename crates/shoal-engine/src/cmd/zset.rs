@@ -981,18 +981,20 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         };
         let len = z.len();
         let packed = z.encoding() == "listpack";
-        let (skip, take, next) = if packed {
-            (0, len, 0)
+        // A skiplist's entries from the last one down, the cursor counting those still to
+        // visit (see `shoal_store::ZSet::nth_entry`); a listpack whole, as Redis.
+        let (from, left) = if packed {
+            (0, len)
         } else {
             let left = match usize::try_from(cursor) {
                 Ok(0) | Err(_) => len,
                 Ok(c) => c.min(len),
             };
-            let from = left.saturating_sub(count);
-            (from, left - from, from)
+            (left.saturating_sub(count), left)
         };
+        let next = if packed { 0 } else { from };
         let mut out = Vec::new();
-        for (m, s) in z.from_rank(skip).take(take) {
+        for (m, s) in (from..left).rev().filter_map(|i| z.nth_entry(i)) {
             if pattern.is_some_and(|p| !glob_match(p, m, false)) {
                 continue;
             }
