@@ -462,6 +462,77 @@ fn in_a_cluster_a_client_blocked_on_any_node_is_woken_by_a_push_through_any_othe
     }
 }
 
+/// kombu's consumer lost a message when it reconnected: its BRPOP, forwarded by a node that
+/// does not own the queue, went on waiting at the owner after the client had gone, popped
+/// the next message for it, and the reply was dropped. Now what such an attempt pops is put
+/// back (a list's elements at the end they left, a sorted set's members with `ZADD NX`).
+#[test]
+fn a_pop_for_a_client_that_went_away_through_a_non_owner_is_put_back() {
+    // Attempts of 5 s: the owner is still waiting for the client when the push comes.
+    let c = TestCluster::start(3, |cfg| cfg.cluster_timeout_ms = 20_000);
+    let list = (0..)
+        .map(|i| format!("q:{i}"))
+        .find(|k| c.owner_index(k) == 1)
+        .unwrap();
+    let zset = (0..)
+        .map(|i| format!("z:{i}"))
+        .find(|k| c.owner_index(k) == 1)
+        .unwrap();
+    let mut n0 = c.members[0].client();
+    let mut n1 = c.members[1].client();
+    let mut n2 = c.members[2].client();
+    run(&mut n2, &format!("RPUSH {list} old"));
+    let waits = [
+        format!(
+            "*3\r\n$5\r\nBRPOP\r\n${}\r\n{list}\r\n$1\r\n0\r\n",
+            list.len()
+        ),
+        // In RESP3, where the popped score is a double.
+        format!(
+            "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*3\r\n$8\r\nBZPOPMIN\r\n${}\r\n{zset}\r\n$1\r\n0\r\n",
+            zset.len()
+        ),
+    ];
+    for (key, wait) in [(&list, &waits[0]), (&zset, &waits[1])] {
+        // BRPOP takes "old" at once; the next one waits.
+        if key == &list {
+            assert_eq!(
+                run(&mut n0, &format!("BRPOP {list} 0")),
+                array(&[&list, "old"])
+            );
+        }
+        let before = forwarded(&mut n0);
+        let mut raw = std::net::TcpStream::connect(c.members[0].addr).unwrap();
+        send(&mut raw, wait.as_bytes());
+        assert!(
+            wait_until(WAIT, || blocked(&mut n0) == 1
+                && forwarded(&mut n0) > before),
+            "the client waits at n0, its attempt forwarded to the owner n1"
+        );
+        drop(raw);
+        assert!(
+            wait_until(WAIT, || blocked(&mut n0) == 0),
+            "n0 saw the client go"
+        );
+    }
+    run(&mut n2, &format!("RPUSH {list} a b"));
+    run(&mut n2, &format!("ZADD {zset} 1.5 m 2 n"));
+    assert!(
+        wait_until(WAIT, || info_field(&mut n0, "shoal_blocked_pops_put_back")
+            == "2"),
+        "both attempts popped for a client that was gone, and n0 put it back"
+    );
+    // BRPOP took "b" from the right: it is back there, after "a".
+    assert_eq!(
+        run(&mut n1, &format!("LRANGE {list} 0 -1")),
+        array(&["a", "b"])
+    );
+    assert_eq!(
+        run(&mut n1, &format!("ZRANGE {zset} 0 -1 WITHSCORES")),
+        array(&["m", "1.5", "n", "2"])
+    );
+}
+
 /// As in Redis, the clients a write wakes are served before the write answers: once
 /// `LPUSH src e` has replied, a BRPOPLPUSH blocked on `src` has moved `e` to `dst`, so the
 /// writer's next command (pipelined or not) sees `dst` with it and `src` empty. A chain

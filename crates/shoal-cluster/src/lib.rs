@@ -453,6 +453,9 @@ pub struct ClusterStats {
     /// Keyed commands a leaving node sent on to the next copy (their sender had not heard
     /// of the leave yet).
     pub sent_on_leaving: AtomicU64,
+    /// What blocked commands forwarded from here popped for clients that had gone away by
+    /// the time the reply came, put back (`router::blocked`).
+    pub put_back: AtomicU64,
     /// Members whose gossip this node refuses now, as its links have not reached them for
     /// a while (see `reach`).
     pub peers_refused: AtomicU64,
@@ -1109,6 +1112,7 @@ impl Cluster {
             get(&s.repl_deltas_refetched)
         ));
         line(format!("shoal_sent_on_leaving:{}", get(&s.sent_on_leaving)));
+        line(format!("shoal_blocked_pops_put_back:{}", get(&s.put_back)));
         let mut peers = String::new();
         let mut queued = String::new();
         for (i, n) in v.nodes.iter().enumerate() {

@@ -23,4 +23,6 @@ pub mod scan;
 
 pub use parser::{peek_keys, string2ll, Limits, ParseError, Peeked, RequestParser, PEEK_MAX_KEY};
 pub use reply::{double_bytes, format_int, Protocol, Reply};
-pub use scan::{aggregate_header, array_elements, integer_value, is_error, value_len, ScanError};
+pub use scan::{
+    aggregate_header, array_elements, integer_value, is_error, string_value, value_len, ScanError,
+};

@@ -138,6 +138,24 @@ pub fn integer_value(buf: &[u8]) -> Option<i64> {
     parse_i64(digits.strip_prefix(b"+").unwrap_or(digits))
 }
 
+/// The text of a `$` bulk string, a `+` simple string or a `,` double (as written) that is
+/// exactly `buf`; `None` for anything else (a null bulk string too).
+pub fn string_value(buf: &[u8]) -> Option<&[u8]> {
+    match buf.first()? {
+        b'$' => {
+            let (len, next) = number_line(buf, 1).ok()??;
+            let len = usize::try_from(len).ok()?;
+            let end = next.checked_add(len)?;
+            (buf.get(end..)? == b"\r\n").then(|| &buf[next..end])
+        }
+        b'+' | b',' => {
+            let (end, next) = line(buf, 1, buf.len()).ok()??;
+            (next == buf.len()).then(|| &buf[1..end])
+        }
+        _ => None,
+    }
+}
+
 /// True if `buf` starts with an error reply: a `-` simple error or a RESP3 `!` blob error.
 pub fn is_error(buf: &[u8]) -> bool {
     matches!(buf.first(), Some(b'-' | b'!'))
@@ -292,6 +310,27 @@ mod tests {
     use crate::{Protocol, Reply};
     use bytes::{Bytes, BytesMut};
     use proptest::prelude::*;
+
+    #[test]
+    fn string_values_are_read_exactly() {
+        assert_eq!(string_value(b"$3\r\nabc\r\n"), Some(&b"abc"[..]));
+        assert_eq!(string_value(b"$0\r\n\r\n"), Some(&b""[..]));
+        assert_eq!(string_value(b"+OK\r\n"), Some(&b"OK"[..]));
+        assert_eq!(string_value(b",1.5\r\n"), Some(&b"1.5"[..]));
+        for not in [
+            &b"$-1\r\n"[..],
+            b"$3\r\nabcd\r\n",
+            b"$4\r\nabc\r\n",
+            b"$3\r\nabc",
+            b"+OK\r\nx",
+            b":1\r\n",
+            b"-ERR x\r\n",
+            b"$99999999999999999999999\r\n",
+            b"",
+        ] {
+            assert_eq!(string_value(not), None, "{not:?}");
+        }
+    }
 
     fn enc(r: &Reply, proto: Protocol) -> Vec<u8> {
         let mut out = BytesMut::new();

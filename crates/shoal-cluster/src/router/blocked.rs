@@ -648,10 +648,14 @@ pub(super) fn clustered(
                             .key_positions(&args)
                             .map(|p| shoal_store::key_slot(&args[p]))
                             .collect();
-                        let turn = FailoverOrder::default().turn();
-                        let bytes =
-                            send_to_copies(node.clone(), view, owners, body, access, turn, slots)
-                                .await;
+                        let attempt = Forwarded {
+                            view,
+                            owners,
+                            body,
+                            access,
+                            slots,
+                        };
+                        let bytes = detached(&node, attempt, spec, &args, client.db, _permit).await;
                         if bytes != timed_out {
                             return bytes;
                         }
@@ -689,6 +693,82 @@ pub(super) fn clustered(
             }
         }
     }))
+}
+
+/// One forwarded attempt of a blocked command.
+struct Forwarded {
+    view: Arc<crate::View>,
+    owners: crate::plan::Copies,
+    body: Bytes,
+    access: cmd::Access,
+    slots: crate::plan::Slots,
+}
+
+/// Runs a forwarded attempt in a task of its own, so that its reply outlives its client: a
+/// client that goes away while the owner waits for it drops only the receiving end, and
+/// what the owner popped for it meanwhile is put back (`wait::undo_pop`), where before it
+/// was dropped with the reply (kombu's consumer lost a message that way when it
+/// reconnected). The task keeps the client's place among [`crate::BLOCKED_FORWARDS`] until
+/// its attempt ends.
+async fn detached(
+    node: &Arc<Server>,
+    attempt: Forwarded,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    db: u8,
+    permit: tokio::sync::SemaphorePermit<'_>,
+) -> Bytes {
+    /// Gives the place back when the task ends, however it ends.
+    struct Place(Arc<Server>);
+    impl Drop for Place {
+        fn drop(&mut self) {
+            if let Some(cluster) = &self.0.cluster {
+                cluster.blocked_forwards.add_permits(1);
+            }
+        }
+    }
+    permit.forget();
+    let place = Place(node.clone());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let args = args.to_vec();
+    tokio::spawn(async move {
+        let node = &place.0;
+        let Forwarded {
+            view,
+            owners,
+            body,
+            access,
+            slots,
+        } = attempt;
+        let turn = FailoverOrder::default().turn();
+        let bytes = send_to_copies(node.clone(), view, owners, body, access, turn, slots).await;
+        if let Err(bytes) = tx.send(bytes) {
+            if let Some(undo) = wait::undo_pop(spec, &args, &bytes) {
+                put_back(node, db, &undo).await;
+            }
+        }
+    });
+    rx.await
+        .unwrap_or_else(|_| error_bytes("ERR internal error: a blocked command's attempt ended"))
+}
+
+/// Runs `undo` (what puts back a pop whose client went away) as a command of this node's
+/// own, routed to wherever its key is now.
+async fn put_back(node: &Arc<Server>, db: u8, undo: &[Bytes]) {
+    let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
+    let mut session = Session::new(cluster.internal.clone(), true);
+    session.db = db;
+    let mut in_flight = super::InFlight::default();
+    let outcome = super::dispatch(node, &mut session, &mut in_flight, undo, now_ms());
+    let reply = outcome.into_future(Protocol::Resp2).await;
+    cluster.stats.put_back.fetch_add(1, Ordering::Relaxed);
+    if shoal_resp::is_error(&reply) {
+        tracing::warn!(
+            command = %String::from_utf8_lossy(&undo[0]),
+            reply = %String::from_utf8_lossy(&reply).trim_end(),
+            "could not put back what a blocked command popped for a client that went away"
+        );
+    }
 }
 
 /// A blocked command another node forwarded here: waits as a local client would, for at

@@ -161,9 +161,153 @@ pub fn parse_timeout_ms(arg: &[u8], now_ms: u64) -> Result<Option<u64>, Reply> {
     Ok((ms > 0).then(|| now_ms + ms))
 }
 
+/// The command that puts back what a blocking pop took, read from its reply: for a wait
+/// forwarded to another node whose client went away before the popped reply came back (the
+/// node that forwarded it runs this, so the elements are not lost, as in Redis, where a
+/// client that is gone pops nothing). LPUSH or RPUSH for BLPOP, BRPOP and BLMPOP (the
+/// elements back at the end they left, in their order), `ZADD NX` for BZPOPMIN, BZPOPMAX
+/// and BZMPOP (a member written again meanwhile keeps its new score). `None` for a reply
+/// that popped nothing (a timeout, an error) and for the commands that lose nothing:
+/// BLMOVE and BRPOPLPUSH moved the element, XREADGROUP keeps its entries pending, XREAD
+/// takes nothing.
+pub fn undo_pop(spec: &CommandSpec, args: &[Bytes], reply: &[u8]) -> Option<Vec<Bytes>> {
+    fn items(buf: &[u8]) -> Option<Vec<&[u8]>> {
+        let ranges = shoal_resp::array_elements(buf).ok()?;
+        Some(ranges.into_iter().map(|r| &buf[r]).collect())
+    }
+    fn text(buf: &[u8]) -> Option<Bytes> {
+        shoal_resp::string_value(buf).map(Bytes::copy_from_slice)
+    }
+    let top = items(reply)?;
+    let mut out = Vec::new();
+    match (spec.name, &top[..]) {
+        (name @ ("blpop" | "brpop"), [key, element]) => {
+            let push = if name == "blpop" { "LPUSH" } else { "RPUSH" };
+            out.extend([
+                Bytes::from_static(push.as_bytes()),
+                text(key)?,
+                text(element)?,
+            ]);
+        }
+        ("blmpop", [key, elements]) => {
+            // BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
+            let numkeys: usize = std::str::from_utf8(args.get(2)?).ok()?.parse().ok()?;
+            let side = args.get(3usize.checked_add(numkeys)?)?;
+            let push = if side.eq_ignore_ascii_case(b"left") {
+                "LPUSH"
+            } else {
+                "RPUSH"
+            };
+            let elements = items(elements)?;
+            if elements.is_empty() {
+                return None;
+            }
+            out.extend([Bytes::from_static(push.as_bytes()), text(key)?]);
+            // The first popped was at the very end: pushed last, it is there again.
+            for element in elements.iter().rev() {
+                out.push(text(element)?);
+            }
+        }
+        ("bzpopmin" | "bzpopmax", [key, member, score]) => {
+            out.extend([
+                Bytes::from_static(b"ZADD"),
+                text(key)?,
+                Bytes::from_static(b"NX"),
+            ]);
+            out.extend([text(score)?, text(member)?]);
+        }
+        ("bzmpop", [key, pairs]) => {
+            let pairs = items(pairs)?;
+            if pairs.is_empty() {
+                return None;
+            }
+            out.extend([
+                Bytes::from_static(b"ZADD"),
+                text(key)?,
+                Bytes::from_static(b"NX"),
+            ]);
+            for pair in pairs {
+                let [member, score] = items(pair)?[..] else {
+                    return None;
+                };
+                out.extend([text(score)?, text(member)?]);
+            }
+        }
+        _ => return None,
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn undo(args: &str, reply: &[u8]) -> Option<String> {
+        let args: Vec<Bytes> = args
+            .split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect();
+        let spec = super::super::lookup(&args[0]).expect("a command");
+        undo_pop(spec, &args, reply).map(|cmd| {
+            let words: Vec<String> = cmd
+                .iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            words.join(" ")
+        })
+    }
+
+    #[test]
+    fn a_pop_for_a_client_that_went_away_is_put_back() {
+        let pair = b"*2\r\n$1\r\nq\r\n$3\r\nmsg\r\n";
+        assert_eq!(undo("BLPOP q r 1", pair).as_deref(), Some("LPUSH q msg"));
+        assert_eq!(undo("BRPOP q r 1", pair).as_deref(), Some("RPUSH q msg"));
+        let many = b"*2\r\n$1\r\nq\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n";
+        assert_eq!(
+            undo("BLMPOP 1 2 p q LEFT COUNT 3", many).as_deref(),
+            Some("LPUSH q c b a"),
+            "a was at the head: pushed last"
+        );
+        assert_eq!(
+            undo("BLMPOP 1 1 q right COUNT 3", many).as_deref(),
+            Some("RPUSH q c b a")
+        );
+        // RESP2's score is a bulk string, RESP3's a double.
+        let popped = b"*3\r\n$1\r\nz\r\n$1\r\nm\r\n$3\r\n1.5\r\n";
+        assert_eq!(
+            undo("BZPOPMIN z 1", popped).as_deref(),
+            Some("ZADD z NX 1.5 m")
+        );
+        let popped = b"*3\r\n$1\r\nz\r\n$1\r\nm\r\n,-inf\r\n";
+        assert_eq!(
+            undo("BZPOPMAX z 1", popped).as_deref(),
+            Some("ZADD z NX -inf m")
+        );
+        let popped = b"*2\r\n$1\r\nz\r\n*2\r\n*2\r\n$1\r\na\r\n,1\r\n*2\r\n$1\r\nb\r\n,2\r\n";
+        assert_eq!(
+            undo("BZMPOP 1 1 z MIN COUNT 2", popped).as_deref(),
+            Some("ZADD z NX 1 a 2 b")
+        );
+    }
+
+    #[test]
+    fn nothing_is_put_back_when_nothing_was_lost() {
+        // Timeouts (RESP2 and RESP3 nulls), errors, and the commands that lose nothing.
+        for reply in [&b"*-1\r\n"[..], b"_\r\n", b"-WRONGTYPE x\r\n", b"$-1\r\n"] {
+            assert_eq!(undo("BLPOP q 1", reply), None);
+            assert_eq!(undo("BZMPOP 1 1 z MIN", reply), None);
+        }
+        assert_eq!(undo("BLMOVE a b LEFT RIGHT 1", b"$1\r\nx\r\n"), None);
+        assert_eq!(undo("BRPOPLPUSH a b 1", b"$1\r\nx\r\n"), None);
+        let entries = b"*1\r\n*2\r\n$1\r\ns\r\n*0\r\n";
+        assert_eq!(
+            undo("XREADGROUP GROUP g c BLOCK 1 STREAMS s >", entries),
+            None
+        );
+        // A reply of an unexpected shape: nothing.
+        assert_eq!(undo("BLPOP q 1", b"*1\r\n$1\r\nq\r\n"), None);
+        assert_eq!(undo("BLMPOP 1 1 q LEFT", b"*2\r\n$1\r\nq\r\n*0\r\n"), None);
+    }
 
     #[test]
     fn timeouts_read_as_redis_reads_them() {
