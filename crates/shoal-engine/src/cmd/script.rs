@@ -305,7 +305,7 @@ fn new_vm() -> mlua::Result<Vm> {
             None => tagged(lua, "err", WRONG_REPLY_ARGS),
         })?,
     )?;
-    redis.set("log", lua.create_function(|_, _: mlua::MultiValue| Ok(()))?)?;
+    redis.set("log", lua.create_function(script_log)?)?;
     redis.set(
         "setresp",
         lua.create_function(|lua, args: mlua::MultiValue| {
@@ -524,8 +524,9 @@ fn register_function(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
         unreachable!("both checked above")
     };
     if !functions::valid_name(name.as_bytes()) {
-        // Redis 7.2's text (7.0 said "Library names" here too).
-        return fail("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long");
+        // Redis 7.0's and 7.2's text for a function's name too (`functionLibCreateFunction`;
+        // later releases say "Function names").
+        return fail("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long");
     }
     LOADING.with(|l| {
         let mut l = l.borrow_mut();
@@ -1387,6 +1388,40 @@ fn error_text(given: &[u8]) -> mlua::BString {
     let start = msg.iter().position(|b| !trim(b)).unwrap_or(msg.len());
     let end = msg.iter().rposition(|b| !trim(b)).map_or(start, |e| e + 1);
     [code, b" ", &msg[start..end]].concat().into()
+}
+
+/// `redis.log(level, message, ...)`, Redis's `luaLogCommand`: its checks and errors, then
+/// the message (the other arguments that are strings or numbers, joined by spaces) to this
+/// node's log at the level's weight (LOG_WARNING a warning, LOG_NOTICE an info line, the
+/// others debug).
+fn script_log(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
+    let fail = |e: &str| Err(mlua::Error::RuntimeError(e.to_string()));
+    if args.len() < 2 {
+        return fail("redis.log() requires two arguments or more.");
+    }
+    let mut args = args.into_iter();
+    let first = args.next().unwrap_or(Value::Nil);
+    let Some(level) = lua.coerce_number(first)? else {
+        return fail("First argument must be a number (log level).");
+    };
+    // C's (int) cast: truncated toward zero.
+    let level = level.trunc();
+    if !(0.0..=3.0).contains(&level) {
+        return fail("Invalid debug level.");
+    }
+    let mut words = Vec::new();
+    for v in args {
+        if let Some(s) = lua.coerce_string(v)? {
+            words.push(String::from_utf8_lossy(&s.as_bytes()).into_owned());
+        }
+    }
+    let message = words.join(" ");
+    match level as u8 {
+        3 => tracing::warn!(target: "shoal::script", "{message}"),
+        2 => tracing::info!(target: "shoal::script", "{message}"),
+        _ => tracing::debug!(target: "shoal::script", "{message}"),
+    }
+    Ok(())
 }
 
 fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value> {
