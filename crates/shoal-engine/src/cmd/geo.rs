@@ -435,6 +435,8 @@ fn double(arg: &[u8], what: &'static str) -> Result<f64, Reply> {
 }
 
 const ERR_FLOAT: &str = "ERR value is not a valid float";
+/// A member a search starts from (FROMMEMBER, BYMEMBER) that the set does not hold.
+const ERR_NO_MEMBER: &str = "ERR could not decode requested zset member";
 
 /// A longitude and latitude argument pair, in range.
 fn lon_lat(lon: &[u8], lat: &[u8]) -> Result<(f64, f64), Reply> {
@@ -609,8 +611,14 @@ struct Search<'a> {
 }
 
 /// Parses a search as Redis does, in argument order, so the first error met is Redis's.
-/// The FROMMEMBER / BYMEMBER member is looked up later, under the key's lock.
-fn parse_search<'a>(args: &'a [Bytes], form: Form) -> Result<Search<'a>, Reply> {
+/// A FROMMEMBER member the key (when it exists) does not hold is an error where it is met,
+/// as Redis looks it up there (`member_missing`); where it is is read later, under the
+/// key's lock, as is BYMEMBER's.
+fn parse_search<'a>(
+    args: &'a [Bytes],
+    form: Form,
+    member_missing: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<Search<'a>, Reply> {
     let mut s = Search {
         src: &args[1],
         centre: None,
@@ -682,6 +690,9 @@ fn parse_search<'a>(args: &'a [Bytes], form: Form) -> Result<Search<'a>, Reply> 
         } else if is(a, "STOREDIST") && form == (Form::Search { store: true }) {
             s.store_dist = true;
         } else if is(a, "FROMMEMBER") && left >= 1 && search && !from_loc {
+            if member_missing(&rest[i + 1]) {
+                return Err(err(ERR_NO_MEMBER));
+            }
             s.centre = Some(Centre::Member(&rest[i + 1]));
             from_member = true;
             i += 1;
@@ -792,7 +803,15 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], form: Form) -> Reply {
     if super::kind_of(ctx, src).is_some_and(|k| k != shoal_store::Kind::ZSet) {
         return err(super::ERR_WRONGTYPE);
     }
-    let s = tri!(parse_search(args, form));
+    let mut member_missing = |m: &[u8]| {
+        let mut missing = false;
+        with_zset(ctx, src, |z, _, _| {
+            missing = z.is_some_and(|z| z.score(m).is_none());
+            Reply::Nil
+        });
+        missing
+    };
+    let s = tri!(parse_search(args, form, &mut member_missing));
     // On the cluster-client port a STORE key must be in the source's slot, as in Redis
     // Cluster (GEOSEARCHSTORE's is a key of the row, checked with the others); elsewhere the
     // router sent it to the owner of both keys (`db::store_key`).
@@ -815,7 +834,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], form: Form) -> Reply {
             Some(Centre::At(lon, lat)) => (lon, lat),
             Some(Centre::Member(m)) => match z.score(m) {
                 Some(score) => hash::position(score),
-                None => return err("ERR could not decode requested zset member"),
+                None => return err(ERR_NO_MEMBER),
             },
             None => return err(ERR_SYNTAX),
         };
@@ -1032,7 +1051,7 @@ mod tests {
     fn options_are_checked_as_redis_checks_them() {
         let a =
             |s: &str| -> Vec<Bytes> { s.split(' ').map(|w| Bytes::from(w.to_string())).collect() };
-        let e = |s: &str, form| match parse_search(&a(s), form) {
+        let e = |s: &str, form| match parse_search(&a(s), form, &mut |_| false) {
             Err(Reply::Error(e)) => e.to_string(),
             Err(other) => panic!("{other:?}"),
             Ok(_) => "ok".to_string(),
