@@ -3805,6 +3805,13 @@ const CONNECTION: &[Case] = &[
         &["MODULE", "LOAD"],
         &["EXEC"],
         &["DISCARD"],
+        // A refused EXEC outside MULTI answers EXECABORT too, and unwatches the keys.
+        &["WATCH", "t"],
+        &["EXEC", "x"],
+        &["SET", "t", "changed"],
+        &["MULTI"],
+        &["GET", "t"],
+        &["EXEC"],
         &["MULTI"],
         &["MULTI"],
         &["SET", "t", "1"],

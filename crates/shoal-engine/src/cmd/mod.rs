@@ -1398,10 +1398,11 @@ fn prepare_found(
     }
     if !session.authenticated && spec.flags & NOAUTH == 0 {
         if acl::requires_auth(node) {
-            return Prepared::Done(reject(
-                session,
-                Reply::error("NOAUTH Authentication required."),
-            ));
+            let noauth = Reply::error("NOAUTH Authentication required.");
+            if spec.route == Route::Exec {
+                return Prepared::Done(reject_exec(session, noauth));
+            }
+            return Prepared::Done(reject(session, noauth));
         }
         session.authenticated = true;
     }
@@ -1974,11 +1975,12 @@ fn reject(session: &mut Session, reply: Reply) -> Reply {
     reply
 }
 
-/// A refused EXEC inside MULTI ends the transaction, as Redis's `execCommandAbort`.
+/// A refused EXEC, inside MULTI or not, ends the transaction, unwatches the keys and
+/// answers EXECABORT, as Redis's `rejectCommand` calls `execCommandAbort` for any EXEC
+/// (`EXEC x` alone: `EXECABORT Transaction discarded because of: wrong number of arguments
+/// for 'exec' command`).
 fn reject_exec(session: &mut Session, reply: Reply) -> Reply {
-    if session.multi.take().is_none() {
-        return reply;
-    }
+    session.multi = None;
     session.watched.clear();
     match reply {
         Reply::Error(text) => Reply::error(format!(

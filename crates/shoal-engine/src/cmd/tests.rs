@@ -1112,6 +1112,11 @@ fn multi_exec_discard() {
     );
     h.check("GET a", &bulk("2"));
     h.check("EXEC", "-ERR EXEC without MULTI\r\n");
+    // Outside MULTI too (fakeredis's `test_exec_bad_arguments`).
+    h.check(
+        "EXEC x",
+        "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n",
+    );
 }
 
 #[test]
