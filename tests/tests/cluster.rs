@@ -3494,6 +3494,29 @@ fn functions_in_a_cluster() {
             .unwrap_err();
         assert!(e.to_string().contains("Function not found"), "{e}");
     }
+    // Keys of one owner in two slots: CROSSSLOT before an unknown SHA1 or function is
+    // looked at, as in Redis Cluster (the NOSCRIPT came first; a helper's run of kombu).
+    let other = (0..)
+        .map(|i| format!("acc:x{i}"))
+        .find(|k| {
+            cluster.owner_index(k) == cluster.owner_index(&a)
+                && shoal_store::key_slot(k.as_bytes()) != shoal_store::key_slot(a.as_bytes())
+        })
+        .unwrap();
+    for call in [
+        &["EVALSHA", "0123456789012345678901234567890123456789"][..],
+        &["FCALL", "nosuch"],
+        &["EVAL", "return 1"],
+    ] {
+        let e = redis::cmd(call[0])
+            .arg(&call[1..])
+            .arg(2)
+            .arg(&a)
+            .arg(&other)
+            .query::<redis::Value>(&mut n0)
+            .unwrap_err();
+        assert_eq!(e.kind(), redis::ErrorKind::CrossSlot, "{call:?}: {e}");
+    }
 }
 
 /// ACL users in a cluster: a user from the configuration is known to every node; one made

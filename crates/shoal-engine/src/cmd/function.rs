@@ -327,6 +327,12 @@ pub fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn call(ctx: &mut Ctx<'_>, args: &[Bytes], ro_command: bool) -> Reply {
+    // Keys in several slots first (when numkeys reads), as Redis Cluster finds them.
+    if let Ok((keys, _)) = script::keys_and_args(args, "") {
+        if let Some(refusal) = script::cross_slot(ctx, &keys) {
+            return refusal;
+        }
+    }
     let Some((lib, index)) = ctx.engine.functions.function(&args[1]) else {
         return err("ERR Function not found");
     };

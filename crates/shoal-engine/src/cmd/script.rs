@@ -1026,15 +1026,9 @@ fn run(
     let read_only = allowed.read_only;
     let (chunk, sha) = target.names();
     let functions = &ctx.engine.functions;
-    // In a cluster a script is run by the owner of its keys, which must share one slot, and
-    // may touch only them (see `check_call`).
+    // In a cluster a script is run by the owner of its keys (one slot: `cross_slot`, checked
+    // by the callers) and may touch only them (see `check_call`).
     let declared = ctx.host.cluster().map(|_| keys);
-    if let (Some(first), Some(_)) = (keys.first(), declared) {
-        let slot = shoal_store::key_slot(first);
-        if keys.iter().any(|k| shoal_store::key_slot(k) != slot) {
-            return err("CROSSSLOT Keys in request don't hash to the same slot");
-        }
-    }
     with_vm(|vm| {
         forget_dropped(vm, functions);
         let f = match target {
@@ -1518,11 +1512,25 @@ pub(super) fn keys_and_args(
     Ok((keys, args[3 + n..].to_vec()))
 }
 
+/// In a cluster a script's or function's keys must share one slot: CROSSSLOT before
+/// anything else is looked at (an unknown SHA1 or function), as Redis Cluster checks the
+/// keys before the command runs.
+pub(super) fn cross_slot(ctx: &Ctx<'_>, keys: &[Bytes]) -> Option<Reply> {
+    ctx.host.cluster()?;
+    let slot = shoal_store::key_slot(keys.first()?);
+    keys.iter()
+        .any(|k| shoal_store::key_slot(k) != slot)
+        .then(|| err("CROSSSLOT Keys in request don't hash to the same slot"))
+}
+
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro_command: bool) -> Reply {
     let (keys, argv) = match keys_and_args(args, "ERR value is not an integer or out of range") {
         Ok(v) => v,
         Err(e) => return e,
     };
+    if let Some(refusal) = cross_slot(ctx, &keys) {
+        return refusal;
+    }
     let scripts = &ctx.engine.scripts;
     let (sha, body) = if by_sha {
         let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
