@@ -3711,7 +3711,8 @@ const CONNECTION: &[Case] = &[
         &["MODULE", "LOAD", "/nonexistent.so"],
         &["MODULE", "UNLOAD", "foo"],
         &["MODULE", "FOO"],
-        &["MODULE", "HELP"],
+        // (MODULE HELP left out: Redis 7.2 ends every HELP with "Print this help.", 7.0 with
+        // "Prints"; `every_help_ends_as_redis_7_2s` in the engine's tests.)
         &["CONFIG", "GET", "busy-reply-threshold"],
         &["CONFIG", "GET", "lua-time-limit"],
         &["CONFIG", "GET", "dbfilename"],
@@ -3993,7 +3994,8 @@ const CONNECTION: &[Case] = &[
     ],
     // LATENCY with the monitor off, then on with no spike (a 100 ms command is not expected)
     &[
-        &["LATENCY", "HELP"],
+        // (LATENCY HELP left out: Redis 7.2 ends every HELP with "Print this help.", 7.0 with
+        // "Prints"; `every_help_ends_as_redis_7_2s` in the engine's tests.)
         &["LATENCY", "LATEST"],
         &["LATENCY", "HISTORY", "command"],
         &["LATENCY", "RESET"],
@@ -4022,7 +4024,8 @@ const CONNECTION: &[Case] = &[
     ],
     // SLOWLOG and ROLE (what they count is compared in `introspection_matches_redis`)
     &[
-        &["SLOWLOG", "HELP"],
+        // (SLOWLOG HELP left out: Redis 7.2 ends every HELP with "Print this help.", 7.0 with
+        // "Prints"; `every_help_ends_as_redis_7_2s` in the engine's tests.)
         &["SLOWLOG", "RESET"],
         &["SLOWLOG", "GET", "x"],
         &["SLOWLOG", "GET", "-2"],
@@ -4031,7 +4034,7 @@ const CONNECTION: &[Case] = &[
         &["SLOWLOG", "RESET", "x"],
         &["SLOWLOG", "FOO"],
         &["SLOWLOG"],
-        &["slowlog", "help"],
+        // (A lower-case `slowlog help` left out too: 7.0 ends it with "Prints".)
         &["ROLE"],
         &["ROLE", "x"],
     ],
@@ -4175,7 +4178,8 @@ const PUBSUB: &[Case] = &[
         &["PUBSUB", "NOPE"],
         &["PUBSUB", "NUMPAT", "x"],
         &["PUBSUB", "HELP", "x"],
-        &["PUBSUB", "HELP"],
+        // (PUBSUB HELP left out: Redis 7.2 ends every HELP with "Print this help.", 7.0 with
+        // "Prints"; `every_help_ends_as_redis_7_2s` in the engine's tests.)
         &["PUBSUB", "CHANNELS", "a", "b"],
     ],
 ];
@@ -5902,7 +5906,8 @@ const FUNCTIONS: &[Case] = &[
         &["FUNCTION", "RESTORE", "bogus"],
         &["FUNCTION", "RESTORE", "x", "y"],
         &["FUNCTION", "RESTORE", "a", "b", "c"],
-        &["FUNCTION", "HELP"],
+        // (FUNCTION HELP left out: Redis 7.2 ends every HELP with "Print this help.", 7.0 with
+        // "Prints"; `every_help_ends_as_redis_7_2s` in the engine's tests.)
         &["FUNCTION", "BOGUS"],
         &["FUNCTION", "FLUSH", "ASYNC"],
         &["FUNCTION", "LIST"],
@@ -7090,7 +7095,8 @@ const STREAMS: &[Case] = &[
         &["XGROUP", "CREATE", "s", "g2", "bad"],
         &["XGROUP", "CREATE", "s"],
         &["XGROUP", "FOO", "s", "g"],
-        &["XGROUP", "HELP"],
+        // (XGROUP HELP left out: Redis 7.2 ends every HELP with "Print this help.", 7.0 with
+        // "Prints"; `every_help_ends_as_redis_7_2s` in the engine's tests.)
         &["XGROUP", "HELP", "x"],
         &["XADD", "s", "1-1", "a", "1"],
         &["XADD", "s", "2-1", "b", "2"],
@@ -7170,7 +7176,8 @@ const STREAMS: &[Case] = &[
         &["XINFO", "CONSUMERS", "s", "nog"],
         &["XINFO", "CONSUMERS", "s"],
         &["XINFO", "FOO", "s"],
-        &["XINFO", "HELP"],
+        // (XINFO HELP left out: Redis 7.2 ends every HELP with "Print this help.", 7.0 with
+        // "Prints"; `every_help_ends_as_redis_7_2s` in the engine's tests.)
         &["XINFO", "STREAM", "s", "BAD"],
         &["XGROUP", "CREATE", "nos", "g", "0"],
     ],

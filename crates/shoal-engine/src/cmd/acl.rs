@@ -867,7 +867,7 @@ const HELP: &[&str] = &[
     "WHOAMI",
     "    Return the current connection username.",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";

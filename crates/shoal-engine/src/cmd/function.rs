@@ -51,7 +51,7 @@ const FUNCTION_HELP: &[&str] = &[
     "      libraries with the new libraries (notice that even on this option there is a chance of failure",
     "      in case of functions name collision with another library).",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 /// The subcommands and their arities (Redis 7.2's).

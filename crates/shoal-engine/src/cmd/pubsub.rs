@@ -157,7 +157,7 @@ const PUBSUB_HELP: &[&str] = &[
     "SHARDNUMSUB [<shardchannel> ...]",
     "    Return the number of subscribers for the specified shard level channel(s)",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 /// PUBSUB CHANNELS | NUMSUB | NUMPAT | SHARDCHANNELS | SHARDNUMSUB | HELP, over this node's

@@ -1675,7 +1675,7 @@ const SLOWLOG_HELP: &[&str] = &[
     "RESET",
     "    Reset the slowlog.",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 /// SLOWLOG GET|LEN|RESET|HELP over the node's slow log (`cmdstats`).
@@ -2107,7 +2107,7 @@ const MODULE_HELP: &[&str] = &[
     "UNLOAD <name>",
     "    Unload a module.",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 /// MODULE: no module is loaded, and none can be (Redis's answer with
@@ -2166,7 +2166,7 @@ const LATENCY_HELP: &[&str] = &[
     "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
     "    If no commands are specified then all histograms are replied.",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 /// LATENCY DOCTOR | GRAPH | HISTORY | HISTOGRAM | LATEST | RESET | HELP over the node's

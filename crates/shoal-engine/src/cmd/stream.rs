@@ -1045,7 +1045,7 @@ const XGROUP_HELP: &[&str] = &[
     "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
     "    Set the current group ID and entries_read counter.",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 fn entries_read_arg(arg: &[u8]) -> Result<i64, Reply> {
@@ -1599,7 +1599,7 @@ const XINFO_HELP: &[&str] = &[
     "STREAM <key> [FULL [COUNT <count>]",
     "    Show information about the stream.",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 fn field(name: &'static str, value: Reply) -> (Reply, Reply) {

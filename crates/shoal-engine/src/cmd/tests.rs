@@ -1284,6 +1284,42 @@ impl H {
     }
 }
 
+/// Redis 7.2's `addReplyHelp` ends every HELP with `HELP` / `    Print this help.` (7.0
+/// said "Prints"; fakeredis checks PUBSUB's): every command with a HELP subcommand, as a
+/// client reads it, starts with Redis's first line and ends so.
+#[test]
+fn every_help_ends_as_redis_7_2s() {
+    let mut h = H::with(|c| c.enable_debug_command = "yes".into());
+    let mut seen = 0;
+    for spec in super::TABLE {
+        if !spec.subcommands.contains(&"help") {
+            continue;
+        }
+        let name = spec.name.to_ascii_uppercase();
+        let reply = h.exec(&[&name, "HELP"]);
+        let shoal_resp::Reply::Array(lines) = reply else {
+            panic!("{name} HELP: {reply:?}");
+        };
+        let text = |r: &shoal_resp::Reply| match r {
+            shoal_resp::Reply::Simple(s) => s.to_string(),
+            other => panic!("{name} HELP: a line {other:?}"),
+        };
+        let lines: Vec<String> = lines.iter().map(text).collect();
+        assert!(
+            lines[0].starts_with(&format!("{name} <subcommand> [<arg> [value] [opt] ...].")),
+            "{name}: {}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[lines.len() - 2..],
+            ["HELP".to_string(), "    Print this help.".to_string()],
+            "{name}"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 15, "{seen} commands with HELP");
+}
+
 #[test]
 fn hash_commands_answer_in_resp2_and_resp3() {
     let mut h = H::new();
