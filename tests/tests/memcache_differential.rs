@@ -257,6 +257,35 @@ fn the_memcached_port_answers_as_memcached_does() {
                 .to_vec(),
         ),
         (
+            // ms answers one error, its flag pre-parse's (N, T, R, C, J, D, in line order)
+            // before F's; an unreadable length is a bad command line and its data a command;
+            // `ms` alone is no command; twenty tokens are too many (a helper's raw requests:
+            // Shoal answered two errors for `Fx Cx`).
+            "meta set errors",
+            b"ms foo 3 Fx\r\nbar\r\nms foo 3 Fx Cx\r\nbar\r\nms foo 3 Nx F1\r\nbar\r\n\
+              ms foo 3 Rx\r\nbar\r\nms foo 3 Jx\r\nbar\r\nms foo 3 Dx\r\nbar\r\n\
+              ms foo 3 Fx MZ\r\nbar\r\nms foo abc\r\nbar\r\nms foo -1\r\nms\r\nms foo\r\n\
+              mg foo v k f s t c h l O1 u T30 N30 R30 E1 q b x y\r\n\
+              mg foo v k f s t c h l O1 u T30 N30 R30 E1 q b x\r\n\
+              md foo q q q q q q q q q q q q q q q q q q\r\n\
+              ma foo q q q q q q q q q q q q q q q q q q\r\nmn\r\n"
+                .to_vec(),
+        ),
+        (
+            // ms's modes and a CAS: add takes none, an append or prepend to a missing key
+            // is not stored; ma returns t, c, k and O only, k and O on a miss, and a counter
+            // N creates answers despite q (a helper's raw requests against memcached 1.6.18).
+            "meta set modes with a cas, meta arithmetic's return flags",
+            b"set e 0 0 1\r\nx\r\nms e 1 MR C1\r\ny\r\nms e 1 MS C1\r\nz\r\nms e 1 MA C1\r\nz\r\n\
+              ms e 1 MP C1\r\nz\r\nms e 1 ME C1\r\nz\r\nms nf 1 ME C1\r\nz\r\nmg nf v\r\n\
+              ms nf2 1 MA C1\r\nz\r\nms nf2 1 MP C1\r\nz\r\nms nf3 1 MR C1\r\nz\r\n\
+              ms nf4 1 MS C1\r\nz\r\nms nf5 1 MA N0 C1\r\nz\r\nmg e v\r\n\
+              set cnt 0 100 2\r\n10\r\nma cnt f s h l t k O1\r\nma cnt C1 k O2 t\r\n\
+              ma nope k O3 t\r\nma nope N30 q\r\nma nope2 N30 q v k\r\nma cnt q\r\n\
+              ma cnt q v\r\nma nope3 q\r\nma cnt C1 q\r\nmn\r\n"
+                .to_vec(),
+        ),
+        (
             // The meta protocol's stale-while-revalidate: `md I` marks stale (X), the first
             // reader wins the recache (W), the others see Z; a vivified miss and a TTL under
             // `R` win once; a `ms I` with an older CAS stores a stale value; a plain set ends

@@ -1257,6 +1257,29 @@ fn meta_number<T: std::str::FromStr>(
     }
 }
 
+/// memcached's `_meta_flag_preparse` reads the numeric tokens first, in the line's order,
+/// and the first it cannot read answers (ms takes N, R, J and D too, and checks them so).
+/// Err: the error is written.
+fn meta_preparse(flags: &MetaFlags, out: &mut BytesMut) -> Result<(), ()> {
+    for (f, _) in &flags.items {
+        let readable = match f {
+            b'N' | b'T' | b'R' => !matches!(flags.number::<i64>(*f), Some(Err(()))),
+            b'C' | b'J' | b'D' => !matches!(flags.number::<u64>(*f), Some(Err(()))),
+            _ => true,
+        };
+        if !readable {
+            let text: &[u8] = match f {
+                b'J' => b"CLIENT_ERROR invalid numeric initial value\r\n",
+                b'D' => b"CLIENT_ERROR invalid numeric delta value\r\n",
+                _ => b"CLIENT_ERROR bad token in command line format\r\n",
+            };
+            out.extend_from_slice(text);
+            return Err(());
+        }
+    }
+    Ok(())
+}
+
 /// Like `meta_number`, with the command's own error text.
 fn meta_number_or<T: std::str::FromStr>(
     flags: &MetaFlags,
@@ -1498,13 +1521,16 @@ fn meta_set(
         return;
     };
     node.mc_stats.prefixes.record(&key, Op::Set);
-    let (Ok(client_flags), Ok(ttl), Ok(compare)) = (
-        meta_number::<u32>(flags, b'F', out),
-        meta_number::<i64>(flags, b'T', out),
-        meta_number::<u64>(flags, b'C', out),
-    ) else {
+    // One error, as memcached: its flag pre-parse first, then F (1.6.18's words for it).
+    if meta_preparse(flags, out).is_err() {
+        return;
+    }
+    let Ok(client_flags) = meta_number_or::<u32>(flags, b'F', out, "bad command line format")
+    else {
         return;
     };
+    let ttl = flags.number::<i64>(b'T').and_then(Result::ok);
+    let compare = flags.number::<u64>(b'C').and_then(Result::ok);
     // Upper case only, as memcached reads them.
     let mode = match flags.token(b'M') {
         None => StoreMode::Set,
@@ -1528,6 +1554,8 @@ fn meta_set(
         return;
     }
     let at = ttl.and_then(|t| expire_at(t, now));
+    // memcached's add mode takes no CAS: it stores a missing key and leaves one that is there.
+    let compare = compare.filter(|_| !matches!(mode, StoreMode::Add));
     node.store.write(&key, now, |slot| {
         let exists = slot.exists();
         // `I` with a CAS older than the item's: stored, but as stale, keeping the item's TTL
@@ -1535,6 +1563,8 @@ fn meta_set(
         let stale_write =
             flags.has(b'I') && compare.is_some_and(|c| slot.version().is_some_and(|v| c < v));
         let code = match (mode, compare) {
+            // An append or prepend with a CAS to a missing key: not stored, as memcached.
+            (StoreMode::Append | StoreMode::Prepend, Some(_)) if !exists => "NS",
             (_, Some(_)) if !exists => "NF",
             (_, Some(_)) if stale_write => "HD",
             (_, Some(c)) if slot.version() != Some(c) => "EX",
@@ -1674,6 +1704,7 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
         // The counter's value, as `v` returns it (the number, not the stored text, which
         // keeps its length with spaces; see `arith`).
         let mut number = None;
+        let mut created = false;
         let code = if slot.kind().is_some_and(|k| k != shoal_store::Kind::String) {
             // A RESP collection: not found, and not replaced by a vivified counter.
             "NF"
@@ -1685,6 +1716,7 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
                     // A T flag's TTL wins over N's, as memcached sets it on the new item.
                     let at = expire_at(ttl.unwrap_or(t), now);
                     slot.set_with_flags(start.to_string().as_bytes(), at, 0);
+                    created = true;
                     "HD"
                 }
                 None => "NF",
@@ -1710,11 +1742,20 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
         };
         let (hits, misses) = node.mc_stats.arith_counters(incr);
         bump(if code == "HD" { hits } else { misses });
-        if code == "HD" && flags.has(b'q') {
+        // memcached's `q` hides a counted HD, not the one of a counter N created.
+        if code == "HD" && flags.has(b'q') && !created {
             return;
         }
-        let view = item_view(slot, &key);
-        let ret = return_flags(flags, view.as_ref(), now);
+        // What memcached's ma returns: t, c and k (with b) and O when it counted; k and O
+        // when it did not (f, s, h and l not at all).
+        let ret = if code == "HD" {
+            let view = item_view(slot, &key);
+            let mut ret = return_flags(flags, view.as_ref(), now);
+            ret.retain(|(f, _)| matches!(f, b't' | b'c' | b'k' | b'b' | b'O'));
+            ret
+        } else {
+            miss_flags(flags, &key)
+        };
         match (code, number) {
             ("HD", Some(n)) if flags.has(b'v') => {
                 write_meta(out, "VA", Some(n.to_string().as_bytes()), &ret)

@@ -130,8 +130,9 @@ impl ParseError {
 const DELETE_USAGE: &str = "bad command line format.  Usage: delete <key> [noreply]";
 const INVALID_EXPTIME: &str = "invalid exptime argument";
 const INVALID_DELTA: &str = "invalid numeric delta argument";
-/// memcached `MFLAG_MAX_OPT_LENGTH`: meta lines with more flags are refused.
-const MAX_META_FLAGS: usize = 20;
+/// memcached `MFLAG_MAX_OPT_LENGTH`: a meta line of this many tokens or more (the command
+/// and the key counted) is refused, whatever its flags.
+const MAX_META_TOKENS: usize = 20;
 /// memcached `MFLAG_MAX_OPAQUE_LENGTH`.
 const MAX_OPAQUE_LEN: usize = 32;
 /// memcached reads `<bytes>` as an `int32_t` and refuses anything above `INT_MAX - 2`.
@@ -506,7 +507,7 @@ impl<'a> Tokens<'a> {
 /// A command line (without its line end) into what it asks for.
 fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
     // Enough tokens for the longest get line allowed, and for spotting one too many.
-    let cap = limits.max_keys.saturating_add(2).max(MAX_META_FLAGS + 4);
+    let cap = limits.max_keys.saturating_add(2).max(MAX_META_TOKENS + 1);
     let t = Tokens::split(line, cap);
     // memcached: "There are also no valid commands shorter than two bytes."
     if t.len() == 0 || t.get(0).len() < 2 {
@@ -741,11 +742,18 @@ fn store(t: &Tokens<'_>, limits: &Limits, mode: StoreMode) -> Result<LineOutcome
 
 /// `ms <key> <datalen> <flag>*`.
 fn meta_set(t: &Tokens<'_>, limits: &Limits) -> Result<LineOutcome, ParseError> {
+    // memcached answers `ms` without a key with ERROR, as the other meta commands.
+    if t.len() < 2 {
+        return Err(ParseError::UnknownCommand);
+    }
     if t.len() < 3 {
         return Err(ParseError::BadCommandLine);
     }
-    // memcached answers an unreadable datalen with "bad data chunk" and cannot swallow.
-    let len = declared_len(t.get(2)).ok_or(ParseError::BadDataChunk)?;
+    // memcached 1.6.18 answers an unreadable datalen with "bad command line format" (after
+    // its count of tokens) and cannot swallow.
+    let Some(len) = declared_len(t.get(2)) else {
+        return Err(too_long(t).unwrap_or(ParseError::BadCommandLine));
+    };
     let parsed: Result<(Pending, usize), ParseError> = (|| {
         let key = key(t, 1, limits)?;
         let flags = meta_flags(t, 3)?;
@@ -814,9 +822,21 @@ fn tokens_readable(key: &[u8], flags: &MetaFlags) -> bool {
     })
 }
 
+/// memcached's refusal of a meta line of too many tokens (`MAX_META_TOKENS`), in mg's words
+/// or in md's, ma's and ms's (theirs lack the "are").
+fn too_long(t: &Tokens<'_>) -> Option<ParseError> {
+    (t.overflow || t.len() >= MAX_META_TOKENS).then(|| {
+        ParseError::Client(if t.get(0) == b"mg" {
+            "options flags are too long"
+        } else {
+            "options flags too long"
+        })
+    })
+}
+
 fn meta_flags(t: &Tokens<'_>, from: usize) -> Result<MetaFlags, ParseError> {
-    if t.overflow || t.len().saturating_sub(from) > MAX_META_FLAGS {
-        return Err(ParseError::Client("options flags are too long"));
+    if let Some(e) = too_long(t) {
+        return Err(e);
     }
     let mut seen = [false; 128];
     let mut items = Vec::with_capacity(t.len().saturating_sub(from));
