@@ -286,6 +286,13 @@ fn the_memcached_port_answers_as_memcached_does() {
                 .to_vec(),
         ),
         (
+            // A count leaves a stale item stale, its win not yet handed out (ma and incr).
+            "a count keeps an item stale",
+            b"set sc 0 0 1\r\n5\r\nmd sc I\r\nma sc v\r\nmg sc v\r\nmg sc v\r\n\
+              set sd 0 0 1\r\n5\r\nmd sd I\r\nincr sd 2\r\nmg sd v\r\nmn\r\n"
+                .to_vec(),
+        ),
+        (
             // The meta protocol's stale-while-revalidate: `md I` marks stale (X), the first
             // reader wins the recache (W), the others see Z; a vivified miss and a TTL under
             // `R` win once; a `ms I` with an older CAS stores a stale value; a plain set ends
@@ -702,7 +709,7 @@ fn the_unix_socket_answers_as_memcached_does() {
                 .find(|(f, field, _)| *f == fd && field == "state")
                 .map(|(_, _, v)| v.clone())
         };
-        let on_socket: Vec<i32> = lines
+        let mut on_socket: Vec<i32> = lines
             .iter()
             .filter(|(_, _, v)| v == "unix:<path>")
             .map(|(fd, _, _)| *fd)
@@ -713,13 +720,19 @@ fn the_unix_socket_answers_as_memcached_does() {
                 )
             })
             .collect();
+        // The listener first, then the asking connection, whatever their numbers (a new
+        // connection may take a number below the listener's that a closed one left).
+        on_socket.sort_by_key(|&fd| state_of(fd).as_deref() != Some("conn_listening"));
         lines
             .into_iter()
             .filter(|(fd, field, _)| on_socket.contains(fd) && field != "secs_since_last_cmd")
             .map(|(fd, field, value)| {
                 let nth = on_socket.iter().position(|&f| f == fd).unwrap();
-                format!("{nth}:{field} {value}")
+                (nth, format!("{nth}:{field} {value}"))
             })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|(_, line)| line)
             .collect::<Vec<_>>()
     };
     // `stats settings`' lines for the socket (`-s`) and its permissions (`-a`).

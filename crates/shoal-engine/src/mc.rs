@@ -604,7 +604,13 @@ fn arith(slot: &mut shoal_store::Slot<'_>, incr: bool, delta: u64) -> Result<Opt
     // Written as the number alone. memcached rewrites a number no longer than the value in
     // place, padded with spaces to the value's length ("99 " after 100 is decremented); here
     // the key is shared with the Redis protocol, whose INCR refuses such a value.
+    let marks = slot.marks();
     slot.set_keep_ttl(next.to_string().as_bytes());
+    // A stale item stays stale through a count (memcached counts in the item), and its win
+    // stays handed out or not.
+    if marks != shoal_store::Marks::default() {
+        slot.set_marks(marks);
+    }
     Ok(Some(next))
 }
 
