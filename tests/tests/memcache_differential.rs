@@ -268,7 +268,7 @@ fn the_memcached_port_answers_as_memcached_does() {
               mg foo v k f s t c h l O1 u T30 N30 R30 E1 q b x y\r\n\
               mg foo v k f s t c h l O1 u T30 N30 R30 E1 q b x\r\n\
               md foo q q q q q q q q q q q q q q q q q q\r\n\
-              ma foo q q q q q q q q q q q q q q q q q q\r\nmn\r\n"
+              ma foo q q q q q q q q q q q q q q q q q q\r\n"
                 .to_vec(),
         ),
         (
@@ -282,14 +282,14 @@ fn the_memcached_port_answers_as_memcached_does() {
               ms nf4 1 MS C1\r\nz\r\nms nf5 1 MA N0 C1\r\nz\r\nmg e v\r\n\
               set cnt 0 100 2\r\n10\r\nma cnt f s h l t k O1\r\nma cnt C1 k O2 t\r\n\
               ma nope k O3 t\r\nma nope N30 q\r\nma nope2 N30 q v k\r\nma cnt q\r\n\
-              ma cnt q v\r\nma nope3 q\r\nma cnt C1 q\r\nmn\r\n"
+              ma cnt q v\r\nma nope3 q\r\nma cnt C1 q\r\n"
                 .to_vec(),
         ),
         (
             // A count leaves a stale item stale, its win not yet handed out (ma and incr).
             "a count keeps an item stale",
             b"set sc 0 0 1\r\n5\r\nmd sc I\r\nma sc v\r\nmg sc v\r\nmg sc v\r\n\
-              set sd 0 0 1\r\n5\r\nmd sd I\r\nincr sd 2\r\nmg sd v\r\nmn\r\n"
+              set sd 0 0 1\r\n5\r\nmd sd I\r\nincr sd 2\r\nmg sd v\r\n"
                 .to_vec(),
         ),
         (
