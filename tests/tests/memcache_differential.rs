@@ -265,6 +265,8 @@ fn the_memcached_port_answers_as_memcached_does() {
             b"ms foo 3 Fx\r\nbar\r\nms foo 3 Fx Cx\r\nbar\r\nms foo 3 Nx F1\r\nbar\r\n\
               ms foo 3 Rx\r\nbar\r\nms foo 3 Jx\r\nbar\r\nms foo 3 Dx\r\nbar\r\n\
               ms foo 3 Fx MZ\r\nbar\r\nms foo abc\r\nbar\r\nms foo -1\r\nms\r\nms foo\r\n\
+              ms k 2 Jx Dx\r\nab\r\nms k 2 Nx Jx\r\nab\r\nms k 2 Cx Dx\r\nab\r\n\
+              ms k 2 Fx MZZ\r\nab\r\nmg k Cx\r\nmg k Jx\r\nmg k Nx Dx\r\nmg k MZZ v\r\n\
               mg foo v k f s t c h l O1 u T30 N30 R30 E1 q b x y\r\n\
               mg foo v k f s t c h l O1 u T30 N30 R30 E1 q b x\r\n\
               md foo q q q q q q q q q q q q q q q q q q\r\n\
@@ -280,6 +282,8 @@ fn the_memcached_port_answers_as_memcached_does() {
               ms e 1 MP C1\r\nz\r\nms e 1 ME C1\r\nz\r\nms nf 1 ME C1\r\nz\r\nmg nf v\r\n\
               ms nf2 1 MA C1\r\nz\r\nms nf2 1 MP C1\r\nz\r\nms nf3 1 MR C1\r\nz\r\n\
               ms nf4 1 MS C1\r\nz\r\nms nf5 1 MA N0 C1\r\nz\r\nmg e v\r\n\
+              ms s 2\r\nab\r\nms s 2 MA C1 I\r\ncd\r\nmg s v\r\nms s 2 MP C1 I\r\ncd\r\n\
+              mg s v\r\n\
               set cnt 0 100 2\r\n10\r\nma cnt f s h l t k O1\r\nma cnt C1 k O2 t\r\n\
               ma nope k O3 t\r\nma nope N30 q\r\nma nope2 N30 q v k\r\nma cnt q\r\n\
               ma cnt q v\r\nma nope3 q\r\nma cnt C1 q\r\n"

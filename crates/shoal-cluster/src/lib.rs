@@ -456,6 +456,9 @@ pub struct ClusterStats {
     /// What blocked commands forwarded from here popped for clients that had gone away by
     /// the time the reply came, put back (`router::blocked`).
     pub put_back: AtomicU64,
+    /// Such put-backs that failed (the key became another type, no memory under
+    /// `noeviction`, the cluster changing): those elements are lost, and logged.
+    pub put_back_failed: AtomicU64,
     /// Members whose gossip this node refuses now, as its links have not reached them for
     /// a while (see `reach`).
     pub peers_refused: AtomicU64,
@@ -1113,6 +1116,10 @@ impl Cluster {
         ));
         line(format!("shoal_sent_on_leaving:{}", get(&s.sent_on_leaving)));
         line(format!("shoal_blocked_pops_put_back:{}", get(&s.put_back)));
+        line(format!(
+            "shoal_blocked_pops_put_back_failed:{}",
+            get(&s.put_back_failed)
+        ));
         let mut peers = String::new();
         let mut queued = String::new();
         for (i, n) in v.nodes.iter().enumerate() {

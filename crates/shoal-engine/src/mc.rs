@@ -1263,27 +1263,38 @@ fn meta_number<T: std::str::FromStr>(
     }
 }
 
-/// memcached's `_meta_flag_preparse` reads the numeric tokens first, in the line's order,
-/// and the first it cannot read answers (ms takes N, R, J and D too, and checks them so).
-/// Err: the error is written.
+/// memcached's `_meta_flag_preparse` reads every flag's token first (numbers where it wants
+/// them, a one-letter mode), whatever the command (mg and ms take N, R, C, J, D and M too,
+/// and check them so), and goes on after an error: the last unreadable token's error is
+/// the answer. Err: the error is written.
 fn meta_preparse(flags: &MetaFlags, out: &mut BytesMut) -> Result<(), ()> {
-    for (f, _) in &flags.items {
-        let readable = match f {
-            b'N' | b'T' | b'R' => !matches!(flags.number::<i64>(*f), Some(Err(()))),
-            b'C' | b'J' | b'D' => !matches!(flags.number::<u64>(*f), Some(Err(()))),
-            _ => true,
+    let mut error: Option<&[u8]> = None;
+    for (f, token) in &flags.items {
+        let bad: Option<&[u8]> = match f {
+            b'N' | b'T' | b'R' if matches!(flags.number::<i64>(*f), Some(Err(()))) => {
+                Some(b"CLIENT_ERROR bad token in command line format\r\n")
+            }
+            b'C' if matches!(flags.number::<u64>(*f), Some(Err(()))) => {
+                Some(b"CLIENT_ERROR bad token in command line format\r\n")
+            }
+            b'J' if matches!(flags.number::<u64>(*f), Some(Err(()))) => {
+                Some(b"CLIENT_ERROR invalid numeric initial value\r\n")
+            }
+            b'D' if matches!(flags.number::<u64>(*f), Some(Err(()))) => {
+                Some(b"CLIENT_ERROR invalid numeric delta value\r\n")
+            }
+            b'M' if token.len() != 1 => Some(b"CLIENT_ERROR incorrect length for M token\r\n"),
+            _ => None,
         };
-        if !readable {
-            let text: &[u8] = match f {
-                b'J' => b"CLIENT_ERROR invalid numeric initial value\r\n",
-                b'D' => b"CLIENT_ERROR invalid numeric delta value\r\n",
-                _ => b"CLIENT_ERROR bad token in command line format\r\n",
-            };
-            out.extend_from_slice(text);
-            return Err(());
-        }
+        error = bad.or(error);
     }
-    Ok(())
+    match error {
+        Some(e) => {
+            out.extend_from_slice(e);
+            Err(())
+        }
+        None => Ok(()),
+    }
 }
 
 /// Like `meta_number`, with the command's own error text.
@@ -1390,6 +1401,9 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
+    if meta_preparse(flags, out).is_err() {
+        return;
+    }
     let Ok(touch) = meta_number::<i64>(flags, b'T', out) else {
         return;
     };
@@ -1566,8 +1580,10 @@ fn meta_set(
         let exists = slot.exists();
         // `I` with a CAS older than the item's: stored, but as stale, keeping the item's TTL
         // and whether a win was handed out (memcached's `CAS_STALE`).
-        let stale_write =
-            flags.has(b'I') && compare.is_some_and(|c| slot.version().is_some_and(|v| c < v));
+        // (Only a set or a replace: an append or prepend with an old CAS is EX, as memcached.)
+        let stale_write = flags.has(b'I')
+            && matches!(mode, StoreMode::Set | StoreMode::Replace)
+            && compare.is_some_and(|c| slot.version().is_some_and(|v| c < v));
         let code = match (mode, compare) {
             // An append or prepend with a CAS to a missing key: not stored, as memcached.
             (StoreMode::Append | StoreMode::Prepend, Some(_)) if !exists => "NS",

@@ -761,8 +761,13 @@ async fn put_back(node: &Arc<Server>, db: u8, undo: &[Bytes]) {
     let mut in_flight = super::InFlight::default();
     let outcome = super::dispatch(node, &mut session, &mut in_flight, undo, now_ms());
     let reply = outcome.into_future(Protocol::Resp2).await;
-    cluster.stats.put_back.fetch_add(1, Ordering::Relaxed);
-    if shoal_resp::is_error(&reply) {
+    if !shoal_resp::is_error(&reply) {
+        cluster.stats.put_back.fetch_add(1, Ordering::Relaxed);
+    } else {
+        cluster
+            .stats
+            .put_back_failed
+            .fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
             command = %String::from_utf8_lossy(&undo[0]),
             reply = %String::from_utf8_lossy(&reply).trim_end(),

@@ -801,17 +801,26 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], form: Form) -> Reply {
         &args[1]
     };
     if super::kind_of(ctx, src).is_some_and(|k| k != shoal_store::Kind::ZSet) {
-        return err(super::ERR_WRONGTYPE);
+        // Read as Redis reads it (a hit), which answers WRONGTYPE.
+        return with_zset(ctx, src, |_, _, _| Reply::Nil);
     }
+    // A peek: the search's own read below counts the key's hit or miss, once, as Redis.
+    let (store, now) = (&ctx.engine.store, ctx.now_ms);
     let mut member_missing = |m: &[u8]| {
-        let mut missing = false;
-        with_zset(ctx, src, |z, _, _| {
-            missing = z.is_some_and(|z| z.score(m).is_none());
-            Reply::Nil
-        });
-        missing
+        store.read(src, now, shoal_store::Access::Peek, |e| {
+            e.and_then(|e| e.coll)
+                .and_then(<ZSet as super::Typed>::of)
+                .is_some_and(|z| z.score(m).is_none())
+        })
     };
-    let s = tri!(parse_search(args, form, &mut member_missing));
+    let s = match parse_search(args, form, &mut member_missing) {
+        Ok(s) => s,
+        Err(e) => {
+            // Redis reads the key (a hit or a miss) before it reads the options.
+            with_zset(ctx, src, |_, _, _| Reply::Nil);
+            return e;
+        }
+    };
     // On the cluster-client port a STORE key must be in the source's slot, as in Redis
     // Cluster (GEOSEARCHSTORE's is a key of the row, checked with the others); elsewhere the
     // router sent it to the owner of both keys (`db::store_key`).
