@@ -233,6 +233,17 @@ impl Peer {
         self.route.request(epoch, body).await
     }
 
+    /// [`Peer::request`], waiting `extra` longer for the answer (a command whose effect at
+    /// the peer is much larger than the request: `shoal_engine::cmd::effect_len`).
+    pub async fn request_allowing(
+        &self,
+        epoch: u64,
+        body: bytes::Bytes,
+        extra: std::time::Duration,
+    ) -> Result<shoal_wire::Response, shoal_wire::WireError> {
+        self.route.request_allowing(epoch, body, extra).await
+    }
+
     /// Bytes waiting in the replication queue to this peer.
     pub fn repl_queued_bytes(&self) -> usize {
         self.repl.queued_bytes()

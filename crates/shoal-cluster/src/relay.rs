@@ -120,11 +120,21 @@ impl Route {
     /// relay while there is one. Like [`PeerClient::request`], the request takes its place
     /// on the way on the first poll.
     pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
+        self.request_allowing(epoch, body, Duration::ZERO).await
+    }
+
+    /// [`Route::request`] with `extra` time for the answer ([`PeerClient::request_allowing`]).
+    pub async fn request_allowing(
+        &self,
+        epoch: u64,
+        body: Bytes,
+        extra: Duration,
+    ) -> Result<Response, WireError> {
         if !self.relaying.load(Ordering::Acquire)
             && self.in_flight.load(Ordering::Acquire) == 0
             && self.waiting.load(Ordering::Acquire) == 0
         {
-            return self.direct.request(epoch, body).await;
+            return self.direct.request_allowing(epoch, body, extra).await;
         }
         self.waiting.fetch_add(1, Ordering::AcqRel);
         let mut waiting = Waiting(Some(self));
@@ -139,7 +149,7 @@ impl Route {
         }
         let (mut sent, _done) = match via {
             None => (
-                Box::pin(self.direct.request(epoch, body)) as RequestFuture,
+                Box::pin(self.direct.request_allowing(epoch, body, extra)) as RequestFuture,
                 None,
             ),
             Some(via) => {
@@ -150,7 +160,7 @@ impl Route {
                 let relayed = encode_relay(&self.target, self.direct.addr(), &body);
                 let client = via.client;
                 let sent = async move {
-                    match client.request(epoch, relayed).await {
+                    match client.request_allowing(epoch, relayed, extra).await {
                         Ok(response) => decode_relay_response(response.body),
                         Err(e) => Err(relay_link_failed(e)),
                     }

@@ -541,10 +541,22 @@ impl PeerClient {
     /// polled (see "Ordering" in the crate docs). Dropping the future withdraws the request
     /// (if it was sent already, its answer is ignored) and frees its place at once.
     pub async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
+        self.request_allowing(epoch, body, Duration::ZERO).await
+    }
+
+    /// [`PeerClient::request`], waiting `extra` longer for the answer: for a small request
+    /// whose effect at the peer is large (a SETBIT far out makes a value of hundreds of MB),
+    /// as a large request gets its [`transfer_allowance`].
+    pub async fn request_allowing(
+        &self,
+        epoch: u64,
+        body: Bytes,
+        extra: Duration,
+    ) -> Result<Response, WireError> {
         // On the first poll: inside the runtime, on the thread that polls.
         let index = LINK.with(Cell::get) % self.links.slots.len();
         let link = self.links.slots[index].get_or_init(|| self.open_link());
-        link.request(epoch, body).await
+        link.request(epoch, body, extra).await
     }
 
     /// A new link: its state, and its owner task spawned on the current runtime.
@@ -586,8 +598,13 @@ impl Link {
         self.shared.permits.out.load(Ordering::Relaxed)
     }
 
-    async fn request(&self, epoch: u64, body: Bytes) -> Result<Response, WireError> {
-        let timeout = self.request_timeout + transfer_allowance(body.len());
+    async fn request(
+        &self,
+        epoch: u64,
+        body: Bytes,
+        extra: Duration,
+    ) -> Result<Response, WireError> {
+        let timeout = self.request_timeout + transfer_allowance(body.len()) + extra;
         if body.len() > self.max_body {
             return Err(WireError::Frame(FrameError::TooLarge {
                 kind: FrameKind::Request,

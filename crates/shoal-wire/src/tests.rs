@@ -1032,6 +1032,16 @@ async fn a_request_that_gets_no_answer_times_out() {
     assert_eq!(client.request(2, large).await, Err(WireError::Timeout));
     let took = started.elapsed();
     assert!(took >= timeout + allowance, "{took:?}");
+    // A small request whose effect at the peer is large (a SETBIT far out) waits as long as
+    // its sender allows (`request_allowing`).
+    let extra = Duration::from_millis(300);
+    let started = Instant::now();
+    assert_eq!(
+        client.request_allowing(3, Bytes::new(), extra).await,
+        Err(WireError::Timeout)
+    );
+    let took = started.elapsed();
+    assert!(took >= timeout + extra, "{took:?}");
     assert_eq!(first.await.unwrap(), Err(WireError::Timeout));
     // An expired request takes its pending entry with it: nothing is left in flight.
     assert_eq!(client.in_flight(), 0);

@@ -230,6 +230,10 @@ pub(crate) const CLUSTER_DOWN: &str = "CLUSTERDOWN The cluster is down";
 /// Redis Cluster's CROSSSLOT text (the cluster-client port).
 const CROSSSLOT_CLUSTER: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
+/// Bytes a forwarded command may make at its copy (`cmd::effect_len`) past which it goes
+/// alone and its copies get the time to make them (`outbound::forward_large`).
+const LARGE_EFFECT: usize = 1 << 20;
+
 /// [`cluster_rule`] for a command of `session` under `view`. While the node looks for its
 /// cluster everything routes as usual (keys answer TRYAGAIN); a READONLY read of a copy that
 /// is still arriving here (unsettled) goes to the slot's primary instead.
@@ -460,9 +464,23 @@ fn route(
                 .key_positions(args)
                 .map(|p| key_slot(&args[p]))
                 .collect();
+            let effect = cmd::effect_len(spec, args);
             if spec.group == "scripting" {
                 // A script may run long: alone, it holds up no other command's reply.
                 forward(node, view, owners, body, access, order.turn(), slots)
+            } else if effect > LARGE_EFFECT {
+                // A value of hundreds of MB made there: alone, given time to make it.
+                let extra = shoal_wire::transfer_allowance(effect);
+                outbound::forward_large(
+                    node,
+                    view,
+                    owners,
+                    body,
+                    access,
+                    order.turn(),
+                    slots,
+                    extra,
+                )
             } else {
                 forward_batched(node, view, owners, body, access, order, slots)
             }

@@ -34,6 +34,32 @@ pub fn forward(
     )))
 }
 
+/// [`forward`] for a command whose effect at the copy is large for its request
+/// (`shoal_engine::cmd::effect_len`: a SETBIT or SETRANGE far out makes a value of up to
+/// 512 MB there): alone, not in a batch, and each copy is given `extra` more time to
+/// answer, as a large request is given its transfer allowance. Without it the sender gave
+/// up after `cluster-timeout-ms` on a write that was still running, and answered that it
+/// may have run.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_large(
+    node: &Arc<Server>,
+    view: Arc<View>,
+    owners: Copies,
+    body: Bytes,
+    access: Access,
+    mut turn: Turn,
+    slots: Slots,
+    extra: std::time::Duration,
+) -> Outcome {
+    let node = node.clone();
+    Outcome::Later(Box::pin(async move {
+        let sent = send_from(
+            node, view, owners, body, access, &mut turn, slots, None, extra,
+        );
+        Box::pin(sent).await
+    }))
+}
+
 /// [`forward`], first in a batch of the connection's commands for the key's first copy
 /// ([`Batches`]) when it can go in one.
 pub fn forward_batched(
@@ -68,6 +94,7 @@ pub fn forward_batched(
             &mut turn,
             slots,
             Some(first),
+            std::time::Duration::ZERO,
         );
         Box::pin(rest).await
     }))
@@ -705,7 +732,18 @@ pub async fn send_in_turn(
     turn: &mut Turn,
     slots: Slots,
 ) -> Bytes {
-    send_from(node, view, owners, body, access, turn, slots, None).await
+    send_from(
+        node,
+        view,
+        owners,
+        body,
+        access,
+        turn,
+        slots,
+        None,
+        std::time::Duration::ZERO,
+    )
+    .await
 }
 
 /// [`send_in_turn`], where `first` is the first copy's answer when it was asked already
@@ -720,6 +758,7 @@ async fn send_from(
     turn: &mut Turn,
     slots: Slots,
     mut first: Option<Result<shoal_wire::Response, WireError>>,
+    extra: std::time::Duration,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let (mut view, mut owners, mut body) = (view, owners, body);
@@ -738,6 +777,7 @@ async fn send_from(
             turn,
             &mut by,
             first.take(),
+            extra,
         )
         .await;
         if slots.is_empty() || !reply.starts_with(handoff::OTHER_VIEW) {
@@ -809,6 +849,7 @@ async fn try_copies(
     turn: &mut Turn,
     answered_by: &mut Option<u16>,
     mut first: Option<Result<shoal_wire::Response, WireError>>,
+    extra: std::time::Duration,
 ) -> Bytes {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let mut last_error = String::new();
@@ -838,7 +879,7 @@ async fn try_copies(
         };
         let answer = match first.take().filter(|_| i == 0) {
             Some(answer) => answer,
-            None => peer.request(view.id, attempt).await,
+            None => peer.request_allowing(view.id, attempt, extra).await,
         };
         match answer {
             Ok(response) => {

@@ -486,6 +486,48 @@ fn run_field(v: &mut [u8], offset: u64, f: &Field) -> (Reply, Option<bool>) {
     )
 }
 
+/// The bytes SETBIT or BITFIELD may grow their string to, read from the arguments without
+/// checking them (0 where unreadable: the command's own checks answer then). BITFIELD's
+/// furthest SET or INCRBY field counts (`#n` offsets in fields of the type's width).
+pub fn grows_to(spec_name: &str, args: &[Bytes]) -> usize {
+    let bytes = |bit_end: u64| usize::try_from(bit_end.div_ceil(8)).unwrap_or(usize::MAX);
+    if spec_name == "setbit" {
+        return args
+            .get(2)
+            .and_then(|a| parse_i64(a))
+            .and_then(|n| u64::try_from(n).ok())
+            .map_or(0, |bit| bytes(bit.saturating_add(1)));
+    }
+    let mut furthest = 0u64;
+    let mut i = 2;
+    while i < args.len() {
+        let op = &args[i];
+        if op.eq_ignore_ascii_case(b"SET") || op.eq_ignore_ascii_case(b"INCRBY") {
+            let width = args
+                .get(i + 1)
+                .and_then(|t| t.get(1..))
+                .and_then(|w| std::str::from_utf8(w).ok()?.parse::<u64>().ok())
+                .unwrap_or(0);
+            let offset = args.get(i + 2).and_then(|o| match o.strip_prefix(b"#") {
+                Some(n) => parse_i64(n)
+                    .and_then(|n| u64::try_from(n).ok())
+                    .map(|n| n.saturating_mul(width)),
+                None => parse_i64(o).and_then(|n| u64::try_from(n).ok()),
+            });
+            if let Some(offset) = offset {
+                furthest = furthest.max(offset.saturating_add(width));
+            }
+            i += 4;
+        } else if op.eq_ignore_ascii_case(b"GET") {
+            i += 3;
+        } else {
+            // OVERFLOW and its mode.
+            i += 2;
+        }
+    }
+    bytes(furthest)
+}
+
 pub fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     bitfield_generic(ctx, args, false)
 }

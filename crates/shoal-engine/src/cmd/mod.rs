@@ -1002,6 +1002,23 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     lookup_index(name).and_then(spec_at)
 }
 
+/// Bytes a command may make at the node that runs it beyond what its request carries: a
+/// SETBIT, SETRANGE or BITFIELD far out grows its string up to the offset (512 MB at most),
+/// from a request of a few bytes. What a node that forwards it allows for the time it takes
+/// there (`shoal_cluster`'s `forward_large`); 0 for any other command.
+pub fn effect_len(spec: &CommandSpec, args: &[Bytes]) -> usize {
+    match spec.name {
+        "setbit" | "bitfield" => bitmap::grows_to(spec.name, args),
+        "setrange" => match (args.get(2).and_then(|a| parse_i64(a)), args.get(3)) {
+            (Some(offset), Some(value)) if offset >= 0 && !value.is_empty() => {
+                usize::try_from(offset).map_or(usize::MAX, |o| o.saturating_add(value.len()))
+            }
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
 /// Looks a command up among the rows clients see (COMMAND INFO, DOCS, GETKEYS): not the
 /// internal ones.
 pub fn lookup_listed(name: &[u8]) -> Option<&'static CommandSpec> {

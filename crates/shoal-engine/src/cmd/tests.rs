@@ -1284,6 +1284,37 @@ impl H {
     }
 }
 
+#[test]
+fn the_effect_of_a_far_write_is_read_from_its_arguments() {
+    let effect = |line: &str| {
+        let args: Vec<Bytes> = line
+            .split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect();
+        super::effect_len(super::lookup(&args[0]).unwrap(), &args)
+    };
+    assert_eq!(effect("setbit k 4294967295 1"), 536_870_912);
+    assert_eq!(effect("SETBIT k 7 1"), 1);
+    assert_eq!(effect("setbit k 8 1"), 2);
+    assert_eq!(effect("setrange k 536870000 x"), 536_870_001);
+    // The furthest SET or INCRBY field; GET and OVERFLOW grow nothing.
+    assert_eq!(
+        effect("bitfield k GET u8 99999999 OVERFLOW SAT SET u8 #100 1 INCRBY i16 4000000000 1"),
+        500_000_002
+    );
+    assert_eq!(effect("bitfield k SET u8 #100 1"), 101);
+    for none in [
+        "bitfield k GET u8 99999999",
+        "bitfield_ro k GET u8 99999999",
+        "setrange k 10 ",
+        "setbit k x 1",
+        "setbit k -5 1",
+        "get k",
+    ] {
+        assert_eq!(effect(none), 0, "{none}");
+    }
+}
+
 /// Redis 7.2's `addReplyHelp` ends every HELP with `HELP` / `    Print this help.` (7.0
 /// said "Prints"; fakeredis checks PUBSUB's): every command with a HELP subcommand, as a
 /// client reads it, starts with Redis's first line and ends so.
