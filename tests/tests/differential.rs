@@ -5706,6 +5706,9 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "return {big_number='123456789012345678901234567890'}", "0"],
         &["EVAL", "return {verbatim_string={format='txt', string='hi'}}", "0"],
         &["EVAL", "redis.setresp(3); return redis.call('HGETALL', KEYS[1])", "1", "{s}h"],
+        // A number out of the integer range (or NaN) is -2^63, as Redis's C cast on x86-64.
+        &["EVAL", "return {2^63, 0/0, 1/0, -1/0, 1e30, -1e30, 9.5e18, -2^63, 2^62, -3.7}", "0"],
+        &["EVAL", "return 2^63", "0"],
         // redis.log checks its arguments (fakeredis's `test_lua_log_*`).
         &["EVAL", "redis.log(redis.LOG_DEBUG)", "0"],
         &["EVAL", "redis.log(10, 'string')", "0"],

@@ -797,6 +797,19 @@ const REPLY_MAX_BYTES: usize = LUA_MEMORY;
 /// `big_number`, `verbatim_string`, `map` and `set` fields make those replies, in Redis's
 /// order; a boolean is a RESP3 boolean when the script asked for RESP3 (`resp3`), else true
 /// is 1 and false nil, as in Redis.
+/// A Lua number as Redis makes it an integer reply: a C cast to `long long`, toward zero,
+/// and, as on x86-64 (where its replies were compared), -2^63 for NaN and anything out of
+/// range (`return 2^63` and `return 0/0` answer -9223372036854775808; Shoal saturated,
+/// found by a helper's replay of django-redis's traffic).
+fn lua_integer(n: f64) -> i64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if (-TWO_63..TWO_63).contains(&n) {
+        n as i64
+    } else {
+        i64::MIN
+    }
+}
+
 fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Reply> {
     *left = left.checked_sub(16)?;
     let text = |s: &mlua::LuaString, left: &mut usize| -> Option<Bytes> {
@@ -806,8 +819,7 @@ fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Rep
     };
     Some(match v {
         Value::Integer(n) => Reply::Int(n),
-        // Redis truncates toward zero (a C cast).
-        Value::Number(n) => Reply::Int(if n.is_nan() { 0 } else { n as i64 }),
+        Value::Number(n) => Reply::Int(lua_integer(n)),
         Value::String(s) => Reply::Bulk(text(&s, left)?),
         Value::Boolean(b) if resp3 => Reply::Bool(b),
         Value::Boolean(true) => Reply::Int(1),
