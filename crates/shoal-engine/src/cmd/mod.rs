@@ -1007,7 +1007,10 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 /// from a request of a few bytes. What a node that forwards it allows for the time it takes
 /// there (`shoal_cluster`'s `forward_large`); 0 for any other command.
 pub fn effect_len(spec: &CommandSpec, args: &[Bytes]) -> usize {
-    match spec.name {
+    // At most a string's largest size: a wild offset the owner refuses at once must not
+    // make a sender wait days for a copy that does not answer.
+    const MOST: usize = 512 << 20;
+    let len = match spec.name {
         "setbit" | "bitfield" => bitmap::grows_to(spec.name, args),
         "setrange" => match (args.get(2).and_then(|a| parse_i64(a)), args.get(3)) {
             (Some(offset), Some(value)) if offset >= 0 && !value.is_empty() => {
@@ -1016,7 +1019,8 @@ pub fn effect_len(spec: &CommandSpec, args: &[Bytes]) -> usize {
             _ => 0,
         },
         _ => 0,
-    }
+    };
+    len.min(MOST)
 }
 
 /// Looks a command up among the rows clients see (COMMAND INFO, DOCS, GETKEYS): not the

@@ -1303,6 +1303,14 @@ fn the_effect_of_a_far_write_is_read_from_its_arguments() {
         500_000_002
     );
     assert_eq!(effect("bitfield k SET u8 #100 1"), 101);
+    // Wild offsets (refused by the owner) count as the largest string, no more.
+    for wild in [
+        "setrange k 999999999999999999 x",
+        "bitfield k SET u99999999999 #99999999999 1",
+        "setbit k 9223372036854775807 1",
+    ] {
+        assert_eq!(effect(wild), 512 << 20, "{wild}");
+    }
     for none in [
         "bitfield k GET u8 99999999",
         "bitfield_ro k GET u8 99999999",
