@@ -553,6 +553,16 @@ impl Timeouts {
 
 impl Cluster {
     /// Whether this node takes commands on keys now.
+    /// [`Cluster::standing`] for a command routed by `view`: cut off when the view is one
+    /// from before this node rejoined after a pause ([`fence::Fence::stale`]), whatever the
+    /// fence says now.
+    pub fn standing_in(&self, view: &View) -> plan::Standing {
+        if self.handoff.fence.stale(view.myself.generation) {
+            return plan::Standing::CutOff;
+        }
+        self.standing()
+    }
+
     pub fn standing(&self) -> plan::Standing {
         if !self.accepting.load(Ordering::Acquire) {
             plan::Standing::Looking
@@ -856,10 +866,15 @@ impl Cluster {
             // Cut off or not, before the view is visible.
             self.handoff.members_changed(&view);
         }
-        // A node that rejoined after a pause is a joiner: it fetches before it serves.
-        self.handoff.fence.installed(view.myself.generation);
         self.view_id.store(view.id, Ordering::Relaxed);
         self.view.store(view.clone());
+        // A node that rejoined after a pause is a joiner: it fetches before it serves. The
+        // fence lifts only once the view is published, so a thread that sees it lifted
+        // (and reads the view after it) routes by this view, never by the one from before
+        // the pause, which still counted this node's old copies as current (a GET answered
+        // a pre-pause value that way, once in CI: `a_node_paused_past_failure_detection_
+        // serves_no_stale_value`; a helper's diagnosis).
+        self.handoff.fence.installed(view.myself.generation);
         if view.id != old.id {
             self.changes.send_replace(view.epoch());
         } else {

@@ -435,6 +435,13 @@ impl PeerService {
                     // the few it still reaches, and the others may serve the keys already.
                     return reply(Bytes::from_static(handoff::CUT_OFF));
                 }
+                // Read again after the fence: one lifted since the first read is lifted
+                // under a newer view (`Cluster::install_locked`), which this command must
+                // run by (the older one may count this node's pre-pause copies as current).
+                let view = cluster.view();
+                if cluster.handoff.fence.stale(view.myself.generation) {
+                    return reply(Bytes::from_static(handoff::PAUSED));
+                }
                 // The common case (settled, same view, no failover) needs none of this.
                 let unsettled = !cluster.handoff.settled_in(&view);
                 let keys = if unsettled

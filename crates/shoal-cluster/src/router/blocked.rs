@@ -200,7 +200,13 @@ fn run_attempt(
         return Tried::Served;
     };
     let view = cluster.view();
-    if plan(&view.placement, view.me, cluster.standing(), spec, args) != Plan::Owned
+    if plan(
+        &view.placement,
+        view.me,
+        cluster.standing_in(&view),
+        spec,
+        args,
+    ) != Plan::Owned
         || (!prepared && !cluster.handoff.settled_in(&view))
     {
         return Tried::Later;
@@ -286,7 +292,14 @@ async fn attempt(
     let mut turn = handoff::KeyTurn::none();
     if let Some(cluster) = node.cluster.as_ref() {
         let view = cluster.view();
-        if plan(&view.placement, view.me, cluster.standing(), spec, args) != Plan::Owned {
+        if plan(
+            &view.placement,
+            view.me,
+            cluster.standing_in(&view),
+            spec,
+            args,
+        ) != Plan::Owned
+        {
             return Attempt::Moved;
         }
         if !cluster.handoff.settled_in(&view) {
@@ -539,7 +552,13 @@ pub(super) fn clustered(
             let started = Instant::now();
             let round_end = deadline.map_or(started + chunk, |d| d.min(started + chunk));
             let view = cluster.view();
-            match plan(&view.placement, view.me, cluster.standing(), spec, &args) {
+            match plan(
+                &view.placement,
+                view.me,
+                cluster.standing_in(&view),
+                spec,
+                &args,
+            ) {
                 Plan::Owned => {
                     if resolve.is_some() {
                         // XREAD's `$` resolved here, once its keys are here (a hand-off
@@ -835,7 +854,13 @@ fn plain_forward(
 ) -> Outcome {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let view = cluster.view();
-    match plan(&view.placement, view.me, cluster.standing(), spec, args) {
+    match plan(
+        &view.placement,
+        view.me,
+        cluster.standing_in(&view),
+        spec,
+        args,
+    ) {
         Plan::Forward { owners, access } => {
             let body = encode_command(
                 session.proto,

@@ -246,7 +246,7 @@ fn cluster_rule_of(
     session: &Session,
     now_ms: u64,
 ) -> ClusterRule {
-    if cluster.standing() != Standing::Serving {
+    if cluster.standing_in(view) != Standing::Serving {
         return ClusterRule::Route;
     }
     let queued = session.multi.as_ref().map_or(&[][..], |tx| &tx.queue[..]);
@@ -429,7 +429,13 @@ fn route(
 ) -> Outcome {
     let proto = session.proto;
     let view = cluster.view();
-    match plan(&view.placement, view.me, cluster.standing(), spec, args) {
+    match plan(
+        &view.placement,
+        view.me,
+        cluster.standing_in(&view),
+        spec,
+        args,
+    ) {
         Plan::Here => {
             let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             with_acks(reply, proto, acks, cluster.timeouts.half)
@@ -709,7 +715,7 @@ fn exec(
             // A cluster-wide change takes effect here in its place, then on the others.
             (None, Some(s))
                 if fanout::changes_in_place(s, a)
-                    && plan(&view.placement, view.me, cluster.standing(), s, a)
+                    && plan(&view.placement, view.me, cluster.standing_in(&view), s, a)
                         == Plan::AllNodes =>
             {
                 let (local, _) = run_here(node, cluster, &view, session, s, a, now_ms, None);
