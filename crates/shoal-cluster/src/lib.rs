@@ -553,6 +553,17 @@ impl Timeouts {
 
 impl Cluster {
     /// Whether this node takes commands on keys now.
+    /// Where a command on `args` runs under `view` ([`plan::plan`], with this node's
+    /// standing for that view: [`Cluster::standing_in`]).
+    pub fn plan_in(
+        &self,
+        view: &View,
+        spec: &'static shoal_engine::cmd::CommandSpec,
+        args: &[bytes::Bytes],
+    ) -> plan::Plan {
+        plan::plan(&view.placement, view.me, self.standing_in(view), spec, args)
+    }
+
     /// [`Cluster::standing`] for a command routed by `view`: cut off when the view is one
     /// from before this node rejoined after a pause ([`fence::Fence::stale`]), whatever the
     /// fence says now.

@@ -33,7 +33,7 @@ use super::local::run_here;
 use super::outbound::{send_to_copies, FailoverOrder};
 use super::outcome::{encode, error_bytes, reply_limit, Outcome, ReplyFuture};
 use crate::message::encode_command;
-use crate::plan::{plan, Plan};
+use crate::plan::Plan;
 use crate::replicate::{unconfirmed, wait_acks};
 use crate::{handoff, Server};
 
@@ -200,13 +200,7 @@ fn run_attempt(
         return Tried::Served;
     };
     let view = cluster.view();
-    if plan(
-        &view.placement,
-        view.me,
-        cluster.standing_in(&view),
-        spec,
-        args,
-    ) != Plan::Owned
+    if cluster.plan_in(&view, spec, args) != Plan::Owned
         || (!prepared && !cluster.handoff.settled_in(&view))
     {
         return Tried::Later;
@@ -292,14 +286,7 @@ async fn attempt(
     let mut turn = handoff::KeyTurn::none();
     if let Some(cluster) = node.cluster.as_ref() {
         let view = cluster.view();
-        if plan(
-            &view.placement,
-            view.me,
-            cluster.standing_in(&view),
-            spec,
-            args,
-        ) != Plan::Owned
-        {
+        if cluster.plan_in(&view, spec, args) != Plan::Owned {
             return Attempt::Moved;
         }
         if !cluster.handoff.settled_in(&view) {
@@ -552,13 +539,7 @@ pub(super) fn clustered(
             let started = Instant::now();
             let round_end = deadline.map_or(started + chunk, |d| d.min(started + chunk));
             let view = cluster.view();
-            match plan(
-                &view.placement,
-                view.me,
-                cluster.standing_in(&view),
-                spec,
-                &args,
-            ) {
+            match cluster.plan_in(&view, spec, &args) {
                 Plan::Owned => {
                     if resolve.is_some() {
                         // XREAD's `$` resolved here, once its keys are here (a hand-off
@@ -854,13 +835,7 @@ fn plain_forward(
 ) -> Outcome {
     let cluster = node.cluster.as_ref().expect("routing runs in a cluster");
     let view = cluster.view();
-    match plan(
-        &view.placement,
-        view.me,
-        cluster.standing_in(&view),
-        spec,
-        args,
-    ) {
+    match cluster.plan_in(&view, spec, args) {
         Plan::Forward { owners, access } => {
             let body = encode_command(
                 session.proto,

@@ -54,7 +54,7 @@ use shoal_store::key_slot;
 
 use crate::message::encode_command;
 use crate::plan::{
-    cluster_rule, plan, transaction_access, transaction_elsewhere, ClusterRule, Plan, Standing,
+    cluster_rule, transaction_access, transaction_elsewhere, ClusterRule, Plan, Standing,
 };
 use crate::{handoff, Cluster, Server, View};
 use local::{run_here, run_owned};
@@ -429,13 +429,7 @@ fn route(
 ) -> Outcome {
     let proto = session.proto;
     let view = cluster.view();
-    match plan(
-        &view.placement,
-        view.me,
-        cluster.standing_in(&view),
-        spec,
-        args,
-    ) {
+    match cluster.plan_in(&view, spec, args) {
         Plan::Here => {
             let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             with_acks(reply, proto, acks, cluster.timeouts.half)
@@ -715,8 +709,7 @@ fn exec(
             // A cluster-wide change takes effect here in its place, then on the others.
             (None, Some(s))
                 if fanout::changes_in_place(s, a)
-                    && plan(&view.placement, view.me, cluster.standing_in(&view), s, a)
-                        == Plan::AllNodes =>
+                    && cluster.plan_in(&view, s, a) == Plan::AllNodes =>
             {
                 let (local, _) = run_here(node, cluster, &view, session, s, a, now_ms, None);
                 let mine = encode(&local, session.proto);
