@@ -1247,20 +1247,9 @@ fn meta_key(key: Bytes, flags: &MetaFlags, out: &mut BytesMut) -> Option<Bytes> 
     }
 }
 
-/// The numeric token of a meta flag; Err writes Memcached's error.
-fn meta_number<T: std::str::FromStr>(
-    flags: &MetaFlags,
-    f: u8,
-    out: &mut BytesMut,
-) -> Result<Option<T>, ()> {
-    match flags.number::<T>(f) {
-        None => Ok(None),
-        Some(Ok(n)) => Ok(Some(n)),
-        Some(Err(())) => {
-            out.extend_from_slice(b"CLIENT_ERROR bad token in command line format\r\n");
-            Err(())
-        }
-    }
+/// The numeric token of a meta flag that [`meta_preparse`] read (so it reads), if given.
+fn meta_value<T: std::str::FromStr>(flags: &MetaFlags, f: u8) -> Option<T> {
+    flags.number::<T>(f).and_then(Result::ok)
 }
 
 /// memcached's `_meta_flag_preparse` reads every flag's token first (numbers where it wants
@@ -1297,7 +1286,7 @@ fn meta_preparse(flags: &MetaFlags, out: &mut BytesMut) -> Result<(), ()> {
     }
 }
 
-/// Like `meta_number`, with the command's own error text.
+/// A flag's numeric token read past the pre-parse (ms's F), with the command's error text.
 fn meta_number_or<T: std::str::FromStr>(
     flags: &MetaFlags,
     f: u8,
@@ -1404,15 +1393,9 @@ fn meta_get(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut By
     if meta_preparse(flags, out).is_err() {
         return;
     }
-    let Ok(touch) = meta_number::<i64>(flags, b'T', out) else {
-        return;
-    };
-    let Ok(vivify) = meta_number::<i64>(flags, b'N', out) else {
-        return;
-    };
-    let Ok(recache) = meta_number::<i64>(flags, b'R', out) else {
-        return;
-    };
+    let touch = meta_value::<i64>(flags, b'T');
+    let vivify = meta_value::<i64>(flags, b'N');
+    let recache = meta_value::<i64>(flags, b'R');
     let st = &node.mc_stats;
     bump(&st.cmd_get);
     // `u`: the item keeps its place in the LRU, its access time and its fetched state.
@@ -1549,15 +1532,11 @@ fn meta_set(
     else {
         return;
     };
-    let ttl = flags.number::<i64>(b'T').and_then(Result::ok);
-    let compare = flags.number::<u64>(b'C').and_then(Result::ok);
-    // Upper case only, as memcached reads them.
+    let ttl = meta_value::<i64>(flags, b'T');
+    let compare = meta_value::<u64>(flags, b'C');
+    // Upper case only, as memcached reads them (its length checked by the pre-parse).
     let mode = match flags.token(b'M') {
         None => StoreMode::Set,
-        Some(m) if m.len() != 1 => {
-            out.extend_from_slice(b"CLIENT_ERROR incorrect length for M token\r\n");
-            return;
-        }
         Some(b"S") => StoreMode::Set,
         Some(b"E") => StoreMode::Add,
         Some(b"A") => StoreMode::Append,
@@ -1647,12 +1626,11 @@ fn meta_delete(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut
         return;
     };
     node.mc_stats.prefixes.record(&key, Op::Delete);
-    let (Ok(compare), Ok(ttl)) = (
-        meta_number::<u64>(flags, b'C', out),
-        meta_number::<i64>(flags, b'T', out),
-    ) else {
+    if meta_preparse(flags, out).is_err() {
         return;
-    };
+    }
+    let compare = meta_value::<u64>(flags, b'C');
+    let ttl = meta_value::<i64>(flags, b'T');
     node.store.write(&key, now, |slot| {
         let code = match compare {
             _ if !slot.exists() => "NF",
@@ -1695,25 +1673,18 @@ fn meta_arith(node: &Engine, key: Bytes, flags: &MetaFlags, now: u64, out: &mut 
     let Some(key) = meta_key(key, flags, out) else {
         return;
     };
-    let (Ok(initial), Ok(delta)) = (
-        meta_number_or::<u64>(flags, b'J', out, "invalid numeric initial value"),
-        meta_number_or::<u64>(flags, b'D', out, "invalid numeric delta value"),
-    ) else {
+    // One error at most, the pre-parse's (the text parser answers md's and ma's unreadable
+    // tokens itself; the binary protocol's translations give readable ones).
+    if meta_preparse(flags, out).is_err() {
         return;
-    };
-    let (Ok(vivify), Ok(ttl), Ok(compare)) = (
-        meta_number::<i64>(flags, b'N', out),
-        meta_number::<i64>(flags, b'T', out),
-        meta_number::<u64>(flags, b'C', out),
-    ) else {
-        return;
-    };
+    }
+    let initial = meta_value::<u64>(flags, b'J');
+    let delta = meta_value::<u64>(flags, b'D');
+    let vivify = meta_value::<i64>(flags, b'N');
+    let ttl = meta_value::<i64>(flags, b'T');
+    let compare = meta_value::<u64>(flags, b'C');
     let incr = match flags.token(b'M') {
         None => true,
-        Some(m) if m.len() != 1 => {
-            out.extend_from_slice(b"CLIENT_ERROR incorrect length for M token\r\n");
-            return;
-        }
         Some(b"I" | b"+") => true,
         Some(b"D" | b"-") => false,
         Some(_) => {
