@@ -5717,6 +5717,23 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "redis.log({}, 'y')", "0"],
         &["EVAL", "return redis.log(redis.LOG_WARNING, 'logged', 1, {}, 'by a test')", "0"],
         &["EVAL", "return redis.log('3.9', 'a numeric string level')", "0"],
+        // The library's errors, caught, are strings with ERR in front (Redis's luaPushError);
+        // uncaught, the reply keeps the code once.
+        &["EVAL", "local ok, e = pcall(redis.log, 9, 'x'); return {type(e), e}", "0"],
+        &["EVAL", "return {pcall(redis.log)}", "0"],
+        &["EVAL", "local ok, e = pcall(redis.sha1hex); return e", "0"],
+        &["EVAL", "local ok, e = pcall(redis.setresp, 5); return e", "0"],
+        &["EVAL", "local ok, e = pcall(redis.setresp); return e", "0"],
+        &["EVAL", "local ok, e = pcall(redis.acl_check_cmd); return e", "0"],
+        &["EVAL", "local ok, e = pcall(redis.acl_check_cmd, 'nosuch'); return e", "0"],
+        &["EVAL", "local x = 1\nredis.acl_check_cmd('nosuch')", "0"],
+        &["EVAL", "local ok, e = pcall(redis.call, 'nosuch'); error(e, 0)", "0"],
+        // set_repl checks its flags (changing nothing: effects are replicated).
+        &["EVAL", "local ok, e = pcall(redis.set_repl); return e", "0"],
+        &["EVAL", "return redis.set_repl('x')", "0"],
+        &["EVAL", "return redis.set_repl(redis.REPL_ALL)", "0"],
+        &["EVAL", "redis.set_repl(4)", "0"],
+        &["EVAL", "redis.set_repl(-1)", "0"],
         &["EVAL", "redis.setresp(3); return redis.call('HGETALL', KEYS[1])['map']['f']", "1", "{s}h"],
         &["EVAL", "redis.setresp(3); return redis.call('SMEMBERS', KEYS[1])", "1", "{s}set"],
         &["EVAL", "redis.setresp(3); return redis.call('ZSCORE', KEYS[1], 'a')", "1", "{s}z"],

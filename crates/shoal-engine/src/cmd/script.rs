@@ -224,7 +224,7 @@ thread_local! {
     /// an error counted (`crate::busy::stops_to_move`).
     static EFFECTS: Cell<bool> = const { Cell::new(false) };
     /// The last error `redis.call` raised in the running script, and the reply that places
-    /// it (`located`).
+    /// it (`raise`).
     static RAISED: RefCell<Option<(String, String, bool)>> = const { RefCell::new(None) };
     /// What the ending script's reply holds that INFO counts: [`take_reply_errors`].
     static REPLY_ERRORS: RefCell<ReplyErrors> = const {
@@ -285,9 +285,7 @@ fn new_vm() -> mlua::Result<Vm> {
                     Some(s) => sha1_hex(&s.as_bytes()),
                     None => sha1_hex(b""),
                 }),
-                _ => Err(mlua::Error::RuntimeError(
-                    "wrong number of arguments".into(),
-                )),
+                _ => lib_error("wrong number of arguments"),
             }
         })?,
     )?;
@@ -309,9 +307,8 @@ fn new_vm() -> mlua::Result<Vm> {
     redis.set(
         "setresp",
         lua.create_function(|lua, args: mlua::MultiValue| {
-            let fail = |e: &str| Err(mlua::Error::RuntimeError(e.to_string()));
             if args.len() != 1 {
-                return fail("redis.setresp() requires one argument.");
+                return lib_error("redis.setresp() requires one argument.");
             }
             // Lua's tonumber, truncated as Redis's C cast does.
             let v = lua
@@ -322,7 +319,7 @@ fn new_vm() -> mlua::Result<Vm> {
                     RESP3.with(|r| r.set(v == 3));
                     Ok(())
                 }
-                _ => fail("RESP version must be 2 or 3."),
+                _ => lib_error("RESP version must be 2 or 3."),
             }
         })?,
     )?;
@@ -337,7 +334,25 @@ fn new_vm() -> mlua::Result<Vm> {
         lua.create_function(|_, _: mlua::MultiValue| Ok(()))?,
     )?;
     redis.set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
-    redis.set("set_repl", lua.create_function(|_, _: i64| Ok(()))?)?;
+    // Replication follows the effects here: the flags are checked, and change nothing.
+    redis.set(
+        "set_repl",
+        lua.create_function(|lua, args: mlua::MultiValue| {
+            if args.len() != 1 {
+                // Redis's words, though it wants one.
+                return lib_error("redis.set_repl() requires two arguments.");
+            }
+            let flags = lua
+                .coerce_number(args.into_iter().next().unwrap_or(Value::Nil))?
+                .map_or(0, |n| n as i64);
+            if flags & !3 != 0 {
+                return lib_error(
+                    "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                );
+            }
+            Ok(())
+        })?,
+    )?;
     for (name, v) in [
         ("LOG_DEBUG", 0),
         ("LOG_VERBOSE", 1),
@@ -666,8 +681,10 @@ fn compile_library(vm: &mut Vm, body: &[u8]) -> Result<Vec<Registered>, Reply> {
         if matches!(root(&e), mlua::Error::MemoryError(_)) {
             out_of_memory(vm);
         }
+        // A library function's error has its code; a Lua error gets ERR.
+        let code = if coded(&e) { "" } else { "ERR " };
         return Err(Reply::error(format!(
-            "ERR Error registering functions: ERR {}",
+            "ERR Error registering functions: {code}{}",
             without_traceback(&message(&e))
         )));
     }
@@ -1191,7 +1208,7 @@ fn run(
                 drop(guard);
                 if over {
                     let e = "ERR a command's reply in the script passed the client's output limit";
-                    return Err(mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)));
+                    return Err(raise(lua, e.into(), chunk, sha, false));
                 }
                 match reply {
                     Reply::Error(e) => {
@@ -1203,13 +1220,13 @@ fn run(
             };
             // `redis.acl_check_cmd(command, ...)`: whether the script's caller may run it.
             let acl_check = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<bool> {
-                let cmd = command_args(args)
-                    .map_err(|e| mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1)))?;
+                let cmd =
+                    command_args(args).map_err(|e| raise(lua, e.into(), chunk, sha, false))?;
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 super::acl::may_run(ctx.engine, ctx.session, &cmd).ok_or_else(|| {
                     let e = "ERR Invalid command passed to redis.acl_check_cmd()";
-                    mlua::Error::RuntimeError(located(lua, e, chunk, sha, 1))
+                    raise(lua, e.into(), chunk, sha, false)
                 })
             };
             let redis = &vm.redis;
@@ -1221,11 +1238,7 @@ fn run(
                 "call",
                 scope.create_function(move |lua, args| match call(lua, args)? {
                     Ok(v) => Ok(v),
-                    Err((e, counted)) => {
-                        let at = located(lua, &e, chunk, sha, 1);
-                        RAISED.with(|r| *r.borrow_mut() = Some((e.clone(), at, counted)));
-                        Err(mlua::Error::RuntimeError(e))
-                    }
+                    Err((e, counted)) => Err(raise(lua, e, chunk, sha, counted)),
                 })?,
             )?;
             redis.raw_set(
@@ -1266,7 +1279,7 @@ fn run(
                 if matches!(root(&e), mlua::Error::MemoryError(_)) {
                     out_of_memory(vm);
                 }
-                script_error(&with_traceback(&e), chunk, sha)
+                script_error(&with_traceback(&e), coded(&e), chunk, sha)
             }
         };
         // Lua 5.1 collects when its heap has doubled since its last cycle: past half the
@@ -1401,7 +1414,7 @@ fn error_text(given: &[u8]) -> mlua::BString {
 /// node's log at the level's weight (LOG_WARNING a warning, LOG_NOTICE an info line, the
 /// others debug).
 fn script_log(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
-    let fail = |e: &str| Err(mlua::Error::RuntimeError(e.to_string()));
+    let fail = lib_error;
     if args.len() < 2 {
         return fail("redis.log() requires two arguments or more.");
     }
@@ -1430,26 +1443,53 @@ fn script_log(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
     Ok(())
 }
 
+/// The error a function of the `redis` library raises (Redis's `luaPushError` then
+/// `luaError`): the text with its code, `ERR`, in front, which `pcall` catches as a string
+/// and which, uncaught, is the script's error reply as it is (see [`coded`]).
+fn lib_error<T>(text: &str) -> mlua::Result<T> {
+    Err(mlua::Error::RuntimeError(format!("ERR {text}")))
+}
+
+/// Whether `e` was raised by a Rust function with its error code in front (an upper case
+/// first word: [`lib_error`], a command's error), which the reply keeps as it is, rather
+/// than by the script's Lua code, whose text Redis gives `ERR` in front.
+fn coded(e: &mlua::Error) -> bool {
+    matches!(e, mlua::Error::CallbackError { .. })
+        && matches!(root(e), mlua::Error::RuntimeError(m) if has_code(m))
+}
+
+/// Whether `m`'s first word is an error code: upper case letters (`ERR`, `NOSCRIPT`).
+fn has_code(m: &str) -> bool {
+    m.split(' ')
+        .next()
+        .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase()))
+}
+
 fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value> {
     let t = lua.create_table()?;
     t.set(tag, text)?;
     Ok(Value::Table(t))
 }
 
-/// A `redis.call` error raised in the script, placed as Redis places it: `<error> script:
-/// <sha1 or function>, on @<chunk>:<line>.` (the line of the call).
-fn located(lua: &Lua, e: &str, chunk: &str, name: &str, level: usize) -> String {
+/// The error `e` raised by the running script's `redis.call` (or `acl_check_cmd`): its text,
+/// which `pcall` catches, and (in [`RAISED`]) the reply if nothing catches it, placed as
+/// Redis places it: `<error> script: <sha1 or function>, on @<chunk>:<line>.` (the line of
+/// the call); `counted` if INFO errorstats counted it already.
+fn raise(lua: &Lua, e: String, chunk: &str, sha: &str, counted: bool) -> mlua::Error {
     let line = lua
-        .inspect_stack(level, |d| d.current_line())
+        .inspect_stack(1, |d| d.current_line())
         .flatten()
         .unwrap_or(0);
-    format!("{e} script: {name}, on @{chunk}:{line}.")
+    let at = format!("{e} script: {sha}, on @{chunk}:{line}.");
+    RAISED.with(|r| *r.borrow_mut() = Some((e.clone(), at, counted)));
+    mlua::Error::RuntimeError(e)
 }
 
 /// The reply to a script that ended with an error: a `redis.call` error as placed by
-/// [`located`]; a Lua error (`user_script:<line>: <message>`) with `ERR` and the same
-/// place added; Lua's stack traceback left out.
-fn script_error(full: &str, chunk: &str, sha: &str) -> Reply {
+/// [`raise`]; a Lua error (`user_script:<line>: <message>`) with `ERR` and the same
+/// place added (a library function's error, `coded`, with the place only); Lua's stack
+/// traceback left out.
+fn script_error(full: &str, coded: bool, chunk: &str, sha: &str) -> Reply {
     let m = without_traceback(full);
     let at = format!("{chunk}:");
     // A `redis.call` error nothing caught: placed where it was raised.
@@ -1459,9 +1499,6 @@ fn script_error(full: &str, chunk: &str, sha: &str) -> Reply {
     {
         REPLY_ERRORS.with(|e| e.borrow_mut().counted = counted);
         return Reply::Error(at.into());
-    }
-    if m.contains(" script: ") && m.ends_with('.') && m.contains(&format!(", on @{at}")) {
-        return Reply::Error(m.to_string().into());
     }
     let line = m
         .strip_prefix(&at)
@@ -1478,14 +1515,11 @@ fn script_error(full: &str, chunk: &str, sha: &str) -> Reply {
     };
     let killed = KILLED.with(std::cell::Cell::get);
     match line.or_else(|| traced().filter(|_| !killed)) {
-        Some(line) => Reply::Error(format!("ERR {m} script: {sha}, on @{chunk}:{line}.").into()),
-        None if m
-            .split(' ')
-            .next()
-            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase())) =>
-        {
-            Reply::Error(m.to_string().into())
+        Some(line) if coded => {
+            Reply::Error(format!("{m} script: {sha}, on @{chunk}:{line}.").into())
         }
+        Some(line) => Reply::Error(format!("ERR {m} script: {sha}, on @{chunk}:{line}.").into()),
+        None if has_code(m) => Reply::Error(m.to_string().into()),
         None => Reply::Error(format!("ERR {m}").into()),
     }
 }
