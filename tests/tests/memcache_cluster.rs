@@ -162,6 +162,7 @@ fn every_command_works_on_any_node() {
         exchange(&mut s, "version\r\n", "VERSION 1.6.21\r\n");
         exchange(&mut s, "verbosity 1\r\n", "OK\r\n");
         exchange(&mut s, "mn\r\n", "MN\r\n");
+        exchange(&mut s, "gat 10\r\n", "END\r\n");
     }
 }
 

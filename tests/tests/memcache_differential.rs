@@ -315,6 +315,10 @@ fn the_memcached_port_answers_as_memcached_does() {
             b"set k 0 0 1\r\nx\r\ntouch k 100\r\ntouch nope 100\r\ngat 100 k nope\r\n".to_vec(),
         ),
         (
+            "gat with no key",
+            b"gat 10\r\ngats 10 \r\ngat -1\r\ngat abc\r\ngat\r\n".to_vec(),
+        ),
+        (
             // (A hit's line holds times and a CAS, which differ: memcache.rs checks one.)
             "me with a base64 key",
             b"me Zm9v b\r\nme !!!! b\r\nme Zm9v\r\n".to_vec(),

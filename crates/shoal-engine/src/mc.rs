@@ -478,6 +478,8 @@ pub fn placement(cmd: &Command) -> Placement {
         | Command::Delete { key, .. }
         | Command::Arith { key, .. }
         | Command::Touch { key, .. } => one(key, true),
+        // `gat <exptime>` with no key: answered here (`END`).
+        Command::Get { keys, .. } if keys.is_empty() => Placement::Here,
         Command::Get { keys, touch, .. } => Placement::Keys {
             keys: keys.clone(),
             write: touch.is_some(),
@@ -1844,6 +1846,7 @@ mod tests {
             ("cas a 0 0 1 5\r\nx\r\n", keys(&["a"], true)),
             ("get a b a\r\n", keys(&["a", "b", "a"], false)),
             ("gats 10 a b\r\n", keys(&["a", "b"], true)),
+            ("gat 10\r\n", Placement::Here),
             ("delete a\r\n", keys(&["a"], true)),
             ("incr a 1\r\n", keys(&["a"], true)),
             ("touch a 1\r\n", keys(&["a"], true)),

@@ -680,7 +680,8 @@ fn get(
     touch: bool,
 ) -> Result<LineOutcome, ParseError> {
     let first_key = if touch { 2 } else { 1 };
-    if t.len() <= first_key {
+    // `get` needs a key; `gat <exptime>` alone is an empty answer (`END`), as in memcached.
+    if t.len() <= 1 {
         return Err(ParseError::UnknownCommand);
     }
     let touch = if touch {

@@ -169,6 +169,15 @@ fn gets() {
             touch: Some(-1)
         }
     );
+    // An exptime and no key: an empty answer, as in memcached.
+    assert_eq!(
+        one(b"gat 10\r\n"),
+        Command::Get {
+            keys: vec![],
+            with_cas: false,
+            touch: Some(10)
+        }
+    );
     assert_eq!(
         one(b"gats 300 a a\r\n"),
         Command::Get {
@@ -459,7 +468,7 @@ fn error_replies() {
         (b"mx foo\r\n", error.clone()),
         (b"get\r\n", error.clone()),
         (b"gets   \r\n", error.clone()),
-        (b"gat 10\r\n", error.clone()),
+        (b"gat\r\n", error.clone()),
         (b"set k 0 0\r\n", error.clone()),
         (b"set k 0 0 1 noreply extra\r\n", error.clone()),
         (b"cas k 0 0 1\r\n", error.clone()),
