@@ -18,6 +18,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -88,18 +89,28 @@ thread_local! {
 const SANDBOX: &str = r#"
 do
   local pcall_, xpcall_, killed, caught = pcall, xpcall, __shoal_killed, __shoal_caught
+  local type_ = type
+  local function pass(ok, ...)
+    killed()
+    return ok, ...
+  end
+  -- Redis's pcall: an error table with a text `err` (redis.call's, the library's, or one
+  -- the script raised) is caught as that text.
   local function check(ok, ...)
-    if killed() then error("ERR Script killed by user with SCRIPT KILL...", 0) end
-    if ok then return ok, ... end
-    return ok, caught((...))
+    if ok then return pass(ok, ...) end
+    local e = caught((...))
+    if type_(e) == "table" then
+      local text = e.err
+      local t = type_(text)
+      if t == "string" or t == "number" then e = text end
+    end
+    return pass(ok, e)
   end
   pcall = function(...) return check(pcall_(...)) end
-  -- An xpcall handler gets redis.call's error as Redis's table, {err = text}.
+  -- An xpcall handler gets what was raised as it was raised (redis.call's error as Redis's
+  -- table, {err = text}).
   xpcall = function(f, handler, ...)
-    return check(xpcall_(f, function(e)
-      if type(e) == "userdata" then e = {err = caught(e)} end
-      return handler(e)
-    end, ...))
+    return pass(xpcall_(f, function(e) return handler(caught(e)) end, ...))
   end
 end
 __shoal_killed = nil
@@ -223,9 +234,9 @@ thread_local! {
     /// The running script did something a second run would do again: wrote, published, had
     /// an error counted (`crate::busy::stops_to_move`).
     static EFFECTS: Cell<bool> = const { Cell::new(false) };
-    /// The last error `redis.call` raised in the running script, and the reply that places
-    /// it (`raise`).
-    static RAISED: RefCell<Option<(String, String, bool)>> = const { RefCell::new(None) };
+    /// The last error `redis.call` or `error` raised in the running script ([`raise`],
+    /// [`throw`]): what `pcall` catches of it and the reply if nothing does.
+    static RAISED: RefCell<Option<Raised>> = const { RefCell::new(None) };
     /// What the ending script's reply holds that INFO counts: [`take_reply_errors`].
     static REPLY_ERRORS: RefCell<ReplyErrors> = const {
         RefCell::new(ReplyErrors { counted: false, nested_counted: 0, nested: Vec::new() })
@@ -374,9 +385,18 @@ fn new_vm() -> mlua::Result<Vm> {
     redis.set("REDIS_VERSION_NUM", num)?;
     lua.globals().set("redis", redis.clone())?;
     super::lua_libs::install(&lua)?;
+    lua.globals().set("error", lua.create_function(throw)?)?;
     lua.globals().set(
         "__shoal_killed",
-        lua.create_function(|_, ()| Ok(KILLED.with(std::cell::Cell::get)))?,
+        // Raises SCRIPT KILL's error if the script was killed: `pcall` passes it on.
+        lua.create_function(|_, ()| {
+            if KILLED.with(std::cell::Cell::get) {
+                return Err(mlua::Error::RuntimeError(
+                    crate::busy::KILLED_BY_USER.into(),
+                ));
+            }
+            Ok(())
+        })?,
     )?;
     // `loadstring(text [, chunkname])`: Lua text compiled into a function of the script's
     // globals; a precompiled chunk is refused (nil and the reason), as Redis refuses it.
@@ -403,15 +423,25 @@ fn new_vm() -> mlua::Result<Vm> {
             },
         )?,
     )?;
-    // What `pcall` and `xpcall` catch of an error raised by Rust (`redis.call`'s): its text,
-    // as Redis's scripts catch a string.
+    // What `pcall` and `xpcall` catch of an error raised by Rust, as Redis raises it: what
+    // `error` was given ([`throw`]), `{err = text}` for the errors of `redis.call` and of the
+    // library's functions, the text of any other.
     lua.globals().set(
         "__shoal_caught",
         lua.create_function(|lua, e: Value| match e {
             Value::Error(e) => {
                 // Caught: no longer the error the script ends with.
-                RAISED.with(|r| *r.borrow_mut() = None);
-                Ok(Value::String(lua.create_string(message(&e))?))
+                let text = message(&e);
+                let raised = RAISED
+                    .with(|r| r.borrow_mut().take())
+                    .filter(|r| r.text == text);
+                match raised {
+                    Some(Raised { value: Some(v), .. }) => Ok(v),
+                    Some(Raised { table: true, .. }) => tagged(lua, "err", text),
+                    Some(_) => Ok(Value::String(lua.create_string(text)?)),
+                    None if coded(&e) => tagged(lua, "err", text),
+                    None => Ok(Value::String(lua.create_string(text)?)),
+                }
             }
             other => Ok(other),
         })?,
@@ -1208,7 +1238,7 @@ fn run(
                 drop(guard);
                 if over {
                     let e = "ERR a command's reply in the script passed the client's output limit";
-                    return Err(raise(lua, e.into(), chunk, sha, false));
+                    return Err(raise(lua, e.into(), false));
                 }
                 match reply {
                     Reply::Error(e) => {
@@ -1220,13 +1250,12 @@ fn run(
             };
             // `redis.acl_check_cmd(command, ...)`: whether the script's caller may run it.
             let acl_check = |lua: &Lua, args: mlua::MultiValue| -> mlua::Result<bool> {
-                let cmd =
-                    command_args(args).map_err(|e| raise(lua, e.into(), chunk, sha, false))?;
+                let cmd = command_args(args).map_err(|e| raise(lua, e.into(), false))?;
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 super::acl::may_run(ctx.engine, ctx.session, &cmd).ok_or_else(|| {
                     let e = "ERR Invalid command passed to redis.acl_check_cmd()";
-                    raise(lua, e.into(), chunk, sha, false)
+                    raise(lua, e.into(), false)
                 })
             };
             let redis = &vm.redis;
@@ -1238,7 +1267,7 @@ fn run(
                 "call",
                 scope.create_function(move |lua, args| match call(lua, args)? {
                     Ok(v) => Ok(v),
-                    Err((e, counted)) => Err(raise(lua, e, chunk, sha, counted)),
+                    Err((e, counted)) => Err(raise(lua, e, counted)),
                 })?,
             )?;
             redis.raw_set(
@@ -1447,15 +1476,136 @@ fn script_log(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
 /// `luaError`): the text with its code, `ERR`, in front, which `pcall` catches as a string
 /// and which, uncaught, is the script's error reply as it is (see [`coded`]).
 fn lib_error<T>(text: &str) -> mlua::Result<T> {
-    Err(mlua::Error::RuntimeError(format!("ERR {text}")))
+    Err(mlua::Error::external(LibError(format!("ERR {text}"))))
 }
 
-/// Whether `e` was raised by a Rust function with its error code in front (an upper case
-/// first word: [`lib_error`], a command's error), which the reply keeps as it is, rather
-/// than by the script's Lua code, whose text Redis gives `ERR` in front.
+/// The error of a function of the `redis` library ([`lib_error`]).
+#[derive(Debug)]
+struct LibError(String);
+
+impl fmt::Display for LibError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LibError {}
+
+/// Whether `e` is a library function's error ([`lib_error`]), whose text has its code in
+/// front and is kept as it is, rather than a Lua error, whose text Redis gives `ERR` in
+/// front.
 fn coded(e: &mlua::Error) -> bool {
-    matches!(e, mlua::Error::CallbackError { .. })
-        && matches!(root(e), mlua::Error::RuntimeError(m) if has_code(m))
+    matches!(root(e), mlua::Error::ExternalError(x) if x.downcast_ref::<LibError>().is_some())
+}
+
+/// An error the running script raised ([`raise`], [`throw`]), kept for what catches it
+/// (`__shoal_caught`) or for the script's reply ([`script_error`]).
+struct Raised {
+    /// The raised error's text (how it is recognised when caught or at the end).
+    text: String,
+    /// The reply's error, without its place.
+    reply: String,
+    /// The line of the call that raised it.
+    line: usize,
+    /// INFO errorstats counted it already (a command's error).
+    counted: bool,
+    /// `pcall` catches it as `{err = text}` (`redis.call`'s, as Redis raises a table).
+    table: bool,
+    /// What `error` raised, if no text: what `pcall` catches.
+    value: Option<Value>,
+}
+
+/// The text of the error [`throw`] raises for what is no text; `pcall` gets the value
+/// back, and a script it ends answers the value's reply.
+const THROWN_MARK: &str = "\0shoal: a value raised by error()";
+
+/// Lua's `error(value [, level])` as Redis's scripts see it: a text (or a number, unless
+/// `level` is 0) gets the place `level` calls up in front (`user_script:3: `, as
+/// `luaL_where`) and is raised; anything else is raised as it is: `pcall` catches the
+/// value itself (Redis's `pcall` then gives a table's `err` text) and, uncaught, a table's
+/// `err` text is the script's error reply (`ERR unknown error` without one, as Valkey),
+/// placed at the line of the call. Rust's, so that a tail call (`return error(...)`)
+/// keeps its caller's line.
+fn throw(lua: &Lua, (value, level): (Value, Option<Value>)) -> mlua::Result<()> {
+    let place = |level: usize| {
+        lua.inspect_stack(level, |d| {
+            let line = d.current_line()?;
+            let src = d.source().short_src?.into_owned();
+            Some((src, line))
+        })
+        .flatten()
+    };
+    let at = |level: usize| place(level).map_or(String::new(), |(s, l)| format!("{s}:{l}: "));
+    let level = match level {
+        None | Some(Value::Nil) => 1,
+        Some(v) => {
+            let kind = v.type_name();
+            lua.coerce_integer(v)?.ok_or_else(|| {
+                mlua::Error::RuntimeError(format!(
+                    "{}bad argument #2 to 'error' (number expected, got {kind})",
+                    at(1)
+                ))
+            })?
+        }
+    };
+    let text = match &value {
+        Value::String(s) => Some(s.to_str()?.to_string()),
+        Value::Integer(_) | Value::Number(_) if level > 0 => lua
+            .coerce_string(value.clone())?
+            .map(|s| s.to_str().map(|s| s.to_string()))
+            .transpose()?,
+        _ => None,
+    };
+    // The line of the call: the script's, past the sandbox's and the function libraries'
+    // environment's own functions (their read-only tables' guards raise for the script).
+    let line = (1..=8)
+        .map_while(|l| lua.inspect_stack(l, |d| d.source().short_src.map(|s| s.into_owned())))
+        .zip(1..)
+        .find_map(|(src, l)| {
+            let own = matches!(src.as_deref(), Some("sandbox" | "function_env"));
+            (!own).then(|| place(l)).flatten()
+        })
+        .map_or(0, |(_, line)| line);
+    if let Some(text) = text {
+        let text = match usize::try_from(level) {
+            Ok(level) if level > 0 => format!("{}{text}", at(level)),
+            _ => text,
+        };
+        RAISED.with(|r| {
+            *r.borrow_mut() = Some(Raised {
+                reply: format!("ERR {text}"),
+                text: text.clone(),
+                line,
+                counted: false,
+                table: false,
+                value: None,
+            })
+        });
+        return Err(mlua::Error::RuntimeError(text));
+    }
+    let reply = match &value {
+        Value::Table(t) => match t.get::<Value>("err")? {
+            Value::String(s) => s.to_str()?.to_string(),
+            n @ (Value::Integer(_) | Value::Number(_)) => {
+                lua.coerce_string(n)?.map_or(String::new(), |s| {
+                    s.to_str().map_or(String::new(), |s| s.to_string())
+                })
+            }
+            _ => "ERR unknown error".to_string(),
+        },
+        other => format!("ERR {}", other.to_string()?),
+    };
+    RAISED.with(|r| {
+        *r.borrow_mut() = Some(Raised {
+            text: THROWN_MARK.into(),
+            reply,
+            line,
+            counted: false,
+            table: false,
+            value: Some(value),
+        })
+    });
+    Err(mlua::Error::RuntimeError(THROWN_MARK.into()))
 }
 
 /// Whether `m`'s first word is an error code: upper case letters (`ERR`, `NOSCRIPT`).
@@ -1472,16 +1622,24 @@ fn tagged(lua: &Lua, tag: &str, text: impl mlua::IntoLua) -> mlua::Result<Value>
 }
 
 /// The error `e` raised by the running script's `redis.call` (or `acl_check_cmd`): its text,
-/// which `pcall` catches, and (in [`RAISED`]) the reply if nothing catches it, placed as
-/// Redis places it: `<error> script: <sha1 or function>, on @<chunk>:<line>.` (the line of
-/// the call); `counted` if INFO errorstats counted it already.
-fn raise(lua: &Lua, e: String, chunk: &str, sha: &str, counted: bool) -> mlua::Error {
+/// which `pcall` catches, and (in [`RAISED`]) the reply if nothing catches it, placed at
+/// the line of the call ([`script_error`]); `counted` if INFO errorstats counted it
+/// already.
+fn raise(lua: &Lua, e: String, counted: bool) -> mlua::Error {
     let line = lua
         .inspect_stack(1, |d| d.current_line())
         .flatten()
         .unwrap_or(0);
-    let at = format!("{e} script: {sha}, on @{chunk}:{line}.");
-    RAISED.with(|r| *r.borrow_mut() = Some((e.clone(), at, counted)));
+    RAISED.with(|r| {
+        *r.borrow_mut() = Some(Raised {
+            text: e.clone(),
+            reply: e.clone(),
+            line,
+            counted,
+            table: true,
+            value: None,
+        })
+    });
     mlua::Error::RuntimeError(e)
 }
 
@@ -1492,13 +1650,15 @@ fn raise(lua: &Lua, e: String, chunk: &str, sha: &str, counted: bool) -> mlua::E
 fn script_error(full: &str, coded: bool, chunk: &str, sha: &str) -> Reply {
     let m = without_traceback(full);
     let at = format!("{chunk}:");
-    // A `redis.call` error nothing caught: placed where it was raised.
-    if let Some((_, at, counted)) = RAISED
+    // A `redis.call` error or what `error` raised, that nothing caught: placed at the call
+    // that raised it.
+    if let Some(r) = RAISED
         .with(|r| r.borrow_mut().take())
-        .filter(|(e, _, _)| e == m)
+        .filter(|r| r.text.trim_end() == m)
     {
-        REPLY_ERRORS.with(|e| e.borrow_mut().counted = counted);
-        return Reply::Error(at.into());
+        REPLY_ERRORS.with(|e| e.borrow_mut().counted = r.counted);
+        let (reply, line) = (r.reply, r.line);
+        return Reply::Error(format!("{reply} script: {sha}, on @{chunk}:{line}.").into());
     }
     let line = m
         .strip_prefix(&at)
