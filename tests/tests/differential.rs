@@ -8187,6 +8187,38 @@ fn dump_payloads_restore_both_ways() {
             .query(c)
             .unwrap();
         assert_eq!(freq, 100);
+        // A key a write creates starts at Redis's LFU_INIT_VAL, 5 (coredis's
+        // test_dump_and_restore_with_freq); the first read makes it 6 (certain below 6).
+        redis::cmd("SET")
+            .arg("lfu_s")
+            .arg("v")
+            .query::<()>(c)
+            .unwrap();
+        redis::cmd("HSET")
+            .arg("lfu_h")
+            .arg("f")
+            .arg("v")
+            .query::<()>(c)
+            .unwrap();
+        redis::cmd("RPUSH")
+            .arg("lfu_l")
+            .arg("v")
+            .query::<()>(c)
+            .unwrap();
+        for k in ["lfu_s", "lfu_h", "lfu_l"] {
+            let freq: i64 = redis::cmd("OBJECT").arg("FREQ").arg(k).query(c).unwrap();
+            assert_eq!(freq, 5, "{k}");
+        }
+        redis::cmd("GET")
+            .arg("lfu_s")
+            .query::<Option<String>>(c)
+            .unwrap();
+        let freq: i64 = redis::cmd("OBJECT")
+            .arg("FREQ")
+            .arg("lfu_s")
+            .query(c)
+            .unwrap();
+        assert_eq!(freq, 6);
         redis::cmd("CONFIG")
             .arg("SET")
             .arg("maxmemory-policy")

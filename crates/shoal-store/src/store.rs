@@ -1372,15 +1372,18 @@ impl Store {
         })
     }
 
-    /// Lock `key`'s place and let `f` inspect and change it. Whatever key `f` leaves in place
-    /// counts as accessed (LRU/LFU).
+    /// Lock `key`'s place and let `f` inspect and change it. A key that was there and that
+    /// `f` leaves in place counts as accessed (LRU/LFU).
     pub fn write<R>(&self, key: &[u8], now_ms: u64, f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let hash = self.shared.hasher.hash_one(key);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
             let bumps = shard.bumps;
             let mut slot = Slot::open(shard, shared, key, hash, now_ms);
+            // A key the write found is accessed (Redis's lookupKeyWrite); one it created
+            // keeps a new key's clock (an LFU counter of 5, as Redis's).
+            let found = slot.idx.is_some();
             let r = f(&mut slot);
-            if let (Some(i), false) = (slot.idx, untouched()) {
+            if let (Some(i), true, false) = (slot.idx, found, untouched()) {
                 slot.clock.touch(&mut slot.shard.items[i].access);
             }
             // One change per key a command changed, however many steps it took.
