@@ -2229,6 +2229,13 @@ const ZSETS: &[Case] = &[
         &["ZRANDMEMBER", "missing", "2"],
         &["ZSCAN", "z", "0"],
         &["ZSCAN", "missing", "0"],
+        // A small sorted set (a listpack in Redis) answers whole in score order, ties by
+        // member (redis-rb's test_zscan).
+        &[
+            "ZADD", "zs", "5", "e", "2", "b", "9", "x", "1", "a", "2", "a2", "-1.5", "neg",
+        ],
+        &["ZSCAN", "zs", "0"],
+        &["ZSCAN", "zs", "0", "MATCH", "a*", "COUNT", "1"],
         &["RENAME", "z", "z2"],
         &["ZRANGE", "z2", "0", "-1", "WITHSCORES"],
         &["!scanall", "TYPE", "zset"],

@@ -965,8 +965,9 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     })
 }
 
-/// ZSCAN key cursor [MATCH pattern] [COUNT count]: a listpack answers whole with cursor 0;
-/// a skiplist's cursor counts the members still to visit from the end (O(n) per call here).
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]: a listpack answers whole in score order
+/// with cursor 0, as Redis walks its listpack; a skiplist's cursor counts the members still
+/// to visit from the end (O(n) per call here).
 pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let cursor = tri!(super::scan_cursor(&args[2]));
     match super::kind_of(ctx, &args[1]) {
@@ -993,8 +994,13 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             (left.saturating_sub(count), left)
         };
         let next = if packed { 0 } else { from };
+        let entries: Box<dyn Iterator<Item = (&[u8], f64)>> = if packed {
+            z.iter()
+        } else {
+            Box::new((from..left).rev().filter_map(|i| z.nth_entry(i)))
+        };
         let mut out = Vec::new();
-        for (m, s) in (from..left).rev().filter_map(|i| z.nth_entry(i)) {
+        for (m, s) in entries {
             if pattern.is_some_and(|p| !glob_match(p, m, false)) {
                 continue;
             }
