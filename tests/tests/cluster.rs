@@ -2702,7 +2702,8 @@ fn store_destinations_need_the_sources_owner_not_its_slot() {
 
 /// DEBUG OBJECT and DIGEST-VALUE of a key another node owns answer from the owner's copy
 /// through any node, as on a single node (they answered `ERR no such key` and a digest of
-/// nothing from a node without a copy: Redis's test suite through a cluster node).
+/// nothing from a node without a copy: Redis's test suite through a cluster node). DEBUG
+/// POPULATE is refused.
 #[test]
 fn debug_of_a_key_answers_from_its_owner() {
     let cluster = TestCluster::start(3, |c| c.enable_debug_command = "yes".into());
@@ -2733,6 +2734,15 @@ fn debug_of_a_key_answers_from_its_owner() {
         "the digest of a value, not of nothing"
     );
     assert_eq!(here, digest(&mut at_owner));
+    // DEBUG POPULATE would write keys where their owners are not: refused, nothing written.
+    let e = redis::cmd("DEBUG")
+        .arg("POPULATE")
+        .arg(10)
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("not supported in a cluster"), "{e}");
+    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(size, 1, "only the hash");
 }
 
 /// What a script publishes reaches the subscribers of every node once, wherever the script

@@ -7554,7 +7554,7 @@ fn changes_since_last_save_count_as_redis() {
 /// DEBUG where `enable-debug-command` lets it run (both servers with `yes`): its test
 /// replies of every type in RESP2 and RESP3 (but RESP3's attribute, which Shoal leaves out),
 /// ERROR, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, OBJECT and DIGEST-VALUE of a missing key,
-/// and the
+/// POPULATE, and the
 /// errors of unknown and malformed subcommands.
 const DEBUG: &[Case] = &[&[
     &["DEBUG", "PROTOCOL", "string"],
@@ -7585,6 +7585,25 @@ const DEBUG: &[Case] = &[&[
     &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "x"],
     &["DEBUG", "OBJECT", "missing"],
     &["DEBUG", "DIGEST-VALUE", "missing"],
+    // POPULATE (redis-rb's SCAN tests fill with it): keys that exist stay, a size cuts or
+    // pads `value:N` with zero bytes.
+    &["SET", "key:2", "mine"],
+    &["DEBUG", "POPULATE", "4"],
+    &["DBSIZE"],
+    &["MGET", "key:0", "key:2", "key:3", "key:4"],
+    &["DEBUG", "POPULATE", "2", "pre", "10"],
+    &["DEBUG", "POPULATE", "2", "cut", "3"],
+    &["MGET", "pre:1", "cut:0", "cut:1"],
+    &["DEBUG", "POPULATE", "0"],
+    &["DEBUG", "POPULATE", "-1"],
+    &["DEBUG", "POPULATE", "x"],
+    &["DEBUG", "POPULATE", "1", "p", "-5"],
+    &["DEBUG", "POPULATE", "1", "a", "1", "extra"],
+    &["SELECT", "2"],
+    &["DEBUG", "POPULATE", "3", "in2"],
+    &["DBSIZE"],
+    &["SELECT", "0"],
+    &["DBSIZE"],
     &["DEBUG", "NOSUCHTHING"],
     &["DEBUG", "ERROR"],
     &["DEBUG"],

@@ -1825,6 +1825,11 @@ const DEBUG_HELP: &[&str] = &[
     "    Return a Redis protocol error with <string> as message.",
     "OBJECT <key>",
     "    Show low level info about the `key` and associated value.",
+    "POPULATE <count> [<prefix>] [<size>]",
+    "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+    "    it is used instead of the 'key' prefix. These are not propagated to",
+    "    replicas. Cluster slots are not respected so keys not belonging to the",
+    "    current node can be created in cluster mode.",
     "PROTOCOL <type>",
     "    Reply with a test value of the specified type. <type> can be: string,",
     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -1878,6 +1883,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             debug_object(ctx, &key)
         }
         b"protocol" if arity(3) => debug_protocol(&args[2], ctx.session.proto),
+        b"populate" if (3..=5).contains(&args.len()) => debug_populate(ctx, args),
         b"set-active-expire" | b"pause-cron" if arity(3) => {
             // Redis reads it with `atoi`: 0, or what is not a number, is 0.
             let zero = std::str::from_utf8(&args[2])
@@ -1944,6 +1950,57 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             String::from_utf8_lossy(&args[1][..args[1].len().min(128)])
         )),
     }
+}
+
+/// DEBUG POPULATE count [prefix] [size], Redis's: each key `prefix:N` (`key:N`; at most 127
+/// bytes, Redis's buffer) for N below `count` that does not exist gets the string
+/// `value:N`, or with `size` that text cut or padded with zero bytes to `size` bytes; no
+/// keyspace event. Refused in a cluster, where most keys would land on a node that does not
+/// own them; a `size` past `proto-max-bulk-len` is refused, and the writes stop with the
+/// OOM error when `maxmemory` is reached and nothing can be evicted.
+fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    // Redis's getPositiveLongFromObjectOrReply: one text for what is no number too.
+    let positive = |b: &Bytes| match super::parse_i64(b) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(err("ERR value is out of range, must be positive")),
+    };
+    let (count, size) = match (positive(&args[2]), args.get(4).map(positive).transpose()) {
+        (Ok(count), Ok(size)) => (count, size),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let limit = ctx.engine.with_settings(|s| s.proto_max_bulk_len.0);
+    if size.is_some_and(|s| s > limit) {
+        return err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    if ctx.host.cluster().is_some() {
+        return err(
+            "ERR DEBUG POPULATE is not supported in a cluster: its keys would be \
+             written where their owners are not",
+        );
+    }
+    let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]);
+    for n in 0..count {
+        // Redis's 128-byte buffer, with its terminating NUL.
+        let mut name = [prefix, b":", n.to_string().as_bytes()].concat();
+        name.truncate(127);
+        let key = super::db::stored_key(ctx.session.db, &name);
+        let mut value = format!("value:{n}").into_bytes();
+        if let Some(size) = size {
+            value.resize(size as usize, 0);
+        }
+        ctx.engine.store.write(&key, ctx.now_ms, |slot| {
+            if !slot.exists() {
+                slot.set(&value, None);
+            }
+        });
+        if n % 64 == 63
+            && ctx.engine.store.maxmemory() != 0
+            && ctx.engine.store.ensure_memory(ctx.now_ms).is_err()
+        {
+            return err(super::ERR_OOM);
+        }
+    }
+    Reply::ok()
 }
 
 /// A key's digest for DEBUG DIGEST: SHA-1 over its name, its value's DUMP form and its
