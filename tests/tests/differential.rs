@@ -7961,6 +7961,163 @@ fn dump_and_restore_checks_match_redis() {
     run_family("dump/restore", DUMP_RESTORE);
 }
 
+/// Every kind and encoding of value DUMP writes, a stream with groups and a key with a TTL.
+fn fill_every_kind(c: &mut redis::Connection) {
+    let mut p = redis::pipe();
+    p.cmd("FLUSHALL").ignore();
+    p.set("s_small", "hello").ignore();
+    p.set("s_int", "12345").ignore();
+    p.set("s_neg", "-7").ignore();
+    p.set("s_long_int", "123456789012").ignore();
+    p.set("s_lzf", "a".repeat(5000)).ignore();
+    let noise: Vec<u8> = (0..3000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    p.set("s_noise", noise).ignore();
+    p.set("s_empty", "").ignore();
+    p.rpush("l_small", &["a", "b", "1", "-2"]).ignore();
+    let many: Vec<String> = (0..2000).map(|i| format!("elem{i}").repeat(3)).collect();
+    p.rpush("l_many", many).ignore();
+    p.rpush("l_big_element", &["x".repeat(10_000), "y".to_string()])
+        .ignore();
+    // An element whose listpack entry is 16,383 bytes: its length backwards takes 3.
+    p.rpush("l_16378", &["z".repeat(16_378), "w".to_string()])
+        .ignore();
+    p.sadd("set_int", &[1i64, 2, 3, -100, 70_000, 5_000_000_000])
+        .ignore();
+    p.sadd("set_small", &["a", "b", "c"]).ignore();
+    let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+    p.sadd("set_table", &members).ignore();
+    p.hset_multiple("h_small", &[("f1", "v1"), ("f2", "2")])
+        .ignore();
+    let pairs: Vec<(String, String)> = (0..1000)
+        .map(|i| (format!("f{i}"), format!("v{i}")))
+        .collect();
+    p.hset_multiple("h_table", &pairs).ignore();
+    p.hset("h_long_value", "f", "v".repeat(100)).ignore();
+    p.zadd_multiple("z_small", &[(1.0, "a"), (2.5, "b"), (-3.0, "c")])
+        .ignore();
+    p.cmd("ZADD").arg("z_small").arg("+inf").arg("d").ignore();
+    let scored: Vec<(f64, String)> = (0..500)
+        .map(|i| (f64::from(i) * 1.5, format!("m{i}")))
+        .collect();
+    p.zadd_multiple("z_skiplist", &scored).ignore();
+    p.pfadd("hll", &["a", "b", "c"]).ignore();
+    // A stream of three listpacks (fields shared or not, values long enough for LZF,
+    // deletions), a group with pending entries of two consumers, and an empty stream.
+    for i in 1..=250i64 {
+        let id = format!("{i}-{}", i % 3);
+        if i % 5 == 0 {
+            p.cmd("XADD")
+                .arg("x_stream")
+                .arg(&id)
+                .arg("other")
+                .arg(-i * 1000)
+                .ignore();
+        } else {
+            p.cmd("XADD")
+                .arg("x_stream")
+                .arg(&id)
+                .arg("f")
+                .arg("v".repeat((i % 40) as usize))
+                .arg("n")
+                .arg(i)
+                .ignore();
+        }
+    }
+    p.cmd("XDEL")
+        .arg("x_stream")
+        .arg("5-2")
+        .arg("100-1")
+        .ignore();
+    p.cmd("XGROUP")
+        .arg("CREATE")
+        .arg("x_stream")
+        .arg("g")
+        .arg("0")
+        .ignore();
+    p.cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("g")
+        .arg("alice")
+        .arg("COUNT")
+        .arg(10)
+        .arg("STREAMS")
+        .arg("x_stream")
+        .arg(">")
+        .ignore();
+    p.cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("g")
+        .arg("bob")
+        .arg("COUNT")
+        .arg(5)
+        .arg("STREAMS")
+        .arg("x_stream")
+        .arg(">")
+        .ignore();
+    p.cmd("XACK").arg("x_stream").arg("g").arg("3-0").ignore();
+    p.cmd("XGROUP")
+        .arg("CREATE")
+        .arg("x_empty")
+        .arg("g")
+        .arg("$")
+        .arg("MKSTREAM")
+        .ignore();
+    p.cmd("SET")
+        .arg("with_ttl")
+        .arg("v")
+        .arg("PX")
+        .arg(100_000)
+        .ignore();
+    p.query::<()>(c).unwrap();
+}
+
+/// What a key holds, as replies of its type's reads (sets and hashes sorted).
+fn content_of(c: &mut redis::Connection, k: &str) -> String {
+    let kind: String = redis::cmd("TYPE").arg(k).query(c).unwrap();
+    let v: redis::Value = match kind.as_str() {
+        "string" => redis::cmd("GET").arg(k).query(c).unwrap(),
+        "list" => redis::cmd("LRANGE").arg(k).arg(0).arg(-1).query(c).unwrap(),
+        "set" => {
+            let mut m: Vec<Vec<u8>> = redis::cmd("SMEMBERS").arg(k).query(c).unwrap();
+            m.sort();
+            return format!("set {m:?}");
+        }
+        "hash" => {
+            let mut m: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL").arg(k).query(c).unwrap();
+            m.sort();
+            return format!("hash {m:?}");
+        }
+        "zset" => redis::cmd("ZRANGE")
+            .arg(k)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(c)
+            .unwrap(),
+        "stream" => {
+            let entries: redis::Value = redis::cmd("XRANGE")
+                .arg(k)
+                .arg("-")
+                .arg("+")
+                .query(c)
+                .unwrap();
+            let groups: redis::Value = redis::cmd("XINFO").arg("GROUPS").arg(k).query(c).unwrap();
+            let pending: redis::Value = redis::cmd("XPENDING").arg(k).arg("g").query(c).unwrap();
+            let info: Vec<redis::Value> =
+                redis::cmd("XINFO").arg("STREAM").arg(k).query(c).unwrap();
+            // length, last-generated-id, max-deleted-entry-id, entries-added,
+            // recorded-first-entry-id (not the radix tree's sizes)
+            let counters: Vec<&redis::Value> =
+                [1, 7, 9, 11, 13].iter().map(|&i| &info[i]).collect();
+            return format!("stream {entries:?} {groups:?} {pending:?} {counters:?}");
+        }
+        other => panic!("unexpected type {other}"),
+    };
+    format!("{kind} {v:?}")
+}
+
 /// Every type's DUMP payload, from redis-server RESTOREd into Shoal and from Shoal into
 /// redis-server, gives the same value and keeps its TTL: Redis's compact encodings
 /// (integers, LZF-compressed strings, quicklists of several listpacks, intsets, listpacks,
@@ -7977,168 +8134,13 @@ fn dump_payloads_restore_both_ways() {
     };
     let mut redis_conn = connect(redis_server.addr);
     let mut shoal_conn = shoal.client();
-    let fill = |c: &mut redis::Connection| {
-        let mut p = redis::pipe();
-        p.cmd("FLUSHALL").ignore();
-        p.set("s_small", "hello").ignore();
-        p.set("s_int", "12345").ignore();
-        p.set("s_neg", "-7").ignore();
-        p.set("s_long_int", "123456789012").ignore();
-        p.set("s_lzf", "a".repeat(5000)).ignore();
-        let noise: Vec<u8> = (0..3000u32)
-            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-            .collect();
-        p.set("s_noise", noise).ignore();
-        p.set("s_empty", "").ignore();
-        p.rpush("l_small", &["a", "b", "1", "-2"]).ignore();
-        let many: Vec<String> = (0..2000).map(|i| format!("elem{i}").repeat(3)).collect();
-        p.rpush("l_many", many).ignore();
-        p.rpush("l_big_element", &["x".repeat(10_000), "y".to_string()])
-            .ignore();
-        // An element whose listpack entry is 16,383 bytes: its length backwards takes 3.
-        p.rpush("l_16378", &["z".repeat(16_378), "w".to_string()])
-            .ignore();
-        p.sadd("set_int", &[1i64, 2, 3, -100, 70_000, 5_000_000_000])
-            .ignore();
-        p.sadd("set_small", &["a", "b", "c"]).ignore();
-        let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
-        p.sadd("set_table", &members).ignore();
-        p.hset_multiple("h_small", &[("f1", "v1"), ("f2", "2")])
-            .ignore();
-        let pairs: Vec<(String, String)> = (0..1000)
-            .map(|i| (format!("f{i}"), format!("v{i}")))
-            .collect();
-        p.hset_multiple("h_table", &pairs).ignore();
-        p.hset("h_long_value", "f", "v".repeat(100)).ignore();
-        p.zadd_multiple("z_small", &[(1.0, "a"), (2.5, "b"), (-3.0, "c")])
-            .ignore();
-        p.cmd("ZADD").arg("z_small").arg("+inf").arg("d").ignore();
-        let scored: Vec<(f64, String)> = (0..500)
-            .map(|i| (f64::from(i) * 1.5, format!("m{i}")))
-            .collect();
-        p.zadd_multiple("z_skiplist", &scored).ignore();
-        p.pfadd("hll", &["a", "b", "c"]).ignore();
-        // A stream of three listpacks (fields shared or not, values long enough for LZF,
-        // deletions), a group with pending entries of two consumers, and an empty stream.
-        for i in 1..=250i64 {
-            let id = format!("{i}-{}", i % 3);
-            if i % 5 == 0 {
-                p.cmd("XADD")
-                    .arg("x_stream")
-                    .arg(&id)
-                    .arg("other")
-                    .arg(-i * 1000)
-                    .ignore();
-            } else {
-                p.cmd("XADD")
-                    .arg("x_stream")
-                    .arg(&id)
-                    .arg("f")
-                    .arg("v".repeat((i % 40) as usize))
-                    .arg("n")
-                    .arg(i)
-                    .ignore();
-            }
-        }
-        p.cmd("XDEL")
-            .arg("x_stream")
-            .arg("5-2")
-            .arg("100-1")
-            .ignore();
-        p.cmd("XGROUP")
-            .arg("CREATE")
-            .arg("x_stream")
-            .arg("g")
-            .arg("0")
-            .ignore();
-        p.cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg("g")
-            .arg("alice")
-            .arg("COUNT")
-            .arg(10)
-            .arg("STREAMS")
-            .arg("x_stream")
-            .arg(">")
-            .ignore();
-        p.cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg("g")
-            .arg("bob")
-            .arg("COUNT")
-            .arg(5)
-            .arg("STREAMS")
-            .arg("x_stream")
-            .arg(">")
-            .ignore();
-        p.cmd("XACK").arg("x_stream").arg("g").arg("3-0").ignore();
-        p.cmd("XGROUP")
-            .arg("CREATE")
-            .arg("x_empty")
-            .arg("g")
-            .arg("$")
-            .arg("MKSTREAM")
-            .ignore();
-        p.cmd("SET")
-            .arg("with_ttl")
-            .arg("v")
-            .arg("PX")
-            .arg(100_000)
-            .ignore();
-        p.query::<()>(c).unwrap();
-    };
-    let content = |c: &mut redis::Connection, k: &str| -> String {
-        let kind: String = redis::cmd("TYPE").arg(k).query(c).unwrap();
-        let v: redis::Value = match kind.as_str() {
-            "string" => redis::cmd("GET").arg(k).query(c).unwrap(),
-            "list" => redis::cmd("LRANGE").arg(k).arg(0).arg(-1).query(c).unwrap(),
-            "set" => {
-                let mut m: Vec<Vec<u8>> = redis::cmd("SMEMBERS").arg(k).query(c).unwrap();
-                m.sort();
-                return format!("set {m:?}");
-            }
-            "hash" => {
-                let mut m: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL").arg(k).query(c).unwrap();
-                m.sort();
-                return format!("hash {m:?}");
-            }
-            "zset" => redis::cmd("ZRANGE")
-                .arg(k)
-                .arg(0)
-                .arg(-1)
-                .arg("WITHSCORES")
-                .query(c)
-                .unwrap(),
-            "stream" => {
-                let entries: redis::Value = redis::cmd("XRANGE")
-                    .arg(k)
-                    .arg("-")
-                    .arg("+")
-                    .query(c)
-                    .unwrap();
-                let groups: redis::Value =
-                    redis::cmd("XINFO").arg("GROUPS").arg(k).query(c).unwrap();
-                let pending: redis::Value =
-                    redis::cmd("XPENDING").arg(k).arg("g").query(c).unwrap();
-                let info: Vec<redis::Value> =
-                    redis::cmd("XINFO").arg("STREAM").arg(k).query(c).unwrap();
-                // length, last-generated-id, max-deleted-entry-id, entries-added,
-                // recorded-first-entry-id (not the radix tree's sizes)
-                let counters: Vec<&redis::Value> =
-                    [1, 7, 9, 11, 13].iter().map(|&i| &info[i]).collect();
-                return format!("stream {entries:?} {groups:?} {pending:?} {counters:?}");
-            }
-            other => panic!("unexpected type {other}"),
-        };
-        format!("{kind} {v:?}")
-    };
     for (from_redis, name) in [(true, "redis to shoal"), (false, "shoal to redis")] {
         let (src, dst) = if from_redis {
             (&mut redis_conn, &mut shoal_conn)
         } else {
             (&mut shoal_conn, &mut redis_conn)
         };
-        fill(src);
+        fill_every_kind(src);
         redis::cmd("FLUSHALL").query::<()>(dst).unwrap();
         let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(src).unwrap();
         assert_eq!(keys.len(), 23, "{name}: every key filled");
@@ -8151,7 +8153,7 @@ fn dump_payloads_restore_both_ways() {
                 .arg(&payload)
                 .query::<()>(dst)
                 .unwrap_or_else(|e| panic!("{name}: RESTORE {k}: {e}"));
-            assert_eq!(content(src, k), content(dst, k), "{name}: {k}");
+            assert_eq!(content_of(src, k), content_of(dst, k), "{name}: {k}");
             let dst_ttl: i64 = redis::cmd("PTTL").arg(k).query(dst).unwrap();
             assert_eq!(ttl > 0, dst_ttl > 0, "{name}: {k}'s TTL");
         }
@@ -8263,6 +8265,124 @@ fn dump_payloads_restore_both_ways() {
         let exists: i64 = redis::cmd("EXISTS").arg("idle").query(c).unwrap();
         assert_eq!(exists, 0);
     }
+}
+
+/// SAVE and BGSAVE write a snapshot in Redis's RDB format that redis-server loads: every
+/// kind of value (as the DUMP test fills them), a key of another database, the TTLs and a
+/// function library come back as Shoal holds them. One BGSAVE at a time; LASTSAVE, INFO
+/// persistence and a directory that cannot be written follow Redis.
+#[test]
+fn save_and_bgsave_write_a_snapshot_redis_server_loads() {
+    let dir = std::env::temp_dir().join(format!("shoal-save-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_text = dir.display().to_string();
+    let shoal = TestNode::with(|c| c.dir = dir_text.clone());
+    let mut c = shoal.client();
+    let lastsave = |c: &mut redis::Connection| -> i64 { redis::cmd("LASTSAVE").query(c).unwrap() };
+    let info = |c: &mut redis::Connection, field: &str| -> String {
+        let text: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+            .unwrap_or_else(|| panic!("no {field} in {text}"))
+    };
+    let started = lastsave(&mut c);
+    fill_every_kind(&mut c);
+    redis::cmd("SELECT").arg(3).query::<()>(&mut c).unwrap();
+    redis::cmd("SET")
+        .arg("in_db3")
+        .arg("three")
+        .query::<()>(&mut c)
+        .unwrap();
+    redis::cmd("SELECT").arg(0).query::<()>(&mut c).unwrap();
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("#!lua name=saved\nredis.register_function('one', function() return 1 end)")
+        .query::<()>(&mut c)
+        .unwrap();
+    assert_ne!(info(&mut c, "rdb_changes_since_last_save"), "0");
+    let ok: String = redis::cmd("SAVE").query(&mut c).unwrap();
+    assert_eq!(ok, "OK");
+    assert_eq!(info(&mut c, "rdb_changes_since_last_save"), "0");
+    assert_eq!(info(&mut c, "rdb_saves"), "1");
+    assert!(lastsave(&mut c) >= started);
+    let check = |c: &mut redis::Connection, what: &str| {
+        let redis_server =
+            RedisServer::start_with(&["--dir", &dir_text, "--dbfilename", "dump.rdb"]);
+        let mut r = redis::Client::open(format!("redis://{}/", redis_server.addr))
+            .and_then(|x| x.get_connection())
+            .expect("connects");
+        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+        keys.sort();
+        let mut loaded: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut r).unwrap();
+        loaded.sort();
+        assert_eq!(loaded, keys, "{what}: the keys");
+        for k in &keys {
+            assert_eq!(content_of(&mut r, k), content_of(c, k), "{what}: {k}");
+        }
+        let ttl: i64 = redis::cmd("PTTL").arg("with_ttl").query(&mut r).unwrap();
+        assert!(
+            (1..=100_000).contains(&ttl),
+            "{what}: with_ttl's PTTL {ttl}"
+        );
+        let persistent: i64 = redis::cmd("TTL").arg("s_small").query(&mut r).unwrap();
+        assert_eq!(persistent, -1, "{what}");
+        redis::cmd("SELECT").arg(3).query::<()>(&mut r).unwrap();
+        let three: String = redis::cmd("GET").arg("in_db3").query(&mut r).unwrap();
+        assert_eq!(three, "three", "{what}");
+        let one: i64 = redis::cmd("FCALL").arg("one").arg(0).query(&mut r).unwrap();
+        assert_eq!(one, 1, "{what}: the function library");
+    };
+    check(&mut c, "SAVE");
+    // BGSAVE: started, one at a time, done a cron round after its end.
+    redis::cmd("SET")
+        .arg("after_save")
+        .arg("x")
+        .query::<()>(&mut c)
+        .unwrap();
+    let started: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(started, "Background saving started");
+    let again = redis::cmd("BGSAVE")
+        .arg("SCHEDULE")
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(
+        again
+            .to_string()
+            .contains("Background save already in progress"),
+        "{again}"
+    );
+    let blocked = redis::cmd("SAVE").query::<String>(&mut c).unwrap_err();
+    assert!(
+        blocked
+            .to_string()
+            .contains("Background save already in progress"),
+        "{blocked}"
+    );
+    assert!(
+        shoal_tests::wait_until(Duration::from_secs(20), || info(
+            &mut c,
+            "rdb_bgsave_in_progress"
+        ) == "0"),
+        "BGSAVE ended"
+    );
+    assert_eq!(info(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(info(&mut c, "rdb_saves"), "2");
+    check(&mut c, "BGSAVE");
+    // A directory that is gone: SAVE answers Redis's bare error, BGSAVE's status is err.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let e = redis::cmd("SAVE").query::<String>(&mut c).unwrap_err();
+    assert_eq!(e.code(), Some("ERR"), "{e}");
+    let started: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(started, "Background saving started");
+    assert!(
+        shoal_tests::wait_until(Duration::from_secs(20), || info(
+            &mut c,
+            "rdb_bgsave_in_progress"
+        ) == "0"),
+        "BGSAVE ended"
+    );
+    assert_eq!(info(&mut c, "rdb_last_bgsave_status"), "err");
+    assert_eq!(info(&mut c, "rdb_saves"), "2");
 }
 
 /// One step of a tracking scenario: sends `args` (none: only reads) and notes the next

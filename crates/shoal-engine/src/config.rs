@@ -258,6 +258,11 @@ pub struct NodeConfig {
     /// An ACL file (Redis's `aclfile`): the users, read at start-up and by ACL LOAD, written
     /// by ACL SAVE; empty = none. Not together with `user`.
     pub aclfile: String,
+    /// Where SAVE and BGSAVE write their snapshot (Redis's `dir`); empty = the working
+    /// directory.
+    pub dir: String,
+    /// The snapshot's file name in `dir` (Redis's `dbfilename`); a name, not a path.
+    pub dbfilename: String,
     /// Connected clients at most; one more gets `-ERR max number of clients reached`.
     pub maxclients: usize,
     /// Close a client idle for this many seconds; 0 = never (Redis's `timeout`).
@@ -592,6 +597,8 @@ impl Default for NodeConfig {
             requirepass: String::new(),
             user: Vec::new(),
             aclfile: String::new(),
+            dir: String::new(),
+            dbfilename: "dump.rdb".into(),
             maxclients: 10_000,
             timeout: 0,
             slowlog_log_slower_than: 10_000,
@@ -673,6 +680,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "requirepass",
     "user",
     "aclfile",
+    "dir",
+    "dbfilename",
     "maxclients",
     "timeout",
     "slowlog-log-slower-than",
@@ -744,6 +753,8 @@ pub const STRING_KEYS: &[&str] = &[
     "requirepass",
     "user",
     "aclfile",
+    "dir",
+    "dbfilename",
     "client-output-buffer-limit",
     "maxmemory-clients",
     "log-level",
@@ -863,6 +874,9 @@ impl NodeConfig {
         match self.log_level.as_str() {
             "error" | "warn" | "info" | "debug" | "trace" => {}
             other => return Err(format!("invalid log-level '{other}'")),
+        }
+        if self.dbfilename.is_empty() || self.dbfilename.contains('/') {
+            return Err("dbfilename can't be a path, just a filename".into());
         }
         if !matches!(self.enable_debug_command.as_str(), "no" | "yes" | "local") {
             return Err(format!(

@@ -42,6 +42,7 @@ pub mod prefixes;
 pub mod pubsub;
 pub mod rdb;
 pub mod scripts;
+pub mod snapshot;
 pub mod stats;
 pub mod tracking;
 

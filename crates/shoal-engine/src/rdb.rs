@@ -55,6 +55,12 @@ pub enum RestoreError {
 /// CRC-64 with Jones's polynomial, reflected, as Redis's `crc64` (check value of
 /// "123456789": 0xe9c6d914c4b8d9ca).
 pub fn crc64(data: &[u8]) -> u64 {
+    crc64_update(0, data)
+}
+
+/// `crc`, the CRC-64 of some bytes, carried on over `data` (an RDB file's checksum is of
+/// everything before it, written piece by piece).
+pub fn crc64_update(crc: u64, data: &[u8]) -> u64 {
     const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
     const TABLE: [u64; 256] = {
         let mut t = [0u64; 256];
@@ -75,9 +81,99 @@ pub fn crc64(data: &[u8]) -> u64 {
         }
         t
     };
-    data.iter().fold(0u64, |crc, &b| {
+    data.iter().fold(crc, |crc, &b| {
         TABLE[((crc ^ u64::from(b)) & 0xff) as usize] ^ (crc >> 8)
     })
+}
+
+// ---- Snapshot files --------------------------------------------------------------------
+
+/// The RDB version of a snapshot file (Redis 7.0's: Redis 7.0 and later load it; its keys
+/// are written as DUMP writes them, streams in 7.0's form).
+pub const SNAPSHOT_VERSION: u16 = 10;
+
+const OPCODE_AUX: u8 = 0xFA;
+const OPCODE_EXPIRETIME_MS: u8 = 0xFC;
+const OPCODE_SELECTDB: u8 = 0xFE;
+const OPCODE_EOF: u8 = 0xFF;
+
+/// Writes an RDB file as Redis's `rdbSaveRio` lays it out: `REDIS0010`, auxiliary fields,
+/// the function libraries, then each key (its database selected when it changes, its
+/// expiry in milliseconds before it, its type, name and value as in its DUMP payload), the
+/// end opcode and the CRC-64 of everything before it. Streams what it is given: nothing is
+/// held but the checksum.
+pub struct SnapshotWriter<W: std::io::Write> {
+    out: W,
+    crc: u64,
+    db: Option<u8>,
+}
+
+impl<W: std::io::Write> SnapshotWriter<W> {
+    /// Starts the file with its header and the auxiliary fields `aux` (name, value).
+    pub fn start(out: W, aux: &[(&str, &str)]) -> std::io::Result<Self> {
+        let mut w = SnapshotWriter {
+            out,
+            crc: 0,
+            db: None,
+        };
+        w.put(format!("REDIS{SNAPSHOT_VERSION:04}").as_bytes())?;
+        for (name, value) in aux {
+            let mut field = vec![OPCODE_AUX];
+            put_str(&mut field, name.as_bytes());
+            put_str(&mut field, value.as_bytes());
+            w.put(&field)?;
+        }
+        Ok(w)
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.crc = crc64_update(self.crc, bytes);
+        self.out.write_all(bytes)
+    }
+
+    /// The function libraries, as FUNCTION DUMP gives them ([`dump_functions`]): their
+    /// opcodes and codes are what a snapshot holds.
+    pub fn functions(&mut self, payload: &[u8]) -> std::io::Result<()> {
+        match payload.len().checked_sub(10) {
+            Some(end) => self.put(&payload[..end]),
+            None => Ok(()),
+        }
+    }
+
+    /// One key of database `db`, with its DUMP payload ([`dump_entry`]) and its expiry.
+    pub fn key(
+        &mut self,
+        db: u8,
+        key: &[u8],
+        payload: &[u8],
+        expire_at_ms: Option<u64>,
+    ) -> std::io::Result<()> {
+        let Some(end) = payload.len().checked_sub(10).filter(|e| *e >= 1) else {
+            return Ok(());
+        };
+        let mut head = Vec::with_capacity(key.len() + 16);
+        if self.db != Some(db) {
+            head.push(OPCODE_SELECTDB);
+            put_len(&mut head, usize::from(db));
+            self.db = Some(db);
+        }
+        if let Some(at) = expire_at_ms {
+            head.push(OPCODE_EXPIRETIME_MS);
+            head.extend_from_slice(&at.to_le_bytes());
+        }
+        head.push(payload[0]);
+        put_str(&mut head, key);
+        self.put(&head)?;
+        self.put(&payload[1..end])
+    }
+
+    /// Ends the file (end opcode, checksum) and gives the writer back.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.put(&[OPCODE_EOF])?;
+        let crc = self.crc;
+        self.out.write_all(&crc.to_le_bytes())?;
+        Ok(self.out)
+    }
 }
 
 // ---- DUMP ---------------------------------------------------------------------------------
@@ -1245,5 +1341,36 @@ mod tests {
         assert_eq!(items, ["ab", "5", "-100", "1000", "70000"]);
         lp.pop();
         assert_eq!(listpack(&lp, |_| {}), None, "no end mark");
+    }
+
+    /// A snapshot file: Redis's header, an auxiliary field, the database selected once per
+    /// run of keys, the expiry before its key, each key as its DUMP payload without the
+    /// footer, the end opcode and the CRC-64 of all before it.
+    #[test]
+    fn a_snapshot_is_laid_out_as_redis_writes_rdb_files() {
+        let mut w = SnapshotWriter::start(Vec::new(), &[("redis-ver", "7.2.4")]).unwrap();
+        w.functions(&dump_functions([&b"#!lua name=x"[..]]))
+            .unwrap();
+        let a = dump_string(b"1");
+        w.key(0, b"a", &a, None).unwrap();
+        w.key(0, b"b", &dump_string(b"22"), Some(0x0102)).unwrap();
+        w.key(3, b"c", &a, None).unwrap();
+        let file = w.finish().unwrap();
+        let mut want = b"REDIS0010".to_vec();
+        want.extend_from_slice(b"\xFA\x09redis-ver\x057.2.4");
+        want.extend_from_slice(b"\xF5\x0C#!lua name=x");
+        want.extend_from_slice(b"\xFE\x00");
+        want.extend_from_slice(&[TYPE_STRING, 1, b'a']);
+        want.extend_from_slice(&a[1..a.len() - 10]);
+        want.extend_from_slice(b"\xFC\x02\x01\x00\x00\x00\x00\x00\x00");
+        want.extend_from_slice(&[TYPE_STRING, 1, b'b', 2, b'2', b'2']);
+        want.extend_from_slice(b"\xFE\x03");
+        want.extend_from_slice(&[TYPE_STRING, 1, b'c']);
+        want.extend_from_slice(&a[1..a.len() - 10]);
+        want.push(0xFF);
+        let crc = crc64(&want);
+        want.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(file, want);
+        assert_eq!(crc64_update(crc64(b"1234"), b"56789"), crc64(b"123456789"));
     }
 }

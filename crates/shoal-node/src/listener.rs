@@ -898,6 +898,22 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         {
             continue;
         }
+        // BGSAVE: a write asked for starts on a thread of its own; one that ended is done.
+        node.engine.saves.reap();
+        if node.engine.saves.take_start() {
+            let node = Arc::clone(&node);
+            tokio::task::spawn_blocking(move || {
+                let engine = &node.engine;
+                let written = shoal_engine::snapshot::write(engine, false);
+                if let Err(e) = &written {
+                    tracing::warn!("BGSAVE failed: {e}");
+                }
+                let changes = engine.store.stats().changes;
+                engine
+                    .saves
+                    .record(written.as_ref().copied(), changes, now_ms(), true);
+            });
+        }
         // Not inside a transaction (EXEC runs alone, `shoal_store::gate`): this round's
         // expiry, eviction and delayed flush wait for the next one then, and this thread,
         // which also runs gossip, never waits for one.

@@ -347,18 +347,25 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
             "persistence" => {
                 line!("loading:0");
                 line!("async_loading:0");
-                // Nothing is ever saved (a cache): no save ran, so none failed, and every
-                // change since the start counts.
-                line!("rdb_changes_since_last_save:{}", node.store.stats().changes);
-                line!("rdb_bgsave_in_progress:0");
+                // SAVE's and BGSAVE's (`crate::snapshot`); the start counts as the last save.
+                let saves = &node.saves;
+                let changes = saves.changes_since(node.store.stats().changes);
+                line!("rdb_changes_since_last_save:{changes}");
+                line!("rdb_bgsave_in_progress:{}", u8::from(saves.running()));
+                let started = (now_ms() / 1000).saturating_sub(node.uptime_secs());
+                line!("rdb_last_save_time:{}", saves.last_save_secs(started));
+                let status = if saves.last_bgsave_failed() {
+                    "err"
+                } else {
+                    "ok"
+                };
+                line!("rdb_last_bgsave_status:{status}");
+                line!("rdb_last_bgsave_time_sec:{}", saves.last_bgsave_secs());
                 line!(
-                    "rdb_last_save_time:{}",
-                    (now_ms() / 1000).saturating_sub(node.uptime_secs())
+                    "rdb_current_bgsave_time_sec:{}",
+                    saves.current_secs(now_ms())
                 );
-                line!("rdb_last_bgsave_status:ok");
-                line!("rdb_last_bgsave_time_sec:-1");
-                line!("rdb_current_bgsave_time_sec:-1");
-                line!("rdb_saves:0");
+                line!("rdb_saves:{}", saves.saves());
                 line!("aof_enabled:0");
                 line!("aof_rewrite_in_progress:0");
                 line!("aof_rewrite_scheduled:0");
@@ -1460,14 +1467,10 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| c.busy_reply_threshold.to_string(),
         Some(set_busy_reply_threshold),
     ),
-    ("dbfilename", |_| "dump.rdb".into(), None),
+    ("dbfilename", |c| c.dbfilename.clone(), None),
     (
         "dir",
-        |_| {
-            std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default()
-        },
+        |c| crate::snapshot::dir(c).display().to_string(),
         None,
     ),
     ("tcp-keepalive", |_| "0".into(), None),
@@ -2114,16 +2117,43 @@ fn debug_protocol(name: &[u8], proto: shoal_resp::Protocol) -> Reply {
     }
 }
 
-/// SAVE, BGSAVE [SCHEDULE] and BGREWRITEAOF: Shoal keeps nothing on disk (a cache; its
-/// copies live on other nodes), so it says so rather than answer as if a snapshot were made.
-pub fn save(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+/// SAVE and BGSAVE [SCHEDULE]: a snapshot of this node's keys in Redis's RDB format
+/// (`crate::snapshot`), SAVE while no other worker runs a command, BGSAVE on a thread of its
+/// own; one at a time (`Background save already in progress`). BGREWRITEAOF: there is no
+/// append-only file, and it says so.
+pub fn save(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
     if (name == "BGSAVE" && args.len() == 2 && !is(&args[1], "SCHEDULE")) || args.len() > 2 {
         return err(super::ERR_SYNTAX);
     }
-    Reply::error(format!(
-        "ERR {name} is not supported: Shoal keeps nothing on disk (its copies are on other nodes)"
-    ))
+    let saves = &ctx.engine.saves;
+    match &name[..] {
+        "SAVE" if saves.running() => err("ERR Background save already in progress"),
+        "SAVE" => {
+            let engine = ctx.engine;
+            let written = engine
+                .store
+                .exclusive(|| crate::snapshot::write(engine, true));
+            let changes = engine.store.stats().changes;
+            saves.record(written.as_ref().copied(), changes, now_ms(), false);
+            match written {
+                Ok(_) => Reply::ok(),
+                Err(e) => {
+                    tracing::warn!("SAVE failed: {e}");
+                    // Redis's shared `-ERR`, the reason in the log.
+                    err("ERR")
+                }
+            }
+        }
+        "BGSAVE" => match saves.ask(now_ms()) {
+            Ok(()) => Reply::Simple("Background saving started".into()),
+            Err(refused) => Reply::error(refused.to_string()),
+        },
+        _ => Reply::error(format!(
+            "ERR {name} is not supported: Shoal keeps no append-only file (SAVE and BGSAVE \
+             write an RDB snapshot)"
+        )),
+    }
 }
 
 /// REPLICAOF / SLAVEOF: every Shoal node is a primary. `NO ONE` is what it is already (OK,
@@ -2147,10 +2177,11 @@ pub fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
-/// LASTSAVE: Shoal keeps no snapshot, so the last "save" is the start, as a Redis that
-/// never saved answers.
+/// LASTSAVE: the last successful SAVE or BGSAVE, or the start, as a Redis that never saved
+/// answers.
 pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    Reply::Int((ctx.engine.started_unix_ms / 1000) as i64)
+    let started = ctx.engine.started_unix_ms / 1000;
+    Reply::Int(ctx.engine.saves.last_save_secs(started) as i64)
 }
 
 const MODULE_HELP: &[&str] = &[

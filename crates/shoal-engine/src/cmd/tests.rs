@@ -817,18 +817,18 @@ fn server_commands() {
         "LOLWUT VERSION x",
         "-ERR value is not an integer or out of range\r\n",
     );
-    // Nothing is kept on disk, and a node follows no other server: said so.
-    for save in ["SAVE", "BGSAVE", "BGSAVE SCHEDULE", "BGREWRITEAOF"] {
-        let name = save.split(' ').next().unwrap();
-        h.check(
-            save,
-            &format!(
-                "-ERR {name} is not supported: Shoal keeps nothing on disk (its copies are on \
-                 other nodes)\r\n"
-            ),
-        );
-    }
+    // No append-only file, and a node follows no other server: said so (SAVE and BGSAVE
+    // write a snapshot: `save_and_bgsave_write_a_snapshot_redis_server_loads`).
+    h.check(
+        "BGREWRITEAOF",
+        "-ERR BGREWRITEAOF is not supported: Shoal keeps no append-only file (SAVE and BGSAVE \
+         write an RDB snapshot)\r\n",
+    );
     h.check("BGSAVE NOW", "-ERR syntax error\r\n");
+    h.check(
+        "SAVE NOW",
+        "-ERR wrong number of arguments for 'save' command\r\n",
+    );
     h.check("MULTI", OK);
     h.check("SAVE", "-ERR Command not allowed inside a transaction\r\n");
     h.check("DISCARD", OK);
