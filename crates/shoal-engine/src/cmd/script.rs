@@ -1005,8 +1005,7 @@ fn check_call(
         for key in named {
             if Some(shoal_store::key_slot(key)) != slot {
                 return Err(
-                    "ERR Script attempted to access a non local key in a cluster node script"
-                        .into(),
+                    "ERR Script attempted to access a non local key in a cluster node".into(),
                 );
             }
             if !declared.contains(key) {
