@@ -1232,20 +1232,20 @@ fn in_a_cluster_a_blocking_command_in_multi_does_not_take_the_transactions_push(
     }
 }
 
-/// WAIT answers at once how many replicas have the connection's writes: none on a single
-/// node (as a Redis without replicas, which would answer 0 after the timeout), a key's
-/// replicas in a cluster with `write-ack = all` while every member is reachable (each
-/// acknowledged write went to all of them), none once one is not. WAITAOF counts them too
-/// (with no local append-only file).
+/// WAIT answers how many replicas have the connection's writes (after its timeout when it
+/// asks for more): none on a single node (as a Redis without replicas), a key's replicas in
+/// a cluster with `write-ack = all` while every member is reachable (each acknowledged write
+/// went to all of them), none once one is not. WAITAOF counts them too (with no local
+/// append-only file).
 #[test]
 fn wait_counts_the_replicas_that_have_the_writes() {
     let node = TestNode::start();
     let mut admin = node.client();
     run(&mut admin, "SET k v");
-    assert_eq!(run(&mut admin, "WAIT 1 0"), Value::Int(0));
+    assert_eq!(run(&mut admin, "WAIT 1 10"), Value::Int(0));
     assert_eq!(run(&mut admin, "WAIT 0 0"), Value::Int(0));
     assert_eq!(
-        run(&mut admin, "WAITAOF 0 1 0"),
+        run(&mut admin, "WAITAOF 0 1 10"),
         Value::Array(vec![Value::Int(0), Value::Int(0)])
     );
 
@@ -1256,7 +1256,11 @@ fn wait_counts_the_replicas_that_have_the_writes() {
     let mut n0 = c.members[0].client();
     run(&mut n0, "SET k v");
     assert_eq!(run(&mut n0, "WAIT 1 0"), Value::Int(1));
-    assert_eq!(run(&mut n0, "WAIT 2 0"), Value::Int(1), "one replica a key");
+    assert_eq!(
+        run(&mut n0, "WAIT 2 10"),
+        Value::Int(1),
+        "one replica a key"
+    );
     assert_eq!(
         run(&mut n0, "WAITAOF 0 1 0"),
         Value::Array(vec![Value::Int(0), Value::Int(1)])
@@ -1274,7 +1278,7 @@ fn wait_counts_the_replicas_that_have_the_writes() {
                     .arg("v")
                     .query(&mut n0);
             }
-            run(&mut n0, "WAIT 1 0") == Value::Int(0)
+            run(&mut n0, "WAIT 1 10") == Value::Int(0)
         }),
         "a write's replica may be the member that is down"
     );
@@ -1312,4 +1316,63 @@ fn a_blocked_command_is_checked_again_when_it_wakes() {
         assert_eq!(run(&mut admin, &format!("LLEN {key}")), Value::Int(1));
         run(&mut admin, &format!("DEL {key}"));
     }
+}
+
+/// WAIT asking for more replicas than have this connection's writes blocks its client until
+/// its timeout (0: for ever) and then answers how many do, as Redis does (a single node
+/// has none; go-redis's `should Wait` timed it): its later commands wait behind it, CLIENT
+/// UNBLOCK ends it as a timeout, and inside MULTI it answers at once. Through a cluster
+/// node too.
+#[test]
+fn wait_for_more_replicas_than_there_are_blocks_until_its_timeout() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    let mut c = node.client();
+    assert_eq!(
+        run(&mut c, "WAIT 0 0"),
+        Value::Int(0),
+        "nothing to wait for"
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(run(&mut c, "WAIT 1 150"), Value::Int(0));
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "answered before its timeout: {:?}",
+        started.elapsed()
+    );
+    // For ever, a PING pipelined behind it, until CLIENT UNBLOCK.
+    let mut raw = std::net::TcpStream::connect(node.addr).unwrap();
+    send(&mut raw, b"WAIT 1 0\r\nPING\r\n");
+    assert!(
+        wait_until(WAIT, || blocked(&mut admin) == 1),
+        "the WAIT blocks its client"
+    );
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).unwrap();
+    let id = list
+        .lines()
+        .find(|l| l.contains(" flags=b ") && l.contains(" cmd=wait "))
+        .and_then(|l| l.strip_prefix("id="))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("the waiting client in {list}"));
+    assert_eq!(
+        run(&mut admin, &format!("CLIENT UNBLOCK {id}")),
+        Value::Int(1)
+    );
+    assert_eq!(read_exact_by(&mut raw, 9, WAIT), b":0\r\n+PONG\r\n");
+    assert_eq!(blocked(&mut admin), 0);
+    // Inside MULTI: at once.
+    let answers: Value = redis::pipe()
+        .atomic()
+        .cmd("WAIT")
+        .arg(1)
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(answers, Value::Array(vec![Value::Int(0)]));
+
+    let cluster = TestCluster::start(3, |_| {});
+    let mut c = cluster.members[0].client();
+    let started = std::time::Instant::now();
+    assert_eq!(run(&mut c, "WAIT 5 150"), Value::Int(0));
+    assert!(started.elapsed() >= Duration::from_millis(150));
 }

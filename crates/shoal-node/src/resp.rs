@@ -391,7 +391,7 @@ impl Frontend for RespFrontend {
             };
             if let Some(reply) = later {
                 let blocking = shoal_engine::cmd::lookup(&args[0])
-                    .is_some_and(|s| s.flags & shoal_engine::cmd::flag::BLOCKING != 0);
+                    .is_some_and(shoal_engine::cmd::holds_client);
                 let reply = if suppress {
                     // Still run it (it may write), but send nothing.
                     Box::pin(async move {

@@ -26,7 +26,7 @@ use shoal_engine::client::{ClientInfo, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use shoal_engine::clock::now_ms;
 use shoal_engine::cmd::wait;
 use shoal_engine::cmd::{self, CommandSpec, ReplyBudget, Session};
-use shoal_resp::{Protocol, Reply};
+use shoal_resp::Protocol;
 use tokio::time::Instant;
 
 use super::local::run_here;
@@ -124,22 +124,31 @@ impl Client {
         Some(encode(&reply, self.proto))
     }
 
-    /// The reply CLIENT UNBLOCK asked for, if it did; its error counts as a failed call of
-    /// the command (`spec`, `args`) in INFO, as in Redis.
-    fn unblocked(&self, node: &Server, spec: &CommandSpec, args: &[Bytes]) -> Option<Bytes> {
+    /// What CLIENT UNBLOCK asked for, if it did: to end the wait as a timeout, or with its
+    /// error, which counts as a failed call of the command (`spec`, `args`) in INFO, as in
+    /// Redis.
+    fn unblocked(&self, node: &Server, spec: &CommandSpec, args: &[Bytes]) -> Option<Unblocked> {
         if self.internal {
             return None;
         }
         match self.info.unblock.swap(0, Ordering::Relaxed) {
-            UNBLOCK_TIMEOUT => Some(encode(&Reply::NilArray, self.proto)),
+            UNBLOCK_TIMEOUT => Some(Unblocked::AsTimeout),
             UNBLOCK_ERROR => {
                 let text = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
                 cmd::count_failed(&node.engine, spec, args, text);
-                Some(error_bytes(text))
+                Some(Unblocked::Error(error_bytes(text)))
             }
             _ => None,
         }
     }
+}
+
+/// How CLIENT UNBLOCK ends a wait.
+enum Unblocked {
+    /// As its timeout would: the command's timeout reply (a null array; WAIT's count).
+    AsTimeout,
+    /// With this error.
+    Error(Bytes),
 }
 
 /// A served client's reply, put where its waiting future finds it by whoever served it
@@ -393,9 +402,14 @@ async fn wait_until_served(
         // finished); one that served it before the unblock popped for it: that reply wins.
         if !client.internal && client.info.unblock.load(Ordering::Relaxed) != 0 {
             reg.withdraw();
-            if let Some(reply) = client.unblocked(node, spec, args) {
-                let served = take_reply(slot);
-                return Waited::Served(served.unwrap_or_else(|| Box::pin(async move { reply })));
+            if let Some(how) = client.unblocked(node, spec, args) {
+                if let Some(served) = take_reply(slot) {
+                    return Waited::Served(served);
+                }
+                return match how {
+                    Unblocked::AsTimeout => Waited::TimedOut,
+                    Unblocked::Error(reply) => Waited::Served(Box::pin(async move { reply })),
+                };
             }
         }
         match attempt(node, reg, client, spec, args, ran || woken, slot).await {
@@ -429,6 +443,46 @@ fn deadline_of(deadline_ms: Option<u64>) -> Option<Instant> {
     deadline_ms.map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now_ms()) + 1))
 }
 
+/// A wait on no key (WAIT, WAITAOF asking for more replicas than have the writes): only its
+/// timeout or CLIENT UNBLOCK (as a timeout, or with its error) ends it; the command is not
+/// run again. Counted and shown as a blocked client, as in Redis.
+pub(super) fn keyless(
+    node: &Arc<Server>,
+    session: &Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    block: Block,
+) -> Outcome {
+    let client = Client::of(session);
+    client.info.unblock.store(0, Ordering::Relaxed);
+    let waits = Waits::of(args, block.deadline_ms);
+    let reg = node.engine.blocked.register_as(&[], client.id(), waits);
+    let shown = ShownBlocked::new(&client.info);
+    let (node, args) = (node.clone(), args.to_vec());
+    Outcome::Later(Box::pin(async move {
+        let _shown = shown;
+        let until = deadline_of(block.deadline_ms);
+        loop {
+            reg.clear();
+            match client.unblocked(&node, spec, &args) {
+                Some(Unblocked::Error(reply)) => return reply,
+                Some(Unblocked::AsTimeout) => break,
+                None => {}
+            }
+            match until {
+                Some(at) => {
+                    if tokio::time::timeout_at(at, reg.signalled()).await.is_err() {
+                        break;
+                    }
+                }
+                None => reg.signalled().await,
+            }
+        }
+        drop(reg);
+        encode(&block.timeout_reply, client.proto)
+    }))
+}
+
 /// A single node's blocked command.
 pub(super) fn single(
     node: &Arc<Server>,
@@ -437,6 +491,9 @@ pub(super) fn single(
     args: &[Bytes],
     block: Block,
 ) -> Outcome {
+    if block.keys.is_empty() {
+        return keyless(node, session, spec, args, block);
+    }
     let client = Client::of(session);
     // XREAD's `$` resolved when it blocked (`Block::args`).
     let args = block.args.as_deref().unwrap_or(args);
@@ -671,8 +728,10 @@ pub(super) fn clustered(
                 }
                 _ => return error_bytes("TRYAGAIN the cluster is changing; retry in a moment"),
             }
-            if let Some(reply) = client.unblocked(&node, spec, &args) {
-                return reply;
+            match client.unblocked(&node, spec, &args) {
+                Some(Unblocked::AsTimeout) => return timed_out,
+                Some(Unblocked::Error(reply)) => return reply,
+                None => {}
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return timed_out;

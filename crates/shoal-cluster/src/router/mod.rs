@@ -432,6 +432,10 @@ fn route(
     match cluster.plan_in(&view, spec, args) {
         Plan::Here => {
             let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
+            // WAIT asking for more replicas than have the writes: it waits out its timeout.
+            if let Some(block) = session.block.take() {
+                return blocked::keyless(node, session, spec, args, block);
+            }
             with_acks(reply, proto, acks, cluster.timeouts.half)
         }
         // While keys may still be arriving here, a blocking command fetches them in its wait.

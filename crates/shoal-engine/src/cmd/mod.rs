@@ -2482,6 +2482,12 @@ pub fn block_on(ctx: &mut Ctx<'_>, keys: &[Bytes], deadline_ms: Option<u64>, now
     now
 }
 
+/// Whether a client whose command waits holds back its later commands until it is answered,
+/// as a blocked client in Redis: the blocking commands, WAIT and WAITAOF.
+pub fn holds_client(spec: &CommandSpec) -> bool {
+    spec.flags & flag::BLOCKING != 0 || matches!(spec.name, "wait" | "waitaof")
+}
+
 /// Case-insensitive comparison of an argument with an option name (given in uppercase).
 pub fn is(arg: &[u8], upper: &str) -> bool {
     arg.eq_ignore_ascii_case(upper.as_bytes())

@@ -1730,24 +1730,36 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
-/// WAIT numreplicas timeout: how many replicas have every write this connection made,
-/// answered at once (Shoal does not hold the connection for it): a single node has none
-/// (0, as a Redis without replicas, which would answer it after `timeout`); a cluster node
-/// with `write-ack = all` and every member reachable the number of a key's replicas (each
-/// acknowledged write went to all of them), else 0.
+/// WAIT numreplicas timeout: how many replicas have every write this connection made: a
+/// single node has none (0, as a Redis without replicas); a cluster node with `write-ack =
+/// all` and every member reachable the number of a key's replicas (each acknowledged write
+/// went to all of them), else 0. Asked for more, it blocks the client until `timeout` (0:
+/// for ever, as in Redis; CLIENT UNBLOCK ends it) and then answers that number, as Redis
+/// does; inside MULTI it answers at once.
 pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(_wanted) = super::parse_i64(&args[1]) else {
+    let Some(wanted) = super::parse_i64(&args[1]) else {
         return super::err(super::ERR_NOT_INTEGER);
     };
-    if let Err(e) = super::wait::parse_timeout_ms(&args[2], ctx.now_ms) {
-        return e;
+    let deadline_ms = match super::wait::parse_timeout_ms(&args[2], ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let acked = acknowledged_replicas(ctx);
+    if wanted > acked && !ctx.session.no_block {
+        // No key to wake it: only the timeout (or CLIENT UNBLOCK) ends the wait.
+        ctx.session.block = Some(crate::blocking::Block {
+            keys: Vec::new(),
+            deadline_ms,
+            timeout_reply: Reply::Int(acked),
+            args: None,
+        });
     }
-    Reply::Int(acknowledged_replicas(ctx))
+    Reply::Int(acked)
 }
 
 /// WAITAOF numlocal numreplicas timeout (Redis 7.2): no append-only file here, so a local
 /// count is refused as Redis refuses it with `appendonly no`; the replicas as WAIT counts
-/// them, at once.
+/// them, after its timeout when it asks for more.
 pub fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // Redis 7.2's checks, in its order.
     let local = match super::parse_i64(&args[1]) {
@@ -1757,20 +1769,32 @@ pub fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         Some(n) => n,
     };
-    match super::parse_i64(&args[2]) {
+    let replicas = match super::parse_i64(&args[2]) {
         None => return super::err(super::ERR_NOT_INTEGER),
         Some(n) if n < 0 => return super::err("ERR value is out of range, must be positive"),
-        Some(_) => {}
-    }
-    if let Err(e) = super::wait::parse_timeout_ms(&args[3], ctx.now_ms) {
-        return e;
-    }
+        Some(n) => n,
+    };
+    let deadline_ms = match super::wait::parse_timeout_ms(&args[3], ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
     if local > 0 {
         return super::err(
             "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
         );
     }
-    Reply::Array(vec![Reply::Int(0), Reply::Int(acknowledged_replicas(ctx))])
+    let acked = acknowledged_replicas(ctx);
+    let reply = Reply::Array(vec![Reply::Int(0), Reply::Int(acked)]);
+    // Asked for more replicas than there are: blocked until its timeout, as WAIT.
+    if replicas > acked && !ctx.session.no_block {
+        ctx.session.block = Some(crate::blocking::Block {
+            keys: Vec::new(),
+            deadline_ms,
+            timeout_reply: reply.clone(),
+            args: None,
+        });
+    }
+    reply
 }
 
 /// The replicas WAIT counts (see [`wait`]).
