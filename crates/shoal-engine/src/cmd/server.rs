@@ -615,15 +615,17 @@ fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
 /// keys per subcommand).
 fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
     let arity = super::docs::subcommand_arity(c.name, sub).unwrap_or(-2);
+    let name = format!("{}|{}", c.name, sub);
+    let tips = own_tips(&name).iter().map(|t| Reply::bulk(*t)).collect();
     Reply::Array(vec![
-        Reply::bulk(format!("{}|{}", c.name, sub)),
+        Reply::bulk(name),
         Reply::Int(i64::from(arity)),
         Reply::Set(vec![]),
         Reply::Int(0),
         Reply::Int(0),
         Reply::Int(0),
         Reply::Set(vec![]),
-        Reply::Array(vec![]),
+        Reply::Array(tips),
         Reply::Array(vec![]),
         Reply::Array(vec![]),
     ])
@@ -782,10 +784,89 @@ fn command_info(c: &CommandSpec) -> Reply {
                 .map(|cat| Reply::Simple(format!("@{cat}").into()))
                 .collect(),
         ),
-        Reply::Array(c.route.tips().iter().map(|t| Reply::bulk(*t)).collect()),
+        Reply::Array(
+            c.route
+                .tips()
+                .iter()
+                .chain(own_tips(c.name))
+                .map(|t| Reply::bulk(*t))
+                .collect(),
+        ),
         Reply::Array(key_specs),
         Reply::Array(subs),
     ])
+}
+
+/// The tips Redis 7's table gives a command (or `container|sub`) beyond its route's
+/// ([`super::Route::tips`]): replies that differ from run to run or in their order, and the
+/// shard policies of keyless commands (a Redis Cluster client sends PING, WAIT, SCRIPT LOAD,
+/// CONFIG SET, ... to every node and combines the answers; each node answers for itself).
+/// Not MSETNX's `multi_shard` (split by slot it would lose its atomicity), nor FUNCTION
+/// LOAD's, DELETE's and RESTORE's `all_shards`: a cluster's members share their libraries,
+/// so the second node would answer that the library exists, or not
+/// (`command_tips_match_redis`).
+fn own_tips(name: &str) -> &'static [&'static str] {
+    const OUTPUT: &[&str] = &["nondeterministic_output"];
+    const ORDER: &[&str] = &["nondeterministic_output_order"];
+    const ALL_NODES_OK: &[&str] = &["request_policy:all_nodes", "response_policy:all_succeeded"];
+    const ALL_SHARDS_OK: &[&str] = &["request_policy:all_shards", "response_policy:all_succeeded"];
+    const NODE_REPORT: &[&str] = &[
+        "nondeterministic_output",
+        "request_policy:all_nodes",
+        "response_policy:special",
+    ];
+    const SHARD_REPORT: &[&str] = &[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ];
+    match name {
+        "config|set" | "script|flush" | "script|load" | "latency|reset" | "slowlog|reset" => {
+            ALL_NODES_OK
+        }
+        "memory|purge" | "function|flush" => ALL_SHARDS_OK,
+        "script|exists" => &[
+            "request_policy:all_shards",
+            "response_policy:agg_logical_and",
+        ],
+        "script|kill" | "function|kill" => {
+            &["request_policy:all_shards", "response_policy:one_succeeded"]
+        }
+        "memory|malloc-stats" | "memory|doctor" | "memory|stats" | "function|stats" => SHARD_REPORT,
+        "latency|latest" | "latency|history" | "latency|graph" | "latency|doctor"
+        | "latency|histogram" => NODE_REPORT,
+        "slowlog|get" => &["request_policy:all_nodes", "nondeterministic_output"],
+        "slowlog|len" => &[
+            "request_policy:all_nodes",
+            "response_policy:agg_sum",
+            "nondeterministic_output",
+        ],
+        "function|list" | "command|info" | "command|list" | "command|docs" | "module|list" => ORDER,
+        "client|info"
+        | "client|list"
+        | "object|freq"
+        | "object|encoding"
+        | "object|idletime"
+        | "object|refcount"
+        | "cluster|replicas"
+        | "cluster|info"
+        | "cluster|shards"
+        | "cluster|slots"
+        | "cluster|nodes"
+        | "cluster|getkeysinslot"
+        | "cluster|slaves"
+        | "cluster|count-failure-reports"
+        | "xinfo|consumers" => OUTPUT,
+        "sscan" | "xpending" | "xadd" | "spop" | "xautoclaim" | "zscan" | "pttl" | "hscan"
+        | "ttl" | "xclaim" | "xtrim" | "srandmember" | "dump" | "lastsave" | "migrate"
+        | "zrandmember" | "hrandfield" | "time" => OUTPUT,
+        "sdiff" | "smembers" | "hgetall" | "command" | "hkeys" | "sunion" | "hvals" | "sinter" => {
+            ORDER
+        }
+        "ping" => &["request_policy:all_shards", "response_policy:all_succeeded"],
+        "wait" => &["request_policy:all_shards", "response_policy:agg_min"],
+        _ => &[],
+    }
 }
 
 fn doc_map(name: &str, summary: String, c: &CommandSpec) -> Vec<(Reply, Reply)> {
