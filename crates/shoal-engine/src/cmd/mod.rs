@@ -129,6 +129,13 @@ pub mod flag {
     /// (PING, ECHO): a cluster may run it inside a transaction sent whole to another node.
     /// Not listed in [`NAMES`].
     pub const ANYWHERE: u32 = 1 << 17;
+    /// Redis's `skip_monitor`, `no_mandatory_keys`, `no_async_loading` and `skip_slowlog`,
+    /// shown by COMMAND INFO as Redis shows them (what they mean is done where it applies:
+    /// a script's calls reach MONITOR after it, EXEC stays out of the slow log).
+    pub const SKIP_MONITOR: u32 = 1 << 18;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 19;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
+    pub const SKIP_SLOWLOG: u32 = 1 << 21;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -138,12 +145,16 @@ pub mod flag {
         (NOSCRIPT, "noscript"),
         (LOADING, "loading"),
         (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NOAUTH, "no_auth"),
         (BLOCKING, "blocking"),
         (NO_MULTI, "no_multi"),
         (PUBSUB, "pubsub"),
         (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }
@@ -499,14 +510,14 @@ use flag::*;
 pub static TABLE: &[CommandSpec] = &[
     // connection
     cmd!("ping", -1, FAST | STALE | ANYWHERE, (0, 0, 0), "connection", "1.0.0", "Returns the server's liveliness response.", conn::ping),
-    cmd!("echo", 2, FAST | STALE | ANYWHERE, (0, 0, 0), "connection", "1.0.0", "Returns the given string.", conn::echo),
+    cmd!("echo", 2, FAST | LOADING | STALE | ANYWHERE, (0, 0, 0), "connection", "1.0.0", "Returns the given string.", conn::echo),
     cmd!("hello", -1, FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "6.0.0", "Handshakes with the Redis server.", conn::hello),
     cmd!("auth", -2, FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", "Authenticates the connection.", conn::auth),
     cmd!("select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", "Changes the selected database.", db::select),
     cmd!("quit", -1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", "Closes the connection.", conn::quit),
     cmd!("reset", 1, NOQUEUE | FAST | NOAUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "connection", "6.2.0", "Resets the connection.", conn::reset),
     cmd!("multi", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "1.2.0", "Starts a transaction.", multi::multi),
-    CommandSpec { route: Route::Exec, ..cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE, (0, 0, 0), "transactions", "1.2.0", "Executes all commands in a transaction.", multi::exec) },
+    CommandSpec { route: Route::Exec, ..cmd!("exec", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, (0, 0, 0), "transactions", "1.2.0", "Executes all commands in a transaction.", multi::exec) },
     cmd!("discard", 1, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.0.0", "Discards a transaction.", multi::discard),
     CommandSpec { route: Route::Watch, ..cmd!("watch", -2, NOQUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (1, -1, 1), "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.", multi::watch) },
     cmd!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.2.0", "Forgets about watched keys of a transaction.", multi::unwatch),
@@ -648,14 +659,14 @@ pub static TABLE: &[CommandSpec] = &[
     cmd!("geosearch", -7, READONLY, (1, 1, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle.", geo::geosearch),
     cmd!("geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), "geo", "6.2.0", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geo::geosearchstore),
     // scripting
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script.", script::eval), 2) },
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", script::evalsha), 2) },
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script.", script::eval_ro), 2) },
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", script::evalsha_ro), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval", -3, RUNS_WRITES | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script.", script::eval), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha", -3, RUNS_WRITES | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", script::evalsha), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script.", script::eval_ro), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", script::evalsha_ro), 2) },
     CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "flush", "kill"])), ..cmd!("script", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", "A container for Lua scripts management commands.", script::script,
         &["load", "exists", "flush", "kill", "help"]) },
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall", -3, RUNS_WRITES | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Invokes a function.", function::fcall), 2) },
-    CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall_ro", -3, READONLY | NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", "Invokes a read-only function.", function::fcall_ro), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall", -3, RUNS_WRITES | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", "Invokes a function.", function::fcall), 2) },
+    CommandSpec { acl: &["scripting"], ..movable(cmd!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", "Invokes a read-only function.", function::fcall_ro), 2) },
     CommandSpec { acl: &["scripting"], route: Route::AllNodes(Gather::Everywhere(&["load", "delete", "flush", "restore", "kill"])), ..cmd!("function", -2, NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", "A container for function commands.", function::function,
         &["load", "delete", "list", "stats", "kill", "flush", "dump", "restore", "help"]) },
     // HyperLogLog
@@ -740,11 +751,11 @@ pub static TABLE: &[CommandSpec] = &[
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave) },
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("module", -2, NOSCRIPT, (0, 0, 0), "server", "4.0.0", "A container for module commands.", server::module,
         &["list", "load", "loadex", "unload", "help"]) },
-    cmd!("save", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk.", server::save),
-    cmd!("bgsave", -1, ADMIN | NOSCRIPT, (0, 0, 0), "server", "1.0.0", "Asynchronously saves the database(s) to disk.", server::save),
-    cmd!("bgrewriteaof", 1, ADMIN | NOSCRIPT, (0, 0, 0), "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", server::save),
-    cmd!("replicaof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", server::replicaof),
-    cmd!("slaveof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", server::replicaof),
+    cmd!("save", 1, ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", "Synchronously saves the database(s) to disk.", server::save),
+    cmd!("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", "Asynchronously saves the database(s) to disk.", server::save),
+    cmd!("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", server::save),
+    cmd!("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", server::replicaof),
+    cmd!("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", server::replicaof),
     CommandSpec { acl: &["admin", "dangerous"], ..cmd!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", "Returns the replication role.", server::role) },
     CommandSpec { acl: &["dangerous"], route: Route::Info, ..cmd!("info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", "Returns information and statistics about the server.", server::info) },
     CommandSpec { acl: &["connection"], ..cmd!("command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", "Returns detailed information about all commands.", server::command,
