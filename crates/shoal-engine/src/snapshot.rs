@@ -150,6 +150,17 @@ impl Saves {
     }
 }
 
+/// SAVE's snapshot: written while no other worker runs a command, its outcome recorded.
+pub fn save_now(engine: &Engine) -> std::io::Result<u64> {
+    let written = engine.store.exclusive(|| write(engine, true));
+    let changes = engine.store.stats().changes;
+    let now = crate::clock::now_ms();
+    engine
+        .saves
+        .record(written.as_ref().copied(), changes, now, false);
+    written
+}
+
 /// Writes the snapshot of `engine` to `dir`/`dbfilename` and gives the number of keys
 /// written. `entered`: the caller holds the store alone (SAVE); otherwise each batch of
 /// keys is read entered, as a command reads.

@@ -778,6 +778,50 @@ fn shutdown_command_stops_the_daemon_gracefully() {
         .any(|l| l.contains("SHUTDOWN requested")));
 }
 
+/// SHUTDOWN SAVE writes a snapshot, then stops: the file is Redis's RDB (its header), with
+/// the key; if the snapshot cannot be written the node stays up and says so, as Redis, and
+/// SHUTDOWN SAVE FORCE stops it anyway.
+#[test]
+fn shutdown_save_writes_a_snapshot_first() {
+    let dir = std::env::temp_dir().join(format!("shoal-shutdown-save-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_arg = format!("dir={}", dir.display());
+    let mut daemon = Daemon::start(&["--port", "0", "--set", &dir_arg], &[]);
+    let mut c = daemon.connect();
+    assert_eq!(c.call(&["SET", "saved-key", "v"]), Resp::ok());
+    assert_eq!(
+        c.call(&["SHUTDOWN", "SAVE", "NOSAVE"]),
+        Resp::Error("ERR syntax error".into())
+    );
+    c.send_raw(b"SHUTDOWN SAVE\r\n");
+    let status = daemon.wait_exit(SHUTDOWN_DEADLINE);
+    assert!(status.success(), "{status}");
+    let file = std::fs::read(dir.join("dump.rdb")).expect("dump.rdb written");
+    assert!(
+        file.starts_with(b"REDIS0010"),
+        "{:?}",
+        &file[..file.len().min(16)]
+    );
+    assert!(
+        file.windows(9).any(|w| w == b"saved-key"),
+        "the key is in the snapshot"
+    );
+    // A directory that is gone: refused, the node runs on; FORCE stops it.
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut daemon = Daemon::start(&["--port", "0", "--set", &dir_arg], &[]);
+    let mut c = daemon.connect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        c.call(&["SHUTDOWN", "SAVE"]),
+        Resp::Error("ERR Errors trying to SHUTDOWN. Check logs.".into())
+    );
+    assert_eq!(c.call(&["PING"]), Resp::Simple("PONG".into()));
+    c.send_raw(b"SHUTDOWN SAVE FORCE\r\n");
+    let status = daemon.wait_exit(SHUTDOWN_DEADLINE);
+    assert!(status.success(), "{status}");
+}
+
 // ---- a cluster of processes -------------------------------------------------------------
 
 /// `n` distinct free loopback ports: all bound at once (so they differ), then released for

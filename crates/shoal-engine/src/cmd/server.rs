@@ -19,19 +19,27 @@ use crate::engine::Engine;
 use crate::hooks::ClusterInfo;
 use crate::{REDIS_VERSION, SHOAL_VERSION};
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: a graceful stop, as on SIGTERM. Shoal keeps
-/// nothing on disk, so SAVE/NOSAVE change nothing; the caller's connection closes without a
-/// reply, as Redis's does.
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: a graceful stop, as on SIGTERM. SAVE writes
+/// a snapshot first, as SAVE does (a failure keeps the node up unless FORCE, as in Redis);
+/// without it none is written (Shoal has no save points). The caller's connection closes
+/// without a reply, as Redis's does.
 pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let (mut abort, mut nosave) = (false, false);
+    let (mut abort, mut nosave, mut save, mut force) = (false, false, false, false);
     for a in &args[1..] {
         if is(a, "ABORT") {
             abort = true;
         } else if is(a, "NOSAVE") {
             nosave = true;
-        } else if !(is(a, "SAVE") || is(a, "NOW") || is(a, "FORCE")) {
+        } else if is(a, "SAVE") {
+            save = true;
+        } else if is(a, "FORCE") {
+            force = true;
+        } else if !is(a, "NOW") {
             return err(super::ERR_SYNTAX);
         }
+    }
+    if save && nosave {
+        return err(super::ERR_SYNTAX);
     }
     if abort {
         return if args.len() == 2 {
@@ -46,6 +54,16 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             return err(busy);
         }
         ctx.engine.running.abort();
+    }
+    // SAVE writes a snapshot first (`crate::snapshot`); if it fails the node stays up,
+    // unless FORCE, as in Redis. Without SAVE none is written (no save points here).
+    if save {
+        if let Err(e) = crate::snapshot::save_now(ctx.engine) {
+            tracing::warn!("SHUTDOWN SAVE: the snapshot failed: {e}");
+            if !force {
+                return err("ERR Errors trying to SHUTDOWN. Check logs.");
+            }
+        }
     }
     tracing::warn!(client = ctx.session.info.id, "SHUTDOWN requested");
     ctx.host.shutdown();
@@ -2235,13 +2253,7 @@ pub fn save(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     match &name[..] {
         "SAVE" if saves.running() => err("ERR Background save already in progress"),
         "SAVE" => {
-            let engine = ctx.engine;
-            let written = engine
-                .store
-                .exclusive(|| crate::snapshot::write(engine, true));
-            let changes = engine.store.stats().changes;
-            saves.record(written.as_ref().copied(), changes, now_ms(), false);
-            match written {
+            match crate::snapshot::save_now(ctx.engine) {
                 Ok(_) => Reply::ok(),
                 Err(e) => {
                     tracing::warn!("SAVE failed: {e}");
