@@ -8288,7 +8288,10 @@ fn save_and_bgsave_write_a_snapshot_redis_server_loads() {
     let dir = std::env::temp_dir().join(format!("shoal-save-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dir_text = dir.display().to_string();
-    let shoal = TestNode::with(|c| c.dir = dir_text.clone());
+    let shoal = TestNode::with(|c| {
+        c.dir = dir_text.clone();
+        c.enable_debug_command = "yes".into();
+    });
     let mut c = shoal.client();
     let lastsave = |c: &mut redis::Connection| -> i64 { redis::cmd("LASTSAVE").query(c).unwrap() };
     let info = |c: &mut redis::Connection, field: &str| -> String {
@@ -8345,10 +8348,17 @@ fn save_and_bgsave_write_a_snapshot_redis_server_loads() {
         assert_eq!(one, 1, "{what}: the function library");
     };
     check(&mut c, "SAVE");
-    // BGSAVE: started, one at a time, done a cron round after its end.
+    // BGSAVE: started, one at a time, done a cron round after its end (the cron paused
+    // meanwhile, so that it is still running when asked again, as Redis's child is reaped
+    // by its cron).
     redis::cmd("SET")
         .arg("after_save")
         .arg("x")
+        .query::<()>(&mut c)
+        .unwrap();
+    redis::cmd("DEBUG")
+        .arg("PAUSE-CRON")
+        .arg(1)
         .query::<()>(&mut c)
         .unwrap();
     let started: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
@@ -8370,6 +8380,12 @@ fn save_and_bgsave_write_a_snapshot_redis_server_loads() {
             .contains("Background save already in progress"),
         "{blocked}"
     );
+    assert_eq!(info(&mut c, "rdb_bgsave_in_progress"), "1");
+    redis::cmd("DEBUG")
+        .arg("PAUSE-CRON")
+        .arg(0)
+        .query::<()>(&mut c)
+        .unwrap();
     assert!(
         shoal_tests::wait_until(Duration::from_secs(20), || info(
             &mut c,

@@ -30,14 +30,8 @@ pub fn dir(c: &NodeConfig) -> PathBuf {
 /// What INFO persistence and LASTSAVE tell of the snapshots, and the one BGSAVE at a time.
 #[derive(Debug, Default)]
 pub struct Saves {
-    /// A BGSAVE was asked for and is not yet marked done.
-    running: AtomicBool,
-    /// The cron has started the asked-for write.
-    started: AtomicBool,
-    /// The write ended (the cron then marks the BGSAVE done).
-    ended: AtomicBool,
-    /// Unix ms the running BGSAVE was asked for.
-    asked_ms: AtomicU64,
+    /// The BGSAVE state, changed as one.
+    bg: std::sync::Mutex<Background>,
     /// Unix seconds of the last successful save; 0 = none (the start counts).
     last_ok_secs: AtomicU64,
     /// The last BGSAVE failed.
@@ -48,8 +42,21 @@ pub struct Saves {
     any_bgsave: AtomicBool,
     /// Successful saves since the start.
     saves: AtomicU64,
-    /// The store's change counter at the last successful save.
+    /// The store's change counter when the last successful save began.
     changes_at_save: AtomicU64,
+}
+
+/// One BGSAVE's course: asked, started by the cron, ended by its thread, then done (reaped).
+#[derive(Debug, Default)]
+struct Background {
+    /// Asked for and not yet reaped.
+    running: bool,
+    started: bool,
+    ended: bool,
+    /// Unix ms it was asked for.
+    asked_ms: u64,
+    /// The store's change counter when its write started.
+    changes_at_start: u64,
 }
 
 /// Why a save could not start.
@@ -60,54 +67,73 @@ pub enum Refused {
 }
 
 impl Saves {
+    fn bg(&self) -> std::sync::MutexGuard<'_, Background> {
+        self.bg.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A new BGSAVE, unless one runs.
     pub fn ask(&self, now_ms: u64) -> Result<(), Refused> {
-        if self.running.swap(true, Relaxed) {
+        let mut bg = self.bg();
+        if bg.running {
             return Err(Refused::InProgress);
         }
-        self.started.store(false, Relaxed);
-        self.ended.store(false, Relaxed);
-        self.asked_ms.store(now_ms, Relaxed);
+        *bg = Background {
+            running: true,
+            asked_ms: now_ms,
+            ..Background::default()
+        };
         Ok(())
     }
 
     pub fn running(&self) -> bool {
-        self.running.load(Relaxed)
+        self.bg().running
     }
 
-    /// For the cron: whether to start the asked-for write now (true once per BGSAVE).
-    pub fn take_start(&self) -> bool {
-        self.running.load(Relaxed) && !self.started.swap(true, Relaxed)
+    /// For the cron: whether to start the asked-for write now (true once per BGSAVE), with
+    /// the store's change counter at its start (`changes`, read only then).
+    pub fn take_start(&self, changes: impl FnOnce() -> u64) -> bool {
+        let mut bg = self.bg();
+        if !bg.running || bg.started {
+            return false;
+        }
+        bg.started = true;
+        bg.changes_at_start = changes();
+        true
     }
 
     /// For the cron: marks a BGSAVE whose write ended done (a round after its end, as Redis
     /// reaps its child in its cron).
     pub fn reap(&self) {
-        if self.running.load(Relaxed) && self.ended.load(Relaxed) {
-            self.running.store(false, Relaxed);
+        let mut bg = self.bg();
+        if bg.running && bg.ended {
+            *bg = Background::default();
         }
     }
 
-    /// Records a save's outcome; `background` for BGSAVE's.
-    pub fn record(
-        &self,
-        ok: Result<u64, &std::io::Error>,
-        changes: u64,
-        now_ms: u64,
-        background: bool,
-    ) {
-        if ok.is_ok() {
-            self.last_ok_secs.store(now_ms / 1000, Relaxed);
-            self.saves.fetch_add(1, Relaxed);
-            self.changes_at_save.store(changes, Relaxed);
+    /// Records SAVE's outcome; `changes` is the store's change counter it saved at.
+    pub fn record_save(&self, ok: bool, changes: u64, now_ms: u64) {
+        if ok {
+            self.saved(changes, now_ms);
         }
-        if background {
-            self.last_bgsave_failed.store(ok.is_err(), Relaxed);
-            let took = now_ms.saturating_sub(self.asked_ms.load(Relaxed)) / 1000;
-            self.last_bgsave_secs.store(took as i64, Relaxed);
-            self.any_bgsave.store(true, Relaxed);
-            self.ended.store(true, Relaxed);
+    }
+
+    /// Records the running BGSAVE's outcome (its thread's last step).
+    pub fn record_bgsave(&self, ok: bool, now_ms: u64) {
+        let mut bg = self.bg();
+        if ok {
+            self.saved(bg.changes_at_start, now_ms);
         }
+        self.last_bgsave_failed.store(!ok, Relaxed);
+        let took = now_ms.saturating_sub(bg.asked_ms) / 1000;
+        self.last_bgsave_secs.store(took as i64, Relaxed);
+        self.any_bgsave.store(true, Relaxed);
+        bg.ended = true;
+    }
+
+    fn saved(&self, changes: u64, now_ms: u64) {
+        self.last_ok_secs.store(now_ms / 1000, Relaxed);
+        self.saves.fetch_add(1, Relaxed);
+        self.changes_at_save.store(changes, Relaxed);
     }
 
     /// Unix seconds of the last successful save, or `started_secs` if none.
@@ -118,7 +144,7 @@ impl Saves {
         }
     }
 
-    /// Changes since the last successful save, of the store's `changes` now.
+    /// Changes since the last successful save began, of the store's `changes` now.
     pub fn changes_since(&self, changes: u64) -> u64 {
         changes.saturating_sub(self.changes_at_save.load(Relaxed))
     }
@@ -142,22 +168,41 @@ impl Saves {
 
     /// Seconds the running BGSAVE has taken so far; -1 = none runs.
     pub fn current_secs(&self, now_ms: u64) -> i64 {
-        if self.running.load(Relaxed) {
-            (now_ms.saturating_sub(self.asked_ms.load(Relaxed)) / 1000) as i64
+        let bg = self.bg();
+        if bg.running {
+            (now_ms.saturating_sub(bg.asked_ms) / 1000) as i64
         } else {
             -1
         }
     }
 }
 
+/// The BGSAVE the cron started: its write on this (blocking) thread, its outcome recorded
+/// whatever happens, a panic included (the next BGSAVE must not be refused for ever).
+pub fn run_bgsave(engine: &Engine) {
+    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write(engine, false)));
+    let ok = match written {
+        Ok(Ok(_)) => true,
+        Ok(Err(e)) => {
+            tracing::warn!("BGSAVE failed: {e}");
+            false
+        }
+        Err(_) => {
+            tracing::warn!("BGSAVE failed: its writer panicked");
+            false
+        }
+    };
+    engine.saves.record_bgsave(ok, crate::clock::now_ms());
+}
+
 /// SAVE's snapshot: written while no other worker runs a command, its outcome recorded.
 pub fn save_now(engine: &Engine) -> std::io::Result<u64> {
-    let written = engine.store.exclusive(|| write(engine, true));
-    let changes = engine.store.stats().changes;
-    let now = crate::clock::now_ms();
+    let (written, changes) = engine
+        .store
+        .exclusive(|| (write(engine, true), engine.store.stats().changes));
     engine
         .saves
-        .record(written.as_ref().copied(), changes, now, false);
+        .record_save(written.is_ok(), changes, crate::clock::now_ms());
     written
 }
 
@@ -172,21 +217,25 @@ pub fn write(engine: &Engine, entered: bool) -> std::io::Result<u64> {
         std::process::id(),
         SEQ.fetch_add(1, Relaxed)
     ));
-    let written = write_to(engine, &tmp, entered);
+    let written = write_to(engine, &tmp, entered)
+        .and_then(|n| std::fs::rename(&tmp, dir.join(name)).map(|()| n));
     match written {
-        Ok(n) => match std::fs::rename(&tmp, dir.join(name)) {
-            Ok(()) => Ok(n),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                Err(e)
+        Ok(n) => {
+            // The rename made durable, as Redis 7 syncs the directory.
+            if let Ok(d) = std::fs::File::open(&dir) {
+                let _ = d.sync_all();
             }
-        },
+            Ok(n)
+        }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             Err(e)
         }
     }
 }
+
+/// One key read from a shard for the file: database, name, DUMP payload, expiry.
+type Saved = (u8, Vec<u8>, Vec<u8>, Option<u64>);
 
 fn write_to(engine: &Engine, path: &std::path::Path, entered: bool) -> std::io::Result<u64> {
     let file = std::fs::File::create(path)?;
@@ -204,35 +253,29 @@ fn write_to(engine: &Engine, path: &std::path::Path, entered: bool) -> std::io::
     w.functions(&crate::rdb::dump_functions(
         libraries.iter().map(|l| &l.code[..]),
     ))?;
+    // A shard at a time, whole under its lock (so no key twice, as a walk in steps could
+    // give), its keys' payloads made there and written after the lock is let go (no disk
+    // write under it).
     let mut keys = 0u64;
-    let mut cursor = 0;
-    loop {
-        let mut failed = None;
+    let mut batch: Vec<Saved> = Vec::new();
+    for shard in 0..engine.store.shards() {
         let now = crate::clock::now_ms();
-        let mut batch = |cursor| {
-            engine.store.scan(cursor, 1024, now, |stored, e| {
-                if failed.is_some() {
-                    return;
-                }
+        let mut read = || {
+            engine.store.each_in_shard(shard, now, |stored, e| {
                 let (db, key) = shoal_store::split_key(stored);
                 let payload = crate::rdb::dump_entry(&e);
-                match w.key(db, key, &payload, e.expire_at_ms) {
-                    Ok(()) => keys += 1,
-                    Err(e) => failed = Some(e),
-                }
+                batch.push((db, key.to_vec(), payload, e.expire_at_ms));
             })
         };
-        cursor = if entered {
-            batch(cursor)
+        if entered {
+            read();
         } else {
             let _in = engine.store.enter();
-            batch(cursor)
-        };
-        if let Some(e) = failed {
-            return Err(e);
+            read();
         }
-        if cursor == 0 {
-            break;
+        for (db, key, payload, expire_at_ms) in batch.drain(..) {
+            w.key(db, &key, &payload, expire_at_ms)?;
+            keys += 1;
         }
     }
     let file = w.finish()?.into_inner().map_err(|e| e.into_error())?;
@@ -251,25 +294,38 @@ mod tests {
         assert_eq!(s.last_bgsave_secs(), -1);
         assert_eq!(s.ask(1_000), Ok(()));
         assert_eq!(s.ask(1_001), Err(Refused::InProgress));
-        assert!(s.take_start());
-        assert!(!s.take_start(), "started once");
+        s.reap();
+        assert!(s.running(), "not started yet");
+        assert!(s.take_start(|| 40));
+        assert!(!s.take_start(|| 41), "started once");
         s.reap();
         assert!(s.running(), "not ended yet");
-        s.record(Ok(3), 40, 3_500, true);
+        s.record_bgsave(true, 3_500);
         assert!(s.running(), "until the cron's next round");
+        assert_eq!(s.ask(3_600), Err(Refused::InProgress));
         s.reap();
         assert!(!s.running());
         assert_eq!(s.last_save_secs(1), 3);
         assert_eq!(s.last_bgsave_secs(), 2);
-        assert_eq!(s.changes_since(45), 5);
+        assert_eq!(
+            s.changes_since(45),
+            5,
+            "changes from the write's start on count"
+        );
         assert!(!s.last_bgsave_failed());
+        // A new BGSAVE right after a reap: nothing of the last one's end is left to end it.
         assert_eq!(s.ask(4_000), Ok(()));
-        assert!(s.take_start());
-        let e = std::io::Error::other("disk full");
-        s.record(Err(&e), 50, 4_100, true);
         s.reap();
+        assert!(s.running());
+        assert!(s.take_start(|| 50));
+        s.record_bgsave(false, 4_100);
+        s.reap();
+        assert!(!s.running());
         assert!(s.last_bgsave_failed());
         assert_eq!(s.last_save_secs(1), 3, "a failed save is no save");
         assert_eq!(s.saves(), 1);
+        s.record_save(true, 60, 5_000);
+        assert_eq!(s.saves(), 2);
+        assert_eq!(s.changes_since(61), 1);
     }
 }

@@ -890,6 +890,16 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
             _ = tokio::time::sleep(period) => {}
         }
         let now = now_ms();
+        // BGSAVE: a write asked for starts on a thread of its own, even while the cron is
+        // paused (as Redis's child runs then).
+        if node
+            .engine
+            .saves
+            .take_start(|| node.engine.store.stats().changes)
+        {
+            let node = Arc::clone(&node);
+            tokio::task::spawn_blocking(move || shoal_engine::snapshot::run_bgsave(&node.engine));
+        }
         // DEBUG PAUSE-CRON 1: nothing until it is 0 again.
         if node
             .engine
@@ -898,22 +908,9 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
         {
             continue;
         }
-        // BGSAVE: a write asked for starts on a thread of its own; one that ended is done.
+        // One that ended is done (not while the cron is paused, as Redis's child is reaped
+        // by its cron).
         node.engine.saves.reap();
-        if node.engine.saves.take_start() {
-            let node = Arc::clone(&node);
-            tokio::task::spawn_blocking(move || {
-                let engine = &node.engine;
-                let written = shoal_engine::snapshot::write(engine, false);
-                if let Err(e) = &written {
-                    tracing::warn!("BGSAVE failed: {e}");
-                }
-                let changes = engine.store.stats().changes;
-                engine
-                    .saves
-                    .record(written.as_ref().copied(), changes, now_ms(), true);
-            });
-        }
         // Not inside a transaction (EXEC runs alone, `shoal_store::gate`): this round's
         // expiry, eviction and delayed flush wait for the next one then, and this thread,
         // which also runs gossip, never waits for one.

@@ -1528,6 +1528,28 @@ impl Store {
         }
     }
 
+    /// How many shards [`Store::each_in_shard`] walks (every key is in one).
+    pub fn shards(&self) -> usize {
+        SHARDS
+    }
+
+    /// Calls `f` with every live entry of shard `shard` under one hold of its lock: each key
+    /// once, none missed (a snapshot's walk, one shard at a time; [`Store::scan`] may repeat
+    /// a key when one is removed between its steps). `f` runs under the shard's lock: it
+    /// MUST NOT call back into the store, and should not block.
+    pub fn each_in_shard(&self, shard: usize, now_ms: u64, mut f: impl FnMut(&[u8], Entry<'_>)) {
+        if shard >= SHARDS || self.cells[shard].len.load(Relaxed) == 0 {
+            return;
+        }
+        self.with_shard(shard, |shard, _| {
+            for item in shard.items.iter() {
+                if !item.is_expired(now_ms) {
+                    f(item.key(), item.entry());
+                }
+            }
+        });
+    }
+
     /// A shard accepted by `want` (judged from the lock-free hints): a few random probes, then a
     /// walk from a random start. `None` if no shard qualifies.
     fn pick_shard(&self, want: impl Fn(&ShardCell) -> bool) -> Option<usize> {
