@@ -26,6 +26,7 @@ use shoal_engine::client::{ClientInfo, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use shoal_engine::clock::now_ms;
 use shoal_engine::cmd::wait;
 use shoal_engine::cmd::{self, CommandSpec, ReplyBudget, Session};
+use shoal_engine::hooks::ClusterInfo;
 use shoal_resp::Protocol;
 use tokio::time::Instant;
 
@@ -443,9 +444,11 @@ fn deadline_of(deadline_ms: Option<u64>) -> Option<Instant> {
     deadline_ms.map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now_ms()) + 1))
 }
 
-/// A wait on no key (WAIT, WAITAOF asking for more replicas than have the writes): only its
-/// timeout or CLIENT UNBLOCK (as a timeout, or with its error) ends it; the command is not
-/// run again. Counted and shown as a blocked client, as in Redis.
+/// A wait on no key (WAIT, WAITAOF asking for more replicas than have the writes): its
+/// timeout or CLIENT UNBLOCK (as a timeout, or with its error) ends it, or in a cluster
+/// enough replicas having the writes again (counted every tenth of a second: a member back
+/// after an outage); the answer is the count then. Counted and shown as a blocked client,
+/// as in Redis.
 pub(super) fn keyless(
     node: &Arc<Server>,
     session: &Session,
@@ -459,9 +462,15 @@ pub(super) fn keyless(
     let reg = node.engine.blocked.register_as(&[], client.id(), waits);
     let shown = ShownBlocked::new(&client.info);
     let (node, args) = (node.clone(), args.to_vec());
+    let (wanted, answer) = wait::replicas_wanted(&args);
     Outcome::Later(Box::pin(async move {
         let _shown = shown;
         let until = deadline_of(block.deadline_ms);
+        let acked = || {
+            node.cluster
+                .as_ref()
+                .and_then(|c| c.acknowledged_replicas())
+        };
         loop {
             reg.clear();
             match client.unblocked(&node, spec, &args) {
@@ -469,9 +478,22 @@ pub(super) fn keyless(
                 Some(Unblocked::AsTimeout) => break,
                 None => {}
             }
-            match until {
+            if acked().is_some_and(|n| n >= wanted) {
+                break;
+            }
+            // A single node's count never changes: only the timeout or an unblock.
+            let recount = node
+                .cluster
+                .as_ref()
+                .map(|_| Instant::now() + Duration::from_millis(100));
+            let wake = match (until, recount) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            match wake {
                 Some(at) => {
-                    if tokio::time::timeout_at(at, reg.signalled()).await.is_err() {
+                    let _ = tokio::time::timeout_at(at, reg.signalled()).await;
+                    if until.is_some_and(|u| Instant::now() >= u) {
                         break;
                     }
                 }
@@ -479,7 +501,11 @@ pub(super) fn keyless(
             }
         }
         drop(reg);
-        encode(&block.timeout_reply, client.proto)
+        let reply = match acked() {
+            Some(n) => answer(n),
+            None => block.timeout_reply,
+        };
+        encode(&reply, client.proto)
     }))
 }
 
