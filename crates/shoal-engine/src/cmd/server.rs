@@ -2104,26 +2104,42 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
              written where their owners are not",
         );
     }
+    // Redis's up-front `dictTryExpand`: a count no memory holds is refused before anything
+    // is written (at least 16 bytes a key; with no `maxmemory`, 2^32 keys at most).
+    let maxmemory = ctx.engine.store.maxmemory();
+    let most = if maxmemory == 0 {
+        1 << 32
+    } else {
+        maxmemory / 16
+    };
+    if count > most {
+        return err("ERR OOM in dictTryExpand");
+    }
     let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]);
+    // Bytes written since memory was last made room for: checked every 64 keys, or sooner
+    // when they pass a megabyte (large values).
+    let mut unchecked = 0u64;
     for n in 0..count {
         // Redis's 128-byte buffer, with its terminating NUL.
         let mut name = [prefix, b":", n.to_string().as_bytes()].concat();
         name.truncate(127);
         let key = super::db::stored_key(ctx.session.db, &name);
         let mut value = format!("value:{n}").into_bytes();
-        if let Some(size) = size {
+        // A size of 0 is no size, as in Redis.
+        if let Some(size) = size.filter(|s| *s > 0) {
             value.resize(size as usize, 0);
         }
+        unchecked += (key.len() + value.len()) as u64;
         ctx.engine.store.write(&key, ctx.now_ms, |slot| {
             if !slot.exists() {
                 slot.set(&value, None);
             }
         });
-        if n % 64 == 63
-            && ctx.engine.store.maxmemory() != 0
-            && ctx.engine.store.ensure_memory(ctx.now_ms).is_err()
-        {
-            return err(super::ERR_OOM);
+        if (n % 64 == 63 || unchecked >= 1 << 20) && maxmemory != 0 {
+            unchecked = 0;
+            if ctx.engine.store.ensure_memory(ctx.now_ms).is_err() {
+                return err(super::ERR_OOM);
+            }
         }
     }
     Reply::ok()
