@@ -66,8 +66,14 @@ impl RedisServer {
             let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
             l.local_addr().unwrap().port()
         };
+        // Its own directory: a DEBUG RELOAD or SAVE writes `dump.rdb` there, not where the
+        // tests run (every later redis-server there would load it).
+        let dir = std::env::temp_dir().join(format!("shoal-redis-{port}"));
+        std::fs::create_dir_all(&dir).expect("a directory for redis-server");
         let child = Command::new("redis-server")
             .args([
+                "--dir",
+                &dir.display().to_string(),
                 "--port",
                 &port.to_string(),
                 "--bind",
@@ -4408,6 +4414,11 @@ fn script_errors_are_counted_once_as_redis() {
             "return redis.call({})",
             "return redis.pcall('nosuchcommand')",
             "return redis.call('nosuchcommand')",
+            // A command's error raised with `error` counts once, as its table says.
+            "error(redis.pcall('incr', KEYS[1]))",
+            "local ok, e = xpcall(function() redis.call('incr', KEYS[1]) end, \
+             function(e) return e end) return e",
+            "error({err = 'MINE raised'})",
         ] {
             replies.push(escape(&call(&["EVAL", script, "1", "s"])));
         }
@@ -7605,6 +7616,74 @@ const DEBUG: &[Case] = &[&[
     &["DBSIZE"],
     &["SELECT", "0"],
     &["DBSIZE"],
+    // RELOAD's options (NOFLUSH alone over keys crashes redis-server 7.0.15: not sent),
+    // REPLYBUFFER's, and scripts allowed to call DEBUG: Redis's suite reads every RESP3 type
+    // from Lua so, a map's and a set's keys walked in Redis's order.
+    &["DEBUG", "RELOAD", "MERGE", "NOFLUSH"],
+    &["DEBUG", "RELOAD", "NOSAVE"],
+    &["DEBUG", "RELOAD", "BOGUS"],
+    &["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100"],
+    &["DEBUG", "REPLYBUFFER", "RESIZING", "0"],
+    &["DEBUG", "REPLYBUFFER", "X", "1"],
+    &[
+        "EVAL",
+        "return redis.call('debug', 'protocol', 'double')",
+        "0",
+    ],
+    &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"],
+    &[
+        "EVAL",
+        "return redis.call('debug', 'protocol', 'double')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); return redis.call('debug', 'protocol', 'map')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); return redis.call('debug', 'protocol', 'set')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); local o = {}; \
+         for k in pairs(redis.call('debug', 'protocol', 'map')['map']) do o[#o + 1] = k end; \
+         return o",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); return redis.call('debug', 'protocol', 'bignum')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); return redis.call('debug', 'protocol', 'true')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); return redis.call('debug', 'protocol', 'null')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); return redis.call('debug', 'protocol', 'verbatim')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "return redis.call('debug', 'protocol', 'push')",
+        "0",
+    ],
+    &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"],
+    &[
+        "EVAL",
+        "return redis.call('debug', 'protocol', 'double')",
+        "0",
+    ],
     &["DEBUG", "NOSUCHTHING"],
     &["DEBUG", "ERROR"],
     &["DEBUG"],

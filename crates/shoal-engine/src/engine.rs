@@ -91,6 +91,8 @@ pub struct Engine {
     pub active_expire_off: std::sync::atomic::AtomicBool,
     /// The cron does nothing (`DEBUG PAUSE-CRON 1`).
     pub cron_paused: std::sync::atomic::AtomicBool,
+    /// Scripts may call DEBUG (`DEBUG SET-DISABLE-DENY-SCRIPTS 1`).
+    pub scripts_may_debug: std::sync::atomic::AtomicBool,
     /// SAVE's and BGSAVE's state (`crate::snapshot`).
     pub saves: crate::snapshot::Saves,
     /// Per-command counters, error counts and the slow log.
@@ -182,6 +184,7 @@ impl Engine {
             numbered_dbs: std::sync::atomic::AtomicBool::new(false),
             active_expire_off: std::sync::atomic::AtomicBool::new(false),
             cron_paused: std::sync::atomic::AtomicBool::new(false),
+            scripts_may_debug: std::sync::atomic::AtomicBool::new(false),
             saves: Default::default(),
             commands,
             latency,

@@ -90,6 +90,8 @@ const SANDBOX: &str = r#"
 do
   local pcall_, xpcall_, killed, caught = pcall, xpcall, __shoal_killed, __shoal_caught
   local type_ = type
+  -- (`killed` also forgets what was raised: once pcall or xpcall returned, no error is on
+  -- its way out, whatever a handler raised.)
   local function pass(ok, ...)
     killed()
     return ok, ...
@@ -388,8 +390,10 @@ fn new_vm() -> mlua::Result<Vm> {
     lua.globals().set("error", lua.create_function(throw)?)?;
     lua.globals().set(
         "__shoal_killed",
-        // Raises SCRIPT KILL's error if the script was killed: `pcall` passes it on.
+        // Raises SCRIPT KILL's error if the script was killed: `pcall` passes it on. Else
+        // what was raised is caught: forgotten.
         lua.create_function(|_, ()| {
+            RAISED.with(|r| *r.borrow_mut() = None);
             if KILLED.with(std::cell::Cell::get) {
                 return Err(mlua::Error::RuntimeError(
                     crate::busy::KILLED_BY_USER.into(),
@@ -437,6 +441,11 @@ fn new_vm() -> mlua::Result<Vm> {
                     .filter(|r| r.text == text);
                 match raised {
                     Some(Raised { value: Some(v), .. }) => Ok(v),
+                    Some(Raised {
+                        table: true,
+                        counted: true,
+                        ..
+                    }) => counted_error(lua, text),
                     Some(Raised { table: true, .. }) => tagged(lua, "err", text),
                     Some(_) => Ok(Value::String(lua.create_string(text)?)),
                     None if coded(&e) => tagged(lua, "err", text),
@@ -799,8 +808,11 @@ fn to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
         Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
         Reply::Simple(s) => tagged(lua, "ok", &*s)?,
         Reply::Error(e) => counted_error(lua, &*e)?,
+        // A set's and a map's tables grow as Redis's (`lua_newtable`, then each member in the
+        // reply's order): integer keys then land where they do in Redis, and a script walks
+        // them (`pairs`) in Redis's order.
         Reply::Set(items) if resp3 => {
-            let t = lua.create_table_with_capacity(0, items.len())?;
+            let t = lua.create_table()?;
             for item in items {
                 let k = to_lua(lua, item, resp3)?;
                 // A member Lua cannot key a table by (nil, NaN) is left out, as Lua's own
@@ -817,7 +829,7 @@ fn to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
             Value::Table(t)
         }
         Reply::Map(pairs) if resp3 => {
-            let t = lua.create_table_with_capacity(0, pairs.len())?;
+            let t = lua.create_table()?;
             for (k, v) in pairs {
                 let (k, v) = (to_lua(lua, k, resp3)?, to_lua(lua, v, resp3)?);
                 let _ = t.raw_set(k, v);
@@ -972,6 +984,7 @@ fn check_call(
     args: &[Bytes],
     declared: Option<&[Bytes]>,
     read_only: bool,
+    debug_allowed: bool,
     acl: impl FnOnce() -> Option<String>,
 ) -> Result<&'static CommandSpec, String> {
     let Some(spec) = lookup_listed(&args[0]) else {
@@ -981,7 +994,11 @@ fn check_call(
     if !spec.takes(args.len()) || super::subcommand_misfit(spec, args).is_some() {
         return Err("ERR Wrong number of args calling Redis command from script".into());
     }
-    if spec.flags & flag::NOSCRIPT != 0 || super::noscript_subcommand(spec, args) {
+    // DEBUG SET-DISABLE-DENY-SCRIPTS 1 lets a script call DEBUG (Redis's test suite's
+    // `debug protocol` from Lua); nothing else a script may not run, as a nested script or
+    // transaction could not run here.
+    let debug_call = debug_allowed && spec.name == "debug";
+    if (spec.flags & flag::NOSCRIPT != 0 || super::noscript_subcommand(spec, args)) && !debug_call {
         return Err("ERR This Redis command is not allowed from script".into());
     }
     if let Some(refused) = acl() {
@@ -1178,7 +1195,11 @@ fn run(
                 let mut guard = ctx.borrow_mut();
                 let ctx = &mut **guard;
                 let acl = || super::acl::script_refusal(ctx.engine, ctx.session, &cmd);
-                let spec = match check_call(&cmd, declared, read_only, acl) {
+                let debug_allowed = ctx
+                    .engine
+                    .scripts_may_debug
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                let spec = match check_call(&cmd, declared, read_only, debug_allowed, acl) {
                     Ok(spec) => spec,
                     Err(e) => {
                         // Counted where it is refused, as Redis's `scriptCall`: an error,
@@ -1547,12 +1568,13 @@ fn throw(lua: &Lua, (value, level): (Value, Option<Value>)) -> mlua::Result<()> 
             })?
         }
     };
+    // Text as UTF-8 (bytes that are not become U+FFFD: an error's text is a Rust string).
+    let lossy = |s: mlua::LuaString| String::from_utf8_lossy(&s.as_bytes()).into_owned();
     let text = match &value {
-        Value::String(s) => Some(s.to_str()?.to_string()),
-        Value::Integer(_) | Value::Number(_) if level > 0 => lua
-            .coerce_string(value.clone())?
-            .map(|s| s.to_str().map(|s| s.to_string()))
-            .transpose()?,
+        Value::String(s) => Some(lossy(s.clone())),
+        Value::Integer(_) | Value::Number(_) if level > 0 => {
+            lua.coerce_string(value.clone())?.map(lossy)
+        }
         _ => None,
     };
     // The line of the call: the script's, past the sandbox's and the function libraries'
@@ -1584,22 +1606,26 @@ fn throw(lua: &Lua, (value, level): (Value, Option<Value>)) -> mlua::Result<()> 
     }
     let reply = match &value {
         Value::Table(t) => match t.get::<Value>("err")? {
-            Value::String(s) => s.to_str()?.to_string(),
+            Value::String(s) => lossy(s),
             n @ (Value::Integer(_) | Value::Number(_)) => {
-                lua.coerce_string(n)?.map_or(String::new(), |s| {
-                    s.to_str().map_or(String::new(), |s| s.to_string())
-                })
+                lua.coerce_string(n)?.map_or(String::new(), lossy)
             }
             _ => "ERR unknown error".to_string(),
         },
         other => format!("ERR {}", other.to_string()?),
+    };
+    // A command's error table (`redis.pcall`'s) that INFO counted already, as Redis's
+    // `ignore_err_stats_update`.
+    let counted = match &value {
+        Value::Table(t) => t.get::<Value>(COUNTED_FIELD)? == Value::Boolean(true),
+        _ => false,
     };
     RAISED.with(|r| {
         *r.borrow_mut() = Some(Raised {
             text: THROWN_MARK.into(),
             reply,
             line,
-            counted: false,
+            counted,
             table: false,
             value: Some(value),
         })

@@ -1118,7 +1118,8 @@ fn no_persistence(off: bool) -> Result<(), String> {
         Ok(())
     } else {
         Err(
-            "Shoal keeps nothing on disk: only an empty 'save' and 'appendonly no' are taken"
+            "Shoal has no save points and no append-only file (SAVE and BGSAVE write a \
+             snapshot when asked): only an empty 'save' and 'appendonly no' are taken"
                 .into(),
         )
     }
@@ -1968,9 +1969,12 @@ const DEBUG_HELP: &[&str] = &[
     "    default.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
-    "JMAP, LOG <message>, CHANGE-REPL-ID, RELOAD, QUICKLIST-PACKED-THRESHOLD <size>",
-    "    Accepted and change nothing (Shoal keeps nothing on disk: RELOAD leaves the",
-    "    data as it is).",
+    "SET-DISABLE-DENY-SCRIPTS <0|1>",
+    "    Let scripts call DEBUG (1) or not (0, the default).",
+    "JMAP, LOG <message>, CHANGE-REPL-ID, RELOAD [MERGE] [NOFLUSH] [NOSAVE],",
+    "QUICKLIST-PACKED-THRESHOLD <size>, REPLYBUFFER <option> <value>",
+    "    Accepted and change nothing (Shoal loads no dump: RELOAD leaves the data as",
+    "    it is; NOFLUSH without MERGE is refused, as Redis refuses the duplicates).",
     "HELP",
     "    Print this help.",
 ];
@@ -2055,6 +2059,51 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 .collect(),
         ),
         b"jmap" | b"change-repl-id" | b"reload" if arity(2) => Reply::ok(),
+        // RELOAD's options: NOFLUSH alone would load the dump over the keys, which Redis
+        // refuses as duplicates; the others change nothing here.
+        b"reload" => {
+            let mut flags = (false, false);
+            for a in &args[2..] {
+                if is(a, "MERGE") {
+                    flags.0 = true;
+                } else if is(a, "NOFLUSH") {
+                    flags.1 = true;
+                } else if !is(a, "NOSAVE") {
+                    return err(
+                        "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                    );
+                }
+            }
+            // NOFLUSH alone over keys or libraries: Redis's load meets them as duplicates.
+            let loaded =
+                !ctx.engine.store.is_empty() || !ctx.engine.functions.libraries().is_empty();
+            match flags {
+                (false, true) if loaded => err("ERR Error trying to load the RDB dump"),
+                _ => Reply::ok(),
+            }
+        }
+        // Scripts may call DEBUG (Redis's test suite's `debug protocol` from Lua).
+        b"set-disable-deny-scripts" if arity(3) => {
+            let on = std::str::from_utf8(&args[2])
+                .ok()
+                .and_then(|s| s.trim().parse::<i64>().ok())
+                .unwrap_or(0)
+                != 0;
+            ctx.engine.scripts_may_debug.store(on, Ordering::Relaxed);
+            Reply::ok()
+        }
+        // Redis's reply buffer's resizing: Shoal's output buffers are its own.
+        b"replybuffer" if arity(4) => {
+            if is(&args[2], "peak-reset-time") || is(&args[2], "resizing") {
+                Reply::ok()
+            } else {
+                Reply::error(format!(
+                    "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG \
+                     HELP.",
+                    String::from_utf8_lossy(&args[1][..args[1].len().min(128)])
+                ))
+            }
+        }
         // Redis's threshold past which a list element gets a quicklist node of its own:
         // Shoal's list chunks have no such nodes, so it is checked and changes nothing.
         b"quicklist-packed-threshold" if arity(3) => {
