@@ -93,8 +93,8 @@ pub struct Engine {
     pub cron_paused: std::sync::atomic::AtomicBool,
     /// Scripts may call DEBUG (`DEBUG SET-DISABLE-DENY-SCRIPTS 1`).
     pub scripts_may_debug: std::sync::atomic::AtomicBool,
-    /// SAVE's and BGSAVE's state (`crate::snapshot`).
-    pub saves: crate::snapshot::Saves,
+    /// SAVE's and BGSAVE's state (`crate::saves`).
+    pub saves: crate::saves::Saves,
     /// Per-command counters, error counts and the slow log.
     pub commands: crate::cmdstats::CommandStats,
     /// The latency monitor's events.

@@ -41,6 +41,7 @@ pub mod pause;
 pub mod prefixes;
 pub mod pubsub;
 pub mod rdb;
+pub mod saves;
 pub mod scripts;
 pub mod snapshot;
 pub mod stats;

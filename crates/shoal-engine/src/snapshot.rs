@@ -6,13 +6,13 @@
 //!
 //! SAVE writes while no other worker runs a command (a point in time, as Redis's SAVE
 //! blocks). BGSAVE only asks: the node's cron starts the write on a thread of its own and,
-//! as Redis notices its child's end, marks it done on its next round; the keys are read a
-//! batch at a time while commands run, so a key changed meanwhile is written as it was when
-//! its batch was read.
+//! as Redis notices its child's end, marks it done on its next round (`crate::saves`); the
+//! keys are read a store shard at a time while commands run, so a key changed meanwhile is
+//! written as it was when its shard was read.
 
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::config::NodeConfig;
 use crate::engine::Engine;
@@ -24,156 +24,6 @@ pub fn dir(c: &NodeConfig) -> PathBuf {
         std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
     } else {
         PathBuf::from(&c.dir)
-    }
-}
-
-/// What INFO persistence and LASTSAVE tell of the snapshots, and the one BGSAVE at a time.
-#[derive(Debug, Default)]
-pub struct Saves {
-    /// The BGSAVE state, changed as one.
-    bg: std::sync::Mutex<Background>,
-    /// Unix seconds of the last successful save; 0 = none (the start counts).
-    last_ok_secs: AtomicU64,
-    /// The last BGSAVE failed.
-    last_bgsave_failed: AtomicBool,
-    /// Seconds the last BGSAVE took.
-    last_bgsave_secs: AtomicI64,
-    /// A BGSAVE has ended since the start.
-    any_bgsave: AtomicBool,
-    /// Successful saves since the start.
-    saves: AtomicU64,
-    /// The store's change counter when the last successful save began.
-    changes_at_save: AtomicU64,
-}
-
-/// One BGSAVE's course: asked, started by the cron, ended by its thread, then done (reaped).
-#[derive(Debug, Default)]
-struct Background {
-    /// Asked for and not yet reaped.
-    running: bool,
-    started: bool,
-    ended: bool,
-    /// Unix ms it was asked for.
-    asked_ms: u64,
-    /// The store's change counter when its write started.
-    changes_at_start: u64,
-}
-
-/// Why a save could not start.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
-    #[error("ERR Background save already in progress")]
-    InProgress,
-}
-
-impl Saves {
-    fn bg(&self) -> std::sync::MutexGuard<'_, Background> {
-        self.bg.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A new BGSAVE, unless one runs.
-    pub fn ask(&self, now_ms: u64) -> Result<(), Refused> {
-        let mut bg = self.bg();
-        if bg.running {
-            return Err(Refused::InProgress);
-        }
-        *bg = Background {
-            running: true,
-            asked_ms: now_ms,
-            ..Background::default()
-        };
-        Ok(())
-    }
-
-    pub fn running(&self) -> bool {
-        self.bg().running
-    }
-
-    /// For the cron: whether to start the asked-for write now (true once per BGSAVE), with
-    /// the store's change counter at its start (`changes`, read only then).
-    pub fn take_start(&self, changes: impl FnOnce() -> u64) -> bool {
-        let mut bg = self.bg();
-        if !bg.running || bg.started {
-            return false;
-        }
-        bg.started = true;
-        bg.changes_at_start = changes();
-        true
-    }
-
-    /// For the cron: marks a BGSAVE whose write ended done (a round after its end, as Redis
-    /// reaps its child in its cron).
-    pub fn reap(&self) {
-        let mut bg = self.bg();
-        if bg.running && bg.ended {
-            *bg = Background::default();
-        }
-    }
-
-    /// Records SAVE's outcome; `changes` is the store's change counter it saved at.
-    pub fn record_save(&self, ok: bool, changes: u64, now_ms: u64) {
-        if ok {
-            self.saved(changes, now_ms);
-        }
-    }
-
-    /// Records the running BGSAVE's outcome (its thread's last step).
-    pub fn record_bgsave(&self, ok: bool, now_ms: u64) {
-        let mut bg = self.bg();
-        if ok {
-            self.saved(bg.changes_at_start, now_ms);
-        }
-        self.last_bgsave_failed.store(!ok, Relaxed);
-        let took = now_ms.saturating_sub(bg.asked_ms) / 1000;
-        self.last_bgsave_secs.store(took as i64, Relaxed);
-        self.any_bgsave.store(true, Relaxed);
-        bg.ended = true;
-    }
-
-    fn saved(&self, changes: u64, now_ms: u64) {
-        self.last_ok_secs.store(now_ms / 1000, Relaxed);
-        self.saves.fetch_add(1, Relaxed);
-        self.changes_at_save.store(changes, Relaxed);
-    }
-
-    /// Unix seconds of the last successful save, or `started_secs` if none.
-    pub fn last_save_secs(&self, started_secs: u64) -> u64 {
-        match self.last_ok_secs.load(Relaxed) {
-            0 => started_secs,
-            s => s,
-        }
-    }
-
-    /// Changes since the last successful save began, of the store's `changes` now.
-    pub fn changes_since(&self, changes: u64) -> u64 {
-        changes.saturating_sub(self.changes_at_save.load(Relaxed))
-    }
-
-    pub fn saves(&self) -> u64 {
-        self.saves.load(Relaxed)
-    }
-
-    pub fn last_bgsave_failed(&self) -> bool {
-        self.last_bgsave_failed.load(Relaxed)
-    }
-
-    /// Seconds the last BGSAVE took; -1 = none yet.
-    pub fn last_bgsave_secs(&self) -> i64 {
-        if self.any_bgsave.load(Relaxed) {
-            self.last_bgsave_secs.load(Relaxed)
-        } else {
-            -1
-        }
-    }
-
-    /// Seconds the running BGSAVE has taken so far; -1 = none runs.
-    pub fn current_secs(&self, now_ms: u64) -> i64 {
-        let bg = self.bg();
-        if bg.running {
-            (now_ms.saturating_sub(bg.asked_ms) / 1000) as i64
-        } else {
-            -1
-        }
     }
 }
 
@@ -282,50 +132,4 @@ fn write_to(engine: &Engine, path: &std::path::Path, entered: bool) -> std::io::
     file.sync_all()?;
     drop(file);
     Ok(keys)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_bgsave_at_a_time_done_a_round_after_its_end() {
-        let s = Saves::default();
-        assert_eq!(s.last_bgsave_secs(), -1);
-        assert_eq!(s.ask(1_000), Ok(()));
-        assert_eq!(s.ask(1_001), Err(Refused::InProgress));
-        s.reap();
-        assert!(s.running(), "not started yet");
-        assert!(s.take_start(|| 40));
-        assert!(!s.take_start(|| 41), "started once");
-        s.reap();
-        assert!(s.running(), "not ended yet");
-        s.record_bgsave(true, 3_500);
-        assert!(s.running(), "until the cron's next round");
-        assert_eq!(s.ask(3_600), Err(Refused::InProgress));
-        s.reap();
-        assert!(!s.running());
-        assert_eq!(s.last_save_secs(1), 3);
-        assert_eq!(s.last_bgsave_secs(), 2);
-        assert_eq!(
-            s.changes_since(45),
-            5,
-            "changes from the write's start on count"
-        );
-        assert!(!s.last_bgsave_failed());
-        // A new BGSAVE right after a reap: nothing of the last one's end is left to end it.
-        assert_eq!(s.ask(4_000), Ok(()));
-        s.reap();
-        assert!(s.running());
-        assert!(s.take_start(|| 50));
-        s.record_bgsave(false, 4_100);
-        s.reap();
-        assert!(!s.running());
-        assert!(s.last_bgsave_failed());
-        assert_eq!(s.last_save_secs(1), 3, "a failed save is no save");
-        assert_eq!(s.saves(), 1);
-        s.record_save(true, 60, 5_000);
-        assert_eq!(s.saves(), 2);
-        assert_eq!(s.changes_since(61), 1);
-    }
 }
