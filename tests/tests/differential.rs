@@ -7563,7 +7563,7 @@ fn changes_since_last_save_count_as_redis() {
 }
 
 /// DEBUG where `enable-debug-command` lets it run (both servers with `yes`): its test
-/// replies of every type in RESP2 and RESP3 (but RESP3's attribute, which Shoal leaves out),
+/// replies of every type in RESP2 and RESP3 (RESP3's attribute before its reply),
 /// ERROR, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, OBJECT and DIGEST-VALUE of a missing key,
 /// POPULATE, and the
 /// errors of unknown and malformed subcommands.
@@ -7577,6 +7577,7 @@ const DEBUG: &[Case] = &[&[
     &["DEBUG", "PROTOCOL", "set"],
     &["DEBUG", "PROTOCOL", "map"],
     &["DEBUG", "PROTOCOL", "push"],
+    &["DEBUG", "PROTOCOL", "attrib"],
     &["DEBUG", "PROTOCOL", "verbatim"],
     &["DEBUG", "PROTOCOL", "true"],
     &["DEBUG", "PROTOCOL", "FALSE"],

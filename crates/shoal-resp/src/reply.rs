@@ -92,6 +92,9 @@ pub enum Reply {
     /// Several replies one after another, nested in nothing: a command that answers more
     /// than once (SUBSCRIBE, one reply per channel). Only at the top of a reply.
     Seq(Vec<Reply>),
+    /// RESP3 attributes (`|`), which come before the reply they describe (in a [`Reply::Seq`]);
+    /// nothing in RESP2, as Redis sends them only to RESP3 clients.
+    Attribute(Vec<(Reply, Reply)>),
 }
 
 impl Reply {
@@ -119,7 +122,7 @@ impl Reply {
             Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Seq(items) => {
                 ITEM + items.iter().map(Reply::size_hint).sum::<usize>()
             }
-            Reply::Map(pairs) => {
+            Reply::Map(pairs) | Reply::Attribute(pairs) => {
                 ITEM + pairs
                     .iter()
                     .map(|(k, v)| k.size_hint() + v.size_hint())
@@ -153,6 +156,15 @@ impl Reply {
             Reply::Seq(items) => {
                 for item in items {
                     item.encode(proto, sink);
+                }
+            }
+            Reply::Attribute(pairs) => {
+                if resp3 {
+                    put_header(out, b'|', pairs.len() as u64);
+                    for (k, v) in pairs {
+                        k.encode(proto, sink);
+                        v.encode(proto, sink);
+                    }
                 }
             }
             Reply::Map(pairs) => {
@@ -588,6 +600,25 @@ mod tests {
         assert_eq!(&out[..], b"$3\r\nxyz\r\n:1234567890\r\n:-7\r\n");
     }
 
+    /// An attribute goes before the reply it describes, to RESP3 clients only.
+    #[test]
+    fn an_attribute_is_sent_in_resp3_only() {
+        let r = Reply::Seq(vec![
+            Reply::Attribute(vec![(Reply::bulk("k"), Reply::Int(1))]),
+            Reply::bulk("v"),
+        ]);
+        let bytes = |proto| {
+            let mut out = BytesMut::new();
+            r.encode(proto, &mut out);
+            out.to_vec()
+        };
+        assert_eq!(
+            bytes(Protocol::Resp3),
+            b"|1\r\n$1\r\nk\r\n:1\r\n$1\r\nv\r\n"
+        );
+        assert_eq!(bytes(Protocol::Resp2), b"$1\r\nv\r\n");
+    }
+
     #[test]
     fn a_sequence_is_its_replies_one_after_another() {
         let push = |ch: &'static str, n| {
@@ -642,7 +673,7 @@ mod tests {
             ),
             Reply::Double(d) => F2::BulkString(double_text(*d)),
             Reply::Bool(b) => F2::Integer(i64::from(*b)),
-            Reply::Seq(_) => unreachable!("the generators make no Seq"),
+            Reply::Seq(_) | Reply::Attribute(_) => unreachable!("the generators make neither"),
         }
     }
 
@@ -705,7 +736,7 @@ mod tests {
                 data: b.to_vec(),
                 attributes: None,
             },
-            Reply::Seq(_) => unreachable!("the generators make no Seq"),
+            Reply::Seq(_) | Reply::Attribute(_) => unreachable!("the generators make neither"),
         }
     }
 

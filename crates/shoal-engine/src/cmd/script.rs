@@ -821,6 +821,8 @@ fn to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
             }
             field("set", Value::Table(t))?
         }
+        // Never given to a script (DEBUG PROTOCOL leaves it out there).
+        Reply::Attribute(_) => Value::Nil,
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Seq(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.into_iter().enumerate() {

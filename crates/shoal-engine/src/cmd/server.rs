@@ -2012,7 +2012,9 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             let key = super::db::stored_key(ctx.session.db, &args[2]);
             debug_object(ctx, &key)
         }
-        b"protocol" if arity(3) => debug_protocol(&args[2], ctx.session.proto),
+        b"protocol" if arity(3) => {
+            debug_protocol(&args[2], ctx.session.proto, ctx.session.scripted)
+        }
         b"populate" if (3..=5).contains(&args.len()) => debug_populate(ctx, args),
         b"set-active-expire" | b"pause-cron" if arity(3) => {
             // Redis reads it with `atoi`: 0, or what is not a number, is 0.
@@ -2272,8 +2274,8 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
 }
 
 /// DEBUG PROTOCOL type: Redis's test value of each reply type, in the client's protocol
-/// (an attribute is not sent: only the reply that follows it in Redis).
-fn debug_protocol(name: &[u8], proto: shoal_resp::Protocol) -> Reply {
+/// (an attribute before its reply, to a RESP3 client only, as Redis).
+fn debug_protocol(name: &[u8], proto: shoal_resp::Protocol, scripted: bool) -> Reply {
     let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
     match &name.to_ascii_lowercase()[..] {
         b"string" => Reply::Bulk(Bytes::from_static(b"Hello World")),
@@ -2285,7 +2287,22 @@ fn debug_protocol(name: &[u8], proto: shoal_resp::Protocol) -> Reply {
         b"array" => Reply::Array(ints()),
         b"set" => Reply::Set(ints()),
         b"map" => Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect()),
-        b"attrib" => Reply::Bulk(Bytes::from_static(b"Some real reply following the attribute")),
+        // Its attribute goes to RESP3 clients only (and not to a script, whose reading of a
+        // reply drops attributes, as Redis's), before the reply it describes.
+        b"attrib" => {
+            let real = Reply::Bulk(Bytes::from_static(
+                b"Some real reply following the attribute",
+            ));
+            if proto == shoal_resp::Protocol::Resp3 && !scripted {
+                let popularity = Reply::Array(vec![Reply::bulk("key:123"), Reply::Int(90)]);
+                Reply::Seq(vec![
+                    Reply::Attribute(vec![(Reply::bulk("key-popularity"), popularity)]),
+                    real,
+                ])
+            } else {
+                real
+            }
+        }
         b"push" if proto == shoal_resp::Protocol::Resp2 => {
             err("ERR RESP2 is not supported by this command")
         }
