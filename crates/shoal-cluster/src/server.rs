@@ -18,6 +18,8 @@ pub struct Server {
     pub shutdown: CancellationToken,
     /// The connections that asked for MONITOR.
     pub monitors: super::monitor::Monitors,
+    /// Wakes the node's cron before its tick ([`Host::wake_cron`]).
+    pub cron_wake: tokio::sync::Notify,
 }
 
 impl Server {
@@ -27,6 +29,7 @@ impl Server {
             cluster,
             shutdown: CancellationToken::new(),
             monitors: Default::default(),
+            cron_wake: tokio::sync::Notify::new(),
         }
     }
 
@@ -97,5 +100,9 @@ impl Host for Server {
 
     fn monitoring(&self) -> bool {
         self.monitors.active()
+    }
+
+    fn wake_cron(&self) {
+        self.cron_wake.notify_one();
     }
 }

@@ -75,6 +75,9 @@ pub trait Host: Sync {
     /// Shows a command run on behalf of `addr` (a script's calls: `lua`) to the node's
     /// MONITOR clients, if any.
     fn monitor(&self, _addr: &str, _args: &[bytes::Bytes]) {}
+    /// Runs the node's cron now rather than at its next tick (a BGSAVE asked for starts at
+    /// once, as Redis forks at once).
+    fn wake_cron(&self) {}
     /// True while MONITOR clients would be shown what [`Host::monitor`] is given.
     fn monitoring(&self) -> bool {
         false

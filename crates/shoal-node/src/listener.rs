@@ -882,14 +882,18 @@ async fn peer_accept_loop(
 async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
     let mut last_sample = 0u64;
     let mut last_trim = 0u64;
+    // Rounds on a fixed beat, as Redis's serverCron: a wake-up between them (a BGSAVE asked
+    // for) starts the write and moves no round, so its end is reaped at the next one.
+    let mut next_round = tokio::time::Instant::now();
     loop {
         let period =
             Duration::from_millis(1000 / u64::from(node.engine.with_settings(|s| s.hz).max(1)));
-        tokio::select! {
+        next_round = (next_round + period).max(tokio::time::Instant::now());
+        let woken = tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(period) => {}
-        }
-        let now = now_ms();
+            _ = tokio::time::sleep_until(next_round) => false,
+            _ = node.cron_wake.notified() => true,
+        };
         // BGSAVE: a write asked for starts on a thread of its own, even while the cron is
         // paused (as Redis's child runs then).
         if node
@@ -900,6 +904,12 @@ async fn run_cron(node: Arc<Server>, shutdown: CancellationToken) {
             let node = Arc::clone(&node);
             tokio::task::spawn_blocking(move || shoal_engine::snapshot::run_bgsave(&node.engine));
         }
+        if woken {
+            // Back to the same beat.
+            next_round -= period;
+            continue;
+        }
+        let now = now_ms();
         // DEBUG PAUSE-CRON 1: nothing until it is 0 again.
         if node
             .engine

@@ -2345,7 +2345,11 @@ pub fn save(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
         }
         "BGSAVE" => match saves.ask(now_ms()) {
-            Ok(()) => Reply::Simple("Background saving started".into()),
+            Ok(()) => {
+                // Started by the cron at once, not at its next tick.
+                ctx.host.wake_cron();
+                Reply::Simple("Background saving started".into())
+            }
             Err(refused) => Reply::error(refused.to_string()),
         },
         _ => Reply::error(format!(
