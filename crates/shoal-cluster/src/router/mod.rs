@@ -433,7 +433,8 @@ fn route(
         Plan::Here => {
             let (reply, acks) = run_here(node, cluster, &view, session, spec, args, now_ms, None);
             // WAIT asking for more replicas than have the writes: it waits out its timeout.
-            if let Some(block) = session.block.take() {
+            // (Only a command that may wait takes a wait: none other leaves one.)
+            if let Some(block) = session.block.take().filter(|_| cmd::holds_client(spec)) {
                 return blocked::keyless(node, session, spec, args, block);
             }
             with_acks(reply, proto, acks, cluster.timeouts.half)
