@@ -57,8 +57,8 @@ pub fn save_now(engine: &Engine) -> std::io::Result<u64> {
 }
 
 /// Writes the snapshot of `engine` to `dir`/`dbfilename` and gives the number of keys
-/// written. `entered`: the caller holds the store alone (SAVE); otherwise each batch of
-/// keys is read entered, as a command reads.
+/// written. `entered`: the caller holds the store alone (SAVE); otherwise each shard's
+/// keys are read entered, as a command reads.
 pub fn write(engine: &Engine, entered: bool) -> std::io::Result<u64> {
     let (dir, name) = engine.with_settings(|c| (dir(c), c.dbfilename.clone()));
     static SEQ: AtomicU64 = AtomicU64::new(0);

@@ -630,8 +630,9 @@ fn scan_returns_each_key_once_without_changes() {
     assert!(!full_scan(&s, 50, 5, || ()).contains(&b"old".to_vec()));
 }
 
-/// A snapshot's walk: shard by shard, each key exactly once, also with keys removed and
-/// added between shards (which a step-wise SCAN may answer twice); expired ones skipped.
+/// A snapshot's walk: shard by shard, each key exactly once, keys removed and added again
+/// between shards neither repeated nor lost (a key stays in its shard); expired ones
+/// skipped. (Within a shard the walk holds its lock, so nothing moves under it.)
 #[test]
 fn each_in_shard_walks_every_key_once() {
     let s = store();

@@ -320,13 +320,7 @@ fn new_vm() -> mlua::Result<Vm> {
     redis.set(
         "setresp",
         lua.create_function(|lua, args: mlua::MultiValue| {
-            if args.len() != 1 {
-                return lib_error("redis.setresp() requires one argument.");
-            }
-            // Lua's tonumber, truncated as Redis's C cast does.
-            let v = lua
-                .coerce_number(args.into_iter().next().unwrap_or(Value::Nil))?
-                .map_or(0, |n| n as i64);
+            let v = one_number(lua, args, "redis.setresp() requires one argument.")?;
             match v {
                 2 | 3 => {
                     RESP3.with(|r| r.set(v == 3));
@@ -351,13 +345,8 @@ fn new_vm() -> mlua::Result<Vm> {
     redis.set(
         "set_repl",
         lua.create_function(|lua, args: mlua::MultiValue| {
-            if args.len() != 1 {
-                // Redis's words, though it wants one.
-                return lib_error("redis.set_repl() requires two arguments.");
-            }
-            let flags = lua
-                .coerce_number(args.into_iter().next().unwrap_or(Value::Nil))?
-                .map_or(0, |n| n as i64);
+            // Redis's words, though it wants one.
+            let flags = one_number(lua, args, "redis.set_repl() requires two arguments.")?;
             if flags & !3 != 0 {
                 return lib_error(
                     "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
@@ -1512,6 +1501,18 @@ impl fmt::Display for LibError {
 }
 
 impl std::error::Error for LibError {}
+
+/// The one argument of `redis.setresp` or `set_repl` as Redis's C reads it (Lua's
+/// `tonumber`, then a cast: truncated, 0 for what is no number), or `arity` as the
+/// library's error when there is not exactly one.
+fn one_number(lua: &Lua, args: mlua::MultiValue, arity: &str) -> mlua::Result<i64> {
+    if args.len() != 1 {
+        return lib_error(arity);
+    }
+    Ok(lua
+        .coerce_number(args.into_iter().next().unwrap_or(Value::Nil))?
+        .map_or(0, |n| n as i64))
+}
 
 /// Whether `e` is a library function's error ([`lib_error`]), whose text has its code in
 /// front and is kept as it is, rather than a Lua error, whose text Redis gives `ERR` in

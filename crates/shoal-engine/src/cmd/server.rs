@@ -2333,7 +2333,7 @@ pub fn save(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let saves = &ctx.engine.saves;
     match &name[..] {
-        "SAVE" if saves.running() => err("ERR Background save already in progress"),
+        "SAVE" if saves.running() => Reply::error(crate::saves::Refused::InProgress.to_string()),
         "SAVE" => {
             match crate::snapshot::save_now(ctx.engine) {
                 Ok(_) => Reply::ok(),
