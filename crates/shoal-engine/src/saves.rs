@@ -30,6 +30,8 @@ struct Background {
     running: bool,
     started: bool,
     ended: bool,
+    /// Stopped by SHUTDOWN (Redis kills its child): its file is not renamed into place.
+    cancelled: bool,
     /// Unix ms it was asked for.
     asked_ms: u64,
     /// The store's change counter when its write started.
@@ -74,8 +76,44 @@ impl Saves {
             return false;
         }
         bg.started = true;
+        if bg.cancelled {
+            // Stopped before it started: ends as a failed BGSAVE, nothing written.
+            self.last_bgsave_failed.store(true, Relaxed);
+            bg.ended = true;
+            return false;
+        }
         bg.changes_at_start = changes();
         true
+    }
+
+    /// Stops the BGSAVE that runs, if one does (SHUTDOWN, as Redis kills its child before
+    /// its own save): from now on its write puts no file in place ([`Saves::unless_cancelled`])
+    /// and gives up at its next shard ([`Saves::cancelled`]). It still ends and is reaped as
+    /// a failed BGSAVE.
+    pub fn cancel(&self) {
+        let mut bg = self.bg();
+        if bg.running && !bg.ended {
+            bg.cancelled = true;
+        }
+    }
+
+    /// The running BGSAVE was stopped: its writer should give up.
+    pub fn cancelled(&self) -> bool {
+        self.bg().cancelled
+    }
+
+    /// `commit` (the BGSAVE's rename into place) unless the BGSAVE was stopped; under the
+    /// state's lock, so a [`Saves::cancel`] that returned is never followed by this
+    /// BGSAVE's rename (a SAVE after it is the file that stays).
+    pub fn unless_cancelled<T>(
+        &self,
+        commit: impl FnOnce() -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        let bg = self.bg();
+        if bg.cancelled {
+            return Err(std::io::Error::other("stopped by SHUTDOWN"));
+        }
+        commit()
     }
 
     /// For the cron: marks a BGSAVE whose write ended done (a round after its end, as Redis
@@ -197,5 +235,43 @@ mod tests {
         s.record_save(true, 60, 5_000);
         assert_eq!(s.saves(), 2);
         assert_eq!(s.changes_since(61), 1);
+    }
+
+    #[test]
+    fn a_cancelled_bgsave_puts_no_file_in_place_and_ends_failed() {
+        let s = Saves::default();
+        s.cancel();
+        assert!(!s.cancelled(), "nothing runs: nothing to stop");
+        assert_eq!(s.ask(1_000), Ok(()));
+        assert!(s.take_start(|| 1));
+        assert_eq!(s.unless_cancelled(|| Ok(7)).unwrap(), 7);
+        s.cancel();
+        assert!(s.cancelled());
+        let mut renamed = false;
+        assert!(s
+            .unless_cancelled(|| {
+                renamed = true;
+                Ok(())
+            })
+            .is_err());
+        assert!(!renamed, "no rename after a cancel");
+        s.record_bgsave(false, 1_100);
+        s.reap();
+        assert!(!s.running());
+        assert!(s.last_bgsave_failed());
+        // The next one is not stopped.
+        assert_eq!(s.ask(2_000), Ok(()));
+        assert!(!s.cancelled());
+        assert!(s.take_start(|| 2));
+        s.record_bgsave(true, 2_001);
+        s.reap();
+        assert!(!s.last_bgsave_failed());
+        // Stopped before the cron started it: it never starts, and ends failed.
+        assert_eq!(s.ask(3_000), Ok(()));
+        s.cancel();
+        assert!(!s.take_start(|| 2));
+        s.reap();
+        assert!(!s.running());
+        assert!(s.last_bgsave_failed());
     }
 }

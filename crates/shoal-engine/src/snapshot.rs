@@ -8,7 +8,8 @@
 //! blocks). BGSAVE only asks: the node's cron starts the write on a thread of its own and,
 //! as Redis notices its child's end, marks it done on its next round (`crate::saves`); the
 //! keys are read a store shard at a time while commands run, so a key changed meanwhile is
-//! written as it was when its shard was read.
+//! written as it was when its shard was read. SHUTDOWN stops a running BGSAVE, as Redis
+//! kills its child: it writes no more and its file is not put in place.
 
 use std::io::BufWriter;
 use std::path::PathBuf;
@@ -30,7 +31,7 @@ pub fn dir(c: &NodeConfig) -> PathBuf {
 /// The BGSAVE the cron started: its write on this (blocking) thread, its outcome recorded
 /// whatever happens, a panic included (the next BGSAVE must not be refused for ever).
 pub fn run_bgsave(engine: &Engine) {
-    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write(engine, false)));
+    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write(engine, true)));
     let ok = match written {
         Ok(Ok(_)) => true,
         Ok(Err(e)) => {
@@ -49,7 +50,7 @@ pub fn run_bgsave(engine: &Engine) {
 pub fn save_now(engine: &Engine) -> std::io::Result<u64> {
     let (written, changes) = engine
         .store
-        .exclusive(|| (write(engine, true), engine.store.stats().changes));
+        .exclusive(|| (write(engine, false), engine.store.stats().changes));
     engine
         .saves
         .record_save(written.is_ok(), changes, crate::clock::now_ms());
@@ -57,9 +58,10 @@ pub fn save_now(engine: &Engine) -> std::io::Result<u64> {
 }
 
 /// Writes the snapshot of `engine` to `dir`/`dbfilename` and gives the number of keys
-/// written. `entered`: the caller holds the store alone (SAVE); otherwise each shard's
-/// keys are read entered, as a command reads.
-pub fn write(engine: &Engine, entered: bool) -> std::io::Result<u64> {
+/// written. `background` (BGSAVE): each shard's keys are read entered, as a command reads,
+/// and a SHUTDOWN stops it (`Saves::cancel`); otherwise the caller holds the store alone
+/// (SAVE).
+pub fn write(engine: &Engine, background: bool) -> std::io::Result<u64> {
     let (dir, name) = engine.with_settings(|c| (dir(c), c.dbfilename.clone()));
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let tmp = dir.join(format!(
@@ -67,8 +69,15 @@ pub fn write(engine: &Engine, entered: bool) -> std::io::Result<u64> {
         std::process::id(),
         SEQ.fetch_add(1, Relaxed)
     ));
-    let written = write_to(engine, &tmp, entered)
-        .and_then(|n| std::fs::rename(&tmp, dir.join(name)).map(|()| n));
+    let rename = || std::fs::rename(&tmp, dir.join(&name));
+    let written = write_to(engine, &tmp, background).and_then(|n| {
+        if background {
+            engine.saves.unless_cancelled(rename)?;
+        } else {
+            rename()?;
+        }
+        Ok(n)
+    });
     match written {
         Ok(n) => {
             // The rename made durable, as Redis 7 syncs the directory.
@@ -87,7 +96,7 @@ pub fn write(engine: &Engine, entered: bool) -> std::io::Result<u64> {
 /// One key read from a shard for the file: database, name, DUMP payload, expiry.
 type Saved = (u8, Vec<u8>, Vec<u8>, Option<u64>);
 
-fn write_to(engine: &Engine, path: &std::path::Path, entered: bool) -> std::io::Result<u64> {
+fn write_to(engine: &Engine, path: &std::path::Path, background: bool) -> std::io::Result<u64> {
     let file = std::fs::File::create(path)?;
     let ctime = (crate::clock::now_ms() / 1000).to_string();
     let used = engine.used_memory().to_string();
@@ -109,6 +118,9 @@ fn write_to(engine: &Engine, path: &std::path::Path, entered: bool) -> std::io::
     let mut keys = 0u64;
     let mut batch: Vec<Saved> = Vec::new();
     for shard in 0..engine.store.shards() {
+        if background && engine.saves.cancelled() {
+            return Err(std::io::Error::other("stopped by SHUTDOWN"));
+        }
         let now = crate::clock::now_ms();
         let mut read = || {
             engine.store.each_in_shard(shard, now, |stored, e| {
@@ -117,10 +129,10 @@ fn write_to(engine: &Engine, path: &std::path::Path, entered: bool) -> std::io::
                 batch.push((db, key.to_vec(), payload, e.expire_at_ms));
             })
         };
-        if entered {
+        if background {
+            let _in = engine.store.enter();
             read();
         } else {
-            let _in = engine.store.enter();
             read();
         }
         for (db, key, payload, expire_at_ms) in batch.drain(..) {

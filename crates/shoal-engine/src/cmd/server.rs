@@ -55,6 +55,9 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         ctx.engine.running.abort();
     }
+    // A running BGSAVE is stopped, as Redis kills its child: its file, older than what a
+    // SAVE now writes, must not be put in place after it.
+    ctx.engine.saves.cancel();
     // SAVE writes a snapshot first (`crate::snapshot`); if it fails the node stays up,
     // unless FORCE, as in Redis. Without SAVE none is written (no save points here).
     if save {
