@@ -310,6 +310,28 @@ fn client_list_kill_and_setname() {
     );
 }
 
+/// A client that closed is no longer counted by the next request of another client, as on
+/// Redis's one thread, though its own worker may not have noticed yet (Perl Redis.pm's
+/// `50-fork_safe.t` asks INFO right after the previous test's client closed). Each round
+/// closes one client and asks on a new one.
+#[test]
+fn a_closed_client_is_not_counted_by_the_next_request() {
+    let node = TestNode::start();
+    let mut counted_twice = Vec::new();
+    for round in 0..300 {
+        let mut gone = node.client();
+        let _: String = redis::cmd("PING").query(&mut gone).unwrap();
+        drop(gone);
+        let mut asking = node.client();
+        let clients = info_field(&mut asking, "connected_clients");
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut asking).unwrap();
+        if clients != "1" || list.lines().count() != 1 {
+            counted_twice.push((round, clients, list));
+        }
+    }
+    assert!(counted_twice.is_empty(), "{counted_twice:?}");
+}
+
 #[test]
 fn maxclients_refuses_with_redis_error() {
     let node = TestNode::with(|c| c.maxclients = 2);

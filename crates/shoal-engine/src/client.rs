@@ -4,7 +4,7 @@
 //! others'. Fields another task reads are atomics or short mutexes; the connection itself is
 //! the only writer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
@@ -27,6 +27,10 @@ pub enum Signal {
 
 /// How the engine signals a connection (it has no runtime: the front end says how).
 pub type SignalFn = Box<dyn Fn(Signal) + Send + Sync>;
+
+/// Which of these sockets (descriptors; -1 = none) the peer has closed, as the front end can
+/// tell without reading (the engine has no sockets): `closed[i]` for `fds[i]`.
+pub type HangupProbe = fn(fds: &[i32], closed: &mut [bool]);
 
 /// A connection idle this long gives its buffers back, as Redis frees an idle client's query
 /// buffer after 2 s (`clientsCronResizeQueryBuffer`).
@@ -491,6 +495,9 @@ pub struct ClientRegistry {
     /// The Memcached protocol's listening sockets (TCP and Unix): descriptor and address
     /// (memcached's `stats conns` lists them).
     listeners: Mutex<Vec<(i32, ClientAddr)>>,
+    /// Tells the clients whose peer closed before their I/O loop noticed
+    /// ([`ClientRegistry::connected`]); set once by the front end.
+    hangup: std::sync::OnceLock<HangupProbe>,
 }
 
 impl ClientRegistry {
@@ -634,6 +641,45 @@ impl ClientRegistry {
         self.lock().len()
     }
 
+    /// Sets how [`ClientRegistry::connected`] tells a closed peer (once; later calls are
+    /// ignored).
+    pub fn set_hangup_probe(&self, probe: HangupProbe) {
+        let _ = self.hangup.set(probe);
+    }
+
+    /// The clients as Redis would count them now (INFO's `connected_clients`, CLIENT
+    /// LIST): [`ClientRegistry::all`] without those whose peer has closed. Redis's one
+    /// thread reads a closed socket's end before a later request of another client; here
+    /// each worker notices its clients' ends in its own time, so a client that closed just
+    /// before another asked would still count (Perl Redis.pm's tests found it). The probe
+    /// asks the sockets themselves. A socket closed by its worker just before it unregisters
+    /// may already have its descriptor number reused by a newer client: of clients sharing
+    /// a descriptor only the newest (the largest id) is counted.
+    pub fn connected(&self) -> Vec<Arc<ClientInfo>> {
+        let all = self.all();
+        let Some(probe) = self.hangup.get() else {
+            return all;
+        };
+        let fds: Vec<i32> = all.iter().map(|c| c.fd.load(Ordering::Relaxed)).collect();
+        let mut closed = vec![false; fds.len()];
+        probe(&fds, &mut closed);
+        // In id order: a later client with the same descriptor replaces the earlier one.
+        let mut newest: HashMap<i32, u64> = HashMap::new();
+        for (c, &fd) in all.iter().zip(&fds) {
+            if fd >= 0 {
+                newest.insert(fd, c.id);
+            }
+        }
+        all.into_iter()
+            .zip(fds)
+            .zip(closed)
+            .filter_map(|((c, fd), closed)| {
+                let reused = fd >= 0 && newest.get(&fd) != Some(&c.id);
+                (!closed && !reused).then_some(c)
+            })
+            .collect()
+    }
+
     /// Notes a listening socket (see `listeners`).
     pub fn add_listener(&self, fd: i32, addr: impl Into<ClientAddr>) {
         self.listeners
@@ -674,6 +720,37 @@ impl ClientRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in for the sockets: descriptors from 100 up have a closed peer.
+    fn hundred_and_up_closed(fds: &[i32], closed: &mut [bool]) {
+        for (c, &fd) in closed.iter_mut().zip(fds) {
+            *c = fd >= 100;
+        }
+    }
+
+    #[test]
+    fn connected_leaves_out_closed_peers_killed_and_reused_descriptors() {
+        let reg = ClientRegistry::default();
+        let addr: std::net::SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let fds = [7, 100, 8, 7, -1, -1];
+        let infos: Vec<_> = fds
+            .iter()
+            .map(|&fd| {
+                let c = reg.register(addr, addr, Box::new(|_| {}));
+                c.fd.store(fd, Ordering::Relaxed);
+                c
+            })
+            .collect();
+        let ids = |v: Vec<Arc<ClientInfo>>| v.iter().map(|c| c.id).collect::<Vec<_>>();
+        // No probe set: every registered client.
+        assert_eq!(ids(reg.connected()), vec![1, 2, 3, 4, 5, 6]);
+        reg.set_hangup_probe(hundred_and_up_closed);
+        infos[2].killed.store(true, Ordering::Relaxed);
+        // 2: its peer closed; 3: killed; 1: its descriptor now belongs to 4; the two
+        // without a descriptor both count.
+        assert_eq!(ids(reg.connected()), vec![4, 5, 6]);
+        assert_eq!(reg.len(), 6, "still registered until their loops end");
+    }
 
     fn held(id: u64, bytes: u64, evictable: bool) -> Held {
         Held {

@@ -15,6 +15,7 @@
 //! - `metrics`: the metrics port: Prometheus metrics read from the node's counters at
 //!   scrape time, and the health checks.
 //!
+//! - `hangup`: which clients' peers closed before their worker noticed (INFO, CLIENT LIST).
 //! - `workers`: the daemon's per-core runtimes; accept loops hand each connection to one.
 //! - `moved`: the thread a client's long script moves to, so that its worker serves the
 //!   others meanwhile; `paused`: what CLIENT PAUSE holds waits there.
@@ -24,6 +25,7 @@
 //! connection's task stays on one worker thread's runtime (`workers`).
 
 pub mod connection;
+pub mod hangup;
 pub mod listener;
 pub mod memcache;
 pub mod metrics;

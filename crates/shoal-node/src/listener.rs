@@ -287,6 +287,7 @@ pub async fn start_with(
     let tombstone_ttl = config.tombstone_ttl_ms;
     let gossip_config = gossip_start.as_ref().map(|_| config.clone());
     let node = Arc::new(Server::new(Engine::new(config, config_file), cluster));
+    node.engine.clients.set_hangup_probe(crate::hangup::probe);
     // Nothing has read the users yet: the registry just built is the node's.
     let _ = node.engine.acl.set(users);
     // The first allocator reading is the empty server's resident size.

@@ -241,8 +241,8 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 section("Server", b);
             }
             "clients" => {
-                let clients = node.clients.all();
-                line!("connected_clients:{}", node.clients.len());
+                let clients = node.clients.connected();
+                line!("connected_clients:{}", clients.len());
                 line!(
                     "cluster_connections:{}",
                     cluster.map_or(0, |c| c.connections())
