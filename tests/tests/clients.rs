@@ -332,6 +332,75 @@ fn a_closed_client_is_not_counted_by_the_next_request() {
     assert!(counted_twice.is_empty(), "{counted_twice:?}");
 }
 
+/// The server's end of a loopback connection from `client_port` to `server_port`, as the
+/// kernel lists it in /proc/net/tcp: its timer kind (2 = keepalive) and the time left on
+/// it in clock ticks (1/100 s).
+fn server_socket_timer(server_port: u16, client_port: u16) -> Option<(u32, u64)> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!("0100007F:{server_port:04X}");
+    let remote = format!("0100007F:{client_port:04X}");
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&&local[..]) || f.get(2) != Some(&&remote[..]) {
+            return None;
+        }
+        let (kind, left) = f.get(5)?.split_once(':')?;
+        Some((
+            u32::from_str_radix(kind, 16).ok()?,
+            u64::from_str_radix(left, 16).ok()?,
+        ))
+    })
+}
+
+/// `tcp-keepalive` as in Redis: 300 s by default, so an idle client's socket has the
+/// kernel's keepalive timer running with about that long left; CONFIG SET changes it for
+/// the connections accepted after; 0 sets none.
+#[test]
+fn tcp_keepalive_arms_the_kernels_timer_on_new_client_sockets() {
+    let node = TestNode::start();
+    let mut admin = node.client();
+    let get: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("tcp-keepalive")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(get, ["tcp-keepalive", "300"]);
+    let timer_of_a_new_client = || {
+        let mut c = node.raw();
+        // Served once, so the node has accepted and set it up.
+        shoal_tests::send(&mut c, b"PING\r\n");
+        let mut pong = [0u8; 7];
+        std::io::Read::read_exact(&mut c, &mut pong).unwrap();
+        let port = c.local_addr().unwrap().port();
+        server_socket_timer(node.addr.port(), port).expect("the server's socket is listed")
+    };
+    let (kind, left) = timer_of_a_new_client();
+    assert_eq!(kind, 2, "keepalive timer");
+    assert!((250 * 100..=300 * 100).contains(&left), "{left} ticks left");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("tcp-keepalive")
+        .arg("60")
+        .query(&mut admin)
+        .unwrap();
+    let (kind, left) = timer_of_a_new_client();
+    assert_eq!(kind, 2, "keepalive timer");
+    assert!(left <= 60 * 100, "{left} ticks left");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("tcp-keepalive")
+        .arg("0")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(timer_of_a_new_client().0, 0, "no timer without keepalive");
+    assert!(redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("tcp-keepalive")
+        .arg("-1")
+        .query::<()>(&mut admin)
+        .is_err());
+}
+
 #[test]
 fn maxclients_refuses_with_redis_error() {
     let node = TestNode::with(|c| c.maxclients = 2);

@@ -267,6 +267,9 @@ pub struct NodeConfig {
     pub maxclients: usize,
     /// Close a client idle for this many seconds; 0 = never (Redis's `timeout`).
     pub timeout: u64,
+    /// TCP keepalive probes on client sockets after this many idle seconds (Redis's
+    /// `tcp-keepalive`, 300 by default); 0 = none. New connections take a change.
+    pub tcp_keepalive: u64,
     /// SLOWLOG takes commands that ran this many microseconds or more; negative = none.
     pub slowlog_log_slower_than: i64,
     /// SLOWLOG keeps this many entries at most.
@@ -601,6 +604,7 @@ impl Default for NodeConfig {
             dbfilename: "dump.rdb".into(),
             maxclients: 10_000,
             timeout: 0,
+            tcp_keepalive: 300,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             acllog_max_len: 128,
@@ -684,6 +688,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "dbfilename",
     "maxclients",
     "timeout",
+    "tcp-keepalive",
     "slowlog-log-slower-than",
     "slowlog-max-len",
     "acllog-max-len",
@@ -851,6 +856,9 @@ impl NodeConfig {
         }
         if self.timeout > i32::MAX as u64 {
             return Err("timeout must be between 0 and 2147483647".into());
+        }
+        if self.tcp_keepalive > i32::MAX as u64 {
+            return Err("tcp-keepalive must be between 0 and 2147483647".into());
         }
         if let Err(e) = check_bulk_len(self.proto_max_bulk_len.0) {
             return Err(format!("proto-max-bulk-len {e}"));

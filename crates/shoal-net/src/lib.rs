@@ -103,6 +103,28 @@ pub fn fd_of<T>(_: &T) -> i32 {
     -1
 }
 
+/// Redis's `tcp-keepalive` on a client's socket (`anetKeepAlive`): probes after `secs` idle,
+/// then every third of that, and the connection is dropped after three unanswered; 0 leaves
+/// the socket as it is. Nothing in the simulation, whose sockets have no such option.
+#[cfg(not(feature = "sim"))]
+pub fn set_keepalive(stream: &TcpStream, secs: u64) -> std::io::Result<()> {
+    if secs == 0 {
+        return Ok(());
+    }
+    let idle = std::time::Duration::from_secs(secs);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(std::time::Duration::from_secs((secs / 3).max(1)))
+        .with_retries(3);
+    socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive)
+}
+
+/// See the non-simulated `set_keepalive`: nothing to set.
+#[cfg(feature = "sim")]
+pub fn set_keepalive(_: &TcpStream, _: u64) -> std::io::Result<()> {
+    Ok(())
+}
+
 /// Waits until `$stream` can take more bytes (`Ok(None)`) or input arrived, which is read
 /// into `$buf` (`Ok(Some(n))`, 0 at its end): a connection whose client does not read its
 /// replies yet reads on meanwhile. Both waits take `&self`, so one poll serves both.

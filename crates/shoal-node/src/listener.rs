@@ -687,7 +687,14 @@ async fn accept_loop(
             .stats
             .total_connections_received
             .fetch_add(1, Ordering::Relaxed);
-        let max = node.engine.with_settings(|s| s.maxclients);
+        let (max, keepalive) = node
+            .engine
+            .with_settings(|s| (s.maxclients, s.tcp_keepalive));
+        if let Stream::Plain(tcp) = &stream {
+            if let Err(e) = shoal_net::set_keepalive(tcp, keepalive) {
+                tracing::debug!(error = %e, "tcp-keepalive not set");
+            }
+        }
         if node.engine.clients.len() >= max {
             node.engine
                 .stats

@@ -1576,7 +1576,15 @@ const PARAMS: &[(&str, Getter, Option<Setter>)] = &[
         |c| crate::snapshot::dir(c).display().to_string(),
         None,
     ),
-    ("tcp-keepalive", |_| "0".into(), None),
+    // Taken by connections accepted after the change, as in Redis.
+    (
+        "tcp-keepalive",
+        |c| c.tcp_keepalive.to_string(),
+        Some(|c, v| {
+            c.tcp_keepalive = ranged(v, 0, i32::MAX.into())? as u64;
+            Ok(())
+        }),
+    ),
     ("protected-mode", |_| "no".into(), None),
     // Shown in Redis's canonical order (`notify::format`); the engine publishes what it says.
     (
