@@ -903,7 +903,8 @@ fn stats_count_connections_closed_for_idleness() {
 
 /// `lru_crawler metadump all` lists every item in memcached's format (what memcached-tool's
 /// `dump` and `keys` read), streamed in pieces past the output bound, then END; class
-/// lists name class 1 or answer an empty dump, a bad one BADCLASS.
+/// lists name class 1 or answer an empty dump, a bad one BADCLASS; none while the crawler
+/// is disabled.
 #[test]
 fn lru_crawler_metadump_lists_every_item() {
     let node = node();
@@ -960,7 +961,23 @@ fn lru_crawler_metadump_lists_every_item() {
         "lru_crawler metadump 99\r\n",
         "BADCLASS invalid class id\r\n",
     );
-    exchange(&mut s, "lru_crawler crawl all\r\n", "ERROR\r\n");
+    // The crawler's knobs are answered as memcached's; while it is disabled, a crawl and a
+    // dump are refused, as in memcached.
+    exchange(&mut s, "lru_crawler crawl all\r\n", "OK\r\n");
+    exchange(&mut s, "lru_crawler disable\r\n", "OK\r\n");
+    exchange(
+        &mut s,
+        "lru_crawler metadump all\r\n",
+        "CLIENT_ERROR lru crawler disabled\r\n",
+    );
+    exchange(
+        &mut s,
+        "lru_crawler crawl 1\r\n",
+        "CLIENT_ERROR lru crawler disabled\r\n",
+    );
+    exchange(&mut s, "lru_crawler enable\r\n", "OK\r\n");
+    let dump = answer_up_to(&mut s, "lru_crawler metadump all\r\n", "END\r\n");
+    assert_eq!(dump.lines().filter(|l| l.starts_with("key=")).count(), 5003);
 }
 
 /// `stats conns` lists the listening sockets and the connections by descriptor, in

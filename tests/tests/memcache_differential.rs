@@ -234,6 +234,25 @@ fn the_memcached_port_answers_as_memcached_does() {
                 .to_vec(),
         ),
         (
+            // The LRU's and the crawler's knobs: checked and answered as memcached's (Shoal
+            // has neither). Not compared: a valid crawl, whose answer depends on whether
+            // memcached's crawler thread is still busy (BUSY), and disable, which stops it
+            // in its own time; `Lru::answer`'s unit test covers those.
+            "lru and lru_crawler",
+            b"lru mode flat\r\nlru mode segmented\r\nlru mode x\r\nlru mode flat extra\r\n\
+              lru mode\r\nlru tune 10 10 0.1 2\r\nlru tune 50 50 0.1 2\r\nlru tune 10 10 0 2\r\n\
+              lru tune 10 10 x 2\r\nlru tune -1 10 1 2\r\nlru tune 10 10 0.1\r\n\
+              lru temp_ttl 5\r\nlru temp_ttl -5\r\nlru temp_ttl x\r\nlru temp_ttl\r\nlru\r\n\
+              lru foo\r\nlru mode flat noreply\r\nlru mode x noreply\r\n\
+              lru tune 50 50 0.1 2 noreply\r\nlru x noreply\r\n\
+              lru_crawler crawl 64\r\nlru_crawler crawl 0\r\nlru_crawler crawl x\r\n\
+              lru_crawler crawl 1,x\r\nlru_crawler sleep 100\r\nlru_crawler sleep 1000001\r\n\
+              lru_crawler sleep x\r\nlru_crawler tocrawl 10\r\nlru_crawler tocrawl -1\r\n\
+              lru_crawler sleep 5 noreply\r\nlru_crawler enable x\r\nlru_crawler\r\n\
+              lru_crawler foo\r\nlru_crawler enable\r\n"
+                .to_vec(),
+        ),
+        (
             "noreply silences errors too",
             b"delete k 5 noreply\r\nflush_all abc noreply\r\nincr k abc noreply\r\n\
               set k 0 0 3 noreply\r\nhello\r\n"

@@ -398,6 +398,15 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
                 out.extend_from_slice(b"\r\n");
             }
         }
+        Command::Lru(lru) => {
+            let crawler = &node.mc_stats.crawler_off;
+            let (answer, on) = lru.answer(!crawler.load(Relaxed));
+            crawler.store(!on, Relaxed);
+            if let Some(answer) = answer {
+                out.extend_from_slice(answer.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+        }
         Command::Stats { arg } => stats(node, arg.as_deref(), now, out),
         Command::Quit => return Flow::Close,
         Command::CacheMemlimit { megabytes, noreply } => {
@@ -410,6 +419,9 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         }
         Command::MetaNoop => reply::meta(out, "MN", None, &[]),
         Command::MetaDebug { key, b64 } => meta_debug(node, key, b64, now, out),
+        Command::MetaDump { .. } if node.mc_stats.crawler_off.load(Relaxed) => {
+            out.extend_from_slice(b"CLIENT_ERROR lru crawler disabled\r\n");
+        }
         Command::MetaDump { classes } => {
             // Every item is in class 1 (see `items`); memcached's class ids run to 63.
             let ids: Option<Vec<u32>> = std::str::from_utf8(&classes).ok().and_then(|c| {
@@ -508,6 +520,7 @@ pub fn placement(cmd: &Command) -> Placement {
         | Command::Quit
         | Command::CacheMemlimit { .. }
         | Command::Slabs(_)
+        | Command::Lru(_)
         | Command::MetaNoop => Placement::Here,
     }
 }

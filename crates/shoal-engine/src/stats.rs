@@ -166,6 +166,9 @@ pub struct McStats {
     store_base: std::sync::Mutex<shoal_store::StoreStats>,
     /// `stats detail`: counts per key prefix, while on.
     pub prefixes: crate::prefixes::PrefixStats,
+    /// `lru_crawler disable` was the last word: memcached's crawler answers as off (crawl
+    /// and metadump refused) until `lru_crawler enable`.
+    pub crawler_off: std::sync::atomic::AtomicBool,
 }
 
 impl McStats {

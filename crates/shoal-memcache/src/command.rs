@@ -56,6 +56,98 @@ impl Slabs {
     }
 }
 
+/// memcached's `lru` and `lru_crawler` settings (see [`Command::Lru`]). Shoal has no
+/// segmented LRU and no crawler thread with these knobs (its eviction and active expiry are
+/// its own), so each is checked as memcached checks it, answered as memcached answers, and
+/// changes nothing but the crawler's on/off answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lru {
+    /// `lru tune <hot pct> <warm pct> <hot age factor> <warm age factor> [noreply]`.
+    Tune {
+        hot_pct: u32,
+        warm_pct: u32,
+        hot_factor: f64,
+        warm_factor: f64,
+        noreply: bool,
+    },
+    /// `lru mode <flat|segmented> [noreply]`.
+    Mode { segmented: bool, noreply: bool },
+    /// `lru temp_ttl <ttl> [noreply]`.
+    TempTtl { ttl: i32, noreply: bool },
+    /// An `lru` line memcached does not take (`ERROR`, silenced by `noreply` too).
+    Invalid { noreply: bool },
+    /// `lru_crawler crawl <all | class[,class...]>`.
+    Crawl { classes: Bytes },
+    /// `lru_crawler sleep <microseconds>`.
+    CrawlerSleep(u32),
+    /// `lru_crawler tocrawl <items>`.
+    CrawlerTocrawl(u32),
+    /// `lru_crawler enable` (true) / `disable` (false).
+    Crawler(bool),
+}
+
+/// memcached's slab class ids: 1 to 63 (`MAX_NUMBER_OF_SLAB_CLASSES` is 64).
+pub const MAX_SLAB_CLASS: u32 = 63;
+
+impl Lru {
+    /// memcached's answer, given whether its crawler is on (`crawler_on`), and whether the
+    /// crawler is on after it; `None` when `noreply` silences it (an `lru` line's answer,
+    /// its errors too, as memcached 1.6.18 does).
+    pub fn answer(&self, crawler_on: bool) -> (Option<&'static str>, bool) {
+        let answer = match self {
+            Lru::Tune { noreply: true, .. }
+            | Lru::Mode { noreply: true, .. }
+            | Lru::TempTtl { noreply: true, .. }
+            | Lru::Invalid { noreply: true } => None,
+            Lru::Invalid { .. } => Some("ERROR"),
+            Lru::Tune {
+                hot_pct,
+                warm_pct,
+                hot_factor,
+                warm_factor,
+                ..
+            } => {
+                if u64::from(*hot_pct) + u64::from(*warm_pct) > 80 {
+                    Some("ERROR hot and warm pcts must not exceed 80")
+                } else if *hot_factor <= 0.0 || *warm_factor <= 0.0 {
+                    Some("ERROR hot/warm age factors must be greater than 0")
+                } else {
+                    Some("OK")
+                }
+            }
+            Lru::Mode { .. } | Lru::TempTtl { .. } => Some("OK"),
+            Lru::Crawl { .. } if !crawler_on => Some("CLIENT_ERROR lru crawler disabled"),
+            Lru::Crawl { classes } => Some(if crawl_classes_valid(classes) {
+                "OK"
+            } else {
+                "BADCLASS invalid class id"
+            }),
+            Lru::CrawlerSleep(us) if *us > 1_000_000 => {
+                Some("CLIENT_ERROR sleep must be one second or less")
+            }
+            Lru::CrawlerSleep(_) | Lru::CrawlerTocrawl(_) => Some("OK"),
+            Lru::Crawler(true) if crawler_on => Some("ERROR failed to start lru crawler thread"),
+            Lru::Crawler(_) => Some("OK"),
+        };
+        let on = match self {
+            Lru::Crawler(on) => *on,
+            _ => crawler_on,
+        };
+        (answer, on)
+    }
+}
+
+/// `all`, or a comma-separated list of class ids each in `1..=MAX_SLAB_CLASS`.
+fn crawl_classes_valid(classes: &[u8]) -> bool {
+    classes == b"all"
+        || classes.split(|&b| b == b',').all(|id| {
+            std::str::from_utf8(id)
+                .ok()
+                .and_then(|id| id.parse::<u32>().ok())
+                .is_some_and(|id| (1..=MAX_SLAB_CLASS).contains(&id))
+        })
+}
+
 /// One Memcached text-protocol request.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -113,6 +205,8 @@ pub enum Command {
     /// classes (its items are all memcached's class 1), so automove is taken and changes
     /// nothing, and a reassign names the same class twice or a class that is not there.
     Slabs(Slabs),
+    /// `lru tune|mode|temp_ttl ...` and `lru_crawler crawl|sleep|tocrawl|enable|disable`.
+    Lru(Lru),
     /// `mg <key> <flags>*`
     MetaGet { key: Bytes, flags: MetaFlags },
     /// `ms <key> <datalen> <flags>*\r\n<data>\r\n`
@@ -321,6 +415,38 @@ impl Command {
             Command::Slabs(Slabs::Reassign { src, dst }) => {
                 out.put_slice(format!("slabs reassign {src} {dst}").as_bytes());
             }
+            Command::Lru(lru) => {
+                let text = match lru {
+                    Lru::Tune {
+                        hot_pct,
+                        warm_pct,
+                        hot_factor,
+                        warm_factor,
+                        ..
+                    } => format!("lru tune {hot_pct} {warm_pct} {hot_factor} {warm_factor}"),
+                    Lru::Mode { segmented, .. } => {
+                        format!("lru mode {}", if *segmented { "segmented" } else { "flat" })
+                    }
+                    Lru::TempTtl { ttl, .. } => format!("lru temp_ttl {ttl}"),
+                    Lru::Invalid { .. } => "lru".into(),
+                    Lru::Crawl { classes } => {
+                        format!("lru_crawler crawl {}", String::from_utf8_lossy(classes))
+                    }
+                    Lru::CrawlerSleep(us) => format!("lru_crawler sleep {us}"),
+                    Lru::CrawlerTocrawl(n) => format!("lru_crawler tocrawl {n}"),
+                    Lru::Crawler(on) => {
+                        format!("lru_crawler {}", if *on { "enable" } else { "disable" })
+                    }
+                };
+                out.put_slice(text.as_bytes());
+                if let Lru::Tune { noreply: nr, .. }
+                | Lru::Mode { noreply: nr, .. }
+                | Lru::TempTtl { noreply: nr, .. }
+                | Lru::Invalid { noreply: nr } = lru
+                {
+                    noreply(out, *nr);
+                }
+            }
             Command::MetaGet { key, flags } => meta(out, b"mg", key, flags),
             Command::MetaSet { key, data, flags } => {
                 out.put_slice(b"ms ");
@@ -352,6 +478,70 @@ impl Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lru_answers_as_memcached_and_keeps_the_crawler_on_or_off() {
+        let tune = |hot_pct, warm_pct, hot_factor, noreply| Lru::Tune {
+            hot_pct,
+            warm_pct,
+            hot_factor,
+            warm_factor: 2.0,
+            noreply,
+        };
+        assert_eq!(tune(10, 10, 0.1, false).answer(true), (Some("OK"), true));
+        assert_eq!(
+            tune(50, 31, 0.1, false).answer(true).0,
+            Some("ERROR hot and warm pcts must not exceed 80")
+        );
+        assert_eq!(
+            tune(10, 10, 0.0, false).answer(true).0,
+            Some("ERROR hot/warm age factors must be greater than 0")
+        );
+        // noreply silences everything of `lru`, its errors too.
+        assert_eq!(tune(50, 50, 0.0, true).answer(true).0, None);
+        assert_eq!(Lru::Invalid { noreply: true }.answer(true).0, None);
+        assert_eq!(
+            Lru::Invalid { noreply: false }.answer(true).0,
+            Some("ERROR")
+        );
+        let crawl = |c: &'static [u8]| Lru::Crawl {
+            classes: Bytes::from_static(c),
+        };
+        for (classes, answer) in [
+            (&b"all"[..], "OK"),
+            (b"1,2,63", "OK"),
+            (b"64", "BADCLASS invalid class id"),
+            (b"0", "BADCLASS invalid class id"),
+            (b"1,x", "BADCLASS invalid class id"),
+            (b"1,", "BADCLASS invalid class id"),
+        ] {
+            assert_eq!(
+                crawl(classes).answer(true),
+                (Some(answer), true),
+                "{classes:?}"
+            );
+        }
+        assert_eq!(
+            crawl(b"all").answer(false),
+            (Some("CLIENT_ERROR lru crawler disabled"), false)
+        );
+        // On by default: enable says it could not start another; disable, then enable.
+        assert_eq!(
+            Lru::Crawler(true).answer(true),
+            (Some("ERROR failed to start lru crawler thread"), true)
+        );
+        assert_eq!(Lru::Crawler(false).answer(true), (Some("OK"), false));
+        assert_eq!(Lru::Crawler(false).answer(false), (Some("OK"), false));
+        assert_eq!(Lru::Crawler(true).answer(false), (Some("OK"), true));
+        assert_eq!(
+            Lru::CrawlerSleep(1_000_001).answer(true).0,
+            Some("CLIENT_ERROR sleep must be one second or less")
+        );
+        assert_eq!(
+            Lru::CrawlerSleep(1_000_000).answer(false),
+            (Some("OK"), false)
+        );
+    }
 
     fn flags(list: &[(u8, &'static [u8])]) -> MetaFlags {
         MetaFlags {

@@ -38,9 +38,9 @@
 //!   the close (memcached 1.6 closes silently);
 //! - a binary request whose framing is broken is answered with an error and the connection
 //!   closed (one whose body is over the limit is answered and skipped, as memcached does);
-//! - not parsed (answered `ERROR`): `shutdown`,
-//!   `slabs`, `lru`, `lru_crawler` (but its `metadump`), `watch`, `extstore`, `bget`,
-//!   `misbehave`; an HTTP request
+//! - not parsed (answered `ERROR`): `shutdown`, `lru_crawler mgdump` (1.6.19), `watch`,
+//!   `extstore`, `bget`, `misbehave`; `slabs`, `lru` and `lru_crawler` are checked and
+//!   answered as memcached's, but change nothing; an HTTP request
 //!   line is not special-cased (memcached closes the connection).
 //! - `noreply` is not attached to a [`ParseError`]: the node asks [`Parser::is_quiet`]
 //!   whether memcached would have answered it (a classic command's errors go unanswered
@@ -53,5 +53,5 @@ pub mod command;
 pub mod parser;
 pub mod reply;
 
-pub use command::{Command, MetaFlags, Slabs, StoreMode};
+pub use command::{Command, Lru, MetaFlags, Slabs, StoreMode};
 pub use parser::{item_fits, Limits, ParseError, Parser};

@@ -21,7 +21,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::command::{Command, MetaFlags, Slabs, StoreMode};
+use crate::command::{Command, Lru, MetaFlags, Slabs, StoreMode};
 
 /// Upper bounds on what a client can make the server buffer. Defaults are memcached 1.6's.
 #[derive(Clone, Debug)]
@@ -582,6 +582,59 @@ fn interpret(line: &Bytes, limits: &Limits) -> Result<LineOutcome, ParseError> {
             done(Command::MetaDump {
                 classes: line.slice(s..e),
             })
+        }
+        // memcached's exact token counts: `crawl`, `sleep` and `tocrawl` take one argument,
+        // `enable` and `disable` none (a `noreply` is an argument too here).
+        b"lru_crawler" if t.len() == 3 && t.get(1) == b"crawl" => done(Command::Lru(Lru::Crawl {
+            classes: t.bytes(2),
+        })),
+        b"lru_crawler" if t.len() == 3 && matches!(t.get(1), b"sleep" | b"tocrawl") => {
+            let n = parse_u32(t.get(2)).ok_or(ParseError::BadCommandLine)?;
+            done(Command::Lru(if t.get(1) == b"sleep" {
+                Lru::CrawlerSleep(n)
+            } else {
+                Lru::CrawlerTocrawl(n)
+            }))
+        }
+        b"lru_crawler" if t.len() == 2 && matches!(t.get(1), b"enable" | b"disable") => {
+            done(Command::Lru(Lru::Crawler(t.get(1) == b"enable")))
+        }
+        // Extra tokens after the needed ones are ignored, as by memcached; a line it does
+        // not take is `ERROR`, and `noreply` silences every answer.
+        b"lru" => {
+            let noreply = t.noreply();
+            let word = |i: usize| if i < t.len() { t.get(i) } else { b"" };
+            let lru = match word(1) {
+                b"tune" if t.len() >= 6 => match (
+                    parse_u32(word(2)),
+                    parse_u32(word(3)),
+                    ratio(word(4)),
+                    ratio(word(5)),
+                ) {
+                    (Some(hot_pct), Some(warm_pct), Some(hot_factor), Some(warm_factor)) => {
+                        Some(Lru::Tune {
+                            hot_pct,
+                            warm_pct,
+                            hot_factor,
+                            warm_factor,
+                            noreply,
+                        })
+                    }
+                    _ => None,
+                },
+                b"mode" if t.len() >= 3 => match word(2) {
+                    b"flat" => Some(false),
+                    b"segmented" => Some(true),
+                    _ => None,
+                }
+                .map(|segmented| Lru::Mode { segmented, noreply }),
+                b"temp_ttl" if t.len() >= 3 => std::str::from_utf8(word(2))
+                    .ok()
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .map(|ttl| Lru::TempTtl { ttl, noreply }),
+                _ => None,
+            };
+            done(Command::Lru(lru.unwrap_or(Lru::Invalid { noreply })))
         }
         b"quit" => done(Command::Quit),
         b"shutdown" => Err(ParseError::ShutdownDisabled),

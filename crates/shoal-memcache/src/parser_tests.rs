@@ -294,6 +294,83 @@ fn text_times_wrap_to_32_bits_as_in_memcached() {
 }
 
 #[test]
+fn lru_and_crawler_settings() {
+    use crate::command::Lru;
+    assert_eq!(
+        one(b"lru tune 10 20 0.5 2 noreply\r\n"),
+        Command::Lru(Lru::Tune {
+            hot_pct: 10,
+            warm_pct: 20,
+            hot_factor: 0.5,
+            warm_factor: 2.0,
+            noreply: true
+        })
+    );
+    assert_eq!(
+        one(b"lru mode segmented extra\r\n"),
+        Command::Lru(Lru::Mode {
+            segmented: true,
+            noreply: false
+        })
+    );
+    assert_eq!(
+        one(b"lru temp_ttl -5\r\n"),
+        Command::Lru(Lru::TempTtl {
+            ttl: -5,
+            noreply: false
+        })
+    );
+    for bad in [
+        &b"lru\r\n"[..],
+        b"lru mode\r\n",
+        b"lru mode x\r\n",
+        b"lru tune 1 2 3\r\n",
+        b"lru tune -1 2 3 4\r\n",
+        b"lru temp_ttl x\r\n",
+    ] {
+        assert_eq!(
+            one(bad),
+            Command::Lru(Lru::Invalid { noreply: false }),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        one(b"lru x noreply\r\n"),
+        Command::Lru(Lru::Invalid { noreply: true })
+    );
+    assert_eq!(
+        one(b"lru_crawler crawl 1,2\r\n"),
+        Command::Lru(Lru::Crawl {
+            classes: Bytes::from_static(b"1,2")
+        })
+    );
+    assert_eq!(
+        one(b"lru_crawler sleep 10\r\n"),
+        Command::Lru(Lru::CrawlerSleep(10))
+    );
+    assert_eq!(
+        one(b"lru_crawler tocrawl 7\r\n"),
+        Command::Lru(Lru::CrawlerTocrawl(7))
+    );
+    assert_eq!(
+        one(b"lru_crawler disable\r\n"),
+        Command::Lru(Lru::Crawler(false))
+    );
+    assert_eq!(err(b"lru_crawler sleep x\r\n"), ParseError::BadCommandLine);
+    assert_eq!(
+        err(b"lru_crawler tocrawl -1\r\n"),
+        ParseError::BadCommandLine
+    );
+    // memcached's exact token counts.
+    assert_eq!(
+        err(b"lru_crawler sleep 5 noreply\r\n"),
+        ParseError::UnknownCommand
+    );
+    assert_eq!(err(b"lru_crawler enable x\r\n"), ParseError::UnknownCommand);
+    assert_eq!(err(b"lru_crawler\r\n"), ParseError::UnknownCommand);
+}
+
+#[test]
 fn admin_commands() {
     assert_eq!(one(b"version\r\n"), Command::Version);
     assert_eq!(
