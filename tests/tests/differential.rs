@@ -7692,6 +7692,58 @@ const DEBUG: &[Case] = &[&[
     &["DEBUG"],
 ]];
 
+/// DEBUG POPULATE tells tracking clients of the keys it makes, as Redis's
+/// `signalModifiedKey`: a client that read a missing key gets its invalidation; keys that
+/// were there already, or that nobody read, send none.
+fn populate_invalidation(addr: SocketAddr) -> Vec<String> {
+    let (mut reader, mut writer) = (Conn::connect(addr), Conn::connect(addr));
+    let mut seen = Vec::new();
+    let call = |c: &mut Conn, args: &[&str], seen: &mut Vec<String>| {
+        c.send(&multibulk(args));
+        seen.push(String::from_utf8_lossy(&c.read_reply().expect("a reply")).into_owned());
+    };
+    call(&mut writer, &["FLUSHALL"], &mut seen);
+    call(&mut reader, &["HELLO", "3"], &mut seen);
+    seen.clear();
+    for args in [
+        &["CLIENT", "TRACKING", "on"][..],
+        &["GET", "key:0"],
+        &["GET", "key:1"],
+        &["GET", "key:5"],
+    ] {
+        call(&mut reader, args, &mut seen);
+    }
+    call(&mut writer, &["SET", "key:1", "x"], &mut seen);
+    // key:1's invalidation for the SET.
+    seen.push(String::from_utf8_lossy(&reader.read_reply().expect("a push")).into_owned());
+    call(&mut reader, &["GET", "key:1"], &mut seen);
+    call(&mut writer, &["DEBUG", "POPULATE", "3"], &mut seen);
+    // Whatever pushes came before the PONG.
+    reader.send(&multibulk(&["PING"]));
+    loop {
+        let reply = String::from_utf8_lossy(&reader.read_reply().expect("a reply")).into_owned();
+        let pong = reply == "+PONG\r\n";
+        seen.push(reply);
+        if pong {
+            break;
+        }
+    }
+    seen
+}
+
+#[test]
+fn debug_populate_invalidates_tracked_keys_as_redis() {
+    let shoal = TestNode::with(|c| c.enable_debug_command = "yes".into());
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let ours = populate_invalidation(shoal.addr);
+    assert!(
+        ours.iter()
+            .any(|r| r.contains("invalidate") && r.contains("key:0")),
+        "{ours:?}"
+    );
+    assert_eq!(ours, populate_invalidation(redis.addr));
+}
+
 #[test]
 fn debug_matches_redis_where_enabled() {
     let shoal = TestNode::with(|c| c.enable_debug_command = "yes".into());

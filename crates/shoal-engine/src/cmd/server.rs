@@ -2143,7 +2143,8 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// DEBUG POPULATE count [prefix] [size], Redis's: each key `prefix:N` (`key:N`; at most 127
 /// bytes, Redis's buffer) for N below `count` that does not exist gets the string
 /// `value:N`, or with `size` that text cut or padded with zero bytes to `size` bytes; no
-/// keyspace event. Refused in a cluster, where most keys would land on a node that does not
+/// keyspace event, but tracking clients are told of the keys it made, as Redis's
+/// `signalModifiedKey` does (a WATCH sees them by their versions). Refused in a cluster, where most keys would land on a node that does not
 /// own them; a `size` past `proto-max-bulk-len` is refused, and the writes stop with the
 /// OOM error when `maxmemory` is reached and nothing can be evicted.
 fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -2181,6 +2182,19 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     // Bytes written since memory was last made room for: checked every 64 keys, or sooner
     // when they pass a megabyte (large values).
     let mut unchecked = 0u64;
+    // The keys made, told to tracking clients in bounded batches (only while any tracks).
+    let mut made: Vec<Bytes> = Vec::new();
+    let tell = |made: &mut Vec<Bytes>, ctx: &Ctx<'_>| {
+        if made.is_empty() {
+            return;
+        }
+        let engine = ctx.engine;
+        let limit = engine.with_settings(|s| s.client_output_buffer_limit.pubsub);
+        engine
+            .tracker
+            .invalidate(made, ctx.session.info.id, None, &engine.pubsub, limit);
+        made.clear();
+    };
     for n in 0..count {
         // Redis's 128-byte buffer, with its terminating NUL.
         let mut name = [prefix, b":", n.to_string().as_bytes()].concat();
@@ -2192,18 +2206,28 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             value.resize(size as usize, 0);
         }
         unchecked += (key.len() + value.len()) as u64;
-        ctx.engine.store.write(&key, ctx.now_ms, |slot| {
-            if !slot.exists() {
+        let created = ctx.engine.store.write(&key, ctx.now_ms, |slot| {
+            let new = !slot.exists();
+            if new {
                 slot.set(&value, None);
             }
+            new
         });
+        if created && ctx.engine.tracker.active() {
+            made.push(key);
+            if made.len() >= 1024 {
+                tell(&mut made, ctx);
+            }
+        }
         if (n % 64 == 63 || unchecked >= 1 << 20) && maxmemory != 0 {
             unchecked = 0;
             if ctx.engine.store.ensure_memory(ctx.now_ms).is_err() {
+                tell(&mut made, ctx);
                 return err(super::ERR_OOM);
             }
         }
     }
+    tell(&mut made, ctx);
     Reply::ok()
 }
 
