@@ -28,6 +28,12 @@
 //! ([`relays`], `relay`), until one of its own probes is answered again.
 //!
 //! `next` is the decision, a pure function; `run` is the task.
+//!
+//! A static cluster has no gossip to refuse and no membership to change: there a member is
+//! marked unreachable when a request to it fails, and [`run_static`] probes each member so
+//! marked every [`PROBE_EVERY`] until one answers, so that it counts as reachable again
+//! (WAIT's count, CLUSTER NODES' `fail?`, the slots a node answers for in a fan-out) without
+//! waiting for a client's request to go there.
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
@@ -370,6 +376,43 @@ fn set_relays(
             }
         }
         peer.route.set_via(next);
+    }
+}
+
+/// A static cluster's probe of the members a request found unreachable (see the module's
+/// docs): each is asked for nothing over its link every [`PROBE_EVERY`]; an answer marks it
+/// reachable again. Never marks a member unreachable: that stays the requests' finding.
+pub async fn run_static(node: Arc<Server>, stop: CancellationToken) {
+    let Some(cluster) = node.cluster.as_ref() else {
+        return;
+    };
+    let mut tick = tokio::time::interval(PROBE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let view = cluster.view();
+        let probes = view
+            .live_peers()
+            .filter(|(_, p)| !p.reachable.load(Ordering::Relaxed))
+            .map(|(info, p)| {
+                let (name, peer, id, node) = (info.name.clone(), p.clone(), view.id, &node);
+                async move {
+                    if peer.client.request(id, encode_fetch(&[])).await.is_ok()
+                        && !peer.reachable.swap(true, Ordering::Relaxed)
+                    {
+                        tracing::info!(member = %name, "the member answers again");
+                        crate::invalidations::route_changed(node);
+                    }
+                }
+            });
+        let probes: Vec<_> = probes.collect();
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = futures_util::future::join_all(probes) => {}
+        }
     }
 }
 

@@ -304,6 +304,16 @@ pub async fn start_with(
         shoal_cluster::events::start(&node);
         shoal_cluster::invalidations::start(&node);
         shoal_cluster::copies::start(&node);
+        if node
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.mode == shoal_cluster::Mode::Static)
+        {
+            tokio::spawn(shoal_cluster::reach::run_static(
+                node.clone(),
+                node.shutdown.child_token(),
+            ));
+        }
     }
     node.engine
         .port

@@ -943,6 +943,75 @@ fn a_cluster_survives_sigkill_of_one_of_three_processes() {
     assert_eq!(c.call(&["PING"]), Resp::Simple("PONG".into()));
 }
 
+/// WAIT in a cluster counts the replicas again while it waits: with `write-ack = all`, a
+/// `WAIT 1 0` asked while the other member is down (SIGKILL) blocks, and answers 1 once
+/// that member is back (started again on its ports), not never.
+#[test]
+fn wait_answers_once_a_killed_replica_is_back() {
+    let ports = free_ports(4);
+    let nodes: Vec<String> = (0..2)
+        .map(|i| format!("n{i}=127.0.0.1:{}@{}", ports[2 * i], ports[2 * i + 1]))
+        .collect();
+    let nodes = format!("cluster-nodes={}", nodes.join(","));
+    let env = [("SHOAL_CLUSTER_SECRET", "process-test-secret")];
+    let start = |i: usize| {
+        let port = ports[2 * i].to_string();
+        let name = format!("node-name=n{i}");
+        Daemon::start(
+            &[
+                "--port",
+                &port,
+                "--set",
+                &name,
+                "--set",
+                &nodes,
+                "--set",
+                "write-ack=all",
+            ],
+            &env,
+        )
+    };
+    let first = start(0);
+    let second = start(1);
+    let mut c = first.connect();
+    let acked = |c: &mut Client| c.call(&["WAIT", "1", "50"]);
+    assert!(
+        wait_until(Duration::from_secs(20), || acked(&mut c) == Resp::Int(1)),
+        "both members reachable"
+    );
+    let status = Command::new("kill")
+        .arg("-KILL")
+        .arg(second.child.id().to_string())
+        .status()
+        .expect("run kill(1)");
+    assert!(status.success());
+    let mut second = second;
+    second.wait_exit(SHUTDOWN_DEADLINE);
+    // A static cluster learns a member is down from a request to it: reads of keys it
+    // owns (each read fails over to the copy here).
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            for i in 0..20 {
+                c.call(&["GET", &format!("k{i}")]);
+            }
+            acked(&mut c) == Resp::Int(0)
+        }),
+        "the killed member seen unreachable"
+    );
+    let mut waiting = first.connect();
+    waiting.send_raw(b"WAIT 1 0\r\n");
+    let blocked = |c: &mut Client| {
+        matches!(c.call(&["INFO", "clients"]),
+            Resp::Bulk(b) if String::from_utf8_lossy(&b).contains("blocked_clients:1\r\n"))
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || blocked(&mut c)),
+        "WAIT 1 0 blocks while the replica is away"
+    );
+    let _back = start(1);
+    assert_eq!(waiting.read(), Resp::Int(1));
+}
+
 // ---- a busy script ----------------------------------------------------------------------
 
 /// Polls PING on `client` until it is answered BUSY (a script is past its threshold);
