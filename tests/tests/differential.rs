@@ -3713,6 +3713,23 @@ const CONNECTION: &[Case] = &[
         &["MULTI"],
         &["OBJECT", "ENCODING"],
         &["EXEC"],
+        // So is a subcommand the container does not have, and the arity of one Redis has
+        // that Shoal refuses (CLUSTER LINKS, SETSLOT, SCRIPT DEBUG).
+        &["CLIENT", "NOSUCHSUB"],
+        &["CLUSTER", "LINKS", "x"],
+        &["CLUSTER", "SETSLOT"],
+        &["SCRIPT", "DEBUG"],
+        &["MULTI"],
+        &["SET", "b", "1"],
+        &["CONFIG", "NOSUCHSUB"],
+        &["EXEC"],
+        &["GET", "b"],
+        &["MULTI"],
+        &["SET", "b", "2"],
+        &["XINFO", "NOSUCHSUB", "k"],
+        &["CLUSTER", "LINKS", "x"],
+        &["EXEC"],
+        &["GET", "b"],
     ],
     // Client-side caching is off; no module is loaded, none can be.
     &[

@@ -1419,6 +1419,23 @@ fn prepare_found(
     if let Some(full) = subcommand_misfit(spec, args) {
         return Prepared::Done(reject(session, wrong_arity(&full)));
     }
+    // A container's subcommand Redis does not have is refused before it runs or is queued,
+    // as Redis's `processCommand` does (inside MULTI the transaction then aborts); one Redis
+    // has and Shoal's row does not list (CLUSTER LINKS, SCRIPT DEBUG) has Redis's arity
+    // checked, and its handler answers the rest.
+    if sub == 0 && args.len() >= 2 && !spec.subcommands.is_empty() {
+        let name = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        match docs::subcommand_arity(spec.name, &name) {
+            None => {
+                return Prepared::Done(reject(session, unknown_subcommand(spec.name, &args[1])));
+            }
+            Some(arity) if !arity_takes(arity, args.len()) => {
+                let full = format!("{}|{name}", spec.name);
+                return Prepared::Done(reject(session, wrong_arity(&full)));
+            }
+            Some(_) => {}
+        }
+    }
     // DEBUG and MODULE LOAD are refused before anything else, as Redis refuses its
     // protected commands: inside MULTI too, which the refusal then discards.
     // (Counted as an error by the caller, `prepare_checked`, as every refusal here.)
