@@ -951,6 +951,14 @@ fn cluster_commands_describe_the_cluster() {
     assert!(info.contains("cluster_state:ok\r\n"), "{info}");
     assert!(info.contains("cluster_known_nodes:3\r\n"), "{info}");
     assert!(info.contains("cluster_slots_assigned:16384\r\n"), "{info}");
+    // A member's HELP, in Redis 7.2's form (a single node refuses it, as Redis without
+    // `cluster-enabled`).
+    let help: Vec<String> = redis::cmd("CLUSTER").arg("HELP").query(&mut c).unwrap();
+    assert!(
+        help[0].starts_with("CLUSTER <subcommand> [<arg> [value] [opt] ...]."),
+        "{help:?}"
+    );
+    assert_eq!(help[help.len() - 2..], ["HELP", "    Print this help."]);
     let id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap();
     assert_eq!(id.len(), 40);
     assert!(id.chars().all(|ch| ch.is_ascii_hexdigit()));

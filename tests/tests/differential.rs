@@ -3557,6 +3557,14 @@ const KEYSPACE: &[Case] = &[
         &["SCAN", "0", "FOO"],
         &["SCAN", "0", "MATCH"],
         &["SCAN", "x"],
+        // Redis reads the cursor with strtoul: a sign, a wrapped negative, nothing at all.
+        &["SCAN", "-"],
+        &["SCAN", " 1"],
+        &["SCAN", "1x"],
+        &["SCAN", "18446744073709551616"],
+        &["SSCAN", "nokey", "-1"],
+        &["HSCAN", "nokey", ""],
+        &["ZSCAN", "nokey", "+0"],
         &["SCAN"],
     ],
     // RANDOMKEY with at most one key
@@ -5711,6 +5719,11 @@ const SCRIPTING: &[Case] = &[
     &[
         &["SCRIPT", "LOAD", "return 'loaded'"],
         &["EVALSHA", "e3e6bf8e9e5fb5f3f7a0c36b1b3fb4bdbd2e9e44", "0"],
+        // A SHA1 of another length is NOSCRIPT before the key count is read.
+        &["EVALSHA", "abc", "5"],
+        &["EVALSHA", "abc", "x"],
+        &["EVALSHA_RO", "abc", "5"],
+        &["EVALSHA", "0123456789012345678901234567890123456789", "5"],
         &["SCRIPT", "EXISTS", "0a7f1b5ff2d4c7e0c6a2c7e2c0e3a2b1d4f6e7a8"],
         &["SCRIPT", "LOAD", "return +"],
         &["EVAL", "return 'cached'", "0"],
@@ -9949,6 +9962,8 @@ const ACL: &[Case] = &[
         &["ACL", "SETUSER", "u1", "+nosuch"],
         &["ACL", "SETUSER", "u1", "+@nosuch"],
         &["ACL", "SETUSER", "u1", "blah"],
+        &["ACL", "SETUSER", "u1", ""],
+        &["ACL", "SETUSER", "u1", "on", "", "off"],
         &["ACL", "SETUSER", "u1", "%X~a"],
         &["ACL", "SETUSER", "u1", "#ABC"],
         &["ACL", "SETUSER", "u1", "-select|0"],

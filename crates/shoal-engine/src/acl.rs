@@ -676,6 +676,8 @@ impl User {
     fn apply_rule(&mut self, op: &[u8], catalog: &Catalog) -> Result<(), RuleError> {
         let lower = op.to_ascii_lowercase();
         match lower.as_slice() {
+            // An empty rule changes nothing, as in Redis's `ACLSetUser`.
+            b"" => {}
             b"on" => self.enabled = true,
             b"off" => self.enabled = false,
             b"nopass" => {
@@ -1583,6 +1585,9 @@ mod tests {
             "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"
         );
         assert_eq!(u.apply("<nope", &c), Err(RuleError::NoSuchPassword));
+        // An empty rule is no rule (Redis's `ACL SETUSER u ""` is OK).
+        u.apply("", &c).unwrap();
+        assert!(u.accepts(b"secret"));
         u.apply(format!("!{h}"), &c).unwrap();
         assert!(!u.accepts(b"secret"));
         assert_eq!(u.apply("#ABC", &c), Err(RuleError::BadHash));

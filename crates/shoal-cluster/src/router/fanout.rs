@@ -814,10 +814,7 @@ async fn flush(
 async fn scan(node: &Arc<Server>, args: &[Bytes], proto: Protocol, db: u8) -> Bytes {
     let cluster = node.cluster.as_ref().expect("fan-out runs in a cluster");
     let view = cluster.view();
-    let Some(cursor) = std::str::from_utf8(&args[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
+    let Some(cursor) = shoal_engine::cmd::cursor_value(&args[1]) else {
         return error_bytes("ERR invalid cursor");
     };
     let mut local = cursor & ((1 << LOCAL_BITS) - 1);

@@ -112,12 +112,14 @@ pub fn cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if !arity_ok {
         return wrong_arity(&format!("cluster|{}", String::from_utf8_lossy(&sub)));
     }
-    if &sub[..] == b"help" {
-        return Reply::Array(HELP.iter().map(|l| Reply::Simple((*l).into())).collect());
-    }
+    // Without a cluster every subcommand, HELP too, answers as a Redis started without
+    // `cluster-enabled`.
     let Some(cluster) = ctx.host.cluster() else {
         return err("ERR This instance has cluster support disabled");
     };
+    if &sub[..] == b"help" {
+        return Reply::Array(HELP.iter().map(|l| Reply::Simple((*l).into())).collect());
+    }
     if &sub[..] == b"reset" {
         // CLUSTER RESET [HARD | SOFT]: Redis Cluster's node forgets its members and slots;
         // a Shoal node's members are whoever its seeds and gossip find.

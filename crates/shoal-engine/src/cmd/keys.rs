@@ -468,10 +468,7 @@ pub fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let cursor = match std::str::from_utf8(&args[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    {
+    let cursor = match super::cursor_value(&args[1]) {
         Some(c) => c,
         None => return err("ERR invalid cursor"),
     };

@@ -2214,10 +2214,29 @@ pub fn distinct(len: usize, count: usize) -> Vec<usize> {
 
 /// A HSCAN / SSCAN / ZSCAN cursor argument.
 pub fn scan_cursor(arg: &[u8]) -> Result<u64, Reply> {
-    std::str::from_utf8(arg)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| err("ERR invalid cursor"))
+    cursor_value(arg).ok_or_else(|| err("ERR invalid cursor"))
+}
+
+/// A SCAN-family cursor as Redis's `parseScanCursorOrReply` reads it with `strtoul`: an
+/// optional sign and decimal digits, a negative one wrapping round (`-1` is 2^64 - 1),
+/// nothing at all 0; a leading space, any other byte, a sign alone or past 64 bits is no
+/// cursor (`None`).
+pub fn cursor_value(arg: &[u8]) -> Option<u64> {
+    let (negative, digits) = match arg.split_first() {
+        None => return Some(0),
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        Some(_) => (false, arg),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// A HSCAN / SSCAN / ZSCAN reply: the next cursor and the items.

@@ -1758,6 +1758,16 @@ pub(super) fn cross_slot(ctx: &Ctx<'_>, keys: &[Bytes]) -> Option<Reply> {
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro_command: bool) -> Reply {
+    // No script's SHA1 has another length: NOSCRIPT before the key count is read, as Redis's
+    // `evalShaCommand` answers (a cluster's check of the keys' slots still comes first).
+    if by_sha && args[1].len() != 40 {
+        if let Ok((keys, _)) = keys_and_args(args, "") {
+            if let Some(refusal) = cross_slot(ctx, &keys) {
+                return refusal;
+            }
+        }
+        return err(NOSCRIPT);
+    }
     let (keys, argv) = match keys_and_args(args, "ERR value is not an integer or out of range") {
         Ok(v) => v,
         Err(e) => return e,

@@ -605,6 +605,23 @@ fn keys_and_scan() {
     }
     assert_eq!(seen.len(), 50);
     h.check("SCAN x", "-ERR invalid cursor\r\n");
+    // Redis's strtoul: a sign, a wrapped negative, nothing at all; no space, no bare sign.
+    for bad in [
+        "SCAN -",
+        "SCAN 5x",
+        "SCAN 18446744073709551616",
+        "SSCAN k +",
+    ] {
+        h.check(bad, "-ERR invalid cursor\r\n");
+    }
+    assert_eq!(super::cursor_value(b""), Some(0));
+    assert_eq!(super::cursor_value(b"-0"), Some(0));
+    assert_eq!(super::cursor_value(b"+7"), Some(7));
+    assert_eq!(super::cursor_value(b"-1"), Some(u64::MAX));
+    assert_eq!(super::cursor_value(b" 1"), None);
+    let out = h.run("SCAN -1");
+    assert!(out.starts_with("*2\r\n$"), "{out}");
+    h.check("SSCAN nokey -1", "*2\r\n$1\r\n0\r\n*0\r\n");
     h.check("SCAN 0 COUNT 0", SYNTAX);
     h.check("SCAN 0 COUNT", SYNTAX);
     h.check("SCAN 0 COUNT x", NOT_INT);
@@ -729,6 +746,7 @@ fn cluster_subcommands_on_a_single_node() {
         "CLUSTER COUNT-FAILURE-REPORTS abc",
         "CLUSTER ADDSLOTS 1",
         "CLUSTER MEET 127.0.0.1 7000",
+        "CLUSTER HELP",
     ] {
         h.check(c, disabled);
     }
@@ -1331,7 +1349,9 @@ fn every_help_ends_as_redis_7_2s() {
     let mut h = H::with(|c| c.enable_debug_command = "yes".into());
     let mut seen = 0;
     for spec in super::TABLE {
-        if !spec.subcommands.contains(&"help") {
+        // (A single node refuses CLUSTER HELP as Redis without `cluster-enabled` does; a
+        // cluster member's is checked in `tests/tests/cluster.rs`.)
+        if !spec.subcommands.contains(&"help") || spec.name == "cluster" {
             continue;
         }
         let name = spec.name.to_ascii_uppercase();
@@ -1356,7 +1376,7 @@ fn every_help_ends_as_redis_7_2s() {
         );
         seen += 1;
     }
-    assert!(seen >= 15, "{seen} commands with HELP");
+    assert!(seen >= 14, "{seen} commands with HELP");
 }
 
 #[test]
