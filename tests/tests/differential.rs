@@ -7974,8 +7974,9 @@ fn command_tips_match_redis() {
 }
 
 /// The ACL categories of COMMAND INFO (its seventh element) and its flags (the third) match
-/// redis-server's for every command Shoal has, but the flags where Shoal follows Redis 7.2
-/// or its own rule (below); a container (CONFIG, CLIENT, ...) has no flags, as in Redis.
+/// redis-server's for every command and subcommand (`object|encoding`) Shoal has, but the
+/// flags where Shoal follows Redis 7.2 or its own rule (below); a container (CONFIG, CLIENT,
+/// ...) has no flags, as in Redis; a subcommand's key positions match too.
 #[test]
 fn command_acl_categories_match_redis() {
     let redis = RedisServer::start();
@@ -7991,7 +7992,8 @@ fn command_acl_categories_match_redis() {
         redis::Value::SimpleString(t) => t.clone(),
         other => format!("{other:?}"),
     };
-    let info = |c: &mut redis::Connection, name: &str| -> Option<(Vec<String>, Vec<String>)> {
+    type Info = (Vec<String>, Vec<String>, Vec<redis::Value>);
+    let info = |c: &mut redis::Connection, name: &str| -> Option<Info> {
         let v: redis::Value = redis::cmd("COMMAND")
             .arg("INFO")
             .arg(name)
@@ -8007,22 +8009,22 @@ fn command_acl_categories_match_redis() {
             redis::Value::Array(xs) | redis::Value::Set(xs) => xs.iter().map(text).collect(),
             other => panic!("{name}: {other:?}"),
         };
-        Some((list(&info[2]), list(&info[6])))
+        Some((list(&info[2]), list(&info[6]), info[3..6].to_vec()))
     };
     let names: Vec<String> = redis::cmd("COMMAND")
         .arg("LIST")
         .query::<Vec<String>>(&mut s)
-        .unwrap()
-        .into_iter()
-        .filter(|n| !n.contains('|'))
-        .collect();
+        .unwrap();
     let mut compared = 0;
     for name in &names {
-        let Some((redis_flags, want)) = info(&mut r, name) else {
+        let Some((redis_flags, want, redis_keys)) = info(&mut r, name) else {
             continue; // Shoal's own (none of Redis's).
         };
-        let (flags, got) = info(&mut s, name).expect("listed");
+        let (flags, got, keys) = info(&mut s, name).expect("listed");
         assert_eq!(got, want, "{name}'s categories");
+        if name.contains('|') {
+            assert_eq!(keys, redis_keys, "{name}'s key positions");
+        }
         if redis_flags.is_empty() {
             assert!(flags.is_empty(), "{name} is a container: {flags:?}");
         }
@@ -8042,7 +8044,7 @@ fn command_acl_categories_match_redis() {
         assert_eq!(ours, theirs, "{name}'s flags");
         compared += 1;
     }
-    assert!(compared > 150, "compared {compared}");
+    assert!(compared > 270, "compared {compared}");
 }
 
 /// What MONITOR shows of a fixed command sequence, without each line's time and client

@@ -523,6 +523,332 @@ pub fn subcommand_arity(container: &str, sub: &str) -> Option<i32> {
         .map(|i| SUBCOMMAND_ARITY[i].1)
 }
 
+/// A subcommand's row of [`SUBCOMMAND_META`]: name, flags, whether its key is its second
+/// argument.
+type SubcommandMeta = (&'static str, &'static [&'static str], bool);
+
+/// Each subcommand's flags as Redis's COMMAND gives them (7.0.15's, with 7.2's CLIENT
+/// SETINFO, NO-TOUCH and CLUSTER MYSHARDID, and Shoal's own CLUSTER HASKEY and LOCALKEYS as
+/// CLUSTER COUNTKEYSINSLOT), and whether its key is its second argument (`OBJECT ENCODING
+/// key`, `XINFO STREAM key`, ...): `container|sub`, sorted. (Its ACL categories are the ACL's
+/// own rule, `acl::sub_categories`.)
+const SUBCOMMAND_META: &[SubcommandMeta] = &[
+    ("acl|cat", &["noscript", "loading", "stale"], false),
+    (
+        "acl|deluser",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "acl|dryrun",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("acl|genpass", &["noscript", "loading", "stale"], false),
+    (
+        "acl|getuser",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("acl|help", &["loading", "stale"], false),
+    (
+        "acl|list",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "acl|load",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("acl|log", &["admin", "noscript", "loading", "stale"], false),
+    (
+        "acl|save",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "acl|setuser",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "acl|users",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("acl|whoami", &["noscript", "loading", "stale"], false),
+    ("client|caching", &["noscript", "loading", "stale"], false),
+    ("client|getname", &["noscript", "loading", "stale"], false),
+    ("client|getredir", &["noscript", "loading", "stale"], false),
+    ("client|help", &["loading", "stale"], false),
+    ("client|id", &["noscript", "loading", "stale"], false),
+    ("client|info", &["noscript", "loading", "stale"], false),
+    (
+        "client|kill",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "client|list",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "client|no-evict",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("client|no-touch", &["noscript", "loading", "stale"], false),
+    (
+        "client|pause",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("client|reply", &["noscript", "loading", "stale"], false),
+    ("client|setinfo", &["noscript", "loading", "stale"], false),
+    ("client|setname", &["noscript", "loading", "stale"], false),
+    ("client|tracking", &["noscript", "loading", "stale"], false),
+    (
+        "client|trackinginfo",
+        &["noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "client|unblock",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "client|unpause",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "cluster|addslots",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|addslotsrange",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|bumpepoch",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    ("cluster|count-failure-reports", &["admin", "stale"], false),
+    ("cluster|countkeysinslot", &["stale"], false),
+    (
+        "cluster|delslots",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|delslotsrange",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|failover",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|flushslots",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|forget",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    ("cluster|getkeysinslot", &["stale"], false),
+    ("cluster|haskey", &["stale"], false),
+    ("cluster|help", &["loading", "stale"], false),
+    ("cluster|info", &["stale"], false),
+    ("cluster|keyslot", &["stale"], false),
+    ("cluster|links", &["stale"], false),
+    ("cluster|localkeys", &["stale"], false),
+    (
+        "cluster|meet",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    ("cluster|myid", &["stale"], false),
+    ("cluster|myshardid", &["loading", "stale"], false),
+    ("cluster|nodes", &["stale"], false),
+    ("cluster|replicas", &["admin", "stale"], false),
+    (
+        "cluster|replicate",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    ("cluster|reset", &["admin", "noscript", "stale"], false),
+    (
+        "cluster|saveconfig",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|set-config-epoch",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    (
+        "cluster|setslot",
+        &["admin", "stale", "no_async_loading"],
+        false,
+    ),
+    ("cluster|shards", &["stale"], false),
+    ("cluster|slaves", &["admin", "stale"], false),
+    ("cluster|slots", &["stale"], false),
+    ("command|count", &["loading", "stale"], false),
+    ("command|docs", &["loading", "stale"], false),
+    ("command|getkeys", &["loading", "stale"], false),
+    ("command|getkeysandflags", &["loading", "stale"], false),
+    ("command|help", &["loading", "stale"], false),
+    ("command|info", &["loading", "stale"], false),
+    ("command|list", &["loading", "stale"], false),
+    (
+        "config|get",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("config|help", &["loading", "stale"], false),
+    (
+        "config|resetstat",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "config|rewrite",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "config|set",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("function|delete", &["write", "noscript"], false),
+    ("function|dump", &["noscript"], false),
+    ("function|flush", &["write", "noscript"], false),
+    ("function|help", &["loading", "stale"], false),
+    ("function|kill", &["noscript", "allow_busy"], false),
+    ("function|list", &["noscript"], false),
+    ("function|load", &["write", "denyoom", "noscript"], false),
+    ("function|restore", &["write", "denyoom", "noscript"], false),
+    ("function|stats", &["noscript", "allow_busy"], false),
+    (
+        "latency|doctor",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "latency|graph",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("latency|help", &["loading", "stale"], false),
+    (
+        "latency|histogram",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "latency|history",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "latency|latest",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    (
+        "latency|reset",
+        &["admin", "noscript", "loading", "stale"],
+        false,
+    ),
+    ("memory|doctor", &[], false),
+    ("memory|help", &["loading", "stale"], false),
+    ("memory|malloc-stats", &[], false),
+    ("memory|purge", &[], false),
+    ("memory|stats", &[], false),
+    ("memory|usage", &["readonly"], true),
+    ("module|help", &["loading", "stale"], false),
+    ("module|list", &["admin", "noscript"], false),
+    (
+        "module|load",
+        &["admin", "noscript", "no_async_loading"],
+        false,
+    ),
+    (
+        "module|loadex",
+        &["admin", "noscript", "no_async_loading"],
+        false,
+    ),
+    (
+        "module|unload",
+        &["admin", "noscript", "no_async_loading"],
+        false,
+    ),
+    ("object|encoding", &["readonly"], true),
+    ("object|freq", &["readonly"], true),
+    ("object|help", &["loading", "stale"], false),
+    ("object|idletime", &["readonly"], true),
+    ("object|refcount", &["readonly"], true),
+    ("pubsub|channels", &["pubsub", "loading", "stale"], false),
+    ("pubsub|help", &["loading", "stale"], false),
+    ("pubsub|numpat", &["pubsub", "loading", "stale"], false),
+    ("pubsub|numsub", &["pubsub", "loading", "stale"], false),
+    (
+        "pubsub|shardchannels",
+        &["pubsub", "loading", "stale"],
+        false,
+    ),
+    ("pubsub|shardnumsub", &["pubsub", "loading", "stale"], false),
+    ("script|debug", &["noscript"], false),
+    ("script|exists", &["noscript"], false),
+    ("script|flush", &["noscript"], false),
+    ("script|help", &["loading", "stale"], false),
+    ("script|kill", &["noscript", "allow_busy"], false),
+    ("script|load", &["noscript", "stale"], false),
+    ("slowlog|get", &["admin", "loading", "stale"], false),
+    ("slowlog|help", &["loading", "stale"], false),
+    ("slowlog|len", &["admin", "loading", "stale"], false),
+    ("slowlog|reset", &["admin", "loading", "stale"], false),
+    ("xgroup|create", &["write", "denyoom"], true),
+    ("xgroup|createconsumer", &["write", "denyoom"], true),
+    ("xgroup|delconsumer", &["write"], true),
+    ("xgroup|destroy", &["write"], true),
+    ("xgroup|help", &["loading", "stale"], false),
+    ("xgroup|setid", &["write"], true),
+    ("xinfo|consumers", &["readonly"], true),
+    ("xinfo|groups", &["readonly"], true),
+    ("xinfo|help", &["loading", "stale"], false),
+    ("xinfo|stream", &["readonly"], true),
+];
+
+/// A subcommand's flags and whether its key is its second argument, as COMMAND shows them
+/// (see [`SUBCOMMAND_META`]); `None` for a name Redis and Shoal lack.
+pub fn subcommand_meta(container: &str, sub: &str) -> Option<(&'static [&'static str], bool)> {
+    SUBCOMMAND_META
+        .binary_search_by(|(n, ..)| {
+            let (c, s) = n.split_once('|').unwrap_or((n, ""));
+            (c, s).cmp(&(container, sub))
+        })
+        .ok()
+        .map(|i| {
+            let (_, flags, keyed) = SUBCOMMAND_META[i];
+            (flags, keyed)
+        })
+}
+
 /// One documented argument, as COMMAND DOCS describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arg {

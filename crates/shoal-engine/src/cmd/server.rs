@@ -636,19 +636,63 @@ fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
 /// keys per subcommand).
 fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
     let arity = super::docs::subcommand_arity(c.name, sub).unwrap_or(-2);
+    let (flags, keyed) = super::docs::subcommand_meta(c.name, sub).unwrap_or_default();
     let name = format!("{}|{}", c.name, sub);
     let tips = own_tips(&name).iter().map(|t| Reply::bulk(*t)).collect();
+    // A keyed subcommand's one key, its second argument (`OBJECT ENCODING key`).
+    let key = i64::from(keyed) * 2;
+    let key_specs = if keyed {
+        vec![index_range_spec(2, 0, 1)]
+    } else {
+        vec![]
+    };
     Reply::Array(vec![
         Reply::bulk(name),
         Reply::Int(i64::from(arity)),
-        Reply::Set(vec![]),
-        Reply::Int(0),
-        Reply::Int(0),
-        Reply::Int(0),
-        Reply::Set(vec![]),
+        Reply::Set(flags.iter().map(|f| Reply::Simple((*f).into())).collect()),
+        Reply::Int(key),
+        Reply::Int(key),
+        Reply::Int(key / 2),
+        Reply::Set(
+            super::acl::sub_categories(c, sub)
+                .into_iter()
+                .map(|cat| Reply::Simple(format!("@{cat}").into()))
+                .collect(),
+        ),
         Reply::Array(tips),
+        Reply::Array(key_specs),
         Reply::Array(vec![]),
-        Reply::Array(vec![]),
+    ])
+}
+
+/// A key spec found by index (`begin_search`) and range (`find_keys`), as COMMAND shows
+/// one.
+fn index_range_spec(index: i64, lastkey: i64, keystep: i64) -> Reply {
+    Reply::Map(vec![
+        (
+            Reply::bulk("begin_search"),
+            Reply::Map(vec![
+                (Reply::bulk("type"), Reply::bulk("index")),
+                (
+                    Reply::bulk("spec"),
+                    Reply::Map(vec![(Reply::bulk("index"), Reply::Int(index))]),
+                ),
+            ]),
+        ),
+        (
+            Reply::bulk("find_keys"),
+            Reply::Map(vec![
+                (Reply::bulk("type"), Reply::bulk("range")),
+                (
+                    Reply::bulk("spec"),
+                    Reply::Map(vec![
+                        (Reply::bulk("lastkey"), Reply::Int(lastkey)),
+                        (Reply::bulk("keystep"), Reply::Int(keystep)),
+                        (Reply::bulk("limit"), Reply::Int(0)),
+                    ]),
+                ),
+            ]),
+        ),
     ])
 }
 
@@ -685,42 +729,16 @@ fn command_info(c: &CommandSpec) -> Reply {
         flags.push(Reply::Simple("movablekeys".into()));
     }
     let mut key_specs = if c.first_key > 0 {
-        vec![Reply::Map(vec![
-            (
-                Reply::bulk("begin_search"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("index")),
-                    (
-                        Reply::bulk("spec"),
-                        Reply::Map(vec![(
-                            Reply::bulk("index"),
-                            Reply::Int(i64::from(c.first_key)),
-                        )]),
-                    ),
-                ]),
-            ),
-            (
-                Reply::bulk("find_keys"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("range")),
-                    (
-                        Reply::bulk("spec"),
-                        Reply::Map(vec![
-                            (
-                                Reply::bulk("lastkey"),
-                                Reply::Int(i64::from(if c.last_key < 0 {
-                                    c.last_key
-                                } else {
-                                    c.last_key - c.first_key
-                                })),
-                            ),
-                            (Reply::bulk("keystep"), Reply::Int(i64::from(c.step))),
-                            (Reply::bulk("limit"), Reply::Int(0)),
-                        ]),
-                    ),
-                ]),
-            ),
-        ])]
+        let lastkey = if c.last_key < 0 {
+            c.last_key
+        } else {
+            c.last_key - c.first_key
+        };
+        vec![index_range_spec(
+            i64::from(c.first_key),
+            i64::from(lastkey),
+            i64::from(c.step),
+        )]
     } else {
         vec![]
     };
