@@ -57,6 +57,13 @@ const FENCED_PROBE_EVERY: Duration = Duration::from_millis(100);
 /// member whose firewall is fixed later can come back); then it is forgotten.
 const FORGET_REFUSED_AFTER: Duration = Duration::from_secs(600);
 
+/// The probe rounds' beat: every [`PROBE_EVERY`], a late round not made up for.
+fn probe_rounds() -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(PROBE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
 /// How long a member's probes must all fail before it is refused: five `cluster-timeout-ms`,
 /// at least 5 s (longer than a frozen link or a restart takes, which gossip handles).
 pub fn refuse_after(request_timeout: Duration) -> Duration {
@@ -197,8 +204,7 @@ pub async fn run(node: Arc<Server>, stop: CancellationToken) {
     let mut told: Option<HashSet<SocketAddr>> = None;
     // Refusals held back by the majority rule (logged when that starts).
     let mut withheld = false;
-    let mut tick = tokio::time::interval(PROBE_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = probe_rounds();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -386,8 +392,7 @@ pub async fn run_static(node: Arc<Server>, stop: CancellationToken) {
     let Some(cluster) = node.cluster.as_ref() else {
         return;
     };
-    let mut tick = tokio::time::interval(PROBE_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = probe_rounds();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,

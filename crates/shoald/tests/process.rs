@@ -837,33 +837,56 @@ fn free_ports(n: usize) -> Vec<u16> {
 
 /// Three `shoald` processes form a cluster from a static node list; after SIGKILL of one,
 /// every key stays readable and writable through the two survivors, without errors.
+/// A static cluster of `n` processes (`n0`, `n1`, ...; `write-ack = all`) on free ports:
+/// `start(i)` starts member `i`, again after it was killed too (on the same ports).
+struct StaticCluster {
+    ports: Vec<u16>,
+    nodes: String,
+}
+
+impl StaticCluster {
+    fn new(n: usize) -> StaticCluster {
+        let ports = free_ports(2 * n);
+        let nodes: Vec<String> = (0..n)
+            .map(|i| format!("n{i}=127.0.0.1:{}@{}", ports[2 * i], ports[2 * i + 1]))
+            .collect();
+        let nodes = format!("cluster-nodes={}", nodes.join(","));
+        StaticCluster { ports, nodes }
+    }
+
+    fn start(&self, i: usize) -> Daemon {
+        let port = self.ports[2 * i].to_string();
+        let name = format!("node-name=n{i}");
+        let args = [
+            "--port",
+            &port,
+            "--set",
+            &name,
+            "--set",
+            &self.nodes,
+            "--set",
+            "write-ack=all",
+        ];
+        Daemon::start(&args, &[("SHOAL_CLUSTER_SECRET", "process-test-secret")])
+    }
+}
+
+/// Kills `daemon` with SIGKILL (kill(1)) and waits until it is gone.
+fn sigkill(mut daemon: Daemon) {
+    let status = Command::new("kill")
+        .arg("-KILL")
+        .arg(daemon.child.id().to_string())
+        .status()
+        .expect("run kill(1)");
+    assert!(status.success());
+    daemon.wait_exit(SHUTDOWN_DEADLINE);
+}
+
 #[test]
 fn a_cluster_survives_sigkill_of_one_of_three_processes() {
-    let ports = free_ports(6);
-    let nodes: Vec<String> = (0..3)
-        .map(|i| format!("n{i}=127.0.0.1:{}@{}", ports[2 * i], ports[2 * i + 1]))
-        .collect();
-    let nodes = format!("cluster-nodes={}", nodes.join(","));
-    let env = [("SHOAL_CLUSTER_SECRET", "process-test-secret")];
-    let mut daemons: Vec<Daemon> = (0..3)
-        .map(|i| {
-            let port = ports[2 * i].to_string();
-            let name = format!("node-name=n{i}");
-            Daemon::start(
-                &[
-                    "--port",
-                    &port,
-                    "--set",
-                    &name,
-                    "--set",
-                    &nodes,
-                    "--set",
-                    "write-ack=all",
-                ],
-                &env,
-            )
-        })
-        .collect();
+    let cluster = StaticCluster::new(3);
+    let nodes = cluster.nodes.clone();
+    let mut daemons: Vec<Daemon> = (0..3).map(|i| cluster.start(i)).collect();
     let keys: Vec<String> = (0..300).map(|i| format!("pkey:{i}")).collect();
     {
         let mut c = daemons[0].connect();
@@ -872,15 +895,7 @@ fn a_cluster_survives_sigkill_of_one_of_three_processes() {
         }
         assert_eq!(c.call(&["DBSIZE"]), Resp::Int(300));
     }
-    let killed = daemons.remove(1);
-    let status = Command::new("kill")
-        .arg("-KILL")
-        .arg(killed.child.id().to_string())
-        .status()
-        .expect("run kill(1)");
-    assert!(status.success());
-    let mut killed = killed;
-    killed.wait_exit(SHUTDOWN_DEADLINE);
+    sigkill(daemons.remove(1));
     for d in &daemons {
         let mut c = d.connect();
         for k in &keys {
@@ -948,45 +963,16 @@ fn a_cluster_survives_sigkill_of_one_of_three_processes() {
 /// that member is back (started again on its ports), not never.
 #[test]
 fn wait_answers_once_a_killed_replica_is_back() {
-    let ports = free_ports(4);
-    let nodes: Vec<String> = (0..2)
-        .map(|i| format!("n{i}=127.0.0.1:{}@{}", ports[2 * i], ports[2 * i + 1]))
-        .collect();
-    let nodes = format!("cluster-nodes={}", nodes.join(","));
-    let env = [("SHOAL_CLUSTER_SECRET", "process-test-secret")];
-    let start = |i: usize| {
-        let port = ports[2 * i].to_string();
-        let name = format!("node-name=n{i}");
-        Daemon::start(
-            &[
-                "--port",
-                &port,
-                "--set",
-                &name,
-                "--set",
-                &nodes,
-                "--set",
-                "write-ack=all",
-            ],
-            &env,
-        )
-    };
-    let first = start(0);
-    let second = start(1);
+    let cluster = StaticCluster::new(2);
+    let first = cluster.start(0);
+    let second = cluster.start(1);
     let mut c = first.connect();
     let acked = |c: &mut Client| c.call(&["WAIT", "1", "50"]);
     assert!(
         wait_until(Duration::from_secs(20), || acked(&mut c) == Resp::Int(1)),
         "both members reachable"
     );
-    let status = Command::new("kill")
-        .arg("-KILL")
-        .arg(second.child.id().to_string())
-        .status()
-        .expect("run kill(1)");
-    assert!(status.success());
-    let mut second = second;
-    second.wait_exit(SHUTDOWN_DEADLINE);
+    sigkill(second);
     // A static cluster learns a member is down from a request to it: reads of keys it
     // owns (each read fails over to the copy here).
     assert!(
@@ -1008,7 +994,7 @@ fn wait_answers_once_a_killed_replica_is_back() {
         wait_until(Duration::from_secs(10), || blocked(&mut c)),
         "WAIT 1 0 blocks while the replica is away"
     );
-    let _back = start(1);
+    let _back = cluster.start(1);
     assert_eq!(waiting.read(), Resp::Int(1));
 }
 
