@@ -20,6 +20,22 @@ fn raw(node: &TestNode) -> std::net::TcpStream {
     s
 }
 
+/// A connection past `maxclients` is told so in memcached 1.6's words and closed (memcached's
+/// own `t/maxconns.t` reads them).
+#[test]
+fn a_connection_past_maxclients_gets_memcacheds_refusal() {
+    let node = TestNode::with(|c| {
+        c.memcache_port = Some(0);
+        c.maxclients = 1;
+    });
+    let mut first = raw(&node);
+    exchange(&mut first, "version\r\n", "VERSION 1.6.21\r\n");
+    let mut second = raw(&node);
+    let (bytes, closed) = shoal_tests::read_to_close(&mut second, T);
+    assert_eq!(bytes, b"ERROR Too many open connections\r\n");
+    assert!(closed);
+}
+
 /// Sends `req` and expects exactly `want` back.
 #[track_caller]
 fn exchange(s: &mut std::net::TcpStream, req: &str, want: &str) {
@@ -955,6 +971,11 @@ fn lru_crawler_metadump_lists_every_item() {
     assert_eq!(size_of("zz0").as_deref(), Some("size=72"), "{dump}");
     assert!(reply_line(&mut s, "me zz1\r\n").ends_with(" size=76\r\n"));
     assert!(reply_line(&mut s, "me zz0\r\n").ends_with(" size=72\r\n"));
+    let by_hash = answer_up_to(&mut s, "lru_crawler metadump hash\r\n", "END\r\n");
+    assert_eq!(
+        by_hash.lines().filter(|l| l.starts_with("key=")).count(),
+        5003
+    );
     exchange(&mut s, "lru_crawler metadump 2,3\r\n", "END\r\n");
     exchange(
         &mut s,

@@ -430,7 +430,10 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
                     .collect()
             });
             match ids {
-                _ if &classes[..] == b"all" => return metadump(node, 0, now, out, pause_at),
+                // `hash` (memcached 1.6's walk of its hash table) lists every item as `all`.
+                _ if matches!(&classes[..], b"all" | b"hash") => {
+                    return metadump(node, 0, now, out, pause_at)
+                }
                 Some(ids) if ids.contains(&1) => return metadump(node, 0, now, out, pause_at),
                 Some(_) => reply::end(out),
                 None => out.extend_from_slice(b"BADCLASS invalid class id\r\n"),

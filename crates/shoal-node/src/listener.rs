@@ -712,7 +712,9 @@ async fn accept_loop(
                 .fetch_add(1, Ordering::Relaxed);
             let refusal: &'static [u8] = match protocol {
                 Protocol::Resp | Protocol::RespCluster => b"-ERR max number of clients reached\r\n",
-                Protocol::Memcache => b"SERVER_ERROR Too many open connections\r\n",
+                // memcached 1.6's words (`ERROR`, not `SERVER_ERROR`; its own maxconns.t
+                // reads them).
+                Protocol::Memcache => b"ERROR Too many open connections\r\n",
             };
             // A TLS client is simply closed: it could not read a plain refusal.
             if tls.is_none() {
