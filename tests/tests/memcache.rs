@@ -986,6 +986,8 @@ fn lru_crawler_metadump_lists_every_item() {
     // dump are refused, as in memcached.
     exchange(&mut s, "lru_crawler crawl all\r\n", "OK\r\n");
     exchange(&mut s, "lru_crawler disable\r\n", "OK\r\n");
+    let settings = answer_up_to(&mut s, "stats settings\r\n", "END\r\n");
+    assert!(settings.contains("STAT lru_crawler no\r\n"), "{settings}");
     exchange(
         &mut s,
         "lru_crawler metadump all\r\n",

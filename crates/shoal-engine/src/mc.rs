@@ -736,6 +736,9 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     reply::stat(out, "auth_enabled_sasl", auth);
     reply::stat(out, "auth_enabled_ascii", auth);
     reply::stat(out, "item_size_max", item_max);
+    // On unless `lru_crawler disable` (its crawl and metadump answer as off then).
+    let crawler = !node.mc_stats.crawler_off.load(Relaxed);
+    reply::stat(out, "lru_crawler", if crawler { "yes" } else { "no" });
     let enabled = !node.with_settings(|s| s.memcache_disable_flush_all);
     reply::stat(out, "flush_enabled", if enabled { "yes" } else { "no" });
     reply::stat(out, "idle_timeout", idle_timeout);
