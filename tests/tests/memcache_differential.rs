@@ -246,7 +246,8 @@ fn the_memcached_port_answers_as_memcached_does() {
               lru foo\r\nlru mode flat noreply\r\nlru mode x noreply\r\n\
               lru tune 50 50 0.1 2 noreply\r\nlru x noreply\r\n\
               lru_crawler crawl 64\r\nlru_crawler crawl 0\r\nlru_crawler crawl x\r\n\
-              lru_crawler crawl 1,x\r\nlru_crawler sleep 100\r\nlru_crawler sleep 1000001\r\n\
+              lru_crawler crawl 1,x\r\nlru_crawler crawl ,\r\nlru_crawler sleep 100\r\n\
+              lru_crawler sleep 1000001\r\n\
               lru_crawler sleep x\r\nlru_crawler tocrawl 10\r\nlru_crawler tocrawl -1\r\n\
               lru_crawler sleep 5 noreply\r\nlru_crawler enable x\r\nlru_crawler\r\n\
               lru_crawler foo\r\nlru_crawler enable\r\n"

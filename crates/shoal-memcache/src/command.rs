@@ -117,11 +117,7 @@ impl Lru {
             }
             Lru::Mode { .. } | Lru::TempTtl { .. } => Some("OK"),
             Lru::Crawl { .. } if !crawler_on => Some("CLIENT_ERROR lru crawler disabled"),
-            Lru::Crawl { classes } => Some(if crawl_classes_valid(classes) {
-                "OK"
-            } else {
-                "BADCLASS invalid class id"
-            }),
+            Lru::Crawl { classes } => Some(crawl_answer(classes)),
             Lru::CrawlerSleep(us) if *us > 1_000_000 => {
                 Some("CLIENT_ERROR sleep must be one second or less")
             }
@@ -137,15 +133,27 @@ impl Lru {
     }
 }
 
-/// `all`, or a comma-separated list of class ids each in `1..=MAX_SLAB_CLASS`.
-fn crawl_classes_valid(classes: &[u8]) -> bool {
-    classes == b"all"
-        || classes.split(|&b| b == b',').all(|id| {
-            std::str::from_utf8(id)
-                .ok()
-                .and_then(|id| id.parse::<u32>().ok())
-                .is_some_and(|id| (1..=MAX_SLAB_CLASS).contains(&id))
-        })
+/// A crawl's answer for its class list: `all`, or class ids in `1..=MAX_SLAB_CLASS`
+/// separated by commas (empty pieces skipped, as memcached's `strtok_r` skips them; none at
+/// all is nothing to crawl).
+fn crawl_answer(classes: &[u8]) -> &'static str {
+    if classes == b"all" {
+        return "OK";
+    }
+    let mut ids = classes.split(|&b| b == b',').filter(|id| !id.is_empty());
+    let mut any = false;
+    let valid = ids.all(|id| {
+        any = true;
+        std::str::from_utf8(id)
+            .ok()
+            .and_then(|id| id.parse::<u32>().ok())
+            .is_some_and(|id| (1..=MAX_SLAB_CLASS).contains(&id))
+    });
+    match (valid, any) {
+        (false, _) => "BADCLASS invalid class id",
+        (true, false) => "NOTSTARTED no items to crawl",
+        (true, true) => "OK",
+    }
 }
 
 /// One Memcached text-protocol request.
@@ -513,7 +521,9 @@ mod tests {
             (b"64", "BADCLASS invalid class id"),
             (b"0", "BADCLASS invalid class id"),
             (b"1,x", "BADCLASS invalid class id"),
-            (b"1,", "BADCLASS invalid class id"),
+            (b"1,", "OK"),
+            (b",1,,2", "OK"),
+            (b",", "NOTSTARTED no items to crawl"),
         ] {
             assert_eq!(
                 crawl(classes).answer(true),
