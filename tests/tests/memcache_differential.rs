@@ -250,7 +250,8 @@ fn the_memcached_port_answers_as_memcached_does() {
               lru_crawler sleep 1000001\r\n\
               lru_crawler sleep x\r\nlru_crawler tocrawl 10\r\nlru_crawler tocrawl -1\r\n\
               lru_crawler sleep 5 noreply\r\nlru_crawler enable x\r\nlru_crawler\r\n\
-              lru_crawler foo\r\nlru_crawler enable\r\n"
+              lru_crawler foo\r\nlru_crawler enable\r\n\
+              mg nokey v\r\nlru_crawler metadump all\r\n"
                 .to_vec(),
         ),
         (

@@ -277,6 +277,14 @@ impl McFrontend {
                 self.held = Some((cmd, form));
                 return None;
             }
+            // A dump streams on its own, as memcached's: refused behind replies still to go
+            // out (memcached's `resp_has_stack`), with its words.
+            (Answer::Here(Command::MetaDump { .. }), Form::Text) if !replies.is_empty() => {
+                replies
+                    .buf()
+                    .extend_from_slice(b"ERROR cannot pipeline other commands before metadump\r\n");
+                Flow::Continue
+            }
             (Answer::Here(cmd), Form::Text) => {
                 execute(&node.engine, cmd, now, replies.buf(), FLUSH_AT)
             }
