@@ -332,6 +332,32 @@ fn a_closed_client_is_not_counted_by_the_next_request() {
     assert!(counted_twice.is_empty(), "{counted_twice:?}");
 }
 
+/// A client that sent its requests and shut its writing side is still served and counted
+/// while they run, the caller included (`printf 'CLIENT LIST\r\nINFO clients\r\n' | nc -N`),
+/// as Redis reads a half-closed client's requests before its end.
+#[test]
+fn a_half_closed_client_counts_while_its_requests_run() {
+    let node = TestNode::start();
+    let mut c = node.raw();
+    // Requests enough that the end arrives long before the last of them runs (a reader
+    // thread, so the replies cannot fill both directions' buffers).
+    let mut requests = b"PING\r\n".repeat(20_000);
+    requests.extend_from_slice(b"CLIENT LIST\r\nINFO clients\r\n");
+    let mut writer = c.try_clone().unwrap();
+    let sent = std::thread::spawn(move || {
+        std::io::Write::write_all(&mut writer, &requests).unwrap();
+        writer.shutdown(std::net::Shutdown::Write).unwrap();
+    });
+    let (bytes, closed) = shoal_tests::read_to_close(&mut c, Duration::from_secs(10));
+    sent.join().unwrap();
+    assert!(closed);
+    let text = String::from_utf8_lossy(&bytes);
+    assert_eq!(text.matches("+PONG\r\n").count(), 20_000);
+    let port = c.local_addr().unwrap().port();
+    assert!(text.contains(&format!("addr=127.0.0.1:{port} ")), "{text}");
+    assert!(text.contains("connected_clients:1\r\n"), "{text}");
+}
+
 /// The server's end of a loopback connection from `client_port` to `server_port`, as the
 /// kernel lists it in /proc/net/tcp: its timer kind (2 = keepalive) and the time left on
 /// it in clock ticks (1/100 s).
@@ -372,7 +398,17 @@ fn tcp_keepalive_arms_the_kernels_timer_on_new_client_sockets() {
         let mut pong = [0u8; 7];
         std::io::Read::read_exact(&mut c, &mut pong).unwrap();
         let port = c.local_addr().unwrap().port();
-        server_socket_timer(node.addr.port(), port).expect("the server's socket is listed")
+        // Until the PONG's ACK is in, the kernel shows its retransmit timer (kind 1).
+        let mut timer = None;
+        let settled = wait_until(Duration::from_secs(5), || {
+            timer = server_socket_timer(node.addr.port(), port);
+            timer.is_some_and(|(kind, _)| kind != 1)
+        });
+        assert!(
+            settled,
+            "the server's socket is listed, its reply acknowledged: {timer:?}"
+        );
+        timer.expect("listed")
     };
     let (kind, left) = timer_of_a_new_client();
     assert_eq!(kind, 2, "keepalive timer");

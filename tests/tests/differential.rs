@@ -3727,6 +3727,8 @@ const CONNECTION: &[Case] = &[
         &["CLUSTER", "LINKS", "x"],
         &["CLUSTER", "SETSLOT"],
         &["SCRIPT", "DEBUG"],
+        &["SCRIPT", "DEBUG", "no"],
+        &["SCRIPT", "DEBUG", "x"],
         &["MULTI"],
         &["SET", "b", "1"],
         &["CONFIG", "NOSUCHSUB"],

@@ -405,7 +405,11 @@ pub async fn run_static(node: Arc<Server>, stop: CancellationToken) {
             .map(|(info, p)| {
                 let (name, peer, id, node) = (info.name.clone(), p.clone(), view.id, &node);
                 async move {
-                    if peer.client.request(id, encode_fetch(&[])).await.is_ok()
+                    // At most a round each, so one member that answers nothing does not
+                    // hold up noticing another one back.
+                    let asked = peer.client.request(id, encode_fetch(&[]));
+                    let answered = tokio::time::timeout(PROBE_EVERY, asked).await;
+                    if matches!(answered, Ok(Ok(_)))
                         && !peer.reachable.swap(true, Ordering::Relaxed)
                     {
                         tracing::info!(member = %name, "the member answers again");

@@ -28,8 +28,9 @@ pub enum Signal {
 /// How the engine signals a connection (it has no runtime: the front end says how).
 pub type SignalFn = Box<dyn Fn(Signal) + Send + Sync>;
 
-/// Which of these sockets (descriptors; -1 = none) the peer has closed, as the front end can
-/// tell without reading (the engine has no sockets): `closed[i]` for `fds[i]`.
+/// Which of these sockets (descriptors; -1 = none) the peer has closed with nothing left to
+/// read, as the front end can tell without reading (the engine has no sockets):
+/// `closed[i]` for `fds[i]`.
 pub type HangupProbe = fn(fds: &[i32], closed: &mut [bool]);
 
 /// A connection idle this long gives its buffers back, as Redis frees an idle client's query
@@ -146,6 +147,10 @@ pub struct ClientInfo {
     /// Set by CLIENT KILL: a killed connection drops even the replies it has not sent, a
     /// connection stopped by shutdown delivers them first.
     pub killed: AtomicBool,
+    /// Its connection ended: the front end sets it before the socket is closed, so a
+    /// descriptor number reused meanwhile is never taken for this client's
+    /// ([`ClientRegistry::connected`]).
+    pub closing: AtomicBool,
     /// The connection's buffers and transaction, as it last published them.
     pub buffers: Buffers,
     /// Its bytes in the registry's sum of all clients' memory ([`ClientRegistry::account`]).
@@ -313,6 +318,7 @@ impl ClientInfo {
             redis_cluster: AtomicBool::new(false),
             signal,
             killed: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             buffers: Buffers::default(),
             counted: AtomicU64::new(0),
             blocked: AtomicBool::new(false),
@@ -648,15 +654,21 @@ impl ClientRegistry {
     }
 
     /// The clients as Redis would count them now (INFO's `connected_clients`, CLIENT
-    /// LIST): [`ClientRegistry::all`] without those whose peer has closed. Redis's one
-    /// thread reads a closed socket's end before a later request of another client; here
-    /// each worker notices its clients' ends in its own time, so a client that closed just
-    /// before another asked would still count (Perl Redis.pm's tests found it). The probe
-    /// asks the sockets themselves. A socket closed by its worker just before it unregisters
-    /// may already have its descriptor number reused by a newer client: of clients sharing
-    /// a descriptor only the newest (the largest id) is counted.
-    pub fn connected(&self) -> Vec<Arc<ClientInfo>> {
-        let all = self.all();
+    /// LIST, asked by client `caller`): [`ClientRegistry::all`] without those whose
+    /// connection ended or whose peer has closed with nothing left to read or run. Redis's
+    /// one thread reads a closed socket's end before a later request of another client;
+    /// here each worker notices its clients' ends in its own time, so a client that closed
+    /// just before another asked would still count (Perl Redis.pm's tests found it). The
+    /// probe asks the sockets themselves; a client whose input still holds requests, and
+    /// the caller (its request is running), count whatever the socket says, as in Redis
+    /// (which reads a half-closed client's requests before its end). Of clients sharing a
+    /// descriptor only the newest (the largest id) is counted.
+    pub fn connected(&self, caller: u64) -> Vec<Arc<ClientInfo>> {
+        let all: Vec<Arc<ClientInfo>> = self
+            .all()
+            .into_iter()
+            .filter(|c| !c.closing.load(Ordering::Relaxed))
+            .collect();
         let Some(probe) = self.hangup.get() else {
             return all;
         };
@@ -675,7 +687,8 @@ impl ClientRegistry {
             .zip(closed)
             .filter_map(|((c, fd), closed)| {
                 let reused = fd >= 0 && newest.get(&fd) != Some(&c.id);
-                (!closed && !reused).then_some(c)
+                let gone = closed && c.id != caller && c.buffers.qbuf.load(Ordering::Relaxed) == 0;
+                (!gone && !reused).then_some(c)
             })
             .collect()
     }
@@ -743,12 +756,20 @@ mod tests {
             .collect();
         let ids = |v: Vec<Arc<ClientInfo>>| v.iter().map(|c| c.id).collect::<Vec<_>>();
         // No probe set: every registered client.
-        assert_eq!(ids(reg.connected()), vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(ids(reg.connected(0)), vec![1, 2, 3, 4, 5, 6]);
         reg.set_hangup_probe(hundred_and_up_closed);
         infos[2].killed.store(true, Ordering::Relaxed);
         // 2: its peer closed; 3: killed; 1: its descriptor now belongs to 4; the two
         // without a descriptor both count.
-        assert_eq!(ids(reg.connected()), vec![4, 5, 6]);
+        assert_eq!(ids(reg.connected(0)), vec![4, 5, 6]);
+        // A closed peer still counts while its input holds requests, and when it asks.
+        infos[1].buffers.qbuf.store(10, Ordering::Relaxed);
+        assert_eq!(ids(reg.connected(0)), vec![2, 4, 5, 6]);
+        infos[1].buffers.qbuf.store(0, Ordering::Relaxed);
+        assert_eq!(ids(reg.connected(2)), vec![2, 4, 5, 6]);
+        // One whose connection ended is gone at once, whatever its descriptor says now.
+        infos[4].closing.store(true, Ordering::Relaxed);
+        assert_eq!(ids(reg.connected(0)), vec![4, 6]);
         assert_eq!(reg.len(), 6, "still registered until their loops end");
     }
 

@@ -107,7 +107,8 @@ impl Lru {
                 warm_factor,
                 ..
             } => {
-                if u64::from(*hot_pct) + u64::from(*warm_pct) > 80 {
+                // memcached adds them as 32-bit unsigned numbers, wrapping.
+                if hot_pct.wrapping_add(*warm_pct) > 80 {
                     Some("ERROR hot and warm pcts must not exceed 80")
                 } else if *hot_factor <= 0.0 || *warm_factor <= 0.0 {
                     Some("ERROR hot/warm age factors must be greater than 0")
@@ -505,6 +506,8 @@ mod tests {
             tune(10, 10, 0.0, false).answer(true).0,
             Some("ERROR hot/warm age factors must be greater than 0")
         );
+        // memcached's 32-bit sum wraps.
+        assert_eq!(tune(u32::MAX, 2, 0.1, false).answer(true).0, Some("OK"));
         // noreply silences everything of `lru`, its errors too.
         assert_eq!(tune(50, 50, 0.0, true).answer(true).0, None);
         assert_eq!(Lru::Invalid { noreply: true }.answer(true).0, None);

@@ -423,6 +423,7 @@ pub fn run_connection<F: Frontend>(
             let _ = tcp.set_nodelay(true);
         }
         let id = info.id;
+        let shared = info.clone();
         let reason = serve(
             &node,
             &mut stream,
@@ -441,6 +442,9 @@ pub fn run_connection<F: Frontend>(
                 frontend,
             }),
             (reason, _) => {
+                // Before the socket closes (at the end of this match), so that its
+                // descriptor, reused later, is never taken for this client's.
+                shared.closing.store(true, Ordering::Relaxed);
                 if matches!(reason, Close::Idle) {
                     node.engine
                         .mc_stats

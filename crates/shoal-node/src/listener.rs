@@ -63,9 +63,11 @@ pub struct RunningNode {
 
 impl RunningNode {
     /// Stops accepting, lets connections answer what they already read, then closes them.
-    /// A script still running is stopped (as SHUTDOWN NOSAVE stops it).
+    /// A script still running is stopped (as SHUTDOWN NOSAVE stops it), and so is a BGSAVE
+    /// (as Redis kills its child on SIGTERM): its file is not put in place.
     pub fn shutdown(&self) {
         self.node.engine.running.abort();
+        self.node.engine.saves.cancel();
         self.shutdown.cancel();
     }
 

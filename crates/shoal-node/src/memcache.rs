@@ -279,7 +279,15 @@ impl McFrontend {
             }
             // A dump streams on its own, as memcached's: refused behind replies still to go
             // out (memcached's `resp_has_stack`), with its words.
-            (Answer::Here(Command::MetaDump { .. }), Form::Text) if !replies.is_empty() => {
+            // (Checked after the crawler's being on, as memcached does.)
+            (Answer::Here(Command::MetaDump { .. }), Form::Text)
+                if !replies.is_empty()
+                    && !node
+                        .engine
+                        .mc_stats
+                        .crawler_off
+                        .load(std::sync::atomic::Ordering::Relaxed) =>
+            {
                 replies
                     .buf()
                     .extend_from_slice(b"ERROR cannot pipeline other commands before metadump\r\n");

@@ -148,6 +148,7 @@ fn local_info(node: &Server) -> String {
         cluster: node.cluster(),
         cluster_enabled: false,
         keyspace: None,
+        caller: 0,
     };
     render_info(&node.engine, &info, &["all".to_string()])
 }

@@ -835,8 +835,6 @@ fn free_ports(n: usize) -> Vec<u16> {
         .collect()
 }
 
-/// Three `shoald` processes form a cluster from a static node list; after SIGKILL of one,
-/// every key stays readable and writable through the two survivors, without errors.
 /// A static cluster of `n` processes (`n0`, `n1`, ...; `write-ack = all`) on free ports:
 /// `start(i)` starts member `i`, again after it was killed too (on the same ports).
 struct StaticCluster {
@@ -882,6 +880,8 @@ fn sigkill(mut daemon: Daemon) {
     daemon.wait_exit(SHUTDOWN_DEADLINE);
 }
 
+/// Three `shoald` processes form a cluster from a static node list; after SIGKILL of one,
+/// every key stays readable and writable through the two survivors, without errors.
 #[test]
 fn a_cluster_survives_sigkill_of_one_of_three_processes() {
     let cluster = StaticCluster::new(3);

@@ -968,7 +968,7 @@ fn scan_reply(cursor: u64, keys: &[u8]) -> Bytes {
 /// INFO with the keyspace section: the cluster-wide key counts of each database (each key
 /// counted once, at the node that answers for it: `cluster.keyspace` over a fan-out's
 /// scope) in place of this node's own.
-pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
+pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol, session_id: u64) -> Outcome {
     let node = node.clone();
     let args = args.to_vec();
     Outcome::Later(Box::pin(async move {
@@ -1012,6 +1012,7 @@ pub fn info(node: &Arc<Server>, args: &[Bytes], proto: Protocol) -> Outcome {
                 .map(|c| c as &dyn shoal_engine::hooks::ClusterInfo),
             cluster_enabled: false,
             keyspace: None,
+            caller: session_id,
         };
         let text = cmd::render_info(&node.engine, &info, &sections);
         encode(&Reply::Verbatim(text.into()), proto)

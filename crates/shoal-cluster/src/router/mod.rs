@@ -492,7 +492,7 @@ fn route(
         }
         Plan::Split(merge) => split::split(node, session, order, spec, args, now_ms, merge),
         Plan::AllNodes => fanout::start(node, cluster, spec, args, proto, session.db),
-        Plan::InfoKeyspace => fanout::info(node, args, proto),
+        Plan::InfoKeyspace => fanout::info(node, args, proto, session.info.id),
         Plan::Exec => exec(node, cluster, session, order, spec, args, now_ms),
         refused @ (Plan::TryAgain | Plan::ClusterDown) => {
             // A refused EXEC ends its transaction, as Redis's `execCommandAbort` (the

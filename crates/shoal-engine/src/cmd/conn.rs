@@ -657,7 +657,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     } else if args.len() != 2 {
         return err(ERR_SYNTAX);
     }
-    let all = ctx.engine.clients.connected();
+    let all = ctx.engine.clients.connected(ctx.session.info.id);
     // ID's clients in the order named, as often as named (Redis's); else every client.
     let listed: Vec<&std::sync::Arc<crate::client::ClientInfo>> = match &ids {
         Some(ids) => {

@@ -1071,6 +1071,19 @@ mod tests {
     /// The subcommand arities are sorted (they are searched), each names a subcommand of
     /// the table, and every subcommand of the table but Shoal's own has one.
     #[test]
+    fn every_subcommand_has_its_flags() {
+        assert!(
+            SUBCOMMAND_META.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted (it is searched)"
+        );
+        for c in TABLE {
+            for s in c.subcommands {
+                assert!(subcommand_meta(c.name, s).is_some(), "{}|{s}", c.name);
+            }
+        }
+    }
+
+    #[test]
     fn every_subcommand_has_redis_s_arity() {
         assert!(
             SUBCOMMAND_ARITY.windows(2).all(|w| w[0].0 < w[1].0),

@@ -2007,6 +2007,12 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         },
         b"kill" => arity("kill"),
         b"help" if args.len() == 2 => super::conn::help_reply(SCRIPT_HELP),
+        // Redis's Lua debugger (LDB) is not here: off is what it is already.
+        b"debug" => match args[2].to_ascii_lowercase().as_slice() {
+            b"no" => Reply::ok(),
+            b"yes" | b"sync" => err("ERR SCRIPT DEBUG is not supported: Shoal has no Lua debugger"),
+            _ => err("ERR Use SCRIPT DEBUG YES/SYNC/NO"),
+        },
         _ => super::unknown_subcommand("script", &args[1]),
     }
 }

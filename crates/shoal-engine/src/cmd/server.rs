@@ -97,6 +97,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         cluster_enabled: ctx.session.redis_cluster,
         keyspace: ctx.keyspace,
         databases: databases.as_deref(),
+        caller: ctx.session.info.id,
     };
     Reply::Verbatim(render_info(ctx.engine, &info, &sections).into())
 }
@@ -166,6 +167,9 @@ pub struct Info<'a> {
     pub keyspace: Option<(u64, u64)>,
     /// (database, keys, volatile keys) of every database, once numbered ones are in use.
     pub databases: Option<&'a [(u8, u64, u64)]>,
+    /// The client asking (0: none), which counts as connected whatever its socket says
+    /// (`ClientRegistry::connected`).
+    pub caller: u64,
 }
 
 /// The INFO text.
@@ -175,6 +179,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
         cluster_enabled,
         keyspace,
         databases,
+        caller,
     } = *info;
     let all = sections.iter().any(|s| s == "all" || s == "everything");
     // `default` is the default set plus any other section named (Redis 7: INFO default
@@ -241,7 +246,7 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 section("Server", b);
             }
             "clients" => {
-                let clients = node.clients.connected();
+                let clients = node.clients.connected(caller);
                 line!("connected_clients:{}", clients.len());
                 line!(
                     "cluster_connections:{}",
