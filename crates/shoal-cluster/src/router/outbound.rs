@@ -705,7 +705,7 @@ pub fn on_failure(e: &WireError, access: Access, detector: bool) -> OnFailure {
 /// sends it back because it routes by another view ([`handoff::OTHER_VIEW`]) gets it again,
 /// after the connection's earlier commands, once this node's view changed or after a pause
 /// (10 ms, doubling, at most 200 ms) in case the copy's view was the one behind, while
-/// twice `cluster-timeout-ms` has not passed since the first send; then, or when the keys
+/// twice `cluster-timeout-ms` has not passed since it first came back; then, or when the keys
 /// no longer share their copies, or this node no longer serves, the client gets the
 /// TRYAGAIN.
 pub async fn send_to_copies(
@@ -783,8 +783,12 @@ async fn send_from(
         if slots.is_empty() || !reply.starts_with(handoff::OTHER_VIEW) {
             return reply;
         }
-        let until =
-            *until.get_or_insert_with(|| tokio::time::Instant::now() + cluster.timeouts.request);
+        // Twice `cluster-timeout-ms` from the first time it came back (usually at once):
+        // gossip under load took more than one to bring two joins' views together (the
+        // scale-out test's step (f) answered TRYAGAIN so with the machine busy). The
+        // receiver holds the link's later commands on these slots for three.
+        let until = *until
+            .get_or_insert_with(|| tokio::time::Instant::now() + cluster.timeouts.request * 2);
         // The member that sent it back, which counts it as to come again (`peer::held_back`).
         let sent_back_by = by.map(|m| view.nodes[usize::from(m)].clone());
         // The connection's earlier commands go first (they may be on their way again too):
