@@ -399,9 +399,8 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
             }
         }
         Command::Lru(lru) => {
-            let crawler = &node.mc_stats.crawler_off;
-            let (answer, on) = lru.answer(!crawler.load(Relaxed));
-            crawler.store(!on, Relaxed);
+            let (answer, on) = lru.answer(node.mc_stats.crawler_on());
+            node.mc_stats.set_crawler(on);
             if let Some(answer) = answer {
                 out.extend_from_slice(answer.as_bytes());
                 out.extend_from_slice(b"\r\n");
@@ -419,7 +418,7 @@ fn run(node: &Engine, cmd: Command, now: u64, out: &mut BytesMut, pause_at: usiz
         }
         Command::MetaNoop => reply::meta(out, "MN", None, &[]),
         Command::MetaDebug { key, b64 } => meta_debug(node, key, b64, now, out),
-        Command::MetaDump { .. } if node.mc_stats.crawler_off.load(Relaxed) => {
+        Command::MetaDump { .. } if !node.mc_stats.crawler_on() => {
             out.extend_from_slice(b"CLIENT_ERROR lru crawler disabled\r\n");
         }
         Command::MetaDump { classes } => {
@@ -737,7 +736,7 @@ fn settings(node: &Engine, out: &mut BytesMut) {
     reply::stat(out, "auth_enabled_ascii", auth);
     reply::stat(out, "item_size_max", item_max);
     // On unless `lru_crawler disable` (its crawl and metadump answer as off then).
-    let crawler = !node.mc_stats.crawler_off.load(Relaxed);
+    let crawler = node.mc_stats.crawler_on();
     reply::stat(out, "lru_crawler", if crawler { "yes" } else { "no" });
     let enabled = !node.with_settings(|s| s.memcache_disable_flush_all);
     reply::stat(out, "flush_enabled", if enabled { "yes" } else { "no" });

@@ -168,10 +168,20 @@ pub struct McStats {
     pub prefixes: crate::prefixes::PrefixStats,
     /// `lru_crawler disable` was the last word: memcached's crawler answers as off (crawl
     /// and metadump refused) until `lru_crawler enable`.
-    pub crawler_off: std::sync::atomic::AtomicBool,
+    crawler_off: std::sync::atomic::AtomicBool,
 }
 
 impl McStats {
+    /// memcached's LRU crawler as the client last set it (`lru_crawler enable|disable`):
+    /// on from the start.
+    pub fn crawler_on(&self) -> bool {
+        !self.crawler_off.load(Ordering::Relaxed)
+    }
+
+    pub fn set_crawler(&self, on: bool) {
+        self.crawler_off.store(!on, Ordering::Relaxed);
+    }
+
     /// The hit and miss counters of incr (true) or decr.
     pub fn arith_counters(&self, incr: bool) -> (&AtomicU64, &AtomicU64) {
         if incr {

@@ -281,12 +281,7 @@ impl McFrontend {
             // out (memcached's `resp_has_stack`), with its words.
             // (Checked after the crawler's being on, as memcached does.)
             (Answer::Here(Command::MetaDump { .. }), Form::Text)
-                if !replies.is_empty()
-                    && !node
-                        .engine
-                        .mc_stats
-                        .crawler_off
-                        .load(std::sync::atomic::Ordering::Relaxed) =>
+                if !replies.is_empty() && node.engine.mc_stats.crawler_on() =>
             {
                 replies
                     .buf()

@@ -670,35 +670,46 @@ fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
     ])
 }
 
-/// A key spec found by index (`begin_search`) and range (`find_keys`), as COMMAND shows
-/// one.
-fn index_range_spec(index: i64, lastkey: i64, keystep: i64) -> Reply {
+/// One key spec as COMMAND shows it: how the search for the keys begins (`index` or
+/// `keyword`, with its spec's fields) and how they are found from there (`range` or
+/// `keynum`, with its).
+fn key_spec(
+    begin: &'static str,
+    begin_spec: Vec<(&'static str, Reply)>,
+    find: &'static str,
+    find_spec: Vec<(&'static str, Reply)>,
+) -> Reply {
+    let part = |kind: &'static str, spec: Vec<(&'static str, Reply)>| {
+        let spec = spec.into_iter().map(|(k, v)| (Reply::bulk(k), v)).collect();
+        Reply::Map(vec![
+            (Reply::bulk("type"), Reply::bulk(kind)),
+            (Reply::bulk("spec"), Reply::Map(spec)),
+        ])
+    };
     Reply::Map(vec![
-        (
-            Reply::bulk("begin_search"),
-            Reply::Map(vec![
-                (Reply::bulk("type"), Reply::bulk("index")),
-                (
-                    Reply::bulk("spec"),
-                    Reply::Map(vec![(Reply::bulk("index"), Reply::Int(index))]),
-                ),
-            ]),
-        ),
-        (
-            Reply::bulk("find_keys"),
-            Reply::Map(vec![
-                (Reply::bulk("type"), Reply::bulk("range")),
-                (
-                    Reply::bulk("spec"),
-                    Reply::Map(vec![
-                        (Reply::bulk("lastkey"), Reply::Int(lastkey)),
-                        (Reply::bulk("keystep"), Reply::Int(keystep)),
-                        (Reply::bulk("limit"), Reply::Int(0)),
-                    ]),
-                ),
-            ]),
-        ),
+        (Reply::bulk("begin_search"), part(begin, begin_spec)),
+        (Reply::bulk("find_keys"), part(find, find_spec)),
     ])
+}
+
+/// A `range` key spec's fields: keys to `lastkey` (relative to the first; negative from the
+/// end), every `keystep`, at most a `limit`th of them (0: all).
+fn range(lastkey: i64, keystep: i64, limit: i64) -> Vec<(&'static str, Reply)> {
+    vec![
+        ("lastkey", Reply::Int(lastkey)),
+        ("keystep", Reply::Int(keystep)),
+        ("limit", Reply::Int(limit)),
+    ]
+}
+
+/// The key spec of keys from argument `index` on, in a `range` (see [`range`]).
+fn index_range_spec(index: i64, lastkey: i64, keystep: i64) -> Reply {
+    key_spec(
+        "index",
+        vec![("index", Reply::Int(index))],
+        "range",
+        range(lastkey, keystep, 0),
+    )
 }
 
 /// COMMAND INFO of one name: a command, or `container|sub` as COMMAND LIST names it.
@@ -755,64 +766,26 @@ fn command_info(c: &CommandSpec) -> Reply {
         } else {
             ("KEYS", -2, 0)
         };
-        let int = |n: i64| Reply::Int(n);
-        key_specs.push(Reply::Map(vec![
-            (
-                Reply::bulk("begin_search"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("keyword")),
-                    (
-                        Reply::bulk("spec"),
-                        Reply::Map(vec![
-                            (Reply::bulk("keyword"), Reply::bulk(keyword)),
-                            (Reply::bulk("startfrom"), int(startfrom)),
-                        ]),
-                    ),
-                ]),
-            ),
-            (
-                Reply::bulk("find_keys"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("range")),
-                    (
-                        Reply::bulk("spec"),
-                        Reply::Map(vec![
-                            (Reply::bulk("lastkey"), int(-1)),
-                            (Reply::bulk("keystep"), int(1)),
-                            (Reply::bulk("limit"), int(limit)),
-                        ]),
-                    ),
-                ]),
-            ),
-        ]));
+        key_specs.push(key_spec(
+            "keyword",
+            vec![
+                ("keyword", Reply::bulk(keyword)),
+                ("startfrom", Reply::Int(startfrom)),
+            ],
+            "range",
+            range(-1, 1, limit),
+        ));
     } else if c.numkeys > 0 {
-        let int = |n: i64| Reply::Int(n);
-        key_specs.push(Reply::Map(vec![
-            (
-                Reply::bulk("begin_search"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("index")),
-                    (
-                        Reply::bulk("spec"),
-                        Reply::Map(vec![(Reply::bulk("index"), int(i64::from(c.numkeys)))]),
-                    ),
-                ]),
-            ),
-            (
-                Reply::bulk("find_keys"),
-                Reply::Map(vec![
-                    (Reply::bulk("type"), Reply::bulk("keynum")),
-                    (
-                        Reply::bulk("spec"),
-                        Reply::Map(vec![
-                            (Reply::bulk("keynumidx"), int(0)),
-                            (Reply::bulk("firstkey"), int(1)),
-                            (Reply::bulk("keystep"), int(1)),
-                        ]),
-                    ),
-                ]),
-            ),
-        ]));
+        key_specs.push(key_spec(
+            "index",
+            vec![("index", Reply::Int(i64::from(c.numkeys)))],
+            "keynum",
+            vec![
+                ("keynumidx", Reply::Int(0)),
+                ("firstkey", Reply::Int(1)),
+                ("keystep", Reply::Int(1)),
+            ],
+        ));
     }
     let subs = c.subcommands.iter().map(|s| sub_info(c, s)).collect();
     Reply::Array(vec![
@@ -1871,24 +1844,14 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// for ever, as in Redis; CLIENT UNBLOCK ends it) and then answers that number, as Redis
 /// does; inside MULTI it answers at once.
 pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(wanted) = super::parse_i64(&args[1]) else {
+    if super::parse_i64(&args[1]).is_none() {
         return super::err(super::ERR_NOT_INTEGER);
-    };
+    }
     let deadline_ms = match super::wait::parse_timeout_ms(&args[2], ctx.now_ms) {
         Ok(d) => d,
         Err(e) => return e,
     };
-    let acked = acknowledged_replicas(ctx);
-    if wanted > acked && !ctx.session.no_block {
-        // No key to wake it: only the timeout (or CLIENT UNBLOCK) ends the wait.
-        ctx.session.block = Some(crate::blocking::Block {
-            keys: Vec::new(),
-            deadline_ms,
-            timeout_reply: Reply::Int(acked),
-            args: None,
-        });
-    }
-    Reply::Int(acked)
+    replicas_or_block(ctx, args, deadline_ms)
 }
 
 /// WAITAOF numlocal numreplicas timeout (Redis 7.2): no append-only file here, so a local
@@ -1903,11 +1866,11 @@ pub fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         Some(n) => n,
     };
-    let replicas = match super::parse_i64(&args[2]) {
+    match super::parse_i64(&args[2]) {
         None => return super::err(super::ERR_NOT_INTEGER),
         Some(n) if n < 0 => return super::err("ERR value is out of range, must be positive"),
-        Some(n) => n,
-    };
+        Some(_) => {}
+    }
     let deadline_ms = match super::wait::parse_timeout_ms(&args[3], ctx.now_ms) {
         Ok(d) => d,
         Err(e) => return e,
@@ -1917,10 +1880,18 @@ pub fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
         );
     }
+    replicas_or_block(ctx, args, deadline_ms)
+}
+
+/// WAIT's and WAITAOF's answer once their arguments passed: the replicas that have the
+/// writes, in the command's reply (`wait::replicas_wanted`). Asked for more, the client
+/// blocks until `deadline_ms` (no key wakes it: its timeout, CLIENT UNBLOCK or, in a
+/// cluster, the layer above's recount ends it), unless it may not block (MULTI, a script).
+fn replicas_or_block(ctx: &mut Ctx<'_>, args: &[Bytes], deadline_ms: Option<u64>) -> Reply {
+    let (wanted, answer) = super::wait::replicas_wanted(args);
     let acked = acknowledged_replicas(ctx);
-    let reply = Reply::Array(vec![Reply::Int(0), Reply::Int(acked)]);
-    // Asked for more replicas than there are: blocked until its timeout, as WAIT.
-    if replicas > acked && !ctx.session.no_block {
+    let reply = answer(acked);
+    if wanted > acked && !ctx.session.no_block {
         ctx.session.block = Some(crate::blocking::Block {
             keys: Vec::new(),
             deadline_ms,

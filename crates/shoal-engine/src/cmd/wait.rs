@@ -238,9 +238,9 @@ pub fn undo_pop(spec: &CommandSpec, args: &[Bytes], reply: &[u8]) -> Option<Vec<
     Some(out)
 }
 
-/// How many replicas a blocked WAIT (or WAITAOF) `args` asks for, and its answer once `acked`
-/// have the writes: for the layer above, which counts again while it waits (a member that
-/// comes back ends it before its timeout).
+/// How many replicas a WAIT (or WAITAOF) `args` asks for, and its answer once `acked` have
+/// the writes: for the command itself and for the layer above, which counts again while it
+/// waits (a member that comes back ends it before its timeout).
 pub fn replicas_wanted(args: &[Bytes]) -> (i64, fn(i64) -> Reply) {
     if args[0].eq_ignore_ascii_case(b"waitaof") {
         let wanted = args.get(2).and_then(|a| super::parse_i64(a)).unwrap_or(0);
