@@ -5664,6 +5664,25 @@ const SCRIPTING: &[Case] = &[
             "{s}k",
         ],
         &["EVAL", "local ok, e = pcall(error, 'boom'); return {tostring(ok), e}", "0"],
+        // Coroutines: yield and resume both ways, a generator, errors as resume gives them
+        // (redis.call's a table, unlike pcall's text), writes inside.
+        &[
+            "EVAL",
+            "local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end); \
+             local _, x = coroutine.resume(co, 1); local _, y = coroutine.resume(co, 10); \
+             return {x, y, coroutine.status(co), tostring(coroutine.resume(co))}",
+            "0",
+        ],
+        &["EVAL", "local g = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end); return {g(), g(), g()}", "0"],
+        &["EVAL", "local ok, e = coroutine.resume(coroutine.create(function() error('boom') end)); return {tostring(ok), e}", "0"],
+        &["EVAL", "local ok, e = coroutine.resume(coroutine.create(function() error({err = 'mine'}) end)); return {tostring(ok), type(e), e.err}", "0"],
+        &["EVAL", "local ok, e = coroutine.resume(coroutine.create(function() return redis.call('INCR', KEYS[1]) end)); return {tostring(ok), type(e), e['err']}", "1", "{s}k"],
+        &["EVAL", "local ok, e = coroutine.resume(coroutine.create(function() return redis.call('INCR', KEYS[1]) end)); return e", "1", "{s}k"],
+        &["EVAL", "return coroutine.wrap(function() return redis.call('INCR', KEYS[1]) end)()", "1", "{s}k"],
+        &["EVAL", "return coroutine.yield(1)", "0"],
+        &["EVAL", "local co = coroutine.create(function() pcall(coroutine.yield, 1) end); return {coroutine.resume(co)}", "0"],
+        &["EVAL", "coroutine.wrap(function() redis.call('SET', KEYS[1], 'co') end)(); return redis.call('GET', KEYS[1])", "1", "{s}co"],
+        &["EVAL", "coroutine.resume = nil", "0"],
         &["EVAL", "local ok, e = pcall(redis.call, 'INCR', KEYS[1]); error(e, 0)", "1", "{s}k"],
         &["EVAL", "return redis.pcall('INCR', KEYS[1])", "1", "{s}k"],
         &["EVAL", "local r = redis.pcall('INCR', KEYS[1]); return r['err']", "1", "{s}k"],

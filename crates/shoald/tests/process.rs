@@ -1044,7 +1044,7 @@ fn call_in_thread(
 
 /// A script past `busy-reply-threshold` keeps running, as in Redis: the other clients are
 /// answered BUSY (but for MULTI, DISCARD, SCRIPT KILL, ...), SCRIPT KILL stops one that has
-/// not written (also one that catches errors with `pcall`), one that wrote is UNKILLABLE
+/// not written (also one that catches errors with `pcall` or runs in coroutines), one that wrote is UNKILLABLE
 /// and runs to its end, FUNCTION KILL and STATS do the same for functions, and SHUTDOWN
 /// needs NOSAVE, which ends the script and the node.
 #[test]
@@ -1062,6 +1062,18 @@ fn a_busy_script_answers_others_busy_until_script_kill() {
         &[
             "EVAL",
             "while true do pcall(function() while true do end end) end",
+            "0",
+        ],
+        // Nor one that runs in coroutines: resume does not catch the kill, wrap passes it.
+        &[
+            "EVAL",
+            "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+            "0",
+        ],
+        &[
+            "EVAL",
+            "local co = coroutine.wrap(function() while true do coroutine.yield() end end) \
+             while true do pcall(co) end",
             "0",
         ],
     ] {

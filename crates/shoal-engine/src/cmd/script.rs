@@ -78,8 +78,7 @@ thread_local! {
 }
 
 /// The sandbox, in Lua. Nothing that loads code but text (`loadstring` compiles text only)
-/// or files, or reaches the state other scripts share: no `load`, `dofile`, `coroutine`,
-/// `rawset`, `collectgarbage`, `setfenv`, `print` (`string.dump` stays, as in Redis: what
+/// or files, or reaches the state other scripts share: no `load`, `dofile`, `rawset`, `collectgarbage`, `setfenv`, `print` (`string.dump` stays, as in Redis: what
 /// it makes, `loadstring` refuses); `setmetatable` and
 /// `getmetatable` reach a script's own tables only. The library tables are read-only views
 /// and the globals sit behind an empty, read-only `_G` (Redis 7's rules: a global can be
@@ -114,6 +113,15 @@ do
   xpcall = function(f, handler, ...)
     return pass(xpcall_(f, function(e) return handler(caught(e)) end, ...))
   end
+  -- A coroutine's error ends its resume with what was raised, as Redis's resume gives it
+  -- (an error table stays a table, unlike pcall's); SCRIPT KILL's is passed on
+  -- (`coroutine.wrap` raises every error again by itself).
+  local resume_ = coroutine.resume
+  local function resumed(ok, ...)
+    if ok then return pass(ok, ...) end
+    return pass(ok, caught((...)))
+  end
+  coroutine.resume = function(...) return resumed(resume_(...)) end
 end
 __shoal_killed = nil
 __shoal_caught = nil
@@ -145,9 +153,10 @@ do
   cmsgpack = readonly(cmsgpack)
   bit = readonly(bit)
   struct = readonly(struct)
+  coroutine = readonly(coroutine)
   local rawset_, next_ = rawset, next
   for _, name in ipairs({"load", "loadfile", "dofile", "require", "module",
-      "setfenv", "getfenv", "newproxy", "coroutine", "rawset", "collectgarbage", "gcinfo",
+      "setfenv", "getfenv", "newproxy", "rawset", "collectgarbage", "gcinfo",
       "print"}) do
     _G[name] = nil
   end
@@ -2123,7 +2132,7 @@ mod tests {
         ] {
             assert!(vm.lua.load(script).exec().is_err(), "{script}");
         }
-        for name in ["dofile", "load", "rawset", "coroutine"] {
+        for name in ["dofile", "load", "rawset"] {
             let e = vm.lua.load(format!("return {name}")).exec().unwrap_err();
             assert!(
                 message(&e).contains("nonexistent global variable"),
