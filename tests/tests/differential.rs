@@ -5633,6 +5633,13 @@ const SCRIPTING: &[Case] = &[
         // Refused in a script by the subcommand (CLUSTER RESET) or the whole container.
         &["EVAL", "return redis.call('cluster', 'reset', 'hard')", "0"],
         &["EVAL", "return redis.call('module', 'list')", "0"],
+        // A subcommand Redis does not have is an unknown command to a script, before the
+        // container's own refusal (CLIENT) or its run (XINFO); a known one's arity first.
+        &["EVAL", "return redis.call('client', 'nosuch')", "0"],
+        &["EVAL", "return redis.pcall('config', 'nosuch')", "0"],
+        &["EVAL", "return redis.call('xinfo', 'nosuch', 'x')", "0"],
+        &["EVAL", "return redis.call('cluster', 'links', 'x')", "0"],
+        &["EVAL", "return redis.call('client')", "0"],
         &["EVAL", "return loadstring(string.dump(function() return 1 end))()", "0"],
         &["EVAL", "return type(string.dump(function() return 1 end))", "0"],
         &["EVAL", "return {1, 2, {3, 'x'}, nil, 4}", "0"],

@@ -1415,26 +1415,15 @@ fn prepare_found(
         }
         return Prepared::Done(reject(session, wrong_arity(spec.name)));
     }
-    // A subcommand's own arity, as Redis checks it before running or queueing it.
-    if let Some(full) = subcommand_misfit(spec, args) {
-        return Prepared::Done(reject(session, wrong_arity(&full)));
-    }
-    // A container's subcommand Redis does not have is refused before it runs or is queued,
-    // as Redis's `processCommand` does (inside MULTI the transaction then aborts); one Redis
-    // has and Shoal's row does not list (CLUSTER LINKS, SCRIPT DEBUG) has Redis's arity
-    // checked, and its handler answers the rest.
-    if sub == 0 && args.len() >= 2 && !spec.subcommands.is_empty() {
-        let name = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        match docs::subcommand_arity(spec.name, &name) {
-            None => {
-                return Prepared::Done(reject(session, unknown_subcommand(spec.name, &args[1])));
-            }
-            Some(arity) if !arity_takes(arity, args.len()) => {
-                let full = format!("{}|{name}", spec.name);
-                return Prepared::Done(reject(session, wrong_arity(&full)));
-            }
-            Some(_) => {}
+    // A container's subcommand Redis does not have, or its own arity, is refused before it
+    // runs or is queued, as Redis's `processCommand` does (inside MULTI the transaction
+    // then aborts).
+    match subcommand_misfit(spec, args) {
+        Some(Misfit::Unknown) => {
+            return Prepared::Done(reject(session, unknown_subcommand(spec.name, &args[1])));
         }
+        Some(Misfit::Arity(full)) => return Prepared::Done(reject(session, wrong_arity(&full))),
+        None => {}
     }
     // DEBUG and MODULE LOAD are refused before anything else, as Redis refuses its
     // protected commands: inside MULTI too, which the refusal then discards.
@@ -2059,17 +2048,37 @@ pub fn unknown_command(args: &[Bytes]) -> Reply {
     ))
 }
 
-/// The full name (`config|set`) of the subcommand `args` name when its own arity refuses
-/// them (Redis checks it with the command's, before anything else).
-pub(crate) fn subcommand_misfit(spec: &CommandSpec, args: &[Bytes]) -> Option<String> {
-    let sub = args.get(1)?;
-    let name = spec
+/// How a container's subcommand misfits, as Redis's command lookup sees it before anything
+/// runs or is queued.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Misfit {
+    /// Redis has no such subcommand (its lookup finds no command).
+    Unknown,
+    /// The subcommand's own arity refuses the arguments: its full name (`config|set`).
+    Arity(String),
+}
+
+/// Whether `args` name a subcommand of `spec` Redis does not have, or give one too few or
+/// too many arguments (Redis checks its arity with the command's). Redis's subcommands that
+/// Shoal's row does not list (CLUSTER LINKS, SCRIPT DEBUG) have their arity checked, and
+/// Shoal's own (CLUSTER HASKEY) check their arguments themselves.
+pub(crate) fn subcommand_misfit(spec: &CommandSpec, args: &[Bytes]) -> Option<Misfit> {
+    let sub = args.get(1).filter(|_| !spec.subcommands.is_empty())?;
+    let listed = spec
         .subcommands
         .iter()
-        .find(|s| sub.eq_ignore_ascii_case(s.as_bytes()))?;
-    docs::subcommand_arity(spec.name, name)
-        .filter(|&a| !arity_takes(a, args.len()))
-        .map(|_| format!("{}|{name}", spec.name))
+        .find(|s| sub.eq_ignore_ascii_case(s.as_bytes()));
+    let name = match listed {
+        Some(name) => std::borrow::Cow::Borrowed(*name),
+        None => std::borrow::Cow::Owned(String::from_utf8_lossy(sub).to_ascii_lowercase()),
+    };
+    match docs::subcommand_arity(spec.name, &name) {
+        None if listed.is_none() => Some(Misfit::Unknown),
+        Some(arity) if !arity_takes(arity, args.len()) => {
+            Some(Misfit::Arity(format!("{}|{name}", spec.name)))
+        }
+        _ => None,
+    }
 }
 
 /// Whether `n` arguments (the name included) fit `arity`: exactly that many, or (negative)

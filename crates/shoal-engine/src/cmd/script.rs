@@ -990,8 +990,13 @@ fn check_call(
     let Some(spec) = lookup_listed(&args[0]) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
-    // The arity first, then whether a script may run it, then the ACL, as in Redis.
-    if !spec.takes(args.len()) || super::subcommand_misfit(spec, args).is_some() {
+    // A subcommand Redis does not have is no command to Redis's lookup; then the arity,
+    // whether a script may run it, the ACL, as in Redis.
+    let misfit = super::subcommand_misfit(spec, args);
+    if misfit == Some(super::Misfit::Unknown) {
+        return Err("ERR Unknown Redis command called from script".into());
+    }
+    if !spec.takes(args.len()) || misfit.is_some() {
         return Err("ERR Wrong number of args calling Redis command from script".into());
     }
     // DEBUG SET-DISABLE-DENY-SCRIPTS 1 lets a script call DEBUG (Redis's test suite's
