@@ -5644,6 +5644,8 @@ const SCRIPTING: &[Case] = &[
         &["EVAL", "return type(string.dump(function() return 1 end))", "0"],
         &["EVAL", "return {1, 2, {3, 'x'}, nil, 4}", "0"],
         &["EVAL", "return 3.99", "0"],
+        // A big number's CR and LF become spaces (RESP2's bulk string too).
+        &["EVAL", "return {big_number='123\\r\\n123'}", "0"],
         &["EVAL", "return -3.99", "0"],
         &["EVAL", "return true", "0"],
         &["EVAL", "return false", "0"],
@@ -7842,6 +7844,18 @@ fn debug_matches_redis_where_enabled() {
         call(&["DEBUG", "DIGEST"]),
         format!("+{}\r\n", "0".repeat(40))
     );
+    // DEBUG OBJECT finds a key whose time is up while nothing removed it yet (active expiry
+    // off), and leaves it, as Redis's looks in the keyspace's table; a read removes it.
+    call(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    call(&["SET", "stale", "v", "PX", "1"]);
+    call(&["DEBUG", "SLEEP", "0.05"]);
+    for _ in 0..2 {
+        let object = call(&["DEBUG", "OBJECT", "stale"]);
+        assert!(object.contains(" encoding:embstr "), "{object:?}");
+    }
+    assert_eq!(call(&["EXISTS", "stale"]), ":0\r\n");
+    assert_eq!(call(&["DEBUG", "OBJECT", "stale"]), "-ERR no such key\r\n");
+    call(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
     call(&["RPUSH", "l", "a", "b", "c"]);
     call(&["SET", "n", "12345"]);
     let object = call(&["DEBUG", "OBJECT", "l"]);

@@ -66,6 +66,9 @@ pub enum Access {
     Count,
     /// Neither (OBJECT, DEBUG, a read inside a write).
     Peek,
+    /// [`Access::Peek`] that also sees a key whose time is up and that is still held (no
+    /// access or cron removed it yet), and leaves it (DEBUG OBJECT: Redis's `dictFind`).
+    Raw,
 }
 
 /// A live entry seen under its shard's lock.
@@ -1338,7 +1341,9 @@ impl Store {
         let hash = self.shared.hasher.hash_one(key);
         let held = self.held(now_ms);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
-            let idx = if held {
+            let idx = if access == Access::Raw {
+                shard.find(key, hash)
+            } else if held {
                 shard.find_live(key, hash, now_ms)
             } else {
                 shard.lookup(&shared.hasher, &shared.noted, key, hash, now_ms)

@@ -918,7 +918,13 @@ fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Rep
                 _ => {}
             }
             if let Value::String(n) = get("big_number") {
-                return Some(Reply::BigNumber(text(&n, left)?));
+                // On one line, as Redis maps CR and LF to spaces (RESP2's bulk string too).
+                let digits = text(&n, left)?;
+                let line = digits.iter().map(|&c| match c {
+                    b'\r' | b'\n' => b' ',
+                    c => c,
+                });
+                return Some(Reply::BigNumber(line.collect::<Vec<u8>>().into()));
             }
             if let Value::Table(v) = get("verbatim_string") {
                 let format = v.raw_get::<Value>("format").unwrap_or(Value::Nil);

@@ -2256,7 +2256,9 @@ fn hex(bytes: &[u8]) -> String {
 fn debug_object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
     let store = &ctx.engine.store;
     let now = ctx.now_ms;
-    let seen = store.read(key, now, shoal_store::Access::Peek, |e| {
+    // Also a key whose time is up and that nothing removed yet, as Redis's DEBUG OBJECT
+    // finds it in the keyspace's table (its test suite reads one under SET-ACTIVE-EXPIRE 0).
+    let seen = store.read(key, now, shoal_store::Access::Raw, |e| {
         e.map(|e| {
             let (encoding, dumped, list) = match e.coll {
                 Some(c) => {
