@@ -111,6 +111,14 @@ fn peer_client(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr) -> shoa
 fn any_node_answers_any_key() {
     let cluster = TestCluster::start(3, |_| {});
     let mut clients: Vec<_> = cluster.members.iter().map(|m| m.client()).collect();
+    // The nodes' own requests to each other as they start (a copy of the users and the
+    // function libraries, answered LOADING while the asked node copies its own) are no
+    // client's errors: INFO shows none before any client asked anything.
+    for c in &mut clients {
+        let errors: String = redis::cmd("INFO").arg("errorstats").query(c).unwrap();
+        assert!(!errors.contains("errorstat_"), "{errors}");
+        assert_eq!(info_field(c, "total_error_replies"), "0");
+    }
     for i in 0..KEYS {
         let c = &mut clients[i % 3];
         let _: () = c.set(key(i), format!("v{i}")).unwrap();

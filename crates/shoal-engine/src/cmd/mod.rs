@@ -1682,7 +1682,7 @@ fn run_command(
     // memcached has no such setting for).
     if spec.flags & WRITE != 0
         && node.min_replicas() > 0
-        && !INTERNAL.iter().any(|row| std::ptr::eq(row, spec))
+        && !is_internal(spec)
         && lacks_replicas(host)
     {
         if let Some(row) = row {
@@ -1834,9 +1834,11 @@ fn run_command(
             });
         }
     }
-    // An error a command answered inside a script was counted when it answered.
+    // An error a command answered inside a script was counted when it answered; one of
+    // Shoal's own rows answered a node, not a client (`acl.copy`'s LOADING while this node
+    // copies its users as it starts).
     if let Reply::Error(_) = &reply {
-        if !script_errors.counted {
+        if !script_errors.counted && !is_internal(spec) {
             count_error(node, &reply);
         }
     }
@@ -1955,6 +1957,11 @@ pub fn count_rejected(node: &Engine, spec: &CommandSpec, args: &[Bytes], text: &
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     node.commands.error(text);
+}
+
+/// One of Shoal's own rows ([`INTERNAL`]), which only its nodes send each other.
+fn is_internal(spec: &CommandSpec) -> bool {
+    INTERNAL.iter().any(|row| std::ptr::eq(row, spec))
 }
 
 fn count_error(node: &Engine, reply: &Reply) {
