@@ -8015,6 +8015,52 @@ fn command_tips_match_redis() {
     );
 }
 
+/// COMMAND INFO's key positions (fourth to sixth elements) and key specs (the ninth: notes,
+/// flags, begin_search, find_keys, one map per spec) match redis-server's for every command
+/// and subcommand Shoal has: a container has none of its own, SPUBLISH's sharded channel
+/// is at Redis's position with its `not_key` spec.
+#[test]
+fn command_key_specs_match_redis() {
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    let connect = |addr: SocketAddr| {
+        redis::Client::open(format!("redis://{addr}/"))
+            .and_then(|c| c.get_connection())
+            .expect("connects")
+    };
+    let (mut theirs, mut ours) = (connect(redis.addr), connect(shoal.addr));
+    let specs = |c: &mut redis::Connection, name: &str| -> Vec<redis::Value> {
+        let v: redis::Value = redis::cmd("COMMAND")
+            .arg("INFO")
+            .arg(name)
+            .query(c)
+            .unwrap();
+        let redis::Value::Array(mut items) = v else {
+            panic!("{v:?}")
+        };
+        let redis::Value::Array(info) = items.remove(0) else {
+            panic!("{name}: no info")
+        };
+        info[3..6].iter().chain([&info[8]]).cloned().collect()
+    };
+    let names: Vec<String> = redis::cmd("COMMAND")
+        .arg("LIST")
+        .query(&mut theirs)
+        .unwrap();
+    let shared: Vec<String> = redis::cmd("COMMAND").arg("LIST").query(&mut ours).unwrap();
+    let (mut compared, mut with_flags) = (0, 0);
+    for name in names.iter().filter(|n| shared.contains(n)) {
+        let want = specs(&mut theirs, name);
+        with_flags += usize::from(format!("{want:?}").contains("flags"));
+        assert_eq!(specs(&mut ours, name), want, "{name}");
+        compared += 1;
+    }
+    assert!(
+        compared > 300 && with_flags > 150,
+        "{compared} compared, {with_flags} with flags"
+    );
+}
+
 /// The ACL categories of COMMAND INFO (its seventh element) and its flags (the third) match
 /// redis-server's for every command and subcommand (`object|encoding`) Shoal has, but the
 /// flags where Shoal follows Redis 7.2 or its own rule (below); a container (CONFIG, CLIENT,

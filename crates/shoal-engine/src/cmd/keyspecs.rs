@@ -64,6 +64,23 @@ pub enum Find {
     Unknown,
 }
 
+/// The notes Redis's table gives some key specifications (COMMAND INFO shows them): by
+/// command and the specification's place among the command's.
+pub(super) const NOTES: &[(&str, usize, &str)] = &[
+    ("bitfield", 0, "This command allows both access and modification of the key"),
+    ("eval", 0, "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
+    ("eval_ro", 0, "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
+    ("fcall", 0, "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
+    ("fcall_ro", 0, "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
+    ("getex", 0, "RW and UPDATE because it changes the TTL"),
+    ("pfcount", 0, "RW because it may change the internal representation of the key, and propagate to replicas"),
+    ("set", 0, "RW and ACCESS due to the optional `GET` argument"),
+    ("sort", 1, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+    ("sort", 2, "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array"),
+    ("sort_ro", 1, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+    ("xadd", 0, "UPDATE instead of INSERT because of the optional trimming feature"),
+];
+
 pub struct KeySpec {
     pub flags: u16,
     pub begin: Begin,
@@ -71,7 +88,7 @@ pub struct KeySpec {
 }
 
 /// The key specifications of command `name` (`container|sub` for a subcommand).
-fn specs(name: &str) -> Option<&'static [KeySpec]> {
+pub(super) fn specs(name: &str) -> Option<&'static [KeySpec]> {
     KEY_SPECS
         .binary_search_by(|(n, _)| (*n).cmp(name))
         .ok()

@@ -646,11 +646,13 @@ fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
     let tips = own_tips(&name).iter().map(|t| Reply::bulk(*t)).collect();
     // A keyed subcommand's one key, its second argument (`OBJECT ENCODING key`).
     let key = i64::from(keyed) * 2;
-    let key_specs = if keyed {
-        vec![index_range_spec(2, 0, 1)]
-    } else {
-        vec![]
-    };
+    let key_specs = table_key_specs(&name).unwrap_or_else(|| {
+        if keyed {
+            vec![index_range_spec(2, 0, 1)]
+        } else {
+            vec![]
+        }
+    });
     Reply::Array(vec![
         Reply::bulk(name),
         Reply::Int(i64::from(arity)),
@@ -668,6 +670,73 @@ fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
         Reply::Array(key_specs),
         Reply::Array(vec![]),
     ])
+}
+
+/// The key specs of `name` (`container|sub` for a subcommand) as COMMAND shows them, from
+/// Redis's table of them (`keyspecs`): each one's notes, flags, begin and find; `None` for
+/// a command the table does not have.
+fn table_key_specs(name: &str) -> Option<Vec<Reply>> {
+    use super::keyspecs::{flag, Begin, Find, NOTES};
+    let specs = super::keyspecs::specs(name)?;
+    let part = |kind: &'static str, spec: Vec<(&'static str, Reply)>| {
+        let spec = spec.into_iter().map(|(k, v)| (Reply::bulk(k), v)).collect();
+        Reply::Map(vec![
+            (Reply::bulk("type"), Reply::bulk(kind)),
+            (Reply::bulk("spec"), Reply::Map(spec)),
+        ])
+    };
+    let int = |n: i32| Reply::Int(i64::from(n));
+    let rendered = specs.iter().enumerate().map(|(i, ks)| {
+        let mut fields = Vec::with_capacity(4);
+        if let Some((_, _, note)) = NOTES.iter().find(|(n, at, _)| *n == name && *at == i) {
+            fields.push((Reply::bulk("notes"), Reply::bulk(*note)));
+        }
+        let flags = flag::NAMES
+            .iter()
+            .filter(|(bit, _)| ks.flags & bit != 0)
+            .map(|(_, n)| Reply::Simple((*n).into()))
+            .collect();
+        fields.push((Reply::bulk("flags"), Reply::Set(flags)));
+        let begin = match ks.begin {
+            Begin::Index(at) => part("index", vec![("index", int(at))]),
+            Begin::Keyword(word, from) => part(
+                "keyword",
+                vec![("keyword", Reply::bulk(word)), ("startfrom", int(from))],
+            ),
+            Begin::Unknown => part("unknown", vec![]),
+        };
+        fields.push((Reply::bulk("begin_search"), begin));
+        let find = match ks.find {
+            Find::Range {
+                lastkey,
+                step,
+                limit,
+            } => part(
+                "range",
+                vec![
+                    ("lastkey", int(lastkey)),
+                    ("keystep", int(step)),
+                    ("limit", int(limit)),
+                ],
+            ),
+            Find::Keynum {
+                keynumidx,
+                firstkey,
+                step,
+            } => part(
+                "keynum",
+                vec![
+                    ("keynumidx", int(keynumidx)),
+                    ("firstkey", int(firstkey)),
+                    ("keystep", int(step)),
+                ],
+            ),
+            Find::Unknown => part("unknown", vec![]),
+        };
+        fields.push((Reply::bulk("find_keys"), find));
+        Reply::Map(fields)
+    });
+    Some(rendered.collect())
 }
 
 /// One key spec as COMMAND shows it: how the search for the keys begins (`index` or
@@ -728,22 +797,9 @@ fn info_of(name: &[u8]) -> Reply {
     lookup_listed(name).map_or(Reply::Nil, command_info)
 }
 
-fn command_info(c: &CommandSpec) -> Reply {
-    // A container has no flags of its own in Redis (its subcommands have them).
-    let mut flags: Vec<Reply> = flag::NAMES
-        .iter()
-        .filter(|(bit, _)| c.flags & bit != 0 && !super::is_container(c))
-        .map(|(_, n)| Reply::Simple((*n).into()))
-        .collect();
-    // SORT's STORE key is found by reading its options (Redis's `sortGetKeys`).
-    if c.numkeys > 0
-        || matches!(
-            c.name,
-            "sort" | "sort_ro" | "georadius" | "georadiusbymember"
-        )
-    {
-        flags.push(Reply::Simple("movablekeys".into()));
-    }
+/// The key specs of a command Redis's table does not have (Shoal's own, or Redis's later
+/// ones), from its key positions.
+fn derived_key_specs(c: &CommandSpec) -> Vec<Reply> {
     let mut key_specs = if c.first_key > 0 {
         let lastkey = if c.last_key < 0 {
             c.last_key
@@ -787,14 +843,49 @@ fn command_info(c: &CommandSpec) -> Reply {
             ],
         ));
     }
+    key_specs
+}
+
+fn command_info(c: &CommandSpec) -> Reply {
+    // A container has no flags of its own in Redis (its subcommands have them).
+    let mut flags: Vec<Reply> = flag::NAMES
+        .iter()
+        .filter(|(bit, _)| c.flags & bit != 0 && !super::is_container(c))
+        .map(|(_, n)| Reply::Simple((*n).into()))
+        .collect();
+    // SORT's STORE key is found by reading its options (Redis's `sortGetKeys`).
+    if c.numkeys > 0
+        || matches!(
+            c.name,
+            "sort" | "sort_ro" | "georadius" | "georadiusbymember"
+        )
+    {
+        flags.push(Reply::Simple("movablekeys".into()));
+    }
+    // A container has no keys of its own in Redis either (its subcommands have them; a
+    // Redis Cluster client such as redis-py looks there); the sharded channels of SPUBLISH,
+    // SSUBSCRIBE and SUNSUBSCRIBE are at Redis's key positions (a `not_key` spec), which
+    // Shoal's rows leave at 0 as they route no key.
+    let container = super::is_container(c);
+    let key_specs = if container {
+        vec![]
+    } else {
+        table_key_specs(c.name).unwrap_or_else(|| derived_key_specs(c))
+    };
+    let (first, last, step) = match c.name {
+        _ if container => (0, 0, 0),
+        "spublish" => (1, 1, 1),
+        "ssubscribe" | "sunsubscribe" => (1, -1, 1),
+        _ => (c.first_key, c.last_key, c.step),
+    };
     let subs = c.subcommands.iter().map(|s| sub_info(c, s)).collect();
     Reply::Array(vec![
         Reply::bulk(c.name),
         Reply::Int(i64::from(c.arity)),
         Reply::Set(flags),
-        Reply::Int(i64::from(c.first_key)),
-        Reply::Int(i64::from(c.last_key)),
-        Reply::Int(i64::from(c.step)),
+        Reply::Int(i64::from(first)),
+        Reply::Int(i64::from(last)),
+        Reply::Int(i64::from(step)),
         Reply::Set(
             super::acl_categories(c)
                 .into_iter()
