@@ -1,5 +1,6 @@
 """pylibmc (libmemcached) on the binary protocol against a Shoal node with a password:
-SASL PLAIN with the right password works, a wrong one and none are refused.
+SASL PLAIN with the right password works (user `default`, or a name the node has no user
+of), a wrong one and none are refused.
 
     python3 mc_auth.py HOST:PORT PASSWORD
 
@@ -38,7 +39,11 @@ def refused(c):
 assert pylibmc.support_sasl, "this pylibmc has no SASL"
 assert refused(client()) is not None, "no credentials must be refused"
 assert refused(client(username="default", password="wrong")) is not None, "a wrong password"
-assert refused(client(username="someone", password=password)) is not None, "another user"
+assert refused(client(username="someone", password="wrong")) is not None, "another name, a wrong password"
+# memcached's clients name a SASL user of their own: a name the node has no user of logs in
+# as `default`, with its password.
+named = client(username="someone", password=password)
+assert named.set("auth:named", "v"), "another name with the password stores"
 c = client(username="default", password=password)
 assert c.set("auth:k", "v"), "the right password stores"
 assert c.get("auth:k") in (b"v", "v")

@@ -732,7 +732,8 @@ fn memccapable_binary_tests_pass() {
 /// SASL on the binary protocol: with `requirepass`, only SASL and VERSION pass before PLAIN
 /// authentication with the password (user `default`), anything else is refused and closed
 /// from its header; a wrong password is refused. An ACL user allowed everything logs in
-/// too, one with restrictions does not (the Memcached commands are not checked one by one).
+/// too, one with restrictions does not (the Memcached commands are not checked one by one);
+/// a name Shoal has no user of logs in as `default` (memcached's clients name their own).
 /// Without a password SASL is an unknown command, as in memcached without `-S`.
 #[test]
 fn binary_clients_authenticate_with_sasl_plain() {
@@ -769,6 +770,47 @@ fn binary_clients_authenticate_with_sasl_plain() {
     assert_eq!(read_bin(&mut s).1, 0x0020, "another mechanism");
     send(&mut s, &bin(0x21, &[], b"PLAIN", b"\0limited\0lim", 0));
     assert_eq!(read_bin(&mut s).1, 0x0020, "a user with restrictions");
+    // A user Shoal knows logs in with its own password only, not `requirepass`.
+    send(&mut s, &bin(0x21, &[], b"PLAIN", b"\0admin\0s3cret", 0));
+    assert_eq!(
+        read_bin(&mut s).1,
+        0x0020,
+        "a known user, another's password"
+    );
+    // A name Shoal has no user of (a memcached client's own SASL user, here with
+    // memcached's realm and an authorization id) logs in as `default` with its password,
+    // never with a wrong one.
+    send(
+        &mut s,
+        &bin(0x21, &[], b"PLAIN", b"app\0app@memcached.realm\0wrong", 0),
+    );
+    assert_eq!(
+        read_bin(&mut s).1,
+        0x0020,
+        "an unknown name, a wrong password"
+    );
+    let mut named = raw(&guarded);
+    send(
+        &mut named,
+        &bin(0x21, &[], b"PLAIN", b"app\0app@memcached.realm\0s3cret", 0),
+    );
+    assert_eq!(read_bin(&mut named).5, b"Authenticated".to_vec());
+    send(&mut named, &bin(0x00, &[], b"k", &[], 0));
+    assert_eq!(read_bin(&mut named).1, 0x0001, "logged in: a plain miss");
+    // So does memcached's text login.
+    let mut text = raw(&guarded);
+    exchange(
+        &mut text,
+        "set a 0 0 12\r\nadmin s3cret\r\n",
+        "CLIENT_ERROR authentication failure\r\n",
+    );
+    exchange(
+        &mut text,
+        "set a 0 0 9\r\napp wrong\r\n",
+        "CLIENT_ERROR authentication failure\r\n",
+    );
+    exchange(&mut text, "set a 0 0 10\r\napp s3cret\r\n", "STORED\r\n");
+    exchange(&mut text, "get k\r\n", "END\r\n");
     let mut admin = raw(&guarded);
     send(&mut admin, &bin(0x21, &[], b"PLAIN", b"\0admin\0adm", 0));
     assert_eq!(read_bin(&mut admin).5, b"Authenticated".to_vec());

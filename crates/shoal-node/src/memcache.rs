@@ -214,7 +214,8 @@ impl McFrontend {
         }
     }
 
-    /// SASL on the binary protocol: PLAIN with `requirepass` (user `default`). Without a
+    /// SASL on the binary protocol: PLAIN with `requirepass` (user `default`, or a name
+    /// Shoal has no user of: see `acl::memcache_login`). Without a
     /// password there is no SASL, as in memcached without `-S`.
     fn sasl(&mut self, node: &Server, sasl: Sasl, out: &mut BytesMut) {
         use binary::status;
@@ -243,19 +244,18 @@ impl McFrontend {
     /// authenticated from then on when they match.
     fn check_password(&mut self, node: &Server, user: &[u8], password: &[u8]) -> bool {
         bump(&node.engine.mc_stats.auth_cmds);
-        let ok = acl::check_password(&node.engine, user, password);
-        if ok {
-            self.auth = None;
-            *self
-                .session
-                .info
-                .user
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()) = bytes::Bytes::copy_from_slice(user);
-        } else {
+        let Some(user) = acl::memcache_login(&node.engine, user, password) else {
             bump(&node.engine.mc_stats.auth_errors);
-        }
-        ok
+            return false;
+        };
+        self.auth = None;
+        *self
+            .session
+            .info
+            .user
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = user;
+        true
     }
 
     /// Runs a request and queues its reply in `form`; `None` when it must wait for the

@@ -828,6 +828,17 @@ pub fn check_password(node: &Engine, name: &[u8], pass: &[u8]) -> bool {
         .is_some_and(|u| u.is_open())
 }
 
+/// The user a Memcached login (memcached's text login or SASL PLAIN) logs in as, when its
+/// password is right and that user may use the port ([`check_password`]): the user it
+/// names, or `default` for a name Shoal has no user of. memcached's clients are set up
+/// with a SASL user of their own; its password is then `requirepass`, as Redis's AUTH with
+/// the password alone logs in as `default` (nobody gets in who could not so).
+pub fn memcache_login(node: &Engine, name: &[u8], pass: &[u8]) -> Option<Bytes> {
+    let known = registry(node).user(name).is_some();
+    let name: &[u8] = if known { name } else { b"default" };
+    check_password(node, name, pass).then(|| Bytes::copy_from_slice(name))
+}
+
 /// The user a new client connection starts as (and RESET goes back to): `default`.
 pub fn start_session(node: &Engine, session: &mut Session) {
     let registry = registry(node);
