@@ -8015,6 +8015,13 @@ fn command_tips_match_redis() {
     );
 }
 
+/// A redis-rs connection to `addr`.
+fn connect(addr: SocketAddr) -> redis::Connection {
+    redis::Client::open(format!("redis://{addr}/"))
+        .and_then(|c| c.get_connection())
+        .expect("connects")
+}
+
 /// COMMAND INFO's key positions (fourth to sixth elements) and key specs (the ninth: notes,
 /// flags, begin_search, find_keys, one map per spec) match redis-server's for every command
 /// and subcommand Shoal has: a container has none of its own, SPUBLISH's sharded channel
@@ -8023,11 +8030,6 @@ fn command_tips_match_redis() {
 fn command_key_specs_match_redis() {
     let redis = RedisServer::start();
     let shoal = TestNode::start();
-    let connect = |addr: SocketAddr| {
-        redis::Client::open(format!("redis://{addr}/"))
-            .and_then(|c| c.get_connection())
-            .expect("connects")
-    };
     let (mut theirs, mut ours) = (connect(redis.addr), connect(shoal.addr));
     let specs = |c: &mut redis::Connection, name: &str| -> Vec<redis::Value> {
         let v: redis::Value = redis::cmd("COMMAND")
@@ -8069,11 +8071,6 @@ fn command_key_specs_match_redis() {
 fn command_acl_categories_match_redis() {
     let redis = RedisServer::start();
     let shoal = TestNode::start();
-    let connect = |addr: SocketAddr| {
-        redis::Client::open(format!("redis://{addr}/"))
-            .and_then(|c| c.get_connection())
-            .expect("connects")
-    };
     let (mut r, mut s) = (connect(redis.addr), connect(shoal.addr));
     let text = |v: &redis::Value| match v {
         redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),

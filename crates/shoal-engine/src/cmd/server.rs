@@ -678,13 +678,7 @@ fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
 fn table_key_specs(name: &str) -> Option<Vec<Reply>> {
     use super::keyspecs::{flag, Begin, Find, NOTES};
     let specs = super::keyspecs::specs(name)?;
-    let part = |kind: &'static str, spec: Vec<(&'static str, Reply)>| {
-        let spec = spec.into_iter().map(|(k, v)| (Reply::bulk(k), v)).collect();
-        Reply::Map(vec![
-            (Reply::bulk("type"), Reply::bulk(kind)),
-            (Reply::bulk("spec"), Reply::Map(spec)),
-        ])
-    };
+    let part = spec_part;
     let int = |n: i32| Reply::Int(i64::from(n));
     let rendered = specs.iter().enumerate().map(|(i, ks)| {
         let mut fields = Vec::with_capacity(4);
@@ -748,16 +742,18 @@ fn key_spec(
     find: &'static str,
     find_spec: Vec<(&'static str, Reply)>,
 ) -> Reply {
-    let part = |kind: &'static str, spec: Vec<(&'static str, Reply)>| {
-        let spec = spec.into_iter().map(|(k, v)| (Reply::bulk(k), v)).collect();
-        Reply::Map(vec![
-            (Reply::bulk("type"), Reply::bulk(kind)),
-            (Reply::bulk("spec"), Reply::Map(spec)),
-        ])
-    };
     Reply::Map(vec![
-        (Reply::bulk("begin_search"), part(begin, begin_spec)),
-        (Reply::bulk("find_keys"), part(find, find_spec)),
+        (Reply::bulk("begin_search"), spec_part(begin, begin_spec)),
+        (Reply::bulk("find_keys"), spec_part(find, find_spec)),
+    ])
+}
+
+/// A key spec's `begin_search` or `find_keys`: its type and that type's fields.
+fn spec_part(kind: &'static str, spec: Vec<(&'static str, Reply)>) -> Reply {
+    let spec = spec.into_iter().map(|(k, v)| (Reply::bulk(k), v)).collect();
+    Reply::Map(vec![
+        (Reply::bulk("type"), Reply::bulk(kind)),
+        (Reply::bulk("spec"), Reply::Map(spec)),
     ])
 }
 
