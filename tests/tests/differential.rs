@@ -8148,6 +8148,9 @@ fn monitored(addr: SocketAddr) -> Vec<String> {
         &["NOSUCHCOMMAND", "x"],
         &["ECHO", "\u{1}\u{7f}é"],
         &["MSET", "a", "1", "b", "2"],
+        // A container's administrative subcommand is not shown, its others are.
+        &["MODULE", "LIST"],
+        &["CLIENT", "SETNAME", "watched"],
         &[
             "EVAL",
             "redis.call('set', KEYS[1], ARGV[1]) return redis.call('get', KEYS[1])",
@@ -8192,6 +8195,61 @@ fn monitor_matches_redis() {
     let want = monitored(redis.addr);
     assert_eq!(monitored(shoal.addr), want);
     assert!(want.len() >= 5, "{want:?}");
+}
+
+/// The arguments SLOWLOG keeps of a fixed command sequence (every command logged), newest
+/// first, as redis-server keeps them: ACL SETUSER's user and rules and the passwords of
+/// CONFIG SET redacted, other ACL subcommands and settings shown.
+fn slow_logged(addr: SocketAddr) -> Vec<Vec<String>> {
+    let mut c = connect(addr);
+    let steps: &[&[&str]] = &[
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+        &["SLOWLOG", "RESET"],
+        &["ACL", "SETUSER", "slowlogged", "on", ">pw", "+get"],
+        &["ACL", "GETUSER", "slowlogged"],
+        &["ACL", "DELUSER", "slowlogged"],
+        &["CONFIG", "SET", "masterauth", "sekrit"],
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory-policy",
+            "noeviction",
+            "masteruser",
+            "u",
+        ],
+        &["CONFIG", "SET", "requirepass", ""],
+        &["CONFIG", "SET", "masterauth", ""],
+        &["SET", "k", "v"],
+    ];
+    for step in steps {
+        let _: redis::Value = redis::cmd(step[0]).arg(&step[1..]).query(&mut c).unwrap();
+    }
+    let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(20)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "slowlog-log-slower-than", "10000"])
+        .query(&mut c)
+        .unwrap();
+    log.iter()
+        .map(|entry| {
+            let redis::Value::Array(fields) = entry else {
+                panic!("{entry:?}")
+            };
+            redis::from_redis_value::<Vec<String>>(&fields[3]).expect("the arguments")
+        })
+        .collect()
+}
+
+#[test]
+fn slowlog_redacts_as_redis() {
+    let redis = RedisServer::start();
+    let shoal = TestNode::start();
+    let want = slow_logged(redis.addr);
+    assert!(want.len() >= 9, "{want:?}");
+    assert_eq!(slow_logged(shoal.addr), want);
 }
 
 /// DUMP and RESTORE's checks, in Redis's order and words (the payloads themselves are

@@ -79,7 +79,7 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
     let Some(spec) = shoal_engine::cmd::lookup_listed(&args[0]) else {
         return;
     };
-    if spec.flags & shoal_engine::cmd::flag::ADMIN != 0 {
+    if shoal_engine::cmd::is_admin(spec, args) {
         return;
     }
     let micros = shoal_engine::clock::now_us();

@@ -1536,14 +1536,49 @@ pub fn allowed_while_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
         }
 }
 
-/// A command's arguments as the slow log and MONITOR show them: MIGRATE's passwords
-/// redacted, as Redis redacts them.
+/// A command's arguments as the slow log and MONITOR show them: MIGRATE's passwords, ACL
+/// SETUSER's user and rules, and the value of a setting Redis marks sensitive (passwords:
+/// `requirepass`, `masterauth`, `masteruser`) in CONFIG SET redacted, as Redis redacts them.
 pub fn shown_args<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> std::borrow::Cow<'a, [Bytes]> {
-    if spec.name == "migrate" {
-        std::borrow::Cow::Owned(keys::migrate_redacted(args))
-    } else {
-        std::borrow::Cow::Borrowed(args)
+    const REDACTED: Bytes = Bytes::from_static(b"(redacted)");
+    match spec.name {
+        "migrate" => std::borrow::Cow::Owned(keys::migrate_redacted(args)),
+        "acl" if names_subcommand(&["setuser"], args) && args.len() > 2 => {
+            let mut shown = args.to_vec();
+            shown[2..].fill(REDACTED);
+            std::borrow::Cow::Owned(shown)
+        }
+        // CONFIG SET of a setting Redis marks sensitive: its value.
+        "config" if names_subcommand(&["set"], args) => {
+            let mut shown = args.to_vec();
+            for pair in shown[2..].chunks_mut(2) {
+                if let [name, value] = pair {
+                    let sensitive = ["requirepass", "masterauth", "masteruser"];
+                    if sensitive
+                        .iter()
+                        .any(|s| name.eq_ignore_ascii_case(s.as_bytes()))
+                    {
+                        *value = REDACTED;
+                    }
+                }
+            }
+            std::borrow::Cow::Owned(shown)
+        }
+        _ => std::borrow::Cow::Borrowed(args),
     }
+}
+
+/// Whether `args` run an administrative command (Redis's `admin` flag; a container's is its
+/// subcommand's: MODULE LIST, CLUSTER RESET): MONITOR does not show those.
+pub fn is_admin(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    if spec.flags & flag::ADMIN != 0 {
+        return true;
+    }
+    let Some(sub) = args.get(1).filter(|_| is_container(spec)) else {
+        return false;
+    };
+    let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+    docs::subcommand_meta(spec.name, &name).is_some_and(|(flags, _)| flags.contains(&"admin"))
 }
 
 /// A subcommand a script may not run though its container's others may (Redis's
