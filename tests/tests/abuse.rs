@@ -200,6 +200,39 @@ fn a_reply_over_the_output_limit_closes_the_client() {
     assert_alive(&node);
 }
 
+/// A transaction whose replies pass the output limit runs to its end all the same, and the
+/// client is then closed, as Redis does: the writes queued after the large read happen
+/// (Redis's "Execute transactions completely even if client output buffer limit is
+/// enforced").
+#[test]
+fn a_transaction_over_the_output_limit_runs_whole_then_closes() {
+    let node = TestNode::with(|c| c.client_output_buffer_limit.normal.hard = 100_000);
+    let mut con = node.client();
+    let values: Vec<String> = (0..150).map(|i| format!("{i:01000}")).collect();
+    let _: () = redis::cmd("RPUSH")
+        .arg("list")
+        .arg(&values)
+        .query(&mut con)
+        .unwrap();
+    let _: () = con.set("k1", "v1").unwrap();
+    let mut s = node.raw();
+    send(
+        &mut s,
+        b"MULTI\r\nSET k2 v2\r\nGET k2\r\nLRANGE list 0 -1\r\nSET k3 v3\r\nDEL k1\r\nEXEC\r\n",
+    );
+    let (bytes, closed) = read_to_close(&mut s, T);
+    assert!(closed, "closed past the limit");
+    assert!(bytes.len() < 100_000, "{} bytes", bytes.len());
+    let got: (Option<String>, Option<String>, Option<String>) = redis::pipe()
+        .get("k1")
+        .get("k2")
+        .get("k3")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(got, (None, Some("v2".into()), Some("v3".into())));
+    assert_alive(&node);
+}
+
 /// A subscriber that stops reading is closed once its unsent messages pass the `pubsub`
 /// class's hard limit (as Redis closes it), so a slow reader cannot hold memory without
 /// bound; the publisher and the other clients carry on.

@@ -223,9 +223,12 @@ fn run_queue(ctx: &mut Ctx<'_>, queue: &[Vec<Bytes>], watched: &[Watched]) -> Re
         return Reply::NilArray;
     }
     // The replies add up: each one is charged to the reply budget (those that charged their
-    // items themselves, MGET and the like, are not charged twice), and the transaction's
-    // reply stops growing at the first that does not fit (the client is then closed).
+    // items themselves, MGET and the like, are not charged twice). At the first that does
+    // not fit the replies are dropped, and the rest of the transaction still runs whole
+    // (unbounded, its replies dropped as they come), as Redis runs a transaction to its end
+    // before it closes the client: the spent budget then closes it.
     let mut replies = Vec::with_capacity(queue.len());
+    let mut spent = None;
     for args in queue {
         // The users may have changed since the command was queued.
         if let Some(refused) = super::acl::exec_refusal(ctx.engine, ctx.session, args) {
@@ -237,13 +240,23 @@ fn run_queue(ctx: &mut Ctx<'_>, queue: &[Vec<Bytes>], watched: &[Watched]) -> Re
         let no_block = std::mem::replace(&mut ctx.session.no_block, true);
         let reply = execute(ctx.host, ctx.session, args, ctx.now_ms);
         ctx.session.no_block = no_block;
+        if spent.is_some() {
+            continue;
+        }
         let charged_itself = ctx.session.budget.left() != before;
         if ctx.session.budget.exceeded()
             || (!charged_itself && !ctx.session.budget.charge(reply.size_hint()))
         {
-            return Reply::Nil;
+            spent = Some(ctx.session.budget);
+            ctx.session.budget = super::ReplyBudget::new(0);
+            replies = Vec::new();
+            continue;
         }
         replies.push(reply);
+    }
+    if let Some(budget) = spent {
+        ctx.session.budget = budget;
+        return Reply::Nil;
     }
     Reply::Array(replies)
 }
