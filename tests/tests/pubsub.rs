@@ -324,3 +324,44 @@ fn a_user_that_loses_channels_loses_its_subscribers() {
     send(&mut other, b"*1\r\n$4\r\nPING\r\n");
     assert_eq!(read_exact_by(&mut other, 7, T), b"+PONG\r\n");
 }
+
+/// A subscriber that does not read shows its backlog in CLIENT LIST's `omem` and `oll` and
+/// INFO's `client_recent_max_output_buffer`, as Redis shows the messages in its output
+/// buffer (they were left out while they waited in the connection's mailbox).
+#[test]
+fn a_subscriber_s_backlog_shows_in_its_output_memory() {
+    let node = TestNode::start();
+    let mut sub = Raw::open(&node);
+    sub.send(&["CLIENT", "SETNAME", "lagging"]);
+    assert_eq!(sub.next(), Value::Okay);
+    sub.send(&["SUBSCRIBE", "flood"]);
+    assert_eq!(kind(&sub.next()).as_deref(), Some("subscribe"));
+    // About 20 MB: more than the loopback socket buffers hold, under the pubsub limit.
+    let mut con = node.client();
+    let message = "m".repeat(1000);
+    let mut publish = redis::pipe();
+    for _ in 0..20_000 {
+        publish.cmd("PUBLISH").arg("flood").arg(&message).ignore();
+    }
+    let _: () = publish.query(&mut con).unwrap();
+    let field = |line: &str, name: &str| -> u64 {
+        line.split(' ')
+            .find_map(|f| f.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let shown = wait_until(WAIT, || {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
+        list.lines()
+            .find(|l| l.contains("name=lagging"))
+            .is_some_and(|l| field(l, "omem") > 1_000_000 && field(l, "oll") > 0)
+    });
+    assert!(shown, "the backlog shows in omem and oll");
+    let info: String = redis::cmd("INFO").arg("clients").query(&mut con).unwrap();
+    let most = info
+        .lines()
+        .find_map(|l| l.strip_prefix("client_recent_max_output_buffer:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .expect("the field");
+    assert!(most > 1_000_000, "{info}");
+}

@@ -265,6 +265,19 @@ impl Buffers {
             + get(&self.state)
     }
 
+    /// The output as CLIENT LIST and INFO show it (`obl`, `oll`, `omem`): the replies, and
+    /// the Pub/Sub messages and invalidations waiting in the mailbox as one more chunk (Redis
+    /// writes those to the output buffer; a subscriber that does not read shows its backlog).
+    pub fn shown_output(&self) -> (u64, u64, u64) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mailbox = get(&self.mailbox);
+        (
+            get(&self.obl),
+            get(&self.oll) + u64::from(mailbox > 0),
+            get(&self.omem) + mailbox,
+        )
+    }
+
     /// Notes the connection's state entries (watched keys, subscriptions, prefixes).
     pub fn set_state_entries(&self, entries: usize) {
         let bytes = entries as u64 * STATE_ENTRY_BYTES;
@@ -418,8 +431,8 @@ impl ClientInfo {
         let b = &self.buffers;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let multi = b.multi.load(Ordering::Relaxed);
-        let (obl, omem, multi_mem, rbs) =
-            (get(&b.obl), get(&b.omem), get(&b.multi_mem), get(&b.rbs));
+        let (obl, oll, omem) = b.shown_output();
+        let (multi_mem, rbs) = (get(&b.multi_mem), get(&b.rbs));
         let db = self.db.load(Ordering::Relaxed);
         let argv_mem = get(&b.argv_mem);
         format!(
@@ -438,7 +451,7 @@ impl ClientInfo {
             get(&b.qbuf),
             get(&b.qbuf_free),
             get(&b.rbp),
-            get(&b.oll),
+            oll,
             b.total(),
             if obl + omem > 0 { "rw" } else { "r" },
             if cmd.is_empty() { "NULL" } else { cmd },

@@ -264,7 +264,10 @@ pub fn render_info(node: &Engine, info: &Info<'_>, sections: &[String]) -> Strin
                 );
                 line!(
                     "client_recent_max_output_buffer:{}",
-                    most(&|b| b.obl.load(Ordering::Relaxed) + b.omem.load(Ordering::Relaxed))
+                    most(&|b| {
+                        let (obl, _, omem) = b.shown_output();
+                        obl + omem
+                    })
                 );
                 line!(
                     "blocked_clients:{}",
