@@ -76,7 +76,7 @@ fn memcached_port_requires_the_password() {
         "CLIENT_ERROR authentication failure\r\n",
     );
     mc.check(
-        "set a 0 0 12\r\nother s3cret\r\n",
+        "set a 0 0 11\r\nother wrong\r\n",
         "CLIENT_ERROR authentication failure\r\n",
     );
     assert_eq!(resp.call(&["GET", "secretkey"]), Resp::bulk("hidden"));
@@ -91,8 +91,12 @@ fn memcached_port_requires_the_password() {
     mc.check("set mckey 0 0 1\r\nx\r\n", "STORED\r\n");
     assert_eq!(resp.call(&["GET", "mckey"]), Resp::bulk("x"));
 
-    // Authentication is per connection.
+    // Authentication is per connection. A name the node has no user of logs in as
+    // `default` (memcached's clients name their own SASL user).
     Mc::connect(mc_addr).check("get secretkey\r\n", unauthenticated);
+    let mut named = Mc::connect(mc_addr);
+    named.check("set a 0 0 12\r\nother s3cret\r\n", "STORED\r\n");
+    named.check("get mckey\r\n", "VALUE mckey 0 1\r\nx\r\nEND\r\n");
     // Junk without a newline closes the connection, as memcached does after 2 KiB.
     let mut junk = Mc::connect(mc_addr);
     junk.0.write_all(&[b'x'; 4096]).expect("write junk");
