@@ -79,12 +79,11 @@ fn feed_monitors(node: &Server, session: &Session, args: &[bytes::Bytes]) {
     let Some(spec) = shoal_engine::cmd::lookup_listed(&args[0]) else {
         return;
     };
-    if shoal_engine::cmd::is_admin(spec, args) {
+    let Some(shown) = shoal_engine::cmd::monitor_args(spec, args) else {
         return;
-    }
+    };
     let micros = shoal_engine::clock::now_us();
     let addr = session.info.addr.monitor_text();
-    let shown = shoal_engine::cmd::shown_args(spec, args);
     node.monitors
         .feed(shoal_cluster::monitor::line(micros, &addr, &shown));
 }

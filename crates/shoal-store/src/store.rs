@@ -71,7 +71,8 @@ pub enum Access {
     Raw,
 }
 
-/// A live entry seen under its shard's lock.
+/// An entry seen under its shard's lock: live, or (for [`Access::Raw`]) one whose time is up
+/// and that is still held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry<'a> {
     pub value: &'a [u8],

@@ -672,10 +672,13 @@ pub fn as_user(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let registry = registry(ctx.engine);
     let epoch = registry.epoch();
     let Some(user) = registry.user(&args[1]) else {
-        return Reply::error(format!(
+        let text = format!(
             "NOPERM User {} does not exist on this node (a node that started may not have copied it yet)",
             text(&args[1])
-        ));
+        );
+        // The client's error (this row's own are not counted: see `cmd::run`).
+        ctx.engine.commands.error(&text);
+        return Reply::error(text);
     };
     let before = ctx.session.user.replace(user);
     let before_epoch = std::mem::replace(&mut ctx.session.acl_epoch, epoch);

@@ -131,6 +131,10 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.session.close = true;
+    // Gone for the clients redirecting their invalidations here from now on, as Redis frees
+    // the client right after the reply: a write another client sends after reading this OK
+    // tells them `tracking-redir-broken` (the connection's own end comes in its own time).
+    ctx.engine.tracker.client_gone(ctx.session.info.id);
     Reply::ok()
 }
 

@@ -1548,18 +1548,18 @@ pub fn shown_args<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> std::borrow::Cow
             shown[2..].fill(REDACTED);
             std::borrow::Cow::Owned(shown)
         }
-        // CONFIG SET of a setting Redis marks sensitive: its value.
+        // CONFIG SET of a setting Redis marks sensitive: the argument after its name (also
+        // when the pairs are off by one, so a password never shows).
         "config" if names_subcommand(&["set"], args) => {
+            let sensitive = |name: &Bytes| {
+                ["requirepass", "masterauth", "masteruser"]
+                    .iter()
+                    .any(|s| name.eq_ignore_ascii_case(s.as_bytes()))
+            };
             let mut shown = args.to_vec();
-            for pair in shown[2..].chunks_mut(2) {
-                if let [name, value] = pair {
-                    let sensitive = ["requirepass", "masterauth", "masteruser"];
-                    if sensitive
-                        .iter()
-                        .any(|s| name.eq_ignore_ascii_case(s.as_bytes()))
-                    {
-                        *value = REDACTED;
-                    }
+            for i in 2..shown.len().saturating_sub(1) {
+                if sensitive(&args[i]) {
+                    shown[i + 1] = REDACTED;
                 }
             }
             std::borrow::Cow::Owned(shown)
@@ -1568,17 +1568,23 @@ pub fn shown_args<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> std::borrow::Cow
     }
 }
 
-/// Whether `args` run an administrative command (Redis's `admin` flag; a container's is its
-/// subcommand's: MODULE LIST, CLUSTER RESET): MONITOR does not show those.
-pub fn is_admin(spec: &CommandSpec, args: &[Bytes]) -> bool {
-    if spec.flags & flag::ADMIN != 0 {
-        return true;
-    }
-    let Some(sub) = args.get(1).filter(|_| is_container(spec)) else {
-        return false;
+/// What MONITOR shows of `args` (with [`shown_args`]'s redactions), or `None` for what it
+/// leaves out, as Redis's `call()` does: an administrative command (Redis's `admin` flag; a
+/// container's is its subcommand's: MODULE LIST is left out, SLOWLOG HELP shown) and a
+/// container's subcommand Redis does not have (no command to Redis's lookup).
+pub fn monitor_args<'a>(
+    spec: &CommandSpec,
+    args: &'a [Bytes],
+) -> Option<std::borrow::Cow<'a, [Bytes]>> {
+    let admin = match args.get(1).filter(|_| is_container(spec)) {
+        Some(sub) => {
+            let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+            docs::subcommand_meta(spec.name, &name)
+                .is_none_or(|(flags, _)| flags.contains(&"admin"))
+        }
+        None => spec.flags & flag::ADMIN != 0,
     };
-    let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
-    docs::subcommand_meta(spec.name, &name).is_some_and(|(flags, _)| flags.contains(&"admin"))
+    (!admin).then(|| shown_args(spec, args))
 }
 
 /// A subcommand a script may not run though its container's others may (Redis's

@@ -224,15 +224,21 @@ fn run_queue(ctx: &mut Ctx<'_>, queue: &[Vec<Bytes>], watched: &[Watched]) -> Re
     }
     // The replies add up: each one is charged to the reply budget (those that charged their
     // items themselves, MGET and the like, are not charged twice). At the first that does
-    // not fit the replies are dropped, and the rest of the transaction still runs whole
-    // (unbounded, its replies dropped as they come), as Redis runs a transaction to its end
-    // before it closes the client: the spent budget then closes it.
+    // not fit the replies are dropped, and the rest of the transaction still runs, as Redis
+    // runs a transaction to its end before it closes the client: each later command with
+    // the budget EXEC started with (a write finishes, a read stops where it would have, its
+    // reply dropped), and the spent budget then closes the client.
     let mut replies = Vec::with_capacity(queue.len());
-    let mut spent = None;
+    let (start, mut spent) = (ctx.session.budget, None);
     for args in queue {
+        if spent.is_some() {
+            ctx.session.budget = start;
+        }
         // The users may have changed since the command was queued.
         if let Some(refused) = super::acl::exec_refusal(ctx.engine, ctx.session, args) {
-            replies.push(refused);
+            if spent.is_none() {
+                replies.push(refused);
+            }
             continue;
         }
         let before = ctx.session.budget.left();
@@ -248,7 +254,6 @@ fn run_queue(ctx: &mut Ctx<'_>, queue: &[Vec<Bytes>], watched: &[Watched]) -> Re
             || (!charged_itself && !ctx.session.budget.charge(reply.size_hint()))
         {
             spent = Some(ctx.session.budget);
-            ctx.session.budget = super::ReplyBudget::new(0);
             replies = Vec::new();
             continue;
         }

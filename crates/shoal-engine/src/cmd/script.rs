@@ -83,8 +83,8 @@ thread_local! {
 /// `getmetatable` reach a script's own tables only. The library tables are read-only views
 /// and the globals sit behind an empty, read-only `_G` (Redis 7's rules: a global can be
 /// neither created, replaced nor read before it exists).
-/// `pcall` and `xpcall` pass SCRIPT KILL's error on, so a script cannot catch it and run
-/// on.
+/// `pcall`, `xpcall` and `coroutine.resume` pass SCRIPT KILL's error on, so a script cannot
+/// catch it and run on.
 const SANDBOX: &str = r#"
 do
   local pcall_, xpcall_, killed, caught = pcall, xpcall, __shoal_killed, __shoal_caught
@@ -1241,8 +1241,13 @@ fn run(
                         crate::busy::KILLED_BY_USER.into(),
                     ));
                 }
-                // MONITOR shows a script's calls after its EVAL or FCALL, as `[0 lua]`.
-                ctx.host.monitor("lua", &cmd);
+                // MONITOR shows a script's calls after its EVAL or FCALL, as `[0 lua]`, but
+                // the administrative ones, passwords redacted (as a client's).
+                if ctx.host.monitoring() {
+                    if let Some(shown) = super::monitor_args(spec, &cmd) {
+                        ctx.host.monitor("lua", &shown);
+                    }
+                }
                 // Commands answer a script in RESP2 (Redis's default in scripts) unless it
                 // asked for RESP3, whatever the caller speaks, and never block.
                 let resp3 = RESP3.with(std::cell::Cell::get);

@@ -640,8 +640,8 @@ fn sort_store_key(args: &[Bytes]) -> Option<&Bytes> {
     found
 }
 
-/// A subcommand's COMMAND INFO entry (`container|sub`; Shoal keeps no flags, categories or
-/// keys per subcommand).
+/// A subcommand's COMMAND INFO entry (`container|sub`): Redis's flags and key position
+/// (`docs::SUBCOMMAND_META`), ACL categories and key specs.
 fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
     let arity = super::docs::subcommand_arity(c.name, sub).unwrap_or(-2);
     let (flags, keyed) = super::docs::subcommand_meta(c.name, sub).unwrap_or_default();

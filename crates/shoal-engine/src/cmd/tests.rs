@@ -2505,3 +2505,111 @@ fn a_script_reply_nested_too_deep_ends_in_an_error() {
     );
     assert_eq!(out, format!("{}*0\r\n", "*1\r\n".repeat(10)));
 }
+
+/// The pure decisions on what a command's arguments show and whether they fit: MONITOR's
+/// and the slow log's redactions, MONITOR's admin rule, a subcommand's misfit.
+#[test]
+fn shown_arguments_and_subcommand_misfits_follow_redis() {
+    use super::{lookup_listed, monitor_args, shown_args, subcommand_misfit, Misfit};
+    let args = |line: &str| -> Vec<Bytes> {
+        line.split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    };
+    let text = |shown: &[Bytes]| {
+        shown
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let spec = |line: &str| lookup_listed(line.split(' ').next().unwrap().as_bytes()).unwrap();
+    for (line, want) in [
+        (
+            "ACL SETUSER u on >pw",
+            "ACL SETUSER (redacted) (redacted) (redacted)",
+        ),
+        ("ACL DELUSER u", "ACL DELUSER u"),
+        (
+            "CONFIG SET maxmemory 1 masterauth pw",
+            "CONFIG SET maxmemory 1 masterauth (redacted)",
+        ),
+        // Pairs off by one: the password after a sensitive name never shows.
+        (
+            "CONFIG SET maxmemory requirepass pw",
+            "CONFIG SET maxmemory requirepass (redacted)",
+        ),
+        ("CONFIG SET requirepass", "CONFIG SET requirepass"),
+        ("CONFIG GET requirepass", "CONFIG GET requirepass"),
+        ("GET requirepass", "GET requirepass"),
+    ] {
+        let a = args(line);
+        assert_eq!(text(&shown_args(spec(line), &a)), want, "{line}");
+    }
+    for (line, shown) in [
+        ("MODULE LIST", false),
+        ("CONFIG GET maxmemory", false),
+        ("CLIENT SETNAME x", true),
+        ("SLOWLOG HELP", true),
+        ("SLOWLOG GET", false),
+        ("CLIENT NOSUCH", false),
+        ("SHUTDOWN", false),
+        ("GET k", true),
+    ] {
+        let a = args(line);
+        assert_eq!(monitor_args(spec(line), &a).is_some(), shown, "{line}");
+    }
+    for (line, want) in [
+        ("CLIENT NOSUCH", Some(Misfit::Unknown)),
+        (
+            "OBJECT ENCODING",
+            Some(Misfit::Arity("object|encoding".into())),
+        ),
+        ("OBJECT ENCODING k", None),
+        // Shoal's own subcommand checks its arguments itself.
+        ("CLUSTER HASKEY", None),
+        // Redis's that Shoal's row does not list: its arity.
+        (
+            "CLUSTER LINKS x",
+            Some(Misfit::Arity("cluster|links".into())),
+        ),
+        ("GET k", None),
+    ] {
+        let a = args(line);
+        assert_eq!(subcommand_misfit(spec(line), &a), want, "{line}");
+    }
+}
+
+/// CLIENT LIST's output figures take the mailbox in as one more chunk.
+#[test]
+fn a_connections_shown_output_counts_its_mailbox() {
+    let b = crate::client::Buffers::default();
+    b.set_output(10, 2, 300);
+    assert_eq!(b.shown_output(), (10, 2, 300));
+    b.mailbox.store(5000, Ordering::Relaxed);
+    assert_eq!(b.shown_output(), (10, 3, 5300));
+}
+
+/// A node's answer to another node's request (acl.copy's LOADING while it copies its own
+/// users) is no client's error: INFO's errorstats and total_error_replies leave it out.
+#[test]
+fn a_peers_request_answered_loading_is_no_clients_error() {
+    let mut h = H::new();
+    h.session.internal = true;
+    super::acl::registry(h.node.engine()).set_copying(true);
+    let args = [Bytes::from_static(b"acl.copy")];
+    let reply = execute(&h.node, &mut h.session, &args, h.now);
+    let mut out = BytesMut::new();
+    reply.encode(h.session.proto, &mut out);
+    assert!(out.starts_with(b"-LOADING"), "{out:?}");
+    let commands = &h.node.engine().commands;
+    assert_eq!(commands.total_errors(), 0);
+    assert!(commands.errors().is_empty());
+    // A client's error still counts.
+    h.session.internal = false;
+    h.check(
+        "INCR",
+        "-ERR wrong number of arguments for 'incr' command\r\n",
+    );
+    assert_eq!(h.node.engine().commands.total_errors(), 1);
+}
