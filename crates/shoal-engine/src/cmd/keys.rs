@@ -836,10 +836,9 @@ fn memory_figures(node: &Engine) -> MemoryFigures {
         .iter()
         .map(|c| {
             let b = &c.buffers;
-            b.rbs.load(Relaxed)
-                + b.obl.load(Relaxed)
-                + b.omem.load(Relaxed)
-                + b.multi_mem.load(Relaxed)
+            // The output as CLIENT LIST shows it: a subscriber's waiting messages too.
+            let (obl, _, omem) = b.shown_output();
+            b.rbs.load(Relaxed) + obl + omem + b.multi_mem.load(Relaxed)
         })
         .sum();
     let stats = node.store.stats();
