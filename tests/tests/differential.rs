@@ -8022,6 +8022,23 @@ fn connect(addr: SocketAddr) -> redis::Connection {
         .expect("connects")
 }
 
+/// COMMAND INFO of one command (`container|sub` too): its ten elements, `None` for a name
+/// the server does not have.
+fn command_info(c: &mut redis::Connection, name: &str) -> Option<Vec<redis::Value>> {
+    let v: redis::Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg(name)
+        .query(c)
+        .unwrap();
+    let redis::Value::Array(mut items) = v else {
+        panic!("{v:?}")
+    };
+    match items.remove(0) {
+        redis::Value::Array(info) => Some(info),
+        _ => None,
+    }
+}
+
 /// COMMAND INFO's key positions (fourth to sixth elements) and key specs (the ninth: notes,
 /// flags, begin_search, find_keys, one map per spec) match redis-server's for every command
 /// and subcommand Shoal has: a container has none of its own, SPUBLISH's sharded channel
@@ -8032,17 +8049,7 @@ fn command_key_specs_match_redis() {
     let shoal = TestNode::start();
     let (mut theirs, mut ours) = (connect(redis.addr), connect(shoal.addr));
     let specs = |c: &mut redis::Connection, name: &str| -> Vec<redis::Value> {
-        let v: redis::Value = redis::cmd("COMMAND")
-            .arg("INFO")
-            .arg(name)
-            .query(c)
-            .unwrap();
-        let redis::Value::Array(mut items) = v else {
-            panic!("{v:?}")
-        };
-        let redis::Value::Array(info) = items.remove(0) else {
-            panic!("{name}: no info")
-        };
+        let info = command_info(c, name).unwrap_or_else(|| panic!("{name}: no info"));
         info[3..6].iter().chain([&info[8]]).cloned().collect()
     };
     let names: Vec<String> = redis::cmd("COMMAND")
@@ -8079,17 +8086,7 @@ fn command_acl_categories_match_redis() {
     };
     type Info = (Vec<String>, Vec<String>, Vec<redis::Value>);
     let info = |c: &mut redis::Connection, name: &str| -> Option<Info> {
-        let v: redis::Value = redis::cmd("COMMAND")
-            .arg("INFO")
-            .arg(name)
-            .query(c)
-            .unwrap();
-        let redis::Value::Array(mut items) = v else {
-            panic!("{v:?}")
-        };
-        let redis::Value::Array(info) = items.remove(0) else {
-            return None;
-        };
+        let info = command_info(c, name)?;
         let list = |v: &redis::Value| match v {
             redis::Value::Array(xs) | redis::Value::Set(xs) => xs.iter().map(text).collect(),
             other => panic!("{name}: {other:?}"),
