@@ -66,13 +66,10 @@ pub enum Access {
     Count,
     /// Neither (OBJECT, DEBUG, a read inside a write).
     Peek,
-    /// [`Access::Peek`] that also sees a key whose time is up and that is still held (no
-    /// access or cron removed it yet), and leaves it (DEBUG OBJECT: Redis's `dictFind`).
-    Raw,
 }
 
-/// An entry seen under its shard's lock: live, or (for [`Access::Raw`]) one whose time is up
-/// and that is still held.
+/// An entry seen under its shard's lock: live, or (for [`Store::read_raw`]) one whose time
+/// is up and that is still held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry<'a> {
     pub value: &'a [u8],
@@ -1339,10 +1336,32 @@ impl Store {
         access: Access,
         f: impl FnOnce(Option<Entry<'_>>) -> R,
     ) -> R {
+        self.read_as::<false, R>(key, now_ms, access, f)
+    }
+
+    /// [`Store::read`] with [`Access::Peek`] that also sees a key whose time is up and that
+    /// is still held (no access or cron removed it yet), and leaves it (DEBUG OBJECT: Redis's
+    /// `dictFind`).
+    pub fn read_raw<R>(
+        &self,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Option<Entry<'_>>) -> R,
+    ) -> R {
+        self.read_as::<true, R>(key, now_ms, Access::Peek, f)
+    }
+
+    fn read_as<const RAW: bool, R>(
+        &self,
+        key: &[u8],
+        now_ms: u64,
+        access: Access,
+        f: impl FnOnce(Option<Entry<'_>>) -> R,
+    ) -> R {
         let hash = self.shared.hasher.hash_one(key);
         let held = self.held(now_ms);
         self.with_shard(shard_of_slot(key_slot(key)), |shard, shared| {
-            let idx = if access == Access::Raw {
+            let idx = if RAW {
                 shard.find(key, hash)
             } else if held {
                 shard.find_live(key, hash, now_ms)

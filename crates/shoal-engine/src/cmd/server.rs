@@ -2348,7 +2348,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
     let now = ctx.now_ms;
     // Also a key whose time is up and that nothing removed yet, as Redis's DEBUG OBJECT
     // finds it in the keyspace's table (its test suite reads one under SET-ACTIVE-EXPIRE 0).
-    let seen = store.read(key, now, shoal_store::Access::Raw, |e| {
+    let seen = store.read_raw(key, now, |e| {
         e.map(|e| {
             let (encoding, dumped, list) = match e.coll {
                 Some(c) => {
