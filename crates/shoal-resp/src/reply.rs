@@ -208,7 +208,13 @@ impl Reply {
             }
             Reply::Verbatim(data) => encode_bulk(out, data),
             Reply::BigNumber(text) if resp3 => encode_line(out, b'(', text),
-            Reply::BigNumber(text) => encode_bulk(out, text),
+            // A bulk string of the same length, on one line too (as Redis sends a script's).
+            Reply::BigNumber(text) => {
+                out.reserve(text.len() + 16);
+                put_header(out, b'$', text.len() as u64);
+                put_one_line(out, text);
+                out.put_slice(b"\r\n");
+            }
         }
     }
 }
@@ -255,6 +261,12 @@ fn encode_items(sink: &mut impl Sink, prefix: u8, items: &[Reply], proto: Protoc
 fn encode_line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.reserve(text.len() + 3);
     out.put_u8(prefix);
+    put_one_line(out, text);
+    out.put_slice(b"\r\n");
+}
+
+/// `text` with any `\r` / `\n` sent as a space (the same length).
+fn put_one_line(out: &mut BytesMut, text: &[u8]) {
     let mut rest = text;
     while let Some(i) = rest.iter().position(|&b| b == b'\r' || b == b'\n') {
         out.put_slice(&rest[..i]);
@@ -262,7 +274,6 @@ fn encode_line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
         rest = &rest[i + 1..];
     }
     out.put_slice(rest);
-    out.put_slice(b"\r\n");
 }
 
 /// Decimal text of `n` (with a leading `-` when negative), written at the end of `buf`.

@@ -918,13 +918,8 @@ fn to_reply(v: Value, depth: usize, left: &mut usize, resp3: bool) -> Option<Rep
                 _ => {}
             }
             if let Value::String(n) = get("big_number") {
-                // On one line, as Redis maps CR and LF to spaces (RESP2's bulk string too).
-                let digits = text(&n, left)?;
-                let line = digits.iter().map(|&c| match c {
-                    b'\r' | b'\n' => b' ',
-                    c => c,
-                });
-                return Some(Reply::BigNumber(line.collect::<Vec<u8>>().into()));
+                // Sent on one line, CR and LF as spaces, as Redis sends it (the encoder's).
+                return Some(Reply::BigNumber(text(&n, left)?));
             }
             if let Value::Table(v) = get("verbatim_string") {
                 let format = v.raw_get::<Value>("format").unwrap_or(Value::Nil);
