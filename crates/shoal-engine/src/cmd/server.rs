@@ -649,13 +649,7 @@ fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
     let tips = own_tips(&name).iter().map(|t| Reply::bulk(*t)).collect();
     // A keyed subcommand's one key, its second argument (`OBJECT ENCODING key`).
     let key = i64::from(keyed) * 2;
-    let key_specs = table_key_specs(&name).unwrap_or_else(|| {
-        if keyed {
-            vec![index_range_spec(2, 0, 1)]
-        } else {
-            vec![]
-        }
-    });
+    let key_specs = table_key_specs(&name).unwrap_or_default();
     Reply::Array(vec![
         Reply::bulk(name),
         Reply::Int(i64::from(arity)),
@@ -677,7 +671,7 @@ fn sub_info(c: &CommandSpec, sub: &str) -> Reply {
 
 /// The key specs of `name` (`container|sub` for a subcommand) as COMMAND shows them, from
 /// Redis's table of them (`keyspecs`): each one's notes, flags, begin and find; `None` for
-/// a command the table does not have.
+/// a command the table does not have (none with keys: `every_keyed_command_has_key_specs`).
 fn table_key_specs(name: &str) -> Option<Vec<Reply>> {
     use super::keyspecs::{flag, Begin, Find, NOTES};
     let specs = super::keyspecs::specs(name)?;
@@ -736,21 +730,6 @@ fn table_key_specs(name: &str) -> Option<Vec<Reply>> {
     Some(rendered.collect())
 }
 
-/// One key spec as COMMAND shows it: how the search for the keys begins (`index` or
-/// `keyword`, with its spec's fields) and how they are found from there (`range` or
-/// `keynum`, with its).
-fn key_spec(
-    begin: &'static str,
-    begin_spec: Vec<(&'static str, Reply)>,
-    find: &'static str,
-    find_spec: Vec<(&'static str, Reply)>,
-) -> Reply {
-    Reply::Map(vec![
-        (Reply::bulk("begin_search"), spec_part(begin, begin_spec)),
-        (Reply::bulk("find_keys"), spec_part(find, find_spec)),
-    ])
-}
-
 /// A key spec's `begin_search` or `find_keys`: its type and that type's fields.
 fn spec_part(kind: &'static str, spec: Vec<(&'static str, Reply)>) -> Reply {
     let spec = spec.into_iter().map(|(k, v)| (Reply::bulk(k), v)).collect();
@@ -758,26 +737,6 @@ fn spec_part(kind: &'static str, spec: Vec<(&'static str, Reply)>) -> Reply {
         (Reply::bulk("type"), Reply::bulk(kind)),
         (Reply::bulk("spec"), Reply::Map(spec)),
     ])
-}
-
-/// A `range` key spec's fields: keys to `lastkey` (relative to the first; negative from the
-/// end), every `keystep`, at most a `limit`th of them (0: all).
-fn range(lastkey: i64, keystep: i64, limit: i64) -> Vec<(&'static str, Reply)> {
-    vec![
-        ("lastkey", Reply::Int(lastkey)),
-        ("keystep", Reply::Int(keystep)),
-        ("limit", Reply::Int(limit)),
-    ]
-}
-
-/// The key spec of keys from argument `index` on, in a `range` (see [`range`]).
-fn index_range_spec(index: i64, lastkey: i64, keystep: i64) -> Reply {
-    key_spec(
-        "index",
-        vec![("index", Reply::Int(index))],
-        "range",
-        range(lastkey, keystep, 0),
-    )
 }
 
 /// COMMAND INFO of one name: a command, or `container|sub` as COMMAND LIST names it.
@@ -794,55 +753,6 @@ fn info_of(name: &[u8]) -> Reply {
             .unwrap_or(Reply::Nil);
     }
     lookup_listed(name).map_or(Reply::Nil, command_info)
-}
-
-/// The key specs of a command Redis's table does not have (Shoal's own, or Redis's later
-/// ones), from its key positions.
-fn derived_key_specs(c: &CommandSpec) -> Vec<Reply> {
-    let mut key_specs = if c.first_key > 0 {
-        let lastkey = if c.last_key < 0 {
-            c.last_key
-        } else {
-            c.last_key - c.first_key
-        };
-        vec![index_range_spec(
-            i64::from(c.first_key),
-            i64::from(lastkey),
-            i64::from(c.step),
-        )]
-    } else {
-        vec![]
-    };
-    if c.numkeys == super::STREAMS_KEYS || c.numkeys == super::MIGRATE_KEYS {
-        // XREAD's and XREADGROUP's keys: half of what follows the STREAMS keyword; MIGRATE's
-        // what follows KEYS, searched from its end.
-        let (keyword, startfrom, limit) = if c.numkeys == super::STREAMS_KEYS {
-            ("STREAMS", 1, 2)
-        } else {
-            ("KEYS", -2, 0)
-        };
-        key_specs.push(key_spec(
-            "keyword",
-            vec![
-                ("keyword", Reply::bulk(keyword)),
-                ("startfrom", Reply::Int(startfrom)),
-            ],
-            "range",
-            range(-1, 1, limit),
-        ));
-    } else if c.numkeys > 0 {
-        key_specs.push(key_spec(
-            "index",
-            vec![("index", Reply::Int(i64::from(c.numkeys)))],
-            "keynum",
-            vec![
-                ("keynumidx", Reply::Int(0)),
-                ("firstkey", Reply::Int(1)),
-                ("keystep", Reply::Int(1)),
-            ],
-        ));
-    }
-    key_specs
 }
 
 fn command_info(c: &CommandSpec) -> Reply {
@@ -869,7 +779,7 @@ fn command_info(c: &CommandSpec) -> Reply {
     let key_specs = if container {
         vec![]
     } else {
-        table_key_specs(c.name).unwrap_or_else(|| derived_key_specs(c))
+        table_key_specs(c.name).unwrap_or_default()
     };
     let (first, last, step) = match c.name {
         _ if container => (0, 0, 0),
