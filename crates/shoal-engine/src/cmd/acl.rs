@@ -825,7 +825,7 @@ pub fn memcache_still_allowed(node: &Engine, session: &mut Session) -> bool {
 
 /// Checks a user/password pair for a front end whose commands are not checked one by one
 /// (Memcached's): only a user allowed every command, key and channel logs in there.
-pub fn check_password(node: &Engine, name: &[u8], pass: &[u8]) -> bool {
+fn check_password(node: &Engine, name: &[u8], pass: &[u8]) -> bool {
     registry(node)
         .authenticate(name, pass)
         .is_some_and(|u| u.is_open())
